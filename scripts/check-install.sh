@@ -1,0 +1,207 @@
+#!/usr/bin/env bash
+# Install schedstm into a temporary prefix and build small consumers against
+# the installed copy only: through pkg-config (shared and static) and through
+# find_package(schedstm) (schedstm::schedstm and schedstm::schedstm_static),
+# then run them. Also compiles every installed header on its own (C, and the
+# umbrella header as C++ when g++ is present).
+#
+#   scripts/check-install.sh              configure and build a fresh copy
+#   scripts/check-install.sh BUILD_DIR    install an already built tree
+#
+# Exits non-zero on the first failure; the last line is "N passed, N failed".
+set -euo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+work=$(mktemp -d "${TMPDIR:-/tmp}/schedstm-check-install.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+jobs=$(nproc 2>/dev/null || echo 2)
+passed=0
+
+ok() { passed=$((passed + 1)); echo "check-install: ok: $*"; }
+fail() {
+  echo "check-install: FAILED: $*" >&2
+  echo "check-install: $passed passed, 1 failed"
+  exit 1
+}
+run() { # run a command quietly, show its output if it fails
+  local log="$work/last.log"
+  if ! "$@" >"$log" 2>&1; then
+    cat "$log" >&2
+    return 1
+  fi
+}
+
+# ---- build and install ------------------------------------------------------
+if [ $# -ge 1 ]; then
+  build=$(cd "$1" && pwd)
+else
+  build="$work/build"
+  run cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release \
+    -DSCHEDSTM_BUILD_TESTS=OFF -DSCHEDSTM_BUILD_BENCH=OFF -DSCHEDSTM_BUILD_EXAMPLES=OFF \
+    || fail "configure"
+fi
+run cmake --build "$build" -j "$jobs" || fail "build"
+prefix="$work/prefix"
+run cmake --install "$build" --prefix "$prefix" || fail "install"
+
+libdir=$(dirname "$(find "$prefix" -name 'libschedstm.so.0' | head -n 1)")
+[ -n "$libdir" ] && [ "$libdir" != . ] || fail "libschedstm.so.0 not installed"
+for f in "$libdir/libschedstm.so" "$libdir/libschedstm.a" "$libdir/pkgconfig/schedstm.pc" \
+  "$libdir/cmake/schedstm/schedstmConfig.cmake" \
+  "$libdir/cmake/schedstm/schedstmConfigVersion.cmake" \
+  "$prefix/include/schedstm/schedstm.h"; do
+  [ -e "$f" ] || fail "missing ${f#"$prefix"/}"
+done
+soname=$(readelf -d "$libdir/libschedstm.so" | sed -n 's/.*SONAME.*\[\(.*\)\]/\1/p')
+[ "$soname" = libschedstm.so.0 ] || fail "SONAME is '$soname', expected libschedstm.so.0"
+ok "installed files, SONAME $soname"
+
+# Every public function is exported from the shared library; nothing internal.
+if nm -D --defined-only "$libdir/libschedstm.so" | awk '{print $3}' \
+  | grep -v -E '^(sstm_|sstm__|_init$|_fini$|_edata$|_end$|__bss_start$)' >"$work/extra.txt"; then
+  echo "unexpected exported symbols:" >&2
+  cat "$work/extra.txt" >&2
+  fail "symbol visibility"
+fi
+ok "exported symbols all sstm_*"
+
+# ---- headers ----------------------------------------------------------------
+for h in "$prefix"/include/schedstm/*.h; do
+  echo "#include <schedstm/$(basename "$h")>" >"$work/h.c"
+  run gcc -std=c11 -Wall -Wextra -Werror -fsyntax-only -I"$prefix/include" "$work/h.c" \
+    || fail "header $(basename "$h") does not compile on its own"
+done
+ok "each header compiles on its own (-std=c11)"
+if command -v g++ >/dev/null 2>&1; then
+  echo '#include <schedstm/schedstm.h>' >"$work/h.cc"
+  # The headers wrap their declarations in extern "C"; a C++ failure is
+  # reported but does not fail the check (the library is C11).
+  if run g++ -Wall -Wextra -Werror -fsyntax-only -I"$prefix/include" "$work/h.cc"; then
+    ok "schedstm.h compiles as C++"
+  else
+    echo "check-install: WARNING: schedstm.h does not compile as C++ (see above)" >&2
+  fi
+fi
+
+# ---- the consumer -------------------------------------------------------------
+cat >"$work/consumer.c" <<'C'
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <schedstm/schedstm.h>
+
+#define ITERS 10000
+static uint64_t counter;
+
+static void incr(void *arg) {
+  (void)arg;
+  sstm_store_u64(&counter, sstm_load_u64(&counter) + 1);
+}
+
+static void *worker(void *arg) {
+  (void)arg;
+  if (sstm_thread_init() != 0)
+    return (void *)1;
+  for (int i = 0; i < ITERS; i++) {
+    if (i % 2) {
+      if (sstm_run(NULL, incr, NULL) != 0)
+        return (void *)1;
+    } else {
+      SSTM_ATOMIC_BEGIN(NULL)
+        incr(NULL);
+      SSTM_ATOMIC_END();
+    }
+  }
+  sstm_thread_exit();
+  return NULL;
+}
+
+int main(void) {
+  if (strcmp(SSTM_VERSION_STRING, "@VERSION@") != 0 || sstm_init(NULL) != 0)
+    return 1;
+  pthread_t t[2];
+  void *r0, *r1;
+  pthread_create(&t[0], NULL, worker, NULL);
+  pthread_create(&t[1], NULL, worker, NULL);
+  pthread_join(t[0], &r0);
+  pthread_join(t[1], &r1);
+  char desc[256];
+  sstm_describe(desc, sizeof desc);
+  if (sstm_shutdown() != 0 || r0 || r1)
+    return 1;
+  printf("consumer: counter %llu (expected %d): %s\n", (unsigned long long)counter, 2 * ITERS,
+         desc);
+  return counter == 2 * ITERS ? 0 : 1;
+}
+C
+version=$(sed -n 's/^project(schedstm VERSION \([0-9.]*\).*/\1/p' "$root/CMakeLists.txt")
+sed -i "s/@VERSION@/$version/" "$work/consumer.c"
+
+# Runs $1; if $2 = shared, it must load the installed libschedstm.so.0; if
+# static, it must not depend on libschedstm at all.
+check_binary() {
+  local exe=$1 kind=$2 deps
+  deps=$(LD_LIBRARY_PATH="$libdir" ldd "$exe")
+  if [ "$kind" = shared ]; then
+    grep -q "libschedstm.so.0 => $libdir/" <<<"$deps" || {
+      echo "$deps" >&2
+      fail "$(basename "$exe") does not load the installed libschedstm.so.0"
+    }
+  elif grep -q libschedstm <<<"$deps"; then
+    echo "$deps" >&2
+    fail "$(basename "$exe") should be linked statically"
+  fi
+  LD_LIBRARY_PATH="$libdir" run "$exe" || fail "$(basename "$exe") failed"
+  ok "$(basename "$exe"): $(cat "$work/last.log")"
+}
+
+# ---- pkg-config -----------------------------------------------------------------
+if command -v pkg-config >/dev/null 2>&1; then
+  export PKG_CONFIG_PATH="$libdir/pkgconfig"
+  [ "$(pkg-config --modversion schedstm)" = "$version" ] || fail "pkg-config --modversion"
+  # shellcheck disable=SC2046
+  run gcc -std=c11 -Wall -Werror $(pkg-config --cflags schedstm) "$work/consumer.c" \
+    -o "$work/pc_shared" $(pkg-config --libs schedstm) || fail "build with pkg-config (shared)"
+  check_binary "$work/pc_shared" shared
+  # Static: the same flags with --static, the archive chosen explicitly.
+  # shellcheck disable=SC2046
+  run gcc -std=c11 -Wall -Werror $(pkg-config --cflags schedstm) "$work/consumer.c" \
+    -o "$work/pc_static" \
+    $(pkg-config --static --libs schedstm | sed 's/-lschedstm\b/-l:libschedstm.a/') \
+    || fail "build with pkg-config --static"
+  check_binary "$work/pc_static" static
+  unset PKG_CONFIG_PATH
+else
+  fail "pkg-config not found (scripts/install-deps.sh installs it)"
+fi
+
+# ---- find_package ---------------------------------------------------------------
+mkdir -p "$work/cmake-consumer"
+cp "$work/consumer.c" "$work/cmake-consumer/"
+cat >"$work/cmake-consumer/CMakeLists.txt" <<'CMAKE'
+cmake_minimum_required(VERSION 3.16)
+project(schedstm_consumer C)
+find_package(schedstm 0.1 REQUIRED)
+find_package(Threads REQUIRED)
+add_executable(fp_shared consumer.c)
+target_link_libraries(fp_shared PRIVATE schedstm::schedstm Threads::Threads)
+add_executable(fp_static consumer.c)
+target_link_libraries(fp_static PRIVATE schedstm::schedstm_static Threads::Threads)
+CMAKE
+run cmake -S "$work/cmake-consumer" -B "$work/cmake-consumer/build" \
+  -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_BUILD_TYPE=Release || fail "find_package(schedstm)"
+run cmake --build "$work/cmake-consumer/build" || fail "build with find_package"
+check_binary "$work/cmake-consumer/build/fp_shared" shared
+check_binary "$work/cmake-consumer/build/fp_static" static
+
+# A request for an incompatible major version must be refused.
+sed -i 's/find_package(schedstm 0.1 REQUIRED)/find_package(schedstm 1 REQUIRED)/' \
+  "$work/cmake-consumer/CMakeLists.txt"
+if cmake -S "$work/cmake-consumer" -B "$work/cmake-consumer/build2" \
+  -DCMAKE_PREFIX_PATH="$prefix" >/dev/null 2>&1; then
+  fail "find_package(schedstm 1) accepted version $version"
+fi
+ok "find_package(schedstm 1) refused (version $version)"
+
+echo "check-install: $passed passed, 0 failed"
