@@ -1,0 +1,36 @@
+/* schedstm: transactional allocation and safe memory reclamation.
+ *
+ * Memory allocated inside a transaction is released if the transaction
+ * aborts. Memory freed inside a transaction is released only after the
+ * transaction commits, and only once no transaction that could still read it
+ * is running (quiescence-based reclamation: every transaction that was
+ * active when the free committed has ended, suspended ones included), so a
+ * data structure can unlink and free a node while invisible readers traverse
+ * it.
+ */
+#ifndef SCHEDSTM_ALLOC_H
+#define SCHEDSTM_ALLOC_H
+
+#include <schedstm/common.h>
+
+SSTM_EXTERN_C_BEGIN
+
+/* malloc/calloc inside a transaction; freed automatically on abort. Outside a
+ * transaction they are plain malloc/calloc. NULL on allocation failure. */
+SSTM_API void *sstm_malloc(size_t size);
+SSTM_API void *sstm_calloc(size_t n, size_t size);
+
+/* Free inside a transaction: deferred until commit and the grace period. If
+ * the transaction aborts the free is forgotten. p may be NULL. Outside a
+ * transaction, sstm_free() retires p through the same grace period (use it
+ * for memory unlinked by a committed transaction). */
+SSTM_API void sstm_free(void *p);
+
+/* Try to release retired memory whose grace period has elapsed, from every
+ * thread's queue. Returns how many blocks were released. Never blocks on
+ * running transactions. */
+SSTM_API size_t sstm_reclaim(void);
+
+SSTM_EXTERN_C_END
+
+#endif /* SCHEDSTM_ALLOC_H */

@@ -1,0 +1,61 @@
+/* schedstm: common definitions shared by every public header.
+ *
+ * Error convention: functions that can fail return an int, 0 on success and
+ * a negative SSTM_E* code on failure. sstm_strerror() names a code;
+ * sstm_last_error() gives the calling thread's detailed message for the last
+ * failure (for example the list of valid values of a bad configuration
+ * string).
+ */
+#ifndef SCHEDSTM_COMMON_H
+#define SCHEDSTM_COMMON_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+#define SSTM_EXTERN_C_BEGIN extern "C" {
+#define SSTM_EXTERN_C_END }
+#else
+#define SSTM_EXTERN_C_BEGIN
+#define SSTM_EXTERN_C_END
+#endif
+
+/* Only functions marked SSTM_API are exported from the shared library; the
+ * library is built with -fvisibility=hidden. */
+#define SSTM_API __attribute__((visibility("default")))
+
+#define SSTM_VERSION_MAJOR 0
+#define SSTM_VERSION_MINOR 1
+#define SSTM_VERSION_PATCH 0
+#define SSTM_VERSION_STRING "0.1.0"
+
+SSTM_EXTERN_C_BEGIN
+
+/* Error codes (returned negated, e.g. return -SSTM_EINVAL is NOT used:
+ * the enumerators are already negative). */
+typedef enum sstm_error {
+  SSTM_OK = 0,
+  SSTM_EINVAL = -1,    /* bad argument or configuration value */
+  SSTM_ENOMEM = -2,    /* allocation failed */
+  SSTM_EBUSY = -3,     /* resource busy: threads still in transactions, ... */
+  SSTM_ESTATE = -4,    /* library not initialised, or already initialised */
+  SSTM_ENOTHREAD = -5, /* calling thread is not registered */
+  SSTM_ENOTX = -6,     /* no transaction is active / target has no transaction */
+  SSTM_ENOENT = -7,    /* unknown name (policy, design) */
+  SSTM_ELIMIT = -8,    /* a fixed limit was reached (threads, hooks, policies) */
+  SSTM_ECANCELED = -9, /* transaction was cancelled by sstm_cancel() */
+  SSTM_EPERM = -10,    /* operation not allowed in this state (e.g. cancel
+                          an irrevocable transaction) */
+} sstm_error_t;
+
+/* Name of an error code ("SSTM_EINVAL: invalid argument"). Never NULL. */
+SSTM_API const char *sstm_strerror(int err);
+
+/* Detailed message for the calling thread's last failed schedstm call, or
+ * "" if none. The string is valid until the thread's next schedstm call. */
+SSTM_API const char *sstm_last_error(void);
+
+SSTM_EXTERN_C_END
+
+#endif /* SCHEDSTM_COMMON_H */

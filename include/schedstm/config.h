@@ -1,0 +1,101 @@
+/* schedstm: library lifetime and configuration.
+ *
+ * Configuration comes in three tiers: a typed sstm_config_t passed to
+ * sstm_init(), environment overrides read once by sstm_init() (strict: an
+ * unknown value is an error that lists the valid ones), and a description of
+ * the effective configuration (sstm_describe()) that benchmarks print.
+ *
+ * Environment variables (applied when cfg->use_env is true, the default):
+ *   SCHEDSTM_DESIGN          etl | ctl
+ *   SCHEDSTM_CM              name of a registered contention manager
+ *   SCHEDSTM_LOCK_BITS       log2 of the lock-table size, 10..28
+ *   SCHEDSTM_STRIPE_SHIFT    log2 of the bytes covered by one lock, 3..12
+ *   SCHEDSTM_MAX_THREADS     1..32767
+ *   SCHEDSTM_STATS           basic | detailed
+ *   SCHEDSTM_BACKOFF_MIN_NS, SCHEDSTM_BACKOFF_MAX_NS   (backoff policy)
+ *   SCHEDSTM_WAIT_MAX        max consecutive WAIT decisions per access
+ */
+#ifndef SCHEDSTM_CONFIG_H
+#define SCHEDSTM_CONFIG_H
+
+#include <schedstm/common.h>
+
+SSTM_EXTERN_C_BEGIN
+
+/* Write strategy. Both keep a redo log (write-back): memory is only written
+ * at commit. They differ in when the ownership record of a written word is
+ * acquired. */
+typedef enum sstm_design {
+  SSTM_DESIGN_ETL = 0, /* encounter-time locking: lock at first write (default) */
+  SSTM_DESIGN_CTL = 1, /* commit-time locking: lock the write set at commit */
+} sstm_design_t;
+
+typedef enum sstm_stats_level {
+  SSTM_STATS_BASIC = 0,    /* commits, aborts by reason, retries: always on */
+  SSTM_STATS_DETAILED = 1, /* + read/write set sizes and per-tag profiles */
+} sstm_stats_level_t;
+
+/* Called every sample_period transactional accesses of a thread when
+ * sampling is on (period > 0). Runs inside the transaction, on the accessing
+ * thread; it must not call schedstm transactional functions. */
+typedef void (*sstm_sample_fn)(void *arg, const void *addr, bool is_write);
+
+typedef struct sstm_config {
+  sstm_design_t design;       /* default SSTM_DESIGN_ETL */
+  const char *cm;             /* contention manager name, default "suicide" */
+  unsigned lock_bits;         /* lock table has 2^lock_bits entries (default 20) */
+  unsigned stripe_shift;      /* one lock covers 2^stripe_shift bytes (default 5) */
+  unsigned max_threads;       /* registered threads at once (default 1024) */
+  sstm_stats_level_t stats;   /* default SSTM_STATS_BASIC */
+  uint64_t backoff_min_ns;    /* backoff policy: first delay bound (default 256) */
+  uint64_t backoff_max_ns;    /* backoff policy: delay cap (default 1 ms) */
+  unsigned wait_max;          /* max consecutive WAIT decisions for one access
+                                 before the engine forces ABORT_SELF (default 64) */
+  unsigned sample_period;     /* 0 = sampling off (default) */
+  sstm_sample_fn sample_fn;   /* required when sample_period > 0 */
+  void *sample_arg;
+  bool use_env;               /* apply SCHEDSTM_* overrides (default true) */
+} sstm_config_t;
+
+/* Fill *cfg with the defaults. Never fails. */
+SSTM_API void sstm_config_default(sstm_config_t *cfg);
+
+/* Apply the SCHEDSTM_* environment variables to *cfg. Returns SSTM_EINVAL on
+ * the first malformed or unknown value (sstm_last_error() says which and
+ * lists the valid values); *cfg is then unchanged. */
+SSTM_API int sstm_config_from_env(sstm_config_t *cfg);
+
+/* Initialise the library. cfg may be NULL for the defaults (plus the
+ * environment). Not thread-safe against a concurrent sstm_init/shutdown.
+ * Errors: SSTM_ESTATE (already initialised), SSTM_EINVAL (bad value, see
+ * sstm_last_error()), SSTM_ENOENT (unknown contention manager), SSTM_ENOMEM.
+ * On error nothing is initialised. */
+SSTM_API int sstm_init(const sstm_config_t *cfg);
+
+/* Tear the library down and release every resource, including memory whose
+ * reclamation was deferred. Errors: SSTM_ESTATE (not initialised),
+ * SSTM_EBUSY (a registered thread other than the caller still exists, or a
+ * transaction is active; nothing is released then). A calling thread that is
+ * still registered is unregistered first. */
+SSTM_API int sstm_shutdown(void);
+
+/* True between a successful sstm_init() and sstm_shutdown(). */
+SSTM_API bool sstm_initialized(void);
+
+/* The effective configuration (after environment overrides).
+ * Errors: SSTM_ESTATE if not initialised. */
+SSTM_API int sstm_config_get(sstm_config_t *out);
+
+/* One-line description of the effective configuration: version, design,
+ * contention manager, lock table, stripe, limits, OS facilities in use.
+ * Writes at most len bytes (NUL-terminated) and returns the length it needed
+ * (like snprintf); SSTM_ESTATE if not initialised. */
+SSTM_API int sstm_describe(char *buf, size_t len);
+
+/* Parse helpers, exposed for tools and tests. */
+SSTM_API int sstm_design_parse(const char *s, sstm_design_t *out);
+SSTM_API const char *sstm_design_name(sstm_design_t d);
+
+SSTM_EXTERN_C_END
+
+#endif /* SCHEDSTM_CONFIG_H */

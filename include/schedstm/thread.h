@@ -1,0 +1,76 @@
+/* schedstm: threads, transaction descriptors and remote abort.
+ *
+ * All per-transaction state lives in a descriptor (sstm_desc_t). A thread
+ * that registers gets a descriptor and becomes its current one; the only
+ * thread-local state is the pointer to the current descriptor. A descriptor
+ * can be detached from one thread (with its transaction still running, i.e.
+ * suspended) and attached to another thread later; reclamation and the
+ * irrevocability protocol treat a detached, active transaction as running.
+ *
+ * Threads join and leave at any time; registration takes a short mutex that
+ * only other registrations contend for, never running transactions.
+ */
+#ifndef SCHEDSTM_THREAD_H
+#define SCHEDSTM_THREAD_H
+
+#include <schedstm/common.h>
+
+SSTM_EXTERN_C_BEGIN
+
+typedef struct sstm_desc sstm_desc_t;
+
+/* Register the calling thread and attach a fresh descriptor to it. Must be
+ * called before the thread's first transaction. Idempotent: a thread that is
+ * already registered gets 0. Errors: SSTM_ESTATE (library not initialised),
+ * SSTM_ELIMIT (max_threads descriptors exist), SSTM_ENOMEM. */
+SSTM_API int sstm_thread_init(void);
+
+/* Unregister the calling thread and release its descriptor (its statistics
+ * are folded into the process totals; its deferred frees are handed to the
+ * process-wide reclaimer). Errors: SSTM_ENOTHREAD (not registered),
+ * SSTM_EBUSY (a transaction is active on the current descriptor). */
+SSTM_API int sstm_thread_exit(void);
+
+/* The calling thread's current descriptor, or NULL if none is attached. */
+SSTM_API sstm_desc_t *sstm_self(void);
+
+/* Detach the current descriptor from the calling thread and return it. Its
+ * transaction, if any, stays active (suspended): it keeps its locks and its
+ * snapshot, it is counted as running by reclamation, and it can be aborted
+ * remotely. Must not be called from inside a transactional access. Returns
+ * NULL if no descriptor is attached. */
+SSTM_API sstm_desc_t *sstm_desc_detach(void);
+
+/* Attach d to the calling thread, which must have no descriptor attached.
+ * Errors: SSTM_EINVAL (d NULL or already attached), SSTM_EBUSY (the calling
+ * thread already has a descriptor). */
+SSTM_API int sstm_desc_attach(sstm_desc_t *d);
+
+/* Create a descriptor not attached to any thread (for executors that run
+ * many transactions on a pool of worker threads), and destroy one (must be
+ * detached and have no active transaction: SSTM_EBUSY otherwise). */
+SSTM_API int sstm_desc_create(sstm_desc_t **out);
+SSTM_API int sstm_desc_destroy(sstm_desc_t *d);
+
+/* Identity of a descriptor: a small slot index (stable while it exists), the
+ * OS thread id of the thread that last attached it, and the identity of its
+ * current (or last) transaction attempt. Transaction ids are unique per
+ * descriptor and grow with every attempt, restarts included. */
+SSTM_API unsigned sstm_desc_slot(const sstm_desc_t *d);
+SSTM_API int sstm_desc_tid(const sstm_desc_t *d);
+SSTM_API uint64_t sstm_desc_txid(const sstm_desc_t *d);
+
+/* Ask that d's transaction abort. txid selects the attempt to kill (0: the
+ * current one, whatever it is). Returns 0 when the request took effect: the
+ * attempt can no longer commit; it rolls back at its next barrier,
+ * validation or commit, and the write locks it holds may be taken over by
+ * any other transaction at once (they protect unmodified memory), so a
+ * killed transaction that is descheduled blocks nobody. Errors: SSTM_ENOTX
+ * (no such active attempt), SSTM_EBUSY (the attempt is committing or
+ * irrevocable and cannot be aborted), SSTM_EINVAL (d NULL).
+ * Lock-free; never blocks. */
+SSTM_API int sstm_desc_kill(sstm_desc_t *d, uint64_t txid);
+
+SSTM_EXTERN_C_END
+
+#endif /* SCHEDSTM_THREAD_H */

@@ -1,0 +1,181 @@
+/* schedstm: transactions and transactional accesses.
+ *
+ * Two ways to run a block atomically:
+ *
+ * 1. sstm_run(attr, fn, arg) runs fn(arg) as a transaction, restarting it
+ *    until it commits. The hard-to-misuse form: no local variable of the
+ *    caller can be clobbered by a restart.
+ *
+ * 2. SSTM_ATOMIC_BEGIN(attr) ... SSTM_ATOMIC_END() inline in a function:
+ *
+ *      SSTM_ATOMIC_BEGIN(NULL)
+ *        long a = sstm_load_i64(&acct[i]);
+ *        sstm_store_i64(&acct[i], a - 10);
+ *      SSTM_ATOMIC_END();
+ *
+ *    A restart returns control to SSTM_ATOMIC_BEGIN as if by longjmp: local
+ *    variables of the enclosing function that are modified inside the block
+ *    and read after a restart must be volatile (the usual setjmp rule). Do
+ *    not return, break or goto out of the block: leave it with
+ *    SSTM_ATOMIC_END(), sstm_cancel() or sstm_restart().
+ *
+ * Guarantees: opacity. Every transaction, including one that will abort,
+ * observes a consistent snapshot of memory, so it never crashes or loops on
+ * values that no serial execution could produce. Committed transactions are
+ * serializable in commit-timestamp order; read-only ones at their snapshot.
+ *
+ * Nesting is flat: an inner begin/commit pair only counts depth; an abort
+ * restarts the outermost transaction.
+ */
+#ifndef SCHEDSTM_TX_H
+#define SCHEDSTM_TX_H
+
+#include <schedstm/common.h>
+
+SSTM_EXTERN_C_BEGIN
+
+/* Transaction attributes, given at begin. A NULL attr means all zero. */
+typedef struct sstm_attr {
+  bool read_only;   /* hint: the transaction will not write. Its first attempt
+                       then keeps no read set; a write restarts it as an
+                       update transaction (abort reason SSTM_ABORT_RO_WRITE). */
+  bool irrevocable; /* start in irrevocable mode (see sstm_become_irrevocable) */
+  int priority;     /* user priority, visible to contention managers */
+  uint32_t tag;     /* user tag (transaction profile), 0..SSTM_MAX_TAGS-1 are
+                       counted separately in detailed statistics */
+} sstm_attr_t;
+
+#define SSTM_MAX_TAGS 16
+
+/* ---- the function form ------------------------------------------------ */
+
+/* Run fn(arg) atomically, retrying until it commits or calls sstm_cancel().
+ * Blocks only as the contention manager decides (waiting, backoff) and, if
+ * an irrevocable transaction is running, until it ends. Returns 0 after
+ * commit, SSTM_ECANCELED after sstm_cancel(), SSTM_ENOTHREAD if the thread is
+ * not registered. Called inside a transaction, fn runs as a flat-nested part
+ * of it. */
+SSTM_API int sstm_run(const sstm_attr_t *attr, void (*fn)(void *arg), void *arg);
+
+/* ---- the inline form ------------------------------------------------- */
+
+/* Opaque register checkpoint used to restart a transaction (large enough
+ * for a jmp_buf, which ThreadSanitizer builds use instead). */
+typedef struct sstm_ckpt {
+  _Alignas(16) uint64_t regs[26];
+} sstm_ckpt_t;
+
+#define SSTM__CKPT_START 0
+#define SSTM__CKPT_RESTART 1
+#define SSTM__CKPT_CANCEL 2
+
+/* Internal: save the callee-saved registers, stack and FP control words;
+ * cheaper than sigsetjmp (no signal mask, no system call). Returns
+ * SSTM__CKPT_START when saving, the restart code when resumed.
+ * ThreadSanitizer must see every non-local jump, so TSan builds (of both the
+ * library and its users: they must agree) use the C library's _setjmp. */
+#if defined(__SANITIZE_THREAD__) || defined(SSTM_CKPT_LIBC)
+#include <setjmp.h>
+#define SSTM_CKPT_USES_LIBC 1
+#define sstm__ckpt_save(c) _setjmp(*(jmp_buf *)(void *)(c))
+#else
+SSTM_API int sstm__ckpt_save(sstm_ckpt_t *c) __attribute__((returns_twice));
+#endif
+/* Internal: begin (returns the checkpoint to save, or NULL when nested). */
+SSTM_API sstm_ckpt_t *sstm__begin(const sstm_attr_t *attr);
+
+#define SSTM_ATOMIC_BEGIN(attr)                                                \
+  {                                                                            \
+    sstm_ckpt_t *sstm__c_ = sstm__begin(attr);                                 \
+    if (sstm__c_ == NULL || sstm__ckpt_save(sstm__c_) != SSTM__CKPT_CANCEL) { \
+
+#define SSTM_ATOMIC_END()                                                      \
+  sstm_commit();                                                               \
+  }                                                                            \
+  }
+
+/* Commit the current transaction (or leave one nesting level). On conflict
+ * the transaction is rolled back and restarted at its begin, so this call
+ * returns only on success. Returns 0, or SSTM_ENOTX when no transaction is
+ * active (debug builds also report the misuse on stderr). */
+SSTM_API int sstm_commit(void);
+
+/* Abort the current transaction and restart it (STAMP's TM_RESTART). The
+ * contention manager's abort hook runs before the restart. Does not return.
+ * Misuse (no transaction, or an irrevocable one) goes to the misuse handler. */
+SSTM_API void sstm_restart(void) __attribute__((noreturn));
+
+/* Abort the current transaction and leave it without retrying: control goes
+ * to the end of the atomic block (SSTM_ATOMIC_BEGIN skips the body) and
+ * sstm_run() returns SSTM_ECANCELED. Not allowed in irrevocable mode (misuse
+ * handler). Does not return. */
+SSTM_API void sstm_cancel(void) __attribute__((noreturn));
+
+/* Make the current transaction irrevocable: it then runs without conflicts
+ * with concurrent updates (no other transaction commits an update while it
+ * runs; new transactions wait at begin) and never aborts. If it has already
+ * performed accesses it is first aborted and restarted in irrevocable mode
+ * (abort reason SSTM_ABORT_IRREVOCABLE); the call returns once the
+ * transaction is irrevocable. Blocks until other irrevocable transactions and
+ * in-flight commits have finished. Returns 0, or SSTM_ENOTX. */
+SSTM_API int sstm_become_irrevocable(void);
+
+/* State queries. */
+SSTM_API bool sstm_in_tx(void);          /* inside a transaction? */
+SSTM_API bool sstm_is_irrevocable(void); /* inside an irrevocable one? */
+SSTM_API uint64_t sstm_txid(void);       /* current attempt id, 0 if none */
+
+/* User actions: run after the transaction commits (on_commit) or after it is
+ * rolled back (on_abort, then discarded; the restarted attempt registers its
+ * own). Run on the committing thread, outside the transaction, in
+ * registration order. Returns SSTM_ENOTX outside a transaction, SSTM_ENOMEM. */
+SSTM_API int sstm_on_commit(void (*fn)(void *arg), void *arg);
+SSTM_API int sstm_on_abort(void (*fn)(void *arg), void *arg);
+
+/* ---- transactional accesses -------------------------------------------
+ * Valid only inside a transaction on a registered thread; outside one they
+ * call the misuse handler (default: message on stderr, then abort()).
+ * Any alignment is accepted; naturally aligned accesses are the fast path.
+ * A float is accessed as 4 bytes, a double as 8 (bit-exact). */
+SSTM_API uint8_t sstm_load_u8(const uint8_t *addr);
+SSTM_API uint16_t sstm_load_u16(const uint16_t *addr);
+SSTM_API uint32_t sstm_load_u32(const uint32_t *addr);
+SSTM_API uint64_t sstm_load_u64(const uint64_t *addr);
+SSTM_API void *sstm_load_ptr(void *const *addr);
+SSTM_API float sstm_load_float(const float *addr);
+SSTM_API double sstm_load_double(const double *addr);
+
+SSTM_API void sstm_store_u8(uint8_t *addr, uint8_t v);
+SSTM_API void sstm_store_u16(uint16_t *addr, uint16_t v);
+SSTM_API void sstm_store_u32(uint32_t *addr, uint32_t v);
+SSTM_API void sstm_store_u64(uint64_t *addr, uint64_t v);
+SSTM_API void sstm_store_ptr(void **addr, void *v);
+SSTM_API void sstm_store_float(float *addr, float v);
+SSTM_API void sstm_store_double(double *addr, double v);
+
+/* Bulk copies (structs): transactional read of n bytes at src into private
+ * memory dst, and transactional write of n bytes from private src to dst. */
+SSTM_API void sstm_load_bytes(void *dst, const void *src, size_t n);
+SSTM_API void sstm_store_bytes(void *dst, const void *src, size_t n);
+
+/* Signed convenience wrappers. */
+static inline int8_t sstm_load_i8(const int8_t *a) { return (int8_t)sstm_load_u8((const uint8_t *)a); }
+static inline int16_t sstm_load_i16(const int16_t *a) { return (int16_t)sstm_load_u16((const uint16_t *)a); }
+static inline int32_t sstm_load_i32(const int32_t *a) { return (int32_t)sstm_load_u32((const uint32_t *)a); }
+static inline int64_t sstm_load_i64(const int64_t *a) { return (int64_t)sstm_load_u64((const uint64_t *)a); }
+static inline void sstm_store_i8(int8_t *a, int8_t v) { sstm_store_u8((uint8_t *)a, (uint8_t)v); }
+static inline void sstm_store_i16(int16_t *a, int16_t v) { sstm_store_u16((uint16_t *)a, (uint16_t)v); }
+static inline void sstm_store_i32(int32_t *a, int32_t v) { sstm_store_u32((uint32_t *)a, (uint32_t)v); }
+static inline void sstm_store_i64(int64_t *a, int64_t v) { sstm_store_u64((uint64_t *)a, (uint64_t)v); }
+
+/* Misuse handler: called with a message when the API is misused in a way
+ * that cannot be reported through a return value (an access outside a
+ * transaction, cancel in irrevocable mode). The default prints the message
+ * and calls abort(). A handler that returns makes the offending access read
+ * 0 / be ignored. Returns the previous handler. */
+typedef void (*sstm_misuse_fn)(const char *msg);
+SSTM_API sstm_misuse_fn sstm_set_misuse_handler(sstm_misuse_fn fn);
+
+SSTM_EXTERN_C_END
+
+#endif /* SCHEDSTM_TX_H */

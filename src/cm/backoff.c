@@ -1,0 +1,49 @@
+/* backoff: abort self on conflict, then wait a random time drawn uniformly
+ * from [0, min(backoff_min_ns * 2^retries, backoff_max_ns)) before the
+ * restart (randomised exponential backoff). The wait spins on the vDSO
+ * clock: no system call, the thread keeps its CPU. */
+#include "core/engine.h"
+
+typedef struct backoff_state {
+  uint64_t rng;
+} backoff_state_t;
+
+static uint64_t min_ns, max_ns;
+
+static int backoff_init(const sstm_config_t *cfg) {
+  min_ns = cfg->backoff_min_ns;
+  max_ns = cfg->backoff_max_ns;
+  return 0;
+}
+
+static void backoff_desc_init(sstm_cm_ctx_t *ctx) {
+  backoff_state_t *s = ctx->state;
+  s->rng = 0x853C49E6748FEA9Bull ^ ((uint64_t)sstm_desc_slot(ctx->desc) + 1) * 0x9E3779B97F4A7C15ull;
+}
+
+static sstm_cm_action_t backoff_conflict(sstm_cm_ctx_t *ctx, const sstm_conflict_t *c,
+                                         uint64_t *wait_ns) {
+  (void)ctx, (void)c, (void)wait_ns;
+  return SSTM_CM_ABORT_SELF;
+}
+
+static void backoff_abort(sstm_cm_ctx_t *ctx, const sstm_abort_info_t *info) {
+  if (info->reason == SSTM_ABORT_USER_RETRY || info->reason == SSTM_ABORT_RO_WRITE ||
+      info->reason == SSTM_ABORT_RO_EXTEND || info->reason == SSTM_ABORT_IRREVOCABLE)
+    return;
+  backoff_state_t *s = ctx->state;
+  unsigned shift = ctx->retries < 30 ? ctx->retries : 30;
+  uint64_t bound = min_ns << shift;
+  if (bound > max_ns || bound < min_ns) bound = max_ns;
+  sstm_spin_ns(sstm__rand(&s->rng) % bound);
+}
+
+const sstm_cm_ops_t sstm__cm_backoff = {
+    .name = "backoff",
+    .description = "abort self, then randomised exponential backoff before restart",
+    .state_size = sizeof(backoff_state_t),
+    .init = backoff_init,
+    .desc_init = backoff_desc_init,
+    .on_conflict = backoff_conflict,
+    .on_abort = backoff_abort,
+};

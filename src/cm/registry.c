@@ -1,0 +1,110 @@
+/* Registry of contention-management policies, selected by name at init.
+ * The built-in policies register themselves on first use. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/engine.h"
+
+#define MAX_POLICIES 32
+
+extern const sstm_cm_ops_t sstm__cm_suicide;
+extern const sstm_cm_ops_t sstm__cm_backoff;
+
+static const sstm_cm_ops_t *table[MAX_POLICIES];
+static unsigned ntable;
+static pthread_mutex_t table_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_once_t builtins_once = PTHREAD_ONCE_INIT;
+
+static void add_builtins(void) {
+  table[ntable++] = &sstm__cm_suicide;
+  table[ntable++] = &sstm__cm_backoff;
+}
+
+static bool name_ok(const char *n) {
+  if (n == NULL || n[0] == '\0' || strlen(n) > 48) return false;
+  for (const char *p = n; *p; p++)
+    if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '+' || *p == '-' ||
+          *p == '_'))
+      return false;
+  return true;
+}
+
+static const sstm_cm_ops_t *find_locked(const char *name) {
+  for (unsigned i = 0; i < ntable; i++)
+    if (strcmp(table[i]->name, name) == 0) return table[i];
+  return NULL;
+}
+
+SSTM_API int sstm_cm_register(const sstm_cm_ops_t *ops) {
+  pthread_once(&builtins_once, add_builtins);
+  if (ops == NULL || ops->on_conflict == NULL || !name_ok(ops->name)) {
+    sstm__set_error("sstm_cm_register: need a name of [a-z0-9+_-] (1..48 chars) and on_conflict");
+    return SSTM_EINVAL;
+  }
+  int rc = 0;
+  pthread_mutex_lock(&table_lock);
+  if (find_locked(ops->name)) {
+    sstm__set_error("sstm_cm_register: a policy named '%s' is already registered", ops->name);
+    rc = SSTM_EBUSY;
+  } else if (ntable == MAX_POLICIES) {
+    sstm__set_error("sstm_cm_register: table full (%d policies)", MAX_POLICIES);
+    rc = SSTM_ELIMIT;
+  } else {
+    table[ntable++] = ops;
+  }
+  pthread_mutex_unlock(&table_lock);
+  return rc;
+}
+
+SSTM_API const sstm_cm_ops_t *sstm_cm_find(const char *name) {
+  pthread_once(&builtins_once, add_builtins);
+  if (name == NULL) return NULL;
+  pthread_mutex_lock(&table_lock);
+  const sstm_cm_ops_t *o = find_locked(name);
+  pthread_mutex_unlock(&table_lock);
+  return o;
+}
+
+SSTM_API int sstm_cm_list(char *buf, size_t len) {
+  pthread_once(&builtins_once, add_builtins);
+  size_t used = 0;
+  if (buf && len) buf[0] = '\0';
+  pthread_mutex_lock(&table_lock);
+  for (unsigned i = 0; i < ntable; i++) {
+    int n = snprintf(buf ? buf + (used < len ? used : len) : NULL,
+                     used < len ? len - used : 0, "%s%s", i ? ", " : "", table[i]->name);
+    used += (size_t)n;
+  }
+  pthread_mutex_unlock(&table_lock);
+  return (int)used;
+}
+
+SSTM_API const sstm_cm_ops_t *sstm_cm_current(void) {
+  return atomic_load_explicit(&sstm__g.initialized, memory_order_acquire) ? sstm__g.cm : NULL;
+}
+
+int sstm__cm_select(const char *name, const sstm_cm_ops_t **out) {
+  const sstm_cm_ops_t *o = sstm_cm_find(name);
+  if (o == NULL) {
+    char list[512];
+    sstm_cm_list(list, sizeof list);
+    sstm__set_error("unknown contention manager '%s'; valid values: %s", name ? name : "(null)",
+                    list);
+    return SSTM_ENOENT;
+  }
+  *out = o;
+  return 0;
+}
+
+void sstm__cm_desc_init(struct sstm_desc *d) {
+  const sstm_cm_ops_t *o = d->cm;
+  free(d->cm_state);
+  d->cm_state = o->state_size ? calloc(1, o->state_size) : NULL;
+  if (o->state_size && d->cm_state == NULL) sstm__fatal("out of memory for policy state");
+  d->cm_ctx = (sstm_cm_ctx_t){.state = d->cm_state, .desc = d};
+  if (o->desc_init) o->desc_init(&d->cm_ctx);
+}
+
+void sstm__cm_desc_fini(struct sstm_desc *d) {
+  if (d->cm && d->cm->desc_fini) d->cm->desc_fini(&d->cm_ctx);
+}

@@ -1,0 +1,241 @@
+/* Configuration (typed struct, strict environment overrides), library
+ * initialisation and shutdown, and the description of the effective
+ * configuration. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/utsname.h>
+
+#include "core/engine.h"
+
+sstm_global_t sstm__g;
+static char cm_name_buf[64];
+
+SSTM_API void sstm_config_default(sstm_config_t *cfg) {
+  if (cfg == NULL) return;
+  *cfg = (sstm_config_t){
+      .design = SSTM_DESIGN_ETL,
+      .cm = "suicide",
+      .lock_bits = 20,
+      .stripe_shift = 5,
+      .max_threads = 1024,
+      .stats = SSTM_STATS_BASIC,
+      .backoff_min_ns = 256,
+      .backoff_max_ns = 1000000,
+      .wait_max = 64,
+      .sample_period = 0,
+      .use_env = true,
+  };
+}
+
+static const char *const design_names[] = {"etl", "ctl"};
+
+SSTM_API const char *sstm_design_name(sstm_design_t d) {
+  return (unsigned)d < 2 ? design_names[d] : "?";
+}
+
+SSTM_API int sstm_design_parse(const char *s, sstm_design_t *out) {
+  for (unsigned i = 0; s && i < 2; i++) {
+    if (strcmp(s, design_names[i]) == 0) {
+      if (out) *out = (sstm_design_t)i;
+      return 0;
+    }
+  }
+  sstm__set_error("unknown design '%s'; valid designs: etl, ctl", s ? s : "(null)");
+  return SSTM_EINVAL;
+}
+
+/* Strict unsigned parse: digits only, within [lo, hi]. */
+static int parse_u64(const char *var, const char *s, uint64_t lo, uint64_t hi, uint64_t *out) {
+  char *end;
+  errno = 0;
+  if (*s == '\0' || *s == '-' || *s == '+') goto bad;
+  unsigned long long v = strtoull(s, &end, 10);
+  if (errno != 0 || *end != '\0' || v < lo || v > hi) goto bad;
+  *out = v;
+  return 0;
+bad:
+  sstm__set_error("%s='%s': expected an integer in [%" PRIu64 ", %" PRIu64 "]", var, s, lo, hi);
+  return SSTM_EINVAL;
+}
+
+static int check_config(const sstm_config_t *c) {
+  if ((unsigned)c->design > SSTM_DESIGN_CTL)
+    return sstm__set_error("design %d: valid designs: etl, ctl", (int)c->design), SSTM_EINVAL;
+  if (c->lock_bits < 10 || c->lock_bits > 28)
+    return sstm__set_error("lock_bits %u: must be in [10, 28]", c->lock_bits), SSTM_EINVAL;
+  if (c->stripe_shift < 3 || c->stripe_shift > 12)
+    return sstm__set_error("stripe_shift %u: must be in [3, 12]", c->stripe_shift), SSTM_EINVAL;
+  if (c->max_threads < 1 || c->max_threads > SSTM_MAX_SLOTS)
+    return sstm__set_error("max_threads %u: must be in [1, %u]", c->max_threads, SSTM_MAX_SLOTS),
+           SSTM_EINVAL;
+  if ((unsigned)c->stats > SSTM_STATS_DETAILED)
+    return sstm__set_error("stats %d: valid levels: basic, detailed", (int)c->stats), SSTM_EINVAL;
+  if (c->backoff_min_ns == 0 || c->backoff_min_ns > c->backoff_max_ns)
+    return sstm__set_error("backoff: need 0 < backoff_min_ns <= backoff_max_ns"), SSTM_EINVAL;
+  if (c->sample_period > 0 && c->sample_fn == NULL)
+    return sstm__set_error("sample_period > 0 requires sample_fn"), SSTM_EINVAL;
+  if (c->cm == NULL || c->cm[0] == '\0')
+    return sstm__set_error("cm: a contention manager name is required"), SSTM_EINVAL;
+  return 0;
+}
+
+SSTM_API int sstm_config_from_env(sstm_config_t *cfg) {
+  if (cfg == NULL) return SSTM_EINVAL;
+  sstm_config_t c = *cfg;
+  const char *s;
+  uint64_t v;
+  if ((s = getenv("SCHEDSTM_DESIGN")) && sstm_design_parse(s, &c.design) != 0) {
+    sstm__set_error("SCHEDSTM_DESIGN='%s': valid values: etl, ctl", s);
+    return SSTM_EINVAL;
+  }
+  if ((s = getenv("SCHEDSTM_CM"))) {
+    if (sstm_cm_find(s) == NULL || strlen(s) >= sizeof cm_name_buf) {
+      char list[512];
+      sstm_cm_list(list, sizeof list);
+      sstm__set_error("SCHEDSTM_CM='%s': unknown contention manager; valid values: %s", s, list);
+      return SSTM_EINVAL;
+    }
+    c.cm = s;
+  }
+  if ((s = getenv("SCHEDSTM_LOCK_BITS"))) {
+    if (parse_u64("SCHEDSTM_LOCK_BITS", s, 10, 28, &v)) return SSTM_EINVAL;
+    c.lock_bits = (unsigned)v;
+  }
+  if ((s = getenv("SCHEDSTM_STRIPE_SHIFT"))) {
+    if (parse_u64("SCHEDSTM_STRIPE_SHIFT", s, 3, 12, &v)) return SSTM_EINVAL;
+    c.stripe_shift = (unsigned)v;
+  }
+  if ((s = getenv("SCHEDSTM_MAX_THREADS"))) {
+    if (parse_u64("SCHEDSTM_MAX_THREADS", s, 1, SSTM_MAX_SLOTS, &v)) return SSTM_EINVAL;
+    c.max_threads = (unsigned)v;
+  }
+  if ((s = getenv("SCHEDSTM_STATS"))) {
+    if (strcmp(s, "basic") == 0) c.stats = SSTM_STATS_BASIC;
+    else if (strcmp(s, "detailed") == 0) c.stats = SSTM_STATS_DETAILED;
+    else {
+      sstm__set_error("SCHEDSTM_STATS='%s': valid values: basic, detailed", s);
+      return SSTM_EINVAL;
+    }
+  }
+  if ((s = getenv("SCHEDSTM_BACKOFF_MIN_NS"))) {
+    if (parse_u64("SCHEDSTM_BACKOFF_MIN_NS", s, 1, 1000000000ull, &v)) return SSTM_EINVAL;
+    c.backoff_min_ns = v;
+  }
+  if ((s = getenv("SCHEDSTM_BACKOFF_MAX_NS"))) {
+    if (parse_u64("SCHEDSTM_BACKOFF_MAX_NS", s, 1, 1000000000ull, &v)) return SSTM_EINVAL;
+    c.backoff_max_ns = v;
+  }
+  if ((s = getenv("SCHEDSTM_WAIT_MAX"))) {
+    if (parse_u64("SCHEDSTM_WAIT_MAX", s, 0, 1000000, &v)) return SSTM_EINVAL;
+    c.wait_max = (unsigned)v;
+  }
+  *cfg = c;
+  return 0;
+}
+
+SSTM_API int sstm_init(const sstm_config_t *user) {
+  if (atomic_load_explicit(&sstm__g.initialized, memory_order_acquire)) {
+    sstm__set_error("sstm_init: already initialised");
+    return SSTM_ESTATE;
+  }
+  sstm_config_t cfg;
+  if (user) cfg = *user;
+  else sstm_config_default(&cfg);
+  int rc;
+  if (cfg.use_env && (rc = sstm_config_from_env(&cfg)) != 0) return rc;
+  if ((rc = check_config(&cfg)) != 0) return rc;
+  const sstm_cm_ops_t *cm;
+  if ((rc = sstm__cm_select(cfg.cm, &cm)) != 0) return rc;
+  snprintf(cm_name_buf, sizeof cm_name_buf, "%s", cm->name);
+  cfg.cm = cm_name_buf;
+
+  size_t nlocks = (size_t)1 << cfg.lock_bits;
+  _Atomic uint64_t *locks = aligned_alloc(SSTM_CACHELINE, nlocks * sizeof *locks);
+  if (locks == NULL) {
+    sstm__set_error("sstm_init: cannot allocate %zu lock words", nlocks);
+    return SSTM_ENOMEM;
+  }
+  for (size_t i = 0; i < nlocks; i++) atomic_init(&locks[i], 0);
+  sstm__g.locks = locks;
+  sstm__g.lock_mask = nlocks - 1;
+  sstm__g.stripe_shift = cfg.stripe_shift;
+  sstm__g.cfg = cfg;
+  sstm__g.cm = cm;
+  sstm__g.orphans = NULL;
+  memset(&sstm__g.retired_ctr, 0, sizeof sstm__g.retired_ctr);
+  atomic_store_explicit(&sstm__g.clock, 0, memory_order_relaxed);
+  atomic_store_explicit(&sstm__g.irrev_owner, 0, memory_order_relaxed);
+  if ((rc = sstm__registry_init(cfg.max_threads)) != 0) {
+    free(locks);
+    return rc;
+  }
+  if (cm->init && (rc = cm->init(&cfg)) != 0) {
+    sstm__registry_fini();
+    free(locks);
+    sstm__set_error("sstm_init: contention manager '%s' failed to initialise (%d)", cm->name, rc);
+    return rc;
+  }
+  /* release: threads that see initialized (acquire) see the tables. */
+  atomic_store_explicit(&sstm__g.initialized, true, memory_order_release);
+  return 0;
+}
+
+SSTM_API bool sstm_initialized(void) {
+  return atomic_load_explicit(&sstm__g.initialized, memory_order_acquire);
+}
+
+SSTM_API int sstm_shutdown(void) {
+  if (!atomic_load_explicit(&sstm__g.initialized, memory_order_acquire)) {
+    sstm__set_error("sstm_shutdown: not initialised");
+    return SSTM_ESTATE;
+  }
+  pthread_mutex_lock(&sstm__g.reg_lock);
+  bool busy = sstm__registry_busy(sstm__cur);
+  pthread_mutex_unlock(&sstm__g.reg_lock);
+  if (busy) {
+    sstm__set_error("sstm_shutdown: other threads are still registered or a transaction is active");
+    return SSTM_EBUSY;
+  }
+  if (sstm__cur) sstm_thread_exit();
+  atomic_store_explicit(&sstm__g.initialized, false, memory_order_release);
+  if (sstm__g.cm->fini) sstm__g.cm->fini();
+  sstm__reclaim_fini();
+  sstm__registry_fini();
+  sstm__hooks_clear();
+  free(sstm__g.locks);
+  sstm__g.locks = NULL;
+  return 0;
+}
+
+SSTM_API int sstm_config_get(sstm_config_t *out) {
+  if (out == NULL) return SSTM_EINVAL;
+  if (!atomic_load_explicit(&sstm__g.initialized, memory_order_acquire)) return SSTM_ESTATE;
+  *out = sstm__g.cfg;
+  return 0;
+}
+
+SSTM_API int sstm_describe(char *buf, size_t len) {
+  if (!atomic_load_explicit(&sstm__g.initialized, memory_order_acquire)) {
+    if (buf && len) buf[0] = '\0';
+    return SSTM_ESTATE;
+  }
+  const sstm_config_t *c = &sstm__g.cfg;
+  struct utsname u;
+  if (uname(&u) != 0) snprintf(u.release, sizeof u.release, "?");
+#if defined(SSTM_CKPT_USES_LIBC)
+  const char *ckpt = "libc-setjmp";
+#else
+  const char *ckpt = "asm-x86_64";
+#endif
+  return snprintf(buf, len,
+                  "schedstm %s design=%s cm=%s locks=2^%u stripe=%uB max_threads=%u stats=%s "
+                  "sample=%u wait_max=%u ckpt=%s clock=vdso-monotonic kernel=%s%s%s",
+                  SSTM_VERSION_STRING, sstm_design_name(c->design), c->cm, c->lock_bits,
+                  1u << c->stripe_shift, c->max_threads,
+                  c->stats == SSTM_STATS_DETAILED ? "detailed" : "basic", c->sample_period,
+                  c->wait_max, ckpt, u.release, sstm__debug ? " debug" : "",
+                  sstm__random_delay ? " random-delay" : "");
+}

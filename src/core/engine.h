@@ -1,0 +1,232 @@
+/* Internal definitions of the engine: the process-wide state, the
+ * transaction descriptor, and helpers shared by the core files.
+ * Naming: public API sstm_*, internal non-static sstm__*, the rest static.
+ */
+#ifndef SSTM_CORE_ENGINE_H
+#define SSTM_CORE_ENGINE_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include <schedstm/schedstm.h>
+
+#include "core/lockword.h"
+#include "core/rwset.h"
+
+#define SSTM_LIKELY(x) __builtin_expect(!!(x), 1)
+#define SSTM_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define SSTM_INLINE static inline __attribute__((always_inline))
+#define SSTM_NOINLINE __attribute__((noinline))
+#define SSTM_COLD __attribute__((cold, noinline))
+#define SSTM_CACHELINE 64
+
+/* Compile-time tunables as constants, so that disabled code is still
+ * type-checked (jemalloc style). */
+#ifdef SSTM_CFG_DEBUG
+static const bool sstm__debug = true;
+#else
+static const bool sstm__debug = false;
+#endif
+#ifdef SSTM_CFG_RANDOM_DELAY
+static const bool sstm__random_delay = true;
+#else
+static const bool sstm__random_delay = false;
+#endif
+
+/* Barrier variants, chosen once per attempt (at begin) from the design and
+ * the attempt's mode. The public barriers dispatch on it; each variant is a
+ * specialised copy of one template, so no design test runs inside them. */
+enum sstm_variant {
+  SSTM_V_ETL = 0,   /* encounter-time locking, redo log */
+  SSTM_V_CTL = 1,   /* commit-time locking, redo log */
+  SSTM_V_RO = 2,    /* declared read-only first attempt: no read set */
+  SSTM_V_IRREV = 3, /* irrevocable: direct reads, in-place locked writes */
+  SSTM_V_SAMPLE = 4 /* flag: sampling hook active */
+};
+
+typedef struct sstm_ptrvec {
+  void **p;
+  uint32_t n, cap;
+} sstm_ptrvec_t;
+
+typedef struct sstm_action {
+  void (*fn)(void *);
+  void *arg;
+  bool on_commit;
+} sstm_action_t;
+
+/* A batch of retired blocks waiting for the attempts that were running when
+ * it was closed to end. */
+typedef struct sstm_retired_batch {
+  struct sstm_retired_batch *next;
+  sstm_ptrvec_t blocks;
+  uint32_t nwait;
+  struct {
+    struct sstm_desc *d;
+    uint64_t status;
+  } wait[]; /* nwait entries */
+} sstm_retired_batch_t;
+
+/* Internal counters. Written by the owner only (relaxed load + store, no
+ * locked instruction), read by anyone with relaxed loads. */
+typedef struct sstm_counters {
+  uint64_t commits_ro, commits_update, commits_irrevocable;
+  uint64_t aborts[SSTM_ABORT_REASON_COUNT];
+  uint64_t retries, max_retries, cm_waits, cm_kills, locks_stolen, extensions;
+  uint64_t reads_total, writes_total, reads_max, writes_max;
+  uint64_t tag_commits[SSTM_MAX_TAGS], tag_aborts[SSTM_MAX_TAGS];
+} sstm_counters_t;
+
+struct sstm_desc {
+  /* ---- hot: touched by every barrier; owner-only except where noted ---- */
+  uint8_t variant;        /* enum sstm_variant of the current attempt */
+  uint8_t design;         /* sstm_design_t */
+  uint16_t pad0;
+  uint32_t depth;         /* flat nesting depth, 0 = no transaction */
+  uint64_t end;           /* snapshot upper bound: reads valid at time `end` */
+  uint64_t owner_lw;      /* lock word value meaning "owned by this attempt" */
+  _Atomic uint64_t status;/* serial|state: read by all, CAS'd by killers */
+  sstm_rset_t rs;
+  sstm_wset_t ws;
+  sstm_lset_t ls;
+  int64_t sample_left;    /* sampling countdown */
+  _Atomic uint32_t pub_reads, pub_writes; /* sizes published for policies */
+
+  /* ---- per attempt / per transaction ---- */
+  uint64_t start;         /* snapshot at attempt start */
+  uint64_t birth;         /* snapshot at first attempt (age for policies) */
+  uint64_t serial;        /* current attempt serial (owner's copy) */
+  sstm_attr_t attr;
+  bool irrev_sticky;      /* restart as irrevocable */
+  bool ro_nolog_failed;   /* declared RO attempt needed a read set */
+  bool irrev_token;       /* holds the irrevocability token */
+  unsigned retries;       /* aborts of the current transaction */
+  _Atomic int pub_priority;
+  sstm_ckpt_t ckpt;
+  sstm_ptrvec_t allocs;   /* sstm_malloc'd in this attempt */
+  sstm_ptrvec_t frees;    /* sstm_free'd in this attempt */
+  sstm_action_t *actions; /* user on_commit/on_abort callbacks */
+  uint32_t nactions, actions_cap;
+  sstm_abort_info_t last_abort;
+  uint64_t rng;           /* per-descriptor PRNG (random delay, policies) */
+
+  /* ---- reclamation ---- */
+  sstm_ptrvec_t retire_cur;       /* committed frees, batch not yet closed */
+  sstm_retired_batch_t *batches;  /* closed batches, oldest last */
+
+  /* ---- identity and registry ---- */
+  unsigned slot;
+  _Atomic int tid;
+  _Atomic bool attached;
+  bool in_use;            /* slot allocated (registry mutex) */
+  const sstm_cm_ops_t *cm;
+  sstm_cm_ctx_t cm_ctx;
+  void *cm_state;
+
+  sstm_counters_t ctr;
+} __attribute__((aligned(SSTM_CACHELINE)));
+
+/* Process-wide state. */
+typedef struct sstm_global {
+  /* Global version clock, alone on its cache line: every update commit
+   * increments it. */
+  _Alignas(SSTM_CACHELINE) _Atomic uint64_t clock;
+  _Alignas(SSTM_CACHELINE) _Atomic uint64_t *locks; /* read-mostly below */
+  uint64_t lock_mask;
+  unsigned stripe_shift;
+  sstm_config_t cfg;
+  const sstm_cm_ops_t *cm;
+  _Atomic bool initialized;
+  _Atomic unsigned nhooks; /* hooks registered (fast check) */
+  _Atomic(struct sstm_desc *) *descs; /* slot -> descriptor, never freed while init */
+  _Atomic unsigned hiwater;           /* slots in [0, hiwater) may be in use */
+  pthread_mutex_t reg_lock;           /* registry changes, hooks table */
+  _Alignas(SSTM_CACHELINE) _Atomic unsigned irrev_owner; /* slot+1 holding the token, 0 = free */
+  pthread_mutex_t orphan_lock;
+  sstm_retired_batch_t *orphans;      /* batches of exited threads */
+  sstm_counters_t retired_ctr;        /* counters of exited threads (reg_lock) */
+} sstm_global_t;
+
+extern sstm_global_t sstm__g;
+extern __thread struct sstm_desc *sstm__cur __attribute__((tls_model("initial-exec")));
+
+SSTM_INLINE _Atomic uint64_t *sstm__lock_for(const void *addr) {
+  return &sstm__g.locks[((uintptr_t)addr >> sstm__g.stripe_shift) & sstm__g.lock_mask];
+}
+
+SSTM_INLINE struct sstm_desc *sstm__desc_at(unsigned slot) {
+  /* acquire: pairs with the release store that publishes a new descriptor
+   * in the registry, so its fields are initialised when seen. */
+  return atomic_load_explicit(&sstm__g.descs[slot], memory_order_acquire);
+}
+
+/* Counter helpers: owner-only increments, tear-free for readers. */
+SSTM_INLINE void sstm__ctr_add(uint64_t *c, uint64_t v) {
+  __atomic_store_n(c, __atomic_load_n(c, __ATOMIC_RELAXED) + v, __ATOMIC_RELAXED);
+}
+SSTM_INLINE void sstm__ctr_max(uint64_t *c, uint64_t v) {
+  if (v > __atomic_load_n(c, __ATOMIC_RELAXED)) __atomic_store_n(c, v, __ATOMIC_RELAXED);
+}
+SSTM_INLINE uint64_t sstm__ctr_get(const uint64_t *c) {
+  return __atomic_load_n(c, __ATOMIC_RELAXED);
+}
+
+static inline uint64_t sstm__rand(uint64_t *s) { /* xorshift64* */
+  uint64_t x = *s;
+  x ^= x >> 12;
+  x ^= x << 25;
+  x ^= x >> 27;
+  *s = x;
+  return x * 0x2545F4914F6CDD1Dull;
+}
+
+/* error.c */
+void sstm__set_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+SSTM_COLD void sstm__misuse(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+SSTM_COLD __attribute__((noreturn)) void sstm__fatal(const char *fmt, ...)
+    __attribute__((format(printf, 1, 2)));
+
+/* registry.c */
+void sstm__party_snapshot(struct sstm_desc *d, uint64_t lw, sstm_party_t *out);
+bool sstm__kill(struct sstm_desc *d, uint64_t serial);
+int sstm__registry_init(unsigned max_threads);
+void sstm__registry_fini(void);
+bool sstm__registry_busy(struct sstm_desc *except);
+
+/* stm.c */
+void sstm__desc_reset_tx(struct sstm_desc *d);
+void sstm__counters_fold(sstm_counters_t *dst, const sstm_counters_t *src);
+
+/* reclaim.c */
+void sstm__reclaim_commit(struct sstm_desc *d); /* after a commit with frees */
+void sstm__reclaim_abort(struct sstm_desc *d);  /* after rollback */
+void sstm__reclaim_desc_exit(struct sstm_desc *d);
+void sstm__reclaim_fini(void);
+void sstm__ptrvec_push(sstm_ptrvec_t *v, void *p);
+
+/* cm/registry.c */
+int sstm__cm_select(const char *name, const sstm_cm_ops_t **out);
+void sstm__cm_desc_init(struct sstm_desc *d);
+void sstm__cm_desc_fini(struct sstm_desc *d);
+
+/* hooks.c */
+void sstm__hooks_thread_init(void);
+void sstm__hooks_thread_exit(void);
+void sstm__hooks_begin(uint64_t txid);
+void sstm__hooks_commit(uint64_t txid);
+void sstm__hooks_abort(uint64_t txid, sstm_abort_reason_t r);
+void sstm__hooks_clear(void);
+
+/* os/time.c */
+uint64_t sstm__now_ns(void);
+static inline void sstm__cpu_relax(void) { __builtin_ia32_pause(); }
+int sstm__gettid(void);
+void sstm__random_delay_point(struct sstm_desc *d);
+
+/* arch/ckpt */
+__attribute__((noreturn)) void sstm__ckpt_restore(sstm_ckpt_t *c, int val);
+
+#endif /* SSTM_CORE_ENGINE_H */

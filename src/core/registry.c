@@ -1,0 +1,297 @@
+/* Descriptor registry: slots, thread registration, attach/detach, remote
+ * abort, and the snapshot of another party for contention managers.
+ *
+ * Slots are allocated under reg_lock (registration only; running
+ * transactions never take it). A descriptor, once published in its slot, is
+ * never freed before sstm_shutdown(): lock words and policies may name it at
+ * any time. A slot freed by an exiting thread is reused with its descriptor,
+ * whose serial keeps growing, so stale lock words never match a new attempt.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/engine.h"
+
+static pthread_key_t exit_key;
+static bool exit_key_made;
+
+static void auto_exit(void *p);
+
+int sstm__registry_init(unsigned max_threads) {
+  sstm__g.descs = calloc(max_threads, sizeof *sstm__g.descs);
+  if (sstm__g.descs == NULL) return SSTM_ENOMEM;
+  atomic_store_explicit(&sstm__g.hiwater, 0, memory_order_relaxed);
+  pthread_mutex_init(&sstm__g.reg_lock, NULL);
+  pthread_mutex_init(&sstm__g.orphan_lock, NULL);
+  if (!exit_key_made) {
+    if (pthread_key_create(&exit_key, auto_exit) != 0) return SSTM_ENOMEM;
+    exit_key_made = true;
+  }
+  return 0;
+}
+
+static void desc_free(struct sstm_desc *d) {
+  sstm_sets_fini(&d->rs, &d->ws, &d->ls);
+  free(d->allocs.p);
+  free(d->frees.p);
+  free(d->retire_cur.p);
+  free(d->actions);
+  free(d->cm_state);
+  free(d);
+}
+
+void sstm__registry_fini(void) {
+  unsigned hw = atomic_load_explicit(&sstm__g.hiwater, memory_order_acquire);
+  for (unsigned i = 0; i < hw; i++) {
+    struct sstm_desc *d = sstm__desc_at(i);
+    if (d) desc_free(d);
+  }
+  free(sstm__g.descs);
+  sstm__g.descs = NULL;
+  pthread_mutex_destroy(&sstm__g.reg_lock);
+  pthread_mutex_destroy(&sstm__g.orphan_lock);
+}
+
+/* True if some descriptor other than `except` is in use, or `except` is in
+ * a transaction. Caller holds reg_lock or knows no registration runs. */
+bool sstm__registry_busy(struct sstm_desc *except) {
+  unsigned hw = atomic_load_explicit(&sstm__g.hiwater, memory_order_acquire);
+  for (unsigned i = 0; i < hw; i++) {
+    struct sstm_desc *d = sstm__desc_at(i);
+    if (d == NULL || !d->in_use) continue;
+    if (d != except || d->depth != 0) return true;
+  }
+  return false;
+}
+
+static struct sstm_desc *desc_new(unsigned slot) {
+  struct sstm_desc *d = aligned_alloc(SSTM_CACHELINE, sizeof *d);
+  if (d == NULL) return NULL;
+  memset(d, 0, sizeof *d);
+  if (!sstm_sets_init(&d->rs, &d->ws, &d->ls)) {
+    free(d);
+    return NULL;
+  }
+  d->slot = slot;
+  d->design = (uint8_t)sstm__g.cfg.design;
+  atomic_init(&d->status, sstm_st_make(0, SSTM_ST_IDLE));
+  d->rng = 0x9E3779B97F4A7C15ull ^ ((uint64_t)slot * 0xD1B54A32D192ED03ull) ^ (uint64_t)(uintptr_t)d;
+  if (d->rng == 0) d->rng = 1;
+  return d;
+}
+
+/* Take a slot and a descriptor for it (reg_lock held). */
+static int slot_alloc(struct sstm_desc **out) {
+  unsigned hw = atomic_load_explicit(&sstm__g.hiwater, memory_order_relaxed);
+  for (unsigned i = 0; i < hw; i++) {
+    struct sstm_desc *d = atomic_load_explicit(&sstm__g.descs[i], memory_order_relaxed);
+    if (d && !d->in_use) {
+      d->in_use = true;
+      *out = d;
+      return 0;
+    }
+  }
+  if (hw >= sstm__g.cfg.max_threads) {
+    sstm__set_error("all %u descriptor slots are in use (max_threads)", sstm__g.cfg.max_threads);
+    return SSTM_ELIMIT;
+  }
+  struct sstm_desc *d = desc_new(hw);
+  if (d == NULL) return SSTM_ENOMEM;
+  d->in_use = true;
+  /* release: readers that find the pointer (acquire, sstm__desc_at) see an
+   * initialised descriptor; hiwater is published after it for scanners. */
+  atomic_store_explicit(&sstm__g.descs[hw], d, memory_order_release);
+  atomic_store_explicit(&sstm__g.hiwater, hw + 1, memory_order_release);
+  *out = d;
+  return 0;
+}
+
+static int desc_acquire(struct sstm_desc **out) {
+  if (!atomic_load_explicit(&sstm__g.initialized, memory_order_acquire)) {
+    sstm__set_error("schedstm is not initialised (sstm_init)");
+    return SSTM_ESTATE;
+  }
+  pthread_mutex_lock(&sstm__g.reg_lock);
+  int rc = slot_alloc(out);
+  pthread_mutex_unlock(&sstm__g.reg_lock);
+  if (rc != 0) return rc;
+  struct sstm_desc *d = *out;
+  d->cm = sstm__g.cm;
+  sstm__cm_desc_init(d);
+  d->sample_left = sstm__g.cfg.sample_period;
+  d->depth = 0;
+  return 0;
+}
+
+static void desc_release(struct sstm_desc *d) {
+  sstm__cm_desc_fini(d);
+  sstm__reclaim_desc_exit(d);
+  pthread_mutex_lock(&sstm__g.reg_lock);
+  sstm__counters_fold(&sstm__g.retired_ctr, &d->ctr);
+  memset(&d->ctr, 0, sizeof d->ctr);
+  atomic_store_explicit(&d->attached, false, memory_order_relaxed);
+  atomic_store_explicit(&d->tid, 0, memory_order_relaxed);
+  d->in_use = false;
+  pthread_mutex_unlock(&sstm__g.reg_lock);
+}
+
+static void attach(struct sstm_desc *d) {
+  atomic_store_explicit(&d->attached, true, memory_order_relaxed);
+  atomic_store_explicit(&d->tid, sstm__gettid(), memory_order_relaxed);
+  sstm__cur = d;
+  pthread_setspecific(exit_key, d);
+}
+
+SSTM_API int sstm_thread_init(void) {
+  if (sstm__cur != NULL) return 0;
+  struct sstm_desc *d;
+  int rc = desc_acquire(&d);
+  if (rc != 0) return rc;
+  attach(d);
+  if (atomic_load_explicit(&sstm__g.nhooks, memory_order_relaxed)) sstm__hooks_thread_init();
+  return 0;
+}
+
+static int thread_exit(struct sstm_desc *d) {
+  if (d->depth != 0) {
+    sstm__set_error("sstm_thread_exit: a transaction is active");
+    return SSTM_EBUSY;
+  }
+  if (atomic_load_explicit(&sstm__g.nhooks, memory_order_relaxed)) sstm__hooks_thread_exit();
+  sstm__cur = NULL;
+  pthread_setspecific(exit_key, NULL);
+  desc_release(d);
+  return 0;
+}
+
+SSTM_API int sstm_thread_exit(void) {
+  struct sstm_desc *d = sstm__cur;
+  if (d == NULL) {
+    sstm__set_error("sstm_thread_exit: calling thread is not registered");
+    return SSTM_ENOTHREAD;
+  }
+  return thread_exit(d);
+}
+
+/* A registered thread that ends without sstm_thread_exit() is unregistered
+ * here, so its slot is not leaked. */
+static void auto_exit(void *p) {
+  struct sstm_desc *d = p;
+  if (d && sstm__cur == d && d->depth == 0 &&
+      atomic_load_explicit(&sstm__g.initialized, memory_order_acquire))
+    thread_exit(d);
+}
+
+SSTM_API sstm_desc_t *sstm_self(void) { return sstm__cur; }
+
+SSTM_API sstm_desc_t *sstm_desc_detach(void) {
+  struct sstm_desc *d = sstm__cur;
+  if (d == NULL) return NULL;
+  atomic_store_explicit(&d->attached, false, memory_order_relaxed);
+  sstm__cur = NULL;
+  pthread_setspecific(exit_key, NULL);
+  return d;
+}
+
+SSTM_API int sstm_desc_attach(sstm_desc_t *d) {
+  if (d == NULL || !d->in_use) {
+    sstm__set_error("sstm_desc_attach: NULL or released descriptor");
+    return SSTM_EINVAL;
+  }
+  if (sstm__cur != NULL) {
+    sstm__set_error("sstm_desc_attach: the calling thread already has a descriptor");
+    return SSTM_EBUSY;
+  }
+  bool was = false;
+  /* acq_rel: the previous thread's writes to the descriptor (it detached
+   * before handing it over) are visible to us; two attaching threads can't
+   * both win. */
+  if (!atomic_compare_exchange_strong_explicit(&d->attached, &was, true, memory_order_acq_rel,
+                                               memory_order_relaxed)) {
+    sstm__set_error("sstm_desc_attach: descriptor is attached to another thread");
+    return SSTM_EINVAL;
+  }
+  attach(d);
+  return 0;
+}
+
+SSTM_API int sstm_desc_create(sstm_desc_t **out) {
+  if (out == NULL) return SSTM_EINVAL;
+  return desc_acquire(out);
+}
+
+SSTM_API int sstm_desc_destroy(sstm_desc_t *d) {
+  if (d == NULL || !d->in_use) return SSTM_EINVAL;
+  if (atomic_load_explicit(&d->attached, memory_order_relaxed) || d->depth != 0) {
+    sstm__set_error("sstm_desc_destroy: descriptor is attached or in a transaction");
+    return SSTM_EBUSY;
+  }
+  desc_release(d);
+  return 0;
+}
+
+SSTM_API unsigned sstm_desc_slot(const sstm_desc_t *d) { return d ? d->slot : 0; }
+SSTM_API int sstm_desc_tid(const sstm_desc_t *d) {
+  return d ? atomic_load_explicit(&((sstm_desc_t *)d)->tid, memory_order_relaxed) : 0;
+}
+SSTM_API uint64_t sstm_desc_txid(const sstm_desc_t *d) {
+  if (d == NULL) return 0;
+  return sstm_st_serial(atomic_load_explicit(&((sstm_desc_t *)d)->status, memory_order_relaxed));
+}
+
+/* ACTIVE -> KILLED for the given attempt. */
+bool sstm__kill(struct sstm_desc *d, uint64_t serial) {
+  uint64_t expect = sstm_st_make(serial, SSTM_ST_ACTIVE);
+  /* acq_rel: the release half is what a thief's later clock fetch_add
+   * carries to the victim (argument 6 in stm.c). */
+  return atomic_compare_exchange_strong_explicit(&d->status, &expect,
+                                                 sstm_st_make(serial, SSTM_ST_KILLED),
+                                                 memory_order_acq_rel, memory_order_relaxed);
+}
+
+SSTM_API int sstm_desc_kill(sstm_desc_t *d, uint64_t txid) {
+  if (d == NULL) return SSTM_EINVAL;
+  uint64_t st = atomic_load_explicit(&d->status, memory_order_acquire);
+  uint64_t serial = txid ? txid : sstm_st_serial(st);
+  if (sstm_st_serial(st) != serial) return SSTM_ENOTX;
+  switch (sstm_st_state(st)) {
+  case SSTM_ST_IDLE: return SSTM_ENOTX;
+  case SSTM_ST_KILLED: return 0;
+  case SSTM_ST_COMMITTING:
+  case SSTM_ST_IRREVOCABLE: return SSTM_EBUSY;
+  case SSTM_ST_ACTIVE: break;
+  }
+  if (sstm__kill(d, serial)) return 0;
+  st = atomic_load_explicit(&d->status, memory_order_acquire);
+  if (sstm_st_serial(st) == serial && sstm_st_state(st) == SSTM_ST_KILLED) return 0;
+  if (sstm_st_serial(st) == serial && sstm_st_state(st) != SSTM_ST_IDLE) return SSTM_EBUSY;
+  return SSTM_ENOTX;
+}
+
+void sstm__party_snapshot(struct sstm_desc *d, uint64_t lw, sstm_party_t *out) {
+  (void)lw;
+  uint64_t st = atomic_load_explicit(&d->status, memory_order_relaxed);
+  enum sstm_state s = sstm_st_state(st);
+  *out = (sstm_party_t){
+      .desc = d,
+      .slot = d->slot,
+      .tid = atomic_load_explicit(&d->tid, memory_order_relaxed),
+      .txid = sstm_st_serial(st),
+      .start = __atomic_load_n(&d->start, __ATOMIC_RELAXED),
+      .birth = __atomic_load_n(&d->birth, __ATOMIC_RELAXED),
+      .reads = __atomic_load_n(&d->rs.n, __ATOMIC_RELAXED),
+      .writes = __atomic_load_n(&d->ws.n, __ATOMIC_RELAXED),
+      .priority = atomic_load_explicit(&d->pub_priority, memory_order_relaxed),
+      .committing = s == SSTM_ST_COMMITTING || s == SSTM_ST_IRREVOCABLE,
+  };
+}
+
+SSTM_API bool sstm_party_running(const sstm_party_t *p) {
+  if (p == NULL || p->desc == NULL) return false;
+  /* acquire: a policy that sees the attempt ended also sees its lock
+   * releases (they precede the IDLE store, which is a release). */
+  uint64_t st = atomic_load_explicit(&p->desc->status, memory_order_acquire);
+  return sstm_st_serial(st) == p->txid && sstm_st_state(st) != SSTM_ST_IDLE;
+}

@@ -1,0 +1,169 @@
+/* Statistics: per-descriptor counters, aggregation, dump. */
+#include <string.h>
+
+#include "core/engine.h"
+
+static const char *const reason_names[SSTM_ABORT_REASON_COUNT] = {
+    [SSTM_ABORT_READ_LOCKED] = "read-locked",
+    [SSTM_ABORT_WRITE_LOCKED] = "write-locked",
+    [SSTM_ABORT_COMMIT_LOCKED] = "commit-locked",
+    [SSTM_ABORT_VALIDATE_READ] = "validate-read",
+    [SSTM_ABORT_VALIDATE_WRITE] = "validate-write",
+    [SSTM_ABORT_VALIDATE_COMMIT] = "validate-commit",
+    [SSTM_ABORT_KILLED] = "killed",
+    [SSTM_ABORT_RO_WRITE] = "ro-write",
+    [SSTM_ABORT_RO_EXTEND] = "ro-extend",
+    [SSTM_ABORT_IRREVOCABLE] = "irrevocable",
+    [SSTM_ABORT_USER_RETRY] = "user-retry",
+    [SSTM_ABORT_USER_CANCEL] = "user-cancel",
+};
+
+SSTM_API const char *sstm_abort_reason_name(sstm_abort_reason_t r) {
+  return ((unsigned)r < SSTM_ABORT_REASON_COUNT) ? reason_names[r] : "?";
+}
+
+/* dst += src, max fields as maxima. Readers of src may race with its owner:
+ * relaxed loads. */
+void sstm__counters_fold(sstm_counters_t *dst, const sstm_counters_t *src) {
+  const uint64_t *s = (const uint64_t *)src;
+  uint64_t *d = (uint64_t *)dst;
+  size_t n = sizeof *src / sizeof(uint64_t);
+  size_t max_retries = offsetof(sstm_counters_t, max_retries) / sizeof(uint64_t);
+  size_t reads_max = offsetof(sstm_counters_t, reads_max) / sizeof(uint64_t);
+  size_t writes_max = offsetof(sstm_counters_t, writes_max) / sizeof(uint64_t);
+  for (size_t i = 0; i < n; i++) {
+    uint64_t v = sstm__ctr_get(&s[i]);
+    if (i == max_retries || i == reads_max || i == writes_max)
+      sstm__ctr_max(&d[i], v);
+    else
+      sstm__ctr_add(&d[i], v);
+  }
+}
+
+static void to_public(const sstm_counters_t *c, sstm_stats_t *out) {
+  memset(out, 0, sizeof *out);
+  out->commits_ro = c->commits_ro;
+  out->commits_update = c->commits_update;
+  out->commits_irrevocable = c->commits_irrevocable;
+  for (int i = 0; i < SSTM_ABORT_REASON_COUNT; i++) {
+    out->aborts[i] = c->aborts[i];
+    out->aborts_total += c->aborts[i];
+  }
+  out->retries = c->retries;
+  out->max_retries = c->max_retries;
+  out->cm_waits = c->cm_waits;
+  out->cm_kills = c->cm_kills;
+  out->locks_stolen = c->locks_stolen;
+  out->extensions = c->extensions;
+  out->reads_total = c->reads_total;
+  out->writes_total = c->writes_total;
+  out->reads_max = c->reads_max;
+  out->writes_max = c->writes_max;
+  for (int i = 0; i < SSTM_MAX_TAGS; i++) {
+    out->tags[i].commits = c->tag_commits[i];
+    out->tags[i].aborts = c->tag_aborts[i];
+  }
+}
+
+SSTM_API int sstm_stats_get(const sstm_desc_t *d, sstm_stats_t *out) {
+  if (d == NULL || out == NULL) return SSTM_EINVAL;
+  sstm_counters_t c = {0};
+  sstm__counters_fold(&c, &d->ctr);
+  to_public(&c, out);
+  out->slot = d->slot;
+  out->tid = atomic_load_explicit(&((sstm_desc_t *)d)->tid, memory_order_relaxed);
+  return 0;
+}
+
+SSTM_API int sstm_stats_aggregate(sstm_stats_t *out) {
+  if (out == NULL) return SSTM_EINVAL;
+  if (!atomic_load_explicit(&sstm__g.initialized, memory_order_acquire)) return SSTM_ESTATE;
+  sstm_counters_t c = {0};
+  pthread_mutex_lock(&sstm__g.reg_lock);
+  sstm__counters_fold(&c, &sstm__g.retired_ctr);
+  unsigned hw = atomic_load_explicit(&sstm__g.hiwater, memory_order_acquire);
+  for (unsigned i = 0; i < hw; i++) {
+    struct sstm_desc *d = sstm__desc_at(i);
+    if (d && d->in_use) sstm__counters_fold(&c, &d->ctr);
+  }
+  pthread_mutex_unlock(&sstm__g.reg_lock);
+  to_public(&c, out);
+  return 0;
+}
+
+SSTM_API int sstm_stats_foreach(void (*fn)(const sstm_stats_t *, void *), void *arg) {
+  if (fn == NULL) return SSTM_EINVAL;
+  if (!atomic_load_explicit(&sstm__g.initialized, memory_order_acquire)) return SSTM_ESTATE;
+  int n = 0;
+  pthread_mutex_lock(&sstm__g.reg_lock);
+  unsigned hw = atomic_load_explicit(&sstm__g.hiwater, memory_order_acquire);
+  for (unsigned i = 0; i < hw; i++) {
+    struct sstm_desc *d = sstm__desc_at(i);
+    if (d == NULL || !d->in_use) continue;
+    sstm_stats_t s;
+    sstm_stats_get(d, &s);
+    fn(&s, arg);
+    n++;
+  }
+  pthread_mutex_unlock(&sstm__g.reg_lock);
+  return n;
+}
+
+SSTM_API int sstm_stats_reset(void) {
+  if (!atomic_load_explicit(&sstm__g.initialized, memory_order_acquire)) return SSTM_ESTATE;
+  pthread_mutex_lock(&sstm__g.reg_lock);
+  memset(&sstm__g.retired_ctr, 0, sizeof sstm__g.retired_ctr);
+  unsigned hw = atomic_load_explicit(&sstm__g.hiwater, memory_order_acquire);
+  for (unsigned i = 0; i < hw; i++) {
+    struct sstm_desc *d = sstm__desc_at(i);
+    if (d == NULL) continue;
+    uint64_t *w = (uint64_t *)&d->ctr;
+    for (size_t j = 0; j < sizeof d->ctr / sizeof(uint64_t); j++)
+      __atomic_store_n(&w[j], 0, __ATOMIC_RELAXED);
+  }
+  pthread_mutex_unlock(&sstm__g.reg_lock);
+  return 0;
+}
+
+static void dump_line(FILE *out, const char *who, const sstm_stats_t *s) {
+  uint64_t commits = s->commits_ro + s->commits_update;
+  double ratio = commits ? (double)s->aborts_total / (double)commits : 0.0;
+  fprintf(out,
+          "%-14s commits=%llu (ro=%llu update=%llu irrevocable=%llu) aborts=%llu "
+          "(%.3f/commit) max_retries=%llu waits=%llu kills=%llu stolen=%llu ext=%llu\n",
+          who, (unsigned long long)commits, (unsigned long long)s->commits_ro,
+          (unsigned long long)s->commits_update, (unsigned long long)s->commits_irrevocable,
+          (unsigned long long)s->aborts_total, ratio, (unsigned long long)s->max_retries,
+          (unsigned long long)s->cm_waits, (unsigned long long)s->cm_kills,
+          (unsigned long long)s->locks_stolen, (unsigned long long)s->extensions);
+  if (s->aborts_total) {
+    fprintf(out, "%-14s   aborts:", "");
+    for (int i = 0; i < SSTM_ABORT_REASON_COUNT; i++)
+      if (s->aborts[i])
+        fprintf(out, " %s=%llu", sstm_abort_reason_name((sstm_abort_reason_t)i),
+                (unsigned long long)s->aborts[i]);
+    fputc('\n', out);
+  }
+  if (s->reads_max || s->writes_max)
+    fprintf(out, "%-14s   sets: reads avg=%.1f max=%llu, writes avg=%.1f max=%llu\n", "",
+            commits ? (double)s->reads_total / (double)commits : 0.0,
+            (unsigned long long)s->reads_max,
+            commits ? (double)s->writes_total / (double)commits : 0.0,
+            (unsigned long long)s->writes_max);
+}
+
+static void dump_one(const sstm_stats_t *s, void *arg) {
+  char who[32];
+  snprintf(who, sizeof who, "slot %u tid %d", s->slot, s->tid);
+  dump_line(arg, who, s);
+}
+
+SSTM_API int sstm_stats_dump(FILE *out) {
+  if (out == NULL) return SSTM_EINVAL;
+  sstm_stats_t total;
+  int rc = sstm_stats_aggregate(&total);
+  if (rc != 0) return rc;
+  sstm_stats_foreach(dump_one, out);
+  dump_line(out, "total", &total);
+  return 0;
+}

@@ -1,0 +1,976 @@
+/* The transactional engine: begin, read and write barriers, validation and
+ * snapshot extension, commit, rollback and restart, irrevocability, lock
+ * take-over from killed transactions.
+ *
+ * Design: word-based, time-based STM in the LSA/TL2/TinySTM family. A
+ * global version clock; a table of ownership records ("locks") indexed by
+ * address; invisible reads recorded in a read set; writes buffered in a redo
+ * log and written back at commit. Two write strategies: encounter-time
+ * locking (ETL, the default: a write locks its stripe at once) and
+ * commit-time locking (CTL: stripes are locked while committing). Lock-word
+ * layout: core/lockword.h.
+ *
+ * ---------------------------------------------------------------------------
+ * Correctness argument
+ *
+ * (1) Snapshot. An attempt owns an interval [start, end] of clock times at
+ * which all its reads are known valid. A read of stripe s loads the lock
+ * word (acquire), the data (relaxed), an acquire fence, and the lock word
+ * again (relaxed); it accepts the data only if both lock words are equal and
+ * unlocked with version v <= end. The pattern is a seqlock read [Boehm,
+ * MSPC'12]: the committer writes back under the lock after a release fence
+ * (commit_update), so if the data load saw a value written back by a commit,
+ * the fence-fence synchronisation makes the second lock load see that
+ * commit's lock or a later value, and the read retries.
+ *
+ * (2) Extension. When a read meets v > end, the attempt reads the clock
+ * (acquire) as `now`, checks that every read-set entry still carries the
+ * version it recorded (or is locked by the attempt itself), and sets
+ * end = now. Why this is enough: a committer takes all its locks before it
+ * increments the clock (release), so an extension that reads clock >= ts sees
+ * the locks of every commit with timestamp <= ts still held or released with
+ * their new version; a read-set entry unchanged at that point is valid at
+ * `now`, and any later change gets a timestamp > now.
+ *
+ * (3) Opacity. Every value an attempt returns is valid at its current `end`
+ * and all earlier reads were validated at `end` (by the last extension, or
+ * by the start snapshot), so the values an attempt has seen always form a
+ * consistent snapshot: a doomed attempt never sees a state that no serial
+ * execution produces. Reads of stripes the attempt has locked itself return
+ * buffered bytes, and memory bytes re-checked against the lock (load_own),
+ * so a lock taken over after a kill (6) is noticed before its data is used.
+ *
+ * (4) Commit order. An update commit moves the status ACTIVE -> COMMITTING
+ * (CAS: after this no kill can succeed), holds all its write locks (ETL:
+ * already; CTL: acquired now; a lock whose version is > end forces an
+ * extension first, so a held lock always covers a version the read set
+ * agrees with), takes ts = clock + 1 by fetch_add, validates the read set if
+ * another commit happened since end (ts != end + 1), writes back after a
+ * release fence, and releases the locks with version ts (release stores).
+ * Commits are thus serialised in ts order; read-only attempts serialise at
+ * their `end` and need no clock access at all.
+ *
+ * (5) Reclamation and privatization. Each attempt begins with a seq_cst
+ * exchange of its status word (new serial, ACTIVE) before it reads the clock
+ * or shared data. A thread retiring freed blocks issues a seq_cst fence and
+ * records the status of every running attempt; the blocks are released once
+ * each recorded attempt has ended (its status changed serial or became
+ * IDLE). Store-buffering is excluded on both sides, so an attempt that did
+ * not get recorded started after the retiring commit and cannot reach the
+ * block. A suspended (detached) attempt keeps its ACTIVE status and is
+ * waited for like any other. Privatization: a transaction that unlinks data
+ * and then accesses it non-transactionally is safe against attempts that
+ * already read it only through the same rule, i.e. when the data is retired
+ * with sstm_free; plain privatizing stores after commit are NOT protected
+ * against a concurrent doomed reader's delayed write-back, because schedstm
+ * is write-back: a doomed reader never writes memory, but a *committing*
+ * writer whose ts precedes the privatizer's may still be writing back after
+ * the privatizer's commit returns. See docs/design/core.md.
+ *
+ * (6) Remote abort. A killer moves the victim's status ACTIVE -> KILLED by
+ * CAS; from then on the victim's commit CAS fails. Because writes are
+ * buffered, the memory under a killed attempt's locks is unmodified, so any
+ * thread may take such a lock over (steal): it takes a fresh timestamp from
+ * the clock and CASes the lock word from the victim's owner value to that
+ * version. A descheduled victim therefore blocks nobody: the bound on the
+ * time others wait for it is the killer's own CAS, not the victim's
+ * scheduling. The victim notices at its next extension or commit: the
+ * stolen lock carries a version newer than its snapshot, so the victim must
+ * extend before using it, and the extension reads the clock (acquire) past
+ * the thief's fetch_add and then its own status, which the thief set before.
+ *
+ * (7) Irrevocability. One token; its holder sets the clock's irrevocable
+ * flag, waits until no attempt is COMMITTING, and then runs with direct
+ * reads and in-place writes under stripe locks (release fence between lock
+ * and data, as in (1)). Update commits that increment the clock and see the
+ * flag abort instead of writing back; new attempts wait at begin. The
+ * irrevocable attempt never aborts: on a lock held by a killable attempt it
+ * kills and steals, on one held by a committing attempt it waits (that
+ * attempt either finished its write-back before the flag or aborts at its
+ * fetch_add).
+ *
+ * Torture tests: tests/integration/opacity.c (1-3), bank and intset (4),
+ * free_traversal (5), remote_abort (6), irrevocable (7).
+ * ---------------------------------------------------------------------------
+ */
+#define _GNU_SOURCE
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/engine.h"
+
+#if defined(__SANITIZE_ADDRESS__)
+void __asan_handle_no_return(void);
+#define SSTM_ASAN_NO_RETURN() __asan_handle_no_return()
+#else
+#define SSTM_ASAN_NO_RETURN() ((void)0)
+#endif
+
+__thread struct sstm_desc *sstm__cur __attribute__((tls_model("initial-exec")));
+
+static __attribute__((noreturn)) void abort_tx(struct sstm_desc *tx, sstm_abort_reason_t r,
+                                               const sstm_party_t *other);
+static void attempt_start(struct sstm_desc *tx);
+
+/* ------------------------------------------------------------------------ */
+/* Memory accesses of exactly the requested size. Relaxed atomics: the
+ * speculative reads race with commits by design, and C11 makes that
+ * well-defined only for atomic accesses (free on x86). */
+
+SSTM_INLINE uint64_t mem_load(const void *a, unsigned size) {
+  switch (size) {
+  case 1: return __atomic_load_n((const uint8_t *)a, __ATOMIC_RELAXED);
+  case 2: return __atomic_load_n((const uint16_t *)a, __ATOMIC_RELAXED);
+  case 4: return __atomic_load_n((const uint32_t *)a, __ATOMIC_RELAXED);
+  default: return __atomic_load_n((const uint64_t *)a, __ATOMIC_RELAXED);
+  }
+}
+
+SSTM_INLINE void mem_store(void *a, uint64_t v, unsigned size) {
+  switch (size) {
+  case 1: __atomic_store_n((uint8_t *)a, (uint8_t)v, __ATOMIC_RELAXED); break;
+  case 2: __atomic_store_n((uint16_t *)a, (uint16_t)v, __ATOMIC_RELAXED); break;
+  case 4: __atomic_store_n((uint32_t *)a, (uint32_t)v, __ATOMIC_RELAXED); break;
+  default: __atomic_store_n((uint64_t *)a, v, __ATOMIC_RELAXED); break;
+  }
+}
+
+SSTM_INLINE uint64_t size_mask(unsigned size) {
+  return size == 8 ? ~0ull : ((1ull << (size * 8)) - 1);
+}
+
+/* Write the buffered bytes of one redo-log entry, each in the widest
+ * naturally aligned access the mask allows (never touching other bytes). */
+static void store_masked(uintptr_t word, uint64_t value, uint64_t bmask) {
+  if (bmask == ~0ull) {
+    mem_store((void *)word, value, 8);
+    return;
+  }
+  for (unsigned off = 0; off < 8;) {
+    uint64_t m4 = 0xffffffffull << (off * 8), m2 = 0xffffull << (off * 8);
+    if ((bmask & (0xffull << (off * 8))) == 0) {
+      off++;
+    } else if (off % 4 == 0 && (bmask & m4) == m4) {
+      mem_store((void *)(word + off), value >> (off * 8), 4);
+      off += 4;
+    } else if (off % 2 == 0 && (bmask & m2) == m2) {
+      mem_store((void *)(word + off), value >> (off * 8), 2);
+      off += 2;
+    } else {
+      mem_store((void *)(word + off), value >> (off * 8), 1);
+      off++;
+    }
+  }
+}
+
+/* Bytes [off, off+size) of a word: buffered ones from e, the rest from mem
+ * (already loaded, size bytes). */
+SSTM_INLINE uint64_t overlay(const sstm_w_entry_t *e, uint64_t mem, unsigned off, unsigned size) {
+  uint64_t w = mem << (off * 8);
+  w = (w & ~e->bmask) | (e->value & e->bmask);
+  return (w >> (off * 8)) & size_mask(size);
+}
+
+SSTM_INLINE bool entry_covers(const sstm_w_entry_t *e, unsigned off, unsigned size) {
+  uint64_t m = size_mask(size) << (off * 8);
+  return (e->bmask & m) == m;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Validation and extension. */
+
+/* Every read-set entry still carries the lock word it recorded, or is now
+ * locked by this attempt (locked only with a version <= end, see (4)).
+ * Relaxed loads suffice: every caller has just performed an acquire on the
+ * clock (extension) or an acq_rel fetch_add on it (commit), which orders
+ * these loads after it and makes the locks of every commit counted by that
+ * clock value visible (argument (2)). */
+static bool validate(const struct sstm_desc *tx) {
+  const sstm_r_entry_t *r = tx->rs.e, *end = r + tx->rs.n;
+  for (; r < end; r++) {
+    uint64_t l = atomic_load_explicit(r->lock, memory_order_relaxed);
+    if (l != r->lw && l != tx->owner_lw) return false;
+  }
+  return true;
+}
+
+static SSTM_NOINLINE void check_killed(struct sstm_desc *tx) {
+  /* Relaxed: the callers ordered this after an acquire (see (6)). Only the
+   * owner moves KILLED on, so a stale ACTIVE here is caught at commit. */
+  uint64_t st = atomic_load_explicit(&tx->status, memory_order_relaxed);
+  if (SSTM_UNLIKELY(sstm_st_state(st) == SSTM_ST_KILLED)) abort_tx(tx, SSTM_ABORT_KILLED, NULL);
+}
+
+/* Extend the snapshot to the current clock. False if the read set is no
+ * longer valid. Does not return if the attempt was killed. */
+static SSTM_NOINLINE bool extend(struct sstm_desc *tx) {
+  /* acquire: pairs with the release fetch_add of committers (argument 2)
+   * and of thieves (argument 6). */
+  uint64_t now = sstm_clock_time(atomic_load_explicit(&sstm__g.clock, memory_order_acquire));
+  check_killed(tx);
+  if (!validate(tx)) return false;
+  tx->end = now;
+  sstm__ctr_add(&tx->ctr.extensions, 1);
+  return true;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Conflicts. */
+
+/* Take over lock lk, held (value l) by a killed attempt: give it a fresh
+ * version so that the victim cannot use it without an extension that would
+ * see its KILLED status (argument 6). */
+static bool steal(struct sstm_desc *tx, _Atomic uint64_t *lk, uint64_t l) {
+  /* acq_rel: release publishes the victim's KILLED status (set before) to
+   * whoever reads this clock value; acquire is not needed but harmless. */
+  uint64_t c = atomic_fetch_add_explicit(&sstm__g.clock, SSTM_CLOCK_TICK, memory_order_acq_rel);
+  uint64_t v = sstm_lw_make_version(sstm_clock_time(c) + 1);
+  /* release: a reader that sees version v must see the (unmodified) data
+   * that the lock protected; our RMW continues the release sequence of the
+   * last committer's store, so this is for clarity more than need. */
+  if (atomic_compare_exchange_strong_explicit(lk, &l, v, memory_order_release,
+                                              memory_order_relaxed)) {
+    sstm__ctr_add(&tx->ctr.locks_stolen, 1);
+    return true;
+  }
+  return false;
+}
+
+static sstm_abort_reason_t reason_of(sstm_conflict_kind_t k) {
+  switch (k) {
+  case SSTM_CONFLICT_READ_LOCKED: return SSTM_ABORT_READ_LOCKED;
+  case SSTM_CONFLICT_WRITE_LOCKED: return SSTM_ABORT_WRITE_LOCKED;
+  case SSTM_CONFLICT_COMMIT_LOCKED: return SSTM_ABORT_COMMIT_LOCKED;
+  case SSTM_CONFLICT_KILLED: return SSTM_ABORT_KILLED;
+  case SSTM_CONFLICT_IRREVOCABLE: return SSTM_ABORT_IRREVOCABLE;
+  default: return SSTM_ABORT_VALIDATE_READ;
+  }
+}
+
+static sstm_cm_ctx_t *cm_ctx(struct sstm_desc *tx) {
+  sstm_cm_ctx_t *c = &tx->cm_ctx;
+  c->retries = tx->retries;
+  c->txid = tx->serial;
+  c->start = tx->start;
+  c->birth = tx->birth;
+  c->reads = tx->rs.n;
+  c->writes = tx->ws.n;
+  c->priority = tx->attr.priority;
+  return c;
+}
+
+/* Report a conflict without another party (validation, kill) and abort. */
+static SSTM_NOINLINE __attribute__((noreturn)) void
+conflict_abort(struct sstm_desc *tx, sstm_conflict_kind_t kind, sstm_abort_reason_t r,
+               const void *addr) {
+  sstm_conflict_t c = {.kind = kind, .addr = addr};
+  uint64_t wait_ns = 0;
+  (void)tx->cm->on_conflict(cm_ctx(tx), &c, &wait_ns);
+  abort_tx(tx, r, NULL);
+}
+
+/* The attempt met lock lk held by someone else (value l). Resolve it as the
+ * contention manager decides; return a fresh lock word once the lock is
+ * free or ours, or do not return (abort). Bounded: after cfg.wait_max
+ * consecutive waits the attempt aborts itself (an irrevocable attempt waits
+ * instead, which terminates because only committing attempts can make it
+ * wait, see (7)). */
+static SSTM_NOINLINE uint64_t resolve(struct sstm_desc *tx, sstm_conflict_kind_t kind,
+                                      const void *addr, _Atomic uint64_t *lk, uint64_t l) {
+  bool irrev = (tx->variant & 3) == SSTM_V_IRREV;
+  unsigned attempt = 0;
+  for (;;) {
+    if (!irrev) check_killed(tx);
+    struct sstm_desc *o = sstm__desc_at(sstm_lw_slot(l));
+    /* acquire: if we see the owner's IDLE/next status, its lock release
+     * (sequenced before) is visible to our reload below. */
+    uint64_t ost = atomic_load_explicit(&o->status, memory_order_acquire);
+    bool owner_running = sstm_st_owns(ost, l) && sstm_st_state(ost) != SSTM_ST_IDLE;
+    if (owner_running && sstm_st_state(ost) == SSTM_ST_KILLED) {
+      steal(tx, lk, l);
+    } else if (owner_running) {
+      sstm_conflict_t c = {.kind = kind, .addr = addr, .has_other = true, .attempt = attempt};
+      sstm__party_snapshot(o, l, &c.other);
+      uint64_t wait_ns = 0;
+      sstm_cm_action_t act;
+      if (irrev)
+        act = c.other.committing ? SSTM_CM_WAIT : SSTM_CM_ABORT_OTHER;
+      else
+        act = tx->cm->on_conflict(cm_ctx(tx), &c, &wait_ns);
+      if (act == SSTM_CM_ABORT_OTHER && !c.other.committing) {
+        if (sstm__kill(o, sstm_st_serial(ost))) {
+          sstm__ctr_add(&tx->ctr.cm_kills, 1);
+          steal(tx, lk, l);
+        }
+      } else if (act == SSTM_CM_WAIT || act == SSTM_CM_ABORT_OTHER) {
+        if (!irrev && attempt >= sstm__g.cfg.wait_max) abort_tx(tx, reason_of(kind), &c.other);
+        attempt++;
+        sstm__ctr_add(&tx->ctr.cm_waits, 1);
+        if (irrev)
+          sched_yield();
+        else
+          sstm_spin_ns(wait_ns < 1000000 ? wait_ns : 1000000);
+      } else {
+        abort_tx(tx, reason_of(kind), &c.other);
+      }
+    } else {
+      sstm__cpu_relax(); /* owner's attempt ended; its release is imminent */
+    }
+    /* acquire: a lock word we go on to use must carry its data (1). */
+    l = atomic_load_explicit(lk, memory_order_acquire);
+    if (!sstm_lw_locked(l) || l == tx->owner_lw) return l;
+  }
+}
+
+/* ------------------------------------------------------------------------ */
+/* Barriers. One template per operation, specialised per variant V. */
+
+static SSTM_NOINLINE void sample_fire(struct sstm_desc *tx, const void *addr, bool is_write) {
+  tx->sample_left = sstm__g.cfg.sample_period;
+  sstm__g.cfg.sample_fn(sstm__g.cfg.sample_arg, addr, is_write);
+}
+
+SSTM_INLINE void barrier_prologue(struct sstm_desc *tx, const void *addr, bool w, unsigned V) {
+  if (V & SSTM_V_SAMPLE) {
+    if (--tx->sample_left <= 0) sample_fire(tx, addr, w);
+  }
+  if (sstm__random_delay) sstm__random_delay_point(tx);
+}
+
+/* Read of a stripe this attempt has locked (ETL, or irrevocable). Memory
+ * bytes are re-checked against the lock: if it was taken over after a kill
+ * they may be newer than the snapshot (argument 3). */
+static SSTM_NOINLINE uint64_t load_own(struct sstm_desc *tx, const void *addr, unsigned size,
+                                       _Atomic uint64_t *lk) {
+  uintptr_t a = (uintptr_t)addr;
+  unsigned off = a & 7;
+  const sstm_w_entry_t *e = sstm_wset_find(&tx->ws, a & ~(uintptr_t)7);
+  if (e && entry_covers(e, off, size)) return (e->value >> (off * 8)) & size_mask(size);
+  uint64_t v = mem_load(addr, size);
+  atomic_thread_fence(memory_order_acquire); /* as in (1): data before re-check */
+  if (atomic_load_explicit(lk, memory_order_relaxed) != tx->owner_lw)
+    abort_tx(tx, SSTM_ABORT_KILLED, NULL);
+  return e ? overlay(e, v, off, size) : v;
+}
+
+static SSTM_NOINLINE __attribute__((noreturn)) void ro_abort(struct sstm_desc *tx,
+                                                             sstm_abort_reason_t r) {
+  if (r == SSTM_ABORT_RO_WRITE) tx->attr.read_only = false;
+  else tx->ro_nolog_failed = true;
+  abort_tx(tx, r, NULL);
+}
+
+static SSTM_NOINLINE __attribute__((noreturn)) void oom(void) {
+  sstm__fatal("out of memory growing a transaction log");
+}
+
+SSTM_INLINE uint64_t tx_load(struct sstm_desc *tx, const void *addr, unsigned size, unsigned V) {
+  const unsigned kind = V & 3;
+  barrier_prologue(tx, addr, false, V);
+  if (kind == SSTM_V_IRREV) return mem_load(addr, size); /* nobody else commits (7) */
+
+  const sstm_w_entry_t *e = NULL;
+  unsigned off = (uintptr_t)addr & 7;
+  if (kind == SSTM_V_CTL && (tx->ws.bloom & sstm_bloom_bit((uintptr_t)addr & ~(uintptr_t)7))) {
+    e = sstm_wset_find(&tx->ws, (uintptr_t)addr & ~(uintptr_t)7);
+    if (e && entry_covers(e, off, size)) return (e->value >> (off * 8)) & size_mask(size);
+  }
+  _Atomic uint64_t *lk = sstm__lock_for(addr);
+  /* acquire: pairs with the committer's release of this lock word, so the
+   * data load below sees at least the data of version l (argument 1). */
+  uint64_t l = atomic_load_explicit(lk, memory_order_acquire);
+  for (;;) {
+    if (SSTM_UNLIKELY(sstm_lw_locked(l))) {
+      if (kind == SSTM_V_ETL && l == tx->owner_lw) return load_own(tx, addr, size, lk);
+      l = resolve(tx, SSTM_CONFLICT_READ_LOCKED, addr, lk, l);
+      continue;
+    }
+    uint64_t v = mem_load(addr, size);
+    /* acquire fence: the re-check below cannot be satisfied by a lock word
+     * older than the data just loaded (seqlock, argument 1). */
+    atomic_thread_fence(memory_order_acquire);
+    uint64_t l2 = atomic_load_explicit(lk, memory_order_relaxed);
+    if (SSTM_UNLIKELY(l2 != l)) {
+      l = l2;
+      continue;
+    }
+    if (SSTM_UNLIKELY(sstm_lw_version(l) > tx->end)) {
+      if (kind == SSTM_V_RO) ro_abort(tx, SSTM_ABORT_RO_EXTEND);
+      if (!extend(tx)) conflict_abort(tx, SSTM_CONFLICT_VALIDATION, SSTM_ABORT_VALIDATE_READ, addr);
+      l = atomic_load_explicit(lk, memory_order_acquire); /* re-read at the new end */
+      continue;
+    }
+    if (kind != SSTM_V_RO && SSTM_UNLIKELY(!sstm_rset_add(&tx->rs, lk, l))) oom();
+    return e ? overlay(e, v, off, size) : v;
+  }
+}
+
+static SSTM_NOINLINE void irrev_store(struct sstm_desc *tx, void *addr, uint64_t val,
+                                      unsigned size) {
+  _Atomic uint64_t *lk = sstm__lock_for(addr);
+  uint64_t l = atomic_load_explicit(lk, memory_order_acquire);
+  while (l != tx->owner_lw) {
+    if (sstm_lw_locked(l)) {
+      l = resolve(tx, SSTM_CONFLICT_WRITE_LOCKED, addr, lk, l);
+      continue;
+    }
+    if (atomic_compare_exchange_weak_explicit(lk, &l, tx->owner_lw, memory_order_acquire,
+                                              memory_order_acquire)) {
+      if (!sstm_lset_add(&tx->ls, lk, l)) oom();
+      /* release fence: the in-place data stores below must not become
+       * visible before the lock (seqlock writer side, argument 1). */
+      atomic_thread_fence(memory_order_release);
+      break;
+    }
+  }
+  mem_store(addr, val, size);
+  __atomic_store_n(&tx->ws.n, tx->ws.n + 1, __ATOMIC_RELAXED); /* counts writes */
+}
+
+SSTM_INLINE void tx_store(struct sstm_desc *tx, void *addr, uint64_t val, unsigned size,
+                          unsigned V) {
+  const unsigned kind = V & 3;
+  barrier_prologue(tx, addr, true, V);
+  if (kind == SSTM_V_RO) ro_abort(tx, SSTM_ABORT_RO_WRITE);
+  if (kind == SSTM_V_IRREV) {
+    irrev_store(tx, addr, val, size);
+    return;
+  }
+  uintptr_t word = (uintptr_t)addr & ~(uintptr_t)7;
+  unsigned off = (uintptr_t)addr & 7;
+  uint64_t wv = val << (off * 8), bm = size_mask(size) << (off * 8);
+  if (kind == SSTM_V_CTL) {
+    if (SSTM_UNLIKELY(!sstm_wset_put(&tx->ws, word, wv, bm))) oom();
+    return;
+  }
+  _Atomic uint64_t *lk = sstm__lock_for(addr);
+  uint64_t l = atomic_load_explicit(lk, memory_order_acquire);
+  for (;;) {
+    if (SSTM_UNLIKELY(sstm_lw_locked(l))) {
+      if (l == tx->owner_lw) break;
+      l = resolve(tx, SSTM_CONFLICT_WRITE_LOCKED, addr, lk, l);
+      continue;
+    }
+    if (SSTM_UNLIKELY(sstm_lw_version(l) > tx->end)) {
+      /* Lock only versions the snapshot covers (argument 4). */
+      if (!extend(tx)) conflict_abort(tx, SSTM_CONFLICT_VALIDATION, SSTM_ABORT_VALIDATE_WRITE, addr);
+      l = atomic_load_explicit(lk, memory_order_acquire);
+      continue;
+    }
+    /* acquire: later reads of this stripe (load_own) see the data of the
+     * version we displaced. No release needed: memory is not written until
+     * commit, which has its own release fence. */
+    if (atomic_compare_exchange_weak_explicit(lk, &l, tx->owner_lw, memory_order_acquire,
+                                              memory_order_acquire)) {
+      if (SSTM_UNLIKELY(!sstm_lset_add(&tx->ls, lk, l))) oom();
+      break;
+    }
+  }
+  if (SSTM_UNLIKELY(!sstm_wset_put(&tx->ws, word, wv, bm))) oom();
+}
+
+/* Dispatch once per access on the attempt's variant. ETL, the default, is
+ * tested first; the others go through a jump table. */
+#define SSTM_VARIANTS(X)                                                                           \
+  X(SSTM_V_CTL)                                                                                    \
+  X(SSTM_V_RO) X(SSTM_V_IRREV) X(SSTM_V_ETL | SSTM_V_SAMPLE) X(SSTM_V_CTL | SSTM_V_SAMPLE)         \
+      X(SSTM_V_RO | SSTM_V_SAMPLE) X(SSTM_V_IRREV | SSTM_V_SAMPLE)
+
+SSTM_INLINE uint64_t dispatch_load(struct sstm_desc *tx, const void *addr, unsigned size) {
+  if (SSTM_LIKELY(tx->variant == SSTM_V_ETL)) return tx_load(tx, addr, size, SSTM_V_ETL);
+  switch (tx->variant) {
+#define X(v)                                                                                       \
+  case v: return tx_load(tx, addr, size, v);
+    SSTM_VARIANTS(X)
+#undef X
+  }
+  __builtin_unreachable();
+}
+
+SSTM_INLINE void dispatch_store(struct sstm_desc *tx, void *addr, uint64_t val, unsigned size) {
+  if (SSTM_LIKELY(tx->variant == SSTM_V_ETL)) {
+    tx_store(tx, addr, val, size, SSTM_V_ETL);
+    return;
+  }
+  switch (tx->variant) {
+#define X(v)                                                                                       \
+  case v: tx_store(tx, addr, val, size, v); return;
+    SSTM_VARIANTS(X)
+#undef X
+  }
+  __builtin_unreachable();
+}
+
+static SSTM_COLD uint64_t misuse_access(const char *what) {
+  sstm__misuse("%s outside a transaction (or on an unregistered thread)", what);
+  return 0;
+}
+
+/* Unaligned accesses: one byte at a time, each a full barrier. */
+static SSTM_NOINLINE void load_bytes(struct sstm_desc *tx, void *dst, const void *src, size_t n) {
+  unsigned char *d = dst;
+  const unsigned char *s = src;
+  while (n > 0) {
+    uintptr_t a = (uintptr_t)s;
+    unsigned k = (n >= 8 && a % 8 == 0) ? 8 : (n >= 4 && a % 4 == 0) ? 4
+               : (n >= 2 && a % 2 == 0) ? 2 : 1;
+    uint64_t v = dispatch_load(tx, s, k);
+    memcpy(d, &v, k); /* little endian: low bytes first */
+    d += k, s += k, n -= k;
+  }
+}
+
+static SSTM_NOINLINE void store_bytes(struct sstm_desc *tx, void *dst, const void *src, size_t n) {
+  unsigned char *d = dst;
+  const unsigned char *s = src;
+  while (n > 0) {
+    uintptr_t a = (uintptr_t)d;
+    unsigned k = (n >= 8 && a % 8 == 0) ? 8 : (n >= 4 && a % 4 == 0) ? 4
+               : (n >= 2 && a % 2 == 0) ? 2 : 1;
+    uint64_t v = 0;
+    memcpy(&v, s, k);
+    dispatch_store(tx, d, v, k);
+    d += k, s += k, n -= k;
+  }
+}
+
+#define SSTM_IN_TX(tx) SSTM_LIKELY((tx) != NULL && (tx)->depth != 0)
+
+#define DEFINE_INT_BARRIERS(T, S, suffix)                                                          \
+  SSTM_API T sstm_load_##suffix(const T *addr) {                                                   \
+    struct sstm_desc *tx = sstm__cur;                                                              \
+    if (!SSTM_IN_TX(tx)) return (T)misuse_access("sstm_load_" #suffix);                            \
+    if (SSTM_UNLIKELY((uintptr_t)addr & (S - 1))) {                                                \
+      T v;                                                                                         \
+      load_bytes(tx, &v, addr, S);                                                                 \
+      return v;                                                                                    \
+    }                                                                                              \
+    return (T)dispatch_load(tx, addr, S);                                                          \
+  }                                                                                                \
+  SSTM_API void sstm_store_##suffix(T *addr, T v) {                                                \
+    struct sstm_desc *tx = sstm__cur;                                                              \
+    if (!SSTM_IN_TX(tx)) {                                                                         \
+      misuse_access("sstm_store_" #suffix);                                                        \
+      return;                                                                                      \
+    }                                                                                              \
+    if (SSTM_UNLIKELY((uintptr_t)addr & (S - 1))) {                                                \
+      store_bytes(tx, addr, &v, S);                                                                \
+      return;                                                                                      \
+    }                                                                                              \
+    dispatch_store(tx, addr, (uint64_t)v, S);                                                      \
+  }
+
+DEFINE_INT_BARRIERS(uint8_t, 1, u8)
+DEFINE_INT_BARRIERS(uint16_t, 2, u16)
+DEFINE_INT_BARRIERS(uint32_t, 4, u32)
+DEFINE_INT_BARRIERS(uint64_t, 8, u64)
+
+SSTM_API void *sstm_load_ptr(void *const *addr) {
+  return (void *)(uintptr_t)sstm_load_u64((const uint64_t *)(const void *)addr);
+}
+SSTM_API void sstm_store_ptr(void **addr, void *v) {
+  sstm_store_u64((uint64_t *)(void *)addr, (uint64_t)(uintptr_t)v);
+}
+SSTM_API float sstm_load_float(const float *addr) {
+  uint32_t b = sstm_load_u32((const uint32_t *)(const void *)addr);
+  float f;
+  memcpy(&f, &b, 4);
+  return f;
+}
+SSTM_API void sstm_store_float(float *addr, float v) {
+  uint32_t b;
+  memcpy(&b, &v, 4);
+  sstm_store_u32((uint32_t *)(void *)addr, b);
+}
+SSTM_API double sstm_load_double(const double *addr) {
+  uint64_t b = sstm_load_u64((const uint64_t *)(const void *)addr);
+  double d;
+  memcpy(&d, &b, 8);
+  return d;
+}
+SSTM_API void sstm_store_double(double *addr, double v) {
+  uint64_t b;
+  memcpy(&b, &v, 8);
+  sstm_store_u64((uint64_t *)(void *)addr, b);
+}
+
+SSTM_API void sstm_load_bytes(void *dst, const void *src, size_t n) {
+  struct sstm_desc *tx = sstm__cur;
+  if (!SSTM_IN_TX(tx)) {
+    misuse_access("sstm_load_bytes");
+    memset(dst, 0, n);
+    return;
+  }
+  load_bytes(tx, dst, src, n);
+}
+
+SSTM_API void sstm_store_bytes(void *dst, const void *src, size_t n) {
+  struct sstm_desc *tx = sstm__cur;
+  if (!SSTM_IN_TX(tx)) {
+    misuse_access("sstm_store_bytes");
+    return;
+  }
+  store_bytes(tx, dst, src, n);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Irrevocability (argument 7). */
+
+static void wait_no_committing(struct sstm_desc *self) {
+  unsigned hw = atomic_load_explicit(&sstm__g.hiwater, memory_order_acquire);
+  for (unsigned i = 0; i < hw; i++) {
+    struct sstm_desc *o = sstm__desc_at(i);
+    if (o == NULL || o == self) continue;
+    /* acquire: once we see it leave COMMITTING, its write-back is visible. */
+    while (sstm_st_state(atomic_load_explicit(&o->status, memory_order_acquire)) ==
+           SSTM_ST_COMMITTING)
+      sched_yield();
+  }
+}
+
+static void irrev_enter(struct sstm_desc *tx) {
+  unsigned me = tx->slot + 1, free_ = 0;
+  /* acquire: the previous holder's in-place writes and lock releases. */
+  while (!atomic_compare_exchange_weak_explicit(&sstm__g.irrev_owner, &free_, me,
+                                                memory_order_acquire, memory_order_relaxed)) {
+    free_ = 0;
+    sched_yield();
+  }
+  tx->irrev_token = true;
+  /* acq_rel: the flag and the committers' fetch_add are ordered in the
+   * clock's modification order; either a committer sees the flag and aborts
+   * or we see its COMMITTING status below (acquire half). */
+  atomic_fetch_or_explicit(&sstm__g.clock, SSTM_CLOCK_IRREV, memory_order_acq_rel);
+  wait_no_committing(tx);
+  /* Only the owner leaves ACTIVE/KILLED except by a killer's CAS from
+   * ACTIVE; an exchange makes a racing kill harmless (no locks held yet). */
+  atomic_exchange_explicit(&tx->status, sstm_st_make(tx->serial, SSTM_ST_IRREVOCABLE),
+                           memory_order_acq_rel);
+  tx->variant = SSTM_V_IRREV | (tx->variant & SSTM_V_SAMPLE);
+}
+
+static void irrev_release(struct sstm_desc *tx) {
+  /* release: our in-place writes happen before the flag is seen clear. */
+  atomic_fetch_and_explicit(&sstm__g.clock, ~SSTM_CLOCK_IRREV, memory_order_release);
+  atomic_store_explicit(&sstm__g.irrev_owner, 0, memory_order_release);
+  tx->irrev_token = false;
+}
+
+static SSTM_NOINLINE uint64_t wait_irrevocable(void) {
+  uint64_t c;
+  do {
+    sched_yield();
+    c = atomic_load_explicit(&sstm__g.clock, memory_order_acquire);
+  } while (sstm_clock_irrevocable(c));
+  return c;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Begin, commit, rollback. */
+
+static void release_locks_abort(struct sstm_desc *tx) {
+  for (uint32_t i = 0; i < tx->ls.n; i++) {
+    uint64_t expect = tx->owner_lw;
+    /* CAS, not store: a killed attempt's lock may have been taken over.
+     * release: see steal(); restoring the old version keeps readers that
+     * saw it valid. */
+    atomic_compare_exchange_strong_explicit(tx->ls.e[i].lock, &expect, tx->ls.e[i].old,
+                                            memory_order_release, memory_order_relaxed);
+  }
+  tx->ls.n = 0;
+}
+
+static void run_actions(struct sstm_desc *tx, bool committed) {
+  uint32_t n = tx->nactions;
+  tx->nactions = 0;
+  for (uint32_t i = 0; i < n; i++)
+    if (tx->actions[i].on_commit == committed) tx->actions[i].fn(tx->actions[i].arg);
+}
+
+static void attempt_start(struct sstm_desc *tx) {
+  uint64_t serial = ++tx->serial;
+  tx->owner_lw = sstm_lw_make_owner(tx->slot, serial);
+  /* seq_cst exchange: a full barrier between publishing ACTIVE and every
+   * later load of the clock or shared data; pairs with the seq_cst fence of
+   * the reclaimer (argument 5). */
+  atomic_exchange_explicit(&tx->status, sstm_st_make(serial, SSTM_ST_ACTIVE),
+                           memory_order_seq_cst);
+  __atomic_store_n(&tx->rs.n, 0, __ATOMIC_RELAXED);
+  sstm_wset_reset(&tx->ws);
+  tx->ls.n = 0;
+  tx->allocs.n = 0;
+  tx->frees.n = 0;
+  tx->nactions = 0;
+  unsigned sample = sstm__g.cfg.sample_period ? SSTM_V_SAMPLE : 0;
+  if (SSTM_UNLIKELY(tx->irrev_sticky || tx->attr.irrevocable)) {
+    tx->variant = (uint8_t)sample;
+    irrev_enter(tx);
+  } else {
+    /* acquire: pairs with committers' release fetch_add (argument 2). */
+    uint64_t c = atomic_load_explicit(&sstm__g.clock, memory_order_acquire);
+    if (SSTM_UNLIKELY(sstm_clock_irrevocable(c))) c = wait_irrevocable();
+    __atomic_store_n(&tx->start, sstm_clock_time(c), __ATOMIC_RELAXED);
+    tx->end = tx->start;
+    unsigned v = (tx->attr.read_only && !tx->ro_nolog_failed) ? SSTM_V_RO : tx->design;
+    tx->variant = (uint8_t)(v | sample);
+  }
+  if (tx->retries == 0) __atomic_store_n(&tx->birth, tx->start, __ATOMIC_RELAXED);
+  if (tx->cm->on_begin) tx->cm->on_begin(cm_ctx(tx));
+  if (SSTM_UNLIKELY(atomic_load_explicit(&sstm__g.nhooks, memory_order_relaxed)))
+    sstm__hooks_begin(serial);
+}
+
+SSTM_API sstm_ckpt_t *sstm__begin(const sstm_attr_t *attr) {
+  struct sstm_desc *tx = sstm__cur;
+  if (SSTM_UNLIKELY(tx == NULL)) {
+    sstm__misuse("transaction begin on a thread that is not registered (sstm_thread_init)");
+    return NULL;
+  }
+  if (tx->depth++ > 0) return NULL; /* flat nesting */
+  if (attr) {
+    tx->attr = *attr;
+  } else {
+    tx->attr = (sstm_attr_t){0};
+  }
+  if (SSTM_UNLIKELY(tx->attr.priority != atomic_load_explicit(&tx->pub_priority,
+                                                              memory_order_relaxed)))
+    atomic_store_explicit(&tx->pub_priority, tx->attr.priority, memory_order_relaxed);
+  tx->retries = 0;
+  tx->irrev_sticky = false;
+  tx->ro_nolog_failed = false;
+  attempt_start(tx);
+  return &tx->ckpt;
+}
+
+/* Roll the attempt back: locks, allocations, frees, callbacks. */
+static void rollback(struct sstm_desc *tx, sstm_abort_reason_t r) {
+  release_locks_abort(tx);
+  sstm__reclaim_abort(tx);
+  /* release: readers of our status (reclaimers, waiting policies) see our
+   * accesses and lock releases done. */
+  atomic_store_explicit(&tx->status, sstm_st_make(tx->serial, SSTM_ST_IDLE),
+                        memory_order_release);
+  sstm__ctr_add(&tx->ctr.aborts[r], 1);
+  if (sstm__g.cfg.stats == SSTM_STATS_DETAILED && tx->attr.tag < SSTM_MAX_TAGS)
+    sstm__ctr_add(&tx->ctr.tag_aborts[tx->attr.tag], 1);
+  run_actions(tx, false);
+}
+
+static __attribute__((noreturn)) void abort_tx(struct sstm_desc *tx, sstm_abort_reason_t r,
+                                               const sstm_party_t *other) {
+  rollback(tx, r);
+  tx->last_abort.reason = r;
+  tx->last_abort.has_other = other != NULL;
+  if (other) tx->last_abort.other = *other;
+  if (SSTM_UNLIKELY(atomic_load_explicit(&sstm__g.nhooks, memory_order_relaxed)))
+    sstm__hooks_abort(tx->serial, r);
+  if (r == SSTM_ABORT_USER_CANCEL) {
+    tx->depth = 0;
+    SSTM_ASAN_NO_RETURN();
+    sstm__ckpt_restore(&tx->ckpt, SSTM__CKPT_CANCEL);
+  }
+  tx->retries++;
+  sstm__ctr_add(&tx->ctr.retries, 1);
+  if (tx->cm->on_abort) tx->cm->on_abort(cm_ctx(tx), &tx->last_abort);
+  tx->depth = 1; /* flat nesting: the restart resumes the outermost block */
+  attempt_start(tx);
+  SSTM_ASAN_NO_RETURN();
+  sstm__ckpt_restore(&tx->ckpt, SSTM__CKPT_RESTART);
+}
+
+/* CTL: lock the write set (argument 4). */
+static void lock_write_set(struct sstm_desc *tx) {
+  for (uint32_t i = 0; i < tx->ws.n; i++) {
+    const void *addr = (const void *)tx->ws.e[i].word;
+    _Atomic uint64_t *lk = sstm__lock_for(addr);
+    uint64_t l = atomic_load_explicit(lk, memory_order_acquire);
+    for (;;) {
+      if (l == tx->owner_lw) break;
+      if (sstm_lw_locked(l)) {
+        l = resolve(tx, SSTM_CONFLICT_COMMIT_LOCKED, addr, lk, l);
+        continue;
+      }
+      if (sstm_lw_version(l) > tx->end) {
+        if (!extend(tx)) conflict_abort(tx, SSTM_CONFLICT_VALIDATION, SSTM_ABORT_VALIDATE_COMMIT, addr);
+        l = atomic_load_explicit(lk, memory_order_acquire);
+        continue;
+      }
+      /* acquire, as in the ETL write barrier. */
+      if (atomic_compare_exchange_weak_explicit(lk, &l, tx->owner_lw, memory_order_acquire,
+                                                memory_order_acquire)) {
+        if (!sstm_lset_add(&tx->ls, lk, l)) oom();
+        break;
+      }
+    }
+  }
+}
+
+static void commit_update(struct sstm_desc *tx) {
+  uint64_t active = sstm_st_make(tx->serial, SSTM_ST_ACTIVE);
+  /* acq_rel: after this no kill succeeds; acquire orders our later reads
+   * of lock words after any state change a killer made. */
+  if (!atomic_compare_exchange_strong_explicit(&tx->status, &active,
+                                               sstm_st_make(tx->serial, SSTM_ST_COMMITTING),
+                                               memory_order_acq_rel, memory_order_relaxed))
+    conflict_abort(tx, SSTM_CONFLICT_KILLED, SSTM_ABORT_KILLED, NULL);
+  if (tx->variant == SSTM_V_CTL || tx->variant == (SSTM_V_CTL | SSTM_V_SAMPLE)) lock_write_set(tx);
+  /* acq_rel: release publishes our locks (and COMMITTING) to whoever reads
+   * this clock value (arguments 2, 7); acquire makes the locks of commits
+   * counted before us visible to validate(). */
+  uint64_t c = atomic_fetch_add_explicit(&sstm__g.clock, SSTM_CLOCK_TICK, memory_order_acq_rel);
+  if (SSTM_UNLIKELY(sstm_clock_irrevocable(c)))
+    conflict_abort(tx, SSTM_CONFLICT_IRREVOCABLE, SSTM_ABORT_IRREVOCABLE, NULL);
+  uint64_t ts = sstm_clock_time(c) + 1;
+  if (ts != tx->end + 1 && !validate(tx))
+    conflict_abort(tx, SSTM_CONFLICT_VALIDATION, SSTM_ABORT_VALIDATE_COMMIT, NULL);
+  /* release fence: the write-back stores are not visible before our locks
+   * (seqlock writer side; pairs with the readers' acquire fence, arg. 1). */
+  atomic_thread_fence(memory_order_release);
+  for (uint32_t i = 0; i < tx->ws.n; i++)
+    store_masked(tx->ws.e[i].word, tx->ws.e[i].value, tx->ws.e[i].bmask);
+  uint64_t v = sstm_lw_make_version(ts);
+  for (uint32_t i = 0; i < tx->ls.n; i++)
+    /* release: a reader acquiring version ts sees the write-back. */
+    atomic_store_explicit(tx->ls.e[i].lock, v, memory_order_release);
+  /* release: the attempt has ended with everything visible (argument 5). */
+  atomic_store_explicit(&tx->status, sstm_st_make(tx->serial, SSTM_ST_IDLE), memory_order_release);
+}
+
+static void commit_irrevocable(struct sstm_desc *tx) {
+  if (tx->ls.n > 0) {
+    /* acq_rel: as in commit_update; the flag stays set meanwhile. */
+    uint64_t c = atomic_fetch_add_explicit(&sstm__g.clock, SSTM_CLOCK_TICK, memory_order_acq_rel);
+    uint64_t v = sstm_lw_make_version(sstm_clock_time(c) + 1);
+    for (uint32_t i = 0; i < tx->ls.n; i++)
+      atomic_store_explicit(tx->ls.e[i].lock, v, memory_order_release);
+  }
+  atomic_store_explicit(&tx->status, sstm_st_make(tx->serial, SSTM_ST_IDLE), memory_order_release);
+  irrev_release(tx);
+}
+
+SSTM_API int sstm_commit(void) {
+  struct sstm_desc *tx = sstm__cur;
+  if (SSTM_UNLIKELY(tx == NULL || tx->depth == 0)) {
+    if (sstm__debug) sstm__misuse("sstm_commit without a transaction");
+    sstm__set_error("sstm_commit: no active transaction");
+    return SSTM_ENOTX;
+  }
+  if (--tx->depth > 0) return 0;
+  bool update = tx->ws.n != 0;
+  unsigned kind = tx->variant & 3;
+  if (kind == SSTM_V_IRREV) {
+    commit_irrevocable(tx);
+    sstm__ctr_add(&tx->ctr.commits_irrevocable, 1);
+  } else if (update) {
+    tx->depth = 1; /* an abort inside commit restarts the block */
+    commit_update(tx);
+    tx->depth = 0;
+  } else {
+    /* Read-only: valid at `end`, nothing to publish. release: see rollback. */
+    atomic_store_explicit(&tx->status, sstm_st_make(tx->serial, SSTM_ST_IDLE),
+                          memory_order_release);
+  }
+  sstm__ctr_add(update ? &tx->ctr.commits_update : &tx->ctr.commits_ro, 1);
+  if (SSTM_UNLIKELY(tx->retries)) sstm__ctr_max(&tx->ctr.max_retries, tx->retries);
+  if (sstm__g.cfg.stats == SSTM_STATS_DETAILED) {
+    sstm__ctr_add(&tx->ctr.reads_total, tx->rs.n);
+    sstm__ctr_add(&tx->ctr.writes_total, tx->ws.n);
+    sstm__ctr_max(&tx->ctr.reads_max, tx->rs.n);
+    sstm__ctr_max(&tx->ctr.writes_max, tx->ws.n);
+    if (tx->attr.tag < SSTM_MAX_TAGS) sstm__ctr_add(&tx->ctr.tag_commits[tx->attr.tag], 1);
+  }
+  if (SSTM_UNLIKELY(tx->frees.n)) sstm__reclaim_commit(tx);
+  tx->allocs.n = 0;
+  if (SSTM_UNLIKELY(tx->nactions)) run_actions(tx, true);
+  if (tx->cm->on_commit) tx->cm->on_commit(cm_ctx(tx));
+  if (SSTM_UNLIKELY(atomic_load_explicit(&sstm__g.nhooks, memory_order_relaxed)))
+    sstm__hooks_commit(tx->serial);
+  return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Public control API. */
+
+SSTM_API int sstm_run(const sstm_attr_t *attr, void (*fn)(void *arg), void *arg) {
+  struct sstm_desc *tx = sstm__cur;
+  if (tx == NULL) {
+    sstm__set_error("sstm_run: calling thread is not registered (sstm_thread_init)");
+    return SSTM_ENOTHREAD;
+  }
+  if (fn == NULL) {
+    sstm__set_error("sstm_run: fn is NULL");
+    return SSTM_EINVAL;
+  }
+  sstm_ckpt_t *c = sstm__begin(attr);
+  if (c != NULL && sstm__ckpt_save(c) == SSTM__CKPT_CANCEL) return SSTM_ECANCELED;
+  fn(arg);
+  sstm_commit();
+  return 0;
+}
+
+SSTM_API void sstm_restart(void) {
+  struct sstm_desc *tx = sstm__cur;
+  if (!SSTM_IN_TX(tx)) sstm__fatal("sstm_restart outside a transaction");
+  if ((tx->variant & 3) == SSTM_V_IRREV) sstm__fatal("sstm_restart in an irrevocable transaction");
+  abort_tx(tx, SSTM_ABORT_USER_RETRY, NULL);
+}
+
+SSTM_API void sstm_cancel(void) {
+  struct sstm_desc *tx = sstm__cur;
+  if (!SSTM_IN_TX(tx)) sstm__fatal("sstm_cancel outside a transaction");
+  if ((tx->variant & 3) == SSTM_V_IRREV) sstm__fatal("sstm_cancel in an irrevocable transaction");
+  abort_tx(tx, SSTM_ABORT_USER_CANCEL, NULL);
+}
+
+SSTM_API int sstm_become_irrevocable(void) {
+  struct sstm_desc *tx = sstm__cur;
+  if (!SSTM_IN_TX(tx)) {
+    sstm__set_error("sstm_become_irrevocable: no active transaction");
+    return SSTM_ENOTX;
+  }
+  unsigned kind = tx->variant & 3;
+  if (kind == SSTM_V_IRREV) return 0;
+  if (kind != SSTM_V_RO && tx->rs.n == 0 && tx->ws.n == 0) {
+    irrev_enter(tx); /* nothing read or written yet: switch in place */
+    return 0;
+  }
+  tx->irrev_sticky = true;
+  abort_tx(tx, SSTM_ABORT_IRREVOCABLE, NULL);
+}
+
+SSTM_API bool sstm_in_tx(void) {
+  struct sstm_desc *tx = sstm__cur;
+  return tx != NULL && tx->depth != 0;
+}
+
+SSTM_API bool sstm_is_irrevocable(void) {
+  struct sstm_desc *tx = sstm__cur;
+  return tx != NULL && tx->depth != 0 && (tx->variant & 3) == SSTM_V_IRREV;
+}
+
+SSTM_API uint64_t sstm_txid(void) {
+  struct sstm_desc *tx = sstm__cur;
+  return (tx != NULL && tx->depth != 0) ? tx->serial : 0;
+}
+
+static int add_action(void (*fn)(void *), void *arg, bool on_commit) {
+  struct sstm_desc *tx = sstm__cur;
+  if (!SSTM_IN_TX(tx)) {
+    sstm__set_error("sstm_on_%s: no active transaction", on_commit ? "commit" : "abort");
+    return SSTM_ENOTX;
+  }
+  if (fn == NULL) return SSTM_EINVAL;
+  if (tx->nactions == tx->actions_cap) {
+    uint32_t cap = tx->actions_cap ? tx->actions_cap * 2 : 8;
+    sstm_action_t *a = realloc(tx->actions, cap * sizeof *a);
+    if (a == NULL) return SSTM_ENOMEM;
+    tx->actions = a;
+    tx->actions_cap = cap;
+  }
+  tx->actions[tx->nactions++] = (sstm_action_t){fn, arg, on_commit};
+  return 0;
+}
+
+SSTM_API int sstm_on_commit(void (*fn)(void *), void *arg) { return add_action(fn, arg, true); }
+SSTM_API int sstm_on_abort(void (*fn)(void *), void *arg) { return add_action(fn, arg, false); }

@@ -1,0 +1,40 @@
+/* OS facilities used by the engine: monotonic time (vDSO, no system call),
+ * thread ids, bounded spinning, and the random-delay points of the race
+ * widening build. */
+#define _GNU_SOURCE
+#include <sched.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/engine.h"
+
+uint64_t sstm__now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+int sstm__gettid(void) { return (int)gettid(); }
+
+SSTM_API void sstm_spin_ns(uint64_t ns) {
+  if (ns < 64) {
+    sstm__cpu_relax();
+    return;
+  }
+  uint64_t t0 = sstm__now_ns();
+  do {
+    for (int i = 0; i < 16; i++) sstm__cpu_relax();
+  } while (sstm__now_ns() - t0 < ns);
+}
+
+/* SCHEDSTM_RANDOM_DELAY builds: at one barrier in 32 yield the CPU, at one in
+ * 1024 sleep up to 50 us, to widen the windows between the steps of the
+ * protocols. */
+void sstm__random_delay_point(struct sstm_desc *d) {
+  uint64_t r = sstm__rand(&d->rng);
+  if ((r & 31) == 0) sched_yield();
+  if ((r & 1023) == 1) {
+    struct timespec ts = {0, (long)((r >> 20) % 50000)};
+    nanosleep(&ts, NULL);
+  }
+}
