@@ -1,0 +1,138 @@
+/* bench/tm/tm.h: a thin transactional-access layer for the benchmarks.
+ *
+ * Exactly one back-end is selected by a compile definition:
+ *   TM_BACKEND_SCHEDSTM  schedstm (word-based STM, explicit barriers)
+ *   TM_BACKEND_ITM       GCC libitm (-fgnu-tm; the compiler instruments the
+ *                        plain accesses inside __transaction_atomic)
+ *   TM_BACKEND_SEQ       no instrumentation at all; single thread only
+ *
+ * Writing a transactional operation:
+ *
+ *   TM_SAFE static long helper(node_t *n) { return TM_LOAD_LONG(&n->key); }
+ *
+ *   int op(set_t *s, long key) {
+ *     TM_VOLATILE int res;
+ *     TM_ATOMIC_BEGIN(0)            // 1 = read-only hint
+ *       long k = helper(TM_LOAD_PTR(&s->head));  // locals declared inside
+ *       res = (k == key);           // are re-initialised on a restart
+ *     TM_ATOMIC_END();
+ *     return res;                   // never return from inside the block
+ *   }
+ *
+ * Rules (they follow from schedstm's inline form and from libitm):
+ *  - the whole body of a transaction sits in ONE lexical block between
+ *    TM_ATOMIC_BEGIN and TM_ATOMIC_END; no return/break/goto out of it;
+ *  - a local declared outside the block, assigned inside and read after it
+ *    must be TM_VOLATILE (volatile for schedstm's restart, which behaves as
+ *    longjmp; libitm rejects volatile inside transactions, so it is empty
+ *    there);
+ *  - every function called inside the block is TM_SAFE (or TM_PURE: not
+ *    instrumented, for code that touches no shared data, e.g. fatal errors);
+ *  - shared memory is read and written only through TM_LOAD_x/TM_STORE_x;
+ *    TM_INIT_x is for memory that is still private (a node allocated by the
+ *    current transaction and not yet published);
+ *  - memory is obtained with TM_MALLOC and released with TM_FREE inside the
+ *    transaction that unlinks it (schedstm defers the release until no
+ *    concurrent transaction can still read it).
+ *
+ * Process and thread set-up (tm_sys_init, tm_thread_enter, statistics) is
+ * in tm_runtime.h.
+ */
+#ifndef BENCH_TM_H
+#define BENCH_TM_H
+
+#include <stdint.h>
+#include <stdlib.h>
+
+#if (defined(TM_BACKEND_SCHEDSTM) + defined(TM_BACKEND_ITM) + \
+     defined(TM_BACKEND_SEQ)) != 1
+#error "define exactly one of TM_BACKEND_SCHEDSTM, TM_BACKEND_ITM, TM_BACKEND_SEQ"
+#endif
+
+_Static_assert(sizeof(long) == 8, "the benchmarks assume LP64");
+
+/* ---------------------------------------------------------------- schedstm */
+#if defined(TM_BACKEND_SCHEDSTM)
+#include <schedstm/schedstm.h>
+
+#define TM_BACKEND_NAME "schedstm"
+#define TM_MULTI_THREADED 1
+#define TM_SAFE
+#define TM_PURE
+#define TM_VOLATILE volatile
+
+#define TM_ATOMIC_BEGIN(ro)                                                    \
+  {                                                                            \
+    const sstm_attr_t tm_attr_ = {.read_only = (ro)};                          \
+    SSTM_ATOMIC_BEGIN(&tm_attr_)
+#define TM_ATOMIC_END()                                                        \
+  SSTM_ATOMIC_END()                                                            \
+  }
+
+#define TM_LOAD_PTR(a) sstm_load_ptr((void *const *)(a))
+#define TM_STORE_PTR(a, v) sstm_store_ptr((void **)(a), (void *)(v))
+#define TM_LOAD_LONG(a) ((long)sstm_load_i64((const int64_t *)(a)))
+#define TM_STORE_LONG(a, v) sstm_store_i64((int64_t *)(a), (int64_t)(v))
+#define TM_LOAD_INT(a) ((int)sstm_load_i32((const int32_t *)(a)))
+#define TM_STORE_INT(a, v) sstm_store_i32((int32_t *)(a), (int32_t)(v))
+
+#define TM_MALLOC(size) sstm_malloc(size)
+#define TM_FREE(p) sstm_free(p)
+
+/* ------------------------------------------------------------------ libitm */
+#elif defined(TM_BACKEND_ITM)
+
+#define TM_BACKEND_NAME "itm"
+#define TM_MULTI_THREADED 1
+#define TM_SAFE __attribute__((transaction_safe))
+#define TM_PURE __attribute__((transaction_pure))
+#define TM_VOLATILE
+
+#define TM_ATOMIC_BEGIN(ro) __transaction_atomic {
+#define TM_ATOMIC_END() }
+
+#define TM_LOAD_PTR(a) (*(a))
+#define TM_STORE_PTR(a, v) (*(a) = (v))
+#define TM_LOAD_LONG(a) (*(a))
+#define TM_STORE_LONG(a, v) (*(a) = (v))
+#define TM_LOAD_INT(a) (*(a))
+#define TM_STORE_INT(a, v) (*(a) = (v))
+
+/* GCC maps malloc/free inside a transaction to _ITM_malloc/_ITM_free. */
+#define TM_MALLOC(size) malloc(size)
+#define TM_FREE(p) free(p)
+
+/* -------------------------------------------------------------- sequential */
+#else
+
+#define TM_BACKEND_NAME "seq"
+#define TM_MULTI_THREADED 0
+#define TM_SAFE
+#define TM_PURE
+#define TM_VOLATILE
+
+#define TM_ATOMIC_BEGIN(ro) {
+#define TM_ATOMIC_END() }
+
+#define TM_LOAD_PTR(a) (*(a))
+#define TM_STORE_PTR(a, v) (*(a) = (v))
+#define TM_LOAD_LONG(a) (*(a))
+#define TM_STORE_LONG(a, v) (*(a) = (v))
+#define TM_LOAD_INT(a) (*(a))
+#define TM_STORE_INT(a, v) (*(a) = (v))
+
+#define TM_MALLOC(size) malloc(size)
+#define TM_FREE(p) free(p)
+
+#endif
+
+/* Initialise a field of memory that no other thread can see yet. */
+#define TM_INIT_PTR(a, v) (*(a) = (v))
+#define TM_INIT_LONG(a, v) (*(a) = (v))
+#define TM_INIT_INT(a, v) (*(a) = (v))
+
+/* STAMP-style aliases. */
+#define TM_START(ro) TM_ATOMIC_BEGIN(ro)
+#define TM_COMMIT TM_ATOMIC_END()
+
+#endif /* BENCH_TM_H */

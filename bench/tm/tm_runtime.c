@@ -1,0 +1,194 @@
+/* bench/tm/tm_runtime.c: back-end set-up and statistics (see tm_runtime.h).
+ * Compiled once per back-end with its TM_BACKEND_* definition. */
+#define _GNU_SOURCE
+#include "tm_runtime.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tm.h"
+
+const char *tm_backend_name(void) { return TM_BACKEND_NAME; }
+
+bool tm_multi_threaded(void) { return TM_MULTI_THREADED != 0; }
+
+static void counts_clear(tm_counts_t *out) { memset(out, 0, sizeof *out); }
+
+#if defined(TM_BACKEND_SCHEDSTM)
+
+/* Build the configuration: defaults, then SCHEDSTM_* environment, then the
+ * explicit options (which win over the environment). */
+static int sstm_build_config(const tm_sys_options_t *o, sstm_config_t *cfg,
+                             char *err, size_t errlen) {
+  sstm_config_default(cfg);
+  int rc = sstm_config_from_env(cfg);
+  if (rc != 0) {
+    snprintf(err, errlen, "bad SCHEDSTM_* environment: %s", sstm_last_error());
+    return -1;
+  }
+  if (o != NULL && o->design != NULL &&
+      sstm_design_parse(o->design, &cfg->design) != 0) {
+    snprintf(err, errlen, "unknown design '%s' (valid: etl, ctl)", o->design);
+    return -1;
+  }
+  if (o != NULL && o->cm != NULL) {
+    if (sstm_cm_find(o->cm) == NULL) {
+      char names[512] = "";
+      sstm_cm_list(names, sizeof names);
+      snprintf(err, errlen, "unknown contention manager '%s' (valid: %s)",
+               o->cm, names);
+      return -1;
+    }
+    cfg->cm = o->cm;
+  }
+  cfg->use_env = false;
+  return 0;
+}
+
+int tm_sys_init(const tm_sys_options_t *o, char *err, size_t errlen) {
+  sstm_config_t cfg;
+  if (sstm_build_config(o, &cfg, err, errlen) != 0)
+    return -1;
+  int rc = sstm_init(&cfg);
+  if (rc != 0) {
+    snprintf(err, errlen, "sstm_init failed: %s: %s", sstm_strerror(rc),
+             sstm_last_error());
+    return -1;
+  }
+  return 0;
+}
+
+void tm_sys_fini(void) {
+  int rc = sstm_shutdown();
+  if (rc != 0)
+    fprintf(stderr, "warning: sstm_shutdown: %s\n", sstm_strerror(rc));
+}
+
+void tm_thread_enter(void) {
+  int rc = sstm_thread_init();
+  if (rc != 0) {
+    fprintf(stderr, "error: sstm_thread_init: %s: %s\n", sstm_strerror(rc),
+            sstm_last_error());
+    exit(EXIT_FAILURE);
+  }
+}
+
+void tm_thread_exit(void) {
+  int rc = sstm_thread_exit();
+  if (rc != 0)
+    fprintf(stderr, "warning: sstm_thread_exit: %s\n", sstm_strerror(rc));
+}
+
+/* Convert engine counters into the back-end-neutral form. */
+static void counts_from_sstm(const sstm_stats_t *s, tm_counts_t *out) {
+  counts_clear(out);
+  out->commits_known = true;
+  out->commits = s->commits_ro + s->commits_update;
+  out->aborts_known = true;
+  out->aborts = s->aborts_total;
+  for (int r = 0; r < SSTM_ABORT_REASON_COUNT && r < TM_MAX_REASONS; r++) {
+    out->reason_name[r] = sstm_abort_reason_name((sstm_abort_reason_t)r);
+    out->reason_count[r] = s->aborts[r];
+    out->nreasons = (size_t)r + 1;
+  }
+}
+
+void tm_thread_counts(tm_counts_t *out) {
+  sstm_stats_t s;
+  if (sstm_stats_get(sstm_self(), &s) != 0) {
+    counts_clear(out);
+    return;
+  }
+  counts_from_sstm(&s, out);
+}
+
+void tm_total_counts(tm_counts_t *out) {
+  sstm_stats_t s;
+  if (sstm_stats_aggregate(&s) != 0) {
+    counts_clear(out);
+    return;
+  }
+  counts_from_sstm(&s, out);
+}
+
+void tm_stats_reset(void) { sstm_stats_reset(); }
+
+const char *tm_design_name(void) {
+  sstm_config_t cfg;
+  if (sstm_config_get(&cfg) != 0)
+    return "-";
+  return sstm_design_name(cfg.design);
+}
+
+const char *tm_cm_name(void) {
+  const sstm_cm_ops_t *cm = sstm_cm_current();
+  return cm != NULL && cm->name != NULL ? cm->name : "-";
+}
+
+void tm_describe(char *buf, size_t len) {
+  if (sstm_describe(buf, len) < 0)
+    snprintf(buf, len, "schedstm (not initialised)");
+}
+
+#else /* libitm and sequential */
+
+#define TM_DEFAULT_ITM_METHOD "ml_wt"
+
+/* Reject the schedstm-only options on the other back-ends. */
+static int reject_sstm_options(const tm_sys_options_t *o, char *err,
+                               size_t errlen) {
+  if (o != NULL && o->design != NULL) {
+    snprintf(err, errlen, "-D (design) is only supported by the schedstm back-end");
+    return -1;
+  }
+  if (o != NULL && o->cm != NULL) {
+    snprintf(err, errlen,
+             "-C (contention manager) is only supported by the schedstm back-end");
+    return -1;
+  }
+  return 0;
+}
+
+int tm_sys_init(const tm_sys_options_t *o, char *err, size_t errlen) {
+  if (reject_sstm_options(o, err, errlen) != 0)
+    return -1;
+#if defined(TM_BACKEND_ITM)
+  /* With one thread and no explicit method libitm runs transactions in
+   * serial-irrevocable mode; pin an instrumented method unless the user
+   * chose one. Read by libitm when the first thread registers. */
+  setenv("ITM_DEFAULT_METHOD", TM_DEFAULT_ITM_METHOD, 0);
+#endif
+  return 0;
+}
+
+void tm_sys_fini(void) {}
+void tm_thread_enter(void) {}
+void tm_thread_exit(void) {}
+
+/* Commits are counted by the caller (one per operation); aborts are zero
+ * for the sequential back-end and unobservable for libitm. */
+void tm_thread_counts(tm_counts_t *out) {
+  counts_clear(out);
+  out->aborts_known = !TM_MULTI_THREADED;
+}
+
+void tm_total_counts(tm_counts_t *out) { tm_thread_counts(out); }
+
+void tm_stats_reset(void) {}
+
+const char *tm_design_name(void) { return "-"; }
+const char *tm_cm_name(void) { return "-"; }
+
+void tm_describe(char *buf, size_t len) {
+#if defined(TM_BACKEND_ITM)
+  const char *m = getenv("ITM_DEFAULT_METHOD");
+  snprintf(buf, len, "libitm (gcc %d.%d) ITM_DEFAULT_METHOD=%s", __GNUC__,
+           __GNUC_MINOR__, m != NULL ? m : "(default)");
+#else
+  snprintf(buf, len, "sequential, uninstrumented (gcc %d.%d)", __GNUC__,
+           __GNUC_MINOR__);
+#endif
+}
+
+#endif
