@@ -38,30 +38,27 @@ static void hs_destroy(void *impl) {
 
 static bool hs_add(void *impl, long key) {
   hsset_t *s = impl;
-  lnode_t **bucket = hs_bucket(s, key);
   TM_VOLATILE bool res;
   TM_ATOMIC_BEGIN(0)
-    res = lcore_add_tx(bucket, key);
+    res = lcore_add_tx(hs_bucket(s, key), key);
   TM_ATOMIC_END();
   return res;
 }
 
 static bool hs_remove(void *impl, long key) {
   hsset_t *s = impl;
-  lnode_t **bucket = hs_bucket(s, key);
   TM_VOLATILE bool res;
   TM_ATOMIC_BEGIN(0)
-    res = lcore_remove_tx(bucket, key);
+    res = lcore_remove_tx(hs_bucket(s, key), key);
   TM_ATOMIC_END();
   return res;
 }
 
 static bool hs_contains(void *impl, long key) {
   hsset_t *s = impl;
-  lnode_t **bucket = hs_bucket(s, key);
   TM_VOLATILE bool res;
   TM_ATOMIC_BEGIN(1)
-    res = lcore_contains_tx(bucket, key);
+    res = lcore_contains_tx(hs_bucket(s, key), key);
   TM_ATOMIC_END();
   return res;
 }
