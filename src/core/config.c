@@ -168,6 +168,7 @@ SSTM_API int sstm_init(const sstm_config_t *user) {
   memset(&sstm__g.retired_ctr, 0, sizeof sstm__g.retired_ctr);
   atomic_store_explicit(&sstm__g.clock, 0, memory_order_relaxed);
   atomic_store_explicit(&sstm__g.irrev_owner, 0, memory_order_relaxed);
+  sstm__g.membarrier = sstm__membarrier_init();
   if ((rc = sstm__registry_init(cfg.max_threads)) != 0) {
     free(locks);
     return rc;
@@ -232,10 +233,10 @@ SSTM_API int sstm_describe(char *buf, size_t len) {
 #endif
   return snprintf(buf, len,
                   "schedstm %s design=%s cm=%s locks=2^%u stripe=%uB max_threads=%u stats=%s "
-                  "sample=%u wait_max=%u ckpt=%s clock=vdso-monotonic kernel=%s%s%s",
+                  "sample=%u wait_max=%u ckpt=%s clock=vdso-monotonic begin-fence=%s kernel=%s%s%s",
                   SSTM_VERSION_STRING, sstm_design_name(c->design), c->cm, c->lock_bits,
                   1u << c->stripe_shift, c->max_threads,
                   c->stats == SSTM_STATS_DETAILED ? "detailed" : "basic", c->sample_period,
-                  c->wait_max, ckpt, u.release, sstm__debug ? " debug" : "",
+                  c->wait_max, ckpt, sstm__g.membarrier ? "membarrier" : "xchg", u.release, sstm__debug ? " debug" : "",
                   sstm__random_delay ? " random-delay" : "");
 }

@@ -81,19 +81,22 @@ typedef struct sstm_counters {
 } sstm_counters_t;
 
 struct sstm_desc {
-  /* ---- hot: touched by every barrier; owner-only except where noted ---- */
+  /* ---- hot: the first cache line holds what the read fast path touches;
+   * owner-only except where noted ---- */
   uint8_t variant;        /* enum sstm_variant of the current attempt */
   uint8_t design;         /* sstm_design_t */
-  uint16_t pad0;
+  uint8_t stripe_shift;   /* copy of the lock-table geometry */
+  uint8_t pad0;
   uint32_t depth;         /* flat nesting depth, 0 = no transaction */
   uint64_t end;           /* snapshot upper bound: reads valid at time `end` */
   uint64_t owner_lw;      /* lock word value meaning "owned by this attempt" */
   _Atomic uint64_t status;/* serial|state: read by all, CAS'd by killers */
-  sstm_rset_t rs;
+  _Atomic uint64_t *locks;/* copy of the lock-table geometry */
+  uint64_t lock_mask;
+  sstm_rset_t rs;         /* 64 bytes up to here */
   sstm_wset_t ws;
   sstm_lset_t ls;
   int64_t sample_left;    /* sampling countdown */
-  _Atomic uint32_t pub_reads, pub_writes; /* sizes published for policies */
 
   /* ---- per attempt / per transaction ---- */
   uint64_t start;         /* snapshot at attempt start */
@@ -141,6 +144,7 @@ typedef struct sstm_global {
   const sstm_cm_ops_t *cm;
   _Atomic bool initialized;
   _Atomic unsigned nhooks; /* hooks registered (fast check) */
+  bool membarrier;         /* asymmetric fence available (reclamation) */
   _Atomic(struct sstm_desc *) *descs; /* slot -> descriptor, never freed while init */
   _Atomic unsigned hiwater;           /* slots in [0, hiwater) may be in use */
   pthread_mutex_t reg_lock;           /* registry changes, hooks table */
@@ -153,8 +157,8 @@ typedef struct sstm_global {
 extern sstm_global_t sstm__g;
 extern __thread struct sstm_desc *sstm__cur __attribute__((tls_model("initial-exec")));
 
-SSTM_INLINE _Atomic uint64_t *sstm__lock_for(const void *addr) {
-  return &sstm__g.locks[((uintptr_t)addr >> sstm__g.stripe_shift) & sstm__g.lock_mask];
+SSTM_INLINE _Atomic uint64_t *sstm__lock_for(const struct sstm_desc *d, const void *addr) {
+  return &d->locks[((uintptr_t)addr >> d->stripe_shift) & d->lock_mask];
 }
 
 SSTM_INLINE struct sstm_desc *sstm__desc_at(unsigned slot) {
@@ -225,6 +229,10 @@ uint64_t sstm__now_ns(void);
 static inline void sstm__cpu_relax(void) { __builtin_ia32_pause(); }
 int sstm__gettid(void);
 void sstm__random_delay_point(struct sstm_desc *d);
+
+/* os/membarrier.c: asymmetric fences (argument 5 in stm.c) */
+bool sstm__membarrier_init(void);
+void sstm__heavy_fence(void);
 
 /* arch/ckpt */
 __attribute__((noreturn)) void sstm__ckpt_restore(sstm_ckpt_t *c, int val);

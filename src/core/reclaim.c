@@ -79,10 +79,12 @@ static size_t sweep(sstm_retired_batch_t **list) {
 /* Close the descriptor's current batch: record who may still read it. */
 static void close_batch(struct sstm_desc *self) {
   if (self->retire_cur.n == 0) return;
-  /* seq_cst fence: pairs with the seq_cst exchange at attempt start; an
-   * attempt whose ACTIVE we do not see below started after this fence and
-   * sees the unlinking stores that precede it (argument 5). */
-  atomic_thread_fence(memory_order_seq_cst);
+  /* Heavy side of the begin barrier: a seq_cst fence pairing with the
+   * seq_cst exchange at attempt start, or a membarrier that forces a full
+   * barrier on every running thread. An attempt whose ACTIVE we do not see
+   * below started after this point and sees the unlinking stores that
+   * precede it (argument 5 in stm.c). */
+  sstm__heavy_fence();
   unsigned hw = atomic_load_explicit(&sstm__g.hiwater, memory_order_acquire);
   sstm_retired_batch_t *b = malloc(sizeof *b + hw * sizeof b->wait[0]);
   if (b == NULL) sstm__fatal("out of memory closing a reclamation batch");

@@ -75,6 +75,9 @@ static struct sstm_desc *desc_new(unsigned slot) {
     return NULL;
   }
   d->slot = slot;
+  d->locks = sstm__g.locks;
+  d->lock_mask = sstm__g.lock_mask;
+  d->stripe_shift = (uint8_t)sstm__g.stripe_shift;
   d->design = (uint8_t)sstm__g.cfg.design;
   atomic_init(&d->status, sstm_st_make(0, SSTM_ST_IDLE));
   d->rng = 0x9E3779B97F4A7C15ull ^ ((uint64_t)slot * 0xD1B54A32D192ED03ull) ^ (uint64_t)(uintptr_t)d;
@@ -89,6 +92,7 @@ static int slot_alloc(struct sstm_desc **out) {
     struct sstm_desc *d = atomic_load_explicit(&sstm__g.descs[i], memory_order_relaxed);
     if (d && !d->in_use) {
       d->in_use = true;
+      d->design = (uint8_t)sstm__g.cfg.design;
       *out = d;
       return 0;
     }

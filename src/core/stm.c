@@ -50,10 +50,13 @@
  * Commits are thus serialised in ts order; read-only attempts serialise at
  * their `end` and need no clock access at all.
  *
- * (5) Reclamation and privatization. Each attempt begins with a seq_cst
- * exchange of its status word (new serial, ACTIVE) before it reads the clock
- * or shared data. A thread retiring freed blocks issues a seq_cst fence and
- * records the status of every running attempt; the blocks are released once
+ * (5) Reclamation and privatization. Each attempt publishes its status
+ * word (new serial, ACTIVE) with a full barrier before it reads the clock or
+ * shared data: a seq_cst exchange, or, where the kernel offers expedited
+ * membarrier(2), a plain store whose barrier the reclaimer forces on every
+ * running thread (asymmetric fence). A thread retiring freed blocks issues
+ * the matching fence (seq_cst fence, or the membarrier call) and records the
+ * status of every running attempt; the blocks are released once
  * each recorded attempt has ended (its status changed serial or became
  * IDLE). Store-buffering is excluded on both sides, so an attempt that did
  * not get recorded started after the retiring commit and cannot reach the
@@ -95,6 +98,7 @@
  */
 #define _GNU_SOURCE
 #include <sched.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -365,18 +369,16 @@ static SSTM_NOINLINE __attribute__((noreturn)) void oom(void) {
   sstm__fatal("out of memory growing a transaction log");
 }
 
-SSTM_INLINE uint64_t tx_load(struct sstm_desc *tx, const void *addr, unsigned size, unsigned V) {
-  const unsigned kind = V & 3;
-  barrier_prologue(tx, addr, false, V);
-  if (kind == SSTM_V_IRREV) return mem_load(addr, size); /* nobody else commits (7) */
-
+/* The general read: every case, any variant (runtime kind). */
+static SSTM_NOINLINE uint64_t load_slow(struct sstm_desc *tx, const void *addr, unsigned size,
+                                        unsigned kind) {
   const sstm_w_entry_t *e = NULL;
   unsigned off = (uintptr_t)addr & 7;
   if (kind == SSTM_V_CTL && (tx->ws.bloom & sstm_bloom_bit((uintptr_t)addr & ~(uintptr_t)7))) {
     e = sstm_wset_find(&tx->ws, (uintptr_t)addr & ~(uintptr_t)7);
     if (e && entry_covers(e, off, size)) return (e->value >> (off * 8)) & size_mask(size);
   }
-  _Atomic uint64_t *lk = sstm__lock_for(addr);
+  _Atomic uint64_t *lk = sstm__lock_for(tx, addr);
   /* acquire: pairs with the committer's release of this lock word, so the
    * data load below sees at least the data of version l (argument 1). */
   uint64_t l = atomic_load_explicit(lk, memory_order_acquire);
@@ -406,9 +408,38 @@ SSTM_INLINE uint64_t tx_load(struct sstm_desc *tx, const void *addr, unsigned si
   }
 }
 
+/* The read barrier: a leaf fast path for an unlocked stripe whose version
+ * the snapshot covers (the same seqlock read as load_slow, argument 1);
+ * anything else starts over in load_slow. */
+SSTM_INLINE uint64_t tx_load(struct sstm_desc *tx, const void *addr, unsigned size, unsigned V) {
+  const unsigned kind = V & 3;
+  barrier_prologue(tx, addr, false, V);
+  if (kind == SSTM_V_IRREV) return mem_load(addr, size); /* nobody else commits (7) */
+  if (kind == SSTM_V_CTL && (tx->ws.bloom & sstm_bloom_bit((uintptr_t)addr & ~(uintptr_t)7)))
+    return load_slow(tx, addr, size, kind);
+  _Atomic uint64_t *lk = sstm__lock_for(tx, addr);
+  uint64_t l = atomic_load_explicit(lk, memory_order_acquire); /* as in load_slow */
+  if (SSTM_LIKELY(!sstm_lw_locked(l))) {
+    uint64_t v = mem_load(addr, size);
+    atomic_thread_fence(memory_order_acquire); /* as in load_slow */
+    uint64_t l2 = atomic_load_explicit(lk, memory_order_relaxed);
+    if (SSTM_LIKELY(l2 == l && sstm_lw_version(l) <= tx->end)) {
+      if (kind == SSTM_V_RO) return v;
+      uint32_t n = tx->rs.n;
+      if (SSTM_LIKELY(n < tx->rs.cap)) {
+        tx->rs.e[n] = (sstm_r_entry_t){lk, l};
+        /* n is read by contention managers of other threads (relaxed). */
+        __atomic_store_n(&tx->rs.n, n + 1, __ATOMIC_RELAXED);
+        return v;
+      }
+    }
+  }
+  return load_slow(tx, addr, size, kind);
+}
+
 static SSTM_NOINLINE void irrev_store(struct sstm_desc *tx, void *addr, uint64_t val,
                                       unsigned size) {
-  _Atomic uint64_t *lk = sstm__lock_for(addr);
+  _Atomic uint64_t *lk = sstm__lock_for(tx, addr);
   uint64_t l = atomic_load_explicit(lk, memory_order_acquire);
   while (l != tx->owner_lw) {
     if (sstm_lw_locked(l)) {
@@ -444,7 +475,7 @@ SSTM_INLINE void tx_store(struct sstm_desc *tx, void *addr, uint64_t val, unsign
     if (SSTM_UNLIKELY(!sstm_wset_put(&tx->ws, word, wv, bm))) oom();
     return;
   }
-  _Atomic uint64_t *lk = sstm__lock_for(addr);
+  _Atomic uint64_t *lk = sstm__lock_for(tx, addr);
   uint64_t l = atomic_load_explicit(lk, memory_order_acquire);
   for (;;) {
     if (SSTM_UNLIKELY(sstm_lw_locked(l))) {
@@ -691,11 +722,21 @@ static void run_actions(struct sstm_desc *tx, bool committed) {
 static void attempt_start(struct sstm_desc *tx) {
   uint64_t serial = ++tx->serial;
   tx->owner_lw = sstm_lw_make_owner(tx->slot, serial);
-  /* seq_cst exchange: a full barrier between publishing ACTIVE and every
-   * later load of the clock or shared data; pairs with the seq_cst fence of
-   * the reclaimer (argument 5). */
-  atomic_exchange_explicit(&tx->status, sstm_st_make(serial, SSTM_ST_ACTIVE),
-                           memory_order_seq_cst);
+  if (SSTM_LIKELY(sstm__g.membarrier)) {
+    /* Publishing ACTIVE needs a full barrier before the later loads of the
+     * clock and shared data (argument 5). With membarrier the reclaimer
+     * supplies it: its expedited membarrier runs a full barrier on every
+     * CPU running one of our threads, so a compiler barrier suffices here
+     * (the asymmetric fence of liburcu's membarrier flavour). */
+    atomic_store_explicit(&tx->status, sstm_st_make(serial, SSTM_ST_ACTIVE),
+                          memory_order_relaxed);
+    atomic_signal_fence(memory_order_seq_cst);
+  } else {
+    /* seq_cst exchange: the full barrier itself; pairs with the reclaimer's
+     * seq_cst fence. */
+    atomic_exchange_explicit(&tx->status, sstm_st_make(serial, SSTM_ST_ACTIVE),
+                             memory_order_seq_cst);
+  }
   __atomic_store_n(&tx->rs.n, 0, __ATOMIC_RELAXED);
   sstm_wset_reset(&tx->ws);
   tx->ls.n = 0;
@@ -783,7 +824,7 @@ static __attribute__((noreturn)) void abort_tx(struct sstm_desc *tx, sstm_abort_
 static void lock_write_set(struct sstm_desc *tx) {
   for (uint32_t i = 0; i < tx->ws.n; i++) {
     const void *addr = (const void *)tx->ws.e[i].word;
-    _Atomic uint64_t *lk = sstm__lock_for(addr);
+    _Atomic uint64_t *lk = sstm__lock_for(tx, addr);
     uint64_t l = atomic_load_explicit(lk, memory_order_acquire);
     for (;;) {
       if (l == tx->owner_lw) break;
@@ -974,3 +1015,6 @@ static int add_action(void (*fn)(void *), void *arg, bool on_commit) {
 
 SSTM_API int sstm_on_commit(void (*fn)(void *), void *arg) { return add_action(fn, arg, true); }
 SSTM_API int sstm_on_abort(void (*fn)(void *), void *arg) { return add_action(fn, arg, false); }
+
+_Static_assert(offsetof(struct sstm_desc, rs) + sizeof(sstm_rset_t) <= SSTM_CACHELINE,
+               "the read fast path must touch one descriptor cache line");
