@@ -61,6 +61,7 @@ need() { # need COMMAND PACKAGE
 }
 need cmake cmake
 need gcc gcc
+need g++ g++
 need make make
 need ninja ninja-build
 need pkg-config pkg-config
@@ -69,6 +70,12 @@ need readelf binutils
 if [ ${#missing[@]} -gt 0 ]; then
   apt_install "${missing[@]}"
   missing=()
+fi
+
+# The C library's development files (headers, crt*.o): a Recommends of gcc,
+# so not pulled in by --no-install-recommends.
+if [ "$(gcc -print-file-name=Scrt1.o)" = Scrt1.o ] || [ ! -e /usr/include/stdio.h ]; then
+  missing+=(libc6-dev)
 fi
 
 # GCC's runtime libraries: the sanitizers (ASan, UBSan, TSan test builds) and
