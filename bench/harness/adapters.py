@@ -1,0 +1,262 @@
+"""Back-end adapters for the benchmark harness.
+
+A *variant* is one column of a comparison: a back-end plus, for schedstm,
+a design and a contention manager. Each variant knows how to build the
+command line of one run (`command`) and how to turn the run's output into
+a result record (`parse`). Our own binaries print one JSON object; peers
+(TinySTM) print text that is parsed with the regular expressions below.
+
+Standard library only.
+"""
+
+import json
+import os
+import re
+
+NATIVE_BACKENDS = ("schedstm", "itm", "seq")
+STRUCTURES = ("ll", "sl", "rb", "hs")
+PEER_KINDS = ("tinystm",)
+
+# Fields every result record carries (CSV columns, in order).
+RESULT_FIELDS = (
+    "bench", "variant", "backend", "design", "cm", "structure", "update",
+    "initial", "range", "accounts", "audit", "threads", "duration_ms", "rep",
+    "seed", "status", "commits_per_s", "aborts_per_s", "abort_ratio",
+    "commits", "aborts", "elapsed_s", "final_size", "expected_size", "error",
+)
+
+
+class RunFailed(Exception):
+    """A run exited non-zero or printed nothing we can parse."""
+
+
+def _tail(text, lines=3):
+    """The last few non-empty lines of text, joined (for error messages)."""
+    kept = [line for line in text.strip().splitlines() if line.strip()]
+    return " | ".join(kept[-lines:])
+
+
+class Variant:
+    """Base class: a named column of the comparison."""
+
+    kind = "native"
+
+    def __init__(self, label, backend):
+        self.label = label
+        self.backend = backend
+        self.design = None
+        self.cm = None
+
+    def supports(self, point):
+        """True if this variant can run the given point."""
+        return True
+
+    def command(self, point):
+        """(argv, env overrides) for one run of point."""
+        raise NotImplementedError
+
+    def parse(self, stdout, stderr, returncode):
+        """Result fields parsed from a run's output; raises RunFailed."""
+        raise NotImplementedError
+
+
+class NativeVariant(Variant):
+    """One of our binaries: intset-<backend> / bank-<backend>."""
+
+    def __init__(self, label, backend, bin_dir, design=None, cm=None,
+                 itm_method=None):
+        super().__init__(label, backend)
+        self.bin_dir = bin_dir
+        self.design = design
+        self.cm = cm
+        self.itm_method = itm_method
+
+    def binary(self, bench):
+        return os.path.join(self.bin_dir, "%s-%s" % (bench, self.backend))
+
+    def supports(self, point):
+        if self.backend == "seq" and point["threads"] != 1:
+            return False  # single-threaded by construction
+        return os.access(self.binary(point["bench"]), os.X_OK)
+
+    def command(self, point):
+        argv = [self.binary(point["bench"])]
+        argv += _native_workload_args(point)
+        argv += ["-n", str(point["threads"]), "-d", str(point["duration_ms"]),
+                 "-s", str(point["seed"])]
+        if self.design:
+            argv += ["-D", self.design]
+        if self.cm:
+            argv += ["-C", self.cm]
+        env = {}
+        if self.backend == "itm" and self.itm_method:
+            env["ITM_DEFAULT_METHOD"] = self.itm_method
+        return argv, env
+
+    def parse(self, stdout, stderr, returncode):
+        record = _last_json_object(stdout)
+        if returncode != 0:
+            raise RunFailed("exit %d: %s" % (returncode, _tail(stderr)))
+        if record is None:
+            raise RunFailed("no JSON result on stdout: %s" % _tail(stderr + stdout))
+        return record
+
+
+def _native_workload_args(point):
+    """Options of our binaries that select the workload."""
+    if point["bench"] == "bank":
+        return ["-a", str(point["accounts"]), "-p", str(point["audit"])]
+    args = ["-S", point["structure"], "-i", str(point["initial"]),
+            "-r", str(point["range"]), "-u", str(point["update"])]
+    if point.get("buckets"):
+        args += ["-b", str(point["buckets"])]
+    return args
+
+
+def _last_json_object(stdout):
+    """The last line of stdout that parses as a JSON object, or None."""
+    for line in reversed(stdout.strip().splitlines()):
+        line = line.strip()
+        if line.startswith("{"):
+            try:
+                return json.loads(line)
+            except ValueError:
+                return None
+    return None
+
+
+# ---- TinySTM ---------------------------------------------------------------
+# Their summary lines (totals are the lines starting with '#', per-thread ones
+# are indented):
+#   "#txs          : 10980920 (5490460.000000 / s)"
+#   "#aborts       : 603 (300.898204 / s)"
+#   "  #val-r      : 303 (151.197605 / s)"      (abort breakdown)
+#   "Set size      : 16384 (expected: 16384)"    (intset check)
+#   "Bank total    : 0 (expected: 0)"            (bank check)
+#   "Duration      : 2000 (ms)"
+#   "STM flags    : ... -UTM_STATISTICS ..."     (abort counts are 0 then)
+
+_TINY_TXS = re.compile(r"^#txs +: ([0-9]+) \(([0-9.]+) / s\)$", re.M)
+_TINY_ABORTS = re.compile(r"^#aborts +: ([0-9]+) \(([0-9.]+) / s\)$", re.M)
+_TINY_REASON = re.compile(r"^  #([a-z-]+) +: ([0-9]+) \([0-9.]+ / s\)$", re.M)
+_TINY_CHECK = re.compile(
+    r"^(?:Set size|Bank total) +: (-?[0-9]+) \(expected: (-?[0-9]+)\)$", re.M)
+_TINY_DURATION = re.compile(r"^Duration +: ([0-9]+) \(ms\)$", re.M)
+_TINY_FLAGS = re.compile(r"^STM flags +: (.*)$", re.M)
+
+
+class TinySTMVariant(Variant):
+    """TinySTM's test programs, given the directory of intset-{ll,sl,rb,hs}
+    (its bank program is looked up at ../bank/bank)."""
+
+    kind = "tinystm"
+
+    def __init__(self, label, directory):
+        super().__init__(label, "tinystm")
+        self.directory = directory
+
+    def binary(self, point):
+        if point["bench"] == "bank":
+            return os.path.join(self.directory, os.pardir, "bank", "bank")
+        return os.path.join(self.directory, "intset-%s" % point["structure"])
+
+    def supports(self, point):
+        return os.access(self.binary(point), os.X_OK)
+
+    def command(self, point):
+        argv = [self.binary(point), "-n", str(point["threads"]),
+                "-d", str(point["duration_ms"]), "-s", str(point["seed"])]
+        if point["bench"] == "bank":
+            argv += ["-a", str(point["accounts"]), "-r", str(point["audit"])]
+        else:
+            argv += ["-i", str(point["initial"]), "-r", str(point["range"]),
+                     "-u", str(point["update"])]
+        return argv, {}
+
+    def parse(self, stdout, stderr, returncode):
+        if returncode != 0:
+            raise RunFailed("exit %d: %s" % (returncode, _tail(stderr + stdout)))
+        txs = _TINY_TXS.search(stdout)
+        if txs is None:
+            raise RunFailed("no '#txs' line in TinySTM output: %s" % _tail(stdout))
+        record = {"commits": int(txs.group(1)),
+                  "commits_per_s": float(txs.group(2)),
+                  "config": self._config(stdout)}
+        record.update(self._aborts(stdout, int(txs.group(1))))
+        record.update(self._check(stdout))
+        duration = _TINY_DURATION.search(stdout)
+        if duration:
+            record["elapsed_s"] = int(duration.group(1)) / 1000.0
+        return record
+
+    @staticmethod
+    def _config(stdout):
+        flags = _TINY_FLAGS.search(stdout)
+        return "tinystm " + (flags.group(1).strip() if flags else "(flags unknown)")
+
+    @staticmethod
+    def _aborts(stdout, commits):
+        """Abort fields; unknown (None) unless built with TM_STATISTICS."""
+        flags = _TINY_FLAGS.search(stdout)
+        counted = flags is not None and "-DTM_STATISTICS" in flags.group(1)
+        aborts = _TINY_ABORTS.search(stdout)
+        if not counted or aborts is None:
+            return {"aborts": None, "aborts_per_s": None, "abort_ratio": None}
+        total = int(aborts.group(1))
+        summary = stdout[aborts.start():]  # the totals' breakdown follows
+        reasons = {}
+        for match in _TINY_REASON.finditer(summary):
+            if match.group(1) in reasons:
+                break
+            reasons[match.group(1)] = int(match.group(2))
+        attempts = commits + total
+        return {"aborts": total, "aborts_per_s": float(aborts.group(2)),
+                "abort_ratio": total / attempts if attempts else 0.0,
+                "aborts_by_reason": reasons}
+
+    @staticmethod
+    def _check(stdout):
+        check = _TINY_CHECK.search(stdout)
+        if check is None:
+            return {}
+        final, expected = int(check.group(1)), int(check.group(2))
+        if final != expected:
+            raise RunFailed("TinySTM check failed: %d != expected %d" % (final, expected))
+        return {"final_size": final, "expected_size": expected}
+
+
+def make_peer(spec):
+    """Variant for a --peer NAME=DIR argument (NAME starts with a known
+    peer kind, e.g. tinystm or tinystm-cmdelay)."""
+    if "=" not in spec:
+        raise ValueError("--peer expects NAME=DIR, got %r" % spec)
+    name, directory = spec.split("=", 1)
+    kind = next((k for k in PEER_KINDS if name == k or name.startswith(k + "-")), None)
+    if kind is None:
+        raise ValueError("unknown peer %r (known kinds: %s)" % (name, ", ".join(PEER_KINDS)))
+    if not os.path.isdir(directory):
+        raise ValueError("peer %s: %s is not a directory" % (name, directory))
+    return TinySTMVariant(name, directory)
+
+
+def make_native_variants(backends, bin_dir, designs, cms, itm_method):
+    """Variants of our own back-ends; schedstm is crossed with every design
+    and contention manager (labels gain -design / -cm when several)."""
+    variants = []
+    for backend in backends:
+        if backend not in NATIVE_BACKENDS:
+            raise ValueError("unknown back-end %r (valid: %s, or a --peer)"
+                             % (backend, ", ".join(NATIVE_BACKENDS)))
+        if backend != "schedstm":
+            variants.append(NativeVariant(backend, backend, bin_dir,
+                                          itm_method=itm_method))
+            continue
+        for design in designs or [None]:
+            for cm in cms or [None]:
+                label = backend
+                if design and len(designs) > 1:
+                    label += "-" + design
+                if cm and len(cms) > 1:
+                    label += "-" + cm
+                variants.append(NativeVariant(label, backend, bin_dir, design, cm))
+    return variants

@@ -1,0 +1,180 @@
+#!/usr/bin/env python3
+"""Figures from sweep results, in the style of the STM papers: for each
+workload, throughput (commits/s) against the number of threads and, below
+it, the abort rate against the number of threads; one line per variant
+(back-end, design or policy), log-scaled thread axis. Lines are medians
+over repetitions; the shaded band spans the fastest and slowest run.
+
+Usage: plot.py results.jsonl [-o figure.png] [--abort-metric abort_ratio|aborts_per_s]
+Needs matplotlib (pip install -r bench/requirements.txt).
+"""
+
+import argparse
+import json
+import math
+import os
+import sys
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.ticker import FuncFormatter  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import summary  # noqa: E402
+
+MAX_COLUMNS = 4
+MARKERS = "osD^v<>pPX*h"
+
+
+def load(path):
+    """Records of a results.jsonl file."""
+    with open(path) as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def series(records, workload, variant, field):
+    """Sorted (threads, median, low, high) of field for one variant."""
+    by_threads = {}
+    for r in summary.ok_records(records):
+        if summary.workload_key(r) == workload and r["variant"] == variant \
+                and r.get(field) is not None:
+            by_threads.setdefault(r["threads"], []).append(r[field])
+    out = []
+    for t in sorted(by_threads):
+        values = by_threads[t]
+        out.append((t, summary.statistics.median(values), min(values), max(values)))
+    return out
+
+
+def _rate_formatter():
+    def fmt(x, _pos):
+        if x >= 1e6:
+            return "%gM" % (x / 1e6)
+        if x >= 1e3:
+            return "%gk" % (x / 1e3)
+        return "%g" % x
+    return FuncFormatter(fmt)
+
+
+def _draw(ax, records, workload, variants, field, styles):
+    """One line per variant; returns True if anything was drawn."""
+    drawn = False
+    for v in variants:
+        pts = series(records, workload, v, field)
+        if not pts:
+            continue
+        xs = [p[0] for p in pts]
+        color, marker = styles[v]
+        ax.plot(xs, [p[1] for p in pts], marker=marker, color=color, label=v,
+                linewidth=1.6, markersize=5)
+        if len(pts) > 1:
+            ax.fill_between(xs, [p[2] for p in pts], [p[3] for p in pts],
+                            color=color, alpha=0.15, linewidth=0)
+        drawn = True
+    return drawn
+
+
+def _style_threads_axis(ax, threads):
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(threads)
+    ax.set_xticklabels([str(t) for t in threads])
+    ax.minorticks_off()
+    if len(threads) == 1:
+        ax.set_xlim(threads[0] / 1.5, threads[0] * 1.5)
+    ax.grid(True, which="major", alpha=0.3)
+
+
+def _styles(variants):
+    cmap = plt.get_cmap("tab10")
+    return {v: (cmap(i % 10), MARKERS[i % len(MARKERS)]) for i, v in enumerate(variants)}
+
+
+def plot_records(records, out_path, abort_metric="abort_ratio", title=None):
+    """Draw the figure for records into out_path (PNG, PDF, SVG by name)."""
+    workloads = summary.ordered_unique(summary.workload_key(r) for r in summary.ok_records(records))
+    if not workloads:
+        raise ValueError("no successful runs to plot")
+    variants = summary.ordered_unique(r["variant"] for r in summary.ok_records(records))
+    threads = sorted({r["threads"] for r in summary.ok_records(records)})
+    styles = _styles(variants)
+    ncols = min(MAX_COLUMNS, len(workloads))
+    blocks = math.ceil(len(workloads) / ncols)
+    fig, axes = plt.subplots(2 * blocks, ncols, figsize=(3.6 * ncols, 5.4 * blocks),
+                             squeeze=False, sharex=True)
+    for i, w in enumerate(workloads):
+        top = axes[2 * (i // ncols)][i % ncols]
+        bottom = axes[2 * (i // ncols) + 1][i % ncols]
+        _panel_throughput(top, records, w, variants, styles, threads)
+        _panel_aborts(bottom, records, w, variants, styles, threads, abort_metric)
+    for j in range(len(workloads), blocks * ncols):
+        axes[2 * (j // ncols)][j % ncols].set_visible(False)
+        axes[2 * (j // ncols) + 1][j % ncols].set_visible(False)
+    handles = [plt.Line2D([], [], color=styles[v][0], marker=styles[v][1], label=v)
+               for v in variants]
+    fig.legend(handles=handles, loc="upper center", ncol=min(len(variants), 6),
+               frameon=False, bbox_to_anchor=(0.5, 1.0))
+    if title:
+        fig.suptitle(title, y=1.04)
+    fig.tight_layout(rect=(0, 0, 1, 0.95))
+    fig.savefig(out_path, dpi=130, bbox_inches="tight")
+    plt.close(fig)
+    return out_path
+
+
+def _panel_throughput(ax, records, workload, variants, styles, threads):
+    _draw(ax, records, workload, variants, "commits_per_s", styles)
+    ax.set_title(summary.workload_label(workload), fontsize=10)
+    ax.set_ylabel("commits/s")
+    ax.set_ylim(bottom=0)
+    ax.yaxis.set_major_formatter(_rate_formatter())
+    _style_threads_axis(ax, threads)
+
+
+def _panel_aborts(ax, records, workload, variants, styles, threads, metric):
+    drawn = _draw(ax, records, workload, variants, metric, styles)
+    if metric == "abort_ratio":
+        ax.set_ylabel("aborted attempts")
+        ax.yaxis.set_major_formatter(FuncFormatter(lambda x, _p: "%g%%" % (100 * x)))
+    else:
+        ax.set_ylabel("aborts/s")
+        ax.yaxis.set_major_formatter(_rate_formatter())
+    if not drawn:
+        ax.text(0.5, 0.5, "no abort counts", ha="center", va="center",
+                transform=ax.transAxes, alpha=0.6)
+    ax.set_ylim(bottom=0)
+    ax.set_xlabel("threads")
+    _style_threads_axis(ax, threads)
+
+
+def plot_file(jsonl_path, out_dir, abort_metric="abort_ratio"):
+    """Plot a results.jsonl into out_dir/throughput.png; returns the paths."""
+    records = load(jsonl_path)
+    out = os.path.join(out_dir, "throughput.png")
+    return [plot_records(records, out, abort_metric)]
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("results", help="results.jsonl written by sweep.py")
+    p.add_argument("-o", "--output", default=None,
+                   help="figure file (default: throughput.png beside the results)")
+    p.add_argument("--abort-metric", choices=("abort_ratio", "aborts_per_s"),
+                   default="abort_ratio")
+    p.add_argument("--title", default=None)
+    args = p.parse_args(argv)
+    out = args.output or os.path.join(os.path.dirname(os.path.abspath(args.results)),
+                                      "throughput.png")
+    try:
+        plot_records(load(args.results), out, args.abort_metric, args.title)
+    except (OSError, ValueError) as e:
+        sys.stderr.write("plot: error: %s\n" % e)
+        return 1
+    print(out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,162 @@
+"""Aggregation of benchmark result records and the markdown summary.
+
+Records are dicts with at least: bench, structure, update, threads,
+variant, rep, status, commits_per_s, abort_ratio. Standard library only.
+"""
+
+import statistics
+
+
+def workload_key(rec):
+    """(bench, structure, update) identifies one workload."""
+    return (rec.get("bench"), rec.get("structure"), rec.get("update"))
+
+
+def workload_label(key):
+    bench, structure, update = key
+    if bench == "bank":
+        return "bank (%s%% transfers)" % update
+    return "%s %s%% upd" % (structure, update)
+
+
+def ok_records(records):
+    return [r for r in records if r.get("status") == "ok"]
+
+
+def ordered_unique(values):
+    seen, out = set(), []
+    for v in values:
+        if v not in seen:
+            seen.add(v)
+            out.append(v)
+    return out
+
+
+def median_of(records, field):
+    """Median of a numeric field over records, None if no value."""
+    values = [r[field] for r in records if r.get(field) is not None]
+    return statistics.median(values) if values else None
+
+
+def group(records):
+    """{(workload, threads, variant): [records]} of the successful runs."""
+    groups = {}
+    for r in ok_records(records):
+        key = (workload_key(r), r["threads"], r["variant"])
+        groups.setdefault(key, []).append(r)
+    return groups
+
+
+def paired_ratio(records, workload, threads, variant, baseline):
+    """Median over repetitions of variant/baseline throughput, pairing the
+    two runs of the same repetition (same run conditions). When the
+    baseline did not run at this thread count (e.g. seq beyond 1 thread)
+    its 1-thread runs are used: the ratio is then a speedup. Returns
+    (ratio or None, used_one_thread_baseline)."""
+    base_threads = threads
+    by_rep = _by_rep(records, workload, threads, baseline)
+    if not by_rep and threads != 1:
+        base_threads = 1
+        by_rep = _by_rep(records, workload, 1, baseline)
+    mine = _by_rep(records, workload, threads, variant)
+    ratios = [mine[rep] / by_rep[rep] for rep in mine
+              if rep in by_rep and by_rep[rep] > 0]
+    if not ratios:
+        return None, False
+    return statistics.median(ratios), base_threads != threads
+
+
+def _by_rep(records, workload, threads, variant):
+    out = {}
+    for r in ok_records(records):
+        if (workload_key(r) == workload and r["threads"] == threads
+                and r["variant"] == variant and r.get("commits_per_s")):
+            out[r["rep"]] = r["commits_per_s"]
+    return out
+
+
+def fmt_rate(x):
+    if x is None:
+        return "-"
+    if x >= 1e6:
+        return "%.2f M" % (x / 1e6)
+    if x >= 1e3:
+        return "%.1f k" % (x / 1e3)
+    return "%.0f" % x
+
+
+def fmt_pct(x):
+    return "-" if x is None else "%.2f%%" % (100.0 * x)
+
+
+def markdown(records, baseline=None, title="Benchmark summary"):
+    """Markdown text: throughput medians and ratios vs baseline, then abort
+    ratios, one row per (workload, threads)."""
+    groups = group(records)
+    variants = ordered_unique(r["variant"] for r in records)
+    workloads = ordered_unique(workload_key(r) for r in records)
+    lines = ["## %s" % title, ""]
+    lines += _throughput_table(records, groups, workloads, variants, baseline)
+    lines += [""]
+    lines += _abort_table(groups, workloads, variants)
+    lines += _failure_lines(records)
+    return "\n".join(lines) + "\n"
+
+
+def _rows(groups, workloads):
+    for w in workloads:
+        threads = sorted({k[1] for k in groups if k[0] == w})
+        for t in threads:
+            yield w, t
+
+
+def _throughput_table(records, groups, workloads, variants, baseline):
+    others = [v for v in variants if baseline and v != baseline]
+    head = ["workload", "threads"] + ["%s (commits/s)" % v for v in variants]
+    head += ["%s / %s" % (v, baseline) for v in others]
+    lines = ["Median commits/s over repetitions; ratios are medians of per-repetition",
+             "ratios (runs of one repetition are interleaved, so each ratio compares",
+             "runs made under the same conditions).", ""]
+    lines += [_md_row(head), _md_row(["---"] * len(head))]
+    footnote = False
+    for w, t in _rows(groups, workloads):
+        cells = [workload_label(w), str(t)]
+        cells += [fmt_rate(median_of(groups.get((w, t, v), []), "commits_per_s"))
+                  for v in variants]
+        for v in others:
+            ratio, vs_one = paired_ratio(records, w, t, v, baseline)
+            footnote |= vs_one and ratio is not None
+            cells.append("-" if ratio is None else "%.2fx%s" % (ratio, " *" if vs_one else ""))
+        lines.append(_md_row(cells))
+    if footnote:
+        lines += ["", "\\* baseline measured at 1 thread only: the ratio is a speedup over it."]
+    return lines
+
+
+def _abort_table(groups, workloads, variants):
+    head = ["workload", "threads"] + variants
+    lines = ["Median abort ratio (aborted attempts / all attempts; '-' = not reported",
+             "by the back-end: libitm, TinySTM without TM_STATISTICS).", ""]
+    lines += [_md_row(head), _md_row(["---"] * len(head))]
+    for w, t in _rows(groups, workloads):
+        cells = [workload_label(w), str(t)]
+        cells += [fmt_pct(median_of(groups.get((w, t, v), []), "abort_ratio"))
+                  for v in variants]
+        lines.append(_md_row(cells))
+    return lines
+
+
+def _failure_lines(records):
+    failed = [r for r in records if r.get("status") != "ok"]
+    if not failed:
+        return []
+    lines = ["", "### Failed runs (%d)" % len(failed), ""]
+    for r in failed:
+        lines.append("- %s %s n=%s rep %s: %s" % (
+            r["variant"], workload_label(workload_key(r)), r["threads"], r["rep"],
+            r.get("error", "?")))
+    return lines
+
+
+def _md_row(cells):
+    return "| " + " | ".join(cells) + " |"

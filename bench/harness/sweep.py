@@ -1,0 +1,255 @@
+#!/usr/bin/env python3
+"""Parameter sweep over the schedstm benchmarks and their peers.
+
+Runs every point (workload x thread count x variant) --reps times. Within
+one repetition the variants of a point run back to back (in an order that
+rotates with the repetition), so ratios between back-ends compare runs
+made under the same machine conditions. Writes, in --out:
+  results.jsonl  one raw record per run (the binary's JSON plus harness fields)
+  results.csv    the main fields of every run
+  summary.md     median per point, ratios vs --baseline, abort ratios
+and prints the summary on stdout; progress goes to stderr. Exit status 1
+if any run failed (the failures are listed in the summary).
+
+Examples:
+  sweep.py --structures ll,rb --threads 1,2,4 --reps 3 --baseline itm
+  sweep.py --backends schedstm --designs etl,ctl --cms suicide,backoff
+  sweep.py --peer tinystm=/path/to/tinystm/test/intset --baseline tinystm
+  sweep.py --bench bank --audits 10,50 --threads 1,2
+
+libitm runs get ITM_DEFAULT_METHOD=ml_wt unless --itm-method says otherwise:
+without it libitm runs single-threaded programs in serial-irrevocable mode,
+which is not a software TM at all.
+"""
+
+import argparse
+import csv
+import datetime
+import json
+import os
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import adapters  # noqa: E402
+import summary  # noqa: E402
+
+REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), os.pardir, os.pardir))
+
+
+def csv_list(text):
+    return [x.strip() for x in text.split(",") if x.strip()]
+
+
+def int_list(text):
+    try:
+        return [int(x) for x in csv_list(text)]
+    except ValueError:
+        raise argparse.ArgumentTypeError("expected comma-separated integers: %r" % text)
+
+
+def parse_args(argv):
+    p = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--bench", choices=("intset", "bank"), default="intset")
+    p.add_argument("--bin-dir", default=os.path.join(REPO, "build", "bench"),
+                   help="directory of intset-<backend>/bank-<backend> (default: build/bench)")
+    p.add_argument("--backends", type=csv_list, default=["schedstm", "itm", "seq"],
+                   help="our back-ends: schedstm,itm,seq (default: all three)")
+    p.add_argument("--peer", action="append", default=[], metavar="NAME=DIR",
+                   help="peer back-end, e.g. tinystm=/path/tinystm/test/intset (repeatable)")
+    p.add_argument("--structures", type=csv_list, default=list(adapters.STRUCTURES))
+    p.add_argument("--updates", type=int_list, default=[20], help="update percentages")
+    p.add_argument("--threads", type=int_list, default=[1, 2, 4])
+    p.add_argument("--designs", type=csv_list, default=[], help="schedstm designs: etl,ctl")
+    p.add_argument("--cms", type=csv_list, default=[],
+                   help="schedstm contention managers (policies), e.g. suicide,backoff")
+    p.add_argument("--initial", type=int, default=1024, help="intset initial size")
+    p.add_argument("--range", type=int, default=0, help="intset key range (default 2*initial)")
+    p.add_argument("--buckets", type=int, default=0, help="hash-set buckets (default: binary's)")
+    p.add_argument("--accounts", type=int, default=1024, help="bank accounts")
+    p.add_argument("--audits", type=int_list, default=[20], help="bank audit percentages")
+    p.add_argument("--duration-ms", type=int, default=1000)
+    p.add_argument("--reps", type=int, default=3)
+    p.add_argument("--seed", type=int, default=1, help="repetition r uses seed+r")
+    p.add_argument("--baseline", default=None,
+                   help="variant the ratios are computed against (default: the first)")
+    p.add_argument("--itm-method", default="ml_wt", help="ITM_DEFAULT_METHOD for libitm runs")
+    p.add_argument("--timeout-s", type=float, default=0,
+                   help="kill a run after this long (default: duration + 60 s)")
+    p.add_argument("--out", default=None, help="output directory (default results/sweep-<time>)")
+    p.add_argument("--plot", action="store_true", help="also draw figures with plot.py")
+    p.add_argument("--dry-run", action="store_true", help="print the commands only")
+    args = p.parse_args(argv)
+    if args.reps < 1 or args.duration_ms < 1 or not args.threads:
+        p.error("--reps, --duration-ms and --threads must be positive")
+    bad = [s for s in args.structures if s not in adapters.STRUCTURES]
+    if bad:
+        p.error("unknown structure(s) %s (valid: %s)" % (bad, ",".join(adapters.STRUCTURES)))
+    return args
+
+
+def build_variants(args):
+    variants = adapters.make_native_variants(
+        args.backends, args.bin_dir, args.designs, args.cms, args.itm_method)
+    variants += [adapters.make_peer(spec) for spec in args.peer]
+    labels = [v.label for v in variants]
+    if len(set(labels)) != len(labels):
+        raise ValueError("duplicate variant names: %s" % labels)
+    return variants
+
+
+def build_points(args):
+    """Workload x threads points, without the repetition and variant."""
+    points = []
+    if args.bench == "bank":
+        workloads = [{"structure": "bank", "audit": a, "update": 100 - a}
+                     for a in args.audits]
+    else:
+        workloads = [{"structure": s, "update": u}
+                     for s in args.structures for u in args.updates]
+    for w in workloads:
+        for t in args.threads:
+            point = {"bench": args.bench, "threads": t, "duration_ms": args.duration_ms,
+                     "initial": args.initial, "range": args.range or 2 * args.initial,
+                     "buckets": args.buckets, "accounts": args.accounts, "audit": None}
+            point.update(w)
+            points.append(point)
+    return points
+
+
+def schedule(points, variants, reps):
+    """(rep, point, variant) in run order: repetition-major, the variants
+    of each point adjacent, their order rotated by the repetition."""
+    runs = []
+    for rep in range(reps):
+        shift = rep % len(variants)
+        order = variants[shift:] + variants[:shift]
+        for point in points:
+            runs += [(rep, point, v) for v in order if v.supports(point)]
+    return runs
+
+
+def run_one(rep, point, variant, args):
+    """Run one benchmark process; returns its result record."""
+    point = dict(point, seed=args.seed + rep)
+    argv, env_extra = variant.command(point)
+    record = {k: point.get(k) for k in adapters.RESULT_FIELDS if k in point}
+    record.update(variant=variant.label, backend=variant.backend, design=variant.design,
+                  cm=variant.cm, rep=rep, cmd=" ".join(argv), env=env_extra)
+    timeout = args.timeout_s or args.duration_ms / 1000.0 + 60
+    try:
+        proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout,
+                              env=dict(os.environ, **env_extra))
+        parsed = variant.parse(proc.stdout, proc.stderr, proc.returncode)
+    except subprocess.TimeoutExpired:
+        return dict(record, status="fail", error="timed out after %.0f s" % timeout)
+    except (adapters.RunFailed, OSError) as e:
+        return dict(record, status="fail", error=str(e))
+    raw = dict(parsed)
+    for key in ("backend", "threads", "structure", "update", "bench"):
+        raw.pop(key, None)  # keep the harness's names for these
+    if raw.get("design") in (None, "-"):
+        raw.pop("design", None)
+    if raw.get("cm") in (None, "-"):
+        raw.pop("cm", None)
+    record.update(raw)
+    record["status"] = "ok"
+    return record
+
+
+def progress(i, total, started, rec):
+    elapsed = time.monotonic() - started
+    eta = elapsed / i * (total - i)
+    what = "%s %s%%" % (rec.get("structure"), rec.get("update"))
+    if rec["status"] == "ok":
+        result = "%s commits/s" % summary.fmt_rate(rec.get("commits_per_s"))
+        if rec.get("abort_ratio") is not None:
+            result += ", %s aborted" % summary.fmt_pct(rec["abort_ratio"])
+    else:
+        result = "FAILED: " + rec.get("error", "?")
+    sys.stderr.write("[%3d/%d] rep %d  %-10s n=%-3d %-22s %s  (%s elapsed, eta %s)\n" % (
+        i, total, rec["rep"] + 1, what, rec["threads"], rec["variant"], result,
+        fmt_secs(elapsed), fmt_secs(eta)))
+    sys.stderr.flush()
+
+
+def fmt_secs(s):
+    s = int(s + 0.5)
+    return "%d:%02d" % (s // 60, s % 60)
+
+
+def write_outputs(out_dir, records, args):
+    os.makedirs(out_dir, exist_ok=True)
+    with open(os.path.join(out_dir, "results.jsonl"), "w") as f:
+        for r in records:
+            f.write(json.dumps(r, sort_keys=True) + "\n")
+    with open(os.path.join(out_dir, "results.csv"), "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=adapters.RESULT_FIELDS, extrasaction="ignore")
+        w.writeheader()
+        for r in records:
+            w.writerow(r)
+    text = summary.markdown(records, args.baseline, title="%s sweep (%s)" % (
+        args.bench, datetime.datetime.now().strftime("%Y-%m-%d %H:%M")))
+    with open(os.path.join(out_dir, "summary.md"), "w") as f:
+        f.write(text)
+    return text
+
+
+def maybe_plot(out_dir):
+    try:
+        import plot  # noqa: F401  (needs matplotlib)
+    except ImportError as e:
+        sys.stderr.write("sweep: no plot (%s); pip install -r bench/requirements.txt\n" % e)
+        return
+    for path in plot.plot_file(os.path.join(out_dir, "results.jsonl"), out_dir):
+        sys.stderr.write("sweep: wrote %s\n" % path)
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    try:
+        variants = build_variants(args)
+    except ValueError as e:
+        sys.stderr.write("sweep: error: %s\n" % e)
+        return 2
+    points = build_points(args)
+    runs = schedule(points, variants, args.reps)
+    for v in variants:
+        if not any(v.supports(p) for p in points):
+            sys.stderr.write("sweep: warning: %s has nothing to run (binary missing?)\n" % v.label)
+    if not runs:
+        sys.stderr.write("sweep: error: nothing to run (check --bin-dir / --peer)\n")
+        return 2
+    if args.baseline is None:
+        args.baseline = runs[0][2].label
+    elif args.baseline not in [v.label for v in variants]:
+        sys.stderr.write("sweep: error: --baseline %s is not one of the variants (%s)\n"
+                         % (args.baseline, ", ".join(v.label for v in variants)))
+        return 2
+    if args.dry_run:
+        for rep, point, v in runs:
+            argv_, env = v.command(dict(point, seed=args.seed + rep))
+            print(" ".join(["%s=%s" % kv for kv in env.items()] + argv_))
+        return 0
+    out_dir = args.out or os.path.join(
+        REPO, "results", "sweep-" + datetime.datetime.now().strftime("%Y%m%d-%H%M%S"))
+    sys.stderr.write("sweep: %d runs of ~%.1f s, output in %s\n" % (
+        len(runs), args.duration_ms / 1000.0, out_dir))
+    records, started = [], time.monotonic()
+    for i, (rep, point, variant) in enumerate(runs, 1):
+        records.append(run_one(rep, point, variant, args))
+        progress(i, len(runs), started, records[-1])
+    print(write_outputs(out_dir, records, args), end="")
+    if args.plot:
+        maybe_plot(out_dir)
+    failed = sum(1 for r in records if r["status"] != "ok")
+    if failed:
+        sys.stderr.write("sweep: %d of %d runs FAILED (see summary.md)\n" % (failed, len(records)))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
