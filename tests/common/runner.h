@@ -1,0 +1,120 @@
+/* schedstm tests: a tiny runner.
+ *
+ * - Test registration: TEST(name) { ... } in a file that ends with
+ *   SSTM_TEST_MAIN(). The binary runs one test per process:
+ *     ./bin NAME      run test NAME
+ *     ./bin --list    list the tests (CMake scans the sources for TEST(...))
+ *     ./bin           run every test, each in a forked child
+ * - Seeds: every test has a deterministic seed derived from its name (and
+ *   parameters), overridable with SSTM_TEST_SEED=<n>; it is printed with every
+ *   failure, together with the command to reproduce.
+ * - Threads: sstm_test_run_threads() starts n threads that register with
+ *   schedstm (optionally), wait at a barrier so that they really start
+ *   together, run fn, unregister, and are joined.
+ * - Scale: SSTM_TEST_SCALE (a positive real, default 1) multiplies iteration
+ *   counts; sanitizer builds run with a scale below 1.
+ * - Watchdog: SSTM_TEST_WATCHDOG=<seconds> (set by CMake a little below the
+ *   ctest TIMEOUT) makes a hung test print its name and seed and exit 124.
+ * - Design: SSTM_TEST_DESIGN=etl|ctl selects the design used by
+ *   sstm_test_init() (default etl), so that one binary covers both.
+ *
+ * No test asserts anything about time.
+ */
+#ifndef SSTM_TEST_RUNNER_H
+#define SSTM_TEST_RUNNER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <schedstm/schedstm.h>
+
+#include "check.h"
+
+/* Exit code that ctest treats as "skipped" (SKIP_RETURN_CODE). */
+#define SSTM_TEST_SKIP 77
+
+typedef void (*sstm_test_fn)(void);
+void sstm_test_register(const char *name, sstm_test_fn fn);
+
+#define TEST(name)                                                             \
+  static void sstm_test_##name(void);                                          \
+  __attribute__((constructor)) static void sstm_test_reg_##name(void) {        \
+    sstm_test_register(#name, sstm_test_##name);                               \
+  }                                                                            \
+  static void sstm_test_##name(void)
+
+int sstm_test_main(int argc, char **argv);
+#define SSTM_TEST_MAIN()                                                       \
+  int main(int argc, char **argv) { return sstm_test_main(argc, argv); }
+
+/* For binaries with their own main (parameterised tests): names the run for
+ * failure messages, derives the seed from the name, arms the watchdog. */
+void sstm_test_setup(const char *name, int argc, char **argv);
+
+/* Leave with "skipped" (ctest SKIP_RETURN_CODE 77). */
+__attribute__((noreturn)) void sstm_test_skip(const char *why);
+
+const char *sstm_test_name(void);
+uint64_t sstm_test_seed(void);
+double sstm_test_scale(void);
+/* n * scale, at least lo. */
+uint64_t sstm_test_scaled(uint64_t n, uint64_t lo);
+/* Threads: min(n, max(lo, n * scale)) unless SSTM_TEST_SCALE_THREADS=0. */
+unsigned sstm_test_threads(unsigned n);
+/* Environment helpers. */
+long sstm_test_env_long(const char *var, long dflt);
+bool sstm_test_long_mode(void); /* SSTM_TEST_LONG=1 (torture runs) */
+
+/* Deterministic random numbers (splitmix64 seeding, xoshiro-ish stepping). */
+typedef struct sstm_rng {
+  uint64_t s;
+} sstm_rng_t;
+void sstm_rng_seed(sstm_rng_t *r, uint64_t seed);
+uint64_t sstm_rng_next(sstm_rng_t *r);
+static inline uint64_t sstm_rng_below(sstm_rng_t *r, uint64_t n) {
+  return n ? sstm_rng_next(r) % n : 0;
+}
+
+/* ---- library setup ----------------------------------------------------- */
+
+/* The design selected by SSTM_TEST_DESIGN (default etl). */
+sstm_design_t sstm_test_design(void);
+/* Defaults with use_env = false and the test design. */
+void sstm_test_config(sstm_config_t *cfg);
+/* sstm_init(cfg from sstm_test_config) + sstm_thread_init(); checked. */
+void sstm_test_init(void);
+/* sstm_thread_exit() + sstm_shutdown(); checked. */
+void sstm_test_fini(void);
+
+/* ---- threads ----------------------------------------------------------- */
+
+typedef struct sstm_tt {
+  unsigned idx;      /* 0..n-1 */
+  unsigned n;        /* number of threads */
+  uint64_t seed;     /* per-thread seed, derived from the test seed */
+  sstm_rng_t rng;    /* seeded with seed */
+  void *arg;         /* the arg passed to sstm_test_run_threads */
+} sstm_tt_t;
+
+/* Run fn on n new threads started together. With register_thread, each
+ * thread calls sstm_thread_init() before the barrier and sstm_thread_exit()
+ * after fn (both checked). Returns after joining them all. */
+void sstm_test_run_threads(unsigned n, bool register_thread,
+                           void (*fn)(sstm_tt_t *t), void *arg);
+
+/* Index of the calling test thread (for messages), -1 for the main thread. */
+int sstm_test_thread_index(void);
+
+/* A reusable spinning barrier for tests (no system calls). */
+typedef struct sstm_test_barrier {
+  unsigned n;
+  unsigned count;      /* accessed with __atomic builtins */
+  unsigned generation; /* accessed with __atomic builtins */
+} sstm_test_barrier_t;
+void sstm_test_barrier_init(sstm_test_barrier_t *b, unsigned n);
+void sstm_test_barrier_wait(sstm_test_barrier_t *b);
+
+/* Yield the CPU a little (sched_yield; a system call). */
+void sstm_test_relax(void);
+
+#endif /* SSTM_TEST_RUNNER_H */

@@ -1,0 +1,76 @@
+/* schedstm tests: helpers to drive transactions deterministically on one
+ * thread, by suspending the current transaction (detaching its descriptor)
+ * and running another transaction with a second descriptor. */
+#ifndef SSTM_TEST_TXHELP_H
+#define SSTM_TEST_TXHELP_H
+
+#include "runner.h"
+
+/* The second descriptor used by run_other() (created on first use). */
+static sstm_desc_t *txh_other_desc_;
+
+static inline sstm_desc_t *txh_other_desc(void) {
+  if (!txh_other_desc_)
+    CHECK_OK(sstm_desc_create(&txh_other_desc_));
+  return txh_other_desc_;
+}
+
+/* Suspend the calling thread's current descriptor (and its transaction, if
+ * any), run fn(arg) with sstm_run on the second descriptor, then re-attach
+ * the first one. Returns sstm_run's result. */
+static inline int run_other(const sstm_attr_t *attr, void (*fn)(void *), void *arg) {
+  sstm_desc_t *mine = sstm_desc_detach();
+  CHECK_NOT_NULL(mine);
+  CHECK_NULL(sstm_self());
+  CHECK_FALSE(sstm_in_tx());
+  sstm_desc_t *o = txh_other_desc();
+  CHECK_OK(sstm_desc_attach(o));
+  int rc = sstm_run(attr, fn, arg);
+  CHECK_EQ_PTR(sstm_desc_detach(), o);
+  CHECK_OK(sstm_desc_attach(mine));
+  return rc;
+}
+
+/* Destroy the second descriptor (before sstm_shutdown). */
+static inline void txh_cleanup(void) {
+  if (txh_other_desc_) {
+    CHECK_OK(sstm_desc_destroy(txh_other_desc_));
+    txh_other_desc_ = NULL;
+  }
+}
+
+/* Common transaction bodies. */
+struct txh_store {
+  uint64_t *addr;
+  uint64_t val;
+};
+static inline void txh_store_fn(void *p) {
+  struct txh_store *s = p;
+  sstm_store_u64(s->addr, s->val);
+}
+struct txh_load {
+  const uint64_t *addr;
+  uint64_t val;
+};
+static inline void txh_load_fn(void *p) {
+  struct txh_load *s = p;
+  s->val = sstm_load_u64(s->addr);
+}
+
+/* Plain store/load in their own transaction on the current descriptor. */
+static inline void tx_store_u64(uint64_t *a, uint64_t v) {
+  struct txh_store s = {a, v};
+  CHECK_OK(sstm_run(NULL, txh_store_fn, &s));
+}
+static inline uint64_t tx_load_u64(const uint64_t *a) {
+  struct txh_load s = {a, 0};
+  CHECK_OK(sstm_run(NULL, txh_load_fn, &s));
+  return s.val;
+}
+
+static inline void skip_unless_etl(void) {
+  if (sstm_test_design() != SSTM_DESIGN_ETL)
+    sstm_test_skip("needs encounter-time locking");
+}
+
+#endif /* SSTM_TEST_TXHELP_H */

@@ -1,0 +1,410 @@
+/* Unit tests: contention-manager registry and the policy interface as the
+ * engine drives it (init/fini, per-descriptor state, on_conflict with the
+ * other party, WAIT bound, ABORT_OTHER). */
+#define _GNU_SOURCE
+#include <stdlib.h>
+#include <string.h>
+
+#include "../common/txhelp.h"
+
+/* ---- a recording policy ------------------------------------------------ */
+
+#define MAX_EVENTS 256
+static struct {
+  int inits, finis, desc_inits, desc_finis;
+  unsigned init_wait_max;
+  int begins, commits, aborts;
+  sstm_abort_reason_t first_abort_reason;
+  int nconf;
+  sstm_conflict_t conf[MAX_EVENTS];
+  sstm_desc_t *conf_self[MAX_EVENTS];
+  sstm_cm_action_t action; /* what on_conflict answers */
+  uint64_t wait_ns;
+  unsigned begin_retries[MAX_EVENTS];
+  int init_rc;
+} rec;
+
+static int rp_init(const struct sstm_config *cfg) {
+  rec.inits++;
+  rec.init_wait_max = cfg->wait_max;
+  return rec.init_rc;
+}
+static void rp_fini(void) { rec.finis++; }
+static void rp_desc_init(sstm_cm_ctx_t *ctx) {
+  CHECK_NOT_NULL(ctx->state);
+  const unsigned char *s = ctx->state;
+  for (int i = 0; i < 40; i++)
+    CHECK_MSG(s[i] == 0, "policy state byte %d not zeroed (0x%02x)", i, s[i]);
+  memset(ctx->state, 0x5A, 40); /* the whole state_size is ours */
+  rec.desc_inits++;
+}
+static void rp_desc_fini(sstm_cm_ctx_t *ctx) {
+  (void)ctx;
+  rec.desc_finis++;
+}
+static void rp_on_begin(sstm_cm_ctx_t *ctx) {
+  CHECK_EQ_U(ctx->txid, sstm_desc_txid(ctx->desc));
+  if (rec.begins < MAX_EVENTS)
+    rec.begin_retries[rec.begins] = ctx->retries;
+  rec.begins++;
+}
+static void rp_on_commit(sstm_cm_ctx_t *ctx) {
+  (void)ctx;
+  rec.commits++;
+}
+static sstm_cm_action_t rp_on_conflict(sstm_cm_ctx_t *ctx, const sstm_conflict_t *c,
+                                       uint64_t *wait_ns) {
+  CHECK_EQ_U(*wait_ns, 0); /* preset */
+  if (rec.nconf < MAX_EVENTS) {
+    rec.conf[rec.nconf] = *c;
+    rec.conf_self[rec.nconf] = ctx->desc;
+  }
+  rec.nconf++;
+  if (rec.action == SSTM_CM_WAIT)
+    *wait_ns = rec.wait_ns;
+  return rec.action;
+}
+static void rp_on_abort(sstm_cm_ctx_t *ctx, const sstm_abort_info_t *info) {
+  (void)ctx;
+  if (rec.aborts++ == 0)
+    rec.first_abort_reason = info->reason;
+}
+
+static const sstm_cm_ops_t recorder = {
+    .name = "test-recorder",
+    .description = "records every call (tests)",
+    .state_size = 40,
+    .init = rp_init,
+    .fini = rp_fini,
+    .desc_init = rp_desc_init,
+    .desc_fini = rp_desc_fini,
+    .on_begin = rp_on_begin,
+    .on_commit = rp_on_commit,
+    .on_conflict = rp_on_conflict,
+    .on_abort = rp_on_abort,
+};
+
+static void init_with(const char *cm, unsigned wait_max) {
+  sstm_config_t c;
+  sstm_test_config(&c);
+  c.cm = cm;
+  c.wait_max = wait_max;
+  CHECK_OK(sstm_init(&c));
+  CHECK_OK(sstm_thread_init());
+}
+
+/* ---- registry ----------------------------------------------------------- */
+
+TEST(builtin_policies_listed) {
+  char buf[4096];
+  int n = sstm_cm_list(buf, sizeof buf);
+  CHECK_GT_I(n, 0);
+  CHECK_CONTAINS(buf, "suicide");
+  CHECK_CONTAINS(buf, "backoff");
+  const sstm_cm_ops_t *s = sstm_cm_find("suicide");
+  CHECK_NOT_NULL(s);
+  CHECK_EQ_STR(s->name, "suicide");
+  CHECK_NOT_NULL((const void *)s->on_conflict);
+  CHECK_NOT_NULL(sstm_cm_find("backoff"));
+  CHECK_NULL(sstm_cm_find("no-such-policy"));
+  CHECK_NULL(sstm_cm_current()); /* before init */
+}
+
+TEST(register_custom_policy) {
+  CHECK_OK(sstm_cm_register(&recorder));
+  CHECK_EQ_PTR(sstm_cm_find("test-recorder"), &recorder);
+  char buf[4096];
+  CHECK_GT_I(sstm_cm_list(buf, sizeof buf), 0);
+  CHECK_CONTAINS(buf, "test-recorder");
+  CHECK_CONTAINS(buf, "suicide");
+
+  init_with("test-recorder", 33);
+  CHECK_EQ_PTR(sstm_cm_current(), &recorder);
+  CHECK_EQ_I(rec.inits, 1);
+  CHECK_EQ_U(rec.init_wait_max, 33);
+  CHECK_GE_I(rec.desc_inits, 1);
+  uint64_t w = 0;
+  tx_store_u64(&w, 7);
+  CHECK_GE_I(rec.begins, 1);
+  CHECK_GE_I(rec.commits, 1);
+  CHECK_EQ_I(rec.nconf, 0);
+  sstm_test_fini();
+  CHECK_EQ_I(rec.finis, 1);
+  CHECK_EQ_I(rec.desc_finis, rec.desc_inits);
+  CHECK_NULL(sstm_cm_current());
+}
+
+TEST(register_after_init_used_by_next_init) {
+  sstm_test_init();
+  CHECK_EQ_STR(sstm_cm_current()->name, "suicide");
+  CHECK_OK(sstm_cm_register(&recorder));
+  CHECK_EQ_STR(sstm_cm_current()->name, "suicide");
+  sstm_test_fini();
+  init_with("test-recorder", 64);
+  CHECK_EQ_PTR(sstm_cm_current(), &recorder);
+  sstm_test_fini();
+}
+
+TEST(register_duplicate_name) {
+  CHECK_OK(sstm_cm_register(&recorder));
+  CHECK_RC(sstm_cm_register(&recorder), SSTM_EBUSY);
+  static sstm_cm_ops_t other;
+  other = recorder;
+  CHECK_RC(sstm_cm_register(&other), SSTM_EBUSY);
+  static sstm_cm_ops_t builtin_clash;
+  builtin_clash = recorder;
+  builtin_clash.name = "suicide";
+  CHECK_RC(sstm_cm_register(&builtin_clash), SSTM_EBUSY);
+  CHECK_NE_PTR(sstm_cm_find("suicide"), &builtin_clash);
+  CHECK_EQ_PTR(sstm_cm_find("test-recorder"), &recorder);
+}
+
+TEST(register_bad_names) {
+  static const char *const bad[] = {"", "Upper", "has space", "a/b", "semi;colon",
+                                    "dot.name", "tab\t", "\xc3\xa9t\xc3\xa9", "comma,x"};
+  static sstm_cm_ops_t ops[sizeof bad / sizeof bad[0]];
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    ops[i] = recorder;
+    ops[i].name = bad[i];
+    int rc = sstm_cm_register(&ops[i]);
+    CHECK_MSG(rc == SSTM_EINVAL, "name \"%s\" accepted: %d (%s)", bad[i], rc, sstm_strerror(rc));
+    CHECK_NULL(sstm_cm_find(bad[i]));
+  }
+  CHECK_RC(sstm_cm_register(NULL), SSTM_EINVAL);
+  static sstm_cm_ops_t noname, noconf;
+  noname = recorder;
+  noname.name = NULL;
+  CHECK_RC(sstm_cm_register(&noname), SSTM_EINVAL);
+  noconf = recorder;
+  noconf.name = "no-conflict-hook";
+  noconf.on_conflict = NULL;
+  CHECK_RC(sstm_cm_register(&noconf), SSTM_EINVAL);
+  CHECK_NULL(sstm_cm_find("no-conflict-hook"));
+  /* every allowed character */
+  static sstm_cm_ops_t good;
+  good = recorder;
+  good.name = "az09+_-x";
+  CHECK_OK(sstm_cm_register(&good));
+  CHECK_EQ_PTR(sstm_cm_find("az09+_-x"), &good);
+}
+
+TEST(register_until_full) {
+  enum { N = 4096 };
+  static sstm_cm_ops_t ops[N];
+  static char names[N][24];
+  int rc = 0, i;
+  for (i = 0; i < N; i++) {
+    snprintf(names[i], sizeof names[i], "fill-%d", i);
+    ops[i] = recorder;
+    ops[i].name = names[i];
+    rc = sstm_cm_register(&ops[i]);
+    if (rc != 0)
+      break;
+  }
+  CHECK_RC(rc, SSTM_ELIMIT);
+  CHECK_GT_I(i, 0);
+  CHECK_EQ_PTR(sstm_cm_find(names[i - 1]), &ops[i - 1]);
+  CHECK_NULL(sstm_cm_find(names[i]));
+  CHECK_NOT_NULL(sstm_cm_find("suicide")); /* built-ins survive */
+}
+
+TEST(policy_init_failure_fails_sstm_init) {
+  static sstm_cm_ops_t failing;
+  failing = recorder;
+  failing.name = "test-failing";
+  CHECK_OK(sstm_cm_register(&failing));
+  rec.init_rc = SSTM_ENOMEM;
+  sstm_config_t c;
+  sstm_test_config(&c);
+  c.cm = "test-failing";
+  CHECK_RC(sstm_init(&c), SSTM_ENOMEM);
+  CHECK_FALSE(sstm_initialized());
+  rec.init_rc = 0;
+  CHECK_OK(sstm_init(&c));
+  CHECK_OK(sstm_shutdown());
+}
+
+/* ---- the engine calling the policy ------------------------------------- */
+
+static uint64_t word_w, word_x;
+static volatile int b_attempts;
+
+static void writer_cancel_on_retry(void *arg) {
+  (void)arg;
+  if (++b_attempts > 1)
+    sstm_cancel();
+  sstm_store_u64(&word_w, 100);
+}
+
+/* ETL: a write meets a lock held by a suspended transaction. */
+TEST(conflict_reports_other_party) {
+  skip_unless_etl();
+  CHECK_OK(sstm_cm_register(&recorder));
+  init_with("test-recorder", 64);
+  rec.action = SSTM_CM_ABORT_SELF;
+  sstm_desc_t *a = sstm_self();
+  uint64_t a_txid = 0;
+  SSTM_ATOMIC_BEGIN(NULL)
+    sstm_store_u64(&word_w, 1);
+    a_txid = sstm_txid();
+    CHECK_EQ_U(a_txid, sstm_desc_txid(a));
+    rec.nconf = 0;
+    rec.aborts = 0;
+    b_attempts = 0;
+    CHECK_RC(run_other(NULL, writer_cancel_on_retry, NULL), SSTM_ECANCELED);
+    CHECK_EQ_I(b_attempts, 2);
+    CHECK_EQ_I(rec.nconf, 1);
+    const sstm_conflict_t *c = &rec.conf[0];
+    CHECK_EQ_I(c->kind, SSTM_CONFLICT_WRITE_LOCKED);
+    CHECK_EQ_PTR(c->addr, &word_w);
+    CHECK_TRUE(c->has_other);
+    CHECK_EQ_PTR(c->other.desc, a);
+    CHECK_EQ_U(c->other.slot, sstm_desc_slot(a));
+    CHECK_EQ_U(c->other.txid, a_txid);
+    CHECK_GE_U(c->other.writes, 1);
+    CHECK_FALSE(c->other.committing);
+    CHECK_EQ_U(c->attempt, 0);
+    CHECK_EQ_PTR(rec.conf_self[0], txh_other_desc());
+    /* ABORT_SELF: the policy's on_abort sees the reason before the retry */
+    CHECK_GE_I(rec.aborts, 1);
+    CHECK_EQ_I(rec.first_abort_reason, SSTM_ABORT_WRITE_LOCKED);
+  SSTM_ATOMIC_END();
+  CHECK_EQ_U(word_w, 1);
+  sstm_stats_t s;
+  CHECK_OK(sstm_stats_get(txh_other_desc(), &s));
+  CHECK_EQ_U(s.aborts[SSTM_ABORT_WRITE_LOCKED], 1);
+  CHECK_EQ_U(s.aborts[SSTM_ABORT_USER_CANCEL], 1);
+  txh_cleanup();
+  sstm_test_fini();
+}
+
+static void reader_cancel_on_retry(void *arg) {
+  (void)arg;
+  if (++b_attempts > 1)
+    sstm_cancel();
+  (void)sstm_load_u64(&word_w);
+}
+
+TEST(read_conflict_reports_read_locked) {
+  skip_unless_etl();
+  CHECK_OK(sstm_cm_register(&recorder));
+  init_with("test-recorder", 64);
+  rec.action = SSTM_CM_ABORT_SELF;
+  SSTM_ATOMIC_BEGIN(NULL)
+    sstm_store_u64(&word_w, 1);
+    rec.nconf = 0;
+    b_attempts = 0;
+    CHECK_RC(run_other(NULL, reader_cancel_on_retry, NULL), SSTM_ECANCELED);
+    CHECK_EQ_I(rec.nconf, 1);
+    CHECK_EQ_I(rec.conf[0].kind, SSTM_CONFLICT_READ_LOCKED);
+    CHECK_TRUE(rec.conf[0].has_other);
+  SSTM_ATOMIC_END();
+  txh_cleanup();
+  sstm_test_fini();
+}
+
+TEST(wait_is_bounded_by_wait_max) {
+  skip_unless_etl();
+  CHECK_OK(sstm_cm_register(&recorder));
+  const unsigned WM = 5;
+  init_with("test-recorder", WM);
+  rec.action = SSTM_CM_WAIT;
+  rec.wait_ns = 100;
+  SSTM_ATOMIC_BEGIN(NULL)
+    sstm_store_u64(&word_w, 1);
+    rec.nconf = 0;
+    b_attempts = 0;
+    /* the holder is suspended: waiting can never succeed, the engine must
+     * give up after wait_max WAITs and abort B (no hang) */
+    CHECK_RC(run_other(NULL, writer_cancel_on_retry, NULL), SSTM_ECANCELED);
+    CHECK_EQ_I(b_attempts, 2);
+    CHECK_GE_I(rec.nconf, (int)WM);
+    CHECK_LE_I(rec.nconf, (int)WM + 1);
+    for (int i = 0; i < rec.nconf; i++) {
+      CHECK_EQ_U(rec.conf[i].attempt, (unsigned)i);
+      CHECK_EQ_I(rec.conf[i].kind, SSTM_CONFLICT_WRITE_LOCKED);
+    }
+  SSTM_ATOMIC_END();
+  sstm_stats_t s;
+  CHECK_OK(sstm_stats_get(txh_other_desc(), &s));
+  CHECK_GE_U(s.cm_waits, WM);
+  CHECK_LE_U(s.cm_waits, WM + 1);
+  CHECK_EQ_U(s.aborts[SSTM_ABORT_WRITE_LOCKED], 1);
+  txh_cleanup();
+  sstm_test_fini();
+}
+
+static void writer_b(void *arg) {
+  (void)arg;
+  b_attempts++;
+  sstm_store_u64(&word_w, 100);
+}
+
+TEST(abort_other_kills_lock_holder) {
+  skip_unless_etl();
+  CHECK_OK(sstm_cm_register(&recorder));
+  init_with("test-recorder", 64);
+  rec.action = SSTM_CM_ABORT_OTHER;
+  static volatile int a_attempts;
+  a_attempts = 0;
+  sstm_desc_t *a = sstm_self();
+  SSTM_ATOMIC_BEGIN(NULL)
+    a_attempts++;
+    sstm_store_u64(&word_x, 1);
+    sstm_store_u64(&word_w, 1);
+    if (a_attempts == 1) {
+      b_attempts = 0;
+      /* B kills A and takes over A's lock on word_w: B commits. */
+      CHECK_OK(run_other(NULL, writer_b, NULL));
+      CHECK_EQ_I(b_attempts, 1);
+      CHECK_EQ_U(word_w, 100);
+      CHECK_EQ_U(word_x, 0); /* A's buffered writes never reached memory */
+      /* A's next barrier must abort it (reason killed) and restart. */
+      (void)sstm_load_u64(&word_x);
+      FAIL("a killed transaction continued past a barrier");
+    }
+    /* second attempt: overwrite */
+    rec.action = SSTM_CM_ABORT_SELF;
+  SSTM_ATOMIC_END();
+  CHECK_EQ_I(a_attempts, 2);
+  CHECK_EQ_U(word_w, 1);
+  CHECK_EQ_U(word_x, 1);
+  sstm_stats_t sa, sb;
+  CHECK_OK(sstm_stats_get(a, &sa));
+  CHECK_OK(sstm_stats_get(txh_other_desc(), &sb));
+  CHECK_EQ_U(sa.aborts[SSTM_ABORT_KILLED], 1);
+  CHECK_EQ_U(sb.cm_kills, 1);
+  CHECK_EQ_U(sb.locks_stolen, 1);
+  CHECK_EQ_U(sb.commits_update, 1);
+  txh_cleanup();
+  sstm_test_fini();
+}
+
+/* CTL: a validation conflict has no other party and always aborts self. */
+TEST(validation_conflict_reported) {
+  CHECK_OK(sstm_cm_register(&recorder));
+  init_with("test-recorder", 64);
+  rec.action = SSTM_CM_ABORT_SELF;
+  static volatile int a_attempts;
+  a_attempts = 0;
+  word_w = 10;
+  SSTM_ATOMIC_BEGIN(NULL)
+    a_attempts++;
+    uint64_t v = sstm_load_u64(&word_w);
+    if (a_attempts == 1) {
+      rec.nconf = 0;
+      struct txh_store s = {&word_w, 20};
+      CHECK_OK(run_other(NULL, txh_store_fn, &s));
+    }
+    sstm_store_u64(&word_x, v);
+  SSTM_ATOMIC_END();
+  CHECK_EQ_I(a_attempts, 2);
+  CHECK_EQ_U(word_x, 20); /* never commits the stale read */
+  CHECK_GE_I(rec.nconf, 1);
+  CHECK_EQ_I(rec.conf[0].kind, SSTM_CONFLICT_VALIDATION);
+  CHECK_FALSE(rec.conf[0].has_other);
+  txh_cleanup();
+  sstm_test_fini();
+}
+
+SSTM_TEST_MAIN()

@@ -1,0 +1,482 @@
+/* Unit tests: configuration defaults, environment parsing, library
+ * lifetime (init/shutdown state machine), sstm_describe(). */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../common/runner.h"
+
+static const char *const ENV_VARS[] = {
+    "SCHEDSTM_DESIGN",         "SCHEDSTM_CM",          "SCHEDSTM_LOCK_BITS",
+    "SCHEDSTM_STRIPE_SHIFT",   "SCHEDSTM_MAX_THREADS", "SCHEDSTM_STATS",
+    "SCHEDSTM_BACKOFF_MIN_NS", "SCHEDSTM_BACKOFF_MAX_NS", "SCHEDSTM_WAIT_MAX",
+};
+
+static void clear_env(void) {
+  for (size_t i = 0; i < sizeof ENV_VARS / sizeof ENV_VARS[0]; i++)
+    unsetenv(ENV_VARS[i]);
+}
+
+TEST(config_default) {
+  sstm_config_t c;
+  memset(&c, 0xA5, sizeof c);
+  sstm_config_default(&c);
+  CHECK_EQ_I(c.design, SSTM_DESIGN_ETL);
+  CHECK_EQ_STR(c.cm, "suicide");
+  CHECK_EQ_U(c.lock_bits, 20);
+  CHECK_EQ_U(c.stripe_shift, 5);
+  CHECK_EQ_U(c.max_threads, 1024);
+  CHECK_EQ_I(c.stats, SSTM_STATS_BASIC);
+  CHECK_EQ_U(c.backoff_min_ns, 256);
+  CHECK_EQ_U(c.backoff_max_ns, 1000000);
+  CHECK_EQ_U(c.wait_max, 64);
+  CHECK_EQ_U(c.sample_period, 0);
+  CHECK_NULL((const void *)c.sample_fn);
+  CHECK_TRUE(c.use_env);
+}
+
+TEST(env_unset_changes_nothing) {
+  clear_env();
+  sstm_config_t c, ref;
+  sstm_config_default(&c);
+  ref = c;
+  CHECK_OK(sstm_config_from_env(&c));
+  CHECK_EQ_MEM(&c, &ref, sizeof c);
+}
+
+TEST(env_valid_all) {
+  clear_env();
+  setenv("SCHEDSTM_DESIGN", "ctl", 1);
+  setenv("SCHEDSTM_CM", "backoff", 1);
+  setenv("SCHEDSTM_LOCK_BITS", "16", 1);
+  setenv("SCHEDSTM_STRIPE_SHIFT", "3", 1);
+  setenv("SCHEDSTM_MAX_THREADS", "77", 1);
+  setenv("SCHEDSTM_STATS", "detailed", 1);
+  setenv("SCHEDSTM_BACKOFF_MIN_NS", "100", 1);
+  setenv("SCHEDSTM_BACKOFF_MAX_NS", "50000", 1);
+  setenv("SCHEDSTM_WAIT_MAX", "9", 1);
+  sstm_config_t c;
+  sstm_config_default(&c);
+  CHECK_OK(sstm_config_from_env(&c));
+  CHECK_EQ_I(c.design, SSTM_DESIGN_CTL);
+  CHECK_EQ_STR(c.cm, "backoff");
+  CHECK_EQ_U(c.lock_bits, 16);
+  CHECK_EQ_U(c.stripe_shift, 3);
+  CHECK_EQ_U(c.max_threads, 77);
+  CHECK_EQ_I(c.stats, SSTM_STATS_DETAILED);
+  CHECK_EQ_U(c.backoff_min_ns, 100);
+  CHECK_EQ_U(c.backoff_max_ns, 50000);
+  CHECK_EQ_U(c.wait_max, 9);
+  /* and back */
+  setenv("SCHEDSTM_DESIGN", "etl", 1);
+  setenv("SCHEDSTM_STATS", "basic", 1);
+  CHECK_OK(sstm_config_from_env(&c));
+  CHECK_EQ_I(c.design, SSTM_DESIGN_ETL);
+  CHECK_EQ_I(c.stats, SSTM_STATS_BASIC);
+}
+
+TEST(env_range_boundaries_valid) {
+  static const struct {
+    const char *var, *val;
+    size_t off;
+    unsigned want;
+  } cases[] = {
+      {"SCHEDSTM_LOCK_BITS", "10", offsetof(sstm_config_t, lock_bits), 10},
+      {"SCHEDSTM_LOCK_BITS", "28", offsetof(sstm_config_t, lock_bits), 28},
+      {"SCHEDSTM_STRIPE_SHIFT", "3", offsetof(sstm_config_t, stripe_shift), 3},
+      {"SCHEDSTM_STRIPE_SHIFT", "12", offsetof(sstm_config_t, stripe_shift), 12},
+      {"SCHEDSTM_MAX_THREADS", "1", offsetof(sstm_config_t, max_threads), 1},
+      {"SCHEDSTM_MAX_THREADS", "32767", offsetof(sstm_config_t, max_threads), 32767},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    clear_env();
+    setenv(cases[i].var, cases[i].val, 1);
+    sstm_config_t c;
+    sstm_config_default(&c);
+    int rc = sstm_config_from_env(&c);
+    CHECK_MSG(rc == 0, "%s=%s rejected: %s (%s)", cases[i].var, cases[i].val,
+              sstm_strerror(rc), sstm_last_error());
+    unsigned got;
+    memcpy(&got, (char *)&c + cases[i].off, sizeof got);
+    CHECK_EQ_U(got, cases[i].want);
+  }
+}
+
+/* An invalid value: SSTM_EINVAL, cfg untouched, last_error names the
+ * variable and contains every string in must (the valid values). */
+static void expect_invalid(const char *var, const char *val,
+                           const char *const *must) {
+  clear_env();
+  setenv(var, val, 1);
+  sstm_config_t c, ref;
+  sstm_config_default(&c);
+  c.max_threads = 99; /* a non-default value that must survive */
+  ref = c;
+  int rc = sstm_config_from_env(&c);
+  CHECK_MSG(rc == SSTM_EINVAL, "%s=\"%s\": got %d (%s), expected SSTM_EINVAL",
+            var, val, rc, sstm_strerror(rc));
+  CHECK_EQ_MEM(&c, &ref, sizeof c);
+  const char *e = sstm_last_error();
+  CHECK_NOT_NULL(e);
+  CHECK_MSG(strstr(e, var) != NULL, "last_error for %s=\"%s\" does not name the variable: \"%s\"",
+            var, val, e);
+  for (; must && *must; must++)
+    CHECK_MSG(strstr(e, *must) != NULL,
+              "last_error for %s=\"%s\" does not list \"%s\": \"%s\"", var, val, *must, e);
+}
+
+TEST(env_invalid_design) {
+  const char *must[] = {"etl", "ctl", NULL};
+  expect_invalid("SCHEDSTM_DESIGN", "bogus", must);
+  expect_invalid("SCHEDSTM_DESIGN", "etl ", must);
+  expect_invalid("SCHEDSTM_DESIGN", "etlx", must);
+}
+
+TEST(env_invalid_stats) {
+  const char *must[] = {"basic", "detailed", NULL};
+  expect_invalid("SCHEDSTM_STATS", "full", must);
+  expect_invalid("SCHEDSTM_STATS", "1", must);
+}
+
+TEST(env_unknown_cm) {
+  const char *must[] = {"suicide", "backoff", NULL};
+  expect_invalid("SCHEDSTM_CM", "no-such-policy", must);
+}
+
+TEST(env_invalid_numbers) {
+  const char *lock[] = {"10", "28", NULL};
+  expect_invalid("SCHEDSTM_LOCK_BITS", "9", lock);
+  expect_invalid("SCHEDSTM_LOCK_BITS", "29", lock);
+  expect_invalid("SCHEDSTM_LOCK_BITS", "abc", lock);
+  expect_invalid("SCHEDSTM_LOCK_BITS", "12x", lock);
+  expect_invalid("SCHEDSTM_LOCK_BITS", "-12", lock);
+  const char *stripe[] = {"3", "12", NULL};
+  expect_invalid("SCHEDSTM_STRIPE_SHIFT", "2", stripe);
+  expect_invalid("SCHEDSTM_STRIPE_SHIFT", "13", stripe);
+  const char *thr[] = {"1", "32767", NULL};
+  expect_invalid("SCHEDSTM_MAX_THREADS", "0", thr);
+  expect_invalid("SCHEDSTM_MAX_THREADS", "32768", thr);
+  expect_invalid("SCHEDSTM_MAX_THREADS", "99999999999999999999999", thr);
+  expect_invalid("SCHEDSTM_BACKOFF_MIN_NS", "fast", NULL);
+  expect_invalid("SCHEDSTM_BACKOFF_MAX_NS", "99999999999999999999999", NULL);
+  expect_invalid("SCHEDSTM_WAIT_MAX", "many", NULL);
+  expect_invalid("SCHEDSTM_WAIT_MAX", "-1", NULL);
+}
+
+TEST(env_first_error_leaves_cfg_unchanged) {
+  clear_env();
+  setenv("SCHEDSTM_DESIGN", "ctl", 1);       /* valid */
+  setenv("SCHEDSTM_LOCK_BITS", "1000", 1);   /* invalid */
+  sstm_config_t c, ref;
+  sstm_config_default(&c);
+  ref = c;
+  CHECK_RC(sstm_config_from_env(&c), SSTM_EINVAL);
+  CHECK_EQ_MEM(&c, &ref, sizeof c); /* design not half-applied */
+}
+
+TEST(init_env_invalid_fails_cleanly) {
+  clear_env();
+  setenv("SCHEDSTM_DESIGN", "tl2", 1);
+  CHECK_RC(sstm_init(NULL), SSTM_EINVAL);
+  CHECK_CONTAINS(sstm_last_error(), "etl");
+  CHECK_CONTAINS(sstm_last_error(), "ctl");
+  CHECK_FALSE(sstm_initialized());
+  sstm_config_t c;
+  CHECK_RC(sstm_config_get(&c), SSTM_ESTATE);
+  unsetenv("SCHEDSTM_DESIGN");
+  CHECK_OK(sstm_init(NULL));
+  CHECK_TRUE(sstm_initialized());
+  CHECK_OK(sstm_shutdown());
+}
+
+TEST(init_applies_env) {
+  clear_env();
+  setenv("SCHEDSTM_DESIGN", "ctl", 1);
+  setenv("SCHEDSTM_CM", "backoff", 1);
+  setenv("SCHEDSTM_LOCK_BITS", "12", 1);
+  CHECK_OK(sstm_init(NULL));
+  sstm_config_t c;
+  CHECK_OK(sstm_config_get(&c));
+  CHECK_EQ_I(c.design, SSTM_DESIGN_CTL);
+  CHECK_EQ_STR(c.cm, "backoff");
+  CHECK_EQ_U(c.lock_bits, 12);
+  CHECK_NOT_NULL(sstm_cm_current());
+  CHECK_EQ_STR(sstm_cm_current()->name, "backoff");
+  CHECK_OK(sstm_shutdown());
+}
+
+TEST(init_use_env_false_ignores_env) {
+  clear_env();
+  setenv("SCHEDSTM_DESIGN", "ctl", 1);
+  setenv("SCHEDSTM_LOCK_BITS", "garbage", 1);
+  sstm_config_t c;
+  sstm_config_default(&c);
+  c.use_env = false;
+  CHECK_OK(sstm_init(&c));
+  sstm_config_t got;
+  CHECK_OK(sstm_config_get(&got));
+  CHECK_EQ_I(got.design, SSTM_DESIGN_ETL);
+  CHECK_EQ_U(got.lock_bits, 20);
+  CHECK_OK(sstm_shutdown());
+}
+
+TEST(init_bad_typed_values) {
+  clear_env();
+  for (int i = 0; i < 9; i++) {
+    sstm_config_t c;
+    sstm_config_default(&c);
+    c.use_env = false;
+    int want = SSTM_EINVAL;
+    switch (i) {
+    case 0: c.lock_bits = 9; break;
+    case 1: c.lock_bits = 29; break;
+    case 2: c.stripe_shift = 2; break;
+    case 3: c.stripe_shift = 13; break;
+    case 4: c.max_threads = 0; break;
+    case 5: c.max_threads = 32768; break;
+    case 6: c.design = (sstm_design_t)7; break;
+    case 7: c.sample_period = 10; c.sample_fn = NULL; break;
+    case 8: c.cm = "no-such-policy"; want = SSTM_ENOENT; break;
+    }
+    int rc = sstm_init(&c);
+    CHECK_MSG(rc == want, "case %d: sstm_init returned %d (%s), expected %d (%s)", i,
+              rc, sstm_strerror(rc), want, sstm_strerror(want));
+    CHECK_MSG(!sstm_initialized(), "case %d: initialised after a failed init", i);
+    CHECK_MSG(sstm_last_error()[0] != '\0', "case %d: no last_error message", i);
+  }
+  /* and a good one still works afterwards */
+  sstm_config_t c;
+  sstm_config_default(&c);
+  c.use_env = false;
+  CHECK_OK(sstm_init(&c));
+  CHECK_OK(sstm_shutdown());
+}
+
+TEST(init_twice_is_estate) {
+  clear_env();
+  sstm_config_t c;
+  sstm_test_config(&c);
+  c.lock_bits = 14;
+  CHECK_OK(sstm_init(&c));
+  sstm_config_t c2;
+  sstm_test_config(&c2);
+  c2.lock_bits = 16;
+  CHECK_RC(sstm_init(&c2), SSTM_ESTATE);
+  CHECK_TRUE(sstm_initialized());
+  sstm_config_t got;
+  CHECK_OK(sstm_config_get(&got));
+  CHECK_EQ_U(got.lock_bits, 14); /* the second init changed nothing */
+  CHECK_OK(sstm_shutdown());
+  CHECK_FALSE(sstm_initialized());
+  CHECK_RC(sstm_shutdown(), SSTM_ESTATE);
+}
+
+TEST(not_initialised_is_estate) {
+  CHECK_FALSE(sstm_initialized());
+  CHECK_RC(sstm_shutdown(), SSTM_ESTATE);
+  sstm_config_t c;
+  CHECK_RC(sstm_config_get(&c), SSTM_ESTATE);
+  char buf[64];
+  CHECK_RC(sstm_describe(buf, sizeof buf), SSTM_ESTATE);
+  CHECK_RC(sstm_thread_init(), SSTM_ESTATE);
+  sstm_stats_t s;
+  CHECK_RC(sstm_stats_aggregate(&s), SSTM_ESTATE);
+  CHECK_NULL(sstm_cm_current());
+  CHECK_NULL(sstm_self());
+}
+
+static void dummy_tx(void *arg) {
+  uint64_t *w = arg;
+  sstm_store_u64(w, sstm_load_u64(w) + 1);
+}
+
+TEST(reinit_cycles) {
+  clear_env();
+  static uint64_t word;
+  for (int i = 0; i < 4; i++) {
+    sstm_config_t c;
+    sstm_config_default(&c);
+    c.use_env = false;
+    c.design = (i & 1) ? SSTM_DESIGN_CTL : SSTM_DESIGN_ETL;
+    c.cm = (i & 2) ? "backoff" : "suicide";
+    CHECK_OK(sstm_init(&c));
+    sstm_config_t got;
+    CHECK_OK(sstm_config_get(&got));
+    CHECK_EQ_I(got.design, c.design);
+    CHECK_EQ_STR(got.cm, c.cm);
+    CHECK_OK(sstm_thread_init());
+    CHECK_OK(sstm_run(NULL, dummy_tx, &word));
+    CHECK_OK(sstm_shutdown()); /* unregisters the caller */
+    CHECK_NULL(sstm_self());
+  }
+  CHECK_EQ_U(word, 4);
+}
+
+struct holder {
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  int registered, release;
+};
+
+static void *holder_main(void *p) {
+  struct holder *h = p;
+  CHECK_OK(sstm_thread_init());
+  pthread_mutex_lock(&h->mu);
+  h->registered = 1;
+  pthread_cond_broadcast(&h->cv);
+  while (!h->release)
+    pthread_cond_wait(&h->cv, &h->mu);
+  pthread_mutex_unlock(&h->mu);
+  CHECK_OK(sstm_thread_exit());
+  return NULL;
+}
+
+TEST(shutdown_with_registered_thread_is_ebusy) {
+  sstm_test_init();
+  struct holder h = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0};
+  pthread_t th;
+  CHECK_EQ_I(pthread_create(&th, NULL, holder_main, &h), 0);
+  pthread_mutex_lock(&h.mu);
+  while (!h.registered)
+    pthread_cond_wait(&h.cv, &h.mu);
+  pthread_mutex_unlock(&h.mu);
+
+  CHECK_RC(sstm_shutdown(), SSTM_EBUSY);
+  CHECK_TRUE(sstm_initialized());
+  /* nothing was released: the caller is still registered and works */
+  CHECK_NOT_NULL(sstm_self());
+  static uint64_t w;
+  CHECK_OK(sstm_run(NULL, dummy_tx, &w));
+  CHECK_EQ_U(w, 1);
+
+  pthread_mutex_lock(&h.mu);
+  h.release = 1;
+  pthread_cond_broadcast(&h.cv);
+  pthread_mutex_unlock(&h.mu);
+  CHECK_EQ_I(pthread_join(th, NULL), 0);
+  CHECK_OK(sstm_shutdown());
+  CHECK_FALSE(sstm_initialized());
+}
+
+TEST(shutdown_with_suspended_tx_is_ebusy) {
+  sstm_test_init();
+  static uint64_t w;
+  sstm_desc_t *d = NULL;
+  SSTM_ATOMIC_BEGIN(NULL)
+    sstm_store_u64(&w, 5);
+    d = sstm_desc_detach();
+    CHECK_NOT_NULL(d);
+    CHECK_RC(sstm_shutdown(), SSTM_EBUSY); /* d is active, detached */
+    CHECK_TRUE(sstm_initialized());
+    CHECK_OK(sstm_desc_attach(d));
+  SSTM_ATOMIC_END();
+  CHECK_EQ_U(w, 5);
+  sstm_test_fini();
+}
+
+TEST(shutdown_inside_tx_is_ebusy) {
+  sstm_test_init();
+  static uint64_t w;
+  SSTM_ATOMIC_BEGIN(NULL)
+    sstm_store_u64(&w, 1);
+    CHECK_RC(sstm_shutdown(), SSTM_EBUSY);
+  SSTM_ATOMIC_END();
+  CHECK_TRUE(sstm_initialized());
+  CHECK_EQ_U(w, 1);
+  sstm_test_fini();
+}
+
+TEST(describe_content) {
+  clear_env();
+  for (int i = 0; i < 2; i++) {
+    sstm_config_t c;
+    sstm_config_default(&c);
+    c.use_env = false;
+    c.design = i ? SSTM_DESIGN_CTL : SSTM_DESIGN_ETL;
+    c.cm = i ? "backoff" : "suicide";
+    CHECK_OK(sstm_init(&c));
+    char buf[1024];
+    int n = sstm_describe(buf, sizeof buf);
+    CHECK_GT_I(n, 0);
+    CHECK_LT_I(n, (long long)sizeof buf);
+    CHECK_EQ_U(strlen(buf), (unsigned long long)n);
+    CHECK_CONTAINS(buf, SSTM_VERSION_STRING);
+    CHECK_CONTAINS(buf, i ? "ctl" : "etl");
+    CHECK_CONTAINS(buf, c.cm);
+    CHECK_NULL(strchr(buf, '\n')); /* one line */
+    /* truncation like snprintf */
+    char small[8];
+    memset(small, 'X', sizeof small);
+    int n2 = sstm_describe(small, sizeof small);
+    CHECK_EQ_I(n2, n);
+    CHECK_EQ_U(strlen(small), sizeof small - 1);
+    CHECK_EQ_MEM(small, buf, sizeof small - 1);
+    CHECK_OK(sstm_shutdown());
+  }
+}
+
+TEST(design_parse_and_name) {
+  sstm_design_t d = (sstm_design_t)42;
+  CHECK_OK(sstm_design_parse("etl", &d));
+  CHECK_EQ_I(d, SSTM_DESIGN_ETL);
+  CHECK_OK(sstm_design_parse("ctl", &d));
+  CHECK_EQ_I(d, SSTM_DESIGN_CTL);
+  d = SSTM_DESIGN_CTL;
+  CHECK_RC(sstm_design_parse("tl2", &d), SSTM_EINVAL);
+  CHECK_EQ_I(d, SSTM_DESIGN_CTL); /* unchanged */
+  CHECK_CONTAINS(sstm_last_error(), "etl");
+  CHECK_CONTAINS(sstm_last_error(), "ctl");
+  CHECK_EQ_STR(sstm_design_name(SSTM_DESIGN_ETL), "etl");
+  CHECK_EQ_STR(sstm_design_name(SSTM_DESIGN_CTL), "ctl");
+  CHECK_NOT_NULL(sstm_design_name((sstm_design_t)99));
+}
+
+static void *try_register(void *p) {
+  int *rc = p;
+  *rc = sstm_thread_init();
+  if (*rc == 0)
+    CHECK_OK(sstm_thread_exit());
+  return NULL;
+}
+
+TEST(max_threads_limit) {
+  clear_env();
+  sstm_config_t c;
+  sstm_test_config(&c);
+  c.max_threads = 2;
+  CHECK_OK(sstm_init(&c));
+  CHECK_OK(sstm_thread_init());
+  sstm_desc_t *d2 = NULL, *d3 = NULL;
+  CHECK_OK(sstm_desc_create(&d2));
+  CHECK_NOT_NULL(d2);
+  CHECK_RC(sstm_desc_create(&d3), SSTM_ELIMIT);
+  pthread_t th;
+  int rc = 1;
+  CHECK_EQ_I(pthread_create(&th, NULL, try_register, &rc), 0);
+  CHECK_EQ_I(pthread_join(th, NULL), 0);
+  CHECK_RC(rc, SSTM_ELIMIT);
+  CHECK_OK(sstm_desc_destroy(d2));
+  rc = 1;
+  CHECK_EQ_I(pthread_create(&th, NULL, try_register, &rc), 0);
+  CHECK_EQ_I(pthread_join(th, NULL), 0);
+  CHECK_OK(rc);
+  sstm_test_fini();
+}
+
+TEST(thread_registration_rules) {
+  sstm_test_init();
+  sstm_desc_t *d = sstm_self();
+  CHECK_NOT_NULL(d);
+  CHECK_OK(sstm_thread_init()); /* idempotent */
+  CHECK_EQ_PTR(sstm_self(), d);
+  SSTM_ATOMIC_BEGIN(NULL)
+    CHECK_RC(sstm_thread_exit(), SSTM_EBUSY);
+  SSTM_ATOMIC_END();
+  CHECK_OK(sstm_thread_exit());
+  CHECK_NULL(sstm_self());
+  CHECK_RC(sstm_thread_exit(), SSTM_ENOTHREAD);
+  CHECK_OK(sstm_shutdown());
+}
+
+SSTM_TEST_MAIN()

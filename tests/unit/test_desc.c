@@ -1,0 +1,363 @@
+/* Unit tests: descriptors (create/destroy, detach/attach across threads)
+ * and remote abort (sstm_desc_kill). */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../common/txhelp.h"
+
+static uint64_t x, y, w;
+/* a word in a stripe of its own: touching it involves no other stripe */
+static uint64_t far[512] __attribute__((aligned(4096)));
+#define FAR (&far[256])
+static volatile int attempts;
+
+struct attach_try {
+  sstm_desc_t *d;
+  int rc;
+};
+static void *try_attach(void *p) {
+  struct attach_try *a = p;
+  a->rc = sstm_desc_attach(a->d);
+  CHECK_NULL(sstm_self());
+  return NULL;
+}
+
+TEST(detach_attach_rules) {
+  sstm_test_init();
+  sstm_desc_t *d = sstm_self();
+  CHECK_NOT_NULL(d);
+  CHECK_RC(sstm_desc_attach(NULL), SSTM_EINVAL);
+  /* attached to another thread: EINVAL */
+  pthread_t th;
+  struct attach_try at = {d, 12345};
+  CHECK_EQ_I(pthread_create(&th, NULL, try_attach, &at), 0);
+  CHECK_EQ_I(pthread_join(th, NULL), 0);
+  CHECK_RC(at.rc, SSTM_EINVAL);
+  sstm_desc_t *e = NULL;
+  CHECK_OK(sstm_desc_create(&e));
+  CHECK_NOT_NULL(e);
+  CHECK_NE_PTR(e, d);
+  CHECK_NE_U(sstm_desc_slot(e), sstm_desc_slot(d));
+  CHECK_RC(sstm_desc_attach(e), SSTM_EBUSY); /* the thread has one */
+  CHECK_EQ_PTR(sstm_desc_detach(), d);
+  CHECK_NULL(sstm_self());
+  CHECK_NULL(sstm_desc_detach());
+  CHECK_OK(sstm_desc_attach(e));
+  CHECK_EQ_PTR(sstm_self(), e);
+  CHECK_EQ_I(sstm_desc_tid(e), gettid());
+  tx_store_u64(&x, 3); /* a created descriptor runs transactions */
+  CHECK_EQ_U(x, 3);
+  CHECK_RC(sstm_desc_destroy(e), SSTM_EBUSY); /* attached */
+  CHECK_EQ_PTR(sstm_desc_detach(), e);
+  CHECK_OK(sstm_desc_destroy(e));
+  CHECK_OK(sstm_desc_attach(d));
+  sstm_test_fini();
+}
+
+TEST(destroy_with_suspended_tx_is_ebusy) {
+  sstm_test_init();
+  sstm_desc_t *e = NULL;
+  CHECK_OK(sstm_desc_create(&e));
+  sstm_desc_t *d = sstm_desc_detach();
+  CHECK_OK(sstm_desc_attach(e));
+  SSTM_ATOMIC_BEGIN(NULL)
+    sstm_store_u64(&x, 9);
+    CHECK_EQ_PTR(sstm_desc_detach(), e);
+    CHECK_RC(sstm_desc_destroy(e), SSTM_EBUSY);
+    CHECK_OK(sstm_desc_attach(e));
+  SSTM_ATOMIC_END();
+  CHECK_EQ_U(x, 9);
+  CHECK_EQ_PTR(sstm_desc_detach(), e);
+  CHECK_OK(sstm_desc_destroy(e));
+  CHECK_OK(sstm_desc_attach(d));
+  sstm_test_fini();
+}
+
+/* ---- a transaction that moves between threads ------------------------- */
+
+struct handoff {
+  sstm_desc_t *d;
+  uint64_t txid;
+  bool commit_here;
+  int commit_rc;
+  int tid;
+};
+
+static void *continue_on_b(void *p) {
+  struct handoff *h = p;
+  CHECK_NULL(sstm_self());
+  CHECK_OK(sstm_desc_attach(h->d));
+  h->tid = gettid();
+  CHECK_EQ_I(sstm_desc_tid(h->d), h->tid);
+  CHECK_TRUE(sstm_in_tx());
+  CHECK_EQ_U(sstm_txid(), h->txid);
+  CHECK_EQ_U(sstm_load_u64(&x), 1); /* A's write, read on B */
+  sstm_store_u64(&y, sstm_load_u64(&x) + 1);
+  CHECK_EQ_U(y, 0);
+  if (h->commit_here) {
+    h->commit_rc = sstm_commit();
+    CHECK_FALSE(sstm_in_tx());
+  }
+  CHECK_EQ_PTR(sstm_desc_detach(), h->d);
+  return NULL;
+}
+
+TEST(detach_attach_across_threads_commit_on_b) {
+  sstm_test_init();
+  x = y = 0;
+  static struct handoff h;
+  memset(&h, 0, sizeof h);
+  h.commit_here = true;
+  h.commit_rc = 12345;
+  SSTM_ATOMIC_BEGIN(NULL)
+    sstm_store_u64(&x, 1);
+    h.txid = sstm_txid();
+    h.d = sstm_desc_detach();
+    CHECK_NOT_NULL(h.d);
+    CHECK_FALSE(sstm_in_tx());
+    pthread_t th;
+    CHECK_EQ_I(pthread_create(&th, NULL, continue_on_b, &h), 0);
+    CHECK_EQ_I(pthread_join(th, NULL), 0);
+    CHECK_OK(sstm_desc_attach(h.d));
+    CHECK_FALSE(sstm_in_tx()); /* B committed it */
+  SSTM_ATOMIC_END(); /* sstm_commit() here returns SSTM_ENOTX */
+  CHECK_OK(h.commit_rc);
+  CHECK_EQ_U(x, 1);
+  CHECK_EQ_U(y, 2);
+  CHECK_EQ_I(sstm_desc_tid(sstm_self()), gettid());
+  sstm_stats_t s;
+  CHECK_OK(sstm_stats_get(sstm_self(), &s));
+  CHECK_EQ_U(s.commits_update, 1);
+  sstm_test_fini();
+}
+
+TEST(detach_attach_across_threads_commit_on_a) {
+  sstm_test_init();
+  x = y = 0;
+  static struct handoff h;
+  memset(&h, 0, sizeof h);
+  h.commit_here = false;
+  SSTM_ATOMIC_BEGIN(NULL)
+    sstm_store_u64(&x, 1);
+    h.txid = sstm_txid();
+    h.d = sstm_desc_detach();
+    pthread_t th;
+    CHECK_EQ_I(pthread_create(&th, NULL, continue_on_b, &h), 0);
+    CHECK_EQ_I(pthread_join(th, NULL), 0);
+    CHECK_OK(sstm_desc_attach(h.d));
+    CHECK_TRUE(sstm_in_tx());
+    CHECK_EQ_U(sstm_txid(), h.txid);
+    CHECK_EQ_U(sstm_load_u64(&y), 2); /* B's write, read back on A */
+    CHECK_EQ_U(y, 0);
+  SSTM_ATOMIC_END();
+  CHECK_EQ_U(x, 1);
+  CHECK_EQ_U(y, 2);
+  sstm_test_fini();
+}
+
+/* ---- remote abort -------------------------------------------------------- */
+
+static void writer_w(void *arg) {
+  sstm_store_u64(&w, sstm_load_u64(&w) + (uint64_t)(uintptr_t)arg);
+}
+
+static int nabort_cb;
+static void count_abort(void *arg) {
+  (void)arg;
+  nabort_cb++;
+}
+
+static sstm_abort_reason_t hook_reasons[16];
+static int nhook;
+static void h_abort(void *arg, uint64_t txid, sstm_abort_reason_t r) {
+  (void)arg;
+  (void)txid;
+  if (nhook < 16)
+    hook_reasons[nhook] = r;
+  nhook++;
+}
+static const sstm_hooks_t HOOKS = {.tx_abort = h_abort};
+
+/* The victim is suspended holding (ETL) the lock of w; it is killed; then
+ * another transaction writes w without waiting for it; the victim aborts
+ * with reason "killed" at its next barrier and its retry sees the new w. */
+static void kill_suspended(bool barrier_is_commit) {
+  sstm_test_init();
+  CHECK_GE_I(sstm_hooks_add(&HOOKS, NULL), 0);
+  w = 10;
+  x = 0;
+  attempts = 0;
+  nabort_cb = 0;
+  nhook = 0;
+  sstm_desc_t *victim = sstm_self();
+  SSTM_ATOMIC_BEGIN(NULL)
+    attempts++;
+    uint64_t v = sstm_load_u64(&w);
+    sstm_store_u64(&w, v + 1);
+    sstm_store_u64(&x, v);
+    if (attempts == 1) {
+      CHECK_OK(sstm_on_abort(count_abort, NULL));
+      uint64_t txid = sstm_txid();
+      CHECK_EQ_PTR(sstm_desc_detach(), victim);
+      CHECK_OK(sstm_desc_attach(txh_other_desc()));
+      CHECK_RC(sstm_desc_kill(victim, txid + 1000), SSTM_ENOTX); /* no such attempt */
+      CHECK_OK(sstm_desc_kill(victim, txid));
+      /* the lock the victim holds on w protects unmodified memory: another
+       * transaction writes w at once (a hang here is the failure) */
+      CHECK_OK(sstm_run(NULL, writer_w, (void *)(uintptr_t)100));
+      CHECK_EQ_U(w, 110);
+      CHECK_EQ_U(x, 0);
+      if (sstm_test_design() == SSTM_DESIGN_ETL) {
+        sstm_stats_t so;
+        CHECK_OK(sstm_stats_get(txh_other_desc(), &so));
+        CHECK_GE_U(so.locks_stolen, 1);
+      }
+      CHECK_EQ_PTR(sstm_desc_detach(), txh_other_desc());
+      CHECK_OK(sstm_desc_attach(victim));
+      if (!barrier_is_commit) {
+        (void)sstm_load_u64(FAR);
+        FAIL("killed transaction went past a barrier");
+      }
+      /* else: go straight to commit, which must fail */
+    }
+  SSTM_ATOMIC_END();
+  CHECK_EQ_I(attempts, 2);
+  CHECK_EQ_U(w, 111);
+  CHECK_EQ_U(x, 110);
+  CHECK_EQ_I(nabort_cb, 1);
+  CHECK_EQ_I(nhook, 1);
+  CHECK_EQ_I(hook_reasons[0], SSTM_ABORT_KILLED);
+  sstm_stats_t s;
+  CHECK_OK(sstm_stats_get(victim, &s));
+  CHECK_EQ_U(s.aborts[SSTM_ABORT_KILLED], 1);
+  CHECK_EQ_U(s.aborts_total, 1);
+  CHECK_EQ_U(s.commits_update, 1);
+  txh_cleanup();
+  sstm_test_fini();
+}
+
+TEST(kill_suspended_abort_at_barrier) { kill_suspended(false); }
+TEST(kill_suspended_abort_at_commit) { kill_suspended(true); }
+
+static void kill_read_only(bool barrier_is_commit) {
+  sstm_test_init();
+  w = 1;
+  attempts = 0;
+  sstm_desc_t *victim = sstm_self();
+  sstm_attr_t ro = {.read_only = true};
+  static volatile uint64_t seen;
+  SSTM_ATOMIC_BEGIN(&ro)
+    attempts++;
+    seen = sstm_load_u64(&w);
+    if (attempts == 1) {
+      sstm_desc_detach();
+      CHECK_OK(sstm_desc_attach(txh_other_desc()));
+      CHECK_OK(sstm_desc_kill(victim, 0)); /* 0: whatever attempt is current */
+      sstm_desc_detach();
+      CHECK_OK(sstm_desc_attach(victim));
+      if (!barrier_is_commit) {
+        (void)sstm_load_u64(FAR);
+        FAIL("killed read-only transaction went past a barrier");
+      }
+    }
+  SSTM_ATOMIC_END();
+  /* "the attempt can no longer commit" */
+  CHECK_EQ_I(attempts, 2);
+  CHECK_EQ_U(seen, 1);
+  sstm_stats_t s;
+  CHECK_OK(sstm_stats_get(victim, &s));
+  CHECK_EQ_U(s.aborts[SSTM_ABORT_KILLED], 1);
+  CHECK_EQ_U(s.commits_ro, 1);
+  txh_cleanup();
+  sstm_test_fini();
+}
+
+TEST(kill_read_only_victim_abort_at_barrier) { kill_read_only(false); }
+TEST(kill_read_only_victim_abort_at_commit) { kill_read_only(true); }
+
+TEST(kill_errors) {
+  sstm_test_init();
+  CHECK_RC(sstm_desc_kill(NULL, 0), SSTM_EINVAL);
+  sstm_desc_t *d = sstm_self();
+  CHECK_RC(sstm_desc_kill(d, 0), SSTM_ENOTX); /* idle */
+  tx_store_u64(&x, 1);
+  uint64_t done = sstm_desc_txid(d);
+  CHECK_RC(sstm_desc_kill(d, done), SSTM_ENOTX); /* attempt over */
+  /* an irrevocable transaction cannot be killed */
+  sstm_attr_t irr = {.irrevocable = true};
+  SSTM_ATOMIC_BEGIN(&irr)
+    sstm_store_u64(&x, 2);
+    uint64_t t = sstm_txid();
+    sstm_desc_detach();
+    CHECK_OK(sstm_desc_attach(txh_other_desc()));
+    CHECK_RC(sstm_desc_kill(d, t), SSTM_EBUSY);
+    CHECK_RC(sstm_desc_kill(d, 0), SSTM_EBUSY);
+    sstm_desc_detach();
+    CHECK_OK(sstm_desc_attach(d));
+  SSTM_ATOMIC_END();
+  CHECK_EQ_U(x, 2);
+  sstm_stats_t s;
+  CHECK_OK(sstm_stats_get(d, &s));
+  CHECK_EQ_U(s.aborts_total, 0);
+  txh_cleanup();
+  sstm_test_fini();
+}
+
+/* Kill a transaction running on another thread (not suspended): it must
+ * abort and retry, and its effects must be applied exactly once. */
+struct spin_ctx {
+  sstm_desc_t *volatile desc;
+  volatile int phase;  /* 1: victim running; 2: kill took effect */
+  volatile int inner_attempts;
+  volatile long barriers_after_kill;
+};
+static struct spin_ctx sc;
+
+static void *spinning_victim(void *p) {
+  (void)p;
+  CHECK_OK(sstm_thread_init());
+  sc.desc = sstm_self();
+  SSTM_ATOMIC_BEGIN(NULL)
+    sc.inner_attempts++;
+    sstm_store_u64(&x, sstm_load_u64(&x) + 1);
+    if (sc.inner_attempts == 1) {
+      __atomic_store_n(&sc.phase, 1, __ATOMIC_SEQ_CST);
+      /* hit barriers until the kill took effect, then a bounded number more:
+       * the first one must already roll the attempt back */
+      while (__atomic_load_n(&sc.phase, __ATOMIC_SEQ_CST) != 2) {
+        (void)sstm_load_u64(FAR);
+        sstm_test_relax();
+      }
+      for (sc.barriers_after_kill = 1; sc.barriers_after_kill <= 100000;
+           sc.barriers_after_kill++)
+        (void)sstm_load_u64(FAR);
+      FAIL("killed attempt still running after %ld barriers", sc.barriers_after_kill - 1);
+    }
+  SSTM_ATOMIC_END();
+  CHECK_OK(sstm_thread_exit());
+  return NULL;
+}
+
+TEST(kill_running_on_other_thread) {
+  sstm_test_init();
+  x = 0;
+  memset(&sc, 0, sizeof sc);
+  pthread_t th;
+  CHECK_EQ_I(pthread_create(&th, NULL, spinning_victim, NULL), 0);
+  while (__atomic_load_n(&sc.phase, __ATOMIC_SEQ_CST) != 1)
+    sstm_test_relax();
+  CHECK_OK(sstm_desc_kill(sc.desc, 0));
+  __atomic_store_n(&sc.phase, 2, __ATOMIC_SEQ_CST);
+  CHECK_EQ_I(pthread_join(th, NULL), 0);
+  CHECK_EQ_I(sc.inner_attempts, 2);
+  CHECK_LE_I(sc.barriers_after_kill, 1);
+  CHECK_EQ_U(x, 1);
+  sstm_stats_t agg;
+  CHECK_OK(sstm_stats_aggregate(&agg));
+  CHECK_EQ_U(agg.aborts[SSTM_ABORT_KILLED], 1);
+  sstm_test_fini();
+}
+
+SSTM_TEST_MAIN()

@@ -1,0 +1,189 @@
+/* Unit tests: API misuse. Misuse that cannot be reported by a return value
+ * goes to the misuse handler; the default handler prints and aborts (checked
+ * in forked children). */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "../common/txhelp.h"
+
+static int nmisuse;
+static char last_msg[512];
+static void record_misuse(const char *msg) {
+  nmisuse++;
+  snprintf(last_msg, sizeof last_msg, "%s", msg ? msg : "(null)");
+}
+
+static uint64_t x = 42;
+
+TEST(access_outside_tx_calls_handler) {
+  sstm_test_init();
+  sstm_misuse_fn prev = sstm_set_misuse_handler(record_misuse);
+  CHECK_NOT_NULL((const void *)prev); /* the default handler */
+  nmisuse = 0;
+  CHECK_EQ_U(sstm_load_u64(&x), 0); /* a returning handler makes it read 0 */
+  CHECK_EQ_I(nmisuse, 1);
+  CHECK_MSG(strlen(last_msg) > 0, "empty misuse message");
+  sstm_store_u64(&x, 7); /* ignored */
+  CHECK_EQ_I(nmisuse, 2);
+  CHECK_EQ_U(x, 42);
+  uint8_t b = 9;
+  sstm_store_u8(&b, 1);
+  CHECK_EQ_U(b, 9);
+  CHECK_EQ_U(sstm_load_u8(&b), 0);
+  char dst[4] = "abc";
+  sstm_store_bytes(dst, "xyz", 3);
+  CHECK_EQ_STR(dst, "abc");
+  CHECK_GE_I(nmisuse, 5);
+  CHECK_EQ_PTR((const void *)sstm_set_misuse_handler(prev), (const void *)record_misuse);
+  sstm_test_fini();
+}
+
+static void *unregistered_access(void *p) {
+  (void)p;
+  CHECK_NULL(sstm_self());
+  CHECK_EQ_U(sstm_load_u64(&x), 0);
+  return NULL;
+}
+
+TEST(access_on_unregistered_thread_calls_handler) {
+  sstm_test_init();
+  sstm_set_misuse_handler(record_misuse);
+  nmisuse = 0;
+  pthread_t th;
+  CHECK_EQ_I(pthread_create(&th, NULL, unregistered_access, NULL), 0);
+  CHECK_EQ_I(pthread_join(th, NULL), 0);
+  CHECK_EQ_I(nmisuse, 1);
+  sstm_test_fini();
+}
+
+TEST(commit_without_begin_is_enotx) {
+  sstm_test_init();
+  sstm_set_misuse_handler(record_misuse);
+  CHECK_RC(sstm_commit(), SSTM_ENOTX);
+  CHECK_FALSE(sstm_in_tx());
+  CHECK_RC(sstm_become_irrevocable(), SSTM_ENOTX);
+  CHECK_RC(sstm_on_commit(free, NULL), SSTM_ENOTX);
+  /* still works afterwards */
+  tx_store_u64(&x, 5);
+  CHECK_EQ_U(x, 5);
+  sstm_test_fini();
+}
+
+static int fn_called;
+static void body(void *arg) {
+  (void)arg;
+  fn_called++;
+}
+static void *unregistered_run(void *p) {
+  int *rc = p;
+  *rc = sstm_run(NULL, body, NULL);
+  return NULL;
+}
+
+TEST(begin_on_unregistered_thread) {
+  sstm_test_init();
+  pthread_t th;
+  int rc = 0;
+  fn_called = 0;
+  CHECK_EQ_I(pthread_create(&th, NULL, unregistered_run, &rc), 0);
+  CHECK_EQ_I(pthread_join(th, NULL), 0);
+  CHECK_RC(rc, SSTM_ENOTHREAD);
+  CHECK_EQ_I(fn_called, 0);
+  /* also after unregistering the main thread */
+  CHECK_OK(sstm_thread_exit());
+  CHECK_RC(sstm_run(NULL, body, NULL), SSTM_ENOTHREAD);
+  CHECK_EQ_I(fn_called, 0);
+  CHECK_OK(sstm_shutdown());
+}
+
+/* Run fn in a child with stderr captured; expect death by SIGABRT with a
+ * message on stderr. */
+static void expect_abort_in_child(void (*fn)(void), const char *what) {
+  int pfd[2];
+  CHECK_EQ_I(pipe(pfd), 0);
+  fflush(stdout);
+  fflush(stderr);
+  pid_t pid = fork();
+  CHECK_GE_I(pid, 0);
+  if (pid == 0) {
+    dup2(pfd[1], 2);
+    close(pfd[0]);
+    signal(SIGABRT, SIG_DFL);
+    fn();
+    _exit(0); /* not reached if the misuse aborted */
+  }
+  close(pfd[1]);
+  char out[4096];
+  size_t n = 0;
+  ssize_t r;
+  while ((r = read(pfd[0], out + n, sizeof out - 1 - n)) > 0)
+    n += (size_t)r;
+  out[n] = 0;
+  close(pfd[0]);
+  int st;
+  CHECK_EQ_I(waitpid(pid, &st, 0), pid);
+  CHECK_MSG(WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT,
+            "%s: child did not abort (status 0x%x); stderr: %s", what, st, out);
+  CHECK_MSG(n > 0, "%s: nothing printed on stderr", what);
+}
+
+static void child_access(void) {
+  sstm_test_init();
+  (void)sstm_load_u64(&x);
+}
+static void child_restart_outside(void) {
+  sstm_test_init();
+  sstm_restart();
+}
+static void child_cancel_irrevocable(void) {
+  sstm_test_init();
+  sstm_attr_t a = {.irrevocable = true};
+  SSTM_ATOMIC_BEGIN(&a)
+    sstm_store_u64(&x, 1);
+    sstm_cancel();
+  SSTM_ATOMIC_END();
+}
+static void child_restart_irrevocable(void) {
+  sstm_test_init();
+  sstm_attr_t a = {.irrevocable = true};
+  SSTM_ATOMIC_BEGIN(&a)
+    sstm_store_u64(&x, 1);
+    sstm_restart();
+  SSTM_ATOMIC_END();
+}
+
+TEST(default_handler_aborts) {
+  expect_abort_in_child(child_access, "load outside a transaction");
+  expect_abort_in_child(child_restart_outside, "sstm_restart outside a transaction");
+  expect_abort_in_child(child_cancel_irrevocable, "sstm_cancel in an irrevocable transaction");
+  expect_abort_in_child(child_restart_irrevocable, "sstm_restart in an irrevocable transaction");
+}
+
+static void exiting_handler(const char *msg) {
+  _exit(msg && *msg ? 42 : 43);
+}
+TEST(custom_handler_called_for_cancel_in_irrevocable) {
+  fflush(stdout);
+  pid_t pid = fork();
+  CHECK_GE_I(pid, 0);
+  if (pid == 0) {
+    sstm_test_init();
+    sstm_set_misuse_handler(exiting_handler);
+    sstm_attr_t a = {.irrevocable = true};
+    SSTM_ATOMIC_BEGIN(&a)
+      sstm_cancel();
+    SSTM_ATOMIC_END();
+    _exit(0);
+  }
+  int st;
+  CHECK_EQ_I(waitpid(pid, &st, 0), pid);
+  CHECK_MSG(WIFEXITED(st), "child died: status 0x%x", st);
+  CHECK_EQ_I(WEXITSTATUS(st), 42);
+}
+
+SSTM_TEST_MAIN()

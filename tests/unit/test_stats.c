@@ -1,0 +1,224 @@
+/* Unit tests: statistics counters. */
+#define _GNU_SOURCE
+#include <stdlib.h>
+#include <string.h>
+
+#include "../common/txhelp.h"
+
+/* words in distinct lock stripes (stripe <= 4 KiB with the test config) */
+static uint64_t words[8][512] __attribute__((aligned(4096)));
+#define W(i) (&words[i][0])
+static volatile int attempts;
+
+static void ro_body(void *arg) {
+  (void)arg;
+  (void)sstm_load_u64(W(0));
+  (void)sstm_load_u64(W(1));
+}
+static void upd_body(void *arg) {
+  (void)arg;
+  sstm_store_u64(W(2), sstm_load_u64(W(2)) + 1);
+}
+
+TEST(commit_counters) {
+  sstm_test_init();
+  sstm_attr_t ro = {.read_only = true};
+  for (int i = 0; i < 5; i++)
+    CHECK_OK(sstm_run(&ro, ro_body, NULL));
+  for (int i = 0; i < 3; i++)
+    CHECK_OK(sstm_run(NULL, ro_body, NULL)); /* detected read-only */
+  for (int i = 0; i < 4; i++)
+    CHECK_OK(sstm_run(NULL, upd_body, NULL));
+  sstm_stats_t s;
+  CHECK_OK(sstm_stats_get(sstm_self(), &s));
+  CHECK_EQ_U(s.commits_ro, 8);
+  CHECK_EQ_U(s.commits_update, 4);
+  CHECK_EQ_U(s.commits_irrevocable, 0);
+  CHECK_EQ_U(s.aborts_total, 0);
+  CHECK_EQ_U(s.retries, 0);
+  CHECK_EQ_U(s.slot, sstm_desc_slot(sstm_self()));
+  CHECK_RC(sstm_stats_get(NULL, &s), SSTM_EINVAL);
+  sstm_test_fini();
+}
+
+TEST(abort_counters_user) {
+  sstm_test_init();
+  attempts = 0;
+  SSTM_ATOMIC_BEGIN(NULL)
+    attempts++;
+    sstm_store_u64(W(0), 1);
+    if (attempts <= 3)
+      sstm_restart();
+  SSTM_ATOMIC_END();
+  SSTM_ATOMIC_BEGIN(NULL)
+    sstm_cancel();
+  SSTM_ATOMIC_END();
+  sstm_stats_t s;
+  CHECK_OK(sstm_stats_get(sstm_self(), &s));
+  CHECK_EQ_U(s.aborts[SSTM_ABORT_USER_RETRY], 3);
+  CHECK_EQ_U(s.aborts[SSTM_ABORT_USER_CANCEL], 1);
+  CHECK_EQ_U(s.aborts_total, 4);
+  CHECK_EQ_U(s.retries, 3); /* a cancel is not followed by a retry */
+  CHECK_EQ_U(s.max_retries, 3);
+  CHECK_EQ_U(s.commits_update, 1);
+  uint64_t sum = 0;
+  for (int r = 0; r < SSTM_ABORT_REASON_COUNT; r++)
+    sum += s.aborts[r];
+  CHECK_EQ_U(sum, s.aborts_total);
+  sstm_test_fini();
+}
+
+TEST(abort_counter_validation_conflict) {
+  sstm_test_init();
+  *W(0) = 10;
+  attempts = 0;
+  SSTM_ATOMIC_BEGIN(NULL)
+    attempts++;
+    uint64_t v = sstm_load_u64(W(0));
+    if (attempts == 1) {
+      struct txh_store st = {W(0), 20};
+      CHECK_OK(run_other(NULL, txh_store_fn, &st));
+    }
+    sstm_store_u64(W(1), v);
+  SSTM_ATOMIC_END();
+  CHECK_EQ_I(attempts, 2);
+  CHECK_EQ_U(*W(1), 20);
+  sstm_stats_t s;
+  CHECK_OK(sstm_stats_get(sstm_self(), &s));
+  CHECK_EQ_U(s.aborts_total, 1);
+  CHECK_EQ_U(s.aborts[SSTM_ABORT_VALIDATE_READ] + s.aborts[SSTM_ABORT_VALIDATE_WRITE] +
+                 s.aborts[SSTM_ABORT_VALIDATE_COMMIT],
+             1);
+  CHECK_EQ_U(s.retries, 1);
+  txh_cleanup();
+  sstm_test_fini();
+}
+
+TEST(abort_counter_ro_write) {
+  sstm_test_init();
+  sstm_attr_t ro = {.read_only = true};
+  attempts = 0;
+  SSTM_ATOMIC_BEGIN(&ro)
+    attempts++;
+    sstm_store_u64(W(3), sstm_load_u64(W(3)) + 1);
+  SSTM_ATOMIC_END();
+  CHECK_EQ_I(attempts, 2);
+  CHECK_EQ_U(*W(3), 1);
+  sstm_stats_t s;
+  CHECK_OK(sstm_stats_get(sstm_self(), &s));
+  CHECK_EQ_U(s.aborts[SSTM_ABORT_RO_WRITE], 1);
+  CHECK_EQ_U(s.aborts_total, 1);
+  CHECK_EQ_U(s.commits_update, 1);
+  CHECK_EQ_U(s.commits_ro, 0);
+  sstm_test_fini();
+}
+
+static void thread_work(sstm_tt_t *t) {
+  for (unsigned i = 0; i < 10 + t->idx; i++)
+    CHECK_OK(sstm_run(NULL, upd_body, NULL));
+}
+
+static void count_visit(const sstm_stats_t *s, void *arg) {
+  int *n = arg;
+  (*n)++;
+  CHECK_NOT_NULL(s);
+}
+
+TEST(aggregate_foreach_reset) {
+  sstm_test_init();
+  for (int i = 0; i < 2; i++)
+    CHECK_OK(sstm_run(NULL, upd_body, NULL));
+  sstm_test_run_threads(3, true, thread_work, NULL); /* 10+11+12, then exit */
+  sstm_stats_t a;
+  CHECK_OK(sstm_stats_aggregate(&a));
+  CHECK_EQ_U(a.commits_update, 2 + 33);
+  CHECK_EQ_U(*W(2), 35);
+  sstm_desc_t *e;
+  CHECK_OK(sstm_desc_create(&e));
+  int visited = 0;
+  CHECK_EQ_I(sstm_stats_foreach(count_visit, &visited), 2); /* main + e */
+  CHECK_EQ_I(visited, 2);
+  CHECK_OK(sstm_stats_reset());
+  CHECK_OK(sstm_stats_aggregate(&a));
+  CHECK_EQ_U(a.commits_update, 0);
+  CHECK_EQ_U(a.aborts_total, 0);
+  CHECK_OK(sstm_desc_destroy(e));
+  sstm_test_fini();
+  CHECK_RC(sstm_stats_foreach(count_visit, &visited), SSTM_ESTATE);
+}
+
+TEST(detailed_stats) {
+  sstm_config_t c;
+  sstm_test_config(&c);
+  c.stats = SSTM_STATS_DETAILED;
+  CHECK_OK(sstm_init(&c));
+  CHECK_OK(sstm_thread_init());
+  sstm_attr_t tagged = {.tag = 5};
+  SSTM_ATOMIC_BEGIN(&tagged)
+    (void)sstm_load_u64(W(0));
+    (void)sstm_load_u64(W(1));
+    (void)sstm_load_u64(W(2));
+    sstm_store_u64(W(3), 1);
+    sstm_store_u64(W(4), 1);
+  SSTM_ATOMIC_END();
+  attempts = 0;
+  SSTM_ATOMIC_BEGIN(&tagged)
+    attempts++;
+    (void)sstm_load_u64(W(0));
+    if (attempts == 1)
+      sstm_restart();
+  SSTM_ATOMIC_END();
+  sstm_stats_t s;
+  CHECK_OK(sstm_stats_get(sstm_self(), &s));
+  CHECK_EQ_U(s.reads_total, 4);
+  CHECK_EQ_U(s.writes_total, 2);
+  CHECK_EQ_U(s.reads_max, 3);
+  CHECK_EQ_U(s.writes_max, 2);
+  CHECK_EQ_U(s.tags[5].commits, 2);
+  CHECK_EQ_U(s.tags[5].aborts, 1);
+  CHECK_EQ_U(s.tags[0].commits, 0);
+  sstm_test_fini();
+}
+
+TEST(basic_stats_leave_detail_zero) {
+  sstm_test_init();
+  sstm_attr_t tagged = {.tag = 5};
+  SSTM_ATOMIC_BEGIN(&tagged)
+    (void)sstm_load_u64(W(0));
+    sstm_store_u64(W(3), 1);
+  SSTM_ATOMIC_END();
+  sstm_stats_t s;
+  CHECK_OK(sstm_stats_get(sstm_self(), &s));
+  CHECK_EQ_U(s.reads_total, 0);
+  CHECK_EQ_U(s.writes_total, 0);
+  CHECK_EQ_U(s.tags[5].commits, 0);
+  CHECK_EQ_U(s.commits_update, 1);
+  sstm_test_fini();
+}
+
+TEST(dump_names_nonzero_reasons) {
+  sstm_test_init();
+  attempts = 0;
+  SSTM_ATOMIC_BEGIN(NULL)
+    attempts++;
+    if (attempts == 1)
+      sstm_restart();
+    sstm_store_u64(W(0), 1);
+  SSTM_ATOMIC_END();
+  FILE *f = tmpfile();
+  CHECK_NOT_NULL(f);
+  CHECK_OK(sstm_stats_dump(f));
+  long n = ftell(f);
+  CHECK_GT_I(n, 0);
+  rewind(f);
+  char *text = calloc(1, (size_t)n + 1);
+  CHECK_EQ_U(fread(text, 1, (size_t)n, f), (unsigned long long)n);
+  fclose(f);
+  CHECK_CONTAINS(text, sstm_abort_reason_name(SSTM_ABORT_USER_RETRY));
+  CHECK_NOT_CONTAINS(text, sstm_abort_reason_name(SSTM_ABORT_RO_EXTEND));
+  free(text);
+  sstm_test_fini();
+  CHECK_RC(sstm_stats_dump(stderr), SSTM_ESTATE);
+}
+
+SSTM_TEST_MAIN()

@@ -1,0 +1,460 @@
+/* Unit tests: transaction semantics on one thread: read-your-own-writes,
+ * rollback (restart, cancel), flat nesting, user callbacks, hooks, state
+ * queries, irrevocability basics. */
+#define _GNU_SOURCE
+#include <string.h>
+#include <unistd.h>
+
+#include "../common/txhelp.h"
+
+static uint64_t x, y, z;
+
+TEST(read_your_own_writes) {
+  sstm_test_init();
+  x = 1;
+  y = 2;
+  SSTM_ATOMIC_BEGIN(NULL)
+    CHECK_EQ_U(sstm_load_u64(&x), 1);
+    sstm_store_u64(&x, 10);
+    CHECK_EQ_U(sstm_load_u64(&x), 10);
+    sstm_store_u64(&x, 11);
+    CHECK_EQ_U(sstm_load_u64(&x), 11);
+    sstm_store_u64(&y, sstm_load_u64(&x) + sstm_load_u64(&y));
+    CHECK_EQ_U(sstm_load_u64(&y), 13);
+    CHECK_EQ_U(x, 1); /* memory untouched until commit */
+    CHECK_EQ_U(y, 2);
+  SSTM_ATOMIC_END();
+  CHECK_EQ_U(x, 11);
+  CHECK_EQ_U(y, 13);
+  sstm_test_fini();
+}
+
+static volatile int attempts;
+
+TEST(restart_discards_writes) {
+  sstm_test_init();
+  x = 5;
+  y = 0;
+  attempts = 0;
+  SSTM_ATOMIC_BEGIN(NULL)
+    attempts++;
+    CHECK_EQ_U(sstm_load_u64(&x), 5); /* the first attempt's write is gone */
+    sstm_store_u64(&x, 100 + (uint64_t)attempts);
+    if (attempts == 1)
+      sstm_restart();
+    sstm_store_u64(&y, (uint64_t)attempts);
+  SSTM_ATOMIC_END();
+  CHECK_EQ_I(attempts, 2);
+  CHECK_EQ_U(x, 102);
+  CHECK_EQ_U(y, 2);
+  sstm_stats_t s;
+  CHECK_OK(sstm_stats_get(sstm_self(), &s));
+  CHECK_EQ_U(s.aborts[SSTM_ABORT_USER_RETRY], 1);
+  CHECK_EQ_U(s.retries, 1);
+  CHECK_EQ_U(s.commits_update, 1);
+  sstm_test_fini();
+}
+
+static int fn_calls;
+static void fn_restart_once(void *arg) {
+  uint64_t *p = arg;
+  fn_calls++;
+  CHECK_EQ_U(sstm_load_u64(p), 0);
+  sstm_store_u64(p, (uint64_t)fn_calls);
+  if (fn_calls == 1)
+    sstm_restart();
+}
+
+TEST(restart_in_sstm_run) {
+  sstm_test_init();
+  x = 0;
+  fn_calls = 0;
+  CHECK_OK(sstm_run(NULL, fn_restart_once, &x));
+  CHECK_EQ_I(fn_calls, 2);
+  CHECK_EQ_U(x, 2);
+  sstm_test_fini();
+}
+
+static void fn_cancel(void *arg) {
+  uint64_t *p = arg;
+  fn_calls++;
+  sstm_store_u64(p, 999);
+  sstm_cancel();
+}
+
+TEST(cancel_discards_writes) {
+  sstm_test_init();
+  x = 7;
+  fn_calls = 0;
+  CHECK_RC(sstm_run(NULL, fn_cancel, &x), SSTM_ECANCELED);
+  CHECK_EQ_I(fn_calls, 1); /* not retried */
+  CHECK_EQ_U(x, 7);
+  CHECK_FALSE(sstm_in_tx());
+  /* inline form: control goes to the end of the block */
+  static volatile int after_cancel;
+  after_cancel = 0;
+  attempts = 0;
+  SSTM_ATOMIC_BEGIN(NULL)
+    attempts++;
+    sstm_store_u64(&x, 1234);
+    sstm_cancel();
+    after_cancel = 1;
+  SSTM_ATOMIC_END();
+  CHECK_EQ_I(attempts, 1);
+  CHECK_EQ_I(after_cancel, 0);
+  CHECK_EQ_U(x, 7);
+  CHECK_FALSE(sstm_in_tx());
+  sstm_stats_t s;
+  CHECK_OK(sstm_stats_get(sstm_self(), &s));
+  CHECK_EQ_U(s.aborts[SSTM_ABORT_USER_CANCEL], 2);
+  CHECK_EQ_U(s.commits_update + s.commits_ro, 0);
+  /* the descriptor is usable afterwards */
+  tx_store_u64(&x, 8);
+  CHECK_EQ_U(x, 8);
+  sstm_test_fini();
+}
+
+static void inner_store(void *arg) {
+  (void)arg;
+  CHECK_TRUE(sstm_in_tx());
+  sstm_store_u64(&y, 20);
+  CHECK_EQ_U(sstm_load_u64(&x), 10); /* sees the outer write */
+}
+static void inner_cancel(void *arg) {
+  (void)arg;
+  sstm_store_u64(&z, 30);
+  sstm_cancel();
+}
+
+TEST(flat_nesting) {
+  sstm_test_init();
+  x = y = z = 0;
+  uint64_t outer_txid = 0;
+  SSTM_ATOMIC_BEGIN(NULL)
+    outer_txid = sstm_txid();
+    CHECK_NE_U(outer_txid, 0);
+    sstm_store_u64(&x, 10);
+    CHECK_OK(sstm_run(NULL, inner_store, NULL));
+    CHECK_TRUE(sstm_in_tx()); /* inner commit only left one level */
+    CHECK_EQ_U(sstm_txid(), outer_txid);
+    CHECK_EQ_U(y, 0);         /* inner commit published nothing */
+    CHECK_EQ_U(sstm_load_u64(&y), 20);
+    SSTM_ATOMIC_BEGIN(NULL)
+      CHECK_EQ_U(sstm_txid(), outer_txid);
+      sstm_store_u64(&z, 5);
+    SSTM_ATOMIC_END();
+    CHECK_TRUE(sstm_in_tx());
+    CHECK_EQ_U(z, 0);
+  SSTM_ATOMIC_END();
+  CHECK_FALSE(sstm_in_tx());
+  CHECK_EQ_U(x, 10);
+  CHECK_EQ_U(y, 20);
+  CHECK_EQ_U(z, 5);
+
+  /* an inner restart restarts the outermost transaction */
+  attempts = 0;
+  static volatile int outer_runs;
+  outer_runs = 0;
+  x = y = z = 0;
+  SSTM_ATOMIC_BEGIN(NULL)
+    outer_runs++;
+    sstm_store_u64(&x, 1);
+    SSTM_ATOMIC_BEGIN(NULL)
+      attempts++;
+      CHECK_EQ_U(sstm_load_u64(&y), 0);
+      sstm_store_u64(&y, 2);
+      if (attempts == 1)
+        sstm_restart();
+    SSTM_ATOMIC_END();
+  SSTM_ATOMIC_END();
+  CHECK_EQ_I(outer_runs, 2);
+  CHECK_EQ_I(attempts, 2);
+  CHECK_EQ_U(x, 1);
+  CHECK_EQ_U(y, 2);
+
+  /* an inner cancel abandons the whole transaction, outer writes included */
+  x = y = z = 0;
+  static volatile int reached_end;
+  reached_end = 0;
+  SSTM_ATOMIC_BEGIN(NULL)
+    sstm_store_u64(&x, 1);
+    (void)sstm_run(NULL, inner_cancel, NULL);
+    reached_end = 1;
+  SSTM_ATOMIC_END();
+  CHECK_EQ_I(reached_end, 0);
+  CHECK_FALSE(sstm_in_tx());
+  CHECK_EQ_U(x, 0);
+  CHECK_EQ_U(z, 0);
+  sstm_test_fini();
+}
+
+/* ---- user callbacks ----------------------------------------------------- */
+
+static char seq[64];
+static int nseq;
+static void rec_cb(void *arg) {
+  CHECK_FALSE(sstm_in_tx()); /* run outside the transaction */
+  CHECK_LT_I(nseq, (int)sizeof seq - 1);
+  seq[nseq++] = (char)(uintptr_t)arg;
+  seq[nseq] = 0;
+}
+
+TEST(on_commit_on_abort_order) {
+  sstm_test_init();
+  nseq = 0;
+  seq[0] = 0;
+  attempts = 0;
+  SSTM_ATOMIC_BEGIN(NULL)
+    attempts++;
+    if (attempts == 1) {
+      CHECK_OK(sstm_on_commit(rec_cb, (void *)'c'));
+      CHECK_OK(sstm_on_abort(rec_cb, (void *)'A'));
+      CHECK_OK(sstm_on_commit(rec_cb, (void *)'d'));
+      CHECK_OK(sstm_on_abort(rec_cb, (void *)'B'));
+      CHECK_OK(sstm_on_abort(rec_cb, (void *)'C'));
+      sstm_restart();
+    }
+    CHECK_EQ_STR(seq, "ABC"); /* aborted attempt's on_abort ran, in order */
+    CHECK_OK(sstm_on_commit(rec_cb, (void *)'x'));
+    CHECK_OK(sstm_on_abort(rec_cb, (void *)'Z'));
+    CHECK_OK(sstm_on_commit(rec_cb, (void *)'y'));
+    sstm_store_u64(&x, 1);
+    CHECK_EQ_STR(seq, "ABC"); /* nothing runs before commit */
+  SSTM_ATOMIC_END();
+  /* the aborted attempt's on_commit actions were discarded; the committed
+   * attempt's on_abort ones did not run */
+  CHECK_EQ_STR(seq, "ABCxy");
+  CHECK_RC(sstm_on_commit(rec_cb, (void *)'q'), SSTM_ENOTX);
+  CHECK_RC(sstm_on_abort(rec_cb, (void *)'q'), SSTM_ENOTX);
+
+  /* cancel rolls back: on_abort actions run, on_commit ones do not */
+  nseq = 0;
+  seq[0] = 0;
+  SSTM_ATOMIC_BEGIN(NULL)
+    CHECK_OK(sstm_on_commit(rec_cb, (void *)'n'));
+    CHECK_OK(sstm_on_abort(rec_cb, (void *)'K'));
+    sstm_cancel();
+  SSTM_ATOMIC_END();
+  CHECK_EQ_STR(seq, "K");
+
+  /* nested registration belongs to the outer transaction */
+  nseq = 0;
+  seq[0] = 0;
+  SSTM_ATOMIC_BEGIN(NULL)
+    CHECK_OK(sstm_on_commit(rec_cb, (void *)'1'));
+    SSTM_ATOMIC_BEGIN(NULL)
+      CHECK_OK(sstm_on_commit(rec_cb, (void *)'2'));
+    SSTM_ATOMIC_END();
+    CHECK_EQ_STR(seq, ""); /* inner commit runs nothing */
+    CHECK_OK(sstm_on_commit(rec_cb, (void *)'3'));
+  SSTM_ATOMIC_END();
+  CHECK_EQ_STR(seq, "123");
+
+  /* many callbacks (past any small inline array) keep their order */
+  nseq = 0;
+  seq[0] = 0;
+  SSTM_ATOMIC_BEGIN(NULL)
+    for (int i = 0; i < 40; i++)
+      CHECK_OK(sstm_on_commit(rec_cb, (void *)(uintptr_t)('0' + i)));
+  SSTM_ATOMIC_END();
+  CHECK_EQ_I(nseq, 40);
+  for (int i = 0; i < 40; i++)
+    CHECK_EQ_I(seq[i], '0' + i);
+  sstm_test_fini();
+}
+
+/* A callback may start a new transaction (it runs outside the old one). */
+static void cb_starts_tx(void *arg) {
+  (void)arg;
+  tx_store_u64(&z, 77);
+}
+TEST(callback_may_run_transaction) {
+  sstm_test_init();
+  z = 0;
+  SSTM_ATOMIC_BEGIN(NULL)
+    CHECK_OK(sstm_on_commit(cb_starts_tx, NULL));
+    sstm_store_u64(&x, 1);
+  SSTM_ATOMIC_END();
+  CHECK_EQ_U(z, 77);
+  sstm_test_fini();
+}
+
+/* ---- hooks --------------------------------------------------------------- */
+
+#define MAXEV 64
+static struct {
+  char kind;
+  uint64_t txid;
+  sstm_abort_reason_t reason;
+  uintptr_t arg;
+} ev[MAXEV];
+static int nev;
+
+static void push(char k, uint64_t txid, sstm_abort_reason_t r, void *arg) {
+  CHECK_LT_I(nev, MAXEV);
+  ev[nev].kind = k;
+  ev[nev].txid = txid;
+  ev[nev].reason = r;
+  ev[nev].arg = (uintptr_t)arg;
+  nev++;
+}
+static void h_thread_init(void *arg) { push('I', 0, 0, arg); }
+static void h_thread_exit(void *arg) { push('E', 0, 0, arg); }
+static void h_begin(void *arg, uint64_t txid) {
+  CHECK_TRUE(sstm_in_tx());
+  CHECK_EQ_U(sstm_txid(), txid);
+  push('b', txid, 0, arg);
+}
+static void h_commit(void *arg, uint64_t txid) { push('c', txid, 0, arg); }
+static void h_abort(void *arg, uint64_t txid, sstm_abort_reason_t r) { push('a', txid, r, arg); }
+
+static const sstm_hooks_t HOOKS = {h_thread_init, h_thread_exit, h_begin, h_commit, h_abort};
+
+TEST(hooks_see_events_in_order) {
+  sstm_config_t c;
+  sstm_test_config(&c);
+  CHECK_OK(sstm_init(&c));
+  int h = sstm_hooks_add(&HOOKS, (void *)0x42);
+  CHECK_GE_I(h, 0);
+  nev = 0;
+  CHECK_OK(sstm_thread_init());
+  CHECK_EQ_I(nev, 1);
+  CHECK_EQ_I(ev[0].kind, 'I');
+  CHECK_EQ_X(ev[0].arg, 0x42);
+
+  nev = 0;
+  attempts = 0;
+  SSTM_ATOMIC_BEGIN(NULL)
+    attempts++;
+    sstm_store_u64(&x, 1);
+    if (attempts == 1)
+      sstm_restart();
+  SSTM_ATOMIC_END();
+  CHECK_EQ_I(nev, 4);
+  CHECK_EQ_I(ev[0].kind, 'b');
+  CHECK_EQ_I(ev[1].kind, 'a');
+  CHECK_EQ_I(ev[1].reason, SSTM_ABORT_USER_RETRY);
+  CHECK_EQ_U(ev[1].txid, ev[0].txid);
+  CHECK_EQ_I(ev[2].kind, 'b');
+  CHECK_GT_U(ev[2].txid, ev[0].txid); /* ids grow with every attempt */
+  CHECK_EQ_I(ev[3].kind, 'c');
+  CHECK_EQ_U(ev[3].txid, ev[2].txid);
+  CHECK_EQ_U(sstm_desc_txid(sstm_self()), ev[3].txid);
+
+  /* cancel reports an abort with reason user-cancel */
+  nev = 0;
+  SSTM_ATOMIC_BEGIN(NULL)
+    sstm_cancel();
+  SSTM_ATOMIC_END();
+  CHECK_EQ_I(nev, 2);
+  CHECK_EQ_I(ev[1].kind, 'a');
+  CHECK_EQ_I(ev[1].reason, SSTM_ABORT_USER_CANCEL);
+
+  /* nesting: one begin, one commit */
+  nev = 0;
+  SSTM_ATOMIC_BEGIN(NULL)
+    SSTM_ATOMIC_BEGIN(NULL)
+      sstm_store_u64(&x, 2);
+    SSTM_ATOMIC_END();
+  SSTM_ATOMIC_END();
+  CHECK_EQ_I(nev, 2);
+  CHECK_EQ_I(ev[0].kind, 'b');
+  CHECK_EQ_I(ev[1].kind, 'c');
+
+  /* two hook sets: both called */
+  int h2 = sstm_hooks_add(&HOOKS, (void *)0x43);
+  CHECK_GE_I(h2, 0);
+  CHECK_NE_I(h2, h);
+  nev = 0;
+  tx_store_u64(&x, 3);
+  CHECK_EQ_I(nev, 4);
+  CHECK_OK(sstm_hooks_remove(h2));
+  CHECK_RC(sstm_hooks_remove(h2), SSTM_EINVAL);
+  CHECK_RC(sstm_hooks_remove(12345), SSTM_EINVAL);
+  CHECK_RC(sstm_hooks_add(NULL, NULL), SSTM_EINVAL);
+
+  nev = 0;
+  CHECK_OK(sstm_thread_exit());
+  CHECK_EQ_I(nev, 1);
+  CHECK_EQ_I(ev[0].kind, 'E');
+  CHECK_OK(sstm_hooks_remove(h));
+  nev = 0;
+  CHECK_OK(sstm_thread_init());
+  tx_store_u64(&x, 4);
+  CHECK_EQ_I(nev, 0); /* removed: no more events */
+  sstm_test_fini();
+}
+
+TEST(hooks_limit) {
+  sstm_test_init();
+  static const sstm_hooks_t empty = {0};
+  int handles[SSTM_MAX_HOOKS];
+  for (int i = 0; i < SSTM_MAX_HOOKS; i++) {
+    handles[i] = sstm_hooks_add(&empty, NULL);
+    CHECK_GE_I(handles[i], 0);
+  }
+  CHECK_RC(sstm_hooks_add(&empty, NULL), SSTM_ELIMIT);
+  CHECK_OK(sstm_hooks_remove(handles[3]));
+  CHECK_GE_I(sstm_hooks_add(&empty, NULL), 0);
+  sstm_test_fini();
+}
+
+/* ---- state queries and ids --------------------------------------------- */
+
+TEST(state_queries_and_txids) {
+  sstm_test_init();
+  CHECK_FALSE(sstm_in_tx());
+  CHECK_FALSE(sstm_is_irrevocable());
+  CHECK_EQ_U(sstm_txid(), 0);
+  static volatile uint64_t last;
+  last = 0;
+  for (int i = 0; i < 5; i++) {
+    SSTM_ATOMIC_BEGIN(NULL)
+      CHECK_TRUE(sstm_in_tx());
+      CHECK_FALSE(sstm_is_irrevocable());
+      CHECK_GT_U(sstm_txid(), last);
+      last = sstm_txid();
+    SSTM_ATOMIC_END();
+  }
+  CHECK_FALSE(sstm_in_tx());
+  CHECK_EQ_U(sstm_txid(), 0);
+  sstm_desc_t *d = sstm_self();
+  CHECK_EQ_I(sstm_desc_tid(d), gettid());
+  sstm_test_fini();
+}
+
+TEST(irrevocable_basics) {
+  sstm_test_init();
+  x = 0;
+  sstm_attr_t a = {.irrevocable = true};
+  attempts = 0;
+  SSTM_ATOMIC_BEGIN(&a)
+    attempts++;
+    CHECK_TRUE(sstm_is_irrevocable());
+    sstm_store_u64(&x, sstm_load_u64(&x) + 1);
+  SSTM_ATOMIC_END();
+  CHECK_EQ_I(attempts, 1);
+  CHECK_EQ_U(x, 1);
+
+  /* becoming irrevocable after accesses restarts once */
+  attempts = 0;
+  SSTM_ATOMIC_BEGIN(NULL)
+    attempts++;
+    sstm_store_u64(&x, sstm_load_u64(&x) + 1);
+    CHECK_OK(sstm_become_irrevocable());
+    CHECK_TRUE(sstm_is_irrevocable());
+    CHECK_OK(sstm_become_irrevocable()); /* already: no-op */
+  SSTM_ATOMIC_END();
+  CHECK_GE_I(attempts, 1);
+  CHECK_LE_I(attempts, 2);
+  CHECK_EQ_U(x, 2);
+  CHECK_FALSE(sstm_is_irrevocable());
+  CHECK_RC(sstm_become_irrevocable(), SSTM_ENOTX);
+  sstm_stats_t s;
+  CHECK_OK(sstm_stats_get(sstm_self(), &s));
+  CHECK_EQ_U(s.commits_irrevocable, 2);
+  CHECK_EQ_U(s.aborts[SSTM_ABORT_IRREVOCABLE], (uint64_t)(attempts - 1));
+  sstm_test_fini();
+}
+
+SSTM_TEST_MAIN()
