@@ -58,8 +58,10 @@ def _rate_formatter():
     return FuncFormatter(fmt)
 
 
-def _draw(ax, records, workload, variants, field, styles):
-    """One line per variant; returns True if anything was drawn."""
+def _draw(ax, records, workload, variants, field, styles, reference_lines=False):
+    """One line per variant; returns True if anything was drawn. With
+    reference_lines, a variant measured at 1 thread only (sequential) is
+    also drawn as a dashed horizontal reference."""
     drawn = False
     for v in variants:
         pts = series(records, workload, v, field)
@@ -67,6 +69,8 @@ def _draw(ax, records, workload, variants, field, styles):
             continue
         xs = [p[0] for p in pts]
         color, marker = styles[v]
+        if reference_lines and xs == [1]:
+            ax.axhline(pts[0][1], color=color, linestyle="--", linewidth=1, alpha=0.7)
         ax.plot(xs, [p[1] for p in pts], marker=marker, color=color, label=v,
                 linewidth=1.6, markersize=5)
         if len(pts) > 1:
@@ -124,7 +128,7 @@ def plot_records(records, out_path, abort_metric="abort_ratio", title=None):
 
 
 def _panel_throughput(ax, records, workload, variants, styles, threads):
-    _draw(ax, records, workload, variants, "commits_per_s", styles)
+    _draw(ax, records, workload, variants, "commits_per_s", styles, reference_lines=True)
     ax.set_title(summary.workload_label(workload), fontsize=10)
     ax.set_ylabel("commits/s")
     ax.set_ylim(bottom=0)
