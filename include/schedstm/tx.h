@@ -31,6 +31,7 @@
 #define SCHEDSTM_TX_H
 
 #include <schedstm/common.h>
+#include <schedstm/inline.h>
 
 SSTM_EXTERN_C_BEGIN
 
@@ -137,6 +138,26 @@ SSTM_API int sstm_on_abort(void (*fn)(void *arg), void *arg);
  * call the misuse handler (default: message on stderr, then abort()).
  * Any alignment is accepted; naturally aligned accesses are the fast path.
  * A float is accessed as 4 bytes, a double as 8 (bit-exact). */
+#if defined(SSTM_INLINE_BARRIERS)
+/* Inline read fast path: see <schedstm/inline.h>. */
+static inline uint8_t sstm_load_u8(const uint8_t *a) { return (uint8_t)sstm__load_inline(a, 1); }
+static inline uint16_t sstm_load_u16(const uint16_t *a) { return (uint16_t)sstm__load_inline(a, 2); }
+static inline uint32_t sstm_load_u32(const uint32_t *a) { return (uint32_t)sstm__load_inline(a, 4); }
+static inline uint64_t sstm_load_u64(const uint64_t *a) { return sstm__load_inline(a, 8); }
+static inline void *sstm_load_ptr(void *const *a) { return (void *)(uintptr_t)sstm__load_inline(a, 8); }
+static inline float sstm_load_float(const float *a) {
+  uint32_t b = (uint32_t)sstm__load_inline(a, 4);
+  float f;
+  __builtin_memcpy(&f, &b, 4);
+  return f;
+}
+static inline double sstm_load_double(const double *a) {
+  uint64_t b = sstm__load_inline(a, 8);
+  double d;
+  __builtin_memcpy(&d, &b, 8);
+  return d;
+}
+#else
 SSTM_API uint8_t sstm_load_u8(const uint8_t *addr);
 SSTM_API uint16_t sstm_load_u16(const uint16_t *addr);
 SSTM_API uint32_t sstm_load_u32(const uint32_t *addr);
@@ -144,6 +165,7 @@ SSTM_API uint64_t sstm_load_u64(const uint64_t *addr);
 SSTM_API void *sstm_load_ptr(void *const *addr);
 SSTM_API float sstm_load_float(const float *addr);
 SSTM_API double sstm_load_double(const double *addr);
+#endif
 
 SSTM_API void sstm_store_u8(uint8_t *addr, uint8_t v);
 SSTM_API void sstm_store_u16(uint16_t *addr, uint16_t v);

@@ -44,7 +44,8 @@ enum sstm_variant {
   SSTM_V_CTL = 1,   /* commit-time locking, redo log */
   SSTM_V_RO = 2,    /* declared read-only first attempt: no read set */
   SSTM_V_IRREV = 3, /* irrevocable: direct reads, in-place locked writes */
-  SSTM_V_SAMPLE = 4 /* flag: sampling hook active */
+  SSTM_V_SAMPLE = 4, /* flag: sampling hook active */
+  SSTM_V_NONE = SSTM__V_NONE /* no transaction (depth 0) */
 };
 
 typedef struct sstm_ptrvec {

@@ -75,6 +75,7 @@ static struct sstm_desc *desc_new(unsigned slot) {
     return NULL;
   }
   d->slot = slot;
+  d->variant = SSTM_V_NONE;
   d->locks = sstm__g.locks;
   d->lock_mask = sstm__g.lock_mask;
   d->stripe_shift = (uint8_t)sstm__g.stripe_shift;

@@ -111,7 +111,9 @@ void __asan_handle_no_return(void);
 #define SSTM_ASAN_NO_RETURN() ((void)0)
 #endif
 
-__thread struct sstm_desc *sstm__cur __attribute__((tls_model("initial-exec")));
+/* The only thread-local state: the current descriptor. Exported for the
+ * inline fast path (schedstm/inline.h). */
+SSTM_API __thread struct sstm_desc *sstm__cur __attribute__((tls_model("initial-exec")));
 
 static __attribute__((noreturn)) void abort_tx(struct sstm_desc *tx, sstm_abort_reason_t r,
                                                const sstm_party_t *other);
@@ -408,32 +410,18 @@ static SSTM_NOINLINE uint64_t load_slow(struct sstm_desc *tx, const void *addr, 
   }
 }
 
-/* The read barrier: a leaf fast path for an unlocked stripe whose version
- * the snapshot covers (the same seqlock read as load_slow, argument 1);
- * anything else starts over in load_slow. */
+/* The read barrier: the leaf fast path of <schedstm/inline.h> (an unlocked
+ * stripe whose version the snapshot covers; the same seqlock read as
+ * load_slow, argument 1); anything else starts over in load_slow. */
 SSTM_INLINE uint64_t tx_load(struct sstm_desc *tx, const void *addr, unsigned size, unsigned V) {
   const unsigned kind = V & 3;
   barrier_prologue(tx, addr, false, V);
   if (kind == SSTM_V_IRREV) return mem_load(addr, size); /* nobody else commits (7) */
   if (kind == SSTM_V_CTL && (tx->ws.bloom & sstm_bloom_bit((uintptr_t)addr & ~(uintptr_t)7)))
     return load_slow(tx, addr, size, kind);
-  _Atomic uint64_t *lk = sstm__lock_for(tx, addr);
-  uint64_t l = atomic_load_explicit(lk, memory_order_acquire); /* as in load_slow */
-  if (SSTM_LIKELY(!sstm_lw_locked(l))) {
-    uint64_t v = mem_load(addr, size);
-    atomic_thread_fence(memory_order_acquire); /* as in load_slow */
-    uint64_t l2 = atomic_load_explicit(lk, memory_order_relaxed);
-    if (SSTM_LIKELY(l2 == l && sstm_lw_version(l) <= tx->end)) {
-      if (kind == SSTM_V_RO) return v;
-      uint32_t n = tx->rs.n;
-      if (SSTM_LIKELY(n < tx->rs.cap)) {
-        tx->rs.e[n] = (sstm_r_entry_t){lk, l};
-        /* n is read by contention managers of other threads (relaxed). */
-        __atomic_store_n(&tx->rs.n, n + 1, __ATOMIC_RELAXED);
-        return v;
-      }
-    }
-  }
+  uint64_t v;
+  if (SSTM_LIKELY(sstm__load_fast((sstm__fast_t *)(void *)tx, addr, size, kind != SSTM_V_RO, &v)))
+    return v;
   return load_slow(tx, addr, size, kind);
 }
 
@@ -501,16 +489,19 @@ SSTM_INLINE void tx_store(struct sstm_desc *tx, void *addr, uint64_t val, unsign
   if (SSTM_UNLIKELY(!sstm_wset_put(&tx->ws, word, wv, bm))) oom();
 }
 
-/* Dispatch once per access on the attempt's variant. ETL, the default, is
- * tested first; the others go through a jump table. */
+/* Dispatch once per access on the attempt's variant. ETL (the default) and
+ * declared read-only attempts are tested first; the others go through a
+ * jump table. */
 #define SSTM_VARIANTS(X)                                                                           \
-  X(SSTM_V_CTL)                                                                                    \
+  X(SSTM_V_ETL) X(SSTM_V_CTL)                                                                      \
   X(SSTM_V_RO) X(SSTM_V_IRREV) X(SSTM_V_ETL | SSTM_V_SAMPLE) X(SSTM_V_CTL | SSTM_V_SAMPLE)         \
       X(SSTM_V_RO | SSTM_V_SAMPLE) X(SSTM_V_IRREV | SSTM_V_SAMPLE)
 
 SSTM_INLINE uint64_t dispatch_load(struct sstm_desc *tx, const void *addr, unsigned size) {
-  if (SSTM_LIKELY(tx->variant == SSTM_V_ETL)) return tx_load(tx, addr, size, SSTM_V_ETL);
-  switch (tx->variant) {
+  unsigned var = tx->variant;
+  if (SSTM_LIKELY(var == SSTM_V_ETL)) return tx_load(tx, addr, size, SSTM_V_ETL);
+  if (SSTM_LIKELY(var == SSTM_V_RO)) return tx_load(tx, addr, size, SSTM_V_RO);
+  switch (var) {
 #define X(v)                                                                                       \
   case v: return tx_load(tx, addr, size, v);
     SSTM_VARIANTS(X)
@@ -568,15 +559,29 @@ static SSTM_NOINLINE void store_bytes(struct sstm_desc *tx, void *dst, const voi
 
 #define SSTM_IN_TX(tx) SSTM_LIKELY((tx) != NULL && (tx)->depth != 0)
 
+/* The general read entry: misuse, alignment, variant dispatch. The public
+ * loads and the inline fast path of <schedstm/inline.h> end up here. */
+SSTM_API uint64_t sstm__load_slow(const void *addr, unsigned size) {
+  struct sstm_desc *tx = sstm__cur;
+  if (!SSTM_IN_TX(tx)) return misuse_access("transactional load");
+  if (SSTM_UNLIKELY((uintptr_t)addr & (size - 1))) {
+    uint64_t v = 0;
+    load_bytes(tx, &v, addr, size);
+    return v;
+  }
+  switch (size) {
+  case 1: return dispatch_load(tx, addr, 1);
+  case 2: return dispatch_load(tx, addr, 2);
+  case 4: return dispatch_load(tx, addr, 4);
+  default: return dispatch_load(tx, addr, 8);
+  }
+}
+
 #define DEFINE_INT_BARRIERS(T, S, suffix)                                                          \
   SSTM_API T sstm_load_##suffix(const T *addr) {                                                   \
     struct sstm_desc *tx = sstm__cur;                                                              \
     if (!SSTM_IN_TX(tx)) return (T)misuse_access("sstm_load_" #suffix);                            \
-    if (SSTM_UNLIKELY((uintptr_t)addr & (S - 1))) {                                                \
-      T v;                                                                                         \
-      load_bytes(tx, &v, addr, S);                                                                 \
-      return v;                                                                                    \
-    }                                                                                              \
+    if (SSTM_UNLIKELY((uintptr_t)addr & (S - 1))) return (T)sstm__load_slow(addr, S);              \
     return (T)dispatch_load(tx, addr, S);                                                          \
   }                                                                                                \
   SSTM_API void sstm_store_##suffix(T *addr, T v) {                                                \
@@ -808,6 +813,7 @@ static __attribute__((noreturn)) void abort_tx(struct sstm_desc *tx, sstm_abort_
     sstm__hooks_abort(tx->serial, r);
   if (r == SSTM_ABORT_USER_CANCEL) {
     tx->depth = 0;
+    tx->variant = SSTM_V_NONE;
     SSTM_ASAN_NO_RETURN();
     sstm__ckpt_restore(&tx->ckpt, SSTM__CKPT_CANCEL);
   }
@@ -912,6 +918,7 @@ SSTM_API int sstm_commit(void) {
     atomic_store_explicit(&tx->status, sstm_st_make(tx->serial, SSTM_ST_IDLE),
                           memory_order_release);
   }
+  tx->variant = SSTM_V_NONE;
   sstm__ctr_add(update ? &tx->ctr.commits_update : &tx->ctr.commits_ro, 1);
   if (SSTM_UNLIKELY(tx->retries)) sstm__ctr_max(&tx->ctr.max_retries, tx->retries);
   if (sstm__g.cfg.stats == SSTM_STATS_DETAILED) {
@@ -1016,5 +1023,19 @@ static int add_action(void (*fn)(void *), void *arg, bool on_commit) {
 SSTM_API int sstm_on_commit(void (*fn)(void *), void *arg) { return add_action(fn, arg, true); }
 SSTM_API int sstm_on_abort(void (*fn)(void *), void *arg) { return add_action(fn, arg, false); }
 
-_Static_assert(offsetof(struct sstm_desc, rs) + sizeof(sstm_rset_t) <= SSTM_CACHELINE,
+/* The descriptor prefix read by the inline fast path (<schedstm/inline.h>). */
+#define SSTM_SAME_FIELD(f)                                                                         \
+  _Static_assert(offsetof(struct sstm_desc, f) == offsetof(sstm__fast_t, f), "fast layout: " #f)
+SSTM_SAME_FIELD(variant);
+SSTM_SAME_FIELD(stripe_shift);
+SSTM_SAME_FIELD(depth);
+SSTM_SAME_FIELD(end);
+SSTM_SAME_FIELD(locks);
+SSTM_SAME_FIELD(lock_mask);
+SSTM_SAME_FIELD(rs.e);
+SSTM_SAME_FIELD(rs.n);
+SSTM_SAME_FIELD(rs.cap);
+_Static_assert(sizeof(sstm_r_entry_t) == sizeof(struct sstm__rentry), "read entry layout");
+_Static_assert(SSTM_V_ETL == SSTM__V_ETL && SSTM_V_RO == SSTM__V_RO, "variant numbering");
+_Static_assert(sizeof(sstm__fast_t) <= SSTM_CACHELINE,
                "the read fast path must touch one descriptor cache line");

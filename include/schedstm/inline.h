@@ -1,0 +1,110 @@
+/* schedstm: the read barrier's fast path, shared by the library and, on
+ * request, inlined into application code.
+ *
+ * Define SSTM_INLINE_BARRIERS before including <schedstm/schedstm.h> and the
+ * typed loads (sstm_load_u8 ... sstm_load_double, sstm_load_ptr) become
+ * static inline functions: the common case (an unlocked word whose version
+ * the snapshot covers) runs inline, everything else calls into the library.
+ * This is the opt-in fast mode in the manner of liburcu's _LGPL_SOURCE: the
+ * descriptor prefix below is then part of the binary interface between your
+ * objects and the library, so rebuild them when the library's major version
+ * changes. Without the macro the loads are ordinary calls.
+ *
+ * The fast path is the seqlock read of argument (1) in src/core/stm.c: lock
+ * word (acquire), data (relaxed), acquire fence, lock word again (relaxed);
+ * accept if unchanged, unlocked, and version <= snapshot end.
+ */
+#ifndef SCHEDSTM_INLINE_H
+#define SCHEDSTM_INLINE_H
+
+#include <schedstm/common.h>
+
+SSTM_EXTERN_C_BEGIN
+
+struct sstm_desc;
+
+/* The first cache line of every descriptor (checked against the internal
+ * layout by static assertions in the library). */
+typedef struct sstm__fast {
+  uint8_t variant;      /* 0: ETL, 1: CTL, 2: read-only, 3: irrevocable,
+                           | 4: sampling; 0x80: no transaction */
+  uint8_t design;
+  uint8_t stripe_shift;
+  uint8_t pad0;
+  uint32_t depth;
+  uint64_t end;         /* snapshot upper bound */
+  uint64_t owner_lw;
+  uint64_t status;      /* atomic inside the library; not used here */
+  uint64_t *locks;
+  uint64_t lock_mask;
+  struct {
+    struct sstm__rentry {
+      uint64_t *lock;
+      uint64_t lw;
+    } *e;
+    uint32_t n, cap;
+  } rs;
+} sstm__fast_t;
+
+#define SSTM__V_ETL 0
+#define SSTM__V_RO 2
+#define SSTM__V_NONE 0x80
+
+/* Fast path of a naturally aligned read of `size` bytes. Returns true and
+ * stores the value in *out on success; false means "take the slow path"
+ * (nothing was recorded). `log` says whether to append to the read set. */
+static inline __attribute__((always_inline)) bool
+sstm__load_fast(sstm__fast_t *f, const void *addr, unsigned size, bool log, uint64_t *out) {
+  uint64_t *lk = &f->locks[((uintptr_t)addr >> f->stripe_shift) & f->lock_mask];
+  /* acquire: pairs with the committer's release of the lock word. */
+  uint64_t l = __atomic_load_n(lk, __ATOMIC_ACQUIRE);
+  if (__builtin_expect(l & 1, 0)) return false;
+  uint64_t v;
+  switch (size) {
+  case 1: v = __atomic_load_n((const uint8_t *)addr, __ATOMIC_RELAXED); break;
+  case 2: v = __atomic_load_n((const uint16_t *)addr, __ATOMIC_RELAXED); break;
+  case 4: v = __atomic_load_n((const uint32_t *)addr, __ATOMIC_RELAXED); break;
+  default: v = __atomic_load_n((const uint64_t *)addr, __ATOMIC_RELAXED); break;
+  }
+  /* acquire fence: the re-check cannot see a lock word older than the data
+   * (pairs with the committer's release fence before write-back). */
+  __atomic_thread_fence(__ATOMIC_ACQUIRE);
+  if (__builtin_expect(__atomic_load_n(lk, __ATOMIC_RELAXED) != l || (l >> 1) > f->end, 0))
+    return false;
+  if (log) {
+    uint32_t n = f->rs.n;
+    if (__builtin_expect(n >= f->rs.cap, 0)) return false;
+    f->rs.e[n].lock = lk;
+    f->rs.e[n].lw = l;
+    /* relaxed store: contention managers of other threads read n. */
+    __atomic_store_n(&f->rs.n, n + 1, __ATOMIC_RELAXED);
+  }
+  *out = v;
+  return true;
+}
+
+/* The general read (any variant, alignment, or misuse), exported. */
+SSTM_API uint64_t sstm__load_slow(const void *addr, unsigned size);
+
+#if defined(SSTM_INLINE_BARRIERS)
+extern __thread struct sstm_desc *sstm__cur __attribute__((tls_model("initial-exec")));
+
+static inline __attribute__((always_inline)) uint64_t sstm__load_inline(const void *addr,
+                                                                        unsigned size) {
+  sstm__fast_t *f = (sstm__fast_t *)(void *)sstm__cur;
+  uint64_t v;
+  if (__builtin_expect(f != NULL, 1)) {
+    unsigned var = f->variant;
+    if (__builtin_expect((var == SSTM__V_ETL || var == SSTM__V_RO) &&
+                             ((uintptr_t)addr & (size - 1)) == 0 &&
+                             sstm__load_fast(f, addr, size, var == SSTM__V_ETL, &v),
+                         1))
+      return v;
+  }
+  return sstm__load_slow(addr, size);
+}
+#endif
+
+SSTM_EXTERN_C_END
+
+#endif /* SCHEDSTM_INLINE_H */
