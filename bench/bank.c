@@ -131,12 +131,12 @@ static void *worker_main(void *arg) {
   worker_t *w = arg;
   bench_rng_t rng;
   bench_rng_seed(&rng, w->opt->seed, w->id + 1);
-  tm_thread_enter();
+  TM_THREAD_ENTER();
   bench_gate_wait(w->gate);
   while (!bench_gate_stopped(w->gate))
     do_operation(w, &rng);
   tm_thread_counts(&w->res.counts);
-  tm_thread_exit();
+  TM_THREAD_EXIT();
   return NULL;
 }
 

@@ -16,6 +16,7 @@
 #include "bench_report.h"
 #include "bench_util.h"
 #include "intset.h"
+#include "tm.h"
 #include "tm_runtime.h"
 
 typedef struct options {
@@ -126,7 +127,7 @@ static void *worker_main(void *arg) {
   long n = o->threads;
   bench_rng_t rng;
   bench_rng_seed(&rng, o->seed, 7 + w->id);
-  tm_thread_enter();
+  TM_THREAD_ENTER();
   bench_gate_wait(w->gate);
   for (long i = 0; i < o->ops; i++) {
     /* a key this thread owns: key % n == id */
@@ -135,7 +136,7 @@ static void *worker_main(void *arg) {
         w->mismatches++ == 0)
       w->first_bad_key = key;
   }
-  tm_thread_exit();
+  TM_THREAD_EXIT();
   return NULL;
 }
 

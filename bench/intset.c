@@ -15,6 +15,7 @@
 #include "bench_report.h"
 #include "bench_util.h"
 #include "intset.h"
+#include "tm.h"
 #include "tm_runtime.h"
 
 #define MAX_THREADS 1024
@@ -132,12 +133,12 @@ static void *worker_main(void *arg) {
   bench_rng_t rng;
   long last = 0; /* key added by this thread and not yet removed; 0 none */
   bench_rng_seed(&rng, w->opt->seed, w->id + 1);
-  tm_thread_enter();
+  TM_THREAD_ENTER();
   bench_gate_wait(w->gate);
   while (!bench_gate_stopped(w->gate))
     do_operation(w, &rng, &last);
   tm_thread_counts(&w->res.counts);
-  tm_thread_exit();
+  TM_THREAD_EXIT();
   return NULL;
 }
 

@@ -35,8 +35,8 @@
  *    transaction that unlinks it (schedstm defers the release until no
  *    concurrent transaction can still read it).
  *
- * Process and thread set-up (tm_sys_init, tm_thread_enter, statistics) is
- * in tm_runtime.h.
+ * Process set-up (tm_sys_init) and statistics are in tm_runtime.h; threads
+ * register with TM_THREAD_ENTER() / TM_THREAD_EXIT().
  */
 #ifndef BENCH_TM_H
 #define BENCH_TM_H
@@ -134,5 +134,11 @@ _Static_assert(sizeof(long) == 8, "the benchmarks assume LP64");
 /* STAMP-style aliases. */
 #define TM_START(ro) TM_ATOMIC_BEGIN(ro)
 #define TM_COMMIT TM_ATOMIC_END()
+
+/* Thread registration (every thread that runs transactions, before its
+ * first one / after its last one); see tm_runtime.h for process set-up. */
+#include "tm_runtime.h"
+#define TM_THREAD_ENTER() tm_thread_enter()
+#define TM_THREAD_EXIT() tm_thread_exit()
 
 #endif /* BENCH_TM_H */
