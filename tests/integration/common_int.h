@@ -1,0 +1,59 @@
+/* schedstm integration tests: shared helpers. */
+#ifndef SSTM_TEST_COMMON_INT_H
+#define SSTM_TEST_COMMON_INT_H
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "../common/runner.h"
+
+/* Parse "etl"/"ctl". */
+static inline sstm_design_t int_parse_design(const char *s) {
+  sstm_design_t d;
+  if (sstm_design_parse(s, &d) != 0) {
+    fprintf(stderr, "bad design \"%s\"\n", s);
+    exit(2);
+  }
+  return d;
+}
+
+static inline void int_init(sstm_design_t design, const char *cm) {
+  sstm_config_t c;
+  sstm_config_default(&c);
+  c.use_env = false;
+  c.design = design;
+  if (cm)
+    c.cm = cm;
+  CHECK_OK(sstm_init(&c));
+}
+
+/* Seconds since an arbitrary start (for run lengths only: never asserted). */
+static inline double int_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* Split sstm_cm_list() into names. Returns the count. */
+static inline int int_policy_names(char names[][64], int max) {
+  char buf[4096];
+  CHECK_GT_I(sstm_cm_list(buf, sizeof buf), 0);
+  int n = 0;
+  char *save = NULL;
+  for (char *tok = strtok_r(buf, ", ", &save); tok && n < max; tok = strtok_r(NULL, ", ", &save)) {
+    snprintf(names[n], 64, "%s", tok);
+    n++;
+  }
+  return n;
+}
+
+/* Option parsing: --name value pairs after the positional arguments. */
+static inline long int_opt(int argc, char **argv, const char *name, long dflt) {
+  for (int i = 1; i + 1 < argc; i++)
+    if (strcmp(argv[i], name) == 0)
+      return strtol(argv[i + 1], NULL, 0);
+  return dflt;
+}
+
+#endif

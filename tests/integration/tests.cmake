@@ -1,0 +1,91 @@
+# Integration tier (included from tests/CMakeLists.txt).
+# Parameterised tests are ctest entries of one binary each:
+#   integration.<test>.<design>.<params>
+
+function(sstm_int_exe target)
+  cmake_parse_arguments(A "" "" "SOURCES;LIBS" ${ARGN})
+  add_executable(${target} ${A_SOURCES})
+  if(A_LIBS)
+    target_link_libraries(${target} PRIVATE sstm_testcommon ${A_LIBS})
+  else()
+    target_link_libraries(${target} PRIVATE sstm_testcommon schedstm)
+  endif()
+  set_property(GLOBAL APPEND PROPERTY SSTM_TEST_TARGETS ${target})
+endfunction()
+
+set(D ${CMAKE_CURRENT_SOURCE_DIR}/integration)
+sstm_int_exe(itest_bank SOURCES ${D}/bank.c)
+sstm_int_exe(itest_opacity SOURCES ${D}/opacity.c)
+sstm_int_exe(itest_irrevocable SOURCES ${D}/irrevocable.c)
+sstm_int_exe(itest_remote_abort SOURCES ${D}/remote_abort.c)
+sstm_int_exe(itest_free_traversal SOURCES ${D}/free_traversal.c)
+sstm_int_exe(itest_lanes SOURCES ${D}/lanes.c)
+sstm_int_exe(itest_syscalls SOURCES ${D}/syscalls.c ${CMAKE_CURRENT_SOURCE_DIR}/common/malloc_count.c)
+if(SCHEDSTM_RANDOM_DELAY)
+  target_compile_definitions(itest_syscalls PRIVATE SSTM_TEST_RANDOM_DELAY)
+endif()
+
+set(SSTM_STRESS_LABELS "integration;stress")
+
+foreach(d etl ctl)
+  # bank: design x policy x threads
+  foreach(p suicide backoff)
+    foreach(n 1 2 8 32)
+      sstm_add_test(NAME integration.bank.${d}.${p}.${n} LABELS ${SSTM_STRESS_LABELS}
+                    TIMEOUT 120 COMMAND itest_bank ${d} ${p} ${n})
+    endforeach()
+  endforeach()
+  # every registered policy (catches policies added later)
+  sstm_add_test(NAME integration.bank.${d}.all.4 LABELS integration
+                TIMEOUT 180 COMMAND itest_bank ${d} all 4 --ops 20000)
+  foreach(n 2 8)
+    sstm_add_test(NAME integration.opacity.${d}.${n} LABELS ${SSTM_STRESS_LABELS}
+                  TIMEOUT 120 COMMAND itest_opacity ${d} ${n})
+  endforeach()
+  sstm_add_test(NAME integration.irrevocable.${d} LABELS ${SSTM_STRESS_LABELS}
+                TIMEOUT 120 COMMAND itest_irrevocable ${d})
+  foreach(p suicide backoff)
+    sstm_add_test(NAME integration.remote_abort.${d}.${p}.4 LABELS ${SSTM_STRESS_LABELS}
+                  TIMEOUT 120 COMMAND itest_remote_abort ${d} 4 --policy ${p})
+  endforeach()
+  sstm_add_test(NAME integration.free_traversal.${d}.4 LABELS ${SSTM_STRESS_LABELS}
+                TIMEOUT 120 COMMAND itest_free_traversal ${d} 4)
+  foreach(m u8 u16 bytes)
+    sstm_add_test(NAME integration.lanes.${d}.${m} LABELS ${SSTM_STRESS_LABELS}
+                  TIMEOUT 120 COMMAND itest_lanes ${d} ${m})
+  endforeach()
+  sstm_add_test(NAME integration.syscalls.${d} LABELS integration
+                TIMEOUT 60 COMMAND itest_syscalls ${d})
+endforeach()
+
+# intset: the bench/ds structures (bench/ is configured after tests/, so
+# test for its sources, not its targets).
+if(SCHEDSTM_BUILD_BENCH AND EXISTS ${PROJECT_SOURCE_DIR}/bench/ds/intset.h
+   AND EXISTS ${PROJECT_SOURCE_DIR}/bench/CMakeLists.txt)
+  sstm_int_exe(itest_intset SOURCES ${D}/intset.c LIBS bench_ds_schedstm)
+  foreach(d etl ctl)
+    foreach(k ll sl rb hs)
+      sstm_add_test(NAME integration.intset.${k}.${d}.4 LABELS ${SSTM_STRESS_LABELS}
+                    TIMEOUT 120 COMMAND itest_intset ${k} ${d} 4)
+    endforeach()
+  endforeach()
+else()
+  message(STATUS "tests: bench/ds not built: intset integration tests skipped")
+endif()
+
+# Torture: long runs, only with -DSCHEDSTM_TORTURE=ON (see the `torture`
+# target). Never part of the default ctest run.
+if(SCHEDSTM_TORTURE)
+  foreach(d etl ctl)
+    sstm_add_test(NAME torture.irrevocable.${d} LABELS torture TIMEOUT 3600
+                  COMMAND itest_irrevocable ${d} --runs 1000)
+    foreach(p suicide backoff)
+      sstm_add_test(NAME torture.bank.${d}.${p}.32 LABELS torture TIMEOUT 600
+                    COMMAND itest_bank ${d} ${p} 32 --seconds 180)
+    endforeach()
+    sstm_add_test(NAME torture.opacity.${d}.8 LABELS torture TIMEOUT 600
+                  COMMAND itest_opacity ${d} 8 --seconds 180)
+    sstm_add_test(NAME torture.remote_abort.${d}.8 LABELS torture TIMEOUT 600
+                  COMMAND itest_remote_abort ${d} 8 --ops 2000000)
+  endforeach()
+endif()
