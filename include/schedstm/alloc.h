@@ -26,9 +26,12 @@ SSTM_API void *sstm_calloc(size_t n, size_t size);
  * for memory unlinked by a committed transaction). */
 SSTM_API void sstm_free(void *p);
 
-/* Try to release retired memory whose grace period has elapsed, from every
- * thread's queue. Returns how many blocks were released. Never blocks on
- * running transactions. */
+/* Release retired memory whose grace period has elapsed: the calling
+ * thread's own retired blocks (its pending batch is closed first) and those
+ * handed over by exited threads. Blocks retired by another live thread are
+ * released by that thread (at its commits, sstm_reclaim or exit): retirement
+ * lists are per thread so that retiring takes no lock. Returns how many
+ * blocks were released. Never blocks on running transactions. */
 SSTM_API size_t sstm_reclaim(void);
 
 SSTM_EXTERN_C_END

@@ -27,7 +27,8 @@ struct sstm_desc;
  * layout by static assertions in the library). */
 typedef struct sstm__fast {
   uint8_t variant;      /* 0: ETL, 1: CTL, 2: read-only, 3: irrevocable,
-                           | 4: sampling; 0x80: no transaction */
+                           | 4: sampling, | 0x40: killed; 0x80: no
+                           transaction (atomic inside the library) */
   uint8_t design;
   uint8_t stripe_shift;
   uint8_t pad0;
@@ -94,7 +95,9 @@ static inline __attribute__((always_inline)) uint64_t sstm__load_inline(const vo
   sstm__fast_t *f = (sstm__fast_t *)(void *)sstm__cur;
   uint64_t v;
   if (__builtin_expect(f != NULL, 1)) {
-    unsigned var = f->variant;
+    /* relaxed: killers set a flag bit in this byte, which fails both tests
+     * below and sends a killed attempt to the slow path at once. */
+    unsigned var = __atomic_load_n(&f->variant, __ATOMIC_RELAXED);
     if (__builtin_expect((var == SSTM__V_ETL || var == SSTM__V_RO) &&
                              ((uintptr_t)addr & (size - 1)) == 0 &&
                              sstm__load_fast(f, addr, size, var == SSTM__V_ETL, &v),

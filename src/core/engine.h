@@ -45,6 +45,8 @@ enum sstm_variant {
   SSTM_V_RO = 2,    /* declared read-only first attempt: no read set */
   SSTM_V_IRREV = 3, /* irrevocable: direct reads, in-place locked writes */
   SSTM_V_SAMPLE = 4, /* flag: sampling hook active */
+  SSTM_V_KILLFLAG = 0x40, /* flag: a killer asks the attempt to look at its
+                             status (it fails every fast-path test) */
   SSTM_V_NONE = SSTM__V_NONE /* no transaction (depth 0) */
 };
 
@@ -84,7 +86,8 @@ typedef struct sstm_counters {
 struct sstm_desc {
   /* ---- hot: the first cache line holds what the read fast path touches;
    * owner-only except where noted ---- */
-  uint8_t variant;        /* enum sstm_variant of the current attempt */
+  _Atomic uint8_t variant;/* enum sstm_variant of the current attempt; killers
+                             set SSTM_V_KILLFLAG in it (fetch_or) */
   uint8_t design;         /* sstm_design_t */
   uint8_t stripe_shift;   /* copy of the lock-table geometry */
   uint8_t pad0;
@@ -167,6 +170,16 @@ SSTM_INLINE struct sstm_desc *sstm__desc_at(unsigned slot) {
    * in the registry, so its fields are initialised when seen. */
   return atomic_load_explicit(&sstm__g.descs[slot], memory_order_acquire);
 }
+
+/* The variant byte is written by its owner and fetch_or'ed by killers:
+ * relaxed atomics, plain moves on x86. */
+SSTM_INLINE unsigned sstm__variant(struct sstm_desc *d) {
+  return atomic_load_explicit(&d->variant, memory_order_relaxed);
+}
+SSTM_INLINE void sstm__set_variant(struct sstm_desc *d, unsigned v) {
+  atomic_store_explicit(&d->variant, (uint8_t)v, memory_order_relaxed);
+}
+SSTM_INLINE unsigned sstm__kind(struct sstm_desc *d) { return sstm__variant(d) & 3; }
 
 /* Counter helpers: owner-only increments, tear-free for readers. */
 SSTM_INLINE void sstm__ctr_add(uint64_t *c, uint64_t v) {

@@ -32,7 +32,7 @@ void sstm__ptrvec_push(sstm_ptrvec_t *v, void *p) {
 SSTM_API void *sstm_malloc(size_t size) {
   void *p = malloc(size);
   struct sstm_desc *tx = sstm__cur;
-  if (p != NULL && tx != NULL && tx->depth != 0 && (tx->variant & 3) != SSTM_V_IRREV)
+  if (p != NULL && tx != NULL && tx->depth != 0 && sstm__kind(tx) != SSTM_V_IRREV)
     sstm__ptrvec_push(&tx->allocs, p);
   return p;
 }
@@ -40,7 +40,7 @@ SSTM_API void *sstm_malloc(size_t size) {
 SSTM_API void *sstm_calloc(size_t n, size_t size) {
   void *p = calloc(n, size);
   struct sstm_desc *tx = sstm__cur;
-  if (p != NULL && tx != NULL && tx->depth != 0 && (tx->variant & 3) != SSTM_V_IRREV)
+  if (p != NULL && tx != NULL && tx->depth != 0 && sstm__kind(tx) != SSTM_V_IRREV)
     sstm__ptrvec_push(&tx->allocs, p);
   return p;
 }
@@ -148,7 +148,7 @@ SSTM_API void sstm_free(void *p) {
   if (p == NULL) return;
   struct sstm_desc *tx = sstm__cur;
   if (tx != NULL && tx->depth != 0) {
-    if ((tx->variant & 3) == SSTM_V_IRREV)
+    if (sstm__kind(tx) == SSTM_V_IRREV)
       sstm__ptrvec_push(&tx->retire_cur, p); /* never aborts: retire now */
     else
       sstm__ptrvec_push(&tx->frees, p);

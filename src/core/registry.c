@@ -75,7 +75,7 @@ static struct sstm_desc *desc_new(unsigned slot) {
     return NULL;
   }
   d->slot = slot;
-  d->variant = SSTM_V_NONE;
+  atomic_init(&d->variant, SSTM_V_NONE);
   d->locks = sstm__g.locks;
   d->lock_mask = sstm__g.lock_mask;
   d->stripe_shift = (uint8_t)sstm__g.stripe_shift;
@@ -251,9 +251,18 @@ bool sstm__kill(struct sstm_desc *d, uint64_t serial) {
   uint64_t expect = sstm_st_make(serial, SSTM_ST_ACTIVE);
   /* acq_rel: the release half is what a thief's later clock fetch_add
    * carries to the victim (argument 6 in stm.c). */
-  return atomic_compare_exchange_strong_explicit(&d->status, &expect,
-                                                 sstm_st_make(serial, SSTM_ST_KILLED),
-                                                 memory_order_acq_rel, memory_order_relaxed);
+  if (!atomic_compare_exchange_strong_explicit(&d->status, &expect,
+                                               sstm_st_make(serial, SSTM_ST_KILLED),
+                                               memory_order_acq_rel, memory_order_relaxed))
+    return false;
+  /* Make every fast-path test of the victim fail, so that it looks at its
+   * status at its next barrier. release: the victim's acquire fence after
+   * seeing the flag makes the KILLED status above visible. The victim sets
+   * its variant before publishing ACTIVE (release), so this flag cannot be
+   * overwritten by the start of the attempt it targets; a flag that lands
+   * on a later attempt is cleared at that attempt's first slow path. */
+  atomic_fetch_or_explicit(&d->variant, SSTM_V_KILLFLAG, memory_order_release);
+  return true;
 }
 
 SSTM_API int sstm_desc_kill(sstm_desc_t *d, uint64_t txid) {

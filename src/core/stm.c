@@ -77,10 +77,13 @@
  * the clock and CASes the lock word from the victim's owner value to that
  * version. A descheduled victim therefore blocks nobody: the bound on the
  * time others wait for it is the killer's own CAS, not the victim's
- * scheduling. The victim notices at its next extension or commit: the
- * stolen lock carries a version newer than its snapshot, so the victim must
- * extend before using it, and the extension reads the clock (acquire) past
- * the thief's fetch_add and then its own status, which the thief set before.
+ * scheduling. The victim notices at its next barrier: the killer also sets
+ * a flag in the victim's variant byte, which every barrier already tests to
+ * dispatch (zero cost on the fast path). Correctness does not depend on
+ * that promptness: a stolen lock carries
+ * a version newer than the victim's snapshot, so the victim must extend
+ * before using it, and the extension reads the clock (acquire) past the
+ * thief's fetch_add and then its own status, which the thief set before.
  *
  * (7) Irrevocability. One token; its holder sets the clock's irrevocable
  * flag, waits until no attempt is COMMITTING, and then runs with direct
@@ -284,7 +287,7 @@ conflict_abort(struct sstm_desc *tx, sstm_conflict_kind_t kind, sstm_abort_reaso
  * wait, see (7)). */
 static SSTM_NOINLINE uint64_t resolve(struct sstm_desc *tx, sstm_conflict_kind_t kind,
                                       const void *addr, _Atomic uint64_t *lk, uint64_t l) {
-  bool irrev = (tx->variant & 3) == SSTM_V_IRREV;
+  bool irrev = sstm__kind(tx) == SSTM_V_IRREV;
   unsigned attempt = 0;
   for (;;) {
     if (!irrev) check_killed(tx);
@@ -497,10 +500,23 @@ SSTM_INLINE void tx_store(struct sstm_desc *tx, void *addr, uint64_t val, unsign
   X(SSTM_V_RO) X(SSTM_V_IRREV) X(SSTM_V_ETL | SSTM_V_SAMPLE) X(SSTM_V_CTL | SSTM_V_SAMPLE)         \
       X(SSTM_V_RO | SSTM_V_SAMPLE) X(SSTM_V_IRREV | SSTM_V_SAMPLE)
 
+/* The kill flag was seen in the variant byte: abort if the attempt was
+ * killed, otherwise (a late flag meant for an earlier attempt) clear it and
+ * return the real variant. */
+static SSTM_NOINLINE unsigned kill_flag_seen(struct sstm_desc *tx) {
+  /* acquire fence: pairs with the killer's release fetch_or; the KILLED
+   * status it wrote before is visible to check_killed's load. */
+  atomic_thread_fence(memory_order_acquire);
+  check_killed(tx);
+  return atomic_fetch_and_explicit(&tx->variant, (uint8_t)~SSTM_V_KILLFLAG, memory_order_relaxed) &
+         ~SSTM_V_KILLFLAG;
+}
+
 SSTM_INLINE uint64_t dispatch_load(struct sstm_desc *tx, const void *addr, unsigned size) {
-  unsigned var = tx->variant;
+  unsigned var = sstm__variant(tx);
   if (SSTM_LIKELY(var == SSTM_V_ETL)) return tx_load(tx, addr, size, SSTM_V_ETL);
   if (SSTM_LIKELY(var == SSTM_V_RO)) return tx_load(tx, addr, size, SSTM_V_RO);
+  if (SSTM_UNLIKELY(var & SSTM_V_KILLFLAG)) var = kill_flag_seen(tx);
   switch (var) {
 #define X(v)                                                                                       \
   case v: return tx_load(tx, addr, size, v);
@@ -511,11 +527,13 @@ SSTM_INLINE uint64_t dispatch_load(struct sstm_desc *tx, const void *addr, unsig
 }
 
 SSTM_INLINE void dispatch_store(struct sstm_desc *tx, void *addr, uint64_t val, unsigned size) {
-  if (SSTM_LIKELY(tx->variant == SSTM_V_ETL)) {
+  unsigned var = sstm__variant(tx);
+  if (SSTM_LIKELY(var == SSTM_V_ETL)) {
     tx_store(tx, addr, val, size, SSTM_V_ETL);
     return;
   }
-  switch (tx->variant) {
+  if (SSTM_UNLIKELY(var & SSTM_V_KILLFLAG)) var = kill_flag_seen(tx);
+  switch (var) {
 #define X(v)                                                                                       \
   case v: tx_store(tx, addr, val, size, v); return;
     SSTM_VARIANTS(X)
@@ -683,7 +701,7 @@ static void irrev_enter(struct sstm_desc *tx) {
    * ACTIVE; an exchange makes a racing kill harmless (no locks held yet). */
   atomic_exchange_explicit(&tx->status, sstm_st_make(tx->serial, SSTM_ST_IRREVOCABLE),
                            memory_order_acq_rel);
-  tx->variant = SSTM_V_IRREV | (tx->variant & SSTM_V_SAMPLE);
+  sstm__set_variant(tx, SSTM_V_IRREV | (sstm__variant(tx) & SSTM_V_SAMPLE));
 }
 
 static void irrev_release(struct sstm_desc *tx) {
@@ -727,21 +745,6 @@ static void run_actions(struct sstm_desc *tx, bool committed) {
 static void attempt_start(struct sstm_desc *tx) {
   uint64_t serial = ++tx->serial;
   tx->owner_lw = sstm_lw_make_owner(tx->slot, serial);
-  if (SSTM_LIKELY(sstm__g.membarrier)) {
-    /* Publishing ACTIVE needs a full barrier before the later loads of the
-     * clock and shared data (argument 5). With membarrier the reclaimer
-     * supplies it: its expedited membarrier runs a full barrier on every
-     * CPU running one of our threads, so a compiler barrier suffices here
-     * (the asymmetric fence of liburcu's membarrier flavour). */
-    atomic_store_explicit(&tx->status, sstm_st_make(serial, SSTM_ST_ACTIVE),
-                          memory_order_relaxed);
-    atomic_signal_fence(memory_order_seq_cst);
-  } else {
-    /* seq_cst exchange: the full barrier itself; pairs with the reclaimer's
-     * seq_cst fence. */
-    atomic_exchange_explicit(&tx->status, sstm_st_make(serial, SSTM_ST_ACTIVE),
-                             memory_order_seq_cst);
-  }
   __atomic_store_n(&tx->rs.n, 0, __ATOMIC_RELAXED);
   sstm_wset_reset(&tx->ws);
   tx->ls.n = 0;
@@ -749,8 +752,29 @@ static void attempt_start(struct sstm_desc *tx) {
   tx->frees.n = 0;
   tx->nactions = 0;
   unsigned sample = sstm__g.cfg.sample_period ? SSTM_V_SAMPLE : 0;
-  if (SSTM_UNLIKELY(tx->irrev_sticky || tx->attr.irrevocable)) {
-    tx->variant = (uint8_t)sample;
+  bool irrev = tx->irrev_sticky || tx->attr.irrevocable;
+  unsigned v = irrev ? SSTM_V_NONE
+               : (tx->attr.read_only && !tx->ro_nolog_failed) ? SSTM_V_RO : tx->design;
+  /* The variant is set before ACTIVE is published (release below), so that
+   * a killer's flag for this attempt lands after it (registry.c). */
+  sstm__set_variant(tx, v | sample);
+  if (SSTM_LIKELY(sstm__g.membarrier)) {
+    /* Publishing ACTIVE needs a full barrier before the later loads of the
+     * clock and shared data (argument 5). With membarrier the reclaimer
+     * supplies it: its expedited membarrier runs a full barrier on every
+     * CPU running one of our threads, so a compiler barrier suffices here
+     * (the asymmetric fence of liburcu's membarrier flavour). release: see
+     * the variant above. */
+    atomic_store_explicit(&tx->status, sstm_st_make(serial, SSTM_ST_ACTIVE),
+                          memory_order_release);
+    atomic_signal_fence(memory_order_seq_cst);
+  } else {
+    /* seq_cst exchange: the full barrier itself; pairs with the reclaimer's
+     * seq_cst fence. */
+    atomic_exchange_explicit(&tx->status, sstm_st_make(serial, SSTM_ST_ACTIVE),
+                             memory_order_seq_cst);
+  }
+  if (SSTM_UNLIKELY(irrev)) {
     irrev_enter(tx);
   } else {
     /* acquire: pairs with committers' release fetch_add (argument 2). */
@@ -758,8 +782,6 @@ static void attempt_start(struct sstm_desc *tx) {
     if (SSTM_UNLIKELY(sstm_clock_irrevocable(c))) c = wait_irrevocable();
     __atomic_store_n(&tx->start, sstm_clock_time(c), __ATOMIC_RELAXED);
     tx->end = tx->start;
-    unsigned v = (tx->attr.read_only && !tx->ro_nolog_failed) ? SSTM_V_RO : tx->design;
-    tx->variant = (uint8_t)(v | sample);
   }
   if (tx->retries == 0) __atomic_store_n(&tx->birth, tx->start, __ATOMIC_RELAXED);
   if (tx->cm->on_begin) tx->cm->on_begin(cm_ctx(tx));
@@ -800,7 +822,11 @@ static void rollback(struct sstm_desc *tx, sstm_abort_reason_t r) {
   sstm__ctr_add(&tx->ctr.aborts[r], 1);
   if (sstm__g.cfg.stats == SSTM_STATS_DETAILED && tx->attr.tag < SSTM_MAX_TAGS)
     sstm__ctr_add(&tx->ctr.tag_aborts[tx->attr.tag], 1);
-  run_actions(tx, false);
+  /* User abort actions run outside the transaction; the restart (or the
+   * cancel) sets depth and variant again. */
+  tx->depth = 0;
+  sstm__set_variant(tx, SSTM_V_NONE);
+  if (SSTM_UNLIKELY(tx->nactions)) run_actions(tx, false);
 }
 
 static __attribute__((noreturn)) void abort_tx(struct sstm_desc *tx, sstm_abort_reason_t r,
@@ -812,8 +838,6 @@ static __attribute__((noreturn)) void abort_tx(struct sstm_desc *tx, sstm_abort_
   if (SSTM_UNLIKELY(atomic_load_explicit(&sstm__g.nhooks, memory_order_relaxed)))
     sstm__hooks_abort(tx->serial, r);
   if (r == SSTM_ABORT_USER_CANCEL) {
-    tx->depth = 0;
-    tx->variant = SSTM_V_NONE;
     SSTM_ASAN_NO_RETURN();
     sstm__ckpt_restore(&tx->ckpt, SSTM__CKPT_CANCEL);
   }
@@ -861,7 +885,7 @@ static void commit_update(struct sstm_desc *tx) {
                                                sstm_st_make(tx->serial, SSTM_ST_COMMITTING),
                                                memory_order_acq_rel, memory_order_relaxed))
     conflict_abort(tx, SSTM_CONFLICT_KILLED, SSTM_ABORT_KILLED, NULL);
-  if (tx->variant == SSTM_V_CTL || tx->variant == (SSTM_V_CTL | SSTM_V_SAMPLE)) lock_write_set(tx);
+  if (tx->design == SSTM_DESIGN_CTL) lock_write_set(tx);
   /* acq_rel: release publishes our locks (and COMMITTING) to whoever reads
    * this clock value (arguments 2, 7); acquire makes the locks of commits
    * counted before us visible to validate(). */
@@ -905,7 +929,7 @@ SSTM_API int sstm_commit(void) {
   }
   if (--tx->depth > 0) return 0;
   bool update = tx->ws.n != 0;
-  unsigned kind = tx->variant & 3;
+  unsigned kind = sstm__kind(tx);
   if (kind == SSTM_V_IRREV) {
     commit_irrevocable(tx);
     sstm__ctr_add(&tx->ctr.commits_irrevocable, 1);
@@ -914,11 +938,19 @@ SSTM_API int sstm_commit(void) {
     commit_update(tx);
     tx->depth = 0;
   } else {
-    /* Read-only: valid at `end`, nothing to publish. release: see rollback. */
+    /* Read-only: valid at `end`, nothing to publish. A kill requested
+     * before this point is honoured (relaxed: best effort, the attempt's
+     * snapshot was consistent either way). */
+    if (SSTM_UNLIKELY(sstm_st_state(atomic_load_explicit(&tx->status, memory_order_relaxed)) ==
+                      SSTM_ST_KILLED)) {
+      tx->depth = 1;
+      conflict_abort(tx, SSTM_CONFLICT_KILLED, SSTM_ABORT_KILLED, NULL);
+    }
+    /* release: see rollback. */
     atomic_store_explicit(&tx->status, sstm_st_make(tx->serial, SSTM_ST_IDLE),
                           memory_order_release);
   }
-  tx->variant = SSTM_V_NONE;
+  sstm__set_variant(tx, SSTM_V_NONE);
   sstm__ctr_add(update ? &tx->ctr.commits_update : &tx->ctr.commits_ro, 1);
   if (SSTM_UNLIKELY(tx->retries)) sstm__ctr_max(&tx->ctr.max_retries, tx->retries);
   if (sstm__g.cfg.stats == SSTM_STATS_DETAILED) {
@@ -957,17 +989,24 @@ SSTM_API int sstm_run(const sstm_attr_t *attr, void (*fn)(void *arg), void *arg)
   return 0;
 }
 
+/* Misuse of a call that cannot return: report it, and if the handler
+ * returns, end the process (there is no state to return to). */
+static SSTM_COLD __attribute__((noreturn)) void misuse_noreturn(const char *msg) {
+  sstm__misuse("%s", msg);
+  sstm__fatal("%s (the misuse handler returned)", msg);
+}
+
 SSTM_API void sstm_restart(void) {
   struct sstm_desc *tx = sstm__cur;
-  if (!SSTM_IN_TX(tx)) sstm__fatal("sstm_restart outside a transaction");
-  if ((tx->variant & 3) == SSTM_V_IRREV) sstm__fatal("sstm_restart in an irrevocable transaction");
+  if (!SSTM_IN_TX(tx)) misuse_noreturn("sstm_restart outside a transaction");
+  if (sstm__kind(tx) == SSTM_V_IRREV) misuse_noreturn("sstm_restart in an irrevocable transaction");
   abort_tx(tx, SSTM_ABORT_USER_RETRY, NULL);
 }
 
 SSTM_API void sstm_cancel(void) {
   struct sstm_desc *tx = sstm__cur;
-  if (!SSTM_IN_TX(tx)) sstm__fatal("sstm_cancel outside a transaction");
-  if ((tx->variant & 3) == SSTM_V_IRREV) sstm__fatal("sstm_cancel in an irrevocable transaction");
+  if (!SSTM_IN_TX(tx)) misuse_noreturn("sstm_cancel outside a transaction");
+  if (sstm__kind(tx) == SSTM_V_IRREV) misuse_noreturn("sstm_cancel in an irrevocable transaction");
   abort_tx(tx, SSTM_ABORT_USER_CANCEL, NULL);
 }
 
@@ -977,7 +1016,7 @@ SSTM_API int sstm_become_irrevocable(void) {
     sstm__set_error("sstm_become_irrevocable: no active transaction");
     return SSTM_ENOTX;
   }
-  unsigned kind = tx->variant & 3;
+  unsigned kind = sstm__kind(tx);
   if (kind == SSTM_V_IRREV) return 0;
   if (kind != SSTM_V_RO && tx->rs.n == 0 && tx->ws.n == 0) {
     irrev_enter(tx); /* nothing read or written yet: switch in place */
@@ -994,7 +1033,7 @@ SSTM_API bool sstm_in_tx(void) {
 
 SSTM_API bool sstm_is_irrevocable(void) {
   struct sstm_desc *tx = sstm__cur;
-  return tx != NULL && tx->depth != 0 && (tx->variant & 3) == SSTM_V_IRREV;
+  return tx != NULL && tx->depth != 0 && sstm__kind(tx) == SSTM_V_IRREV;
 }
 
 SSTM_API uint64_t sstm_txid(void) {
