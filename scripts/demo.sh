@@ -7,7 +7,8 @@
 # Takes about 3 minutes on a 2-vCPU machine.
 #
 # Environment: BUILD_DIR (default build), OUT_DIR (default results/demo),
-# DEMO_DURATION_MS (1000), DEMO_REPS (3), DEMO_THREADS (1,2,4).
+# DEMO_DURATION_MS (1000), DEMO_REPS (3), DEMO_THREADS (1,2,4),
+# DEMO_BACKENDS (default schedstm,itm,seq; e.g. add schedstm-inline).
 # Extra arguments go to bench/harness/sweep.py, e.g.
 #   scripts/demo.sh --peer tinystm=/path/to/tinystm/test/intset
 set -euo pipefail
@@ -44,6 +45,8 @@ if [[ -x "$BUILD/bench/intset-itm" ]]; then
 else
   echo "demo: no libitm build (compiler without -fgnu-tm): comparing with seq only" >&2
 fi
+BACKENDS=${DEMO_BACKENDS:-$BACKENDS}
+[[ ",$BACKENDS," == *",$BASELINE,"* ]] || BASELINE=${BACKENDS%%,*}
 
 say "sweep: $BACKENDS, ll/sl/rb/hs, 20% updates, threads $THREADS, ${DURATION_MS} ms x $REPS reps"
 status=0

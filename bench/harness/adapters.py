@@ -13,7 +13,7 @@ import json
 import os
 import re
 
-NATIVE_BACKENDS = ("schedstm", "itm", "seq")
+NATIVE_BACKENDS = ("schedstm", "schedstm-inline", "itm", "seq")
 STRUCTURES = ("ll", "sl", "rb", "hs")
 PEER_KINDS = ("tinystm",)
 
@@ -247,7 +247,7 @@ def make_native_variants(backends, bin_dir, designs, cms, itm_method):
         if backend not in NATIVE_BACKENDS:
             raise ValueError("unknown back-end %r (valid: %s, or a --peer)"
                              % (backend, ", ".join(NATIVE_BACKENDS)))
-        if backend != "schedstm":
+        if not backend.startswith("schedstm"):
             variants.append(NativeVariant(backend, backend, bin_dir,
                                           itm_method=itm_method))
             continue

@@ -57,7 +57,8 @@ def parse_args(argv):
     p.add_argument("--bin-dir", default=os.path.join(REPO, "build", "bench"),
                    help="directory of intset-<backend>/bank-<backend> (default: build/bench)")
     p.add_argument("--backends", type=csv_list, default=["schedstm", "itm", "seq"],
-                   help="our back-ends: schedstm,itm,seq (default: all three)")
+                   help="our back-ends: schedstm,schedstm-inline,itm,seq "
+                        "(default: schedstm,itm,seq)")
     p.add_argument("--peer", action="append", default=[], metavar="NAME=DIR",
                    help="peer back-end, e.g. tinystm=/path/tinystm/test/intset (repeatable)")
     p.add_argument("--structures", type=csv_list, default=list(adapters.STRUCTURES))

@@ -1,7 +1,9 @@
 /* bench/tm/tm.h: a thin transactional-access layer for the benchmarks.
  *
  * Exactly one back-end is selected by a compile definition:
- *   TM_BACKEND_SCHEDSTM  schedstm (word-based STM, explicit barriers)
+ *   TM_BACKEND_SCHEDSTM  schedstm (word-based STM, explicit barriers; with
+ *                        SSTM_INLINE_BARRIERS also defined, the library's
+ *                        inline read fast path: back-end "schedstm-inline")
  *   TM_BACKEND_ITM       GCC libitm (-fgnu-tm; the compiler instruments the
  *                        plain accesses inside __transaction_atomic)
  *   TM_BACKEND_SEQ       no instrumentation at all; single thread only
@@ -55,7 +57,11 @@ _Static_assert(sizeof(long) == 8, "the benchmarks assume LP64");
 #if defined(TM_BACKEND_SCHEDSTM)
 #include <schedstm/schedstm.h>
 
+#if defined(SSTM_INLINE_BARRIERS)
+#define TM_BACKEND_NAME "schedstm-inline"
+#else
 #define TM_BACKEND_NAME "schedstm"
+#endif
 #define TM_MULTI_THREADED 1
 #define TM_SAFE
 #define TM_PURE
