@@ -63,7 +63,7 @@ SSTM_API int sstm_run(const sstm_attr_t *attr, void (*fn)(void *arg), void *arg)
 /* Opaque register checkpoint used to restart a transaction (large enough
  * for a jmp_buf, which ThreadSanitizer builds use instead). */
 typedef struct sstm_ckpt {
-  _Alignas(16) uint64_t regs[26];
+  uint64_t regs[26] __attribute__((aligned(16)));
 } sstm_ckpt_t;
 
 #define SSTM__CKPT_START 0

@@ -121,7 +121,8 @@ void sstm__reclaim_commit(struct sstm_desc *d) {
   if (d->retire_cur.n >= BATCH_BLOCKS) {
     close_batch(d);
     sweep(&d->batches);
-    if (sstm__g.orphans) sweep_orphans(false);
+    /* relaxed peek: a stale answer only delays the orphans' release. */
+    if (__atomic_load_n(&sstm__g.orphans, __ATOMIC_RELAXED)) sweep_orphans(false);
   }
 }
 
@@ -139,7 +140,7 @@ void sstm__reclaim_desc_exit(struct sstm_desc *d) {
   while (last->next) last = last->next;
   pthread_mutex_lock(&sstm__g.orphan_lock);
   last->next = sstm__g.orphans;
-  sstm__g.orphans = d->batches;
+  __atomic_store_n(&sstm__g.orphans, d->batches, __ATOMIC_RELAXED); /* see the peek */
   pthread_mutex_unlock(&sstm__g.orphan_lock);
   d->batches = NULL;
 }
@@ -172,7 +173,7 @@ SSTM_API void sstm_free(void *p) {
   close_batch(&tmp);
   pthread_mutex_lock(&sstm__g.orphan_lock);
   tmp.batches->next = sstm__g.orphans;
-  sstm__g.orphans = tmp.batches;
+  __atomic_store_n(&sstm__g.orphans, tmp.batches, __ATOMIC_RELAXED); /* see the peek */
   pthread_mutex_unlock(&sstm__g.orphan_lock);
 }
 
