@@ -110,7 +110,11 @@ static size_t sweep_orphans(bool wait) {
     pthread_mutex_lock(&sstm__g.orphan_lock);
   else if (pthread_mutex_trylock(&sstm__g.orphan_lock) != 0)
     return 0;
-  size_t n = sweep(&sstm__g.orphans);
+  /* The head is written with relaxed atomics under the lock, for the
+   * unlocked peek in sstm__reclaim_commit. */
+  sstm_retired_batch_t *list = __atomic_load_n(&sstm__g.orphans, __ATOMIC_RELAXED);
+  size_t n = sweep(&list);
+  __atomic_store_n(&sstm__g.orphans, list, __ATOMIC_RELAXED);
   pthread_mutex_unlock(&sstm__g.orphan_lock);
   return n;
 }
