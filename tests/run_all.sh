@@ -1,0 +1,119 @@
+#!/usr/bin/env bash
+# tests/run_all.sh: THE full test command of schedstm.
+#
+# Builds and runs, each in its own build directory under build/:
+#   (a) build/test-normal  the default build: the whole ctest suite
+#   (b) build/test-asan    -DSCHEDSTM_SANITIZE=address,undefined: whole suite
+#   (c) build/test-tsan    -DSCHEDSTM_SANITIZE=thread: the stress tests
+#   (d) build/test-delay   -DSCHEDSTM_RANDOM_DELAY=ON: the stress tests
+# all with -DSCHEDSTM_WERROR=ON. Prints a final line "N passed, M failed"
+# (summed over all parts; a part that fails to configure or build counts as
+# one failure) and exits non-zero on any failure.
+#
+# Sanitizer and random-delay builds run fewer iterations (SSTM_TEST_SCALE,
+# read by the tests) so that the whole run stays within ~8 minutes on 2 vCPUs.
+#
+# Environment:
+#   RUN_ALL_PARTS="normal asan tsan delay"   subset of parts to run
+#   RUN_ALL_JOBS=2                            build and ctest parallelism
+#   RUN_ALL_SCALE_{NORMAL,ASAN,TSAN,DELAY}    override a part's scale
+#   RUN_ALL_CLEAN=1                           start from empty build dirs
+set -u
+
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/.." && pwd)
+jobs=${RUN_ALL_JOBS:-2}
+parts=${RUN_ALL_PARTS:-"normal asan tsan delay"}
+
+total_pass=0
+total_fail=0
+summary=()
+start_all=$(date +%s)
+
+# run_part NAME SCALE CTEST_ARGS BUILD_TARGET CMAKE_ARGS...
+run_part() {
+  local name=$1 scale=$2 ctest_args=$3 target=$4
+  shift 4
+  local dir="$root/build/test-$name"
+  mkdir -p "$root/build"
+  local t0
+  t0=$(date +%s)
+  echo "=== [$name] configure + build ($dir)"
+  if [ "${RUN_ALL_CLEAN:-0}" = 1 ]; then rm -rf "$dir"; fi
+  if ! cmake -S "$root" -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+      -DSCHEDSTM_WERROR=ON -DSCHEDSTM_BUILD_TESTS=ON "$@" >"$dir.configure.log" 2>&1; then
+    mkdir -p "$dir"
+    cat "$dir.configure.log"
+    echo "=== [$name] CONFIGURE FAILED"
+    total_fail=$((total_fail + 1))
+    summary+=("$name: configure failed")
+    return
+  fi
+  if ! cmake --build "$dir" -j"$jobs" --target "$target" >"$dir.build.log" 2>&1; then
+    grep -E "error:|warning:|Error [0-9]" "$dir.build.log" | sort | uniq -c | sort -rn | head -30
+    echo "=== [$name] BUILD FAILED (full log: $dir.build.log)"
+    total_fail=$((total_fail + 1))
+    summary+=("$name: build failed")
+    return
+  fi
+  echo "=== [$name] ctest $ctest_args (SSTM_TEST_SCALE=$scale)"
+  local log="$dir.ctest.log"
+  # shellcheck disable=SC2086
+  (cd "$dir" && SSTM_TEST_SCALE=$scale \
+     ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
+     UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+     ctest -j"$jobs" --output-on-failure --no-tests=error $ctest_args) >"$log" 2>&1
+  local rc=$?
+  grep -E "^\s*[0-9]+/[0-9]+ Test" "$log" | grep -vE "Passed|Skipped|Not Run" || true
+  local line
+  line=$(grep -E "tests passed, [0-9]+ tests? failed out of [0-9]+" "$log" | tail -1)
+  local failed=0 totaln=0 skipped=0
+  if [ -n "$line" ]; then
+    failed=$(echo "$line" | sed -E 's/.* ([0-9]+) tests? failed out of ([0-9]+).*/\1/')
+    totaln=$(echo "$line" | sed -E 's/.* ([0-9]+) tests? failed out of ([0-9]+).*/\2/')
+    skipped=$(grep -cE "\(Skipped\)" "$log" || true)
+  elif [ $rc -ne 0 ]; then
+    failed=1
+  fi
+  local passed=$((totaln - failed))
+  total_pass=$((total_pass + passed))
+  total_fail=$((total_fail + failed))
+  if [ "$failed" -gt 0 ]; then
+    sed -n '/The following tests FAILED/,$p' "$log"
+    echo "    (full output: $log)"
+  fi
+  local t1
+  t1=$(date +%s)
+  summary+=("$name: $passed passed ($skipped skipped), $failed failed, $((t1 - t0)) s")
+  echo "=== [$name] $passed passed, $failed failed ($((t1 - t0)) s)"
+}
+
+for p in $parts; do
+  case $p in
+  normal)
+    run_part normal "${RUN_ALL_SCALE_NORMAL:-1}" "" all
+    ;;
+  asan)
+    run_part asan "${RUN_ALL_SCALE_ASAN:-0.15}" "" all \
+      -DSCHEDSTM_SANITIZE=address,undefined
+    ;;
+  tsan)
+    run_part tsan "${RUN_ALL_SCALE_TSAN:-0.05}" "-L stress" sstm_stress_bins \
+      -DSCHEDSTM_SANITIZE=thread
+    ;;
+  delay)
+    run_part delay "${RUN_ALL_SCALE_DELAY:-0.01}" "-L stress" sstm_stress_bins \
+      -DSCHEDSTM_RANDOM_DELAY=ON
+    ;;
+  *)
+    echo "unknown part '$p' (normal asan tsan delay)"
+    total_fail=$((total_fail + 1))
+    ;;
+  esac
+done
+
+echo
+echo "=== summary ($(($(date +%s) - start_all)) s)"
+for s in "${summary[@]}"; do echo "  $s"; done
+echo "$total_pass passed, $total_fail failed"
+[ "$total_fail" -eq 0 ]
