@@ -82,6 +82,8 @@ typedef struct sstm_cm_ctx {
   uint64_t birth;        /* start timestamp of the first attempt */
   uint32_t reads, writes;/* current set sizes */
   int priority;          /* sstm_attr_t priority */
+  bool watched;          /* in on_commit/on_abort: some thread watched the
+                            attempt that just ended (sstm_party_watch) */
 } sstm_cm_ctx_t;
 
 /* Why an attempt ended without commit. Counted per thread. */
@@ -90,6 +92,24 @@ typedef struct sstm_abort_info {
   bool has_other;
   sstm_party_t other;    /* the winner, when known */
 } sstm_abort_info_t;
+
+/* What a policy is doing, published in the per-thread state table and
+ * counted per thread (sstm_stats_t.cm_actions). */
+typedef enum sstm_cm_act {
+  SSTM_ACT_NONE = 0,    /* running normally */
+  SSTM_ACT_SPIN,        /* spinning until a winner's attempt ends */
+  SSTM_ACT_BLOCK,       /* sleeping until a winner's attempt ends */
+  SSTM_ACT_YIELD,       /* yielded the CPU */
+  SSTM_ACT_BACKOFF,     /* random backoff */
+  SSTM_ACT_LOWERED,     /* running at lowered OS priority (softser) */
+  SSTM_ACT_KILL,        /* aborted another transaction */
+  SSTM_ACT_COUNT
+} sstm_cm_act_t;
+
+SSTM_API const char *sstm_cm_act_name(sstm_cm_act_t a);
+
+/* Number of policy-defined counters per thread (sstm_stats_t.cm_stats). */
+#define SSTM_CM_NSTATS 4
 
 typedef struct sstm_cm_ops {
   const char *name;        /* selection key, [a-z0-9+_-], unique */
@@ -108,6 +128,12 @@ typedef struct sstm_cm_ops {
                                   uint64_t *wait_ns);
   /* After rollback, before restart. May block. Optional. */
   void (*on_abort)(sstm_cm_ctx_t *ctx, const sstm_abort_info_t *info);
+  /* Names of the policy's counters (sstm_cm_count), NULL-terminated or
+   * SSTM_CM_NSTATS entries; optional. */
+  const char *stat_names[SSTM_CM_NSTATS];
+  /* One line on the OS facilities the policy uses (for sstm_describe), e.g.
+   * "lever=nice". Returns snprintf-style length. Optional. */
+  int (*describe)(char *buf, size_t len);
 } sstm_cm_ops_t;
 
 /* Register a policy so that sstm_init() can select it by name. The table must
@@ -133,6 +159,45 @@ SSTM_API bool sstm_party_running(const sstm_party_t *p);
 /* Policy helper: busy-wait about ns nanoseconds (pause loop on the monotonic
  * clock, no system call). */
 SSTM_API void sstm_spin_ns(uint64_t ns);
+
+/* Ask that the end of the party's attempt be reported to its own policy
+ * (ctx->watched is true in its on_commit/on_abort). Succeeds only while the
+ * attempt runs and is not committing (active, killed or irrevocable): a
+ * committing attempt is about to end. Returns true if the attempt is now
+ * watched. Lock-free (one CAS on the party's status word). */
+SSTM_API bool sstm_party_watch(const sstm_party_t *p);
+
+typedef enum sstm_wait_mode {
+  SSTM_WAIT_SPIN = 0,  /* pause loop; the thread keeps its CPU */
+  SSTM_WAIT_BLOCK = 1, /* sleep on a futex on the party's status word */
+} sstm_wait_mode_t;
+
+/* Wait until the party's attempt has ended (committed or aborted), or
+ * timeout_ns has passed (0: no limit). Returns 0 once it has ended,
+ * SSTM_EBUSY on timeout, SSTM_EINVAL for a NULL party.
+ * BLOCK: the caller sets a sleepers flag in the party's status word and
+ * sleeps with FUTEX_WAIT on that word's low 32 bits, which change at every
+ * state transition; the kernel compares them atomically before sleeping, so
+ * a wake-up cannot be missed and an ended attempt is never slept on. The
+ * party wakes sleepers when its attempt ends only if the flag is set: an
+ * attempt that nobody waits for makes no system call. A committing party is
+ * waited for by spinning (its end is imminent). Deadlock freedom: policies
+ * call this after their own attempt has rolled back (from on_abort), so a
+ * waiting thread holds no lock and runs no attempt, and the wait-for graph
+ * (waiting thread -> running attempt) has no cycle. */
+SSTM_API int sstm_party_wait(const sstm_party_t *p, sstm_wait_mode_t mode, uint64_t timeout_ns);
+
+/* Another descriptor's policy state (state_size bytes), for policies whose
+ * threads cooperate (softser). Descriptors are never freed while the library
+ * is initialised, so the pointer stays valid. NULL for a NULL descriptor. */
+SSTM_API void *sstm_cm_state_of(sstm_desc_t *d);
+
+/* Add n to the policy counter idx (< SSTM_CM_NSTATS) of the calling thread;
+ * publish the policy's current action (state table, per-action counts).
+ * Both only touch the caller's own descriptor: call them from hooks that run
+ * on ctx's thread. */
+SSTM_API void sstm_cm_count(sstm_cm_ctx_t *ctx, unsigned idx, uint64_t n);
+SSTM_API void sstm_cm_note(sstm_cm_ctx_t *ctx, sstm_cm_act_t act);
 
 SSTM_EXTERN_C_END
 

@@ -14,6 +14,8 @@
  *   SCHEDSTM_STATS           basic | detailed
  *   SCHEDSTM_BACKOFF_MIN_NS, SCHEDSTM_BACKOFF_MAX_NS   (backoff policy)
  *   SCHEDSTM_WAIT_MAX        max consecutive WAIT decisions per access
+ *   SCHEDSTM_STATE_TABLE     0 | 1: publish the per-thread state table
+ *                            (/dev/shm/schedstm.<pid>, read by sstm-top)
  */
 #ifndef SCHEDSTM_CONFIG_H
 #define SCHEDSTM_CONFIG_H
@@ -54,6 +56,7 @@ typedef struct sstm_config {
   unsigned sample_period;     /* 0 = sampling off (default) */
   sstm_sample_fn sample_fn;   /* required when sample_period > 0 */
   void *sample_arg;
+  bool state_table;           /* publish /dev/shm/schedstm.<pid> (default false) */
   bool use_env;               /* apply SCHEDSTM_* overrides (default true) */
 } sstm_config_t;
 

@@ -128,6 +128,14 @@ SSTM_API int sstm_config_from_env(sstm_config_t *cfg) {
     if (parse_u64("SCHEDSTM_BACKOFF_MAX_NS", s, 1, 1000000000ull, &v)) return SSTM_EINVAL;
     c.backoff_max_ns = v;
   }
+  if ((s = getenv("SCHEDSTM_STATE_TABLE"))) {
+    if (strcmp(s, "1") == 0) c.state_table = true;
+    else if (strcmp(s, "0") == 0) c.state_table = false;
+    else {
+      sstm__set_error("SCHEDSTM_STATE_TABLE='%s': valid values: 0, 1", s);
+      return SSTM_EINVAL;
+    }
+  }
   if ((s = getenv("SCHEDSTM_WAIT_MAX"))) {
     if (parse_u64("SCHEDSTM_WAIT_MAX", s, 0, 1000000, &v)) return SSTM_EINVAL;
     c.wait_max = (unsigned)v;
@@ -179,8 +187,15 @@ SSTM_API int sstm_init(const sstm_config_t *user) {
     sstm__set_error("sstm_init: contention manager '%s' failed to initialise (%d)", cm->name, rc);
     return rc;
   }
+  if (cfg.state_table && (rc = sstm__stt_init()) != 0) {
+    if (cm->fini) cm->fini();
+    sstm__registry_fini();
+    free(locks);
+    return rc;
+  }
   /* release: threads that see initialized (acquire) see the tables. */
   atomic_store_explicit(&sstm__g.initialized, true, memory_order_release);
+  sstm__stt_describe();
   return 0;
 }
 
@@ -204,6 +219,7 @@ SSTM_API int sstm_shutdown(void) {
   atomic_store_explicit(&sstm__g.initialized, false, memory_order_release);
   if (sstm__g.cm->fini) sstm__g.cm->fini();
   sstm__reclaim_fini();
+  sstm__stt_fini();
   sstm__registry_fini();
   sstm__hooks_clear();
   free(sstm__g.locks);
@@ -216,6 +232,15 @@ SSTM_API int sstm_config_get(sstm_config_t *out) {
   if (!atomic_load_explicit(&sstm__g.initialized, memory_order_acquire)) return SSTM_ESTATE;
   *out = sstm__g.cfg;
   return 0;
+}
+
+/* Append " cm-info=..." from the policy's describe hook. */
+static int describe_cm(char *buf, size_t len) {
+  if (sstm__g.cm->describe == NULL) return 0;
+  char info[160];
+  sstm__g.cm->describe(info, sizeof info);
+  size_t used = buf ? strnlen(buf, len) : 0;
+  return snprintf(buf ? buf + used : NULL, len > used ? len - used : 0, " cm-info=%s", info);
 }
 
 SSTM_API int sstm_describe(char *buf, size_t len) {
@@ -238,5 +263,6 @@ SSTM_API int sstm_describe(char *buf, size_t len) {
                   1u << c->stripe_shift, c->max_threads,
                   c->stats == SSTM_STATS_DETAILED ? "detailed" : "basic", c->sample_period,
                   c->wait_max, ckpt, sstm__g.membarrier ? "membarrier" : "xchg", u.release, sstm__debug ? " debug" : "",
-                  sstm__random_delay ? " random-delay" : "");
+                  sstm__random_delay ? " random-delay" : "") +
+         describe_cm(buf, len);
 }

@@ -79,6 +79,7 @@ typedef struct sstm_counters {
   uint64_t commits_ro, commits_update, commits_irrevocable;
   uint64_t aborts[SSTM_ABORT_REASON_COUNT];
   uint64_t retries, max_retries, cm_waits, cm_kills, locks_stolen, extensions;
+  uint64_t cm_wait_ns, cm_stats[4], cm_actions[8];
   uint64_t reads_total, writes_total, reads_max, writes_max;
   uint64_t tag_commits[SSTM_MAX_TAGS], tag_aborts[SSTM_MAX_TAGS];
 } sstm_counters_t;
@@ -132,6 +133,7 @@ struct sstm_desc {
   const sstm_cm_ops_t *cm;
   sstm_cm_ctx_t cm_ctx;
   void *cm_state;
+  struct sstm_stt_entry *stt; /* state-table entry, NULL when the table is off */
 
   sstm_counters_t ctr;
 } __attribute__((aligned(SSTM_CACHELINE)));
@@ -243,6 +245,23 @@ uint64_t sstm__now_ns(void);
 static inline void sstm__cpu_relax(void) { __builtin_ia32_pause(); }
 int sstm__gettid(void);
 void sstm__random_delay_point(struct sstm_desc *d);
+
+/* os/futex.c */
+void sstm__futex_wait(_Atomic uint64_t *word, uint32_t expect_low, uint64_t timeout_ns);
+void sstm__futex_wake_all(_Atomic uint64_t *word);
+
+/* os/statetab.c: the per-thread state table shared with other processes */
+struct sstm_stt_entry;
+int sstm__stt_init(void);
+void sstm__stt_fini(void);
+void sstm__stt_describe(void);
+void sstm__stt_attach(struct sstm_desc *d);
+void sstm__stt_detach(struct sstm_desc *d);
+void sstm__stt_begin(struct sstm_desc *d);
+void sstm__stt_commit(struct sstm_desc *d);
+void sstm__stt_abort(struct sstm_desc *d, sstm_abort_reason_t r, const sstm_party_t *other);
+void sstm__stt_action(struct sstm_desc *d, sstm_cm_act_t act);
+void sstm__stt_prio(struct sstm_desc *d, int policy, int nice);
 
 /* os/membarrier.c: asymmetric fences (argument 5 in stm.c) */
 bool sstm__membarrier_init(void);

@@ -20,10 +20,18 @@
  *   time advances by one per update commit (fetch_add of 2); the flag is set
  *   while an irrevocable transaction runs.
  *
- * Status word of a descriptor:  [ serial : 56 | state : 8 ]
+ * Status word of a descriptor:  [ serial : 56 | sleepers : 1 | watched : 1 | 0 : 3 | state : 3 ]
  *   serial grows by one per attempt (restarts included); state is one of
  *   SSTM_ST_*. The word changes at every begin, so "status differs from a
  *   recorded ACTIVE value" means "that attempt has ended" (reclamation).
+ *   watched and sleepers are set by other threads (CAS, while the attempt
+ *   runs and is not committing) to ask its end to report to the policy
+ *   (watched) or to wake futex sleepers (sleepers); the attempt reads them
+ *   with the RMW that ends it as a running attempt (COMMITTING CAS, or the
+ *   exchange in rollback/irrevocable commit), after which they cannot be
+ *   set, so an end with nobody waiting needs no extra atomic and no system
+ *   call. Futex sleepers wait on the low 32 bits of the word, which change
+ *   at every transition.
  */
 #ifndef SSTM_CORE_LOCKWORD_H
 #define SSTM_CORE_LOCKWORD_H
@@ -65,10 +73,21 @@ static inline uint64_t sstm_lw_make_owner(unsigned slot, uint64_t serial) {
 static inline uint64_t sstm_clock_time(uint64_t c) { return c >> 1; }
 static inline bool sstm_clock_irrevocable(uint64_t c) { return (c & SSTM_CLOCK_IRREV) != 0; }
 
+#define SSTM_ST_STATE_MASK 0x7ull
+#define SSTM_ST_WATCHED 0x40ull
+#define SSTM_ST_SLEEPERS 0x80ull
+#define SSTM_ST_FLAGS (SSTM_ST_WATCHED | SSTM_ST_SLEEPERS)
+
 static inline uint64_t sstm_st_make(uint64_t serial, enum sstm_state s) {
   return (serial << 8) | (uint64_t)s;
 }
-static inline enum sstm_state sstm_st_state(uint64_t st) { return (enum sstm_state)(st & 0xff); }
+static inline enum sstm_state sstm_st_state(uint64_t st) {
+  return (enum sstm_state)(st & SSTM_ST_STATE_MASK);
+}
+/* Same attempt and flags, another state. */
+static inline uint64_t sstm_st_with_state(uint64_t st, enum sstm_state s) {
+  return (st & ~SSTM_ST_STATE_MASK) | (uint64_t)s;
+}
 static inline uint64_t sstm_st_serial(uint64_t st) { return st >> 8; }
 /* Does lock word l belong to the attempt described by status st? */
 static inline bool sstm_st_owns(uint64_t st, uint64_t l) {

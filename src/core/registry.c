@@ -10,6 +10,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <stdlib.h>
+#include <sched.h>
 #include <string.h>
 
 #include "core/engine.h"
@@ -125,6 +126,7 @@ static int desc_acquire(struct sstm_desc **out) {
   struct sstm_desc *d = *out;
   d->cm = sstm__g.cm;
   sstm__cm_desc_init(d);
+  sstm__stt_attach(d);
   d->sample_left = sstm__g.cfg.sample_period;
   d->depth = 0;
   return 0;
@@ -132,6 +134,7 @@ static int desc_acquire(struct sstm_desc **out) {
 
 static void desc_release(struct sstm_desc *d) {
   sstm__cm_desc_fini(d);
+  sstm__stt_detach(d);
   sstm__reclaim_desc_exit(d);
   pthread_mutex_lock(&sstm__g.reg_lock);
   sstm__counters_fold(&sstm__g.retired_ctr, &d->ctr);
@@ -248,13 +251,15 @@ SSTM_API uint64_t sstm_desc_txid(const sstm_desc_t *d) {
 
 /* ACTIVE -> KILLED for the given attempt. */
 bool sstm__kill(struct sstm_desc *d, uint64_t serial) {
-  uint64_t expect = sstm_st_make(serial, SSTM_ST_ACTIVE);
+  uint64_t st = atomic_load_explicit(&d->status, memory_order_relaxed);
   /* acq_rel: the release half is what a thief's later clock fetch_add
-   * carries to the victim (argument 6 in stm.c). */
-  if (!atomic_compare_exchange_strong_explicit(&d->status, &expect,
-                                               sstm_st_make(serial, SSTM_ST_KILLED),
-                                               memory_order_acq_rel, memory_order_relaxed))
-    return false;
+   * carries to the victim (argument 6 in stm.c). Loops only while watchers
+   * change the flags. */
+  do {
+    if (sstm_st_serial(st) != serial || sstm_st_state(st) != SSTM_ST_ACTIVE) return false;
+  } while (!atomic_compare_exchange_weak_explicit(&d->status, &st,
+                                                  sstm_st_with_state(st, SSTM_ST_KILLED),
+                                                  memory_order_acq_rel, memory_order_relaxed));
   /* Make every fast-path test of the victim fail, so that it looks at its
    * status at its next barrier. release: the victim's acquire fence after
    * seeing the flag makes the KILLED status above visible. The victim sets
@@ -308,4 +313,76 @@ SSTM_API bool sstm_party_running(const sstm_party_t *p) {
    * releases (they precede the IDLE store, which is a release). */
   uint64_t st = atomic_load_explicit(&p->desc->status, memory_order_acquire);
   return sstm_st_serial(st) == p->txid && sstm_st_state(st) != SSTM_ST_IDLE;
+}
+
+SSTM_API bool sstm_party_watch(const sstm_party_t *p) {
+  if (p == NULL || p->desc == NULL) return false;
+  _Atomic uint64_t *w = &p->desc->status;
+  uint64_t st = atomic_load_explicit(w, memory_order_acquire);
+  for (;;) {
+    enum sstm_state s = sstm_st_state(st);
+    if (sstm_st_serial(st) != p->txid ||
+        (s != SSTM_ST_ACTIVE && s != SSTM_ST_KILLED && s != SSTM_ST_IRREVOCABLE))
+      return false;
+    if (st & SSTM_ST_WATCHED) return true;
+    /* acq_rel: our writes before the watch (a policy's bookkeeping) are
+     * visible to the owner's RMW that reads the flag at the attempt's end. */
+    if (atomic_compare_exchange_weak_explicit(w, &st, st | SSTM_ST_WATCHED, memory_order_acq_rel,
+                                              memory_order_acquire))
+      return true;
+  }
+}
+
+SSTM_API int sstm_party_wait(const sstm_party_t *p, sstm_wait_mode_t mode, uint64_t timeout_ns) {
+  if (p == NULL || p->desc == NULL) return SSTM_EINVAL;
+  _Atomic uint64_t *w = &p->desc->status;
+  uint64_t deadline = timeout_ns ? sstm__now_ns() + timeout_ns : UINT64_MAX;
+  for (unsigned spins = 0;; spins++) {
+    /* acquire: once the attempt is seen ended, its lock releases are
+     * visible (they precede the release that ended it). */
+    uint64_t st = atomic_load_explicit(w, memory_order_acquire);
+    enum sstm_state s = sstm_st_state(st);
+    if (sstm_st_serial(st) != p->txid || s == SSTM_ST_IDLE) return 0;
+    if (mode == SSTM_WAIT_BLOCK && s != SSTM_ST_COMMITTING) {
+      if (!(st & SSTM_ST_SLEEPERS)) {
+        uint64_t nst = st | SSTM_ST_SLEEPERS;
+        /* acq_rel: pairs with the owner's RMW that reads the flag. */
+        if (!atomic_compare_exchange_strong_explicit(w, &st, nst, memory_order_acq_rel,
+                                                     memory_order_acquire))
+          continue;
+        st = nst;
+      }
+      uint64_t now = sstm__now_ns();
+      if (now >= deadline) return SSTM_EBUSY;
+      /* Sleeps only while the low 32 bits still equal st's: any transition
+       * of the attempt changes them, so an ended attempt is never slept on
+       * and the owner's wake cannot be missed. */
+      sstm__futex_wait(w, (uint32_t)st, deadline == UINT64_MAX ? 0 : deadline - now);
+      continue;
+    }
+    if ((spins & 63) == 63) {
+      if (sstm__now_ns() >= deadline) return SSTM_EBUSY;
+      if (mode == SSTM_WAIT_BLOCK) sched_yield(); /* a committing party may be descheduled */
+    }
+    sstm__cpu_relax();
+  }
+}
+
+SSTM_API void *sstm_cm_state_of(sstm_desc_t *d) { return d ? d->cm_state : NULL; }
+
+SSTM_API void sstm_cm_count(sstm_cm_ctx_t *ctx, unsigned idx, uint64_t n) {
+  if (ctx == NULL || ctx->desc == NULL || idx >= SSTM_CM_NSTATS) return;
+  sstm__ctr_add(&ctx->desc->ctr.cm_stats[idx], n);
+}
+
+SSTM_API void sstm_cm_note(sstm_cm_ctx_t *ctx, sstm_cm_act_t act) {
+  if (ctx == NULL || ctx->desc == NULL || (unsigned)act >= SSTM_ACT_COUNT) return;
+  sstm__ctr_add(&ctx->desc->ctr.cm_actions[act], 1);
+  if (ctx->desc->stt) sstm__stt_action(ctx->desc, act);
+}
+
+SSTM_API const char *sstm_cm_act_name(sstm_cm_act_t a) {
+  static const char *const names[SSTM_ACT_COUNT] = {"run", "spin", "block", "yield",
+                                                    "backoff", "lowered", "kill"};
+  return (unsigned)a < SSTM_ACT_COUNT ? names[a] : "?";
 }

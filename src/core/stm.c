@@ -316,10 +316,12 @@ static SSTM_NOINLINE uint64_t resolve(struct sstm_desc *tx, sstm_conflict_kind_t
         if (!irrev && attempt >= sstm__g.cfg.wait_max) abort_tx(tx, reason_of(kind), &c.other);
         attempt++;
         sstm__ctr_add(&tx->ctr.cm_waits, 1);
+        uint64_t t0 = sstm__now_ns();
         if (irrev)
           sched_yield();
         else
           sstm_spin_ns(wait_ns < 1000000 ? wait_ns : 1000000);
+        sstm__ctr_add(&tx->ctr.cm_wait_ns, sstm__now_ns() - t0);
       } else {
         abort_tx(tx, reason_of(kind), &c.other);
       }
@@ -698,9 +700,13 @@ static void irrev_enter(struct sstm_desc *tx) {
   atomic_fetch_or_explicit(&sstm__g.clock, SSTM_CLOCK_IRREV, memory_order_acq_rel);
   wait_no_committing(tx);
   /* Only the owner leaves ACTIVE/KILLED except by a killer's CAS from
-   * ACTIVE; an exchange makes a racing kill harmless (no locks held yet). */
-  atomic_exchange_explicit(&tx->status, sstm_st_make(tx->serial, SSTM_ST_IRREVOCABLE),
-                           memory_order_acq_rel);
+   * ACTIVE; overriding a racing kill is harmless (no locks held yet). The
+   * watch flags are kept (CAS loop). */
+  uint64_t st = atomic_load_explicit(&tx->status, memory_order_relaxed);
+  while (!atomic_compare_exchange_weak_explicit(
+      &tx->status, &st, sstm_st_make(tx->serial, SSTM_ST_IRREVOCABLE) | (st & SSTM_ST_FLAGS),
+      memory_order_acq_rel, memory_order_relaxed)) {
+  }
   sstm__set_variant(tx, SSTM_V_IRREV | (sstm__variant(tx) & SSTM_V_SAMPLE));
 }
 
@@ -722,6 +728,14 @@ static SSTM_NOINLINE uint64_t wait_irrevocable(void) {
 
 /* ------------------------------------------------------------------------ */
 /* Begin, commit, rollback. */
+
+/* An attempt has ended; `old` is its last running status, read by the RMW
+ * that ended it as a running attempt (after which nobody can set flags).
+ * Wake futex sleepers and tell the policy whether it was watched. */
+static void attempt_ended(struct sstm_desc *tx, uint64_t old) {
+  tx->cm_ctx.watched = (old & SSTM_ST_WATCHED) != 0;
+  if (SSTM_UNLIKELY(old & SSTM_ST_SLEEPERS)) sstm__futex_wake_all(&tx->status);
+}
 
 static void release_locks_abort(struct sstm_desc *tx) {
   for (uint32_t i = 0; i < tx->ls.n; i++) {
@@ -751,6 +765,7 @@ static void attempt_start(struct sstm_desc *tx) {
   tx->allocs.n = 0;
   tx->frees.n = 0;
   tx->nactions = 0;
+  tx->cm_ctx.watched = false;
   unsigned sample = sstm__g.cfg.sample_period ? SSTM_V_SAMPLE : 0;
   bool irrev = tx->irrev_sticky || tx->attr.irrevocable;
   unsigned v = irrev ? SSTM_V_NONE
@@ -785,6 +800,7 @@ static void attempt_start(struct sstm_desc *tx) {
   }
   if (tx->retries == 0) __atomic_store_n(&tx->birth, tx->start, __ATOMIC_RELAXED);
   if (tx->cm->on_begin) tx->cm->on_begin(cm_ctx(tx));
+  if (SSTM_UNLIKELY(tx->stt)) sstm__stt_begin(tx);
   if (SSTM_UNLIKELY(atomic_load_explicit(&sstm__g.nhooks, memory_order_relaxed)))
     sstm__hooks_begin(serial);
 }
@@ -815,10 +831,11 @@ SSTM_API sstm_ckpt_t *sstm__begin(const sstm_attr_t *attr) {
 static void rollback(struct sstm_desc *tx, sstm_abort_reason_t r) {
   release_locks_abort(tx);
   sstm__reclaim_abort(tx);
-  /* release: readers of our status (reclaimers, waiting policies) see our
-   * accesses and lock releases done. */
-  atomic_store_explicit(&tx->status, sstm_st_make(tx->serial, SSTM_ST_IDLE),
-                        memory_order_release);
+  /* acq_rel exchange: release so that readers of our status (reclaimers,
+   * waiting policies) see our accesses and lock releases done; the exchange
+   * returns the flags watchers set (lockword.h). */
+  attempt_ended(tx, atomic_exchange_explicit(&tx->status, sstm_st_make(tx->serial, SSTM_ST_IDLE),
+                                             memory_order_acq_rel));
   sstm__ctr_add(&tx->ctr.aborts[r], 1);
   if (sstm__g.cfg.stats == SSTM_STATS_DETAILED && tx->attr.tag < SSTM_MAX_TAGS)
     sstm__ctr_add(&tx->ctr.tag_aborts[tx->attr.tag], 1);
@@ -843,7 +860,12 @@ static __attribute__((noreturn)) void abort_tx(struct sstm_desc *tx, sstm_abort_
   }
   tx->retries++;
   sstm__ctr_add(&tx->ctr.retries, 1);
-  if (tx->cm->on_abort) tx->cm->on_abort(cm_ctx(tx), &tx->last_abort);
+  if (tx->cm->on_abort) {
+    uint64_t t0 = sstm__now_ns();
+    tx->cm->on_abort(cm_ctx(tx), &tx->last_abort);
+    sstm__ctr_add(&tx->ctr.cm_wait_ns, sstm__now_ns() - t0);
+  }
+  if (SSTM_UNLIKELY(tx->stt)) sstm__stt_abort(tx, r, other);
   tx->depth = 1; /* flat nesting: the restart resumes the outermost block */
   attempt_start(tx);
   SSTM_ASAN_NO_RETURN();
@@ -878,13 +900,16 @@ static void lock_write_set(struct sstm_desc *tx) {
 }
 
 static void commit_update(struct sstm_desc *tx) {
-  uint64_t active = sstm_st_make(tx->serial, SSTM_ST_ACTIVE);
-  /* acq_rel: after this no kill succeeds; acquire orders our later reads
-   * of lock words after any state change a killer made. */
-  if (!atomic_compare_exchange_strong_explicit(&tx->status, &active,
-                                               sstm_st_make(tx->serial, SSTM_ST_COMMITTING),
-                                               memory_order_acq_rel, memory_order_relaxed))
-    conflict_abort(tx, SSTM_CONFLICT_KILLED, SSTM_ABORT_KILLED, NULL);
+  uint64_t st = atomic_load_explicit(&tx->status, memory_order_relaxed);
+  /* acq_rel: after this no kill succeeds and no watch flag can be set;
+   * acquire orders our later reads of lock words after any state change a
+   * killer made. The loop only retries when a watcher set a flag. */
+  do {
+    if (sstm_st_state(st) != SSTM_ST_ACTIVE)
+      conflict_abort(tx, SSTM_CONFLICT_KILLED, SSTM_ABORT_KILLED, NULL);
+  } while (!atomic_compare_exchange_weak_explicit(&tx->status, &st,
+                                                  sstm_st_with_state(st, SSTM_ST_COMMITTING),
+                                                  memory_order_acq_rel, memory_order_relaxed));
   if (tx->design == SSTM_DESIGN_CTL) lock_write_set(tx);
   /* acq_rel: release publishes our locks (and COMMITTING) to whoever reads
    * this clock value (arguments 2, 7); acquire makes the locks of commits
@@ -904,8 +929,10 @@ static void commit_update(struct sstm_desc *tx) {
   for (uint32_t i = 0; i < tx->ls.n; i++)
     /* release: a reader acquiring version ts sees the write-back. */
     atomic_store_explicit(tx->ls.e[i].lock, v, memory_order_release);
-  /* release: the attempt has ended with everything visible (argument 5). */
+  /* release: the attempt has ended with everything visible (argument 5).
+   * A plain store: flags cannot change while COMMITTING, so `st` has them. */
   atomic_store_explicit(&tx->status, sstm_st_make(tx->serial, SSTM_ST_IDLE), memory_order_release);
+  attempt_ended(tx, st);
 }
 
 static void commit_irrevocable(struct sstm_desc *tx) {
@@ -916,7 +943,9 @@ static void commit_irrevocable(struct sstm_desc *tx) {
     for (uint32_t i = 0; i < tx->ls.n; i++)
       atomic_store_explicit(tx->ls.e[i].lock, v, memory_order_release);
   }
-  atomic_store_explicit(&tx->status, sstm_st_make(tx->serial, SSTM_ST_IDLE), memory_order_release);
+  /* acq_rel exchange: as in rollback. */
+  attempt_ended(tx, atomic_exchange_explicit(&tx->status, sstm_st_make(tx->serial, SSTM_ST_IDLE),
+                                             memory_order_acq_rel));
   irrev_release(tx);
 }
 
@@ -946,7 +975,9 @@ SSTM_API int sstm_commit(void) {
       tx->depth = 1;
       conflict_abort(tx, SSTM_CONFLICT_KILLED, SSTM_ABORT_KILLED, NULL);
     }
-    /* release: see rollback. */
+    /* release: see rollback. A plain store: a read-only attempt holds no
+     * lock, so no policy ever learns of it as a party and none sets flags. */
+    tx->cm_ctx.watched = false;
     atomic_store_explicit(&tx->status, sstm_st_make(tx->serial, SSTM_ST_IDLE),
                           memory_order_release);
   }
@@ -964,6 +995,7 @@ SSTM_API int sstm_commit(void) {
   tx->allocs.n = 0;
   if (SSTM_UNLIKELY(tx->nactions)) run_actions(tx, true);
   if (tx->cm->on_commit) tx->cm->on_commit(cm_ctx(tx));
+  if (SSTM_UNLIKELY(tx->stt)) sstm__stt_commit(tx);
   if (SSTM_UNLIKELY(atomic_load_explicit(&sstm__g.nhooks, memory_order_relaxed)))
     sstm__hooks_commit(tx->serial);
   return 0;

@@ -1,0 +1,131 @@
+/* The per-thread state table (layout: os/statetab.h). Enabled by
+ * cfg.state_table or SCHEDSTM_STATE_TABLE=1; when off, the engine pays one
+ * predictable NULL test per begin/commit/abort. */
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "core/engine.h"
+#include "os/statetab.h"
+
+struct sstm_stt_entry;
+
+static sstm_stt_header_t *table;
+static size_t table_size;
+static char table_path[64];
+
+#define PUT(field, v) __atomic_store_n(&(field), (v), __ATOMIC_RELAXED)
+#define GET(field) __atomic_load_n(&(field), __ATOMIC_RELAXED)
+
+static sstm_stt_entry_t *entries(void) { return (sstm_stt_entry_t *)(void *)(table + 1); }
+
+int sstm__stt_init(void) {
+  unsigned n = sstm__g.cfg.max_threads;
+  table_size = sizeof(sstm_stt_header_t) + (size_t)n * sizeof(sstm_stt_entry_t);
+  snprintf(table_path, sizeof table_path, SSTM_STT_PATH_FMT, (int)getpid());
+  unlink(table_path); /* a stale table of an earlier process with our pid */
+  int fd = open(table_path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0) {
+    sstm__set_error("state table: cannot create %s: %m", table_path);
+    return SSTM_EINVAL;
+  }
+  void *p = MAP_FAILED;
+  if (ftruncate(fd, (off_t)table_size) == 0)
+    p = mmap(NULL, table_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  close(fd);
+  if (p == MAP_FAILED) {
+    unlink(table_path);
+    sstm__set_error("state table: cannot map %s: %m", table_path);
+    return SSTM_ENOMEM;
+  }
+  table = p;
+  table->version = SSTM_STT_VERSION;
+  table->nentries = n;
+  table->entry_size = sizeof(sstm_stt_entry_t);
+  table->pid = (int32_t)getpid();
+  table->nreasons = SSTM_ABORT_REASON_COUNT;
+  table->start_ns = sstm__now_ns();
+  for (int i = 0; i < SSTM_ABORT_REASON_COUNT && i < SSTM_STT_REASONS; i++)
+    snprintf(table->reason_names[i], sizeof table->reason_names[i], "%s",
+             sstm_abort_reason_name((sstm_abort_reason_t)i));
+  for (int i = 0; i < SSTM_STT_CMSTATS; i++)
+    snprintf(table->cm_stat_names[i], sizeof table->cm_stat_names[i], "%s",
+             sstm__g.cm->stat_names[i] ? sstm__g.cm->stat_names[i] : "");
+  /* release: a reader that sees the magic sees the header. */
+  __atomic_store_n(&table->magic, SSTM_STT_MAGIC, __ATOMIC_RELEASE);
+  return 0;
+}
+
+/* Record the configuration line once sstm_init has finished. */
+void sstm__stt_describe(void) {
+  if (table) sstm_describe(table->config, sizeof table->config);
+}
+
+void sstm__stt_fini(void) {
+  if (table == NULL) return;
+  munmap(table, table_size);
+  unlink(table_path);
+  table = NULL;
+}
+
+void sstm__stt_attach(struct sstm_desc *d) {
+  if (table == NULL) {
+    d->stt = NULL;
+    return;
+  }
+  sstm_stt_entry_t *e = &entries()[d->slot];
+  PUT(e->slot, d->slot);
+  PUT(e->tid, atomic_load_explicit(&d->tid, memory_order_relaxed));
+  PUT(e->in_tx, 0);
+  PUT(e->commits, 0);
+  PUT(e->aborts, 0);
+  PUT(e->conflict_tid, 0);
+  PUT(e->conflict_txid, 0);
+  PUT(e->action, SSTM_ACT_NONE);
+  for (int i = 0; i < SSTM_STT_REASONS; i++) PUT(e->aborts_by_reason[i], 0);
+  snprintf(e->cm, sizeof e->cm, "%s", d->cm->name);
+  PUT(e->in_use, 1);
+  d->stt = e;
+}
+
+void sstm__stt_detach(struct sstm_desc *d) {
+  if (d->stt) PUT(d->stt->in_use, 0);
+  d->stt = NULL;
+}
+
+void sstm__stt_begin(struct sstm_desc *d) {
+  sstm_stt_entry_t *e = d->stt;
+  PUT(e->tid, atomic_load_explicit(&d->tid, memory_order_relaxed)); /* attach may move it */
+  PUT(e->txid, d->serial);
+  PUT(e->in_tx, 1);
+}
+
+void sstm__stt_commit(struct sstm_desc *d) {
+  sstm_stt_entry_t *e = d->stt;
+  PUT(e->in_tx, 0);
+  PUT(e->commits, GET(e->commits) + 1);
+  for (int i = 0; i < SSTM_STT_CMSTATS; i++) PUT(e->cm_stats[i], sstm__ctr_get(&d->ctr.cm_stats[i]));
+}
+
+void sstm__stt_abort(struct sstm_desc *d, sstm_abort_reason_t r, const sstm_party_t *other) {
+  sstm_stt_entry_t *e = d->stt;
+  PUT(e->aborts, GET(e->aborts) + 1);
+  if ((unsigned)r < SSTM_STT_REASONS)
+    PUT(e->aborts_by_reason[r], GET(e->aborts_by_reason[r]) + 1);
+  PUT(e->last_reason, (uint32_t)r);
+  PUT(e->conflict_tid, other ? other->tid : 0);
+  PUT(e->conflict_txid, other ? other->txid : 0);
+  if (r == SSTM_ABORT_USER_CANCEL) PUT(e->in_tx, 0);
+}
+
+void sstm__stt_action(struct sstm_desc *d, sstm_cm_act_t act) { PUT(d->stt->action, (uint32_t)act); }
+
+void sstm__stt_prio(struct sstm_desc *d, int policy, int nice) {
+  if (d->stt == NULL) return;
+  PUT(d->stt->os_policy, policy);
+  PUT(d->stt->os_nice, nice);
+}

@@ -1,0 +1,57 @@
+/* Layout of the per-thread state table that schedstm publishes for other
+ * processes (paper 1's table shared between the STM and the scheduler, in
+ * user space): a file /dev/shm/schedstm.<pid>, mode 0600, one header and
+ * one entry per descriptor slot. Shared by the library (writer) and the
+ * tools/sstm-top reader; a kernel-side scheduler would read the same layout
+ * (docs/design/kernel-scheduler.md).
+ *
+ * Writing: each entry is written only by the thread running its descriptor,
+ * with plain (relaxed atomic) stores, no system call. Readers get per-field
+ * values (64-bit fields are single stores, so never torn), not a consistent
+ * cut across fields.
+ */
+#ifndef SSTM_OS_STATETAB_H
+#define SSTM_OS_STATETAB_H
+
+#include <stdint.h>
+
+#define SSTM_STT_MAGIC 0x4d545453u /* "STTM" */
+#define SSTM_STT_VERSION 1u
+#define SSTM_STT_PATH_FMT "/dev/shm/schedstm.%d"
+#define SSTM_STT_REASONS 16
+#define SSTM_STT_CMSTATS 4
+
+typedef struct sstm_stt_header {
+  uint32_t magic;      /* SSTM_STT_MAGIC once the table is ready */
+  uint32_t version;    /* SSTM_STT_VERSION */
+  uint32_t nentries;   /* entries that follow */
+  uint32_t entry_size; /* sizeof(sstm_stt_entry_t) */
+  int32_t pid;
+  uint32_t nreasons;   /* abort reasons in use (<= SSTM_STT_REASONS) */
+  uint64_t start_ns;   /* CLOCK_MONOTONIC at sstm_init */
+  char config[320];    /* sstm_describe() at init */
+  char reason_names[SSTM_STT_REASONS][20];
+  char cm_stat_names[SSTM_STT_CMSTATS][20];
+} sstm_stt_header_t;
+
+typedef struct sstm_stt_entry {
+  uint32_t in_use;        /* descriptor registered */
+  int32_t tid;            /* OS thread id */
+  uint32_t slot;
+  uint32_t in_tx;         /* 1 while an attempt runs */
+  uint64_t txid;          /* current (or last) attempt */
+  uint64_t commits;
+  uint64_t aborts;
+  int32_t conflict_tid;   /* winner of the last conflict, 0 if none */
+  uint32_t last_reason;   /* sstm_abort_reason_t of the last abort */
+  uint64_t conflict_txid; /* its attempt */
+  uint32_t action;        /* sstm_cm_act_t: what the policy is doing */
+  int32_t os_policy;      /* SCHED_* of the thread, as the policy last saw it */
+  int32_t os_nice;
+  uint32_t pad;
+  uint64_t aborts_by_reason[SSTM_STT_REASONS];
+  uint64_t cm_stats[SSTM_STT_CMSTATS];
+  char cm[32];            /* policy name */
+} __attribute__((aligned(64))) sstm_stt_entry_t;
+
+#endif /* SSTM_OS_STATETAB_H */
