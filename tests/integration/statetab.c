@@ -1,0 +1,827 @@
+/* Integration: the per-thread state table (/dev/shm/schedstm.<pid>) seen
+ * from outside by tools/sstm-top.
+ *
+ * snapshot_<policy>: 4 threads run bank transfers with cfg.state_table =
+ *   true. While they run, `sstm-top -j <pid>` is parsed and checked against
+ *   sstm_stats_get() taken just before and just after (bounds); once the
+ *   threads have finished their loops but are still registered, a second
+ *   snapshot must equal sstm_stats_get() of every descriptor exactly
+ *   (commits, aborts, aborts by reason, policy counters; matched by slot).
+ *   The live view (-n) and the listing (-l) run too. After the threads
+ *   unregister no entry is in use; sstm_shutdown removes the file.
+ * no_table: a live pid without a table, a dead pid, a bad pid: non-zero exit
+ *   with a message.
+ * garbage: tables of a sleeping child's pid filled with junk, truncated,
+ *   with wrong version, entry size, entry count, pid: non-zero exit with a
+ *   message, never a signal; a valid header over junk entries parses.
+ * permission: a table the tool may not read: non-zero exit, "permission".
+ *
+ * The tool is run as a separate process (fork + exec of SSTM_TOP_PATH), its
+ * JSON parsed by the small parser below.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "../common/runner.h"
+#include "os/statetab.h"
+
+#ifndef SSTM_TOP_PATH
+#error "SSTM_TOP_PATH (the built sstm-top) must be defined by the build"
+#endif
+
+/* ---- a minimal JSON parser ---------------------------------------------- */
+
+typedef enum { J_NULL, J_BOOL, J_NUM, J_STR, J_ARR, J_OBJ } jtype_t;
+
+typedef struct jval {
+  jtype_t t;
+  bool b;
+  double num;
+  bool is_uint; /* the number was written as a plain non-negative integer */
+  unsigned long long u;
+  char *str;
+  size_t n;            /* items (array, object) */
+  struct jval **items;
+  char **keys;         /* object keys */
+} jval_t;
+
+typedef struct jparser {
+  const char *s;
+  const char *doc;
+} jparser_t;
+
+#define JFAIL(p, what) FAIL("JSON: %s at offset %td: %.40s", what, (p)->s - (p)->doc, (p)->s)
+
+static void jws(jparser_t *p) {
+  while (*p->s == ' ' || *p->s == '\n' || *p->s == '\t' || *p->s == '\r') p->s++;
+}
+
+static jval_t *jnew(jtype_t t) {
+  jval_t *v = calloc(1, sizeof *v);
+  CHECK_NOT_NULL(v);
+  v->t = t;
+  return v;
+}
+
+static char *jparse_str(jparser_t *p) {
+  if (*p->s != '"') JFAIL(p, "string expected");
+  p->s++;
+  size_t cap = 16, n = 0;
+  char *out = malloc(cap);
+  CHECK_NOT_NULL(out);
+  for (;;) {
+    char c = *p->s++;
+    if (c == '\0') JFAIL(p, "unterminated string");
+    if (c == '"') break;
+    if ((unsigned char)c < 0x20) JFAIL(p, "control character in string");
+    if (c == '\\') {
+      char e = *p->s++;
+      switch (e) {
+      case '"': case '\\': case '/': c = e; break;
+      case 'b': c = '\b'; break;
+      case 'f': c = '\f'; break;
+      case 'n': c = '\n'; break;
+      case 'r': c = '\r'; break;
+      case 't': c = '\t'; break;
+      case 'u': {
+        unsigned x = 0;
+        for (int i = 0; i < 4; i++) {
+          char h = *p->s++;
+          x <<= 4;
+          if (h >= '0' && h <= '9') x |= (unsigned)(h - '0');
+          else if (h >= 'a' && h <= 'f') x |= (unsigned)(h - 'a' + 10);
+          else if (h >= 'A' && h <= 'F') x |= (unsigned)(h - 'A' + 10);
+          else JFAIL(p, "bad \\u escape");
+        }
+        c = x < 0x80 ? (char)x : '?';
+        break;
+      }
+      default: JFAIL(p, "bad escape");
+      }
+    }
+    if (n + 2 > cap) {
+      cap *= 2;
+      out = realloc(out, cap);
+      CHECK_NOT_NULL(out);
+    }
+    out[n++] = c;
+  }
+  out[n] = '\0';
+  return out;
+}
+
+static jval_t *jparse_val(jparser_t *p, int depth);
+
+static void jpush(jval_t *v, char *key, jval_t *item) {
+  v->items = realloc(v->items, (v->n + 1) * sizeof *v->items);
+  CHECK_NOT_NULL(v->items);
+  if (v->t == J_OBJ) {
+    v->keys = realloc(v->keys, (v->n + 1) * sizeof *v->keys);
+    CHECK_NOT_NULL(v->keys);
+    v->keys[v->n] = key;
+  }
+  v->items[v->n++] = item;
+}
+
+static jval_t *jparse_val(jparser_t *p, int depth) {
+  if (depth > 32) JFAIL(p, "nested too deeply");
+  jws(p);
+  char c = *p->s;
+  if (c == '{' || c == '[') {
+    bool obj = c == '{';
+    jval_t *v = jnew(obj ? J_OBJ : J_ARR);
+    p->s++;
+    jws(p);
+    if (*p->s == (obj ? '}' : ']')) {
+      p->s++;
+      return v;
+    }
+    for (;;) {
+      char *key = NULL;
+      jws(p);
+      if (obj) {
+        key = jparse_str(p);
+        jws(p);
+        if (*p->s++ != ':') JFAIL(p, "':' expected");
+      }
+      jpush(v, key, jparse_val(p, depth + 1));
+      jws(p);
+      if (*p->s == ',') {
+        p->s++;
+        continue;
+      }
+      if (*p->s++ != (obj ? '}' : ']')) JFAIL(p, "',' or end of container expected");
+      return v;
+    }
+  }
+  if (c == '"') {
+    jval_t *v = jnew(J_STR);
+    v->str = jparse_str(p);
+    return v;
+  }
+  if (strncmp(p->s, "null", 4) == 0) {
+    p->s += 4;
+    return jnew(J_NULL);
+  }
+  if (strncmp(p->s, "true", 4) == 0 || strncmp(p->s, "false", 5) == 0) {
+    jval_t *v = jnew(J_BOOL);
+    v->b = c == 't';
+    p->s += v->b ? 4 : 5;
+    return v;
+  }
+  if (c == '-' || (c >= '0' && c <= '9')) {
+    jval_t *v = jnew(J_NUM);
+    const char *start = p->s;
+    char *end;
+    v->num = strtod(start, &end);
+    if (end == start) JFAIL(p, "bad number");
+    bool plain = c != '-';
+    for (const char *q = start; q < end; q++) plain &= *q >= '0' && *q <= '9';
+    if (plain) {
+      errno = 0;
+      v->u = strtoull(start, NULL, 10);
+      v->is_uint = errno == 0;
+    }
+    p->s = end;
+    return v;
+  }
+  JFAIL(p, "value expected");
+}
+
+static jval_t *jparse(const char *doc) {
+  jparser_t p = {doc, doc};
+  jval_t *v = jparse_val(&p, 0);
+  jws(&p);
+  if (*p.s) JFAIL(&p, "trailing characters");
+  return v;
+}
+
+static void jfree(jval_t *v) {
+  if (!v) return;
+  for (size_t i = 0; i < v->n; i++) {
+    jfree(v->items[i]);
+    if (v->keys) free(v->keys[i]);
+  }
+  free(v->items);
+  free(v->keys);
+  free(v->str);
+  free(v);
+}
+
+static jval_t *jget(const jval_t *o, const char *key) {
+  CHECK_EQ_I(o->t, J_OBJ);
+  for (size_t i = 0; i < o->n; i++)
+    if (strcmp(o->keys[i], key) == 0) return o->items[i];
+  FAIL("JSON: no key \"%s\"", key);
+}
+
+static unsigned long long ju(const jval_t *o, const char *key) {
+  jval_t *v = jget(o, key);
+  CHECK_MSG(v->t == J_NUM && v->is_uint, "JSON: \"%s\" is not a non-negative integer", key);
+  return v->u;
+}
+
+static long long ji(const jval_t *o, const char *key) {
+  jval_t *v = jget(o, key);
+  CHECK_MSG(v->t == J_NUM && v->num == (double)(long long)v->num, "JSON: \"%s\" is not an integer",
+            key);
+  return (long long)v->num;
+}
+
+static const char *js(const jval_t *o, const char *key) {
+  jval_t *v = jget(o, key);
+  CHECK_MSG(v->t == J_STR, "JSON: \"%s\" is not a string", key);
+  return v->str;
+}
+
+/* ---- running sstm-top --------------------------------------------------- */
+
+typedef struct tool_run {
+  int status; /* waitpid status */
+  char *out;
+  char *err;
+} tool_run_t;
+
+static char *slurp(FILE *f) {
+  CHECK_EQ_I(fflush(f), 0);
+  long n = ftell(f);
+  CHECK_GE_I(n, 0);
+  rewind(f);
+  char *buf = malloc((size_t)n + 1);
+  CHECK_NOT_NULL(buf);
+  CHECK_EQ_U(fread(buf, 1, (size_t)n, f), (size_t)n);
+  buf[n] = '\0';
+  fclose(f);
+  return buf;
+}
+
+/* Run sstm-top with args (NULL-terminated); drop_to_uid >= 0: as that user
+ * (for the permission test, when run as root). */
+static void run_tool_as(tool_run_t *r, int drop_to_uid, const char *a1, const char *a2,
+                        const char *a3, const char *a4, const char *a5) {
+  const char *argv[] = {SSTM_TOP_PATH, a1, a2, a3, a4, a5, NULL};
+  FILE *out = tmpfile(), *err = tmpfile();
+  CHECK_NOT_NULL(out);
+  CHECK_NOT_NULL(err);
+  fflush(stdout);
+  fflush(stderr);
+  pid_t pid = fork();
+  CHECK_GE_I(pid, 0);
+  if (pid == 0) {
+    /* async-signal-safe only: the parent has threads */
+    dup2(fileno(out), 1);
+    dup2(fileno(err), 2);
+    if (drop_to_uid >= 0 &&
+        (setgroups(0, NULL) != 0 || setgid((gid_t)drop_to_uid) != 0 ||
+         setuid((uid_t)drop_to_uid) != 0))
+      _exit(125);
+    execv(SSTM_TOP_PATH, (char *const *)argv);
+    _exit(126);
+  }
+  int st;
+  while (waitpid(pid, &st, 0) < 0) CHECK_EQ_I(errno, EINTR);
+  r->status = st;
+  r->out = slurp(out);
+  r->err = slurp(err);
+}
+
+static void run_tool(tool_run_t *r, const char *a1, const char *a2, const char *a3,
+                     const char *a4, const char *a5) {
+  run_tool_as(r, -1, a1, a2, a3, a4, a5);
+  CHECK_MSG(!(WIFEXITED(r->status) && WEXITSTATUS(r->status) == 126),
+            "cannot execute %s", SSTM_TOP_PATH);
+}
+
+static void tool_free(tool_run_t *r) {
+  free(r->out);
+  free(r->err);
+}
+
+/* The tool exited by itself (no signal) with status code. */
+static void check_exit(const tool_run_t *r, int code, const char *what) {
+  CHECK_MSG(WIFEXITED(r->status), "%s: sstm-top was killed by signal %d; stderr: %s", what,
+            WIFSIGNALED(r->status) ? WTERMSIG(r->status) : -1, r->err);
+  CHECK_MSG(WEXITSTATUS(r->status) == code,
+            "%s: sstm-top exited %d, expected %d; stdout: %.400s; stderr: %s", what,
+            WEXITSTATUS(r->status), code, r->out, r->err);
+}
+
+static jval_t *snapshot_json(int pid) {
+  char p[16];
+  snprintf(p, sizeof p, "%d", pid);
+  tool_run_t r;
+  run_tool(&r, "-j", p, NULL, NULL, NULL);
+  check_exit(&r, 0, "sstm-top -j");
+  jval_t *j = jparse(r.out);
+  tool_free(&r);
+  return j;
+}
+
+/* ---- the workload ------------------------------------------------------- */
+
+#define NT 4
+#define NACC 8
+#define INITIAL 1000
+
+static int64_t accounts[NACC];
+static sstm_desc_t *descs[NT];
+static int tids[NT];
+static int phase;        /* 0 run, 1 finish the loop, 2 unregister */
+static unsigned registered, quiesced;
+static uint64_t local_ops[NT];
+
+struct xfer {
+  int a, b;
+  int64_t amt;
+};
+
+static void xfer_fn(void *p) {
+  struct xfer *x = p;
+  int64_t va = sstm_load_i64(&accounts[x->a]);
+  int64_t vb = sstm_load_i64(&accounts[x->b]);
+  sstm_store_i64(&accounts[x->a], va - x->amt);
+  sstm_store_i64(&accounts[x->b], vb + x->amt);
+}
+
+static void audit_fn(void *p) {
+  int64_t sum = 0;
+  for (int i = 0; i < NACC; i++) sum += sstm_load_i64(&accounts[i]);
+  CHECK_EQ_I(sum, (int64_t)NACC * INITIAL);
+  *(int64_t *)p = sum;
+}
+
+static void *worker(void *arg) {
+  unsigned i = (unsigned)(uintptr_t)arg;
+  CHECK_OK(sstm_thread_init());
+  descs[i] = sstm_self();
+  tids[i] = (int)gettid();
+  __atomic_fetch_add(&registered, 1, __ATOMIC_RELEASE);
+  sstm_rng_t rng;
+  sstm_rng_seed(&rng, sstm_test_seed() + i);
+  sstm_attr_t ro = {.read_only = true};
+  while (__atomic_load_n(&phase, __ATOMIC_ACQUIRE) == 0) {
+    uint64_t r = sstm_rng_next(&rng);
+    if (r % 8 == 0) {
+      int64_t sum;
+      CHECK_OK(sstm_run(&ro, audit_fn, &sum));
+    } else {
+      struct xfer x = {(int)(r % NACC), (int)((r >> 8) % (NACC - 1)), (int64_t)(r >> 16) % 50};
+      if (x.b >= x.a) x.b++;
+      CHECK_OK(sstm_run(NULL, xfer_fn, &x));
+    }
+    local_ops[i]++;
+  }
+  __atomic_fetch_add(&quiesced, 1, __ATOMIC_RELEASE);
+  while (__atomic_load_n(&phase, __ATOMIC_ACQUIRE) < 2) usleep(1000);
+  CHECK_OK(sstm_thread_exit());
+  return NULL;
+}
+
+/* A policy that uses counters and actions, to see them in the table. */
+static sstm_cm_action_t tp_conflict(sstm_cm_ctx_t *ctx, const sstm_conflict_t *c, uint64_t *w) {
+  (void)c, (void)w;
+  sstm_cm_count(ctx, 0, 1);
+  return SSTM_CM_ABORT_SELF;
+}
+static void tp_abort(sstm_cm_ctx_t *ctx, const sstm_abort_info_t *info) {
+  (void)info;
+  sstm_cm_count(ctx, 2, 1);
+  sstm_cm_note(ctx, SSTM_ACT_BACKOFF);
+  sstm_spin_ns(500);
+}
+static void tp_commit(sstm_cm_ctx_t *ctx) {
+  if (ctx->retries) sstm_cm_note(ctx, SSTM_ACT_NONE);
+}
+static const sstm_cm_ops_t test_policy = {
+    .name = "stt-test",
+    .description = "statetab test: abort self, count, note backoff",
+    .on_conflict = tp_conflict,
+    .on_abort = tp_abort,
+    .on_commit = tp_commit,
+    .stat_names = {"conflicts", NULL, "aborted"},
+};
+
+static uint64_t commits_of(const sstm_stats_t *s) { return s->commits_ro + s->commits_update; }
+
+/* Which worker has this slot. */
+static int worker_of_slot(unsigned slot) {
+  for (int i = 0; i < NT; i++)
+    if (sstm_desc_slot(descs[i]) == slot) return i;
+  return -1;
+}
+
+/* Checks common to every snapshot of the running workload. */
+static const jval_t *check_header(const jval_t *j, const char *policy, unsigned max_threads) {
+  CHECK_EQ_I(ji(j, "pid"), getpid());
+  CHECK_EQ_U(ju(j, "version"), SSTM_STT_VERSION);
+  CHECK_EQ_U(ju(j, "entry_size"), sizeof(sstm_stt_entry_t));
+  CHECK_EQ_U(ju(j, "nentries"), max_threads);
+  char desc[512];
+  CHECK_GT_I(sstm_describe(desc, sizeof desc), 0);
+  desc[sizeof(((sstm_stt_header_t *)0)->config) - 1] = '\0'; /* the table keeps 319 chars */
+  CHECK_EQ_STR(js(j, "config"), desc);
+  const jval_t *rn = jget(j, "reason_names");
+  CHECK_EQ_I(rn->t, J_ARR);
+  CHECK_EQ_U(rn->n, SSTM_ABORT_REASON_COUNT);
+  for (int r = 0; r < SSTM_ABORT_REASON_COUNT; r++)
+    CHECK_EQ_STR(rn->items[r]->str, sstm_abort_reason_name((sstm_abort_reason_t)r));
+  const jval_t *cn = jget(j, "cm_stat_names");
+  CHECK_EQ_U(cn->n, SSTM_STT_CMSTATS);
+  const sstm_cm_ops_t *cm = sstm_cm_current();
+  for (int s = 0; s < SSTM_STT_CMSTATS; s++)
+    CHECK_EQ_STR(cn->items[s]->str, cm->stat_names[s] ? cm->stat_names[s] : "");
+  const jval_t *es = jget(j, "entries");
+  CHECK_EQ_I(es->t, J_ARR);
+  for (size_t k = 0; k < es->n; k++) {
+    const jval_t *e = es->items[k];
+    CHECK_EQ_U(ju(e, "in_use"), 1);
+    CHECK_EQ_STR(js(e, "cm"), policy);
+    int w = worker_of_slot((unsigned)ju(e, "slot"));
+    CHECK_MSG(w >= 0, "entry with slot %llu is no worker's", ju(e, "slot"));
+    CHECK_EQ_I(ji(e, "tid"), tids[w]);
+    CHECK_EQ_U(ju(e, "index"), ju(e, "slot"));
+    CHECK_LT_U(ju(e, "action"), SSTM_ACT_COUNT);
+    CHECK_EQ_STR(js(e, "action_name"), sstm_cm_act_name((sstm_cm_act_t)ju(e, "action")));
+    CHECK_LE_U(ju(e, "in_tx"), 1);
+  }
+  return es;
+}
+
+static void snapshot_test(const char *policy) {
+  if (strcmp(policy, "stt-test") == 0 && sstm_cm_find(policy) == NULL)
+    CHECK_OK(sstm_cm_register(&test_policy));
+  sstm_config_t c;
+  sstm_test_config(&c);
+  c.cm = policy;
+  c.state_table = true;
+  CHECK_OK(sstm_init(&c));
+  char path[64], pidstr[16];
+  snprintf(path, sizeof path, SSTM_STT_PATH_FMT, (int)getpid());
+  snprintf(pidstr, sizeof pidstr, "%d", (int)getpid());
+  struct stat st;
+  CHECK_EQ_I(stat(path, &st), 0);
+  CHECK(S_ISREG(st.st_mode));
+  CHECK_EQ_X(st.st_mode & 07777, 0600);
+  for (int i = 0; i < NACC; i++) accounts[i] = INITIAL;
+
+  /* No thread registered yet (the main thread never registers). */
+  jval_t *j = snapshot_json(getpid());
+  CHECK_EQ_U(ju(j, "in_use"), 0);
+  CHECK_EQ_U(jget(j, "entries")->n, 0);
+  jfree(j);
+
+  pthread_t th[NT];
+  for (unsigned i = 0; i < NT; i++)
+    CHECK_EQ_I(pthread_create(&th[i], NULL, worker, (void *)(uintptr_t)i), 0);
+  while (__atomic_load_n(&registered, __ATOMIC_ACQUIRE) < NT) usleep(1000);
+  /* Let every thread commit a little. */
+  for (;;) {
+    bool all = true;
+    for (int i = 0; i < NT; i++) all &= __atomic_load_n(&local_ops[i], __ATOMIC_RELAXED) >= 500;
+    if (all) break;
+    usleep(2000);
+  }
+
+  /* 1. While the workload runs: bounds. */
+  sstm_stats_t before[NT], after[NT];
+  for (int i = 0; i < NT; i++) CHECK_OK(sstm_stats_get(descs[i], &before[i]));
+  j = snapshot_json(getpid());
+  for (int i = 0; i < NT; i++) CHECK_OK(sstm_stats_get(descs[i], &after[i]));
+  const jval_t *es = check_header(j, policy, c.max_threads);
+  CHECK_EQ_U(ju(j, "in_use"), NT);
+  CHECK_EQ_U(es->n, NT);
+  for (size_t k = 0; k < es->n; k++) {
+    const jval_t *e = es->items[k];
+    int w = worker_of_slot((unsigned)ju(e, "slot"));
+    /* The table is updated just after the counters: it may lag by the one
+     * attempt that was ending when `before` was taken. */
+    CHECK_GE_U(ju(e, "commits") + 1, commits_of(&before[w]));
+    CHECK_LE_U(ju(e, "commits"), commits_of(&after[w]));
+    CHECK_GE_U(ju(e, "aborts") + 1, before[w].aborts_total);
+    CHECK_LE_U(ju(e, "aborts"), after[w].aborts_total);
+    CHECK_GT_U(ju(e, "txid"), 0);
+  }
+  jfree(j);
+
+  /* The live view and the listing. */
+  tool_run_t r;
+  run_tool(&r, "-n", "2", "-i", "0.05", pidstr);
+  check_exit(&r, 0, "sstm-top -n 2");
+  char want[64];
+  snprintf(want, sizeof want, "pid %d ", (int)getpid());
+  CHECK_CONTAINS(r.out, want);
+  CHECK_CONTAINS(r.out, "threads 4/");
+  CHECK_CONTAINS(r.out, "COMMIT/S");
+  CHECK_CONTAINS(r.out, policy);
+  tool_free(&r);
+  run_tool(&r, "-l", NULL, NULL, NULL, NULL);
+  check_exit(&r, 0, "sstm-top -l");
+  snprintf(want, sizeof want, " %d       4 ", (int)getpid());
+  CHECK_CONTAINS(r.out, want);
+  tool_free(&r);
+
+  /* 2. Quiesced (loops done, still registered): exact. */
+  __atomic_store_n(&phase, 1, __ATOMIC_RELEASE);
+  while (__atomic_load_n(&quiesced, __ATOMIC_ACQUIRE) < NT) usleep(1000);
+  for (int i = 0; i < NT; i++) CHECK_OK(sstm_stats_get(descs[i], &before[i]));
+  j = snapshot_json(getpid());
+  es = check_header(j, policy, c.max_threads);
+  CHECK_EQ_U(ju(j, "in_use"), NT);
+  CHECK_EQ_U(es->n, NT);
+  uint64_t tc = 0, ta = 0, seen = 0;
+  const sstm_cm_ops_t *cm = sstm_cm_current();
+  for (size_t k = 0; k < es->n; k++) {
+    const jval_t *e = es->items[k];
+    int w = worker_of_slot((unsigned)ju(e, "slot"));
+    const sstm_stats_t *s = &before[w];
+    CHECK_EQ_U(s->slot, ju(e, "slot"));
+    CHECK_EQ_I(s->tid, ji(e, "tid"));
+    CHECK_EQ_U(ju(e, "commits"), commits_of(s));
+    CHECK_EQ_U(ju(e, "commits"), local_ops[w]);
+    CHECK_EQ_U(ju(e, "aborts"), s->aborts_total);
+    CHECK_EQ_U(ju(e, "in_tx"), 0);
+    CHECK_EQ_STR(js(e, "action_name"), "run");
+    const jval_t *br = jget(e, "aborts_by_reason");
+    CHECK_EQ_U(br->n, SSTM_ABORT_REASON_COUNT);
+    uint64_t sum = 0;
+    for (int x = 0; x < SSTM_ABORT_REASON_COUNT; x++) {
+      uint64_t v = ju(br, sstm_abort_reason_name((sstm_abort_reason_t)x));
+      CHECK_EQ_U(v, s->aborts[x]);
+      sum += v;
+    }
+    CHECK_EQ_U(sum, s->aborts_total);
+    if (s->aborts_total) {
+      CHECK_LT_U(ju(e, "last_reason"), SSTM_ABORT_REASON_COUNT);
+      CHECK_EQ_STR(js(e, "last_reason_name"),
+                   sstm_abort_reason_name((sstm_abort_reason_t)ju(e, "last_reason")));
+    }
+    const jval_t *cs = jget(e, "cm_stats");
+    unsigned named = 0;
+    for (int x = 0; x < SSTM_CM_NSTATS; x++) {
+      if (!cm->stat_names[x] || !cm->stat_names[x][0]) continue;
+      named++;
+      CHECK_EQ_U(ju(cs, cm->stat_names[x]), s->cm_stats[x]);
+    }
+    CHECK_EQ_U(cs->n, named);
+    if (strcmp(policy, "stt-test") == 0) {
+      CHECK_EQ_U(named, 2);
+      /* every abort went through on_abort; conflicts <= aborts */
+      CHECK_EQ_U(s->cm_stats[2], s->aborts_total);
+      CHECK_LE_U(s->cm_stats[0], s->aborts_total);
+      CHECK_EQ_U(s->cm_actions[SSTM_ACT_BACKOFF], s->aborts_total);
+    }
+    tc += ju(e, "commits");
+    ta += ju(e, "aborts");
+    seen |= 1u << w;
+  }
+  CHECK_EQ_U(seen, (1u << NT) - 1);
+  const jval_t *tot = jget(j, "totals");
+  CHECK_EQ_U(ju(tot, "commits"), tc);
+  CHECK_EQ_U(ju(tot, "aborts"), ta);
+  printf("statetab: %s, %llu commits, %llu aborts\n", policy, (unsigned long long)tc,
+         (unsigned long long)ta);
+  jfree(j);
+
+  /* 3. Unregistered: no entry in use. */
+  __atomic_store_n(&phase, 2, __ATOMIC_RELEASE);
+  for (int i = 0; i < NT; i++) CHECK_EQ_I(pthread_join(th[i], NULL), 0);
+  j = snapshot_json(getpid());
+  CHECK_EQ_U(ju(j, "in_use"), 0);
+  CHECK_EQ_U(jget(j, "entries")->n, 0);
+  jfree(j);
+  int64_t total = 0;
+  for (int i = 0; i < NACC; i++) total += accounts[i];
+  CHECK_EQ_I(total, (int64_t)NACC * INITIAL);
+
+  /* 4. sstm_shutdown removes the table. */
+  CHECK_OK(sstm_shutdown());
+  errno = 0;
+  CHECK_EQ_I(stat(path, &st), -1);
+  CHECK_EQ_I(errno, ENOENT);
+  run_tool(&r, "-j", pidstr, NULL, NULL, NULL);
+  check_exit(&r, 1, "sstm-top after shutdown");
+  CHECK_CONTAINS(r.err, "no state table");
+  tool_free(&r);
+}
+
+TEST(snapshot_suicide) { snapshot_test("suicide"); }
+TEST(snapshot_backoff) { snapshot_test("backoff"); }
+TEST(snapshot_policy) { snapshot_test("stt-test"); }
+
+/* ---- negative cases ----------------------------------------------------- */
+
+/* A child that sleeps until killed: a live pid we control. */
+static pid_t sleeper(void) {
+  fflush(stdout);
+  fflush(stderr);
+  pid_t pid = fork();
+  CHECK_GE_I(pid, 0);
+  if (pid == 0) {
+    for (;;) pause();
+  }
+  return pid;
+}
+
+static void reap(pid_t pid) {
+  CHECK_EQ_I(kill(pid, SIGKILL), 0);
+  int st;
+  while (waitpid(pid, &st, 0) < 0) CHECK_EQ_I(errno, EINTR);
+}
+
+TEST(no_table) {
+  pid_t pid = sleeper();
+  char path[64], p[16];
+  snprintf(path, sizeof path, SSTM_STT_PATH_FMT, (int)pid);
+  snprintf(p, sizeof p, "%d", (int)pid);
+  unlink(path);
+  tool_run_t r;
+  run_tool(&r, "-j", p, NULL, NULL, NULL);
+  check_exit(&r, 1, "live pid without a table");
+  CHECK_CONTAINS(r.err, "no state table");
+  CHECK_CONTAINS(r.err, "SCHEDSTM_STATE_TABLE");
+  CHECK_EQ_STR(r.out, "");
+  tool_free(&r);
+  run_tool(&r, "-n", "1", p, NULL, NULL);
+  check_exit(&r, 1, "live view, pid without a table");
+  CHECK_CONTAINS(r.err, "no state table");
+  tool_free(&r);
+  reap(pid);
+  run_tool(&r, "-j", p, NULL, NULL, NULL);
+  check_exit(&r, 1, "dead pid");
+  CHECK_CONTAINS(r.err, "no such process");
+  tool_free(&r);
+  /* usage errors */
+  run_tool(&r, "-j", "12abc", NULL, NULL, NULL);
+  check_exit(&r, 2, "bad pid");
+  CHECK_CONTAINS(r.err, "bad pid");
+  tool_free(&r);
+  run_tool(&r, "-i", "0", p, NULL, NULL);
+  check_exit(&r, 2, "bad interval");
+  tool_free(&r);
+  run_tool(&r, NULL, NULL, NULL, NULL, NULL);
+  check_exit(&r, 2, "no pid");
+  CHECK_CONTAINS(r.err, "usage");
+  tool_free(&r);
+}
+
+static void write_file(const char *path, const void *buf, size_t n, mode_t mode) {
+  unlink(path);
+  int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
+  CHECK_GE_I(fd, 0);
+  CHECK_EQ_I(write(fd, buf, n), (long long)n);
+  CHECK_EQ_I(close(fd), 0);
+}
+
+/* A plausible header for pid with n entries, the rest zero. */
+static void *fake_table(int pid, uint32_t n, size_t *size) {
+  *size = sizeof(sstm_stt_header_t) + (size_t)n * sizeof(sstm_stt_entry_t);
+  sstm_stt_header_t *h = calloc(1, *size);
+  CHECK_NOT_NULL(h);
+  h->magic = SSTM_STT_MAGIC;
+  h->version = SSTM_STT_VERSION;
+  h->nentries = n;
+  h->entry_size = sizeof(sstm_stt_entry_t);
+  h->pid = pid;
+  h->nreasons = 3;
+  snprintf(h->config, sizeof h->config, "fake");
+  return h;
+}
+
+static void expect_error(const char *path, const void *buf, size_t n, const char *pidstr,
+                         const char *msg, const char *what) {
+  write_file(path, buf, n, 0600);
+  tool_run_t r;
+  run_tool(&r, "-j", pidstr, NULL, NULL, NULL);
+  check_exit(&r, 1, what);
+  CHECK_CONTAINS(r.err, msg);
+  tool_free(&r);
+  run_tool(&r, "-n", "1", "-i", "0.01", pidstr);
+  check_exit(&r, 1, what);
+  CHECK_CONTAINS(r.err, msg);
+  tool_free(&r);
+}
+
+TEST(garbage) {
+  pid_t pid = sleeper();
+  char path[64], p[16];
+  snprintf(path, sizeof path, SSTM_STT_PATH_FMT, (int)pid);
+  snprintf(p, sizeof p, "%d", (int)pid);
+  sstm_rng_t rng;
+  sstm_rng_seed(&rng, sstm_test_seed());
+  size_t n;
+
+  /* Random junk of a plausible size. */
+  size_t jn = sizeof(sstm_stt_header_t) + 4 * sizeof(sstm_stt_entry_t);
+  unsigned char *junk = malloc(jn);
+  CHECK_NOT_NULL(junk);
+  for (size_t i = 0; i < jn; i++) junk[i] = (unsigned char)sstm_rng_next(&rng);
+  junk[0] = 'x'; /* never the magic */
+  expect_error(path, junk, jn, p, "bad magic", "junk");
+  expect_error(path, junk, 100, p, "truncated", "100 bytes");
+  expect_error(path, junk, 0, p, "truncated", "empty file");
+
+  sstm_stt_header_t *h = fake_table(pid, 4, &n);
+  h->version = 99;
+  expect_error(path, h, n, p, "version 99", "version");
+  free(h);
+  h = fake_table(pid, 4, &n);
+  h->entry_size = 100;
+  expect_error(path, h, n, p, "entry_size 100", "entry_size");
+  free(h);
+  h = fake_table(pid, 4, &n);
+  h->nentries = 1000; /* the file holds 4 */
+  expect_error(path, h, n, p, "1000 entries", "nentries beyond the file");
+  free(h);
+  h = fake_table(pid, 4, &n);
+  h->nentries = 0xffffffffu; /* nentries * entry_size overflows 32 bits */
+  expect_error(path, h, n, p, "entries", "nentries overflow");
+  free(h);
+  h = fake_table(pid, 4, &n);
+  h->pid = pid + 1;
+  expect_error(path, h, n, p, "belongs to pid", "pid mismatch");
+  free(h);
+  h = fake_table(pid, 4, &n);
+  h->nreasons = 1000;
+  expect_error(path, h, n, p, "abort reasons", "nreasons");
+  free(h);
+  h = fake_table(pid, 4, &n);
+  h->magic = 0;
+  expect_error(path, h, n, p, "not initialised", "magic 0");
+  free(h);
+
+  /* A valid header over junk: strings without NUL, control characters,
+   * random entries. The tool must print valid JSON. */
+  h = fake_table(pid, 4, &n);
+  unsigned char *raw = (unsigned char *)h;
+  for (size_t i = offsetof(sstm_stt_header_t, config); i < n; i++)
+    raw[i] = (unsigned char)sstm_rng_next(&rng);
+  h->nreasons = SSTM_STT_REASONS;
+  sstm_stt_entry_t *e = (sstm_stt_entry_t *)(void *)(h + 1);
+  for (int i = 0; i < 4; i++) {
+    e[i].in_use = 1;
+    e[i].last_reason = 0xfffffff0u + (unsigned)i;
+    e[i].action = 0x7fffffffu;
+  }
+  write_file(path, h, n, 0600);
+  free(h);
+  tool_run_t r;
+  run_tool(&r, "-j", p, NULL, NULL, NULL);
+  check_exit(&r, 0, "valid header, junk content");
+  jval_t *j = jparse(r.out);
+  CHECK_EQ_U(ju(j, "in_use"), 4);
+  CHECK_EQ_U(jget(j, "entries")->n, 4);
+  CHECK_EQ_STR(js(jget(j, "entries")->items[0], "action_name"), "?");
+  jfree(j);
+  tool_free(&r);
+  run_tool(&r, "-n", "2", "-i", "0.01", "-a", p);
+  check_exit(&r, 0, "live view of junk");
+  tool_free(&r);
+
+  /* A table whose pid is alive is listed; once the pid is gone it is not. */
+  run_tool(&r, "-l", NULL, NULL, NULL, NULL);
+  check_exit(&r, 0, "-l");
+  CHECK_CONTAINS(r.out, p);
+  tool_free(&r);
+  reap(pid);
+  run_tool(&r, "-l", NULL, NULL, NULL, NULL);
+  check_exit(&r, 0, "-l after the pid exited");
+  char line[32];
+  snprintf(line, sizeof line, " %s ", p);
+  CHECK_NOT_CONTAINS(r.out, line);
+  tool_free(&r);
+  CHECK_EQ_I(unlink(path), 0);
+  free(junk);
+}
+
+TEST(permission) {
+  pid_t pid = sleeper();
+  char path[64], p[16];
+  snprintf(path, sizeof path, SSTM_STT_PATH_FMT, (int)pid);
+  snprintf(p, sizeof p, "%d", (int)pid);
+  size_t n;
+  sstm_stt_header_t *h = fake_table(pid, 2, &n);
+  /* As root the mode does not stop us: run the tool as nobody instead. */
+  bool root = geteuid() == 0;
+  write_file(path, h, n, root ? 0600 : 0);
+  free(h);
+  tool_run_t r;
+  run_tool_as(&r, root ? 65534 : -1, "-j", p, NULL, NULL, NULL);
+  unlink(path);
+  reap(pid);
+  if (WIFEXITED(r.status) && (WEXITSTATUS(r.status) == 125 || WEXITSTATUS(r.status) == 126)) {
+    tool_free(&r);
+    sstm_test_skip("cannot run sstm-top as an unprivileged user here");
+  }
+  check_exit(&r, 1, "unreadable table");
+  CHECK_CONTAINS(r.err, "permission denied");
+  tool_free(&r);
+}
+
+SSTM_TEST_MAIN()
