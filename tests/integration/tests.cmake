@@ -106,3 +106,21 @@ if(SCHEDSTM_TORTURE)
                   COMMAND itest_remote_abort ${d} 8 --ops 2000000)
   endforeach()
 endif()
+
+# statetab: tools/sstm-top reading the state table of a running workload.
+if(TARGET sstm-top)
+  sstm_int_exe(itest_statetab SOURCES ${D}/statetab.c)
+  target_include_directories(itest_statetab PRIVATE ${PROJECT_SOURCE_DIR}/src)
+  target_compile_definitions(itest_statetab PRIVATE SSTM_TOP_PATH="$<TARGET_FILE:sstm-top>")
+  add_dependencies(itest_statetab sstm-top)
+  foreach(d etl ctl)
+    foreach(p suicide backoff policy)
+      sstm_add_test(NAME integration.statetab.snapshot.${d}.${p} LABELS integration
+                    TIMEOUT 60 COMMAND itest_statetab snapshot_${p} ENV SSTM_TEST_DESIGN=${d})
+    endforeach()
+  endforeach()
+  foreach(t no_table garbage permission)
+    sstm_add_test(NAME integration.statetab.${t} LABELS integration TIMEOUT 60
+                  COMMAND itest_statetab ${t})
+  endforeach()
+endif()
