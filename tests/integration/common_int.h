@@ -35,13 +35,26 @@ static inline double int_now(void) {
   return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-/* Split sstm_cm_list() into names. Returns the count. */
+/* Split sstm_cm_list() into policy names ([a-z0-9+_-], see cm.h). Entries
+ * that are not names (descriptive text in the list) are skipped. Returns
+ * the count. */
 static inline int int_policy_names(char names[][64], int max) {
   char buf[4096];
   CHECK_GT_I(sstm_cm_list(buf, sizeof buf), 0);
   int n = 0;
   char *save = NULL;
-  for (char *tok = strtok_r(buf, ", ", &save); tok && n < max; tok = strtok_r(NULL, ", ", &save)) {
+  for (char *tok = strtok_r(buf, ",", &save); tok && n < max; tok = strtok_r(NULL, ",", &save)) {
+    while (*tok == ' ')
+      tok++;
+    size_t len = strlen(tok);
+    while (len > 0 && tok[len - 1] == ' ')
+      tok[--len] = 0;
+    bool ok = len > 0 && len < 64;
+    for (size_t i = 0; ok && i < len; i++)
+      ok = (tok[i] >= 'a' && tok[i] <= 'z') || (tok[i] >= '0' && tok[i] <= '9') ||
+           tok[i] == '+' || tok[i] == '_' || tok[i] == '-';
+    if (!ok || sstm_cm_find(tok) == NULL)
+      continue;
     snprintf(names[n], 64, "%s", tok);
     n++;
   }

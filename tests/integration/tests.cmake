@@ -46,9 +46,12 @@ foreach(d etl ctl)
                     TIMEOUT 120 COMMAND itest_bank ${d} ${p} ${n})
     endforeach()
   endforeach()
-  # every registered policy (catches policies added later)
-  sstm_add_test(NAME integration.bank.${d}.all.4 LABELS integration
-                TIMEOUT 180 COMMAND itest_bank ${d} all 4 --ops 20000)
+  # every registered policy, from sstm_cm_list() (catches policies added
+  # later; blocking ones matter with more threads than CPUs)
+  foreach(n 4 32)
+    sstm_add_test(NAME integration.bank.${d}.all.${n} LABELS ${SSTM_STRESS_LABELS}
+                  TIMEOUT 240 COMMAND itest_bank ${d} all ${n} --ops 50000)
+  endforeach()
   foreach(n 2 8)
     sstm_add_test(NAME integration.opacity.${d}.${n} LABELS ${SSTM_STRESS_LABELS}
                   TIMEOUT 120 COMMAND itest_opacity ${d} ${n})
