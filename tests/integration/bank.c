@@ -6,7 +6,8 @@
  *
  * usage: bank DESIGN POLICY|all THREADS [--ops N] [--seconds S]
  *             [--accounts A]
- *   --ops is the total number of operations (default 60000 * SSTM_TEST_SCALE)
+ *   --ops is the total number of operations (default 1000000 * SSTM_TEST_SCALE,
+ *   150000 * SSTM_TEST_SCALE per policy with "all")
  *   split over the threads; --seconds instead runs each thread for S seconds
  *   (torture). POLICY "all" runs once per registered contention manager.
  */
@@ -170,14 +171,16 @@ int main(int argc, char **argv) {
   threads = sstm_test_threads(threads);
   naccounts = int_opt(argc, argv, "--accounts", 32);
   CHECK_GE_I(naccounts, 2);
-  long total_ops = int_opt(argc, argv, "--ops", (long)sstm_test_scaled(1000000, 2000));
+  bool all = strcmp(argv[2], "all") == 0;
+  long total_ops =
+      int_opt(argc, argv, "--ops", (long)sstm_test_scaled(all ? 150000 : 1000000, 2000));
   ops_per_thread = total_ops / (long)threads;
   if (ops_per_thread < 100)
     ops_per_thread = 100;
   seconds = (double)int_opt(argc, argv, "--seconds", 0);
   accounts = calloc((size_t)naccounts, sizeof *accounts);
   CHECK_NOT_NULL(accounts);
-  if (strcmp(argv[2], "all") == 0) {
+  if (all) {
     char names[32][64];
     int n = int_policy_names(names, 32);
     CHECK_GE_I(n, 2);

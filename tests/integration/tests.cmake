@@ -50,7 +50,7 @@ foreach(d etl ctl)
   # later; blocking ones matter with more threads than CPUs)
   foreach(n 4 32)
     sstm_add_test(NAME integration.bank.${d}.all.${n} LABELS ${SSTM_STRESS_LABELS}
-                  TIMEOUT 240 COMMAND itest_bank ${d} all ${n} --ops 50000)
+                  TIMEOUT 240 COMMAND itest_bank ${d} all ${n})
   endforeach()
   foreach(n 2 8)
     sstm_add_test(NAME integration.opacity.${d}.${n} LABELS ${SSTM_STRESS_LABELS}
