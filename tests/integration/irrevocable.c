@@ -12,7 +12,7 @@
  * A run = threads started, work, joined, library shut down; repeated.
  *
  * usage: irrevocable DESIGN [--runs R] [--threads T] [--ops N]
- *   default runs: 12 * SSTM_TEST_SCALE (a few seconds); torture: 1000.
+ *   default runs: 300 * SSTM_TEST_SCALE (a few seconds); torture: 1000.
  */
 #define _GNU_SOURCE
 #include "common_int.h"
@@ -97,7 +97,7 @@ int main(int argc, char **argv) {
   snprintf(name, sizeof name, "irrevocable.%s", argv[1]);
   sstm_test_setup(name, argc, argv);
   sstm_design_t design = int_parse_design(argv[1]);
-  long runs = int_opt(argc, argv, "--runs", (long)sstm_test_scaled(150, 3));
+  long runs = int_opt(argc, argv, "--runs", (long)sstm_test_scaled(300, 3));
   unsigned threads = sstm_test_threads((unsigned)int_opt(argc, argv, "--threads", 4));
   CHECK_LE_U(threads, 256);
   ops_per_thread = int_opt(argc, argv, "--ops", (long)sstm_test_scaled(5000, 200));
