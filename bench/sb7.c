@@ -307,9 +307,9 @@ static void report(const options_t *o, const sb7_params_t *p, const worker_t *w,
   for (int i = 0; i < SB7_NOPS; i++)
     attempts += sum[i].attempts;
   bench_json_u64(&j, "op_attempts", attempts);
+  uint64_t ended = ro_ops + upd_ops + cancelled;
   bench_json_dbl(&j, "op_abort_ratio",
-                 attempts != 0 ? (double)(attempts - ro_ops - upd_ops - cancelled) / (double)attempts
-                               : 0.0);
+                 attempts != 0 ? (double)(attempts - ended) / (double)attempts : 0.0);
   bench_json_u64(&j, "read_only_ops", ro_ops);
   bench_json_u64(&j, "update_ops", upd_ops);
   bench_json_u64(&j, "cancelled_at_stop", cancelled);
