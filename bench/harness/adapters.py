@@ -15,6 +15,7 @@ import re
 
 NATIVE_BACKENDS = ("schedstm", "schedstm-inline", "itm", "seq")
 STRUCTURES = ("ll", "sl", "rb", "hs")
+SB7_MIXES = ("r", "rw", "w")  # read-dominated, read-write, write-dominated
 PEER_KINDS = ("tinystm",)
 
 # Fields every result record carries (CSV columns, in order).
@@ -61,7 +62,7 @@ class Variant:
 
 
 class NativeVariant(Variant):
-    """One of our binaries: intset-<backend> / bank-<backend>."""
+    """One of our binaries: intset-<backend> / bank-<backend> / sb7-<backend>."""
 
     def __init__(self, label, backend, bin_dir, design=None, cm=None,
                  itm_method=None):
@@ -106,6 +107,8 @@ def _native_workload_args(point):
     """Options of our binaries that select the workload."""
     if point["bench"] == "bank":
         return ["-a", str(point["accounts"]), "-p", str(point["audit"])]
+    if point["bench"] == "sb7":
+        return ["-w", point["mix"], "-l", str(point["long"]), "-z", str(point["scale"])]
     args = ["-S", point["structure"], "-i", str(point["initial"]),
             "-r", str(point["range"]), "-u", str(point["update"])]
     if point.get("buckets"):
@@ -161,6 +164,8 @@ class TinySTMVariant(Variant):
         return os.path.join(self.directory, "intset-%s" % point["structure"])
 
     def supports(self, point):
+        if point["bench"] not in ("intset", "bank"):
+            return False
         return os.access(self.binary(point), os.X_OK)
 
     def command(self, point):

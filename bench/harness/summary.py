@@ -12,10 +12,16 @@ def workload_key(rec):
     return (rec.get("bench"), rec.get("structure"), rec.get("update"))
 
 
+SB7_MIX_LABELS = {"r": "read-dominated", "rw": "read-write", "w": "write-dominated"}
+
+
 def workload_label(key):
     bench, structure, update = key
     if bench == "bank":
         return "bank (%s%% transfers)" % update
+    if bench == "sb7":  # structure "sb7" or "sb7-nolong", update the mix
+        label = "%s %s" % (structure, SB7_MIX_LABELS.get(update, update))
+        return label.replace("sb7-nolong", "sb7 (no long trav.)")
     return "%s %s%% upd" % (structure, update)
 
 

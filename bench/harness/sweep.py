@@ -16,6 +16,8 @@ Examples:
   sweep.py --backends schedstm --designs etl,ctl --cms suicide,backoff
   sweep.py --peer tinystm=/path/to/tinystm/test/intset --baseline tinystm
   sweep.py --bench bank --audits 10,50 --threads 1,2
+  sweep.py --bench sb7 --mixes r,rw,w --threads 1,4,16 --backends schedstm \
+      --cms suicide,backoff --plot
 
 libitm runs get ITM_DEFAULT_METHOD=ml_wt unless --itm-method says otherwise:
 without it libitm runs single-threaded programs in serial-irrevocable mode,
@@ -53,9 +55,10 @@ def int_list(text):
 def parse_args(argv):
     p = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--bench", choices=("intset", "bank"), default="intset")
+    p.add_argument("--bench", choices=("intset", "bank", "sb7"), default="intset")
     p.add_argument("--bin-dir", default=os.path.join(REPO, "build", "bench"),
-                   help="directory of intset-<backend>/bank-<backend> (default: build/bench)")
+                   help="directory of intset-<backend>/bank-<backend>/sb7-<backend> "
+                        "(default: build/bench)")
     p.add_argument("--backends", type=csv_list, default=["schedstm", "itm", "seq"],
                    help="our back-ends: schedstm,schedstm-inline,itm,seq "
                         "(default: schedstm,itm,seq)")
@@ -72,6 +75,11 @@ def parse_args(argv):
     p.add_argument("--buckets", type=int, default=0, help="hash-set buckets (default: binary's)")
     p.add_argument("--accounts", type=int, default=1024, help="bank accounts")
     p.add_argument("--audits", type=int_list, default=[20], help="bank audit percentages")
+    p.add_argument("--mixes", type=csv_list, default=list(adapters.SB7_MIXES),
+                   help="sb7 mixes: r (90%% read-only), rw (60%%), w (10%%)")
+    p.add_argument("--long", type=int_list, default=[1],
+                   help="sb7 long traversals: 1 on, 0 off, or 1,0 for both")
+    p.add_argument("--scale", type=int, default=1, help="sb7 size factor (-z)")
     p.add_argument("--duration-ms", type=int, default=1000)
     p.add_argument("--reps", type=int, default=3)
     p.add_argument("--seed", type=int, default=1, help="repetition r uses seed+r")
@@ -89,6 +97,11 @@ def parse_args(argv):
     bad = [s for s in args.structures if s not in adapters.STRUCTURES]
     if bad:
         p.error("unknown structure(s) %s (valid: %s)" % (bad, ",".join(adapters.STRUCTURES)))
+    bad = [m for m in args.mixes if m not in adapters.SB7_MIXES]
+    if bad:
+        p.error("unknown sb7 mix(es) %s (valid: %s)" % (bad, ",".join(adapters.SB7_MIXES)))
+    if any(x not in (0, 1) for x in args.long) or args.scale < 1:
+        p.error("--long takes 0 and/or 1, --scale a positive integer")
     return args
 
 
@@ -105,6 +118,16 @@ def build_variants(args):
 def build_points(args):
     """Workload x threads points, without the repetition and variant."""
     points = []
+    if args.bench == "sb7":
+        for long_ in args.long:
+            for mix in args.mixes:
+                for t in args.threads:
+                    points.append({"bench": "sb7", "threads": t,
+                                   "duration_ms": args.duration_ms,
+                                   "structure": "sb7" if long_ else "sb7-nolong",
+                                   "update": mix, "mix": mix, "long": long_,
+                                   "scale": args.scale})
+        return points
     if args.bench == "bank":
         workloads = [{"structure": "bank", "audit": a, "update": 100 - a}
                      for a in args.audits]
@@ -165,6 +188,8 @@ def progress(i, total, started, rec):
     elapsed = time.monotonic() - started
     eta = elapsed / i * (total - i)
     what = "%s %s%%" % (rec.get("structure"), rec.get("update"))
+    if rec.get("bench") == "sb7":
+        what = "%s %s" % (rec.get("structure"), rec.get("update"))
     if rec["status"] == "ok":
         result = "%s commits/s" % summary.fmt_rate(rec.get("commits_per_s"))
         if rec.get("abort_ratio") is not None:
