@@ -74,7 +74,10 @@ typedef enum sstm_cm_action {
 /* What a policy sees of its own transaction. */
 typedef struct sstm_cm_ctx {
   void *state;           /* state_size bytes of per-descriptor policy state,
-                            zeroed when the descriptor is created */
+                            zeroed when the descriptor is first created and
+                            kept when a later thread reuses the descriptor
+                            (other threads may still use it): desc_init
+                            resets what it needs */
   sstm_desc_t *desc;     /* own descriptor */
   unsigned retries;      /* aborts so far of the current transaction */
   uint64_t txid;         /* current attempt */
@@ -197,6 +200,10 @@ SSTM_API void *sstm_cm_state_of(sstm_desc_t *d);
  * Both only touch the caller's own descriptor: call them from hooks that run
  * on ctx's thread. */
 SSTM_API void sstm_cm_count(sstm_cm_ctx_t *ctx, unsigned idx, uint64_t n);
+
+/* From on_abort: the restart of ctx's transaction runs irrevocable (it then
+ * never aborts; a policy's way to guarantee progress). */
+SSTM_API void sstm_cm_next_irrevocable(sstm_cm_ctx_t *ctx);
 SSTM_API void sstm_cm_note(sstm_cm_ctx_t *ctx, sstm_cm_act_t act);
 
 SSTM_EXTERN_C_END

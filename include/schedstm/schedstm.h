@@ -11,5 +11,6 @@
 #include <schedstm/stats.h>
 #include <schedstm/cm.h>
 #include <schedstm/hooks.h>
+#include <schedstm/sched.h>
 
 #endif /* SCHEDSTM_H */

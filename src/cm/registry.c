@@ -7,8 +7,9 @@
 
 #define MAX_POLICIES 32
 
-extern const sstm_cm_ops_t sstm__cm_suicide;
-extern const sstm_cm_ops_t sstm__cm_backoff;
+extern const sstm_cm_ops_t sstm__cm_suicide, sstm__cm_backoff, sstm__cm_yield, sstm__cm_ser_spin,
+    sstm__cm_ser_block, sstm__cm_softser, sstm__cm_os_prio, sstm__cm_timestamp, sstm__cm_adaptive;
+const sstm_cm_ops_t *sstm__cm_ext_compose(const sstm_cm_ops_t *base);
 
 static const sstm_cm_ops_t *table[MAX_POLICIES];
 static unsigned ntable;
@@ -16,8 +17,11 @@ static pthread_mutex_t table_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_once_t builtins_once = PTHREAD_ONCE_INIT;
 
 static void add_builtins(void) {
-  table[ntable++] = &sstm__cm_suicide;
-  table[ntable++] = &sstm__cm_backoff;
+  static const sstm_cm_ops_t *const builtins[] = {
+      &sstm__cm_suicide, &sstm__cm_backoff,  &sstm__cm_yield,     &sstm__cm_ser_spin,
+      &sstm__cm_ser_block, &sstm__cm_softser, &sstm__cm_os_prio, &sstm__cm_timestamp,
+      &sstm__cm_adaptive};
+  for (size_t i = 0; i < sizeof builtins / sizeof builtins[0]; i++) table[ntable++] = builtins[i];
 }
 
 static bool name_ok(const char *n) {
@@ -29,9 +33,18 @@ static bool name_ok(const char *n) {
   return true;
 }
 
+/* A registered name, or "P+ext" for a registered P ("ext" = "suicide+ext"):
+ * the ext modifier wraps any policy (cm/ext.c). */
 static const sstm_cm_ops_t *find_locked(const char *name) {
   for (unsigned i = 0; i < ntable; i++)
     if (strcmp(table[i]->name, name) == 0) return table[i];
+  if (strcmp(name, "ext") == 0) return sstm__cm_ext_compose(&sstm__cm_suicide);
+  size_t n = strlen(name);
+  if (n > 4 && strcmp(name + n - 4, "+ext") == 0) {
+    for (unsigned i = 0; i < ntable; i++)
+      if (strlen(table[i]->name) == n - 4 && strncmp(table[i]->name, name, n - 4) == 0)
+        return sstm__cm_ext_compose(table[i]);
+  }
   return NULL;
 }
 
@@ -75,6 +88,9 @@ SSTM_API int sstm_cm_list(char *buf, size_t len) {
                      used < len ? len - used : 0, "%s%s", i ? ", " : "", table[i]->name);
     used += (size_t)n;
   }
+  int n = snprintf(buf ? buf + (used < len ? used : len) : NULL, used < len ? len - used : 0,
+                   ", ext, <any of these>+ext");
+  used += (size_t)n;
   pthread_mutex_unlock(&table_lock);
   return (int)used;
 }
@@ -96,11 +112,15 @@ int sstm__cm_select(const char *name, const sstm_cm_ops_t **out) {
   return 0;
 }
 
+/* The policy state is allocated (zeroed) once per descriptor and kept when
+ * the descriptor is reused: other threads may still hold it through
+ * sstm_cm_state_of(). Freed at shutdown with the descriptor. */
 void sstm__cm_desc_init(struct sstm_desc *d) {
   const sstm_cm_ops_t *o = d->cm;
-  free(d->cm_state);
-  d->cm_state = o->state_size ? calloc(1, o->state_size) : NULL;
-  if (o->state_size && d->cm_state == NULL) sstm__fatal("out of memory for policy state");
+  if (d->cm_state == NULL && o->state_size) {
+    d->cm_state = calloc(1, o->state_size);
+    if (d->cm_state == NULL) sstm__fatal("out of memory for policy state");
+  }
   d->cm_ctx = (sstm_cm_ctx_t){.state = d->cm_state, .desc = d};
   if (o->desc_init) o->desc_init(&d->cm_ctx);
 }

@@ -134,6 +134,7 @@ struct sstm_desc {
   sstm_cm_ctx_t cm_ctx;
   void *cm_state;
   struct sstm_stt_entry *stt; /* state-table entry, NULL when the table is off */
+  _Atomic uint32_t os_prio_gen; /* bumped by sstm_sched_set (policy caches) */
 
   sstm_counters_t ctr;
 } __attribute__((aligned(SSTM_CACHELINE)));

@@ -386,3 +386,7 @@ SSTM_API const char *sstm_cm_act_name(sstm_cm_act_t a) {
                                                     "backoff", "lowered", "kill"};
   return (unsigned)a < SSTM_ACT_COUNT ? names[a] : "?";
 }
+
+SSTM_API void sstm_cm_next_irrevocable(sstm_cm_ctx_t *ctx) {
+  if (ctx && ctx->desc) ctx->desc->irrev_sticky = true;
+}

@@ -1,0 +1,29 @@
+/* schedstm: the scheduling side. Changing a thread's OS scheduling
+ * parameters through schedstm keeps the contention managers that read them
+ * (os_prio) informed at once, instead of at their next refresh (at most one
+ * scheduling quantum later).
+ */
+#ifndef SCHEDSTM_SCHED_H
+#define SCHEDSTM_SCHED_H
+
+#include <schedstm/common.h>
+#include <schedstm/thread.h>
+
+SSTM_EXTERN_C_BEGIN
+
+/* Set the calling thread's scheduling policy (SCHED_OTHER, SCHED_BATCH,
+ * SCHED_IDLE with `prio` the nice value -20..19; SCHED_FIFO, SCHED_RR with
+ * `prio` the real-time priority 1..99) and tell the contention manager.
+ * Makes system calls. Errors: SSTM_EINVAL (bad policy or value), SSTM_EPERM
+ * (the kernel refused: privileges or RLIMIT_NICE/RTPRIO; sstm_last_error()
+ * has the errno text). Works on unregistered threads too. */
+SSTM_API int sstm_sched_set(int policy, int prio);
+
+/* The OS conflict priority of a descriptor's thread as os_prio computes it
+ * (larger = favoured by the OS: RT > OTHER > BATCH > IDLE, then priority).
+ * Makes system calls; -1 for NULL. */
+SSTM_API int sstm_sched_conflict_priority(const sstm_desc_t *d);
+
+SSTM_EXTERN_C_END
+
+#endif /* SCHEDSTM_SCHED_H */

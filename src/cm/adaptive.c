@@ -1,0 +1,322 @@
+/* adaptive: chooses among suicide, backoff, yield, ser-spin, ser-block and
+ * softser online, from what it observes, following paper 1's Table 1 and
+ * conclusions (the paper leaves this as future work):
+ *
+ *   few aborts (abort ratio below 2 %, left above 10 %)  -> suicide: any
+ *       contention manager only costs;
+ *   threads that ran in the window <= CPUs                -> ser-spin: the
+ *       loser's CPU has nothing better to do (Table 1, "threads <= cores");
+ *   more threads than CPUs, and
+ *     retries take other paths (non-determinism > 30 %)   -> softser (the
+ *       paper's best for STMBench7's non-deterministic transactions);
+ *     short transactions (under a tenth of a 4 ms slice)  -> yield ("a simple
+ *       yield is often sufficient" for short transactions, few updates);
+ *     otherwise                                           -> ser-block.
+ *
+ * Observations, per window of at least 10 ms: commits and aborts (per-thread
+ * counts flushed every 64 events), threads active in the window, the
+ * duration of one transaction in 64 (two clock reads), and non-determinism:
+ * the fraction of retries whose read+write-set size differs by more than a
+ * quarter from the previous attempt of the same transaction. Hysteresis: a
+ * new choice must win three consecutive windows. The current choice and the
+ * reason are in sstm_describe() ("cm-info=") and the switch count in the
+ * policy counters.
+ */
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cm/common.h"
+#include "core/engine.h"
+
+extern const sstm_cm_ops_t sstm__cm_suicide, sstm__cm_backoff, sstm__cm_yield, sstm__cm_ser_spin,
+    sstm__cm_ser_block, sstm__cm_softser;
+
+enum { SUB_SUICIDE, SUB_BACKOFF, SUB_YIELD, SUB_SER_SPIN, SUB_SER_BLOCK, SUB_SOFTSER, NSUB };
+static const sstm_cm_ops_t *const subs[NSUB] = {&sstm__cm_suicide,  &sstm__cm_backoff,
+                                                 &sstm__cm_yield,    &sstm__cm_ser_spin,
+                                                 &sstm__cm_ser_block, &sstm__cm_softser};
+enum { A_SWITCHES, A_EVALUATIONS };
+
+#define WINDOW_NS 10000000ull
+#define FLUSH_EVERY 64
+#define SAMPLE_EVERY 64
+#define SLICE_NS 4000000ull
+#define PATH_LEN 8          /* reads compared between attempts */
+#define ENTER_WINDOWS 2     /* windows a contention policy must win to enter */
+#define SWITCH_WINDOWS 3    /* ... to replace another contention policy */
+#define QUIET_WINDOWS 30    /* quiet windows before going back to suicide */
+/* state_size must be known before init: an upper bound, checked at init
+ * against the sub-policies' sizes. */
+#define ADAPTIVE_STATE_MAX 4096
+
+typedef struct adaptive_state {
+  uint32_t commits, aborts, events; /* since the last flush */
+  uint32_t sample_left;
+  uint64_t t0;                      /* begin of the sampled transaction */
+  const void *prev_path[PATH_LEN];  /* first reads of the previous attempt */
+  uint32_t prev_n;
+  uint32_t nondet, compared;
+  uint64_t len_sum, len_n;
+  uint64_t window_seen;             /* last window this thread was counted in */
+} adaptive_state_t;
+
+static size_t sub_off[NSUB], own_size;
+static long ncpu;
+
+static struct {
+  _Atomic int cur, candidate, streak, quiet;
+  _Atomic uint64_t window_id, window_start;
+  _Atomic uint64_t commits, aborts, active, nondet, compared, len_sum, len_n;
+  _Atomic bool softser_used;
+  char reason[160]; /* written by the evaluator; diagnostics only */
+} G;
+
+static sstm_cm_ctx_t sub_ctx(sstm_cm_ctx_t *ctx, int i) {
+  sstm_cm_ctx_t c = *ctx;
+  c.state = (char *)ctx->state + sub_off[i];
+  return c;
+}
+
+static int adaptive_init(const sstm_config_t *cfg) {
+  size_t off = (sizeof(adaptive_state_t) + 15) & ~(size_t)15;
+  own_size = off;
+  for (int i = 0; i < NSUB; i++) {
+    sub_off[i] = off;
+    off += (subs[i]->state_size + 15) & ~(size_t)15;
+    if (subs[i]->init) {
+      int rc = subs[i]->init(cfg);
+      if (rc) return rc;
+    }
+  }
+  own_size = off;
+  if (own_size > ADAPTIVE_STATE_MAX) {
+    sstm__set_error("adaptive: sub-policy state too large (%zu > %d)", own_size, ADAPTIVE_STATE_MAX);
+    return SSTM_ELIMIT;
+  }
+  ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+  if (ncpu < 1) ncpu = 1;
+  atomic_store(&G.cur, SUB_SUICIDE);
+  atomic_store(&G.candidate, SUB_SUICIDE);
+  atomic_store(&G.streak, 0);
+  atomic_store(&G.quiet, 0);
+  atomic_store(&G.window_start, sstm__now_ns());
+  atomic_store(&G.window_id, 1);
+  atomic_store(&G.softser_used, false);
+  snprintf(G.reason, sizeof G.reason, "start");
+  return 0;
+}
+
+static int adaptive_describe(char *buf, size_t len) {
+  return snprintf(buf, len, "current=%s reason=%s", subs[atomic_load(&G.cur)]->name, G.reason);
+}
+
+static int choose(double ratio, unsigned threads, double nondet, double len_ns, char *why, size_t n) {
+  int c;
+  if (ratio < 0.01) {
+    c = SUB_SUICIDE;
+    snprintf(why, n, "abort-ratio=%.3f low", ratio);
+  } else if ((long)threads <= ncpu) {
+    c = SUB_SER_SPIN;
+    snprintf(why, n, "threads=%u<=cpus=%ld abort-ratio=%.3f", threads, ncpu, ratio);
+  } else if (nondet > 0.30) {
+    c = SUB_SOFTSER;
+    snprintf(why, n, "threads=%u>cpus=%ld nondet=%.2f", threads, ncpu, nondet);
+  } else if (len_ns > 0 && len_ns < SLICE_NS / 10) {
+    c = SUB_YIELD;
+    snprintf(why, n, "threads=%u>cpus=%ld short-tx=%.1fus", threads, ncpu, len_ns / 1e3);
+  } else {
+    c = SUB_SER_BLOCK;
+    snprintf(why, n, "threads=%u>cpus=%ld tx=%.0fus abort-ratio=%.3f", threads, ncpu,
+             len_ns / 1e3, ratio);
+  }
+  return c;
+}
+
+static unsigned registered_threads(void) {
+  unsigned n = 0, hw = atomic_load_explicit(&sstm__g.hiwater, memory_order_acquire);
+  for (unsigned i = 0; i < hw; i++) {
+    struct sstm_desc *d = sstm__desc_at(i);
+    n += d != NULL && d->in_use; /* racy read of a flag: a hint */
+  }
+  return n;
+}
+
+static void switch_to(sstm_cm_ctx_t *ctx, int c, const char *why) {
+  snprintf(G.reason, sizeof G.reason, "%s", why);
+  if (c == SUB_SOFTSER) atomic_store(&G.softser_used, true);
+  atomic_store_explicit(&G.cur, c, memory_order_release);
+  atomic_store(&G.streak, 0);
+  atomic_store(&G.quiet, 0);
+  sstm_cm_count(ctx, A_SWITCHES, 1);
+}
+
+/* One thread at a time closes a window and decides. */
+static void maybe_evaluate(sstm_cm_ctx_t *ctx) {
+  uint64_t now = sstm__now_ns(), start = atomic_load_explicit(&G.window_start, memory_order_relaxed);
+  if (now - start < WINDOW_NS) return;
+  if (!atomic_compare_exchange_strong(&G.window_start, &start, now)) return;
+  atomic_fetch_add(&G.window_id, 1);
+  uint64_t commits = atomic_exchange(&G.commits, 0), aborts = atomic_exchange(&G.aborts, 0);
+  uint64_t active = atomic_exchange(&G.active, 0);
+  uint64_t nd = atomic_exchange(&G.nondet, 0), cmp = atomic_exchange(&G.compared, 0);
+  uint64_t ls = atomic_exchange(&G.len_sum, 0), ln = atomic_exchange(&G.len_n, 0);
+  if (commits + aborts < 16) return; /* too little to judge */
+  sstm_cm_count(ctx, A_EVALUATIONS, 1);
+  double ratio = (double)aborts / (double)(commits ? commits : 1);
+  double nondet = cmp >= 8 ? (double)nd / (double)cmp : 0.0;
+  double len = ln ? (double)ls / (double)ln : 0.0;
+  (void)active;
+  int cur = atomic_load(&G.cur);
+  char why[160];
+  int c = choose(ratio, registered_threads(), nondet, len, why, sizeof why);
+  /* Asymmetric hysteresis: a contention policy hides the contention it
+   * handles (few aborts), so going back to suicide needs a long quiet run;
+   * entering contention mode is quick. */
+  if (c == SUB_SUICIDE) {
+    atomic_store(&G.streak, 0);
+    if (cur != SUB_SUICIDE && atomic_fetch_add(&G.quiet, 1) + 1 >= QUIET_WINDOWS)
+      switch_to(ctx, c, why);
+    return;
+  }
+  atomic_store(&G.quiet, 0);
+  if (c == cur) {
+    atomic_store(&G.streak, 0);
+    return;
+  }
+  if (c != atomic_load(&G.candidate)) {
+    atomic_store(&G.candidate, c);
+    atomic_store(&G.streak, 1);
+  } else {
+    atomic_fetch_add(&G.streak, 1);
+  }
+  if (atomic_load(&G.streak) >= (cur == SUB_SUICIDE ? ENTER_WINDOWS : SWITCH_WINDOWS))
+    switch_to(ctx, c, why);
+}
+
+static void flush(sstm_cm_ctx_t *ctx, adaptive_state_t *s) {
+  atomic_fetch_add_explicit(&G.commits, s->commits, memory_order_relaxed);
+  atomic_fetch_add_explicit(&G.aborts, s->aborts, memory_order_relaxed);
+  if (s->compared) {
+    atomic_fetch_add_explicit(&G.nondet, s->nondet, memory_order_relaxed);
+    atomic_fetch_add_explicit(&G.compared, s->compared, memory_order_relaxed);
+  }
+  if (s->len_n) {
+    atomic_fetch_add_explicit(&G.len_sum, s->len_sum, memory_order_relaxed);
+    atomic_fetch_add_explicit(&G.len_n, s->len_n, memory_order_relaxed);
+  }
+  uint64_t w = atomic_load_explicit(&G.window_id, memory_order_relaxed);
+  if (s->window_seen != w) {
+    s->window_seen = w;
+    atomic_fetch_add_explicit(&G.active, 1, memory_order_relaxed);
+  }
+  s->commits = s->aborts = s->events = s->nondet = s->compared = 0;
+  s->len_sum = s->len_n = 0;
+  maybe_evaluate(ctx);
+}
+
+static void adaptive_desc_init(sstm_cm_ctx_t *ctx) {
+  adaptive_state_t *s = ctx->state;
+  memset(s, 0, sizeof *s);
+  s->sample_left = SAMPLE_EVERY;
+  for (int i = 0; i < NSUB; i++)
+    if (subs[i]->desc_init) {
+      sstm_cm_ctx_t c = sub_ctx(ctx, i);
+      subs[i]->desc_init(&c);
+    }
+}
+
+static void adaptive_desc_fini(sstm_cm_ctx_t *ctx) {
+  flush(ctx, ctx->state);
+  for (int i = 0; i < NSUB; i++)
+    if (subs[i]->desc_fini) {
+      sstm_cm_ctx_t c = sub_ctx(ctx, i);
+      subs[i]->desc_fini(&c);
+    }
+}
+
+static void adaptive_begin(sstm_cm_ctx_t *ctx) {
+  adaptive_state_t *s = ctx->state;
+  if (--s->sample_left == 0) {
+    s->sample_left = SAMPLE_EVERY;
+    s->t0 = sstm__now_ns();
+  }
+}
+
+static void adaptive_commit(sstm_cm_ctx_t *ctx) {
+  adaptive_state_t *s = ctx->state;
+  if (SSTM_UNLIKELY(s->t0)) {
+    s->len_sum += sstm__now_ns() - s->t0;
+    s->len_n++;
+    s->t0 = 0;
+  }
+  s->commits++;
+  if (atomic_load_explicit(&G.softser_used, memory_order_relaxed)) {
+    sstm_cm_ctx_t c = sub_ctx(ctx, SUB_SOFTSER); /* restores priorities on every path */
+    subs[SUB_SOFTSER]->on_commit(&c);
+  }
+  if (++s->events >= FLUSH_EVERY) flush(ctx, s);
+}
+
+static sstm_cm_action_t adaptive_conflict(sstm_cm_ctx_t *ctx, const sstm_conflict_t *cf,
+                                          uint64_t *w) {
+  int i = atomic_load_explicit(&G.cur, memory_order_acquire);
+  sstm_cm_ctx_t c = sub_ctx(ctx, i);
+  return subs[i]->on_conflict(&c, cf, w);
+}
+
+static void adaptive_abort(sstm_cm_ctx_t *ctx, const sstm_abort_info_t *info) {
+  adaptive_state_t *s = ctx->state;
+  s->t0 = 0;
+  /* Non-determinism: does this attempt's read path differ from the
+   * previous attempt's over the prefix both executed? */
+  const sstm_r_entry_t *rs = ctx->desc->rs.e;
+  uint32_t n = ctx->desc->rs.n < PATH_LEN ? ctx->desc->rs.n : PATH_LEN;
+  if (ctx->retries > 1 && sstm__cm_conflict_abort(info->reason)) {
+    uint32_t k = n < s->prev_n ? n : s->prev_n;
+    if (k >= 2) {
+      s->compared++;
+      for (uint32_t i = 0; i < k; i++)
+        if (rs[i].lock != s->prev_path[i]) {
+          s->nondet++;
+          break;
+        }
+    }
+  }
+  for (uint32_t i = 0; i < n; i++) s->prev_path[i] = rs[i].lock;
+  s->prev_n = n;
+  s->aborts++;
+  int i = atomic_load_explicit(&G.cur, memory_order_acquire);
+  if (i != SUB_SOFTSER && ctx->watched) { /* a softser registration from before a switch */
+    sstm_abort_info_t none = {.reason = info->reason};
+    sstm_cm_ctx_t c = sub_ctx(ctx, SUB_SOFTSER);
+    subs[SUB_SOFTSER]->on_abort(&c, &none);
+  }
+  if (subs[i]->on_abort) {
+    sstm_cm_ctx_t c = sub_ctx(ctx, i);
+    subs[i]->on_abort(&c, info);
+  }
+  if (++s->events >= FLUSH_EVERY) flush(ctx, s);
+}
+
+static void adaptive_fini(void) {
+  for (int i = 0; i < NSUB; i++)
+    if (subs[i]->fini) subs[i]->fini();
+}
+
+const sstm_cm_ops_t sstm__cm_adaptive = {
+    .name = "adaptive",
+    .description = "chooses suicide/ser-spin/ser-block/yield/softser online (paper 1, Table 1)",
+    .state_size = ADAPTIVE_STATE_MAX,
+    .init = adaptive_init,
+    .fini = adaptive_fini,
+    .desc_init = adaptive_desc_init,
+    .desc_fini = adaptive_desc_fini,
+    .on_begin = adaptive_begin,
+    .on_commit = adaptive_commit,
+    .on_conflict = adaptive_conflict,
+    .on_abort = adaptive_abort,
+    .stat_names = {"switches", "evaluations"},
+    .describe = adaptive_describe,
+};

@@ -1,0 +1,39 @@
+/* Helpers shared by the contention managers. */
+#ifndef SSTM_CM_COMMON_H
+#define SSTM_CM_COMMON_H
+
+#include <schedstm/schedstm.h>
+
+/* Aborts that come from a conflict with someone (as opposed to user
+ * restarts, mode switches, or irrevocability). */
+static inline bool sstm__cm_conflict_abort(sstm_abort_reason_t r) {
+  switch (r) {
+  case SSTM_ABORT_USER_RETRY:
+  case SSTM_ABORT_USER_CANCEL:
+  case SSTM_ABORT_RO_WRITE:
+  case SSTM_ABORT_RO_EXTEND:
+  case SSTM_ABORT_IRREVOCABLE: return false;
+  default: return true;
+  }
+}
+
+static inline sstm_cm_action_t sstm__cm_abort_self(sstm_cm_ctx_t *ctx, const sstm_conflict_t *c,
+                                                   uint64_t *wait_ns) {
+  (void)ctx, (void)c, (void)wait_ns;
+  return SSTM_CM_ABORT_SELF;
+}
+
+/* Another descriptor's state for the policy that owns ctx->state. A policy
+ * may run inside a composite (P+ext, adaptive) that places its state at an
+ * offset of the descriptor's policy state; the offset is the same in every
+ * descriptor, so it is derived from our own. */
+static inline void *sstm__cm_peer_state(sstm_cm_ctx_t *ctx, sstm_desc_t *d) {
+  char *mine = (char *)sstm_cm_state_of(ctx->desc);
+  return (char *)sstm_cm_state_of(d) + ((char *)ctx->state - mine);
+}
+
+/* Bound on one serialisation wait: a winner that takes longer than this
+ * (descheduled for several quanta) is given up on and the loser restarts. */
+#define SSTM_SER_WAIT_MAX_NS 20000000ull /* 20 ms, five 4 ms ticks */
+
+#endif /* SSTM_CM_COMMON_H */

@@ -1,0 +1,173 @@
+/* ext (paper 1, section 4, Algorithm 6): make it less likely that a thread
+ * is preempted inside a transaction, and give the CPU back after the commit
+ * if it was granted extra time. A modifier: "P+ext" runs policy P with ext
+ * around it (for example "ser-block+ext"); "ext" alone is "suicide+ext".
+ *
+ * The facility is chosen once at init (os/sched.h), and reported by
+ * sstm_describe ("ext=..."):
+ *  rseq   Linux >= 7.0 with CONFIG_RSEQ_SLICE_EXTENSION: at begin set the
+ *         request byte of the thread's rseq slice control (a plain store);
+ *         the kernel may then defer a preemption and set `granted`; at the
+ *         end clear the request and, if granted, call rseq_slice_yield().
+ *  slice  Linux >= 6.12: a longer EEVDF custom slice for threads that run
+ *         transactions (sched_setattr sched_runtime, unprivileged, set once
+ *         per thread: SCHEDSTM_EXT_SLICE_US, default 4000). Coarser: the
+ *         thread is preempted less often whether in a transaction or not,
+ *         and nothing tells it that it was granted time, so it never yields.
+ *  none   neither is available: a documented no-op.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cm/common.h"
+#include "core/engine.h"
+#include "os/sched.h"
+
+#define EXT_STAT_YIELDS 3 /* the last policy counter slot */
+
+typedef struct ext_state {
+  sstm_slice_ctrl_t *ctrl; /* rseq mode: this thread's control bytes */
+  bool slice_set;
+} ext_state_t;
+
+static sstm_ext_probe_t probe;
+static uint64_t slice_ns = 4000000;
+
+static int ext_init(void) {
+  const char *s = getenv("SCHEDSTM_EXT_SLICE_US");
+  if (s) {
+    char *end;
+    unsigned long us = strtoul(s, &end, 10);
+    if (*s == '\0' || *end != '\0' || us < 100 || us > 100000) {
+      sstm__set_error("SCHEDSTM_EXT_SLICE_US='%s': expected an integer in [100, 100000]", s);
+      return SSTM_EINVAL;
+    }
+    slice_ns = us * 1000ull;
+  }
+  const char *force = getenv("SCHEDSTM_EXT_MODE"); /* none | slice | auto (tests) */
+  sstm__ext_probe(&probe);
+  if (force && strcmp(force, "none") == 0) probe.mode = SSTM_EXT_NONE;
+  else if (force && strcmp(force, "slice") == 0 && probe.setattr_rc == 0) probe.mode = SSTM_EXT_SLICE;
+  return 0;
+}
+
+static void ext_desc_init(ext_state_t *s) {
+  s->ctrl = NULL;
+  s->slice_set = false;
+  if (probe.mode == SSTM_EXT_RSEQ) {
+    s->ctrl = sstm__ext_rseq_ctrl();
+  } else if (probe.mode == SSTM_EXT_SLICE) {
+    s->slice_set = sstm__ext_set_slice(slice_ns);
+  }
+}
+
+static void ext_desc_fini(ext_state_t *s) {
+  if (s->slice_set) sstm__ext_set_slice(0); /* back to the default slice */
+  s->slice_set = false;
+  s->ctrl = NULL;
+}
+
+static void ext_begin(ext_state_t *s) {
+  if (s->ctrl) sstm__ext_enter(s->ctrl);
+}
+
+static void ext_end(sstm_cm_ctx_t *ctx, ext_state_t *s) {
+  if (s->ctrl && sstm__ext_leave(s->ctrl)) {
+    sstm_cm_count(ctx, EXT_STAT_YIELDS, 1);
+    sstm__ext_slice_yield();
+  }
+}
+
+/* ---- composition "P+ext" ---- */
+
+typedef struct composite {
+  sstm_cm_ops_t ops;
+  const sstm_cm_ops_t *base;
+  size_t base_size; /* offset of the ext state */
+  char name[64];
+  char description[200];
+} composite_t;
+
+static const composite_t *comp_of(sstm_cm_ctx_t *ctx) {
+  return (const composite_t *)(const void *)ctx->desc->cm; /* ops is the first member */
+}
+static ext_state_t *ext_of(sstm_cm_ctx_t *ctx) {
+  return (ext_state_t *)(void *)((char *)ctx->state + comp_of(ctx)->base_size);
+}
+
+static int c_init(const sstm_config_t *cfg) {
+  const composite_t *c = (const composite_t *)(const void *)sstm__g.cm;
+  int rc = c->base->init ? c->base->init(cfg) : 0;
+  return rc ? rc : ext_init();
+}
+static void c_fini(void) {
+  const composite_t *c = (const composite_t *)(const void *)sstm__g.cm;
+  if (c->base->fini) c->base->fini();
+}
+static void c_desc_init(sstm_cm_ctx_t *ctx) {
+  if (comp_of(ctx)->base->desc_init) comp_of(ctx)->base->desc_init(ctx);
+  ext_desc_init(ext_of(ctx));
+}
+static void c_desc_fini(sstm_cm_ctx_t *ctx) {
+  ext_desc_fini(ext_of(ctx));
+  if (comp_of(ctx)->base->desc_fini) comp_of(ctx)->base->desc_fini(ctx);
+}
+static void c_begin(sstm_cm_ctx_t *ctx) {
+  ext_begin(ext_of(ctx));
+  if (comp_of(ctx)->base->on_begin) comp_of(ctx)->base->on_begin(ctx);
+}
+static void c_commit(sstm_cm_ctx_t *ctx) {
+  if (comp_of(ctx)->base->on_commit) comp_of(ctx)->base->on_commit(ctx);
+  ext_end(ctx, ext_of(ctx));
+}
+static sstm_cm_action_t c_conflict(sstm_cm_ctx_t *ctx, const sstm_conflict_t *cf, uint64_t *w) {
+  return comp_of(ctx)->base->on_conflict(ctx, cf, w);
+}
+static void c_abort(sstm_cm_ctx_t *ctx, const sstm_abort_info_t *info) {
+  ext_end(ctx, ext_of(ctx));
+  if (comp_of(ctx)->base->on_abort) comp_of(ctx)->base->on_abort(ctx, info);
+}
+static int c_describe(char *buf, size_t len) {
+  const composite_t *c = (const composite_t *)(const void *)sstm__g.cm;
+  char base[120] = "";
+  if (c->base->describe) c->base->describe(base, sizeof base);
+  const char *mode = sstm__ext_mode_name(probe.mode);
+  if (probe.mode == SSTM_EXT_SLICE)
+    return snprintf(buf, len, "%s%sext=slice(%lluus)", base, base[0] ? "," : "",
+                    (unsigned long long)(slice_ns / 1000));
+  return snprintf(buf, len, "%s%sext=%s", base, base[0] ? "," : "", mode);
+}
+
+/* Build "base+ext". The result lives until exit (a small fixed pool). */
+const sstm_cm_ops_t *sstm__cm_ext_compose(const sstm_cm_ops_t *base) {
+  static composite_t pool[16];
+  static unsigned used;
+  for (unsigned i = 0; i < used; i++)
+    if (pool[i].base == base) return &pool[i].ops;
+  if (used == 16) return NULL;
+  composite_t *c = &pool[used];
+  c->base = base;
+  c->base_size = (base->state_size + 15) & ~(size_t)15;
+  snprintf(c->name, sizeof c->name, "%s+ext", base->name);
+  snprintf(c->description, sizeof c->description, "%s; with time-slice extension",
+           base->description ? base->description : base->name);
+  c->ops = (sstm_cm_ops_t){
+      .name = c->name,
+      .description = c->description,
+      .state_size = c->base_size + sizeof(ext_state_t),
+      .init = c_init,
+      .fini = c_fini,
+      .desc_init = c_desc_init,
+      .desc_fini = c_desc_fini,
+      .on_begin = c_begin,
+      .on_commit = c_commit,
+      .on_conflict = c_conflict,
+      .on_abort = c_abort,
+      .describe = c_describe,
+  };
+  for (int i = 0; i < SSTM_CM_NSTATS - 1; i++) c->ops.stat_names[i] = base->stat_names[i];
+  c->ops.stat_names[EXT_STAT_YIELDS] = "ext_yields";
+  used++;
+  return &c->ops;
+}

@@ -1,0 +1,192 @@
+/* softser (paper 1, Algorithm 5): while a thread is in conflict with running
+ * transactions, its OS priority is lowered; it keeps running (a retry may
+ * take another path: non-deterministic transactions) but the scheduler
+ * prefers the others.
+ *
+ * The paper's conflict matrix C is kept as one list per winner (the losers
+ * that conflicted with its current attempt, C[.][w]) and a counter per loser
+ * (the number of running winners it conflicts with, its row count).
+ *
+ * Cheap commit path: paper 1 found its user-level version too slow because
+ * every commit scanned the matrix. Here a loser registers on a winner by
+ * also setting the watched flag on the winner's status word (one CAS, only
+ * while the winner's attempt runs); the winner learns at no cost whether
+ * anyone registered (ctx->watched, read by the atomic operation that ends its
+ * attempt anyway) and only then takes its list lock. A commit with no
+ * conflict costs one predictable branch and a relaxed load of the thread's
+ * own counter.
+ *
+ * Priority comes back on every path: when the count reaches zero as winners
+ * end (commit or abort), when the loser commits (Algorithm 5 clears its row),
+ * and when the loser's thread leaves. The lever is probed once at init (the
+ * first of nice, SCHED_IDLE, SCHED_BATCH, short custom slice that can be
+ * undone; SCHEDSTM_SOFTSER_LEVER forces one) and reported by sstm_describe.
+ *
+ * Locks (slow path only): a winner's list lock, then a loser's priority lock.
+ */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "cm/common.h"
+#include "core/engine.h"
+#include "os/sched.h"
+
+#define SOFTSER_MAX_LOSERS 64
+
+enum { SS_PRIO_CHANGES, SS_REGISTRATIONS, SS_FAILED_CHANGES };
+
+typedef struct softser_state {
+  /* as a winner */
+  pthread_mutex_t wlock;
+  uint32_t nlosers;
+  struct {
+    sstm_desc_t *d;
+    uint32_t gen;
+  } losers[SOFTSER_MAX_LOSERS];
+  /* as a loser */
+  pthread_mutex_t plock;
+  _Atomic uint32_t conflicts; /* row count; peeked relaxed at commit */
+  _Atomic bool lowered;
+  uint32_t gen;               /* bumps when the row is cleared wholesale */
+  bool noted_lowered;         /* owner-only: state table shows "lowered" */
+  sstm_prio_saved_t saved;
+  bool inited;                /* mutexes initialised (state outlives threads) */
+} softser_state_t;
+
+static sstm_lever_t lever;
+
+static int softser_init(const sstm_config_t *cfg) {
+  (void)cfg;
+  lever = sstm__lever_probe(getenv("SCHEDSTM_SOFTSER_LEVER"));
+  return 0;
+}
+
+static int softser_describe(char *buf, size_t len) {
+  return snprintf(buf, len, "lever=%s", sstm__lever_name(lever));
+}
+
+static void softser_desc_init(sstm_cm_ctx_t *ctx) {
+  softser_state_t *s = ctx->state;
+  if (!s->inited) {
+    pthread_mutex_init(&s->wlock, NULL);
+    pthread_mutex_init(&s->plock, NULL);
+    s->inited = true;
+  }
+  pthread_mutex_lock(&s->plock);
+  s->gen++; /* entries left by the previous user of the descriptor die */
+  atomic_store_explicit(&s->conflicts, 0, memory_order_relaxed);
+  atomic_store_explicit(&s->lowered, false, memory_order_relaxed);
+  pthread_mutex_unlock(&s->plock);
+  s->noted_lowered = false;
+}
+
+/* Lower (up) or restore (!up) loser d; plock held. */
+static void change(sstm_cm_ctx_t *self, sstm_desc_t *d, softser_state_t *ls, bool up) {
+  int tid = sstm_desc_tid(d);
+  bool ok = up ? sstm__lever_lower(lever, tid, &ls->saved) : sstm__lever_restore(lever, tid, &ls->saved);
+  atomic_store_explicit(&ls->lowered, up, memory_order_relaxed);
+  sstm_cm_count(self, ok ? SS_PRIO_CHANGES : SS_FAILED_CHANGES, 1);
+}
+
+/* The row of loser d loses one conflict (a winner ended). plock taken. */
+static void row_dec(sstm_cm_ctx_t *self, sstm_desc_t *d, uint32_t gen) {
+  softser_state_t *ls = sstm__cm_peer_state(self, d);
+  pthread_mutex_lock(&ls->plock);
+  uint32_t n = atomic_load_explicit(&ls->conflicts, memory_order_relaxed);
+  if (ls->gen == gen && n > 0) {
+    atomic_store_explicit(&ls->conflicts, n - 1, memory_order_relaxed);
+    if (n == 1 && atomic_load_explicit(&ls->lowered, memory_order_relaxed)) change(self, d, ls, false);
+  }
+  pthread_mutex_unlock(&ls->plock);
+}
+
+/* Clear the whole row of our own descriptor: we committed or leave. */
+static void row_clear(sstm_cm_ctx_t *ctx) {
+  softser_state_t *ls = ctx->state;
+  pthread_mutex_lock(&ls->plock);
+  ls->gen++;
+  atomic_store_explicit(&ls->conflicts, 0, memory_order_relaxed);
+  if (atomic_load_explicit(&ls->lowered, memory_order_relaxed)) change(ctx, ctx->desc, ls, false);
+  pthread_mutex_unlock(&ls->plock);
+}
+
+/* Our attempt ended and losers registered on it: clear our column. */
+static void column_clear(sstm_cm_ctx_t *ctx) {
+  softser_state_t *ws = ctx->state;
+  pthread_mutex_lock(&ws->wlock);
+  for (uint32_t i = 0; i < ws->nlosers; i++) row_dec(ctx, ws->losers[i].d, ws->losers[i].gen);
+  ws->nlosers = 0;
+  pthread_mutex_unlock(&ws->wlock);
+}
+
+static void softser_commit(sstm_cm_ctx_t *ctx) {
+  softser_state_t *ls = ctx->state;
+  if (SSTM_UNLIKELY(ctx->watched)) column_clear(ctx);
+  if (SSTM_LIKELY(atomic_load_explicit(&ls->conflicts, memory_order_relaxed) == 0 &&
+                  !atomic_load_explicit(&ls->lowered, memory_order_relaxed))) {
+    if (SSTM_UNLIKELY(ls->noted_lowered)) {
+      ls->noted_lowered = false;
+      sstm_cm_note(ctx, SSTM_ACT_NONE);
+    }
+    return;
+  }
+  row_clear(ctx);
+  ls->noted_lowered = false;
+  sstm_cm_note(ctx, SSTM_ACT_NONE);
+}
+
+static void softser_abort(sstm_cm_ctx_t *ctx, const sstm_abort_info_t *info) {
+  if (ctx->watched) column_clear(ctx); /* our own attempt ended too */
+  if (!info->has_other || !sstm__cm_conflict_abort(info->reason) || info->other.desc == ctx->desc)
+    return;
+  sstm_desc_t *w = info->other.desc;
+  softser_state_t *ws = sstm__cm_peer_state(ctx, w), *ls = ctx->state;
+  pthread_mutex_lock(&ws->wlock);
+  uint32_t gen;
+  pthread_mutex_lock(&ls->plock);
+  gen = ls->gen;
+  pthread_mutex_unlock(&ls->plock);
+  bool known = false;
+  for (uint32_t i = 0; i < ws->nlosers && !known; i++)
+    known = ws->losers[i].d == ctx->desc && ws->losers[i].gen == gen;
+  /* C[us][w] is set only while w's attempt runs: the watch flag makes its
+   * end call column_clear, which needs wlock, which we hold. */
+  if (!known && ws->nlosers < SOFTSER_MAX_LOSERS && sstm_party_watch(&info->other)) {
+    ws->losers[ws->nlosers].d = ctx->desc;
+    ws->losers[ws->nlosers].gen = gen;
+    ws->nlosers++;
+    sstm_cm_count(ctx, SS_REGISTRATIONS, 1);
+    pthread_mutex_lock(&ls->plock);
+    uint32_t n = atomic_load_explicit(&ls->conflicts, memory_order_relaxed);
+    atomic_store_explicit(&ls->conflicts, n + 1, memory_order_relaxed);
+    if (!atomic_load_explicit(&ls->lowered, memory_order_relaxed)) change(ctx, ctx->desc, ls, true);
+    pthread_mutex_unlock(&ls->plock);
+    if (!ls->noted_lowered) {
+      ls->noted_lowered = true;
+      sstm_cm_note(ctx, SSTM_ACT_LOWERED);
+    }
+  }
+  pthread_mutex_unlock(&ws->wlock);
+}
+
+static void softser_desc_fini(sstm_cm_ctx_t *ctx) {
+  row_clear(ctx);
+  softser_state_t *s = ctx->state;
+  s->noted_lowered = false;
+}
+
+const sstm_cm_ops_t sstm__cm_softser = {
+    .name = "softser",
+    .description = "abort; lower the OS priority while in conflict with running transactions",
+    .state_size = sizeof(softser_state_t),
+    .init = softser_init,
+    .desc_init = softser_desc_init,
+    .desc_fini = softser_desc_fini,
+    .on_conflict = sstm__cm_abort_self,
+    .on_commit = softser_commit,
+    .on_abort = softser_abort,
+    .stat_names = {"prio_changes", "registrations", "prio_failures"},
+    .describe = softser_describe,
+};

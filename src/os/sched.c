@@ -1,0 +1,226 @@
+/* OS scheduling facilities (see os/sched.h). All of this is off the hot
+ * path: probes run once, levers run on conflicts. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <sched.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/rseq.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "core/engine.h"
+#include "os/sched.h"
+
+/* sched_attr as in linux/sched/types.h (glibc 2.36 has no wrapper). */
+struct sstm_sched_attr {
+  uint32_t size;
+  uint32_t sched_policy;
+  uint64_t sched_flags;
+  int32_t sched_nice;
+  uint32_t sched_priority;
+  uint64_t sched_runtime, sched_deadline, sched_period;
+  uint32_t sched_util_min, sched_util_max;
+};
+
+static int getattr(int tid, struct sstm_sched_attr *a) {
+  memset(a, 0, sizeof *a);
+  return (int)syscall(SYS_sched_getattr, tid, a, (unsigned)sizeof *a, 0u);
+}
+static int setattr(int tid, struct sstm_sched_attr *a) {
+  a->size = sizeof *a;
+  return (int)syscall(SYS_sched_setattr, tid, a, 0u);
+}
+
+static bool save(int tid, sstm_prio_saved_t *s) {
+  struct sstm_sched_attr a;
+  if (getattr(tid, &a) != 0) return false;
+  s->policy = (int)a.sched_policy;
+  s->nice = a.sched_nice;
+  s->runtime = a.sched_runtime;
+  return true;
+}
+
+bool sstm__lever_lower(sstm_lever_t l, int tid, sstm_prio_saved_t *saved) {
+  if (l == SSTM_LEVER_NONE || !save(tid, saved)) return false;
+  struct sstm_sched_attr a;
+  if (getattr(tid, &a) != 0) return false;
+  switch (l) {
+  case SSTM_LEVER_NICE: return setpriority(PRIO_PROCESS, (id_t)tid, 19) == 0;
+  case SSTM_LEVER_IDLE: a.sched_policy = SCHED_IDLE; break;
+  case SSTM_LEVER_BATCH: a.sched_policy = SCHED_BATCH; break;
+  case SSTM_LEVER_SLICE: a.sched_runtime = 100000; break; /* 0.1 ms: the minimum */
+  default: return false;
+  }
+  a.sched_flags = 0;
+  return setattr(tid, &a) == 0;
+}
+
+bool sstm__lever_restore(sstm_lever_t l, int tid, const sstm_prio_saved_t *s) {
+  if (l == SSTM_LEVER_NICE) return setpriority(PRIO_PROCESS, (id_t)tid, s->nice) == 0;
+  struct sstm_sched_attr a;
+  if (getattr(tid, &a) != 0) return false;
+  a.sched_policy = (uint32_t)s->policy;
+  a.sched_nice = s->nice;
+  a.sched_runtime = s->runtime;
+  a.sched_flags = 0;
+  return setattr(tid, &a) == 0;
+}
+
+static const char *const lever_names[] = {"none", "nice", "idle", "batch", "slice"};
+
+const char *sstm__lever_name(sstm_lever_t l) {
+  return (unsigned)l < 5 ? lever_names[l] : "?";
+}
+
+static bool lever_works(sstm_lever_t l) {
+  int tid = sstm__gettid();
+  sstm_prio_saved_t s;
+  if (!sstm__lever_lower(l, tid, &s)) return false;
+  if (sstm__lever_restore(l, tid, &s)) return true;
+  return false; /* one-way change: we are now lowered; nothing to do */
+}
+
+sstm_lever_t sstm__lever_probe(const char *force) {
+  if (force && strcmp(force, "auto") != 0) {
+    for (unsigned i = 0; i < 5; i++)
+      if (strcmp(force, lever_names[i]) == 0) return (sstm_lever_t)i;
+    return SSTM_LEVER_NONE;
+  }
+  for (sstm_lever_t l = SSTM_LEVER_NICE; l <= SSTM_LEVER_SLICE; l++)
+    if (lever_works(l)) return l;
+  return SSTM_LEVER_NONE;
+}
+
+int sstm__conflict_prio_encode(int policy, int nice, int rt_priority) {
+  switch (policy) {
+  case SCHED_FIFO:
+  case SCHED_RR: return 3000 + rt_priority;
+  case SCHED_OTHER: return 2000 + (19 - nice);
+  case SCHED_BATCH: return 1000 + (19 - nice);
+  default: return 0; /* SCHED_IDLE and unknown */
+  }
+}
+
+int sstm__conflict_prio_of(int tid, int *policy, int *nice) {
+  struct sstm_sched_attr a;
+  if (tid == 0 || getattr(tid, &a) != 0) {
+    if (policy) *policy = SCHED_OTHER;
+    if (nice) *nice = 0;
+    return sstm__conflict_prio_encode(SCHED_OTHER, 0, 0);
+  }
+  if (policy) *policy = (int)a.sched_policy;
+  if (nice) *nice = a.sched_nice;
+  return sstm__conflict_prio_encode((int)a.sched_policy, a.sched_nice, (int)a.sched_priority);
+}
+
+/* ---- ext ---- */
+
+#ifndef PR_RSEQ_SLICE_EXTENSION
+#define PR_RSEQ_SLICE_EXTENSION 79
+#define PR_RSEQ_SLICE_EXTENSION_SET 2
+#define PR_RSEQ_SLICE_EXT_ENABLE 1
+#endif
+#define SSTM_RSEQ_FLAG_SLICE_EXT_AVAILABLE (1u << 4)
+#define SSTM_RSEQ_FLAG_SLICE_EXT_ENABLED (1u << 5)
+#define SSTM_SYS_RSEQ_SLICE_YIELD 471
+/* Offset of the slice-control word in struct rseq on Linux >= 7.0 (after
+ * cpu_id_start, cpu_id, rseq_cs, flags, node_id, mm_cid). */
+#define SSTM_RSEQ_SLICE_CTRL_OFFSET 28
+
+static const char *const ext_names[] = {"none", "rseq", "slice"};
+
+const char *sstm__ext_mode_name(sstm_ext_mode_t m) { return (unsigned)m < 3 ? ext_names[m] : "?"; }
+
+sstm_ext_mode_t sstm__ext_choose(const sstm_ext_probe_t *p) {
+  if (p->rseq_registered && (p->rseq_flags & SSTM_RSEQ_FLAG_SLICE_EXT_AVAILABLE) &&
+      p->prctl_rc == 0)
+    return SSTM_EXT_RSEQ;
+  if (p->setattr_rc == 0) return SSTM_EXT_SLICE;
+  return SSTM_EXT_NONE;
+}
+
+static struct rseq *rseq_area(void) {
+  if (__rseq_size == 0) return NULL;
+  return (struct rseq *)(void *)((char *)__builtin_thread_pointer() + __rseq_offset);
+}
+
+void sstm__ext_probe(sstm_ext_probe_t *p) {
+  struct rseq *r = rseq_area();
+  p->rseq_registered = r != NULL;
+  p->rseq_flags = r ? __atomic_load_n(&r->flags, __ATOMIC_RELAXED) : 0;
+  p->prctl_rc = -1;
+  if (p->rseq_registered && (p->rseq_flags & SSTM_RSEQ_FLAG_SLICE_EXT_AVAILABLE))
+    p->prctl_rc = prctl(PR_RSEQ_SLICE_EXTENSION, PR_RSEQ_SLICE_EXTENSION_SET,
+                        PR_RSEQ_SLICE_EXT_ENABLE, 0, 0);
+  /* Custom slice: set our own to the current value (a no-op change) to see
+   * whether the kernel accepts sched_runtime for SCHED_OTHER (>= 6.12). */
+  struct sstm_sched_attr a;
+  p->setattr_rc = -1;
+  if (getattr(0, &a) == 0 && (a.sched_policy == SCHED_OTHER || a.sched_policy == SCHED_BATCH)) {
+    a.sched_flags = 0;
+    if (a.sched_runtime == 0) a.sched_runtime = 3000000;
+    uint64_t want = a.sched_runtime;
+    p->setattr_rc = setattr(0, &a);
+    struct sstm_sched_attr b;
+    if (p->setattr_rc == 0 && (getattr(0, &b) != 0 || b.sched_runtime != want)) p->setattr_rc = -1;
+  }
+  p->mode = sstm__ext_choose(p);
+}
+
+sstm_slice_ctrl_t *sstm__ext_rseq_ctrl(void) {
+  struct rseq *r = rseq_area();
+  if (r == NULL || __rseq_size < SSTM_RSEQ_SLICE_CTRL_OFFSET + 4) return NULL;
+  return (sstm_slice_ctrl_t *)(void *)((char *)r + SSTM_RSEQ_SLICE_CTRL_OFFSET);
+}
+
+bool sstm__ext_set_slice(uint64_t ns) {
+  struct sstm_sched_attr a;
+  if (getattr(0, &a) != 0) return false;
+  a.sched_runtime = ns;
+  a.sched_flags = 0;
+  return setattr(0, &a) == 0;
+}
+
+void sstm__ext_slice_yield(void) { syscall(SSTM_SYS_RSEQ_SLICE_YIELD); }
+
+/* ---- public API (schedstm/sched.h) ---- */
+
+SSTM_API int sstm_sched_set(int policy, int prio) {
+  struct sstm_sched_attr a;
+  memset(&a, 0, sizeof a);
+  switch (policy) {
+  case SCHED_OTHER:
+  case SCHED_BATCH:
+  case SCHED_IDLE:
+    if (prio < -20 || prio > 19) goto bad;
+    a.sched_nice = prio;
+    break;
+  case SCHED_FIFO:
+  case SCHED_RR:
+    if (prio < 1 || prio > 99) goto bad;
+    a.sched_priority = (uint32_t)prio;
+    break;
+  default: goto bad;
+  }
+  a.sched_policy = (uint32_t)policy;
+  if (setattr(0, &a) != 0) {
+    sstm__set_error("sstm_sched_set: sched_setattr: %s", strerror(errno));
+    return SSTM_EPERM;
+  }
+  struct sstm_desc *d = sstm__cur;
+  if (d) {
+    atomic_fetch_add_explicit(&d->os_prio_gen, 1, memory_order_relaxed);
+    sstm__stt_prio(d, policy, a.sched_nice);
+  }
+  return 0;
+bad:
+  sstm__set_error("sstm_sched_set: policy %d with priority %d is not valid", policy, prio);
+  return SSTM_EINVAL;
+}
+
+SSTM_API int sstm_sched_conflict_priority(const sstm_desc_t *d) {
+  if (d == NULL) return -1;
+  return sstm__conflict_prio_of(sstm_desc_tid(d), NULL, NULL);
+}

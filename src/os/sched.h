@@ -1,0 +1,100 @@
+/* OS scheduling facilities used by the contention managers, each detected
+ * at run time with a fallback (see ../shared/platform-notes.md):
+ *
+ *  - priority levers for softser: nice, SCHED_IDLE, SCHED_BATCH, a short
+ *    EEVDF custom slice; probed once for one that can be undone;
+ *  - the OS conflict priority of a thread for os_prio (policy + nice);
+ *  - time-slice extension for ext: the rseq slice extension (Linux >= 7.0),
+ *    else a longer EEVDF custom slice (>= 6.12), else nothing.
+ */
+#ifndef SSTM_OS_SCHED_H
+#define SSTM_OS_SCHED_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* ---- priority levers (softser) ---- */
+typedef enum sstm_lever {
+  SSTM_LEVER_NONE = 0,
+  SSTM_LEVER_NICE,  /* setpriority(tid, +19) and back */
+  SSTM_LEVER_IDLE,  /* SCHED_IDLE and back to SCHED_OTHER */
+  SSTM_LEVER_BATCH, /* SCHED_BATCH and back (reversible unprivileged) */
+  SSTM_LEVER_SLICE, /* shortest custom slice (0.1 ms) and back */
+} sstm_lever_t;
+
+/* What a lowered thread had, to put it back. */
+typedef struct sstm_prio_saved {
+  int policy;
+  int nice;
+  uint64_t runtime;
+} sstm_prio_saved_t;
+
+/* Probe the levers on the calling thread, in the order nice, idle, batch,
+ * slice, keeping the first that can be applied AND undone; `force` names one
+ * ("auto" or NULL: probe). Returns the lever (NONE if nothing works). */
+sstm_lever_t sstm__lever_probe(const char *force);
+const char *sstm__lever_name(sstm_lever_t l);
+/* Lower thread tid's priority with lever l, saving what it had. */
+bool sstm__lever_lower(sstm_lever_t l, int tid, sstm_prio_saved_t *saved);
+/* Put it back. */
+bool sstm__lever_restore(sstm_lever_t l, int tid, const sstm_prio_saved_t *saved);
+
+/* ---- OS conflict priority (os_prio) ---- */
+/* Encode policy and nice (or RT priority) as one integer; larger means the
+ * OS favours the thread more: RT > OTHER > BATCH > IDLE, then priority. */
+int sstm__conflict_prio_encode(int policy, int nice, int rt_priority);
+/* The current conflict priority of thread tid (system calls: ~0.5 us). */
+int sstm__conflict_prio_of(int tid, int *policy, int *nice);
+
+/* ---- time-slice extension (ext) ---- */
+typedef enum sstm_ext_mode {
+  SSTM_EXT_NONE = 0,
+  SSTM_EXT_RSEQ,  /* rseq slice extension: request/granted bytes */
+  SSTM_EXT_SLICE, /* per-thread EEVDF custom slice */
+} sstm_ext_mode_t;
+
+/* The two bytes of the rseq slice-extension control word that the STM
+ * uses: the thread sets `request` while inside a transaction; the kernel sets
+ * `granted` when it deferred a preemption, and then expects the thread to
+ * give the CPU back (rseq_slice_yield) as soon as it leaves the critical
+ * section. Abstracted so the protocol is testable on a simulated area. */
+typedef struct sstm_slice_ctrl {
+  volatile uint8_t request;
+  volatile uint8_t granted;
+} sstm_slice_ctrl_t;
+
+typedef struct sstm_ext_probe {
+  /* inputs (injectable for tests) */
+  bool rseq_registered;   /* glibc registered rseq for the thread */
+  uint32_t rseq_flags;    /* rseq->flags of the thread */
+  int prctl_rc;           /* result of PR_RSEQ_SLICE_EXTENSION enable */
+  int setattr_rc;         /* result of a sched_setattr custom-slice test */
+  /* output */
+  sstm_ext_mode_t mode;
+} sstm_ext_probe_t;
+
+/* Decide the mode from the probe inputs (pure: unit-tested). */
+sstm_ext_mode_t sstm__ext_choose(const sstm_ext_probe_t *p);
+/* Probe the running kernel (fills the inputs and the mode). */
+void sstm__ext_probe(sstm_ext_probe_t *p);
+const char *sstm__ext_mode_name(sstm_ext_mode_t m);
+/* The calling thread's rseq slice-control bytes, or NULL. */
+sstm_slice_ctrl_t *sstm__ext_rseq_ctrl(void);
+/* Set the calling thread's EEVDF custom slice (0 = default). */
+bool sstm__ext_set_slice(uint64_t ns);
+/* Give back a granted extension (rseq_slice_yield, syscall 471). */
+void sstm__ext_slice_yield(void);
+
+/* Protocol steps on a control word (pure, unit-tested): at transaction
+ * begin, and at its end (returns true if the thread must yield now). */
+static inline void sstm__ext_enter(sstm_slice_ctrl_t *c) { c->request = 1; }
+static inline bool sstm__ext_leave(sstm_slice_ctrl_t *c) {
+  c->request = 0;
+  if (c->granted) {
+    c->granted = 0;
+    return true;
+  }
+  return false;
+}
+
+#endif /* SSTM_OS_SCHED_H */
