@@ -50,7 +50,8 @@ typedef struct sstm_tag_stats {
 typedef struct sstm_stats {
   uint64_t commits_ro;      /* read-only commits (declared or detected) */
   uint64_t commits_update;  /* update commits */
-  uint64_t commits_irrevocable;
+  uint64_t commits_irrevocable; /* irrevocable commits (also counted in
+                                   commits_update or commits_ro) */
   uint64_t aborts[SSTM_ABORT_REASON_COUNT];
   uint64_t aborts_total;
   uint64_t retries;         /* restarts (aborts not followed by cancel) */

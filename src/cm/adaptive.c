@@ -22,6 +22,7 @@
  * reason are in sstm_describe() ("cm-info=") and the switch count in the
  * policy counters.
  */
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
@@ -70,8 +71,9 @@ static struct {
   _Atomic uint64_t window_id, window_start;
   _Atomic uint64_t commits, aborts, active, nondet, compared, len_sum, len_n;
   _Atomic bool softser_used;
-  char reason[160]; /* written by the evaluator; diagnostics only */
-} G;
+  pthread_mutex_t reason_lock; /* evaluators write, describe reads */
+  char reason[160];
+} G = {.reason_lock = PTHREAD_MUTEX_INITIALIZER};
 
 static sstm_cm_ctx_t sub_ctx(sstm_cm_ctx_t *ctx, int i) {
   sstm_cm_ctx_t c = *ctx;
@@ -104,12 +106,17 @@ static int adaptive_init(const sstm_config_t *cfg) {
   atomic_store(&G.window_start, sstm__now_ns());
   atomic_store(&G.window_id, 1);
   atomic_store(&G.softser_used, false);
+  pthread_mutex_lock(&G.reason_lock);
   snprintf(G.reason, sizeof G.reason, "start");
+  pthread_mutex_unlock(&G.reason_lock);
   return 0;
 }
 
 static int adaptive_describe(char *buf, size_t len) {
-  return snprintf(buf, len, "current=%s reason=%s", subs[atomic_load(&G.cur)]->name, G.reason);
+  pthread_mutex_lock(&G.reason_lock);
+  int n = snprintf(buf, len, "current=%s reason=%s", subs[atomic_load(&G.cur)]->name, G.reason);
+  pthread_mutex_unlock(&G.reason_lock);
+  return n;
 }
 
 static int choose(double ratio, unsigned threads, double nondet, double len_ns, char *why, size_t n) {
@@ -144,7 +151,9 @@ static unsigned registered_threads(void) {
 }
 
 static void switch_to(sstm_cm_ctx_t *ctx, int c, const char *why) {
+  pthread_mutex_lock(&G.reason_lock);
   snprintf(G.reason, sizeof G.reason, "%s", why);
+  pthread_mutex_unlock(&G.reason_lock);
   if (c == SUB_SOFTSER) atomic_store(&G.softser_used, true);
   atomic_store_explicit(&G.cur, c, memory_order_release);
   atomic_store(&G.streak, 0);

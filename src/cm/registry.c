@@ -89,7 +89,7 @@ SSTM_API int sstm_cm_list(char *buf, size_t len) {
     used += (size_t)n;
   }
   int n = snprintf(buf ? buf + (used < len ? used : len) : NULL, used < len ? len - used : 0,
-                   ", ext, <any of these>+ext");
+                   ", ext (and P+ext for any P above)");
   used += (size_t)n;
   pthread_mutex_unlock(&table_lock);
   return (int)used;

@@ -32,7 +32,7 @@ typedef struct sstm_stt_header {
   char config[320];    /* sstm_describe() at init */
   char reason_names[SSTM_STT_REASONS][20];
   char cm_stat_names[SSTM_STT_CMSTATS][20];
-} sstm_stt_header_t;
+} __attribute__((aligned(64))) sstm_stt_header_t; /* entries follow, 64-aligned */
 
 typedef struct sstm_stt_entry {
   uint32_t in_use;        /* descriptor registered */
