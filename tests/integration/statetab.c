@@ -26,6 +26,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -635,6 +636,10 @@ static pid_t sleeper(void) {
   pid_t pid = fork();
   CHECK_GE_I(pid, 0);
   if (pid == 0) {
+    /* never outlive the test (a failed test must not leave it holding
+     * ctest's output pipe) */
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() == 1) _exit(0);
     for (;;) pause();
   }
   return pid;
