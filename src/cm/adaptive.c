@@ -2,8 +2,8 @@
  * softser online, from what it observes, following paper 1's Table 1 and
  * conclusions (the paper leaves this as future work):
  *
- *   few aborts (abort ratio below 2 %, left above 10 %)  -> suicide: any
- *       contention manager only costs;
+ *   no contention (smoothed abort ratio under 2 % and no window over 50 %;
+ *       left only after 100 windows under 0.1 %)           -> suicide;
  *   threads that ran in the window <= CPUs                -> ser-spin: the
  *       loser's CPU has nothing better to do (Table 1, "threads <= cores");
  *   more threads than CPUs, and
@@ -13,12 +13,14 @@
  *       yield is often sufficient" for short transactions, few updates);
  *     otherwise                                           -> ser-block.
  *
- * Observations, per window of at least 10 ms: commits and aborts (per-thread
- * counts flushed every 64 events), threads active in the window, the
+ * Observations, per window of at least 20 ms: commits and aborts (per-thread
+ * counts flushed every 64 events), threads that ran transactions (the most
+ * over the last four windows), the
  * duration of one transaction in 64 (two clock reads), and non-determinism:
- * the fraction of retries whose read+write-set size differs by more than a
- * quarter from the previous attempt of the same transaction. Hysteresis: a
- * new choice must win three consecutive windows. The current choice and the
+ * the fraction of retries whose first 8 reads differ from those of the
+ * previous attempt of the same transaction (it took another path).
+ * Hysteresis: a new contention policy must win two (from suicide) or three
+ * consecutive windows. The current choice and the
  * reason are in sstm_describe() ("cm-info=") and the switch count in the
  * policy counters.
  */
@@ -40,14 +42,15 @@ static const sstm_cm_ops_t *const subs[NSUB] = {&sstm__cm_suicide,  &sstm__cm_ba
                                                  &sstm__cm_ser_block, &sstm__cm_softser};
 enum { A_SWITCHES, A_EVALUATIONS };
 
-#define WINDOW_NS 10000000ull
+#define WINDOW_NS 20000000ull
 #define FLUSH_EVERY 64
 #define SAMPLE_EVERY 64
 #define SLICE_NS 4000000ull
 #define PATH_LEN 8          /* reads compared between attempts */
 #define ENTER_WINDOWS 2     /* windows a contention policy must win to enter */
 #define SWITCH_WINDOWS 3    /* ... to replace another contention policy */
-#define QUIET_WINDOWS 30    /* quiet windows before going back to suicide */
+#define QUIET_WINDOWS 100   /* quiet windows before going back to suicide */
+#define EWMA_ALPHA 0.25     /* weight of the newest window in the abort ratio */
 /* state_size must be known before init: an upper bound, checked at init
  * against the sub-policies' sizes. */
 #define ADAPTIVE_STATE_MAX 4096
@@ -68,6 +71,8 @@ static long ncpu;
 
 static struct {
   _Atomic int cur, candidate, streak, quiet;
+  double ewma;                 /* smoothed abort ratio (evaluator only) */
+  uint64_t active_hist[4];     /* threads that ran, last windows (evaluator) */
   _Atomic uint64_t window_id, window_start;
   _Atomic uint64_t commits, aborts, active, nondet, compared, len_sum, len_n;
   _Atomic bool softser_used;
@@ -103,6 +108,8 @@ static int adaptive_init(const sstm_config_t *cfg) {
   atomic_store(&G.candidate, SUB_SUICIDE);
   atomic_store(&G.streak, 0);
   atomic_store(&G.quiet, 0);
+  G.ewma = 0;
+  memset(G.active_hist, 0, sizeof G.active_hist);
   atomic_store(&G.window_start, sstm__now_ns());
   atomic_store(&G.window_id, 1);
   atomic_store(&G.softser_used, false);
@@ -119,9 +126,11 @@ static int adaptive_describe(char *buf, size_t len) {
   return n;
 }
 
-static int choose(double ratio, unsigned threads, double nondet, double len_ns, char *why, size_t n) {
+/* `contended`: the smoothed abort ratio says contention management pays. */
+static int choose(bool contended, double ratio, unsigned threads, double nondet, double len_ns,
+                  char *why, size_t n) {
   int c;
-  if (ratio < 0.01) {
+  if (!contended) {
     c = SUB_SUICIDE;
     snprintf(why, n, "abort-ratio=%.3f low", ratio);
   } else if ((long)threads <= ncpu) {
@@ -139,15 +148,6 @@ static int choose(double ratio, unsigned threads, double nondet, double len_ns, 
              len_ns / 1e3, ratio);
   }
   return c;
-}
-
-static unsigned registered_threads(void) {
-  unsigned n = 0, hw = atomic_load_explicit(&sstm__g.hiwater, memory_order_acquire);
-  for (unsigned i = 0; i < hw; i++) {
-    struct sstm_desc *d = sstm__desc_at(i);
-    n += d != NULL && d->in_use; /* racy read of a flag: a hint */
-  }
-  return n;
 }
 
 static void switch_to(sstm_cm_ctx_t *ctx, int c, const char *why) {
@@ -176,13 +176,30 @@ static void maybe_evaluate(sstm_cm_ctx_t *ctx) {
   double ratio = (double)aborts / (double)(commits ? commits : 1);
   double nondet = cmp >= 8 ? (double)nd / (double)cmp : 0.0;
   double len = ln ? (double)ls / (double)ln : 0.0;
-  (void)active;
+  /* Threads that ran transactions: the most of the last four windows (a
+   * thread descheduled for a whole window still competes for the CPUs). */
+  uint64_t threads = active;
+  pthread_mutex_lock(&G.reason_lock);
+  for (int i = 3; i > 0; i--) G.active_hist[i] = G.active_hist[i - 1];
+  G.active_hist[0] = active;
+  for (int i = 1; i < 4; i++)
+    if (G.active_hist[i] > threads) threads = G.active_hist[i];
+  pthread_mutex_unlock(&G.reason_lock);
+  /* Oversubscribed suicide aborts in bursts (a preempted lock holder):
+   * windows are noisy, so the decision uses a smoothed ratio. Only the
+   * window's closer runs this (window_start CAS above), one at a time in
+   * practice; a rare overlap only perturbs the average. */
+  pthread_mutex_lock(&G.reason_lock);
+  G.ewma = EWMA_ALPHA * (ratio < 100 ? ratio : 100) + (1 - EWMA_ALPHA) * G.ewma;
+  double ewma = G.ewma;
+  pthread_mutex_unlock(&G.reason_lock);
   int cur = atomic_load(&G.cur);
-  char why[160];
-  int c = choose(ratio, registered_threads(), nondet, len, why, sizeof why);
   /* Asymmetric hysteresis: a contention policy hides the contention it
-   * handles (few aborts), so going back to suicide needs a long quiet run;
-   * entering contention mode is quick. */
+   * handles (few aborts) and costs nothing on conflict-free paths, so going
+   * back to suicide needs a long quiet run; entering is quick. */
+  bool contended = cur == SUB_SUICIDE ? (ewma > 0.02 || ratio > 0.5) : ewma > 0.001;
+  char why[160];
+  int c = choose(contended, ewma, (unsigned)threads, nondet, len, why, sizeof why);
   if (c == SUB_SUICIDE) {
     atomic_store(&G.streak, 0);
     if (cur != SUB_SUICIDE && atomic_fetch_add(&G.quiet, 1) + 1 >= QUIET_WINDOWS)
@@ -214,11 +231,6 @@ static void flush(sstm_cm_ctx_t *ctx, adaptive_state_t *s) {
   if (s->len_n) {
     atomic_fetch_add_explicit(&G.len_sum, s->len_sum, memory_order_relaxed);
     atomic_fetch_add_explicit(&G.len_n, s->len_n, memory_order_relaxed);
-  }
-  uint64_t w = atomic_load_explicit(&G.window_id, memory_order_relaxed);
-  if (s->window_seen != w) {
-    s->window_seen = w;
-    atomic_fetch_add_explicit(&G.active, 1, memory_order_relaxed);
   }
   s->commits = s->aborts = s->events = s->nondet = s->compared = 0;
   s->len_sum = s->len_n = 0;
@@ -253,8 +265,18 @@ static void adaptive_begin(sstm_cm_ctx_t *ctx) {
   }
 }
 
+/* Count this thread once in the current window (threads that ran). */
+static inline void mark_active(adaptive_state_t *s) {
+  uint64_t w = atomic_load_explicit(&G.window_id, memory_order_relaxed);
+  if (SSTM_UNLIKELY(s->window_seen != w)) {
+    s->window_seen = w;
+    atomic_fetch_add_explicit(&G.active, 1, memory_order_relaxed);
+  }
+}
+
 static void adaptive_commit(sstm_cm_ctx_t *ctx) {
   adaptive_state_t *s = ctx->state;
+  mark_active(s);
   if (SSTM_UNLIKELY(s->t0)) {
     s->len_sum += sstm__now_ns() - s->t0;
     s->len_n++;
@@ -277,6 +299,7 @@ static sstm_cm_action_t adaptive_conflict(sstm_cm_ctx_t *ctx, const sstm_conflic
 
 static void adaptive_abort(sstm_cm_ctx_t *ctx, const sstm_abort_info_t *info) {
   adaptive_state_t *s = ctx->state;
+  mark_active(s);
   s->t0 = 0;
   /* Non-determinism: does this attempt's read path differ from the
    * previous attempt's over the prefix both executed? */
