@@ -202,6 +202,11 @@ static int table_open(int pid, table_t *t, char *err, size_t errlen) {
                t->path, v, SSTM_STT_VERSION);
       break;
     }
+    if (LD(t->h->header_size) != sizeof(sstm_stt_header_t)) {
+      snprintf(err, errlen, "%s: header_size %" PRIu32 " differs from this sstm-top's %zu",
+               t->path, LD(t->h->header_size), sizeof(sstm_stt_header_t));
+      break;
+    }
     uint32_t es = LD(t->h->entry_size);
     if (es != sizeof(sstm_stt_entry_t)) {
       snprintf(err, errlen, "%s: entry_size %" PRIu32 " differs from this sstm-top's %zu "

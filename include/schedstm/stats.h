@@ -86,7 +86,8 @@ SSTM_API int sstm_stats_aggregate(sstm_stats_t *out);
 SSTM_API int sstm_stats_foreach(void (*fn)(const sstm_stats_t *s, void *arg),
                                 void *arg);
 
-/* Zero the counters of every live descriptor and the exited-thread totals.
+/* Zero the counters of every live descriptor and the exited-thread totals
+ * (not the state table's, which count since each thread registered).
  * Racy against running transactions by design (a counter being incremented
  * may keep one increment). */
 SSTM_API int sstm_stats_reset(void);

@@ -852,6 +852,9 @@ static __attribute__((noreturn)) void abort_tx(struct sstm_desc *tx, sstm_abort_
   tx->last_abort.reason = r;
   tx->last_abort.has_other = other != NULL;
   if (other) tx->last_abort.other = *other;
+  /* Published before the policy acts on it (a kernel-side scheduler reading
+   * the table sees the conflict while the loser waits). */
+  if (SSTM_UNLIKELY(tx->stt)) sstm__stt_abort(tx, r, other);
   if (SSTM_UNLIKELY(atomic_load_explicit(&sstm__g.nhooks, memory_order_relaxed)))
     sstm__hooks_abort(tx->serial, r);
   if (r == SSTM_ABORT_USER_CANCEL) {
@@ -865,7 +868,6 @@ static __attribute__((noreturn)) void abort_tx(struct sstm_desc *tx, sstm_abort_
     tx->cm->on_abort(cm_ctx(tx), &tx->last_abort);
     sstm__ctr_add(&tx->ctr.cm_wait_ns, sstm__now_ns() - t0);
   }
-  if (SSTM_UNLIKELY(tx->stt)) sstm__stt_abort(tx, r, other);
   tx->depth = 1; /* flat nesting: the restart resumes the outermost block */
   attempt_start(tx);
   SSTM_ASAN_NO_RETURN();

@@ -46,6 +46,7 @@ int sstm__stt_init(void) {
   table->version = SSTM_STT_VERSION;
   table->nentries = n;
   table->entry_size = sizeof(sstm_stt_entry_t);
+  table->header_size = sizeof(sstm_stt_header_t);
   table->pid = (int32_t)getpid();
   table->nreasons = SSTM_ABORT_REASON_COUNT;
   table->start_ns = sstm__now_ns();

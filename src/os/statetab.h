@@ -6,7 +6,8 @@
  * (docs/design/kernel-scheduler.md).
  *
  * Writing: each entry is written only by the thread running its descriptor,
- * with plain (relaxed atomic) stores, no system call. Readers get per-field
+ * with plain (relaxed atomic) stores, no system call. The counters count
+ * since the thread registered; sstm_stats_reset() does not clear them. Readers get per-field
  * values (64-bit fields are single stores, so never torn), not a consistent
  * cut across fields.
  */
@@ -16,7 +17,7 @@
 #include <stdint.h>
 
 #define SSTM_STT_MAGIC 0x4d545453u /* "STTM" */
-#define SSTM_STT_VERSION 1u
+#define SSTM_STT_VERSION 2u /* 2: header_size, 64-byte aligned entries */
 #define SSTM_STT_PATH_FMT "/dev/shm/schedstm.%d"
 #define SSTM_STT_REASONS 16
 #define SSTM_STT_CMSTATS 4
@@ -28,6 +29,8 @@ typedef struct sstm_stt_header {
   uint32_t entry_size; /* sizeof(sstm_stt_entry_t) */
   int32_t pid;
   uint32_t nreasons;   /* abort reasons in use (<= SSTM_STT_REASONS) */
+  uint32_t header_size;/* sizeof(sstm_stt_header_t): entries start here */
+  uint32_t pad0;
   uint64_t start_ns;   /* CLOCK_MONOTONIC at sstm_init */
   char config[320];    /* sstm_describe() at init */
   char reason_names[SSTM_STT_REASONS][20];
