@@ -704,6 +704,7 @@ static void *fake_table(int pid, uint32_t n, size_t *size) {
   h->version = SSTM_STT_VERSION;
   h->nentries = n;
   h->entry_size = sizeof(sstm_stt_entry_t);
+  h->header_size = sizeof(sstm_stt_header_t);
   h->pid = pid;
   h->nreasons = 3;
   snprintf(h->config, sizeof h->config, "fake");
