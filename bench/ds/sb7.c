@@ -896,7 +896,7 @@ sb7_status_t sb7_run(sb7_thread_t *t, sb7_op_t op) {
     checksum = sum;
     status = done ? SB7_OK : SB7_FAILED;
   TM_ATOMIC_END();
-  (void)checksum;
+  t->checksum += (uint64_t)checksum;
   (void)ro; /* only schedstm takes the read-only hint */
   if (status != SB7_CANCELLED)
     tally_add(&t->total, &t->res);
@@ -916,7 +916,7 @@ void sb7_params_default(sb7_params_t *p, unsigned scale) {
       .max_comps_per_base = 6,
       .composites = 200 * scale,
       .id_range = 400 * scale,
-      .atomic_per_comp = 128,
+      .atomic_per_comp = 100,
       .doc_words = 32,
       .seed = 1,
   };

@@ -123,6 +123,8 @@ typedef struct sb7_thread {
   uint64_t *visited;         /* DFS marks, one bit per atomic part */
   size_t visited_words;
   unsigned attempts;         /* attempts of the last operation */
+  uint64_t checksum;         /* sum of the values read (keeps the reads of
+                                the uninstrumented back-end alive) */
   sb7_tally_t res;           /* what the last attempt did */
   sb7_tally_t total;         /* sum over committed operations */
 } sb7_thread_t;
