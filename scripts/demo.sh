@@ -22,19 +22,17 @@ THREADS=${DEMO_THREADS:-1,2,4}
 
 say() { printf '\n==> %s\n' "$*" >&2; }
 
+say "install what is missing (tools, matplotlib)"
+"$ROOT/scripts/install-deps.sh" --demo >&2 || echo "demo: install-deps.sh failed; trying anyway" >&2
+
 say "configure and build ($BUILD)"
 cmake -B "$BUILD" -S "$ROOT" -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build "$BUILD" -j2 >&2
 
-say "check matplotlib (for the figure)"
 PLOT=--plot
 if ! python3 -c 'import matplotlib' 2>/dev/null; then
-  python3 -m pip install --quiet -r "$ROOT/bench/requirements.txt" ||
-    true
-  if ! python3 -c 'import matplotlib' 2>/dev/null; then
-    echo "demo: matplotlib unavailable: the table is printed, no figure" >&2
-    PLOT=
-  fi
+  echo "demo: matplotlib unavailable: the table is printed, no figure" >&2
+  PLOT=
 fi
 
 BACKENDS=schedstm,seq

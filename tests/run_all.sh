@@ -30,6 +30,14 @@ total_fail=0
 summary=()
 start_all=$(date +%s)
 
+# A fresh machine may lack the tools: install what is missing (a quick no-op
+# when everything is there).
+if ! "$root/scripts/install-deps.sh"; then
+  echo "install-deps.sh failed"
+  echo "0 passed, 1 failed"
+  exit 1
+fi
+
 # run_part NAME SCALE CTEST_ARGS BUILD_TARGET CMAKE_ARGS...
 run_part() {
   local name=$1 scale=$2 ctest_args=$3 target=$4
@@ -117,6 +125,24 @@ for p in $parts; do
     ;;
   esac
 done
+
+# The installed library as a consumer sees it (pkg-config, find_package,
+# exported symbols, headers alone), against the normal build.
+if [ -d "$root/build/test-normal" ] && [[ " $parts " == *" normal "* ]]; then
+  echo "=== [install] scripts/check-install.sh"
+  log="$root/build/check-install.log"
+  "$root/scripts/check-install.sh" "$root/build/test-normal" >"$log" 2>&1
+  rc=$?
+  line=$(grep -E "[0-9]+ passed, [0-9]+ failed" "$log" | tail -1)
+  ipass=$(echo "$line" | sed -E 's/.*[^0-9]?([0-9]+) passed.*/\1/; s/^[^0-9]*//')
+  ifail=$(echo "$line" | sed -E 's/.* ([0-9]+) failed.*/\1/')
+  if [ -z "$line" ]; then ipass=0; ifail=1; fi
+  if [ $rc -ne 0 ] && [ "$ifail" = 0 ]; then ifail=1; fi
+  [ "$ifail" -gt 0 ] && cat "$log"
+  total_pass=$((total_pass + ipass))
+  total_fail=$((total_fail + ifail))
+  summary+=("install: $ipass passed, $ifail failed")
+fi
 
 echo
 echo "=== summary ($(($(date +%s) - start_all)) s)"
