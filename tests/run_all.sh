@@ -134,8 +134,8 @@ if [ -d "$root/build/test-normal" ] && [[ " $parts " == *" normal "* ]]; then
   "$root/scripts/check-install.sh" "$root/build/test-normal" >"$log" 2>&1
   rc=$?
   line=$(grep -E "[0-9]+ passed, [0-9]+ failed" "$log" | tail -1)
-  ipass=$(echo "$line" | sed -E 's/.*[^0-9]?([0-9]+) passed.*/\1/; s/^[^0-9]*//')
-  ifail=$(echo "$line" | sed -E 's/.* ([0-9]+) failed.*/\1/')
+  ipass=$(echo "$line" | grep -oE "[0-9]+ passed" | grep -oE "[0-9]+")
+  ifail=$(echo "$line" | grep -oE "[0-9]+ failed" | grep -oE "[0-9]+")
   if [ -z "$line" ]; then ipass=0; ifail=1; fi
   if [ $rc -ne 0 ] && [ "$ifail" = 0 ]; then ifail=1; fi
   [ "$ifail" -gt 0 ] && cat "$log"

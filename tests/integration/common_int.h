@@ -69,4 +69,20 @@ static inline long int_opt(int argc, char **argv, const char *name, long dflt) {
   return dflt;
 }
 
+/* String option: the value after `name`, or dflt. */
+static inline const char *int_opt_str(int argc, char **argv, const char *name, const char *dflt) {
+  for (int i = 1; i + 1 < argc; i++)
+    if (strcmp(argv[i], name) == 0)
+      return argv[i + 1];
+  return dflt;
+}
+
+/* Append ".POLICY" to a run name when --policy is given. */
+static inline void int_name_policy(char *name, size_t len, const char *policy) {
+  if (policy) {
+    size_t l = strlen(name);
+    snprintf(name + l, len > l ? len - l : 0, ".%s", policy);
+  }
+}
+
 #endif

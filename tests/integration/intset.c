@@ -13,7 +13,7 @@
  * Finally intset_check() validates the structure's invariants and
  * intset_size() equals the model.
  *
- * usage: intset KIND DESIGN THREADS [--ops N]
+ * usage: intset KIND DESIGN THREADS [--ops N] [--policy NAME]
  */
 #define _GNU_SOURCE
 #include "common_int.h"
@@ -96,11 +96,13 @@ static void worker(sstm_tt_t *t) {
 
 int main(int argc, char **argv) {
   if (argc < 4) {
-    fprintf(stderr, "usage: %s KIND DESIGN THREADS [--ops N]\n", argv[0]);
+    fprintf(stderr, "usage: %s KIND DESIGN THREADS [--ops N] [--policy NAME]\n", argv[0]);
     return 2;
   }
+  const char *policy = int_opt_str(argc, argv, "--policy", NULL);
   char name[128];
   snprintf(name, sizeof name, "intset.%s.%s.%s", argv[1], argv[2], argv[3]);
+  int_name_policy(name, sizeof name, policy);
   sstm_test_setup(name, argc, argv);
   intset_kind_t kind;
   if (intset_kind_parse(argv[1], &kind) != 0) {
@@ -113,7 +115,7 @@ int main(int argc, char **argv) {
   CHECK_LE_U(nthreads, MAXT);
   ops_per_thread = int_opt(argc, argv, "--ops", (long)sstm_test_scaled(500000, 2000)) / (long)nthreads;
 
-  int_init(design, NULL);
+  int_init(design, policy);
   CHECK_OK(sstm_thread_init());
   intset_params_t params = {.buckets = 64, .levels = 0, .range_hint = SHARED + MAXT * PRIVATE};
   set = intset_create(kind, &params);

@@ -11,7 +11,7 @@
  *          here, and every node must be visited exactly once);
  *   bytes  {a, b, a+b} written with sstm_store_bytes at an odd offset.
  *
- * usage: opacity DESIGN THREADS [--ops N] [--seconds S]
+ * usage: opacity DESIGN THREADS [--ops N] [--seconds S] [--policy NAME]
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -236,11 +236,14 @@ static void *timer(void *p) {
 
 int main(int argc, char **argv) {
   if (argc < 3) {
-    fprintf(stderr, "usage: %s DESIGN THREADS [--ops N] [--seconds S]\n", argv[0]);
+    fprintf(stderr, "usage: %s DESIGN THREADS [--ops N] [--seconds S] [--policy NAME]\n",
+            argv[0]);
     return 2;
   }
+  const char *policy = int_opt_str(argc, argv, "--policy", NULL);
   char name[128];
   snprintf(name, sizeof name, "opacity.%s.%s", argv[1], argv[2]);
+  int_name_policy(name, sizeof name, policy);
   sstm_test_setup(name, argc, argv);
   sstm_design_t design = int_parse_design(argv[1]);
   unsigned threads = sstm_test_threads((unsigned)atoi(argv[2]));
@@ -249,7 +252,7 @@ int main(int argc, char **argv) {
   ops_per_thread = total / (long)threads;
   seconds = (double)int_opt(argc, argv, "--seconds", 0);
 
-  int_init(design, NULL);
+  int_init(design, policy);
   CHECK_OK(sstm_thread_init());
   for (unsigned i = 0; i < NPAIRS; i++) {
     struct node *n = new_node(i);

@@ -14,7 +14,11 @@
  * window must be counted (exactly one each), so a broken counting
  * mechanism fails the test instead of passing it.
  *
- * usage: syscalls DESIGN [--txs N]
+ * With --policy NAME the same window runs under that contention manager:
+ * a commit that nobody waits for must make no system call whatever the
+ * policy (ser-block, softser, os_prio, ... on their conflict-free path).
+ *
+ * usage: syscalls DESIGN [--txs N] [--policy NAME]
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -132,9 +136,11 @@ static uint64_t expected_words_sum(void) {
   return s;
 }
 
-static void child(int fd, sstm_design_t design, long ntx) {
+static void child(int fd, sstm_design_t design, long ntx, const char *policy) {
   static struct report rep;
-  int_init(design, NULL);
+  int_init(design, policy);
+  if (policy)
+    CHECK_EQ_STR(sstm_cm_current()->name, policy);
   CHECK_OK(sstm_thread_init());
   for (unsigned n = 0; n < 20000; n++) /* warm-up: logs, caches, lazy binding */
     one_tx(n);
@@ -195,11 +201,13 @@ report:;
 
 int main(int argc, char **argv) {
   if (argc < 2) {
-    fprintf(stderr, "usage: %s DESIGN [--txs N]\n", argv[0]);
+    fprintf(stderr, "usage: %s DESIGN [--txs N] [--policy NAME]\n", argv[0]);
     return 2;
   }
+  const char *policy = int_opt_str(argc, argv, "--policy", NULL);
   char name[128];
   snprintf(name, sizeof name, "syscalls.%s", argv[1]);
+  int_name_policy(name, sizeof name, policy);
   sstm_test_setup(name, argc, argv);
 #ifdef SSTM_TEST_RANDOM_DELAY
   sstm_test_skip("the random-delay build sleeps and yields inside the engine");
@@ -214,7 +222,7 @@ int main(int argc, char **argv) {
   CHECK_GE_I(pid, 0);
   if (pid == 0) {
     close(pfd[0]);
-    child(pfd[1], design, ntx);
+    child(pfd[1], design, ntx, policy);
     _exit(99);
   }
   close(pfd[1]);
