@@ -110,6 +110,7 @@ struct sb7 {
   long index_mask;
   sb7_dslot_t *dates;      /* SB7_DATE_RANGE lists of atomic parts */
   long initial_links;
+  long links_per_comp_milli; /* initial links per composite part, x 1000 */
 };
 
 /* ---- private helpers (pure: no shared memory) --------------------------- */
@@ -625,7 +626,7 @@ const sb7_op_info_t sb7_op_info[SB7_NOPS] = {
     [SB7_OP12] = {"op12", SB7_CAT_SHORT_OP, false,
                  "composite part by id: toggle its document"},
     [SB7_SM1] = {"sm1", SB7_CAT_STRUCT, false,
-                 "create a composite part, link it to a base assembly"},
+                 "create a composite part, link it to base assemblies"},
     [SB7_SM2] = {"sm2", SB7_CAT_STRUCT, false,
                  "delete a composite part and its links"},
     [SB7_SM3] = {"sm3", SB7_CAT_STRUCT, false,
@@ -743,18 +744,26 @@ TM_SAFE static long op_comp_toggle(sb7_t *db, sb7_thread_t *t, uint64_t *rs) {
   return 1;
 }
 
+/* A new composite part is linked to as many base assemblies, on average, as
+ * the initial ones (initial links / initial composite parts), so that
+ * creations and deletions keep the number of links stationary. */
 TM_SAFE static long sm_create(sb7_t *db, sb7_thread_t *t, uint64_t *rs) {
   long id = random_id(db, rs);
   if (comp_lookup(db, id) != NULL)
     return 0;
-  sb7_base_t *b = &db->base[rnd_below(rs, db->nbase)];
-  if (TM_LOAD_LONG(&b->ncomps) >= (long)db->p.max_comps_per_base)
-    return 0;
+  long nlinks = db->links_per_comp_milli / 1000;
+  if (rnd_below(rs, 1000) < db->links_per_comp_milli % 1000)
+    nlinks++;
   sb7_comp_t *c = comp_new(db, id, rs);
   index_insert_fresh(db, c, id);
-  link_new(b, c);
+  for (long k = 0; k < nlinks; k++) {
+    sb7_base_t *b = &db->base[rnd_below(rs, db->nbase)];
+    if (TM_LOAD_LONG(&b->ncomps) >= (long)db->p.max_comps_per_base)
+      continue; /* full: one link fewer */
+    link_new(b, c);
+    res_add(&t->res.linked, 1);
+  }
   res_add(&t->res.created, 1);
-  res_add(&t->res.linked, 1);
   return 1;
 }
 
@@ -1057,6 +1066,7 @@ sb7_t *sb7_create(const sb7_params_t *p, char *err, size_t errlen) {
     for (unsigned k = 0; k < p->comps_per_base; k++)
       link_tx(db, &db->base[b], ids[rnd_below(&rs, n)]);
   db->initial_links = db->nbase * (long)p->comps_per_base;
+  db->links_per_comp_milli = db->initial_links * 1000 / n;
   free(ids);
   return db;
 }
