@@ -69,16 +69,24 @@ typedef struct adaptive_state {
 static size_t sub_off[NSUB], own_size;
 static long ncpu;
 
+/* Shared decision state. `cur` is read by every hook (acquire, pairs with
+ * the evaluator's release store: a thread that sees a new choice sees the
+ * sub-policy's initialised state). The window counters are relaxed
+ * statistics. The evaluator's own state is under `lock`: one evaluation at a
+ * time, every 20 ms, off the transactions' paths. */
 static struct {
-  _Atomic int cur, candidate, streak, quiet;
-  double ewma;                 /* smoothed abort ratio (evaluator only) */
-  uint64_t active_hist[4];     /* threads that ran, last windows (evaluator) */
+  _Atomic int cur;
+  _Atomic bool softser_used;
   _Atomic uint64_t window_id, window_start;
   _Atomic uint64_t commits, aborts, active, nondet, compared, len_sum, len_n;
-  _Atomic bool softser_used;
-  pthread_mutex_t reason_lock; /* evaluators write, describe reads */
-  char reason[160];
-} G = {.reason_lock = PTHREAD_MUTEX_INITIALIZER};
+  pthread_mutex_t lock;
+  int candidate, streak, quiet; /* hysteresis (under lock) */
+  double ewma;                  /* smoothed abort ratio (under lock) */
+  uint64_t active_hist[4];      /* threads that ran, last windows (under lock) */
+  char reason[160];             /* why `cur` was chosen (under lock) */
+} G = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+#define RLX memory_order_relaxed
 
 static sstm_cm_ctx_t sub_ctx(sstm_cm_ctx_t *ctx, int i) {
   sstm_cm_ctx_t c = *ctx;
@@ -104,25 +112,25 @@ static int adaptive_init(const sstm_config_t *cfg) {
   }
   ncpu = sysconf(_SC_NPROCESSORS_ONLN);
   if (ncpu < 1) ncpu = 1;
-  atomic_store(&G.cur, SUB_SUICIDE);
-  atomic_store(&G.candidate, SUB_SUICIDE);
-  atomic_store(&G.streak, 0);
-  atomic_store(&G.quiet, 0);
+  pthread_mutex_lock(&G.lock);
+  G.candidate = SUB_SUICIDE;
+  G.streak = G.quiet = 0;
   G.ewma = 0;
   memset(G.active_hist, 0, sizeof G.active_hist);
-  atomic_store(&G.window_start, sstm__now_ns());
-  atomic_store(&G.window_id, 1);
-  atomic_store(&G.softser_used, false);
-  pthread_mutex_lock(&G.reason_lock);
   snprintf(G.reason, sizeof G.reason, "start");
-  pthread_mutex_unlock(&G.reason_lock);
+  pthread_mutex_unlock(&G.lock);
+  atomic_store_explicit(&G.cur, SUB_SUICIDE, memory_order_release);
+  atomic_store_explicit(&G.softser_used, false, RLX);
+  atomic_store_explicit(&G.window_start, sstm__now_ns(), RLX);
+  atomic_store_explicit(&G.window_id, 1, RLX);
   return 0;
 }
 
 static int adaptive_describe(char *buf, size_t len) {
-  pthread_mutex_lock(&G.reason_lock);
-  int n = snprintf(buf, len, "current=%s reason=%s", subs[atomic_load(&G.cur)]->name, G.reason);
-  pthread_mutex_unlock(&G.reason_lock);
+  pthread_mutex_lock(&G.lock);
+  int n = snprintf(buf, len, "current=%s reason=%s",
+                   subs[atomic_load_explicit(&G.cur, memory_order_acquire)]->name, G.reason);
+  pthread_mutex_unlock(&G.lock);
   return n;
 }
 
@@ -150,75 +158,74 @@ static int choose(bool contended, double ratio, unsigned threads, double nondet,
   return c;
 }
 
+/* Under G.lock. */
 static void switch_to(sstm_cm_ctx_t *ctx, int c, const char *why) {
-  pthread_mutex_lock(&G.reason_lock);
   snprintf(G.reason, sizeof G.reason, "%s", why);
-  pthread_mutex_unlock(&G.reason_lock);
-  if (c == SUB_SOFTSER) atomic_store(&G.softser_used, true);
+  if (c == SUB_SOFTSER) atomic_store_explicit(&G.softser_used, true, RLX);
   atomic_store_explicit(&G.cur, c, memory_order_release);
-  atomic_store(&G.streak, 0);
-  atomic_store(&G.quiet, 0);
+  G.streak = G.quiet = 0;
   sstm_cm_count(ctx, A_SWITCHES, 1);
 }
 
-/* One thread at a time closes a window and decides. */
+/* Under G.lock: fold one window into the decision. */
+static void decide(sstm_cm_ctx_t *ctx, double ratio, uint64_t active, double nondet, double len) {
+  /* Threads that ran transactions: the most of the last four windows (a
+   * thread descheduled for a whole window still competes for the CPUs). */
+  uint64_t threads = active;
+  for (int i = 3; i > 0; i--) G.active_hist[i] = G.active_hist[i - 1];
+  G.active_hist[0] = active;
+  for (int i = 1; i < 4; i++)
+    if (G.active_hist[i] > threads) threads = G.active_hist[i];
+  /* Oversubscribed suicide aborts in bursts (a preempted lock holder):
+   * windows are noisy, so the decision uses a smoothed ratio. */
+  G.ewma = EWMA_ALPHA * (ratio < 100 ? ratio : 100) + (1 - EWMA_ALPHA) * G.ewma;
+  int cur = atomic_load_explicit(&G.cur, RLX);
+  /* Asymmetric hysteresis: a contention policy hides the contention it
+   * handles (few aborts) and costs nothing on conflict-free paths, so going
+   * back to suicide needs a long quiet run; entering is quick. */
+  bool contended = cur == SUB_SUICIDE ? (G.ewma > 0.02 || ratio > 0.5) : G.ewma > 0.001;
+  char why[160];
+  int c = choose(contended, G.ewma, (unsigned)threads, nondet, len, why, sizeof why);
+  if (c == SUB_SUICIDE) {
+    G.streak = 0;
+    if (cur != SUB_SUICIDE && ++G.quiet >= QUIET_WINDOWS) switch_to(ctx, c, why);
+    return;
+  }
+  G.quiet = 0;
+  if (c == cur) {
+    G.streak = 0;
+    return;
+  }
+  if (c != G.candidate) {
+    G.candidate = c;
+    G.streak = 1;
+  } else {
+    G.streak++;
+  }
+  if (G.streak >= (cur == SUB_SUICIDE ? ENTER_WINDOWS : SWITCH_WINDOWS)) switch_to(ctx, c, why);
+}
+
+/* The thread that closes a window (CAS on its start) evaluates it. */
 static void maybe_evaluate(sstm_cm_ctx_t *ctx) {
-  uint64_t now = sstm__now_ns(), start = atomic_load_explicit(&G.window_start, memory_order_relaxed);
+  uint64_t now = sstm__now_ns(), start = atomic_load_explicit(&G.window_start, RLX);
   if (now - start < WINDOW_NS) return;
-  if (!atomic_compare_exchange_strong(&G.window_start, &start, now)) return;
-  atomic_fetch_add(&G.window_id, 1);
-  uint64_t commits = atomic_exchange(&G.commits, 0), aborts = atomic_exchange(&G.aborts, 0);
-  uint64_t active = atomic_exchange(&G.active, 0);
-  uint64_t nd = atomic_exchange(&G.nondet, 0), cmp = atomic_exchange(&G.compared, 0);
-  uint64_t ls = atomic_exchange(&G.len_sum, 0), ln = atomic_exchange(&G.len_n, 0);
+  if (!atomic_compare_exchange_strong_explicit(&G.window_start, &start, now, RLX, RLX)) return;
+  atomic_fetch_add_explicit(&G.window_id, 1, RLX);
+  uint64_t commits = atomic_exchange_explicit(&G.commits, 0, RLX);
+  uint64_t aborts = atomic_exchange_explicit(&G.aborts, 0, RLX);
+  uint64_t active = atomic_exchange_explicit(&G.active, 0, RLX);
+  uint64_t nd = atomic_exchange_explicit(&G.nondet, 0, RLX);
+  uint64_t cmp = atomic_exchange_explicit(&G.compared, 0, RLX);
+  uint64_t ls = atomic_exchange_explicit(&G.len_sum, 0, RLX);
+  uint64_t ln = atomic_exchange_explicit(&G.len_n, 0, RLX);
   if (commits + aborts < 16) return; /* too little to judge */
   sstm_cm_count(ctx, A_EVALUATIONS, 1);
   double ratio = (double)aborts / (double)(commits ? commits : 1);
   double nondet = cmp >= 8 ? (double)nd / (double)cmp : 0.0;
   double len = ln ? (double)ls / (double)ln : 0.0;
-  /* Threads that ran transactions: the most of the last four windows (a
-   * thread descheduled for a whole window still competes for the CPUs). */
-  uint64_t threads = active;
-  pthread_mutex_lock(&G.reason_lock);
-  for (int i = 3; i > 0; i--) G.active_hist[i] = G.active_hist[i - 1];
-  G.active_hist[0] = active;
-  for (int i = 1; i < 4; i++)
-    if (G.active_hist[i] > threads) threads = G.active_hist[i];
-  pthread_mutex_unlock(&G.reason_lock);
-  /* Oversubscribed suicide aborts in bursts (a preempted lock holder):
-   * windows are noisy, so the decision uses a smoothed ratio. Only the
-   * window's closer runs this (window_start CAS above), one at a time in
-   * practice; a rare overlap only perturbs the average. */
-  pthread_mutex_lock(&G.reason_lock);
-  G.ewma = EWMA_ALPHA * (ratio < 100 ? ratio : 100) + (1 - EWMA_ALPHA) * G.ewma;
-  double ewma = G.ewma;
-  pthread_mutex_unlock(&G.reason_lock);
-  int cur = atomic_load(&G.cur);
-  /* Asymmetric hysteresis: a contention policy hides the contention it
-   * handles (few aborts) and costs nothing on conflict-free paths, so going
-   * back to suicide needs a long quiet run; entering is quick. */
-  bool contended = cur == SUB_SUICIDE ? (ewma > 0.02 || ratio > 0.5) : ewma > 0.001;
-  char why[160];
-  int c = choose(contended, ewma, (unsigned)threads, nondet, len, why, sizeof why);
-  if (c == SUB_SUICIDE) {
-    atomic_store(&G.streak, 0);
-    if (cur != SUB_SUICIDE && atomic_fetch_add(&G.quiet, 1) + 1 >= QUIET_WINDOWS)
-      switch_to(ctx, c, why);
-    return;
-  }
-  atomic_store(&G.quiet, 0);
-  if (c == cur) {
-    atomic_store(&G.streak, 0);
-    return;
-  }
-  if (c != atomic_load(&G.candidate)) {
-    atomic_store(&G.candidate, c);
-    atomic_store(&G.streak, 1);
-  } else {
-    atomic_fetch_add(&G.streak, 1);
-  }
-  if (atomic_load(&G.streak) >= (cur == SUB_SUICIDE ? ENTER_WINDOWS : SWITCH_WINDOWS))
-    switch_to(ctx, c, why);
+  pthread_mutex_lock(&G.lock);
+  decide(ctx, ratio, active, nondet, len);
+  pthread_mutex_unlock(&G.lock);
 }
 
 static void flush(sstm_cm_ctx_t *ctx, adaptive_state_t *s) {
