@@ -3,7 +3,7 @@
  * sstm_malloc inside an attempt logs the block; rollback frees it.
  * sstm_free inside an attempt logs the block; commit retires it; rollback
  * forgets it. Retired blocks gather in the descriptor's current batch; when
- * the batch is full it is closed: after a seq_cst fence, the status word of
+ * the batch is full (BATCH_BLOCKS) it is closed: after a seq_cst fence, the status word of
  * every running attempt of other descriptors is recorded. A closed batch is
  * released when each recorded attempt has ended (argument 5 in stm.c): its
  * status shows another serial, or IDLE. Suspended (detached) attempts keep
@@ -16,7 +16,11 @@
 
 #include "core/engine.h"
 
-#define BATCH_BLOCKS 64
+/* Blocks per batch. Closing a batch costs a membarrier, which interrupts
+ * every CPU running one of our threads (a few microseconds each): with
+ * batches of 64, hash-set removals at 2 threads spent about a third of the
+ * time there; 1024 makes it about 1 % (docs/benchmarks.md). */
+#define BATCH_BLOCKS 1024
 
 void sstm__ptrvec_push(sstm_ptrvec_t *v, void *p) {
   if (v->n == v->cap) {
