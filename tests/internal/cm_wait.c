@@ -1,0 +1,475 @@
+/* Internal tests: waiting for another attempt's end (sstm_party_wait and
+ * sstm_party_watch, cm.h), the mechanism under ser-spin/ser-block/softser.
+ *
+ * The status word is read directly (core/lockword.h) to hold a winner until
+ * a loser has really committed to sleeping (its sleepers flag is set), so
+ * that the rounds below exercise the futex value check and the sleepers
+ * protocol deterministically: without them the loser sleeps forever and the
+ * watchdog fails the test. Nothing here asserts anything about time.
+ */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../common/txhelp.h"
+#include "core/engine.h"
+
+static uint64_t st_of(sstm_desc_t *d) {
+  return atomic_load_explicit(&d->status, memory_order_acquire);
+}
+static bool sleepers_set(sstm_desc_t *d) { return (st_of(d) & SSTM_ST_SLEEPERS) != 0; }
+
+static void pause_n(uint64_t n) {
+  for (uint64_t i = 0; i < n; i++)
+    __builtin_ia32_pause();
+}
+
+/* A random short spin: mostly tiny (the CAS-to-futex_wait window of the
+ * loser is a few hundred cycles), sometimes a few microseconds. */
+static void spin_rand(sstm_rng_t *r) {
+  uint64_t x = sstm_rng_next(r);
+  pause_n((x & 1) ? (x >> 8) % 64 : (x >> 8) % 4096);
+}
+
+/* Spin until *v == want (acquire), yielding now and then (2 vCPUs). */
+static void await_long(_Atomic long *v, long want) {
+  for (unsigned i = 0; atomic_load_explicit(v, memory_order_acquire) != want; i++)
+    if ((i & 63) == 63)
+      sched_yield();
+    else
+      __builtin_ia32_pause();
+}
+
+static void await_sleepers(sstm_desc_t *d) {
+  for (unsigned i = 0; !sleepers_set(d); i++)
+    if ((i & 63) == 63)
+      sched_yield();
+    else
+      __builtin_ia32_pause();
+}
+
+/* ---- 1. missed wake-up ---------------------------------------------------- */
+
+enum end_kind { END_COMMIT, END_CANCEL, END_RESTART, END_KILL, END_IRREV, END_KINDS };
+
+static struct {
+  sstm_desc_t *wdesc;
+  _Atomic uint64_t txid;
+  _Atomic long round;      /* published by the winner (txid valid) */
+  _Atomic long done;       /* the loser's wait for this round returned */
+  _Atomic int mode;        /* this round: SSTM_WAIT_BLOCK or SSTM_WAIT_SPIN */
+  _Atomic int sync;        /* winner waits for the sleepers flag */
+  long rounds;
+  long slept_rounds;       /* rounds where the sleepers flag was seen set */
+  long running_at_call;    /* loser saw the attempt running just before */
+  uint64_t word[8];
+} mw;
+
+struct wctx {
+  long r;
+  int kind;
+  bool sync;
+  int attempts;
+  sstm_rng_t *rng;
+};
+
+static void winner_body(void *p) {
+  struct wctx *c = p;
+  int a = ++c->attempts;
+  if (a > 1) { /* restarts just commit */
+    sstm_store_u64(&mw.word[1], (uint64_t)a);
+    return;
+  }
+  if (c->kind != END_IRREV) /* irrevocable in place needs no access yet */
+    sstm_store_u64(&mw.word[0], (uint64_t)c->r);
+  atomic_store_explicit(&mw.txid, sstm_txid(), memory_order_relaxed);
+  atomic_store_explicit(&mw.round, c->r, memory_order_release);
+  if (c->sync) {
+    await_sleepers(sstm_self()); /* the loser is on its way into FUTEX_WAIT */
+    mw.slept_rounds++;
+  }
+  spin_rand(c->rng);
+  switch (c->kind) {
+  case END_COMMIT: return;
+  case END_CANCEL: sstm_cancel();
+  case END_RESTART: sstm_restart();
+  case END_KILL:
+    /* ACTIVE -> KILLED keeps the flags and wakes nobody; the rollback at
+     * commit must. */
+    CHECK_OK(sstm_desc_kill(sstm_self(), 0));
+    return;
+  case END_IRREV:
+    /* ACTIVE -> IRREVOCABLE while the loser sleeps on the ACTIVE value:
+     * no wake here, the irrevocable commit must wake it. */
+    CHECK_OK(sstm_become_irrevocable());
+    CHECK_TRUE(sstm_is_irrevocable());
+    spin_rand(c->rng);
+    sstm_store_u64(&mw.word[2], (uint64_t)c->r);
+    return;
+  }
+}
+
+static void mw_winner(sstm_rng_t *rng) {
+  mw.wdesc = sstm_self();
+  for (long r = 1; r <= mw.rounds; r++) {
+    uint64_t x = sstm_rng_next(rng);
+    struct wctx c = {.r = r, .kind = (int)(x % END_KINDS), .rng = rng};
+    int mode = (x >> 8) % 8 == 0 ? SSTM_WAIT_SPIN : SSTM_WAIT_BLOCK;
+    c.sync = mode == SSTM_WAIT_BLOCK && (x >> 16) % 3 == 0;
+    atomic_store_explicit(&mw.mode, mode, memory_order_relaxed);
+    atomic_store_explicit(&mw.sync, c.sync, memory_order_relaxed);
+    int rc = sstm_run(NULL, winner_body, &c);
+    CHECK_RC(rc, c.kind == END_CANCEL ? SSTM_ECANCELED : SSTM_OK);
+    if (c.kind == END_RESTART || c.kind == END_KILL)
+      CHECK_EQ_I(c.attempts, 2);
+    await_long(&mw.done, r);
+  }
+}
+
+static void mw_loser(sstm_rng_t *rng) {
+  for (long r = 1; r <= mw.rounds; r++) {
+    await_long(&mw.round, r);
+    sstm_party_t p;
+    memset(&p, 0, sizeof p);
+    p.desc = mw.wdesc;
+    p.txid = atomic_load_explicit(&mw.txid, memory_order_relaxed);
+    int mode = atomic_load_explicit(&mw.mode, memory_order_relaxed);
+    if (!atomic_load_explicit(&mw.sync, memory_order_relaxed))
+      spin_rand(rng);
+    mw.running_at_call += sstm_party_running(&p);
+    CHECK_OK(sstm_party_wait(&p, (sstm_wait_mode_t)mode, 0)); /* no timeout */
+    /* it returned because the attempt ended, not early */
+    CHECK_FALSE(sstm_party_running(&p));
+    atomic_store_explicit(&mw.done, r, memory_order_release);
+  }
+}
+
+static void mw_thread(sstm_tt_t *t) {
+  if (t->idx == 0)
+    mw_winner(&t->rng);
+  else
+    mw_loser(&t->rng);
+}
+
+TEST(wait_never_misses_the_end) {
+  sstm_test_init();
+  mw.rounds = (long)sstm_test_scaled(20000, 2000);
+  /* the winner publishes its descriptor before round 1 */
+  sstm_test_run_threads(2, true, mw_thread, NULL);
+  printf("%ld rounds, %ld with the loser committed to sleep, %ld running at the call\n",
+         mw.rounds, mw.slept_rounds, mw.running_at_call);
+  CHECK_GT_I(mw.slept_rounds, 0);
+  sstm_test_fini();
+}
+
+/* ---- 2. an attempt that already ended -------------------------------------- */
+
+static void cancel_fn(void *p) {
+  *(uint64_t *)p = sstm_txid();
+  sstm_store_u64(&mw.word[3], 1);
+  sstm_cancel();
+}
+
+TEST(wait_on_ended_attempt_returns_zero) {
+  sstm_test_init();
+  sstm_desc_t *me = sstm_self();
+  tx_store_u64(&mw.word[0], 7);
+  uint64_t committed = sstm_desc_txid(me);
+  CHECK_NE_U(committed, 0);
+  CHECK_EQ_I(sstm_st_state(st_of(me)), SSTM_ST_IDLE);
+  uint64_t cancelled = 0;
+  CHECK_RC(sstm_run(NULL, cancel_fn, &cancelled), SSTM_ECANCELED);
+  CHECK_GT_U(cancelled, committed);
+  uint64_t ids[] = {committed, cancelled, committed - 1, 1};
+  for (unsigned i = 0; i < sizeof ids / sizeof ids[0]; i++) {
+    sstm_party_t p = {.desc = me, .txid = ids[i]};
+    CHECK_FALSE(sstm_party_running(&p));
+    CHECK_FALSE(sstm_party_watch(&p));
+    /* no timeout: a sleep here would never end */
+    CHECK_OK(sstm_party_wait(&p, SSTM_WAIT_BLOCK, 0));
+    CHECK_OK(sstm_party_wait(&p, SSTM_WAIT_SPIN, 0));
+    CHECK_OK(sstm_party_wait(&p, SSTM_WAIT_BLOCK, 1000));
+  }
+  /* nothing was flagged on the idle word */
+  CHECK_EQ_X(st_of(me) & SSTM_ST_FLAGS, 0);
+  CHECK_RC(sstm_party_wait(NULL, SSTM_WAIT_BLOCK, 0), SSTM_EINVAL);
+  sstm_party_t none = {.desc = NULL, .txid = 1};
+  CHECK_RC(sstm_party_wait(&none, SSTM_WAIT_BLOCK, 0), SSTM_EINVAL);
+  CHECK_FALSE(sstm_party_running(&none));
+  CHECK_FALSE(sstm_party_watch(&none));
+  sstm_test_fini();
+}
+
+/* ---- 3. timeout while the winner stays suspended, then the wake ------------- */
+
+static struct {
+  sstm_party_t p;
+  _Atomic int rc;
+  _Atomic int returned;
+} sus;
+
+static void *sus_waiter(void *arg) {
+  (void)arg;
+  atomic_store(&sus.rc, sstm_party_wait(&sus.p, SSTM_WAIT_BLOCK, 0));
+  atomic_store_explicit(&sus.returned, 1, memory_order_release);
+  return NULL;
+}
+
+static void suspended_fn(void *arg) {
+  (void)arg;
+  sstm_store_u64(&mw.word[4], 1);
+  sstm_desc_t *me = sstm_self();
+  sus.p = (sstm_party_t){.desc = me, .txid = sstm_txid()};
+  /* suspend: the attempt stays ACTIVE with nobody running it */
+  CHECK_EQ_PTR(sstm_desc_detach(), me);
+  CHECK_TRUE(sstm_party_running(&sus.p));
+  CHECK_RC(sstm_party_wait(&sus.p, SSTM_WAIT_BLOCK, 1000000), SSTM_EBUSY);
+  CHECK_RC(sstm_party_wait(&sus.p, SSTM_WAIT_SPIN, 1000000), SSTM_EBUSY);
+  CHECK_RC(sstm_party_wait(&sus.p, SSTM_WAIT_BLOCK, 1), SSTM_EBUSY);
+  CHECK_TRUE(sstm_party_running(&sus.p));
+  CHECK_TRUE(sstm_party_watch(&sus.p));
+  CHECK_TRUE(sstm_party_watch(&sus.p)); /* idempotent */
+  /* a waiter without timeout: must return once this attempt commits */
+  pthread_t th;
+  CHECK_EQ_I(pthread_create(&th, NULL, sus_waiter, NULL), 0);
+  await_sleepers(me);
+  CHECK_FALSE(atomic_load(&sus.returned));
+  CHECK_TRUE(sstm_party_running(&sus.p));
+  CHECK_OK(sstm_desc_attach(me));
+  /* back on this thread: the body returns and sstm_run commits; the waiter
+   * is joined after that */
+  *(pthread_t *)arg = th;
+}
+
+TEST(wait_times_out_on_suspended_winner_then_wakes_on_commit) {
+  sstm_test_init();
+  pthread_t th;
+  CHECK_OK(sstm_run(NULL, suspended_fn, &th));
+  CHECK_EQ_I(pthread_join(th, NULL), 0);
+  CHECK_OK(atomic_load(&sus.rc));
+  CHECK_FALSE(sstm_party_running(&sus.p));
+  CHECK_EQ_U(tx_load_u64(&mw.word[4]), 1);
+  sstm_test_fini();
+}
+
+/* ---- 4. a committing party is spun on, and returns once it commits --------- */
+
+/* CTL: the committer locks its write set after COMMITTING. A lock word
+ * forged to name another running attempt makes the commit meet a conflict,
+ * and the policy below runs while the committer is COMMITTING. */
+static uint64_t cw_word[8] __attribute__((aligned(64)));
+static struct {
+  _Atomic uint64_t *lk;
+  uint64_t old_lw;
+  sstm_desc_t *holder;
+  sstm_party_t p;
+  _Atomic int published, entering, returned, rc;
+  int calls;
+  long observed;
+} cw;
+
+static sstm_cm_action_t cw_conflict(sstm_cm_ctx_t *ctx, const sstm_conflict_t *c,
+                                    uint64_t *wait_ns) {
+  cw.calls++;
+  CHECK_EQ_I(c->kind, SSTM_CONFLICT_COMMIT_LOCKED);
+  CHECK_TRUE(c->has_other);
+  CHECK_EQ_PTR(c->other.desc, cw.holder);
+  CHECK_EQ_I(sstm_st_state(st_of(ctx->desc)), SSTM_ST_COMMITTING);
+  cw.p = (sstm_party_t){.desc = ctx->desc, .txid = ctx->txid, .committing = true};
+  atomic_store_explicit(&cw.published, 1, memory_order_release);
+  while (!atomic_load_explicit(&cw.entering, memory_order_acquire))
+    sched_yield();
+  /* the waiter is inside sstm_party_wait (or about to be): it must spin,
+   * never set the sleepers flag on a COMMITTING word (the commit's final
+   * store does not wake). */
+  for (int i = 0; i < 2000; i++) {
+    CHECK_EQ_X(st_of(ctx->desc) & SSTM_ST_SLEEPERS, 0);
+    CHECK_FALSE(atomic_load(&cw.returned));
+    sched_yield();
+    cw.observed++;
+  }
+  atomic_store_explicit(cw.lk, cw.old_lw, memory_order_release); /* unforge */
+  *wait_ns = 1000;
+  return SSTM_CM_WAIT;
+}
+
+static const sstm_cm_ops_t cw_ops = {
+    .name = "test-cw-hold",
+    .on_conflict = cw_conflict,
+};
+
+static void *cw_waiter(void *arg) {
+  (void)arg;
+  while (!atomic_load_explicit(&cw.published, memory_order_acquire))
+    sched_yield();
+  atomic_store_explicit(&cw.entering, 1, memory_order_release);
+  atomic_store(&cw.rc, sstm_party_wait(&cw.p, SSTM_WAIT_BLOCK, 0));
+  atomic_store(&cw.returned, 1);
+  return NULL;
+}
+
+static void cw_writer(void *arg) {
+  (void)arg;
+  sstm_store_u64(&cw_word[0], 42); /* buffered (CTL) */
+}
+
+static void cw_holder_body(void *arg) {
+  (void)arg;
+  struct sstm_desc *h = sstm__cur;
+  cw.holder = h;
+  /* forge: cw_word[0]'s lock owned by this (running) attempt */
+  cw.lk = sstm__lock_for(h, &cw_word[0]);
+  cw.old_lw = atomic_load(cw.lk);
+  CHECK_FALSE(sstm_lw_locked(cw.old_lw));
+  atomic_store(cw.lk, sstm_lw_make_owner(h->slot, sstm_txid()));
+  CHECK_OK(run_other(NULL, cw_writer, NULL));
+}
+
+TEST(wait_on_committing_party_spins_and_returns) {
+  CHECK_OK(sstm_cm_register(&cw_ops));
+  sstm_config_t cfg;
+  sstm_test_config(&cfg);
+  cfg.design = SSTM_DESIGN_CTL;
+  cfg.cm = "test-cw-hold";
+  CHECK_OK(sstm_init(&cfg));
+  CHECK_OK(sstm_thread_init());
+  pthread_t th;
+  CHECK_EQ_I(pthread_create(&th, NULL, cw_waiter, NULL), 0);
+  CHECK_OK(sstm_run(NULL, cw_holder_body, NULL));
+  CHECK_EQ_I(pthread_join(th, NULL), 0);
+  CHECK_OK(atomic_load(&cw.rc));
+  CHECK_EQ_I(cw.calls, 1);
+  CHECK_FALSE(sstm_party_running(&cw.p));
+  CHECK_EQ_U(tx_load_u64(&cw_word[0]), 42);
+  txh_cleanup();
+  sstm_test_fini();
+}
+
+/* ---- 5. a party built for an attempt that only reads ------------------------ */
+
+/* cm.h: sstm_party_wait waits "until the party's attempt has ended"; a
+ * party is any (descriptor, txid) pair (sstm_desc_txid is public). An
+ * attempt that read but wrote nothing commits with a plain store: if a
+ * sleeper flagged it meanwhile, that commit must still wake it. */
+static struct {
+  sstm_party_t p;
+  _Atomic int rc, returned;
+} ro;
+
+static void *ro_waiter(void *arg) {
+  (void)arg;
+  atomic_store(&ro.rc, sstm_party_wait(&ro.p, SSTM_WAIT_BLOCK, 0));
+  atomic_store(&ro.returned, 1);
+  return NULL;
+}
+
+static void ro_body(void *arg) {
+  uint64_t v = sstm_load_u64(&mw.word[5]);
+  (void)v;
+  ro.p = (sstm_party_t){.desc = sstm_self(), .txid = sstm_txid()};
+  pthread_t *th = arg;
+  CHECK_EQ_I(pthread_create(th, NULL, ro_waiter, NULL), 0);
+  await_sleepers(sstm_self());
+}
+
+TEST(wait_on_reading_attempt_wakes_at_its_commit) {
+  sstm_test_init();
+  pthread_t th;
+  CHECK_OK(sstm_run(NULL, ro_body, &th)); /* detected read-only commit */
+  CHECK_EQ_I(pthread_join(th, NULL), 0); /* hangs if the commit did not wake */
+  CHECK_OK(atomic_load(&ro.rc));
+  sstm_test_fini();
+}
+
+/* ---- 6. the party of a conflict is the lock's owner ------------------------- */
+
+/* The engine resolves a conflict on lock word l by reading the owner's
+ * status, then snapshotting the party. If the owner's attempt ended and a
+ * new one started in between, the party must still name the attempt that
+ * owned l (which has ended), not the owner's new attempt: policies wait
+ * for it, watch it or kill it. */
+static struct {
+  uint64_t lw;
+  sstm_desc_t *d;
+} snap;
+
+static void snap_write(void *arg) {
+  (void)arg;
+  sstm_store_u64(&mw.word[6], 1);
+  snap.lw = atomic_load(sstm__lock_for(sstm__cur, &mw.word[6]));
+  snap.d = sstm_self();
+}
+
+static void snap_next(void *arg) {
+  sstm_party_t *p = arg;
+  uint64_t v = sstm_load_u64(&mw.word[7]); /* a new attempt of the same descriptor */
+  (void)v;
+  sstm__party_snapshot(snap.d, snap.lw, p);
+  CHECK_NE_U(sstm_txid(), sstm_lw_serial(snap.lw));
+}
+
+TEST(party_snapshot_names_the_lock_owner_attempt) {
+  skip_unless_etl(); /* the lock is held while the attempt runs */
+  sstm_test_init();
+  CHECK_OK(sstm_run(NULL, snap_write, NULL));
+  CHECK_TRUE(sstm_lw_locked(snap.lw));
+  CHECK_EQ_U(sstm_lw_slot(snap.lw), sstm_desc_slot(snap.d));
+  sstm_party_t p;
+  CHECK_OK(sstm_run(NULL, snap_next, &p));
+  CHECK_EQ_PTR(p.desc, snap.d);
+  CHECK_EQ_U(p.txid & SSTM_LW_SERIAL_MASK, sstm_lw_serial(snap.lw));
+  sstm_test_fini();
+}
+
+/* ---- 7. watch rules ------------------------------------------------------------ */
+
+static void watch_body(void *arg) {
+  (void)arg;
+  sstm_store_u64(&mw.word[0], 3);
+  sstm_party_t p = {.desc = sstm_self(), .txid = sstm_txid()};
+  CHECK_TRUE(sstm_party_watch(&p));
+  CHECK_NE_X(st_of(sstm_self()) & SSTM_ST_WATCHED, 0);
+  sstm_party_t other = {.desc = sstm_self(), .txid = sstm_txid() + 1};
+  CHECK_FALSE(sstm_party_watch(&other));
+  CHECK_FALSE(sstm_party_running(&other));
+}
+
+static struct {
+  bool watched_seen;
+  int commits;
+} wr;
+static void wr_commit(sstm_cm_ctx_t *ctx) {
+  wr.commits++;
+  wr.watched_seen = ctx->watched;
+}
+static sstm_cm_action_t wr_conflict(sstm_cm_ctx_t *c, const sstm_conflict_t *cf, uint64_t *w) {
+  (void)c, (void)cf, (void)w;
+  return SSTM_CM_ABORT_SELF;
+}
+static const sstm_cm_ops_t wr_ops = {
+    .name = "test-watch-rec",
+    .on_conflict = wr_conflict,
+    .on_commit = wr_commit,
+};
+
+TEST(watch_reported_to_the_watched_attempt_only) {
+  CHECK_OK(sstm_cm_register(&wr_ops));
+  sstm_config_t cfg;
+  sstm_test_config(&cfg);
+  cfg.cm = "test-watch-rec";
+  CHECK_OK(sstm_init(&cfg));
+  CHECK_OK(sstm_thread_init());
+  CHECK_OK(sstm_run(NULL, watch_body, NULL));
+  CHECK_EQ_I(wr.commits, 1);
+  CHECK_TRUE(wr.watched_seen); /* the ending RMW read the flag */
+  CHECK_EQ_X(st_of(sstm_self()) & SSTM_ST_FLAGS, 0);
+  tx_store_u64(&mw.word[1], 4); /* the next attempt starts unwatched */
+  CHECK_EQ_I(wr.commits, 2);
+  CHECK_FALSE(wr.watched_seen);
+  sstm_test_fini();
+}
+
+SSTM_TEST_MAIN()
