@@ -67,6 +67,16 @@ static void report_aborts(bench_json_t *j, const tm_counts_t *total,
   for (size_t r = 0; r < total->nreasons; r++)
     bench_json_u64(j, total->reason_name[r], total->reason_count[r]);
   bench_json_obj_close(j);
+  if (total->cm_known) {
+    /* seconds all threads together spent in the policy's waits (spinning,
+     * sleeping, yielding, backing off), and the policy's own counters */
+    bench_json_dbl(j, "cm_wait_s", (double)total->cm_wait_ns / 1e9);
+    bench_json_obj_open(j, "cm_stats");
+    for (int i = 0; i < 4; i++)
+      if (total->cm_stat_name[i] != NULL && total->cm_stat_name[i][0] != '\0')
+        bench_json_u64(j, total->cm_stat_name[i], total->cm_stat[i]);
+    bench_json_obj_close(j);
+  }
 }
 
 static void report_per_thread(bench_json_t *j, const bench_thread_result_t *r,
