@@ -13,6 +13,8 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "../common/txhelp.h"
 #include "core/engine.h"
@@ -49,6 +51,24 @@ static void await_sleepers(sstm_desc_t *d) {
       sched_yield();
     else
       __builtin_ia32_pause();
+}
+
+/* Wait until thread tid is blocked in a futex system call (the first field
+ * of /proc/self/task/TID/syscall is the number of the call it is blocked
+ * in): from then on only a FUTEX_WAKE (or its timeout) can release it. */
+static void await_in_futex(int tid) {
+  char path[64], buf[64];
+  snprintf(path, sizeof path, "/proc/self/task/%d/syscall", tid);
+  for (;;) {
+    FILE *f = fopen(path, "r");
+    CHECK_NOT_NULL(f);
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    if (atoi(buf) == SYS_futex && buf[0] != '-')
+      return;
+    sched_yield();
+  }
 }
 
 /* ---- 1. missed wake-up ---------------------------------------------------- */
@@ -356,11 +376,12 @@ TEST(wait_on_committing_party_spins_and_returns) {
  * sleeper flagged it meanwhile, that commit must still wake it. */
 static struct {
   sstm_party_t p;
-  _Atomic int rc, returned;
+  _Atomic int rc, returned, tid;
 } ro;
 
 static void *ro_waiter(void *arg) {
   (void)arg;
+  atomic_store(&ro.tid, (int)syscall(SYS_gettid));
   atomic_store(&ro.rc, sstm_party_wait(&ro.p, SSTM_WAIT_BLOCK, 0));
   atomic_store(&ro.returned, 1);
   return NULL;
@@ -373,6 +394,10 @@ static void ro_body(void *arg) {
   pthread_t *th = arg;
   CHECK_EQ_I(pthread_create(th, NULL, ro_waiter, NULL), 0);
   await_sleepers(sstm_self());
+  while (atomic_load(&ro.tid) == 0)
+    sched_yield();
+  await_in_futex(atomic_load(&ro.tid)); /* asleep on this attempt's word */
+  CHECK_FALSE(atomic_load(&ro.returned));
 }
 
 TEST(wait_on_reading_attempt_wakes_at_its_commit) {

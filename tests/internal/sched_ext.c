@@ -1,0 +1,296 @@
+/* Internal tests: the OS scheduling facilities (src/os/sched.{h,c}) used by
+ * the policies: the choice of the time-slice extension facility (pure
+ * function, every input combination), the rseq request/granted protocol on
+ * a simulated control word, the real probe on this machine and what
+ * sstm_describe reports for "P+ext", the per-thread custom slice, lever
+ * names, and the OS conflict priority order.
+ */
+#define _GNU_SOURCE
+#include <sched.h>
+#include <stdlib.h>
+#include <sys/utsname.h>
+
+#include "../unit/cm_duo.h"
+#include "core/engine.h"
+#include "os/sched.h"
+
+#define AVAIL (1u << 4)   /* RSEQ_CS_FLAG_SLICE_EXT_AVAILABLE */
+#define ENABLED (1u << 5) /* RSEQ_CS_FLAG_SLICE_EXT_ENABLED */
+
+/* ---- sstm__ext_choose ------------------------------------------------------ */
+
+TEST(ext_choose_every_combination) {
+  const uint32_t flags[] = {0, AVAIL, ENABLED, AVAIL | ENABLED, ~(AVAIL | ENABLED),
+                            ~ENABLED, 0xffffffffu};
+  const int rcs[] = {0, -1, 1};
+  int n = 0;
+  for (int reg = 0; reg < 2; reg++)
+    for (unsigned f = 0; f < sizeof flags / sizeof flags[0]; f++)
+      for (unsigned pr = 0; pr < 3; pr++)
+        for (unsigned sr = 0; sr < 3; sr++) {
+          sstm_ext_probe_t p = {.rseq_registered = reg != 0,
+                                .rseq_flags = flags[f],
+                                .prctl_rc = rcs[pr],
+                                .setattr_rc = rcs[sr],
+                                .mode = (sstm_ext_mode_t)77};
+          /* rseq: registered, the kernel offers the extension (bit 4) and
+           * enabling it for the thread succeeded; bit 5 (enabled) is
+           * informational. Else a custom slice if sched_setattr took one. */
+          sstm_ext_mode_t want = SSTM_EXT_NONE;
+          if (reg && (flags[f] & AVAIL) && rcs[pr] == 0)
+            want = SSTM_EXT_RSEQ;
+          else if (rcs[sr] == 0)
+            want = SSTM_EXT_SLICE;
+          sstm_ext_mode_t got = sstm__ext_choose(&p);
+          CHECK_MSG(got == want,
+                    "choose(registered %d, flags 0x%x, prctl %d, setattr %d) = %s, expected %s",
+                    reg, flags[f], rcs[pr], rcs[sr], sstm__ext_mode_name(got),
+                    sstm__ext_mode_name(want));
+          CHECK_EQ_I(p.mode, 77); /* pure: the probe record is not written */
+          n++;
+        }
+  CHECK_EQ_I(n, 2 * 7 * 3 * 3);
+  CHECK_EQ_STR(sstm__ext_mode_name(SSTM_EXT_NONE), "none");
+  CHECK_EQ_STR(sstm__ext_mode_name(SSTM_EXT_RSEQ), "rseq");
+  CHECK_EQ_STR(sstm__ext_mode_name(SSTM_EXT_SLICE), "slice");
+  CHECK_EQ_STR(sstm__ext_mode_name((sstm_ext_mode_t)9), "?");
+}
+
+/* ---- the request/granted protocol on a simulated control word ---------------- */
+
+TEST(ext_enter_leave_protocol) {
+  sstm_slice_ctrl_t c = {0, 0};
+  /* nothing granted: no yield, request cleared */
+  sstm__ext_enter(&c);
+  CHECK_EQ_U(c.request, 1);
+  CHECK_EQ_U(c.granted, 0);
+  CHECK_FALSE(sstm__ext_leave(&c));
+  CHECK_EQ_U(c.request, 0);
+  CHECK_EQ_U(c.granted, 0);
+  /* the kernel grants (it clears request and sets granted): yield once */
+  sstm__ext_enter(&c);
+  c.request = 0;
+  c.granted = 1;
+  CHECK_TRUE(sstm__ext_leave(&c));
+  CHECK_EQ_U(c.request, 0);
+  CHECK_EQ_U(c.granted, 0);
+  CHECK_FALSE(sstm__ext_leave(&c)); /* the grant was consumed */
+  /* granted with the request still set */
+  sstm__ext_enter(&c);
+  c.granted = 1;
+  CHECK_TRUE(sstm__ext_leave(&c));
+  CHECK_EQ_U(c.request, 0);
+  CHECK_EQ_U(c.granted, 0);
+  /* leave without enter: harmless */
+  CHECK_FALSE(sstm__ext_leave(&c));
+  CHECK_EQ_U(c.request, 0);
+  /* enter is idempotent, and only the two bytes are touched */
+  struct {
+    uint8_t before;
+    sstm_slice_ctrl_t c;
+    uint8_t after[2];
+  } g = {0xAA, {0, 0}, {0x55, 0x66}};
+  sstm__ext_enter(&g.c);
+  sstm__ext_enter(&g.c);
+  CHECK_EQ_U(g.c.request, 1);
+  g.c.granted = 1;
+  CHECK_TRUE(sstm__ext_leave(&g.c));
+  CHECK_EQ_U(g.before, 0xAA);
+  CHECK_EQ_U(g.after[0], 0x55);
+  CHECK_EQ_U(g.after[1], 0x66);
+  CHECK_EQ_U(sizeof(sstm_slice_ctrl_t), 2);
+}
+
+/* ---- this machine ----------------------------------------------------------- */
+
+/* Can this thread take an EEVDF custom slice (sched_runtime for
+ * SCHED_OTHER) and read it back? Checked independently of the library, on a
+ * scratch thread. */
+static void *slice_try(void *arg) {
+  (void)arg;
+  struct duo_sched_attr a;
+  memset(&a, 0, sizeof a);
+  if (syscall(SYS_sched_getattr, 0, &a, (unsigned)sizeof a, 0u) != 0)
+    return (void *)0;
+  a.sched_flags = 0;
+  a.sched_runtime = 2000000;
+  if (duo_setattr(0, &a) != 0)
+    return (void *)0;
+  struct duo_sched_attr b;
+  memset(&b, 0, sizeof b);
+  if (syscall(SYS_sched_getattr, 0, &b, (unsigned)sizeof b, 0u) != 0)
+    return (void *)0;
+  return (void *)(intptr_t)(b.sched_runtime == 2000000);
+}
+static bool custom_slices_work(void) {
+  pthread_t t = duo_spawn(slice_try, NULL);
+  void *r;
+  CHECK_EQ_I(pthread_join(t, &r), 0);
+  return r != NULL;
+}
+
+static bool kernel_at_least(int maj, int min) {
+  struct utsname u;
+  CHECK_EQ_I(uname(&u), 0);
+  int a = 0, b = 0;
+  sscanf(u.release, "%d.%d", &a, &b);
+  return a > maj || (a == maj && b >= min);
+}
+
+static void *probe_thread(void *arg) {
+  sstm__ext_probe(arg);
+  return NULL;
+}
+
+TEST(ext_probe_on_this_machine) {
+  sstm_ext_probe_t p;
+  memset(&p, 0, sizeof p);
+  duo_join(duo_spawn(probe_thread, &p));
+  printf("probe: rseq registered %d, flags 0x%x, prctl %d, setattr %d -> %s\n",
+         p.rseq_registered, p.rseq_flags, p.prctl_rc, p.setattr_rc,
+         sstm__ext_mode_name(p.mode));
+  CHECK_EQ_I(p.mode, sstm__ext_choose(&p));
+  bool slices = custom_slices_work();
+  CHECK_EQ_I(p.setattr_rc == 0, slices);
+  if (!kernel_at_least(7, 0)) {
+    /* no rseq slice extension before Linux 7.0 */
+    CHECK_EQ_X(p.rseq_flags & AVAIL, 0);
+    CHECK_NE_I(p.mode, SSTM_EXT_RSEQ);
+    CHECK_EQ_I(p.mode, slices ? SSTM_EXT_SLICE : SSTM_EXT_NONE);
+  }
+  if (!(p.rseq_flags & AVAIL))
+    CHECK_NE_I(p.prctl_rc, 0); /* the prctl is not even tried */
+}
+
+static void init_cm(const char *cm) {
+  sstm_config_t cfg;
+  sstm_test_config(&cfg);
+  cfg.cm = cm;
+  CHECK_OK(sstm_init(&cfg));
+}
+
+TEST(describe_reports_the_ext_facility) {
+  unsetenv("SCHEDSTM_EXT_MODE");
+  bool slices = custom_slices_work();
+  init_cm("ser-block+ext");
+  char d[1024];
+  CHECK_GT_I(sstm_describe(d, sizeof d), 0);
+  printf("%s\n", d);
+  CHECK_CONTAINS(d, "cm=ser-block+ext");
+  if (kernel_at_least(7, 0)) {
+    CHECK_CONTAINS(d, "ext=");
+  } else {
+    CHECK_NOT_CONTAINS(d, "ext=rseq");
+    CHECK_CONTAINS(d, slices ? "ext=slice" : "ext=none");
+  }
+  CHECK_OK(sstm_shutdown());
+}
+
+TEST(ext_mode_none_is_forced) {
+  setenv("SCHEDSTM_EXT_MODE", "none", 1);
+  init_cm("ser-block+ext");
+  char d[1024];
+  CHECK_GT_I(sstm_describe(d, sizeof d), 0);
+  CHECK_CONTAINS(d, "ext=none");
+  CHECK_NOT_CONTAINS(d, "ext=slice");
+  /* and a registered thread keeps its slice */
+  duo_view_t before = duo_view_of(duo_gettid());
+  CHECK_OK(sstm_thread_init());
+  CHECK_VIEW_EQ(duo_view_of(duo_gettid()), before);
+  CHECK_OK(sstm_thread_exit());
+  CHECK_OK(sstm_shutdown());
+}
+
+TEST(ext_alone_is_suicide_plus_ext) {
+  init_cm("ext");
+  CHECK_EQ_STR(sstm_cm_current()->name, "suicide+ext");
+  char d[1024];
+  CHECK_GT_I(sstm_describe(d, sizeof d), 0);
+  CHECK_CONTAINS(d, "ext=");
+  CHECK_OK(sstm_shutdown());
+  CHECK_NULL(sstm_cm_find("nosuch+ext"));
+  CHECK_NULL(sstm_cm_find("+ext"));
+  CHECK_NOT_NULL(sstm_cm_find("softser+ext"));
+  CHECK_EQ_STR(sstm_cm_find("adaptive+ext")->name, "adaptive+ext");
+  /* the composite keeps the base policy's counters, ext's yields last */
+  const sstm_cm_ops_t *o = sstm_cm_find("ser-block+ext");
+  CHECK_EQ_STR(o->stat_names[0], "ser_waits");
+  CHECK_EQ_STR(o->stat_names[3], "ext_yields");
+}
+
+/* slice mode: a registered thread runs with the ext slice, and gets its
+ * own back when it unregisters. */
+static void *slice_thread(void *arg) {
+  uint64_t want = *(uint64_t *)arg;
+  duo_view_t before = duo_view_of(duo_gettid());
+  CHECK_OK(sstm_thread_init());
+  duo_view_t in = duo_view_of(duo_gettid());
+  CHECK_EQ_U(in.runtime, want);
+  CHECK_EQ_I(in.policy, before.policy);
+  CHECK_EQ_I(in.nice, before.nice);
+  CHECK_OK(sstm_thread_exit());
+  CHECK_VIEW_EQ(duo_view_of(duo_gettid()), before);
+  return NULL;
+}
+
+TEST(ext_slice_set_per_thread_and_restored) {
+  unsetenv("SCHEDSTM_EXT_MODE");
+  if (!custom_slices_work())
+    sstm_test_skip("no EEVDF custom slices here");
+  setenv("SCHEDSTM_EXT_SLICE_US", "2500", 1);
+  init_cm("ser-block+ext");
+  char d[1024];
+  CHECK_GT_I(sstm_describe(d, sizeof d), 0);
+  CHECK_CONTAINS(d, "ext=slice(2500us)");
+  uint64_t want = 2500000;
+  duo_join(duo_spawn(slice_thread, &want));
+  CHECK_OK(sstm_shutdown());
+}
+
+TEST(ext_slice_us_validated) {
+  setenv("SCHEDSTM_EXT_SLICE_US", "50", 1);
+  sstm_config_t cfg;
+  sstm_test_config(&cfg);
+  cfg.cm = "ser-block+ext";
+  CHECK_RC(sstm_init(&cfg), SSTM_EINVAL);
+  CHECK_FALSE(sstm_initialized());
+  setenv("SCHEDSTM_EXT_SLICE_US", "4000", 1);
+  CHECK_OK(sstm_init(&cfg));
+  CHECK_OK(sstm_shutdown());
+}
+
+/* ---- levers and conflict priorities ----------------------------------------- */
+
+TEST(lever_names_and_forcing) {
+  static const char *const names[] = {"none", "nice", "idle", "batch", "slice"};
+  for (int i = 0; i < 5; i++) {
+    CHECK_EQ_STR(sstm__lever_name((sstm_lever_t)i), names[i]);
+    CHECK_EQ_I(sstm__lever_probe(names[i]), i);
+  }
+  CHECK_EQ_STR(sstm__lever_name((sstm_lever_t)7), "?");
+  CHECK_EQ_I(sstm__lever_probe("bogus"), SSTM_LEVER_NONE);
+}
+
+TEST(conflict_priority_order) {
+  /* RT > OTHER > BATCH > IDLE, then priority (nice: lower is favoured) */
+  int rt1 = sstm__conflict_prio_encode(SCHED_FIFO, 0, 1);
+  int rt99 = sstm__conflict_prio_encode(SCHED_RR, 0, 99);
+  int o_m20 = sstm__conflict_prio_encode(SCHED_OTHER, -20, 0);
+  int o0 = sstm__conflict_prio_encode(SCHED_OTHER, 0, 0);
+  int o19 = sstm__conflict_prio_encode(SCHED_OTHER, 19, 0);
+  int b_m20 = sstm__conflict_prio_encode(SCHED_BATCH, -20, 0);
+  int b19 = sstm__conflict_prio_encode(SCHED_BATCH, 19, 0);
+  int idle = sstm__conflict_prio_encode(SCHED_IDLE, -20, 0);
+  CHECK_GT_I(rt99, rt1);
+  CHECK_GT_I(rt1, o_m20);
+  CHECK_GT_I(o_m20, o0);
+  CHECK_GT_I(o0, o19);
+  CHECK_GT_I(o19, b_m20);
+  CHECK_GT_I(b_m20, b19);
+  CHECK_GT_I(b19, idle);
+  int pol, nice;
+  CHECK_EQ_I(sstm__conflict_prio_of(duo_gettid(), &pol, &nice),
+             sstm__conflict_prio_encode(pol, nice, 0));
+}
+
+SSTM_TEST_MAIN()
