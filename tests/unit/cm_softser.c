@@ -1,0 +1,274 @@
+/* Unit tests: softser gives the OS priority back on every path.
+ *
+ * A loser L conflicts with a running winner W (W holds a write lock, L
+ * writes the same word): L registers on W (sstm_party_watch) and its OS
+ * priority is lowered with the lever sstm_describe reports (cm-info=
+ * lever=...). L's retry then waits inside its transaction, away from the
+ * conflict, while the test ends the conflict one way or another and reads
+ * L's scheduling parameters (sched_getattr, getpriority) from outside:
+ *   W commits / is killed / restarts / cancels  -> L restored,
+ *   L commits first / L's thread unregisters    -> L restored,
+ * and they stay restored once everything has ended. ctest runs every case
+ * once per lever (SCHEDSTM_SOFTSER_LEVER=auto|nice|idle|batch|slice); a
+ * lever the machine refuses is skipped (exit 77).
+ */
+#define _GNU_SOURCE
+#include <stdlib.h>
+
+#include "cm_duo.h"
+
+static uint64_t words[4][512] __attribute__((aligned(4096)));
+#define X (&words[0][0])
+#define Y (&words[1][0])
+
+enum { SS_PRIO_CHANGES = 0, SS_REGISTRATIONS = 1, SS_FAILED_CHANGES = 2 };
+
+enum wend { W_COMMIT, W_KILL, W_RESTART, W_CANCEL };
+enum lend { L_AFTER_W, L_COMMIT_FIRST, L_EXIT };
+
+static struct {
+  int wend, lend;
+  char lever[32];
+  sstm_desc_t *wdesc;
+  _Atomic uint64_t wtxid;
+  _Atomic int ltid;
+  int wattempts, lattempts;
+  sstm_stats_t wstats, lstats;
+  duo_view_t before;
+  _Atomic int w_holding, l_waiting, w_go, l_go, w_done, l_done, finish;
+} S;
+
+/* ---- levers -------------------------------------------------------------- */
+
+/* Try the lever on a scratch thread: can it be applied and undone here? */
+static void *lever_try(void *arg) {
+  const char *l = arg;
+  int tid = duo_gettid();
+  struct duo_sched_attr a, b;
+  memset(&a, 0, sizeof a);
+  if (syscall(SYS_sched_getattr, tid, &a, (unsigned)sizeof a, 0u) != 0)
+    return (void *)"sched_getattr";
+  b = a;
+  b.sched_flags = 0;
+  if (strcmp(l, "nice") == 0) {
+    if (setpriority(PRIO_PROCESS, (id_t)tid, 19) != 0 ||
+        setpriority(PRIO_PROCESS, (id_t)tid, a.sched_nice) != 0)
+      return (void *)"setpriority";
+    return NULL;
+  }
+  if (strcmp(l, "idle") == 0)
+    b.sched_policy = SCHED_IDLE;
+  else if (strcmp(l, "batch") == 0)
+    b.sched_policy = SCHED_BATCH;
+  else if (strcmp(l, "slice") == 0)
+    b.sched_runtime = 100000;
+  else
+    return (void *)"unknown lever";
+  if (duo_setattr(tid, &b) != 0)
+    return (void *)"sched_setattr (lower)";
+  a.sched_flags = 0;
+  if (duo_setattr(tid, &a) != 0)
+    return (void *)"sched_setattr (restore)";
+  return NULL;
+}
+
+static void init_softser(void) {
+  const char *want = getenv("SCHEDSTM_SOFTSER_LEVER");
+  sstm_config_t cfg;
+  sstm_test_config(&cfg);
+  cfg.cm = "softser";
+  CHECK_OK(sstm_init(&cfg));
+  duo_describe_value("lever=", S.lever, sizeof S.lever);
+  if (want && *want && strcmp(want, "auto") != 0)
+    CHECK_EQ_STR(S.lever, want);
+  if (strcmp(S.lever, "none") == 0) {
+    CHECK_OK(sstm_shutdown());
+    sstm_test_skip("no priority lever works on this machine");
+  }
+  pthread_t t;
+  CHECK_EQ_I(pthread_create(&t, NULL, lever_try, S.lever), 0);
+  void *why;
+  CHECK_EQ_I(pthread_join(t, &why), 0);
+  if (why) {
+    CHECK_OK(sstm_shutdown());
+    char msg[128];
+    snprintf(msg, sizeof msg, "lever %s refused by this machine (%s)", S.lever, (char *)why);
+    sstm_test_skip(msg);
+  }
+  printf("lever=%s\n", S.lever);
+}
+
+static void check_lowered(duo_view_t v) {
+  if (strcmp(S.lever, "nice") == 0) {
+    CHECK_EQ_I(v.nice, 19);
+    CHECK_EQ_I(v.getpriority, 19);
+  } else if (strcmp(S.lever, "idle") == 0) {
+    CHECK_EQ_I(v.policy, SCHED_IDLE);
+  } else if (strcmp(S.lever, "batch") == 0) {
+    CHECK_EQ_I(v.policy, SCHED_BATCH);
+  } else if (strcmp(S.lever, "slice") == 0) {
+    CHECK_EQ_U(v.runtime, 100000);
+  } else {
+    FAIL("unexpected lever %s", S.lever);
+  }
+}
+
+/* ---- the two threads ------------------------------------------------------- */
+
+static void w_body(void *arg) {
+  (void)arg;
+  int k = ++S.wattempts;
+  sstm_store_u64(X, (uint64_t)k); /* ETL: W holds X's lock from here */
+  if (k > 1)
+    return;
+  atomic_store(&S.wtxid, sstm_txid());
+  atomic_store_explicit(&S.w_holding, 1, memory_order_release);
+  duo_wait_flag(&S.w_go, 1);
+  switch (S.wend) {
+  case W_RESTART: sstm_restart();
+  case W_CANCEL: sstm_cancel();
+  default: return; /* W_COMMIT; W_KILL: killed meanwhile, the commit aborts */
+  }
+}
+
+static void *w_main(void *arg) {
+  (void)arg;
+  CHECK_OK(sstm_thread_init());
+  S.wdesc = sstm_self();
+  CHECK_RC(sstm_run(NULL, w_body, NULL), S.wend == W_CANCEL ? SSTM_ECANCELED : SSTM_OK);
+  CHECK_EQ_I(S.wattempts, S.wend == W_KILL || S.wend == W_RESTART ? 2 : 1);
+  S.wstats = duo_stats(sstm_self());
+  atomic_store(&S.w_done, 1);
+  duo_wait_flag(&S.finish, 1);
+  CHECK_OK(sstm_thread_exit());
+  return NULL;
+}
+
+static void l_body(void *arg) {
+  (void)arg;
+  int k = ++S.lattempts;
+  if (k == 1) {
+    sstm_store_u64(X, 100); /* W holds X: conflict, L aborts and registers */
+    FAIL("the loser's write did not conflict with the winner");
+  }
+  atomic_store_explicit(&S.l_waiting, 1, memory_order_release);
+  duo_wait_flag(&S.l_go, 1);
+  if (S.lend == L_EXIT)
+    sstm_cancel();
+  sstm_store_u64(Y, (uint64_t)k);
+}
+
+static void *l_main(void *arg) {
+  (void)arg;
+  CHECK_OK(sstm_thread_init());
+  atomic_store(&S.ltid, duo_gettid());
+  duo_wait_flag(&S.w_holding, 1);
+  CHECK_RC(sstm_run(NULL, l_body, NULL), S.lend == L_EXIT ? SSTM_ECANCELED : SSTM_OK);
+  CHECK_EQ_I(S.lattempts, 2);
+  S.lstats = duo_stats(sstm_self());
+  if (S.lend == L_EXIT)
+    CHECK_OK(sstm_thread_exit()); /* the thread stays alive: its tid is checked */
+  atomic_store(&S.l_done, 1);
+  duo_wait_flag(&S.finish, 1);
+  if (S.lend != L_EXIT)
+    CHECK_OK(sstm_thread_exit());
+  return NULL;
+}
+
+static void end_winner(void) {
+  if (S.wend == W_KILL)
+    CHECK_OK(sstm_desc_kill(S.wdesc, atomic_load(&S.wtxid)));
+  atomic_store(&S.w_go, 1);
+  duo_wait_flag(&S.w_done, 1);
+}
+
+static void scenario(int wend, int lend) {
+  S.wend = wend;
+  S.lend = lend;
+  init_softser();
+  S.before = duo_view_of(duo_gettid()); /* threads inherit the main thread's */
+  pthread_t w = duo_spawn(w_main, NULL);
+  pthread_t l = duo_spawn(l_main, NULL);
+  duo_wait_flag(&S.l_waiting, 1);
+  int ltid = atomic_load(&S.ltid);
+  /* L is registered on W's running attempt, lowered */
+  duo_view_t lowered = duo_view_of(ltid);
+  check_lowered(lowered);
+  if (lend == L_AFTER_W) {
+    end_winner();
+    CHECK_VIEW_EQ(duo_view_of(ltid), S.before); /* (a)/(b): the winner's end */
+    atomic_store(&S.l_go, 1);
+    duo_wait_flag(&S.l_done, 1);
+  } else {
+    atomic_store(&S.l_go, 1);
+    duo_wait_flag(&S.l_done, 1);
+    CHECK_VIEW_EQ(duo_view_of(ltid), S.before); /* (c)/(d): the loser's end */
+    end_winner();
+  }
+  CHECK_VIEW_EQ(duo_view_of(ltid), S.before); /* and it stays so */
+  atomic_store(&S.finish, 1);
+  duo_join(w);
+  duo_join(l);
+  /* accounting: one registration, no failed change */
+  CHECK_EQ_U(S.lstats.cm_stats[SS_REGISTRATIONS], 1);
+  CHECK_EQ_U(S.lstats.cm_stats[SS_FAILED_CHANGES], 0);
+  CHECK_EQ_U(S.wstats.cm_stats[SS_FAILED_CHANGES], 0);
+  CHECK_EQ_U(S.wstats.cm_stats[SS_REGISTRATIONS], 0);
+  CHECK_EQ_U(S.lstats.cm_actions[SSTM_ACT_LOWERED], 1);
+  CHECK_EQ_U(S.lstats.aborts[SSTM_ABORT_WRITE_LOCKED], 1);
+  if (lend == L_AFTER_W)
+    CHECK_EQ_U(S.wstats.cm_stats[SS_PRIO_CHANGES] + S.lstats.cm_stats[SS_PRIO_CHANGES], 2);
+  CHECK_OK(sstm_shutdown());
+}
+
+TEST(winner_commit_restores) { scenario(W_COMMIT, L_AFTER_W); }
+TEST(winner_killed_restores) { scenario(W_KILL, L_AFTER_W); }
+TEST(winner_restart_restores) { scenario(W_RESTART, L_AFTER_W); }
+TEST(winner_cancel_restores) { scenario(W_CANCEL, L_AFTER_W); }
+TEST(loser_commit_first_restores) { scenario(W_COMMIT, L_COMMIT_FIRST); }
+TEST(loser_thread_exit_restores) { scenario(W_COMMIT, L_EXIT); }
+TEST(loser_exit_then_winner_killed) { scenario(W_KILL, L_EXIT); }
+
+/* ---- no conflict, no change ------------------------------------------------- */
+
+static void upd(void *arg) {
+  uint64_t i = *(uint64_t *)arg;
+  sstm_store_u64(&words[2][i % 8], sstm_load_u64(&words[2][i % 8]) + 1);
+}
+static void rd(void *arg) {
+  (void)arg;
+  (void)sstm_load_u64(&words[3][0]);
+}
+
+static void *quiet_main(void *arg) {
+  (void)arg;
+  CHECK_OK(sstm_thread_init());
+  duo_view_t v0 = duo_view_of(duo_gettid());
+  for (uint64_t i = 0; i < 20000; i++) {
+    CHECK_OK(sstm_run(NULL, upd, &i));
+    CHECK_OK(sstm_run(NULL, rd, NULL));
+  }
+  sstm_stats_t s = duo_stats(sstm_self());
+  CHECK_EQ_U(s.commits_update, 20000);
+  for (int i = 0; i < 4; i++)
+    CHECK_EQ_U(s.cm_stats[i], 0);
+  for (int i = 0; i < 8; i++)
+    CHECK_EQ_U(s.cm_actions[i], 0);
+  CHECK_EQ_U(s.aborts_total, 0);
+  CHECK_VIEW_EQ(duo_view_of(duo_gettid()), v0);
+  CHECK_OK(sstm_thread_exit());
+  CHECK_VIEW_EQ(duo_view_of(duo_gettid()), v0);
+  return NULL;
+}
+
+TEST(commit_without_conflict_changes_nothing) {
+  init_softser();
+  duo_join(duo_spawn(quiet_main, NULL));
+  sstm_stats_t a;
+  CHECK_OK(sstm_stats_aggregate(&a));
+  for (int i = 0; i < 4; i++)
+    CHECK_EQ_U(a.cm_stats[i], 0);
+  CHECK_OK(sstm_shutdown());
+}
+
+SSTM_TEST_MAIN()
