@@ -140,7 +140,7 @@ static void child(int fd, sstm_design_t design, long ntx, const char *policy) {
   static struct report rep;
   int_init(design, policy);
   if (policy)
-    CHECK_EQ_STR(sstm_cm_current()->name, policy);
+    CHECK_EQ_PTR(sstm_cm_current(), sstm_cm_find(policy));
   CHECK_OK(sstm_thread_init());
   for (unsigned n = 0; n < 20000; n++) /* warm-up: logs, caches, lazy binding */
     one_tx(n);

@@ -1,0 +1,152 @@
+/* Integration: the adaptive policy (src/cm/adaptive.c) under an
+ * oversubscribed, contended bank.
+ *
+ * sstm_describe starts with cm-info=current=suicide reason=start. Many
+ * threads (32 on 2 CPUs) transfer between a few accounts with audits:
+ * the abort ratio is high and the threads outnumber the CPUs, so adaptive
+ * must switch away from suicide (policy counter 0, "switches"). The
+ * threads do their quota and go on until a switch has been counted (a
+ * policy that never switches hangs and fails under the watchdog). Audits
+ * check the total inside every transaction, and the totals, transactional
+ * counters and statistics must agree afterwards, across the switches, and
+ * the policy's counters count its own decisions (switches <= evaluations).
+ *
+ * usage: cm_adaptive DESIGN THREADS [--policy adaptive|adaptive+ext] [--ops N] [--accounts A]
+ */
+#define _GNU_SOURCE
+#include <stdatomic.h>
+
+#include "common_int.h"
+
+#define MAXT 64
+#define INITIAL 1000
+#define A_SWITCHES 0
+#define A_EVALUATIONS 1
+
+static int64_t accounts[64];
+static long naccounts, ops;
+static uint64_t counter[MAXT][8];
+static uint64_t xfers_local[MAXT], audits_local[MAXT];
+static _Atomic int switched;
+
+struct xfer {
+  long a, b;
+  unsigned t, dawdle;
+};
+
+static void xfer_fn(void *p) {
+  struct xfer *x = p;
+  int64_t va = sstm_load_i64(&accounts[x->a]);
+  for (unsigned i = 0; i < x->dawdle; i++)
+    __builtin_ia32_pause();
+  int64_t vb = sstm_load_i64(&accounts[x->b]);
+  sstm_store_i64(&accounts[x->a], va - 1);
+  sstm_store_i64(&accounts[x->b], vb + 1);
+  sstm_store_u64(&counter[x->t][0], sstm_load_u64(&counter[x->t][0]) + 1);
+}
+
+static void audit_fn(void *p) {
+  (void)p;
+  int64_t sum = 0;
+  for (long i = 0; i < naccounts; i++)
+    sum += sstm_load_i64(&accounts[i]);
+  CHECK_EQ_I(sum, (int64_t)naccounts * INITIAL);
+}
+
+static void worker(sstm_tt_t *t) {
+  for (long n = 0;; n++) {
+    if (n >= ops) {
+      if (atomic_load_explicit(&switched, memory_order_relaxed))
+        break;
+      if (t->idx == 0 && n % 16 == 0) {
+        sstm_stats_t s;
+        CHECK_OK(sstm_stats_aggregate(&s));
+        if (s.cm_stats[A_SWITCHES] > 0)
+          atomic_store(&switched, 1);
+      }
+    }
+    uint64_t r = sstm_rng_next(&t->rng);
+    if (r % 8 == 0) {
+      CHECK_OK(sstm_run(NULL, audit_fn, NULL));
+      audits_local[t->idx]++;
+      continue;
+    }
+    struct xfer x = {.t = t->idx};
+    x.a = (long)sstm_rng_below(&t->rng, (uint64_t)naccounts);
+    x.b = (long)sstm_rng_below(&t->rng, (uint64_t)naccounts - 1);
+    if (x.b >= x.a)
+      x.b++;
+    x.dawdle = (unsigned)sstm_rng_below(&t->rng, 500);
+    CHECK_OK(sstm_run(NULL, xfer_fn, &x));
+    xfers_local[t->idx]++;
+  }
+}
+
+int main(int argc, char **argv) {
+  if (argc < 3) {
+    fprintf(stderr, "usage: %s DESIGN THREADS [--policy P] [--ops N] [--accounts A]\n", argv[0]);
+    return 2;
+  }
+  const char *policy = int_opt_str(argc, argv, "--policy", "adaptive");
+  char name[128];
+  snprintf(name, sizeof name, "cm_adaptive.%s.%s.%s", argv[1], policy, argv[2]);
+  sstm_test_setup(name, argc, argv);
+  sstm_design_t design = int_parse_design(argv[1]);
+  unsigned threads = sstm_test_threads((unsigned)atoi(argv[2]));
+  CHECK_GT_U(threads, 1);
+  CHECK_LE_U(threads, MAXT);
+  ops = int_opt(argc, argv, "--ops", (long)sstm_test_scaled(2000, 100));
+  naccounts = int_opt(argc, argv, "--accounts", 4);
+  CHECK_GE_I(naccounts, 2);
+  CHECK_LE_I(naccounts, 64);
+  for (long i = 0; i < naccounts; i++)
+    accounts[i] = INITIAL;
+  int_init(design, policy);
+  char desc[1024];
+  CHECK_GT_I(sstm_describe(desc, sizeof desc), 0);
+  printf("start: %s\n", desc);
+  CHECK_CONTAINS(desc, " cm-info=current=suicide reason=start");
+  if (strstr(policy, "+ext"))
+    CHECK_CONTAINS(desc, "ext=");
+
+  sstm_test_run_threads(threads, true, worker, NULL);
+
+  CHECK_GT_I(sstm_describe(desc, sizeof desc), 0);
+  printf("end: %s\n", desc);
+  CHECK_CONTAINS(desc, " cm-info=current=");
+  CHECK_CONTAINS(desc, " reason=");
+  const char *cur = strstr(desc, "current=") + strlen("current=");
+  static const char *const names[] = {"suicide ", "backoff ", "yield ", "ser-spin ",
+                                      "ser-block ", "softser "};
+  bool known = false;
+  for (unsigned i = 0; i < sizeof names / sizeof names[0]; i++)
+    known = known || strncmp(cur, names[i], strlen(names[i])) == 0;
+  CHECK_MSG(known, "unknown current policy in \"%s\"", cur);
+
+  int64_t total = 0;
+  for (long i = 0; i < naccounts; i++)
+    total += accounts[i];
+  CHECK_EQ_I(total, (int64_t)naccounts * INITIAL);
+  uint64_t xfers = 0, audits = 0;
+  for (unsigned t = 0; t < threads; t++) {
+    CHECK_GE_U(xfers_local[t] + audits_local[t], (uint64_t)ops);
+    CHECK_EQ_U(counter[t][0], xfers_local[t]);
+    xfers += xfers_local[t];
+    audits += audits_local[t];
+  }
+  sstm_stats_t s;
+  CHECK_OK(sstm_stats_aggregate(&s));
+  CHECK_EQ_U(s.commits_update, xfers);
+  CHECK_EQ_U(s.commits_ro, audits);
+  printf("%llu transfers, %llu audits, %llu aborts, switches %llu, evaluations %llu\n",
+         (unsigned long long)xfers, (unsigned long long)audits,
+         (unsigned long long)s.aborts_total, (unsigned long long)s.cm_stats[A_SWITCHES],
+         (unsigned long long)s.cm_stats[1]);
+  CHECK_GT_U(s.cm_stats[A_SWITCHES], 0);
+  /* at most one switch per evaluation: the counters are adaptive's own
+   * (its sub-policies must not count into them) */
+  CHECK_LE_U(s.cm_stats[A_SWITCHES], s.cm_stats[A_EVALUATIONS]);
+  CHECK_OK(sstm_shutdown());
+  printf("PASS %s\n", name);
+  return 0;
+}
