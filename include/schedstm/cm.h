@@ -183,7 +183,10 @@ typedef enum sstm_wait_mode {
  * state transition; the kernel compares them atomically before sleeping, so
  * a wake-up cannot be missed and an ended attempt is never slept on. The
  * party wakes sleepers when its attempt ends only if the flag is set: an
- * attempt that nobody waits for makes no system call. A committing party is
+ * attempt that nobody waits for makes no system call. Sleeps last at most
+ * 1 ms before the caller re-checks: that bounds the one unwoken case (an
+ * attempt that holds no lock, so no conflict names it, whose party was
+ * built by hand and flagged in its commit's last instant). A committing party is
  * waited for by spinning (its end is imminent). Deadlock freedom: policies
  * call this after their own attempt has rolled back (from on_abort), so a
  * waiting thread holds no lock and runs no attempt, and the wait-for graph

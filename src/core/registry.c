@@ -289,15 +289,20 @@ SSTM_API int sstm_desc_kill(sstm_desc_t *d, uint64_t txid) {
   return SSTM_ENOTX;
 }
 
+/* The party that owns lock word lw: its attempt is the one lw names (the
+ * owner may have moved on to a newer attempt since; policies must wait for,
+ * watch or kill the attempt that held the lock, not its successor). The full
+ * serial is rebuilt from the owner's current one and lw's low 48 bits. */
 void sstm__party_snapshot(struct sstm_desc *d, uint64_t lw, sstm_party_t *out) {
-  (void)lw;
   uint64_t st = atomic_load_explicit(&d->status, memory_order_relaxed);
-  enum sstm_state s = sstm_st_state(st);
+  uint64_t now = sstm_st_serial(st);
+  uint64_t txid = now - ((now - sstm_lw_serial(lw)) & SSTM_LW_SERIAL_MASK);
+  enum sstm_state s = txid == now ? sstm_st_state(st) : SSTM_ST_IDLE;
   *out = (sstm_party_t){
       .desc = d,
       .slot = d->slot,
       .tid = atomic_load_explicit(&d->tid, memory_order_relaxed),
-      .txid = sstm_st_serial(st),
+      .txid = txid,
       .start = __atomic_load_n(&d->start, __ATOMIC_RELAXED),
       .birth = __atomic_load_n(&d->birth, __ATOMIC_RELAXED),
       .reads = __atomic_load_n(&d->rs.n, __ATOMIC_RELAXED),
@@ -357,7 +362,12 @@ SSTM_API int sstm_party_wait(const sstm_party_t *p, sstm_wait_mode_t mode, uint6
       /* Sleeps only while the low 32 bits still equal st's: any transition
        * of the attempt changes them, so an ended attempt is never slept on
        * and the owner's wake cannot be missed. */
-      sstm__futex_wait(w, (uint32_t)st, deadline == UINT64_MAX ? 0 : deadline - now);
+      /* Slices of at most 1 ms: the only end that wakes nobody is that of
+       * an attempt holding no lock whose flag was set by hand in its
+       * commit's last instant (see sstm_commit); the slice bounds that
+       * case, and costs a sleeper one wake-up per millisecond. */
+      uint64_t left = deadline - now;
+      sstm__futex_wait(w, (uint32_t)st, left < 1000000 ? left : 1000000);
       continue;
     }
     if ((spins & 63) == 63) {

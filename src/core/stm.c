@@ -972,16 +972,24 @@ SSTM_API int sstm_commit(void) {
     /* Read-only: valid at `end`, nothing to publish. A kill requested
      * before this point is honoured (relaxed: best effort, the attempt's
      * snapshot was consistent either way). */
-    if (SSTM_UNLIKELY(sstm_st_state(atomic_load_explicit(&tx->status, memory_order_relaxed)) ==
-                      SSTM_ST_KILLED)) {
+    uint64_t st = atomic_load_explicit(&tx->status, memory_order_relaxed);
+    if (SSTM_UNLIKELY(sstm_st_state(st) == SSTM_ST_KILLED)) {
       tx->depth = 1;
       conflict_abort(tx, SSTM_CONFLICT_KILLED, SSTM_ABORT_KILLED, NULL);
     }
-    /* release: see rollback. A plain store: a read-only attempt holds no
-     * lock, so no policy ever learns of it as a party and none sets flags. */
-    tx->cm_ctx.watched = false;
-    atomic_store_explicit(&tx->status, sstm_st_make(tx->serial, SSTM_ST_IDLE),
-                          memory_order_release);
+    if (SSTM_LIKELY(!(st & SSTM_ST_FLAGS))) {
+      /* release: see rollback. A plain store: a read-only attempt holds no
+       * lock, so conflicts never name it and policies do not watch or
+       * sleep on it. Someone who built its party by hand and sets a flag
+       * in the window between the load above and this store is not woken,
+       * and finds out within one sleep slice (sstm_party_wait). */
+      tx->cm_ctx.watched = false;
+      atomic_store_explicit(&tx->status, sstm_st_make(tx->serial, SSTM_ST_IDLE),
+                            memory_order_release);
+    } else {
+      attempt_ended(tx, atomic_exchange_explicit(&tx->status, sstm_st_make(tx->serial, SSTM_ST_IDLE),
+                                                 memory_order_acq_rel));
+    }
   }
   sstm__set_variant(tx, SSTM_V_NONE);
   sstm__ctr_add(update ? &tx->ctr.commits_update : &tx->ctr.commits_ro, 1);
