@@ -37,6 +37,7 @@ static long nhot, ops;
 static uint64_t counter[MAXT][8];
 static long done_local[MAXT];
 static bool expect_escalations;
+static long escalate = 32;
 static _Atomic int escalated;
 
 struct mv {
@@ -72,6 +73,7 @@ static void worker(sstm_tt_t *t) {
       if (t->idx == 0 && n % 16 == 0) {
         sstm_stats_t s;
         CHECK_OK(sstm_stats_aggregate(&s));
+        CHECK_LE_U(s.max_retries, (uint64_t)escalate + 1); /* fail early, not by hanging */
         if (s.cm_stats[P_ESCALATIONS] > 0)
           atomic_store(&escalated, 1);
       }
@@ -110,7 +112,6 @@ int main(int argc, char **argv) {
   nhot = int_opt(argc, argv, "--hot", 4);
   CHECK_GE_I(nhot, 2);
   CHECK_LE_I(nhot, MAXH);
-  long escalate = 32;
   const char *e = getenv("SCHEDSTM_PRIO_ESCALATE");
   if (e && *e)
     escalate = strtol(e, NULL, 10);

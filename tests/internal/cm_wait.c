@@ -228,11 +228,12 @@ TEST(wait_on_ended_attempt_returns_zero) {
 static struct {
   sstm_party_t p;
   _Atomic int rc;
-  _Atomic int returned;
+  _Atomic int returned, tid;
 } sus;
 
 static void *sus_waiter(void *arg) {
   (void)arg;
+  atomic_store(&sus.tid, (int)syscall(SYS_gettid));
   atomic_store(&sus.rc, sstm_party_wait(&sus.p, SSTM_WAIT_BLOCK, 0));
   atomic_store_explicit(&sus.returned, 1, memory_order_release);
   return NULL;
@@ -256,6 +257,9 @@ static void suspended_fn(void *arg) {
   pthread_t th;
   CHECK_EQ_I(pthread_create(&th, NULL, sus_waiter, NULL), 0);
   await_sleepers(me);
+  while (atomic_load(&sus.tid) == 0)
+    sched_yield();
+  await_in_futex(atomic_load(&sus.tid)); /* asleep: only the commit's wake frees it */
   CHECK_FALSE(atomic_load(&sus.returned));
   CHECK_TRUE(sstm_party_running(&sus.p));
   CHECK_OK(sstm_desc_attach(me));

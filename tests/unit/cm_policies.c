@@ -121,19 +121,18 @@ static void duel(const char *cm) {
   pthread_t h = duo_spawn(h_main, NULL), r = duo_spawn(r_main, NULL);
   duo_wait_flag(&D.h_holding, 1);
   D.h_cprio = sstm_sched_conflict_priority(D.h);
-  if (D.expect_r_wins) {
-    duo_wait_flag(&D.r_done, 1); /* R killed H and committed at once */
-    D.r_cprio = sstm_sched_conflict_priority(D.r);
-    atomic_store(&D.h_go, 1);
-    duo_wait_flag(&D.h_done, 1);
-  } else {
-    duo_wait_flag(&D.r_in_retry, 1); /* R aborted itself */
-    D.r_cprio = sstm_sched_conflict_priority(D.r);
-    atomic_store(&D.h_go, 1);
-    duo_wait_flag(&D.h_done, 1);
-    atomic_store(&D.r_go, 1);
-    duo_wait_flag(&D.r_done, 1);
-  }
+  /* R either won at once (committed its first attempt) or lost (retrying) */
+  for (unsigned i = 0; !atomic_load(&D.r_done) && !atomic_load(&D.r_in_retry); i++)
+    sched_yield();
+  D.r_cprio = sstm_sched_conflict_priority(D.r);
+  if (D.expect_r_wins)
+    CHECK_MSG(atomic_load(&D.r_done), "%s: the requester lost, expected it to win", cm);
+  else
+    CHECK_MSG(atomic_load(&D.r_in_retry), "%s: the requester won, expected it to lose", cm);
+  atomic_store(&D.h_go, 1);
+  duo_wait_flag(&D.h_done, 1);
+  atomic_store(&D.r_go, 1);
+  duo_wait_flag(&D.r_done, 1);
   atomic_store(&D.finish, 1);
   duo_join(h);
   duo_join(r);
@@ -240,6 +239,7 @@ static struct {
 static void esc_body(void *arg) {
   (void)arg;
   int k = ++E.attempts;
+  CHECK_MSG(k <= 40, "no escalation to irrevocability after %d aborts", k - 1);
   if (sstm_is_irrevocable()) {
     sstm_store_u64(Y, (uint64_t)k);
     return;
