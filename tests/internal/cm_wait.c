@@ -2,10 +2,15 @@
  * sstm_party_watch, cm.h), the mechanism under ser-spin/ser-block/softser.
  *
  * The status word is read directly (core/lockword.h) to hold a winner until
- * a loser has really committed to sleeping (its sleepers flag is set), so
- * that the rounds below exercise the futex value check and the sleepers
- * protocol deterministically: without them the loser sleeps forever and the
- * watchdog fails the test. Nothing here asserts anything about time.
+ * a loser has really committed to sleeping (its sleepers flag is set, or it
+ * is blocked in FUTEX_WAIT), so that the rounds below exercise the futex
+ * value check and the sleepers protocol deterministically. The futex calls
+ * on the winner's status word are counted (this binary interposes
+ * syscall(), which the statically linked library calls): an attempt whose
+ * end finds the sleepers flag must issue FUTEX_WAKE, one that nobody
+ * flagged must not, and nobody may FUTEX_WAIT on an ended or committing
+ * attempt. (Sleeps are sliced, 1 ms, so a lost wake-up shows as a missing
+ * FUTEX_WAKE, not as a hang.) Nothing here asserts anything about time.
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -16,8 +21,58 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <errno.h>
+#include <linux/futex.h>
+#include <stdarg.h>
+
 #include "../common/txhelp.h"
 #include "core/engine.h"
+
+/* ---- futex calls on one word, counted ---------------------------------------- */
+
+static _Atomic(const void *) fx_word;
+static _Atomic long fx_wakes, fx_waits;
+
+/* Replaces the C library's syscall() for this executable (the static
+ * library's references bind to it): counts futex calls on fx_word, then
+ * makes the call. */
+long syscall(long nr, ...) {
+  va_list ap;
+  va_start(ap, nr);
+  long a1 = va_arg(ap, long), a2 = va_arg(ap, long), a3 = va_arg(ap, long);
+  long a4 = va_arg(ap, long), a5 = va_arg(ap, long), a6 = va_arg(ap, long);
+  va_end(ap);
+  if (nr == SYS_futex && (const void *)a1 == atomic_load(&fx_word)) {
+    int op = (int)a2 & FUTEX_CMD_MASK;
+    if (op == FUTEX_WAKE)
+      atomic_fetch_add(&fx_wakes, 1);
+    else if (op == FUTEX_WAIT)
+      atomic_fetch_add(&fx_waits, 1);
+  }
+  long ret;
+  register long r10 __asm__("r10") = a4;
+  register long r8 __asm__("r8") = a5;
+  register long r9 __asm__("r9") = a6;
+  __asm__ volatile("syscall"
+                   : "=a"(ret)
+                   : "a"(nr), "D"(a1), "S"(a2), "d"(a3), "r"(r10), "r"(r8), "r"(r9)
+                   : "rcx", "r11", "memory");
+  if (ret < 0 && ret > -4096) {
+    errno = (int)-ret;
+    return -1;
+  }
+  return ret;
+}
+
+/* Count futex calls on w from now on; checks that the counting works. */
+static void fx_watch(const void *w) {
+  _Atomic uint64_t probe = 0;
+  atomic_store(&fx_word, (const void *)&probe);
+  long w0 = atomic_load(&fx_wakes);
+  sstm__futex_wake_all(&probe);
+  CHECK_EQ_I(atomic_load(&fx_wakes), w0 + 1); /* the interposition is in effect */
+  atomic_store(&fx_word, w);
+}
 
 static uint64_t st_of(sstm_desc_t *d) {
   return atomic_load_explicit(&d->status, memory_order_acquire);
@@ -84,6 +139,8 @@ static struct {
   _Atomic int sync;        /* winner waits for the sleepers flag */
   long rounds;
   long slept_rounds;       /* rounds where the sleepers flag was seen set */
+  long asleep_rounds;      /* ... and the loser seen blocked in FUTEX_WAIT */
+  _Atomic int loser_tid;
   long running_at_call;    /* loser saw the attempt running just before */
   uint64_t word[8];
 } mw;
@@ -110,6 +167,10 @@ static void winner_body(void *p) {
   if (c->sync) {
     await_sleepers(sstm_self()); /* the loser is on its way into FUTEX_WAIT */
     mw.slept_rounds++;
+    if (c->r % 2 == 0) {
+      await_in_futex(atomic_load(&mw.loser_tid)); /* and now in it */
+      mw.asleep_rounds++;
+    }
   }
   spin_rand(c->rng);
   switch (c->kind) {
@@ -134,6 +195,9 @@ static void winner_body(void *p) {
 
 static void mw_winner(sstm_rng_t *rng) {
   mw.wdesc = sstm_self();
+  fx_watch(&mw.wdesc->status);
+  while (atomic_load(&mw.loser_tid) == 0)
+    sched_yield();
   for (long r = 1; r <= mw.rounds; r++) {
     uint64_t x = sstm_rng_next(rng);
     struct wctx c = {.r = r, .kind = (int)(x % END_KINDS), .rng = rng};
@@ -141,15 +205,24 @@ static void mw_winner(sstm_rng_t *rng) {
     c.sync = mode == SSTM_WAIT_BLOCK && (x >> 16) % 3 == 0;
     atomic_store_explicit(&mw.mode, mode, memory_order_relaxed);
     atomic_store_explicit(&mw.sync, c.sync, memory_order_relaxed);
+    long wakes0 = atomic_load(&fx_wakes);
     int rc = sstm_run(NULL, winner_body, &c);
     CHECK_RC(rc, c.kind == END_CANCEL ? SSTM_ECANCELED : SSTM_OK);
     if (c.kind == END_RESTART || c.kind == END_KILL)
       CHECK_EQ_I(c.attempts, 2);
     await_long(&mw.done, r);
+    long wakes = atomic_load(&fx_wakes) - wakes0;
+    if (c.sync) /* the end found the sleepers flag: it must wake */
+      CHECK_MSG(wakes >= 1, "round %ld (end kind %d): the loser flagged the attempt as "
+                            "slept on, its end issued no FUTEX_WAKE", r, c.kind);
+    if (mode == SSTM_WAIT_SPIN) /* nobody flagged it: no system call */
+      CHECK_MSG(wakes == 0, "round %ld (end kind %d): %ld FUTEX_WAKE for an attempt nobody "
+                            "slept on", r, c.kind, wakes);
   }
 }
 
 static void mw_loser(sstm_rng_t *rng) {
+  atomic_store(&mw.loser_tid, (int)syscall(SYS_gettid));
   for (long r = 1; r <= mw.rounds; r++) {
     await_long(&mw.round, r);
     sstm_party_t p;
@@ -179,9 +252,12 @@ TEST(wait_never_misses_the_end) {
   mw.rounds = (long)sstm_test_scaled(20000, 2000);
   /* the winner publishes its descriptor before round 1 */
   sstm_test_run_threads(2, true, mw_thread, NULL);
-  printf("%ld rounds, %ld with the loser committed to sleep, %ld running at the call\n",
-         mw.rounds, mw.slept_rounds, mw.running_at_call);
+  printf("%ld rounds, %ld with the loser committed to sleep (%ld seen asleep), %ld running at "
+         "the call; %ld FUTEX_WAKE, %ld FUTEX_WAIT on the winner's word\n",
+         mw.rounds, mw.slept_rounds, mw.asleep_rounds, mw.running_at_call,
+         atomic_load(&fx_wakes), atomic_load(&fx_waits));
   CHECK_GT_I(mw.slept_rounds, 0);
+  CHECK_GT_I(mw.asleep_rounds, 0);
   sstm_test_fini();
 }
 
@@ -203,6 +279,7 @@ TEST(wait_on_ended_attempt_returns_zero) {
   uint64_t cancelled = 0;
   CHECK_RC(sstm_run(NULL, cancel_fn, &cancelled), SSTM_ECANCELED);
   CHECK_GT_U(cancelled, committed);
+  fx_watch(&me->status);
   uint64_t ids[] = {committed, cancelled, committed - 1, 1};
   for (unsigned i = 0; i < sizeof ids / sizeof ids[0]; i++) {
     sstm_party_t p = {.desc = me, .txid = ids[i]};
@@ -213,8 +290,10 @@ TEST(wait_on_ended_attempt_returns_zero) {
     CHECK_OK(sstm_party_wait(&p, SSTM_WAIT_SPIN, 0));
     CHECK_OK(sstm_party_wait(&p, SSTM_WAIT_BLOCK, 1000));
   }
-  /* nothing was flagged on the idle word */
+  /* nothing was flagged on the idle word, nobody slept on it */
   CHECK_EQ_X(st_of(me) & SSTM_ST_FLAGS, 0);
+  CHECK_EQ_I(atomic_load(&fx_waits), 0);
+  CHECK_EQ_I(atomic_load(&fx_wakes), 1); /* fx_watch's own probe */
   CHECK_RC(sstm_party_wait(NULL, SSTM_WAIT_BLOCK, 0), SSTM_EINVAL);
   sstm_party_t none = {.desc = NULL, .txid = 1};
   CHECK_RC(sstm_party_wait(&none, SSTM_WAIT_BLOCK, 0), SSTM_EINVAL);
@@ -244,6 +323,7 @@ static void suspended_fn(void *arg) {
   sstm_store_u64(&mw.word[4], 1);
   sstm_desc_t *me = sstm_self();
   sus.p = (sstm_party_t){.desc = me, .txid = sstm_txid()};
+  fx_watch(&me->status);
   /* suspend: the attempt stays ACTIVE with nobody running it */
   CHECK_EQ_PTR(sstm_desc_detach(), me);
   CHECK_TRUE(sstm_party_running(&sus.p));
@@ -274,6 +354,7 @@ TEST(wait_times_out_on_suspended_winner_then_wakes_on_commit) {
   CHECK_OK(sstm_run(NULL, suspended_fn, &th));
   CHECK_EQ_I(pthread_join(th, NULL), 0);
   CHECK_OK(atomic_load(&sus.rc));
+  CHECK_GE_I(atomic_load(&fx_wakes), 1 + 1); /* the commit woke the sleeper */
   CHECK_FALSE(sstm_party_running(&sus.p));
   CHECK_EQ_U(tx_load_u64(&mw.word[4]), 1);
   sstm_test_fini();
@@ -303,6 +384,7 @@ static sstm_cm_action_t cw_conflict(sstm_cm_ctx_t *ctx, const sstm_conflict_t *c
   CHECK_EQ_PTR(c->other.desc, cw.holder);
   CHECK_EQ_I(sstm_st_state(st_of(ctx->desc)), SSTM_ST_COMMITTING);
   cw.p = (sstm_party_t){.desc = ctx->desc, .txid = ctx->txid, .committing = true};
+  fx_watch(&ctx->desc->status);
   atomic_store_explicit(&cw.published, 1, memory_order_release);
   while (!atomic_load_explicit(&cw.entering, memory_order_acquire))
     sched_yield();
@@ -365,6 +447,7 @@ TEST(wait_on_committing_party_spins_and_returns) {
   CHECK_OK(sstm_run(NULL, cw_holder_body, NULL));
   CHECK_EQ_I(pthread_join(th, NULL), 0);
   CHECK_OK(atomic_load(&cw.rc));
+  CHECK_EQ_I(atomic_load(&fx_waits), 0); /* a committing attempt is spun on */
   CHECK_EQ_I(cw.calls, 1);
   CHECK_FALSE(sstm_party_running(&cw.p));
   CHECK_EQ_U(tx_load_u64(&cw_word[0]), 42);
@@ -395,6 +478,7 @@ static void ro_body(void *arg) {
   uint64_t v = sstm_load_u64(&mw.word[5]);
   (void)v;
   ro.p = (sstm_party_t){.desc = sstm_self(), .txid = sstm_txid()};
+  fx_watch(&sstm_self()->status);
   pthread_t *th = arg;
   CHECK_EQ_I(pthread_create(th, NULL, ro_waiter, NULL), 0);
   await_sleepers(sstm_self());
@@ -408,8 +492,9 @@ TEST(wait_on_reading_attempt_wakes_at_its_commit) {
   sstm_test_init();
   pthread_t th;
   CHECK_OK(sstm_run(NULL, ro_body, &th)); /* detected read-only commit */
-  CHECK_EQ_I(pthread_join(th, NULL), 0); /* hangs if the commit did not wake */
+  CHECK_EQ_I(pthread_join(th, NULL), 0);
   CHECK_OK(atomic_load(&ro.rc));
+  CHECK_GE_I(atomic_load(&fx_wakes), 1 + 1); /* the commit woke the sleeper */
   sstm_test_fini();
 }
 
