@@ -14,9 +14,11 @@
  *     otherwise                                           -> ser-block.
  *
  * Observations, per window of at least 20 ms: commits and aborts (per-thread
- * counts flushed every 64 events), threads that ran transactions (the most
- * over the last four windows), the
- * duration of one transaction in 64 (two clock reads), and non-determinism:
+ * counts flushed every 64 events and at each thread's first event of a
+ * window), threads that ran transactions (the most over the last four
+ * windows), the time per commit of each thread between flushes (the
+ * transaction length, no clock read on the transaction paths), and
+ * non-determinism:
  * the fraction of retries whose first 8 reads differ from those of the
  * previous attempt of the same transaction (it took another path).
  * Hysteresis: a new contention policy must win two (from suicide) or three
@@ -44,7 +46,6 @@ enum { A_SWITCHES, A_EVALUATIONS };
 
 #define WINDOW_NS 20000000ull
 #define FLUSH_EVERY 64
-#define SAMPLE_EVERY 64
 #define SLICE_NS 4000000ull
 #define PATH_LEN 8          /* reads compared between attempts */
 #define ENTER_WINDOWS 2     /* windows a contention policy must win to enter */
@@ -57,8 +58,7 @@ enum { A_SWITCHES, A_EVALUATIONS };
 
 typedef struct adaptive_state {
   uint32_t commits, aborts, events; /* since the last flush */
-  uint32_t sample_left;
-  uint64_t t0;                      /* begin of the sampled transaction */
+  uint64_t last_flush_ns;           /* when this thread last flushed */
   const void *prev_path[PATH_LEN];  /* first reads of the previous attempt */
   uint32_t prev_n;
   uint32_t nondet, compared;
@@ -75,9 +75,12 @@ static long ncpu;
  * statistics. The evaluator's own state is under `lock`: one evaluation at a
  * time, every 20 ms, off the transactions' paths. */
 static struct {
-  _Atomic int cur;
+  /* read on every commit: a cache line of its own, written every 20 ms */
+  _Alignas(64) _Atomic int cur;
   _Atomic bool softser_used;
-  _Atomic uint64_t window_id, window_start;
+  _Atomic uint64_t window_id;
+  /* written by flushes */
+  _Alignas(64) _Atomic uint64_t window_start;
   _Atomic uint64_t commits, aborts, active, nondet, compared, len_sum, len_n;
   pthread_mutex_t lock;
   int candidate, streak, quiet; /* hysteresis (under lock) */
@@ -228,7 +231,17 @@ static void maybe_evaluate(sstm_cm_ctx_t *ctx) {
   pthread_mutex_unlock(&G.lock);
 }
 
-static void flush(sstm_cm_ctx_t *ctx, adaptive_state_t *s) {
+/* Publish this thread's counts; count it active in window w; estimate its
+ * transaction length as the time per commit since the last flush (a
+ * transaction plus what the thread does between transactions: no clock read
+ * on the transaction paths). */
+static void flush(sstm_cm_ctx_t *ctx, adaptive_state_t *s, uint64_t w) {
+  uint64_t now = sstm__now_ns();
+  if (s->last_flush_ns && s->commits) {
+    s->len_sum += (now - s->last_flush_ns) / s->commits;
+    s->len_n++;
+  }
+  s->last_flush_ns = now;
   atomic_fetch_add_explicit(&G.commits, s->commits, memory_order_relaxed);
   atomic_fetch_add_explicit(&G.aborts, s->aborts, memory_order_relaxed);
   if (s->compared) {
@@ -239,15 +252,25 @@ static void flush(sstm_cm_ctx_t *ctx, adaptive_state_t *s) {
     atomic_fetch_add_explicit(&G.len_sum, s->len_sum, memory_order_relaxed);
     atomic_fetch_add_explicit(&G.len_n, s->len_n, memory_order_relaxed);
   }
+  if (s->window_seen != w) {
+    s->window_seen = w;
+    atomic_fetch_add_explicit(&G.active, 1, memory_order_relaxed);
+  }
   s->commits = s->aborts = s->events = s->nondet = s->compared = 0;
   s->len_sum = s->len_n = 0;
   maybe_evaluate(ctx);
 }
 
+/* Flush every FLUSH_EVERY events, and at the first event of each window so
+ * that threads with long transactions are counted as running. */
+static inline void count_event(sstm_cm_ctx_t *ctx, adaptive_state_t *s) {
+  uint64_t w = atomic_load_explicit(&G.window_id, memory_order_relaxed);
+  if (SSTM_UNLIKELY(++s->events >= FLUSH_EVERY || s->window_seen != w)) flush(ctx, s, w);
+}
+
 static void adaptive_desc_init(sstm_cm_ctx_t *ctx) {
   adaptive_state_t *s = ctx->state;
   memset(s, 0, sizeof *s);
-  s->sample_left = SAMPLE_EVERY;
   for (int i = 0; i < NSUB; i++)
     if (subs[i]->desc_init) {
       sstm_cm_ctx_t c = sub_ctx(ctx, i);
@@ -256,7 +279,7 @@ static void adaptive_desc_init(sstm_cm_ctx_t *ctx) {
 }
 
 static void adaptive_desc_fini(sstm_cm_ctx_t *ctx) {
-  flush(ctx, ctx->state);
+  flush(ctx, ctx->state, atomic_load_explicit(&G.window_id, memory_order_relaxed));
   for (int i = 0; i < NSUB; i++)
     if (subs[i]->desc_fini) {
       sstm_cm_ctx_t c = sub_ctx(ctx, i);
@@ -264,37 +287,14 @@ static void adaptive_desc_fini(sstm_cm_ctx_t *ctx) {
     }
 }
 
-static void adaptive_begin(sstm_cm_ctx_t *ctx) {
-  adaptive_state_t *s = ctx->state;
-  if (--s->sample_left == 0) {
-    s->sample_left = SAMPLE_EVERY;
-    s->t0 = sstm__now_ns();
-  }
-}
-
-/* Count this thread once in the current window (threads that ran). */
-static inline void mark_active(adaptive_state_t *s) {
-  uint64_t w = atomic_load_explicit(&G.window_id, memory_order_relaxed);
-  if (SSTM_UNLIKELY(s->window_seen != w)) {
-    s->window_seen = w;
-    atomic_fetch_add_explicit(&G.active, 1, memory_order_relaxed);
-  }
-}
-
 static void adaptive_commit(sstm_cm_ctx_t *ctx) {
   adaptive_state_t *s = ctx->state;
-  mark_active(s);
-  if (SSTM_UNLIKELY(s->t0)) {
-    s->len_sum += sstm__now_ns() - s->t0;
-    s->len_n++;
-    s->t0 = 0;
-  }
   s->commits++;
-  if (atomic_load_explicit(&G.softser_used, memory_order_relaxed)) {
+  if (SSTM_UNLIKELY(atomic_load_explicit(&G.softser_used, memory_order_relaxed))) {
     sstm_cm_ctx_t c = sub_ctx(ctx, SUB_SOFTSER); /* restores priorities on every path */
     subs[SUB_SOFTSER]->on_commit(&c);
   }
-  if (++s->events >= FLUSH_EVERY) flush(ctx, s);
+  count_event(ctx, s);
 }
 
 static sstm_cm_action_t adaptive_conflict(sstm_cm_ctx_t *ctx, const sstm_conflict_t *cf,
@@ -306,8 +306,6 @@ static sstm_cm_action_t adaptive_conflict(sstm_cm_ctx_t *ctx, const sstm_conflic
 
 static void adaptive_abort(sstm_cm_ctx_t *ctx, const sstm_abort_info_t *info) {
   adaptive_state_t *s = ctx->state;
-  mark_active(s);
-  s->t0 = 0;
   /* Non-determinism: does this attempt's read path differ from the
    * previous attempt's over the prefix both executed? */
   const sstm_r_entry_t *rs = ctx->desc->rs.e;
@@ -336,7 +334,7 @@ static void adaptive_abort(sstm_cm_ctx_t *ctx, const sstm_abort_info_t *info) {
     sstm_cm_ctx_t c = sub_ctx(ctx, i);
     subs[i]->on_abort(&c, info);
   }
-  if (++s->events >= FLUSH_EVERY) flush(ctx, s);
+  count_event(ctx, s);
 }
 
 static void adaptive_fini(void) {
@@ -352,7 +350,6 @@ const sstm_cm_ops_t sstm__cm_adaptive = {
     .fini = adaptive_fini,
     .desc_init = adaptive_desc_init,
     .desc_fini = adaptive_desc_fini,
-    .on_begin = adaptive_begin,
     .on_commit = adaptive_commit,
     .on_conflict = adaptive_conflict,
     .on_abort = adaptive_abort,

@@ -96,10 +96,28 @@ static ext_state_t *ext_of(sstm_cm_ctx_t *ctx) {
   return (ext_state_t *)(void *)((char *)ctx->state + comp_of(ctx)->base_size);
 }
 
+static void c_begin(sstm_cm_ctx_t *ctx);
+static void c_commit(sstm_cm_ctx_t *ctx);
+static void c_abort(sstm_cm_ctx_t *ctx, const sstm_abort_info_t *info);
+
 static int c_init(const sstm_config_t *cfg) {
-  const composite_t *c = (const composite_t *)(const void *)sstm__g.cm;
+  composite_t *c = (composite_t *)(void *)sstm__g.cm; /* a pool entry, writable */
   int rc = c->base->init ? c->base->init(cfg) : 0;
-  return rc ? rc : ext_init();
+  if (rc == 0) rc = ext_init();
+  if (rc == 0 && probe.mode != SSTM_EXT_RSEQ) {
+    /* Without the rseq protocol ext does nothing per transaction: call the
+     * base policy's hooks directly (its state is first, at offset 0), so
+     * that "P+ext" costs exactly P on the transaction paths. No descriptor
+     * exists yet, so nobody is reading these fields. */
+    c->ops.on_begin = c->base->on_begin;
+    c->ops.on_commit = c->base->on_commit;
+    c->ops.on_abort = c->base->on_abort;
+  } else {
+    c->ops.on_begin = c_begin;
+    c->ops.on_commit = c_commit;
+    c->ops.on_abort = c_abort;
+  }
+  return rc;
 }
 static void c_fini(void) {
   const composite_t *c = (const composite_t *)(const void *)sstm__g.cm;
