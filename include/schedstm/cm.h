@@ -112,7 +112,7 @@ typedef enum sstm_cm_act {
 SSTM_API const char *sstm_cm_act_name(sstm_cm_act_t a);
 
 /* Number of policy-defined counters per thread (sstm_stats_t.cm_stats). */
-#define SSTM_CM_NSTATS 4
+#define SSTM_CM_NSTATS 8
 
 typedef struct sstm_cm_ops {
   const char *name;        /* selection key, [a-z0-9+_-], unique */
@@ -129,7 +129,8 @@ typedef struct sstm_cm_ops {
   /* Required. *wait_ns is preset to 0; set it for SSTM_CM_WAIT. */
   sstm_cm_action_t (*on_conflict)(sstm_cm_ctx_t *ctx, const sstm_conflict_t *c,
                                   uint64_t *wait_ns);
-  /* After rollback, before restart. May block. Optional. */
+  /* After rollback, before the restart (also after a cancel, which has no
+   * restart: check info->reason). May block. Optional. */
   void (*on_abort)(sstm_cm_ctx_t *ctx, const sstm_abort_info_t *info);
   /* Names of the policy's counters (sstm_cm_count), NULL-terminated or
    * SSTM_CM_NSTATS entries; optional. */

@@ -61,7 +61,7 @@ typedef struct sstm_stats {
   uint64_t locks_stolen;    /* locks taken over from killed transactions */
   uint64_t extensions;      /* successful snapshot extensions */
   uint64_t cm_wait_ns;      /* time in the policy's on_abort and WAIT spins */
-  uint64_t cm_stats[4];     /* policy-defined counters (ops->stat_names) */
+  uint64_t cm_stats[8];     /* policy-defined counters (ops->stat_names, SSTM_CM_NSTATS) */
   uint64_t cm_actions[8];   /* sstm_cm_note() calls per sstm_cm_act_t */
   /* detailed only (zero otherwise) */
   uint64_t reads_total;     /* sum of read-set sizes of committed attempts */

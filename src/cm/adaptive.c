@@ -42,7 +42,9 @@ enum { SUB_SUICIDE, SUB_BACKOFF, SUB_YIELD, SUB_SER_SPIN, SUB_SER_BLOCK, SUB_SOF
 static const sstm_cm_ops_t *const subs[NSUB] = {&sstm__cm_suicide,  &sstm__cm_backoff,
                                                  &sstm__cm_yield,    &sstm__cm_ser_spin,
                                                  &sstm__cm_ser_block, &sstm__cm_softser};
-enum { A_SWITCHES, A_EVALUATIONS };
+/* Policy counters 0..3 belong to the sub-policies (waits, yields, priority
+ * changes, ...), 4 and 5 to adaptive itself, 7 to an ext modifier. */
+enum { A_SWITCHES = 4, A_EVALUATIONS = 5 };
 
 #define WINDOW_NS 20000000ull
 #define FLUSH_EVERY 64
@@ -353,6 +355,7 @@ const sstm_cm_ops_t sstm__cm_adaptive = {
     .on_commit = adaptive_commit,
     .on_conflict = adaptive_conflict,
     .on_abort = adaptive_abort,
-    .stat_names = {"switches", "evaluations"},
+    .stat_names = {"sub_waits_or_prio", "sub_timeouts_or_reg", "sub_prio_failures", "",
+                   "switches", "evaluations"},
     .describe = adaptive_describe,
 };

@@ -24,7 +24,7 @@
 #include "core/engine.h"
 #include "os/sched.h"
 
-#define EXT_STAT_YIELDS 3 /* the last policy counter slot */
+#define EXT_STAT_YIELDS (SSTM_CM_NSTATS - 1) /* the last policy counter slot */
 
 typedef struct ext_state {
   sstm_slice_ctrl_t *ctrl; /* rseq mode: this thread's control bytes */

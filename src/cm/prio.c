@@ -44,6 +44,7 @@ static unsigned escalate_after = 32;
 
 static int prio_init(const sstm_config_t *cfg) {
   (void)cfg;
+  escalate_after = 32; /* the default, again at every sstm_init */
   const char *s = getenv("SCHEDSTM_PRIO_ESCALATE");
   if (s) {
     char *end;

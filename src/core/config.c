@@ -181,10 +181,14 @@ SSTM_API int sstm_init(const sstm_config_t *user) {
     free(locks);
     return rc;
   }
+  sstm__set_error("%s", "");
   if (cm->init && (rc = cm->init(&cfg)) != 0) {
     sstm__registry_fini();
     free(locks);
-    sstm__set_error("sstm_init: contention manager '%s' failed to initialise (%d)", cm->name, rc);
+    char why[400];
+    snprintf(why, sizeof why, "%s", sstm_last_error());
+    sstm__set_error("sstm_init: contention manager '%s' failed to initialise (%s): %s", cm->name,
+                    sstm_strerror(rc), why[0] ? why : "no detail");
     return rc;
   }
   if (cfg.state_table && (rc = sstm__stt_init()) != 0) {

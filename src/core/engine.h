@@ -79,7 +79,7 @@ typedef struct sstm_counters {
   uint64_t commits_ro, commits_update, commits_irrevocable;
   uint64_t aborts[SSTM_ABORT_REASON_COUNT];
   uint64_t retries, max_retries, cm_waits, cm_kills, locks_stolen, extensions;
-  uint64_t cm_wait_ns, cm_stats[4], cm_actions[8];
+  uint64_t cm_wait_ns, cm_stats[SSTM_CM_NSTATS], cm_actions[8];
   uint64_t reads_total, writes_total, reads_max, writes_max;
   uint64_t tag_commits[SSTM_MAX_TAGS], tag_aborts[SSTM_MAX_TAGS];
 } sstm_counters_t;

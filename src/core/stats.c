@@ -56,7 +56,7 @@ static void to_public(const sstm_counters_t *c, sstm_stats_t *out) {
   out->locks_stolen = c->locks_stolen;
   out->extensions = c->extensions;
   out->cm_wait_ns = c->cm_wait_ns;
-  for (int i = 0; i < 4; i++) out->cm_stats[i] = c->cm_stats[i];
+  for (int i = 0; i < SSTM_CM_NSTATS; i++) out->cm_stats[i] = c->cm_stats[i];
   for (int i = 0; i < 8; i++) out->cm_actions[i] = c->cm_actions[i];
   out->reads_total = c->reads_total;
   out->writes_total = c->writes_total;

@@ -857,16 +857,20 @@ static __attribute__((noreturn)) void abort_tx(struct sstm_desc *tx, sstm_abort_
   if (SSTM_UNLIKELY(tx->stt)) sstm__stt_abort(tx, r, other);
   if (SSTM_UNLIKELY(atomic_load_explicit(&sstm__g.nhooks, memory_order_relaxed)))
     sstm__hooks_abort(tx->serial, r);
-  if (r == SSTM_ABORT_USER_CANCEL) {
-    SSTM_ASAN_NO_RETURN();
-    sstm__ckpt_restore(&tx->ckpt, SSTM__CKPT_CANCEL);
+  if (r != SSTM_ABORT_USER_CANCEL) {
+    tx->retries++;
+    sstm__ctr_add(&tx->ctr.retries, 1);
   }
-  tx->retries++;
-  sstm__ctr_add(&tx->ctr.retries, 1);
+  /* The policy learns of every ended attempt, cancelled ones included (a
+   * watched attempt's end must reach it). */
   if (tx->cm->on_abort) {
     uint64_t t0 = sstm__now_ns();
     tx->cm->on_abort(cm_ctx(tx), &tx->last_abort);
     sstm__ctr_add(&tx->ctr.cm_wait_ns, sstm__now_ns() - t0);
+  }
+  if (r == SSTM_ABORT_USER_CANCEL) {
+    SSTM_ASAN_NO_RETURN();
+    sstm__ckpt_restore(&tx->ckpt, SSTM__CKPT_CANCEL);
   }
   tx->depth = 1; /* flat nesting: the restart resumes the outermost block */
   attempt_start(tx);

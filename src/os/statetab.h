@@ -20,7 +20,7 @@
 #define SSTM_STT_VERSION 2u /* 2: header_size, 64-byte aligned entries */
 #define SSTM_STT_PATH_FMT "/dev/shm/schedstm.%d"
 #define SSTM_STT_REASONS 16
-#define SSTM_STT_CMSTATS 4
+#define SSTM_STT_CMSTATS 8
 
 typedef struct sstm_stt_header {
   uint32_t magic;      /* SSTM_STT_MAGIC once the table is ready */

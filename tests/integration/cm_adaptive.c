@@ -20,8 +20,17 @@
 
 #define MAXT 64
 #define INITIAL 1000
-#define A_SWITCHES 0
-#define A_EVALUATIONS 1
+/* adaptive's own counters, found by name in the policy's stat_names (the
+ * low slots belong to its sub-policies). */
+static unsigned stat_index(const char *name) {
+  const sstm_cm_ops_t *cm = sstm_cm_current();
+  for (unsigned i = 0; cm && i < SSTM_CM_NSTATS; i++)
+    if (cm->stat_names[i] && strcmp(cm->stat_names[i], name) == 0) return i;
+  fprintf(stderr, "policy has no counter named %s\n", name);
+  abort();
+}
+#define A_SWITCHES stat_index("switches")
+#define A_EVALUATIONS stat_index("evaluations")
 
 static int64_t accounts[64];
 static long naccounts, ops;
@@ -141,7 +150,7 @@ int main(int argc, char **argv) {
   printf("%llu transfers, %llu audits, %llu aborts, switches %llu, evaluations %llu\n",
          (unsigned long long)xfers, (unsigned long long)audits,
          (unsigned long long)s.aborts_total, (unsigned long long)s.cm_stats[A_SWITCHES],
-         (unsigned long long)s.cm_stats[1]);
+         (unsigned long long)s.cm_stats[A_EVALUATIONS]);
   CHECK_GT_U(s.cm_stats[A_SWITCHES], 0);
   /* at most one switch per evaluation: the counters are adaptive's own
    * (its sub-policies must not count into them) */

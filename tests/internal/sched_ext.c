@@ -215,7 +215,7 @@ TEST(ext_alone_is_suicide_plus_ext) {
   /* the composite keeps the base policy's counters, ext's yields last */
   const sstm_cm_ops_t *o = sstm_cm_find("ser-block+ext");
   CHECK_EQ_STR(o->stat_names[0], "ser_waits");
-  CHECK_EQ_STR(o->stat_names[3], "ext_yields");
+  CHECK_EQ_STR(o->stat_names[SSTM_CM_NSTATS - 1], "ext_yields");
 }
 
 /* slice mode: a registered thread runs with the ext slice, and gets its
