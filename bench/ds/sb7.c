@@ -169,9 +169,10 @@ TM_PURE static void attempt_begin(sb7_thread_t *t) {
 
 #if defined(TM_BACKEND_SCHEDSTM)
 /* A retry that starts after the deadline gives up (it would otherwise keep
- * the run going for as long as it keeps losing). */
+ * the run going for as long as it keeps losing). An irrevocable retry (a
+ * policy's escalation) cannot be cancelled, and needs not: it will commit. */
 TM_PURE static bool give_up(const sb7_thread_t *t) {
-  return t->attempts > 1 && t->stop != NULL &&
+  return t->attempts > 1 && t->stop != NULL && !sstm_is_irrevocable() &&
          atomic_load_explicit(t->stop, memory_order_relaxed);
 }
 
