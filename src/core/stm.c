@@ -549,14 +549,17 @@ static SSTM_COLD uint64_t misuse_access(const char *what) {
   return 0;
 }
 
-/* Unaligned accesses: one byte at a time, each a full barrier. */
+/* Bulk and unaligned accesses: split into the widest naturally aligned
+ * pieces (8, 4, 2 or 1 bytes), each a full barrier. */
+static unsigned chunk(uintptr_t a, size_t n) {
+  return (n >= 8 && a % 8 == 0) ? 8 : (n >= 4 && a % 4 == 0) ? 4 : (n >= 2 && a % 2 == 0) ? 2 : 1;
+}
+
 static SSTM_NOINLINE void load_bytes(struct sstm_desc *tx, void *dst, const void *src, size_t n) {
   unsigned char *d = dst;
   const unsigned char *s = src;
   while (n > 0) {
-    uintptr_t a = (uintptr_t)s;
-    unsigned k = (n >= 8 && a % 8 == 0) ? 8 : (n >= 4 && a % 4 == 0) ? 4
-               : (n >= 2 && a % 2 == 0) ? 2 : 1;
+    unsigned k = chunk((uintptr_t)s, n);
     uint64_t v = dispatch_load(tx, s, k);
     memcpy(d, &v, k); /* little endian: low bytes first */
     d += k, s += k, n -= k;
@@ -567,9 +570,7 @@ static SSTM_NOINLINE void store_bytes(struct sstm_desc *tx, void *dst, const voi
   unsigned char *d = dst;
   const unsigned char *s = src;
   while (n > 0) {
-    uintptr_t a = (uintptr_t)d;
-    unsigned k = (n >= 8 && a % 8 == 0) ? 8 : (n >= 4 && a % 4 == 0) ? 4
-               : (n >= 2 && a % 2 == 0) ? 2 : 1;
+    unsigned k = chunk((uintptr_t)d, n);
     uint64_t v = 0;
     memcpy(&v, s, k);
     dispatch_store(tx, d, v, k);
