@@ -250,7 +250,7 @@ static void *quiet_main(void *arg) {
   }
   sstm_stats_t s = duo_stats(sstm_self());
   CHECK_EQ_U(s.commits_update, 20000);
-  for (int i = 0; i < 4; i++)
+  for (int i = 0; i < SSTM_CM_NSTATS; i++)
     CHECK_EQ_U(s.cm_stats[i], 0);
   for (int i = 0; i < 8; i++)
     CHECK_EQ_U(s.cm_actions[i], 0);
@@ -266,8 +266,99 @@ TEST(commit_without_conflict_changes_nothing) {
   duo_join(duo_spawn(quiet_main, NULL));
   sstm_stats_t a;
   CHECK_OK(sstm_stats_aggregate(&a));
-  for (int i = 0; i < 4; i++)
+  for (int i = 0; i < SSTM_CM_NSTATS; i++)
     CHECK_EQ_U(a.cm_stats[i], 0);
+  CHECK_OK(sstm_shutdown());
+}
+
+/* ---- two winners: the row count ---------------------------------------------- */
+
+/* L conflicts with W1 (on X), then with W2 (on Y): it stays lowered while
+ * either runs, and gets its priority back when the second one ends. */
+static struct {
+  sstm_desc_t *w[2];
+  int wattempts[2], lattempts;
+  _Atomic int holding[2], go[2], done[2], l_waiting, l_go, l_done, finish, ltid;
+  sstm_stats_t ls;
+} T;
+
+static void tw_body(void *arg) {
+  int i = (int)(intptr_t)arg;
+  int k = ++T.wattempts[i];
+  sstm_store_u64(i == 0 ? X : Y, (uint64_t)k);
+  if (k > 1)
+    return;
+  atomic_store(&T.holding[i], 1);
+  duo_wait_flag(&T.go[i], 1);
+}
+
+static void *tw_main(void *arg) {
+  int i = (int)(intptr_t)arg;
+  CHECK_OK(sstm_thread_init());
+  T.w[i] = sstm_self();
+  CHECK_OK(sstm_run(NULL, tw_body, arg));
+  CHECK_EQ_I(T.wattempts[i], 1);
+  atomic_store(&T.done[i], 1);
+  duo_wait_flag(&T.finish, 1);
+  CHECK_OK(sstm_thread_exit());
+  return NULL;
+}
+
+static void tl_body(void *arg) {
+  (void)arg;
+  int k = ++T.lattempts;
+  if (k == 1) {
+    sstm_store_u64(X, 100); /* W1 holds X */
+    FAIL("no conflict with the first winner");
+  }
+  if (k == 2) {
+    sstm_store_u64(Y, 100); /* W2 holds Y */
+    FAIL("no conflict with the second winner");
+  }
+  atomic_store(&T.l_waiting, 1);
+  duo_wait_flag(&T.l_go, 1);
+  sstm_store_u64(&words[2][0], (uint64_t)k);
+}
+
+static void *tl_main(void *arg) {
+  (void)arg;
+  CHECK_OK(sstm_thread_init());
+  atomic_store(&T.ltid, duo_gettid());
+  duo_wait_flag(&T.holding[0], 1);
+  duo_wait_flag(&T.holding[1], 1);
+  CHECK_OK(sstm_run(NULL, tl_body, NULL));
+  CHECK_EQ_I(T.lattempts, 3);
+  T.ls = duo_stats(sstm_self());
+  atomic_store(&T.l_done, 1);
+  duo_wait_flag(&T.finish, 1);
+  CHECK_OK(sstm_thread_exit());
+  return NULL;
+}
+
+TEST(two_winners_restore_after_both) {
+  init_softser();
+  duo_view_t before = duo_view_of(duo_gettid());
+  pthread_t w0 = duo_spawn(tw_main, (void *)(intptr_t)0);
+  pthread_t w1 = duo_spawn(tw_main, (void *)(intptr_t)1);
+  pthread_t l = duo_spawn(tl_main, NULL);
+  duo_wait_flag(&T.l_waiting, 1);
+  int ltid = atomic_load(&T.ltid);
+  check_lowered(duo_view_of(ltid));
+  atomic_store(&T.go[0], 1); /* the first winner commits: one conflict left */
+  duo_wait_flag(&T.done[0], 1);
+  check_lowered(duo_view_of(ltid));
+  atomic_store(&T.go[1], 1); /* the second one too: none left */
+  duo_wait_flag(&T.done[1], 1);
+  CHECK_VIEW_EQ(duo_view_of(ltid), before);
+  atomic_store(&T.l_go, 1);
+  duo_wait_flag(&T.l_done, 1);
+  CHECK_VIEW_EQ(duo_view_of(ltid), before);
+  atomic_store(&T.finish, 1);
+  duo_join(w0);
+  duo_join(w1);
+  duo_join(l);
+  CHECK_EQ_U(T.ls.cm_stats[SS_REGISTRATIONS], 2);
+  CHECK_EQ_U(T.ls.cm_stats[SS_FAILED_CHANGES], 0);
   CHECK_OK(sstm_shutdown());
 }
 
