@@ -19,12 +19,16 @@
  * winner that stays descheduled (or blocked in the application) is waited
  * for at most SSTM_SER_WAIT_MAX_NS; the wait also ends when the winner is
  * killed and rolls back. Tested by tests/integration/cm_*.c.
+ *
+ * Progress: after SSTM_CM_RETRY_BOUND aborts a transaction restarts
+ * irrevocable (cm/common.h), as yield and softser do.
  */
 #include "cm/common.h"
 
 enum { SER_WAITS, SER_TIMEOUTS };
 
 static void ser_wait(sstm_cm_ctx_t *ctx, const sstm_abort_info_t *info, sstm_wait_mode_t mode) {
+  sstm__cm_bound_retries(ctx);
   if (!info->has_other || !sstm__cm_conflict_abort(info->reason)) return;
   sstm_cm_note(ctx, mode == SSTM_WAIT_BLOCK ? SSTM_ACT_BLOCK : SSTM_ACT_SPIN);
   sstm_cm_count(ctx, SER_WAITS, 1);

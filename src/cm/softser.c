@@ -139,6 +139,7 @@ static void softser_commit(sstm_cm_ctx_t *ctx) {
 
 static void softser_abort(sstm_cm_ctx_t *ctx, const sstm_abort_info_t *info) {
   if (ctx->watched) column_clear(ctx); /* our own attempt ended too */
+  sstm__cm_bound_retries(ctx);
   if (!info->has_other || !sstm__cm_conflict_abort(info->reason) || info->other.desc == ctx->desc)
     return;
   sstm_desc_t *w = info->other.desc;
