@@ -68,13 +68,7 @@ static void parse_options(int argc, char **argv, options_t *o) {
     default: usage(stderr); exit(BENCH_EXIT_USAGE);
     }
   }
-  if (optind < argc)
-    bench_die(BENCH_EXIT_USAGE, "unexpected argument '%s'", argv[optind]);
-  if (o->threads > 1 && !tm_multi_threaded())
-    bench_die(BENCH_EXIT_USAGE, "the %s back-end is single-threaded: -n must be 1 (got %ld)",
-              tm_backend_name(), o->threads);
-  if (o->seed == 0)
-    o->seed = (uint64_t)(bench_now() * 1e9);
+  tm_bench_check_options(argc, argv, optind, o->threads, &o->seed);
 }
 
 /* Move amount from account src to account dst in one transaction. */
@@ -170,11 +164,7 @@ int main(int argc, char **argv) {
   bench_set_prog(argv[0]);
   parse_options(argc, argv, &o);
 
-  char err[512];
-  tm_sys_options_t so = {.design = o.design, .cm = o.cm};
-  if (tm_sys_init(&so, err, sizeof err) != 0)
-    bench_die(BENCH_EXIT_USAGE, "%s", err);
-  tm_thread_enter();
+  tm_bench_start(o.design, o.cm);
 
   long *bank = malloc(sizeof *bank * (size_t)o.accounts);
   worker_t *w = aligned_alloc(64, sizeof *w * (size_t)o.threads);

@@ -77,17 +77,11 @@ static void parse_options(int argc, char **argv, options_t *o) {
     default: usage(stderr); exit(BENCH_EXIT_USAGE);
     }
   }
-  if (optind < argc)
-    bench_die(BENCH_EXIT_USAGE, "unexpected argument '%s'", argv[optind]);
   if (o->range == 0)
     o->range = o->initial > 0 ? 2 * o->initial : 2;
   if (o->initial > o->range)
     bench_die(BENCH_EXIT_USAGE, "initial size %ld exceeds the key range %ld", o->initial, o->range);
-  if (o->threads > 1 && !tm_multi_threaded())
-    bench_die(BENCH_EXIT_USAGE, "the %s back-end is single-threaded: -n must be 1 (got %ld)",
-              tm_backend_name(), o->threads);
-  if (o->seed == 0)
-    o->seed = (uint64_t)(bench_now() * 1e9);
+  tm_bench_check_options(argc, argv, optind, o->threads, &o->seed);
 }
 
 static long random_key(bench_rng_t *rng, long range) {
@@ -194,11 +188,7 @@ int main(int argc, char **argv) {
   bench_set_prog(argv[0]);
   parse_options(argc, argv, &o);
 
-  char err[512];
-  tm_sys_options_t so = {.design = o.design, .cm = o.cm};
-  if (tm_sys_init(&so, err, sizeof err) != 0)
-    bench_die(BENCH_EXIT_USAGE, "%s", err);
-  tm_thread_enter();
+  tm_bench_start(o.design, o.cm);
 
   intset_params_t p = {.buckets = (size_t)o.buckets, .range_hint = o.range};
   intset_t *set = intset_create(o.kind, &p);
@@ -220,6 +210,7 @@ int main(int argc, char **argv) {
   totals_t t = sum_workers(w, o.threads);
   long final_size = (long)intset_size(set);
   long expected = o.initial + (long)t.added - (long)t.removed;
+  char err[512];
   int bad_structure = intset_check(set, err, sizeof err);
   report(&o, w, &t, elapsed, final_size, expected, bad_structure ? err : "ok");
 

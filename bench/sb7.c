@@ -151,13 +151,7 @@ static void parse_options(int argc, char **argv, options_t *o) {
     default: usage(stderr); exit(BENCH_EXIT_USAGE);
     }
   }
-  if (optind < argc)
-    bench_die(BENCH_EXIT_USAGE, "unexpected argument '%s'", argv[optind]);
-  if (o->threads > 1 && !tm_multi_threaded())
-    bench_die(BENCH_EXIT_USAGE, "the %s back-end is single-threaded: -n must be 1 (got %ld)",
-              tm_backend_name(), o->threads);
-  if (o->seed == 0)
-    o->seed = (uint64_t)(bench_now() * 1e9);
+  tm_bench_check_options(argc, argv, optind, o->threads, &o->seed);
 }
 
 static void chooser_init(chooser_t *ch, const options_t *o) {
@@ -391,11 +385,8 @@ int main(int argc, char **argv) {
   chooser_t chooser;
   chooser_init(&chooser, &o);
 
+  tm_bench_start(o.design, o.cm);
   char err[512];
-  tm_sys_options_t so = {.design = o.design, .cm = o.cm};
-  if (tm_sys_init(&so, err, sizeof err) != 0)
-    bench_die(BENCH_EXIT_USAGE, "%s", err);
-  tm_thread_enter();
 
   sb7_params_t p;
   sb7_params_default(&p, (unsigned)o.scale);

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench_util.h"
 #include "tm.h"
 
 const char *tm_backend_name(void) { return TM_BACKEND_NAME; }
@@ -199,3 +200,21 @@ void tm_describe(char *buf, size_t len) {
 }
 
 #endif
+
+void tm_bench_check_options(int argc, char **argv, int optind_, long threads, uint64_t *seed) {
+  if (optind_ < argc)
+    bench_die(BENCH_EXIT_USAGE, "unexpected argument '%s'", argv[optind_]);
+  if (threads > 1 && !tm_multi_threaded())
+    bench_die(BENCH_EXIT_USAGE, "the %s back-end is single-threaded: -n must be 1 (got %ld)",
+              tm_backend_name(), threads);
+  if (*seed == 0)
+    *seed = (uint64_t)(bench_now() * 1e9);
+}
+
+void tm_bench_start(const char *design, const char *cm) {
+  char err[512];
+  tm_sys_options_t so = {.design = design, .cm = cm};
+  if (tm_sys_init(&so, err, sizeof err) != 0)
+    bench_die(BENCH_EXIT_USAGE, "%s", err);
+  tm_thread_enter();
+}

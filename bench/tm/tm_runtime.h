@@ -66,4 +66,13 @@ const char *tm_design_name(void);
 const char *tm_cm_name(void);
 void tm_describe(char *buf, size_t len);
 
+/* Checks every benchmark binary makes once its options are parsed: no stray
+ * argument is left, a single-threaded back-end gets -n 1, and seed 0 becomes
+ * a time-based seed. Exits with a usage error otherwise. */
+void tm_bench_check_options(int argc, char **argv, int optind_, long threads, uint64_t *seed);
+
+/* Initialise the back-end with the -D/-C options (NULL: defaults) and
+ * register the calling thread; exits with a usage error on failure. */
+void tm_bench_start(const char *design, const char *cm);
+
 #endif /* BENCH_TM_RUNTIME_H */
