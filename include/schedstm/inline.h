@@ -12,7 +12,9 @@
  *
  * The fast path is the seqlock read of argument (1) in src/core/stm.c: lock
  * word (acquire), data (relaxed), acquire fence, lock word again (relaxed);
- * accept if unchanged, unlocked, and version <= snapshot end.
+ * accept if unchanged, unlocked, and version <= snapshot end. The lock bit
+ * is the word's top bit (src/core/lockword.h), so "unlocked and version <=
+ * end" is one unsigned comparison with `end`.
  */
 #ifndef SCHEDSTM_INLINE_H
 #define SCHEDSTM_INLINE_H
@@ -59,7 +61,8 @@ sstm__load_fast(sstm__fast_t *f, const void *addr, unsigned size, bool log, uint
   uint64_t *lk = &f->locks[((uintptr_t)addr >> f->stripe_shift) & f->lock_mask];
   /* acquire: pairs with the committer's release of the lock word. */
   uint64_t l = __atomic_load_n(lk, __ATOMIC_ACQUIRE);
-  if (__builtin_expect(l & 1, 0)) return false;
+  /* Locked (top bit set), or a version newer than the snapshot. */
+  if (__builtin_expect(l > f->end, 0)) return false;
   uint64_t v;
   switch (size) {
   case 1: v = __atomic_load_n((const uint8_t *)addr, __ATOMIC_RELAXED); break;
@@ -70,8 +73,7 @@ sstm__load_fast(sstm__fast_t *f, const void *addr, unsigned size, bool log, uint
   /* acquire fence: the re-check cannot see a lock word older than the data
    * (pairs with the committer's release fence before write-back). */
   __atomic_thread_fence(__ATOMIC_ACQUIRE);
-  if (__builtin_expect(__atomic_load_n(lk, __ATOMIC_RELAXED) != l || (l >> 1) > f->end, 0))
-    return false;
+  if (__builtin_expect(__atomic_load_n(lk, __ATOMIC_RELAXED) != l, 0)) return false;
   if (log) {
     uint32_t n = f->rs.n;
     if (__builtin_expect(n >= f->rs.cap, 0)) return false;

@@ -5,11 +5,14 @@
  * Lock word (one per stripe of 2^stripe_shift bytes, in a table indexed by
  * address hash):
  *
- *   unlocked:  [ version : 63                          | 0 ]
- *   locked:    [ owner serial : 48 | owner slot : 15   | 1 ]
+ *   unlocked:  [ 0 | version : 63                        ]
+ *   locked:    [ 1 | owner serial : 48 | owner slot : 15 ]
  *
  * The version is the commit timestamp of the last transaction that wrote the
- * stripe. A locked word names the owning attempt by descriptor slot and the
+ * stripe. The lock bit is the top bit, so an unlocked word is its version
+ * and every locked word is larger than every version: "unlocked, with a
+ * version the snapshot covers" is the single unsigned comparison
+ * l <= end, which the read fast path uses (include/schedstm/inline.h). A locked word names the owning attempt by descriptor slot and the
  * low 48 bits of the attempt serial, not by a pointer into its write set:
  * this lets any thread decide from the lock word alone whether the owner is
  * a given attempt (see the lock take-over of killed transactions in stm.c);
@@ -39,11 +42,11 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#define SSTM_LW_LOCKED 1ull
-#define SSTM_LW_SLOT_SHIFT 1
+#define SSTM_LW_LOCKED (1ull << 63)
+#define SSTM_LW_SLOT_SHIFT 0
 #define SSTM_LW_SLOT_BITS 15
 #define SSTM_LW_SLOT_MASK ((1ull << SSTM_LW_SLOT_BITS) - 1)
-#define SSTM_LW_SERIAL_SHIFT 16
+#define SSTM_LW_SERIAL_SHIFT 15
 #define SSTM_LW_SERIAL_MASK ((1ull << 48) - 1)
 #define SSTM_MAX_SLOTS ((unsigned)SSTM_LW_SLOT_MASK) /* 32767 */
 
@@ -59,12 +62,14 @@ enum sstm_state {
 };
 
 static inline bool sstm_lw_locked(uint64_t l) { return (l & SSTM_LW_LOCKED) != 0; }
-static inline uint64_t sstm_lw_version(uint64_t l) { return l >> 1; }
-static inline uint64_t sstm_lw_make_version(uint64_t ts) { return ts << 1; }
+static inline uint64_t sstm_lw_version(uint64_t l) { return l; }
+static inline uint64_t sstm_lw_make_version(uint64_t ts) { return ts; }
 static inline unsigned sstm_lw_slot(uint64_t l) {
   return (unsigned)((l >> SSTM_LW_SLOT_SHIFT) & SSTM_LW_SLOT_MASK);
 }
-static inline uint64_t sstm_lw_serial(uint64_t l) { return l >> SSTM_LW_SERIAL_SHIFT; }
+static inline uint64_t sstm_lw_serial(uint64_t l) {
+  return (l >> SSTM_LW_SERIAL_SHIFT) & SSTM_LW_SERIAL_MASK;
+}
 static inline uint64_t sstm_lw_make_owner(unsigned slot, uint64_t serial) {
   return ((serial & SSTM_LW_SERIAL_MASK) << SSTM_LW_SERIAL_SHIFT) |
          ((uint64_t)slot << SSTM_LW_SLOT_SHIFT) | SSTM_LW_LOCKED;

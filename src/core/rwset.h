@@ -22,7 +22,7 @@
 
 typedef struct sstm_r_entry {
   _Atomic uint64_t *lock; /* ownership record read */
-  uint64_t lw;            /* lock word seen (unlocked: version << 1) */
+  uint64_t lw;            /* lock word seen (unlocked: its version) */
 } sstm_r_entry_t;
 
 typedef struct sstm_w_entry {
