@@ -33,7 +33,7 @@ typedef struct sstm__fast {
                            transaction (atomic inside the library) */
   uint8_t design;
   uint8_t stripe_shift;
-  uint8_t pad0;
+  uint8_t slow;         /* library-internal */
   uint32_t depth;
   uint64_t end;         /* snapshot upper bound */
   uint64_t owner_lw;

@@ -50,6 +50,15 @@ enum sstm_variant {
   SSTM_V_NONE = SSTM__V_NONE /* no transaction (depth 0) */
 };
 
+/* What begin and commit have to do beyond the common case, fixed when a
+ * descriptor is registered (the policy's hooks, the state table, sampling,
+ * the statistics level): one test of the descriptor's `slow` byte on each
+ * path instead of one test per feature. */
+enum sstm_slow {
+  SSTM_SLOW_BEGIN = 1,  /* sampling, policy on_begin, state table */
+  SSTM_SLOW_COMMIT = 2, /* policy on_commit, state table, detailed stats */
+};
+
 typedef struct sstm_ptrvec {
   void **p;
   uint32_t n, cap;
@@ -91,7 +100,7 @@ struct sstm_desc {
                              set SSTM_V_KILLFLAG in it (fetch_or) */
   uint8_t design;         /* sstm_design_t */
   uint8_t stripe_shift;   /* copy of the lock-table geometry */
-  uint8_t pad0;
+  uint8_t slow;           /* SSTM_SLOW_*: fixed at registration */
   uint32_t depth;         /* flat nesting depth, 0 = no transaction */
   uint64_t end;           /* snapshot upper bound: reads valid at time `end` */
   uint64_t owner_lw;      /* lock word value meaning "owned by this attempt" */
@@ -219,6 +228,7 @@ bool sstm__registry_busy(struct sstm_desc *except);
 
 /* stm.c */
 void sstm__desc_reset_tx(struct sstm_desc *d);
+void sstm__desc_set_slow(struct sstm_desc *d); /* after policy and state table */
 void sstm__counters_fold(sstm_counters_t *dst, const sstm_counters_t *src);
 
 /* reclaim.c */

@@ -127,6 +127,7 @@ static int desc_acquire(struct sstm_desc **out) {
   d->cm = sstm__g.cm;
   sstm__cm_desc_init(d);
   sstm__stt_attach(d);
+  sstm__desc_set_slow(d);
   d->sample_left = sstm__g.cfg.sample_period;
   d->depth = 0;
   return 0;

@@ -757,17 +757,32 @@ static void run_actions(struct sstm_desc *tx, bool committed) {
     if (tx->actions[i].on_commit == committed) tx->actions[i].fn(tx->actions[i].arg);
 }
 
-static void attempt_start(struct sstm_desc *tx) {
+void sstm__desc_set_slow(struct sstm_desc *d) {
+  unsigned s = 0;
+  if (sstm__g.cfg.sample_period || d->cm->on_begin || d->stt) s |= SSTM_SLOW_BEGIN;
+  if (d->cm->on_commit || d->stt || sstm__g.cfg.stats == SSTM_STATS_DETAILED) s |= SSTM_SLOW_COMMIT;
+  d->slow = (uint8_t)s;
+}
+
+/* Begin work of the features in SSTM_SLOW_BEGIN. */
+static SSTM_NOINLINE void begin_slow(struct sstm_desc *tx) {
+  if (tx->cm->on_begin) tx->cm->on_begin(cm_ctx(tx));
+  if (tx->stt) sstm__stt_begin(tx);
+}
+
+SSTM_INLINE void attempt_start(struct sstm_desc *tx) {
   uint64_t serial = ++tx->serial;
   tx->owner_lw = sstm_lw_make_owner(tx->slot, serial);
   __atomic_store_n(&tx->rs.n, 0, __ATOMIC_RELAXED);
-  sstm_wset_reset(&tx->ws);
+  /* An attempt that wrote nothing left nothing in the write set's index
+   * (it holds only entries stamped by attempts that wrote). */
+  if (tx->ws.n) sstm_wset_reset(&tx->ws);
   tx->ls.n = 0;
   tx->allocs.n = 0;
   tx->frees.n = 0;
   tx->nactions = 0;
   tx->cm_ctx.watched = false;
-  unsigned sample = sstm__g.cfg.sample_period ? SSTM_V_SAMPLE : 0;
+  unsigned sample = (tx->slow & SSTM_SLOW_BEGIN) && sstm__g.cfg.sample_period ? SSTM_V_SAMPLE : 0;
   bool irrev = tx->irrev_sticky || tx->attr.irrevocable;
   unsigned v = irrev ? SSTM_V_NONE
                : (tx->attr.read_only && !tx->ro_nolog_failed) ? SSTM_V_RO : tx->design;
@@ -790,18 +805,20 @@ static void attempt_start(struct sstm_desc *tx) {
     atomic_exchange_explicit(&tx->status, sstm_st_make(serial, SSTM_ST_ACTIVE),
                              memory_order_seq_cst);
   }
+  uint64_t start;
   if (SSTM_UNLIKELY(irrev)) {
     irrev_enter(tx);
+    start = tx->start;
   } else {
     /* acquire: pairs with committers' release fetch_add (argument 2). */
     uint64_t c = atomic_load_explicit(&sstm__g.clock, memory_order_acquire);
     if (SSTM_UNLIKELY(sstm_clock_irrevocable(c))) c = wait_irrevocable();
-    __atomic_store_n(&tx->start, sstm_clock_time(c), __ATOMIC_RELAXED);
-    tx->end = tx->start;
+    start = sstm_clock_time(c);
+    __atomic_store_n(&tx->start, start, __ATOMIC_RELAXED);
+    tx->end = start;
   }
-  if (tx->retries == 0) __atomic_store_n(&tx->birth, tx->start, __ATOMIC_RELAXED);
-  if (tx->cm->on_begin) tx->cm->on_begin(cm_ctx(tx));
-  if (SSTM_UNLIKELY(tx->stt)) sstm__stt_begin(tx);
+  if (tx->retries == 0) __atomic_store_n(&tx->birth, start, __ATOMIC_RELAXED);
+  if (SSTM_UNLIKELY(tx->slow & SSTM_SLOW_BEGIN)) begin_slow(tx);
   if (SSTM_UNLIKELY(atomic_load_explicit(&sstm__g.nhooks, memory_order_relaxed)))
     sstm__hooks_begin(serial);
 }
@@ -956,48 +973,10 @@ static void commit_irrevocable(struct sstm_desc *tx) {
   irrev_release(tx);
 }
 
-SSTM_API int sstm_commit(void) {
-  struct sstm_desc *tx = sstm__cur;
-  if (SSTM_UNLIKELY(tx == NULL || tx->depth == 0)) {
-    if (sstm__debug) sstm__misuse("sstm_commit without a transaction");
-    sstm__set_error("sstm_commit: no active transaction");
-    return SSTM_ENOTX;
-  }
-  if (--tx->depth > 0) return 0;
-  bool update = tx->ws.n != 0;
-  unsigned kind = sstm__kind(tx);
-  if (kind == SSTM_V_IRREV) {
-    commit_irrevocable(tx);
-    sstm__ctr_add(&tx->ctr.commits_irrevocable, 1);
-  } else if (update) {
-    tx->depth = 1; /* an abort inside commit restarts the block */
-    commit_update(tx);
-    tx->depth = 0;
-  } else {
-    /* Read-only: valid at `end`, nothing to publish. A kill requested
-     * before this point is honoured (relaxed: best effort, the attempt's
-     * snapshot was consistent either way). */
-    uint64_t st = atomic_load_explicit(&tx->status, memory_order_relaxed);
-    if (SSTM_UNLIKELY(sstm_st_state(st) == SSTM_ST_KILLED)) {
-      tx->depth = 1;
-      conflict_abort(tx, SSTM_CONFLICT_KILLED, SSTM_ABORT_KILLED, NULL);
-    }
-    if (SSTM_LIKELY(!(st & SSTM_ST_FLAGS))) {
-      /* release: see rollback. A plain store: a read-only attempt holds no
-       * lock, so conflicts never name it and policies do not watch or
-       * sleep on it. Someone who built its party by hand and sets a flag
-       * in the window between the load above and this store is not woken,
-       * and finds out within one sleep slice (sstm_party_wait). */
-      tx->cm_ctx.watched = false;
-      atomic_store_explicit(&tx->status, sstm_st_make(tx->serial, SSTM_ST_IDLE),
-                            memory_order_release);
-    } else {
-      attempt_ended(tx, atomic_exchange_explicit(&tx->status, sstm_st_make(tx->serial, SSTM_ST_IDLE),
-                                                 memory_order_acq_rel));
-    }
-  }
-  sstm__set_variant(tx, SSTM_V_NONE);
-  sstm__ctr_add(update ? &tx->ctr.commits_update : &tx->ctr.commits_ro, 1);
+/* The rest of a commit, once the attempt has ended: detailed statistics,
+ * deferred frees, user actions, policy and state-table notification, hooks.
+ * Only what the attempt used costs anything. */
+static SSTM_NOINLINE int commit_tail(struct sstm_desc *tx) {
   if (SSTM_UNLIKELY(tx->retries)) sstm__ctr_max(&tx->ctr.max_retries, tx->retries);
   if (sstm__g.cfg.stats == SSTM_STATS_DETAILED) {
     sstm__ctr_add(&tx->ctr.reads_total, tx->rs.n);
@@ -1013,6 +992,66 @@ SSTM_API int sstm_commit(void) {
   if (SSTM_UNLIKELY(tx->stt)) sstm__stt_commit(tx);
   if (SSTM_UNLIKELY(atomic_load_explicit(&sstm__g.nhooks, memory_order_relaxed)))
     sstm__hooks_commit(tx->serial);
+  return 0;
+}
+
+/* Update, irrevocable, killed or watched attempts. */
+static SSTM_NOINLINE int commit_slow(struct sstm_desc *tx) {
+  bool update = tx->ws.n != 0;
+  unsigned kind = sstm__kind(tx);
+  if (kind == SSTM_V_IRREV) {
+    commit_irrevocable(tx);
+    sstm__ctr_add(&tx->ctr.commits_irrevocable, 1);
+  } else if (update) {
+    tx->depth = 1; /* an abort inside commit restarts the block */
+    commit_update(tx);
+    tx->depth = 0;
+  } else {
+    /* Read-only, killed or watched. A kill requested before this point is
+     * honoured (relaxed: best effort, the attempt's snapshot was consistent
+     * either way). */
+    uint64_t st = atomic_load_explicit(&tx->status, memory_order_relaxed);
+    if (SSTM_UNLIKELY(sstm_st_state(st) == SSTM_ST_KILLED)) {
+      tx->depth = 1;
+      conflict_abort(tx, SSTM_CONFLICT_KILLED, SSTM_ABORT_KILLED, NULL);
+    }
+    /* acq_rel exchange: as in rollback; returns the watchers' flags. */
+    attempt_ended(tx, atomic_exchange_explicit(&tx->status, sstm_st_make(tx->serial, SSTM_ST_IDLE),
+                                               memory_order_acq_rel));
+  }
+  sstm__set_variant(tx, SSTM_V_NONE);
+  sstm__ctr_add(update ? &tx->ctr.commits_update : &tx->ctr.commits_ro, 1);
+  return commit_tail(tx);
+}
+
+SSTM_API int sstm_commit(void) {
+  struct sstm_desc *tx = sstm__cur;
+  if (SSTM_UNLIKELY(tx == NULL || tx->depth == 0)) {
+    if (sstm__debug) sstm__misuse("sstm_commit without a transaction");
+    sstm__set_error("sstm_commit: no active transaction");
+    return SSTM_ENOTX;
+  }
+  if (--tx->depth > 0) return 0;
+  /* relaxed: only the owner leaves ACTIVE except by a killer's CAS, and a
+   * kill that this load misses came too late to matter (the attempt's
+   * snapshot was consistent at `end`). */
+  uint64_t st = atomic_load_explicit(&tx->status, memory_order_relaxed);
+  if (SSTM_UNLIKELY(tx->ws.n != 0 || st != sstm_st_make(tx->serial, SSTM_ST_ACTIVE)))
+    return commit_slow(tx);
+  /* Read-only, running, not killed, no watch flags: valid at `end`, nothing
+   * to publish. release: see rollback. A plain store: a read-only attempt
+   * holds no lock, so conflicts never name it and policies do not watch or
+   * sleep on it. Someone who built its party by hand and sets a flag in the
+   * window between the load above and this store is not woken, and finds
+   * out within one sleep slice (sstm_party_wait). */
+  tx->cm_ctx.watched = false;
+  atomic_store_explicit(&tx->status, sstm_st_make(tx->serial, SSTM_ST_IDLE), memory_order_release);
+  sstm__set_variant(tx, SSTM_V_NONE);
+  sstm__ctr_add(&tx->ctr.commits_ro, 1);
+  tx->allocs.n = 0;
+  if (SSTM_UNLIKELY((tx->slow & SSTM_SLOW_COMMIT) | tx->retries | tx->frees.n | tx->nactions |
+                    atomic_load_explicit(&sstm__g.nhooks, memory_order_relaxed)))
+    return commit_tail(tx);
   return 0;
 }
 
