@@ -86,6 +86,20 @@ sstm__load_fast(sstm__fast_t *f, const void *addr, unsigned size, bool log, uint
   return true;
 }
 
+/* The fast path for the current descriptor `f` (NULL on an unregistered
+ * thread): an ETL or declared read-only attempt, a naturally aligned
+ * address, and sstm__load_fast's conditions. Outside a transaction the
+ * variant is SSTM__V_NONE, so misuse also takes the slow path. */
+static inline __attribute__((always_inline)) bool
+sstm__load_try(sstm__fast_t *f, const void *addr, unsigned size, uint64_t *out) {
+  if (__builtin_expect(f == NULL, 0)) return false;
+  /* relaxed: killers set a flag bit in this byte, which fails both tests
+   * below and sends a killed attempt to the slow path at once. */
+  unsigned var = __atomic_load_n(&f->variant, __ATOMIC_RELAXED);
+  return (var == SSTM__V_ETL || var == SSTM__V_RO) && ((uintptr_t)addr & (size - 1)) == 0 &&
+         sstm__load_fast(f, addr, size, var == SSTM__V_ETL, out);
+}
+
 /* The general read (any variant, alignment, or misuse), exported. */
 SSTM_API uint64_t sstm__load_slow(const void *addr, unsigned size);
 
@@ -94,18 +108,9 @@ extern __thread struct sstm_desc *sstm__cur __attribute__((tls_model("initial-ex
 
 static inline __attribute__((always_inline)) uint64_t sstm__load_inline(const void *addr,
                                                                         unsigned size) {
-  sstm__fast_t *f = (sstm__fast_t *)(void *)sstm__cur;
   uint64_t v;
-  if (__builtin_expect(f != NULL, 1)) {
-    /* relaxed: killers set a flag bit in this byte, which fails both tests
-     * below and sends a killed attempt to the slow path at once. */
-    unsigned var = __atomic_load_n(&f->variant, __ATOMIC_RELAXED);
-    if (__builtin_expect((var == SSTM__V_ETL || var == SSTM__V_RO) &&
-                             ((uintptr_t)addr & (size - 1)) == 0 &&
-                             sstm__load_fast(f, addr, size, var == SSTM__V_ETL, &v),
-                         1))
-      return v;
-  }
+  if (__builtin_expect(sstm__load_try((sstm__fast_t *)(void *)sstm__cur, addr, size, &v), 1))
+    return v;
   return sstm__load_slow(addr, size);
 }
 #endif

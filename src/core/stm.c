@@ -599,11 +599,15 @@ SSTM_API uint64_t sstm__load_slow(const void *addr, unsigned size) {
 }
 
 #define DEFINE_INT_BARRIERS(T, S, suffix)                                                          \
+  /* The inline fast path as a leaf (no stack frame), else the general     \
+   * entry; the random-delay build always takes the latter (its barriers    \
+   * have delay points). */                                                 \
   SSTM_API T sstm_load_##suffix(const T *addr) {                                                   \
-    struct sstm_desc *tx = sstm__cur;                                                              \
-    if (!SSTM_IN_TX(tx)) return (T)misuse_access("sstm_load_" #suffix);                            \
-    if (SSTM_UNLIKELY((uintptr_t)addr & (S - 1))) return (T)sstm__load_slow(addr, S);              \
-    return (T)dispatch_load(tx, addr, S);                                                          \
+    uint64_t v;                                                                                    \
+    if (!sstm__random_delay &&                                                                     \
+        SSTM_LIKELY(sstm__load_try((sstm__fast_t *)(void *)sstm__cur, addr, S, &v)))               \
+      return (T)v;                                                                                 \
+    return (T)sstm__load_slow(addr, S);                                                            \
   }                                                                                                \
   SSTM_API void sstm_store_##suffix(T *addr, T v) {                                                \
     struct sstm_desc *tx = sstm__cur;                                                              \
