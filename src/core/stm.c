@@ -120,7 +120,6 @@ SSTM_API __thread struct sstm_desc *sstm__cur __attribute__((tls_model("initial-
 
 static __attribute__((noreturn)) void abort_tx(struct sstm_desc *tx, sstm_abort_reason_t r,
                                                const sstm_party_t *other);
-static void attempt_start(struct sstm_desc *tx);
 
 /* ------------------------------------------------------------------------ */
 /* Memory accesses of exactly the requested size. Relaxed atomics: the
@@ -774,7 +773,9 @@ static SSTM_NOINLINE void begin_slow(struct sstm_desc *tx) {
   if (tx->stt) sstm__stt_begin(tx);
 }
 
-SSTM_INLINE void attempt_start(struct sstm_desc *tx) {
+/* Start an attempt; `first` (a constant at each call site) is true for the
+ * first attempt of a transaction, whose restart flags are still clear. */
+SSTM_INLINE void attempt_start(struct sstm_desc *tx, bool first) {
   uint64_t serial = ++tx->serial;
   tx->owner_lw = sstm_lw_make_owner(tx->slot, serial);
   __atomic_store_n(&tx->rs.n, 0, __ATOMIC_RELAXED);
@@ -787,9 +788,10 @@ SSTM_INLINE void attempt_start(struct sstm_desc *tx) {
   tx->nactions = 0;
   tx->cm_ctx.watched = false;
   unsigned sample = (tx->slow & SSTM_SLOW_BEGIN) && sstm__g.cfg.sample_period ? SSTM_V_SAMPLE : 0;
-  bool irrev = tx->irrev_sticky || tx->attr.irrevocable;
+  bool irrev = (!first && tx->irrev_sticky) || tx->attr.irrevocable;
   unsigned v = irrev ? SSTM_V_NONE
-               : (tx->attr.read_only && !tx->ro_nolog_failed) ? SSTM_V_RO : tx->design;
+               : (tx->attr.read_only && (first || !tx->ro_nolog_failed)) ? SSTM_V_RO
+                                                                         : tx->design;
   /* The variant is set before ACTIVE is published (release below), so that
    * a killer's flag for this attempt lands after it (registry.c). */
   sstm__set_variant(tx, v | sample);
@@ -821,7 +823,7 @@ SSTM_INLINE void attempt_start(struct sstm_desc *tx) {
     __atomic_store_n(&tx->start, start, __ATOMIC_RELAXED);
     tx->end = start;
   }
-  if (tx->retries == 0) __atomic_store_n(&tx->birth, start, __ATOMIC_RELAXED);
+  if (first || tx->retries == 0) __atomic_store_n(&tx->birth, start, __ATOMIC_RELAXED);
   if (SSTM_UNLIKELY(tx->slow & SSTM_SLOW_BEGIN)) begin_slow(tx);
   if (SSTM_UNLIKELY(atomic_load_explicit(&sstm__g.nhooks, memory_order_relaxed)))
     sstm__hooks_begin(serial);
@@ -845,7 +847,7 @@ SSTM_API sstm_ckpt_t *sstm__begin(const sstm_attr_t *attr) {
   tx->retries = 0;
   tx->irrev_sticky = false;
   tx->ro_nolog_failed = false;
-  attempt_start(tx);
+  attempt_start(tx, true);
   return &tx->ckpt;
 }
 
@@ -895,7 +897,7 @@ static __attribute__((noreturn)) void abort_tx(struct sstm_desc *tx, sstm_abort_
     sstm__ckpt_restore(&tx->ckpt, SSTM__CKPT_CANCEL);
   }
   tx->depth = 1; /* flat nesting: the restart resumes the outermost block */
-  attempt_start(tx);
+  attempt_start(tx, false);
   SSTM_ASAN_NO_RETURN();
   sstm__ckpt_restore(&tx->ckpt, SSTM__CKPT_RESTART);
 }
