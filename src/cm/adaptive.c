@@ -6,7 +6,7 @@
  *   threads that ran transactions <= CPUs       -> ser-spin: the loser's
  *       CPU has nothing better to do (Table 1, "threads <= cores");
  *   more threads than CPUs, and
- *     long transactions (over 20 us of CPU time  -> ser-block, and a 4 ms
+ *     long transactions (over 40 us of CPU time  -> ser-block, and a 4 ms
  *       per commit)                                 EEVDF custom slice for
  *                                                   the threads that abort
  *                                                   (ser-block+ext, the best
@@ -92,7 +92,7 @@ enum { A_SLICE_CHANGES = 3, A_SWITCHES = 4, A_EVALUATIONS = 5, A_PROBES = 6 };
 #define WINDOW_NS 20000000ull
 #define MIN_EVENTS 16           /* commits + aborts a window needs to be judged */
 #define ACTIVE_WINDOWS 4        /* a thread counts as running for this many windows */
-#define LONG_TX_NS 20000.0      /* CPU time per commit above which transactions are long */
+#define LONG_TX_NS 40000.0      /* CPU time per commit above which transactions are long */
 #define EXT_SLICE_NS 4000000ull /* ext's default custom slice */
 #define UNDER_WINDOWS 3         /* windows with threads <= CPUs before leaving ser-block/yield */
 #define LENGTH_WINDOWS 2        /* windows a change of transaction length must last */
