@@ -1,17 +1,21 @@
-/* adaptive: chooses among ser-spin, yield and ser-block online, and gives
- * its threads a longer time slice when transactions are long, following
- * paper 1's Table 1 and conclusions (the paper leaves this as future work)
- * and what they measure to on this machine (docs/benchmarks.md):
+/* adaptive: chooses among ser-spin-block, yield and ser-block online, and
+ * gives its threads a longer time slice when transactions are long,
+ * following paper 1's Table 1 and conclusions (the paper leaves this as
+ * future work) and what they measure to on this machine
+ * (docs/benchmarks.md):
  *
- *   threads that ran transactions <= CPUs       -> ser-spin: the loser's
- *       CPU has nothing better to do (Table 1, "threads <= cores");
- *   more threads than CPUs, and
- *     long transactions (over 40 us of CPU time  -> ser-block, and a 4 ms
- *       per commit)                                 EEVDF custom slice for
- *                                                   the threads that abort
- *                                                   (ser-block+ext, the best
- *                                                   on STMBench7);
- *     short transactions                         -> yield or ser-block,
+ *   long transactions (over 40 us of CPU time   -> ser-block, and a 4 ms
+ *     per commit), whatever the thread count       EEVDF custom slice for the
+ *                                                  threads that abort
+ *                                                  (ser-block+ext, the best
+ *                                                  on STMBench7 from 2
+ *                                                  threads up);
+ *   short transactions, and
+ *     threads that ran transactions <= CPUs      -> ser-spin-block: spin for
+ *       the winner up to 20 us (SER-u spin, Table 1's "threads <= cores"),
+ *       then sleep as ser-block (the winner's CPU may be taken by another
+ *       process: the count is of our threads only);
+ *     more threads than CPUs                     -> yield or ser-block,
  *       whichever commits more in a probe: six windows alternating the two
  *       (yield, ser-block, ser-block, yield, yield, ser-block: balanced
  *       against a drift), yield only if it is more than 3 % ahead; probed
@@ -23,7 +27,7 @@
  *
  * Starting choice, before any window has been evaluated: from the threads
  * registered so far, ser-block if they outnumber the CPUs (the safe choice
- * when oversubscribed), ser-spin otherwise. suicide is never chosen: every
+ * when oversubscribed), ser-spin-block otherwise. suicide is never chosen: every
  * policy of the menu costs exactly what suicide costs on conflict-free
  * paths, and softser (paper 1's choice for non-deterministic transactions)
  * is behind ser-block on every sb7 mix here and needs a commit hook.
@@ -467,7 +471,8 @@ static void adaptive_abort(sstm_cm_ctx_t *ctx, const sstm_abort_info_t *info) {
 
 const sstm_cm_ops_t sstm__cm_adaptive = {
     .name = "adaptive",
-    .description = "chooses ser-spin/yield/ser-block (and a long slice) online (paper 1, Table 1)",
+    .description =
+        "chooses ser-spin-block/yield/ser-block (and a long slice) online (paper 1, Table 1)",
     .state_size = ADAPTIVE_STATE_MAX,
     .init = adaptive_init,
     .fini = adaptive_fini,
