@@ -1,94 +1,153 @@
-/* adaptive: chooses among suicide, backoff, yield, ser-spin, ser-block and
- * softser online, from what it observes, following paper 1's Table 1 and
- * conclusions (the paper leaves this as future work):
+/* adaptive: chooses among ser-spin-block, yield and ser-block online, and
+ * gives its threads a longer time slice when transactions are long,
+ * following paper 1's Table 1 and conclusions (the paper leaves this as
+ * future work) and what they measure to on this machine
+ * (docs/benchmarks.md):
  *
- *   no contention (smoothed abort ratio under 2 % and no window over 50 %;
- *       left only after 100 windows under 0.1 %)           -> suicide;
- *   threads that ran in the window <= CPUs                -> ser-spin: the
- *       loser's CPU has nothing better to do (Table 1, "threads <= cores");
- *   more threads than CPUs, and
- *     retries take other paths (non-determinism > 30 %)   -> softser (the
- *       paper's best for STMBench7's non-deterministic transactions);
- *     short transactions (under a tenth of a 4 ms slice)  -> yield ("a simple
- *       yield is often sufficient" for short transactions, few updates);
- *     otherwise                                           -> ser-block.
+ *   long transactions (over 40 us of CPU time   -> ser-block, and a 4 ms
+ *     per commit), whatever the thread count       EEVDF custom slice for the
+ *                                                  threads that abort
+ *                                                  (ser-block+ext, the best
+ *                                                  on STMBench7 from 2
+ *                                                  threads up);
+ *   short transactions, and
+ *     threads that ran transactions <= CPUs      -> ser-spin-block: spin for
+ *       the winner up to 20 us (SER-u spin, Table 1's "threads <= cores"),
+ *       then sleep as ser-block (the winner's CPU may be taken by another
+ *       process: the count is of our threads only);
+ *     more threads than CPUs                     -> yield or ser-block,
+ *       whichever commits more in a probe: six windows alternating the two
+ *       (yield, ser-block, ser-block, yield, yield, ser-block: balanced
+ *       against a drift), yield only if it is more than 3 % ahead; probed
+ *       again every 50 windows. The two are within noise of each other on
+ *       most short workloads, either may lead by 20 % on a given run, and
+ *       nothing observable without trying says which. A held yield whose
+ *       losers abort more than once per commit for two windows (it does
+ *       not serialise) gives way to ser-block.
  *
- * Observations, per window of at least 20 ms: commits and aborts (per-thread
- * counts flushed every 64 events and at each thread's first event of a
- * window), threads that ran transactions (the most over the last four
- * windows), the time per commit of each thread between flushes (the
- * transaction length, no clock read on the transaction paths), and
- * non-determinism:
- * the fraction of retries whose first 8 reads differ from those of the
- * previous attempt of the same transaction (it took another path).
- * Hysteresis: a new contention policy must win two (from suicide) or three
- * consecutive windows. The current choice and the
- * reason are in sstm_describe() ("cm-info=") and the switch count in the
- * policy counters.
+ * Starting choice, before any window has been evaluated: from the threads
+ * registered so far, ser-block if they outnumber the CPUs (the safe choice
+ * when oversubscribed), ser-spin-block otherwise. suicide is never chosen: every
+ * policy of the menu costs exactly what suicide costs on conflict-free
+ * paths, and softser (paper 1's choice for non-deterministic transactions)
+ * is behind ser-block on every sb7 mix here and needs a commit hook.
+ *
+ * Observations, per window of at least 20 ms: the engine's own per-thread
+ * counters (commits and aborts, kept for sstm_stats anyway), read by the
+ * thread that closes the window: adaptive has no commit hook, and its abort
+ * hook reads the clock once. Threads that ran transactions: those whose
+ * counters moved in the last four windows (a thread asleep or descheduled
+ * for a whole window still competes for the CPUs). Transaction length: the
+ * CPU time per commit, window length x min(threads, CPUs) / commits (aborted
+ * attempts included: what a commit costs). Windows are closed only by
+ * aborts: without conflicts the choice does not matter.
+ *
+ * Hysteresis, asymmetric: more threads than CPUs is acted on at once (a
+ * spinning loser may hold a CPU the winner needs), fewer only after three
+ * windows; a change of transaction length after two. The current choice and
+ * the reason are in sstm_describe() ("cm-info="), the switch, evaluation,
+ * probe and slice-change counts in the policy counters.
  */
+#define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "cm/common.h"
 #include "core/engine.h"
+#include "os/sched.h"
 
-extern const sstm_cm_ops_t sstm__cm_suicide, sstm__cm_backoff, sstm__cm_yield, sstm__cm_ser_spin,
-    sstm__cm_ser_block, sstm__cm_softser;
+extern const sstm_cm_ops_t sstm__cm_yield, sstm__cm_ser_block, sstm__cm_adaptive;
 
-enum { SUB_SUICIDE, SUB_BACKOFF, SUB_YIELD, SUB_SER_SPIN, SUB_SER_BLOCK, SUB_SOFTSER, NSUB };
-static const sstm_cm_ops_t *const subs[NSUB] = {&sstm__cm_suicide,  &sstm__cm_backoff,
-                                                 &sstm__cm_yield,    &sstm__cm_ser_spin,
-                                                 &sstm__cm_ser_block, &sstm__cm_softser};
-/* Policy counters 0..3 belong to the sub-policies (waits, yields, priority
- * changes, ...), 4 and 5 to adaptive itself, 7 to an ext modifier. */
-enum { A_SWITCHES = 4, A_EVALUATIONS = 5 };
+/* ser-spin that gives up its CPU after SPIN_NS: SER-u (spin) when the
+ * winner is running, as Table 1 recommends for threads <= cores, and a futex
+ * sleep when it is not (its CPU taken by a thread of another process: "no
+ * more threads than CPUs" is about ours only). Counters as ser-spin's. */
+#define SPIN_NS 20000ull
+static void spin_block_abort(sstm_cm_ctx_t *ctx, const sstm_abort_info_t *info) {
+  sstm__cm_bound_retries(ctx);
+  if (!info->has_other || !sstm__cm_conflict_abort(info->reason))
+    return;
+  sstm_cm_note(ctx, SSTM_ACT_SPIN);
+  sstm_cm_count(ctx, 0, 1);
+  if (sstm_party_wait(&info->other, SSTM_WAIT_SPIN, SPIN_NS) != 0) {
+    sstm_cm_note(ctx, SSTM_ACT_BLOCK);
+    if (sstm_party_wait(&info->other, SSTM_WAIT_BLOCK, SSTM_SER_WAIT_MAX_NS - SPIN_NS) != 0)
+      sstm_cm_count(ctx, 1, 1);
+  }
+  sstm_cm_note(ctx, SSTM_ACT_NONE);
+}
+static const sstm_cm_ops_t spin_block = {
+    .name = "ser-spin-block",
+    .on_conflict = sstm__cm_abort_self,
+    .on_abort = spin_block_abort,
+};
+
+enum { SUB_YIELD, SUB_SPIN_BLOCK, SUB_SER_BLOCK, NSUB };
+static const sstm_cm_ops_t *const subs[NSUB] = {&sstm__cm_yield, &spin_block, &sstm__cm_ser_block};
+/* Policy counters 0 and 1 belong to the sub-policies (waits or yields,
+ * timeouts), 3..6 to adaptive itself, 7 to an ext modifier. */
+enum { A_SLICE_CHANGES = 3, A_SWITCHES = 4, A_EVALUATIONS = 5, A_PROBES = 6 };
 
 #define WINDOW_NS 20000000ull
-#define FLUSH_EVERY 64
-#define SLICE_NS 4000000ull
-#define PATH_LEN 8          /* reads compared between attempts */
-#define ENTER_WINDOWS 2     /* windows a contention policy must win to enter */
-#define SWITCH_WINDOWS 3    /* ... to replace another contention policy */
-#define QUIET_WINDOWS 100   /* quiet windows before going back to suicide */
-#define EWMA_ALPHA 0.25     /* weight of the newest window in the abort ratio */
+#define MIN_EVENTS 16           /* commits + aborts a window needs to be judged */
+#define ACTIVE_WINDOWS 4        /* a thread counts as running for this many windows */
+#define LONG_TX_NS 40000.0      /* CPU time per commit above which transactions are long */
+#define EXT_SLICE_NS 4000000ull /* ext's default custom slice */
+#define UNDER_WINDOWS 3         /* windows with threads <= CPUs before leaving ser-block/yield */
+#define LENGTH_WINDOWS 2        /* windows a change of transaction length must last */
+#define PROBE_LEN 6
+#define PROBE_MARGIN 1.03 /* yield must beat ser-block by this factor */
+#define HOLD_WINDOWS 50   /* windows between probes */
+#define YIELD_MAX_APC 1.0 /* aborts per commit that make a held yield give way */
 /* state_size must be known before init: an upper bound, checked at init
  * against the sub-policies' sizes. */
-#define ADAPTIVE_STATE_MAX 4096
+#define ADAPTIVE_STATE_MAX 256
 
 typedef struct adaptive_state {
-  uint32_t commits, aborts, events; /* since the last flush */
-  uint64_t last_flush_ns;           /* when this thread last flushed */
-  const void *prev_path[PATH_LEN];  /* first reads of the previous attempt */
-  uint32_t prev_n;
-  uint32_t nondet, compared;
-  uint64_t len_sum, len_n;
-  uint64_t window_seen;             /* last window this thread was counted in */
+  bool slice_on; /* owner-only: this thread runs with the long custom slice */
 } adaptive_state_t;
 
 static size_t sub_off[NSUB], own_size;
-static long ncpu;
+static const int probe_seq[PROBE_LEN] = {SUB_YIELD, SUB_SER_BLOCK, SUB_SER_BLOCK,
+                                         SUB_YIELD, SUB_YIELD,     SUB_SER_BLOCK};
 
-/* Shared decision state. `cur` is read by every hook (acquire, pairs with
- * the evaluator's release store: a thread that sees a new choice sees the
- * sub-policy's initialised state). The window counters are relaxed
- * statistics. The evaluator's own state is under `lock`: one evaluation at a
- * time, every 20 ms, off the transactions' paths. */
+/* Shared decision state. `cur` and `slice_want` are read by the abort and
+ * conflict hooks (relaxed: the sub-policies keep no shared state, so a choice
+ * publishes nothing but itself; a thread that acts on the previous choice
+ * for one more conflict is harmless). `window_start` is claimed by CAS by the
+ * thread that closes a window; the evaluation itself, and everything below
+ * `lock`, is under `lock`: one evaluation at a time, every 20 ms, off the
+ * commit path. */
 static struct {
-  /* read on every commit: a cache line of its own, written every 20 ms */
+  /* read on every abort: a cache line of its own, written at switches */
   _Alignas(64) _Atomic int cur;
-  _Atomic bool softser_used;
-  _Atomic uint64_t window_id;
-  /* written by flushes */
+  _Atomic bool slice_want;   /* threads that abort take the long slice */
+  _Atomic bool slice_failed; /* the kernel refused a custom slice: stop asking */
   _Alignas(64) _Atomic uint64_t window_start;
-  _Atomic uint64_t commits, aborts, active, nondet, compared, len_sum, len_n;
   pthread_mutex_t lock;
-  int candidate, streak, quiet; /* hysteresis (under lock) */
-  double ewma;                  /* smoothed abort ratio (under lock) */
-  uint64_t active_hist[4];      /* threads that ran, last windows (under lock) */
-  char reason[160];             /* why `cur` was chosen (under lock) */
+  unsigned ncpu;
+  unsigned nslots;                  /* size of the per-slot arrays */
+  uint64_t *seen_c, *seen_a;        /* per slot: counters at the last evaluation */
+  uint64_t *last_win;               /* per slot: last window it moved in (+1; 0 never) */
+  uint64_t win;                     /* windows evaluated */
+  uint64_t pend_c, pend_a, pend_ns; /* a window too small to judge, carried over */
+  unsigned registered;              /* descriptors initialised and not finished */
+  bool evaluated;                   /* a window has been judged */
+  bool over;                        /* regime: more threads than CPUs */
+  unsigned under_streak;
+  bool longtx; /* transactions are long */
+  unsigned len_streak;
+  int probe_pos; /* next probe window, -1: not probing */
+  double probe_cps[NSUB];
+  unsigned probe_n[NSUB];
+  unsigned hold;      /* windows before the next probe */
+  unsigned yield_bad; /* consecutive windows of yield not serialising */
+  char reason[160];   /* why `cur` was chosen */
 } G = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
 #define RLX memory_order_relaxed
@@ -99,175 +158,248 @@ static sstm_cm_ctx_t sub_ctx(sstm_cm_ctx_t *ctx, int i) {
   return c;
 }
 
+static unsigned cpus_available(void) {
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0)
+    return (unsigned)CPU_COUNT(&set);
+  long n = sysconf(_SC_NPROCESSORS_ONLN);
+  return n > 0 ? (unsigned)n : 1;
+}
+
 static int adaptive_init(const sstm_config_t *cfg) {
   size_t off = (sizeof(adaptive_state_t) + 15) & ~(size_t)15;
-  own_size = off;
   for (int i = 0; i < NSUB; i++) {
     sub_off[i] = off;
     off += (subs[i]->state_size + 15) & ~(size_t)15;
     if (subs[i]->init) {
       int rc = subs[i]->init(cfg);
-      if (rc) return rc;
+      if (rc)
+        return rc;
     }
   }
   own_size = off;
   if (own_size > ADAPTIVE_STATE_MAX) {
-    sstm__set_error("adaptive: sub-policy state too large (%zu > %d)", own_size, ADAPTIVE_STATE_MAX);
+    sstm__set_error("adaptive: sub-policy state too large (%zu > %d)", own_size,
+                    ADAPTIVE_STATE_MAX);
     return SSTM_ELIMIT;
   }
-  ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-  if (ncpu < 1) ncpu = 1;
+  unsigned n = cfg->max_threads ? cfg->max_threads : 1;
+  uint64_t *arr = calloc(3 * (size_t)n, sizeof *arr);
+  if (arr == NULL) {
+    sstm__set_error("adaptive: out of memory for %u thread slots", n);
+    return SSTM_ENOMEM;
+  }
   pthread_mutex_lock(&G.lock);
-  G.candidate = SUB_SUICIDE;
-  G.streak = G.quiet = 0;
-  G.ewma = 0;
-  memset(G.active_hist, 0, sizeof G.active_hist);
+  G.ncpu = cpus_available();
+  G.nslots = n;
+  G.seen_c = arr;
+  G.seen_a = arr + n;
+  G.last_win = arr + 2 * (size_t)n;
+  G.win = 1;
+  G.pend_c = G.pend_a = G.pend_ns = 0;
+  G.registered = 0;
+  G.evaluated = G.over = G.longtx = false;
+  G.under_streak = G.len_streak = G.hold = G.yield_bad = 0;
+  G.probe_pos = -1;
   snprintf(G.reason, sizeof G.reason, "start");
   pthread_mutex_unlock(&G.lock);
-  atomic_store_explicit(&G.cur, SUB_SUICIDE, memory_order_release);
-  atomic_store_explicit(&G.softser_used, false, RLX);
+  atomic_store_explicit(&G.cur, SUB_SPIN_BLOCK, RLX);
+  atomic_store_explicit(&G.slice_want, false, RLX);
+  atomic_store_explicit(&G.slice_failed, false, RLX);
   atomic_store_explicit(&G.window_start, sstm__now_ns(), RLX);
-  atomic_store_explicit(&G.window_id, 1, RLX);
   return 0;
+}
+
+static void adaptive_fini(void) {
+  for (int i = 0; i < NSUB; i++)
+    if (subs[i]->fini)
+      subs[i]->fini();
+  pthread_mutex_lock(&G.lock);
+  free(G.seen_c);
+  G.seen_c = G.seen_a = G.last_win = NULL;
+  G.nslots = 0;
+  pthread_mutex_unlock(&G.lock);
 }
 
 static int adaptive_describe(char *buf, size_t len) {
   pthread_mutex_lock(&G.lock);
-  int n = snprintf(buf, len, "current=%s reason=%s",
-                   subs[atomic_load_explicit(&G.cur, memory_order_acquire)]->name, G.reason);
+  int n = snprintf(buf, len, "current=%s reason=%s", subs[atomic_load_explicit(&G.cur, RLX)]->name,
+                   G.reason);
   pthread_mutex_unlock(&G.lock);
   return n;
 }
 
-/* `contended`: the smoothed abort ratio says contention management pays. */
-static int choose(bool contended, double ratio, unsigned threads, double nondet, double len_ns,
-                  char *why, size_t n) {
-  int c;
-  if (!contended) {
-    c = SUB_SUICIDE;
-    snprintf(why, n, "abort-ratio=%.3f low", ratio);
-  } else if ((long)threads <= ncpu) {
-    c = SUB_SER_SPIN;
-    snprintf(why, n, "threads=%u<=cpus=%ld abort-ratio=%.3f", threads, ncpu, ratio);
-  } else if (nondet > 0.30) {
-    c = SUB_SOFTSER;
-    snprintf(why, n, "threads=%u>cpus=%ld nondet=%.2f", threads, ncpu, nondet);
-  } else if (len_ns > 0 && len_ns < SLICE_NS / 10) {
-    c = SUB_YIELD;
-    snprintf(why, n, "threads=%u>cpus=%ld short-tx=%.1fus", threads, ncpu, len_ns / 1e3);
-  } else {
-    c = SUB_SER_BLOCK;
-    snprintf(why, n, "threads=%u>cpus=%ld tx=%.0fus abort-ratio=%.3f", threads, ncpu,
-             len_ns / 1e3, ratio);
-  }
-  return c;
+/* Under G.lock. The reason is updated whenever it is given, the switch
+ * counted only when the choice changes. */
+static void choose(sstm_cm_ctx_t *ctx, int c) {
+  if (atomic_load_explicit(&G.cur, RLX) == c)
+    return;
+  atomic_store_explicit(&G.cur, c, RLX);
+  if (ctx)
+    sstm_cm_count(ctx, A_SWITCHES, 1);
 }
 
-/* Under G.lock. */
-static void switch_to(sstm_cm_ctx_t *ctx, int c, const char *why) {
-  snprintf(G.reason, sizeof G.reason, "%s", why);
-  if (c == SUB_SOFTSER) atomic_store_explicit(&G.softser_used, true, RLX);
-  atomic_store_explicit(&G.cur, c, memory_order_release);
-  G.streak = G.quiet = 0;
-  sstm_cm_count(ctx, A_SWITCHES, 1);
+static void want_slice(bool on) {
+  if (atomic_load_explicit(&G.slice_want, RLX) != on)
+    atomic_store_explicit(&G.slice_want, on, RLX);
+}
+
+/* Under G.lock: one probe window has ended under the current choice. */
+static void probe_step(sstm_cm_ctx_t *ctx, double cps, unsigned threads, double len) {
+  int cur = atomic_load_explicit(&G.cur, RLX);
+  G.probe_cps[cur] += cps;
+  G.probe_n[cur]++;
+  if (++G.probe_pos < PROBE_LEN) {
+    snprintf(G.reason, sizeof G.reason, "threads=%u>cpus=%u short-tx=%.2fus probing", threads,
+             G.ncpu, len / 1e3);
+    choose(ctx, probe_seq[G.probe_pos]);
+    return;
+  }
+  double y = G.probe_n[SUB_YIELD] ? G.probe_cps[SUB_YIELD] / G.probe_n[SUB_YIELD] : 0;
+  double b = G.probe_n[SUB_SER_BLOCK] ? G.probe_cps[SUB_SER_BLOCK] / G.probe_n[SUB_SER_BLOCK] : 0;
+  int c = y > b * PROBE_MARGIN ? SUB_YIELD : SUB_SER_BLOCK;
+  snprintf(G.reason, sizeof G.reason,
+           "threads=%u>cpus=%u short-tx=%.2fus probe yield=%.0f/s ser-block=%.0f/s", threads,
+           G.ncpu, len / 1e3, y, b);
+  G.probe_pos = -1;
+  G.hold = HOLD_WINDOWS;
+  G.yield_bad = 0;
+  choose(ctx, c);
+}
+
+static void probe_start(sstm_cm_ctx_t *ctx, unsigned threads, double len) {
+  G.probe_pos = 0;
+  memset(G.probe_cps, 0, sizeof G.probe_cps);
+  memset(G.probe_n, 0, sizeof G.probe_n);
+  sstm_cm_count(ctx, A_PROBES, 1);
+  snprintf(G.reason, sizeof G.reason, "threads=%u>cpus=%u short-tx=%.2fus probing", threads, G.ncpu,
+           len / 1e3);
+  choose(ctx, probe_seq[0]);
 }
 
 /* Under G.lock: fold one window into the decision. */
-static void decide(sstm_cm_ctx_t *ctx, double ratio, uint64_t active, double nondet, double len) {
-  /* Threads that ran transactions: the most of the last four windows (a
-   * thread descheduled for a whole window still competes for the CPUs). */
-  uint64_t threads = active;
-  for (int i = 3; i > 0; i--) G.active_hist[i] = G.active_hist[i - 1];
-  G.active_hist[0] = active;
-  for (int i = 1; i < 4; i++)
-    if (G.active_hist[i] > threads) threads = G.active_hist[i];
-  /* Oversubscribed suicide aborts in bursts (a preempted lock holder):
-   * windows are noisy, so the decision uses a smoothed ratio. */
-  G.ewma = EWMA_ALPHA * (ratio < 100 ? ratio : 100) + (1 - EWMA_ALPHA) * G.ewma;
-  int cur = atomic_load_explicit(&G.cur, RLX);
-  /* Asymmetric hysteresis: a contention policy hides the contention it
-   * handles (few aborts) and costs nothing on conflict-free paths, so going
-   * back to suicide needs a long quiet run; entering is quick. */
-  bool contended = cur == SUB_SUICIDE ? (G.ewma > 0.02 || ratio > 0.5) : G.ewma > 0.001;
-  char why[160];
-  int c = choose(contended, G.ewma, (unsigned)threads, nondet, len, why, sizeof why);
-  if (c == SUB_SUICIDE) {
-    G.streak = 0;
-    if (cur != SUB_SUICIDE && ++G.quiet >= QUIET_WINDOWS) switch_to(ctx, c, why);
-    return;
+static void decide(sstm_cm_ctx_t *ctx, uint64_t ns, uint64_t commits, uint64_t aborts,
+                   unsigned threads) {
+  bool first = !G.evaluated, was_over = G.over;
+  G.evaluated = true;
+  if (threads > G.ncpu) {
+    G.over = true;
+    G.under_streak = 0;
+  } else if (first || (G.over && ++G.under_streak >= UNDER_WINDOWS)) {
+    G.over = false;
   }
-  G.quiet = 0;
-  if (c == cur) {
-    G.streak = 0;
-    return;
+  if (G.over != was_over) { /* a probe's windows belong to one regime */
+    G.probe_pos = -1;
+    G.hold = 0;
   }
-  if (c != G.candidate) {
-    G.candidate = c;
-    G.streak = 1;
+  unsigned busy = threads == 0 ? 1 : threads < G.ncpu ? threads : G.ncpu;
+  double len = commits ? (double)ns * busy / (double)commits : 1e12;
+  double cps = (double)commits * 1e9 / (double)ns;
+  double apc = (double)aborts / (double)(commits ? commits : 1);
+  bool long_now = len > LONG_TX_NS;
+  if (first) {
+    G.longtx = long_now;
+  } else if (long_now != G.longtx) {
+    if (++G.len_streak >= LENGTH_WINDOWS) {
+      G.longtx = long_now;
+      G.len_streak = 0;
+      G.probe_pos = -1;
+      G.hold = 0;
+    }
   } else {
-    G.streak++;
+    G.len_streak = 0;
   }
-  if (G.streak >= (cur == SUB_SUICIDE ? ENTER_WINDOWS : SWITCH_WINDOWS)) switch_to(ctx, c, why);
+  const char *rel = G.over ? ">" : "<=";
+  if (G.longtx) {
+    want_slice(!atomic_load_explicit(&G.slice_failed, RLX));
+    snprintf(G.reason, sizeof G.reason, "threads=%u%scpus=%u long-tx=%.0fus%s", threads, rel,
+             G.ncpu, len / 1e3, atomic_load_explicit(&G.slice_want, RLX) ? " slice=4ms" : "");
+    choose(ctx, SUB_SER_BLOCK);
+    return;
+  }
+  want_slice(false);
+  if (!G.over) {
+    snprintf(G.reason, sizeof G.reason, "threads=%u<=cpus=%u short-tx=%.2fus", threads, G.ncpu,
+             len / 1e3);
+    choose(ctx, SUB_SPIN_BLOCK);
+    return;
+  }
+  if (G.probe_pos >= 0) {
+    probe_step(ctx, cps, threads, len);
+    return;
+  }
+  if (G.hold == 0) {
+    probe_start(ctx, threads, len);
+    return;
+  }
+  G.hold--;
+  int cur = atomic_load_explicit(&G.cur, RLX);
+  if (cur == SUB_YIELD) {
+    G.yield_bad = apc > YIELD_MAX_APC ? G.yield_bad + 1 : 0;
+    if (G.yield_bad >= 2) {
+      snprintf(G.reason, sizeof G.reason, "threads=%u>cpus=%u yield-aborts/commit=%.2f", threads,
+               G.ncpu, apc);
+      choose(ctx, SUB_SER_BLOCK);
+    }
+  } else if (cur != SUB_SER_BLOCK) {
+    probe_start(ctx, threads, len); /* held a choice of another regime */
+  }
+}
+
+/* Under G.lock: the counters of every thread since the last evaluation. The
+ * owners write them with relaxed stores (sstm__ctr_add); a value read a
+ * moment early is counted in the next window. A counter that went down was
+ * reset (sstm_stats_reset, a descriptor's new thread): its whole value is
+ * new. */
+static unsigned scan(uint64_t *commits, uint64_t *aborts) {
+  unsigned hw = atomic_load_explicit(&sstm__g.hiwater, memory_order_acquire);
+  if (hw > G.nslots)
+    hw = G.nslots;
+  unsigned active = 0;
+  for (unsigned i = 0; i < hw; i++) {
+    struct sstm_desc *d = sstm__desc_at(i);
+    if (d == NULL)
+      continue;
+    uint64_t c = sstm__ctr_get(&d->ctr.commits_ro) + sstm__ctr_get(&d->ctr.commits_update), a = 0;
+    for (int r = 0; r < SSTM_ABORT_REASON_COUNT; r++)
+      a += sstm__ctr_get(&d->ctr.aborts[r]);
+    uint64_t dc = c >= G.seen_c[i] ? c - G.seen_c[i] : c;
+    uint64_t da = a >= G.seen_a[i] ? a - G.seen_a[i] : a;
+    G.seen_c[i] = c;
+    G.seen_a[i] = a;
+    *commits += dc;
+    *aborts += da;
+    if (dc + da)
+      G.last_win[i] = G.win;
+    if (G.last_win[i] && G.win - G.last_win[i] < ACTIVE_WINDOWS)
+      active++;
+  }
+  return active;
 }
 
 /* The thread that closes a window (CAS on its start) evaluates it. */
 static void maybe_evaluate(sstm_cm_ctx_t *ctx) {
   uint64_t now = sstm__now_ns(), start = atomic_load_explicit(&G.window_start, RLX);
-  if (now - start < WINDOW_NS) return;
-  if (!atomic_compare_exchange_strong_explicit(&G.window_start, &start, now, RLX, RLX)) return;
-  atomic_fetch_add_explicit(&G.window_id, 1, RLX);
-  uint64_t commits = atomic_exchange_explicit(&G.commits, 0, RLX);
-  uint64_t aborts = atomic_exchange_explicit(&G.aborts, 0, RLX);
-  uint64_t active = atomic_exchange_explicit(&G.active, 0, RLX);
-  uint64_t nd = atomic_exchange_explicit(&G.nondet, 0, RLX);
-  uint64_t cmp = atomic_exchange_explicit(&G.compared, 0, RLX);
-  uint64_t ls = atomic_exchange_explicit(&G.len_sum, 0, RLX);
-  uint64_t ln = atomic_exchange_explicit(&G.len_n, 0, RLX);
-  if (commits + aborts < 16) return; /* too little to judge */
-  sstm_cm_count(ctx, A_EVALUATIONS, 1);
-  double ratio = (double)aborts / (double)(commits ? commits : 1);
-  double nondet = cmp >= 8 ? (double)nd / (double)cmp : 0.0;
-  double len = ln ? (double)ls / (double)ln : 0.0;
+  if (now - start < WINDOW_NS)
+    return;
+  /* relaxed: the CAS only elects the evaluator; G.lock orders its work. */
+  if (!atomic_compare_exchange_strong_explicit(&G.window_start, &start, now, RLX, RLX))
+    return;
   pthread_mutex_lock(&G.lock);
-  decide(ctx, ratio, active, nondet, len);
+  if (G.nslots) {
+    uint64_t c = 0, a = 0;
+    unsigned threads = scan(&c, &a);
+    G.win++;
+    G.pend_c += c;
+    G.pend_a += a;
+    G.pend_ns += now - start;
+    if (G.pend_c + G.pend_a >= MIN_EVENTS) {
+      sstm_cm_count(ctx, A_EVALUATIONS, 1);
+      decide(ctx, G.pend_ns, G.pend_c, G.pend_a, threads);
+      G.pend_c = G.pend_a = G.pend_ns = 0;
+    }
+  }
   pthread_mutex_unlock(&G.lock);
-}
-
-/* Publish this thread's counts; count it active in window w; estimate its
- * transaction length as the time per commit since the last flush (a
- * transaction plus what the thread does between transactions: no clock read
- * on the transaction paths). */
-static void flush(sstm_cm_ctx_t *ctx, adaptive_state_t *s, uint64_t w) {
-  uint64_t now = sstm__now_ns();
-  if (s->last_flush_ns && s->commits) {
-    s->len_sum += (now - s->last_flush_ns) / s->commits;
-    s->len_n++;
-  }
-  s->last_flush_ns = now;
-  atomic_fetch_add_explicit(&G.commits, s->commits, memory_order_relaxed);
-  atomic_fetch_add_explicit(&G.aborts, s->aborts, memory_order_relaxed);
-  if (s->compared) {
-    atomic_fetch_add_explicit(&G.nondet, s->nondet, memory_order_relaxed);
-    atomic_fetch_add_explicit(&G.compared, s->compared, memory_order_relaxed);
-  }
-  if (s->len_n) {
-    atomic_fetch_add_explicit(&G.len_sum, s->len_sum, memory_order_relaxed);
-    atomic_fetch_add_explicit(&G.len_n, s->len_n, memory_order_relaxed);
-  }
-  if (s->window_seen != w) {
-    s->window_seen = w;
-    atomic_fetch_add_explicit(&G.active, 1, memory_order_relaxed);
-  }
-  s->commits = s->aborts = s->events = s->nondet = s->compared = 0;
-  s->len_sum = s->len_n = 0;
-  maybe_evaluate(ctx);
-}
-
-/* Flush every FLUSH_EVERY events, and at the first event of each window so
- * that threads with long transactions are counted as running. */
-static inline void count_event(sstm_cm_ctx_t *ctx, adaptive_state_t *s) {
-  uint64_t w = atomic_load_explicit(&G.window_id, memory_order_relaxed);
-  if (SSTM_UNLIKELY(++s->events >= FLUSH_EVERY || s->window_seen != w)) flush(ctx, s, w);
 }
 
 static void adaptive_desc_init(sstm_cm_ctx_t *ctx) {
@@ -278,84 +410,77 @@ static void adaptive_desc_init(sstm_cm_ctx_t *ctx) {
       sstm_cm_ctx_t c = sub_ctx(ctx, i);
       subs[i]->desc_init(&c);
     }
+  pthread_mutex_lock(&G.lock);
+  G.registered++;
+  if (!G.evaluated) {
+    /* No window judged yet: the regime from the threads registered so far. */
+    bool over = G.registered > G.ncpu;
+    snprintf(G.reason, sizeof G.reason, "start threads=%u%scpus=%u", G.registered,
+             over ? ">" : "<=", G.ncpu);
+    choose(NULL, over ? SUB_SER_BLOCK : SUB_SPIN_BLOCK);
+  }
+  pthread_mutex_unlock(&G.lock);
+}
+
+static void set_slice(sstm_cm_ctx_t *ctx, adaptive_state_t *s, bool on) {
+  if (sstm__ext_set_slice(on ? EXT_SLICE_NS : 0)) {
+    s->slice_on = on;
+    sstm_cm_count(ctx, A_SLICE_CHANGES, 1);
+  } else {
+    s->slice_on = false;
+    atomic_store_explicit(&G.slice_failed, true, RLX);
+    atomic_store_explicit(&G.slice_want, false, RLX);
+  }
 }
 
 static void adaptive_desc_fini(sstm_cm_ctx_t *ctx) {
-  flush(ctx, ctx->state, atomic_load_explicit(&G.window_id, memory_order_relaxed));
+  adaptive_state_t *s = ctx->state;
+  if (s->slice_on)
+    set_slice(ctx, s, false);
   for (int i = 0; i < NSUB; i++)
     if (subs[i]->desc_fini) {
       sstm_cm_ctx_t c = sub_ctx(ctx, i);
       subs[i]->desc_fini(&c);
     }
-}
-
-static void adaptive_commit(sstm_cm_ctx_t *ctx) {
-  adaptive_state_t *s = ctx->state;
-  s->commits++;
-  if (SSTM_UNLIKELY(atomic_load_explicit(&G.softser_used, memory_order_relaxed))) {
-    sstm_cm_ctx_t c = sub_ctx(ctx, SUB_SOFTSER); /* restores priorities on every path */
-    subs[SUB_SOFTSER]->on_commit(&c);
-  }
-  count_event(ctx, s);
+  pthread_mutex_lock(&G.lock);
+  if (G.registered)
+    G.registered--;
+  pthread_mutex_unlock(&G.lock);
 }
 
 static sstm_cm_action_t adaptive_conflict(sstm_cm_ctx_t *ctx, const sstm_conflict_t *cf,
                                           uint64_t *w) {
-  int i = atomic_load_explicit(&G.cur, memory_order_acquire);
+  int i = atomic_load_explicit(&G.cur, RLX);
   sstm_cm_ctx_t c = sub_ctx(ctx, i);
   return subs[i]->on_conflict(&c, cf, w);
 }
 
 static void adaptive_abort(sstm_cm_ctx_t *ctx, const sstm_abort_info_t *info) {
+  maybe_evaluate(ctx);
   adaptive_state_t *s = ctx->state;
-  /* Non-determinism: does this attempt's read path differ from the
-   * previous attempt's over the prefix both executed? */
-  const sstm_r_entry_t *rs = ctx->desc->rs.e;
-  uint32_t n = ctx->desc->rs.n < PATH_LEN ? ctx->desc->rs.n : PATH_LEN;
-  if (ctx->retries > 1 && sstm__cm_conflict_abort(info->reason)) {
-    uint32_t k = n < s->prev_n ? n : s->prev_n;
-    if (k >= 2) {
-      s->compared++;
-      for (uint32_t i = 0; i < k; i++)
-        if (rs[i].lock != s->prev_path[i]) {
-          s->nondet++;
-          break;
-        }
-    }
-  }
-  for (uint32_t i = 0; i < n; i++) s->prev_path[i] = rs[i].lock;
-  s->prev_n = n;
-  s->aborts++;
-  int i = atomic_load_explicit(&G.cur, memory_order_acquire);
-  if (i != SUB_SOFTSER && ctx->watched) { /* a softser registration from before a switch */
-    sstm_abort_info_t none = {.reason = info->reason};
-    sstm_cm_ctx_t c = sub_ctx(ctx, SUB_SOFTSER);
-    subs[SUB_SOFTSER]->on_abort(&c, &none);
-  }
+  /* Under "adaptive+ext" the ext modifier owns the thread's slice. */
+  bool want = atomic_load_explicit(&G.slice_want, RLX) && ctx->desc->cm == &sstm__cm_adaptive;
+  if (SSTM_UNLIKELY(want != s->slice_on))
+    set_slice(ctx, s, want);
+  int i = atomic_load_explicit(&G.cur, RLX);
   if (subs[i]->on_abort) {
     sstm_cm_ctx_t c = sub_ctx(ctx, i);
     subs[i]->on_abort(&c, info);
   }
-  count_event(ctx, s);
-}
-
-static void adaptive_fini(void) {
-  for (int i = 0; i < NSUB; i++)
-    if (subs[i]->fini) subs[i]->fini();
 }
 
 const sstm_cm_ops_t sstm__cm_adaptive = {
     .name = "adaptive",
-    .description = "chooses suicide/ser-spin/ser-block/yield/softser online (paper 1, Table 1)",
+    .description =
+        "chooses ser-spin-block/yield/ser-block (and a long slice) online (paper 1, Table 1)",
     .state_size = ADAPTIVE_STATE_MAX,
     .init = adaptive_init,
     .fini = adaptive_fini,
     .desc_init = adaptive_desc_init,
     .desc_fini = adaptive_desc_fini,
-    .on_commit = adaptive_commit,
     .on_conflict = adaptive_conflict,
     .on_abort = adaptive_abort,
-    .stat_names = {"sub_waits_or_prio", "sub_timeouts_or_reg", "sub_prio_failures", "",
-                   "switches", "evaluations"},
+    .stat_names = {"sub_waits_or_yields", "sub_timeouts", "", "slice_changes", "switches",
+                   "evaluations", "probes"},
     .describe = adaptive_describe,
 };
