@@ -6,7 +6,8 @@
  * is running (quiescence-based reclamation: every transaction that was
  * active when the free committed has ended, suspended ones included), so a
  * data structure can unlink and free a node while invisible readers traverse
- * it.
+ * it. Data that is unlinked and then kept, to be used with plain accesses,
+ * needs the same grace period explicitly: sstm_quiesce() (<schedstm/tx.h>).
  */
 #ifndef SCHEDSTM_ALLOC_H
 #define SCHEDSTM_ALLOC_H

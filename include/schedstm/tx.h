@@ -133,6 +133,61 @@ SSTM_API uint64_t sstm_txid(void);       /* current attempt id, 0 if none */
 SSTM_API int sstm_on_commit(void (*fn)(void *arg), void *arg);
 SSTM_API int sstm_on_abort(void (*fn)(void *arg), void *arg);
 
+/* ---- privatization ----------------------------------------------------- */
+
+/* Privatization barrier: wait until every transaction attempt that is
+ * running when the call starts has ended, so that data which committed
+ * transactions made private (unlinked it, or set an owner flag that every
+ * transaction tests before touching the data) can then be accessed with
+ * plain loads and stores. Without it, such accesses race with transactions
+ * that are still running: a doomed attempt that tested the flag before the
+ * privatizing commit may go on reading the data (and see the private
+ * values), and an update transaction serialised before that commit may still
+ * be writing the data back.
+ *
+ * Waits for every attempt running at the call, on any descriptor: active,
+ * killed but not yet rolled back, committing (write-back in progress) or
+ * irrevocable, including attempts suspended on a detached descriptor, which
+ * end only once a thread attaches the descriptor and commits, restarts or
+ * cancels them. An attempt has ended when it has committed or been rolled
+ * back; its descriptor starting another attempt counts as that end. Attempts
+ * that start during the call are not waited for: they observe every commit
+ * that preceded the call.
+ *
+ * Memory ordering, on success: a full barrier on entry; on return, every
+ * access (reads and write-back) of the attempts waited for, and of every
+ * update transaction serialised before the caller's own last commit,
+ * happens before the caller's later accesses. Hence, for transactions that
+ * honour the privatization protocol:
+ *
+ *     SSTM_ATOMIC_BEGIN(NULL)
+ *       sstm_store_u64(&node->owner, me); // others test owner first
+ *     SSTM_ATOMIC_END();
+ *     sstm_quiesce();
+ *     node->data[0] = 42;                  // private: plain accesses
+ *     ...
+ *     SSTM_ATOMIC_BEGIN(NULL)              // publish it again
+ *       sstm_store_u64(&node->owner, 0);
+ *     SSTM_ATOMIC_END();
+ *
+ * no transaction can read or write node->data between the barrier and the
+ * publishing commit. Data unlinked and then freed needs no barrier:
+ * sstm_free() already waits for the same grace period (<schedstm/alloc.h>).
+ *
+ * Cost: one heavy fence (membarrier(2), or a seq_cst fence), a scan of the
+ * descriptors, and the wait: a short poll, then a futex sleep on each attempt
+ * still running (sstm_party_wait), whose end then costs its thread one
+ * FUTEX_WAKE. Callable from any thread, registered or not, outside a
+ * transaction. It never returns while an attempt it waits for stays
+ * suspended or blocked: do not call it with a transaction suspended that
+ * only the calling thread would resume, nor while holding a lock that a
+ * running transaction waits for.
+ *
+ * Returns 0; SSTM_EBUSY inside a transaction (it would wait for itself;
+ * debug builds also report the misuse to the misuse handler), SSTM_ESTATE
+ * if the library is not initialised, SSTM_ENOMEM. */
+SSTM_API int sstm_quiesce(void);
+
 /* ---- transactional accesses -------------------------------------------
  * Valid only inside a transaction on a registered thread; outside one they
  * call the misuse handler (default: message on stderr, then abort()).

@@ -70,16 +70,25 @@ typedef struct sstm_action {
   bool on_commit;
 } sstm_action_t;
 
+/* A grace period (reclaim.c): the attempts that were running when it
+ * started, each as its descriptor and the status word seen then. It is over
+ * once each of them has ended. */
+typedef struct sstm_grace_rec {
+  struct sstm_desc *d;
+  uint64_t status;
+} sstm_grace_rec_t;
+
+typedef struct sstm_grace {
+  sstm_grace_rec_t *rec; /* n entries (malloc'd; NULL when n == 0) */
+  uint32_t n;            /* attempts not yet seen ended */
+} sstm_grace_t;
+
 /* A batch of retired blocks waiting for the attempts that were running when
  * it was closed to end. */
 typedef struct sstm_retired_batch {
   struct sstm_retired_batch *next;
   sstm_ptrvec_t blocks;
-  uint32_t nwait;
-  struct {
-    struct sstm_desc *d;
-    uint64_t status;
-  } wait[]; /* nwait entries */
+  sstm_grace_t grace;
 } sstm_retired_batch_t;
 
 /* Internal counters. Written by the owner only (relaxed load + store, no

@@ -1,13 +1,18 @@
-/* Transactional allocation and quiescence-based reclamation.
+/* Transactional allocation, quiescence-based reclamation and the
+ * privatization barrier.
  *
  * sstm_malloc inside an attempt logs the block; rollback frees it.
  * sstm_free inside an attempt logs the block; commit retires it; rollback
  * forgets it. Retired blocks gather in the descriptor's current batch; when
- * the batch is full (BATCH_BLOCKS) it is closed: after a seq_cst fence, the status word of
- * every running attempt of other descriptors is recorded. A closed batch is
- * released when each recorded attempt has ended (argument 5 in stm.c): its
- * status shows another serial, or IDLE. Suspended (detached) attempts keep
- * their ACTIVE status and so hold back the batches closed while they run.
+ * the batch is full (BATCH_BLOCKS) it is closed and starts a grace period.
+ * A closed batch is released once its grace period is over.
+ *
+ * Grace period (argument 5 in stm.c): after a heavy fence, the status word
+ * of every running attempt of other descriptors is recorded; the period is
+ * over when each recorded attempt has ended: its status shows another serial,
+ * or IDLE. Suspended (detached) attempts keep their status and so hold back
+ * the periods that started while they run. sstm_quiesce() starts a grace
+ * period and waits for it to be over.
  *
  * Batches of exiting threads move to a global orphan list, released by any
  * thread that closes a batch, by sstm_reclaim(), or at shutdown.
@@ -49,18 +54,131 @@ SSTM_API void *sstm_calloc(size_t n, size_t size) {
   return p;
 }
 
-static bool batch_done(const sstm_retired_batch_t *b) {
-  for (uint32_t i = 0; i < b->nwait; i++) {
-    /* acquire: once the attempt is seen ended, its reads are over. */
-    uint64_t now = atomic_load_explicit(&b->wait[i].d->status, memory_order_acquire);
-    if (sstm_st_same_attempt_running(b->wait[i].status, now)) return false;
+/* ------------------------------------------------------------------------ */
+/* Grace periods: reclamation and sstm_quiesce share them. */
+
+/* Start a grace period: record every running attempt of a descriptor other
+ * than self (NULL: none is excluded). False if out of memory. */
+static bool grace_start(const struct sstm_desc *self, sstm_grace_t *g) {
+  /* Heavy side of the begin barrier: a seq_cst fence pairing with the
+   * seq_cst exchange at attempt start, or a membarrier that forces a full
+   * barrier on every running thread. Our earlier stores (the unlinking or
+   * privatizing commit: its lock releases and clock increment) are ordered
+   * before the status loads below, and a beginning attempt's ACTIVE store
+   * before its loads of the clock and of shared data: store buffering is
+   * excluded, so an attempt whose ACTIVE we do not see below started after
+   * this point and sees those stores (argument 5 in stm.c). */
+  sstm__heavy_fence();
+  /* acquire: pairs with the release store publishing a new slot; a slot
+   * published after this load belongs to an attempt that starts after the
+   * fence (its publication precedes its own begin barrier). */
+  unsigned hw = atomic_load_explicit(&sstm__g.hiwater, memory_order_acquire);
+  g->n = 0;
+  g->rec = malloc((hw ? hw : 1) * sizeof *g->rec);
+  if (g->rec == NULL)
+    return false;
+  for (unsigned i = 0; i < hw; i++) {
+    struct sstm_desc *o = sstm__desc_at(i);
+    if (o == NULL || o == self)
+      continue;
+    /* seq_cst: after the fence, and ordered with the seq_cst exchange of
+     * the fallback begin; free on x86. Any state but IDLE is running:
+     * ACTIVE, KILLED (not rolled back yet), COMMITTING (maybe writing
+     * back), IRREVOCABLE (writing in place). */
+    uint64_t st = atomic_load_explicit(&o->status, memory_order_seq_cst);
+    if (sstm_st_state(st) != SSTM_ST_IDLE)
+      g->rec[g->n++] = (sstm_grace_rec_t){o, st};
+  }
+  if (g->n == 0) {
+    free(g->rec);
+    g->rec = NULL;
   }
   return true;
 }
 
+/* Forget the recorded attempts that have ended; true once none is left. */
+static bool grace_over(sstm_grace_t *g) {
+  for (uint32_t i = 0; i < g->n;) {
+    /* acquire: pairs with the release that ended the attempt (the IDLE
+     * store after write-back, the acq_rel exchange of rollback and of the
+     * irrevocable commit) or with the release store that began a later
+     * attempt of the same descriptor, sequenced after that end. Either way
+     * the ended attempt's reads and write-back happen before our caller's
+     * later accesses. */
+    uint64_t now = atomic_load_explicit(&g->rec[i].d->status, memory_order_acquire);
+    if (sstm_st_same_attempt_running(g->rec[i].status, now))
+      i++;
+    else
+      g->rec[i] = g->rec[--g->n];
+  }
+  return g->n == 0;
+}
+
+static void grace_fini(sstm_grace_t *g) {
+  free(g->rec);
+  g->rec = NULL;
+  g->n = 0;
+}
+
+/* How long sstm_quiesce polls before it sleeps. A conflict-free attempt
+ * lasts about a microsecond; a futex sleep and wake-up across CPUs costs
+ * 55-75 us here (docs/design/kernel-scheduler.md), so polling a fraction of
+ * that first saves most sleeps without keeping a CPU long from the attempts
+ * we wait for (with more threads than CPUs they may need ours). */
+#define QUIESCE_SPIN_NS 20000
+
+/* Wait until the grace period is over: poll with exponential backoff for
+ * up to QUIESCE_SPIN_NS, then wait for each remaining attempt through
+ * sstm_party_wait, which sleeps on the futex of its status word (and spins
+ * while it is committing). That wait compares serials, so an attempt that
+ * ended and was followed by a new one counts as ended, and it never misses
+ * an end (the futex compare covers the word's low bits, which every
+ * transition changes). */
+static void grace_wait(sstm_grace_t *g) {
+  uint64_t t0 = sstm__now_ns();
+  for (unsigned pause = 1; !grace_over(g); pause = pause < 1024 ? pause * 2 : pause) {
+    if (sstm__now_ns() - t0 >= QUIESCE_SPIN_NS)
+      break;
+    for (unsigned i = 0; i < pause; i++)
+      sstm__cpu_relax();
+  }
+  for (uint32_t i = 0; i < g->n; i++) {
+    sstm_party_t p = {.desc = g->rec[i].d, .txid = sstm_st_serial(g->rec[i].status)};
+    /* No timeout: returns 0 once the attempt has ended, after the same
+     * acquire load as grace_over. */
+    (void)sstm_party_wait(&p, SSTM_WAIT_BLOCK, 0);
+  }
+}
+
+SSTM_API int sstm_quiesce(void) {
+  struct sstm_desc *self = sstm__cur;
+  if (SSTM_UNLIKELY(self != NULL && self->depth != 0)) {
+    if (sstm__debug)
+      sstm__misuse("sstm_quiesce inside a transaction (it would wait for itself)");
+    sstm__set_error("sstm_quiesce: called inside a transaction, which it would wait for");
+    return SSTM_EBUSY;
+  }
+  if (!atomic_load_explicit(&sstm__g.initialized, memory_order_acquire)) {
+    sstm__set_error("sstm_quiesce: schedstm is not initialised (sstm_init)");
+    return SSTM_ESTATE;
+  }
+  sstm_grace_t g;
+  if (!grace_start(self, &g)) {
+    sstm__set_error("sstm_quiesce: out of memory recording the running transactions");
+    return SSTM_ENOMEM;
+  }
+  grace_wait(&g);
+  grace_fini(&g);
+  return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Retired blocks. */
+
 static void batch_free(sstm_retired_batch_t *b) {
   for (uint32_t i = 0; i < b->blocks.n; i++) free(b->blocks.p[i]);
   free(b->blocks.p);
+  grace_fini(&b->grace);
   free(b);
 }
 
@@ -69,7 +187,7 @@ static size_t sweep(sstm_retired_batch_t **list) {
   size_t released = 0;
   while (*list) {
     sstm_retired_batch_t *b = *list;
-    if (batch_done(b)) {
+    if (grace_over(&b->grace)) {
       *list = b->next;
       released += b->blocks.n;
       batch_free(b);
@@ -83,26 +201,9 @@ static size_t sweep(sstm_retired_batch_t **list) {
 /* Close the descriptor's current batch: record who may still read it. */
 static void close_batch(struct sstm_desc *self) {
   if (self->retire_cur.n == 0) return;
-  /* Heavy side of the begin barrier: a seq_cst fence pairing with the
-   * seq_cst exchange at attempt start, or a membarrier that forces a full
-   * barrier on every running thread. An attempt whose ACTIVE we do not see
-   * below started after this point and sees the unlinking stores that
-   * precede it (argument 5 in stm.c). */
-  sstm__heavy_fence();
-  unsigned hw = atomic_load_explicit(&sstm__g.hiwater, memory_order_acquire);
-  sstm_retired_batch_t *b = malloc(sizeof *b + hw * sizeof b->wait[0]);
-  if (b == NULL) sstm__fatal("out of memory closing a reclamation batch");
-  b->nwait = 0;
-  for (unsigned i = 0; i < hw; i++) {
-    struct sstm_desc *o = sstm__desc_at(i);
-    if (o == NULL || o == self) continue;
-    uint64_t st = atomic_load_explicit(&o->status, memory_order_seq_cst);
-    if (sstm_st_state(st) != SSTM_ST_IDLE) {
-      b->wait[b->nwait].d = o;
-      b->wait[b->nwait].status = st;
-      b->nwait++;
-    }
-  }
+  sstm_retired_batch_t *b = malloc(sizeof *b);
+  if (b == NULL || !grace_start(self, &b->grace))
+    sstm__fatal("out of memory closing a reclamation batch");
   b->blocks = self->retire_cur;
   self->retire_cur = (sstm_ptrvec_t){0};
   b->next = self->batches;

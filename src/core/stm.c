@@ -54,21 +54,26 @@
  * word (new serial, ACTIVE) with a full barrier before it reads the clock or
  * shared data: a seq_cst exchange, or, where the kernel offers expedited
  * membarrier(2), a plain store whose barrier the reclaimer forces on every
- * running thread (asymmetric fence). A thread retiring freed blocks issues
- * the matching fence (seq_cst fence, or the membarrier call) and records the
- * status of every running attempt; the blocks are released once
- * each recorded attempt has ended (its status changed serial or became
- * IDLE). Store-buffering is excluded on both sides, so an attempt that did
- * not get recorded started after the retiring commit and cannot reach the
- * block. A suspended (detached) attempt keeps its ACTIVE status and is
- * waited for like any other. Privatization: a transaction that unlinks data
- * and then accesses it non-transactionally is safe against attempts that
- * already read it only through the same rule, i.e. when the data is retired
- * with sstm_free; plain privatizing stores after commit are NOT protected
- * against a concurrent doomed reader's delayed write-back, because schedstm
- * is write-back: a doomed reader never writes memory, but a *committing*
- * writer whose ts precedes the privatizer's may still be writing back after
- * the privatizer's commit returns. See docs/design/core.md.
+ * running thread (asymmetric fence). A grace period (reclaim.c) issues the
+ * matching fence (seq_cst fence, or the membarrier call) and records the
+ * status of every running attempt; it is over once each recorded attempt
+ * has ended (its status changed serial or became IDLE; acquire, pairing
+ * with the release that ended it). Store-buffering is excluded on both
+ * sides, so an attempt that did not get recorded started after the fence
+ * and sees every store that precedes it. A suspended (detached) attempt
+ * keeps its status and is waited for like any other. Reclamation: a block
+ * retired by a commit is released after a grace period started after that
+ * commit, so no attempt can still reach it. Privatization: sstm_quiesce()
+ * starts a grace period and waits for it to be over. A thread that commits
+ * a privatizing transaction (unlinks data, sets an owner flag) and then
+ * calls it may access the data with plain accesses: every attempt that may
+ * have seen the data shared was running at the fence and has ended, and
+ * every later attempt sees the privatizing commit. A doomed reader has
+ * stopped reading the data. A writer whose ts precedes the privatizer's
+ * set COMMITTING before its clock fetch_add, which the privatizer's
+ * fetch_add read (acq_rel), so the scan sees it COMMITTING or ended: its
+ * write-back is over and visible (the acquire above). Without the barrier,
+ * plain accesses after commit race with both. See docs/design/core.md.
  *
  * (6) Remote abort. A killer moves the victim's status ACTIVE -> KILLED by
  * CAS; from then on the victim's commit CAS fails. Because writes are
@@ -96,7 +101,7 @@
  * fetch_add).
  *
  * Torture tests: tests/integration/opacity.c (1-3), bank and intset (4),
- * free_traversal (5), remote_abort (6), irrevocable (7).
+ * free_traversal and privatize (5), remote_abort (6), irrevocable (7).
  * ---------------------------------------------------------------------------
  */
 #define _GNU_SOURCE

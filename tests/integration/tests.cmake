@@ -23,6 +23,7 @@ sstm_int_exe(itest_irrevocable STRESS SOURCES ${D}/irrevocable.c)
 sstm_int_exe(itest_remote_abort STRESS SOURCES ${D}/remote_abort.c)
 sstm_int_exe(itest_free_traversal STRESS SOURCES ${D}/free_traversal.c)
 sstm_int_exe(itest_lanes STRESS SOURCES ${D}/lanes.c)
+sstm_int_exe(itest_privatize STRESS SOURCES ${D}/privatize.c)
 sstm_int_exe(itest_syscalls SOURCES ${D}/syscalls.c ${CMAKE_CURRENT_SOURCE_DIR}/common/malloc_count.c)
 # bank and opacity again through the inline read fast path
 sstm_int_exe(itest_bank_inline STRESS SOURCES ${D}/bank.c)
@@ -68,6 +69,20 @@ foreach(d etl ctl)
     sstm_add_test(NAME integration.lanes.${d}.${m} LABELS ${SSTM_STRESS_LABELS}
                   TIMEOUT 120 COMMAND itest_lanes ${d} ${m})
   endforeach()
+  # privatization barrier: membarrier and seq_cst-fence begin protocols
+  foreach(n 4 8)
+    sstm_add_test(NAME integration.privatize.${d}.${n} LABELS ${SSTM_STRESS_LABELS}
+                  TIMEOUT 120 COMMAND itest_privatize ${d} ${n})
+  endforeach()
+  sstm_add_test(NAME integration.privatize.${d}.4.nomembarrier LABELS ${SSTM_STRESS_LABELS}
+                TIMEOUT 120 COMMAND itest_privatize ${d} 4 ENV SCHEDSTM_NO_MEMBARRIER=1)
+  # Negative control: without the barrier the same run must see the races
+  # (it is racy by design, so never under TSan).
+  if(NOT SCHEDSTM_SANITIZE MATCHES "thread")
+    sstm_add_test(NAME integration.privatize.${d}.4.no_quiesce_control LABELS integration
+                  TIMEOUT 120
+                  COMMAND itest_privatize ${d} 4 --rounds 200 --no-quiesce --expect-races)
+  endif()
   sstm_add_test(NAME integration.syscalls.${d} LABELS integration
                 TIMEOUT 60 COMMAND itest_syscalls ${d})
   sstm_add_test(NAME integration.syscalls_inline.${d} LABELS integration
@@ -107,6 +122,8 @@ if(SCHEDSTM_TORTURE)
                   COMMAND itest_opacity ${d} 8 --seconds 180)
     sstm_add_test(NAME torture.remote_abort.${d}.8 LABELS torture TIMEOUT 600
                   COMMAND itest_remote_abort ${d} 8 --ops 2000000)
+    sstm_add_test(NAME torture.privatize.${d}.8 LABELS torture TIMEOUT 600
+                  COMMAND itest_privatize ${d} 8 --rounds 5000)
   endforeach()
 endif()
 
