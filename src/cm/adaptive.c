@@ -5,9 +5,9 @@
  * (docs/benchmarks.md):
  *
  *   long transactions (over 40 us of CPU time   -> ser-block, and a 4 ms
- *     per commit), whatever the thread count       EEVDF custom slice for the
- *                                                  threads that abort
- *                                                  (ser-block+ext, the best
+ *     per commit), or non-deterministic ones       EEVDF custom slice for the
+ *     (over 30 % of retries take another path),    threads that abort
+ *     whatever the thread count                    (ser-block+ext, the best
  *                                                  on STMBench7 from 2
  *                                                  threads up);
  *   short transactions, and
@@ -39,8 +39,13 @@
  * counters moved in the last four windows (a thread asleep or descheduled
  * for a whole window still competes for the CPUs). Transaction length: the
  * CPU time per commit, window length x min(threads, CPUs) / commits (aborted
- * attempts included: what a commit costs). Windows are closed only by
- * aborts: without conflicts the choice does not matter.
+ * attempts included: what a commit costs). Non-determinism: the share of
+ * retries whose first PATH_LEN reads (stripes) differ from those of the
+ * previous attempt of the same transaction, compared in the abort hook
+ * (paper 1 calls such transactions non-deterministic and serialises them
+ * softly; softser is behind ser-block+ext on every sb7 mix here, so they
+ * get what long transactions get). Windows are closed only by aborts:
+ * without conflicts the choice does not matter.
  *
  * Hysteresis, asymmetric: more threads than CPUs is acted on at once (a
  * spinning loser may hold a CPU the winner needs), fewer only after three
@@ -104,12 +109,17 @@ enum { A_SLICE_CHANGES = 3, A_SWITCHES = 4, A_EVALUATIONS = 5, A_PROBES = 6 };
 #define PROBE_MARGIN 1.03 /* yield must beat ser-block by this factor */
 #define HOLD_WINDOWS 50   /* windows between probes */
 #define YIELD_MAX_APC 1.0 /* aborts per commit that make a held yield give way */
+#define PATH_LEN 8        /* reads compared between attempts */
+#define NONDET_MIN 8      /* compared retries a window needs to judge non-determinism */
+#define NONDET_SHARE 0.30 /* share of retries on another path: non-deterministic */
 /* state_size must be known before init: an upper bound, checked at init
  * against the sub-policies' sizes. */
-#define ADAPTIVE_STATE_MAX 256
+#define ADAPTIVE_STATE_MAX 512
 
 typedef struct adaptive_state {
   bool slice_on; /* owner-only: this thread runs with the long custom slice */
+  uint32_t prev_n;                  /* owner-only: the previous attempt's */
+  const void *prev_path[PATH_LEN];  /* first read stripes */
 } adaptive_state_t;
 
 static size_t sub_off[NSUB], own_size;
@@ -129,6 +139,10 @@ static struct {
   _Atomic bool slice_want;   /* threads that abort take the long slice */
   _Atomic bool slice_failed; /* the kernel refused a custom slice: stop asking */
   _Alignas(64) _Atomic uint64_t window_start;
+  /* retries compared with their previous attempt, and those that took
+   * another path: added by the abort hook (relaxed RMWs, on retries only),
+   * taken by the evaluator */
+  _Atomic uint64_t compared, differed;
   pthread_mutex_t lock;
   unsigned ncpu;
   unsigned nslots;                  /* size of the per-slot arrays */
@@ -140,7 +154,8 @@ static struct {
   bool evaluated;                   /* a window has been judged */
   bool over;                        /* regime: more threads than CPUs */
   unsigned under_streak;
-  bool longtx; /* transactions are long */
+  bool longtx; /* transactions are long or non-deterministic */
+  double nondet; /* share of compared retries that took another path */
   unsigned len_streak;
   int probe_pos; /* next probe window, -1: not probing */
   double probe_cps[NSUB];
@@ -199,6 +214,7 @@ static int adaptive_init(const sstm_config_t *cfg) {
   G.pend_c = G.pend_a = G.pend_ns = 0;
   G.registered = 0;
   G.evaluated = G.over = G.longtx = false;
+  G.nondet = 0.0;
   G.under_streak = G.len_streak = G.hold = G.yield_bad = 0;
   G.probe_pos = -1;
   snprintf(G.reason, sizeof G.reason, "start");
@@ -207,6 +223,8 @@ static int adaptive_init(const sstm_config_t *cfg) {
   atomic_store_explicit(&G.slice_want, false, RLX);
   atomic_store_explicit(&G.slice_failed, false, RLX);
   atomic_store_explicit(&G.window_start, sstm__now_ns(), RLX);
+  atomic_store_explicit(&G.compared, 0, RLX);
+  atomic_store_explicit(&G.differed, 0, RLX);
   return 0;
 }
 
@@ -250,8 +268,8 @@ static void probe_step(sstm_cm_ctx_t *ctx, double cps, unsigned threads, double 
   G.probe_cps[cur] += cps;
   G.probe_n[cur]++;
   if (++G.probe_pos < PROBE_LEN) {
-    snprintf(G.reason, sizeof G.reason, "threads=%u>cpus=%u short-tx=%.2fus probing", threads,
-             G.ncpu, len / 1e3);
+    snprintf(G.reason, sizeof G.reason, "threads=%u>cpus=%u short-tx=%.2fus nondet=%.2f probing",
+             threads, G.ncpu, len / 1e3, G.nondet);
     choose(ctx, probe_seq[G.probe_pos]);
     return;
   }
@@ -259,8 +277,8 @@ static void probe_step(sstm_cm_ctx_t *ctx, double cps, unsigned threads, double 
   double b = G.probe_n[SUB_SER_BLOCK] ? G.probe_cps[SUB_SER_BLOCK] / G.probe_n[SUB_SER_BLOCK] : 0;
   int c = y > b * PROBE_MARGIN ? SUB_YIELD : SUB_SER_BLOCK;
   snprintf(G.reason, sizeof G.reason,
-           "threads=%u>cpus=%u short-tx=%.2fus probe yield=%.0f/s ser-block=%.0f/s", threads,
-           G.ncpu, len / 1e3, y, b);
+           "threads=%u>cpus=%u short-tx=%.2fus nondet=%.2f probe yield=%.0f/s ser-block=%.0f/s",
+           threads, G.ncpu, len / 1e3, G.nondet, y, b);
   G.probe_pos = -1;
   G.hold = HOLD_WINDOWS;
   G.yield_bad = 0;
@@ -272,14 +290,14 @@ static void probe_start(sstm_cm_ctx_t *ctx, unsigned threads, double len) {
   memset(G.probe_cps, 0, sizeof G.probe_cps);
   memset(G.probe_n, 0, sizeof G.probe_n);
   sstm_cm_count(ctx, A_PROBES, 1);
-  snprintf(G.reason, sizeof G.reason, "threads=%u>cpus=%u short-tx=%.2fus probing", threads, G.ncpu,
-           len / 1e3);
+  snprintf(G.reason, sizeof G.reason, "threads=%u>cpus=%u short-tx=%.2fus nondet=%.2f probing",
+           threads, G.ncpu, len / 1e3, G.nondet);
   choose(ctx, probe_seq[0]);
 }
 
 /* Under G.lock: fold one window into the decision. */
 static void decide(sstm_cm_ctx_t *ctx, uint64_t ns, uint64_t commits, uint64_t aborts,
-                   unsigned threads) {
+                   unsigned threads, double nondet) {
   bool first = !G.evaluated, was_over = G.over;
   G.evaluated = true;
   if (threads > G.ncpu) {
@@ -296,7 +314,7 @@ static void decide(sstm_cm_ctx_t *ctx, uint64_t ns, uint64_t commits, uint64_t a
   double len = commits ? (double)ns * busy / (double)commits : 1e12;
   double cps = (double)commits * 1e9 / (double)ns;
   double apc = (double)aborts / (double)(commits ? commits : 1);
-  bool long_now = len > LONG_TX_NS;
+  bool long_now = len > LONG_TX_NS || nondet > NONDET_SHARE;
   if (first) {
     G.longtx = long_now;
   } else if (long_now != G.longtx) {
@@ -312,15 +330,16 @@ static void decide(sstm_cm_ctx_t *ctx, uint64_t ns, uint64_t commits, uint64_t a
   const char *rel = G.over ? ">" : "<=";
   if (G.longtx) {
     want_slice(!atomic_load_explicit(&G.slice_failed, RLX));
-    snprintf(G.reason, sizeof G.reason, "threads=%u%scpus=%u long-tx=%.0fus%s", threads, rel,
-             G.ncpu, len / 1e3, atomic_load_explicit(&G.slice_want, RLX) ? " slice=4ms" : "");
+    snprintf(G.reason, sizeof G.reason, "threads=%u%scpus=%u %s=%.0fus nondet=%.2f%s", threads,
+             rel, G.ncpu, nondet > NONDET_SHARE ? "nondet-tx" : "long-tx", len / 1e3, nondet,
+             atomic_load_explicit(&G.slice_want, RLX) ? " slice=4ms" : "");
     choose(ctx, SUB_SER_BLOCK);
     return;
   }
   want_slice(false);
   if (!G.over) {
-    snprintf(G.reason, sizeof G.reason, "threads=%u<=cpus=%u short-tx=%.2fus", threads, G.ncpu,
-             len / 1e3);
+    snprintf(G.reason, sizeof G.reason, "threads=%u<=cpus=%u short-tx=%.2fus nondet=%.2f", threads,
+             G.ncpu, len / 1e3, G.nondet);
     choose(ctx, SUB_SPIN_BLOCK);
     return;
   }
@@ -394,8 +413,17 @@ static void maybe_evaluate(sstm_cm_ctx_t *ctx) {
     G.pend_a += a;
     G.pend_ns += now - start;
     if (G.pend_c + G.pend_a >= MIN_EVENTS) {
+      /* relaxed: counts only; a retry counted a moment late falls in the
+       * next judgement. Retries are rare under a serialising policy, so
+       * they are gathered over as many windows as it takes to have
+       * NONDET_MIN, and the last judgement holds meanwhile. */
+      if (atomic_load_explicit(&G.compared, RLX) >= NONDET_MIN) {
+        uint64_t dif = atomic_exchange_explicit(&G.differed, 0, RLX);
+        uint64_t cmp = atomic_exchange_explicit(&G.compared, 0, RLX);
+        G.nondet = cmp ? (double)(dif < cmp ? dif : cmp) / (double)cmp : 0.0;
+      }
       sstm_cm_count(ctx, A_EVALUATIONS, 1);
-      decide(ctx, G.pend_ns, G.pend_c, G.pend_a, threads);
+      decide(ctx, G.pend_ns, G.pend_c, G.pend_a, threads, G.nondet);
       G.pend_c = G.pend_a = G.pend_ns = 0;
     }
   }
@@ -455,9 +483,33 @@ static sstm_cm_action_t adaptive_conflict(sstm_cm_ctx_t *ctx, const sstm_conflic
   return subs[i]->on_conflict(&c, cf, w);
 }
 
+/* Does this retry's read path differ from the previous attempt's, over the
+ * prefix both executed? `retries` counts this abort, so retries > 1 means the
+ * previous attempt belonged to the same transaction. A declared read-only
+ * first attempt keeps no read set and is not compared. */
+static void note_path(sstm_cm_ctx_t *ctx, adaptive_state_t *s, const sstm_abort_info_t *info) {
+  const sstm_r_entry_t *rs = ctx->desc->rs.e;
+  uint32_t n = ctx->desc->rs.n < PATH_LEN ? ctx->desc->rs.n : PATH_LEN;
+  if (ctx->retries > 1 && sstm__cm_conflict_abort(info->reason)) {
+    uint32_t k = n < s->prev_n ? n : s->prev_n;
+    if (k >= 1) {
+      bool differs = false;
+      for (uint32_t i = 0; i < k && !differs; i++)
+        differs = rs[i].lock != s->prev_path[i];
+      atomic_fetch_add_explicit(&G.compared, 1, RLX);
+      if (differs)
+        atomic_fetch_add_explicit(&G.differed, 1, RLX);
+    }
+  }
+  for (uint32_t i = 0; i < n; i++)
+    s->prev_path[i] = rs[i].lock;
+  s->prev_n = n;
+}
+
 static void adaptive_abort(sstm_cm_ctx_t *ctx, const sstm_abort_info_t *info) {
   maybe_evaluate(ctx);
   adaptive_state_t *s = ctx->state;
+  note_path(ctx, s, info);
   /* Under "adaptive+ext" the ext modifier owns the thread's slice. */
   bool want = atomic_load_explicit(&G.slice_want, RLX) && ctx->desc->cm == &sstm__cm_adaptive;
   if (SSTM_UNLIKELY(want != s->slice_on))

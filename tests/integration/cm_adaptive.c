@@ -13,7 +13,13 @@
  * switches, and the policy's counters count its own decisions (switches <=
  * evaluations). adaptive has no commit hook (its commit path is suicide's).
  *
+ * Non-determinism: with --nondet every attempt of a transfer draws its pair
+ * of accounts anew, so retries take other paths, and adaptive must say so
+ * (a reason with "nondet-tx") at some point of the run; without it the
+ * transfers retry on the same path and it must never say so.
+ *
  * usage: cm_adaptive DESIGN THREADS [--policy adaptive|adaptive+ext] [--ops N] [--accounts A]
+ *                    [--nondet]
  */
 #define _GNU_SOURCE
 #include <stdatomic.h>
@@ -34,25 +40,34 @@ static unsigned stat_index(const char *name) {
 #define A_SWITCHES stat_index("switches")
 #define A_EVALUATIONS stat_index("evaluations")
 
-static int64_t accounts[64];
+/* One account per cache line: each has its own lock stripe, so a different
+ * account is a different read path. */
+static struct { _Alignas(64) int64_t v; } accounts[64];
 static long naccounts, ops;
 static uint64_t counter[MAXT][8];
 static uint64_t xfers_local[MAXT], audits_local[MAXT];
-static _Atomic int judged;
+static _Atomic int judged, seen_nondet;
+static bool nondet;
 
 struct xfer {
   long a, b;
   unsigned t, dawdle;
+  sstm_rng_t draw; /* --nondet: the attempts draw the pair from it */
 };
 
 static void xfer_fn(void *p) {
   struct xfer *x = p;
-  int64_t va = sstm_load_i64(&accounts[x->a]);
+  if (nondet) { /* thread-private state, advanced by every attempt */
+    uint64_t r = sstm_rng_next(&x->draw);
+    x->a = (long)(r % (uint64_t)naccounts);
+    x->b = (x->a + 1 + (long)((r >> 32) % (uint64_t)(naccounts - 1))) % naccounts;
+  }
+  int64_t va = sstm_load_i64(&accounts[x->a].v);
   for (unsigned i = 0; i < x->dawdle; i++)
     __builtin_ia32_pause();
-  int64_t vb = sstm_load_i64(&accounts[x->b]);
-  sstm_store_i64(&accounts[x->a], va - 1);
-  sstm_store_i64(&accounts[x->b], vb + 1);
+  int64_t vb = sstm_load_i64(&accounts[x->b].v);
+  sstm_store_i64(&accounts[x->a].v, va - 1);
+  sstm_store_i64(&accounts[x->b].v, vb + 1);
   sstm_store_u64(&counter[x->t][0], sstm_load_u64(&counter[x->t][0]) + 1);
 }
 
@@ -60,19 +75,25 @@ static void audit_fn(void *p) {
   (void)p;
   int64_t sum = 0;
   for (long i = 0; i < naccounts; i++)
-    sum += sstm_load_i64(&accounts[i]);
+    sum += sstm_load_i64(&accounts[i].v);
   CHECK_EQ_I(sum, (int64_t)naccounts * INITIAL);
 }
 
 static void worker(sstm_tt_t *t) {
   for (long n = 0;; n++) {
+    if (t->idx == 0 && n % 16 == 0) {
+      char d[1024];
+      if (sstm_describe(d, sizeof d) > 0 && strstr(d, "nondet-tx") != NULL)
+        atomic_store(&seen_nondet, 1);
+    }
     if (n >= ops) {
       if (atomic_load_explicit(&judged, memory_order_relaxed))
         break;
       if (t->idx == 0 && n % 16 == 0) {
         sstm_stats_t s;
         CHECK_OK(sstm_stats_aggregate(&s));
-        if (s.cm_stats[A_EVALUATIONS] >= 3)
+        /* --nondet: until adaptive has said so, or for 40 windows */
+        if (s.cm_stats[A_EVALUATIONS] >= (nondet && !atomic_load(&seen_nondet) ? 40 : 3))
           atomic_store(&judged, 1);
       }
     }
@@ -88,6 +109,7 @@ static void worker(sstm_tt_t *t) {
     if (x.b >= x.a)
       x.b++;
     x.dawdle = (unsigned)sstm_rng_below(&t->rng, 500);
+    sstm_rng_seed(&x.draw, sstm_rng_next(&t->rng));
     CHECK_OK(sstm_run(NULL, xfer_fn, &x));
     xfers_local[t->idx]++;
   }
@@ -100,7 +122,8 @@ int main(int argc, char **argv) {
   }
   const char *policy = int_opt_str(argc, argv, "--policy", "adaptive");
   char name[128];
-  snprintf(name, sizeof name, "cm_adaptive.%s.%s.%s", argv[1], policy, argv[2]);
+  snprintf(name, sizeof name, "cm_adaptive.%s.%s.%s%s", argv[1], policy, argv[2],
+           nondet ? ".nondet" : "");
   sstm_test_setup(name, argc, argv);
   sstm_design_t design = int_parse_design(argv[1]);
   unsigned threads = sstm_test_threads((unsigned)atoi(argv[2]));
@@ -108,10 +131,12 @@ int main(int argc, char **argv) {
   CHECK_LE_U(threads, MAXT);
   ops = int_opt(argc, argv, "--ops", (long)sstm_test_scaled(2000, 100));
   naccounts = int_opt(argc, argv, "--accounts", 4);
+  for (int i = 3; i < argc; i++)
+    nondet = nondet || strcmp(argv[i], "--nondet") == 0;
   CHECK_GE_I(naccounts, 2);
   CHECK_LE_I(naccounts, 64);
   for (long i = 0; i < naccounts; i++)
-    accounts[i] = INITIAL;
+    accounts[i].v = INITIAL;
   int_init(design, policy);
   char desc[1024];
   CHECK_GT_I(sstm_describe(desc, sizeof desc), 0);
@@ -137,7 +162,7 @@ int main(int argc, char **argv) {
 
   int64_t total = 0;
   for (long i = 0; i < naccounts; i++)
-    total += accounts[i];
+    total += accounts[i].v;
   CHECK_EQ_I(total, (int64_t)naccounts * INITIAL);
   uint64_t xfers = 0, audits = 0;
   for (unsigned t = 0; t < threads; t++) {
@@ -161,6 +186,10 @@ int main(int argc, char **argv) {
   /* at most one switch per evaluation: the counters are adaptive's own
    * (its sub-policies must not count into them) */
   CHECK_LE_U(s.cm_stats[A_SWITCHES], s.cm_stats[A_EVALUATIONS]);
+  if (nondet)
+    CHECK_MSG(atomic_load(&seen_nondet), "retries on other paths never judged non-deterministic");
+  else
+    CHECK_MSG(!atomic_load(&seen_nondet), "retries on the same path judged non-deterministic");
   CHECK_OK(sstm_shutdown());
   printf("PASS %s\n", name);
   return 0;

@@ -217,4 +217,6 @@ foreach(d etl ctl)
     sstm_add_test(NAME integration.cm_adaptive.${d}.${p}.32 LABELS ${SSTM_STRESS_LABELS}
                   TIMEOUT 120 COMMAND itest_cm_adaptive ${d} 32 --policy ${p})
   endforeach()
+  sstm_add_test(NAME integration.cm_adaptive.${d}.adaptive.32.nondet LABELS ${SSTM_STRESS_LABELS}
+                TIMEOUT 120 COMMAND itest_cm_adaptive ${d} 32 --nondet)
 endforeach()
