@@ -91,8 +91,20 @@ def _style_threads_axis(ax, threads):
 
 
 def _styles(variants):
-    cmap = plt.get_cmap("tab10")
-    return {v: (cmap(i % 10), MARKERS[i % len(MARKERS)]) for i, v in enumerate(variants)}
+    # tab10 while it lasts; beyond ten lines, tab20 keeps every colour distinct
+    n = 10 if len(variants) <= 10 else 20
+    cmap = plt.get_cmap("tab10" if n == 10 else "tab20")
+    return {v: (cmap(i % n), MARKERS[i % len(MARKERS)]) for i, v in enumerate(variants)}
+
+
+def _labels(variants):
+    """Legend names: when the figure has several variants of one schedstm
+    back-end (policies, designs), the shared back-end prefix is dropped."""
+    ours = [v for v in variants if v.startswith("schedstm")]
+    for prefix in ("schedstm-inline-", "schedstm-"):
+        if len(ours) > 1 and all(v.startswith(prefix) for v in ours):
+            return {v: v[len(prefix):] if v.startswith(prefix) else v for v in variants}
+    return {v: v for v in variants}
 
 
 def plot_records(records, out_path, abort_metric="abort_ratio", title=None):
@@ -115,13 +127,16 @@ def plot_records(records, out_path, abort_metric="abort_ratio", title=None):
     for j in range(len(workloads), blocks * ncols):
         axes[2 * (j // ncols)][j % ncols].set_visible(False)
         axes[2 * (j // ncols) + 1][j % ncols].set_visible(False)
-    handles = [plt.Line2D([], [], color=styles[v][0], marker=styles[v][1], label=v)
+    labels = _labels(variants)
+    handles = [plt.Line2D([], [], color=styles[v][0], marker=styles[v][1], label=labels[v])
                for v in variants]
+    fig.tight_layout()
+    # Below the panels, so that it never covers their titles; the tight
+    # bounding box of savefig takes it in.
     fig.legend(handles=handles, loc="upper center", ncol=min(len(variants), 6),
-               frameon=False, bbox_to_anchor=(0.5, 1.0))
+               frameon=False, bbox_to_anchor=(0.5, 0.0))
     if title:
-        fig.suptitle(title, y=1.04)
-    fig.tight_layout(rect=(0, 0, 1, 0.95))
+        fig.suptitle(title, y=1.02)
     fig.savefig(out_path, dpi=130, bbox_inches="tight")
     plt.close(fig)
     return out_path
