@@ -154,7 +154,7 @@ int main(int argc, char **argv) {
   CHECK_CONTAINS(desc, " cm-info=current=");
   CHECK_CONTAINS(desc, " reason=");
   const char *cur = strstr(desc, "current=") + strlen("current=");
-  static const char *const names[] = {"yield ", "ser-spin-block ", "ser-block "};
+  static const char *const names[] = {"yield ", "ser-spin-block ", "ser-block ", "os_prio "};
   bool known = false;
   for (unsigned i = 0; i < sizeof names / sizeof names[0]; i++)
     known = known || strncmp(cur, names[i], strlen(names[i])) == 0;
