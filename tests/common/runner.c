@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -86,6 +87,18 @@ long sstm_test_env_long(const char *var, long dflt) {
 }
 
 bool sstm_test_long_mode(void) { return sstm_test_env_long("SSTM_TEST_LONG", 0) != 0; }
+
+bool sstm_test_in_futex(int tid) {
+  char path[64], buf[64];
+  snprintf(path, sizeof path, "/proc/self/task/%d/syscall", tid);
+  FILE *f = fopen(path, "r");
+  if (f == NULL)
+    sstm_test_failf(__FILE__, __LINE__, "cannot open %s: %s", path, strerror(errno));
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  fclose(f);
+  buf[n] = 0;
+  return atoi(buf) == SYS_futex && buf[0] != '-';
+}
 
 double sstm_test_scale(void) {
   const char *s = getenv("SSTM_TEST_SCALE");

@@ -65,6 +65,12 @@ unsigned sstm_test_threads(unsigned n);
 long sstm_test_env_long(const char *var, long dflt);
 bool sstm_test_long_mode(void); /* SSTM_TEST_LONG=1 (torture runs) */
 
+/* Is thread `tid` of this process blocked in a futex system call right
+ * now? (The first field of /proc/self/task/TID/syscall is the number of the
+ * call it is blocked in.) Tests poll it to know that a waiter is asleep, so
+ * that from then on only a FUTEX_WAKE (or its timeout) can release it. */
+bool sstm_test_in_futex(int tid);
+
 /* Deterministic random numbers (splitmix64 seeding, xoshiro-ish stepping). */
 typedef struct sstm_rng {
   uint64_t s;

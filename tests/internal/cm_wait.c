@@ -108,22 +108,11 @@ static void await_sleepers(sstm_desc_t *d) {
       __builtin_ia32_pause();
 }
 
-/* Wait until thread tid is blocked in a futex system call (the first field
- * of /proc/self/task/TID/syscall is the number of the call it is blocked
- * in): from then on only a FUTEX_WAKE (or its timeout) can release it. */
+/* Wait until thread tid is asleep in a futex: from then on only a
+ * FUTEX_WAKE (or its timeout) can release it. */
 static void await_in_futex(int tid) {
-  char path[64], buf[64];
-  snprintf(path, sizeof path, "/proc/self/task/%d/syscall", tid);
-  for (;;) {
-    FILE *f = fopen(path, "r");
-    CHECK_NOT_NULL(f);
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    buf[n] = 0;
-    if (atoi(buf) == SYS_futex && buf[0] != '-')
-      return;
+  while (!sstm_test_in_futex(tid))
     sched_yield();
-  }
 }
 
 /* ---- 1. missed wake-up ---------------------------------------------------- */

@@ -120,21 +120,11 @@ static void *waiter(void *arg) {
   return NULL;
 }
 
-/* Wait until thread tid is blocked in a futex system call (the first field
- * of /proc/self/task/TID/syscall is the number of the call it is blocked
- * in). The waiter's only futex is the sleep on an attempt's status word,
- * entered after it has recorded the running attempts. */
+/* Wait until thread tid is asleep in the futex. The waiter's only futex is
+ * the sleep on an attempt's status word, entered after it has recorded the
+ * running attempts. */
 static void await_in_futex(int tid) {
-  char path[64], buf[64];
-  snprintf(path, sizeof path, "/proc/self/task/%d/syscall", tid);
-  for (;;) {
-    FILE *f = fopen(path, "r");
-    CHECK_NOT_NULL(f);
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    buf[n] = 0;
-    if (atoi(buf) == SYS_futex && buf[0] != '-')
-      return;
+  while (!sstm_test_in_futex(tid)) {
     CHECK_FALSE(atomic_load_explicit(&qw.returned, memory_order_acquire));
     sched_yield();
   }
