@@ -333,7 +333,8 @@ static void probe_regime(sstm_cm_ctx_t *ctx, double cps, int a, int b) {
 
 /* Under G.lock: fold one window into the decision. */
 static void decide(sstm_cm_ctx_t *ctx, uint64_t ns, uint64_t commits, uint64_t aborts,
-                   unsigned threads, double nondet) {
+                   unsigned threads) {
+  double nondet = G.nondet;
   bool first = !G.evaluated, was_over = G.over;
   G.evaluated = true;
   if (threads > G.ncpu) {
@@ -453,7 +454,7 @@ static void maybe_evaluate(sstm_cm_ctx_t *ctx) {
         G.nondet = cmp ? (double)(dif < cmp ? dif : cmp) / (double)cmp : 0.0;
       }
       sstm_cm_count(ctx, A_EVALUATIONS, 1);
-      decide(ctx, G.pend_ns, G.pend_c, G.pend_a, threads, G.nondet);
+      decide(ctx, G.pend_ns, G.pend_c, G.pend_a, threads);
       G.pend_c = G.pend_a = G.pend_ns = 0;
     }
   }

@@ -988,8 +988,9 @@ static void commit_irrevocable(struct sstm_desc *tx) {
  * deferred frees, user actions, policy and state-table notification, hooks.
  * Only what the attempt used costs anything. */
 static SSTM_NOINLINE int commit_tail(struct sstm_desc *tx) {
+  bool slow = tx->slow & SSTM_SLOW_COMMIT; /* the features it summarises */
   if (SSTM_UNLIKELY(tx->retries)) sstm__ctr_max(&tx->ctr.max_retries, tx->retries);
-  if (sstm__g.cfg.stats == SSTM_STATS_DETAILED) {
+  if (slow && sstm__g.cfg.stats == SSTM_STATS_DETAILED) {
     sstm__ctr_add(&tx->ctr.reads_total, tx->rs.n);
     sstm__ctr_add(&tx->ctr.writes_total, tx->ws.n);
     sstm__ctr_max(&tx->ctr.reads_max, tx->rs.n);
@@ -999,8 +1000,8 @@ static SSTM_NOINLINE int commit_tail(struct sstm_desc *tx) {
   if (SSTM_UNLIKELY(tx->frees.n)) sstm__reclaim_commit(tx);
   tx->allocs.n = 0;
   if (SSTM_UNLIKELY(tx->nactions)) run_actions(tx, true);
-  if (tx->cm->on_commit) tx->cm->on_commit(cm_ctx(tx));
-  if (SSTM_UNLIKELY(tx->stt)) sstm__stt_commit(tx);
+  if (slow && tx->cm->on_commit) tx->cm->on_commit(cm_ctx(tx));
+  if (slow && tx->stt) sstm__stt_commit(tx);
   if (SSTM_UNLIKELY(atomic_load_explicit(&sstm__g.nhooks, memory_order_relaxed)))
     sstm__hooks_commit(tx->serial);
   return 0;
