@@ -28,8 +28,11 @@
  * A probe runs six windows alternating the challenger (os_prio, yield) and
  * the default (ser-block): challenger, default, default, challenger,
  * challenger, default, balanced against a drift; the challenger is chosen
- * only if it is more than 3 % ahead, and the probe is repeated every 50
- * windows or when the regime changes.
+ * only if it is more than 3 % ahead. The probe is repeated at once when the
+ * regime changes, else after a hold: 50 windows after a close verdict
+ * (under 25 % apart), 12 after a clear one that differs from the last
+ * clear one, and twice the last hold (up to 800 windows, 16 s) after one
+ * that confirms it.
  *
  * Starting choice, before any window has been evaluated: from the threads
  * registered so far, ser-block if they outnumber the CPUs (the safe choice
@@ -116,7 +119,10 @@ enum { A_SWITCHES = 4, A_EVALUATIONS = 5, A_SLICE_CHANGES = 6 };
 #define LENGTH_WINDOWS 2        /* windows a change of transaction length must last */
 #define PROBE_LEN 6
 #define PROBE_MARGIN 1.03 /* the challenger must beat the default by this factor */
-#define HOLD_WINDOWS 50   /* windows between probes */
+#define HOLD_WINDOWS 50   /* windows between probes that found no clear winner */
+#define HOLD_FIRST 12     /* ... after a clear verdict not yet confirmed */
+#define HOLD_MAX 800      /* ... growing to this while clear verdicts agree */
+#define CLEAR_MARGIN 1.25 /* a verdict this one-sided is clear */
 #define YIELD_MAX_APC 1.0 /* aborts per commit that make a held yield give way */
 #define PATH_LEN 8        /* reads compared between attempts */
 #define NONDET_MIN 8      /* compared retries a window needs to judge non-determinism */
@@ -173,6 +179,8 @@ static struct {
   double probe_cps[NSUB];
   unsigned probe_n[NSUB];
   unsigned hold;      /* windows before the next probe */
+  unsigned hold_len;  /* the hold after the last probe */
+  int last_pick;      /* that probe's choice, -1: none in this regime */
   unsigned yield_bad; /* consecutive windows of yield not serialising */
   char reason[224];   /* why `cur` was chosen */
 } G = {.lock = PTHREAD_MUTEX_INITIALIZER};
@@ -230,6 +238,8 @@ static int adaptive_init(const sstm_config_t *cfg) {
   G.under_streak = G.len_streak = G.hold = G.yield_bad = 0;
   G.probe_pos = -1;
   G.probe_a = G.probe_b = -1;
+  G.hold_len = HOLD_WINDOWS;
+  G.last_pick = -1;
   snprintf(G.reason, sizeof G.reason, "start");
   pthread_mutex_unlock(&G.lock);
   atomic_store_explicit(&G.cur, SUB_SPIN_BLOCK, RLX);
@@ -294,10 +304,34 @@ static void probe_step(sstm_cm_ctx_t *ctx, double cps) {
   double yb = G.probe_n[b] ? G.probe_cps[b] / G.probe_n[b] : 0;
   snprintf(G.reason, sizeof G.reason, "%s probe %s=%.0f/s %s=%.0f/s", G.regime, subs[a]->name, ya,
            subs[b]->name, yb);
+  int pick = ya > yb * PROBE_MARGIN ? a : b;
+  /* Hysteresis over time. A clear verdict is checked again soon (a probe's
+   * windows are noisy: sb7's first probe at 64 threads can favour
+   * ser-block, which then commits a fifth of os_prio for the whole hold);
+   * each clear verdict that confirms the last doubles the hold (probing
+   * the loser costs most where the choice is clearest); a close one keeps
+   * the fixed hold. */
+  double hi = ya > yb ? ya : yb, lo = ya > yb ? yb : ya;
+  bool clear = hi >= lo * CLEAR_MARGIN;
+  if (!clear)
+    G.hold_len = HOLD_WINDOWS;
+  else if (pick == G.last_pick)
+    G.hold_len = G.hold_len * 2 > HOLD_MAX ? HOLD_MAX : G.hold_len * 2;
+  else
+    G.hold_len = HOLD_FIRST;
+  G.last_pick = clear ? pick : -1;
   G.probe_pos = -1;
-  G.hold = HOLD_WINDOWS;
+  G.hold = G.hold_len;
   G.yield_bad = 0;
-  choose(ctx, ya > yb * PROBE_MARGIN ? a : b);
+  choose(ctx, pick);
+}
+
+/* Under G.lock: the regime changed; its next probe starts afresh. */
+static void regime_reset(void) {
+  G.probe_pos = -1;
+  G.hold = 0;
+  G.hold_len = HOLD_WINDOWS;
+  G.last_pick = -1;
 }
 
 static void probe_start(sstm_cm_ctx_t *ctx) {
@@ -314,8 +348,7 @@ static void probe_regime(sstm_cm_ctx_t *ctx, double cps, int a, int b) {
   if (G.probe_a != a || G.probe_b != b) { /* another regime: probe anew */
     G.probe_a = a;
     G.probe_b = b;
-    G.probe_pos = -1;
-    G.hold = 0;
+    regime_reset();
   }
   if (G.probe_pos >= 0) {
     probe_step(ctx, cps);
@@ -343,10 +376,8 @@ static void decide(sstm_cm_ctx_t *ctx, uint64_t ns, uint64_t commits, uint64_t a
   } else if (first || (G.over && ++G.under_streak >= UNDER_WINDOWS)) {
     G.over = false;
   }
-  if (G.over != was_over) { /* a probe's windows belong to one regime */
-    G.probe_pos = -1;
-    G.hold = 0;
-  }
+  if (G.over != was_over) /* a probe's windows belong to one regime */
+    regime_reset();
   unsigned busy = threads == 0 ? 1 : threads < G.ncpu ? threads : G.ncpu;
   double len = commits ? (double)ns * busy / (double)commits : 1e12;
   double cps = (double)commits * 1e9 / (double)ns;
@@ -361,8 +392,7 @@ static void decide(sstm_cm_ctx_t *ctx, uint64_t ns, uint64_t commits, uint64_t a
     if (++G.len_streak >= LENGTH_WINDOWS) {
       G.longtx = long_now;
       G.len_streak = 0;
-      G.probe_pos = -1;
-      G.hold = 0;
+      regime_reset();
     }
   } else {
     G.len_streak = 0;
@@ -392,6 +422,8 @@ static void decide(sstm_cm_ctx_t *ctx, uint64_t ns, uint64_t commits, uint64_t a
     if (G.yield_bad >= 2) {
       snprintf(G.reason, sizeof G.reason, "%s yield-aborts/commit=%.2f", G.regime, apc);
       choose(ctx, SUB_SER_BLOCK);
+      G.hold_len = HOLD_WINDOWS; /* the probe's verdict no longer holds */
+      G.last_pick = -1;
     }
   }
 }
