@@ -105,6 +105,7 @@ def markdown(records, baseline=None, title="Benchmark summary"):
     lines += _throughput_table(records, groups, workloads, variants, baseline)
     lines += [""]
     lines += _abort_table(groups, workloads, variants)
+    lines += _policy_tables(groups, workloads, variants)
     lines += _failure_lines(records)
     return "\n".join(lines) + "\n"
 
@@ -149,6 +150,61 @@ def _abort_table(groups, workloads, variants):
         cells += [fmt_pct(median_of(groups.get((w, t, v), []), "abort_ratio"))
                   for v in variants]
         lines.append(_md_row(cells))
+    return lines
+
+
+PRIO_STATS = ("prio_changes", "sub_prio_changes")
+
+
+def policy_wait_share(rec):
+    """Thread-seconds per second the run spent in policy actions (waiting,
+    yielding, backing off): cm_wait_s / elapsed_s, or None."""
+    wait, elapsed = rec.get("cm_wait_s"), rec.get("elapsed_s")
+    if wait is None or not elapsed:
+        return None
+    return wait / elapsed
+
+
+def prio_changes_per_s(rec):
+    """OS priority changes per second (softser, os_prio and adaptive's
+    os_prio count them), or None when the policy has no such counter."""
+    stats, elapsed = rec.get("cm_stats") or {}, rec.get("elapsed_s")
+    for name in PRIO_STATS:
+        if name in stats and elapsed:
+            return stats[name] / elapsed
+    return None
+
+
+def _median_fn(records, fn):
+    values = [x for x in map(fn, records) if x is not None]
+    return statistics.median(values) if values else None
+
+
+def _policy_tables(groups, workloads, variants):
+    """Time in policy actions and priority changes, for the variants that
+    report them (schedstm's)."""
+    def reporting(fn):
+        return [v for v in variants
+                if any(fn(r) is not None for k, rs in groups.items() if k[2] == v for r in rs)]
+
+    lines = []
+    for fn, fmt, title in (
+            (policy_wait_share, "%.2f", ["Median time in policy actions (waiting, yielding, backing off),",
+                                 "in thread-seconds per second of the run."]),
+            (prio_changes_per_s, "%.0f", ["Median OS priority changes per second (policies that change",
+                                  "priorities)."])):
+        cols = reporting(fn)
+        if not cols:
+            continue
+        lines += [""] + title + [""]
+        head = ["workload", "threads"] + cols
+        lines += [_md_row(head), _md_row(["---"] * len(head))]
+        for w, t in _rows(groups, workloads):
+            cells = [workload_label(w), str(t)]
+            for v in cols:
+                x = _median_fn(groups.get((w, t, v), []), fn)
+                cells.append("-" if x is None else fmt % x)
+            lines.append(_md_row(cells))
     return lines
 
 

@@ -1,0 +1,201 @@
+"""Tests of the benchmark harness (bench/harness): the statistics the
+summary reports, the command lines of the variants, the parsing of the
+peers' output, and the plot.
+
+Run: python3 -m unittest discover -s tests/harness (ctest: harness.python).
+"""
+
+import json
+import os
+import sys
+import tempfile
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, os.pardir, os.pardir, "bench", "harness"))
+
+import adapters  # noqa: E402
+import summary  # noqa: E402
+
+
+def rec(variant, threads, rep, cps, **extra):
+    r = {"bench": "intset", "structure": "hs", "update": 50, "threads": threads,
+         "variant": variant, "rep": rep, "status": "ok", "commits_per_s": cps,
+         "abort_ratio": 0.0}
+    r.update(extra)
+    return r
+
+
+class PairedRatio(unittest.TestCase):
+    def test_ratio_pairs_runs_of_one_repetition(self):
+        # per repetition b/a = 3.0, 1.1, 1.2: median 1.2; the ratio of the
+        # medians (4.4 / 4.0 = 1.1) would mix runs made under different
+        # machine conditions.
+        records = [rec("a", 2, 0, 1e6), rec("b", 2, 0, 3e6),
+                   rec("a", 2, 1, 4e6), rec("b", 2, 1, 4.4e6),
+                   rec("a", 2, 2, 10e6), rec("b", 2, 2, 12e6)]
+        w = summary.workload_key(records[0])
+        ratio, vs_one = summary.paired_ratio(records, w, 2, "b", "a")
+        self.assertAlmostEqual(ratio, 1.2)
+        self.assertFalse(vs_one)
+        self.assertIn("| hs 50% upd | 2 | 4.00 M | 4.40 M | 1.20x |", summary.markdown(records, "a"))
+
+    def test_one_thread_baseline_is_a_speedup_with_a_footnote(self):
+        records = [rec("seq", 1, 0, 4.0), rec("stm", 4, 0, 6.0)]
+        w = summary.workload_key(records[0])
+        ratio, vs_one = summary.paired_ratio(records, w, 4, "stm", "seq")
+        self.assertAlmostEqual(ratio, 1.5)
+        self.assertTrue(vs_one)
+        self.assertIn("baseline measured at 1 thread only", summary.markdown(records, "seq"))
+
+    def test_failed_runs_are_listed_not_averaged(self):
+        records = [rec("a", 2, 0, 5e6), rec("a", 2, 1, 7e6),
+                   dict(rec("a", 2, 2, 1e9), status="failed", error="exit 1: boom")]
+        text = summary.markdown(records)
+        self.assertIn("| 6.00 M |", text)  # median of 5 and 7 M, the failed run left out
+        self.assertIn("Failed runs (1)", text)
+        self.assertIn("boom", text)
+
+
+class PolicyTables(unittest.TestCase):
+    def test_wait_share_and_priority_changes(self):
+        records = [
+            rec("ser-block", 8, 0, 1e6, cm_wait_s=3.0, elapsed_s=1.5, cm_stats={"ser_waits": 9}),
+            rec("ser-block", 8, 1, 1e6, cm_wait_s=6.0, elapsed_s=1.5, cm_stats={"ser_waits": 9}),
+            rec("softser", 8, 0, 1e6, cm_wait_s=0.0, elapsed_s=2.0,
+                cm_stats={"prio_changes": 500, "registrations": 3}),
+            rec("tinystm", 8, 0, 1e6, elapsed_s=2.0),
+        ]
+        self.assertAlmostEqual(summary.policy_wait_share(records[0]), 2.0)
+        self.assertIsNone(summary.policy_wait_share(records[3]))
+        self.assertAlmostEqual(summary.prio_changes_per_s(records[2]), 250.0)
+        self.assertIsNone(summary.prio_changes_per_s(records[0]))
+        text = summary.markdown(records)
+        wait = text[text.index("Median time in policy actions"):]
+        wait = wait[:wait.index("Median OS priority changes")]
+        self.assertIn("| hs 50% upd | 8 | 3.00 | 0.00 |", wait)  # median of 2.0 and 4.0
+        self.assertNotIn("tinystm", wait)  # it reports no policy time
+        prio = text[text.index("Median OS priority changes"):]
+        self.assertIn("| workload | threads | softser |", prio)
+        self.assertIn("| hs 50% upd | 8 | 250 |", prio)
+
+    def test_no_policy_tables_without_policy_fields(self):
+        text = summary.markdown([rec("itm", 1, 0, 5.0)])
+        self.assertNotIn("policy actions", text)
+        self.assertNotIn("priority changes", text)
+
+
+class Commands(unittest.TestCase):
+    def setUp(self):
+        self.point = {"bench": "intset", "structure": "rb", "initial": 16384, "range": 32768,
+                      "update": 20, "threads": 4, "duration_ms": 500, "seed": 7}
+
+    def test_schedstm_variant_passes_design_and_policy(self):
+        (v,) = adapters.make_native_variants(["schedstm"], "/bin", ["ctl"], ["ser-block+ext"],
+                                             None)
+        argv, env = v.command(self.point)
+        self.assertEqual(argv[0], "/bin/intset-schedstm")
+        for flag, value in (("-S", "rb"), ("-i", "16384"), ("-r", "32768"), ("-u", "20"),
+                            ("-n", "4"), ("-d", "500"), ("-s", "7"), ("-D", "ctl"),
+                            ("-C", "ser-block+ext")):
+            self.assertEqual(argv[argv.index(flag) + 1], value)
+        self.assertEqual(env, {})
+
+    def test_libitm_runs_its_stm_not_serial_mode(self):
+        variants = adapters.make_native_variants(["itm"], "/bin", None, None, "ml_wt")
+        _, env = variants[0].command(self.point)
+        self.assertEqual(env, {"ITM_DEFAULT_METHOD": "ml_wt"})
+
+    def test_labels_name_the_crossed_dimensions(self):
+        labels = [v.label for v in adapters.make_native_variants(
+            ["schedstm", "seq"], "/bin", ["etl", "ctl"], ["suicide"], None)]
+        self.assertEqual(labels, ["schedstm-etl", "schedstm-ctl", "seq"])
+
+    def test_bad_backend_and_peer_specs_are_errors(self):
+        with self.assertRaisesRegex(ValueError, "unknown back-end 'tl2'"):
+            adapters.make_native_variants(["tl2"], "/bin", None, None, None)
+        with self.assertRaisesRegex(ValueError, "NAME=DIR"):
+            adapters.make_peer("tinystm")
+        with self.assertRaisesRegex(ValueError, "unknown peer"):
+            adapters.make_peer("rstm=/tmp")
+        with self.assertRaisesRegex(ValueError, "not a directory"):
+            adapters.make_peer("tinystm=/nonexistent/dir")
+
+
+class Parsing(unittest.TestCase):
+    def test_native_output_takes_the_last_json_line(self):
+        v = adapters.NativeVariant("schedstm", "schedstm", "/bin")
+        out = 'warming up\n{"commits_per_s": 1.0}\n{"commits_per_s": 2.5, "commits": 5}\n'
+        self.assertEqual(v.parse(out, "", 0)["commits_per_s"], 2.5)
+        with self.assertRaisesRegex(adapters.RunFailed, "exit 3: it broke"):
+            v.parse(out, "it broke\n", 3)
+        with self.assertRaisesRegex(adapters.RunFailed, "no JSON result"):
+            v.parse("nothing here\n", "", 0)
+
+    # The shape of TinySTM's intset output: per-thread blocks first, then
+    # the totals, whose abort breakdown is indented and carries rates.
+    TINY = """STM flags    : -DDESIGN=WRITE_BACK_ETL -DCM=CM_SUICIDE -DTM_STATISTICS
+Thread 0
+  #add        : 10
+  #aborts     : 250
+    #val-r    : 200
+    #lock-w   : 50
+  Max retries : 3
+Set size      : 16384 (expected: 16384)
+Duration      : 2000 (ms)
+#txs          : 1000 (500.000000 / s)
+#read txs     : 800 (400.000000 / s)
+#update txs   : 200 (100.000000 / s)
+#aborts       : 250 (125.000000 / s)
+  #val-r      : 200 (100.000000 / s)
+  #lock-w     : 50 (25.000000 / s)
+#aborts>=1    : 40 (20.000000 / s)
+Max retries   : 3
+"""
+
+    def test_tinystm_totals_reasons_and_check(self):
+        v = adapters.TinySTMVariant("tinystm", "/tmp")
+        r = v.parse(self.TINY, "", 0)
+        self.assertEqual(r["commits"], 1000)
+        self.assertAlmostEqual(r["commits_per_s"], 500.0)
+        self.assertAlmostEqual(r["abort_ratio"], 250 / 1250)
+        self.assertEqual(r["aborts_by_reason"], {"val-r": 200, "lock-w": 50})
+        self.assertAlmostEqual(r["elapsed_s"], 2.0)
+
+    def test_tinystm_without_statistics_reports_unknown_aborts(self):
+        v = adapters.TinySTMVariant("tinystm", "/tmp")
+        text = self.TINY.replace("-DTM_STATISTICS", "-UTM_STATISTICS")
+        self.assertIsNone(v.parse(text, "", 0)["abort_ratio"])
+
+    def test_tinystm_failed_check_is_a_failed_run(self):
+        v = adapters.TinySTMVariant("tinystm", "/tmp")
+        text = self.TINY.replace("16384 (expected", "16383 (expected")
+        with self.assertRaisesRegex(adapters.RunFailed, "16383 != expected 16384"):
+            v.parse(text, "", 0)
+
+
+class Plot(unittest.TestCase):
+    def test_plot_writes_a_figure(self):
+        try:
+            import matplotlib  # noqa: F401
+        except ImportError:
+            self.skipTest("matplotlib is not installed (scripts/install-deps.sh installs it)")
+        import plot
+        records = []
+        for v in ("schedstm-inline-suicide", "schedstm-inline-ser-block"):
+            for t, cps in ((1, 1e6), (2, 1.8e6), (8, 1.5e6)):
+                records.append(rec(v, t, 0, cps, abort_ratio=0.1))
+        with tempfile.TemporaryDirectory() as d:
+            jsonl = os.path.join(d, "results.jsonl")
+            with open(jsonl, "w") as f:
+                for r in records:
+                    f.write(json.dumps(r) + "\n")
+            plot.plot_file(jsonl, d)
+            pngs = [n for n in os.listdir(d) if n.endswith(".png")]
+            self.assertTrue(pngs, "no figure written")
+            with open(os.path.join(d, pngs[0]), "rb") as f:
+                self.assertEqual(f.read(8), b"\x89PNG\r\n\x1a\n")
+
+
+if __name__ == "__main__":
+    unittest.main()
