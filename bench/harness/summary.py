@@ -106,6 +106,7 @@ def markdown(records, baseline=None, title="Benchmark summary"):
     lines += [""]
     lines += _abort_table(groups, workloads, variants)
     lines += _policy_tables(groups, workloads, variants)
+    lines += _adaptive_table(records, groups, workloads, variants)
     lines += _failure_lines(records)
     return "\n".join(lines) + "\n"
 
@@ -205,6 +206,50 @@ def _policy_tables(groups, workloads, variants):
                 x = _median_fn(groups.get((w, t, v), []), fn)
                 cells.append("-" if x is None else fmt % x)
             lines.append(_md_row(cells))
+    return lines
+
+
+def adaptive_vs_fixed(records, groups, workload, threads, variants):
+    """For each adaptive variant (label containing 'adaptive') at one point:
+    (adaptive, best fixed policy, paired ratio adaptive/best, whether the
+    adaptive median is the lowest of all the policies). The fixed policies
+    are the other variants of the same back-end that report policy time
+    (schedstm's); None when there are fewer than two."""
+    def median(v):
+        return median_of(groups.get((workload, threads, v), []), "commits_per_s")
+
+    def has_policy(v):
+        return any(policy_wait_share(r) is not None for r in groups.get((workload, threads, v), []))
+
+    out = []
+    for a in (v for v in variants if "adaptive" in v and median(v) is not None):
+        backend = a.split("-adaptive")[0]
+        fixed = [v for v in variants if v != a and "adaptive" not in v and has_policy(v)
+                 and v.startswith(backend + "-") and median(v) is not None]
+        if len(fixed) < 2:
+            continue
+        best = max(fixed, key=median)
+        ratio, _ = paired_ratio(records, workload, threads, a, best)
+        worst = median(a) < min(median(v) for v in fixed)
+        out.append((a, best, ratio, worst))
+    return out
+
+
+def _adaptive_table(records, groups, workloads, variants):
+    rows = []
+    for w, t in _rows(groups, workloads):
+        for a, best, ratio, worst in adaptive_vs_fixed(records, groups, w, t, variants):
+            rows.append([workload_label(w), str(t), a, best,
+                         "-" if ratio is None else "%.2fx" % ratio, "yes" if worst else ""])
+    if not rows:
+        return []
+    within = sum(1 for r in rows if r[4] != "-" and float(r[4][:-1]) >= 0.9)
+    lines = ["", "Adaptive against the best fixed policy of each point (paired per-repetition",
+             "ratio of throughputs; 'worst': below every fixed policy). Within 10 %%: %d of %d."
+             % (within, len(rows)), ""]
+    head = ["workload", "threads", "adaptive", "best fixed", "adaptive / best", "worst"]
+    lines += [_md_row(head), _md_row(["---"] * len(head))]
+    lines += [_md_row(r) for r in rows]
     return lines
 
 

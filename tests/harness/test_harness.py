@@ -85,6 +85,29 @@ class PolicyTables(unittest.TestCase):
         self.assertNotIn("priority changes", text)
 
 
+class AdaptiveTable(unittest.TestCase):
+    def test_adaptive_against_the_best_fixed_policy_paired(self):
+        def r(cm, rep, cps):
+            return rec("schedstm-inline-" + cm, 8, rep, cps, cm_wait_s=0.1, elapsed_s=1.0)
+        records = [r("suicide", 0, 1e6), r("yield", 0, 4e6), r("adaptive", 0, 3.8e6),
+                   r("suicide", 1, 2e6), r("yield", 1, 8e6), r("adaptive", 1, 5.6e6),
+                   r("suicide", 2, 1e6), r("yield", 2, 2e6), r("adaptive", 2, 1.9e6),
+                   rec("tinystm", 8, 0, 9e6)]  # a peer is not a fixed policy
+        text = summary.markdown(records)
+        table = text[text.index("Adaptive against"):]
+        # paired ratios 0.95, 0.70, 0.95: median 0.95 (the medians: 3.8 / 4.0)
+        self.assertIn("| hs 50% upd | 8 | schedstm-inline-adaptive | schedstm-inline-yield "
+                      "| 0.95x |  |", table)
+        self.assertIn("Within 10 %: 1 of 1.", table)
+
+    def test_worst_is_flagged(self):
+        records = [rec("s-" + cm, 2, 0, cps, cm_wait_s=0.0, elapsed_s=1.0)
+                   for cm, cps in (("suicide", 2e6), ("yield", 3e6), ("adaptive", 1e6))]
+        table = summary.markdown(records)
+        self.assertIn("| s-adaptive | s-yield | 0.33x | yes |", table)
+        self.assertIn("Within 10 %: 0 of 1.", table)
+
+
 class Commands(unittest.TestCase):
     def setUp(self):
         self.point = {"bench": "intset", "structure": "rb", "initial": 16384, "range": 32768,
