@@ -40,8 +40,7 @@ def ordered_unique(values):
 
 def median_of(records, field):
     """Median of a numeric field over records, None if no value."""
-    values = [r[field] for r in records if r.get(field) is not None]
-    return statistics.median(values) if values else None
+    return _median_fn(records, lambda r: r.get(field))
 
 
 def group(records):

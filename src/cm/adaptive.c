@@ -193,6 +193,13 @@ static sstm_cm_ctx_t sub_ctx(sstm_cm_ctx_t *ctx, int i) {
   return c;
 }
 
+/* Under G.lock: the last verdict no longer says anything; the next clear
+ * one starts the hold sequence again. */
+static void verdict_forget(void) {
+  G.hold_len = HOLD_WINDOWS;
+  G.last_pick = -1;
+}
+
 static unsigned cpus_available(void) {
   cpu_set_t set;
   if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0)
@@ -238,8 +245,7 @@ static int adaptive_init(const sstm_config_t *cfg) {
   G.under_streak = G.len_streak = G.hold = G.yield_bad = 0;
   G.probe_pos = -1;
   G.probe_a = G.probe_b = -1;
-  G.hold_len = HOLD_WINDOWS;
-  G.last_pick = -1;
+  verdict_forget();
   snprintf(G.reason, sizeof G.reason, "start");
   pthread_mutex_unlock(&G.lock);
   atomic_store_explicit(&G.cur, SUB_SPIN_BLOCK, RLX);
@@ -330,8 +336,7 @@ static void probe_step(sstm_cm_ctx_t *ctx, double cps) {
 static void regime_reset(void) {
   G.probe_pos = -1;
   G.hold = 0;
-  G.hold_len = HOLD_WINDOWS;
-  G.last_pick = -1;
+  verdict_forget();
 }
 
 static void probe_start(sstm_cm_ctx_t *ctx) {
@@ -422,8 +427,7 @@ static void decide(sstm_cm_ctx_t *ctx, uint64_t ns, uint64_t commits, uint64_t a
     if (G.yield_bad >= 2) {
       snprintf(G.reason, sizeof G.reason, "%s yield-aborts/commit=%.2f", G.regime, apc);
       choose(ctx, SUB_SER_BLOCK);
-      G.hold_len = HOLD_WINDOWS; /* the probe's verdict no longer holds */
-      G.last_pick = -1;
+      verdict_forget();
     }
   }
 }
