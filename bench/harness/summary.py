@@ -7,22 +7,49 @@ variant, rep, status, commits_per_s, abort_ratio. Standard library only.
 import statistics
 
 
+def _size_key(rec):
+    """The size part of a workload: the intset's initial size and key range
+    (ll1k and ll8k are different workloads), the bank's account count, the
+    sb7 scale factor."""
+    bench = rec.get("bench")
+    if bench == "intset":
+        initial, rng = rec.get("initial"), rec.get("range")
+        if initial is None:
+            return None
+        return (initial, rng if rng not in (None, 0, 2 * initial) else None)
+    if bench == "bank":
+        return rec.get("accounts")
+    return rec.get("scale")
+
+
 def workload_key(rec):
-    """(bench, structure, update) identifies one workload."""
-    return (rec.get("bench"), rec.get("structure"), rec.get("update"))
+    """(bench, structure, size, update) identifies one workload."""
+    return (rec.get("bench"), rec.get("structure"), _size_key(rec), rec.get("update"))
 
 
 SB7_MIX_LABELS = {"r": "read-dominated", "rw": "read-write", "w": "write-dominated"}
 
 
+def _count(n):
+    """1024 -> '1k', 16384 -> '16k', 1000 -> '1000' (the papers' names)."""
+    return "%dk" % (n // 1024) if n >= 1024 and n % 1024 == 0 else str(n)
+
+
 def workload_label(key):
-    bench, structure, update = key
+    bench, structure, size, update = key
     if bench == "bank":
-        return "bank (%s%% transfers)" % update
+        accounts = "" if size is None else ", %s accounts" % _count(size)
+        return "bank (%s%% transfers%s)" % (update, accounts)
     if bench == "sb7":  # structure "sb7" or "sb7-nolong", update the mix
         label = "%s %s" % (structure, SB7_MIX_LABELS.get(update, update))
+        if size not in (None, 1):
+            label += " x%s" % size
         return label.replace("sb7-nolong", "sb7 (no long trav.)")
-    return "%s %s%% upd" % (structure, update)
+    name = structure
+    if size is not None:
+        initial, rng = size
+        name += _count(initial) + ("" if rng is None else "/r%s" % _count(rng))
+    return "%s %s%% upd" % (name, update)
 
 
 def ok_records(records):

@@ -57,6 +57,30 @@ class PairedRatio(unittest.TestCase):
         self.assertIn("boom", text)
 
 
+class Workloads(unittest.TestCase):
+    def test_initial_size_separates_workloads(self):
+        # ll1k and ll8k at the same update rate are two workloads: a summary
+        # keyed on structure and update alone merged their rows.
+        records = [rec("a", 2, 0, 1e6, structure="ll", update=20, initial=1024, range=2048),
+                   rec("a", 2, 0, 9e6, structure="ll", update=20, initial=8192, range=16384)]
+        keys = {summary.workload_key(r) for r in records}
+        self.assertEqual(len(keys), 2)
+        text = summary.markdown(records)
+        self.assertIn("| ll1k 20% upd | 2 | 1.00 M |", text)
+        self.assertIn("| ll8k 20% upd | 2 | 9.00 M |", text)
+
+    def test_labels_of_sizes_ranges_banks_and_sb7(self):
+        self.assertEqual(summary.workload_label(summary.workload_key(
+            rec("a", 1, 0, 1, structure="rb", update=5, initial=1000, range=4096))),
+            "rb1000/r4k 5% upd")
+        self.assertEqual(summary.workload_label(summary.workload_key(
+            {"bench": "bank", "update": 20, "accounts": 4096})),
+            "bank (20% transfers, 4k accounts)")
+        self.assertEqual(summary.workload_label(summary.workload_key(
+            {"bench": "sb7", "structure": "sb7", "update": "rw", "scale": 1})),
+            "sb7 read-write")
+
+
 class PolicyTables(unittest.TestCase):
     def test_wait_share_and_priority_changes(self):
         records = [
