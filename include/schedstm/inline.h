@@ -37,15 +37,13 @@ typedef struct sstm__fast {
   uint32_t depth;
   uint64_t end;         /* snapshot upper bound */
   uint64_t owner_lw;
-  uint64_t status;      /* atomic inside the library; not used here */
   uint64_t *locks;
   uint64_t lock_mask;
   struct {
     struct sstm__rentry {
       uint64_t *lock;
       uint64_t lw;
-    } *e;
-    uint32_t n, cap;
+    } *e, *top, *lim; /* entries [e, top); top is read by other threads */
   } rs;
 } sstm__fast_t;
 
@@ -75,28 +73,28 @@ sstm__load_fast(sstm__fast_t *f, const void *addr, unsigned size, bool log, uint
   __atomic_thread_fence(__ATOMIC_ACQUIRE);
   if (__builtin_expect(__atomic_load_n(lk, __ATOMIC_RELAXED) != l, 0)) return false;
   if (log) {
-    uint32_t n = f->rs.n;
-    if (__builtin_expect(n >= f->rs.cap, 0)) return false;
-    f->rs.e[n].lock = lk;
-    f->rs.e[n].lw = l;
-    /* relaxed store: contention managers of other threads read n. */
-    __atomic_store_n(&f->rs.n, n + 1, __ATOMIC_RELAXED);
+    struct sstm__rentry *t = f->rs.top;
+    if (__builtin_expect(t == f->rs.lim, 0)) return false;
+    t->lock = lk;
+    t->lw = l;
+    /* relaxed store: contention managers of other threads read top. */
+    __atomic_store_n(&f->rs.top, t + 1, __ATOMIC_RELAXED);
   }
   *out = v;
   return true;
 }
 
-/* The fast path for the current descriptor `f` (NULL on an unregistered
- * thread): an ETL or declared read-only attempt, a naturally aligned
- * address, and sstm__load_fast's conditions. Outside a transaction the
- * variant is SSTM__V_NONE, so misuse also takes the slow path. */
+/* The fast path for the current descriptor prefix `f` (never NULL: an
+ * unregistered thread has a static prefix whose variant is SSTM__V_NONE):
+ * an ETL or declared read-only attempt, a naturally aligned address, and
+ * sstm__load_fast's conditions. Outside a transaction the variant is
+ * SSTM__V_NONE too, so misuse also takes the slow path. */
 static inline __attribute__((always_inline)) bool
 sstm__load_try(sstm__fast_t *f, const void *addr, unsigned size, uint64_t *out) {
-  if (__builtin_expect(f == NULL, 0)) return false;
   /* relaxed: killers set a flag bit in this byte, which fails both tests
    * below and sends a killed attempt to the slow path at once. */
   unsigned var = __atomic_load_n(&f->variant, __ATOMIC_RELAXED);
-  return (var == SSTM__V_ETL || var == SSTM__V_RO) && ((uintptr_t)addr & (size - 1)) == 0 &&
+  return ((uintptr_t)addr & (size - 1)) == 0 && (var == SSTM__V_ETL || var == SSTM__V_RO) &&
          sstm__load_fast(f, addr, size, var == SSTM__V_ETL, out);
 }
 
@@ -104,14 +102,22 @@ sstm__load_try(sstm__fast_t *f, const void *addr, unsigned size, uint64_t *out) 
 SSTM_API uint64_t sstm__load_slow(const void *addr, unsigned size);
 
 #if defined(SSTM_INLINE_BARRIERS)
-extern __thread struct sstm_desc *sstm__cur __attribute__((tls_model("initial-exec")));
+/* The calling thread's descriptor prefix, never NULL (see sstm__load_try). */
+extern __thread sstm__fast_t *sstm__fast_cur __attribute__((tls_model("initial-exec")));
+
+/* The slow path through a cold function: the compiler then moves it out of
+ * line and the inlined fast path runs without a taken branch. */
+static __attribute__((cold, noinline, unused)) uint64_t sstm__load_general(const void *addr,
+                                                                           unsigned size) {
+  return sstm__load_slow(addr, size);
+}
 
 static inline __attribute__((always_inline)) uint64_t sstm__load_inline(const void *addr,
                                                                         unsigned size) {
   uint64_t v;
-  if (__builtin_expect(sstm__load_try((sstm__fast_t *)(void *)sstm__cur, addr, size, &v), 1))
+  if (__builtin_expect(sstm__load_try(sstm__fast_cur, addr, size, &v), 1))
     return v;
-  return sstm__load_slow(addr, size);
+  return sstm__load_general(addr, size);
 }
 #endif
 

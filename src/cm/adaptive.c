@@ -556,7 +556,8 @@ static sstm_cm_action_t adaptive_conflict(sstm_cm_ctx_t *ctx, const sstm_conflic
  * first attempt keeps no read set and is not compared. */
 static void note_path(sstm_cm_ctx_t *ctx, adaptive_state_t *s, const sstm_abort_info_t *info) {
   const sstm_r_entry_t *rs = ctx->desc->rs.e;
-  uint32_t n = ctx->desc->rs.n < PATH_LEN ? ctx->desc->rs.n : PATH_LEN;
+  uint32_t n = sstm_rset_count(&ctx->desc->rs);
+  if (n > PATH_LEN) n = PATH_LEN;
   if (ctx->retries > 1 && sstm__cm_conflict_abort(info->reason)) {
     uint32_t k = n < s->prev_n ? n : s->prev_n;
     if (k >= 1) {

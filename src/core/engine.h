@@ -113,10 +113,10 @@ struct sstm_desc {
   uint32_t depth;         /* flat nesting depth, 0 = no transaction */
   uint64_t end;           /* snapshot upper bound: reads valid at time `end` */
   uint64_t owner_lw;      /* lock word value meaning "owned by this attempt" */
-  _Atomic uint64_t status;/* serial|state: read by all, CAS'd by killers */
   _Atomic uint64_t *locks;/* copy of the lock-table geometry */
   uint64_t lock_mask;
   sstm_rset_t rs;         /* 64 bytes up to here */
+  _Atomic uint64_t status;/* serial|state: read by all, CAS'd by killers */
   sstm_wset_t ws;
   sstm_lset_t ls;
   int64_t sample_left;    /* sampling countdown */
@@ -181,6 +181,9 @@ typedef struct sstm_global {
 
 extern sstm_global_t sstm__g;
 extern __thread struct sstm_desc *sstm__cur __attribute__((tls_model("initial-exec")));
+/* Attach d (NULL: none) to the calling thread: sstm__cur and the inline
+ * fast path's prefix pointer (core/stm.c). */
+void sstm__set_cur(struct sstm_desc *d);
 
 SSTM_INLINE _Atomic uint64_t *sstm__lock_for(const struct sstm_desc *d, const void *addr) {
   return &d->locks[((uintptr_t)addr >> d->stripe_shift) & d->lock_mask];

@@ -149,7 +149,7 @@ static void desc_release(struct sstm_desc *d) {
 static void attach(struct sstm_desc *d) {
   atomic_store_explicit(&d->attached, true, memory_order_relaxed);
   atomic_store_explicit(&d->tid, sstm__gettid(), memory_order_relaxed);
-  sstm__cur = d;
+  sstm__set_cur(d);
   pthread_setspecific(exit_key, d);
 }
 
@@ -169,7 +169,7 @@ static int thread_exit(struct sstm_desc *d) {
     return SSTM_EBUSY;
   }
   if (atomic_load_explicit(&sstm__g.nhooks, memory_order_relaxed)) sstm__hooks_thread_exit();
-  sstm__cur = NULL;
+  sstm__set_cur(NULL);
   pthread_setspecific(exit_key, NULL);
   desc_release(d);
   return 0;
@@ -199,7 +199,7 @@ SSTM_API sstm_desc_t *sstm_desc_detach(void) {
   struct sstm_desc *d = sstm__cur;
   if (d == NULL) return NULL;
   atomic_store_explicit(&d->attached, false, memory_order_relaxed);
-  sstm__cur = NULL;
+  sstm__set_cur(NULL);
   pthread_setspecific(exit_key, NULL);
   return d;
 }
@@ -306,7 +306,7 @@ void sstm__party_snapshot(struct sstm_desc *d, uint64_t lw, sstm_party_t *out) {
       .txid = txid,
       .start = __atomic_load_n(&d->start, __ATOMIC_RELAXED),
       .birth = __atomic_load_n(&d->birth, __ATOMIC_RELAXED),
-      .reads = __atomic_load_n(&d->rs.n, __ATOMIC_RELAXED),
+      .reads = sstm_rset_count_remote(&d->rs),
       .writes = __atomic_load_n(&d->ws.n, __ATOMIC_RELAXED),
       .priority = atomic_load_explicit(&d->pub_priority, memory_order_relaxed),
       .committing = s == SSTM_ST_COMMITTING || s == SSTM_ST_IRREVOCABLE,

@@ -9,11 +9,18 @@
 #define LSET_INIT 256
 
 bool sstm_rset_grow(sstm_rset_t *rs) {
-  uint32_t cap = rs->cap ? rs->cap * 2 : RSET_INIT;
-  sstm_r_entry_t *e = realloc(rs->e, (size_t)cap * sizeof *e);
+  /* Sizes as integers, taken before the realloc. */
+  uintptr_t base = (uintptr_t)rs->e;
+  size_t n = ((uintptr_t)rs->top - base) / sizeof *rs->e;
+  size_t cap = base ? ((uintptr_t)rs->lim - base) / sizeof *rs->e * 2 : RSET_INIT;
+  if (cap > UINT32_MAX) return false;
+  sstm_r_entry_t *e = realloc(rs->e, cap * sizeof *e);
   if (e == NULL) return false;
-  rs->e = e;
-  rs->cap = cap;
+  /* relaxed stores: other threads read e and top as a hint only
+   * (sstm_rset_count_remote). */
+  __atomic_store_n(&rs->e, e, __ATOMIC_RELAXED);
+  __atomic_store_n(&rs->top, e + n, __ATOMIC_RELAXED);
+  rs->lim = e + cap;
   return true;
 }
 

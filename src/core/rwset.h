@@ -42,9 +42,15 @@ typedef struct sstm_w_slot {
   uint32_t stamp; /* attempt stamp; a slot with another stamp is empty */
 } sstm_w_slot_t;
 
+/* The read set is a bump array: entries [e, top), room up to lim. Appending
+ * is a compare with lim, two stores and a pointer bump (no index scaling:
+ * this is the read barrier's fast path). `top` is read by contention
+ * managers of other threads (relaxed), and so is `e`, which only the owner
+ * changes, when it grows the array (sstm_rset_count_remote). */
 typedef struct sstm_rset {
   sstm_r_entry_t *e;
-  uint32_t n, cap;
+  sstm_r_entry_t *top;
+  sstm_r_entry_t *lim;
 } sstm_rset_t;
 
 typedef struct sstm_wset {
@@ -125,11 +131,32 @@ static inline bool sstm_wset_put(sstm_wset_t *ws, uintptr_t word, uint64_t value
   return true;
 }
 
+/* Entries recorded (owner only). */
+static inline uint32_t sstm_rset_count(const sstm_rset_t *rs) {
+  return (uint32_t)(rs->top - rs->e);
+}
+
+/* Entries recorded, read from another thread: a hint for contention
+ * managers. Relaxed loads of two fields the owner moves independently: if
+ * they straddle a growth of the array (rare: it never shrinks) the
+ * difference is meaningless and 0 is returned instead. */
+static inline uint32_t sstm_rset_count_remote(const sstm_rset_t *rs) {
+  uintptr_t e = (uintptr_t)__atomic_load_n(&rs->e, __ATOMIC_RELAXED);
+  uintptr_t top = (uintptr_t)__atomic_load_n(&rs->top, __ATOMIC_RELAXED);
+  uintptr_t n = (top - e) / sizeof(sstm_r_entry_t);
+  return top >= e && n <= UINT32_MAX ? (uint32_t)n : 0;
+}
+
+/* Forget every entry (start of an attempt). */
+static inline void sstm_rset_clear(sstm_rset_t *rs) {
+  __atomic_store_n(&rs->top, rs->e, __ATOMIC_RELAXED);
+}
+
 static inline bool sstm_rset_add(sstm_rset_t *rs, _Atomic uint64_t *lock, uint64_t lw) {
-  if (__builtin_expect(rs->n == rs->cap, 0) && !sstm_rset_grow(rs)) return false;
-  rs->e[rs->n] = (sstm_r_entry_t){lock, lw};
-  /* n is read by contention managers of other threads (relaxed). */
-  __atomic_store_n(&rs->n, rs->n + 1, __ATOMIC_RELAXED);
+  if (__builtin_expect(rs->top == rs->lim, 0) && !sstm_rset_grow(rs)) return false;
+  *rs->top = (sstm_r_entry_t){lock, lw};
+  /* relaxed: contention managers of other threads read top. */
+  __atomic_store_n(&rs->top, rs->top + 1, __ATOMIC_RELAXED);
   return true;
 }
 

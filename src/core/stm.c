@@ -119,9 +119,20 @@ void __asan_handle_no_return(void);
 #define SSTM_ASAN_NO_RETURN() ((void)0)
 #endif
 
-/* The only thread-local state: the current descriptor. Exported for the
- * inline fast path (schedstm/inline.h). */
+/* The only thread-local state: the current descriptor, and the same
+ * pointer as the inline fast path's prefix (schedstm/inline.h), which is
+ * never NULL, so the barrier needs no NULL test: without a descriptor it
+ * points at a static prefix whose variant sends every access to the slow
+ * path. Both change together, in sstm__set_cur only. */
 SSTM_API __thread struct sstm_desc *sstm__cur __attribute__((tls_model("initial-exec")));
+static sstm__fast_t no_desc = {.variant = SSTM__V_NONE};
+SSTM_API __thread sstm__fast_t *sstm__fast_cur __attribute__((tls_model("initial-exec"))) =
+    &no_desc;
+
+void sstm__set_cur(struct sstm_desc *d) {
+  sstm__cur = d;
+  sstm__fast_cur = d ? (sstm__fast_t *)(void *)d : &no_desc;
+}
 
 static __attribute__((noreturn)) void abort_tx(struct sstm_desc *tx, sstm_abort_reason_t r,
                                                const sstm_party_t *other);
@@ -200,7 +211,7 @@ SSTM_INLINE bool entry_covers(const sstm_w_entry_t *e, unsigned off, unsigned si
  * these loads after it and makes the locks of every commit counted by that
  * clock value visible (argument (2)). */
 static bool validate(const struct sstm_desc *tx) {
-  const sstm_r_entry_t *r = tx->rs.e, *end = r + tx->rs.n;
+  const sstm_r_entry_t *r = tx->rs.e, *end = tx->rs.top;
   for (; r < end; r++) {
     uint64_t l = atomic_load_explicit(r->lock, memory_order_relaxed);
     if (l != r->lw && l != tx->owner_lw) return false;
@@ -267,7 +278,7 @@ static sstm_cm_ctx_t *cm_ctx(struct sstm_desc *tx) {
   c->txid = tx->serial;
   c->start = tx->start;
   c->birth = tx->birth;
-  c->reads = tx->rs.n;
+  c->reads = sstm_rset_count(&tx->rs);
   c->writes = tx->ws.n;
   c->priority = tx->attr.priority;
   return c;
@@ -602,17 +613,24 @@ SSTM_API uint64_t sstm__load_slow(const void *addr, unsigned size) {
   }
 }
 
+/* The exported loads: the inline fast path as a leaf (no stack frame),
+ * else the general entry. The latter is reached through a cold function so
+ * the compiler moves it out of line and the fast path runs straight through
+ * without a taken branch (on this VM's CPU that decided more than the
+ * instruction count did). The random-delay build always takes the general
+ * entry (its barriers have delay points). */
+static SSTM_COLD uint64_t load_general(const void *addr, unsigned size) {
+  return sstm__load_slow(addr, size);
+}
+
+SSTM_INLINE uint64_t load_entry(const void *addr, unsigned size) {
+  uint64_t v;
+  if (!sstm__random_delay && SSTM_LIKELY(sstm__load_try(sstm__fast_cur, addr, size, &v))) return v;
+  return load_general(addr, size);
+}
+
 #define DEFINE_INT_BARRIERS(T, S, suffix)                                                          \
-  /* The inline fast path as a leaf (no stack frame), else the general     \
-   * entry; the random-delay build always takes the latter (its barriers    \
-   * have delay points). */                                                 \
-  SSTM_API T sstm_load_##suffix(const T *addr) {                                                   \
-    uint64_t v;                                                                                    \
-    if (!sstm__random_delay &&                                                                     \
-        SSTM_LIKELY(sstm__load_try((sstm__fast_t *)(void *)sstm__cur, addr, S, &v)))               \
-      return (T)v;                                                                                 \
-    return (T)sstm__load_slow(addr, S);                                                            \
-  }                                                                                                \
+  SSTM_API T sstm_load_##suffix(const T *addr) { return (T)load_entry(addr, S); }                 \
   SSTM_API void sstm_store_##suffix(T *addr, T v) {                                                \
     struct sstm_desc *tx = sstm__cur;                                                              \
     if (!SSTM_IN_TX(tx)) {                                                                         \
@@ -632,13 +650,13 @@ DEFINE_INT_BARRIERS(uint32_t, 4, u32)
 DEFINE_INT_BARRIERS(uint64_t, 8, u64)
 
 SSTM_API void *sstm_load_ptr(void *const *addr) {
-  return (void *)(uintptr_t)sstm_load_u64((const uint64_t *)(const void *)addr);
+  return (void *)(uintptr_t)load_entry(addr, 8);
 }
 SSTM_API void sstm_store_ptr(void **addr, void *v) {
   sstm_store_u64((uint64_t *)(void *)addr, (uint64_t)(uintptr_t)v);
 }
 SSTM_API float sstm_load_float(const float *addr) {
-  uint32_t b = sstm_load_u32((const uint32_t *)(const void *)addr);
+  uint32_t b = (uint32_t)load_entry(addr, 4);
   float f;
   memcpy(&f, &b, 4);
   return f;
@@ -649,7 +667,7 @@ SSTM_API void sstm_store_float(float *addr, float v) {
   sstm_store_u32((uint32_t *)(void *)addr, b);
 }
 SSTM_API double sstm_load_double(const double *addr) {
-  uint64_t b = sstm_load_u64((const uint64_t *)(const void *)addr);
+  uint64_t b = load_entry(addr, 8);
   double d;
   memcpy(&d, &b, 8);
   return d;
@@ -783,7 +801,7 @@ static SSTM_NOINLINE void begin_slow(struct sstm_desc *tx) {
 SSTM_INLINE void attempt_start(struct sstm_desc *tx, bool first) {
   uint64_t serial = ++tx->serial;
   tx->owner_lw = sstm_lw_make_owner(tx->slot, serial);
-  __atomic_store_n(&tx->rs.n, 0, __ATOMIC_RELAXED);
+  sstm_rset_clear(&tx->rs);
   /* An attempt that wrote nothing left nothing in the write set's index
    * (it holds only entries stamped by attempts that wrote). */
   if (tx->ws.n) sstm_wset_reset(&tx->ws);
@@ -991,9 +1009,9 @@ static SSTM_NOINLINE int commit_tail(struct sstm_desc *tx) {
   bool slow = tx->slow & SSTM_SLOW_COMMIT; /* the features it summarises */
   if (SSTM_UNLIKELY(tx->retries)) sstm__ctr_max(&tx->ctr.max_retries, tx->retries);
   if (slow && sstm__g.cfg.stats == SSTM_STATS_DETAILED) {
-    sstm__ctr_add(&tx->ctr.reads_total, tx->rs.n);
+    sstm__ctr_add(&tx->ctr.reads_total, sstm_rset_count(&tx->rs));
     sstm__ctr_add(&tx->ctr.writes_total, tx->ws.n);
-    sstm__ctr_max(&tx->ctr.reads_max, tx->rs.n);
+    sstm__ctr_max(&tx->ctr.reads_max, sstm_rset_count(&tx->rs));
     sstm__ctr_max(&tx->ctr.writes_max, tx->ws.n);
     if (tx->attr.tag < SSTM_MAX_TAGS) sstm__ctr_add(&tx->ctr.tag_commits[tx->attr.tag], 1);
   }
@@ -1116,7 +1134,7 @@ SSTM_API int sstm_become_irrevocable(void) {
   }
   unsigned kind = sstm__kind(tx);
   if (kind == SSTM_V_IRREV) return 0;
-  if (kind != SSTM_V_RO && tx->rs.n == 0 && tx->ws.n == 0) {
+  if (kind != SSTM_V_RO && tx->rs.top == tx->rs.e && tx->ws.n == 0) {
     irrev_enter(tx); /* nothing read or written yet: switch in place */
     return 0;
   }
@@ -1170,8 +1188,8 @@ SSTM_SAME_FIELD(end);
 SSTM_SAME_FIELD(locks);
 SSTM_SAME_FIELD(lock_mask);
 SSTM_SAME_FIELD(rs.e);
-SSTM_SAME_FIELD(rs.n);
-SSTM_SAME_FIELD(rs.cap);
+SSTM_SAME_FIELD(rs.top);
+SSTM_SAME_FIELD(rs.lim);
 _Static_assert(sizeof(sstm_r_entry_t) == sizeof(struct sstm__rentry), "read entry layout");
 _Static_assert(SSTM_V_ETL == SSTM__V_ETL && SSTM_V_RO == SSTM__V_RO, "variant numbering");
 _Static_assert(sizeof(sstm__fast_t) <= SSTM_CACHELINE,

@@ -422,4 +422,73 @@ TEST(bulk_and_subword_rollback) {
   sstm_test_fini();
 }
 
+/* More reads than the read set's initial capacity (it grows twice while
+ * the fast path appends), then a commit by another transaction changes the
+ * last word read, which lives in the grown array. Reading a word newer
+ * than the snapshot makes the attempt validate every entry: it must fail
+ * on that last one and start over. */
+enum { NBIG = 3 * 4096 };
+static uint64_t big[NBIG + 1][4]; /* one word per 32-byte stripe */
+
+static void bump_last_and_tail(void *p) {
+  (void)p;
+  sstm_store_u64(&big[NBIG - 1][0], sstm_load_u64(&big[NBIG - 1][0]) + 1);
+  sstm_store_u64(&big[NBIG][0], 7);
+}
+
+/* Out of line: run_other's checks must not sit inside the atomic block. */
+static __attribute__((noinline)) int bump_in_other(void) {
+  return run_other(NULL, bump_last_and_tail, NULL);
+}
+
+static volatile int other_rc = -1;
+static volatile uint64_t sum, tail; /* written inside the atomic block */
+TEST(grown_read_set_is_validated) {
+  sstm_test_init();
+  for (uint64_t i = 0; i <= NBIG; i++) big[i][0] = i;
+  attempts = 0;
+  SSTM_ATOMIC_BEGIN(NULL)
+    attempts++;
+    uint64_t acc = 0;
+    for (unsigned i = 0; i < NBIG; i++) acc += sstm_load_u64(&big[i][0]);
+    sum = acc;
+    if (attempts == 1) other_rc = bump_in_other();
+    tail = sstm_load_u64(&big[NBIG][0]);
+  SSTM_ATOMIC_END();
+  CHECK_EQ_I(other_rc, 0);
+  CHECK_EQ_I(attempts, 2);
+  CHECK_EQ_U(tail, 7);
+  CHECK_EQ_U(sum, (uint64_t)NBIG * (NBIG - 1) / 2 + 1);
+  txh_cleanup();
+  sstm_test_fini();
+}
+
+/* Without a descriptor (detached, or never registered) a load is misuse,
+ * reported once, through the fast path's static "no descriptor" prefix as
+ * well as through the call. */
+static int nmisuse;
+static void count_misuse(const char *msg) {
+  (void)msg;
+  nmisuse++;
+}
+
+TEST(load_without_descriptor_is_misuse) {
+  sstm_test_init();
+  sstm_misuse_fn prev = sstm_set_misuse_handler(count_misuse);
+  nmisuse = 0;
+  S.u64 = 42;
+  CHECK_EQ_U(sstm_load_u64(&S.u64), 0); /* registered, outside a transaction */
+  CHECK_EQ_I(nmisuse, 1);
+  sstm_desc_t *mine = sstm_desc_detach();
+  CHECK_NOT_NULL(mine);
+  CHECK_EQ_U(sstm_load_u64(&S.u64), 0);
+  CHECK_NULL(sstm_load_ptr(&S.ptr));
+  CHECK_EQ_I(nmisuse, 3);
+  CHECK_OK(sstm_desc_attach(mine));
+  CHECK_EQ_U(tx_load_u64(&S.u64), 42); /* and the fast path works again */
+  CHECK_EQ_I(nmisuse, 3);
+  sstm_set_misuse_handler(prev);
+  sstm_test_fini();
+}
+
 SSTM_TEST_MAIN()
