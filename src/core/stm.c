@@ -570,13 +570,62 @@ static unsigned chunk(uintptr_t a, size_t n) {
   return (n >= 8 && a % 8 == 0) ? 8 : (n >= 4 && a % 4 == 0) ? 4 : (n >= 2 && a % 2 == 0) ? 2 : 1;
 }
 
-static SSTM_NOINLINE void load_bytes(struct sstm_desc *tx, void *dst, const void *src, size_t n) {
-  unsigned char *d = dst;
-  const unsigned char *s = src;
+/* n bytes, each naturally aligned piece a full barrier. */
+static void load_pieces(struct sstm_desc *tx, unsigned char *d, const unsigned char *s, size_t n) {
   while (n > 0) {
     unsigned k = chunk((uintptr_t)s, n);
     uint64_t v = dispatch_load(tx, s, k);
     memcpy(d, &v, k); /* little endian: low bytes first */
+    d += k, s += k, n -= k;
+  }
+}
+
+/* The bytes [s, s+n) of one stripe under one seqlock read of its lock word
+ * (argument 1 covers every byte the stripe's lock protects, not one word):
+ * the fast path of a bulk read for an ETL or declared read-only attempt
+ * whose stripe is unlocked and covered by the snapshot, with one read-set
+ * entry for the whole piece. False (nothing recorded, d may hold garbage)
+ * sends the piece through the per-word barriers, which handle everything
+ * else: a lock held by this attempt or another, a newer version, sampling,
+ * a kill flag, the random-delay build. */
+static bool load_stripe(struct sstm_desc *tx, unsigned char *d, const unsigned char *s, size_t n) {
+  unsigned var = sstm__variant(tx);
+  if ((var != SSTM_V_ETL && var != SSTM_V_RO) || sstm__random_delay) return false;
+  _Atomic uint64_t *lk = sstm__lock_for(tx, s);
+  /* acquire: pairs with the committer's release of the lock word. */
+  uint64_t l = atomic_load_explicit(lk, memory_order_acquire);
+  if (l > tx->end) return false; /* locked (top bit), or newer than the snapshot */
+  if ((((uintptr_t)s | n) & 7) == 0) { /* whole words, the common case */
+    for (size_t i = 0; i < n; i += 8) {
+      uint64_t v = __atomic_load_n((const uint64_t *)(const void *)(s + i), __ATOMIC_RELAXED);
+      memcpy(d + i, &v, 8);
+    }
+  } else {
+    for (size_t i = 0; i < n;) {
+      unsigned k = chunk((uintptr_t)(s + i), n - i);
+      uint64_t v = mem_load(s + i, k); /* relaxed atomic loads */
+      memcpy(d + i, &v, k);
+      i += k;
+    }
+  }
+  /* acquire fence: the re-check cannot see a lock word older than the data
+   * (pairs with the committer's release fence before write-back). */
+  atomic_thread_fence(memory_order_acquire);
+  if (atomic_load_explicit(lk, memory_order_relaxed) != l) return false;
+  if (var == SSTM_V_ETL && SSTM_UNLIKELY(!sstm_rset_add(&tx->rs, lk, l))) oom();
+  return true;
+}
+
+/* A bulk read, stripe by stripe: one barrier per stripe touched when it is
+ * unlocked and covered by the snapshot, one per piece otherwise. */
+static SSTM_NOINLINE void load_bytes(struct sstm_desc *tx, void *dst, const void *src, size_t n) {
+  unsigned char *d = dst;
+  const unsigned char *s = src;
+  const uintptr_t stripe = (uintptr_t)1 << tx->stripe_shift;
+  while (n > 0) {
+    size_t k = stripe - ((uintptr_t)s & (stripe - 1));
+    if (k > n) k = n;
+    if (!load_stripe(tx, d, s, k)) load_pieces(tx, d, s, k);
     d += k, s += k, n -= k;
   }
 }

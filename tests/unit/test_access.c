@@ -463,6 +463,49 @@ TEST(grown_read_set_is_validated) {
   sstm_test_fini();
 }
 
+/* A bulk read takes one barrier per stripe when it can: the stripe it read
+ * must still be in the read set. The copy spans two stripes; another
+ * transaction then changes a word of the second, and a read newer than the
+ * snapshot makes the attempt validate: it must start over and copy the new
+ * value. */
+static _Alignas(64) uint64_t blk[8];
+static uint64_t blk_tail[4];
+
+static void bump_blk(void *p) {
+  (void)p;
+  sstm_store_u64(&blk[5], sstm_load_u64(&blk[5]) + 100);
+  sstm_store_u64(&blk_tail[0], 9);
+}
+
+static __attribute__((noinline)) int bump_blk_in_other(void) {
+  return run_other(NULL, bump_blk, NULL);
+}
+
+static volatile uint64_t copy5, copy0, tail2;
+TEST(bulk_read_is_validated_per_stripe) {
+  sstm_test_init();
+  for (unsigned i = 0; i < 8; i++) blk[i] = i;
+  blk_tail[0] = 0;
+  attempts = 0;
+  other_rc = -1;
+  SSTM_ATOMIC_BEGIN(NULL)
+    attempts++;
+    uint64_t c[8];
+    sstm_load_bytes(c, blk, sizeof c);
+    copy0 = c[0];
+    copy5 = c[5];
+    if (attempts == 1) other_rc = bump_blk_in_other();
+    tail2 = sstm_load_u64(&blk_tail[0]);
+  SSTM_ATOMIC_END();
+  CHECK_EQ_I(other_rc, 0);
+  CHECK_EQ_I(attempts, 2);
+  CHECK_EQ_U(copy0, 0);
+  CHECK_EQ_U(copy5, 105);
+  CHECK_EQ_U(tail2, 9);
+  txh_cleanup();
+  sstm_test_fini();
+}
+
 /* Without a descriptor (detached, or never registered) a load is misuse,
  * reported once, through the fast path's static "no descriptor" prefix as
  * well as through the call. */
