@@ -21,7 +21,9 @@
  * MSPC'12]: the committer writes back under the lock after a release fence
  * (commit_update), so if the data load saw a value written back by a commit,
  * the fence-fence synchronisation makes the second lock load see that
- * commit's lock or a later value, and the read retries.
+ * commit's lock or a later value, and the read retries. The data may be any
+ * number of loads between the two lock loads: a bulk read copies all the
+ * bytes a stripe's lock covers under one such read (load_stripe).
  *
  * (2) Extension. When a read meets v > end, the attempt reads the clock
  * (acquire) as `now`, checks that every read-set entry still carries the
