@@ -174,11 +174,13 @@ SSTM_API bool sstm_party_watch(const sstm_party_t *p);
 typedef enum sstm_wait_mode {
   SSTM_WAIT_SPIN = 0,  /* pause loop; the thread keeps its CPU */
   SSTM_WAIT_BLOCK = 1, /* sleep on a futex on the party's status word */
+  SSTM_WAIT_YIELD = 2, /* sched_yield() between checks: gives the CPU to the
+                          other runnable threads, the winner among them */
 } sstm_wait_mode_t;
 
 /* Wait until the party's attempt has ended (committed or aborted), or
  * timeout_ns has passed (0: no limit). Returns 0 once it has ended,
- * SSTM_EBUSY on timeout, SSTM_EINVAL for a NULL party.
+ * SSTM_EBUSY on timeout, SSTM_EINVAL for a NULL party or an unknown mode.
  * BLOCK: the caller sets a sleepers flag in the party's status word and
  * sleeps with FUTEX_WAIT on that word's low 32 bits, which change at every
  * state transition; the kernel compares them atomically before sleeping, so

@@ -4,6 +4,13 @@
  *
  *  ser-spin   SER-u (spin): wait in a pause loop. Right when threads <=
  *             CPUs; wastes the loser's time slice otherwise.
+ *  ser-yield  between the two: call sched_yield() until the winner's
+ *             transaction has ended, so the CPU goes to the other runnable
+ *             threads (the winner, if it was preempted, among them) without
+ *             a futex sleep and wake-up. What TinySTM's CM_DELAY does when
+ *             built with WAIT_YIELD (it waits for the lock, we for the
+ *             winner's attempt); the strongest TinySTM configuration when
+ *             threads outnumber CPUs (docs/benchmarks.md).
  *  ser-block  SER-u (cond), and the role SER-k plays in the paper: sleep on
  *             a futex on the winner's status word. The winner's end wakes
  *             sleepers only if the sleepers flag is set, so a commit that
@@ -30,7 +37,9 @@ enum { SER_WAITS, SER_TIMEOUTS };
 static void ser_wait(sstm_cm_ctx_t *ctx, const sstm_abort_info_t *info, sstm_wait_mode_t mode) {
   sstm__cm_bound_retries(ctx);
   if (!info->has_other || !sstm__cm_conflict_abort(info->reason)) return;
-  sstm_cm_note(ctx, mode == SSTM_WAIT_BLOCK ? SSTM_ACT_BLOCK : SSTM_ACT_SPIN);
+  sstm_cm_note(ctx, mode == SSTM_WAIT_BLOCK   ? SSTM_ACT_BLOCK
+                    : mode == SSTM_WAIT_YIELD ? SSTM_ACT_YIELD
+                                              : SSTM_ACT_SPIN);
   sstm_cm_count(ctx, SER_WAITS, 1);
   if (sstm_party_wait(&info->other, mode, SSTM_SER_WAIT_MAX_NS) != 0)
     sstm_cm_count(ctx, SER_TIMEOUTS, 1);
@@ -39,6 +48,10 @@ static void ser_wait(sstm_cm_ctx_t *ctx, const sstm_abort_info_t *info, sstm_wai
 
 static void ser_spin_abort(sstm_cm_ctx_t *ctx, const sstm_abort_info_t *info) {
   ser_wait(ctx, info, SSTM_WAIT_SPIN);
+}
+
+static void ser_yield_abort(sstm_cm_ctx_t *ctx, const sstm_abort_info_t *info) {
+  ser_wait(ctx, info, SSTM_WAIT_YIELD);
 }
 
 static void ser_block_abort(sstm_cm_ctx_t *ctx, const sstm_abort_info_t *info) {
@@ -50,6 +63,14 @@ const sstm_cm_ops_t sstm__cm_ser_spin = {
     .description = "abort, then spin until the winner's transaction ends (SER-u spin)",
     .on_conflict = sstm__cm_abort_self,
     .on_abort = ser_spin_abort,
+    .stat_names = {"ser_waits", "ser_timeouts"},
+};
+
+const sstm_cm_ops_t sstm__cm_ser_yield = {
+    .name = "ser-yield",
+    .description = "abort, then yield the CPU until the winner's transaction ends",
+    .on_conflict = sstm__cm_abort_self,
+    .on_abort = ser_yield_abort,
     .stat_names = {"ser_waits", "ser_timeouts"},
 };
 

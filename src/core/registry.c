@@ -341,6 +341,10 @@ SSTM_API bool sstm_party_watch(const sstm_party_t *p) {
 
 SSTM_API int sstm_party_wait(const sstm_party_t *p, sstm_wait_mode_t mode, uint64_t timeout_ns) {
   if (p == NULL || p->desc == NULL) return SSTM_EINVAL;
+  if (mode != SSTM_WAIT_SPIN && mode != SSTM_WAIT_BLOCK && mode != SSTM_WAIT_YIELD) {
+    sstm__set_error("sstm_party_wait: unknown wait mode %d", (int)mode);
+    return SSTM_EINVAL;
+  }
   _Atomic uint64_t *w = &p->desc->status;
   uint64_t deadline = timeout_ns ? sstm__now_ns() + timeout_ns : UINT64_MAX;
   for (unsigned spins = 0;; spins++) {
@@ -369,6 +373,11 @@ SSTM_API int sstm_party_wait(const sstm_party_t *p, sstm_wait_mode_t mode, uint6
        * case, and costs a sleeper one wake-up per millisecond. */
       uint64_t left = deadline - now;
       sstm__futex_wait(w, (uint32_t)st, left < 1000000 ? left : 1000000);
+      continue;
+    }
+    if (mode == SSTM_WAIT_YIELD && s != SSTM_ST_COMMITTING) {
+      if (sstm__now_ns() >= deadline) return SSTM_EBUSY;
+      sched_yield();
       continue;
     }
     if ((spins & 63) == 63) {

@@ -153,7 +153,7 @@ endif()
 # whole set stays within about a minute at SSTM_TEST_SCALE=1. The TSan and
 # random-delay builds (label stress) run the 4-thread entries: 32 threads
 # spinning on 2 CPUs under TSan take minutes each.
-set(SSTM_CM_BASE suicide backoff yield ser-spin ser-block softser os_prio timestamp adaptive)
+set(SSTM_CM_BASE suicide backoff yield ser-spin ser-yield ser-block softser os_prio timestamp adaptive)
 set(SSTM_CM_COMBOS ser-block+ext softser+ext adaptive+ext ext)
 set(SSTM_CM_KINDS ll sl rb hs)
 foreach(d etl ctl)
@@ -199,7 +199,7 @@ foreach(d etl ctl)
     sstm_add_test(NAME integration.cm_deadlock.${d}.${p}.64 LABELS ${SSTM_STRESS_LABELS}
                   TIMEOUT 120 COMMAND itest_cm_deadlock ${d} ${p} 64)
   endforeach()
-  foreach(p ser-spin softser) # spinning/retrying 64 threads: too slow under TSan
+  foreach(p ser-spin ser-yield softser) # spinning/retrying 64 threads: too slow under TSan
     sstm_add_test(NAME integration.cm_deadlock.${d}.${p}.64 LABELS integration
                   TIMEOUT 120 COMMAND itest_cm_deadlock ${d} ${p} 64)
   endforeach()

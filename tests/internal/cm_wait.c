@@ -124,7 +124,7 @@ static struct {
   _Atomic uint64_t txid;
   _Atomic long round;      /* published by the winner (txid valid) */
   _Atomic long done;       /* the loser's wait for this round returned */
-  _Atomic int mode;        /* this round: SSTM_WAIT_BLOCK or SSTM_WAIT_SPIN */
+  _Atomic int mode;        /* this round: SSTM_WAIT_BLOCK, _SPIN or _YIELD */
   _Atomic int sync;        /* winner waits for the sleepers flag */
   long rounds;
   long slept_rounds;       /* rounds where the sleepers flag was seen set */
@@ -190,7 +190,9 @@ static void mw_winner(sstm_rng_t *rng) {
   for (long r = 1; r <= mw.rounds; r++) {
     uint64_t x = sstm_rng_next(rng);
     struct wctx c = {.r = r, .kind = (int)(x % END_KINDS), .rng = rng};
-    int mode = (x >> 8) % 8 == 0 ? SSTM_WAIT_SPIN : SSTM_WAIT_BLOCK;
+    int mode = (x >> 8) % 8 == 0   ? SSTM_WAIT_SPIN
+               : (x >> 8) % 8 == 1 ? SSTM_WAIT_YIELD
+                                   : SSTM_WAIT_BLOCK;
     c.sync = mode == SSTM_WAIT_BLOCK && (x >> 16) % 3 == 0;
     atomic_store_explicit(&mw.mode, mode, memory_order_relaxed);
     atomic_store_explicit(&mw.sync, c.sync, memory_order_relaxed);
@@ -204,7 +206,7 @@ static void mw_winner(sstm_rng_t *rng) {
     if (c.sync) /* the end found the sleepers flag: it must wake */
       CHECK_MSG(wakes >= 1, "round %ld (end kind %d): the loser flagged the attempt as "
                             "slept on, its end issued no FUTEX_WAKE", r, c.kind);
-    if (mode == SSTM_WAIT_SPIN) /* nobody flagged it: no system call */
+    if (mode != SSTM_WAIT_BLOCK) /* nobody flagged it: no FUTEX_WAKE */
       CHECK_MSG(wakes == 0, "round %ld (end kind %d): %ld FUTEX_WAKE for an attempt nobody "
                             "slept on", r, c.kind, wakes);
   }
@@ -277,6 +279,7 @@ TEST(wait_on_ended_attempt_returns_zero) {
     /* no timeout: a sleep here would never end */
     CHECK_OK(sstm_party_wait(&p, SSTM_WAIT_BLOCK, 0));
     CHECK_OK(sstm_party_wait(&p, SSTM_WAIT_SPIN, 0));
+    CHECK_OK(sstm_party_wait(&p, SSTM_WAIT_YIELD, 0));
     CHECK_OK(sstm_party_wait(&p, SSTM_WAIT_BLOCK, 1000));
   }
   /* nothing was flagged on the idle word, nobody slept on it */
@@ -284,6 +287,8 @@ TEST(wait_on_ended_attempt_returns_zero) {
   CHECK_EQ_I(atomic_load(&fx_waits), 0);
   CHECK_EQ_I(atomic_load(&fx_wakes), 1); /* fx_watch's own probe */
   CHECK_RC(sstm_party_wait(NULL, SSTM_WAIT_BLOCK, 0), SSTM_EINVAL);
+  sstm_party_t mine = {.desc = me, .txid = committed};
+  CHECK_RC(sstm_party_wait(&mine, (sstm_wait_mode_t)7, 0), SSTM_EINVAL); /* unknown mode */
   sstm_party_t none = {.desc = NULL, .txid = 1};
   CHECK_RC(sstm_party_wait(&none, SSTM_WAIT_BLOCK, 0), SSTM_EINVAL);
   CHECK_FALSE(sstm_party_running(&none));

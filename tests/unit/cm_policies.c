@@ -394,7 +394,9 @@ static void chain(const char *cm) {
   CHECK_GE_U(C.as.cm_stats[SER_WAITS], 1);
   CHECK_GE_U(C.bs.aborts[SSTM_ABORT_WRITE_LOCKED], 1);
   CHECK_GE_U(C.bs.cm_stats[SER_WAITS], 1);
-  sstm_cm_act_t act = strncmp(cm, "ser-spin", 8) == 0 ? SSTM_ACT_SPIN : SSTM_ACT_BLOCK;
+  sstm_cm_act_t act = strncmp(cm, "ser-spin", 8) == 0    ? SSTM_ACT_SPIN
+                      : strncmp(cm, "ser-yield", 9) == 0 ? SSTM_ACT_YIELD
+                                                         : SSTM_ACT_BLOCK;
   CHECK_GE_U(C.as.cm_actions[act], 1);
   CHECK_GE_U(C.bs.cm_actions[act], 1);
   if (timeouts == 0) {
@@ -411,5 +413,6 @@ static void chain(const char *cm) {
 TEST(ser_block_chain_completes) { chain("ser-block"); }
 TEST(ser_block_ext_chain_completes) { chain("ser-block+ext"); }
 TEST(ser_spin_chain_completes) { chain("ser-spin"); }
+TEST(ser_yield_chain_completes) { chain("ser-yield"); }
 
 SSTM_TEST_MAIN()
