@@ -20,7 +20,7 @@ bool sstm_rset_grow(sstm_rset_t *rs) {
    * (sstm_rset_count_remote). */
   __atomic_store_n(&rs->e, e, __ATOMIC_RELAXED);
   __atomic_store_n(&rs->top, e + n, __ATOMIC_RELAXED);
-  rs->lim = e + cap;
+  __atomic_store_n(&rs->lim, e + cap, __ATOMIC_RELAXED);
   return true;
 }
 

@@ -137,14 +137,15 @@ static inline uint32_t sstm_rset_count(const sstm_rset_t *rs) {
 }
 
 /* Entries recorded, read from another thread: a hint for contention
- * managers. Relaxed loads of two fields the owner moves independently: if
- * they straddle a growth of the array (rare: it never shrinks) the
- * difference is meaningless and 0 is returned instead. */
+ * managers (os_prio's tie-break), never dereferenced. Relaxed loads of
+ * fields the owner moves independently: loads that straddle a growth of
+ * the array (rare: it never shrinks) may mix the old and the new array, so
+ * the result is only kept within [0, capacity of the array seen]. */
 static inline uint32_t sstm_rset_count_remote(const sstm_rset_t *rs) {
   uintptr_t e = (uintptr_t)__atomic_load_n(&rs->e, __ATOMIC_RELAXED);
   uintptr_t top = (uintptr_t)__atomic_load_n(&rs->top, __ATOMIC_RELAXED);
-  uintptr_t n = (top - e) / sizeof(sstm_r_entry_t);
-  return top >= e && n <= UINT32_MAX ? (uint32_t)n : 0;
+  uintptr_t lim = (uintptr_t)__atomic_load_n(&rs->lim, __ATOMIC_RELAXED);
+  return top >= e && top <= lim ? (uint32_t)((top - e) / sizeof(sstm_r_entry_t)) : 0;
 }
 
 /* Forget every entry (start of an attempt). */
