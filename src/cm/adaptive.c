@@ -618,6 +618,31 @@ static void adaptive_abort(sstm_cm_ctx_t *ctx, const sstm_abort_info_t *info) {
   }
 }
 
+/* Test seam (tests/internal/adaptive_decide.c): judge one window as if
+ * the evaluator had counted `commits` and `aborts` of `threads` threads
+ * over `ns` on `ncpu` CPUs, without the clock or the engine's counters.
+ * Returns the choice after it; `reason` (may be NULL) gets the reason
+ * string. Internal: not in the exported API. */
+int sstm__adaptive_feed(uint64_t ns, uint64_t commits, uint64_t aborts, unsigned threads,
+                        unsigned ncpu, char *reason, size_t len) {
+  pthread_mutex_lock(&G.lock);
+  G.ncpu = ncpu;
+  decide(NULL, ns, commits, aborts, threads);
+  int cur = atomic_load_explicit(&G.cur, RLX);
+  if (reason)
+    snprintf(reason, len, "%s", G.reason);
+  pthread_mutex_unlock(&G.lock);
+  return cur;
+}
+
+const char *sstm__adaptive_sub_name(int i) {
+  return i >= 0 && i < NSUB ? subs[i]->name : "?";
+}
+
+uint64_t sstm__adaptive_window_ns(void) {
+  return atomic_load_explicit(&G.window_ns, RLX);
+}
+
 const sstm_cm_ops_t sstm__cm_adaptive = {
     .name = "adaptive",
     .description =

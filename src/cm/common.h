@@ -47,4 +47,12 @@ static inline void sstm__cm_bound_retries(sstm_cm_ctx_t *ctx) {
  * (descheduled for several quanta) is given up on and the loser restarts. */
 #define SSTM_SER_WAIT_MAX_NS 20000000ull /* 20 ms, five 4 ms ticks */
 
+/* adaptive's test seam (cm/adaptive.c; tests/internal/adaptive_decide.c):
+ * judge one window from given counts; the name of sub-policy i; the
+ * current window length. */
+int sstm__adaptive_feed(uint64_t ns, uint64_t commits, uint64_t aborts, unsigned threads,
+                        unsigned ncpu, char *reason, size_t len);
+const char *sstm__adaptive_sub_name(int i);
+uint64_t sstm__adaptive_window_ns(void);
+
 #endif /* SSTM_CM_COMMON_H */

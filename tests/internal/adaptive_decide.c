@@ -1,0 +1,156 @@
+/* Internal tests: adaptive's decisions (src/cm/adaptive.c), window by
+ * window, without threads or clocks. The test seam sstm__adaptive_feed
+ * judges one window from given counts; a model gives each sub-policy a
+ * commit rate, and every window is fed the rate of the policy adaptive
+ * chose for it. What is checked:
+ *  - long transactions, 64 threads on 2 CPUs: windows of 160 ms; a probe
+ *    of os_prio against ser-block that ends after one window each when one
+ *    commits twice as much ("probe(early)"); the hold after a clear verdict
+ *    (12 windows), doubled when the next verdict confirms it (24);
+ *  - a close verdict: the full six-window probe, the challenger only when
+ *    more than 3 % ahead, and the long hold (50 windows);
+ *  - window length by regime: 20 ms per 4 threads per CPU for long
+ *    transactions (40 ms at 16 threads, capped at 160 ms), 20 ms for short
+ *    ones at any count; at or below the CPU count short transactions get
+ *    ser-spin-block without a probe.
+ * The counts are exact (no time, no threads): each expectation follows
+ * from the rules at the top of adaptive.c.
+ */
+#include <string.h>
+
+#include "../common/runner.h"
+#include "cm/common.h"
+
+#define MS 1000000ull
+
+static char why[256];
+static int cur = -1; /* the choice for the next window */
+
+static double rate_os_prio, rate_ser_block, rate_other;
+
+static double rate_of(int choice) {
+  const char *n = sstm__adaptive_sub_name(choice);
+  if (strcmp(n, "os_prio") == 0) return rate_os_prio;
+  if (strcmp(n, "ser-block") == 0) return rate_ser_block;
+  return rate_other;
+}
+
+/* One window under the current choice; returns the next choice's name. */
+static const char *feed(unsigned threads, unsigned ncpu) {
+  uint64_t ns = sstm__adaptive_window_ns();
+  uint64_t commits = (uint64_t)(rate_of(cur) * (double)ns / 1e9);
+  cur = sstm__adaptive_feed(ns, commits, commits / 2, threads, ncpu, why, sizeof why);
+  return sstm__adaptive_sub_name(cur);
+}
+
+static void start(void) {
+  sstm_config_t cfg;
+  sstm_config_default(&cfg);
+  cfg.use_env = false;
+  cfg.cm = "adaptive";
+  CHECK_OK(sstm_init(&cfg));
+  CHECK_OK(sstm_thread_init());
+  cur = -1;
+}
+
+static void stop(void) {
+  CHECK_OK(sstm_thread_exit());
+  CHECK_OK(sstm_shutdown());
+}
+
+/* Feed n hold windows: the choice stays `name`, no probe runs. */
+static void hold(unsigned n, const char *name, unsigned threads, unsigned ncpu) {
+  for (unsigned i = 0; i < n; i++) {
+    CHECK_EQ_STR(feed(threads, ncpu), name);
+    CHECK_MSG(strstr(why, "probing") == NULL, "hold window %u of %u probes: %s", i + 1, n, why);
+  }
+}
+
+TEST(long_tx_early_verdict_and_growing_hold) {
+  start();
+  rate_os_prio = 10000, rate_ser_block = 2000, rate_other = 2000;
+  /* first window: long transactions, oversubscribed; the probe starts with
+   * the challenger */
+  CHECK_EQ_STR(feed(64, 2), "os_prio");
+  CHECK_NOT_NULL(strstr(why, "long-tx"));
+  CHECK_NOT_NULL(strstr(why, "probing"));
+  CHECK_EQ_U(sstm__adaptive_window_ns(), 160 * MS);
+  CHECK_EQ_STR(feed(64, 2), "ser-block"); /* the default's window */
+  /* one window each, 5x apart: verdict at once */
+  CHECK_EQ_STR(feed(64, 2), "os_prio");
+  CHECK_NOT_NULL(strstr(why, "probe(early)"));
+  /* a clear verdict not yet confirmed: 12 windows, then a probe */
+  hold(12, "os_prio", 64, 2);
+  CHECK_EQ_STR(feed(64, 2), "os_prio");
+  CHECK_NOT_NULL(strstr(why, "probing"));
+  CHECK_EQ_STR(feed(64, 2), "ser-block");
+  CHECK_EQ_STR(feed(64, 2), "os_prio");
+  CHECK_NOT_NULL(strstr(why, "probe(early)"));
+  /* confirmed: the hold doubles */
+  hold(24, "os_prio", 64, 2);
+  CHECK_EQ_STR(feed(64, 2), "os_prio");
+  CHECK_NOT_NULL(strstr(why, "probing"));
+  stop();
+}
+
+TEST(close_verdict_runs_the_full_probe_and_holds_long) {
+  start();
+  /* os_prio 5 % ahead: above the 3 % margin, below the 25 % of a clear
+   * verdict and far below the 2x of an early one */
+  rate_os_prio = 10500, rate_ser_block = 10000, rate_other = 2000;
+  CHECK_EQ_STR(feed(64, 2), "os_prio");
+  /* windows C D D C C D: the choice for the next one after each */
+  const char *next[] = {"ser-block", "ser-block", "os_prio", "os_prio", "ser-block"};
+  for (unsigned i = 0; i < 5; i++) {
+    CHECK_EQ_STR(feed(64, 2), next[i]);
+    CHECK_NOT_NULL(strstr(why, "probing"));
+  }
+  CHECK_EQ_STR(feed(64, 2), "os_prio"); /* the verdict */
+  CHECK_NOT_NULL(strstr(why, "probe os_prio="));
+  hold(50, "os_prio", 64, 2);
+  CHECK_EQ_STR(feed(64, 2), "os_prio");
+  CHECK_NOT_NULL(strstr(why, "probing"));
+  stop();
+}
+
+TEST(challenger_needs_more_than_three_percent) {
+  start();
+  rate_os_prio = 10200, rate_ser_block = 10000, rate_other = 2000; /* 2 %: not enough */
+  CHECK_EQ_STR(feed(64, 2), "os_prio");
+  for (unsigned i = 0; i < 5; i++) feed(64, 2);
+  CHECK_EQ_STR(feed(64, 2), "ser-block");
+  CHECK_NOT_NULL(strstr(why, "probe os_prio="));
+  stop();
+}
+
+TEST(window_length_by_regime) {
+  start();
+  rate_os_prio = rate_ser_block = rate_other = 10000; /* long at 16 threads on 2 CPUs */
+  feed(16, 2);
+  CHECK_NOT_NULL(strstr(why, "long-tx"));
+  CHECK_EQ_U(sstm__adaptive_window_ns(), 40 * MS);
+  CHECK_NOT_NULL(strstr(why, "window=40ms"));
+  stop();
+
+  start();
+  rate_os_prio = rate_ser_block = rate_other = 10000;
+  feed(1000, 2); /* capped */
+  CHECK_EQ_U(sstm__adaptive_window_ns(), 160 * MS);
+  stop();
+
+  start();
+  rate_os_prio = rate_ser_block = rate_other = 5e6; /* 0.4 us per commit: short */
+  feed(64, 2);
+  CHECK_NOT_NULL(strstr(why, "short-tx"));
+  CHECK_EQ_U(sstm__adaptive_window_ns(), 20 * MS);
+  stop();
+
+  start();
+  rate_os_prio = rate_ser_block = rate_other = 5e6;
+  CHECK_EQ_STR(feed(2, 2), "ser-spin-block"); /* threads <= CPUs: no probe */
+  CHECK_MSG(strstr(why, "probing") == NULL, "%s", why);
+  CHECK_EQ_U(sstm__adaptive_window_ns(), 20 * MS);
+  stop();
+}
+
+SSTM_TEST_MAIN()
