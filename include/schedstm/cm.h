@@ -189,8 +189,10 @@ typedef enum sstm_wait_mode {
  * attempt that nobody waits for makes no system call. Sleeps last at most
  * 1 ms before the caller re-checks: that bounds the one unwoken case (an
  * attempt that holds no lock, so no conflict names it, whose party was
- * built by hand and flagged in its commit's last instant). A committing party is
- * waited for by spinning (its end is imminent). Deadlock freedom: policies
+ * built by hand and flagged in its commit's last instant). YIELD: calls
+ * sched_yield() between checks, sets no flag and never sleeps, so the
+ * party's end issues no wake-up. A committing party is waited for by
+ * spinning in every mode (its end is imminent). Deadlock freedom: policies
  * call this after their own attempt has rolled back (from on_abort), so a
  * waiting thread holds no lock and runs no attempt, and the wait-for graph
  * (waiting thread -> running attempt) has no cycle. */

@@ -231,7 +231,13 @@ SSTM_API void sstm_store_float(float *addr, float v);
 SSTM_API void sstm_store_double(double *addr, double v);
 
 /* Bulk copies (structs): transactional read of n bytes at src into private
- * memory dst, and transactional write of n bytes from private src to dst. */
+ * memory dst, and transactional write of n bytes from private src to dst.
+ * Any size and alignment; the same guarantees as n one-byte accesses (the
+ * copy is part of the transaction's consistent snapshot). A read costs one
+ * barrier per lock stripe it covers (default 32 bytes) when the stripe is
+ * unlocked and the attempt uses encounter-time locking or is read-only, one
+ * per naturally aligned piece otherwise. Outside a transaction: misuse
+ * (sstm_set_misuse_handler); a load then fills dst with zeros. */
 SSTM_API void sstm_load_bytes(void *dst, const void *src, size_t n);
 SSTM_API void sstm_store_bytes(void *dst, const void *src, size_t n);
 
