@@ -24,6 +24,7 @@ RESULT_FIELDS = (
     "initial", "range", "accounts", "audit", "threads", "duration_ms", "rep",
     "seed", "status", "commits_per_s", "aborts_per_s", "abort_ratio",
     "commits", "aborts", "elapsed_s", "final_size", "expected_size", "error",
+    "clock", "commits_per_s_inside",
 )
 
 

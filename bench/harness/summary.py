@@ -150,7 +150,15 @@ def _throughput_table(records, groups, workloads, variants, baseline):
     head += ["%s / %s" % (v, baseline) for v in others]
     lines = ["Median commits/s over repetitions; ratios are medians of per-repetition",
              "ratios (runs of one repetition are interleaved, so each ratio compares",
-             "runs made under the same conditions).", ""]
+             "runs made under the same conditions)."]
+    outside = [r for r in records if r.get("clock") == "outside"]
+    if outside:
+        lines += ["Rates are timed from outside the programs (--outside-clock %s): the" %
+                  outside[0].get("outside_short_ms"),
+                  "commits of each run less those of a short run of the same command, over",
+                  "the difference of their wall times; the programs' own figures are in",
+                  "results.jsonl as commits_per_s_inside."]
+    lines += [""]
     lines += [_md_row(head), _md_row(["---"] * len(head))]
     footnote = False
     for w, t in _rows(groups, workloads):

@@ -22,6 +22,16 @@ Examples:
 libitm runs get ITM_DEFAULT_METHOD=ml_wt unless --itm-method says otherwise:
 without it libitm runs single-threaded programs in serial-irrevocable mode,
 which is not a software TM at all.
+
+--outside-clock MS times every variant from outside, the same way: each run
+is preceded by a run of the same command for MS milliseconds, both are
+timed by the harness (process start to exit), and the rate is the
+difference of the commits over the difference of the wall times. Start-up,
+set-up, teardown and whatever a program's own clock leaves out cancel.
+This matters for peers whose driver starts its clock late or stops it
+early when threads outnumber CPUs (TinySTM's intset: see
+docs/benchmarks.md); the program's own figure is kept as
+commits_per_s_inside.
 """
 
 import argparse
@@ -86,6 +96,9 @@ def parse_args(argv):
     p.add_argument("--baseline", default=None,
                    help="variant the ratios are computed against (default: the first)")
     p.add_argument("--itm-method", default="ml_wt", help="ITM_DEFAULT_METHOD for libitm runs")
+    p.add_argument("--outside-clock", type=int, default=0, metavar="MS",
+                   help="time every run from outside: rate = commits difference over "
+                        "wall-time difference against a run of MS ms (e.g. 20)")
     p.add_argument("--timeout-s", type=float, default=0,
                    help="kill a run after this long (default: duration + 60 s)")
     p.add_argument("--out", default=None, help="output directory (default results/sweep-<time>)")
@@ -100,6 +113,10 @@ def parse_args(argv):
     bad = [m for m in args.mixes if m not in adapters.SB7_MIXES]
     if bad:
         p.error("unknown sb7 mix(es) %s (valid: %s)" % (bad, ",".join(adapters.SB7_MIXES)))
+    if args.outside_clock < 0 or (args.outside_clock and
+                                  args.outside_clock * 2 > args.duration_ms):
+        p.error("--outside-clock takes a duration in ms of at most half --duration-ms "
+                "(got %d against %d)" % (args.outside_clock, args.duration_ms))
     if any(x not in (0, 1) for x in args.long) or args.scale < 1:
         p.error("--long takes 0 and/or 1, --scale a positive integer")
     return args
@@ -156,8 +173,34 @@ def schedule(points, variants, reps):
     return runs
 
 
+def execute(argv, env_extra, timeout):
+    """Run one process; returns (CompletedProcess, wall seconds from start
+    to exit as the harness sees them)."""
+    started = time.monotonic()
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout,
+                          env=dict(os.environ, **env_extra))
+    return proc, time.monotonic() - started
+
+
+def outside_rates(short, short_wall, long_, long_wall):
+    """Rates of the long run timed from outside: (commits, aborts) of the
+    long run minus those of the short one, over the difference of their
+    wall times. Raises RunFailed when the difference cannot be a rate."""
+    dt = long_wall - short_wall
+    dc = (long_.get("commits") or 0) - (short.get("commits") or 0)
+    if dt <= 0 or dc <= 0:
+        raise adapters.RunFailed(
+            "outside clock: the long run did not outlast the short one "
+            "(%+.3f s, %+d commits); lengthen --duration-ms" % (dt, dc))
+    rates = {"commits_per_s": dc / dt, "elapsed_s": dt}
+    if long_.get("aborts") is not None and short.get("aborts") is not None:
+        rates["aborts_per_s"] = max(0, long_["aborts"] - short["aborts"]) / dt
+    return rates
+
+
 def run_one(rep, point, variant, args):
-    """Run one benchmark process; returns its result record."""
+    """Run one benchmark process (two with --outside-clock: a short one
+    first); returns its result record."""
     point = dict(point, seed=args.seed + rep)
     argv, env_extra = variant.command(point)
     record = {k: point.get(k) for k in adapters.RESULT_FIELDS if k in point}
@@ -165,9 +208,19 @@ def run_one(rep, point, variant, args):
                   cm=variant.cm, rep=rep, cmd=" ".join(argv), env=env_extra)
     timeout = args.timeout_s or args.duration_ms / 1000.0 + 60
     try:
-        proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout,
-                              env=dict(os.environ, **env_extra))
+        if args.outside_clock:
+            short_argv, _ = variant.command(dict(point, duration_ms=args.outside_clock))
+            proc, short_wall = execute(short_argv, env_extra, timeout)
+            short = variant.parse(proc.stdout, proc.stderr, proc.returncode)
+        proc, wall = execute(argv, env_extra, timeout)
         parsed = variant.parse(proc.stdout, proc.stderr, proc.returncode)
+        if args.outside_clock:
+            inside = {"commits_per_s_inside": parsed.get("commits_per_s"),
+                      "aborts_per_s_inside": parsed.get("aborts_per_s"),
+                      "elapsed_s_inside": parsed.get("elapsed_s"),
+                      "clock": "outside", "outside_short_ms": args.outside_clock}
+            parsed.update(outside_rates(short, short_wall, parsed, wall))
+            parsed.update(inside)
     except subprocess.TimeoutExpired:
         return dict(record, status="fail", error="timed out after %.0f s" % timeout)
     except (adapters.RunFailed, OSError) as e:

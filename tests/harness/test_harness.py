@@ -16,6 +16,7 @@ sys.path.insert(0, os.path.join(HERE, os.pardir, os.pardir, "bench", "harness"))
 
 import adapters  # noqa: E402
 import summary  # noqa: E402
+import sweep  # noqa: E402
 
 
 def rec(variant, threads, rep, cps, **extra):
@@ -219,6 +220,77 @@ Max retries   : 3
         text = self.TINY.replace("16384 (expected", "16383 (expected")
         with self.assertRaisesRegex(adapters.RunFailed, "16383 != expected 16384"):
             v.parse(text, "", 0)
+
+
+# A stand-in for TinySTM's intset whose own clock misses work: it reports
+# 1000 commits per ms of its -d duration plus 200000 done outside its timed
+# window (a late start and an early stop), so its printed rate is inflated.
+FAKE_PEER = """#!/usr/bin/env python3
+import sys
+d = int(sys.argv[sys.argv.index("-d") + 1])
+txs = 1000 * d + 200000
+print("STM flags    : -DCM=CM_SUICIDE -UTM_STATISTICS")
+print("Set size      : 16384 (expected: 16384)")
+print("Duration      : %d (ms)" % d)
+print("#txs          : %d (%f / s)" % (txs, txs / (d / 1000.0)))
+"""
+
+
+class OutsideClock(unittest.TestCase):
+    def test_rates_are_differences(self):
+        r = sweep.outside_rates({"commits": 100, "aborts": 10}, 0.5,
+                                {"commits": 2100, "aborts": 30}, 2.5)
+        self.assertAlmostEqual(r["commits_per_s"], 1000.0)
+        self.assertAlmostEqual(r["aborts_per_s"], 10.0)
+        self.assertAlmostEqual(r["elapsed_s"], 2.0)
+        self.assertNotIn("aborts_per_s", sweep.outside_rates(
+            {"commits": 1, "aborts": None}, 0.1, {"commits": 5, "aborts": None}, 0.2))
+
+    def test_a_long_run_no_longer_than_the_short_one_is_an_error(self):
+        with self.assertRaisesRegex(adapters.RunFailed, "did not outlast"):
+            sweep.outside_rates({"commits": 100}, 1.0, {"commits": 200}, 0.9)
+        with self.assertRaisesRegex(adapters.RunFailed, "did not outlast"):
+            sweep.outside_rates({"commits": 300}, 0.5, {"commits": 200}, 0.9)
+
+    def test_option_is_checked(self):
+        with self.assertRaises(SystemExit):
+            sweep.parse_args(["--duration-ms", "100", "--outside-clock", "60"])
+        self.assertEqual(sweep.parse_args(["--duration-ms", "100",
+                                           "--outside-clock", "50"]).outside_clock, 50)
+
+    def test_a_peer_with_a_late_clock_is_measured_from_outside(self):
+        with tempfile.TemporaryDirectory() as d:
+            prog = os.path.join(d, "intset-hs")
+            with open(prog, "w") as f:
+                f.write(FAKE_PEER)
+            os.chmod(prog, 0o755)
+            peer = adapters.make_peer("tinystm=" + d)
+            real = sweep.execute
+
+            def execute(argv, env, timeout):
+                # The real process, and a wall time that is exact: 0.2 s of
+                # set-up plus the run's -d duration.
+                proc, _ = real(argv, env, timeout)
+                return proc, 0.2 + int(argv[argv.index("-d") + 1]) / 1000.0
+
+            sweep.execute = execute
+            try:
+                args = sweep.parse_args(["--duration-ms", "400", "--outside-clock", "20",
+                                         "--structures", "hs"])
+                point = sweep.build_points(args)[0]
+                r = sweep.run_one(0, point, peer, args)
+                args.outside_clock = 0
+                plain = sweep.run_one(0, point, peer, args)
+            finally:
+                sweep.execute = real
+        self.assertEqual(r["status"], "ok", r.get("error"))
+        self.assertAlmostEqual(r["commits_per_s"], 1e6)  # (600000 - 220000) / 0.38 s
+        self.assertAlmostEqual(r["commits_per_s_inside"], 1.5e6)
+        self.assertEqual(r["clock"], "outside")
+        self.assertAlmostEqual(plain["commits_per_s"], 1.5e6)
+        self.assertNotIn("clock", plain)
+        text = summary.markdown([dict(r, bench="intset", threads=1)])
+        self.assertIn("timed from outside the programs (--outside-clock 20)", text)
 
 
 class Plot(unittest.TestCase):
