@@ -827,11 +827,43 @@ static void release_locks_abort(struct sstm_desc *tx) {
   tx->ls.n = 0;
 }
 
+/* User actions run outside the transaction and may run transactions of
+ * their own on this descriptor. Those reuse the action array and, after an
+ * abort, would overwrite what the restart and the policy still need (the
+ * checkpoint, the attributes, the retry count, the policy's view of the
+ * attempt that ended). So the array is taken out of the descriptor while it
+ * runs, and after an abort those fields are put back. */
 static void run_actions(struct sstm_desc *tx, bool committed) {
-  uint32_t n = tx->nactions;
+  uint32_t n = tx->nactions, cap = tx->actions_cap;
+  sstm_action_t *a = tx->actions;
   tx->nactions = 0;
-  for (uint32_t i = 0; i < n; i++)
-    if (tx->actions[i].on_commit == committed) tx->actions[i].fn(tx->actions[i].arg);
+  tx->actions = NULL;
+  tx->actions_cap = 0;
+  if (committed) {
+    for (uint32_t i = 0; i < n; i++)
+      if (a[i].on_commit) a[i].fn(a[i].arg);
+  } else {
+    sstm_ckpt_t ckpt = tx->ckpt;
+    sstm_attr_t attr = tx->attr;
+    sstm_cm_ctx_t ctx = tx->cm_ctx;
+    uint32_t retries = tx->retries;
+    bool sticky = tx->irrev_sticky, ro_failed = tx->ro_nolog_failed;
+    uint64_t birth = tx->birth, start = tx->start;
+    for (uint32_t i = 0; i < n; i++)
+      if (!a[i].on_commit) a[i].fn(a[i].arg);
+    tx->ckpt = ckpt;
+    tx->attr = attr;
+    tx->cm_ctx = ctx;
+    tx->retries = retries;
+    tx->irrev_sticky = sticky;
+    tx->ro_nolog_failed = ro_failed;
+    __atomic_store_n(&tx->birth, birth, __ATOMIC_RELAXED);
+    __atomic_store_n(&tx->start, start, __ATOMIC_RELAXED);
+  }
+  free(tx->actions); /* what the actions' own transactions grew, if anything */
+  tx->actions = a;
+  tx->actions_cap = cap;
+  tx->nactions = 0;
 }
 
 void sstm__desc_set_slow(struct sstm_desc *d) {

@@ -279,6 +279,51 @@ TEST(callback_may_run_transaction) {
   sstm_test_fini();
 }
 
+/* An abort action that runs a transaction: the restart must still resume
+ * the outer block (its checkpoint, attributes and retry count survive the
+ * action's transaction), and actions registered by the action's own
+ * transaction run once, not mixed into the outer list. */
+static int inner_commits;
+static void inner_commit_cb(void *arg) {
+  (void)arg;
+  inner_commits++;
+}
+static void inner_tx_fn(void *arg) {
+  (void)arg;
+  sstm_store_u64(&z, sstm_load_u64(&z) + 1);
+  CHECK_OK(sstm_on_commit(inner_commit_cb, NULL));
+}
+static void cb_runs_tx(void *arg) {
+  (void)arg;
+  CHECK_OK(sstm_run(NULL, inner_tx_fn, NULL));
+}
+TEST(abort_callback_may_run_transaction) {
+  sstm_test_init();
+  z = 0;
+  x = 0;
+  inner_commits = 0;
+  volatile int attempts = 0;
+  sstm_attr_t attr = {.tag = 3};
+  SSTM_ATOMIC_BEGIN(&attr)
+    attempts++;
+    sstm_store_u64(&x, (uint64_t)attempts);
+    if (attempts <= 2) {
+      CHECK_OK(sstm_on_abort(cb_runs_tx, NULL));
+      CHECK_OK(sstm_on_commit(cb_runs_tx, NULL));
+      sstm_restart();
+    }
+    CHECK_OK(sstm_on_commit(cb_runs_tx, NULL));
+  SSTM_ATOMIC_END();
+  CHECK_EQ_I(attempts, 3);
+  CHECK_EQ_U(x, 3);
+  CHECK_EQ_U(z, 3);           /* two abort actions, one commit action */
+  CHECK_EQ_I(inner_commits, 3); /* each inner transaction's own action, once */
+  sstm_stats_t st;
+  CHECK_OK(sstm_stats_get(sstm_self(), &st));
+  CHECK_EQ_U(st.max_retries, 2); /* the retry count survived the inner commits */
+  sstm_test_fini();
+}
+
 /* ---- hooks --------------------------------------------------------------- */
 
 #define MAXEV 64
