@@ -16,6 +16,7 @@
  *   SCHEDSTM_WAIT_MAX        max consecutive WAIT decisions per access
  *   SCHEDSTM_STATE_TABLE     0 | 1: publish the per-thread state table
  *                            (/dev/shm/schedstm.<pid>, read by sstm-top)
+ *   SCHEDSTM_NO_MEMBARRIER   0 | 1: 1 forces the begin fence without membarrier
  */
 #ifndef SCHEDSTM_CONFIG_H
 #define SCHEDSTM_CONFIG_H

@@ -140,6 +140,12 @@ SSTM_API int sstm_config_from_env(sstm_config_t *cfg) {
     if (parse_u64("SCHEDSTM_WAIT_MAX", s, 0, 1000000, &v)) return SSTM_EINVAL;
     c.wait_max = (unsigned)v;
   }
+  /* Read by os/membarrier.c at init; checked here with the others so that
+   * a typo is an error rather than silently the default. */
+  if ((s = getenv("SCHEDSTM_NO_MEMBARRIER")) && strcmp(s, "0") != 0 && strcmp(s, "1") != 0) {
+    sstm__set_error("SCHEDSTM_NO_MEMBARRIER='%s': valid values: 0, 1", s);
+    return SSTM_EINVAL;
+  }
   *cfg = c;
   return 0;
 }

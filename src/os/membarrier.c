@@ -7,6 +7,7 @@
 #define _GNU_SOURCE
 #include <linux/membarrier.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -18,7 +19,7 @@ static int membarrier(int cmd, unsigned flags) {
 
 bool sstm__membarrier_init(void) {
   const char *off = getenv("SCHEDSTM_NO_MEMBARRIER");
-  if (off && off[0] == '1') return false;
+  if (off && strcmp(off, "1") == 0) return false; /* config.c rejects other values */
   int cmds = membarrier(MEMBARRIER_CMD_QUERY, 0);
   if (cmds < 0 || !(cmds & MEMBARRIER_CMD_PRIVATE_EXPEDITED) ||
       !(cmds & MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED))

@@ -11,6 +11,7 @@ static const char *const ENV_VARS[] = {
     "SCHEDSTM_DESIGN",         "SCHEDSTM_CM",          "SCHEDSTM_LOCK_BITS",
     "SCHEDSTM_STRIPE_SHIFT",   "SCHEDSTM_MAX_THREADS", "SCHEDSTM_STATS",
     "SCHEDSTM_BACKOFF_MIN_NS", "SCHEDSTM_BACKOFF_MAX_NS", "SCHEDSTM_WAIT_MAX",
+    "SCHEDSTM_NO_MEMBARRIER",
 };
 
 static void clear_env(void) {
@@ -137,6 +138,13 @@ TEST(env_invalid_stats) {
   const char *must[] = {"basic", "detailed", NULL};
   expect_invalid("SCHEDSTM_STATS", "full", must);
   expect_invalid("SCHEDSTM_STATS", "1", must);
+}
+
+TEST(env_invalid_no_membarrier) {
+  const char *must[] = {"0", "1", NULL};
+  expect_invalid("SCHEDSTM_NO_MEMBARRIER", "yes", must);
+  expect_invalid("SCHEDSTM_NO_MEMBARRIER", "10", must);
+  expect_invalid("SCHEDSTM_NO_MEMBARRIER", "", must);
 }
 
 TEST(env_unknown_cm) {
