@@ -138,6 +138,15 @@ typedef struct sstm_cm_ops {
   /* One line on the OS facilities the policy uses (for sstm_describe), e.g.
    * "lever=nice". Returns snprintf-style length. Optional. */
   int (*describe)(char *buf, size_t len);
+  /* The descriptor has been attached to the calling thread (sstm_thread_init,
+   * sstm_desc_attach), or is about to be detached from it (sstm_desc_detach,
+   * sstm_thread_exit). Per-thread OS state belongs here, not in desc_init:
+   * a descriptor made with sstm_desc_create() is initialised on one thread
+   * and may run on others, and a detached transaction may resume on another
+   * worker. Both run on the thread concerned, outside any attempt's
+   * barriers; they may make system calls. Optional. */
+  void (*on_attach)(sstm_cm_ctx_t *ctx);
+  void (*on_detach)(sstm_cm_ctx_t *ctx);
 } sstm_cm_ops_t;
 
 /* Register a policy so that sstm_init() can select it by name. The table must

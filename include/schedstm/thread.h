@@ -38,10 +38,18 @@ SSTM_API sstm_desc_t *sstm_self(void);
  * transaction, if any, stays active (suspended): it keeps its locks and its
  * snapshot, it is counted as running by reclamation, and it can be aborted
  * remotely. Must not be called from inside a transactional access. Returns
- * NULL if no descriptor is attached. */
+ * NULL if no descriptor is attached.
+ * A suspended transaction must go on in the stack (user-level context) it
+ * began on, whichever thread attaches it: its restart checkpoint returns to
+ * the frame of its begin. Do not suspend an irrevocable transaction: new
+ * transactions of every thread wait at begin until it ends. The policy's
+ * on_detach runs first, on the calling thread (per-thread OS state such as
+ * ext's slice is put back). */
 SSTM_API sstm_desc_t *sstm_desc_detach(void);
 
 /* Attach d to the calling thread, which must have no descriptor attached.
+ * The policy's on_attach then runs on the calling thread. A previous
+ * thread's writes to d (it detached it) are visible here.
  * Errors: SSTM_EINVAL (d NULL or already attached), SSTM_EBUSY (the calling
  * thread already has a descriptor). */
 SSTM_API int sstm_desc_attach(sstm_desc_t *d);

@@ -11,7 +11,8 @@
  *         end clear the request and, if granted, call rseq_slice_yield().
  *  slice  Linux >= 6.12: a longer EEVDF custom slice for threads that run
  *         transactions (sched_setattr sched_runtime, unprivileged, set once
- *         per thread: SCHEDSTM_EXT_SLICE_US, default 4000). Coarser: the
+ *         per thread when a descriptor is attached to it and put back when
+ *         it is detached: SCHEDSTM_EXT_SLICE_US, default 4000). Coarser: the
  *         thread is preempted less often whether in a transaction or not,
  *         and nothing tells it that it was granted time, so it never yields.
  *  none   neither is available: a documented no-op.
@@ -52,17 +53,20 @@ static int ext_init(void) {
   return 0;
 }
 
-static void ext_desc_init(ext_state_t *s) {
+/* Per-thread set-up, on the thread the descriptor is attached to (the
+ * rseq area and the custom slice are the thread's, not the descriptor's).
+ * The kernel's switch for the rseq extension is per thread too: each thread
+ * enables it; one that cannot falls back to the custom slice. */
+static void ext_attach(ext_state_t *s) {
   s->ctrl = NULL;
   s->slice_set = false;
-  if (probe.mode == SSTM_EXT_RSEQ) {
-    s->ctrl = sstm__ext_rseq_ctrl();
-  } else if (probe.mode == SSTM_EXT_SLICE) {
+  if (probe.mode == SSTM_EXT_RSEQ && sstm__ext_rseq_enable()) s->ctrl = sstm__ext_rseq_ctrl();
+  if (s->ctrl == NULL && probe.setattr_rc == 0 && probe.mode != SSTM_EXT_NONE)
     s->slice_set = sstm__ext_set_slice(slice_ns);
-  }
 }
 
-static void ext_desc_fini(ext_state_t *s) {
+static void ext_detach(ext_state_t *s) {
+  if (s->ctrl) s->ctrl->request = 0; /* never leave a request behind */
   if (s->slice_set) sstm__ext_set_slice(0); /* back to the default slice */
   s->slice_set = false;
   s->ctrl = NULL;
@@ -73,6 +77,8 @@ static void ext_begin(ext_state_t *s) {
 }
 
 static void ext_end(sstm_cm_ctx_t *ctx, ext_state_t *s) {
+  /* Granted: give the CPU back; the system call ends the grant and clears
+   * `granted` (the kernel's byte: we never write it). */
   if (s->ctrl && sstm__ext_leave(s->ctrl)) {
     sstm_cm_count(ctx, EXT_STAT_YIELDS, 1);
     sstm__ext_slice_yield();
@@ -125,11 +131,18 @@ static void c_fini(void) {
 }
 static void c_desc_init(sstm_cm_ctx_t *ctx) {
   if (comp_of(ctx)->base->desc_init) comp_of(ctx)->base->desc_init(ctx);
-  ext_desc_init(ext_of(ctx));
+  *ext_of(ctx) = (ext_state_t){0}; /* not attached to a thread yet */
 }
 static void c_desc_fini(sstm_cm_ctx_t *ctx) {
-  ext_desc_fini(ext_of(ctx));
   if (comp_of(ctx)->base->desc_fini) comp_of(ctx)->base->desc_fini(ctx);
+}
+static void c_attach(sstm_cm_ctx_t *ctx) {
+  if (comp_of(ctx)->base->on_attach) comp_of(ctx)->base->on_attach(ctx);
+  ext_attach(ext_of(ctx));
+}
+static void c_detach(sstm_cm_ctx_t *ctx) {
+  ext_detach(ext_of(ctx));
+  if (comp_of(ctx)->base->on_detach) comp_of(ctx)->base->on_detach(ctx);
 }
 static void c_begin(sstm_cm_ctx_t *ctx) {
   ext_begin(ext_of(ctx));
@@ -183,6 +196,8 @@ const sstm_cm_ops_t *sstm__cm_ext_compose(const sstm_cm_ops_t *base) {
       .on_conflict = c_conflict,
       .on_abort = c_abort,
       .describe = c_describe,
+      .on_attach = c_attach,
+      .on_detach = c_detach,
   };
   for (int i = 0; i < SSTM_CM_NSTATS - 1; i++) c->ops.stat_names[i] = base->stat_names[i];
   c->ops.stat_names[EXT_STAT_YIELDS] = "ext_yields";

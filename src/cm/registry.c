@@ -129,3 +129,11 @@ void sstm__cm_desc_init(struct sstm_desc *d) {
 void sstm__cm_desc_fini(struct sstm_desc *d) {
   if (d->cm && d->cm->desc_fini) d->cm->desc_fini(&d->cm_ctx);
 }
+
+void sstm__cm_attach(struct sstm_desc *d) {
+  if (d->cm && d->cm->on_attach) d->cm->on_attach(&d->cm_ctx);
+}
+
+void sstm__cm_detach(struct sstm_desc *d) {
+  if (d->cm && d->cm->on_detach) d->cm->on_detach(&d->cm_ctx);
+}

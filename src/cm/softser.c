@@ -18,7 +18,9 @@
  *
  * Priority comes back on every path: when the count reaches zero as winners
  * end (commit or abort), when the loser commits (Algorithm 5 clears its row),
- * and when the loser's thread leaves. The lever is probed once at init (the
+ * when the loser's thread leaves, and when it detaches the descriptor (the
+ * next thread to attach it is lowered in its place while the row is not
+ * empty). The lever is probed once at init (the
  * first of nice, SCHED_IDLE, SCHED_BATCH, short custom slice that can be
  * undone; SCHEDSTM_SOFTSER_LEVER forces one) and reported by sstm_describe.
  *
@@ -82,12 +84,20 @@ static void softser_desc_init(sstm_cm_ctx_t *ctx) {
   s->noted_lowered = false;
 }
 
-/* Lower (up) or restore (!up) loser d; plock held. */
+/* Lower (up) or restore (!up) loser d; plock held. `lowered` follows what
+ * the kernel did: a failed lowering leaves it false (the next conflict
+ * tries again), a failed restore leaves it true (the next commit, winner's
+ * end or thread exit tries again), so a thread is never left lowered with
+ * nothing to bring it back. The state table shows the thread's policy and
+ * nice as the kernel now has them. */
 static void change(sstm_cm_ctx_t *self, sstm_desc_t *d, softser_state_t *ls, bool up) {
   int tid = sstm_desc_tid(d);
   bool ok = up ? sstm__lever_lower(lever, tid, &ls->saved) : sstm__lever_restore(lever, tid, &ls->saved);
-  atomic_store_explicit(&ls->lowered, up, memory_order_relaxed);
+  if (ok) atomic_store_explicit(&ls->lowered, up, memory_order_relaxed);
   sstm_cm_count(self, ok ? SS_PRIO_CHANGES : SS_FAILED_CHANGES, 1);
+  int policy, nice;
+  sstm__conflict_prio_of(tid, &policy, &nice);
+  sstm__stt_prio(d, policy, nice);
 }
 
 /* The row of loser d loses one conflict (a winner ended). plock taken. */
@@ -178,6 +188,26 @@ static void softser_desc_fini(sstm_cm_ctx_t *ctx) {
   s->noted_lowered = false;
 }
 
+/* The priority is the thread's, the conflicts are the transaction's: a
+ * descriptor detached while in conflict gives its thread's priority back
+ * (its row stays), and the thread that attaches it next is lowered until
+ * the row empties. */
+static void softser_detach(sstm_cm_ctx_t *ctx) {
+  softser_state_t *ls = ctx->state;
+  pthread_mutex_lock(&ls->plock);
+  if (atomic_load_explicit(&ls->lowered, memory_order_relaxed)) change(ctx, ctx->desc, ls, false);
+  pthread_mutex_unlock(&ls->plock);
+}
+
+static void softser_attach(sstm_cm_ctx_t *ctx) {
+  softser_state_t *ls = ctx->state;
+  pthread_mutex_lock(&ls->plock);
+  if (atomic_load_explicit(&ls->conflicts, memory_order_relaxed) > 0 &&
+      !atomic_load_explicit(&ls->lowered, memory_order_relaxed))
+    change(ctx, ctx->desc, ls, true);
+  pthread_mutex_unlock(&ls->plock);
+}
+
 const sstm_cm_ops_t sstm__cm_softser = {
     .name = "softser",
     .description = "abort; lower the OS priority while in conflict with running transactions",
@@ -190,4 +220,6 @@ const sstm_cm_ops_t sstm__cm_softser = {
     .on_abort = softser_abort,
     .stat_names = {"prio_changes", "registrations", "prio_failures"},
     .describe = softser_describe,
+    .on_attach = softser_attach,
+    .on_detach = softser_detach,
 };

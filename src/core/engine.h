@@ -254,6 +254,9 @@ void sstm__ptrvec_push(sstm_ptrvec_t *v, void *p);
 int sstm__cm_select(const char *name, const sstm_cm_ops_t **out);
 void sstm__cm_desc_init(struct sstm_desc *d);
 void sstm__cm_desc_fini(struct sstm_desc *d);
+/* The policy's on_attach / on_detach, on the thread concerned. */
+void sstm__cm_attach(struct sstm_desc *d);
+void sstm__cm_detach(struct sstm_desc *d);
 
 /* hooks.c */
 void sstm__hooks_thread_init(void);
@@ -279,6 +282,8 @@ int sstm__stt_init(void);
 void sstm__stt_fini(void);
 void sstm__stt_describe(void);
 void sstm__stt_attach(struct sstm_desc *d);
+/* d was attached to the calling thread: publish its tid and OS priority. */
+void sstm__stt_tid(struct sstm_desc *d);
 void sstm__stt_detach(struct sstm_desc *d);
 void sstm__stt_begin(struct sstm_desc *d);
 void sstm__stt_commit(struct sstm_desc *d);

@@ -149,8 +149,22 @@ static void desc_release(struct sstm_desc *d) {
 static void attach(struct sstm_desc *d) {
   atomic_store_explicit(&d->attached, true, memory_order_relaxed);
   atomic_store_explicit(&d->tid, sstm__gettid(), memory_order_relaxed);
+  sstm__stt_tid(d); /* the table shows the thread from now on */
   sstm__set_cur(d);
   pthread_setspecific(exit_key, d);
+  sstm__cm_attach(d);
+}
+
+/* The calling thread gives up d (still its current descriptor). */
+static void detach(struct sstm_desc *d) {
+  sstm__cm_detach(d);
+  /* release: pairs with the acq_rel CAS of the next sstm_desc_attach, so
+   * the thread that takes d over sees everything this one wrote to it (a
+   * suspended attempt's logs, the policy's state); relaxed would let that
+   * thread run on stale descriptor contents. */
+  atomic_store_explicit(&d->attached, false, memory_order_release);
+  sstm__set_cur(NULL);
+  pthread_setspecific(exit_key, NULL);
 }
 
 SSTM_API int sstm_thread_init(void) {
@@ -169,8 +183,7 @@ static int thread_exit(struct sstm_desc *d) {
     return SSTM_EBUSY;
   }
   if (atomic_load_explicit(&sstm__g.nhooks, memory_order_relaxed)) sstm__hooks_thread_exit();
-  sstm__set_cur(NULL);
-  pthread_setspecific(exit_key, NULL);
+  detach(d);
   desc_release(d);
   return 0;
 }
@@ -198,9 +211,7 @@ SSTM_API sstm_desc_t *sstm_self(void) { return sstm__cur; }
 SSTM_API sstm_desc_t *sstm_desc_detach(void) {
   struct sstm_desc *d = sstm__cur;
   if (d == NULL) return NULL;
-  atomic_store_explicit(&d->attached, false, memory_order_relaxed);
-  sstm__set_cur(NULL);
-  pthread_setspecific(exit_key, NULL);
+  detach(d);
   return d;
 }
 

@@ -2,6 +2,7 @@
  * path: probes run once, levers run on conflicts. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <pthread.h>
 #include <sched.h>
 #include <string.h>
 #include <sys/prctl.h>
@@ -78,8 +79,32 @@ static bool lever_works(sstm_lever_t l) {
   int tid = sstm__gettid();
   sstm_prio_saved_t s;
   if (!sstm__lever_lower(l, tid, &s)) return false;
-  if (sstm__lever_restore(l, tid, &s)) return true;
-  return false; /* one-way change: we are now lowered; nothing to do */
+  return sstm__lever_restore(l, tid, &s); /* false: a one-way change */
+}
+
+/* Run fn(arg) on a new thread and wait for it. Probes that change the
+ * calling thread's scheduling attributes run there: a lever that cannot be
+ * undone (nice or SCHED_IDLE with the default RLIMIT_NICE of 0) then leaves
+ * only that thread lowered, not the thread that called sstm_init() and the
+ * threads it creates afterwards, which inherit its attributes. The new
+ * thread inherits the caller's attributes, so it probes from the same
+ * starting point. Returns false if no thread could be created (fn not run). */
+static bool on_scratch_thread(void *(*fn)(void *), void *arg) {
+  pthread_t t;
+  if (pthread_create(&t, NULL, fn, arg) != 0) return false;
+  pthread_join(t, NULL);
+  return true;
+}
+
+struct lever_try {
+  sstm_lever_t lever;
+  bool works;
+};
+
+static void *lever_probe_thread(void *arg) {
+  struct lever_try *t = arg;
+  t->works = lever_works(t->lever);
+  return NULL;
 }
 
 sstm_lever_t sstm__lever_probe(const char *force) {
@@ -88,8 +113,13 @@ sstm_lever_t sstm__lever_probe(const char *force) {
       if (strcmp(force, lever_names[i]) == 0) return (sstm_lever_t)i;
     return SSTM_LEVER_NONE;
   }
-  for (sstm_lever_t l = SSTM_LEVER_NICE; l <= SSTM_LEVER_SLICE; l++)
-    if (lever_works(l)) return l;
+  /* One fresh thread per lever: a one-way lever leaves its probing thread
+   * lowered (nice 19, SCHED_IDLE), which would make the next lever's probe
+   * start from there and fail (leaving SCHED_IDLE needs privilege). */
+  for (sstm_lever_t l = SSTM_LEVER_NICE; l <= SSTM_LEVER_SLICE; l++) {
+    struct lever_try t = {l, false};
+    if (on_scratch_thread(lever_probe_thread, &t) && t.works) return l;
+  }
   return SSTM_LEVER_NONE;
 }
 
@@ -146,14 +176,19 @@ static struct rseq *rseq_area(void) {
   return (struct rseq *)(void *)((char *)__builtin_thread_pointer() + __rseq_offset);
 }
 
-void sstm__ext_probe(sstm_ext_probe_t *p) {
+static int rseq_slice_enable(void) {
+  return prctl(PR_RSEQ_SLICE_EXTENSION, PR_RSEQ_SLICE_EXTENSION_SET, PR_RSEQ_SLICE_EXT_ENABLE, 0,
+               0);
+}
+
+static void *ext_probe_thread(void *arg) {
+  sstm_ext_probe_t *p = arg;
   struct rseq *r = rseq_area();
   p->rseq_registered = r != NULL;
   p->rseq_flags = r ? __atomic_load_n(&r->flags, __ATOMIC_RELAXED) : 0;
   p->prctl_rc = -1;
   if (p->rseq_registered && (p->rseq_flags & SSTM_RSEQ_FLAG_SLICE_EXT_AVAILABLE))
-    p->prctl_rc = prctl(PR_RSEQ_SLICE_EXTENSION, PR_RSEQ_SLICE_EXTENSION_SET,
-                        PR_RSEQ_SLICE_EXT_ENABLE, 0, 0);
+    p->prctl_rc = rseq_slice_enable();
   /* Custom slice: set our own to the current value (a no-op change) to see
    * whether the kernel accepts sched_runtime for SCHED_OTHER (>= 6.12). */
   struct sstm_sched_attr a;
@@ -166,8 +201,20 @@ void sstm__ext_probe(sstm_ext_probe_t *p) {
     struct sstm_sched_attr b;
     if (p->setattr_rc == 0 && (getattr(0, &b) != 0 || b.sched_runtime != want)) p->setattr_rc = -1;
   }
+  return NULL;
+}
+
+void sstm__ext_probe(sstm_ext_probe_t *p) {
+  /* On a scratch thread: the enable and the slice test change the probing
+   * thread only, and the caller's own slice must stay as it is. */
+  p->rseq_registered = false;
+  p->rseq_flags = 0;
+  p->prctl_rc = p->setattr_rc = -1;
+  if (!on_scratch_thread(ext_probe_thread, p)) ext_probe_thread(p);
   p->mode = sstm__ext_choose(p);
 }
+
+bool sstm__ext_rseq_enable(void) { return rseq_slice_enable() == 0; }
 
 sstm_slice_ctrl_t *sstm__ext_rseq_ctrl(void) {
   struct rseq *r = rseq_area();
@@ -189,7 +236,13 @@ void sstm__ext_slice_yield(void) { syscall(SSTM_SYS_RSEQ_SLICE_YIELD); }
 
 SSTM_API int sstm_sched_set(int policy, int prio) {
   struct sstm_sched_attr a;
-  memset(&a, 0, sizeof a);
+  /* Start from the thread's attributes so that what the caller does not
+   * set stays as it is: a custom slice (ext, adaptive) in particular. */
+  if (getattr(0, &a) != 0) memset(&a, 0, sizeof a);
+  a.sched_flags = 0;
+  a.sched_nice = 0;
+  a.sched_priority = 0;
+  if (policy == SCHED_FIFO || policy == SCHED_RR) a.sched_runtime = 0; /* not for RT */
   switch (policy) {
   case SCHED_OTHER:
   case SCHED_BATCH:

@@ -29,9 +29,11 @@ typedef struct sstm_prio_saved {
   uint64_t runtime;
 } sstm_prio_saved_t;
 
-/* Probe the levers on the calling thread, in the order nice, idle, batch,
- * slice, keeping the first that can be applied AND undone; `force` names one
- * ("auto" or NULL: probe). Returns the lever (NONE if nothing works). */
+/* Probe the levers in the order nice, idle, batch, slice, keeping the first
+ * that can be applied AND undone; `force` names one ("auto" or NULL: probe).
+ * The probe runs on a scratch thread with the caller's attributes, so a
+ * one-way change (nice or SCHED_IDLE without CAP_SYS_NICE) never sticks to
+ * the caller. Returns the lever (NONE if nothing works). */
 sstm_lever_t sstm__lever_probe(const char *force);
 const char *sstm__lever_name(sstm_lever_t l);
 /* Lower thread tid's priority with lever l, saving what it had. */
@@ -54,10 +56,13 @@ typedef enum sstm_ext_mode {
 } sstm_ext_mode_t;
 
 /* The two bytes of the rseq slice-extension control word that the STM
- * uses: the thread sets `request` while inside a transaction; the kernel sets
- * `granted` when it deferred a preemption, and then expects the thread to
- * give the CPU back (rseq_slice_yield) as soon as it leaves the critical
- * section. Abstracted so the protocol is testable on a simulated area. */
+ * uses: the thread sets `request` while inside a transaction; when the
+ * kernel defers a preemption it clears `request` and sets `granted`, and
+ * then expects the thread to give the CPU back (rseq_slice_yield) as soon as
+ * it leaves the critical section. `granted` is the kernel's: the yield
+ * system call clears it (any system call ends a grant), and user space never
+ * writes it (the kernel treats an inconsistent control word as a fault).
+ * Abstracted so the protocol is testable on a simulated area. */
 typedef struct sstm_slice_ctrl {
   volatile uint8_t request;
   volatile uint8_t granted;
@@ -75,8 +80,12 @@ typedef struct sstm_ext_probe {
 
 /* Decide the mode from the probe inputs (pure: unit-tested). */
 sstm_ext_mode_t sstm__ext_choose(const sstm_ext_probe_t *p);
-/* Probe the running kernel (fills the inputs and the mode). */
+/* Probe the running kernel (fills the inputs and the mode), on a scratch
+ * thread: the caller's own attributes are left as they are. */
 void sstm__ext_probe(sstm_ext_probe_t *p);
+/* Enable the rseq slice extension for the calling thread (the kernel's
+ * switch is per thread). */
+bool sstm__ext_rseq_enable(void);
 const char *sstm__ext_mode_name(sstm_ext_mode_t m);
 /* The calling thread's rseq slice-control bytes, or NULL. */
 sstm_slice_ctrl_t *sstm__ext_rseq_ctrl(void);
@@ -86,15 +95,13 @@ bool sstm__ext_set_slice(uint64_t ns);
 void sstm__ext_slice_yield(void);
 
 /* Protocol steps on a control word (pure, unit-tested): at transaction
- * begin, and at its end (returns true if the thread must yield now). */
+ * begin, and at its end (returns true if the thread must yield now). The
+ * request is withdrawn before `granted` is read: a grant that lands between
+ * the two is then seen, and one after the withdrawal cannot happen. */
 static inline void sstm__ext_enter(sstm_slice_ctrl_t *c) { c->request = 1; }
 static inline bool sstm__ext_leave(sstm_slice_ctrl_t *c) {
   c->request = 0;
-  if (c->granted) {
-    c->granted = 0;
-    return true;
-  }
-  return false;
+  return c->granted != 0; /* the caller yields; the kernel clears granted */
 }
 
 #endif /* SSTM_OS_SCHED_H */

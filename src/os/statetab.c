@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "core/engine.h"
+#include "os/sched.h"
 #include "os/statetab.h"
 
 struct sstm_stt_entry;
@@ -79,18 +80,33 @@ void sstm__stt_attach(struct sstm_desc *d) {
     return;
   }
   sstm_stt_entry_t *e = &entries()[d->slot];
+  /* Every field: a reused slot must not show its previous thread's values. */
   PUT(e->slot, d->slot);
   PUT(e->tid, atomic_load_explicit(&d->tid, memory_order_relaxed));
   PUT(e->in_tx, 0);
+  PUT(e->txid, 0);
   PUT(e->commits, 0);
   PUT(e->aborts, 0);
   PUT(e->conflict_tid, 0);
+  PUT(e->last_reason, 0);
   PUT(e->conflict_txid, 0);
   PUT(e->action, SSTM_ACT_NONE);
+  PUT(e->os_policy, 0);
+  PUT(e->os_nice, 0);
   for (int i = 0; i < SSTM_STT_REASONS; i++) PUT(e->aborts_by_reason[i], 0);
+  for (int i = 0; i < SSTM_STT_CMSTATS; i++) PUT(e->cm_stats[i], 0);
   snprintf(e->cm, sizeof e->cm, "%s", d->cm->name);
   PUT(e->in_use, 1);
   d->stt = e;
+}
+
+void sstm__stt_tid(struct sstm_desc *d) {
+  if (d->stt == NULL) return;
+  int tid = atomic_load_explicit(&d->tid, memory_order_relaxed), policy, nice;
+  PUT(d->stt->tid, tid);
+  sstm__conflict_prio_of(tid, &policy, &nice); /* one system call, at attach */
+  PUT(d->stt->os_policy, policy);
+  PUT(d->stt->os_nice, nice);
 }
 
 void sstm__stt_detach(struct sstm_desc *d) {

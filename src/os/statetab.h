@@ -6,7 +6,10 @@
  * (docs/design/kernel-scheduler.md).
  *
  * Writing: each entry is written only by the thread running its descriptor,
- * with plain (relaxed atomic) stores, no system call. The counters count
+ * with plain (relaxed atomic) stores, no system call; the one exception is
+ * os_policy/os_nice, which softser also writes when a winner restores a
+ * loser's priority (under the loser's priority lock, so the writes of one
+ * entry are still ordered). The counters count
  * since the thread registered; sstm_stats_reset() does not clear them. Readers get per-field
  * values (64-bit fields are single stores, so never torn), not a consistent
  * cut across fields.
@@ -49,7 +52,9 @@ typedef struct sstm_stt_entry {
   uint32_t last_reason;   /* sstm_abort_reason_t of the last abort */
   uint64_t conflict_txid; /* its attempt */
   uint32_t action;        /* sstm_cm_act_t: what the policy is doing */
-  int32_t os_policy;      /* SCHED_* of the thread, as the policy last saw it */
+  int32_t os_policy;      /* SCHED_* of the thread: read at attach, then
+                             written when the library changes it (softser,
+                             os_prio's refresh, sstm_sched_set) */
   int32_t os_nice;
   uint32_t pad;
   uint64_t aborts_by_reason[SSTM_STT_REASONS];

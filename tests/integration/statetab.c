@@ -26,7 +26,11 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -626,6 +630,70 @@ static void snapshot_test(const char *policy) {
 TEST(snapshot_suicide) { snapshot_test("suicide"); }
 TEST(snapshot_backoff) { snapshot_test("backoff"); }
 TEST(snapshot_policy) { snapshot_test("stt-test"); }
+
+/* A registered thread shows its tid and OS priority before its first
+ * transaction, and a slot reused by a new thread shows none of its previous
+ * thread's values. */
+static _Atomic int fresh_step; /* 1: A done, 2: B registered, 3: B may go */
+static _Atomic int b_tid;
+static void bump_fn(void *p) {
+  (void)p;
+  sstm_store_i64(&accounts[0], sstm_load_i64(&accounts[0]) + 1);
+  if (sstm_load_i64(&accounts[0]) % 7 == 0 && sstm_txid() % 2 == 0) sstm_restart();
+}
+static void *fresh_a(void *arg) {
+  (void)arg;
+  CHECK_OK(sstm_thread_init());
+  for (int i = 0; i < 200; i++) CHECK_OK(sstm_run(NULL, bump_fn, NULL));
+  CHECK_OK(sstm_thread_exit());
+  return NULL;
+}
+static void *fresh_b(void *arg) {
+  (void)arg;
+  CHECK_OK(sstm_thread_init());
+  atomic_store(&b_tid, (int)syscall(SYS_gettid));
+  atomic_store(&fresh_step, 2);
+  while (atomic_load(&fresh_step) != 3) usleep(1000);
+  CHECK_OK(sstm_thread_exit());
+  return NULL;
+}
+
+TEST(fresh_entries) {
+  sstm_config_t c;
+  sstm_test_config(&c);
+  c.state_table = true;
+  c.max_threads = 1; /* one slot: B must reuse A's */
+  CHECK_OK(sstm_init(&c));
+  accounts[0] = 0;
+  pthread_t t;
+  CHECK_EQ_I(pthread_create(&t, NULL, fresh_a, NULL), 0);
+  CHECK_EQ_I(pthread_join(t, NULL), 0);
+  CHECK_EQ_I(pthread_create(&t, NULL, fresh_b, NULL), 0);
+  while (atomic_load(&fresh_step) != 2) usleep(1000);
+  jval_t *j = snapshot_json(getpid());
+  const jval_t *es = jget(j, "entries");
+  CHECK_EQ_U(es->n, 1);
+  const jval_t *e = es->items[0];
+  CHECK_EQ_I(ji(e, "tid"), atomic_load(&b_tid)); /* before B's first transaction */
+  CHECK_EQ_U(ju(e, "txid"), 0);
+  CHECK_EQ_U(ju(e, "commits"), 0);
+  CHECK_EQ_U(ju(e, "aborts"), 0);
+  CHECK_EQ_I(ji(e, "conflict_tid"), 0);
+  CHECK_EQ_U(ju(e, "last_reason"), 0);
+  /* the policy and nice B has (inherited from this thread) */
+  int pol = sched_getscheduler(0);
+  CHECK_GE_I(pol, 0);
+  CHECK_EQ_I(ji(e, "os_policy"), pol);
+  errno = 0;
+  int nice = getpriority(PRIO_PROCESS, 0);
+  CHECK_EQ_I(errno, 0);
+  CHECK_EQ_I(ji(e, "os_nice"), nice);
+  jfree(j);
+  atomic_store(&fresh_step, 3);
+  CHECK_EQ_I(pthread_join(t, NULL), 0);
+  CHECK_GE_I(accounts[0], 200);
+  CHECK_OK(sstm_shutdown());
+}
 
 /* ---- negative cases ----------------------------------------------------- */
 

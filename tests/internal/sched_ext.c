@@ -8,7 +8,11 @@
 #define _GNU_SOURCE
 #include <sched.h>
 #include <stdlib.h>
+#include <grp.h>
+#include <sys/resource.h>
 #include <sys/utsname.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "../unit/cm_duo.h"
 #include "core/engine.h"
@@ -58,33 +62,41 @@ TEST(ext_choose_every_combination) {
 
 /* ---- the request/granted protocol on a simulated control word ---------------- */
 
+/* The simulated kernel: what rseq_slice_yield() does to the control word
+ * (any system call ends a grant and clears `granted`). */
+static void kernel_yield(sstm_slice_ctrl_t *c) { c->granted = 0; }
+
 TEST(ext_enter_leave_protocol) {
   sstm_slice_ctrl_t c = {0, 0};
-  /* nothing granted: no yield, request cleared */
+  /* nothing granted: no yield, request withdrawn */
   sstm__ext_enter(&c);
   CHECK_EQ_U(c.request, 1);
   CHECK_EQ_U(c.granted, 0);
   CHECK_FALSE(sstm__ext_leave(&c));
   CHECK_EQ_U(c.request, 0);
   CHECK_EQ_U(c.granted, 0);
-  /* the kernel grants (it clears request and sets granted): yield once */
+  /* the kernel grants (it clears request and sets granted): yield; the
+   * library leaves `granted` to the kernel, which clears it in the yield */
   sstm__ext_enter(&c);
   c.request = 0;
   c.granted = 1;
   CHECK_TRUE(sstm__ext_leave(&c));
   CHECK_EQ_U(c.request, 0);
-  CHECK_EQ_U(c.granted, 0);
-  CHECK_FALSE(sstm__ext_leave(&c)); /* the grant was consumed */
-  /* granted with the request still set */
+  CHECK_EQ_U(c.granted, 1); /* user space never writes the kernel's byte */
+  kernel_yield(&c);
+  CHECK_FALSE(sstm__ext_leave(&c)); /* the grant was consumed by the yield */
+  /* granted with the request still set (a grant racing the withdrawal):
+   * the request is withdrawn first, then the grant is seen */
   sstm__ext_enter(&c);
   c.granted = 1;
   CHECK_TRUE(sstm__ext_leave(&c));
   CHECK_EQ_U(c.request, 0);
-  CHECK_EQ_U(c.granted, 0);
+  CHECK_EQ_U(c.granted, 1);
+  kernel_yield(&c);
   /* leave without enter: harmless */
   CHECK_FALSE(sstm__ext_leave(&c));
   CHECK_EQ_U(c.request, 0);
-  /* enter is idempotent, and only the two bytes are touched */
+  /* enter is idempotent, and only the request byte is written */
   struct {
     uint8_t before;
     sstm_slice_ctrl_t c;
@@ -95,6 +107,7 @@ TEST(ext_enter_leave_protocol) {
   CHECK_EQ_U(g.c.request, 1);
   g.c.granted = 1;
   CHECK_TRUE(sstm__ext_leave(&g.c));
+  CHECK_EQ_U(g.c.granted, 1);
   CHECK_EQ_U(g.before, 0xAA);
   CHECK_EQ_U(g.after[0], 0x55);
   CHECK_EQ_U(g.after[1], 0x66);
@@ -245,6 +258,88 @@ TEST(ext_slice_set_per_thread_and_restored) {
   uint64_t want = 2500000;
   duo_join(duo_spawn(slice_thread, &want));
   CHECK_OK(sstm_shutdown());
+}
+
+/* A descriptor made on one thread (sstm_desc_create) and run on another
+ * (sstm_desc_attach): the slice is the thread's that runs it, from attach
+ * to detach; the creating thread is left alone. */
+static void *attach_thread(void *arg) {
+  sstm_desc_t *d = arg;
+  duo_view_t before = duo_view_of(duo_gettid());
+  CHECK_OK(sstm_desc_attach(d));
+  duo_view_t in = duo_view_of(duo_gettid());
+  CHECK_EQ_U(in.runtime, 2500000);
+  CHECK_EQ_I(in.policy, before.policy);
+  CHECK_EQ_I(in.nice, before.nice);
+  CHECK_TRUE(sstm_desc_detach() == d);
+  CHECK_VIEW_EQ(duo_view_of(duo_gettid()), before);
+  return NULL;
+}
+
+TEST(ext_slice_follows_the_attached_thread) {
+  unsetenv("SCHEDSTM_EXT_MODE");
+  if (!custom_slices_work())
+    sstm_test_skip("no EEVDF custom slices here");
+  setenv("SCHEDSTM_EXT_SLICE_US", "2500", 1);
+  duo_view_t mine = duo_view_of(duo_gettid());
+  init_cm("ser-block+ext");
+  CHECK_VIEW_EQ(duo_view_of(duo_gettid()), mine); /* the probe ran elsewhere */
+  sstm_desc_t *d = NULL;
+  CHECK_OK(sstm_desc_create(&d));
+  CHECK_VIEW_EQ(duo_view_of(duo_gettid()), mine);
+  duo_join(duo_spawn(attach_thread, d));
+  duo_join(duo_spawn(attach_thread, d)); /* and again, on another thread */
+  CHECK_VIEW_EQ(duo_view_of(duo_gettid()), mine);
+  CHECK_OK(sstm_desc_destroy(d));
+  CHECK_OK(sstm_shutdown());
+}
+
+/* The probes (softser's levers, ext's facility) change scheduling
+ * attributes to see what the kernel allows. Unprivileged, with the default
+ * RLIMIT_NICE of 0, nice 19 and SCHED_IDLE are one-way: a probe run on the
+ * caller would leave the thread that calls sstm_init() (and every thread it
+ * creates later) lowered for good. Checked in a child that drops root. */
+static int probe_child(void) {
+  struct rlimit rl = {0, 0};
+  if (setrlimit(RLIMIT_NICE, &rl) != 0) return 10;
+  if (getuid() == 0 && (setgroups(0, NULL) != 0 || setresgid(65534, 65534, 65534) != 0 ||
+                        setresuid(65534, 65534, 65534) != 0))
+    return 11;
+  duo_view_t before = duo_view_of(duo_gettid());
+  sstm_lever_t l = sstm__lever_probe(NULL);
+  duo_view_t after = duo_view_of(duo_gettid());
+  if (after.policy != before.policy || after.nice != before.nice ||
+      after.runtime != before.runtime)
+    return 12; /* the lever probe changed the caller */
+  if (l == SSTM_LEVER_NICE || l == SSTM_LEVER_IDLE) return 13; /* cannot be undone here */
+  /* SCHED_BATCH <-> SCHED_OTHER is reversible unprivileged: each lever is
+   * probed from the caller's own starting point, not from where a failed
+   * one-way probe left a shared probing thread (SCHED_IDLE, from which
+   * nothing else can be reached). */
+  if (l != SSTM_LEVER_BATCH) return 15;
+  sstm_ext_probe_t p;
+  sstm__ext_probe(&p);
+  after = duo_view_of(duo_gettid());
+  if (after.policy != before.policy || after.nice != before.nice ||
+      after.runtime != before.runtime)
+    return 14; /* the ext probe changed the caller */
+  printf("unprivileged: lever %s, ext %s\n", sstm__lever_name(l), sstm__ext_mode_name(p.mode));
+  fflush(stdout);
+  return 0;
+}
+
+TEST(probes_leave_the_caller_as_it_was_unprivileged) {
+  fflush(stdout);
+  pid_t pid = fork();
+  CHECK_GE_I(pid, 0);
+  if (pid == 0) _exit(probe_child());
+  int st = 0;
+  CHECK_EQ_I(waitpid(pid, &st, 0), pid);
+  CHECK_TRUE(WIFEXITED(st));
+  CHECK_MSG(WEXITSTATUS(st) == 0,
+            "child exit %d (10/11: could not drop privileges, 12: the lever probe changed "
+            "the caller, 13: a one-way lever was chosen, 14: the ext probe changed the caller, 15: not SCHED_BATCH)",
+            WEXITSTATUS(st));
 }
 
 TEST(ext_slice_us_validated) {
