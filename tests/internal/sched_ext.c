@@ -231,26 +231,37 @@ TEST(ext_alone_is_suicide_plus_ext) {
   CHECK_EQ_STR(o->stat_names[SSTM_CM_NSTATS - 1], "ext_yields");
 }
 
+/* The calling thread runs with ext's slice `want`, its policy and nice as
+ * they were (`before`). */
+static void check_ext_slice(duo_view_t before, uint64_t want) {
+  duo_view_t in = duo_view_of(duo_gettid());
+  CHECK_EQ_U(in.runtime, want);
+  CHECK_EQ_I(in.policy, before.policy);
+  CHECK_EQ_I(in.nice, before.nice);
+}
+
+/* Slice mode with SCHEDSTM_EXT_SLICE_US=2500, or skip the test. */
+static void need_slice_mode(void) {
+  unsetenv("SCHEDSTM_EXT_MODE");
+  if (!custom_slices_work())
+    sstm_test_skip("no EEVDF custom slices here");
+  setenv("SCHEDSTM_EXT_SLICE_US", "2500", 1);
+}
+
 /* slice mode: a registered thread runs with the ext slice, and gets its
  * own back when it unregisters. */
 static void *slice_thread(void *arg) {
   uint64_t want = *(uint64_t *)arg;
   duo_view_t before = duo_view_of(duo_gettid());
   CHECK_OK(sstm_thread_init());
-  duo_view_t in = duo_view_of(duo_gettid());
-  CHECK_EQ_U(in.runtime, want);
-  CHECK_EQ_I(in.policy, before.policy);
-  CHECK_EQ_I(in.nice, before.nice);
+  check_ext_slice(before, want);
   CHECK_OK(sstm_thread_exit());
   CHECK_VIEW_EQ(duo_view_of(duo_gettid()), before);
   return NULL;
 }
 
 TEST(ext_slice_set_per_thread_and_restored) {
-  unsetenv("SCHEDSTM_EXT_MODE");
-  if (!custom_slices_work())
-    sstm_test_skip("no EEVDF custom slices here");
-  setenv("SCHEDSTM_EXT_SLICE_US", "2500", 1);
+  need_slice_mode();
   init_cm("ser-block+ext");
   char d[1024];
   CHECK_GT_I(sstm_describe(d, sizeof d), 0);
@@ -267,20 +278,14 @@ static void *attach_thread(void *arg) {
   sstm_desc_t *d = arg;
   duo_view_t before = duo_view_of(duo_gettid());
   CHECK_OK(sstm_desc_attach(d));
-  duo_view_t in = duo_view_of(duo_gettid());
-  CHECK_EQ_U(in.runtime, 2500000);
-  CHECK_EQ_I(in.policy, before.policy);
-  CHECK_EQ_I(in.nice, before.nice);
+  check_ext_slice(before, 2500000);
   CHECK_TRUE(sstm_desc_detach() == d);
   CHECK_VIEW_EQ(duo_view_of(duo_gettid()), before);
   return NULL;
 }
 
 TEST(ext_slice_follows_the_attached_thread) {
-  unsetenv("SCHEDSTM_EXT_MODE");
-  if (!custom_slices_work())
-    sstm_test_skip("no EEVDF custom slices here");
-  setenv("SCHEDSTM_EXT_SLICE_US", "2500", 1);
+  need_slice_mode();
   duo_view_t mine = duo_view_of(duo_gettid());
   init_cm("ser-block+ext");
   CHECK_VIEW_EQ(duo_view_of(duo_gettid()), mine); /* the probe ran elsewhere */
