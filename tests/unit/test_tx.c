@@ -324,6 +324,62 @@ TEST(abort_callback_may_run_transaction) {
   sstm_test_fini();
 }
 
+/* The sampling hook (the thread-mapping issue's way to see which threads
+ * share data): one call every sample_period accesses of a thread, counted
+ * across transactions and kinds of attempt (update, declared read-only,
+ * irrevocable), with the address and kind of the access that fired it. */
+static uint64_t sampled[64];
+static struct {
+  const void *addr;
+  bool is_write;
+  void *arg;
+} fired[16];
+static int nfired;
+static void sample_cb(void *arg, const void *addr, bool is_write) {
+  CHECK_LT_I(nfired, 16);
+  fired[nfired].addr = addr;
+  fired[nfired].is_write = is_write;
+  fired[nfired].arg = arg;
+  nfired++;
+}
+TEST(sampling_calls_back_every_period_accesses) {
+  sstm_config_t cfg;
+  sstm_test_config(&cfg);
+  cfg.sample_period = 4;
+  cfg.sample_fn = sample_cb;
+  cfg.sample_arg = &nfired;
+  CHECK_OK(sstm_init(&cfg));
+  CHECK_OK(sstm_thread_init());
+  nfired = 0;
+  SSTM_ATOMIC_BEGIN(NULL) /* accesses 1-10 read, 11-16 write */
+    for (int i = 0; i < 10; i++) (void)sstm_load_u64(&sampled[i]);
+    for (int i = 0; i < 6; i++) sstm_store_u64(&sampled[20 + i], (uint64_t)i);
+  SSTM_ATOMIC_END();
+  sstm_attr_t ro = {.read_only = true};
+  SSTM_ATOMIC_BEGIN(&ro) /* 17-24 */
+    for (int i = 0; i < 8; i++) (void)sstm_load_u64(&sampled[30 + i]);
+  SSTM_ATOMIC_END();
+  sstm_attr_t irr = {.irrevocable = true};
+  SSTM_ATOMIC_BEGIN(&irr) /* 25-28 */
+    for (int i = 0; i < 2; i++) sstm_store_u64(&sampled[40 + i], sstm_load_u64(&sampled[40 + i]) + 1);
+  SSTM_ATOMIC_END();
+  CHECK_EQ_I(nfired, 7);
+  const struct {
+    const uint64_t *addr;
+    bool is_write;
+  } want[7] = {{&sampled[3], false},  {&sampled[7], false},  {&sampled[21], true},
+               {&sampled[25], true},  {&sampled[33], false}, {&sampled[37], false},
+               {&sampled[41], true}};
+  for (int i = 0; i < 7; i++) {
+    CHECK_MSG(fired[i].addr == want[i].addr, "call %d: address %p, expected %p (sampled[%ld])", i,
+              fired[i].addr, (const void *)want[i].addr, (long)(want[i].addr - sampled));
+    CHECK_EQ_I(fired[i].is_write, want[i].is_write);
+    CHECK_TRUE(fired[i].arg == &nfired);
+  }
+  CHECK_EQ_U(sampled[41], 1);
+  sstm_test_fini();
+}
+
 /* ---- hooks --------------------------------------------------------------- */
 
 #define MAXEV 64
