@@ -17,7 +17,10 @@
 SSTM_EXTERN_C_BEGIN
 
 /* malloc/calloc inside a transaction; freed automatically on abort. Outside a
- * transaction they are plain malloc/calloc. NULL on allocation failure. */
+ * transaction they are plain malloc/calloc. NULL on allocation failure. If
+ * the transaction's allocation log itself cannot grow to record the block,
+ * the process ends (message on stderr, then abort()), as for the other
+ * logs (<schedstm/tx.h>). */
 SSTM_API void *sstm_malloc(size_t size);
 SSTM_API void *sstm_calloc(size_t n, size_t size);
 

@@ -192,7 +192,11 @@ SSTM_API int sstm_quiesce(void);
  * Valid only inside a transaction on a registered thread; outside one they
  * call the misuse handler (default: message on stderr, then abort()).
  * Any alignment is accepted; naturally aligned accesses are the fast path.
- * A float is accessed as 4 bytes, a double as 8 (bit-exact). */
+ * A float is accessed as 4 bytes, a double as 8 (bit-exact).
+ * Out of memory: the read, write and lock logs grow on demand; if one
+ * cannot grow, the process ends (message on stderr, then abort()): the
+ * attempt could neither go on nor roll back without it. Growth stops once a
+ * thread's transactions have reached their largest size. */
 #if defined(SSTM_INLINE_BARRIERS)
 /* Inline read fast path: see <schedstm/inline.h>. */
 static inline uint8_t sstm_load_u8(const uint8_t *a) { return (uint8_t)sstm__load_inline(a, 1); }
