@@ -95,9 +95,7 @@ static void change(sstm_cm_ctx_t *self, sstm_desc_t *d, softser_state_t *ls, boo
   bool ok = up ? sstm__lever_lower(lever, tid, &ls->saved) : sstm__lever_restore(lever, tid, &ls->saved);
   if (ok) atomic_store_explicit(&ls->lowered, up, memory_order_relaxed);
   sstm_cm_count(self, ok ? SS_PRIO_CHANGES : SS_FAILED_CHANGES, 1);
-  int policy, nice;
-  sstm__conflict_prio_of(tid, &policy, &nice);
-  sstm__stt_prio(d, policy, nice);
+  sstm__stt_prio_refresh(d);
 }
 
 /* The row of loser d loses one conflict (a winner ended). plock taken. */

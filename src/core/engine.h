@@ -284,6 +284,9 @@ void sstm__stt_describe(void);
 void sstm__stt_attach(struct sstm_desc *d);
 /* d was attached to the calling thread: publish its tid and OS priority. */
 void sstm__stt_tid(struct sstm_desc *d);
+/* Publish d's thread's policy and nice as the kernel has them now (one
+ * system call; nothing when the table is off). */
+void sstm__stt_prio_refresh(struct sstm_desc *d);
 void sstm__stt_detach(struct sstm_desc *d);
 void sstm__stt_begin(struct sstm_desc *d);
 void sstm__stt_commit(struct sstm_desc *d);

@@ -100,13 +100,17 @@ void sstm__stt_attach(struct sstm_desc *d) {
   d->stt = e;
 }
 
+void sstm__stt_prio_refresh(struct sstm_desc *d) {
+  if (d->stt == NULL) return; /* no table: no system call either */
+  int policy, nice;
+  sstm__conflict_prio_of(atomic_load_explicit(&d->tid, memory_order_relaxed), &policy, &nice);
+  sstm__stt_prio(d, policy, nice);
+}
+
 void sstm__stt_tid(struct sstm_desc *d) {
   if (d->stt == NULL) return;
-  int tid = atomic_load_explicit(&d->tid, memory_order_relaxed), policy, nice;
-  PUT(d->stt->tid, tid);
-  sstm__conflict_prio_of(tid, &policy, &nice); /* one system call, at attach */
-  PUT(d->stt->os_policy, policy);
-  PUT(d->stt->os_nice, nice);
+  PUT(d->stt->tid, atomic_load_explicit(&d->tid, memory_order_relaxed));
+  sstm__stt_prio_refresh(d);
 }
 
 void sstm__stt_detach(struct sstm_desc *d) {
