@@ -275,6 +275,12 @@ void sstm__random_delay_point(struct sstm_desc *d);
 /* os/futex.c */
 void sstm__futex_wait(_Atomic uint64_t *word, uint32_t expect_low, uint64_t timeout_ns);
 void sstm__futex_wake_all(_Atomic uint64_t *word);
+/* Longest single futex sleep of sstm_party_wait(SSTM_WAIT_BLOCK), 1 ms; 0
+ * means unsliced (sleep until woken or the caller's timeout). Only the
+ * internal tests change it: unsliced, a lost wake-up hangs the sleeper
+ * instead of costing it one slice, so tests/internal/cm_wait.c can show that
+ * none is lost. */
+extern _Atomic uint64_t sstm__wait_slice_ns;
 
 /* os/statetab.c: the per-thread state table shared with other processes */
 struct sstm_stt_entry;

@@ -332,6 +332,8 @@ SSTM_API bool sstm_party_running(const sstm_party_t *p) {
   return sstm_st_serial(st) == p->txid && sstm_st_state(st) != SSTM_ST_IDLE;
 }
 
+_Atomic uint64_t sstm__wait_slice_ns = 1000000;
+
 SSTM_API bool sstm_party_watch(const sstm_party_t *p) {
   if (p == NULL || p->desc == NULL) return false;
   _Atomic uint64_t *w = &p->desc->status;
@@ -378,12 +380,15 @@ SSTM_API int sstm_party_wait(const sstm_party_t *p, sstm_wait_mode_t mode, uint6
       /* Sleeps only while the low 32 bits still equal st's: any transition
        * of the attempt changes them, so an ended attempt is never slept on
        * and the owner's wake cannot be missed. */
-      /* Slices of at most 1 ms: the only end that wakes nobody is that of
-       * an attempt holding no lock whose flag was set by hand in its
-       * commit's last instant (see sstm_commit); the slice bounds that
-       * case, and costs a sleeper one wake-up per millisecond. */
-      uint64_t left = deadline - now;
-      sstm__futex_wait(w, (uint32_t)st, left < 1000000 ? left : 1000000);
+      /* Slices of sstm__wait_slice_ns (1 ms): the only end that wakes
+       * nobody is that of an attempt holding no lock whose flag was set by
+       * hand in its commit's last instant (see sstm_commit); the slice
+       * bounds that case, and costs a sleeper one wake-up per slice.
+       * relaxed: a tuning value, set before the threads that use it. */
+      uint64_t slice = atomic_load_explicit(&sstm__wait_slice_ns, memory_order_relaxed);
+      uint64_t left = deadline == UINT64_MAX ? 0 : deadline - now; /* 0: no timeout */
+      if (slice != 0 && (left == 0 || left > slice)) left = slice;
+      sstm__futex_wait(w, (uint32_t)st, left);
       continue;
     }
     if (mode == SSTM_WAIT_YIELD && s != SSTM_ST_COMMITTING) {

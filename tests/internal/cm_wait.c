@@ -9,8 +9,11 @@
  * syscall(), which the statically linked library calls): an attempt whose
  * end finds the sleepers flag must issue FUTEX_WAKE, one that nobody
  * flagged must not, and nobody may FUTEX_WAIT on an ended or committing
- * attempt. (Sleeps are sliced, 1 ms, so a lost wake-up shows as a missing
- * FUTEX_WAKE, not as a hang.) Nothing here asserts anything about time.
+ * attempt. The library slices sleeps (1 ms) to bound one case no conflict
+ * produces (see cm.h); these tests make the sleeps unsliced
+ * (sstm__wait_slice_ns = 0), so a lost wake-up also hangs the loser, and the
+ * runner's watchdog fails the test instead of the slice hiding it. Nothing
+ * here asserts anything about time.
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -72,6 +75,12 @@ static void fx_watch(const void *w) {
   sstm__futex_wake_all(&probe);
   CHECK_EQ_I(atomic_load(&fx_wakes), w0 + 1); /* the interposition is in effect */
   atomic_store(&fx_word, w);
+}
+
+/* Sleep until woken: without the protocol (flag, value check, wake at the
+ * end) a loser would sleep for ever. */
+static void unsliced_sleeps(void) {
+  atomic_store_explicit(&sstm__wait_slice_ns, 0, memory_order_relaxed);
 }
 
 static uint64_t st_of(sstm_desc_t *d) {
@@ -240,6 +249,7 @@ static void mw_thread(sstm_tt_t *t) {
 
 TEST(wait_never_misses_the_end) {
   sstm_test_init();
+  unsliced_sleeps();
   mw.rounds = (long)sstm_test_scaled(20000, 2000);
   /* the winner publishes its descriptor before round 1 */
   sstm_test_run_threads(2, true, mw_thread, NULL);
@@ -262,6 +272,7 @@ static void cancel_fn(void *p) {
 
 TEST(wait_on_ended_attempt_returns_zero) {
   sstm_test_init();
+  unsliced_sleeps();
   sstm_desc_t *me = sstm_self();
   tx_store_u64(&mw.word[0], 7);
   uint64_t committed = sstm_desc_txid(me);
@@ -344,6 +355,7 @@ static void suspended_fn(void *arg) {
 
 TEST(wait_times_out_on_suspended_winner_then_wakes_on_commit) {
   sstm_test_init();
+  unsliced_sleeps();
   pthread_t th;
   CHECK_OK(sstm_run(NULL, suspended_fn, &th));
   CHECK_EQ_I(pthread_join(th, NULL), 0);
@@ -429,6 +441,7 @@ static void cw_holder_body(void *arg) {
 }
 
 TEST(wait_on_committing_party_spins_and_returns) {
+  unsliced_sleeps();
   CHECK_OK(sstm_cm_register(&cw_ops));
   sstm_config_t cfg;
   sstm_test_config(&cfg);
@@ -484,6 +497,7 @@ static void ro_body(void *arg) {
 
 TEST(wait_on_reading_attempt_wakes_at_its_commit) {
   sstm_test_init();
+  unsliced_sleeps();
   pthread_t th;
   CHECK_OK(sstm_run(NULL, ro_body, &th)); /* detected read-only commit */
   CHECK_EQ_I(pthread_join(th, NULL), 0);
