@@ -16,8 +16,15 @@
  *                        retry the access; after cfg.wait_max consecutive
  *                        WAITs on one access the engine aborts self.
  *
- * Conflicts without another party (failed validation, killed) always abort
- * self; on_conflict is still called so that the policy sees them.
+ * A failed validation, a kill and a running irrevocable transaction always
+ * abort self; on_conflict is still called so that the policy sees them (a
+ * kill is reported wherever the victim notices it: barrier, validation or
+ * commit). A kill names the killer as the other party (and in
+ * sstm_abort_info_t) when known: the descriptor that requested it, through
+ * a conflict's SSTM_CM_ABORT_OTHER or sstm_desc_kill() on a registered
+ * thread. It is unknown when the request came from an unregistered thread,
+ * or when the victim noticed the kill in the few instructions between the
+ * killer's status CAS and its record of itself.
  *
  * Hooks run on the transaction's thread. on_begin/on_commit are on the hot
  * path: leave them NULL unless needed. No hook may start a transaction.
@@ -93,7 +100,8 @@ typedef struct sstm_cm_ctx {
 typedef struct sstm_abort_info {
   sstm_abort_reason_t reason;
   bool has_other;
-  sstm_party_t other;    /* the winner, when known */
+  sstm_party_t other;    /* the winner (for SSTM_ABORT_KILLED, the killer),
+                            when known */
 } sstm_abort_info_t;
 
 /* What a policy is doing, published in the per-thread state table and

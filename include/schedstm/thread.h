@@ -73,9 +73,11 @@ SSTM_API uint64_t sstm_desc_txid(const sstm_desc_t *d);
  * attempt can no longer commit; it rolls back at its next barrier,
  * validation or commit, and the write locks it holds may be taken over by
  * any other transaction at once (they protect unmodified memory), so a
- * killed transaction that is descheduled blocks nobody. Errors: SSTM_ENOTX
- * (no such active attempt), SSTM_EBUSY (the attempt is committing or
- * irrevocable and cannot be aborted), SSTM_EINVAL (d NULL).
+ * killed transaction that is descheduled blocks nobody. Called on a
+ * registered thread, the caller's descriptor (its current or last attempt)
+ * is reported to the victim's policy as the party that killed it (cm.h).
+ * Errors: SSTM_ENOTX (no such active attempt), SSTM_EBUSY (the attempt is
+ * committing or irrevocable and cannot be aborted), SSTM_EINVAL (d NULL).
  * Lock-free; never blocks. */
 SSTM_API int sstm_desc_kill(sstm_desc_t *d, uint64_t txid);
 

@@ -153,6 +153,7 @@ struct sstm_desc {
   void *cm_state;
   struct sstm_stt_entry *stt; /* state-table entry, NULL when the table is off */
   _Atomic uint32_t os_prio_gen; /* bumped by sstm_sched_set (policy caches) */
+  _Atomic uint64_t killed_by; /* who killed which attempt (sstm__kill) */
 
   sstm_counters_t ctr;
 } __attribute__((aligned(SSTM_CACHELINE)));
@@ -233,7 +234,10 @@ SSTM_COLD __attribute__((noreturn)) void sstm__fatal(const char *fmt, ...)
 
 /* registry.c */
 void sstm__party_snapshot(struct sstm_desc *d, uint64_t lw, sstm_party_t *out);
-bool sstm__kill(struct sstm_desc *d, uint64_t serial);
+bool sstm__kill(struct sstm_desc *d, uint64_t serial, const struct sstm_desc *killer);
+/* The killer of victim's current attempt, when recorded (sstm__kill): fills
+ * *out and returns true. Called by the victim on its own thread. */
+bool sstm__killer_of(const struct sstm_desc *victim, sstm_party_t *out);
 int sstm__registry_init(unsigned max_threads);
 void sstm__registry_fini(void);
 bool sstm__registry_busy(struct sstm_desc *except);

@@ -261,8 +261,20 @@ SSTM_API uint64_t sstm_desc_txid(const sstm_desc_t *d) {
   return sstm_st_serial(atomic_load_explicit(&((sstm_desc_t *)d)->status, memory_order_relaxed));
 }
 
-/* ACTIVE -> KILLED for the given attempt. */
-bool sstm__kill(struct sstm_desc *d, uint64_t serial) {
+/* The kill record, one word so that it is read whole: the killer's slot+1
+ * (bits 0-15, 0 = nobody recorded), the low 16 bits of the victim's attempt
+ * serial (16-31, so that a record left from an earlier attempt is not taken
+ * for the current one's) and the low 32 bits of the killer's attempt serial
+ * (32-63). */
+static uint64_t krec_make(const struct sstm_desc *killer, uint64_t victim_serial) {
+  return (uint64_t)(killer->slot + 1) | (victim_serial & 0xffff) << 16 |
+         (killer->serial & 0xffffffffull) << 32;
+}
+
+/* ACTIVE -> KILLED for the given attempt; killer (the caller's own
+ * descriptor, NULL if it has none) is recorded for the victim's policy,
+ * unless it is the victim itself. */
+bool sstm__kill(struct sstm_desc *d, uint64_t serial, const struct sstm_desc *killer) {
   uint64_t st = atomic_load_explicit(&d->status, memory_order_relaxed);
   /* acq_rel: the release half is what a thief's later clock fetch_add
    * carries to the victim (argument 6 in stm.c). Loops only while watchers
@@ -272,6 +284,14 @@ bool sstm__kill(struct sstm_desc *d, uint64_t serial) {
   } while (!atomic_compare_exchange_weak_explicit(&d->status, &st,
                                                   sstm_st_with_state(st, SSTM_ST_KILLED),
                                                   memory_order_acq_rel, memory_order_relaxed));
+  /* Only the CAS that succeeded writes the record of this attempt, after
+   * it: a record never names a killer that lost the race. relaxed: the word
+   * carries no other data; the fetch_or below (release) makes it visible to
+   * a victim that notices the kill through its variant flag (acquire fence
+   * in kill_flag_seen). A victim that notices through its status first may
+   * miss it and reports the killer as unknown. */
+  atomic_store_explicit(&d->killed_by, killer && killer != d ? krec_make(killer, serial) : 0,
+                        memory_order_relaxed);
   /* Make every fast-path test of the victim fail, so that it looks at its
    * status at its next barrier. release: the victim's acquire fence after
    * seeing the flag makes the KILLED status above visible. The victim sets
@@ -294,7 +314,7 @@ SSTM_API int sstm_desc_kill(sstm_desc_t *d, uint64_t txid) {
   case SSTM_ST_IRREVOCABLE: return SSTM_EBUSY;
   case SSTM_ST_ACTIVE: break;
   }
-  if (sstm__kill(d, serial)) return 0;
+  if (sstm__kill(d, serial, sstm__cur)) return 0;
   st = atomic_load_explicit(&d->status, memory_order_acquire);
   if (sstm_st_serial(st) == serial && sstm_st_state(st) == SSTM_ST_KILLED) return 0;
   if (sstm_st_serial(st) == serial && sstm_st_state(st) != SSTM_ST_IDLE) return SSTM_EBUSY;
@@ -305,11 +325,10 @@ SSTM_API int sstm_desc_kill(sstm_desc_t *d, uint64_t txid) {
  * owner may have moved on to a newer attempt since; policies must wait for,
  * watch or kill the attempt that held the lock, not its successor). The full
  * serial is rebuilt from the owner's current one and lw's low 48 bits. */
-void sstm__party_snapshot(struct sstm_desc *d, uint64_t lw, sstm_party_t *out) {
-  uint64_t st = atomic_load_explicit(&d->status, memory_order_relaxed);
-  uint64_t now = sstm_st_serial(st);
-  uint64_t txid = now - ((now - sstm_lw_serial(lw)) & SSTM_LW_SERIAL_MASK);
-  enum sstm_state s = txid == now ? sstm_st_state(st) : SSTM_ST_IDLE;
+/* Party for attempt txid of d, st being d's status just read (relaxed
+ * loads: a snapshot for a decision, see cm.h). */
+static void party_fill(struct sstm_desc *d, uint64_t txid, uint64_t st, sstm_party_t *out) {
+  enum sstm_state s = txid == sstm_st_serial(st) ? sstm_st_state(st) : SSTM_ST_IDLE;
   *out = (sstm_party_t){
       .desc = d,
       .slot = d->slot,
@@ -322,6 +341,27 @@ void sstm__party_snapshot(struct sstm_desc *d, uint64_t lw, sstm_party_t *out) {
       .priority = atomic_load_explicit(&d->pub_priority, memory_order_relaxed),
       .committing = s == SSTM_ST_COMMITTING || s == SSTM_ST_IRREVOCABLE,
   };
+}
+
+void sstm__party_snapshot(struct sstm_desc *d, uint64_t lw, sstm_party_t *out) {
+  uint64_t st = atomic_load_explicit(&d->status, memory_order_relaxed);
+  uint64_t now = sstm_st_serial(st);
+  party_fill(d, now - ((now - sstm_lw_serial(lw)) & SSTM_LW_SERIAL_MASK), st, out);
+}
+
+bool sstm__killer_of(const struct sstm_desc *victim, sstm_party_t *out) {
+  /* relaxed: see sstm__kill. The tag check rejects a record of an earlier
+   * attempt (a delayed killer's, or simply an old one). */
+  uint64_t rec = atomic_load_explicit(&((struct sstm_desc *)victim)->killed_by,
+                                      memory_order_relaxed);
+  unsigned slot1 = (unsigned)(rec & 0xffff);
+  if (slot1 == 0 || ((rec >> 16) & 0xffff) != (victim->serial & 0xffff)) return false;
+  struct sstm_desc *k = sstm__desc_at(slot1 - 1);
+  if (k == NULL) return false;
+  uint64_t st = atomic_load_explicit(&k->status, memory_order_relaxed);
+  uint64_t now = sstm_st_serial(st);
+  party_fill(k, now - ((now - (rec >> 32)) & 0xffffffffull), st, out);
+  return true;
 }
 
 SSTM_API bool sstm_party_running(const sstm_party_t *p) {

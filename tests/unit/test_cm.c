@@ -2,6 +2,7 @@
  * engine drives it (init/fini, per-descriptor state, on_conflict with the
  * other party, WAIT bound, ABORT_OTHER). */
 #define _GNU_SOURCE
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -22,6 +23,7 @@ static struct {
   uint64_t wait_ns;
   unsigned begin_retries[MAX_EVENTS];
   int init_rc;
+  sstm_abort_info_t abort_info[MAX_EVENTS];
 } rec;
 
 static int rp_init(const struct sstm_config *cfg) {
@@ -66,8 +68,19 @@ static sstm_cm_action_t rp_on_conflict(sstm_cm_ctx_t *ctx, const sstm_conflict_t
 }
 static void rp_on_abort(sstm_cm_ctx_t *ctx, const sstm_abort_info_t *info) {
   (void)ctx;
+  if (rec.aborts < MAX_EVENTS)
+    rec.abort_info[rec.aborts] = *info;
   if (rec.aborts++ == 0)
     rec.first_abort_reason = info->reason;
+}
+
+/* The conflicts of kind k reported to descriptor d's policy. */
+static int conflicts_of(sstm_desc_t *d, sstm_conflict_kind_t k, int *first) {
+  int n = 0;
+  for (int i = 0; i < rec.nconf && i < MAX_EVENTS; i++)
+    if (rec.conf_self[i] == d && rec.conf[i].kind == k && n++ == 0 && first)
+      *first = i;
+  return n;
 }
 
 static const sstm_cm_ops_t recorder = {
@@ -334,9 +347,11 @@ TEST(wait_is_bounded_by_wait_max) {
   sstm_test_fini();
 }
 
+static uint64_t b_txid;
 static void writer_b(void *arg) {
   (void)arg;
   b_attempts++;
+  b_txid = sstm_txid();
   sstm_store_u64(&word_w, 100);
 }
 
@@ -376,6 +391,92 @@ TEST(abort_other_kills_lock_holder) {
   CHECK_EQ_U(sb.cm_kills, 1);
   CHECK_EQ_U(sb.locks_stolen, 1);
   CHECK_EQ_U(sb.commits_update, 1);
+  /* A's policy heard of the kill, noticed at a barrier, with the killer:
+   * B's attempt that stole the lock. */
+  int k = -1;
+  CHECK_EQ_I(conflicts_of(a, SSTM_CONFLICT_KILLED, &k), 1);
+  CHECK_TRUE(rec.conf[k].has_other);
+  CHECK_EQ_PTR(rec.conf[k].other.desc, txh_other_desc());
+  CHECK_EQ_U(rec.conf[k].other.slot, sstm_desc_slot(txh_other_desc()));
+  CHECK_EQ_U(rec.conf[k].other.txid, b_txid);
+  CHECK_EQ_I(rec.aborts, 1);
+  CHECK_EQ_I(rec.abort_info[0].reason, SSTM_ABORT_KILLED);
+  CHECK_TRUE(rec.abort_info[0].has_other);
+  CHECK_EQ_PTR(rec.abort_info[0].other.desc, txh_other_desc());
+  CHECK_EQ_U(rec.abort_info[0].other.txid, b_txid);
+  txh_cleanup();
+  sstm_test_fini();
+}
+
+/* sstm_desc_kill from a thread that is not registered. */
+static void *kill_unregistered(void *d) {
+  CHECK_NULL(sstm_self());
+  CHECK_OK(sstm_desc_kill(d, 0));
+  return NULL;
+}
+
+/* Kills requested through sstm_desc_kill: each reaches the victim's policy
+ * (on_conflict and on_abort), naming the killer when it is a registered
+ * thread's descriptor, nobody when the request came from an unregistered
+ * thread or from the victim itself. */
+static struct {
+  sstm_desc_t *a, *o;
+  int attempts;
+  uint64_t o_txid;
+} kn;
+
+static void kill_body(void *arg) {
+  (void)arg;
+  kn.attempts++;
+  sstm_store_u64(&word_w, (uint64_t)kn.attempts);
+  if (kn.attempts == 1) { /* a registered thread, outside any transaction */
+    CHECK_EQ_PTR(sstm_desc_detach(), kn.a);
+    CHECK_OK(sstm_desc_attach(kn.o));
+    kn.o_txid = sstm_desc_txid(kn.o);
+    CHECK_OK(sstm_desc_kill(kn.a, 0));
+    CHECK_EQ_PTR(sstm_desc_detach(), kn.o);
+    CHECK_OK(sstm_desc_attach(kn.a));
+  } else if (kn.attempts == 2) { /* an unregistered thread */
+    pthread_t th;
+    CHECK_EQ_I(pthread_create(&th, NULL, kill_unregistered, kn.a), 0);
+    CHECK_EQ_I(pthread_join(th, NULL), 0);
+  } else if (kn.attempts == 3) { /* itself */
+    CHECK_OK(sstm_desc_kill(kn.a, 0));
+  }
+  if (kn.attempts < 4) {
+    (void)sstm_load_u64(&word_x); /* the next barrier notices the kill */
+    FAIL("attempt %d continued past a barrier after its kill", kn.attempts);
+  }
+}
+
+TEST(kill_names_the_killer_when_known) {
+  CHECK_OK(sstm_cm_register(&recorder));
+  init_with("test-recorder", 64);
+  rec.action = SSTM_CM_ABORT_SELF;
+  sstm_desc_t *a = sstm_self(), *o = txh_other_desc();
+  kn.a = a;
+  kn.o = o;
+  CHECK_OK(sstm_run(NULL, kill_body, NULL));
+  int attempts = kn.attempts;
+  uint64_t o_txid = kn.o_txid;
+  CHECK_EQ_I(attempts, 4);
+  CHECK_EQ_U(word_w, 4);
+  int k = -1;
+  CHECK_EQ_I(conflicts_of(a, SSTM_CONFLICT_KILLED, &k), 3);
+  CHECK_TRUE(rec.conf[k].has_other);
+  CHECK_EQ_PTR(rec.conf[k].other.desc, o);
+  CHECK_EQ_U(rec.conf[k].other.txid, o_txid);
+  CHECK_FALSE(rec.conf[k + 1].has_other);
+  CHECK_FALSE(rec.conf[k + 2].has_other);
+  CHECK_EQ_I(rec.aborts, 3);
+  for (int i = 0; i < 3; i++) {
+    CHECK_EQ_I(rec.abort_info[i].reason, SSTM_ABORT_KILLED);
+    CHECK_EQ_I(rec.abort_info[i].has_other, i == 0);
+  }
+  CHECK_EQ_PTR(rec.abort_info[0].other.desc, o);
+  sstm_stats_t sa;
+  CHECK_OK(sstm_stats_get(a, &sa));
+  CHECK_EQ_U(sa.aborts[SSTM_ABORT_KILLED], 3);
   txh_cleanup();
   sstm_test_fini();
 }
