@@ -27,6 +27,7 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <signal.h>
+#include <sched.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -71,8 +72,9 @@ typedef struct header {
   int32_t pid;
   uint64_t start_ns;
   char config[sizeof(((sstm_stt_header_t *)0)->config) + 1];
-  char reason_names[SSTM_STT_REASONS][21];
-  char cm_stat_names[SSTM_STT_CMSTATS][21];
+  char cm_info[sizeof(((sstm_stt_header_t *)0)->cm_info) + 1];
+  char reason_names[SSTM_STT_REASONS][sizeof(((sstm_stt_header_t *)0)->reason_names[0]) + 1];
+  char cm_stat_names[SSTM_STT_CMSTATS][sizeof(((sstm_stt_header_t *)0)->cm_stat_names[0]) + 1];
 } header_t;
 
 typedef struct entry {
@@ -81,7 +83,7 @@ typedef struct entry {
   uint64_t txid, commits, aborts, conflict_txid;
   uint64_t by_reason[SSTM_STT_REASONS];
   uint64_t cm_stats[SSTM_STT_CMSTATS];
-  char cm[33];
+  char cm[sizeof(((sstm_stt_entry_t *)0)->cm) + 1];
 } entry_t;
 
 static bool pid_alive(int pid) { return kill(pid, 0) == 0 || errno == EPERM; }
@@ -239,6 +241,30 @@ static int table_open(int pid, table_t *t, char *err, size_t errlen) {
   return 1;
 }
 
+/* The policy's current line (seqlock reader: two equal even sequence
+ * numbers around the copy). A writer that stays in the middle (a process
+ * stopped there) leaves "(being updated)" after a bounded number of tries. */
+static void read_cm_info(const table_t *t, char *dst, size_t dstlen) {
+  char buf[sizeof t->h->cm_info];
+  for (int tries = 0; tries < 1000; tries++) {
+    uint32_t s1 = __atomic_load_n(&t->h->cm_info_seq, __ATOMIC_ACQUIRE);
+    if (s1 & 1) {
+      sched_yield();
+      continue;
+    }
+    for (size_t i = 0; i < sizeof buf; i++) buf[i] = LD(t->h->cm_info[i]);
+    /* acquire fence: orders the copy before the re-read (pairs with the
+     * writer's release fence after it made the number odd). */
+    __atomic_thread_fence(__ATOMIC_ACQUIRE);
+    if (LD(t->h->cm_info_seq) == s1) {
+      (void)dstlen;
+      copy_str(dst, buf, sizeof buf);
+      return;
+    }
+  }
+  snprintf(dst, dstlen, "(being updated)");
+}
+
 static void read_header(const table_t *t, header_t *h) {
   memset(h, 0, sizeof *h);
   h->version = LD(t->h->version);
@@ -249,6 +275,7 @@ static void read_header(const table_t *t, header_t *h) {
   h->pid = LD(t->h->pid);
   h->start_ns = LD(t->h->start_ns);
   copy_str(h->config, t->h->config, sizeof t->h->config);
+  read_cm_info(t, h->cm_info, sizeof h->cm_info);
   for (int i = 0; i < SSTM_STT_REASONS; i++)
     copy_str(h->reason_names[i], t->h->reason_names[i], sizeof t->h->reason_names[i]);
   for (int i = 0; i < SSTM_STT_CMSTATS; i++)
@@ -330,6 +357,8 @@ static int json_snapshot(const table_t *t, bool all) {
           h.start_ns, now, now > h.start_ns ? (double)(now - h.start_ns) / 1e9 : 0.0);
   fprintf(o, " \"config\": ");
   jstr(o, h.config);
+  fprintf(o, ",\n \"cm_info\": ");
+  jstr(o, h.cm_info);
   fprintf(o, ",\n \"reason_names\": [");
   for (uint32_t r = 0; r < h.nreasons; r++) {
     fprintf(o, r ? ", " : "");
@@ -450,6 +479,7 @@ static void frame(const table_t *t, const header_t *h, const entry_t *cur, prev_
   fprintf(o, "sstm-top - pid %d  up %s  threads %u/%" PRIu32 "  refresh %.2fs\n", t->pid, up,
           in_use, h->nentries, interval);
   fprintf(o, "%s\n", h->config[0] ? h->config : "(no configuration line)");
+  if (h->cm_info[0]) fprintf(o, "policy now: %s\n", h->cm_info);
   fprintf(o, "total: commits %" PRIu64 " (%s/s)  aborts %" PRIu64 " (%s/s)  aborts/commit ",
           tc, rc, ta, ra);
   if (tc)

@@ -121,6 +121,8 @@ SSTM_API const char *sstm_cm_act_name(sstm_cm_act_t a);
 
 /* Number of policy-defined counters per thread (sstm_stats_t.cm_stats). */
 #define SSTM_CM_NSTATS 8
+/* Longest name of such a counter (sstm_cm_ops_t.stat_names). */
+#define SSTM_CM_STAT_NAME_MAX 31
 
 typedef struct sstm_cm_ops {
   const char *name;        /* selection key, [a-z0-9+_-], unique */
@@ -141,7 +143,8 @@ typedef struct sstm_cm_ops {
    * restart: check info->reason). May block. Optional. */
   void (*on_abort)(sstm_cm_ctx_t *ctx, const sstm_abort_info_t *info);
   /* Names of the policy's counters (sstm_cm_count), NULL-terminated or
-   * SSTM_CM_NSTATS entries; optional. */
+   * SSTM_CM_NSTATS entries, each 1..SSTM_CM_STAT_NAME_MAX characters;
+   * optional. */
   const char *stat_names[SSTM_CM_NSTATS];
   /* One line on the OS facilities the policy uses (for sstm_describe), e.g.
    * "lever=nice". Returns snprintf-style length. Optional. */
@@ -160,8 +163,9 @@ typedef struct sstm_cm_ops {
 /* Register a policy so that sstm_init() can select it by name. The table must
  * stay valid until the process exits. Callable before or after sstm_init();
  * a policy registered after init is used by the next init.
- * Errors: SSTM_EINVAL (missing name/on_conflict, bad name), SSTM_EBUSY (name
- * taken), SSTM_ELIMIT (table full). */
+ * Errors: SSTM_EINVAL (missing name/on_conflict, bad name, a counter name
+ * empty or longer than SSTM_CM_STAT_NAME_MAX), SSTM_EBUSY (name taken),
+ * SSTM_ELIMIT (table full). */
 SSTM_API int sstm_cm_register(const sstm_cm_ops_t *ops);
 
 /* Look up a registered policy by name; NULL if unknown. */
@@ -229,6 +233,16 @@ SSTM_API void sstm_cm_count(sstm_cm_ctx_t *ctx, unsigned idx, uint64_t n);
 /* From on_abort: the restart of ctx's transaction runs irrevocable (it then
  * never aborts; a policy's way to guarantee progress). */
 SSTM_API void sstm_cm_next_irrevocable(sstm_cm_ctx_t *ctx);
+
+/* The line the policy's describe() hook returns has changed (adaptive: a
+ * new choice or reason): refresh the copy published in the per-thread
+ * state table, so that tools attached to the process (sstm-top) show the
+ * current one. Calls describe() on the calling thread, then takes a
+ * library mutex (never held while describe runs): do not call it from
+ * describe() or while holding a lock that describe() takes. A no-op when
+ * the state table is off. Not for the hot path (a few hundred bytes copied
+ * under a seqlock); any thread, any time after sstm_init(). */
+SSTM_API void sstm_cm_info_changed(void);
 SSTM_API void sstm_cm_note(sstm_cm_ctx_t *ctx, sstm_cm_act_t act);
 
 SSTM_EXTERN_C_END

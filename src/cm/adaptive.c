@@ -63,9 +63,11 @@
  * Hysteresis, asymmetric: more threads than CPUs is acted on at once (a
  * spinning loser may hold a CPU the winner needs), fewer only after three
  * windows; a change of transaction length after two, and leaving the long
- * regime needs half the length (or non-determinism) that entering it does. The current choice and
- * the reason are in sstm_describe() ("cm-info="), the switch, evaluation,
- * probe and slice-change counts in the policy counters.
+ * regime needs half the length (or non-determinism) that entering it does.
+ * The current choice and the reason are in sstm_describe() ("cm-info=") and
+ * in the state table's cm_info line (refreshed at every change, so sstm-top
+ * shows them live); the switch, evaluation, probe and slice-change counts
+ * are in the policy counters.
  */
 #define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
 #include <pthread.h>
@@ -501,6 +503,7 @@ static void maybe_evaluate(sstm_cm_ctx_t *ctx) {
   if (!atomic_compare_exchange_strong_explicit(&G.window_start, &start, now, RLX, RLX))
     return;
   pthread_mutex_lock(&G.lock);
+  bool changed = false;
   if (G.nslots) {
     uint64_t c = 0, a = 0;
     unsigned threads = scan(&c, &a);
@@ -519,11 +522,17 @@ static void maybe_evaluate(sstm_cm_ctx_t *ctx) {
         G.nondet = cmp ? (double)(dif < cmp ? dif : cmp) / (double)cmp : 0.0;
       }
       sstm_cm_count(ctx, A_EVALUATIONS, 1);
+      int cur0 = atomic_load_explicit(&G.cur, RLX);
+      char reason0[sizeof G.reason];
+      memcpy(reason0, G.reason, sizeof reason0);
       decide(ctx, G.pend_ns, G.pend_c, G.pend_a, threads);
+      changed = atomic_load_explicit(&G.cur, RLX) != cur0 || strcmp(reason0, G.reason) != 0;
       G.pend_c = G.pend_a = G.pend_ns = 0;
     }
   }
   pthread_mutex_unlock(&G.lock);
+  if (changed)
+    sstm_cm_info_changed(); /* outside G.lock: it calls adaptive_describe */
 }
 
 static void adaptive_desc_init(sstm_cm_ctx_t *ctx) {
@@ -543,7 +552,10 @@ static void adaptive_desc_init(sstm_cm_ctx_t *ctx) {
              over ? ">" : "<=", G.ncpu);
     choose(NULL, over ? SUB_SER_BLOCK : SUB_SPIN_BLOCK);
   }
+  bool changed = !G.evaluated;
   pthread_mutex_unlock(&G.lock);
+  if (changed)
+    sstm_cm_info_changed();
 }
 
 static void set_slice(sstm_cm_ctx_t *ctx, adaptive_state_t *s, bool on) {

@@ -55,6 +55,14 @@ SSTM_API int sstm_cm_register(const sstm_cm_ops_t *ops) {
     sstm__set_error("sstm_cm_register: need a name of [a-z0-9+_-] (1..48 chars) and on_conflict");
     return SSTM_EINVAL;
   }
+  for (int i = 0; i < SSTM_CM_NSTATS && ops->stat_names[i]; i++) {
+    size_t n = strlen(ops->stat_names[i]);
+    if (n == 0 || n > SSTM_CM_STAT_NAME_MAX) {
+      sstm__set_error("sstm_cm_register: policy '%s': counter name %d must have 1..%d characters "
+                      "(it has %zu)", ops->name, i, SSTM_CM_STAT_NAME_MAX, n);
+      return SSTM_EINVAL;
+    }
+  }
   int rc = 0;
   pthread_mutex_lock(&table_lock);
   if (find_locked(ops->name)) {

@@ -3,6 +3,8 @@
  * predictable NULL test per begin/commit/abort. */
 #define _GNU_SOURCE
 #include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -62,9 +64,37 @@ int sstm__stt_init(void) {
   return 0;
 }
 
+/* Serialises the writers of cm_info (threads that close an adaptive
+ * window, sstm_init). */
+static pthread_mutex_t info_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* Copy the policy's describe() line into the header (seqlock writer). */
+static void publish_cm_info(void) {
+  char buf[sizeof table->cm_info];
+  buf[0] = '\0';
+  if (sstm__g.cm->describe) sstm__g.cm->describe(buf, sizeof buf);
+  pthread_mutex_lock(&info_lock);
+  uint32_t seq = GET(table->cm_info_seq);
+  PUT(table->cm_info_seq, seq + 1); /* odd: being written */
+  /* release fence: a reader that sees any byte below also sees the odd
+   * sequence number, so its second read of it fails the comparison (the
+   * reader's acquire fence sits between its copy and that read). */
+  atomic_thread_fence(memory_order_release);
+  for (size_t i = 0; i < sizeof buf; i++) PUT(table->cm_info[i], buf[i]);
+  /* release: a reader that sees the even number sees the whole line. */
+  __atomic_store_n(&table->cm_info_seq, seq + 2, __ATOMIC_RELEASE);
+  pthread_mutex_unlock(&info_lock);
+}
+
 /* Record the configuration line once sstm_init has finished. */
 void sstm__stt_describe(void) {
-  if (table) sstm_describe(table->config, sizeof table->config);
+  if (table == NULL) return;
+  sstm_describe(table->config, sizeof table->config);
+  publish_cm_info();
+}
+
+SSTM_API void sstm_cm_info_changed(void) {
+  if (table) publish_cm_info();
 }
 
 void sstm__stt_fini(void) {

@@ -9,7 +9,10 @@
  * with plain (relaxed atomic) stores, no system call; the one exception is
  * os_policy/os_nice, which softser also writes when a winner restores a
  * loser's priority (under the loser's priority lock, so the writes of one
- * entry are still ordered). The counters count
+ * entry are still ordered). The header's cm_info is rewritten whenever the
+ * policy reports a change (sstm_cm_info_changed: adaptive's choice and
+ * reason), under a seqlock so that a reader never takes a half-written line
+ * for the current one. The counters count
  * since the thread registered; sstm_stats_reset() does not clear them. Readers get per-field
  * values (64-bit fields are single stores, so never torn), not a consistent
  * cut across fields.
@@ -20,7 +23,9 @@
 #include <stdint.h>
 
 #define SSTM_STT_MAGIC 0x4d545453u /* "STTM" */
-#define SSTM_STT_VERSION 2u /* 2: header_size, 64-byte aligned entries */
+#define SSTM_STT_VERSION 3u /* 2: header_size, 64-byte aligned entries;
+                               3: cm_info under cm_info_seq, whole policy
+                               and counter names */
 #define SSTM_STT_PATH_FMT "/dev/shm/schedstm.%d"
 #define SSTM_STT_REASONS 16
 #define SSTM_STT_CMSTATS 8
@@ -33,11 +38,13 @@ typedef struct sstm_stt_header {
   int32_t pid;
   uint32_t nreasons;   /* abort reasons in use (<= SSTM_STT_REASONS) */
   uint32_t header_size;/* sizeof(sstm_stt_header_t): entries start here */
-  uint32_t pad0;
+  uint32_t cm_info_seq;/* seqlock over cm_info: odd while it is rewritten */
   uint64_t start_ns;   /* CLOCK_MONOTONIC at sstm_init */
-  char config[320];    /* sstm_describe() at init */
+  char config[320];    /* sstm_describe() at init (its cm-info as of init) */
+  char cm_info[160];   /* the policy's describe() now (sstm_cm_info_changed);
+                          read it between two equal even cm_info_seq values */
   char reason_names[SSTM_STT_REASONS][20];
-  char cm_stat_names[SSTM_STT_CMSTATS][20];
+  char cm_stat_names[SSTM_STT_CMSTATS][32]; /* sstm_cm_ops_t.stat_names */
 } __attribute__((aligned(64))) sstm_stt_header_t; /* entries follow, 64-aligned */
 
 typedef struct sstm_stt_entry {
@@ -59,7 +66,7 @@ typedef struct sstm_stt_entry {
   uint32_t pad;
   uint64_t aborts_by_reason[SSTM_STT_REASONS];
   uint64_t cm_stats[SSTM_STT_CMSTATS];
-  char cm[32];            /* policy name */
+  char cm[64];            /* policy name (at most 48 characters) */
 } __attribute__((aligned(64))) sstm_stt_entry_t;
 
 #endif /* SSTM_OS_STATETAB_H */

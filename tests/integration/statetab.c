@@ -2,11 +2,15 @@
  * from outside by tools/sstm-top.
  *
  * snapshot_<policy>: 4 threads run bank transfers with cfg.state_table =
- *   true. While they run, `sstm-top -j <pid>` is parsed and checked against
+ *   true (suicide, backoff, a test policy with counters and actions,
+ *   ser-block, softser, os_prio, adaptive). While they run, `sstm-top -j <pid>` is parsed and checked against
  *   sstm_stats_get() taken just before and just after (bounds); once the
  *   threads have finished their loops but are still registered, a second
  *   snapshot must equal sstm_stats_get() of every descriptor exactly
- *   (commits, aborts, aborts by reason, policy counters; matched by slot).
+ *   (commits, aborts, aborts by reason, policy counters, OS policy and nice
+ *   of each thread; matched by slot), and the header's cm_info must be the
+ *   policy's describe() line as it is then (adaptive's current choice and
+ *   reason, not the one it started with).
  *   The live view (-n) and the listing (-l) run too. After the threads
  *   unregister no entry is in use; sstm_shutdown removes the file.
  * no_table: a live pid without a table, a dead pid, a bad pid: non-zero exit
@@ -443,7 +447,14 @@ static const jval_t *check_header(const jval_t *j, const char *policy, unsigned 
   char desc[512];
   CHECK_GT_I(sstm_describe(desc, sizeof desc), 0);
   desc[sizeof(((sstm_stt_header_t *)0)->config) - 1] = '\0'; /* the table keeps 319 chars */
-  CHECK_EQ_STR(js(j, "config"), desc);
+  /* The line written at init: equal up to its cm-info, which is the
+   * policy's line of that moment (cm_info below is the current one). */
+  char cfg[sizeof desc];
+  snprintf(cfg, sizeof cfg, "%s", js(j, "config"));
+  char *ci = strstr(cfg, " cm-info="), *di = strstr(desc, " cm-info=");
+  CHECK_EQ_I(ci != NULL, di != NULL);
+  if (ci) *ci = '\0', *di = '\0';
+  CHECK_EQ_STR(cfg, desc);
   const jval_t *rn = jget(j, "reason_names");
   CHECK_EQ_I(rn->t, J_ARR);
   CHECK_EQ_U(rn->n, SSTM_ABORT_REASON_COUNT);
@@ -454,6 +465,15 @@ static const jval_t *check_header(const jval_t *j, const char *policy, unsigned 
   const sstm_cm_ops_t *cm = sstm_cm_current();
   for (int s = 0; s < SSTM_STT_CMSTATS; s++)
     CHECK_EQ_STR(cn->items[s]->str, cm->stat_names[s] ? cm->stat_names[s] : "");
+  /* cm_info: the policy's current describe() line (adaptive rewrites it at
+   * every change); prefix "current=" for adaptive, the whole line for the
+   * others, whose line never changes. */
+  char info[sizeof(((sstm_stt_header_t *)0)->cm_info)] = "";
+  if (cm->describe) cm->describe(info, sizeof info);
+  if (strcmp(policy, "adaptive") == 0)
+    CHECK_EQ_I(strncmp(js(j, "cm_info"), "current=", 8), 0);
+  else
+    CHECK_EQ_STR(js(j, "cm_info"), info);
   const jval_t *es = jget(j, "entries");
   CHECK_EQ_I(es->t, J_ARR);
   for (size_t k = 0; k < es->n; k++) {
@@ -564,6 +584,13 @@ static void snapshot_test(const char *policy) {
     CHECK_EQ_U(ju(e, "aborts"), s->aborts_total);
     CHECK_EQ_U(ju(e, "in_tx"), 0);
     CHECK_EQ_STR(js(e, "action_name"), "run");
+    /* The OS priority shown is the thread's own (softser has given back
+     * what it lowered; nobody else changes it). */
+    errno = 0;
+    int nice = getpriority(PRIO_PROCESS, (id_t)tids[w]);
+    CHECK_EQ_I(errno, 0);
+    CHECK_EQ_I(ji(e, "os_policy"), sched_getscheduler(tids[w]));
+    CHECK_EQ_I(ji(e, "os_nice"), nice);
     const jval_t *br = jget(e, "aborts_by_reason");
     CHECK_EQ_U(br->n, SSTM_ABORT_REASON_COUNT);
     uint64_t sum = 0;
@@ -601,8 +628,14 @@ static void snapshot_test(const char *policy) {
   const jval_t *tot = jget(j, "totals");
   CHECK_EQ_U(ju(tot, "commits"), tc);
   CHECK_EQ_U(ju(tot, "aborts"), ta);
-  printf("statetab: %s, %llu commits, %llu aborts\n", policy, (unsigned long long)tc,
-         (unsigned long long)ta);
+  /* Quiesced, the policy's line cannot change any more: exact for every
+   * policy, adaptive included (its choice and reason as they are now, not
+   * as they were at init). */
+  char info[sizeof(((sstm_stt_header_t *)0)->cm_info)] = "";
+  if (cm->describe) cm->describe(info, sizeof info);
+  CHECK_EQ_STR(js(j, "cm_info"), info);
+  printf("statetab: %s, %llu commits, %llu aborts, cm_info \"%s\"\n", policy,
+         (unsigned long long)tc, (unsigned long long)ta, info);
   jfree(j);
 
   /* 3. Unregistered: no entry in use. */
@@ -630,6 +663,10 @@ static void snapshot_test(const char *policy) {
 TEST(snapshot_suicide) { snapshot_test("suicide"); }
 TEST(snapshot_backoff) { snapshot_test("backoff"); }
 TEST(snapshot_policy) { snapshot_test("stt-test"); }
+TEST(snapshot_ser_block) { snapshot_test("ser-block"); }
+TEST(snapshot_softser) { snapshot_test("softser"); }
+TEST(snapshot_os_prio) { snapshot_test("os_prio"); }
+TEST(snapshot_adaptive) { snapshot_test("adaptive"); }
 
 /* A registered thread shows its tid and OS priority before its first
  * transaction, and a slot reused by a new thread shows none of its previous
@@ -874,6 +911,22 @@ TEST(garbage) {
   check_exit(&r, 0, "-l");
   CHECK_EQ_I(listed_threads(r.out, pid), 4);
   tool_free(&r);
+  /* cm_info: read between two equal even sequence numbers; a writer stuck
+   * half-way (odd number) gives a placeholder, not a half-written line. */
+  for (int odd = 0; odd < 2; odd++) {
+    h = fake_table(pid, 4, &n);
+    snprintf(h->cm_info, sizeof h->cm_info, "current=x reason=y");
+    h->cm_info_seq = 6 + (uint32_t)odd;
+    write_file(path, h, n, 0600);
+    free(h);
+    run_tool(&r, "-j", p, NULL, NULL, NULL);
+    check_exit(&r, 0, "cm_info");
+    j = jparse(r.out);
+    CHECK_EQ_STR(js(j, "cm_info"), odd ? "(being updated)" : "current=x reason=y");
+    jfree(j);
+    tool_free(&r);
+  }
+
   reap(pid);
   run_tool(&r, "-l", NULL, NULL, NULL, NULL);
   check_exit(&r, 0, "-l after the pid exited");

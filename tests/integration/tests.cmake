@@ -134,7 +134,7 @@ if(TARGET sstm-top)
   target_compile_definitions(itest_statetab PRIVATE SSTM_TOP_PATH="$<TARGET_FILE:sstm-top>")
   add_dependencies(itest_statetab sstm-top)
   foreach(d etl ctl)
-    foreach(p suicide backoff policy)
+    foreach(p suicide backoff policy ser_block softser os_prio adaptive)
       sstm_add_test(NAME integration.statetab.snapshot.${d}.${p} LABELS integration
                     TIMEOUT 60 COMMAND itest_statetab snapshot_${p} ENV SSTM_TEST_DESIGN=${d})
     endforeach()

@@ -193,6 +193,26 @@ TEST(register_bad_names) {
   noconf.on_conflict = NULL;
   CHECK_RC(sstm_cm_register(&noconf), SSTM_EINVAL);
   CHECK_NULL(sstm_cm_find("no-conflict-hook"));
+  /* counter names: 1..SSTM_CM_STAT_NAME_MAX characters (the state table
+   * and the statistics dump keep them whole) */
+  static sstm_cm_ops_t longstat, emptystat, maxstat;
+  static char name32[SSTM_CM_STAT_NAME_MAX + 2];
+  memset(name32, 'c', SSTM_CM_STAT_NAME_MAX + 1);
+  longstat = recorder;
+  longstat.name = "long-stat";
+  longstat.stat_names[0] = "fine";
+  longstat.stat_names[1] = name32;
+  CHECK_RC(sstm_cm_register(&longstat), SSTM_EINVAL);
+  CHECK_CONTAINS(sstm_last_error(), "counter name 1");
+  CHECK_NULL(sstm_cm_find("long-stat"));
+  emptystat = recorder;
+  emptystat.name = "empty-stat";
+  emptystat.stat_names[0] = "";
+  CHECK_RC(sstm_cm_register(&emptystat), SSTM_EINVAL);
+  maxstat = longstat;
+  maxstat.name = "max-stat";
+  maxstat.stat_names[1] = name32 + 1; /* SSTM_CM_STAT_NAME_MAX characters */
+  CHECK_OK(sstm_cm_register(&maxstat));
   /* every allowed character */
   static sstm_cm_ops_t good;
   good = recorder;
