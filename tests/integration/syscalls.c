@@ -1,4 +1,4 @@
-/* Integration: no system call and no allocation on the fast path.
+/* Integration: no system call, no allocation and no lock on the fast path.
  *
  * A forked child initialises schedstm, warms up, then installs a seccomp
  * filter that traps (SECCOMP_RET_TRAP -> SIGSYS) every system call except
@@ -10,9 +10,15 @@
  * malloc and only system calls are counted). The child reports through a
  * pipe (write is allowed) and exits.
  *
- * Self-checks: a deliberate getpid() and a deliberate malloc() inside the
- * window must be counted (exactly one each), so a broken counting
- * mechanism fails the test instead of passing it.
+ * The pthread lock entry points (mutex lock and trylock, spin lock) are
+ * interposed and counted the same way: a conflict-free commit takes no
+ * lock. (The stripe locks of an update commit are the STM's own versioned
+ * words, acquired by CAS and never waited on here: there is no conflict.)
+ *
+ * Self-checks: a deliberate getpid(), a deliberate malloc() and a
+ * deliberate pthread_mutex_lock() inside the window must be counted
+ * (exactly one each), so a broken counting mechanism fails the test
+ * instead of passing it.
  *
  * With --policy NAME the same window runs under that contention manager:
  * a commit that nobody waits for must make no system call whatever the
@@ -25,6 +31,7 @@
 #include <linux/audit.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stddef.h>
 #include <sys/prctl.h>
@@ -32,6 +39,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "../common/lock_count.h"
 #include "../common/malloc_count.h"
 #include "common_int.h"
 
@@ -41,6 +49,8 @@ struct report {
   long nr[MAXREC];
   long allocs;
   int malloc_counted;
+  long locks;
+  int locks_counted;
   uint64_t checksum, expect;
   int done;
 };
@@ -154,8 +164,11 @@ static void child(int fd, sstm_design_t design, long ntx, const char *policy) {
   void *(*volatile do_malloc)(size_t) = malloc;
   void (*volatile do_free)(void *) = free;
 
+  static pthread_mutex_t canary_lock = PTHREAD_MUTEX_INITIALIZER;
   mc_reset();
   mc_enable(true);
+  lc_reset();
+  lc_enable(true);
   if (install_filter() != 0) {
     rep.traps = -1;
     goto report;
@@ -164,17 +177,22 @@ static void child(int fd, sstm_design_t design, long ntx, const char *policy) {
   syscall(SYS_getpid);
   /* (under a sanitizer its allocator might itself make a system call) */
   void *canary = mc_available() ? do_malloc(24) : NULL;
+  pthread_mutex_lock(&canary_lock); /* uncontended: no system call */
+  pthread_mutex_unlock(&canary_lock);
   for (long n = 0; n < ntx; n++)
     one_tx((unsigned)n);
   if (canary)
     do_free(canary);
   /* ---- end of window ---- */
   mc_enable(false);
+  lc_enable(false);
   rep.traps = g_traps;
   for (int i = 0; i < MAXREC; i++)
     rep.nr[i] = g_nr[i];
   rep.allocs = (long)mc_allocs();
   rep.malloc_counted = mc_available();
+  rep.locks = (long)lc_locks();
+  rep.locks_counted = lc_available();
   /* 1/5 of the txs add 1 to words[i][0], 1/5 to words[i][3], 1/5 (nested)
    * to words[i][0] again */
   rep.checksum = expected_words_sum() - before;
@@ -261,7 +279,15 @@ int main(int argc, char **argv) {
   } else {
     printf("note: allocation counting unavailable in this build (sanitizer owns malloc)\n");
   }
-  printf("PASS %s: %ld transactions, no system call, %s\n", name, ntx,
-         rep.malloc_counted ? "no allocation" : "allocations not counted");
+  if (rep.locks_counted) {
+    CHECK_MSG(rep.locks == 1,
+              "%ld pthread lock calls in the window (expected exactly 1, the deliberate one)",
+              rep.locks);
+  } else {
+    printf("note: lock counting unavailable in this build (sanitizer owns pthread)\n");
+  }
+  printf("PASS %s: %ld transactions, no system call, %s, %s\n", name, ntx,
+         rep.malloc_counted ? "no allocation" : "allocations not counted",
+         rep.locks_counted ? "no lock" : "locks not counted");
   return 0;
 }

@@ -24,13 +24,15 @@ sstm_int_exe(itest_remote_abort STRESS SOURCES ${D}/remote_abort.c)
 sstm_int_exe(itest_free_traversal STRESS SOURCES ${D}/free_traversal.c)
 sstm_int_exe(itest_lanes STRESS SOURCES ${D}/lanes.c)
 sstm_int_exe(itest_privatize STRESS SOURCES ${D}/privatize.c)
-sstm_int_exe(itest_syscalls SOURCES ${D}/syscalls.c ${CMAKE_CURRENT_SOURCE_DIR}/common/malloc_count.c)
+sstm_int_exe(itest_syscalls SOURCES ${D}/syscalls.c ${CMAKE_CURRENT_SOURCE_DIR}/common/malloc_count.c
+             ${CMAKE_CURRENT_SOURCE_DIR}/common/lock_count.c)
 # bank and opacity again through the inline read fast path
 sstm_int_exe(itest_bank_inline STRESS SOURCES ${D}/bank.c)
 sstm_inline_barriers(itest_bank_inline)
 sstm_int_exe(itest_opacity_inline STRESS SOURCES ${D}/opacity.c)
 sstm_inline_barriers(itest_opacity_inline)
-sstm_int_exe(itest_syscalls_inline SOURCES ${D}/syscalls.c ${CMAKE_CURRENT_SOURCE_DIR}/common/malloc_count.c)
+sstm_int_exe(itest_syscalls_inline SOURCES ${D}/syscalls.c ${CMAKE_CURRENT_SOURCE_DIR}/common/malloc_count.c
+             ${CMAKE_CURRENT_SOURCE_DIR}/common/lock_count.c)
 sstm_inline_barriers(itest_syscalls_inline)
 if(SCHEDSTM_RANDOM_DELAY)
   target_compile_definitions(itest_syscalls_inline PRIVATE SSTM_TEST_RANDOM_DELAY)
