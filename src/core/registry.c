@@ -34,7 +34,7 @@ int sstm__registry_init(unsigned max_threads) {
 }
 
 static void desc_free(struct sstm_desc *d) {
-  sstm_sets_fini(&d->rs, &d->ws, &d->ls);
+  sstm__sets_fini(&d->rs, &d->ws, &d->ls);
   free(d->allocs.p);
   free(d->frees.p);
   free(d->retire_cur.p);
@@ -71,7 +71,7 @@ static struct sstm_desc *desc_new(unsigned slot) {
   struct sstm_desc *d = aligned_alloc(SSTM_CACHELINE, sizeof *d);
   if (d == NULL) return NULL;
   memset(d, 0, sizeof *d);
-  if (!sstm_sets_init(&d->rs, &d->ws, &d->ls)) {
+  if (!sstm__sets_init(&d->rs, &d->ws, &d->ls)) {
     free(d);
     return NULL;
   }

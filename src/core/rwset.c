@@ -8,7 +8,7 @@
 #define WSET_INIT 256
 #define LSET_INIT 256
 
-bool sstm_rset_grow(sstm_rset_t *rs) {
+bool sstm__rset_grow(sstm_rset_t *rs) {
   /* Sizes as integers, taken before the realloc. */
   uintptr_t base = (uintptr_t)rs->e;
   size_t n = ((uintptr_t)rs->top - base) / sizeof *rs->e;
@@ -24,7 +24,7 @@ bool sstm_rset_grow(sstm_rset_t *rs) {
   return true;
 }
 
-bool sstm_lset_grow(sstm_lset_t *ls) {
+bool sstm__lset_grow(sstm_lset_t *ls) {
   uint32_t cap = ls->cap ? ls->cap * 2 : LSET_INIT;
   sstm_l_entry_t *e = realloc(ls->e, (size_t)cap * sizeof *e);
   if (e == NULL) return false;
@@ -34,7 +34,7 @@ bool sstm_lset_grow(sstm_lset_t *ls) {
 }
 
 /* Double the entries and rebuild the index (kept at >= 2x entries). */
-bool sstm_wset_grow(sstm_wset_t *ws) {
+bool sstm__wset_grow(sstm_wset_t *ws) {
   uint32_t cap = ws->cap ? ws->cap * 2 : WSET_INIT;
   sstm_w_entry_t *e = realloc(ws->e, (size_t)cap * sizeof *e);
   if (e == NULL) return false;
@@ -55,16 +55,16 @@ bool sstm_wset_grow(sstm_wset_t *ws) {
   return true;
 }
 
-bool sstm_sets_init(sstm_rset_t *rs, sstm_wset_t *ws, sstm_lset_t *ls) {
+bool sstm__sets_init(sstm_rset_t *rs, sstm_wset_t *ws, sstm_lset_t *ls) {
   memset(rs, 0, sizeof *rs);
   memset(ws, 0, sizeof *ws);
   memset(ls, 0, sizeof *ls);
-  if (sstm_rset_grow(rs) && sstm_wset_grow(ws) && sstm_lset_grow(ls)) return true;
-  sstm_sets_fini(rs, ws, ls);
+  if (sstm__rset_grow(rs) && sstm__wset_grow(ws) && sstm__lset_grow(ls)) return true;
+  sstm__sets_fini(rs, ws, ls);
   return false;
 }
 
-void sstm_sets_fini(sstm_rset_t *rs, sstm_wset_t *ws, sstm_lset_t *ls) {
+void sstm__sets_fini(sstm_rset_t *rs, sstm_wset_t *ws, sstm_lset_t *ls) {
   free(rs->e);
   free(ws->e);
   free(ws->idx);

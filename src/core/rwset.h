@@ -68,11 +68,11 @@ typedef struct sstm_lset {
 } sstm_lset_t;
 
 /* All return false only on allocation failure. */
-bool sstm_rset_grow(sstm_rset_t *rs);
-bool sstm_wset_grow(sstm_wset_t *ws);
-bool sstm_lset_grow(sstm_lset_t *ls);
-bool sstm_sets_init(sstm_rset_t *rs, sstm_wset_t *ws, sstm_lset_t *ls);
-void sstm_sets_fini(sstm_rset_t *rs, sstm_wset_t *ws, sstm_lset_t *ls);
+bool sstm__rset_grow(sstm_rset_t *rs);
+bool sstm__wset_grow(sstm_wset_t *ws);
+bool sstm__lset_grow(sstm_lset_t *ls);
+bool sstm__sets_init(sstm_rset_t *rs, sstm_wset_t *ws, sstm_lset_t *ls);
+void sstm__sets_fini(sstm_rset_t *rs, sstm_wset_t *ws, sstm_lset_t *ls);
 
 static inline uint32_t sstm_word_hash(uintptr_t word) {
   return (uint32_t)(((uint64_t)word >> 3) * 0x9E3779B97F4A7C15ull >> 32);
@@ -119,7 +119,7 @@ static inline bool sstm_wset_put(sstm_wset_t *ws, uintptr_t word, uint64_t value
     i = (i + 1) & ws->idx_mask;
   }
   if (ws->n == ws->cap) {
-    if (!sstm_wset_grow(ws)) return false;
+    if (!sstm__wset_grow(ws)) return false;
     return sstm_wset_put(ws, word, value, bmask); /* index was rebuilt */
   }
   uint32_t n = ws->n;
@@ -154,7 +154,7 @@ static inline void sstm_rset_clear(sstm_rset_t *rs) {
 }
 
 static inline bool sstm_rset_add(sstm_rset_t *rs, _Atomic uint64_t *lock, uint64_t lw) {
-  if (__builtin_expect(rs->top == rs->lim, 0) && !sstm_rset_grow(rs)) return false;
+  if (__builtin_expect(rs->top == rs->lim, 0) && !sstm__rset_grow(rs)) return false;
   *rs->top = (sstm_r_entry_t){lock, lw};
   /* relaxed: contention managers of other threads read top. */
   __atomic_store_n(&rs->top, rs->top + 1, __ATOMIC_RELAXED);
@@ -162,7 +162,7 @@ static inline bool sstm_rset_add(sstm_rset_t *rs, _Atomic uint64_t *lock, uint64
 }
 
 static inline bool sstm_lset_add(sstm_lset_t *ls, _Atomic uint64_t *lock, uint64_t old) {
-  if (__builtin_expect(ls->n == ls->cap, 0) && !sstm_lset_grow(ls)) return false;
+  if (__builtin_expect(ls->n == ls->cap, 0) && !sstm__lset_grow(ls)) return false;
   ls->e[ls->n++] = (sstm_l_entry_t){lock, old};
   return true;
 }

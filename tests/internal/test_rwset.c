@@ -72,7 +72,7 @@ TEST(wset_model_random) {
   sstm_rset_t rs;
   sstm_wset_t ws;
   sstm_lset_t ls;
-  CHECK_TRUE(sstm_sets_init(&rs, &ws, &ls));
+  CHECK_TRUE(sstm__sets_init(&rs, &ws, &ls));
   sstm_wset_reset(&ws);
   model_reset();
   sstm_rng_t r;
@@ -102,14 +102,14 @@ TEST(wset_model_random) {
     check_against_model(&ws);
     CHECK_EQ_X(ws.bloom, 0);
   }
-  sstm_sets_fini(&rs, &ws, &ls);
+  sstm__sets_fini(&rs, &ws, &ls);
 }
 
 TEST(wset_stamp_wrap) {
   sstm_rset_t rs;
   sstm_wset_t ws;
   sstm_lset_t ls;
-  CHECK_TRUE(sstm_sets_init(&rs, &ws, &ls));
+  CHECK_TRUE(sstm__sets_init(&rs, &ws, &ls));
   sstm_wset_reset(&ws);
   /* fill the index under the last stamp before the wrap */
   ws.stamp = UINT32_MAX;
@@ -131,14 +131,14 @@ TEST(wset_stamp_wrap) {
   for (unsigned i = 0; i < 50; i++)
     CHECK_MSG(sstm_wset_find(&ws, word_of(i + 1000)) == NULL,
               "stale slot of word %u reappeared after the wrap", i + 1000);
-  sstm_sets_fini(&rs, &ws, &ls);
+  sstm__sets_fini(&rs, &ws, &ls);
 }
 
 TEST(wset_value_kept_in_memory_order) {
   sstm_rset_t rs;
   sstm_wset_t ws;
   sstm_lset_t ls;
-  CHECK_TRUE(sstm_sets_init(&rs, &ws, &ls));
+  CHECK_TRUE(sstm__sets_init(&rs, &ws, &ls));
   sstm_wset_reset(&ws);
   uintptr_t w = word_of(3);
   CHECK_TRUE(sstm_wset_put(&ws, w, 0x00000000000000AAull, 0xffull));         /* byte 0 */
@@ -150,14 +150,14 @@ TEST(wset_value_kept_in_memory_order) {
   CHECK_EQ_X(e->bmask, 0xffff000000ff00ffull);
   CHECK_EQ_X(e->value, 0xCCDD000000BB00EEull);
   CHECK_EQ_U(ws.n, 1);
-  sstm_sets_fini(&rs, &ws, &ls);
+  sstm__sets_fini(&rs, &ws, &ls);
 }
 
 TEST(rset_lset_growth_keeps_entries) {
   sstm_rset_t rs;
   sstm_wset_t ws;
   sstm_lset_t ls;
-  CHECK_TRUE(sstm_sets_init(&rs, &ws, &ls));
+  CHECK_TRUE(sstm__sets_init(&rs, &ws, &ls));
   static _Atomic uint64_t locks[97];
   const uint32_t N = 100000;
   for (uint32_t i = 0; i < N; i++) {
@@ -175,7 +175,7 @@ TEST(rset_lset_growth_keeps_entries) {
     CHECK_EQ_PTR(ls.e[i].lock, &locks[(i * 7) % 97]);
     CHECK_EQ_U(ls.e[i].old, i);
   }
-  sstm_sets_fini(&rs, &ws, &ls);
+  sstm__sets_fini(&rs, &ws, &ls);
   CHECK_NULL(rs.e);
   CHECK_NULL(rs.top);
 }
