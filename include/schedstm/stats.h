@@ -55,7 +55,8 @@ typedef struct sstm_stats {
   uint64_t aborts[SSTM_ABORT_REASON_COUNT];
   uint64_t aborts_total;
   uint64_t retries;         /* restarts (aborts not followed by cancel) */
-  uint64_t max_retries;     /* most consecutive aborts of one transaction */
+  uint64_t max_retries;     /* most consecutive aborts of one transaction,
+                               committed or cancelled */
   uint64_t cm_waits;        /* SSTM_CM_WAIT decisions */
   uint64_t cm_kills;        /* successful remote aborts requested by this one */
   uint64_t locks_stolen;    /* locks taken over from killed transactions */

@@ -1011,6 +1011,9 @@ static __attribute__((noreturn)) void abort_tx(struct sstm_desc *tx, sstm_abort_
     sstm__ctr_add(&tx->ctr.cm_wait_ns, sstm__now_ns() - t0);
   }
   if (r == SSTM_ABORT_USER_CANCEL) {
+    /* A transaction that gives up after retries counts as one that
+     * retried (the commit path records the others). */
+    if (tx->retries) sstm__ctr_max(&tx->ctr.max_retries, tx->retries);
     SSTM_ASAN_NO_RETURN();
     sstm__ckpt_restore(&tx->ckpt, SSTM__CKPT_CANCEL);
   }

@@ -65,6 +65,19 @@ TEST(abort_counters_user) {
   for (int r = 0; r < SSTM_ABORT_REASON_COUNT; r++)
     sum += s.aborts[r];
   CHECK_EQ_U(sum, s.aborts_total);
+  /* a transaction cancelled after 5 retries is the one that retried most */
+  attempts = 0;
+  SSTM_ATOMIC_BEGIN(NULL)
+    attempts++;
+    sstm_store_u64(W(0), 2);
+    if (attempts <= 5)
+      sstm_restart();
+    sstm_cancel();
+  SSTM_ATOMIC_END();
+  CHECK_OK(sstm_stats_get(sstm_self(), &s));
+  CHECK_EQ_U(s.aborts[SSTM_ABORT_USER_RETRY], 3 + 5);
+  CHECK_EQ_U(s.max_retries, 5);
+  CHECK_EQ_U(*W(0), 1); /* the cancelled transaction left nothing */
   sstm_test_fini();
 }
 
