@@ -10,7 +10,11 @@
 
 #include "core/engine.h"
 
-sstm_global_t sstm__g;
+/* The two mutexes live as long as the process (never re-initialised by a
+ * later sstm_init): a thread may be blocked on reg_lock while the library
+ * is shut down and started again. */
+sstm_global_t sstm__g = {.reg_lock = PTHREAD_MUTEX_INITIALIZER,
+                         .orphan_lock = PTHREAD_MUTEX_INITIALIZER};
 static char cm_name_buf[64];
 
 SSTM_API void sstm_config_default(sstm_config_t *cfg) {
@@ -218,15 +222,19 @@ SSTM_API int sstm_shutdown(void) {
     sstm__set_error("sstm_shutdown: not initialised");
     return SSTM_ESTATE;
   }
+  /* The check and the end of `initialized` are one step under reg_lock:
+   * a thread registering concurrently either took its slot first (we are
+   * busy) or finds the library shut down (desc_acquire re-checks under the
+   * same lock), never a registry being torn down. */
   pthread_mutex_lock(&sstm__g.reg_lock);
   bool busy = sstm__registry_busy(sstm__cur);
+  if (!busy) atomic_store_explicit(&sstm__g.initialized, false, memory_order_release);
   pthread_mutex_unlock(&sstm__g.reg_lock);
   if (busy) {
     sstm__set_error("sstm_shutdown: other threads are still registered or a transaction is active");
     return SSTM_EBUSY;
   }
   if (sstm__cur) sstm_thread_exit();
-  atomic_store_explicit(&sstm__g.initialized, false, memory_order_release);
   if (sstm__g.cm->fini) sstm__g.cm->fini();
   sstm__reclaim_fini();
   sstm__stt_fini();

@@ -24,8 +24,6 @@ int sstm__registry_init(unsigned max_threads) {
   sstm__g.descs = calloc(max_threads, sizeof *sstm__g.descs);
   if (sstm__g.descs == NULL) return SSTM_ENOMEM;
   atomic_store_explicit(&sstm__g.hiwater, 0, memory_order_relaxed);
-  pthread_mutex_init(&sstm__g.reg_lock, NULL);
-  pthread_mutex_init(&sstm__g.orphan_lock, NULL);
   if (!exit_key_made) {
     if (pthread_key_create(&exit_key, auto_exit) != 0) return SSTM_ENOMEM;
     exit_key_made = true;
@@ -51,8 +49,6 @@ void sstm__registry_fini(void) {
   }
   free(sstm__g.descs);
   sstm__g.descs = NULL;
-  pthread_mutex_destroy(&sstm__g.reg_lock);
-  pthread_mutex_destroy(&sstm__g.orphan_lock);
 }
 
 /* True if some descriptor other than `except` is in use, or `except` is in
@@ -120,8 +116,14 @@ static int desc_acquire(struct sstm_desc **out) {
     return SSTM_ESTATE;
   }
   pthread_mutex_lock(&sstm__g.reg_lock);
-  int rc = slot_alloc(out);
+  /* Again under reg_lock, which sstm_shutdown holds to clear it (see
+   * there). acquire: the library may have been shut down and initialised
+   * again since the check above; this pairs with sstm_init's release so
+   * that the new registry is seen whole. */
+  int rc = atomic_load_explicit(&sstm__g.initialized, memory_order_acquire) ? slot_alloc(out)
+                                                                            : SSTM_ESTATE;
   pthread_mutex_unlock(&sstm__g.reg_lock);
+  if (rc == SSTM_ESTATE) sstm__set_error("schedstm was shut down (sstm_shutdown)");
   if (rc != 0) return rc;
   struct sstm_desc *d = *out;
   d->cm = sstm__g.cm;

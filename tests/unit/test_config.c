@@ -2,6 +2,8 @@
  * lifetime (init/shutdown state machine), sstm_describe(). */
 #define _GNU_SOURCE
 #include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -365,6 +367,65 @@ TEST(shutdown_with_registered_thread_is_ebusy) {
   CHECK_EQ_I(pthread_join(th, NULL), 0);
   CHECK_OK(sstm_shutdown());
   CHECK_FALSE(sstm_initialized());
+}
+
+/* Threads register and unregister in a loop (each registration runs one
+ * transaction) while the main thread shuts the library down and starts it
+ * again. A registration either happens before a shutdown (which is then
+ * busy) or fails with SSTM_ESTATE: never a slot in a registry being torn
+ * down (ASan sees the use after free, the normal build the lost slot). */
+static _Atomic int race_stop;
+static _Atomic long race_ok, race_estate;
+
+static void *race_registrar(void *arg) {
+  (void)arg;
+  static uint64_t w[4];
+  while (!atomic_load(&race_stop)) {
+    int rc = sstm_thread_init();
+    if (rc == SSTM_OK) {
+      CHECK_OK(sstm_run(NULL, dummy_tx, &w[0]));
+      CHECK_OK(sstm_thread_exit());
+      atomic_fetch_add(&race_ok, 1);
+    } else {
+      CHECK_RC(rc, SSTM_ESTATE);
+      atomic_fetch_add(&race_estate, 1);
+    }
+  }
+  return NULL;
+}
+
+TEST(shutdown_races_registration) {
+  enum { NTH = 3 };
+  int cycles = (int)sstm_test_scaled(300, 30);
+  long busy = 0;
+  pthread_t th[NTH];
+  sstm_test_init();
+  for (int i = 0; i < NTH; i++)
+    CHECK_EQ_I(pthread_create(&th[i], NULL, race_registrar, NULL), 0);
+  for (int c = 0; c < cycles; c++) {
+    if (c > 0)
+      sstm_test_init();
+    long ok0 = atomic_load(&race_ok);
+    while (atomic_load(&race_ok) == ok0) /* someone registers in this cycle */
+      sched_yield();
+    int rc;
+    while ((rc = sstm_shutdown()) == SSTM_EBUSY) {
+      busy++;
+      sched_yield();
+    }
+    CHECK_OK(rc);
+    CHECK_FALSE(sstm_initialized());
+    /* shut down: nobody may register until the next init */
+    long estate0 = atomic_load(&race_estate), ok1 = atomic_load(&race_ok);
+    while (atomic_load(&race_estate) < estate0 + NTH)
+      sched_yield();
+    CHECK_LE_I(atomic_load(&race_ok), ok1 + NTH); /* at most the ones in flight */
+  }
+  atomic_store(&race_stop, 1);
+  for (int i = 0; i < NTH; i++)
+    CHECK_EQ_I(pthread_join(th[i], NULL), 0);
+  printf("%d cycles, %ld registrations, %ld refused, %ld busy shutdowns\n", cycles,
+         atomic_load(&race_ok), atomic_load(&race_estate), busy);
 }
 
 TEST(shutdown_with_suspended_tx_is_ebusy) {
