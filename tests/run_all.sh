@@ -6,6 +6,8 @@
 #   (b) build/test-asan    -DSCHEDSTM_SANITIZE=address,undefined: whole suite
 #   (c) build/test-tsan    -DSCHEDSTM_SANITIZE=thread: the stress tests
 #   (d) build/test-delay   -DSCHEDSTM_RANDOM_DELAY=ON: the stress tests
+#   (e) build/test-debug   -DSCHEDSTM_DEBUG=ON: the unit tests (misuse that
+#                          has an error code also reaches the misuse handler)
 # all with -DSCHEDSTM_WERROR=ON. Prints a final line "N passed, M failed"
 # (summed over all parts; a part that fails to configure or build counts as
 # one failure) and exits non-zero on any failure.
@@ -14,16 +16,16 @@
 # read by the tests) so that the whole run stays within ~8 minutes on 2 vCPUs.
 #
 # Environment:
-#   RUN_ALL_PARTS="normal asan tsan delay"   subset of parts to run
+#   RUN_ALL_PARTS="normal asan tsan delay debug"   subset of parts to run
 #   RUN_ALL_JOBS=2                            build and ctest parallelism
-#   RUN_ALL_SCALE_{NORMAL,ASAN,TSAN,DELAY}    override a part's scale
+#   RUN_ALL_SCALE_{NORMAL,ASAN,TSAN,DELAY,DEBUG}   override a part's scale
 #   RUN_ALL_CLEAN=1                           start from empty build dirs
 set -u
 
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
 jobs=${RUN_ALL_JOBS:-2}
-parts=${RUN_ALL_PARTS:-"normal asan tsan delay"}
+parts=${RUN_ALL_PARTS:-"normal asan tsan delay debug"}
 
 total_pass=0
 total_fail=0
@@ -119,8 +121,12 @@ for p in $parts; do
     run_part delay "${RUN_ALL_SCALE_DELAY:-0.01}" "-L stress" sstm_stress_bins \
       -DSCHEDSTM_RANDOM_DELAY=ON
     ;;
+  debug)
+    run_part debug "${RUN_ALL_SCALE_DEBUG:-0.2}" "-L unit" sstm_unit_bins \
+      -DSCHEDSTM_DEBUG=ON -DSCHEDSTM_BUILD_BENCH=OFF -DSCHEDSTM_BUILD_EXAMPLES=OFF
+    ;;
   *)
-    echo "unknown part '$p' (normal asan tsan delay)"
+    echo "unknown part '$p' (normal asan tsan delay debug)"
     total_fail=$((total_fail + 1))
     ;;
   esac

@@ -98,7 +98,8 @@ SSTM_API sstm_ckpt_t *sstm__begin(const sstm_attr_t *attr);
 /* Commit the current transaction (or leave one nesting level). On conflict
  * the transaction is rolled back and restarted at its begin, so this call
  * returns only on success. Returns 0, or SSTM_ENOTX when no transaction is
- * active (debug builds also report the misuse on stderr). */
+ * active (debug builds first report the misuse to the misuse handler, whose
+ * default prints it and aborts). */
 SSTM_API int sstm_commit(void);
 
 /* Abort the current transaction and restart it (STAMP's TM_RESTART). The
@@ -257,9 +258,13 @@ static inline void sstm_store_i64(int64_t *a, int64_t v) { sstm_store_u64((uint6
 
 /* Misuse handler: called with a message when the API is misused in a way
  * that cannot be reported through a return value (an access outside a
- * transaction, cancel in irrevocable mode). The default prints the message
- * and calls abort(). A handler that returns makes the offending access read
- * 0 / be ignored. Returns the previous handler. */
+ * transaction, cancel in irrevocable mode). Libraries built with
+ * -DSCHEDSTM_DEBUG=ON (sstm_describe() then says "debug") also call it for
+ * misuse that has an error code, before returning the code: sstm_commit()
+ * without a transaction, sstm_quiesce() inside one. The default prints the
+ * message on stderr and calls abort(). A handler that returns makes the
+ * offending access read 0 / be ignored, and the calls with an error code
+ * return it. NULL restores the default. Returns the previous handler. */
 typedef void (*sstm_misuse_fn)(const char *msg);
 SSTM_API sstm_misuse_fn sstm_set_misuse_handler(sstm_misuse_fn fn);
 

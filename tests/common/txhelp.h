@@ -4,6 +4,8 @@
 #ifndef SSTM_TEST_TXHELP_H
 #define SSTM_TEST_TXHELP_H
 
+#include <string.h>
+
 #include "runner.h"
 
 /* The second descriptor used by run_other() (created on first use). */
@@ -29,6 +31,15 @@ static inline int run_other(const sstm_attr_t *attr, void (*fn)(void *), void *a
   CHECK_EQ_PTR(sstm_desc_detach(), o);
   CHECK_OK(sstm_desc_attach(mine));
   return rc;
+}
+
+/* A library built with SCHEDSTM_DEBUG (sstm_describe says " debug"):
+ * misuse that has an error code is also reported to the misuse handler.
+ * The library must be initialised. */
+static inline bool txh_debug_build(void) {
+  char d[512];
+  CHECK_GT_I(sstm_describe(d, sizeof d), 0);
+  return strstr(d, " debug") != NULL; /* no other word starts so */
 }
 
 /* Destroy the second descriptor (before sstm_shutdown). */

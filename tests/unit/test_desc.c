@@ -104,8 +104,18 @@ static void *continue_on_b(void *p) {
   return NULL;
 }
 
+static int desc_misuse;
+static void count_misuse(const char *msg) {
+  CHECK_CONTAINS(msg, "sstm_commit without a transaction");
+  desc_misuse++;
+}
+
 TEST(detach_attach_across_threads_commit_on_b) {
   sstm_test_init();
+  /* The block's closing sstm_commit() finds the transaction committed on B:
+   * SSTM_ENOTX, which debug builds also report to the misuse handler. */
+  sstm_set_misuse_handler(count_misuse);
+  desc_misuse = 0;
   x = y = 0;
   static struct handoff h;
   memset(&h, 0, sizeof h);
@@ -123,6 +133,8 @@ TEST(detach_attach_across_threads_commit_on_b) {
     CHECK_OK(sstm_desc_attach(h.d));
     CHECK_FALSE(sstm_in_tx()); /* B committed it */
   SSTM_ATOMIC_END(); /* sstm_commit() here returns SSTM_ENOTX */
+  CHECK_EQ_I(desc_misuse, txh_debug_build() ? 1 : 0);
+  sstm_set_misuse_handler(NULL);
   CHECK_OK(h.commit_rc);
   CHECK_EQ_U(x, 1);
   CHECK_EQ_U(y, 2);

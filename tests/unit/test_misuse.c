@@ -64,7 +64,14 @@ TEST(access_on_unregistered_thread_calls_handler) {
 TEST(commit_without_begin_is_enotx) {
   sstm_test_init();
   sstm_set_misuse_handler(record_misuse);
+  nmisuse = 0;
   CHECK_RC(sstm_commit(), SSTM_ENOTX);
+  /* debug builds also report it (tx.h) */
+  CHECK_EQ_I(nmisuse, txh_debug_build() ? 1 : 0);
+  if (nmisuse)
+    CHECK_CONTAINS(last_msg, "sstm_commit without a transaction");
+  CHECK_RC(sstm_quiesce(), SSTM_OK); /* outside a transaction: fine */
+  CHECK_EQ_I(nmisuse, txh_debug_build() ? 1 : 0);
   CHECK_FALSE(sstm_in_tx());
   CHECK_RC(sstm_become_irrevocable(), SSTM_ENOTX);
   CHECK_RC(sstm_on_commit(free, NULL), SSTM_ENOTX);

@@ -28,12 +28,6 @@ static void record_misuse(const char *msg) {
   nmisuse++;
 }
 
-static bool debug_build(void) {
-  char d[512];
-  CHECK_GT_I(sstm_describe(d, sizeof d), 0);
-  return strstr(d, " debug") != NULL;
-}
-
 static void sleep_ms(long ms) {
   struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
   while (nanosleep(&ts, &ts) != 0) {
@@ -58,7 +52,7 @@ TEST(errors) {
   CHECK_RC(sstm_quiesce(), SSTM_ESTATE); /* before sstm_init */
   CHECK_CONTAINS(sstm_last_error(), "not initialised");
   sstm_test_init();
-  bool debug = debug_build();
+  bool debug = txh_debug_build();
   sstm_set_misuse_handler(record_misuse);
   CHECK_OK(sstm_quiesce()); /* nothing runs: returns at once */
 
