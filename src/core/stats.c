@@ -153,6 +153,34 @@ static void dump_line(FILE *out, const char *who, const sstm_stats_t *s) {
             (unsigned long long)s->reads_max,
             commits ? (double)s->writes_total / (double)commits : 0.0,
             (unsigned long long)s->writes_max);
+  /* Transaction profiles (sstm_attr_t.tag; detailed statistics). */
+  bool tags = false;
+  for (int i = 0; i < SSTM_MAX_TAGS; i++) {
+    const sstm_tag_stats_t *t = &s->tags[i];
+    if (t->commits == 0 && t->aborts == 0) continue;
+    if (!tags) fprintf(out, "%-14s   tags:", "");
+    tags = true;
+    fprintf(out, " %d: commits=%llu aborts=%llu (%.3f/commit)", i,
+            (unsigned long long)t->commits, (unsigned long long)t->aborts,
+            t->commits ? (double)t->aborts / (double)t->commits : 0.0);
+  }
+  if (tags) fputc('\n', out);
+  /* The policy: its named counters, what it did, the time it took. */
+  const sstm_cm_ops_t *cm = sstm__g.cm;
+  bool any = s->cm_wait_ns != 0;
+  for (int i = 0; i < SSTM_CM_NSTATS; i++) any |= s->cm_stats[i] != 0;
+  for (int i = 1; i < SSTM_ACT_COUNT; i++) any |= s->cm_actions[i] != 0;
+  if (!any) return;
+  fprintf(out, "%-14s   %s:", "", cm ? cm->name : "policy");
+  for (int i = 0; i < SSTM_CM_NSTATS; i++)
+    if (s->cm_stats[i])
+      fprintf(out, " %s=%llu", cm && cm->stat_names[i] ? cm->stat_names[i] : "counter",
+              (unsigned long long)s->cm_stats[i]);
+  for (int i = 1; i < SSTM_ACT_COUNT; i++) /* SSTM_ACT_NONE is "back to running" */
+    if (s->cm_actions[i])
+      fprintf(out, " %s=%llu", sstm_cm_act_name((sstm_cm_act_t)i),
+              (unsigned long long)s->cm_actions[i]);
+  fprintf(out, " time=%.3fms\n", (double)s->cm_wait_ns / 1e6);
 }
 
 static void dump_one(const sstm_stats_t *s, void *arg) {

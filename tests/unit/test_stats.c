@@ -234,4 +234,75 @@ TEST(dump_names_nonzero_reasons) {
   CHECK_RC(sstm_stats_dump(stderr), SSTM_ESTATE);
 }
 
+/* The dump also shows the transaction profiles (tags, detailed
+ * statistics) and the policy's named counters and actions. */
+static sstm_cm_action_t dt_conflict(sstm_cm_ctx_t *ctx, const sstm_conflict_t *c, uint64_t *w) {
+  (void)ctx, (void)c, (void)w;
+  return SSTM_CM_ABORT_SELF;
+}
+static void dt_abort(sstm_cm_ctx_t *ctx, const sstm_abort_info_t *info) {
+  (void)info;
+  sstm_cm_count(ctx, 1, 1);
+  sstm_cm_note(ctx, SSTM_ACT_YIELD);
+  sstm_cm_note(ctx, SSTM_ACT_NONE);
+}
+static const sstm_cm_ops_t dump_policy = {
+    .name = "dump-test",
+    .on_conflict = dt_conflict,
+    .on_abort = dt_abort,
+    .stat_names = {"unused", "seen_aborts"},
+};
+
+static char *dump_text(void) {
+  FILE *f = tmpfile();
+  CHECK_NOT_NULL(f);
+  CHECK_OK(sstm_stats_dump(f));
+  long n = ftell(f);
+  CHECK_GT_I(n, 0);
+  rewind(f);
+  char *text = calloc(1, (size_t)n + 1);
+  CHECK_EQ_U(fread(text, 1, (size_t)n, f), (unsigned long long)n);
+  fclose(f);
+  return text;
+}
+
+TEST(dump_shows_tags_and_policy) {
+  CHECK_OK(sstm_cm_register(&dump_policy));
+  sstm_config_t cfg;
+  sstm_test_config(&cfg);
+  cfg.stats = SSTM_STATS_DETAILED;
+  cfg.cm = "dump-test";
+  CHECK_OK(sstm_init(&cfg));
+  CHECK_OK(sstm_thread_init());
+  char *text = dump_text(); /* nothing happened yet: no tag, no policy line */
+  CHECK_NOT_CONTAINS(text, "tags:");
+  CHECK_NOT_CONTAINS(text, "dump-test:");
+  free(text);
+  sstm_attr_t a = {.tag = 3};
+  attempts = 0;
+  SSTM_ATOMIC_BEGIN(&a)
+    attempts++;
+    sstm_store_u64(W(0), 5);
+    if (attempts <= 2)
+      sstm_restart();
+  SSTM_ATOMIC_END();
+  a.tag = 7;
+  for (int i = 0; i < 4; i++) {
+    SSTM_ATOMIC_BEGIN(&a)
+      sstm_store_u64(W(1), (uint64_t)i);
+    SSTM_ATOMIC_END();
+  }
+  sstm_stats_t st;
+  CHECK_OK(sstm_stats_get(sstm_self(), &st));
+  CHECK_EQ_U(st.tags[3].commits, 1);
+  CHECK_EQ_U(st.tags[3].aborts, 2);
+  CHECK_EQ_U(st.tags[7].commits, 4);
+  text = dump_text();
+  CHECK_CONTAINS(text, "tags: 3: commits=1 aborts=2 (2.000/commit) 7: commits=4 aborts=0");
+  CHECK_CONTAINS(text, "dump-test: seen_aborts=2 yield=2 time=");
+  CHECK_NOT_CONTAINS(text, "unused=");
+  free(text);
+  sstm_test_fini();
+}
+
 SSTM_TEST_MAIN()
