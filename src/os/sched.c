@@ -222,6 +222,13 @@ sstm_slice_ctrl_t *sstm__ext_rseq_ctrl(void) {
   return (sstm_slice_ctrl_t *)(void *)((char *)r + SSTM_RSEQ_SLICE_CTRL_OFFSET);
 }
 
+uint64_t sstm__sched_slice_ns(void) {
+  struct sstm_sched_attr a;
+  if (getattr(0, &a) != 0) return 0;
+  if (a.sched_policy != SCHED_OTHER && a.sched_policy != SCHED_BATCH) return 0;
+  return a.sched_runtime;
+}
+
 bool sstm__ext_set_slice(uint64_t ns) {
   struct sstm_sched_attr a;
   if (getattr(0, &a) != 0) return false;

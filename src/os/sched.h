@@ -89,6 +89,10 @@ bool sstm__ext_rseq_enable(void);
 const char *sstm__ext_mode_name(sstm_ext_mode_t m);
 /* The calling thread's rseq slice-control bytes, or NULL. */
 sstm_slice_ctrl_t *sstm__ext_rseq_ctrl(void);
+/* The calling thread's time slice (EEVDF: its custom slice, or the
+ * default one the kernel reports), 0 if the kernel does not report it
+ * (before 6.12, or not SCHED_OTHER/SCHED_BATCH). */
+uint64_t sstm__sched_slice_ns(void);
 /* Set the calling thread's EEVDF custom slice (0 = default). */
 bool sstm__ext_set_slice(uint64_t ns);
 /* Give back a granted extension (rseq_slice_yield, syscall 471). */

@@ -20,6 +20,7 @@
 
 #include "../common/runner.h"
 #include "cm/common.h"
+#include "os/sched.h"
 
 #define MS 1000000ull
 
@@ -151,6 +152,33 @@ TEST(window_length_by_regime) {
   CHECK_MSG(strstr(why, "probing") == NULL, "%s", why);
   CHECK_EQ_U(sstm__adaptive_window_ns(), 20 * MS);
   stop();
+}
+
+/* The line between short and long transactions is the time slice / 35:
+ * 60 us of CPU time per commit is long under a 1.4 ms slice and short
+ * under a 4 ms one (the slice of the thread that calls sstm_init). */
+static const char *regime_at_60us(void) {
+  start();
+  char d[512];
+  CHECK_GT_I(sstm_describe(d, sizeof d), 0);
+  rate_os_prio = rate_ser_block = rate_other = 2.0 / 60e-6; /* 2 CPUs busy */
+  feed(4, 2);
+  static char r[16];
+  snprintf(r, sizeof r, "%s", strstr(why, "long-tx") ? "long" : "short");
+  printf("%s -> %s\n", strstr(d, "long>"), r);
+  stop();
+  return r;
+}
+
+TEST(long_tx_threshold_follows_the_time_slice) {
+  uint64_t own = sstm__sched_slice_ns();
+  if (own == 0) sstm_test_skip("the kernel reports no time slice (before 6.12)");
+  if (!sstm__ext_set_slice(1400000)) sstm_test_skip("cannot set a custom slice");
+  CHECK_EQ_STR(regime_at_60us(), "long");
+  CHECK_TRUE(sstm__ext_set_slice(4000000));
+  CHECK_EQ_U(sstm__sched_slice_ns(), 4000000);
+  CHECK_EQ_STR(regime_at_60us(), "short");
+  CHECK_TRUE(sstm__ext_set_slice(0)); /* back to the default */
 }
 
 SSTM_TEST_MAIN()
