@@ -213,7 +213,8 @@ typedef enum sstm_wait_mode {
  * built by hand and flagged in its commit's last instant). YIELD: calls
  * sched_yield() between checks, sets no flag and never sleeps, so the
  * party's end issues no wake-up. A committing party is waited for by
- * spinning in every mode (its end is imminent). Deadlock freedom: policies
+ * spinning in every mode (its end is imminent), with a sched_yield() every
+ * 64 rounds in BLOCK and YIELD modes (in case it was preempted). Deadlock freedom: policies
  * call this after their own attempt has rolled back (from on_abort), so a
  * waiting thread holds no lock and runs no attempt, and the wait-for graph
  * (waiting thread -> running attempt) has no cycle. */

@@ -440,7 +440,9 @@ SSTM_API int sstm_party_wait(const sstm_party_t *p, sstm_wait_mode_t mode, uint6
     }
     if ((spins & 63) == 63) {
       if (sstm__now_ns() >= deadline) return SSTM_EBUSY;
-      if (mode == SSTM_WAIT_BLOCK) sched_yield(); /* a committing party may be descheduled */
+      /* A committing party may be descheduled: the modes that give up the
+       * CPU anyway do so here too (SPIN keeps it, as asked). */
+      if (mode != SSTM_WAIT_SPIN) sched_yield();
     }
     sstm__cpu_relax();
   }

@@ -370,17 +370,32 @@ TEST(wait_times_out_on_suspended_winner_then_wakes_on_commit) {
 
 /* CTL: the committer locks its write set after COMMITTING. A lock word
  * forged to name another running attempt makes the commit meet a conflict,
- * and the policy below runs while the committer is COMMITTING. */
+ * and the policy below runs while the committer is COMMITTING. Three
+ * waiters, one per mode: all spin, the BLOCK and YIELD ones giving up the
+ * CPU now and then (a committing party may have been preempted), the SPIN
+ * one never. sched_yield() is interposed to count each waiter's calls. */
 static uint64_t cw_word[8] __attribute__((aligned(64)));
+#define CW_WAITERS 3 /* SSTM_WAIT_SPIN, _BLOCK, _YIELD */
 static struct {
   _Atomic uint64_t *lk;
   uint64_t old_lw;
   sstm_desc_t *holder;
   sstm_party_t p;
-  _Atomic int published, entering, returned, rc;
+  _Atomic int published, entering, returned, rc[CW_WAITERS];
+  _Atomic long yields[CW_WAITERS]; /* sched_yield calls inside the wait */
   int calls;
   long observed;
 } cw;
+
+static __thread int cw_mode = -1; /* the calling waiter's mode, -1: none */
+
+/* Replaces the C library's sched_yield for this executable (the static
+ * library's calls bind to it). */
+int sched_yield(void) {
+  if (cw_mode >= 0)
+    atomic_fetch_add(&cw.yields[cw_mode], 1);
+  return (int)syscall(SYS_sched_yield);
+}
 
 static sstm_cm_action_t cw_conflict(sstm_cm_ctx_t *ctx, const sstm_conflict_t *c,
                                     uint64_t *wait_ns) {
@@ -392,14 +407,16 @@ static sstm_cm_action_t cw_conflict(sstm_cm_ctx_t *ctx, const sstm_conflict_t *c
   cw.p = (sstm_party_t){.desc = ctx->desc, .txid = ctx->txid, .committing = true};
   fx_watch(&ctx->desc->status);
   atomic_store_explicit(&cw.published, 1, memory_order_release);
-  while (!atomic_load_explicit(&cw.entering, memory_order_acquire))
+  while (atomic_load_explicit(&cw.entering, memory_order_acquire) < CW_WAITERS)
     sched_yield();
   /* the waiter is inside sstm_party_wait (or about to be): it must spin,
    * never set the sleepers flag on a COMMITTING word (the commit's final
    * store does not wake). */
-  for (int i = 0; i < 2000; i++) {
+  for (int i = 0; i < 2000 || atomic_load(&cw.yields[SSTM_WAIT_BLOCK]) == 0 ||
+                  atomic_load(&cw.yields[SSTM_WAIT_YIELD]) == 0;
+       i++) {
     CHECK_EQ_X(st_of(ctx->desc) & SSTM_ST_SLEEPERS, 0);
-    CHECK_FALSE(atomic_load(&cw.returned));
+    CHECK_EQ_I(atomic_load(&cw.returned), 0);
     sched_yield();
     cw.observed++;
   }
@@ -414,12 +431,14 @@ static const sstm_cm_ops_t cw_ops = {
 };
 
 static void *cw_waiter(void *arg) {
-  (void)arg;
+  int mode = (int)(intptr_t)arg;
   while (!atomic_load_explicit(&cw.published, memory_order_acquire))
     sched_yield();
-  atomic_store_explicit(&cw.entering, 1, memory_order_release);
-  atomic_store(&cw.rc, sstm_party_wait(&cw.p, SSTM_WAIT_BLOCK, 0));
-  atomic_store(&cw.returned, 1);
+  atomic_fetch_add_explicit(&cw.entering, 1, memory_order_release);
+  cw_mode = mode;
+  atomic_store(&cw.rc[mode], sstm_party_wait(&cw.p, (sstm_wait_mode_t)mode, 0));
+  cw_mode = -1;
+  atomic_fetch_add(&cw.returned, 1);
   return NULL;
 }
 
@@ -449,12 +468,22 @@ TEST(wait_on_committing_party_spins_and_returns) {
   cfg.cm = "test-cw-hold";
   CHECK_OK(sstm_init(&cfg));
   CHECK_OK(sstm_thread_init());
-  pthread_t th;
-  CHECK_EQ_I(pthread_create(&th, NULL, cw_waiter, NULL), 0);
+  pthread_t th[CW_WAITERS];
+  for (int m = 0; m < CW_WAITERS; m++)
+    CHECK_EQ_I(pthread_create(&th[m], NULL, cw_waiter, (void *)(intptr_t)m), 0);
   CHECK_OK(sstm_run(NULL, cw_holder_body, NULL));
-  CHECK_EQ_I(pthread_join(th, NULL), 0);
-  CHECK_OK(atomic_load(&cw.rc));
+  for (int m = 0; m < CW_WAITERS; m++) {
+    CHECK_EQ_I(pthread_join(th[m], NULL), 0);
+    CHECK_OK(atomic_load(&cw.rc[m]));
+  }
   CHECK_EQ_I(atomic_load(&fx_waits), 0); /* a committing attempt is spun on */
+  /* SPIN keeps its CPU; BLOCK and YIELD gave it up while the party was
+   * committing (the holder waited for that, bounded by the watchdog) */
+  CHECK_EQ_I(atomic_load(&cw.yields[SSTM_WAIT_SPIN]), 0);
+  CHECK_GT_I(atomic_load(&cw.yields[SSTM_WAIT_BLOCK]), 0);
+  CHECK_GT_I(atomic_load(&cw.yields[SSTM_WAIT_YIELD]), 0);
+  printf("yields while the party was committing: spin %ld, block %ld, yield %ld\n",
+         atomic_load(&cw.yields[0]), atomic_load(&cw.yields[1]), atomic_load(&cw.yields[2]));
   CHECK_EQ_I(cw.calls, 1);
   CHECK_FALSE(sstm_party_running(&cw.p));
   CHECK_EQ_U(tx_load_u64(&cw_word[0]), 42);
