@@ -118,7 +118,7 @@ for p in $parts; do
       -DSCHEDSTM_SANITIZE=thread
     ;;
   delay)
-    run_part delay "${RUN_ALL_SCALE_DELAY:-0.01}" "-L stress" sstm_stress_bins \
+    run_part delay "${RUN_ALL_SCALE_DELAY:-0.03}" "-L stress" sstm_stress_bins \
       -DSCHEDSTM_RANDOM_DELAY=ON
     ;;
   debug)

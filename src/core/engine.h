@@ -274,7 +274,7 @@ void sstm__hooks_clear(void);
 uint64_t sstm__now_ns(void);
 static inline void sstm__cpu_relax(void) { __builtin_ia32_pause(); }
 int sstm__gettid(void);
-void sstm__random_delay_point(struct sstm_desc *d);
+void sstm__random_delay_point(struct sstm_desc *d, unsigned shift);
 
 /* os/futex.c */
 void sstm__futex_wait(_Atomic uint64_t *word, uint32_t expect_low, uint64_t timeout_ns);

@@ -139,6 +139,16 @@ void sstm__set_cur(struct sstm_desc *d) {
 static __attribute__((noreturn)) void abort_tx(struct sstm_desc *tx, sstm_abort_reason_t r,
                                                const sstm_party_t *other);
 
+/* SCHEDSTM_RANDOM_DELAY builds: a yield or a short sleep now and then
+ * (os/time.c) between the steps of commit, rollback and lock take-over
+ * (and, more often, at every barrier), to widen the windows the arguments
+ * above are about.
+ * sstm__random_delay is a compile-time constant: nothing in other builds. */
+#define DELAY_POINT(tx)                                                                            \
+  do {                                                                                             \
+    if (sstm__random_delay) sstm__random_delay_point(tx, 8);                                       \
+  } while (0)
+
 /* ------------------------------------------------------------------------ */
 /* Memory accesses of exactly the requested size. Relaxed atomics: the
  * speculative reads race with commits by design, and C11 makes that
@@ -254,6 +264,7 @@ static bool steal(struct sstm_desc *tx, _Atomic uint64_t *lk, uint64_t l) {
    * whoever reads this clock value; acquire is not needed but harmless. */
   uint64_t c = atomic_fetch_add_explicit(&sstm__g.clock, SSTM_CLOCK_TICK, memory_order_acq_rel);
   uint64_t v = sstm_lw_make_version(sstm_clock_time(c) + 1);
+  DELAY_POINT(tx);
   /* release: a reader that sees version v must see the (unmodified) data
    * that the lock protected; our RMW continues the release sequence of the
    * last committer's store, so this is for clarity more than need. */
@@ -376,7 +387,7 @@ SSTM_INLINE void barrier_prologue(struct sstm_desc *tx, const void *addr, bool w
   if (V & SSTM_V_SAMPLE) {
     if (--tx->sample_left <= 0) sample_fire(tx, addr, w);
   }
-  if (sstm__random_delay) sstm__random_delay_point(tx);
+  if (sstm__random_delay) sstm__random_delay_point(tx, 5);
 }
 
 /* Read of a stripe this attempt has locked (ETL, or irrevocable). Memory
@@ -929,6 +940,7 @@ SSTM_INLINE void attempt_start(struct sstm_desc *tx, bool first) {
     atomic_exchange_explicit(&tx->status, sstm_st_make(serial, SSTM_ST_ACTIVE),
                              memory_order_seq_cst);
   }
+  DELAY_POINT(tx); /* published ACTIVE, clock not yet read */
   uint64_t start;
   if (SSTM_UNLIKELY(irrev)) {
     irrev_enter(tx);
@@ -971,7 +983,9 @@ SSTM_API sstm_ckpt_t *sstm__begin(const sstm_attr_t *attr) {
 
 /* Roll the attempt back: locks, allocations, frees, callbacks. */
 static void rollback(struct sstm_desc *tx, sstm_abort_reason_t r) {
+  DELAY_POINT(tx);
   release_locks_abort(tx);
+  DELAY_POINT(tx);
   sstm__reclaim_abort(tx);
   /* acq_rel exchange: release so that readers of our status (reclaimers,
    * waiting policies) see our accesses and lock releases done; the exchange
@@ -1061,7 +1075,9 @@ static void commit_update(struct sstm_desc *tx) {
   } while (!atomic_compare_exchange_weak_explicit(&tx->status, &st,
                                                   sstm_st_with_state(st, SSTM_ST_COMMITTING),
                                                   memory_order_acq_rel, memory_order_relaxed));
+  DELAY_POINT(tx);
   if (tx->design == SSTM_DESIGN_CTL) lock_write_set(tx);
+  DELAY_POINT(tx);
   /* acq_rel: release publishes our locks (and COMMITTING) to whoever reads
    * this clock value (arguments 2, 7); acquire makes the locks of commits
    * counted before us visible to validate(). */
@@ -1069,17 +1085,22 @@ static void commit_update(struct sstm_desc *tx) {
   if (SSTM_UNLIKELY(sstm_clock_irrevocable(c)))
     conflict_abort(tx, SSTM_CONFLICT_IRREVOCABLE, SSTM_ABORT_IRREVOCABLE, NULL);
   uint64_t ts = sstm_clock_time(c) + 1;
+  DELAY_POINT(tx);
   if (ts != tx->end + 1 && !validate(tx))
     conflict_abort(tx, SSTM_CONFLICT_VALIDATION, SSTM_ABORT_VALIDATE_COMMIT, NULL);
   /* release fence: the write-back stores are not visible before our locks
    * (seqlock writer side; pairs with the readers' acquire fence, arg. 1). */
   atomic_thread_fence(memory_order_release);
-  for (uint32_t i = 0; i < tx->ws.n; i++)
+  for (uint32_t i = 0; i < tx->ws.n; i++) {
     store_masked(tx->ws.e[i].word, tx->ws.e[i].value, tx->ws.e[i].bmask);
+    if (i == 0) DELAY_POINT(tx); /* a write-back half done */
+  }
   uint64_t v = sstm_lw_make_version(ts);
-  for (uint32_t i = 0; i < tx->ls.n; i++)
+  for (uint32_t i = 0; i < tx->ls.n; i++) {
     /* release: a reader acquiring version ts sees the write-back. */
     atomic_store_explicit(tx->ls.e[i].lock, v, memory_order_release);
+    if (i == 0) DELAY_POINT(tx); /* some locks released, others not */
+  }
   /* release: the attempt has ended with everything visible (argument 5).
    * A plain store: flags cannot change while COMMITTING, so `st` has them. */
   atomic_store_explicit(&tx->status, sstm_st_make(tx->serial, SSTM_ST_IDLE), memory_order_release);

@@ -27,13 +27,16 @@ SSTM_API void sstm_spin_ns(uint64_t ns) {
   } while (sstm__now_ns() - t0 < ns);
 }
 
-/* SCHEDSTM_RANDOM_DELAY builds: at one barrier in 32 yield the CPU, at one in
- * 1024 sleep up to 50 us, to widen the windows between the steps of the
- * protocols. */
-void sstm__random_delay_point(struct sstm_desc *d) {
+/* SCHEDSTM_RANDOM_DELAY builds: at one delay point in 2^shift yield the
+ * CPU, at one in 2^(shift+5) sleep up to 50 us, to widen the windows
+ * between the steps of the protocols. Barriers use shift 5; the steps of
+ * commit, rollback and take-over, where locks are held and waiters may
+ * spin, shift 8. */
+void sstm__random_delay_point(struct sstm_desc *d, unsigned shift) {
   uint64_t r = sstm__rand(&d->rng);
-  if ((r & 31) == 0) sched_yield();
-  if ((r & 1023) == 1) {
+  uint64_t m = (1ull << shift) - 1;
+  if ((r & m) == 0) sched_yield();
+  if ((r & ((m << 5) | 31)) == 1) {
     struct timespec ts = {0, (long)((r >> 20) % 50000)};
     nanosleep(&ts, NULL);
   }

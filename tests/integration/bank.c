@@ -4,10 +4,11 @@
  * counters kept transactionally match the committed operations; the final
  * total; the statistics account for every commit.
  *
- * usage: bank DESIGN POLICY|all THREADS [--ops N] [--seconds S]
+ * usage: bank DESIGN POLICY|all THREADS [--ops N | --scaled-ops N] [--seconds S]
  *             [--accounts A]
  *   --ops is the total number of operations (default 1000000 * SSTM_TEST_SCALE,
- *   150000 * SSTM_TEST_SCALE per policy with "all")
+ *   150000 * SSTM_TEST_SCALE per policy with "all"; --scaled-ops N is
+ *   N * SSTM_TEST_SCALE)
  *   split over the threads; --seconds instead runs each thread for S seconds
  *   (torture). POLICY "all" runs once per registered contention manager.
  */
@@ -157,7 +158,7 @@ static void run_one(sstm_design_t design, const char *policy, unsigned threads) 
 
 int main(int argc, char **argv) {
   if (argc < 4) {
-    fprintf(stderr, "usage: %s DESIGN POLICY|all THREADS [--ops N] [--seconds S] [--accounts A]\n",
+    fprintf(stderr, "usage: %s DESIGN POLICY|all THREADS [--ops N | --scaled-ops N] [--seconds S] [--accounts A]\n",
             argv[0]);
     return 2;
   }
@@ -173,7 +174,7 @@ int main(int argc, char **argv) {
   CHECK_GE_I(naccounts, 2);
   bool all = strcmp(argv[2], "all") == 0;
   long total_ops =
-      int_opt(argc, argv, "--ops", (long)sstm_test_scaled(all ? 150000 : 1000000, 2000));
+      int_opt_ops(argc, argv, (long)sstm_test_scaled(all ? 150000 : 1000000, 2000), 2000);
   ops_per_thread = total_ops / (long)threads;
   if (ops_per_thread < 100)
     ops_per_thread = 100;

@@ -69,6 +69,15 @@ static inline long int_opt(int argc, char **argv, const char *name, long dflt) {
   return dflt;
 }
 
+/* Operation count: --ops N exactly; --scaled-ops N is N x SSTM_TEST_SCALE
+ * (at least lo), what ctest entries pass so that the sanitizer and
+ * random-delay builds run fewer; dflt without either. */
+static inline long int_opt_ops(int argc, char **argv, long dflt, long lo) {
+  long n = int_opt(argc, argv, "--scaled-ops", -1);
+  if (n >= 0) return (long)sstm_test_scaled((uint64_t)n, (uint64_t)lo);
+  return int_opt(argc, argv, "--ops", dflt);
+}
+
 /* String option: the value after `name`, or dflt. */
 static inline const char *int_opt_str(int argc, char **argv, const char *name, const char *dflt) {
   for (int i = 1; i + 1 < argc; i++)

@@ -13,7 +13,7 @@
  * Finally intset_check() validates the structure's invariants and
  * intset_size() equals the model.
  *
- * usage: intset KIND DESIGN THREADS [--ops N] [--policy NAME]
+ * usage: intset KIND DESIGN THREADS [--ops N | --scaled-ops N] [--policy NAME]
  */
 #define _GNU_SOURCE
 #include "common_int.h"
@@ -96,7 +96,7 @@ static void worker(sstm_tt_t *t) {
 
 int main(int argc, char **argv) {
   if (argc < 4) {
-    fprintf(stderr, "usage: %s KIND DESIGN THREADS [--ops N] [--policy NAME]\n", argv[0]);
+    fprintf(stderr, "usage: %s KIND DESIGN THREADS [--ops N | --scaled-ops N] [--policy NAME]\n", argv[0]);
     return 2;
   }
   const char *policy = int_opt_str(argc, argv, "--policy", NULL);
@@ -113,7 +113,7 @@ int main(int argc, char **argv) {
   nthreads = sstm_test_threads((unsigned)atoi(argv[3]));
   CHECK_GT_U(nthreads, 0);
   CHECK_LE_U(nthreads, MAXT);
-  ops_per_thread = int_opt(argc, argv, "--ops", (long)sstm_test_scaled(500000, 2000)) / (long)nthreads;
+  ops_per_thread = int_opt_ops(argc, argv, (long)sstm_test_scaled(500000, 2000), 2000) / (long)nthreads;
 
   int_init(design, policy);
   CHECK_OK(sstm_thread_init());

@@ -11,7 +11,7 @@
  *          here, and every node must be visited exactly once);
  *   bytes  {a, b, a+b} written with sstm_store_bytes at an odd offset.
  *
- * usage: opacity DESIGN THREADS [--ops N] [--seconds S] [--policy NAME]
+ * usage: opacity DESIGN THREADS [--ops N | --scaled-ops N] [--seconds S] [--policy NAME]
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -236,7 +236,7 @@ static void *timer(void *p) {
 
 int main(int argc, char **argv) {
   if (argc < 3) {
-    fprintf(stderr, "usage: %s DESIGN THREADS [--ops N] [--seconds S] [--policy NAME]\n",
+    fprintf(stderr, "usage: %s DESIGN THREADS [--ops N | --scaled-ops N] [--seconds S] [--policy NAME]\n",
             argv[0]);
     return 2;
   }
@@ -248,7 +248,7 @@ int main(int argc, char **argv) {
   sstm_design_t design = int_parse_design(argv[1]);
   unsigned threads = sstm_test_threads((unsigned)atoi(argv[2]));
   CHECK_GT_U(threads, 0);
-  long total = int_opt(argc, argv, "--ops", (long)sstm_test_scaled(1000000, 2000));
+  long total = int_opt_ops(argc, argv, (long)sstm_test_scaled(1000000, 2000), 2000);
   ops_per_thread = total / (long)threads;
   seconds = (double)int_opt(argc, argv, "--seconds", 0);
 

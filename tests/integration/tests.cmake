@@ -173,19 +173,19 @@ foreach(d etl ctl)
     endif()
     foreach(p IN LISTS SSTM_CM_COMBOS)
       sstm_add_test(NAME integration.cm_bank.${d}.${p}.${n} LABELS ${labels}
-                    TIMEOUT 120 COMMAND itest_bank ${d} ${p} ${n} --ops 150000)
+                    TIMEOUT 120 COMMAND itest_bank ${d} ${p} ${n} --scaled-ops 150000)
     endforeach()
     set(i 0)
     foreach(p IN LISTS SSTM_CM_BASE SSTM_CM_COMBOS)
       sstm_add_test(NAME integration.cm_opacity.${d}.${p}.${n} LABELS ${labels}
-                    TIMEOUT 120 COMMAND itest_opacity ${d} ${n} --policy ${p} --ops 200000)
+                    TIMEOUT 120 COMMAND itest_opacity ${d} ${n} --policy ${p} --scaled-ops 200000)
       if(TARGET itest_intset)
         # one structure per policy, rotating (all four over the policies)
         math(EXPR k "${i} % 4")
         list(GET SSTM_CM_KINDS ${k} kind)
         sstm_add_test(NAME integration.cm_intset.${kind}.${d}.${p}.${n} LABELS ${labels}
                       TIMEOUT 120
-                      COMMAND itest_intset ${kind} ${d} ${n} --policy ${p} --ops 60000)
+                      COMMAND itest_intset ${kind} ${d} ${n} --policy ${p} --scaled-ops 60000)
       endif()
       math(EXPR i "${i} + 1")
     endforeach()
