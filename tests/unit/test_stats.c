@@ -287,11 +287,8 @@ TEST(dump_shows_tags_and_policy) {
       sstm_restart();
   SSTM_ATOMIC_END();
   a.tag = 7;
-  for (int i = 0; i < 4; i++) {
-    SSTM_ATOMIC_BEGIN(&a)
-      sstm_store_u64(W(1), (uint64_t)i);
-    SSTM_ATOMIC_END();
-  }
+  for (int i = 0; i < 4; i++)
+    CHECK_OK(sstm_run(&a, upd_body, NULL));
   sstm_stats_t st;
   CHECK_OK(sstm_stats_get(sstm_self(), &st));
   CHECK_EQ_U(st.tags[3].commits, 1);
