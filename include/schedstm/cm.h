@@ -17,14 +17,17 @@
  *                        WAITs on one access the engine aborts self.
  *
  * A failed validation, a kill and a running irrevocable transaction always
- * abort self; on_conflict is still called so that the policy sees them (a
- * kill is reported wherever the victim notices it: barrier, validation or
- * commit). A kill names the killer as the other party (and in
+ * abort self, whatever on_conflict answers; it is still called so that the
+ * policy sees them (a kill is reported wherever the victim notices it:
+ * barrier, validation or commit). A kill names the killer as the other
+ * party, for information (and in
  * sstm_abort_info_t) when known: the descriptor that requested it, through
  * a conflict's SSTM_CM_ABORT_OTHER or sstm_desc_kill() on a registered
  * thread. It is unknown when the request came from an unregistered thread,
  * or when the victim noticed the kill in the few instructions between the
- * killer's status CAS and its record of itself.
+ * killer's status CAS and its record of itself. The policy's on_abort gets
+ * it too, so a policy that waits behind the winner of a conflict (ser-*,
+ * softser) also waits behind its killer's attempt.
  *
  * Hooks run on the transaction's thread. on_begin/on_commit are on the hot
  * path: leave them NULL unless needed. No hook may start a transaction.
@@ -238,11 +241,12 @@ SSTM_API void sstm_cm_next_irrevocable(sstm_cm_ctx_t *ctx);
 /* The line the policy's describe() hook returns has changed (adaptive: a
  * new choice or reason): refresh the copy published in the per-thread
  * state table, so that tools attached to the process (sstm-top) show the
- * current one. Calls describe() on the calling thread, then takes a
- * library mutex (never held while describe runs): do not call it from
- * describe() or while holding a lock that describe() takes. A no-op when
- * the state table is off. Not for the hot path (a few hundred bytes copied
- * under a seqlock); any thread, any time after sstm_init(). */
+ * current one. Takes a library mutex and calls describe() under it (so
+ * concurrent refreshes publish in order): do not call it from describe()
+ * or while holding a lock that describe() takes. A no-op when the state
+ * table is off. Not for the hot path (a few hundred bytes copied under a
+ * seqlock). From policy hooks, or from any thread between sstm_init() and
+ * sstm_shutdown() (not concurrently with the shutdown). */
 SSTM_API void sstm_cm_info_changed(void);
 SSTM_API void sstm_cm_note(sstm_cm_ctx_t *ctx, sstm_cm_act_t act);
 

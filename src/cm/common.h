@@ -17,6 +17,15 @@ static inline bool sstm__cm_conflict_abort(sstm_abort_reason_t r) {
   }
 }
 
+/* A conflict the policy can resolve: there is another party, and the
+ * engine acts on the answer (cm.h: a kill, a failed validation and a
+ * running irrevocable transaction always abort self, whatever is
+ * answered; a kill's `other` is the killer, for information). */
+static inline bool sstm__cm_decidable(const sstm_conflict_t *c) {
+  return c->has_other && c->kind != SSTM_CONFLICT_KILLED && c->kind != SSTM_CONFLICT_VALIDATION &&
+         c->kind != SSTM_CONFLICT_IRREVOCABLE;
+}
+
 static inline sstm_cm_action_t sstm__cm_abort_self(sstm_cm_ctx_t *ctx, const sstm_conflict_t *c,
                                                    uint64_t *wait_ns) {
   (void)ctx, (void)c, (void)wait_ns;

@@ -83,7 +83,7 @@ static int cprio(sstm_cm_ctx_t *self, sstm_desc_t *d) {
 
 static sstm_cm_action_t decide(sstm_cm_ctx_t *ctx, const sstm_conflict_t *c, uint64_t *wait_ns,
                                int order) {
-  if (!c->has_other) return SSTM_CM_ABORT_SELF;
+  if (!sstm__cm_decidable(c)) return SSTM_CM_ABORT_SELF;
   if (c->other.committing) {
     *wait_ns = 2000; /* its end is imminent; the engine bounds the waits */
     return SSTM_CM_WAIT;
@@ -104,7 +104,7 @@ static int cmp_u64_older(uint64_t mine, uint64_t theirs) {
 
 static sstm_cm_action_t os_prio_conflict(sstm_cm_ctx_t *ctx, const sstm_conflict_t *c,
                                          uint64_t *wait_ns) {
-  if (!c->has_other) return SSTM_CM_ABORT_SELF;
+  if (!sstm__cm_decidable(c)) return SSTM_CM_ABORT_SELF;
   int mine = cprio(ctx, ctx->desc), theirs = cprio(ctx, c->other.desc);
   int order = mine > theirs ? 1 : mine < theirs ? -1 : 0;
   if (order == 0) {
@@ -117,7 +117,7 @@ static sstm_cm_action_t os_prio_conflict(sstm_cm_ctx_t *ctx, const sstm_conflict
 
 static sstm_cm_action_t timestamp_conflict(sstm_cm_ctx_t *ctx, const sstm_conflict_t *c,
                                            uint64_t *wait_ns) {
-  if (!c->has_other) return SSTM_CM_ABORT_SELF;
+  if (!sstm__cm_decidable(c)) return SSTM_CM_ABORT_SELF;
   return decide(ctx, c, wait_ns, cmp_u64_older(ctx->birth, c->other.birth));
 }
 

@@ -207,6 +207,8 @@ SSTM_API int sstm_init(const sstm_config_t *user) {
     free(locks);
     return rc;
   }
+  /* relaxed: published by the release below. */
+  atomic_store_explicit(&sstm__g.closing, false, memory_order_relaxed);
   /* release: threads that see initialized (acquire) see the tables. */
   atomic_store_explicit(&sstm__g.initialized, true, memory_order_release);
   sstm__stt_describe();
@@ -222,19 +224,26 @@ SSTM_API int sstm_shutdown(void) {
     sstm__set_error("sstm_shutdown: not initialised");
     return SSTM_ESTATE;
   }
-  /* The check and the end of `initialized` are one step under reg_lock:
-   * a thread registering concurrently either took its slot first (we are
-   * busy) or finds the library shut down (desc_acquire re-checks under the
-   * same lock), never a registry being torn down. */
+  /* The check and `closing` are one step under reg_lock: a thread
+   * registering concurrently either took its slot first (we are busy) or
+   * is refused (desc_acquire checks `closing` under the same lock), never
+   * given a slot in a registry being torn down. The caller then leaves
+   * with the library still initialised (its exit hooks may read the
+   * statistics); `initialized` ends under the lock too, so that the
+   * statistics calls, which check it there, never walk the registry
+   * freed below. relaxed: reg_lock orders both flags. */
   pthread_mutex_lock(&sstm__g.reg_lock);
   bool busy = sstm__registry_busy(sstm__cur);
-  if (!busy) atomic_store_explicit(&sstm__g.initialized, false, memory_order_release);
+  if (!busy) atomic_store_explicit(&sstm__g.closing, true, memory_order_relaxed);
   pthread_mutex_unlock(&sstm__g.reg_lock);
   if (busy) {
     sstm__set_error("sstm_shutdown: other threads are still registered or a transaction is active");
     return SSTM_EBUSY;
   }
   if (sstm__cur) sstm_thread_exit();
+  pthread_mutex_lock(&sstm__g.reg_lock);
+  atomic_store_explicit(&sstm__g.initialized, false, memory_order_release);
+  pthread_mutex_unlock(&sstm__g.reg_lock);
   if (sstm__g.cm->fini) sstm__g.cm->fini();
   sstm__reclaim_fini();
   sstm__stt_fini();

@@ -169,6 +169,7 @@ typedef struct sstm_global {
   sstm_config_t cfg;
   const sstm_cm_ops_t *cm;
   _Atomic bool initialized;
+  _Atomic bool closing;    /* sstm_shutdown under way: no new registration */
   _Atomic unsigned nhooks; /* hooks registered (fast check) */
   bool membarrier;         /* asymmetric fence available (reclamation) */
   _Atomic(struct sstm_desc *) *descs; /* slot -> descriptor, never freed while init */
@@ -236,8 +237,9 @@ SSTM_COLD __attribute__((noreturn)) void sstm__fatal(const char *fmt, ...)
 void sstm__party_snapshot(struct sstm_desc *d, uint64_t lw, sstm_party_t *out);
 bool sstm__kill(struct sstm_desc *d, uint64_t serial, const struct sstm_desc *killer);
 /* The killer of victim's current attempt, when recorded (sstm__kill): fills
- * *out and returns true. Called by the victim on its own thread. */
-bool sstm__killer_of(const struct sstm_desc *victim, sstm_party_t *out);
+ * *out and returns true. Consumes the record. Called by the victim on its
+ * own thread. */
+bool sstm__killer_of(struct sstm_desc *victim, sstm_party_t *out);
 int sstm__registry_init(unsigned max_threads);
 void sstm__registry_fini(void);
 bool sstm__registry_busy(struct sstm_desc *except);

@@ -116,12 +116,13 @@ static int desc_acquire(struct sstm_desc **out) {
     return SSTM_ESTATE;
   }
   pthread_mutex_lock(&sstm__g.reg_lock);
-  /* Again under reg_lock, which sstm_shutdown holds to clear it (see
+  /* Again under reg_lock, which sstm_shutdown holds to set `closing` (see
    * there). acquire: the library may have been shut down and initialised
    * again since the check above; this pairs with sstm_init's release so
-   * that the new registry is seen whole. */
-  int rc = atomic_load_explicit(&sstm__g.initialized, memory_order_acquire) ? slot_alloc(out)
-                                                                            : SSTM_ESTATE;
+   * that the new registry (and `closing` cleared) is seen whole. */
+  bool live = atomic_load_explicit(&sstm__g.initialized, memory_order_acquire) &&
+              !atomic_load_explicit(&sstm__g.closing, memory_order_relaxed);
+  int rc = live ? slot_alloc(out) : SSTM_ESTATE;
   pthread_mutex_unlock(&sstm__g.reg_lock);
   if (rc == SSTM_ESTATE) sstm__set_error("schedstm was shut down (sstm_shutdown)");
   if (rc != 0) return rc;
@@ -264,13 +265,15 @@ SSTM_API uint64_t sstm_desc_txid(const sstm_desc_t *d) {
 }
 
 /* The kill record, one word so that it is read whole: the killer's slot+1
- * (bits 0-15, 0 = nobody recorded), the low 16 bits of the victim's attempt
- * serial (16-31, so that a record left from an earlier attempt is not taken
- * for the current one's) and the low 32 bits of the killer's attempt serial
- * (32-63). */
+ * (bits 0-15, 0 = nobody recorded), the low 24 bits of the victim's attempt
+ * serial (16-39, so that a record left from an earlier attempt, by a killer
+ * delayed after its CAS, is not taken for the current one's) and the low 24
+ * bits of the killer's attempt serial (40-63). */
+#define KREC_BITS 24
+#define KREC_MASK ((1ull << KREC_BITS) - 1)
 static uint64_t krec_make(const struct sstm_desc *killer, uint64_t victim_serial) {
-  return (uint64_t)(killer->slot + 1) | (victim_serial & 0xffff) << 16 |
-         (killer->serial & 0xffffffffull) << 32;
+  return (uint64_t)(killer->slot + 1) | (victim_serial & KREC_MASK) << 16 |
+         (killer->serial & KREC_MASK) << (16 + KREC_BITS);
 }
 
 /* ACTIVE -> KILLED for the given attempt; killer (the caller's own
@@ -351,18 +354,18 @@ void sstm__party_snapshot(struct sstm_desc *d, uint64_t lw, sstm_party_t *out) {
   party_fill(d, now - ((now - sstm_lw_serial(lw)) & SSTM_LW_SERIAL_MASK), st, out);
 }
 
-bool sstm__killer_of(const struct sstm_desc *victim, sstm_party_t *out) {
-  /* relaxed: see sstm__kill. The tag check rejects a record of an earlier
-   * attempt (a delayed killer's, or simply an old one). */
-  uint64_t rec = atomic_load_explicit(&((struct sstm_desc *)victim)->killed_by,
-                                      memory_order_relaxed);
+bool sstm__killer_of(struct sstm_desc *victim, sstm_party_t *out) {
+  /* relaxed: see sstm__kill. Consumed (exchanged for 0), and the tag check
+   * rejects a record of an earlier attempt written late by a killer
+   * delayed after its CAS. */
+  uint64_t rec = atomic_exchange_explicit(&victim->killed_by, 0, memory_order_relaxed);
   unsigned slot1 = (unsigned)(rec & 0xffff);
-  if (slot1 == 0 || ((rec >> 16) & 0xffff) != (victim->serial & 0xffff)) return false;
+  if (slot1 == 0 || ((rec >> 16) & KREC_MASK) != (victim->serial & KREC_MASK)) return false;
   struct sstm_desc *k = sstm__desc_at(slot1 - 1);
   if (k == NULL) return false;
   uint64_t st = atomic_load_explicit(&k->status, memory_order_relaxed);
   uint64_t now = sstm_st_serial(st);
-  party_fill(k, now - ((now - (rec >> 32)) & 0xffffffffull), st, out);
+  party_fill(k, now - ((now - (rec >> (16 + KREC_BITS))) & KREC_MASK), st, out);
   return true;
 }
 

@@ -78,11 +78,21 @@ SSTM_API int sstm_stats_get(const sstm_desc_t *d, sstm_stats_t *out) {
   return 0;
 }
 
+/* Take reg_lock if the library is still initialised (checked again under
+ * the lock: sstm_shutdown clears the flag there, then frees the registry
+ * without it). False, with nothing held, otherwise. */
+static bool registry_lock_live(void) {
+  if (!atomic_load_explicit(&sstm__g.initialized, memory_order_acquire)) return false;
+  pthread_mutex_lock(&sstm__g.reg_lock);
+  if (atomic_load_explicit(&sstm__g.initialized, memory_order_acquire)) return true;
+  pthread_mutex_unlock(&sstm__g.reg_lock);
+  return false;
+}
+
 SSTM_API int sstm_stats_aggregate(sstm_stats_t *out) {
   if (out == NULL) return SSTM_EINVAL;
-  if (!atomic_load_explicit(&sstm__g.initialized, memory_order_acquire)) return SSTM_ESTATE;
   sstm_counters_t c = {0};
-  pthread_mutex_lock(&sstm__g.reg_lock);
+  if (!registry_lock_live()) return SSTM_ESTATE;
   sstm__counters_fold(&c, &sstm__g.retired_ctr);
   unsigned hw = atomic_load_explicit(&sstm__g.hiwater, memory_order_acquire);
   for (unsigned i = 0; i < hw; i++) {
@@ -96,9 +106,8 @@ SSTM_API int sstm_stats_aggregate(sstm_stats_t *out) {
 
 SSTM_API int sstm_stats_foreach(void (*fn)(const sstm_stats_t *, void *), void *arg) {
   if (fn == NULL) return SSTM_EINVAL;
-  if (!atomic_load_explicit(&sstm__g.initialized, memory_order_acquire)) return SSTM_ESTATE;
   int n = 0;
-  pthread_mutex_lock(&sstm__g.reg_lock);
+  if (!registry_lock_live()) return SSTM_ESTATE;
   unsigned hw = atomic_load_explicit(&sstm__g.hiwater, memory_order_acquire);
   for (unsigned i = 0; i < hw; i++) {
     struct sstm_desc *d = sstm__desc_at(i);
@@ -113,8 +122,7 @@ SSTM_API int sstm_stats_foreach(void (*fn)(const sstm_stats_t *, void *), void *
 }
 
 SSTM_API int sstm_stats_reset(void) {
-  if (!atomic_load_explicit(&sstm__g.initialized, memory_order_acquire)) return SSTM_ESTATE;
-  pthread_mutex_lock(&sstm__g.reg_lock);
+  if (!registry_lock_live()) return SSTM_ESTATE;
   memset(&sstm__g.retired_ctr, 0, sizeof sstm__g.retired_ctr);
   unsigned hw = atomic_load_explicit(&sstm__g.hiwater, memory_order_acquire);
   for (unsigned i = 0; i < hw; i++) {

@@ -65,15 +65,17 @@ int sstm__stt_init(void) {
 }
 
 /* Serialises the writers of cm_info (threads that close an adaptive
- * window, sstm_init). */
+ * window, sstm_init); a leaf lock apart from what describe() takes. */
 static pthread_mutex_t info_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* Copy the policy's describe() line into the header (seqlock writer). */
 static void publish_cm_info(void) {
   char buf[sizeof table->cm_info];
-  buf[0] = '\0';
-  if (sstm__g.cm->describe) sstm__g.cm->describe(buf, sizeof buf);
+  memset(buf, 0, sizeof buf); /* the file gets no stack bytes after the NUL */
+  /* describe under the lock: two refreshes racing publish in the order
+   * they read the policy, so the last line written is the newest. */
   pthread_mutex_lock(&info_lock);
+  if (sstm__g.cm->describe) sstm__g.cm->describe(buf, sizeof buf);
   uint32_t seq = GET(table->cm_info_seq);
   PUT(table->cm_info_seq, seq + 1); /* odd: being written */
   /* release fence: a reader that sees any byte below also sees the odd

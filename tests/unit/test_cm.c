@@ -476,6 +476,9 @@ TEST(kill_names_the_killer_when_known) {
   sstm_desc_t *a = sstm_self(), *o = txh_other_desc();
   kn.a = a;
   kn.o = o;
+  for (int i = 0; i < 3; i++) /* o's last attempt gets a txid of its own */
+    CHECK_OK(run_other(NULL, writer_b, NULL));
+  CHECK_GT_U(sstm_desc_txid(o), 2);
   CHECK_OK(sstm_run(NULL, kill_body, NULL));
   int attempts = kn.attempts;
   uint64_t o_txid = kn.o_txid;
