@@ -19,7 +19,10 @@
  * A failed validation, a kill and a running irrevocable transaction always
  * abort self, whatever on_conflict answers; it is still called so that the
  * policy sees them (a kill is reported wherever the victim notices it:
- * barrier, validation or commit). A kill names the killer as the other
+ * barrier, validation or commit). A failed validation names, when there is
+ * one, the attempt that holds locked the first stripe of the read set that
+ * changed (a writer still running or committing; none when that stripe was
+ * changed by a commit that has ended). A kill names the killer as the other
  * party, for information (and in
  * sstm_abort_info_t) when known: the descriptor that requested it, through
  * a conflict's SSTM_CM_ABORT_OTHER or sstm_desc_kill() on a registered

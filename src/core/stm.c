@@ -299,14 +299,36 @@ static sstm_cm_ctx_t *cm_ctx(struct sstm_desc *tx) {
   return c;
 }
 
-/* Report a conflict without another party (validation, irrevocable) and abort. */
+/* The attempt that holds locked the first stripe of the read set that
+ * changed, if that is why validation failed: a writer that locked it after
+ * we read it (encounter-time, still running) or that is committing. False
+ * when the first changed stripe is unlocked (a commit that has ended: no
+ * one to name). Abort path only: scans the read set. */
+static bool validation_party(struct sstm_desc *tx, sstm_party_t *out) {
+  for (const sstm_r_entry_t *e = tx->rs.e; e < tx->rs.top; e++) {
+    uint64_t l = atomic_load_explicit(e->lock, memory_order_relaxed);
+    if (l == e->lw || l == tx->owner_lw) continue;
+    if (!sstm_lw_locked(l)) return false;
+    struct sstm_desc *o = sstm__desc_at(sstm_lw_slot(l));
+    if (o == NULL || o == tx) return false;
+    sstm__party_snapshot(o, l, out);
+    return true;
+  }
+  return false;
+}
+
+/* Report a conflict the policy cannot resolve (validation, irrevocable)
+ * and abort. A failed validation names the writer that holds the changed
+ * stripe locked, when there is one, so that a policy can serialise the
+ * retry behind it. */
 static SSTM_NOINLINE __attribute__((noreturn)) void
 conflict_abort(struct sstm_desc *tx, sstm_conflict_kind_t kind, sstm_abort_reason_t r,
                const void *addr) {
   sstm_conflict_t c = {.kind = kind, .addr = addr};
+  if (kind == SSTM_CONFLICT_VALIDATION) c.has_other = validation_party(tx, &c.other);
   uint64_t wait_ns = 0;
   (void)tx->cm->on_conflict(cm_ctx(tx), &c, &wait_ns);
-  abort_tx(tx, r, NULL);
+  abort_tx(tx, r, c.has_other ? &c.other : NULL);
 }
 
 /* The attempt was killed: report it to the policy with the killer, when

@@ -3,6 +3,8 @@
  * other party, WAIT bound, ABORT_OTHER). */
 #define _GNU_SOURCE
 #include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -505,6 +507,87 @@ TEST(kill_names_the_killer_when_known) {
 }
 
 /* CTL: a validation conflict has no other party and always aborts self. */
+/* A failed validation names the writer that holds the changed stripe
+ * locked. A reads w; thread B commits x (so that A's next read needs an
+ * extension), then locks w in a second transaction and waits inside it;
+ * A's read of x fails the extension on w, held by B's running attempt. */
+/* Two words in different stripes (32-byte stripes). */
+static uint64_t vp_w[8] __attribute__((aligned(64)));
+static uint64_t vp_x[8] __attribute__((aligned(64)));
+
+static struct {
+  _Atomic int step; /* 1: A read w; 2: B holds w; 3: B may commit; 4: done */
+  sstm_desc_t *b;
+  uint64_t b_txid;
+  int attempts;
+} vp;
+
+static void vp_store_x(void *arg) {
+  (void)arg;
+  sstm_store_u64(&vp_x[0], sstm_load_u64(&vp_x[0]) + 1);
+}
+
+static void vp_hold_w(void *arg) {
+  (void)arg;
+  sstm_store_u64(&vp_w[0], 77); /* ETL: locked from here to the commit */
+  vp.b_txid = sstm_txid();
+  atomic_store(&vp.step, 2);
+  while (atomic_load(&vp.step) < 3)
+    sched_yield();
+}
+
+static void *vp_writer(void *arg) {
+  (void)arg;
+  CHECK_OK(sstm_thread_init());
+  vp.b = sstm_self();
+  while (atomic_load(&vp.step) < 1)
+    sched_yield();
+  CHECK_OK(sstm_run(NULL, vp_store_x, NULL));
+  CHECK_OK(sstm_run(NULL, vp_hold_w, NULL));
+  CHECK_OK(sstm_thread_exit());
+  atomic_store(&vp.step, 4);
+  return NULL;
+}
+
+static void vp_reader(void *arg) {
+  uint64_t *out = arg;
+  if (++vp.attempts == 1) {
+    (void)sstm_load_u64(&vp_w[0]);
+    atomic_store(&vp.step, 1);
+    while (atomic_load(&vp.step) < 2)
+      sched_yield();
+    (void)sstm_load_u64(&vp_x[0]); /* newer than our snapshot: extension fails */
+    FAIL("the extension over a stripe locked by B succeeded");
+  }
+  atomic_store(&vp.step, 3); /* retry: let B commit first */
+  while (atomic_load(&vp.step) < 4)
+    sched_yield();
+  *out = sstm_load_u64(&vp_w[0]) + sstm_load_u64(&vp_x[0]);
+}
+
+TEST(validation_names_the_lock_holder) {
+  skip_unless_etl(); /* CTL locks only at commit */
+  CHECK_OK(sstm_cm_register(&recorder));
+  init_with("test-recorder", 64);
+  rec.action = SSTM_CM_ABORT_SELF;
+  pthread_t th;
+  CHECK_EQ_I(pthread_create(&th, NULL, vp_writer, NULL), 0);
+  uint64_t sum = 0;
+  CHECK_OK(sstm_run(NULL, vp_reader, &sum));
+  CHECK_EQ_I(pthread_join(th, NULL), 0);
+  CHECK_EQ_I(vp.attempts, 2);
+  CHECK_EQ_U(sum, 77 + 1);
+  int k = -1;
+  CHECK_EQ_I(conflicts_of(sstm_self(), SSTM_CONFLICT_VALIDATION, &k), 1);
+  CHECK_TRUE(rec.conf[k].has_other);
+  CHECK_EQ_PTR(rec.conf[k].other.desc, vp.b);
+  CHECK_EQ_U(rec.conf[k].other.txid, vp.b_txid);
+  CHECK_EQ_I(rec.abort_info[0].reason, SSTM_ABORT_VALIDATE_READ);
+  CHECK_TRUE(rec.abort_info[0].has_other);
+  CHECK_EQ_PTR(rec.abort_info[0].other.desc, vp.b);
+  sstm_test_fini();
+}
+
 TEST(validation_conflict_reported) {
   CHECK_OK(sstm_cm_register(&recorder));
   init_with("test-recorder", 64);
