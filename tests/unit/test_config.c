@@ -373,14 +373,25 @@ TEST(shutdown_with_registered_thread_is_ebusy) {
  * transaction) while the main thread shuts the library down and starts it
  * again. A registration either happens before a shutdown (which is then
  * busy) or fails with SSTM_ESTATE: never a slot in a registry being torn
- * down (ASan sees the use after free, the normal build the lost slot). */
-static _Atomic int race_stop;
-static _Atomic long race_ok, race_estate;
+ * down (ASan sees the use after free, the normal build the lost slot).
+ * Once the main thread wants to shut down, each registrar makes one more
+ * attempt, racing the shutdown, then waits for the next cycle: a shutdown
+ * then always finds a moment when nobody is registered (with registrars
+ * that never pause, it may not, on a loaded machine). */
+static _Atomic int race_stop, race_closing, race_cycle;
+static _Atomic long race_ok, race_estate, race_parked;
 
 static void *race_registrar(void *arg) {
   (void)arg;
   static uint64_t w[4];
+  int parked_in = -1; /* the cycle whose shutdown this thread waits out */
   while (!atomic_load(&race_stop)) {
+    int cycle = atomic_load(&race_cycle);
+    if (parked_in == cycle) {
+      sched_yield();
+      continue;
+    }
+    bool last = atomic_load(&race_closing) != 0; /* the attempt racing the shutdown */
     int rc = sstm_thread_init();
     if (rc == SSTM_OK) {
       CHECK_OK(sstm_run(NULL, dummy_tx, &w[0]));
@@ -389,6 +400,10 @@ static void *race_registrar(void *arg) {
     } else {
       CHECK_RC(rc, SSTM_ESTATE);
       atomic_fetch_add(&race_estate, 1);
+    }
+    if (last) {
+      parked_in = cycle;
+      atomic_fetch_add(&race_parked, 1);
     }
   }
   return NULL;
@@ -403,11 +418,16 @@ TEST(shutdown_races_registration) {
   for (int i = 0; i < NTH; i++)
     CHECK_EQ_I(pthread_create(&th[i], NULL, race_registrar, NULL), 0);
   for (int c = 0; c < cycles; c++) {
-    if (c > 0)
+    if (c > 0) {
       sstm_test_init();
+      atomic_store(&race_closing, 0);
+      atomic_fetch_add(&race_cycle, 1); /* the registrars go again */
+    }
     long ok0 = atomic_load(&race_ok);
     while (atomic_load(&race_ok) == ok0) /* someone registers in this cycle */
       sched_yield();
+    long parked0 = atomic_load(&race_parked);
+    atomic_store(&race_closing, 1);
     int rc;
     while ((rc = sstm_shutdown()) == SSTM_EBUSY) {
       busy++;
@@ -415,11 +435,9 @@ TEST(shutdown_races_registration) {
     }
     CHECK_OK(rc);
     CHECK_FALSE(sstm_initialized());
-    /* shut down: nobody may register until the next init */
-    long estate0 = atomic_load(&race_estate), ok1 = atomic_load(&race_ok);
-    while (atomic_load(&race_estate) < estate0 + NTH)
+    CHECK_RC(sstm_thread_init(), SSTM_ESTATE); /* nobody registers until the next init */
+    while (atomic_load(&race_parked) < parked0 + NTH) /* every last attempt is over */
       sched_yield();
-    CHECK_LE_I(atomic_load(&race_ok), ok1 + NTH); /* at most the ones in flight */
   }
   atomic_store(&race_stop, 1);
   for (int i = 0; i < NTH; i++)
