@@ -518,7 +518,7 @@ static void maybe_evaluate(sstm_cm_ctx_t *ctx) {
   if (!atomic_compare_exchange_strong_explicit(&G.window_start, &start, now, RLX, RLX))
     return;
   pthread_mutex_lock(&G.lock);
-  bool changed = false;
+  bool judged = false;
   if (G.nslots) {
     uint64_t c = 0, a = 0;
     unsigned threads = scan(&c, &a);
@@ -537,16 +537,13 @@ static void maybe_evaluate(sstm_cm_ctx_t *ctx) {
         G.nondet = cmp ? (double)(dif < cmp ? dif : cmp) / (double)cmp : 0.0;
       }
       sstm_cm_count(ctx, A_EVALUATIONS, 1);
-      int cur0 = atomic_load_explicit(&G.cur, RLX);
-      char reason0[sizeof G.reason];
-      memcpy(reason0, G.reason, sizeof reason0);
       decide(ctx, G.pend_ns, G.pend_c, G.pend_a, threads);
-      changed = atomic_load_explicit(&G.cur, RLX) != cur0 || strcmp(reason0, G.reason) != 0;
+      judged = true; /* the reason carries the window's figures: republish */
       G.pend_c = G.pend_a = G.pend_ns = 0;
     }
   }
   pthread_mutex_unlock(&G.lock);
-  if (changed)
+  if (judged)
     sstm_cm_info_changed(); /* outside G.lock: it calls adaptive_describe */
 }
 

@@ -231,13 +231,16 @@ static bool validate(const struct sstm_desc *tx) {
   return true;
 }
 
-static __attribute__((noreturn)) void killed_abort(struct sstm_desc *tx, const void *addr);
+static __attribute__((noreturn)) void conflict_abort(struct sstm_desc *tx,
+                                                     sstm_conflict_kind_t kind,
+                                                     sstm_abort_reason_t r, const void *addr);
 
 static SSTM_NOINLINE void check_killed(struct sstm_desc *tx) {
   /* Relaxed: the callers ordered this after an acquire (see (6)). Only the
    * owner moves KILLED on, so a stale ACTIVE here is caught at commit. */
   uint64_t st = atomic_load_explicit(&tx->status, memory_order_relaxed);
-  if (SSTM_UNLIKELY(sstm_st_state(st) == SSTM_ST_KILLED)) killed_abort(tx, NULL);
+  if (SSTM_UNLIKELY(sstm_st_state(st) == SSTM_ST_KILLED))
+    conflict_abort(tx, SSTM_CONFLICT_KILLED, SSTM_ABORT_KILLED, NULL);
 }
 
 /* Extend the snapshot to the current clock. False if the read set is no
@@ -317,29 +320,20 @@ static bool validation_party(struct sstm_desc *tx, sstm_party_t *out) {
   return false;
 }
 
-/* Report a conflict the policy cannot resolve (validation, irrevocable)
- * and abort. A failed validation names the writer that holds the changed
- * stripe locked, when there is one, so that a policy can serialise the
- * retry behind it. */
+/* Report a conflict the policy cannot resolve (validation, kill,
+ * irrevocable) and abort. The other party is named when known: for a
+ * failed validation the writer that holds the changed stripe locked, so
+ * that a policy can serialise the retry behind it; for a kill the killer,
+ * when recorded (sstm__kill). */
 static SSTM_NOINLINE __attribute__((noreturn)) void
 conflict_abort(struct sstm_desc *tx, sstm_conflict_kind_t kind, sstm_abort_reason_t r,
                const void *addr) {
   sstm_conflict_t c = {.kind = kind, .addr = addr};
   if (kind == SSTM_CONFLICT_VALIDATION) c.has_other = validation_party(tx, &c.other);
+  if (kind == SSTM_CONFLICT_KILLED) c.has_other = sstm__killer_of(tx, &c.other);
   uint64_t wait_ns = 0;
   (void)tx->cm->on_conflict(cm_ctx(tx), &c, &wait_ns);
   abort_tx(tx, r, c.has_other ? &c.other : NULL);
-}
-
-/* The attempt was killed: report it to the policy with the killer, when
- * recorded (sstm__kill), and abort. */
-static SSTM_NOINLINE __attribute__((noreturn)) void killed_abort(struct sstm_desc *tx,
-                                                                 const void *addr) {
-  sstm_conflict_t c = {.kind = SSTM_CONFLICT_KILLED, .addr = addr};
-  c.has_other = sstm__killer_of(tx, &c.other);
-  uint64_t wait_ns = 0;
-  (void)tx->cm->on_conflict(cm_ctx(tx), &c, &wait_ns);
-  abort_tx(tx, SSTM_ABORT_KILLED, c.has_other ? &c.other : NULL);
 }
 
 /* The attempt met lock lk held by someone else (value l). Resolve it as the
@@ -423,7 +417,8 @@ static SSTM_NOINLINE uint64_t load_own(struct sstm_desc *tx, const void *addr, u
   if (e && entry_covers(e, off, size)) return (e->value >> (off * 8)) & size_mask(size);
   uint64_t v = mem_load(addr, size);
   atomic_thread_fence(memory_order_acquire); /* as in (1): data before re-check */
-  if (atomic_load_explicit(lk, memory_order_relaxed) != tx->owner_lw) killed_abort(tx, addr);
+  if (atomic_load_explicit(lk, memory_order_relaxed) != tx->owner_lw)
+    conflict_abort(tx, SSTM_CONFLICT_KILLED, SSTM_ABORT_KILLED, addr);
   return e ? overlay(e, v, off, size) : v;
 }
 
@@ -1093,7 +1088,7 @@ static void commit_update(struct sstm_desc *tx) {
    * killer made. The loop only retries when a watcher set a flag. */
   do {
     if (sstm_st_state(st) != SSTM_ST_ACTIVE)
-      killed_abort(tx, NULL);
+      conflict_abort(tx, SSTM_CONFLICT_KILLED, SSTM_ABORT_KILLED, NULL);
   } while (!atomic_compare_exchange_weak_explicit(&tx->status, &st,
                                                   sstm_st_with_state(st, SSTM_ST_COMMITTING),
                                                   memory_order_acq_rel, memory_order_relaxed));
@@ -1184,7 +1179,7 @@ static SSTM_NOINLINE int commit_slow(struct sstm_desc *tx) {
     uint64_t st = atomic_load_explicit(&tx->status, memory_order_relaxed);
     if (SSTM_UNLIKELY(sstm_st_state(st) == SSTM_ST_KILLED)) {
       tx->depth = 1;
-      killed_abort(tx, NULL);
+      conflict_abort(tx, SSTM_CONFLICT_KILLED, SSTM_ABORT_KILLED, NULL);
     }
     /* acq_rel exchange: as in rollback; returns the watchers' flags. */
     attempt_ended(tx, atomic_exchange_explicit(&tx->status, sstm_st_make(tx->serial, SSTM_ST_IDLE),
