@@ -30,7 +30,8 @@
  * the default (ser-block): challenger, default, default, challenger,
  * challenger, default, balanced against a drift; the challenger is chosen
  * only if it is more than 3 % ahead. After the first two windows (one
- * each), a policy that committed twice as much as the other wins at once.
+ * each), a policy that committed twice as much as the other wins at once;
+ * after three or more, one whose mean is 1.5x the other's.
  * The probe is repeated at once when the
  * regime changes, else after a hold: 50 windows after a close verdict
  * (under 25 % apart), 12 after a clear one that differs from the last
@@ -141,6 +142,7 @@ enum { A_SWITCHES = 4, A_EVALUATIONS = 5, A_SLICE_CHANGES = 6 };
 #define HOLD_MAX 800      /* ... growing to this while clear verdicts agree */
 #define CLEAR_MARGIN 1.25 /* a verdict this one-sided is clear */
 #define EARLY_MARGIN 2.0  /* ... and this one-sided after one window each ends the probe */
+#define EARLY_LATE_MARGIN 1.5 /* ... or this one-sided in the means of three windows or more */
 #define YIELD_MAX_APC 1.0 /* aborts per commit that make a held yield give way */
 #define PATH_LEN 8        /* reads compared between attempts */
 #define NONDET_MIN 8      /* compared retries a window needs to judge non-determinism */
@@ -330,10 +332,17 @@ static void probe_step(sstm_cm_ctx_t *ctx, double cps) {
    * loser (sb7's read-write and write-dominated mixes at 16 and 64
    * threads: ser-block commits a quarter to a half of os_prio, and with
    * 160 ms windows a full probe spent half a second on it). */
+  /* Later on, a gap of 1.5x in the means of three or more windows ends it
+   * too: the first window after a switch carries the previous policy's
+   * sleepers and convoys, so a 3x gap can show as 1.7x in the first pair
+   * (sb7 write-dominated, 64 threads: then the full probe spent three 160 ms
+   * windows on ser-block, a third of a 1.5 s run at a third of the rate). */
   bool early = false;
-  if (G.probe_pos == 1 && G.probe_n[G.probe_a] && G.probe_n[G.probe_b]) {
-    double x = G.probe_cps[G.probe_a], y = G.probe_cps[G.probe_b];
-    early = x >= y * EARLY_MARGIN || y >= x * EARLY_MARGIN;
+  if (G.probe_pos >= 1 && G.probe_n[G.probe_a] && G.probe_n[G.probe_b]) {
+    double x = G.probe_cps[G.probe_a] / G.probe_n[G.probe_a];
+    double y = G.probe_cps[G.probe_b] / G.probe_n[G.probe_b];
+    double m = G.probe_pos == 1 ? EARLY_MARGIN : EARLY_LATE_MARGIN;
+    early = x >= y * m || y >= x * m;
   }
   if (++G.probe_pos < PROBE_LEN && !early) {
     snprintf(G.reason, sizeof G.reason, "%s probing", G.regime);

@@ -5,7 +5,8 @@
  * chose for it. What is checked:
  *  - long transactions, 64 threads on 2 CPUs: windows of 160 ms; a probe
  *    of os_prio against ser-block that ends after one window each when one
- *    commits twice as much ("probe(early)"); the hold after a clear verdict
+ *    commits twice as much ("probe(early)"), or after three when the means
+ *    are 1.5x apart; the hold after a clear verdict
  *    (12 windows), doubled when the next verdict confirms it (24);
  *  - a close verdict: the full six-window probe, the challenger only when
  *    more than 3 % ahead, and the long hold (50 windows);
@@ -91,6 +92,34 @@ TEST(long_tx_early_verdict_and_growing_hold) {
   hold(24, "os_prio", 64, 2);
   CHECK_EQ_STR(feed(64, 2), "os_prio");
   CHECK_NOT_NULL(strstr(why, "probing"));
+  stop();
+}
+
+TEST(a_gap_that_persists_ends_the_probe_after_three_windows) {
+  start();
+  /* 1.67x: not the 2x that ends a probe after one window each, but above
+   * the 1.5x that ends it once the means cover three windows */
+  rate_os_prio = 10000, rate_ser_block = 6000, rate_other = 2000;
+  CHECK_EQ_STR(feed(64, 2), "os_prio");     /* probe: the challenger first */
+  CHECK_EQ_STR(feed(64, 2), "ser-block");   /* C done: the default's window */
+  CHECK_EQ_STR(feed(64, 2), "ser-block");   /* C D done: 1.67x, go on */
+  CHECK_NOT_NULL(strstr(why, "probing"));
+  CHECK_EQ_STR(feed(64, 2), "os_prio");     /* C D D done: verdict */
+  CHECK_NOT_NULL(strstr(why, "probe(early) os_prio=10000/s ser-block=6000/s"));
+  hold(12, "os_prio", 64, 2); /* clear, not yet confirmed */
+  stop();
+
+  start();
+  /* 1.4x: clear (over 1.25x) but never early: the full six windows */
+  rate_os_prio = 10000, rate_ser_block = 7150, rate_other = 2000;
+  CHECK_EQ_STR(feed(64, 2), "os_prio");
+  for (unsigned i = 0; i < 5; i++) {
+    feed(64, 2);
+    CHECK_NOT_NULL(strstr(why, "probing"));
+  }
+  CHECK_EQ_STR(feed(64, 2), "os_prio");
+  CHECK_NOT_NULL(strstr(why, "probe os_prio="));
+  hold(12, "os_prio", 64, 2);
   stop();
 }
 
