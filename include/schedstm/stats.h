@@ -82,8 +82,11 @@ SSTM_API int sstm_stats_get(const struct sstm_desc *d, sstm_stats_t *out);
  * are maxima). Errors: SSTM_ESTATE (not initialised). */
 SSTM_API int sstm_stats_aggregate(sstm_stats_t *out);
 
-/* Call fn once per live descriptor with its counters. Returns the number of
- * descriptors visited, or SSTM_ESTATE. Registration is blocked meanwhile. */
+/* Call fn once per live descriptor with its counters, as they were when
+ * the call began (copied under the registry lock, which is released before
+ * the first call of fn, so fn may call any schedstm function). Returns the
+ * number of descriptors visited, SSTM_EINVAL (fn NULL), SSTM_ENOMEM or
+ * SSTM_ESTATE. */
 SSTM_API int sstm_stats_foreach(void (*fn)(const sstm_stats_t *s, void *arg),
                                 void *arg);
 

@@ -28,7 +28,9 @@ SSTM_API int sstm_thread_init(void);
 /* Unregister the calling thread and release its descriptor (its statistics
  * are folded into the process totals; its deferred frees are handed to the
  * process-wide reclaimer). Errors: SSTM_ENOTHREAD (not registered),
- * SSTM_EBUSY (a transaction is active on the current descriptor). */
+ * SSTM_EBUSY (a transaction is active on the current descriptor, or the
+ * call comes from code running on its behalf: an sstm_on_commit/on_abort
+ * action, a hook, or the policy). */
 SSTM_API int sstm_thread_exit(void);
 
 /* The calling thread's current descriptor, or NULL if none is attached. */
@@ -38,7 +40,9 @@ SSTM_API sstm_desc_t *sstm_self(void);
  * transaction, if any, stays active (suspended): it keeps its locks and its
  * snapshot, it is counted as running by reclamation, and it can be aborted
  * remotely. Must not be called from inside a transactional access. Returns
- * NULL if no descriptor is attached.
+ * NULL (with sstm_last_error set) if no descriptor is attached, or when
+ * called from an action, hook or policy running for the descriptor's
+ * transaction.
  * A suspended transaction must go on in the stack (user-level context) it
  * began on, whichever thread attaches it: its restart checkpoint returns to
  * the frame of its begin. Do not suspend an irrevocable transaction: new

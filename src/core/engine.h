@@ -136,6 +136,11 @@ struct sstm_desc {
   sstm_ptrvec_t frees;    /* sstm_free'd in this attempt */
   sstm_action_t *actions; /* user on_commit/on_abort callbacks */
   uint32_t nactions, actions_cap;
+  /* Owner-only: > 0 while user or policy code runs on behalf of an attempt
+   * that has ended or not yet begun (actions, hooks, a policy's on_abort /
+   * on_commit), where depth may be 0: the descriptor must not be released
+   * or detached under it (SSTM_EBUSY; registry.c). */
+  uint32_t in_callback;
   sstm_abort_info_t last_abort;
   uint64_t rng;           /* per-descriptor PRNG (random delay, policies) */
 

@@ -9,7 +9,10 @@ static struct {
 /* The table is changed only while no transaction runs (documented), under
  * reg_lock; nhooks is the fast-path test. */
 SSTM_API int sstm_hooks_add(const sstm_hooks_t *h, void *arg) {
-  if (h == NULL) return SSTM_EINVAL;
+  if (h == NULL) {
+    sstm__set_error("sstm_hooks_add: hooks is NULL");
+    return SSTM_EINVAL;
+  }
   pthread_mutex_lock(&sstm__g.reg_lock);
   int handle = SSTM_ELIMIT;
   for (int i = 0; i < SSTM_MAX_HOOKS; i++) {
@@ -27,7 +30,10 @@ SSTM_API int sstm_hooks_add(const sstm_hooks_t *h, void *arg) {
 }
 
 SSTM_API int sstm_hooks_remove(int handle) {
-  if (handle < 0 || handle >= SSTM_MAX_HOOKS) return SSTM_EINVAL;
+  if (handle < 0 || handle >= SSTM_MAX_HOOKS) {
+    sstm__set_error("sstm_hooks_remove: handle %d out of range [0, %d)", handle, SSTM_MAX_HOOKS);
+    return SSTM_EINVAL;
+  }
   pthread_mutex_lock(&sstm__g.reg_lock);
   int rc = SSTM_EINVAL;
   if (hooks[handle].h != NULL) {

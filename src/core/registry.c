@@ -58,7 +58,7 @@ bool sstm__registry_busy(struct sstm_desc *except) {
   for (unsigned i = 0; i < hw; i++) {
     struct sstm_desc *d = sstm__desc_at(i);
     if (d == NULL || !d->in_use) continue;
-    if (d != except || d->depth != 0) return true;
+    if (d != except || d->depth != 0 || d->in_callback) return true;
   }
   return false;
 }
@@ -176,7 +176,11 @@ SSTM_API int sstm_thread_init(void) {
   int rc = desc_acquire(&d);
   if (rc != 0) return rc;
   attach(d);
-  if (atomic_load_explicit(&sstm__g.nhooks, memory_order_relaxed)) sstm__hooks_thread_init();
+  if (atomic_load_explicit(&sstm__g.nhooks, memory_order_relaxed)) {
+    d->in_callback++;
+    sstm__hooks_thread_init();
+    d->in_callback--;
+  }
   return 0;
 }
 
@@ -185,7 +189,16 @@ static int thread_exit(struct sstm_desc *d) {
     sstm__set_error("sstm_thread_exit: a transaction is active");
     return SSTM_EBUSY;
   }
-  if (atomic_load_explicit(&sstm__g.nhooks, memory_order_relaxed)) sstm__hooks_thread_exit();
+  if (d->in_callback) {
+    sstm__set_error("sstm_thread_exit: called from a callback, hook or policy of this thread's "
+                    "transaction or registration");
+    return SSTM_EBUSY;
+  }
+  if (atomic_load_explicit(&sstm__g.nhooks, memory_order_relaxed)) {
+    d->in_callback++;
+    sstm__hooks_thread_exit();
+    d->in_callback--;
+  }
   detach(d);
   desc_release(d);
   return 0;
@@ -213,7 +226,15 @@ SSTM_API sstm_desc_t *sstm_self(void) { return sstm__cur; }
 
 SSTM_API sstm_desc_t *sstm_desc_detach(void) {
   struct sstm_desc *d = sstm__cur;
-  if (d == NULL) return NULL;
+  if (d == NULL) {
+    sstm__set_error("sstm_desc_detach: the calling thread has no descriptor");
+    return NULL;
+  }
+  if (d->in_callback) {
+    sstm__set_error("sstm_desc_detach: called from a callback, hook or policy of the descriptor's "
+                    "transaction");
+    return NULL;
+  }
   detach(d);
   return d;
 }
@@ -241,12 +262,18 @@ SSTM_API int sstm_desc_attach(sstm_desc_t *d) {
 }
 
 SSTM_API int sstm_desc_create(sstm_desc_t **out) {
-  if (out == NULL) return SSTM_EINVAL;
+  if (out == NULL) {
+    sstm__set_error("sstm_desc_create: out is NULL");
+    return SSTM_EINVAL;
+  }
   return desc_acquire(out);
 }
 
 SSTM_API int sstm_desc_destroy(sstm_desc_t *d) {
-  if (d == NULL || !d->in_use) return SSTM_EINVAL;
+  if (d == NULL || !d->in_use) {
+    sstm__set_error("sstm_desc_destroy: NULL or released descriptor");
+    return SSTM_EINVAL;
+  }
   if (atomic_load_explicit(&d->attached, memory_order_relaxed) || d->depth != 0) {
     sstm__set_error("sstm_desc_destroy: descriptor is attached or in a transaction");
     return SSTM_EBUSY;
@@ -308,7 +335,10 @@ bool sstm__kill(struct sstm_desc *d, uint64_t serial, const struct sstm_desc *ki
 }
 
 SSTM_API int sstm_desc_kill(sstm_desc_t *d, uint64_t txid) {
-  if (d == NULL) return SSTM_EINVAL;
+  if (d == NULL) {
+    sstm__set_error("sstm_desc_kill: the descriptor is NULL");
+    return SSTM_EINVAL;
+  }
   uint64_t st = atomic_load_explicit(&d->status, memory_order_acquire);
   uint64_t serial = txid ? txid : sstm_st_serial(st);
   if (sstm_st_serial(st) != serial) return SSTM_ENOTX;
@@ -398,13 +428,18 @@ SSTM_API bool sstm_party_watch(const sstm_party_t *p) {
 }
 
 SSTM_API int sstm_party_wait(const sstm_party_t *p, sstm_wait_mode_t mode, uint64_t timeout_ns) {
-  if (p == NULL || p->desc == NULL) return SSTM_EINVAL;
+  if (p == NULL || p->desc == NULL) {
+    sstm__set_error("sstm_party_wait: %s is NULL", p == NULL ? "the party" : "the party's descriptor");
+    return SSTM_EINVAL;
+  }
   if (mode != SSTM_WAIT_SPIN && mode != SSTM_WAIT_BLOCK && mode != SSTM_WAIT_YIELD) {
     sstm__set_error("sstm_party_wait: unknown wait mode %d", (int)mode);
     return SSTM_EINVAL;
   }
   _Atomic uint64_t *w = &p->desc->status;
-  uint64_t deadline = timeout_ns ? sstm__now_ns() + timeout_ns : UINT64_MAX;
+  /* Saturating: a timeout past the end of the clock waits without bound. */
+  uint64_t now0 = sstm__now_ns();
+  uint64_t deadline = timeout_ns && timeout_ns < UINT64_MAX - now0 ? now0 + timeout_ns : UINT64_MAX;
   for (unsigned spins = 0;; spins++) {
     /* acquire: once the attempt is seen ended, its lock releases are
      * visible (they precede the release that ended it). */

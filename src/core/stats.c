@@ -1,4 +1,5 @@
 /* Statistics: per-descriptor counters, aggregation, dump. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/engine.h"
@@ -69,7 +70,10 @@ static void to_public(const sstm_counters_t *c, sstm_stats_t *out) {
 }
 
 SSTM_API int sstm_stats_get(const sstm_desc_t *d, sstm_stats_t *out) {
-  if (d == NULL || out == NULL) return SSTM_EINVAL;
+  if (d == NULL || out == NULL) {
+    sstm__set_error("sstm_stats_get: %s is NULL", d == NULL ? "the descriptor" : "out");
+    return SSTM_EINVAL;
+  }
   sstm_counters_t c = {0};
   sstm__counters_fold(&c, &d->ctr);
   to_public(&c, out);
@@ -81,18 +85,23 @@ SSTM_API int sstm_stats_get(const sstm_desc_t *d, sstm_stats_t *out) {
 /* Take reg_lock if the library is still initialised (checked again under
  * the lock: sstm_shutdown clears the flag there, then frees the registry
  * without it). False, with nothing held, otherwise. */
-static bool registry_lock_live(void) {
-  if (!atomic_load_explicit(&sstm__g.initialized, memory_order_acquire)) return false;
-  pthread_mutex_lock(&sstm__g.reg_lock);
-  if (atomic_load_explicit(&sstm__g.initialized, memory_order_acquire)) return true;
-  pthread_mutex_unlock(&sstm__g.reg_lock);
+static bool registry_lock_live(const char *who) {
+  if (atomic_load_explicit(&sstm__g.initialized, memory_order_acquire)) {
+    pthread_mutex_lock(&sstm__g.reg_lock);
+    if (atomic_load_explicit(&sstm__g.initialized, memory_order_acquire)) return true;
+    pthread_mutex_unlock(&sstm__g.reg_lock);
+  }
+  sstm__set_error("%s: the library is not initialised", who);
   return false;
 }
 
 SSTM_API int sstm_stats_aggregate(sstm_stats_t *out) {
-  if (out == NULL) return SSTM_EINVAL;
+  if (out == NULL) {
+    sstm__set_error("sstm_stats_aggregate: out is NULL");
+    return SSTM_EINVAL;
+  }
   sstm_counters_t c = {0};
-  if (!registry_lock_live()) return SSTM_ESTATE;
+  if (!registry_lock_live("sstm_stats_aggregate")) return SSTM_ESTATE;
   sstm__counters_fold(&c, &sstm__g.retired_ctr);
   unsigned hw = atomic_load_explicit(&sstm__g.hiwater, memory_order_acquire);
   for (unsigned i = 0; i < hw; i++) {
@@ -105,24 +114,35 @@ SSTM_API int sstm_stats_aggregate(sstm_stats_t *out) {
 }
 
 SSTM_API int sstm_stats_foreach(void (*fn)(const sstm_stats_t *, void *), void *arg) {
-  if (fn == NULL) return SSTM_EINVAL;
-  int n = 0;
-  if (!registry_lock_live()) return SSTM_ESTATE;
+  if (fn == NULL) {
+    sstm__set_error("sstm_stats_foreach: fn is NULL");
+    return SSTM_EINVAL;
+  }
+  /* The counters are copied under the registry lock and fn runs after it
+   * is released, so that fn may call any function of the library (the
+   * statistics, sstm_thread_init, ...) without deadlocking on the lock. */
+  if (!registry_lock_live("sstm_stats_foreach")) return SSTM_ESTATE;
   unsigned hw = atomic_load_explicit(&sstm__g.hiwater, memory_order_acquire);
+  sstm_stats_t *snap = hw ? malloc(hw * sizeof *snap) : NULL;
+  if (hw && snap == NULL) {
+    pthread_mutex_unlock(&sstm__g.reg_lock);
+    sstm__set_error("sstm_stats_foreach: out of memory for %u descriptors", hw);
+    return SSTM_ENOMEM;
+  }
+  int n = 0;
   for (unsigned i = 0; i < hw; i++) {
     struct sstm_desc *d = sstm__desc_at(i);
     if (d == NULL || !d->in_use) continue;
-    sstm_stats_t s;
-    sstm_stats_get(d, &s);
-    fn(&s, arg);
-    n++;
+    sstm_stats_get(d, &snap[n++]);
   }
   pthread_mutex_unlock(&sstm__g.reg_lock);
+  for (int i = 0; i < n; i++) fn(&snap[i], arg);
+  free(snap);
   return n;
 }
 
 SSTM_API int sstm_stats_reset(void) {
-  if (!registry_lock_live()) return SSTM_ESTATE;
+  if (!registry_lock_live("sstm_stats_reset")) return SSTM_ESTATE;
   memset(&sstm__g.retired_ctr, 0, sizeof sstm__g.retired_ctr);
   unsigned hw = atomic_load_explicit(&sstm__g.hiwater, memory_order_acquire);
   for (unsigned i = 0; i < hw; i++) {
@@ -198,7 +218,10 @@ static void dump_one(const sstm_stats_t *s, void *arg) {
 }
 
 SSTM_API int sstm_stats_dump(FILE *out) {
-  if (out == NULL) return SSTM_EINVAL;
+  if (out == NULL) {
+    sstm__set_error("sstm_stats_dump: out is NULL");
+    return SSTM_EINVAL;
+  }
   sstm_stats_t total;
   int rc = sstm_stats_aggregate(&total);
   if (rc != 0) return rc;

@@ -874,6 +874,7 @@ static void release_locks_abort(struct sstm_desc *tx) {
  * attempt that ended). So the array is taken out of the descriptor while it
  * runs, and after an abort those fields are put back. */
 static void run_actions(struct sstm_desc *tx, bool committed) {
+  tx->in_callback++;
   uint32_t n = tx->nactions, cap = tx->actions_cap;
   sstm_action_t *a = tx->actions;
   tx->nactions = 0;
@@ -904,6 +905,7 @@ static void run_actions(struct sstm_desc *tx, bool committed) {
   tx->actions = a;
   tx->actions_cap = cap;
   tx->nactions = 0;
+  tx->in_callback--;
 }
 
 void sstm__desc_set_slow(struct sstm_desc *d) {
@@ -1028,6 +1030,7 @@ static __attribute__((noreturn)) void abort_tx(struct sstm_desc *tx, sstm_abort_
   /* Published before the policy acts on it (a kernel-side scheduler reading
    * the table sees the conflict while the loser waits). */
   if (SSTM_UNLIKELY(tx->stt)) sstm__stt_abort(tx, r, other);
+  tx->in_callback++;
   if (SSTM_UNLIKELY(atomic_load_explicit(&sstm__g.nhooks, memory_order_relaxed)))
     sstm__hooks_abort(tx->serial, r);
   if (r != SSTM_ABORT_USER_CANCEL) {
@@ -1041,6 +1044,7 @@ static __attribute__((noreturn)) void abort_tx(struct sstm_desc *tx, sstm_abort_
     tx->cm->on_abort(cm_ctx(tx), &tx->last_abort);
     sstm__ctr_add(&tx->ctr.cm_wait_ns, sstm__now_ns() - t0);
   }
+  tx->in_callback--;
   if (r == SSTM_ABORT_USER_CANCEL) {
     /* A transaction that gives up after retries counts as one that
      * retried (the commit path records the others). */
@@ -1154,10 +1158,12 @@ static SSTM_NOINLINE int commit_tail(struct sstm_desc *tx) {
   if (SSTM_UNLIKELY(tx->frees.n)) sstm__reclaim_commit(tx);
   tx->allocs.n = 0;
   if (SSTM_UNLIKELY(tx->nactions)) run_actions(tx, true);
+  tx->in_callback++;
   if (slow && tx->cm->on_commit) tx->cm->on_commit(cm_ctx(tx));
   if (slow && tx->stt) sstm__stt_commit(tx);
   if (SSTM_UNLIKELY(atomic_load_explicit(&sstm__g.nhooks, memory_order_relaxed)))
     sstm__hooks_commit(tx->serial);
+  tx->in_callback--;
   return 0;
 }
 
@@ -1299,11 +1305,18 @@ static int add_action(void (*fn)(void *), void *arg, bool on_commit) {
     sstm__set_error("sstm_on_%s: no active transaction", on_commit ? "commit" : "abort");
     return SSTM_ENOTX;
   }
-  if (fn == NULL) return SSTM_EINVAL;
+  if (fn == NULL) {
+    sstm__set_error("sstm_on_%s: fn is NULL", on_commit ? "commit" : "abort");
+    return SSTM_EINVAL;
+  }
   if (tx->nactions == tx->actions_cap) {
     uint32_t cap = tx->actions_cap ? tx->actions_cap * 2 : 8;
     sstm_action_t *a = realloc(tx->actions, cap * sizeof *a);
-    if (a == NULL) return SSTM_ENOMEM;
+    if (a == NULL) {
+      sstm__set_error("sstm_on_%s: out of memory for %u actions", on_commit ? "commit" : "abort",
+                      cap);
+      return SSTM_ENOMEM;
+    }
     tx->actions = a;
     tx->actions_cap = cap;
   }

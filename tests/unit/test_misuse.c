@@ -193,4 +193,125 @@ TEST(custom_handler_called_for_cancel_in_irrevocable) {
   CHECK_EQ_I(WEXITSTATUS(st), 42);
 }
 
+/* ---- teardown from code that runs on behalf of a transaction ----------
+ * Actions, hooks and the policy run after the attempt has ended (depth 0)
+ * but while the engine still uses the descriptor: shutting down, leaving
+ * or detaching from there must be refused, not free the descriptor under
+ * the running commit or abort (ASan saw the use after free). */
+static int teardown_rc[4];
+static sstm_desc_t *teardown_detached;
+static void teardown_from_action(void *arg) {
+  (void)arg;
+  teardown_rc[0] = sstm_shutdown();
+  teardown_rc[1] = sstm_thread_exit();
+  teardown_detached = sstm_desc_detach();
+}
+static void register_teardown(void *arg) {
+  CHECK_OK(sstm_on_commit(teardown_from_action, arg));
+  CHECK_OK(sstm_on_abort(teardown_from_action, arg));
+}
+static int cancel_once;
+static void register_teardown_and_cancel(void *arg) {
+  register_teardown(arg);
+  if (cancel_once++ == 0) sstm_restart();
+}
+
+TEST(teardown_from_actions_is_ebusy) {
+  sstm_test_init();
+  for (int mode = 0; mode < 2; mode++) {
+    memset(teardown_rc, 0, sizeof teardown_rc);
+    teardown_detached = (sstm_desc_t *)&x;
+    cancel_once = 0;
+    /* mode 0: on_commit runs; mode 1: an abort first runs on_abort */
+    CHECK_OK(sstm_run(NULL, mode ? register_teardown_and_cancel : register_teardown, NULL));
+    CHECK_RC(teardown_rc[0], SSTM_EBUSY);
+    CHECK_RC(teardown_rc[1], SSTM_EBUSY);
+    CHECK_CONTAINS(sstm_last_error(), "sstm_desc_detach: called from a callback");
+    CHECK_TRUE(teardown_detached == NULL);
+    CHECK_TRUE(sstm_self() != NULL); /* still registered, still attached */
+    tx_store_u64(&x, 7 + (uint64_t)mode);
+    CHECK_EQ_U(x, 7 + (uint64_t)mode);
+  }
+  sstm_test_fini(); /* and now they succeed */
+}
+
+static int hook_rc = 1, hook_calls;
+static void hook_abort(void *arg, uint64_t txid, sstm_abort_reason_t r) {
+  (void)arg, (void)txid, (void)r;
+  hook_calls++;
+  hook_rc = sstm_shutdown();
+}
+static void hook_commit(void *arg, uint64_t txid) {
+  (void)arg, (void)txid;
+  if (sstm_thread_exit() != SSTM_EBUSY) hook_rc = 2;
+}
+static void restart_once(void *arg) {
+  (void)arg;
+  if (cancel_once++ == 0) sstm_restart();
+}
+TEST(teardown_from_hooks_is_ebusy) {
+  sstm_test_init();
+  static const sstm_hooks_t h = {.tx_abort = hook_abort, .tx_commit = hook_commit};
+  int handle = sstm_hooks_add(&h, NULL);
+  CHECK_GE_I(handle, 0);
+  cancel_once = 0;
+  CHECK_OK(sstm_run(NULL, restart_once, NULL));
+  CHECK_EQ_I(hook_calls, 1);
+  CHECK_RC(hook_rc, SSTM_EBUSY);
+  CHECK_OK(sstm_hooks_remove(handle));
+  sstm_test_fini();
+}
+
+/* sstm_stats_foreach calls fn without holding the registry lock: fn may
+ * call the other statistics functions (this deadlocked on the lock; the
+ * watchdog turns a hang into a failure). */
+static int foreach_inner_rc = 1, foreach_calls;
+static void foreach_noop(const sstm_stats_t *s, void *arg) { (void)s, (void)arg; }
+static void foreach_reenter(const sstm_stats_t *s, void *arg) {
+  (void)s, (void)arg;
+  sstm_stats_t total;
+  foreach_calls++;
+  foreach_inner_rc = sstm_stats_aggregate(&total);
+  if (foreach_inner_rc == 0 && sstm_stats_foreach(foreach_noop, NULL) < 1) foreach_inner_rc = 3;
+}
+TEST(stats_foreach_callback_may_call_the_library) {
+  sstm_test_init();
+  tx_store_u64(&x, 1);
+  CHECK_EQ_I(sstm_stats_foreach(foreach_reenter, NULL), 1);
+  CHECK_EQ_I(foreach_calls, 1);
+  CHECK_OK(foreach_inner_rc);
+  sstm_test_fini();
+}
+
+/* A timeout too large for the clock waits without bound (it returned
+ * SSTM_EBUSY at once: the deadline overflowed). */
+static volatile int waiter_started;
+static int waiter_rc = 1;
+static sstm_party_t waited;
+static void *wait_forever(void *arg) {
+  (void)arg;
+  waiter_started = 1;
+  waiter_rc = sstm_party_wait(&waited, SSTM_WAIT_BLOCK, UINT64_MAX);
+  return NULL;
+}
+static pthread_t waiter_th;
+TEST(party_wait_huge_timeout_waits_for_the_end) {
+  sstm_test_init();
+  SSTM_ATOMIC_BEGIN(NULL)
+    (void)sstm_load_u64(&x);
+    /* our attempt, suspended while the waiter starts: it stays active
+     * until the commit below */
+    waited.desc = sstm_self();
+    waited.txid = sstm_desc_txid(waited.desc);
+    CHECK_EQ_PTR(sstm_desc_detach(), waited.desc);
+    CHECK_EQ_I(pthread_create(&waiter_th, NULL, wait_forever, NULL), 0);
+    while (!waiter_started) usleep(1000);
+    usleep(20000); /* the broken deadline returned within microseconds */
+    CHECK_OK(sstm_desc_attach(waited.desc));
+  SSTM_ATOMIC_END();
+  CHECK_EQ_I(pthread_join(waiter_th, NULL), 0);
+  CHECK_OK(waiter_rc); /* returned because the attempt ended */
+  sstm_test_fini();
+}
+
 SSTM_TEST_MAIN()
