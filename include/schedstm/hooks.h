@@ -4,7 +4,8 @@
  * layers). They run on the thread concerned, synchronously:
  *   thread_init / thread_exit: when a thread registers / unregisters;
  *   tx_begin: when an attempt starts (after its snapshot is taken);
- *   tx_commit: after a commit, locks released;
+ *   tx_commit: after a commit, locks released, before the transaction's
+ *     sstm_on_commit actions;
  *   tx_abort: after rollback, before the contention manager's on_abort.
  * A hook must not start a transaction. With no hook registered the engine
  * pays one predictable branch per event.

@@ -130,7 +130,8 @@ SSTM_API uint64_t sstm_txid(void);       /* current attempt id, 0 if none */
 /* User actions: run after the transaction commits (on_commit) or after it is
  * rolled back (on_abort, then discarded; the restarted attempt registers its
  * own). Run on the committing thread, outside the transaction, in
- * registration order. Returns SSTM_ENOTX outside a transaction, SSTM_ENOMEM. */
+ * registration order; on_commit actions run last, after the policy and the
+ * hooks have seen the commit, and may run transactions of their own. Returns SSTM_ENOTX outside a transaction, SSTM_ENOMEM. */
 SSTM_API int sstm_on_commit(void (*fn)(void *arg), void *arg);
 SSTM_API int sstm_on_abort(void (*fn)(void *arg), void *arg);
 

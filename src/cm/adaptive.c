@@ -152,7 +152,10 @@ enum { A_SWITCHES = 4, A_EVALUATIONS = 5, A_SLICE_CHANGES = 6 };
 #define ADAPTIVE_STATE_MAX 512
 
 typedef struct adaptive_state {
-  bool slice_on; /* owner-only: this thread runs with the long custom slice */
+  bool slice_on; /* owner-only: the attached thread runs with the long custom
+                    slice (an OS setting of the thread: given back when the
+                    descriptor leaves it, on_detach) */
+  uint64_t slice_prev; /* the thread's slice before (0: the default) */
   uint32_t prev_n;                  /* owner-only: the previous attempt's */
   const void *prev_path[PATH_LEN];  /* first read stripes */
 } adaptive_state_t;
@@ -520,8 +523,11 @@ static unsigned scan(uint64_t *commits, uint64_t *aborts) {
 
 /* The thread that closes a window (CAS on its start) evaluates it. */
 static void maybe_evaluate(sstm_cm_ctx_t *ctx) {
-  uint64_t now = sstm__now_ns(), start = atomic_load_explicit(&G.window_start, RLX);
-  if (now - start < atomic_load_explicit(&G.window_ns, RLX))
+  /* start before now: read the other way round, a window closed by
+   * another thread in between gives start > now, and now - start wraps to
+   * a huge "window" that this thread would then judge. */
+  uint64_t start = atomic_load_explicit(&G.window_start, RLX), now = sstm__now_ns();
+  if (now <= start || now - start < atomic_load_explicit(&G.window_ns, RLX))
     return;
   /* relaxed: the CAS only elects the evaluator; G.lock orders its work. */
   if (!atomic_compare_exchange_strong_explicit(&G.window_start, &start, now, RLX, RLX))
@@ -579,8 +585,16 @@ static void adaptive_desc_init(sstm_cm_ctx_t *ctx) {
     sstm_cm_info_changed();
 }
 
+/* The long slice on or off for the calling thread, which has the
+ * descriptor attached. Off puts back the slice the thread had before: its
+ * own custom slice, or the default (a slice equal to the one sstm_init's
+ * thread reported is taken for the default). */
 static void set_slice(sstm_cm_ctx_t *ctx, adaptive_state_t *s, bool on) {
-  if (sstm__ext_set_slice(on ? EXT_SLICE_NS : 0)) {
+  if (on) {
+    uint64_t prev = sstm__sched_slice_ns();
+    s->slice_prev = prev == G.slice_ns ? 0 : prev;
+  }
+  if (sstm__ext_set_slice(on ? EXT_SLICE_NS : s->slice_prev)) {
     s->slice_on = on;
     sstm_cm_count(ctx, A_SLICE_CHANGES, 1);
   } else {
@@ -588,6 +602,15 @@ static void set_slice(sstm_cm_ctx_t *ctx, adaptive_state_t *s, bool on) {
     atomic_store_explicit(&G.slice_failed, true, RLX);
     atomic_store_explicit(&G.slice_want, false, RLX);
   }
+}
+
+/* The slice belongs to the thread, the state to the descriptor: a thread
+ * that detaches gets its slice back, and a thread that attaches starts
+ * without the long slice (the next abort asks for it if it is wanted). */
+static void adaptive_detach(sstm_cm_ctx_t *ctx) {
+  adaptive_state_t *s = ctx->state;
+  if (s->slice_on)
+    set_slice(ctx, s, false);
 }
 
 static void adaptive_desc_fini(sstm_cm_ctx_t *ctx) {
@@ -688,6 +711,7 @@ const sstm_cm_ops_t sstm__cm_adaptive = {
     .desc_fini = adaptive_desc_fini,
     .on_conflict = adaptive_conflict,
     .on_abort = adaptive_abort,
+    .on_detach = adaptive_detach,
     .stat_names = {"sub_waits_yields_kills", "sub_timeouts_self_aborts", "sub_prio_changes",
                    "sub_escalations", "switches", "evaluations", "slice_changes"},
     .describe = adaptive_describe,

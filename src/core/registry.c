@@ -142,7 +142,11 @@ static void desc_release(struct sstm_desc *d) {
   sstm__reclaim_desc_exit(d);
   pthread_mutex_lock(&sstm__g.reg_lock);
   sstm__counters_fold(&sstm__g.retired_ctr, &d->ctr);
-  memset(&d->ctr, 0, sizeof d->ctr);
+  /* relaxed atomic stores, not memset: adaptive's evaluator and
+   * sstm_stats_get read these words without the lock (relaxed loads). */
+  uint64_t *w = (uint64_t *)&d->ctr;
+  for (size_t j = 0; j < sizeof d->ctr / sizeof(uint64_t); j++)
+    __atomic_store_n(&w[j], 0, __ATOMIC_RELAXED);
   atomic_store_explicit(&d->attached, false, memory_order_relaxed);
   atomic_store_explicit(&d->tid, 0, memory_order_relaxed);
   d->in_use = false;

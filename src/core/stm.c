@@ -1143,8 +1143,12 @@ static void commit_irrevocable(struct sstm_desc *tx) {
 }
 
 /* The rest of a commit, once the attempt has ended: detailed statistics,
- * deferred frees, user actions, policy and state-table notification, hooks.
- * Only what the attempt used costs anything. */
+ * deferred frees, policy and state-table notification, hooks, then the
+ * user's actions last: an action may run transactions on this descriptor,
+ * which rewrite the attempt's state (serial, cm_ctx.watched), so whatever
+ * reports this attempt must run before them (softser's winner cleared its
+ * losers' conflict counts only if `watched` survived the actions). Only
+ * what the attempt used costs anything. */
 static SSTM_NOINLINE int commit_tail(struct sstm_desc *tx) {
   bool slow = tx->slow & SSTM_SLOW_COMMIT; /* the features it summarises */
   if (SSTM_UNLIKELY(tx->retries)) sstm__ctr_max(&tx->ctr.max_retries, tx->retries);
@@ -1157,13 +1161,13 @@ static SSTM_NOINLINE int commit_tail(struct sstm_desc *tx) {
   }
   if (SSTM_UNLIKELY(tx->frees.n)) sstm__reclaim_commit(tx);
   tx->allocs.n = 0;
-  if (SSTM_UNLIKELY(tx->nactions)) run_actions(tx, true);
   tx->in_callback++;
   if (slow && tx->cm->on_commit) tx->cm->on_commit(cm_ctx(tx));
   if (slow && tx->stt) sstm__stt_commit(tx);
   if (SSTM_UNLIKELY(atomic_load_explicit(&sstm__g.nhooks, memory_order_relaxed)))
     sstm__hooks_commit(tx->serial);
   tx->in_callback--;
+  if (SSTM_UNLIKELY(tx->nactions)) run_actions(tx, true);
   return 0;
 }
 
@@ -1211,11 +1215,16 @@ SSTM_API int sstm_commit(void) {
   if (SSTM_UNLIKELY(tx->ws.n != 0 || st != sstm_st_make(tx->serial, SSTM_ST_ACTIVE)))
     return commit_slow(tx);
   /* Read-only, running, not killed, no watch flags: valid at `end`, nothing
-   * to publish. release: see rollback. A plain store: a read-only attempt
-   * holds no lock, so conflicts never name it and policies do not watch or
-   * sleep on it. Someone who built its party by hand and sets a flag in the
-   * window between the load above and this store is not woken, and finds
-   * out within one sleep slice (sstm_party_wait). */
+   * to publish. release: see rollback. A plain store, not the exchange of
+   * the slow path (a full barrier on every read-only commit): a flag set in
+   * the window between the load above and this store is lost. Lock
+   * conflicts never name a read-only attempt (it holds no lock), but three
+   * waiters can meet one: a victim waiting behind the attempt that killed it
+   * (the kill record names killers with empty write sets too), a grace
+   * period of reclamation, and a party built by hand. A lost SLEEPERS flag
+   * costs such a waiter at most one sleep slice (sstm_party_wait re-reads
+   * the status every slice, 1 ms); a lost WATCHED flag leaves a softser
+   * loser lowered until its own attempt ends. */
   tx->cm_ctx.watched = false;
   atomic_store_explicit(&tx->status, sstm_st_make(tx->serial, SSTM_ST_IDLE), memory_order_release);
   sstm__set_variant(tx, SSTM_V_NONE);

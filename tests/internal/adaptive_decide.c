@@ -17,6 +17,7 @@
  * The counts are exact (no time, no threads): each expectation follows
  * from the rules at the top of adaptive.c.
  */
+#include <pthread.h>
 #include <string.h>
 
 #include "../common/runner.h"
@@ -208,6 +209,48 @@ TEST(long_tx_threshold_follows_the_time_slice) {
   CHECK_EQ_U(sstm__sched_slice_ns(), 4000000);
   CHECK_EQ_STR(regime_at_60us(), "short");
   CHECK_TRUE(sstm__ext_set_slice(0)); /* back to the default */
+}
+
+/* The long slice is an OS setting of the thread, the state that records it
+ * belongs to the descriptor: a thread that detaches gets its own slice
+ * back (it kept the 4 ms slice), and releasing the descriptor on another
+ * thread leaves that thread's slice alone (it was reset to the default). */
+static sstm_desc_t *slice_desc;
+static int slice_attempts;
+static uint64_t slice_seen[3];
+static void restart_once(void *arg) {
+  (void)arg;
+  if (++slice_attempts == 1) sstm_restart();
+}
+static void *slice_thread(void *arg) {
+  (void)arg;
+  CHECK_TRUE(sstm__ext_set_slice(2000000)); /* the thread's own slice */
+  slice_seen[0] = sstm__sched_slice_ns();
+  CHECK_OK(sstm_desc_attach(slice_desc));
+  CHECK_OK(sstm_run(NULL, restart_once, NULL)); /* an abort: the long slice */
+  slice_seen[1] = sstm__sched_slice_ns();
+  CHECK_EQ_PTR(sstm_desc_detach(), slice_desc);
+  slice_seen[2] = sstm__sched_slice_ns();
+  return NULL;
+}
+TEST(long_slice_follows_the_thread_not_the_descriptor) {
+  if (sstm__sched_slice_ns() == 0) sstm_test_skip("the kernel reports no time slice (before 6.12)");
+  if (!sstm__ext_set_slice(1500000)) sstm_test_skip("cannot set a custom slice");
+  start();
+  rate_os_prio = rate_ser_block = rate_other = 1000; /* long transactions */
+  feed(4, 2);
+  CHECK_NOT_NULL(strstr(why, "slice=4ms"));
+  CHECK_OK(sstm_desc_create(&slice_desc));
+  pthread_t th;
+  CHECK_EQ_I(pthread_create(&th, NULL, slice_thread, NULL), 0);
+  CHECK_EQ_I(pthread_join(th, NULL), 0);
+  CHECK_EQ_U(slice_seen[0], 2000000);
+  CHECK_EQ_U(slice_seen[1], 4000000);
+  CHECK_EQ_U(slice_seen[2], 2000000);
+  CHECK_OK(sstm_desc_destroy(slice_desc));
+  CHECK_EQ_U(sstm__sched_slice_ns(), 1500000); /* this thread's, untouched */
+  stop();
+  CHECK_TRUE(sstm__ext_set_slice(0));
 }
 
 SSTM_TEST_MAIN()

@@ -20,10 +20,11 @@
 static uint64_t words[4][512] __attribute__((aligned(4096)));
 #define X (&words[0][0])
 #define Y (&words[1][0])
+#define Z (&words[2][0])
 
 enum { SS_PRIO_CHANGES = 0, SS_REGISTRATIONS = 1, SS_FAILED_CHANGES = 2 };
 
-enum wend { W_COMMIT, W_KILL, W_RESTART, W_CANCEL };
+enum wend { W_COMMIT, W_KILL, W_RESTART, W_CANCEL, W_COMMIT_NESTED };
 enum lend { L_AFTER_W, L_COMMIT_FIRST, L_EXIT };
 
 static struct {
@@ -115,12 +116,24 @@ static void check_lowered(duo_view_t v) {
 
 /* ---- the two threads ------------------------------------------------------- */
 
+static void z_body(void *arg) {
+  (void)arg;
+  sstm_store_u64(Z, sstm_load_u64(Z) + 1);
+}
+/* W's on_commit action runs a transaction of its own on W's descriptor. */
+static void nested_action(void *arg) {
+  (void)arg;
+  CHECK_OK(sstm_run(NULL, z_body, NULL));
+}
+
 static void w_body(void *arg) {
   (void)arg;
   int k = ++S.wattempts;
   sstm_store_u64(X, (uint64_t)k); /* ETL: W holds X's lock from here */
   if (k > 1)
     return;
+  if (S.wend == W_COMMIT_NESTED)
+    CHECK_OK(sstm_on_commit(nested_action, NULL));
   atomic_store(&S.wtxid, sstm_txid());
   atomic_store_explicit(&S.w_holding, 1, memory_order_release);
   duo_wait_flag(&S.w_go, 1);
@@ -225,6 +238,11 @@ TEST(winner_commit_restores) { scenario(W_COMMIT, L_AFTER_W); }
 TEST(winner_killed_restores) { scenario(W_KILL, L_AFTER_W); }
 TEST(winner_restart_restores) { scenario(W_RESTART, L_AFTER_W); }
 TEST(winner_cancel_restores) { scenario(W_CANCEL, L_AFTER_W); }
+/* The policy heard of W's commit after the action's transaction had
+ * rewritten the descriptor's attempt state: L stayed lowered. */
+TEST(winner_commit_with_transactional_action_restores) {
+  scenario(W_COMMIT_NESTED, L_AFTER_W);
+}
 TEST(loser_commit_first_restores) { scenario(W_COMMIT, L_COMMIT_FIRST); }
 TEST(loser_thread_exit_restores) { scenario(W_COMMIT, L_EXIT); }
 TEST(loser_exit_then_winner_killed) { scenario(W_KILL, L_EXIT); }
