@@ -29,8 +29,9 @@
 
 void sstm__ptrvec_push(sstm_ptrvec_t *v, void *p) {
   if (v->n == v->cap) {
+    if (v->cap >= (1u << 30)) sstm__fatal("the allocation log is full (2^30 blocks)");
     uint32_t cap = v->cap ? v->cap * 2 : 16;
-    void **np = realloc(v->p, cap * sizeof *np);
+    void **np = realloc(v->p, (size_t)cap * sizeof *np);
     if (np == NULL) sstm__fatal("out of memory in the allocation log");
     v->p = np;
     v->cap = cap;

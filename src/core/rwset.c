@@ -7,13 +7,17 @@
 #define RSET_INIT 1024
 #define WSET_INIT 256
 #define LSET_INIT 256
+/* Entry counts are 32-bit and the write set's index has 4 slots per entry:
+ * a log never grows past 2^28 entries (gigabytes of log), so no capacity
+ * computation wraps; growing beyond fails like an allocation does. */
+#define SET_MAX (1u << 28)
 
 bool sstm__rset_grow(sstm_rset_t *rs) {
   /* Sizes as integers, taken before the realloc. */
   uintptr_t base = (uintptr_t)rs->e;
   size_t n = ((uintptr_t)rs->top - base) / sizeof *rs->e;
   size_t cap = base ? ((uintptr_t)rs->lim - base) / sizeof *rs->e * 2 : RSET_INIT;
-  if (cap > UINT32_MAX) return false;
+  if (cap > SET_MAX) return false;
   sstm_r_entry_t *e = realloc(rs->e, cap * sizeof *e);
   if (e == NULL) return false;
   /* relaxed stores: other threads read e and top as a hint only
@@ -25,6 +29,7 @@ bool sstm__rset_grow(sstm_rset_t *rs) {
 }
 
 bool sstm__lset_grow(sstm_lset_t *ls) {
+  if (ls->cap >= SET_MAX) return false;
   uint32_t cap = ls->cap ? ls->cap * 2 : LSET_INIT;
   sstm_l_entry_t *e = realloc(ls->e, (size_t)cap * sizeof *e);
   if (e == NULL) return false;
@@ -35,6 +40,7 @@ bool sstm__lset_grow(sstm_lset_t *ls) {
 
 /* Double the entries and rebuild the index (kept at >= 2x entries). */
 bool sstm__wset_grow(sstm_wset_t *ws) {
+  if (ws->cap >= SET_MAX) return false;
   uint32_t cap = ws->cap ? ws->cap * 2 : WSET_INIT;
   sstm_w_entry_t *e = realloc(ws->e, (size_t)cap * sizeof *e);
   if (e == NULL) return false;

@@ -430,7 +430,7 @@ static SSTM_NOINLINE __attribute__((noreturn)) void ro_abort(struct sstm_desc *t
 }
 
 static SSTM_NOINLINE __attribute__((noreturn)) void oom(void) {
-  sstm__fatal("out of memory growing a transaction log");
+  sstm__fatal("out of memory growing a transaction log (or past its limit of 2^28 entries)");
 }
 
 /* The general read: every case, any variant (runtime kind). */
