@@ -125,15 +125,25 @@ typedef enum sstm_cm_act {
 
 SSTM_API const char *sstm_cm_act_name(sstm_cm_act_t a);
 
-/* Number of policy-defined counters per thread (sstm_stats_t.cm_stats). */
+/* Number of policy-defined counters per thread (sstm_stats_t.cm_stats).
+ * The ext modifier ("P+ext") keeps P's counters and uses the last one for
+ * its own (ext_yields): a policy composable with +ext may use at most
+ * SSTM_CM_NSTATS - 1 counters (stat_names[SSTM_CM_NSTATS - 1] NULL). For a
+ * policy that names all SSTM_CM_NSTATS, "P+ext" is refused: sstm_cm_find()
+ * returns NULL and sstm_init() fails with SSTM_EINVAL. */
 #define SSTM_CM_NSTATS 8
 /* Longest name of such a counter (sstm_cm_ops_t.stat_names). */
 #define SSTM_CM_STAT_NAME_MAX 31
+/* Largest per-descriptor policy state (sstm_cm_ops_t.state_size): 1 MiB. */
+#define SSTM_CM_STATE_MAX ((size_t)1 << 20)
+/* Most policies registered at once, the built-in ones included. */
+#define SSTM_CM_MAX_POLICIES 32
 
 typedef struct sstm_cm_ops {
   const char *name;        /* selection key, [a-z0-9+_-], unique */
   const char *description; /* one line */
-  size_t state_size;       /* per-descriptor state bytes (may be 0) */
+  size_t state_size;       /* per-descriptor state bytes (may be 0, at most
+                              SSTM_CM_STATE_MAX) */
   /* Called once by sstm_init() after the configuration is final; a non-zero
    * return fails sstm_init() with that code. Optional. */
   int (*init)(const struct sstm_config *cfg);
@@ -150,7 +160,7 @@ typedef struct sstm_cm_ops {
   void (*on_abort)(sstm_cm_ctx_t *ctx, const sstm_abort_info_t *info);
   /* Names of the policy's counters (sstm_cm_count), NULL-terminated or
    * SSTM_CM_NSTATS entries, each 1..SSTM_CM_STAT_NAME_MAX characters;
-   * optional. */
+   * optional. At most SSTM_CM_NSTATS - 1 for use with +ext (above). */
   const char *stat_names[SSTM_CM_NSTATS];
   /* One line on the OS facilities the policy uses (for sstm_describe), e.g.
    * "lever=nice". Returns snprintf-style length. Optional. */
@@ -170,11 +180,15 @@ typedef struct sstm_cm_ops {
  * stay valid until the process exits. Callable before or after sstm_init();
  * a policy registered after init is used by the next init.
  * Errors: SSTM_EINVAL (missing name/on_conflict, bad name, a counter name
- * empty or longer than SSTM_CM_STAT_NAME_MAX), SSTM_EBUSY (name taken),
- * SSTM_ELIMIT (table full). */
+ * empty or longer than SSTM_CM_STAT_NAME_MAX, state_size larger than
+ * SSTM_CM_STATE_MAX), SSTM_EBUSY (name taken), SSTM_ELIMIT (table full:
+ * SSTM_CM_MAX_POLICIES). */
 SSTM_API int sstm_cm_register(const sstm_cm_ops_t *ops);
 
-/* Look up a registered policy by name; NULL if unknown. */
+/* Look up a registered policy by name, or "P+ext" for a registered P (the
+ * composite is built once per P and then shared). NULL if unknown, or if
+ * P+ext is refused (P uses every counter); sstm_last_error() then says
+ * why. */
 SSTM_API const sstm_cm_ops_t *sstm_cm_find(const char *name);
 
 /* Names of the registered policies, comma-separated (for messages). */

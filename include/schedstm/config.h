@@ -17,6 +17,16 @@
  *   SCHEDSTM_STATE_TABLE     0 | 1: publish the per-thread state table
  *                            (/dev/shm/schedstm.<pid>, read by sstm-top)
  *   SCHEDSTM_NO_MEMBARRIER   0 | 1: 1 forces the begin fence without membarrier
+ * Numbers are plain decimal digits (no sign, space or prefix), range-checked.
+ *
+ * The policies' own knobs, read by the policy when it initialises whatever
+ * use_env says, and therefore checked by sstm_init() (and by
+ * sstm_config_from_env()) whichever policy is selected:
+ *   SCHEDSTM_SOFTSER_LEVER   auto | none | nice | idle | batch | slice
+ *   SCHEDSTM_EXT_MODE        auto | none | slice (P+ext's facility; tests)
+ *   SCHEDSTM_EXT_SLICE_US    P+ext's custom slice, 100..100000 (4000)
+ *   SCHEDSTM_PRIO_ESCALATE   os_prio/timestamp: aborts before a transaction
+ *                            restarts irrevocable, 0..1000000, 0 = never (32)
  */
 #ifndef SCHEDSTM_CONFIG_H
 #define SCHEDSTM_CONFIG_H
@@ -64,22 +74,25 @@ typedef struct sstm_config {
 /* Fill *cfg with the defaults. Never fails. */
 SSTM_API void sstm_config_default(sstm_config_t *cfg);
 
-/* Apply the SCHEDSTM_* environment variables to *cfg. Returns SSTM_EINVAL on
- * the first malformed or unknown value (sstm_last_error() says which and
- * lists the valid values); *cfg is then unchanged. */
+/* Apply the SCHEDSTM_* environment variables to *cfg (and check the
+ * policies' knobs). Returns SSTM_EINVAL on the first malformed or unknown
+ * value (sstm_last_error() says which and lists the valid values) or a NULL
+ * cfg; *cfg is then unchanged. */
 SSTM_API int sstm_config_from_env(sstm_config_t *cfg);
 
 /* Initialise the library. cfg may be NULL for the defaults (plus the
  * environment). Not thread-safe against a concurrent sstm_init/shutdown.
  * Errors: SSTM_ESTATE (already initialised), SSTM_EINVAL (bad value, see
- * sstm_last_error()), SSTM_ENOENT (unknown contention manager), SSTM_ENOMEM.
+ * sstm_last_error(); also "P+ext" for a P that +ext cannot wrap, see
+ * schedstm/cm.h), SSTM_ENOENT (unknown contention manager), SSTM_ENOMEM.
  * On error nothing is initialised. */
 SSTM_API int sstm_init(const sstm_config_t *cfg);
 
 /* Tear the library down and release every resource, including memory whose
  * reclamation was deferred. Errors: SSTM_ESTATE (not initialised),
- * SSTM_EBUSY (a registered thread other than the caller still exists, or a
- * transaction is active; nothing is released then). A calling thread that is
+ * SSTM_EBUSY (a registered thread other than the caller still exists, a
+ * transaction is active, or the call comes from an action, hook or policy
+ * running for the caller's transaction; nothing is released then). A calling thread that is
  * still registered is unregistered first. */
 SSTM_API int sstm_shutdown(void);
 
@@ -87,7 +100,7 @@ SSTM_API int sstm_shutdown(void);
 SSTM_API bool sstm_initialized(void);
 
 /* The effective configuration (after environment overrides).
- * Errors: SSTM_ESTATE if not initialised. */
+ * Errors: SSTM_EINVAL (out is NULL), SSTM_ESTATE if not initialised. */
 SSTM_API int sstm_config_get(sstm_config_t *out);
 
 /* One-line description of the effective configuration: version, design,

@@ -25,7 +25,9 @@
 #include "core/engine.h"
 #include "os/sched.h"
 
-#define EXT_STAT_YIELDS (SSTM_CM_NSTATS - 1) /* the last policy counter slot */
+/* The last policy counter slot: "P+ext" is refused for a P that uses it
+ * (include/schedstm/cm.h). */
+#define EXT_STAT_YIELDS (SSTM_CM_NSTATS - 1)
 
 typedef struct ext_state {
   sstm_slice_ctrl_t *ctrl; /* rseq mode: this thread's control bytes */
@@ -33,23 +35,20 @@ typedef struct ext_state {
 } ext_state_t;
 
 static sstm_ext_probe_t probe;
-static uint64_t slice_ns = 4000000;
+static uint64_t slice_ns = SSTM_EXT_SLICE_US_DEFAULT * 1000ull;
 
+/* SCHEDSTM_EXT_SLICE_US and SCHEDSTM_EXT_MODE (none | slice | auto, for
+ * tests), strictly (os/sched.h); read again at every sstm_init. */
 static int ext_init(void) {
-  const char *s = getenv("SCHEDSTM_EXT_SLICE_US");
-  if (s) {
-    char *end;
-    unsigned long us = strtoul(s, &end, 10);
-    if (*s == '\0' || *end != '\0' || us < 100 || us > 100000) {
-      sstm__set_error("SCHEDSTM_EXT_SLICE_US='%s': expected an integer in [100, 100000]", s);
-      return SSTM_EINVAL;
-    }
-    slice_ns = us * 1000ull;
-  }
-  const char *force = getenv("SCHEDSTM_EXT_MODE"); /* none | slice | auto (tests) */
+  uint64_t us;
+  sstm_ext_force_t force;
+  int rc;
+  if ((rc = sstm__env_ext_slice_us(&us)) != 0) return rc;
+  if ((rc = sstm__env_ext_mode(&force)) != 0) return rc;
+  slice_ns = us * 1000ull;
   sstm__ext_probe(&probe);
-  if (force && strcmp(force, "none") == 0) probe.mode = SSTM_EXT_NONE;
-  else if (force && strcmp(force, "slice") == 0 && probe.setattr_rc == 0) probe.mode = SSTM_EXT_SLICE;
+  if (force == SSTM_EXT_FORCE_NONE) probe.mode = SSTM_EXT_NONE;
+  else if (force == SSTM_EXT_FORCE_SLICE && probe.setattr_rc == 0) probe.mode = SSTM_EXT_SLICE;
   return 0;
 }
 
@@ -170,13 +169,32 @@ static int c_describe(char *buf, size_t len) {
   return snprintf(buf, len, "%s%sext=%s", base, base[0] ? "," : "", mode);
 }
 
-/* Build "base+ext". The result lives until exit (a small fixed pool). */
+/* Build "base+ext", or return the one built before: one composite per
+ * registered base (the registry calls this under its lock, and only for a
+ * registered base), so the pool never runs out. The result lives until exit.
+ * NULL, with the reason in sstm_last_error(), for a base that uses the last
+ * counter slot (ext's), or one whose state is out of bounds. */
 const sstm_cm_ops_t *sstm__cm_ext_compose(const sstm_cm_ops_t *base) {
-  static composite_t pool[16];
+  static composite_t pool[SSTM_CM_MAX_POLICIES];
   static unsigned used;
   for (unsigned i = 0; i < used; i++)
     if (pool[i].base == base) return &pool[i].ops;
-  if (used == 16) return NULL;
+  if (base->stat_names[EXT_STAT_YIELDS] != NULL) {
+    sstm__set_error("contention manager '%s+ext': policy '%s' uses all %d policy counters, and "
+                    "+ext needs the last one (ext_yields): a policy composable with +ext may "
+                    "use at most %d",
+                    base->name, base->name, SSTM_CM_NSTATS, SSTM_CM_NSTATS - 1);
+    return NULL;
+  }
+  if (base->state_size > SSTM_CM_STATE_MAX) {
+    sstm__set_error("contention manager '%s+ext': state_size %zu of '%s' is out of bounds",
+                    base->name, base->state_size, base->name);
+    return NULL;
+  }
+  if (used == SSTM_CM_MAX_POLICIES) {
+    sstm__set_error("contention manager '%s+ext': no room for another composite", base->name);
+    return NULL;
+  }
   composite_t *c = &pool[used];
   c->base = base;
   c->base_size = (base->state_size + 15) & ~(size_t)15;

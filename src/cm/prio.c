@@ -24,7 +24,6 @@
  * one. Tested by tests/integration/cm_livelock.c.
  */
 #include <stdatomic.h>
-#include <stdlib.h>
 
 #include "cm/common.h"
 #include "core/engine.h"
@@ -40,21 +39,16 @@ typedef struct prio_state {
   _Atomic uint32_t gen;        /* sstm_sched_set generation it saw */
 } prio_state_t;
 
-static unsigned escalate_after = 32;
+static unsigned escalate_after = SSTM_PRIO_ESCALATE_DEFAULT;
 
+/* SCHEDSTM_PRIO_ESCALATE, strictly (os/sched.h): read again at every
+ * sstm_init, the default without it. */
 static int prio_init(const sstm_config_t *cfg) {
   (void)cfg;
-  escalate_after = 32; /* the default, again at every sstm_init */
-  const char *s = getenv("SCHEDSTM_PRIO_ESCALATE");
-  if (s) {
-    char *end;
-    unsigned long v = strtoul(s, &end, 10);
-    if (*s == '\0' || *end != '\0' || v > 1000000) {
-      sstm__set_error("SCHEDSTM_PRIO_ESCALATE='%s': expected an integer in [0, 1000000] (0: never)", s);
-      return SSTM_EINVAL;
-    }
-    escalate_after = (unsigned)v;
-  }
+  unsigned after;
+  int rc = sstm__env_prio_escalate(&after);
+  if (rc != 0) return rc;
+  escalate_after = after;
   return 0;
 }
 

@@ -5,7 +5,7 @@
 
 #include "core/engine.h"
 
-#define MAX_POLICIES 32
+#define MAX_POLICIES SSTM_CM_MAX_POLICIES
 
 extern const sstm_cm_ops_t sstm__cm_suicide, sstm__cm_backoff, sstm__cm_yield, sstm__cm_ser_spin,
     sstm__cm_ser_yield, sstm__cm_ser_block, sstm__cm_softser, sstm__cm_os_prio, sstm__cm_timestamp,
@@ -35,24 +35,53 @@ static bool name_ok(const char *n) {
 }
 
 /* A registered name, or "P+ext" for a registered P ("ext" = "suicide+ext"):
- * the ext modifier wraps any policy (cm/ext.c). */
-static const sstm_cm_ops_t *find_locked(const char *name) {
+ * the ext modifier wraps any policy (cm/ext.c), once per P (the composite
+ * is then shared by every lookup; a name whose P is not registered builds
+ * nothing). *refused: P is registered but ext refused to wrap it (the
+ * reason is in sstm_last_error()). */
+static const sstm_cm_ops_t *find_locked(const char *name, bool *refused) {
+  const sstm_cm_ops_t *base = NULL, *o = NULL;
+  *refused = false;
   for (unsigned i = 0; i < ntable; i++)
     if (strcmp(table[i]->name, name) == 0) return table[i];
-  if (strcmp(name, "ext") == 0) return sstm__cm_ext_compose(&sstm__cm_suicide);
   size_t n = strlen(name);
-  if (n > 4 && strcmp(name + n - 4, "+ext") == 0) {
-    for (unsigned i = 0; i < ntable; i++)
+  if (strcmp(name, "ext") == 0) {
+    base = &sstm__cm_suicide;
+  } else if (n > 4 && strcmp(name + n - 4, "+ext") == 0) {
+    for (unsigned i = 0; i < ntable && base == NULL; i++)
       if (strlen(table[i]->name) == n - 4 && strncmp(table[i]->name, name, n - 4) == 0)
-        return sstm__cm_ext_compose(table[i]);
+        base = table[i];
   }
-  return NULL;
+  if (base && (o = sstm__cm_ext_compose(base)) == NULL) *refused = true;
+  return o;
+}
+
+/* The message for a name that find_locked() did not find (who: the
+ * caller, or NULL). */
+static void set_not_found(const char *who, const char *name, bool refused) {
+  if (refused) return; /* sstm__cm_ext_compose() said why */
+  char list[2048];
+  sstm_cm_list(list, sizeof list);
+  sstm__set_error("%s%sunknown contention manager '%s'; valid values: %s", who ? who : "",
+                  who ? ": " : "", name, list);
 }
 
 SSTM_API int sstm_cm_register(const sstm_cm_ops_t *ops) {
   pthread_once(&builtins_once, add_builtins);
-  if (ops == NULL || ops->on_conflict == NULL || !name_ok(ops->name)) {
+  if (ops == NULL) {
+    sstm__set_error("sstm_cm_register: ops is NULL");
+    return SSTM_EINVAL;
+  }
+  if (ops->on_conflict == NULL || !name_ok(ops->name)) {
     sstm__set_error("sstm_cm_register: need a name of [a-z0-9+_-] (1..48 chars) and on_conflict");
+    return SSTM_EINVAL;
+  }
+  /* Bounded so that the descriptor's allocation (and ext's rounding of it
+   * in "P+ext") can neither overflow nor ask for absurd sizes. */
+  if (ops->state_size > SSTM_CM_STATE_MAX) {
+    sstm__set_error("sstm_cm_register: policy '%s': state_size %zu is larger than "
+                    "SSTM_CM_STATE_MAX (%zu bytes)",
+                    ops->name, ops->state_size, (size_t)SSTM_CM_STATE_MAX);
     return SSTM_EINVAL;
   }
   for (int i = 0; i < SSTM_CM_NSTATS && ops->stat_names[i]; i++) {
@@ -64,8 +93,9 @@ SSTM_API int sstm_cm_register(const sstm_cm_ops_t *ops) {
     }
   }
   int rc = 0;
+  bool refused;
   pthread_mutex_lock(&table_lock);
-  if (find_locked(ops->name)) {
+  if (find_locked(ops->name, &refused)) {
     sstm__set_error("sstm_cm_register: a policy named '%s' is already registered", ops->name);
     rc = SSTM_EBUSY;
   } else if (ntable == MAX_POLICIES) {
@@ -80,10 +110,15 @@ SSTM_API int sstm_cm_register(const sstm_cm_ops_t *ops) {
 
 SSTM_API const sstm_cm_ops_t *sstm_cm_find(const char *name) {
   pthread_once(&builtins_once, add_builtins);
-  if (name == NULL) return NULL;
+  if (name == NULL) {
+    sstm__set_error("sstm_cm_find: name is NULL");
+    return NULL;
+  }
+  bool refused;
   pthread_mutex_lock(&table_lock);
-  const sstm_cm_ops_t *o = find_locked(name);
+  const sstm_cm_ops_t *o = find_locked(name, &refused);
   pthread_mutex_unlock(&table_lock);
+  if (o == NULL) set_not_found("sstm_cm_find", name, refused);
   return o;
 }
 
@@ -98,7 +133,8 @@ SSTM_API int sstm_cm_list(char *buf, size_t len) {
     used += (size_t)n;
   }
   int n = snprintf(buf ? buf + (used < len ? used : len) : NULL, used < len ? len - used : 0,
-                   ", ext (and P+ext for any P above)");
+                   ", ext (and P+ext for any P above with at most %d counters)",
+                   SSTM_CM_NSTATS - 1);
   used += (size_t)n;
   pthread_mutex_unlock(&table_lock);
   return (int)used;
@@ -109,12 +145,17 @@ SSTM_API const sstm_cm_ops_t *sstm_cm_current(void) {
 }
 
 int sstm__cm_select(const char *name, const sstm_cm_ops_t **out) {
-  const sstm_cm_ops_t *o = sstm_cm_find(name);
+  pthread_once(&builtins_once, add_builtins);
+  const sstm_cm_ops_t *o = NULL;
+  bool refused = false;
+  if (name) {
+    pthread_mutex_lock(&table_lock);
+    o = find_locked(name, &refused);
+    pthread_mutex_unlock(&table_lock);
+  }
   if (o == NULL) {
-    char list[512];
-    sstm_cm_list(list, sizeof list);
-    sstm__set_error("unknown contention manager '%s'; valid values: %s", name ? name : "(null)",
-                    list);
+    if (refused) return SSTM_EINVAL; /* a known policy that +ext cannot wrap */
+    set_not_found(NULL, name ? name : "(null)", false);
     return SSTM_ENOENT;
   }
   *out = o;

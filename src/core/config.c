@@ -2,13 +2,13 @@
  * initialisation and shutdown, and the description of the effective
  * configuration. */
 #define _GNU_SOURCE
-#include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/utsname.h>
 
 #include "core/engine.h"
+#include "os/sched.h"
 
 /* The two mutexes live as long as the process (never re-initialised by a
  * later sstm_init): a thread may be blocked on reg_lock while the library
@@ -51,18 +51,30 @@ SSTM_API int sstm_design_parse(const char *s, sstm_design_t *out) {
   return SSTM_EINVAL;
 }
 
-/* Strict unsigned parse: digits only, within [lo, hi]. */
+/* Strict unsigned parse: plain decimal digits only (no sign, space or
+ * prefix: strtoull alone would take " +5", " -0" and wrap "-1"), no
+ * overflow, within [lo, hi]. */
 static int parse_u64(const char *var, const char *s, uint64_t lo, uint64_t hi, uint64_t *out) {
-  char *end;
-  errno = 0;
-  if (*s == '\0' || *s == '-' || *s == '+') goto bad;
-  unsigned long long v = strtoull(s, &end, 10);
-  if (errno != 0 || *end != '\0' || v < lo || v > hi) goto bad;
+  uint64_t v = 0;
+  if (*s == '\0') goto bad;
+  for (const char *p = s; *p; p++) {
+    if (*p < '0' || *p > '9') goto bad;
+    unsigned d = (unsigned)(*p - '0');
+    if (v > (UINT64_MAX - d) / 10) goto bad;
+    v = v * 10 + d;
+  }
+  if (v < lo || v > hi) goto bad;
   *out = v;
   return 0;
 bad:
-  sstm__set_error("%s='%s': expected an integer in [%" PRIu64 ", %" PRIu64 "]", var, s, lo, hi);
+  sstm__set_error("%s='%s': expected a decimal integer in [%" PRIu64 ", %" PRIu64 "]", var, s, lo,
+                  hi);
   return SSTM_EINVAL;
+}
+
+int sstm__env_u64(const char *var, uint64_t lo, uint64_t hi, uint64_t *out) {
+  const char *s = getenv(var);
+  return s ? parse_u64(var, s, lo, hi, out) : 0;
 }
 
 static int check_config(const sstm_config_t *c) {
@@ -87,7 +99,10 @@ static int check_config(const sstm_config_t *c) {
 }
 
 SSTM_API int sstm_config_from_env(sstm_config_t *cfg) {
-  if (cfg == NULL) return SSTM_EINVAL;
+  if (cfg == NULL) {
+    sstm__set_error("sstm_config_from_env: cfg is NULL");
+    return SSTM_EINVAL;
+  }
   sstm_config_t c = *cfg;
   const char *s;
   uint64_t v;
@@ -96,7 +111,15 @@ SSTM_API int sstm_config_from_env(sstm_config_t *cfg) {
     return SSTM_EINVAL;
   }
   if ((s = getenv("SCHEDSTM_CM"))) {
-    if (sstm_cm_find(s) == NULL || strlen(s) >= sizeof cm_name_buf) {
+    const sstm_cm_ops_t *o;
+    int rc = strlen(s) < sizeof cm_name_buf ? sstm__cm_select(s, &o) : SSTM_ENOENT;
+    if (rc == SSTM_EINVAL) { /* known, but not usable: "P+ext" that ext refused */
+      char why[400];
+      snprintf(why, sizeof why, "%s", sstm_last_error());
+      sstm__set_error("SCHEDSTM_CM='%s': %s", s, why);
+      return SSTM_EINVAL;
+    }
+    if (rc != 0) {
       char list[512];
       sstm_cm_list(list, sizeof list);
       sstm__set_error("SCHEDSTM_CM='%s': unknown contention manager; valid values: %s", s, list);
@@ -150,6 +173,8 @@ SSTM_API int sstm_config_from_env(sstm_config_t *cfg) {
     sstm__set_error("SCHEDSTM_NO_MEMBARRIER='%s': valid values: 0, 1", s);
     return SSTM_EINVAL;
   }
+  /* The policies' own knobs (os/sched.h), whichever policy is selected. */
+  if (sstm__sched_env_check() != 0) return SSTM_EINVAL;
   *cfg = c;
   return 0;
 }
@@ -165,6 +190,9 @@ SSTM_API int sstm_init(const sstm_config_t *user) {
   int rc;
   if (cfg.use_env && (rc = sstm_config_from_env(&cfg)) != 0) return rc;
   if ((rc = check_config(&cfg)) != 0) return rc;
+  /* The policies read their knobs whatever use_env says: check them all
+   * (sstm_config_from_env did if use_env). */
+  if (!cfg.use_env && (rc = sstm__sched_env_check()) != 0) return rc;
   const sstm_cm_ops_t *cm;
   if ((rc = sstm__cm_select(cfg.cm, &cm)) != 0) return rc;
   snprintf(cm_name_buf, sizeof cm_name_buf, "%s", cm->name);
@@ -255,8 +283,14 @@ SSTM_API int sstm_shutdown(void) {
 }
 
 SSTM_API int sstm_config_get(sstm_config_t *out) {
-  if (out == NULL) return SSTM_EINVAL;
-  if (!atomic_load_explicit(&sstm__g.initialized, memory_order_acquire)) return SSTM_ESTATE;
+  if (out == NULL) {
+    sstm__set_error("sstm_config_get: out is NULL");
+    return SSTM_EINVAL;
+  }
+  if (!atomic_load_explicit(&sstm__g.initialized, memory_order_acquire)) {
+    sstm__set_error("sstm_config_get: not initialised");
+    return SSTM_ESTATE;
+  }
   *out = sstm__g.cfg;
   return 0;
 }
@@ -273,6 +307,7 @@ static int describe_cm(char *buf, size_t len) {
 SSTM_API int sstm_describe(char *buf, size_t len) {
   if (!atomic_load_explicit(&sstm__g.initialized, memory_order_acquire)) {
     if (buf && len) buf[0] = '\0';
+    sstm__set_error("sstm_describe: not initialised");
     return SSTM_ESTATE;
   }
   const sstm_config_t *c = &sstm__g.cfg;

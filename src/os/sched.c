@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -107,6 +108,8 @@ static void *lever_probe_thread(void *arg) {
   return NULL;
 }
 
+/* An unknown `force` gives NONE: sstm_init() has rejected it already
+ * (sstm__env_softser_lever). */
 sstm_lever_t sstm__lever_probe(const char *force) {
   if (force && strcmp(force, "auto") != 0) {
     for (unsigned i = 0; i < 5; i++)
@@ -239,6 +242,66 @@ bool sstm__ext_set_slice(uint64_t ns) {
 
 void sstm__ext_slice_yield(void) { syscall(SSTM_SYS_RSEQ_SLICE_YIELD); }
 
+/* ---- the policies' environment knobs (os/sched.h) ---- */
+
+int sstm__env_softser_lever(sstm_lever_t *lever, bool *probe) {
+  const char *s = getenv("SCHEDSTM_SOFTSER_LEVER");
+  *lever = SSTM_LEVER_NONE;
+  *probe = true;
+  if (s == NULL || strcmp(s, "auto") == 0) return 0;
+  for (unsigned i = 0; i < 5; i++) {
+    if (strcmp(s, lever_names[i]) == 0) {
+      *lever = (sstm_lever_t)i;
+      *probe = false;
+      return 0;
+    }
+  }
+  sstm__set_error("SCHEDSTM_SOFTSER_LEVER='%s': valid values: auto, none, nice, idle, batch, slice",
+                  s);
+  return SSTM_EINVAL;
+}
+
+int sstm__env_ext_mode(sstm_ext_force_t *force) {
+  static const char *const names[] = {"auto", "none", "slice"};
+  const char *s = getenv("SCHEDSTM_EXT_MODE");
+  *force = SSTM_EXT_FORCE_AUTO;
+  if (s == NULL) return 0;
+  for (unsigned i = 0; i < 3; i++) {
+    if (strcmp(s, names[i]) == 0) {
+      *force = (sstm_ext_force_t)i;
+      return 0;
+    }
+  }
+  sstm__set_error("SCHEDSTM_EXT_MODE='%s': valid values: auto, none, slice", s);
+  return SSTM_EINVAL;
+}
+
+int sstm__env_ext_slice_us(uint64_t *us) {
+  *us = SSTM_EXT_SLICE_US_DEFAULT;
+  return sstm__env_u64("SCHEDSTM_EXT_SLICE_US", SSTM_EXT_SLICE_US_MIN, SSTM_EXT_SLICE_US_MAX, us);
+}
+
+int sstm__env_prio_escalate(unsigned *after) {
+  uint64_t v = SSTM_PRIO_ESCALATE_DEFAULT;
+  int rc = sstm__env_u64("SCHEDSTM_PRIO_ESCALATE", 0, SSTM_PRIO_ESCALATE_MAX, &v);
+  if (rc != 0) return rc;
+  *after = (unsigned)v;
+  return 0;
+}
+
+int sstm__sched_env_check(void) {
+  sstm_lever_t lever;
+  bool probe;
+  sstm_ext_force_t force;
+  uint64_t us;
+  unsigned after;
+  int rc;
+  if ((rc = sstm__env_softser_lever(&lever, &probe)) != 0) return rc;
+  if ((rc = sstm__env_ext_mode(&force)) != 0) return rc;
+  if ((rc = sstm__env_ext_slice_us(&us)) != 0) return rc;
+  return sstm__env_prio_escalate(&after);
+}
+
 /* ---- public API (schedstm/sched.h) ---- */
 
 SSTM_API int sstm_sched_set(int policy, int prio) {
@@ -281,6 +344,9 @@ bad:
 }
 
 SSTM_API int sstm_sched_conflict_priority(const sstm_desc_t *d) {
-  if (d == NULL) return -1;
+  if (d == NULL) {
+    sstm__set_error("sstm_sched_conflict_priority: d is NULL");
+    return -1;
+  }
   return sstm__conflict_prio_of(sstm_desc_tid(d), NULL, NULL);
 }

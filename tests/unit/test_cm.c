@@ -243,6 +243,144 @@ TEST(register_until_full) {
   CHECK_NOT_NULL(sstm_cm_find("suicide")); /* built-ins survive */
 }
 
+/* "P+ext" puts ext's counter in the last slot: refused for a P that uses
+ * all SSTM_CM_NSTATS counters (its last one would be overwritten), with a
+ * message naming P; a P with one counter fewer composes and keeps them. */
+TEST(ext_refused_for_policy_using_every_counter) {
+  static sstm_cm_ops_t eight, seven;
+  eight = recorder;
+  eight.name = "test-eight";
+  for (int i = 0; i < SSTM_CM_NSTATS; i++)
+    eight.stat_names[i] = "c";
+  eight.stat_names[SSTM_CM_NSTATS - 1] = "eighth";
+  CHECK_OK(sstm_cm_register(&eight));
+  seven = eight;
+  seven.name = "test-seven";
+  seven.stat_names[SSTM_CM_NSTATS - 1] = NULL;
+  seven.stat_names[SSTM_CM_NSTATS - 2] = "seventh";
+  CHECK_OK(sstm_cm_register(&seven));
+
+  CHECK_EQ_PTR(sstm_cm_find("test-eight"), &eight); /* alone it is fine */
+  CHECK_NULL(sstm_cm_find("test-eight+ext"));
+  CHECK_CONTAINS(sstm_last_error(), "'test-eight'");
+  sstm_config_t c;
+  sstm_test_config(&c);
+  c.cm = "test-eight+ext";
+  CHECK_RC(sstm_init(&c), SSTM_EINVAL);
+  CHECK_FALSE(sstm_initialized());
+  CHECK_CONTAINS(sstm_last_error(), "'test-eight'");
+  CHECK_CONTAINS(sstm_last_error(), "counters");
+  setenv("SCHEDSTM_CM", "test-eight+ext", 1);
+  sstm_config_t e;
+  sstm_config_default(&e);
+  CHECK_RC(sstm_config_from_env(&e), SSTM_EINVAL);
+  CHECK_CONTAINS(sstm_last_error(), "SCHEDSTM_CM");
+  CHECK_CONTAINS(sstm_last_error(), "'test-eight'");
+  unsetenv("SCHEDSTM_CM");
+
+  const sstm_cm_ops_t *o = sstm_cm_find("test-seven+ext");
+  CHECK_NOT_NULL(o);
+  CHECK_EQ_STR(o->stat_names[SSTM_CM_NSTATS - 2], "seventh");
+  CHECK_EQ_STR(o->stat_names[SSTM_CM_NSTATS - 1], "ext_yields");
+}
+
+/* state_size is bounded at registration (SSTM_CM_STATE_MAX): a huge one
+ * would make every sstm_thread_init fail, and "P+ext" rounds it up (it
+ * would wrap to a tiny composite state). The bound itself is usable. */
+TEST(register_bounds_state_size) {
+  static const size_t bad[] = {(size_t)1 << 60, SIZE_MAX - 3, SIZE_MAX, SSTM_CM_STATE_MAX + 1};
+  static sstm_cm_ops_t ops[sizeof bad / sizeof bad[0]];
+  static char names[sizeof bad / sizeof bad[0]][16];
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    snprintf(names[i], sizeof names[i], "test-big%zu", i);
+    ops[i] = recorder;
+    ops[i].name = names[i];
+    ops[i].state_size = bad[i];
+    int rc = sstm_cm_register(&ops[i]);
+    CHECK_MSG(rc == SSTM_EINVAL, "state_size %zu accepted: %d (%s)", bad[i], rc, sstm_strerror(rc));
+    CHECK_CONTAINS(sstm_last_error(), "state_size");
+    CHECK_CONTAINS(sstm_last_error(), names[i]);
+    CHECK_NULL(sstm_cm_find(names[i]));
+  }
+  static sstm_cm_ops_t max;
+  max = recorder;
+  max.name = "test-max-state";
+  max.state_size = SSTM_CM_STATE_MAX;
+  CHECK_OK(sstm_cm_register(&max));
+  const sstm_cm_ops_t *o = sstm_cm_find("test-max-state+ext");
+  CHECK_NOT_NULL(o);
+  CHECK_GT_U(o->state_size, SSTM_CM_STATE_MAX); /* the base's state, then ext's */
+  init_with("test-max-state+ext", 64);
+  uint64_t w = 0;
+  tx_store_u64(&w, 3);
+  CHECK_EQ_U(tx_load_u64(&w), 3);
+  sstm_test_fini();
+}
+
+/* Every registrable policy has its "P+ext": lookups share one composite per
+ * P and never use up the pool, and lookups of unknown names build nothing. */
+TEST(ext_composite_for_every_policy) {
+  enum { N = SSTM_CM_MAX_POLICIES };
+  static sstm_cm_ops_t ops[N];
+  static char names[N][24];
+  int n, rc = 0;
+  for (n = 0; n < N; n++) {
+    snprintf(names[n], sizeof names[n], "test-p%d", n);
+    ops[n] = recorder;
+    ops[n].name = names[n];
+    if ((rc = sstm_cm_register(&ops[n])) != 0)
+      break;
+  }
+  CHECK_RC(rc, SSTM_ELIMIT); /* the table is full */
+  CHECK_GT_I(n, 0);
+  for (int round = 0; round < 3; round++) {
+    for (int k = 0; k < 20; k++) {
+      char bogus[32];
+      snprintf(bogus, sizeof bogus, "test-nosuch%d+ext", k);
+      CHECK_NULL(sstm_cm_find(bogus));
+    }
+    static const char *const builtins[] = {"suicide",   "backoff",   "yield",   "ser-spin",
+                                           "ser-yield", "ser-block", "softser", "os_prio",
+                                           "timestamp", "adaptive"};
+    for (size_t i = 0; i < sizeof builtins / sizeof builtins[0]; i++) {
+      char x[64];
+      snprintf(x, sizeof x, "%s+ext", builtins[i]);
+      const sstm_cm_ops_t *o = sstm_cm_find(x);
+      CHECK_MSG(o != NULL, "round %d: %s not found: %s", round, x, sstm_last_error());
+      CHECK_EQ_STR(o->name, x);
+    }
+    for (int i = 0; i < n; i++) {
+      char x[64];
+      snprintf(x, sizeof x, "%s+ext", names[i]);
+      const sstm_cm_ops_t *o = sstm_cm_find(x);
+      CHECK_MSG(o != NULL, "round %d: %s not found: %s", round, x, sstm_last_error());
+      CHECK_EQ_STR(o->name, x);
+      CHECK_EQ_PTR(sstm_cm_find(x), o); /* the same composite every time */
+    }
+  }
+  char last[64];
+  snprintf(last, sizeof last, "%s+ext", names[n - 1]);
+  init_with(last, 64);
+  CHECK_EQ_STR(sstm_cm_current()->name, last);
+  sstm_test_fini();
+}
+
+/* Failed lookups and registrations say why, not an older failure. */
+TEST(registry_errors_set_last_error) {
+  CHECK_RC(sstm_design_parse("stale-message", NULL), SSTM_EINVAL);
+  CHECK_NULL(sstm_cm_find(NULL));
+  CHECK_CONTAINS(sstm_last_error(), "sstm_cm_find");
+  CHECK_RC(sstm_design_parse("stale-message", NULL), SSTM_EINVAL);
+  CHECK_NULL(sstm_cm_find("no-such-policy"));
+  CHECK_CONTAINS(sstm_last_error(), "no-such-policy");
+  CHECK_RC(sstm_design_parse("stale-message", NULL), SSTM_EINVAL);
+  CHECK_RC(sstm_cm_register(NULL), SSTM_EINVAL);
+  CHECK_CONTAINS(sstm_last_error(), "sstm_cm_register");
+  CHECK_RC(sstm_design_parse("stale-message", NULL), SSTM_EINVAL);
+  CHECK_EQ_I(sstm_sched_conflict_priority(NULL), -1);
+  CHECK_CONTAINS(sstm_last_error(), "sstm_sched_conflict_priority");
+}
+
 TEST(policy_init_failure_fails_sstm_init) {
   static sstm_cm_ops_t failing;
   failing = recorder;

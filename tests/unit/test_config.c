@@ -10,10 +10,13 @@
 #include "../common/runner.h"
 
 static const char *const ENV_VARS[] = {
-    "SCHEDSTM_DESIGN",         "SCHEDSTM_CM",          "SCHEDSTM_LOCK_BITS",
-    "SCHEDSTM_STRIPE_SHIFT",   "SCHEDSTM_MAX_THREADS", "SCHEDSTM_STATS",
-    "SCHEDSTM_BACKOFF_MIN_NS", "SCHEDSTM_BACKOFF_MAX_NS", "SCHEDSTM_WAIT_MAX",
-    "SCHEDSTM_NO_MEMBARRIER",
+    "SCHEDSTM_DESIGN",         "SCHEDSTM_CM",
+    "SCHEDSTM_LOCK_BITS",      "SCHEDSTM_STRIPE_SHIFT",
+    "SCHEDSTM_MAX_THREADS",    "SCHEDSTM_STATS",
+    "SCHEDSTM_BACKOFF_MIN_NS", "SCHEDSTM_BACKOFF_MAX_NS",
+    "SCHEDSTM_WAIT_MAX",       "SCHEDSTM_NO_MEMBARRIER",
+    "SCHEDSTM_SOFTSER_LEVER",  "SCHEDSTM_EXT_MODE",
+    "SCHEDSTM_EXT_SLICE_US",   "SCHEDSTM_PRIO_ESCALATE",
 };
 
 static void clear_env(void) {
@@ -172,6 +175,126 @@ TEST(env_invalid_numbers) {
   expect_invalid("SCHEDSTM_BACKOFF_MAX_NS", "99999999999999999999999", NULL);
   expect_invalid("SCHEDSTM_WAIT_MAX", "many", NULL);
   expect_invalid("SCHEDSTM_WAIT_MAX", "-1", NULL);
+}
+
+/* Numbers are plain decimal digits: no sign, space or prefix, even where
+ * strtoull would take them (" +5", " -0", "-1" wrapping to a huge value). */
+TEST(env_numbers_are_plain_digits) {
+  const char *lock[] = {"10", "28", NULL};
+  expect_invalid("SCHEDSTM_LOCK_BITS", " +12", lock);
+  expect_invalid("SCHEDSTM_LOCK_BITS", "+12", lock);
+  expect_invalid("SCHEDSTM_LOCK_BITS", " 12", lock);
+  expect_invalid("SCHEDSTM_LOCK_BITS", "\t12", lock);
+  expect_invalid("SCHEDSTM_LOCK_BITS", "0x10", lock);
+  expect_invalid("SCHEDSTM_LOCK_BITS", "", lock);
+  const char *wait[] = {"0", "1000000", NULL};
+  expect_invalid("SCHEDSTM_WAIT_MAX", " -0", wait);
+  expect_invalid("SCHEDSTM_WAIT_MAX", " 5", wait);
+  expect_invalid("SCHEDSTM_BACKOFF_MAX_NS", "-18446744073709551615", NULL);
+  expect_invalid("SCHEDSTM_BACKOFF_MAX_NS", "18446744073709551616", NULL);
+  /* leading zeros are still plain digits */
+  clear_env();
+  setenv("SCHEDSTM_LOCK_BITS", "012", 1);
+  sstm_config_t c;
+  sstm_config_default(&c);
+  CHECK_OK(sstm_config_from_env(&c));
+  CHECK_EQ_U(c.lock_bits, 12);
+}
+
+/* The policies' knobs (softser, ext, os_prio/timestamp) are checked with
+ * the others, whichever policy is selected: a typo is an error that lists
+ * the valid values, not silently the default. */
+TEST(env_invalid_policy_knobs) {
+  const char *lever[] = {"auto", "none", "nice", "idle", "batch", "slice", NULL};
+  expect_invalid("SCHEDSTM_SOFTSER_LEVER", "nicee", lever);
+  expect_invalid("SCHEDSTM_SOFTSER_LEVER", "", lever);
+  expect_invalid("SCHEDSTM_SOFTSER_LEVER", "NICE", lever);
+  const char *mode[] = {"auto", "none", "slice", NULL};
+  expect_invalid("SCHEDSTM_EXT_MODE", "slcie", mode);
+  expect_invalid("SCHEDSTM_EXT_MODE", "rseq ", mode);
+  const char *slice[] = {"100", "100000", NULL};
+  expect_invalid("SCHEDSTM_EXT_SLICE_US", "-18446744073709451616", slice);
+  expect_invalid("SCHEDSTM_EXT_SLICE_US", "+4000", slice);
+  expect_invalid("SCHEDSTM_EXT_SLICE_US", "99", slice);
+  expect_invalid("SCHEDSTM_EXT_SLICE_US", "100001", slice);
+  const char *esc[] = {"0", "1000000", NULL};
+  expect_invalid("SCHEDSTM_PRIO_ESCALATE", "-18446744073709551615", esc);
+  expect_invalid("SCHEDSTM_PRIO_ESCALATE", " 4", esc);
+  expect_invalid("SCHEDSTM_PRIO_ESCALATE", "1000001", esc);
+  expect_invalid("SCHEDSTM_PRIO_ESCALATE", "many", esc);
+  /* every valid value passes */
+  static const char *const good[][2] = {
+      {"SCHEDSTM_SOFTSER_LEVER", "auto"},    {"SCHEDSTM_SOFTSER_LEVER", "none"},
+      {"SCHEDSTM_SOFTSER_LEVER", "nice"},    {"SCHEDSTM_SOFTSER_LEVER", "idle"},
+      {"SCHEDSTM_SOFTSER_LEVER", "batch"},   {"SCHEDSTM_SOFTSER_LEVER", "slice"},
+      {"SCHEDSTM_EXT_MODE", "auto"},         {"SCHEDSTM_EXT_MODE", "none"},
+      {"SCHEDSTM_EXT_MODE", "slice"},        {"SCHEDSTM_EXT_SLICE_US", "100"},
+      {"SCHEDSTM_EXT_SLICE_US", "100000"},   {"SCHEDSTM_PRIO_ESCALATE", "0"},
+      {"SCHEDSTM_PRIO_ESCALATE", "1000000"},
+  };
+  for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+    clear_env();
+    setenv(good[i][0], good[i][1], 1);
+    sstm_config_t c;
+    sstm_config_default(&c);
+    int rc = sstm_config_from_env(&c);
+    CHECK_MSG(rc == 0, "%s=%s rejected: %s", good[i][0], good[i][1], sstm_last_error());
+  }
+}
+
+/* sstm_init checks the policies' knobs whichever policy is selected, and
+ * with use_env false too (the policies read them whatever use_env says). */
+TEST(init_checks_policy_knobs) {
+  static const char *const bad[][2] = {
+      {"SCHEDSTM_SOFTSER_LEVER", "nicee"},
+      {"SCHEDSTM_EXT_MODE", "slcie"},
+      {"SCHEDSTM_EXT_SLICE_US", "-18446744073709451616"},
+      {"SCHEDSTM_PRIO_ESCALATE", "-18446744073709551615"},
+  };
+  static const char *const cms[] = {"suicide", "softser", "ser-block+ext", "os_prio"};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    for (int use_env = 0; use_env < 2; use_env++) {
+      clear_env();
+      setenv(bad[i][0], bad[i][1], 1);
+      sstm_config_t c;
+      sstm_config_default(&c);
+      c.use_env = use_env;
+      int rc = sstm_init(&c); /* suicide: not the knob's policy */
+      CHECK_MSG(rc == SSTM_EINVAL, "%s=%s, use_env %d, suicide: sstm_init returned %d (%s)",
+                bad[i][0], bad[i][1], use_env, rc, sstm_strerror(rc));
+      CHECK_FALSE(sstm_initialized());
+      CHECK_CONTAINS(sstm_last_error(), bad[i][0]);
+      c.cm = cms[i]; /* the knob's own policy */
+      rc = sstm_init(&c);
+      CHECK_MSG(rc == SSTM_EINVAL, "%s=%s, use_env %d, %s: sstm_init returned %d (%s)", bad[i][0],
+                bad[i][1], use_env, cms[i], rc, sstm_strerror(rc));
+      CHECK_FALSE(sstm_initialized());
+      CHECK_CONTAINS(sstm_last_error(), bad[i][0]);
+    }
+  }
+  clear_env();
+  CHECK_OK(sstm_init(NULL));
+  CHECK_OK(sstm_shutdown());
+}
+
+/* Calls that fail say why in sstm_last_error(), not an older failure's
+ * message. */
+TEST(config_errors_set_last_error) {
+  clear_env();
+  CHECK_RC(sstm_design_parse("stale-message", NULL), SSTM_EINVAL);
+  CHECK_RC(sstm_config_from_env(NULL), SSTM_EINVAL);
+  CHECK_CONTAINS(sstm_last_error(), "sstm_config_from_env");
+  CHECK_RC(sstm_design_parse("stale-message", NULL), SSTM_EINVAL);
+  CHECK_RC(sstm_config_get(NULL), SSTM_EINVAL);
+  CHECK_CONTAINS(sstm_last_error(), "sstm_config_get");
+  sstm_config_t c;
+  CHECK_RC(sstm_design_parse("stale-message", NULL), SSTM_EINVAL);
+  CHECK_RC(sstm_config_get(&c), SSTM_ESTATE);
+  CHECK_CONTAINS(sstm_last_error(), "sstm_config_get");
+  char buf[64];
+  CHECK_RC(sstm_design_parse("stale-message", NULL), SSTM_EINVAL);
+  CHECK_RC(sstm_describe(buf, sizeof buf), SSTM_ESTATE);
+  CHECK_CONTAINS(sstm_last_error(), "sstm_describe");
 }
 
 TEST(env_first_error_leaves_cfg_unchanged) {
