@@ -350,8 +350,8 @@ TEST(ext_composite_for_every_policy) {
       CHECK_EQ_STR(o->name, x);
     }
     for (int i = 0; i < n; i++) {
-      char x[64];
-      snprintf(x, sizeof x, "%s+ext", names[i]);
+      char x[sizeof names[i] + 8];
+      snprintf(x, sizeof x, "%.23s+ext", names[i]);
       const sstm_cm_ops_t *o = sstm_cm_find(x);
       CHECK_MSG(o != NULL, "round %d: %s not found: %s", round, x, sstm_last_error());
       CHECK_EQ_STR(o->name, x);
