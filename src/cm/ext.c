@@ -31,11 +31,16 @@
 
 typedef struct ext_state {
   sstm_slice_ctrl_t *ctrl; /* rseq mode: this thread's control bytes */
+  uint64_t slice_prev;     /* slice mode: the thread's slice before (0: default) */
   bool slice_set;
 } ext_state_t;
 
 static sstm_ext_probe_t probe;
 static uint64_t slice_ns = SSTM_EXT_SLICE_US_DEFAULT * 1000ull;
+/* The slice of the thread that called sstm_init, taken for the default: a
+ * thread found with it gets the default back (0), not a custom slice of
+ * the same length. */
+static uint64_t default_slice_ns;
 
 /* SCHEDSTM_EXT_SLICE_US and SCHEDSTM_EXT_MODE (none | slice | auto, for
  * tests), strictly (os/sched.h); read again at every sstm_init. */
@@ -46,6 +51,7 @@ static int ext_init(void) {
   if ((rc = sstm__env_ext_slice_us(&us)) != 0) return rc;
   if ((rc = sstm__env_ext_mode(&force)) != 0) return rc;
   slice_ns = us * 1000ull;
+  default_slice_ns = sstm__sched_slice_ns();
   sstm__ext_probe(&probe);
   if (force == SSTM_EXT_FORCE_NONE) probe.mode = SSTM_EXT_NONE;
   else if (force == SSTM_EXT_FORCE_SLICE && probe.setattr_rc == 0) probe.mode = SSTM_EXT_SLICE;
@@ -60,13 +66,16 @@ static void ext_attach(ext_state_t *s) {
   s->ctrl = NULL;
   s->slice_set = false;
   if (probe.mode == SSTM_EXT_RSEQ && sstm__ext_rseq_enable()) s->ctrl = sstm__ext_rseq_ctrl();
-  if (s->ctrl == NULL && probe.setattr_rc == 0 && probe.mode != SSTM_EXT_NONE)
+  if (s->ctrl == NULL && probe.setattr_rc == 0 && probe.mode != SSTM_EXT_NONE) {
+    uint64_t prev = sstm__sched_slice_ns();
+    s->slice_prev = prev == default_slice_ns ? 0 : prev;
     s->slice_set = sstm__ext_set_slice(slice_ns);
+  }
 }
 
 static void ext_detach(ext_state_t *s) {
   if (s->ctrl) s->ctrl->request = 0; /* never leave a request behind */
-  if (s->slice_set) sstm__ext_set_slice(0); /* back to the default slice */
+  if (s->slice_set) sstm__ext_set_slice(s->slice_prev); /* back to the thread's own */
   s->slice_set = false;
   s->ctrl = NULL;
 }
@@ -139,9 +148,13 @@ static void c_attach(sstm_cm_ctx_t *ctx) {
   if (comp_of(ctx)->base->on_attach) comp_of(ctx)->base->on_attach(ctx);
   ext_attach(ext_of(ctx));
 }
+/* The base first: a base that changed the same setting after ext's attach
+ * (softser's slice lever lowers a thread that already has ext's slice)
+ * puts back what it found, ext's slice, and ext then puts back the
+ * thread's own. */
 static void c_detach(sstm_cm_ctx_t *ctx) {
-  ext_detach(ext_of(ctx));
   if (comp_of(ctx)->base->on_detach) comp_of(ctx)->base->on_detach(ctx);
+  ext_detach(ext_of(ctx));
 }
 static void c_begin(sstm_cm_ctx_t *ctx) {
   ext_begin(ext_of(ctx));

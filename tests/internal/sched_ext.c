@@ -271,6 +271,27 @@ TEST(ext_slice_set_per_thread_and_restored) {
   CHECK_OK(sstm_shutdown());
 }
 
+/* A thread with a custom slice of its own gets it back when it leaves (it
+ * was given the default). */
+static void *own_slice_thread(void *arg) {
+  (void)arg;
+  CHECK_TRUE(sstm__ext_set_slice(2000000));
+  duo_view_t before = duo_view_of(duo_gettid());
+  CHECK_EQ_U(before.runtime, 2000000);
+  CHECK_OK(sstm_thread_init());
+  check_ext_slice(before, 2500000);
+  CHECK_OK(sstm_thread_exit());
+  CHECK_VIEW_EQ(duo_view_of(duo_gettid()), before);
+  return NULL;
+}
+
+TEST(ext_slice_gives_back_the_threads_own_slice) {
+  need_slice_mode();
+  init_cm("ser-block+ext");
+  duo_join(duo_spawn(own_slice_thread, NULL));
+  CHECK_OK(sstm_shutdown());
+}
+
 /* A descriptor made on one thread (sstm_desc_create) and run on another
  * (sstm_desc_attach): the slice is the thread's that runs it, from attach
  * to detach; the creating thread is left alone. */
