@@ -117,7 +117,7 @@ static void c_abort(sstm_cm_ctx_t *ctx, const sstm_abort_info_t *info);
 static int c_init(const sstm_config_t *cfg) {
   composite_t *c = (composite_t *)(void *)sstm__g.cm; /* a pool entry, writable */
   int rc = c->base->init ? c->base->init(cfg) : 0;
-  if (rc == 0) rc = ext_init();
+  if (rc == 0 && (rc = ext_init()) != 0 && c->base->fini) c->base->fini(); /* undo the base */
   if (rc == 0 && probe.mode != SSTM_EXT_RSEQ) {
     /* Without the rseq protocol ext does nothing per transaction: call the
      * base policy's hooks directly (its state is first, at offset 0), so

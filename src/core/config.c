@@ -89,8 +89,12 @@ static int check_config(const sstm_config_t *c) {
            SSTM_EINVAL;
   if ((unsigned)c->stats > SSTM_STATS_DETAILED)
     return sstm__set_error("stats %d: valid levels: basic, detailed", (int)c->stats), SSTM_EINVAL;
-  if (c->backoff_min_ns == 0 || c->backoff_min_ns > c->backoff_max_ns)
-    return sstm__set_error("backoff: need 0 < backoff_min_ns <= backoff_max_ns"), SSTM_EINVAL;
+  if (c->backoff_min_ns == 0 || c->backoff_min_ns > c->backoff_max_ns ||
+      c->backoff_max_ns > 1000000000ull)
+    return sstm__set_error("backoff: need 0 < backoff_min_ns <= backoff_max_ns <= 1000000000"),
+           SSTM_EINVAL;
+  if (c->wait_max > 1000000)
+    return sstm__set_error("wait_max %u: must be in [0, 1000000]", c->wait_max), SSTM_EINVAL;
   if (c->sample_period > 0 && c->sample_fn == NULL)
     return sstm__set_error("sample_period > 0 requires sample_fn"), SSTM_EINVAL;
   if (c->cm == NULL || c->cm[0] == '\0')

@@ -356,7 +356,7 @@ TEST(init_use_env_false_ignores_env) {
 
 TEST(init_bad_typed_values) {
   clear_env();
-  for (int i = 0; i < 9; i++) {
+  for (int i = 0; i < 11; i++) {
     sstm_config_t c;
     sstm_config_default(&c);
     c.use_env = false;
@@ -371,6 +371,8 @@ TEST(init_bad_typed_values) {
     case 6: c.design = (sstm_design_t)7; break;
     case 7: c.sample_period = 10; c.sample_fn = NULL; break;
     case 8: c.cm = "no-such-policy"; want = SSTM_ENOENT; break;
+    case 9: c.backoff_max_ns = 1000000001ull; break; /* the environment's bounds too */
+    case 10: c.wait_max = 1000001; break;
     }
     int rc = sstm_init(&c);
     CHECK_MSG(rc == want, "case %d: sstm_init returned %d (%s), expected %d (%s)", i,
