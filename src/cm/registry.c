@@ -165,14 +165,19 @@ int sstm__cm_select(const char *name, const sstm_cm_ops_t **out) {
 /* The policy state is allocated (zeroed) once per descriptor and kept when
  * the descriptor is reused: other threads may still hold it through
  * sstm_cm_state_of(). Freed at shutdown with the descriptor. */
-void sstm__cm_desc_init(struct sstm_desc *d) {
+int sstm__cm_desc_init(struct sstm_desc *d) {
   const sstm_cm_ops_t *o = d->cm;
   if (d->cm_state == NULL && o->state_size) {
     d->cm_state = calloc(1, o->state_size);
-    if (d->cm_state == NULL) sstm__fatal("out of memory for policy state");
+    if (d->cm_state == NULL) {
+      sstm__set_error("out of memory for the state of policy '%s' (%zu bytes)", o->name,
+                      o->state_size);
+      return SSTM_ENOMEM;
+    }
   }
   d->cm_ctx = (sstm_cm_ctx_t){.state = d->cm_state, .desc = d};
   if (o->desc_init) o->desc_init(&d->cm_ctx);
+  return 0;
 }
 
 void sstm__cm_desc_fini(struct sstm_desc *d) {

@@ -263,7 +263,7 @@ void sstm__ptrvec_push(sstm_ptrvec_t *v, void *p);
 
 /* cm/registry.c */
 int sstm__cm_select(const char *name, const sstm_cm_ops_t **out);
-void sstm__cm_desc_init(struct sstm_desc *d);
+int sstm__cm_desc_init(struct sstm_desc *d); /* 0 or SSTM_ENOMEM */
 void sstm__cm_desc_fini(struct sstm_desc *d);
 /* The policy's on_attach / on_detach, on the thread concerned. */
 void sstm__cm_attach(struct sstm_desc *d);

@@ -128,7 +128,13 @@ static int desc_acquire(struct sstm_desc **out) {
   if (rc != 0) return rc;
   struct sstm_desc *d = *out;
   d->cm = sstm__g.cm;
-  sstm__cm_desc_init(d);
+  if ((rc = sstm__cm_desc_init(d)) != 0) {
+    pthread_mutex_lock(&sstm__g.reg_lock);
+    d->in_use = false; /* the slot goes back, as it was */
+    pthread_mutex_unlock(&sstm__g.reg_lock);
+    *out = NULL;
+    return rc;
+  }
   sstm__stt_attach(d);
   sstm__desc_set_slow(d);
   d->sample_left = sstm__g.cfg.sample_period;

@@ -3,6 +3,10 @@
  * other party, WAIT bound, ABORT_OTHER). */
 #define _GNU_SOURCE
 #include <pthread.h>
+#include <stdio.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -750,6 +754,59 @@ TEST(validation_conflict_reported) {
   CHECK_FALSE(rec.conf[0].has_other);
   txh_cleanup();
   sstm_test_fini();
+}
+
+/* A descriptor whose policy state cannot be allocated: SSTM_ENOMEM with a
+ * message, the slot given back, nothing aborted (it was a fatal error).
+ * In a child whose address space is then capped just above what it uses,
+ * so that the 1 MiB state (an mmap) fails. */
+static long vm_bytes(void) {
+  FILE *f = fopen("/proc/self/statm", "r");
+  long pages = 0;
+  if (f == NULL || fscanf(f, "%ld", &pages) != 1) pages = 0;
+  if (f) fclose(f);
+  return pages * sysconf(_SC_PAGESIZE);
+}
+TEST(policy_state_out_of_memory_is_enomem) {
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  /* the sanitizers' allocators neither fail under RLIMIT_AS nor return NULL */
+  sstm_test_skip("an address-space limit means nothing under a sanitizer");
+#endif
+  fflush(stdout);
+  pid_t pid = fork();
+  CHECK_GE_I(pid, 0);
+  if (pid == 0) {
+    static sstm_cm_ops_t big;
+    big = recorder;
+    big.name = "test-big-state";
+    big.state_size = SSTM_CM_STATE_MAX;
+    if (sstm_cm_register(&big) != 0) _exit(10);
+    sstm_config_t c;
+    sstm_test_config(&c);
+    c.cm = "test-big-state";
+    if (sstm_init(&c) != 0 || sstm_thread_init() != 0) _exit(11);
+    free(malloc(256 << 10)); /* heap room for the next descriptor itself */
+    long used = vm_bytes();
+    if (used <= 0) _exit(12);
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_AS, &rl) != 0) _exit(13);
+    rlim_t hard = rl.rlim_max;
+    rl.rlim_cur = (rlim_t)used + (512 << 10); /* the soft limit only: it can go back up */
+    if (setrlimit(RLIMIT_AS, &rl) != 0) _exit(13);
+    sstm_desc_t *d = (sstm_desc_t *)&rl;
+    int rc = sstm_desc_create(&d);
+    if (rc != SSTM_ENOMEM) _exit(14);
+    if (strstr(sstm_last_error(), "policy 'test-big-state'") == NULL) _exit(15);
+    rl.rlim_cur = hard;
+    if (setrlimit(RLIMIT_AS, &rl) != 0) _exit(16);
+    if (sstm_desc_create(&d) != 0 || sstm_desc_destroy(d) != 0) _exit(17); /* the slot is back */
+    if (sstm_thread_exit() != 0 || sstm_shutdown() != 0) _exit(18);
+    _exit(0);
+  }
+  int st;
+  CHECK_EQ_I(waitpid(pid, &st, 0), pid);
+  CHECK_MSG(WIFEXITED(st), "child died: status 0x%x", st);
+  CHECK_EQ_I(WEXITSTATUS(st), 0);
 }
 
 SSTM_TEST_MAIN()
