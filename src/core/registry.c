@@ -8,6 +8,7 @@
  * whose serial keeps growing, so stale lock words never match a new attempt.
  */
 #define _GNU_SOURCE
+#include <inttypes.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <sched.h>
@@ -344,6 +345,15 @@ bool sstm__kill(struct sstm_desc *d, uint64_t serial, const struct sstm_desc *ki
   return true;
 }
 
+static int kill_result(int rc, uint64_t serial) {
+  if (rc == SSTM_ENOTX)
+    sstm__set_error("sstm_desc_kill: attempt %" PRIu64 " is not running (ended or never begun)",
+                    serial);
+  else if (rc == SSTM_EBUSY)
+    sstm__set_error("sstm_desc_kill: attempt %" PRIu64 " is committing or irrevocable", serial);
+  return rc;
+}
+
 SSTM_API int sstm_desc_kill(sstm_desc_t *d, uint64_t txid) {
   if (d == NULL) {
     sstm__set_error("sstm_desc_kill: the descriptor is NULL");
@@ -351,19 +361,20 @@ SSTM_API int sstm_desc_kill(sstm_desc_t *d, uint64_t txid) {
   }
   uint64_t st = atomic_load_explicit(&d->status, memory_order_acquire);
   uint64_t serial = txid ? txid : sstm_st_serial(st);
-  if (sstm_st_serial(st) != serial) return SSTM_ENOTX;
+  if (sstm_st_serial(st) != serial) return kill_result(SSTM_ENOTX, serial);
   switch (sstm_st_state(st)) {
-  case SSTM_ST_IDLE: return SSTM_ENOTX;
+  case SSTM_ST_IDLE: return kill_result(SSTM_ENOTX, serial);
   case SSTM_ST_KILLED: return 0;
   case SSTM_ST_COMMITTING:
-  case SSTM_ST_IRREVOCABLE: return SSTM_EBUSY;
+  case SSTM_ST_IRREVOCABLE: return kill_result(SSTM_EBUSY, serial);
   case SSTM_ST_ACTIVE: break;
   }
   if (sstm__kill(d, serial, sstm__cur)) return 0;
   st = atomic_load_explicit(&d->status, memory_order_acquire);
   if (sstm_st_serial(st) == serial && sstm_st_state(st) == SSTM_ST_KILLED) return 0;
-  if (sstm_st_serial(st) == serial && sstm_st_state(st) != SSTM_ST_IDLE) return SSTM_EBUSY;
-  return SSTM_ENOTX;
+  if (sstm_st_serial(st) == serial && sstm_st_state(st) != SSTM_ST_IDLE)
+    return kill_result(SSTM_EBUSY, serial);
+  return kill_result(SSTM_ENOTX, serial);
 }
 
 /* The party that owns lock word lw: its attempt is the one lw names (the
