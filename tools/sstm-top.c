@@ -11,10 +11,17 @@
  * is read with a relaxed atomic load; values are per-field exact, not a
  * consistent cut across fields (as for sstm_stats_get).
  *
- * The file is not trusted: its size is checked before mapping, and magic,
- * version, entry_size, nentries * entry_size against the file size, and the
- * string fields (bounded copies) are validated before use. A SIGBUS (the
- * file truncated under the mapping) ends the tool with an error message.
+ * The file is not trusted (anyone can create files in /dev/shm): it is
+ * opened O_NONBLOCK | O_NOFOLLOW, so that a FIFO or a symbolic link planted
+ * under the name can neither block the tool nor redirect it, and must be a
+ * regular file; its size is checked before mapping, and magic, version,
+ * entry_size, nentries * entry_size against the file size are validated
+ * once, at open: the counts used afterwards are the validated copies, never
+ * values read again from the mapping (another process may rewrite the
+ * header at any time). Strings are bounded copies in which every byte
+ * outside printable ASCII is replaced. A SIGBUS (the file truncated under
+ * the mapping) never kills the tool: the live view and -j end with an error
+ * message (status 1), -l lists that table as shrunk and goes on.
  *
  * Exit status: 0 success, 1 no usable table (message on stderr), 2 usage.
  */
@@ -28,6 +35,7 @@
 #include <limits.h>
 #include <signal.h>
 #include <sched.h>
+#include <setjmp.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -64,6 +72,9 @@ typedef struct table {
   size_t size; /* mapped bytes */
   dev_t dev;
   ino_t ino;
+  /* Validated at open (nentries * entry_size fits in size, nreasons <=
+   * SSTM_STT_REASONS): the bounds of every loop over the table. */
+  uint32_t nentries, nreasons;
 } table_t;
 
 /* What the header says, copied and validated. */
@@ -100,13 +111,16 @@ static void sleep_ns(uint64_t ns) {
   }
 }
 
-/* Copy a fixed-size char field that may lack its NUL; replace control
- * characters so that garbage cannot drive the terminal. */
+/* Copy a fixed-size char field that may lack its NUL (dst holds n + 1
+ * bytes); replace every byte outside printable ASCII (0x20-0x7e) with '?',
+ * so that garbage cannot drive the terminal: C0 controls and DEL, but also
+ * bytes >= 0x80, among them raw C1 controls (0x9b is CSI) and UTF-8 encoded
+ * ones (c2 80 to c2 9f). The library writes ASCII names only. */
 static void copy_str(char *dst, const char *src, size_t n) {
   size_t i = 0;
   for (; i < n && src[i]; i++) {
     unsigned char c = (unsigned char)src[i];
-    dst[i] = (c < 0x20 || c == 0x7f) ? '?' : (char)c;
+    dst[i] = c >= 0x20 && c <= 0x7e ? (char)c : '?';
   }
   dst[i] = '\0';
 }
@@ -125,7 +139,10 @@ static int table_open(int pid, table_t *t, char *err, size_t errlen) {
   /* sstm_init creates the file empty, sizes it, then writes the header and
    * the magic last: give a table being created up to one second. */
   for (int tries = 0;; tries++) {
-    int fd = open(t->path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    /* O_NONBLOCK: opening a FIFO planted under the name returns at once
+     * (the fstat below rejects it) instead of waiting for a writer; it
+     * changes nothing for a regular file. */
+    int fd = open(t->path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
     if (fd < 0) {
       int e = errno;
       if (e == ENOENT)
@@ -234,6 +251,8 @@ static int table_open(int pid, table_t *t, char *err, size_t errlen) {
       snprintf(err, errlen, "%s: the table says it belongs to pid %" PRId32, t->path, tpid);
       break;
     }
+    t->nentries = n;
+    t->nreasons = nr;
     t->e = (const sstm_stt_entry_t *)(const void *)(t->h + 1);
     return 0;
   }
@@ -269,12 +288,14 @@ static void read_cm_info(const table_t *t, char *dst, size_t dstlen) {
 
 static void read_header(const table_t *t, header_t *h) {
   memset(h, 0, sizeof *h);
-  h->version = LD(t->h->version);
-  h->nentries = LD(t->h->nentries);
-  h->entry_size = LD(t->h->entry_size);
-  h->nreasons = LD(t->h->nreasons);
-  if (h->nreasons > SSTM_STT_REASONS) h->nreasons = SSTM_STT_REASONS;
-  h->pid = LD(t->h->pid);
+  /* What table_open validated, not the mapping again: a writer (or anyone
+   * else who can write the file) may have changed these since, and a larger
+   * nentries would take the entry loops beyond the mapping. */
+  h->version = SSTM_STT_VERSION;
+  h->nentries = t->nentries;
+  h->entry_size = sizeof(sstm_stt_entry_t);
+  h->nreasons = t->nreasons;
+  h->pid = t->pid;
   h->start_ns = LD(t->h->start_ns);
   copy_str(h->config, t->h->config, sizeof t->h->config);
   read_cm_info(t, h->cm_info, sizeof h->cm_info);
@@ -323,8 +344,16 @@ static const char *os_policy_name(int32_t p) {
   }
 }
 
+/* -l: while a table is being opened and read, a SIGBUS jumps back to the
+ * listing, which reports that table and goes on with the next one. The
+ * fault is synchronous, in plain loads from the mapping: no lock is held
+ * there. */
+static sigjmp_buf list_jmp;
+static volatile sig_atomic_t list_jmp_armed;
+
 static void sigbus_handler(int sig) {
   (void)sig;
+  if (list_jmp_armed) siglongjmp(list_jmp, 1);
   static const char msg[] = ": the state table shrank while being read (SIGBUS)\n";
   ssize_t r = write(2, prog, strlen(prog));
   r = write(2, msg, sizeof msg - 1);
@@ -611,23 +640,36 @@ static int list_tables(void) {
       continue;
     }
     if (found++ == 0) printf("%8s %7s %-16s %s\n", "PID", "THREADS", "COMMAND", "CONFIG");
-    char comm[64] = "?", path[64];
+    /* The name is the process's own choice (prctl PR_SET_NAME): as
+     * untrusted as the table. */
+    char raw[64] = "?", comm[sizeof raw], path[64];
     snprintf(path, sizeof path, "/proc/%d/comm", pid);
     FILE *f = fopen(path, "re");
     if (f) {
-      if (fgets(comm, sizeof comm, f)) comm[strcspn(comm, "\n")] = '\0';
+      if (fgets(raw, sizeof raw, f)) raw[strcspn(raw, "\n")] = '\0';
       fclose(f);
     }
-    table_t t;
+    copy_str(comm, raw, sizeof raw - 1);
+    static table_t t; /* static: still valid after a siglongjmp */
+    if (sigsetjmp(list_jmp, 1) != 0) { /* SIGBUS: the file shrank */
+      list_jmp_armed = 0;
+      printf("%8d %7s %-16s (%s: the state table shrank while being read)\n", pid, "-", comm,
+             t.path);
+      table_close(&t);
+      continue;
+    }
+    list_jmp_armed = 1;
     char err[512];
     if (table_open(pid, &t, err, sizeof err) != 0) {
+      list_jmp_armed = 0;
       printf("%8d %7s %-16s (%s)\n", pid, "-", comm, err);
       continue;
     }
     header_t h;
     read_header(&t, &h);
     unsigned in_use = 0;
-    for (uint32_t i = 0; i < h.nentries; i++) in_use += LD(t.e[i].in_use) != 0;
+    for (uint32_t i = 0; i < t.nentries; i++) in_use += LD(t.e[i].in_use) != 0;
+    list_jmp_armed = 0;
     printf("%8d %7u %-16s %s\n", pid, in_use, comm, h.config);
     table_close(&t);
   }
@@ -687,6 +729,12 @@ int main(int argc, char **argv) {
     default: usage(stderr); return 2;
     }
   }
+  /* Before any table is mapped, the listing's included. */
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = sigbus_handler;
+  sigaction(SIGBUS, &sa, NULL);
+
   if (list) {
     if (optind != argc) {
       usage(stderr);
@@ -705,11 +753,6 @@ int main(int argc, char **argv) {
     fprintf(stderr, "%s: bad pid '%s'\n", prog, argv[optind]);
     return 2;
   }
-  struct sigaction sa;
-  memset(&sa, 0, sizeof sa);
-  sa.sa_handler = sigbus_handler;
-  sigaction(SIGBUS, &sa, NULL);
-
   table_t t;
   char err[512];
   if (table_open((int)pid, &t, err, sizeof err) != 0) {

@@ -2,6 +2,7 @@
  * cfg.state_table or SCHEDSTM_STATE_TABLE=1; when off, the engine pays one
  * predictable NULL test per begin/commit/abort. */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -20,13 +21,46 @@ struct sstm_stt_entry;
 static sstm_stt_header_t *table;
 static size_t table_size;
 static char table_path[64];
+/* The process that created the file: only it removes the file at
+ * sstm__stt_fini. A child of fork() inherits table and table_path but not
+ * the file: the fork handler below sets 0 in the child, and a child made
+ * without the handlers (a raw clone) differs by pid. */
+static pid_t table_owner;
 
 #define PUT(field, v) __atomic_store_n(&(field), (v), __ATOMIC_RELAXED)
 #define GET(field) __atomic_load_n(&(field), __ATOMIC_RELAXED)
 
 static sstm_stt_entry_t *entries(void) { return (sstm_stt_entry_t *)(void *)(table + 1); }
 
+/* fork() child: the child inherits the MAP_SHARED mapping of the parent's
+ * file, where its descriptors (copies of the parent's) would go on counting
+ * in the parent's entries. Replace the mapping, at the same address so that
+ * every d->stt stays valid, by private zero pages. Nothing reads the
+ * child's table (no file names it), so nothing is copied: zero pages cost
+ * nothing until written, where a copy would cost table_size bytes at every
+ * fork, most of them followed by exec. The child has one thread here, and
+ * makes only system calls. */
+static void stt_atfork_child(void) {
+  if (table == NULL) return;
+  table_owner = 0; /* sstm_shutdown in the child leaves the parent's file */
+  /* It needs no new address space (it replaces a mapping of the same
+   * size); should it fail anyway (a commit limit), the child keeps writing
+   * into the parent's entries: wrong counts, nothing worse. */
+  (void)mmap(table, table_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1,
+             0);
+}
+
+static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
+static int atfork_rc; /* pthread_atfork's result; read after pthread_once */
+static void atfork_register(void) { atfork_rc = pthread_atfork(NULL, NULL, stt_atfork_child); }
+
 int sstm__stt_init(void) {
+  pthread_once(&atfork_once, atfork_register); /* once per process, not per sstm_init */
+  if (atfork_rc != 0) {
+    errno = atfork_rc;
+    sstm__set_error("state table: cannot register the fork handler: %m");
+    return SSTM_ENOMEM;
+  }
   unsigned n = sstm__g.cfg.max_threads;
   table_size = sizeof(sstm_stt_header_t) + (size_t)n * sizeof(sstm_stt_entry_t);
   snprintf(table_path, sizeof table_path, SSTM_STT_PATH_FMT, (int)getpid());
@@ -36,16 +70,34 @@ int sstm__stt_init(void) {
     sstm__set_error("state table: cannot create %s: %m", table_path);
     return SSTM_EINVAL;
   }
-  void *p = MAP_FAILED;
-  if (ftruncate(fd, (off_t)table_size) == 0)
-    p = mmap(NULL, table_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  /* Allocate, not just size (ftruncate): a tmpfs file takes its pages at
+   * the first write, and with /dev/shm full that write (the header below,
+   * or the first transaction of a thread) would be a SIGBUS. Retried on
+   * EINTR (tmpfs gives up an allocation when a signal arrives); the error
+   * number is the result, errno is not set. */
+  int e;
+  do {
+    e = posix_fallocate(fd, 0, (off_t)table_size);
+  } while (e == EINTR);
+  if (e != 0) {
+    close(fd);
+    unlink(table_path);
+    errno = e;
+    sstm__set_error("state table: cannot allocate %zu bytes for %s (is /dev/shm full?): %m",
+                    table_size, table_path);
+    return SSTM_ENOMEM;
+  }
+  void *p = mmap(NULL, table_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  e = errno;
   close(fd);
   if (p == MAP_FAILED) {
     unlink(table_path);
+    errno = e;
     sstm__set_error("state table: cannot map %s: %m", table_path);
     return SSTM_ENOMEM;
   }
   table = p;
+  table_owner = getpid();
   table->version = SSTM_STT_VERSION;
   table->nentries = n;
   table->entry_size = sizeof(sstm_stt_entry_t);
@@ -102,7 +154,7 @@ SSTM_API void sstm_cm_info_changed(void) {
 void sstm__stt_fini(void) {
   if (table == NULL) return;
   munmap(table, table_size);
-  unlink(table_path);
+  if (table_owner == getpid()) unlink(table_path); /* never a parent's file (fork) */
   table = NULL;
 }
 

@@ -16,6 +16,12 @@
  * since the thread registered; sstm_stats_reset() does not clear them. Readers get per-field
  * values (64-bit fields are single stores, so never torn), not a consistent
  * cut across fields.
+ *
+ * The file is allocated whole at sstm_init (posix_fallocate: no page of it
+ * can fault for want of space in /dev/shm later), and only the process that
+ * created it writes to it and removes it: in a child of fork() the mapping
+ * is replaced by private memory (pthread_atfork), so the child's commits do
+ * not count in its parent's entries and its sstm_shutdown leaves the file.
  */
 #ifndef SSTM_OS_STATETAB_H
 #define SSTM_OS_STATETAB_H

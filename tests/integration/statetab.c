@@ -19,6 +19,22 @@
  *   with wrong version, entry size, entry count, pid: non-zero exit with a
  *   message, never a signal; a valid header over junk entries parses.
  * permission: a table the tool may not read: non-zero exit, "permission".
+ * fifo: a FIFO under a live pid's table name: -j, the live view and -l
+ *   return at once with "not a regular file" (each run under a watchdog).
+ * header_changed / truncated_while_read: the tool is stopped (ptrace and a
+ *   hardware watchpoint) right after it has read nentries to validate it,
+ *   and the table is changed under it: a larger nentries must not be used
+ *   (the output shows the validated count); a truncation ends -j and the
+ *   live view with the SIGBUS message and status 1, and -l (before: killed
+ *   by SIGBUS) reports that table and goes on.
+ * control_bytes: C0, DEL, raw and UTF-8 encoded C1 bytes in every string of
+ *   a table and in the process name: no output byte outside printable
+ *   ASCII (and newline), in the JSON, the live view and the listing.
+ * shm_full: in a private mount namespace with a tiny full tmpfs on
+ *   /dev/shm (root only, skipped otherwise), sstm_init with the table fails
+ *   with SSTM_ENOMEM and a message instead of dying of SIGBUS.
+ * fork_child: a forked child of a process with a table runs transactions
+ *   and shuts down: the parent's entries do not move and its file stays.
  *
  * The tool is run as a separate process (fork + exec of SSTM_TOP_PATH), its
  * JSON parsed by the small parser below.
@@ -29,13 +45,17 @@
 #include <grp.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <sched.h>
 #include <stdatomic.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
+#include <sys/ptrace.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/stat.h>
+#include <sys/user.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -273,9 +293,12 @@ static char *slurp(FILE *f) {
 }
 
 /* Run sstm-top with args (NULL-terminated); drop_to_uid >= 0: as that user
- * (for the permission test, when run as root). */
-static void run_tool_as(tool_run_t *r, int drop_to_uid, const char *a1, const char *a2,
-                        const char *a3, const char *a4, const char *a5) {
+ * (for the permission test, when run as root); watchdog_s > 0: a tool still
+ * running after that many seconds gets SIGALRM (alarm() survives execve),
+ * so that a tool that would block forever ends with a signal, which
+ * check_exit reports, instead of hanging the test. */
+static void run_tool_as(tool_run_t *r, int drop_to_uid, unsigned watchdog_s, const char *a1,
+                        const char *a2, const char *a3, const char *a4, const char *a5) {
   const char *argv[] = {SSTM_TOP_PATH, a1, a2, a3, a4, a5, NULL};
   FILE *out = tmpfile(), *err = tmpfile();
   CHECK_NOT_NULL(out);
@@ -292,6 +315,7 @@ static void run_tool_as(tool_run_t *r, int drop_to_uid, const char *a1, const ch
         (setgroups(0, NULL) != 0 || setgid((gid_t)drop_to_uid) != 0 ||
          setuid((uid_t)drop_to_uid) != 0))
       _exit(125);
+    if (watchdog_s) alarm(watchdog_s);
     execv(SSTM_TOP_PATH, (char *const *)argv);
     _exit(126);
   }
@@ -304,7 +328,18 @@ static void run_tool_as(tool_run_t *r, int drop_to_uid, const char *a1, const ch
 
 static void run_tool(tool_run_t *r, const char *a1, const char *a2, const char *a3,
                      const char *a4, const char *a5) {
-  run_tool_as(r, -1, a1, a2, a3, a4, a5);
+  run_tool_as(r, -1, 0, a1, a2, a3, a4, a5);
+  CHECK_MSG(!(WIFEXITED(r->status) && WEXITSTATUS(r->status) == 126),
+            "cannot execute %s", SSTM_TOP_PATH);
+}
+
+/* run_tool for a case where the tool used to block forever: killed by
+ * SIGALRM if it still runs after 20 seconds (a fixed tool needs a few
+ * system calls; the first hang fails the test, so at most one watchdog
+ * period is spent, well within the test's timeout). */
+static void run_tool_bounded(tool_run_t *r, const char *a1, const char *a2, const char *a3,
+                             const char *a4, const char *a5) {
+  run_tool_as(r, -1, 20, a1, a2, a3, a4, a5);
   CHECK_MSG(!(WIFEXITED(r->status) && WEXITSTATUS(r->status) == 126),
             "cannot execute %s", SSTM_TOP_PATH);
 }
@@ -734,8 +769,11 @@ TEST(fresh_entries) {
 
 /* ---- negative cases ----------------------------------------------------- */
 
-/* A child that sleeps until killed: a live pid we control. */
-static pid_t sleeper(void) {
+/* A child that sleeps until killed: a live pid we control; comm: its
+ * process name (/proc/PID/comm), set before this returns, NULL to keep. */
+static pid_t sleeper_named(const char *comm) {
+  int ready[2];
+  CHECK_EQ_I(pipe2(ready, O_CLOEXEC), 0);
   fflush(stdout);
   fflush(stderr);
   pid_t pid = fork();
@@ -745,10 +783,18 @@ static pid_t sleeper(void) {
      * ctest's output pipe) */
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (getppid() == 1) _exit(0);
+    if (comm) prctl(PR_SET_NAME, comm);
+    close(ready[1]); /* EOF for the parent: the name is set */
     for (;;) pause();
   }
+  CHECK_EQ_I(close(ready[1]), 0);
+  char c;
+  while (read(ready[0], &c, 1) < 0) CHECK_EQ_I(errno, EINTR);
+  CHECK_EQ_I(close(ready[0]), 0);
   return pid;
 }
+
+static pid_t sleeper(void) { return sleeper_named(NULL); }
 
 static void reap(pid_t pid) {
   CHECK_EQ_I(kill(pid, SIGKILL), 0);
@@ -948,7 +994,7 @@ TEST(permission) {
   write_file(path, h, n, root ? 0600 : 0);
   free(h);
   tool_run_t r;
-  run_tool_as(&r, root ? 65534 : -1, "-j", p, NULL, NULL, NULL);
+  run_tool_as(&r, root ? 65534 : -1, 0, "-j", p, NULL, NULL, NULL);
   unlink(path);
   reap(pid);
   if (WIFEXITED(r.status) && (WEXITSTATUS(r.status) == 125 || WEXITSTATUS(r.status) == 126)) {
@@ -958,6 +1004,486 @@ TEST(permission) {
   check_exit(&r, 1, "unreadable table");
   CHECK_CONTAINS(r.err, "permission denied");
   tool_free(&r);
+}
+
+/* ---- a FIFO under a table's name ------------------------------------------ */
+
+/* Anyone can create files in /dev/shm: a FIFO named like the table of a live
+ * pid would keep a reader's open() waiting for a writer forever. Every mode
+ * must refuse it at once (a tool that blocks dies of its watchdog's SIGALRM,
+ * which check_exit reports). */
+TEST(fifo) {
+  pid_t pid = sleeper();
+  char path[64], p[16], want[96];
+  snprintf(path, sizeof path, SSTM_STT_PATH_FMT, (int)pid);
+  snprintf(p, sizeof p, "%d", (int)pid);
+  snprintf(want, sizeof want, "%s: not a regular file", path);
+  unlink(path);
+  CHECK_EQ_I(mkfifo(path, 0600), 0);
+  tool_run_t r;
+  run_tool_bounded(&r, "-j", p, NULL, NULL, NULL);
+  check_exit(&r, 1, "-j, a FIFO as the table");
+  CHECK_CONTAINS(r.err, want);
+  CHECK_EQ_STR(r.out, "");
+  tool_free(&r);
+  run_tool_bounded(&r, "-n", "1", "-i", "0.01", p);
+  check_exit(&r, 1, "live view, a FIFO as the table");
+  CHECK_CONTAINS(r.err, want);
+  tool_free(&r);
+  /* The listing goes on: the pid's line gives the reason. */
+  run_tool_bounded(&r, "-l", NULL, NULL, NULL, NULL);
+  check_exit(&r, 0, "-l, a FIFO as a table");
+  CHECK_EQ_I(listed_threads(r.out, pid), 0);
+  CHECK_CONTAINS(r.out, want);
+  tool_free(&r);
+  CHECK_EQ_I(unlink(path), 0);
+  reap(pid);
+}
+
+/* ---- the table changed while the tool reads it -------------------------- */
+
+#if defined(__x86_64__)
+/* Where path is mapped in process pid, 0 if it is not. */
+static unsigned long mapped_at(pid_t pid, const char *path) {
+  char maps[64], line[512];
+  snprintf(maps, sizeof maps, "/proc/%d/maps", (int)pid);
+  FILE *f = fopen(maps, "re");
+  CHECK_NOT_NULL(f);
+  unsigned long at = 0;
+  while (at == 0 && fgets(line, sizeof line, f)) {
+    char *name = strchr(line, '/');
+    if (name && strncmp(name, path, strlen(path)) == 0 && name[strlen(path)] == '\n')
+      at = strtoul(line, NULL, 16);
+  }
+  fclose(f);
+  return at;
+}
+
+#define DEBUGREG(i) ((void *)offsetof(struct user, u_debugreg[i]))
+#endif
+
+/* Run sstm-top (args as for run_tool) under ptrace, and call change(path)
+ * at the moment the tool has read the header's nentries for the first time
+ * (table_open validating it) and nothing after it: a hardware watchpoint
+ * on that field, armed when the tool closes a descriptor with path mapped
+ * (the close after table_open's mmap). The tool stays stopped while the
+ * table changes: deterministic, no timing. Returns false, after reaping the
+ * tool, where this cannot be done (not x86-64, ptrace refused, debug
+ * registers refused, or a watchpoint that never fires): skip the test. */
+static bool run_tool_changing(tool_run_t *r, const char *path, void (*change)(const char *path),
+                              const char *a1, const char *a2, const char *a3, const char *a4,
+                              const char *a5) {
+#if !defined(__x86_64__)
+  (void)path, (void)change, (void)a1, (void)a2, (void)a3, (void)a4, (void)a5;
+  *r = (tool_run_t){0, NULL, NULL}; /* for tool_free */
+  return false;
+#else
+  const char *argv[] = {SSTM_TOP_PATH, a1, a2, a3, a4, a5, NULL};
+  FILE *out = tmpfile(), *err = tmpfile();
+  CHECK_NOT_NULL(out);
+  CHECK_NOT_NULL(err);
+  fflush(stdout);
+  fflush(stderr);
+  pid_t pid = fork();
+  CHECK_GE_I(pid, 0);
+  if (pid == 0) {
+    dup2(fileno(out), 1);
+    dup2(fileno(err), 2);
+    if (ptrace(PTRACE_TRACEME, 0, NULL, NULL) != 0) _exit(125);
+    execv(SSTM_TOP_PATH, (char *const *)argv);
+    _exit(126);
+  }
+  int st;
+  while (waitpid(pid, &st, 0) < 0) CHECK_EQ_I(errno, EINTR);
+  bool ok = WIFSTOPPED(st); /* the stop at exec; else exit 125: no ptrace */
+  CHECK_MSG(ok || (WIFEXITED(st) && WEXITSTATUS(st) == 125), "cannot execute %s (status %d)",
+            SSTM_TOP_PATH, st);
+  if (ok) {
+    CHECK_EQ_I(
+        ptrace(PTRACE_SETOPTIONS, pid, NULL,
+               (void *)(long)(PTRACE_O_TRACESYSGOOD | PTRACE_O_TRACEEXEC | PTRACE_O_EXITKILL)),
+        0);
+    int phase = 0; /* 0: system-call stops until path is mapped, 1: watching, 2: changed */
+    int sig = 0;
+    for (;;) {
+      CHECK_EQ_I(ptrace(phase == 0 ? PTRACE_SYSCALL : PTRACE_CONT, pid, NULL, (void *)(long)sig),
+                 0);
+      sig = 0;
+      while (waitpid(pid, &st, 0) < 0) CHECK_EQ_I(errno, EINTR);
+      if (!WIFSTOPPED(st)) break; /* exited or killed */
+      int s = WSTOPSIG(st);
+      if (s == (SIGTRAP | 0x80)) { /* a system call (phase 0 only) */
+        struct user_regs_struct regs;
+        CHECK_EQ_I(ptrace(PTRACE_GETREGS, pid, NULL, &regs), 0);
+        unsigned long base = regs.orig_rax == SYS_close ? mapped_at(pid, path) : 0;
+        if (base == 0) continue;
+        /* DR0: the 4 bytes of nentries; DR7: local enable 0, break on
+         * read or write (RW0 = 11), length 4 (LEN0 = 11). */
+        unsigned long field = base + offsetof(sstm_stt_header_t, nentries);
+        if (ptrace(PTRACE_POKEUSER, pid, DEBUGREG(0), (void *)field) != 0 ||
+            ptrace(PTRACE_POKEUSER, pid, DEBUGREG(7), (void *)0xf0001ul) != 0) {
+          ok = false; /* no debug registers here */
+          CHECK_EQ_I(kill(pid, SIGKILL), 0);
+          do {
+            while (waitpid(pid, &st, 0) < 0) CHECK_EQ_I(errno, EINTR);
+          } while (!WIFEXITED(st) && !WIFSIGNALED(st));
+          break;
+        }
+        phase = 1;
+        continue;
+      }
+      if (st >> 16) continue; /* an event stop (a re-exec): nothing to deliver */
+      if (s == SIGTRAP && phase == 1 &&
+          (ptrace(PTRACE_PEEKUSER, pid, DEBUGREG(6), NULL) & 1) != 0) { /* DR6.B0: ours */
+        change(path);
+        CHECK_EQ_I(ptrace(PTRACE_POKEUSER, pid, DEBUGREG(7), NULL), 0);
+        /* Let the tool run on its own, as in real use (LeakSanitizer's
+         * check at exit, in sanitizer builds, cannot run under ptrace). */
+        CHECK_EQ_I(ptrace(PTRACE_DETACH, pid, NULL, NULL), 0);
+        phase = 2;
+        do {
+          while (waitpid(pid, &st, 0) < 0) CHECK_EQ_I(errno, EINTR);
+        } while (!WIFEXITED(st) && !WIFSIGNALED(st));
+        break;
+      }
+      sig = s; /* the tool's own signal: deliver it */
+    }
+    /* Armed but never hit: no working watchpoints here (the tool always
+     * reads nentries after mapping the table). Never mapped: the tool
+     * failed before, which the caller's checks report. */
+    if (phase == 1) ok = false;
+  }
+  r->status = st;
+  r->out = slurp(out);
+  r->err = slurp(err);
+  return ok;
+#endif
+}
+
+/* The header says 1000 entries; the file holds 4. */
+static void grow_nentries(const char *path) {
+  int fd = open(path, O_WRONLY | O_CLOEXEC);
+  CHECK_GE_I(fd, 0);
+  uint32_t n = 1000;
+  CHECK_EQ_I(pwrite(fd, &n, sizeof n, offsetof(sstm_stt_header_t, nentries)), (long long)sizeof n);
+  CHECK_EQ_I(close(fd), 0);
+}
+
+static void truncate_table(const char *path) { CHECK_EQ_I(truncate(path, 0), 0); }
+
+/* One tool run over a fresh copy of the table h (n bytes) for pid, changed
+ * by change once the tool has validated nentries; skips the test (after
+ * cleaning up) where the tool cannot be stopped there. */
+static void changed_run(tool_run_t *r, pid_t pid, const char *path, sstm_stt_header_t *h, size_t n,
+                        void (*change)(const char *), const char *a1, const char *a2,
+                        const char *a3, const char *a4, const char *a5) {
+  write_file(path, h, n, 0600);
+  if (run_tool_changing(r, path, change, a1, a2, a3, a4, a5)) return;
+  tool_free(r);
+  free(h);
+  unlink(path);
+  reap(pid);
+  sstm_test_skip("cannot stop sstm-top at its read of nentries (needs x86-64, ptrace and "
+                 "hardware watchpoints)");
+}
+
+/* nentries grows after table_open validated it: the tool keeps the
+ * validated count (a re-read one would take the entry loops beyond the
+ * 4 entries mapped: SIGBUS or SIGSEGV). */
+TEST(header_changed) {
+  pid_t pid = sleeper();
+  char path[64], p[16];
+  snprintf(path, sizeof path, SSTM_STT_PATH_FMT, (int)pid);
+  snprintf(p, sizeof p, "%d", (int)pid);
+  size_t n;
+  sstm_stt_header_t *h = fake_table(pid, 4, &n);
+  sstm_stt_entry_t *e = (sstm_stt_entry_t *)(void *)(h + 1);
+  for (int i = 0; i < 4; i++) e[i].in_use = 1, e[i].slot = (uint32_t)i;
+  tool_run_t r;
+  changed_run(&r, pid, path, h, n, grow_nentries, "-j", p, NULL, NULL, NULL);
+  check_exit(&r, 0, "-j, nentries grown after validation");
+  jval_t *j = jparse(r.out);
+  CHECK_EQ_U(ju(j, "nentries"), 4);
+  CHECK_EQ_U(ju(j, "in_use"), 4);
+  CHECK_EQ_U(jget(j, "entries")->n, 4);
+  jfree(j);
+  tool_free(&r);
+  changed_run(&r, pid, path, h, n, grow_nentries, "-n", "1", "-i", "0.01", p);
+  check_exit(&r, 0, "live view, nentries grown after validation");
+  CHECK_CONTAINS(r.out, "threads 4/4 ");
+  tool_free(&r);
+  changed_run(&r, pid, path, h, n, grow_nentries, "-l", NULL, NULL, NULL, NULL);
+  check_exit(&r, 0, "-l, nentries grown after validation");
+  CHECK_EQ_I(listed_threads(r.out, pid), 4);
+  tool_free(&r);
+  free(h);
+  CHECK_EQ_I(unlink(path), 0);
+  reap(pid);
+}
+
+/* The table truncated to nothing under the tool's mapping (SIGBUS at the
+ * next read): -j and the live view end with the message and status 1; the
+ * listing reports that table and goes on. Never killed by the signal. */
+TEST(truncated_while_read) {
+  pid_t pid = sleeper();
+  char path[64], p[16], want[128];
+  snprintf(path, sizeof path, SSTM_STT_PATH_FMT, (int)pid);
+  snprintf(p, sizeof p, "%d", (int)pid);
+  size_t n;
+  sstm_stt_header_t *h = fake_table(pid, 4, &n);
+  tool_run_t r;
+  changed_run(&r, pid, path, h, n, truncate_table, "-l", NULL, NULL, NULL, NULL);
+  check_exit(&r, 0, "-l, table truncated while read");
+  CHECK_EQ_I(listed_threads(r.out, pid), 0); /* "-": no count */
+  snprintf(want, sizeof want, "(%s: the state table shrank while being read)", path);
+  CHECK_CONTAINS(r.out, want);
+  tool_free(&r);
+  changed_run(&r, pid, path, h, n, truncate_table, "-j", p, NULL, NULL, NULL);
+  check_exit(&r, 1, "-j, table truncated while read");
+  CHECK_CONTAINS(r.err, "shrank while being read");
+  tool_free(&r);
+  changed_run(&r, pid, path, h, n, truncate_table, "-n", "1", "-i", "0.01", p);
+  check_exit(&r, 1, "live view, table truncated while read");
+  CHECK_CONTAINS(r.err, "shrank while being read");
+  tool_free(&r);
+  free(h);
+  CHECK_EQ_I(unlink(path), 0);
+  reap(pid);
+}
+
+/* ---- control bytes --------------------------------------------------------- */
+
+/* Nothing a terminal would act on: printable ASCII and newlines only. */
+static void check_printable(const char *s, const char *what) {
+  for (const char *c = s; *c; c++) {
+    unsigned char b = (unsigned char)*c;
+    CHECK_MSG(b == '\n' || (b >= 0x20 && b <= 0x7e), "%s: byte 0x%02x at offset %td of: %s",
+              what, b, c - s, s);
+  }
+}
+
+/* ESC (C0), DEL, raw C1 (0x9b CSI), UTF-8 encoded C1 (c2 9b CSI, c2 85
+ * NEL), a Latin-1 byte: each byte becomes '?'. 18 bytes: fits every
+ * string field of the table, reason names (20) included. */
+static const char ctl_name[] = "A\033[31mB\x9b"
+                               "C\xc2\x9b"
+                               "D\x7f"
+                               "E\xc2\x85"
+                               "F\xe9";
+static const char ctl_shown[] = "A?[31mB?C??D?E??F?";
+
+TEST(control_bytes) {
+  pid_t pid = sleeper_named("n\033]0;x\a\x9b");
+  char path[64], p[16], want[128];
+  snprintf(path, sizeof path, SSTM_STT_PATH_FMT, (int)pid);
+  snprintf(p, sizeof p, "%d", (int)pid);
+  size_t n;
+  sstm_stt_header_t *h = fake_table(pid, 2, &n);
+  snprintf(h->config, sizeof h->config, "%s", ctl_name);
+  snprintf(h->cm_info, sizeof h->cm_info, "%s", ctl_name);
+  snprintf(h->reason_names[1], sizeof h->reason_names[1], "%s", ctl_name);
+  snprintf(h->cm_stat_names[0], sizeof h->cm_stat_names[0], "%s", ctl_name);
+  sstm_stt_entry_t *e = (sstm_stt_entry_t *)(void *)(h + 1);
+  for (int i = 0; i < 2; i++) {
+    e[i].in_use = 1;
+    e[i].slot = (uint32_t)i;
+    e[i].aborts = 1;
+    e[i].last_reason = 1;
+    snprintf(e[i].cm, sizeof e[i].cm, "%s", ctl_name);
+  }
+  write_file(path, h, n, 0600);
+  free(h);
+  tool_run_t r;
+  run_tool(&r, "-j", p, NULL, NULL, NULL);
+  check_exit(&r, 0, "-j, control bytes");
+  check_printable(r.out, "-j");
+  /* '?' in the JSON itself, not an escape (\u009b) that a JSON reader
+   * would turn back into the control character */
+  CHECK_NOT_CONTAINS(r.out, "\\u");
+  snprintf(want, sizeof want, "\"config\": \"%s\"", ctl_shown);
+  CHECK_CONTAINS(r.out, want);
+  snprintf(want, sizeof want, "\"cm_info\": \"%s\"", ctl_shown);
+  CHECK_CONTAINS(r.out, want);
+  snprintf(want, sizeof want, "\"cm\": \"%s\"", ctl_shown);
+  CHECK_CONTAINS(r.out, want);
+  snprintf(want, sizeof want, "\"last_reason_name\": \"%s\"", ctl_shown);
+  CHECK_CONTAINS(r.out, want);
+  jval_t *j = jparse(r.out);
+  CHECK_EQ_STR(jget(j, "cm_stat_names")->items[0]->str, ctl_shown);
+  jfree(j);
+  tool_free(&r);
+  run_tool(&r, "-n", "1", "-i", "0.01", p);
+  check_exit(&r, 0, "live view, control bytes");
+  check_printable(r.out, "live view");
+  CHECK_CONTAINS(r.out, ctl_shown);
+  tool_free(&r);
+  run_tool(&r, "-l", NULL, NULL, NULL, NULL);
+  check_exit(&r, 0, "-l, control bytes");
+  check_printable(r.out, "-l");
+  CHECK_EQ_I(listed_threads(r.out, pid), 2);
+  CHECK_CONTAINS(r.out, "n?]0;x?? "); /* the process name */
+  CHECK_CONTAINS(r.out, ctl_shown);
+  tool_free(&r);
+  CHECK_EQ_I(unlink(path), 0);
+  reap(pid);
+}
+
+/* ---- /dev/shm full ----------------------------------------------------------- */
+
+/* Fill /dev/shm with one file, then give back `leave` bytes of it. */
+static void fill_shm(const char *fill, off_t leave) {
+  int fd = open(fill, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  CHECK_GE_I(fd, 0);
+  static char page[4096];
+  memset(page, 0x5a, sizeof page);
+  off_t size = 0;
+  for (;;) {
+    ssize_t w = write(fd, page, sizeof page);
+    if (w < 0) {
+      CHECK_EQ_I(errno, ENOSPC);
+      break;
+    }
+    size += w;
+  }
+  CHECK_GE_I(size, leave);
+  if (leave) CHECK_EQ_I(ftruncate(fd, size - leave), 0);
+  CHECK_EQ_I(close(fd), 0);
+}
+
+/* In a forked child (a mount namespace needs a single-threaded caller):
+ * a private 64 KiB tmpfs on /dev/shm. */
+static void shm_full_child(void) {
+  if (unshare(CLONE_NEWNS) != 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0 ||
+      mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, "size=64k") != 0)
+    sstm_test_skip("cannot mount a private tmpfs on /dev/shm here");
+  sstm_config_t c;
+  sstm_test_config(&c);
+  c.state_table = true;
+  c.max_threads = 64; /* a table of 7 pages */
+  char path[64];
+  snprintf(path, sizeof path, SSTM_STT_PATH_FMT, (int)getpid());
+  size_t size = sizeof(sstm_stt_header_t) + 64 * sizeof(sstm_stt_entry_t);
+  CHECK_GT_U(size, 4096 + sizeof(sstm_stt_header_t)); /* the entries need a page of their own */
+  const char *fill = "/dev/shm/fill";
+  /* 1. Not a page free: the header's first write used to be a SIGBUS. */
+  fill_shm(fill, 0);
+  CHECK_EQ_I(sstm_init(&c), SSTM_ENOMEM);
+  CHECK_CONTAINS(sstm_last_error(), "state table");
+  CHECK_CONTAINS(sstm_last_error(), strerror(ENOSPC));
+  errno = 0;
+  CHECK_EQ_I(access(path, F_OK), -1); /* nothing left behind */
+  CHECK_EQ_I(errno, ENOENT);
+  /* 2. Room for the header's page, not for all entries (the entry of a
+   * thread registered later used to be the SIGBUS). */
+  fill_shm(fill, 4096);
+  CHECK_EQ_I(sstm_init(&c), SSTM_ENOMEM);
+  CHECK_CONTAINS(sstm_last_error(), strerror(ENOSPC));
+  CHECK_EQ_I(access(path, F_OK), -1);
+  /* 3. Room: the table is created with all its pages. */
+  CHECK_EQ_I(unlink(fill), 0);
+  CHECK_OK(sstm_init(&c));
+  struct stat st;
+  CHECK_EQ_I(stat(path, &st), 0);
+  CHECK_EQ_U(st.st_size, size);
+  CHECK_GE_U((uint64_t)st.st_blocks * 512, size);
+  CHECK_OK(sstm_thread_init());
+  accounts[0] = 0;
+  CHECK_OK(sstm_run(NULL, bump_fn, NULL));
+  CHECK_OK(sstm_thread_exit());
+  CHECK_OK(sstm_shutdown());
+  CHECK_EQ_I(access(path, F_OK), -1);
+}
+
+TEST(shm_full) {
+  if (geteuid() != 0) sstm_test_skip("needs root (a private tmpfs on /dev/shm)");
+  fflush(stdout);
+  fflush(stderr);
+  pid_t pid = fork();
+  CHECK_GE_I(pid, 0);
+  if (pid == 0) {
+    shm_full_child();
+    fflush(stdout);
+    _exit(0);
+  }
+  int st;
+  while (waitpid(pid, &st, 0) < 0) CHECK_EQ_I(errno, EINTR);
+  if (WIFEXITED(st) && WEXITSTATUS(st) == SSTM_TEST_SKIP)
+    sstm_test_skip("cannot mount a private tmpfs on /dev/shm here");
+  CHECK_MSG(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the child %s %d",
+            WIFSIGNALED(st) ? "was killed by signal" : "exited with",
+            WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st));
+}
+
+/* ---- fork ---------------------------------------------------------------------- */
+
+/* The entry of slot, read through the file (not through a mapping). */
+static sstm_stt_entry_t file_entry(const char *path, unsigned slot) {
+  sstm_stt_entry_t e;
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  CHECK_GE_I(fd, 0);
+  off_t off = (off_t)(sizeof(sstm_stt_header_t) + slot * sizeof e);
+  CHECK_EQ_I(pread(fd, &e, sizeof e, off), (long long)sizeof e);
+  CHECK_EQ_I(close(fd), 0);
+  return e;
+}
+
+static void incr_fn(void *p) {
+  (void)p;
+  sstm_store_i64(&accounts[0], sstm_load_i64(&accounts[0]) + 1);
+}
+
+/* A child of fork() inherits the mapping of the parent's table and its
+ * registered descriptor: its transactions must not count in the parent's
+ * entry, and its sstm_shutdown must not remove the parent's file. */
+TEST(fork_child) {
+  sstm_config_t c;
+  sstm_test_config(&c);
+  c.state_table = true;
+  CHECK_OK(sstm_init(&c));
+  CHECK_OK(sstm_thread_init());
+  char path[64];
+  snprintf(path, sizeof path, SSTM_STT_PATH_FMT, (int)getpid());
+  accounts[0] = 0;
+  for (int i = 0; i < 100; i++) CHECK_OK(sstm_run(NULL, incr_fn, NULL));
+  unsigned slot = sstm_desc_slot(sstm_self());
+  sstm_stt_entry_t before = file_entry(path, slot);
+  CHECK_EQ_U(before.in_use, 1);
+  CHECK_EQ_U(before.commits, 100);
+  fflush(stdout);
+  fflush(stderr);
+  pid_t pid = fork();
+  CHECK_GE_I(pid, 0);
+  if (pid == 0) {
+    for (int i = 0; i < 1000; i++) CHECK_OK(sstm_run(NULL, incr_fn, NULL));
+    CHECK_EQ_I(accounts[0], 1100);
+    CHECK_OK(sstm_shutdown());
+    _exit(0);
+  }
+  int st;
+  while (waitpid(pid, &st, 0) < 0) CHECK_EQ_I(errno, EINTR);
+  CHECK_MSG(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the child %s %d",
+            WIFSIGNALED(st) ? "was killed by signal" : "exited with",
+            WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st));
+  struct stat sb;
+  CHECK_MSG(stat(path, &sb) == 0, "%s: %s after the child's sstm_shutdown", path, strerror(errno));
+  sstm_stt_entry_t after = file_entry(path, slot);
+  CHECK_EQ_U(after.in_use, 1);    /* the child's thread exit is not ours */
+  CHECK_EQ_U(after.commits, 100); /* nor are its 1000 commits */
+  CHECK_EQ_U(after.txid, before.txid);
+  CHECK_EQ_I(after.tid, before.tid);
+  CHECK_EQ_I(accounts[0], 100);
+  /* The parent's table goes on. */
+  for (int i = 0; i < 10; i++) CHECK_OK(sstm_run(NULL, incr_fn, NULL));
+  CHECK_EQ_U(file_entry(path, slot).commits, 110);
+  jval_t *j = snapshot_json(getpid());
+  CHECK_EQ_U(ju(j, "in_use"), 1);
+  CHECK_EQ_U(ju(jget(j, "totals"), "commits"), 110);
+  jfree(j);
+  CHECK_OK(sstm_thread_exit());
+  CHECK_OK(sstm_shutdown());
+  errno = 0;
+  CHECK_EQ_I(stat(path, &sb), -1);
+  CHECK_EQ_I(errno, ENOENT);
 }
 
 SSTM_TEST_MAIN()

@@ -141,7 +141,8 @@ if(TARGET sstm-top)
                     TIMEOUT 60 COMMAND itest_statetab snapshot_${p} ENV SSTM_TEST_DESIGN=${d})
     endforeach()
   endforeach()
-  foreach(t fresh_entries no_table garbage permission)
+  foreach(t fresh_entries no_table garbage permission fifo header_changed truncated_while_read
+            control_bytes shm_full fork_child)
     sstm_add_test(NAME integration.statetab.${t} LABELS integration TIMEOUT 60
                   COMMAND itest_statetab ${t})
   endforeach()
