@@ -607,6 +607,9 @@ static int live(table_t *t, double interval, long count, bool all) {
     double dt = ch == 0 ? (double)(now - last) / 1e9 : 0.0;
     last = now;
     snapshot(t, h.nentries, cur);
+    /* The policy's line changes while the program runs (adaptive's choice
+     * and reason): read it again for every frame. */
+    read_cm_info(t, h.cm_info, sizeof h.cm_info);
     frame(t, &h, cur, prev, dt, all, clear, interval);
     if (!clear && (count <= 0 || done + 1 < count)) fputc('\n', stdout);
   }

@@ -1486,4 +1486,63 @@ TEST(fork_child) {
   CHECK_EQ_I(errno, ENOENT);
 }
 
+/* The live view shows the policy's current line in every frame ("policy
+ * now:"), not the one it read at start: a policy whose describe() gives a
+ * generation that a thread keeps bumping (sstm_cm_info_changed) while the
+ * tool draws four frames. */
+static _Atomic unsigned live_gen;
+static _Atomic int live_stop;
+static int gen_describe(char *buf, size_t len) {
+  return snprintf(buf, len, "gen=%u", atomic_load(&live_gen));
+}
+static sstm_cm_action_t gen_conflict(sstm_cm_ctx_t *ctx, const sstm_conflict_t *c, uint64_t *w) {
+  (void)ctx, (void)c, (void)w;
+  return SSTM_CM_ABORT_SELF;
+}
+static const sstm_cm_ops_t gen_policy = {
+    .name = "stt-gen",
+    .description = "statetab test: describe() gives a generation",
+    .on_conflict = gen_conflict,
+    .describe = gen_describe,
+};
+static void *gen_bumper(void *arg) {
+  (void)arg;
+  while (!atomic_load(&live_stop)) {
+    atomic_fetch_add(&live_gen, 1);
+    sstm_cm_info_changed();
+    usleep(2000);
+  }
+  return NULL;
+}
+TEST(live_view_follows_policy_line) {
+  CHECK_OK(sstm_cm_register(&gen_policy));
+  sstm_config_t cfg;
+  sstm_test_config(&cfg);
+  cfg.cm = "stt-gen";
+  cfg.state_table = true;
+  CHECK_OK(sstm_init(&cfg));
+  pthread_t th;
+  CHECK_EQ_I(pthread_create(&th, NULL, gen_bumper, NULL), 0);
+  char pidstr[16];
+  snprintf(pidstr, sizeof pidstr, "%d", (int)getpid());
+  tool_run_t r;
+  run_tool(&r, "-i", "0.1", "-n", "4", pidstr);
+  atomic_store(&live_stop, 1);
+  CHECK_EQ_I(pthread_join(th, NULL), 0);
+  check_exit(&r, 0, "live view");
+  /* every frame has the line; they are not all the same generation */
+  unsigned first = 0, last = 0, frames = 0;
+  for (const char *p = r.out; (p = strstr(p, "policy now: ")) != NULL; p++) {
+    const char *g = strstr(p, "gen=");
+    CHECK_NOT_NULL(g);
+    unsigned v = (unsigned)strtoul(g + 4, NULL, 10);
+    if (frames++ == 0) first = v;
+    last = v;
+  }
+  CHECK_MSG(frames == 4, "%u frames with a policy line: %.600s", frames, r.out);
+  CHECK_MSG(last > first, "the policy line stayed at gen=%u over 4 frames", first);
+  tool_free(&r);
+  CHECK_OK(sstm_shutdown());
+}
+
 SSTM_TEST_MAIN()
