@@ -1,5 +1,13 @@
 /* schedstm: umbrella header. A scheduling-aware software transactional
- * memory for Linux. See docs/architecture.md. */
+ * memory for Linux. See docs/architecture.md.
+ *
+ * fork(): as with most libraries that use threads and locks, the child of a
+ * process that has run sstm_init() may only call async-signal-safe functions
+ * until it execs; schedstm functions are not among them (a lock held by
+ * another thread of the parent at the fork stays held in the child). What
+ * the library guarantees is that the parent is unharmed: the child's
+ * transactions, if it runs any anyway, are not counted in the parent's state
+ * table, and the child never removes the parent's table file. */
 #ifndef SCHEDSTM_H
 #define SCHEDSTM_H
 
