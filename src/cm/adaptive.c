@@ -179,6 +179,10 @@ static struct {
   _Atomic bool slice_failed; /* the kernel refused a custom slice: stop asking */
   _Alignas(64) _Atomic uint64_t window_start;
   _Atomic uint64_t window_ns; /* the current window length (window_scale) */
+  /* A probe window of the default policy may end early when it is far
+   * behind the challenger: the next time it is checked (window_start +
+   * window_ns / 4, then every quarter), 0 when the window may not. */
+  _Atomic uint64_t cut_at;
   /* retries compared with their previous attempt, and those that took
    * another path: added by the abort hook (relaxed RMWs, on retries only),
    * taken by the evaluator */
@@ -199,6 +203,7 @@ static struct {
   unsigned len_streak;
   int probe_pos; /* next probe window, -1: not probing */
   int probe_a, probe_b; /* the regime's challenger and default */
+  unsigned probe_threads; /* threads when the last probe started */
   char regime[96];      /* what the last window showed */
   double probe_cps[NSUB];
   unsigned probe_n[NSUB];
@@ -282,6 +287,7 @@ static int adaptive_init(const sstm_config_t *cfg) {
   atomic_store_explicit(&G.slice_failed, false, RLX);
   atomic_store_explicit(&G.window_start, sstm__now_ns(), RLX);
   atomic_store_explicit(&G.window_ns, WINDOW_NS, RLX);
+  atomic_store_explicit(&G.cut_at, 0, RLX);
   atomic_store_explicit(&G.compared, 0, RLX);
   atomic_store_explicit(&G.differed, 0, RLX);
   return 0;
@@ -379,6 +385,36 @@ static void probe_step(sstm_cm_ctx_t *ctx, double cps) {
   choose(ctx, pick);
 }
 
+/* Under G.lock: should the current window, `elapsed` ns old with these
+ * counts so far, end now? Only a probe window of the default policy, once
+ * the challenger has a mean, at a quarter of its length or more, with
+ * enough events to be judged, and committing under 1/EARLY_MARGIN of the
+ * challenger's mean: a window that far behind at a quarter will not catch
+ * up (transitions depress a window's start, which can only make the
+ * default look worse here: the early verdicts need the full window counted
+ * against the challenger's, so a window cut short is still judged on its
+ * own rate). sb7 write-dominated at 64 threads: a ser-block window of
+ * 160 ms at a third of os_prio's rate cost 7 % of a 1.5 s run. Windows of
+ * the challenger always run whole. */
+static bool cut_due(uint64_t elapsed, uint64_t window, uint64_t commits, uint64_t aborts) {
+  if (G.probe_pos < 0 || probe_sub(G.probe_pos) != G.probe_b ||
+      atomic_load_explicit(&G.cur, RLX) != G.probe_b || G.probe_n[G.probe_a] == 0)
+    return false;
+  if (elapsed < window / 4 || commits + aborts < MIN_EVENTS)
+    return false;
+  double mean_a = G.probe_cps[G.probe_a] / G.probe_n[G.probe_a];
+  double cps = (double)commits * 1e9 / (double)elapsed;
+  return cps * EARLY_MARGIN < mean_a;
+}
+
+/* Under G.lock: the cut check of the window that starts at `now`. */
+static void cut_arm(uint64_t now) {
+  bool may = G.probe_pos >= 0 && probe_sub(G.probe_pos) == G.probe_b &&
+             G.probe_n[G.probe_a] > 0;
+  atomic_store_explicit(&G.cut_at, may ? now + atomic_load_explicit(&G.window_ns, RLX) / 4 : 0,
+                        RLX);
+}
+
 /* Under G.lock: the regime changed; its next probe starts afresh. */
 static void regime_reset(void) {
   G.probe_pos = -1;
@@ -395,13 +431,23 @@ static void probe_start(sstm_cm_ctx_t *ctx) {
 }
 
 /* Under G.lock: a regime whose choice is the better of challenger `a` and
- * default `b`, found by a probe and held for HOLD_WINDOWS windows. */
-static void probe_regime(sstm_cm_ctx_t *ctx, double cps, int a, int b) {
+ * default `b`, found by a probe and held for HOLD_WINDOWS windows. A probe
+ * or a hold whose thread count has since doubled or halved is void: the
+ * windows of a probe must see the same threads (a program's first windows
+ * see its threads still starting: sb7 at 64 threads once judged ser-block
+ * 3x ahead from windows at 4, 12 and 64 threads, and held it for the whole
+ * run at a quarter of os_prio's rate). */
+static void probe_regime(sstm_cm_ctx_t *ctx, double cps, int a, int b, unsigned threads) {
   if (G.probe_a != a || G.probe_b != b) { /* another regime: probe anew */
     G.probe_a = a;
     G.probe_b = b;
     regime_reset();
   }
+  if ((G.probe_pos >= 0 || G.hold > 0) &&
+      (threads > 2 * G.probe_threads || 2 * threads < G.probe_threads))
+    regime_reset();
+  if (G.probe_pos < 0 && G.hold == 0)
+    G.probe_threads = threads;
   if (G.probe_pos >= 0) {
     probe_step(ctx, cps);
     return;
@@ -466,7 +512,7 @@ static void decide(sstm_cm_ctx_t *ctx, uint64_t ns, uint64_t commits, uint64_t a
              threads, rel, G.ncpu, nondet > NONDET_SHARE ? "nondet-tx" : "long-tx", len / 1e3,
              nondet, atomic_load_explicit(&G.slice_want, RLX) ? " slice=4ms" : "",
              (unsigned)(WINDOW_NS * scale / 1000000));
-    probe_regime(ctx, cps, SUB_OS_PRIO, SUB_SER_BLOCK);
+    probe_regime(ctx, cps, SUB_OS_PRIO, SUB_SER_BLOCK, threads);
     return;
   }
   want_slice(false);
@@ -478,7 +524,7 @@ static void decide(sstm_cm_ctx_t *ctx, uint64_t ns, uint64_t commits, uint64_t a
     choose(ctx, SUB_SPIN_BLOCK);
     return;
   }
-  probe_regime(ctx, cps, SUB_YIELD, SUB_SER_BLOCK);
+  probe_regime(ctx, cps, SUB_YIELD, SUB_SER_BLOCK, threads);
   if (G.probe_pos < 0 && atomic_load_explicit(&G.cur, RLX) == SUB_YIELD) {
     /* a held yield that does not serialise gives way to ser-block */
     G.yield_bad = apc > YIELD_MAX_APC ? G.yield_bad + 1 : 0;
@@ -495,6 +541,26 @@ static void decide(sstm_cm_ctx_t *ctx, uint64_t ns, uint64_t commits, uint64_t a
  * moment early is counted in the next window. A counter that went down was
  * reset (sstm_stats_reset, a descriptor's new thread): its whole value is
  * new. */
+static unsigned scan(uint64_t *commits, uint64_t *aborts);
+
+/* Under G.lock: the counts since the last evaluation, without taking them
+ * (the evaluation that closes the window takes them). */
+static void peek(uint64_t *commits, uint64_t *aborts) {
+  unsigned hw = atomic_load_explicit(&sstm__g.hiwater, memory_order_acquire);
+  if (hw > G.nslots)
+    hw = G.nslots;
+  for (unsigned i = 0; i < hw; i++) {
+    struct sstm_desc *d = sstm__desc_at(i);
+    if (d == NULL)
+      continue;
+    uint64_t c = sstm__ctr_get(&d->ctr.commits_ro) + sstm__ctr_get(&d->ctr.commits_update), a = 0;
+    for (int r = 0; r < SSTM_ABORT_REASON_COUNT; r++)
+      a += sstm__ctr_get(&d->ctr.aborts[r]);
+    *commits += c >= G.seen_c[i] ? c - G.seen_c[i] : c;
+    *aborts += a >= G.seen_a[i] ? a - G.seen_a[i] : a;
+  }
+}
+
 static unsigned scan(uint64_t *commits, uint64_t *aborts) {
   unsigned hw = atomic_load_explicit(&sstm__g.hiwater, memory_order_acquire);
   if (hw > G.nslots)
@@ -527,8 +593,26 @@ static void maybe_evaluate(sstm_cm_ctx_t *ctx) {
    * another thread in between gives start > now, and now - start wraps to
    * a huge "window" that this thread would then judge. */
   uint64_t start = atomic_load_explicit(&G.window_start, RLX), now = sstm__now_ns();
-  if (now <= start || now - start < atomic_load_explicit(&G.window_ns, RLX))
+  if (now <= start)
     return;
+  uint64_t window = atomic_load_explicit(&G.window_ns, RLX);
+  if (now - start < window) {
+    /* Not over: unless this is a losing default window's check (one
+     * thread per quarter claims it; the others return at the first test). */
+    uint64_t at = atomic_load_explicit(&G.cut_at, RLX);
+    if (at == 0 || now < at ||
+        !atomic_compare_exchange_strong_explicit(&G.cut_at, &at, at + window / 4, RLX, RLX))
+      return;
+    if (pthread_mutex_trylock(&G.lock) != 0)
+      return;
+    uint64_t c = 0, a = 0;
+    if (G.nslots)
+      peek(&c, &a);
+    bool cut = G.nslots && cut_due(now - start, window, c + G.pend_c, a + G.pend_a);
+    pthread_mutex_unlock(&G.lock);
+    if (!cut)
+      return;
+  }
   /* relaxed: the CAS only elects the evaluator; G.lock orders its work. */
   if (!atomic_compare_exchange_strong_explicit(&G.window_start, &start, now, RLX, RLX))
     return;
@@ -556,6 +640,7 @@ static void maybe_evaluate(sstm_cm_ctx_t *ctx) {
       judged = true; /* the reason carries the window's figures: republish */
       G.pend_c = G.pend_a = G.pend_ns = 0;
     }
+    cut_arm(now);
   }
   pthread_mutex_unlock(&G.lock);
   if (judged)
@@ -689,6 +774,15 @@ int sstm__adaptive_feed(uint64_t ns, uint64_t commits, uint64_t aborts, unsigned
     snprintf(reason, len, "%s", G.reason);
   pthread_mutex_unlock(&G.lock);
   return cur;
+}
+
+/* Test seam: would the current window end now, `elapsed` ns into it with
+ * these counts (cut_due, with the current window length)? */
+bool sstm__adaptive_cut_due(uint64_t elapsed, uint64_t commits, uint64_t aborts) {
+  pthread_mutex_lock(&G.lock);
+  bool cut = cut_due(elapsed, atomic_load_explicit(&G.window_ns, RLX), commits, aborts);
+  pthread_mutex_unlock(&G.lock);
+  return cut;
 }
 
 const char *sstm__adaptive_sub_name(int i) {

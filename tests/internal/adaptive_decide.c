@@ -124,6 +124,47 @@ TEST(a_gap_that_persists_ends_the_probe_after_three_windows) {
   stop();
 }
 
+/* A probe window of the default policy ends at a quarter (or later) when
+ * it commits under half the challenger's mean so far; the challenger's
+ * windows, and a default window that keeps up, run whole. */
+TEST(a_losing_default_window_ends_early) {
+  start();
+  rate_os_prio = 10000, rate_ser_block = 3000, rate_other = 2000;
+  CHECK_EQ_STR(feed(64, 2), "os_prio"); /* the challenger's window comes next */
+  uint64_t w = sstm__adaptive_window_ns();
+  CHECK_EQ_U(w, 160 * MS);
+  /* no challenger mean yet, and it is the challenger's window */
+  CHECK_FALSE(sstm__adaptive_cut_due(w / 2, 10, 10));
+  CHECK_EQ_STR(feed(64, 2), "ser-block"); /* os_prio judged at 10000/s */
+  uint64_t q = w / 4;
+  /* 3000/s at a quarter: under half of 10000/s */
+  CHECK_TRUE(sstm__adaptive_cut_due(q, 3000 * q / 1000000000ull, 10));
+  CHECK_FALSE(sstm__adaptive_cut_due(q - 1, 3000 * q / 1000000000ull, 10)); /* too soon */
+  CHECK_FALSE(sstm__adaptive_cut_due(q, 6000 * q / 1000000000ull, 10)); /* keeps up */
+  CHECK_FALSE(sstm__adaptive_cut_due(q, 10, 5));                        /* too few events */
+  stop();
+}
+
+/* The threads of a program that is starting: a probe whose thread count
+ * doubles starts again, so that its windows all see the same threads; a
+ * hold whose count halves is probed again. */
+TEST(probe_restarts_when_the_threads_double) {
+  start();
+  rate_os_prio = 10000, rate_ser_block = 2000, rate_other = 2000;
+  CHECK_EQ_STR(feed(4, 2), "os_prio"); /* probe: the challenger's window */
+  CHECK_EQ_STR(feed(12, 2), "os_prio"); /* 4 -> 12: again from the start */
+  CHECK_NOT_NULL(strstr(why, "probing"));
+  CHECK_EQ_STR(feed(64, 2), "os_prio"); /* 12 -> 64: again */
+  CHECK_EQ_STR(feed(64, 2), "ser-block"); /* the probe goes on at 64 */
+  CHECK_EQ_STR(feed(64, 2), "os_prio");
+  CHECK_NOT_NULL(strstr(why, "probe(early)"));
+  hold(3, "os_prio", 64, 2);
+  CHECK_EQ_STR(feed(20, 2), "os_prio"); /* halved during the hold: a new probe */
+  CHECK_NOT_NULL(strstr(why, "probing"));
+  CHECK_EQ_STR(feed(20, 2), "ser-block");
+  stop();
+}
+
 TEST(close_verdict_runs_the_full_probe_and_holds_long) {
   start();
   /* os_prio 5 % ahead: above the 3 % margin, below the 25 % of a clear
