@@ -31,7 +31,10 @@
  * challenger, default, balanced against a drift; the challenger is chosen
  * only if it is more than 3 % ahead. After the first two windows (one
  * each), a policy that committed twice as much as the other wins at once;
- * after three or more, one whose mean is 1.5x the other's.
+ * after three or more, one whose mean is 1.5x the other's. A window of the
+ * default that commits under half the challenger's mean ends at a quarter
+ * of its length (checked every quarter). A probe, or a hold, whose thread
+ * count doubles or halves starts over (a program's threads starting up).
  * The probe is repeated at once when the
  * regime changes, else after a hold: 50 windows after a close verdict
  * (under 25 % apart), 12 after a clear one that differs from the last
