@@ -25,6 +25,13 @@ SSTM_EXTERN_C_BEGIN
 
 struct sstm_desc;
 
+/* A read-set entry. At file scope, not inside sstm__fast: C++ would make it
+ * a nested type there, and the fast path below could not name it. */
+struct sstm__rentry {
+  uint64_t *lock;
+  uint64_t lw;
+};
+
 /* The first cache line of every descriptor (checked against the internal
  * layout by static assertions in the library). */
 typedef struct sstm__fast {
@@ -40,10 +47,7 @@ typedef struct sstm__fast {
   uint64_t *locks;
   uint64_t lock_mask;
   struct {
-    struct sstm__rentry {
-      uint64_t *lock;
-      uint64_t lw;
-    } *e, *top, *lim; /* entries [e, top); top is read by other threads */
+    struct sstm__rentry *e, *top, *lim; /* entries [e, top); top is read by other threads */
   } rs;
 } sstm__fast_t;
 

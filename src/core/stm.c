@@ -126,7 +126,7 @@ void __asan_handle_no_return(void);
  * never NULL, so the barrier needs no NULL test: without a descriptor it
  * points at a static prefix whose variant sends every access to the slow
  * path. Both change together, in sstm__set_cur only. */
-SSTM_API __thread struct sstm_desc *sstm__cur __attribute__((tls_model("initial-exec")));
+__thread struct sstm_desc *sstm__cur __attribute__((tls_model("initial-exec")));
 static sstm__fast_t no_desc = {.variant = SSTM__V_NONE};
 SSTM_API __thread sstm__fast_t *sstm__fast_cur __attribute__((tls_model("initial-exec"))) =
     &no_desc;
