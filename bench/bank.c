@@ -164,7 +164,7 @@ int main(int argc, char **argv) {
   bench_set_prog(argv[0]);
   parse_options(argc, argv, &o);
 
-  tm_bench_start(o.design, o.cm);
+  tm_bench_start(o.design, o.cm, (unsigned)o.threads);
 
   long *bank = malloc(sizeof *bank * (size_t)o.accounts);
   worker_t *w = aligned_alloc(64, sizeof *w * (size_t)o.threads);

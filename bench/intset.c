@@ -188,7 +188,7 @@ int main(int argc, char **argv) {
   bench_set_prog(argv[0]);
   parse_options(argc, argv, &o);
 
-  tm_bench_start(o.design, o.cm);
+  tm_bench_start(o.design, o.cm, (unsigned)o.threads);
 
   intset_params_t p = {.buckets = (size_t)o.buckets, .range_hint = o.range};
   intset_t *set = intset_create(o.kind, &p);

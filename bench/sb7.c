@@ -243,7 +243,7 @@ static void shape_json(bench_json_t *j, const char *key, const sb7_shape_t *s) {
 static void report(const options_t *o, const sb7_params_t *p, const worker_t *w,
                    const sb7_tally_t *tally, const sb7_shape_t *initial,
                    const sb7_shape_t *final, double elapsed, double t1_ms,
-                   const char *check) {
+                   const char *check, long read_only_pct) {
   tm_counts_t total;
   tm_total_counts(&total);
   bench_json_t j;
@@ -251,7 +251,8 @@ static void report(const options_t *o, const sb7_params_t *p, const worker_t *w,
   bench_report_header(&j, "sb7", (unsigned)o->threads, o->duration_ms);
   bench_json_str(&j, "mix", o->mix->name);
   bench_json_str(&j, "mix_label", o->mix->label);
-  bench_json_i64(&j, "read_only_pct", o->mix->read_only_pct);
+  /* what ran: -O can leave one kind of operation only (chooser_init) */
+  bench_json_i64(&j, "read_only_pct", read_only_pct);
   bench_json_u64(&j, "long_traversals", o->long_traversals);
   if (o->only != NULL)
     bench_json_str(&j, "only", o->only);
@@ -385,7 +386,7 @@ int main(int argc, char **argv) {
   chooser_t chooser;
   chooser_init(&chooser, &o);
 
-  tm_bench_start(o.design, o.cm);
+  tm_bench_start(o.design, o.cm, (unsigned)o.threads);
   char err[512];
 
   sb7_params_t p;
@@ -420,7 +421,8 @@ int main(int argc, char **argv) {
     tally_sum(&tally, &w[i].ctx.total);
   sb7_shape_t final = {0};
   int bad = sb7_check(db, &tally, &final, err, sizeof err);
-  report(&o, &p, w, &tally, &initial, &final, elapsed, t1_ms, bad ? err : "ok");
+  report(&o, &p, w, &tally, &initial, &final, elapsed, t1_ms, bad ? err : "ok",
+         chooser.read_only_pct);
   if (bad)
     bench_die(BENCH_EXIT_FAIL, "invariant violated: %s", err);
 

@@ -125,9 +125,12 @@ void bench_json_begin(bench_json_t *j, FILE *f) {
   fputc('{', f);
 }
 
+/* The record is the run's result: one that cannot be written (a full disk,
+ * a closed pipe) fails the run instead of exiting 0 with nothing. */
 void bench_json_end(bench_json_t *j) {
   fputs("}\n", j->f);
-  fflush(j->f);
+  if (fflush(j->f) != 0 || ferror(j->f))
+    bench_die(BENCH_EXIT_FAIL, "cannot write the result record: %s", strerror(errno));
 }
 
 void bench_json_str(bench_json_t *j, const char *key, const char *v) {

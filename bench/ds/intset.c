@@ -22,9 +22,12 @@ static const char *const kind_names[INTSET_KIND_COUNT] = {
     [INTSET_LL] = "ll", [INTSET_SL] = "sl", [INTSET_RB] = "rb", [INTSET_HS] = "hs",
 };
 
+/* An insertion (the initial fill included) found no memory: the set does
+ * not fit. Inside a transaction there is no way back to the caller; the run
+ * ends as a failed one (exit status 1), not with a core dump. */
 TM_PURE void intset_out_of_memory(void) {
-  fputs("intset: out of memory inside a transaction\n", stderr);
-  abort();
+  fputs("intset: out of memory allocating a node: the set does not fit in memory\n", stderr);
+  exit(1);
 }
 
 intset_t *intset_create(intset_kind_t kind, const intset_params_t *params) {

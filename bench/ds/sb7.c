@@ -118,9 +118,11 @@ struct sb7 {
 #define SB7_LETTER_FLIP 0x2020202020202020UL
 
 TM_PURE static void sb7_oom(void) __attribute__((noreturn));
+/* As intset_out_of_memory: the graph does not fit; a failed run (exit
+ * status 1), not a core dump. */
 TM_PURE static void sb7_oom(void) {
-  fprintf(stderr, "sb7: out of memory inside a transaction\n");
-  abort();
+  fprintf(stderr, "sb7: out of memory allocating the graph: it does not fit in memory (-z, -A)\n");
+  exit(1);
 }
 
 TM_PURE static uint64_t mix64(uint64_t x) {

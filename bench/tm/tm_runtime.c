@@ -43,6 +43,18 @@ static int sstm_build_config(const tm_sys_options_t *o, sstm_config_t *cfg,
     }
     cfg->cm = o->cm;
   }
+  /* The registry must hold every thread of the run: the workers and the
+   * main thread. SCHEDSTM_MAX_THREADS, if given, is the user's bound. */
+  if (o != NULL && o->threads > cfg->max_threads) {
+    if (getenv("SCHEDSTM_MAX_THREADS") != NULL) {
+      snprintf(err, errlen,
+               "SCHEDSTM_MAX_THREADS=%u is below the %u threads this run registers "
+               "(the workers and the main thread)",
+               cfg->max_threads, o->threads);
+      return -1;
+    }
+    cfg->max_threads = o->threads;
+  }
   cfg->use_env = false;
   return 0;
 }
@@ -68,11 +80,8 @@ void tm_sys_fini(void) {
 
 void tm_thread_enter(void) {
   int rc = sstm_thread_init();
-  if (rc != 0) {
-    fprintf(stderr, "error: sstm_thread_init: %s: %s\n", sstm_strerror(rc),
-            sstm_last_error());
-    exit(EXIT_FAILURE);
-  }
+  if (rc != 0)
+    bench_die(BENCH_EXIT_FAIL, "sstm_thread_init: %s: %s", sstm_strerror(rc), sstm_last_error());
 }
 
 void tm_thread_exit(void) {
@@ -211,9 +220,9 @@ void tm_bench_check_options(int argc, char **argv, int optind_, long threads, ui
     *seed = (uint64_t)(bench_now() * 1e9);
 }
 
-void tm_bench_start(const char *design, const char *cm) {
+void tm_bench_start(const char *design, const char *cm, unsigned workers) {
   char err[512];
-  tm_sys_options_t so = {.design = design, .cm = cm};
+  tm_sys_options_t so = {.design = design, .cm = cm, .threads = workers + 1};
   if (tm_sys_init(&so, err, sizeof err) != 0)
     bench_die(BENCH_EXIT_USAGE, "%s", err);
   tm_thread_enter();

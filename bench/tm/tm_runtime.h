@@ -14,6 +14,8 @@
 typedef struct tm_sys_options {
   const char *design; /* "etl" | "ctl" | NULL (default); schedstm only */
   const char *cm;     /* contention manager name or NULL; schedstm only */
+  unsigned threads;   /* threads that will register, the caller included (0:
+                         unknown); schedstm sizes its registry for them */
 } tm_sys_options_t;
 
 /* Counters of one thread, or of the whole run. Fields a back-end cannot
@@ -71,8 +73,9 @@ void tm_describe(char *buf, size_t len);
  * a time-based seed. Exits with a usage error otherwise. */
 void tm_bench_check_options(int argc, char **argv, int optind_, long threads, uint64_t *seed);
 
-/* Initialise the back-end with the -D/-C options (NULL: defaults) and
- * register the calling thread; exits with a usage error on failure. */
-void tm_bench_start(const char *design, const char *cm);
+/* Initialise the back-end with the -D/-C options (NULL: defaults) for
+ * `workers` worker threads besides the caller, and register the calling
+ * thread; exits with a usage error on failure. */
+void tm_bench_start(const char *design, const char *cm, unsigned workers);
 
 #endif /* BENCH_TM_RUNTIME_H */
