@@ -6,8 +6,8 @@
 #
 # Idempotent: every tool is checked first, and nothing is installed (no
 # network, no apt-get update) when everything is already there. Missing tools
-# are installed with apt-get (Debian/Ubuntu; needs root or sudo) and Python
-# packages with pip.
+# are installed with apt-get (Debian/Ubuntu; needs root or sudo) and, with
+# --demo, missing Python packages with pip (python3-pip first if need be).
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -63,7 +63,6 @@ need cmake cmake
 need gcc gcc
 need g++ g++
 need make make
-need ninja ninja-build
 need pkg-config pkg-config
 need python3 python3
 need readelf binutils
@@ -89,8 +88,6 @@ for lib in libasan.so libubsan.so libtsan.so libitm.so; do
   fi
 done
 
-# pip, as a module of the python3 found above.
-python3 -m pip --version >/dev/null 2>&1 || missing+=(python3-pip)
 if [ ${#missing[@]} -gt 0 ]; then
   apt_install "${missing[@]}"
 fi
@@ -118,6 +115,10 @@ for line in open(sys.argv[1]):
 PY
 )
   if [ -n "$absent" ]; then
+    # pip, as a module of the python3 found above (needed only here).
+    if ! python3 -m pip --version >/dev/null 2>&1; then
+      apt_install python3-pip
+    fi
     say "pip install -r bench/requirements.txt (missing: $(echo $absent))"
     pip_args=(-m pip install --disable-pip-version-check -q -r "$req")
     # Debian's own python3 is "externally managed" (PEP 668): pip refuses to

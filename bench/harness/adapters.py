@@ -12,6 +12,7 @@ Standard library only.
 import json
 import os
 import re
+import signal
 
 NATIVE_BACKENDS = ("schedstm", "schedstm-inline", "itm", "seq")
 STRUCTURES = ("ll", "sl", "rb", "hs")
@@ -30,6 +31,22 @@ RESULT_FIELDS = (
 
 class RunFailed(Exception):
     """A run exited non-zero or printed nothing we can parse."""
+
+
+def describe_exit(returncode):
+    """'exit 3', or 'killed by SIGSEGV (signal 11)' for a negative status
+    (the process was killed by that signal)."""
+    if returncode < 0:
+        try:
+            return "killed by %s (signal %d)" % (signal.Signals(-returncode).name, -returncode)
+        except ValueError:
+            return "killed by signal %d" % -returncode
+    return "exit %d" % returncode
+
+
+def _exit_message(returncode, output):
+    tail = _tail(output)
+    return describe_exit(returncode) + (": " + tail if tail else "")
 
 
 def _tail(text, lines=3):
@@ -56,6 +73,11 @@ class Variant:
     def command(self, point):
         """(argv, env overrides) for one run of point."""
         raise NotImplementedError
+
+    def unusable_programs(self, points):
+        """Programs this variant was told to run for points that it cannot
+        run (missing, not executable), as messages naming them."""
+        return []
 
     def parse(self, stdout, stderr, returncode):
         """Result fields parsed from a run's output; raises RunFailed."""
@@ -98,7 +120,7 @@ class NativeVariant(Variant):
     def parse(self, stdout, stderr, returncode):
         record = _last_json_object(stdout)
         if returncode != 0:
-            raise RunFailed("exit %d: %s" % (returncode, _tail(stderr)))
+            raise RunFailed(_exit_message(returncode, stderr))
         if record is None:
             raise RunFailed("no JSON result on stdout: %s" % _tail(stderr + stdout))
         return record
@@ -169,6 +191,22 @@ class TinySTMVariant(Variant):
             return False
         return os.access(self.binary(point), os.X_OK)
 
+    def unusable_programs(self, points):
+        out = []
+        for point in points:
+            if point["bench"] not in ("intset", "bank"):
+                continue
+            path = os.path.normpath(self.binary(point))
+            if not os.path.exists(path):
+                problem = "%s does not exist" % path
+            elif os.path.isdir(path) or not os.access(path, os.X_OK):
+                problem = "%s is not an executable file" % path
+            else:
+                continue
+            if problem not in out:
+                out.append(problem)
+        return out
+
     def command(self, point):
         argv = [self.binary(point), "-n", str(point["threads"]),
                 "-d", str(point["duration_ms"]), "-s", str(point["seed"])]
@@ -181,7 +219,7 @@ class TinySTMVariant(Variant):
 
     def parse(self, stdout, stderr, returncode):
         if returncode != 0:
-            raise RunFailed("exit %d: %s" % (returncode, _tail(stderr + stdout)))
+            raise RunFailed(_exit_message(returncode, stderr + stdout))
         txs = _TINY_TXS.search(stdout)
         if txs is None:
             raise RunFailed("no '#txs' line in TinySTM output: %s" % _tail(stdout))

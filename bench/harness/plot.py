@@ -6,7 +6,10 @@ it, the abort rate against the number of threads; one line per variant
 over repetitions; the shaded band spans the fastest and slowest run.
 
 Usage: plot.py results.jsonl [-o figure.png] [--abort-metric abort_ratio|aborts_per_s]
-Needs matplotlib (pip install -r bench/requirements.txt).
+Needs matplotlib (scripts/install-deps.sh --demo, or
+pip install -r bench/requirements.txt). Lines of results.jsonl that are not
+result records (not a JSON object, no variant or thread count) are skipped
+with a warning.
 """
 
 import argparse
@@ -15,23 +18,67 @@ import math
 import os
 import sys
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-from matplotlib.ticker import FuncFormatter  # noqa: E402
-
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import summary  # noqa: E402
+
+# matplotlib, imported by need_matplotlib() when a figure is drawn: the
+# module (and sweep.py, which imports it) loads without it.
+plt = None
+FuncFormatter = None
+
+INSTALL_HINT = ("matplotlib is not installed: run scripts/install-deps.sh --demo "
+                "(or pip install -r bench/requirements.txt)")
 
 MAX_COLUMNS = 4
 MARKERS = "osD^v<>pPX*h"
 
 
+def need_matplotlib():
+    """Import matplotlib (Agg back-end) on first use; ImportError with the
+    way to install it when it is missing."""
+    global plt, FuncFormatter
+    if plt is None:
+        try:
+            import matplotlib
+            matplotlib.use("Agg")
+            import matplotlib.pyplot as pyplot
+            from matplotlib.ticker import FuncFormatter as formatter
+        except ImportError as e:
+            raise ImportError("%s (%s)" % (INSTALL_HINT, e)) from e
+        plt, FuncFormatter = pyplot, formatter
+
+
+def valid_record(rec):
+    """Why rec is not a result record the figure can use, or None."""
+    if not isinstance(rec, dict):
+        return "not a JSON object"
+    if not isinstance(rec.get("variant"), str):
+        return "no variant name"
+    threads = rec.get("threads")
+    if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
+        return "no thread count"
+    return None
+
+
 def load(path):
-    """Records of a results.jsonl file."""
-    with open(path) as f:
-        return [json.loads(line) for line in f if line.strip()]
+    """Records of a results.jsonl file; lines that are not records are
+    skipped with a warning on stderr."""
+    records = []
+    with open(path, encoding="utf-8", errors="replace") as f:
+        for number, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                rec = json.loads(line)
+            except ValueError:
+                why = "not JSON"
+            else:
+                why = valid_record(rec)
+            if why is None:
+                records.append(rec)
+            else:
+                sys.stderr.write("plot: warning: %s line %d skipped: %s\n" % (path, number, why))
+    return records
 
 
 def series(records, workload, variant, field):
@@ -39,13 +86,17 @@ def series(records, workload, variant, field):
     by_threads = {}
     for r in summary.ok_records(records):
         if summary.workload_key(r) == workload and r["variant"] == variant \
-                and r.get(field) is not None:
+                and _is_number(r.get(field)):
             by_threads.setdefault(r["threads"], []).append(r[field])
     out = []
     for t in sorted(by_threads):
         values = by_threads[t]
         out.append((t, summary.statistics.median(values), min(values), max(values)))
     return out
+
+
+def _is_number(x):
+    return isinstance(x, (int, float)) and not isinstance(x, bool)
 
 
 def _rate_formatter():
@@ -108,7 +159,10 @@ def _labels(variants):
 
 
 def plot_records(records, out_path, abort_metric="abort_ratio", title=None):
-    """Draw the figure for records into out_path (PNG, PDF, SVG by name)."""
+    """Draw the figure for records into out_path (PNG, PDF, SVG by name).
+    ValueError when no run succeeded, ImportError without matplotlib."""
+    need_matplotlib()
+    records = [r for r in records if valid_record(r) is None]
     workloads = summary.ordered_unique(summary.workload_key(r) for r in summary.ok_records(records))
     if not workloads:
         raise ValueError("no successful runs to plot")
@@ -188,7 +242,7 @@ def main(argv=None):
                                       "throughput.png")
     try:
         plot_records(load(args.results), out, args.abort_metric, args.title)
-    except (OSError, ValueError) as e:
+    except (ImportError, OSError, ValueError) as e:
         sys.stderr.write("plot: error: %s\n" % e)
         return 1
     print(out)

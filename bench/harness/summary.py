@@ -45,7 +45,7 @@ def workload_label(key):
         if size not in (None, 1):
             label += " x%s" % size
         return label.replace("sb7-nolong", "sb7 (no long trav.)")
-    name = structure
+    name = str(structure)
     if size is not None:
         initial, rng = size
         name += _count(initial) + ("" if rng is None else "/r%s" % _count(rng))
@@ -293,9 +293,10 @@ def _failure_lines(records):
         return []
     lines = ["", "### Failed runs (%d)" % len(failed), ""]
     for r in failed:
-        lines.append("- %s %s n=%s rep %s: %s" % (
-            r["variant"], workload_label(workload_key(r)), r["threads"], r["rep"],
-            r.get("error", "?")))
+        rep = r.get("rep")
+        lines.append("- %s %s n=%s rep %s: %s" % (  # reps counted from 1, as in the progress lines
+            r.get("variant"), workload_label(workload_key(r)), r.get("threads"),
+            rep + 1 if isinstance(rep, int) else rep, r.get("error", "?")))
     return lines
 
 

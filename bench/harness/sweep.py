@@ -8,8 +8,11 @@ made under the same machine conditions. Writes, in --out:
   results.jsonl  one raw record per run (the binary's JSON plus harness fields)
   results.csv    the main fields of every run
   summary.md     median per point, ratios vs --baseline, abort ratios
-and prints the summary on stdout; progress goes to stderr. Exit status 1
-if any run failed (the failures are listed in the summary).
+and prints the summary on stdout; progress goes to stderr. Each run's
+record is appended to results.jsonl as soon as the run ends; after Ctrl-C
+the CSV and the summary are written for the runs that completed (exit
+status 130). Exit status 1 if any run failed (the failures are listed in
+the summary), 2 on a bad command line or an --out that cannot be written.
 
 Examples:
   sweep.py --structures ll,rb --threads 1,2,4 --reps 3 --baseline itm
@@ -39,6 +42,7 @@ import csv
 import datetime
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -71,7 +75,7 @@ def parse_args(argv):
                         "(default: build/bench)")
     p.add_argument("--backends", type=csv_list, default=["schedstm", "itm", "seq"],
                    help="our back-ends: schedstm,schedstm-inline,itm,seq "
-                        "(default: schedstm,itm,seq)")
+                        "(default: schedstm,itm,seq; may be empty with --peer)")
     p.add_argument("--peer", action="append", default=[], metavar="NAME=DIR",
                    help="peer back-end, e.g. tinystm=/path/tinystm/test/intset (repeatable)")
     p.add_argument("--structures", type=csv_list, default=list(adapters.STRUCTURES))
@@ -81,7 +85,8 @@ def parse_args(argv):
     p.add_argument("--cms", type=csv_list, default=[],
                    help="schedstm contention managers (policies), e.g. suicide,backoff")
     p.add_argument("--initial", type=int, default=1024, help="intset initial size")
-    p.add_argument("--range", type=int, default=0, help="intset key range (default 2*initial)")
+    p.add_argument("--range", type=int, default=None,
+                   help="intset key range (default 2*initial)")
     p.add_argument("--buckets", type=int, default=0, help="hash-set buckets (default: binary's)")
     p.add_argument("--accounts", type=int, default=1024, help="bank accounts")
     p.add_argument("--audits", type=int_list, default=[20], help="bank audit percentages")
@@ -99,14 +104,29 @@ def parse_args(argv):
     p.add_argument("--outside-clock", type=int, default=0, metavar="MS",
                    help="time every run from outside: rate = commits difference over "
                         "wall-time difference against a run of MS ms (e.g. 20)")
-    p.add_argument("--timeout-s", type=float, default=0,
+    p.add_argument("--timeout-s", type=float, default=None,
                    help="kill a run after this long (default: duration + 60 s)")
     p.add_argument("--out", default=None, help="output directory (default results/sweep-<time>)")
     p.add_argument("--plot", action="store_true", help="also draw figures with plot.py")
     p.add_argument("--dry-run", action="store_true", help="print the commands only")
     args = p.parse_args(argv)
-    if args.reps < 1 or args.duration_ms < 1 or not args.threads:
+    if not args.backends and not args.peer:
+        p.error("nothing to compare: --backends is empty and there is no --peer")
+    for option in ("structures", "updates", "threads", "audits", "mixes", "long"):
+        if not getattr(args, option):
+            p.error("--%s needs at least one value" % option)
+    if args.reps < 1 or args.duration_ms < 1 or min(args.threads) < 1:
         p.error("--reps, --duration-ms and --threads must be positive")
+    for option, values in (("updates", args.updates), ("audits", args.audits)):
+        if not all(0 <= x <= 100 for x in values):
+            p.error("--%s takes percentages from 0 to 100 (got %s)"
+                    % (option, ",".join(map(str, values))))
+    if args.timeout_s is not None and not args.timeout_s > 0:
+        p.error("--timeout-s must be positive (got %s)" % args.timeout_s)
+    if args.initial < 1 or (args.range is not None and args.range < 1):
+        p.error("--initial and --range must be positive")
+    if args.accounts < 1 or args.buckets < 0:
+        p.error("--accounts must be positive, --buckets positive or 0 (the binary's default)")
     bad = [s for s in args.structures if s not in adapters.STRUCTURES]
     if bad:
         p.error("unknown structure(s) %s (valid: %s)" % (bad, ",".join(adapters.STRUCTURES)))
@@ -175,11 +195,31 @@ def schedule(points, variants, reps):
 
 def execute(argv, env_extra, timeout):
     """Run one process; returns (CompletedProcess, wall seconds from start
-    to exit as the harness sees them)."""
+    to exit as the harness sees them). Its output is decoded as UTF-8, an
+    invalid byte becoming U+FFFD. The process starts a session (and process
+    group) of its own: on a timeout or an interrupt the whole group is
+    killed, so a wrapper script's children do not outlive the run."""
     started = time.monotonic()
-    proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout,
-                          env=dict(os.environ, **env_extra))
-    return proc, time.monotonic() - started
+    with subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, encoding="utf-8", errors="replace",
+                          env=dict(os.environ, **env_extra), start_new_session=True) as proc:
+        try:
+            out, err = proc.communicate(timeout=timeout)
+        except BaseException:  # TimeoutExpired, KeyboardInterrupt
+            kill_group(proc)
+            raise
+    wall = time.monotonic() - started
+    return subprocess.CompletedProcess(argv, proc.returncode, out, err), wall
+
+
+def kill_group(proc):
+    """SIGKILL the process group led by proc (not reaped yet, so the group
+    id is still ours), then reap proc."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        proc.kill()
+    proc.wait()
 
 
 def outside_rates(short, short_wall, long_, long_wall):
@@ -198,22 +238,45 @@ def outside_rates(short, short_wall, long_, long_wall):
     return rates
 
 
+NUMERIC_FIELDS = ("commits_per_s", "aborts_per_s", "abort_ratio", "commits", "aborts",
+                  "elapsed_s")
+
+
+def check_numbers(parsed):
+    """Raises RunFailed when a field the summary computes with is not a
+    number (output that parsed, but not into a result)."""
+    for key in NUMERIC_FIELDS:
+        value = parsed.get(key)
+        if value is not None and (isinstance(value, bool)
+                                  or not isinstance(value, (int, float))):
+            raise adapters.RunFailed("unusable result: %s is %r, not a number" % (key, value))
+
+
+def base_record(rep, point, variant):
+    """The harness's fields of a run's record (the workload, the variant)."""
+    record = {k: point.get(k) for k in adapters.RESULT_FIELDS if k in point}
+    record.update(variant=variant.label, backend=variant.backend, design=variant.design,
+                  cm=variant.cm, rep=rep)
+    return record
+
+
 def run_one(rep, point, variant, args):
     """Run one benchmark process (two with --outside-clock: a short one
     first); returns its result record."""
     point = dict(point, seed=args.seed + rep)
     argv, env_extra = variant.command(point)
-    record = {k: point.get(k) for k in adapters.RESULT_FIELDS if k in point}
-    record.update(variant=variant.label, backend=variant.backend, design=variant.design,
-                  cm=variant.cm, rep=rep, cmd=" ".join(argv), env=env_extra)
+    record = base_record(rep, point, variant)
+    record.update(cmd=" ".join(argv), env=env_extra)
     timeout = args.timeout_s or args.duration_ms / 1000.0 + 60
     try:
         if args.outside_clock:
             short_argv, _ = variant.command(dict(point, duration_ms=args.outside_clock))
             proc, short_wall = execute(short_argv, env_extra, timeout)
             short = variant.parse(proc.stdout, proc.stderr, proc.returncode)
+            check_numbers(short)
         proc, wall = execute(argv, env_extra, timeout)
         parsed = variant.parse(proc.stdout, proc.stderr, proc.returncode)
+        check_numbers(parsed)
         if args.outside_clock:
             inside = {"commits_per_s_inside": parsed.get("commits_per_s"),
                       "aborts_per_s_inside": parsed.get("aborts_per_s"),
@@ -222,7 +285,8 @@ def run_one(rep, point, variant, args):
             parsed.update(outside_rates(short, short_wall, parsed, wall))
             parsed.update(inside)
     except subprocess.TimeoutExpired:
-        return dict(record, status="fail", error="timed out after %.0f s" % timeout)
+        return dict(record, status="fail",
+                    error="timed out after %g s (its process group was killed)" % timeout)
     except (adapters.RunFailed, OSError) as e:
         return dict(record, status="fail", error=str(e))
     raw = dict(parsed)
@@ -235,6 +299,16 @@ def run_one(rep, point, variant, args):
     record.update(raw)
     record["status"] = "ok"
     return record
+
+
+def run_guarded(rep, point, variant, args):
+    """run_one, with any error of the harness itself (an output it did not
+    expect) turned into a failed run, so that the other runs go on."""
+    try:
+        return run_one(rep, point, variant, args)
+    except Exception as e:  # noqa: BLE001 -- reported in the record
+        return dict(base_record(rep, dict(point, seed=args.seed + rep), variant),
+                    status="fail", error="harness error: %s: %s" % (type(e).__name__, e))
 
 
 def progress(i, total, started, rec):
@@ -261,10 +335,8 @@ def fmt_secs(s):
 
 
 def write_outputs(out_dir, records, args):
-    os.makedirs(out_dir, exist_ok=True)
-    with open(os.path.join(out_dir, "results.jsonl"), "w") as f:
-        for r in records:
-            f.write(json.dumps(r, sort_keys=True) + "\n")
+    """results.csv and summary.md (results.jsonl is written run by run);
+    returns the summary's text."""
     with open(os.path.join(out_dir, "results.csv"), "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=adapters.RESULT_FIELDS, extrasaction="ignore")
         w.writeheader()
@@ -278,13 +350,20 @@ def write_outputs(out_dir, records, args):
 
 
 def maybe_plot(out_dir):
+    """Draw the figure; a missing matplotlib, no successful run or an
+    unwritable figure is reported, and the results stay as they are."""
+    import plot  # imports matplotlib only when it draws
     try:
-        import plot  # noqa: F401  (needs matplotlib)
-    except ImportError as e:
-        sys.stderr.write("sweep: no plot (%s); pip install -r bench/requirements.txt\n" % e)
+        paths = plot.plot_file(os.path.join(out_dir, "results.jsonl"), out_dir)
+    except (ImportError, ValueError, OSError) as e:
+        sys.stderr.write("sweep: no plot: %s\n" % e)
         return
-    for path in plot.plot_file(os.path.join(out_dir, "results.jsonl"), out_dir):
+    for path in paths:
         sys.stderr.write("sweep: wrote %s\n" % path)
+
+
+def _interrupt(signum, frame):
+    raise KeyboardInterrupt
 
 
 def main(argv=None):
@@ -295,10 +374,16 @@ def main(argv=None):
         sys.stderr.write("sweep: error: %s\n" % e)
         return 2
     points = build_points(args)
+    unusable = [(v.label, problem) for v in variants for problem in v.unusable_programs(points)]
+    for label, problem in unusable:
+        sys.stderr.write("sweep: error: peer %s: %s\n" % (label, problem))
+    if unusable:
+        return 2
     runs = schedule(points, variants, args.reps)
     for v in variants:
         if not any(v.supports(p) for p in points):
-            sys.stderr.write("sweep: warning: %s has nothing to run (binary missing?)\n" % v.label)
+            sys.stderr.write("sweep: warning: %s has nothing to run (binary missing, or it "
+                             "does not run this benchmark)\n" % v.label)
     if not runs:
         sys.stderr.write("sweep: error: nothing to run (check --bin-dir / --peer)\n")
         return 2
@@ -315,12 +400,37 @@ def main(argv=None):
         return 0
     out_dir = args.out or os.path.join(
         REPO, "results", "sweep-" + datetime.datetime.now().strftime("%Y%m%d-%H%M%S"))
+    try:
+        os.makedirs(out_dir, exist_ok=True)
+        jsonl = open(os.path.join(out_dir, "results.jsonl"), "w")
+    except OSError as e:
+        sys.stderr.write("sweep: error: cannot write the results in --out %s: %s\n"
+                         % (out_dir, e.strerror or e))
+        return 2
     sys.stderr.write("sweep: %d runs of ~%.1f s, output in %s\n" % (
         len(runs), args.duration_ms / 1000.0, out_dir))
     records, started = [], time.monotonic()
-    for i, (rep, point, variant) in enumerate(runs, 1):
-        records.append(run_one(rep, point, variant, args))
-        progress(i, len(runs), started, records[-1])
+    # The runs are in sessions of their own, out of reach of a terminal's
+    # signals: a hang-up or SIGTERM stops the sweep like Ctrl-C, which
+    # kills the current run's process group (unless ignored, as by nohup).
+    handlers = {s: signal.signal(s, _interrupt) for s in (signal.SIGTERM, signal.SIGHUP)
+                if signal.getsignal(s) is not signal.SIG_IGN}
+    try:
+        with jsonl:
+            for i, (rep, point, variant) in enumerate(runs, 1):
+                record = run_guarded(rep, point, variant, args)
+                jsonl.write(json.dumps(record, sort_keys=True) + "\n")
+                jsonl.flush()
+                records.append(record)
+                progress(i, len(runs), started, record)
+    except KeyboardInterrupt:
+        write_outputs(out_dir, records, args)
+        sys.stderr.write("\nsweep: interrupted after %d of %d runs; their results and "
+                         "summary are in %s\n" % (len(records), len(runs), out_dir))
+        return 130
+    finally:
+        for signum, handler in handlers.items():
+            signal.signal(signum, handler)
     print(write_outputs(out_dir, records, args), end="")
     if args.plot:
         maybe_plot(out_dir)

@@ -1,18 +1,28 @@
 """Tests of the benchmark harness (bench/harness): the statistics the
 summary reports, the command lines of the variants, the parsing of the
-peers' output, and the plot.
+peers' output, the plot, the sweep's handling of bad options, failing
+runs and interrupts, and the set-up scripts around it (install-deps.sh,
+demo.sh, run_all.sh, run against stand-ins for the tools they call).
 
-Run: python3 -m unittest discover -s tests/harness (ctest: harness.python).
+Run: python3 -m unittest discover -s tests/harness (ctest: unit.harness.python).
 """
 
+import contextlib
+import io
 import json
 import os
+import shutil
+import signal
+import stat
+import subprocess
 import sys
 import tempfile
+import time
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, os.pardir, os.pardir, "bench", "harness"))
+ROOT = os.path.normpath(os.path.join(HERE, os.pardir, os.pardir))
+sys.path.insert(0, os.path.join(ROOT, "bench", "harness"))
 
 import adapters  # noqa: E402
 import summary  # noqa: E402
@@ -314,6 +324,348 @@ class Plot(unittest.TestCase):
             self.assertTrue(pngs, "no figure written")
             with open(os.path.join(d, pngs[0]), "rb") as f:
                 self.assertEqual(f.read(8), b"\x89PNG\r\n\x1a\n")
+
+
+
+# ---- the sweep: options, output, failing runs ------------------------------
+
+def write_script(path, text, mode=0o755):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as f:
+        f.write(text)
+    os.chmod(path, mode)
+    return path
+
+
+def run_sweep(argv):
+    """sweep.main(argv) -> (exit status, stdout, stderr)."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            rc = sweep.main(argv)
+        except SystemExit as e:
+            rc = e.code
+    return rc, out.getvalue(), err.getvalue()
+
+
+@contextlib.contextmanager
+def patched(module, name, value):
+    real = getattr(module, name)
+    setattr(module, name, value)
+    try:
+        yield
+    finally:
+        setattr(module, name, real)
+
+
+def fake_record(rep, point, variant, status="ok"):
+    r = {k: point[k] for k in adapters.RESULT_FIELDS if k in point}
+    r.update(variant=variant.label, backend=variant.backend, rep=rep)
+    if status == "ok":
+        r.update(status="ok", commits_per_s=1000.0, abort_ratio=0.0)
+    else:
+        r.update(status="fail", error="exit 1: boom")
+    return r
+
+
+class SweepOptions(unittest.TestCase):
+    def assert_usage_error(self, argv):
+        with contextlib.redirect_stderr(io.StringIO()) as err:
+            with self.assertRaises(SystemExit) as cm:
+                sweep.parse_args(argv)
+        self.assertEqual(cm.exception.code, 2, argv)
+        self.assertIn("error:", err.getvalue())
+
+    def test_an_empty_list_of_variants_is_a_usage_error(self):
+        # was a ZeroDivisionError in schedule()
+        self.assert_usage_error(["--backends", ""])
+        self.assert_usage_error(["--backends", ","])
+        rc, _, err = run_sweep(["--backends", ",", "--dry-run"])
+        self.assertEqual(rc, 2)
+        self.assertIn("--backends is empty", err)
+        # peers alone are a comparison
+        self.assertEqual(sweep.parse_args(["--backends", "", "--peer", "tinystm=/x"]).backends, [])
+
+    def test_values_out_of_range_are_usage_errors(self):
+        for argv in (["--threads", "0"], ["--threads", "1,-2"], ["--threads", ","],
+                     ["--updates", "101"], ["--updates", "-1"], ["--audits", "120"],
+                     ["--timeout-s", "0"], ["--timeout-s", "-5"], ["--initial", "0"],
+                     ["--range", "0"], ["--structures", ""], ["--mixes", ","],
+                     ["--accounts", "0"]):
+            self.assert_usage_error(argv)
+        args = sweep.parse_args(["--updates", "0,100", "--timeout-s", "0.5"])
+        self.assertEqual((args.updates, args.timeout_s), ([0, 100], 0.5))
+
+    def test_a_peer_program_that_cannot_run_is_an_error_naming_it(self):
+        with tempfile.TemporaryDirectory() as d:
+            good = os.path.dirname(write_script(os.path.join(d, "good", "intset-ll"), FAKE_PEER))
+            noexec = os.path.dirname(write_script(os.path.join(d, "noexec", "intset-ll"),
+                                                  FAKE_PEER, mode=0o644))
+            empty = os.path.join(d, "empty")
+            os.mkdir(empty)
+            for peer, problem in ((noexec, "intset-ll is not an executable file"),
+                                  (empty, "intset-ll does not exist")):
+                # before: a warning, and a sweep of the other variants
+                rc, _, err = run_sweep(["--backends", "", "--peer", "tinystm=" + good,
+                                        "--peer", "tinystm-x=" + peer, "--structures", "ll",
+                                        "--dry-run"])
+                self.assertEqual(rc, 2, err)
+                self.assertIn(os.path.join(peer, problem), err)
+
+
+class SweepOutput(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.dir = self.tmp.name
+        self.peer = os.path.dirname(write_script(os.path.join(self.dir, "peer", "intset-ll"),
+                                                 FAKE_PEER))
+        self.out = os.path.join(self.dir, "out")
+        self.argv = ["--backends", "", "--peer", "tinystm=" + self.peer, "--structures", "ll",
+                     "--threads", "1", "--duration-ms", "10", "--out", self.out]
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def test_an_unusable_out_is_an_error_before_the_first_run(self):
+        afile = os.path.join(self.dir, "afile")
+        open(afile, "w").close()
+        calls = []
+
+        def run_one(rep, point, variant, args):
+            calls.append(rep)
+            return fake_record(rep, point, variant)
+
+        for out in (afile, os.path.join(afile, "sub")):
+            argv = self.argv[:-1] + [out]
+            with patched(sweep, "run_one", run_one):
+                rc, _, err = run_sweep(argv)
+            self.assertEqual(rc, 2)
+            self.assertIn("cannot write the results in --out " + out, err)
+        self.assertEqual(calls, [])
+
+    def test_records_are_written_as_runs_end_and_ctrl_c_keeps_them(self):
+        seen = []
+
+        def run_one(rep, point, variant, args):
+            if rep == 1:
+                with open(os.path.join(self.out, "results.jsonl")) as f:
+                    seen.append(f.read().count("\n"))
+                raise KeyboardInterrupt
+            return fake_record(rep, point, variant)
+
+        with patched(sweep, "run_one", run_one):
+            rc, _, err = run_sweep(self.argv + ["--reps", "3"])
+        self.assertEqual(rc, 130)
+        self.assertEqual(seen, [1])  # the first run's record was on disk when it ended
+        self.assertIn("interrupted after 1 of 3 runs", err)
+        self.assertNotIn("Traceback", err)
+        with open(os.path.join(self.out, "results.jsonl")) as f:
+            self.assertEqual([json.loads(line)["rep"] for line in f], [0])
+        with open(os.path.join(self.out, "results.csv")) as f:
+            self.assertEqual(len(f.read().splitlines()), 2)
+        with open(os.path.join(self.out, "summary.md")) as f:
+            self.assertIn("| ll1k 20% upd | 1 | 1.0 k |", f.read())
+
+    def test_plot_without_a_successful_run_keeps_the_results(self):
+        def run_one(rep, point, variant, args):
+            return fake_record(rep, point, variant, status="fail")
+
+        with patched(sweep, "run_one", run_one):
+            rc, out, err = run_sweep(self.argv + ["--reps", "1", "--plot"])
+        self.assertEqual(rc, 1)  # as for any sweep with a failed run
+        self.assertIn("sweep: no plot:", err)
+        self.assertIn("Failed runs (1)", out)
+        self.assertTrue(os.path.exists(os.path.join(self.out, "summary.md")))
+
+    def test_output_that_is_not_utf8_is_a_failed_run(self):
+        bad = os.path.dirname(write_script(os.path.join(self.dir, "bad", "intset-ll"),
+                                           "#!/bin/sh\nprintf '\\377\\376 garbage\\n'\n"))
+        rc, _, err = run_sweep(self.argv + ["--peer", "tinystm-bad=" + bad, "--reps", "1"])
+        self.assertEqual(rc, 1, err)
+        with open(os.path.join(self.out, "results.jsonl")) as f:
+            records = {r["variant"]: r for r in map(json.loads, f)}
+        self.assertEqual(records["tinystm"]["status"], "ok")
+        self.assertEqual(records["tinystm-bad"]["status"], "fail")
+        self.assertIn("no '#txs' line in TinySTM output: \ufffd\ufffd garbage",
+                      records["tinystm-bad"]["error"])
+
+
+class FailedRuns(unittest.TestCase):
+    def test_a_run_killed_by_a_signal_names_it(self):
+        for v in (adapters.NativeVariant("schedstm", "schedstm", "/bin"),
+                  adapters.TinySTMVariant("tinystm", "/tmp")):
+            with self.assertRaisesRegex(adapters.RunFailed, r"^killed by SIGSEGV \(signal 11\)$"):
+                v.parse("", "", -signal.SIGSEGV)
+        self.assertEqual(adapters.describe_exit(3), "exit 3")
+
+    def test_failed_repetitions_are_counted_from_one_as_in_the_progress(self):
+        text = summary.markdown([rec("a", 2, 0, 5e6),
+                                 dict(rec("a", 2, 0, 0), variant="b", status="fail",
+                                      error="exit 1: boom")])
+        self.assertIn("- b hs 50% upd n=2 rep 1: exit 1: boom", text)
+
+    def test_a_timeout_kills_the_whole_process_group(self):
+        with tempfile.TemporaryDirectory() as d:
+            pidfile = os.path.join(d, "pid")
+            # a wrapper script whose child outlives it unless its group is killed
+            prog = write_script(os.path.join(d, "wrapper"),
+                                "#!/bin/sh\nsleep 300 &\necho $! >%s\nwait\n" % pidfile)
+            with self.assertRaises(subprocess.TimeoutExpired):
+                sweep.execute([prog], {}, 1.0)
+            with open(pidfile) as f:
+                pid = int(f.read())
+        try:
+            for _ in range(200):  # SIGKILL is sent; wait for the process to be gone
+                if not _alive(pid):
+                    break
+                time.sleep(0.05)
+            self.assertFalse(_alive(pid), "the wrapper's child survived the timeout")
+        finally:
+            if _alive(pid):
+                os.kill(pid, signal.SIGKILL)
+
+
+def _alive(pid):
+    """True while pid runs (not gone, not a zombie)."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+class PlotRobustness(unittest.TestCase):
+    def write_results(self, d, lines):
+        path = os.path.join(d, "results.jsonl")
+        with open(path, "w") as f:
+            f.write("".join(line + "\n" for line in lines))
+        return path
+
+    def test_lines_that_are_not_records_are_skipped_with_a_warning(self):
+        import plot
+        good = [rec("a", t, 0, 1e6 * t) for t in (1, 2)]
+        with tempfile.TemporaryDirectory() as d:
+            path = self.write_results(d, ["[1, 2]", '"text"', '{"variant": "a"}',
+                                          '{"threads": 2}'] + [json.dumps(r) for r in good])
+            with contextlib.redirect_stderr(io.StringIO()) as err:
+                records = plot.load(path)
+            self.assertEqual(records, good)
+            self.assertEqual(err.getvalue().count("plot: warning: "), 4)
+            self.assertIn("line 1 skipped: not a JSON object", err.getvalue())
+            # a last line cut short (a sweep killed while writing it)
+            path = self.write_results(d, [json.dumps(good[0]), '{"variant": "a", "thr'])
+            with contextlib.redirect_stderr(io.StringIO()) as err:
+                self.assertEqual(plot.load(path), good[:1])
+            self.assertIn("line 2 skipped: not JSON", err.getvalue())
+            try:
+                import matplotlib  # noqa: F401
+            except ImportError:
+                return
+            out = os.path.join(d, "f.png")
+            self.assertEqual(plot.plot_records(good + [[1], {"variant": "a"}, "x"], out), out)
+
+    def test_without_matplotlib_plot_says_how_to_install_it(self):
+        with tempfile.TemporaryDirectory() as d:
+            path = self.write_results(d, [json.dumps(rec("a", 1, 0, 1e6))])
+            code = ("import runpy, sys; sys.modules['matplotlib'] = None; "
+                    "sys.argv = ['plot.py', %r]; "
+                    "runpy.run_path(%r, run_name='__main__')"
+                    % (path, os.path.join(ROOT, "bench", "harness", "plot.py")))
+            proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+        self.assertEqual(proc.returncode, 1)
+        self.assertNotIn("Traceback", proc.stderr)
+        self.assertIn("matplotlib is not installed: run scripts/install-deps.sh --demo",
+                      proc.stderr)
+
+    def test_the_scripts_with_a_shebang_are_executable(self):
+        for name in ("sweep.py", "plot.py"):
+            path = os.path.join(ROOT, "bench", "harness", name)
+            with open(path) as f:
+                self.assertTrue(f.readline().startswith("#!"), name)
+            self.assertTrue(os.stat(path).st_mode & stat.S_IXUSR, "%s is not executable" % name)
+
+
+# ---- the set-up scripts, against stand-ins for the tools they call ----------
+
+class SetupScripts(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.dir = self.tmp.name
+        self.bin = os.path.join(self.dir, "bin")
+        os.mkdir(self.bin)
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def link_tools(self, *tools):
+        for tool in tools:
+            real = shutil.which(tool)
+            if real is None:
+                self.skipTest("%s is not installed" % tool)
+            os.symlink(real, os.path.join(self.bin, tool))
+
+    def copy_script(self, rel):
+        dst = os.path.join(self.dir, "tree", rel)
+        os.makedirs(os.path.dirname(dst), exist_ok=True)
+        shutil.copy(os.path.join(ROOT, rel), dst)
+        return dst
+
+    def run_script(self, path, args=(), env=None, path_var=None):
+        full = dict(os.environ, PATH=path_var or self.bin + os.pathsep + os.environ["PATH"])
+        full.update(env or {})
+        return subprocess.run([shutil.which("bash") or "/bin/bash", path] + list(args),
+                              capture_output=True, text=True, env=full, timeout=120)
+
+    def test_install_deps_asks_for_neither_ninja_nor_pip_without_demo(self):
+        # Everything the README lists, no ninja, a python3 without pip, and
+        # not root: nothing is to be installed.
+        self.link_tools("bash", "env", "dirname", "cut", "sed", "cat", "grep", "sh",
+                        "cmake", "gcc", "g++", "make", "pkg-config", "readelf")
+        log = os.path.join(self.dir, "apt.log")
+        write_script(os.path.join(self.bin, "id"), "#!/bin/sh\necho 1000\n")
+        write_script(os.path.join(self.bin, "sudo"), '#!/bin/sh\nexec "$@"\n')
+        write_script(os.path.join(self.bin, "apt-get"), '#!/bin/sh\necho "$*" >>%s\n' % log)
+        write_script(os.path.join(self.bin, "python3"),
+                     '#!/bin/sh\nif [ "$1" = -m ] && [ "$2" = pip ]; then exit 1; fi\n'
+                     'exec %s "$@"\n' % sys.executable)
+        proc = self.run_script(os.path.join(ROOT, "scripts", "install-deps.sh"),
+                               path_var=self.bin)
+        asked = open(log).read() if os.path.exists(log) else ""
+        self.assertNotIn("ninja", asked)
+        self.assertNotIn("pip", asked)
+        if not asked:  # on a machine that has the compilers' libraries too
+            self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
+
+    def test_run_all_counts_a_failed_configure_once(self):
+        script = self.copy_script("tests/run_all.sh")
+        tree = os.path.join(self.dir, "tree")
+        marker = os.path.join(self.dir, "check-install-ran")
+        write_script(os.path.join(tree, "scripts", "install-deps.sh"), "#!/bin/sh\nexit 0\n")
+        write_script(os.path.join(tree, "scripts", "check-install.sh"),
+                     "#!/bin/sh\ntouch %s\necho '0 passed, 1 failed'\nexit 1\n" % marker)
+        write_script(os.path.join(self.bin, "cmake"), "#!/bin/sh\necho 'CMake Error'\nexit 1\n")
+        proc = self.run_script(script, env={"RUN_ALL_PARTS": "normal"})
+        self.assertEqual(proc.stdout.strip().splitlines()[-1], "0 passed, 1 failed", proc.stdout)
+        self.assertFalse(os.path.exists(marker), "check-install ran on an unconfigured tree")
+        self.assertNotEqual(proc.returncode, 0)
+
+    def test_demo_reports_the_sweeps_failure_and_builds_no_tests(self):
+        script = self.copy_script("scripts/demo.sh")
+        tree = os.path.join(self.dir, "tree")
+        log = os.path.join(self.dir, "cmake.log")
+        write_script(os.path.join(tree, "scripts", "install-deps.sh"), "#!/bin/sh\nexit 0\n")
+        # a sweep that fails before it writes anything (e.g. a bad option)
+        write_script(os.path.join(tree, "bench", "harness", "sweep.py"),
+                     "import sys\nsys.exit(1)\n")
+        write_script(os.path.join(self.bin, "cmake"), '#!/bin/sh\necho "$*" >>%s\n' % log)
+        out = os.path.join(self.dir, "out")
+        proc = self.run_script(script, env={"BUILD_DIR": os.path.join(self.dir, "build"),
+                                            "OUT_DIR": out})
+        self.assertEqual(proc.returncode, 1, proc.stderr)  # the sweep's status, not ls's
+        self.assertIn("demo: the sweep failed", proc.stderr)
+        with open(log) as f:
+            configure = f.readline()
+        self.assertIn("-DSCHEDSTM_BUILD_TESTS=OFF", configure)
 
 
 if __name__ == "__main__":
