@@ -114,12 +114,18 @@
 
 #include "core/engine.h"
 
-#if defined(__SANITIZE_ADDRESS__)
-void __asan_handle_no_return(void);
-#define SSTM_ASAN_NO_RETURN() __asan_handle_no_return()
-#else
-#define SSTM_ASAN_NO_RETURN() ((void)0)
-#endif
+/* A restart abandons the frames between the checkpoint and the abort. In a
+ * process with AddressSanitizer their redzones must be unpoisoned first,
+ * whether or not the library itself is instrumented: the user's code may
+ * be (its barrier calls are ordinary calls, so the compiler does not do it
+ * for them), and an instrumented policy callback would later trip over a
+ * stale redzone. Weak: NULL without the ASan runtime, and then nothing is
+ * called. Only on the abort path. */
+extern void __asan_handle_no_return(void) __attribute__((weak));
+#define SSTM_ASAN_NO_RETURN()                                                                      \
+  do {                                                                                             \
+    if (__asan_handle_no_return) __asan_handle_no_return();                                        \
+  } while (0)
 
 /* The only thread-local state: the current descriptor, and the same
  * pointer as the inline fast path's prefix (schedstm/inline.h), which is
@@ -803,7 +809,13 @@ static void wait_no_committing(struct sstm_desc *self) {
   }
 }
 
-static void irrev_enter(struct sstm_desc *tx) {
+static void irrev_release(struct sstm_desc *tx);
+
+/* Take the token and make the current attempt irrevocable. False, with the
+ * token given back, if the attempt was killed meanwhile (a kill that
+ * returned 0 to its caller: that attempt must never commit; the caller
+ * starts another). */
+static bool irrev_enter(struct sstm_desc *tx) {
   unsigned me = tx->slot + 1, free_ = 0;
   /* acquire: the previous holder's in-place writes and lock releases. */
   while (!atomic_compare_exchange_weak_explicit(&sstm__g.irrev_owner, &free_, me,
@@ -817,15 +829,20 @@ static void irrev_enter(struct sstm_desc *tx) {
    * or we see its COMMITTING status below (acquire half). */
   atomic_fetch_or_explicit(&sstm__g.clock, SSTM_CLOCK_IRREV, memory_order_acq_rel);
   wait_no_committing(tx);
-  /* Only the owner leaves ACTIVE/KILLED except by a killer's CAS from
-   * ACTIVE; overriding a racing kill is harmless (no locks held yet). The
-   * watch flags are kept (CAS loop). */
+  /* ACTIVE -> IRREVOCABLE, keeping the watch flags (CAS loop). Only the
+   * owner leaves ACTIVE except by a killer's CAS to KILLED; a kill that won
+   * is honoured (no locks held yet, nothing to undo). */
   uint64_t st = atomic_load_explicit(&tx->status, memory_order_relaxed);
-  while (!atomic_compare_exchange_weak_explicit(
+  do {
+    if (sstm_st_state(st) != SSTM_ST_ACTIVE) {
+      irrev_release(tx);
+      return false;
+    }
+  } while (!atomic_compare_exchange_weak_explicit(
       &tx->status, &st, sstm_st_make(tx->serial, SSTM_ST_IRREVOCABLE) | (st & SSTM_ST_FLAGS),
-      memory_order_acq_rel, memory_order_relaxed)) {
-  }
+      memory_order_acq_rel, memory_order_relaxed));
   sstm__set_variant(tx, SSTM_V_IRREV | (sstm__variant(tx) & SSTM_V_SAMPLE));
+  return true;
 }
 
 static void irrev_release(struct sstm_desc *tx) {
@@ -890,6 +907,7 @@ static void run_actions(struct sstm_desc *tx, bool committed) {
     uint32_t retries = tx->retries;
     bool sticky = tx->irrev_sticky, ro_failed = tx->ro_nolog_failed;
     uint64_t birth = tx->birth, start = tx->start;
+    int prio = atomic_load_explicit(&tx->pub_priority, memory_order_relaxed);
     for (uint32_t i = 0; i < n; i++)
       if (!a[i].on_commit) a[i].fn(a[i].arg);
     tx->ckpt = ckpt;
@@ -900,6 +918,8 @@ static void run_actions(struct sstm_desc *tx, bool committed) {
     tx->ro_nolog_failed = ro_failed;
     __atomic_store_n(&tx->birth, birth, __ATOMIC_RELAXED);
     __atomic_store_n(&tx->start, start, __ATOMIC_RELAXED);
+    /* relaxed: published for other threads' policies, as in sstm__begin */
+    atomic_store_explicit(&tx->pub_priority, prio, memory_order_relaxed);
   }
   free(tx->actions); /* what the actions' own transactions grew, if anything */
   tx->actions = a;
@@ -919,6 +939,22 @@ void sstm__desc_set_slow(struct sstm_desc *d) {
 static SSTM_NOINLINE void begin_slow(struct sstm_desc *tx) {
   if (tx->cm->on_begin) tx->cm->on_begin(cm_ctx(tx));
   if (tx->stt) sstm__stt_begin(tx);
+}
+
+/* An attempt that was to run irrevocable was killed before it became so
+ * (someone read its fresh serial): it ends, never having run, and the next
+ * serial takes its place. Returns that serial. */
+static SSTM_NOINLINE uint64_t irrev_killed_at_start(struct sstm_desc *tx) {
+  sstm__ctr_add(&tx->ctr.aborts[SSTM_ABORT_KILLED], 1);
+  uint64_t serial = ++tx->serial;
+  tx->owner_lw = sstm_lw_make_owner(tx->slot, serial);
+  sstm__set_variant(tx, SSTM_V_NONE | (sstm__variant(tx) & SSTM_V_SAMPLE));
+  /* seq_cst exchange: the full barrier of a published ACTIVE in either
+   * begin-fence mode (argument 5); it returns the killed attempt's flags,
+   * whose sleepers are woken as at any attempt's end. */
+  attempt_ended(tx, atomic_exchange_explicit(&tx->status, sstm_st_make(serial, SSTM_ST_ACTIVE),
+                                             memory_order_seq_cst));
+  return serial;
 }
 
 /* Start an attempt; `first` (a constant at each call site) is true for the
@@ -962,7 +998,7 @@ SSTM_INLINE void attempt_start(struct sstm_desc *tx, bool first) {
   DELAY_POINT(tx); /* published ACTIVE, clock not yet read */
   uint64_t start;
   if (SSTM_UNLIKELY(irrev)) {
-    irrev_enter(tx);
+    while (!irrev_enter(tx)) serial = irrev_killed_at_start(tx);
     start = tx->start;
   } else {
     /* acquire: pairs with committers' release fetch_add (argument 2). */
@@ -1014,11 +1050,11 @@ static void rollback(struct sstm_desc *tx, sstm_abort_reason_t r) {
   sstm__ctr_add(&tx->ctr.aborts[r], 1);
   if (sstm__g.cfg.stats == SSTM_STATS_DETAILED && tx->attr.tag < SSTM_MAX_TAGS)
     sstm__ctr_add(&tx->ctr.tag_aborts[tx->attr.tag], 1);
-  /* User abort actions run outside the transaction; the restart (or the
-   * cancel) sets depth and variant again. */
+  /* Outside the transaction now (the user's abort actions run at the end
+   * of abort_tx); the restart (or the cancel) sets depth and variant
+   * again. */
   tx->depth = 0;
   sstm__set_variant(tx, SSTM_V_NONE);
-  if (SSTM_UNLIKELY(tx->nactions)) run_actions(tx, false);
 }
 
 static __attribute__((noreturn)) void abort_tx(struct sstm_desc *tx, sstm_abort_reason_t r,
@@ -1045,6 +1081,10 @@ static __attribute__((noreturn)) void abort_tx(struct sstm_desc *tx, sstm_abort_
     sstm__ctr_add(&tx->ctr.cm_wait_ns, sstm__now_ns() - t0);
   }
   tx->in_callback--;
+  /* The user's abort actions last, as the commit actions: one may run a
+   * transaction on this descriptor, which rewrites the serial and set sizes
+   * that the state table, the hooks and the policy report above. */
+  if (SSTM_UNLIKELY(tx->nactions)) run_actions(tx, false);
   if (r == SSTM_ABORT_USER_CANCEL) {
     /* A transaction that gives up after retries counts as one that
      * retried (the commit path records the others). */
@@ -1286,8 +1326,10 @@ SSTM_API int sstm_become_irrevocable(void) {
   unsigned kind = sstm__kind(tx);
   if (kind == SSTM_V_IRREV) return 0;
   if (kind != SSTM_V_RO && tx->rs.top == tx->rs.e && tx->ws.n == 0) {
-    irrev_enter(tx); /* nothing read or written yet: switch in place */
-    return 0;
+    /* nothing read or written yet: switch in place, unless killed */
+    if (irrev_enter(tx)) return 0;
+    tx->irrev_sticky = true;
+    conflict_abort(tx, SSTM_CONFLICT_KILLED, SSTM_ABORT_KILLED, NULL);
   }
   tx->irrev_sticky = true;
   abort_tx(tx, SSTM_ABORT_IRREVOCABLE, NULL);

@@ -229,3 +229,23 @@ foreach(d etl ctl)
   sstm_add_test(NAME integration.cm_adaptive.${d}.adaptive.32.nondet LABELS ${SSTM_STRESS_LABELS}
                 TIMEOUT 120 COMMAND itest_cm_adaptive ${d} 32 --nondet)
 endforeach()
+
+# asan_user: user code with AddressSanitizer, the library without (so only
+# in the build without sanitizers, and where the compiler has ASan).
+if(NOT SCHEDSTM_SANITIZE)
+  include(CheckCSourceCompiles)
+  set(CMAKE_REQUIRED_FLAGS -fsanitize=address)
+  set(CMAKE_REQUIRED_LINK_OPTIONS -fsanitize=address)
+  check_c_source_compiles("int main(void) { return 0; }" SSTM_HAVE_ASAN)
+  unset(CMAKE_REQUIRED_FLAGS)
+  unset(CMAKE_REQUIRED_LINK_OPTIONS)
+  if(SSTM_HAVE_ASAN)
+    add_executable(itest_asan_user ${D}/asan_user.c)
+    target_compile_options(itest_asan_user PRIVATE -fsanitize=address -fno-omit-frame-pointer)
+    target_link_options(itest_asan_user PRIVATE -fsanitize=address)
+    target_link_libraries(itest_asan_user PRIVATE schedstm)
+    set_property(GLOBAL APPEND PROPERTY SSTM_TEST_TARGETS itest_asan_user)
+    sstm_add_test(NAME integration.asan_user LABELS integration TIMEOUT 60
+                  COMMAND itest_asan_user)
+  endif()
+endif()

@@ -558,4 +558,71 @@ TEST(irrevocable_basics) {
   sstm_test_fini();
 }
 
+/* A kill that returned 0 means the attempt can no longer commit (thread.h):
+ * an attempt killed before it switches to irrevocable in place aborts
+ * (reason killed) and its restart runs irrevocable. It used to switch and
+ * commit. */
+static volatile int irrev_attempts, irrev_kill_rc = -1, irrev_flag_seen;
+TEST(killed_attempt_does_not_become_irrevocable) {
+  sstm_test_init();
+  sstm_stats_t before;
+  CHECK_OK(sstm_stats_get(sstm_self(), &before));
+  irrev_attempts = 0;
+  SSTM_ATOMIC_BEGIN(NULL)
+    if (++irrev_attempts == 1) irrev_kill_rc = sstm_desc_kill(sstm_self(), sstm_txid());
+    CHECK_OK(sstm_become_irrevocable());
+    irrev_flag_seen = sstm_is_irrevocable();
+    sstm_store_u64(&x, 42);
+  SSTM_ATOMIC_END();
+  CHECK_OK(irrev_kill_rc);
+  CHECK_EQ_I(irrev_attempts, 2);
+  CHECK_TRUE(irrev_flag_seen);
+  CHECK_EQ_U(x, 42);
+  sstm_stats_t after;
+  CHECK_OK(sstm_stats_get(sstm_self(), &after));
+  CHECK_EQ_U(after.aborts[SSTM_ABORT_KILLED] - before.aborts[SSTM_ABORT_KILLED], 1);
+  CHECK_EQ_U(after.commits_irrevocable - before.commits_irrevocable, 1);
+  sstm_test_fini();
+}
+
+/* An abort action that runs a transaction of its own runs after the hooks
+ * and the policy have heard of the abort: they name the attempt that
+ * aborted, not the action's transaction. */
+static uint64_t aborted_txid, hook_txid;
+static int restart_attempts;
+static void noop_body(void *arg) {
+  (void)arg;
+  sstm_store_u64(&y, sstm_load_u64(&y) + 1);
+}
+static void action_runs_tx(void *arg) {
+  (void)arg;
+  CHECK_OK(sstm_run(NULL, noop_body, NULL));
+}
+static void abort_hook(void *arg, uint64_t txid, sstm_abort_reason_t r) {
+  (void)arg, (void)r;
+  hook_txid = txid;
+}
+static void restart_with_tx_action(void *arg) {
+  (void)arg;
+  if (++restart_attempts == 1) {
+    aborted_txid = sstm_txid();
+    CHECK_OK(sstm_on_abort(action_runs_tx, NULL));
+    sstm_restart();
+  }
+}
+TEST(abort_reports_name_the_aborted_attempt_not_the_actions) {
+  sstm_test_init();
+  static const sstm_hooks_t h = {.tx_abort = abort_hook};
+  int handle = sstm_hooks_add(&h, NULL);
+  CHECK_GE_I(handle, 0);
+  uint64_t y0 = y;
+  restart_attempts = 0;
+  CHECK_OK(sstm_run(NULL, restart_with_tx_action, NULL));
+  CHECK_EQ_I(restart_attempts, 2);
+  CHECK_EQ_U(y, y0 + 1); /* the action's transaction ran */
+  CHECK_EQ_U(hook_txid, aborted_txid);
+  CHECK_OK(sstm_hooks_remove(handle));
+  sstm_test_fini();
+}
+
 SSTM_TEST_MAIN()
