@@ -92,7 +92,10 @@ SSTM_API int sstm_init(const sstm_config_t *cfg);
  * reclamation was deferred. Errors: SSTM_ESTATE (not initialised),
  * SSTM_EBUSY (a registered thread other than the caller still exists, a
  * transaction is active, or the call comes from an action, hook or policy
- * running for the caller's transaction; nothing is released then). A calling thread that is
+ * running for the caller's transaction; nothing is released then). No
+ * other thread may be inside any schedstm function meanwhile, registered
+ * or not (sstm_quiesce and sstm_free included; the statistics calls are
+ * safe). A calling thread that is
  * still registered is unregistered first. */
 SSTM_API int sstm_shutdown(void);
 

@@ -74,7 +74,10 @@ SSTM_API uint64_t sstm_desc_txid(const sstm_desc_t *d);
 
 /* Ask that d's transaction abort. txid selects the attempt to kill (0: the
  * current one, whatever it is). Returns 0 when the request took effect: the
- * attempt can no longer commit; it rolls back at its next barrier,
+ * attempt can no longer commit (one exception: a read-only attempt already
+ * in its commit, past its last check, completes; it wrote nothing and its
+ * snapshot was consistent, so only its on_commit actions tell); it rolls
+ * back at its next barrier,
  * validation or commit, and the write locks it holds may be taken over by
  * any other transaction at once (they protect unmodified memory), so a
  * killed transaction that is descheduled blocks nobody. Called on a
