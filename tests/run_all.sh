@@ -8,7 +8,8 @@
 #   (d) build/test-delay   -DSCHEDSTM_RANDOM_DELAY=ON: the stress tests
 #   (e) build/test-debug   -DSCHEDSTM_DEBUG=ON: the unit tests (misuse that
 #                          has an error code also reaches the misuse handler)
-# all with -DSCHEDSTM_WERROR=ON. Prints a final line "N passed, M failed"
+# all with -DSCHEDSTM_WERROR=ON. Prints a final line "N passed, M failed (K
+# skipped)"
 # (summed over all parts; a part that fails to configure or build counts as
 # one failure, and what depends on a failed configure is skipped, not counted
 # again) and exits non-zero on any failure.
@@ -30,6 +31,7 @@ parts=${RUN_ALL_PARTS:-"normal asan tsan delay debug"}
 
 total_pass=0
 total_fail=0
+total_skip=0
 summary=()
 configured=" " # the parts whose configure succeeded, space-separated
 start_all=$(date +%s)
@@ -91,8 +93,10 @@ run_part() {
   elif [ $rc -ne 0 ]; then
     failed=1
   fi
-  local passed=$((totaln - failed))
+  # A skipped entry (exit 77: not applicable here) is not a pass.
+  local passed=$((totaln - failed - skipped))
   total_pass=$((total_pass + passed))
+  total_skip=$((total_skip + skipped))
   total_fail=$((total_fail + failed))
   if [ "$failed" -gt 0 ]; then
     sed -n '/The following tests FAILED/,$p' "$log"
@@ -159,5 +163,5 @@ fi
 echo
 echo "=== summary ($(($(date +%s) - start_all)) s)"
 for s in "${summary[@]}"; do echo "  $s"; done
-echo "$total_pass passed, $total_fail failed"
+echo "$total_pass passed, $total_fail failed ($total_skip skipped)"
 [ "$total_fail" -eq 0 ]

@@ -17,6 +17,7 @@ static const char *const ENV_VARS[] = {
     "SCHEDSTM_WAIT_MAX",       "SCHEDSTM_NO_MEMBARRIER",
     "SCHEDSTM_SOFTSER_LEVER",  "SCHEDSTM_EXT_MODE",
     "SCHEDSTM_EXT_SLICE_US",   "SCHEDSTM_PRIO_ESCALATE",
+    "SCHEDSTM_STATE_TABLE",
 };
 
 static void clear_env(void) {
@@ -143,6 +144,13 @@ TEST(env_invalid_stats) {
   const char *must[] = {"basic", "detailed", NULL};
   expect_invalid("SCHEDSTM_STATS", "full", must);
   expect_invalid("SCHEDSTM_STATS", "1", must);
+}
+
+TEST(env_invalid_state_table) {
+  const char *must[] = {"0", "1", NULL};
+  expect_invalid("SCHEDSTM_STATE_TABLE", "on", must);
+  expect_invalid("SCHEDSTM_STATE_TABLE", "2", must);
+  expect_invalid("SCHEDSTM_STATE_TABLE", "", must);
 }
 
 TEST(env_invalid_no_membarrier) {

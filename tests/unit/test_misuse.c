@@ -285,13 +285,15 @@ TEST(stats_foreach_callback_may_call_the_library) {
 
 /* A timeout too large for the clock waits without bound (it returned
  * SSTM_EBUSY at once: the deadline overflowed). */
-static volatile int waiter_started;
+static volatile int waiter_started, waiter_tid, waiter_returned;
 static int waiter_rc = 1;
 static sstm_party_t waited;
 static void *wait_forever(void *arg) {
   (void)arg;
+  waiter_tid = gettid();
   waiter_started = 1;
   waiter_rc = sstm_party_wait(&waited, SSTM_WAIT_BLOCK, UINT64_MAX);
+  waiter_returned = 1;
   return NULL;
 }
 static pthread_t waiter_th;
@@ -306,7 +308,12 @@ TEST(party_wait_huge_timeout_waits_for_the_end) {
     CHECK_EQ_PTR(sstm_desc_detach(), waited.desc);
     CHECK_EQ_I(pthread_create(&waiter_th, NULL, wait_forever, NULL), 0);
     while (!waiter_started) usleep(1000);
-    usleep(20000); /* the broken deadline returned within microseconds */
+    /* Asleep in the futex on our attempt, which is still running: with the
+     * broken deadline it returned SSTM_EBUSY at once and never got there. */
+    while (!sstm_test_in_futex(waiter_tid)) {
+      CHECK_MSG(!waiter_returned, "the waiter returned %d while the attempt ran", waiter_rc);
+      usleep(1000);
+    }
     CHECK_OK(sstm_desc_attach(waited.desc));
   SSTM_ATOMIC_END();
   CHECK_EQ_I(pthread_join(waiter_th, NULL), 0);
