@@ -2,6 +2,8 @@
 #ifndef SSTM_CM_COMMON_H
 #define SSTM_CM_COMMON_H
 
+#include <stdatomic.h>
+
 #include <schedstm/schedstm.h>
 
 /* Aborts that come from a conflict with someone (as opposed to user
@@ -55,6 +57,14 @@ static inline void sstm__cm_bound_retries(sstm_cm_ctx_t *ctx) {
 /* Bound on one serialisation wait: a winner that takes longer than this
  * (descheduled for several quanta) is given up on and the loser restarts. */
 #define SSTM_SER_WAIT_MAX_NS 20000000ull /* 20 ms, five 4 ms ticks */
+
+/* The bound the ser-* policies use (cm/ser.c), SSTM_SER_WAIT_MAX_NS; 0
+ * waits without a bound. A test seam, as sstm__wait_slice_ns: only tests
+ * change it (tests/unit/cm_policies.c lifts it so that a loser under load
+ * still waits for its winner and the exact outcome of a chain of conflicts
+ * can be asserted; a lost wake-up then hangs, and the watchdog fails the
+ * test). relaxed: set before the threads that use it start. */
+extern _Atomic uint64_t sstm__ser_wait_max_ns;
 
 /* adaptive's test seam (cm/adaptive.c; tests/internal/adaptive_decide.c):
  * judge one window from given counts; the name of sub-policy i; the

@@ -24,8 +24,9 @@
  * wait-for edge goes from a thread with no attempt to a running attempt, so
  * the graph has no cycle, even when winners themselves lose and wait. A
  * winner that stays descheduled (or blocked in the application) is waited
- * for at most SSTM_SER_WAIT_MAX_NS; the wait also ends when the winner is
- * killed and rolls back. Tested by tests/integration/cm_*.c.
+ * for at most SSTM_SER_WAIT_MAX_NS (sstm__ser_wait_max_ns, a test seam); the
+ * wait also ends when the winner is killed and rolls back. Tested by
+ * tests/integration/cm_*.c and tests/unit/cm_policies.c.
  *
  * Progress: after SSTM_CM_RETRY_BOUND aborts a transaction restarts
  * irrevocable (cm/common.h), as yield and softser do.
@@ -34,6 +35,8 @@
 
 enum { SER_WAITS, SER_TIMEOUTS };
 
+_Atomic uint64_t sstm__ser_wait_max_ns = SSTM_SER_WAIT_MAX_NS;
+
 static void ser_wait(sstm_cm_ctx_t *ctx, const sstm_abort_info_t *info, sstm_wait_mode_t mode) {
   sstm__cm_bound_retries(ctx);
   if (!info->has_other || !sstm__cm_conflict_abort(info->reason)) return;
@@ -41,7 +44,8 @@ static void ser_wait(sstm_cm_ctx_t *ctx, const sstm_abort_info_t *info, sstm_wai
                     : mode == SSTM_WAIT_YIELD ? SSTM_ACT_YIELD
                                               : SSTM_ACT_SPIN);
   sstm_cm_count(ctx, SER_WAITS, 1);
-  if (sstm_party_wait(&info->other, mode, SSTM_SER_WAIT_MAX_NS) != 0)
+  uint64_t bound = atomic_load_explicit(&sstm__ser_wait_max_ns, memory_order_relaxed);
+  if (sstm_party_wait(&info->other, mode, bound) != 0)
     sstm_cm_count(ctx, SER_TIMEOUTS, 1);
   sstm_cm_note(ctx, SSTM_ACT_NONE);
 }

@@ -2,22 +2,30 @@
  * deterministic conflicts between real threads (cm_duo.h).
  *
  *  os_prio    a thread at a lower OS priority (sstm_sched_set(SCHED_OTHER,
- *             10)) loses against a nice-0 thread whatever their ages and
- *             sizes: the higher one requesting a lock the lower one holds
+ *             base + 10)) loses against a thread at the base nice value
+ *             whatever their ages and sizes: the higher one requesting a
+ *             lock the lower one holds
  *             kills it (the victim aborts with reason "killed"), the lower
  *             one requesting a lock the higher one holds aborts itself;
  *  timestamp  the older transaction wins, both ways;
  *  escalation os_prio and timestamp restart a transaction irrevocable once
  *             it has aborted SCHEDSTM_PRIO_ESCALATE times (default 32);
  *  ser-block  a chain (A loses to B, B loses to C, C commits) completes:
- *             losers wait only after rolling back, holding nothing.
- * Conflicts with a running lock holder need encounter-time locking: the
- * duel and chain tests skip under CTL (a CTL lock holder is committing).
+ *             losers wait only after rolling back, holding nothing, and
+ *             each waits for its winner (the ser-* wait bound is lifted
+ *             through a test seam, so that load cannot time a wait out:
+ *             the exact commit order is asserted, a lost wake-up hangs).
+ * Nice values are relative to the base one (nice_base: 0 when the process
+ * may set it, else the inherited one), so that the suite can run under
+ * `nice`. Conflicts with a running lock holder need encounter-time locking:
+ * the duel and chain tests are TEST_ETL (a CTL lock holder is committing,
+ * and cannot be killed), registered for etl only.
  */
 #define _GNU_SOURCE
 #include <stdlib.h>
 
 #include "cm_duo.h"
+#include "cm/common.h" /* sstm__ser_wait_max_ns (a test seam; linked STATIC) */
 
 static uint64_t words[6][512] __attribute__((aligned(4096)));
 #define X (&words[0][0])
@@ -37,8 +45,44 @@ static void init_cm(const char *cm) {
 
 /* ---- duel: holder H holds X's lock, requester R writes X ------------------ */
 
+/* The nice value the test's threads start from. The process may run under
+ * `nice` (threads inherit their creator's value, and an unprivileged one
+ * cannot go back below it): the calling (main) thread moves to SCHED_OTHER
+ * at nice 0 when it may, else to SCHED_OTHER at its own nice value, and the
+ * threads it creates afterwards inherit that. The tests then compare
+ * against this base only. */
+static int nice_base(void) {
+  int rc = sstm_sched_set(SCHED_OTHER, 0);
+  if (rc == 0) {
+    duo_view_t v = duo_view_of(duo_gettid());
+    CHECK_EQ_I(v.policy, SCHED_OTHER);
+    CHECK_EQ_I(v.nice, 0);
+    return 0;
+  }
+  CHECK_RC(rc, SSTM_EPERM);
+  int base = duo_view_of(duo_gettid()).nice;
+  rc = sstm_sched_set(SCHED_OTHER, base);
+  if (rc == SSTM_EPERM)
+    sstm_test_skip("the main thread cannot run under SCHED_OTHER at its nice value");
+  CHECK_OK(rc);
+  duo_view_t v = duo_view_of(duo_gettid());
+  CHECK_EQ_I(v.policy, SCHED_OTHER);
+  CHECK_EQ_I(v.nice, base);
+  return base;
+}
+
+/* A nice value above the base (a lower OS priority) that every thread may
+ * take: base + d, at most 19. Skips when there is none (base 19). */
+static int nice_below(int base, int d) {
+  int n = base + d > 19 ? 19 : base + d;
+  if (n <= base)
+    sstm_test_skip("inherited nice 19: no lower OS priority left to test with");
+  return n;
+}
+
 static struct {
-  int h_nice, r_nice;
+  bool h_lower, r_lower; /* runs at D.low_nice, else at the base nice */
+  int low_nice;
   bool r_begins_first; /* R's transaction is older */
   bool expect_r_wins;
   sstm_desc_t *h, *r;
@@ -48,9 +92,9 @@ static struct {
   _Atomic int r_begun, h_holding, r_in_retry, h_go, r_go, h_done, r_done, finish;
 } D;
 
-static void set_nice(int nice) {
-  if (nice) {
-    int rc = sstm_sched_set(SCHED_OTHER, nice);
+static void set_nice(bool lower) {
+  if (lower) {
+    int rc = sstm_sched_set(SCHED_OTHER, D.low_nice);
     if (rc == SSTM_EPERM)
       sstm_test_skip("sstm_sched_set refused");
     CHECK_OK(rc);
@@ -71,7 +115,7 @@ static void *h_main(void *arg) {
   (void)arg;
   CHECK_OK(sstm_thread_init());
   D.h = sstm_self();
-  set_nice(D.h_nice);
+  set_nice(D.h_lower);
   if (D.r_begins_first) {
     duo_wait_flag(&D.r_begun, 1);
     tx_store_u64(Z, 1); /* the clock moves on: H's transaction is younger */
@@ -102,7 +146,7 @@ static void *r_main(void *arg) {
   (void)arg;
   CHECK_OK(sstm_thread_init());
   D.r = sstm_self();
-  set_nice(D.r_nice);
+  set_nice(D.r_lower);
   if (!D.r_begins_first) {
     duo_wait_flag(&D.h_holding, 1);
     tx_store_u64(Z2, 1); /* the clock moves on: R's transaction is younger */
@@ -116,7 +160,9 @@ static void *r_main(void *arg) {
 }
 
 static void duel(const char *cm) {
-  skip_unless_etl();
+  int base = nice_base(); /* before the threads: they inherit it */
+  if (D.h_lower || D.r_lower)
+    D.low_nice = nice_below(base, 10);
   init_cm(cm);
   pthread_t h = duo_spawn(h_main, NULL), r = duo_spawn(r_main, NULL);
   duo_wait_flag(&D.h_holding, 1);
@@ -160,25 +206,25 @@ static void duel(const char *cm) {
   CHECK_OK(sstm_shutdown());
 }
 
-TEST(os_prio_higher_kills_lower) {
-  /* H: nice 10, older and larger; R: nice 0, younger, empty. */
-  D.h_nice = 10;
+TEST_ETL(os_prio_higher_kills_lower) {
+  /* H: base + 10, older and larger; R: base nice, younger, empty. */
+  D.h_lower = true;
   D.r_begins_first = false;
   D.expect_r_wins = true;
   duel("os_prio");
   CHECK_LT_I(D.h_cprio, D.r_cprio);
 }
 
-TEST(os_prio_lower_aborts_itself) {
-  /* H: nice 0; R: nice 10 but older: age alone would let R win. */
-  D.r_nice = 10;
+TEST_ETL(os_prio_lower_aborts_itself) {
+  /* H: base nice; R: base + 10 but older: age alone would let R win. */
+  D.r_lower = true;
   D.r_begins_first = true;
   D.expect_r_wins = false;
   duel("os_prio");
   CHECK_GT_I(D.h_cprio, D.r_cprio);
 }
 
-TEST(os_prio_equal_priority_larger_wins) {
+TEST_ETL(os_prio_equal_priority_larger_wins) {
   /* same priority: H holds a write (larger), R is empty: R aborts */
   D.r_begins_first = true;
   D.expect_r_wins = false;
@@ -186,30 +232,36 @@ TEST(os_prio_equal_priority_larger_wins) {
   CHECK_EQ_I(D.h_cprio, D.r_cprio);
 }
 
-TEST(timestamp_older_kills_younger) {
+TEST_ETL(timestamp_older_kills_younger) {
   D.r_begins_first = true;
   D.expect_r_wins = true;
   duel("timestamp");
 }
 
-TEST(timestamp_younger_aborts_itself) {
+TEST_ETL(timestamp_younger_aborts_itself) {
   D.r_begins_first = false;
   D.expect_r_wins = false;
   duel("timestamp");
 }
 
+static struct {
+  int base, low;
+} SS;
+
 static void *sched_set_thread(void *arg) {
   (void)arg;
   CHECK_OK(sstm_thread_init());
   sstm_desc_t *me = sstm_self();
+  CHECK_EQ_I(duo_view_of(duo_gettid()).nice, SS.base); /* inherited */
   int p0 = sstm_sched_conflict_priority(me);
-  CHECK_OK(sstm_sched_set(SCHED_OTHER, 5));
+  CHECK_OK(sstm_sched_set(SCHED_OTHER, SS.low));
   int p1 = sstm_sched_conflict_priority(me);
-  CHECK_OK(sstm_sched_set(SCHED_BATCH, 5));
+  CHECK_OK(sstm_sched_set(SCHED_BATCH, SS.low));
   int p2 = sstm_sched_conflict_priority(me);
-  CHECK_OK(sstm_sched_set(SCHED_IDLE, 5));
+  CHECK_OK(sstm_sched_set(SCHED_IDLE, SS.low));
   int p3 = sstm_sched_conflict_priority(me);
-  printf("conflict priorities: OTHER/0 %d, OTHER/5 %d, BATCH/5 %d, IDLE %d\n", p0, p1, p2, p3);
+  printf("conflict priorities: OTHER/%d %d, OTHER/%d %d, BATCH/%d %d, IDLE %d\n", SS.base, p0,
+         SS.low, p1, SS.low, p2, p3);
   CHECK_GT_I(p0, p1);
   CHECK_GT_I(p1, p2);
   CHECK_GT_I(p2, p3);
@@ -220,6 +272,8 @@ static void *sched_set_thread(void *arg) {
 }
 
 TEST(sched_set_orders_conflict_priorities) {
+  SS.base = nice_base(); /* before the thread: it inherits the base */
+  SS.low = nice_below(SS.base, 5);
   init_cm("os_prio");
   CHECK_RC(sstm_sched_set(SCHED_OTHER, 20), SSTM_EINVAL);
   CHECK_RC(sstm_sched_set(SCHED_OTHER, -21), SSTM_EINVAL);
@@ -372,8 +426,11 @@ static void *chain_main(void *arg) {
 }
 
 static void chain(const char *cm) {
-  skip_unless_etl();
   init_cm(cm);
+  /* A loser waits for its winner however long it takes: under load the
+   * 20 ms bound could end a wait early and change the outcome. A lost
+   * wake-up now hangs, and the watchdog fails the test. */
+  atomic_store_explicit(&sstm__ser_wait_max_ns, 0, memory_order_relaxed);
   /* descriptors first (each thread publishes its own), then the run */
   pthread_t c = duo_spawn(chain_main, (void *)(intptr_t)0);
   pthread_t b = duo_spawn(chain_main, (void *)(intptr_t)1);
@@ -390,29 +447,32 @@ static void chain(const char *cm) {
   printf("%s chain: attempts A %d B %d C %d, waits A %llu B %llu, timeouts %llu\n", cm,
          C.a_att, C.b_att, C.c_att, (unsigned long long)C.as.cm_stats[SER_WAITS],
          (unsigned long long)C.bs.cm_stats[SER_WAITS], (unsigned long long)timeouts);
-  CHECK_GE_U(C.as.aborts[SSTM_ABORT_WRITE_LOCKED], 1);
-  CHECK_GE_U(C.as.cm_stats[SER_WAITS], 1);
-  CHECK_GE_U(C.bs.aborts[SSTM_ABORT_WRITE_LOCKED], 1);
-  CHECK_GE_U(C.bs.cm_stats[SER_WAITS], 1);
+  /* every wait ended with its winner: the exact chain */
+  CHECK_EQ_U(timeouts, 0);
+  CHECK_EQ_I(C.a_att, 2);
+  CHECK_EQ_I(C.b_att, 2);
+  CHECK_EQ_I(C.c_att, 1);
+  CHECK_EQ_U(C.as.aborts[SSTM_ABORT_WRITE_LOCKED], 1);
+  CHECK_EQ_U(C.as.aborts_total, 1);
+  CHECK_EQ_U(C.as.cm_stats[SER_WAITS], 1);
+  CHECK_EQ_U(C.bs.aborts[SSTM_ABORT_WRITE_LOCKED], 1);
+  CHECK_EQ_U(C.bs.aborts_total, 1);
+  CHECK_EQ_U(C.bs.cm_stats[SER_WAITS], 1);
+  CHECK_EQ_U(C.cs.aborts_total, 0);
+  CHECK_EQ_U(C.cs.cm_stats[SER_WAITS], 0);
   sstm_cm_act_t act = strncmp(cm, "ser-spin", 8) == 0    ? SSTM_ACT_SPIN
                       : strncmp(cm, "ser-yield", 9) == 0 ? SSTM_ACT_YIELD
                                                          : SSTM_ACT_BLOCK;
-  CHECK_GE_U(C.as.cm_actions[act], 1);
-  CHECK_GE_U(C.bs.cm_actions[act], 1);
-  if (timeouts == 0) {
-    /* every wait ended with its winner: the exact chain */
-    CHECK_EQ_U(C.as.aborts_total, 1);
-    CHECK_EQ_U(C.bs.aborts_total, 1);
-    CHECK_EQ_U(C.cs.aborts_total, 0);
-    CHECK_EQ_U(words[0][0], 202); /* commit order A, C, B */
-    CHECK_EQ_U(words[1][0], 202);
-  }
+  CHECK_EQ_U(C.as.cm_actions[act], 1);
+  CHECK_EQ_U(C.bs.cm_actions[act], 1);
+  CHECK_EQ_U(words[0][0], 202); /* commit order A, C, B */
+  CHECK_EQ_U(words[1][0], 202);
   CHECK_OK(sstm_shutdown());
 }
 
-TEST(ser_block_chain_completes) { chain("ser-block"); }
-TEST(ser_block_ext_chain_completes) { chain("ser-block+ext"); }
-TEST(ser_spin_chain_completes) { chain("ser-spin"); }
-TEST(ser_yield_chain_completes) { chain("ser-yield"); }
+TEST_ETL(ser_block_chain_completes) { chain("ser-block"); }
+TEST_ETL(ser_block_ext_chain_completes) { chain("ser-block+ext"); }
+TEST_ETL(ser_spin_chain_completes) { chain("ser-spin"); }
+TEST_ETL(ser_yield_chain_completes) { chain("ser-yield"); }
 
 SSTM_TEST_MAIN()

@@ -1,6 +1,10 @@
 /* Unit tests: contention-manager registry and the policy interface as the
  * engine drives it (init/fini, per-descriptor state, on_conflict with the
- * other party, WAIT bound, ABORT_OTHER). */
+ * other party, WAIT bound, ABORT_OTHER), in both designs: a lock held by a
+ * running, killable attempt exists only under encounter-time locking (the
+ * TEST_ETL cases, registered for etl only); the cases that run under both
+ * build their lock holders from an irrevocable transaction or a commit held
+ * in its failed validation (both hold locks in either design). */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <stdio.h>
@@ -12,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../common/txhelp.h"
+#include "cm_duo.h"
 
 /* ---- a recording policy ------------------------------------------------ */
 
@@ -30,6 +34,7 @@ static struct {
   unsigned begin_retries[MAX_EVENTS];
   int init_rc;
   sstm_abort_info_t abort_info[MAX_EVENTS];
+  int conf_limit; /* if set: more conflicts than this fail the test */
 } rec;
 
 static int rp_init(const struct sstm_config *cfg) {
@@ -63,6 +68,9 @@ static void rp_on_commit(sstm_cm_ctx_t *ctx) {
 static sstm_cm_action_t rp_on_conflict(sstm_cm_ctx_t *ctx, const sstm_conflict_t *c,
                                        uint64_t *wait_ns) {
   CHECK_EQ_U(*wait_ns, 0); /* preset */
+  CHECK_MSG(rec.conf_limit == 0 || rec.nconf < rec.conf_limit,
+            "conflict %d reported, at most %d expected (kind %d, attempt %u)", rec.nconf + 1,
+            rec.conf_limit, (int)c->kind, c->attempt);
   if (rec.nconf < MAX_EVENTS) {
     rec.conf[rec.nconf] = *c;
     rec.conf_self[rec.nconf] = ctx->desc;
@@ -414,8 +422,7 @@ static void writer_cancel_on_retry(void *arg) {
 }
 
 /* ETL: a write meets a lock held by a suspended transaction. */
-TEST(conflict_reports_other_party) {
-  skip_unless_etl();
+TEST_ETL(conflict_reports_other_party) {
   CHECK_OK(sstm_cm_register(&recorder));
   init_with("test-recorder", 64);
   rec.action = SSTM_CM_ABORT_SELF;
@@ -462,8 +469,7 @@ static void reader_cancel_on_retry(void *arg) {
   (void)sstm_load_u64(&word_w);
 }
 
-TEST(read_conflict_reports_read_locked) {
-  skip_unless_etl();
+TEST_ETL(read_conflict_reports_read_locked) {
   CHECK_OK(sstm_cm_register(&recorder));
   init_with("test-recorder", 64);
   rec.action = SSTM_CM_ABORT_SELF;
@@ -480,8 +486,7 @@ TEST(read_conflict_reports_read_locked) {
   sstm_test_fini();
 }
 
-TEST(wait_is_bounded_by_wait_max) {
-  skip_unless_etl();
+TEST_ETL(wait_is_bounded_by_wait_max) {
   CHECK_OK(sstm_cm_register(&recorder));
   const unsigned WM = 5;
   init_with("test-recorder", WM);
@@ -519,8 +524,7 @@ static void writer_b(void *arg) {
   sstm_store_u64(&word_w, 100);
 }
 
-TEST(abort_other_kills_lock_holder) {
-  skip_unless_etl();
+TEST_ETL(abort_other_kills_lock_holder) {
   CHECK_OK(sstm_cm_register(&recorder));
   init_with("test-recorder", 64);
   rec.action = SSTM_CM_ABORT_OTHER;
@@ -707,8 +711,7 @@ static void vp_reader(void *arg) {
   *out = sstm_load_u64(&vp_w[0]) + sstm_load_u64(&vp_x[0]);
 }
 
-TEST(validation_names_the_lock_holder) {
-  skip_unless_etl(); /* CTL locks only at commit */
+TEST_ETL(validation_names_the_lock_holder) { /* CTL: validation_names_the_committing_lock_holder */
   CHECK_OK(sstm_cm_register(&recorder));
   init_with("test-recorder", 64);
   rec.action = SSTM_CM_ABORT_SELF;
@@ -753,6 +756,517 @@ TEST(validation_conflict_reported) {
   CHECK_EQ_I(rec.conf[0].kind, SSTM_CONFLICT_VALIDATION);
   CHECK_FALSE(rec.conf[0].has_other);
   txh_cleanup();
+  sstm_test_fini();
+}
+
+/* A failed validation aborts the attempt whatever the policy answers (cm.h):
+ * WAIT and ABORT_OTHER change nothing, at a read (the snapshot extension
+ * fails) and at commit. The writer is another descriptor whose commit has
+ * ended, so no party is named. */
+static uint64_t va_w[8] __attribute__((aligned(64)));
+static uint64_t va_x[8] __attribute__((aligned(64)));
+static uint64_t va_out[8] __attribute__((aligned(64)));
+static struct {
+  bool at_read; /* fail at a read, else at commit */
+  int attempts;
+} va;
+
+static void va_writer(void *arg) {
+  (void)arg;
+  sstm_store_u64(&va_w[0], sstm_load_u64(&va_w[0]) + 1);
+  sstm_store_u64(&va_x[0], sstm_load_u64(&va_x[0]) + 1);
+}
+
+static void va_body(void *arg) {
+  (void)arg;
+  int k = ++va.attempts;
+  uint64_t w = sstm_load_u64(&va_w[0]);
+  if (k == 1)
+    CHECK_OK(run_other(NULL, va_writer, NULL)); /* w and x change under us */
+  if (va.at_read) {
+    (void)sstm_load_u64(&va_x[0]); /* newer than our snapshot: the extension fails on w */
+    if (k == 1)
+      FAIL("a read returned after a failed validation (policy answer %d)", (int)rec.action);
+  }
+  sstm_store_u64(&va_out[0], w); /* at commit: w has changed */
+}
+
+TEST(validation_aborts_whatever_the_answer) {
+  CHECK_OK(sstm_cm_register(&recorder));
+  init_with("test-recorder", 8);
+  static const sstm_cm_action_t acts[] = {SSTM_CM_ABORT_SELF, SSTM_CM_WAIT, SSTM_CM_ABORT_OTHER};
+  for (int at_read = 0; at_read < 2; at_read++) {
+    for (size_t i = 0; i < sizeof acts / sizeof acts[0]; i++) {
+      sstm_abort_reason_t why = at_read ? SSTM_ABORT_VALIDATE_READ : SSTM_ABORT_VALIDATE_COMMIT;
+      rec.action = acts[i];
+      rec.wait_ns = 100;
+      rec.nconf = 0;
+      rec.aborts = 0;
+      va.at_read = at_read;
+      va.attempts = 0;
+      sstm_stats_t s0 = duo_stats(sstm_self());
+      CHECK_OK(sstm_run(NULL, va_body, NULL));
+      sstm_stats_t s1 = duo_stats(sstm_self());
+      printf("answer %d, %s: %d attempts\n", (int)acts[i], at_read ? "read" : "commit",
+             va.attempts);
+      CHECK_EQ_I(va.attempts, 2);
+      CHECK_EQ_U(va_out[0], va_w[0]); /* never the stale value */
+      CHECK_EQ_I(rec.nconf, 1);
+      CHECK_EQ_I(rec.conf[0].kind, SSTM_CONFLICT_VALIDATION);
+      CHECK_EQ_PTR(rec.conf_self[0], sstm_self());
+      CHECK_EQ_I(rec.aborts, 1);
+      CHECK_EQ_I(rec.abort_info[0].reason, why);
+      CHECK_EQ_U(s1.aborts[why] - s0.aborts[why], 1);
+      CHECK_EQ_U(s1.aborts_total - s0.aborts_total, 1);
+      CHECK_EQ_U(s1.cm_waits - s0.cm_waits, 0); /* WAIT was not honoured */
+      CHECK_EQ_U(s1.cm_kills - s0.cm_kills, 0);
+    }
+  }
+  txh_cleanup();
+  sstm_test_fini();
+}
+
+/* ---- an irrevocable lock holder on another thread (both designs) ----------- */
+
+/* H runs an irrevocable transaction that writes ih_words[0] in place, under
+ * the word's lock (an irrevocable attempt locks at its writes in either
+ * design), and stays inside it until the requester (the main thread) has
+ * rolled back an attempt. The requester begins first: an attempt that
+ * begins while an irrevocable one runs waits for it at its begin, which is
+ * also why its restart runs only after H's commit. H never calls the policy
+ * (an irrevocable attempt decides alone), so the recorder sees only the
+ * requester. */
+static uint64_t ih_words[2][8] __attribute__((aligned(64)));
+static struct {
+  sstm_desc_t *req;   /* the requester's descriptor */
+  sstm_desc_t *desc;  /* H's */
+  uint64_t txid;      /* H's attempt */
+  sstm_stats_t stats; /* H's, after its commit */
+  _Atomic int go, holding, done, req_done;
+} ih;
+
+static struct {
+  uint64_t *word; /* what the requester accesses */
+  bool write;
+  int attempts;
+  uint64_t seen;
+} rq;
+
+static void ih_body(void *arg) {
+  (void)arg;
+  CHECK_TRUE(sstm_is_irrevocable());
+  sstm_store_u64(&ih_words[0][0], 500);
+  ih.txid = sstm_txid();
+  atomic_store(&ih.holding, 1);
+  /* (or until the requester is done: a requester that wrongly committed
+   * fails its checks instead of hanging) */
+  while (duo_stats(ih.req).aborts_total < 1 && !atomic_load(&ih.req_done))
+    sched_yield();
+}
+
+static void *ih_main(void *arg) {
+  (void)arg;
+  CHECK_OK(sstm_thread_init());
+  ih.desc = sstm_self();
+  duo_wait_flag(&ih.go, 1);
+  sstm_attr_t irr = {.irrevocable = true};
+  CHECK_OK(sstm_run(&irr, ih_body, NULL));
+  ih.stats = duo_stats(ih.desc);
+  atomic_store(&ih.done, 1);
+  CHECK_OK(sstm_thread_exit());
+  return NULL;
+}
+
+static void rq_body(void *arg) {
+  (void)arg;
+  int k = ++rq.attempts;
+  CHECK_MSG(k <= 2, "attempt %d: the requester aborted more than once", k);
+  if (k == 1) {
+    atomic_store(&ih.go, 1); /* we run: H may take the token */
+    duo_wait_flag(&ih.holding, 1);
+  } else {
+    duo_wait_flag(&ih.done, 1); /* H's commit, and its policy calls, are over */
+  }
+  if (rq.write)
+    sstm_store_u64(rq.word, 1000 + (uint64_t)k);
+  else
+    rq.seen = sstm_load_u64(rq.word);
+}
+
+/* The requester (this thread, the recorder answering act) accesses word
+ * while H holds ih_words[0]; returns the requester's statistics. Checks
+ * what every case shares: one abort, then a commit after H's; H never
+ * aborted, whatever was answered. */
+static sstm_stats_t vs_irrevocable(uint64_t *word, bool write, sstm_cm_action_t act,
+                                   unsigned wait_max) {
+  init_with("test-recorder", wait_max);
+  memset(&ih, 0, sizeof ih);
+  memset(&rq, 0, sizeof rq);
+  rec.action = act;
+  rec.wait_ns = 100;
+  rec.nconf = 0;
+  rec.aborts = 0;
+  rec.conf_limit = (int)wait_max + 1;
+  ih.req = sstm_self();
+  rq.word = word;
+  rq.write = write;
+  pthread_t h = duo_spawn(ih_main, NULL);
+  CHECK_OK(sstm_run(NULL, rq_body, NULL));
+  atomic_store(&ih.req_done, 1);
+  duo_join(h);
+  sstm_stats_t s = duo_stats(sstm_self());
+  CHECK_EQ_I(rq.attempts, 2);
+  CHECK_EQ_U(s.aborts_total, 1);
+  CHECK_EQ_U(s.cm_kills, 0);
+  CHECK_EQ_U(s.locks_stolen, 0);
+  CHECK_EQ_I(rec.aborts, 1);
+  for (int i = 0; i < rec.nconf; i++)
+    CHECK_EQ_PTR(rec.conf_self[i], sstm_self());
+  CHECK_EQ_U(ih.stats.aborts_total, 0);
+  CHECK_EQ_U(ih.stats.commits_irrevocable, 1);
+  if (write)
+    CHECK_EQ_U(tx_load_u64(word), 1002); /* the requester's retry committed after H */
+  else
+    CHECK_EQ_U(rq.seen, 500);
+  CHECK_EQ_U(tx_load_u64(&ih_words[0][0]), word == &ih_words[0][0] && write ? 1002 : 500);
+  return s;
+}
+
+/* The conflict with a lock held by a running irrevocable transaction names
+ * it, as committing (it cannot be aborted): under ETL at the write, under
+ * CTL when the commit locks its write set. ABORT_SELF: the attempt aborts
+ * with the conflict's reason, naming H. */
+static void check_names_irrevocable_holder(const sstm_conflict_t *c, sstm_conflict_kind_t kind,
+                                           const void *addr, unsigned attempt) {
+  CHECK_EQ_I(c->kind, kind);
+  CHECK_EQ_PTR(c->addr, addr);
+  CHECK_TRUE(c->has_other);
+  CHECK_EQ_PTR(c->other.desc, ih.desc);
+  CHECK_EQ_U(c->other.txid, ih.txid);
+  CHECK_GE_U(c->other.writes, 1);
+  CHECK_TRUE(c->other.committing);
+  CHECK_EQ_U(c->attempt, attempt);
+}
+
+static void check_abort_names_holder(sstm_abort_reason_t why) {
+  CHECK_EQ_I(rec.abort_info[0].reason, why);
+  CHECK_TRUE(rec.abort_info[0].has_other);
+  CHECK_EQ_PTR(rec.abort_info[0].other.desc, ih.desc);
+  CHECK_EQ_U(rec.abort_info[0].other.txid, ih.txid);
+}
+
+static bool etl(void) { return sstm_test_design() == SSTM_DESIGN_ETL; }
+
+TEST(conflict_with_irrevocable_holder_names_it) {
+  CHECK_OK(sstm_cm_register(&recorder));
+  uint64_t *w = &ih_words[0][0];
+  sstm_stats_t s = vs_irrevocable(w, true, SSTM_CM_ABORT_SELF, 64);
+  sstm_conflict_kind_t kind = etl() ? SSTM_CONFLICT_WRITE_LOCKED : SSTM_CONFLICT_COMMIT_LOCKED;
+  sstm_abort_reason_t why = etl() ? SSTM_ABORT_WRITE_LOCKED : SSTM_ABORT_COMMIT_LOCKED;
+  CHECK_EQ_I(rec.nconf, 1);
+  check_names_irrevocable_holder(&rec.conf[0], kind, w, 0);
+  check_abort_names_holder(why);
+  CHECK_EQ_U(s.aborts[why], 1);
+  CHECK_EQ_U(s.cm_waits, 0);
+  sstm_test_fini();
+}
+
+TEST(read_of_irrevocable_holders_word_reports_read_locked) {
+  CHECK_OK(sstm_cm_register(&recorder));
+  uint64_t *w = &ih_words[0][0];
+  sstm_stats_t s = vs_irrevocable(w, false, SSTM_CM_ABORT_SELF, 64);
+  CHECK_EQ_I(rec.nconf, 1);
+  check_names_irrevocable_holder(&rec.conf[0], SSTM_CONFLICT_READ_LOCKED, w, 0);
+  check_abort_names_holder(SSTM_ABORT_READ_LOCKED);
+  CHECK_EQ_U(s.aborts[SSTM_ABORT_READ_LOCKED], 1);
+  sstm_test_fini();
+}
+
+/* WAIT, and ABORT_OTHER against a party that cannot be aborted (cm.h: it
+ * behaves as WAIT): wait_max waits, then the engine aborts the requester;
+ * H is neither killed nor robbed of its lock. */
+static void waits_on_irrevocable_holder(sstm_cm_action_t act, bool write) {
+  CHECK_OK(sstm_cm_register(&recorder));
+  const unsigned WM = 5;
+  uint64_t *w = &ih_words[0][0];
+  sstm_stats_t s = vs_irrevocable(w, write, act, WM);
+  sstm_conflict_kind_t kind = !write ? SSTM_CONFLICT_READ_LOCKED
+                              : etl() ? SSTM_CONFLICT_WRITE_LOCKED
+                                      : SSTM_CONFLICT_COMMIT_LOCKED;
+  sstm_abort_reason_t why = !write ? SSTM_ABORT_READ_LOCKED
+                            : etl() ? SSTM_ABORT_WRITE_LOCKED
+                                    : SSTM_ABORT_COMMIT_LOCKED;
+  CHECK_EQ_I(rec.nconf, (int)WM + 1);
+  for (int i = 0; i < rec.nconf; i++)
+    check_names_irrevocable_holder(&rec.conf[i], kind, w, (unsigned)i);
+  check_abort_names_holder(why);
+  CHECK_EQ_U(s.aborts[why], 1);
+  CHECK_EQ_U(s.cm_waits, WM);
+  sstm_test_fini();
+}
+
+TEST(wait_on_irrevocable_holder_is_bounded_by_wait_max) {
+  waits_on_irrevocable_holder(SSTM_CM_WAIT, true);
+}
+TEST(abort_other_on_irrevocable_holder_waits) {
+  waits_on_irrevocable_holder(SSTM_CM_ABORT_OTHER, true);
+}
+TEST(abort_other_on_irrevocable_holder_waits_at_read) {
+  waits_on_irrevocable_holder(SSTM_CM_ABORT_OTHER, false);
+}
+
+/* An update commit while an irrevocable transaction runs: the commit meets
+ * the irrevocable flag, reports SSTM_CONFLICT_IRREVOCABLE to the policy and
+ * aborts with SSTM_ABORT_IRREVOCABLE whatever the policy answers (cm.h);
+ * the restart waits for H at its begin and then commits. The requester
+ * writes a word of its own (no lock conflict with H). */
+TEST(commit_meets_irrevocable_aborts_self) {
+  CHECK_OK(sstm_cm_register(&recorder));
+  static const sstm_cm_action_t acts[] = {SSTM_CM_ABORT_SELF, SSTM_CM_WAIT, SSTM_CM_ABORT_OTHER};
+  for (size_t i = 0; i < sizeof acts / sizeof acts[0]; i++) {
+    ih_words[1][0] = 0;
+    sstm_stats_t s = vs_irrevocable(&ih_words[1][0], true, acts[i], 64);
+    CHECK_EQ_I(rec.nconf, 1);
+    CHECK_EQ_I(rec.conf[0].kind, SSTM_CONFLICT_IRREVOCABLE);
+    CHECK_EQ_I(rec.abort_info[0].reason, SSTM_ABORT_IRREVOCABLE);
+    CHECK_EQ_U(s.aborts[SSTM_ABORT_IRREVOCABLE], 1);
+    CHECK_EQ_U(s.cm_waits, 0);
+    CHECK_EQ_U(s.commits_update, 1); /* the retry, after H */
+    sstm_test_fini();
+  }
+}
+
+/* ---- a committing party (both designs) ------------------------------------- */
+
+/* P (another thread) reads hc_r and writes hc_x, and the main thread then
+ * changes hc_r: P's commit-time validation fails, and the engine reports it
+ * to P's policy while P is COMMITTING and holds hc_x's lock (ETL: since its
+ * write; CTL: it locked its write set before validating). This policy holds
+ * P there until told: a committing party, built without timing. Every
+ * other conflict it answers with ABORT_OTHER. */
+static uint64_t hc_r[8] __attribute__((aligned(64)));
+static uint64_t hc_x[8] __attribute__((aligned(64)));
+static uint64_t hc_y[8] __attribute__((aligned(64)));
+#define HC_MAX 16
+static struct {
+  sstm_desc_t *p, *req;
+  uint64_t p_txid;                 /* P's held attempt */
+  int p_attempts, p_validations;   /* P's thread */
+  sstm_stats_t ps;                 /* P's, after its commit */
+  _Atomic int p_go, p_ready, r_changed, p_held, p_may_go, p_done;
+  unsigned wait_max;
+  int nconf, naborts, attempts;    /* the requester (main thread) */
+  sstm_conflict_t conf[HC_MAX];
+  sstm_abort_info_t abort_info[HC_MAX];
+} hc;
+
+static sstm_cm_action_t hc_on_conflict(sstm_cm_ctx_t *ctx, const sstm_conflict_t *c,
+                                       uint64_t *wait_ns) {
+  (void)wait_ns;
+  if (ctx->desc == hc.p) {
+    CHECK_EQ_I(c->kind, SSTM_CONFLICT_VALIDATION);
+    if (++hc.p_validations == 1) {
+      hc.p_txid = ctx->txid;
+      atomic_store(&hc.p_held, 1);
+      duo_wait_flag(&hc.p_may_go, 1);
+    }
+    return SSTM_CM_ABORT_OTHER; /* no effect: a failed validation aborts self */
+  }
+  CHECK_EQ_PTR(ctx->desc, hc.req);
+  CHECK_MSG(hc.nconf <= (int)hc.wait_max && hc.nconf < HC_MAX,
+            "conflict %d reported (kind %d): ABORT_OTHER against a committing party "
+            "did not behave as WAIT (wait_max %u)",
+            hc.nconf + 1, (int)c->kind, hc.wait_max);
+  hc.conf[hc.nconf++] = *c;
+  return SSTM_CM_ABORT_OTHER;
+}
+
+static void hc_on_abort(sstm_cm_ctx_t *ctx, const sstm_abort_info_t *info) {
+  if (ctx->desc == hc.req && hc.naborts < HC_MAX)
+    hc.abort_info[hc.naborts++] = *info;
+}
+
+static const sstm_cm_ops_t hc_policy = {
+    .name = "test-hold-committer",
+    .description = "holds a commit in its failed validation, else ABORT_OTHER (tests)",
+    .on_conflict = hc_on_conflict,
+    .on_abort = hc_on_abort,
+};
+
+static void hc_p_body(void *arg) {
+  (void)arg;
+  int k = ++hc.p_attempts;
+  uint64_t r = sstm_load_u64(&hc_r[0]);
+  sstm_store_u64(&hc_x[0], 100 * (uint64_t)k + r);
+  if (k == 1) {
+    atomic_store(&hc.p_ready, 1);
+    duo_wait_flag(&hc.r_changed, 1); /* then commit: the validation fails on r */
+  }
+}
+
+static void *hc_p_main(void *arg) {
+  (void)arg;
+  CHECK_OK(sstm_thread_init());
+  hc.p = sstm_self();
+  duo_wait_flag(&hc.p_go, 1);
+  CHECK_OK(sstm_run(NULL, hc_p_body, NULL));
+  hc.ps = duo_stats(hc.p);
+  atomic_store(&hc.p_done, 1);
+  CHECK_OK(sstm_thread_exit());
+  return NULL;
+}
+
+static pthread_t hc_start(unsigned wait_max) {
+  CHECK_OK(sstm_cm_register(&hc_policy));
+  hc.wait_max = wait_max;
+  init_with(hc_policy.name, wait_max);
+  hc.req = sstm_self();
+  return duo_spawn(hc_p_main, NULL);
+}
+
+/* What every case shares once P is released: P aborted once, for its
+ * validation (not killed), and its retry committed x = 201. */
+static void hc_check_p(void) {
+  CHECK_EQ_I(hc.p_validations, 1);
+  CHECK_EQ_I(hc.p_attempts, 2);
+  CHECK_EQ_U(hc.ps.aborts[SSTM_ABORT_VALIDATE_COMMIT], 1);
+  CHECK_EQ_U(hc.ps.aborts[SSTM_ABORT_KILLED], 0);
+  CHECK_EQ_U(hc.ps.aborts_total, 1);
+  CHECK_EQ_U(hc.ps.commits_update, 1);
+}
+
+static void hc_reader_body(void *arg) {
+  uint64_t *seen = arg;
+  if (++hc.attempts == 1) {
+    *seen = sstm_load_u64(&hc_x[0]); /* held by committing P */
+    FAIL("a read of a word locked by a committing attempt returned");
+  }
+  atomic_store(&hc.p_may_go, 1);
+  duo_wait_flag(&hc.p_done, 1);
+  *seen = sstm_load_u64(&hc_x[0]);
+}
+
+/* ABORT_OTHER against a committing party behaves as WAIT (cm.h): wait_max
+ * waits, then the engine aborts the requester; the party is not killed.
+ * sstm_desc_kill on the committing attempt returns SSTM_EBUSY. */
+TEST(abort_other_on_committing_party_waits) {
+  const unsigned WM = 4;
+  pthread_t p = hc_start(WM);
+  atomic_store(&hc.p_go, 1);
+  duo_wait_flag(&hc.p_ready, 1);
+  tx_store_u64(&hc_r[0], 1);
+  atomic_store(&hc.r_changed, 1);
+  duo_wait_flag(&hc.p_held, 1); /* P is COMMITTING, holding x */
+  CHECK_RC(sstm_desc_kill(hc.p, 0), SSTM_EBUSY);
+  CHECK_CONTAINS(sstm_last_error(), "committing");
+  CHECK_RC(sstm_desc_kill(hc.p, hc.p_txid), SSTM_EBUSY);
+  CHECK_EQ_U(sstm_desc_txid(hc.p), hc.p_txid); /* the same attempt, still running */
+  uint64_t seen = 0;
+  CHECK_OK(sstm_run(NULL, hc_reader_body, &seen));
+  duo_join(p);
+  hc_check_p();
+  CHECK_EQ_U(seen, 201);
+  CHECK_EQ_I(hc.attempts, 2);
+  CHECK_EQ_I(hc.nconf, (int)WM + 1);
+  for (int i = 0; i < hc.nconf; i++) {
+    const sstm_conflict_t *c = &hc.conf[i];
+    CHECK_EQ_I(c->kind, SSTM_CONFLICT_READ_LOCKED);
+    CHECK_EQ_PTR(c->addr, &hc_x[0]);
+    CHECK_TRUE(c->has_other);
+    CHECK_EQ_PTR(c->other.desc, hc.p);
+    CHECK_EQ_U(c->other.txid, hc.p_txid);
+    CHECK_TRUE(c->other.committing);
+    CHECK_EQ_U(c->attempt, (unsigned)i);
+  }
+  CHECK_EQ_I(hc.naborts, 1);
+  CHECK_EQ_I(hc.abort_info[0].reason, SSTM_ABORT_READ_LOCKED);
+  CHECK_TRUE(hc.abort_info[0].has_other);
+  CHECK_EQ_PTR(hc.abort_info[0].other.desc, hc.p);
+  sstm_stats_t s = duo_stats(sstm_self());
+  CHECK_EQ_U(s.cm_kills, 0);
+  CHECK_EQ_U(s.locks_stolen, 0);
+  CHECK_EQ_U(s.cm_waits, WM);
+  CHECK_EQ_U(s.aborts[SSTM_ABORT_READ_LOCKED], 1);
+  CHECK_EQ_U(s.aborts_total, 1);
+  sstm_test_fini();
+}
+
+/* The CTL form of validation_names_the_lock_holder (and a second form under
+ * ETL): the requester read x; P then locks x and is held committing; the
+ * requester's read of the newer y needs an extension, which fails on x:
+ * the validation names P (committing), and the answer ABORT_OTHER changes
+ * nothing (a failed validation aborts self, and P is not killed). */
+static void hc_o_writes(void *arg) {
+  (void)arg;
+  sstm_store_u64(&hc_r[0], 1); /* P's validation will fail */
+  sstm_store_u64(&hc_y[0], 1); /* newer than the requester's snapshot */
+}
+
+static void hc_validating_body(void *arg) {
+  uint64_t *sum = arg;
+  if (++hc.attempts == 1) {
+    (void)sstm_load_u64(&hc_x[0]);
+    atomic_store(&hc.p_go, 1);
+    duo_wait_flag(&hc.p_ready, 1); /* P read r and wrote x */
+    CHECK_OK(run_other(NULL, hc_o_writes, NULL));
+    atomic_store(&hc.r_changed, 1);
+    duo_wait_flag(&hc.p_held, 1); /* P is COMMITTING, holding x */
+    (void)sstm_load_u64(&hc_y[0]);
+    FAIL("the extension over a stripe locked by a committing attempt succeeded");
+  }
+  atomic_store(&hc.p_may_go, 1);
+  duo_wait_flag(&hc.p_done, 1);
+  *sum = sstm_load_u64(&hc_x[0]) + sstm_load_u64(&hc_y[0]);
+}
+
+TEST(validation_names_the_committing_lock_holder) {
+  pthread_t p = hc_start(4);
+  uint64_t sum = 0;
+  CHECK_OK(sstm_run(NULL, hc_validating_body, &sum));
+  duo_join(p);
+  hc_check_p();
+  CHECK_EQ_U(sum, 201 + 1);
+  CHECK_EQ_I(hc.attempts, 2);
+  CHECK_EQ_I(hc.nconf, 1);
+  CHECK_EQ_I(hc.conf[0].kind, SSTM_CONFLICT_VALIDATION);
+  CHECK_TRUE(hc.conf[0].has_other);
+  CHECK_EQ_PTR(hc.conf[0].other.desc, hc.p);
+  CHECK_EQ_U(hc.conf[0].other.txid, hc.p_txid);
+  CHECK_TRUE(hc.conf[0].other.committing);
+  CHECK_EQ_I(hc.naborts, 1);
+  CHECK_EQ_I(hc.abort_info[0].reason, SSTM_ABORT_VALIDATE_READ);
+  CHECK_TRUE(hc.abort_info[0].has_other);
+  CHECK_EQ_PTR(hc.abort_info[0].other.desc, hc.p);
+  CHECK_EQ_U(hc.abort_info[0].other.txid, hc.p_txid);
+  sstm_stats_t s = duo_stats(sstm_self());
+  CHECK_EQ_U(s.cm_kills, 0);
+  CHECK_EQ_U(s.cm_waits, 0);
+  CHECK_EQ_U(s.aborts[SSTM_ABORT_VALIDATE_READ], 1);
+  CHECK_EQ_U(s.aborts_total, 1);
+  txh_cleanup();
+  sstm_test_fini();
+}
+
+/* ---- statistics ----------------------------------------------------------- */
+
+static void foreach_count(const sstm_stats_t *s, void *arg) {
+  (void)s;
+  ++*(int *)arg;
+}
+
+/* stats.h: sstm_stats_foreach returns SSTM_EINVAL for a NULL fn, before
+ * sstm_init as after it. */
+TEST(stats_foreach_null_fn_is_einval) {
+  CHECK_RC(sstm_stats_foreach(NULL, NULL), SSTM_EINVAL);
+  CHECK_CONTAINS(sstm_last_error(), "fn is NULL");
+  int n = 0;
+  CHECK_RC(sstm_stats_foreach(foreach_count, &n), SSTM_ESTATE);
+  init_with("suicide", 64);
+  CHECK_RC(sstm_stats_foreach(NULL, &n), SSTM_EINVAL);
+  CHECK_CONTAINS(sstm_last_error(), "fn is NULL");
+  CHECK_EQ_I(n, 0);
+  CHECK_EQ_I(sstm_stats_foreach(foreach_count, &n), 1);
+  CHECK_EQ_I(n, 1);
   sstm_test_fini();
 }
 
