@@ -165,6 +165,22 @@ TEST(probe_restarts_when_the_threads_double) {
   stop();
 }
 
+/* The default does not win early: 3x ahead after one window each, the probe
+ * goes on to its sixth window, and only then holds the default. */
+TEST(the_default_wins_only_a_whole_probe) {
+  start();
+  rate_os_prio = 2000, rate_ser_block = 6000, rate_other = 2000;
+  CHECK_EQ_STR(feed(64, 2), "os_prio");
+  const char *next[] = {"ser-block", "ser-block", "os_prio", "os_prio", "ser-block"};
+  for (unsigned i = 0; i < 5; i++) {
+    CHECK_EQ_STR(feed(64, 2), next[i]);
+    CHECK_NOT_NULL(strstr(why, "probing"));
+  }
+  CHECK_EQ_STR(feed(64, 2), "ser-block"); /* the verdict, after six windows */
+  CHECK_NOT_NULL(strstr(why, "probe os_prio="));
+  stop();
+}
+
 TEST(close_verdict_runs_the_full_probe_and_holds_long) {
   start();
   /* os_prio 5 % ahead: above the 3 % margin, below the 25 % of a clear
