@@ -35,15 +35,23 @@ static inline double int_now(void) {
   return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-/* Split sstm_cm_list() into policy names ([a-z0-9+_-], see cm.h). Entries
- * that are not names (descriptive text in the list) are skipped. Returns
- * the count. */
-static inline int int_policy_names(char names[][64], int max) {
+/* Split sstm_cm_list() into policy names ([a-z0-9+_-], see cm.h). The
+ * list ends with descriptive text (", ext (and P+ext for any P above ...)"),
+ * which is not a name: an entry that is not a name is skipped, and returned
+ * in skipped[] (up to max_skipped, each cut to 64 characters) for the
+ * caller to check; an entry that is a name must be one that sstm_cm_find
+ * knows, and every name must fit in names[] (both checked). Returns the
+ * count of names. */
+static inline int int_policy_names(char names[][64], int max, char skipped[][64], int max_skipped,
+                                   int *nskipped) {
   char buf[4096];
-  CHECK_GT_I(sstm_cm_list(buf, sizeof buf), 0);
+  int len_all = sstm_cm_list(buf, sizeof buf);
+  CHECK_GT_I(len_all, 0);
+  CHECK_LT_I(len_all, (long long)sizeof buf); /* not truncated */
   int n = 0;
+  *nskipped = 0;
   char *save = NULL;
-  for (char *tok = strtok_r(buf, ",", &save); tok && n < max; tok = strtok_r(NULL, ",", &save)) {
+  for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
     while (*tok == ' ')
       tok++;
     size_t len = strlen(tok);
@@ -53,8 +61,15 @@ static inline int int_policy_names(char names[][64], int max) {
     for (size_t i = 0; ok && i < len; i++)
       ok = (tok[i] >= 'a' && tok[i] <= 'z') || (tok[i] >= '0' && tok[i] <= '9') ||
            tok[i] == '+' || tok[i] == '_' || tok[i] == '-';
-    if (!ok || sstm_cm_find(tok) == NULL)
+    if (!ok) {
+      if (*nskipped < max_skipped)
+        snprintf(skipped[*nskipped], 64, "%s", tok);
+      (*nskipped)++;
       continue;
+    }
+    CHECK_MSG(sstm_cm_find(tok) != NULL, "sstm_cm_list names \"%s\", which sstm_cm_find does not know",
+              tok);
+    CHECK_MSG(n < max, "sstm_cm_list has more than %d policy names", max);
     snprintf(names[n], 64, "%s", tok);
     n++;
   }

@@ -292,13 +292,19 @@ static char *slurp(FILE *f) {
   return buf;
 }
 
-/* Run sstm-top with args (NULL-terminated); drop_to_uid >= 0: as that user
- * (for the permission test, when run as root); watchdog_s > 0: a tool still
- * running after that many seconds gets SIGALRM (alarm() survives execve),
- * so that a tool that would block forever ends with a signal, which
- * check_exit reports, instead of hanging the test. */
-static void run_tool_as(tool_run_t *r, int drop_to_uid, unsigned watchdog_s, const char *a1,
-                        const char *a2, const char *a3, const char *a4, const char *a5) {
+/* A running sstm-top (tool_start), its output going to temporary files. */
+typedef struct tool_proc {
+  pid_t pid;
+  FILE *out, *err;
+} tool_proc_t;
+
+/* Start sstm-top with args (NULL-terminated); drop_to_uid >= 0: as that
+ * user (for the permission test, when run as root); watchdog_s > 0: a tool
+ * still running after that many seconds gets SIGALRM (alarm() survives
+ * execve), so that a tool that would block forever ends with a signal,
+ * which check_exit reports, instead of hanging the test. */
+static void tool_start(tool_proc_t *p, int drop_to_uid, unsigned watchdog_s, const char *a1,
+                       const char *a2, const char *a3, const char *a4, const char *a5) {
   const char *argv[] = {SSTM_TOP_PATH, a1, a2, a3, a4, a5, NULL};
   FILE *out = tmpfile(), *err = tmpfile();
   CHECK_NOT_NULL(out);
@@ -319,11 +325,23 @@ static void run_tool_as(tool_run_t *r, int drop_to_uid, unsigned watchdog_s, con
     execv(SSTM_TOP_PATH, (char *const *)argv);
     _exit(126);
   }
-  int st;
-  while (waitpid(pid, &st, 0) < 0) CHECK_EQ_I(errno, EINTR);
+  *p = (tool_proc_t){pid, out, err};
+}
+
+/* The tool has exited with waitpid status st (already reaped): collect. */
+static void tool_collect(tool_proc_t *p, int st, tool_run_t *r) {
   r->status = st;
-  r->out = slurp(out);
-  r->err = slurp(err);
+  r->out = slurp(p->out);
+  r->err = slurp(p->err);
+}
+
+static void run_tool_as(tool_run_t *r, int drop_to_uid, unsigned watchdog_s, const char *a1,
+                        const char *a2, const char *a3, const char *a4, const char *a5) {
+  tool_proc_t p;
+  tool_start(&p, drop_to_uid, watchdog_s, a1, a2, a3, a4, a5);
+  int st;
+  while (waitpid(p.pid, &st, 0) < 0) CHECK_EQ_I(errno, EINTR);
+  tool_collect(&p, st, r);
 }
 
 static void run_tool(tool_run_t *r, const char *a1, const char *a2, const char *a3,
@@ -1488,10 +1506,18 @@ TEST(fork_child) {
 
 /* The live view shows the policy's current line in every frame ("policy
  * now:"), not the one it read at start: a policy whose describe() gives a
- * generation that a thread keeps bumping (sstm_cm_info_changed) while the
- * tool draws four frames. */
+ * generation that the test bumps (sstm_cm_info_changed) while the tool
+ * runs. Deterministically, without relying on timing: once the tool's
+ * output shows a frame, the tool is stopped (SIGSTOP, waited for); k
+ * frames are then complete in its output, and the tool has read the line
+ * for at most frame k+1 (it reads the line for a frame after writing the
+ * previous one). The generation is bumped while it is stopped, and it
+ * continues: frames 1..k must show the old generation, frames k+2.. the
+ * new one. If the tool got too far before it stopped (k+2 > FRAMES, on a
+ * loaded machine) the run proves nothing and is repeated; the watchdog
+ * bounds the repetitions. */
+#define LIVE_FRAMES 6
 static _Atomic unsigned live_gen;
-static _Atomic int live_stop;
 static int gen_describe(char *buf, size_t len) {
   return snprintf(buf, len, "gen=%u", atomic_load(&live_gen));
 }
@@ -1505,15 +1531,39 @@ static const sstm_cm_ops_t gen_policy = {
     .on_conflict = gen_conflict,
     .describe = gen_describe,
 };
-static void *gen_bumper(void *arg) {
-  (void)arg;
-  while (!atomic_load(&live_stop)) {
-    atomic_fetch_add(&live_gen, 1);
-    sstm_cm_info_changed();
-    usleep(2000);
+
+/* The generations of the complete "policy now: gen=N" lines of text, in
+ * order (up to max); returns how many there are. */
+static unsigned policy_gens(const char *text, unsigned *gens, unsigned max) {
+  unsigned n = 0;
+  for (const char *p = text; (p = strstr(p, "policy now: ")) != NULL; p++) {
+    const char *nl = strchr(p, '\n');
+    if (nl == NULL) break; /* not complete yet */
+    const char *g = strstr(p, "gen=");
+    CHECK_MSG(g != NULL && g < nl, "a policy line without gen=: %.80s", p);
+    if (n < max) gens[n] = (unsigned)strtoul(g + 4, NULL, 10);
+    n++;
   }
-  return NULL;
+  return n;
 }
+
+/* The policy lines the running tool has written so far (its output file,
+ * read with pread: the shared file offset is left alone). */
+static unsigned policy_lines_so_far(const tool_proc_t *p) {
+  int fd = fileno(p->out);
+  struct stat st;
+  CHECK_EQ_I(fstat(fd, &st), 0);
+  char *buf = malloc((size_t)st.st_size + 1);
+  CHECK_NOT_NULL(buf);
+  ssize_t n = pread(fd, buf, (size_t)st.st_size, 0);
+  CHECK_GE_I(n, 0);
+  buf[n] = '\0';
+  unsigned gens[1];
+  unsigned k = policy_gens(buf, gens, 0);
+  free(buf);
+  return k;
+}
+
 TEST(live_view_follows_policy_line) {
   CHECK_OK(sstm_cm_register(&gen_policy));
   sstm_config_t cfg;
@@ -1521,27 +1571,68 @@ TEST(live_view_follows_policy_line) {
   cfg.cm = "stt-gen";
   cfg.state_table = true;
   CHECK_OK(sstm_init(&cfg));
-  pthread_t th;
-  CHECK_EQ_I(pthread_create(&th, NULL, gen_bumper, NULL), 0);
-  char pidstr[16];
+  char pidstr[16], nframes[16];
   snprintf(pidstr, sizeof pidstr, "%d", (int)getpid());
-  tool_run_t r;
-  run_tool(&r, "-i", "0.1", "-n", "4", pidstr);
-  atomic_store(&live_stop, 1);
-  CHECK_EQ_I(pthread_join(th, NULL), 0);
-  check_exit(&r, 0, "live view");
-  /* every frame has the line; they are not all the same generation */
-  unsigned first = 0, last = 0, frames = 0;
-  for (const char *p = r.out; (p = strstr(p, "policy now: ")) != NULL; p++) {
-    const char *g = strstr(p, "gen=");
-    CHECK_NOT_NULL(g);
-    unsigned v = (unsigned)strtoul(g + 4, NULL, 10);
-    if (frames++ == 0) first = v;
-    last = v;
+  snprintf(nframes, sizeof nframes, "%d", LIVE_FRAMES);
+  for (int attempt = 1;; attempt++) {
+    unsigned gen0 = atomic_load(&live_gen), gen1 = gen0 + 1;
+    tool_proc_t p;
+    tool_start(&p, -1, 0, "-i", "0.05", "-n", nframes, pidstr);
+    int st;
+    bool reaped = false;
+    /* until the first frame is out (or the tool has exited: an error) */
+    while (policy_lines_so_far(&p) == 0) {
+      pid_t w = waitpid(p.pid, &st, WNOHANG);
+      CHECK_GE_I(w, 0);
+      if (w == p.pid) {
+        reaped = true;
+        break;
+      }
+      sched_yield();
+    }
+    unsigned k = 0;
+    bool bumped = false;
+    if (!reaped) {
+      CHECK_EQ_I(kill(p.pid, SIGSTOP), 0);
+      while (waitpid(p.pid, &st, WUNTRACED) < 0) CHECK_EQ_I(errno, EINTR);
+      if (WIFSTOPPED(st)) {
+        k = policy_lines_so_far(&p);
+        CHECK_GE_U(k, 1);
+        if (k + 2 <= LIVE_FRAMES) {
+          atomic_store(&live_gen, gen1);
+          sstm_cm_info_changed();
+          bumped = true;
+        }
+        CHECK_EQ_I(kill(p.pid, SIGCONT), 0);
+        while (waitpid(p.pid, &st, 0) < 0) CHECK_EQ_I(errno, EINTR);
+      } /* else it exited before the stop took effect */
+    }
+    tool_run_t r;
+    tool_collect(&p, st, &r);
+    check_exit(&r, 0, "live view");
+    unsigned gens[LIVE_FRAMES];
+    unsigned frames = policy_gens(r.out, gens, LIVE_FRAMES);
+    CHECK_MSG(frames == LIVE_FRAMES, "%u frames with a policy line: %.600s", frames, r.out);
+    for (unsigned i = 0; i < frames; i++) {
+      /* frames written before the stop: the old line; frames whose line
+       * was read after the bump: the new one; frame k+1 either */
+      unsigned want = !bumped || i < k ? gen0 : gen1;
+      if (bumped && i == k) continue;
+      CHECK_MSG(gens[i] == want,
+                "attempt %d: frame %u of %u shows gen=%u, want gen=%u (%s; the tool was "
+                "stopped after %u frames)",
+                attempt, i + 1, frames, gens[i], want,
+                bumped ? "bumped while the tool was stopped" : "not bumped", k);
+    }
+    tool_free(&r);
+    if (bumped) {
+      printf("live view: gen %u -> %u while stopped after frame %u (attempt %d)\n", gen0, gen1, k,
+             attempt);
+      break;
+    }
+    printf("live view: the tool had written %u of %d frames when it stopped: again\n", k,
+           LIVE_FRAMES);
   }
-  CHECK_MSG(frames == 4, "%u frames with a policy line: %.600s", frames, r.out);
-  CHECK_MSG(last > first, "the policy line stayed at gen=%u over 4 frames", first);
-  tool_free(&r);
   CHECK_OK(sstm_shutdown());
 }
 

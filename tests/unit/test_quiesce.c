@@ -1,17 +1,29 @@
 /* Unit tests: sstm_quiesce(), the privatization barrier. Its errors, and
  * what it waits for, driven deterministically: a waiter thread calls it
- * while attempts are held running, and must stay blocked (asleep in the
- * futex system call, and not returned 50 ms later) until each of them has
- * ended, however it ends (commit, read-only commit, cancel, kill and
- * rollback), but not for attempts that began after the call. The attempts
- * are held suspended on detached descriptors, or, for a committing one, in
- * its commit-time locking (CTL) by a policy that answers only when told.
- * The race the barrier closes is exercised by tests/integration/privatize.c.
+ * while attempts are held running, and must stay blocked until each of
+ * them has ended, however it ends (commit, read-only commit, cancel, kill
+ * and rollback), but not for attempts that began after the call. The
+ * attempts are held suspended on detached descriptors, or, for a
+ * committing one, in its commit-time locking (CTL) by a policy that
+ * answers only when told. The race the barrier closes is exercised by
+ * tests/integration/privatize.c.
+ *
+ * "Blocked" is observed, not assumed from elapsed time: a waiter held by a
+ * suspended attempt is seen asleep in the futex system call, then seen to
+ * go back to sleep after being woken twice (its sleeps are sliced, and the
+ * test wakes it too: spurious wake-ups), so it has looked at the attempts
+ * again and found one still running; a waiter held by a committing attempt
+ * spins and yields, and this binary interposes sched_yield() to count the
+ * waiter's calls (the shared library's calls bind to it). Once the
+ * attempts have ended the waiter is just joined: a hang is the watchdog's.
  */
 #define _GNU_SOURCE
+#include <limits.h>
+#include <linux/futex.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -94,17 +106,34 @@ static struct {
   bool registered;
   _Atomic int tid;
   _Atomic int returned;
+  _Atomic long yields; /* its sched_yield calls inside sstm_quiesce */
   int rc;
   uint64_t seen_x; /* plain load of x after the barrier */
   bool read_x;
 } qw;
 
+static __thread bool in_quiesce; /* the calling thread is the waiter, in sstm_quiesce */
+
+/* Replaces the C library's sched_yield for this executable (the library's
+ * calls bind to it): counts the waiter's calls inside sstm_quiesce, which
+ * yields only while it spins on a committing attempt. */
+int sched_yield(void) {
+  if (in_quiesce)
+    atomic_fetch_add(&qw.yields, 1);
+  return (int)syscall(SYS_sched_yield);
+}
+
 static void *waiter(void *arg) {
   (void)arg;
   if (qw.registered)
     CHECK_OK(sstm_thread_init());
+  /* this thread's malloc arena exists before it is watched: from then on
+   * its only futex is the sleep on an attempt's status word */
+  free(malloc(64));
   atomic_store(&qw.tid, (int)syscall(SYS_gettid));
+  in_quiesce = true;
   qw.rc = sstm_quiesce();
+  in_quiesce = false;
   if (qw.read_x)
     qw.seen_x = x; /* plain: the barrier ordered the write-back before this */
   /* release: rc and seen_x are visible to whoever sees returned */
@@ -114,19 +143,77 @@ static void *waiter(void *arg) {
   return NULL;
 }
 
+static void check_not_returned(const char *what) {
+  CHECK_MSG(!atomic_load_explicit(&qw.returned, memory_order_acquire),
+            "sstm_quiesce returned while %s", what);
+}
+
 /* Wait until thread tid is asleep in the futex. The waiter's only futex is
  * the sleep on an attempt's status word, entered after it has recorded the
  * running attempts. */
-static void await_in_futex(int tid) {
+static void await_in_futex(int tid, const char *what) {
   while (!sstm_test_in_futex(tid)) {
-    CHECK_FALSE(atomic_load_explicit(&qw.returned, memory_order_acquire));
+    check_not_returned(what);
     sched_yield();
   }
 }
 
-/* Start the waiter and check that it stays blocked: asleep in the futex
- * (with in_futex), and still not returned 50 ms later. */
-static pthread_t start_blocked_waiter(bool registered, bool read_x, bool in_futex) {
+/* The voluntary context switches of thread tid: one per sleep (a futex
+ * wait that found the word changed, or was woken before it slept, makes
+ * none; yields count as involuntary). */
+static long voluntary_switches(int tid) {
+  char path[64], line[128];
+  snprintf(path, sizeof path, "/proc/self/task/%d/status", tid);
+  FILE *f = fopen(path, "r");
+  CHECK_NOT_NULL(f);
+  long n = -1;
+  while (n < 0 && fgets(line, sizeof line, f))
+    if (strncmp(line, "voluntary_ctxt_switches:", 24) == 0)
+      n = strtol(line + 24, NULL, 10);
+  fclose(f);
+  CHECK_GE_I(n, 0);
+  return n;
+}
+
+/* Wake thread tid if it is in a futex wait: a spurious wake-up of the
+ * word it sleeps on (its address and operation, from /proc). */
+static void wake_if_in_futex(int tid) {
+  char path[64], buf[256];
+  snprintf(path, sizeof path, "/proc/self/task/%d/syscall", tid);
+  FILE *f = fopen(path, "r");
+  CHECK_NOT_NULL(f);
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  fclose(f);
+  buf[n] = 0;
+  long nr;
+  unsigned long addr, op;
+  if (sscanf(buf, "%ld %lx %lx", &nr, &addr, &op) != 3 || nr != SYS_futex)
+    return;
+  int cmd = (int)op & FUTEX_CMD_MASK;
+  if (cmd != FUTEX_WAIT && cmd != FUTEX_WAIT_BITSET)
+    return;
+  (void)syscall(SYS_futex, (void *)addr, FUTEX_WAKE | ((int)op & FUTEX_PRIVATE_FLAG), INT_MAX, NULL,
+                NULL, 0);
+}
+
+/* The waiter (asleep in the futex) is woken, by its 1 ms slices and by
+ * this test, and must go back to sleep without returning. Two new sleeps
+ * are awaited: the first may have been entered on a status read before
+ * this call (before the event the caller checks, such as a kill); the
+ * second was entered after a fresh look at the attempts, taken once the
+ * first sleep had begun, so after this call. */
+static void await_back_asleep(int tid, const char *what) {
+  long target = voluntary_switches(tid) + 2;
+  while (voluntary_switches(tid) < target || !sstm_test_in_futex(tid)) {
+    check_not_returned(what);
+    wake_if_in_futex(tid);
+    sched_yield();
+  }
+  check_not_returned(what);
+}
+
+/* Start the waiter; returns once it runs (its tid is known). */
+static pthread_t start_waiter(bool registered, bool read_x) {
   memset(&qw, 0, sizeof qw);
   qw.registered = registered;
   qw.read_x = read_x;
@@ -135,22 +222,23 @@ static pthread_t start_blocked_waiter(bool registered, bool read_x, bool in_fute
   CHECK_EQ_I(pthread_create(&th, NULL, waiter, NULL), 0);
   while (atomic_load(&qw.tid) == 0)
     sched_yield();
-  if (in_futex)
-    await_in_futex(atomic_load(&qw.tid));
-  sleep_ms(50);
-  CHECK_MSG(!atomic_load_explicit(&qw.returned, memory_order_acquire),
-            "sstm_quiesce returned while an attempt it must wait for is suspended");
   return th;
 }
 
-/* The waiter must return now: poll up to 10 s (a bound on a hang, not a
- * speed requirement), then join it. */
+/* Start the waiter while suspended attempts run, and check that it is
+ * blocked: asleep in the futex, and asleep again after being woken. */
+static pthread_t start_blocked_waiter(bool registered, bool read_x) {
+  pthread_t th = start_waiter(registered, read_x);
+  const char *what = "an attempt it must wait for is suspended";
+  await_in_futex(atomic_load(&qw.tid), what);
+  await_back_asleep(atomic_load(&qw.tid), what);
+  return th;
+}
+
+/* The waiter must return now: join it (a hang is the watchdog's). */
 static void expect_waiter_returns(pthread_t th) {
-  for (int i = 0; i < 10000 && !atomic_load_explicit(&qw.returned, memory_order_acquire); i++)
-    sleep_ms(1);
-  CHECK_MSG(atomic_load_explicit(&qw.returned, memory_order_acquire),
-            "sstm_quiesce still blocked 10 s after the attempts it must wait for ended");
   CHECK_EQ_I(pthread_join(th, NULL), 0);
+  CHECK_TRUE(atomic_load_explicit(&qw.returned, memory_order_acquire));
   CHECK_OK(qw.rc);
 }
 
@@ -236,13 +324,13 @@ static void suspended_attempt(enum end_kind how, bool registered_waiter) {
   struct holder *h = calloc(1, sizeof *h);
   CHECK_NOT_NULL(h);
   holder_start(h, how, 1, &x, 7);
-  pthread_t th = start_blocked_waiter(registered_waiter, how == END_COMMIT, true);
+  pthread_t th = start_blocked_waiter(registered_waiter, how == END_COMMIT);
   if (how == END_KILL) {
-    /* killed but not rolled back: still running */
+    /* killed but not rolled back: still running. The kill changes the
+     * status word the waiter sleeps on: it must look again and go back to
+     * sleep. */
     CHECK_OK(sstm_desc_kill(h->desc, atomic_load(&h->txid)));
-    sleep_ms(50);
-    CHECK_MSG(!atomic_load_explicit(&qw.returned, memory_order_acquire),
-              "sstm_quiesce returned while a killed attempt is suspended");
+    await_back_asleep(atomic_load(&qw.tid), "a killed attempt is suspended (not rolled back)");
   }
   holder_resume(h, 1, false);
   CHECK_EQ_I(pthread_join(h->th, NULL), 0);
@@ -282,7 +370,7 @@ TEST(later_attempts_not_waited_for) {
   CHECK_NOT_NULL(e);
   CHECK_NOT_NULL(f);
   holder_start(e, END_COMMIT, 2, &x, 1); /* T1 suspended */
-  pthread_t th = start_blocked_waiter(false, false, true);
+  pthread_t th = start_blocked_waiter(false, false);
   holder_start(f, END_COMMIT, 1, &y, 3); /* T3 begins after the call */
   uint64_t t1 = atomic_load(&e->txid);
   holder_resume(e, 1, true); /* T1 commits, T2 suspended */
@@ -310,7 +398,9 @@ TEST(later_attempts_not_waited_for) {
  * hold one: C's commit (status COMMITTING) meets a lock held by an
  * irrevocable transaction H and asks the policy, which this test's policy
  * answers only when told to. The waiter must stay blocked after H has ended,
- * until C has written back. */
+ * until C has written back. It sleeps in the futex while it waits for H
+ * and spins, yielding, while it waits for C (committing: its end is
+ * imminent, as far as the barrier knows); it yields for nothing else. */
 static struct { _Atomic int c_began, h_has_x, h_may_end, c_held, c_may_go; } hc;
 
 static sstm_cm_action_t hold_on_conflict(sstm_cm_ctx_t *ctx, const sstm_conflict_t *c,
@@ -386,15 +476,23 @@ TEST(waits_for_committing_write_back) {
   CHECK_EQ_I(pthread_create(&h, NULL, h_thread, NULL), 0);
   while (!atomic_load(&hc.c_held))
     sleep_ms(1);
-  /* C is COMMITTING, H IRREVOCABLE. The waiter spins on C (committing:
-   * its end is imminent, as far as the barrier knows), so it is not seen
-   * in the futex; it is held either way. */
-  pthread_t th = start_blocked_waiter(false, true, false);
+  /* C is COMMITTING, H IRREVOCABLE. The waiter is inside sstm_quiesce,
+   * held by one of them: asleep in the futex (H) or yielding (C). */
+  pthread_t th = start_waiter(false, true);
+  int tid = atomic_load(&qw.tid);
+  while (atomic_load(&qw.yields) == 0 && !sstm_test_in_futex(tid)) {
+    check_not_returned("an attempt is committing and an irrevocable one runs");
+    sched_yield();
+  }
   atomic_store(&hc.h_may_end, 1);
   CHECK_EQ_I(pthread_join(h, NULL), 0);
-  sleep_ms(50);
-  CHECK_MSG(!atomic_load_explicit(&qw.returned, memory_order_acquire),
-            "sstm_quiesce returned while an attempt is committing");
+  /* H has ended: the waiter must be spinning on C now, and stay */
+  long y0 = atomic_load(&qw.yields);
+  while (atomic_load(&qw.yields) <= y0) {
+    check_not_returned("an attempt is committing");
+    sched_yield();
+  }
+  check_not_returned("an attempt is committing");
   atomic_store(&hc.c_may_go, 1);
   CHECK_EQ_I(pthread_join(c, NULL), 0);
   expect_waiter_returns(th);
