@@ -84,4 +84,29 @@ static inline void skip_unless_etl(void) {
     sstm_test_skip("needs encounter-time locking");
 }
 
+static inline void skip_unless_ctl(void) {
+  if (sstm_test_design() != SSTM_DESIGN_CTL)
+    sstm_test_skip("needs commit-time locking");
+}
+
+/* A case for one design only: it skips under the other, and the CMake scan
+ * (tests/CMakeLists.txt, sstm_unit) registers it for its design only, so
+ * that no ctest entry always skips. Written at the start of a line, as
+ * TEST. TEST_ETL: a lock held by a running, killable attempt; TEST_CTL: a
+ * commit that meets a lock. */
+#define TEST_ETL(name)                                                         \
+  static void sstm_test_etl_##name(void);                                      \
+  TEST(name) {                                                                 \
+    skip_unless_etl();                                                         \
+    sstm_test_etl_##name();                                                    \
+  }                                                                            \
+  static void sstm_test_etl_##name(void)
+#define TEST_CTL(name)                                                         \
+  static void sstm_test_ctl_##name(void);                                      \
+  TEST(name) {                                                                 \
+    skip_unless_ctl();                                                         \
+    sstm_test_ctl_##name();                                                    \
+  }                                                                            \
+  static void sstm_test_ctl_##name(void)
+
 #endif /* SSTM_TEST_TXHELP_H */

@@ -562,8 +562,7 @@ static void snap_next(void *arg) {
   CHECK_NE_U(sstm_txid(), sstm_lw_serial(snap.lw));
 }
 
-TEST(party_snapshot_names_the_lock_owner_attempt) {
-  skip_unless_etl(); /* the lock is held while the attempt runs */
+TEST_ETL(party_snapshot_names_the_lock_owner_attempt) { /* the lock is held while it runs */
   sstm_test_init();
   CHECK_OK(sstm_run(NULL, snap_write, NULL));
   CHECK_TRUE(sstm_lw_locked(snap.lw));

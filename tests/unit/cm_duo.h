@@ -24,17 +24,7 @@
 
 #include "../common/txhelp.h"
 
-/* A case that needs encounter-time locking (a lock held by a running,
- * killable attempt): it skips under SSTM_TEST_DESIGN=ctl, and the CMake
- * scan (tests/CMakeLists.txt, sstm_unit) registers it for etl only, so that
- * no ctest entry always skips. Written at the start of a line, as TEST. */
-#define TEST_ETL(name)                                                         \
-  static void sstm_test_etl_##name(void);                                      \
-  TEST(name) {                                                                 \
-    skip_unless_etl();                                                         \
-    sstm_test_etl_##name();                                                    \
-  }                                                                            \
-  static void sstm_test_etl_##name(void)
+/* TEST_ETL(name): a case that needs encounter-time locking (txhelp.h). */
 
 static _Atomic int duo_phase_;
 

@@ -456,9 +456,7 @@ static void *h_thread(void *arg) {
   return NULL;
 }
 
-TEST(waits_for_committing_write_back) {
-  if (sstm_test_design() != SSTM_DESIGN_CTL)
-    sstm_test_skip("needs commit-time locking (a commit that meets a lock)");
+TEST_CTL(waits_for_committing_write_back) { /* a commit that meets a lock */
   CHECK_OK(sstm_cm_register(&hold_policy));
   sstm_config_t cfg;
   sstm_test_config(&cfg);
