@@ -42,11 +42,10 @@ typedef enum sstm_error {
   SSTM_ESTATE = -4,    /* library not initialised, or already initialised */
   SSTM_ENOTHREAD = -5, /* calling thread is not registered */
   SSTM_ENOTX = -6,     /* no transaction is active / target has no transaction */
-  SSTM_ENOENT = -7,    /* unknown name (policy, design) */
+  SSTM_ENOENT = -7,    /* unknown contention-manager name (cfg.cm) */
   SSTM_ELIMIT = -8,    /* a fixed limit was reached (threads, hooks, policies) */
   SSTM_ECANCELED = -9, /* transaction was cancelled by sstm_cancel() */
-  SSTM_EPERM = -10,    /* operation not allowed in this state (e.g. cancel
-                          an irrevocable transaction) */
+  SSTM_EPERM = -10,    /* the kernel refused (sstm_sched_set) */
 } sstm_error_t;
 
 /* Name of an error code ("SSTM_EINVAL: invalid argument"). Never NULL. */

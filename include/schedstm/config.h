@@ -16,12 +16,13 @@
  *   SCHEDSTM_WAIT_MAX        max consecutive WAIT decisions per access
  *   SCHEDSTM_STATE_TABLE     0 | 1: publish the per-thread state table
  *                            (/dev/shm/schedstm.<pid>, read by sstm-top)
- *   SCHEDSTM_NO_MEMBARRIER   0 | 1: 1 forces the begin fence without membarrier
  * Numbers are plain decimal digits (no sign, space or prefix), range-checked.
  *
- * The policies' own knobs, read by the policy when it initialises whatever
- * use_env says, and therefore checked by sstm_init() (and by
- * sstm_config_from_env()) whichever policy is selected:
+ * Read whatever use_env says, and therefore checked by sstm_init() (and by
+ * sstm_config_from_env()) in any case: the begin-fence switch, and the
+ * policies' own knobs (read by the policy when it initialises, whichever
+ * policy is selected):
+ *   SCHEDSTM_NO_MEMBARRIER   0 | 1: 1 forces the begin fence without membarrier
  *   SCHEDSTM_SOFTSER_LEVER   auto | none | nice | idle | batch | slice
  *   SCHEDSTM_EXT_MODE        auto | none | slice (P+ext's facility; tests)
  *   SCHEDSTM_EXT_SLICE_US    P+ext's custom slice, 100..100000 (4000)
@@ -84,7 +85,8 @@ SSTM_API int sstm_config_from_env(sstm_config_t *cfg);
  * environment). Not thread-safe against a concurrent sstm_init/shutdown.
  * Errors: SSTM_ESTATE (already initialised), SSTM_EINVAL (bad value, see
  * sstm_last_error(); also "P+ext" for a P that +ext cannot wrap, see
- * schedstm/cm.h), SSTM_ENOENT (unknown contention manager), SSTM_ENOMEM.
+ * schedstm/cm.h; and an unknown SCHEDSTM_CM), SSTM_ENOENT (unknown
+ * cfg.cm), SSTM_ENOMEM.
  * On error nothing is initialised. */
 SSTM_API int sstm_init(const sstm_config_t *cfg);
 

@@ -79,7 +79,8 @@ typedef struct sstm_stats {
 SSTM_API int sstm_stats_get(const struct sstm_desc *d, sstm_stats_t *out);
 
 /* Sum over every live descriptor plus those of exited threads (max fields
- * are maxima). Errors: SSTM_ESTATE (not initialised). */
+ * are maxima). Errors: SSTM_EINVAL (out NULL), SSTM_ESTATE (not
+ * initialised). */
 SSTM_API int sstm_stats_aggregate(sstm_stats_t *out);
 
 /* Call fn once per live descriptor with its counters, as they were when
@@ -97,7 +98,7 @@ SSTM_API int sstm_stats_foreach(void (*fn)(const sstm_stats_t *s, void *arg),
 SSTM_API int sstm_stats_reset(void);
 
 /* Human-readable dump: per-thread lines and the total, with every non-zero
- * abort reason. Returns 0 or SSTM_ESTATE. */
+ * abort reason. Returns 0, SSTM_EINVAL (out NULL) or SSTM_ESTATE. */
 SSTM_API int sstm_stats_dump(FILE *out);
 
 SSTM_EXTERN_C_END

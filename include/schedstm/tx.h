@@ -54,8 +54,8 @@ typedef struct sstm_attr {
  * Blocks only as the contention manager decides (waiting, backoff) and, if
  * an irrevocable transaction is running, until it ends. Returns 0 after
  * commit, SSTM_ECANCELED after sstm_cancel(), SSTM_ENOTHREAD if the thread is
- * not registered. Called inside a transaction, fn runs as a flat-nested part
- * of it. */
+ * not registered, SSTM_EINVAL if fn is NULL. Called inside a transaction, fn
+ * runs as a flat-nested part of it. */
 SSTM_API int sstm_run(const sstm_attr_t *attr, void (*fn)(void *arg), void *arg);
 
 /* ---- the inline form ------------------------------------------------- */
@@ -131,7 +131,9 @@ SSTM_API uint64_t sstm_txid(void);       /* current attempt id, 0 if none */
  * rolled back (on_abort, then discarded; the restarted attempt registers its
  * own). Run on the committing thread, outside the transaction, in
  * registration order; on_commit actions run last, after the policy and the
- * hooks have seen the commit, and may run transactions of their own. Returns SSTM_ENOTX outside a transaction, SSTM_ENOMEM. */
+ * hooks have seen the commit, and may run transactions of their own; abort
+ * actions likewise run after the policy's on_abort. Returns SSTM_ENOTX
+ * outside a transaction, SSTM_EINVAL (fn NULL), SSTM_ENOMEM. */
 SSTM_API int sstm_on_commit(void (*fn)(void *arg), void *arg);
 SSTM_API int sstm_on_abort(void (*fn)(void *arg), void *arg);
 

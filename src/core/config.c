@@ -102,6 +102,19 @@ static int check_config(const sstm_config_t *c) {
   return 0;
 }
 
+/* The variables read whatever cfg.use_env says: SCHEDSTM_NO_MEMBARRIER (by
+ * os/membarrier.c at init) and the policies' own knobs (os/sched.h),
+ * whichever policy is selected; checked so that a typo is an error rather
+ * than silently the default. */
+static int env_read_anyway_check(void) {
+  const char *s = getenv("SCHEDSTM_NO_MEMBARRIER");
+  if (s && strcmp(s, "0") != 0 && strcmp(s, "1") != 0) {
+    sstm__set_error("SCHEDSTM_NO_MEMBARRIER='%s': valid values: 0, 1", s);
+    return SSTM_EINVAL;
+  }
+  return sstm__sched_env_check() != 0 ? SSTM_EINVAL : 0;
+}
+
 SSTM_API int sstm_config_from_env(sstm_config_t *cfg) {
   if (cfg == NULL) {
     sstm__set_error("sstm_config_from_env: cfg is NULL");
@@ -171,14 +184,7 @@ SSTM_API int sstm_config_from_env(sstm_config_t *cfg) {
     if (parse_u64("SCHEDSTM_WAIT_MAX", s, 0, 1000000, &v)) return SSTM_EINVAL;
     c.wait_max = (unsigned)v;
   }
-  /* Read by os/membarrier.c at init; checked here with the others so that
-   * a typo is an error rather than silently the default. */
-  if ((s = getenv("SCHEDSTM_NO_MEMBARRIER")) && strcmp(s, "0") != 0 && strcmp(s, "1") != 0) {
-    sstm__set_error("SCHEDSTM_NO_MEMBARRIER='%s': valid values: 0, 1", s);
-    return SSTM_EINVAL;
-  }
-  /* The policies' own knobs (os/sched.h), whichever policy is selected. */
-  if (sstm__sched_env_check() != 0) return SSTM_EINVAL;
+  if (env_read_anyway_check() != 0) return SSTM_EINVAL;
   *cfg = c;
   return 0;
 }
@@ -196,7 +202,7 @@ SSTM_API int sstm_init(const sstm_config_t *user) {
   if ((rc = check_config(&cfg)) != 0) return rc;
   /* The policies read their knobs whatever use_env says: check them all
    * (sstm_config_from_env did if use_env). */
-  if (!cfg.use_env && (rc = sstm__sched_env_check()) != 0) return rc;
+  if (!cfg.use_env && (rc = env_read_anyway_check()) != 0) return rc;
   const sstm_cm_ops_t *cm;
   if ((rc = sstm__cm_select(cfg.cm, &cm)) != 0) return rc;
   snprintf(cm_name_buf, sizeof cm_name_buf, "%s", cm->name);

@@ -25,10 +25,10 @@ SSTM_API const char *sstm_strerror(int err) {
   case SSTM_ESTATE: return "SSTM_ESTATE: library not initialised or already initialised";
   case SSTM_ENOTHREAD: return "SSTM_ENOTHREAD: calling thread is not registered";
   case SSTM_ENOTX: return "SSTM_ENOTX: no active transaction";
-  case SSTM_ENOENT: return "SSTM_ENOENT: unknown name";
+  case SSTM_ENOENT: return "SSTM_ENOENT: unknown contention manager";
   case SSTM_ELIMIT: return "SSTM_ELIMIT: limit reached";
   case SSTM_ECANCELED: return "SSTM_ECANCELED: transaction cancelled";
-  case SSTM_EPERM: return "SSTM_EPERM: operation not permitted in this state";
+  case SSTM_EPERM: return "SSTM_EPERM: not permitted by the kernel";
   default: return "SSTM_E?: unknown error code";
   }
 }

@@ -258,8 +258,9 @@ TEST(init_checks_policy_knobs) {
       {"SCHEDSTM_EXT_MODE", "slcie"},
       {"SCHEDSTM_EXT_SLICE_US", "-18446744073709451616"},
       {"SCHEDSTM_PRIO_ESCALATE", "-18446744073709551615"},
+      {"SCHEDSTM_NO_MEMBARRIER", "yes"}, /* read at init whatever use_env says */
   };
-  static const char *const cms[] = {"suicide", "softser", "ser-block+ext", "os_prio"};
+  static const char *const cms[] = {"suicide", "softser", "ser-block+ext", "os_prio", "backoff"};
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     for (int use_env = 0; use_env < 2; use_env++) {
       clear_env();
