@@ -228,9 +228,11 @@ typedef enum sstm_wait_mode {
  * a wake-up cannot be missed and an ended attempt is never slept on. The
  * party wakes sleepers when its attempt ends only if the flag is set: an
  * attempt that nobody waits for makes no system call. Sleeps last at most
- * 1 ms before the caller re-checks: that bounds the one unwoken case (an
- * attempt that holds no lock, so no conflict names it, whose party was
- * built by hand and flagged in its commit's last instant). YIELD: calls
+ * 1 ms before the caller re-checks: that bounds the one unwoken case, a
+ * read-only attempt flagged in its commit's last instant (its commit ends
+ * with a plain store). Lock conflicts never name such an attempt, but a
+ * victim waiting behind the read-only attempt that killed it, a grace
+ * period of reclamation, or a party built by hand can. YIELD: calls
  * sched_yield() between checks, sets no flag and never sleeps, so the
  * party's end issues no wake-up. A committing party is waited for by
  * spinning in every mode (its end is imminent), with a sched_yield() every

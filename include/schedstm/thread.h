@@ -1,9 +1,11 @@
 /* schedstm: threads, transaction descriptors and remote abort.
  *
  * All per-transaction state lives in a descriptor (sstm_desc_t). A thread
- * that registers gets a descriptor and becomes its current one; the only
- * thread-local state is the pointer to the current descriptor. A descriptor
- * can be detached from one thread (with its transaction still running, i.e.
+ * that registers gets a descriptor and becomes its current one;
+ * thread-local storage holds only the pointer to the current descriptor
+ * (twice: also as the inline fast path's prefix) and the thread's last
+ * error message (sstm_last_error), no transaction state. A descriptor can
+ * be detached from one thread (with its transaction still running, i.e.
  * suspended) and attached to another thread later; reclamation and the
  * irrevocability protocol treat a detached, active transaction as running.
  *

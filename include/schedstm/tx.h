@@ -116,10 +116,12 @@ SSTM_API void sstm_cancel(void) __attribute__((noreturn));
 /* Make the current transaction irrevocable: it then runs without conflicts
  * with concurrent updates (no other transaction commits an update while it
  * runs; new transactions wait at begin) and never aborts. If it has already
- * performed accesses it is first aborted and restarted in irrevocable mode
- * (abort reason SSTM_ABORT_IRREVOCABLE); the call returns once the
- * transaction is irrevocable. Blocks until other irrevocable transactions and
- * in-flight commits have finished. Returns 0, or SSTM_ENOTX. */
+ * performed accesses, or keeps no read set because of attr.read_only (then
+ * always, accesses or not), it is first aborted and restarted in
+ * irrevocable mode (abort reason SSTM_ABORT_IRREVOCABLE); the call returns
+ * once the transaction is irrevocable. Blocks until other irrevocable
+ * transactions and in-flight commits have finished. Returns 0, or
+ * SSTM_ENOTX. */
 SSTM_API int sstm_become_irrevocable(void);
 
 /* State queries. */

@@ -31,9 +31,10 @@
  * challenger, default, balanced against a drift; the challenger is chosen
  * only if it is more than 3 % ahead. After the first two windows (one
  * each), a challenger that committed twice as much as the default wins at
- * once; after three or more, one whose mean is 1.5x the default's (the
- * default, whose windows come first and suffer no switch, must win the
- * whole probe). A window of the
+ * once; after three or more, one whose mean is 1.5x the default's. Only
+ * the challenger wins early: the default (held before the probe) must win
+ * the whole probe, since the challenger's first window is the one after
+ * the switch and can only look worse than it is. A window of the
  * default that commits under half the challenger's mean ends at a quarter
  * of its length (checked every quarter). A probe, or a hold, whose thread
  * count doubles or halves starts over (a program's threads starting up).

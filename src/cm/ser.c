@@ -15,8 +15,11 @@
  *             a futex on the winner's status word. The winner's end wakes
  *             sleepers only if the sleepers flag is set, so a commit that
  *             nobody waits for makes no system call; the kernel checks the
- *             word before sleeping, so no wake-up is missed and an ended
- *             winner is never slept on (sstm_party_wait in cm.h).
+ *             word before sleeping, so an ended winner is never slept on and
+ *             no wake-up is missed, except at a read-only commit: it ends
+ *             with a plain IDLE store, which drops a sleepers flag set in
+ *             its last instant, and that costs the waiter at most one 1 ms
+ *             sleep slice (sstm_party_wait in cm.h, sstm_commit in stm.c).
  *
  * Deadlock rule (the paper blocks only when the winner is runnable; ours is
  * structural): a loser waits only from on_abort, i.e. after its own attempt

@@ -127,7 +127,8 @@ extern void __asan_handle_no_return(void) __attribute__((weak));
     if (__asan_handle_no_return) __asan_handle_no_return();                                        \
   } while (0)
 
-/* The only thread-local state: the current descriptor, and the same
+/* The thread-local state of the engine (with the last error message of
+ * core/error.c): the current descriptor, and the same
  * pointer as the inline fast path's prefix (schedstm/inline.h), which is
  * never NULL, so the barrier needs no NULL test: without a descriptor it
  * points at a static prefix whose variant sends every access to the slow

@@ -1,5 +1,6 @@
 /* OS scheduling facilities used by the contention managers, each detected
- * at run time with a fallback (see ../shared/platform-notes.md):
+ * at run time with a fallback (see the team's platform notes, outside this
+ * repository):
  *
  *  - priority levers for softser: nice, SCHED_IDLE, SCHED_BATCH, a short
  *    EEVDF custom slice; probed once for one that can be undone;
