@@ -134,7 +134,9 @@ SSTM_API uint64_t sstm_txid(void);       /* current attempt id, 0 if none */
  * own). Run on the committing thread, outside the transaction, in
  * registration order; on_commit actions run last, after the policy and the
  * hooks have seen the commit, and may run transactions of their own; abort
- * actions likewise run after the policy's on_abort. Returns SSTM_ENOTX
+ * actions run after the hooks and before the policy's on_abort (which
+ * decides how the retry starts: waiting, a lowered priority). Returns
+ * SSTM_ENOTX
  * outside a transaction, SSTM_EINVAL (fn NULL), SSTM_ENOMEM. */
 SSTM_API int sstm_on_commit(void (*fn)(void *arg), void *arg);
 SSTM_API int sstm_on_abort(void (*fn)(void *arg), void *arg);

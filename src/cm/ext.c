@@ -144,14 +144,14 @@ static void c_desc_init(sstm_cm_ctx_t *ctx) {
 static void c_desc_fini(sstm_cm_ctx_t *ctx) {
   if (comp_of(ctx)->base->desc_fini) comp_of(ctx)->base->desc_fini(ctx);
 }
+/* ext first, the base after it, and detach in the reverse order: a base
+ * that changes the same setting when it attaches (softser's slice lever
+ * lowering a thread with pending conflicts) stacks on top of ext's slice,
+ * ext records the thread's own slice, and each puts back what it found. */
 static void c_attach(sstm_cm_ctx_t *ctx) {
-  if (comp_of(ctx)->base->on_attach) comp_of(ctx)->base->on_attach(ctx);
   ext_attach(ext_of(ctx));
+  if (comp_of(ctx)->base->on_attach) comp_of(ctx)->base->on_attach(ctx);
 }
-/* The base first: a base that changed the same setting after ext's attach
- * (softser's slice lever lowers a thread that already has ext's slice)
- * puts back what it found, ext's slice, and ext then puts back the
- * thread's own. */
 static void c_detach(sstm_cm_ctx_t *ctx) {
   if (comp_of(ctx)->base->on_detach) comp_of(ctx)->base->on_detach(ctx);
   ext_detach(ext_of(ctx));

@@ -905,6 +905,7 @@ static void run_actions(struct sstm_desc *tx, bool committed) {
     sstm_ckpt_t ckpt = tx->ckpt;
     sstm_attr_t attr = tx->attr;
     sstm_cm_ctx_t ctx = tx->cm_ctx;
+    sstm_abort_info_t last = tx->last_abort;
     uint32_t retries = tx->retries;
     bool sticky = tx->irrev_sticky, ro_failed = tx->ro_nolog_failed;
     uint64_t birth = tx->birth, start = tx->start;
@@ -914,6 +915,7 @@ static void run_actions(struct sstm_desc *tx, bool committed) {
     tx->ckpt = ckpt;
     tx->attr = attr;
     tx->cm_ctx = ctx;
+    tx->last_abort = last;
     tx->retries = retries;
     tx->irrev_sticky = sticky;
     tx->ro_nolog_failed = ro_failed;
@@ -943,10 +945,12 @@ static SSTM_NOINLINE void begin_slow(struct sstm_desc *tx) {
 }
 
 /* An attempt that was to run irrevocable was killed before it became so
- * (someone read its fresh serial): it ends, never having run, and the next
- * serial takes its place. Returns that serial. */
+ * (only sstm_desc_kill can: policies kill lock holders): it ends, never
+ * having run a line of the transaction, and the next serial takes its
+ * place. It is not counted as an abort (no retry follows it; the statistics'
+ * retries match their aborts), nor reported to the policy or the hooks,
+ * which saw no attempt begin. Returns the new serial. */
 static SSTM_NOINLINE uint64_t irrev_killed_at_start(struct sstm_desc *tx) {
-  sstm__ctr_add(&tx->ctr.aborts[SSTM_ABORT_KILLED], 1);
   uint64_t serial = ++tx->serial;
   tx->owner_lw = sstm_lw_make_owner(tx->slot, serial);
   sstm__set_variant(tx, SSTM_V_NONE | (sstm__variant(tx) & SSTM_V_SAMPLE));
@@ -1051,8 +1055,8 @@ static void rollback(struct sstm_desc *tx, sstm_abort_reason_t r) {
   sstm__ctr_add(&tx->ctr.aborts[r], 1);
   if (sstm__g.cfg.stats == SSTM_STATS_DETAILED && tx->attr.tag < SSTM_MAX_TAGS)
     sstm__ctr_add(&tx->ctr.tag_aborts[tx->attr.tag], 1);
-  /* Outside the transaction now (the user's abort actions run at the end
-   * of abort_tx); the restart (or the cancel) sets depth and variant
+  /* Outside the transaction now (abort_tx runs the user's abort actions
+   * and the policy); the restart (or the cancel) sets depth and variant
    * again. */
   tx->depth = 0;
   sstm__set_variant(tx, SSTM_V_NONE);
@@ -1074,18 +1078,23 @@ static __attribute__((noreturn)) void abort_tx(struct sstm_desc *tx, sstm_abort_
     tx->retries++;
     sstm__ctr_add(&tx->ctr.retries, 1);
   }
+  /* The policy's view of the attempt that ended, taken now: the user's
+   * abort actions run next, and one may run a transaction on this
+   * descriptor, which rewrites the serial and set sizes cm_ctx() reads
+   * (run_actions puts cm_ctx and last_abort back as they were). The
+   * actions run before the policy acts, not after: what the policy does
+   * for the retry (softser lowers the thread's priority) must not be
+   * undone by the commit of an action's transaction. */
+  sstm_cm_ctx_t *ctx = cm_ctx(tx);
+  if (SSTM_UNLIKELY(tx->nactions)) run_actions(tx, false);
   /* The policy learns of every ended attempt, cancelled ones included (a
    * watched attempt's end must reach it). */
   if (tx->cm->on_abort) {
     uint64_t t0 = sstm__now_ns();
-    tx->cm->on_abort(cm_ctx(tx), &tx->last_abort);
+    tx->cm->on_abort(ctx, &tx->last_abort);
     sstm__ctr_add(&tx->ctr.cm_wait_ns, sstm__now_ns() - t0);
   }
   tx->in_callback--;
-  /* The user's abort actions last, as the commit actions: one may run a
-   * transaction on this descriptor, which rewrites the serial and set sizes
-   * that the state table, the hooks and the policy report above. */
-  if (SSTM_UNLIKELY(tx->nactions)) run_actions(tx, false);
   if (r == SSTM_ABORT_USER_CANCEL) {
     /* A transaction that gives up after retries counts as one that
      * retried (the commit path records the others). */

@@ -25,7 +25,7 @@ static uint64_t words[4][512] __attribute__((aligned(4096)));
 enum { SS_PRIO_CHANGES = 0, SS_REGISTRATIONS = 1, SS_FAILED_CHANGES = 2 };
 
 enum wend { W_COMMIT, W_KILL, W_RESTART, W_CANCEL, W_COMMIT_NESTED };
-enum lend { L_AFTER_W, L_COMMIT_FIRST, L_EXIT };
+enum lend { L_AFTER_W, L_COMMIT_FIRST, L_EXIT, L_ACTION_AFTER_W };
 
 static struct {
   int wend, lend;
@@ -161,6 +161,8 @@ static void l_body(void *arg) {
   (void)arg;
   int k = ++S.lattempts;
   if (k == 1) {
+    if (S.lend == L_ACTION_AFTER_W) /* an abort action that runs a transaction */
+      CHECK_OK(sstm_on_abort(nested_action, NULL));
     sstm_store_u64(X, 100); /* W holds X: conflict, L aborts and registers */
     FAIL("the loser's write did not conflict with the winner");
   }
@@ -207,7 +209,7 @@ static void scenario(int wend, int lend) {
   /* L is registered on W's running attempt, lowered */
   duo_view_t lowered = duo_view_of(ltid);
   check_lowered(lowered);
-  if (lend == L_AFTER_W) {
+  if (lend == L_AFTER_W || lend == L_ACTION_AFTER_W) {
     end_winner();
     CHECK_VIEW_EQ(duo_view_of(ltid), S.before); /* (a)/(b): the winner's end */
     atomic_store(&S.l_go, 1);
@@ -244,6 +246,12 @@ TEST(winner_commit_with_transactional_action_restores) {
   scenario(W_COMMIT_NESTED, L_AFTER_W);
 }
 TEST(loser_commit_first_restores) { scenario(W_COMMIT, L_COMMIT_FIRST); }
+/* The loser's abort action runs a transaction that commits on its
+ * descriptor: the retry still runs lowered (the action used to run after
+ * softser had lowered the thread, and its commit restored it). */
+TEST(loser_abort_action_with_a_transaction_keeps_it_lowered) {
+  scenario(W_COMMIT, L_ACTION_AFTER_W);
+}
 TEST(loser_thread_exit_restores) { scenario(W_COMMIT, L_EXIT); }
 TEST(loser_exit_then_winner_killed) { scenario(W_KILL, L_EXIT); }
 
