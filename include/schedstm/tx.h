@@ -133,7 +133,8 @@ SSTM_API uint64_t sstm_txid(void);       /* current attempt id, 0 if none */
  * rolled back (on_abort, then discarded; the restarted attempt registers its
  * own). Run on the committing thread, outside the transaction, in
  * registration order; on_commit actions run last, after the policy and the
- * hooks have seen the commit, and may run transactions of their own; abort
+ * hooks have seen the commit, and may run transactions of their own (but
+ * must return normally: no longjmp or C++ exception out of them); abort
  * actions run after the hooks and before the policy's on_abort (which
  * decides how the retry starts: waiting, a lowered priority). Returns
  * SSTM_ENOTX

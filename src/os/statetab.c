@@ -153,9 +153,12 @@ SSTM_API void sstm_cm_info_changed(void) {
 
 void sstm__stt_fini(void) {
   if (table == NULL) return;
-  munmap(table, table_size);
-  if (table_owner == getpid()) unlink(table_path); /* never a parent's file (fork) */
+  /* NULL before the unmap: a fork() in between must not have its child
+   * map over an address that may already be reused. */
+  sstm_stt_header_t *t = table;
   table = NULL;
+  munmap(t, table_size);
+  if (table_owner == getpid()) unlink(table_path); /* never a parent's file (fork) */
 }
 
 void sstm__stt_attach(struct sstm_desc *d) {
