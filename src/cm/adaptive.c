@@ -552,28 +552,10 @@ static void decide(sstm_cm_ctx_t *ctx, uint64_t ns, uint64_t commits, uint64_t a
  * owners write them with relaxed stores (sstm__ctr_add); a value read a
  * moment early is counted in the next window. A counter that went down was
  * reset (sstm_stats_reset, a descriptor's new thread): its whole value is
- * new. */
-static unsigned scan(uint64_t *commits, uint64_t *aborts);
-
-/* Under G.lock: the counts since the last evaluation, without taking them
- * (the evaluation that closes the window takes them). */
-static void peek(uint64_t *commits, uint64_t *aborts) {
-  unsigned hw = atomic_load_explicit(&sstm__g.hiwater, memory_order_acquire);
-  if (hw > G.nslots)
-    hw = G.nslots;
-  for (unsigned i = 0; i < hw; i++) {
-    struct sstm_desc *d = sstm__desc_at(i);
-    if (d == NULL)
-      continue;
-    uint64_t c = sstm__ctr_get(&d->ctr.commits_ro) + sstm__ctr_get(&d->ctr.commits_update), a = 0;
-    for (int r = 0; r < SSTM_ABORT_REASON_COUNT; r++)
-      a += sstm__ctr_get(&d->ctr.aborts[r]);
-    *commits += c >= G.seen_c[i] ? c - G.seen_c[i] : c;
-    *aborts += a >= G.seen_a[i] ? a - G.seen_a[i] : a;
-  }
-}
-
-static unsigned scan(uint64_t *commits, uint64_t *aborts) {
+ * new. take: the next window starts from them (the evaluation), and the
+ * threads that ran transactions are returned; else only a look (the early
+ * end of a losing window), 0 returned. */
+static unsigned scan_counts(uint64_t *commits, uint64_t *aborts, bool take) {
   unsigned hw = atomic_load_explicit(&sstm__g.hiwater, memory_order_acquire);
   if (hw > G.nslots)
     hw = G.nslots;
@@ -587,10 +569,12 @@ static unsigned scan(uint64_t *commits, uint64_t *aborts) {
       a += sstm__ctr_get(&d->ctr.aborts[r]);
     uint64_t dc = c >= G.seen_c[i] ? c - G.seen_c[i] : c;
     uint64_t da = a >= G.seen_a[i] ? a - G.seen_a[i] : a;
-    G.seen_c[i] = c;
-    G.seen_a[i] = a;
     *commits += dc;
     *aborts += da;
+    if (!take)
+      continue;
+    G.seen_c[i] = c;
+    G.seen_a[i] = a;
     if (dc + da)
       G.last_win[i] = G.win;
     if (G.last_win[i] && G.win - G.last_win[i] < ACTIVE_WINDOWS)
@@ -598,6 +582,7 @@ static unsigned scan(uint64_t *commits, uint64_t *aborts) {
   }
   return active;
 }
+
 
 /* The thread that closes a window (CAS on its start) evaluates it. */
 static void maybe_evaluate(sstm_cm_ctx_t *ctx) {
@@ -619,7 +604,7 @@ static void maybe_evaluate(sstm_cm_ctx_t *ctx) {
       return;
     uint64_t c = 0, a = 0;
     if (G.nslots)
-      peek(&c, &a);
+      (void)scan_counts(&c, &a, false); /* a look: the evaluation takes them */
     bool cut = G.nslots && cut_due(now - start, window, c + G.pend_c, a + G.pend_a);
     pthread_mutex_unlock(&G.lock);
     if (!cut)
@@ -632,7 +617,7 @@ static void maybe_evaluate(sstm_cm_ctx_t *ctx) {
   bool judged = false;
   if (G.nslots) {
     uint64_t c = 0, a = 0;
-    unsigned threads = scan(&c, &a);
+    unsigned threads = scan_counts(&c, &a, true);
     G.win++;
     G.pend_c += c;
     G.pend_a += a;

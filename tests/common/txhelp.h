@@ -94,19 +94,14 @@ static inline void skip_unless_ctl(void) {
  * that no ctest entry always skips. Written at the start of a line, as
  * TEST. TEST_ETL: a lock held by a running, killable attempt; TEST_CTL: a
  * commit that meets a lock. */
-#define TEST_ETL(name)                                                         \
-  static void sstm_test_etl_##name(void);                                      \
+#define SSTM_TEST_ONE_DESIGN_(name, d)                                         \
+  static void sstm_test_##d##_##name(void);                                    \
   TEST(name) {                                                                 \
-    skip_unless_etl();                                                         \
-    sstm_test_etl_##name();                                                    \
+    skip_unless_##d();                                                         \
+    sstm_test_##d##_##name();                                                  \
   }                                                                            \
-  static void sstm_test_etl_##name(void)
-#define TEST_CTL(name)                                                         \
-  static void sstm_test_ctl_##name(void);                                      \
-  TEST(name) {                                                                 \
-    skip_unless_ctl();                                                         \
-    sstm_test_ctl_##name();                                                    \
-  }                                                                            \
-  static void sstm_test_ctl_##name(void)
+  static void sstm_test_##d##_##name(void)
+#define TEST_ETL(name) SSTM_TEST_ONE_DESIGN_(name, etl)
+#define TEST_CTL(name) SSTM_TEST_ONE_DESIGN_(name, ctl)
 
 #endif /* SSTM_TEST_TXHELP_H */

@@ -302,9 +302,12 @@ typedef struct tool_proc {
  * user (for the permission test, when run as root); watchdog_s > 0: a tool
  * still running after that many seconds gets SIGALRM (alarm() survives
  * execve), so that a tool that would block forever ends with a signal,
- * which check_exit reports, instead of hanging the test. */
-static void tool_start(tool_proc_t *p, int drop_to_uid, unsigned watchdog_s, const char *a1,
-                       const char *a2, const char *a3, const char *a4, const char *a5) {
+ * which check_exit reports, instead of hanging the test; traced: the child
+ * asks to be traced (PTRACE_TRACEME) and stops at its exec, or exits 125
+ * where ptrace is refused. */
+static void tool_start(tool_proc_t *p, int drop_to_uid, unsigned watchdog_s, bool traced,
+                       const char *a1, const char *a2, const char *a3, const char *a4,
+                       const char *a5) {
   const char *argv[] = {SSTM_TOP_PATH, a1, a2, a3, a4, a5, NULL};
   FILE *out = tmpfile(), *err = tmpfile();
   CHECK_NOT_NULL(out);
@@ -322,6 +325,7 @@ static void tool_start(tool_proc_t *p, int drop_to_uid, unsigned watchdog_s, con
          setuid((uid_t)drop_to_uid) != 0))
       _exit(125);
     if (watchdog_s) alarm(watchdog_s);
+    if (traced && ptrace(PTRACE_TRACEME, 0, NULL, NULL) != 0) _exit(125);
     execv(SSTM_TOP_PATH, (char *const *)argv);
     _exit(126);
   }
@@ -338,7 +342,7 @@ static void tool_collect(tool_proc_t *p, int st, tool_run_t *r) {
 static void run_tool_as(tool_run_t *r, int drop_to_uid, unsigned watchdog_s, const char *a1,
                         const char *a2, const char *a3, const char *a4, const char *a5) {
   tool_proc_t p;
-  tool_start(&p, drop_to_uid, watchdog_s, a1, a2, a3, a4, a5);
+  tool_start(&p, drop_to_uid, watchdog_s, false, a1, a2, a3, a4, a5);
   int st;
   while (waitpid(p.pid, &st, 0) < 0) CHECK_EQ_I(errno, EINTR);
   tool_collect(&p, st, r);
@@ -1096,21 +1100,9 @@ static bool run_tool_changing(tool_run_t *r, const char *path, void (*change)(co
   *r = (tool_run_t){0, NULL, NULL}; /* for tool_free */
   return false;
 #else
-  const char *argv[] = {SSTM_TOP_PATH, a1, a2, a3, a4, a5, NULL};
-  FILE *out = tmpfile(), *err = tmpfile();
-  CHECK_NOT_NULL(out);
-  CHECK_NOT_NULL(err);
-  fflush(stdout);
-  fflush(stderr);
-  pid_t pid = fork();
-  CHECK_GE_I(pid, 0);
-  if (pid == 0) {
-    dup2(fileno(out), 1);
-    dup2(fileno(err), 2);
-    if (ptrace(PTRACE_TRACEME, 0, NULL, NULL) != 0) _exit(125);
-    execv(SSTM_TOP_PATH, (char *const *)argv);
-    _exit(126);
-  }
+  tool_proc_t p;
+  tool_start(&p, -1, 0, true, a1, a2, a3, a4, a5);
+  pid_t pid = p.pid;
   int st;
   while (waitpid(pid, &st, 0) < 0) CHECK_EQ_I(errno, EINTR);
   bool ok = WIFSTOPPED(st); /* the stop at exec; else exit 125: no ptrace */
@@ -1171,9 +1163,7 @@ static bool run_tool_changing(tool_run_t *r, const char *path, void (*change)(co
      * failed before, which the caller's checks report. */
     if (phase == 1) ok = false;
   }
-  r->status = st;
-  r->out = slurp(out);
-  r->err = slurp(err);
+  tool_collect(&p, st, r);
   return ok;
 #endif
 }
@@ -1577,7 +1567,7 @@ TEST(live_view_follows_policy_line) {
   for (int attempt = 1;; attempt++) {
     unsigned gen0 = atomic_load(&live_gen), gen1 = gen0 + 1;
     tool_proc_t p;
-    tool_start(&p, -1, 0, "-i", "0.05", "-n", nframes, pidstr);
+    tool_start(&p, -1, 0, false, "-i", "0.05", "-n", nframes, pidstr);
     int st;
     bool reaped = false;
     /* until the first frame is out (or the tool has exited: an error) */
