@@ -85,7 +85,11 @@ static sstm_cm_action_t decide(sstm_cm_ctx_t *ctx, const sstm_conflict_t *c, uin
   if (order == 0) order = (int)sstm_desc_slot(ctx->desc) < (int)c->other.slot ? 1 : -1;
   if (order > 0) {
     sstm_cm_count(ctx, P_KILLS, 1);
-    sstm_cm_note(ctx, SSTM_ACT_KILL);
+    sstm_cm_note(ctx, SSTM_ACT_KILL); /* counted in the statistics */
+    /* A kill is an instant, not a state: the killer runs on, and nothing
+     * else would put its state-table action back before its next abort (a
+     * killer that then commits and goes quiet showed "kill" for good). */
+    if (ctx->desc->stt) sstm__stt_action(ctx->desc, SSTM_ACT_NONE);
     return SSTM_CM_ABORT_OTHER;
   }
   sstm_cm_count(ctx, P_SELF_ABORTS, 1);
