@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Install what building, testing and (with --demo) the demonstration need.
 #
-#   scripts/install-deps.sh          build + test tools
+#   scripts/install-deps.sh          build tools
+#   scripts/install-deps.sh --tests  also what only the test suite needs (clang)
 #   scripts/install-deps.sh --demo   also the Python packages of bench/requirements.txt
 #
 # Idempotent: every tool is checked first, and nothing is installed (no
@@ -12,11 +13,13 @@ set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 demo=0
+tests=0
 for arg in "$@"; do
   case "$arg" in
     --demo) demo=1 ;;
+    --tests) tests=1 ;;
     -h | --help)
-      sed -n '2,10s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"
+      sed -n '2,11s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"
       exit 0
       ;;
     *)
@@ -62,6 +65,9 @@ need() { # need COMMAND PACKAGE
 need cmake cmake
 need gcc gcc
 need g++ g++
+if [ "$tests" = 1 ]; then
+  need clang clang # the test suite's clang build (tests/run_all.sh)
+fi
 need make make
 need pkg-config pkg-config
 need python3 python3

@@ -8,6 +8,9 @@
 #   (d) build/test-delay   -DSCHEDSTM_RANDOM_DELAY=ON: the stress tests
 #   (e) build/test-debug   -DSCHEDSTM_DEBUG=ON: the unit tests (misuse that
 #                          has an error code also reaches the misuse handler)
+#   (f) build/test-clang   built with clang (-Watomic-implicit-seq-cst on the
+#                          library: every atomic access names its order):
+#                          the unit tests
 # all with -DSCHEDSTM_WERROR=ON. Prints a final line "N passed, M failed (K
 # skipped)"
 # (summed over all parts; a part that fails to configure or build counts as
@@ -18,16 +21,16 @@
 # read by the tests) so that the whole run takes about 6 minutes on 2 vCPUs.
 #
 # Environment:
-#   RUN_ALL_PARTS="normal asan tsan delay debug"   subset of parts to run
+#   RUN_ALL_PARTS="normal asan tsan delay debug clang"   subset of parts to run
 #   RUN_ALL_JOBS=2                            build and ctest parallelism
-#   RUN_ALL_SCALE_{NORMAL,ASAN,TSAN,DELAY,DEBUG}   override a part's scale
+#   RUN_ALL_SCALE_{NORMAL,ASAN,TSAN,DELAY,DEBUG,CLANG}   override a part's scale
 #   RUN_ALL_CLEAN=1                           start from empty build dirs
 set -u
 
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
 jobs=${RUN_ALL_JOBS:-2}
-parts=${RUN_ALL_PARTS:-"normal asan tsan delay debug"}
+parts=${RUN_ALL_PARTS:-"normal asan tsan delay debug clang"}
 
 total_pass=0
 total_fail=0
@@ -38,7 +41,7 @@ start_all=$(date +%s)
 
 # A fresh machine may lack the tools: install what is missing (a quick no-op
 # when everything is there).
-if ! "$root/scripts/install-deps.sh"; then
+if ! "$root/scripts/install-deps.sh" --tests; then
   echo "install-deps.sh failed"
   echo "0 passed, 1 failed"
   exit 1
@@ -131,8 +134,12 @@ for p in $parts; do
     run_part debug "${RUN_ALL_SCALE_DEBUG:-0.2}" "-L unit" sstm_unit_bins \
       -DSCHEDSTM_DEBUG=ON -DSCHEDSTM_BUILD_BENCH=OFF -DSCHEDSTM_BUILD_EXAMPLES=OFF
     ;;
+  clang)
+    run_part clang "${RUN_ALL_SCALE_CLANG:-0.2}" "-L unit" sstm_unit_bins \
+      -DCMAKE_C_COMPILER=clang -DSCHEDSTM_BUILD_BENCH=OFF -DSCHEDSTM_BUILD_EXAMPLES=OFF
+    ;;
   *)
-    echo "unknown part '$p' (normal asan tsan delay debug)"
+    echo "unknown part '$p' (normal asan tsan delay debug clang)"
     total_fail=$((total_fail + 1))
     ;;
   esac

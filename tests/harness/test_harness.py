@@ -616,9 +616,10 @@ class SetupScripts(unittest.TestCase):
         return subprocess.run([shutil.which("bash") or "/bin/bash", path] + list(args),
                               capture_output=True, text=True, env=full, timeout=120)
 
-    def test_install_deps_asks_for_neither_ninja_nor_pip_without_demo(self):
-        # Everything the README lists, no ninja, a python3 without pip, and
-        # not root: nothing is to be installed.
+    def test_install_deps_asks_only_for_what_its_options_need(self):
+        # Everything the README lists for building, no ninja, no clang, a
+        # python3 without pip, and not root: nothing is to be installed
+        # without options.
         self.link_tools("bash", "env", "dirname", "cut", "sed", "cat", "grep", "sh",
                         "cmake", "gcc", "g++", "make", "pkg-config", "readelf")
         log = os.path.join(self.dir, "apt.log")
@@ -633,8 +634,14 @@ class SetupScripts(unittest.TestCase):
         asked = open(log).read() if os.path.exists(log) else ""
         self.assertNotIn("ninja", asked)
         self.assertNotIn("pip", asked)
+        self.assertNotIn("clang", asked)  # only the test suite needs it
         if not asked:  # on a machine that has the compilers' libraries too
             self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
+        # The test suite's clang build: asked for with --tests (no clang on PATH).
+        proc = self.run_script(os.path.join(ROOT, "scripts", "install-deps.sh"), ["--tests"],
+                               path_var=self.bin)
+        asked = open(log).read() if os.path.exists(log) else ""
+        self.assertRegex(asked, r"install .*\bclang\b", proc.stdout + proc.stderr)
 
     def test_run_all_counts_a_failed_configure_once(self):
         script = self.copy_script("tests/run_all.sh")
