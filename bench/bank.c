@@ -51,8 +51,12 @@ static void usage(FILE *f) {
 }
 
 static void parse_options(int argc, char **argv, options_t *o) {
-  *o = (options_t){.accounts = 1024, .audit = 10, .max_amount = 10, .threads = 1,
-                   .duration_ms = 1000, .seed = 1};
+  *o = (options_t){.accounts = 1024,
+                   .audit = 10,
+                   .max_amount = 10,
+                   .threads = 1,
+                   .duration_ms = 1000,
+                   .seed = 1};
   int c;
   while ((c = getopt(argc, argv, "a:p:x:n:d:s:D:C:h")) != -1) {
     switch (c) {
@@ -74,10 +78,10 @@ static void parse_options(int argc, char **argv, options_t *o) {
 /* Move amount from account src to account dst in one transaction. */
 static void transfer(long *bank, long src, long dst, long amount) {
   TM_ATOMIC_BEGIN(0)
-    long s = TM_LOAD_LONG(&bank[src]);
-    long d = TM_LOAD_LONG(&bank[dst]);
-    TM_STORE_LONG(&bank[src], s - amount);
-    TM_STORE_LONG(&bank[dst], d + amount);
+  long s = TM_LOAD_LONG(&bank[src]);
+  long d = TM_LOAD_LONG(&bank[dst]);
+  TM_STORE_LONG(&bank[src], s - amount);
+  TM_STORE_LONG(&bank[dst], d + amount);
   TM_ATOMIC_END();
 }
 
@@ -85,10 +89,10 @@ static void transfer(long *bank, long src, long dst, long amount) {
 static long audit_total(long *bank, long n) {
   TM_VOLATILE long total;
   TM_ATOMIC_BEGIN(1)
-    long sum = 0;
-    for (long i = 0; i < n; i++)
-      sum += TM_LOAD_LONG(&bank[i]);
-    total = sum;
+  long sum = 0;
+  for (long i = 0; i < n; i++)
+    sum += TM_LOAD_LONG(&bank[i]);
+  total = sum;
   TM_ATOMIC_END();
   return total;
 }
@@ -107,8 +111,8 @@ static void do_operation(worker_t *w, bench_rng_t *rng) {
   if ((long)bench_rng_below(rng, 100) < o->audit) {
     long total = audit_total(w->bank, o->accounts);
     if (total != o->accounts * INITIAL_BALANCE)
-      bench_die(BENCH_EXIT_FAIL, "audit saw total %ld, expected %ld: inconsistent snapshot",
-                total, o->accounts * INITIAL_BALANCE);
+      bench_die(BENCH_EXIT_FAIL, "audit saw total %ld, expected %ld: inconsistent snapshot", total,
+                o->accounts * INITIAL_BALANCE);
     w->audits++;
   } else {
     long src = (long)bench_rng_below(rng, (uint64_t)o->accounts);
@@ -168,8 +172,7 @@ int main(int argc, char **argv) {
 
   long *bank = malloc(sizeof *bank * (size_t)o.accounts);
   worker_t *w = aligned_alloc(64, sizeof *w * (size_t)o.threads);
-  if (bank == NULL || w == NULL)
-    bench_die(BENCH_EXIT_FAIL, "out of memory");
+  if (bank == NULL || w == NULL) bench_die(BENCH_EXIT_FAIL, "out of memory");
   for (long i = 0; i < o.accounts; i++)
     bank[i] = INITIAL_BALANCE;
   tm_stats_reset();
@@ -178,14 +181,13 @@ int main(int argc, char **argv) {
   bench_gate_init(&gate);
   for (long i = 0; i < o.threads; i++)
     w[i] = (worker_t){.bank = bank, .gate = &gate, .opt = &o, .id = (unsigned)i};
-  double elapsed = bench_run_workers((unsigned)o.threads, worker_main, w, sizeof *w,
-                                     &gate, o.duration_ms);
+  double elapsed =
+      bench_run_workers((unsigned)o.threads, worker_main, w, sizeof *w, &gate, o.duration_ms);
 
   long final_total = plain_total(bank, o.accounts);
   report(&o, w, elapsed, final_total);
   if (final_total != o.accounts * INITIAL_BALANCE)
-    bench_die(BENCH_EXIT_FAIL, "final total %ld != %ld", final_total,
-              o.accounts * INITIAL_BALANCE);
+    bench_die(BENCH_EXIT_FAIL, "final total %ld != %ld", final_total, o.accounts * INITIAL_BALANCE);
   free(bank);
   free(w);
   tm_thread_exit();

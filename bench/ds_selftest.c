@@ -58,8 +58,7 @@ static void parse_options(int argc, char **argv, options_t *o) {
     default: exit(BENCH_EXIT_USAGE);
     }
   }
-  if (!tm_multi_threaded())
-    o->threads = 1;
+  if (!tm_multi_threaded()) o->threads = 1;
 }
 
 /* One random operation on key, checked against ref; returns 0 if the set
@@ -112,8 +111,8 @@ static int phase_single(intset_kind_t kind, const options_t *o, long range) {
     rc = -1;
   }
   if (rc == 0 && (long)intset_size(set) != ref_count(ref, range)) {
-    fprintf(stderr, "%s: size %zu, reference %ld\n", intset_kind_name(kind),
-            intset_size(set), ref_count(ref, range));
+    fprintf(stderr, "%s: size %zu, reference %ld\n", intset_kind_name(kind), intset_size(set),
+            ref_count(ref, range));
     rc = -1;
   }
   free(ref);
@@ -132,8 +131,7 @@ static void *worker_main(void *arg) {
   for (long i = 0; i < o->ops; i++) {
     /* a key this thread owns: key % n == id */
     long key = w->id + n * (1 + (long)bench_rng_below(&rng, (uint64_t)(o->range / n)));
-    if (checked_op(w->set, w->ref, key, bench_rng_below(&rng, 100)) != 0 &&
-        w->mismatches++ == 0)
+    if (checked_op(w->set, w->ref, key, bench_rng_below(&rng, 100)) != 0 && w->mismatches++ == 0)
       w->first_bad_key = key;
   }
   TM_THREAD_EXIT();
@@ -149,7 +147,10 @@ static int phase_concurrent(intset_kind_t kind, const options_t *o) {
   bench_gate_t gate;
   bench_gate_init(&gate);
   for (long i = 0; i < n; i++)
-    w[i] = (worker_t){.set = set, .opt = o, .gate = &gate, .id = (unsigned)i,
+    w[i] = (worker_t){.set = set,
+                      .opt = o,
+                      .gate = &gate,
+                      .id = (unsigned)i,
                       .ref = calloc((size_t)range + 1, 1)};
   /* duration 1 ms: the workers finish their fixed op count regardless */
   bench_run_workers((unsigned)n, worker_main, w, sizeof *w, &gate, 1);
@@ -166,8 +167,8 @@ static int phase_concurrent(intset_kind_t kind, const options_t *o) {
   }
   char err[256];
   if (intset_check(set, err, sizeof err) != 0) {
-    fprintf(stderr, "%s: invariant broken after the concurrent phase: %s\n",
-            intset_kind_name(kind), err);
+    fprintf(stderr, "%s: invariant broken after the concurrent phase: %s\n", intset_kind_name(kind),
+            err);
     rc = -1;
   } else if ((long)intset_size(set) != expected) {
     fprintf(stderr, "%s: size %zu after the concurrent phase, expected %ld\n",
@@ -189,8 +190,7 @@ int main(int argc, char **argv) {
   tm_thread_enter();
   int passed = 0, failed = 0;
   for (int k = 0; k < INTSET_KIND_COUNT; k++) {
-    if (o.only_kind >= 0 && k != o.only_kind)
-      continue;
+    if (o.only_kind >= 0 && k != o.only_kind) continue;
     const long ranges[] = {16, o.range};
     for (size_t r = 0; r < 2; r++) {
       int rc = phase_single((intset_kind_t)k, &o, ranges[r]);
@@ -200,7 +200,8 @@ int main(int argc, char **argv) {
       int rc = phase_concurrent((intset_kind_t)k, &o);
       rc == 0 ? passed++ : failed++;
     }
-    fprintf(stderr, "ds-selftest-%s: %s done\n", tm_backend_name(), intset_kind_name((intset_kind_t)k));
+    fprintf(stderr, "ds-selftest-%s: %s done\n", tm_backend_name(),
+            intset_kind_name((intset_kind_t)k));
   }
   tm_thread_exit();
   tm_sys_fini();

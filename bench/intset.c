@@ -55,14 +55,21 @@ static void usage(FILE *f) {
 }
 
 static void parse_options(int argc, char **argv, options_t *o) {
-  *o = (options_t){.kind = INTSET_LL, .initial = 256, .range = 0, .update = 20,
-                   .threads = 1, .duration_ms = 1000, .buckets = 0, .seed = 1};
+  *o = (options_t){.kind = INTSET_LL,
+                   .initial = 256,
+                   .range = 0,
+                   .update = 20,
+                   .threads = 1,
+                   .duration_ms = 1000,
+                   .buckets = 0,
+                   .seed = 1};
   int c;
   while ((c = getopt(argc, argv, "S:i:r:u:n:d:s:b:D:C:h")) != -1) {
     switch (c) {
     case 'S':
       if (intset_kind_parse(optarg, &o->kind) != 0)
-        bench_die(BENCH_EXIT_USAGE, "option -S: unknown structure '%s' (valid: ll, sl, rb, hs)", optarg);
+        bench_die(BENCH_EXIT_USAGE, "option -S: unknown structure '%s' (valid: ll, sl, rb, hs)",
+                  optarg);
       break;
     case 'i': o->initial = bench_parse_long(optarg, 'i', 0, 1L << 40); break;
     case 'r': o->range = bench_parse_long(optarg, 'r', 1, 1L << 50); break;
@@ -77,8 +84,7 @@ static void parse_options(int argc, char **argv, options_t *o) {
     default: usage(stderr); exit(BENCH_EXIT_USAGE);
     }
   }
-  if (o->range == 0)
-    o->range = o->initial > 0 ? 2 * o->initial : 2;
+  if (o->range == 0) o->range = o->initial > 0 ? 2 * o->initial : 2;
   if (o->initial > o->range)
     bench_die(BENCH_EXIT_USAGE, "initial size %ld exceeds the key range %ld", o->initial, o->range);
   tm_bench_check_options(argc, argv, optind, o->threads, &o->seed);
@@ -94,8 +100,7 @@ static void populate(intset_t *set, const options_t *o) {
   bench_rng_seed(&rng, o->seed, 0);
   long have = 0;
   while (have < o->initial) {
-    if (intset_add(set, random_key(&rng, o->range)))
-      have++;
+    if (intset_add(set, random_key(&rng, o->range))) have++;
   }
 }
 
@@ -153,8 +158,8 @@ static totals_t sum_workers(const worker_t *w, long n) {
   return t;
 }
 
-static void report(const options_t *o, const worker_t *w, const totals_t *t,
-                   double elapsed, long final_size, long expected, const char *check) {
+static void report(const options_t *o, const worker_t *w, const totals_t *t, double elapsed,
+                   long final_size, long expected, const char *check) {
   tm_counts_t total;
   tm_total_counts(&total);
   bench_json_t j;
@@ -192,20 +197,18 @@ int main(int argc, char **argv) {
 
   intset_params_t p = {.buckets = (size_t)o.buckets, .range_hint = o.range};
   intset_t *set = intset_create(o.kind, &p);
-  if (set == NULL)
-    bench_die(BENCH_EXIT_FAIL, "cannot create the set");
+  if (set == NULL) bench_die(BENCH_EXIT_FAIL, "cannot create the set");
   populate(set, &o);
   tm_stats_reset();
 
   worker_t *w = aligned_alloc(64, sizeof *w * (size_t)o.threads);
-  if (w == NULL)
-    bench_die(BENCH_EXIT_FAIL, "out of memory");
+  if (w == NULL) bench_die(BENCH_EXIT_FAIL, "out of memory");
   bench_gate_t gate;
   bench_gate_init(&gate);
   for (long i = 0; i < o.threads; i++)
     w[i] = (worker_t){.set = set, .gate = &gate, .opt = &o, .id = (unsigned)i};
-  double elapsed = bench_run_workers((unsigned)o.threads, worker_main, w, sizeof *w,
-                                     &gate, o.duration_ms);
+  double elapsed =
+      bench_run_workers((unsigned)o.threads, worker_main, w, sizeof *w, &gate, o.duration_ms);
 
   totals_t t = sum_workers(w, o.threads);
   long final_size = (long)intset_size(set);
@@ -217,7 +220,8 @@ int main(int argc, char **argv) {
   if (bad_structure)
     bench_die(BENCH_EXIT_FAIL, "%s invariant violated: %s", intset_kind_name(o.kind), err);
   if (final_size != expected)
-    bench_die(BENCH_EXIT_FAIL, "final size %ld != expected %ld (initial %ld + added %llu - removed %llu)",
+    bench_die(BENCH_EXIT_FAIL,
+              "final size %ld != expected %ld (initial %ld + added %llu - removed %llu)",
               final_size, expected, o.initial, (unsigned long long)t.added,
               (unsigned long long)t.removed);
   intset_destroy(set);

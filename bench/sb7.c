@@ -28,8 +28,7 @@
 #define MAX_THREADS 1024
 
 static const unsigned category_weight[SB7_NCATS] = {
-    [SB7_CAT_LONG] = 5, [SB7_CAT_SHORT_TRAV] = 40, [SB7_CAT_SHORT_OP] = 45,
-    [SB7_CAT_STRUCT] = 10};
+    [SB7_CAT_LONG] = 5, [SB7_CAT_SHORT_TRAV] = 40, [SB7_CAT_SHORT_OP] = 45, [SB7_CAT_STRUCT] = 10};
 
 typedef struct mix {
   const char *name;
@@ -100,21 +99,18 @@ static void usage(FILE *f) {
           "operations:\n",
           tm_backend_name(), default_atomic());
   for (int i = 0; i < SB7_NOPS; i++)
-    fprintf(f, "  %-5s %-15s %-3s %s\n", sb7_op_info[i].name,
-            sb7_category_name[sb7_op_info[i].cat], sb7_op_info[i].read_only ? "ro" : "upd",
-            sb7_op_info[i].what);
+    fprintf(f, "  %-5s %-15s %-3s %s\n", sb7_op_info[i].name, sb7_category_name[sb7_op_info[i].cat],
+            sb7_op_info[i].read_only ? "ro" : "upd", sb7_op_info[i].what);
 }
 
 static void parse_only(options_t *o, const char *list) {
   char *copy = strdup(list);
-  if (copy == NULL)
-    bench_die(BENCH_EXIT_FAIL, "out of memory");
+  if (copy == NULL) bench_die(BENCH_EXIT_FAIL, "out of memory");
   memset(o->enabled, 0, sizeof o->enabled);
   for (char *save = NULL, *tok = strtok_r(copy, ",", &save); tok != NULL;
        tok = strtok_r(NULL, ",", &save)) {
     int op = sb7_op_parse(tok);
-    if (op < 0)
-      bench_die(BENCH_EXIT_USAGE, "option -O: unknown operation '%s' (see -h)", tok);
+    if (op < 0) bench_die(BENCH_EXIT_USAGE, "option -O: unknown operation '%s' (see -h)", tok);
     o->enabled[op] = true;
   }
   free(copy);
@@ -122,8 +118,12 @@ static void parse_only(options_t *o, const char *list) {
 }
 
 static void parse_options(int argc, char **argv, options_t *o) {
-  *o = (options_t){.mix = &mixes[1], .threads = 1, .duration_ms = 1000, .scale = 1,
-                   .long_traversals = true, .seed = 1};
+  *o = (options_t){.mix = &mixes[1],
+                   .threads = 1,
+                   .duration_ms = 1000,
+                   .scale = 1,
+                   .long_traversals = true,
+                   .seed = 1};
   for (int i = 0; i < SB7_NOPS; i++)
     o->enabled[i] = true;
   int c;
@@ -132,8 +132,7 @@ static void parse_options(int argc, char **argv, options_t *o) {
     case 'w': {
       o->mix = NULL;
       for (size_t i = 0; i < sizeof mixes / sizeof mixes[0]; i++)
-        if (strcmp(optarg, mixes[i].name) == 0)
-          o->mix = &mixes[i];
+        if (strcmp(optarg, mixes[i].name) == 0) o->mix = &mixes[i];
       if (o->mix == NULL)
         bench_die(BENCH_EXIT_USAGE, "option -w: unknown mix '%s' (valid: r, rw, w)", optarg);
       break;
@@ -162,15 +161,13 @@ static void chooser_init(chooser_t *ch, const options_t *o) {
     for (int i = 0; i < SB7_NOPS; i++) {
       const sb7_op_info_t *in = &sb7_op_info[i];
       bool usable = o->enabled[i] && (o->long_traversals || in->cat != SB7_CAT_LONG);
-      if (usable && in->read_only == (kind == 0))
-        per_cat[in->cat]++;
+      if (usable && in->read_only == (kind == 0)) per_cat[in->cat]++;
     }
     double sum = 0;
     for (int i = 0; i < SB7_NOPS; i++) {
       const sb7_op_info_t *in = &sb7_op_info[i];
       bool usable = o->enabled[i] && (o->long_traversals || in->cat != SB7_CAT_LONG);
-      if (!usable || in->read_only != (kind == 0))
-        continue;
+      if (!usable || in->read_only != (kind == 0)) continue;
       sum += (double)category_weight[in->cat] / per_cat[in->cat];
       ch->ops[kind][ch->nops[kind]] = (sb7_op_t)i;
       ch->cum[kind][ch->nops[kind]++] = sum;
@@ -180,18 +177,15 @@ static void chooser_init(chooser_t *ch, const options_t *o) {
   }
   if (ch->nops[0] + ch->nops[1] == 0)
     bench_die(BENCH_EXIT_USAGE, "no operation left to run (-O / -l 0)");
-  if (ch->nops[0] == 0)
-    ch->read_only_pct = 0;
-  if (ch->nops[1] == 0)
-    ch->read_only_pct = 100;
+  if (ch->nops[0] == 0) ch->read_only_pct = 0;
+  if (ch->nops[1] == 0) ch->read_only_pct = 100;
 }
 
 static sb7_op_t choose(const chooser_t *ch, bench_rng_t *rng) {
   int kind = (long)bench_rng_below(rng, 100) < ch->read_only_pct ? 0 : 1;
   double u = (double)(bench_rng_next(rng) >> 11) * 0x1.0p-53;
   for (int k = 0; k < ch->nops[kind] - 1; k++)
-    if (u < ch->cum[kind][k])
-      return ch->ops[kind][k];
+    if (u < ch->cum[kind][k]) return ch->ops[kind][k];
   return ch->ops[kind][ch->nops[kind] - 1];
 }
 
@@ -210,8 +204,7 @@ static void run_one(worker_t *w, sb7_op_t op) {
   else
     s->failed++;
   s->time_s += dt;
-  if (dt > s->max_s)
-    s->max_s = dt;
+  if (dt > s->max_s) s->max_s = dt;
   w->res.ops++;
 }
 
@@ -235,15 +228,13 @@ static void shape_json(bench_json_t *j, const char *key, const sb7_shape_t *s) {
   bench_json_i64(j, "composite_parts", s->composites);
   bench_json_i64(j, "atomic_parts", s->atomic_parts);
   bench_json_i64(j, "links", s->links);
-  if (s->bytes != 0)
-    bench_json_dbl(j, "mbytes", (double)s->bytes / (1024.0 * 1024.0));
+  if (s->bytes != 0) bench_json_dbl(j, "mbytes", (double)s->bytes / (1024.0 * 1024.0));
   bench_json_obj_close(j);
 }
 
 static void report(const options_t *o, const sb7_params_t *p, const worker_t *w,
-                   const sb7_tally_t *tally, const sb7_shape_t *initial,
-                   const sb7_shape_t *final, double elapsed, double t1_ms,
-                   const char *check, long read_only_pct) {
+                   const sb7_tally_t *tally, const sb7_shape_t *initial, const sb7_shape_t *final,
+                   double elapsed, double t1_ms, const char *check, long read_only_pct) {
   tm_counts_t total;
   tm_total_counts(&total);
   bench_json_t j;
@@ -254,8 +245,7 @@ static void report(const options_t *o, const sb7_params_t *p, const worker_t *w,
   /* what ran: -O can leave one kind of operation only (chooser_init) */
   bench_json_i64(&j, "read_only_pct", read_only_pct);
   bench_json_u64(&j, "long_traversals", o->long_traversals);
-  if (o->only != NULL)
-    bench_json_str(&j, "only", o->only);
+  if (o->only != NULL) bench_json_str(&j, "only", o->only);
   bench_json_i64(&j, "scale", o->scale);
   bench_json_u64(&j, "seed", o->seed);
   bench_json_obj_open(&j, "params");
@@ -283,8 +273,7 @@ static void report(const options_t *o, const sb7_params_t *p, const worker_t *w,
       sum[i].cancelled += s->cancelled;
       sum[i].attempts += s->attempts;
       sum[i].time_s += s->time_s;
-      if (s->max_s > sum[i].max_s)
-        sum[i].max_s = s->max_s;
+      if (s->max_s > sum[i].max_s) sum[i].max_s = s->max_s;
     }
   }
   for (int i = 0; i < SB7_NOPS; i++) {
@@ -319,13 +308,11 @@ static void report(const options_t *o, const sb7_params_t *p, const worker_t *w,
   for (int i = 0; i < SB7_NOPS; i++) {
     const op_stats_t *s = &sum[i];
     uint64_t n = s->ok + s->failed;
-    if (n == 0 && s->cancelled == 0)
-      continue;
+    if (n == 0 && s->cancelled == 0) continue;
     bench_json_obj_open(&j, sb7_op_info[i].name);
     bench_json_u64(&j, "count", n);
     bench_json_u64(&j, "failed", s->failed);
-    if (s->cancelled != 0)
-      bench_json_u64(&j, "cancelled", s->cancelled);
+    if (s->cancelled != 0) bench_json_u64(&j, "cancelled", s->cancelled);
     bench_json_u64(&j, "attempts", s->attempts);
     bench_json_dbl(&j, "mean_us", n != 0 ? s->time_s / (double)n * 1e6 : 0.0);
     bench_json_dbl(&j, "max_us", s->max_s * 1e6);
@@ -351,15 +338,13 @@ static void report(const options_t *o, const sb7_params_t *p, const worker_t *w,
  * main thread before the run. */
 static double measure_t1(sb7_t *db, uint64_t seed, sb7_tally_t *tally) {
   sb7_thread_t ctx;
-  if (sb7_thread_init(&ctx, db, seed, 0, NULL) != 0)
-    bench_die(BENCH_EXIT_FAIL, "out of memory");
+  if (sb7_thread_init(&ctx, db, seed, 0, NULL) != 0) bench_die(BENCH_EXIT_FAIL, "out of memory");
   double best = 0;
   for (int i = 0; i < 3; i++) {
     double t0 = bench_now();
     sb7_run(&ctx, SB7_T1);
     double dt = bench_now() - t0;
-    if (i == 0 || dt < best)
-      best = dt;
+    if (i == 0 || dt < best) best = dt;
   }
   *tally = ctx.total;
   sb7_thread_fini(&ctx);
@@ -392,11 +377,9 @@ int main(int argc, char **argv) {
   sb7_params_t p;
   sb7_params_default(&p, (unsigned)o.scale);
   p.seed = o.seed;
-  if (o.atomic != 0)
-    p.atomic_per_comp = (unsigned)o.atomic;
+  if (o.atomic != 0) p.atomic_per_comp = (unsigned)o.atomic;
   sb7_t *db = sb7_create(&p, err, sizeof err);
-  if (db == NULL)
-    bench_die(BENCH_EXIT_FAIL, "cannot build the structure: %s", err);
+  if (db == NULL) bench_die(BENCH_EXIT_FAIL, "cannot build the structure: %s", err);
   sb7_shape_t initial;
   if (sb7_check(db, NULL, &initial, err, sizeof err) != 0)
     bench_die(BENCH_EXIT_FAIL, "invariant violated after construction: %s", err);
@@ -405,8 +388,7 @@ int main(int argc, char **argv) {
   tm_stats_reset();
 
   worker_t *w = aligned_alloc(64, sizeof *w * (size_t)o.threads);
-  if (w == NULL)
-    bench_die(BENCH_EXIT_FAIL, "out of memory");
+  if (w == NULL) bench_die(BENCH_EXIT_FAIL, "out of memory");
   bench_gate_t gate;
   bench_gate_init(&gate);
   for (long i = 0; i < o.threads; i++) {
@@ -414,8 +396,8 @@ int main(int argc, char **argv) {
     if (sb7_thread_init(&w[i].ctx, db, o.seed, (uint64_t)i + 1, &gate.stop) != 0)
       bench_die(BENCH_EXIT_FAIL, "out of memory");
   }
-  double elapsed = bench_run_workers((unsigned)o.threads, worker_main, w, sizeof *w,
-                                     &gate, o.duration_ms);
+  double elapsed =
+      bench_run_workers((unsigned)o.threads, worker_main, w, sizeof *w, &gate, o.duration_ms);
 
   for (long i = 0; i < o.threads; i++)
     tally_sum(&tally, &w[i].ctx.total);
@@ -423,8 +405,7 @@ int main(int argc, char **argv) {
   int bad = sb7_check(db, &tally, &final, err, sizeof err);
   report(&o, &p, w, &tally, &initial, &final, elapsed, t1_ms, bad ? err : "ok",
          chooser.read_only_pct);
-  if (bad)
-    bench_die(BENCH_EXIT_FAIL, "invariant violated: %s", err);
+  if (bad) bench_die(BENCH_EXIT_FAIL, "invariant violated: %s", err);
 
   for (long i = 0; i < o.threads; i++)
     sb7_thread_fini(&w[i].ctx);

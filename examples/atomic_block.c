@@ -22,8 +22,7 @@ static uint64_t attempts_total, broken_total;
 
 static void *worker(void *arg) {
   (void)arg;
-  if (sstm_thread_init() != 0)
-    abort();
+  if (sstm_thread_init() != 0) abort();
   volatile uint64_t attempts = 0; /* modified in the block, read after it */
   uint64_t broken = 0;
   for (int i = 0; i < ITERS; i++) {
@@ -41,8 +40,7 @@ static void *worker(void *arg) {
       SSTM_ATOMIC_BEGIN(&ro)
         sum = sstm_load_i64(&x) + sstm_load_i64(&y);
       SSTM_ATOMIC_END();
-      if (sum != 0)
-        broken++;
+      if (sum != 0) broken++;
     }
   }
   __atomic_fetch_add(&attempts_total, attempts, __ATOMIC_RELAXED);

@@ -65,8 +65,7 @@ static void *worker(void *arg) {
       const sstm_attr_t ro = {.read_only = true};
       int64_t sum;
       CHECK(sstm_run(&ro, audit_tx, &sum));
-      if (sum != (int64_t)NACCOUNTS * INITIAL)
-        __atomic_fetch_add(&bad_audits, 1, __ATOMIC_RELAXED);
+      if (sum != (int64_t)NACCOUNTS * INITIAL) __atomic_fetch_add(&bad_audits, 1, __ATOMIC_RELAXED);
     }
   }
   CHECK(sstm_thread_exit());

@@ -25,9 +25,7 @@ struct node {
 
 static struct node head = {INT64_MIN, NULL}; /* sentinel */
 
-static struct node *load_next(struct node *n) {
-  return sstm_load_ptr((void *const *)&n->next);
-}
+static struct node *load_next(struct node *n) { return sstm_load_ptr((void *const *)&n->next); }
 static void store_next(struct node *n, struct node *next) {
   sstm_store_ptr((void **)&n->next, next);
 }
@@ -51,11 +49,9 @@ static void insert_tx(void *arg) {
   struct node *prev = find_prev(op->key);
   struct node *cur = load_next(prev);
   op->done = false;
-  if (cur && sstm_load_i64(&cur->key) == op->key)
-    return;
+  if (cur && sstm_load_i64(&cur->key) == op->key) return;
   struct node *n = sstm_malloc(sizeof *n);
-  if (!n)
-    sstm_cancel(); /* out of memory: give up this insert */
+  if (!n) sstm_cancel(); /* out of memory: give up this insert */
   sstm_store_i64(&n->key, op->key);
   store_next(n, cur);
   store_next(prev, n);
@@ -67,8 +63,7 @@ static void remove_tx(void *arg) {
   struct node *prev = find_prev(op->key);
   struct node *cur = load_next(prev);
   op->done = false;
-  if (!cur || sstm_load_i64(&cur->key) != op->key)
-    return;
+  if (!cur || sstm_load_i64(&cur->key) != op->key) return;
   store_next(prev, load_next(cur));
   sstm_free(cur); /* released after commit, once no reader can see it */
   op->done = true;
@@ -79,14 +74,12 @@ static int64_t delta[NTHREADS]; /* successful inserts - successful removes */
 static void *worker(void *arg) {
   int id = (int)(intptr_t)arg;
   unsigned seed = 12345u + (unsigned)id;
-  if (sstm_thread_init() != 0)
-    abort();
+  if (sstm_thread_init() != 0) abort();
   for (int i = 0; i < OPS; i++) {
     struct op op = {.key = rand_r(&seed) % KEY_RANGE};
     bool ins = rand_r(&seed) & 1;
     int rc = sstm_run(&(sstm_attr_t){.tag = ins ? 1 : 2}, ins ? insert_tx : remove_tx, &op);
-    if (rc == 0 && op.done)
-      delta[id] += ins ? 1 : -1;
+    if (rc == 0 && op.done) delta[id] += ins ? 1 : -1;
   }
   sstm_thread_exit();
   return NULL;
@@ -111,8 +104,7 @@ int main(void) {
   bool sorted = true;
   for (struct node *n = head.next; n; n = n->next) {
     size++;
-    if (n->next && n->next->key <= n->key)
-      sorted = false;
+    if (n->next && n->next->key <= n->key) sorted = false;
   }
   for (int i = 0; i < NTHREADS; i++)
     expected += delta[i];

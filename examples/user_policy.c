@@ -57,8 +57,7 @@ enum { C_KILLS, C_WAITS_COMMITTING, C_SLEEPS, C_IRREVOCABLE };
 /* Called by the engine at every conflict, on the transaction's thread. */
 static sstm_cm_action_t up_conflict(sstm_cm_ctx_t *ctx, const sstm_conflict_t *c,
                                     uint64_t *wait_ns) {
-  if (!c->has_other)
-    return SSTM_CM_ABORT_SELF; /* nobody to compare with */
+  if (!c->has_other) return SSTM_CM_ABORT_SELF; /* nobody to compare with */
   if (c->other.committing) {
     sstm_cm_count(ctx, C_WAITS_COMMITTING, 1);
     *wait_ns = 2000; /* bounded by the engine (cfg.wait_max), then abort self */
@@ -73,8 +72,7 @@ static sstm_cm_action_t up_conflict(sstm_cm_ctx_t *ctx, const sstm_conflict_t *c
 
 /* Called after the rollback, before the restart; holds no lock, may block. */
 static void up_abort(sstm_cm_ctx_t *ctx, const sstm_abort_info_t *info) {
-  if (info->reason == SSTM_ABORT_USER_CANCEL)
-    return; /* no restart follows */
+  if (info->reason == SSTM_ABORT_USER_CANCEL) return; /* no restart follows */
   if (ctx->retries >= MAX_RETRIES) {
     sstm_cm_count(ctx, C_IRREVOCABLE, 1);
     sstm_cm_next_irrevocable(ctx);
@@ -186,8 +184,8 @@ int main(void) {
          u->commits, u->commits ? (double)u->aborts / (double)u->commits : 0.0, b->commits,
          b->commits ? (double)b->aborts / (double)b->commits : 0.0, st.cm_stats[C_KILLS],
          st.cm_stats[C_SLEEPS], st.cm_stats[C_IRREVOCABLE]);
-  if (total != (int64_t)NACCOUNTS * INITIAL ||
-      u->commits != (uint64_t)URGENT * URGENT_OPS || b->commits != (uint64_t)BATCH * BATCH_OPS) {
+  if (total != (int64_t)NACCOUNTS * INITIAL || u->commits != (uint64_t)URGENT * URGENT_OPS ||
+      b->commits != (uint64_t)BATCH * BATCH_OPS) {
     printf("user_policy: FAILED (total %" PRId64 ", expected %d)\n", total, NACCOUNTS * INITIAL);
     return 1;
   }

@@ -33,9 +33,9 @@
 #include <getopt.h>
 #include <inttypes.h>
 #include <limits.h>
-#include <signal.h>
 #include <sched.h>
 #include <setjmp.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -146,8 +146,7 @@ static int table_open(int pid, table_t *t, char *err, size_t errlen) {
     if (fd < 0) {
       int e = errno;
       if (e == ENOENT)
-        snprintf(err, errlen,
-                 "no state table for pid %d (%s does not exist): %s", pid, t->path,
+        snprintf(err, errlen, "no state table for pid %d (%s does not exist): %s", pid, t->path,
                  pid_alive(pid) ? "the process does not publish one (run it with "
                                   "SCHEDSTM_STATE_TABLE=1 or cfg.state_table = true, "
                                   "after sstm_init)"
@@ -180,14 +179,14 @@ static int table_open(int pid, table_t *t, char *err, size_t errlen) {
         sleep_ns(50000000);
         continue;
       }
-      snprintf(err, errlen, "%s: truncated: %lld bytes, smaller than the %zu-byte header",
-               t->path, (long long)st.st_size, hs);
+      snprintf(err, errlen, "%s: truncated: %lld bytes, smaller than the %zu-byte header", t->path,
+               (long long)st.st_size, hs);
       return 1;
     }
     if ((uint64_t)st.st_size > hs + (uint64_t)MAX_ENTRIES * sizeof(sstm_stt_entry_t)) {
       close(fd);
-      snprintf(err, errlen, "%s: implausible size %lld bytes: not a schedstm state table",
-               t->path, (long long)st.st_size);
+      snprintf(err, errlen, "%s: implausible size %lld bytes: not a schedstm state table", t->path,
+               (long long)st.st_size);
       return 1;
     }
     t->size = (size_t)st.st_size;
@@ -206,13 +205,17 @@ static int table_open(int pid, table_t *t, char *err, size_t errlen) {
       continue;
     }
     if (magic == 0) {
-      snprintf(err, errlen, "%s: not initialised (magic 0): a table being created, or not a "
-               "schedstm state table", t->path);
+      snprintf(err, errlen,
+               "%s: not initialised (magic 0): a table being created, or not a "
+               "schedstm state table",
+               t->path);
       break;
     }
     if (magic != SSTM_STT_MAGIC) {
-      snprintf(err, errlen, "%s: bad magic 0x%08" PRIx32 " (expected 0x%08x): not a schedstm "
-               "state table", t->path, magic, SSTM_STT_MAGIC);
+      snprintf(err, errlen,
+               "%s: bad magic 0x%08" PRIx32 " (expected 0x%08x): not a schedstm "
+               "state table",
+               t->path, magic, SSTM_STT_MAGIC);
       break;
     }
     uint32_t v = LD(t->h->version);
@@ -222,22 +225,25 @@ static int table_open(int pid, table_t *t, char *err, size_t errlen) {
       break;
     }
     if (LD(t->h->header_size) != sizeof(sstm_stt_header_t)) {
-      snprintf(err, errlen, "%s: header_size %" PRIu32 " differs from this sstm-top's %zu",
-               t->path, LD(t->h->header_size), sizeof(sstm_stt_header_t));
+      snprintf(err, errlen, "%s: header_size %" PRIu32 " differs from this sstm-top's %zu", t->path,
+               LD(t->h->header_size), sizeof(sstm_stt_header_t));
       break;
     }
     uint32_t es = LD(t->h->entry_size);
     if (es != sizeof(sstm_stt_entry_t)) {
-      snprintf(err, errlen, "%s: entry_size %" PRIu32 " differs from this sstm-top's %zu "
-               "(library and tool built from different sources)", t->path, es,
-               sizeof(sstm_stt_entry_t));
+      snprintf(err, errlen,
+               "%s: entry_size %" PRIu32 " differs from this sstm-top's %zu "
+               "(library and tool built from different sources)",
+               t->path, es, sizeof(sstm_stt_entry_t));
       break;
     }
     uint32_t n = LD(t->h->nentries);
     uint64_t need = (uint64_t)hs + (uint64_t)n * es;
     if (n > MAX_ENTRIES || need > t->size) {
-      snprintf(err, errlen, "%s: %" PRIu32 " entries of %" PRIu32 " bytes need %" PRIu64
-               " bytes, the file has %zu", t->path, n, es, need, t->size);
+      snprintf(err, errlen,
+               "%s: %" PRIu32 " entries of %" PRIu32 " bytes need %" PRIu64
+               " bytes, the file has %zu",
+               t->path, n, es, need, t->size);
       break;
     }
     uint32_t nr = LD(t->h->nreasons);
@@ -320,8 +326,10 @@ static void read_entry(const table_t *t, uint32_t i, entry_t *x) {
   x->action = LD(e->action);
   x->os_policy = LD(e->os_policy);
   x->os_nice = LD(e->os_nice);
-  for (int r = 0; r < SSTM_STT_REASONS; r++) x->by_reason[r] = LD(e->aborts_by_reason[r]);
-  for (int s = 0; s < SSTM_STT_CMSTATS; s++) x->cm_stats[s] = LD(e->cm_stats[s]);
+  for (int r = 0; r < SSTM_STT_REASONS; r++)
+    x->by_reason[r] = LD(e->aborts_by_reason[r]);
+  for (int s = 0; s < SSTM_STT_CMSTATS; s++)
+    x->cm_stats[s] = LD(e->cm_stats[s]);
   copy_str(x->cm, e->cm, sizeof e->cm);
 }
 
@@ -382,8 +390,10 @@ static int json_snapshot(const table_t *t, bool all) {
   read_header(t, &h);
   FILE *o = stdout;
   uint64_t now = now_ns();
-  fprintf(o, "{\"pid\": %" PRId32 ", \"version\": %" PRIu32 ", \"nentries\": %" PRIu32
-          ", \"entry_size\": %" PRIu32 ",\n", h.pid, h.version, h.nentries, h.entry_size);
+  fprintf(o,
+          "{\"pid\": %" PRId32 ", \"version\": %" PRIu32 ", \"nentries\": %" PRIu32
+          ", \"entry_size\": %" PRIu32 ",\n",
+          h.pid, h.version, h.nentries, h.entry_size);
   fprintf(o, " \"start_ns\": %" PRIu64 ", \"now_ns\": %" PRIu64 ", \"uptime_s\": %.3f,\n",
           h.start_ns, now, now > h.start_ns ? (double)(now - h.start_ns) / 1e9 : 0.0);
   fprintf(o, " \"config\": ");
@@ -412,19 +422,20 @@ static int json_snapshot(const table_t *t, bool all) {
       commits += x.commits;
       aborts += x.aborts;
     }
-    fprintf(o, "%s\n  {\"index\": %" PRIu32 ", \"in_use\": %" PRIu32 ", \"slot\": %" PRIu32
+    fprintf(o,
+            "%s\n  {\"index\": %" PRIu32 ", \"in_use\": %" PRIu32 ", \"slot\": %" PRIu32
             ", \"tid\": %" PRId32 ", \"in_tx\": %" PRIu32 ", \"txid\": %" PRIu64
             ", \"commits\": %" PRIu64 ", \"aborts\": %" PRIu64 ", \"abort_ratio\": ",
-            shown++ ? "," : "", i, x.in_use, x.slot, x.tid, x.in_tx, x.txid, x.commits,
-            x.aborts);
+            shown++ ? "," : "", i, x.in_use, x.slot, x.tid, x.in_tx, x.txid, x.commits, x.aborts);
     if (x.commits)
       fprintf(o, "%.6f", (double)x.aborts / (double)x.commits);
     else
       fprintf(o, "null");
     fprintf(o, ",\n   \"last_reason\": %" PRIu32 ", \"last_reason_name\": ", x.last_reason);
     jstr(o, x.aborts ? reason_name(&h, x.last_reason) : "");
-    fprintf(o, ", \"conflict_tid\": %" PRId32 ", \"conflict_txid\": %" PRIu64
-            ", \"action\": %" PRIu32 ", \"action_name\": \"%s\", \"os_policy\": %" PRId32
+    fprintf(o,
+            ", \"conflict_tid\": %" PRId32 ", \"conflict_txid\": %" PRIu64 ", \"action\": %" PRIu32
+            ", \"action_name\": \"%s\", \"os_policy\": %" PRId32
             ", \"os_policy_name\": \"%s\", \"os_nice\": %" PRId32 ", \"cm\": ",
             x.conflict_tid, x.conflict_txid, x.action, act_name(x.action), x.os_policy,
             os_policy_name(x.os_policy), x.os_nice);
@@ -446,8 +457,10 @@ static int json_snapshot(const table_t *t, bool all) {
     }
     fprintf(o, "}}");
   }
-  fprintf(o, "\n ],\n \"in_use\": %u, \"totals\": {\"commits\": %" PRIu64 ", \"aborts\": %" PRIu64
-          "}}\n", in_use, commits, aborts);
+  fprintf(o,
+          "\n ],\n \"in_use\": %u, \"totals\": {\"commits\": %" PRIu64 ", \"aborts\": %" PRIu64
+          "}}\n",
+          in_use, commits, aborts);
   return fflush(o) == 0 && !ferror(o) ? 0 : 1;
 }
 
@@ -468,8 +481,8 @@ static void fmt_rate(char *buf, size_t n, bool valid, uint64_t now, uint64_t bef
 
 static void fmt_uptime(char *buf, size_t n, uint64_t ns) {
   uint64_t ds = ns / 100000000ull; /* tenths of a second */
-  snprintf(buf, n, "%" PRIu64 ":%02" PRIu64 ":%02" PRIu64 ".%" PRIu64, ds / 36000,
-           ds / 600 % 60, ds / 10 % 60, ds % 10);
+  snprintf(buf, n, "%" PRIu64 ":%02" PRIu64 ":%02" PRIu64 ".%" PRIu64, ds / 36000, ds / 600 % 60,
+           ds / 10 % 60, ds % 10);
 }
 
 /* Read every entry into cur (nentries of them), return the in-use count. */
@@ -482,8 +495,8 @@ static unsigned snapshot(const table_t *t, uint32_t n, entry_t *cur) {
   return k;
 }
 
-static void frame(const table_t *t, const header_t *h, const entry_t *cur, prev_t *prev,
-                  double dt, bool all, bool clear, double interval) {
+static void frame(const table_t *t, const header_t *h, const entry_t *cur, prev_t *prev, double dt,
+                  bool all, bool clear, double interval) {
   FILE *o = stdout;
   uint64_t now = now_ns();
   char up[32], rc[24], ra[24];
@@ -511,15 +524,15 @@ static void frame(const table_t *t, const header_t *h, const entry_t *cur, prev_
           in_use, h->nentries, interval);
   fprintf(o, "%s\n", h->config[0] ? h->config : "(no configuration line)");
   if (h->cm_info[0]) fprintf(o, "policy now: %s\n", h->cm_info);
-  fprintf(o, "total: commits %" PRIu64 " (%s/s)  aborts %" PRIu64 " (%s/s)  aborts/commit ",
-          tc, rc, ta, ra);
+  fprintf(o, "total: commits %" PRIu64 " (%s/s)  aborts %" PRIu64 " (%s/s)  aborts/commit ", tc, rc,
+          ta, ra);
   if (tc)
     fprintf(o, "%.3f\n\n", (double)ta / (double)tc);
   else
     fprintf(o, "-\n\n");
-  fprintf(o, "%5s %8s %2s %12s %11s %9s %10s %9s %7s %-16s %8s %-7s %-6s %4s %s\n", "SLOT",
-          "TID", "TX", "TXID", "COMMITS", "COMMIT/S", "ABORTS", "ABORT/S", "AB/COM",
-          "LAST-REASON", "CONFL", "ACTION", "OSPOL", "NICE", "CM");
+  fprintf(o, "%5s %8s %2s %12s %11s %9s %10s %9s %7s %-16s %8s %-7s %-6s %4s %s\n", "SLOT", "TID",
+          "TX", "TXID", "COMMITS", "COMMIT/S", "ABORTS", "ABORT/S", "AB/COM", "LAST-REASON",
+          "CONFL", "ACTION", "OSPOL", "NICE", "CM");
   for (uint32_t i = 0; i < h->nentries; i++) {
     const entry_t *x = &cur[i];
     if (!x->in_use && !all) {
@@ -538,7 +551,8 @@ static void frame(const table_t *t, const header_t *h, const entry_t *cur, prev_
       snprintf(confl, sizeof confl, "%" PRId32, x->conflict_tid);
     else
       snprintf(confl, sizeof confl, "-");
-    fprintf(o, "%5" PRIu32 " %8" PRId32 " %2s %12" PRIu64 " %11" PRIu64 " %9s %10" PRIu64
+    fprintf(o,
+            "%5" PRIu32 " %8" PRId32 " %2s %12" PRIu64 " %11" PRIu64 " %9s %10" PRIu64
             " %9s %7s %-16s %8s %-7s %-6s %4" PRId32 " %s%s\n",
             x->slot, x->tid, x->in_tx ? "*" : "", x->txid, x->commits, rc, x->aborts, ra, ratio,
             x->aborts ? reason_name(h, x->last_reason) : "-", confl, act_name(x->action),
@@ -634,7 +648,8 @@ static int list_tables(void) {
     s += 9;
     if (!*s || strlen(s) > 9) continue;
     bool digits = true;
-    for (const char *c = s; *c; c++) digits &= isdigit((unsigned char)*c) != 0;
+    for (const char *c = s; *c; c++)
+      digits &= isdigit((unsigned char)*c) != 0;
     if (!digits) continue;
     int pid = atoi(s);
     if (pid <= 0) continue;
@@ -653,7 +668,7 @@ static int list_tables(void) {
       fclose(f);
     }
     copy_str(comm, raw, sizeof raw - 1);
-    static table_t t; /* static: still valid after a siglongjmp */
+    static table_t t;                  /* static: still valid after a siglongjmp */
     if (sigsetjmp(list_jmp, 1) != 0) { /* SIGBUS: the file shrank */
       list_jmp_armed = 0;
       printf("%8d %7s %-16s (%s: the state table shrank while being read)\n", pid, "-", comm,
@@ -671,7 +686,8 @@ static int list_tables(void) {
     header_t h;
     read_header(&t, &h);
     unsigned in_use = 0;
-    for (uint32_t i = 0; i < t.nentries; i++) in_use += LD(t.e[i].in_use) != 0;
+    for (uint32_t i = 0; i < t.nentries; i++)
+      in_use += LD(t.e[i].in_use) != 0;
     list_jmp_armed = 0;
     printf("%8d %7u %-16s %s\n", pid, in_use, comm, h.config);
     table_close(&t);

@@ -5,15 +5,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-double bench_run_workers(unsigned n, void *(*fn)(void *), void *args,
-                         size_t stride, bench_gate_t *gate, long duration_ms) {
+double bench_run_workers(unsigned n, void *(*fn)(void *), void *args, size_t stride,
+                         bench_gate_t *gate, long duration_ms) {
   pthread_t *threads = calloc(n, sizeof *threads);
-  if (threads == NULL)
-    bench_die(BENCH_EXIT_FAIL, "out of memory");
+  if (threads == NULL) bench_die(BENCH_EXIT_FAIL, "out of memory");
   for (unsigned i = 0; i < n; i++) {
     int rc = pthread_create(&threads[i], NULL, fn, (char *)args + i * stride);
-    if (rc != 0)
-      bench_die(BENCH_EXIT_FAIL, "pthread_create: %s", strerror(rc));
+    if (rc != 0) bench_die(BENCH_EXIT_FAIL, "pthread_create: %s", strerror(rc));
   }
   bench_gate_open(gate, n);
   double start = bench_now();
@@ -26,8 +24,7 @@ double bench_run_workers(unsigned n, void *(*fn)(void *), void *args,
   return elapsed;
 }
 
-void bench_report_header(bench_json_t *j, const char *bench, unsigned threads,
-                         long duration_ms) {
+void bench_report_header(bench_json_t *j, const char *bench, unsigned threads, long duration_ms) {
   char config[1024];
   tm_describe(config, sizeof config);
   bench_json_str(j, "bench", bench);
@@ -39,8 +36,8 @@ void bench_report_header(bench_json_t *j, const char *bench, unsigned threads,
   bench_json_str(j, "config", config);
 }
 
-static const bench_thread_result_t *result_at(const bench_thread_result_t *r,
-                                              size_t stride, unsigned i) {
+static const bench_thread_result_t *result_at(const bench_thread_result_t *r, size_t stride,
+                                              unsigned i) {
   return (const bench_thread_result_t *)((const char *)r + i * stride);
 }
 
@@ -48,8 +45,8 @@ static uint64_t commits_of(const tm_counts_t *c, uint64_t ops) {
   return c->commits_known ? c->commits : ops;
 }
 
-static void report_aborts(bench_json_t *j, const tm_counts_t *total,
-                          uint64_t commits, double elapsed_s) {
+static void report_aborts(bench_json_t *j, const tm_counts_t *total, uint64_t commits,
+                          double elapsed_s) {
   if (!total->aborts_known) {
     bench_json_null(j, "aborts");
     bench_json_null(j, "aborts_per_s");
@@ -61,8 +58,7 @@ static void report_aborts(bench_json_t *j, const tm_counts_t *total,
   uint64_t attempts = commits + total->aborts;
   bench_json_u64(j, "aborts", total->aborts);
   bench_json_dbl(j, "aborts_per_s", (double)total->aborts / elapsed_s);
-  bench_json_dbl(j, "abort_ratio",
-                 attempts != 0 ? (double)total->aborts / (double)attempts : 0.0);
+  bench_json_dbl(j, "abort_ratio", attempts != 0 ? (double)total->aborts / (double)attempts : 0.0);
   bench_json_obj_open(j, "aborts_by_reason");
   for (size_t r = 0; r < total->nreasons; r++)
     bench_json_u64(j, total->reason_name[r], total->reason_count[r]);
@@ -79,8 +75,8 @@ static void report_aborts(bench_json_t *j, const tm_counts_t *total,
   }
 }
 
-static void report_per_thread(bench_json_t *j, const bench_thread_result_t *r,
-                              size_t stride, unsigned n) {
+static void report_per_thread(bench_json_t *j, const bench_thread_result_t *r, size_t stride,
+                              unsigned n) {
   bench_json_arr_open(j, "per_thread");
   for (unsigned i = 0; i < n; i++) {
     const bench_thread_result_t *t = result_at(r, stride, i);
@@ -97,8 +93,8 @@ static void report_per_thread(bench_json_t *j, const bench_thread_result_t *r,
 }
 
 void bench_report_results(bench_json_t *j, const tm_counts_t *total,
-                          const bench_thread_result_t *per_thread,
-                          size_t stride, unsigned n, double elapsed_s) {
+                          const bench_thread_result_t *per_thread, size_t stride, unsigned n,
+                          double elapsed_s) {
   uint64_t ops = 0;
   for (unsigned i = 0; i < n; i++)
     ops += result_at(per_thread, stride, i)->ops;

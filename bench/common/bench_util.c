@@ -35,8 +35,7 @@ long bench_parse_long(const char *arg, char opt, long min, long max) {
   if (errno != 0 || end == arg || *end != '\0')
     bench_die(BENCH_EXIT_USAGE, "option -%c: '%s' is not an integer", opt, arg);
   if (v < min || v > max)
-    bench_die(BENCH_EXIT_USAGE, "option -%c: %ld is out of range [%ld, %ld]",
-              opt, v, min, max);
+    bench_die(BENCH_EXIT_USAGE, "option -%c: %ld is out of range [%ld, %ld]", opt, v, min, max);
   return v;
 }
 
@@ -51,8 +50,7 @@ static uint64_t splitmix64(uint64_t *x) {
 void bench_rng_seed(bench_rng_t *r, uint64_t seed, uint64_t stream) {
   uint64_t x = seed ^ (stream * 0xD1B54A32D192ED03ULL);
   r->s = splitmix64(&x);
-  if (r->s == 0)
-    r->s = 1; /* xorshift must not start at zero */
+  if (r->s == 0) r->s = 1; /* xorshift must not start at zero */
 }
 
 double bench_now(void) {
@@ -93,8 +91,7 @@ void bench_gate_stop(bench_gate_t *g) {
 /* ---- JSON --------------------------------------------------------------- */
 
 static void json_sep(bench_json_t *j) {
-  if (j->need_comma)
-    fputc(',', j->f);
+  if (j->need_comma) fputc(',', j->f);
   j->need_comma = true;
 }
 

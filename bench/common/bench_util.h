@@ -16,8 +16,7 @@
 #define BENCH_EXIT_FAIL 1
 
 /* Print "<prog>: error: <message>" on stderr and exit with status. */
-void bench_die(int status, const char *fmt, ...)
-    __attribute__((noreturn, format(printf, 2, 3)));
+void bench_die(int status, const char *fmt, ...) __attribute__((noreturn, format(printf, 2, 3)));
 
 /* Set the program name used by bench_die (argv[0]'s basename). */
 void bench_set_prog(const char *argv0);

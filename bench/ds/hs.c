@@ -17,8 +17,7 @@ TM_SAFE static inline lnode_t **hs_bucket(const hsset_t *s, long key) {
 
 static void *hs_create(const intset_params_t *p) {
   hsset_t *s = malloc(sizeof *s);
-  if (s == NULL)
-    return NULL;
+  if (s == NULL) return NULL;
   s->nbuckets = p->buckets != 0 ? p->buckets : INTSET_DEFAULT_BUCKETS;
   s->buckets = calloc(s->nbuckets, sizeof *s->buckets);
   if (s->buckets == NULL) {
@@ -40,7 +39,7 @@ static bool hs_add(void *impl, long key) {
   hsset_t *s = impl;
   TM_VOLATILE bool res;
   TM_ATOMIC_BEGIN(0)
-    res = lcore_add_tx(hs_bucket(s, key), key);
+  res = lcore_add_tx(hs_bucket(s, key), key);
   TM_ATOMIC_END();
   return res;
 }
@@ -49,7 +48,7 @@ static bool hs_remove(void *impl, long key) {
   hsset_t *s = impl;
   TM_VOLATILE bool res;
   TM_ATOMIC_BEGIN(0)
-    res = lcore_remove_tx(hs_bucket(s, key), key);
+  res = lcore_remove_tx(hs_bucket(s, key), key);
   TM_ATOMIC_END();
   return res;
 }
@@ -58,7 +57,7 @@ static bool hs_contains(void *impl, long key) {
   hsset_t *s = impl;
   TM_VOLATILE bool res;
   TM_ATOMIC_BEGIN(1)
-    res = lcore_contains_tx(hs_bucket(s, key), key);
+  res = lcore_contains_tx(hs_bucket(s, key), key);
   TM_ATOMIC_END();
   return res;
 }
@@ -75,8 +74,7 @@ static size_t hs_size(const void *impl) {
 static int hs_check(const void *impl, char *err, size_t errlen) {
   const hsset_t *s = impl;
   for (size_t b = 0; b < s->nbuckets; b++) {
-    if (lcore_check_sorted(s->buckets[b], err, errlen) != 0)
-      return -1;
+    if (lcore_check_sorted(s->buckets[b], err, errlen) != 0) return -1;
     for (const lnode_t *n = s->buckets[b]; n != NULL; n = n->next) {
       if (hs_bucket(s, n->key) != &s->buckets[b]) {
         snprintf(err, errlen, "key %ld in bucket %zu, hashes elsewhere", n->key, b);

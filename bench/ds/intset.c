@@ -19,7 +19,10 @@ static const intset_ops_t *const kind_ops[INTSET_KIND_COUNT] = {
 };
 
 static const char *const kind_names[INTSET_KIND_COUNT] = {
-    [INTSET_LL] = "ll", [INTSET_SL] = "sl", [INTSET_RB] = "rb", [INTSET_HS] = "hs",
+    [INTSET_LL] = "ll",
+    [INTSET_SL] = "sl",
+    [INTSET_RB] = "rb",
+    [INTSET_HS] = "hs",
 };
 
 /* An insertion (the initial fill included) found no memory: the set does
@@ -31,14 +34,11 @@ TM_PURE void intset_out_of_memory(void) {
 }
 
 intset_t *intset_create(intset_kind_t kind, const intset_params_t *params) {
-  if ((unsigned)kind >= INTSET_KIND_COUNT)
-    return NULL;
+  if ((unsigned)kind >= INTSET_KIND_COUNT) return NULL;
   intset_params_t p = {0};
-  if (params != NULL)
-    p = *params;
+  if (params != NULL) p = *params;
   intset_t *s = malloc(sizeof *s);
-  if (s == NULL)
-    return NULL;
+  if (s == NULL) return NULL;
   s->ops = kind_ops[kind];
   s->kind = kind;
   s->impl = s->ops->create(&p);
@@ -50,8 +50,7 @@ intset_t *intset_create(intset_kind_t kind, const intset_params_t *params) {
 }
 
 void intset_destroy(intset_t *s) {
-  if (s == NULL)
-    return;
+  if (s == NULL) return;
   s->ops->destroy(s->impl);
   free(s);
 }
@@ -60,15 +59,12 @@ bool intset_add(intset_t *s, long key) { return s->ops->add(s->impl, key); }
 
 bool intset_remove(intset_t *s, long key) { return s->ops->remove(s->impl, key); }
 
-bool intset_contains(intset_t *s, long key) {
-  return s->ops->contains(s->impl, key);
-}
+bool intset_contains(intset_t *s, long key) { return s->ops->contains(s->impl, key); }
 
 size_t intset_size(const intset_t *s) { return s->ops->size(s->impl); }
 
 int intset_check(const intset_t *s, char *err, size_t errlen) {
-  if (errlen > 0)
-    err[0] = '\0';
+  if (errlen > 0) err[0] = '\0';
   return s->ops->check(s->impl, err, errlen);
 }
 

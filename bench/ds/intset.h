@@ -25,10 +25,10 @@ typedef enum intset_kind {
 } intset_kind_t;
 
 typedef struct intset_params {
-  size_t buckets;   /* hash set: bucket count (0: INTSET_DEFAULT_BUCKETS) */
-  int levels;       /* skip list: maximum level, 1..INTSET_SL_MAX_LEVEL
-                       (0: derived from range_hint) */
-  long range_hint;  /* expected key range, for defaults (0: unknown) */
+  size_t buckets;  /* hash set: bucket count (0: INTSET_DEFAULT_BUCKETS) */
+  int levels;      /* skip list: maximum level, 1..INTSET_SL_MAX_LEVEL
+                      (0: derived from range_hint) */
+  long range_hint; /* expected key range, for defaults (0: unknown) */
 } intset_params_t;
 
 #define INTSET_DEFAULT_BUCKETS (1UL << 17)

@@ -20,8 +20,8 @@ typedef struct lnode {
 /* Find the first node with key >= key, starting at the link *head. Returns
  * the link that points at it (so the caller can splice there) and stores
  * the node (NULL at the end) in *curp; *found tells whether its key is key. */
-TM_SAFE static inline lnode_t **lcore_seek_tx(lnode_t **head, long key,
-                                             lnode_t **curp, bool *found) {
+TM_SAFE static inline lnode_t **lcore_seek_tx(lnode_t **head, long key, lnode_t **curp,
+                                              bool *found) {
   lnode_t **link = head;
   lnode_t *cur = TM_LOAD_PTR(link);
   long ck = 0;
@@ -39,11 +39,9 @@ TM_SAFE static inline bool lcore_add_tx(lnode_t **head, long key) {
   lnode_t *cur;
   bool found;
   lnode_t **link = lcore_seek_tx(head, key, &cur, &found);
-  if (found)
-    return false;
+  if (found) return false;
   lnode_t *n = TM_MALLOC(sizeof *n);
-  if (n == NULL)
-    intset_out_of_memory();
+  if (n == NULL) intset_out_of_memory();
   TM_INIT_LONG(&n->key, key);
   TM_INIT_PTR(&n->next, cur);
   TM_STORE_PTR(link, n);
@@ -55,8 +53,7 @@ TM_SAFE static inline bool lcore_remove_tx(lnode_t **head, long key) {
   lnode_t *cur;
   bool found;
   lnode_t **link = lcore_seek_tx(head, key, &cur, &found);
-  if (!found)
-    return false;
+  if (!found) return false;
   lnode_t *next = TM_LOAD_PTR(&cur->next);
   TM_STORE_PTR(link, next);
   TM_FREE(cur);
@@ -92,8 +89,7 @@ static inline void lcore_free_all(lnode_t *n) {
 static inline int lcore_check_sorted(const lnode_t *n, char *err, size_t errlen) {
   for (; n != NULL && n->next != NULL; n = n->next) {
     if (n->key >= n->next->key) {
-      snprintf(err, errlen, "list out of order: %ld before %ld", n->key,
-               n->next->key);
+      snprintf(err, errlen, "list out of order: %ld before %ld", n->key, n->next->key);
       return -1;
     }
   }

@@ -23,7 +23,7 @@ static bool ll_add(void *impl, long key) {
   llset_t *s = impl;
   TM_VOLATILE bool res;
   TM_ATOMIC_BEGIN(0)
-    res = lcore_add_tx(&s->head, key);
+  res = lcore_add_tx(&s->head, key);
   TM_ATOMIC_END();
   return res;
 }
@@ -32,7 +32,7 @@ static bool ll_remove(void *impl, long key) {
   llset_t *s = impl;
   TM_VOLATILE bool res;
   TM_ATOMIC_BEGIN(0)
-    res = lcore_remove_tx(&s->head, key);
+  res = lcore_remove_tx(&s->head, key);
   TM_ATOMIC_END();
   return res;
 }
@@ -41,7 +41,7 @@ static bool ll_contains(void *impl, long key) {
   llset_t *s = impl;
   TM_VOLATILE bool res;
   TM_ATOMIC_BEGIN(1)
-    res = lcore_contains_tx(&s->head, key);
+  res = lcore_contains_tx(&s->head, key);
   TM_ATOMIC_END();
   return res;
 }

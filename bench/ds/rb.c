@@ -34,17 +34,12 @@ TM_SAFE static inline bool rb_is_red(rbnode_t *n) {
 
 /* Colour test for a node known to exist (no NULL test: that test would
  * make the compiler isolate a "NULL" path, which libitm cannot compile). */
-TM_SAFE static inline bool rb_node_is_red(rbnode_t *n) {
-  return TM_LOAD_LONG(&n->color) == RB_RED;
-}
+TM_SAFE static inline bool rb_node_is_red(rbnode_t *n) { return TM_LOAD_LONG(&n->color) == RB_RED; }
 
-TM_SAFE static inline void rb_set_color(rbnode_t *n, long c) {
-  TM_STORE_LONG(&n->color, c);
-}
+TM_SAFE static inline void rb_set_color(rbnode_t *n, long c) { TM_STORE_LONG(&n->color, c); }
 
 /* Make p's child link that points at old point at new (p NULL: the root). */
-TM_SAFE static void rb_replace_child(rbset_t *t, rbnode_t *p, rbnode_t *old,
-                                     rbnode_t *new_child) {
+TM_SAFE static void rb_replace_child(rbset_t *t, rbnode_t *p, rbnode_t *old, rbnode_t *new_child) {
   if (p == NULL)
     TM_STORE_PTR(&t->root, new_child);
   else if (rb_left(p) == old)
@@ -59,8 +54,7 @@ TM_SAFE static void rb_rotate_left(rbset_t *t, rbnode_t *x) {
   rbnode_t *b = rb_left(y);
   rbnode_t *p = rb_parent(x);
   TM_STORE_PTR(&x->right, b);
-  if (b != NULL)
-    TM_STORE_PTR(&b->parent, x);
+  if (b != NULL) TM_STORE_PTR(&b->parent, x);
   TM_STORE_PTR(&y->parent, p);
   rb_replace_child(t, p, x, y);
   TM_STORE_PTR(&y->left, x);
@@ -73,8 +67,7 @@ TM_SAFE static void rb_rotate_right(rbset_t *t, rbnode_t *x) {
   rbnode_t *b = rb_right(y);
   rbnode_t *p = rb_parent(x);
   TM_STORE_PTR(&x->left, b);
-  if (b != NULL)
-    TM_STORE_PTR(&b->parent, x);
+  if (b != NULL) TM_STORE_PTR(&b->parent, x);
   TM_STORE_PTR(&y->parent, p);
   rb_replace_child(t, p, x, y);
   TM_STORE_PTR(&y->right, x);
@@ -85,15 +78,13 @@ TM_SAFE static void rb_rotate_right(rbset_t *t, rbnode_t *x) {
 
 /* The node holding key, or NULL; *parentp gets the last node visited (the
  * parent for an insertion) and *went_left the side taken from it. */
-TM_SAFE static rbnode_t *rb_find_tx(rbset_t *t, long key, rbnode_t **parentp,
-                                    bool *went_left) {
+TM_SAFE static rbnode_t *rb_find_tx(rbset_t *t, long key, rbnode_t **parentp, bool *went_left) {
   rbnode_t *parent = NULL;
   rbnode_t *n = TM_LOAD_PTR(&t->root);
   bool left = false;
   while (n != NULL) {
     long k = rb_key(n);
-    if (k == key)
-      break;
+    if (k == key) break;
     parent = n;
     left = key < k;
     n = left ? rb_left(n) : rb_right(n);
@@ -113,8 +104,7 @@ TM_SAFE static void rb_insert_fixup(rbset_t *t, rbnode_t *z) {
       rb_set_color(z, RB_BLACK);
       return;
     }
-    if (!rb_is_red(p))
-      return;
+    if (!rb_is_red(p)) return;
     rbnode_t *g = rb_parent(p); /* p is red, so not the root */
     bool p_is_left = rb_left(g) == p;
     rbnode_t *u = p_is_left ? rb_right(g) : rb_left(g);
@@ -149,11 +139,9 @@ TM_SAFE static void rb_insert_fixup(rbset_t *t, rbnode_t *z) {
 TM_SAFE static bool rb_add_tx(rbset_t *t, long key) {
   rbnode_t *parent;
   bool left;
-  if (rb_find_tx(t, key, &parent, &left) != NULL)
-    return false;
+  if (rb_find_tx(t, key, &parent, &left) != NULL) return false;
   rbnode_t *z = TM_MALLOC(sizeof *z);
-  if (z == NULL)
-    intset_out_of_memory();
+  if (z == NULL) intset_out_of_memory();
   TM_INIT_LONG(&z->key, key);
   TM_INIT_LONG(&z->color, RB_RED);
   TM_INIT_PTR(&z->left, NULL);
@@ -252,16 +240,14 @@ TM_SAFE static void rb_delete_fixup(rbset_t *t, rbnode_t *x, rbnode_t *xp) {
     else
       x = rb_delete_fix_right(t, &xp);
   }
-  if (rb_is_red(x))
-    rb_set_color(x, RB_BLACK);
+  if (rb_is_red(x)) rb_set_color(x, RB_BLACK);
 }
 
 TM_SAFE static bool rb_remove_tx(rbset_t *t, long key) {
   rbnode_t *parent;
   bool left;
   rbnode_t *z = rb_find_tx(t, key, &parent, &left);
-  if (z == NULL)
-    return false;
+  if (z == NULL) return false;
   rbnode_t *zl = rb_left(z), *zr = rb_right(z);
   if (zl != NULL && zr != NULL) {
     /* Two children: move the successor's key here, remove the successor. */
@@ -275,11 +261,9 @@ TM_SAFE static bool rb_remove_tx(rbset_t *t, long key) {
   }
   rbnode_t *child = zl != NULL ? zl : zr;
   rbnode_t *p = rb_parent(z);
-  if (child != NULL)
-    TM_STORE_PTR(&child->parent, p);
+  if (child != NULL) TM_STORE_PTR(&child->parent, p);
   rb_replace_child(t, p, z, child);
-  if (!rb_is_red(z))
-    rb_delete_fixup(t, child, p);
+  if (!rb_is_red(z)) rb_delete_fixup(t, child, p);
   TM_FREE(z);
   return true;
 }
@@ -316,7 +300,7 @@ static bool rb_add(void *impl, long key) {
   rbset_t *t = impl;
   TM_VOLATILE bool res;
   TM_ATOMIC_BEGIN(0)
-    res = rb_add_tx(t, key);
+  res = rb_add_tx(t, key);
   TM_ATOMIC_END();
   return res;
 }
@@ -325,7 +309,7 @@ static bool rb_remove(void *impl, long key) {
   rbset_t *t = impl;
   TM_VOLATILE bool res;
   TM_ATOMIC_BEGIN(0)
-    res = rb_remove_tx(t, key);
+  res = rb_remove_tx(t, key);
   TM_ATOMIC_END();
   return res;
 }
@@ -334,7 +318,7 @@ static bool rb_contains(void *impl, long key) {
   rbset_t *t = impl;
   TM_VOLATILE bool res;
   TM_ATOMIC_BEGIN(1)
-    res = rb_contains_tx(t, key);
+  res = rb_contains_tx(t, key);
   TM_ATOMIC_END();
   return res;
 }
@@ -351,10 +335,9 @@ static size_t rb_size(const void *impl) {
 /* Check the subtree at n (keys strictly inside (lo, hi) where the bounds
  * exist, parent links, no red-red, equal black heights). Returns its black
  * height, or -1 with a message. */
-static int rb_check_node(const rbnode_t *n, const rbnode_t *parent, const long *lo,
-                         const long *hi, char *err, size_t errlen) {
-  if (n == NULL)
-    return 1;
+static int rb_check_node(const rbnode_t *n, const rbnode_t *parent, const long *lo, const long *hi,
+                         char *err, size_t errlen) {
+  if (n == NULL) return 1;
   if (n->parent != parent) {
     snprintf(err, errlen, "node %ld: wrong parent link", n->key);
     return -1;
@@ -373,11 +356,9 @@ static int rb_check_node(const rbnode_t *n, const rbnode_t *parent, const long *
     return -1;
   }
   int lh = rb_check_node(n->left, n, lo, &n->key, err, errlen);
-  if (lh < 0)
-    return -1;
+  if (lh < 0) return -1;
   int rh = rb_check_node(n->right, n, &n->key, hi, err, errlen);
-  if (rh < 0)
-    return -1;
+  if (rh < 0) return -1;
   if (lh != rh) {
     snprintf(err, errlen, "node %ld: black heights differ (%d vs %d)", n->key, lh, rh);
     return -1;

@@ -28,10 +28,10 @@ typedef struct sb7_conn {
 } sb7_conn_t;
 
 typedef struct sb7_atomic {
-  long id;          /* composite id * SB7_MAX_ATOMIC + index */
-  long build_date;  /* [0, SB7_DATE_RANGE); the date index list it is in */
-  long x, y;        /* swapped by updates; x + y never changes */
-  long nswaps;      /* swaps done on this part */
+  long id;         /* composite id * SB7_MAX_ATOMIC + index */
+  long build_date; /* [0, SB7_DATE_RANGE); the date index list it is in */
+  long x, y;       /* swapped by updates; x + y never changes */
+  long nswaps;     /* swaps done on this part */
   sb7_comp_t *owner;
   struct sb7_atomic *date_prev, *date_next; /* date index chain */
   sb7_conn_t out[SB7_CONN];
@@ -40,11 +40,11 @@ typedef struct sb7_atomic {
 } sb7_atomic_t;
 
 typedef struct sb7_doc {
-  long id;          /* = its composite part's id */
-  long version;     /* toggles done: text is upper case when odd */
+  long id;      /* = its composite part's id */
+  long version; /* toggles done: text is upper case when odd */
   sb7_comp_t *comp;
   long nwords;
-  long text[];      /* 8 letters per word */
+  long text[]; /* 8 letters per word */
 } sb7_doc_t;
 
 typedef struct sb7_link {
@@ -59,7 +59,7 @@ struct sb7_comp {
   long build_date;
   sb7_comp_t *idx_next; /* id index chain */
   sb7_doc_t *doc;
-  long nused;           /* links in used_in */
+  long nused; /* links in used_in */
   sb7_link_t *used_in;
   long nparts;
   long pad_;
@@ -69,7 +69,7 @@ struct sb7_comp {
 typedef struct sb7_complex {
   long id;
   long build_date;
-  long level;            /* >= 2; children are base assemblies at level 2 */
+  long level; /* >= 2; children are base assemblies at level 2 */
   long nchild;
   struct sb7_complex *parent;
   void **child;
@@ -79,7 +79,7 @@ typedef struct sb7_complex {
 struct sb7_base {
   long id;
   long build_date;
-  long ncomps;           /* links in comps */
+  long ncomps; /* links in comps */
   sb7_complex_t *parent;
   sb7_link_t *comps;
   long pad_[3];
@@ -97,18 +97,17 @@ typedef struct sb7_dslot {
 } sb7_dslot_t;
 
 _Static_assert(sizeof(sb7_atomic_t) == 128, "atomic part layout");
-_Static_assert(sizeof(sb7_complex_t) == 64 && sizeof(struct sb7_base) == 64,
-               "assembly layout");
+_Static_assert(sizeof(sb7_complex_t) == 64 && sizeof(struct sb7_base) == 64, "assembly layout");
 
 struct sb7 {
   sb7_params_t p;
-  long A;                  /* atomic parts per composite */
+  long A; /* atomic parts per composite */
   long ncomplex, nbase;
-  sb7_complex_t *complex;  /* [0] is the root */
-  sb7_base_t *base;        /* base assembly id i is base[i - 1] */
-  sb7_cslot_t *index;      /* composite id index, index_mask + 1 buckets */
+  sb7_complex_t *complex; /* [0] is the root */
+  sb7_base_t *base;       /* base assembly id i is base[i - 1] */
+  sb7_cslot_t *index;     /* composite id index, index_mask + 1 buckets */
   long index_mask;
-  sb7_dslot_t *dates;      /* SB7_DATE_RANGE lists of atomic parts */
+  sb7_dslot_t *dates; /* SB7_DATE_RANGE lists of atomic parts */
   long initial_links;
   long links_per_comp_milli; /* initial links per composite part, x 1000 */
 };
@@ -154,11 +153,9 @@ TM_PURE static void marks_clear(sb7_thread_t *t) {
 
 /* Mark part i of the composite being traversed; true if it was unmarked. */
 TM_PURE static bool mark(sb7_thread_t *t, long i) {
-  if (i < 0 || (size_t)i >= t->visited_words * 64)
-    return false;
+  if (i < 0 || (size_t)i >= t->visited_words * 64) return false;
   uint64_t bit = 1ULL << (i & 63);
-  if (t->visited[i >> 6] & bit)
-    return false;
+  if (t->visited[i >> 6] & bit) return false;
   t->visited[i >> 6] |= bit;
   return true;
 }
@@ -178,10 +175,9 @@ TM_PURE static bool give_up(const sb7_thread_t *t) {
          atomic_load_explicit(t->stop, memory_order_relaxed);
 }
 
-#define SB7_GIVE_UP_IF_STOPPED(t)                                              \
-  do {                                                                         \
-    if (give_up(t))                                                            \
-      sstm_cancel();                                                           \
+#define SB7_GIVE_UP_IF_STOPPED(t)                                                                  \
+  do {                                                                                             \
+    if (give_up(t)) sstm_cancel();                                                                 \
   } while (0)
 #else
 /* libitm falls back to serial mode by itself; seq never retries. */
@@ -235,8 +231,7 @@ TM_SAFE static sb7_comp_t *comp_probe(sb7_t *db, long id, int n) {
   long range = (long)db->p.id_range;
   for (int i = 0; i < n; i++) {
     sb7_comp_t *c = comp_lookup(db, 1 + (id - 1 + i) % range);
-    if (c != NULL)
-      return c;
+    if (c != NULL) return c;
   }
   return NULL;
 }
@@ -260,15 +255,12 @@ TM_SAFE static void index_remove(sb7_t *db, sb7_comp_t *c) {
     link = &cur->idx_next;
     cur = TM_LOAD_PTR(link);
   }
-  if (cur == c)
-    TM_STORE_PTR(link, TM_LOAD_PTR(&c->idx_next));
+  if (cur == c) TM_STORE_PTR(link, TM_LOAD_PTR(&c->idx_next));
 }
 
 /* ---- the date index ------------------------------------------------------ */
 
-TM_SAFE static inline sb7_atomic_t **date_head(sb7_t *db, long d) {
-  return &db->dates[d].head;
-}
+TM_SAFE static inline sb7_atomic_t **date_head(sb7_t *db, long d) { return &db->dates[d].head; }
 
 /* p is fresh: only the list head and its old first element are shared. */
 TM_SAFE static void date_insert_fresh(sb7_t *db, sb7_atomic_t *p, long d) {
@@ -277,8 +269,7 @@ TM_SAFE static void date_insert_fresh(sb7_t *db, sb7_atomic_t *p, long d) {
   TM_INIT_LONG(&p->build_date, d);
   TM_INIT_PTR(&p->date_prev, NULL);
   TM_INIT_PTR(&p->date_next, h);
-  if (h != NULL)
-    TM_STORE_PTR(&h->date_prev, p);
+  if (h != NULL) TM_STORE_PTR(&h->date_prev, p);
   TM_STORE_PTR(head, p);
 }
 
@@ -288,8 +279,7 @@ TM_SAFE static void date_insert(sb7_t *db, sb7_atomic_t *p, long d) {
   TM_STORE_LONG(&p->build_date, d);
   TM_STORE_PTR(&p->date_prev, NULL);
   TM_STORE_PTR(&p->date_next, h);
-  if (h != NULL)
-    TM_STORE_PTR(&h->date_prev, p);
+  if (h != NULL) TM_STORE_PTR(&h->date_prev, p);
   TM_STORE_PTR(head, p);
 }
 
@@ -301,8 +291,7 @@ TM_SAFE static void date_remove(sb7_t *db, sb7_atomic_t *p) {
     TM_STORE_PTR(&prev->date_next, next);
   else
     TM_STORE_PTR(date_head(db, d), next);
-  if (next != NULL)
-    TM_STORE_PTR(&next->date_prev, prev);
+  if (next != NULL) TM_STORE_PTR(&next->date_prev, prev);
 }
 
 /* Move p by delta dates (wrapping), in the index too. */
@@ -321,8 +310,7 @@ TM_SAFE static sb7_comp_t *comp_new(sb7_t *db, long id, uint64_t *rs) {
   long A = db->A, W = (long)db->p.doc_words;
   sb7_comp_t *c = TM_MALLOC(sizeof *c + (size_t)A * sizeof(sb7_atomic_t));
   sb7_doc_t *doc = TM_MALLOC(sizeof *doc + (size_t)W * sizeof(long));
-  if (c == NULL || doc == NULL)
-    sb7_oom();
+  if (c == NULL || doc == NULL) sb7_oom();
   TM_INIT_LONG(&c->id, id);
   TM_INIT_LONG(&c->build_date, rnd_below(rs, 10000));
   TM_INIT_PTR(&c->idx_next, NULL);
@@ -360,8 +348,7 @@ TM_SAFE static sb7_comp_t *comp_new(sb7_t *db, long id, uint64_t *rs) {
 /* Link c to b (a new link at the head of both chains). */
 TM_SAFE static void link_new(sb7_base_t *b, sb7_comp_t *c) {
   sb7_link_t *l = TM_MALLOC(sizeof *l);
-  if (l == NULL)
-    sb7_oom();
+  if (l == NULL) sb7_oom();
   TM_INIT_PTR(&l->comp, c);
   TM_INIT_PTR(&l->base, b);
   TM_INIT_PTR(&l->next_in_base, TM_LOAD_PTR(&b->comps));
@@ -434,27 +421,22 @@ TM_SAFE static long part_swap(sb7_thread_t *t, sb7_atomic_t *p) {
 
 TM_SAFE static long part_visit(sb7_t *db, sb7_thread_t *t, sb7_atomic_t *p, int mode) {
   switch (mode) {
-  case V_SWAP:
-    return part_swap(t, p);
+  case V_SWAP: return part_swap(t, p);
   case V_DATE: {
     long x = TM_LOAD_LONG(&p->x), y = TM_LOAD_LONG(&p->y);
     res_add(&t->res.visited, 1);
-    if (x > y + SB7_DATE_SKEW)
-      date_move(db, t, p, 1);
+    if (x > y + SB7_DATE_SKEW) date_move(db, t, p, 1);
     return x - y;
   }
-  default:
-    return part_read(t, p);
+  default: return part_read(t, p);
   }
 }
 
-TM_SAFE static long dfs(sb7_t *db, sb7_thread_t *t, sb7_comp_t *c, sb7_atomic_t *p,
-                        int mode) {
+TM_SAFE static long dfs(sb7_t *db, sb7_thread_t *t, sb7_comp_t *c, sb7_atomic_t *p, int mode) {
   long sum = part_visit(db, t, p, mode);
   for (int k = 0; k < SB7_CONN; k++) {
     sb7_atomic_t *q = TM_LOAD_PTR(&p->out[k].to);
-    if (q != NULL && mark(t, (long)(q - c->parts)))
-      sum += dfs(db, t, c, q, mode);
+    if (q != NULL && mark(t, (long)(q - c->parts))) sum += dfs(db, t, c, q, mode);
   }
   return sum;
 }
@@ -481,12 +463,9 @@ TM_SAFE static long doc_toggle(sb7_thread_t *t, sb7_doc_t *d) {
 
 TM_SAFE static long visit_comp(sb7_t *db, sb7_thread_t *t, sb7_comp_t *c, int mode) {
   switch (mode) {
-  case V_ROOT:
-    return part_read(t, &c->parts[0]);
-  case V_DOC_READ:
-    return doc_count(t, TM_LOAD_PTR(&c->doc), 'I');
-  case V_DOC_TOGGLE:
-    return doc_toggle(t, TM_LOAD_PTR(&c->doc));
+  case V_ROOT: return part_read(t, &c->parts[0]);
+  case V_DOC_READ: return doc_count(t, TM_LOAD_PTR(&c->doc), 'I');
+  case V_DOC_TOGGLE: return doc_toggle(t, TM_LOAD_PTR(&c->doc));
   default:
     marks_clear(t);
     mark(t, 0);
@@ -537,8 +516,7 @@ TM_SAFE static sb7_base_t *random_base_path(sb7_t *db, uint64_t *rs, long *sum) 
     void **child = TM_LOAD_PTR(&a->child);
     *sum += TM_LOAD_LONG(&a->build_date);
     void *ch = TM_LOAD_PTR(&child[rnd_below(rs, n)]);
-    if (level <= 2)
-      return ch;
+    if (level <= 2) return ch;
     a = ch;
   }
 }
@@ -546,8 +524,7 @@ TM_SAFE static sb7_base_t *random_base_path(sb7_t *db, uint64_t *rs, long *sum) 
 /* A random component of b (its current bag), or NULL if it has none. */
 TM_SAFE static sb7_comp_t *random_component(sb7_base_t *b, uint64_t *rs) {
   long n = TM_LOAD_LONG(&b->ncomps);
-  if (n <= 0)
-    return NULL;
+  if (n <= 0) return NULL;
   long k = rnd_below(rs, n);
   sb7_link_t *l = TM_LOAD_PTR(&b->comps);
   while (k-- > 0 && l != NULL)
@@ -582,66 +559,50 @@ TM_SAFE static long walk(sb7_t *db, sb7_thread_t *t, sb7_comp_t *c, bool swap) {
 
 /* ---- the operations ------------------------------------------------------ */
 
-const char *const sb7_category_name[SB7_NCATS] = {
-    "long_traversal", "short_traversal", "short_operation", "structural"};
+const char *const sb7_category_name[SB7_NCATS] = {"long_traversal", "short_traversal",
+                                                  "short_operation", "structural"};
 
 const sb7_op_info_t sb7_op_info[SB7_NOPS] = {
     [SB7_T1] = {"t1", SB7_CAT_LONG, true,
-                 "DFS of every atomic graph under the hierarchy, read x+y"},
-    [SB7_T2] = {"t2", SB7_CAT_LONG, false,
-                 "DFS of every atomic graph, swap x and y of every part"},
+                "DFS of every atomic graph under the hierarchy, read x+y"},
+    [SB7_T2] = {"t2", SB7_CAT_LONG, false, "DFS of every atomic graph, swap x and y of every part"},
     [SB7_T3] = {"t3", SB7_CAT_LONG, false,
-                 "DFS of every atomic graph, move the date of parts with x > y + 500"},
-    [SB7_T4] = {"t4", SB7_CAT_LONG, true,
-                 "every document under the hierarchy, count 'I'"},
-    [SB7_T5] = {"t5", SB7_CAT_LONG, false,
-                 "every document under the hierarchy, toggle case"},
-    [SB7_T6] = {"t6", SB7_CAT_LONG, true,
-                 "root part of every composite part under the hierarchy"},
-    [SB7_Q7] = {"q7", SB7_CAT_LONG, true,
-                 "every atomic part of every composite part in the index"},
-    [SB7_ST1] = {"st1", SB7_CAT_SHORT_TRAV, true,
-                 "random path down, walk by largest x, read"},
+                "DFS of every atomic graph, move the date of parts with x > y + 500"},
+    [SB7_T4] = {"t4", SB7_CAT_LONG, true, "every document under the hierarchy, count 'I'"},
+    [SB7_T5] = {"t5", SB7_CAT_LONG, false, "every document under the hierarchy, toggle case"},
+    [SB7_T6] = {"t6", SB7_CAT_LONG, true, "root part of every composite part under the hierarchy"},
+    [SB7_Q7] = {"q7", SB7_CAT_LONG, true, "every atomic part of every composite part in the index"},
+    [SB7_ST1] = {"st1", SB7_CAT_SHORT_TRAV, true, "random path down, walk by largest x, read"},
     [SB7_ST2] = {"st2", SB7_CAT_SHORT_TRAV, true,
                  "random path to a base assembly, count 'I' in its documents"},
     [SB7_ST3] = {"st3", SB7_CAT_SHORT_TRAV, true,
                  "atomic part up to the root through every base assembly using it"},
-    [SB7_ST6] = {"st6", SB7_CAT_SHORT_TRAV, false,
-                 "random path down, walk by largest x, swapping"},
-    [SB7_ST7] = {"st7", SB7_CAT_SHORT_TRAV, false,
-                 "random path down, toggle a document"},
+    [SB7_ST6] = {"st6", SB7_CAT_SHORT_TRAV, false, "random path down, walk by largest x, swapping"},
+    [SB7_ST7] = {"st7", SB7_CAT_SHORT_TRAV, false, "random path down, toggle a document"},
     [SB7_ST8] = {"st8", SB7_CAT_SHORT_TRAV, false,
                  "random path to a base assembly, update its and its parts' dates"},
-    [SB7_OP1] = {"op1", SB7_CAT_SHORT_OP, true,
-                 "10 atomic parts by id, read"},
+    [SB7_OP1] = {"op1", SB7_CAT_SHORT_OP, true, "10 atomic parts by id, read"},
     [SB7_OP2] = {"op2", SB7_CAT_SHORT_OP, true,
                  "atomic parts with a date in a 1% range (date index), read"},
-    [SB7_OP3] = {"op3", SB7_CAT_SHORT_OP, true,
-                 "composite part by id: document and users' dates"},
+    [SB7_OP3] = {"op3", SB7_CAT_SHORT_OP, true, "composite part by id: document and users' dates"},
     [SB7_OP4] = {"op4", SB7_CAT_SHORT_OP, true,
                  "base assembly by id: latest root part of its components"},
-    [SB7_OP9] = {"op9", SB7_CAT_SHORT_OP, false,
-                 "10 atomic parts by id, swap"},
+    [SB7_OP9] = {"op9", SB7_CAT_SHORT_OP, false, "10 atomic parts by id, swap"},
     [SB7_OP10] = {"op10", SB7_CAT_SHORT_OP, false,
-                 "atomic parts with a date in a 2-date range, moved out of it"},
+                  "atomic parts with a date in a 2-date range, moved out of it"},
     [SB7_OP11] = {"op11", SB7_CAT_SHORT_OP, false,
-                 "composite part by id: update its date and its root part's"},
-    [SB7_OP12] = {"op12", SB7_CAT_SHORT_OP, false,
-                 "composite part by id: toggle its document"},
+                  "composite part by id: update its date and its root part's"},
+    [SB7_OP12] = {"op12", SB7_CAT_SHORT_OP, false, "composite part by id: toggle its document"},
     [SB7_SM1] = {"sm1", SB7_CAT_STRUCT, false,
                  "create a composite part, link it to base assemblies"},
-    [SB7_SM2] = {"sm2", SB7_CAT_STRUCT, false,
-                 "delete a composite part and its links"},
-    [SB7_SM3] = {"sm3", SB7_CAT_STRUCT, false,
-                 "link a composite part to a base assembly"},
-    [SB7_SM4] = {"sm4", SB7_CAT_STRUCT, false,
-                 "unlink a component from a base assembly"},
+    [SB7_SM2] = {"sm2", SB7_CAT_STRUCT, false, "delete a composite part and its links"},
+    [SB7_SM3] = {"sm3", SB7_CAT_STRUCT, false, "link a composite part to a base assembly"},
+    [SB7_SM4] = {"sm4", SB7_CAT_STRUCT, false, "unlink a component from a base assembly"},
 };
 
 int sb7_op_parse(const char *name) {
   for (int i = 0; i < SB7_NOPS; i++)
-    if (strcmp(name, sb7_op_info[i].name) == 0)
-      return i;
+    if (strcmp(name, sb7_op_info[i].name) == 0) return i;
   return -1;
 }
 
@@ -649,13 +610,11 @@ int sb7_op_parse(const char *name) {
  * (about half the ids are in use). */
 #define SB7_PROBES 8
 
-TM_SAFE static long op_parts_by_id(sb7_t *db, sb7_thread_t *t, uint64_t *rs, bool swap,
-                                   long *sum) {
+TM_SAFE static long op_parts_by_id(sb7_t *db, sb7_thread_t *t, uint64_t *rs, bool swap, long *sum) {
   long found = 0;
   for (int i = 0; i < 10; i++) {
     sb7_comp_t *c = comp_lookup(db, random_id(db, rs));
-    if (c == NULL)
-      continue;
+    if (c == NULL) continue;
     sb7_atomic_t *p = &c->parts[rnd_below(rs, TM_LOAD_LONG(&c->nparts))];
     *sum += swap ? part_swap(t, p) : part_read(t, p) + TM_LOAD_LONG(&p->build_date);
     found++;
@@ -663,8 +622,8 @@ TM_SAFE static long op_parts_by_id(sb7_t *db, sb7_thread_t *t, uint64_t *rs, boo
   return found > 0;
 }
 
-TM_SAFE static long op_date_range(sb7_t *db, sb7_thread_t *t, uint64_t *rs, long width,
-                                  bool move, long *sum) {
+TM_SAFE static long op_date_range(sb7_t *db, sb7_thread_t *t, uint64_t *rs, long width, bool move,
+                                  long *sum) {
   long lo = rnd_below(rs, SB7_DATE_RANGE);
   for (long d = 0; d < width; d++) {
     sb7_atomic_t *p = TM_LOAD_PTR(date_head(db, date_wrap(lo + d)));
@@ -697,8 +656,7 @@ TM_SAFE static long op_base_latest(sb7_t *db, sb7_thread_t *t, uint64_t *rs, lon
 
 TM_SAFE static long op_up(sb7_t *db, sb7_thread_t *t, uint64_t *rs, long *sum) {
   sb7_comp_t *c = comp_probe(db, random_id(db, rs), SB7_PROBES);
-  if (c == NULL)
-    return 0;
+  if (c == NULL) return 0;
   *sum += part_read(t, &c->parts[rnd_below(rs, TM_LOAD_LONG(&c->nparts))]);
   for (sb7_link_t *l = TM_LOAD_PTR(&c->used_in); l != NULL; l = TM_LOAD_PTR(&l->next_in_comp)) {
     sb7_base_t *b = TM_LOAD_PTR(&l->base);
@@ -711,8 +669,7 @@ TM_SAFE static long op_up(sb7_t *db, sb7_thread_t *t, uint64_t *rs, long *sum) {
 
 TM_SAFE static long op_comp_users(sb7_t *db, sb7_thread_t *t, uint64_t *rs, long *sum) {
   sb7_comp_t *c = comp_probe(db, random_id(db, rs), SB7_PROBES);
-  if (c == NULL)
-    return 0;
+  if (c == NULL) return 0;
   *sum += doc_count(t, TM_LOAD_PTR(&c->doc), 'I');
   for (sb7_link_t *l = TM_LOAD_PTR(&c->used_in); l != NULL; l = TM_LOAD_PTR(&l->next_in_comp))
     *sum += TM_LOAD_LONG(&((sb7_base_t *)TM_LOAD_PTR(&l->base))->build_date);
@@ -732,8 +689,7 @@ TM_SAFE static long op_update_base_dates(sb7_t *db, sb7_thread_t *t, uint64_t *r
 
 TM_SAFE static long op_comp_dates(sb7_t *db, sb7_thread_t *t, uint64_t *rs) {
   sb7_comp_t *c = comp_probe(db, random_id(db, rs), SB7_PROBES);
-  if (c == NULL)
-    return 0;
+  if (c == NULL) return 0;
   TM_STORE_LONG(&c->build_date, TM_LOAD_LONG(&c->build_date) + 1);
   date_move(db, t, &c->parts[0], 1);
   return 1;
@@ -741,8 +697,7 @@ TM_SAFE static long op_comp_dates(sb7_t *db, sb7_thread_t *t, uint64_t *rs) {
 
 TM_SAFE static long op_comp_toggle(sb7_t *db, sb7_thread_t *t, uint64_t *rs) {
   sb7_comp_t *c = comp_probe(db, random_id(db, rs), SB7_PROBES);
-  if (c == NULL)
-    return 0;
+  if (c == NULL) return 0;
   doc_toggle(t, TM_LOAD_PTR(&c->doc));
   return 1;
 }
@@ -752,11 +707,9 @@ TM_SAFE static long op_comp_toggle(sb7_t *db, sb7_thread_t *t, uint64_t *rs) {
  * creations and deletions keep the number of links stationary. */
 TM_SAFE static long sm_create(sb7_t *db, sb7_thread_t *t, uint64_t *rs) {
   long id = random_id(db, rs);
-  if (comp_lookup(db, id) != NULL)
-    return 0;
+  if (comp_lookup(db, id) != NULL) return 0;
   long nlinks = db->links_per_comp_milli / 1000;
-  if (rnd_below(rs, 1000) < db->links_per_comp_milli % 1000)
-    nlinks++;
+  if (rnd_below(rs, 1000) < db->links_per_comp_milli % 1000) nlinks++;
   sb7_comp_t *c = comp_new(db, id, rs);
   index_insert_fresh(db, c, id);
   for (long k = 0; k < nlinks; k++) {
@@ -772,8 +725,7 @@ TM_SAFE static long sm_create(sb7_t *db, sb7_thread_t *t, uint64_t *rs) {
 
 TM_SAFE static long sm_delete(sb7_t *db, sb7_thread_t *t, uint64_t *rs) {
   sb7_comp_t *c = comp_lookup(db, random_id(db, rs));
-  if (c == NULL)
-    return 0;
+  if (c == NULL) return 0;
   sb7_link_t *l = TM_LOAD_PTR(&c->used_in);
   while (l != NULL) {
     sb7_link_t *next = TM_LOAD_PTR(&l->next_in_comp);
@@ -798,11 +750,9 @@ TM_SAFE static long sm_delete(sb7_t *db, sb7_thread_t *t, uint64_t *rs) {
 
 TM_SAFE static long sm_link(sb7_t *db, sb7_thread_t *t, uint64_t *rs) {
   sb7_base_t *b = &db->base[rnd_below(rs, db->nbase)];
-  if (TM_LOAD_LONG(&b->ncomps) >= (long)db->p.max_comps_per_base)
-    return 0;
+  if (TM_LOAD_LONG(&b->ncomps) >= (long)db->p.max_comps_per_base) return 0;
   sb7_comp_t *c = comp_probe(db, random_id(db, rs), SB7_PROBES);
-  if (c == NULL)
-    return 0;
+  if (c == NULL) return 0;
   link_new(b, c);
   res_add(&t->res.linked, 1);
   return 1;
@@ -811,14 +761,12 @@ TM_SAFE static long sm_link(sb7_t *db, sb7_thread_t *t, uint64_t *rs) {
 TM_SAFE static long sm_unlink(sb7_t *db, sb7_thread_t *t, uint64_t *rs) {
   sb7_base_t *b = &db->base[rnd_below(rs, db->nbase)];
   long n = TM_LOAD_LONG(&b->ncomps);
-  if (n <= 0)
-    return 0;
+  if (n <= 0) return 0;
   long k = rnd_below(rs, n);
   sb7_link_t *l = TM_LOAD_PTR(&b->comps);
   while (k-- > 0 && l != NULL)
     l = TM_LOAD_PTR(&l->next_in_base);
-  if (l == NULL)
-    return 0;
+  if (l == NULL) return 0;
   unchain_from_base(l);
   unchain_from_comp(l);
   TM_FREE(l);
@@ -840,8 +788,7 @@ TM_SAFE static long op_body(sb7_t *db, sb7_thread_t *t, int op, uint64_t *rs, lo
   case SB7_ST1:
   case SB7_ST6: {
     sb7_comp_t *c = random_component(random_base_path(db, rs, sum), rs);
-    if (c == NULL)
-      return 0;
+    if (c == NULL) return 0;
     *sum += walk(db, t, c, op == SB7_ST6);
     return 1;
   }
@@ -854,8 +801,7 @@ TM_SAFE static long op_body(sb7_t *db, sb7_thread_t *t, int op, uint64_t *rs, lo
   case SB7_ST3: return op_up(db, t, rs, sum);
   case SB7_ST7: {
     sb7_comp_t *c = random_component(random_base_path(db, rs, sum), rs);
-    if (c == NULL)
-      return 0;
+    if (c == NULL) return 0;
     *sum += doc_toggle(t, TM_LOAD_PTR(&c->doc));
     return 1;
   }
@@ -899,27 +845,25 @@ sb7_status_t sb7_run(sb7_thread_t *t, sb7_op_t op) {
   TM_VOLATILE long checksum = 0;
   t->attempts = 0;
   TM_ATOMIC_BEGIN(ro)
-    status = SB7_CANCELLED;
-    attempt_begin(t);
-    SB7_GIVE_UP_IF_STOPPED(t);
-    uint64_t rs = seed;
-    long sum = 0;
-    long done = op_body(db, t, (int)op, &rs, &sum);
-    checksum = sum;
-    status = done ? SB7_OK : SB7_FAILED;
+  status = SB7_CANCELLED;
+  attempt_begin(t);
+  SB7_GIVE_UP_IF_STOPPED(t);
+  uint64_t rs = seed;
+  long sum = 0;
+  long done = op_body(db, t, (int)op, &rs, &sum);
+  checksum = sum;
+  status = done ? SB7_OK : SB7_FAILED;
   TM_ATOMIC_END();
   t->checksum += (uint64_t)checksum;
   (void)ro; /* only schedstm takes the read-only hint */
-  if (status != SB7_CANCELLED)
-    tally_add(&t->total, &t->res);
+  if (status != SB7_CANCELLED) tally_add(&t->total, &t->res);
   return (sb7_status_t)status;
 }
 
 /* ---- set-up ---------------------------------------------------------------- */
 
 void sb7_params_default(sb7_params_t *p, unsigned scale) {
-  if (scale == 0)
-    scale = 1;
+  if (scale == 0) scale = 1;
   *p = (sb7_params_t){
       .levels = 5,
       .fanout = 3,
@@ -956,8 +900,7 @@ static int build_hierarchy(sb7_t *db) {
   db->ncomplex = 0;
   for (unsigned l = p->levels; l >= 2; l--) {
     db->ncomplex += nlow;
-    if (l > 2)
-      nlow *= p->fanout;
+    if (l > 2) nlow *= p->fanout;
   }
   nlow = 1;
   for (unsigned l = p->levels; l > 2; l--)
@@ -965,8 +908,7 @@ static int build_hierarchy(sb7_t *db) {
   db->nbase = nlow * p->base_fanout;
   db->complex = aligned_alloc(64, sizeof(sb7_complex_t) * (size_t)db->ncomplex);
   db->base = aligned_alloc(64, sizeof(sb7_base_t) * (size_t)db->nbase);
-  if (db->complex == NULL || db->base == NULL)
-    return -1;
+  if (db->complex == NULL || db->base == NULL) return -1;
   memset(db->complex, 0, sizeof(sb7_complex_t) * (size_t)db->ncomplex);
   memset(db->base, 0, sizeof(sb7_base_t) * (size_t)db->nbase);
   uint64_t rs = p->seed ^ 0xA55A;
@@ -978,8 +920,7 @@ static int build_hierarchy(sb7_t *db) {
     a->build_date = rnd_below(&rs, 10000);
     long n = a->level > 2 ? (long)p->fanout : (long)p->base_fanout;
     a->child = calloc((size_t)n, sizeof *a->child);
-    if (a->child == NULL)
-      return -1;
+    if (a->child == NULL) return -1;
     a->nchild = n;
     for (long k = 0; k < n; k++) {
       if (a->level > 2) {
@@ -989,8 +930,7 @@ static int build_hierarchy(sb7_t *db) {
         a->child[k] = c;
       } else {
         sb7_base_t *b = &db->base[next_base];
-        *b = (sb7_base_t){.id = next_base + 1, .parent = a,
-                          .build_date = rnd_below(&rs, 10000)};
+        *b = (sb7_base_t){.id = next_base + 1, .parent = a, .build_date = rnd_below(&rs, 10000)};
         next_base++;
         a->child[k] = b;
       }
@@ -1003,17 +943,16 @@ static int build_hierarchy(sb7_t *db) {
  * caller's loop variables (libitm's restart is a longjmp). */
 __attribute__((noinline)) static void create_tx(sb7_t *db, long id, uint64_t seed) {
   TM_ATOMIC_BEGIN(0)
-    uint64_t rs = seed;
-    sb7_comp_t *c = comp_new(db, id, &rs);
-    index_insert_fresh(db, c, id);
+  uint64_t rs = seed;
+  sb7_comp_t *c = comp_new(db, id, &rs);
+  index_insert_fresh(db, c, id);
   TM_ATOMIC_END();
 }
 
 __attribute__((noinline)) static void link_tx(sb7_t *db, sb7_base_t *b, long id) {
   TM_ATOMIC_BEGIN(0)
-    sb7_comp_t *c = comp_lookup(db, id);
-    if (c != NULL)
-      link_new(b, c);
+  sb7_comp_t *c = comp_lookup(db, id);
+  if (c != NULL) link_new(b, c);
   TM_ATOMIC_END();
 }
 
@@ -1075,8 +1014,7 @@ sb7_t *sb7_create(const sb7_params_t *p, char *err, size_t errlen) {
 }
 
 void sb7_destroy(sb7_t *db) {
-  if (db == NULL)
-    return;
+  if (db == NULL) return;
   if (db->base != NULL) {
     for (long b = 0; b < db->nbase; b++) {
       sb7_link_t *l = db->base[b].comps;
@@ -1110,10 +1048,10 @@ void sb7_destroy(sb7_t *db) {
 
 /* ---- the invariant check (non-transactional) ----------------------------- */
 
-#define FAIL(...)                                                              \
-  do {                                                                         \
-    snprintf(err, errlen, __VA_ARGS__);                                        \
-    goto out;                                                                  \
+#define FAIL(...)                                                                                  \
+  do {                                                                                             \
+    snprintf(err, errlen, __VA_ARGS__);                                                            \
+    goto out;                                                                                      \
   } while (0)
 
 static int cmp_ptr(const void *a, const void *b) {
@@ -1125,8 +1063,8 @@ static int cmp_ptr(const void *a, const void *b) {
 /* The live composite part that contains address q (exact part boundary
  * when part is true, the composite itself otherwise), or NULL. Never
  * dereferences q. */
-static const sb7_comp_t *live_find(sb7_comp_t *const *sorted, long n, long A,
-                                   const void *q, bool part) {
+static const sb7_comp_t *live_find(sb7_comp_t *const *sorted, long n, long A, const void *q,
+                                   bool part) {
   uintptr_t a = (uintptr_t)q;
   long lo = 0, hi = n - 1, found = -1;
   while (lo <= hi) { /* last composite starting at or before a */
@@ -1138,11 +1076,9 @@ static const sb7_comp_t *live_find(sb7_comp_t *const *sorted, long n, long A,
       hi = mid - 1;
     }
   }
-  if (found < 0)
-    return NULL;
+  if (found < 0) return NULL;
   const sb7_comp_t *c = sorted[found];
-  if (!part)
-    return (uintptr_t)c == a ? c : NULL;
+  if (!part) return (uintptr_t)c == a ? c : NULL;
   uintptr_t first = (uintptr_t)&c->parts[0];
   if (a < first || a >= first + (uintptr_t)A * sizeof(sb7_atomic_t) ||
       (a - first) % sizeof(sb7_atomic_t) != 0)
@@ -1152,8 +1088,7 @@ static const sb7_comp_t *live_find(sb7_comp_t *const *sorted, long n, long A,
 
 static bool base_valid(const sb7_t *db, const sb7_base_t *b) {
   uintptr_t a = (uintptr_t)b, first = (uintptr_t)db->base;
-  return a >= first && a < first + (uintptr_t)db->nbase * sizeof *b &&
-         (a - first) % sizeof *b == 0;
+  return a >= first && a < first + (uintptr_t)db->nbase * sizeof *b && (a - first) % sizeof *b == 0;
 }
 
 static int check_hierarchy(const sb7_t *db, char *err, size_t errlen) {
@@ -1161,36 +1096,32 @@ static int check_hierarchy(const sb7_t *db, char *err, size_t errlen) {
   char *seen = calloc((size_t)db->nbase, 1);
   sb7_complex_t **stack = malloc(sizeof *stack * (size_t)db->ncomplex);
   long top = 0, ncomplex = 0, nbase = 0;
-  if (seen == NULL || stack == NULL)
-    FAIL("out of memory");
+  if (seen == NULL || stack == NULL) FAIL("out of memory");
   if (db->complex[0].parent != NULL || db->complex[0].level != (long)db->p.levels)
     FAIL("root assembly: bad parent or level");
   stack[top++] = &db->complex[0];
   while (top > 0) {
     sb7_complex_t *a = stack[--top];
-    if (++ncomplex > db->ncomplex)
-      FAIL("more complex assemblies reachable than built (cycle?)");
+    if (++ncomplex > db->ncomplex) FAIL("more complex assemblies reachable than built (cycle?)");
     for (long k = 0; k < a->nchild; k++) {
       if (a->level > 2) {
         sb7_complex_t *c = a->child[k];
         if (c->parent != a || c->level != a->level - 1)
           FAIL("complex assembly %ld: bad parent or level", c->id);
-        if (top >= db->ncomplex)
-          FAIL("complex assembly stack overflow (shared child?)");
+        if (top >= db->ncomplex) FAIL("complex assembly stack overflow (shared child?)");
         stack[top++] = c;
       } else {
         sb7_base_t *b = a->child[k];
         if (!base_valid(db, b) || b->parent != a)
           FAIL("base assembly under complex %ld: bad pointer or parent", a->id);
-        if (seen[b - db->base]++)
-          FAIL("base assembly %ld reachable twice", b->id);
+        if (seen[b - db->base]++) FAIL("base assembly %ld reachable twice", b->id);
         nbase++;
       }
     }
   }
   if (ncomplex != db->ncomplex || nbase != db->nbase)
-    FAIL("hierarchy reaches %ld complex / %ld base assemblies, built %ld / %ld",
-         ncomplex, nbase, db->ncomplex, db->nbase);
+    FAIL("hierarchy reaches %ld complex / %ld base assemblies, built %ld / %ld", ncomplex, nbase,
+         db->ncomplex, db->nbase);
   rc = 0;
 out:
   free(seen);
@@ -1198,22 +1129,20 @@ out:
   return rc;
 }
 
-static int check_comp(const sb7_t *db, const sb7_comp_t *c, long *swaps, long *toggles,
-                      long *users, char *err, size_t errlen) {
+static int check_comp(const sb7_t *db, const sb7_comp_t *c, long *swaps, long *toggles, long *users,
+                      char *err, size_t errlen) {
   long A = db->A, id = c->id;
-  if (c->nparts != A)
-    FAIL("composite %ld: %ld atomic parts, expected %ld", id, c->nparts, A);
+  if (c->nparts != A) FAIL("composite %ld: %ld atomic parts, expected %ld", id, c->nparts, A);
   const sb7_doc_t *d = c->doc;
   if (d == NULL || d->id != id || d->comp != c || d->nwords != (long)db->p.doc_words ||
       d->version < 0)
     FAIL("composite %ld: bad document", id);
   for (long j = 0; j < d->nwords; j++) {
     uint64_t want = (uint64_t)doc_word(db, id, j);
-    if (d->version & 1)
-      want ^= SB7_LETTER_FLIP;
+    if (d->version & 1) want ^= SB7_LETTER_FLIP;
     if ((uint64_t)d->text[j] != want)
-      FAIL("composite %ld: document word %ld does not match version %ld (torn toggle)",
-           id, j, d->version);
+      FAIL("composite %ld: document word %ld does not match version %ld (torn toggle)", id, j,
+           d->version);
   }
   *toggles += d->version;
   for (long i = 0; i < A; i++) {
@@ -1226,8 +1155,8 @@ static int check_comp(const sb7_t *db, const sb7_comp_t *c, long *swaps, long *t
     long x0 = x0_of(db, pid), y0 = y0_of(db, pid);
     bool odd = p->nswaps & 1;
     if (p->nswaps < 0 || p->x != (odd ? y0 : x0) || p->y != (odd ? x0 : y0))
-      FAIL("atomic part %ld: x=%ld y=%ld after %ld swaps, built with x=%ld y=%ld", pid,
-           p->x, p->y, p->nswaps, x0, y0);
+      FAIL("atomic part %ld: x=%ld y=%ld after %ld swaps, built with x=%ld y=%ld", pid, p->x, p->y,
+           p->nswaps, x0, y0);
     *swaps += p->nswaps;
     for (int k = 0; k < SB7_CONN; k++) {
       const sb7_atomic_t *q = p->out[k].to;
@@ -1268,29 +1197,23 @@ int sb7_check(const sb7_t *db, const sb7_tally_t *total, sb7_shape_t *shape, cha
   sb7_comp_t **sorted = malloc(sizeof *sorted * (size_t)range);
   uint8_t *in_dates = calloc((size_t)range + 1, (size_t)A);
   long ncomp = 0, swaps = 0, toggles = 0, users = 0, links = 0, dated = 0;
-  if (by_id == NULL || sorted == NULL || in_dates == NULL)
-    FAIL("out of memory");
-  if (check_hierarchy(db, err, errlen) != 0)
-    goto out;
+  if (by_id == NULL || sorted == NULL || in_dates == NULL) FAIL("out of memory");
+  if (check_hierarchy(db, err, errlen) != 0) goto out;
 
   /* The id index: each composite part once, in its bucket. */
   for (long b = 0; b <= db->index_mask; b++) {
     for (sb7_comp_t *c = db->index[b].head; c != NULL; c = c->idx_next) {
-      if (c->id < 1 || c->id > range)
-        FAIL("composite id %ld out of [1, %ld]", c->id, range);
+      if (c->id < 1 || c->id > range) FAIL("composite id %ld out of [1, %ld]", c->id, range);
       if (index_bucket(db, c->id) != b)
-        FAIL("composite %ld in index bucket %ld, hashes to %ld", c->id, b,
-             index_bucket(db, c->id));
-      if (by_id[c->id] != NULL)
-        FAIL("composite id %ld in the index twice", c->id);
+        FAIL("composite %ld in index bucket %ld, hashes to %ld", c->id, b, index_bucket(db, c->id));
+      if (by_id[c->id] != NULL) FAIL("composite id %ld in the index twice", c->id);
       by_id[c->id] = c;
       sorted[ncomp++] = c;
     }
   }
   qsort(sorted, (size_t)ncomp, sizeof *sorted, cmp_ptr);
   for (long i = 0; i < ncomp; i++)
-    if (check_comp(db, sorted[i], &swaps, &toggles, &users, err, errlen) != 0)
-      goto out;
+    if (check_comp(db, sorted[i], &swaps, &toggles, &users, err, errlen) != 0) goto out;
 
   /* Base assemblies' bags: links to live composite parts, each also in
    * that part's used-in chain. */
@@ -1298,26 +1221,23 @@ int sb7_check(const sb7_t *db, const sb7_tally_t *total, sb7_shape_t *shape, cha
     const sb7_base_t *ba = &db->base[b];
     long n = 0;
     for (const sb7_link_t *l = ba->comps; l != NULL; l = l->next_in_base) {
-      if (++n > ba->ncomps || l->base != ba)
-        FAIL("base assembly %ld: bad component chain", ba->id);
+      if (++n > ba->ncomps || l->base != ba) FAIL("base assembly %ld: bad component chain", ba->id);
       if (live_find(sorted, ncomp, A, l->comp, false) == NULL)
         FAIL("base assembly %ld links a composite part that is not in the index", ba->id);
       const sb7_link_t *u = l->comp->used_in;
       while (u != NULL && u != l)
         u = u->next_in_comp;
       if (u == NULL)
-        FAIL("base assembly %ld: link to composite %ld missing from its used-in chain",
-             ba->id, l->comp->id);
+        FAIL("base assembly %ld: link to composite %ld missing from its used-in chain", ba->id,
+             l->comp->id);
     }
     if (n != ba->ncomps)
       FAIL("base assembly %ld: %ld components, count says %ld", ba->id, n, ba->ncomps);
     if (n > (long)db->p.max_comps_per_base)
-      FAIL("base assembly %ld: %ld components, limit %u", ba->id, n,
-           db->p.max_comps_per_base);
+      FAIL("base assembly %ld: %ld components, limit %u", ba->id, n, db->p.max_comps_per_base);
     links += n;
   }
-  if (links != users)
-    FAIL("%ld links in base assemblies, %ld in used-in chains", links, users);
+  if (links != users) FAIL("%ld links in base assemblies, %ld in used-in chains", links, users);
 
   /* The date index: every atomic part of a live composite once, in the
    * list of its date, with consistent back pointers. */
@@ -1325,14 +1245,12 @@ int sb7_check(const sb7_t *db, const sb7_tally_t *total, sb7_shape_t *shape, cha
     const sb7_atomic_t *prev = NULL;
     for (const sb7_atomic_t *p = db->dates[d].head; p != NULL; p = p->date_next) {
       const sb7_comp_t *c = live_find(sorted, ncomp, A, p, true);
-      if (c == NULL)
-        FAIL("date %ld lists an atomic part of no live composite part", d);
+      if (c == NULL) FAIL("date %ld lists an atomic part of no live composite part", d);
       long i = p - c->parts;
       if (p->build_date != d || p->date_prev != prev)
-        FAIL("atomic part %ld in the list of date %ld: date %ld, bad back pointer", p->id,
-             d, p->build_date);
-      if (in_dates[c->id * A + i]++)
-        FAIL("atomic part %ld twice in the date index", p->id);
+        FAIL("atomic part %ld in the list of date %ld: date %ld, bad back pointer", p->id, d,
+             p->build_date);
+      if (in_dates[c->id * A + i]++) FAIL("atomic part %ld twice in the date index", p->id);
       dated++;
       prev = p;
     }
@@ -1343,22 +1261,21 @@ int sb7_check(const sb7_t *db, const sb7_tally_t *total, sb7_shape_t *shape, cha
   if (total != NULL) {
     long want = (long)db->p.composites + (long)total->created - (long)total->deleted;
     if (ncomp != want)
-      FAIL("%ld composite parts, expected %ld (initial %u + created %llu - deleted %llu)",
-           ncomp, want, db->p.composites, (unsigned long long)total->created,
+      FAIL("%ld composite parts, expected %ld (initial %u + created %llu - deleted %llu)", ncomp,
+           want, db->p.composites, (unsigned long long)total->created,
            (unsigned long long)total->deleted);
     want = db->initial_links + (long)total->linked - (long)total->unlinked;
     if (links != want)
-      FAIL("%ld links, expected %ld (initial %ld + linked %llu - unlinked %llu)", links,
-           want, db->initial_links, (unsigned long long)total->linked,
+      FAIL("%ld links, expected %ld (initial %ld + linked %llu - unlinked %llu)", links, want,
+           db->initial_links, (unsigned long long)total->linked,
            (unsigned long long)total->unlinked);
     want = (long)total->swaps - (long)total->del_swaps;
     if (swaps != want)
-      FAIL("live parts record %ld swaps, committed operations %ld (lost update?)", swaps,
-           want);
+      FAIL("live parts record %ld swaps, committed operations %ld (lost update?)", swaps, want);
     want = (long)total->toggles - (long)total->del_toggles;
     if (toggles != want)
-      FAIL("live documents record %ld toggles, committed operations %ld (lost update?)",
-           toggles, want);
+      FAIL("live documents record %ld toggles, committed operations %ld (lost update?)", toggles,
+           want);
   }
   if (shape != NULL) {
     *shape = (sb7_shape_t){.complex_assemblies = db->ncomplex,
@@ -1369,8 +1286,7 @@ int sb7_check(const sb7_t *db, const sb7_tally_t *total, sb7_shape_t *shape, cha
                            .documents = ncomp};
     shape->bytes = ncomp * (long)(sizeof(sb7_comp_t) + (size_t)A * sizeof(sb7_atomic_t) +
                                   sizeof(sb7_doc_t) + db->p.doc_words * sizeof(long)) +
-                   links * (long)sizeof(sb7_link_t) +
-                   db->ncomplex * (long)sizeof(sb7_complex_t) +
+                   links * (long)sizeof(sb7_link_t) + db->ncomplex * (long)sizeof(sb7_complex_t) +
                    db->nbase * (long)sizeof(sb7_base_t) +
                    (db->index_mask + 1 + SB7_DATE_RANGE) * (long)sizeof(sb7_cslot_t);
   }

@@ -33,20 +33,20 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define SB7_CONN 3           /* outgoing connections per atomic part */
-#define SB7_MAX_ATOMIC 4096  /* atomic parts per composite part, at most */
-#define SB7_DATE_RANGE 1000  /* atomic build dates in [0, SB7_DATE_RANGE) */
+#define SB7_CONN 3          /* outgoing connections per atomic part */
+#define SB7_MAX_ATOMIC 4096 /* atomic parts per composite part, at most */
+#define SB7_DATE_RANGE 1000 /* atomic build dates in [0, SB7_DATE_RANGE) */
 
 typedef struct sb7_params {
-  unsigned levels;         /* assembly levels, base level included (>= 2) */
-  unsigned fanout;         /* children of a complex assembly above level 2 */
-  unsigned base_fanout;    /* base assemblies under each level-2 assembly */
-  unsigned comps_per_base; /* initial composite parts used per base */
+  unsigned levels;             /* assembly levels, base level included (>= 2) */
+  unsigned fanout;             /* children of a complex assembly above level 2 */
+  unsigned base_fanout;        /* base assemblies under each level-2 assembly */
+  unsigned comps_per_base;     /* initial composite parts used per base */
   unsigned max_comps_per_base; /* links per base assembly, at most */
-  unsigned composites;     /* initial composite parts */
-  unsigned id_range;       /* composite ids are in [1, id_range] */
-  unsigned atomic_per_comp;/* atomic parts per composite part */
-  unsigned doc_words;      /* document text, in 8-character words */
+  unsigned composites;         /* initial composite parts */
+  unsigned id_range;           /* composite ids are in [1, id_range] */
+  unsigned atomic_per_comp;    /* atomic parts per composite part */
+  unsigned doc_words;          /* document text, in 8-character words */
   uint64_t seed;
 } sb7_params_t;
 
@@ -66,22 +66,43 @@ sb7_t *sb7_create(const sb7_params_t *p, char *err, size_t errlen);
 void sb7_destroy(sb7_t *db);
 
 typedef enum sb7_category {
-  SB7_CAT_LONG = 0,    /* long traversals */
-  SB7_CAT_SHORT_TRAV,  /* short traversals */
-  SB7_CAT_SHORT_OP,    /* short operations */
-  SB7_CAT_STRUCT,      /* structural modifications */
+  SB7_CAT_LONG = 0,   /* long traversals */
+  SB7_CAT_SHORT_TRAV, /* short traversals */
+  SB7_CAT_SHORT_OP,   /* short operations */
+  SB7_CAT_STRUCT,     /* structural modifications */
   SB7_NCATS
 } sb7_category_t;
 
 typedef enum sb7_op {
   /* long traversals */
-  SB7_T1, SB7_T2, SB7_T3, SB7_T4, SB7_T5, SB7_T6, SB7_Q7,
+  SB7_T1,
+  SB7_T2,
+  SB7_T3,
+  SB7_T4,
+  SB7_T5,
+  SB7_T6,
+  SB7_Q7,
   /* short traversals */
-  SB7_ST1, SB7_ST2, SB7_ST3, SB7_ST6, SB7_ST7, SB7_ST8,
+  SB7_ST1,
+  SB7_ST2,
+  SB7_ST3,
+  SB7_ST6,
+  SB7_ST7,
+  SB7_ST8,
   /* short operations */
-  SB7_OP1, SB7_OP2, SB7_OP3, SB7_OP4, SB7_OP9, SB7_OP10, SB7_OP11, SB7_OP12,
+  SB7_OP1,
+  SB7_OP2,
+  SB7_OP3,
+  SB7_OP4,
+  SB7_OP9,
+  SB7_OP10,
+  SB7_OP11,
+  SB7_OP12,
   /* structural modifications */
-  SB7_SM1, SB7_SM2, SB7_SM3, SB7_SM4,
+  SB7_SM1,
+  SB7_SM2,
+  SB7_SM3,
+  SB7_SM4,
   SB7_NOPS
 } sb7_op_t;
 
@@ -101,10 +122,10 @@ int sb7_op_parse(const char *name);
 /* What committed operations did, summed by the caller to check the final
  * structure (swaps and toggles of deleted parts are carried in del_*). */
 typedef struct sb7_tally {
-  uint64_t visited;     /* atomic parts / documents visited */
-  uint64_t swaps;       /* x/y swaps of atomic parts */
-  uint64_t toggles;     /* document case toggles */
-  uint64_t moves;       /* atomic parts moved in the date index */
+  uint64_t visited; /* atomic parts / documents visited */
+  uint64_t swaps;   /* x/y swaps of atomic parts */
+  uint64_t toggles; /* document case toggles */
+  uint64_t moves;   /* atomic parts moved in the date index */
   uint64_t created, deleted, linked, unlinked;
   uint64_t del_swaps, del_toggles;
 } sb7_tally_t;
@@ -118,15 +139,15 @@ typedef enum sb7_status {
 /* Per-thread context (private to its thread). */
 typedef struct sb7_thread {
   sb7_t *db;
-  uint64_t rng;              /* stream of per-operation seeds */
-  const atomic_bool *stop;   /* when set, a retrying operation gives up */
-  uint64_t *visited;         /* DFS marks, one bit per atomic part */
+  uint64_t rng;            /* stream of per-operation seeds */
+  const atomic_bool *stop; /* when set, a retrying operation gives up */
+  uint64_t *visited;       /* DFS marks, one bit per atomic part */
   size_t visited_words;
-  unsigned attempts;         /* attempts of the last operation */
-  uint64_t checksum;         /* sum of the values read (keeps the reads of
-                                the uninstrumented back-end alive) */
-  sb7_tally_t res;           /* what the last attempt did */
-  sb7_tally_t total;         /* sum over committed operations */
+  unsigned attempts; /* attempts of the last operation */
+  uint64_t checksum; /* sum of the values read (keeps the reads of
+                        the uninstrumented back-end alive) */
+  sb7_tally_t res;   /* what the last attempt did */
+  sb7_tally_t total; /* sum over committed operations */
 } sb7_thread_t;
 
 /* stop may be NULL (never give up). Returns 0, or -1 on allocation
@@ -157,8 +178,8 @@ typedef struct sb7_shape {
  * totals: composites = initial + created - deleted, links = initial +
  * linked - unlinked, swaps and toggles found = done - carried by deletes.
  * total may be NULL to skip the totals. Returns 0, or -1 with a message. */
-int sb7_check(const sb7_t *db, const sb7_tally_t *total, sb7_shape_t *shape,
-              char *err, size_t errlen);
+int sb7_check(const sb7_t *db, const sb7_tally_t *total, sb7_shape_t *shape, char *err,
+              size_t errlen);
 
 /* Initial counts, for reports. */
 void sb7_initial_shape(const sb7_t *db, sb7_shape_t *shape);

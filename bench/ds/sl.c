@@ -11,12 +11,12 @@
 
 typedef struct snode {
   long key;
-  int level;             /* links in next[], 1..max_level */
-  struct snode *next[];  /* next[l]: successor at level l */
+  int level;            /* links in next[], 1..max_level */
+  struct snode *next[]; /* next[l]: successor at level l */
 } snode_t;
 
 typedef struct slset {
-  snode_t *head;  /* sentinel with max_level links, key unused */
+  snode_t *head; /* sentinel with max_level links, key unused */
   int max_level;
 } slset_t;
 
@@ -40,11 +40,9 @@ static int sl_default_levels(long range) {
 
 static void *sl_create(const intset_params_t *p) {
   int levels = p->levels != 0 ? p->levels : sl_default_levels(p->range_hint);
-  if (levels < 1 || levels > INTSET_SL_MAX_LEVEL)
-    return NULL;
+  if (levels < 1 || levels > INTSET_SL_MAX_LEVEL) return NULL;
   slset_t *s = malloc(sizeof *s);
-  if (s == NULL)
-    return NULL;
+  if (s == NULL) return NULL;
   s->head = calloc(1, sl_node_size(levels));
   if (s->head == NULL) {
     free(s);
@@ -69,8 +67,7 @@ static void sl_destroy(void *impl) {
 /* Find, at every level, the last node with key < key (preds) and its
  * successor (succs). A node met again one level down is not re-read.
  * Returns true if succs[0] holds key. */
-TM_SAFE static bool sl_seek_tx(const slset_t *s, long key, snode_t **preds,
-                               snode_t **succs) {
+TM_SAFE static bool sl_seek_tx(const slset_t *s, long key, snode_t **preds, snode_t **succs) {
   snode_t *pred = s->head;
   snode_t *known = NULL; /* last node whose key was loaded */
   long known_key = 0;
@@ -81,8 +78,7 @@ TM_SAFE static bool sl_seek_tx(const slset_t *s, long key, snode_t **preds,
         known = cur;
         known_key = TM_LOAD_LONG(&cur->key);
       }
-      if (known_key >= key)
-        break;
+      if (known_key >= key) break;
       pred = cur;
       cur = TM_LOAD_PTR(&cur->next[l]);
     }
@@ -104,25 +100,21 @@ TM_SAFE static bool sl_contains_tx(const slset_t *s, long key) {
         known = cur;
         known_key = TM_LOAD_LONG(&cur->key);
       }
-      if (known_key >= key)
-        break;
+      if (known_key >= key) break;
       pred = cur;
       cur = TM_LOAD_PTR(&cur->next[l]);
     }
-    if (cur != NULL && known_key == key)
-      return true;
+    if (cur != NULL && known_key == key) return true;
   }
   return false;
 }
 
 TM_SAFE static bool sl_add_tx(const slset_t *s, long key) {
   snode_t *preds[INTSET_SL_MAX_LEVEL], *succs[INTSET_SL_MAX_LEVEL];
-  if (sl_seek_tx(s, key, preds, succs))
-    return false;
+  if (sl_seek_tx(s, key, preds, succs)) return false;
   int level = sl_level_of(key, s->max_level);
   snode_t *n = TM_MALLOC(sl_node_size(level));
-  if (n == NULL)
-    intset_out_of_memory();
+  if (n == NULL) intset_out_of_memory();
   TM_INIT_LONG(&n->key, key);
   TM_INIT_INT(&n->level, level);
   for (int l = 0; l < level; l++)
@@ -134,8 +126,7 @@ TM_SAFE static bool sl_add_tx(const slset_t *s, long key) {
 
 TM_SAFE static bool sl_remove_tx(const slset_t *s, long key) {
   snode_t *preds[INTSET_SL_MAX_LEVEL], *succs[INTSET_SL_MAX_LEVEL];
-  if (!sl_seek_tx(s, key, preds, succs))
-    return false;
+  if (!sl_seek_tx(s, key, preds, succs)) return false;
   snode_t *victim = succs[0];
   int level = TM_LOAD_INT(&victim->level);
   for (int l = 0; l < level; l++) {
@@ -150,7 +141,7 @@ static bool sl_add(void *impl, long key) {
   const slset_t *s = impl;
   TM_VOLATILE bool res;
   TM_ATOMIC_BEGIN(0)
-    res = sl_add_tx(s, key);
+  res = sl_add_tx(s, key);
   TM_ATOMIC_END();
   return res;
 }
@@ -159,7 +150,7 @@ static bool sl_remove(void *impl, long key) {
   const slset_t *s = impl;
   TM_VOLATILE bool res;
   TM_ATOMIC_BEGIN(0)
-    res = sl_remove_tx(s, key);
+  res = sl_remove_tx(s, key);
   TM_ATOMIC_END();
   return res;
 }
@@ -168,7 +159,7 @@ static bool sl_contains(void *impl, long key) {
   const slset_t *s = impl;
   TM_VOLATILE bool res;
   TM_ATOMIC_BEGIN(1)
-    res = sl_contains_tx(s, key);
+  res = sl_contains_tx(s, key);
   TM_ATOMIC_END();
   return res;
 }
@@ -193,8 +184,7 @@ static int sl_check_level(const slset_t *s, int l, char *err, size_t errlen) {
       return -1;
     }
     if (n->next[l] != NULL && n->key >= n->next[l]->key) {
-      snprintf(err, errlen, "level %d out of order: %ld before %ld", l, n->key,
-               n->next[l]->key);
+      snprintf(err, errlen, "level %d out of order: %ld before %ld", l, n->key, n->next[l]->key);
       return -1;
     }
     below = below->next[0];
@@ -211,15 +201,13 @@ static int sl_check_level(const slset_t *s, int l, char *err, size_t errlen) {
 static int sl_check(const void *impl, char *err, size_t errlen) {
   const slset_t *s = impl;
   for (const snode_t *n = s->head->next[0]; n != NULL; n = n->next[0]) {
-    if (n->level < 1 || n->level > s->max_level ||
-        n->level != sl_level_of(n->key, s->max_level)) {
+    if (n->level < 1 || n->level > s->max_level || n->level != sl_level_of(n->key, s->max_level)) {
       snprintf(err, errlen, "node %ld has bad level %d", n->key, n->level);
       return -1;
     }
   }
   for (int l = 0; l < s->max_level; l++) {
-    if (sl_check_level(s, l, err, errlen) != 0)
-      return -1;
+    if (sl_check_level(s, l, err, errlen) != 0) return -1;
   }
   return 0;
 }

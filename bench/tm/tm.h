@@ -46,8 +46,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#if (defined(TM_BACKEND_SCHEDSTM) + defined(TM_BACKEND_ITM) + \
-     defined(TM_BACKEND_SEQ)) != 1
+#if (defined(TM_BACKEND_SCHEDSTM) + defined(TM_BACKEND_ITM) + defined(TM_BACKEND_SEQ)) != 1
 #error "define exactly one of TM_BACKEND_SCHEDSTM, TM_BACKEND_ITM, TM_BACKEND_SEQ"
 #endif
 
@@ -67,12 +66,13 @@ _Static_assert(sizeof(long) == 8, "the benchmarks assume LP64");
 #define TM_PURE
 #define TM_VOLATILE volatile
 
-#define TM_ATOMIC_BEGIN(ro)                                                    \
-  {                                                                            \
-    const sstm_attr_t tm_attr_ = {.read_only = (ro)};                          \
+#define TM_ATOMIC_BEGIN(ro)                                                                        \
+  {                                                                                                \
+    const sstm_attr_t tm_attr_ = {.read_only = (ro)};                                              \
     SSTM_ATOMIC_BEGIN(&tm_attr_)
-#define TM_ATOMIC_END()                                                        \
-  SSTM_ATOMIC_END()                                                            \
+#define TM_ATOMIC_END()                                                                            \
+  SSTM_ATOMIC_END                                                                                  \
+  ()                                                                                               \
   }
 
 #define TM_LOAD_PTR(a) sstm_load_ptr((void *const *)(a))

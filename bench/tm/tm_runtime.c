@@ -20,16 +20,15 @@ static void counts_clear(tm_counts_t *out) { memset(out, 0, sizeof *out); }
 
 /* Build the configuration: defaults, then SCHEDSTM_* environment, then the
  * explicit options (which win over the environment). */
-static int sstm_build_config(const tm_sys_options_t *o, sstm_config_t *cfg,
-                             char *err, size_t errlen) {
+static int sstm_build_config(const tm_sys_options_t *o, sstm_config_t *cfg, char *err,
+                             size_t errlen) {
   sstm_config_default(cfg);
   int rc = sstm_config_from_env(cfg);
   if (rc != 0) {
     snprintf(err, errlen, "bad SCHEDSTM_* environment: %s", sstm_last_error());
     return -1;
   }
-  if (o != NULL && o->design != NULL &&
-      sstm_design_parse(o->design, &cfg->design) != 0) {
+  if (o != NULL && o->design != NULL && sstm_design_parse(o->design, &cfg->design) != 0) {
     snprintf(err, errlen, "unknown design '%s' (valid: etl, ctl)", o->design);
     return -1;
   }
@@ -37,8 +36,7 @@ static int sstm_build_config(const tm_sys_options_t *o, sstm_config_t *cfg,
     if (sstm_cm_find(o->cm) == NULL) {
       char names[512] = "";
       sstm_cm_list(names, sizeof names);
-      snprintf(err, errlen, "unknown contention manager '%s' (valid: %s)",
-               o->cm, names);
+      snprintf(err, errlen, "unknown contention manager '%s' (valid: %s)", o->cm, names);
       return -1;
     }
     cfg->cm = o->cm;
@@ -61,12 +59,10 @@ static int sstm_build_config(const tm_sys_options_t *o, sstm_config_t *cfg,
 
 int tm_sys_init(const tm_sys_options_t *o, char *err, size_t errlen) {
   sstm_config_t cfg;
-  if (sstm_build_config(o, &cfg, err, errlen) != 0)
-    return -1;
+  if (sstm_build_config(o, &cfg, err, errlen) != 0) return -1;
   int rc = sstm_init(&cfg);
   if (rc != 0) {
-    snprintf(err, errlen, "sstm_init failed: %s: %s", sstm_strerror(rc),
-             sstm_last_error());
+    snprintf(err, errlen, "sstm_init failed: %s: %s", sstm_strerror(rc), sstm_last_error());
     return -1;
   }
   return 0;
@@ -74,8 +70,7 @@ int tm_sys_init(const tm_sys_options_t *o, char *err, size_t errlen) {
 
 void tm_sys_fini(void) {
   int rc = sstm_shutdown();
-  if (rc != 0)
-    fprintf(stderr, "warning: sstm_shutdown: %s\n", sstm_strerror(rc));
+  if (rc != 0) fprintf(stderr, "warning: sstm_shutdown: %s\n", sstm_strerror(rc));
 }
 
 void tm_thread_enter(void) {
@@ -86,8 +81,7 @@ void tm_thread_enter(void) {
 
 void tm_thread_exit(void) {
   int rc = sstm_thread_exit();
-  if (rc != 0)
-    fprintf(stderr, "warning: sstm_thread_exit: %s\n", sstm_strerror(rc));
+  if (rc != 0) fprintf(stderr, "warning: sstm_thread_exit: %s\n", sstm_strerror(rc));
 }
 
 /* Convert engine counters into the back-end-neutral form. */
@@ -133,8 +127,7 @@ void tm_stats_reset(void) { sstm_stats_reset(); }
 
 const char *tm_design_name(void) {
   sstm_config_t cfg;
-  if (sstm_config_get(&cfg) != 0)
-    return "-";
+  if (sstm_config_get(&cfg) != 0) return "-";
   return sstm_design_name(cfg.design);
 }
 
@@ -144,8 +137,7 @@ const char *tm_cm_name(void) {
 }
 
 void tm_describe(char *buf, size_t len) {
-  if (sstm_describe(buf, len) < 0)
-    snprintf(buf, len, "schedstm (not initialised)");
+  if (sstm_describe(buf, len) < 0) snprintf(buf, len, "schedstm (not initialised)");
 }
 
 #else /* libitm and sequential */
@@ -153,23 +145,20 @@ void tm_describe(char *buf, size_t len) {
 #define TM_DEFAULT_ITM_METHOD "ml_wt"
 
 /* Reject the schedstm-only options on the other back-ends. */
-static int reject_sstm_options(const tm_sys_options_t *o, char *err,
-                               size_t errlen) {
+static int reject_sstm_options(const tm_sys_options_t *o, char *err, size_t errlen) {
   if (o != NULL && o->design != NULL) {
     snprintf(err, errlen, "-D (design) is only supported by the schedstm back-end");
     return -1;
   }
   if (o != NULL && o->cm != NULL) {
-    snprintf(err, errlen,
-             "-C (contention manager) is only supported by the schedstm back-end");
+    snprintf(err, errlen, "-C (contention manager) is only supported by the schedstm back-end");
     return -1;
   }
   return 0;
 }
 
 int tm_sys_init(const tm_sys_options_t *o, char *err, size_t errlen) {
-  if (reject_sstm_options(o, err, errlen) != 0)
-    return -1;
+  if (reject_sstm_options(o, err, errlen) != 0) return -1;
 #if defined(TM_BACKEND_ITM)
   /* With one thread and no explicit method libitm runs transactions in
    * serial-irrevocable mode; pin an instrumented method unless the user
@@ -200,30 +189,26 @@ const char *tm_cm_name(void) { return "-"; }
 void tm_describe(char *buf, size_t len) {
 #if defined(TM_BACKEND_ITM)
   const char *m = getenv("ITM_DEFAULT_METHOD");
-  snprintf(buf, len, "libitm (gcc %d.%d) ITM_DEFAULT_METHOD=%s", __GNUC__,
-           __GNUC_MINOR__, m != NULL ? m : "(default)");
+  snprintf(buf, len, "libitm (gcc %d.%d) ITM_DEFAULT_METHOD=%s", __GNUC__, __GNUC_MINOR__,
+           m != NULL ? m : "(default)");
 #else
-  snprintf(buf, len, "sequential, uninstrumented (gcc %d.%d)", __GNUC__,
-           __GNUC_MINOR__);
+  snprintf(buf, len, "sequential, uninstrumented (gcc %d.%d)", __GNUC__, __GNUC_MINOR__);
 #endif
 }
 
 #endif
 
 void tm_bench_check_options(int argc, char **argv, int optind_, long threads, uint64_t *seed) {
-  if (optind_ < argc)
-    bench_die(BENCH_EXIT_USAGE, "unexpected argument '%s'", argv[optind_]);
+  if (optind_ < argc) bench_die(BENCH_EXIT_USAGE, "unexpected argument '%s'", argv[optind_]);
   if (threads > 1 && !tm_multi_threaded())
     bench_die(BENCH_EXIT_USAGE, "the %s back-end is single-threaded: -n must be 1 (got %ld)",
               tm_backend_name(), threads);
-  if (*seed == 0)
-    *seed = (uint64_t)(bench_now() * 1e9);
+  if (*seed == 0) *seed = (uint64_t)(bench_now() * 1e9);
 }
 
 void tm_bench_start(const char *design, const char *cm, unsigned workers) {
   char err[512];
   tm_sys_options_t so = {.design = design, .cm = cm, .threads = workers + 1};
-  if (tm_sys_init(&so, err, sizeof err) != 0)
-    bench_die(BENCH_EXIT_USAGE, "%s", err);
+  if (tm_sys_init(&so, err, sizeof err) != 0) bench_die(BENCH_EXIT_USAGE, "%s", err);
   tm_thread_enter();
 }

@@ -28,10 +28,10 @@ typedef struct tm_counts {
   size_t nreasons; /* entries in reason_name/reason_count */
   const char *reason_name[TM_MAX_REASONS];
   uint64_t reason_count[TM_MAX_REASONS];
-  bool cm_known;           /* contention-manager figures (schedstm only) */
-  uint64_t cm_wait_ns;     /* time spent in the policy's waits */
+  bool cm_known;       /* contention-manager figures (schedstm only) */
+  uint64_t cm_wait_ns; /* time spent in the policy's waits */
   const char *cm_stat_name[8];
-  uint64_t cm_stat[8];     /* the policy's counters (priority changes, ...) */
+  uint64_t cm_stat[8]; /* the policy's counters (priority changes, ...) */
 } tm_counts_t;
 
 /* Back-end name: "schedstm", "itm" or "seq". */

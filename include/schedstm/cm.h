@@ -45,37 +45,37 @@
 SSTM_EXTERN_C_BEGIN
 
 typedef enum sstm_conflict_kind {
-  SSTM_CONFLICT_READ_LOCKED = 0,  /* read of a word write-locked by another */
-  SSTM_CONFLICT_WRITE_LOCKED = 1, /* write/write: lock owned by another */
-  SSTM_CONFLICT_COMMIT_LOCKED = 2,/* commit-time lock acquisition (CTL) */
-  SSTM_CONFLICT_VALIDATION = 3,   /* read set no longer valid */
-  SSTM_CONFLICT_KILLED = 4,       /* aborted remotely by another thread */
-  SSTM_CONFLICT_IRREVOCABLE = 5,  /* an irrevocable transaction is running */
+  SSTM_CONFLICT_READ_LOCKED = 0,   /* read of a word write-locked by another */
+  SSTM_CONFLICT_WRITE_LOCKED = 1,  /* write/write: lock owned by another */
+  SSTM_CONFLICT_COMMIT_LOCKED = 2, /* commit-time lock acquisition (CTL) */
+  SSTM_CONFLICT_VALIDATION = 3,    /* read set no longer valid */
+  SSTM_CONFLICT_KILLED = 4,        /* aborted remotely by another thread */
+  SSTM_CONFLICT_IRREVOCABLE = 5,   /* an irrevocable transaction is running */
 } sstm_conflict_kind_t;
 
 /* Snapshot of the other party, taken without synchronisation: the values
  * are consistent enough for a decision, not exact. */
 typedef struct sstm_party {
-  sstm_desc_t *desc;     /* its descriptor (never freed while the library is
-                            initialised, so always safe to pass back) */
-  unsigned slot;         /* descriptor slot */
-  int tid;               /* OS thread id last attached, 0 if unknown */
-  uint64_t txid;         /* the attempt that owns the lock */
-  uint64_t start;        /* its attempt's start timestamp (global clock) */
-  uint64_t birth;        /* start timestamp of its transaction's first
-                            attempt: the age used by timestamp policies */
-  uint32_t reads;        /* read-set size */
-  uint32_t writes;       /* write-set size */
-  int priority;          /* sstm_attr_t priority */
-  bool committing;       /* committing or irrevocable: cannot be aborted */
+  sstm_desc_t *desc; /* its descriptor (never freed while the library is
+                        initialised, so always safe to pass back) */
+  unsigned slot;     /* descriptor slot */
+  int tid;           /* OS thread id last attached, 0 if unknown */
+  uint64_t txid;     /* the attempt that owns the lock */
+  uint64_t start;    /* its attempt's start timestamp (global clock) */
+  uint64_t birth;    /* start timestamp of its transaction's first
+                        attempt: the age used by timestamp policies */
+  uint32_t reads;    /* read-set size */
+  uint32_t writes;   /* write-set size */
+  int priority;      /* sstm_attr_t priority */
+  bool committing;   /* committing or irrevocable: cannot be aborted */
 } sstm_party_t;
 
 typedef struct sstm_conflict {
   sstm_conflict_kind_t kind;
-  const void *addr;      /* address being accessed, NULL if none */
-  bool has_other;        /* other is filled in */
+  const void *addr; /* address being accessed, NULL if none */
+  bool has_other;   /* other is filled in */
   sstm_party_t other;
-  unsigned attempt;      /* consecutive WAITs already done for this access */
+  unsigned attempt; /* consecutive WAITs already done for this access */
 } sstm_conflict_t;
 
 typedef enum sstm_cm_action {
@@ -86,40 +86,40 @@ typedef enum sstm_cm_action {
 
 /* What a policy sees of its own transaction. */
 typedef struct sstm_cm_ctx {
-  void *state;           /* state_size bytes of per-descriptor policy state,
-                            zeroed when the descriptor is first created and
-                            kept when a later thread reuses the descriptor
-                            (other threads may still use it): desc_init
-                            resets what it needs */
-  sstm_desc_t *desc;     /* own descriptor */
-  unsigned retries;      /* aborts so far of the current transaction */
-  uint64_t txid;         /* current attempt */
-  uint64_t start;        /* current attempt's start timestamp */
-  uint64_t birth;        /* start timestamp of the first attempt */
-  uint32_t reads, writes;/* current set sizes */
-  int priority;          /* sstm_attr_t priority */
-  bool watched;          /* in on_commit/on_abort: some thread watched the
-                            attempt that just ended (sstm_party_watch) */
+  void *state;            /* state_size bytes of per-descriptor policy state,
+                             zeroed when the descriptor is first created and
+                             kept when a later thread reuses the descriptor
+                             (other threads may still use it): desc_init
+                             resets what it needs */
+  sstm_desc_t *desc;      /* own descriptor */
+  unsigned retries;       /* aborts so far of the current transaction */
+  uint64_t txid;          /* current attempt */
+  uint64_t start;         /* current attempt's start timestamp */
+  uint64_t birth;         /* start timestamp of the first attempt */
+  uint32_t reads, writes; /* current set sizes */
+  int priority;           /* sstm_attr_t priority */
+  bool watched;           /* in on_commit/on_abort: some thread watched the
+                             attempt that just ended (sstm_party_watch) */
 } sstm_cm_ctx_t;
 
 /* Why an attempt ended without commit. Counted per thread. */
 typedef struct sstm_abort_info {
   sstm_abort_reason_t reason;
   bool has_other;
-  sstm_party_t other;    /* the winner (for SSTM_ABORT_KILLED, the killer),
-                            when known */
+  sstm_party_t other; /* the winner (for SSTM_ABORT_KILLED, the killer),
+                         when known */
 } sstm_abort_info_t;
 
 /* What a policy is doing, published in the per-thread state table and
  * counted per thread (sstm_stats_t.cm_actions). */
 typedef enum sstm_cm_act {
-  SSTM_ACT_NONE = 0,    /* running normally */
-  SSTM_ACT_SPIN,        /* spinning until a winner's attempt ends */
-  SSTM_ACT_BLOCK,       /* sleeping until a winner's attempt ends */
-  SSTM_ACT_YIELD,       /* yielded the CPU */
-  SSTM_ACT_BACKOFF,     /* random backoff */
-  SSTM_ACT_LOWERED,     /* running at lowered OS priority (softser) */
-  SSTM_ACT_KILL,        /* aborted another transaction */
+  SSTM_ACT_NONE = 0, /* running normally */
+  SSTM_ACT_SPIN,     /* spinning until a winner's attempt ends */
+  SSTM_ACT_BLOCK,    /* sleeping until a winner's attempt ends */
+  SSTM_ACT_YIELD,    /* yielded the CPU */
+  SSTM_ACT_BACKOFF,  /* random backoff */
+  SSTM_ACT_LOWERED,  /* running at lowered OS priority (softser) */
+  SSTM_ACT_KILL,     /* aborted another transaction */
   SSTM_ACT_COUNT
 } sstm_cm_act_t;
 
@@ -147,14 +147,13 @@ typedef struct sstm_cm_ops {
   /* Called once by sstm_init() after the configuration is final; a non-zero
    * return fails sstm_init() with that code. Optional. */
   int (*init)(const struct sstm_config *cfg);
-  void (*fini)(void);                              /* optional */
-  void (*desc_init)(sstm_cm_ctx_t *ctx);           /* optional */
-  void (*desc_fini)(sstm_cm_ctx_t *ctx);           /* optional */
-  void (*on_begin)(sstm_cm_ctx_t *ctx);            /* optional, hot path */
-  void (*on_commit)(sstm_cm_ctx_t *ctx);           /* optional, hot path */
+  void (*fini)(void);                    /* optional */
+  void (*desc_init)(sstm_cm_ctx_t *ctx); /* optional */
+  void (*desc_fini)(sstm_cm_ctx_t *ctx); /* optional */
+  void (*on_begin)(sstm_cm_ctx_t *ctx);  /* optional, hot path */
+  void (*on_commit)(sstm_cm_ctx_t *ctx); /* optional, hot path */
   /* Required. *wait_ns is preset to 0; set it for SSTM_CM_WAIT. */
-  sstm_cm_action_t (*on_conflict)(sstm_cm_ctx_t *ctx, const sstm_conflict_t *c,
-                                  uint64_t *wait_ns);
+  sstm_cm_action_t (*on_conflict)(sstm_cm_ctx_t *ctx, const sstm_conflict_t *c, uint64_t *wait_ns);
   /* After rollback, before the restart (also after a cancel, which has no
    * restart: check info->reason). May block. Optional. */
   void (*on_abort)(sstm_cm_ctx_t *ctx, const sstm_abort_info_t *info);

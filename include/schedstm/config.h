@@ -55,21 +55,21 @@ typedef enum sstm_stats_level {
 typedef void (*sstm_sample_fn)(void *arg, const void *addr, bool is_write);
 
 typedef struct sstm_config {
-  sstm_design_t design;       /* default SSTM_DESIGN_ETL */
-  const char *cm;             /* contention manager name, default "suicide" */
-  unsigned lock_bits;         /* lock table has 2^lock_bits entries (default 20) */
-  unsigned stripe_shift;      /* one lock covers 2^stripe_shift bytes (default 5) */
-  unsigned max_threads;       /* registered threads at once (default 1024) */
-  sstm_stats_level_t stats;   /* default SSTM_STATS_BASIC */
-  uint64_t backoff_min_ns;    /* backoff policy: first delay bound (default 256) */
-  uint64_t backoff_max_ns;    /* backoff policy: delay cap (default 1 ms) */
-  unsigned wait_max;          /* max consecutive WAIT decisions for one access
-                                 before the engine forces ABORT_SELF (default 64) */
-  unsigned sample_period;     /* 0 = sampling off (default) */
-  sstm_sample_fn sample_fn;   /* required when sample_period > 0 */
+  sstm_design_t design;     /* default SSTM_DESIGN_ETL */
+  const char *cm;           /* contention manager name, default "suicide" */
+  unsigned lock_bits;       /* lock table has 2^lock_bits entries (default 20) */
+  unsigned stripe_shift;    /* one lock covers 2^stripe_shift bytes (default 5) */
+  unsigned max_threads;     /* registered threads at once (default 1024) */
+  sstm_stats_level_t stats; /* default SSTM_STATS_BASIC */
+  uint64_t backoff_min_ns;  /* backoff policy: first delay bound (default 256) */
+  uint64_t backoff_max_ns;  /* backoff policy: delay cap (default 1 ms) */
+  unsigned wait_max;        /* max consecutive WAIT decisions for one access
+                               before the engine forces ABORT_SELF (default 64) */
+  unsigned sample_period;   /* 0 = sampling off (default) */
+  sstm_sample_fn sample_fn; /* required when sample_period > 0 */
   void *sample_arg;
-  bool state_table;           /* publish /dev/shm/schedstm.<pid> (default false) */
-  bool use_env;               /* apply SCHEDSTM_* overrides (default true) */
+  bool state_table; /* publish /dev/shm/schedstm.<pid> (default false) */
+  bool use_env;     /* apply SCHEDSTM_* overrides (default true) */
 } sstm_config_t;
 
 /* Fill *cfg with the defaults. Never fails. */

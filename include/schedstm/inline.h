@@ -35,14 +35,14 @@ struct sstm__rentry {
 /* The first cache line of every descriptor (checked against the internal
  * layout by static assertions in the library). */
 typedef struct sstm__fast {
-  uint8_t variant;      /* 0: ETL, 1: CTL, 2: read-only, 3: irrevocable,
-                           | 4: sampling, | 0x40: killed; 0x80: no
-                           transaction (atomic inside the library) */
+  uint8_t variant; /* 0: ETL, 1: CTL, 2: read-only, 3: irrevocable,
+                      | 4: sampling, | 0x40: killed; 0x80: no
+                      transaction (atomic inside the library) */
   uint8_t design;
   uint8_t stripe_shift;
-  uint8_t slow;         /* library-internal */
+  uint8_t slow; /* library-internal */
   uint32_t depth;
-  uint64_t end;         /* snapshot upper bound */
+  uint64_t end; /* snapshot upper bound */
   uint64_t owner_lw;
   uint64_t *locks;
   uint64_t lock_mask;
@@ -93,8 +93,8 @@ sstm__load_fast(sstm__fast_t *f, const void *addr, unsigned size, bool log, uint
  * an ETL or declared read-only attempt, a naturally aligned address, and
  * sstm__load_fast's conditions. Outside a transaction the variant is
  * SSTM__V_NONE too, so misuse also takes the slow path. */
-static inline __attribute__((always_inline)) bool
-sstm__load_try(sstm__fast_t *f, const void *addr, unsigned size, uint64_t *out) {
+static inline __attribute__((always_inline)) bool sstm__load_try(sstm__fast_t *f, const void *addr,
+                                                                 unsigned size, uint64_t *out) {
   /* relaxed: killers set a flag bit in this byte, which fails both tests
    * below and sends a killed attempt to the slow path at once. */
   unsigned var = __atomic_load_n(&f->variant, __ATOMIC_RELAXED);
@@ -119,8 +119,7 @@ static __attribute__((cold, noinline, unused)) uint64_t sstm__load_general(const
 static inline __attribute__((always_inline)) uint64_t sstm__load_inline(const void *addr,
                                                                         unsigned size) {
   uint64_t v;
-  if (__builtin_expect(sstm__load_try(sstm__fast_cur, addr, size, &v), 1))
-    return v;
+  if (__builtin_expect(sstm__load_try(sstm__fast_cur, addr, size, &v), 1)) return v;
   return sstm__load_general(addr, size);
 }
 #endif

@@ -11,14 +11,14 @@
 #ifndef SCHEDSTM_H
 #define SCHEDSTM_H
 
+#include <schedstm/alloc.h>
+#include <schedstm/cm.h>
 #include <schedstm/common.h>
 #include <schedstm/config.h>
-#include <schedstm/thread.h>
-#include <schedstm/tx.h>
-#include <schedstm/alloc.h>
-#include <schedstm/stats.h>
-#include <schedstm/cm.h>
 #include <schedstm/hooks.h>
 #include <schedstm/sched.h>
+#include <schedstm/stats.h>
+#include <schedstm/thread.h>
+#include <schedstm/tx.h>
 
 #endif /* SCHEDSTM_H */

@@ -85,14 +85,14 @@ SSTM_API int sstm__ckpt_save(sstm_ckpt_t *c) __attribute__((returns_twice));
 /* Internal: begin (returns the checkpoint to save, or NULL when nested). */
 SSTM_API sstm_ckpt_t *sstm__begin(const sstm_attr_t *attr);
 
-#define SSTM_ATOMIC_BEGIN(attr)                                                \
-  {                                                                            \
-    sstm_ckpt_t *sstm__c_ = sstm__begin(attr);                                 \
-    if (sstm__c_ == NULL || sstm__ckpt_save(sstm__c_) != SSTM__CKPT_CANCEL) { \
+#define SSTM_ATOMIC_BEGIN(attr)                                                                    \
+  {                                                                                                \
+    sstm_ckpt_t *sstm__c_ = sstm__begin(attr);                                                     \
+    if (sstm__c_ == NULL || sstm__ckpt_save(sstm__c_) != SSTM__CKPT_CANCEL) {
 
-#define SSTM_ATOMIC_END()                                                      \
-  sstm_commit();                                                               \
-  }                                                                            \
+#define SSTM_ATOMIC_END()                                                                          \
+  sstm_commit();                                                                                   \
+  }                                                                                                \
   }
 
 /* Commit the current transaction (or leave one nesting level). On conflict
@@ -209,10 +209,16 @@ SSTM_API int sstm_quiesce(void);
 #if defined(SSTM_INLINE_BARRIERS)
 /* Inline read fast path: see <schedstm/inline.h>. */
 static inline uint8_t sstm_load_u8(const uint8_t *a) { return (uint8_t)sstm__load_inline(a, 1); }
-static inline uint16_t sstm_load_u16(const uint16_t *a) { return (uint16_t)sstm__load_inline(a, 2); }
-static inline uint32_t sstm_load_u32(const uint32_t *a) { return (uint32_t)sstm__load_inline(a, 4); }
+static inline uint16_t sstm_load_u16(const uint16_t *a) {
+  return (uint16_t)sstm__load_inline(a, 2);
+}
+static inline uint32_t sstm_load_u32(const uint32_t *a) {
+  return (uint32_t)sstm__load_inline(a, 4);
+}
 static inline uint64_t sstm_load_u64(const uint64_t *a) { return sstm__load_inline(a, 8); }
-static inline void *sstm_load_ptr(void *const *a) { return (void *)(uintptr_t)sstm__load_inline(a, 8); }
+static inline void *sstm_load_ptr(void *const *a) {
+  return (void *)(uintptr_t)sstm__load_inline(a, 8);
+}
 static inline float sstm_load_float(const float *a) {
   uint32_t b = (uint32_t)sstm__load_inline(a, 4);
   float f;
@@ -255,14 +261,28 @@ SSTM_API void sstm_load_bytes(void *dst, const void *src, size_t n);
 SSTM_API void sstm_store_bytes(void *dst, const void *src, size_t n);
 
 /* Signed convenience wrappers. */
-static inline int8_t sstm_load_i8(const int8_t *a) { return (int8_t)sstm_load_u8((const uint8_t *)a); }
-static inline int16_t sstm_load_i16(const int16_t *a) { return (int16_t)sstm_load_u16((const uint16_t *)a); }
-static inline int32_t sstm_load_i32(const int32_t *a) { return (int32_t)sstm_load_u32((const uint32_t *)a); }
-static inline int64_t sstm_load_i64(const int64_t *a) { return (int64_t)sstm_load_u64((const uint64_t *)a); }
+static inline int8_t sstm_load_i8(const int8_t *a) {
+  return (int8_t)sstm_load_u8((const uint8_t *)a);
+}
+static inline int16_t sstm_load_i16(const int16_t *a) {
+  return (int16_t)sstm_load_u16((const uint16_t *)a);
+}
+static inline int32_t sstm_load_i32(const int32_t *a) {
+  return (int32_t)sstm_load_u32((const uint32_t *)a);
+}
+static inline int64_t sstm_load_i64(const int64_t *a) {
+  return (int64_t)sstm_load_u64((const uint64_t *)a);
+}
 static inline void sstm_store_i8(int8_t *a, int8_t v) { sstm_store_u8((uint8_t *)a, (uint8_t)v); }
-static inline void sstm_store_i16(int16_t *a, int16_t v) { sstm_store_u16((uint16_t *)a, (uint16_t)v); }
-static inline void sstm_store_i32(int32_t *a, int32_t v) { sstm_store_u32((uint32_t *)a, (uint32_t)v); }
-static inline void sstm_store_i64(int64_t *a, int64_t v) { sstm_store_u64((uint64_t *)a, (uint64_t)v); }
+static inline void sstm_store_i16(int16_t *a, int16_t v) {
+  sstm_store_u16((uint16_t *)a, (uint16_t)v);
+}
+static inline void sstm_store_i32(int32_t *a, int32_t v) {
+  sstm_store_u32((uint32_t *)a, (uint32_t)v);
+}
+static inline void sstm_store_i64(int64_t *a, int64_t v) {
+  sstm_store_u64((uint64_t *)a, (uint64_t)v);
+}
 
 /* Misuse handler: called with a message when the API is misused in a way
  * that cannot be reported through a return value (an access outside a

@@ -99,8 +99,7 @@ extern const sstm_cm_ops_t sstm__cm_yield, sstm__cm_ser_block, sstm__cm_os_prio,
 #define SPIN_NS 20000ull
 static void spin_block_abort(sstm_cm_ctx_t *ctx, const sstm_abort_info_t *info) {
   sstm__cm_bound_retries(ctx);
-  if (!info->has_other || !sstm__cm_conflict_abort(info->reason))
-    return;
+  if (!info->has_other || !sstm__cm_conflict_abort(info->reason)) return;
   sstm_cm_note(ctx, SSTM_ACT_SPIN);
   sstm_cm_count(ctx, 0, 1);
   if (sstm_party_wait(&info->other, SSTM_WAIT_SPIN, SPIN_NS) != 0) {
@@ -118,7 +117,7 @@ static const sstm_cm_ops_t spin_block = {
 
 enum { SUB_YIELD, SUB_SPIN_BLOCK, SUB_SER_BLOCK, SUB_OS_PRIO, NSUB };
 static const sstm_cm_ops_t *const subs[NSUB] = {&sstm__cm_yield, &spin_block, &sstm__cm_ser_block,
-                                                 &sstm__cm_os_prio};
+                                                &sstm__cm_os_prio};
 /* Policy counters 0..3 belong to the sub-policies (waits, yields or kills;
  * timeouts or self-aborts; os_prio's priority refreshes and escalations),
  * 4..6 to adaptive itself, 7 to an ext modifier. */
@@ -126,8 +125,8 @@ enum { A_SWITCHES = 4, A_EVALUATIONS = 5, A_SLICE_CHANGES = 6 };
 
 #define WINDOW_NS 20000000ull
 #define WINDOW_MAX_SCALE 8 /* long windows: up to 8 x WINDOW_NS */
-#define MIN_EVENTS 16           /* commits + aborts a window needs to be judged */
-#define ACTIVE_WINDOWS 4        /* a thread counts as running for this many windows */
+#define MIN_EVENTS 16      /* commits + aborts a window needs to be judged */
+#define ACTIVE_WINDOWS 4   /* a thread counts as running for this many windows */
 /* Transactions are long when their CPU time per commit exceeds the time
  * slice / LONG_TX_DIV: then at least one in 35 spans a scheduling point,
  * and a preempted winner (or a loser spinning for one) costs a slice of
@@ -142,28 +141,28 @@ enum { A_SWITCHES = 4, A_EVALUATIONS = 5, A_SLICE_CHANGES = 6 };
 #define UNDER_WINDOWS 3         /* windows with threads <= CPUs before leaving ser-block/yield */
 #define LENGTH_WINDOWS 2        /* windows a change of transaction length must last */
 #define PROBE_LEN 6
-#define PROBE_MARGIN 1.03 /* the challenger must beat the default by this factor */
-#define HOLD_WINDOWS 50   /* windows between probes that found no clear winner */
-#define HOLD_FIRST 12     /* ... after a clear verdict not yet confirmed */
-#define HOLD_MAX 800      /* ... growing to this while clear verdicts agree */
-#define CLEAR_MARGIN 1.25 /* a verdict this one-sided is clear */
-#define EARLY_MARGIN 2.0  /* ... and this one-sided after one window each ends the probe */
+#define PROBE_MARGIN 1.03     /* the challenger must beat the default by this factor */
+#define HOLD_WINDOWS 50       /* windows between probes that found no clear winner */
+#define HOLD_FIRST 12         /* ... after a clear verdict not yet confirmed */
+#define HOLD_MAX 800          /* ... growing to this while clear verdicts agree */
+#define CLEAR_MARGIN 1.25     /* a verdict this one-sided is clear */
+#define EARLY_MARGIN 2.0      /* ... and this one-sided after one window each ends the probe */
 #define EARLY_LATE_MARGIN 1.5 /* ... or this one-sided in the means of three windows or more */
-#define YIELD_MAX_APC 1.0 /* aborts per commit that make a held yield give way */
-#define PATH_LEN 8        /* reads compared between attempts */
-#define NONDET_MIN 8      /* compared retries a window needs to judge non-determinism */
-#define NONDET_SHARE 0.30 /* share of retries on another path: non-deterministic */
+#define YIELD_MAX_APC 1.0     /* aborts per commit that make a held yield give way */
+#define PATH_LEN 8            /* reads compared between attempts */
+#define NONDET_MIN 8          /* compared retries a window needs to judge non-determinism */
+#define NONDET_SHARE 0.30     /* share of retries on another path: non-deterministic */
 /* state_size must be known before init: an upper bound, checked at init
  * against the sub-policies' sizes. */
 #define ADAPTIVE_STATE_MAX 512
 
 typedef struct adaptive_state {
-  bool slice_on; /* owner-only: the attached thread runs with the long custom
-                    slice (an OS setting of the thread: given back when the
-                    descriptor leaves it, on_detach) */
-  uint64_t slice_prev; /* the thread's slice before (0: the default) */
-  uint32_t prev_n;                  /* owner-only: the previous attempt's */
-  const void *prev_path[PATH_LEN];  /* first read stripes */
+  bool slice_on;                   /* owner-only: the attached thread runs with the long custom
+                                      slice (an OS setting of the thread: given back when the
+                                      descriptor leaves it, on_detach) */
+  uint64_t slice_prev;             /* the thread's slice before (0: the default) */
+  uint32_t prev_n;                 /* owner-only: the previous attempt's */
+  const void *prev_path[PATH_LEN]; /* first read stripes */
 } adaptive_state_t;
 
 static size_t sub_off[NSUB], own_size;
@@ -204,13 +203,13 @@ static struct {
   bool evaluated;                   /* a window has been judged */
   bool over;                        /* regime: more threads than CPUs */
   unsigned under_streak;
-  bool longtx; /* transactions are long or non-deterministic */
+  bool longtx;   /* transactions are long or non-deterministic */
   double nondet; /* share of compared retries that took another path */
   unsigned len_streak;
-  int probe_pos; /* next probe window, -1: not probing */
-  int probe_a, probe_b; /* the regime's challenger and default */
+  int probe_pos;          /* next probe window, -1: not probing */
+  int probe_a, probe_b;   /* the regime's challenger and default */
   unsigned probe_threads; /* threads when the last probe started */
-  char regime[96];      /* what the last window showed */
+  char regime[96];        /* what the last window showed */
   double probe_cps[NSUB];
   unsigned probe_n[NSUB];
   unsigned hold;      /* windows before the next probe */
@@ -252,8 +251,7 @@ static int adaptive_init(const sstm_config_t *cfg) {
     off += (subs[i]->state_size + 15) & ~(size_t)15;
     if (subs[i]->init) {
       int rc = subs[i]->init(cfg);
-      if (rc)
-        return rc;
+      if (rc) return rc;
     }
   }
   own_size = off;
@@ -301,8 +299,7 @@ static int adaptive_init(const sstm_config_t *cfg) {
 
 static void adaptive_fini(void) {
   for (int i = 0; i < NSUB; i++)
-    if (subs[i]->fini)
-      subs[i]->fini();
+    if (subs[i]->fini) subs[i]->fini();
   pthread_mutex_lock(&G.lock);
   free(G.seen_c);
   G.seen_c = G.seen_a = G.last_win = NULL;
@@ -321,21 +318,16 @@ static int adaptive_describe(char *buf, size_t len) {
 /* Under G.lock. The reason is updated whenever it is given, the switch
  * counted only when the choice changes. */
 static void choose(sstm_cm_ctx_t *ctx, int c) {
-  if (atomic_load_explicit(&G.cur, RLX) == c)
-    return;
+  if (atomic_load_explicit(&G.cur, RLX) == c) return;
   atomic_store_explicit(&G.cur, c, RLX);
-  if (ctx)
-    sstm_cm_count(ctx, A_SWITCHES, 1);
+  if (ctx) sstm_cm_count(ctx, A_SWITCHES, 1);
 }
 
 static void want_slice(bool on) {
-  if (atomic_load_explicit(&G.slice_want, RLX) != on)
-    atomic_store_explicit(&G.slice_want, on, RLX);
+  if (atomic_load_explicit(&G.slice_want, RLX) != on) atomic_store_explicit(&G.slice_want, on, RLX);
 }
 
-static int probe_sub(int pos) {
-  return probe_challenger[pos] ? G.probe_a : G.probe_b;
-}
+static int probe_sub(int pos) { return probe_challenger[pos] ? G.probe_a : G.probe_b; }
 
 /* Under G.lock: one probe window has ended under the current choice. */
 static void probe_step(sstm_cm_ctx_t *ctx, double cps) {
@@ -412,8 +404,7 @@ static bool cut_due(uint64_t elapsed, uint64_t window, uint64_t commits, uint64_
   if (G.probe_pos < 0 || probe_sub(G.probe_pos) != G.probe_b ||
       atomic_load_explicit(&G.cur, RLX) != G.probe_b || G.probe_n[G.probe_a] == 0)
     return false;
-  if (elapsed < window / 4 || commits + aborts < MIN_EVENTS)
-    return false;
+  if (elapsed < window / 4 || commits + aborts < MIN_EVENTS) return false;
   double mean_a = G.probe_cps[G.probe_a] / G.probe_n[G.probe_a];
   double cps = (double)commits * 1e9 / (double)elapsed;
   return cps * EARLY_MARGIN < mean_a;
@@ -421,8 +412,7 @@ static bool cut_due(uint64_t elapsed, uint64_t window, uint64_t commits, uint64_
 
 /* Under G.lock: the cut check of the window that starts at `now`. */
 static void cut_arm(uint64_t now) {
-  bool may = G.probe_pos >= 0 && probe_sub(G.probe_pos) == G.probe_b &&
-             G.probe_n[G.probe_a] > 0;
+  bool may = G.probe_pos >= 0 && probe_sub(G.probe_pos) == G.probe_b && G.probe_n[G.probe_a] > 0;
   atomic_store_explicit(&G.cut_at, may ? now + atomic_load_explicit(&G.window_ns, RLX) / 4 : 0,
                         RLX);
 }
@@ -458,8 +448,7 @@ static void probe_regime(sstm_cm_ctx_t *ctx, double cps, int a, int b, unsigned 
   if ((G.probe_pos >= 0 || G.hold > 0) &&
       (threads > 2 * G.probe_threads || 2 * threads < G.probe_threads))
     regime_reset();
-  if (G.probe_pos < 0 && G.hold == 0)
-    G.probe_threads = threads;
+  if (G.probe_pos < 0 && G.hold == 0) G.probe_threads = threads;
   if (G.probe_pos >= 0) {
     probe_step(ctx, cps);
     return;
@@ -470,8 +459,7 @@ static void probe_regime(sstm_cm_ctx_t *ctx, double cps, int a, int b, unsigned 
   }
   G.hold--;
   int cur = atomic_load_explicit(&G.cur, RLX);
-  if (cur != a && cur != b)
-    probe_start(ctx); /* held a choice of another regime */
+  if (cur != a && cur != b) probe_start(ctx); /* held a choice of another regime */
 }
 
 /* Under G.lock: fold one window into the decision. */
@@ -557,13 +545,11 @@ static void decide(sstm_cm_ctx_t *ctx, uint64_t ns, uint64_t commits, uint64_t a
  * end of a losing window), 0 returned. */
 static unsigned scan_counts(uint64_t *commits, uint64_t *aborts, bool take) {
   unsigned hw = atomic_load_explicit(&sstm__g.hiwater, memory_order_acquire);
-  if (hw > G.nslots)
-    hw = G.nslots;
+  if (hw > G.nslots) hw = G.nslots;
   unsigned active = 0;
   for (unsigned i = 0; i < hw; i++) {
     struct sstm_desc *d = sstm__desc_at(i);
-    if (d == NULL)
-      continue;
+    if (d == NULL) continue;
     uint64_t c = sstm__ctr_get(&d->ctr.commits_ro) + sstm__ctr_get(&d->ctr.commits_update), a = 0;
     for (int r = 0; r < SSTM_ABORT_REASON_COUNT; r++)
       a += sstm__ctr_get(&d->ctr.aborts[r]);
@@ -571,18 +557,14 @@ static unsigned scan_counts(uint64_t *commits, uint64_t *aborts, bool take) {
     uint64_t da = a >= G.seen_a[i] ? a - G.seen_a[i] : a;
     *commits += dc;
     *aborts += da;
-    if (!take)
-      continue;
+    if (!take) continue;
     G.seen_c[i] = c;
     G.seen_a[i] = a;
-    if (dc + da)
-      G.last_win[i] = G.win;
-    if (G.last_win[i] && G.win - G.last_win[i] < ACTIVE_WINDOWS)
-      active++;
+    if (dc + da) G.last_win[i] = G.win;
+    if (G.last_win[i] && G.win - G.last_win[i] < ACTIVE_WINDOWS) active++;
   }
   return active;
 }
-
 
 /* The thread that closes a window (CAS on its start) evaluates it. */
 static void maybe_evaluate(sstm_cm_ctx_t *ctx) {
@@ -590,8 +572,7 @@ static void maybe_evaluate(sstm_cm_ctx_t *ctx) {
    * another thread in between gives start > now, and now - start wraps to
    * a huge "window" that this thread would then judge. */
   uint64_t start = atomic_load_explicit(&G.window_start, RLX), now = sstm__now_ns();
-  if (now <= start)
-    return;
+  if (now <= start) return;
   uint64_t window = atomic_load_explicit(&G.window_ns, RLX);
   if (now - start < window) {
     /* Not over: unless this is a losing default window's check (one
@@ -600,19 +581,15 @@ static void maybe_evaluate(sstm_cm_ctx_t *ctx) {
     if (at == 0 || now < at ||
         !atomic_compare_exchange_strong_explicit(&G.cut_at, &at, at + window / 4, RLX, RLX))
       return;
-    if (pthread_mutex_trylock(&G.lock) != 0)
-      return;
+    if (pthread_mutex_trylock(&G.lock) != 0) return;
     uint64_t c = 0, a = 0;
-    if (G.nslots)
-      (void)scan_counts(&c, &a, false); /* a look: the evaluation takes them */
+    if (G.nslots) (void)scan_counts(&c, &a, false); /* a look: the evaluation takes them */
     bool cut = G.nslots && cut_due(now - start, window, c + G.pend_c, a + G.pend_a);
     pthread_mutex_unlock(&G.lock);
-    if (!cut)
-      return;
+    if (!cut) return;
   }
   /* relaxed: the CAS only elects the evaluator; G.lock orders its work. */
-  if (!atomic_compare_exchange_strong_explicit(&G.window_start, &start, now, RLX, RLX))
-    return;
+  if (!atomic_compare_exchange_strong_explicit(&G.window_start, &start, now, RLX, RLX)) return;
   pthread_mutex_lock(&G.lock);
   bool judged = false;
   if (G.nslots) {
@@ -640,8 +617,7 @@ static void maybe_evaluate(sstm_cm_ctx_t *ctx) {
     cut_arm(now);
   }
   pthread_mutex_unlock(&G.lock);
-  if (judged)
-    sstm_cm_info_changed(); /* outside G.lock: it calls adaptive_describe */
+  if (judged) sstm_cm_info_changed(); /* outside G.lock: it calls adaptive_describe */
 }
 
 static void adaptive_desc_init(sstm_cm_ctx_t *ctx) {
@@ -663,8 +639,7 @@ static void adaptive_desc_init(sstm_cm_ctx_t *ctx) {
   }
   bool changed = !G.evaluated;
   pthread_mutex_unlock(&G.lock);
-  if (changed)
-    sstm_cm_info_changed();
+  if (changed) sstm_cm_info_changed();
 }
 
 /* The long slice on or off for the calling thread, which has the
@@ -691,22 +666,19 @@ static void set_slice(sstm_cm_ctx_t *ctx, adaptive_state_t *s, bool on) {
  * without the long slice (the next abort asks for it if it is wanted). */
 static void adaptive_detach(sstm_cm_ctx_t *ctx) {
   adaptive_state_t *s = ctx->state;
-  if (s->slice_on)
-    set_slice(ctx, s, false);
+  if (s->slice_on) set_slice(ctx, s, false);
 }
 
 static void adaptive_desc_fini(sstm_cm_ctx_t *ctx) {
   adaptive_state_t *s = ctx->state;
-  if (s->slice_on)
-    set_slice(ctx, s, false);
+  if (s->slice_on) set_slice(ctx, s, false);
   for (int i = 0; i < NSUB; i++)
     if (subs[i]->desc_fini) {
       sstm_cm_ctx_t c = sub_ctx(ctx, i);
       subs[i]->desc_fini(&c);
     }
   pthread_mutex_lock(&G.lock);
-  if (G.registered)
-    G.registered--;
+  if (G.registered) G.registered--;
   pthread_mutex_unlock(&G.lock);
 }
 
@@ -732,8 +704,7 @@ static void note_path(sstm_cm_ctx_t *ctx, adaptive_state_t *s, const sstm_abort_
       for (uint32_t i = 0; i < k && !differs; i++)
         differs = rs[i].lock != s->prev_path[i];
       atomic_fetch_add_explicit(&G.compared, 1, RLX);
-      if (differs)
-        atomic_fetch_add_explicit(&G.differed, 1, RLX);
+      if (differs) atomic_fetch_add_explicit(&G.differed, 1, RLX);
     }
   }
   for (uint32_t i = 0; i < n; i++)
@@ -747,8 +718,7 @@ static void adaptive_abort(sstm_cm_ctx_t *ctx, const sstm_abort_info_t *info) {
   note_path(ctx, s, info);
   /* Under "adaptive+ext" the ext modifier owns the thread's slice. */
   bool want = atomic_load_explicit(&G.slice_want, RLX) && ctx->desc->cm == &sstm__cm_adaptive;
-  if (SSTM_UNLIKELY(want != s->slice_on))
-    set_slice(ctx, s, want);
+  if (SSTM_UNLIKELY(want != s->slice_on)) set_slice(ctx, s, want);
   int i = atomic_load_explicit(&G.cur, RLX);
   if (subs[i]->on_abort) {
     sstm_cm_ctx_t c = sub_ctx(ctx, i);
@@ -767,8 +737,7 @@ int sstm__adaptive_feed(uint64_t ns, uint64_t commits, uint64_t aborts, unsigned
   G.ncpu = ncpu;
   decide(NULL, ns, commits, aborts, threads);
   int cur = atomic_load_explicit(&G.cur, RLX);
-  if (reason)
-    snprintf(reason, len, "%s", G.reason);
+  if (reason) snprintf(reason, len, "%s", G.reason);
   pthread_mutex_unlock(&G.lock);
   return cur;
 }
@@ -782,13 +751,9 @@ bool sstm__adaptive_cut_due(uint64_t elapsed, uint64_t commits, uint64_t aborts)
   return cut;
 }
 
-const char *sstm__adaptive_sub_name(int i) {
-  return i >= 0 && i < NSUB ? subs[i]->name : "?";
-}
+const char *sstm__adaptive_sub_name(int i) { return i >= 0 && i < NSUB ? subs[i]->name : "?"; }
 
-uint64_t sstm__adaptive_window_ns(void) {
-  return atomic_load_explicit(&G.window_ns, RLX);
-}
+uint64_t sstm__adaptive_window_ns(void) { return atomic_load_explicit(&G.window_ns, RLX); }
 
 const sstm_cm_ops_t sstm__cm_adaptive = {
     .name = "adaptive",

@@ -18,7 +18,8 @@ static int backoff_init(const sstm_config_t *cfg) {
 
 static void backoff_desc_init(sstm_cm_ctx_t *ctx) {
   backoff_state_t *s = ctx->state;
-  s->rng = 0x853C49E6748FEA9Bull ^ ((uint64_t)sstm_desc_slot(ctx->desc) + 1) * 0x9E3779B97F4A7C15ull;
+  s->rng =
+      0x853C49E6748FEA9Bull ^ ((uint64_t)sstm_desc_slot(ctx->desc) + 1) * 0x9E3779B97F4A7C15ull;
 }
 
 static sstm_cm_action_t backoff_conflict(sstm_cm_ctx_t *ctx, const sstm_conflict_t *c,

@@ -53,8 +53,10 @@ static int ext_init(void) {
   slice_ns = us * 1000ull;
   default_slice_ns = sstm__sched_slice_ns();
   sstm__ext_probe(&probe);
-  if (force == SSTM_EXT_FORCE_NONE) probe.mode = SSTM_EXT_NONE;
-  else if (force == SSTM_EXT_FORCE_SLICE && probe.setattr_rc == 0) probe.mode = SSTM_EXT_SLICE;
+  if (force == SSTM_EXT_FORCE_NONE)
+    probe.mode = SSTM_EXT_NONE;
+  else if (force == SSTM_EXT_FORCE_SLICE && probe.setattr_rc == 0)
+    probe.mode = SSTM_EXT_SLICE;
   return 0;
 }
 
@@ -74,7 +76,7 @@ static void ext_attach(ext_state_t *s) {
 }
 
 static void ext_detach(ext_state_t *s) {
-  if (s->ctrl) s->ctrl->request = 0; /* never leave a request behind */
+  if (s->ctrl) s->ctrl->request = 0;                    /* never leave a request behind */
   if (s->slice_set) sstm__ext_set_slice(s->slice_prev); /* back to the thread's own */
   s->slice_set = false;
   s->ctrl = NULL;
@@ -230,7 +232,8 @@ const sstm_cm_ops_t *sstm__cm_ext_compose(const sstm_cm_ops_t *base) {
       .on_attach = c_attach,
       .on_detach = c_detach,
   };
-  for (int i = 0; i < SSTM_CM_NSTATS - 1; i++) c->ops.stat_names[i] = base->stat_names[i];
+  for (int i = 0; i < SSTM_CM_NSTATS - 1; i++)
+    c->ops.stat_names[i] = base->stat_names[i];
   c->ops.stat_names[EXT_STAT_YIELDS] = "ext_yields";
   used++;
   return &c->ops;

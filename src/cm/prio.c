@@ -34,9 +34,9 @@
 enum { P_KILLS, P_SELF_ABORTS, P_PRIO_CHANGES, P_ESCALATIONS };
 
 typedef struct prio_state {
-  _Atomic int cprio;           /* cached conflict priority */
-  _Atomic uint64_t stamp_ns;   /* when it was computed, 0 = never */
-  _Atomic uint32_t gen;        /* sstm_sched_set generation it saw */
+  _Atomic int cprio;         /* cached conflict priority */
+  _Atomic uint64_t stamp_ns; /* when it was computed, 0 = never */
+  _Atomic uint32_t gen;      /* sstm_sched_set generation it saw */
 } prio_state_t;
 
 static unsigned escalate_after = SSTM_PRIO_ESCALATE_DEFAULT;
@@ -74,7 +74,6 @@ static int cprio(sstm_cm_ctx_t *self, sstm_desc_t *d) {
   return atomic_load_explicit(&s->cprio, memory_order_relaxed);
 }
 
-
 static sstm_cm_action_t decide(sstm_cm_ctx_t *ctx, const sstm_conflict_t *c, uint64_t *wait_ns,
                                int order) {
   if (!sstm__cm_decidable(c)) return SSTM_CM_ABORT_SELF;
@@ -106,7 +105,8 @@ static sstm_cm_action_t os_prio_conflict(sstm_cm_ctx_t *ctx, const sstm_conflict
   int mine = cprio(ctx, ctx->desc), theirs = cprio(ctx, c->other.desc);
   int order = mine > theirs ? 1 : mine < theirs ? -1 : 0;
   if (order == 0) {
-    uint64_t ms = (uint64_t)ctx->reads + ctx->writes, ts = (uint64_t)c->other.reads + c->other.writes;
+    uint64_t ms = (uint64_t)ctx->reads + ctx->writes,
+             ts = (uint64_t)c->other.reads + c->other.writes;
     order = ms > ts ? 1 : ms < ts ? -1 : 0;
   }
   if (order == 0) order = cmp_u64_older(ctx->birth, c->other.birth);

@@ -19,10 +19,11 @@ static pthread_once_t builtins_once = PTHREAD_ONCE_INIT;
 
 static void add_builtins(void) {
   static const sstm_cm_ops_t *const builtins[] = {
-      &sstm__cm_suicide,  &sstm__cm_backoff,   &sstm__cm_yield,   &sstm__cm_ser_spin,
+      &sstm__cm_suicide,   &sstm__cm_backoff,   &sstm__cm_yield,   &sstm__cm_ser_spin,
       &sstm__cm_ser_yield, &sstm__cm_ser_block, &sstm__cm_softser, &sstm__cm_os_prio,
       &sstm__cm_timestamp, &sstm__cm_adaptive};
-  for (size_t i = 0; i < sizeof builtins / sizeof builtins[0]; i++) table[ntable++] = builtins[i];
+  for (size_t i = 0; i < sizeof builtins / sizeof builtins[0]; i++)
+    table[ntable++] = builtins[i];
 }
 
 static bool name_ok(const char *n) {
@@ -88,7 +89,8 @@ SSTM_API int sstm_cm_register(const sstm_cm_ops_t *ops) {
     size_t n = strlen(ops->stat_names[i]);
     if (n == 0 || n > SSTM_CM_STAT_NAME_MAX) {
       sstm__set_error("sstm_cm_register: policy '%s': counter name %d must have 1..%d characters "
-                      "(it has %zu)", ops->name, i, SSTM_CM_STAT_NAME_MAX, n);
+                      "(it has %zu)",
+                      ops->name, i, SSTM_CM_STAT_NAME_MAX, n);
       return SSTM_EINVAL;
     }
   }
@@ -128,13 +130,13 @@ SSTM_API int sstm_cm_list(char *buf, size_t len) {
   if (buf && len) buf[0] = '\0';
   pthread_mutex_lock(&table_lock);
   for (unsigned i = 0; i < ntable; i++) {
-    int n = snprintf(buf ? buf + (used < len ? used : len) : NULL,
-                     used < len ? len - used : 0, "%s%s", i ? ", " : "", table[i]->name);
+    int n = snprintf(buf ? buf + (used < len ? used : len) : NULL, used < len ? len - used : 0,
+                     "%s%s", i ? ", " : "", table[i]->name);
     used += (size_t)n;
   }
-  int n = snprintf(buf ? buf + (used < len ? used : len) : NULL, used < len ? len - used : 0,
-                   ", ext (and P+ext for any P above with at most %d counters)",
-                   SSTM_CM_NSTATS - 1);
+  int n =
+      snprintf(buf ? buf + (used < len ? used : len) : NULL, used < len ? len - used : 0,
+               ", ext (and P+ext for any P above with at most %d counters)", SSTM_CM_NSTATS - 1);
   used += (size_t)n;
   pthread_mutex_unlock(&table_lock);
   return (int)used;

@@ -48,8 +48,7 @@ static void ser_wait(sstm_cm_ctx_t *ctx, const sstm_abort_info_t *info, sstm_wai
                                               : SSTM_ACT_SPIN);
   sstm_cm_count(ctx, SER_WAITS, 1);
   uint64_t bound = atomic_load_explicit(&sstm__ser_wait_max_ns, memory_order_relaxed);
-  if (sstm_party_wait(&info->other, mode, bound) != 0)
-    sstm_cm_count(ctx, SER_TIMEOUTS, 1);
+  if (sstm_party_wait(&info->other, mode, bound) != 0) sstm_cm_count(ctx, SER_TIMEOUTS, 1);
   sstm_cm_note(ctx, SSTM_ACT_NONE);
 }
 

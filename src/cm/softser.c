@@ -51,10 +51,10 @@ typedef struct softser_state {
   pthread_mutex_t plock;
   _Atomic uint32_t conflicts; /* row count; peeked relaxed at commit */
   _Atomic bool lowered;
-  uint32_t gen;               /* bumps when the row is cleared wholesale */
-  bool noted_lowered;         /* owner-only: state table shows "lowered" */
+  uint32_t gen;       /* bumps when the row is cleared wholesale */
+  bool noted_lowered; /* owner-only: state table shows "lowered" */
   sstm_prio_saved_t saved;
-  bool inited;                /* mutexes initialised (state outlives threads) */
+  bool inited; /* mutexes initialised (state outlives threads) */
 } softser_state_t;
 
 static sstm_lever_t lever;
@@ -92,7 +92,8 @@ static void softser_desc_init(sstm_cm_ctx_t *ctx) {
  * nice as the kernel now has them. */
 static void change(sstm_cm_ctx_t *self, sstm_desc_t *d, softser_state_t *ls, bool up) {
   int tid = sstm_desc_tid(d);
-  bool ok = up ? sstm__lever_lower(lever, tid, &ls->saved) : sstm__lever_restore(lever, tid, &ls->saved);
+  bool ok =
+      up ? sstm__lever_lower(lever, tid, &ls->saved) : sstm__lever_restore(lever, tid, &ls->saved);
   if (ok) atomic_store_explicit(&ls->lowered, up, memory_order_relaxed);
   sstm_cm_count(self, ok ? SS_PRIO_CHANGES : SS_FAILED_CHANGES, 1);
   sstm__stt_prio_refresh(d);
@@ -105,7 +106,8 @@ static void row_dec(sstm_cm_ctx_t *self, sstm_desc_t *d, uint32_t gen) {
   uint32_t n = atomic_load_explicit(&ls->conflicts, memory_order_relaxed);
   if (ls->gen == gen && n > 0) {
     atomic_store_explicit(&ls->conflicts, n - 1, memory_order_relaxed);
-    if (n == 1 && atomic_load_explicit(&ls->lowered, memory_order_relaxed)) change(self, d, ls, false);
+    if (n == 1 && atomic_load_explicit(&ls->lowered, memory_order_relaxed))
+      change(self, d, ls, false);
   }
   pthread_mutex_unlock(&ls->plock);
 }
@@ -124,7 +126,8 @@ static void row_clear(sstm_cm_ctx_t *ctx) {
 static void column_clear(sstm_cm_ctx_t *ctx) {
   softser_state_t *ws = ctx->state;
   pthread_mutex_lock(&ws->wlock);
-  for (uint32_t i = 0; i < ws->nlosers; i++) row_dec(ctx, ws->losers[i].d, ws->losers[i].gen);
+  for (uint32_t i = 0; i < ws->nlosers; i++)
+    row_dec(ctx, ws->losers[i].d, ws->losers[i].gen);
   ws->nlosers = 0;
   pthread_mutex_unlock(&ws->wlock);
 }

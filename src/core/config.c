@@ -157,8 +157,10 @@ SSTM_API int sstm_config_from_env(sstm_config_t *cfg) {
     c.max_threads = (unsigned)v;
   }
   if ((s = getenv("SCHEDSTM_STATS"))) {
-    if (strcmp(s, "basic") == 0) c.stats = SSTM_STATS_BASIC;
-    else if (strcmp(s, "detailed") == 0) c.stats = SSTM_STATS_DETAILED;
+    if (strcmp(s, "basic") == 0)
+      c.stats = SSTM_STATS_BASIC;
+    else if (strcmp(s, "detailed") == 0)
+      c.stats = SSTM_STATS_DETAILED;
     else {
       sstm__set_error("SCHEDSTM_STATS='%s': valid values: basic, detailed", s);
       return SSTM_EINVAL;
@@ -173,8 +175,10 @@ SSTM_API int sstm_config_from_env(sstm_config_t *cfg) {
     c.backoff_max_ns = v;
   }
   if ((s = getenv("SCHEDSTM_STATE_TABLE"))) {
-    if (strcmp(s, "1") == 0) c.state_table = true;
-    else if (strcmp(s, "0") == 0) c.state_table = false;
+    if (strcmp(s, "1") == 0)
+      c.state_table = true;
+    else if (strcmp(s, "0") == 0)
+      c.state_table = false;
     else {
       sstm__set_error("SCHEDSTM_STATE_TABLE='%s': valid values: 0, 1", s);
       return SSTM_EINVAL;
@@ -195,8 +199,10 @@ SSTM_API int sstm_init(const sstm_config_t *user) {
     return SSTM_ESTATE;
   }
   sstm_config_t cfg;
-  if (user) cfg = *user;
-  else sstm_config_default(&cfg);
+  if (user)
+    cfg = *user;
+  else
+    sstm_config_default(&cfg);
   int rc;
   if (cfg.use_env && (rc = sstm_config_from_env(&cfg)) != 0) return rc;
   if ((rc = check_config(&cfg)) != 0) return rc;
@@ -214,7 +220,8 @@ SSTM_API int sstm_init(const sstm_config_t *user) {
     sstm__set_error("sstm_init: cannot allocate %zu lock words", nlocks);
     return SSTM_ENOMEM;
   }
-  for (size_t i = 0; i < nlocks; i++) atomic_init(&locks[i], 0);
+  for (size_t i = 0; i < nlocks; i++)
+    atomic_init(&locks[i], 0);
   sstm__g.locks = locks;
   sstm__g.lock_mask = nlocks - 1;
   sstm__g.stripe_shift = cfg.stripe_shift;
@@ -334,7 +341,7 @@ SSTM_API int sstm_describe(char *buf, size_t len) {
                   SSTM_VERSION_STRING, sstm_design_name(c->design), c->cm, c->lock_bits,
                   1u << c->stripe_shift, c->max_threads,
                   c->stats == SSTM_STATS_DETAILED ? "detailed" : "basic", c->sample_period,
-                  c->wait_max, ckpt, sstm__g.membarrier ? "membarrier" : "xchg", u.release, sstm__debug ? " debug" : "",
-                  sstm__random_delay ? " random-delay" : "") +
+                  c->wait_max, ckpt, sstm__g.membarrier ? "membarrier" : "xchg", u.release,
+                  sstm__debug ? " debug" : "", sstm__random_delay ? " random-delay" : "") +
          describe_cm(buf, len);
 }

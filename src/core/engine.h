@@ -40,13 +40,13 @@ static const bool sstm__random_delay = false;
  * the attempt's mode. The public barriers dispatch on it; each variant is a
  * specialised copy of one template, so no design test runs inside them. */
 enum sstm_variant {
-  SSTM_V_ETL = 0,   /* encounter-time locking, redo log */
-  SSTM_V_CTL = 1,   /* commit-time locking, redo log */
-  SSTM_V_RO = 2,    /* declared read-only first attempt: no read set */
-  SSTM_V_IRREV = 3, /* irrevocable: direct reads, in-place locked writes */
-  SSTM_V_SAMPLE = 4, /* flag: sampling hook active */
-  SSTM_V_KILLFLAG = 0x40, /* flag: a killer asks the attempt to look at its
-                             status (it fails every fast-path test) */
+  SSTM_V_ETL = 0,            /* encounter-time locking, redo log */
+  SSTM_V_CTL = 1,            /* commit-time locking, redo log */
+  SSTM_V_RO = 2,             /* declared read-only first attempt: no read set */
+  SSTM_V_IRREV = 3,          /* irrevocable: direct reads, in-place locked writes */
+  SSTM_V_SAMPLE = 4,         /* flag: sampling hook active */
+  SSTM_V_KILLFLAG = 0x40,    /* flag: a killer asks the attempt to look at its
+                                status (it fails every fast-path test) */
   SSTM_V_NONE = SSTM__V_NONE /* no transaction (depth 0) */
 };
 
@@ -105,31 +105,31 @@ typedef struct sstm_counters {
 struct sstm_desc {
   /* ---- hot: the first cache line holds what the read fast path touches;
    * owner-only except where noted ---- */
-  _Atomic uint8_t variant;/* enum sstm_variant of the current attempt; killers
-                             set SSTM_V_KILLFLAG in it (fetch_or) */
-  uint8_t design;         /* sstm_design_t */
-  uint8_t stripe_shift;   /* copy of the lock-table geometry */
-  uint8_t slow;           /* SSTM_SLOW_*: fixed at registration */
-  uint32_t depth;         /* flat nesting depth, 0 = no transaction */
-  uint64_t end;           /* snapshot upper bound: reads valid at time `end` */
-  uint64_t owner_lw;      /* lock word value meaning "owned by this attempt" */
-  _Atomic uint64_t *locks;/* copy of the lock-table geometry */
+  _Atomic uint8_t variant; /* enum sstm_variant of the current attempt; killers
+                              set SSTM_V_KILLFLAG in it (fetch_or) */
+  uint8_t design;          /* sstm_design_t */
+  uint8_t stripe_shift;    /* copy of the lock-table geometry */
+  uint8_t slow;            /* SSTM_SLOW_*: fixed at registration */
+  uint32_t depth;          /* flat nesting depth, 0 = no transaction */
+  uint64_t end;            /* snapshot upper bound: reads valid at time `end` */
+  uint64_t owner_lw;       /* lock word value meaning "owned by this attempt" */
+  _Atomic uint64_t *locks; /* copy of the lock-table geometry */
   uint64_t lock_mask;
-  sstm_rset_t rs;         /* 64 bytes up to here */
-  _Atomic uint64_t status;/* serial|state: read by all, CAS'd by killers */
+  sstm_rset_t rs;          /* 64 bytes up to here */
+  _Atomic uint64_t status; /* serial|state: read by all, CAS'd by killers */
   sstm_wset_t ws;
   sstm_lset_t ls;
-  int64_t sample_left;    /* sampling countdown */
+  int64_t sample_left; /* sampling countdown */
 
   /* ---- per attempt / per transaction ---- */
-  uint64_t start;         /* snapshot at attempt start */
-  uint64_t birth;         /* snapshot at first attempt (age for policies) */
-  uint64_t serial;        /* current attempt serial (owner's copy) */
+  uint64_t start;  /* snapshot at attempt start */
+  uint64_t birth;  /* snapshot at first attempt (age for policies) */
+  uint64_t serial; /* current attempt serial (owner's copy) */
   sstm_attr_t attr;
-  bool irrev_sticky;      /* restart as irrevocable */
-  bool ro_nolog_failed;   /* declared RO attempt needed a read set */
-  bool irrev_token;       /* holds the irrevocability token */
-  unsigned retries;       /* aborts of the current transaction */
+  bool irrev_sticky;    /* restart as irrevocable */
+  bool ro_nolog_failed; /* declared RO attempt needed a read set */
+  bool irrev_token;     /* holds the irrevocability token */
+  unsigned retries;     /* aborts of the current transaction */
   _Atomic int pub_priority;
   sstm_ckpt_t ckpt;
   sstm_ptrvec_t allocs;   /* sstm_malloc'd in this attempt */
@@ -142,23 +142,23 @@ struct sstm_desc {
    * or detached under it (SSTM_EBUSY; registry.c). */
   uint32_t in_callback;
   sstm_abort_info_t last_abort;
-  uint64_t rng;           /* per-descriptor PRNG (random delay, policies) */
+  uint64_t rng; /* per-descriptor PRNG (random delay, policies) */
 
   /* ---- reclamation ---- */
-  sstm_ptrvec_t retire_cur;       /* committed frees, batch not yet closed */
-  sstm_retired_batch_t *batches;  /* closed batches, oldest last */
+  sstm_ptrvec_t retire_cur;      /* committed frees, batch not yet closed */
+  sstm_retired_batch_t *batches; /* closed batches, oldest last */
 
   /* ---- identity and registry ---- */
   unsigned slot;
   _Atomic int tid;
   _Atomic bool attached;
-  bool in_use;            /* slot allocated (registry mutex) */
+  bool in_use; /* slot allocated (registry mutex) */
   const sstm_cm_ops_t *cm;
   sstm_cm_ctx_t cm_ctx;
   void *cm_state;
-  struct sstm_stt_entry *stt; /* state-table entry, NULL when the table is off */
+  struct sstm_stt_entry *stt;   /* state-table entry, NULL when the table is off */
   _Atomic uint32_t os_prio_gen; /* bumped by sstm_sched_set (policy caches) */
-  _Atomic uint64_t killed_by; /* who killed which attempt (sstm__kill) */
+  _Atomic uint64_t killed_by;   /* who killed which attempt (sstm__kill) */
 
   sstm_counters_t ctr;
 } __attribute__((aligned(SSTM_CACHELINE)));
@@ -174,16 +174,16 @@ typedef struct sstm_global {
   sstm_config_t cfg;
   const sstm_cm_ops_t *cm;
   _Atomic bool initialized;
-  _Atomic bool closing;    /* sstm_shutdown under way: no new registration */
-  _Atomic unsigned nhooks; /* hooks registered (fast check) */
-  bool membarrier;         /* asymmetric fence available (reclamation) */
+  _Atomic bool closing;               /* sstm_shutdown under way: no new registration */
+  _Atomic unsigned nhooks;            /* hooks registered (fast check) */
+  bool membarrier;                    /* asymmetric fence available (reclamation) */
   _Atomic(struct sstm_desc *) *descs; /* slot -> descriptor, never freed while init */
   _Atomic unsigned hiwater;           /* slots in [0, hiwater) may be in use */
   pthread_mutex_t reg_lock;           /* registry changes, hooks table */
   _Alignas(SSTM_CACHELINE) _Atomic unsigned irrev_owner; /* slot+1 holding the token, 0 = free */
   pthread_mutex_t orphan_lock;
-  sstm_retired_batch_t *orphans;      /* batches of exited threads */
-  sstm_counters_t retired_ctr;        /* counters of exited threads (reg_lock) */
+  sstm_retired_batch_t *orphans; /* batches of exited threads */
+  sstm_counters_t retired_ctr;   /* counters of exited threads (reg_lock) */
 } sstm_global_t;
 
 extern sstm_global_t sstm__g;

@@ -56,6 +56,7 @@ void sstm__hooks_commit(uint64_t txid) { FOR_HOOKS(tx_commit, txid); }
 void sstm__hooks_abort(uint64_t txid, sstm_abort_reason_t r) { FOR_HOOKS(tx_abort, txid, r); }
 
 void sstm__hooks_clear(void) {
-  for (int i = 0; i < SSTM_MAX_HOOKS; i++) hooks[i].h = NULL;
+  for (int i = 0; i < SSTM_MAX_HOOKS; i++)
+    hooks[i].h = NULL;
   atomic_store_explicit(&sstm__g.nhooks, 0, memory_order_relaxed);
 }

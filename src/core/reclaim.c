@@ -76,19 +76,16 @@ static bool grace_start(const struct sstm_desc *self, sstm_grace_t *g) {
   unsigned hw = atomic_load_explicit(&sstm__g.hiwater, memory_order_acquire);
   g->n = 0;
   g->rec = malloc((hw ? hw : 1) * sizeof *g->rec);
-  if (g->rec == NULL)
-    return false;
+  if (g->rec == NULL) return false;
   for (unsigned i = 0; i < hw; i++) {
     struct sstm_desc *o = sstm__desc_at(i);
-    if (o == NULL || o == self)
-      continue;
+    if (o == NULL || o == self) continue;
     /* seq_cst: after the fence, and ordered with the seq_cst exchange of
      * the fallback begin; free on x86. Any state but IDLE is running:
      * ACTIVE, KILLED (not rolled back yet), COMMITTING (maybe writing
      * back), IRREVOCABLE (writing in place). */
     uint64_t st = atomic_load_explicit(&o->status, memory_order_seq_cst);
-    if (sstm_st_state(st) != SSTM_ST_IDLE)
-      g->rec[g->n++] = (sstm_grace_rec_t){o, st};
+    if (sstm_st_state(st) != SSTM_ST_IDLE) g->rec[g->n++] = (sstm_grace_rec_t){o, st};
   }
   if (g->n == 0) {
     free(g->rec);
@@ -138,8 +135,7 @@ static void grace_fini(sstm_grace_t *g) {
 static void grace_wait(sstm_grace_t *g) {
   uint64_t t0 = sstm__now_ns();
   for (unsigned pause = 1; !grace_over(g); pause = pause < 1024 ? pause * 2 : pause) {
-    if (sstm__now_ns() - t0 >= QUIESCE_SPIN_NS)
-      break;
+    if (sstm__now_ns() - t0 >= QUIESCE_SPIN_NS) break;
     for (unsigned i = 0; i < pause; i++)
       sstm__cpu_relax();
   }
@@ -154,8 +150,7 @@ static void grace_wait(sstm_grace_t *g) {
 SSTM_API int sstm_quiesce(void) {
   struct sstm_desc *self = sstm__cur;
   if (SSTM_UNLIKELY(self != NULL && self->depth != 0)) {
-    if (sstm__debug)
-      sstm__misuse("sstm_quiesce inside a transaction (it would wait for itself)");
+    if (sstm__debug) sstm__misuse("sstm_quiesce inside a transaction (it would wait for itself)");
     sstm__set_error("sstm_quiesce: called inside a transaction, which it would wait for");
     return SSTM_EBUSY;
   }
@@ -177,7 +172,8 @@ SSTM_API int sstm_quiesce(void) {
 /* Retired blocks. */
 
 static void batch_free(sstm_retired_batch_t *b) {
-  for (uint32_t i = 0; i < b->blocks.n; i++) free(b->blocks.p[i]);
+  for (uint32_t i = 0; i < b->blocks.n; i++)
+    free(b->blocks.p[i]);
   free(b->blocks.p);
   grace_fini(&b->grace);
   free(b);
@@ -226,7 +222,8 @@ static size_t sweep_orphans(bool wait) {
 }
 
 void sstm__reclaim_commit(struct sstm_desc *d) {
-  for (uint32_t i = 0; i < d->frees.n; i++) sstm__ptrvec_push(&d->retire_cur, d->frees.p[i]);
+  for (uint32_t i = 0; i < d->frees.n; i++)
+    sstm__ptrvec_push(&d->retire_cur, d->frees.p[i]);
   d->frees.n = 0;
   if (d->retire_cur.n >= BATCH_BLOCKS) {
     close_batch(d);
@@ -237,7 +234,8 @@ void sstm__reclaim_commit(struct sstm_desc *d) {
 }
 
 void sstm__reclaim_abort(struct sstm_desc *d) {
-  for (uint32_t i = 0; i < d->allocs.n; i++) free(d->allocs.p[i]);
+  for (uint32_t i = 0; i < d->allocs.n; i++)
+    free(d->allocs.p[i]);
   d->allocs.n = 0;
   d->frees.n = 0;
 }
@@ -247,7 +245,8 @@ void sstm__reclaim_desc_exit(struct sstm_desc *d) {
   sweep(&d->batches);
   if (d->batches == NULL) return;
   sstm_retired_batch_t *last = d->batches;
-  while (last->next) last = last->next;
+  while (last->next)
+    last = last->next;
   pthread_mutex_lock(&sstm__g.orphan_lock);
   last->next = sstm__g.orphans;
   __atomic_store_n(&sstm__g.orphans, d->batches, __ATOMIC_RELAXED); /* see the peek */
@@ -304,7 +303,8 @@ void sstm__reclaim_fini(void) {
   for (unsigned i = 0; i < hw; i++) {
     struct sstm_desc *d = sstm__desc_at(i);
     if (d == NULL) continue;
-    for (uint32_t j = 0; j < d->retire_cur.n; j++) free(d->retire_cur.p[j]);
+    for (uint32_t j = 0; j < d->retire_cur.n; j++)
+      free(d->retire_cur.p[j]);
     d->retire_cur.n = 0;
     while (d->batches) {
       sstm_retired_batch_t *b = d->batches;

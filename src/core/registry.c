@@ -8,10 +8,10 @@
  * whose serial keeps growing, so stale lock words never match a new attempt.
  */
 #define _GNU_SOURCE
-#include <inttypes.h>
 #include <errno.h>
-#include <stdlib.h>
+#include <inttypes.h>
 #include <sched.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/engine.h"
@@ -79,7 +79,8 @@ static struct sstm_desc *desc_new(unsigned slot) {
   d->stripe_shift = (uint8_t)sstm__g.stripe_shift;
   d->design = (uint8_t)sstm__g.cfg.design;
   atomic_init(&d->status, sstm_st_make(0, SSTM_ST_IDLE));
-  d->rng = 0x9E3779B97F4A7C15ull ^ ((uint64_t)slot * 0xD1B54A32D192ED03ull) ^ (uint64_t)(uintptr_t)d;
+  d->rng =
+      0x9E3779B97F4A7C15ull ^ ((uint64_t)slot * 0xD1B54A32D192ED03ull) ^ (uint64_t)(uintptr_t)d;
   if (d->rng == 0) d->rng = 1;
   return d;
 }
@@ -450,7 +451,8 @@ SSTM_API bool sstm_party_watch(const sstm_party_t *p) {
 
 SSTM_API int sstm_party_wait(const sstm_party_t *p, sstm_wait_mode_t mode, uint64_t timeout_ns) {
   if (p == NULL || p->desc == NULL) {
-    sstm__set_error("sstm_party_wait: %s is NULL", p == NULL ? "the party" : "the party's descriptor");
+    sstm__set_error("sstm_party_wait: %s is NULL",
+                    p == NULL ? "the party" : "the party's descriptor");
     return SSTM_EINVAL;
   }
   if (mode != SSTM_WAIT_SPIN && mode != SSTM_WAIT_BLOCK && mode != SSTM_WAIT_YIELD) {
@@ -521,7 +523,7 @@ SSTM_API void sstm_cm_note(sstm_cm_ctx_t *ctx, sstm_cm_act_t act) {
 }
 
 SSTM_API const char *sstm_cm_act_name(sstm_cm_act_t a) {
-  static const char *const names[SSTM_ACT_COUNT] = {"run", "spin", "block", "yield",
+  static const char *const names[SSTM_ACT_COUNT] = {"run",     "spin",    "block", "yield",
                                                     "backoff", "lowered", "kill"};
   return (unsigned)a < SSTM_ACT_COUNT ? names[a] : "?";
 }

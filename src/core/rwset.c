@@ -55,7 +55,8 @@ bool sstm__wset_grow(sstm_wset_t *ws) {
   if (ws->stamp == 0) ws->stamp = 1;
   for (uint32_t i = 0; i < ws->n; i++) {
     uint32_t h = sstm_word_hash(e[i].word) & ws->idx_mask;
-    while (idx[h].stamp == ws->stamp) h = (h + 1) & ws->idx_mask;
+    while (idx[h].stamp == ws->stamp)
+      h = (h + 1) & ws->idx_mask;
     idx[h] = (sstm_w_slot_t){.word = e[i].word, .idx = i, .stamp = ws->stamp};
   }
   return true;

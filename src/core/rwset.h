@@ -26,9 +26,9 @@ typedef struct sstm_r_entry {
 } sstm_r_entry_t;
 
 typedef struct sstm_w_entry {
-  uintptr_t word;  /* 8-byte aligned address */
-  uint64_t value;  /* buffered bytes, in memory order (little endian) */
-  uint64_t bmask;  /* bit mask of the buffered bytes (0xff per byte) */
+  uintptr_t word; /* 8-byte aligned address */
+  uint64_t value; /* buffered bytes, in memory order (little endian) */
+  uint64_t bmask; /* bit mask of the buffered bytes (0xff per byte) */
 } sstm_w_entry_t;
 
 typedef struct sstm_l_entry {
@@ -58,8 +58,8 @@ typedef struct sstm_wset {
   uint32_t n, cap;
   sstm_w_slot_t *idx; /* index, 2*cap slots at least, power of two */
   uint32_t idx_mask;
-  uint32_t stamp;     /* current attempt stamp (never 0) */
-  uint64_t bloom;     /* one bit per hashed word, for the CTL read path */
+  uint32_t stamp; /* current attempt stamp (never 0) */
+  uint64_t bloom; /* one bit per hashed word, for the CTL read path */
 } sstm_wset_t;
 
 typedef struct sstm_lset {
@@ -86,7 +86,8 @@ static inline void sstm_wset_reset(sstm_wset_t *ws) {
   __atomic_store_n(&ws->n, 0, __ATOMIC_RELAXED);
   ws->bloom = 0;
   if (++ws->stamp == 0) { /* wrapped: really clear the index once */
-    for (uint32_t i = 0; i <= ws->idx_mask; i++) ws->idx[i].stamp = 0;
+    for (uint32_t i = 0; i <= ws->idx_mask; i++)
+      ws->idx[i].stamp = 0;
     ws->stamp = 1;
   }
 }

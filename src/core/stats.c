@@ -57,8 +57,10 @@ static void to_public(const sstm_counters_t *c, sstm_stats_t *out) {
   out->locks_stolen = c->locks_stolen;
   out->extensions = c->extensions;
   out->cm_wait_ns = c->cm_wait_ns;
-  for (int i = 0; i < SSTM_CM_NSTATS; i++) out->cm_stats[i] = c->cm_stats[i];
-  for (int i = 0; i < 8; i++) out->cm_actions[i] = c->cm_actions[i];
+  for (int i = 0; i < SSTM_CM_NSTATS; i++)
+    out->cm_stats[i] = c->cm_stats[i];
+  for (int i = 0; i < 8; i++)
+    out->cm_actions[i] = c->cm_actions[i];
   out->reads_total = c->reads_total;
   out->writes_total = c->writes_total;
   out->reads_max = c->reads_max;
@@ -136,7 +138,8 @@ SSTM_API int sstm_stats_foreach(void (*fn)(const sstm_stats_t *, void *), void *
     sstm_stats_get(d, &snap[n++]);
   }
   pthread_mutex_unlock(&sstm__g.reg_lock);
-  for (int i = 0; i < n; i++) fn(&snap[i], arg);
+  for (int i = 0; i < n; i++)
+    fn(&snap[i], arg);
   free(snap);
   return n;
 }
@@ -188,16 +191,18 @@ static void dump_line(FILE *out, const char *who, const sstm_stats_t *s) {
     if (t->commits == 0 && t->aborts == 0) continue;
     if (!tags) fprintf(out, "%-14s   tags:", "");
     tags = true;
-    fprintf(out, " %d: commits=%llu aborts=%llu (%.3f/commit)", i,
-            (unsigned long long)t->commits, (unsigned long long)t->aborts,
+    fprintf(out, " %d: commits=%llu aborts=%llu (%.3f/commit)", i, (unsigned long long)t->commits,
+            (unsigned long long)t->aborts,
             t->commits ? (double)t->aborts / (double)t->commits : 0.0);
   }
   if (tags) fputc('\n', out);
   /* The policy: its named counters, what it did, the time it took. */
   const sstm_cm_ops_t *cm = sstm__g.cm;
   bool any = s->cm_wait_ns != 0;
-  for (int i = 0; i < SSTM_CM_NSTATS; i++) any |= s->cm_stats[i] != 0;
-  for (int i = 1; i < SSTM_ACT_COUNT; i++) any |= s->cm_actions[i] != 0;
+  for (int i = 0; i < SSTM_CM_NSTATS; i++)
+    any |= s->cm_stats[i] != 0;
+  for (int i = 1; i < SSTM_ACT_COUNT; i++)
+    any |= s->cm_actions[i] != 0;
   if (!any) return;
   fprintf(out, "%-14s   %s:", "", cm ? cm->name : "policy");
   for (int i = 0; i < SSTM_CM_NSTATS; i++)

@@ -332,9 +332,10 @@ static bool validation_party(struct sstm_desc *tx, sstm_party_t *out) {
  * failed validation the writer that holds the changed stripe locked, so
  * that a policy can serialise the retry behind it; for a kill the killer,
  * when recorded (sstm__kill). */
-static SSTM_NOINLINE __attribute__((noreturn)) void
-conflict_abort(struct sstm_desc *tx, sstm_conflict_kind_t kind, sstm_abort_reason_t r,
-               const void *addr) {
+static SSTM_NOINLINE __attribute__((noreturn)) void conflict_abort(struct sstm_desc *tx,
+                                                                   sstm_conflict_kind_t kind,
+                                                                   sstm_abort_reason_t r,
+                                                                   const void *addr) {
   sstm_conflict_t c = {.kind = kind, .addr = addr};
   if (kind == SSTM_CONFLICT_VALIDATION) c.has_other = validation_party(tx, &c.other);
   if (kind == SSTM_CONFLICT_KILLED) c.has_other = sstm__killer_of(tx, &c.other);
@@ -431,8 +432,10 @@ static SSTM_NOINLINE uint64_t load_own(struct sstm_desc *tx, const void *addr, u
 
 static SSTM_NOINLINE __attribute__((noreturn)) void ro_abort(struct sstm_desc *tx,
                                                              sstm_abort_reason_t r) {
-  if (r == SSTM_ABORT_RO_WRITE) tx->attr.read_only = false;
-  else tx->ro_nolog_failed = true;
+  if (r == SSTM_ABORT_RO_WRITE)
+    tx->attr.read_only = false;
+  else
+    tx->ro_nolog_failed = true;
   abort_tx(tx, r, NULL);
 }
 
@@ -542,7 +545,8 @@ SSTM_INLINE void tx_store(struct sstm_desc *tx, void *addr, uint64_t val, unsign
     }
     if (SSTM_UNLIKELY(sstm_lw_version(l) > tx->end)) {
       /* Lock only versions the snapshot covers (argument 4). */
-      if (!extend(tx)) conflict_abort(tx, SSTM_CONFLICT_VALIDATION, SSTM_ABORT_VALIDATE_WRITE, addr);
+      if (!extend(tx))
+        conflict_abort(tx, SSTM_CONFLICT_VALIDATION, SSTM_ABORT_VALIDATE_WRITE, addr);
       l = atomic_load_explicit(lk, memory_order_acquire);
       continue;
     }
@@ -561,10 +565,13 @@ SSTM_INLINE void tx_store(struct sstm_desc *tx, void *addr, uint64_t val, unsign
 /* Dispatch once per access on the attempt's variant. ETL (the default) and
  * declared read-only attempts are tested first; the others go through a
  * jump table. */
+/* A list, not code: clang-format has no stable layout for it. */
+/* clang-format off */
 #define SSTM_VARIANTS(X)                                                                           \
   X(SSTM_V_ETL) X(SSTM_V_CTL)                                                                      \
   X(SSTM_V_RO) X(SSTM_V_IRREV) X(SSTM_V_ETL | SSTM_V_SAMPLE) X(SSTM_V_CTL | SSTM_V_SAMPLE)         \
-      X(SSTM_V_RO | SSTM_V_SAMPLE) X(SSTM_V_IRREV | SSTM_V_SAMPLE)
+  X(SSTM_V_RO | SSTM_V_SAMPLE) X(SSTM_V_IRREV | SSTM_V_SAMPLE)
+/* clang-format on */
 
 /* The kill flag was seen in the variant byte: abort if the attempt was
  * killed, otherwise (a late flag meant for an earlier attempt) clear it and
@@ -643,7 +650,7 @@ static bool load_stripe(struct sstm_desc *tx, unsigned char *d, const unsigned c
   _Atomic uint64_t *lk = sstm__lock_for(tx, s);
   /* acquire: pairs with the committer's release of the lock word. */
   uint64_t l = atomic_load_explicit(lk, memory_order_acquire);
-  if (l > tx->end) return false; /* locked (top bit), or newer than the snapshot */
+  if (l > tx->end) return false;       /* locked (top bit), or newer than the snapshot */
   if ((((uintptr_t)s | n) & 7) == 0) { /* whole words, the common case */
     for (size_t i = 0; i < n; i += 8) {
       uint64_t v = __atomic_load_n((const uint64_t *)(const void *)(s + i), __ATOMIC_RELAXED);
@@ -728,7 +735,7 @@ SSTM_INLINE uint64_t load_entry(const void *addr, unsigned size) {
 }
 
 #define DEFINE_INT_BARRIERS(T, S, suffix)                                                          \
-  SSTM_API T sstm_load_##suffix(const T *addr) { return (T)load_entry(addr, S); }                 \
+  SSTM_API T sstm_load_##suffix(const T *addr) { return (T)load_entry(addr, S); }                  \
   SSTM_API void sstm_store_##suffix(T *addr, T v) {                                                \
     struct sstm_desc *tx = sstm__cur;                                                              \
     if (!SSTM_IN_TX(tx)) {                                                                         \
@@ -747,9 +754,7 @@ DEFINE_INT_BARRIERS(uint16_t, 2, u16)
 DEFINE_INT_BARRIERS(uint32_t, 4, u32)
 DEFINE_INT_BARRIERS(uint64_t, 8, u64)
 
-SSTM_API void *sstm_load_ptr(void *const *addr) {
-  return (void *)(uintptr_t)load_entry(addr, 8);
-}
+SSTM_API void *sstm_load_ptr(void *const *addr) { return (void *)(uintptr_t)load_entry(addr, 8); }
 SSTM_API void sstm_store_ptr(void **addr, void *v) {
   sstm_store_u64((uint64_t *)(void *)addr, (uint64_t)(uintptr_t)v);
 }
@@ -978,7 +983,7 @@ SSTM_INLINE void attempt_start(struct sstm_desc *tx, bool first) {
   tx->cm_ctx.watched = false;
   unsigned sample = (tx->slow & SSTM_SLOW_BEGIN) && sstm__g.cfg.sample_period ? SSTM_V_SAMPLE : 0;
   bool irrev = (!first && tx->irrev_sticky) || tx->attr.irrevocable;
-  unsigned v = irrev ? SSTM_V_NONE
+  unsigned v = irrev                                                     ? SSTM_V_NONE
                : (tx->attr.read_only && (first || !tx->ro_nolog_failed)) ? SSTM_V_RO
                                                                          : tx->design;
   /* The variant is set before ACTIVE is published (release below), so that
@@ -991,8 +996,7 @@ SSTM_INLINE void attempt_start(struct sstm_desc *tx, bool first) {
      * CPU running one of our threads, so a compiler barrier suffices here
      * (the asymmetric fence of liburcu's membarrier flavour). release: see
      * the variant above. */
-    atomic_store_explicit(&tx->status, sstm_st_make(serial, SSTM_ST_ACTIVE),
-                          memory_order_release);
+    atomic_store_explicit(&tx->status, sstm_st_make(serial, SSTM_ST_ACTIVE), memory_order_release);
     atomic_signal_fence(memory_order_seq_cst);
   } else {
     /* seq_cst exchange: the full barrier itself; pairs with the reclaimer's
@@ -1003,7 +1007,8 @@ SSTM_INLINE void attempt_start(struct sstm_desc *tx, bool first) {
   DELAY_POINT(tx); /* published ACTIVE, clock not yet read */
   uint64_t start;
   if (SSTM_UNLIKELY(irrev)) {
-    while (!irrev_enter(tx)) serial = irrev_killed_at_start(tx);
+    while (!irrev_enter(tx))
+      serial = irrev_killed_at_start(tx);
     start = tx->start;
   } else {
     /* acquire: pairs with committers' release fetch_add (argument 2). */
@@ -1031,8 +1036,8 @@ SSTM_API sstm_ckpt_t *sstm__begin(const sstm_attr_t *attr) {
   } else {
     tx->attr = (sstm_attr_t){0};
   }
-  if (SSTM_UNLIKELY(tx->attr.priority != atomic_load_explicit(&tx->pub_priority,
-                                                              memory_order_relaxed)))
+  if (SSTM_UNLIKELY(tx->attr.priority !=
+                    atomic_load_explicit(&tx->pub_priority, memory_order_relaxed)))
     atomic_store_explicit(&tx->pub_priority, tx->attr.priority, memory_order_relaxed);
   tx->retries = 0;
   tx->irrev_sticky = false;
@@ -1121,7 +1126,8 @@ static void lock_write_set(struct sstm_desc *tx) {
         continue;
       }
       if (sstm_lw_version(l) > tx->end) {
-        if (!extend(tx)) conflict_abort(tx, SSTM_CONFLICT_VALIDATION, SSTM_ABORT_VALIDATE_COMMIT, addr);
+        if (!extend(tx))
+          conflict_abort(tx, SSTM_CONFLICT_VALIDATION, SSTM_ABORT_VALIDATE_COMMIT, addr);
         l = atomic_load_explicit(lk, memory_order_acquire);
         continue;
       }

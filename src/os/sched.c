@@ -72,9 +72,7 @@ bool sstm__lever_restore(sstm_lever_t l, int tid, const sstm_prio_saved_t *s) {
 
 static const char *const lever_names[] = {"none", "nice", "idle", "batch", "slice"};
 
-const char *sstm__lever_name(sstm_lever_t l) {
-  return (unsigned)l < 5 ? lever_names[l] : "?";
-}
+const char *sstm__lever_name(sstm_lever_t l) { return (unsigned)l < 5 ? lever_names[l] : "?"; }
 
 static bool lever_works(sstm_lever_t l) {
   int tid = sstm__gettid();

@@ -71,10 +71,10 @@ typedef struct sstm_slice_ctrl {
 
 typedef struct sstm_ext_probe {
   /* inputs (injectable for tests) */
-  bool rseq_registered;   /* glibc registered rseq for the thread */
-  uint32_t rseq_flags;    /* rseq->flags of the thread */
-  int prctl_rc;           /* result of PR_RSEQ_SLICE_EXTENSION enable */
-  int setattr_rc;         /* result of a sched_setattr custom-slice test */
+  bool rseq_registered; /* glibc registered rseq for the thread */
+  uint32_t rseq_flags;  /* rseq->flags of the thread */
+  int prctl_rc;         /* result of PR_RSEQ_SLICE_EXTENSION enable */
+  int setattr_rc;       /* result of a sched_setattr custom-slice test */
   /* output */
   sstm_ext_mode_t mode;
 } sstm_ext_probe_t;

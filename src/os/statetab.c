@@ -134,7 +134,8 @@ static void publish_cm_info(void) {
    * sequence number, so its second read of it fails the comparison (the
    * reader's acquire fence sits between its copy and that read). */
   atomic_thread_fence(memory_order_release);
-  for (size_t i = 0; i < sizeof buf; i++) PUT(table->cm_info[i], buf[i]);
+  for (size_t i = 0; i < sizeof buf; i++)
+    PUT(table->cm_info[i], buf[i]);
   /* release: a reader that sees the even number sees the whole line. */
   __atomic_store_n(&table->cm_info_seq, seq + 2, __ATOMIC_RELEASE);
   pthread_mutex_unlock(&info_lock);
@@ -180,8 +181,10 @@ void sstm__stt_attach(struct sstm_desc *d) {
   PUT(e->action, SSTM_ACT_NONE);
   PUT(e->os_policy, 0);
   PUT(e->os_nice, 0);
-  for (int i = 0; i < SSTM_STT_REASONS; i++) PUT(e->aborts_by_reason[i], 0);
-  for (int i = 0; i < SSTM_STT_CMSTATS; i++) PUT(e->cm_stats[i], 0);
+  for (int i = 0; i < SSTM_STT_REASONS; i++)
+    PUT(e->aborts_by_reason[i], 0);
+  for (int i = 0; i < SSTM_STT_CMSTATS; i++)
+    PUT(e->cm_stats[i], 0);
   snprintf(e->cm, sizeof e->cm, "%s", d->cm->name);
   PUT(e->in_use, 1);
   d->stt = e;
@@ -216,21 +219,23 @@ void sstm__stt_commit(struct sstm_desc *d) {
   sstm_stt_entry_t *e = d->stt;
   PUT(e->in_tx, 0);
   PUT(e->commits, GET(e->commits) + 1);
-  for (int i = 0; i < SSTM_STT_CMSTATS; i++) PUT(e->cm_stats[i], sstm__ctr_get(&d->ctr.cm_stats[i]));
+  for (int i = 0; i < SSTM_STT_CMSTATS; i++)
+    PUT(e->cm_stats[i], sstm__ctr_get(&d->ctr.cm_stats[i]));
 }
 
 void sstm__stt_abort(struct sstm_desc *d, sstm_abort_reason_t r, const sstm_party_t *other) {
   sstm_stt_entry_t *e = d->stt;
   PUT(e->aborts, GET(e->aborts) + 1);
-  if ((unsigned)r < SSTM_STT_REASONS)
-    PUT(e->aborts_by_reason[r], GET(e->aborts_by_reason[r]) + 1);
+  if ((unsigned)r < SSTM_STT_REASONS) PUT(e->aborts_by_reason[r], GET(e->aborts_by_reason[r]) + 1);
   PUT(e->last_reason, (uint32_t)r);
   PUT(e->conflict_tid, other ? other->tid : 0);
   PUT(e->conflict_txid, other ? other->txid : 0);
   if (r == SSTM_ABORT_USER_CANCEL) PUT(e->in_tx, 0);
 }
 
-void sstm__stt_action(struct sstm_desc *d, sstm_cm_act_t act) { PUT(d->stt->action, (uint32_t)act); }
+void sstm__stt_action(struct sstm_desc *d, sstm_cm_act_t act) {
+  PUT(d->stt->action, (uint32_t)act);
+}
 
 void sstm__stt_prio(struct sstm_desc *d, int policy, int nice) {
   if (d->stt == NULL) return;

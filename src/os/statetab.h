@@ -29,9 +29,10 @@
 #include <stdint.h>
 
 #define SSTM_STT_MAGIC 0x4d545453u /* "STTM" */
-#define SSTM_STT_VERSION 3u /* 2: header_size, 64-byte aligned entries;
-                               3: cm_info under cm_info_seq, whole policy
-                               and counter names */
+#define SSTM_STT_VERSION                                                                           \
+  3u /* 2: header_size, 64-byte aligned entries;                                                   \
+        3: cm_info under cm_info_seq, whole policy                                                 \
+        and counter names */
 #define SSTM_STT_PATH_FMT "/dev/shm/schedstm.%d"
 #define SSTM_STT_REASONS 16
 #define SSTM_STT_CMSTATS 8
@@ -42,23 +43,23 @@ typedef struct sstm_stt_header {
   uint32_t nentries;   /* entries that follow */
   uint32_t entry_size; /* sizeof(sstm_stt_entry_t) */
   int32_t pid;
-  uint32_t nreasons;   /* abort reasons in use (<= SSTM_STT_REASONS) */
-  uint32_t header_size;/* sizeof(sstm_stt_header_t): entries start here */
-  uint32_t cm_info_seq;/* seqlock over cm_info: odd while it is rewritten */
-  uint64_t start_ns;   /* CLOCK_MONOTONIC at sstm_init */
-  char config[320];    /* sstm_describe() at init (its cm-info as of init) */
-  char cm_info[160];   /* the policy's describe() now (sstm_cm_info_changed);
-                          read it between two equal even cm_info_seq values */
+  uint32_t nreasons;    /* abort reasons in use (<= SSTM_STT_REASONS) */
+  uint32_t header_size; /* sizeof(sstm_stt_header_t): entries start here */
+  uint32_t cm_info_seq; /* seqlock over cm_info: odd while it is rewritten */
+  uint64_t start_ns;    /* CLOCK_MONOTONIC at sstm_init */
+  char config[320];     /* sstm_describe() at init (its cm-info as of init) */
+  char cm_info[160];    /* the policy's describe() now (sstm_cm_info_changed);
+                           read it between two equal even cm_info_seq values */
   char reason_names[SSTM_STT_REASONS][20];
-  char cm_stat_names[SSTM_STT_CMSTATS][32]; /* sstm_cm_ops_t.stat_names */
+  char cm_stat_names[SSTM_STT_CMSTATS][32];       /* sstm_cm_ops_t.stat_names */
 } __attribute__((aligned(64))) sstm_stt_header_t; /* entries follow, 64-aligned */
 
 typedef struct sstm_stt_entry {
-  uint32_t in_use;        /* descriptor registered */
-  int32_t tid;            /* OS thread id */
+  uint32_t in_use; /* descriptor registered */
+  int32_t tid;     /* OS thread id */
   uint32_t slot;
-  uint32_t in_tx;         /* 1 while an attempt runs */
-  uint64_t txid;          /* current (or last) attempt */
+  uint32_t in_tx; /* 1 while an attempt runs */
+  uint64_t txid;  /* current (or last) attempt */
   uint64_t commits;
   uint64_t aborts;
   int32_t conflict_tid;   /* winner of the last conflict, 0 if none */
@@ -72,7 +73,7 @@ typedef struct sstm_stt_entry {
   uint32_t pad;
   uint64_t aborts_by_reason[SSTM_STT_REASONS];
   uint64_t cm_stats[SSTM_STT_CMSTATS];
-  char cm[64];            /* policy name (at most 48 characters) */
+  char cm[64]; /* policy name (at most 48 characters) */
 } __attribute__((aligned(64))) sstm_stt_entry_t;
 
 #endif /* SSTM_OS_STATETAB_H */

@@ -23,7 +23,8 @@ SSTM_API void sstm_spin_ns(uint64_t ns) {
   }
   uint64_t t0 = sstm__now_ns();
   do {
-    for (int i = 0; i < 16; i++) sstm__cpu_relax();
+    for (int i = 0; i < 16; i++)
+      sstm__cpu_relax();
   } while (sstm__now_ns() - t0 < ns);
 }
 

@@ -27,8 +27,7 @@ static int enabled;
 static uint64_t nlocks;
 
 static void count(void) {
-  if (__atomic_load_n(&enabled, __ATOMIC_RELAXED))
-    __atomic_fetch_add(&nlocks, 1, __ATOMIC_RELAXED);
+  if (__atomic_load_n(&enabled, __ATOMIC_RELAXED)) __atomic_fetch_add(&nlocks, 1, __ATOMIC_RELAXED);
 }
 
 bool lc_available(void) { return true; }

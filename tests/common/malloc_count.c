@@ -68,8 +68,7 @@ long mc_tracked_total(void) {
 }
 
 static void on_alloc(void *p, size_t n) {
-  if (__atomic_load_n(&enabled, __ATOMIC_RELAXED))
-    __atomic_add_fetch(&nalloc, 1, __ATOMIC_RELAXED);
+  if (__atomic_load_n(&enabled, __ATOMIC_RELAXED)) __atomic_add_fetch(&nalloc, 1, __ATOMIC_RELAXED);
   if (p && n >= __atomic_load_n(&track_lo, __ATOMIC_RELAXED) &&
       n < __atomic_load_n(&track_hi, __ATOMIC_RELAXED)) {
     lock();
@@ -85,10 +84,8 @@ static void on_alloc(void *p, size_t n) {
 }
 
 static void on_free(void *p) {
-  if (!p)
-    return;
-  if (__atomic_load_n(&enabled, __ATOMIC_RELAXED))
-    __atomic_add_fetch(&nfree, 1, __ATOMIC_RELAXED);
+  if (!p) return;
+  if (__atomic_load_n(&enabled, __ATOMIC_RELAXED)) __atomic_add_fetch(&nfree, 1, __ATOMIC_RELAXED);
   if (__atomic_load_n(&track_hi, __ATOMIC_RELAXED)) {
     lock();
     for (int i = 0; i < TRACK_SLOTS; i++)
@@ -128,11 +125,9 @@ void *memalign(size_t al, size_t n) {
 }
 void *aligned_alloc(size_t al, size_t n) { return memalign(al, n); }
 int posix_memalign(void **out, size_t al, size_t n) {
-  if (al < sizeof(void *) || (al & (al - 1)))
-    return EINVAL;
+  if (al < sizeof(void *) || (al & (al - 1))) return EINVAL;
   void *p = memalign(al, n);
-  if (!p)
-    return ENOMEM;
+  if (!p) return ENOMEM;
   *out = p;
   return 0;
 }

@@ -60,8 +60,8 @@ void sstm_test_failf(const char *file, int line, const char *fmt, ...) {
   fprintf(stderr,
           "FAIL %s [thread %d, seed %llu] at %s:%d:\n  %s\n"
           "  reproduce: SSTM_TEST_SEED=%llu %s\n",
-          g_name, t_index, (unsigned long long)g_seed, file, line, msg,
-          (unsigned long long)g_seed, g_cmd);
+          g_name, t_index, (unsigned long long)g_seed, file, line, msg, (unsigned long long)g_seed,
+          g_cmd);
   fflush(stderr);
   abort();
 }
@@ -74,8 +74,7 @@ void sstm_test_skip(const char *why) {
 
 long sstm_test_env_long(const char *var, long dflt) {
   const char *s = getenv(var);
-  if (!s || !*s)
-    return dflt;
+  if (!s || !*s) return dflt;
   char *end;
   errno = 0;
   long v = strtol(s, &end, 0);
@@ -92,8 +91,7 @@ bool sstm_test_in_futex(int tid) {
   char path[64], buf[64];
   snprintf(path, sizeof path, "/proc/self/task/%d/syscall", tid);
   FILE *f = fopen(path, "r");
-  if (f == NULL)
-    sstm_test_failf(__FILE__, __LINE__, "cannot open %s: %s", path, strerror(errno));
+  if (f == NULL) sstm_test_failf(__FILE__, __LINE__, "cannot open %s: %s", path, strerror(errno));
   size_t n = fread(buf, 1, sizeof buf - 1, f);
   fclose(f);
   buf[n] = 0;
@@ -102,8 +100,7 @@ bool sstm_test_in_futex(int tid) {
 
 double sstm_test_scale(void) {
   const char *s = getenv("SSTM_TEST_SCALE");
-  if (!s || !*s)
-    return 1.0;
+  if (!s || !*s) return 1.0;
   char *end;
   double v = strtod(s, &end);
   if (*end || !(v > 0)) {
@@ -122,8 +119,7 @@ uint64_t sstm_test_scaled(uint64_t n, uint64_t lo) {
 unsigned sstm_test_threads(unsigned n) {
   /* Thread counts are part of a test's identity: only shrink them when
    * asked to (SSTM_TEST_SCALE_THREADS=1) and never below 2 unless n is. */
-  if (!sstm_test_env_long("SSTM_TEST_SCALE_THREADS", 0))
-    return n;
+  if (!sstm_test_env_long("SSTM_TEST_SCALE_THREADS", 0)) return n;
   unsigned r = (unsigned)((double)n * sstm_test_scale());
   unsigned lo = n < 2 ? n : 2;
   return r < lo ? lo : (r > n ? n : r);
@@ -141,8 +137,7 @@ static uint64_t splitmix64(uint64_t *x) {
 void sstm_rng_seed(sstm_rng_t *r, uint64_t seed) {
   uint64_t x = seed;
   r->s = splitmix64(&x);
-  if (r->s == 0)
-    r->s = 0x2545f4914f6cdd1dull;
+  if (r->s == 0) r->s = 0x2545f4914f6cdd1dull;
 }
 
 uint64_t sstm_rng_next(sstm_rng_t *r) {
@@ -163,8 +158,7 @@ static void on_alarm(int sig) {
   int n = snprintf(buf, sizeof buf,
                    "TIMEOUT %s [seed %llu]: watchdog fired (hang or livelock)\n"
                    "  reproduce: SSTM_TEST_SEED=%llu %s\n",
-                   g_name, (unsigned long long)g_seed,
-                   (unsigned long long)g_seed, g_cmd);
+                   g_name, (unsigned long long)g_seed, (unsigned long long)g_seed, g_cmd);
   if (n > 0) {
     ssize_t w = write(2, buf, (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1);
     (void)w;
@@ -178,8 +172,7 @@ static void setup_common(const char *name, int argc, char **argv) {
   size_t off = 0;
   for (int i = 0; i < argc && off < sizeof g_cmd - 1; i++) {
     int n = snprintf(g_cmd + off, sizeof g_cmd - off, "%s%s", i ? " " : "", argv[i]);
-    if (n < 0)
-      break;
+    if (n < 0) break;
     off += (size_t)n;
   }
   const char *s = getenv("SSTM_TEST_SEED");
@@ -203,9 +196,7 @@ static void setup_common(const char *name, int argc, char **argv) {
   }
 }
 
-void sstm_test_setup(const char *name, int argc, char **argv) {
-  setup_common(name, argc, argv);
-}
+void sstm_test_setup(const char *name, int argc, char **argv) { setup_common(name, argc, argv); }
 
 int sstm_test_main(int argc, char **argv) {
   if (argc >= 2 && strcmp(argv[1], "--list") == 0) {
@@ -258,10 +249,8 @@ int sstm_test_main(int argc, char **argv) {
 
 sstm_design_t sstm_test_design(void) {
   const char *d = getenv("SSTM_TEST_DESIGN");
-  if (!d || !*d || strcmp(d, "etl") == 0)
-    return SSTM_DESIGN_ETL;
-  if (strcmp(d, "ctl") == 0)
-    return SSTM_DESIGN_CTL;
+  if (!d || !*d || strcmp(d, "etl") == 0) return SSTM_DESIGN_ETL;
+  if (strcmp(d, "ctl") == 0) return SSTM_DESIGN_CTL;
   fprintf(stderr, "bad SSTM_TEST_DESIGN \"%s\" (etl|ctl)\n", d);
   abort();
 }
@@ -300,17 +289,14 @@ struct thread_arg {
 static void *thread_main(void *p) {
   struct thread_arg *a = p;
   t_index = (int)a->tt.idx;
-  if (a->ctx->reg)
-    CHECK_OK(sstm_thread_init());
+  if (a->ctx->reg) CHECK_OK(sstm_thread_init());
   pthread_barrier_wait(&a->ctx->start);
   a->ctx->fn(&a->tt);
-  if (a->ctx->reg)
-    CHECK_OK(sstm_thread_exit());
+  if (a->ctx->reg) CHECK_OK(sstm_thread_exit());
   return NULL;
 }
 
-void sstm_test_run_threads(unsigned n, bool register_thread,
-                           void (*fn)(sstm_tt_t *t), void *arg) {
+void sstm_test_run_threads(unsigned n, bool register_thread, void (*fn)(sstm_tt_t *t), void *arg) {
   struct run_ctx ctx;
   ctx.fn = fn;
   ctx.reg = register_thread;

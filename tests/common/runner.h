@@ -36,15 +36,15 @@
 typedef void (*sstm_test_fn)(void);
 void sstm_test_register(const char *name, sstm_test_fn fn);
 
-#define TEST(name)                                                             \
-  static void sstm_test_##name(void);                                          \
-  __attribute__((constructor)) static void sstm_test_reg_##name(void) {        \
-    sstm_test_register(#name, sstm_test_##name);                               \
-  }                                                                            \
+#define TEST(name)                                                                                 \
+  static void sstm_test_##name(void);                                                              \
+  __attribute__((constructor)) static void sstm_test_reg_##name(void) {                            \
+    sstm_test_register(#name, sstm_test_##name);                                                   \
+  }                                                                                                \
   static void sstm_test_##name(void)
 
 int sstm_test_main(int argc, char **argv);
-#define SSTM_TEST_MAIN()                                                       \
+#define SSTM_TEST_MAIN()                                                                           \
   int main(int argc, char **argv) { return sstm_test_main(argc, argv); }
 
 /* For binaries with their own main (parameterised tests): names the run for
@@ -95,18 +95,17 @@ void sstm_test_fini(void);
 /* ---- threads ----------------------------------------------------------- */
 
 typedef struct sstm_tt {
-  unsigned idx;      /* 0..n-1 */
-  unsigned n;        /* number of threads */
-  uint64_t seed;     /* per-thread seed, derived from the test seed */
-  sstm_rng_t rng;    /* seeded with seed */
-  void *arg;         /* the arg passed to sstm_test_run_threads */
+  unsigned idx;   /* 0..n-1 */
+  unsigned n;     /* number of threads */
+  uint64_t seed;  /* per-thread seed, derived from the test seed */
+  sstm_rng_t rng; /* seeded with seed */
+  void *arg;      /* the arg passed to sstm_test_run_threads */
 } sstm_tt_t;
 
 /* Run fn on n new threads started together. With register_thread, each
  * thread calls sstm_thread_init() before the barrier and sstm_thread_exit()
  * after fn (both checked). Returns after joining them all. */
-void sstm_test_run_threads(unsigned n, bool register_thread,
-                           void (*fn)(sstm_tt_t *t), void *arg);
+void sstm_test_run_threads(unsigned n, bool register_thread, void (*fn)(sstm_tt_t *t), void *arg);
 
 /* Index of the calling test thread (for messages), -1 for the main thread. */
 int sstm_test_thread_index(void);

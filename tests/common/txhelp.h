@@ -12,8 +12,7 @@
 static sstm_desc_t *txh_other_desc_;
 
 static inline sstm_desc_t *txh_other_desc(void) {
-  if (!txh_other_desc_)
-    CHECK_OK(sstm_desc_create(&txh_other_desc_));
+  if (!txh_other_desc_) CHECK_OK(sstm_desc_create(&txh_other_desc_));
   return txh_other_desc_;
 }
 
@@ -80,13 +79,11 @@ static inline uint64_t tx_load_u64(const uint64_t *a) {
 }
 
 static inline void skip_unless_etl(void) {
-  if (sstm_test_design() != SSTM_DESIGN_ETL)
-    sstm_test_skip("needs encounter-time locking");
+  if (sstm_test_design() != SSTM_DESIGN_ETL) sstm_test_skip("needs encounter-time locking");
 }
 
 static inline void skip_unless_ctl(void) {
-  if (sstm_test_design() != SSTM_DESIGN_CTL)
-    sstm_test_skip("needs commit-time locking");
+  if (sstm_test_design() != SSTM_DESIGN_CTL) sstm_test_skip("needs commit-time locking");
 }
 
 /* A case for one design only: it skips under the other, and the CMake scan
@@ -94,12 +91,12 @@ static inline void skip_unless_ctl(void) {
  * that no ctest entry always skips. Written at the start of a line, as
  * TEST. TEST_ETL: a lock held by a running, killable attempt; TEST_CTL: a
  * commit that meets a lock. */
-#define SSTM_TEST_ONE_DESIGN_(name, d)                                         \
-  static void sstm_test_##d##_##name(void);                                    \
-  TEST(name) {                                                                 \
-    skip_unless_##d();                                                         \
-    sstm_test_##d##_##name();                                                  \
-  }                                                                            \
+#define SSTM_TEST_ONE_DESIGN_(name, d)                                                             \
+  static void sstm_test_##d##_##name(void);                                                        \
+  TEST(name) {                                                                                     \
+    skip_unless_##d();                                                                             \
+    sstm_test_##d##_##name();                                                                      \
+  }                                                                                                \
   static void sstm_test_##d##_##name(void)
 #define TEST_ETL(name) SSTM_TEST_ONE_DESIGN_(name, etl)
 #define TEST_CTL(name) SSTM_TEST_ONE_DESIGN_(name, ctl)

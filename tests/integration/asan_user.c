@@ -38,11 +38,13 @@ __attribute__((noinline)) static void sink(char *p) { __asm__ volatile("" ::"r"(
   char a##n[1];                                                                                    \
   sink(a##n);
 __attribute__((noinline)) static uint64_t deep(void) {
+  /* clang-format off */
   A(0) A(1) A(2) A(3) A(4) A(5) A(6) A(7) A(8) A(9) A(10) A(11) A(12) A(13) A(14) A(15)
   A(16) A(17) A(18) A(19) A(20) A(21) A(22) A(23) A(24) A(25) A(26) A(27) A(28) A(29) A(30)
   A(31) A(32) A(33) A(34) A(35) A(36) A(37) A(38) A(39) A(40) A(41) A(42) A(43) A(44) A(45)
   A(46) A(47)
   sstm_desc_kill(sstm_self(), 0);
+  /* clang-format on */
   return sstm_load_u64(&x); /* killed: the restart jumps over this frame */
 }
 

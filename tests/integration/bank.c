@@ -75,8 +75,7 @@ static void worker(sstm_tt_t *t) {
   long done = 0;
   for (;;) {
     if (seconds > 0) {
-      if (__atomic_load_n(&stop, __ATOMIC_RELAXED))
-        break;
+      if (__atomic_load_n(&stop, __ATOMIC_RELAXED)) break;
     } else if (done >= ops_per_thread) {
       break;
     }
@@ -92,8 +91,7 @@ static void worker(sstm_tt_t *t) {
     }
     long a = (long)sstm_rng_below(&t->rng, (uint64_t)naccounts);
     long b = (long)sstm_rng_below(&t->rng, (uint64_t)naccounts - 1);
-    if (b >= a)
-      b++;
+    if (b >= a) b++;
     int64_t amt = (int64_t)sstm_rng_below(&t->rng, 100) + 1;
     if ((r >> 4) & 1) {
       struct transfer x = {a, b, amt, t->idx};
@@ -163,8 +161,9 @@ static void run_one(sstm_design_t design, const char *policy, unsigned threads) 
 
 int main(int argc, char **argv) {
   if (argc < 4) {
-    fprintf(stderr, "usage: %s DESIGN POLICY|all THREADS [--ops N | --scaled-ops N] [--seconds S] "
-                    "[--accounts A] [--expect-policies P1,P2,...]\n",
+    fprintf(stderr,
+            "usage: %s DESIGN POLICY|all THREADS [--ops N | --scaled-ops N] [--seconds S] "
+            "[--accounts A] [--expect-policies P1,P2,...]\n",
             argv[0]);
     return 2;
   }
@@ -182,16 +181,17 @@ int main(int argc, char **argv) {
   long total_ops =
       int_opt_ops(argc, argv, (long)sstm_test_scaled(all ? 150000 : 1000000, 2000), 2000);
   ops_per_thread = total_ops / (long)threads;
-  if (ops_per_thread < 100)
-    ops_per_thread = 100;
+  if (ops_per_thread < 100) ops_per_thread = 100;
   seconds = (double)int_opt(argc, argv, "--seconds", 0);
   accounts = calloc((size_t)naccounts, sizeof *accounts);
   CHECK_NOT_NULL(accounts);
   if (all) {
     const char *expect = int_opt_str(argc, argv, "--expect-policies", NULL);
     if (expect == NULL || *expect == 0) {
-      fprintf(stderr, "%s: POLICY all needs --expect-policies P1,P2,... (the policies it must "
-                      "cover)\n", argv[0]);
+      fprintf(stderr,
+              "%s: POLICY all needs --expect-policies P1,P2,... (the policies it must "
+              "cover)\n",
+              argv[0]);
       return 2;
     }
     char names[32][64], skipped[4][64];
@@ -208,10 +208,9 @@ int main(int argc, char **argv) {
     for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
       int found = -1;
       for (int i = 0; i < n && found < 0; i++)
-        if (strcmp(names[i], tok) == 0)
-          found = i;
-      CHECK_MSG(found >= 0, "policy \"%s\" is not among the %d policy names of sstm_cm_list",
-                tok, n);
+        if (strcmp(names[i], tok) == 0) found = i;
+      CHECK_MSG(found >= 0, "policy \"%s\" is not among the %d policy names of sstm_cm_list", tok,
+                n);
       expected[found] = true;
       nexpect++;
     }

@@ -87,8 +87,7 @@ static void worker(sstm_tt_t *t) {
         atomic_store(&seen_nondet, 1);
     }
     if (n >= ops) {
-      if (atomic_load_explicit(&judged, memory_order_relaxed))
-        break;
+      if (atomic_load_explicit(&judged, memory_order_relaxed)) break;
       if (t->idx == 0 && n % 16 == 0) {
         sstm_stats_t s;
         CHECK_OK(sstm_stats_aggregate(&s));
@@ -106,8 +105,7 @@ static void worker(sstm_tt_t *t) {
     struct xfer x = {.t = t->idx};
     x.a = (long)sstm_rng_below(&t->rng, (uint64_t)naccounts);
     x.b = (long)sstm_rng_below(&t->rng, (uint64_t)naccounts - 1);
-    if (x.b >= x.a)
-      x.b++;
+    if (x.b >= x.a) x.b++;
     x.dawdle = (unsigned)sstm_rng_below(&t->rng, 500);
     sstm_rng_seed(&x.draw, sstm_rng_next(&t->rng));
     CHECK_OK(sstm_run(NULL, xfer_fn, &x));
@@ -144,8 +142,7 @@ int main(int argc, char **argv) {
   CHECK_CONTAINS(desc, " cm-info=current=");
   CHECK_CONTAINS(desc, " reason=start");
   CHECK_MSG(sstm_cm_find("adaptive")->on_commit == NULL, "adaptive has a commit hook");
-  if (strstr(policy, "+ext"))
-    CHECK_CONTAINS(desc, "ext=");
+  if (strstr(policy, "+ext")) CHECK_CONTAINS(desc, "ext=");
 
   sstm_test_run_threads(threads, true, worker, NULL);
 
@@ -176,13 +173,11 @@ int main(int argc, char **argv) {
   CHECK_EQ_U(s.commits_update, xfers);
   CHECK_EQ_U(s.commits_ro, audits);
   printf("%llu transfers, %llu audits, %llu aborts, switches %llu, evaluations %llu\n",
-         (unsigned long long)xfers, (unsigned long long)audits,
-         (unsigned long long)s.aborts_total, (unsigned long long)s.cm_stats[A_SWITCHES],
-         (unsigned long long)s.cm_stats[A_EVALUATIONS]);
+         (unsigned long long)xfers, (unsigned long long)audits, (unsigned long long)s.aborts_total,
+         (unsigned long long)s.cm_stats[A_SWITCHES], (unsigned long long)s.cm_stats[A_EVALUATIONS]);
   CHECK_GE_U(s.cm_stats[A_EVALUATIONS], 3);
   CHECK_MSG(strstr(desc, "reason=start") == NULL, "no window judged: %s", desc);
-  if (strstr(desc, ">cpus=") && strstr(desc, "short-tx="))
-    CHECK_GT_U(s.cm_stats[A_SWITCHES], 0);
+  if (strstr(desc, ">cpus=") && strstr(desc, "short-tx=")) CHECK_GT_U(s.cm_stats[A_SWITCHES], 0);
   /* at most one switch per evaluation: the counters are adaptive's own
    * (its sub-policies must not count into them) */
   CHECK_LE_U(s.cm_stats[A_SWITCHES], s.cm_stats[A_EVALUATIONS]);

@@ -73,8 +73,7 @@ static void worker(sstm_tt_t *t) {
     struct xfer x = {.t = t->idx, .c = -1};
     x.a = (long)sstm_rng_below(&t->rng, (uint64_t)naccounts);
     x.b = (long)sstm_rng_below(&t->rng, (uint64_t)naccounts - 1);
-    if (x.b >= x.a)
-      x.b++;
+    if (x.b >= x.a) x.b++;
     x.amt = (int64_t)sstm_rng_below(&t->rng, 50) + 1;
     if (r % 10 == 1 && naccounts >= 3) {
       do
@@ -128,11 +127,10 @@ int main(int argc, char **argv) {
   CHECK_EQ_U(s.commits_ro, audits);
   printf("%llu transfers, %llu audits, %llu aborts, max retries %llu, policy counters "
          "%llu %llu %llu %llu, waits %llu ms\n",
-         (unsigned long long)xfers, (unsigned long long)audits,
-         (unsigned long long)s.aborts_total, (unsigned long long)s.max_retries,
-         (unsigned long long)s.cm_stats[0], (unsigned long long)s.cm_stats[1],
-         (unsigned long long)s.cm_stats[2], (unsigned long long)s.cm_stats[3],
-         (unsigned long long)(s.cm_wait_ns / 1000000));
+         (unsigned long long)xfers, (unsigned long long)audits, (unsigned long long)s.aborts_total,
+         (unsigned long long)s.max_retries, (unsigned long long)s.cm_stats[0],
+         (unsigned long long)s.cm_stats[1], (unsigned long long)s.cm_stats[2],
+         (unsigned long long)s.cm_stats[3], (unsigned long long)(s.cm_wait_ns / 1000000));
   CHECK_OK(sstm_shutdown());
   printf("PASS %s\n", name);
   return 0;

@@ -68,21 +68,18 @@ static void mv_fn(void *p) {
 static void worker(sstm_tt_t *t) {
   for (long n = 0;; n++) {
     if (n >= ops) {
-      if (!expect_escalations || atomic_load_explicit(&escalated, memory_order_relaxed))
-        break;
+      if (!expect_escalations || atomic_load_explicit(&escalated, memory_order_relaxed)) break;
       if (t->idx == 0 && n % 16 == 0) {
         sstm_stats_t s;
         CHECK_OK(sstm_stats_aggregate(&s));
         CHECK_LE_U(s.max_retries, (uint64_t)escalate + 1); /* fail early, not by hanging */
-        if (s.cm_stats[P_ESCALATIONS] > 0)
-          atomic_store(&escalated, 1);
+        if (s.cm_stats[P_ESCALATIONS] > 0) atomic_store(&escalated, 1);
       }
     }
     struct mv m = {.t = t->idx};
     m.from = (long)sstm_rng_below(&t->rng, (uint64_t)nhot);
     m.to = (long)sstm_rng_below(&t->rng, (uint64_t)nhot - 1);
-    if (m.to >= m.from)
-      m.to++;
+    if (m.to >= m.from) m.to++;
     m.dawdle = (unsigned)sstm_rng_below(&t->rng, 2000);
     CHECK_OK(sstm_run(NULL, mv_fn, &m));
     done_local[t->idx]++;
@@ -91,18 +88,15 @@ static void worker(sstm_tt_t *t) {
 
 int main(int argc, char **argv) {
   if (argc < 4) {
-    fprintf(stderr,
-            "usage: %s DESIGN POLICY THREADS [--ops N] [--hot H] [--expect-escalations]\n",
+    fprintf(stderr, "usage: %s DESIGN POLICY THREADS [--ops N] [--hot H] [--expect-escalations]\n",
             argv[0]);
     return 2;
   }
   char name[128];
   snprintf(name, sizeof name, "cm_livelock.%s.%s.%s", argv[1], argv[2], argv[3]);
   for (int i = 4; i < argc; i++)
-    if (strcmp(argv[i], "--expect-escalations") == 0)
-      expect_escalations = true;
-  if (expect_escalations)
-    snprintf(name + strlen(name), sizeof name - strlen(name), ".escalate");
+    if (strcmp(argv[i], "--expect-escalations") == 0) expect_escalations = true;
+  if (expect_escalations) snprintf(name + strlen(name), sizeof name - strlen(name), ".escalate");
   sstm_test_setup(name, argc, argv);
   sstm_design_t design = int_parse_design(argv[1]);
   unsigned threads = sstm_test_threads((unsigned)atoi(argv[3]));
@@ -113,8 +107,7 @@ int main(int argc, char **argv) {
   CHECK_GE_I(nhot, 2);
   CHECK_LE_I(nhot, MAXH);
   const char *e = getenv("SCHEDSTM_PRIO_ESCALATE");
-  if (e && *e)
-    escalate = strtol(e, NULL, 10);
+  if (e && *e) escalate = strtol(e, NULL, 10);
   CHECK_GT_I(escalate, 0); /* 0 = never: nothing bounds the retries */
   for (long i = 0; i < nhot; i++)
     hot[i].v = 1000;

@@ -23,8 +23,7 @@ static inline void int_init(sstm_design_t design, const char *cm) {
   sstm_config_default(&c);
   c.use_env = false;
   c.design = design;
-  if (cm)
-    c.cm = cm;
+  if (cm) c.cm = cm;
   CHECK_OK(sstm_init(&c));
 }
 
@@ -59,16 +58,15 @@ static inline int int_policy_names(char names[][64], int max, char skipped[][64]
       tok[--len] = 0;
     bool ok = len > 0 && len < 64;
     for (size_t i = 0; ok && i < len; i++)
-      ok = (tok[i] >= 'a' && tok[i] <= 'z') || (tok[i] >= '0' && tok[i] <= '9') ||
-           tok[i] == '+' || tok[i] == '_' || tok[i] == '-';
+      ok = (tok[i] >= 'a' && tok[i] <= 'z') || (tok[i] >= '0' && tok[i] <= '9') || tok[i] == '+' ||
+           tok[i] == '_' || tok[i] == '-';
     if (!ok) {
-      if (*nskipped < max_skipped)
-        snprintf(skipped[*nskipped], 64, "%s", tok);
+      if (*nskipped < max_skipped) snprintf(skipped[*nskipped], 64, "%s", tok);
       (*nskipped)++;
       continue;
     }
-    CHECK_MSG(sstm_cm_find(tok) != NULL, "sstm_cm_list names \"%s\", which sstm_cm_find does not know",
-              tok);
+    CHECK_MSG(sstm_cm_find(tok) != NULL,
+              "sstm_cm_list names \"%s\", which sstm_cm_find does not know", tok);
     CHECK_MSG(n < max, "sstm_cm_list has more than %d policy names", max);
     snprintf(names[n], 64, "%s", tok);
     n++;
@@ -79,8 +77,7 @@ static inline int int_policy_names(char names[][64], int max, char skipped[][64]
 /* Option parsing: --name value pairs after the positional arguments. */
 static inline long int_opt(int argc, char **argv, const char *name, long dflt) {
   for (int i = 1; i + 1 < argc; i++)
-    if (strcmp(argv[i], name) == 0)
-      return strtol(argv[i + 1], NULL, 0);
+    if (strcmp(argv[i], name) == 0) return strtol(argv[i + 1], NULL, 0);
   return dflt;
 }
 
@@ -96,8 +93,7 @@ static inline long int_opt_ops(int argc, char **argv, long dflt, long lo) {
 /* String option: the value after `name`, or dflt. */
 static inline const char *int_opt_str(int argc, char **argv, const char *name, const char *dflt) {
   for (int i = 1; i + 1 < argc; i++)
-    if (strcmp(argv[i], name) == 0)
-      return argv[i + 1];
+    if (strcmp(argv[i], name) == 0) return argv[i + 1];
   return dflt;
 }
 

@@ -51,10 +51,8 @@ static struct lnode *find_prev(long k) {
   while (cur != NULL) {
     check_node(cur);
     long ck = sstm_load_i64((const int64_t *)&cur->key);
-    if (ck >= k)
-      break;
-    if (++steps > nkeys)
-      FAIL("list longer than the key range: cycle?");
+    if (ck >= k) break;
+    if (++steps > nkeys) FAIL("list longer than the key range: cycle?");
     prev = cur;
     cur = sstm_load_ptr((void *const *)&cur->next);
   }
@@ -98,13 +96,10 @@ static void traverse_fn(void *p) {
   while (cur != NULL) {
     check_node(cur);
     long k = sstm_load_i64((const int64_t *)&cur->key);
-    if (k <= last)
-      FAIL("list not strictly ordered: %ld after %ld", k, last);
-    if (k < 0 || k >= nkeys)
-      FAIL("key %ld out of range", k);
+    if (k <= last) FAIL("list not strictly ordered: %ld after %ld", k, last);
+    if (k < 0 || k >= nkeys) FAIL("key %ld out of range", k);
     last = k;
-    if (++n > nkeys)
-      FAIL("list longer than the key range: cycle?");
+    if (++n > nkeys) FAIL("list longer than the key range: cycle?");
     cur = sstm_load_ptr((void *const *)&cur->next);
   }
   *count = n;
@@ -119,17 +114,16 @@ static void writer(sstm_tt_t *t) {
     bool present = model[k];
     if (sstm_rng_below(&t->rng, 2)) {
       CHECK_OK(sstm_run(NULL, insert_fn, &o));
-      CHECK_MSG(o.result == !present, "insert(%ld) returned %d, model says present=%d", k,
-                o.result, present);
+      CHECK_MSG(o.result == !present, "insert(%ld) returned %d, model says present=%d", k, o.result,
+                present);
       model[k] = 1;
     } else {
       CHECK_OK(sstm_run(NULL, remove_fn, &o));
-      CHECK_MSG(o.result == present, "remove(%ld) returned %d, model says present=%d", k,
-                o.result, present);
+      CHECK_MSG(o.result == present, "remove(%ld) returned %d, model says present=%d", k, o.result,
+                present);
       model[k] = 0;
     }
-    if (i % 256 == 0)
-      sstm_reclaim();
+    if (i % 256 == 0) sstm_reclaim();
   }
 }
 
@@ -166,7 +160,8 @@ int main(int argc, char **argv) {
   nwriters = threads / 2;
   nreaders = threads - nwriters;
   nkeys = int_opt(argc, argv, "--keys", 64);
-  ops_per_thread = int_opt(argc, argv, "--ops", (long)sstm_test_scaled(500000, 2000)) / (long)nwriters;
+  ops_per_thread =
+      int_opt(argc, argv, "--ops", (long)sstm_test_scaled(500000, 2000)) / (long)nwriters;
   model = calloc((size_t)nkeys, 1);
   int_init(design, NULL);
   CHECK_OK(sstm_thread_init());

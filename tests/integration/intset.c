@@ -16,8 +16,8 @@
  * usage: intset KIND DESIGN THREADS [--ops N | --scaled-ops N] [--policy NAME]
  */
 #define _GNU_SOURCE
-#include "common_int.h"
 #include "intset.h"
+#include "common_int.h"
 
 #define SHARED 128
 #define PRIVATE 64
@@ -37,14 +37,11 @@ static void do_move(unsigned t, long k, long k2) {
     added = 0;
     if (k != k2 && intset_remove(set, k)) {
       removed = 1;
-      if (intset_add(set, k2))
-        added = 1;
+      if (intset_add(set, k2)) added = 1;
     }
   SSTM_ATOMIC_END();
-  if (removed)
-    removes[t][k]++;
-  if (added)
-    adds[t][k2]++;
+  if (removed) removes[t][k]++;
+  if (added) adds[t][k2]++;
 }
 
 static void worker(sstm_tt_t *t) {
@@ -65,8 +62,7 @@ static void worker(sstm_tt_t *t) {
         model[k] = 1;
       } else if (what < 80) {
         res = intset_remove(set, base + k);
-        CHECK_MSG(res == model[k], "remove(%ld) = %d, model present = %d", base + k, res,
-                  model[k]);
+        CHECK_MSG(res == model[k], "remove(%ld) = %d, model present = %d", base + k, res, model[k]);
         model[k] = 0;
       } else {
         res = intset_contains(set, base + k);
@@ -77,11 +73,9 @@ static void worker(sstm_tt_t *t) {
     }
     long k = (long)((r >> 8) % SHARED);
     if (what < 35) {
-      if (intset_add(set, k))
-        adds[t->idx][k]++;
+      if (intset_add(set, k)) adds[t->idx][k]++;
     } else if (what < 70) {
-      if (intset_remove(set, k))
-        removes[t->idx][k]++;
+      if (intset_remove(set, k)) removes[t->idx][k]++;
     } else if (what < 85) {
       (void)intset_contains(set, k);
     } else {
@@ -96,7 +90,8 @@ static void worker(sstm_tt_t *t) {
 
 int main(int argc, char **argv) {
   if (argc < 4) {
-    fprintf(stderr, "usage: %s KIND DESIGN THREADS [--ops N | --scaled-ops N] [--policy NAME]\n", argv[0]);
+    fprintf(stderr, "usage: %s KIND DESIGN THREADS [--ops N | --scaled-ops N] [--policy NAME]\n",
+            argv[0]);
     return 2;
   }
   const char *policy = int_opt_str(argc, argv, "--policy", NULL);
@@ -113,7 +108,8 @@ int main(int argc, char **argv) {
   nthreads = sstm_test_threads((unsigned)atoi(argv[3]));
   CHECK_GT_U(nthreads, 0);
   CHECK_LE_U(nthreads, MAXT);
-  ops_per_thread = int_opt_ops(argc, argv, (long)sstm_test_scaled(500000, 2000), 2000) / (long)nthreads;
+  ops_per_thread =
+      int_opt_ops(argc, argv, (long)sstm_test_scaled(500000, 2000), 2000) / (long)nthreads;
 
   int_init(design, policy);
   CHECK_OK(sstm_thread_init());
@@ -128,8 +124,7 @@ int main(int argc, char **argv) {
       initial[k] = 1;
     }
   for (long k = SHARED; k < SHARED + (long)nthreads * PRIVATE; k++)
-    if (sstm_rng_below(&rng, 2))
-      CHECK_TRUE(intset_add(set, k));
+    if (sstm_rng_below(&rng, 2)) CHECK_TRUE(intset_add(set, k));
 
   sstm_test_run_threads(nthreads, true, worker, NULL);
 

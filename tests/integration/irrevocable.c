@@ -64,8 +64,7 @@ static void op_fn(void *p) {
   sstm_store_u64(&counters[o->a], va - amt);
   sstm_store_u64(&counters[o->b], sstm_load_u64(&counters[o->b]) + amt);
   check_sum_tx();
-  if (o->mode != 0)
-    check_sum_plain(); /* our own in-place writes are done: consistent */
+  if (o->mode != 0) check_sum_plain(); /* our own in-place writes are done: consistent */
 }
 
 static void worker(sstm_tt_t *t) {
@@ -83,8 +82,7 @@ static void worker(sstm_tt_t *t) {
     } else {
       CHECK_OK(sstm_run(NULL, op_fn, &o));
     }
-    if (o.mode != 0)
-      irrevocable_done[t->idx]++;
+    if (o.mode != 0) irrevocable_done[t->idx]++;
   }
 }
 

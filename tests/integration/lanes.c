@@ -81,7 +81,8 @@ int main(int argc, char **argv) {
     fprintf(stderr, "bad mode\n");
     return 2;
   }
-  ops_per_thread = int_opt(argc, argv, "--ops", (long)sstm_test_scaled(500000, 2000)) / (long)threads;
+  ops_per_thread =
+      int_opt(argc, argv, "--ops", (long)sstm_test_scaled(500000, 2000)) / (long)threads;
   /* guard bytes: everything outside the lanes must stay 0xA5 */
   memset(area, 0xA5, sizeof area);
   for (unsigned w = 0; w < NWORDS; w++)

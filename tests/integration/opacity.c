@@ -65,8 +65,7 @@ static void pair_read(void *arg) {
   unsigned i = *(unsigned *)arg;
   struct node *a = sstm_load_ptr(&slot1[i].ptr);
   struct node *b = sstm_load_ptr(&slot2[i].ptr);
-  if (a != b)
-    FAIL("opacity: pair %u slots disagree (%p vs %p)", i, (void *)a, (void *)b);
+  if (a != b) FAIL("opacity: pair %u slots disagree (%p vs %p)", i, (void *)a, (void *)b);
   uint64_t m = sstm_load_u64(&a->magic);
   uint64_t v = sstm_load_u64(&a->value);
   uint64_t c = sstm_load_u64(&a->check);
@@ -118,8 +117,7 @@ static uint64_t cycle_walk(void) {
     unsigned idx = (unsigned)((struct page *)p - cyc_next);
     CHECK_LT_U(idx, NCYCLE);
     CHECK_EQ_U(sstm_load_u64(&cyc_id[idx].u), idx);
-    if (seen & (1ull << idx))
-      FAIL("opacity: node %u visited twice", idx);
+    if (seen & (1ull << idx)) FAIL("opacity: node %u visited twice", idx);
     seen |= 1ull << idx;
     p = sstm_load_ptr(&cyc_next[idx].ptr);
   }
@@ -141,8 +139,7 @@ static void cycle_swap(void *arg) {
   }
   struct page *a = sstm_load_ptr(link);
   struct page *b = sstm_load_ptr(&a->ptr);
-  if (b == NULL)
-    return;
+  if (b == NULL) return;
   void *after = sstm_load_ptr(&b->ptr);
   sstm_store_ptr(link, b);
   sstm_store_ptr(&b->ptr, a);
@@ -185,8 +182,7 @@ static void worker(sstm_tt_t *t) {
   long done = 0;
   for (;;) {
     if (seconds > 0) {
-      if (__atomic_load_n(&stop, __ATOMIC_RELAXED))
-        break;
+      if (__atomic_load_n(&stop, __ATOMIC_RELAXED)) break;
     } else if (done >= ops_per_thread) {
       break;
     }
@@ -215,12 +211,8 @@ static void worker(sstm_tt_t *t) {
       CHECK_OK(sstm_run(write ? NULL : ra, write ? cycle_swap : cycle_read, &pos));
       break;
     }
-    case 3:
-      CHECK_OK(sstm_run(write ? NULL : ra, write ? bytes_write : bytes_read, &r));
-      break;
-    default:
-      CHECK_OK(sstm_run(ra, everything_read, NULL));
-      break;
+    case 3: CHECK_OK(sstm_run(write ? NULL : ra, write ? bytes_write : bytes_read, &r)); break;
+    default: CHECK_OK(sstm_run(ra, everything_read, NULL)); break;
     }
   }
 }
@@ -236,7 +228,8 @@ static void *timer(void *p) {
 
 int main(int argc, char **argv) {
   if (argc < 3) {
-    fprintf(stderr, "usage: %s DESIGN THREADS [--ops N | --scaled-ops N] [--seconds S] [--policy NAME]\n",
+    fprintf(stderr,
+            "usage: %s DESIGN THREADS [--ops N | --scaled-ops N] [--seconds S] [--policy NAME]\n",
             argv[0]);
     return 2;
   }
@@ -269,11 +262,9 @@ int main(int argc, char **argv) {
   memcpy(&bytes_area.bytes[3], v0, sizeof v0);
 
   pthread_t tm;
-  if (seconds > 0)
-    CHECK_EQ_I(pthread_create(&tm, NULL, timer, NULL), 0);
+  if (seconds > 0) CHECK_EQ_I(pthread_create(&tm, NULL, timer, NULL), 0);
   sstm_test_run_threads(threads, true, worker, NULL);
-  if (seconds > 0)
-    CHECK_EQ_I(pthread_join(tm, NULL), 0);
+  if (seconds > 0) CHECK_EQ_I(pthread_join(tm, NULL), 0);
 
   /* final state satisfies every invariant */
   CHECK_EQ_U(c1.u, c2.u + 1);

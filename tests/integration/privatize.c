@@ -78,8 +78,7 @@ struct op {
 static void read_fn(void *p) {
   struct op *o = p;
   struct node *nd = &nodes[o->node];
-  if (sstm_load_u64(&nd->owner) != 0)
-    return;
+  if (sstm_load_u64(&nd->owner) != 0) return;
   uint64_t v0 = sstm_load_u64(&nd->data[0]);
   for (long j = 1; j < nwords; j++) {
     uint64_t v = sstm_load_u64(&nd->data[j]);
@@ -93,8 +92,7 @@ static void read_fn(void *p) {
 static void write_fn(void *p) {
   struct op *o = p;
   struct node *nd = &nodes[o->node];
-  if (sstm_load_u64(&nd->owner) != 0)
-    return;
+  if (sstm_load_u64(&nd->owner) != 0) return;
   uint64_t v = sstm_load_u64(&nd->data[0]) + 1;
   for (long j = 0; j < nwords; j++)
     sstm_store_u64(&nd->data[j], v);
@@ -127,20 +125,17 @@ static void privatizer(sstm_tt_t *t) {
     struct op o = {r % NODES, 0};
     uint64_t *data = nodes[o.node].data;
     CHECK_OK(sstm_run(NULL, privatize_fn, &o));
-    if (use_quiesce)
-      CHECK_OK(sstm_quiesce());
+    if (use_quiesce) CHECK_OK(sstm_quiesce());
     /* private from here on: plain accesses */
     for (long j = 0; j < nwords; j++)
       data[j] = PRIV_TAG | ((uint64_t)r << 20) | (uint64_t)j;
     /* let preempted attempts run: a late write-back would land now */
     for (int k = 0; k < 2; k++)
       sched_yield();
-    if (sstm_rng_below(&t->rng, 8) == 0)
-      sstm_spin_ns(20000);
+    if (sstm_rng_below(&t->rng, 8) == 0) sstm_spin_ns(20000);
     for (long j = 0; j < nwords; j++) {
       uint64_t want = PRIV_TAG | ((uint64_t)r << 20) | (uint64_t)j;
-      if (data[j] == want)
-        continue;
+      if (data[j] == want) continue;
       if (use_quiesce)
         FAIL("round %ld, node %ld: private word %ld is 0x%llx, not 0x%llx: a transaction "
              "wrote it after sstm_quiesce returned",
@@ -158,15 +153,9 @@ static void worker(sstm_tt_t *t) {
   while (!atomic_load_explicit(&stop, memory_order_relaxed)) {
     struct op o = {(long)sstm_rng_below(&t->rng, NODES), 0};
     switch (sstm_rng_below(&t->rng, 4)) {
-    case 0:
-      CHECK_OK(sstm_run(NULL, write_fn, &o));
-      break;
-    case 1:
-      CHECK_OK(sstm_run(&ro, read_fn, &o));
-      break;
-    default:
-      CHECK_OK(sstm_run(NULL, read_fn, &o));
-      break;
+    case 0: CHECK_OK(sstm_run(NULL, write_fn, &o)); break;
+    case 1: CHECK_OK(sstm_run(&ro, read_fn, &o)); break;
+    default: CHECK_OK(sstm_run(NULL, read_fn, &o)); break;
     }
   }
 }
@@ -182,8 +171,7 @@ static void thread_main(sstm_tt_t *t) {
 
 /* The begin-fence= value that --expect-fence NAME asks for. */
 static const char *expected_fence(const char *name) {
-  if (strcmp(name, "xchg") == 0 || strcmp(name, "membarrier") == 0)
-    return name;
+  if (strcmp(name, "xchg") == 0 || strcmp(name, "membarrier") == 0) return name;
   if (strcmp(name, "kernel") != 0) {
     fprintf(stderr, "--expect-fence: xchg, membarrier or kernel, not \"%s\"\n", name);
     exit(2);
@@ -220,8 +208,7 @@ int main(int argc, char **argv) {
   sstm_test_setup(name, argc, argv);
   sstm_design_t design = int_parse_design(argv[1]);
   unsigned threads = sstm_test_threads((unsigned)atoi(argv[2]));
-  if (threads < 2)
-    threads = 2;
+  if (threads < 2) threads = 2;
   /* A round takes longer with more threads on the 2 CPUs (the barrier
    * waits for descheduled attempts): about the same run time at any count. */
   rounds = int_opt(argc, argv, "--rounds", (long)sstm_test_scaled(600 / threads, 50));

@@ -37,7 +37,7 @@ static unsigned nworkers;
 static long ops_per_thread;
 static volatile int workers_done, killer_stop;
 static uint64_t kills_ok, kills_notx, kills_busy;
-static uint64_t kills_distinct; /* attempts killed, named by txid (the workers read it) */
+static uint64_t kills_distinct;    /* attempts killed, named by txid (the workers read it) */
 static uint64_t last_killed[MAXT]; /* txid last killed by name, per worker (killer only) */
 
 struct xfer {
@@ -89,8 +89,7 @@ static void *killer(void *p) {
   while (!__atomic_load_n(&killer_stop, __ATOMIC_ACQUIRE)) {
     unsigned v = (unsigned)sstm_rng_below(rng, nworkers);
     sstm_desc_t *d = __atomic_load_n(&descs[v], __ATOMIC_ACQUIRE);
-    if (d == NULL)
-      continue;
+    if (d == NULL) continue;
     /* the current attempt (0), or one named by its txid */
     uint64_t txid = sstm_rng_below(rng, 2) ? sstm_desc_txid(d) : 0;
     int rc = sstm_desc_kill(d, txid);
@@ -108,8 +107,7 @@ static void *killer(void *p) {
       FAIL("sstm_desc_kill returned %d (%s)", rc, sstm_strerror(rc));
     }
     sstm_spin_ns(sstm_rng_below(rng, 20000));
-    if (sstm_rng_below(rng, 4) == 0)
-      sstm_test_relax();
+    if (sstm_rng_below(rng, 4) == 0) sstm_test_relax();
   }
   return NULL;
 }
@@ -140,11 +138,11 @@ int main(int argc, char **argv) {
   nworkers = sstm_test_threads((unsigned)atoi(argv[2]));
   CHECK_GT_U(nworkers, 0);
   CHECK_LE_U(nworkers, MAXT);
-  ops_per_thread = int_opt(argc, argv, "--ops", (long)sstm_test_scaled(500000, 2000)) / (long)nworkers;
+  ops_per_thread =
+      int_opt(argc, argv, "--ops", (long)sstm_test_scaled(500000, 2000)) / (long)nworkers;
   const char *policy = NULL;
   for (int i = 1; i + 1 < argc; i++)
-    if (strcmp(argv[i], "--policy") == 0)
-      policy = argv[i + 1];
+    if (strcmp(argv[i], "--policy") == 0) policy = argv[i + 1];
   int_init(design, policy);
   for (int i = 0; i < NACC; i++)
     accounts[i] = INITIAL;
@@ -164,9 +162,8 @@ int main(int argc, char **argv) {
   printf("remote_abort: kills ok %llu (%llu attempts named), no-tx %llu, busy %llu; aborts killed "
          "%llu, total %llu\n",
          (unsigned long long)kills_ok, (unsigned long long)kills_distinct,
-         (unsigned long long)kills_notx,
-         (unsigned long long)kills_busy, (unsigned long long)s.aborts[SSTM_ABORT_KILLED],
-         (unsigned long long)s.aborts_total);
+         (unsigned long long)kills_notx, (unsigned long long)kills_busy,
+         (unsigned long long)s.aborts[SSTM_ABORT_KILLED], (unsigned long long)s.aborts_total);
   CHECK_GE_U(kills_distinct, MIN_KILLS); /* the workers ran until there were as many */
   CHECK_LE_U(s.aborts[SSTM_ABORT_KILLED], kills_ok);
   CHECK_GT_U(s.aborts[SSTM_ABORT_KILLED], 0);

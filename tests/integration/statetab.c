@@ -3,8 +3,9 @@
  *
  * snapshot_<policy>: 4 threads run bank transfers with cfg.state_table =
  *   true (suicide, backoff, a test policy with counters and actions,
- *   ser-block, softser, os_prio, adaptive). While they run, `sstm-top -j <pid>` is parsed and checked against
- *   sstm_stats_get() taken just before and just after (bounds); once the
+ *   ser-block, softser, os_prio, adaptive). While they run, `sstm-top -j
+ *   <pid>` is parsed and checked against sstm_stats_get() taken just
+ *   before and just after (bounds); once the
  *   threads have finished their loops but are still registered, a second
  *   snapshot must equal sstm_stats_get() of every descriptor exactly
  *   (commits, aborts, aborts by reason, policy counters, OS policy and nice
@@ -44,17 +45,17 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdlib.h>
-#include <sched.h>
-#include <stdatomic.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/ptrace.h>
 #include <sys/resource.h>
-#include <sys/syscall.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/user.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -77,9 +78,9 @@ typedef struct jval {
   bool is_uint; /* the number was written as a plain non-negative integer */
   unsigned long long u;
   char *str;
-  size_t n;            /* items (array, object) */
+  size_t n; /* items (array, object) */
   struct jval **items;
-  char **keys;         /* object keys */
+  char **keys; /* object keys */
 } jval_t;
 
 typedef struct jparser {
@@ -90,7 +91,8 @@ typedef struct jparser {
 #define JFAIL(p, what) FAIL("JSON: %s at offset %td: %.40s", what, (p)->s - (p)->doc, (p)->s)
 
 static void jws(jparser_t *p) {
-  while (*p->s == ' ' || *p->s == '\n' || *p->s == '\t' || *p->s == '\r') p->s++;
+  while (*p->s == ' ' || *p->s == '\n' || *p->s == '\t' || *p->s == '\r')
+    p->s++;
 }
 
 static jval_t *jnew(jtype_t t) {
@@ -114,7 +116,9 @@ static char *jparse_str(jparser_t *p) {
     if (c == '\\') {
       char e = *p->s++;
       switch (e) {
-      case '"': case '\\': case '/': c = e; break;
+      case '"':
+      case '\\':
+      case '/': c = e; break;
       case 'b': c = '\b'; break;
       case 'f': c = '\f'; break;
       case 'n': c = '\n'; break;
@@ -125,10 +129,14 @@ static char *jparse_str(jparser_t *p) {
         for (int i = 0; i < 4; i++) {
           char h = *p->s++;
           x <<= 4;
-          if (h >= '0' && h <= '9') x |= (unsigned)(h - '0');
-          else if (h >= 'a' && h <= 'f') x |= (unsigned)(h - 'a' + 10);
-          else if (h >= 'A' && h <= 'F') x |= (unsigned)(h - 'A' + 10);
-          else JFAIL(p, "bad \\u escape");
+          if (h >= '0' && h <= '9')
+            x |= (unsigned)(h - '0');
+          else if (h >= 'a' && h <= 'f')
+            x |= (unsigned)(h - 'a' + 10);
+          else if (h >= 'A' && h <= 'F')
+            x |= (unsigned)(h - 'A' + 10);
+          else
+            JFAIL(p, "bad \\u escape");
         }
         c = x < 0x80 ? (char)x : '?';
         break;
@@ -213,7 +221,8 @@ static jval_t *jparse_val(jparser_t *p, int depth) {
     v->num = strtod(start, &end);
     if (end == start) JFAIL(p, "bad number");
     bool plain = c != '-';
-    for (const char *q = start; q < end; q++) plain &= *q >= '0' && *q <= '9';
+    for (const char *q = start; q < end; q++)
+      plain &= *q >= '0' && *q <= '9';
     if (plain) {
       errno = 0;
       v->u = strtoull(start, NULL, 10);
@@ -320,9 +329,8 @@ static void tool_start(tool_proc_t *p, int drop_to_uid, unsigned watchdog_s, boo
     /* async-signal-safe only: the parent has threads */
     dup2(fileno(out), 1);
     dup2(fileno(err), 2);
-    if (drop_to_uid >= 0 &&
-        (setgroups(0, NULL) != 0 || setgid((gid_t)drop_to_uid) != 0 ||
-         setuid((uid_t)drop_to_uid) != 0))
+    if (drop_to_uid >= 0 && (setgroups(0, NULL) != 0 || setgid((gid_t)drop_to_uid) != 0 ||
+                             setuid((uid_t)drop_to_uid) != 0))
       _exit(125);
     if (watchdog_s) alarm(watchdog_s);
     if (traced && ptrace(PTRACE_TRACEME, 0, NULL, NULL) != 0) _exit(125);
@@ -344,15 +352,16 @@ static void run_tool_as(tool_run_t *r, int drop_to_uid, unsigned watchdog_s, con
   tool_proc_t p;
   tool_start(&p, drop_to_uid, watchdog_s, false, a1, a2, a3, a4, a5);
   int st;
-  while (waitpid(p.pid, &st, 0) < 0) CHECK_EQ_I(errno, EINTR);
+  while (waitpid(p.pid, &st, 0) < 0)
+    CHECK_EQ_I(errno, EINTR);
   tool_collect(&p, st, r);
 }
 
-static void run_tool(tool_run_t *r, const char *a1, const char *a2, const char *a3,
-                     const char *a4, const char *a5) {
+static void run_tool(tool_run_t *r, const char *a1, const char *a2, const char *a3, const char *a4,
+                     const char *a5) {
   run_tool_as(r, -1, 0, a1, a2, a3, a4, a5);
-  CHECK_MSG(!(WIFEXITED(r->status) && WEXITSTATUS(r->status) == 126),
-            "cannot execute %s", SSTM_TOP_PATH);
+  CHECK_MSG(!(WIFEXITED(r->status) && WEXITSTATUS(r->status) == 126), "cannot execute %s",
+            SSTM_TOP_PATH);
 }
 
 /* run_tool for a case where the tool used to block forever: killed by
@@ -362,8 +371,8 @@ static void run_tool(tool_run_t *r, const char *a1, const char *a2, const char *
 static void run_tool_bounded(tool_run_t *r, const char *a1, const char *a2, const char *a3,
                              const char *a4, const char *a5) {
   run_tool_as(r, -1, 20, a1, a2, a3, a4, a5);
-  CHECK_MSG(!(WIFEXITED(r->status) && WEXITSTATUS(r->status) == 126),
-            "cannot execute %s", SSTM_TOP_PATH);
+  CHECK_MSG(!(WIFEXITED(r->status) && WEXITSTATUS(r->status) == 126), "cannot execute %s",
+            SSTM_TOP_PATH);
 }
 
 static void tool_free(tool_run_t *r) {
@@ -411,7 +420,7 @@ static long listed_threads(const char *out, int pid) {
 static int64_t accounts[NACC];
 static sstm_desc_t *descs[NT];
 static int tids[NT];
-static int phase;        /* 0 run, 1 finish the loop, 2 unregister */
+static int phase; /* 0 run, 1 finish the loop, 2 unregister */
 static unsigned registered, quiesced;
 static uint64_t local_ops[NT];
 
@@ -430,7 +439,8 @@ static void xfer_fn(void *p) {
 
 static void audit_fn(void *p) {
   int64_t sum = 0;
-  for (int i = 0; i < NACC; i++) sum += sstm_load_i64(&accounts[i]);
+  for (int i = 0; i < NACC; i++)
+    sum += sstm_load_i64(&accounts[i]);
   CHECK_EQ_I(sum, (int64_t)NACC * INITIAL);
   *(int64_t *)p = sum;
 }
@@ -457,7 +467,8 @@ static void *worker(void *arg) {
     __atomic_fetch_add(&local_ops[i], 1, __ATOMIC_RELAXED);
   }
   __atomic_fetch_add(&quiesced, 1, __ATOMIC_RELEASE);
-  while (__atomic_load_n(&phase, __ATOMIC_ACQUIRE) < 2) usleep(1000);
+  while (__atomic_load_n(&phase, __ATOMIC_ACQUIRE) < 2)
+    usleep(1000);
   CHECK_OK(sstm_thread_exit());
   return NULL;
 }
@@ -563,7 +574,8 @@ static void snapshot_test(const char *policy) {
   CHECK_EQ_I(stat(path, &st), 0);
   CHECK(S_ISREG(st.st_mode));
   CHECK_EQ_X(st.st_mode & 07777, 0600);
-  for (int i = 0; i < NACC; i++) accounts[i] = INITIAL;
+  for (int i = 0; i < NACC; i++)
+    accounts[i] = INITIAL;
 
   /* No thread registered yet (the main thread never registers). */
   jval_t *j = snapshot_json(getpid());
@@ -574,20 +586,24 @@ static void snapshot_test(const char *policy) {
   pthread_t th[NT];
   for (unsigned i = 0; i < NT; i++)
     CHECK_EQ_I(pthread_create(&th[i], NULL, worker, (void *)(uintptr_t)i), 0);
-  while (__atomic_load_n(&registered, __ATOMIC_ACQUIRE) < NT) usleep(1000);
+  while (__atomic_load_n(&registered, __ATOMIC_ACQUIRE) < NT)
+    usleep(1000);
   /* Let every thread commit a little. */
   for (;;) {
     bool all = true;
-    for (int i = 0; i < NT; i++) all &= __atomic_load_n(&local_ops[i], __ATOMIC_RELAXED) >= 500;
+    for (int i = 0; i < NT; i++)
+      all &= __atomic_load_n(&local_ops[i], __ATOMIC_RELAXED) >= 500;
     if (all) break;
     usleep(2000);
   }
 
   /* 1. While the workload runs: bounds. */
   sstm_stats_t before[NT], after[NT];
-  for (int i = 0; i < NT; i++) CHECK_OK(sstm_stats_get(descs[i], &before[i]));
+  for (int i = 0; i < NT; i++)
+    CHECK_OK(sstm_stats_get(descs[i], &before[i]));
   j = snapshot_json(getpid());
-  for (int i = 0; i < NT; i++) CHECK_OK(sstm_stats_get(descs[i], &after[i]));
+  for (int i = 0; i < NT; i++)
+    CHECK_OK(sstm_stats_get(descs[i], &after[i]));
   const jval_t *es = check_header(j, policy, c.max_threads);
   CHECK_EQ_U(ju(j, "in_use"), NT);
   CHECK_EQ_U(es->n, NT);
@@ -622,8 +638,10 @@ static void snapshot_test(const char *policy) {
 
   /* 2. Quiesced (loops done, still registered): exact. */
   __atomic_store_n(&phase, 1, __ATOMIC_RELEASE);
-  while (__atomic_load_n(&quiesced, __ATOMIC_ACQUIRE) < NT) usleep(1000);
-  for (int i = 0; i < NT; i++) CHECK_OK(sstm_stats_get(descs[i], &before[i]));
+  while (__atomic_load_n(&quiesced, __ATOMIC_ACQUIRE) < NT)
+    usleep(1000);
+  for (int i = 0; i < NT; i++)
+    CHECK_OK(sstm_stats_get(descs[i], &before[i]));
   j = snapshot_json(getpid());
   es = check_header(j, policy, c.max_threads);
   CHECK_EQ_U(ju(j, "in_use"), NT);
@@ -697,13 +715,15 @@ static void snapshot_test(const char *policy) {
 
   /* 3. Unregistered: no entry in use. */
   __atomic_store_n(&phase, 2, __ATOMIC_RELEASE);
-  for (int i = 0; i < NT; i++) CHECK_EQ_I(pthread_join(th[i], NULL), 0);
+  for (int i = 0; i < NT; i++)
+    CHECK_EQ_I(pthread_join(th[i], NULL), 0);
   j = snapshot_json(getpid());
   CHECK_EQ_U(ju(j, "in_use"), 0);
   CHECK_EQ_U(jget(j, "entries")->n, 0);
   jfree(j);
   int64_t total = 0;
-  for (int i = 0; i < NACC; i++) total += accounts[i];
+  for (int i = 0; i < NACC; i++)
+    total += accounts[i];
   CHECK_EQ_I(total, (int64_t)NACC * INITIAL);
 
   /* 4. sstm_shutdown removes the table. */
@@ -738,7 +758,8 @@ static void bump_fn(void *p) {
 static void *fresh_a(void *arg) {
   (void)arg;
   CHECK_OK(sstm_thread_init());
-  for (int i = 0; i < 200; i++) CHECK_OK(sstm_run(NULL, bump_fn, NULL));
+  for (int i = 0; i < 200; i++)
+    CHECK_OK(sstm_run(NULL, bump_fn, NULL));
   CHECK_OK(sstm_thread_exit());
   return NULL;
 }
@@ -747,7 +768,8 @@ static void *fresh_b(void *arg) {
   CHECK_OK(sstm_thread_init());
   atomic_store(&b_tid, (int)syscall(SYS_gettid));
   atomic_store(&fresh_step, 2);
-  while (atomic_load(&fresh_step) != 3) usleep(1000);
+  while (atomic_load(&fresh_step) != 3)
+    usleep(1000);
   CHECK_OK(sstm_thread_exit());
   return NULL;
 }
@@ -763,7 +785,8 @@ TEST(fresh_entries) {
   CHECK_EQ_I(pthread_create(&t, NULL, fresh_a, NULL), 0);
   CHECK_EQ_I(pthread_join(t, NULL), 0);
   CHECK_EQ_I(pthread_create(&t, NULL, fresh_b, NULL), 0);
-  while (atomic_load(&fresh_step) != 2) usleep(1000);
+  while (atomic_load(&fresh_step) != 2)
+    usleep(1000);
   jval_t *j = snapshot_json(getpid());
   const jval_t *es = jget(j, "entries");
   CHECK_EQ_U(es->n, 1);
@@ -807,11 +830,13 @@ static pid_t sleeper_named(const char *comm) {
     if (getppid() == 1) _exit(0);
     if (comm) prctl(PR_SET_NAME, comm);
     close(ready[1]); /* EOF for the parent: the name is set */
-    for (;;) pause();
+    for (;;)
+      pause();
   }
   CHECK_EQ_I(close(ready[1]), 0);
   char c;
-  while (read(ready[0], &c, 1) < 0) CHECK_EQ_I(errno, EINTR);
+  while (read(ready[0], &c, 1) < 0)
+    CHECK_EQ_I(errno, EINTR);
   CHECK_EQ_I(close(ready[0]), 0);
   return pid;
 }
@@ -821,7 +846,8 @@ static pid_t sleeper(void) { return sleeper_named(NULL); }
 static void reap(pid_t pid) {
   CHECK_EQ_I(kill(pid, SIGKILL), 0);
   int st;
-  while (waitpid(pid, &st, 0) < 0) CHECK_EQ_I(errno, EINTR);
+  while (waitpid(pid, &st, 0) < 0)
+    CHECK_EQ_I(errno, EINTR);
 }
 
 TEST(no_table) {
@@ -911,7 +937,8 @@ TEST(garbage) {
   size_t jn = sizeof(sstm_stt_header_t) + 4 * sizeof(sstm_stt_entry_t);
   unsigned char *junk = malloc(jn);
   CHECK_NOT_NULL(junk);
-  for (size_t i = 0; i < jn; i++) junk[i] = (unsigned char)sstm_rng_next(&rng);
+  for (size_t i = 0; i < jn; i++)
+    junk[i] = (unsigned char)sstm_rng_next(&rng);
   junk[0] = 'x'; /* never the magic */
   expect_error(path, junk, jn, p, "bad magic", "junk");
   expect_error(path, junk, 100, p, "truncated", "100 bytes");
@@ -1104,7 +1131,8 @@ static bool run_tool_changing(tool_run_t *r, const char *path, void (*change)(co
   tool_start(&p, -1, 0, true, a1, a2, a3, a4, a5);
   pid_t pid = p.pid;
   int st;
-  while (waitpid(pid, &st, 0) < 0) CHECK_EQ_I(errno, EINTR);
+  while (waitpid(pid, &st, 0) < 0)
+    CHECK_EQ_I(errno, EINTR);
   bool ok = WIFSTOPPED(st); /* the stop at exec; else exit 125: no ptrace */
   CHECK_MSG(ok || (WIFEXITED(st) && WEXITSTATUS(st) == 125), "cannot execute %s (status %d)",
             SSTM_TOP_PATH, st);
@@ -1119,7 +1147,8 @@ static bool run_tool_changing(tool_run_t *r, const char *path, void (*change)(co
       CHECK_EQ_I(ptrace(phase == 0 ? PTRACE_SYSCALL : PTRACE_CONT, pid, NULL, (void *)(long)sig),
                  0);
       sig = 0;
-      while (waitpid(pid, &st, 0) < 0) CHECK_EQ_I(errno, EINTR);
+      while (waitpid(pid, &st, 0) < 0)
+        CHECK_EQ_I(errno, EINTR);
       if (!WIFSTOPPED(st)) break; /* exited or killed */
       int s = WSTOPSIG(st);
       if (s == (SIGTRAP | 0x80)) { /* a system call (phase 0 only) */
@@ -1135,7 +1164,8 @@ static bool run_tool_changing(tool_run_t *r, const char *path, void (*change)(co
           ok = false; /* no debug registers here */
           CHECK_EQ_I(kill(pid, SIGKILL), 0);
           do {
-            while (waitpid(pid, &st, 0) < 0) CHECK_EQ_I(errno, EINTR);
+            while (waitpid(pid, &st, 0) < 0)
+              CHECK_EQ_I(errno, EINTR);
           } while (!WIFEXITED(st) && !WIFSIGNALED(st));
           break;
         }
@@ -1152,7 +1182,8 @@ static bool run_tool_changing(tool_run_t *r, const char *path, void (*change)(co
         CHECK_EQ_I(ptrace(PTRACE_DETACH, pid, NULL, NULL), 0);
         phase = 2;
         do {
-          while (waitpid(pid, &st, 0) < 0) CHECK_EQ_I(errno, EINTR);
+          while (waitpid(pid, &st, 0) < 0)
+            CHECK_EQ_I(errno, EINTR);
         } while (!WIFEXITED(st) && !WIFSIGNALED(st));
         break;
       }
@@ -1206,7 +1237,8 @@ TEST(header_changed) {
   size_t n;
   sstm_stt_header_t *h = fake_table(pid, 4, &n);
   sstm_stt_entry_t *e = (sstm_stt_entry_t *)(void *)(h + 1);
-  for (int i = 0; i < 4; i++) e[i].in_use = 1, e[i].slot = (uint32_t)i;
+  for (int i = 0; i < 4; i++)
+    e[i].in_use = 1, e[i].slot = (uint32_t)i;
   tool_run_t r;
   changed_run(&r, pid, path, h, n, grow_nentries, "-j", p, NULL, NULL, NULL);
   check_exit(&r, 0, "-j, nentries grown after validation");
@@ -1265,8 +1297,8 @@ TEST(truncated_while_read) {
 static void check_printable(const char *s, const char *what) {
   for (const char *c = s; *c; c++) {
     unsigned char b = (unsigned char)*c;
-    CHECK_MSG(b == '\n' || (b >= 0x20 && b <= 0x7e), "%s: byte 0x%02x at offset %td of: %s",
-              what, b, c - s, s);
+    CHECK_MSG(b == '\n' || (b >= 0x20 && b <= 0x7e), "%s: byte 0x%02x at offset %td of: %s", what,
+              b, c - s, s);
   }
 }
 
@@ -1414,7 +1446,8 @@ TEST(shm_full) {
     _exit(0);
   }
   int st;
-  while (waitpid(pid, &st, 0) < 0) CHECK_EQ_I(errno, EINTR);
+  while (waitpid(pid, &st, 0) < 0)
+    CHECK_EQ_I(errno, EINTR);
   if (WIFEXITED(st) && WEXITSTATUS(st) == SSTM_TEST_SKIP)
     sstm_test_skip("cannot mount a private tmpfs on /dev/shm here");
   CHECK_MSG(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the child %s %d",
@@ -1452,7 +1485,8 @@ TEST(fork_child) {
   char path[64];
   snprintf(path, sizeof path, SSTM_STT_PATH_FMT, (int)getpid());
   accounts[0] = 0;
-  for (int i = 0; i < 100; i++) CHECK_OK(sstm_run(NULL, incr_fn, NULL));
+  for (int i = 0; i < 100; i++)
+    CHECK_OK(sstm_run(NULL, incr_fn, NULL));
   unsigned slot = sstm_desc_slot(sstm_self());
   sstm_stt_entry_t before = file_entry(path, slot);
   CHECK_EQ_U(before.in_use, 1);
@@ -1462,13 +1496,15 @@ TEST(fork_child) {
   pid_t pid = fork();
   CHECK_GE_I(pid, 0);
   if (pid == 0) {
-    for (int i = 0; i < 1000; i++) CHECK_OK(sstm_run(NULL, incr_fn, NULL));
+    for (int i = 0; i < 1000; i++)
+      CHECK_OK(sstm_run(NULL, incr_fn, NULL));
     CHECK_EQ_I(accounts[0], 1100);
     CHECK_OK(sstm_shutdown());
     _exit(0);
   }
   int st;
-  while (waitpid(pid, &st, 0) < 0) CHECK_EQ_I(errno, EINTR);
+  while (waitpid(pid, &st, 0) < 0)
+    CHECK_EQ_I(errno, EINTR);
   CHECK_MSG(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the child %s %d",
             WIFSIGNALED(st) ? "was killed by signal" : "exited with",
             WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st));
@@ -1481,7 +1517,8 @@ TEST(fork_child) {
   CHECK_EQ_I(after.tid, before.tid);
   CHECK_EQ_I(accounts[0], 100);
   /* The parent's table goes on. */
-  for (int i = 0; i < 10; i++) CHECK_OK(sstm_run(NULL, incr_fn, NULL));
+  for (int i = 0; i < 10; i++)
+    CHECK_OK(sstm_run(NULL, incr_fn, NULL));
   CHECK_EQ_U(file_entry(path, slot).commits, 110);
   jval_t *j = snapshot_json(getpid());
   CHECK_EQ_U(ju(j, "in_use"), 1);
@@ -1584,7 +1621,8 @@ TEST(live_view_follows_policy_line) {
     bool bumped = false;
     if (!reaped) {
       CHECK_EQ_I(kill(p.pid, SIGSTOP), 0);
-      while (waitpid(p.pid, &st, WUNTRACED) < 0) CHECK_EQ_I(errno, EINTR);
+      while (waitpid(p.pid, &st, WUNTRACED) < 0)
+        CHECK_EQ_I(errno, EINTR);
       if (WIFSTOPPED(st)) {
         k = policy_lines_so_far(&p);
         CHECK_GE_U(k, 1);
@@ -1594,7 +1632,8 @@ TEST(live_view_follows_policy_line) {
           bumped = true;
         }
         CHECK_EQ_I(kill(p.pid, SIGCONT), 0);
-        while (waitpid(p.pid, &st, 0) < 0) CHECK_EQ_I(errno, EINTR);
+        while (waitpid(p.pid, &st, 0) < 0)
+          CHECK_EQ_I(errno, EINTR);
       } /* else it exited before the stop took effect */
     }
     tool_run_t r;

@@ -62,8 +62,7 @@ static void on_sigsys(int sig, siginfo_t *si, void *uc) {
   (void)sig;
   (void)uc;
   long i = g_traps;
-  if (i < MAXREC)
-    g_nr[i] = si->si_syscall;
+  if (i < MAXREC) g_nr[i] = si->si_syscall;
   g_traps = i + 1;
 }
 
@@ -81,8 +80,7 @@ static int install_filter(void) {
       BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
   };
   struct sock_fprog prog = {.len = (unsigned short)(sizeof f / sizeof f[0]), .filter = f};
-  if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
-    return -1;
+  if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) return -1;
   return (int)syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog);
 }
 
@@ -118,23 +116,16 @@ static void one_tx(unsigned n) {
   sstm_attr_t ro = {.read_only = true};
   uint64_t sum = 0;
   switch (n % 5) {
-  case 0:
-    sstm_run(NULL, upd_fn, &u);
-    break;
-  case 1:
-    sstm_run(&ro, ro_fn, &sum);
-    break;
-  case 2:
-    sstm_run(NULL, ro_fn, &sum);
-    break;
+  case 0: sstm_run(NULL, upd_fn, &u); break;
+  case 1: sstm_run(&ro, ro_fn, &sum); break;
+  case 2: sstm_run(NULL, ro_fn, &sum); break;
   case 3:
     SSTM_ATOMIC_BEGIN(NULL)
       sstm_store_u64(&words[u.i][3], sstm_load_u64(&words[u.i][3]) + 1);
-    SSTM_ATOMIC_END();
+    SSTM_ATOMIC_END()
+    ;
     break;
-  default:
-    sstm_run(NULL, nested_fn, &u);
-    break;
+  default: sstm_run(NULL, nested_fn, &u); break;
   }
   checksum += sum;
 }
@@ -149,8 +140,7 @@ static uint64_t expected_words_sum(void) {
 static void child(int fd, sstm_design_t design, long ntx, const char *policy) {
   static struct report rep;
   int_init(design, policy);
-  if (policy)
-    CHECK_EQ_PTR(sstm_cm_current(), sstm_cm_find(policy));
+  if (policy) CHECK_EQ_PTR(sstm_cm_current(), sstm_cm_find(policy));
   CHECK_OK(sstm_thread_init());
   for (unsigned n = 0; n < 20000; n++) /* warm-up: logs, caches, lazy binding */
     one_tx(n);
@@ -181,8 +171,7 @@ static void child(int fd, sstm_design_t design, long ntx, const char *policy) {
   pthread_mutex_unlock(&canary_lock);
   for (long n = 0; n < ntx; n++)
     one_tx((unsigned)n);
-  if (canary)
-    do_free(canary);
+  if (canary) do_free(canary);
   /* ---- end of window ---- */
   mc_enable(false);
   lc_enable(false);
@@ -199,8 +188,7 @@ static void child(int fd, sstm_design_t design, long ntx, const char *policy) {
   {
     uint64_t e = 0;
     for (long n = 0; n < ntx; n++)
-      if (n % 5 == 0 || n % 5 == 3 || n % 5 == 4)
-        e++;
+      if (n % 5 == 0 || n % 5 == 3 || n % 5 == 4) e++;
     rep.expect = e;
   }
   rep.done = 1;
@@ -209,8 +197,7 @@ report:;
   size_t left = sizeof rep;
   while (left > 0) {
     ssize_t w = write(fd, p, left);
-    if (w <= 0)
-      break;
+    if (w <= 0) break;
     p += w;
     left -= (size_t)w;
   }
@@ -249,10 +236,8 @@ int main(int argc, char **argv) {
   size_t got = 0;
   while (got < sizeof rep) {
     ssize_t r = read(pfd[0], (char *)&rep + got, sizeof rep - got);
-    if (r < 0 && errno == EINTR)
-      continue;
-    if (r <= 0)
-      break;
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) break;
     got += (size_t)r;
   }
   int st;

@@ -101,11 +101,11 @@ TEST(a_gap_that_persists_ends_the_probe_after_three_windows) {
   /* 1.67x: not the 2x that ends a probe after one window each, but above
    * the 1.5x that ends it once the means cover three windows */
   rate_os_prio = 10000, rate_ser_block = 6000, rate_other = 2000;
-  CHECK_EQ_STR(feed(64, 2), "os_prio");     /* probe: the challenger first */
-  CHECK_EQ_STR(feed(64, 2), "ser-block");   /* C done: the default's window */
-  CHECK_EQ_STR(feed(64, 2), "ser-block");   /* C D done: 1.67x, go on */
+  CHECK_EQ_STR(feed(64, 2), "os_prio");   /* probe: the challenger first */
+  CHECK_EQ_STR(feed(64, 2), "ser-block"); /* C done: the default's window */
+  CHECK_EQ_STR(feed(64, 2), "ser-block"); /* C D done: 1.67x, go on */
   CHECK_NOT_NULL(strstr(why, "probing"));
-  CHECK_EQ_STR(feed(64, 2), "os_prio");     /* C D D done: verdict */
+  CHECK_EQ_STR(feed(64, 2), "os_prio"); /* C D D done: verdict */
   CHECK_NOT_NULL(strstr(why, "probe(early) os_prio=10000/s ser-block=6000/s"));
   hold(12, "os_prio", 64, 2); /* clear, not yet confirmed */
   stop();
@@ -140,8 +140,8 @@ TEST(a_losing_default_window_ends_early) {
   /* 3000/s at a quarter: under half of 10000/s */
   CHECK_TRUE(sstm__adaptive_cut_due(q, 3000 * q / 1000000000ull, 10));
   CHECK_FALSE(sstm__adaptive_cut_due(q - 1, 3000 * q / 1000000000ull, 10)); /* too soon */
-  CHECK_FALSE(sstm__adaptive_cut_due(q, 6000 * q / 1000000000ull, 10)); /* keeps up */
-  CHECK_FALSE(sstm__adaptive_cut_due(q, 10, 5));                        /* too few events */
+  CHECK_FALSE(sstm__adaptive_cut_due(q, 6000 * q / 1000000000ull, 10));     /* keeps up */
+  CHECK_FALSE(sstm__adaptive_cut_due(q, 10, 5));                            /* too few events */
   stop();
 }
 
@@ -151,10 +151,10 @@ TEST(a_losing_default_window_ends_early) {
 TEST(probe_restarts_when_the_threads_double) {
   start();
   rate_os_prio = 10000, rate_ser_block = 2000, rate_other = 2000;
-  CHECK_EQ_STR(feed(4, 2), "os_prio"); /* probe: the challenger's window */
+  CHECK_EQ_STR(feed(4, 2), "os_prio");  /* probe: the challenger's window */
   CHECK_EQ_STR(feed(12, 2), "os_prio"); /* 4 -> 12: again from the start */
   CHECK_NOT_NULL(strstr(why, "probing"));
-  CHECK_EQ_STR(feed(64, 2), "os_prio"); /* 12 -> 64: again */
+  CHECK_EQ_STR(feed(64, 2), "os_prio");   /* 12 -> 64: again */
   CHECK_EQ_STR(feed(64, 2), "ser-block"); /* the probe goes on at 64 */
   CHECK_EQ_STR(feed(64, 2), "os_prio");
   CHECK_NOT_NULL(strstr(why, "probe(early)"));
@@ -205,7 +205,8 @@ TEST(challenger_needs_more_than_three_percent) {
   start();
   rate_os_prio = 10200, rate_ser_block = 10000, rate_other = 2000; /* 2 %: not enough */
   CHECK_EQ_STR(feed(64, 2), "os_prio");
-  for (unsigned i = 0; i < 5; i++) feed(64, 2);
+  for (unsigned i = 0; i < 5; i++)
+    feed(64, 2);
   CHECK_EQ_STR(feed(64, 2), "ser-block");
   CHECK_NOT_NULL(strstr(why, "probe os_prio="));
   stop();

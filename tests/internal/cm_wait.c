@@ -131,15 +131,15 @@ enum end_kind { END_COMMIT, END_CANCEL, END_RESTART, END_KILL, END_IRREV, END_KI
 static struct {
   sstm_desc_t *wdesc;
   _Atomic uint64_t txid;
-  _Atomic long round;      /* published by the winner (txid valid) */
-  _Atomic long done;       /* the loser's wait for this round returned */
-  _Atomic int mode;        /* this round: SSTM_WAIT_BLOCK, _SPIN or _YIELD */
-  _Atomic int sync;        /* winner waits for the sleepers flag */
+  _Atomic long round; /* published by the winner (txid valid) */
+  _Atomic long done;  /* the loser's wait for this round returned */
+  _Atomic int mode;   /* this round: SSTM_WAIT_BLOCK, _SPIN or _YIELD */
+  _Atomic int sync;   /* winner waits for the sleepers flag */
   long rounds;
-  long slept_rounds;       /* rounds where the sleepers flag was seen set */
-  long asleep_rounds;      /* ... and the loser seen blocked in FUTEX_WAIT */
+  long slept_rounds;  /* rounds where the sleepers flag was seen set */
+  long asleep_rounds; /* ... and the loser seen blocked in FUTEX_WAIT */
   _Atomic int loser_tid;
-  long running_at_call;    /* loser saw the attempt running just before */
+  long running_at_call; /* loser saw the attempt running just before */
   uint64_t word[8];
 } mw;
 
@@ -208,16 +208,19 @@ static void mw_winner(sstm_rng_t *rng) {
     long wakes0 = atomic_load(&fx_wakes);
     int rc = sstm_run(NULL, winner_body, &c);
     CHECK_RC(rc, c.kind == END_CANCEL ? SSTM_ECANCELED : SSTM_OK);
-    if (c.kind == END_RESTART || c.kind == END_KILL)
-      CHECK_EQ_I(c.attempts, 2);
+    if (c.kind == END_RESTART || c.kind == END_KILL) CHECK_EQ_I(c.attempts, 2);
     await_long(&mw.done, r);
     long wakes = atomic_load(&fx_wakes) - wakes0;
     if (c.sync) /* the end found the sleepers flag: it must wake */
-      CHECK_MSG(wakes >= 1, "round %ld (end kind %d): the loser flagged the attempt as "
-                            "slept on, its end issued no FUTEX_WAKE", r, c.kind);
+      CHECK_MSG(wakes >= 1,
+                "round %ld (end kind %d): the loser flagged the attempt as "
+                "slept on, its end issued no FUTEX_WAKE",
+                r, c.kind);
     if (mode != SSTM_WAIT_BLOCK) /* nobody flagged it: no FUTEX_WAKE */
-      CHECK_MSG(wakes == 0, "round %ld (end kind %d): %ld FUTEX_WAKE for an attempt nobody "
-                            "slept on", r, c.kind, wakes);
+      CHECK_MSG(wakes == 0,
+                "round %ld (end kind %d): %ld FUTEX_WAKE for an attempt nobody "
+                "slept on",
+                r, c.kind, wakes);
   }
 }
 
@@ -230,8 +233,7 @@ static void mw_loser(sstm_rng_t *rng) {
     p.desc = mw.wdesc;
     p.txid = atomic_load_explicit(&mw.txid, memory_order_relaxed);
     int mode = atomic_load_explicit(&mw.mode, memory_order_relaxed);
-    if (!atomic_load_explicit(&mw.sync, memory_order_relaxed))
-      spin_rand(rng);
+    if (!atomic_load_explicit(&mw.sync, memory_order_relaxed)) spin_rand(rng);
     mw.running_at_call += sstm_party_running(&p);
     CHECK_OK(sstm_party_wait(&p, (sstm_wait_mode_t)mode, 0)); /* no timeout */
     /* it returned because the attempt ended, not early */
@@ -255,8 +257,8 @@ TEST(wait_never_misses_the_end) {
   sstm_test_run_threads(2, true, mw_thread, NULL);
   printf("%ld rounds, %ld with the loser committed to sleep (%ld seen asleep), %ld running at "
          "the call; %ld FUTEX_WAKE, %ld FUTEX_WAIT on the winner's word\n",
-         mw.rounds, mw.slept_rounds, mw.asleep_rounds, mw.running_at_call,
-         atomic_load(&fx_wakes), atomic_load(&fx_waits));
+         mw.rounds, mw.slept_rounds, mw.asleep_rounds, mw.running_at_call, atomic_load(&fx_wakes),
+         atomic_load(&fx_waits));
   CHECK_GT_I(mw.slept_rounds, 0);
   CHECK_GT_I(mw.asleep_rounds, 0);
   sstm_test_fini();
@@ -392,8 +394,7 @@ static __thread int cw_mode = -1; /* the calling waiter's mode, -1: none */
 /* Replaces the C library's sched_yield for this executable (the static
  * library's calls bind to it). */
 int sched_yield(void) {
-  if (cw_mode >= 0)
-    atomic_fetch_add(&cw.yields[cw_mode], 1);
+  if (cw_mode >= 0) atomic_fetch_add(&cw.yields[cw_mode], 1);
   return (int)syscall(SYS_sched_yield);
 }
 

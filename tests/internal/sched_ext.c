@@ -6,9 +6,9 @@
  * names, and the OS conflict priority order.
  */
 #define _GNU_SOURCE
+#include <grp.h>
 #include <sched.h>
 #include <stdlib.h>
-#include <grp.h>
 #include <sys/resource.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
@@ -24,7 +24,7 @@
 /* ---- sstm__ext_choose ------------------------------------------------------ */
 
 TEST(ext_choose_every_combination) {
-  const uint32_t flags[] = {0, AVAIL, ENABLED, AVAIL | ENABLED, ~(AVAIL | ENABLED),
+  const uint32_t flags[] = {0,        AVAIL,      ENABLED, AVAIL | ENABLED, ~(AVAIL | ENABLED),
                             ~ENABLED, 0xffffffffu};
   const int rcs[] = {0, -1, 1};
   int n = 0;
@@ -123,16 +123,13 @@ static void *slice_try(void *arg) {
   (void)arg;
   struct duo_sched_attr a;
   memset(&a, 0, sizeof a);
-  if (syscall(SYS_sched_getattr, 0, &a, (unsigned)sizeof a, 0u) != 0)
-    return (void *)0;
+  if (syscall(SYS_sched_getattr, 0, &a, (unsigned)sizeof a, 0u) != 0) return (void *)0;
   a.sched_flags = 0;
   a.sched_runtime = 2000000;
-  if (duo_setattr(0, &a) != 0)
-    return (void *)0;
+  if (duo_setattr(0, &a) != 0) return (void *)0;
   struct duo_sched_attr b;
   memset(&b, 0, sizeof b);
-  if (syscall(SYS_sched_getattr, 0, &b, (unsigned)sizeof b, 0u) != 0)
-    return (void *)0;
+  if (syscall(SYS_sched_getattr, 0, &b, (unsigned)sizeof b, 0u) != 0) return (void *)0;
   return (void *)(intptr_t)(b.sched_runtime == 2000000);
 }
 static bool custom_slices_work(void) {
@@ -159,9 +156,8 @@ TEST(ext_probe_on_this_machine) {
   sstm_ext_probe_t p;
   memset(&p, 0, sizeof p);
   duo_join(duo_spawn(probe_thread, &p));
-  printf("probe: rseq registered %d, flags 0x%x, prctl %d, setattr %d -> %s\n",
-         p.rseq_registered, p.rseq_flags, p.prctl_rc, p.setattr_rc,
-         sstm__ext_mode_name(p.mode));
+  printf("probe: rseq registered %d, flags 0x%x, prctl %d, setattr %d -> %s\n", p.rseq_registered,
+         p.rseq_flags, p.prctl_rc, p.setattr_rc, sstm__ext_mode_name(p.mode));
   CHECK_EQ_I(p.mode, sstm__ext_choose(&p));
   bool slices = custom_slices_work();
   CHECK_EQ_I(p.setattr_rc == 0, slices);
@@ -171,8 +167,7 @@ TEST(ext_probe_on_this_machine) {
     CHECK_NE_I(p.mode, SSTM_EXT_RSEQ);
     CHECK_EQ_I(p.mode, slices ? SSTM_EXT_SLICE : SSTM_EXT_NONE);
   }
-  if (!(p.rseq_flags & AVAIL))
-    CHECK_NE_I(p.prctl_rc, 0); /* the prctl is not even tried */
+  if (!(p.rseq_flags & AVAIL)) CHECK_NE_I(p.prctl_rc, 0); /* the prctl is not even tried */
 }
 
 static void init_cm(const char *cm) {
@@ -243,8 +238,7 @@ static void check_ext_slice(duo_view_t before, uint64_t want) {
 /* Slice mode with SCHEDSTM_EXT_SLICE_US=2500, or skip the test. */
 static void need_slice_mode(void) {
   unsetenv("SCHEDSTM_EXT_MODE");
-  if (!custom_slices_work())
-    sstm_test_skip("no EEVDF custom slices here");
+  if (!custom_slices_work()) sstm_test_skip("no EEVDF custom slices here");
   setenv("SCHEDSTM_EXT_SLICE_US", "2500", 1);
 }
 
@@ -334,8 +328,7 @@ static int probe_child(void) {
   duo_view_t before = duo_view_of(duo_gettid());
   sstm_lever_t l = sstm__lever_probe(NULL);
   duo_view_t after = duo_view_of(duo_gettid());
-  if (after.policy != before.policy || after.nice != before.nice ||
-      after.runtime != before.runtime)
+  if (after.policy != before.policy || after.nice != before.nice || after.runtime != before.runtime)
     return 12; /* the lever probe changed the caller */
   if (l == SSTM_LEVER_NICE || l == SSTM_LEVER_IDLE) return 13; /* cannot be undone here */
   /* SCHED_BATCH <-> SCHED_OTHER is reversible unprivileged: each lever is
@@ -346,8 +339,7 @@ static int probe_child(void) {
   sstm_ext_probe_t p;
   sstm__ext_probe(&p);
   after = duo_view_of(duo_gettid());
-  if (after.policy != before.policy || after.nice != before.nice ||
-      after.runtime != before.runtime)
+  if (after.policy != before.policy || after.nice != before.nice || after.runtime != before.runtime)
     return 14; /* the ext probe changed the caller */
   printf("unprivileged: lever %s, ext %s\n", sstm__lever_name(l), sstm__ext_mode_name(p.mode));
   fflush(stdout);
@@ -364,7 +356,8 @@ TEST(probes_leave_the_caller_as_it_was_unprivileged) {
   CHECK_TRUE(WIFEXITED(st));
   CHECK_MSG(WEXITSTATUS(st) == 0,
             "child exit %d (10/11: could not drop privileges, 12: the lever probe changed "
-            "the caller, 13: a one-way lever was chosen, 14: the ext probe changed the caller, 15: not SCHED_BATCH)",
+            "the caller, 13: a one-way lever was chosen, 14: the ext probe changed the caller, 15: "
+            "not SCHED_BATCH)",
             WEXITSTATUS(st));
 }
 

@@ -95,8 +95,7 @@ TEST(write_lock_ownership_and_release) {
     } else {
       CHECK_EQ_X(l, before); /* commit-time: untouched until commit */
     }
-    if (attempts == 1)
-      sstm_restart();
+    if (attempts == 1) sstm_restart();
   SSTM_ATOMIC_END();
   CHECK_EQ_I(attempts, 2);
   uint64_t after = lock_of(&words[8]);

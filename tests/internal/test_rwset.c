@@ -53,16 +53,13 @@ static uint64_t random_mask(sstm_rng_t *r) {
   if (kind == 4) {
     uint64_t m = 0;
     unsigned bits = (unsigned)sstm_rng_next(r) & 0xff;
-    if (!bits)
-      bits = 1;
+    if (!bits) bits = 1;
     for (int b = 0; b < 8; b++)
-      if (bits & (1u << b))
-        m |= 0xffull << (8 * b);
+      if (bits & (1u << b)) m |= 0xffull << (8 * b);
     return m;
   }
   unsigned size = 1u << kind; /* 1..8 */
-  if (size > 8)
-    size = 8;
+  if (size > 8) size = 8;
   unsigned off = (unsigned)sstm_rng_below(r, 9 - size);
   uint64_t m = size == 8 ? ~0ull : (((1ull << (8 * size)) - 1) << (8 * off));
   return m;
@@ -141,10 +138,10 @@ TEST(wset_value_kept_in_memory_order) {
   CHECK_TRUE(sstm__sets_init(&rs, &ws, &ls));
   sstm_wset_reset(&ws);
   uintptr_t w = word_of(3);
-  CHECK_TRUE(sstm_wset_put(&ws, w, 0x00000000000000AAull, 0xffull));         /* byte 0 */
-  CHECK_TRUE(sstm_wset_put(&ws, w, 0x0000000000BB0000ull, 0xff0000ull));     /* byte 2 */
+  CHECK_TRUE(sstm_wset_put(&ws, w, 0x00000000000000AAull, 0xffull));     /* byte 0 */
+  CHECK_TRUE(sstm_wset_put(&ws, w, 0x0000000000BB0000ull, 0xff0000ull)); /* byte 2 */
   CHECK_TRUE(sstm_wset_put(&ws, w, 0xCCDD000000000000ull, 0xffff000000000000ull));
-  CHECK_TRUE(sstm_wset_put(&ws, w, 0x00000000000000EEull, 0xffull));         /* overwrite 0 */
+  CHECK_TRUE(sstm_wset_put(&ws, w, 0x00000000000000EEull, 0xffull)); /* overwrite 0 */
   sstm_w_entry_t *e = sstm_wset_find(&ws, w);
   CHECK_NOT_NULL(e);
   CHECK_EQ_X(e->bmask, 0xffff000000ff00ffull);

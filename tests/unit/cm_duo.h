@@ -29,7 +29,9 @@
 static _Atomic int duo_phase_;
 
 static inline void duo_reset(void) { atomic_store(&duo_phase_, 0); }
-static inline int duo_phase(void) { return atomic_load_explicit(&duo_phase_, memory_order_acquire); }
+static inline int duo_phase(void) {
+  return atomic_load_explicit(&duo_phase_, memory_order_acquire);
+}
 static inline void duo_set(int p) { atomic_store_explicit(&duo_phase_, p, memory_order_release); }
 /* Wait until the phase is at least p. Usable inside transactions. */
 static inline void duo_wait(int p) {
@@ -91,17 +93,16 @@ static inline int duo_setattr(int tid, struct duo_sched_attr *a) {
   return (int)syscall(SYS_sched_setattr, tid, a, 0u);
 }
 
-#define CHECK_VIEW_EQ(a, b)                                                    \
-  do {                                                                         \
-    duo_view_t va_ = (a), vb_ = (b);                                           \
-    if (va_.policy != vb_.policy || va_.nice != vb_.nice ||                    \
-        va_.runtime != vb_.runtime || va_.getpriority != vb_.getpriority)      \
-      FAIL("scheduling parameters %s = {policy %d, nice %d, runtime %llu, "    \
-           "getpriority %d}, expected %s = {policy %d, nice %d, runtime "      \
-           "%llu, getpriority %d}",                                            \
-           #a, va_.policy, va_.nice, (unsigned long long)va_.runtime,          \
-           va_.getpriority, #b, vb_.policy, vb_.nice,                          \
-           (unsigned long long)vb_.runtime, vb_.getpriority);                  \
+#define CHECK_VIEW_EQ(a, b)                                                                        \
+  do {                                                                                             \
+    duo_view_t va_ = (a), vb_ = (b);                                                               \
+    if (va_.policy != vb_.policy || va_.nice != vb_.nice || va_.runtime != vb_.runtime ||          \
+        va_.getpriority != vb_.getpriority)                                                        \
+      FAIL("scheduling parameters %s = {policy %d, nice %d, runtime %llu, "                        \
+           "getpriority %d}, expected %s = {policy %d, nice %d, runtime "                          \
+           "%llu, getpriority %d}",                                                                \
+           #a, va_.policy, va_.nice, (unsigned long long)va_.runtime, va_.getpriority, #b,         \
+           vb_.policy, vb_.nice, (unsigned long long)vb_.runtime, vb_.getpriority);                \
   } while (0)
 
 static inline sstm_stats_t duo_stats(sstm_desc_t *d) {
@@ -118,8 +119,7 @@ static inline void duo_describe_value(const char *key, char *out, size_t len) {
   CHECK_MSG(p != NULL, "\"%s\" not in sstm_describe(): %s", key, buf);
   p += strlen(key);
   size_t n = strcspn(p, " ,");
-  if (n >= len)
-    n = len - 1;
+  if (n >= len) n = len - 1;
   memcpy(out, p, n);
   out[n] = 0;
 }

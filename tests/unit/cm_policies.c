@@ -24,8 +24,8 @@
 #define _GNU_SOURCE
 #include <stdlib.h>
 
-#include "cm_duo.h"
 #include "cm/common.h" /* sstm__ser_wait_max_ns (a test seam; linked STATIC) */
+#include "cm_duo.h"
 
 static uint64_t words[6][512] __attribute__((aligned(4096)));
 #define X (&words[0][0])
@@ -75,8 +75,7 @@ static int nice_base(void) {
  * take: base + d, at most 19. Skips when there is none (base 19). */
 static int nice_below(int base, int d) {
   int n = base + d > 19 ? 19 : base + d;
-  if (n <= base)
-    sstm_test_skip("inherited nice 19: no lower OS priority left to test with");
+  if (n <= base) sstm_test_skip("inherited nice 19: no lower OS priority left to test with");
   return n;
 }
 
@@ -95,8 +94,7 @@ static struct {
 static void set_nice(bool lower) {
   if (lower) {
     int rc = sstm_sched_set(SCHED_OTHER, D.low_nice);
-    if (rc == SSTM_EPERM)
-      sstm_test_skip("sstm_sched_set refused");
+    if (rc == SSTM_EPERM) sstm_test_skip("sstm_sched_set refused");
     CHECK_OK(rc);
   }
 }
@@ -105,8 +103,7 @@ static void h_body(void *arg) {
   (void)arg;
   int k = ++D.h_attempts;
   sstm_store_u64(X, 10 * (uint64_t)k);
-  if (k > 1)
-    return;
+  if (k > 1) return;
   atomic_store(&D.h_holding, 1);
   duo_wait_flag(&D.h_go, 1);
 }
@@ -161,8 +158,7 @@ static void *r_main(void *arg) {
 
 static void duel(const char *cm) {
   int base = nice_base(); /* before the threads: they inherit it */
-  if (D.h_lower || D.r_lower)
-    D.low_nice = nice_below(base, 10);
+  if (D.h_lower || D.r_lower) D.low_nice = nice_below(base, 10);
   init_cm(cm);
   pthread_t h = duo_spawn(h_main, NULL), r = duo_spawn(r_main, NULL);
   duo_wait_flag(&D.h_holding, 1);
@@ -244,9 +240,7 @@ TEST_ETL(timestamp_younger_aborts_itself) {
   duel("timestamp");
 }
 
-static struct {
-  int base, low;
-} SS;
+static struct { int base, low; } SS;
 
 static void *sched_set_thread(void *arg) {
   (void)arg;
@@ -286,9 +280,7 @@ TEST(sched_set_orders_conflict_priorities) {
 
 /* ---- escalation to irrevocability ------------------------------------------ */
 
-static struct {
-  int attempts;
-} E;
+static struct { int attempts; } E;
 
 static void esc_body(void *arg) {
   (void)arg;
@@ -442,10 +434,10 @@ static void chain(const char *cm) {
   duo_join(a);
   duo_join(b);
   duo_join(c);
-  uint64_t timeouts = C.as.cm_stats[SER_TIMEOUTS] + C.bs.cm_stats[SER_TIMEOUTS] +
-                      C.cs.cm_stats[SER_TIMEOUTS];
-  printf("%s chain: attempts A %d B %d C %d, waits A %llu B %llu, timeouts %llu\n", cm,
-         C.a_att, C.b_att, C.c_att, (unsigned long long)C.as.cm_stats[SER_WAITS],
+  uint64_t timeouts =
+      C.as.cm_stats[SER_TIMEOUTS] + C.bs.cm_stats[SER_TIMEOUTS] + C.cs.cm_stats[SER_TIMEOUTS];
+  printf("%s chain: attempts A %d B %d C %d, waits A %llu B %llu, timeouts %llu\n", cm, C.a_att,
+         C.b_att, C.c_att, (unsigned long long)C.as.cm_stats[SER_WAITS],
          (unsigned long long)C.bs.cm_stats[SER_WAITS], (unsigned long long)timeouts);
   /* every wait ended with its winner: the exact chain */
   CHECK_EQ_U(timeouts, 0);

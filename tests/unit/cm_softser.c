@@ -65,11 +65,9 @@ static void *lever_try(void *arg) {
     b.sched_runtime = 100000;
   else
     return (void *)"unknown lever";
-  if (duo_setattr(tid, &b) != 0)
-    return (void *)"sched_setattr (lower)";
+  if (duo_setattr(tid, &b) != 0) return (void *)"sched_setattr (lower)";
   a.sched_flags = 0;
-  if (duo_setattr(tid, &a) != 0)
-    return (void *)"sched_setattr (restore)";
+  if (duo_setattr(tid, &a) != 0) return (void *)"sched_setattr (restore)";
   return NULL;
 }
 
@@ -80,8 +78,7 @@ static void init_softser(void) {
   cfg.cm = "softser";
   CHECK_OK(sstm_init(&cfg));
   duo_describe_value("lever=", S.lever, sizeof S.lever);
-  if (want && *want && strcmp(want, "auto") != 0)
-    CHECK_EQ_STR(S.lever, want);
+  if (want && *want && strcmp(want, "auto") != 0) CHECK_EQ_STR(S.lever, want);
   if (strcmp(S.lever, "none") == 0) {
     CHECK_OK(sstm_shutdown());
     sstm_test_skip("no priority lever works on this machine");
@@ -130,10 +127,8 @@ static void w_body(void *arg) {
   (void)arg;
   int k = ++S.wattempts;
   sstm_store_u64(X, (uint64_t)k); /* ETL: W holds X's lock from here */
-  if (k > 1)
-    return;
-  if (S.wend == W_COMMIT_NESTED)
-    CHECK_OK(sstm_on_commit(nested_action, NULL));
+  if (k > 1) return;
+  if (S.wend == W_COMMIT_NESTED) CHECK_OK(sstm_on_commit(nested_action, NULL));
   atomic_store(&S.wtxid, sstm_txid());
   atomic_store_explicit(&S.w_holding, 1, memory_order_release);
   duo_wait_flag(&S.w_go, 1);
@@ -168,8 +163,7 @@ static void l_body(void *arg) {
   }
   atomic_store_explicit(&S.l_waiting, 1, memory_order_release);
   duo_wait_flag(&S.l_go, 1);
-  if (S.lend == L_EXIT)
-    sstm_cancel();
+  if (S.lend == L_EXIT) sstm_cancel();
   sstm_store_u64(Y, (uint64_t)k);
 }
 
@@ -185,14 +179,12 @@ static void *l_main(void *arg) {
     CHECK_OK(sstm_thread_exit()); /* the thread stays alive: its tid is checked */
   atomic_store(&S.l_done, 1);
   duo_wait_flag(&S.finish, 1);
-  if (S.lend != L_EXIT)
-    CHECK_OK(sstm_thread_exit());
+  if (S.lend != L_EXIT) CHECK_OK(sstm_thread_exit());
   return NULL;
 }
 
 static void end_winner(void) {
-  if (S.wend == W_KILL)
-    CHECK_OK(sstm_desc_kill(S.wdesc, atomic_load(&S.wtxid)));
+  if (S.wend == W_KILL) CHECK_OK(sstm_desc_kill(S.wdesc, atomic_load(&S.wtxid)));
   atomic_store(&S.w_go, 1);
   duo_wait_flag(&S.w_done, 1);
 }
@@ -242,9 +234,7 @@ TEST(winner_restart_restores) { scenario(W_RESTART, L_AFTER_W); }
 TEST(winner_cancel_restores) { scenario(W_CANCEL, L_AFTER_W); }
 /* The policy heard of W's commit after the action's transaction had
  * rewritten the descriptor's attempt state: L stayed lowered. */
-TEST(winner_commit_with_transactional_action_restores) {
-  scenario(W_COMMIT_NESTED, L_AFTER_W);
-}
+TEST(winner_commit_with_transactional_action_restores) { scenario(W_COMMIT_NESTED, L_AFTER_W); }
 TEST(loser_commit_first_restores) { scenario(W_COMMIT, L_COMMIT_FIRST); }
 /* The loser's abort action runs a transaction that commits on its
  * descriptor: the retry still runs lowered (the action used to run after
@@ -312,8 +302,7 @@ static void tw_body(void *arg) {
   int i = (int)(intptr_t)arg;
   int k = ++T.wattempts[i];
   sstm_store_u64(i == 0 ? X : Y, (uint64_t)k);
-  if (k > 1)
-    return;
+  if (k > 1) return;
   atomic_store(&T.holding[i], 1);
   duo_wait_flag(&T.go[i], 1);
 }

@@ -112,10 +112,9 @@ static const uint32_t FLOAT_PATTERNS[] = {
     0xff800000u, /* -inf */
 };
 static const uint64_t DOUBLE_PATTERNS[] = {
-    0x7ff8000000000000ull, 0x7ff8deadbeef1234ull, 0x7ff0000000000001ull,
-    0x7ff4000000000123ull, 0xfff8000000000042ull, 0xfff0000000000007ull,
-    0x8000000000000000ull, 0x0000000000000000ull, 0x0000000000000001ull,
-    0x800fffffffffffffull, 0x7ff0000000000000ull, 0xfff0000000000000ull,
+    0x7ff8000000000000ull, 0x7ff8deadbeef1234ull, 0x7ff0000000000001ull, 0x7ff4000000000123ull,
+    0xfff8000000000042ull, 0xfff0000000000007ull, 0x8000000000000000ull, 0x0000000000000000ull,
+    0x0000000000000001ull, 0x800fffffffffffffull, 0x7ff0000000000000ull, 0xfff0000000000000ull,
 };
 #define NF (sizeof FLOAT_PATTERNS / sizeof FLOAT_PATTERNS[0])
 #define ND (sizeof DOUBLE_PATTERNS / sizeof DOUBLE_PATTERNS[0])
@@ -288,8 +287,7 @@ static void unaligned_case(int n, int off) {
     CHECK_EQ_X(sstm_load_u64((const uint64_t *)(void *)&buf[w0]), le_bytes(exp + w0, 8));
     CHECK_EQ_X(sstm_load_u64((const uint64_t *)(void *)&buf[w0 + 8]), le_bytes(exp + w0 + 8, 8));
   SSTM_ATOMIC_END();
-  if (memcmp(buf, exp, 64) != 0)
-    FAIL("size %d offset %d: memory after commit differs", n, off);
+  if (memcmp(buf, exp, 64) != 0) FAIL("size %d offset %d: memory after commit differs", n, off);
 }
 
 TEST(unaligned_crossing_words) {
@@ -349,8 +347,7 @@ static void bulk_case(size_t si, size_t n, size_t off) {
     CHECK_EQ_MEM(wide, &before[at - 3], 3);
     CHECK_EQ_MEM(wide + 3, src, n);
     CHECK_EQ_MEM(wide + 3 + n, &before[at + n], 3);
-    if (n > 0)
-      CHECK_EQ_X(sstm_load_u8(&buf[at + n - 1]), src[n - 1]);
+    if (n > 0) CHECK_EQ_X(sstm_load_u8(&buf[at + n - 1]), src[n - 1]);
   SSTM_ATOMIC_END();
   unsigned char exp[256];
   memcpy(exp, before, sizeof exp);
@@ -361,7 +358,8 @@ static void bulk_case(size_t si, size_t n, size_t off) {
 
 TEST(bulk_copies_odd_sizes_offsets) {
   sstm_test_init();
-  static const size_t sizes[] = {0, 1, 2, 3, 5, 7, 8, 9, 13, 15, 16, 17, 24, 31, 33, 63, 64, 65, 100, 129};
+  static const size_t sizes[] = {0,  1,  2,  3,  5,  7,  8,  9,  13,  15,
+                                 16, 17, 24, 31, 33, 63, 64, 65, 100, 129};
   for (size_t si = 0; si < sizeof sizes / sizeof sizes[0]; si++)
     for (size_t off = 0; off < 10; off++)
       bulk_case(si, sizes[si], off);
@@ -376,7 +374,7 @@ TEST(bulk_then_words_overlap) {
   unsigned char src[20];
   fill_pattern(src, 20, 77);
   SSTM_ATOMIC_BEGIN(NULL)
-    sstm_store_bytes(&buf[5], src, 20);          /* bytes 5..24 */
+    sstm_store_bytes(&buf[5], src, 20);                                  /* bytes 5..24 */
     sstm_store_u64((uint64_t *)(void *)&buf[16], 0x0807060504030201ull); /* 16..23 */
     sstm_store_u8(&buf[4], 0xFE);
     unsigned char got[32];
@@ -445,12 +443,14 @@ static volatile int other_rc = -1;
 static volatile uint64_t sum, tail; /* written inside the atomic block */
 TEST(grown_read_set_is_validated) {
   sstm_test_init();
-  for (uint64_t i = 0; i <= NBIG; i++) big[i][0] = i;
+  for (uint64_t i = 0; i <= NBIG; i++)
+    big[i][0] = i;
   attempts = 0;
   SSTM_ATOMIC_BEGIN(NULL)
     attempts++;
     uint64_t acc = 0;
-    for (unsigned i = 0; i < NBIG; i++) acc += sstm_load_u64(&big[i][0]);
+    for (unsigned i = 0; i < NBIG; i++)
+      acc += sstm_load_u64(&big[i][0]);
     sum = acc;
     if (attempts == 1) other_rc = bump_in_other();
     tail = sstm_load_u64(&big[NBIG][0]);
@@ -484,7 +484,8 @@ static __attribute__((noinline)) int bump_blk_in_other(void) {
 static volatile uint64_t copy5, copy0, tail2;
 TEST(bulk_read_is_validated_per_stripe) {
   sstm_test_init();
-  for (unsigned i = 0; i < 8; i++) blk[i] = i;
+  for (unsigned i = 0; i < 8; i++)
+    blk[i] = i;
   blk_tail[0] = 0;
   attempts = 0;
   other_rc = -1;

@@ -21,10 +21,9 @@ static void setup(void) {
   sstm_test_init();
 }
 
-#define CHECK_LIVE(n)                                                          \
-  do {                                                                         \
-    if (mc_available())                                                        \
-      CHECK_EQ_I(mc_live(), (n));                                              \
+#define CHECK_LIVE(n)                                                                              \
+  do {                                                                                             \
+    if (mc_available()) CHECK_EQ_I(mc_live(), (n));                                                \
   } while (0)
 
 static volatile int attempts;
@@ -57,8 +56,7 @@ TEST(malloc_in_aborted_tx_is_freed) {
   SSTM_ATOMIC_END();
   CHECK_EQ_I(attempts, 2);
   sstm_reclaim();
-  if (mc_available())
-    CHECK_EQ_I(mc_tracked_total(), 2);
+  if (mc_available()) CHECK_EQ_I(mc_tracked_total(), 2);
   CHECK_LIVE(0);
   /* calloc too, and the counts are not disturbed by committed work */
   attempts = 0;
@@ -68,8 +66,7 @@ TEST(malloc_in_aborted_tx_is_freed) {
     CHECK_NOT_NULL(q);
     for (size_t i = 0; i < TSIZE / 8; i += 97)
       CHECK_EQ_U(q[i], 0);
-    if (attempts < 3)
-      sstm_restart();
+    if (attempts < 3) sstm_restart();
     sstm_cancel();
   SSTM_ATOMIC_END();
   sstm_reclaim();
@@ -116,15 +113,14 @@ TEST(free_in_aborted_tx_is_forgotten) {
   SSTM_ATOMIC_BEGIN(NULL)
     attempts++;
     sstm_free(p);
-    if (attempts == 1)
-      sstm_restart();
+    if (attempts == 1) sstm_restart();
     sstm_cancel();
   SSTM_ATOMIC_END();
   CHECK_EQ_I(attempts, 2);
   sstm_reclaim();
   CHECK_LIVE(1);
   CHECK_EQ_U(p[0], 99); /* still ours (ASan: no use-after-free) */
-  free(p);               /* memory from sstm_malloc outside a tx is plain */
+  free(p);              /* memory from sstm_malloc outside a tx is plain */
   CHECK_LIVE(0);
   sstm_test_fini();
 }
@@ -185,7 +181,7 @@ TEST(free_outside_tx_waits_for_grace_period) {
       CHECK_OK(sstm_desc_attach(txh_other_desc()));
       struct txh_store s = {(uint64_t *)(void *)&slot, 0};
       CHECK_OK(sstm_run(NULL, txh_store_fn, &s)); /* unlink */
-      sstm_free(node); /* retire outside a transaction */
+      sstm_free(node);                            /* retire outside a transaction */
       sstm_reclaim();
       CHECK_LIVE(1);
       sstm_desc_detach();
@@ -257,8 +253,7 @@ static void retire_then_reclaim(sstm_tt_t *t) {
 }
 
 TEST(reclaim_releases_own_retired_blocks) {
-  if (!mc_available())
-    sstm_test_skip("needs the counting allocator (not under ASan/TSan)");
+  if (!mc_available()) sstm_test_skip("needs the counting allocator (not under ASan/TSan)");
   setup();
   slot = sstm_malloc(TSIZE);
   sstm_test_run_threads(1, true, retire_then_reclaim, NULL);

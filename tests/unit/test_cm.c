@@ -7,14 +7,14 @@
  * in its failed validation (both hold locks in either design). */
 #define _GNU_SOURCE
 #include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
-#include <sched.h>
-#include <stdatomic.h>
-#include <stdlib.h>
-#include <string.h>
 
 #include "cm_duo.h"
 
@@ -57,8 +57,7 @@ static void rp_desc_fini(sstm_cm_ctx_t *ctx) {
 }
 static void rp_on_begin(sstm_cm_ctx_t *ctx) {
   CHECK_EQ_U(ctx->txid, sstm_desc_txid(ctx->desc));
-  if (rec.begins < MAX_EVENTS)
-    rec.begin_retries[rec.begins] = ctx->retries;
+  if (rec.begins < MAX_EVENTS) rec.begin_retries[rec.begins] = ctx->retries;
   rec.begins++;
 }
 static void rp_on_commit(sstm_cm_ctx_t *ctx) {
@@ -76,24 +75,20 @@ static sstm_cm_action_t rp_on_conflict(sstm_cm_ctx_t *ctx, const sstm_conflict_t
     rec.conf_self[rec.nconf] = ctx->desc;
   }
   rec.nconf++;
-  if (rec.action == SSTM_CM_WAIT)
-    *wait_ns = rec.wait_ns;
+  if (rec.action == SSTM_CM_WAIT) *wait_ns = rec.wait_ns;
   return rec.action;
 }
 static void rp_on_abort(sstm_cm_ctx_t *ctx, const sstm_abort_info_t *info) {
   (void)ctx;
-  if (rec.aborts < MAX_EVENTS)
-    rec.abort_info[rec.aborts] = *info;
-  if (rec.aborts++ == 0)
-    rec.first_abort_reason = info->reason;
+  if (rec.aborts < MAX_EVENTS) rec.abort_info[rec.aborts] = *info;
+  if (rec.aborts++ == 0) rec.first_abort_reason = info->reason;
 }
 
 /* The conflicts of kind k reported to descriptor d's policy. */
 static int conflicts_of(sstm_desc_t *d, sstm_conflict_kind_t k, int *first) {
   int n = 0;
   for (int i = 0; i < rec.nconf && i < MAX_EVENTS; i++)
-    if (rec.conf_self[i] == d && rec.conf[i].kind == k && n++ == 0 && first)
-      *first = i;
+    if (rec.conf_self[i] == d && rec.conf[i].kind == k && n++ == 0 && first) *first = i;
   return n;
 }
 
@@ -187,8 +182,9 @@ TEST(register_duplicate_name) {
 }
 
 TEST(register_bad_names) {
-  static const char *const bad[] = {"", "Upper", "has space", "a/b", "semi;colon",
-                                    "dot.name", "tab\t", "\xc3\xa9t\xc3\xa9", "comma,x"};
+  static const char *const bad[] = {"",           "Upper",    "has space", "a/b",
+                                    "semi;colon", "dot.name", "tab\t",     "\xc3\xa9t\xc3\xa9",
+                                    "comma,x"};
   static sstm_cm_ops_t ops[sizeof bad / sizeof bad[0]];
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     ops[i] = recorder;
@@ -245,8 +241,7 @@ TEST(register_until_full) {
     ops[i] = recorder;
     ops[i].name = names[i];
     rc = sstm_cm_register(&ops[i]);
-    if (rc != 0)
-      break;
+    if (rc != 0) break;
   }
   CHECK_RC(rc, SSTM_ELIMIT);
   CHECK_GT_I(i, 0);
@@ -340,8 +335,7 @@ TEST(ext_composite_for_every_policy) {
     snprintf(names[n], sizeof names[n], "test-p%d", n);
     ops[n] = recorder;
     ops[n].name = names[n];
-    if ((rc = sstm_cm_register(&ops[n])) != 0)
-      break;
+    if ((rc = sstm_cm_register(&ops[n])) != 0) break;
   }
   CHECK_RC(rc, SSTM_ELIMIT); /* the table is full */
   CHECK_GT_I(n, 0);
@@ -416,8 +410,7 @@ static volatile int b_attempts;
 
 static void writer_cancel_on_retry(void *arg) {
   (void)arg;
-  if (++b_attempts > 1)
-    sstm_cancel();
+  if (++b_attempts > 1) sstm_cancel();
   sstm_store_u64(&word_w, 100);
 }
 
@@ -464,8 +457,7 @@ TEST_ETL(conflict_reports_other_party) {
 
 static void reader_cancel_on_retry(void *arg) {
   (void)arg;
-  if (++b_attempts > 1)
-    sstm_cancel();
+  if (++b_attempts > 1) sstm_cancel();
   (void)sstm_load_u64(&word_w);
 }
 
@@ -781,8 +773,7 @@ static void va_body(void *arg) {
   (void)arg;
   int k = ++va.attempts;
   uint64_t w = sstm_load_u64(&va_w[0]);
-  if (k == 1)
-    CHECK_OK(run_other(NULL, va_writer, NULL)); /* w and x change under us */
+  if (k == 1) CHECK_OK(run_other(NULL, va_writer, NULL)); /* w and x change under us */
   if (va.at_read) {
     (void)sstm_load_u64(&va_x[0]); /* newer than our snapshot: the extension fails on w */
     if (k == 1)
@@ -990,10 +981,10 @@ static void waits_on_irrevocable_holder(sstm_cm_action_t act, bool write) {
   const unsigned WM = 5;
   uint64_t *w = &ih_words[0][0];
   sstm_stats_t s = vs_irrevocable(w, write, act, WM);
-  sstm_conflict_kind_t kind = !write ? SSTM_CONFLICT_READ_LOCKED
+  sstm_conflict_kind_t kind = !write  ? SSTM_CONFLICT_READ_LOCKED
                               : etl() ? SSTM_CONFLICT_WRITE_LOCKED
                                       : SSTM_CONFLICT_COMMIT_LOCKED;
-  sstm_abort_reason_t why = !write ? SSTM_ABORT_READ_LOCKED
+  sstm_abort_reason_t why = !write  ? SSTM_ABORT_READ_LOCKED
                             : etl() ? SSTM_ABORT_WRITE_LOCKED
                                     : SSTM_ABORT_COMMIT_LOCKED;
   CHECK_EQ_I(rec.nconf, (int)WM + 1);
@@ -1050,12 +1041,12 @@ static uint64_t hc_y[8] __attribute__((aligned(64)));
 #define HC_MAX 16
 static struct {
   sstm_desc_t *p, *req;
-  uint64_t p_txid;                 /* P's held attempt */
-  int p_attempts, p_validations;   /* P's thread */
-  sstm_stats_t ps;                 /* P's, after its commit */
+  uint64_t p_txid;               /* P's held attempt */
+  int p_attempts, p_validations; /* P's thread */
+  sstm_stats_t ps;               /* P's, after its commit */
   _Atomic int p_go, p_ready, r_changed, p_held, p_may_go, p_done;
   unsigned wait_max;
-  int nconf, naborts, attempts;    /* the requester (main thread) */
+  int nconf, naborts, attempts; /* the requester (main thread) */
   sstm_conflict_t conf[HC_MAX];
   sstm_abort_info_t abort_info[HC_MAX];
 } hc;
@@ -1082,8 +1073,7 @@ static sstm_cm_action_t hc_on_conflict(sstm_cm_ctx_t *ctx, const sstm_conflict_t
 }
 
 static void hc_on_abort(sstm_cm_ctx_t *ctx, const sstm_abort_info_t *info) {
-  if (ctx->desc == hc.req && hc.naborts < HC_MAX)
-    hc.abort_info[hc.naborts++] = *info;
+  if (ctx->desc == hc.req && hc.naborts < HC_MAX) hc.abort_info[hc.naborts++] = *info;
 }
 
 static const sstm_cm_ops_t hc_policy = {

@@ -102,8 +102,8 @@ TEST(env_range_boundaries_valid) {
     sstm_config_t c;
     sstm_config_default(&c);
     int rc = sstm_config_from_env(&c);
-    CHECK_MSG(rc == 0, "%s=%s rejected: %s (%s)", cases[i].var, cases[i].val,
-              sstm_strerror(rc), sstm_last_error());
+    CHECK_MSG(rc == 0, "%s=%s rejected: %s (%s)", cases[i].var, cases[i].val, sstm_strerror(rc),
+              sstm_last_error());
     unsigned got;
     memcpy(&got, (char *)&c + cases[i].off, sizeof got);
     CHECK_EQ_U(got, cases[i].want);
@@ -112,8 +112,7 @@ TEST(env_range_boundaries_valid) {
 
 /* An invalid value: SSTM_EINVAL, cfg untouched, last_error names the
  * variable and contains every string in must (the valid values). */
-static void expect_invalid(const char *var, const char *val,
-                           const char *const *must) {
+static void expect_invalid(const char *var, const char *val, const char *const *must) {
   clear_env();
   setenv(var, val, 1);
   sstm_config_t c, ref;
@@ -121,16 +120,16 @@ static void expect_invalid(const char *var, const char *val,
   c.max_threads = 99; /* a non-default value that must survive */
   ref = c;
   int rc = sstm_config_from_env(&c);
-  CHECK_MSG(rc == SSTM_EINVAL, "%s=\"%s\": got %d (%s), expected SSTM_EINVAL",
-            var, val, rc, sstm_strerror(rc));
+  CHECK_MSG(rc == SSTM_EINVAL, "%s=\"%s\": got %d (%s), expected SSTM_EINVAL", var, val, rc,
+            sstm_strerror(rc));
   CHECK_EQ_MEM(&c, &ref, sizeof c);
   const char *e = sstm_last_error();
   CHECK_NOT_NULL(e);
   CHECK_MSG(strstr(e, var) != NULL, "last_error for %s=\"%s\" does not name the variable: \"%s\"",
             var, val, e);
   for (; must && *must; must++)
-    CHECK_MSG(strstr(e, *must) != NULL,
-              "last_error for %s=\"%s\" does not list \"%s\": \"%s\"", var, val, *must, e);
+    CHECK_MSG(strstr(e, *must) != NULL, "last_error for %s=\"%s\" does not list \"%s\": \"%s\"",
+              var, val, *must, e);
 }
 
 TEST(env_invalid_design) {
@@ -308,8 +307,8 @@ TEST(config_errors_set_last_error) {
 
 TEST(env_first_error_leaves_cfg_unchanged) {
   clear_env();
-  setenv("SCHEDSTM_DESIGN", "ctl", 1);       /* valid */
-  setenv("SCHEDSTM_LOCK_BITS", "1000", 1);   /* invalid */
+  setenv("SCHEDSTM_DESIGN", "ctl", 1);     /* valid */
+  setenv("SCHEDSTM_LOCK_BITS", "1000", 1); /* invalid */
   sstm_config_t c, ref;
   sstm_config_default(&c);
   ref = c;
@@ -378,14 +377,20 @@ TEST(init_bad_typed_values) {
     case 4: c.max_threads = 0; break;
     case 5: c.max_threads = 32768; break;
     case 6: c.design = (sstm_design_t)7; break;
-    case 7: c.sample_period = 10; c.sample_fn = NULL; break;
-    case 8: c.cm = "no-such-policy"; want = SSTM_ENOENT; break;
+    case 7:
+      c.sample_period = 10;
+      c.sample_fn = NULL;
+      break;
+    case 8:
+      c.cm = "no-such-policy";
+      want = SSTM_ENOENT;
+      break;
     case 9: c.backoff_max_ns = 1000000001ull; break; /* the environment's bounds too */
     case 10: c.wait_max = 1000001; break;
     }
     int rc = sstm_init(&c);
-    CHECK_MSG(rc == want, "case %d: sstm_init returned %d (%s), expected %d (%s)", i,
-              rc, sstm_strerror(rc), want, sstm_strerror(want));
+    CHECK_MSG(rc == want, "case %d: sstm_init returned %d (%s), expected %d (%s)", i, rc,
+              sstm_strerror(rc), want, sstm_strerror(want));
     CHECK_MSG(!sstm_initialized(), "case %d: initialised after a failed init", i);
     CHECK_MSG(sstm_last_error()[0] != '\0', "case %d: no last_error message", i);
   }
@@ -569,7 +574,7 @@ TEST(shutdown_races_registration) {
     }
     CHECK_OK(rc);
     CHECK_FALSE(sstm_initialized());
-    CHECK_RC(sstm_thread_init(), SSTM_ESTATE); /* nobody registers until the next init */
+    CHECK_RC(sstm_thread_init(), SSTM_ESTATE);        /* nobody registers until the next init */
     while (atomic_load(&race_parked) < parked0 + NTH) /* every last attempt is over */
       sched_yield();
   }
@@ -656,8 +661,7 @@ TEST(design_parse_and_name) {
 static void *try_register(void *p) {
   int *rc = p;
   *rc = sstm_thread_init();
-  if (*rc == 0)
-    CHECK_OK(sstm_thread_exit());
+  if (*rc == 0) CHECK_OK(sstm_thread_exit());
   return NULL;
 }
 

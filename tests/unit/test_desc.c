@@ -132,7 +132,7 @@ TEST(detach_attach_across_threads_commit_on_b) {
     CHECK_EQ_I(pthread_join(th, NULL), 0);
     CHECK_OK(sstm_desc_attach(h.d));
     CHECK_FALSE(sstm_in_tx()); /* B committed it */
-  SSTM_ATOMIC_END(); /* sstm_commit() here returns SSTM_ENOTX */
+  SSTM_ATOMIC_END();           /* sstm_commit() here returns SSTM_ENOTX */
   CHECK_EQ_I(desc_misuse, txh_debug_build() ? 1 : 0);
   sstm_set_misuse_handler(NULL);
   CHECK_OK(h.commit_rc);
@@ -186,8 +186,7 @@ static int nhook;
 static void h_abort(void *arg, uint64_t txid, sstm_abort_reason_t r) {
   (void)arg;
   (void)txid;
-  if (nhook < 16)
-    hook_reasons[nhook] = r;
+  if (nhook < 16) hook_reasons[nhook] = r;
   nhook++;
 }
 static const sstm_hooks_t HOOKS = {.tx_abort = h_abort};
@@ -321,7 +320,7 @@ TEST(kill_errors) {
  * abort and retry, and its effects must be applied exactly once. */
 struct spin_ctx {
   sstm_desc_t *volatile desc;
-  volatile int phase;  /* 1: victim running; 2: kill took effect */
+  volatile int phase; /* 1: victim running; 2: kill took effect */
   volatile int inner_attempts;
   volatile long barriers_after_kill;
 };
@@ -342,8 +341,7 @@ static void *spinning_victim(void *p) {
         (void)sstm_load_u64(FAR);
         sstm_test_relax();
       }
-      for (sc.barriers_after_kill = 1; sc.barriers_after_kill <= 100000;
-           sc.barriers_after_kill++)
+      for (sc.barriers_after_kill = 1; sc.barriers_after_kill <= 100000; sc.barriers_after_kill++)
         (void)sstm_load_u64(FAR);
       FAIL("killed attempt still running after %ld barriers", sc.barriers_after_kill - 1);
     }

@@ -40,8 +40,8 @@ TEST(strerror_unknown_code) {
     CHECK_NOT_NULL(s);
     CHECK_MSG(s[0] != '\0', "empty string for unknown code %d", bad[i]);
     for (size_t j = 0; j < NCODES; j++)
-      CHECK_MSG(strcmp(s, sstm_strerror(CODES[j].code)) != 0,
-                "unknown code %d described as %s", bad[i], s);
+      CHECK_MSG(strcmp(s, sstm_strerror(CODES[j].code)) != 0, "unknown code %d described as %s",
+                bad[i], s);
   }
 }
 

@@ -68,8 +68,7 @@ TEST(commit_without_begin_is_enotx) {
   CHECK_RC(sstm_commit(), SSTM_ENOTX);
   /* debug builds also report it (tx.h) */
   CHECK_EQ_I(nmisuse, txh_debug_build() ? 1 : 0);
-  if (nmisuse)
-    CHECK_CONTAINS(last_msg, "sstm_commit without a transaction");
+  if (nmisuse) CHECK_CONTAINS(last_msg, "sstm_commit without a transaction");
   CHECK_RC(sstm_quiesce(), SSTM_OK); /* outside a transaction: fine */
   CHECK_EQ_I(nmisuse, txh_debug_build() ? 1 : 0);
   CHECK_FALSE(sstm_in_tx());
@@ -171,9 +170,7 @@ TEST(default_handler_aborts) {
   expect_abort_in_child(child_restart_irrevocable, "sstm_restart in an irrevocable transaction");
 }
 
-static void exiting_handler(const char *msg) {
-  _exit(msg && *msg ? 42 : 43);
-}
+static void exiting_handler(const char *msg) { _exit(msg && *msg ? 42 : 43); }
 TEST(custom_handler_called_for_cancel_in_irrevocable) {
   fflush(stdout);
   pid_t pid = fork();
@@ -307,7 +304,8 @@ TEST(party_wait_huge_timeout_waits_for_the_end) {
     waited.txid = sstm_desc_txid(waited.desc);
     CHECK_EQ_PTR(sstm_desc_detach(), waited.desc);
     CHECK_EQ_I(pthread_create(&waiter_th, NULL, wait_forever, NULL), 0);
-    while (!waiter_started) usleep(1000);
+    while (!waiter_started)
+      usleep(1000);
     /* Asleep in the futex on our attempt, which is still running: with the
      * broken deadline it returned SSTM_EBUSY at once and never got there. */
     while (!sstm_test_in_futex(waiter_tid)) {

@@ -118,15 +118,13 @@ static __thread bool in_quiesce; /* the calling thread is the waiter, in sstm_qu
  * calls bind to it): counts the waiter's calls inside sstm_quiesce, which
  * yields only while it spins on a committing attempt. */
 int sched_yield(void) {
-  if (in_quiesce)
-    atomic_fetch_add(&qw.yields, 1);
+  if (in_quiesce) atomic_fetch_add(&qw.yields, 1);
   return (int)syscall(SYS_sched_yield);
 }
 
 static void *waiter(void *arg) {
   (void)arg;
-  if (qw.registered)
-    CHECK_OK(sstm_thread_init());
+  if (qw.registered) CHECK_OK(sstm_thread_init());
   /* this thread's malloc arena exists before it is watched: from then on
    * its only futex is the sleep on an attempt's status word */
   free(malloc(64));
@@ -134,12 +132,10 @@ static void *waiter(void *arg) {
   in_quiesce = true;
   qw.rc = sstm_quiesce();
   in_quiesce = false;
-  if (qw.read_x)
-    qw.seen_x = x; /* plain: the barrier ordered the write-back before this */
+  if (qw.read_x) qw.seen_x = x; /* plain: the barrier ordered the write-back before this */
   /* release: rc and seen_x are visible to whoever sees returned */
   atomic_store_explicit(&qw.returned, 1, memory_order_release);
-  if (qw.registered)
-    CHECK_OK(sstm_thread_exit());
+  if (qw.registered) CHECK_OK(sstm_thread_exit());
   return NULL;
 }
 
@@ -168,8 +164,7 @@ static long voluntary_switches(int tid) {
   CHECK_NOT_NULL(f);
   long n = -1;
   while (n < 0 && fgets(line, sizeof line, f))
-    if (strncmp(line, "voluntary_ctxt_switches:", 24) == 0)
-      n = strtol(line + 24, NULL, 10);
+    if (strncmp(line, "voluntary_ctxt_switches:", 24) == 0) n = strtol(line + 24, NULL, 10);
   fclose(f);
   CHECK_GE_I(n, 0);
   return n;
@@ -187,11 +182,9 @@ static void wake_if_in_futex(int tid) {
   buf[n] = 0;
   long nr;
   unsigned long addr, op;
-  if (sscanf(buf, "%ld %lx %lx", &nr, &addr, &op) != 3 || nr != SYS_futex)
-    return;
+  if (sscanf(buf, "%ld %lx %lx", &nr, &addr, &op) != 3 || nr != SYS_futex) return;
   int cmd = (int)op & FUTEX_CMD_MASK;
-  if (cmd != FUTEX_WAIT && cmd != FUTEX_WAIT_BITSET)
-    return;
+  if (cmd != FUTEX_WAIT && cmd != FUTEX_WAIT_BITSET) return;
   (void)syscall(SYS_futex, (void *)addr, FUTEX_WAKE | ((int)op & FUTEX_PRIVATE_FLAG), INT_MAX, NULL,
                 NULL, 0);
 }
@@ -271,8 +264,7 @@ static void held_body(void *arg) {
     (void)sstm_load_u64(h->addr);
   else
     sstm_store_u64(h->addr, h->val);
-  if (h->runs++ > 0)
-    return; /* a restart (after a kill) just commits */
+  if (h->runs++ > 0) return; /* a restart (after a kill) just commits */
   int k = atomic_load(&h->suspended) + 1;
   atomic_store(&h->txid, sstm_txid());
   CHECK_EQ_PTR(sstm_desc_detach(), h->desc);
@@ -280,8 +272,7 @@ static void held_body(void *arg) {
   while (atomic_load_explicit(&h->resumed, memory_order_acquire) < k)
     sleep_ms(1);
   CHECK_OK(sstm_desc_attach(h->desc));
-  if (h->how == END_CANCEL)
-    sstm_cancel();
+  if (h->how == END_CANCEL) sstm_cancel();
 }
 
 static void *holder_main(void *arg) {
@@ -337,28 +328,17 @@ static void suspended_attempt(enum end_kind how, bool registered_waiter) {
   expect_waiter_returns(th);
   CHECK_RC(h->rc[0], how == END_CANCEL ? SSTM_ECANCELED : SSTM_OK);
   CHECK_EQ_I(h->runs, how == END_KILL ? 2 : 1);
-  if (how == END_COMMIT)
-    CHECK_EQ_U(qw.seen_x, 7); /* the write-back happened before the return */
+  if (how == END_COMMIT) CHECK_EQ_U(qw.seen_x, 7); /* the write-back happened before the return */
   CHECK_EQ_U(x, how == END_CANCEL || how == END_COMMIT_RO ? 0 : 7);
   free(h);
   sstm_test_fini();
 }
 
-TEST(waits_for_suspended_commit) {
-  suspended_attempt(END_COMMIT, false);
-}
-TEST(waits_for_suspended_commit_registered_waiter) {
-  suspended_attempt(END_COMMIT, true);
-}
-TEST(waits_for_suspended_read_only) {
-  suspended_attempt(END_COMMIT_RO, false);
-}
-TEST(waits_for_suspended_cancel) {
-  suspended_attempt(END_CANCEL, true);
-}
-TEST(waits_for_suspended_killed_until_rolled_back) {
-  suspended_attempt(END_KILL, false);
-}
+TEST(waits_for_suspended_commit) { suspended_attempt(END_COMMIT, false); }
+TEST(waits_for_suspended_commit_registered_waiter) { suspended_attempt(END_COMMIT, true); }
+TEST(waits_for_suspended_read_only) { suspended_attempt(END_COMMIT_RO, false); }
+TEST(waits_for_suspended_cancel) { suspended_attempt(END_CANCEL, true); }
+TEST(waits_for_suspended_killed_until_rolled_back) { suspended_attempt(END_KILL, false); }
 
 /* An attempt that ended and was followed by a new one of the same
  * descriptor counts as ended, and an attempt of another descriptor that
@@ -407,8 +387,7 @@ static sstm_cm_action_t hold_on_conflict(sstm_cm_ctx_t *ctx, const sstm_conflict
                                          uint64_t *wait_ns) {
   (void)ctx;
   (void)wait_ns;
-  if (c->kind != SSTM_CONFLICT_COMMIT_LOCKED)
-    return SSTM_CM_ABORT_SELF;
+  if (c->kind != SSTM_CONFLICT_COMMIT_LOCKED) return SSTM_CM_ABORT_SELF;
   CHECK_TRUE(c->other.committing); /* the irrevocable owner */
   atomic_store(&hc.c_held, 1);
   while (!atomic_load(&hc.c_may_go))

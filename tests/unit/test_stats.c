@@ -47,8 +47,7 @@ TEST(abort_counters_user) {
   SSTM_ATOMIC_BEGIN(NULL)
     attempts++;
     sstm_store_u64(W(0), 1);
-    if (attempts <= 3)
-      sstm_restart();
+    if (attempts <= 3) sstm_restart();
   SSTM_ATOMIC_END();
   SSTM_ATOMIC_BEGIN(NULL)
     sstm_cancel();
@@ -70,8 +69,7 @@ TEST(abort_counters_user) {
   SSTM_ATOMIC_BEGIN(NULL)
     attempts++;
     sstm_store_u64(W(0), 2);
-    if (attempts <= 5)
-      sstm_restart();
+    if (attempts <= 5) sstm_restart();
     sstm_cancel();
   SSTM_ATOMIC_END();
   CHECK_OK(sstm_stats_get(sstm_self(), &s));
@@ -178,8 +176,7 @@ TEST(detailed_stats) {
   SSTM_ATOMIC_BEGIN(&tagged)
     attempts++;
     (void)sstm_load_u64(W(0));
-    if (attempts == 1)
-      sstm_restart();
+    if (attempts == 1) sstm_restart();
   SSTM_ATOMIC_END();
   sstm_stats_t s;
   CHECK_OK(sstm_stats_get(sstm_self(), &s));
@@ -228,8 +225,7 @@ TEST(dump_names_nonzero_reasons) {
   attempts = 0;
   SSTM_ATOMIC_BEGIN(NULL)
     attempts++;
-    if (attempts == 1)
-      sstm_restart();
+    if (attempts == 1) sstm_restart();
     sstm_store_u64(W(0), 1);
   SSTM_ATOMIC_END();
   char *text = dump_text();
@@ -276,8 +272,7 @@ TEST(dump_shows_tags_and_policy) {
   SSTM_ATOMIC_BEGIN(&a)
     attempts++;
     sstm_store_u64(W(0), 5);
-    if (attempts <= 2)
-      sstm_restart();
+    if (attempts <= 2) sstm_restart();
   SSTM_ATOMIC_END();
   a.tag = 7;
   for (int i = 0; i < 4; i++)

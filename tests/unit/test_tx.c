@@ -40,8 +40,7 @@ TEST(restart_discards_writes) {
     attempts++;
     CHECK_EQ_U(sstm_load_u64(&x), 5); /* the first attempt's write is gone */
     sstm_store_u64(&x, 100 + (uint64_t)attempts);
-    if (attempts == 1)
-      sstm_restart();
+    if (attempts == 1) sstm_restart();
     sstm_store_u64(&y, (uint64_t)attempts);
   SSTM_ATOMIC_END();
   CHECK_EQ_I(attempts, 2);
@@ -61,8 +60,7 @@ static void fn_restart_once(void *arg) {
   fn_calls++;
   CHECK_EQ_U(sstm_load_u64(p), 0);
   sstm_store_u64(p, (uint64_t)fn_calls);
-  if (fn_calls == 1)
-    sstm_restart();
+  if (fn_calls == 1) sstm_restart();
 }
 
 TEST(restart_in_sstm_run) {
@@ -137,7 +135,7 @@ TEST(flat_nesting) {
     CHECK_OK(sstm_run(NULL, inner_store, NULL));
     CHECK_TRUE(sstm_in_tx()); /* inner commit only left one level */
     CHECK_EQ_U(sstm_txid(), outer_txid);
-    CHECK_EQ_U(y, 0);         /* inner commit published nothing */
+    CHECK_EQ_U(y, 0); /* inner commit published nothing */
     CHECK_EQ_U(sstm_load_u64(&y), 20);
     SSTM_ATOMIC_BEGIN(NULL)
       CHECK_EQ_U(sstm_txid(), outer_txid);
@@ -163,8 +161,7 @@ TEST(flat_nesting) {
       attempts++;
       CHECK_EQ_U(sstm_load_u64(&y), 0);
       sstm_store_u64(&y, 2);
-      if (attempts == 1)
-        sstm_restart();
+      if (attempts == 1) sstm_restart();
     SSTM_ATOMIC_END();
   SSTM_ATOMIC_END();
   CHECK_EQ_I(outer_runs, 2);
@@ -316,7 +313,7 @@ TEST(abort_callback_may_run_transaction) {
   SSTM_ATOMIC_END();
   CHECK_EQ_I(attempts, 3);
   CHECK_EQ_U(x, 3);
-  CHECK_EQ_U(z, 3);           /* two abort actions, one commit action */
+  CHECK_EQ_U(z, 3);             /* two abort actions, one commit action */
   CHECK_EQ_I(inner_commits, 3); /* each inner transaction's own action, once */
   sstm_stats_t st;
   CHECK_OK(sstm_stats_get(sstm_self(), &st));
@@ -352,23 +349,27 @@ TEST(sampling_calls_back_every_period_accesses) {
   CHECK_OK(sstm_thread_init());
   nfired = 0;
   SSTM_ATOMIC_BEGIN(NULL) /* accesses 1-10 read, 11-16 write */
-    for (int i = 0; i < 10; i++) (void)sstm_load_u64(&sampled[i]);
-    for (int i = 0; i < 6; i++) sstm_store_u64(&sampled[20 + i], (uint64_t)i);
+    for (int i = 0; i < 10; i++)
+      (void)sstm_load_u64(&sampled[i]);
+    for (int i = 0; i < 6; i++)
+      sstm_store_u64(&sampled[20 + i], (uint64_t)i);
   SSTM_ATOMIC_END();
   sstm_attr_t ro = {.read_only = true};
   SSTM_ATOMIC_BEGIN(&ro) /* 17-24 */
-    for (int i = 0; i < 8; i++) (void)sstm_load_u64(&sampled[30 + i]);
+    for (int i = 0; i < 8; i++)
+      (void)sstm_load_u64(&sampled[30 + i]);
   SSTM_ATOMIC_END();
   sstm_attr_t irr = {.irrevocable = true};
   SSTM_ATOMIC_BEGIN(&irr) /* 25-28 */
-    for (int i = 0; i < 2; i++) sstm_store_u64(&sampled[40 + i], sstm_load_u64(&sampled[40 + i]) + 1);
+    for (int i = 0; i < 2; i++)
+      sstm_store_u64(&sampled[40 + i], sstm_load_u64(&sampled[40 + i]) + 1);
   SSTM_ATOMIC_END();
   CHECK_EQ_I(nfired, 7);
   const struct {
     const uint64_t *addr;
     bool is_write;
-  } want[7] = {{&sampled[3], false},  {&sampled[7], false},  {&sampled[21], true},
-               {&sampled[25], true},  {&sampled[33], false}, {&sampled[37], false},
+  } want[7] = {{&sampled[3], false}, {&sampled[7], false},  {&sampled[21], true},
+               {&sampled[25], true}, {&sampled[33], false}, {&sampled[37], false},
                {&sampled[41], true}};
   for (int i = 0; i < 7; i++) {
     CHECK_MSG(fired[i].addr == want[i].addr, "call %d: address %p, expected %p (sampled[%ld])", i,
@@ -428,8 +429,7 @@ TEST(hooks_see_events_in_order) {
   SSTM_ATOMIC_BEGIN(NULL)
     attempts++;
     sstm_store_u64(&x, 1);
-    if (attempts == 1)
-      sstm_restart();
+    if (attempts == 1) sstm_restart();
   SSTM_ATOMIC_END();
   CHECK_EQ_I(nev, 4);
   CHECK_EQ_I(ev[0].kind, 'b');
