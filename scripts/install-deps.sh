@@ -2,7 +2,7 @@
 # Install what building, testing and (with --demo) the demonstration need.
 #
 #   scripts/install-deps.sh          build tools
-#   scripts/install-deps.sh --tests  also what only the test suite needs (clang)
+#   scripts/install-deps.sh --tests  also what only the test suite needs (clang, clang-format)
 #   scripts/install-deps.sh --demo   also the Python packages of bench/requirements.txt
 #
 # Idempotent: every tool is checked first, and nothing is installed (no
@@ -66,7 +66,8 @@ need cmake cmake
 need gcc gcc
 need g++ g++
 if [ "$tests" = 1 ]; then
-  need clang clang # the test suite's clang build (tests/run_all.sh)
+  need clang clang               # the test suite's clang build (tests/run_all.sh)
+  need clang-format clang-format # scripts/check-format.sh
 fi
 need make make
 need pkg-config pkg-config

@@ -11,6 +11,8 @@
 #   (f) build/test-clang   built with clang (-Watomic-implicit-seq-cst on the
 #                          library: every atomic access names its order):
 #                          the unit tests
+#   (g) format             scripts/check-format.sh: every C file follows
+#                          .clang-format (one check per file)
 # all with -DSCHEDSTM_WERROR=ON. Prints a final line "N passed, M failed (K
 # skipped)"
 # (summed over all parts; a part that fails to configure or build counts as
@@ -21,7 +23,7 @@
 # read by the tests) so that the whole run takes about 6 minutes on 2 vCPUs.
 #
 # Environment:
-#   RUN_ALL_PARTS="normal asan tsan delay debug clang"   subset of parts to run
+#   RUN_ALL_PARTS="normal asan tsan delay debug clang format"   subset of parts to run
 #   RUN_ALL_JOBS=2                            build and ctest parallelism
 #   RUN_ALL_SCALE_{NORMAL,ASAN,TSAN,DELAY,DEBUG,CLANG}   override a part's scale
 #   RUN_ALL_CLEAN=1                           start from empty build dirs
@@ -30,7 +32,7 @@ set -u
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
 jobs=${RUN_ALL_JOBS:-2}
-parts=${RUN_ALL_PARTS:-"normal asan tsan delay debug clang"}
+parts=${RUN_ALL_PARTS:-"normal asan tsan delay debug clang format"}
 
 total_pass=0
 total_fail=0
@@ -113,6 +115,31 @@ run_part() {
   echo "=== [$name] $passed passed, $failed failed ($((t1 - t0)) s)"
 }
 
+# run_script NAME LOG COMMAND...: a script that ends with a line "N passed,
+# M failed" (and optionally "(K skipped)"); its counts join the totals, and
+# a non-zero status without a failure in that line counts as one failure.
+run_script() {
+  local name=$1 log=$2
+  shift 2
+  mkdir -p "$root/build"
+  echo "=== [$name] $*"
+  "$@" >"$log" 2>&1
+  local rc=$?
+  local line ipass ifail iskip
+  line=$(grep -E "[0-9]+ passed, [0-9]+ failed" "$log" | tail -1)
+  ipass=$(echo "$line" | grep -oE "[0-9]+ passed" | grep -oE "[0-9]+")
+  ifail=$(echo "$line" | grep -oE "[0-9]+ failed" | grep -oE "[0-9]+")
+  iskip=$(echo "$line" | grep -oE "[0-9]+ skipped" | grep -oE "[0-9]+")
+  if [ -z "$line" ]; then ipass=0; ifail=1; fi
+  if [ -z "$iskip" ]; then iskip=0; fi
+  if [ $rc -ne 0 ] && [ "$ifail" = 0 ]; then ifail=1; fi
+  [ "$ifail" -gt 0 ] && cat "$log"
+  total_pass=$((total_pass + ipass))
+  total_fail=$((total_fail + ifail))
+  total_skip=$((total_skip + iskip))
+  summary+=("$name: $ipass passed ($iskip skipped), $ifail failed")
+}
+
 for p in $parts; do
   case $p in
   normal)
@@ -138,8 +165,11 @@ for p in $parts; do
     run_part clang "${RUN_ALL_SCALE_CLANG:-0.2}" "-L unit" sstm_unit_bins \
       -DCMAKE_C_COMPILER=clang -DSCHEDSTM_BUILD_BENCH=OFF -DSCHEDSTM_BUILD_EXAMPLES=OFF
     ;;
+  format)
+    run_script format "$root/build/check-format.log" "$root/scripts/check-format.sh"
+    ;;
   *)
-    echo "unknown part '$p' (normal asan tsan delay debug clang)"
+    echo "unknown part '$p' (normal asan tsan delay debug clang format)"
     total_fail=$((total_fail + 1))
     ;;
   esac
@@ -152,19 +182,8 @@ if [[ " $parts " == *" normal "* ]] && [[ "$configured" != *" normal "* ]]; then
   echo "=== [install] skipped: the normal build failed to configure"
   summary+=("install: skipped (normal build not configured)")
 elif [[ " $parts " == *" normal "* ]]; then
-  echo "=== [install] scripts/check-install.sh"
-  log="$root/build/check-install.log"
-  "$root/scripts/check-install.sh" "$root/build/test-normal" >"$log" 2>&1
-  rc=$?
-  line=$(grep -E "[0-9]+ passed, [0-9]+ failed" "$log" | tail -1)
-  ipass=$(echo "$line" | grep -oE "[0-9]+ passed" | grep -oE "[0-9]+")
-  ifail=$(echo "$line" | grep -oE "[0-9]+ failed" | grep -oE "[0-9]+")
-  if [ -z "$line" ]; then ipass=0; ifail=1; fi
-  if [ $rc -ne 0 ] && [ "$ifail" = 0 ]; then ifail=1; fi
-  [ "$ifail" -gt 0 ] && cat "$log"
-  total_pass=$((total_pass + ipass))
-  total_fail=$((total_fail + ifail))
-  summary+=("install: $ipass passed, $ifail failed")
+  run_script install "$root/build/check-install.log" \
+    "$root/scripts/check-install.sh" "$root/build/test-normal"
 fi
 
 echo

@@ -642,6 +642,32 @@ class SetupScripts(unittest.TestCase):
                                path_var=self.bin)
         asked = open(log).read() if os.path.exists(log) else ""
         self.assertRegex(asked, r"install .*\bclang\b", proc.stdout + proc.stderr)
+        self.assertRegex(asked, r"install .*\bclang-format\b", proc.stdout + proc.stderr)
+
+    def test_check_format_fails_an_unformatted_file_and_skips_other_versions(self):
+        script = self.copy_script("scripts/check-format.sh")
+        tree = os.path.join(self.dir, "tree")
+        shutil.copy(os.path.join(ROOT, ".clang-format"), tree)
+        os.makedirs(os.path.join(tree, "src"))
+        with open(os.path.join(tree, "src", "good.c"), "w") as f:
+            f.write("int f(int x) { return x + 1; }\n")
+        with open(os.path.join(tree, "src", "bad.c"), "w") as f:
+            f.write("int g(int x){return x+1;}\n")
+        real = shutil.which("clang-format-14") or shutil.which("clang-format")
+        if real and "version 14" in subprocess.run([real, "--version"], capture_output=True,
+                                                   text=True).stdout:
+            proc = self.run_script(script, env={"CLANG_FORMAT": real})
+            self.assertEqual(proc.returncode, 1, proc.stdout)
+            self.assertIn("src/bad.c: not formatted", proc.stdout)
+            self.assertNotIn("good.c", proc.stdout)
+            self.assertEqual(proc.stdout.strip().splitlines()[-1], "1 passed, 1 failed (0 skipped)")
+        # Another major version lays out some code differently: skipped, not failed.
+        self.link_tools("bash", "env", "dirname", "sed", "head", "find", "sort", "sh")
+        fake = write_script(os.path.join(self.bin, "clang-format"),
+                            "#!/bin/sh\necho 'clang-format version 17.0.1'\nexit 1\n")
+        proc = self.run_script(script, path_var=self.bin)
+        self.assertEqual(proc.returncode, 0, proc.stdout)
+        self.assertEqual(proc.stdout.strip().splitlines()[-1], "0 passed, 0 failed (1 skipped)")
 
     def test_run_all_counts_a_failed_configure_once(self):
         script = self.copy_script("tests/run_all.sh")
