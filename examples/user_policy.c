@@ -15,7 +15,8 @@
  *     higher-priority work keeps killing it.
  * It counts its decisions in its own counters (stat_names), which the
  * statistics dump prints by name, and publishes what it is doing (sleeping)
- * in the per-thread state table that sstm-top shows.
+ * for the per-thread state table that sstm-top shows (when
+ * cfg.state_table is on).
  *
  * The workload: URGENT threads (priority 1, tag 1) move small amounts
  * between two random accounts; BATCH threads (priority 0, tag 2) rotate
@@ -52,19 +53,26 @@
 
 /* ---- the policy ----------------------------------------------------------- */
 
-enum { C_KILLS, C_WAITS_COMMITTING, C_SLEEPS, C_IRREVOCABLE };
+enum { C_KILL_REQUESTS, C_WAITS_COMMITTING, C_SLEEPS, C_IRREVOCABLE };
 
 /* Called by the engine at every conflict, on the transaction's thread. */
 static sstm_cm_action_t up_conflict(sstm_cm_ctx_t *ctx, const sstm_conflict_t *c,
                                     uint64_t *wait_ns) {
   if (!c->has_other) return SSTM_CM_ABORT_SELF; /* nobody to compare with */
+  /* A failed validation, a kill and a running irrevocable transaction
+   * abort self whatever the answer (cm.h): only lock conflicts are ours. */
+  if (c->kind == SSTM_CONFLICT_VALIDATION || c->kind == SSTM_CONFLICT_KILLED ||
+      c->kind == SSTM_CONFLICT_IRREVOCABLE)
+    return SSTM_CM_ABORT_SELF;
   if (c->other.committing) {
     sstm_cm_count(ctx, C_WAITS_COMMITTING, 1);
     *wait_ns = 2000; /* bounded by the engine (cfg.wait_max), then abort self */
     return SSTM_CM_WAIT;
   }
   if (ctx->priority > c->other.priority) {
-    sstm_cm_count(ctx, C_KILLS, 1);
+    /* st.cm_kills counts the remote aborts that succeeded (irrevocable
+     * attempts' own included) */
+    sstm_cm_count(ctx, C_KILL_REQUESTS, 1);
     return SSTM_CM_ABORT_OTHER;
   }
   return SSTM_CM_ABORT_SELF;
@@ -91,7 +99,7 @@ static const sstm_cm_ops_t user_prio = {
     .description = "higher sstm_attr_t.priority kills; the loser sleeps until the winner ends",
     .on_conflict = up_conflict,
     .on_abort = up_abort,
-    .stat_names = {"kills", "waits_committing", "sleeps", "irrevocable"},
+    .stat_names = {"kill_requests", "waits_committing", "sleeps", "irrevocable"},
 };
 
 /* ---- the workload ---------------------------------------------------------- */
@@ -146,10 +154,12 @@ static void *batch(void *arg) {
 
 int main(void) {
   /* Register before sstm_init, which selects the policy by name (the same
-   * name works in SCHEDSTM_CM; the configuration below sets it directly). */
+   * name works in SCHEDSTM_CM in other programs; this one fixes its whole
+   * configuration, so the SCHEDSTM_* environment is not read). */
   CHECK(sstm_cm_register(&user_prio));
   sstm_config_t cfg;
   sstm_config_default(&cfg);
+  cfg.use_env = false;
   cfg.cm = "user-prio";
   cfg.stats = SSTM_STATS_DETAILED; /* per-tag counts */
   CHECK(sstm_init(&cfg));
@@ -165,13 +175,18 @@ int main(void) {
     accounts[i] = INITIAL;
   pthread_t th[URGENT + BATCH];
   for (int i = 0; i < URGENT + BATCH; i++)
-    pthread_create(&th[i], NULL, i < URGENT ? urgent : batch, (void *)(uintptr_t)(i + 1));
+    if (pthread_create(&th[i], NULL, i < URGENT ? urgent : batch, (void *)(uintptr_t)(i + 1))) {
+      printf("user_policy: FAILED (pthread_create)\n");
+      return 1;
+    }
   for (int i = 0; i < URGENT + BATCH; i++)
     pthread_join(th[i], NULL);
 
   sstm_stats_t st;
   CHECK(sstm_stats_aggregate(&st));
-  CHECK(sstm_stats_dump(stdout)); /* per thread, with the policy's counters by name */
+  /* The totals, with the policy's counters by name (the workers have
+   * exited: per-thread lines are printed for live threads only). */
+  CHECK(sstm_stats_dump(stdout));
   int64_t total = 0;
   for (int i = 0; i < NACCOUNTS; i++)
     total += accounts[i]; /* no transaction runs any more */
@@ -179,14 +194,17 @@ int main(void) {
 
   const sstm_tag_stats_t *u = &st.tags[TAG_URGENT], *b = &st.tags[TAG_BATCH];
   printf("user_policy: urgent %" PRIu64 " commits, %.3f aborts/commit; batch %" PRIu64
-         " commits, %.3f aborts/commit; kills %" PRIu64 ", sleeps %" PRIu64
+         " commits, %.3f aborts/commit; remote aborts %" PRIu64 ", sleeps %" PRIu64
          ", irrevocable restarts %" PRIu64 "\n",
          u->commits, u->commits ? (double)u->aborts / (double)u->commits : 0.0, b->commits,
-         b->commits ? (double)b->aborts / (double)b->commits : 0.0, st.cm_stats[C_KILLS],
+         b->commits ? (double)b->aborts / (double)b->commits : 0.0, st.cm_kills,
          st.cm_stats[C_SLEEPS], st.cm_stats[C_IRREVOCABLE]);
   if (total != (int64_t)NACCOUNTS * INITIAL || u->commits != (uint64_t)URGENT * URGENT_OPS ||
       b->commits != (uint64_t)BATCH * BATCH_OPS) {
-    printf("user_policy: FAILED (total %" PRId64 ", expected %d)\n", total, NACCOUNTS * INITIAL);
+    printf("user_policy: FAILED (total %" PRId64 ", expected %d; commits urgent %" PRIu64
+           ", expected %d; batch %" PRIu64 ", expected %d)\n",
+           total, NACCOUNTS * INITIAL, u->commits, URGENT * URGENT_OPS, b->commits,
+           BATCH * BATCH_OPS);
     return 1;
   }
   printf("user_policy: OK\n");

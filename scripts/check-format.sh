@@ -16,6 +16,10 @@ set -u
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root" || exit 1
 fix=0
+if [ $# -gt 1 ]; then
+  echo "check-format: one argument at most (--fix or nothing)" >&2
+  exit 2
+fi
 case "${1:-}" in
   "") ;;
   --fix) fix=1 ;;
@@ -27,7 +31,9 @@ esac
 
 want=14
 cf=""
-for c in ${CLANG_FORMAT:-} clang-format-$want clang-format; do
+candidates=(clang-format-$want clang-format)
+if [ -n "${CLANG_FORMAT:-}" ]; then candidates=("$CLANG_FORMAT"); fi
+for c in "${candidates[@]}"; do
   if command -v "$c" >/dev/null 2>&1; then
     v=$("$c" --version | sed -nE 's/.*version ([0-9]+).*/\1/p' | head -1)
     if [ "$v" = "$want" ]; then
@@ -43,7 +49,10 @@ if [ -z "$cf" ]; then
   exit 0
 fi
 
-if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
+# The tracked files of this checkout; in a copy that is not its own git
+# work tree (an unpacked tarball, a copy inside another repository), every
+# C file under the source directories.
+if [ "$(git rev-parse --show-toplevel 2>/dev/null)" = "$root" ]; then
   mapfile -t files < <(git ls-files '*.c' '*.h')
 else
   mapfile -t files < <(find src include tests bench tools examples -name '*.[ch]' | sort)

@@ -641,10 +641,10 @@ class SetupScripts(unittest.TestCase):
         proc = self.run_script(os.path.join(ROOT, "scripts", "install-deps.sh"), ["--tests"],
                                path_var=self.bin)
         asked = open(log).read() if os.path.exists(log) else ""
-        self.assertRegex(asked, r"install .*\bclang\b", proc.stdout + proc.stderr)
+        self.assertRegex(asked, r"install .*\bclang(\s|$)", proc.stdout + proc.stderr)
         self.assertRegex(asked, r"install .*\bclang-format\b", proc.stdout + proc.stderr)
 
-    def test_check_format_fails_an_unformatted_file_and_skips_other_versions(self):
+    def format_tree(self):
         script = self.copy_script("scripts/check-format.sh")
         tree = os.path.join(self.dir, "tree")
         shutil.copy(os.path.join(ROOT, ".clang-format"), tree)
@@ -653,21 +653,49 @@ class SetupScripts(unittest.TestCase):
             f.write("int f(int x) { return x + 1; }\n")
         with open(os.path.join(tree, "src", "bad.c"), "w") as f:
             f.write("int g(int x){return x+1;}\n")
+        return script
+
+    def test_check_format_fails_an_unformatted_file(self):
+        script = self.format_tree()
         real = shutil.which("clang-format-14") or shutil.which("clang-format")
-        if real and "version 14" in subprocess.run([real, "--version"], capture_output=True,
-                                                   text=True).stdout:
-            proc = self.run_script(script, env={"CLANG_FORMAT": real})
-            self.assertEqual(proc.returncode, 1, proc.stdout)
-            self.assertIn("src/bad.c: not formatted", proc.stdout)
-            self.assertNotIn("good.c", proc.stdout)
-            self.assertEqual(proc.stdout.strip().splitlines()[-1], "1 passed, 1 failed (0 skipped)")
+        if not real or "version 14" not in subprocess.run([real, "--version"],
+                                                          capture_output=True, text=True).stdout:
+            self.skipTest("no clang-format 14 (scripts/install-deps.sh --tests installs it)")
+        proc = self.run_script(script, env={"CLANG_FORMAT": real})
+        self.assertEqual(proc.returncode, 1, proc.stdout)
+        self.assertIn("src/bad.c: not formatted", proc.stdout)
+        self.assertNotIn("good.c", proc.stdout)
+        self.assertEqual(proc.stdout.strip().splitlines()[-1], "1 passed, 1 failed (0 skipped)")
+
+    def test_check_format_skips_other_clang_format_versions(self):
         # Another major version lays out some code differently: skipped, not failed.
+        script = self.format_tree()
         self.link_tools("bash", "env", "dirname", "sed", "head", "find", "sort", "sh")
-        fake = write_script(os.path.join(self.bin, "clang-format"),
-                            "#!/bin/sh\necho 'clang-format version 17.0.1'\nexit 1\n")
+        write_script(os.path.join(self.bin, "clang-format"),
+                     "#!/bin/sh\necho 'clang-format version 17.0.1'\nexit 1\n")
         proc = self.run_script(script, path_var=self.bin)
         self.assertEqual(proc.returncode, 0, proc.stdout)
+        self.assertIn("version 17, not 14", proc.stdout)
         self.assertEqual(proc.stdout.strip().splitlines()[-1], "0 passed, 0 failed (1 skipped)")
+
+    def test_run_all_goes_on_without_the_optional_tools_and_counts_skips(self):
+        # install-deps --tests fails (no clang, no apt-get): the suite still
+        # runs; a script part's "(K skipped)" joins the totals; no clang on
+        # PATH skips the clang part.
+        script = self.copy_script("tests/run_all.sh")
+        tree = os.path.join(self.dir, "tree")
+        write_script(os.path.join(tree, "scripts", "install-deps.sh"),
+                     '#!/bin/sh\n[ "$1" = --tests ] && exit 1\nexit 0\n')
+        write_script(os.path.join(tree, "scripts", "check-format.sh"),
+                     "#!/bin/sh\necho 'no clang-format 14: not checked'\n"
+                     "echo '0 passed, 0 failed (1 skipped)'\n")
+        self.link_tools("bash", "env", "dirname", "date", "mkdir", "grep", "tail", "cat", "sh")
+        proc = self.run_script(script, env={"RUN_ALL_PARTS": "clang format"}, path_var=self.bin)
+        self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
+        self.assertIn("install-deps.sh --tests failed", proc.stdout)
+        self.assertIn("[clang] skipped: no clang", proc.stdout)
+        self.assertEqual(proc.stdout.strip().splitlines()[-1], "0 passed, 0 failed (2 skipped)",
+                         proc.stdout)
 
     def test_run_all_counts_a_failed_configure_once(self):
         script = self.copy_script("tests/run_all.sh")

@@ -164,7 +164,7 @@ static void duel(const char *cm) {
   duo_wait_flag(&D.h_holding, 1);
   D.h_cprio = sstm_sched_conflict_priority(D.h);
   /* R either won at once (committed its first attempt) or lost (retrying) */
-  for (unsigned i = 0; !atomic_load(&D.r_done) && !atomic_load(&D.r_in_retry); i++)
+  while (!atomic_load(&D.r_done) && !atomic_load(&D.r_in_retry))
     sched_yield();
   D.r_cprio = sstm_sched_conflict_priority(D.r);
   if (D.expect_r_wins)
