@@ -49,11 +49,11 @@ if [ -z "$cf" ]; then
   exit 0
 fi
 
-# The tracked files of this checkout; in a copy that is not its own git
-# work tree (an unpacked tarball, a copy inside another repository), every
-# C file under the source directories.
+# The files of this checkout, tracked or new (not ignored: build trees are);
+# in a copy that is not its own git work tree (an unpacked tarball, a copy
+# inside another repository), every C file under the source directories.
 if [ "$(git rev-parse --show-toplevel 2>/dev/null)" = "$root" ]; then
-  mapfile -t files < <(git ls-files '*.c' '*.h')
+  mapfile -t files < <(git ls-files --cached --others --exclude-standard '*.c' '*.h')
 else
   mapfile -t files < <(find src include tests bench tools examples -name '*.[ch]' | sort)
 fi
