@@ -5,6 +5,7 @@
  *   sstm-top [-i SECONDS] [-n N] [-a] PID   live view, like top
  *   sstm-top -j [-a] PID                    one JSON snapshot
  *   sstm-top -l                             tables of running processes
+ *   sstm-top -c                             remove your tables of exited ones
  *
  * The table is opened O_RDONLY and mapped PROT_READ: the tool never writes
  * to it and the observed program pays nothing for being watched. Every field
@@ -634,6 +635,18 @@ static int live(table_t *t, double interval, long count, bool all) {
 
 /* ---- listing ----------------------------------------------------------------- */
 
+/* The pid in a directory entry named like a table ("schedstm.<digits>",
+ * SSTM_STT_PATH_FMT), or -1 for any other name. */
+static int table_name_pid(const char *name) {
+  if (strncmp(name, "schedstm.", 9) != 0) return -1;
+  const char *s = name + 9;
+  if (!*s || strlen(s) > 9) return -1;
+  for (const char *c = s; *c; c++)
+    if (!isdigit((unsigned char)*c)) return -1;
+  int pid = atoi(s);
+  return pid > 0 ? pid : -1;
+}
+
 static int list_tables(void) {
   DIR *d = opendir("/dev/shm");
   if (d == NULL) {
@@ -643,16 +656,8 @@ static int list_tables(void) {
   unsigned found = 0, stale = 0;
   struct dirent *de;
   while ((de = readdir(d)) != NULL) {
-    const char *s = de->d_name;
-    if (strncmp(s, "schedstm.", 9) != 0) continue;
-    s += 9;
-    if (!*s || strlen(s) > 9) continue;
-    bool digits = true;
-    for (const char *c = s; *c; c++)
-      digits &= isdigit((unsigned char)*c) != 0;
-    if (!digits) continue;
-    int pid = atoi(s);
-    if (pid <= 0) continue;
+    int pid = table_name_pid(de->d_name);
+    if (pid < 0) continue;
     if (!pid_alive(pid)) {
       stale++;
       continue;
@@ -695,9 +700,76 @@ static int list_tables(void) {
   closedir(d);
   if (found == 0) printf("no schedstm state tables of running processes in /dev/shm\n");
   if (stale)
-    fprintf(stderr, "%s: %u stale table(s) of exited processes in /dev/shm/schedstm.*\n", prog,
-            stale);
+    fprintf(stderr,
+            "%s: %u stale table(s) of exited processes in /dev/shm/schedstm.* "
+            "(%s -c removes yours)\n",
+            prog, stale, prog);
   return 0;
+}
+
+/* ---- removing stale tables ---------------------------------------------------- */
+
+/* -c: remove the tables that processes left behind when they ended without
+ * sstm_shutdown (killed, crashed, _exit): each holds its whole size in
+ * memory (/dev/shm is RAM) until removed. A table is removed only if its
+ * pid has no process, it is a regular file (lstat: a symbolic link planted
+ * under the name is left alone, and so is what it points to) and it
+ * belongs to the effective user; anything else is reported and kept.
+ *
+ * A table whose pid is alive is kept even if that process is not the one
+ * that wrote it (pid reuse): the tool cannot tell, and keeping garbage is
+ * the safe error. The other race, a new process taking the pid between the
+ * check and the unlink, gives it a new inode (statetab.c unlinks a stale
+ * file under its name and creates its own with O_EXCL): device and inode
+ * are compared again just before the unlink, which leaves only the window
+ * between that lstat and the unlink, and only after the pids have wrapped.
+ *
+ * Exit status 0 when every stale table of the user is gone (also when there
+ * was none), 1 when one could not be removed. */
+static int clean_tables(void) {
+  int dfd = open("/dev/shm", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  DIR *d = dfd < 0 ? NULL : fdopendir(dfd);
+  if (d == NULL) {
+    fprintf(stderr, "%s: /dev/shm: %s\n", prog, strerror(errno));
+    if (dfd >= 0) close(dfd);
+    return 1;
+  }
+  unsigned removed = 0, kept = 0, failed = 0;
+  uid_t me = geteuid();
+  struct dirent *de;
+  while ((de = readdir(d)) != NULL) {
+    int pid = table_name_pid(de->d_name);
+    if (pid < 0 || pid_alive(pid)) continue;
+    struct stat st, again;
+    if (fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) continue; /* gone already */
+    if (!S_ISREG(st.st_mode)) {
+      printf("kept /dev/shm/%s: not a regular file\n", de->d_name);
+      kept++;
+      continue;
+    }
+    if (st.st_uid != me) {
+      printf("kept /dev/shm/%s: belongs to uid %u\n", de->d_name, (unsigned)st.st_uid);
+      kept++;
+      continue;
+    }
+    if (pid_alive(pid) || fstatat(dfd, de->d_name, &again, AT_SYMLINK_NOFOLLOW) != 0 ||
+        again.st_dev != st.st_dev || again.st_ino != st.st_ino)
+      continue; /* the pid is in use again: a new table, or one on its way */
+    if (unlinkat(dfd, de->d_name, 0) != 0) {
+      if (errno == ENOENT) continue;
+      fprintf(stderr, "%s: cannot remove /dev/shm/%s: %s\n", prog, de->d_name, strerror(errno));
+      failed++;
+      continue;
+    }
+    printf("removed /dev/shm/%s (pid %d has exited; %lld bytes)\n", de->d_name, pid,
+           (long long)st.st_size);
+    removed++;
+  }
+  closedir(d); /* closes dfd */
+  printf("%u stale table(s) removed", removed);
+  if (kept) printf(", %u kept", kept);
+  printf("\n");
+  return failed ? 1 : 0;
 }
 
 /* ---- main ------------------------------------------------------------------- */
@@ -707,22 +779,25 @@ static void usage(FILE *o) {
           "usage: %s [-i SECONDS] [-n N] [-a] PID   live view of a schedstm program\n"
           "       %s -j [-a] PID                    one JSON snapshot\n"
           "       %s -l                             list tables of running processes\n"
+          "       %s -c                             remove your tables of exited processes\n"
           "Reads /dev/shm/schedstm.PID, published by programs run with\n"
           "SCHEDSTM_STATE_TABLE=1 (or cfg.state_table = true).\n"
           "  -i SECONDS  refresh interval (default 0.5)\n"
           "  -n N        stop after N refreshes\n"
           "  -a          also show free slots\n"
           "  -j          print one JSON snapshot and exit\n"
-          "  -l          list /dev/shm/schedstm.* tables whose process is alive\n",
-          prog, prog, prog);
+          "  -l          list /dev/shm/schedstm.* tables whose process is alive\n"
+          "  -c          remove the tables of exited processes (left by a program\n"
+          "              killed before sstm_shutdown) that belong to you\n",
+          prog, prog, prog, prog);
 }
 
 int main(int argc, char **argv) {
   double interval = 0.5;
   long count = 0;
-  bool json = false, list = false, all = false;
+  bool json = false, list = false, clean = false, all = false;
   int c;
-  while ((c = getopt(argc, argv, "i:n:jlah")) != -1) {
+  while ((c = getopt(argc, argv, "i:n:jlcah")) != -1) {
     char *end;
     switch (c) {
     case 'i':
@@ -743,6 +818,7 @@ int main(int argc, char **argv) {
       break;
     case 'j': json = true; break;
     case 'l': list = true; break;
+    case 'c': clean = true; break;
     case 'a': all = true; break;
     case 'h': usage(stdout); return 0;
     default: usage(stderr); return 2;
@@ -754,12 +830,12 @@ int main(int argc, char **argv) {
   sa.sa_handler = sigbus_handler;
   sigaction(SIGBUS, &sa, NULL);
 
-  if (list) {
-    if (optind != argc) {
+  if (list || clean) {
+    if (optind != argc || (clean && (list || json))) {
       usage(stderr);
       return 2;
     }
-    return list_tables();
+    return list ? list_tables() : clean_tables();
   }
   if (optind + 1 != argc) {
     usage(stderr);

@@ -34,6 +34,8 @@
  * shm_full: in a private mount namespace with a tiny full tmpfs on
  *   /dev/shm (root only, skipped otherwise), sstm_init with the table fails
  *   with SSTM_ENOMEM and a message instead of dying of SIGBUS.
+ * clean_stale: -c removes our tables of exited pids, and keeps a live pid's
+ *   table, a symbolic link (and its target), another user's table.
  * fork_child: a forked child of a process with a table runs transactions
  *   and shuts down: the parent's entries do not move and its file stays.
  *
@@ -1087,6 +1089,83 @@ TEST(fifo) {
   tool_free(&r);
   CHECK_EQ_I(unlink(path), 0);
   reap(pid);
+}
+
+/* ---- removing the tables of exited processes ------------------------------ */
+
+/* -c removes a regular file of ours whose pid is gone, and nothing else: a
+ * live pid's table, a symbolic link under a dead pid's name (and its
+ * target), another user's table (as root) are kept, with the reason. */
+TEST(clean_stale) {
+  pid_t live = sleeper(), dead = sleeper(), dead_link = sleeper(), dead_other = sleeper();
+  char live_path[64], dead_path[64], link_path[64], other_path[64], want[160];
+  snprintf(live_path, sizeof live_path, SSTM_STT_PATH_FMT, (int)live);
+  snprintf(dead_path, sizeof dead_path, SSTM_STT_PATH_FMT, (int)dead);
+  snprintf(link_path, sizeof link_path, SSTM_STT_PATH_FMT, (int)dead_link);
+  snprintf(other_path, sizeof other_path, SSTM_STT_PATH_FMT, (int)dead_other);
+  size_t n;
+  sstm_stt_header_t *h = fake_table(live, 2, &n);
+  write_file(live_path, h, n, 0600);
+  h->pid = dead;
+  write_file(dead_path, h, n, 0600);
+  char target[] = "/tmp/sstm-clean-target-XXXXXX";
+  int tfd = mkstemp(target);
+  CHECK_GE_I(tfd, 0);
+  CHECK_EQ_I(close(tfd), 0);
+  unlink(link_path);
+  CHECK_EQ_I(symlink(target, link_path), 0);
+  bool root = geteuid() == 0;
+  if (root) {
+    h->pid = dead_other;
+    write_file(other_path, h, n, 0600);
+    CHECK_EQ_I(chown(other_path, 65534, 65534), 0);
+  }
+  free(h);
+  reap(dead);
+  reap(dead_link);
+  reap(dead_other);
+
+  tool_run_t r;
+  run_tool(&r, "-c", NULL, NULL, NULL, NULL);
+  check_exit(&r, 0, "-c");
+  struct stat st;
+  snprintf(want, sizeof want, "removed %s (pid %d has exited", dead_path, (int)dead);
+  CHECK_CONTAINS(r.out, want);
+  CHECK_MSG(stat(dead_path, &st) != 0 && errno == ENOENT, "%s is still there", dead_path);
+  CHECK_MSG(strstr(r.out, live_path) == NULL, "-c names a live pid's table: %s", r.out);
+  CHECK_EQ_I(stat(live_path, &st), 0);
+  snprintf(want, sizeof want, "kept %s: not a regular file", link_path);
+  CHECK_CONTAINS(r.out, want);
+  CHECK_EQ_I(lstat(link_path, &st), 0);
+  CHECK_EQ_I(stat(target, &st), 0);
+  if (root) {
+    snprintf(want, sizeof want, "kept %s: belongs to uid 65534", other_path);
+    CHECK_CONTAINS(r.out, want);
+    CHECK_EQ_I(stat(other_path, &st), 0);
+  }
+  CHECK_CONTAINS(r.out, "stale table(s) removed");
+  tool_free(&r);
+
+  /* Nothing left of ours: a second run removes nothing of these. */
+  run_tool(&r, "-c", NULL, NULL, NULL, NULL);
+  check_exit(&r, 0, "-c again");
+  CHECK_MSG(strstr(r.out, "removed /") == NULL || strstr(r.out, dead_path) == NULL, "second -c: %s",
+            r.out);
+  tool_free(&r);
+
+  /* usage: no pid, no other mode with it */
+  run_tool(&r, "-c", "1", NULL, NULL, NULL);
+  check_exit(&r, 2, "-c with a pid");
+  tool_free(&r);
+  run_tool(&r, "-c", "-l", NULL, NULL, NULL);
+  check_exit(&r, 2, "-c with -l");
+  tool_free(&r);
+
+  CHECK_EQ_I(unlink(live_path), 0);
+  CHECK_EQ_I(unlink(link_path), 0);
+  CHECK_EQ_I(unlink(target), 0);
+  if (root) CHECK_EQ_I(unlink(other_path), 0);
+  reap(live);
 }
 
 /* ---- the table changed while the tool reads it -------------------------- */
