@@ -1032,7 +1032,16 @@ SSTM_API sstm_ckpt_t *sstm__begin(const sstm_attr_t *attr) {
   }
   if (tx->depth++ > 0) return NULL; /* flat nesting */
   if (attr) {
-    tx->attr = *attr;
+    /* Field by field, not as one block: callers build the attribute on the
+     * stack just before the call, one store per field (sstm_attr_t's
+     * members have different widths), and a wider load spanning several
+     * recent stores cannot be forwarded from the store buffer: a stall of
+     * about a dozen cycles per transaction, a third of this function's time
+     * in a profile of rb16k. */
+    tx->attr.read_only = attr->read_only;
+    tx->attr.irrevocable = attr->irrevocable;
+    tx->attr.priority = attr->priority;
+    tx->attr.tag = attr->tag;
   } else {
     tx->attr = (sstm_attr_t){0};
   }
