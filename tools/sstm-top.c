@@ -24,6 +24,11 @@
  * the mapping) never kills the tool: the live view and -j end with an error
  * message (status 1), -l lists that table as shrunk and goes on.
  *
+ * A program killed before sstm_shutdown leaves its table behind: -j marks
+ * it "process_alive": false, the live view shows one frame of the state it
+ * left and ends (both with a note on stderr), -l counts it as stale, -c
+ * removes it.
+ *
  * Exit status: 0 success, 1 no usable table (message on stderr), 2 usage.
  */
 #define _GNU_SOURCE
@@ -71,6 +76,7 @@ typedef struct table {
   const sstm_stt_header_t *h;
   const sstm_stt_entry_t *e;
   size_t size; /* mapped bytes */
+  bool exited; /* the live view found the process gone, its table left */
   dev_t dev;
   ino_t ino;
   /* Validated at open (nentries * entry_size fits in size, nreasons <=
@@ -386,17 +392,33 @@ static void jstr(FILE *o, const char *s) {
   fputc('"', o);
 }
 
+/* The table's process has exited without sstm_shutdown (killed, crashed,
+ * _exit): what the table shows is each thread's state at that moment. A
+ * pid reused by another process since is not detected (the pid is alive). */
+static void exited_note(const table_t *t) {
+  fprintf(stderr,
+          "%s: pid %d has exited without sstm_shutdown: %s is the state it left (%s -c "
+          "removes it)\n",
+          prog, t->pid, t->path, prog);
+}
+
 static int json_snapshot(const table_t *t, bool all) {
   header_t h;
   read_header(t, &h);
   FILE *o = stdout;
   uint64_t now = now_ns();
+  bool alive = pid_alive(t->pid);
+  if (!alive) exited_note(t);
   fprintf(o,
-          "{\"pid\": %" PRId32 ", \"version\": %" PRIu32 ", \"nentries\": %" PRIu32
-          ", \"entry_size\": %" PRIu32 ",\n",
-          h.pid, h.version, h.nentries, h.entry_size);
-  fprintf(o, " \"start_ns\": %" PRIu64 ", \"now_ns\": %" PRIu64 ", \"uptime_s\": %.3f,\n",
-          h.start_ns, now, now > h.start_ns ? (double)(now - h.start_ns) / 1e9 : 0.0);
+          "{\"pid\": %" PRId32 ", \"process_alive\": %s, \"version\": %" PRIu32
+          ", \"nentries\": %" PRIu32 ", \"entry_size\": %" PRIu32 ",\n",
+          h.pid, alive ? "true" : "false", h.version, h.nentries, h.entry_size);
+  fprintf(o, " \"start_ns\": %" PRIu64 ", \"now_ns\": %" PRIu64 ", \"uptime_s\": ", h.start_ns,
+          now);
+  if (alive)
+    fprintf(o, "%.3f,\n", now > h.start_ns ? (double)(now - h.start_ns) / 1e9 : 0.0);
+  else
+    fprintf(o, "null,\n");
   fprintf(o, " \"config\": ");
   jstr(o, h.config);
   fprintf(o, ",\n \"cm_info\": ");
@@ -521,8 +543,12 @@ static void frame(const table_t *t, const header_t *h, const entry_t *cur, prev_
   if (clear) fputs("\033[H\033[2J", o);
   fmt_rate(rc, sizeof rc, pvalid, tc, pc, dt);
   fmt_rate(ra, sizeof ra, pvalid, ta, pa, dt);
-  fprintf(o, "sstm-top - pid %d  up %s  threads %u/%" PRIu32 "  refresh %.2fs\n", t->pid, up,
-          in_use, h->nentries, interval);
+  if (t->exited)
+    fprintf(o, "sstm-top - pid %d (exited, the state it left)  threads %u/%" PRIu32 "\n", t->pid,
+            in_use, h->nentries);
+  else
+    fprintf(o, "sstm-top - pid %d  up %s  threads %u/%" PRIu32 "  refresh %.2fs\n", t->pid, up,
+            in_use, h->nentries, interval);
   fprintf(o, "%s\n", h->config[0] ? h->config : "(no configuration line)");
   if (h->cm_info[0]) fprintf(o, "policy now: %s\n", h->cm_info);
   fprintf(o, "total: commits %" PRIu64 " (%s/s)  aborts %" PRIu64 " (%s/s)  aborts/commit ", tc, rc,
@@ -590,7 +616,13 @@ static int live(table_t *t, double interval, long count, bool all) {
     prev[i] = (prev_t){cur[i].in_use != 0, cur[i].tid, cur[i].commits, cur[i].aborts};
   uint64_t last = now_ns();
   int rc = 0;
-  for (long done = 0; count <= 0 || done < count; done++) {
+  if (!pid_alive(t->pid)) { /* one frame of what it left, and stop */
+    t->exited = true;
+    read_cm_info(t, h.cm_info, sizeof h.cm_info);
+    frame(t, &h, cur, prev, 0.0, all, false, interval);
+    exited_note(t);
+  }
+  for (long done = 0; !t->exited && (count <= 0 || done < count); done++) {
     sleep_ns(period);
     int ch = table_changed(t);
     if (ch != 0) {
@@ -625,7 +657,14 @@ static int live(table_t *t, double interval, long count, bool all) {
     /* The policy's line changes while the program runs (adaptive's choice
      * and reason): read it again for every frame. */
     read_cm_info(t, h.cm_info, sizeof h.cm_info);
+    /* Killed since the last frame: its table stays, frozen; this frame is
+     * the state it left, and the view ends. */
+    t->exited = !pid_alive(t->pid);
     frame(t, &h, cur, prev, dt, all, clear, interval);
+    if (t->exited) {
+      exited_note(t);
+      break;
+    }
     if (!clear && (count <= 0 || done + 1 < count)) fputc('\n', stdout);
   }
   free(cur);
@@ -788,7 +827,10 @@ static void usage(FILE *o) {
           "  -j          print one JSON snapshot and exit\n"
           "  -l          list /dev/shm/schedstm.* tables whose process is alive\n"
           "  -c          remove the tables of exited processes (left by a program\n"
-          "              killed before sstm_shutdown) that belong to you\n",
+          "              killed before sstm_shutdown) that belong to you\n"
+          "  -h, --help  this help\n"
+          "The table of a process that exited without sstm_shutdown stays until removed:\n"
+          "-j and the live view show the state it left (\"process_alive\": false in the JSON).\n",
           prog, prog, prog, prog);
 }
 
@@ -797,7 +839,8 @@ int main(int argc, char **argv) {
   long count = 0;
   bool json = false, list = false, clean = false, all = false;
   int c;
-  while ((c = getopt(argc, argv, "i:n:jlcah")) != -1) {
+  static const struct option longopts[] = {{"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
+  while ((c = getopt_long(argc, argv, "i:n:jlcah", longopts, NULL)) != -1) {
     char *end;
     switch (c) {
     case 'i':

@@ -34,6 +34,8 @@
  * shm_full: in a private mount namespace with a tiny full tmpfs on
  *   /dev/shm (root only, skipped otherwise), sstm_init with the table fails
  *   with SSTM_ENOMEM and a message instead of dying of SIGBUS.
+ * exited_process: the table of a pid that has exited is marked so in -j, and
+ *   the live view shows it once and ends.
  * clean_stale: -c removes our tables of exited pids, and keeps a live pid's
  *   table, a symbolic link (and its target), another user's table.
  * fork_child: a forked child of a process with a table runs transactions
@@ -1089,6 +1091,58 @@ TEST(fifo) {
   tool_free(&r);
   CHECK_EQ_I(unlink(path), 0);
   reap(pid);
+}
+
+/* ---- the table of a process that was killed ------------------------------- */
+
+/* A table left by a process that exited without sstm_shutdown: -j marks it
+ * (process_alive false, uptime null, a note on stderr), the live view shows
+ * one frame marked "exited" and ends (it used to refresh forever, showing
+ * the dead threads as still in their transactions). */
+TEST(exited_process) {
+  pid_t pid = sleeper();
+  char path[64], p[16];
+  snprintf(path, sizeof path, SSTM_STT_PATH_FMT, (int)pid);
+  snprintf(p, sizeof p, "%d", (int)pid);
+  size_t n;
+  sstm_stt_header_t *h = fake_table(pid, 2, &n);
+  sstm_stt_entry_t *e = (sstm_stt_entry_t *)(void *)(h + 1);
+  e[0].in_use = 1;
+  e[0].in_tx = 1;
+  e[0].commits = 12345;
+  write_file(path, h, n, 0600);
+  free(h);
+
+  tool_run_t r;
+  run_tool(&r, "-j", p, NULL, NULL, NULL);
+  check_exit(&r, 0, "-j, live process");
+  jval_t *j = jparse(r.out);
+  CHECK_MSG(jget(j, "process_alive")->t == J_BOOL && jget(j, "process_alive")->b,
+            "process_alive false for a live pid: %s", r.out);
+  CHECK_EQ_STR(r.err, "");
+  jfree(j);
+  tool_free(&r);
+
+  reap(pid);
+  run_tool(&r, "-j", p, NULL, NULL, NULL);
+  check_exit(&r, 0, "-j, exited process");
+  j = jparse(r.out);
+  CHECK_MSG(jget(j, "process_alive")->t == J_BOOL && !jget(j, "process_alive")->b,
+            "process_alive true for an exited pid: %s", r.out);
+  CHECK_MSG(jget(j, "uptime_s")->t == J_NULL, "uptime of an exited process: %s", r.out);
+  CHECK_EQ_U(jget(j, "entries")->n, 1);
+  CHECK_EQ_U(ju(jget(j, "entries")->items[0], "commits"), 12345);
+  jfree(j);
+  CHECK_CONTAINS(r.err, "has exited without sstm_shutdown");
+  tool_free(&r);
+
+  /* No count: a view that does not notice would run until the watchdog. */
+  run_tool_bounded(&r, "-i", "0.01", p, NULL, NULL);
+  check_exit(&r, 0, "live view, exited process");
+  CHECK_CONTAINS(r.out, "(exited, the state it left)");
+  CHECK_CONTAINS(r.err, "has exited without sstm_shutdown");
+  tool_free(&r);
+  CHECK_EQ_I(unlink(path), 0);
 }
 
 /* ---- removing the tables of exited processes ------------------------------ */

@@ -151,7 +151,7 @@ if(TARGET sstm-top)
     endforeach()
   endforeach()
   foreach(t fresh_entries no_table garbage permission fifo header_changed truncated_while_read
-            control_bytes clean_stale shm_full fork_child live_view_follows_policy_line)
+            control_bytes exited_process clean_stale shm_full fork_child live_view_follows_policy_line)
     sstm_add_test(NAME integration.statetab.${t} LABELS integration TIMEOUT 60
                   COMMAND itest_statetab ${t})
   endforeach()
