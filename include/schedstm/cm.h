@@ -136,11 +136,15 @@ SSTM_API const char *sstm_cm_act_name(sstm_cm_act_t a);
 #define SSTM_CM_STAT_NAME_MAX 31
 /* Largest per-descriptor policy state (sstm_cm_ops_t.state_size): 1 MiB. */
 #define SSTM_CM_STATE_MAX ((size_t)1 << 20)
+/* Longest policy name (sstm_cm_ops_t.name). */
+#define SSTM_CM_NAME_MAX 48
 /* Most policies registered at once, the built-in ones included. */
 #define SSTM_CM_MAX_POLICIES 32
 
 typedef struct sstm_cm_ops {
-  const char *name;        /* selection key, [a-z0-9+_-], unique */
+  const char *name;        /* selection key: 1..SSTM_CM_NAME_MAX characters of
+                              [a-z0-9+_-], unique, neither "ext" nor ending
+                              in "+ext" (the ext modifier's names) */
   const char *description; /* one line */
   size_t state_size;       /* per-descriptor state bytes (may be 0, at most
                               SSTM_CM_STATE_MAX) */
@@ -178,7 +182,8 @@ typedef struct sstm_cm_ops {
 /* Register a policy so that sstm_init() can select it by name. The table must
  * stay valid until the process exits. Callable before or after sstm_init();
  * a policy registered after init is used by the next init.
- * Errors: SSTM_EINVAL (missing name/on_conflict, bad name, a counter name
+ * Errors: SSTM_EINVAL (missing name/on_conflict, bad name: see
+ * sstm_cm_ops_t.name; a counter name
  * empty or longer than SSTM_CM_STAT_NAME_MAX, state_size larger than
  * SSTM_CM_STATE_MAX), SSTM_EBUSY (name taken), SSTM_ELIMIT (table full:
  * SSTM_CM_MAX_POLICIES). */
@@ -190,7 +195,11 @@ SSTM_API int sstm_cm_register(const sstm_cm_ops_t *ops);
  * why. */
 SSTM_API const sstm_cm_ops_t *sstm_cm_find(const char *name);
 
-/* Names of the registered policies, comma-separated (for messages). */
+/* Names of the registered policies, comma-separated, followed by the ext
+ * forms (for messages). Writes at most len bytes, NUL-terminated when len
+ * > 0 (buf may be NULL when len is 0), and returns the length it needed,
+ * like snprintf: a return value >= len means the list was truncated.
+ * Takes the registry's mutex; never fails. */
 SSTM_API int sstm_cm_list(char *buf, size_t len);
 
 /* The policy in use (NULL before init). */
@@ -266,6 +275,13 @@ SSTM_API void sstm_cm_next_irrevocable(sstm_cm_ctx_t *ctx);
  * seqlock). From policy hooks, or from any thread between sstm_init() and
  * sstm_shutdown() (not concurrently with the shutdown). */
 SSTM_API void sstm_cm_info_changed(void);
+
+/* Publish what the policy is doing for ctx's thread (act: waiting,
+ * backing off, running at lowered priority, ...): the `action` of its entry
+ * in the state table (sstm-top) and the per-action counts of the statistics
+ * (sstm_stats_t.cm_actions). A relaxed store and a counter increment, no
+ * system call: callable from any hook, on the thread that runs ctx's
+ * descriptor. A NULL ctx or an act out of range is ignored. */
 SSTM_API void sstm_cm_note(sstm_cm_ctx_t *ctx, sstm_cm_act_t act);
 
 SSTM_EXTERN_C_END

@@ -32,8 +32,9 @@
 
 SSTM_EXTERN_C_BEGIN
 
-/* Error codes (returned negated, e.g. return -SSTM_EINVAL is NOT used:
- * the enumerators are already negative). */
+/* Error codes. The enumerators are negative: functions return them as they
+ * are (return SSTM_EINVAL, never -SSTM_EINVAL), and 0 or a non-negative
+ * count on success. */
 typedef enum sstm_error {
   SSTM_OK = 0,
   SSTM_EINVAL = -1,    /* bad argument or configuration value */

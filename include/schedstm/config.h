@@ -93,8 +93,9 @@ SSTM_API int sstm_init(const sstm_config_t *cfg);
 /* Tear the library down and release every resource, including memory whose
  * reclamation was deferred. Errors: SSTM_ESTATE (not initialised),
  * SSTM_EBUSY (a registered thread other than the caller still exists, a
- * transaction is active, or the call comes from an action, hook or policy
- * running for the caller's transaction; nothing is released then). No
+ * descriptor made by sstm_desc_create() has not been destroyed, attached or
+ * not, a transaction is active, or the call comes from an action, hook or
+ * policy running for the caller's transaction; nothing is released then). No
  * other thread may be inside any schedstm function meanwhile, registered
  * or not (sstm_quiesce and sstm_free included; the statistics calls are
  * safe). A calling thread that is
@@ -114,7 +115,12 @@ SSTM_API int sstm_config_get(sstm_config_t *out);
  * (like snprintf); SSTM_ESTATE if not initialised. */
 SSTM_API int sstm_describe(char *buf, size_t len);
 
-/* Parse helpers, exposed for tools and tests. */
+/* Parse helpers, exposed for tools and tests; usable without sstm_init().
+ * sstm_design_parse: "etl" or "ctl" (exact, lower case) into *out; 0 (out
+ * may be NULL: a check only), or SSTM_EINVAL (s NULL or another string,
+ * with a message in sstm_last_error(); *out unchanged).
+ * sstm_design_name: "etl", "ctl", or "?" for a value out of range; a static
+ * string. */
 SSTM_API int sstm_design_parse(const char *s, sstm_design_t *out);
 SSTM_API const char *sstm_design_name(sstm_design_t d);
 

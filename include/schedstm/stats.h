@@ -22,6 +22,16 @@ SSTM_EXTERN_C_BEGIN
 struct sstm_desc;
 struct sstm_config;
 
+/* Tags counted separately in detailed statistics: sstm_attr_t.tag values
+ * 0..SSTM_MAX_TAGS-1 (sstm_stats_t.tags). */
+#define SSTM_MAX_TAGS 16
+/* Policy-defined counters per thread (sstm_stats_t.cm_stats; what they
+ * count and how the ext modifier shares them: schedstm/cm.h). */
+#define SSTM_CM_NSTATS 8
+/* Slots of sstm_stats_t.cm_actions, one per sstm_cm_act_t
+ * (SSTM_ACT_COUNT of them are used, schedstm/cm.h). */
+#define SSTM_CM_NACTIONS 8
+
 typedef enum sstm_abort_reason {
   SSTM_ABORT_READ_LOCKED = 0, /* read met a word locked by another */
   SSTM_ABORT_WRITE_LOCKED,    /* write met a word locked by another */
@@ -54,22 +64,27 @@ typedef struct sstm_stats {
                                    commits_update or commits_ro) */
   uint64_t aborts[SSTM_ABORT_REASON_COUNT];
   uint64_t aborts_total;
-  uint64_t retries;       /* restarts (aborts not followed by cancel) */
-  uint64_t max_retries;   /* most consecutive aborts of one transaction,
-                             committed or cancelled */
-  uint64_t cm_waits;      /* SSTM_CM_WAIT decisions */
-  uint64_t cm_kills;      /* successful remote aborts requested by this one */
-  uint64_t locks_stolen;  /* locks taken over from killed transactions */
-  uint64_t extensions;    /* successful snapshot extensions */
-  uint64_t cm_wait_ns;    /* time in the policy's on_abort and WAIT spins */
-  uint64_t cm_stats[8];   /* policy-defined counters (ops->stat_names, SSTM_CM_NSTATS) */
-  uint64_t cm_actions[8]; /* sstm_cm_note() calls per sstm_cm_act_t */
-  /* detailed only (zero otherwise) */
+  uint64_t retries;                      /* restarts (aborts not followed by cancel) */
+  uint64_t max_retries;                  /* most consecutive aborts of one transaction,
+                                            committed or cancelled */
+  uint64_t cm_waits;                     /* SSTM_CM_WAIT decisions */
+  uint64_t cm_kills;                     /* successful remote aborts requested by this one */
+  uint64_t locks_stolen;                 /* locks taken over from killed transactions */
+  uint64_t extensions;                   /* successful snapshot extensions */
+  uint64_t cm_wait_ns;                   /* time in the policy's on_abort and WAIT spins */
+  uint64_t cm_stats[SSTM_CM_NSTATS];     /* policy-defined counters (ops->stat_names) */
+  uint64_t cm_actions[SSTM_CM_NACTIONS]; /* sstm_cm_note() calls per sstm_cm_act_t */
+  /* Detailed only (zero otherwise). Set sizes count log entries, in
+   * different units: a read-set entry is one logged load (repeated loads of
+   * a word log again; loads of stripes the attempt itself has locked, and
+   * every load of a read-only first attempt, log nothing); a write-set
+   * entry is one distinct 8-byte word written (sub-word stores to one word
+   * share its entry). */
   uint64_t reads_total;  /* sum of read-set sizes of committed attempts */
   uint64_t writes_total; /* sum of write-set sizes of committed attempts */
-  uint64_t reads_max;
-  uint64_t writes_max;
-  sstm_tag_stats_t tags[16];
+  uint64_t reads_max;    /* largest read set of a committed attempt */
+  uint64_t writes_max;   /* largest write set of a committed attempt */
+  sstm_tag_stats_t tags[SSTM_MAX_TAGS];
   /* identity (per-descriptor stats only) */
   unsigned slot;
   int tid;
@@ -93,7 +108,8 @@ SSTM_API int sstm_stats_foreach(void (*fn)(const sstm_stats_t *s, void *arg), vo
 /* Zero the counters of every live descriptor and the exited-thread totals
  * (not the state table's, which count since each thread registered).
  * Racy against running transactions by design (a counter being incremented
- * may keep one increment). */
+ * may keep one increment). Takes the registry lock. Returns 0, or
+ * SSTM_ESTATE (not initialised). */
 SSTM_API int sstm_stats_reset(void);
 
 /* Human-readable dump: per-thread lines and the total, with every non-zero

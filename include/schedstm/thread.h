@@ -56,8 +56,9 @@ SSTM_API sstm_desc_t *sstm_desc_detach(void);
 /* Attach d to the calling thread, which must have no descriptor attached.
  * The policy's on_attach then runs on the calling thread. A previous
  * thread's writes to d (it detached it) are visible here.
- * Errors: SSTM_EINVAL (d NULL or already attached), SSTM_EBUSY (the calling
- * thread already has a descriptor). */
+ * Errors, checked in this order: SSTM_EINVAL (d NULL or destroyed),
+ * SSTM_EBUSY (the calling thread already has a descriptor, d included),
+ * SSTM_EINVAL (d attached to another thread). */
 SSTM_API int sstm_desc_attach(sstm_desc_t *d);
 
 /* Create a descriptor not attached to any thread (for executors that run
@@ -69,7 +70,8 @@ SSTM_API int sstm_desc_destroy(sstm_desc_t *d);
 /* Identity of a descriptor: a small slot index (stable while it exists), the
  * OS thread id of the thread that last attached it, and the identity of its
  * current (or last) transaction attempt. Transaction ids are unique per
- * descriptor and grow with every attempt, restarts included. */
+ * descriptor and grow with every attempt, restarts included. Each is a
+ * relaxed read, callable from any thread while d exists; d NULL gives 0. */
 SSTM_API unsigned sstm_desc_slot(const sstm_desc_t *d);
 SSTM_API int sstm_desc_tid(const sstm_desc_t *d);
 SSTM_API uint64_t sstm_desc_txid(const sstm_desc_t *d);

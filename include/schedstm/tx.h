@@ -18,6 +18,12 @@
  *    and read after a restart must be volatile (the usual setjmp rule). Do
  *    not return, break or goto out of the block: leave it with
  *    SSTM_ATOMIC_END(), sstm_cancel() or sstm_restart().
+ *    On a thread that is not registered, SSTM_ATOMIC_BEGIN reports the
+ *    misuse to the misuse handler (default: message on stderr, then
+ *    abort()). If the handler returns, the body runs outside any
+ *    transaction: each access in it is reported again (a load gives zero,
+ *    a store is dropped) and the commit returns SSTM_ENOTX. sstm_run()
+ *    returns SSTM_ENOTHREAD instead.
  *
  * Guarantees: opacity. Every transaction, including one that will abort,
  * observes a consistent snapshot of memory, so it never crashes or loops on
@@ -32,6 +38,7 @@
 
 #include <schedstm/common.h>
 #include <schedstm/inline.h>
+#include <schedstm/stats.h>
 
 SSTM_EXTERN_C_BEGIN
 
@@ -44,9 +51,7 @@ typedef struct sstm_attr {
   int priority;     /* user priority, visible to contention managers */
   uint32_t tag;     /* user tag (transaction profile), 0..SSTM_MAX_TAGS-1 are
                        counted separately in detailed statistics */
-} sstm_attr_t;
-
-#define SSTM_MAX_TAGS 16
+} sstm_attr_t;      /* SSTM_MAX_TAGS: schedstm/stats.h */
 
 /* ---- the function form ------------------------------------------------ */
 

@@ -27,7 +27,7 @@ static void add_builtins(void) {
 }
 
 static bool name_ok(const char *n) {
-  if (n == NULL || n[0] == '\0' || strlen(n) > 48) return false;
+  if (n == NULL || n[0] == '\0' || strlen(n) > SSTM_CM_NAME_MAX) return false;
   for (const char *p = n; *p; p++)
     if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '+' || *p == '-' ||
           *p == '_'))
@@ -74,7 +74,18 @@ SSTM_API int sstm_cm_register(const sstm_cm_ops_t *ops) {
     return SSTM_EINVAL;
   }
   if (ops->on_conflict == NULL || !name_ok(ops->name)) {
-    sstm__set_error("sstm_cm_register: need a name of [a-z0-9+_-] (1..48 chars) and on_conflict");
+    sstm__set_error("sstm_cm_register: need a name of [a-z0-9+_-] (1..%d chars) and on_conflict",
+                    SSTM_CM_NAME_MAX);
+    return SSTM_EINVAL;
+  }
+  /* The ext modifier's names: a policy registered as "P+ext" would shadow
+   * the composite of P (find_locked() tries the table first), and "ext"
+   * the alias of "suicide+ext". */
+  size_t nlen = strlen(ops->name);
+  if (strcmp(ops->name, "ext") == 0 || (nlen >= 4 && strcmp(ops->name + nlen - 4, "+ext") == 0)) {
+    sstm__set_error("sstm_cm_register: '%s': the names \"ext\" and \"P+ext\" are reserved for "
+                    "the ext modifier (it wraps any registered P)",
+                    ops->name);
     return SSTM_EINVAL;
   }
   /* Bounded so that the descriptor's allocation (and ext's rounding of it

@@ -91,7 +91,11 @@ static int check_config(const sstm_config_t *c) {
     return sstm__set_error("stats %d: valid levels: basic, detailed", (int)c->stats), SSTM_EINVAL;
   if (c->backoff_min_ns == 0 || c->backoff_min_ns > c->backoff_max_ns ||
       c->backoff_max_ns > 1000000000ull)
-    return sstm__set_error("backoff: need 0 < backoff_min_ns <= backoff_max_ns <= 1000000000"),
+    return sstm__set_error(
+               "backoff_min_ns %llu, backoff_max_ns %llu (after SCHEDSTM_BACKOFF_MIN_NS "
+               "and SCHEDSTM_BACKOFF_MAX_NS, if set): need 0 < min <= max <= "
+               "1000000000; the default max is 1000000",
+               (unsigned long long)c->backoff_min_ns, (unsigned long long)c->backoff_max_ns),
            SSTM_EINVAL;
   if (c->wait_max > 1000000)
     return sstm__set_error("wait_max %u: must be in [0, 1000000]", c->wait_max), SSTM_EINVAL;

@@ -223,6 +223,27 @@ TEST(register_bad_names) {
   maxstat.name = "max-stat";
   maxstat.stat_names[1] = name32 + 1; /* SSTM_CM_STAT_NAME_MAX characters */
   CHECK_OK(sstm_cm_register(&maxstat));
+  /* the ext modifier's names are reserved */
+  static sstm_cm_ops_t extname, pext;
+  extname = recorder;
+  extname.name = "ext";
+  CHECK_RC(sstm_cm_register(&extname), SSTM_EINVAL);
+  CHECK_CONTAINS(sstm_last_error(), "reserved");
+  pext = recorder;
+  pext.name = "suicide+ext"; /* would shadow the composite of a built-in */
+  CHECK_RC(sstm_cm_register(&pext), SSTM_EINVAL);
+  CHECK_CONTAINS(sstm_last_error(), "reserved");
+  /* 1..SSTM_CM_NAME_MAX characters */
+  static char longname[SSTM_CM_NAME_MAX + 2];
+  memset(longname, 'n', SSTM_CM_NAME_MAX + 1);
+  static sstm_cm_ops_t toolong, maxlen;
+  toolong = recorder;
+  toolong.name = longname;
+  CHECK_RC(sstm_cm_register(&toolong), SSTM_EINVAL);
+  maxlen = recorder;
+  maxlen.name = longname + 1;
+  CHECK_OK(sstm_cm_register(&maxlen));
+  CHECK_EQ_PTR(sstm_cm_find(longname + 1), &maxlen);
   /* every allowed character */
   static sstm_cm_ops_t good;
   good = recorder;

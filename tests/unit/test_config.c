@@ -331,6 +331,24 @@ TEST(init_env_invalid_fails_cleanly) {
   CHECK_OK(sstm_shutdown());
 }
 
+/* A minimum above the default maximum, from the environment alone: the
+ * message names the variables and both values, not only the fields. */
+TEST(init_env_backoff_min_above_max) {
+  clear_env();
+  setenv("SCHEDSTM_BACKOFF_MIN_NS", "2000000", 1);
+  CHECK_RC(sstm_init(NULL), SSTM_EINVAL);
+  CHECK_CONTAINS(sstm_last_error(), "SCHEDSTM_BACKOFF_MAX_NS");
+  CHECK_CONTAINS(sstm_last_error(), "backoff_min_ns 2000000, backoff_max_ns 1000000");
+  CHECK_FALSE(sstm_initialized());
+  setenv("SCHEDSTM_BACKOFF_MAX_NS", "2000000", 1);
+  CHECK_OK(sstm_init(NULL));
+  sstm_config_t c;
+  CHECK_OK(sstm_config_get(&c));
+  CHECK_EQ_U(c.backoff_min_ns, 2000000);
+  CHECK_OK(sstm_shutdown());
+  clear_env();
+}
+
 TEST(init_applies_env) {
   clear_env();
   setenv("SCHEDSTM_DESIGN", "ctl", 1);
