@@ -104,7 +104,22 @@ typedef struct entry {
   char cm[sizeof(((sstm_stt_entry_t *)0)->cm) + 1];
 } entry_t;
 
-static bool pid_alive(int pid) { return kill(pid, 0) == 0 || errno == EPERM; }
+/* A process with that pid exists and has not exited: a zombie (exited, not
+ * yet reaped by its parent) counts as exited, since its table can no
+ * longer change. Without /proc, kill(pid, 0) alone decides. */
+static bool pid_alive(int pid) {
+  if (kill(pid, 0) != 0 && errno != EPERM) return false;
+  char path[64], buf[512];
+  snprintf(path, sizeof path, "/proc/%d/stat", pid);
+  FILE *f = fopen(path, "re");
+  if (f == NULL) return errno != ENOENT; /* ENOENT: it was reaped meanwhile */
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  fclose(f);
+  buf[n] = '\0';
+  /* "pid (comm) S ...": comm may hold any byte, ')' included */
+  const char *p = strrchr(buf, ')');
+  return !(p && p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X'));
+}
 
 static uint64_t now_ns(void) {
   struct timespec ts;

@@ -34,8 +34,8 @@
  * shm_full: in a private mount namespace with a tiny full tmpfs on
  *   /dev/shm (root only, skipped otherwise), sstm_init with the table fails
  *   with SSTM_ENOMEM and a message instead of dying of SIGBUS.
- * exited_process: the table of a pid that has exited is marked so in -j, and
- *   the live view shows it once and ends.
+ * exited_process: the table of a pid that has exited (a zombie, then reaped)
+ *   is marked so in -j, and the live view shows it once and ends.
  * clean_stale: -c removes our tables of exited pids, and keeps a live pid's
  *   table, a symbolic link (and its target), another user's table.
  * fork_child: a forked child of a process with a table runs transactions
@@ -1095,6 +1095,19 @@ TEST(fifo) {
 
 /* ---- the table of a process that was killed ------------------------------- */
 
+/* pid is a zombie (state Z in /proc/PID/stat; comm may hold ')'). */
+static bool is_zombie(pid_t pid) {
+  char path[64], buf[512];
+  snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+  FILE *f = fopen(path, "re");
+  if (f == NULL) return false;
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  fclose(f);
+  buf[n] = '\0';
+  const char *p = strrchr(buf, ')');
+  return p && p[1] == ' ' && p[2] == 'Z';
+}
+
 /* A table left by a process that exited without sstm_shutdown: -j marks it
  * (process_alive false, uptime null, a note on stderr), the live view shows
  * one frame marked "exited" and ends (it used to refresh forever, showing
@@ -1123,7 +1136,22 @@ TEST(exited_process) {
   jfree(j);
   tool_free(&r);
 
-  reap(pid);
+  /* Killed but not reaped: a zombie has exited too. */
+  CHECK_EQ_I(kill(pid, SIGKILL), 0);
+  for (int i = 0; i < 2000 && !is_zombie(pid); i++)
+    usleep(1000);
+  CHECK_MSG(is_zombie(pid), "pid %d did not become a zombie", (int)pid);
+  run_tool(&r, "-j", p, NULL, NULL, NULL);
+  check_exit(&r, 0, "-j, zombie");
+  j = jparse(r.out);
+  CHECK_MSG(jget(j, "process_alive")->t == J_BOOL && !jget(j, "process_alive")->b,
+            "process_alive true for a zombie: %s", r.out);
+  jfree(j);
+  tool_free(&r);
+  int st;
+  while (waitpid(pid, &st, 0) < 0)
+    CHECK_EQ_I(errno, EINTR);
+
   run_tool(&r, "-j", p, NULL, NULL, NULL);
   check_exit(&r, 0, "-j, exited process");
   j = jparse(r.out);
