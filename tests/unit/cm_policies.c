@@ -462,6 +462,56 @@ static void chain(const char *cm) {
   CHECK_OK(sstm_shutdown());
 }
 
+/* ---- a suspended winner: the wait is bounded ------------------------------ */
+
+/* The documented bound on a ser-* wait (SSTM_SER_WAIT_MAX_NS): a loser
+ * whose winner is suspended (its descriptor detached mid-transaction, as an
+ * executor does, or its thread descheduled) gives up waiting and restarts.
+ * Here the winner is this thread's own transaction, suspended while the
+ * loser runs on a second descriptor, so it cannot end before the loser
+ * does: a wait without its bound never returns and the watchdog fails the
+ * test. No timing is asserted, only that the wait ended without its winner
+ * (one timeout) and that the loser then committed. */
+static struct { int attempts; } SW;
+
+static void sw_loser(void *arg) {
+  (void)arg;
+  if (++SW.attempts == 1) (void)sstm_load_u64(X); /* locked by the suspended winner */
+  sstm_store_u64(Y, 7);
+}
+
+static void sw_winner(void *arg) {
+  (void)arg;
+  sstm_store_u64(X, 1); /* ETL: X's stripe is locked until our commit */
+  CHECK_OK(run_other(NULL, sw_loser, NULL));
+}
+
+static void suspended_winner(const char *cm, sstm_cm_act_t act) {
+  init_cm(cm);
+  CHECK_OK(sstm_thread_init());
+  CHECK_OK(sstm_run(NULL, sw_winner, NULL));
+  CHECK_EQ_I(SW.attempts, 2);
+  sstm_stats_t s;
+  CHECK_OK(sstm_stats_get(txh_other_desc(), &s));
+  CHECK_EQ_U(s.aborts[SSTM_ABORT_READ_LOCKED], 1);
+  CHECK_EQ_U(s.aborts_total, 1);
+  CHECK_EQ_U(s.cm_stats[SER_WAITS], 1);
+  CHECK_EQ_U(s.cm_stats[SER_TIMEOUTS], 1);
+  CHECK_EQ_U(s.cm_actions[act], 1);
+  CHECK_EQ_U(tx_load_u64(X), 1);
+  CHECK_EQ_U(tx_load_u64(Y), 7);
+  txh_cleanup();
+  sstm_test_fini();
+}
+
+TEST_ETL(ser_block_wait_bounded_by_suspended_winner) {
+  suspended_winner("ser-block", SSTM_ACT_BLOCK);
+}
+TEST_ETL(ser_spin_wait_bounded_by_suspended_winner) { suspended_winner("ser-spin", SSTM_ACT_SPIN); }
+TEST_ETL(ser_yield_wait_bounded_by_suspended_winner) {
+  suspended_winner("ser-yield", SSTM_ACT_YIELD);
+}
+
 TEST_ETL(ser_block_chain_completes) { chain("ser-block"); }
 TEST_ETL(ser_block_ext_chain_completes) { chain("ser-block+ext"); }
 TEST_ETL(ser_spin_chain_completes) { chain("ser-spin"); }
