@@ -7,7 +7,8 @@
 #   (c) build/test-tsan    -DSCHEDSTM_SANITIZE=thread: the stress tests
 #   (d) build/test-delay   -DSCHEDSTM_RANDOM_DELAY=ON: the stress tests
 #   (e) build/test-debug   -DSCHEDSTM_DEBUG=ON: the unit tests (misuse that
-#                          has an error code also reaches the misuse handler)
+#                          has an error code also reaches the misuse handler),
+#                          and the engine's test seams (internal/seams.c)
 #   (f) build/test-clang   built with clang (-Watomic-implicit-seq-cst on the
 #                          library: no implicit seq_cst atomic): the unit
 #                          tests; skipped when clang is missing

@@ -277,6 +277,29 @@ void sstm__hooks_commit(uint64_t txid);
 void sstm__hooks_abort(uint64_t txid, sstm_abort_reason_t r);
 void sstm__hooks_clear(void);
 
+/* Test seams, debug builds only (SCHEDSTM_DEBUG; sstm__debug is a
+ * compile-time constant, so other builds have neither the load nor the
+ * call). A test points sstm__test_seam at a function that the engine then
+ * calls at the points below, to run another descriptor's commit inside a
+ * window that concurrent tests cannot hit on purpose
+ * (tests/internal/seams.c). Set and cleared by the test's own thread. */
+typedef enum {
+  /* load_slow: the lock word was read unlocked, the data is not loaded yet.
+   * A commit here must be caught by the re-check (argument 1). */
+  SSTM_SEAM_SLOW_READ_DATA,
+  /* load_stripe (bulk reads): the same point for a whole stripe. */
+  SSTM_SEAM_STRIPE_READ_DATA,
+} sstm_seam_t;
+extern _Atomic(void (*)(sstm_seam_t where, const void *addr)) sstm__test_seam;
+static inline void sstm__seam(sstm_seam_t where, const void *addr) {
+  if (sstm__debug) {
+    /* relaxed: written by the thread that reads it (the test's own). */
+    void (*fn)(sstm_seam_t, const void *) =
+        atomic_load_explicit(&sstm__test_seam, memory_order_relaxed);
+    if (fn) fn(where, addr);
+  }
+}
+
 /* os/time.c */
 uint64_t sstm__now_ns(void);
 static inline void sstm__cpu_relax(void) { __builtin_ia32_pause(); }

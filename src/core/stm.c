@@ -138,6 +138,9 @@ static sstm__fast_t no_desc = {.variant = SSTM__V_NONE};
 SSTM_API __thread sstm__fast_t *sstm__fast_cur __attribute__((tls_model("initial-exec"))) =
     &no_desc;
 
+/* The test seam (engine.h); only debug builds call it. */
+_Atomic(void (*)(sstm_seam_t, const void *)) sstm__test_seam;
+
 void sstm__set_cur(struct sstm_desc *d) {
   sstm__cur = d;
   sstm__fast_cur = d ? (sstm__fast_t *)(void *)d : &no_desc;
@@ -462,6 +465,7 @@ static SSTM_NOINLINE uint64_t load_slow(struct sstm_desc *tx, const void *addr, 
       l = resolve(tx, SSTM_CONFLICT_READ_LOCKED, addr, lk, l);
       continue;
     }
+    sstm__seam(SSTM_SEAM_SLOW_READ_DATA, addr);
     uint64_t v = mem_load(addr, size);
     /* acquire fence: the re-check below cannot be satisfied by a lock word
      * older than the data just loaded (seqlock, argument 1). */
@@ -650,7 +654,8 @@ static bool load_stripe(struct sstm_desc *tx, unsigned char *d, const unsigned c
   _Atomic uint64_t *lk = sstm__lock_for(tx, s);
   /* acquire: pairs with the committer's release of the lock word. */
   uint64_t l = atomic_load_explicit(lk, memory_order_acquire);
-  if (l > tx->end) return false;       /* locked (top bit), or newer than the snapshot */
+  if (l > tx->end) return false; /* locked (top bit), or newer than the snapshot */
+  sstm__seam(SSTM_SEAM_STRIPE_READ_DATA, s);
   if ((((uintptr_t)s | n) & 7) == 0) { /* whole words, the common case */
     for (size_t i = 0; i < n; i += 8) {
       uint64_t v = __atomic_load_n((const uint64_t *)(const void *)(s + i), __ATOMIC_RELAXED);

@@ -1,0 +1,201 @@
+/* Internal tests through the engine's test seams (debug builds only; see
+ * sstm__seam in src/core/engine.h, registered by tests/internal/CMakeLists
+ * when SCHEDSTM_DEBUG is on).
+ *
+ * The read barrier's seqlock read (argument 1 of src/core/stm.c) loads the
+ * lock word, then the data, then the lock word again. A commit between the
+ * first load and the data load is caught only by the re-check. Threaded
+ * tests hit that window by chance, and in the library's slow read path
+ * practically never (tests/README.md, the mutation check). Here another
+ * descriptor commits inside the window, on the same thread, from the seam:
+ * the interleaving is exact. A barrier without its re-check then hands the
+ * transaction a value newer than its snapshot, which these tests see inside
+ * the transaction (an opacity violation), before any commit-time validation
+ * could hide it by aborting. */
+#define _GNU_SOURCE
+#include "core/engine.h"
+
+#include "../common/txhelp.h"
+
+/* Three words in three different stripes, and a 16-byte pair in one. */
+static uint64_t w[64] __attribute__((aligned(4096)));
+#define X (&w[0])
+#define Y (&w[16])
+#define Z (&w[32])
+#define PAIR (&w[48])
+
+static void init_16_byte_stripes(void) {
+  sstm_config_t c;
+  sstm_test_config(&c);
+  c.stripe_shift = 4;
+  CHECK_OK(sstm_init(&c));
+  CHECK_OK(sstm_thread_init());
+  CHECK_NE_PTR(sstm__lock_for(sstm_self(), X), sstm__lock_for(sstm_self(), Y));
+  CHECK_NE_PTR(sstm__lock_for(sstm_self(), X), sstm__lock_for(sstm_self(), Z));
+  CHECK_NE_PTR(sstm__lock_for(sstm_self(), Y), sstm__lock_for(sstm_self(), Z));
+  CHECK_EQ_PTR(sstm__lock_for(sstm_self(), PAIR), sstm__lock_for(sstm_self(), PAIR + 1));
+  CHECK_NE_PTR(sstm__lock_for(sstm_self(), PAIR), sstm__lock_for(sstm_self(), Z));
+}
+
+static uint64_t version_of(const void *addr) {
+  return sstm_lw_version(
+      atomic_load_explicit(sstm__lock_for(sstm_self(), addr), memory_order_acquire));
+}
+
+/* What the seam does, and what it saw. */
+static struct {
+  sstm_seam_t where;
+  const void *addr;
+  void (*commit)(void *); /* run on the second descriptor, once */
+  bool armed;
+  int calls, fired;
+} seam;
+
+static void seam_fn(sstm_seam_t where, const void *addr) {
+  if (!seam.armed || where != seam.where || addr != seam.addr) return;
+  seam.calls++;
+  /* Only where the barrier is about to accept the word: unlocked, and a
+   * version this snapshot covers (the fast path's own condition). */
+  uint64_t l = atomic_load_explicit(sstm__lock_for(sstm_self(), addr), memory_order_acquire);
+  if (sstm_lw_locked(l) || sstm_lw_version(l) > sstm_self()->end) return;
+  seam.armed = false;
+  seam.fired++;
+  CHECK_OK(run_other(NULL, seam.commit, NULL));
+}
+
+static void arm(sstm_seam_t where, const void *addr, void (*commit)(void *)) {
+  seam.where = where;
+  seam.addr = addr;
+  seam.commit = commit;
+  seam.armed = true;
+  atomic_store_explicit(&sstm__test_seam, seam_fn, memory_order_relaxed);
+}
+
+static void disarm(void) {
+  atomic_store_explicit(&sstm__test_seam, NULL, memory_order_relaxed);
+  seam.armed = false;
+}
+
+static void skip_unless_debug(void) {
+  if (!txh_debug_build()) sstm_test_skip("the seams exist in SCHEDSTM_DEBUG builds only");
+}
+
+static void store_x_zero(void *arg) {
+  (void)arg;
+  sstm_store_u64(X, 0); /* same value, new version */
+}
+static void store_xy_one(void *arg) {
+  (void)arg;
+  sstm_store_u64(X, 1);
+  sstm_store_u64(Y, 1);
+}
+static void store_z_pair_one(void *arg) {
+  (void)arg;
+  sstm_store_u64(Z, 1);
+  sstm_store_u64(PAIR, 1);
+  sstm_store_u64(PAIR + 1, 1);
+}
+
+/* What the transaction under test saw. */
+static struct {
+  int attempts, torn, early_returns;
+  uint64_t x, y;
+} seen;
+
+/* Reads y, then x, whose version is newer than the snapshot (another
+ * descriptor committed x after this attempt began): the fast path refuses
+ * it, the slow path extends the snapshot (y is unchanged, so it may) and
+ * loads x again. The seam commits x = y = 1 just before that data load. */
+static void read_y_then_x(void *arg) {
+  (void)arg;
+  int a = ++seen.attempts;
+  uint64_t y = sstm_load_u64(Y);
+  if (a == 1) {
+    CHECK_OK(run_other(NULL, store_x_zero, NULL));
+    CHECK_GT_U(version_of(X), sstm_self()->end); /* x now needs the slow path */
+    arm(SSTM_SEAM_SLOW_READ_DATA, X, store_xy_one);
+  }
+  uint64_t x = sstm_load_u64(X);
+  if (a == 1) seen.early_returns++; /* the first attempt's load must not return */
+  if (x != y) seen.torn++;
+  seen.x = x, seen.y = y;
+}
+
+static uint64_t aborts_for(sstm_abort_reason_t r) {
+  sstm_stats_t st;
+  CHECK_OK(sstm_stats_get(sstm_self(), &st));
+  return st.aborts[r];
+}
+
+/* load_slow's re-check (argument 1): after the commit in the window the
+ * lock word differs, so the barrier reads again, finds a version past the
+ * snapshot, cannot extend (y changed) and aborts. Without the re-check it
+ * would return x = 1 to an attempt that read y = 0. */
+TEST(slow_read_rechecks_the_lock_after_a_commit_in_its_window) {
+  init_16_byte_stripes();
+  skip_unless_debug();
+  uint64_t before = aborts_for(SSTM_ABORT_VALIDATE_READ);
+  CHECK_OK(sstm_run(NULL, read_y_then_x, NULL));
+  disarm();
+  CHECK_EQ_I(seam.fired, 1);
+  CHECK_GE_I(seam.calls, 2); /* once before the extension, once after */
+  CHECK_EQ_I(seen.torn, 0);
+  CHECK_EQ_I(seen.early_returns, 0);
+  CHECK_EQ_I(seen.attempts, 2);
+  CHECK_EQ_U(seen.x, 1);
+  CHECK_EQ_U(seen.y, 1);
+  CHECK_EQ_U(aborts_for(SSTM_ABORT_VALIDATE_READ) - before, 1);
+  txh_cleanup();
+  sstm_test_fini();
+}
+
+/* Reads z, then the 16-byte pair in one bulk read: one seqlock read of the
+ * pair's stripe (load_stripe). The seam commits z = pair = 1 after the lock
+ * word was read and before the data loads. */
+static void read_z_then_pair(void *arg) {
+  (void)arg;
+  int a = ++seen.attempts;
+  uint64_t z = sstm_load_u64(Z);
+  if (a == 1) arm(SSTM_SEAM_STRIPE_READ_DATA, PAIR, store_z_pair_one);
+  uint64_t p[2];
+  sstm_load_bytes(p, PAIR, sizeof p);
+  if (a == 1) seen.early_returns++;
+  if (p[0] != z || p[1] != z) seen.torn++;
+  seen.x = p[0], seen.y = p[1];
+}
+
+/* load_stripe's re-check: the changed lock word sends the stripe through
+ * the per-word barriers, which find a version past the snapshot and abort:
+ * an update attempt because it cannot extend (z changed), a declared
+ * read-only one because it keeps no read set to extend with. Without the
+ * re-check the bulk read would return the new pair to an attempt that read
+ * z = 0. */
+static void bulk_read_case(const sstm_attr_t *attr, sstm_abort_reason_t expect) {
+  init_16_byte_stripes();
+  skip_unless_debug();
+  uint64_t before = aborts_for(expect);
+  CHECK_OK(sstm_run(attr, read_z_then_pair, NULL));
+  disarm();
+  CHECK_EQ_I(seam.fired, 1);
+  CHECK_EQ_I(seen.torn, 0);
+  CHECK_EQ_I(seen.early_returns, 0);
+  CHECK_EQ_I(seen.attempts, 2);
+  CHECK_EQ_U(seen.x, 1);
+  CHECK_EQ_U(seen.y, 1);
+  CHECK_EQ_U(aborts_for(expect) - before, 1);
+  txh_cleanup();
+  sstm_test_fini();
+}
+
+/* Commit-time locking reads a stripe in bulk only in declared read-only
+ * attempts (below); encounter-time locking in update attempts too. */
+TEST_ETL(bulk_read_rechecks_the_lock_after_a_commit_in_its_window) {
+  bulk_read_case(NULL, SSTM_ABORT_VALIDATE_READ);
+}
+
+TEST(read_only_bulk_read_rechecks_the_lock_after_a_commit_in_its_window) {
+  sstm_attr_t ro = {.read_only = true};
+  bulk_read_case(&ro, SSTM_ABORT_RO_EXTEND);
+}
+
+SSTM_TEST_MAIN()
