@@ -289,6 +289,9 @@ typedef enum {
   SSTM_SEAM_SLOW_READ_DATA,
   /* load_stripe (bulk reads): the same point for a whole stripe. */
   SSTM_SEAM_STRIPE_READ_DATA,
+  /* load_own: a stripe this attempt has locked, before its memory bytes are
+   * loaded. A take-over here must be caught by the re-check (argument 3). */
+  SSTM_SEAM_OWN_READ_DATA,
 } sstm_seam_t;
 extern _Atomic(void (*)(sstm_seam_t where, const void *addr)) sstm__test_seam;
 static inline void sstm__seam(sstm_seam_t where, const void *addr) {

@@ -426,6 +426,7 @@ static SSTM_NOINLINE uint64_t load_own(struct sstm_desc *tx, const void *addr, u
   unsigned off = a & 7;
   const sstm_w_entry_t *e = sstm_wset_find(&tx->ws, a & ~(uintptr_t)7);
   if (e && entry_covers(e, off, size)) return (e->value >> (off * 8)) & size_mask(size);
+  sstm__seam(SSTM_SEAM_OWN_READ_DATA, addr);
   uint64_t v = mem_load(addr, size);
   atomic_thread_fence(memory_order_acquire); /* as in (1): data before re-check */
   if (atomic_load_explicit(lk, memory_order_relaxed) != tx->owner_lw)

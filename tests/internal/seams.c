@@ -17,7 +17,8 @@
 
 #include "../common/txhelp.h"
 
-/* Three words in three different stripes, and a 16-byte pair in one. */
+/* Three words in three different stripes (x[0] and x[1] share one), and a
+ * 16-byte pair in one. */
 static uint64_t w[64] __attribute__((aligned(4096)));
 #define X (&w[0])
 #define Y (&w[16])
@@ -51,16 +52,38 @@ static struct {
   int calls, fired;
 } seam;
 
+/* Kill the suspended attempt `victim` from the second descriptor, then run
+ * seam.commit there: its writes take the victim's locks over. */
+static struct {
+  sstm_desc_t *victim;
+  uint64_t txid;
+} kill;
+
 static void seam_fn(sstm_seam_t where, const void *addr) {
   if (!seam.armed || where != seam.where || addr != seam.addr) return;
   seam.calls++;
-  /* Only where the barrier is about to accept the word: unlocked, and a
-   * version this snapshot covers (the fast path's own condition). */
   uint64_t l = atomic_load_explicit(sstm__lock_for(sstm_self(), addr), memory_order_acquire);
-  if (sstm_lw_locked(l) || sstm_lw_version(l) > sstm_self()->end) return;
+  if (where == SSTM_SEAM_OWN_READ_DATA) {
+    /* The stripe is this attempt's own (the caller checked as much). */
+    CHECK_EQ_X(l, sstm_self()->owner_lw);
+  } else if (sstm_lw_locked(l) || sstm_lw_version(l) > sstm_self()->end) {
+    /* Only where the barrier is about to accept the word: unlocked, and a
+     * version this snapshot covers (the fast path's own condition). */
+    return;
+  }
   seam.armed = false;
   seam.fired++;
-  CHECK_OK(run_other(NULL, seam.commit, NULL));
+  if (where != SSTM_SEAM_OWN_READ_DATA) {
+    CHECK_OK(run_other(NULL, seam.commit, NULL));
+    return;
+  }
+  kill.victim = sstm_desc_detach();
+  kill.txid = sstm_desc_txid(kill.victim);
+  CHECK_OK(sstm_desc_attach(txh_other_desc()));
+  CHECK_OK(sstm_desc_kill(kill.victim, kill.txid));
+  CHECK_OK(sstm_run(NULL, seam.commit, NULL));
+  CHECK_EQ_PTR(sstm_desc_detach(), txh_other_desc());
+  CHECK_OK(sstm_desc_attach(kill.victim));
 }
 
 static void arm(sstm_seam_t where, const void *addr, void (*commit)(void *)) {
@@ -196,6 +219,56 @@ TEST_ETL(bulk_read_rechecks_the_lock_after_a_commit_in_its_window) {
 TEST(read_only_bulk_read_rechecks_the_lock_after_a_commit_in_its_window) {
   sstm_attr_t ro = {.read_only = true};
   bulk_read_case(&ro, SSTM_ABORT_RO_EXTEND);
+}
+
+/* A stripe this attempt has locked, read at a word it has not written:
+ * load_own loads it from memory and re-checks that the lock is still its
+ * own. The seam kills the attempt and commits x[1] = y = 1 from the second
+ * descriptor, whose write takes the killed attempt's lock over (argument
+ * 6). The re-check sees the lock gone and aborts; without it the attempt
+ * would go on with x[1] = 1 next to the y = 0 it read. Encounter-time
+ * locking only: under commit-time locking an attempt holds no lock before
+ * its commit. */
+static void store_x1_y_one(void *arg) {
+  (void)arg;
+  sstm_store_u64(X + 1, 1);
+  sstm_store_u64(Y, 1);
+}
+
+static void write_x0_read_x1(void *arg) {
+  (void)arg;
+  int a = ++seen.attempts;
+  uint64_t y = sstm_load_u64(Y);
+  sstm_store_u64(X, 5); /* locks the stripe of x[0] and x[1] */
+  if (a == 1) arm(SSTM_SEAM_OWN_READ_DATA, X + 1, store_x1_y_one);
+  uint64_t x1 = sstm_load_u64(X + 1);
+  if (a == 1) seen.early_returns++;
+  if (x1 != y) seen.torn++;
+  seen.x = x1, seen.y = y;
+}
+
+TEST_ETL(own_stripe_read_rechecks_the_lock_after_a_take_over_in_its_window) {
+  init_16_byte_stripes();
+  skip_unless_debug();
+  CHECK_EQ_PTR(sstm__lock_for(sstm_self(), X), sstm__lock_for(sstm_self(), X + 1));
+  uint64_t before = aborts_for(SSTM_ABORT_KILLED);
+  CHECK_OK(sstm_run(NULL, write_x0_read_x1, NULL));
+  disarm();
+  CHECK_EQ_I(seam.fired, 1);
+  CHECK_EQ_I(seen.torn, 0);
+  CHECK_EQ_I(seen.early_returns, 0);
+  CHECK_EQ_I(seen.attempts, 2);
+  CHECK_EQ_U(seen.x, 1);
+  CHECK_EQ_U(seen.y, 1);
+  CHECK_EQ_U(aborts_for(SSTM_ABORT_KILLED) - before, 1);
+  /* the second descriptor took the lock over rather than waiting */
+  sstm_stats_t other;
+  CHECK_OK(sstm_stats_get(txh_other_desc(), &other));
+  CHECK_EQ_U(other.locks_stolen, 1);
+  CHECK_EQ_U(w[0], 5);
+  CHECK_EQ_U(w[1], 1);
+  txh_cleanup();
+  sstm_test_fini();
 }
 
 SSTM_TEST_MAIN()
