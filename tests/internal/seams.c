@@ -48,16 +48,11 @@ static struct {
   sstm_seam_t where;
   const void *addr;
   void (*commit)(void *); /* run on the second descriptor, once */
+  bool kill;              /* kill this attempt first (its locks become stealable) */
+  bool any_version;       /* fire at the first call, whatever the version */
   bool armed;
   int calls, fired;
 } seam;
-
-/* Kill the suspended attempt `victim` from the second descriptor, then run
- * seam.commit there: its writes take the victim's locks over. */
-static struct {
-  sstm_desc_t *victim;
-  uint64_t txid;
-} kill;
 
 static void seam_fn(sstm_seam_t where, const void *addr) {
   if (!seam.armed || where != seam.where || addr != seam.addr) return;
@@ -66,30 +61,34 @@ static void seam_fn(sstm_seam_t where, const void *addr) {
   if (where == SSTM_SEAM_OWN_READ_DATA) {
     /* The stripe is this attempt's own (the caller checked as much). */
     CHECK_EQ_X(l, sstm_self()->owner_lw);
-  } else if (sstm_lw_locked(l) || sstm_lw_version(l) > sstm_self()->end) {
+  } else if (!seam.any_version && (sstm_lw_locked(l) || sstm_lw_version(l) > sstm_self()->end)) {
     /* Only where the barrier is about to accept the word: unlocked, and a
      * version this snapshot covers (the fast path's own condition). */
     return;
   }
   seam.armed = false;
   seam.fired++;
-  if (where != SSTM_SEAM_OWN_READ_DATA) {
+  if (!seam.kill) {
     CHECK_OK(run_other(NULL, seam.commit, NULL));
     return;
   }
-  kill.victim = sstm_desc_detach();
-  kill.txid = sstm_desc_txid(kill.victim);
+  /* Kill this attempt from the second descriptor, then commit there: its
+   * writes take the killed attempt's locks over (argument 6). */
+  sstm_desc_t *victim = sstm_desc_detach();
+  uint64_t txid = sstm_desc_txid(victim);
   CHECK_OK(sstm_desc_attach(txh_other_desc()));
-  CHECK_OK(sstm_desc_kill(kill.victim, kill.txid));
+  CHECK_OK(sstm_desc_kill(victim, txid));
   CHECK_OK(sstm_run(NULL, seam.commit, NULL));
   CHECK_EQ_PTR(sstm_desc_detach(), txh_other_desc());
-  CHECK_OK(sstm_desc_attach(kill.victim));
+  CHECK_OK(sstm_desc_attach(victim));
 }
 
 static void arm(sstm_seam_t where, const void *addr, void (*commit)(void *)) {
   seam.where = where;
   seam.addr = addr;
   seam.commit = commit;
+  seam.kill = where == SSTM_SEAM_OWN_READ_DATA;
+  seam.any_version = false;
   seam.armed = true;
   atomic_store_explicit(&sstm__test_seam, seam_fn, memory_order_relaxed);
 }
@@ -267,6 +266,59 @@ TEST_ETL(own_stripe_read_rechecks_the_lock_after_a_take_over_in_its_window) {
   CHECK_EQ_U(other.locks_stolen, 1);
   CHECK_EQ_U(w[0], 5);
   CHECK_EQ_U(w[1], 1);
+  txh_cleanup();
+  sstm_test_fini();
+}
+
+/* Argument 6: a killed attempt whose lock was taken over must not extend
+ * past the steal. The extension reads the clock past the thief's timestamp
+ * and then checks the attempt's own status, which the kill set before. The
+ * attempt has written x = 5 (ETL: x's stripe locked, the value buffered)
+ * and reads z, whose version is newer than its snapshot. In the slow path,
+ * before the extension, the seam kills it and a second descriptor commits
+ * x = 7 over its lock. Were the extension to skip the status check, the
+ * attempt would go on with a snapshot in which its own x is 7: a read of x
+ * no longer finds its lock, so the buffered 5 is lost to it. */
+static void store_x_seven(void *arg) {
+  (void)arg;
+  sstm_store_u64(X, 7);
+}
+
+static void bump_z(void *arg) {
+  (void)arg;
+  sstm_store_u64(Z, sstm_load_u64(Z) + 1);
+}
+
+static void write_x_read_newer_z(void *arg) {
+  (void)arg;
+  int a = ++seen.attempts;
+  sstm_store_u64(X, 5);
+  if (a == 1) {
+    CHECK_OK(run_other(NULL, bump_z, NULL)); /* z now needs an extension */
+    arm(SSTM_SEAM_SLOW_READ_DATA, Z, store_x_seven);
+    seam.kill = true;
+    seam.any_version = true;
+  }
+  (void)sstm_load_u64(Z);
+  if (a == 1) seen.early_returns++; /* killed before its extension */
+  if (sstm_load_u64(X) != 5) seen.torn++;
+}
+
+TEST_ETL(killed_attempt_does_not_extend_past_the_take_over) {
+  init_16_byte_stripes();
+  skip_unless_debug();
+  sstm_stats_t before, after;
+  CHECK_OK(sstm_stats_get(sstm_self(), &before));
+  CHECK_OK(sstm_run(NULL, write_x_read_newer_z, NULL));
+  disarm();
+  CHECK_OK(sstm_stats_get(sstm_self(), &after));
+  CHECK_EQ_I(seam.fired, 1);
+  CHECK_EQ_I(seen.early_returns, 0);
+  CHECK_EQ_I(seen.torn, 0);
+  CHECK_EQ_I(seen.attempts, 2);
+  CHECK_EQ_U(after.aborts[SSTM_ABORT_KILLED] - before.aborts[SSTM_ABORT_KILLED], 1);
+  CHECK_EQ_U(after.extensions, before.extensions); /* the retry starts after both commits */
+  CHECK_EQ_U(w[0], 5);
   txh_cleanup();
   sstm_test_fini();
 }
