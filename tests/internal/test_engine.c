@@ -153,4 +153,41 @@ TEST(kill_sets_status_killed) {
   sstm_test_fini();
 }
 
+/* Argument 6: taking a killed attempt's lock over gives the stripe a fresh
+ * version, a clock tick of the thief's own, newer than the victim's
+ * snapshot: the victim cannot use the stripe again without an extension,
+ * and an extension sees its KILLED status. (Reusing the current time would
+ * let a victim that read its variant before the kill reach the stolen
+ * stripe through the fast path and lose its buffered write.) */
+TEST_ETL(take_over_gives_the_lock_a_fresh_version) {
+  sstm_test_init();
+  sstm_desc_t *me = sstm_self();
+  attempts = 0;
+  SSTM_ATOMIC_BEGIN(NULL)
+    attempts++;
+    sstm_store_u64(&words[40], 1);
+    if (attempts == 1) {
+      uint64_t serial = sstm_txid(), end = me->end, t0 = clock_time();
+      sstm_desc_detach();
+      CHECK_OK(sstm_desc_attach(txh_other_desc()));
+      CHECK_OK(sstm_desc_kill(me, serial));
+      CHECK_EQ_U(tx_load_u64(&words[40]), 0); /* the reader steals; memory is unmodified */
+      sstm_stats_t st;
+      CHECK_OK(sstm_stats_get(sstm_self(), &st));
+      CHECK_EQ_U(st.locks_stolen, 1);
+      CHECK_EQ_U(clock_time(), t0 + 1); /* one tick: the steal's own */
+      uint64_t l = lock_of(&words[40]);
+      CHECK_FALSE(sstm_lw_locked(l));
+      CHECK_EQ_U(sstm_lw_version(l), t0 + 1);
+      CHECK_GT_U(sstm_lw_version(l), end);
+      sstm_desc_detach();
+      CHECK_OK(sstm_desc_attach(me));
+    }
+  SSTM_ATOMIC_END();
+  CHECK_EQ_I(attempts, 2);
+  CHECK_EQ_U(words[40], 1);
+  txh_cleanup();
+  sstm_test_fini();
+}
+
 SSTM_TEST_MAIN()
