@@ -571,6 +571,71 @@ TEST(irrevocable_basics) {
   sstm_test_fini();
 }
 
+/* Becoming irrevocable after reads only (no write yet) restarts too: the
+ * values read may already be stale, and an irrevocable attempt is never
+ * validated again. Here another descriptor commits x = 5 between this
+ * attempt's read of x and its switch; switching in place would then write
+ * back x = old + 1 and lose that update. */
+static void store_x_five(void *arg) {
+  (void)arg;
+  sstm_store_u64(&x, 5);
+}
+
+TEST(becoming_irrevocable_after_reads_restarts) {
+  sstm_test_init();
+  x = 0;
+  attempts = 0;
+  SSTM_ATOMIC_BEGIN(NULL)
+    attempts++;
+    uint64_t v = sstm_load_u64(&x);
+    if (attempts == 1) CHECK_OK(run_other(NULL, store_x_five, NULL));
+    CHECK_OK(sstm_become_irrevocable());
+    sstm_store_u64(&x, v + 1);
+  SSTM_ATOMIC_END();
+  CHECK_EQ_I(attempts, 2);
+  CHECK_EQ_U(x, 6); /* the other commit is not lost */
+  sstm_stats_t s;
+  CHECK_OK(sstm_stats_get(sstm_self(), &s));
+  CHECK_EQ_U(s.aborts[SSTM_ABORT_IRREVOCABLE], 1);
+  txh_cleanup();
+  sstm_test_fini();
+}
+
+/* A transaction declared read-only runs its first attempt without a read
+ * set; when that attempt needs one (a stripe newer than its snapshot), its
+ * retry keeps one and can extend (tx.h, sstm_attr_t.read_only). Here every
+ * attempt meets a newer stripe: a retry that stayed without a read set
+ * would abort every time. */
+/* two words in different stripes (the default stripe is 32 bytes) */
+static uint64_t ro_words[16] __attribute__((aligned(128)));
+
+static void bump_ro_second(void *arg) {
+  (void)arg;
+  sstm_store_u64(&ro_words[8], sstm_load_u64(&ro_words[8]) + 1);
+}
+
+TEST(read_only_retry_keeps_a_read_set) {
+  sstm_test_init();
+  sstm_stats_t before, after;
+  CHECK_OK(sstm_stats_get(sstm_self(), &before));
+  sstm_attr_t ro = {.read_only = true};
+  attempts = 0;
+  SSTM_ATOMIC_BEGIN(&ro)
+    attempts++;
+    (void)sstm_load_u64(&ro_words[0]);
+    /* the second word: newer than the snapshot */
+    if (attempts <= 10) CHECK_OK(run_other(NULL, bump_ro_second, NULL));
+    (void)sstm_load_u64(&ro_words[8]);
+  SSTM_ATOMIC_END();
+  CHECK_EQ_I(attempts, 2);
+  CHECK_OK(sstm_stats_get(sstm_self(), &after));
+  CHECK_EQ_U(after.aborts[SSTM_ABORT_RO_EXTEND] - before.aborts[SSTM_ABORT_RO_EXTEND], 1);
+  CHECK_EQ_U(after.extensions - before.extensions, 1);
+  CHECK_EQ_U(after.commits_ro - before.commits_ro, 1);
+  txh_cleanup();
+  sstm_test_fini();
+}
+
 /* A kill that returned 0 means the attempt can no longer commit (thread.h):
  * an attempt killed before it switches to irrevocable in place aborts
  * (reason killed) and its restart runs irrevocable. It used to switch and
