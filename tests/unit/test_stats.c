@@ -105,6 +105,61 @@ TEST(abort_counter_validation_conflict) {
   sstm_test_fini();
 }
 
+/* Each failed validation is counted under the reason that names where it
+ * failed. The attempt reads W(0); another descriptor then commits W(0) and
+ * W(1) (or only W(0)); then the attempt
+ *   read:   loads W(1), newer than its snapshot: the extension fails
+ *           (VALIDATE_READ);
+ *   write:  stores W(1): under ETL the store locks it and must extend
+ *           first, which fails (VALIDATE_WRITE); under CTL the store is
+ *           only buffered and the commit's locking extends (VALIDATE_COMMIT);
+ *   commit: stores W(2), which nobody touched: only the commit's
+ *           validation sees W(0) changed (VALIDATE_COMMIT). */
+enum vcase { V_READ, V_WRITE, V_COMMIT };
+static enum vcase vcase;
+
+static void bump_w0_w1(void *arg) {
+  (void)arg;
+  sstm_store_u64(W(0), sstm_load_u64(W(0)) + 1);
+  if (vcase != V_COMMIT) sstm_store_u64(W(1), sstm_load_u64(W(1)) + 1);
+}
+
+static void validation_case_body(void *arg) {
+  (void)arg;
+  attempts++;
+  uint64_t v = sstm_load_u64(W(0));
+  if (attempts == 1) CHECK_OK(run_other(NULL, bump_w0_w1, NULL));
+  switch (vcase) {
+  case V_READ: (void)sstm_load_u64(W(1)); break;
+  case V_WRITE: sstm_store_u64(W(1), v); break;
+  case V_COMMIT: sstm_store_u64(W(2), v); break;
+  }
+}
+
+static void check_validation_reason(enum vcase c, sstm_abort_reason_t expect) {
+  sstm_stats_t b, a;
+  CHECK_OK(sstm_stats_get(sstm_self(), &b));
+  vcase = c;
+  attempts = 0;
+  CHECK_OK(sstm_run(NULL, validation_case_body, NULL));
+  CHECK_EQ_I(attempts, 2);
+  CHECK_OK(sstm_stats_get(sstm_self(), &a));
+  CHECK_EQ_U(a.aborts_total - b.aborts_total, 1);
+  CHECK_MSG(a.aborts[expect] - b.aborts[expect] == 1, "case %d: expected one %s abort", (int)c,
+            sstm_abort_reason_name(expect));
+}
+
+TEST(abort_counter_validation_reasons) {
+  sstm_test_init();
+  check_validation_reason(V_READ, SSTM_ABORT_VALIDATE_READ);
+  check_validation_reason(V_WRITE, sstm_test_design() == SSTM_DESIGN_ETL
+                                       ? SSTM_ABORT_VALIDATE_WRITE
+                                       : SSTM_ABORT_VALIDATE_COMMIT);
+  check_validation_reason(V_COMMIT, SSTM_ABORT_VALIDATE_COMMIT);
+  txh_cleanup();
+  sstm_test_fini();
+}
+
 TEST(abort_counter_ro_write) {
   sstm_test_init();
   sstm_attr_t ro = {.read_only = true};
