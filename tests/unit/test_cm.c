@@ -34,7 +34,8 @@ static struct {
   unsigned begin_retries[MAX_EVENTS];
   int init_rc;
   sstm_abort_info_t abort_info[MAX_EVENTS];
-  int conf_limit; /* if set: more conflicts than this fail the test */
+  sstm_cm_ctx_t abort_ctx[MAX_EVENTS]; /* the policy's view in on_abort */
+  int conf_limit;                      /* if set: more conflicts than this fail the test */
 } rec;
 
 static int rp_init(const struct sstm_config *cfg) {
@@ -79,8 +80,8 @@ static sstm_cm_action_t rp_on_conflict(sstm_cm_ctx_t *ctx, const sstm_conflict_t
   return rec.action;
 }
 static void rp_on_abort(sstm_cm_ctx_t *ctx, const sstm_abort_info_t *info) {
-  (void)ctx;
   if (rec.aborts < MAX_EVENTS) rec.abort_info[rec.aborts] = *info;
+  if (rec.aborts < MAX_EVENTS) rec.abort_ctx[rec.aborts] = *ctx;
   if (rec.aborts++ == 0) rec.first_abort_reason = info->reason;
 }
 
@@ -425,6 +426,81 @@ TEST(policy_init_failure_fails_sstm_init) {
 }
 
 /* ---- the engine calling the policy ------------------------------------- */
+
+/* ---- the policy's view of an aborted attempt ------------------------- */
+
+/* on_abort sees the attempt that aborted: its id and its set sizes, even
+ * when an abort action (run before the restart) ran a transaction of its own
+ * on the same descriptor. */
+static uint64_t view_words[4][8] __attribute__((aligned(64)));
+static uint64_t view_txid;
+static int view_attempts;
+
+static void view_action_body(void *arg) {
+  (void)arg;
+  (void)sstm_load_u64(&view_words[3][0]);
+}
+static void view_action(void *arg) {
+  (void)arg;
+  CHECK_OK(sstm_run(NULL, view_action_body, NULL));
+}
+static void view_body(void *arg) {
+  (void)arg;
+  if (++view_attempts > 1) return;
+  (void)sstm_load_u64(&view_words[0][0]);
+  (void)sstm_load_u64(&view_words[1][0]);
+  (void)sstm_load_u64(&view_words[2][0]);
+  sstm_store_u64(&view_words[3][0], 1);
+  view_txid = sstm_txid();
+  CHECK_OK(sstm_on_abort(view_action, NULL));
+  sstm_restart();
+}
+
+TEST(on_abort_sees_the_aborted_attempt_not_the_actions) {
+  CHECK_OK(sstm_cm_register(&recorder));
+  init_with("test-recorder", 64);
+  view_attempts = 0;
+  CHECK_OK(sstm_run(NULL, view_body, NULL));
+  CHECK_EQ_I(view_attempts, 2);
+  CHECK_EQ_I(rec.aborts, 1);
+  CHECK_EQ_I(rec.first_abort_reason, SSTM_ABORT_USER_RETRY);
+  CHECK_EQ_U(rec.abort_ctx[0].txid, view_txid);
+  CHECK_EQ_U(rec.abort_ctx[0].reads, 3);
+  CHECK_EQ_U(rec.abort_ctx[0].writes, 1);
+  sstm_test_fini();
+}
+
+/* ctx->birth is the start of the transaction's first attempt, kept across
+ * its retries (age-based policies such as timestamp rely on it); ctx->start
+ * is the current attempt's. A commit by another descriptor between the
+ * attempts moves the clock, so the two differ on the retry. */
+static void view_bump(void *arg) {
+  (void)arg;
+  sstm_store_u64(&view_words[0][0], sstm_load_u64(&view_words[0][0]) + 1);
+}
+static void age_body(void *arg) {
+  (void)arg;
+  if (++view_attempts > 2) return;
+  CHECK_OK(run_other(NULL, view_bump, NULL));
+  sstm_restart();
+}
+
+TEST(birth_is_kept_across_retries) {
+  CHECK_OK(sstm_cm_register(&recorder));
+  init_with("test-recorder", 64);
+  view_attempts = 0;
+  CHECK_OK(sstm_run(NULL, age_body, NULL));
+  CHECK_EQ_I(view_attempts, 3);
+  CHECK_EQ_I(rec.aborts, 2);
+  CHECK_EQ_U(rec.abort_ctx[0].birth, rec.abort_ctx[0].start);
+  CHECK_EQ_U(rec.abort_ctx[1].birth, rec.abort_ctx[0].birth);
+  CHECK_GT_U(rec.abort_ctx[1].start, rec.abort_ctx[1].birth);
+  /* aborts so far, the one being reported included */
+  CHECK_EQ_U(rec.abort_ctx[0].retries, 1);
+  CHECK_EQ_U(rec.abort_ctx[1].retries, 2);
+  txh_cleanup();
+  sstm_test_fini();
+}
 
 static uint64_t word_w, word_x;
 static volatile int b_attempts;
