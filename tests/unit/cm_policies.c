@@ -6,7 +6,9 @@
  *             whatever their ages and sizes: the higher one requesting a
  *             lock the lower one holds
  *             kills it (the victim aborts with reason "killed"), the lower
- *             one requesting a lock the higher one holds aborts itself;
+ *             one requesting a lock the higher one holds aborts itself; at
+ *             the same priority the larger read+write set wins, and at the
+ *             same size the older transaction;
  *  timestamp  the older transaction wins, both ways;
  *  escalation os_prio and timestamp restart a transaction irrevocable once
  *             it has aborted SCHEDSTM_PRIO_ESCALATE times (default 32);
@@ -83,6 +85,7 @@ static struct {
   bool h_lower, r_lower; /* runs at D.low_nice, else at the base nice */
   int low_nice;
   bool r_begins_first; /* R's transaction is older */
+  bool r_same_size;    /* R writes Y before X: one write, as H has */
   bool expect_r_wins;
   sstm_desc_t *h, *r;
   int h_attempts, r_attempts;
@@ -131,6 +134,7 @@ static void r_body(void *arg) {
   if (k == 1) {
     atomic_store(&D.r_begun, 1);
     duo_wait_flag(&D.h_holding, 1);
+    if (D.r_same_size) sstm_store_u64(Y, 1);
     sstm_store_u64(X, 1000); /* conflict: kill H, or abort self */
     return;
   }
@@ -223,6 +227,24 @@ TEST_ETL(os_prio_lower_aborts_itself) {
 TEST_ETL(os_prio_equal_priority_larger_wins) {
   /* same priority: H holds a write (larger), R is empty: R aborts */
   D.r_begins_first = true;
+  D.expect_r_wins = false;
+  duel("os_prio");
+  CHECK_EQ_I(D.h_cprio, D.r_cprio);
+}
+
+/* Same priority and the same size (one write each): age decides, the older
+ * transaction wins. */
+TEST_ETL(os_prio_equal_priority_and_size_older_wins) {
+  D.r_same_size = true;
+  D.r_begins_first = true;
+  D.expect_r_wins = true;
+  duel("os_prio");
+  CHECK_EQ_I(D.h_cprio, D.r_cprio);
+}
+
+TEST_ETL(os_prio_equal_priority_and_size_younger_aborts_itself) {
+  D.r_same_size = true;
+  D.r_begins_first = false;
   D.expect_r_wins = false;
   duel("os_prio");
   CHECK_EQ_I(D.h_cprio, D.r_cprio);
