@@ -8,6 +8,7 @@
  * L's scheduling parameters (sched_getattr, getpriority) from outside:
  *   W commits / is killed / restarts / cancels  -> L restored,
  *   L commits first / L's thread unregisters    -> L restored,
+ *   a winner of L's earlier transaction ends    -> L stays lowered,
  * and they stay restored once everything has ended. ctest runs every case
  * once per lever (SCHEDSTM_SOFTSER_LEVER=auto|nice|idle|batch|slice); a
  * lever the machine refuses is skipped (exit 77).
@@ -363,6 +364,85 @@ TEST(two_winners_restore_after_both) {
   duo_wait_flag(&T.done[0], 1);
   check_lowered(duo_view_of(ltid));
   atomic_store(&T.go[1], 1); /* the second one too: none left */
+  duo_wait_flag(&T.done[1], 1);
+  CHECK_VIEW_EQ(duo_view_of(ltid), before);
+  atomic_store(&T.l_go, 1);
+  duo_wait_flag(&T.l_done, 1);
+  CHECK_VIEW_EQ(duo_view_of(ltid), before);
+  atomic_store(&T.finish, 1);
+  duo_join(w0);
+  duo_join(w1);
+  duo_join(l);
+  CHECK_EQ_U(T.ls.cm_stats[SS_REGISTRATIONS], 2);
+  CHECK_EQ_U(T.ls.cm_stats[SS_FAILED_CHANGES], 0);
+  CHECK_OK(sstm_shutdown());
+}
+
+/* ---- a registration left by an earlier transaction ----------------------- */
+
+/* L's first transaction conflicts with W1 (on X) and then commits while W1
+ * still runs: the commit clears L's row and restores it, and W1's list
+ * still names L (from that earlier transaction). L's second transaction
+ * conflicts with W2 (on Y). When W1 ends, its stale entry must not count
+ * against the new row: L stays lowered until W2 ends. */
+static struct {
+  int first_attempts, second_attempts;
+  duo_view_t after_first;
+} U;
+
+static void ul_first(void *arg) {
+  (void)arg;
+  if (++U.first_attempts == 1) {
+    sstm_store_u64(X, 100); /* W1 holds X */
+    FAIL("no conflict with the first winner");
+  }
+  sstm_store_u64(Z, 1); /* commits, W1 still running */
+}
+
+static void ul_second(void *arg) {
+  (void)arg;
+  int k = ++U.second_attempts;
+  if (k == 1) {
+    sstm_store_u64(Y, 100); /* W2 holds Y */
+    FAIL("no conflict with the second winner");
+  }
+  atomic_store(&T.l_waiting, 1);
+  duo_wait_flag(&T.l_go, 1);
+  sstm_store_u64(&words[3][0], (uint64_t)k);
+}
+
+static void *ul_main(void *arg) {
+  (void)arg;
+  CHECK_OK(sstm_thread_init());
+  atomic_store(&T.ltid, duo_gettid());
+  duo_wait_flag(&T.holding[0], 1);
+  duo_wait_flag(&T.holding[1], 1);
+  CHECK_OK(sstm_run(NULL, ul_first, NULL));
+  U.after_first = duo_view_of(duo_gettid());
+  CHECK_OK(sstm_run(NULL, ul_second, NULL));
+  CHECK_EQ_I(U.first_attempts, 2);
+  CHECK_EQ_I(U.second_attempts, 2);
+  T.ls = duo_stats(sstm_self());
+  atomic_store(&T.l_done, 1);
+  duo_wait_flag(&T.finish, 1);
+  CHECK_OK(sstm_thread_exit());
+  return NULL;
+}
+
+TEST(earlier_registration_does_not_restore) {
+  init_softser();
+  duo_view_t before = duo_view_of(duo_gettid());
+  pthread_t w0 = duo_spawn(tw_main, (void *)(intptr_t)0);
+  pthread_t w1 = duo_spawn(tw_main, (void *)(intptr_t)1);
+  pthread_t l = duo_spawn(ul_main, NULL);
+  duo_wait_flag(&T.l_waiting, 1);
+  int ltid = atomic_load(&T.ltid);
+  CHECK_VIEW_EQ(U.after_first, before); /* the first commit restored it */
+  check_lowered(duo_view_of(ltid));     /* lowered again, for W2 */
+  atomic_store(&T.go[0], 1);            /* W1 ends: its entry is stale */
+  duo_wait_flag(&T.done[0], 1);
+  check_lowered(duo_view_of(ltid));
+  atomic_store(&T.go[1], 1); /* W2 ends: nothing left */
   duo_wait_flag(&T.done[1], 1);
   CHECK_VIEW_EQ(duo_view_of(ltid), before);
   atomic_store(&T.l_go, 1);
