@@ -36,6 +36,9 @@ static struct {
   sstm_abort_info_t abort_info[MAX_EVENTS];
   sstm_cm_ctx_t abort_ctx[MAX_EVENTS]; /* the policy's view in on_abort */
   int conf_limit;                      /* if set: more conflicts than this fail the test */
+  bool watch;                          /* on_conflict tries sstm_party_watch on both parties */
+  int nwatch;
+  bool watched_self, watched_other; /* the results of the first try */
 } rec;
 
 static int rp_init(const struct sstm_config *cfg) {
@@ -76,6 +79,11 @@ static sstm_cm_action_t rp_on_conflict(sstm_cm_ctx_t *ctx, const sstm_conflict_t
     rec.conf_self[rec.nconf] = ctx->desc;
   }
   rec.nconf++;
+  if (rec.watch && rec.nwatch++ == 0) {
+    sstm_party_t self = {.desc = ctx->desc, .txid = ctx->txid};
+    rec.watched_self = sstm_party_watch(&self);
+    rec.watched_other = c->has_other && sstm_party_watch(&c->other);
+  }
   if (rec.action == SSTM_CM_WAIT) *wait_ns = rec.wait_ns;
   return rec.action;
 }
@@ -1056,6 +1064,20 @@ TEST(conflict_with_irrevocable_holder_names_it) {
   check_abort_names_holder(why);
   CHECK_EQ_U(s.aborts[why], 1);
   CHECK_EQ_U(s.cm_waits, 0);
+  sstm_test_fini();
+}
+
+/* sstm_party_watch succeeds on a running attempt that is not committing
+ * (an irrevocable one included) and refuses a committing one, which is about
+ * to end (cm.h). In the conflict above, the requester under CTL meets the
+ * lock while committing; under ETL at its write, while active. */
+TEST(watch_refuses_a_committing_attempt) {
+  CHECK_OK(sstm_cm_register(&recorder));
+  rec.watch = true;
+  (void)vs_irrevocable(&ih_words[0][0], true, SSTM_CM_ABORT_SELF, 64);
+  CHECK_EQ_I(rec.nwatch, 1);
+  CHECK_TRUE(rec.watched_other);       /* H: irrevocable, running */
+  CHECK_EQ_I(rec.watched_self, etl()); /* CTL: committing, refused */
   sstm_test_fini();
 }
 
