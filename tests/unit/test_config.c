@@ -95,6 +95,8 @@ TEST(env_range_boundaries_valid) {
       {"SCHEDSTM_STRIPE_SHIFT", "12", offsetof(sstm_config_t, stripe_shift), 12},
       {"SCHEDSTM_MAX_THREADS", "1", offsetof(sstm_config_t, max_threads), 1},
       {"SCHEDSTM_MAX_THREADS", "32767", offsetof(sstm_config_t, max_threads), 32767},
+      {"SCHEDSTM_WAIT_MAX", "0", offsetof(sstm_config_t, wait_max), 0},
+      {"SCHEDSTM_WAIT_MAX", "1000000", offsetof(sstm_config_t, wait_max), 1000000},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     clear_env();
@@ -178,10 +180,16 @@ TEST(env_invalid_numbers) {
   expect_invalid("SCHEDSTM_MAX_THREADS", "0", thr);
   expect_invalid("SCHEDSTM_MAX_THREADS", "32768", thr);
   expect_invalid("SCHEDSTM_MAX_THREADS", "99999999999999999999999", thr);
-  expect_invalid("SCHEDSTM_BACKOFF_MIN_NS", "fast", NULL);
-  expect_invalid("SCHEDSTM_BACKOFF_MAX_NS", "99999999999999999999999", NULL);
-  expect_invalid("SCHEDSTM_WAIT_MAX", "many", NULL);
-  expect_invalid("SCHEDSTM_WAIT_MAX", "-1", NULL);
+  const char *ns[] = {"1", "1000000000", NULL};
+  expect_invalid("SCHEDSTM_BACKOFF_MIN_NS", "fast", ns);
+  expect_invalid("SCHEDSTM_BACKOFF_MIN_NS", "0", ns);
+  expect_invalid("SCHEDSTM_BACKOFF_MIN_NS", "1000000001", ns);
+  expect_invalid("SCHEDSTM_BACKOFF_MAX_NS", "0", ns);
+  expect_invalid("SCHEDSTM_BACKOFF_MAX_NS", "99999999999999999999999", ns);
+  const char *wm[] = {"0", "1000000", NULL};
+  expect_invalid("SCHEDSTM_WAIT_MAX", "many", wm);
+  expect_invalid("SCHEDSTM_WAIT_MAX", "-1", wm);
+  expect_invalid("SCHEDSTM_WAIT_MAX", "1000001", wm);
 }
 
 /* Numbers are plain decimal digits: no sign, space or prefix, even where
@@ -420,6 +428,31 @@ TEST(init_bad_typed_values) {
   CHECK_OK(sstm_shutdown());
 }
 
+/* The typed fields at the ends of their ranges are accepted by sstm_init
+ * (the failing values one past them are in init_bad_typed_values). */
+TEST(init_range_boundaries_valid) {
+  clear_env();
+  for (int i = 0; i < 8; i++) {
+    sstm_config_t c;
+    sstm_config_default(&c);
+    c.use_env = false;
+    switch (i) {
+    case 0: c.lock_bits = 10; break;
+    case 1: c.stripe_shift = 3; break;
+    case 2: c.stripe_shift = 12; break;
+    case 3: c.max_threads = 1; break;
+    case 4: c.wait_max = 0; break;
+    case 5: c.wait_max = 1000000; break;
+    case 6: c.backoff_min_ns = c.backoff_max_ns = 1; break;
+    case 7: c.backoff_min_ns = c.backoff_max_ns = 1000000000ull; break;
+    }
+    int rc = sstm_init(&c);
+    CHECK_MSG(rc == 0, "case %d: sstm_init returned %d (%s): %s", i, rc, sstm_strerror(rc),
+              sstm_last_error());
+    CHECK_OK(sstm_shutdown());
+  }
+}
+
 TEST(init_twice_is_estate) {
   clear_env();
   sstm_config_t c;
@@ -648,7 +681,9 @@ TEST(describe_content) {
     CHECK_CONTAINS(buf, SSTM_VERSION_STRING);
     CHECK_CONTAINS(buf, i ? "ctl" : "etl");
     CHECK_CONTAINS(buf, c.cm);
-    CHECK_NULL(strchr(buf, '\n')); /* one line */
+    CHECK_CONTAINS(buf, "locks=2^20 "); /* the default table: 2^20 locks */
+    CHECK_CONTAINS(buf, "stripe=32B "); /* of 32-byte stripes */
+    CHECK_NULL(strchr(buf, '\n'));      /* one line */
     /* truncation like snprintf */
     char small[8];
     memset(small, 'X', sizeof small);
