@@ -52,6 +52,8 @@ TEST(detach_attach_rules) {
   CHECK_RC(sstm_desc_destroy(e), SSTM_EBUSY); /* attached */
   CHECK_EQ_PTR(sstm_desc_detach(), e);
   CHECK_OK(sstm_desc_destroy(e));
+  CHECK_RC(sstm_desc_attach(e), SSTM_EINVAL); /* destroyed */
+  CHECK_NULL(sstm_self());
   CHECK_OK(sstm_desc_attach(d));
   sstm_test_fini();
 }

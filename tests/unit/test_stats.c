@@ -1,5 +1,6 @@
 /* Unit tests: statistics counters. */
 #define _GNU_SOURCE
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -242,6 +243,83 @@ TEST(detailed_stats) {
   CHECK_EQ_U(s.tags[5].commits, 2);
   CHECK_EQ_U(s.tags[5].aborts, 1);
   CHECK_EQ_U(s.tags[0].commits, 0);
+  sstm_test_fini();
+}
+
+/* The aggregate of the per-thread maxima is their maximum, not their sum:
+ * this descriptor's largest sets are 3 reads and 2 writes, the second
+ * descriptor's 2 reads and 3 writes; the aggregate says 3 and 3. (Its
+ * totals, like every other counter, are sums.) */
+static void two_reads_three_writes(void *arg) {
+  (void)arg;
+  (void)sstm_load_u64(W(5));
+  (void)sstm_load_u64(W(6));
+  sstm_store_u64(W(5), 1);
+  sstm_store_u64(W(6), 1);
+  sstm_store_u64(W(7), 1);
+}
+
+TEST(aggregate_takes_the_maximum_of_maxima) {
+  sstm_config_t c;
+  sstm_test_config(&c);
+  c.stats = SSTM_STATS_DETAILED;
+  CHECK_OK(sstm_init(&c));
+  CHECK_OK(sstm_thread_init());
+  attempts = 0;
+  SSTM_ATOMIC_BEGIN(NULL)
+    if (++attempts < 3) { /* two aborted attempts, then a commit */
+      (void)sstm_load_u64(W(0));
+      sstm_restart();
+    }
+    (void)sstm_load_u64(W(0));
+    (void)sstm_load_u64(W(1));
+    (void)sstm_load_u64(W(2));
+    sstm_store_u64(W(3), 1);
+    sstm_store_u64(W(4), 1);
+  SSTM_ATOMIC_END();
+  CHECK_EQ_I(run_other(NULL, two_reads_three_writes, NULL), 0);
+  sstm_stats_t a;
+  CHECK_OK(sstm_stats_aggregate(&a));
+  CHECK_EQ_U(a.reads_max, 3);
+  CHECK_EQ_U(a.writes_max, 3);
+  CHECK_EQ_U(a.max_retries, 2);
+  CHECK_EQ_U(a.reads_total, 5);
+  CHECK_EQ_U(a.writes_total, 5);
+  CHECK_EQ_U(a.commits_update, 2);
+  txh_cleanup();
+  sstm_test_fini();
+}
+
+/* A thread that registers after another one left may get its slot (and
+ * descriptor) again: it starts from zero counters, and the aggregate still
+ * has the first thread's counts exactly once. */
+static unsigned first_slot;
+static void *commit_three_and_leave(void *arg) {
+  (void)arg;
+  CHECK_OK(sstm_thread_init());
+  first_slot = sstm_desc_slot(sstm_self());
+  for (int i = 0; i < 3; i++)
+    CHECK_OK(sstm_run(NULL, upd_body, NULL));
+  CHECK_OK(sstm_thread_exit());
+  return NULL;
+}
+
+TEST(reused_slot_starts_from_zero) {
+  sstm_config_t c;
+  sstm_test_config(&c);
+  CHECK_OK(sstm_init(&c));
+  pthread_t t;
+  CHECK_EQ_I(pthread_create(&t, NULL, commit_three_and_leave, NULL), 0);
+  CHECK_EQ_I(pthread_join(t, NULL), 0);
+  CHECK_OK(sstm_thread_init());
+  /* the premise: the registry hands the freed slot out again */
+  CHECK_EQ_U(sstm_desc_slot(sstm_self()), first_slot);
+  sstm_stats_t s, a;
+  CHECK_OK(sstm_stats_get(sstm_self(), &s));
+  CHECK_EQ_U(s.commits_update, 0);
+  CHECK_EQ_U(s.aborts_total, 0);
+  CHECK_OK(sstm_stats_aggregate(&a));
+  CHECK_EQ_U(a.commits_update, 3);
   sstm_test_fini();
 }
 

@@ -500,6 +500,30 @@ TEST(hooks_limit) {
   sstm_test_fini();
 }
 
+/* sstm_shutdown removes every hook (hooks.h): after a new sstm_init none
+ * of the old ones is called, and all SSTM_MAX_HOOKS slots are free. */
+static int shut_begins;
+static void count_begin(void *arg, uint64_t txid) {
+  (void)arg, (void)txid;
+  shut_begins++;
+}
+
+TEST(shutdown_removes_hooks) {
+  sstm_test_init();
+  static const sstm_hooks_t h = {.tx_begin = count_begin};
+  CHECK_GE_I(sstm_hooks_add(&h, NULL), 0);
+  tx_store_u64(&x, 1);
+  CHECK_EQ_I(shut_begins, 1);
+  sstm_test_fini();
+  sstm_test_init();
+  tx_store_u64(&x, 2);
+  CHECK_EQ_I(shut_begins, 1);
+  static const sstm_hooks_t empty = {0};
+  for (int i = 0; i < SSTM_MAX_HOOKS; i++)
+    CHECK_GE_I(sstm_hooks_add(&empty, NULL), 0);
+  sstm_test_fini();
+}
+
 /* ---- state queries and ids --------------------------------------------- */
 
 TEST(state_queries_and_txids) {
