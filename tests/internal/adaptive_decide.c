@@ -13,11 +13,17 @@
  *  - window length by regime: 20 ms per 4 threads per CPU for long
  *    transactions (40 ms at 16 threads, capped at 160 ms), 20 ms for short
  *    ones at any count; at or below the CPU count short transactions get
- *    ser-spin-block without a probe.
+ *    ser-spin-block without a probe;
+ *  - hysteresis: leaving oversubscription takes three windows, the length
+ *    regimes are a band (half the threshold to the threshold keeps the
+ *    current one), a held yield gives way after two bad windows in a row;
+ *  - the choice before any window: registered descriptors against CPUs.
  * The counts are exact (no time, no threads): each expectation follows
  * from the rules at the top of adaptive.c.
  */
+#define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
 #include <pthread.h>
+#include <sched.h>
 #include <string.h>
 
 #include "../common/runner.h"
@@ -309,6 +315,109 @@ TEST(long_slice_follows_the_thread_not_the_descriptor) {
   CHECK_EQ_U(sstm__sched_slice_ns(), 1500000); /* this thread's, untouched */
   stop();
   CHECK_TRUE(sstm__ext_set_slice(0));
+}
+
+/* One window under the current choice with a given abort ratio. */
+static const char *feed_apc(unsigned threads, unsigned ncpu, double apc) {
+  uint64_t ns = sstm__adaptive_window_ns();
+  uint64_t commits = (uint64_t)(rate_of(cur) * (double)ns / 1e9);
+  cur = sstm__adaptive_feed(ns, commits, (uint64_t)(apc * (double)commits), threads, ncpu, why,
+                            sizeof why);
+  return sstm__adaptive_sub_name(cur);
+}
+
+/* Hysteresis on the thread count: leaving the oversubscribed regime takes
+ * three windows in a row with threads <= CPUs (entering it, one). */
+TEST(leaving_oversubscription_takes_three_windows) {
+  start();
+  rate_os_prio = rate_ser_block = rate_other = 5e6; /* short transactions */
+  feed(64, 2);
+  feed(64, 2);
+  for (int w = 1; w <= 2; w++) {
+    const char *c = feed(2, 2);
+    CHECK_MSG(strcmp(c, "ser-spin-block") != 0, "left after %d window(s): %s", w, why);
+    CHECK_NOT_NULL(strstr(why, "threads=2>cpus=2"));
+  }
+  CHECK_EQ_STR(feed(2, 2), "ser-spin-block");
+  CHECK_NOT_NULL(strstr(why, "threads=2<=cpus=2"));
+  CHECK_EQ_STR(feed(64, 2), "yield"); /* back at once: a new probe, challenger first */
+  CHECK_NOT_NULL(strstr(why, "probing"));
+  stop();
+}
+
+/* The line between short and long transactions is a band: a length
+ * between half the threshold and the threshold keeps whichever regime is
+ * current, however long it lasts. */
+TEST(transaction_length_has_a_band) {
+  start();
+  double L = (double)sstm__sched_slice_ns() / 35.0 / 1e9; /* the threshold, in seconds */
+  /* 4 threads on 2 CPUs: 2 busy, len = 2 / rate */
+  rate_os_prio = rate_ser_block = rate_other = 2.0 / (2.0 * L);
+  feed(4, 2);
+  CHECK_NOT_NULL(strstr(why, "long-tx"));
+  rate_os_prio = rate_ser_block = rate_other = 2.0 / (0.75 * L);
+  for (int w = 0; w < 4; w++) {
+    feed(4, 2);
+    CHECK_MSG(strstr(why, "long-tx") != NULL, "window %d at 0.75 x the threshold: %s", w, why);
+  }
+  rate_os_prio = rate_ser_block = rate_other = 2.0 / (0.25 * L);
+  feed(4, 2);
+  feed(4, 2); /* two windows below the band: short */
+  CHECK_NOT_NULL(strstr(why, "short-tx"));
+  rate_os_prio = rate_ser_block = rate_other = 2.0 / (0.75 * L);
+  for (int w = 0; w < 4; w++) {
+    feed(4, 2);
+    CHECK_MSG(strstr(why, "short-tx") != NULL, "window %d at 0.75 x the threshold: %s", w, why);
+  }
+  stop();
+}
+
+/* A held yield gives way to ser-block after two windows in a row with more
+ * aborts than commits, not after one. */
+TEST(held_yield_gives_way_after_two_bad_windows) {
+  start();
+  rate_other = 5e6, rate_ser_block = 1e6; /* yield (rate_other) 5x ahead */
+  CHECK_EQ_STR(feed_apc(64, 2, 0.5), "yield");
+  CHECK_EQ_STR(feed_apc(64, 2, 0.5), "ser-block");
+  CHECK_EQ_STR(feed_apc(64, 2, 0.5), "yield");
+  CHECK_NOT_NULL(strstr(why, "probe(early)"));
+  CHECK_EQ_STR(feed_apc(64, 2, 2.0), "yield"); /* one bad window */
+  CHECK_EQ_STR(feed_apc(64, 2, 0.5), "yield"); /* the streak ends */
+  CHECK_EQ_STR(feed_apc(64, 2, 2.0), "yield");
+  CHECK_EQ_STR(feed_apc(64, 2, 2.0), "ser-block"); /* two in a row */
+  CHECK_NOT_NULL(strstr(why, "yield-aborts/commit=2.00"));
+  stop();
+}
+
+/* Before any window, the choice comes from the descriptors registered:
+ * as many as CPUs is not oversubscribed (ser-spin-block), one more is
+ * (ser-block). */
+static unsigned affinity_cpus(void) {
+  cpu_set_t set;
+  CHECK_EQ_I(sched_getaffinity(0, sizeof set, &set), 0);
+  return (unsigned)CPU_COUNT(&set);
+}
+
+TEST(start_choice_counts_registered_threads_against_cpus) {
+  unsigned ncpu = affinity_cpus();
+  if (ncpu > 64) sstm_test_skip("more than 64 CPUs");
+  start(); /* one descriptor */
+  sstm_desc_t *extra[65];
+  for (unsigned i = 1; i < ncpu; i++)
+    CHECK_OK(sstm_desc_create(&extra[i]));
+  char d[512], want[64];
+  CHECK_GT_I(sstm_describe(d, sizeof d), 0);
+  CHECK_CONTAINS(d, "current=ser-spin-block");
+  snprintf(want, sizeof want, "start threads=%u<=cpus=%u", ncpu, ncpu);
+  CHECK_CONTAINS(d, want);
+  CHECK_OK(sstm_desc_create(&extra[0]));
+  CHECK_GT_I(sstm_describe(d, sizeof d), 0);
+  CHECK_CONTAINS(d, "current=ser-block");
+  snprintf(want, sizeof want, "start threads=%u>cpus=%u", ncpu + 1, ncpu);
+  CHECK_CONTAINS(d, want);
+  for (unsigned i = 0; i < ncpu; i++)
+    CHECK_OK(sstm_desc_destroy(extra[i]));
+  stop();
 }
 
 SSTM_TEST_MAIN()
