@@ -759,11 +759,16 @@ static void bump_fn(void *p) {
   sstm_store_i64(&accounts[0], sstm_load_i64(&accounts[0]) + 1);
   if (sstm_load_i64(&accounts[0]) % 7 == 0 && sstm_txid() % 2 == 0) sstm_restart();
 }
+static void cancel_fn(void *p) {
+  (void)p;
+  sstm_cancel();
+}
 static void *fresh_a(void *arg) {
   (void)arg;
   CHECK_OK(sstm_thread_init());
   for (int i = 0; i < 200; i++)
     CHECK_OK(sstm_run(NULL, bump_fn, NULL));
+  CHECK_RC(sstm_run(NULL, cancel_fn, NULL), SSTM_ECANCELED); /* an abort of one more reason */
   CHECK_OK(sstm_thread_exit());
   return NULL;
 }
@@ -799,6 +804,11 @@ TEST(fresh_entries) {
   CHECK_EQ_U(ju(e, "txid"), 0);
   CHECK_EQ_U(ju(e, "commits"), 0);
   CHECK_EQ_U(ju(e, "aborts"), 0);
+  const jval_t *by = jget(e, "aborts_by_reason");
+  CHECK_GT_U(by->n, 0);
+  for (size_t r = 0; r < by->n; r++)
+    CHECK_MSG(by->items[r]->u == 0, "aborts_by_reason.%s: %llu left by the slot's previous thread",
+              by->keys[r], by->items[r]->u);
   CHECK_EQ_I(ji(e, "conflict_tid"), 0);
   CHECK_EQ_U(ju(e, "last_reason"), 0);
   /* the policy and nice B has (inherited from this thread) */
@@ -813,6 +823,29 @@ TEST(fresh_entries) {
   atomic_store(&fresh_step, 3);
   CHECK_EQ_I(pthread_join(t, NULL), 0);
   CHECK_GE_I(accounts[0], 200);
+  CHECK_OK(sstm_shutdown());
+}
+
+/* A cancelled transaction has ended: the entry says not in a transaction,
+ * with the abort counted under user-cancel. */
+TEST(cancelled_transaction_ends) {
+  sstm_config_t c;
+  sstm_test_config(&c);
+  c.state_table = true;
+  CHECK_OK(sstm_init(&c));
+  CHECK_OK(sstm_thread_init());
+  CHECK_RC(sstm_run(NULL, cancel_fn, NULL), SSTM_ECANCELED);
+  jval_t *j = snapshot_json(getpid());
+  const jval_t *es = jget(j, "entries");
+  CHECK_EQ_U(es->n, 1);
+  const jval_t *e = es->items[0];
+  CHECK_EQ_I(ji(e, "tid"), (long long)syscall(SYS_gettid));
+  CHECK_EQ_U(ju(e, "in_tx"), 0);
+  CHECK_EQ_U(ju(e, "aborts"), 1);
+  CHECK_EQ_STR(js(e, "last_reason_name"), "user-cancel");
+  CHECK_EQ_U(ju(jget(e, "aborts_by_reason"), "user-cancel"), 1);
+  jfree(j);
+  CHECK_OK(sstm_thread_exit());
   CHECK_OK(sstm_shutdown());
 }
 
