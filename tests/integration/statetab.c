@@ -961,6 +961,57 @@ static void expect_error(const char *path, const void *buf, size_t n, const char
   tool_free(&r);
 }
 
+/* The live view's uptime is hours:minutes:seconds.tenths (a table started
+ * 1 h 5 min 7.5 s ago; on a machine up for less than that, the uptime line
+ * is not checked), and -a adds the free slots, in the JSON too. */
+TEST(uptime_and_free_slots) {
+  pid_t pid = sleeper();
+  char path[64], pidstr[16];
+  snprintf(path, sizeof path, SSTM_STT_PATH_FMT, (int)pid);
+  snprintf(pidstr, sizeof pidstr, "%d", (int)pid);
+  size_t n;
+  sstm_stt_header_t *h = fake_table(pid, 3, &n);
+  struct timespec ts;
+  CHECK_EQ_I(clock_gettime(CLOCK_MONOTONIC, &ts), 0);
+  uint64_t now = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+  uint64_t age = ((1 * 60 + 5) * 60 + 7) * 1000000000ull + 500000000ull;
+  bool old_enough = now > age + 1000000000ull;
+  h->start_ns = old_enough ? now - age : now;
+  sstm_stt_entry_t *e = (sstm_stt_entry_t *)(void *)(h + 1);
+  e[1].in_use = 1;
+  e[1].tid = 4242;
+  e[1].slot = 1;
+  write_file(path, h, n, 0600);
+  free(h);
+
+  tool_run_t r;
+  run_tool(&r, "-n", "1", "-i", "0.01", pidstr);
+  check_exit(&r, 0, "live view");
+  if (old_enough)
+    CHECK_CONTAINS(r.out, " up 1:05:0"); /* 1:05:07.5, or :08 if the tool started late */
+  else
+    printf("the machine is up for less than 1 h 5 min: uptime format not checked\n");
+  tool_free(&r);
+
+  jval_t *j = snapshot_json(pid);
+  CHECK_EQ_U(jget(j, "entries")->n, 1);
+  CHECK_EQ_U(ju(j, "in_use"), 1);
+  jfree(j);
+  run_tool(&r, "-j", "-a", pidstr, NULL, NULL);
+  check_exit(&r, 0, "-j -a");
+  j = jparse(r.out);
+  const jval_t *es = jget(j, "entries");
+  CHECK_EQ_U(es->n, 3);
+  CHECK_EQ_U(ju(es->items[0], "in_use"), 0);
+  CHECK_EQ_U(ju(es->items[1], "in_use"), 1);
+  CHECK_EQ_I(ji(es->items[1], "tid"), 4242);
+  CHECK_EQ_U(ju(es->items[2], "in_use"), 0);
+  jfree(j);
+  tool_free(&r);
+  CHECK_EQ_I(unlink(path), 0);
+  reap(pid);
+}
+
 TEST(garbage) {
   pid_t pid = sleeper();
   char path[64], p[16];
