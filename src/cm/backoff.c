@@ -1,8 +1,12 @@
 /* backoff: abort self on conflict, then wait a random time drawn uniformly
  * from [0, min(backoff_min_ns * 2^retries, backoff_max_ns)) before the
  * restart (randomised exponential backoff). The wait spins on the vDSO
- * clock: no system call, the thread keeps its CPU. */
+ * clock: no system call, the thread keeps its CPU. Aborts that no conflict
+ * caused (user retry, read-only restarts, the switch to irrevocable) restart
+ * at once. Counters: the waits, and the sum of the times drawn. */
 #include "core/engine.h"
+
+enum { BO_WAITS, BO_WAIT_NS }; /* its counters (stat_names) */
 
 typedef struct backoff_state {
   uint64_t rng;
@@ -36,7 +40,10 @@ static void backoff_abort(sstm_cm_ctx_t *ctx, const sstm_abort_info_t *info) {
   unsigned shift = ctx->retries < 30 ? ctx->retries : 30;
   uint64_t bound = min_ns << shift;
   if (bound > max_ns || bound < min_ns) bound = max_ns;
-  sstm_spin_ns(sstm__rand(&s->rng) % bound);
+  uint64_t ns = sstm__rand(&s->rng) % bound;
+  sstm_cm_count(ctx, BO_WAITS, 1);
+  sstm_cm_count(ctx, BO_WAIT_NS, ns); /* drawn, not measured */
+  sstm_spin_ns(ns);
 }
 
 const sstm_cm_ops_t sstm__cm_backoff = {
@@ -47,4 +54,5 @@ const sstm_cm_ops_t sstm__cm_backoff = {
     .desc_init = backoff_desc_init,
     .on_conflict = backoff_conflict,
     .on_abort = backoff_abort,
+    .stat_names = {"backoffs", "backoff_drawn_ns"},
 };

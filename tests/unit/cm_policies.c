@@ -262,6 +262,58 @@ TEST_ETL(timestamp_younger_aborts_itself) {
   duel("timestamp");
 }
 
+/* ---- backoff ---------------------------------------------------------------- */
+
+/* backoff waits only after aborts that a conflict caused, and every wait it
+ * draws is below min(backoff_min_ns * 2^retries, backoff_max_ns). Its
+ * counters say how many waits and the sum of the times drawn (not
+ * measured: no clock in this test). */
+enum { BO_WAITS = 0, BO_WAIT_NS = 1 };
+static int bo_attempts;
+
+static void bo_bump_x(void *arg) {
+  (void)arg;
+  sstm_store_u64(X, sstm_load_u64(X) + 1);
+}
+
+static void bo_conflicting(void *arg) {
+  (void)arg;
+  uint64_t v = sstm_load_u64(X);
+  if (++bo_attempts <= 15) CHECK_OK(run_other(NULL, bo_bump_x, NULL)); /* x changes under us */
+  sstm_store_u64(Y, v);
+}
+
+static void bo_user_retries(void *arg) {
+  (void)arg;
+  if (++bo_attempts <= 10) sstm_restart();
+}
+
+TEST(backoff_waits_after_conflicts_only_within_its_bounds) {
+  sstm_config_t cfg;
+  sstm_test_config(&cfg);
+  cfg.cm = "backoff";
+  cfg.backoff_min_ns = 1000;
+  cfg.backoff_max_ns = 2000;
+  CHECK_OK(sstm_init(&cfg));
+  CHECK_OK(sstm_thread_init());
+  bo_attempts = 0;
+  CHECK_OK(sstm_run(NULL, bo_user_retries, NULL));
+  CHECK_EQ_I(bo_attempts, 11);
+  sstm_stats_t s = duo_stats(sstm_self());
+  CHECK_EQ_U(s.aborts[SSTM_ABORT_USER_RETRY], 10);
+  CHECK_EQ_U(s.cm_stats[BO_WAITS], 0); /* a user retry restarts at once */
+  bo_attempts = 0;
+  CHECK_OK(sstm_run(NULL, bo_conflicting, NULL));
+  CHECK_EQ_I(bo_attempts, 16);
+  s = duo_stats(sstm_self());
+  CHECK_EQ_U(s.cm_stats[BO_WAITS], 15);
+  /* the first wait is below 1000 ns, the other 14 below the 2000 ns cap */
+  CHECK_LT_U(s.cm_stats[BO_WAIT_NS], 1000 + 14 * 2000);
+  txh_cleanup();
+  CHECK_OK(sstm_thread_exit());
+  CHECK_OK(sstm_shutdown());
+}
+
 static struct { int base, low; } SS;
 
 static void *sched_set_thread(void *arg) {
