@@ -849,6 +849,32 @@ TEST(cancelled_transaction_ends) {
   CHECK_OK(sstm_shutdown());
 }
 
+/* sstm_sched_set changes what the table shows for the thread: its policy
+ * and nice value as the kernel now has them. */
+TEST(sched_set_updates_the_entry) {
+  sstm_config_t c;
+  sstm_test_config(&c);
+  c.state_table = true;
+  CHECK_OK(sstm_init(&c));
+  CHECK_OK(sstm_thread_init());
+  errno = 0;
+  int nice = getpriority(PRIO_PROCESS, 0);
+  CHECK_EQ_I(errno, 0);
+  int want = nice < 19 ? nice + 1 : 19; /* a higher nice value is always allowed */
+  int rc = sstm_sched_set(SCHED_BATCH, want);
+  if (rc == SSTM_EPERM) sstm_test_skip("SCHED_BATCH refused here");
+  CHECK_OK(rc);
+  jval_t *j = snapshot_json(getpid());
+  const jval_t *e = jget(j, "entries")->items[0];
+  CHECK_EQ_I(ji(e, "tid"), (long long)syscall(SYS_gettid));
+  CHECK_EQ_I(ji(e, "os_policy"), SCHED_BATCH);
+  CHECK_EQ_STR(js(e, "os_policy_name"), "batch");
+  CHECK_EQ_I(ji(e, "os_nice"), want);
+  jfree(j);
+  CHECK_OK(sstm_thread_exit());
+  CHECK_OK(sstm_shutdown());
+}
+
 /* ---- negative cases ----------------------------------------------------- */
 
 /* A child that sleeps until killed: a live pid we control; comm: its

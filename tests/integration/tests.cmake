@@ -150,7 +150,7 @@ if(TARGET sstm-top)
                     TIMEOUT 60 COMMAND itest_statetab snapshot_${p} ENV SSTM_TEST_DESIGN=${d})
     endforeach()
   endforeach()
-  foreach(t fresh_entries cancelled_transaction_ends uptime_and_free_slots no_table garbage permission fifo header_changed truncated_while_read
+  foreach(t fresh_entries cancelled_transaction_ends sched_set_updates_the_entry uptime_and_free_slots no_table garbage permission fifo header_changed truncated_while_read
             control_bytes exited_process clean_stale shm_full fork_child live_view_follows_policy_line)
     sstm_add_test(NAME integration.statetab.${t} LABELS integration TIMEOUT 60
                   COMMAND itest_statetab ${t})
