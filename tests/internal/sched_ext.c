@@ -286,6 +286,29 @@ TEST(ext_slice_gives_back_the_threads_own_slice) {
   CHECK_OK(sstm_shutdown());
 }
 
+/* sstm_sched_set changes the policy and nice value and keeps the thread's
+ * custom slice (the EEVDF slice applies to SCHED_OTHER and SCHED_BATCH). */
+static void *sched_set_thread(void *arg) {
+  (void)arg;
+  CHECK_TRUE(sstm__ext_set_slice(2000000));
+  duo_view_t v = duo_view_of(duo_gettid());
+  CHECK_EQ_U(v.runtime, 2000000);
+  CHECK_OK(sstm_sched_set(SCHED_BATCH, v.nice));
+  duo_view_t w = duo_view_of(duo_gettid());
+  CHECK_EQ_I(w.policy, SCHED_BATCH);
+  CHECK_EQ_I(w.nice, v.nice);
+  CHECK_EQ_U(w.runtime, 2000000);
+  CHECK_EQ_U(sstm__sched_slice_ns(), 2000000);
+  return NULL;
+}
+
+TEST(sched_set_keeps_a_custom_slice) {
+  need_slice_mode();
+  init_cm("suicide");
+  duo_join(duo_spawn(sched_set_thread, NULL));
+  CHECK_OK(sstm_shutdown());
+}
+
 /* A descriptor made on one thread (sstm_desc_create) and run on another
  * (sstm_desc_attach): the slice is the thread's that runs it, from attach
  * to detach; the creating thread is left alone. */
