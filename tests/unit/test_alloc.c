@@ -6,6 +6,7 @@
  * block an aborted transaction leaked; a premature free shows up as a
  * use-after-free in the reader that is still running). */
 #define _GNU_SOURCE
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -257,6 +258,56 @@ TEST(reclaim_releases_own_retired_blocks) {
   setup();
   slot = sstm_malloc(TSIZE);
   sstm_test_run_threads(1, true, retire_then_reclaim, NULL);
+  sstm_test_fini();
+}
+
+/* Batches left by exiting threads (orphans) are released by the commits of
+ * the threads that remain, with no sstm_reclaim() call: a commit that
+ * closes a batch of its own (1024 blocks) also sweeps the orphan list. Two
+ * threads exit while this thread's attempt is suspended (so their batches
+ * cannot be released at exit): the second one's batch must join the first
+ * one's on the list, not replace it. */
+static void *free_one_and_exit(void *arg) {
+  void *p = arg;
+  CHECK_OK(sstm_thread_init());
+  SSTM_ATOMIC_BEGIN(NULL)
+    sstm_free(p);
+  SSTM_ATOMIC_END();
+  CHECK_OK(sstm_thread_exit());
+  return NULL;
+}
+
+static void *orphan_blocks[2];
+static void suspend_while_two_threads_exit(void *arg) {
+  (void)arg;
+  sstm_desc_t *me = sstm_desc_detach();
+  for (int i = 0; i < 2; i++) {
+    pthread_t t;
+    CHECK_EQ_I(pthread_create(&t, NULL, free_one_and_exit, orphan_blocks[i]), 0);
+    CHECK_EQ_I(pthread_join(t, NULL), 0);
+  }
+  CHECK_OK(sstm_desc_attach(me));
+}
+
+static void *frees_1024[1024];
+static void free_1024(void *arg) {
+  (void)arg;
+  for (int i = 0; i < 1024; i++)
+    sstm_free(frees_1024[i]);
+}
+
+TEST(commits_release_orphaned_batches) {
+  if (!mc_available()) sstm_test_skip("needs the counting allocator (not under ASan/TSan)");
+  setup();
+  for (int i = 0; i < 2; i++)
+    orphan_blocks[i] = sstm_malloc(TSIZE);
+  CHECK_LIVE(2);
+  CHECK_OK(sstm_run(NULL, suspend_while_two_threads_exit, NULL));
+  CHECK_LIVE(2); /* retired, not yet released: this attempt was running */
+  for (int i = 0; i < 1024; i++)
+    frees_1024[i] = sstm_malloc(64);         /* not tracked */
+  CHECK_OK(sstm_run(NULL, free_1024, NULL)); /* closes a batch: sweeps the orphans */
+  CHECK_LIVE(0);
   sstm_test_fini();
 }
 
