@@ -30,6 +30,7 @@ enum lend { L_AFTER_W, L_COMMIT_FIRST, L_EXIT, L_ACTION_AFTER_W };
 
 static struct {
   int wend, lend;
+  bool ext; /* run softser+ext (ext forced to its EEVDF slice) */
   char lever[32];
   sstm_desc_t *wdesc;
   _Atomic uint64_t wtxid;
@@ -77,7 +78,18 @@ static void init_softser(void) {
   sstm_config_t cfg;
   sstm_test_config(&cfg);
   cfg.cm = "softser";
-  CHECK_OK(sstm_init(&cfg));
+  if (S.ext) {
+    cfg.cm = "softser+ext";
+    setenv("SCHEDSTM_EXT_MODE", "slice", 1);
+    setenv("SCHEDSTM_EXT_SLICE_US", "2500", 1);
+  }
+  int rc = sstm_init(&cfg);
+  if (S.ext && rc != 0) {
+    char msg[256];
+    snprintf(msg, sizeof msg, "softser+ext with ext's slice: %s", sstm_last_error());
+    sstm_test_skip(msg); /* a kernel without EEVDF custom slices */
+  }
+  CHECK_OK(rc);
   duo_describe_value("lever=", S.lever, sizeof S.lever);
   if (want && *want && strcmp(want, "auto") != 0) CHECK_EQ_STR(S.lever, want);
   if (strcmp(S.lever, "none") == 0) {
@@ -244,6 +256,14 @@ TEST(loser_abort_action_with_a_transaction_keeps_it_lowered) {
   scenario(W_COMMIT, L_ACTION_AFTER_W);
 }
 TEST(loser_thread_exit_restores) { scenario(W_COMMIT, L_EXIT); }
+/* Under softser+ext both change the thread's slice (with the slice lever):
+ * ext sets its own at attach, softser lowers on top of it. Leaving while
+ * lowered, each must put back what it found, softser first: the thread
+ * ends with the slice it had before it registered. */
+TEST(loser_thread_exit_restores_under_ext) {
+  S.ext = true;
+  scenario(W_COMMIT, L_EXIT);
+}
 TEST(loser_exit_then_winner_killed) { scenario(W_KILL, L_EXIT); }
 
 /* ---- no conflict, no change ------------------------------------------------- */
