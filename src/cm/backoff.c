@@ -1,9 +1,10 @@
 /* backoff: abort self on conflict, then wait a random time drawn uniformly
  * from [0, min(backoff_min_ns * 2^retries, backoff_max_ns)) before the
- * restart (randomised exponential backoff). The wait spins on the vDSO
+ * restart (randomised exponential backoff; retries counts the abort being
+ * handled, so the first wait is below 2 * backoff_min_ns). The wait spins on the vDSO
  * clock: no system call, the thread keeps its CPU. Aborts that no conflict
- * caused (user retry, read-only restarts, the switch to irrevocable) restart
- * at once. Counters: the waits, and the sum of the times drawn. */
+ * caused (user retry and cancel, read-only restarts, the switch to
+ * irrevocable) do not wait. Counters: the waits, and the sum of the times drawn. */
 #include "core/engine.h"
 
 enum { BO_WAITS, BO_WAIT_NS }; /* its counters (stat_names) */
@@ -33,8 +34,9 @@ static sstm_cm_action_t backoff_conflict(sstm_cm_ctx_t *ctx, const sstm_conflict
 }
 
 static void backoff_abort(sstm_cm_ctx_t *ctx, const sstm_abort_info_t *info) {
-  if (info->reason == SSTM_ABORT_USER_RETRY || info->reason == SSTM_ABORT_RO_WRITE ||
-      info->reason == SSTM_ABORT_RO_EXTEND || info->reason == SSTM_ABORT_IRREVOCABLE)
+  if (info->reason == SSTM_ABORT_USER_RETRY || info->reason == SSTM_ABORT_USER_CANCEL ||
+      info->reason == SSTM_ABORT_RO_WRITE || info->reason == SSTM_ABORT_RO_EXTEND ||
+      info->reason == SSTM_ABORT_IRREVOCABLE)
     return;
   backoff_state_t *s = ctx->state;
   unsigned shift = ctx->retries < 30 ? ctx->retries : 30;
