@@ -30,8 +30,8 @@ typedef struct sstm_hooks {
 
 /* Register hooks (any member may be NULL). Call while no transaction runs
  * (typically right after sstm_init). Returns a handle >= 0, or SSTM_EINVAL,
- * SSTM_ELIMIT. The table must stay valid until removed; sstm_shutdown
- * removes every hook. */
+ * SSTM_ELIMIT. The table must stay valid until removed; a successful
+ * sstm_shutdown removes every hook. */
 SSTM_API int sstm_hooks_add(const sstm_hooks_t *hooks, void *arg);
 
 /* Remove hooks by handle. Call while no transaction runs. SSTM_EINVAL if the

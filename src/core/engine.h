@@ -282,7 +282,10 @@ void sstm__hooks_clear(void);
  * call). A test points sstm__test_seam at a function that the engine then
  * calls at the points below, to run another descriptor's commit inside a
  * window that concurrent tests cannot hit on purpose
- * (tests/internal/seams.c). Set and cleared by the test's own thread. */
+ * (tests/internal/seams.c). Rule for tests: set and clear it only while no
+ * other thread runs transactions (every thread of a debug build loads it); a
+ * multi-threaded test would have to publish its seam's state with
+ * release/acquire. */
 typedef enum {
   /* load_slow: the lock word was read unlocked, the data is not loaded yet.
    * A commit here must be caught by the re-check (argument 1). */
@@ -296,7 +299,7 @@ typedef enum {
 extern _Atomic(void (*)(sstm_seam_t where, const void *addr)) sstm__test_seam;
 static inline void sstm__seam(sstm_seam_t where, const void *addr) {
   if (sstm__debug) {
-    /* relaxed: written by the thread that reads it (the test's own). */
+    /* relaxed: set while no other thread runs transactions (the rule above). */
     void (*fn)(sstm_seam_t, const void *) =
         atomic_load_explicit(&sstm__test_seam, memory_order_relaxed);
     if (fn) fn(where, addr);

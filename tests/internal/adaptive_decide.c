@@ -24,6 +24,7 @@
 #define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
 #include <pthread.h>
 #include <sched.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "../common/runner.h"
@@ -350,7 +351,14 @@ TEST(leaving_oversubscription_takes_three_windows) {
  * current, however long it lasts. */
 TEST(transaction_length_has_a_band) {
   start();
-  double L = (double)sstm__sched_slice_ns() / 35.0 / 1e9; /* the threshold, in seconds */
+  /* the threshold the policy uses (from the thread's slice, or its 1.4 ms
+   * fallback), as sstm_describe reports it: "long>NNus" */
+  char d[1024];
+  CHECK_GT_I(sstm_describe(d, sizeof d), 0);
+  const char *lp = strstr(d, "long>");
+  CHECK_NOT_NULL(lp);
+  double L = strtod(lp + 5, NULL) / 1e6; /* seconds */
+  CHECK_GT_I((long long)(L * 1e9), 0);
   /* 4 threads on 2 CPUs: 2 busy, len = 2 / rate */
   rate_os_prio = rate_ser_block = rate_other = 2.0 / (2.0 * L);
   feed(4, 2);

@@ -180,13 +180,13 @@ TEST(env_invalid_numbers) {
   expect_invalid("SCHEDSTM_MAX_THREADS", "0", thr);
   expect_invalid("SCHEDSTM_MAX_THREADS", "32768", thr);
   expect_invalid("SCHEDSTM_MAX_THREADS", "99999999999999999999999", thr);
-  const char *ns[] = {"1", "1000000000", NULL};
+  const char *ns[] = {"[1, 1000000000]", NULL};
   expect_invalid("SCHEDSTM_BACKOFF_MIN_NS", "fast", ns);
   expect_invalid("SCHEDSTM_BACKOFF_MIN_NS", "0", ns);
   expect_invalid("SCHEDSTM_BACKOFF_MIN_NS", "1000000001", ns);
   expect_invalid("SCHEDSTM_BACKOFF_MAX_NS", "0", ns);
   expect_invalid("SCHEDSTM_BACKOFF_MAX_NS", "99999999999999999999999", ns);
-  const char *wm[] = {"0", "1000000", NULL};
+  const char *wm[] = {"[0, 1000000]", NULL};
   expect_invalid("SCHEDSTM_WAIT_MAX", "many", wm);
   expect_invalid("SCHEDSTM_WAIT_MAX", "-1", wm);
   expect_invalid("SCHEDSTM_WAIT_MAX", "1000001", wm);
@@ -390,7 +390,7 @@ TEST(init_use_env_false_ignores_env) {
 
 TEST(init_bad_typed_values) {
   clear_env();
-  for (int i = 0; i < 11; i++) {
+  for (int i = 0; i < 12; i++) {
     sstm_config_t c;
     sstm_config_default(&c);
     c.use_env = false;
@@ -413,6 +413,7 @@ TEST(init_bad_typed_values) {
       break;
     case 9: c.backoff_max_ns = 1000000001ull; break; /* the environment's bounds too */
     case 10: c.wait_max = 1000001; break;
+    case 11: c.backoff_min_ns = 0; break;
     }
     int rc = sstm_init(&c);
     CHECK_MSG(rc == want, "case %d: sstm_init returned %d (%s), expected %d (%s)", i, rc,
