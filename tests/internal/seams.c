@@ -149,6 +149,20 @@ static uint64_t aborts_for(sstm_abort_reason_t r) {
   return st.aborts[r];
 }
 
+/* The outcome every window test expects: the seam fired once, the first
+ * attempt aborted inside the barrier (for reason r; `before` is the count
+ * of r before the run) without ever returning a value from beyond its
+ * snapshot, and the one retry read the committed x = y = 1. */
+static void check_one_retry(sstm_abort_reason_t r, uint64_t before) {
+  CHECK_EQ_I(seam.fired, 1);
+  CHECK_EQ_I(seen.torn, 0);
+  CHECK_EQ_I(seen.early_returns, 0);
+  CHECK_EQ_I(seen.attempts, 2);
+  CHECK_EQ_U(seen.x, 1);
+  CHECK_EQ_U(seen.y, 1);
+  CHECK_EQ_U(aborts_for(r) - before, 1);
+}
+
 /* load_slow's re-check (argument 1): after the commit in the window the
  * lock word differs, so the barrier reads again, finds a version past the
  * snapshot, cannot extend (y changed) and aborts. Without the re-check it
@@ -159,14 +173,8 @@ TEST(slow_read_rechecks_the_lock_after_a_commit_in_its_window) {
   uint64_t before = aborts_for(SSTM_ABORT_VALIDATE_READ);
   CHECK_OK(sstm_run(NULL, read_y_then_x, NULL));
   disarm();
-  CHECK_EQ_I(seam.fired, 1);
   CHECK_GE_I(seam.calls, 2); /* once before the extension, once after */
-  CHECK_EQ_I(seen.torn, 0);
-  CHECK_EQ_I(seen.early_returns, 0);
-  CHECK_EQ_I(seen.attempts, 2);
-  CHECK_EQ_U(seen.x, 1);
-  CHECK_EQ_U(seen.y, 1);
-  CHECK_EQ_U(aborts_for(SSTM_ABORT_VALIDATE_READ) - before, 1);
+  check_one_retry(SSTM_ABORT_VALIDATE_READ, before);
   txh_cleanup();
   sstm_test_fini();
 }
@@ -198,13 +206,7 @@ static void bulk_read_case(const sstm_attr_t *attr, sstm_abort_reason_t expect) 
   uint64_t before = aborts_for(expect);
   CHECK_OK(sstm_run(attr, read_z_then_pair, NULL));
   disarm();
-  CHECK_EQ_I(seam.fired, 1);
-  CHECK_EQ_I(seen.torn, 0);
-  CHECK_EQ_I(seen.early_returns, 0);
-  CHECK_EQ_I(seen.attempts, 2);
-  CHECK_EQ_U(seen.x, 1);
-  CHECK_EQ_U(seen.y, 1);
-  CHECK_EQ_U(aborts_for(expect) - before, 1);
+  check_one_retry(expect, before);
   txh_cleanup();
   sstm_test_fini();
 }
@@ -253,13 +255,7 @@ TEST_ETL(own_stripe_read_rechecks_the_lock_after_a_take_over_in_its_window) {
   uint64_t before = aborts_for(SSTM_ABORT_KILLED);
   CHECK_OK(sstm_run(NULL, write_x0_read_x1, NULL));
   disarm();
-  CHECK_EQ_I(seam.fired, 1);
-  CHECK_EQ_I(seen.torn, 0);
-  CHECK_EQ_I(seen.early_returns, 0);
-  CHECK_EQ_I(seen.attempts, 2);
-  CHECK_EQ_U(seen.x, 1);
-  CHECK_EQ_U(seen.y, 1);
-  CHECK_EQ_U(aborts_for(SSTM_ABORT_KILLED) - before, 1);
+  check_one_retry(SSTM_ABORT_KILLED, before);
   /* the second descriptor took the lock over rather than waiting */
   sstm_stats_t other;
   CHECK_OK(sstm_stats_get(txh_other_desc(), &other));
