@@ -16,6 +16,12 @@
  *         thread is preempted less often whether in a transaction or not,
  *         and nothing tells it that it was granted time, so it never yields.
  *  none   neither is available: a documented no-op.
+ * In rseq mode the request is up from the base policy's on_begin to its
+ * on_commit (ext enters first and leaves last), but withdrawn, and a grant
+ * given back, before the base's on_abort, which may wait or sleep. A
+ * transaction detached inside an attempt asks again on the thread that
+ * resumes it. Linux 6.18 has no rseq extension: tests run this mode on a
+ * simulated kernel (sstm__ext_sim, os/sched.h).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,6 +39,7 @@ typedef struct ext_state {
   sstm_slice_ctrl_t *ctrl; /* rseq mode: this thread's control bytes */
   uint64_t slice_prev;     /* slice mode: the thread's slice before (0: default) */
   bool slice_set;
+  bool inside; /* rseq mode: between ext_begin and ext_end, on whichever thread */
 } ext_state_t;
 
 static sstm_ext_probe_t probe;
@@ -68,6 +75,10 @@ static void ext_attach(ext_state_t *s) {
   s->ctrl = NULL;
   s->slice_set = false;
   if (probe.mode == SSTM_EXT_RSEQ && sstm__ext_rseq_enable()) s->ctrl = sstm__ext_rseq_ctrl();
+  /* A transaction detached inside an attempt and resumed here (paper 2's
+   * suspended requests): it asks this thread's kernel for the extension
+   * as its begin asked the previous thread's. */
+  if (s->ctrl && s->inside) sstm__ext_enter(s->ctrl);
   if (s->ctrl == NULL && probe.setattr_rc == 0 && probe.mode != SSTM_EXT_NONE) {
     uint64_t prev = sstm__sched_slice_ns();
     s->slice_prev = prev == default_slice_ns ? 0 : prev;
@@ -83,10 +94,12 @@ static void ext_detach(ext_state_t *s) {
 }
 
 static void ext_begin(ext_state_t *s) {
+  s->inside = true;
   if (s->ctrl) sstm__ext_enter(s->ctrl);
 }
 
 static void ext_end(sstm_cm_ctx_t *ctx, ext_state_t *s) {
+  s->inside = false;
   /* Granted: give the CPU back; the system call ends the grant and clears
    * `granted` (the kernel's byte: we never write it). */
   if (s->ctrl && sstm__ext_leave(s->ctrl)) {

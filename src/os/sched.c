@@ -212,12 +212,20 @@ void sstm__ext_probe(sstm_ext_probe_t *p) {
   p->rseq_flags = 0;
   p->prctl_rc = p->setattr_rc = -1;
   if (!on_scratch_thread(ext_probe_thread, p)) ext_probe_thread(p);
+  if (sstm__ext_sim) { /* a kernel with the extension, as far as rseq goes */
+    p->rseq_registered = true;
+    p->rseq_flags |= SSTM_RSEQ_FLAG_SLICE_EXT_AVAILABLE | SSTM_RSEQ_FLAG_SLICE_EXT_ENABLED;
+    p->prctl_rc = 0;
+  }
   p->mode = sstm__ext_choose(p);
 }
 
-bool sstm__ext_rseq_enable(void) { return rseq_slice_enable() == 0; }
+const sstm_ext_sim_t *sstm__ext_sim;
+
+bool sstm__ext_rseq_enable(void) { return sstm__ext_sim || rseq_slice_enable() == 0; }
 
 sstm_slice_ctrl_t *sstm__ext_rseq_ctrl(void) {
+  if (sstm__ext_sim) return sstm__ext_sim->ctrl();
   struct rseq *r = rseq_area();
   if (r == NULL || __rseq_size < SSTM_RSEQ_SLICE_CTRL_OFFSET + 4) return NULL;
   return (sstm_slice_ctrl_t *)(void *)((char *)r + SSTM_RSEQ_SLICE_CTRL_OFFSET);
@@ -238,7 +246,12 @@ bool sstm__ext_set_slice(uint64_t ns) {
   return setattr(0, &a) == 0;
 }
 
-void sstm__ext_slice_yield(void) { syscall(SSTM_SYS_RSEQ_SLICE_YIELD); }
+void sstm__ext_slice_yield(void) {
+  if (sstm__ext_sim)
+    sstm__ext_sim->yield();
+  else
+    syscall(SSTM_SYS_RSEQ_SLICE_YIELD);
+}
 
 /* ---- the policies' environment knobs (os/sched.h) ---- */
 

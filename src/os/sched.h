@@ -99,6 +99,20 @@ bool sstm__ext_set_slice(uint64_t ns);
 /* Give back a granted extension (rseq_slice_yield, syscall 471). */
 void sstm__ext_slice_yield(void);
 
+/* Test seam (tests/internal/sched_ext.c): a simulated rseq slice extension,
+ * so that "P+ext" in rseq mode runs on kernels without it. While it is set,
+ * the probe finds the extension available and enabled, enabling it for a
+ * thread succeeds, the thread's control word is what `ctrl` returns for the
+ * calling thread, and `yield` stands for rseq_slice_yield() (it must clear
+ * `granted`, as the kernel does). Set it before sstm_init and clear it after
+ * sstm_shutdown, with no other thread of the library running: it is a plain
+ * pointer, read without synchronisation. Never set by the library. */
+typedef struct sstm_ext_sim {
+  sstm_slice_ctrl_t *(*ctrl)(void);
+  void (*yield)(void);
+} sstm_ext_sim_t;
+extern const sstm_ext_sim_t *sstm__ext_sim;
+
 /* Protocol steps on a control word (pure, unit-tested): at transaction
  * begin, and at its end (returns true if the thread must yield now). The
  * request is withdrawn before `granted` is read: a grant that lands between

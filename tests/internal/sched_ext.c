@@ -2,8 +2,11 @@
  * the policies: the choice of the time-slice extension facility (pure
  * function, every input combination), the rseq request/granted protocol on
  * a simulated control word, the real probe on this machine and what
- * sstm_describe reports for "P+ext", the per-thread custom slice, lever
- * names, and the OS conflict priority order.
+ * sstm_describe reports for "P+ext", "P+ext" in rseq mode on a simulated
+ * kernel (the sstm__ext_sim seam: requests inside attempts only, one yield
+ * per grant, the order against the base policy's hooks, a resumed
+ * transaction), the per-thread custom slice, lever names, and the OS
+ * conflict priority order.
  */
 #define _GNU_SOURCE
 #include <grp.h>
@@ -335,6 +338,222 @@ TEST(ext_slice_follows_the_attached_thread) {
   CHECK_VIEW_EQ(duo_view_of(duo_gettid()), mine);
   CHECK_OK(sstm_desc_destroy(d));
   CHECK_OK(sstm_shutdown());
+}
+
+/* ---- "P+ext" in rseq mode, on a simulated kernel (sstm__ext_sim) ---------- */
+
+/* The simulated kernel: each thread's control word, and rseq_slice_yield(),
+ * which ends the grant (clears `granted`) and is counted. */
+static __thread sstm_slice_ctrl_t sim_word;
+static __thread int sim_yields;
+static sstm_slice_ctrl_t *sim_ctrl(void) { return &sim_word; }
+static void sim_yield(void) {
+  sim_word.granted = 0;
+  sim_yields++;
+}
+static const sstm_ext_sim_t sim = {sim_ctrl, sim_yield};
+
+/* The kernel defers a preemption: it takes the request and grants. */
+static void sim_grant(void) {
+  sim_word.request = 0;
+  sim_word.granted = 1;
+}
+
+/* A base policy that records the request byte each of its hooks sees (-1:
+ * not called since the last reset). */
+static __thread int seen_begin, seen_commit, seen_abort;
+static void seen_reset(void) { seen_begin = seen_commit = seen_abort = -1; }
+static void rec_begin(sstm_cm_ctx_t *c) {
+  (void)c;
+  seen_begin = sim_word.request;
+}
+static void rec_commit(sstm_cm_ctx_t *c) {
+  (void)c;
+  seen_commit = sim_word.request;
+}
+static void rec_abort(sstm_cm_ctx_t *c, const sstm_abort_info_t *i) {
+  (void)c, (void)i;
+  seen_abort = sim_word.request;
+}
+static sstm_cm_action_t rec_conflict(sstm_cm_ctx_t *c, const sstm_conflict_t *cf, uint64_t *w) {
+  (void)c, (void)cf, (void)w;
+  return SSTM_CM_ABORT_SELF;
+}
+static const sstm_cm_ops_t rec_ops = {
+    .name = "simrec",
+    .description = "records what ext's control word says in each hook",
+    .on_begin = rec_begin,
+    .on_commit = rec_commit,
+    .on_conflict = rec_conflict,
+    .on_abort = rec_abort,
+};
+
+/* "simrec+ext" in rseq mode on the simulated kernel. */
+static void init_sim(void) {
+  unsetenv("SCHEDSTM_EXT_MODE");
+  int rc = sstm_cm_register(&rec_ops);
+  CHECK_MSG(rc == SSTM_OK || rc == SSTM_EBUSY, "sstm_cm_register: %s", sstm_strerror(rc));
+  sstm__ext_sim = &sim;
+  init_cm("simrec+ext");
+  char d[1024];
+  CHECK_GT_I(sstm_describe(d, sizeof d), 0);
+  CHECK_CONTAINS(d, "ext=rseq");
+}
+static void fini_sim(void) {
+  CHECK_OK(sstm_shutdown());
+  sstm__ext_sim = NULL;
+}
+
+static uint64_t ext_yields_counted(void) {
+  sstm_stats_t s;
+  CHECK_OK(sstm_stats_get(sstm_self(), &s));
+  return s.cm_stats[SSTM_CM_NSTATS - 1];
+}
+
+static uint64_t cell;
+static int inside_req;     /* the request byte the body saw */
+static int grant_attempts; /* grant in this many attempts, restarting in all but the last */
+static int plain_restarts; /* then restart this many attempts without a grant */
+static bool cancel_after_grant;
+static void ext_body(void *arg) {
+  (void)arg;
+  inside_req = sim_word.request;
+  sstm_store_u64(&cell, sstm_load_u64(&cell) + 1);
+  if (grant_attempts > 0) {
+    sim_grant();
+    if (cancel_after_grant) sstm_cancel();
+    if (--grant_attempts > 0 || plain_restarts > 0) sstm_restart();
+  } else if (plain_restarts > 0) {
+    plain_restarts--;
+    sstm_restart();
+  }
+}
+static void ro_body(void *arg) {
+  (void)arg;
+  inside_req = sim_word.request;
+  (void)sstm_load_u64(&cell);
+}
+
+TEST(ext_rseq_requests_inside_transactions_only) {
+  init_sim();
+  duo_view_t before = duo_view_of(duo_gettid());
+  CHECK_OK(sstm_thread_init());
+  CHECK_VIEW_EQ(duo_view_of(duo_gettid()), before); /* rseq mode sets no slice */
+  CHECK_EQ_U(sim_word.request, 0);
+  /* no grant: the request is up during the attempt, the base's hooks see
+   * it (ext enters before the base's begin and leaves after its commit),
+   * and nothing yields */
+  seen_reset();
+  inside_req = -1;
+  grant_attempts = 0;
+  CHECK_OK(sstm_run(NULL, ext_body, NULL));
+  CHECK_EQ_I(inside_req, 1);
+  CHECK_EQ_I(seen_begin, 1);
+  CHECK_EQ_I(seen_commit, 1);
+  CHECK_EQ_I(seen_abort, -1);
+  CHECK_EQ_U(sim_word.request, 0);
+  CHECK_EQ_I(sim_yields, 0);
+  CHECK_EQ_U(ext_yields_counted(), 0);
+  /* read-only, declared: the same */
+  inside_req = -1;
+  sstm_attr_t ro = {.read_only = true};
+  CHECK_OK(sstm_run(&ro, ro_body, NULL));
+  CHECK_EQ_I(inside_req, 1);
+  CHECK_EQ_U(sim_word.request, 0);
+  CHECK_EQ_I(sim_yields, 0);
+  CHECK_OK(sstm_thread_exit());
+  fini_sim();
+}
+
+TEST(ext_rseq_yields_once_per_grant) {
+  init_sim();
+  CHECK_OK(sstm_thread_init());
+  cell = 0;
+  cancel_after_grant = false;
+  /* granted during a committing attempt: one yield after the commit,
+   * which clears the grant */
+  grant_attempts = 1;
+  seen_reset();
+  CHECK_OK(sstm_run(NULL, ext_body, NULL));
+  CHECK_EQ_I(sim_yields, 1);
+  CHECK_EQ_U(sim_word.granted, 0);
+  CHECK_EQ_U(sim_word.request, 0);
+  CHECK_EQ_U(ext_yields_counted(), 1);
+  CHECK_EQ_U(cell, 1);
+  /* granted in each of three attempts, two restarted: a yield at each
+   * end. At an abort ext gives the CPU back before the base's on_abort
+   * runs (which may wait), so the base sees no request; the retry asks
+   * again. */
+  grant_attempts = 3;
+  seen_reset();
+  inside_req = -1;
+  CHECK_OK(sstm_run(NULL, ext_body, NULL));
+  CHECK_EQ_I(seen_abort, 0);
+  CHECK_EQ_I(inside_req, 1);
+  CHECK_EQ_I(sim_yields, 4);
+  CHECK_EQ_U(ext_yields_counted(), 4);
+  CHECK_EQ_U(cell, 2);
+  /* aborts without a grant: no yield, and the base's on_abort still runs
+   * after ext withdrew the request (it was up until then) */
+  grant_attempts = 0;
+  plain_restarts = 2;
+  seen_reset();
+  CHECK_OK(sstm_run(NULL, ext_body, NULL));
+  CHECK_EQ_I(seen_abort, 0);
+  CHECK_EQ_I(seen_commit, 1);
+  CHECK_EQ_I(sim_yields, 4);
+  /* granted, then cancelled: the cancel ends the attempt, ext yields */
+  grant_attempts = 1;
+  cancel_after_grant = true;
+  CHECK_RC(sstm_run(NULL, ext_body, NULL), SSTM_ECANCELED);
+  CHECK_EQ_I(sim_yields, 5);
+  CHECK_EQ_U(sim_word.request, 0);
+  CHECK_EQ_U(sim_word.granted, 0);
+  CHECK_EQ_U(ext_yields_counted(), 5);
+  CHECK_EQ_U(cell, 3); /* the cancelled attempt's write is gone */
+  cancel_after_grant = false;
+  CHECK_OK(sstm_thread_exit());
+  fini_sim();
+}
+
+/* A transaction detached inside an attempt and resumed on another thread:
+ * the request follows it. Thread B attaches it, and detaches it again
+ * without committing. */
+static void *resume_on_b(void *arg) {
+  sstm_desc_t *d = arg;
+  CHECK_EQ_U(sim_word.request, 0);
+  CHECK_OK(sstm_desc_attach(d));
+  CHECK_TRUE(sstm_in_tx());
+  CHECK_EQ_U(sim_word.request, 1); /* B asks its kernel now */
+  sstm_store_u64(&cell, sstm_load_u64(&cell) + 10);
+  CHECK_TRUE(sstm_desc_detach() == d);
+  CHECK_EQ_U(sim_word.request, 0); /* and not after it let go */
+  CHECK_EQ_I(sim_yields, 0);
+  return NULL;
+}
+
+TEST(ext_rseq_request_follows_a_resumed_transaction) {
+  init_sim();
+  CHECK_OK(sstm_thread_init());
+  cell = 0;
+  volatile int before_detach = -1, after_detach = -1, after_return = -1;
+  SSTM_ATOMIC_BEGIN(NULL)
+    sstm_store_u64(&cell, sstm_load_u64(&cell) + 1);
+    before_detach = sim_word.request;
+    sstm_desc_t *d = sstm_desc_detach();
+    CHECK_NOT_NULL(d);
+    after_detach = sim_word.request;
+    duo_join(duo_spawn(resume_on_b, d));
+    CHECK_OK(sstm_desc_attach(d));
+    after_return = sim_word.request;
+  SSTM_ATOMIC_END();
+  CHECK_EQ_I(before_detach, 1);
+  CHECK_EQ_I(after_detach, 0); /* no request left behind on A */
+  CHECK_EQ_I(after_return, 1); /* back on A, still inside: asked again */
+  CHECK_EQ_U(sim_word.request, 0);
+  CHECK_EQ_U(cell, 11);
+  CHECK_OK(sstm_thread_exit());
+  fini_sim();
 }
 
 /* The probes (softser's levers, ext's facility) change scheduling
