@@ -24,7 +24,11 @@ typedef struct sstm_desc sstm_desc_t;
 /* Register the calling thread and attach a fresh descriptor to it. Must be
  * called before the thread's first transaction. Idempotent: a thread that is
  * already registered gets 0. Errors: SSTM_ESTATE (library not initialised),
- * SSTM_ELIMIT (max_threads descriptors exist), SSTM_ENOMEM. */
+ * SSTM_ELIMIT (max_threads descriptors exist), SSTM_ENOMEM.
+ * A thread that ends still registered is unregistered as if it had called
+ * sstm_thread_exit() (from a thread-specific-data destructor), so its slot
+ * is not lost; not if it ends inside a transaction: that descriptor stays
+ * registered, its transaction suspended, until sstm_shutdown(). */
 SSTM_API int sstm_thread_init(void);
 
 /* Unregister the calling thread and release its descriptor (its statistics

@@ -154,6 +154,20 @@ TEST(env_invalid_state_table) {
   expect_invalid("SCHEDSTM_STATE_TABLE", "", must);
 }
 
+TEST(env_state_table_on_and_off) {
+  clear_env();
+  sstm_config_t c;
+  sstm_config_default(&c);
+  c.state_table = false;
+  setenv("SCHEDSTM_STATE_TABLE", "1", 1);
+  CHECK_OK(sstm_config_from_env(&c));
+  CHECK_TRUE(c.state_table);
+  setenv("SCHEDSTM_STATE_TABLE", "0", 1);
+  CHECK_OK(sstm_config_from_env(&c));
+  CHECK_FALSE(c.state_table);
+  clear_env();
+}
+
 TEST(env_invalid_no_membarrier) {
   const char *must[] = {"0", "1", NULL};
   expect_invalid("SCHEDSTM_NO_MEMBARRIER", "yes", must);
@@ -390,7 +404,7 @@ TEST(init_use_env_false_ignores_env) {
 
 TEST(init_bad_typed_values) {
   clear_env();
-  for (int i = 0; i < 12; i++) {
+  for (int i = 0; i < 16; i++) {
     sstm_config_t c;
     sstm_config_default(&c);
     c.use_env = false;
@@ -414,6 +428,10 @@ TEST(init_bad_typed_values) {
     case 9: c.backoff_max_ns = 1000000001ull; break; /* the environment's bounds too */
     case 10: c.wait_max = 1000001; break;
     case 11: c.backoff_min_ns = 0; break;
+    case 12: c.stats = (sstm_stats_level_t)3; break;
+    case 13: c.stats = (sstm_stats_level_t)-1; break;
+    case 14: c.cm = NULL; break;
+    case 15: c.cm = ""; break;
     }
     int rc = sstm_init(&c);
     CHECK_MSG(rc == want, "case %d: sstm_init returned %d (%s), expected %d (%s)", i, rc,
@@ -740,6 +758,55 @@ TEST(max_threads_limit) {
   CHECK_EQ_I(pthread_create(&th, NULL, try_register, &rc), 0);
   CHECK_EQ_I(pthread_join(th, NULL), 0);
   CHECK_OK(rc);
+  sstm_test_fini();
+}
+
+/* A thread that returns while registered, without sstm_thread_exit: the
+ * thread-exit destructor unregisters it. Its slot comes back (with
+ * max_threads 2 and the main thread registered, each new thread needs the
+ * previous one's), its commits stay in the totals, and a block it freed in
+ * a transaction is still released (by the process-wide reclaimer). */
+static uint64_t reg_cell;
+static void bump_and_free(void *arg) {
+  void **blk = arg;
+  sstm_store_u64(&reg_cell, sstm_load_u64(&reg_cell) + 1);
+  sstm_free(*blk);
+}
+static void *register_and_return(void *p) {
+  int *rc = p;
+  *rc = sstm_thread_init();
+  if (*rc != 0) return NULL;
+  void *blk = malloc(64);
+  CHECK_NOT_NULL(blk);
+  CHECK_OK(sstm_run(NULL, bump_and_free, &blk));
+  return NULL; /* no sstm_thread_exit */
+}
+
+TEST(a_thread_that_ends_registered_is_unregistered) {
+  clear_env();
+  sstm_config_t c;
+  sstm_test_config(&c);
+  c.max_threads = 2;
+  CHECK_OK(sstm_init(&c));
+  CHECK_OK(sstm_thread_init());
+  reg_cell = 0;
+  for (int i = 0; i < 5; i++) {
+    pthread_t th;
+    int rc = 1;
+    CHECK_EQ_I(pthread_create(&th, NULL, register_and_return, &rc), 0);
+    CHECK_EQ_I(pthread_join(th, NULL), 0);
+    CHECK_MSG(rc == 0,
+              "thread %d: sstm_thread_init: %s (the previous thread's slot was not given back)", i,
+              sstm_strerror(rc));
+  }
+  CHECK_EQ_U(reg_cell, 5);
+  sstm_stats_t s;
+  CHECK_OK(sstm_stats_aggregate(&s));
+  CHECK_EQ_U(s.commits_update, 5);
+  /* and the slot is free for a descriptor now */
+  sstm_desc_t *d2 = NULL;
+  CHECK_OK(sstm_desc_create(&d2));
+  CHECK_OK(sstm_desc_destroy(d2));
   sstm_test_fini();
 }
 

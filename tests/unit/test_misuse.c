@@ -107,6 +107,85 @@ TEST(begin_on_unregistered_thread) {
   CHECK_OK(sstm_shutdown());
 }
 
+/* An atomic block on a thread that is not registered: the begin reports it,
+ * and with a returning handler the body runs outside any transaction (a
+ * load gives zero, a store is dropped), each access reported again, as
+ * tx.h documents. */
+static int unreg_body_runs;
+static uint64_t unreg_seen = 99;
+static void *unregistered_block(void *p) {
+  (void)p;
+  SSTM_ATOMIC_BEGIN(NULL)
+    unreg_body_runs++;
+    unreg_seen = sstm_load_u64(&x);
+    sstm_store_u64(&x, 1234);
+  SSTM_ATOMIC_END();
+  return NULL;
+}
+
+TEST(atomic_block_on_unregistered_thread) {
+  sstm_test_init();
+  sstm_set_misuse_handler(record_misuse);
+  nmisuse = 0;
+  x = 42;
+  pthread_t th;
+  CHECK_EQ_I(pthread_create(&th, NULL, unregistered_block, NULL), 0);
+  CHECK_EQ_I(pthread_join(th, NULL), 0);
+  CHECK_EQ_I(unreg_body_runs, 1);
+  CHECK_EQ_U(unreg_seen, 0);
+  CHECK_EQ_U(x, 42);
+  /* begin, load, store, and (debug builds) the commit without a transaction */
+  CHECK_EQ_I(nmisuse, txh_debug_build() ? 4 : 3);
+  sstm_set_misuse_handler(NULL);
+  sstm_test_fini();
+}
+
+static void noop(void *arg) { (void)arg; }
+
+/* NULL where a function or an output is required: an error code and a
+ * message, nothing run, nothing written. */
+TEST(null_arguments_are_einval) {
+  sstm_test_init();
+  sstm_set_misuse_handler(record_misuse);
+  nmisuse = 0;
+  CHECK_RC(sstm_run(NULL, NULL, NULL), SSTM_EINVAL);
+  CHECK_CONTAINS(sstm_last_error(), "sstm_run: fn is NULL");
+  CHECK_FALSE(sstm_in_tx());
+  SSTM_ATOMIC_BEGIN(NULL)
+    CHECK_RC(sstm_on_commit(NULL, NULL), SSTM_EINVAL);
+    CHECK_CONTAINS(sstm_last_error(), "sstm_on_commit: fn is NULL");
+    CHECK_RC(sstm_on_abort(NULL, NULL), SSTM_EINVAL);
+    CHECK_CONTAINS(sstm_last_error(), "sstm_on_abort: fn is NULL");
+    CHECK_OK(sstm_on_commit(noop, NULL)); /* the transaction goes on */
+  SSTM_ATOMIC_END();
+  CHECK_RC(sstm_stats_aggregate(NULL), SSTM_EINVAL);
+  CHECK_CONTAINS(sstm_last_error(), "sstm_stats_aggregate: out is NULL");
+  CHECK_RC(sstm_stats_dump(NULL), SSTM_EINVAL);
+  CHECK_CONTAINS(sstm_last_error(), "sstm_stats_dump: out is NULL");
+  CHECK_RC(sstm_desc_create(NULL), SSTM_EINVAL);
+  CHECK_CONTAINS(sstm_last_error(), "sstm_desc_create: out is NULL");
+  CHECK_RC(sstm_desc_destroy(NULL), SSTM_EINVAL);
+  CHECK_EQ_I(nmisuse, 0); /* all reported by return value */
+  sstm_set_misuse_handler(NULL);
+  sstm_test_fini();
+}
+
+/* sstm_load_bytes outside a transaction: reported, and the destination
+ * zeroed (never left holding a torn or uncommitted copy). */
+TEST(load_bytes_outside_tx_calls_handler) {
+  sstm_test_init();
+  sstm_set_misuse_handler(record_misuse);
+  nmisuse = 0;
+  char src[8] = "abcdefg", dst[8] = "XXXXXXX";
+  sstm_load_bytes(dst, src, sizeof src);
+  CHECK_EQ_I(nmisuse, 1);
+  CHECK_CONTAINS(last_msg, "sstm_load_bytes");
+  static const char zero[8];
+  CHECK_EQ_MEM(dst, zero, sizeof dst);
+  sstm_set_misuse_handler(NULL);
+  sstm_test_fini();
+}
+
 /* Run fn in a child with stderr captured; expect death by SIGABRT with a
  * message on stderr. */
 static void expect_abort_in_child(void (*fn)(void), const char *what) {
