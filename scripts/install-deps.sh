@@ -4,22 +4,26 @@
 #   scripts/install-deps.sh          build tools
 #   scripts/install-deps.sh --tests  also what only the test suite needs (clang, clang-format)
 #   scripts/install-deps.sh --demo   also the Python packages of bench/requirements.txt
+#   scripts/install-deps.sh --coverage  also gcovr (scripts/coverage-requirements.txt)
 #
 # Idempotent: every tool is checked first, and nothing is installed (no
 # network, no apt-get update) when everything is already there. Missing tools
 # are installed with apt-get (Debian/Ubuntu; needs root or sudo) and, with
-# --demo, missing Python packages with pip (python3-pip first if need be).
+# --demo or --coverage, missing Python packages with pip (python3-pip first
+# if need be).
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 demo=0
 tests=0
+coverage=0
 for arg in "$@"; do
   case "$arg" in
     --demo) demo=1 ;;
+    --coverage) coverage=1 ;;
     --tests) tests=1 ;;
     -h | --help)
-      sed -n '2,11s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"
+      sed -n '2,13s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"
       exit 0
       ;;
     *)
@@ -99,13 +103,10 @@ if [ ${#missing[@]} -gt 0 ]; then
   apt_install "${missing[@]}"
 fi
 
-# ---- Python packages for the demonstration ----------------------------------
-if [ "$demo" = 1 ]; then
-  req="$root/bench/requirements.txt"
-  if [ ! -f "$req" ]; then
-    echo matplotlib >"$req"
-    say "created bench/requirements.txt (matplotlib)"
-  fi
+# ---- Python packages (the demonstration, the coverage report) ---------------
+# pip_requirements FILE: install the requirements of FILE that are missing.
+pip_requirements() {
+  local req=$1 absent
   # Which requirements are not installed at all (versions are left to pip).
   absent=$(python3 - "$req" <<'PY'
 import re, sys
@@ -121,23 +122,34 @@ for line in open(sys.argv[1]):
         print(name)
 PY
 )
-  if [ -n "$absent" ]; then
-    # pip, as a module of the python3 found above (needed only here).
-    if ! python3 -m pip --version >/dev/null 2>&1; then
-      apt_install python3-pip
-    fi
-    say "pip install -r bench/requirements.txt (missing: $(echo $absent))"
-    pip_args=(-m pip install --disable-pip-version-check -q -r "$req")
-    # Debian's own python3 is "externally managed" (PEP 668): pip refuses to
-    # install into it unless told to.
-    if python3 -c 'import sys, sysconfig, os; sys.exit(not os.path.exists(os.path.join(sysconfig.get_path("stdlib"), "EXTERNALLY-MANAGED")))'; then
-      pip_args+=(--break-system-packages)
-    fi
-    if [ "$(id -u)" -ne 0 ] && ! python3 -c 'import sys; sys.exit(sys.prefix == sys.base_prefix)'; then
-      pip_args+=(--user) # not root and not in a virtualenv
-    fi
-    PIP_ROOT_USER_ACTION=ignore python3 "${pip_args[@]}"
+  [ -n "$absent" ] || return 0
+  # pip, as a module of the python3 found above (needed only here).
+  if ! python3 -m pip --version >/dev/null 2>&1; then
+    apt_install python3-pip
   fi
+  say "pip install -r ${req#"$root"/} (missing: $(echo $absent))"
+  local pip_args=(-m pip install --disable-pip-version-check -q -r "$req")
+  # Debian's own python3 is "externally managed" (PEP 668): pip refuses to
+  # install into it unless told to.
+  if python3 -c 'import sys, sysconfig, os; sys.exit(not os.path.exists(os.path.join(sysconfig.get_path("stdlib"), "EXTERNALLY-MANAGED")))'; then
+    pip_args+=(--break-system-packages)
+  fi
+  if [ "$(id -u)" -ne 0 ] && ! python3 -c 'import sys; sys.exit(sys.prefix == sys.base_prefix)'; then
+    pip_args+=(--user) # not root and not in a virtualenv
+  fi
+  PIP_ROOT_USER_ACTION=ignore python3 "${pip_args[@]}"
+}
+
+if [ "$demo" = 1 ]; then
+  req="$root/bench/requirements.txt"
+  if [ ! -f "$req" ]; then
+    echo matplotlib >"$req"
+    say "created bench/requirements.txt (matplotlib)"
+  fi
+  pip_requirements "$req"
+fi
+if [ "$coverage" = 1 ]; then
+  pip_requirements "$root/scripts/coverage-requirements.txt"
 fi
 
 say "ok"

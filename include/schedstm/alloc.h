@@ -27,7 +27,11 @@ SSTM_API void *sstm_calloc(size_t n, size_t size);
 /* Free inside a transaction: deferred until commit and the grace period. If
  * the transaction aborts the free is forgotten. p may be NULL. Outside a
  * transaction, sstm_free() retires p through the same grace period (use it
- * for memory unlinked by a committed transaction). */
+ * for memory unlinked by a committed transaction): blocks wait in the
+ * thread's batch, which is closed and swept every 1024 blocks (or by
+ * sstm_reclaim); on a thread that is not registered, each block is a batch
+ * of its own, released by the next sweep of any thread. While the library
+ * is not initialised no transaction can exist, and p is freed at once. */
 SSTM_API void sstm_free(void *p);
 
 /* Release retired memory whose grace period has elapsed: the calling

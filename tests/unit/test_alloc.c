@@ -261,6 +261,41 @@ TEST(reclaim_releases_own_retired_blocks) {
   sstm_test_fini();
 }
 
+/* Frees outside a transaction on a registered thread wait in its batch,
+ * which closes at 1024 blocks and is swept at once: with no transaction
+ * running, its grace period is over when it closes. No sstm_reclaim. */
+static void *outside_blocks[1025];
+TEST(frees_outside_tx_close_their_batch_at_1024) {
+  if (!mc_available()) sstm_test_skip("needs the counting allocator (not under ASan/TSan)");
+  setup();
+  for (int i = 0; i < 1025; i++)
+    outside_blocks[i] = malloc(TSIZE);
+  CHECK_LIVE(1025);
+  for (int i = 0; i < 1023; i++)
+    sstm_free(outside_blocks[i]);
+  CHECK_LIVE(1025); /* waiting in the open batch */
+  sstm_free(outside_blocks[1023]);
+  CHECK_LIVE(1); /* the 1024th closed the batch and the sweep released it */
+  sstm_free(outside_blocks[1024]);
+  CHECK_LIVE(1);
+  CHECK_EQ_U(sstm_reclaim(), 1);
+  CHECK_LIVE(0);
+  sstm_test_fini();
+}
+
+/* Before sstm_init (and after sstm_shutdown) sstm_free frees at once. */
+TEST(free_without_the_library_frees_at_once) {
+  if (!mc_available()) sstm_test_skip("needs the counting allocator (not under ASan/TSan)");
+  mc_track_sizes(TSIZE, TSIZE + 512);
+  CHECK_FALSE(sstm_initialized());
+  sstm_free(malloc(TSIZE));
+  CHECK_LIVE(0);
+  sstm_test_init();
+  sstm_test_fini();
+  sstm_free(malloc(TSIZE));
+  CHECK_LIVE(0);
+}
+
 /* Batches left by exiting threads (orphans) are released by the commits of
  * the threads that remain, with no sstm_reclaim() call: a commit that
  * closes a batch of its own (1024 blocks) also sweeps the orphan list. Two
