@@ -17,16 +17,14 @@
  * no_table: a live pid without a table, a dead pid, a bad pid: non-zero exit
  *   with a message.
  * garbage: tables of a sleeping child's pid filled with junk, truncated,
- *   with wrong version, entry size, entry count, pid: non-zero exit with a
- *   message, never a signal; a valid header over junk entries parses.
- * permission: a table the tool may not read: non-zero exit, "permission".
- * fifo: a FIFO under a live pid's table name: -j, the live view and -l
- *   return at once with "not a regular file" (each run under a watchdog).
- * header_changed / truncated_while_read: the tool is stopped (ptrace and a
- *   hardware watchpoint) right after it has read nentries to validate it,
- *   and the table is changed under it: a larger nentries must not be used
- *   (the output shows the validated count); a truncation ends -j and the
- *   live view with the SIGBUS message and status 1, and -l (before: killed
+ *   with wrong version, header size, entry size, entry count, pid, or far
+ *   too large: non-zero exit with a message, never a signal; a valid header over junk entries
+ * parses. permission: a table the tool may not read: non-zero exit, "permission". fifo: a FIFO
+ * under a live pid's table name: -j, the live view and -l return at once with "not a regular file"
+ * (each run under a watchdog). header_changed / truncated_while_read: the tool is stopped (ptrace
+ * and a hardware watchpoint) right after it has read nentries to validate it, and the table is
+ * changed under it: a larger nentries must not be used (the output shows the validated count); a
+ * truncation ends -j and the live view with the SIGBUS message and status 1, and -l (before: killed
  *   by SIGBUS) reports that table and goes on.
  * control_bytes: C0, DEL, raw and UTF-8 encoded C1 bytes in every string of
  *   a table and in the process name: no output byte outside printable
@@ -40,6 +38,11 @@
  *   table, a symbolic link (and its target), another user's table.
  * fork_child: a forked child of a process with a table runs transactions
  *   and shuts down: the parent's entries do not move and its file stays.
+ * live_view_follows_policy_line: the live view reads the policy's line
+ *   again for every frame.
+ * live_view_across_shutdown_and_reinit: the live view follows the new
+ *   table of an sstm_shutdown + sstm_init under the same pid, and ends,
+ *   saying so, when the last shutdown removes it.
  *
  * The tool is run as a separate process (fork + exec of SSTM_TOP_PATH), its
  * JSON parsed by the small parser below.
@@ -1088,6 +1091,23 @@ TEST(garbage) {
   h->magic = 0;
   expect_error(path, h, n, p, "not initialised", "magic 0");
   free(h);
+  h = fake_table(pid, 4, &n);
+  h->header_size += 8; /* a header of another layout */
+  expect_error(path, h, n, p, "header_size", "header_size");
+  free(h);
+  /* A file larger than any table (sparse): refused before it is mapped. */
+  {
+    h = fake_table(pid, 4, &n);
+    write_file(path, h, n, 0600);
+    free(h);
+    off_t huge = (off_t)(sizeof(sstm_stt_header_t) + 40000 * sizeof(sstm_stt_entry_t));
+    CHECK_EQ_I(truncate(path, huge), 0);
+    tool_run_t hr;
+    run_tool(&hr, "-j", p, NULL, NULL, NULL);
+    check_exit(&hr, 1, "implausible size");
+    CHECK_CONTAINS(hr.err, "implausible size");
+    tool_free(&hr);
+  }
 
   /* A valid header over junk: strings without NUL, control characters,
    * random entries. The tool must print valid JSON. */
@@ -1936,6 +1956,87 @@ TEST(live_view_follows_policy_line) {
            LIVE_FRAMES);
   }
   CHECK_OK(sstm_shutdown());
+}
+
+/* The output so far holds a complete policy line with generation gen. */
+static bool tool_showed_gen(const tool_proc_t *p, unsigned gen) {
+  int fd = fileno(p->out);
+  struct stat st;
+  CHECK_EQ_I(fstat(fd, &st), 0);
+  char *buf = malloc((size_t)st.st_size + 1);
+  CHECK_NOT_NULL(buf);
+  ssize_t n = pread(fd, buf, (size_t)st.st_size, 0);
+  CHECK_GE_I(n, 0);
+  buf[n] = '\0';
+  unsigned gens[256];
+  unsigned k = policy_gens(buf, gens, 256);
+  free(buf);
+  bool seen = false;
+  for (unsigned i = 0; i < k && i < 256; i++)
+    seen |= gens[i] == gen;
+  return seen;
+}
+
+/* Until the tool's output shows generation gen; the tool must not exit
+ * before (an exit is reported with its output). */
+static void wait_for_gen(tool_proc_t *p, unsigned gen) {
+  while (!tool_showed_gen(p, gen)) {
+    int st;
+    pid_t w = waitpid(p->pid, &st, WNOHANG);
+    CHECK_GE_I(w, 0);
+    if (w == p->pid) {
+      tool_run_t r;
+      tool_collect(p, st, &r);
+      CHECK_MSG(false, "the live view ended before showing gen=%u (status 0x%x): %.400s / %.400s",
+                gen, st, r.out, r.err);
+    }
+    sched_yield();
+  }
+}
+
+static void stop_tool(pid_t pid) {
+  int st;
+  CHECK_EQ_I(kill(pid, SIGSTOP), 0);
+  while (waitpid(pid, &st, WUNTRACED) < 0)
+    CHECK_EQ_I(errno, EINTR);
+  CHECK_MSG(WIFSTOPPED(st), "the tool ended instead of stopping (status 0x%x)", st);
+}
+
+/* The program shuts the library down and initialises it again while the
+ * live view runs: a new table under the same pid, which the view opens and
+ * follows; at the final shutdown the view says the table was removed and
+ * ends with status 0. The tool is stopped (SIGSTOP) across each change, so
+ * every step is ordered without timing. */
+TEST(live_view_across_shutdown_and_reinit) {
+  CHECK_OK(sstm_cm_register(&gen_policy));
+  sstm_config_t cfg;
+  sstm_test_config(&cfg);
+  cfg.cm = "stt-gen";
+  cfg.state_table = true;
+  atomic_store(&live_gen, 100);
+  CHECK_OK(sstm_init(&cfg));
+  char pidstr[16];
+  snprintf(pidstr, sizeof pidstr, "%d", (int)getpid());
+  tool_proc_t p;
+  tool_start(&p, -1, 0, false, "-i", "0.02", "-n", "1000000", pidstr);
+  wait_for_gen(&p, 100);
+  stop_tool(p.pid);
+  CHECK_OK(sstm_shutdown());
+  atomic_store(&live_gen, 200);
+  CHECK_OK(sstm_init(&cfg)); /* a new file: the tool still maps the old one */
+  CHECK_EQ_I(kill(p.pid, SIGCONT), 0);
+  wait_for_gen(&p, 200);
+  stop_tool(p.pid);
+  CHECK_OK(sstm_shutdown());
+  CHECK_EQ_I(kill(p.pid, SIGCONT), 0);
+  int st;
+  while (waitpid(p.pid, &st, 0) < 0)
+    CHECK_EQ_I(errno, EINTR);
+  tool_run_t r;
+  tool_collect(&p, st, &r);
+  check_exit(&r, 0, "live view after the final shutdown");
+  CHECK_CONTAINS(r.err, "state table removed (sstm_shutdown)");
+  tool_free(&r);
 }
 
 SSTM_TEST_MAIN()
