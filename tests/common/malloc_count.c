@@ -3,26 +3,8 @@
 #include "malloc_count.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
-
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-
-bool mc_available(void) { return false; }
-void mc_enable(bool on) { (void)on; }
-uint64_t mc_allocs(void) { return 0; }
-uint64_t mc_frees(void) { return 0; }
-void mc_reset(void) {}
-void mc_track_sizes(size_t lo, size_t hi) { (void)lo, (void)hi; }
-long mc_live(void) { return 0; }
-long mc_tracked_total(void) { return 0; }
-
-#else
-
-extern void *__libc_malloc(size_t);
-extern void *__libc_calloc(size_t, size_t);
-extern void *__libc_realloc(void *, size_t);
-extern void *__libc_memalign(size_t, size_t);
-extern void __libc_free(void *);
 
 static int enabled;
 static uint64_t nalloc, nfree;
@@ -97,6 +79,28 @@ static void on_free(void *p) {
     unlock();
   }
 }
+
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+
+/* The sanitizer owns malloc: its allocator calls these hooks for every
+ * allocation and free of the program (sanitizer_common's
+ * __sanitizer_install_malloc_and_free_hooks, in GCC's and LLVM's ASan and
+ * TSan), installed before main. realloc runs both. */
+int __sanitizer_install_malloc_and_free_hooks(void (*malloc_hook)(const volatile void *, size_t),
+                                              void (*free_hook)(const volatile void *));
+static void san_malloc_hook(const volatile void *p, size_t n) { on_alloc((void *)p, n); }
+static void san_free_hook(const volatile void *p) { on_free((void *)p); }
+__attribute__((constructor)) static void install_hooks(void) {
+  if (!__sanitizer_install_malloc_and_free_hooks(san_malloc_hook, san_free_hook)) abort();
+}
+
+#else
+
+extern void *__libc_malloc(size_t);
+extern void *__libc_calloc(size_t, size_t);
+extern void *__libc_realloc(void *, size_t);
+extern void *__libc_memalign(size_t, size_t);
+extern void __libc_free(void *);
 
 void *malloc(size_t n) {
   void *p = __libc_malloc(n);

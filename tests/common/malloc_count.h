@@ -3,8 +3,9 @@
  * Linked into a test binary (malloc_count.c), it replaces malloc and friends
  * with wrappers over glibc's __libc_* entry points, so that the library's
  * own calls (shared or static) are counted too. Under ASan/TSan the
- * sanitizer owns malloc: the wrappers are not built and
- * mc_available() is false (those builds check leaks with LeakSanitizer).
+ * sanitizer owns malloc: the same counts come from its allocator's hooks
+ * (__sanitizer_install_malloc_and_free_hooks) instead. mc_available() is
+ * true in both; a build with neither would say false.
  */
 #ifndef SSTM_TEST_MALLOC_COUNT_H
 #define SSTM_TEST_MALLOC_COUNT_H

@@ -5,9 +5,9 @@
  * write, exit, exit_group and rt_sigreturn; a SIGSYS handler counts the
  * traps and records their numbers. Inside that window it runs 100000
  * conflict-free transactions (update, read-only hint, detected read-only,
- * inline and function forms, flat nesting) on one thread, with malloc
- * interposed and counted (normal builds; under ASan/TSan the sanitizer owns
- * malloc and only system calls are counted). The child reports through a
+ * inline and function forms, flat nesting) on one thread, with every
+ * allocation counted (interposed in normal builds; under ASan/TSan through
+ * the sanitizer allocator's hooks, tests/common/malloc_count.c). The child reports through a
  * pipe (write is allowed) and exits.
  *
  * The pthread lock entry points (mutex lock and trylock, spin lock) are

@@ -254,7 +254,7 @@ static void retire_then_reclaim(sstm_tt_t *t) {
 }
 
 TEST(reclaim_releases_own_retired_blocks) {
-  if (!mc_available()) sstm_test_skip("needs the counting allocator (not under ASan/TSan)");
+  if (!mc_available()) sstm_test_skip("needs the counting allocator");
   setup();
   slot = sstm_malloc(TSIZE);
   sstm_test_run_threads(1, true, retire_then_reclaim, NULL);
@@ -266,7 +266,7 @@ TEST(reclaim_releases_own_retired_blocks) {
  * running, its grace period is over when it closes. No sstm_reclaim. */
 static void *outside_blocks[1025];
 TEST(frees_outside_tx_close_their_batch_at_1024) {
-  if (!mc_available()) sstm_test_skip("needs the counting allocator (not under ASan/TSan)");
+  if (!mc_available()) sstm_test_skip("needs the counting allocator");
   setup();
   for (int i = 0; i < 1025; i++)
     outside_blocks[i] = malloc(TSIZE);
@@ -285,7 +285,7 @@ TEST(frees_outside_tx_close_their_batch_at_1024) {
 
 /* Before sstm_init (and after sstm_shutdown) sstm_free frees at once. */
 TEST(free_without_the_library_frees_at_once) {
-  if (!mc_available()) sstm_test_skip("needs the counting allocator (not under ASan/TSan)");
+  if (!mc_available()) sstm_test_skip("needs the counting allocator");
   mc_track_sizes(TSIZE, TSIZE + 512);
   CHECK_FALSE(sstm_initialized());
   sstm_free(malloc(TSIZE));
@@ -332,7 +332,7 @@ static void free_1024(void *arg) {
 }
 
 TEST(commits_release_orphaned_batches) {
-  if (!mc_available()) sstm_test_skip("needs the counting allocator (not under ASan/TSan)");
+  if (!mc_available()) sstm_test_skip("needs the counting allocator");
   setup();
   for (int i = 0; i < 2; i++)
     orphan_blocks[i] = sstm_malloc(TSIZE);
