@@ -25,10 +25,18 @@ typedef struct sstm_desc sstm_desc_t;
  * called before the thread's first transaction. Idempotent: a thread that is
  * already registered gets 0. Errors: SSTM_ESTATE (library not initialised),
  * SSTM_ELIMIT (max_threads descriptors exist), SSTM_ENOMEM.
- * A thread that ends still registered is unregistered as if it had called
- * sstm_thread_exit() (from a thread-specific-data destructor), so its slot
- * is not lost; not if it ends inside a transaction: that descriptor stays
- * registered, its transaction suspended, until sstm_shutdown(). */
+ * A thread that ends with its own descriptor attached is unregistered as if
+ * it had called sstm_thread_exit() (a thread-specific-data destructor), so
+ * its slot is not lost. If it ends inside a transaction (pthread_exit in an
+ * atomic block), that transaction is ended first: a revocable one is
+ * cancelled (rolled back; its abort actions and the policy run, and it is
+ * counted as SSTM_ABORT_USER_CANCEL), an irrevocable one, which has written
+ * in place and holds back every other transaction, is committed. A
+ * descriptor of sstm_desc_create() attached at the end is only detached
+ * (its transaction, if any, stays suspended): it remains its creator's.
+ * A thread that ends inside an action, hook or policy callback leaves its
+ * descriptor attached for good: sstm_shutdown() then fails with SSTM_EBUSY.
+ */
 SSTM_API int sstm_thread_init(void);
 
 /* Unregister the calling thread and release its descriptor (its statistics

@@ -152,7 +152,8 @@ struct sstm_desc {
   unsigned slot;
   _Atomic int tid;
   _Atomic bool attached;
-  bool in_use; /* slot allocated (registry mutex) */
+  bool in_use;       /* slot allocated (registry mutex) */
+  bool thread_owned; /* made by sstm_thread_init (not sstm_desc_create) */
   const sstm_cm_ops_t *cm;
   sstm_cm_ctx_t cm_ctx;
   void *cm_state;
@@ -251,6 +252,8 @@ bool sstm__registry_busy(struct sstm_desc *except);
 
 /* stm.c */
 void sstm__desc_reset_tx(struct sstm_desc *d);
+/* End the transaction of a thread that ends inside it (stm.c). */
+void sstm__abandon(struct sstm_desc *tx);
 void sstm__desc_set_slow(struct sstm_desc *d); /* after policy and state table */
 void sstm__counters_fold(sstm_counters_t *dst, const sstm_counters_t *src);
 

@@ -92,6 +92,7 @@ static int slot_alloc(struct sstm_desc **out) {
     struct sstm_desc *d = atomic_load_explicit(&sstm__g.descs[i], memory_order_relaxed);
     if (d && !d->in_use) {
       d->in_use = true;
+      d->thread_owned = false; /* sstm_thread_init sets it for its own */
       d->design = (uint8_t)sstm__g.cfg.design;
       *out = d;
       return 0;
@@ -187,6 +188,7 @@ SSTM_API int sstm_thread_init(void) {
   struct sstm_desc *d;
   int rc = desc_acquire(&d);
   if (rc != 0) return rc;
+  d->thread_owned = true;
   attach(d);
   if (atomic_load_explicit(&sstm__g.nhooks, memory_order_relaxed)) {
     d->in_callback++;
@@ -225,13 +227,25 @@ SSTM_API int sstm_thread_exit(void) {
   return thread_exit(d);
 }
 
-/* A registered thread that ends without sstm_thread_exit() is unregistered
- * here, so its slot is not leaked. */
+/* The thread-exit destructor: a thread that ends with a descriptor attached
+ * (thread.h). Its own descriptor (sstm_thread_init) is released as by
+ * sstm_thread_exit(), after its transaction, if it ended inside one, is
+ * ended (stm.c, sstm__abandon). A descriptor of sstm_desc_create() is
+ * only detached: it belongs to its creator, and its transaction, if any,
+ * stays suspended for whoever attaches it next. A thread that ends inside
+ * a callback, hook or policy of its transaction leaves its descriptor as
+ * it is. */
 static void auto_exit(void *p) {
   struct sstm_desc *d = p;
-  if (d && sstm__cur == d && d->depth == 0 &&
-      atomic_load_explicit(&sstm__g.initialized, memory_order_acquire))
-    thread_exit(d);
+  if (!d || sstm__cur != d || d->in_callback ||
+      !atomic_load_explicit(&sstm__g.initialized, memory_order_acquire))
+    return;
+  if (!d->thread_owned) {
+    detach(d);
+    return;
+  }
+  if (d->depth != 0) sstm__abandon(d);
+  thread_exit(d);
 }
 
 SSTM_API sstm_desc_t *sstm_self(void) { return sstm__cur; }

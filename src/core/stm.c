@@ -1082,9 +1082,9 @@ static void rollback(struct sstm_desc *tx, sstm_abort_reason_t r) {
   sstm__set_variant(tx, SSTM_V_NONE);
 }
 
-static __attribute__((noreturn)) void abort_tx(struct sstm_desc *tx, sstm_abort_reason_t r,
-                                               const sstm_party_t *other) {
-  rollback(tx, r);
+/* After the rollback: record the abort, then the hooks, the user's abort
+ * actions and the policy, in that order. */
+static void abort_notify(struct sstm_desc *tx, sstm_abort_reason_t r, const sstm_party_t *other) {
   tx->last_abort.reason = r;
   tx->last_abort.has_other = other != NULL;
   if (other) tx->last_abort.other = *other;
@@ -1115,6 +1115,12 @@ static __attribute__((noreturn)) void abort_tx(struct sstm_desc *tx, sstm_abort_
     sstm__ctr_add(&tx->ctr.cm_wait_ns, sstm__now_ns() - t0);
   }
   tx->in_callback--;
+}
+
+static __attribute__((noreturn)) void abort_tx(struct sstm_desc *tx, sstm_abort_reason_t r,
+                                               const sstm_party_t *other) {
+  rollback(tx, r);
+  abort_notify(tx, r, other);
   if (r == SSTM_ABORT_USER_CANCEL) {
     /* A transaction that gives up after retries counts as one that
      * retried (the commit path records the others). */
@@ -1346,6 +1352,26 @@ SSTM_API void sstm_cancel(void) {
   if (!SSTM_IN_TX(tx)) misuse_noreturn("sstm_cancel outside a transaction");
   if (sstm__kind(tx) == SSTM_V_IRREV) misuse_noreturn("sstm_cancel in an irrevocable transaction");
   abort_tx(tx, SSTM_ABORT_USER_CANCEL, NULL);
+}
+
+/* The thread running tx's transaction ends inside it (the registry's
+ * thread-exit destructor; tx is the thread's current descriptor, outside
+ * any callback). Nobody can resume the attempt: its checkpoint is in the
+ * stack that is going away. A revocable attempt is cancelled as by
+ * sstm_cancel (rolled back, abort actions and policy run), without the
+ * jump back. An irrevocable one has written in place and holds the
+ * serial mode that every other transaction waits for: it is committed, as
+ * a mutex is best released, not held for ever, by a thread that ends in
+ * its critical section. */
+void sstm__abandon(struct sstm_desc *tx) {
+  if (sstm__kind(tx) == SSTM_V_IRREV) {
+    tx->depth = 1;
+    (void)sstm_commit();
+    return;
+  }
+  rollback(tx, SSTM_ABORT_USER_CANCEL);
+  abort_notify(tx, SSTM_ABORT_USER_CANCEL, NULL);
+  if (tx->retries) sstm__ctr_max(&tx->ctr.max_retries, tx->retries);
 }
 
 SSTM_API int sstm_become_irrevocable(void) {

@@ -290,6 +290,99 @@ static void kill_read_only(bool barrier_is_commit) {
 TEST(kill_read_only_victim_abort_at_barrier) { kill_read_only(false); }
 TEST(kill_read_only_victim_abort_at_commit) { kill_read_only(true); }
 
+/* ---- threads that end with a descriptor attached (thread.h) ---------- */
+
+static volatile int ended_abort_actions;
+static void count_abort_action(void *arg) {
+  (void)arg;
+  ended_abort_actions++;
+}
+static void *end_inside_tx(void *arg) {
+  bool irrevocable = arg != NULL;
+  CHECK_OK(sstm_thread_init());
+  sstm_attr_t a = {.irrevocable = irrevocable};
+  SSTM_ATOMIC_BEGIN(&a)
+    sstm_store_u64(&x, 7);
+    if (!irrevocable) CHECK_OK(sstm_on_abort(count_abort_action, NULL));
+    pthread_exit(NULL); /* inside the transaction */
+  SSTM_ATOMIC_END();
+  return NULL;
+}
+static void write_x(void *arg) { sstm_store_u64(&x, (uint64_t)(uintptr_t)arg); }
+
+/* A revocable transaction is cancelled: its write is gone, its lock free
+ * (the next writer commits), its abort actions ran, the abort is counted,
+ * and the thread's slot is back (the library shuts down). */
+TEST(thread_that_ends_inside_a_transaction_cancels_it) {
+  sstm_test_init();
+  x = 0;
+  ended_abort_actions = 0;
+  pthread_t th;
+  CHECK_EQ_I(pthread_create(&th, NULL, end_inside_tx, NULL), 0);
+  CHECK_EQ_I(pthread_join(th, NULL), 0);
+  CHECK_EQ_U(x, 0);
+  CHECK_EQ_I(ended_abort_actions, 1);
+  CHECK_OK(sstm_run(NULL, write_x, (void *)(uintptr_t)5));
+  CHECK_EQ_U(x, 5);
+  sstm_stats_t s;
+  CHECK_OK(sstm_stats_aggregate(&s));
+  CHECK_EQ_U(s.aborts[SSTM_ABORT_USER_CANCEL], 1);
+  CHECK_EQ_U(s.commits_update, 1);
+  sstm_test_fini(); /* checks sstm_shutdown: nothing left registered */
+}
+
+/* An irrevocable one has written in place and holds the serial mode: it is
+ * committed, so the other threads' transactions run again. */
+TEST(thread_that_ends_inside_an_irrevocable_transaction_commits_it) {
+  sstm_test_init();
+  x = 0;
+  pthread_t th;
+  CHECK_EQ_I(pthread_create(&th, NULL, end_inside_tx, (void *)1), 0);
+  CHECK_EQ_I(pthread_join(th, NULL), 0);
+  CHECK_EQ_U(x, 7);
+  CHECK_OK(sstm_run(NULL, write_x, (void *)(uintptr_t)8)); /* not blocked */
+  CHECK_EQ_U(x, 8);
+  sstm_stats_t s;
+  CHECK_OK(sstm_stats_aggregate(&s));
+  CHECK_EQ_U(s.commits_irrevocable, 1);
+  sstm_test_fini();
+}
+
+/* A descriptor of sstm_desc_create(), attached by a worker that ends
+ * without detaching it, with a transaction suspended in it: the
+ * descriptor is detached, not released, and its transaction goes on where
+ * it began (here, this thread's stack) and commits. */
+static void *attach_write_and_end(void *arg) {
+  sstm_desc_t *d = arg;
+  CHECK_OK(sstm_desc_attach(d));
+  CHECK_TRUE(sstm_in_tx());
+  sstm_store_u64(&y, sstm_load_u64(&y) + 10);
+  return NULL; /* no sstm_desc_detach */
+}
+
+TEST(created_descriptor_outlives_the_thread_that_ends_with_it) {
+  sstm_test_init();
+  y = 0;
+  sstm_desc_t *mine = sstm_desc_detach(), *d = NULL;
+  CHECK_OK(sstm_desc_create(&d));
+  CHECK_OK(sstm_desc_attach(d));
+  SSTM_ATOMIC_BEGIN(NULL)
+    sstm_store_u64(&y, 1);
+    CHECK_TRUE(sstm_desc_detach() == d);
+    pthread_t th;
+    CHECK_EQ_I(pthread_create(&th, NULL, attach_write_and_end, d), 0);
+    CHECK_EQ_I(pthread_join(th, NULL), 0);
+    CHECK_OK(sstm_desc_attach(d)); /* detached, still in use */
+    CHECK_TRUE(sstm_in_tx());
+    CHECK_EQ_U(y, 0); /* nothing published yet */
+  SSTM_ATOMIC_END();
+  CHECK_EQ_U(y, 11);
+  CHECK_TRUE(sstm_desc_detach() == d);
+  CHECK_OK(sstm_desc_destroy(d)); /* still the creator's */
+  CHECK_OK(sstm_desc_attach(mine));
+  sstm_test_fini();
+}
+
 TEST(kill_errors) {
   sstm_test_init();
   CHECK_RC(sstm_desc_kill(NULL, 0), SSTM_EINVAL);
