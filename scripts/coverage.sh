@@ -5,9 +5,11 @@
 #
 #   scripts/coverage.sh [BUILD_DIR]   (default build/coverage)
 #
-# Builds with --coverage (-O1, SCHEDSTM_DEBUG on so the engine's test seams
-# run; -fprofile-update=atomic, since the tests are multi-threaded), runs
-# ctest there, and writes BUILD_DIR/coverage.txt (printed) and
+# Builds with --coverage (SCHEDSTM_DEBUG on so the engine's test seams run;
+# -fprofile-update=atomic, since the tests are multi-threaded; the library
+# keeps its own -O2, so a line of an inlined function counts where it was
+# inlined, and the tests are built -O1), runs ctest there, and writes
+# BUILD_DIR/coverage.txt (printed) and
 # BUILD_DIR/coverage/index.html (per line). Code run only in forked children
 # that die by a signal or _exit (the default misuse handler, the state
 # table's fork handler) is not counted: gcov writes its counts at exit.
@@ -15,7 +17,7 @@
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-build=${1:-$root/build/coverage}
+build=$(realpath -m "${1:-$root/build/coverage}")
 jobs=$(nproc 2>/dev/null || echo 2)
 
 "$root/scripts/install-deps.sh" --coverage
@@ -27,8 +29,10 @@ find "$build" -name '*.gcda' -delete # counts of this run only
 rc=0
 (cd "$build" && ctest -j"$jobs" --timeout 600 --output-on-failure) || rc=$?
 mkdir -p "$build/coverage"
-python3 -m gcovr -r "$root" "$build" --filter "$root/src/" --filter "$root/tools/" \
-  --txt "$build/coverage.txt" --html-details "$build/coverage/index.html" --print-summary
+# Filters relative to the working directory (gcovr reads them as regular
+# expressions: the root's own path could hold metacharacters).
+(cd "$root" && python3 -m gcovr -r . "$build" --filter 'src/' --filter 'tools/' \
+  --txt "$build/coverage.txt" --html-details "$build/coverage/index.html" --print-summary)
 cat "$build/coverage.txt"
 if [ "$rc" -ne 0 ]; then
   echo "coverage: some tests failed (ctest exit $rc); the figures above are from that run" >&2

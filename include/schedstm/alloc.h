@@ -30,7 +30,8 @@ SSTM_API void *sstm_calloc(size_t n, size_t size);
  * for memory unlinked by a committed transaction): blocks wait in the
  * thread's batch, which is closed and swept every 1024 blocks (or by
  * sstm_reclaim); on a thread that is not registered, each block is a batch
- * of its own, released by the next sweep of any thread. While the library
+ * of its own, released by a later sstm_reclaim() on any thread, by a commit
+ * that closes a batch of its own, or at sstm_shutdown(). While the library
  * is not initialised no transaction can exist, and p is freed at once. */
 SSTM_API void sstm_free(void *p);
 

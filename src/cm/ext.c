@@ -17,11 +17,14 @@
  *         and nothing tells it that it was granted time, so it never yields.
  *  none   neither is available: a documented no-op.
  * In rseq mode the request is up from the base policy's on_begin to its
- * on_commit (ext enters first and leaves last), but withdrawn, and a grant
- * given back, before the base's on_abort, which may wait or sleep. A
- * transaction detached inside an attempt asks again on the thread that
- * resumes it. Linux 6.18 has no rseq extension: tests run this mode on a
- * simulated kernel (sstm__ext_sim, os/sched.h).
+ * on_commit (ext enters first and leaves last). An aborted attempt keeps it
+ * through its rollback, the abort hooks and the user's abort actions (the
+ * policy interface has no earlier call), and withdraws it, giving a grant
+ * back, before the base's on_abort, which may wait or sleep. A transaction
+ * detached inside an attempt gives a grant back on the thread it leaves and
+ * asks again on the thread that resumes it. Kernels before 7.0 have no
+ * rseq extension: tests run this mode on a simulated kernel
+ * (sstm__ext_sim, os/sched.h).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -86,8 +89,21 @@ static void ext_attach(ext_state_t *s) {
   }
 }
 
-static void ext_detach(ext_state_t *s) {
-  if (s->ctrl) s->ctrl->request = 0;                    /* never leave a request behind */
+/* Withdraw the request; if the kernel granted extra time, give the CPU
+ * back: the system call ends the grant and clears `granted` (the kernel's
+ * byte: we never write it). */
+static void ext_give_back(sstm_cm_ctx_t *ctx, ext_state_t *s) {
+  if (s->ctrl && sstm__ext_leave(s->ctrl)) {
+    sstm_cm_count(ctx, EXT_STAT_YIELDS, 1);
+    sstm__ext_slice_yield();
+  }
+}
+
+/* Leaving the thread: no request left behind, and a grant made while the
+ * transaction ran here is given back here (the thread that resumes it asks
+ * its own kernel again, in ext_attach). */
+static void ext_detach(sstm_cm_ctx_t *ctx, ext_state_t *s) {
+  ext_give_back(ctx, s);
   if (s->slice_set) sstm__ext_set_slice(s->slice_prev); /* back to the thread's own */
   s->slice_set = false;
   s->ctrl = NULL;
@@ -100,12 +116,7 @@ static void ext_begin(ext_state_t *s) {
 
 static void ext_end(sstm_cm_ctx_t *ctx, ext_state_t *s) {
   s->inside = false;
-  /* Granted: give the CPU back; the system call ends the grant and clears
-   * `granted` (the kernel's byte: we never write it). */
-  if (s->ctrl && sstm__ext_leave(s->ctrl)) {
-    sstm_cm_count(ctx, EXT_STAT_YIELDS, 1);
-    sstm__ext_slice_yield();
-  }
+  ext_give_back(ctx, s);
 }
 
 /* ---- composition "P+ext" ---- */
@@ -169,7 +180,7 @@ static void c_attach(sstm_cm_ctx_t *ctx) {
 }
 static void c_detach(sstm_cm_ctx_t *ctx) {
   if (comp_of(ctx)->base->on_detach) comp_of(ctx)->base->on_detach(ctx);
-  ext_detach(ext_of(ctx));
+  ext_detach(ctx, ext_of(ctx));
 }
 static void c_begin(sstm_cm_ctx_t *ctx) {
   ext_begin(ext_of(ctx));

@@ -18,13 +18,16 @@
  *   with a message.
  * garbage: tables of a sleeping child's pid filled with junk, truncated,
  *   with wrong version, header size, entry size, entry count, pid, or far
- *   too large: non-zero exit with a message, never a signal; a valid header over junk entries
- * parses. permission: a table the tool may not read: non-zero exit, "permission". fifo: a FIFO
- * under a live pid's table name: -j, the live view and -l return at once with "not a regular file"
- * (each run under a watchdog). header_changed / truncated_while_read: the tool is stopped (ptrace
- * and a hardware watchpoint) right after it has read nentries to validate it, and the table is
- * changed under it: a larger nentries must not be used (the output shows the validated count); a
- * truncation ends -j and the live view with the SIGBUS message and status 1, and -l (before: killed
+ *   too large: non-zero exit with a message, never a signal; a valid
+ *   header over junk entries parses.
+ * permission: a table the tool may not read: non-zero exit, "permission".
+ * fifo: a FIFO under a live pid's table name: -j, the live view and -l
+ *   return at once with "not a regular file" (each run under a watchdog).
+ * header_changed / truncated_while_read: the tool is stopped (ptrace and a
+ *   hardware watchpoint) right after it has read nentries to validate it,
+ *   and the table is changed under it: a larger nentries must not be used
+ *   (the output shows the validated count); a truncation ends -j and the
+ *   live view with the SIGBUS message and status 1, and -l (before: killed
  *   by SIGBUS) reports that table and goes on.
  * control_bytes: C0, DEL, raw and UTF-8 encoded C1 bytes in every string of
  *   a table and in the process name: no output byte outside printable
@@ -330,10 +333,14 @@ static void tool_start(tool_proc_t *p, int drop_to_uid, unsigned watchdog_s, boo
   CHECK_NOT_NULL(err);
   fflush(stdout);
   fflush(stderr);
+  pid_t parent = getpid();
   pid_t pid = fork();
   CHECK_GE_I(pid, 0);
   if (pid == 0) {
-    /* async-signal-safe only: the parent has threads */
+    /* async-signal-safe only: the parent has threads. A tool left behind
+     * by a test that fails (stopped with SIGSTOP, or waiting) dies with it:
+     * SIGKILL reaches a stopped process too. */
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent) _exit(125);
     dup2(fileno(out), 1);
     dup2(fileno(err), 2);
     if (drop_to_uid >= 0 && (setgroups(0, NULL) != 0 || setgid((gid_t)drop_to_uid) != 0 ||
@@ -1095,7 +1102,8 @@ TEST(garbage) {
   h->header_size += 8; /* a header of another layout */
   expect_error(path, h, n, p, "header_size", "header_size");
   free(h);
-  /* A file larger than any table (sparse): refused before it is mapped. */
+  /* A file larger than any table could be (sparse): refused, with a
+   * message. */
   {
     h = fake_table(pid, 4, &n);
     write_file(path, h, n, 0600);
@@ -1839,7 +1847,7 @@ TEST(fork_child) {
 #define LIVE_FRAMES 6
 static _Atomic unsigned live_gen;
 static int gen_describe(char *buf, size_t len) {
-  return snprintf(buf, len, "gen=%u", atomic_load(&live_gen));
+  return snprintf(buf, len, "gen=%u", atomic_load_explicit(&live_gen, memory_order_seq_cst));
 }
 static sstm_cm_action_t gen_conflict(sstm_cm_ctx_t *ctx, const sstm_conflict_t *c, uint64_t *w) {
   (void)ctx, (void)c, (void)w;
@@ -1867,9 +1875,9 @@ static unsigned policy_gens(const char *text, unsigned *gens, unsigned max) {
   return n;
 }
 
-/* The policy lines the running tool has written so far (its output file,
- * read with pread: the shared file offset is left alone). */
-static unsigned policy_lines_so_far(const tool_proc_t *p) {
+/* What the running tool has written so far (its output file, read with
+ * pread: the shared file offset is left alone); free() it. */
+static char *tool_output_so_far(const tool_proc_t *p) {
   int fd = fileno(p->out);
   struct stat st;
   CHECK_EQ_I(fstat(fd, &st), 0);
@@ -1878,6 +1886,12 @@ static unsigned policy_lines_so_far(const tool_proc_t *p) {
   ssize_t n = pread(fd, buf, (size_t)st.st_size, 0);
   CHECK_GE_I(n, 0);
   buf[n] = '\0';
+  return buf;
+}
+
+/* The complete policy lines the running tool has written so far. */
+static unsigned policy_lines_so_far(const tool_proc_t *p) {
+  char *buf = tool_output_so_far(p);
   unsigned gens[1];
   unsigned k = policy_gens(buf, gens, 0);
   free(buf);
@@ -1895,7 +1909,7 @@ TEST(live_view_follows_policy_line) {
   snprintf(pidstr, sizeof pidstr, "%d", (int)getpid());
   snprintf(nframes, sizeof nframes, "%d", LIVE_FRAMES);
   for (int attempt = 1;; attempt++) {
-    unsigned gen0 = atomic_load(&live_gen), gen1 = gen0 + 1;
+    unsigned gen0 = atomic_load_explicit(&live_gen, memory_order_seq_cst), gen1 = gen0 + 1;
     tool_proc_t p;
     tool_start(&p, -1, 0, false, "-i", "0.05", "-n", nframes, pidstr);
     int st;
@@ -1920,7 +1934,7 @@ TEST(live_view_follows_policy_line) {
         k = policy_lines_so_far(&p);
         CHECK_GE_U(k, 1);
         if (k + 2 <= LIVE_FRAMES) {
-          atomic_store(&live_gen, gen1);
+          atomic_store_explicit(&live_gen, gen1, memory_order_seq_cst);
           sstm_cm_info_changed();
           bumped = true;
         }
@@ -1960,20 +1974,15 @@ TEST(live_view_follows_policy_line) {
 
 /* The output so far holds a complete policy line with generation gen. */
 static bool tool_showed_gen(const tool_proc_t *p, unsigned gen) {
-  int fd = fileno(p->out);
-  struct stat st;
-  CHECK_EQ_I(fstat(fd, &st), 0);
-  char *buf = malloc((size_t)st.st_size + 1);
-  CHECK_NOT_NULL(buf);
-  ssize_t n = pread(fd, buf, (size_t)st.st_size, 0);
-  CHECK_GE_I(n, 0);
-  buf[n] = '\0';
-  unsigned gens[256];
-  unsigned k = policy_gens(buf, gens, 256);
-  free(buf);
+  char *buf = tool_output_so_far(p);
+  char want[32];
+  snprintf(want, sizeof want, "gen=%u", gen);
   bool seen = false;
-  for (unsigned i = 0; i < k && i < 256; i++)
-    seen |= gens[i] == gen;
+  for (const char *q = buf; !seen && (q = strstr(q, want)) != NULL; q++) {
+    const char *end = q + strlen(want);
+    seen = *end != '\0' && (*end < '0' || *end > '9') && strchr(end, '\n') != NULL;
+  }
+  free(buf);
   return seen;
 }
 
@@ -2013,7 +2022,7 @@ TEST(live_view_across_shutdown_and_reinit) {
   sstm_test_config(&cfg);
   cfg.cm = "stt-gen";
   cfg.state_table = true;
-  atomic_store(&live_gen, 100);
+  atomic_store_explicit(&live_gen, 100, memory_order_seq_cst);
   CHECK_OK(sstm_init(&cfg));
   char pidstr[16];
   snprintf(pidstr, sizeof pidstr, "%d", (int)getpid());
@@ -2022,7 +2031,7 @@ TEST(live_view_across_shutdown_and_reinit) {
   wait_for_gen(&p, 100);
   stop_tool(p.pid);
   CHECK_OK(sstm_shutdown());
-  atomic_store(&live_gen, 200);
+  atomic_store_explicit(&live_gen, 200, memory_order_seq_cst);
   CHECK_OK(sstm_init(&cfg)); /* a new file: the tool still maps the old one */
   CHECK_EQ_I(kill(p.pid, SIGCONT), 0);
   wait_for_gen(&p, 200);

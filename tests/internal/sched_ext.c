@@ -481,9 +481,9 @@ TEST(ext_rseq_yields_once_per_grant) {
   CHECK_EQ_U(ext_yields_counted(), 1);
   CHECK_EQ_U(cell, 1);
   /* granted in each of three attempts, two restarted: a yield at each
-   * end. At an abort ext gives the CPU back before the base's on_abort
-   * runs (which may wait), so the base sees no request; the retry asks
-   * again. */
+   * end, and the retry asks again. (The base's on_abort sees no request
+   * here whatever the order: the grant took it. The plain restarts below
+   * check the order.) */
   grant_attempts = 3;
   seen_reset();
   inside_req = -1;
@@ -517,7 +517,8 @@ TEST(ext_rseq_yields_once_per_grant) {
 }
 
 /* A transaction detached inside an attempt and resumed on another thread:
- * the request follows it. Thread B attaches it, and detaches it again
+ * the request follows it, and each thread gives back a grant it got before
+ * letting the transaction go. Thread B attaches it, and detaches it again
  * without committing. */
 static void *resume_on_b(void *arg) {
   sstm_desc_t *d = arg;
@@ -526,9 +527,11 @@ static void *resume_on_b(void *arg) {
   CHECK_TRUE(sstm_in_tx());
   CHECK_EQ_U(sim_word.request, 1); /* B asks its kernel now */
   sstm_store_u64(&cell, sstm_load_u64(&cell) + 10);
+  sim_grant(); /* B's kernel grants; B lets the transaction go */
   CHECK_TRUE(sstm_desc_detach() == d);
   CHECK_EQ_U(sim_word.request, 0); /* and not after it let go */
-  CHECK_EQ_I(sim_yields, 0);
+  CHECK_EQ_I(sim_yields, 1);       /* B gave its grant back */
+  CHECK_EQ_U(sim_word.granted, 0);
   return NULL;
 }
 
@@ -540,9 +543,12 @@ TEST(ext_rseq_request_follows_a_resumed_transaction) {
   SSTM_ATOMIC_BEGIN(NULL)
     sstm_store_u64(&cell, sstm_load_u64(&cell) + 1);
     before_detach = sim_word.request;
+    sim_grant(); /* granted on A, which then lets the transaction go */
     sstm_desc_t *d = sstm_desc_detach();
     CHECK_NOT_NULL(d);
     after_detach = sim_word.request;
+    CHECK_EQ_I(sim_yields, 1); /* A gave its grant back at the detach */
+    CHECK_EQ_U(sim_word.granted, 0);
     duo_join(duo_spawn(resume_on_b, d));
     CHECK_OK(sstm_desc_attach(d));
     after_return = sim_word.request;
@@ -552,6 +558,8 @@ TEST(ext_rseq_request_follows_a_resumed_transaction) {
   CHECK_EQ_I(after_return, 1); /* back on A, still inside: asked again */
   CHECK_EQ_U(sim_word.request, 0);
   CHECK_EQ_U(cell, 11);
+  CHECK_EQ_I(sim_yields, 1);           /* nothing granted after the return */
+  CHECK_EQ_U(ext_yields_counted(), 2); /* A's and B's */
   CHECK_OK(sstm_thread_exit());
   fini_sim();
 }

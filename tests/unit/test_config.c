@@ -764,8 +764,9 @@ TEST(max_threads_limit) {
 /* A thread that returns while registered, without sstm_thread_exit: the
  * thread-exit destructor unregisters it. Its slot comes back (with
  * max_threads 2 and the main thread registered, each new thread needs the
- * previous one's), its commits stay in the totals, and a block it freed in
- * a transaction is still released (by the process-wide reclaimer). */
+ * previous one's) and its commits stay in the totals. (Each thread also
+ * frees a block in its transaction: the exit path hands it to reclamation;
+ * test_alloc checks where such blocks go.) */
 static uint64_t reg_cell;
 static void bump_and_free(void *arg) {
   void **blk = arg;
