@@ -14,6 +14,8 @@
  *   reason, not the one it started with).
  *   The live view (-n) and the listing (-l) run too. After the threads
  *   unregister no entry is in use; sstm_shutdown removes the file.
+ * stale_table_under_our_pid_is_replaced: sstm_init replaces a file left
+ *   under its pid by an earlier process.
  * no_table: a live pid without a table, a dead pid, a bad pid: non-zero exit
  *   with a message.
  * garbage: tables of a sleeping child's pid filled with junk, truncated,
@@ -38,7 +40,8 @@
  * exited_process: the table of a pid that has exited (a zombie, then reaped)
  *   is marked so in -j, and the live view shows it once and ends.
  * clean_stale: -c removes our tables of exited pids, and keeps a live pid's
- *   table, a symbolic link (and its target), another user's table.
+ *   table, a symbolic link (and its target), another user's table, a file
+ *   named for pid 0.
  * fork_child: a forked child of a process with a table runs transactions
  *   and shuts down: the parent's entries do not move and its file stays.
  * live_view_follows_policy_line: the live view reads the policy's line
@@ -953,6 +956,14 @@ TEST(no_table) {
   run_tool(&r, "-i", "0", p, NULL, NULL);
   check_exit(&r, 2, "bad interval");
   tool_free(&r);
+  run_tool(&r, "-n", "0", p, NULL, NULL); /* not "for ever": that is no -n */
+  check_exit(&r, 2, "-n 0");
+  CHECK_CONTAINS(r.err, "bad count");
+  tool_free(&r);
+  run_tool(&r, "-n", "-1", p, NULL, NULL);
+  check_exit(&r, 2, "-n -1");
+  CHECK_CONTAINS(r.err, "bad count");
+  tool_free(&r);
   run_tool(&r, NULL, NULL, NULL, NULL, NULL);
   check_exit(&r, 2, "no pid");
   CHECK_CONTAINS(r.err, "usage");
@@ -995,6 +1006,27 @@ static void expect_error(const char *path, const void *buf, size_t n, const char
   check_exit(&r, 1, what);
   CHECK_CONTAINS(r.err, msg);
   tool_free(&r);
+}
+
+/* A table file left under this process's pid by an earlier process with
+ * the same pid (killed before sstm_shutdown): sstm_init replaces it. */
+TEST(stale_table_under_our_pid_is_replaced) {
+  char path[64];
+  snprintf(path, sizeof path, SSTM_STT_PATH_FMT, (int)getpid());
+  static const char junk[] = "left by an earlier process with this pid";
+  write_file(path, junk, sizeof junk, 0600);
+  sstm_config_t c;
+  sstm_test_config(&c);
+  c.state_table = true;
+  c.max_threads = 5;
+  CHECK_OK(sstm_init(&c));
+  jval_t *j = snapshot_json(getpid());
+  CHECK_EQ_U(ju(j, "pid"), (uint64_t)getpid());
+  CHECK_EQ_U(ju(j, "nentries"), 5);
+  jfree(j);
+  CHECK_OK(sstm_shutdown());
+  struct stat st;
+  CHECK_MSG(stat(path, &st) != 0 && errno == ENOENT, "%s left after sstm_shutdown", path);
 }
 
 /* The live view's uptime is hours:minutes:seconds.tenths (a table started
@@ -1094,6 +1126,34 @@ TEST(garbage) {
   h->nreasons = 1000;
   expect_error(path, h, n, p, "abort reasons", "nreasons");
   free(h);
+  h = fake_table(pid, 4, &n);
+  h->nreasons = SSTM_STT_REASONS + 1; /* one more than the arrays hold */
+  expect_error(path, h, n, p, "abort reasons", "nreasons one past the end");
+  free(h);
+  /* A last reason the table does not name (nreasons 3, reason 3): "?", even
+   * with a name in the slot past the count. */
+  {
+    h = fake_table(pid, 4, &n);
+    snprintf(h->reason_names[0], sizeof h->reason_names[0], "zero");
+    snprintf(h->reason_names[3], sizeof h->reason_names[3], "bogus");
+    sstm_stt_entry_t *e0 = (sstm_stt_entry_t *)(void *)(h + 1);
+    e0->in_use = 1;
+    e0->aborts = 2;
+    e0->last_reason = 3;
+    e0[1].in_use = 1;
+    e0[1].aborts = 1;
+    e0[1].last_reason = 0;
+    write_file(path, h, n, 0600);
+    free(h);
+    tool_run_t rr;
+    run_tool(&rr, "-j", p, NULL, NULL, NULL);
+    check_exit(&rr, 0, "reason past nreasons");
+    jval_t *jj = jparse(rr.out);
+    CHECK_EQ_STR(js(jget(jj, "entries")->items[0], "last_reason_name"), "?");
+    CHECK_EQ_STR(js(jget(jj, "entries")->items[1], "last_reason_name"), "zero");
+    jfree(jj);
+    tool_free(&rr);
+  }
   h = fake_table(pid, 4, &n);
   h->magic = 0;
   expect_error(path, h, n, p, "not initialised", "magic 0");
@@ -1330,6 +1390,9 @@ TEST(clean_stale) {
   write_file(live_path, h, n, 0600);
   h->pid = dead;
   write_file(dead_path, h, n, 0600);
+  char zero_path[64];
+  snprintf(zero_path, sizeof zero_path, SSTM_STT_PATH_FMT, 0);
+  write_file(zero_path, h, n, 0600);
   char target[] = "/tmp/sstm-clean-target-XXXXXX";
   int tfd = mkstemp(target);
   CHECK_GE_I(tfd, 0);
@@ -1360,6 +1423,8 @@ TEST(clean_stale) {
   CHECK_CONTAINS(r.out, want);
   CHECK_EQ_I(lstat(link_path, &st), 0);
   CHECK_EQ_I(stat(target, &st), 0);
+  CHECK_EQ_I(stat(zero_path, &st), 0); /* pid 0 names no process: not a table name */
+  CHECK_MSG(strstr(r.out, zero_path) == NULL, "-c names %s: %s", zero_path, r.out);
   if (root) {
     snprintf(want, sizeof want, "kept %s: belongs to uid 65534", other_path);
     CHECK_CONTAINS(r.out, want);
@@ -1385,6 +1450,7 @@ TEST(clean_stale) {
 
   CHECK_EQ_I(unlink(live_path), 0);
   CHECK_EQ_I(unlink(link_path), 0);
+  CHECK_EQ_I(unlink(zero_path), 0);
   CHECK_EQ_I(unlink(target), 0);
   if (root) CHECK_EQ_I(unlink(other_path), 0);
   reap(live);
