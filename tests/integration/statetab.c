@@ -2111,6 +2111,18 @@ TEST(live_view_across_shutdown_and_reinit) {
   tool_collect(&p, st, &r);
   check_exit(&r, 0, "live view after the final shutdown");
   CHECK_CONTAINS(r.err, "state table removed (sstm_shutdown)");
+  /* The first frame of the new table has no rates yet: nothing to take
+   * them against (the previous frame counted another table). */
+  const char *first = strstr(r.out, "gen=200");
+  CHECK_NOT_NULL(first);
+  const char *total = strstr(first, "total:");
+  CHECK_NOT_NULL(total);
+  const char *eol = strchr(total, '\n');
+  CHECK_NOT_NULL(eol);
+  char line[256];
+  snprintf(line, sizeof line, "%.*s", (int)(eol - total), total);
+  CHECK_CONTAINS(line, "commits 0 (-/s)");
+  CHECK_CONTAINS(line, "aborts 0 (-/s)");
   tool_free(&r);
 }
 

@@ -635,6 +635,68 @@ TEST(lever_names_and_forcing) {
   CHECK_EQ_I(sstm__lever_probe("bogus"), SSTM_LEVER_NONE);
 }
 
+/* os_prio caches each thread's conflict priority for a quantum, but a
+ * change made through sstm_sched_set is seen at the next conflict. The
+ * policy's on_conflict is called directly (this thread against H, both
+ * empty, this one younger): at equal priority the younger aborts itself,
+ * and once H has lowered itself with sstm_sched_set, it kills H. Passes
+ * whatever the timing; without the refresh on sstm_sched_set it fails
+ * when the two calls are less than a quantum (4 ms) apart, as they are but
+ * on a stalled machine. */
+static sstm_desc_t *h_desc;
+static int h_low_nice;
+static void *lowering_thread(void *arg) {
+  (void)arg;
+  CHECK_OK(sstm_thread_init());
+  h_desc = sstm_self();
+  duo_set(1);
+  duo_wait(2);
+  CHECK_OK(sstm_sched_set(SCHED_OTHER, h_low_nice));
+  duo_set(3);
+  duo_wait(4);
+  CHECK_OK(sstm_thread_exit());
+  return NULL;
+}
+
+TEST(os_prio_sees_sstm_sched_set_at_once) {
+  errno = 0;
+  int base = getpriority(PRIO_PROCESS, 0);
+  CHECK_EQ_I(errno, 0);
+  if (base > 9) sstm_test_skip("nice above 9: no lower priority left to test with");
+  h_low_nice = base + 10;
+  duo_reset();
+  init_cm("os_prio");
+  CHECK_OK(sstm_thread_init());
+  pthread_t h = duo_spawn(lowering_thread, NULL);
+  duo_wait(1);
+  const sstm_cm_ops_t *ops = sstm_cm_current();
+  struct sstm_desc *me = sstm_self();
+  sstm_cm_ctx_t ctx = me->cm_ctx;
+  ctx.reads = ctx.writes = 0;
+  ctx.birth = 200; /* younger */
+  sstm_conflict_t c = {.kind = SSTM_CONFLICT_WRITE_LOCKED, .has_other = true};
+  c.other.desc = h_desc;
+  c.other.slot = sstm_desc_slot(h_desc);
+  c.other.tid = sstm_desc_tid(h_desc);
+  c.other.birth = 100;
+  uint64_t w = 0;
+  CHECK_EQ_I(ops->on_conflict(&ctx, &c, &w), SSTM_CM_ABORT_SELF); /* caches both */
+  duo_set(2);
+  duo_wait(3);
+  CHECK_EQ_I(ops->on_conflict(&ctx, &c, &w), SSTM_CM_ABORT_OTHER);
+  int changes = -1;
+  for (int i = 0; i < SSTM_CM_NSTATS && ops->stat_names[i]; i++)
+    if (strcmp(ops->stat_names[i], "prio_changes") == 0) changes = i;
+  CHECK_GE_I(changes, 0);
+  sstm_stats_t st;
+  CHECK_OK(sstm_stats_get(me, &st));
+  CHECK_EQ_U(st.cm_stats[changes], 1);
+  duo_set(4);
+  duo_join(h);
+  CHECK_OK(sstm_thread_exit());
+  CHECK_OK(sstm_shutdown());
+}
+
 TEST(conflict_priority_order) {
   /* RT > OTHER > BATCH > IDLE, then priority (nice: lower is favoured) */
   int rt1 = sstm__conflict_prio_encode(SCHED_FIFO, 0, 1);

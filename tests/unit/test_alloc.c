@@ -283,6 +283,34 @@ TEST(frees_outside_tx_close_their_batch_at_1024) {
   sstm_test_fini();
 }
 
+/* A thread that never registers: each sstm_free is a one-block batch on
+ * the orphan list, and every one of them is released by a later
+ * sstm_reclaim() (the second must join the first on the list, not replace
+ * it). */
+static void *unreg_blocks[3];
+static void *free_unregistered(void *arg) {
+  (void)arg;
+  CHECK_NULL(sstm_self());
+  for (int i = 0; i < 3; i++)
+    sstm_free(unreg_blocks[i]);
+  return NULL;
+}
+
+TEST(frees_of_an_unregistered_thread_are_all_released) {
+  if (!mc_available()) sstm_test_skip("needs the counting allocator");
+  setup();
+  for (int i = 0; i < 3; i++)
+    unreg_blocks[i] = malloc(TSIZE);
+  CHECK_LIVE(3);
+  pthread_t th;
+  CHECK_EQ_I(pthread_create(&th, NULL, free_unregistered, NULL), 0);
+  CHECK_EQ_I(pthread_join(th, NULL), 0);
+  CHECK_LIVE(3); /* retired, not freed: no sweep yet */
+  CHECK_GE_U(sstm_reclaim(), 3);
+  CHECK_LIVE(0);
+  sstm_test_fini();
+}
+
 /* Before sstm_init (and after sstm_shutdown) sstm_free frees at once. */
 TEST(free_without_the_library_frees_at_once) {
   if (!mc_available()) sstm_test_skip("needs the counting allocator");
