@@ -505,6 +505,46 @@ TEST(not_initialised_is_estate) {
   CHECK_NULL(sstm_self());
 }
 
+/* Use after shutdown: every entry point answers with its documented error;
+ * an access (which has no return code) reaches the misuse handler. */
+static int after_shutdown_misuse;
+static void count_after_shutdown(const char *msg) {
+  (void)msg;
+  after_shutdown_misuse++;
+}
+static void never_run(void *arg) {
+  (void)arg;
+  CHECK_MSG(false, "a transaction body ran after sstm_shutdown");
+}
+
+TEST(use_after_shutdown) {
+  clear_env();
+  sstm_config_t c;
+  sstm_test_config(&c);
+  CHECK_OK(sstm_init(&c));
+  CHECK_OK(sstm_thread_init());
+  CHECK_OK(sstm_thread_exit());
+  CHECK_OK(sstm_shutdown());
+  CHECK_FALSE(sstm_initialized());
+  CHECK_RC(sstm_thread_init(), SSTM_ESTATE);
+  CHECK_CONTAINS(sstm_last_error(), "not initialised");
+  CHECK_RC(sstm_run(NULL, never_run, NULL), SSTM_ENOTHREAD);
+  sstm_desc_t *d = NULL;
+  CHECK_RC(sstm_desc_create(&d), SSTM_ESTATE);
+  CHECK_NULL(d);
+  sstm_stats_t s;
+  CHECK_RC(sstm_stats_aggregate(&s), SSTM_ESTATE);
+  CHECK_RC(sstm_shutdown(), SSTM_ESTATE);
+  after_shutdown_misuse = 0;
+  sstm_set_misuse_handler(count_after_shutdown);
+  static uint64_t word = 3;
+  CHECK_EQ_U(sstm_load_u64(&word), 0);
+  sstm_store_u64(&word, 4);
+  CHECK_EQ_U(word, 3);
+  CHECK_EQ_I(after_shutdown_misuse, 2);
+  sstm_set_misuse_handler(NULL);
+}
+
 static void dummy_tx(void *arg) {
   uint64_t *w = arg;
   sstm_store_u64(w, sstm_load_u64(w) + 1);
