@@ -1115,6 +1115,9 @@ static void abort_notify(struct sstm_desc *tx, sstm_abort_reason_t r, const sstm
     sstm__ctr_add(&tx->ctr.cm_wait_ns, sstm__now_ns() - t0);
   }
   tx->in_callback--;
+  /* A transaction that gives up after retries counts as one that retried
+   * (the commit path records the others). */
+  if (r == SSTM_ABORT_USER_CANCEL && tx->retries) sstm__ctr_max(&tx->ctr.max_retries, tx->retries);
 }
 
 static __attribute__((noreturn)) void abort_tx(struct sstm_desc *tx, sstm_abort_reason_t r,
@@ -1122,9 +1125,6 @@ static __attribute__((noreturn)) void abort_tx(struct sstm_desc *tx, sstm_abort_
   rollback(tx, r);
   abort_notify(tx, r, other);
   if (r == SSTM_ABORT_USER_CANCEL) {
-    /* A transaction that gives up after retries counts as one that
-     * retried (the commit path records the others). */
-    if (tx->retries) sstm__ctr_max(&tx->ctr.max_retries, tx->retries);
     SSTM_ASAN_NO_RETURN();
     sstm__ckpt_restore(&tx->ckpt, SSTM__CKPT_CANCEL);
   }
@@ -1371,7 +1371,6 @@ void sstm__abandon(struct sstm_desc *tx) {
   }
   rollback(tx, SSTM_ABORT_USER_CANCEL);
   abort_notify(tx, SSTM_ABORT_USER_CANCEL, NULL);
-  if (tx->retries) sstm__ctr_max(&tx->ctr.max_retries, tx->retries);
 }
 
 SSTM_API int sstm_become_irrevocable(void) {

@@ -292,18 +292,13 @@ TEST(kill_read_only_victim_abort_at_commit) { kill_read_only(true); }
 
 /* ---- threads that end with a descriptor attached (thread.h) ---------- */
 
-static volatile int ended_abort_actions;
-static void count_abort_action(void *arg) {
-  (void)arg;
-  ended_abort_actions++;
-}
 static void *end_inside_tx(void *arg) {
   bool irrevocable = arg != NULL;
   CHECK_OK(sstm_thread_init());
   sstm_attr_t a = {.irrevocable = irrevocable};
   SSTM_ATOMIC_BEGIN(&a)
     sstm_store_u64(&x, 7);
-    if (!irrevocable) CHECK_OK(sstm_on_abort(count_abort_action, NULL));
+    if (!irrevocable) CHECK_OK(sstm_on_abort(count_abort, NULL));
     pthread_exit(NULL); /* inside the transaction */
   SSTM_ATOMIC_END();
   return NULL;
@@ -316,12 +311,12 @@ static void write_x(void *arg) { sstm_store_u64(&x, (uint64_t)(uintptr_t)arg); }
 TEST(thread_that_ends_inside_a_transaction_cancels_it) {
   sstm_test_init();
   x = 0;
-  ended_abort_actions = 0;
+  nabort_cb = 0;
   pthread_t th;
   CHECK_EQ_I(pthread_create(&th, NULL, end_inside_tx, NULL), 0);
   CHECK_EQ_I(pthread_join(th, NULL), 0);
   CHECK_EQ_U(x, 0);
-  CHECK_EQ_I(ended_abort_actions, 1);
+  CHECK_EQ_I(nabort_cb, 1); /* run on the ending thread, before the join */
   CHECK_OK(sstm_run(NULL, write_x, (void *)(uintptr_t)5));
   CHECK_EQ_U(x, 5);
   sstm_stats_t s;
