@@ -28,14 +28,23 @@ typedef struct sstm_hooks {
 
 #define SSTM_MAX_HOOKS 8
 
-/* Register hooks (any member may be NULL). Call while no transaction runs
- * (typically right after sstm_init). Returns a handle >= 0, or SSTM_EINVAL,
- * SSTM_ELIMIT. The table must stay valid until removed; a successful
- * sstm_shutdown removes every hook. */
+/* Register hooks (any member may be NULL), called with arg. May be called
+ * at any time, from any thread (registered or not) and from a hook, also
+ * while other threads run transactions; it may block briefly on the
+ * library's registry mutex. An event that happens at the same time on
+ * another thread may or may not call the new hooks; every event ordered
+ * after the return (on this thread, or on a thread that synchronised with
+ * it since) does. A hook is always called with the arg registered with it.
+ * Returns a handle >= 0, or SSTM_EINVAL (hooks NULL), SSTM_ELIMIT
+ * (SSTM_MAX_HOOKS are registered). The table and arg must stay valid until
+ * the hooks are removed and every call already started has returned; a
+ * successful sstm_shutdown removes every hook. */
 SSTM_API int sstm_hooks_add(const sstm_hooks_t *hooks, void *arg);
 
-/* Remove hooks by handle. Call while no transaction runs. SSTM_EINVAL if the
- * handle is not registered. */
+/* Remove hooks by handle, at any time, as sstm_hooks_add. No event ordered
+ * after the return calls them; a call that another thread started before
+ * may still be running when it returns. SSTM_EINVAL if the handle is not
+ * registered. */
 SSTM_API int sstm_hooks_remove(int handle);
 
 SSTM_EXTERN_C_END

@@ -1,13 +1,53 @@
-/* Global hooks on thread and transaction events. */
+/* Global hooks on thread and transaction events.
+ *
+ * The table may change at any time (hooks.h): sstm_hooks_add/remove write a
+ * slot under reg_lock, while every thread reads the slots at its events
+ * without a lock. Each slot is a seqlock (Boehm, "Can seqlocks get along
+ * with programming language memory models?", MSPC 2012) over the pair
+ * (hooks, arg), so that a reader never calls one registration's functions
+ * with another's argument when a slot is freed and taken again under it.
+ * A reader does not wait for a writer: a slot that is being written, or
+ * was written while it read it, is skipped, which orders the event before
+ * an add or after a remove that ran at the same time, as the contract
+ * allows. */
 #include "core/engine.h"
 
-static struct {
-  const sstm_hooks_t *h;
-  void *arg;
+static struct hook_slot {
+  _Atomic unsigned seq; /* even: stable; odd: being written */
+  _Atomic(const sstm_hooks_t *) h;
+  _Atomic(void *) arg;
 } hooks[SSTM_MAX_HOOKS];
 
-/* The table is changed only while no transaction runs (documented), under
- * reg_lock; nhooks is the fast-path test. */
+/* Writer side, under reg_lock (one writer at a time). */
+static void slot_write(struct hook_slot *s, const sstm_hooks_t *h, void *arg) {
+  unsigned q = atomic_load_explicit(&s->seq, memory_order_relaxed);
+  atomic_store_explicit(&s->seq, q + 1, memory_order_relaxed);
+  /* release fence: a reader that sees either store below also sees the odd
+   * count (its acquire fence pairs with this one), so it discards the pair. */
+  atomic_thread_fence(memory_order_release);
+  atomic_store_explicit(&s->h, h, memory_order_relaxed);
+  atomic_store_explicit(&s->arg, arg, memory_order_relaxed);
+  /* release: a reader whose first load sees the even count q + 2 sees the
+   * pair stored before it. */
+  atomic_store_explicit(&s->seq, q + 2, memory_order_release);
+}
+
+/* Reader side: the slot's pair if it was stable while read, else NULL. */
+static const sstm_hooks_t *slot_read(struct hook_slot *s, void **arg) {
+  /* acquire: pairs with the release store of the even count. */
+  unsigned q = atomic_load_explicit(&s->seq, memory_order_acquire);
+  if (q & 1) return NULL;
+  const sstm_hooks_t *h = atomic_load_explicit(&s->h, memory_order_relaxed);
+  *arg = atomic_load_explicit(&s->arg, memory_order_relaxed);
+  /* acquire fence: the loads of the pair happen before the count's second
+   * load; with the writer's release fence, a pair touched by a writer shows
+   * a changed count here. A relaxed load without the fence could be
+   * satisfied before the pair's loads and miss the change. */
+  atomic_thread_fence(memory_order_acquire);
+  if (atomic_load_explicit(&s->seq, memory_order_relaxed) != q) return NULL;
+  return h;
+}
+
 SSTM_API int sstm_hooks_add(const sstm_hooks_t *h, void *arg) {
   if (h == NULL) {
     sstm__set_error("sstm_hooks_add: hooks is NULL");
@@ -16,14 +56,15 @@ SSTM_API int sstm_hooks_add(const sstm_hooks_t *h, void *arg) {
   pthread_mutex_lock(&sstm__g.reg_lock);
   int handle = SSTM_ELIMIT;
   for (int i = 0; i < SSTM_MAX_HOOKS; i++) {
-    if (hooks[i].h == NULL) {
-      hooks[i].h = h;
-      hooks[i].arg = arg;
+    if (atomic_load_explicit(&hooks[i].h, memory_order_relaxed) == NULL) {
+      slot_write(&hooks[i], h, arg);
       handle = i;
       break;
     }
   }
-  if (handle >= 0) atomic_fetch_add_explicit(&sstm__g.nhooks, 1, memory_order_release);
+  /* relaxed: nhooks is only the events' fast-path test; the slot's count
+   * orders the pair. An event that reads 0 here ran before the add. */
+  if (handle >= 0) atomic_fetch_add_explicit(&sstm__g.nhooks, 1, memory_order_relaxed);
   pthread_mutex_unlock(&sstm__g.reg_lock);
   if (handle < 0) sstm__set_error("sstm_hooks_add: all %d hook slots are used", SSTM_MAX_HOOKS);
   return handle;
@@ -36,18 +77,22 @@ SSTM_API int sstm_hooks_remove(int handle) {
   }
   pthread_mutex_lock(&sstm__g.reg_lock);
   int rc = SSTM_EINVAL;
-  if (hooks[handle].h != NULL) {
-    hooks[handle].h = NULL;
-    atomic_fetch_sub_explicit(&sstm__g.nhooks, 1, memory_order_release);
+  if (atomic_load_explicit(&hooks[handle].h, memory_order_relaxed) != NULL) {
+    slot_write(&hooks[handle], NULL, NULL);
+    atomic_fetch_sub_explicit(&sstm__g.nhooks, 1, memory_order_relaxed);
     rc = 0;
   }
   pthread_mutex_unlock(&sstm__g.reg_lock);
+  if (rc != 0) sstm__set_error("sstm_hooks_remove: handle %d is not registered", handle);
   return rc;
 }
 
 #define FOR_HOOKS(member, ...)                                                                     \
-  for (int i = 0; i < SSTM_MAX_HOOKS; i++)                                                         \
-    if (hooks[i].h && hooks[i].h->member) hooks[i].h->member(hooks[i].arg, ##__VA_ARGS__)
+  for (int i = 0; i < SSTM_MAX_HOOKS; i++) {                                                       \
+    void *arg_;                                                                                    \
+    const sstm_hooks_t *h_ = slot_read(&hooks[i], &arg_);                                          \
+    if (h_ && h_->member) h_->member(arg_, ##__VA_ARGS__);                                         \
+  }
 
 void sstm__hooks_thread_init(void) { FOR_HOOKS(thread_init); }
 void sstm__hooks_thread_exit(void) { FOR_HOOKS(thread_exit); }
@@ -55,8 +100,12 @@ void sstm__hooks_begin(uint64_t txid) { FOR_HOOKS(tx_begin, txid); }
 void sstm__hooks_commit(uint64_t txid) { FOR_HOOKS(tx_commit, txid); }
 void sstm__hooks_abort(uint64_t txid, sstm_abort_reason_t r) { FOR_HOOKS(tx_abort, txid, r); }
 
+/* At sstm_shutdown, once no thread is registered. */
 void sstm__hooks_clear(void) {
+  pthread_mutex_lock(&sstm__g.reg_lock);
   for (int i = 0; i < SSTM_MAX_HOOKS; i++)
-    hooks[i].h = NULL;
+    if (atomic_load_explicit(&hooks[i].h, memory_order_relaxed) != NULL)
+      slot_write(&hooks[i], NULL, NULL);
   atomic_store_explicit(&sstm__g.nhooks, 0, memory_order_relaxed);
+  pthread_mutex_unlock(&sstm__g.reg_lock);
 }

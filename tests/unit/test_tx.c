@@ -1,7 +1,10 @@
 /* Unit tests: transaction semantics on one thread: read-your-own-writes,
- * rollback (restart, cancel), flat nesting, user callbacks, hooks, state
- * queries, irrevocability basics. */
+ * rollback (restart, cancel), flat nesting, user callbacks, hooks (and
+ * hooks changed while other threads run), state queries, irrevocability
+ * basics. */
 #define _GNU_SOURCE
+#include <pthread.h>
+#include <stdatomic.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -497,6 +500,98 @@ TEST(hooks_limit) {
   CHECK_RC(sstm_hooks_add(&empty, NULL), SSTM_ELIMIT);
   CHECK_OK(sstm_hooks_remove(handles[3]));
   CHECK_GE_I(sstm_hooks_add(&empty, NULL), 0);
+  sstm_test_fini();
+}
+
+/* hooks.h: the table may change while other threads register, run
+ * transactions and leave, and a hook is always called with its own arg. A
+ * changer thread moves two hook sets (A with &tag_a, B with &tag_b) through
+ * the same slots, so that a slot freed by one is taken by the other while
+ * the workers' events read it. Each hook checks its arg. Under TSan
+ * (stress label) an unsynchronised read of the table fails the test. */
+static int tag_a, tag_b;
+static _Atomic long hk_calls_a, hk_calls_b, hk_mismatch;
+static _Atomic int hk_workers_done, hk_cycles;
+static void hk_a(void *arg) {
+  atomic_fetch_add_explicit(arg == &tag_a ? &hk_calls_a : &hk_mismatch, 1, memory_order_relaxed);
+}
+static void hk_b(void *arg) {
+  atomic_fetch_add_explicit(arg == &tag_b ? &hk_calls_b : &hk_mismatch, 1, memory_order_relaxed);
+}
+static void hk_a_tx(void *arg, uint64_t txid) { (void)txid, hk_a(arg); }
+static void hk_b_tx(void *arg, uint64_t txid) { (void)txid, hk_b(arg); }
+static void hk_a_abort(void *arg, uint64_t txid, sstm_abort_reason_t r) {
+  (void)txid, (void)r, hk_a(arg);
+}
+static void hk_b_abort(void *arg, uint64_t txid, sstm_abort_reason_t r) {
+  (void)txid, (void)r, hk_b(arg);
+}
+static const sstm_hooks_t HK_A = {hk_a, hk_a, hk_a_tx, hk_a_tx, hk_a_abort};
+static const sstm_hooks_t HK_B = {hk_b, hk_b, hk_b_tx, hk_b_tx, hk_b_abort};
+static uint64_t hk_counter;
+enum { HK_ROUNDS = 50, HK_TX = 100, HK_MIN_CYCLES = 200 };
+
+static void hk_increment(void *p) {
+  (void)p;
+  sstm_store_u64(&hk_counter, sstm_load_u64(&hk_counter) + 1);
+}
+
+static void *hk_worker(void *p) {
+  (void)p;
+  int rounds = 0;
+  /* At least HK_ROUNDS registrations, and on until the changer has run
+   * HK_MIN_CYCLES cycles, so that the two overlap. */
+  while (rounds < HK_ROUNDS ||
+         atomic_load_explicit(&hk_cycles, memory_order_relaxed) < HK_MIN_CYCLES) {
+    CHECK_OK(sstm_thread_init());
+    for (int i = 0; i < HK_TX; i++)
+      CHECK_OK(sstm_run(NULL, hk_increment, NULL));
+    CHECK_OK(sstm_thread_exit());
+    rounds++;
+  }
+  atomic_fetch_add_explicit(&hk_workers_done, 1, memory_order_relaxed);
+  return (void *)(intptr_t)rounds;
+}
+
+TEST(hooks_change_while_other_threads_run) {
+  sstm_test_init();
+  pthread_t w[2];
+  for (int i = 0; i < 2; i++)
+    CHECK_EQ_I(pthread_create(&w[i], NULL, hk_worker, NULL), 0);
+  int cycles = 0;
+  while (atomic_load_explicit(&hk_workers_done, memory_order_relaxed) < 2) {
+    int h0 = sstm_hooks_add(&HK_A, &tag_a);
+    int h1 = sstm_hooks_add(&HK_B, &tag_b);
+    CHECK_GE_I(h0, 0);
+    CHECK_GE_I(h1, 0);
+    CHECK_OK(sstm_hooks_remove(h0));
+    CHECK_EQ_I(sstm_hooks_add(&HK_B, &tag_b), h0); /* the lowest free slot */
+    CHECK_OK(sstm_hooks_remove(h1));
+    CHECK_EQ_I(sstm_hooks_add(&HK_A, &tag_a), h1);
+    CHECK_OK(sstm_hooks_remove(h0));
+    CHECK_OK(sstm_hooks_remove(h1));
+    atomic_store_explicit(&hk_cycles, ++cycles, memory_order_relaxed);
+  }
+  long txs = 0;
+  for (int i = 0; i < 2; i++) {
+    void *rounds;
+    CHECK_EQ_I(pthread_join(w[i], &rounds), 0);
+    txs += (long)(intptr_t)rounds * HK_TX;
+  }
+  CHECK_GE_I(cycles, HK_MIN_CYCLES);
+  CHECK_EQ_I(atomic_load(&hk_mismatch), 0);
+  CHECK_EQ_U(hk_counter, (uint64_t)txs); /* no transaction lost or doubled */
+  /* Registered now, both are called with their own arg: the table is
+   * usable after the churn. */
+  CHECK_OK(sstm_thread_init());
+  long a0 = atomic_load(&hk_calls_a), b0 = atomic_load(&hk_calls_b);
+  int h0 = sstm_hooks_add(&HK_A, &tag_a), h1 = sstm_hooks_add(&HK_B, &tag_b);
+  tx_store_u64(&x, 1);
+  CHECK_EQ_I(atomic_load(&hk_calls_a) - a0, 2); /* begin, commit */
+  CHECK_EQ_I(atomic_load(&hk_calls_b) - b0, 2);
+  CHECK_OK(sstm_hooks_remove(h0));
+  CHECK_OK(sstm_hooks_remove(h1));
+  CHECK_EQ_I(atomic_load(&hk_mismatch), 0);
   sstm_test_fini();
 }
 
