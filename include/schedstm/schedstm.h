@@ -7,7 +7,14 @@
  * another thread of the parent at the fork stays held in the child). What
  * the library guarantees is that the parent is unharmed: the child's
  * transactions, if it runs any anyway, are not counted in the parent's state
- * table, and the child never removes the parent's table file. */
+ * table, and the child never removes the parent's table file.
+ *
+ * Signals: the library installs no signal handler and sends no signal (a
+ * remote abort is a flag the victim reads at its next barrier). Its
+ * functions are not async-signal-safe. A handler that interrupts a thread
+ * inside a transaction must not call them: a transaction started there
+ * would join the interrupted one as a flat-nested part, in the middle of
+ * one of its barriers. */
 #ifndef SCHEDSTM_H
 #define SCHEDSTM_H
 
