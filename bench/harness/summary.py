@@ -83,28 +83,46 @@ def paired_ratio(records, workload, threads, variant, baseline):
     """Median over repetitions of variant/baseline throughput, pairing the
     two runs of the same repetition (same run conditions). When the
     baseline did not run at this thread count (e.g. seq beyond 1 thread)
-    its 1-thread runs are used: the ratio is then a speedup. Returns
-    (ratio or None, used_one_thread_baseline)."""
+    its 1-thread runs are used: the ratio is then a speedup. A baseline
+    that ran at this thread count and failed gives no ratio (not a
+    speedup over its 1-thread runs). Returns (ratio or None,
+    used_one_thread_baseline).
+
+    Runs pair by repetition and seed, so that the records of two sweeps
+    pooled together (rep 0 of each, seeds differing) pair within their
+    own sweep; runs with the same key pair in the order of the records."""
     base_threads = threads
     by_rep = _by_rep(records, workload, threads, baseline)
-    if not by_rep and threads != 1:
+    if not by_rep and threads != 1 and not _ran(records, workload, threads, baseline):
         base_threads = 1
         by_rep = _by_rep(records, workload, 1, baseline)
     mine = _by_rep(records, workload, threads, variant)
-    ratios = [mine[rep] / by_rep[rep] for rep in mine
-              if rep in by_rep and by_rep[rep] > 0]
+    ratios = [x / b for key, xs in mine.items() for x, b in zip(xs, by_rep.get(key, ()))
+              if b > 0]
     if not ratios:
         return None, False
     return statistics.median(ratios), base_threads != threads
 
 
+def _ran(records, workload, threads, variant):
+    """True if variant has a record (successful or not) at this point."""
+    return any(workload_key(r) == workload and r.get("threads") == threads
+               and r.get("variant") == variant for r in records)
+
+
 def _by_rep(records, workload, threads, variant):
+    """{(rep, seed): [commits_per_s of the successful runs, in order]}. A
+    run with a rate of 0 is kept: it is a ratio of 0, not a missing run."""
     out = {}
     for r in ok_records(records):
         if (workload_key(r) == workload and r["threads"] == threads
-                and r["variant"] == variant and r.get("commits_per_s")):
-            out[r["rep"]] = r["commits_per_s"]
+                and r["variant"] == variant and _is_rate(r.get("commits_per_s"))):
+            out.setdefault((r["rep"], r.get("seed")), []).append(r["commits_per_s"])
     return out
+
+
+def _is_rate(x):
+    return isinstance(x, (int, float)) and not isinstance(x, bool)
 
 
 def fmt_rate(x):
@@ -191,10 +209,19 @@ def _abort_table(groups, workloads, variants):
 PRIO_STATS = ("prio_changes", "sub_prio_changes")
 
 
+def _own_elapsed(rec):
+    """The duration the program's own counters cover. With --outside-clock
+    elapsed_s is the difference of two runs' wall times, while cm_wait_s
+    and cm_stats are totals of the long run: they go with its own clock,
+    kept as elapsed_s_inside."""
+    inside = rec.get("elapsed_s_inside")
+    return inside if inside else rec.get("elapsed_s")
+
+
 def policy_wait_share(rec):
     """Thread-seconds per second the run spent in policy actions (waiting,
     yielding, backing off): cm_wait_s / elapsed_s, or None."""
-    wait, elapsed = rec.get("cm_wait_s"), rec.get("elapsed_s")
+    wait, elapsed = rec.get("cm_wait_s"), _own_elapsed(rec)
     if wait is None or not elapsed:
         return None
     return wait / elapsed
@@ -203,7 +230,7 @@ def policy_wait_share(rec):
 def prio_changes_per_s(rec):
     """OS priority changes per second (softser, os_prio and adaptive's
     os_prio count them), or None when the policy has no such counter."""
-    stats, elapsed = rec.get("cm_stats") or {}, rec.get("elapsed_s")
+    stats, elapsed = rec.get("cm_stats") or {}, _own_elapsed(rec)
     for name in PRIO_STATS:
         if name in stats and elapsed:
             return stats[name] / elapsed
@@ -255,11 +282,22 @@ def adaptive_vs_fixed(records, groups, workload, threads, variants):
     def has_policy(v):
         return any(policy_wait_share(r) is not None for r in groups.get((workload, threads, v), []))
 
+    def engine(v):
+        """(backend, design) of v's runs, when the records name them."""
+        rs = groups.get((workload, threads, v), [])
+        return (rs[0].get("backend"), rs[0].get("design")) if rs else (None, None)
+
+    def same_engine(v, a):
+        # The label prefix alone would take schedstm-inline-yield for a
+        # fixed policy of schedstm-adaptive (prefix "schedstm-").
+        if engine(a)[0] is not None:
+            return engine(v) == engine(a)
+        return v.startswith(a.split("-adaptive")[0] + "-")
+
     out = []
     for a in (v for v in variants if "adaptive" in v and median(v) is not None):
-        backend = a.split("-adaptive")[0]
         fixed = [v for v in variants if v != a and "adaptive" not in v and has_policy(v)
-                 and v.startswith(backend + "-") and median(v) is not None]
+                 and same_engine(v, a) and median(v) is not None]
         if len(fixed) < 2:
             continue
         best = max(fixed, key=median)
@@ -270,14 +308,14 @@ def adaptive_vs_fixed(records, groups, workload, threads, variants):
 
 
 def _adaptive_table(records, groups, workloads, variants):
-    rows = []
+    rows, within = [], 0
     for w, t in _rows(groups, workloads):
         for a, best, ratio, worst in adaptive_vs_fixed(records, groups, w, t, variants):
             rows.append([workload_label(w), str(t), a, best,
                          "-" if ratio is None else "%.2fx" % ratio, "yes" if worst else ""])
+            within += ratio is not None and ratio >= 0.9  # not the rounded text: 0.896 is out
     if not rows:
         return []
-    within = sum(1 for r in rows if r[4] != "-" and float(r[4][:-1]) >= 0.9)
     lines = ["", "Adaptive against the best fixed policy of each point (paired per-repetition",
              "ratio of throughputs; 'worst': below every fixed policy). Within 10 %%: %d of %d."
              % (within, len(rows)), ""]

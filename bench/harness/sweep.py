@@ -41,6 +41,7 @@ import argparse
 import csv
 import datetime
 import json
+import math
 import os
 import signal
 import subprocess
@@ -121,8 +122,8 @@ def parse_args(argv):
         if not all(0 <= x <= 100 for x in values):
             p.error("--%s takes percentages from 0 to 100 (got %s)"
                     % (option, ",".join(map(str, values))))
-    if args.timeout_s is not None and not args.timeout_s > 0:
-        p.error("--timeout-s must be positive (got %s)" % args.timeout_s)
+    if args.timeout_s is not None and not 0 < args.timeout_s < math.inf:
+        p.error("--timeout-s must be positive and finite (got %s)" % args.timeout_s)
     if args.initial < 1 or (args.range is not None and args.range < 1):
         p.error("--initial and --range must be positive")
     if args.accounts < 1 or args.buckets < 0:
@@ -139,6 +140,10 @@ def parse_args(argv):
                 "(got %d against %d)" % (args.outside_clock, args.duration_ms))
     if any(x not in (0, 1) for x in args.long) or args.scale < 1:
         p.error("--long takes 0 and/or 1, --scale a positive integer")
+    # A value given twice would run its points twice per repetition, and
+    # the pairing of runs by repetition would then drop one of them.
+    for option in ("structures", "updates", "threads", "audits", "mixes", "long"):
+        setattr(args, option, list(dict.fromkeys(getattr(args, option))))
     return args
 
 
@@ -183,13 +188,18 @@ def build_points(args):
 
 def schedule(points, variants, reps):
     """(rep, point, variant) in run order: repetition-major, the variants
-    of each point adjacent, their order rotated by the repetition."""
+    of each point adjacent, their order rotated by the repetition. The
+    rotation is over the variants that run the point (not all of them):
+    otherwise a variant that skips it (seq beyond 1 thread, a peer without
+    the benchmark) makes some orders repeat and others never come."""
     runs = []
     for rep in range(reps):
-        shift = rep % len(variants)
-        order = variants[shift:] + variants[:shift]
         for point in points:
-            runs += [(rep, point, v) for v in order if v.supports(point)]
+            order = [v for v in variants if v.supports(point)]
+            if order:
+                shift = rep % len(order)
+                order = order[shift:] + order[:shift]
+            runs += [(rep, point, v) for v in order]
     return runs
 
 
@@ -244,7 +254,11 @@ NUMERIC_FIELDS = ("commits_per_s", "aborts_per_s", "abort_ratio", "commits", "ab
 
 def check_numbers(parsed):
     """Raises RunFailed when a field the summary computes with is not a
-    number (output that parsed, but not into a result)."""
+    number (output that parsed, but not into a result), or when there is
+    no throughput at all (a JSON object without commits_per_s)."""
+    if parsed.get("commits_per_s") is None:
+        raise adapters.RunFailed("unusable result: no commits_per_s in %s"
+                                 % _shorten(json.dumps(parsed, sort_keys=True, default=str)))
     for key in NUMERIC_FIELDS:
         value = parsed.get(key)
         if value is not None and (isinstance(value, bool)
@@ -252,9 +266,15 @@ def check_numbers(parsed):
             raise adapters.RunFailed("unusable result: %s is %r, not a number" % (key, value))
 
 
+def _shorten(text, limit=120):
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
 def base_record(rep, point, variant):
-    """The harness's fields of a run's record (the workload, the variant)."""
-    record = {k: point.get(k) for k in adapters.RESULT_FIELDS if k in point}
+    """The harness's fields of a run's record (the workload, the variant).
+    sb7's scale is part of its workload (summary.workload_key): a failed
+    run, which has no output to take it from, must carry it too."""
+    record = {k: point.get(k) for k in adapters.RESULT_FIELDS + ("scale",) if k in point}
     record.update(variant=variant.label, backend=variant.backend, design=variant.design,
                   cm=variant.cm, rep=rep)
     return record
@@ -362,6 +382,23 @@ def maybe_plot(out_dir):
         sys.stderr.write("sweep: wrote %s\n" % path)
 
 
+def new_default_out_dir():
+    """results/sweep-<time>, created here; two sweeps started within the
+    same second get two directories (-2, -3... on the second one) instead
+    of writing into one."""
+    base = os.path.join(REPO, "results",
+                        "sweep-" + datetime.datetime.now().strftime("%Y%m%d-%H%M%S"))
+    os.makedirs(os.path.dirname(base), exist_ok=True)
+    for n in range(1, 1000):
+        path = base if n == 1 else "%s-%d" % (base, n)
+        try:
+            os.mkdir(path)
+            return path
+        except FileExistsError:
+            continue
+    raise FileExistsError("too many sweeps named %s-*" % base)
+
+
 def _interrupt(signum, frame):
     raise KeyboardInterrupt
 
@@ -398,14 +435,19 @@ def main(argv=None):
             argv_, env = v.command(dict(point, seed=args.seed + rep))
             print(" ".join(["%s=%s" % kv for kv in env.items()] + argv_))
         return 0
-    out_dir = args.out or os.path.join(
-        REPO, "results", "sweep-" + datetime.datetime.now().strftime("%Y%m%d-%H%M%S"))
+    out_dir = args.out
     try:
-        os.makedirs(out_dir, exist_ok=True)
+        if out_dir is None:
+            out_dir = new_default_out_dir()
+        else:
+            os.makedirs(out_dir, exist_ok=True)
+            if os.path.exists(os.path.join(out_dir, "results.jsonl")):
+                sys.stderr.write("sweep: warning: --out %s holds the results of an earlier "
+                                 "sweep; they are replaced\n" % out_dir)
         jsonl = open(os.path.join(out_dir, "results.jsonl"), "w")
     except OSError as e:
         sys.stderr.write("sweep: error: cannot write the results in --out %s: %s\n"
-                         % (out_dir, e.strerror or e))
+                         % (out_dir or os.path.join(REPO, "results"), e.strerror or e))
         return 2
     sys.stderr.write("sweep: %d runs of ~%.1f s, output in %s\n" % (
         len(runs), args.duration_ms / 1000.0, out_dir))

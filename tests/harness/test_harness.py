@@ -585,6 +585,247 @@ class PlotRobustness(unittest.TestCase):
             self.assertTrue(os.stat(path).st_mode & stat.S_IXUSR, "%s is not executable" % name)
 
 
+# ---- review of 2026-11-25: rotation, pairing, outside clock, bad results ----
+
+class _Fake(adapters.Variant):
+    """A variant that runs the points whose thread count it is given."""
+
+    def __init__(self, label, threads=None):
+        super().__init__(label, label)
+        self.threads = threads
+
+    def supports(self, point):
+        return self.threads is None or point["threads"] in self.threads
+
+
+class Rotation(unittest.TestCase):
+    def orders(self, variants, threads, reps):
+        runs = sweep.schedule([{"threads": threads}], variants, reps)
+        out = {}
+        for rep, _, v in runs:
+            out.setdefault(rep, []).append(v.label)
+        return [out[r] for r in range(reps)]
+
+    def test_the_order_rotates_with_the_repetition(self):
+        variants = [_Fake("a"), _Fake("b"), _Fake("c")]
+        self.assertEqual(self.orders(variants, 1, 4),
+                         [["a", "b", "c"], ["b", "c", "a"], ["c", "a", "b"], ["a", "b", "c"]])
+
+    def test_variants_that_skip_a_point_do_not_stall_the_rotation(self):
+        # seq runs 1 thread only, the peer not this benchmark: at 4 threads
+        # a and b must take the first slot in turn (before: a, b, a, a).
+        variants = [_Fake("a"), _Fake("b"), _Fake("seq", threads=(1,)), _Fake("peer", threads=())]
+        self.assertEqual(self.orders(variants, 4, 4),
+                         [["a", "b"], ["b", "a"], ["a", "b"], ["b", "a"]])
+
+    def test_repetition_r_runs_with_seed_plus_r(self):
+        with tempfile.TemporaryDirectory() as d:
+            peer = os.path.dirname(write_script(os.path.join(d, "p", "intset-ll"), FAKE_PEER))
+            rc, out, err = run_sweep(["--backends", "", "--peer", "tinystm=" + peer,
+                                      "--structures", "ll", "--threads", "1", "--reps", "3",
+                                      "--seed", "5", "--dry-run"])
+        self.assertEqual(rc, 0, err)
+        seeds = [line.split()[line.split().index("-s") + 1] for line in out.splitlines()]
+        self.assertEqual(seeds, ["5", "6", "7"])
+        # and the runs themselves (run_one builds its own command line)
+        argvs = []
+
+        def execute(argv, env, timeout):
+            argvs.append(argv)
+            return subprocess.CompletedProcess(argv, 0, "#txs : 1 (1.0 / s)\n", ""), 1.0
+
+        args = sweep.parse_args(["--seed", "5", "--structures", "ll"])
+        peer = adapters.TinySTMVariant("tinystm", "/nonexistent")
+        with patched(sweep, "execute", execute):
+            records = [sweep.run_one(rep, sweep.build_points(args)[0], peer, args)
+                       for rep in range(3)]
+        self.assertEqual([a[a.index("-s") + 1] for a in argvs], ["5", "6", "7"])
+        self.assertEqual([r["seed"] for r in records], [5, 6, 7])
+
+    def test_values_given_twice_run_once(self):
+        args = sweep.parse_args(["--structures", "ll,rb,ll", "--threads", "1,2,1"])
+        self.assertEqual((args.structures, args.threads), (["ll", "rb"], [1, 2]))
+
+
+class PairingEdges(unittest.TestCase):
+    W = ("intset", "hs", None, 50)
+
+    def test_an_even_number_of_repetitions_takes_the_mean_of_the_middle_two(self):
+        records = [rec("a", 2, 0, 1e6), rec("b", 2, 0, 1e6),
+                   rec("a", 2, 1, 1e6), rec("b", 2, 1, 2e6)]
+        self.assertAlmostEqual(summary.paired_ratio(records, self.W, 2, "b", "a")[0], 1.5)
+
+    def test_a_repetition_at_zero_commits_is_a_ratio_of_zero(self):
+        # before: left out of the ratio (2.00x) but not of the median (0)
+        records = []
+        for rep, b in enumerate((0.0, 0.0, 2e6)):
+            records += [rec("a", 2, rep, 1e6), rec("b", 2, rep, b)]
+        self.assertEqual(summary.paired_ratio(records, self.W, 2, "b", "a"), (0.0, False))
+
+    def test_a_baseline_that_failed_is_not_replaced_by_its_one_thread_runs(self):
+        records = [rec("a", 1, 0, 1e6), dict(rec("a", 2, 0, 5e6), status="fail", error="boom"),
+                   rec("b", 2, 0, 3e6)]
+        self.assertEqual(summary.paired_ratio(records, self.W, 2, "b", "a"), (None, False))
+        self.assertNotIn("baseline measured at 1 thread only", summary.markdown(records, "a"))
+
+    def test_pooled_sweeps_pair_within_their_own_sweep(self):
+        # two sweeps (seeds 1 and 7), 3 repetitions each: ratios 2, 2, 2, 1, 1, 1
+        records = []
+        for seed, b in ((1, 2e6), (7, 1e6)):
+            for rep in range(3):
+                records += [rec("a", 2, rep, 1e6, seed=seed + rep),
+                            rec("b", 2, rep, b, seed=seed + rep)]
+        self.assertAlmostEqual(summary.paired_ratio(records, self.W, 2, "b", "a")[0], 1.5)
+
+
+class AdaptiveEdges(unittest.TestCase):
+    def test_fixed_policies_of_another_back_end_are_not_compared(self):
+        records = []
+        for rep in range(3):
+            for backend, scale in (("schedstm", 1), ("schedstm-inline", 2)):
+                for cm, cps in (("suicide", 1e6), ("yield", 2e6), ("adaptive", 2e6)):
+                    records.append(rec("%s-%s" % (backend, cm), 8, rep, cps * scale,
+                                       backend=backend, cm=cm, cm_wait_s=0.1, elapsed_s=1.0))
+        table = summary.markdown(records)
+        table = table[table.index("Adaptive against"):]
+        self.assertIn("| schedstm-adaptive | schedstm-yield | 1.00x |", table)
+        self.assertIn("| schedstm-inline-adaptive | schedstm-inline-yield | 1.00x |", table)
+
+    def test_within_ten_percent_counts_the_ratio_not_its_rounding(self):
+        def r(cm, threads, cps):
+            return rec("s-" + cm, threads, 0, cps, cm_wait_s=0.0, elapsed_s=1.0)
+        records = [r("suicide", 2, 5e5), r("yield", 2, 1e6), r("adaptive", 2, 0.85e6),
+                   r("suicide", 4, 5e5), r("yield", 4, 1e6), r("adaptive", 4, 0.8996e6),
+                   r("suicide", 8, 5e5), r("yield", 8, 1e6), r("adaptive", 8, 0.95e6)]
+        table = summary.markdown(records)
+        self.assertIn("| s-adaptive | s-yield | 0.90x |", table)  # 0.8996
+        self.assertIn("Within 10 %: 1 of 3.", table)
+
+
+class OutsideClockEdges(unittest.TestCase):
+    def test_no_difference_is_an_error_not_a_rate(self):
+        for short, long_ in (((100, 1.0), (200, 1.0)), ((100, 0.5), (100, 1.0))):
+            with self.assertRaisesRegex(adapters.RunFailed, "did not outlast"):
+                sweep.outside_rates({"commits": short[0]}, short[1],
+                                    {"commits": long_[0]}, long_[1])
+
+    def test_the_short_run_lasts_outside_clock_ms(self):
+        durations = []
+
+        def execute(argv, env, timeout):
+            d = int(argv[argv.index("-d") + 1])
+            durations.append(d)
+            out = "#txs          : %d (%f / s)\n" % (1000 * d, 1e6)
+            return subprocess.CompletedProcess(argv, 0, out, ""), 0.1 + d / 1000.0
+
+        peer = adapters.TinySTMVariant("tinystm", "/nonexistent")
+        args = sweep.parse_args(["--duration-ms", "400", "--outside-clock", "20",
+                                 "--structures", "hs"])
+        with patched(sweep, "execute", execute):
+            r = sweep.run_one(0, sweep.build_points(args)[0], peer, args)
+        self.assertEqual(durations, [20, 400])
+        self.assertEqual(r["status"], "ok", r.get("error"))
+        self.assertAlmostEqual(r["commits_per_s"], 1e6)
+
+    def test_policy_time_goes_with_the_programs_own_clock(self):
+        # --outside-clock 500 of 1000 ms: elapsed_s is 0.5 s (the difference),
+        # while cm_wait_s and cm_stats count the whole 1 s run (before: 2x).
+        r = rec("schedstm-a", 2, 0, 1e6, cm_wait_s=1.0, elapsed_s=0.5, elapsed_s_inside=1.0,
+                clock="outside", cm_stats={"prio_changes": 100})
+        self.assertAlmostEqual(summary.policy_wait_share(r), 1.0)
+        self.assertAlmostEqual(summary.prio_changes_per_s(r), 100.0)
+
+
+class UnusableResults(unittest.TestCase):
+    def test_a_result_without_a_rate_or_with_a_non_number_is_a_failed_run(self):
+        for parsed in ({}, {"commits": 5}, {"commits_per_s": True},
+                       {"commits_per_s": 1.0, "abort_ratio": "0.1"}):
+            with self.assertRaises(adapters.RunFailed, msg=parsed):
+                sweep.check_numbers(parsed)
+        sweep.check_numbers({"commits_per_s": 0.0, "aborts": None})
+
+    def test_a_native_binary_that_prints_an_empty_object_fails_its_run(self):
+        with tempfile.TemporaryDirectory() as d:
+            write_script(os.path.join(d, "intset-schedstm"), "#!/bin/sh\necho '{}'\n")
+            out = os.path.join(d, "out")
+            rc, _, err = run_sweep(["--bin-dir", d, "--backends", "schedstm", "--structures",
+                                    "ll", "--threads", "1", "--reps", "1", "--duration-ms", "10",
+                                    "--out", out])
+            self.assertEqual(rc, 1, err)
+            with open(os.path.join(out, "results.jsonl")) as f:
+                (r,) = map(json.loads, f)
+        self.assertEqual(r["status"], "fail")
+        self.assertIn("no commits_per_s", r["error"])
+
+    def test_a_failed_sb7_run_keeps_its_scale(self):
+        point = {"bench": "sb7", "threads": 1, "duration_ms": 10, "structure": "sb7",
+                 "update": "rw", "mix": "rw", "long": 1, "scale": 2}
+        v = adapters.NativeVariant("schedstm", "schedstm", "/nonexistent")
+        args = sweep.parse_args(["--bench", "sb7"])
+        r = sweep.run_guarded(0, point, v, args)
+        self.assertEqual(r["status"], "fail")
+        self.assertIn("- schedstm sb7 read-write x2 n=1 rep 1:", summary.markdown([r]))
+
+
+class SweepDefaults(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.dir = self.tmp.name
+        self.peer = os.path.dirname(write_script(os.path.join(self.dir, "p", "intset-ll"),
+                                                 FAKE_PEER))
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def test_the_default_baseline_is_the_first_variant(self):
+        def run_one(rep, point, variant, args):
+            return fake_record(rep, point, variant)
+
+        argv = ["--backends", "", "--peer", "tinystm-b=" + self.peer, "--peer",
+                "tinystm-a=" + self.peer, "--structures", "ll", "--threads", "1",
+                "--reps", "2", "--out", os.path.join(self.dir, "out")]
+        with patched(sweep, "run_one", run_one):
+            rc, out, err = run_sweep(argv)
+        self.assertEqual(rc, 0, err)
+        self.assertIn("| tinystm-a / tinystm-b |", out)
+
+    def test_sweeps_started_in_the_same_second_get_their_own_directories(self):
+        import datetime
+        import types
+
+        class Frozen(datetime.datetime):  # both sweeps start at the same second
+            @classmethod
+            def now(cls, tz=None):
+                return cls(2026, 11, 25, 10, 52, 55)
+
+        with patched(sweep, "REPO", self.dir), \
+                patched(sweep, "datetime", types.SimpleNamespace(datetime=Frozen)):
+            first, second = sweep.new_default_out_dir(), sweep.new_default_out_dir()
+        self.assertEqual(os.path.basename(first), "sweep-20261125-105255")
+        self.assertEqual(os.path.basename(second), "sweep-20261125-105255-2")
+        self.assertTrue(os.path.isdir(first) and os.path.isdir(second))
+
+    def test_an_out_with_earlier_results_is_named_in_a_warning(self):
+        def run_one(rep, point, variant, args):
+            return fake_record(rep, point, variant)
+
+        out = os.path.join(self.dir, "out")
+        argv = ["--backends", "", "--peer", "tinystm=" + self.peer, "--structures", "ll",
+                "--threads", "1", "--reps", "1", "--out", out]
+        with patched(sweep, "run_one", run_one):
+            _, _, err = run_sweep(argv)
+            self.assertNotIn("earlier sweep", err)
+            _, _, err = run_sweep(argv)
+        self.assertIn("sweep: warning: --out %s holds the results of an earlier sweep" % out, err)
+
+    def test_an_infinite_timeout_is_a_usage_error(self):
+        # before: every run failed with OverflowError in communicate()
+        with contextlib.redirect_stderr(io.StringIO()) as err:
+            with self.assertRaises(SystemExit):
+                sweep.parse_args(["--timeout-s", "inf"])
+        self.assertIn("positive and finite", err.getvalue())
+
+
 # ---- the set-up scripts, against stand-ins for the tools they call ----------
 
 class SetupScripts(unittest.TestCase):
