@@ -39,8 +39,10 @@ SSTM_API void sstm_free(void *p);
  * thread's own retired blocks (its pending batch is closed first) and those
  * handed over by exited threads. Blocks retired by another live thread are
  * released by that thread (at its commits, sstm_reclaim or exit): retirement
- * lists are per thread so that retiring takes no lock. Returns how many
- * blocks were released. Never blocks on running transactions. */
+ * lists are per thread so that retiring takes no lock. Called inside a
+ * transaction, it leaves the thread's own blocks (they wait for a commit or
+ * a later call outside) and releases only exited threads' blocks. Returns
+ * how many blocks were released. Never blocks on running transactions. */
 SSTM_API size_t sstm_reclaim(void);
 
 SSTM_EXTERN_C_END

@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <errno.h>
@@ -35,6 +36,20 @@
 
 static _Atomic(const void *) fx_word;
 static _Atomic long fx_wakes, fx_waits;
+/* FUTEX_WAITs on fx_word without a timeout, and the longest timeout given */
+static _Atomic long fx_untimed_waits;
+static _Atomic uint64_t fx_max_sleep_ns;
+
+static void fx_note_timeout(const struct timespec *ts) {
+  if (ts == NULL) {
+    atomic_fetch_add(&fx_untimed_waits, 1);
+    return;
+  }
+  uint64_t ns = (uint64_t)ts->tv_sec * 1000000000ull + (uint64_t)ts->tv_nsec;
+  uint64_t m = atomic_load(&fx_max_sleep_ns);
+  while (ns > m && !atomic_compare_exchange_weak(&fx_max_sleep_ns, &m, ns)) {
+  }
+}
 
 /* Replaces the C library's syscall() for this executable (the static
  * library's references bind to it): counts futex calls on fx_word, then
@@ -49,8 +64,10 @@ long syscall(long nr, ...) {
     int op = (int)a2 & FUTEX_CMD_MASK;
     if (op == FUTEX_WAKE)
       atomic_fetch_add(&fx_wakes, 1);
-    else if (op == FUTEX_WAIT)
+    else if (op == FUTEX_WAIT) {
+      fx_note_timeout((const struct timespec *)a4);
       atomic_fetch_add(&fx_waits, 1);
+    }
   }
   long ret;
   register long r10 __asm__("r10") = a4;
@@ -620,6 +637,97 @@ TEST(watch_reported_to_the_watched_attempt_only) {
   tx_store_u64(&mw.word[1], 4); /* the next attempt starts unwatched */
   CHECK_EQ_I(wr.commits, 2);
   CHECK_FALSE(wr.watched_seen);
+  sstm_test_fini();
+}
+
+/* ---- 8. the sleeps' timeouts, and every sleeper woken ------------------------ */
+
+/* Each FUTEX_WAIT that sstm_party_wait makes is bounded by the slice
+ * (sstm__wait_slice_ns, 1 ms: it bounds the cost of a lost wake-up, cm.h)
+ * and by what is left of the caller's timeout. Checked on the argument the
+ * kernel gets (the interposed syscall() records it), not on a clock: a
+ * waiter on a suspended attempt, with a timeout of several slices, one
+ * shorter than a slice, and with slicing off. */
+static void sleep_bounds(sstm_party_t *p, uint64_t timeout_ns, uint64_t max_ns) {
+  atomic_store(&fx_max_sleep_ns, 0);
+  atomic_store(&fx_untimed_waits, 0);
+  long w0 = atomic_load(&fx_waits);
+  /* until a few sleeps were seen (a preempted waiter may time out without
+   * sleeping at all) */
+  while (atomic_load(&fx_waits) - w0 < 3)
+    CHECK_RC(sstm_party_wait(p, SSTM_WAIT_BLOCK, timeout_ns), SSTM_EBUSY);
+  CHECK_EQ_I(atomic_load(&fx_untimed_waits), 0);
+  CHECK_GT_U(atomic_load(&fx_max_sleep_ns), 0);
+  CHECK_LE_U(atomic_load(&fx_max_sleep_ns), max_ns);
+}
+
+static void sliced_fn(void *arg) {
+  (void)arg;
+  sstm_store_u64(&mw.word[5], 1);
+  sstm_desc_t *me = sstm_self();
+  sstm_party_t p = {.desc = me, .txid = sstm_txid()};
+  fx_watch(&me->status);
+  CHECK_EQ_PTR(sstm_desc_detach(), me); /* suspended: it never ends meanwhile */
+  atomic_store_explicit(&sstm__wait_slice_ns, 1000000, memory_order_relaxed);
+  sleep_bounds(&p, 5000000, 1000000); /* 5 ms: slices of 1 ms */
+  sleep_bounds(&p, 300000, 300000);   /* 0.3 ms: one sleep, shorter than a slice */
+  atomic_store_explicit(&sstm__wait_slice_ns, 0, memory_order_relaxed);
+  sleep_bounds(&p, 2000000, 2000000); /* unsliced: the timeout only */
+  CHECK_OK(sstm_desc_attach(me));
+}
+
+TEST(sleeps_are_sliced_and_bounded_by_the_timeout) {
+  sstm_test_init();
+  CHECK_OK(sstm_run(NULL, sliced_fn, NULL));
+  CHECK_EQ_U(tx_load_u64(&mw.word[5]), 1);
+  sstm_test_fini();
+}
+
+/* Several losers asleep on one winner: its end wakes them all (one
+ * FUTEX_WAKE for every sleeper). Sleeps are unsliced and without a timeout,
+ * so a sleeper left asleep hangs and the watchdog fails the test. */
+#define MS_SLEEPERS 3
+static struct {
+  sstm_party_t p;
+  _Atomic int tid[MS_SLEEPERS], rc[MS_SLEEPERS], returned;
+} ms;
+
+static void *ms_sleeper(void *arg) {
+  int i = (int)(intptr_t)arg;
+  atomic_store(&ms.tid[i], (int)syscall(SYS_gettid));
+  atomic_store(&ms.rc[i], sstm_party_wait(&ms.p, SSTM_WAIT_BLOCK, 0));
+  atomic_fetch_add(&ms.returned, 1);
+  return NULL;
+}
+
+static void many_fn(void *arg) {
+  pthread_t *th = arg;
+  sstm_store_u64(&mw.word[6], 1);
+  sstm_desc_t *me = sstm_self();
+  ms.p = (sstm_party_t){.desc = me, .txid = sstm_txid()};
+  fx_watch(&me->status);
+  CHECK_EQ_PTR(sstm_desc_detach(), me);
+  for (int i = 0; i < MS_SLEEPERS; i++)
+    CHECK_EQ_I(pthread_create(&th[i], NULL, ms_sleeper, (void *)(intptr_t)i), 0);
+  for (int i = 0; i < MS_SLEEPERS; i++) {
+    while (atomic_load(&ms.tid[i]) == 0)
+      sched_yield();
+    await_in_futex(atomic_load(&ms.tid[i])); /* all asleep at once */
+  }
+  CHECK_EQ_I(atomic_load(&ms.returned), 0);
+  CHECK_OK(sstm_desc_attach(me)); /* the commit (sstm_run) wakes them */
+}
+
+TEST(attempt_end_wakes_every_sleeper) {
+  sstm_test_init();
+  unsliced_sleeps();
+  pthread_t th[MS_SLEEPERS];
+  CHECK_OK(sstm_run(NULL, many_fn, th));
+  for (int i = 0; i < MS_SLEEPERS; i++) {
+    CHECK_EQ_I(pthread_join(th[i], NULL), 0);
+    CHECK_OK(atomic_load(&ms.rc[i]));
+  }
+  CHECK_FALSE(sstm_party_running(&ms.p));
   sstm_test_fini();
 }
 

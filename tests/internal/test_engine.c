@@ -2,6 +2,8 @@
  * status word as the engine maintains them (src/core/engine.h). Single
  * threaded and deterministic. */
 #define _GNU_SOURCE
+#include <time.h>
+
 #include "core/engine.h"
 
 #include "../common/txhelp.h"
@@ -188,6 +190,22 @@ TEST_ETL(take_over_gives_the_lock_a_fresh_version) {
   CHECK_EQ_U(words[40], 1);
   txh_cleanup();
   sstm_test_fini();
+}
+
+/* sstm__now_ns (os/time.c) reads CLOCK_MONOTONIC in nanoseconds: the wait
+ * deadlines (sstm_party_wait, the ser-* bound) and the statistics'
+ * durations (cm_wait_ns) subtract two of its readings, so a wrong unit
+ * makes it jump back at every second. Bracketed by the clock itself: no
+ * time is asserted. */
+TEST(now_ns_is_the_monotonic_clock_in_ns) {
+  for (int i = 0; i < 1000; i++) {
+    struct timespec a, b;
+    CHECK_EQ_I(clock_gettime(CLOCK_MONOTONIC, &a), 0);
+    uint64_t n = sstm__now_ns();
+    CHECK_EQ_I(clock_gettime(CLOCK_MONOTONIC, &b), 0);
+    CHECK_LE_U((uint64_t)a.tv_sec * 1000000000ull + (uint64_t)a.tv_nsec, n);
+    CHECK_LE_U(n, (uint64_t)b.tv_sec * 1000000000ull + (uint64_t)b.tv_nsec);
+  }
 }
 
 SSTM_TEST_MAIN()

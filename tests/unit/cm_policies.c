@@ -12,6 +12,10 @@
  *  timestamp  the older transaction wins, both ways;
  *  escalation os_prio and timestamp restart a transaction irrevocable once
  *             it has aborted SCHEDSTM_PRIO_ESCALATE times (default 32);
+ *  retry bound ser-*, yield and softser do so after SSTM_CM_RETRY_BOUND
+ *             aborts (256), user restarts included, without waiting or
+ *             yielding for those; a ser-* loser whose abort names no other
+ *             party (a kill by an unregistered thread) does not wait;
  *  ser-block  a chain (A loses to B, B loses to C, C commits) completes:
  *             losers wait only after rolling back, holding nothing, and
  *             each waits for its winner (the ser-* wait bound is lifted
@@ -192,6 +196,12 @@ static void duel(const char *cm) {
     CHECK_EQ_I(D.h_attempts, 2);
     CHECK_EQ_U(D.hs.aborts[SSTM_ABORT_KILLED], 1);
     CHECK_EQ_U(D.hs.aborts_total, 1);
+    /* the victim decided nothing: a kill is not the victim's conflict to
+     * resolve (cm/common.h, sstm__cm_decidable), so it counts neither a
+     * kill nor an abort of its own */
+    CHECK_EQ_U(D.hs.cm_stats[P_KILLS], 0);
+    CHECK_EQ_U(D.hs.cm_stats[P_SELF_ABORTS], 0);
+    CHECK_EQ_U(D.hs.cm_actions[SSTM_ACT_KILL], 0);
     CHECK_EQ_U(words[0][0], 20); /* H's retry committed last */
   } else {
     CHECK_EQ_I(D.h_attempts, 1);
@@ -602,5 +612,106 @@ TEST_ETL(ser_block_chain_completes) { chain("ser-block"); }
 TEST_ETL(ser_block_ext_chain_completes) { chain("ser-block+ext"); }
 TEST_ETL(ser_spin_chain_completes) { chain("ser-spin"); }
 TEST_ETL(ser_yield_chain_completes) { chain("ser-yield"); }
+
+/* ---- an abort with no other party: nothing to wait for ------------------- */
+
+/* A conflict abort whose other party is unknown (here a kill requested by an
+ * unregistered thread, cm.h) gives a ser-* policy nothing to wait for: it
+ * restarts at once. The loser first loses to this thread's own suspended
+ * transaction (one wait, ended by the bound), then is killed by an
+ * unregistered thread: a policy that waited on the abort's `other` without
+ * looking at has_other would wait again, on the stale party of the first
+ * abort, still running (a second wait and a second timeout). */
+static struct {
+  int attempts;
+  sstm_desc_t *victim;
+  uint64_t txid;
+} UK;
+
+static void *uk_killer(void *arg) {
+  (void)arg;
+  CHECK_NULL(sstm_self()); /* unregistered: the kill names nobody */
+  CHECK_OK(sstm_desc_kill(UK.victim, UK.txid));
+  return NULL;
+}
+
+static void uk_loser(void *arg) {
+  (void)arg;
+  int k = ++UK.attempts;
+  if (k == 1) (void)sstm_load_u64(X); /* locked by the suspended winner */
+  if (k == 2) {
+    UK.victim = sstm_self();
+    UK.txid = sstm_txid();
+    duo_join(duo_spawn(uk_killer, NULL));
+    (void)sstm_load_u64(Z); /* the kill is noticed here */
+  }
+  sstm_store_u64(Y, 7);
+}
+
+static void uk_winner(void *arg) {
+  (void)arg;
+  sstm_store_u64(X, 1); /* ETL: X's stripe is locked until our commit */
+  CHECK_OK(run_other(NULL, uk_loser, NULL));
+}
+
+static void unknown_killer(const char *cm, sstm_cm_act_t act) {
+  init_cm(cm);
+  CHECK_OK(sstm_thread_init());
+  CHECK_OK(sstm_run(NULL, uk_winner, NULL));
+  CHECK_EQ_I(UK.attempts, 3);
+  sstm_stats_t s;
+  CHECK_OK(sstm_stats_get(txh_other_desc(), &s));
+  CHECK_EQ_U(s.aborts[SSTM_ABORT_READ_LOCKED], 1);
+  CHECK_EQ_U(s.aborts[SSTM_ABORT_KILLED], 1);
+  CHECK_EQ_U(s.aborts_total, 2);
+  CHECK_EQ_U(s.cm_stats[SER_WAITS], 1); /* the first abort's only */
+  CHECK_EQ_U(s.cm_stats[SER_TIMEOUTS], 1);
+  CHECK_EQ_U(s.cm_actions[act], 1);
+  CHECK_EQ_U(tx_load_u64(Y), 7);
+  txh_cleanup();
+  sstm_test_fini();
+}
+
+TEST_ETL(ser_block_no_wait_without_other_party) { unknown_killer("ser-block", SSTM_ACT_BLOCK); }
+TEST_ETL(ser_spin_no_wait_without_other_party) { unknown_killer("ser-spin", SSTM_ACT_SPIN); }
+TEST_ETL(ser_yield_no_wait_without_other_party) { unknown_killer("ser-yield", SSTM_ACT_YIELD); }
+
+/* ---- the retry bound of the waiting policies ------------------------------ */
+
+/* SSTM_CM_RETRY_BOUND (cm/common.h): under the policies that wait or yield
+ * instead of ordering transactions (ser-*, yield, softser), a transaction
+ * that has aborted 256 times restarts irrevocable. Every abort counts, user
+ * restarts included; but a user restart is no conflict: the policy neither
+ * waits nor yields for it. One thread restarts its transaction until it is
+ * irrevocable: exactly 257 attempts (a missing bound stops at the test's
+ * own cap of 400). */
+static unsigned rb_attempts;
+
+static void rb_body(void *arg) {
+  (void)arg;
+  if (++rb_attempts < 400 && !sstm_is_irrevocable()) sstm_restart();
+}
+
+static void retry_bound(const char *cm) {
+  init_cm(cm);
+  CHECK_OK(sstm_thread_init());
+  CHECK_OK(sstm_run(NULL, rb_body, NULL));
+  sstm_stats_t s = duo_stats(sstm_self());
+  CHECK_EQ_U(rb_attempts, SSTM_CM_RETRY_BOUND + 1);
+  CHECK_EQ_U(s.aborts[SSTM_ABORT_USER_RETRY], SSTM_CM_RETRY_BOUND);
+  CHECK_EQ_U(s.aborts_total, SSTM_CM_RETRY_BOUND);
+  CHECK_EQ_U(s.commits_irrevocable, 1);
+  for (int i = 0; i < SSTM_CM_NSTATS; i++)
+    CHECK_EQ_U(s.cm_stats[i], 0);
+  for (int a = SSTM_ACT_SPIN; a < SSTM_ACT_COUNT; a++)
+    CHECK_EQ_U(s.cm_actions[a], 0);
+  sstm_test_fini();
+}
+
+TEST(ser_block_retry_bound_makes_irrevocable) { retry_bound("ser-block"); }
+TEST(ser_spin_retry_bound_makes_irrevocable) { retry_bound("ser-spin"); }
+TEST(ser_yield_retry_bound_makes_irrevocable) { retry_bound("ser-yield"); }
+TEST(yield_retry_bound_makes_irrevocable) { retry_bound("yield"); }
+TEST(softser_retry_bound_makes_irrevocable) { retry_bound("softser"); }
 
 SSTM_TEST_MAIN()

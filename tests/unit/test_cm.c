@@ -375,6 +375,12 @@ TEST(ext_composite_for_every_policy) {
       snprintf(bogus, sizeof bogus, "test-nosuch%d+ext", k);
       CHECK_NULL(sstm_cm_find(bogus));
     }
+    /* "P+ext" names P whole: a prefix of a registered name is no policy */
+    static const char *const prefixes[] = {"ser+ext", "soft+ext",   "os+ext",
+                                           "s+ext",   "test-p+ext", "+ext"};
+    for (size_t i = 0; i < sizeof prefixes / sizeof prefixes[0]; i++)
+      CHECK_MSG(sstm_cm_find(prefixes[i]) == NULL, "round %d: %s found as %s", round, prefixes[i],
+                sstm_cm_find(prefixes[i])->name);
     static const char *const builtins[] = {"suicide",   "backoff",   "yield",   "ser-spin",
                                            "ser-yield", "ser-block", "softser", "os_prio",
                                            "timestamp", "adaptive"};

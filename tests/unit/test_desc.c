@@ -217,6 +217,10 @@ static void kill_suspended(bool barrier_is_commit) {
       CHECK_OK(sstm_desc_attach(txh_other_desc()));
       CHECK_RC(sstm_desc_kill(victim, txid + 1000), SSTM_ENOTX); /* no such attempt */
       CHECK_OK(sstm_desc_kill(victim, txid));
+      /* asked again: the attempt is already killed, the effect asked for
+       * (0, by its id or as the current attempt) */
+      CHECK_OK(sstm_desc_kill(victim, txid));
+      CHECK_OK(sstm_desc_kill(victim, 0));
       /* the lock the victim holds on w protects unmodified memory: another
        * transaction writes w at once (a hang here is the failure) */
       CHECK_OK(sstm_run(NULL, writer_w, (void *)(uintptr_t)100));

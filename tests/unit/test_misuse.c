@@ -28,6 +28,8 @@ TEST(access_outside_tx_calls_handler) {
   CHECK_EQ_U(sstm_load_u64(&x), 0); /* a returning handler makes it read 0 */
   CHECK_EQ_I(nmisuse, 1);
   CHECK_MSG(strlen(last_msg) > 0, "empty misuse message");
+  /* the failed call's message */
+  CHECK_EQ_STR(sstm_last_error(), last_msg);
   sstm_store_u64(&x, 7); /* ignored */
   CHECK_EQ_I(nmisuse, 2);
   CHECK_EQ_U(x, 42);
@@ -40,6 +42,10 @@ TEST(access_outside_tx_calls_handler) {
   CHECK_EQ_STR(dst, "abc");
   CHECK_GE_I(nmisuse, 5);
   CHECK_EQ_PTR((const void *)sstm_set_misuse_handler(prev), (const void *)record_misuse);
+  /* NULL restores the default: the handler it replaces is returned next */
+  sstm_set_misuse_handler(record_misuse);
+  CHECK_EQ_PTR((const void *)sstm_set_misuse_handler(NULL), (const void *)record_misuse);
+  CHECK_EQ_PTR((const void *)sstm_set_misuse_handler(prev), (const void *)prev);
   sstm_test_fini();
 }
 
@@ -242,8 +248,17 @@ static void child_restart_irrevocable(void) {
   SSTM_ATOMIC_END();
 }
 
+static void child_access_after_null_handler(void) {
+  sstm_test_init();
+  sstm_set_misuse_handler(record_misuse);
+  sstm_set_misuse_handler(NULL); /* back to the default */
+  (void)sstm_load_u64(&x);
+}
+
 TEST(default_handler_aborts) {
   expect_abort_in_child(child_access, "load outside a transaction");
+  expect_abort_in_child(child_access_after_null_handler,
+                        "load outside a transaction, handler reset with NULL");
   expect_abort_in_child(child_restart_outside, "sstm_restart outside a transaction");
   expect_abort_in_child(child_cancel_irrevocable, "sstm_cancel in an irrevocable transaction");
   expect_abort_in_child(child_restart_irrevocable, "sstm_restart in an irrevocable transaction");

@@ -475,6 +475,13 @@ TEST(hooks_see_events_in_order) {
   CHECK_OK(sstm_hooks_remove(h2));
   CHECK_RC(sstm_hooks_remove(h2), SSTM_EINVAL);
   CHECK_RC(sstm_hooks_remove(12345), SSTM_EINVAL);
+  /* the first handle past the table is out of range, not a slot (another
+   * message first, so that the check sees this call's) */
+  CHECK_RC(sstm_hooks_add(NULL, NULL), SSTM_EINVAL);
+  CHECK_RC(sstm_hooks_remove(SSTM_MAX_HOOKS), SSTM_EINVAL);
+  CHECK_CONTAINS(sstm_last_error(), "out of range");
+  CHECK_RC(sstm_hooks_remove(-1), SSTM_EINVAL);
+  CHECK_CONTAINS(sstm_last_error(), "out of range");
   CHECK_RC(sstm_hooks_add(NULL, NULL), SSTM_EINVAL);
 
   nev = 0;
@@ -717,6 +724,42 @@ TEST(becoming_irrevocable_after_reads_restarts) {
   CHECK_OK(sstm_stats_get(sstm_self(), &s));
   CHECK_EQ_U(s.aborts[SSTM_ABORT_IRREVOCABLE], 1);
   txh_cleanup();
+  sstm_test_fini();
+}
+
+/* Abort actions may run transactions of their own on this descriptor
+ * (tx.h); the restart that follows is still the one the abort asked for:
+ * after sstm_become_irrevocable's abort it starts irrevocable, whatever
+ * the action's transactions did to the descriptor meanwhile. */
+static void abort_action_runs_tx(void *arg) {
+  (void)arg;
+  tx_store_u64(&y, tx_load_u64(&y) + 1);
+}
+
+static volatile int irrevocable_at_retry_start = -1;
+
+TEST(irrevocable_restart_survives_an_abort_action_transaction) {
+  sstm_test_init();
+  x = 0;
+  y = 0;
+  attempts = 0;
+  SSTM_ATOMIC_BEGIN(NULL)
+    attempts++;
+    if (attempts == 2) irrevocable_at_retry_start = sstm_is_irrevocable();
+    uint64_t v = sstm_load_u64(&x);
+    if (attempts == 1) CHECK_OK(sstm_on_abort(abort_action_runs_tx, NULL));
+    CHECK_OK(sstm_become_irrevocable());
+    sstm_store_u64(&x, v + 1);
+  SSTM_ATOMIC_END();
+  CHECK_EQ_I(attempts, 2);
+  CHECK_EQ_I(irrevocable_at_retry_start, 1);
+  CHECK_EQ_U(x, 1);
+  CHECK_EQ_U(y, 1); /* the action ran, once */
+  sstm_stats_t s;
+  CHECK_OK(sstm_stats_get(sstm_self(), &s));
+  CHECK_EQ_U(s.aborts[SSTM_ABORT_IRREVOCABLE], 1);
+  CHECK_EQ_U(s.aborts_total, 1);
+  CHECK_EQ_U(s.commits_irrevocable, 1);
   sstm_test_fini();
 }
 
