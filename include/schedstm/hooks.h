@@ -7,7 +7,9 @@
  *   tx_commit: after a commit, locks released, before the transaction's
  *     sstm_on_commit actions;
  *   tx_abort: after rollback, before the contention manager's on_abort.
- * A hook must not start a transaction. With no hook registered the engine
+ * With several hook sets registered, each event calls them one after
+ * the other in an order that is not specified (not necessarily that of
+ * registration). A hook must not start a transaction. With no hook registered the engine
  * pays one predictable branch per event.
  */
 #ifndef SCHEDSTM_HOOKS_H
