@@ -32,8 +32,11 @@ typedef struct sstm_desc sstm_desc_t;
  * cancelled (rolled back; its abort actions and the policy run, and it is
  * counted as SSTM_ABORT_USER_CANCEL), an irrevocable one, which has written
  * in place and holds back every other transaction, is committed. A
- * descriptor of sstm_desc_create() attached at the end is only detached
- * (its transaction, if any, stays suspended): it remains its creator's.
+ * descriptor of sstm_desc_create() attached at the end is only detached:
+ * it remains its creator's. Its transaction, if any, stays suspended when
+ * it began on another stack (a user-level context that outlives the
+ * thread); one that began on the ending thread's own stack, where its
+ * restart checkpoint is, is ended first as above.
  * A thread that ends inside an action, hook or policy callback leaves its
  * descriptor attached for good: sstm_shutdown() then fails with SSTM_EBUSY.
  */
@@ -41,10 +44,10 @@ SSTM_API int sstm_thread_init(void);
 
 /* Unregister the calling thread and release its descriptor (its statistics
  * are folded into the process totals; its deferred frees are handed to the
- * process-wide reclaimer). Errors: SSTM_ENOTHREAD (not registered),
- * SSTM_EBUSY (a transaction is active on the current descriptor, or the
- * call comes from code running on its behalf: an sstm_on_commit/on_abort
- * action, a hook, or the policy). */
+ * process-wide reclaimer). If the current descriptor is one of
+ * sstm_desc_create(), it is only detached: it remains its creator's. Errors: SSTM_ENOTHREAD (not
+ * registered), SSTM_EBUSY (a transaction is active on the current descriptor, or the call comes
+ * from code running on its behalf: an sstm_on_commit/on_abort action, a hook, or the policy). */
 SSTM_API int sstm_thread_exit(void);
 
 /* The calling thread's current descriptor, or NULL if none is attached. */

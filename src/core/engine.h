@@ -141,6 +141,10 @@ struct sstm_desc {
    * on_commit), where depth may be 0: the descriptor must not be released
    * or detached under it (SSTM_EBUSY; registry.c). */
   uint32_t in_callback;
+  /* The stack pointer at the outermost begin: the restart checkpoint's
+   * frame is on that stack. A thread that ends with a created descriptor
+   * whose transaction began on its own stack cancels it (registry.c). */
+  uintptr_t begin_sp;
   sstm_abort_info_t last_abort;
   uint64_t rng; /* per-descriptor PRNG (random delay, policies) */
 
@@ -312,6 +316,14 @@ static inline void sstm__seam(sstm_seam_t where, const void *addr) {
 /* os/time.c */
 uint64_t sstm__now_ns(void);
 static inline void sstm__cpu_relax(void) { __builtin_ia32_pause(); }
+
+/* The calling function's stack pointer (approximately: the frame it runs
+ * in), without forcing a frame pointer. */
+SSTM_INLINE uintptr_t sstm__stack_pointer(void) {
+  uintptr_t sp;
+  __asm__("mov %%rsp, %0" : "=r"(sp));
+  return sp;
+}
 int sstm__gettid(void);
 void sstm__random_delay_point(struct sstm_desc *d, unsigned shift);
 

@@ -224,23 +224,46 @@ SSTM_API int sstm_thread_exit(void) {
     sstm__set_error("sstm_thread_exit: calling thread is not registered");
     return SSTM_ENOTHREAD;
   }
+  if (!d->thread_owned) {
+    /* A descriptor of sstm_desc_create(): its creator's, only detached
+     * (releasing it would leave the creator a handle to a slot that the
+     * next registering thread gets). The same refusals as a release. */
+    if (d->depth != 0 || d->in_callback) return thread_exit(d);
+    detach(d);
+    return 0;
+  }
   return thread_exit(d);
+}
+
+/* Whether address a lies on the calling thread's stack. */
+static bool on_own_stack(uintptr_t a) {
+  pthread_attr_t attr;
+  void *lo;
+  size_t size;
+  if (pthread_getattr_np(pthread_self(), &attr) != 0) return false;
+  bool known = pthread_attr_getstack(&attr, &lo, &size) == 0;
+  pthread_attr_destroy(&attr);
+  return known && a >= (uintptr_t)lo && a - (uintptr_t)lo < size;
 }
 
 /* The thread-exit destructor: a thread that ends with a descriptor attached
  * (thread.h). Its own descriptor (sstm_thread_init) is released as by
  * sstm_thread_exit(), after its transaction, if it ended inside one, is
  * ended (stm.c, sstm__abandon). A descriptor of sstm_desc_create() is
- * only detached: it belongs to its creator, and its transaction, if any,
- * stays suspended for whoever attaches it next. A thread that ends inside
- * a callback, hook or policy of its transaction leaves its descriptor as
- * it is. */
+ * only detached: it belongs to its creator. Its transaction, if any, stays
+ * suspended for whoever attaches it next when it began on another stack (a
+ * user-level context that outlives the thread); one that began on the
+ * ending thread's own stack is ended as above first, since its restart
+ * checkpoint is in that stack, which goes with the thread. A thread that
+ * ends inside a callback, hook or policy of its transaction leaves its
+ * descriptor as it is. */
 static void auto_exit(void *p) {
   struct sstm_desc *d = p;
   if (!d || sstm__cur != d || d->in_callback ||
       !atomic_load_explicit(&sstm__g.initialized, memory_order_acquire))
     return;
   if (!d->thread_owned) {
+    if (d->depth != 0 && on_own_stack(d->begin_sp)) sstm__abandon(d);
     detach(d);
     return;
   }

@@ -1037,6 +1037,7 @@ SSTM_API sstm_ckpt_t *sstm__begin(const sstm_attr_t *attr) {
     return NULL;
   }
   if (tx->depth++ > 0) return NULL; /* flat nesting */
+  tx->begin_sp = sstm__stack_pointer();
   if (attr) {
     /* Field by field, not as one block: callers build the attribute on the
      * stack just before the call, one store per field (sstm_attr_t's

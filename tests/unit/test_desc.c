@@ -2,6 +2,7 @@
  * and remote abort (sstm_desc_kill). */
 #define _GNU_SOURCE
 #include <pthread.h>
+#include <stdatomic.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -379,6 +380,85 @@ TEST(created_descriptor_outlives_the_thread_that_ends_with_it) {
   CHECK_TRUE(sstm_desc_detach() == d);
   CHECK_OK(sstm_desc_destroy(d)); /* still the creator's */
   CHECK_OK(sstm_desc_attach(mine));
+  sstm_test_fini();
+}
+
+/* sstm_thread_exit() on a thread whose current descriptor is a created
+ * one only detaches it (thread.h): the creator's handle stays valid, and a
+ * thread that registers next gets a slot of its own, not that one. */
+static void *attach_init_exit(void *arg) {
+  sstm_desc_t *d = arg;
+  CHECK_OK(sstm_desc_attach(d));
+  CHECK_OK(sstm_thread_init()); /* a descriptor is attached: registered */
+  SSTM_ATOMIC_BEGIN(NULL)
+    CHECK_RC(sstm_thread_exit(), SSTM_EBUSY); /* a transaction is active */
+  SSTM_ATOMIC_END();
+  CHECK_OK(sstm_thread_exit());
+  CHECK_NULL(sstm_self());
+  CHECK_RC(sstm_thread_exit(), SSTM_ENOTHREAD);
+  return NULL;
+}
+static _Atomic unsigned registered_slot;
+static void *register_and_report(void *arg) {
+  (void)arg;
+  CHECK_OK(sstm_thread_init());
+  atomic_store(&registered_slot, sstm_desc_slot(sstm_self()));
+  CHECK_OK(sstm_thread_exit());
+  return NULL;
+}
+
+TEST(thread_exit_only_detaches_a_created_descriptor) {
+  sstm_test_init();
+  sstm_desc_t *d = NULL;
+  CHECK_OK(sstm_desc_create(&d));
+  pthread_t th;
+  CHECK_EQ_I(pthread_create(&th, NULL, attach_init_exit, d), 0);
+  CHECK_EQ_I(pthread_join(th, NULL), 0);
+  CHECK_EQ_I(pthread_create(&th, NULL, register_and_report, NULL), 0);
+  CHECK_EQ_I(pthread_join(th, NULL), 0);
+  unsigned other = atomic_load(&registered_slot);
+  CHECK_NE_I((int)other, (int)sstm_desc_slot(d));
+  sstm_stats_t s;
+  CHECK_OK(sstm_stats_get(d, &s));
+  CHECK_EQ_U(s.commits_ro, 1);    /* its counters were not folded away */
+  CHECK_OK(sstm_desc_destroy(d)); /* still the creator's */
+  sstm_test_fini();
+}
+
+/* A created descriptor whose transaction began on the stack of the thread
+ * that ends with it attached: that stack goes with the thread, and with it
+ * the restart checkpoint, so the transaction is cancelled (as a thread's own
+ * descriptor's would be) before the descriptor is detached. Before, it
+ * stayed suspended for good: the descriptor could not be destroyed
+ * (SSTM_EBUSY), and a restart jumped into the dead stack. */
+static void *attach_begin_and_end(void *arg) {
+  sstm_desc_t *d = arg;
+  CHECK_OK(sstm_desc_attach(d));
+  SSTM_ATOMIC_BEGIN(NULL)
+    sstm_store_u64(&x, 9);
+    CHECK_OK(sstm_on_abort(count_abort, NULL));
+    pthread_exit(NULL); /* inside the transaction, on this stack */
+  SSTM_ATOMIC_END();
+  return NULL;
+}
+
+TEST(created_descriptor_with_a_transaction_on_the_ending_threads_stack_cancels_it) {
+  sstm_test_init();
+  x = 0;
+  nabort_cb = 0;
+  sstm_desc_t *d = NULL;
+  CHECK_OK(sstm_desc_create(&d));
+  pthread_t th;
+  CHECK_EQ_I(pthread_create(&th, NULL, attach_begin_and_end, d), 0);
+  CHECK_EQ_I(pthread_join(th, NULL), 0);
+  CHECK_EQ_U(x, 0);
+  CHECK_EQ_I(nabort_cb, 1);
+  sstm_stats_t s;
+  CHECK_OK(sstm_stats_get(d, &s));
+  CHECK_EQ_U(s.aborts[SSTM_ABORT_USER_CANCEL], 1);
+  CHECK_OK(sstm_run(NULL, write_x, (void *)(uintptr_t)5)); /* its lock is free */
+  CHECK_EQ_U(x, 5);
+  CHECK_OK(sstm_desc_destroy(d)); /* no transaction left in it */
   sstm_test_fini();
 }
 
