@@ -152,6 +152,18 @@ SSTM_API void sstm_cm_info_changed(void) {
   if (table) publish_cm_info();
 }
 
+/* A process that ends by exit() or a return from main without
+ * sstm_shutdown (worker threads still registered make it fail with
+ * SSTM_EBUSY, so this is common) removes its file here: a table left in
+ * /dev/shm takes memory until someone runs sstm-top -c. Only the name goes:
+ * the mapping stays, since other threads may still write to it until the
+ * process is gone. A process that is killed, or ends by _exit, leaves its
+ * file, frozen (sstm-top shows it as the state it left). A destructor, not
+ * atexit(): it also runs when the library is unloaded (dlclose). */
+__attribute__((destructor)) static void stt_at_exit(void) {
+  if (table != NULL && table_owner == getpid()) unlink(table_path);
+}
+
 void sstm__stt_fini(void) {
   if (table == NULL) return;
   /* NULL before the unmap: a fork() in between must not have its child

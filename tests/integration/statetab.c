@@ -1029,6 +1029,54 @@ TEST(stale_table_under_our_pid_is_replaced) {
   CHECK_MSG(stat(path, &st) != 0 && errno == ENOENT, "%s left after sstm_shutdown", path);
 }
 
+/* A process that ends by exit() without sstm_shutdown (here with a thread
+ * still registered, which makes shutdown fail) removes its table; one that
+ * ends by _exit (as a killed one) leaves it, for sstm-top. */
+static _Atomic bool worker_registered;
+static void *registered_forever(void *arg) {
+  (void)arg;
+  if (sstm_thread_init() != 0) _exit(7);
+  atomic_store(&worker_registered, true);
+  for (;;)
+    pause();
+}
+static void end_without_shutdown(bool by_exit, char *path, size_t len) {
+  fflush(stdout);
+  fflush(stderr);
+  pid_t pid = fork();
+  CHECK_GE_I(pid, 0);
+  if (pid == 0) {
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    sstm_config_t c;
+    sstm_test_config(&c);
+    c.state_table = true;
+    if (sstm_init(&c) != 0 || sstm_thread_init() != 0) _exit(3);
+    pthread_t th; /* a worker that is still registered at the exit */
+    if (pthread_create(&th, NULL, registered_forever, NULL) != 0) _exit(6);
+    while (!atomic_load(&worker_registered))
+      sched_yield();
+    if (sstm_run(NULL, bump_fn, NULL) != 0) _exit(5);
+    if (sstm_shutdown() != SSTM_EBUSY) _exit(4); /* still registered */
+    if (by_exit) exit(0);
+    _exit(0);
+  }
+  int st;
+  while (waitpid(pid, &st, 0) < 0)
+    CHECK_EQ_I(errno, EINTR);
+  CHECK_MSG(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child status 0x%x", st);
+  snprintf(path, len, SSTM_STT_PATH_FMT, (int)pid);
+}
+
+TEST(exit_without_shutdown_removes_the_table) {
+  char path[64];
+  struct stat st;
+  end_without_shutdown(true, path, sizeof path);
+  CHECK_MSG(stat(path, &st) != 0 && errno == ENOENT, "%s left after exit()", path);
+  end_without_shutdown(false, path, sizeof path);
+  CHECK_MSG(stat(path, &st) == 0, "%s gone after _exit", path);
+  CHECK_EQ_I(unlink(path), 0);
+}
+
 /* The live view's uptime is hours:minutes:seconds.tenths (a table started
  * 1 h 5 min 7.5 s ago; on a machine up for less than that, the uptime line
  * is not checked), and -a adds the free slots, in the JSON too. */
