@@ -68,7 +68,8 @@ typedef struct sstm_stats {
   uint64_t max_retries;                  /* most consecutive aborts of one transaction,
                                             committed or cancelled */
   uint64_t cm_waits;                     /* SSTM_CM_WAIT decisions */
-  uint64_t cm_kills;                     /* successful remote aborts requested by this one */
+  uint64_t cm_kills;                     /* successful remote aborts requested by this one
+                                            (its policy's, and its sstm_desc_kill calls) */
   uint64_t locks_stolen;                 /* locks taken over from killed transactions */
   uint64_t extensions;                   /* successful snapshot extensions */
   uint64_t cm_wait_ns;                   /* time in the policy's on_abort and WAIT spins */

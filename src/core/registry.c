@@ -407,7 +407,11 @@ SSTM_API int sstm_desc_kill(sstm_desc_t *d, uint64_t txid) {
   case SSTM_ST_IRREVOCABLE: return kill_result(SSTM_EBUSY, serial);
   case SSTM_ST_ACTIVE: break;
   }
-  if (sstm__kill(d, serial, sstm__cur)) return 0;
+  if (sstm__kill(d, serial, sstm__cur)) {
+    /* counted as the caller's, like a policy's kill (stats.h) */
+    if (sstm__cur != NULL) sstm__ctr_add(&sstm__cur->ctr.cm_kills, 1);
+    return 0;
+  }
   st = atomic_load_explicit(&d->status, memory_order_acquire);
   if (sstm_st_serial(st) == serial && sstm_st_state(st) == SSTM_ST_KILLED) return 0;
   if (sstm_st_serial(st) == serial && sstm_st_state(st) != SSTM_ST_IDLE)
