@@ -46,7 +46,7 @@ typedef enum sstm_error {
   SSTM_ENOENT = -7,    /* unknown contention-manager name (cfg.cm) */
   SSTM_ELIMIT = -8,    /* a fixed limit was reached (threads, hooks, policies) */
   SSTM_ECANCELED = -9, /* transaction was cancelled by sstm_cancel() */
-  SSTM_EPERM = -10,    /* the kernel refused (sstm_sched_set) */
+  SSTM_EPERM = -10,    /* the kernel refused (sstm_sched_set, the state table file) */
 } sstm_error_t;
 
 /* Name of an error code ("SSTM_EINVAL: invalid argument"). Never NULL. */

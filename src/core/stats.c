@@ -229,7 +229,10 @@ SSTM_API int sstm_stats_dump(FILE *out) {
   }
   sstm_stats_t total;
   int rc = sstm_stats_aggregate(&total);
-  if (rc != 0) return rc;
+  if (rc != 0) {
+    sstm__set_error("sstm_stats_dump: the library is not initialised");
+    return rc;
+  }
   sstm_stats_foreach(dump_one, out);
   dump_line(out, "total", &total);
   return 0;

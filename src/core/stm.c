@@ -1318,14 +1318,14 @@ SSTM_API int sstm_commit(void) {
 /* Public control API. */
 
 SSTM_API int sstm_run(const sstm_attr_t *attr, void (*fn)(void *arg), void *arg) {
+  if (fn == NULL) {
+    sstm__set_error("sstm_run: fn is NULL");
+    return SSTM_EINVAL;
+  }
   struct sstm_desc *tx = sstm__cur;
   if (tx == NULL) {
     sstm__set_error("sstm_run: calling thread is not registered (sstm_thread_init)");
     return SSTM_ENOTHREAD;
-  }
-  if (fn == NULL) {
-    sstm__set_error("sstm_run: fn is NULL");
-    return SSTM_EINVAL;
   }
   sstm_ckpt_t *c = sstm__begin(attr);
   if (c != NULL && sstm__ckpt_save(c) == SSTM__CKPT_CANCEL) return SSTM_ECANCELED;

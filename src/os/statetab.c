@@ -68,7 +68,7 @@ int sstm__stt_init(void) {
   int fd = open(table_path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
   if (fd < 0) {
     sstm__set_error("state table: cannot create %s: %m", table_path);
-    return SSTM_EINVAL;
+    return SSTM_EPERM; /* the system refused the file (config.h) */
   }
   /* Allocate, not just size (ftruncate): a tmpfs file takes its pages at
    * the first write, and with /dev/shm full that write (the header below,

@@ -1032,6 +1032,23 @@ TEST(stale_table_under_our_pid_is_replaced) {
 /* A process that ends by exit() without sstm_shutdown (here with a thread
  * still registered, which makes shutdown fail) removes its table; one that
  * ends by _exit (as a killed one) leaves it, for sstm-top. */
+/* A table file that cannot be created is the system's refusal
+ * (SSTM_EPERM, config.h), not a bad value: here a directory of that name. */
+TEST(table_that_cannot_be_created_is_eperm) {
+  char path[64];
+  snprintf(path, sizeof path, SSTM_STT_PATH_FMT, (int)getpid());
+  CHECK_EQ_I(mkdir(path, 0700), 0);
+  sstm_config_t c;
+  sstm_test_config(&c);
+  c.state_table = true;
+  CHECK_RC(sstm_init(&c), SSTM_EPERM);
+  CHECK_CONTAINS(sstm_last_error(), path);
+  CHECK_FALSE(sstm_initialized());
+  CHECK_EQ_I(rmdir(path), 0);
+  CHECK_OK(sstm_init(&c)); /* nothing was left half done */
+  CHECK_OK(sstm_shutdown());
+}
+
 static _Atomic bool worker_registered;
 static void *registered_forever(void *arg) {
   (void)arg;

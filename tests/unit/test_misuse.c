@@ -157,6 +157,10 @@ TEST(null_arguments_are_einval) {
   CHECK_RC(sstm_run(NULL, NULL, NULL), SSTM_EINVAL);
   CHECK_CONTAINS(sstm_last_error(), "sstm_run: fn is NULL");
   CHECK_FALSE(sstm_in_tx());
+  /* the argument first, also on a thread that is not registered */
+  CHECK_OK(sstm_thread_exit());
+  CHECK_RC(sstm_run(NULL, NULL, NULL), SSTM_EINVAL);
+  CHECK_OK(sstm_thread_init());
   SSTM_ATOMIC_BEGIN(NULL)
     CHECK_RC(sstm_on_commit(NULL, NULL), SSTM_EINVAL);
     CHECK_CONTAINS(sstm_last_error(), "sstm_on_commit: fn is NULL");

@@ -367,6 +367,7 @@ TEST(dump_names_nonzero_reasons) {
   free(text);
   sstm_test_fini();
   CHECK_RC(sstm_stats_dump(stderr), SSTM_ESTATE);
+  CHECK_CONTAINS(sstm_last_error(), "sstm_stats_dump: the library is not initialised");
 }
 
 /* The dump also shows the transaction profiles (tags, detailed
