@@ -18,6 +18,11 @@
  *    and read after a restart must be volatile (the usual setjmp rule). Do
  *    not return, break or goto out of the block: leave it with
  *    SSTM_ATOMIC_END(), sstm_cancel() or sstm_restart().
+ *
+ * In both forms the body must not leave by longjmp or a C++ exception: the
+ * library sees neither, so the transaction stays open on the thread (its
+ * locks held, later transactions nested in it, sstm_shutdown refused).
+ * Catch inside the body and call sstm_cancel() (or sstm_restart()).
  *    On a thread that is not registered, SSTM_ATOMIC_BEGIN reports the
  *    misuse to the misuse handler (default: message on stderr, then
  *    abort()). If the handler returns, the body runs outside any
@@ -297,7 +302,9 @@ static inline void sstm_store_i64(int64_t *a, int64_t v) {
  * without a transaction, sstm_quiesce() inside one. The default prints the
  * message on stderr and calls abort(). A handler that returns makes the
  * offending access read 0 / be ignored, and the calls with an error code
- * return it. NULL restores the default. Returns the previous handler. */
+ * return it; sstm_restart() and sstm_cancel(), which cannot return, then
+ * print the message and abort() anyway. NULL restores the default. Returns
+ * the previous handler. */
 typedef void (*sstm_misuse_fn)(const char *msg);
 SSTM_API sstm_misuse_fn sstm_set_misuse_handler(sstm_misuse_fn fn);
 
