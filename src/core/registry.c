@@ -59,7 +59,9 @@ bool sstm__registry_busy(struct sstm_desc *except) {
   for (unsigned i = 0; i < hw; i++) {
     struct sstm_desc *d = sstm__desc_at(i);
     if (d == NULL || !d->in_use) continue;
-    if (d != except || d->depth != 0 || d->in_callback) return true;
+    /* a created descriptor is its creator's to destroy, attached or not
+     * (config.h), even when it is the caller's current one */
+    if (d != except || !d->thread_owned || d->depth != 0 || d->in_callback) return true;
   }
   return false;
 }
@@ -409,7 +411,7 @@ SSTM_API int sstm_desc_kill(sstm_desc_t *d, uint64_t txid) {
   }
   if (sstm__kill(d, serial, sstm__cur)) {
     /* counted as the caller's, like a policy's kill (stats.h) */
-    if (sstm__cur != NULL) sstm__ctr_add(&sstm__cur->ctr.cm_kills, 1);
+    if (sstm__cur != NULL && sstm__cur != d) sstm__ctr_add(&sstm__cur->ctr.cm_kills, 1);
     return 0;
   }
   st = atomic_load_explicit(&d->status, memory_order_acquire);

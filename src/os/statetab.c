@@ -67,8 +67,11 @@ int sstm__stt_init(void) {
   unlink(table_path); /* a stale table of an earlier process with our pid */
   int fd = open(table_path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
   if (fd < 0) {
+    int e = errno;
     sstm__set_error("state table: cannot create %s: %m", table_path);
-    return SSTM_EPERM; /* the system refused the file (config.h) */
+    /* out of descriptors, inodes or memory is a resource, not a refusal */
+    return (e == EMFILE || e == ENFILE || e == ENOSPC || e == ENOMEM || e == EDQUOT) ? SSTM_ENOMEM
+                                                                                     : SSTM_EPERM;
   }
   /* Allocate, not just size (ftruncate): a tmpfs file takes its pages at
    * the first write, and with /dev/shm full that write (the header below,

@@ -1029,9 +1029,6 @@ TEST(stale_table_under_our_pid_is_replaced) {
   CHECK_MSG(stat(path, &st) != 0 && errno == ENOENT, "%s left after sstm_shutdown", path);
 }
 
-/* A process that ends by exit() without sstm_shutdown (here with a thread
- * still registered, which makes shutdown fail) removes its table; one that
- * ends by _exit (as a killed one) leaves it, for sstm-top. */
 /* A table file that cannot be created is the system's refusal
  * (SSTM_EPERM, config.h), not a bad value: here a directory of that name. */
 TEST(table_that_cannot_be_created_is_eperm) {
@@ -1041,14 +1038,21 @@ TEST(table_that_cannot_be_created_is_eperm) {
   sstm_config_t c;
   sstm_test_config(&c);
   c.state_table = true;
-  CHECK_RC(sstm_init(&c), SSTM_EPERM);
-  CHECK_CONTAINS(sstm_last_error(), path);
-  CHECK_FALSE(sstm_initialized());
-  CHECK_EQ_I(rmdir(path), 0);
+  int rc = sstm_init(&c);
+  char err[256];
+  snprintf(err, sizeof err, "%s", sstm_last_error());
+  bool up = sstm_initialized();
+  CHECK_EQ_I(rmdir(path), 0); /* before any check: a later process may get this pid */
+  CHECK_RC(rc, SSTM_EPERM);
+  CHECK_CONTAINS(err, path);
+  CHECK_FALSE(up);
   CHECK_OK(sstm_init(&c)); /* nothing was left half done */
   CHECK_OK(sstm_shutdown());
 }
 
+/* A process that ends by exit() without sstm_shutdown (here with a thread
+ * still registered, which makes shutdown fail) removes its table; one that
+ * ends by _exit (as a killed one) leaves it, for sstm-top. */
 static _Atomic bool worker_registered;
 static void *registered_forever(void *arg) {
   (void)arg;

@@ -461,6 +461,43 @@ TEST(created_descriptor_with_a_transaction_on_the_ending_threads_stack_cancels_i
   sstm_test_fini();
 }
 
+/* A thread that kills its own transaction makes no remote abort: its
+ * cm_kills stays 0 (stats.h), and the attempt aborts as killed. */
+TEST(killing_ones_own_transaction_is_not_counted_as_a_kill) {
+  sstm_test_init();
+  attempts = 0;
+  SSTM_ATOMIC_BEGIN(NULL)
+    attempts++;
+    if (attempts == 1) {
+      CHECK_OK(sstm_desc_kill(sstm_self(), 0));
+      (void)sstm_load_u64(&x);
+      FAIL("killed transaction went past a barrier");
+    }
+  SSTM_ATOMIC_END();
+  CHECK_EQ_I(attempts, 2);
+  sstm_stats_t s;
+  CHECK_OK(sstm_stats_get(sstm_self(), &s));
+  CHECK_EQ_U(s.cm_kills, 0);
+  CHECK_EQ_U(s.aborts[SSTM_ABORT_KILLED], 1);
+  sstm_test_fini();
+}
+
+/* sstm_shutdown refuses while a created descriptor exists, also when it is
+ * the caller's current one (config.h): it is its creator's to destroy. */
+TEST(shutdown_refuses_with_a_created_descriptor_attached) {
+  sstm_test_init();
+  CHECK_OK(sstm_thread_exit()); /* the created one is the only descriptor */
+  sstm_desc_t *d = NULL;
+  CHECK_OK(sstm_desc_create(&d));
+  CHECK_OK(sstm_desc_attach(d));
+  CHECK_RC(sstm_shutdown(), SSTM_EBUSY);
+  CHECK_TRUE(sstm_initialized());
+  CHECK_EQ_PTR(sstm_desc_detach(), d);
+  CHECK_OK(sstm_desc_destroy(d));
+  CHECK_OK(sstm_thread_init());
+  sstm_test_fini();
+}
+
 TEST(kill_errors) {
   sstm_test_init();
   CHECK_RC(sstm_desc_kill(NULL, 0), SSTM_EINVAL);
