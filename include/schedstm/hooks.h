@@ -38,15 +38,18 @@ typedef struct sstm_hooks {
  * after the return (on this thread, or on a thread that synchronised with
  * it since) does. A hook is always called with the arg registered with it.
  * Returns a handle >= 0, or SSTM_EINVAL (hooks NULL), SSTM_ELIMIT
- * (SSTM_MAX_HOOKS are registered). The table and arg must stay valid until
- * the hooks are removed and every call already started has returned; a
- * successful sstm_shutdown removes every hook. */
+ * (SSTM_MAX_HOOKS are registered). Removal does not wait for events in
+ * progress on other threads: such an event may still read the table and
+ * call its hooks with arg after sstm_hooks_remove() has returned (a call
+ * may even start then). The table and arg must therefore stay valid until
+ * sstm_shutdown(), which removes every hook (static storage is simplest). */
 SSTM_API int sstm_hooks_add(const sstm_hooks_t *hooks, void *arg);
 
 /* Remove hooks by handle, at any time, as sstm_hooks_add. No event ordered
- * after the return calls them; a call that another thread started before
- * may still be running when it returns. SSTM_EINVAL if the handle is not
- * registered. */
+ * after the return calls them; an event that another thread was running
+ * at the same time may still read the table and call them (and start the
+ * call) after it returns: see sstm_hooks_add for how long the table and arg
+ * must live. SSTM_EINVAL if the handle is not registered. */
 SSTM_API int sstm_hooks_remove(int handle);
 
 SSTM_EXTERN_C_END
