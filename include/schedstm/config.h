@@ -86,10 +86,11 @@ SSTM_API int sstm_config_from_env(sstm_config_t *cfg);
  * Errors: SSTM_ESTATE (already initialised), SSTM_EINVAL (bad value, see
  * sstm_last_error(); also "P+ext" for a P that +ext cannot wrap, see
  * schedstm/cm.h; and an unknown SCHEDSTM_CM), SSTM_ENOENT (unknown
- * cfg.cm), SSTM_ENOMEM. With state_table, a table file that cannot be
- * created (/dev/shm missing, read-only or not ours) gives SSTM_EPERM, one
- * that cannot be allocated or mapped SSTM_ENOMEM; sstm_last_error() names
- * the file and the system's reason.
+ * cfg.cm), SSTM_ENOMEM. With state_table, a table file that the system
+ * refuses to create (/dev/shm missing, read-only or not ours) gives
+ * SSTM_EPERM; one that cannot be created for want of file descriptors,
+ * space or memory, or cannot be allocated or mapped, SSTM_ENOMEM.
+ * sstm_last_error() names the file and the system's reason.
  * On error nothing is initialised. */
 SSTM_API int sstm_init(const sstm_config_t *cfg);
 
