@@ -210,6 +210,13 @@ static int thread_exit(struct sstm_desc *d) {
                     "transaction or registration");
     return SSTM_EBUSY;
   }
+  if (!d->thread_owned) {
+    /* A descriptor of sstm_desc_create(): its creator's, only detached
+     * (releasing it would leave the creator a handle to a slot that the
+     * next registering thread gets). */
+    detach(d);
+    return 0;
+  }
   if (atomic_load_explicit(&sstm__g.nhooks, memory_order_relaxed)) {
     d->in_callback++;
     sstm__hooks_thread_exit();
@@ -225,14 +232,6 @@ SSTM_API int sstm_thread_exit(void) {
   if (d == NULL) {
     sstm__set_error("sstm_thread_exit: calling thread is not registered");
     return SSTM_ENOTHREAD;
-  }
-  if (!d->thread_owned) {
-    /* A descriptor of sstm_desc_create(): its creator's, only detached
-     * (releasing it would leave the creator a handle to a slot that the
-     * next registering thread gets). The same refusals as a release. */
-    if (d->depth != 0 || d->in_callback) return thread_exit(d);
-    detach(d);
-    return 0;
   }
   return thread_exit(d);
 }
@@ -264,13 +263,11 @@ static void auto_exit(void *p) {
   if (!d || sstm__cur != d || d->in_callback ||
       !atomic_load_explicit(&sstm__g.initialized, memory_order_acquire))
     return;
-  if (!d->thread_owned) {
-    if (d->depth != 0 && on_own_stack(d->begin_sp)) sstm__abandon(d);
-    detach(d);
-    return;
-  }
-  if (d->depth != 0) sstm__abandon(d);
-  thread_exit(d);
+  if (d->depth != 0 && (d->thread_owned || on_own_stack(d->begin_sp))) sstm__abandon(d);
+  if (d->thread_owned)
+    thread_exit(d);
+  else
+    detach(d); /* its transaction, if any, stays suspended */
 }
 
 SSTM_API sstm_desc_t *sstm_self(void) { return sstm__cur; }

@@ -97,13 +97,10 @@ static bool registry_lock_live(const char *who) {
   return false;
 }
 
-SSTM_API int sstm_stats_aggregate(sstm_stats_t *out) {
-  if (out == NULL) {
-    sstm__set_error("sstm_stats_aggregate: out is NULL");
-    return SSTM_EINVAL;
-  }
+/* The process totals; `who` names the public call in the error. */
+static int aggregate(sstm_stats_t *out, const char *who) {
   sstm_counters_t c = {0};
-  if (!registry_lock_live("sstm_stats_aggregate")) return SSTM_ESTATE;
+  if (!registry_lock_live(who)) return SSTM_ESTATE;
   sstm__counters_fold(&c, &sstm__g.retired_ctr);
   unsigned hw = atomic_load_explicit(&sstm__g.hiwater, memory_order_acquire);
   for (unsigned i = 0; i < hw; i++) {
@@ -113,6 +110,14 @@ SSTM_API int sstm_stats_aggregate(sstm_stats_t *out) {
   pthread_mutex_unlock(&sstm__g.reg_lock);
   to_public(&c, out);
   return 0;
+}
+
+SSTM_API int sstm_stats_aggregate(sstm_stats_t *out) {
+  if (out == NULL) {
+    sstm__set_error("sstm_stats_aggregate: out is NULL");
+    return SSTM_EINVAL;
+  }
+  return aggregate(out, "sstm_stats_aggregate");
 }
 
 SSTM_API int sstm_stats_foreach(void (*fn)(const sstm_stats_t *, void *), void *arg) {
@@ -228,11 +233,8 @@ SSTM_API int sstm_stats_dump(FILE *out) {
     return SSTM_EINVAL;
   }
   sstm_stats_t total;
-  int rc = sstm_stats_aggregate(&total);
-  if (rc != 0) {
-    sstm__set_error("sstm_stats_dump: the library is not initialised");
-    return rc;
-  }
+  int rc = aggregate(&total, "sstm_stats_dump");
+  if (rc != 0) return rc;
   sstm_stats_foreach(dump_one, out);
   dump_line(out, "total", &total);
   return 0;
