@@ -23,14 +23,14 @@
  * one, the attempt that holds locked the first stripe of the read set that
  * changed (a writer still running or committing; none when that stripe was
  * changed by a commit that has ended). A kill names the killer as the other
- * party, for information (and in
- * sstm_abort_info_t) when known: the descriptor that requested it, through
- * a conflict's SSTM_CM_ABORT_OTHER or sstm_desc_kill() on a registered
- * thread. It is unknown when the request came from an unregistered thread,
- * or when the victim noticed the kill in the few instructions between the
- * killer's status CAS and its record of itself. The policy's on_abort gets
- * it too, so a policy that waits behind the winner of a conflict (ser-*,
- * softser) also waits behind its killer's attempt.
+ * party, for information (and in sstm_abort_info_t) when known: the
+ * descriptor that requested it, through a conflict's SSTM_CM_ABORT_OTHER or
+ * sstm_desc_kill() on a registered thread. It is unknown when the request
+ * came from an unregistered thread or from the victim's own thread, or when
+ * the victim noticed the kill in the few instructions between the killer's
+ * status CAS and its record of itself. The policy's on_abort gets it too,
+ * so a policy that waits behind the winner of a conflict (ser-*, softser)
+ * also waits behind its killer's attempt.
  *
  * Hooks run on the transaction's thread. on_begin/on_commit are on the hot
  * path: leave them NULL unless needed. No hook may start a transaction.

@@ -59,9 +59,11 @@ typedef struct sstm_config {
   const char *cm;           /* contention manager name, default "suicide" */
   unsigned lock_bits;       /* lock table has 2^lock_bits entries (default 20) */
   unsigned stripe_shift;    /* one lock covers 2^stripe_shift bytes (default 5) */
-  unsigned max_threads;     /* registered threads at once (default 1024) */
+  unsigned max_threads;     /* descriptors at once: registered threads plus
+                               sstm_desc_create's (default 1024) */
   sstm_stats_level_t stats; /* default SSTM_STATS_BASIC */
-  uint64_t backoff_min_ns;  /* backoff policy: first delay bound (default 256) */
+  uint64_t backoff_min_ns;  /* backoff policy: base of the delay bound, the
+                               first wait is below twice this (default 256) */
   uint64_t backoff_max_ns;  /* backoff policy: delay cap (default 1 ms) */
   unsigned wait_max;        /* max consecutive WAIT decisions for one access
                                before the engine forces ABORT_SELF (default 64) */

@@ -10,7 +10,8 @@
  * irrevocability protocol treat a detached, active transaction as running.
  *
  * Threads join and leave at any time; registration takes a short mutex that
- * only other registrations contend for, never running transactions.
+ * running transactions never take (other registrations, hooks changes,
+ * statistics retrieval and shutdown take it too).
  */
 #ifndef SCHEDSTM_THREAD_H
 #define SCHEDSTM_THREAD_H
@@ -78,7 +79,11 @@ SSTM_API int sstm_desc_attach(sstm_desc_t *d);
 
 /* Create a descriptor not attached to any thread (for executors that run
  * many transactions on a pool of worker threads), and destroy one (must be
- * detached and have no active transaction: SSTM_EBUSY otherwise). */
+ * detached and have no active transaction).
+ * sstm_desc_create errors: SSTM_EINVAL (out NULL), SSTM_ESTATE (library not
+ * initialised, or shut down), SSTM_ELIMIT (max_threads descriptors exist),
+ * SSTM_ENOMEM. sstm_desc_destroy errors: SSTM_EINVAL (d NULL or already
+ * destroyed), SSTM_EBUSY (attached, or with an active transaction). */
 SSTM_API int sstm_desc_create(sstm_desc_t **out);
 SSTM_API int sstm_desc_destroy(sstm_desc_t *d);
 
