@@ -29,7 +29,6 @@ struct sstm_desc;
  * a nested type there, and the fast path below could not name it. */
 struct sstm__rentry {
   uint64_t *lock;
-  uint64_t lw;
 };
 
 /* The first cache line of every descriptor (checked against the internal
@@ -80,7 +79,6 @@ sstm__load_fast(sstm__fast_t *f, const void *addr, unsigned size, bool log, uint
     struct sstm__rentry *t = f->rs.top;
     if (__builtin_expect(t == f->rs.lim, 0)) return false;
     t->lock = lk;
-    t->lw = l;
     /* relaxed store: contention managers of other threads read top. */
     __atomic_store_n(&f->rs.top, t + 1, __ATOMIC_RELAXED);
   }

@@ -20,9 +20,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* A read-set entry is the ownership record read, and nothing else: the
+ * version seen need not be kept, because it was <= end when it was read and
+ * any later change to the stripe carries a version > end (stm.c, argument
+ * (2)), so "unchanged" is "unlocked and <= end" (validate()). */
 typedef struct sstm_r_entry {
-  _Atomic uint64_t *lock; /* ownership record read */
-  uint64_t lw;            /* lock word seen (unlocked: its version) */
+  _Atomic uint64_t *lock;
 } sstm_r_entry_t;
 
 typedef struct sstm_w_entry {
@@ -154,9 +157,9 @@ static inline void sstm_rset_clear(sstm_rset_t *rs) {
   __atomic_store_n(&rs->top, rs->e, __ATOMIC_RELAXED);
 }
 
-static inline bool sstm_rset_add(sstm_rset_t *rs, _Atomic uint64_t *lock, uint64_t lw) {
+static inline bool sstm_rset_add(sstm_rset_t *rs, _Atomic uint64_t *lock) {
   if (__builtin_expect(rs->top == rs->lim, 0) && !sstm__rset_grow(rs)) return false;
-  *rs->top = (sstm_r_entry_t){lock, lw};
+  *rs->top = (sstm_r_entry_t){lock};
   /* relaxed: contention managers of other threads read top. */
   __atomic_store_n(&rs->top, rs->top + 1, __ATOMIC_RELAXED);
   return true;

@@ -26,13 +26,26 @@
  * bytes a stripe's lock covers under one such read (load_stripe).
  *
  * (2) Extension. When a read meets v > end, the attempt reads the clock
- * (acquire) as `now`, checks that every read-set entry still carries the
- * version it recorded (or is locked by the attempt itself), and sets
- * end = now. Why this is enough: a committer takes all its locks before it
- * increments the clock (release), so an extension that reads clock >= ts sees
- * the locks of every commit with timestamp <= ts still held or released with
- * their new version; a read-set entry unchanged at that point is valid at
- * `now`, and any later change gets a timestamp > now.
+ * (acquire) as `now`, checks that every read-set entry is unchanged since it
+ * was read (or is locked by the attempt itself), and sets end = now. Why this
+ * is enough: a committer takes all its locks before it increments the clock
+ * (release), so an extension that reads clock >= ts sees the locks of every
+ * commit with timestamp <= ts still held or released with their new version;
+ * a read-set entry unchanged at that point is valid at `now`, and any later
+ * change gets a timestamp > now.
+ * "Unchanged" is tested as "unlocked with a version <= end" (the end before
+ * the extension), so the read set keeps only the lock, not the version seen
+ * (as TL2's does). The memory under a stripe changes only by the write-back
+ * (or irrevocable in-place write) of an owner that locked the stripe first
+ * and then took its ts from the clock by an acq_rel fetch_add, the version
+ * it releases with. If that change follows our read, ts > end: were
+ * ts <= end, the clock load that gave `end` (acquire, made before the read)
+ * read that fetch_add or a later RMW of its release sequence, so the owner's
+ * lock happens before our read, which would have seen it locked or later
+ * (coherence). The other moves of a lock word leave the memory as it was:
+ * a rollback puts the old version back, and a take-over (6) gives the stripe
+ * of a killed writer, whose writes were buffered, a fresh version (which
+ * fails validation, spuriously, as the recorded-version test did).
  *
  * (3) Opacity. Every value an attempt returns is valid at its current `end`
  * and all earlier reads were validated at `end` (by the last extension, or
@@ -226,8 +239,9 @@ SSTM_INLINE bool entry_covers(const sstm_w_entry_t *e, unsigned off, unsigned si
 /* ------------------------------------------------------------------------ */
 /* Validation and extension. */
 
-/* Every read-set entry still carries the lock word it recorded, or is now
- * locked by this attempt (locked only with a version <= end, see (4)).
+/* Every read-set entry is unlocked with a version <= end, i.e. unchanged
+ * since it was read (argument (2)), or is now locked by this attempt (locked
+ * only with a version <= end, see (4)). Called before end moves.
  * Relaxed loads suffice: every caller has just performed an acquire on the
  * clock (extension) or an acq_rel fetch_add on it (commit), which orders
  * these loads after it and makes the locks of every commit counted by that
@@ -236,7 +250,7 @@ static bool validate(const struct sstm_desc *tx) {
   const sstm_r_entry_t *r = tx->rs.e, *end = tx->rs.top;
   for (; r < end; r++) {
     uint64_t l = atomic_load_explicit(r->lock, memory_order_relaxed);
-    if (l != r->lw && l != tx->owner_lw) return false;
+    if (l > tx->end && l != tx->owner_lw) return false;
   }
   return true;
 }
@@ -320,7 +334,7 @@ static sstm_cm_ctx_t *cm_ctx(struct sstm_desc *tx) {
 static bool validation_party(struct sstm_desc *tx, sstm_party_t *out) {
   for (const sstm_r_entry_t *e = tx->rs.e; e < tx->rs.top; e++) {
     uint64_t l = atomic_load_explicit(e->lock, memory_order_relaxed);
-    if (l == e->lw || l == tx->owner_lw) continue;
+    if (l <= tx->end || l == tx->owner_lw) continue;
     if (!sstm_lw_locked(l)) return false;
     struct sstm_desc *o = sstm__desc_at(sstm_lw_slot(l));
     if (o == NULL || o == tx) return false;
@@ -482,7 +496,7 @@ static SSTM_NOINLINE uint64_t load_slow(struct sstm_desc *tx, const void *addr, 
       l = atomic_load_explicit(lk, memory_order_acquire); /* re-read at the new end */
       continue;
     }
-    if (kind != SSTM_V_RO && SSTM_UNLIKELY(!sstm_rset_add(&tx->rs, lk, l))) oom();
+    if (kind != SSTM_V_RO && SSTM_UNLIKELY(!sstm_rset_add(&tx->rs, lk))) oom();
     return e ? overlay(e, v, off, size) : v;
   }
 }
@@ -674,7 +688,7 @@ static bool load_stripe(struct sstm_desc *tx, unsigned char *d, const unsigned c
    * (pairs with the committer's release fence before write-back). */
   atomic_thread_fence(memory_order_acquire);
   if (atomic_load_explicit(lk, memory_order_relaxed) != l) return false;
-  if (var == SSTM_V_ETL && SSTM_UNLIKELY(!sstm_rset_add(&tx->rs, lk, l))) oom();
+  if (var == SSTM_V_ETL && SSTM_UNLIKELY(!sstm_rset_add(&tx->rs, lk))) oom();
   return true;
 }
 
