@@ -93,6 +93,11 @@ typedef struct sstm_cm_ctx {
                              resets what it needs */
   sstm_desc_t *desc;      /* own descriptor */
   unsigned retries;       /* aborts so far of the current transaction */
+  unsigned conflicts;     /* of which conflicts lost to other transactions
+                             (locks, validation, kills, an irrevocable one in
+                             the way): not user retries or cancels, nor a
+                             switch to another mode (read-only hint wrong,
+                             sstm_become_irrevocable) */
   uint64_t txid;          /* current attempt */
   uint64_t start;         /* current attempt's start timestamp */
   uint64_t birth;         /* start timestamp of the first attempt */

@@ -44,14 +44,15 @@ static inline void *sstm__cm_peer_state(sstm_cm_ctx_t *ctx, sstm_desc_t *d) {
 }
 
 /* Progress bound of the policies that wait or yield instead of ordering
- * transactions: a transaction that has aborted this many times restarts
+ * transactions: a transaction that has lost this many conflicts
+ * (ctx->conflicts: user restarts do not count) restarts
  * irrevocable (it then never aborts). Without it a loser can retry without
  * end when the same winners keep coming back (softser measured 475953
  * retries of one transaction at 64 threads on 2 vCPUs). */
 #define SSTM_CM_RETRY_BOUND 256u
 
 static inline void sstm__cm_bound_retries(sstm_cm_ctx_t *ctx) {
-  if (__builtin_expect(ctx->retries >= SSTM_CM_RETRY_BOUND, 0)) sstm_cm_next_irrevocable(ctx);
+  if (__builtin_expect(ctx->conflicts >= SSTM_CM_RETRY_BOUND, 0)) sstm_cm_next_irrevocable(ctx);
 }
 
 /* Bound on one serialisation wait: a winner that takes longer than this

@@ -128,7 +128,7 @@ static void prio_desc_init(sstm_cm_ctx_t *ctx) {
 static void prio_abort(sstm_cm_ctx_t *ctx, const sstm_abort_info_t *info) {
   (void)info;
   sstm_cm_note(ctx, SSTM_ACT_NONE);
-  if (SSTM_UNLIKELY(escalate_after && ctx->retries >= escalate_after)) {
+  if (SSTM_UNLIKELY(escalate_after && ctx->conflicts >= escalate_after)) {
     sstm_cm_count(ctx, P_ESCALATIONS, 1);
     sstm_cm_next_irrevocable(ctx);
   }

@@ -130,6 +130,7 @@ struct sstm_desc {
   bool ro_nolog_failed; /* declared RO attempt needed a read set */
   bool irrev_token;     /* holds the irrevocability token */
   unsigned retries;     /* aborts of the current transaction */
+  unsigned conflicts;   /* of which conflicts (sstm_cm_ctx_t.conflicts) */
   _Atomic int pub_priority;
   sstm_ckpt_t ckpt;
   sstm_ptrvec_t allocs;   /* sstm_malloc'd in this attempt */

@@ -42,16 +42,14 @@ void sstm__ptrvec_push(sstm_ptrvec_t *v, void *p) {
 SSTM_API void *sstm_malloc(size_t size) {
   void *p = malloc(size);
   struct sstm_desc *tx = sstm__cur;
-  if (p != NULL && tx != NULL && tx->depth != 0 && sstm__kind(tx) != SSTM_V_IRREV)
-    sstm__ptrvec_push(&tx->allocs, p);
+  if (p != NULL && tx != NULL && tx->depth != 0) sstm__ptrvec_push(&tx->allocs, p);
   return p;
 }
 
 SSTM_API void *sstm_calloc(size_t n, size_t size) {
   void *p = calloc(n, size);
   struct sstm_desc *tx = sstm__cur;
-  if (p != NULL && tx != NULL && tx->depth != 0 && sstm__kind(tx) != SSTM_V_IRREV)
-    sstm__ptrvec_push(&tx->allocs, p);
+  if (p != NULL && tx != NULL && tx->depth != 0) sstm__ptrvec_push(&tx->allocs, p);
   return p;
 }
 
@@ -258,10 +256,9 @@ SSTM_API void sstm_free(void *p) {
   if (p == NULL) return;
   struct sstm_desc *tx = sstm__cur;
   if (tx != NULL && tx->depth != 0) {
-    if (sstm__kind(tx) == SSTM_V_IRREV)
-      sstm__ptrvec_push(&tx->retire_cur, p); /* never aborts: retire now */
-    else
-      sstm__ptrvec_push(&tx->frees, p);
+    /* After commit, irrevocable attempts included: a policy's escalation
+     * to irrevocability can still be rolled back (sstm_restart). */
+    sstm__ptrvec_push(&tx->frees, p);
     return;
   }
   if (tx != NULL) {

@@ -135,6 +135,28 @@ static inline bool sstm_wset_put(sstm_wset_t *ws, uintptr_t word, uint64_t value
   return true;
 }
 
+/* The undo log of an irrevocable attempt (its write set, which it does not
+ * otherwise use): keep the bytes a write is about to overwrite in place,
+ * only for the bytes of the word not kept before, so each entry holds the
+ * bytes the word had before the attempt. */
+static inline bool sstm_wset_put_old(sstm_wset_t *ws, uintptr_t word, uint64_t old,
+                                     uint64_t bmask) {
+  uint32_t i = sstm_word_hash(word) & ws->idx_mask;
+  for (;;) {
+    sstm_w_slot_t *s = &ws->idx[i];
+    if (s->stamp != ws->stamp) break;
+    if (s->word == word) {
+      sstm_w_entry_t *e = &ws->e[s->idx];
+      uint64_t fresh = bmask & ~e->bmask;
+      e->value |= old & fresh;
+      e->bmask |= fresh;
+      return true;
+    }
+    i = (i + 1) & ws->idx_mask;
+  }
+  return sstm_wset_put(ws, word, old, bmask); /* a new word */
+}
+
 /* Entries recorded (owner only). */
 static inline uint32_t sstm_rset_count(const sstm_rset_t *rs) {
   return (uint32_t)(rs->top - rs->e);

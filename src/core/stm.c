@@ -162,6 +162,17 @@ void sstm__set_cur(struct sstm_desc *d) {
 static __attribute__((noreturn)) void abort_tx(struct sstm_desc *tx, sstm_abort_reason_t r,
                                                const sstm_party_t *other);
 
+/* An abort by a conflict with another transaction (a lock, a failed
+ * validation, a kill, an irrevocable transaction in the way): counted in
+ * `conflicts`, which the policies' progress bounds count. User restarts and
+ * cancels, a wrong read-only hint and sstm_become_irrevocable's restart are
+ * not conflicts. */
+static __attribute__((noreturn)) void lost_abort(struct sstm_desc *tx, sstm_abort_reason_t r,
+                                                 const sstm_party_t *other) {
+  tx->conflicts++;
+  abort_tx(tx, r, other);
+}
+
 /* SCHEDSTM_RANDOM_DELAY builds: a yield or a short sleep now and then
  * (os/time.c) between the steps of commit, rollback and lock take-over
  * (and, more often, at every barrier), to widen the windows the arguments
@@ -317,6 +328,7 @@ static sstm_abort_reason_t reason_of(sstm_conflict_kind_t k) {
 static sstm_cm_ctx_t *cm_ctx(struct sstm_desc *tx) {
   sstm_cm_ctx_t *c = &tx->cm_ctx;
   c->retries = tx->retries;
+  c->conflicts = tx->conflicts;
   c->txid = tx->serial;
   c->start = tx->start;
   c->birth = tx->birth;
@@ -358,7 +370,7 @@ static SSTM_NOINLINE __attribute__((noreturn)) void conflict_abort(struct sstm_d
   if (kind == SSTM_CONFLICT_KILLED) c.has_other = sstm__killer_of(tx, &c.other);
   uint64_t wait_ns = 0;
   (void)tx->cm->on_conflict(cm_ctx(tx), &c, &wait_ns);
-  abort_tx(tx, r, c.has_other ? &c.other : NULL);
+  lost_abort(tx, r, c.has_other ? &c.other : NULL);
 }
 
 /* The attempt met lock lk held by someone else (value l). Resolve it as the
@@ -395,7 +407,7 @@ static SSTM_NOINLINE uint64_t resolve(struct sstm_desc *tx, sstm_conflict_kind_t
           steal(tx, lk, l);
         }
       } else if (act == SSTM_CM_WAIT || act == SSTM_CM_ABORT_OTHER) {
-        if (!irrev && attempt >= sstm__g.cfg.wait_max) abort_tx(tx, reason_of(kind), &c.other);
+        if (!irrev && attempt >= sstm__g.cfg.wait_max) lost_abort(tx, reason_of(kind), &c.other);
         attempt++;
         sstm__ctr_add(&tx->ctr.cm_waits, 1);
         uint64_t t0 = sstm__now_ns();
@@ -405,7 +417,7 @@ static SSTM_NOINLINE uint64_t resolve(struct sstm_desc *tx, sstm_conflict_kind_t
           sstm_spin_ns(wait_ns < 1000000 ? wait_ns : 1000000);
         sstm__ctr_add(&tx->ctr.cm_wait_ns, sstm__now_ns() - t0);
       } else {
-        abort_tx(tx, reason_of(kind), &c.other);
+        lost_abort(tx, reason_of(kind), &c.other);
       }
     } else {
       sstm__cpu_relax(); /* owner's attempt ended; its release is imminent */
@@ -534,8 +546,15 @@ static SSTM_NOINLINE void irrev_store(struct sstm_desc *tx, void *addr, uint64_t
       break;
     }
   }
+  /* Undo log: the bytes this store overwrites, the first time (a policy's
+   * escalation to irrevocability can be rolled back by sstm_restart or
+   * sstm_cancel: irrev_undo). */
+  unsigned off = (uintptr_t)addr & 7;
+  if (SSTM_UNLIKELY(!sstm_wset_put_old(&tx->ws, (uintptr_t)addr & ~(uintptr_t)7,
+                                       mem_load(addr, size) << (off * 8),
+                                       size_mask(size) << (off * 8))))
+    oom();
   mem_store(addr, val, size);
-  __atomic_store_n(&tx->ws.n, tx->ws.n + 1, __ATOMIC_RELAXED); /* counts writes */
 }
 
 SSTM_INLINE void tx_store(struct sstm_desc *tx, void *addr, uint64_t val, unsigned size,
@@ -878,6 +897,28 @@ static void irrev_release(struct sstm_desc *tx) {
   tx->irrev_token = false;
 }
 
+/* Roll back an irrevocable attempt that a policy escalated (the user's
+ * sstm_restart or sstm_cancel in it): put back the bytes it wrote in place
+ * (its undo log, irrev_store), then release its locks as its commit would,
+ * with a fresh version. Not the old one: a reader that loaded the old lock
+ * word before we locked the stripe and the data while we wrote it would
+ * then pass its re-check (ABA); with a fresh version it fails it and
+ * retries, and a reader that acquires the new version sees the restored
+ * bytes (release stores after them). The caller gives the token back once
+ * the attempt has ended. */
+static void irrev_undo(struct sstm_desc *tx) {
+  for (uint32_t i = 0; i < tx->ws.n; i++)
+    store_masked(tx->ws.e[i].word, tx->ws.e[i].value, tx->ws.e[i].bmask);
+  if (tx->ls.n > 0) {
+    /* acq_rel: as in commit_irrevocable. */
+    uint64_t c = atomic_fetch_add_explicit(&sstm__g.clock, SSTM_CLOCK_TICK, memory_order_acq_rel);
+    uint64_t v = sstm_lw_make_version(sstm_clock_time(c) + 1);
+    for (uint32_t i = 0; i < tx->ls.n; i++)
+      atomic_store_explicit(tx->ls.e[i].lock, v, memory_order_release);
+  }
+  tx->ls.n = 0;
+}
+
 static SSTM_NOINLINE uint64_t wait_irrevocable(void) {
   uint64_t c;
   do {
@@ -931,7 +972,7 @@ static void run_actions(struct sstm_desc *tx, bool committed) {
     sstm_attr_t attr = tx->attr;
     sstm_cm_ctx_t ctx = tx->cm_ctx;
     sstm_abort_info_t last = tx->last_abort;
-    uint32_t retries = tx->retries;
+    uint32_t retries = tx->retries, conflicts = tx->conflicts;
     bool sticky = tx->irrev_sticky, ro_failed = tx->ro_nolog_failed;
     uint64_t birth = tx->birth, start = tx->start;
     int prio = atomic_load_explicit(&tx->pub_priority, memory_order_relaxed);
@@ -942,6 +983,7 @@ static void run_actions(struct sstm_desc *tx, bool committed) {
     tx->cm_ctx = ctx;
     tx->last_abort = last;
     tx->retries = retries;
+    tx->conflicts = conflicts;
     tx->irrev_sticky = sticky;
     tx->ro_nolog_failed = ro_failed;
     __atomic_store_n(&tx->birth, birth, __ATOMIC_RELAXED);
@@ -1070,6 +1112,7 @@ SSTM_API sstm_ckpt_t *sstm__begin(const sstm_attr_t *attr) {
                     atomic_load_explicit(&tx->pub_priority, memory_order_relaxed)))
     atomic_store_explicit(&tx->pub_priority, tx->attr.priority, memory_order_relaxed);
   tx->retries = 0;
+  tx->conflicts = 0;
   tx->irrev_sticky = false;
   tx->ro_nolog_failed = false;
   attempt_start(tx, true);
@@ -1078,8 +1121,12 @@ SSTM_API sstm_ckpt_t *sstm__begin(const sstm_attr_t *attr) {
 
 /* Roll the attempt back: locks, allocations, frees, callbacks. */
 static void rollback(struct sstm_desc *tx, sstm_abort_reason_t r) {
+  bool irrev = sstm__kind(tx) == SSTM_V_IRREV; /* escalated: sstm_restart/cancel */
   DELAY_POINT(tx);
-  release_locks_abort(tx);
+  if (SSTM_UNLIKELY(irrev))
+    irrev_undo(tx);
+  else
+    release_locks_abort(tx);
   DELAY_POINT(tx);
   sstm__reclaim_abort(tx);
   /* acq_rel exchange: release so that readers of our status (reclaimers,
@@ -1087,6 +1134,7 @@ static void rollback(struct sstm_desc *tx, sstm_abort_reason_t r) {
    * returns the flags watchers set (lockword.h). */
   attempt_ended(tx, atomic_exchange_explicit(&tx->status, sstm_st_make(tx->serial, SSTM_ST_IDLE),
                                              memory_order_acq_rel));
+  if (SSTM_UNLIKELY(irrev)) irrev_release(tx);
   sstm__ctr_add(&tx->ctr.aborts[r], 1);
   if (sstm__g.cfg.stats == SSTM_STATS_DETAILED && tx->attr.tag < SSTM_MAX_TAGS)
     sstm__ctr_add(&tx->ctr.tag_aborts[tx->attr.tag], 1);
@@ -1355,17 +1403,30 @@ static SSTM_COLD __attribute__((noreturn)) void misuse_noreturn(const char *msg)
   sstm__fatal("%s (the misuse handler returned)", msg);
 }
 
+/* A restart or cancel in an irrevocable attempt is misuse when the user
+ * asked for irrevocability (attr.irrevocable, which sstm_become_irrevocable
+ * also sets): the body may have done what cannot be undone. An attempt that
+ * a policy made irrevocable (its progress bound) is rolled back with its
+ * undo log, and a restart runs the next attempt revocable again: a body that
+ * restarts until another thread changes something must not hold the
+ * serial mode while it waits. */
+static void user_abort_check(struct sstm_desc *tx, const char *what) {
+  if (sstm__kind(tx) != SSTM_V_IRREV) return;
+  if (tx->attr.irrevocable) misuse_noreturn(what);
+  tx->irrev_sticky = false;
+}
+
 SSTM_API void sstm_restart(void) {
   struct sstm_desc *tx = sstm__cur;
   if (!SSTM_IN_TX(tx)) misuse_noreturn("sstm_restart outside a transaction");
-  if (sstm__kind(tx) == SSTM_V_IRREV) misuse_noreturn("sstm_restart in an irrevocable transaction");
+  user_abort_check(tx, "sstm_restart in a transaction that asked to be irrevocable");
   abort_tx(tx, SSTM_ABORT_USER_RETRY, NULL);
 }
 
 SSTM_API void sstm_cancel(void) {
   struct sstm_desc *tx = sstm__cur;
   if (!SSTM_IN_TX(tx)) misuse_noreturn("sstm_cancel outside a transaction");
-  if (sstm__kind(tx) == SSTM_V_IRREV) misuse_noreturn("sstm_cancel in an irrevocable transaction");
+  user_abort_check(tx, "sstm_cancel in a transaction that asked to be irrevocable");
   abort_tx(tx, SSTM_ABORT_USER_CANCEL, NULL);
 }
 
@@ -1394,6 +1455,10 @@ SSTM_API int sstm_become_irrevocable(void) {
     sstm__set_error("sstm_become_irrevocable: no active transaction");
     return SSTM_ENOTX;
   }
+  /* The user asked: from now on this transaction must not be restarted or
+   * cancelled (sstm_restart), although a policy may have made it
+   * irrevocable already. */
+  tx->attr.irrevocable = true;
   unsigned kind = sstm__kind(tx);
   if (kind == SSTM_V_IRREV) return 0;
   if (kind != SSTM_V_RO && tx->rs.top == tx->rs.e && tx->ws.n == 0) {

@@ -680,31 +680,51 @@ TEST_ETL(ser_yield_no_wait_without_other_party) { unknown_killer("ser-yield", SS
 
 /* SSTM_CM_RETRY_BOUND (cm/common.h): under the policies that wait or yield
  * instead of ordering transactions (ser-*, yield, softser), a transaction
- * that has aborted 256 times restarts irrevocable. Every abort counts, user
- * restarts included; but a user restart is no conflict: the policy neither
- * waits nor yields for it. One thread restarts its transaction until it is
- * irrevocable: exactly 257 attempts (a missing bound stops at the test's
- * own cap of 400). */
-static unsigned rb_attempts;
+ * that has aborted 256 times by conflicts restarts irrevocable. User
+ * restarts do not count: one thread alternates conflicts (a commit-time
+ * validation that fails, as in esc_body) with user restarts, and becomes
+ * irrevocable after exactly 256 conflicts, whatever the restarts (a missing
+ * bound stops at the test's own cap of 1000; a bound that counted the
+ * restarts would come about 128 conflicts early). A failed validation
+ * against a commit that has ended names no other party: the ser-* policies
+ * and softser do not wait for it, and no policy waits or yields for a user
+ * restart. */
+static struct { unsigned attempts, restarts; } RB;
 
 static void rb_body(void *arg) {
   (void)arg;
-  if (++rb_attempts < 400 && !sstm_is_irrevocable()) sstm_restart();
+  unsigned k = ++RB.attempts;
+  if (k >= 1000 || sstm_is_irrevocable()) return;
+  if (k % 3 == 0) {
+    RB.restarts++;
+    sstm_restart();
+  }
+  (void)sstm_load_u64(X);
+  struct txh_store st = {X, (uint64_t)k};
+  CHECK_OK(run_other(NULL, txh_store_fn, &st)); /* X changes under us */
+  sstm_store_u64(Y, (uint64_t)k);               /* commit-time validation fails */
 }
 
 static void retry_bound(const char *cm) {
+  RB.attempts = RB.restarts = 0;
   init_cm(cm);
   CHECK_OK(sstm_thread_init());
   CHECK_OK(sstm_run(NULL, rb_body, NULL));
   sstm_stats_t s = duo_stats(sstm_self());
-  CHECK_EQ_U(rb_attempts, SSTM_CM_RETRY_BOUND + 1);
-  CHECK_EQ_U(s.aborts[SSTM_ABORT_USER_RETRY], SSTM_CM_RETRY_BOUND);
-  CHECK_EQ_U(s.aborts_total, SSTM_CM_RETRY_BOUND);
+  CHECK_EQ_U(s.aborts[SSTM_ABORT_VALIDATE_COMMIT], SSTM_CM_RETRY_BOUND);
+  CHECK_EQ_U(s.aborts[SSTM_ABORT_USER_RETRY], RB.restarts);
+  CHECK_GT_U(RB.restarts, SSTM_CM_RETRY_BOUND / 3);
+  CHECK_EQ_U(RB.attempts, SSTM_CM_RETRY_BOUND + RB.restarts + 1);
+  CHECK_EQ_U(s.aborts_total, SSTM_CM_RETRY_BOUND + RB.restarts);
   CHECK_EQ_U(s.commits_irrevocable, 1);
+  /* yield yields after every conflict (its counter 0), never for a user
+   * restart; the others had nobody to wait for. */
+  bool yields = strcmp(cm, "yield") == 0;
   for (int i = 0; i < SSTM_CM_NSTATS; i++)
-    CHECK_EQ_U(s.cm_stats[i], 0);
+    CHECK_EQ_U(s.cm_stats[i], yields && i == 0 ? SSTM_CM_RETRY_BOUND : 0);
   for (int a = SSTM_ACT_SPIN; a < SSTM_ACT_COUNT; a++)
-    CHECK_EQ_U(s.cm_actions[a], 0);
+    CHECK_EQ_U(s.cm_actions[a], yields && a == SSTM_ACT_YIELD ? SSTM_CM_RETRY_BOUND : 0);
+  txh_cleanup();
   sstm_test_fini();
 }
 
@@ -713,5 +733,42 @@ TEST(ser_spin_retry_bound_makes_irrevocable) { retry_bound("ser-spin"); }
 TEST(ser_yield_retry_bound_makes_irrevocable) { retry_bound("ser-yield"); }
 TEST(yield_retry_bound_makes_irrevocable) { retry_bound("yield"); }
 TEST(softser_retry_bound_makes_irrevocable) { retry_bound("softser"); }
+
+/* A body that restarts itself many times (STAMP's TM_RESTART, or waiting
+ * for a condition) is never made irrevocable by a policy's bound: before,
+ * the 33rd restart under os_prio, or the 257th under the others, ran the
+ * attempt irrevocable, and its next restart was misuse that ended the
+ * process. */
+static unsigned ur_attempts;
+
+static void ur_body(void *arg) {
+  (void)arg;
+  CHECK_MSG(!sstm_is_irrevocable(), "attempt %u made irrevocable by user restarts alone",
+            ur_attempts + 1);
+  if (++ur_attempts <= 300) sstm_restart();
+  sstm_store_u64(Y, ur_attempts);
+}
+
+static void user_restarts(const char *cm) {
+  unsetenv("SCHEDSTM_PRIO_ESCALATE");
+  init_cm(cm);
+  CHECK_OK(sstm_thread_init());
+  ur_attempts = 0;
+  CHECK_OK(sstm_run(NULL, ur_body, NULL));
+  CHECK_EQ_U(ur_attempts, 301);
+  sstm_stats_t s = duo_stats(sstm_self());
+  CHECK_EQ_U(s.aborts[SSTM_ABORT_USER_RETRY], 300);
+  CHECK_EQ_U(s.commits_irrevocable, 0);
+  CHECK_EQ_U(tx_load_u64(Y), 301);
+  txh_cleanup();
+  sstm_test_fini();
+}
+
+TEST(os_prio_user_restarts_do_not_escalate) { user_restarts("os_prio"); }
+TEST(timestamp_user_restarts_do_not_escalate) { user_restarts("timestamp"); }
+TEST(ser_block_user_restarts_do_not_escalate) { user_restarts("ser-block"); }
+TEST(yield_user_restarts_do_not_escalate) { user_restarts("yield"); }
+TEST(softser_user_restarts_do_not_escalate) { user_restarts("softser"); }
+TEST(adaptive_user_restarts_do_not_escalate) { user_restarts("adaptive"); }
 
 SSTM_TEST_MAIN()

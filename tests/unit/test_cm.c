@@ -39,6 +39,7 @@ static struct {
   bool watch;                          /* on_conflict tries sstm_party_watch on both parties */
   int nwatch;
   bool watched_self, watched_other; /* the results of the first try */
+  bool escalate;                    /* on_abort: sstm_cm_next_irrevocable */
 } rec;
 
 static int rp_init(const struct sstm_config *cfg) {
@@ -91,6 +92,7 @@ static void rp_on_abort(sstm_cm_ctx_t *ctx, const sstm_abort_info_t *info) {
   if (rec.aborts < MAX_EVENTS) rec.abort_info[rec.aborts] = *info;
   if (rec.aborts < MAX_EVENTS) rec.abort_ctx[rec.aborts] = *ctx;
   if (rec.aborts++ == 0) rec.first_abort_reason = info->reason;
+  if (rec.escalate) sstm_cm_next_irrevocable(ctx);
 }
 
 /* The conflicts of kind k reported to descriptor d's policy. */
@@ -512,6 +514,109 @@ TEST(birth_is_kept_across_retries) {
   /* aborts so far, the one being reported included */
   CHECK_EQ_U(rec.abort_ctx[0].retries, 1);
   CHECK_EQ_U(rec.abort_ctx[1].retries, 2);
+  txh_cleanup();
+  sstm_test_fini();
+}
+
+/* A policy's escalation to irrevocability (sstm_cm_next_irrevocable, its
+ * progress bound) does not take sstm_restart and sstm_cancel away from the
+ * body: the irrevocable attempt's in-place writes are undone from its undo
+ * log, its frees do not happen and its allocations are released. The
+ * recorder escalates after every abort here, so the second and third
+ * attempts are irrevocable, and the third must find every word as it was
+ * before the second. Before, either call in such an attempt was misuse that
+ * ended the process. */
+static uint64_t undo_w = 5;
+static uint32_t undo_h[2] = {7, 8};
+static uint64_t *undo_kept;
+static int undo_attempts;
+static bool undo_irrev[4];
+
+static void undo_body(void *arg) {
+  (void)arg;
+  int k = undo_attempts++;
+  CHECK_MSG(k < 3, "attempt %d: the cancel did not end the transaction", k + 1);
+  undo_irrev[k] = sstm_is_irrevocable();
+  CHECK_EQ_U(sstm_load_u64(&undo_w), 5);
+  CHECK_EQ_U(sstm_load_u32(&undo_h[0]), 7);
+  CHECK_EQ_U(sstm_load_u32(&undo_h[1]), 8);
+  CHECK_EQ_U(sstm_load_u64(&undo_kept[3]), 33);
+  if (k == 2) sstm_cancel();
+  sstm_store_u64(&undo_w, 6);
+  sstm_store_u32(&undo_h[1], 9);
+  sstm_store_u64(&undo_w, 7); /* the undo log keeps the first old value */
+  CHECK_EQ_U(sstm_load_u64(&undo_w), 7);
+  uint64_t *fresh = sstm_malloc(64);
+  CHECK_NOT_NULL(fresh);
+  sstm_store_u64(&fresh[0], 1);
+  sstm_free(undo_kept); /* released only after a commit */
+  sstm_restart();
+}
+
+TEST(restart_and_cancel_undo_an_escalated_irrevocable_attempt) {
+  CHECK_OK(sstm_cm_register(&recorder));
+  init_with("test-recorder", 64);
+  rec.escalate = true;
+  undo_kept = sstm_malloc(8 * sizeof *undo_kept);
+  CHECK_NOT_NULL(undo_kept);
+  undo_kept[3] = 33;
+  CHECK_RC(sstm_run(NULL, undo_body, NULL), SSTM_ECANCELED);
+  CHECK_EQ_I(undo_attempts, 3);
+  CHECK_FALSE(undo_irrev[0]);
+  CHECK_TRUE(undo_irrev[1]);
+  CHECK_TRUE(undo_irrev[2]);
+  CHECK_EQ_U(undo_w, 5);
+  CHECK_EQ_U(undo_h[0], 7);
+  CHECK_EQ_U(undo_h[1], 8);
+  CHECK_EQ_U(undo_kept[3], 33); /* not freed (ASan would see the use) */
+  sstm_stats_t s;
+  CHECK_OK(sstm_stats_get(sstm_self(), &s));
+  CHECK_EQ_U(s.aborts[SSTM_ABORT_USER_RETRY], 2);
+  CHECK_EQ_U(s.aborts[SSTM_ABORT_USER_CANCEL], 1);
+  CHECK_EQ_U(s.commits_irrevocable, 0);
+  /* The serial mode was given back: another descriptor's update commits,
+   * and the words it did not write keep the restored values. */
+  rec.escalate = false;
+  struct txh_store st = {&undo_w, 11};
+  CHECK_OK(run_other(NULL, txh_store_fn, &st));
+  CHECK_EQ_U(tx_load_u64(&undo_w), 11);
+  CHECK_FALSE(sstm_is_irrevocable());
+  sstm_free(undo_kept);
+  txh_cleanup();
+  sstm_test_fini();
+}
+
+/* The policy sees how many of a transaction's aborts were conflicts: user
+ * restarts count in `retries`, not in `conflicts` (the progress bounds of
+ * the built-in policies count conflicts). */
+static uint64_t cc_word, cc_other;
+static int cc_attempts;
+static void cc_body(void *arg) {
+  (void)arg;
+  int k = ++cc_attempts;
+  if (k == 2 || k == 4) sstm_restart();
+  if (k >= 5) return;
+  (void)sstm_load_u64(&cc_word);
+  struct txh_store st = {&cc_word, (uint64_t)k};
+  CHECK_OK(run_other(NULL, txh_store_fn, &st)); /* cc_word changes under us */
+  sstm_store_u64(&cc_other, 100);               /* commit-time validation fails */
+}
+
+TEST(policy_context_counts_conflicts_apart_from_retries) {
+  CHECK_OK(sstm_cm_register(&recorder));
+  init_with("test-recorder", 64);
+  CHECK_OK(sstm_run(NULL, cc_body, NULL));
+  CHECK_EQ_I(cc_attempts, 5);
+  CHECK_EQ_I(rec.aborts, 4);
+  static const unsigned conflicts[4] = {1, 1, 2, 2};
+  for (int i = 0; i < 4; i++) {
+    CHECK_EQ_U(rec.abort_ctx[i].retries, (unsigned)i + 1);
+    CHECK_EQ_U(rec.abort_ctx[i].conflicts, conflicts[i]);
+  }
+  /* validate-write when the two words share a stripe (ETL) */
+  CHECK_TRUE(rec.abort_info[0].reason == SSTM_ABORT_VALIDATE_COMMIT ||
+             rec.abort_info[0].reason == SSTM_ABORT_VALIDATE_WRITE);
+  CHECK_EQ_I(rec.abort_info[1].reason, SSTM_ABORT_USER_RETRY);
   txh_cleanup();
   sstm_test_fini();
 }

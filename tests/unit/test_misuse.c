@@ -252,6 +252,18 @@ static void child_restart_irrevocable(void) {
   SSTM_ATOMIC_END();
 }
 
+/* Asking for irrevocability inside the body counts as asking: a restart is
+ * misuse after it, as with attr.irrevocable (a policy's escalation alone
+ * is not: tests/unit/test_cm.c). */
+static void child_restart_after_become_irrevocable(void) {
+  sstm_test_init();
+  SSTM_ATOMIC_BEGIN(NULL)
+    CHECK_OK(sstm_become_irrevocable());
+    sstm_store_u64(&x, 1);
+    sstm_restart();
+  SSTM_ATOMIC_END();
+}
+
 static void child_access_after_null_handler(void) {
   sstm_test_init();
   sstm_set_misuse_handler(record_misuse);
@@ -266,6 +278,8 @@ TEST(default_handler_aborts) {
   expect_abort_in_child(child_restart_outside, "sstm_restart outside a transaction");
   expect_abort_in_child(child_cancel_irrevocable, "sstm_cancel in an irrevocable transaction");
   expect_abort_in_child(child_restart_irrevocable, "sstm_restart in an irrevocable transaction");
+  expect_abort_in_child(child_restart_after_become_irrevocable,
+                        "sstm_restart after sstm_become_irrevocable");
 }
 
 static void exiting_handler(const char *msg) { _exit(msg && *msg ? 42 : 43); }
