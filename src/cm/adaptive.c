@@ -212,13 +212,14 @@ static struct {
   char regime[96];        /* what the last window showed */
   double probe_cps[NSUB];
   unsigned probe_n[NSUB];
-  unsigned hold;      /* windows before the next probe */
-  unsigned hold_len;  /* the hold after the last probe */
-  int last_pick;      /* that probe's choice, -1: none in this regime */
-  unsigned yield_bad; /* consecutive windows of yield not serialising */
-  char reason[224];   /* why `cur` was chosen */
-  uint64_t slice_ns;  /* the time slice transaction length is judged against */
-  double long_ns;     /* slice_ns / LONG_TX_DIV */
+  unsigned hold;             /* windows before the next probe */
+  unsigned hold_len;         /* the hold after the last probe */
+  int last_pick;             /* that probe's choice, -1: none in this regime */
+  unsigned yield_bad;        /* consecutive windows of yield not serialising */
+  char reason[224];          /* why `cur` was chosen */
+  uint64_t slice_ns;         /* the time slice transaction length is judged against */
+  uint64_t default_slice_ns; /* the kernel's default (set_slice) */
+  double long_ns;            /* slice_ns / LONG_TX_DIV */
 } G = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
 #define RLX memory_order_relaxed
@@ -266,9 +267,10 @@ static int adaptive_init(const sstm_config_t *cfg) {
     sstm__set_error("adaptive: out of memory for %u thread slots", n);
     return SSTM_ENOMEM;
   }
-  uint64_t slice = sstm__sched_slice_ns();
+  uint64_t slice = sstm__sched_slice_ns(), default_slice = sstm__sched_default_slice_ns();
   pthread_mutex_lock(&G.lock);
   G.slice_ns = slice ? slice : DEFAULT_SLICE_NS;
+  G.default_slice_ns = default_slice;
   G.long_ns = (double)G.slice_ns / LONG_TX_DIV;
   G.ncpu = cpus_available();
   G.nslots = n;
@@ -644,12 +646,12 @@ static void adaptive_desc_init(sstm_cm_ctx_t *ctx) {
 
 /* The long slice on or off for the calling thread, which has the
  * descriptor attached. Off puts back the slice the thread had before: its
- * own custom slice, or the default (a slice equal to the one sstm_init's
- * thread reported is taken for the default). */
+ * own custom slice, or the default (a slice equal to the kernel's default,
+ * probed at init, is taken for the default). */
 static void set_slice(sstm_cm_ctx_t *ctx, adaptive_state_t *s, bool on) {
   if (on) {
     uint64_t prev = sstm__sched_slice_ns();
-    s->slice_prev = prev == G.slice_ns ? 0 : prev;
+    s->slice_prev = prev == G.default_slice_ns ? 0 : prev;
   }
   if (sstm__ext_set_slice(on ? EXT_SLICE_NS : s->slice_prev)) {
     s->slice_on = on;

@@ -5,6 +5,7 @@
  * clock: no system call, the thread keeps its CPU. Aborts that no conflict
  * caused (user retry and cancel, read-only restarts, the switch to
  * irrevocable) do not wait. Counters: the waits, and the sum of the times drawn. */
+#include "cm/common.h"
 #include "core/engine.h"
 
 enum { BO_WAITS, BO_WAIT_NS }; /* its counters (stat_names) */
@@ -34,18 +35,18 @@ static sstm_cm_action_t backoff_conflict(sstm_cm_ctx_t *ctx, const sstm_conflict
 }
 
 static void backoff_abort(sstm_cm_ctx_t *ctx, const sstm_abort_info_t *info) {
-  if (info->reason == SSTM_ABORT_USER_RETRY || info->reason == SSTM_ABORT_USER_CANCEL ||
-      info->reason == SSTM_ABORT_RO_WRITE || info->reason == SSTM_ABORT_RO_EXTEND ||
-      info->reason == SSTM_ABORT_IRREVOCABLE)
-    return;
+  if (!sstm__cm_conflict_abort(info->reason)) return;
   backoff_state_t *s = ctx->state;
-  unsigned shift = ctx->retries < 30 ? ctx->retries : 30;
+  /* conflicts, not retries: the user's restarts do not lengthen the wait */
+  unsigned shift = ctx->conflicts < 30 ? ctx->conflicts : 30;
   uint64_t bound = min_ns << shift;
   if (bound > max_ns || bound < min_ns) bound = max_ns;
   uint64_t ns = sstm__rand(&s->rng) % bound;
   sstm_cm_count(ctx, BO_WAITS, 1);
   sstm_cm_count(ctx, BO_WAIT_NS, ns); /* drawn, not measured */
+  sstm_cm_note(ctx, SSTM_ACT_BACKOFF);
   sstm_spin_ns(ns);
+  sstm_cm_note(ctx, SSTM_ACT_NONE);
 }
 
 const sstm_cm_ops_t sstm__cm_backoff = {

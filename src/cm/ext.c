@@ -47,9 +47,9 @@ typedef struct ext_state {
 
 static sstm_ext_probe_t probe;
 static uint64_t slice_ns = SSTM_EXT_SLICE_US_DEFAULT * 1000ull;
-/* The slice of the thread that called sstm_init, taken for the default: a
- * thread found with it gets the default back (0), not a custom slice of
- * the same length. */
+/* The kernel's default slice (sstm__sched_default_slice_ns), probed at init:
+ * a thread found with it gets the default back (0), any other slice its own
+ * custom one, even when sstm_init's thread had a custom slice. */
 static uint64_t default_slice_ns;
 
 /* SCHEDSTM_EXT_SLICE_US and SCHEDSTM_EXT_MODE (none | slice | auto, for
@@ -61,7 +61,7 @@ static int ext_init(void) {
   if ((rc = sstm__env_ext_slice_us(&us)) != 0) return rc;
   if ((rc = sstm__env_ext_mode(&force)) != 0) return rc;
   slice_ns = us * 1000ull;
-  default_slice_ns = sstm__sched_slice_ns();
+  default_slice_ns = sstm__sched_default_slice_ns();
   sstm__ext_probe(&probe);
   if (force == SSTM_EXT_FORCE_NONE)
     probe.mode = SSTM_EXT_NONE;
@@ -197,15 +197,23 @@ static void c_abort(sstm_cm_ctx_t *ctx, const sstm_abort_info_t *info) {
   ext_end(ctx, ext_of(ctx));
   if (comp_of(ctx)->base->on_abort) comp_of(ctx)->base->on_abort(ctx, info);
 }
+/* The base's line, then ext's, written straight into buf (snprintf-style:
+ * returns the whole length, so a caller sees when its buffer was short; an
+ * intermediate buffer cut adaptive's long line into plausible numbers). */
 static int c_describe(char *buf, size_t len) {
   const composite_t *c = (const composite_t *)(const void *)sstm__g.cm;
-  char base[120] = "";
-  if (c->base->describe) c->base->describe(base, sizeof base);
-  const char *mode = sstm__ext_mode_name(probe.mode);
+  int n = 0;
+  if (c->base->describe) n = c->base->describe(buf, len);
+  if (n < 0) n = 0;
+  if (n == 0 && len > 0) buf[0] = '\0';
+  char ext[64];
   if (probe.mode == SSTM_EXT_SLICE)
-    return snprintf(buf, len, "%s%sext=slice(%lluus)", base, base[0] ? "," : "",
-                    (unsigned long long)(slice_ns / 1000));
-  return snprintf(buf, len, "%s%sext=%s", base, base[0] ? "," : "", mode);
+    snprintf(ext, sizeof ext, "ext=slice(%lluus)", (unsigned long long)(slice_ns / 1000));
+  else
+    snprintf(ext, sizeof ext, "ext=%s", sstm__ext_mode_name(probe.mode));
+  size_t at = (size_t)n < len ? (size_t)n : len;
+  int m = snprintf(at < len ? buf + at : NULL, len - at, "%s%s", n ? "," : "", ext);
+  return n + m;
 }
 
 /* Build "base+ext", or return the one built before: one composite per

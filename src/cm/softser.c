@@ -17,8 +17,9 @@
  * own counter.
  *
  * Priority comes back on every path: when the count reaches zero as winners
- * end (commit or abort), when the loser commits (Algorithm 5 clears its row),
- * when the loser's thread leaves, and when it detaches the descriptor (the
+ * end (commit or abort), when the loser commits (Algorithm 5 clears its row)
+ * or cancels its transaction (no retry follows), when the loser's thread
+ * leaves, and when it detaches the descriptor (the
  * next thread to attach it is lowered in its place while the row is not
  * empty). The lever is probed once at init (the
  * first of nice, SCHED_IDLE, SCHED_BATCH, short custom slice that can be
@@ -91,6 +92,7 @@ static void softser_desc_init(sstm_cm_ctx_t *ctx) {
  * nothing to bring it back. The state table shows the thread's policy and
  * nice as the kernel now has them. */
 static void change(sstm_cm_ctx_t *self, sstm_desc_t *d, softser_state_t *ls, bool up) {
+  if (lever == SSTM_LEVER_NONE) return; /* nothing to change: not a failure */
   int tid = sstm_desc_tid(d);
   bool ok =
       up ? sstm__lever_lower(lever, tid, &ls->saved) : sstm__lever_restore(lever, tid, &ls->saved);
@@ -132,9 +134,10 @@ static void column_clear(sstm_cm_ctx_t *ctx) {
   pthread_mutex_unlock(&ws->wlock);
 }
 
-static void softser_commit(sstm_cm_ctx_t *ctx) {
+/* Our transaction has ended (committed, or cancelled: no retry follows):
+ * Algorithm 5 clears our row, and our priority comes back. */
+static void loser_ended(sstm_cm_ctx_t *ctx) {
   softser_state_t *ls = ctx->state;
-  if (SSTM_UNLIKELY(ctx->watched)) column_clear(ctx);
   if (SSTM_LIKELY(atomic_load_explicit(&ls->conflicts, memory_order_relaxed) == 0 &&
                   !atomic_load_explicit(&ls->lowered, memory_order_relaxed))) {
     if (SSTM_UNLIKELY(ls->noted_lowered)) {
@@ -148,13 +151,29 @@ static void softser_commit(sstm_cm_ctx_t *ctx) {
   sstm_cm_note(ctx, SSTM_ACT_NONE);
 }
 
+static void softser_commit(sstm_cm_ctx_t *ctx) {
+  if (SSTM_UNLIKELY(ctx->watched)) column_clear(ctx);
+  loser_ended(ctx);
+}
+
 static void softser_abort(sstm_cm_ctx_t *ctx, const sstm_abort_info_t *info) {
+  softser_state_t *ls = ctx->state;
   if (ctx->watched) column_clear(ctx); /* our own attempt ended too */
+  if (info->reason == SSTM_ABORT_USER_CANCEL) {
+    loser_ended(ctx);
+    return;
+  }
+  /* Restored meanwhile by the winners' ends (row_dec, on their threads):
+   * the state table's action follows at our next event. */
+  if (ls->noted_lowered && !atomic_load_explicit(&ls->lowered, memory_order_relaxed)) {
+    ls->noted_lowered = false;
+    sstm_cm_note(ctx, SSTM_ACT_NONE);
+  }
   sstm__cm_bound_retries(ctx);
   if (!info->has_other || !sstm__cm_conflict_abort(info->reason) || info->other.desc == ctx->desc)
     return;
   sstm_desc_t *w = info->other.desc;
-  softser_state_t *ws = sstm__cm_peer_state(ctx, w), *ls = ctx->state;
+  softser_state_t *ws = sstm__cm_peer_state(ctx, w);
   pthread_mutex_lock(&ws->wlock);
   uint32_t gen;
   pthread_mutex_lock(&ls->plock);
@@ -175,7 +194,9 @@ static void softser_abort(sstm_cm_ctx_t *ctx, const sstm_abort_info_t *info) {
     atomic_store_explicit(&ls->conflicts, n + 1, memory_order_relaxed);
     if (!atomic_load_explicit(&ls->lowered, memory_order_relaxed)) change(ctx, ctx->desc, ls, true);
     pthread_mutex_unlock(&ls->plock);
-    if (!ls->noted_lowered) {
+    /* "lowered" only when it is (not with lever none, nor when the kernel
+     * refused: prio_failures counts that). */
+    if (!ls->noted_lowered && atomic_load_explicit(&ls->lowered, memory_order_relaxed)) {
       ls->noted_lowered = true;
       sstm_cm_note(ctx, SSTM_ACT_LOWERED);
     }

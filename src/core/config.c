@@ -316,13 +316,19 @@ SSTM_API int sstm_config_get(sstm_config_t *out) {
   return 0;
 }
 
-/* Append " cm-info=..." from the policy's describe hook. */
+/* Append " cm-info=..." from the policy's describe hook, written straight
+ * into buf whatever its length (snprintf-style: returns the length it
+ * needs). */
 static int describe_cm(char *buf, size_t len) {
   if (sstm__g.cm->describe == NULL) return 0;
-  char info[160];
-  sstm__g.cm->describe(info, sizeof info);
+  static const char tag[] = " cm-info=";
   size_t used = buf ? strnlen(buf, len) : 0;
-  return snprintf(buf ? buf + used : NULL, len > used ? len - used : 0, " cm-info=%s", info);
+  int a = (int)sizeof tag - 1;
+  if (buf != NULL && len > used) snprintf(buf + used, len - used, "%s", tag);
+  size_t at = used + (size_t)a;
+  bool room = buf != NULL && at < len;
+  int b = sstm__g.cm->describe(room ? buf + at : NULL, room ? len - at : 0);
+  return a + (b > 0 ? b : 0);
 }
 
 SSTM_API int sstm_describe(char *buf, size_t len) {

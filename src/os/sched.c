@@ -238,6 +238,26 @@ uint64_t sstm__sched_slice_ns(void) {
   return a.sched_runtime;
 }
 
+/* On a scratch thread (which inherits the caller's custom slice, if any):
+ * ask for the default (sched_runtime 0) and read what the kernel reports. */
+static void *default_slice_thread(void *arg) {
+  uint64_t *out = arg;
+  *out = 0;
+  struct sstm_sched_attr a;
+  if (getattr(0, &a) != 0 || (a.sched_policy != SCHED_OTHER && a.sched_policy != SCHED_BATCH))
+    return NULL;
+  a.sched_runtime = 0;
+  a.sched_flags = 0;
+  if (setattr(0, &a) == 0) *out = sstm__sched_slice_ns();
+  return NULL;
+}
+
+uint64_t sstm__sched_default_slice_ns(void) {
+  uint64_t ns = 0;
+  if (!on_scratch_thread(default_slice_thread, &ns)) return 0;
+  return ns;
+}
+
 bool sstm__ext_set_slice(uint64_t ns) {
   struct sstm_sched_attr a;
   if (getattr(0, &a) != 0) return false;

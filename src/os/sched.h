@@ -94,6 +94,11 @@ sstm_slice_ctrl_t *sstm__ext_rseq_ctrl(void);
  * default one the kernel reports), 0 if the kernel does not report it
  * (before 6.12, or not SCHED_OTHER/SCHED_BATCH). */
 uint64_t sstm__sched_slice_ns(void);
+/* The slice the kernel gives a SCHED_OTHER thread without a custom one (the
+ * EEVDF base slice as sched_getattr reports it), probed on a scratch thread
+ * once per call; 0 if unknown. A thread found with that slice is given the
+ * default back (sched_runtime 0), not a custom slice of the same length. */
+uint64_t sstm__sched_default_slice_ns(void);
 /* Set the calling thread's EEVDF custom slice (0 = default). */
 bool sstm__ext_set_slice(uint64_t ns);
 /* Give back a granted extension (rseq_slice_yield, syscall 471). */

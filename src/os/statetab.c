@@ -130,7 +130,10 @@ static void publish_cm_info(void) {
   /* describe under the lock: two refreshes racing publish in the order
    * they read the policy, so the last line written is the newest. */
   pthread_mutex_lock(&info_lock);
-  if (sstm__g.cm->describe) sstm__g.cm->describe(buf, sizeof buf);
+  /* A line longer than the field ends in "..." (cut numbers would look
+   * plausible). */
+  if (sstm__g.cm->describe && sstm__g.cm->describe(buf, sizeof buf) >= (int)sizeof buf)
+    memcpy(buf + sizeof buf - 4, "...", 4);
   uint32_t seq = GET(table->cm_info_seq);
   PUT(table->cm_info_seq, seq + 1); /* odd: being written */
   /* release fence: a reader that sees any byte below also sees the odd

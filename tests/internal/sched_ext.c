@@ -289,6 +289,32 @@ TEST(ext_slice_gives_back_the_threads_own_slice) {
   CHECK_OK(sstm_shutdown());
 }
 
+/* The same when sstm_init's thread (whose slice the new threads inherit)
+ * has the custom slice: it is not the kernel's default, and each thread
+ * gets it back. Before, the init thread's slice was taken for the default,
+ * and the threads left with the kernel's 1.4 ms instead of their 3 ms. */
+static void *inherited_slice_thread(void *arg) {
+  (void)arg;
+  duo_view_t before = duo_view_of(duo_gettid());
+  CHECK_EQ_U(before.runtime, 3000000); /* inherited */
+  CHECK_OK(sstm_thread_init());
+  check_ext_slice(before, 2500000);
+  CHECK_OK(sstm_thread_exit());
+  CHECK_VIEW_EQ(duo_view_of(duo_gettid()), before);
+  return NULL;
+}
+
+TEST(ext_slice_gives_back_a_custom_slice_that_sstm_init_had) {
+  need_slice_mode();
+  CHECK_TRUE(sstm__ext_set_slice(3000000));
+  duo_view_t main_before = duo_view_of(duo_gettid());
+  init_cm("ser-block+ext");
+  duo_join(duo_spawn(inherited_slice_thread, NULL));
+  CHECK_OK(sstm_shutdown());
+  CHECK_VIEW_EQ(duo_view_of(duo_gettid()), main_before);
+  CHECK_TRUE(sstm__ext_set_slice(0));
+}
+
 /* sstm_sched_set changes the policy and nice value and keeps the thread's
  * custom slice (the EEVDF slice applies to SCHED_OTHER and SCHED_BATCH). */
 static void *sched_set_thread(void *arg) {

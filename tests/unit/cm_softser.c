@@ -26,11 +26,12 @@ static uint64_t words[4][512] __attribute__((aligned(4096)));
 enum { SS_PRIO_CHANGES = 0, SS_REGISTRATIONS = 1, SS_FAILED_CHANGES = 2 };
 
 enum wend { W_COMMIT, W_KILL, W_RESTART, W_CANCEL, W_COMMIT_NESTED };
-enum lend { L_AFTER_W, L_COMMIT_FIRST, L_EXIT, L_ACTION_AFTER_W };
+enum lend { L_AFTER_W, L_COMMIT_FIRST, L_EXIT, L_ACTION_AFTER_W, L_CANCEL };
 
 static struct {
   int wend, lend;
-  bool ext; /* run softser+ext (ext forced to its EEVDF slice) */
+  bool ext;  /* run softser+ext (ext forced to its EEVDF slice) */
+  bool none; /* SCHEDSTM_SOFTSER_LEVER=none, whatever the entry says */
   char lever[32];
   sstm_desc_t *wdesc;
   _Atomic uint64_t wtxid;
@@ -53,6 +54,7 @@ static void *lever_try(void *arg) {
     return (void *)"sched_getattr";
   b = a;
   b.sched_flags = 0;
+  if (strcmp(l, "none") == 0) return NULL; /* nothing to apply */
   if (strcmp(l, "nice") == 0) {
     if (setpriority(PRIO_PROCESS, (id_t)tid, 19) != 0 ||
         setpriority(PRIO_PROCESS, (id_t)tid, a.sched_nice) != 0)
@@ -74,6 +76,7 @@ static void *lever_try(void *arg) {
 }
 
 static void init_softser(void) {
+  if (S.none) setenv("SCHEDSTM_SOFTSER_LEVER", "none", 1);
   const char *want = getenv("SCHEDSTM_SOFTSER_LEVER");
   sstm_config_t cfg;
   sstm_test_config(&cfg);
@@ -94,7 +97,7 @@ static void init_softser(void) {
   }
   duo_describe_value("lever=", S.lever, sizeof S.lever);
   if (want && *want && strcmp(want, "auto") != 0) CHECK_EQ_STR(S.lever, want);
-  if (strcmp(S.lever, "none") == 0) {
+  if (strcmp(S.lever, "none") == 0 && !S.none) {
     CHECK_OK(sstm_shutdown());
     sstm_test_skip("no priority lever works on this machine");
   }
@@ -112,7 +115,9 @@ static void init_softser(void) {
 }
 
 static void check_lowered(duo_view_t v) {
-  if (strcmp(S.lever, "nice") == 0) {
+  if (strcmp(S.lever, "none") == 0) {
+    CHECK_VIEW_EQ(v, S.before);
+  } else if (strcmp(S.lever, "nice") == 0) {
     CHECK_EQ_I(v.nice, 19);
     CHECK_EQ_I(v.getpriority, 19);
   } else if (strcmp(S.lever, "idle") == 0) {
@@ -178,7 +183,7 @@ static void l_body(void *arg) {
   }
   atomic_store_explicit(&S.l_waiting, 1, memory_order_release);
   duo_wait_flag(&S.l_go, 1);
-  if (S.lend == L_EXIT) sstm_cancel();
+  if (S.lend == L_EXIT || S.lend == L_CANCEL) sstm_cancel();
   sstm_store_u64(Y, (uint64_t)k);
 }
 
@@ -187,7 +192,8 @@ static void *l_main(void *arg) {
   CHECK_OK(sstm_thread_init());
   atomic_store(&S.ltid, duo_gettid());
   duo_wait_flag(&S.w_holding, 1);
-  CHECK_RC(sstm_run(NULL, l_body, NULL), S.lend == L_EXIT ? SSTM_ECANCELED : SSTM_OK);
+  CHECK_RC(sstm_run(NULL, l_body, NULL),
+           S.lend == L_EXIT || S.lend == L_CANCEL ? SSTM_ECANCELED : SSTM_OK);
   CHECK_EQ_I(S.lattempts, 2);
   S.lstats = duo_stats(sstm_self());
   if (S.lend == L_EXIT)
@@ -236,9 +242,11 @@ static void scenario(int wend, int lend) {
   CHECK_EQ_U(S.lstats.cm_stats[SS_FAILED_CHANGES], 0);
   CHECK_EQ_U(S.wstats.cm_stats[SS_FAILED_CHANGES], 0);
   CHECK_EQ_U(S.wstats.cm_stats[SS_REGISTRATIONS], 0);
-  CHECK_EQ_U(S.lstats.cm_actions[SSTM_ACT_LOWERED], 1);
+  CHECK_EQ_U(S.lstats.cm_actions[SSTM_ACT_LOWERED], S.none ? 0 : 1);
   CHECK_EQ_U(S.lstats.aborts[SSTM_ABORT_WRITE_LOCKED], 1);
-  if (lend == L_AFTER_W)
+  if (S.none)
+    CHECK_EQ_U(S.wstats.cm_stats[SS_PRIO_CHANGES] + S.lstats.cm_stats[SS_PRIO_CHANGES], 0);
+  else if (lend == L_AFTER_W)
     CHECK_EQ_U(S.wstats.cm_stats[SS_PRIO_CHANGES] + S.lstats.cm_stats[SS_PRIO_CHANGES], 2);
   CHECK_OK(sstm_shutdown());
 }
@@ -258,6 +266,17 @@ TEST(loser_abort_action_with_a_transaction_keeps_it_lowered) {
   scenario(W_COMMIT, L_ACTION_AFTER_W);
 }
 TEST(loser_thread_exit_restores) { scenario(W_COMMIT, L_EXIT); }
+/* The loser cancels its transaction while the winner still runs: no retry
+ * follows, so it is in conflict with nobody (it stayed lowered until the
+ * winner ended). */
+TEST(loser_cancel_restores) { scenario(W_COMMIT, L_CANCEL); }
+/* With the lever none the loser is registered but nothing is changed: no
+ * failed change counted and no "lowered" action shown (every registration
+ * was counted as a failure, and the state table showed "lowered"). */
+TEST(lever_none_changes_nothing_and_fails_nothing) {
+  S.none = true;
+  scenario(W_COMMIT, L_AFTER_W);
+}
 /* Under softser+ext both change the thread's slice (with the slice lever):
  * ext sets its own at attach, softser lowers on top of it. Leaving while
  * lowered, each must put back what it found, softser first: the thread

@@ -167,6 +167,48 @@ TEST(register_custom_policy) {
   CHECK_NULL(sstm_cm_current());
 }
 
+/* P+ext's describe line is P's line, a comma and ext's, however long P's
+ * line is, and returns its whole length like snprintf. An intermediate
+ * buffer of 120 bytes cut adaptive's line into plausible, wrong numbers. */
+static int long_describe(char *buf, size_t len) {
+  char line[201];
+  memset(line, 'a', 200);
+  line[200] = '\0';
+  return snprintf(buf, len, "%s", line);
+}
+static sstm_cm_action_t long_conflict(sstm_cm_ctx_t *ctx, const sstm_conflict_t *c, uint64_t *w) {
+  (void)ctx, (void)c, (void)w;
+  return SSTM_CM_ABORT_SELF;
+}
+static const sstm_cm_ops_t long_desc = {
+    .name = "test-longdesc",
+    .description = "a 200-character describe line (tests)",
+    .on_conflict = long_conflict,
+    .describe = long_describe,
+};
+
+TEST(ext_composite_describe_keeps_a_long_base_line) {
+  CHECK_OK(sstm_cm_register(&long_desc));
+  init_with("test-longdesc+ext", 64);
+  const sstm_cm_ops_t *cm = sstm_cm_current();
+  CHECK_NOT_NULL((const void *)cm->describe);
+  char buf[512];
+  int n = cm->describe(buf, sizeof buf);
+  CHECK_EQ_I(n, (int)strlen(buf));
+  CHECK_GT_I(n, 205);
+  CHECK_EQ_I((int)strspn(buf, "a"), 200);
+  CHECK_EQ_I(strncmp(buf + 200, ",ext=", 5), 0);
+  char small[50];
+  CHECK_EQ_I(cm->describe(small, sizeof small), n); /* the whole length */
+  CHECK_EQ_I((int)strlen(small), 49);
+  CHECK_EQ_I((int)strspn(small, "a"), 49);
+  CHECK_EQ_I(cm->describe(NULL, 0), n);
+  char d[2048];
+  CHECK_GT_I(sstm_describe(d, sizeof d), 0);
+  CHECK_CONTAINS(d, buf);
+  sstm_test_fini();
+}
+
 TEST(register_after_init_used_by_next_init) {
   sstm_test_init();
   CHECK_EQ_STR(sstm_cm_current()->name, "suicide");
