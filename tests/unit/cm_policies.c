@@ -328,6 +328,8 @@ TEST(backoff_waits_after_conflicts_only_within_its_bounds) {
   CHECK_EQ_I(bo_attempts, 16);
   s = duo_stats(sstm_self());
   CHECK_EQ_U(s.cm_stats[BO_WAITS], 15);
+  /* each wait is published as the backoff action (it never was) */
+  CHECK_EQ_U(s.cm_actions[SSTM_ACT_BACKOFF], 15);
   /* retries >= 1 at every wait: each bound is 1000 << retries, capped at
    * 2000, so each draw is at most 1999 ns */
   CHECK_LE_U(s.cm_stats[BO_WAIT_NS], 15 * 1999);
