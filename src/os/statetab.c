@@ -226,19 +226,27 @@ void sstm__stt_detach(struct sstm_desc *d) {
   d->stt = NULL;
 }
 
+/* The policy's counters, as the statistics have them now. */
+static void copy_cm_stats(struct sstm_desc *d, sstm_stt_entry_t *e) {
+  for (int i = 0; i < SSTM_STT_CMSTATS; i++)
+    PUT(e->cm_stats[i], sstm__ctr_get(&d->ctr.cm_stats[i]));
+}
+
 void sstm__stt_begin(struct sstm_desc *d) {
   sstm_stt_entry_t *e = d->stt;
   PUT(e->tid, atomic_load_explicit(&d->tid, memory_order_relaxed)); /* attach may move it */
   PUT(e->txid, d->serial);
   PUT(e->in_tx, 1);
+  /* A retry: what the policy did for the abort (a thread that keeps
+   * losing, the one worth watching, may not commit for a long time). */
+  if (d->retries) copy_cm_stats(d, e);
 }
 
 void sstm__stt_commit(struct sstm_desc *d) {
   sstm_stt_entry_t *e = d->stt;
   PUT(e->in_tx, 0);
   PUT(e->commits, GET(e->commits) + 1);
-  for (int i = 0; i < SSTM_STT_CMSTATS; i++)
-    PUT(e->cm_stats[i], sstm__ctr_get(&d->ctr.cm_stats[i]));
+  copy_cm_stats(d, e);
 }
 
 void sstm__stt_abort(struct sstm_desc *d, sstm_abort_reason_t r, const sstm_party_t *other) {
@@ -248,7 +256,9 @@ void sstm__stt_abort(struct sstm_desc *d, sstm_abort_reason_t r, const sstm_part
   PUT(e->last_reason, (uint32_t)r);
   PUT(e->conflict_tid, other ? other->tid : 0);
   PUT(e->conflict_txid, other ? other->txid : 0);
-  if (r == SSTM_ABORT_USER_CANCEL) PUT(e->in_tx, 0);
+  /* rolled back: no attempt runs while the policy waits (the retry's begin
+   * sets it again) */
+  PUT(e->in_tx, 0);
 }
 
 void sstm__stt_action(struct sstm_desc *d, sstm_cm_act_t act) {

@@ -12,8 +12,12 @@
  * entry are still ordered). The header's cm_info is rewritten whenever the
  * policy reports a change (sstm_cm_info_changed: adaptive's choice and
  * reason), under a seqlock so that a reader never takes a half-written line
- * for the current one. The counters count
- * since the thread registered; sstm_stats_reset() does not clear them. Readers get per-field
+ * for the current one. commits, aborts and aborts_by_reason count since
+ * the thread registered; sstm_stats_reset() does not clear them. cm_stats
+ * is a copy of the statistics' policy counters (which sstm_stats_reset()
+ * clears), taken at every commit and at the start of every retry. in_tx is
+ * 1 from an attempt's begin to its commit or rollback, so it is 0 while a
+ * policy waits or yields after an abort. Readers get per-field
  * values (64-bit fields are single stores, so never torn), not a consistent
  * cut across fields.
  *
@@ -58,7 +62,7 @@ typedef struct sstm_stt_entry {
   uint32_t in_use; /* descriptor registered */
   int32_t tid;     /* OS thread id */
   uint32_t slot;
-  uint32_t in_tx; /* 1 while an attempt runs */
+  uint32_t in_tx; /* 1 while an attempt runs (0 while the policy waits) */
   uint64_t txid;  /* current (or last) attempt */
   uint64_t commits;
   uint64_t aborts;

@@ -862,6 +862,61 @@ TEST(cancelled_transaction_ends) {
   CHECK_OK(sstm_shutdown());
 }
 
+/* While a policy waits after an abort the entry says "not in a
+ * transaction" (the attempt was rolled back), and a retry shows the
+ * policy's counters before any commit (a thread that keeps losing is the
+ * one worth watching). The policy below takes a snapshot from its on_abort;
+ * the body takes one in its retry. Before, in_tx stayed 1 in the first and
+ * the counter showed 0 in the second. */
+static unsigned long long wait_in_tx = 99, retry_in_tx = 99, retry_waits = 99;
+static int wait_attempts;
+static unsigned long long entry_field(const char *counters, const char *name) {
+  jval_t *j = snapshot_json(getpid());
+  const jval_t *e = jget(j, "entries")->items[0];
+  unsigned long long v = counters ? ju(jget(e, counters), name) : ju(e, name);
+  jfree(j);
+  return v;
+}
+static void wp_abort(sstm_cm_ctx_t *ctx, const sstm_abort_info_t *info) {
+  (void)info;
+  sstm_cm_count(ctx, 0, 1);
+  wait_in_tx = entry_field(NULL, "in_tx");
+}
+static sstm_cm_action_t wp_conflict(sstm_cm_ctx_t *ctx, const sstm_conflict_t *c, uint64_t *w) {
+  (void)ctx, (void)c, (void)w;
+  return SSTM_CM_ABORT_SELF;
+}
+static const sstm_cm_ops_t wait_policy = {
+    .name = "stt-wait-test",
+    .description = "statetab test: snapshot from on_abort",
+    .on_conflict = wp_conflict,
+    .on_abort = wp_abort,
+    .stat_names = {"waits"},
+};
+static void wait_body(void *arg) {
+  (void)arg;
+  if (++wait_attempts == 1) sstm_restart();
+  retry_in_tx = entry_field(NULL, "in_tx");
+  retry_waits = entry_field("cm_stats", "waits");
+}
+
+TEST(policy_wait_is_outside_the_attempt_and_retry_shows_its_counters) {
+  CHECK_OK(sstm_cm_register(&wait_policy));
+  sstm_config_t c;
+  sstm_test_config(&c);
+  c.state_table = true;
+  c.cm = "stt-wait-test";
+  CHECK_OK(sstm_init(&c));
+  CHECK_OK(sstm_thread_init());
+  CHECK_OK(sstm_run(NULL, wait_body, NULL));
+  CHECK_EQ_I(wait_attempts, 2);
+  CHECK_EQ_U(wait_in_tx, 0);
+  CHECK_EQ_U(retry_in_tx, 1);
+  CHECK_EQ_U(retry_waits, 1);
+  CHECK_OK(sstm_thread_exit());
+  CHECK_OK(sstm_shutdown());
+}
+
 /* sstm_sched_set changes what the table shows for the thread: its policy
  * and nice value as the kernel now has them. */
 TEST(sched_set_updates_the_entry) {
