@@ -92,7 +92,8 @@ SSTM_API int sstm_config_from_env(sstm_config_t *cfg);
  * refuses to create (/dev/shm missing, read-only or not ours) gives
  * SSTM_EPERM; one that cannot be created for want of file descriptors,
  * space or memory, or cannot be allocated or mapped, SSTM_ENOMEM.
- * sstm_last_error() names the file and the system's reason.
+ * sstm_last_error() names the file and the system's reason. softser with a
+ * SCHEDSTM_SOFTSER_LEVER that cannot be undone here gives SSTM_EPERM.
  * On error nothing is initialised. */
 SSTM_API int sstm_init(const sstm_config_t *cfg);
 

@@ -31,6 +31,7 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "cm/common.h"
 #include "core/engine.h"
@@ -60,9 +61,19 @@ typedef struct softser_state {
 
 static sstm_lever_t lever;
 
+/* A lever forced by SCHEDSTM_SOFTSER_LEVER is probed too: one that could
+ * not be undone would leave threads lowered for good (nice or SCHED_IDLE
+ * without CAP_SYS_NICE), so it is refused. */
 static int softser_init(const sstm_config_t *cfg) {
   (void)cfg;
-  lever = sstm__lever_probe(getenv("SCHEDSTM_SOFTSER_LEVER"));
+  const char *force = getenv("SCHEDSTM_SOFTSER_LEVER");
+  lever = sstm__lever_probe(force);
+  if (force && strcmp(force, "auto") != 0 && !sstm__lever_undoable(lever)) {
+    sstm__set_error("softser: SCHEDSTM_SOFTSER_LEVER=%s cannot be undone here (nice and idle "
+                    "need CAP_SYS_NICE or a sufficient RLIMIT_NICE); use auto",
+                    sstm__lever_name(lever));
+    return SSTM_EPERM;
+  }
   return 0;
 }
 

@@ -117,11 +117,15 @@ sstm_lever_t sstm__lever_probe(const char *force) {
   /* One fresh thread per lever: a one-way lever leaves its probing thread
    * lowered (nice 19, SCHED_IDLE), which would make the next lever's probe
    * start from there and fail (leaving SCHED_IDLE needs privilege). */
-  for (sstm_lever_t l = SSTM_LEVER_NICE; l <= SSTM_LEVER_SLICE; l++) {
-    struct lever_try t = {l, false};
-    if (on_scratch_thread(lever_probe_thread, &t) && t.works) return l;
-  }
+  for (sstm_lever_t l = SSTM_LEVER_NICE; l <= SSTM_LEVER_SLICE; l++)
+    if (sstm__lever_undoable(l)) return l;
   return SSTM_LEVER_NONE;
+}
+
+bool sstm__lever_undoable(sstm_lever_t l) {
+  if (l == SSTM_LEVER_NONE) return true;
+  struct lever_try t = {l, false};
+  return on_scratch_thread(lever_probe_thread, &t) && t.works;
 }
 
 int sstm__conflict_prio_encode(int policy, int nice, int rt_priority) {

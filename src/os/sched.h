@@ -36,6 +36,8 @@ typedef struct sstm_prio_saved {
  * one-way change (nice or SCHED_IDLE without CAP_SYS_NICE) never sticks to
  * the caller. Returns the lever (NONE if nothing works). */
 sstm_lever_t sstm__lever_probe(const char *force);
+/* Can lever l be applied and undone here (on a scratch thread)? */
+bool sstm__lever_undoable(sstm_lever_t l);
 const char *sstm__lever_name(sstm_lever_t l);
 /* Lower thread tid's priority with lever l, saving what it had. */
 bool sstm__lever_lower(sstm_lever_t l, int tid, sstm_prio_saved_t *saved);

@@ -6,6 +6,9 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "../common/runner.h"
 
@@ -864,6 +867,37 @@ TEST(thread_registration_rules) {
   CHECK_NULL(sstm_self());
   CHECK_RC(sstm_thread_exit(), SSTM_ENOTHREAD);
   CHECK_OK(sstm_shutdown());
+}
+
+/* A softser lever forced by SCHEDSTM_SOFTSER_LEVER that cannot be undone
+ * here is refused by sstm_init (SSTM_EPERM), instead of leaving threads at
+ * nice 19 for good. In a child that runs as nobody with RLIMIT_NICE 0, or
+ * as the unprivileged user this already is: nice cannot go back up from 19
+ * there, while SCHED_BATCH can be left. */
+TEST(softser_lever_that_cannot_be_undone_is_eperm) {
+  fflush(stdout);
+  pid_t pid = fork();
+  CHECK_GE_I(pid, 0);
+  if (pid == 0) {
+    struct rlimit rl = {0, 0};
+    if (setrlimit(RLIMIT_NICE, &rl) != 0) _exit(10);
+    if (geteuid() == 0 && (setgid(65534) != 0 || setuid(65534) != 0)) _exit(11);
+    sstm_config_t c;
+    sstm_config_default(&c);
+    c.cm = "softser";
+    setenv("SCHEDSTM_SOFTSER_LEVER", "nice", 1);
+    int rc = sstm_init(&c);
+    if (rc != SSTM_EPERM) _exit(20);
+    if (strstr(sstm_last_error(), "SCHEDSTM_SOFTSER_LEVER=nice") == NULL) _exit(21);
+    setenv("SCHEDSTM_SOFTSER_LEVER", "batch", 1);
+    if (sstm_init(&c) != 0) _exit(22);
+    if (sstm_shutdown() != 0) _exit(23);
+    _exit(0);
+  }
+  int st;
+  CHECK_EQ_I(waitpid(pid, &st, 0), pid);
+  CHECK_MSG(WIFEXITED(st), "child died: status 0x%x", st);
+  CHECK_EQ_I(WEXITSTATUS(st), 0);
 }
 
 SSTM_TEST_MAIN()
