@@ -141,7 +141,8 @@ SSTM_API const char *sstm_cm_act_name(sstm_cm_act_t a);
 #define SSTM_CM_STAT_NAME_MAX 31
 /* Largest per-descriptor policy state (sstm_cm_ops_t.state_size): 1 MiB. */
 #define SSTM_CM_STATE_MAX ((size_t)1 << 20)
-/* Longest policy name (sstm_cm_ops_t.name). */
+/* Longest name of a registered policy (sstm_cm_ops_t.name); its "P+ext"
+ * composition is 4 characters longer. */
 #define SSTM_CM_NAME_MAX 48
 /* Most policies registered at once, the built-in ones included. */
 #define SSTM_CM_MAX_POLICIES 32

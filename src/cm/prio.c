@@ -31,6 +31,9 @@
 
 #define QUANTUM_NS 4000000ull
 
+/* P_KILLS counts decisions to abort the other party; the engine's cm_kills
+ * (sstm_stats_t) counts the kills that took effect (a party that was
+ * already committing, or whose attempt had ended, is waited for instead). */
 enum { P_KILLS, P_SELF_ABORTS, P_PRIO_CHANGES, P_ESCALATIONS };
 
 typedef struct prio_state {
