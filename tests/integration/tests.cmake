@@ -20,6 +20,7 @@ set(D ${CMAKE_CURRENT_SOURCE_DIR}/integration)
 sstm_int_exe(itest_bank STRESS SOURCES ${D}/bank.c)
 sstm_int_exe(itest_opacity STRESS SOURCES ${D}/opacity.c)
 sstm_int_exe(itest_irrevocable STRESS SOURCES ${D}/irrevocable.c)
+sstm_int_exe(itest_escalated_undo STRESS SOURCES ${D}/escalated_undo.c)
 sstm_int_exe(itest_remote_abort STRESS SOURCES ${D}/remote_abort.c)
 sstm_int_exe(itest_free_traversal STRESS SOURCES ${D}/free_traversal.c)
 sstm_int_exe(itest_lanes STRESS SOURCES ${D}/lanes.c)
@@ -67,6 +68,8 @@ foreach(d etl ctl)
   endforeach()
   sstm_add_test(NAME integration.irrevocable.${d} LABELS ${SSTM_STRESS_LABELS}
                 TIMEOUT 120 COMMAND itest_irrevocable ${d})
+  sstm_add_test(NAME integration.escalated_undo.${d} LABELS ${SSTM_STRESS_LABELS}
+                TIMEOUT 120 COMMAND itest_escalated_undo ${d})
   foreach(p suicide backoff)
     sstm_add_test(NAME integration.remote_abort.${d}.${p}.4 LABELS ${SSTM_STRESS_LABELS}
                   TIMEOUT 120 COMMAND itest_remote_abort ${d} 4 --policy ${p})
