@@ -86,6 +86,7 @@ static int hs_check(const void *impl, char *err, size_t errlen) {
 }
 
 const intset_ops_t intset_hs_ops = {
+    .name = "hs",
     .create = hs_create,
     .destroy = hs_destroy,
     .add = hs_add,

@@ -18,13 +18,6 @@ static const intset_ops_t *const kind_ops[INTSET_KIND_COUNT] = {
     [INTSET_HS] = &intset_hs_ops,
 };
 
-static const char *const kind_names[INTSET_KIND_COUNT] = {
-    [INTSET_LL] = "ll",
-    [INTSET_SL] = "sl",
-    [INTSET_RB] = "rb",
-    [INTSET_HS] = "hs",
-};
-
 /* An insertion (the initial fill included) found no memory: the set does
  * not fit. Inside a transaction there is no way back to the caller; the run
  * ends as a failed one (exit status 1), not with a core dump. */
@@ -71,12 +64,14 @@ int intset_check(const intset_t *s, char *err, size_t errlen) {
 intset_kind_t intset_kind(const intset_t *s) { return s->kind; }
 
 const char *intset_kind_name(intset_kind_t k) {
-  return (unsigned)k < INTSET_KIND_COUNT ? kind_names[k] : "?";
+  /* The name comes with the operations (one table): a kind mapped to
+   * another structure's operations cannot pass for itself. */
+  return (unsigned)k < INTSET_KIND_COUNT ? kind_ops[k]->name : "?";
 }
 
 int intset_kind_parse(const char *name, intset_kind_t *out) {
   for (int k = 0; k < INTSET_KIND_COUNT; k++) {
-    if (strcmp(name, kind_names[k]) == 0) {
+    if (strcmp(name, kind_ops[k]->name) == 0) {
       *out = (intset_kind_t)k;
       return 0;
     }

@@ -9,6 +9,7 @@
 #include "tm.h"
 
 typedef struct intset_ops {
+  const char *name; /* the kind's name (-S), kept with its functions */
   void *(*create)(const intset_params_t *p);
   void (*destroy)(void *impl);
   bool (*add)(void *impl, long key);

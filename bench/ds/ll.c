@@ -57,6 +57,7 @@ static int ll_check(const void *impl, char *err, size_t errlen) {
 }
 
 const intset_ops_t intset_ll_ops = {
+    .name = "ll",
     .create = ll_create,
     .destroy = ll_destroy,
     .add = ll_add,

@@ -376,6 +376,7 @@ static int rb_check(const void *impl, char *err, size_t errlen) {
 }
 
 const intset_ops_t intset_rb_ops = {
+    .name = "rb",
     .create = rb_create,
     .destroy = rb_destroy,
     .add = rb_add,

@@ -213,6 +213,7 @@ static int sl_check(const void *impl, char *err, size_t errlen) {
 }
 
 const intset_ops_t intset_sl_ops = {
+    .name = "sl",
     .create = sl_create,
     .destroy = sl_destroy,
     .add = sl_add,
