@@ -113,7 +113,10 @@
  * irrevocable attempt never aborts: on a lock held by a killable attempt it
  * kills and steals, on one held by a committing attempt it waits (that
  * attempt either finished its write-back before the flag or aborts at its
- * fetch_add).
+ * fetch_add). Only the user can end it early, and only when a policy made it
+ * irrevocable (its progress bound): sstm_restart or sstm_cancel then undo
+ * its in-place writes from an undo log and release its locks with a fresh
+ * version (irrev_undo).
  *
  * Torture tests: tests/integration/opacity.c (1-3), bank and intset (4),
  * free_traversal and privatize (5), remote_abort (6), irrevocable (7).
