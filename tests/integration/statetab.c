@@ -917,6 +917,42 @@ TEST(policy_wait_is_outside_the_attempt_and_retry_shows_its_counters) {
   CHECK_OK(sstm_shutdown());
 }
 
+/* A policy line longer than the table's field ends in "..." there (cut
+ * numbers would look plausible), while sstm_describe has it whole. */
+static int long_line(char *buf, size_t len) {
+  char line[301];
+  for (int i = 0; i < 300; i++)
+    line[i] = (char)('0' + i % 10);
+  line[300] = '\0';
+  return snprintf(buf, len, "%s", line);
+}
+static const sstm_cm_ops_t long_line_policy = {
+    .name = "stt-long-line",
+    .description = "statetab test: a 300-character describe line",
+    .on_conflict = wp_conflict,
+    .describe = long_line,
+};
+
+TEST(long_policy_line_is_marked_cut) {
+  CHECK_OK(sstm_cm_register(&long_line_policy));
+  sstm_config_t c;
+  sstm_test_config(&c);
+  c.state_table = true;
+  c.cm = "stt-long-line";
+  CHECK_OK(sstm_init(&c));
+  jval_t *j = snapshot_json(getpid());
+  const char *info = js(j, "cm_info");
+  size_t n = strlen(info);
+  CHECK_EQ_U(n, sizeof(((sstm_stt_header_t *)0)->cm_info) - 1);
+  CHECK_EQ_STR(info + n - 3, "...");
+  CHECK_EQ_I(strncmp(info, "0123456789", 10), 0);
+  jfree(j);
+  char d[1024];
+  CHECK_GT_I(sstm_describe(d, sizeof d), 300);
+  CHECK_NOT_NULL(strstr(d, "890123456789"));
+  CHECK_OK(sstm_shutdown());
+}
+
 /* sstm_sched_set changes what the table shows for the thread: its policy
  * and nice value as the kernel now has them. */
 TEST(sched_set_updates_the_entry) {

@@ -157,7 +157,8 @@ if(TARGET sstm-top)
             control_bytes exited_process clean_stale shm_full fork_child live_view_follows_policy_line
             live_view_across_shutdown_and_reinit stale_table_under_our_pid_is_replaced
             exit_without_shutdown_removes_the_table table_that_cannot_be_created_is_eperm
-            policy_wait_is_outside_the_attempt_and_retry_shows_its_counters)
+            policy_wait_is_outside_the_attempt_and_retry_shows_its_counters
+            long_policy_line_is_marked_cut)
     sstm_add_test(NAME integration.statetab.${t} LABELS integration TIMEOUT 60
                   COMMAND itest_statetab ${t})
     # One at a time: clean_stale's `sstm-top -c` removes every table of an
