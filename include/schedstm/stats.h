@@ -43,7 +43,9 @@ typedef enum sstm_abort_reason {
   SSTM_ABORT_RO_WRITE,        /* write in a transaction declared read-only */
   SSTM_ABORT_RO_EXTEND,       /* declared read-only, needed its read set */
   SSTM_ABORT_IRREVOCABLE,     /* restart to become irrevocable, or an
-                                 irrevocable transaction blocked the commit */
+                                 irrevocable transaction blocked the commit
+                                 (only the second is a lost conflict in
+                                 sstm_cm_ctx_t.conflicts) */
   SSTM_ABORT_USER_RETRY,      /* sstm_restart() */
   SSTM_ABORT_USER_CANCEL,     /* sstm_cancel() */
   SSTM_ABORT_REASON_COUNT

@@ -98,7 +98,7 @@ extern const sstm_cm_ops_t sstm__cm_yield, sstm__cm_ser_block, sstm__cm_os_prio,
  * more threads than CPUs" is about ours only). Counters as ser-spin's. */
 #define SPIN_NS 20000ull
 static void spin_block_abort(sstm_cm_ctx_t *ctx, const sstm_abort_info_t *info) {
-  sstm__cm_bound_retries(ctx);
+  sstm__cm_bound_retries(ctx, info);
   if (!info->has_other || !sstm__cm_conflict_abort(info->reason)) return;
   sstm_cm_note(ctx, SSTM_ACT_SPIN);
   sstm_cm_count(ctx, 0, 1);

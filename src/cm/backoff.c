@@ -1,7 +1,8 @@
 /* backoff: abort self on conflict, then wait a random time drawn uniformly
- * from [0, min(backoff_min_ns * 2^retries, backoff_max_ns)) before the
- * restart (randomised exponential backoff; retries counts the abort being
- * handled, so the first wait is below 2 * backoff_min_ns). The wait spins on the vDSO
+ * from [0, min(backoff_min_ns * 2^conflicts, backoff_max_ns)) before the
+ * restart (randomised exponential backoff; ctx->conflicts counts the lost
+ * conflicts of the transaction, the one being handled included, so the
+ * first wait is below 2 * backoff_min_ns; user restarts do not count). The wait spins on the vDSO
  * clock: no system call, the thread keeps its CPU. Aborts that no conflict
  * caused (user retry and cancel, read-only restarts, the switch to
  * irrevocable) do not wait. Counters: the waits, and the sum of the times drawn. */

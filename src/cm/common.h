@@ -51,8 +51,20 @@ static inline void *sstm__cm_peer_state(sstm_cm_ctx_t *ctx, sstm_desc_t *d) {
  * retries of one transaction at 64 threads on 2 vCPUs). */
 #define SSTM_CM_RETRY_BOUND 256u
 
-static inline void sstm__cm_bound_retries(sstm_cm_ctx_t *ctx) {
-  if (__builtin_expect(ctx->conflicts >= SSTM_CM_RETRY_BOUND, 0)) sstm_cm_next_irrevocable(ctx);
+/* Does the abort being handled call for the progress bound's escalation?
+ * Not a user restart or cancel: conflicts stays at the bound after an
+ * escalation, and a body that restarts until another thread changes
+ * something must not run every wait irrevocable (the others would be
+ * serialised behind it); the next lost conflict escalates again. */
+static inline bool sstm__cm_escalates(const sstm_cm_ctx_t *ctx, const sstm_abort_info_t *info,
+                                      unsigned bound) {
+  return ctx->conflicts >= bound && info->reason != SSTM_ABORT_USER_RETRY &&
+         info->reason != SSTM_ABORT_USER_CANCEL;
+}
+
+static inline void sstm__cm_bound_retries(sstm_cm_ctx_t *ctx, const sstm_abort_info_t *info) {
+  if (__builtin_expect(sstm__cm_escalates(ctx, info, SSTM_CM_RETRY_BOUND), 0))
+    sstm_cm_next_irrevocable(ctx);
 }
 
 /* Bound on one serialisation wait: a winner that takes longer than this

@@ -129,9 +129,8 @@ static void prio_desc_init(sstm_cm_ctx_t *ctx) {
 
 /* After rollback: escalate to irrevocability (livelock argument above). */
 static void prio_abort(sstm_cm_ctx_t *ctx, const sstm_abort_info_t *info) {
-  (void)info;
   sstm_cm_note(ctx, SSTM_ACT_NONE);
-  if (SSTM_UNLIKELY(escalate_after && ctx->conflicts >= escalate_after)) {
+  if (SSTM_UNLIKELY(escalate_after && sstm__cm_escalates(ctx, info, escalate_after))) {
     sstm_cm_count(ctx, P_ESCALATIONS, 1);
     sstm_cm_next_irrevocable(ctx);
   }

@@ -41,7 +41,7 @@ enum { SER_WAITS, SER_TIMEOUTS };
 _Atomic uint64_t sstm__ser_wait_max_ns = SSTM_SER_WAIT_MAX_NS;
 
 static void ser_wait(sstm_cm_ctx_t *ctx, const sstm_abort_info_t *info, sstm_wait_mode_t mode) {
-  sstm__cm_bound_retries(ctx);
+  sstm__cm_bound_retries(ctx, info);
   if (!info->has_other || !sstm__cm_conflict_abort(info->reason)) return;
   sstm_cm_note(ctx, mode == SSTM_WAIT_BLOCK   ? SSTM_ACT_BLOCK
                     : mode == SSTM_WAIT_YIELD ? SSTM_ACT_YIELD

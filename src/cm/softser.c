@@ -70,7 +70,8 @@ static int softser_init(const sstm_config_t *cfg) {
   lever = sstm__lever_probe(force);
   if (force && strcmp(force, "auto") != 0 && !sstm__lever_undoable(lever)) {
     sstm__set_error("softser: SCHEDSTM_SOFTSER_LEVER=%s cannot be undone here (nice and idle "
-                    "need CAP_SYS_NICE or a sufficient RLIMIT_NICE); use auto",
+                    "need CAP_SYS_NICE or a sufficient RLIMIT_NICE), or could not be probed "
+                    "(no thread could be created); use auto",
                     sstm__lever_name(lever));
     return SSTM_EPERM;
   }
@@ -180,7 +181,7 @@ static void softser_abort(sstm_cm_ctx_t *ctx, const sstm_abort_info_t *info) {
     ls->noted_lowered = false;
     sstm_cm_note(ctx, SSTM_ACT_NONE);
   }
-  sstm__cm_bound_retries(ctx);
+  sstm__cm_bound_retries(ctx, info);
   if (!info->has_other || !sstm__cm_conflict_abort(info->reason) || info->other.desc == ctx->desc)
     return;
   sstm_desc_t *w = info->other.desc;

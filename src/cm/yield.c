@@ -6,7 +6,7 @@
 #include "cm/common.h"
 
 static void yield_abort(sstm_cm_ctx_t *ctx, const sstm_abort_info_t *info) {
-  sstm__cm_bound_retries(ctx);
+  sstm__cm_bound_retries(ctx, info);
   if (!sstm__cm_conflict_abort(info->reason)) return;
   sstm_cm_note(ctx, SSTM_ACT_YIELD);
   sstm_cm_count(ctx, 0, 1);

@@ -39,13 +39,16 @@
  * (or irrevocable in-place write) of an owner that locked the stripe first
  * and then took its ts from the clock by an acq_rel fetch_add, the version
  * it releases with. If that change follows our read, ts > end: were
- * ts <= end, the clock load that gave `end` (acquire, made before the read)
- * read that fetch_add or a later RMW of its release sequence, so the owner's
- * lock happens before our read, which would have seen it locked or later
- * (coherence). The other moves of a lock word leave the memory as it was:
- * a rollback puts the old version back, and a take-over (6) gives the stripe
- * of a killed writer, whose writes were buffered, a fresh version (which
- * fails validation, spuriously, as the recorded-version test did).
+ * ts <= end, the clock load that gave `end` (acquire) read that fetch_add
+ * or a later RMW of its release sequence, so the owner's lock happens before
+ * our read, which would have seen it locked or later (coherence). That
+ * clock load was made before the read when `end` dates from begin or from
+ * an extension before the read; when it dates from a later extension, that
+ * extension's validation load of the stripe came after it and plays the
+ * read's role (by induction, the stripe was unchanged up to that load). The other moves of a lock
+ * word leave the memory as it was: a rollback puts the old version back, and a take-over (6) gives
+ * the stripe of a killed writer, whose writes were buffered, a fresh version (which fails
+ * validation, spuriously, as the recorded-version test did).
  *
  * (3) Opacity. Every value an attempt returns is valid at its current `end`
  * and all earlier reads were validated at `end` (by the last extension, or
@@ -1438,12 +1441,14 @@ SSTM_API void sstm_cancel(void) {
  * any callback). Nobody can resume the attempt: its checkpoint is in the
  * stack that is going away. A revocable attempt is cancelled as by
  * sstm_cancel (rolled back, abort actions and policy run), without the
- * jump back. An irrevocable one has written in place and holds the
- * serial mode that every other transaction waits for: it is committed, as
- * a mutex is best released, not held for ever, by a thread that ends in
- * its critical section. */
+ * jump back, and so is one that a policy made irrevocable (its undo log
+ * puts its in-place writes back; the user never asked for it, so what
+ * happens must not depend on the policy's private decision). One that
+ * asked to be irrevocable may have done what cannot be undone: it is
+ * committed, as a mutex is best released, not held for ever, by a thread
+ * that ends in its critical section. */
 void sstm__abandon(struct sstm_desc *tx) {
-  if (sstm__kind(tx) == SSTM_V_IRREV) {
+  if (sstm__kind(tx) == SSTM_V_IRREV && tx->attr.irrevocable) {
     tx->depth = 1;
     (void)sstm_commit();
     return;

@@ -414,6 +414,45 @@ static void escalation(const char *cm, const char *env, unsigned expect) {
 }
 
 TEST(os_prio_escalates_after_4) { escalation("os_prio", "4", 4); }
+
+/* After os_prio's escalation the irrevocable attempt restarts itself twice
+ * (waiting for a condition): those attempts run revocable, and only one
+ * escalation is counted. */
+static void esc_wait_body(void *arg) {
+  (void)arg;
+  int k = ++E.attempts;
+  CHECK_MSG(k <= 10, "attempt %d", k);
+  if (k <= 2) {
+    (void)sstm_load_u64(X);
+    struct txh_store s = {X, (uint64_t)k};
+    CHECK_OK(run_other(NULL, txh_store_fn, &s));
+    sstm_store_u64(Y, (uint64_t)k); /* a lost conflict */
+    return;
+  }
+  if (k == 3) {
+    CHECK_TRUE(sstm_is_irrevocable()); /* escalated after 2 */
+    sstm_restart();
+  }
+  CHECK_MSG(!sstm_is_irrevocable(), "attempt %d: a user restart escalated again", k);
+  if (k == 4) sstm_restart();
+  sstm_store_u64(Y, (uint64_t)k);
+}
+
+TEST(os_prio_restart_after_escalation_runs_revocable) {
+  setenv("SCHEDSTM_PRIO_ESCALATE", "2", 1);
+  init_cm("os_prio");
+  CHECK_OK(sstm_thread_init());
+  E.attempts = 0;
+  CHECK_OK(sstm_run(NULL, esc_wait_body, NULL));
+  CHECK_EQ_I(E.attempts, 5);
+  sstm_stats_t s = duo_stats(sstm_self());
+  CHECK_EQ_U(s.cm_stats[P_ESCALATIONS], 1);
+  CHECK_EQ_U(s.commits_irrevocable, 0);
+  CHECK_EQ_U(s.aborts[SSTM_ABORT_USER_RETRY], 2);
+  CHECK_EQ_U(tx_load_u64(Y), 5);
+  txh_cleanup();
+  sstm_test_fini();
+}
 TEST(os_prio_escalates_after_default_32) { escalation("os_prio", NULL, 32); }
 TEST(timestamp_escalates_after_4) { escalation("timestamp", "4", 4); }
 TEST(os_prio_ext_escalates_after_4) { escalation("os_prio+ext", "4", 4); }
@@ -687,16 +726,31 @@ TEST_ETL(ser_yield_no_wait_without_other_party) { unknown_killer("ser-yield", SS
  * validation that fails, as in esc_body) with user restarts, and becomes
  * irrevocable after exactly 256 conflicts, whatever the restarts (a missing
  * bound stops at the test's own cap of 1000; a bound that counted the
- * restarts would come about 128 conflicts early). A failed validation
+ * restarts would come about 128 conflicts early). Then the irrevocable
+ * attempt restarts itself, and the attempt after it must be revocable: a
+ * user restart does not escalate again (conflicts stays at the bound). A failed validation
  * against a commit that has ended names no other party: the ser-* policies
  * and softser do not wait for it, and no policy waits or yields for a user
  * restart. */
-static struct { unsigned attempts, restarts; } RB;
+static struct {
+  unsigned attempts, restarts;
+  bool irrev_restarted;
+} RB;
 
+/* Once escalated, the irrevocable attempt restarts itself (a body waiting
+ * for a condition): the next attempt must run revocable, and commits. */
 static void rb_body(void *arg) {
   (void)arg;
   unsigned k = ++RB.attempts;
-  if (k >= 1000 || sstm_is_irrevocable()) return;
+  if (k >= 1000) return;
+  if (RB.irrev_restarted) {
+    CHECK_MSG(!sstm_is_irrevocable(), "the restart after the escalation ran irrevocable");
+    return;
+  }
+  if (sstm_is_irrevocable()) {
+    RB.irrev_restarted = true;
+    sstm_restart();
+  }
   if (k % 3 == 0) {
     RB.restarts++;
     sstm_restart();
@@ -709,16 +763,18 @@ static void rb_body(void *arg) {
 
 static void retry_bound(const char *cm) {
   RB.attempts = RB.restarts = 0;
+  RB.irrev_restarted = false;
   init_cm(cm);
   CHECK_OK(sstm_thread_init());
   CHECK_OK(sstm_run(NULL, rb_body, NULL));
   sstm_stats_t s = duo_stats(sstm_self());
+  CHECK_TRUE(RB.irrev_restarted);
   CHECK_EQ_U(s.aborts[SSTM_ABORT_VALIDATE_COMMIT], SSTM_CM_RETRY_BOUND);
-  CHECK_EQ_U(s.aborts[SSTM_ABORT_USER_RETRY], RB.restarts);
+  CHECK_EQ_U(s.aborts[SSTM_ABORT_USER_RETRY], RB.restarts + 1);
   CHECK_GT_U(RB.restarts, SSTM_CM_RETRY_BOUND / 3);
-  CHECK_EQ_U(RB.attempts, SSTM_CM_RETRY_BOUND + RB.restarts + 1);
-  CHECK_EQ_U(s.aborts_total, SSTM_CM_RETRY_BOUND + RB.restarts);
-  CHECK_EQ_U(s.commits_irrevocable, 1);
+  CHECK_EQ_U(RB.attempts, SSTM_CM_RETRY_BOUND + RB.restarts + 2);
+  CHECK_EQ_U(s.aborts_total, SSTM_CM_RETRY_BOUND + RB.restarts + 1);
+  CHECK_EQ_U(s.commits_irrevocable, 0);
   /* yield yields after every conflict (its counter 0), never for a user
    * restart; the others had nobody to wait for. */
   bool yields = strcmp(cm, "yield") == 0;

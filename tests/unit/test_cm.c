@@ -628,6 +628,62 @@ TEST(restart_and_cancel_undo_an_escalated_irrevocable_attempt) {
   sstm_test_fini();
 }
 
+/* A thread that ends inside an attempt that a policy made irrevocable: the
+ * attempt is cancelled, its in-place write undone (it was committed, half a
+ * transfer, because the policy had escalated it), and its on_commit action
+ * does not run. */
+static uint64_t ab_a = 100, ab_b;
+static int ab_attempts, ab_commit_actions;
+static void ab_on_commit(void *arg) {
+  (void)arg;
+  ab_commit_actions++;
+}
+static void ab_body(void *arg) {
+  (void)arg;
+  int k = ++ab_attempts;
+  CHECK_OK(sstm_on_commit(ab_on_commit, NULL));
+  sstm_store_u64(&ab_a, sstm_load_u64(&ab_a) - 10);
+  if (k == 1) sstm_restart();
+  CHECK_TRUE(sstm_is_irrevocable());
+  pthread_exit(NULL); /* before the other half */
+  sstm_store_u64(&ab_b, sstm_load_u64(&ab_b) + 10);
+}
+static void *ab_thread(void *arg) {
+  (void)arg;
+  CHECK_OK(sstm_thread_init());
+  (void)sstm_run(NULL, ab_body, NULL);
+  FAIL("the thread did not end inside its transaction");
+  return NULL;
+}
+
+static void esc_every_abort(sstm_cm_ctx_t *ctx, const sstm_abort_info_t *info) {
+  (void)info;
+  sstm_cm_next_irrevocable(ctx);
+}
+static const sstm_cm_ops_t escalate_every = {
+    .name = "test-escalate-every",
+    .description = "abort self, every retry irrevocable (tests)",
+    .on_conflict = long_conflict,
+    .on_abort = esc_every_abort,
+};
+
+TEST(thread_ending_inside_an_escalated_attempt_cancels_it) {
+  CHECK_OK(sstm_cm_register(&escalate_every));
+  init_with("test-escalate-every", 64);
+  pthread_t t;
+  CHECK_EQ_I(pthread_create(&t, NULL, ab_thread, NULL), 0);
+  CHECK_EQ_I(pthread_join(t, NULL), 0);
+  CHECK_EQ_I(ab_attempts, 2);
+  CHECK_EQ_U(ab_a, 100);
+  CHECK_EQ_U(ab_b, 0);
+  CHECK_EQ_I(ab_commit_actions, 0);
+  CHECK_FALSE(sstm_is_irrevocable());
+  struct txh_store st = {&ab_b, 1}; /* the serial mode was given back */
+  CHECK_OK(run_other(NULL, txh_store_fn, &st));
+  txh_cleanup();
+  sstm_test_fini();
+}
+
 /* The policy sees how many of a transaction's aborts were conflicts: user
  * restarts count in `retries`, not in `conflicts` (the progress bounds of
  * the built-in policies count conflicts). */
