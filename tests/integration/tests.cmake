@@ -128,6 +128,8 @@ if(SCHEDSTM_TORTURE)
   foreach(d etl ctl)
     sstm_add_test(NAME torture.irrevocable.${d} LABELS torture TIMEOUT 3600
                   COMMAND itest_irrevocable ${d} --runs 1000)
+    sstm_add_test(NAME torture.escalated_undo.${d} LABELS torture TIMEOUT 3600
+                  COMMAND itest_escalated_undo ${d} --runs 1000)
     foreach(p suicide backoff)
       sstm_add_test(NAME torture.bank.${d}.${p}.32 LABELS torture TIMEOUT 600
                     COMMAND itest_bank ${d} ${p} 32 --seconds 180)
