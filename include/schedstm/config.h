@@ -26,7 +26,7 @@
  *   SCHEDSTM_SOFTSER_LEVER   auto | none | nice | idle | batch | slice
  *   SCHEDSTM_EXT_MODE        auto | none | slice (P+ext's facility; tests)
  *   SCHEDSTM_EXT_SLICE_US    P+ext's custom slice, 100..100000 (4000)
- *   SCHEDSTM_PRIO_ESCALATE   os_prio/timestamp: aborts before a transaction
+ *   SCHEDSTM_PRIO_ESCALATE   os_prio/timestamp: lost conflicts before a transaction
  *                            restarts irrevocable, 0..1000000, 0 = never (32)
  */
 #ifndef SCHEDSTM_CONFIG_H

@@ -18,10 +18,12 @@
  * way to larger ones, whose sizes are bounded. What a total order on lock
  * conflicts cannot prevent is starvation by failed validations (invisible
  * readers are invalidated by committers they never met at a lock). Hence
- * the guarantee: a transaction that has aborted SCHEDSTM_PRIO_ESCALATE
- * times (default 32) restarts irrevocable, and an irrevocable transaction
- * never aborts, so every transaction commits within that many attempts plus
- * one. Tested by tests/integration/cm_livelock.c.
+ * the guarantee: a transaction that has lost SCHEDSTM_PRIO_ESCALATE
+ * conflicts (default 32; ctx->conflicts, without the user's own restarts)
+ * restarts irrevocable, and an irrevocable transaction never aborts by a
+ * conflict, so every transaction that does not restart itself commits
+ * within that many attempts plus one. Tested by
+ * tests/integration/cm_livelock.c.
  */
 #include <stdatomic.h>
 
