@@ -141,20 +141,12 @@ static inline bool sstm_wset_put(sstm_wset_t *ws, uintptr_t word, uint64_t value
  * bytes the word had before the attempt. */
 static inline bool sstm_wset_put_old(sstm_wset_t *ws, uintptr_t word, uint64_t old,
                                      uint64_t bmask) {
-  uint32_t i = sstm_word_hash(word) & ws->idx_mask;
-  for (;;) {
-    sstm_w_slot_t *s = &ws->idx[i];
-    if (s->stamp != ws->stamp) break;
-    if (s->word == word) {
-      sstm_w_entry_t *e = &ws->e[s->idx];
-      uint64_t fresh = bmask & ~e->bmask;
-      e->value |= old & fresh;
-      e->bmask |= fresh;
-      return true;
-    }
-    i = (i + 1) & ws->idx_mask;
-  }
-  return sstm_wset_put(ws, word, old, bmask); /* a new word */
+  sstm_w_entry_t *e = sstm_wset_find(ws, word);
+  if (e == NULL) return sstm_wset_put(ws, word, old, bmask); /* a new word */
+  uint64_t fresh = bmask & ~e->bmask;
+  e->value |= old & fresh;
+  e->bmask |= fresh;
+  return true;
 }
 
 /* Entries recorded (owner only). */

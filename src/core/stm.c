@@ -903,6 +903,18 @@ static void irrev_release(struct sstm_desc *tx) {
   tx->irrev_token = false;
 }
 
+/* Release the locks of an irrevocable attempt, at its commit or its undo,
+ * with one fresh version taken from the clock after its in-place writes. */
+static void irrev_release_locks(struct sstm_desc *tx) {
+  if (tx->ls.n == 0) return;
+  /* acq_rel: as in commit_update; the irrevocable flag stays set meanwhile. */
+  uint64_t c = atomic_fetch_add_explicit(&sstm__g.clock, SSTM_CLOCK_TICK, memory_order_acq_rel);
+  uint64_t v = sstm_lw_make_version(sstm_clock_time(c) + 1);
+  for (uint32_t i = 0; i < tx->ls.n; i++)
+    /* release: a reader acquiring v sees the bytes written (or put back) */
+    atomic_store_explicit(tx->ls.e[i].lock, v, memory_order_release);
+}
+
 /* Roll back an irrevocable attempt that a policy escalated (the user's
  * sstm_restart or sstm_cancel in it): put back the bytes it wrote in place
  * (its undo log, irrev_store), then release its locks as its commit would,
@@ -915,13 +927,7 @@ static void irrev_release(struct sstm_desc *tx) {
 static void irrev_undo(struct sstm_desc *tx) {
   for (uint32_t i = 0; i < tx->ws.n; i++)
     store_masked(tx->ws.e[i].word, tx->ws.e[i].value, tx->ws.e[i].bmask);
-  if (tx->ls.n > 0) {
-    /* acq_rel: as in commit_irrevocable. */
-    uint64_t c = atomic_fetch_add_explicit(&sstm__g.clock, SSTM_CLOCK_TICK, memory_order_acq_rel);
-    uint64_t v = sstm_lw_make_version(sstm_clock_time(c) + 1);
-    for (uint32_t i = 0; i < tx->ls.n; i++)
-      atomic_store_explicit(tx->ls.e[i].lock, v, memory_order_release);
-  }
+  irrev_release_locks(tx);
   tx->ls.n = 0;
 }
 
@@ -1275,13 +1281,7 @@ static void commit_update(struct sstm_desc *tx) {
 }
 
 static void commit_irrevocable(struct sstm_desc *tx) {
-  if (tx->ls.n > 0) {
-    /* acq_rel: as in commit_update; the flag stays set meanwhile. */
-    uint64_t c = atomic_fetch_add_explicit(&sstm__g.clock, SSTM_CLOCK_TICK, memory_order_acq_rel);
-    uint64_t v = sstm_lw_make_version(sstm_clock_time(c) + 1);
-    for (uint32_t i = 0; i < tx->ls.n; i++)
-      atomic_store_explicit(tx->ls.e[i].lock, v, memory_order_release);
-  }
+  irrev_release_locks(tx);
   /* acq_rel exchange: as in rollback. */
   attempt_ended(tx, atomic_exchange_explicit(&tx->status, sstm_st_make(tx->serial, SSTM_ST_IDLE),
                                              memory_order_acq_rel));

@@ -882,14 +882,15 @@ static void wp_abort(sstm_cm_ctx_t *ctx, const sstm_abort_info_t *info) {
   sstm_cm_count(ctx, 0, 1);
   wait_in_tx = entry_field(NULL, "in_tx");
 }
-static sstm_cm_action_t wp_conflict(sstm_cm_ctx_t *ctx, const sstm_conflict_t *c, uint64_t *w) {
+/* on_conflict of the test policies below that only abort themselves */
+static sstm_cm_action_t abort_self(sstm_cm_ctx_t *ctx, const sstm_conflict_t *c, uint64_t *w) {
   (void)ctx, (void)c, (void)w;
   return SSTM_CM_ABORT_SELF;
 }
 static const sstm_cm_ops_t wait_policy = {
     .name = "stt-wait-test",
     .description = "statetab test: snapshot from on_abort",
-    .on_conflict = wp_conflict,
+    .on_conflict = abort_self,
     .on_abort = wp_abort,
     .stat_names = {"waits"},
 };
@@ -929,7 +930,7 @@ static int long_line(char *buf, size_t len) {
 static const sstm_cm_ops_t long_line_policy = {
     .name = "stt-long-line",
     .description = "statetab test: a 300-character describe line",
-    .on_conflict = wp_conflict,
+    .on_conflict = abort_self,
     .describe = long_line,
 };
 
@@ -2075,14 +2076,10 @@ static _Atomic unsigned live_gen;
 static int gen_describe(char *buf, size_t len) {
   return snprintf(buf, len, "gen=%u", atomic_load_explicit(&live_gen, memory_order_seq_cst));
 }
-static sstm_cm_action_t gen_conflict(sstm_cm_ctx_t *ctx, const sstm_conflict_t *c, uint64_t *w) {
-  (void)ctx, (void)c, (void)w;
-  return SSTM_CM_ABORT_SELF;
-}
 static const sstm_cm_ops_t gen_policy = {
     .name = "stt-gen",
     .description = "statetab test: describe() gives a generation",
-    .on_conflict = gen_conflict,
+    .on_conflict = abort_self,
     .describe = gen_describe,
 };
 

@@ -176,14 +176,14 @@ static int long_describe(char *buf, size_t len) {
   line[200] = '\0';
   return snprintf(buf, len, "%s", line);
 }
-static sstm_cm_action_t long_conflict(sstm_cm_ctx_t *ctx, const sstm_conflict_t *c, uint64_t *w) {
+static sstm_cm_action_t abort_self(sstm_cm_ctx_t *ctx, const sstm_conflict_t *c, uint64_t *w) {
   (void)ctx, (void)c, (void)w;
   return SSTM_CM_ABORT_SELF;
 }
 static const sstm_cm_ops_t long_desc = {
     .name = "test-longdesc",
     .description = "a 200-character describe line (tests)",
-    .on_conflict = long_conflict,
+    .on_conflict = abort_self,
     .describe = long_describe,
 };
 
@@ -663,7 +663,7 @@ static void esc_every_abort(sstm_cm_ctx_t *ctx, const sstm_abort_info_t *info) {
 static const sstm_cm_ops_t escalate_every = {
     .name = "test-escalate-every",
     .description = "abort self, every retry irrevocable (tests)",
-    .on_conflict = long_conflict,
+    .on_conflict = abort_self,
     .on_abort = esc_every_abort,
 };
 
