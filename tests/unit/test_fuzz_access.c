@@ -12,6 +12,10 @@
  * committed model. Each case runs under three stripe sizes: one lock per
  * word (8 B), the default (32 B) and one lock per page (4 KiB).
  *
+ * Under a policy that makes every restart irrevocable, the same
+ * transactions also restart or cancel in an irrevocable attempt: its writes
+ * went to memory in place, and its undo log must bring back every byte.
+ *
  * One thread: the model is exact. Several threads: each owns interleaved
  * 2-byte granules of one shared region, so that the neighbours' sub-word
  * stores share words and stripes, and checks its own granules exactly.
@@ -65,7 +69,10 @@ enum op_kind {
   OP_KINDS
 };
 
-enum end_kind { END_COMMIT, END_RESTART, END_CANCEL };
+/* END_RESTART2 and END_CANCEL2 end their second attempt too (with a
+ * restart, a cancel): under the escalating policy below that attempt is
+ * irrevocable, so its in-place writes are undone from its undo log. */
+enum end_kind { END_COMMIT, END_RESTART, END_CANCEL, END_RESTART2, END_CANCEL2 };
 
 enum { MAX_OPS = 40, BYTES_MAX = 80 };
 
@@ -81,6 +88,8 @@ struct fuzz_tx {
   enum end_kind end;
   sstm_attr_t attr;
   unsigned attempts;
+  bool escalating;      /* the ending kinds of the escalating policy */
+  bool asked;           /* this attempt asked to be irrevocable */
   unsigned char *model; /* committed bytes */
   unsigned char *view;  /* this attempt's view: model with its own stores */
   void *ptr_base;       /* pointer values are ptr_base + k */
@@ -104,6 +113,7 @@ static void gen_tx(sstm_rng_t *r, struct fuzz_tx *t, unsigned region) {
   t->attr.irrevocable = mode == 2; /* 1 in 16: irrevocable from the start */
   unsigned e = (unsigned)sstm_rng_below(r, 8);
   t->end = e < 6 ? END_COMMIT : e == 6 ? END_RESTART : END_CANCEL;
+  if (t->escalating && e >= 4) t->end = e < 6 ? END_RESTART2 : END_CANCEL2;
   for (unsigned i = 0; i < t->nops; i++) {
     struct op *o = &t->ops[i];
     o->kind = (enum op_kind)sstm_rng_below(r, OP_KINDS);
@@ -186,6 +196,7 @@ static void nested_body(void *arg) {
 static void fuzz_body(void *arg) {
   struct fuzz_tx *t = arg;
   t->attempts++;
+  t->asked = t->attr.irrevocable;
   CHECK_MSG(t->attempts < 100, "transaction restarted %u times on one thread", t->attempts);
   memcpy(t->view, t->model, REGION);
   for (unsigned i = 0; i < t->nops; i++) {
@@ -252,6 +263,7 @@ static void fuzz_body(void *arg) {
       memcpy(t->view + o->off, o->data, o->size);
       break;
     case OP_IRREVOCABLE:
+      t->asked = true;
       CHECK_OK(sstm_become_irrevocable()); /* may restart this body first */
       CHECK_TRUE(sstm_is_irrevocable());
       break;
@@ -259,14 +271,63 @@ static void fuzz_body(void *arg) {
     }
   }
   /* Restart and cancel are not allowed once the transaction asked to be
-   * irrevocable: such a transaction commits. */
-  if (sstm_is_irrevocable()) return;
-  if (t->end == END_CANCEL) sstm_cancel();
-  if (t->end == END_RESTART && t->attempts == 1) sstm_restart();
+   * irrevocable: such a transaction commits. One that the policy made
+   * irrevocable may restart or cancel. */
+  if (t->asked) return;
+  switch (t->end) {
+  case END_COMMIT: break;
+  case END_CANCEL: sstm_cancel();
+  case END_RESTART:
+    if (t->attempts == 1) sstm_restart();
+    break;
+  case END_RESTART2:
+    if (t->attempts <= 2) sstm_restart();
+    break;
+  case END_CANCEL2:
+    if (t->attempts == 1) sstm_restart();
+    if (t->attempts == 2) sstm_cancel();
+    break;
+  }
 }
 
-static void fuzz_one_thread(unsigned shift, uint64_t seed, uint64_t ntx) {
-  init_with_stripe(shift);
+/* A policy that makes every restart irrevocable (a user's restart too, which
+ * the built-in policies never escalate), so that escalated attempts meet
+ * every kind of access and then commit, restart or cancel. */
+static unsigned escalations;
+
+static sstm_cm_action_t escalate_conflict(sstm_cm_ctx_t *ctx, const sstm_conflict_t *c,
+                                          uint64_t *wait_ns) {
+  (void)ctx, (void)c, (void)wait_ns;
+  return SSTM_CM_ABORT_SELF;
+}
+
+static void escalate_abort(sstm_cm_ctx_t *ctx, const sstm_abort_info_t *info) {
+  if (info->reason == SSTM_ABORT_USER_CANCEL) return; /* no restart */
+  sstm_cm_next_irrevocable(ctx);
+  escalations++;
+}
+
+static const sstm_cm_ops_t escalate_ops = {
+    .name = "fuzz-escalate",
+    .description = "every restart irrevocable",
+    .on_conflict = escalate_conflict,
+    .on_abort = escalate_abort,
+};
+
+static void fuzz_one_thread(unsigned shift, uint64_t seed, uint64_t ntx, bool escalating) {
+  if (escalating) {
+    static bool registered;
+    if (!registered) CHECK_OK(sstm_cm_register(&escalate_ops));
+    registered = true;
+    sstm_config_t cfg;
+    sstm_test_config(&cfg);
+    cfg.stripe_shift = shift;
+    cfg.cm = escalate_ops.name;
+    CHECK_OK(sstm_init(&cfg));
+    CHECK_OK(sstm_thread_init());
+  } else {
+    init_with_stripe(shift);
+  }
   static unsigned char model[REGION], view[REGION];
   static struct fuzz_tx t;
   sstm_rng_t r;
@@ -274,6 +335,7 @@ static void fuzz_one_thread(unsigned shift, uint64_t seed, uint64_t ntx) {
   for (unsigned i = 0; i < REGION; i++)
     mem[i] = model[i] = (unsigned char)sstm_rng_next(&r);
   t.model = model, t.view = view, t.ptr_base = mem;
+  t.escalating = escalating;
   uint64_t commits = 0, cancels = 0, restarts = 0;
   for (uint64_t n = 0; n < ntx; n++) {
     /* The region is 4 KiB, but a transaction works in a window of it (the
@@ -287,7 +349,7 @@ static void fuzz_one_thread(unsigned shift, uint64_t seed, uint64_t ntx) {
       commits++;
     } else {
       CHECK_EQ_I(rc, SSTM_ECANCELED);
-      CHECK_EQ_I(t.end, END_CANCEL);
+      CHECK_TRUE(t.end == END_CANCEL || t.end == END_CANCEL2);
       cancels++;
     }
     restarts += t.attempts > 1;
@@ -306,7 +368,15 @@ static void fuzz_one_thread(unsigned shift, uint64_t seed, uint64_t ntx) {
 TEST(one_thread_matches_the_model) {
   uint64_t ntx = sstm_test_scaled(10000, 300);
   for (unsigned s = 0; s < sizeof k_shifts / sizeof k_shifts[0]; s++)
-    fuzz_one_thread(k_shifts[s], sstm_test_seed() + s, ntx);
+    fuzz_one_thread(k_shifts[s], sstm_test_seed() + s, ntx, false);
+}
+
+TEST(escalated_attempts_undo_to_the_model) {
+  uint64_t ntx = sstm_test_scaled(10000, 300);
+  escalations = 0;
+  for (unsigned s = 0; s < sizeof k_shifts / sizeof k_shifts[0]; s++)
+    fuzz_one_thread(k_shifts[s], sstm_test_seed() + s, ntx, true);
+  CHECK_GT_U(escalations, 0);
 }
 
 /* ---- several threads: owned granules ------------------------------------- */
