@@ -55,12 +55,20 @@
  * than 4 threads per CPU: 20 ms per 4 threads per CPU, up to 160 ms, so a
  * window spans a scheduling round): the engine's own per-thread
  * counters (commits and aborts, kept for sstm_stats anyway), read by the
- * thread that closes the window: adaptive has no commit hook, and its abort
- * hook reads the clock once. Threads that ran transactions: those whose
- * counters moved in the last four windows (a thread asleep or descheduled
- * for a whole window still competes for the CPUs). Transaction length: the
- * CPU time per commit, window length x min(threads, CPUs) / commits (aborted
- * attempts included: what a commit costs). Non-determinism: the share of
+ * thread that closes the window: adaptive has no commit hook, its abort
+ * hook reads the clock once, and its attach hook reads the thread's CPU
+ * clock. Threads that ran transactions: those whose counters moved in the
+ * last four windows (a thread descheduled for a whole window still
+ * competes for the CPUs; so is a thread that sleeps between transactions
+ * counted, since telling the two apart would take the scheduler's per-thread
+ * statistics, a /proc file per thread and window). Transaction length: the
+ * CPU time per commit, from the CPU clocks of the threads that ran
+ * transactions (one system call per attached thread and window, by the
+ * evaluator): aborted attempts and spinning waits included (what a commit
+ * costs), and the thread's work between transactions too; not the time a
+ * thread sleeps or waits for a CPU, so neither a sleeping program nor a
+ * loaded machine looks long. If a clock cannot be read (a thread ended),
+ * window length x min(threads, CPUs) stands for it. Non-determinism: the share of
  * retries whose first PATH_LEN reads (stripes) differ from those of the
  * previous attempt of the same transaction, compared in the abort hook
  * (paper 1 calls such transactions non-deterministic and serialises them
@@ -194,14 +202,19 @@ static struct {
   _Atomic uint64_t compared, differed;
   pthread_mutex_t lock;
   unsigned ncpu;
-  unsigned nslots;                  /* size of the per-slot arrays */
-  uint64_t *seen_c, *seen_a;        /* per slot: counters at the last evaluation */
-  uint64_t *last_win;               /* per slot: last window it moved in (+1; 0 never) */
-  uint64_t win;                     /* windows evaluated */
-  uint64_t pend_c, pend_a, pend_ns; /* a window too small to judge, carried over */
-  unsigned registered;              /* descriptors initialised and not finished */
-  bool evaluated;                   /* a window has been judged */
-  bool over;                        /* regime: more threads than CPUs */
+  unsigned nslots;           /* size of the per-slot arrays */
+  uint64_t *seen_c, *seen_a; /* per slot: counters at the last evaluation */
+  uint64_t *last_win;        /* per slot: last window it moved in (+1; 0 never) */
+  uint64_t *seen_cpu;        /* per slot: its thread's CPU time at the last evaluation */
+  int *seen_tid;             /* ... and that thread (0: none read) */
+  uint64_t win;              /* windows evaluated */
+  /* a window too small to judge, carried over; pend_cpu is the CPU time of
+   * the threads that ran transactions, UINT64_MAX when some could not be
+   * read (then the window is judged without it) */
+  uint64_t pend_c, pend_a, pend_ns, pend_cpu;
+  unsigned registered; /* descriptors initialised and not finished */
+  bool evaluated;      /* a window has been judged */
+  bool over;           /* regime: more threads than CPUs */
   unsigned under_streak;
   bool longtx;   /* transactions are long or non-deterministic */
   double nondet; /* share of compared retries that took another path */
@@ -209,14 +222,14 @@ static struct {
   int probe_pos;          /* next probe window, -1: not probing */
   int probe_a, probe_b;   /* the regime's challenger and default */
   unsigned probe_threads; /* threads when the last probe started */
-  char regime[96];        /* what the last window showed */
+  char regime[128];       /* what the last window showed */
   double probe_cps[NSUB];
   unsigned probe_n[NSUB];
   unsigned hold;             /* windows before the next probe */
   unsigned hold_len;         /* the hold after the last probe */
   int last_pick;             /* that probe's choice, -1: none in this regime */
   unsigned yield_bad;        /* consecutive windows of yield not serialising */
-  char reason[224];          /* why `cur` was chosen */
+  char reason[256];          /* why `cur` was chosen */
   uint64_t slice_ns;         /* the time slice transaction length is judged against */
   uint64_t default_slice_ns; /* the kernel's default (set_slice) */
   double long_ns;            /* slice_ns / LONG_TX_DIV */
@@ -262,8 +275,11 @@ static int adaptive_init(const sstm_config_t *cfg) {
     return SSTM_ELIMIT;
   }
   unsigned n = cfg->max_threads ? cfg->max_threads : 1;
-  uint64_t *arr = calloc(3 * (size_t)n, sizeof *arr);
-  if (arr == NULL) {
+  uint64_t *arr = calloc(4 * (size_t)n, sizeof *arr);
+  int *tids = calloc(n, sizeof *tids);
+  if (arr == NULL || tids == NULL) {
+    free(arr);
+    free(tids);
     sstm__set_error("adaptive: out of memory for %u thread slots", n);
     return SSTM_ENOMEM;
   }
@@ -277,8 +293,10 @@ static int adaptive_init(const sstm_config_t *cfg) {
   G.seen_c = arr;
   G.seen_a = arr + n;
   G.last_win = arr + 2 * (size_t)n;
+  G.seen_cpu = arr + 3 * (size_t)n;
+  G.seen_tid = tids;
   G.win = 1;
-  G.pend_c = G.pend_a = G.pend_ns = 0;
+  G.pend_c = G.pend_a = G.pend_ns = G.pend_cpu = 0;
   G.registered = 0;
   G.evaluated = G.over = G.longtx = false;
   G.nondet = 0.0;
@@ -304,7 +322,9 @@ static void adaptive_fini(void) {
     if (subs[i]->fini) subs[i]->fini();
   pthread_mutex_lock(&G.lock);
   free(G.seen_c);
-  G.seen_c = G.seen_a = G.last_win = NULL;
+  free(G.seen_tid);
+  G.seen_c = G.seen_a = G.last_win = G.seen_cpu = NULL;
+  G.seen_tid = NULL;
   G.nslots = 0;
   pthread_mutex_unlock(&G.lock);
 }
@@ -464,12 +484,16 @@ static void probe_regime(sstm_cm_ctx_t *ctx, double cps, int a, int b, unsigned 
   if (cur != a && cur != b) probe_start(ctx); /* held a choice of another regime */
 }
 
-/* Under G.lock: fold one window into the decision. */
+/* Under G.lock: fold one window into the decision. cpu_ns: the CPU time
+ * the threads that ran transactions used in it, or UINT64_MAX when it could
+ * not be read (then they are taken to have kept min(threads, CPUs) busy). */
 static void decide(sstm_cm_ctx_t *ctx, uint64_t ns, uint64_t commits, uint64_t aborts,
-                   unsigned threads) {
+                   unsigned threads, uint64_t cpu_ns) {
   double nondet = G.nondet;
   bool first = !G.evaluated, was_over = G.over;
   G.evaluated = true;
+  unsigned busy = threads == 0 ? 1 : threads < G.ncpu ? threads : G.ncpu;
+  double cpu = cpu_ns == UINT64_MAX ? (double)ns * busy : (double)cpu_ns;
   if (threads > G.ncpu) {
     G.over = true;
     G.under_streak = 0;
@@ -478,8 +502,7 @@ static void decide(sstm_cm_ctx_t *ctx, uint64_t ns, uint64_t commits, uint64_t a
   }
   if (G.over != was_over) /* a probe's windows belong to one regime */
     regime_reset();
-  unsigned busy = threads == 0 ? 1 : threads < G.ncpu ? threads : G.ncpu;
-  double len = commits ? (double)ns * busy / (double)commits : 1e12;
+  double len = commits ? cpu / (double)commits : 1e12;
   double cps = (double)commits * 1e9 / (double)ns;
   double apc = (double)aborts / (double)(commits ? commits : 1);
   /* A band, not a threshold: a workload of mixed lengths (sb7's short
@@ -507,19 +530,26 @@ static void decide(sstm_cm_ctx_t *ctx, uint64_t ns, uint64_t commits, uint64_t a
   unsigned scale = G.longtx && G.over ? threads / (4 * G.ncpu) : 1;
   scale = scale < 1 ? 1 : scale > WINDOW_MAX_SCALE ? WINDOW_MAX_SCALE : scale;
   atomic_store_explicit(&G.window_ns, WINDOW_NS * scale, RLX);
-  const char *rel = G.over ? ">" : "<=";
+  /* The regime (over: more threads than CPUs, or still leaving it), then
+   * the window's own figures: threads that ran transactions, the CPUs they
+   * kept busy on average. */
+  char seen[64];
+  snprintf(seen, sizeof seen, "%s threads=%u busy=%.1f/%u", G.over ? "over" : "under", threads,
+           cpu / (double)ns, G.ncpu);
   if (G.longtx) {
     want_slice(!atomic_load_explicit(&G.slice_failed, RLX));
-    snprintf(G.regime, sizeof G.regime, "threads=%u%scpus=%u %s=%.0fus nondet=%.2f%s window=%ums",
-             threads, rel, G.ncpu, nondet > NONDET_SHARE ? "nondet-tx" : "long-tx", len / 1e3,
-             nondet, atomic_load_explicit(&G.slice_want, RLX) ? " slice=4ms" : "",
+    /* under adaptive+ext the slice is ext's (adaptive_abort) */
+    const char *slice = !atomic_load_explicit(&G.slice_want, RLX)    ? ""
+                        : ctx && ctx->desc->cm != &sstm__cm_adaptive ? " slice=ext"
+                                                                     : " slice=4ms";
+    snprintf(G.regime, sizeof G.regime, "%s %s=%.0fus nondet=%.2f%s window=%ums", seen,
+             nondet > NONDET_SHARE ? "nondet-tx" : "long-tx", len / 1e3, nondet, slice,
              (unsigned)(WINDOW_NS * scale / 1000000));
     probe_regime(ctx, cps, SUB_OS_PRIO, SUB_SER_BLOCK, threads);
     return;
   }
   want_slice(false);
-  snprintf(G.regime, sizeof G.regime, "threads=%u%scpus=%u short-tx=%.2fus nondet=%.2f", threads,
-           rel, G.ncpu, len / 1e3, nondet);
+  snprintf(G.regime, sizeof G.regime, "%s short-tx=%.2fus nondet=%.2f", seen, len / 1e3, nondet);
   if (!G.over) {
     G.probe_a = G.probe_b = -1;
     snprintf(G.reason, sizeof G.reason, "%s", G.regime);
@@ -538,14 +568,30 @@ static void decide(sstm_cm_ctx_t *ctx, uint64_t ns, uint64_t commits, uint64_t a
   }
 }
 
+/* Under G.lock: the CPU time thread `tid`, attached to slot i, has used
+ * since its baseline (the last evaluation, or its attach if later), and
+ * the baseline moved to now. False if it cannot be read: the thread has
+ * ended, or it has no baseline (it attached without adaptive_attach). */
+static bool cpu_delta(unsigned i, int tid, uint64_t *delta) {
+  uint64_t t;
+  bool known = sstm__thread_cpu_ns(tid, &t);
+  bool based = known && G.seen_tid[i] == tid && t >= G.seen_cpu[i];
+  if (based) *delta = t - G.seen_cpu[i];
+  G.seen_tid[i] = known ? tid : 0;
+  G.seen_cpu[i] = known ? t : 0;
+  return based;
+}
+
 /* Under G.lock: the counters of every thread since the last evaluation. The
  * owners write them with relaxed stores (sstm__ctr_add); a value read a
  * moment early is counted in the next window. A counter that went down was
  * reset (sstm_stats_reset, a descriptor's new thread): its whole value is
- * new. take: the next window starts from them (the evaluation), and the
- * threads that ran transactions are returned; else only a look (the early
- * end of a losing window), 0 returned. */
-static unsigned scan_counts(uint64_t *commits, uint64_t *aborts, bool take) {
+ * new. take: the next window starts from them (the evaluation), the CPU
+ * time of the threads that ran transactions in it is added to *cpu_ns (one
+ * system call per such thread and window; UINT64_MAX when one could not be
+ * read), and the threads that ran transactions are returned; else only a
+ * look (the early end of a losing window), 0 returned. */
+static unsigned scan_counts(uint64_t *commits, uint64_t *aborts, uint64_t *cpu_ns, bool take) {
   unsigned hw = atomic_load_explicit(&sstm__g.hiwater, memory_order_acquire);
   if (hw > G.nslots) hw = G.nslots;
   unsigned active = 0;
@@ -563,7 +609,17 @@ static unsigned scan_counts(uint64_t *commits, uint64_t *aborts, bool take) {
     G.seen_c[i] = c;
     G.seen_a[i] = a;
     if (dc + da) G.last_win[i] = G.win;
-    if (G.last_win[i] && G.win - G.last_win[i] < ACTIVE_WINDOWS) active++;
+    bool is_active = G.last_win[i] && G.win - G.last_win[i] < ACTIVE_WINDOWS;
+    active += is_active;
+    /* The CPU time of every attached thread moves its baseline (so that a
+     * thread idle for a while is not charged for it when it comes back);
+     * the active ones' is summed. relaxed: the thread last attached and
+     * whether it still is; one that moved meanwhile has no baseline. */
+    if (!is_active && !atomic_load_explicit(&d->attached, RLX)) continue;
+    uint64_t dcpu = 0;
+    bool known = cpu_delta(i, atomic_load_explicit(&d->tid, RLX), &dcpu);
+    if (!is_active || *cpu_ns == UINT64_MAX) continue;
+    *cpu_ns = known ? *cpu_ns + dcpu : UINT64_MAX;
   }
   return active;
 }
@@ -584,8 +640,8 @@ static void maybe_evaluate(sstm_cm_ctx_t *ctx) {
         !atomic_compare_exchange_strong_explicit(&G.cut_at, &at, at + window / 4, RLX, RLX))
       return;
     if (pthread_mutex_trylock(&G.lock) != 0) return;
-    uint64_t c = 0, a = 0;
-    if (G.nslots) (void)scan_counts(&c, &a, false); /* a look: the evaluation takes them */
+    uint64_t c = 0, a = 0, cpu = 0;
+    if (G.nslots) (void)scan_counts(&c, &a, &cpu, false); /* a look: the evaluation takes them */
     bool cut = G.nslots && cut_due(now - start, window, c + G.pend_c, a + G.pend_a);
     pthread_mutex_unlock(&G.lock);
     if (!cut) return;
@@ -595,12 +651,13 @@ static void maybe_evaluate(sstm_cm_ctx_t *ctx) {
   pthread_mutex_lock(&G.lock);
   bool judged = false;
   if (G.nslots) {
-    uint64_t c = 0, a = 0;
-    unsigned threads = scan_counts(&c, &a, true);
+    uint64_t c = 0, a = 0, cpu = 0;
+    unsigned threads = scan_counts(&c, &a, &cpu, true);
     G.win++;
     G.pend_c += c;
     G.pend_a += a;
     G.pend_ns += now - start;
+    G.pend_cpu = cpu == UINT64_MAX || G.pend_cpu == UINT64_MAX ? UINT64_MAX : G.pend_cpu + cpu;
     if (G.pend_c + G.pend_a >= MIN_EVENTS) {
       /* relaxed: counts only; a retry counted a moment late falls in the
        * next judgement. Retries are rare under a serialising policy, so
@@ -612,9 +669,9 @@ static void maybe_evaluate(sstm_cm_ctx_t *ctx) {
         G.nondet = cmp ? (double)(dif < cmp ? dif : cmp) / (double)cmp : 0.0;
       }
       sstm_cm_count(ctx, A_EVALUATIONS, 1);
-      decide(ctx, G.pend_ns, G.pend_c, G.pend_a, threads);
+      decide(ctx, G.pend_ns, G.pend_c, G.pend_a, threads, G.pend_cpu);
       judged = true; /* the reason carries the window's figures: republish */
-      G.pend_c = G.pend_a = G.pend_ns = 0;
+      G.pend_c = G.pend_a = G.pend_ns = G.pend_cpu = 0;
     }
     cut_arm(now);
   }
@@ -661,6 +718,21 @@ static void set_slice(sstm_cm_ctx_t *ctx, adaptive_state_t *s, bool on) {
     atomic_store_explicit(&G.slice_failed, true, RLX);
     atomic_store_explicit(&G.slice_want, false, RLX);
   }
+}
+
+/* A thread takes a descriptor: its CPU time so far is the baseline of the
+ * first window it is judged in (cpu_delta). */
+static void adaptive_attach(sstm_cm_ctx_t *ctx) {
+  int tid = sstm__gettid();
+  uint64_t t;
+  bool known = sstm__thread_cpu_ns(tid, &t);
+  pthread_mutex_lock(&G.lock);
+  unsigned i = ctx->desc->slot;
+  if (i < G.nslots) {
+    G.seen_tid[i] = known ? tid : 0;
+    G.seen_cpu[i] = known ? t : 0;
+  }
+  pthread_mutex_unlock(&G.lock);
 }
 
 /* The slice belongs to the thread, the state to the descriptor: a thread
@@ -730,14 +802,15 @@ static void adaptive_abort(sstm_cm_ctx_t *ctx, const sstm_abort_info_t *info) {
 
 /* Test seam (tests/internal/adaptive_decide.c): judge one window as if
  * the evaluator had counted `commits` and `aborts` of `threads` threads
- * over `ns` on `ncpu` CPUs, without the clock or the engine's counters.
- * Returns the choice after it; `reason` (may be NULL) gets the reason
- * string. Internal: not in the exported API. */
+ * using `cpu_ns` of CPU time (UINT64_MAX: unknown) over `ns` on `ncpu`
+ * CPUs, without the clock or the engine's counters. Returns the choice
+ * after it; `reason` (may be NULL) gets the reason string. Internal: not in
+ * the exported API. */
 int sstm__adaptive_feed(uint64_t ns, uint64_t commits, uint64_t aborts, unsigned threads,
-                        unsigned ncpu, char *reason, size_t len) {
+                        uint64_t cpu_ns, unsigned ncpu, char *reason, size_t len) {
   pthread_mutex_lock(&G.lock);
   G.ncpu = ncpu;
-  decide(NULL, ns, commits, aborts, threads);
+  decide(NULL, ns, commits, aborts, threads, cpu_ns);
   int cur = atomic_load_explicit(&G.cur, RLX);
   if (reason) snprintf(reason, len, "%s", G.reason);
   pthread_mutex_unlock(&G.lock);
@@ -769,6 +842,7 @@ const sstm_cm_ops_t sstm__cm_adaptive = {
     .desc_fini = adaptive_desc_fini,
     .on_conflict = adaptive_conflict,
     .on_abort = adaptive_abort,
+    .on_attach = adaptive_attach,
     .on_detach = adaptive_detach,
     .stat_names = {"sub_waits_yields_kills", "sub_timeouts_self_aborts", "sub_prio_changes",
                    "sub_escalations", "switches", "evaluations", "slice_changes"},

@@ -80,10 +80,10 @@ static inline void sstm__cm_bound_retries(sstm_cm_ctx_t *ctx, const sstm_abort_i
 extern _Atomic uint64_t sstm__ser_wait_max_ns;
 
 /* adaptive's test seam (cm/adaptive.c; tests/internal/adaptive_decide.c):
- * judge one window from given counts; the name of sub-policy i; the
- * current window length. */
+ * judge one window from given counts and CPU time (UINT64_MAX: unknown);
+ * the name of sub-policy i; the current window length. */
 int sstm__adaptive_feed(uint64_t ns, uint64_t commits, uint64_t aborts, unsigned threads,
-                        unsigned ncpu, char *reason, size_t len);
+                        uint64_t cpu_ns, unsigned ncpu, char *reason, size_t len);
 const char *sstm__adaptive_sub_name(int i);
 uint64_t sstm__adaptive_window_ns(void);
 bool sstm__adaptive_cut_due(uint64_t elapsed_ns, uint64_t commits, uint64_t aborts);

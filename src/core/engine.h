@@ -316,6 +316,9 @@ static inline void sstm__seam(sstm_seam_t where, const void *addr) {
 
 /* os/time.c */
 uint64_t sstm__now_ns(void);
+/* The CPU time thread `tid` of this process has used, in ns (a system
+ * call: not for the hot path). False if the thread is gone. */
+bool sstm__thread_cpu_ns(int tid, uint64_t *ns);
 static inline void sstm__cpu_relax(void) { __builtin_ia32_pause(); }
 
 /* The calling function's stack pointer (approximately: the frame it runs

@@ -17,6 +17,8 @@
  *  - hysteresis: leaving oversubscription takes three windows, the length
  *    regimes are a band (half the threshold to the threshold keeps the
  *    current one), a held yield gives way after two bad windows in a row;
+ *  - transaction length is CPU time per commit (wall time when the CPU
+ *    time is unknown);
  *  - the choice before any window: registered descriptors against CPUs.
  * The counts are exact (no time, no threads): each expectation follows
  * from the rules at the top of adaptive.c.
@@ -37,6 +39,15 @@ static char why[256];
 static int cur = -1; /* the choice for the next window */
 
 static double rate_os_prio, rate_ser_block, rate_other;
+/* The share of min(threads, CPUs) that the threads kept busy (CPU time);
+ * below 0: unknown (the seam's UINT64_MAX). */
+static double cpu_share = 1.0;
+
+static uint64_t cpu_of(uint64_t ns, unsigned threads, unsigned ncpu) {
+  if (cpu_share < 0) return UINT64_MAX;
+  unsigned busy = threads < ncpu ? threads : ncpu;
+  return (uint64_t)((double)ns * busy * cpu_share);
+}
 
 static double rate_of(int choice) {
   const char *n = sstm__adaptive_sub_name(choice);
@@ -49,7 +60,8 @@ static double rate_of(int choice) {
 static const char *feed(unsigned threads, unsigned ncpu) {
   uint64_t ns = sstm__adaptive_window_ns();
   uint64_t commits = (uint64_t)(rate_of(cur) * (double)ns / 1e9);
-  cur = sstm__adaptive_feed(ns, commits, commits / 2, threads, ncpu, why, sizeof why);
+  cur = sstm__adaptive_feed(ns, commits, commits / 2, threads, cpu_of(ns, threads, ncpu), ncpu, why,
+                            sizeof why);
   return sstm__adaptive_sub_name(cur);
 }
 
@@ -322,8 +334,8 @@ TEST(long_slice_follows_the_thread_not_the_descriptor) {
 static const char *feed_apc(unsigned threads, unsigned ncpu, double apc) {
   uint64_t ns = sstm__adaptive_window_ns();
   uint64_t commits = (uint64_t)(rate_of(cur) * (double)ns / 1e9);
-  cur = sstm__adaptive_feed(ns, commits, (uint64_t)(apc * (double)commits), threads, ncpu, why,
-                            sizeof why);
+  cur = sstm__adaptive_feed(ns, commits, (uint64_t)(apc * (double)commits), threads,
+                            cpu_of(ns, threads, ncpu), ncpu, why, sizeof why);
   return sstm__adaptive_sub_name(cur);
 }
 
@@ -337,10 +349,10 @@ TEST(leaving_oversubscription_takes_three_windows) {
   for (int w = 1; w <= 2; w++) {
     const char *c = feed(2, 2);
     CHECK_MSG(strcmp(c, "ser-spin-block") != 0, "left after %d window(s): %s", w, why);
-    CHECK_NOT_NULL(strstr(why, "threads=2>cpus=2"));
+    CHECK_NOT_NULL(strstr(why, "over threads=2 busy=2.0/2"));
   }
   CHECK_EQ_STR(feed(2, 2), "ser-spin-block");
-  CHECK_NOT_NULL(strstr(why, "threads=2<=cpus=2"));
+  CHECK_NOT_NULL(strstr(why, "under threads=2 busy=2.0/2"));
   CHECK_EQ_STR(feed(64, 2), "yield"); /* back at once: a new probe, challenger first */
   CHECK_NOT_NULL(strstr(why, "probing"));
   stop();
@@ -394,6 +406,36 @@ TEST(held_yield_gives_way_after_two_bad_windows) {
   CHECK_EQ_STR(feed_apc(64, 2, 2.0), "yield");
   CHECK_EQ_STR(feed_apc(64, 2, 2.0), "ser-block"); /* two in a row */
   CHECK_NOT_NULL(strstr(why, "yield-aborts/commit=2.00"));
+  stop();
+}
+
+/* Transaction length is CPU time per commit: threads that sleep between
+ * short transactions commit rarely, but each commit costs little CPU. */
+TEST(transaction_length_is_cpu_time_per_commit) {
+  start();
+  char d[1024];
+  CHECK_GT_I(sstm_describe(d, sizeof d), 0);
+  const char *lp = strstr(d, "long>");
+  CHECK_NOT_NULL(lp);
+  double L = strtod(lp + 5, NULL) / 1e6; /* the threshold, in seconds */
+  /* 2 threads on 2 CPUs committing once per 2 L each: long by the clock */
+  rate_os_prio = rate_ser_block = rate_other = 2.0 / (2.0 * L);
+  cpu_share = 0.1; /* but only a tenth of the time on a CPU: 0.2 L per commit */
+  feed(2, 2);
+  CHECK_NOT_NULL(strstr(why, "short-tx"));
+  CHECK_EQ_STR(feed(2, 2), "ser-spin-block");
+  cpu_share = 1.0; /* busy all the time: 2 L per commit, long after two windows */
+  feed(2, 2);
+  feed(2, 2);
+  CHECK_NOT_NULL(strstr(why, "long-tx"));
+  /* CPU time unknown (a thread could not be read): min(threads, CPUs) busy */
+  cpu_share = -1;
+  rate_os_prio = rate_ser_block = rate_other = 2.0 / (0.25 * L);
+  feed(2, 2);
+  feed(2, 2);
+  CHECK_NOT_NULL(strstr(why, "short-tx"));
+  CHECK_NOT_NULL(strstr(why, "busy=2.0/2"));
+  cpu_share = 1.0;
   stop();
 }
 

@@ -1,8 +1,13 @@
 /* Internal unit tests: the global clock, the lock table and the descriptor
  * status word as the engine maintains them (src/core/engine.h). Single
- * threaded and deterministic. */
+ * threaded and deterministic, but for the CPU-clock case (one helper
+ * thread). */
 #define _GNU_SOURCE
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "core/engine.h"
 
@@ -206,6 +211,46 @@ TEST(now_ns_is_the_monotonic_clock_in_ns) {
     CHECK_LE_U((uint64_t)a.tv_sec * 1000000000ull + (uint64_t)a.tv_nsec, n);
     CHECK_LE_U(n, (uint64_t)b.tv_sec * 1000000000ull + (uint64_t)b.tv_nsec);
   }
+}
+
+/* sstm__thread_cpu_ns (adaptive's transaction length) reads the CPU clock
+ * of a thread of this process by its tid, bracketed like the clock above by
+ * the C library's clocks of the same thread; a thread that has ended, one
+ * of another process and a bad tid are refused. */
+static _Atomic int cpu_tid;
+static _Atomic bool cpu_release;
+
+static void *cpu_thread(void *arg) {
+  (void)arg;
+  atomic_store_explicit(&cpu_tid, sstm__gettid(), memory_order_release);
+  while (!atomic_load_explicit(&cpu_release, memory_order_acquire))
+    sstm__cpu_relax();
+  return NULL;
+}
+
+TEST(thread_cpu_time_is_the_threads_cpu_clock) {
+  for (int i = 0; i < 100; i++) {
+    struct timespec a, b;
+    uint64_t n;
+    CHECK_EQ_I(clock_gettime(CLOCK_THREAD_CPUTIME_ID, &a), 0);
+    CHECK_TRUE(sstm__thread_cpu_ns(sstm__gettid(), &n));
+    CHECK_EQ_I(clock_gettime(CLOCK_THREAD_CPUTIME_ID, &b), 0);
+    CHECK_LE_U((uint64_t)a.tv_sec * 1000000000ull + (uint64_t)a.tv_nsec, n);
+    CHECK_LE_U(n, (uint64_t)b.tv_sec * 1000000000ull + (uint64_t)b.tv_nsec);
+  }
+  pthread_t th;
+  CHECK_EQ_I(pthread_create(&th, NULL, cpu_thread, NULL), 0);
+  int tid;
+  while ((tid = atomic_load_explicit(&cpu_tid, memory_order_acquire)) == 0)
+    sched_yield();
+  uint64_t n;
+  CHECK_TRUE(sstm__thread_cpu_ns(tid, &n));
+  atomic_store_explicit(&cpu_release, true, memory_order_release);
+  CHECK_EQ_I(pthread_join(th, NULL), 0);
+  CHECK_FALSE(sstm__thread_cpu_ns(tid, &n));       /* ended */
+  CHECK_FALSE(sstm__thread_cpu_ns(getppid(), &n)); /* another process */
+  CHECK_FALSE(sstm__thread_cpu_ns(0, &n));
+  CHECK_FALSE(sstm__thread_cpu_ns(-1, &n));
 }
 
 SSTM_TEST_MAIN()
