@@ -116,7 +116,10 @@ SSTM_API int sstm_stats_foreach(void (*fn)(const sstm_stats_t *s, void *arg), vo
 SSTM_API int sstm_stats_reset(void);
 
 /* Human-readable dump: per-thread lines and the total, with every non-zero
- * abort reason. Returns 0, SSTM_EINVAL (out NULL) or SSTM_ESTATE. */
+ * abort reason and the policy's counters, then a line on the policy as it
+ * describes itself now (sstm_describe's cm-info: the OS lever in use,
+ * adaptive's current choice and the reason for it), for a policy that has
+ * a describe hook. Returns 0, SSTM_EINVAL (out NULL) or SSTM_ESTATE. */
 SSTM_API int sstm_stats_dump(FILE *out);
 
 SSTM_EXTERN_C_END

@@ -237,5 +237,15 @@ SSTM_API int sstm_stats_dump(FILE *out) {
   if (rc != 0) return rc;
   sstm_stats_foreach(dump_one, out);
   dump_line(out, "total", &total);
+  /* What the policy says of itself now (sstm_describe's cm-info): the
+   * lever in use, adaptive's current choice and the reason for it. */
+  const sstm_cm_ops_t *cm = sstm__g.cm;
+  if (cm && cm->describe) {
+    char info[512];
+    int n = cm->describe(info, sizeof info);
+    if (n > 0)
+      fprintf(out, "%-14s %s: %s%s\n", "policy", cm->name, info,
+              (size_t)n >= sizeof info ? "..." : "");
+  }
   return 0;
 }

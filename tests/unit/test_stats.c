@@ -353,6 +353,26 @@ static char *dump_text(void) {
   return text;
 }
 
+/* The dump ends with the policy's own line (its describe hook): for
+ * adaptive, the current choice and the reason; suicide has none. */
+TEST(dump_shows_the_policys_current_choice) {
+  sstm_config_t cfg;
+  sstm_test_config(&cfg);
+  cfg.cm = "adaptive";
+  CHECK_OK(sstm_init(&cfg));
+  CHECK_OK(sstm_thread_init());
+  char *text = dump_text();
+  CHECK_CONTAINS(text, "policy         adaptive: current=ser-spin-block");
+  CHECK_CONTAINS(text, "reason=start threads=1<=cpus=");
+  free(text);
+  sstm_test_fini();
+  sstm_test_init(); /* suicide */
+  text = dump_text();
+  CHECK_NOT_CONTAINS(text, "policy ");
+  free(text);
+  sstm_test_fini();
+}
+
 TEST(dump_names_nonzero_reasons) {
   sstm_test_init();
   attempts = 0;
