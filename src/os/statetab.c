@@ -147,10 +147,16 @@ static void publish_cm_info(void) {
   pthread_mutex_unlock(&info_lock);
 }
 
-/* Record the configuration line once sstm_init has finished. */
+/* Record the configuration line once sstm_init has finished, without its
+ * " cm-info=" part: that is the policy's line, which changes (adaptive's
+ * choice) and lives in cm_info, refreshed at every change. */
 void sstm__stt_describe(void) {
   if (table == NULL) return;
-  sstm_describe(table->config, sizeof table->config);
+  char buf[sizeof table->config];
+  sstm_describe(buf, sizeof buf);
+  char *info = strstr(buf, " cm-info=");
+  if (info) *info = '\0';
+  memcpy(table->config, buf, sizeof buf);
   publish_cm_info();
 }
 
