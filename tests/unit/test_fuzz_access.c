@@ -524,7 +524,7 @@ static void mt_thread(sstm_tt_t *tt) {
 }
 
 TEST(threads_with_interleaved_granules_match_their_models) {
-  uint64_t ntx = sstm_test_scaled(10000, 400);
+  uint64_t ntx = sstm_test_scaled(10000, 2000);
   for (unsigned s = 0; s < sizeof k_shifts / sizeof k_shifts[0]; s++) {
     init_with_stripe(k_shifts[s]);
     sstm_rng_t r;
