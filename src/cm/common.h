@@ -55,7 +55,10 @@ static inline void *sstm__cm_peer_state(sstm_cm_ctx_t *ctx, sstm_desc_t *d) {
  * Not a user restart or cancel: conflicts stays at the bound after an
  * escalation, and a body that restarts until another thread changes
  * something must not run every wait irrevocable (the others would be
- * serialised behind it); the next lost conflict escalates again. */
+ * serialised behind it); the next lost conflict escalates again. A switch
+ * of mode at the bound (a wrong read-only hint, sstm_become_irrevocable's
+ * restart) escalates too: its retry runs irrevocable, as the conflicts
+ * lost before it call for (os_prio and timestamp count it as one). */
 static inline bool sstm__cm_escalates(const sstm_cm_ctx_t *ctx, const sstm_abort_info_t *info,
                                       unsigned bound) {
   return ctx->conflicts >= bound && info->reason != SSTM_ABORT_USER_RETRY &&

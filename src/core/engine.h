@@ -303,6 +303,11 @@ typedef enum {
   /* load_own: a stripe this attempt has locked, before its memory bytes are
    * loaded. A take-over here must be caught by the re-check (argument 3). */
   SSTM_SEAM_OWN_READ_DATA,
+  /* load_slow: the data is loaded, the lock word not re-checked yet. A
+   * writer that locked the stripe, wrote it and released it in between
+   * must be caught by the re-check: an escalated irrevocable attempt undone
+   * here releases with a fresh version, not the old one (irrev_undo). */
+  SSTM_SEAM_SLOW_READ_RECHECK,
 } sstm_seam_t;
 extern _Atomic(void (*)(sstm_seam_t where, const void *addr)) sstm__test_seam;
 static inline void sstm__seam(sstm_seam_t where, const void *addr) {

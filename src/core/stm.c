@@ -503,6 +503,7 @@ static SSTM_NOINLINE uint64_t load_slow(struct sstm_desc *tx, const void *addr, 
     /* acquire fence: the re-check below cannot be satisfied by a lock word
      * older than the data just loaded (seqlock, argument 1). */
     atomic_thread_fence(memory_order_acquire);
+    sstm__seam(SSTM_SEAM_SLOW_READ_RECHECK, addr);
     uint64_t l2 = atomic_load_explicit(lk, memory_order_relaxed);
     if (SSTM_UNLIKELY(l2 != l)) {
       l = l2;

@@ -13,6 +13,9 @@
  * the transaction (an opacity violation), before any commit-time validation
  * could hide it by aborting. */
 #define _GNU_SOURCE
+#include <pthread.h>
+#include <sched.h>
+
 #include "core/engine.h"
 
 #include "../common/txhelp.h"
@@ -316,6 +319,124 @@ TEST_ETL(killed_attempt_does_not_extend_past_the_take_over) {
   CHECK_EQ_U(after.extensions, before.extensions); /* the retry starts after both commits */
   CHECK_EQ_U(w[0], 5);
   txh_cleanup();
+  sstm_test_fini();
+}
+
+/* Mutation round 7: m07: irrev_undo releasing the locks with their old version
+ * (release_locks_abort's rule) instead of a fresh one.
+ *
+ * The ABA of irrev_undo's comment, exactly: this thread's attempt loads
+ * X's lock word (unlocked, old version), then (seam 1) a thread whose
+ * transaction a policy escalated locks X and writes 1 in place; the data
+ * load sees 1; then (seam 2) that transaction cancels, which puts 0 back
+ * and releases the lock. With the old version the re-check passes and the
+ * barrier returns 1, a value no commit ever wrote. The reader goes through
+ * load_slow because its read set is exactly full (the fast path refuses
+ * then, whatever the version). */
+
+static uint64_t ab_w[64] __attribute__((aligned(4096)));
+#define AB_X (&ab_w[0])
+#define AB_Y (&ab_w[16])
+
+static struct {
+  _Atomic int began; /* the reader's attempt runs: the writer may begin */
+  _Atomic int step;  /* 1 store now, 2 stored, 3 cancel now, 4 cancelled */
+  pthread_t reader;
+  bool armed;
+  int fired;
+  int attempts;
+  uint64_t x;
+} ab;
+
+static void ab_seam(sstm_seam_t where, const void *addr) {
+  if (!pthread_equal(pthread_self(), ab.reader) || !ab.armed || addr != AB_X) return;
+  if (where == SSTM_SEAM_SLOW_READ_DATA && atomic_load(&ab.step) == 0) {
+    uint64_t l = atomic_load_explicit(sstm__lock_for(sstm_self(), addr), memory_order_acquire);
+    if (sstm_lw_locked(l)) return;
+    atomic_store(&ab.step, 1);
+    while (atomic_load(&ab.step) != 2)
+      sched_yield();
+  } else if (where == SSTM_SEAM_SLOW_READ_RECHECK && atomic_load(&ab.step) == 2) {
+    ab.fired++;
+    atomic_store(&ab.step, 3);
+    while (atomic_load(&ab.step) != 4)
+      sched_yield();
+    ab.armed = false;
+  }
+}
+
+static void ab_writer_body(void *arg) {
+  (void)arg;
+  if (!sstm_is_irrevocable()) sstm_restart(); /* the policy escalates the retry */
+  while (atomic_load(&ab.step) != 1)
+    sched_yield();
+  sstm_store_u64(AB_X, 1); /* in place, under X's lock */
+  atomic_store(&ab.step, 2);
+  while (atomic_load(&ab.step) != 3)
+    sched_yield();
+  sstm_cancel(); /* undo: X = 0 again, the lock released */
+}
+
+static void *ab_writer(void *arg) {
+  (void)arg;
+  CHECK_OK(sstm_thread_init());
+  while (!atomic_load(&ab.began)) /* else the reader would wait at begin behind us */
+    sched_yield();
+  CHECK_RC(sstm_run(NULL, ab_writer_body, NULL), SSTM_ECANCELED);
+  CHECK_OK(sstm_thread_exit());
+  atomic_store(&ab.step, 4);
+  return NULL;
+}
+
+static void ab_reader_body(void *arg) {
+  (void)arg;
+  ab.attempts++;
+  atomic_store(&ab.began, 1);
+  sstm_desc_t *d = sstm_self();
+  while (d->rs.top != d->rs.lim) /* fill the read set: X's read takes load_slow */
+    (void)sstm_load_u64(AB_Y);
+  ab.x = sstm_load_u64(AB_X);
+  CHECK_MSG(ab.x == 0, "read X = %llu: bytes an undone irrevocable attempt had written",
+            (unsigned long long)ab.x);
+}
+
+static void ab_escalate(sstm_cm_ctx_t *ctx, const sstm_abort_info_t *info) {
+  if (info->reason == SSTM_ABORT_USER_RETRY) sstm_cm_next_irrevocable(ctx);
+}
+static sstm_cm_action_t ab_wait(sstm_cm_ctx_t *ctx, const sstm_conflict_t *c, uint64_t *ns) {
+  (void)ctx, (void)c;
+  *ns = 1000;
+  return SSTM_CM_WAIT;
+}
+static const sstm_cm_ops_t ab_policy = {
+    .name = "test-escalate-restarts",
+    .description = "a user restart's retry is irrevocable (tests)",
+    .on_conflict = ab_wait,
+    .on_abort = ab_escalate,
+};
+
+TEST(undo_of_an_escalated_write_in_the_read_window_is_not_accepted) {
+  CHECK_OK(sstm_cm_register(&ab_policy));
+  sstm_config_t c;
+  sstm_test_config(&c);
+  c.stripe_shift = 4;
+  c.cm = "test-escalate-restarts";
+  CHECK_OK(sstm_init(&c));
+  CHECK_OK(sstm_thread_init());
+  skip_unless_debug();
+  CHECK_NE_PTR(sstm__lock_for(sstm_self(), AB_X), sstm__lock_for(sstm_self(), AB_Y));
+  ab.reader = pthread_self();
+  ab.armed = true;
+  atomic_store_explicit(&sstm__test_seam, ab_seam, memory_order_relaxed);
+  pthread_t w;
+  CHECK_EQ_I(pthread_create(&w, NULL, ab_writer, NULL), 0);
+  CHECK_OK(sstm_run(NULL, ab_reader_body, NULL));
+  CHECK_EQ_I(pthread_join(w, NULL), 0);
+  atomic_store_explicit(&sstm__test_seam, NULL, memory_order_relaxed);
+  CHECK_EQ_I(ab.fired, 1); /* the window was hit */
+  CHECK_EQ_I(ab.attempts, 1);
+  CHECK_EQ_U(ab.x, 0);
+  CHECK_EQ_U(*AB_X, 0);
   sstm_test_fini();
 }
 

@@ -276,8 +276,8 @@ TEST_ETL(timestamp_younger_aborts_itself) {
 
 /* backoff waits only after aborts that a conflict caused (not after a user
  * retry or cancel), and every wait it draws is below
- * min(backoff_min_ns * 2^retries, backoff_max_ns), retries counting the
- * abort being handled. Its
+ * min(backoff_min_ns * 2^conflicts, backoff_max_ns), conflicts counting
+ * the abort being handled (lost conflicts only, not user retries). Its
  * counters say how many waits and the sum of the times drawn (not
  * measured: no clock in this test). */
 enum { BO_WAITS = 0, BO_WAIT_NS = 1 };
@@ -829,5 +829,132 @@ TEST(ser_block_user_restarts_do_not_escalate) { user_restarts("ser-block"); }
 TEST(yield_user_restarts_do_not_escalate) { user_restarts("yield"); }
 TEST(softser_user_restarts_do_not_escalate) { user_restarts("softser"); }
 TEST(adaptive_user_restarts_do_not_escalate) { user_restarts("adaptive"); }
+
+/* Mutation round 7: m14: sstm__cm_escalates (cm/common.h) without its
+ * USER_CANCEL exclusion. For the policies using sstm__cm_bound_retries the
+ * mutant is equivalent (the sticky flag it sets is cleared by the next
+ * sstm__begin, nothing reads it in between), but os_prio and timestamp
+ * count each escalation (policy counter 3, shown by sstm-top): a cancel
+ * after the bound counted one that never happened. */
+static void esc_cancel_body(void *arg) {
+  (void)arg;
+  int k = ++E.attempts;
+  CHECK_MSG(k <= 4, "attempt %d: the cancel did not end the transaction", k);
+  if (k <= 2) {
+    lose_a_conflict((uint64_t)k);
+    return;
+  }
+  if (k == 3) {
+    CHECK_TRUE(sstm_is_irrevocable()); /* escalated after 2 */
+    sstm_restart();                    /* undone; the next attempt runs revocable */
+  }
+  CHECK_FALSE(sstm_is_irrevocable());
+  sstm_cancel(); /* conflicts is still 2, the bound: no retry, no escalation */
+}
+
+TEST(os_prio_cancel_after_escalation_is_not_an_escalation) {
+  setenv("SCHEDSTM_PRIO_ESCALATE", "2", 1);
+  init_cm("os_prio");
+  CHECK_OK(sstm_thread_init());
+  E.attempts = 0;
+  CHECK_RC(sstm_run(NULL, esc_cancel_body, NULL), SSTM_ECANCELED);
+  CHECK_EQ_I(E.attempts, 4);
+  sstm_stats_t s = duo_stats(sstm_self());
+  CHECK_EQ_U(s.cm_stats[P_ESCALATIONS], 1);
+  CHECK_EQ_U(s.aborts[SSTM_ABORT_USER_CANCEL], 1);
+  txh_cleanup();
+  sstm_test_fini();
+}
+
+/* Mutation round 7: m28: adaptive's own sub-policy ser-spin-block
+ * (spin_block_abort, cm/adaptive.c) without sstm__cm_bound_retries. On one
+ * thread adaptive starts with ser-spin-block (threads <= CPUs), and every
+ * sub-policy it may switch to has a bound (yield and ser-block 256, os_prio
+ * 32), so a transaction that keeps losing conflicts must become
+ * irrevocable after at most SSTM_CM_RETRY_BOUND of them; retry_bound()
+ * covers the built-in policies, not this one. */
+static unsigned ad_attempts;
+static void ad_body(void *arg) {
+  (void)arg;
+  unsigned k = ++ad_attempts;
+  CHECK_MSG(k <= SSTM_CM_RETRY_BOUND + 1, "attempt %u: still revocable after %u lost conflicts", k,
+            k - 1);
+  if (sstm_is_irrevocable()) return;
+  lose_a_conflict(k);
+}
+
+TEST(adaptive_retry_bound_makes_irrevocable) {
+  unsetenv("SCHEDSTM_PRIO_ESCALATE");
+  init_cm("adaptive");
+  CHECK_OK(sstm_thread_init());
+  ad_attempts = 0;
+  CHECK_OK(sstm_run(NULL, ad_body, NULL));
+  sstm_stats_t s = duo_stats(sstm_self());
+  CHECK_EQ_U(s.commits_irrevocable, 1);
+  CHECK_EQ_U(s.aborts[SSTM_ABORT_VALIDATE_COMMIT], ad_attempts - 1);
+  txh_cleanup();
+  sstm_test_fini();
+}
+
+/* Mutation round 7: m45: backoff's exponent taken from ctx->retries instead of
+ * ctx->conflicts (cm/backoff.c). The existing case cannot tell them apart:
+ * its max (2000 ns) is reached at the first conflict either way. Here 20
+ * user restarts precede the one conflict: its bound must be
+ * min << 1 = 2000 ns, not min << 21 capped at max (4 ms). The draw comes
+ * from the descriptor's deterministic generator, so the outcome is fixed
+ * (with the mutant a draw below 2000 ns has probability 1/2000). */
+static int bu_attempts;
+static void bu_body(void *arg) {
+  (void)arg;
+  int k = ++bu_attempts;
+  if (k <= 20) sstm_restart();
+  uint64_t v = sstm_load_u64(X);
+  if (k == 21) CHECK_OK(run_other(NULL, bo_bump_x, NULL)); /* x changes under us */
+  sstm_store_u64(Y, v);
+}
+
+TEST(backoff_bound_ignores_user_restarts) {
+  sstm_config_t cfg;
+  sstm_test_config(&cfg);
+  cfg.cm = "backoff";
+  cfg.backoff_min_ns = 1000;
+  cfg.backoff_max_ns = 4000000;
+  CHECK_OK(sstm_init(&cfg));
+  CHECK_OK(sstm_thread_init());
+  bu_attempts = 0;
+  CHECK_OK(sstm_run(NULL, bu_body, NULL));
+  CHECK_EQ_I(bu_attempts, 22);
+  sstm_stats_t s = duo_stats(sstm_self());
+  CHECK_EQ_U(s.aborts[SSTM_ABORT_USER_RETRY], 20);
+  CHECK_EQ_U(s.cm_stats[BO_WAITS], 1);
+  CHECK_LT_U(s.cm_stats[BO_WAIT_NS], 2000); /* below min << conflicts (1) */
+  txh_cleanup();
+  CHECK_OK(sstm_thread_exit());
+  CHECK_OK(sstm_shutdown());
+}
+
+/* Mutation round 7: m46: prio_abort without its `escalate_after &&` (README:
+ * SCHEDSTM_PRIO_ESCALATE "0 = never"); with it, 0 escalated after every
+ * lost conflict. No test set 0. */
+static void esc_never_body(void *arg) {
+  (void)arg;
+  int k = ++E.attempts;
+  CHECK_MSG(!sstm_is_irrevocable(), "attempt %d escalated with SCHEDSTM_PRIO_ESCALATE=0", k);
+  if (k <= 40) lose_a_conflict((uint64_t)k);
+}
+
+TEST(os_prio_escalate_zero_never_escalates) {
+  setenv("SCHEDSTM_PRIO_ESCALATE", "0", 1);
+  init_cm("os_prio");
+  CHECK_OK(sstm_thread_init());
+  E.attempts = 0;
+  CHECK_OK(sstm_run(NULL, esc_never_body, NULL));
+  CHECK_EQ_I(E.attempts, 41);
+  sstm_stats_t s = duo_stats(sstm_self());
+  CHECK_EQ_U(s.cm_stats[P_ESCALATIONS], 0);
+  CHECK_EQ_U(s.commits_irrevocable, 0);
+  txh_cleanup();
+  sstm_test_fini();
+}
 
 SSTM_TEST_MAIN()

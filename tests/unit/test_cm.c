@@ -1348,6 +1348,7 @@ TEST(commit_meets_irrevocable_aborts_self) {
     CHECK_EQ_I(rec.nconf, 1);
     CHECK_EQ_I(rec.conf[0].kind, SSTM_CONFLICT_IRREVOCABLE);
     CHECK_EQ_I(rec.abort_info[0].reason, SSTM_ABORT_IRREVOCABLE);
+    CHECK_EQ_U(rec.abort_ctx[0].conflicts, 1); /* a lost conflict: the bounds count it */
     CHECK_EQ_U(s.aborts[SSTM_ABORT_IRREVOCABLE], 1);
     CHECK_EQ_U(s.cm_waits, 0);
     CHECK_EQ_U(s.commits_update, 1); /* the retry, after H */
@@ -1639,6 +1640,130 @@ TEST(policy_state_out_of_memory_is_enomem) {
   CHECK_EQ_I(waitpid(pid, &st, 0), pid);
   CHECK_MSG(WIFEXITED(st), "child died: status 0x%x", st);
   CHECK_EQ_I(WEXITSTATUS(st), 0);
+}
+
+/* Mutation round 7: m12 (resolve's wait_max abort not counted in `conflicts`),
+ * m13 (an ABORT_SELF at a lock not counted) and m11 (a kill not counted):
+ * the progress bounds of the built-in policies (SSTM_CM_RETRY_BOUND,
+ * os_prio's escalation) count ctx->conflicts, and until now only failed
+ * validations were checked to count (policy_context_counts_conflicts_apart_
+ * from_retries). A transaction that loses only lock conflicts or kills
+ * would then never be escalated. */
+static uint64_t lc_word[8] __attribute__((aligned(64)));
+static int lc_attempts;
+
+static void lc_writer(void *arg) {
+  (void)arg;
+  if (++lc_attempts > 2) sstm_cancel();
+  sstm_store_u64(&lc_word[0], 100); /* held by the suspended transaction */
+}
+
+static void lost_lock_conflicts(sstm_cm_action_t act) {
+  CHECK_OK(sstm_cm_register(&recorder));
+  init_with("test-recorder", 3);
+  rec.action = act; /* ABORT_SELF: on_conflict's answer; WAIT: wait_max (3) ends the wait */
+  SSTM_ATOMIC_BEGIN(NULL)
+    sstm_store_u64(&lc_word[0], 1);
+    rec.aborts = 0;
+    lc_attempts = 0;
+    CHECK_RC(run_other(NULL, lc_writer, NULL), SSTM_ECANCELED);
+    CHECK_EQ_I(rec.aborts, 3); /* two lost conflicts, then the cancel */
+    for (int i = 0; i < 2; i++) {
+      CHECK_EQ_I(rec.abort_info[i].reason, SSTM_ABORT_WRITE_LOCKED);
+      CHECK_EQ_U(rec.abort_ctx[i].conflicts, (unsigned)i + 1);
+    }
+    CHECK_EQ_I(rec.abort_info[2].reason, SSTM_ABORT_USER_CANCEL);
+    CHECK_EQ_U(rec.abort_ctx[2].conflicts, 2); /* a cancel is not a conflict */
+  SSTM_ATOMIC_END();
+  txh_cleanup();
+  sstm_test_fini();
+}
+
+TEST_ETL(lost_lock_conflicts_count_as_conflicts) { lost_lock_conflicts(SSTM_CM_ABORT_SELF); }
+TEST_ETL(lock_waits_past_wait_max_count_as_conflicts) { lost_lock_conflicts(SSTM_CM_WAIT); }
+
+/* For kill_names_the_killer_when_known (both designs): after its
+ * CHECK_EQ_I(rec.aborts, 3), add
+ *
+ *     for (int i = 0; i < 3; i++)
+ *       CHECK_EQ_U(rec.abort_ctx[i].conflicts, (unsigned)i + 1); // kills are lost conflicts
+ *
+ * or, as a separate case, the copy below. */
+TEST(kills_count_as_conflicts) {
+  CHECK_OK(sstm_cm_register(&recorder));
+  init_with("test-recorder", 64);
+  rec.action = SSTM_CM_ABORT_SELF;
+  kn.a = sstm_self();
+  kn.o = txh_other_desc();
+  CHECK_OK(sstm_run(NULL, kill_body, NULL));
+  CHECK_EQ_I(kn.attempts, 4);
+  CHECK_EQ_I(rec.aborts, 3);
+  for (int i = 0; i < 3; i++) {
+    CHECK_EQ_I(rec.abort_info[i].reason, SSTM_ABORT_KILLED);
+    CHECK_EQ_U(rec.abort_ctx[i].conflicts, (unsigned)i + 1);
+  }
+  txh_cleanup();
+  sstm_test_fini();
+}
+
+/* Mutation round 7: m25 (run_actions not putting `conflicts` back after an
+ * abort action's own transaction, whose sstm__begin zeroes it: a
+ * transaction whose every abort runs such an action never reaches a
+ * progress bound) and m26 (sstm__begin not zeroing `conflicts`: the bound
+ * counts the conflicts of earlier transactions and escalates early). */
+static uint64_t ct_word[8] __attribute__((aligned(64))), ct_other[8] __attribute__((aligned(64)));
+static uint64_t ct_side;
+static int ct_attempts, ct_lose;
+
+static void ct_action(void *arg) { /* a transaction of its own, on this descriptor */
+  (void)arg;
+  tx_store_u64(&ct_side, tx_load_u64(&ct_side) + 1);
+}
+
+static void ct_body(void *arg) {
+  bool with_action = arg != NULL;
+  if (++ct_attempts > ct_lose) return;
+  if (with_action) CHECK_OK(sstm_on_abort(ct_action, NULL));
+  (void)sstm_load_u64(&ct_word[0]);
+  struct txh_store st = {&ct_word[0], (uint64_t)ct_attempts};
+  CHECK_OK(run_other(NULL, txh_store_fn, &st)); /* ct_word changes under us */
+  sstm_store_u64(&ct_other[0], 1);              /* validation fails */
+}
+
+TEST(conflicts_survive_an_abort_action_transaction) {
+  CHECK_OK(sstm_cm_register(&recorder));
+  init_with("test-recorder", 64);
+  ct_lose = 3;
+  CHECK_OK(sstm_run(NULL, ct_body, (void *)1));
+  CHECK_EQ_I(ct_attempts, 4);
+  CHECK_EQ_U(ct_side, 3); /* each abort ran its action */
+  int n = 0;
+  for (int i = 0; i < rec.aborts && i < MAX_EVENTS; i++) {
+    if (rec.abort_info[i].reason == SSTM_ABORT_VALIDATE_COMMIT ||
+        rec.abort_info[i].reason == SSTM_ABORT_VALIDATE_WRITE) {
+      n++;
+      CHECK_EQ_U(rec.abort_ctx[i].conflicts, (unsigned)n);
+    }
+  }
+  CHECK_EQ_I(n, 3);
+  txh_cleanup();
+  sstm_test_fini();
+}
+
+TEST(conflicts_start_from_zero_in_each_transaction) {
+  CHECK_OK(sstm_cm_register(&recorder));
+  init_with("test-recorder", 64);
+  for (int t = 0; t < 2; t++) { /* two transactions that lose two conflicts each */
+    ct_attempts = 0;
+    ct_lose = 2;
+    CHECK_OK(sstm_run(NULL, ct_body, NULL));
+  }
+  CHECK_EQ_I(rec.aborts, 4);
+  static const unsigned conflicts[4] = {1, 2, 1, 2};
+  for (int i = 0; i < 4; i++)
+    CHECK_EQ_U(rec.abort_ctx[i].conflicts, conflicts[i]);
+  txh_cleanup();
+  sstm_test_fini();
 }
 
 SSTM_TEST_MAIN()

@@ -865,4 +865,38 @@ TEST(abort_reports_name_the_aborted_attempt_not_the_actions) {
   sstm_test_fini();
 }
 
+/* Mutation round 7: m03: validate() without its `l != tx->owner_lw` exemption.
+ *
+ * A stripe the attempt read and then wrote is locked by the attempt itself
+ * when the read set is validated (ETL: since the write; CTL: since
+ * lock_write_set at commit). validate() must accept it (argument (2)):
+ * otherwise every read-modify-write that meets another commit before its
+ * own commit (commit-time validation) or before a later read of a newer
+ * stripe (extension) aborts spuriously, however often it retries. */
+static _Alignas(256) uint64_t rw_x[32], rw_y[32], rw_z[32]; /* distinct stripes */
+static int rw_attempts;
+
+static void rw_body(void *arg) {
+  bool extend = arg != NULL;
+  CHECK_MSG(++rw_attempts == 1, "attempt %d: a spurious validation failure", rw_attempts);
+  sstm_store_u64(&rw_x[0], sstm_load_u64(&rw_x[0]) + 1); /* read, then write */
+  /* another descriptor commits to an unrelated stripe: end + 1 != ts now */
+  struct txh_store st = {&rw_y[0], (uint64_t)rw_attempts};
+  CHECK_OK(run_other(NULL, txh_store_fn, &st));
+  if (extend) (void)sstm_load_u64(&rw_y[0]); /* newer than the snapshot: extension */
+  sstm_store_u64(&rw_z[0], 1);
+}
+
+TEST(read_then_written_stripe_passes_validation) {
+  sstm_test_init();
+  for (int extend = 0; extend < 2; extend++) {
+    rw_attempts = 0;
+    CHECK_OK(sstm_run(NULL, rw_body, extend ? (void *)1 : NULL));
+    CHECK_EQ_I(rw_attempts, 1); /* no abort: nothing it read has changed */
+    CHECK_EQ_U(rw_x[0], (uint64_t)extend + 1);
+  }
+  txh_cleanup();
+  sstm_test_fini();
+}
+
 SSTM_TEST_MAIN()
