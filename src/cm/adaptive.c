@@ -611,11 +611,14 @@ static unsigned scan_counts(uint64_t *commits, uint64_t *aborts, uint64_t *cpu_n
     if (dc + da) G.last_win[i] = G.win;
     bool is_active = G.last_win[i] && G.win - G.last_win[i] < ACTIVE_WINDOWS;
     active += is_active;
-    /* The CPU time of every attached thread moves its baseline (so that a
-     * thread idle for a while is not charged for it when it comes back);
-     * the active ones' is summed. relaxed: the thread last attached and
-     * whether it still is; one that moved meanwhile has no baseline. */
-    if (!is_active && !atomic_load_explicit(&d->attached, RLX)) continue;
+    /* The CPU time of the thread each attached descriptor runs on moves
+     * its baseline (so that a thread idle for a while is not charged for it
+     * when it comes back); the active ones' is summed. A detached
+     * descriptor (a suspended transaction) has no thread: the one it last
+     * ran on is charged through the descriptor it runs now, if any. relaxed:
+     * the thread attached and whether it still is; one that moved meanwhile
+     * has no baseline (cpu_delta). */
+    if (!atomic_load_explicit(&d->attached, RLX)) continue;
     uint64_t dcpu = 0;
     bool known = cpu_delta(i, atomic_load_explicit(&d->tid, RLX), &dcpu);
     if (!is_active || *cpu_ns == UINT64_MAX) continue;
