@@ -57,14 +57,17 @@
  * counters (commits and aborts, kept for sstm_stats anyway), read by the
  * thread that closes the window: adaptive has no commit hook, its abort
  * hook reads the clock once, and its attach hook reads the thread's CPU
- * clock. Threads that ran transactions: those whose counters moved in the
- * last four windows (a thread descheduled for a whole window still
- * competes for the CPUs; so is a thread that sleeps between transactions
- * counted, since telling the two apart would take the scheduler's per-thread
- * statistics, a /proc file per thread and window). Transaction length: the
- * CPU time per commit, from the CPU clocks of the threads that ran
- * transactions (one system call per attached thread and window, by the
- * evaluator): aborted attempts and spinning waits included (what a commit
+ * clock. Threads that ran transactions: the descriptors whose counters
+ * moved in the last four windows (a thread descheduled for a whole window
+ * still competes for the CPUs; so is a thread that sleeps between
+ * transactions counted, since telling the two apart would take the
+ * scheduler's per-thread statistics, a /proc file per thread and window;
+ * and workers that run many descriptors in turn count each). Transaction
+ * length: the CPU time per commit, from the CPU clocks of the threads the
+ * descriptors that ran transactions are attached to, with baselines kept
+ * per thread, not per descriptor (one system call per attached thread and
+ * window, by the evaluator; a thread's first baseline is taken when it
+ * attaches): aborted attempts and spinning waits included (what a commit
  * costs), and the thread's work between transactions too; not the time a
  * thread sleeps or waits for a CPU, so neither a sleeping program nor a
  * loaded machine looks long. If a clock cannot be read (a thread ended),
@@ -205,9 +208,18 @@ static struct {
   unsigned nslots;           /* size of the per-slot arrays */
   uint64_t *seen_c, *seen_a; /* per slot: counters at the last evaluation */
   uint64_t *last_win;        /* per slot: last window it moved in (+1; 0 never) */
-  uint64_t *seen_cpu;        /* per slot: its thread's CPU time at the last evaluation */
-  int *seen_tid;             /* ... and that thread (0: none read) */
-  uint64_t win;              /* windows evaluated */
+  /* Per thread (CPU clocks belong to threads, and a descriptor may move
+   * between threads): the CPU time each thread attached at the last
+   * evaluation, or that attached since, had then. Two open-addressing
+   * tables keyed by tid (0: free), the next one built from the current one
+   * at each evaluation, so that threads gone are dropped. */
+  struct cpu_base {
+    int tid;
+    uint64_t ns;
+  } * base, *base_next;
+  unsigned base_mask; /* size - 1, a power of two >= 2 x nslots */
+  unsigned base_n;    /* entries in base: at most nslots (attach adds no more) */
+  uint64_t win;       /* windows evaluated */
   /* a window too small to judge, carried over; pend_cpu is the CPU time of
    * the threads that ran transactions, UINT64_MAX when some could not be
    * read (then the window is judged without it) */
@@ -275,11 +287,14 @@ static int adaptive_init(const sstm_config_t *cfg) {
     return SSTM_ELIMIT;
   }
   unsigned n = cfg->max_threads ? cfg->max_threads : 1;
-  uint64_t *arr = calloc(4 * (size_t)n, sizeof *arr);
-  int *tids = calloc(n, sizeof *tids);
-  if (arr == NULL || tids == NULL) {
+  unsigned nb = 2;
+  while (nb < 2 * n)
+    nb *= 2;
+  uint64_t *arr = calloc(3 * (size_t)n, sizeof *arr);
+  struct cpu_base *bases = calloc(2 * (size_t)nb, sizeof *bases);
+  if (arr == NULL || bases == NULL) {
     free(arr);
-    free(tids);
+    free(bases);
     sstm__set_error("adaptive: out of memory for %u thread slots", n);
     return SSTM_ENOMEM;
   }
@@ -293,8 +308,10 @@ static int adaptive_init(const sstm_config_t *cfg) {
   G.seen_c = arr;
   G.seen_a = arr + n;
   G.last_win = arr + 2 * (size_t)n;
-  G.seen_cpu = arr + 3 * (size_t)n;
-  G.seen_tid = tids;
+  G.base = bases;
+  G.base_next = bases + nb;
+  G.base_mask = nb - 1;
+  G.base_n = 0;
   G.win = 1;
   G.pend_c = G.pend_a = G.pend_ns = G.pend_cpu = 0;
   G.registered = 0;
@@ -322,9 +339,9 @@ static void adaptive_fini(void) {
     if (subs[i]->fini) subs[i]->fini();
   pthread_mutex_lock(&G.lock);
   free(G.seen_c);
-  free(G.seen_tid);
-  G.seen_c = G.seen_a = G.last_win = G.seen_cpu = NULL;
-  G.seen_tid = NULL;
+  free(G.base < G.base_next ? G.base : G.base_next);
+  G.seen_c = G.seen_a = G.last_win = NULL;
+  G.base = G.base_next = NULL;
   G.nslots = 0;
   pthread_mutex_unlock(&G.lock);
 }
@@ -494,6 +511,8 @@ static void decide(sstm_cm_ctx_t *ctx, uint64_t ns, uint64_t commits, uint64_t a
   G.evaluated = true;
   unsigned busy = threads == 0 ? 1 : threads < G.ncpu ? threads : G.ncpu;
   double cpu = cpu_ns == UINT64_MAX ? (double)ns * busy : (double)cpu_ns;
+  /* at most every CPU for the whole window (a baseline read late) */
+  if (cpu > (double)ns * G.ncpu) cpu = (double)ns * G.ncpu;
   if (threads > G.ncpu) {
     G.over = true;
     G.under_streak = 0;
@@ -568,18 +587,14 @@ static void decide(sstm_cm_ctx_t *ctx, uint64_t ns, uint64_t commits, uint64_t a
   }
 }
 
-/* Under G.lock: the CPU time thread `tid`, attached to slot i, has used
- * since its baseline (the last evaluation, or its attach if later), and
- * the baseline moved to now. False if it cannot be read: the thread has
- * ended, or it has no baseline (it attached without adaptive_attach). */
-static bool cpu_delta(unsigned i, int tid, uint64_t *delta) {
-  uint64_t t;
-  bool known = sstm__thread_cpu_ns(tid, &t);
-  bool based = known && G.seen_tid[i] == tid && t >= G.seen_cpu[i];
-  if (based) *delta = t - G.seen_cpu[i];
-  G.seen_tid[i] = known ? tid : 0;
-  G.seen_cpu[i] = known ? t : 0;
-  return based;
+/* Under G.lock: the baseline of thread `tid` in table t (NULL if none),
+ * or with `add`, the free entry where it goes (the table has room: at most
+ * nslots threads are attached at once, in 2 x nslots entries). */
+static struct cpu_base *base_find(struct cpu_base *t, int tid, bool add) {
+  for (unsigned h = ((unsigned)tid * 2654435761u) & G.base_mask;; h = (h + 1) & G.base_mask) {
+    if (t[h].tid == tid) return &t[h];
+    if (t[h].tid == 0) return add ? &t[h] : NULL;
+  }
 }
 
 /* Under G.lock: the counters of every thread since the last evaluation. The
@@ -588,13 +603,13 @@ static bool cpu_delta(unsigned i, int tid, uint64_t *delta) {
  * reset (sstm_stats_reset, a descriptor's new thread): its whole value is
  * new. take: the next window starts from them (the evaluation), the CPU
  * time of the threads that ran transactions in it is added to *cpu_ns (one
- * system call per such thread and window; UINT64_MAX when one could not be
- * read), and the threads that ran transactions are returned; else only a
- * look (the early end of a losing window), 0 returned. */
+ * system call per attached thread and window; UINT64_MAX when none could
+ * be read), and the descriptors that ran transactions are returned; else
+ * only a look (the early end of a losing window), 0 returned. */
 static unsigned scan_counts(uint64_t *commits, uint64_t *aborts, uint64_t *cpu_ns, bool take) {
   unsigned hw = atomic_load_explicit(&sstm__g.hiwater, memory_order_acquire);
   if (hw > G.nslots) hw = G.nslots;
-  unsigned active = 0;
+  unsigned active = 0, read = 0, next_n = 0;
   for (unsigned i = 0; i < hw; i++) {
     struct sstm_desc *d = sstm__desc_at(i);
     if (d == NULL) continue;
@@ -611,19 +626,36 @@ static unsigned scan_counts(uint64_t *commits, uint64_t *aborts, uint64_t *cpu_n
     if (dc + da) G.last_win[i] = G.win;
     bool is_active = G.last_win[i] && G.win - G.last_win[i] < ACTIVE_WINDOWS;
     active += is_active;
-    /* The CPU time of the thread each attached descriptor runs on moves
-     * its baseline (so that a thread idle for a while is not charged for it
-     * when it comes back); the active ones' is summed. A detached
-     * descriptor (a suspended transaction) has no thread: the one it last
-     * ran on is charged through the descriptor it runs now, if any. relaxed:
-     * the thread attached and whether it still is; one that moved meanwhile
-     * has no baseline (cpu_delta). */
-    if (!atomic_load_explicit(&d->attached, RLX)) continue;
-    uint64_t dcpu = 0;
-    bool known = cpu_delta(i, atomic_load_explicit(&d->tid, RLX), &dcpu);
-    if (!is_active || *cpu_ns == UINT64_MAX) continue;
-    *cpu_ns = known ? *cpu_ns + dcpu : UINT64_MAX;
+    /* The thread each attached descriptor runs on: its CPU time since its
+     * baseline (the last evaluation, or its attach if later) is summed when
+     * the descriptor ran transactions, and becomes its next baseline. A
+     * detached descriptor (a suspended transaction) has no thread: the one
+     * it last ran on is charged through the descriptor it runs now, if any.
+     * relaxed: the thread attached, 0 once the descriptor is released (its
+     * counters, and so its commits, went with it). */
+    int tid = atomic_load_explicit(&d->tid, RLX);
+    if (!atomic_load_explicit(&d->attached, RLX) || tid <= 0) continue;
+    if (base_find(G.base_next, tid, false)) continue; /* read already */
+    uint64_t t;
+    if (!sstm__thread_cpu_ns(tid, &t)) continue; /* ended since */
+    const struct cpu_base *b = base_find(G.base, tid, false);
+    if (is_active && b && t >= b->ns) {
+      *cpu_ns += t - b->ns;
+      read++;
+    }
+    *base_find(G.base_next, tid, true) = (struct cpu_base){tid, t};
+    next_n++;
   }
+  if (!take) return 0;
+  /* The next baselines are this evaluation's readings. */
+  struct cpu_base *old = G.base;
+  G.base = G.base_next;
+  G.base_next = old;
+  G.base_n = next_n;
+  memset(G.base_next, 0, ((size_t)G.base_mask + 1) * sizeof *G.base_next);
+  /* No thread that ran transactions could be read (a thread whose baseline
+   * is new counts 0 for its first window): the CPU time is unknown. */
+  if (active > 0 && read == 0) *cpu_ns = UINT64_MAX;
   return active;
 }
 
@@ -723,17 +755,20 @@ static void set_slice(sstm_cm_ctx_t *ctx, adaptive_state_t *s, bool on) {
   }
 }
 
-/* A thread takes a descriptor: its CPU time so far is the baseline of the
- * first window it is judged in (cpu_delta). */
+/* A thread takes a descriptor: a thread without a baseline gets its CPU
+ * time now, the start of the first window it is judged in (scan_counts).
+ * A thread that has one (a worker attaching one descriptor after another)
+ * keeps it, and pays a mutex, not a system call. */
 static void adaptive_attach(sstm_cm_ctx_t *ctx) {
+  (void)ctx;
   int tid = sstm__gettid();
-  uint64_t t;
-  bool known = sstm__thread_cpu_ns(tid, &t);
   pthread_mutex_lock(&G.lock);
-  unsigned i = ctx->desc->slot;
-  if (i < G.nslots) {
-    G.seen_tid[i] = known ? tid : 0;
-    G.seen_cpu[i] = known ? t : 0;
+  if (G.nslots && G.base_n < G.nslots && base_find(G.base, tid, false) == NULL) {
+    uint64_t t;
+    if (sstm__thread_cpu_ns(tid, &t)) {
+      *base_find(G.base, tid, true) = (struct cpu_base){tid, t};
+      G.base_n++;
+    }
   }
   pthread_mutex_unlock(&G.lock);
 }
