@@ -338,6 +338,9 @@ static uint64_t ab_w[64] __attribute__((aligned(4096)));
 #define AB_X (&ab_w[0])
 #define AB_Y (&ab_w[16])
 
+/* began and step are a handshake between the two threads, in seq_cst: each
+ * side waits for the other's store before its next step (release/acquire
+ * would do; the test keeps the strongest order). */
 static struct {
   _Atomic int began; /* the reader's attempt runs: the writer may begin */
   _Atomic int step;  /* 1 store now, 2 stored, 3 cancel now, 4 cancelled */
@@ -350,16 +353,18 @@ static struct {
 
 static void ab_seam(sstm_seam_t where, const void *addr) {
   if (!pthread_equal(pthread_self(), ab.reader) || !ab.armed || addr != AB_X) return;
-  if (where == SSTM_SEAM_SLOW_READ_DATA && atomic_load(&ab.step) == 0) {
+  if (where == SSTM_SEAM_SLOW_READ_DATA &&
+      atomic_load_explicit(&ab.step, memory_order_seq_cst) == 0) {
     uint64_t l = atomic_load_explicit(sstm__lock_for(sstm_self(), addr), memory_order_acquire);
     if (sstm_lw_locked(l)) return;
-    atomic_store(&ab.step, 1);
-    while (atomic_load(&ab.step) != 2)
+    atomic_store_explicit(&ab.step, 1, memory_order_seq_cst);
+    while (atomic_load_explicit(&ab.step, memory_order_seq_cst) != 2)
       sched_yield();
-  } else if (where == SSTM_SEAM_SLOW_READ_RECHECK && atomic_load(&ab.step) == 2) {
+  } else if (where == SSTM_SEAM_SLOW_READ_RECHECK &&
+             atomic_load_explicit(&ab.step, memory_order_seq_cst) == 2) {
     ab.fired++;
-    atomic_store(&ab.step, 3);
-    while (atomic_load(&ab.step) != 4)
+    atomic_store_explicit(&ab.step, 3, memory_order_seq_cst);
+    while (atomic_load_explicit(&ab.step, memory_order_seq_cst) != 4)
       sched_yield();
     ab.armed = false;
   }
@@ -368,11 +373,11 @@ static void ab_seam(sstm_seam_t where, const void *addr) {
 static void ab_writer_body(void *arg) {
   (void)arg;
   if (!sstm_is_irrevocable()) sstm_restart(); /* the policy escalates the retry */
-  while (atomic_load(&ab.step) != 1)
+  while (atomic_load_explicit(&ab.step, memory_order_seq_cst) != 1)
     sched_yield();
   sstm_store_u64(AB_X, 1); /* in place, under X's lock */
-  atomic_store(&ab.step, 2);
-  while (atomic_load(&ab.step) != 3)
+  atomic_store_explicit(&ab.step, 2, memory_order_seq_cst);
+  while (atomic_load_explicit(&ab.step, memory_order_seq_cst) != 3)
     sched_yield();
   sstm_cancel(); /* undo: X = 0 again, the lock released */
 }
@@ -380,18 +385,19 @@ static void ab_writer_body(void *arg) {
 static void *ab_writer(void *arg) {
   (void)arg;
   CHECK_OK(sstm_thread_init());
-  while (!atomic_load(&ab.began)) /* else the reader would wait at begin behind us */
+  while (!atomic_load_explicit(
+      &ab.began, memory_order_seq_cst)) /* else the reader would wait at begin behind us */
     sched_yield();
   CHECK_RC(sstm_run(NULL, ab_writer_body, NULL), SSTM_ECANCELED);
   CHECK_OK(sstm_thread_exit());
-  atomic_store(&ab.step, 4);
+  atomic_store_explicit(&ab.step, 4, memory_order_seq_cst);
   return NULL;
 }
 
 static void ab_reader_body(void *arg) {
   (void)arg;
   ab.attempts++;
-  atomic_store(&ab.began, 1);
+  atomic_store_explicit(&ab.began, 1, memory_order_seq_cst);
   sstm_desc_t *d = sstm_self();
   while (d->rs.top != d->rs.lim) /* fill the read set: X's read takes load_slow */
     (void)sstm_load_u64(AB_Y);
