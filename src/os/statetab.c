@@ -152,7 +152,7 @@ static void publish_cm_info(void) {
  * choice) and lives in cm_info, refreshed at every change. */
 void sstm__stt_describe(void) {
   if (table == NULL) return;
-  char buf[sizeof table->config];
+  char buf[sizeof table->config] = {0}; /* no stack bytes after the NUL in the file */
   sstm_describe(buf, sizeof buf);
   char *info = strstr(buf, " cm-info=");
   if (info) *info = '\0';
