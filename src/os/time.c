@@ -8,10 +8,14 @@
 
 #include "core/engine.h"
 
+static uint64_t ts_ns(const struct timespec *ts) {
+  return (uint64_t)ts->tv_sec * 1000000000ull + (uint64_t)ts->tv_nsec;
+}
+
 uint64_t sstm__now_ns(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+  return ts_ns(&ts);
 }
 
 int sstm__gettid(void) { return (int)gettid(); }
@@ -25,7 +29,7 @@ bool sstm__thread_cpu_ns(int tid, uint64_t *ns) {
   clockid_t id = (clockid_t)((~(unsigned)tid << 3) | 6u);
   struct timespec ts;
   if (clock_gettime(id, &ts) != 0) return false;
-  *ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+  *ns = ts_ns(&ts);
   return true;
 }
 

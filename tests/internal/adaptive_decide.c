@@ -80,6 +80,17 @@ static void stop(void) {
   CHECK_OK(sstm_shutdown());
 }
 
+/* The long-transaction threshold the policy uses (from the thread's slice,
+ * or its 1.4 ms fallback), as sstm_describe reports it ("long>NNus"), in
+ * seconds. */
+static double long_threshold_s(void) {
+  char d[1024];
+  CHECK_GT_I(sstm_describe(d, sizeof d), 0);
+  const char *lp = strstr(d, "long>");
+  CHECK_NOT_NULL(lp);
+  return strtod(lp + 5, NULL) / 1e6;
+}
+
 /* Feed n hold windows: the choice stays `name`, no probe runs. */
 static void hold(unsigned n, const char *name, unsigned threads, unsigned ncpu) {
   for (unsigned i = 0; i < n; i++) {
@@ -363,13 +374,7 @@ TEST(leaving_oversubscription_takes_three_windows) {
  * current, however long it lasts. */
 TEST(transaction_length_has_a_band) {
   start();
-  /* the threshold the policy uses (from the thread's slice, or its 1.4 ms
-   * fallback), as sstm_describe reports it: "long>NNus" */
-  char d[1024];
-  CHECK_GT_I(sstm_describe(d, sizeof d), 0);
-  const char *lp = strstr(d, "long>");
-  CHECK_NOT_NULL(lp);
-  double L = strtod(lp + 5, NULL) / 1e6; /* seconds */
+  double L = long_threshold_s();
   CHECK_GT_I((long long)(L * 1e9), 0);
   /* 4 threads on 2 CPUs: 2 busy, len = 2 / rate */
   rate_os_prio = rate_ser_block = rate_other = 2.0 / (2.0 * L);
@@ -413,11 +418,7 @@ TEST(held_yield_gives_way_after_two_bad_windows) {
  * short transactions commit rarely, but each commit costs little CPU. */
 TEST(transaction_length_is_cpu_time_per_commit) {
   start();
-  char d[1024];
-  CHECK_GT_I(sstm_describe(d, sizeof d), 0);
-  const char *lp = strstr(d, "long>");
-  CHECK_NOT_NULL(lp);
-  double L = strtod(lp + 5, NULL) / 1e6; /* the threshold, in seconds */
+  double L = long_threshold_s();
   /* 2 threads on 2 CPUs committing once per 2 L each: long by the clock */
   rate_os_prio = rate_ser_block = rate_other = 2.0 / (2.0 * L);
   cpu_share = 0.1; /* but only a tenth of the time on a CPU: 0.2 L per commit */

@@ -33,10 +33,12 @@ static const unsigned k_shifts[] = {3, 5, 12};
 
 static unsigned char mem[REGION] __attribute__((aligned(64)));
 
-static void init_with_stripe(unsigned shift) {
+/* sstm_init with this stripe and policy (NULL: the default), and register. */
+static void init_with(unsigned shift, const char *cm) {
   sstm_config_t cfg;
   sstm_test_config(&cfg);
   cfg.stripe_shift = shift;
+  if (cm) cfg.cm = cm;
   CHECK_OK(sstm_init(&cfg));
   CHECK_OK(sstm_thread_init());
 }
@@ -315,19 +317,10 @@ static const sstm_cm_ops_t escalate_ops = {
 };
 
 static void fuzz_one_thread(unsigned shift, uint64_t seed, uint64_t ntx, bool escalating) {
-  if (escalating) {
-    static bool registered;
-    if (!registered) CHECK_OK(sstm_cm_register(&escalate_ops));
-    registered = true;
-    sstm_config_t cfg;
-    sstm_test_config(&cfg);
-    cfg.stripe_shift = shift;
-    cfg.cm = escalate_ops.name;
-    CHECK_OK(sstm_init(&cfg));
-    CHECK_OK(sstm_thread_init());
-  } else {
-    init_with_stripe(shift);
-  }
+  static bool registered;
+  if (escalating && !registered) CHECK_OK(sstm_cm_register(&escalate_ops));
+  registered |= escalating;
+  init_with(shift, escalating ? escalate_ops.name : NULL);
   static unsigned char model[REGION], view[REGION];
   static struct fuzz_tx t;
   sstm_rng_t r;
@@ -526,7 +519,7 @@ static void mt_thread(sstm_tt_t *tt) {
 TEST(threads_with_interleaved_granules_match_their_models) {
   uint64_t ntx = sstm_test_scaled(10000, 2000);
   for (unsigned s = 0; s < sizeof k_shifts / sizeof k_shifts[0]; s++) {
-    init_with_stripe(k_shifts[s]);
+    init_with(k_shifts[s], NULL);
     sstm_rng_t r;
     sstm_rng_seed(&r, sstm_test_seed() + s);
     for (unsigned i = 0; i < MT_REGION; i++)
