@@ -87,7 +87,7 @@ TM_SAFE static rbnode_t *rb_find_tx(rbset_t *t, long key, rbnode_t **parentp, bo
     if (k == key) break;
     parent = n;
     left = key < k;
-    n = left ? rb_left(n) : rb_right(n);
+    n = tm_pick_lt_ptr(key, k, rb_left(n), rb_right(n)); /* no branch: tm.h */
   }
   *parentp = parent;
   *went_left = left;

@@ -137,6 +137,29 @@ _Static_assert(sizeof(long) == 8, "the benchmarks assume LP64");
 #define TM_INIT_LONG(a, v) (*(a) = (v))
 #define TM_INIT_INT(a, v) (*(a) = (v))
 
+/* Branch-free choice between two pointers already loaded: x < y ? a : b.
+ *
+ * Where a search picks one of two children by a key comparison, the
+ * sequential back-end's compiler turns `key < k ? n->left : n->right` into
+ * two plain loads and a conditional move. With barriers it cannot (a
+ * barrier is not a plain load it may speculate), so it emits a branch on
+ * the comparison, which a random key mispredicts at half the levels of a
+ * tree. Loading both children (two barriers) and picking with
+ * tm_pick_lt_ptr gives every back-end the same branch-free descent: the
+ * sequential code keeps its conditional move, the instrumented ones stop
+ * paying for the misprediction. TM_PURE: it touches no memory, only its
+ * arguments. */
+TM_PURE static inline void *tm_pick_lt_ptr(long x, long y, void *a, void *b) {
+#if defined(__x86_64__)
+  /* An asm statement, because the compiler is free to turn `x < y ? a : b`
+   * back into a branch (GCC 12 does, for two loaded values). */
+  __asm__("cmp %3, %2\n\tcmovl %1, %0" : "+r"(b) : "r"(a), "r"(x), "r"(y) : "cc");
+  return b;
+#else
+  return x < y ? a : b;
+#endif
+}
+
 /* STAMP-style aliases. */
 #define TM_START(ro) TM_ATOMIC_BEGIN(ro)
 #define TM_COMMIT TM_ATOMIC_END()
