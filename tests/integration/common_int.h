@@ -97,6 +97,13 @@ static inline const char *int_opt_str(int argc, char **argv, const char *name, c
   return dflt;
 }
 
+/* Flag option: true if `name` is among the arguments. */
+static inline bool int_flag(int argc, char **argv, const char *name) {
+  for (int i = 1; i < argc; i++)
+    if (strcmp(argv[i], name) == 0) return true;
+  return false;
+}
+
 /* Append ".POLICY" to a run name when --policy is given. */
 static inline void int_name_policy(char *name, size_t len, const char *policy) {
   if (policy) {

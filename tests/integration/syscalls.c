@@ -24,17 +24,27 @@
  * a commit that nobody waits for must make no system call whatever the
  * policy (ser-block, softser, os_prio, ... on their conflict-free path).
  *
- * usage: syscalls DESIGN [--txs N] [--policy NAME]
+ * With --state-table the library publishes the per-thread state table
+ * (cfg.state_table, /dev/shm/schedstm.<pid>), whose entry every commit and
+ * begin updates: still no system call. The child maps the table read-only
+ * before the window, as sstm-top does, and checks after it that its entry's
+ * commit count moved by exactly the window's transactions (the table was
+ * written in the window, not merely present).
+ *
+ * usage: syscalls DESIGN [--txs N] [--policy NAME] [--state-table]
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <linux/audit.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stddef.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -42,6 +52,7 @@
 #include "../common/lock_count.h"
 #include "../common/malloc_count.h"
 #include "common_int.h"
+#include "os/statetab.h" /* the table's layout (src/os) */
 
 #define MAXREC 32
 struct report {
@@ -52,6 +63,7 @@ struct report {
   long locks;
   int locks_counted;
   uint64_t checksum, expect;
+  uint64_t stt_commits; /* the table entry's commits over the window */
   int done;
 };
 
@@ -137,14 +149,45 @@ static uint64_t expected_words_sum(void) {
   return s;
 }
 
-static void child(int fd, sstm_design_t design, long ntx, const char *policy) {
+/* The calling thread's entry of this process's state table, mapped
+ * read-only as a reader in another process would. */
+static const sstm_stt_entry_t *stt_entry_of_self(void) {
+  char path[64];
+  snprintf(path, sizeof path, SSTM_STT_PATH_FMT, (int)getpid());
+  int tfd = open(path, O_RDONLY | O_CLOEXEC);
+  CHECK_MSG(tfd >= 0, "no state table at %s", path);
+  struct stat st;
+  CHECK_EQ_I(fstat(tfd, &st), 0);
+  const void *map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, tfd, 0);
+  CHECK_TRUE(map != MAP_FAILED);
+  close(tfd);
+  const sstm_stt_header_t *h = map;
+  CHECK_EQ_U(h->magic, SSTM_STT_MAGIC);
+  unsigned slot = sstm_desc_slot(sstm_self());
+  CHECK_LT_U(slot, h->nentries);
+  const sstm_stt_entry_t *e =
+      (const sstm_stt_entry_t *)(const void *)((const char *)map + h->header_size +
+                                               (size_t)slot * h->entry_size);
+  CHECK_EQ_I(e->tid, (int)gettid());
+  return e;
+}
+
+static void child(int fd, sstm_design_t design, long ntx, const char *policy, bool table) {
   static struct report rep;
-  int_init(design, policy);
+  sstm_config_t c;
+  sstm_config_default(&c);
+  c.use_env = false;
+  c.design = design;
+  if (policy) c.cm = policy;
+  c.state_table = table;
+  CHECK_OK(sstm_init(&c));
   if (policy) CHECK_EQ_PTR(sstm_cm_current(), sstm_cm_find(policy));
   CHECK_OK(sstm_thread_init());
   for (unsigned n = 0; n < 20000; n++) /* warm-up: logs, caches, lazy binding */
     one_tx(n);
   uint64_t before = expected_words_sum();
+  const sstm_stt_entry_t *entry = table ? stt_entry_of_self() : NULL;
+  uint64_t stt_before = entry ? __atomic_load_n(&entry->commits, __ATOMIC_RELAXED) : 0;
 
   struct sigaction sa;
   memset(&sa, 0, sizeof sa);
@@ -182,6 +225,7 @@ static void child(int fd, sstm_design_t design, long ntx, const char *policy) {
   rep.malloc_counted = mc_available();
   rep.locks = (long)lc_locks();
   rep.locks_counted = lc_available();
+  if (entry) rep.stt_commits = __atomic_load_n(&entry->commits, __ATOMIC_RELAXED) - stt_before;
   /* 1/5 of the txs add 1 to words[i][0], 1/5 to words[i][3], 1/5 (nested)
    * to words[i][0] again */
   rep.checksum = expected_words_sum() - before;
@@ -206,13 +250,15 @@ report:;
 
 int main(int argc, char **argv) {
   if (argc < 2) {
-    fprintf(stderr, "usage: %s DESIGN [--txs N] [--policy NAME]\n", argv[0]);
+    fprintf(stderr, "usage: %s DESIGN [--txs N] [--policy NAME] [--state-table]\n", argv[0]);
     return 2;
   }
   const char *policy = int_opt_str(argc, argv, "--policy", NULL);
+  bool table = int_flag(argc, argv, "--state-table");
   char name[128];
   snprintf(name, sizeof name, "syscalls.%s", argv[1]);
   int_name_policy(name, sizeof name, policy);
+  if (table) strncat(name, ".state_table", sizeof name - strlen(name) - 1);
   sstm_test_setup(name, argc, argv);
 #ifdef SSTM_TEST_RANDOM_DELAY
   sstm_test_skip("the random-delay build sleeps and yields inside the engine");
@@ -227,7 +273,7 @@ int main(int argc, char **argv) {
   CHECK_GE_I(pid, 0);
   if (pid == 0) {
     close(pfd[0]);
-    child(pfd[1], design, ntx, policy);
+    child(pfd[1], design, ntx, policy, table);
     _exit(99);
   }
   close(pfd[1]);
@@ -271,6 +317,7 @@ int main(int argc, char **argv) {
   } else {
     printf("note: lock counting unavailable in this build (sanitizer owns pthread)\n");
   }
+  if (table) CHECK_EQ_U(rep.stt_commits, (uint64_t)ntx); /* the table was written */
   printf("PASS %s: %ld transactions, no system call, %s, %s\n", name, ntx,
          rep.malloc_counted ? "no allocation" : "allocations not counted",
          rep.locks_counted ? "no lock" : "locks not counted");

@@ -27,6 +27,7 @@ sstm_int_exe(itest_lanes STRESS SOURCES ${D}/lanes.c)
 sstm_int_exe(itest_privatize STRESS SOURCES ${D}/privatize.c)
 sstm_int_exe(itest_syscalls SOURCES ${D}/syscalls.c ${CMAKE_CURRENT_SOURCE_DIR}/common/malloc_count.c
              ${CMAKE_CURRENT_SOURCE_DIR}/common/lock_count.c)
+target_include_directories(itest_syscalls PRIVATE ${PROJECT_SOURCE_DIR}/src) # os/statetab.h
 # bank and opacity again through the inline read fast path
 sstm_int_exe(itest_bank_inline STRESS SOURCES ${D}/bank.c)
 sstm_inline_barriers(itest_bank_inline)
@@ -34,6 +35,7 @@ sstm_int_exe(itest_opacity_inline STRESS SOURCES ${D}/opacity.c)
 sstm_inline_barriers(itest_opacity_inline)
 sstm_int_exe(itest_syscalls_inline SOURCES ${D}/syscalls.c ${CMAKE_CURRENT_SOURCE_DIR}/common/malloc_count.c
              ${CMAKE_CURRENT_SOURCE_DIR}/common/lock_count.c)
+target_include_directories(itest_syscalls_inline PRIVATE ${PROJECT_SOURCE_DIR}/src)
 sstm_inline_barriers(itest_syscalls_inline)
 if(SCHEDSTM_RANDOM_DELAY)
   target_compile_definitions(itest_syscalls_inline PRIVATE SSTM_TEST_RANDOM_DELAY)
@@ -218,6 +220,11 @@ foreach(d etl ctl)
   foreach(p ser-block softser os_prio timestamp adaptive ser-block+ext ext)
     sstm_add_test(NAME integration.cm_syscalls.${d}.${p} LABELS integration
                   TIMEOUT 60 COMMAND itest_syscalls ${d} --policy ${p})
+  endforeach()
+  # ... nor with the per-thread state table published (plain stores only)
+  foreach(p suicide softser adaptive)
+    sstm_add_test(NAME integration.cm_syscalls.${d}.${p}.state_table LABELS integration
+                  TIMEOUT 60 COMMAND itest_syscalls ${d} --policy ${p} --state-table)
   endforeach()
 endforeach()
 
