@@ -230,7 +230,10 @@ endforeach()
 
 # Deadlock freedom of the waiting policies (64 threads, 3 hot accounts),
 # livelock freedom of the priority policies, adaptive switching.
-sstm_int_exe(itest_cm_deadlock STRESS SOURCES ${D}/cm_deadlock.c)
+# STATIC: --unbounded lifts the ser-* wait bound (sstm__ser_wait_max_ns, a
+# test seam in src/cm/common.h).
+sstm_int_exe(itest_cm_deadlock STRESS SOURCES ${D}/cm_deadlock.c LIBS schedstm_static)
+target_include_directories(itest_cm_deadlock PRIVATE ${PROJECT_SOURCE_DIR}/src)
 sstm_int_exe(itest_cm_livelock STRESS SOURCES ${D}/cm_livelock.c)
 sstm_int_exe(itest_cm_adaptive STRESS SOURCES ${D}/cm_adaptive.c)
 foreach(d etl ctl)
@@ -242,6 +245,15 @@ foreach(d etl ctl)
     sstm_add_test(NAME integration.cm_deadlock.${d}.${p}.64 LABELS integration
                   TIMEOUT 120 COMMAND itest_cm_deadlock ${d} ${p} 64)
   endforeach()
+  # the same without the wait bound: a wait-for cycle would hang (watchdog),
+  # and no wait may time out
+  foreach(p ser-block ser-block+ext)
+    sstm_add_test(NAME integration.cm_deadlock.${d}.${p}.64.unbounded
+                  LABELS ${SSTM_STRESS_LABELS} TIMEOUT 120
+                  COMMAND itest_cm_deadlock ${d} ${p} 64 --unbounded)
+  endforeach()
+  sstm_add_test(NAME integration.cm_deadlock.${d}.ser-yield.64.unbounded LABELS integration
+                TIMEOUT 120 COMMAND itest_cm_deadlock ${d} ser-yield 64 --unbounded)
   foreach(p os_prio timestamp)
     sstm_add_test(NAME integration.cm_livelock.${d}.${p}.8 LABELS ${SSTM_STRESS_LABELS}
                   TIMEOUT 120 COMMAND itest_cm_livelock ${d} ${p} 8)
