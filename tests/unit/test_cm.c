@@ -729,13 +729,22 @@ static void writer_cancel_on_retry(void *arg) {
 }
 
 /* ETL: a write meets a lock held by a suspended transaction. */
+static void bump_word_x(void *arg) {
+  (void)arg;
+  sstm_store_u64(&word_x, sstm_load_u64(&word_x) + 1);
+}
+
 TEST_ETL(conflict_reports_other_party) {
   CHECK_OK(sstm_cm_register(&recorder));
   init_with("test-recorder", 64);
   rec.action = SSTM_CM_ABORT_SELF;
   sstm_desc_t *a = sstm_self();
+  for (int i = 0; i < 3; i++) /* move the clock: a's start is then not 0 */
+    CHECK_OK(sstm_run(NULL, bump_word_x, NULL));
   uint64_t a_txid = 0;
-  SSTM_ATOMIC_BEGIN(NULL)
+  sstm_attr_t a_attr = {.priority = 7};
+  SSTM_ATOMIC_BEGIN(&a_attr)
+    (void)sstm_load_u64(&word_x); /* one read-set entry */
     sstm_store_u64(&word_w, 1);
     a_txid = sstm_txid();
     CHECK_EQ_U(a_txid, sstm_desc_txid(a));
@@ -752,7 +761,16 @@ TEST_ETL(conflict_reports_other_party) {
     CHECK_EQ_PTR(c->other.desc, a);
     CHECK_EQ_U(c->other.slot, sstm_desc_slot(a));
     CHECK_EQ_U(c->other.txid, a_txid);
+    CHECK_EQ_I(c->other.tid, sstm_desc_tid(a)); /* the thread last attached: this one */
+    CHECK_EQ_I(c->other.tid, (int)gettid());
+    CHECK_EQ_I(c->other.priority, 7);
+    CHECK_GE_U(c->other.reads, 1);
     CHECK_GE_U(c->other.writes, 1);
+    /* a's first attempt, and nothing committed between its start and the
+     * start of the attempt that met it: the same timestamp */
+    CHECK_GT_U(c->other.start, 0);
+    CHECK_EQ_U(c->other.birth, c->other.start);
+    CHECK_EQ_U(c->other.start, rec.abort_ctx[0].start);
     CHECK_FALSE(c->other.committing);
     CHECK_EQ_U(c->attempt, 0);
     CHECK_EQ_PTR(rec.conf_self[0], txh_other_desc());
