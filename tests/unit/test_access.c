@@ -2,10 +2,15 @@
  * pointers, bit-exact floats and doubles), sub-word stores sharing a word,
  * unaligned accesses crossing 8-byte boundaries, bulk copies. Every check is
  * made inside the transaction (read-your-own-writes), after commit (plain
- * memory), and in a later transaction. */
+ * memory), and in a later transaction. page_edges: accesses of every size
+ * and alignment, typed and bulk, flush against an inaccessible page on
+ * either side, so a load or store that touches a byte outside what it was
+ * asked for faults. */
 #define _GNU_SOURCE
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "../common/txhelp.h"
 
@@ -323,6 +328,126 @@ TEST(unaligned_double_and_ptr) {
   uint32_t f;
   memcpy(&f, &buf[6], 4);
   CHECK_EQ_X(f, 0xff812345u);
+  sstm_test_fini();
+}
+
+/* One typed access of `size` bytes at p (float and double through their
+ * own calls when fp: a float is a 4-byte access, a double an 8-byte one). */
+struct edge {
+  unsigned char *p;
+  unsigned size;
+  bool fp;
+  uint64_t v, got;
+};
+
+static uint64_t edge_load(const struct edge *e) {
+  switch (e->size) {
+  case 1: return sstm_load_u8(e->p);
+  case 2: return sstm_load_u16((uint16_t *)(void *)e->p);
+  case 4:
+    return e->fp ? fbits(sstm_load_float((float *)(void *)e->p))
+                 : sstm_load_u32((uint32_t *)(void *)e->p);
+  default:
+    return e->fp ? dbits(sstm_load_double((double *)(void *)e->p))
+                 : sstm_load_u64((uint64_t *)(void *)e->p);
+  }
+}
+
+static void edge_store_load(void *arg) {
+  struct edge *e = arg;
+  switch (e->size) {
+  case 1: sstm_store_u8(e->p, (uint8_t)e->v); break;
+  case 2: sstm_store_u16((uint16_t *)(void *)e->p, (uint16_t)e->v); break;
+  case 4:
+    if (e->fp)
+      sstm_store_float((float *)(void *)e->p, bitsf((uint32_t)e->v));
+    else
+      sstm_store_u32((uint32_t *)(void *)e->p, (uint32_t)e->v);
+    break;
+  default:
+    if (e->fp)
+      sstm_store_double((double *)(void *)e->p, bitsd(e->v));
+    else
+      sstm_store_u64((uint64_t *)(void *)e->p, e->v);
+    break;
+  }
+  e->got = edge_load(e); /* its own write */
+}
+
+static void edge_read(void *arg) {
+  struct edge *e = arg;
+  e->got = edge_load(e);
+}
+
+/* Store, read back in the transaction, then in a declared and a detected
+ * read-only one, and check memory. */
+static void edge_case(unsigned char *p, unsigned size, bool fp, uint64_t v) {
+  struct edge e = {.p = p, .size = size, .fp = fp, .v = v};
+  uint64_t want = size == 8 ? v : v & ((1ull << (8 * size)) - 1);
+  CHECK_OK(sstm_run(NULL, edge_store_load, &e));
+  CHECK_EQ_X(e.got, want);
+  uint64_t mem = 0;
+  memcpy(&mem, p, size);
+  CHECK_EQ_X(mem, want);
+  for (int ro = 0; ro < 2; ro++) {
+    sstm_attr_t a = {.read_only = ro};
+    e.got = 0;
+    CHECK_OK(sstm_run(&a, edge_read, &e));
+    CHECK_EQ_X(e.got, want);
+  }
+}
+
+struct edge_bulk {
+  unsigned char *at;
+  const unsigned char *src; /* NULL: read only */
+  unsigned char *back;
+  size_t n;
+};
+
+static void edge_bulk_fn(void *arg) {
+  struct edge_bulk *b = arg;
+  if (b->src) sstm_store_bytes(b->at, b->src, b->n);
+  memset(b->back, 0, b->n);
+  sstm_load_bytes(b->back, b->at, b->n);
+}
+
+TEST(page_edges) {
+  sstm_test_init();
+  size_t pg = (size_t)sysconf(_SC_PAGESIZE);
+  unsigned char *m = mmap(NULL, 3 * pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  CHECK_TRUE(m != MAP_FAILED);
+  CHECK_EQ_I(mprotect(m, pg, PROT_NONE), 0);
+  CHECK_EQ_I(mprotect(m + 2 * pg, pg, PROT_NONE), 0);
+  unsigned char *lo = m + pg, *hi = m + 2 * pg; /* [lo, hi) is accessible */
+  static const unsigned sizes[] = {1, 2, 4, 8};
+  uint64_t v = 0x8877665544332211ull;
+  for (int si = 0; si < 4; si++) {
+    unsigned size = sizes[si];
+    for (unsigned k = 0; k < 9; k++) { /* aligned (k = 0, 8) and not */
+      for (int fp = 0; fp <= (size >= 4); fp++) {
+        v = v * 6364136223846793005ull + 1442695040888963407ull;
+        edge_case(lo + k, size, fp, v);             /* the first bytes of the page */
+        edge_case(hi - size - k, size, fp, v >> 3); /* the last bytes */
+      }
+    }
+  }
+  /* bulk copies that start or end exactly at the edges */
+  unsigned char src[48], back[48];
+  for (size_t n = 1; n <= sizeof src; n++) {
+    fill_pattern(src, n, (unsigned)n);
+    unsigned char *at[2] = {lo, hi - n};
+    for (int e = 0; e < 2; e++) {
+      struct edge_bulk b = {.at = at[e], .src = src, .back = back, .n = n};
+      CHECK_OK(sstm_run(NULL, edge_bulk_fn, &b));
+      CHECK_EQ_MEM(back, src, n);
+      CHECK_EQ_MEM(at[e], src, n);
+      b.src = NULL;
+      sstm_attr_t ro = {.read_only = true};
+      CHECK_OK(sstm_run(&ro, edge_bulk_fn, &b));
+      CHECK_EQ_MEM(back, src, n);
+    }
+  }
+  CHECK_EQ_I(munmap(m, 3 * pg), 0);
   sstm_test_fini();
 }
 
