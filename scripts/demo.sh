@@ -13,6 +13,8 @@
 # Environment: BUILD_DIR (default build), OUT_DIR (default results/demo),
 # DEMO_DURATION_MS (1000), DEMO_REPS (3), DEMO_THREADS (1,2,4),
 # DEMO_BACKENDS (default schedstm,itm,seq; e.g. add schedstm-inline).
+# Exit status: 0 with the table and the figure; the sweep's status if it
+# failed; 3 if the table was printed but no figure could be drawn.
 # Extra arguments go to bench/harness/sweep.py, e.g.
 #   scripts/demo.sh --peer tinystm=/path/to/tinystm/test/intset
 set -euo pipefail
@@ -68,5 +70,13 @@ if [[ -d "$OUT" ]]; then
 fi
 if [[ "$status" -ne 0 ]]; then
   echo "demo: the sweep failed (exit status $status; its messages are above)" >&2
+elif [[ ! -f "$OUT/throughput.png" ]]; then
+  # The table is above, but the demonstration promised a figure.
+  if [[ -z "$PLOT" ]]; then
+    echo "demo: no figure: matplotlib could not be installed (pip install -r bench/requirements.txt)" >&2
+  else
+    echo "demo: no figure was written to $OUT/throughput.png (see the messages above)" >&2
+  fi
+  status=3
 fi
 exit "$status"

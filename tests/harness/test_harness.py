@@ -970,6 +970,36 @@ class SetupScripts(unittest.TestCase):
             configure = f.readline()
         self.assertIn("-DSCHEDSTM_BUILD_TESTS=OFF", configure)
 
+    def _demo_with_sweep(self, sweep_body):
+        script = self.copy_script("scripts/demo.sh")
+        tree = os.path.join(self.dir, "tree")
+        write_script(os.path.join(tree, "scripts", "install-deps.sh"), "#!/bin/sh\nexit 0\n")
+        write_script(os.path.join(tree, "bench", "harness", "sweep.py"), sweep_body)
+        write_script(os.path.join(self.bin, "cmake"), "#!/bin/sh\nexit 0\n")
+        out = os.path.join(self.dir, "out")
+        proc = self.run_script(script, env={"BUILD_DIR": os.path.join(self.dir, "build"),
+                                            "OUT_DIR": out})
+        return proc, out
+
+    # a sweep that succeeds, and writes the figure or not (%s)
+    SWEEP_OK = ("import os, sys\n"
+                "out = sys.argv[sys.argv.index('--out') + 1]\n"
+                "os.makedirs(out, exist_ok=True)\n"
+                "open(os.path.join(out, 'summary.md'), 'w').write('table')\n"
+                "if %s: open(os.path.join(out, 'throughput.png'), 'wb').write(b'png')\n")
+
+    def test_demo_succeeds_with_table_and_figure(self):
+        proc, out = self._demo_with_sweep(self.SWEEP_OK % "True")
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertTrue(os.path.exists(os.path.join(out, "throughput.png")))
+        self.assertNotIn("demo: no figure", proc.stderr)
+
+    def test_demo_without_a_figure_says_so_and_fails(self):
+        proc, out = self._demo_with_sweep(self.SWEEP_OK % "False")
+        self.assertEqual(proc.returncode, 3, proc.stderr)
+        self.assertIn("demo: no figure", proc.stderr)
+        self.assertTrue(os.path.exists(os.path.join(out, "summary.md")))
+
 
 if __name__ == "__main__":
     unittest.main()
