@@ -49,7 +49,8 @@
  * when oversubscribed), ser-spin-block otherwise. suicide is never chosen: every
  * policy of the menu costs exactly what suicide costs on conflict-free
  * paths, and softser (paper 1's choice for non-deterministic transactions)
- * is behind os_prio on every sb7 mix here and needs a commit hook.
+ * is behind the better of os_prio and ser-block+ext at every sb7 point
+ * here (docs/benchmarks.md, 8 repetitions of 5 s) and needs a commit hook.
  *
  * Observations, per window of at least 20 ms (long transactions with more
  * than 4 threads per CPU: 20 ms per 4 threads per CPU, up to 160 ms, so a
@@ -75,8 +76,8 @@
  * retries whose first PATH_LEN reads (stripes) differ from those of the
  * previous attempt of the same transaction, compared in the abort hook
  * (paper 1 calls such transactions non-deterministic and serialises them
- * softly; softser is behind ser-block+ext on every sb7 mix here, so they
- * get what long transactions get). Windows are closed only by aborts:
+ * softly; softser is behind os_prio or ser-block+ext on every sb7 mix
+ * here, so they get what long transactions get). Windows are closed only by aborts:
  * without conflicts the choice does not matter.
  *
  * Hysteresis, asymmetric: more threads than CPUs is acted on at once (a
