@@ -7,9 +7,11 @@
  *             BATCH > IDLE, then priority); ties go to the larger read+write
  *             set, then to the older transaction (smaller birth timestamp),
  *             then to the lower descriptor slot. The OS priority is cached
- *             per thread and refreshed at most once per scheduling quantum
- *             (4 ms) on the conflict path, or at once after the application
- *             changes it through sstm_sched_set().
+ *             per descriptor and refreshed at most once per scheduling
+ *             quantum (4 ms) on the conflict path, by one thread (the one
+ *             that moves the stamp on), or at once after the application
+ *             changes it through sstm_sched_set() or the descriptor moves
+ *             to another thread (sstm_desc_attach).
  *  timestamp  the classic comparison: the older transaction wins.
  *
  * Livelock freedom. The tuple (priority, size, age, slot) is a total order
@@ -58,14 +60,24 @@ static int prio_init(const sstm_config_t *cfg) {
 }
 
 /* Conflict priority of descriptor d, refreshed when stale. Any thread may
- * refresh another's cache: all compute the same value, relaxed stores. */
+ * refresh another's cache: all compute the same value, relaxed stores. Of
+ * the threads that find it a quantum old, the one whose CAS moves the stamp
+ * on makes the system call; the others use the cached value until it has
+ * stored the new one (one quantum older at most, as before the refresh). A
+ * first computation and a generation change are not skipped so. */
 static int cprio(sstm_cm_ctx_t *self, sstm_desc_t *d) {
   prio_state_t *s = sstm__cm_peer_state(self, d);
   uint64_t now = sstm__now_ns();
   uint32_t gen = atomic_load_explicit(&d->os_prio_gen, memory_order_relaxed);
   uint64_t stamp = atomic_load_explicit(&s->stamp_ns, memory_order_relaxed);
-  if (stamp == 0 || now - stamp > QUANTUM_NS ||
-      atomic_load_explicit(&s->gen, memory_order_relaxed) != gen) {
+  bool gen_moved = atomic_load_explicit(&s->gen, memory_order_relaxed) != gen;
+  if (stamp == 0 || now - stamp > QUANTUM_NS || gen_moved) {
+    /* relaxed CAS: it elects a refresher, it publishes nothing (the value
+     * is stored below, and a reader accepts any recent value). */
+    if (stamp != 0 && !gen_moved &&
+        !atomic_compare_exchange_strong_explicit(&s->stamp_ns, &stamp, now, memory_order_relaxed,
+                                                 memory_order_relaxed))
+      return atomic_load_explicit(&s->cprio, memory_order_relaxed);
     int policy, nice;
     int p = sstm__conflict_prio_of(sstm_desc_tid(d), &policy, &nice);
     if (stamp != 0 && p != atomic_load_explicit(&s->cprio, memory_order_relaxed))

@@ -163,7 +163,8 @@ struct sstm_desc {
   sstm_cm_ctx_t cm_ctx;
   void *cm_state;
   struct sstm_stt_entry *stt;   /* state-table entry, NULL when the table is off */
-  _Atomic uint32_t os_prio_gen; /* bumped by sstm_sched_set (policy caches) */
+  _Atomic uint32_t os_prio_gen; /* bumped by sstm_sched_set and by an attach
+                                   to another thread (policy caches) */
   _Atomic uint64_t killed_by;   /* who killed which attempt (sstm__kill) */
 
   sstm_counters_t ctr;

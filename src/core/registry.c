@@ -166,7 +166,11 @@ static void desc_release(struct sstm_desc *d) {
 
 static void attach(struct sstm_desc *d) {
   atomic_store_explicit(&d->attached, true, memory_order_relaxed);
-  atomic_store_explicit(&d->tid, sstm__gettid(), memory_order_relaxed);
+  int tid = sstm__gettid();
+  /* Another thread: its OS priority is another, and the policies' caches
+   * of it (os_prio's) must not wait for their quantum to see that. */
+  if (atomic_exchange_explicit(&d->tid, tid, memory_order_relaxed) != tid)
+    atomic_fetch_add_explicit(&d->os_prio_gen, 1, memory_order_relaxed);
   sstm__stt_tid(d); /* the table shows the thread from now on */
   sstm__set_cur(d);
   pthread_setspecific(exit_key, d);

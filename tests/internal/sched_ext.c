@@ -723,6 +723,71 @@ TEST(os_prio_sees_sstm_sched_set_at_once) {
   CHECK_OK(sstm_shutdown());
 }
 
+/* The same cache when a descriptor moves to another thread: D runs on a
+ * thread at the process's nice, then on one at a lower priority (a larger
+ * nice, set with setpriority, not through the library). The first conflict
+ * caches D's priority (equal: this younger thread aborts itself); after the
+ * move the next one must see the new thread's priority at once and kill D.
+ * Without the refresh on attach it fails when the two calls are less than
+ * a quantum apart, as above. */
+static sstm_desc_t *mv_desc;
+static void *first_home(void *arg) {
+  (void)arg;
+  CHECK_OK(sstm_desc_attach(mv_desc));
+  duo_set(1);
+  duo_wait(2);
+  CHECK_EQ_PTR(sstm_desc_detach(), mv_desc);
+  duo_set(3);
+  return NULL;
+}
+static void *second_home(void *arg) {
+  (void)arg;
+  CHECK_EQ_I(setpriority(PRIO_PROCESS, (id_t)duo_gettid(), h_low_nice), 0);
+  duo_wait(3);
+  CHECK_OK(sstm_desc_attach(mv_desc));
+  duo_set(4);
+  duo_wait(5);
+  CHECK_EQ_PTR(sstm_desc_detach(), mv_desc);
+  return NULL;
+}
+
+TEST(os_prio_follows_a_descriptor_to_another_thread) {
+  errno = 0;
+  int base = getpriority(PRIO_PROCESS, 0);
+  CHECK_EQ_I(errno, 0);
+  if (base > 9) sstm_test_skip("nice above 9: no lower priority left to test with");
+  h_low_nice = base + 10;
+  duo_reset();
+  init_cm("os_prio");
+  CHECK_OK(sstm_thread_init());
+  CHECK_OK(sstm_desc_create(&mv_desc));
+  pthread_t t1 = duo_spawn(first_home, NULL);
+  pthread_t t2 = duo_spawn(second_home, NULL);
+  duo_wait(1);
+  const sstm_cm_ops_t *ops = sstm_cm_current();
+  sstm_cm_ctx_t ctx = sstm_self()->cm_ctx;
+  ctx.reads = ctx.writes = 0;
+  ctx.birth = 200; /* younger */
+  sstm_conflict_t c = {.kind = SSTM_CONFLICT_WRITE_LOCKED, .has_other = true};
+  c.other.desc = mv_desc;
+  c.other.slot = sstm_desc_slot(mv_desc);
+  c.other.tid = sstm_desc_tid(mv_desc);
+  c.other.birth = 100;
+  uint64_t w = 0;
+  CHECK_EQ_I(ops->on_conflict(&ctx, &c, &w), SSTM_CM_ABORT_SELF); /* caches D's */
+  duo_set(2);
+  duo_wait(4);
+  CHECK_NE_I(sstm_desc_tid(mv_desc), c.other.tid);
+  c.other.tid = sstm_desc_tid(mv_desc);
+  CHECK_EQ_I(ops->on_conflict(&ctx, &c, &w), SSTM_CM_ABORT_OTHER);
+  duo_set(5);
+  duo_join(t1);
+  duo_join(t2);
+  CHECK_OK(sstm_desc_destroy(mv_desc));
+  CHECK_OK(sstm_thread_exit());
+  CHECK_OK(sstm_shutdown());
+}
+
 TEST(conflict_priority_order) {
   /* RT > OTHER > BATCH > IDLE, then priority (nice: lower is favoured) */
   int rt1 = sstm__conflict_prio_encode(SCHED_FIFO, 0, 1);
