@@ -16,6 +16,10 @@
  *         thread is preempted less often whether in a transaction or not,
  *         and nothing tells it that it was granted time, so it never yields.
  *  none   neither is available: a documented no-op.
+ * A thread may get less than the probe found (its rseq area cannot enable
+ * the extension: the slice instead; its slice cannot be set: nothing).
+ * sstm_describe then says so after the mode: "ext=rseq,ext-fallback=
+ * slice:N,none:M" counts the attachments that got each lesser facility.
  * In rseq mode the request is up from the base policy's on_begin to its
  * on_commit (ext enters first and leaves last). An aborted attempt keeps it
  * through its rollback, the abort hooks and the user's abort actions (the
@@ -52,6 +56,11 @@ static uint64_t slice_ns = SSTM_EXT_SLICE_US_DEFAULT * 1000ull;
  * custom one, even when sstm_init's thread had a custom slice. */
 static uint64_t default_slice_ns;
 
+/* Attachments that got a lesser facility than probe.mode, by the one they
+ * got (SSTM_EXT_NONE, SSTM_EXT_SLICE); reset at init. relaxed: counters,
+ * read only for sstm_describe. */
+static _Atomic unsigned fallbacks[SSTM_EXT_SLICE + 1];
+
 /* SCHEDSTM_EXT_SLICE_US and SCHEDSTM_EXT_MODE (none | slice | auto, for
  * tests), strictly (os/sched.h); read again at every sstm_init. */
 static int ext_init(void) {
@@ -61,6 +70,8 @@ static int ext_init(void) {
   if ((rc = sstm__env_ext_slice_us(&us)) != 0) return rc;
   if ((rc = sstm__env_ext_mode(&force)) != 0) return rc;
   slice_ns = us * 1000ull;
+  for (int m = 0; m <= SSTM_EXT_SLICE; m++)
+    atomic_store_explicit(&fallbacks[m], 0, memory_order_relaxed);
   default_slice_ns = sstm__sched_default_slice_ns();
   sstm__ext_probe(&probe);
   if (force == SSTM_EXT_FORCE_NONE)
@@ -86,6 +97,11 @@ static void ext_attach(ext_state_t *s) {
     uint64_t prev = sstm__sched_slice_ns();
     s->slice_prev = prev == default_slice_ns ? 0 : prev;
     s->slice_set = sstm__ext_set_slice(slice_ns);
+  }
+  sstm_ext_mode_t got = s->ctrl ? SSTM_EXT_RSEQ : s->slice_set ? SSTM_EXT_SLICE : SSTM_EXT_NONE;
+  if (got != probe.mode) {
+    atomic_fetch_add_explicit(&fallbacks[got], 1, memory_order_relaxed);
+    sstm_cm_info_changed(); /* the state table's policy line says so too */
   }
 }
 
@@ -206,11 +222,17 @@ static int c_describe(char *buf, size_t len) {
   if (c->base->describe) n = c->base->describe(buf, len);
   if (n < 0) n = 0;
   if (n == 0 && len > 0) buf[0] = '\0';
-  char ext[64];
+  char ext[96];
   if (probe.mode == SSTM_EXT_SLICE)
     snprintf(ext, sizeof ext, "ext=slice(%lluus)", (unsigned long long)(slice_ns / 1000));
   else
     snprintf(ext, sizeof ext, "ext=%s", sstm__ext_mode_name(probe.mode));
+  unsigned fb_slice = atomic_load_explicit(&fallbacks[SSTM_EXT_SLICE], memory_order_relaxed);
+  unsigned fb_none = atomic_load_explicit(&fallbacks[SSTM_EXT_NONE], memory_order_relaxed);
+  if (fb_slice || fb_none) {
+    size_t l = strlen(ext);
+    snprintf(ext + l, sizeof ext - l, ",ext-fallback=slice:%u,none:%u", fb_slice, fb_none);
+  }
   size_t at = (size_t)n < len ? (size_t)n : len;
   int m = snprintf(at < len ? buf + at : NULL, len - at, "%s%s", n ? "," : "", ext);
   return n + m;

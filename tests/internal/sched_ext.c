@@ -372,7 +372,8 @@ TEST(ext_slice_follows_the_attached_thread) {
  * which ends the grant (clears `granted`) and is counted. */
 static __thread sstm_slice_ctrl_t sim_word;
 static __thread int sim_yields;
-static sstm_slice_ctrl_t *sim_ctrl(void) { return &sim_word; }
+static __thread bool sim_no_area; /* this thread's rseq area has no control word */
+static sstm_slice_ctrl_t *sim_ctrl(void) { return sim_no_area ? NULL : &sim_word; }
 static void sim_yield(void) {
   sim_word.granted = 0;
   sim_yields++;
@@ -587,6 +588,43 @@ TEST(ext_rseq_request_follows_a_resumed_transaction) {
   CHECK_EQ_I(sim_yields, 1);           /* nothing granted after the return */
   CHECK_EQ_U(ext_yields_counted(), 2); /* A's and B's */
   CHECK_OK(sstm_thread_exit());
+  fini_sim();
+}
+
+/* A thread that cannot use the rseq extension (here: its rseq area has no
+ * control word) falls back to the custom slice, or to nothing where slices
+ * cannot be set, and sstm_describe reports the fallback after the mode. */
+static void *no_area_thread(void *arg) {
+  (void)arg;
+  sim_no_area = true;
+  duo_view_t before = duo_view_of(duo_gettid());
+  CHECK_OK(sstm_thread_init());
+  if (custom_slices_work()) check_ext_slice(before, SSTM_EXT_SLICE_US_DEFAULT * 1000ull);
+  CHECK_OK(sstm_run(NULL, ext_body, NULL)); /* no control word: nothing asked */
+  CHECK_EQ_I(inside_req, 0);
+  CHECK_OK(sstm_thread_exit());
+  CHECK_VIEW_EQ(duo_view_of(duo_gettid()), before);
+  return NULL;
+}
+
+TEST(ext_rseq_fallback_of_one_thread_is_reported) {
+  init_sim();
+  CHECK_OK(sstm_thread_init()); /* this one gets the extension */
+  char d[1024];
+  CHECK_GT_I(sstm_describe(d, sizeof d), 0);
+  CHECK_TRUE(strstr(d, "ext-fallback") == NULL);
+  grant_attempts = plain_restarts = 0;
+  duo_join(duo_spawn(no_area_thread, NULL));
+  CHECK_GT_I(sstm_describe(d, sizeof d), 0);
+  CHECK_CONTAINS(d, "ext=rseq");
+  CHECK_CONTAINS(d, custom_slices_work() ? "ext-fallback=slice:1,none:0"
+                                         : "ext-fallback=slice:0,none:1");
+  CHECK_OK(sstm_thread_exit());
+  fini_sim();
+  /* the counts start again with the next sstm_init */
+  init_sim();
+  CHECK_GT_I(sstm_describe(d, sizeof d), 0);
+  CHECK_TRUE(strstr(d, "ext-fallback") == NULL);
   fini_sim();
 }
 
