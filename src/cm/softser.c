@@ -14,7 +14,12 @@
  * anyone registered (ctx->watched, read by the atomic operation that ends its
  * attempt anyway) and only then takes its list lock. A commit with no
  * conflict costs one predictable branch and a relaxed load of the thread's
- * own counter.
+ * own counter. One exception: a read-only winner ends with a plain store on
+ * the engine's fast commit path (sstm_commit in core/stm.c), so a loser
+ * that registers in the instant between that commit's status check and its
+ * store is not seen, and stays lowered until its own transaction commits or
+ * is cancelled (which clears its row). Lock conflicts never name a
+ * read-only winner (it holds no lock); only a kill record can.
  *
  * Priority comes back on every path: when the count reaches zero as winners
  * end (commit or abort), when the loser commits (Algorithm 5 clears its row)
