@@ -228,6 +228,27 @@ foreach(d etl ctl)
   endforeach()
 endforeach()
 
+# Torture (-DSCHEDSTM_TORTURE=ON, the `torture` target): every policy and
+# every +ext form through longer bank and opacity runs at 32 and 8 threads,
+# and through all four intset structures against the model, not only the
+# one structure per policy of the default run.
+if(SCHEDSTM_TORTURE)
+  foreach(d etl ctl)
+    foreach(p IN LISTS SSTM_CM_BASE SSTM_CM_COMBOS)
+      sstm_add_test(NAME torture.cm_bank.${d}.${p}.32 LABELS torture TIMEOUT 600
+                    COMMAND itest_bank ${d} ${p} 32 --seconds 15)
+      sstm_add_test(NAME torture.cm_opacity.${d}.${p}.8 LABELS torture TIMEOUT 600
+                    COMMAND itest_opacity ${d} 8 --policy ${p} --seconds 15)
+      if(TARGET itest_intset)
+        foreach(kind IN LISTS SSTM_CM_KINDS)
+          sstm_add_test(NAME torture.cm_intset.${kind}.${d}.${p}.32 LABELS torture TIMEOUT 600
+                        COMMAND itest_intset ${kind} ${d} 32 --policy ${p} --ops 10000000)
+        endforeach()
+      endif()
+    endforeach()
+  endforeach()
+endif()
+
 # Deadlock freedom of the waiting policies (64 threads, 3 hot accounts),
 # livelock freedom of the priority policies, adaptive switching.
 # STATIC: --unbounded lifts the ser-* wait bound (sstm__ser_wait_max_ns, a
