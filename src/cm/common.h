@@ -82,6 +82,13 @@ static inline void sstm__cm_bound_retries(sstm_cm_ctx_t *ctx, const sstm_abort_i
  * test). relaxed: set before the threads that use it start. */
 extern _Atomic uint64_t sstm__ser_wait_max_ns;
 
+/* The ser-* policies' on_abort (cm/ser.c): after a conflict lost to another
+ * party, wait in `mode` until the winner's attempt has ended, at most
+ * sstm__ser_wait_max_ns; counts waits and timeouts in the policy counters
+ * SSTM_SER_WAITS and SSTM_SER_TIMEOUTS. Applies the progress bound first. */
+enum { SSTM_SER_WAITS, SSTM_SER_TIMEOUTS };
+void sstm__cm_ser_wait(sstm_cm_ctx_t *ctx, const sstm_abort_info_t *info, sstm_wait_mode_t mode);
+
 /* adaptive's test seam (cm/adaptive.c; tests/internal/adaptive_decide.c):
  * judge one window from given counts and CPU time (UINT64_MAX: unknown);
  * the name of sub-policy i; the current window length. */
