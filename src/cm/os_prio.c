@@ -21,7 +21,7 @@
 typedef struct prio_state {
   _Atomic int cprio;         /* cached conflict priority */
   _Atomic uint64_t stamp_ns; /* when it was computed, 0 = never */
-  _Atomic uint32_t gen;      /* sstm_sched_set generation it saw */
+  _Atomic uint32_t gen;      /* os_prio_gen it saw (sstm_sched_set, attach) */
 } prio_state_t;
 
 /* Conflict priority of descriptor d, refreshed when stale. Any thread may
