@@ -709,6 +709,35 @@ TEST(lever_names_and_forcing) {
  * on a stalled machine. */
 static sstm_desc_t *h_desc;
 static int h_low_nice;
+
+/* Set-up of an os_prio duel: h_low_nice is 10 above the process's nice
+ * (skipped when that is out of range), the library runs os_prio, and this
+ * thread is registered. */
+static void os_prio_duel_init(void) {
+  errno = 0;
+  int base = getpriority(PRIO_PROCESS, 0);
+  CHECK_EQ_I(errno, 0);
+  if (base > 9) sstm_test_skip("nice above 9: no lower priority left to test with");
+  h_low_nice = base + 10;
+  duo_reset();
+  init_cm("os_prio");
+  CHECK_OK(sstm_thread_init());
+}
+
+/* This thread's policy view (*ctx, both sets empty, younger) and a write
+ * conflict with `other`'s attempt (older), for calling on_conflict directly. */
+static sstm_conflict_t os_prio_duel(sstm_cm_ctx_t *ctx, sstm_desc_t *other) {
+  *ctx = sstm_self()->cm_ctx;
+  ctx->reads = ctx->writes = 0;
+  ctx->birth = 200;
+  sstm_conflict_t c = {.kind = SSTM_CONFLICT_WRITE_LOCKED, .has_other = true};
+  c.other.desc = other;
+  c.other.slot = sstm_desc_slot(other);
+  c.other.tid = sstm_desc_tid(other);
+  c.other.birth = 100;
+  return c;
+}
+
 static void *lowering_thread(void *arg) {
   (void)arg;
   CHECK_OK(sstm_thread_init());
@@ -723,26 +752,13 @@ static void *lowering_thread(void *arg) {
 }
 
 TEST(os_prio_sees_sstm_sched_set_at_once) {
-  errno = 0;
-  int base = getpriority(PRIO_PROCESS, 0);
-  CHECK_EQ_I(errno, 0);
-  if (base > 9) sstm_test_skip("nice above 9: no lower priority left to test with");
-  h_low_nice = base + 10;
-  duo_reset();
-  init_cm("os_prio");
-  CHECK_OK(sstm_thread_init());
+  os_prio_duel_init();
   pthread_t h = duo_spawn(lowering_thread, NULL);
   duo_wait(1);
   const sstm_cm_ops_t *ops = sstm_cm_current();
   struct sstm_desc *me = sstm_self();
-  sstm_cm_ctx_t ctx = me->cm_ctx;
-  ctx.reads = ctx.writes = 0;
-  ctx.birth = 200; /* younger */
-  sstm_conflict_t c = {.kind = SSTM_CONFLICT_WRITE_LOCKED, .has_other = true};
-  c.other.desc = h_desc;
-  c.other.slot = sstm_desc_slot(h_desc);
-  c.other.tid = sstm_desc_tid(h_desc);
-  c.other.birth = 100;
+  sstm_cm_ctx_t ctx;
+  sstm_conflict_t c = os_prio_duel(&ctx, h_desc);
   uint64_t w = 0;
   CHECK_EQ_I(ops->on_conflict(&ctx, &c, &w), SSTM_CM_ABORT_SELF); /* caches both */
   duo_set(2);
@@ -790,27 +806,14 @@ static void *second_home(void *arg) {
 }
 
 TEST(os_prio_follows_a_descriptor_to_another_thread) {
-  errno = 0;
-  int base = getpriority(PRIO_PROCESS, 0);
-  CHECK_EQ_I(errno, 0);
-  if (base > 9) sstm_test_skip("nice above 9: no lower priority left to test with");
-  h_low_nice = base + 10;
-  duo_reset();
-  init_cm("os_prio");
-  CHECK_OK(sstm_thread_init());
+  os_prio_duel_init();
   CHECK_OK(sstm_desc_create(&mv_desc));
   pthread_t t1 = duo_spawn(first_home, NULL);
   pthread_t t2 = duo_spawn(second_home, NULL);
   duo_wait(1);
   const sstm_cm_ops_t *ops = sstm_cm_current();
-  sstm_cm_ctx_t ctx = sstm_self()->cm_ctx;
-  ctx.reads = ctx.writes = 0;
-  ctx.birth = 200; /* younger */
-  sstm_conflict_t c = {.kind = SSTM_CONFLICT_WRITE_LOCKED, .has_other = true};
-  c.other.desc = mv_desc;
-  c.other.slot = sstm_desc_slot(mv_desc);
-  c.other.tid = sstm_desc_tid(mv_desc);
-  c.other.birth = 100;
+  sstm_cm_ctx_t ctx;
+  sstm_conflict_t c = os_prio_duel(&ctx, mv_desc);
   uint64_t w = 0;
   CHECK_EQ_I(ops->on_conflict(&ctx, &c, &w), SSTM_CM_ABORT_SELF); /* caches D's */
   duo_set(2);
