@@ -129,8 +129,7 @@ int main(int argc, char **argv) {
   CHECK_LE_U(threads, MAXT);
   ops = int_opt(argc, argv, "--ops", (long)sstm_test_scaled(2000, 100));
   naccounts = int_opt(argc, argv, "--accounts", 4);
-  for (int i = 3; i < argc; i++)
-    nondet = nondet || strcmp(argv[i], "--nondet") == 0;
+  nondet = int_flag(argc, argv, "--nondet");
   CHECK_GE_I(naccounts, 2);
   CHECK_LE_I(naccounts, 64);
   for (long i = 0; i < naccounts; i++)

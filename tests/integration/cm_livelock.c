@@ -94,8 +94,7 @@ int main(int argc, char **argv) {
   }
   char name[128];
   snprintf(name, sizeof name, "cm_livelock.%s.%s.%s", argv[1], argv[2], argv[3]);
-  for (int i = 4; i < argc; i++)
-    if (strcmp(argv[i], "--expect-escalations") == 0) expect_escalations = true;
+  expect_escalations = int_flag(argc, argv, "--expect-escalations");
   if (expect_escalations) snprintf(name + strlen(name), sizeof name - strlen(name), ".escalate");
   sstm_test_setup(name, argc, argv);
   sstm_design_t design = int_parse_design(argv[1]);

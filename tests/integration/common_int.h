@@ -18,12 +18,17 @@ static inline sstm_design_t int_parse_design(const char *s) {
   return d;
 }
 
+/* The tests' configuration: defaults, no environment, the design and policy. */
+static inline void int_config(sstm_config_t *c, sstm_design_t design, const char *cm) {
+  sstm_config_default(c);
+  c->use_env = false;
+  c->design = design;
+  if (cm) c->cm = cm;
+}
+
 static inline void int_init(sstm_design_t design, const char *cm) {
   sstm_config_t c;
-  sstm_config_default(&c);
-  c.use_env = false;
-  c.design = design;
-  if (cm) c.cm = cm;
+  int_config(&c, design, cm);
   CHECK_OK(sstm_init(&c));
 }
 

@@ -192,12 +192,8 @@ int main(int argc, char **argv) {
             argv[0]);
     return 2;
   }
-  for (int i = 3; i < argc; i++) {
-    if (strcmp(argv[i], "--no-quiesce") == 0)
-      use_quiesce = false;
-    else if (strcmp(argv[i], "--expect-races") == 0)
-      expect_races = true;
-  }
+  use_quiesce = !int_flag(argc, argv, "--no-quiesce");
+  expect_races = int_flag(argc, argv, "--expect-races");
   if (expect_races && use_quiesce) {
     fprintf(stderr, "--expect-races needs --no-quiesce (it runs until it sees races)\n");
     return 2;

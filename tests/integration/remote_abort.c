@@ -140,9 +140,7 @@ int main(int argc, char **argv) {
   CHECK_LE_U(nworkers, MAXT);
   ops_per_thread =
       int_opt(argc, argv, "--ops", (long)sstm_test_scaled(500000, 2000)) / (long)nworkers;
-  const char *policy = NULL;
-  for (int i = 1; i + 1 < argc; i++)
-    if (strcmp(argv[i], "--policy") == 0) policy = argv[i + 1];
+  const char *policy = int_opt_str(argc, argv, "--policy", NULL);
   int_init(design, policy);
   for (int i = 0; i < NACC; i++)
     accounts[i] = INITIAL;

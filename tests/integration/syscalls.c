@@ -175,10 +175,7 @@ static const sstm_stt_entry_t *stt_entry_of_self(void) {
 static void child(int fd, sstm_design_t design, long ntx, const char *policy, bool table) {
   static struct report rep;
   sstm_config_t c;
-  sstm_config_default(&c);
-  c.use_env = false;
-  c.design = design;
-  if (policy) c.cm = policy;
+  int_config(&c, design, policy);
   c.state_table = table;
   CHECK_OK(sstm_init(&c));
   if (policy) CHECK_EQ_PTR(sstm_cm_current(), sstm_cm_find(policy));
