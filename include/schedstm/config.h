@@ -70,6 +70,9 @@ typedef struct sstm_config {
   unsigned sample_period;   /* 0 = sampling off (default) */
   sstm_sample_fn sample_fn; /* required when sample_period > 0 */
   void *sample_arg;
+  bool read_past;   /* a read of a stripe locked by a writer that has not
+                       started to commit returns the committed value instead of
+                       waiting or aborting (default true; docs/design/core.md) */
   bool state_table; /* publish /dev/shm/schedstm.<pid> (default false) */
   bool use_env;     /* apply SCHEDSTM_* overrides (default true) */
 } sstm_config_t;

@@ -74,6 +74,9 @@ typedef struct sstm_stats {
                                             (its policy's, and its sstm_desc_kill calls) */
   uint64_t locks_stolen;                 /* locks taken over from killed transactions */
   uint64_t extensions;                   /* successful snapshot extensions */
+  uint64_t reads_past;                   /* reads that passed the lock of a writer
+                                            that had not started to commit
+                                            (cfg.read_past) */
   uint64_t cm_wait_ns;                   /* time in the policy's on_abort and WAIT spins */
   uint64_t cm_stats[SSTM_CM_NSTATS];     /* policy-defined counters (ops->stat_names) */
   uint64_t cm_actions[SSTM_CM_NACTIONS]; /* sstm_cm_note() calls per sstm_cm_act_t */

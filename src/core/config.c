@@ -30,6 +30,7 @@ SSTM_API void sstm_config_default(sstm_config_t *cfg) {
       .backoff_max_ns = 1000000,
       .wait_max = 64,
       .sample_period = 0,
+      .read_past = true,
       .use_env = true,
   };
 }
@@ -177,6 +178,16 @@ SSTM_API int sstm_config_from_env(sstm_config_t *cfg) {
   if ((s = getenv("SCHEDSTM_BACKOFF_MAX_NS"))) {
     if (parse_u64("SCHEDSTM_BACKOFF_MAX_NS", s, 1, 1000000000ull, &v)) return SSTM_EINVAL;
     c.backoff_max_ns = v;
+  }
+  if ((s = getenv("SCHEDSTM_READ_PAST"))) {
+    if (strcmp(s, "1") == 0)
+      c.read_past = true;
+    else if (strcmp(s, "0") == 0)
+      c.read_past = false;
+    else {
+      sstm__set_error("SCHEDSTM_READ_PAST='%s': valid values: 0, 1", s);
+      return SSTM_EINVAL;
+    }
   }
   if ((s = getenv("SCHEDSTM_STATE_TABLE"))) {
     if (strcmp(s, "1") == 0)
@@ -347,11 +358,13 @@ SSTM_API int sstm_describe(char *buf, size_t len) {
 #endif
   return snprintf(buf, len,
                   "schedstm %s design=%s cm=%s locks=2^%u stripe=%uB max_threads=%u stats=%s "
-                  "sample=%u wait_max=%u ckpt=%s clock=vdso-monotonic begin-fence=%s kernel=%s%s%s",
+                  "sample=%u wait_max=%u read_past=%s ckpt=%s clock=vdso-monotonic begin-fence=%s "
+                  "kernel=%s%s%s",
                   SSTM_VERSION_STRING, sstm_design_name(c->design), c->cm, c->lock_bits,
                   1u << c->stripe_shift, c->max_threads,
                   c->stats == SSTM_STATS_DETAILED ? "detailed" : "basic", c->sample_period,
-                  c->wait_max, ckpt, sstm__g.membarrier ? "membarrier" : "xchg", u.release,
+                  c->wait_max, c->read_past ? "on" : "off", ckpt,
+                  sstm__g.membarrier ? "membarrier" : "xchg", u.release,
                   sstm__debug ? " debug" : "", sstm__random_delay ? " random-delay" : "") +
          describe_cm(buf, len);
 }

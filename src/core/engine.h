@@ -96,7 +96,7 @@ typedef struct sstm_retired_batch {
 typedef struct sstm_counters {
   uint64_t commits_ro, commits_update, commits_irrevocable;
   uint64_t aborts[SSTM_ABORT_REASON_COUNT];
-  uint64_t retries, max_retries, cm_waits, cm_kills, locks_stolen, extensions;
+  uint64_t retries, max_retries, cm_waits, cm_kills, locks_stolen, extensions, reads_past;
   uint64_t cm_wait_ns, cm_stats[SSTM_CM_NSTATS], cm_actions[8];
   uint64_t reads_total, writes_total, reads_max, writes_max;
   uint64_t tag_commits[SSTM_MAX_TAGS], tag_aborts[SSTM_MAX_TAGS];
@@ -117,6 +117,11 @@ struct sstm_desc {
   uint64_t lock_mask;
   sstm_rset_t rs;          /* 64 bytes up to here */
   _Atomic uint64_t status; /* serial|state: read by all, CAS'd by killers */
+  /* An upper bound of the versions this attempt's ETL locks displaced: its
+   * `end` when it took its latest lock (each lock is taken only on a
+   * version <= end, and end only grows). Written by the owner before each
+   * lock CAS, read by readers that pass the lock (stm.c, argument (8)). */
+  _Atomic uint64_t lock_end;
   sstm_wset_t ws;
   sstm_lset_t ls;
   int64_t sample_left; /* sampling countdown */
@@ -309,6 +314,15 @@ typedef enum {
    * must be caught by the re-check: an escalated irrevocable attempt undone
    * here releases with a fresh version, not the old one (irrev_undo). */
   SSTM_SEAM_SLOW_READ_RECHECK,
+  /* read_past: the lock word was read locked by a running writer, its
+   * status ACTIVE; the data is not loaded yet. A commit (or a kill and
+   * take-over) of that writer here must be caught by the status and lock
+   * re-checks (argument 8). */
+  SSTM_SEAM_PAST_READ_DATA,
+  /* commit_update: the write-back is done, the locks are not released yet
+   * (addr NULL). A reader that passed one of these locks and loads the
+   * data now must refuse it on the status re-check (argument 8). */
+  SSTM_SEAM_COMMIT_WRITTEN_BACK,
 } sstm_seam_t;
 extern _Atomic(void (*)(sstm_seam_t where, const void *addr)) sstm__test_seam;
 static inline void sstm__seam(sstm_seam_t where, const void *addr) {

@@ -121,8 +121,56 @@
  * its in-place writes from an undo log and release its locks with a fresh
  * version (irrev_undo).
  *
- * Torture tests: tests/integration/opacity.c (1-3), bank and intset (4),
- * free_traversal and privatize (5), remote_abort (6), irrevocable (7).
+ * (8) Reading past a running writer (cfg.read_past, the default). Under
+ * ETL a writer holds its locks from its first write to its commit; a
+ * reader that waited for each of them would wait for the writer's whole
+ * attempt, and a writer preempted on an oversubscribed machine holds them
+ * for its time off the CPU. But while the owner's status is ACTIVE its
+ * writes are buffered: the memory under its locks is the committed data of
+ * the version each lock displaced. So a reader that meets such a lock
+ * (read_past) loads the owner's status (ACTIVE, the serial of the lock
+ * word), a bound on the displaced version, the data, and after an acquire
+ * fence the status and the lock word again; it accepts the data if both
+ * are unchanged and the bound is <= end (otherwise it extends first; a
+ * declared read-only attempt, which cannot extend, waits as before).
+ *  - The bound: before each lock CAS the owner stores its `end` in
+ *    lock_end; it locks only versions <= end, and end only grows, so
+ *    lock_end >= every version its locks displaced. The lock CAS is a
+ *    release and the reader's load of the lock word an acquire, so the
+ *    reader sees that store (or a later, larger one).
+ *  - The data is that version's: the reader's acquire of the lock word
+ *    saw the owner's CAS, which (acquire) read the version it displaced,
+ *    released by its committer after the write-back. Nothing else writes
+ *    the stripe while the lock is held except the owner's own write-back
+ *    (or in-place writes if it were irrevocable), which follows its
+ *    COMMITTING CAS and a release fence; a data load that saw any of it
+ *    makes the status re-check after the acquire fence see COMMITTING or
+ *    later (fence-fence synchronisation), and the read is refused. A kill
+ *    and take-over changes the status and the lock word.
+ *  - The owner serialises after us. The reader's `end` came from a clock
+ *    load (acquire) sequenced before its status load. Had the owner's
+ *    fetch_add (release) preceded that load in the clock's modification
+ *    order, its COMMITTING CAS, sequenced before the fetch_add, would
+ *    happen before the status load, which would not see ACTIVE. So the
+ *    owner's ts > end: the value read is the one valid at end, and the
+ *    owner's new value is not in the snapshot.
+ * The read-set entry is the lock, as for any read. Validation (2) accepts
+ * an entry locked by another attempt if that attempt is ACTIVE and its
+ * lock_end <= end (held_by_running_writer): no commit changed the stripe
+ * between our read and its lock (such a commit would have a ts > end, (2),
+ * and the lock would displace it, so lock_end >= ts), the owner has not
+ * written it, and by the same clock argument, with the extension's clock
+ * load (or the commit's fetch_add) in place of the begin's, the owner's ts
+ * is later than the time we extend or commit at. An owner that commits
+ * later leaves a version past our end, which fails the next validation;
+ * one that aborts puts the old version back. Reads of a committing owner's
+ * stripes still go to the policy (resolve): its write-back may be under
+ * way. With cfg.read_past off, every locked stripe goes to the policy and
+ * validation requires "unlocked, <= end", as before.
+ *
+ * Torture tests: tests/integration/opacity.c (1-3, 8), bank and intset (4),
+ * free_traversal and privatize (5), remote_abort (6), irrevocable (7);
+ * tests/unit/test_read_past.c (8).
  * ---------------------------------------------------------------------------
  */
 #define _GNU_SOURCE
@@ -256,18 +304,37 @@ SSTM_INLINE bool entry_covers(const sstm_w_entry_t *e, unsigned off, unsigned si
 /* ------------------------------------------------------------------------ */
 /* Validation and extension. */
 
+/* Lock word l (locked, not ours) belongs to an attempt that is running and
+ * has not started to commit, and every version its locks displaced is
+ * <= end: the memory under l still holds data our snapshot covers
+ * (argument (8)). Only with cfg.read_past. */
+static SSTM_NOINLINE bool held_by_running_writer(const struct sstm_desc *tx, uint64_t l) {
+  if (!sstm__g.cfg.read_past || !sstm_lw_locked(l)) return false;
+  const struct sstm_desc *o = sstm__desc_at(sstm_lw_slot(l));
+  if (o == NULL || o == tx) return false;
+  /* acquire fence: the caller's relaxed load of l read the owner's lock
+   * CAS (release), so its lock_end store is visible to the load below. */
+  atomic_thread_fence(memory_order_acquire);
+  /* relaxed: ordered after the clock access that gave (or gives) `end` by
+   * program order; (8) says why that suffices. */
+  uint64_t st = atomic_load_explicit(&o->status, memory_order_relaxed);
+  if (!sstm_st_owns(st, l) || sstm_st_state(st) != SSTM_ST_ACTIVE) return false;
+  return atomic_load_explicit(&o->lock_end, memory_order_relaxed) <= tx->end;
+}
+
 /* Every read-set entry is unlocked with a version <= end, i.e. unchanged
  * since it was read (argument (2)), or is now locked by this attempt (locked
- * only with a version <= end, see (4)). Called before end moves.
- * Relaxed loads suffice: every caller has just performed an acquire on the
- * clock (extension) or an acq_rel fetch_add on it (commit), which orders
- * these loads after it and makes the locks of every commit counted by that
- * clock value visible (argument (2)). */
+ * only with a version <= end, see (4)), or by a writer that has not started
+ * to commit and displaced only versions <= end (8). Called before end
+ * moves. Relaxed loads suffice: every caller has just performed an acquire
+ * on the clock (extension) or an acq_rel fetch_add on it (commit), which
+ * orders these loads after it and makes the locks of every commit counted
+ * by that clock value visible (argument (2)). */
 static bool validate(const struct sstm_desc *tx) {
   const sstm_r_entry_t *r = tx->rs.e, *end = tx->rs.top;
   for (; r < end; r++) {
     uint64_t l = atomic_load_explicit(r->lock, memory_order_relaxed);
-    if (l > tx->end && l != tx->owner_lw) return false;
+    if (l > tx->end && l != tx->owner_lw && !held_by_running_writer(tx, l)) return false;
   }
   return true;
 }
@@ -352,7 +419,7 @@ static sstm_cm_ctx_t *cm_ctx(struct sstm_desc *tx) {
 static bool validation_party(struct sstm_desc *tx, sstm_party_t *out) {
   for (const sstm_r_entry_t *e = tx->rs.e; e < tx->rs.top; e++) {
     uint64_t l = atomic_load_explicit(e->lock, memory_order_relaxed);
-    if (l <= tx->end || l == tx->owner_lw) continue;
+    if (l <= tx->end || l == tx->owner_lw || held_by_running_writer(tx, l)) continue;
     if (!sstm_lw_locked(l)) return false;
     struct sstm_desc *o = sstm__desc_at(sstm_lw_slot(l));
     if (o == NULL || o == tx) return false;
@@ -479,6 +546,49 @@ static SSTM_NOINLINE __attribute__((noreturn)) void oom(void) {
   sstm__fatal("out of memory growing a transaction log (or past its limit of 2^28 entries)");
 }
 
+/* Read past lock lk, held (value l) by another attempt: if that attempt is
+ * running and has not started to commit, the memory under its lock is the
+ * committed data of a version <= its lock_end (writes are buffered), so
+ * the read returns that data (argument (8)) instead of asking the policy.
+ * True with the bytes in *out; false when the owner is committing, killed,
+ * irrevocable or gone, when the lock moved, or when a declared read-only
+ * attempt's snapshot does not cover lock_end (it cannot extend): the caller
+ * then reloads the lock word and goes on as before. Slow path only; the
+ * caller records the read-set entry. */
+static SSTM_NOINLINE bool read_past(struct sstm_desc *tx, const void *addr, unsigned size,
+                                    _Atomic uint64_t *lk, uint64_t l, unsigned kind,
+                                    uint64_t *out) {
+  /* acquire fence: l may come from a relaxed load (resolve's or the
+   * re-check's); the fence after it makes it read the owner's lock CAS
+   * (release), so lock_end and the displaced version's data are visible. */
+  atomic_thread_fence(memory_order_acquire);
+  struct sstm_desc *o = sstm__desc_at(sstm_lw_slot(l));
+  if (o == NULL || o == tx) return false;
+  /* relaxed: (8) orders it after the clock load that gave `end`. */
+  uint64_t st = atomic_load_explicit(&o->status, memory_order_relaxed);
+  if (!sstm_st_owns(st, l) || sstm_st_state(st) != SSTM_ST_ACTIVE) return false;
+  /* relaxed: after the fence above, which its lock_end store precedes;
+   * later stores only grow it. */
+  uint64_t bound = atomic_load_explicit(&o->lock_end, memory_order_relaxed);
+  if (bound > tx->end) {
+    if (kind == SSTM_V_RO) return false;
+    if (!extend(tx)) conflict_abort(tx, SSTM_CONFLICT_VALIDATION, SSTM_ABORT_VALIDATE_READ, addr);
+    if (bound > tx->end) return false;
+  }
+  sstm__seam(SSTM_SEAM_PAST_READ_DATA, addr);
+  uint64_t v = mem_load(addr, size);
+  /* acquire fence: pairs with the owner's release fence between its
+   * COMMITTING CAS and its write-back (commit_update): data written back
+   * makes the status re-check below see COMMITTING or later. */
+  atomic_thread_fence(memory_order_acquire);
+  uint64_t st2 = atomic_load_explicit(&o->status, memory_order_relaxed);
+  if ((st2 ^ st) & ~SSTM_ST_FLAGS) return false; /* same attempt, still ACTIVE */
+  if (atomic_load_explicit(lk, memory_order_relaxed) != l) return false;
+  sstm__ctr_add(&tx->ctr.reads_past, 1);
+  *out = v;
+  return true;
+}
+
 /* The general read: every case, any variant (runtime kind). */
 static SSTM_NOINLINE uint64_t load_slow(struct sstm_desc *tx, const void *addr, unsigned size,
                                         unsigned kind) {
@@ -495,6 +605,13 @@ static SSTM_NOINLINE uint64_t load_slow(struct sstm_desc *tx, const void *addr, 
   for (;;) {
     if (SSTM_UNLIKELY(sstm_lw_locked(l))) {
       if (kind == SSTM_V_ETL && l == tx->owner_lw) return load_own(tx, addr, size, lk);
+      uint64_t v;
+      if (sstm__g.cfg.read_past && read_past(tx, addr, size, lk, l, kind, &v)) {
+        if (kind != SSTM_V_RO && SSTM_UNLIKELY(!sstm_rset_add(&tx->rs, lk))) oom();
+        return e ? overlay(e, v, off, size) : v;
+      }
+      l = atomic_load_explicit(lk, memory_order_acquire);
+      if (!sstm_lw_locked(l) || l == tx->owner_lw) continue;
       l = resolve(tx, SSTM_CONFLICT_READ_LOCKED, addr, lk, l);
       continue;
     }
@@ -506,7 +623,9 @@ static SSTM_NOINLINE uint64_t load_slow(struct sstm_desc *tx, const void *addr, 
     sstm__seam(SSTM_SEAM_SLOW_READ_RECHECK, addr);
     uint64_t l2 = atomic_load_explicit(lk, memory_order_relaxed);
     if (SSTM_UNLIKELY(l2 != l)) {
-      l = l2;
+      /* acquire, not l2: the next round's data load must see the data of
+       * the word it goes on with, and the fence above precedes l2's load. */
+      l = atomic_load_explicit(lk, memory_order_acquire);
       continue;
     }
     if (SSTM_UNLIKELY(sstm_lw_version(l) > tx->end)) {
@@ -595,10 +714,14 @@ SSTM_INLINE void tx_store(struct sstm_desc *tx, void *addr, uint64_t val, unsign
       l = atomic_load_explicit(lk, memory_order_acquire);
       continue;
     }
-    /* acquire: later reads of this stripe (load_own) see the data of the
-     * version we displaced. No release needed: memory is not written until
-     * commit, which has its own release fence. */
-    if (atomic_compare_exchange_weak_explicit(lk, &l, tx->owner_lw, memory_order_acquire,
+    /* lock_end first, so that a reader that sees our lock sees a bound of
+     * the version we displace (argument (8)); relaxed: the CAS publishes it. */
+    atomic_store_explicit(&tx->lock_end, tx->end, memory_order_relaxed);
+    /* acq_rel: acquire, so that later reads of this stripe (load_own) see
+     * the data of the version we displace; release, so that a reader that
+     * passes our lock (8) sees lock_end and that data (the memory is not
+     * written until commit, which has its own release fence). */
+    if (atomic_compare_exchange_weak_explicit(lk, &l, tx->owner_lw, memory_order_acq_rel,
                                               memory_order_acquire)) {
       if (SSTM_UNLIKELY(!sstm_lset_add(&tx->ls, lk, l))) oom();
       break;
@@ -1269,6 +1392,7 @@ static void commit_update(struct sstm_desc *tx) {
     store_masked(tx->ws.e[i].word, tx->ws.e[i].value, tx->ws.e[i].bmask);
     if (i == 0) DELAY_POINT(tx); /* a write-back half done */
   }
+  sstm__seam(SSTM_SEAM_COMMIT_WRITTEN_BACK, NULL);
   uint64_t v = sstm_lw_make_version(ts);
   for (uint32_t i = 0; i < tx->ls.n; i++) {
     /* release: a reader acquiring version ts sees the write-back. */

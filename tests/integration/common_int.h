@@ -18,12 +18,16 @@ static inline sstm_design_t int_parse_design(const char *s) {
   return d;
 }
 
-/* The tests' configuration: defaults, no environment, the design and policy. */
+/* The tests' configuration: defaults, no environment, the design and policy;
+ * SSTM_TEST_READ_PAST=0 (a ctest entry's environment) turns cfg.read_past
+ * off, so that both read paths of argument (8) in src/core/stm.c run. */
 static inline void int_config(sstm_config_t *c, sstm_design_t design, const char *cm) {
   sstm_config_default(c);
   c->use_env = false;
   c->design = design;
   if (cm) c->cm = cm;
+  const char *rp = getenv("SSTM_TEST_READ_PAST");
+  if (rp && strcmp(rp, "0") == 0) c->read_past = false;
 }
 
 static inline void int_init(sstm_design_t design, const char *cm) {

@@ -446,4 +446,102 @@ TEST(undo_of_an_escalated_write_in_the_read_window_is_not_accepted) {
   sstm_test_fini();
 }
 
+/* ---- reading past a writer that has started to commit (argument 8) ------- */
+
+/* A reader passes the locks of a running writer (cfg.read_past): it loads
+ * the owner's status (ACTIVE), the data, and after an acquire fence the
+ * status again. Here the reader, on the main thread, has read y past the
+ * writer's lock (y = 0); at the seam before its data load of x it lets the
+ * writer thread commit, and the writer stops at the seam after its
+ * write-back, its locks still held: x's lock word has not changed, the
+ * memory holds x = 5. Only the status re-check (COMMITTING) refuses that
+ * data; without it the reader returns x = 5 next to y = 0. The reader's
+ * policy (suicide) then aborts it on the committing owner, and its retry
+ * lets the writer release and reads x = y = 5. */
+static uint64_t pw[64] __attribute__((aligned(4096)));
+#define PW_X (&pw[0])
+#define PW_Y (&pw[16])
+
+static struct {
+  _Atomic int step; /* 1 locked, 2 commit now, 3 written back, 4 release now, 5 done */
+  pthread_t reader, writer;
+  int attempts, torn, fired;
+  uint64_t x, y;
+} pw_s;
+
+static void pw_wait(int step) {
+  while (atomic_load_explicit(&pw_s.step, memory_order_acquire) < step)
+    sched_yield();
+}
+static void pw_set(int step) { atomic_store_explicit(&pw_s.step, step, memory_order_release); }
+
+static void pw_seam(sstm_seam_t where, const void *addr) {
+  if (where == SSTM_SEAM_PAST_READ_DATA && addr == PW_X &&
+      pthread_equal(pthread_self(), pw_s.reader) && pw_s.attempts == 1) {
+    pw_s.fired++;
+    pw_set(2);
+    pw_wait(3);
+  } else if (where == SSTM_SEAM_COMMIT_WRITTEN_BACK && pthread_equal(pthread_self(), pw_s.writer)) {
+    pw_set(3);
+    pw_wait(4);
+  }
+}
+
+static void pw_writer_body(void *arg) {
+  (void)arg;
+  sstm_store_u64(PW_X, 5);
+  sstm_store_u64(PW_Y, 5);
+  pw_set(1);
+  pw_wait(2);
+}
+
+static void *pw_writer(void *arg) {
+  (void)arg;
+  CHECK_OK(sstm_thread_init());
+  CHECK_OK(sstm_run(NULL, pw_writer_body, NULL));
+  pw_set(5);
+  CHECK_OK(sstm_thread_exit());
+  return NULL;
+}
+
+static void pw_reader_body(void *arg) {
+  (void)arg;
+  if (++pw_s.attempts > 1) {
+    pw_set(4);
+    pw_wait(5);
+  }
+  uint64_t y = sstm_load_u64(PW_Y);
+  uint64_t x = sstm_load_u64(PW_X);
+  if (x != y) pw_s.torn++;
+  pw_s.x = x, pw_s.y = y;
+}
+
+TEST_ETL(a_read_past_a_writer_that_wrote_back_is_refused) {
+  sstm_config_t c;
+  sstm_test_config(&c);
+  c.read_past = true;
+  c.cm = "suicide";
+  CHECK_OK(sstm_init(&c));
+  CHECK_OK(sstm_thread_init());
+  skip_unless_debug();
+  CHECK_NE_PTR(sstm__lock_for(sstm_self(), PW_X), sstm__lock_for(sstm_self(), PW_Y));
+  pw_s.reader = pthread_self();
+  CHECK_EQ_I(pthread_create(&pw_s.writer, NULL, pw_writer, NULL), 0);
+  pw_wait(1);
+  atomic_store_explicit(&sstm__test_seam, pw_seam, memory_order_seq_cst);
+  CHECK_OK(sstm_run(NULL, pw_reader_body, NULL));
+  CHECK_EQ_I(pthread_join(pw_s.writer, NULL), 0);
+  atomic_store_explicit(&sstm__test_seam, NULL, memory_order_relaxed);
+  CHECK_EQ_I(pw_s.fired, 1);
+  CHECK_EQ_I(pw_s.torn, 0);
+  CHECK_EQ_I(pw_s.attempts, 2);
+  CHECK_EQ_U(pw_s.x, 5);
+  CHECK_EQ_U(pw_s.y, 5);
+  sstm_stats_t st;
+  CHECK_OK(sstm_stats_get(sstm_self(), &st));
+  CHECK_EQ_U(st.reads_past, 1); /* y in the first attempt; x refused */
+  CHECK_EQ_U(st.aborts[SSTM_ABORT_READ_LOCKED], 1);
+  sstm_test_fini();
+}
+
 SSTM_TEST_MAIN()

@@ -617,7 +617,7 @@ static struct { int attempts; } SW;
 
 static void sw_loser(void *arg) {
   (void)arg;
-  if (++SW.attempts == 1) (void)sstm_load_u64(X); /* locked by the suspended winner */
+  if (++SW.attempts == 1) sstm_store_u64(X, 2); /* locked by the suspended winner */
   sstm_store_u64(Y, 7);
 }
 
@@ -634,7 +634,7 @@ static void suspended_winner(const char *cm, sstm_cm_act_t act) {
   CHECK_EQ_I(SW.attempts, 2);
   sstm_stats_t s;
   CHECK_OK(sstm_stats_get(txh_other_desc(), &s));
-  CHECK_EQ_U(s.aborts[SSTM_ABORT_READ_LOCKED], 1);
+  CHECK_EQ_U(s.aborts[SSTM_ABORT_WRITE_LOCKED], 1);
   CHECK_EQ_U(s.aborts_total, 1);
   CHECK_EQ_U(s.cm_stats[SER_WAITS], 1);
   CHECK_EQ_U(s.cm_stats[SER_TIMEOUTS], 1);
@@ -683,7 +683,7 @@ static void *uk_killer(void *arg) {
 static void uk_loser(void *arg) {
   (void)arg;
   int k = ++UK.attempts;
-  if (k == 1) (void)sstm_load_u64(X); /* locked by the suspended winner */
+  if (k == 1) sstm_store_u64(X, 2); /* locked by the suspended winner */
   if (k == 2) {
     UK.victim = sstm_self();
     UK.txid = sstm_txid();
@@ -706,7 +706,7 @@ static void unknown_killer(const char *cm, sstm_cm_act_t act) {
   CHECK_EQ_I(UK.attempts, 3);
   sstm_stats_t s;
   CHECK_OK(sstm_stats_get(txh_other_desc(), &s));
-  CHECK_EQ_U(s.aborts[SSTM_ABORT_READ_LOCKED], 1);
+  CHECK_EQ_U(s.aborts[SSTM_ABORT_WRITE_LOCKED], 1);
   CHECK_EQ_U(s.aborts[SSTM_ABORT_KILLED], 1);
   CHECK_EQ_U(s.aborts_total, 2);
   CHECK_EQ_U(s.cm_stats[SER_WAITS], 1); /* the first abort's only */

@@ -793,9 +793,16 @@ static void reader_cancel_on_retry(void *arg) {
   (void)sstm_load_u64(&word_w);
 }
 
+/* With cfg.read_past off: with it on, the reader passes the lock of a
+ * writer that has not started to commit (tests/unit/test_read_past.c). */
 TEST_ETL(read_conflict_reports_read_locked) {
   CHECK_OK(sstm_cm_register(&recorder));
-  init_with("test-recorder", 64);
+  sstm_config_t c;
+  sstm_test_config(&c);
+  c.cm = "test-recorder";
+  c.read_past = false;
+  CHECK_OK(sstm_init(&c));
+  CHECK_OK(sstm_thread_init());
   rec.action = SSTM_CM_ABORT_SELF;
   SSTM_ATOMIC_BEGIN(NULL)
     sstm_store_u64(&word_w, 1);

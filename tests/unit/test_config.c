@@ -20,7 +20,7 @@ static const char *const ENV_VARS[] = {
     "SCHEDSTM_WAIT_MAX",       "SCHEDSTM_NO_MEMBARRIER",
     "SCHEDSTM_SOFTSER_LEVER",  "SCHEDSTM_EXT_MODE",
     "SCHEDSTM_EXT_SLICE_US",   "SCHEDSTM_PRIO_ESCALATE",
-    "SCHEDSTM_STATE_TABLE",
+    "SCHEDSTM_STATE_TABLE",    "SCHEDSTM_READ_PAST",
 };
 
 static void clear_env(void) {
@@ -43,6 +43,8 @@ TEST(config_default) {
   CHECK_EQ_U(c.wait_max, 64);
   CHECK_EQ_U(c.sample_period, 0);
   CHECK_NULL((const void *)c.sample_fn);
+  CHECK_TRUE(c.read_past);
+  CHECK_FALSE(c.state_table);
   CHECK_TRUE(c.use_env);
 }
 
@@ -168,6 +170,27 @@ TEST(env_state_table_on_and_off) {
   setenv("SCHEDSTM_STATE_TABLE", "0", 1);
   CHECK_OK(sstm_config_from_env(&c));
   CHECK_FALSE(c.state_table);
+  clear_env();
+}
+
+TEST(env_invalid_read_past) {
+  const char *must[] = {"0", "1", NULL};
+  expect_invalid("SCHEDSTM_READ_PAST", "off", must);
+  expect_invalid("SCHEDSTM_READ_PAST", "01", must);
+  expect_invalid("SCHEDSTM_READ_PAST", "", must);
+}
+
+TEST(env_read_past_on_and_off) {
+  clear_env();
+  sstm_config_t c;
+  sstm_config_default(&c);
+  CHECK_TRUE(c.read_past);
+  setenv("SCHEDSTM_READ_PAST", "0", 1);
+  CHECK_OK(sstm_config_from_env(&c));
+  CHECK_FALSE(c.read_past);
+  setenv("SCHEDSTM_READ_PAST", "1", 1);
+  CHECK_OK(sstm_config_from_env(&c));
+  CHECK_TRUE(c.read_past);
   clear_env();
 }
 
@@ -734,6 +757,7 @@ TEST(describe_content) {
     c.use_env = false;
     c.design = i ? SSTM_DESIGN_CTL : SSTM_DESIGN_ETL;
     c.cm = i ? "backoff" : "suicide";
+    c.read_past = i == 0;
     CHECK_OK(sstm_init(&c));
     char buf[1024];
     int n = sstm_describe(buf, sizeof buf);
@@ -745,7 +769,8 @@ TEST(describe_content) {
     CHECK_CONTAINS(buf, c.cm);
     CHECK_CONTAINS(buf, "locks=2^20 "); /* the default table: 2^20 locks */
     CHECK_CONTAINS(buf, "stripe=32B "); /* of 32-byte stripes */
-    CHECK_NULL(strchr(buf, '\n'));      /* one line */
+    CHECK_CONTAINS(buf, i ? " read_past=off " : " read_past=on ");
+    CHECK_NULL(strchr(buf, '\n')); /* one line */
     /* truncation like snprintf */
     char small[8];
     memset(small, 'X', sizeof small);

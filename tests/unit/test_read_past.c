@@ -1,0 +1,362 @@
+/* Unit tests: reading past the lock of a running writer (cfg.read_past,
+ * argument (8) of src/core/stm.c), with deterministic interleavings of two
+ * real threads (cm_duo.h): a writer W that holds encounter-time locks and
+ * waits inside its transaction, and the main thread, which reads.
+ *
+ *  - a read of a stripe W holds returns the committed value, without a
+ *    conflict, and is counted in reads_past; with read_past off it is a
+ *    read-locked conflict, as before;
+ *  - a reader that passed W's lock serialises before W: once W has
+ *    committed, the reader cannot also see W's other writes (it aborts);
+ *  - the bound on the displaced version (lock_end) is honoured: a lock
+ *    that displaced a version newer than the reader's snapshot is passed
+ *    only after an extension (or, for a declared read-only attempt, not at
+ *    all), so the reader never pairs that version with an older read;
+ *  - validation accepts a stripe locked by W after the reader read it
+ *    (W not committing, nothing committed in between), and refuses one
+ *    whose lock displaced a version committed after the reader's read.
+ * Each "torn" check is what a mutant of the barrier or of validation
+ * produces. Encounter-time locking only: under commit-time locking a lock
+ * holder is always committing.
+ */
+#define _GNU_SOURCE
+#include "cm_duo.h"
+
+static uint64_t words[4][512] __attribute__((aligned(4096)));
+#define X (&words[0][0])
+#define Y (&words[1][0])
+#define Z (&words[2][0])
+
+static void init_read_past(bool on) {
+  sstm_config_t c;
+  sstm_test_config(&c);
+  c.cm = "suicide";
+  c.read_past = on;
+  CHECK_OK(sstm_init(&c));
+  CHECK_OK(sstm_thread_init());
+}
+
+static sstm_stats_t my_stats(void) {
+  sstm_stats_t s;
+  CHECK_OK(sstm_stats_get(sstm_self(), &s));
+  return s;
+}
+
+/* ---- the writer thread ---------------------------------------------------- */
+
+/* W begins once the phase reaches `begin_at`, writes `val` to each of its
+ * words (locking their stripes), sets the phase to `locked`, waits for
+ * `commit_at`, commits, and sets the phase to `done`. */
+static struct {
+  uint64_t *w[2];
+  uint64_t val;
+  int begin_at, locked, commit_at, done;
+  int attempts;
+} W;
+
+static void w_body(void *arg) {
+  (void)arg;
+  W.attempts++;
+  for (int i = 0; i < 2 && W.w[i]; i++)
+    sstm_store_u64(W.w[i], W.val);
+  duo_set(W.locked);
+  duo_wait(W.commit_at);
+}
+
+static void *w_thread(void *arg) {
+  (void)arg;
+  CHECK_OK(sstm_thread_init());
+  duo_wait(W.begin_at);
+  CHECK_OK(sstm_run(NULL, w_body, NULL));
+  duo_set(W.done);
+  CHECK_OK(sstm_thread_exit());
+  return NULL;
+}
+
+static pthread_t start_writer(uint64_t *a, uint64_t *b, uint64_t val, int begin_at) {
+  W.w[0] = a, W.w[1] = b, W.val = val;
+  W.begin_at = begin_at;
+  W.locked = begin_at + 1;
+  W.commit_at = begin_at + 2;
+  W.done = begin_at + 3;
+  return duo_spawn(w_thread, NULL);
+}
+
+/* What the reader saw. */
+static struct {
+  int attempts, torn;
+  uint64_t x, y;
+} R;
+
+static void finish(pthread_t w) {
+  duo_join(w);
+  CHECK_EQ_I(W.attempts, 1); /* readers never make the writer abort */
+  txh_cleanup();
+  sstm_test_fini();
+}
+
+/* ---- passing a running writer -------------------------------------------- */
+
+static void read_x(void *arg) {
+  (void)arg;
+  R.attempts++;
+  R.x = sstm_load_u64(X);
+}
+
+TEST_ETL(passes_a_running_writer) {
+  init_read_past(true);
+  pthread_t w = start_writer(X, NULL, 5, 0);
+  duo_wait(W.locked);
+  CHECK_OK(sstm_run(NULL, read_x, NULL));
+  CHECK_EQ_I(R.attempts, 1);
+  CHECK_EQ_U(R.x, 0); /* the committed value, not W's buffered 5 */
+  sstm_stats_t s = my_stats();
+  CHECK_EQ_U(s.reads_past, 1);
+  CHECK_EQ_U(s.aborts_total, 0);
+  /* a declared read-only attempt passes it too */
+  sstm_attr_t ro = {.read_only = true};
+  CHECK_OK(sstm_run(&ro, read_x, NULL));
+  CHECK_EQ_I(R.attempts, 2);
+  CHECK_EQ_U(R.x, 0);
+  CHECK_EQ_U(my_stats().reads_past, 2);
+  duo_set(W.commit_at);
+  duo_wait(W.done);
+  CHECK_EQ_U(tx_load_u64(X), 5);
+  finish(w);
+}
+
+/* With read_past off the same read is a read-locked conflict: suicide
+ * aborts the reader, whose retry lets W commit first. */
+static void read_x_release_on_retry(void *arg) {
+  (void)arg;
+  if (++R.attempts > 1 && duo_phase() < W.commit_at) {
+    duo_set(W.commit_at);
+    duo_wait(W.done);
+  }
+  R.x = sstm_load_u64(X);
+}
+
+TEST_ETL(off_is_a_read_locked_conflict) {
+  init_read_past(false);
+  pthread_t w = start_writer(X, NULL, 5, 0);
+  duo_wait(W.locked);
+  CHECK_OK(sstm_run(NULL, read_x_release_on_retry, NULL));
+  CHECK_EQ_I(R.attempts, 2);
+  CHECK_EQ_U(R.x, 5);
+  sstm_stats_t s = my_stats();
+  CHECK_EQ_U(s.reads_past, 0);
+  CHECK_EQ_U(s.aborts[SSTM_ABORT_READ_LOCKED], 1);
+  finish(w);
+}
+
+/* ---- the reader serialises before the writer ------------------------------ */
+
+/* Reads x past W, lets W commit x = y = 5, then reads y: that is W's new
+ * version, past the snapshot; the extension finds x's stripe changed, so
+ * the attempt aborts instead of returning y = 5 next to x = 0. */
+static void read_x_commit_w_read_y(void *arg) {
+  (void)arg;
+  int a = ++R.attempts;
+  uint64_t x = sstm_load_u64(X);
+  if (a == 1) {
+    duo_set(W.commit_at);
+    duo_wait(W.done);
+  }
+  uint64_t y = sstm_load_u64(Y);
+  if (x != y) R.torn++;
+  R.x = x, R.y = y;
+}
+
+static void serialises_before_writer(const sstm_attr_t *attr, sstm_abort_reason_t why) {
+  init_read_past(true);
+  pthread_t w = start_writer(X, Y, 5, 0);
+  duo_wait(W.locked);
+  CHECK_OK(sstm_run(attr, read_x_commit_w_read_y, NULL));
+  CHECK_EQ_I(R.torn, 0);
+  CHECK_EQ_I(R.attempts, 2);
+  CHECK_EQ_U(R.x, 5);
+  CHECK_EQ_U(R.y, 5);
+  sstm_stats_t s = my_stats();
+  CHECK_EQ_U(s.reads_past, 1);
+  CHECK_EQ_U(s.aborts[why], 1);
+  CHECK_EQ_U(s.aborts_total, 1);
+  finish(w);
+}
+
+TEST_ETL(reader_serialises_before_the_writer) {
+  serialises_before_writer(NULL, SSTM_ABORT_VALIDATE_READ);
+}
+
+TEST_ETL(read_only_reader_serialises_before_the_writer) {
+  sstm_attr_t ro = {.read_only = true};
+  serialises_before_writer(&ro, SSTM_ABORT_RO_EXTEND);
+}
+
+/* ---- the bound on the displaced version ----------------------------------- */
+
+static void commit_x_z_one(void *arg) {
+  (void)arg;
+  sstm_store_u64(X, 1);
+  sstm_store_u64(Z, 1);
+}
+
+/* Reads z = 0; then, in the first attempt, another descriptor commits
+ * x = z = 1 and only then does W begin and lock x: the version W's lock
+ * displaced is newer than this snapshot. Memory under the lock holds x = 1,
+ * which must not be returned next to z = 0: the barrier extends first (and
+ * fails, z changed), or, read-only, cannot and leaves it to the policy. */
+static void read_z_then_x_past_newer(void *arg) {
+  (void)arg;
+  int a = ++R.attempts;
+  uint64_t z = sstm_load_u64(Z);
+  if (a == 1) {
+    CHECK_OK(run_other(NULL, commit_x_z_one, NULL));
+    duo_set(W.begin_at);
+    duo_wait(W.locked);
+  }
+  uint64_t x = sstm_load_u64(X);
+  if (x != z) R.torn++;
+  R.x = x, R.y = z;
+}
+
+static void bound_case(const sstm_attr_t *attr, sstm_abort_reason_t why) {
+  init_read_past(true);
+  pthread_t w = start_writer(X, NULL, 5, 1);
+  CHECK_OK(sstm_run(attr, read_z_then_x_past_newer, NULL));
+  CHECK_EQ_I(R.torn, 0);
+  CHECK_EQ_I(R.attempts, 2);
+  CHECK_EQ_U(R.x, 1); /* the retry passed W's lock: x = 1 committed, not W's 5 */
+  sstm_stats_t s = my_stats();
+  CHECK_EQ_U(s.aborts[why], 1);
+  CHECK_EQ_U(s.aborts_total, 1);
+  CHECK_EQ_U(s.reads_past, 1);
+  duo_set(W.commit_at);
+  duo_wait(W.done);
+  finish(w);
+}
+
+TEST_ETL(a_lock_over_a_newer_version_needs_an_extension) {
+  bound_case(NULL, SSTM_ABORT_VALIDATE_READ);
+}
+
+TEST_ETL(read_only_does_not_pass_a_lock_over_a_newer_version) {
+  sstm_attr_t ro = {.read_only = true};
+  bound_case(&ro, SSTM_ABORT_READ_LOCKED);
+}
+
+/* ---- validation ----------------------------------------------------------- */
+
+static void commit_y_one(void *arg) {
+  (void)arg;
+  sstm_store_u64(Y, 1);
+}
+
+static void commit_x_y_one(void *arg) {
+  (void)arg;
+  sstm_store_u64(X, 1);
+  sstm_store_u64(Y, 1);
+}
+
+/* W began before this attempt, which reads x (unlocked); W then locks x;
+ * another descriptor commits y, so reading y extends the snapshot, whose
+ * validation finds x locked by W. W displaced a version this snapshot
+ * covers and has not written x: the entry is valid. */
+static void read_x_w_locks_read_y(void *arg) {
+  (void)arg;
+  int a = ++R.attempts;
+  if (a > 1 && duo_phase() < W.commit_at) { /* read_past off: let W finish */
+    duo_set(W.commit_at);
+    duo_wait(W.done);
+  }
+  uint64_t x = sstm_load_u64(X);
+  if (a == 1) {
+    duo_set(W.begin_at + 100); /* W may lock x now */
+    duo_wait(W.locked);
+    CHECK_OK(run_other(NULL, commit_y_one, NULL));
+  }
+  R.y = sstm_load_u64(Y);
+  R.x = x;
+}
+
+static void w_late_body(void *arg) {
+  (void)arg;
+  W.attempts++;
+  duo_set(W.begin_at + 1); /* begun */
+  duo_wait(W.begin_at + 100);
+  sstm_store_u64(X, 5);
+  duo_set(W.locked);
+  duo_wait(W.commit_at);
+}
+
+static void *w_late_thread(void *arg) {
+  (void)arg;
+  CHECK_OK(sstm_thread_init());
+  CHECK_OK(sstm_run(NULL, w_late_body, NULL));
+  duo_set(W.done);
+  CHECK_OK(sstm_thread_exit());
+  return NULL;
+}
+
+static void validation_case(bool on) {
+  init_read_past(on);
+  W.begin_at = 0;
+  W.locked = 102, W.commit_at = 103, W.done = 104;
+  pthread_t w = duo_spawn(w_late_thread, NULL);
+  duo_wait(W.begin_at + 1);
+  CHECK_OK(sstm_run(NULL, read_x_w_locks_read_y, NULL));
+  CHECK_EQ_U(R.y, 1);
+  sstm_stats_t s = my_stats();
+  if (on) {
+    CHECK_EQ_I(R.attempts, 1);
+    CHECK_EQ_U(R.x, 0);
+    CHECK_EQ_U(s.aborts_total, 0);
+    CHECK_EQ_U(s.extensions, 1);
+    duo_set(W.commit_at);
+  } else {
+    CHECK_EQ_I(R.attempts, 2);
+    CHECK_EQ_U(R.x, 5);
+    CHECK_EQ_U(s.aborts[SSTM_ABORT_VALIDATE_READ], 1);
+  }
+  duo_wait(W.done);
+  finish(w);
+}
+
+TEST_ETL(validation_accepts_a_stripe_a_running_writer_locked) { validation_case(true); }
+TEST_ETL(off_validation_refuses_a_locked_stripe) { validation_case(false); }
+
+/* This attempt reads x = 0; another descriptor commits x = y = 1; W begins
+ * after that and locks x (displacing the new version). Reading y (= 1,
+ * past the snapshot) extends: x is locked by a running writer, but its
+ * lock displaced a version committed after our read, so the entry is not
+ * valid and the attempt aborts rather than pair y = 1 with x = 0. */
+static void read_x_commit_w_locks_read_y(void *arg) {
+  (void)arg;
+  int a = ++R.attempts;
+  uint64_t x = sstm_load_u64(X);
+  if (a == 1) {
+    CHECK_OK(run_other(NULL, commit_x_y_one, NULL));
+    duo_set(W.begin_at);
+    duo_wait(W.locked);
+  }
+  uint64_t y = sstm_load_u64(Y);
+  if (x != y) R.torn++;
+  R.x = x, R.y = y;
+}
+
+TEST_ETL(validation_refuses_a_lock_over_a_version_newer_than_the_read) {
+  init_read_past(true);
+  pthread_t w = start_writer(X, NULL, 5, 1);
+  CHECK_OK(sstm_run(NULL, read_x_commit_w_locks_read_y, NULL));
+  CHECK_EQ_I(R.torn, 0);
+  CHECK_EQ_I(R.attempts, 2);
+  CHECK_EQ_U(R.x, 1);
+  CHECK_EQ_U(R.y, 1);
+  sstm_stats_t s = my_stats();
+  CHECK_EQ_U(s.aborts[SSTM_ABORT_VALIDATE_READ], 1);
+  CHECK_EQ_U(s.aborts_total, 1);
+  duo_set(W.commit_at);
+  duo_wait(W.done);
+  finish(w);
+}
+
+SSTM_TEST_MAIN()
