@@ -99,6 +99,7 @@ static void counts_from_sstm(const sstm_stats_t *s, tm_counts_t *out) {
   const sstm_cm_ops_t *cm = sstm_cm_current();
   out->cm_known = true;
   out->cm_wait_ns = s->cm_wait_ns;
+  out->reads_past = s->reads_past;
   for (int i = 0; i < SSTM_CM_NSTATS; i++) {
     out->cm_stat_name[i] = cm != NULL ? cm->stat_names[i] : NULL;
     out->cm_stat[i] = s->cm_stats[i];

@@ -30,6 +30,7 @@ typedef struct tm_counts {
   uint64_t reason_count[TM_MAX_REASONS];
   bool cm_known;       /* contention-manager figures (schedstm only) */
   uint64_t cm_wait_ns; /* time spent in the policy's waits */
+  uint64_t reads_past; /* reads that passed a running writer's lock */
   const char *cm_stat_name[8];
   uint64_t cm_stat[8]; /* the policy's counters (priority changes, ...) */
 } tm_counts_t;
