@@ -73,6 +73,16 @@ bad:
   return SSTM_EINVAL;
 }
 
+/* A switch: exactly "0" or "1". */
+static int parse_01(const char *var, const char *s, bool *out) {
+  if (strcmp(s, "0") != 0 && strcmp(s, "1") != 0) {
+    sstm__set_error("%s='%s': valid values: 0, 1", var, s);
+    return SSTM_EINVAL;
+  }
+  *out = s[0] == '1';
+  return 0;
+}
+
 int sstm__env_u64(const char *var, uint64_t lo, uint64_t hi, uint64_t *out) {
   const char *s = getenv(var);
   return s ? parse_u64(var, s, lo, hi, out) : 0;
@@ -113,10 +123,8 @@ static int check_config(const sstm_config_t *c) {
  * than silently the default. */
 static int env_read_anyway_check(void) {
   const char *s = getenv("SCHEDSTM_NO_MEMBARRIER");
-  if (s && strcmp(s, "0") != 0 && strcmp(s, "1") != 0) {
-    sstm__set_error("SCHEDSTM_NO_MEMBARRIER='%s': valid values: 0, 1", s);
-    return SSTM_EINVAL;
-  }
+  bool unused;
+  if (s && parse_01("SCHEDSTM_NO_MEMBARRIER", s, &unused)) return SSTM_EINVAL;
   return sstm__sched_env_check() != 0 ? SSTM_EINVAL : 0;
 }
 
@@ -179,26 +187,10 @@ SSTM_API int sstm_config_from_env(sstm_config_t *cfg) {
     if (parse_u64("SCHEDSTM_BACKOFF_MAX_NS", s, 1, 1000000000ull, &v)) return SSTM_EINVAL;
     c.backoff_max_ns = v;
   }
-  if ((s = getenv("SCHEDSTM_READ_PAST"))) {
-    if (strcmp(s, "1") == 0)
-      c.read_past = true;
-    else if (strcmp(s, "0") == 0)
-      c.read_past = false;
-    else {
-      sstm__set_error("SCHEDSTM_READ_PAST='%s': valid values: 0, 1", s);
-      return SSTM_EINVAL;
-    }
-  }
-  if ((s = getenv("SCHEDSTM_STATE_TABLE"))) {
-    if (strcmp(s, "1") == 0)
-      c.state_table = true;
-    else if (strcmp(s, "0") == 0)
-      c.state_table = false;
-    else {
-      sstm__set_error("SCHEDSTM_STATE_TABLE='%s': valid values: 0, 1", s);
-      return SSTM_EINVAL;
-    }
-  }
+  if ((s = getenv("SCHEDSTM_READ_PAST")) && parse_01("SCHEDSTM_READ_PAST", s, &c.read_past))
+    return SSTM_EINVAL;
+  if ((s = getenv("SCHEDSTM_STATE_TABLE")) && parse_01("SCHEDSTM_STATE_TABLE", s, &c.state_table))
+    return SSTM_EINVAL;
   if ((s = getenv("SCHEDSTM_WAIT_MAX"))) {
     if (parse_u64("SCHEDSTM_WAIT_MAX", s, 0, 1000000, &v)) return SSTM_EINVAL;
     c.wait_max = (unsigned)v;
