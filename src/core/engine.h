@@ -323,6 +323,11 @@ typedef enum {
    * (addr NULL). A reader that passed one of these locks and loads the
    * data now must refuse it on the status re-check (argument 8). */
   SSTM_SEAM_COMMIT_WRITTEN_BACK,
+  /* rollback: the locks are released (old versions back), the status is
+   * still ACTIVE (addr NULL). A reader that passed one of these locks and
+   * loads data another writer committed since must refuse it on the
+   * lock-word re-check (argument 8). */
+  SSTM_SEAM_ROLLBACK_LOCKS_RELEASED,
 } sstm_seam_t;
 extern _Atomic(void (*)(sstm_seam_t where, const void *addr)) sstm__test_seam;
 static inline void sstm__seam(sstm_seam_t where, const void *addr) {

@@ -137,7 +137,14 @@
  *    lock_end; it locks only versions <= end, and end only grows, so
  *    lock_end >= every version its locks displaced. The lock CAS is a
  *    release and the reader's load of the lock word an acquire, so the
- *    reader sees that store (or a later, larger one).
+ *    reader sees that store (or a later, larger one). Every CAS that
+ *    installs an owner word is a release (ETL write, CTL commit,
+ *    irrevocable write), so a reader that sees the word also sees the
+ *    owner's state before it: a CTL or irrevocable owner is never seen
+ *    ACTIVE through its own lock. lock_end is one bound for all of an
+ *    attempt's locks, so a writer that extended and locked more stripes
+ *    can fail a reader's validation without having changed its stripe
+ *    (spurious, and then it is not named as the other party).
  *  - The data is that version's: the reader's acquire of the lock word
  *    saw the owner's CAS, which (acquire) read the version it displaced,
  *    released by its committer after the write-back. Nothing else writes
@@ -146,7 +153,11 @@
  *    COMMITTING CAS and a release fence; a data load that saw any of it
  *    makes the status re-check after the acquire fence see COMMITTING or
  *    later (fence-fence synchronisation), and the read is refused. A kill
- *    and take-over changes the status and the lock word.
+ *    and take-over changes the status and the lock word. An owner that
+ *    aborts itself puts the old versions back before its status leaves
+ *    ACTIVE (rollback): another writer can then lock, commit and write
+ *    back the stripe while the status re-check still passes; the lock-word
+ *    re-check refuses that read.
  *  - The owner serialises after us. The reader's `end` came from a clock
  *    load (acquire) sequenced before its status load. Had the owner's
  *    fetch_add (release) preceded that load in the clock's modification
@@ -413,9 +424,10 @@ static sstm_cm_ctx_t *cm_ctx(struct sstm_desc *tx) {
 
 /* The attempt that holds locked the first stripe of the read set that
  * changed, if that is why validation failed: a writer that locked it after
- * we read it (encounter-time, still running) or that is committing. False
- * when the first changed stripe is unlocked (a commit that has ended: no
- * one to name). Abort path only: scans the read set. */
+ * we read it (encounter-time, still running; with cfg.read_past only one
+ * that is committing, see below) or that is committing. False when the
+ * first changed stripe is unlocked (a commit that has ended: no one to
+ * name). Abort path only: scans the read set. */
 static bool validation_party(struct sstm_desc *tx, sstm_party_t *out) {
   for (const sstm_r_entry_t *e = tx->rs.e; e < tx->rs.top; e++) {
     uint64_t l = atomic_load_explicit(e->lock, memory_order_relaxed);
@@ -423,6 +435,13 @@ static bool validation_party(struct sstm_desc *tx, sstm_party_t *out) {
     if (!sstm_lw_locked(l)) return false;
     struct sstm_desc *o = sstm__desc_at(sstm_lw_slot(l));
     if (o == NULL || o == tx) return false;
+    /* With read_past, a running (not committing) holder did not change the
+     * stripe: a commit before its lock did (its lock_end is past our end),
+     * and that commit has ended, or the holder merely extended past our
+     * end since (lock_end is one bound for all its locks). Not named. */
+    if (sstm__g.cfg.read_past &&
+        sstm_st_state(atomic_load_explicit(&o->status, memory_order_relaxed)) == SSTM_ST_ACTIVE)
+      continue;
     sstm__party_snapshot(o, l, out);
     return true;
   }
@@ -558,16 +577,16 @@ static SSTM_NOINLINE __attribute__((noreturn)) void oom(void) {
 static SSTM_NOINLINE bool read_past(struct sstm_desc *tx, const void *addr, unsigned size,
                                     _Atomic uint64_t *lk, uint64_t l, unsigned kind,
                                     uint64_t *out) {
-  /* acquire fence: l may come from a relaxed load (resolve's or the
-   * re-check's); the fence after it makes it read the owner's lock CAS
-   * (release), so lock_end and the displaced version's data are visible. */
-  atomic_thread_fence(memory_order_acquire);
+  /* l was loaded with acquire (every path of load_slow, and resolve's
+   * reload): it read the owner's lock CAS (release), so the owner's status
+   * and lock_end stores before it, and the displaced version's data, are
+   * visible here. */
   struct sstm_desc *o = sstm__desc_at(sstm_lw_slot(l));
   if (o == NULL || o == tx) return false;
   /* relaxed: (8) orders it after the clock load that gave `end`. */
   uint64_t st = atomic_load_explicit(&o->status, memory_order_relaxed);
   if (!sstm_st_owns(st, l) || sstm_st_state(st) != SSTM_ST_ACTIVE) return false;
-  /* relaxed: after the fence above, which its lock_end store precedes;
+  /* relaxed: after the acquire of l, which the lock_end store precedes;
    * later stores only grow it. */
   uint64_t bound = atomic_load_explicit(&o->lock_end, memory_order_relaxed);
   if (bound > tx->end) {
@@ -663,7 +682,9 @@ static SSTM_NOINLINE void irrev_store(struct sstm_desc *tx, void *addr, uint64_t
       l = resolve(tx, SSTM_CONFLICT_WRITE_LOCKED, addr, lk, l);
       continue;
     }
-    if (atomic_compare_exchange_weak_explicit(lk, &l, tx->owner_lw, memory_order_acquire,
+    /* acq_rel: release, so that a reader that sees this lock word also
+     * sees our IRREVOCABLE status and does not pass it (8). */
+    if (atomic_compare_exchange_weak_explicit(lk, &l, tx->owner_lw, memory_order_acq_rel,
                                               memory_order_acquire)) {
       if (!sstm_lset_add(&tx->ls, lk, l)) oom();
       /* release fence: the in-place data stores below must not become
@@ -1263,6 +1284,7 @@ static void rollback(struct sstm_desc *tx, sstm_abort_reason_t r) {
     irrev_undo(tx);
   else
     release_locks_abort(tx);
+  sstm__seam(SSTM_SEAM_ROLLBACK_LOCKS_RELEASED, NULL);
   DELAY_POINT(tx);
   sstm__reclaim_abort(tx);
   /* acq_rel exchange: release so that readers of our status (reclaimers,
@@ -1351,8 +1373,10 @@ static void lock_write_set(struct sstm_desc *tx) {
         l = atomic_load_explicit(lk, memory_order_acquire);
         continue;
       }
-      /* acquire, as in the ETL write barrier. */
-      if (atomic_compare_exchange_weak_explicit(lk, &l, tx->owner_lw, memory_order_acquire,
+      /* acq_rel, as in the ETL write barrier: acquire for our reads of the
+       * stripe; release, so that a reader that sees this lock word also
+       * sees our COMMITTING status and does not pass it (8). */
+      if (atomic_compare_exchange_weak_explicit(lk, &l, tx->owner_lw, memory_order_acq_rel,
                                                 memory_order_acquire)) {
         if (!sstm_lset_add(&tx->ls, lk, l)) oom();
         break;

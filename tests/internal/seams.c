@@ -530,6 +530,7 @@ TEST_ETL(a_read_past_a_writer_that_wrote_back_is_refused) {
   pw_wait(1);
   atomic_store_explicit(&sstm__test_seam, pw_seam, memory_order_seq_cst);
   CHECK_OK(sstm_run(NULL, pw_reader_body, NULL));
+  if (atomic_load(&pw_s.step) < 4) pw_set(4); /* a reader that never retried */
   CHECK_EQ_I(pthread_join(pw_s.writer, NULL), 0);
   atomic_store_explicit(&sstm__test_seam, NULL, memory_order_relaxed);
   CHECK_EQ_I(pw_s.fired, 1);
@@ -541,6 +542,112 @@ TEST_ETL(a_read_past_a_writer_that_wrote_back_is_refused) {
   CHECK_OK(sstm_stats_get(sstm_self(), &st));
   CHECK_EQ_U(st.reads_past, 1); /* y in the first attempt; x refused */
   CHECK_EQ_U(st.aborts[SSTM_ABORT_READ_LOCKED], 1);
+  sstm_test_fini();
+}
+
+/* The same read window, with an owner that aborts itself: rollback puts the
+ * old versions back before the status leaves ACTIVE. Here the owner thread
+ * restarts its attempt (sstm_restart) and stops at the seam after its lock
+ * releases; meanwhile a second descriptor of the reader's thread commits
+ * x = y = 1, so the memory under the lock word the reader loaded holds a
+ * version past its snapshot, and the owner's status is still the ACTIVE one
+ * the reader saw. Only the lock-word re-check refuses the data; without it
+ * the reader returns x = 1 next to the y = 0 it read before. */
+static uint64_t ra[64] __attribute__((aligned(4096)));
+#define RA_X (&ra[0])
+#define RA_Y (&ra[16])
+
+static struct {
+  _Atomic int step; /* 1 locked, 2 restart now, 3 locks released, 4 go on, 5 done */
+  pthread_t reader, owner;
+  int attempts, owner_attempts, torn, fired;
+  uint64_t x, y;
+} ra_s;
+
+static void ra_wait(int step) {
+  while (atomic_load_explicit(&ra_s.step, memory_order_acquire) < step)
+    sched_yield();
+}
+static void ra_set(int step) { atomic_store_explicit(&ra_s.step, step, memory_order_release); }
+
+static void ra_commit_xy(void *arg) {
+  (void)arg;
+  sstm_store_u64(RA_X, 1);
+  sstm_store_u64(RA_Y, 1);
+}
+
+static void ra_seam(sstm_seam_t where, const void *addr) {
+  if (where == SSTM_SEAM_PAST_READ_DATA && addr == RA_X &&
+      pthread_equal(pthread_self(), ra_s.reader) && ra_s.attempts == 1) {
+    ra_s.fired++;
+    ra_set(2);
+    ra_wait(3);
+    CHECK_OK(run_other(NULL, ra_commit_xy, NULL));
+  } else if (where == SSTM_SEAM_ROLLBACK_LOCKS_RELEASED &&
+             pthread_equal(pthread_self(), ra_s.owner) && ra_s.owner_attempts == 1) {
+    ra_set(3);
+    ra_wait(4);
+  }
+}
+
+static void ra_owner_body(void *arg) {
+  (void)arg;
+  if (++ra_s.owner_attempts > 1) return; /* the retry writes nothing */
+  sstm_store_u64(RA_X, 7);
+  ra_set(1);
+  ra_wait(2);
+  sstm_restart();
+}
+
+static void *ra_owner(void *arg) {
+  (void)arg;
+  CHECK_OK(sstm_thread_init());
+  CHECK_OK(sstm_run(NULL, ra_owner_body, NULL));
+  ra_set(5);
+  CHECK_OK(sstm_thread_exit());
+  return NULL;
+}
+
+static void ra_reader_body(void *arg) {
+  (void)arg;
+  if (++ra_s.attempts > 1) {
+    ra_set(4);
+    ra_wait(5);
+  }
+  uint64_t y = sstm_load_u64(RA_Y);
+  uint64_t x = sstm_load_u64(RA_X);
+  if (x != y) ra_s.torn++;
+  ra_s.x = x, ra_s.y = y;
+}
+
+TEST_ETL(a_read_past_an_owner_that_rolled_back_is_refused) {
+  sstm_config_t c;
+  sstm_test_config(&c);
+  c.read_past = true;
+  c.cm = "suicide";
+  CHECK_OK(sstm_init(&c));
+  CHECK_OK(sstm_thread_init());
+  skip_unless_debug();
+  CHECK_NE_PTR(sstm__lock_for(sstm_self(), RA_X), sstm__lock_for(sstm_self(), RA_Y));
+  ra_s.reader = pthread_self();
+  CHECK_EQ_I(pthread_create(&ra_s.owner, NULL, ra_owner, NULL), 0);
+  ra_wait(1);
+  atomic_store_explicit(&sstm__test_seam, ra_seam, memory_order_seq_cst);
+  CHECK_OK(sstm_run(NULL, ra_reader_body, NULL));
+  if (atomic_load(&ra_s.step) < 4) ra_set(4); /* a reader that never retried */
+  CHECK_EQ_I(pthread_join(ra_s.owner, NULL), 0);
+  atomic_store_explicit(&sstm__test_seam, NULL, memory_order_relaxed);
+  CHECK_EQ_I(ra_s.fired, 1);
+  CHECK_EQ_I(ra_s.torn, 0);
+  CHECK_EQ_I(ra_s.attempts, 2);
+  CHECK_EQ_I(ra_s.owner_attempts, 2);
+  CHECK_EQ_U(ra_s.x, 1);
+  CHECK_EQ_U(ra_s.y, 1);
+  sstm_stats_t st;
+  CHECK_OK(sstm_stats_get(sstm_self(), &st));
+  CHECK_EQ_U(st.reads_past, 0); /* the one pass was refused */
+  CHECK_EQ_U(st.aborts[SSTM_ABORT_VALIDATE_READ], 1);
+  txh_cleanup();
   sstm_test_fini();
 }
 

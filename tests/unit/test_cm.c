@@ -117,14 +117,17 @@ static const sstm_cm_ops_t recorder = {
     .on_abort = rp_on_abort,
 };
 
-static void init_with(const char *cm, unsigned wait_max) {
+static void init_with_rp(const char *cm, unsigned wait_max, bool read_past) {
   sstm_config_t c;
   sstm_test_config(&c);
   c.cm = cm;
   c.wait_max = wait_max;
+  c.read_past = read_past;
   CHECK_OK(sstm_init(&c));
   CHECK_OK(sstm_thread_init());
 }
+
+static void init_with(const char *cm, unsigned wait_max) { init_with_rp(cm, wait_max, true); }
 
 /* ---- registry ----------------------------------------------------------- */
 
@@ -797,12 +800,7 @@ static void reader_cancel_on_retry(void *arg) {
  * writer that has not started to commit (tests/unit/test_read_past.c). */
 TEST_ETL(read_conflict_reports_read_locked) {
   CHECK_OK(sstm_cm_register(&recorder));
-  sstm_config_t c;
-  sstm_test_config(&c);
-  c.cm = "test-recorder";
-  c.read_past = false;
-  CHECK_OK(sstm_init(&c));
-  CHECK_OK(sstm_thread_init());
+  init_with_rp("test-recorder", 64, false);
   rec.action = SSTM_CM_ABORT_SELF;
   SSTM_ATOMIC_BEGIN(NULL)
     sstm_store_u64(&word_w, 1);
@@ -997,6 +995,7 @@ static struct {
   sstm_desc_t *b;
   uint64_t b_txid;
   int attempts;
+  bool read_past; /* the retry passes B's lock instead of waiting for B */
 } vp;
 
 static void vp_store_x(void *arg) {
@@ -1036,15 +1035,20 @@ static void vp_reader(void *arg) {
     (void)sstm_load_u64(&vp_x[0]); /* newer than our snapshot: extension fails */
     FAIL("the extension over a stripe locked by B succeeded");
   }
+  if (vp.read_past) { /* retry: read w past B, still running */
+    *out = sstm_load_u64(&vp_w[0]) + sstm_load_u64(&vp_x[0]);
+    return;
+  }
   atomic_store(&vp.step, 3); /* retry: let B commit first */
   while (atomic_load(&vp.step) < 4)
     sched_yield();
   *out = sstm_load_u64(&vp_w[0]) + sstm_load_u64(&vp_x[0]);
 }
 
+/* With cfg.read_past off (the next case has it on). */
 TEST_ETL(validation_names_the_lock_holder) { /* CTL: validation_names_the_committing_lock_holder */
   CHECK_OK(sstm_cm_register(&recorder));
-  init_with("test-recorder", 64);
+  init_with_rp("test-recorder", 64, false);
   rec.action = SSTM_CM_ABORT_SELF;
   pthread_t th;
   CHECK_EQ_I(pthread_create(&th, NULL, vp_writer, NULL), 0);
@@ -1061,6 +1065,37 @@ TEST_ETL(validation_names_the_lock_holder) { /* CTL: validation_names_the_commit
   CHECK_EQ_I(rec.abort_info[0].reason, SSTM_ABORT_VALIDATE_READ);
   CHECK_TRUE(rec.abort_info[0].has_other);
   CHECK_EQ_PTR(rec.abort_info[0].other.desc, vp.b);
+  sstm_test_fini();
+}
+
+/* The same with cfg.read_past on. B locked w after its commit of x, so its
+ * lock_end is past A's snapshot and A's extension refuses w, although B has
+ * not written it (lock_end bounds all of B's locks). B is running, not
+ * committing: it is not named (a policy would wait for a writer that
+ * changed nothing), and A's retry passes B's lock and reads w's committed
+ * value while B still runs. */
+TEST_ETL(validation_with_read_past_does_not_name_a_running_holder) {
+  CHECK_OK(sstm_cm_register(&recorder));
+  init_with_rp("test-recorder", 64, true);
+  rec.action = SSTM_CM_ABORT_SELF;
+  vp.read_past = true;
+  pthread_t th;
+  CHECK_EQ_I(pthread_create(&th, NULL, vp_writer, NULL), 0);
+  uint64_t sum = 0;
+  CHECK_OK(sstm_run(NULL, vp_reader, &sum));
+  CHECK_EQ_I(vp.attempts, 2);
+  CHECK_EQ_U(sum, 0 + 1); /* w before B's commit, x after B's first one */
+  int k = -1;
+  CHECK_EQ_I(conflicts_of(sstm_self(), SSTM_CONFLICT_VALIDATION, &k), 1);
+  CHECK_FALSE(rec.conf[k].has_other);
+  CHECK_EQ_I(rec.abort_info[0].reason, SSTM_ABORT_VALIDATE_READ);
+  CHECK_FALSE(rec.abort_info[0].has_other);
+  sstm_stats_t s;
+  CHECK_OK(sstm_stats_get(sstm_self(), &s));
+  CHECK_EQ_U(s.reads_past, 1);
+  atomic_store(&vp.step, 3); /* now B may commit */
+  CHECK_EQ_I(pthread_join(th, NULL), 0);
+  CHECK_EQ_U(tx_load_u64(&vp_w[0]), 77);
   sstm_test_fini();
 }
 

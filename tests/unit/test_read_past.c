@@ -359,4 +359,62 @@ TEST_ETL(validation_refuses_a_lock_over_a_version_newer_than_the_read) {
   finish(w);
 }
 
+/* lock_end is the owner's end when it takes each lock, not its start: W
+ * began with this attempt and locked y; another descriptor then committed
+ * x = z = 1, and W's write of x extended its snapshot before locking x.
+ * This attempt read z = 0: the lock on x displaced a version newer than
+ * its snapshot, so it extends (and fails) instead of returning x = 1. */
+static void w_extends_body(void *arg) {
+  (void)arg;
+  W.attempts++;
+  sstm_store_u64(Y, 5);
+  duo_set(W.begin_at + 1); /* begun, y locked */
+  duo_wait(W.begin_at + 2);
+  sstm_store_u64(X, 5); /* x's version is past W's end: W extends first */
+  duo_set(W.locked);
+  duo_wait(W.commit_at);
+}
+
+static void *w_extends_thread(void *arg) {
+  (void)arg;
+  CHECK_OK(sstm_thread_init());
+  CHECK_OK(sstm_run(NULL, w_extends_body, NULL));
+  duo_set(W.done);
+  CHECK_OK(sstm_thread_exit());
+  return NULL;
+}
+
+static void read_z_commit_w_extends_read_x(void *arg) {
+  (void)arg;
+  int a = ++R.attempts;
+  uint64_t z = sstm_load_u64(Z);
+  if (a == 1) {
+    CHECK_OK(run_other(NULL, commit_x_z_one, NULL));
+    duo_set(W.begin_at + 2);
+    duo_wait(W.locked);
+  }
+  uint64_t x = sstm_load_u64(X);
+  if (x != z) R.torn++;
+  R.x = x, R.y = z;
+}
+
+TEST_ETL(the_bound_is_the_end_at_the_lock_not_the_start) {
+  init_read_past(true);
+  W.begin_at = 0;
+  W.locked = 3, W.commit_at = 4, W.done = 5;
+  pthread_t w = duo_spawn(w_extends_thread, NULL);
+  duo_wait(W.begin_at + 1);
+  CHECK_OK(sstm_run(NULL, read_z_commit_w_extends_read_x, NULL));
+  CHECK_EQ_I(R.torn, 0);
+  CHECK_EQ_I(R.attempts, 2);
+  CHECK_EQ_U(R.x, 1);
+  sstm_stats_t s = my_stats();
+  CHECK_EQ_U(s.aborts[SSTM_ABORT_VALIDATE_READ], 1);
+  CHECK_EQ_U(s.aborts_total, 1);
+  CHECK_EQ_U(s.reads_past, 1);
+  duo_set(W.commit_at);
+  duo_wait(W.done);
+  finish(w);
+}
+
 SSTM_TEST_MAIN()
