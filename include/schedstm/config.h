@@ -54,6 +54,19 @@ typedef enum sstm_stats_level {
  * thread; it must not call schedstm transactional functions. */
 typedef void (*sstm_sample_fn)(void *arg, const void *addr, bool is_write);
 
+/* Which attempts read past the lock of a writer that has not started to
+ * commit (docs/design/core.md, (8)). */
+typedef enum {
+  SSTM_READ_PAST_OFF = 0, /* every locked stripe goes to the policy */
+  SSTM_READ_PAST_RO = 1,  /* declared read-only attempts (the default): they
+                             hold no locks, so passing one never prolongs
+                             anybody's lock holding */
+  SSTM_READ_PAST_ALL = 2, /* every attempt, and validation accepts a running
+                             writer's lock; under oversubscription with
+                             suicide, update attempts then go on to take
+                             locks they abort with (docs/benchmarks.md) */
+} sstm_read_past_t;
+
 typedef struct sstm_config {
   sstm_design_t design;     /* default SSTM_DESIGN_ETL */
   const char *cm;           /* contention manager name, default "suicide" */
@@ -70,11 +83,10 @@ typedef struct sstm_config {
   unsigned sample_period;   /* 0 = sampling off (default) */
   sstm_sample_fn sample_fn; /* required when sample_period > 0 */
   void *sample_arg;
-  bool read_past;   /* a read of a stripe locked by a writer that has not
-                       started to commit returns the committed value instead of
-                       waiting or aborting (default true; docs/design/core.md) */
-  bool state_table; /* publish /dev/shm/schedstm.<pid> (default false) */
-  bool use_env;     /* apply SCHEDSTM_* overrides (default true) */
+  sstm_read_past_t read_past; /* reads past running writers' locks
+                                 (default SSTM_READ_PAST_RO) */
+  bool state_table;           /* publish /dev/shm/schedstm.<pid> (default false) */
+  bool use_env;               /* apply SCHEDSTM_* overrides (default true) */
 } sstm_config_t;
 
 /* Fill *cfg with the defaults. Never fails. */

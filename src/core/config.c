@@ -30,7 +30,7 @@ SSTM_API void sstm_config_default(sstm_config_t *cfg) {
       .backoff_max_ns = 1000000,
       .wait_max = 64,
       .sample_period = 0,
-      .read_past = true,
+      .read_past = SSTM_READ_PAST_RO,
       .use_env = true,
   };
 }
@@ -107,6 +107,10 @@ static int check_config(const sstm_config_t *c) {
                "and SCHEDSTM_BACKOFF_MAX_NS, if set): need 0 < min <= max <= "
                "1000000000; the default max is 1000000",
                (unsigned long long)c->backoff_min_ns, (unsigned long long)c->backoff_max_ns),
+           SSTM_EINVAL;
+  if ((unsigned)c->read_past > SSTM_READ_PAST_ALL)
+    return sstm__set_error("read_past %d: valid values: SSTM_READ_PAST_OFF, _RO, _ALL",
+                           (int)c->read_past),
            SSTM_EINVAL;
   if (c->wait_max > 1000000)
     return sstm__set_error("wait_max %u: must be in [0, 1000000]", c->wait_max), SSTM_EINVAL;
@@ -187,8 +191,18 @@ SSTM_API int sstm_config_from_env(sstm_config_t *cfg) {
     if (parse_u64("SCHEDSTM_BACKOFF_MAX_NS", s, 1, 1000000000ull, &v)) return SSTM_EINVAL;
     c.backoff_max_ns = v;
   }
-  if ((s = getenv("SCHEDSTM_READ_PAST")) && parse_01("SCHEDSTM_READ_PAST", s, &c.read_past))
-    return SSTM_EINVAL;
+  if ((s = getenv("SCHEDSTM_READ_PAST"))) {
+    if (strcmp(s, "off") == 0)
+      c.read_past = SSTM_READ_PAST_OFF;
+    else if (strcmp(s, "ro") == 0)
+      c.read_past = SSTM_READ_PAST_RO;
+    else if (strcmp(s, "all") == 0)
+      c.read_past = SSTM_READ_PAST_ALL;
+    else {
+      sstm__set_error("SCHEDSTM_READ_PAST='%s': valid values: off, ro, all", s);
+      return SSTM_EINVAL;
+    }
+  }
   if ((s = getenv("SCHEDSTM_STATE_TABLE")) && parse_01("SCHEDSTM_STATE_TABLE", s, &c.state_table))
     return SSTM_EINVAL;
   if ((s = getenv("SCHEDSTM_WAIT_MAX"))) {
@@ -355,8 +369,11 @@ SSTM_API int sstm_describe(char *buf, size_t len) {
                   SSTM_VERSION_STRING, sstm_design_name(c->design), c->cm, c->lock_bits,
                   1u << c->stripe_shift, c->max_threads,
                   c->stats == SSTM_STATS_DETAILED ? "detailed" : "basic", c->sample_period,
-                  c->wait_max, c->read_past ? "on" : "off", ckpt,
-                  sstm__g.membarrier ? "membarrier" : "xchg", u.release,
+                  c->wait_max,
+                  c->read_past == SSTM_READ_PAST_ALL  ? "all"
+                  : c->read_past == SSTM_READ_PAST_RO ? "ro"
+                                                      : "off",
+                  ckpt, sstm__g.membarrier ? "membarrier" : "xchg", u.release,
                   sstm__debug ? " debug" : "", sstm__random_delay ? " random-delay" : "") +
          describe_cm(buf, len);
 }

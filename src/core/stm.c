@@ -121,7 +121,9 @@
  * its in-place writes from an undo log and release its locks with a fresh
  * version (irrev_undo).
  *
- * (8) Reading past a running writer (cfg.read_past, the default). Under
+ * (8) Reading past a running writer (cfg.read_past: SSTM_READ_PAST_RO, the
+ * default, in declared read-only attempts; SSTM_READ_PAST_ALL in every
+ * attempt, with the validation rule below; OFF never). Under
  * ETL a writer holds its locks from its first write to its commit; a
  * reader that waited for each of them would wait for the writer's whole
  * attempt, and a writer preempted on an oversubscribed machine holds them
@@ -176,8 +178,13 @@
  * later leaves a version past our end, which fails the next validation;
  * one that aborts puts the old version back. Reads of a committing owner's
  * stripes still go to the policy (resolve): its write-back may be under
- * way. With cfg.read_past off, every locked stripe goes to the policy and
- * validation requires "unlocked, <= end", as before.
+ * way. In OFF and RO modes, validation requires "unlocked, <= end" as
+ * before, and in OFF every locked stripe goes to the policy. Why update
+ * attempts do not pass locks by default: under oversubscription with
+ * suicide, an update attempt that passed its reads went on to lock a
+ * stripe and then aborted on a write conflict, so that preempted attempts
+ * in their abort loops held most locks (a 32-account bank at 32 threads
+ * fell from 346 k to 347 commits/s; docs/benchmarks.md).
  *
  * Torture tests: tests/integration/opacity.c (1-3, 8), bank and intset (4),
  * free_traversal and privatize (5), remote_abort (6), irrevocable (7);
@@ -320,7 +327,7 @@ SSTM_INLINE bool entry_covers(const sstm_w_entry_t *e, unsigned off, unsigned si
  * <= end: the memory under l still holds data our snapshot covers
  * (argument (8)). Only with cfg.read_past. */
 static SSTM_NOINLINE bool held_by_running_writer(const struct sstm_desc *tx, uint64_t l) {
-  if (!sstm__g.cfg.read_past || !sstm_lw_locked(l)) return false;
+  if (sstm__g.cfg.read_past != SSTM_READ_PAST_ALL || !sstm_lw_locked(l)) return false;
   const struct sstm_desc *o = sstm__desc_at(sstm_lw_slot(l));
   if (o == NULL || o == tx) return false;
   /* acquire fence: the caller's relaxed load of l read the owner's lock
@@ -439,7 +446,7 @@ static bool validation_party(struct sstm_desc *tx, sstm_party_t *out) {
      * stripe: a commit before its lock did (its lock_end is past our end),
      * and that commit has ended, or the holder merely extended past our
      * end since (lock_end is one bound for all its locks). Not named. */
-    if (sstm__g.cfg.read_past &&
+    if (sstm__g.cfg.read_past == SSTM_READ_PAST_ALL &&
         sstm_st_state(atomic_load_explicit(&o->status, memory_order_relaxed)) == SSTM_ST_ACTIVE)
       continue;
     sstm__party_snapshot(o, l, out);
@@ -625,7 +632,9 @@ static SSTM_NOINLINE uint64_t load_slow(struct sstm_desc *tx, const void *addr, 
     if (SSTM_UNLIKELY(sstm_lw_locked(l))) {
       if (kind == SSTM_V_ETL && l == tx->owner_lw) return load_own(tx, addr, size, lk);
       uint64_t v;
-      if (sstm__g.cfg.read_past && read_past(tx, addr, size, lk, l, kind, &v)) {
+      sstm_read_past_t rp = sstm__g.cfg.read_past;
+      if ((rp == SSTM_READ_PAST_ALL || (rp == SSTM_READ_PAST_RO && kind == SSTM_V_RO)) &&
+          read_past(tx, addr, size, lk, l, kind, &v)) {
         if (kind != SSTM_V_RO && SSTM_UNLIKELY(!sstm_rset_add(&tx->rs, lk))) oom();
         return e ? overlay(e, v, off, size) : v;
       }

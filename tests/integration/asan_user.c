@@ -52,7 +52,7 @@ int main(void) {
   sstm_config_t cfg;
   sstm_config_default(&cfg);
   cfg.cm = "asan-reader";
-  cfg.read_past = false; /* the read of y below must reach the policy */
+  cfg.read_past = SSTM_READ_PAST_OFF; /* the read of y below must reach the policy */
   if (sstm_cm_register(&policy) != 0 || sstm_init(&cfg) != 0 || sstm_thread_init() != 0) {
     fprintf(stderr, "set-up failed: %s\n", sstm_last_error());
     return 2;

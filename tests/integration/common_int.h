@@ -19,15 +19,17 @@ static inline sstm_design_t int_parse_design(const char *s) {
 }
 
 /* The tests' configuration: defaults, no environment, the design and policy;
- * SSTM_TEST_READ_PAST=0 (a ctest entry's environment) turns cfg.read_past
- * off, so that both read paths of argument (8) in src/core/stm.c run. */
+ * SSTM_TEST_READ_PAST=off|all (a ctest entry's environment) sets
+ * cfg.read_past (default ro), so that every read path of argument (8) in
+ * src/core/stm.c runs. */
 static inline void int_config(sstm_config_t *c, sstm_design_t design, const char *cm) {
   sstm_config_default(c);
   c->use_env = false;
   c->design = design;
   if (cm) c->cm = cm;
   const char *rp = getenv("SSTM_TEST_READ_PAST");
-  if (rp && strcmp(rp, "0") == 0) c->read_past = false;
+  if (rp && strcmp(rp, "off") == 0) c->read_past = SSTM_READ_PAST_OFF;
+  if (rp && strcmp(rp, "all") == 0) c->read_past = SSTM_READ_PAST_ALL;
 }
 
 static inline void int_init(sstm_design_t design, const char *cm) {

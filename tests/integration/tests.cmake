@@ -108,13 +108,18 @@ foreach(d etl ctl)
   sstm_add_test(NAME integration.opacity_inline.${d}.8 LABELS ${SSTM_STRESS_LABELS}
                 TIMEOUT 120 COMMAND itest_opacity_inline ${d} 8)
 endforeach()
-# Encounter-time locking with cfg.read_past off: readers wait for (or abort
-# on) every lock, the path of argument (8) that the default leaves to
-# committing owners only.
-sstm_add_test(NAME integration.bank.etl.suicide.8.no_read_past LABELS ${SSTM_STRESS_LABELS}
-              TIMEOUT 120 COMMAND itest_bank etl suicide 8 ENV SSTM_TEST_READ_PAST=0)
-sstm_add_test(NAME integration.opacity.etl.8.no_read_past LABELS ${SSTM_STRESS_LABELS}
-              TIMEOUT 120 COMMAND itest_opacity etl 8 ENV SSTM_TEST_READ_PAST=0)
+# Encounter-time locking with cfg.read_past off (every lock goes to the
+# policy) and all (update attempts pass running writers' locks too, and
+# validation accepts them); the default passes them in read-only attempts.
+foreach(rp off all)
+  sstm_add_test(NAME integration.bank.etl.suicide.8.read_past_${rp} LABELS ${SSTM_STRESS_LABELS}
+                TIMEOUT 120 COMMAND itest_bank etl suicide 8 ENV SSTM_TEST_READ_PAST=${rp})
+  sstm_add_test(NAME integration.bank.etl.ser-block.32.read_past_${rp}
+                LABELS ${SSTM_STRESS_LABELS} TIMEOUT 120
+                COMMAND itest_bank etl ser-block 32 ENV SSTM_TEST_READ_PAST=${rp})
+  sstm_add_test(NAME integration.opacity.etl.8.read_past_${rp} LABELS ${SSTM_STRESS_LABELS}
+                TIMEOUT 120 COMMAND itest_opacity etl 8 ENV SSTM_TEST_READ_PAST=${rp})
+endforeach()
 
 # intset: the bench/ds structures (bench/ is configured after tests/, so
 # test for its sources, not its targets).
@@ -127,8 +132,10 @@ if(SCHEDSTM_BUILD_BENCH AND EXISTS ${PROJECT_SOURCE_DIR}/bench/ds/intset.h
                     TIMEOUT 120 COMMAND itest_intset ${k} ${d} 4)
     endforeach()
   endforeach()
-  sstm_add_test(NAME integration.intset.rb.etl.4.no_read_past LABELS ${SSTM_STRESS_LABELS}
-                TIMEOUT 120 COMMAND itest_intset rb etl 4 ENV SSTM_TEST_READ_PAST=0)
+  foreach(rp off all)
+    sstm_add_test(NAME integration.intset.rb.etl.4.read_past_${rp} LABELS ${SSTM_STRESS_LABELS}
+                  TIMEOUT 120 COMMAND itest_intset rb etl 4 ENV SSTM_TEST_READ_PAST=${rp})
+  endforeach()
 else()
   message(STATUS "tests: bench/ds not built: intset integration tests skipped")
 endif()
@@ -152,10 +159,12 @@ if(SCHEDSTM_TORTURE)
     sstm_add_test(NAME torture.privatize.${d}.8 LABELS torture TIMEOUT 600
                   COMMAND itest_privatize ${d} 8 --rounds 5000)
   endforeach()
-  sstm_add_test(NAME torture.bank.etl.suicide.32.no_read_past LABELS torture TIMEOUT 600
-                COMMAND itest_bank etl suicide 32 --seconds 180 ENV SSTM_TEST_READ_PAST=0)
-  sstm_add_test(NAME torture.opacity.etl.8.no_read_past LABELS torture TIMEOUT 600
-                COMMAND itest_opacity etl 8 --seconds 180 ENV SSTM_TEST_READ_PAST=0)
+  foreach(rp off all)
+    sstm_add_test(NAME torture.bank.etl.ser-block.32.read_past_${rp} LABELS torture TIMEOUT 600
+                  COMMAND itest_bank etl ser-block 32 --seconds 180 ENV SSTM_TEST_READ_PAST=${rp})
+    sstm_add_test(NAME torture.opacity.etl.8.read_past_${rp} LABELS torture TIMEOUT 600
+                  COMMAND itest_opacity etl 8 --seconds 180 ENV SSTM_TEST_READ_PAST=${rp})
+  endforeach()
 endif()
 
 # statetab: tools/sstm-top reading the state table of a running workload.

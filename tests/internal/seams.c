@@ -519,7 +519,7 @@ static void pw_reader_body(void *arg) {
 TEST_ETL(a_read_past_a_writer_that_wrote_back_is_refused) {
   sstm_config_t c;
   sstm_test_config(&c);
-  c.read_past = true;
+  c.read_past = SSTM_READ_PAST_ALL;
   c.cm = "suicide";
   CHECK_OK(sstm_init(&c));
   CHECK_OK(sstm_thread_init());
@@ -623,7 +623,7 @@ static void ra_reader_body(void *arg) {
 TEST_ETL(a_read_past_an_owner_that_rolled_back_is_refused) {
   sstm_config_t c;
   sstm_test_config(&c);
-  c.read_past = true;
+  c.read_past = SSTM_READ_PAST_ALL;
   c.cm = "suicide";
   CHECK_OK(sstm_init(&c));
   CHECK_OK(sstm_thread_init());

@@ -117,7 +117,7 @@ static const sstm_cm_ops_t recorder = {
     .on_abort = rp_on_abort,
 };
 
-static void init_with_rp(const char *cm, unsigned wait_max, bool read_past) {
+static void init_with_rp(const char *cm, unsigned wait_max, sstm_read_past_t read_past) {
   sstm_config_t c;
   sstm_test_config(&c);
   c.cm = cm;
@@ -127,7 +127,9 @@ static void init_with_rp(const char *cm, unsigned wait_max, bool read_past) {
   CHECK_OK(sstm_thread_init());
 }
 
-static void init_with(const char *cm, unsigned wait_max) { init_with_rp(cm, wait_max, true); }
+static void init_with(const char *cm, unsigned wait_max) {
+  init_with_rp(cm, wait_max, SSTM_READ_PAST_RO);
+}
 
 /* ---- registry ----------------------------------------------------------- */
 
@@ -800,7 +802,7 @@ static void reader_cancel_on_retry(void *arg) {
  * writer that has not started to commit (tests/unit/test_read_past.c). */
 TEST_ETL(read_conflict_reports_read_locked) {
   CHECK_OK(sstm_cm_register(&recorder));
-  init_with_rp("test-recorder", 64, false);
+  init_with_rp("test-recorder", 64, SSTM_READ_PAST_OFF);
   rec.action = SSTM_CM_ABORT_SELF;
   SSTM_ATOMIC_BEGIN(NULL)
     sstm_store_u64(&word_w, 1);
@@ -1048,7 +1050,7 @@ static void vp_reader(void *arg) {
 /* With cfg.read_past off (the next case has it on). */
 TEST_ETL(validation_names_the_lock_holder) { /* CTL: validation_names_the_committing_lock_holder */
   CHECK_OK(sstm_cm_register(&recorder));
-  init_with_rp("test-recorder", 64, false);
+  init_with_rp("test-recorder", 64, SSTM_READ_PAST_OFF);
   rec.action = SSTM_CM_ABORT_SELF;
   pthread_t th;
   CHECK_EQ_I(pthread_create(&th, NULL, vp_writer, NULL), 0);
@@ -1068,7 +1070,7 @@ TEST_ETL(validation_names_the_lock_holder) { /* CTL: validation_names_the_commit
   sstm_test_fini();
 }
 
-/* The same with cfg.read_past on. B locked w after its commit of x, so its
+/* The same with cfg.read_past = SSTM_READ_PAST_ALL. B locked w after its commit of x, so its
  * lock_end is past A's snapshot and A's extension refuses w, although B has
  * not written it (lock_end bounds all of B's locks). B is running, not
  * committing: it is not named (a policy would wait for a writer that
@@ -1076,7 +1078,7 @@ TEST_ETL(validation_names_the_lock_holder) { /* CTL: validation_names_the_commit
  * value while B still runs. */
 TEST_ETL(validation_with_read_past_does_not_name_a_running_holder) {
   CHECK_OK(sstm_cm_register(&recorder));
-  init_with_rp("test-recorder", 64, true);
+  init_with_rp("test-recorder", 64, SSTM_READ_PAST_ALL);
   rec.action = SSTM_CM_ABORT_SELF;
   vp.read_past = true;
   pthread_t th;

@@ -44,7 +44,7 @@ TEST(config_default) {
   CHECK_EQ_U(c.wait_max, 64);
   CHECK_EQ_U(c.sample_period, 0);
   CHECK_NULL((const void *)c.sample_fn);
-  CHECK_TRUE(c.read_past);
+  CHECK_EQ_I(c.read_past, SSTM_READ_PAST_RO);
   CHECK_FALSE(c.state_table);
   CHECK_TRUE(c.use_env);
 }
@@ -184,9 +184,35 @@ TEST(env_invalid_state_table) { expect_invalid_01("SCHEDSTM_STATE_TABLE"); }
 TEST(env_state_table_on_and_off) {
   expect_01("SCHEDSTM_STATE_TABLE", offsetof(sstm_config_t, state_table));
 }
-TEST(env_invalid_read_past) { expect_invalid_01("SCHEDSTM_READ_PAST"); }
-TEST(env_read_past_on_and_off) {
-  expect_01("SCHEDSTM_READ_PAST", offsetof(sstm_config_t, read_past));
+TEST(env_invalid_read_past) {
+  const char *must[] = {"off", "ro", "all", NULL};
+  expect_invalid("SCHEDSTM_READ_PAST", "1", must);
+  expect_invalid("SCHEDSTM_READ_PAST", "RO", must);
+  expect_invalid("SCHEDSTM_READ_PAST", "", must);
+}
+
+TEST(env_read_past_modes) {
+  clear_env();
+  sstm_config_t c;
+  sstm_config_default(&c);
+  const char *names[] = {"off", "ro", "all"};
+  for (int i = 0; i < 3; i++) {
+    setenv("SCHEDSTM_READ_PAST", names[i], 1);
+    CHECK_OK(sstm_config_from_env(&c));
+    CHECK_EQ_I(c.read_past, i);
+  }
+  clear_env();
+}
+
+TEST(init_rejects_a_bad_read_past) {
+  clear_env();
+  sstm_config_t c;
+  sstm_config_default(&c);
+  c.use_env = false;
+  c.read_past = (sstm_read_past_t)3;
+  CHECK_RC(sstm_init(&c), SSTM_EINVAL);
+  CHECK_CONTAINS(sstm_last_error(), "read_past");
+  CHECK_FALSE(sstm_initialized());
 }
 
 TEST(env_invalid_no_membarrier) { expect_invalid_01("SCHEDSTM_NO_MEMBARRIER"); }
@@ -747,7 +773,7 @@ TEST(describe_content) {
     c.use_env = false;
     c.design = i ? SSTM_DESIGN_CTL : SSTM_DESIGN_ETL;
     c.cm = i ? "backoff" : "suicide";
-    c.read_past = i == 0;
+    c.read_past = i ? SSTM_READ_PAST_OFF : SSTM_READ_PAST_ALL;
     CHECK_OK(sstm_init(&c));
     char buf[1024];
     int n = sstm_describe(buf, sizeof buf);
@@ -759,7 +785,7 @@ TEST(describe_content) {
     CHECK_CONTAINS(buf, c.cm);
     CHECK_CONTAINS(buf, "locks=2^20 "); /* the default table: 2^20 locks */
     CHECK_CONTAINS(buf, "stripe=32B "); /* of 32-byte stripes */
-    CHECK_CONTAINS(buf, i ? " read_past=off " : " read_past=on ");
+    CHECK_CONTAINS(buf, i ? " read_past=off " : " read_past=all ");
     CHECK_NULL(strchr(buf, '\n')); /* one line */
     /* truncation like snprintf */
     char small[8];

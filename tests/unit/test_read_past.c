@@ -27,11 +27,11 @@ static uint64_t words[4][512] __attribute__((aligned(4096)));
 #define Y (&words[1][0])
 #define Z (&words[2][0])
 
-static void init_read_past(bool on) {
+static void init_read_past(sstm_read_past_t mode) {
   sstm_config_t c;
   sstm_test_config(&c);
   c.cm = "suicide";
-  c.read_past = on;
+  c.read_past = mode;
   CHECK_OK(sstm_init(&c));
   CHECK_OK(sstm_thread_init());
 }
@@ -104,7 +104,7 @@ static void read_x(void *arg) {
 }
 
 TEST_ETL(passes_a_running_writer) {
-  init_read_past(true);
+  init_read_past(SSTM_READ_PAST_ALL);
   pthread_t w = start_writer(X, NULL, 5, 0);
   duo_wait(W.locked);
   CHECK_OK(sstm_run(NULL, read_x, NULL));
@@ -137,7 +137,7 @@ static void read_x_release_on_retry(void *arg) {
 }
 
 TEST_ETL(off_is_a_read_locked_conflict) {
-  init_read_past(false);
+  init_read_past(SSTM_READ_PAST_OFF);
   pthread_t w = start_writer(X, NULL, 5, 0);
   duo_wait(W.locked);
   CHECK_OK(sstm_run(NULL, read_x_release_on_retry, NULL));
@@ -145,6 +145,32 @@ TEST_ETL(off_is_a_read_locked_conflict) {
   CHECK_EQ_U(R.x, 5);
   sstm_stats_t s = my_stats();
   CHECK_EQ_U(s.reads_past, 0);
+  CHECK_EQ_U(s.aborts[SSTM_ABORT_READ_LOCKED], 1);
+  finish(w);
+}
+
+/* The default, SSTM_READ_PAST_RO: a declared read-only attempt passes W's
+ * lock; an update attempt meets a read-locked conflict, as with the path
+ * off (an update attempt that passed locks would go on to take its own and
+ * abort with them on a write conflict: docs/benchmarks.md). */
+TEST_ETL(ro_mode_passes_for_read_only_attempts_only) {
+  sstm_config_t c;
+  sstm_config_default(&c);
+  CHECK_EQ_I(c.read_past, SSTM_READ_PAST_RO);
+  init_read_past(SSTM_READ_PAST_RO);
+  pthread_t w = start_writer(X, NULL, 5, 0);
+  duo_wait(W.locked);
+  sstm_attr_t ro = {.read_only = true};
+  CHECK_OK(sstm_run(&ro, read_x, NULL));
+  CHECK_EQ_I(R.attempts, 1);
+  CHECK_EQ_U(R.x, 0);
+  CHECK_EQ_U(my_stats().reads_past, 1);
+  R.attempts = 0;
+  CHECK_OK(sstm_run(NULL, read_x_release_on_retry, NULL));
+  CHECK_EQ_I(R.attempts, 2);
+  CHECK_EQ_U(R.x, 5);
+  sstm_stats_t s = my_stats();
+  CHECK_EQ_U(s.reads_past, 1);
   CHECK_EQ_U(s.aborts[SSTM_ABORT_READ_LOCKED], 1);
   finish(w);
 }
@@ -168,7 +194,7 @@ static void read_x_commit_w_read_y(void *arg) {
 }
 
 static void serialises_before_writer(const sstm_attr_t *attr, sstm_abort_reason_t why) {
-  init_read_past(true);
+  init_read_past(SSTM_READ_PAST_ALL);
   pthread_t w = start_writer(X, Y, 5, 0);
   duo_wait(W.locked);
   CHECK_OK(sstm_run(attr, read_x_commit_w_read_y, NULL));
@@ -220,7 +246,7 @@ static void read_z_then_x_past_newer(void *arg) {
 }
 
 static void bound_case(const sstm_attr_t *attr, sstm_abort_reason_t why) {
-  init_read_past(true);
+  init_read_past(SSTM_READ_PAST_ALL);
   pthread_t w = start_writer(X, NULL, 5, 1);
   CHECK_OK(sstm_run(attr, read_z_then_x_past_newer, NULL));
   CHECK_EQ_I(R.torn, 0);
@@ -298,7 +324,7 @@ static void *w_late_thread(void *arg) {
 }
 
 static void validation_case(bool on) {
-  init_read_past(on);
+  init_read_past(on ? SSTM_READ_PAST_ALL : SSTM_READ_PAST_OFF);
   W.begin_at = 0;
   W.locked = 102, W.commit_at = 103, W.done = 104;
   pthread_t w = duo_spawn(w_late_thread, NULL);
@@ -344,7 +370,7 @@ static void read_x_commit_w_locks_read_y(void *arg) {
 }
 
 TEST_ETL(validation_refuses_a_lock_over_a_version_newer_than_the_read) {
-  init_read_past(true);
+  init_read_past(SSTM_READ_PAST_ALL);
   pthread_t w = start_writer(X, NULL, 5, 1);
   CHECK_OK(sstm_run(NULL, read_x_commit_w_locks_read_y, NULL));
   CHECK_EQ_I(R.torn, 0);
@@ -399,7 +425,7 @@ static void read_z_commit_w_extends_read_x(void *arg) {
 }
 
 TEST_ETL(the_bound_is_the_end_at_the_lock_not_the_start) {
-  init_read_past(true);
+  init_read_past(SSTM_READ_PAST_ALL);
   W.begin_at = 0;
   W.locked = 3, W.commit_at = 4, W.done = 5;
   pthread_t w = duo_spawn(w_extends_thread, NULL);
