@@ -446,26 +446,29 @@ TEST(undo_of_an_escalated_write_in_the_read_window_is_not_accepted) {
   sstm_test_fini();
 }
 
-/* ---- reading past a writer that has started to commit (argument 8) ------- */
+/* ---- reading past a running writer: the read window (argument 8) ---------- */
 
-/* A reader passes the locks of a running writer (cfg.read_past): it loads
- * the owner's status (ACTIVE), the data, and after an acquire fence the
- * status again. Here the reader, on the main thread, has read y past the
- * writer's lock (y = 0); at the seam before its data load of x it lets the
- * writer thread commit, and the writer stops at the seam after its
- * write-back, its locks still held: x's lock word has not changed, the
- * memory holds x = 5. Only the status re-check (COMMITTING) refuses that
- * data; without it the reader returns x = 5 next to y = 0. The reader's
- * policy (suicide) then aborts it on the committing owner, and its retry
- * lets the writer release and reads x = y = 5. */
+/* A reader (the main thread) passes the lock of an owner (a second thread)
+ * that it saw ACTIVE: it loads the data, and after an acquire fence the
+ * owner's status and the lock word again. Each case below stops the owner
+ * at a seam inside that window, in a state where the data is no longer the
+ * committed value the lock covered, and only one of the two re-checks can
+ * refuse it. The reader first reads y, then x past the owner's lock;
+ * without the re-check it returns the x of a version past its snapshot
+ * next to the y it read before ("torn"). The reader's policy (suicide)
+ * aborts it; its retry lets the owner finish and reads x = y. */
 static uint64_t pw[64] __attribute__((aligned(4096)));
 #define PW_X (&pw[0])
 #define PW_Y (&pw[16])
 
 static struct {
-  _Atomic int step; /* 1 locked, 2 commit now, 3 written back, 4 release now, 5 done */
-  pthread_t reader, writer;
-  int attempts, torn, fired;
+  /* 1 owner locked x, 2 owner may go on, 3 owner stopped at its seam,
+   * 4 owner may leave the seam, 5 owner done */
+  _Atomic int step;
+  pthread_t reader, owner;
+  sstm_seam_t owner_seam;  /* where the owner stops (step 3 until 4) */
+  void (*in_window)(void); /* what the reader's seam does once the owner stopped */
+  int attempts, owner_attempts, torn, fired;
   uint64_t x, y;
 } pw_s;
 
@@ -481,24 +484,17 @@ static void pw_seam(sstm_seam_t where, const void *addr) {
     pw_s.fired++;
     pw_set(2);
     pw_wait(3);
-  } else if (where == SSTM_SEAM_COMMIT_WRITTEN_BACK && pthread_equal(pthread_self(), pw_s.writer)) {
+    if (pw_s.in_window) pw_s.in_window();
+  } else if (where == pw_s.owner_seam && pthread_equal(pthread_self(), pw_s.owner) &&
+             pw_s.owner_attempts == 1) {
     pw_set(3);
     pw_wait(4);
   }
 }
 
-static void pw_writer_body(void *arg) {
-  (void)arg;
-  sstm_store_u64(PW_X, 5);
-  sstm_store_u64(PW_Y, 5);
-  pw_set(1);
-  pw_wait(2);
-}
-
-static void *pw_writer(void *arg) {
-  (void)arg;
+static void *pw_owner(void *body) {
   CHECK_OK(sstm_thread_init());
-  CHECK_OK(sstm_run(NULL, pw_writer_body, NULL));
+  CHECK_OK(sstm_run(NULL, (void (*)(void *))body, NULL));
   pw_set(5);
   CHECK_OK(sstm_thread_exit());
   return NULL;
@@ -516,7 +512,9 @@ static void pw_reader_body(void *arg) {
   pw_s.x = x, pw_s.y = y;
 }
 
-TEST_ETL(a_read_past_a_writer_that_wrote_back_is_refused) {
+/* Runs the case: the owner thread runs owner_body (which locks x and sets
+ * step 1), the reader reads; checks what every case expects. */
+static void pw_run(void (*owner_body)(void *)) {
   sstm_config_t c;
   sstm_test_config(&c);
   c.read_past = SSTM_READ_PAST_ALL;
@@ -526,127 +524,79 @@ TEST_ETL(a_read_past_a_writer_that_wrote_back_is_refused) {
   skip_unless_debug();
   CHECK_NE_PTR(sstm__lock_for(sstm_self(), PW_X), sstm__lock_for(sstm_self(), PW_Y));
   pw_s.reader = pthread_self();
-  CHECK_EQ_I(pthread_create(&pw_s.writer, NULL, pw_writer, NULL), 0);
+  CHECK_EQ_I(pthread_create(&pw_s.owner, NULL, pw_owner, (void *)owner_body), 0);
   pw_wait(1);
   atomic_store_explicit(&sstm__test_seam, pw_seam, memory_order_seq_cst);
   CHECK_OK(sstm_run(NULL, pw_reader_body, NULL));
   if (atomic_load(&pw_s.step) < 4) pw_set(4); /* a reader that never retried */
-  CHECK_EQ_I(pthread_join(pw_s.writer, NULL), 0);
+  CHECK_EQ_I(pthread_join(pw_s.owner, NULL), 0);
   atomic_store_explicit(&sstm__test_seam, NULL, memory_order_relaxed);
   CHECK_EQ_I(pw_s.fired, 1);
   CHECK_EQ_I(pw_s.torn, 0);
   CHECK_EQ_I(pw_s.attempts, 2);
-  CHECK_EQ_U(pw_s.x, 5);
-  CHECK_EQ_U(pw_s.y, 5);
+  CHECK_EQ_U(pw_s.x, pw_s.y);
+}
+
+static uint64_t pw_aborts(sstm_abort_reason_t r, uint64_t *reads_past) {
   sstm_stats_t st;
   CHECK_OK(sstm_stats_get(sstm_self(), &st));
-  CHECK_EQ_U(st.reads_past, 1); /* y in the first attempt; x refused */
-  CHECK_EQ_U(st.aborts[SSTM_ABORT_READ_LOCKED], 1);
+  *reads_past = st.reads_past;
+  return st.aborts[r];
+}
+
+/* The owner commits: it stops after its write-back, its locks still held.
+ * The lock word is unchanged and memory holds x = 5: only the status
+ * re-check (COMMITTING) refuses the data. */
+static void pw_committing_owner(void *arg) {
+  (void)arg;
+  pw_s.owner_attempts++;
+  sstm_store_u64(PW_X, 5);
+  sstm_store_u64(PW_Y, 5);
+  pw_set(1);
+  pw_wait(2);
+}
+
+TEST_ETL(a_read_past_a_writer_that_wrote_back_is_refused) {
+  pw_s.owner_seam = SSTM_SEAM_COMMIT_WRITTEN_BACK;
+  pw_run(pw_committing_owner);
+  CHECK_EQ_U(pw_s.x, 5);
+  uint64_t past;
+  CHECK_EQ_U(pw_aborts(SSTM_ABORT_READ_LOCKED, &past), 1); /* then a committing owner */
+  CHECK_EQ_U(past, 1);                                     /* y in the first attempt; x refused */
   sstm_test_fini();
 }
 
-/* The same read window, with an owner that aborts itself: rollback puts the
- * old versions back before the status leaves ACTIVE. Here the owner thread
- * restarts its attempt (sstm_restart) and stops at the seam after its lock
- * releases; meanwhile a second descriptor of the reader's thread commits
- * x = y = 1, so the memory under the lock word the reader loaded holds a
- * version past its snapshot, and the owner's status is still the ACTIVE one
- * the reader saw. Only the lock-word re-check refuses the data; without it
- * the reader returns x = 1 next to the y = 0 it read before. */
-static uint64_t ra[64] __attribute__((aligned(4096)));
-#define RA_X (&ra[0])
-#define RA_Y (&ra[16])
-
-static struct {
-  _Atomic int step; /* 1 locked, 2 restart now, 3 locks released, 4 go on, 5 done */
-  pthread_t reader, owner;
-  int attempts, owner_attempts, torn, fired;
-  uint64_t x, y;
-} ra_s;
-
-static void ra_wait(int step) {
-  while (atomic_load_explicit(&ra_s.step, memory_order_acquire) < step)
-    sched_yield();
-}
-static void ra_set(int step) { atomic_store_explicit(&ra_s.step, step, memory_order_release); }
-
-static void ra_commit_xy(void *arg) {
+/* The owner aborts itself (sstm_restart): rollback puts the old versions
+ * back before the status leaves ACTIVE, and the owner stops there, while
+ * a second descriptor of the reader's thread commits x = y = 1. The status
+ * is the ACTIVE one the reader saw: only the lock-word re-check refuses
+ * x = 1. */
+static void pw_restarting_owner(void *arg) {
   (void)arg;
-  sstm_store_u64(RA_X, 1);
-  sstm_store_u64(RA_Y, 1);
-}
-
-static void ra_seam(sstm_seam_t where, const void *addr) {
-  if (where == SSTM_SEAM_PAST_READ_DATA && addr == RA_X &&
-      pthread_equal(pthread_self(), ra_s.reader) && ra_s.attempts == 1) {
-    ra_s.fired++;
-    ra_set(2);
-    ra_wait(3);
-    CHECK_OK(run_other(NULL, ra_commit_xy, NULL));
-  } else if (where == SSTM_SEAM_ROLLBACK_LOCKS_RELEASED &&
-             pthread_equal(pthread_self(), ra_s.owner) && ra_s.owner_attempts == 1) {
-    ra_set(3);
-    ra_wait(4);
-  }
-}
-
-static void ra_owner_body(void *arg) {
-  (void)arg;
-  if (++ra_s.owner_attempts > 1) return; /* the retry writes nothing */
-  sstm_store_u64(RA_X, 7);
-  ra_set(1);
-  ra_wait(2);
+  if (++pw_s.owner_attempts > 1) return; /* the retry writes nothing */
+  sstm_store_u64(PW_X, 7);
+  pw_set(1);
+  pw_wait(2);
   sstm_restart();
 }
 
-static void *ra_owner(void *arg) {
+static void pw_commit_xy(void *arg) {
   (void)arg;
-  CHECK_OK(sstm_thread_init());
-  CHECK_OK(sstm_run(NULL, ra_owner_body, NULL));
-  ra_set(5);
-  CHECK_OK(sstm_thread_exit());
-  return NULL;
+  sstm_store_u64(PW_X, 1);
+  sstm_store_u64(PW_Y, 1);
 }
 
-static void ra_reader_body(void *arg) {
-  (void)arg;
-  if (++ra_s.attempts > 1) {
-    ra_set(4);
-    ra_wait(5);
-  }
-  uint64_t y = sstm_load_u64(RA_Y);
-  uint64_t x = sstm_load_u64(RA_X);
-  if (x != y) ra_s.torn++;
-  ra_s.x = x, ra_s.y = y;
-}
+static void pw_commit_xy_other(void) { CHECK_OK(run_other(NULL, pw_commit_xy, NULL)); }
 
 TEST_ETL(a_read_past_an_owner_that_rolled_back_is_refused) {
-  sstm_config_t c;
-  sstm_test_config(&c);
-  c.read_past = SSTM_READ_PAST_ALL;
-  c.cm = "suicide";
-  CHECK_OK(sstm_init(&c));
-  CHECK_OK(sstm_thread_init());
-  skip_unless_debug();
-  CHECK_NE_PTR(sstm__lock_for(sstm_self(), RA_X), sstm__lock_for(sstm_self(), RA_Y));
-  ra_s.reader = pthread_self();
-  CHECK_EQ_I(pthread_create(&ra_s.owner, NULL, ra_owner, NULL), 0);
-  ra_wait(1);
-  atomic_store_explicit(&sstm__test_seam, ra_seam, memory_order_seq_cst);
-  CHECK_OK(sstm_run(NULL, ra_reader_body, NULL));
-  if (atomic_load(&ra_s.step) < 4) ra_set(4); /* a reader that never retried */
-  CHECK_EQ_I(pthread_join(ra_s.owner, NULL), 0);
-  atomic_store_explicit(&sstm__test_seam, NULL, memory_order_relaxed);
-  CHECK_EQ_I(ra_s.fired, 1);
-  CHECK_EQ_I(ra_s.torn, 0);
-  CHECK_EQ_I(ra_s.attempts, 2);
-  CHECK_EQ_I(ra_s.owner_attempts, 2);
-  CHECK_EQ_U(ra_s.x, 1);
-  CHECK_EQ_U(ra_s.y, 1);
-  sstm_stats_t st;
-  CHECK_OK(sstm_stats_get(sstm_self(), &st));
-  CHECK_EQ_U(st.reads_past, 0); /* the one pass was refused */
-  CHECK_EQ_U(st.aborts[SSTM_ABORT_VALIDATE_READ], 1);
+  pw_s.owner_seam = SSTM_SEAM_ROLLBACK_LOCKS_RELEASED;
+  pw_s.in_window = pw_commit_xy_other;
+  pw_run(pw_restarting_owner);
+  CHECK_EQ_I(pw_s.owner_attempts, 2);
+  CHECK_EQ_U(pw_s.x, 1);
+  uint64_t past;
+  CHECK_EQ_U(pw_aborts(SSTM_ABORT_VALIDATE_READ, &past), 1);
+  CHECK_EQ_U(past, 0); /* the one pass was refused */
   txh_cleanup();
   sstm_test_fini();
 }
