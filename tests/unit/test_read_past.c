@@ -63,11 +63,12 @@ static void w_body(void *arg) {
   duo_wait(W.commit_at);
 }
 
-static void *w_thread(void *arg) {
-  (void)arg;
+/* The writer thread: registers, waits for `begin_at`, runs `body` (a
+ * transaction that locks and waits for `commit_at`), sets `done`. */
+static void *w_thread(void *body) {
   CHECK_OK(sstm_thread_init());
   duo_wait(W.begin_at);
-  CHECK_OK(sstm_run(NULL, w_body, NULL));
+  CHECK_OK(sstm_run(NULL, (void (*)(void *))body, NULL));
   duo_set(W.done);
   CHECK_OK(sstm_thread_exit());
   return NULL;
@@ -79,7 +80,7 @@ static pthread_t start_writer(uint64_t *a, uint64_t *b, uint64_t val, int begin_
   W.locked = begin_at + 1;
   W.commit_at = begin_at + 2;
   W.done = begin_at + 3;
-  return duo_spawn(w_thread, NULL);
+  return duo_spawn(w_thread, (void *)w_body);
 }
 
 /* What the reader saw. */
@@ -314,20 +315,11 @@ static void w_late_body(void *arg) {
   duo_wait(W.commit_at);
 }
 
-static void *w_late_thread(void *arg) {
-  (void)arg;
-  CHECK_OK(sstm_thread_init());
-  CHECK_OK(sstm_run(NULL, w_late_body, NULL));
-  duo_set(W.done);
-  CHECK_OK(sstm_thread_exit());
-  return NULL;
-}
-
 static void validation_case(bool on) {
   init_read_past(on ? SSTM_READ_PAST_ALL : SSTM_READ_PAST_OFF);
   W.begin_at = 0;
   W.locked = 102, W.commit_at = 103, W.done = 104;
-  pthread_t w = duo_spawn(w_late_thread, NULL);
+  pthread_t w = duo_spawn(w_thread, (void *)w_late_body);
   duo_wait(W.begin_at + 1);
   CHECK_OK(sstm_run(NULL, read_x_w_locks_read_y, NULL));
   CHECK_EQ_U(R.y, 1);
@@ -401,15 +393,6 @@ static void w_extends_body(void *arg) {
   duo_wait(W.commit_at);
 }
 
-static void *w_extends_thread(void *arg) {
-  (void)arg;
-  CHECK_OK(sstm_thread_init());
-  CHECK_OK(sstm_run(NULL, w_extends_body, NULL));
-  duo_set(W.done);
-  CHECK_OK(sstm_thread_exit());
-  return NULL;
-}
-
 static void read_z_commit_w_extends_read_x(void *arg) {
   (void)arg;
   int a = ++R.attempts;
@@ -428,7 +411,7 @@ TEST_ETL(the_bound_is_the_end_at_the_lock_not_the_start) {
   init_read_past(SSTM_READ_PAST_ALL);
   W.begin_at = 0;
   W.locked = 3, W.commit_at = 4, W.done = 5;
-  pthread_t w = duo_spawn(w_extends_thread, NULL);
+  pthread_t w = duo_spawn(w_thread, (void *)w_extends_body);
   duo_wait(W.begin_at + 1);
   CHECK_OK(sstm_run(NULL, read_z_commit_w_extends_read_x, NULL));
   CHECK_EQ_I(R.torn, 0);
