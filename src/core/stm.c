@@ -322,22 +322,30 @@ SSTM_INLINE bool entry_covers(const sstm_w_entry_t *e, unsigned off, unsigned si
 /* ------------------------------------------------------------------------ */
 /* Validation and extension. */
 
+/* The descriptor whose attempt holds lock word l (locked) and is running,
+ * not committing (ACTIVE, the serial of l), with its status in *st; NULL
+ * for any other owner, or for tx itself. Relaxed: callers order it (8). */
+static struct sstm_desc *running_owner(const struct sstm_desc *tx, uint64_t l, uint64_t *st) {
+  struct sstm_desc *o = sstm__desc_at(sstm_lw_slot(l));
+  if (o == NULL || o == tx) return NULL;
+  *st = atomic_load_explicit(&o->status, memory_order_relaxed);
+  return sstm_st_owns(*st, l) && sstm_st_state(*st) == SSTM_ST_ACTIVE ? o : NULL;
+}
+
 /* Lock word l (locked, not ours) belongs to an attempt that is running and
  * has not started to commit, and every version its locks displaced is
  * <= end: the memory under l still holds data our snapshot covers
- * (argument (8)). Only with cfg.read_past. */
+ * (argument (8)). Only with SSTM_READ_PAST_ALL. */
 static SSTM_NOINLINE bool held_by_running_writer(const struct sstm_desc *tx, uint64_t l) {
   if (sstm__g.cfg.read_past != SSTM_READ_PAST_ALL || !sstm_lw_locked(l)) return false;
-  const struct sstm_desc *o = sstm__desc_at(sstm_lw_slot(l));
-  if (o == NULL || o == tx) return false;
   /* acquire fence: the caller's relaxed load of l read the owner's lock
    * CAS (release), so its lock_end store is visible to the load below. */
   atomic_thread_fence(memory_order_acquire);
   /* relaxed: ordered after the clock access that gave (or gives) `end` by
    * program order; (8) says why that suffices. */
-  uint64_t st = atomic_load_explicit(&o->status, memory_order_relaxed);
-  if (!sstm_st_owns(st, l) || sstm_st_state(st) != SSTM_ST_ACTIVE) return false;
-  return atomic_load_explicit(&o->lock_end, memory_order_relaxed) <= tx->end;
+  uint64_t st;
+  const struct sstm_desc *o = running_owner(tx, l, &st);
+  return o != NULL && atomic_load_explicit(&o->lock_end, memory_order_relaxed) <= tx->end;
 }
 
 /* Every read-set entry is unlocked with a version <= end, i.e. unchanged
@@ -588,11 +596,11 @@ static SSTM_NOINLINE bool read_past(struct sstm_desc *tx, const void *addr, unsi
    * reload): it read the owner's lock CAS (release), so the owner's status
    * and lock_end stores before it, and the displaced version's data, are
    * visible here. */
-  struct sstm_desc *o = sstm__desc_at(sstm_lw_slot(l));
-  if (o == NULL || o == tx) return false;
-  /* relaxed: (8) orders it after the clock load that gave `end`. */
-  uint64_t st = atomic_load_explicit(&o->status, memory_order_relaxed);
-  if (!sstm_st_owns(st, l) || sstm_st_state(st) != SSTM_ST_ACTIVE) return false;
+  /* running_owner's status load: (8) orders it after the clock load that
+   * gave `end`. */
+  uint64_t st;
+  struct sstm_desc *o = running_owner(tx, l, &st);
+  if (o == NULL) return false;
   /* relaxed: after the acquire of l, which the lock_end store precedes;
    * later stores only grow it. */
   uint64_t bound = atomic_load_explicit(&o->lock_end, memory_order_relaxed);
