@@ -16,11 +16,24 @@
 
 SSTM_EXTERN_C_BEGIN
 
-/* malloc/calloc inside a transaction; freed automatically on abort. Outside a
- * transaction they are plain malloc/calloc. NULL on allocation failure. If
- * the transaction's allocation log itself cannot grow to record the block,
- * the process ends (message on stderr, then abort()), as for the other
- * logs (<schedstm/tx.h>). */
+/* malloc/calloc inside a transaction; released automatically on abort.
+ * Outside a transaction they allocate as malloc/calloc do. Either way the
+ * block is a malloc block: free() or sstm_free() may release it.
+ *
+ * On a registered thread, a small block (under 512 usable bytes) may come
+ * from the thread's block cache: blocks the library released on this
+ * thread (after their grace period, or at the abort of the attempt that
+ * allocated them) that it kept, up to cfg.alloc_cache bytes, instead of
+ * handing them to free() (<schedstm/config.h>; SCHEDSTM_ALLOC_CACHE). Such
+ * a block has at least the size asked for, holds stale data (sstm_calloc
+ * zeroes it) and no transaction can still read it. The cache is emptied
+ * into free() by sstm_reclaim(), at thread exit and at sstm_shutdown().
+ *
+ * NULL on allocation failure (sstm_calloc also when n * size overflows;
+ * errno is then ENOMEM). If the transaction's allocation log itself
+ * cannot grow to record the block, the process ends (message on stderr,
+ * then abort()), as for the other logs (<schedstm/tx.h>). No system call
+ * or lock when the block comes from the cache. */
 SSTM_API void *sstm_malloc(size_t size);
 SSTM_API void *sstm_calloc(size_t n, size_t size);
 
@@ -32,12 +45,15 @@ SSTM_API void *sstm_calloc(size_t n, size_t size);
  * sstm_reclaim); on a thread that is not registered, each block is a batch
  * of its own, released by a later sstm_reclaim() on any thread, by a commit
  * that closes a batch of its own, or at sstm_shutdown(). While the library
- * is not initialised no transaction can exist, and p is freed at once. */
+ * is not initialised no transaction can exist, and p is freed at once.
+ * Released means handed to free() or, for a small block on a registered
+ * thread, kept in that thread's block cache (see sstm_malloc). */
 SSTM_API void sstm_free(void *p);
 
 /* Release retired memory whose grace period has elapsed: the calling
  * thread's own retired blocks (its pending batch is closed first) and those
- * handed over by exited threads. Blocks retired by another live thread are
+ * handed over by exited threads, to free(); the calling thread's block
+ * cache (see sstm_malloc) goes to free() too. Blocks retired by another live thread are
  * released by that thread (at its commits, sstm_reclaim or exit): retirement
  * lists are per thread so that retiring takes no lock. Called inside a
  * transaction, it leaves the thread's own blocks (they wait for a commit or

@@ -67,6 +67,9 @@ typedef enum {
                              locks they abort with (docs/benchmarks.md) */
 } sstm_read_past_t;
 
+#define SSTM_ALLOC_CACHE_DEFAULT ((size_t)1 << 20)
+#define SSTM_ALLOC_CACHE_MAX ((size_t)1 << 30)
+
 typedef struct sstm_config {
   sstm_design_t design;     /* default SSTM_DESIGN_ETL */
   const char *cm;           /* contention manager name, default "suicide" */
@@ -86,6 +89,13 @@ typedef struct sstm_config {
   sstm_read_past_t read_past; /* reads past running writers' locks
                                  (default SSTM_READ_PAST_RO) */
   bool state_table;           /* publish /dev/shm/schedstm.<pid> (default false) */
+  size_t alloc_cache;         /* bytes of released small blocks each thread
+                                 keeps for its own sstm_malloc, at most
+                                 SSTM_ALLOC_CACHE_MAX; 0 = every release goes
+                                 to free() (default SSTM_ALLOC_CACHE_DEFAULT,
+                                 0 in AddressSanitizer builds, which could
+                                 not see a use after release otherwise;
+                                 <schedstm/alloc.h>) */
   bool use_env;               /* apply SCHEDSTM_* overrides (default true) */
 } sstm_config_t;
 

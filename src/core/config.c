@@ -17,6 +17,19 @@ sstm_global_t sstm__g = {.reg_lock = PTHREAD_MUTEX_INITIALIZER,
                          .orphan_lock = PTHREAD_MUTEX_INITIALIZER};
 static char cm_name_buf[64];
 
+/* A block reused from the cache is never handed to free(), so ASan could
+ * not report a use of it after its release: off by default there. */
+#if defined(__SANITIZE_ADDRESS__)
+#define ALLOC_CACHE_DEFAULT 0
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define ALLOC_CACHE_DEFAULT 0
+#endif
+#endif
+#ifndef ALLOC_CACHE_DEFAULT
+#define ALLOC_CACHE_DEFAULT SSTM_ALLOC_CACHE_DEFAULT
+#endif
+
 SSTM_API void sstm_config_default(sstm_config_t *cfg) {
   if (cfg == NULL) return;
   *cfg = (sstm_config_t){
@@ -31,6 +44,7 @@ SSTM_API void sstm_config_default(sstm_config_t *cfg) {
       .wait_max = 64,
       .sample_period = 0,
       .read_past = SSTM_READ_PAST_RO,
+      .alloc_cache = ALLOC_CACHE_DEFAULT,
       .use_env = true,
   };
 }
@@ -111,6 +125,10 @@ static int check_config(const sstm_config_t *c) {
   if ((unsigned)c->read_past > SSTM_READ_PAST_ALL)
     return sstm__set_error("read_past %d: valid values: SSTM_READ_PAST_OFF, _RO, _ALL",
                            (int)c->read_past),
+           SSTM_EINVAL;
+  if (c->alloc_cache > SSTM_ALLOC_CACHE_MAX)
+    return sstm__set_error("alloc_cache %zu: must be in [0, %zu] bytes", c->alloc_cache,
+                           SSTM_ALLOC_CACHE_MAX),
            SSTM_EINVAL;
   if (c->wait_max > 1000000)
     return sstm__set_error("wait_max %u: must be in [0, 1000000]", c->wait_max), SSTM_EINVAL;
@@ -205,6 +223,10 @@ SSTM_API int sstm_config_from_env(sstm_config_t *cfg) {
   }
   if ((s = getenv("SCHEDSTM_STATE_TABLE")) && parse_01("SCHEDSTM_STATE_TABLE", s, &c.state_table))
     return SSTM_EINVAL;
+  if ((s = getenv("SCHEDSTM_ALLOC_CACHE"))) {
+    if (parse_u64("SCHEDSTM_ALLOC_CACHE", s, 0, SSTM_ALLOC_CACHE_MAX, &v)) return SSTM_EINVAL;
+    c.alloc_cache = (size_t)v;
+  }
   if ((s = getenv("SCHEDSTM_WAIT_MAX"))) {
     if (parse_u64("SCHEDSTM_WAIT_MAX", s, 0, 1000000, &v)) return SSTM_EINVAL;
     c.wait_max = (unsigned)v;
@@ -364,8 +386,8 @@ SSTM_API int sstm_describe(char *buf, size_t len) {
 #endif
   return snprintf(buf, len,
                   "schedstm %s design=%s cm=%s locks=2^%u stripe=%uB max_threads=%u stats=%s "
-                  "sample=%u wait_max=%u read_past=%s ckpt=%s clock=vdso-monotonic begin-fence=%s "
-                  "kernel=%s%s%s",
+                  "sample=%u wait_max=%u read_past=%s alloc_cache=%zu ckpt=%s clock=vdso-monotonic "
+                  "begin-fence=%s kernel=%s%s%s",
                   SSTM_VERSION_STRING, sstm_design_name(c->design), c->cm, c->lock_bits,
                   1u << c->stripe_shift, c->max_threads,
                   c->stats == SSTM_STATS_DETAILED ? "detailed" : "basic", c->sample_period,
@@ -373,7 +395,7 @@ SSTM_API int sstm_describe(char *buf, size_t len) {
                   c->read_past == SSTM_READ_PAST_ALL  ? "all"
                   : c->read_past == SSTM_READ_PAST_RO ? "ro"
                                                       : "off",
-                  ckpt, sstm__g.membarrier ? "membarrier" : "xchg", u.release,
+                  c->alloc_cache, ckpt, sstm__g.membarrier ? "membarrier" : "xchg", u.release,
                   sstm__debug ? " debug" : "", sstm__random_delay ? " random-delay" : "") +
          describe_cm(buf, len);
 }

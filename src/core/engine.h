@@ -64,6 +64,15 @@ typedef struct sstm_ptrvec {
   uint32_t n, cap;
 } sstm_ptrvec_t;
 
+/* Released blocks a thread keeps for its own sstm_malloc (reclaim.c): one
+ * vector per 8-byte class of malloc_usable_size, up to SSTM_BLKCACHE_CLASSES
+ * classes, at most cfg.alloc_cache bytes in all. */
+#define SSTM_BLKCACHE_CLASSES 64
+typedef struct sstm_blkcache {
+  size_t bytes; /* usable bytes held */
+  sstm_ptrvec_t cls[SSTM_BLKCACHE_CLASSES];
+} sstm_blkcache_t;
+
 typedef struct sstm_action {
   void (*fn)(void *);
   void *arg;
@@ -157,6 +166,7 @@ struct sstm_desc {
   /* ---- reclamation ---- */
   sstm_ptrvec_t retire_cur;      /* committed frees, batch not yet closed */
   sstm_retired_batch_t *batches; /* closed batches, oldest last */
+  sstm_blkcache_t cache;         /* released blocks kept for reuse */
 
   /* ---- identity and registry ---- */
   unsigned slot;

@@ -16,8 +16,22 @@
  *
  * Batches of exiting threads move to a global orphan list, released by any
  * thread that closes a batch, by sstm_reclaim(), or at shutdown.
+ *
+ * Released blocks go to free() or, when small, to the releasing thread's
+ * block cache (cfg.alloc_cache bytes), from which its sstm_malloc and
+ * sstm_calloc serve first. A block enters the cache exactly where it would
+ * otherwise be freed: its grace period is over, or an aborted attempt
+ * allocated it and no other attempt could reach it. Handing it out again
+ * is then as safe as malloc returning the same address. Why a cache: at 64
+ * threads glibc's arenas (8 per CPU) are shared, a thread preempted inside
+ * malloc or free holds its arena's lock, and every released block is cold,
+ * written by free() and then again by malloc(); the cache reuses the block
+ * with neither (docs/benchmarks.md, "Block cache").
  */
+#include <errno.h>
+#include <malloc.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "core/engine.h"
 
@@ -27,28 +41,101 @@
  * time there; 1024 makes it about 1 % (docs/benchmarks.md). */
 #define BATCH_BLOCKS 1024
 
+/* Double v's capacity; false (v unchanged) when it is at 2^30 entries or
+ * memory is short. */
+static bool ptrvec_grow(sstm_ptrvec_t *v) {
+  if (v->cap >= (1u << 30)) return false;
+  uint32_t cap = v->cap ? v->cap * 2 : 16;
+  void **np = realloc(v->p, (size_t)cap * sizeof *np);
+  if (np == NULL) return false;
+  v->p = np;
+  v->cap = cap;
+  return true;
+}
+
 void sstm__ptrvec_push(sstm_ptrvec_t *v, void *p) {
-  if (v->n == v->cap) {
-    if (v->cap >= (1u << 30)) sstm__fatal("the allocation log is full (2^30 blocks)");
-    uint32_t cap = v->cap ? v->cap * 2 : 16;
-    void **np = realloc(v->p, (size_t)cap * sizeof *np);
-    if (np == NULL) sstm__fatal("out of memory in the allocation log");
-    v->p = np;
-    v->cap = cap;
-  }
+  if (v->n == v->cap && !ptrvec_grow(v))
+    sstm__fatal(v->cap >= (1u << 30) ? "the allocation log is full (2^30 blocks)"
+                                     : "out of memory in the allocation log");
   v->p[v->n++] = p;
 }
 
+/* ------------------------------------------------------------------------ */
+/* The block cache (owner-only, like the rest of the descriptor).
+ *
+ * Class c holds blocks whose malloc_usable_size is in [8c, 8c + 8). A
+ * request of n bytes looks in class ceil(n / 8) and the one above it, so a
+ * block served has at least n usable bytes; with glibc's usable sizes, 8
+ * mod 16, one of the two is where blocks of that request land. `bytes`
+ * counts 8c per block held. */
+
+#define CACHE_LIMIT (8 * (size_t)SSTM_BLKCACHE_CLASSES)
+
+static void *blkcache_get(struct sstm_desc *d, size_t n) {
+  if (d->cache.bytes == 0 || n >= CACHE_LIMIT) return NULL;
+  size_t c = n <= 8 ? 1 : (n + 7) / 8;
+  size_t e = c + 2 < SSTM_BLKCACHE_CLASSES ? c + 2 : SSTM_BLKCACHE_CLASSES;
+  for (; c < e; c++) {
+    sstm_ptrvec_t *v = &d->cache.cls[c];
+    if (v->n != 0) {
+      d->cache.bytes -= 8 * c;
+      /* The next block of the class will be written by its user: start
+       * bringing it in now (released blocks are cold). */
+      if (v->n >= 2) __builtin_prefetch(v->p[v->n - 2], 1);
+      return v->p[--v->n];
+    }
+  }
+  return NULL;
+}
+
+/* Release p: into d's cache if it fits, else free(). d may be NULL. */
+static void blk_release(struct sstm_desc *d, void *p) {
+  size_t limit = sstm__g.cfg.alloc_cache;
+  if (d != NULL && limit != 0) {
+    size_t c = malloc_usable_size(p) / 8;
+    if (c != 0 && c < SSTM_BLKCACHE_CLASSES && d->cache.bytes + 8 * c <= limit) {
+      sstm_ptrvec_t *v = &d->cache.cls[c];
+      if (v->n < v->cap || ptrvec_grow(v)) {
+        v->p[v->n++] = p;
+        d->cache.bytes += 8 * c;
+        return;
+      }
+    }
+  }
+  free(p);
+}
+
+static void blkcache_drain(struct sstm_desc *d) {
+  for (unsigned c = 0; c < SSTM_BLKCACHE_CLASSES; c++) {
+    sstm_ptrvec_t *v = &d->cache.cls[c];
+    for (uint32_t i = 0; i < v->n; i++)
+      free(v->p[i]);
+    free(v->p);
+    *v = (sstm_ptrvec_t){0};
+  }
+  d->cache.bytes = 0;
+}
+
 SSTM_API void *sstm_malloc(size_t size) {
-  void *p = malloc(size);
   struct sstm_desc *tx = sstm__cur;
+  void *p = tx != NULL ? blkcache_get(tx, size) : NULL;
+  if (p == NULL) p = malloc(size);
   if (p != NULL && tx != NULL && tx->depth != 0) sstm__ptrvec_push(&tx->allocs, p);
   return p;
 }
 
 SSTM_API void *sstm_calloc(size_t n, size_t size) {
-  void *p = calloc(n, size);
   struct sstm_desc *tx = sstm__cur;
+  size_t bytes;
+  if (__builtin_mul_overflow(n, size, &bytes)) {
+    errno = ENOMEM; /* as calloc (ASan's would abort instead) */
+    return NULL;
+  }
+  void *p = tx != NULL ? blkcache_get(tx, bytes) : NULL;
+  if (p != NULL)
+    memset(p, 0, bytes);
+  else
+    p = calloc(n, size);
   if (p != NULL && tx != NULL && tx->depth != 0) sstm__ptrvec_push(&tx->allocs, p);
   return p;
 }
@@ -169,23 +256,31 @@ SSTM_API int sstm_quiesce(void) {
 /* ------------------------------------------------------------------------ */
 /* Retired blocks. */
 
-static void batch_free(sstm_retired_batch_t *b) {
-  for (uint32_t i = 0; i < b->blocks.n; i++)
-    free(b->blocks.p[i]);
+/* Release a batch's blocks (into to's cache where they fit; to may be
+ * NULL) and the batch. */
+static void batch_free(sstm_retired_batch_t *b, struct sstm_desc *to) {
+  /* Each release reads the block's allocator header, a cache miss after a
+   * grace period: fetch a few blocks ahead so that the misses overlap. */
+  enum { AHEAD = 8 };
+  for (uint32_t i = 0; i < b->blocks.n; i++) {
+    if (i + AHEAD < b->blocks.n) __builtin_prefetch((char *)b->blocks.p[i + AHEAD] - 16, 1);
+    blk_release(to, b->blocks.p[i]);
+  }
   free(b->blocks.p);
   grace_fini(&b->grace);
   free(b);
 }
 
-/* Release every finished batch of a list; returns blocks released. */
-static size_t sweep(sstm_retired_batch_t **list) {
+/* Release every finished batch of a list (into to's cache, or to free()
+ * when to is NULL); returns blocks released. */
+static size_t sweep(sstm_retired_batch_t **list, struct sstm_desc *to) {
   size_t released = 0;
   while (*list) {
     sstm_retired_batch_t *b = *list;
     if (grace_over(&b->grace)) {
       *list = b->next;
       released += b->blocks.n;
-      batch_free(b);
+      batch_free(b, to);
     } else {
       list = &b->next;
     }
@@ -205,7 +300,7 @@ static void close_batch(struct sstm_desc *self) {
   self->batches = b;
 }
 
-static size_t sweep_orphans(bool wait) {
+static size_t sweep_orphans(bool wait, struct sstm_desc *to) {
   if (wait)
     pthread_mutex_lock(&sstm__g.orphan_lock);
   else if (pthread_mutex_trylock(&sstm__g.orphan_lock) != 0)
@@ -213,7 +308,7 @@ static size_t sweep_orphans(bool wait) {
   /* The head is written with relaxed atomics under the lock, for the
    * unlocked peek in sstm__reclaim_commit. */
   sstm_retired_batch_t *list = __atomic_load_n(&sstm__g.orphans, __ATOMIC_RELAXED);
-  size_t n = sweep(&list);
+  size_t n = sweep(&list, to);
   __atomic_store_n(&sstm__g.orphans, list, __ATOMIC_RELAXED);
   pthread_mutex_unlock(&sstm__g.orphan_lock);
   return n;
@@ -225,22 +320,23 @@ void sstm__reclaim_commit(struct sstm_desc *d) {
   d->frees.n = 0;
   if (d->retire_cur.n >= BATCH_BLOCKS) {
     close_batch(d);
-    sweep(&d->batches);
+    sweep(&d->batches, d);
     /* relaxed peek: a stale answer only delays the orphans' release. */
-    if (__atomic_load_n(&sstm__g.orphans, __ATOMIC_RELAXED)) sweep_orphans(false);
+    if (__atomic_load_n(&sstm__g.orphans, __ATOMIC_RELAXED)) sweep_orphans(false, d);
   }
 }
 
 void sstm__reclaim_abort(struct sstm_desc *d) {
   for (uint32_t i = 0; i < d->allocs.n; i++)
-    free(d->allocs.p[i]);
+    blk_release(d, d->allocs.p[i]);
   d->allocs.n = 0;
   d->frees.n = 0;
 }
 
 void sstm__reclaim_desc_exit(struct sstm_desc *d) {
+  blkcache_drain(d);
   close_batch(d);
-  sweep(&d->batches);
+  sweep(&d->batches, NULL);
   if (d->batches == NULL) return;
   sstm_retired_batch_t *last = d->batches;
   while (last->next)
@@ -265,7 +361,7 @@ SSTM_API void sstm_free(void *p) {
     sstm__ptrvec_push(&tx->retire_cur, p);
     if (tx->retire_cur.n >= BATCH_BLOCKS) {
       close_batch(tx);
-      sweep(&tx->batches);
+      sweep(&tx->batches, tx);
     }
     return;
   }
@@ -289,9 +385,10 @@ SSTM_API size_t sstm_reclaim(void) {
   struct sstm_desc *d = sstm__cur;
   if (d != NULL && d->depth == 0) {
     close_batch(d);
-    n += sweep(&d->batches);
+    n += sweep(&d->batches, NULL);
+    blkcache_drain(d);
   }
-  return n + sweep_orphans(true);
+  return n + sweep_orphans(true, NULL);
 }
 
 /* Shutdown: no transaction runs any more; release everything. */
@@ -300,18 +397,19 @@ void sstm__reclaim_fini(void) {
   for (unsigned i = 0; i < hw; i++) {
     struct sstm_desc *d = sstm__desc_at(i);
     if (d == NULL) continue;
+    blkcache_drain(d);
     for (uint32_t j = 0; j < d->retire_cur.n; j++)
       free(d->retire_cur.p[j]);
     d->retire_cur.n = 0;
     while (d->batches) {
       sstm_retired_batch_t *b = d->batches;
       d->batches = b->next;
-      batch_free(b);
+      batch_free(b, NULL);
     }
   }
   while (sstm__g.orphans) {
     sstm_retired_batch_t *b = sstm__g.orphans;
     sstm__g.orphans = b->next;
-    batch_free(b);
+    batch_free(b, NULL);
   }
 }

@@ -22,6 +22,7 @@ static const char *const ENV_VARS[] = {
     "SCHEDSTM_SOFTSER_LEVER",  "SCHEDSTM_EXT_MODE",
     "SCHEDSTM_EXT_SLICE_US",   "SCHEDSTM_PRIO_ESCALATE",
     "SCHEDSTM_STATE_TABLE",    "SCHEDSTM_READ_PAST",
+    "SCHEDSTM_ALLOC_CACHE",
 };
 
 static void clear_env(void) {
@@ -46,6 +47,11 @@ TEST(config_default) {
   CHECK_NULL((const void *)c.sample_fn);
   CHECK_EQ_I(c.read_past, SSTM_READ_PAST_RO);
   CHECK_FALSE(c.state_table);
+#if defined(__SANITIZE_ADDRESS__)
+  CHECK_EQ_U(c.alloc_cache, 0); /* ASan must see every release */
+#else
+  CHECK_EQ_U(c.alloc_cache, SSTM_ALLOC_CACHE_DEFAULT);
+#endif
   CHECK_TRUE(c.use_env);
 }
 
@@ -212,6 +218,36 @@ TEST(init_rejects_a_bad_read_past) {
   c.read_past = (sstm_read_past_t)3;
   CHECK_RC(sstm_init(&c), SSTM_EINVAL);
   CHECK_CONTAINS(sstm_last_error(), "read_past");
+  CHECK_FALSE(sstm_initialized());
+}
+
+TEST(env_alloc_cache) {
+  clear_env();
+  sstm_config_t c;
+  sstm_config_default(&c);
+  const char *vals[] = {"0", "4096", "1073741824"};
+  const size_t want[] = {0, 4096, SSTM_ALLOC_CACHE_MAX};
+  for (int i = 0; i < 3; i++) {
+    setenv("SCHEDSTM_ALLOC_CACHE", vals[i], 1);
+    CHECK_OK(sstm_config_from_env(&c));
+    CHECK_EQ_U(c.alloc_cache, want[i]);
+  }
+  const char *range[] = {"SCHEDSTM_ALLOC_CACHE", "[0, 1073741824]", NULL};
+  expect_invalid("SCHEDSTM_ALLOC_CACHE", "1M", range);
+  expect_invalid("SCHEDSTM_ALLOC_CACHE", "-1", range);
+  expect_invalid("SCHEDSTM_ALLOC_CACHE", "1073741825", range);
+  expect_invalid("SCHEDSTM_ALLOC_CACHE", "", range);
+  clear_env();
+}
+
+TEST(init_rejects_an_oversized_alloc_cache) {
+  clear_env();
+  sstm_config_t c;
+  sstm_config_default(&c);
+  c.use_env = false;
+  c.alloc_cache = SSTM_ALLOC_CACHE_MAX + 1;
+  CHECK_RC(sstm_init(&c), SSTM_EINVAL);
+  CHECK_CONTAINS(sstm_last_error(), "alloc_cache");
   CHECK_FALSE(sstm_initialized());
 }
 
@@ -774,6 +810,7 @@ TEST(describe_content) {
     c.design = i ? SSTM_DESIGN_CTL : SSTM_DESIGN_ETL;
     c.cm = i ? "backoff" : "suicide";
     c.read_past = i ? SSTM_READ_PAST_OFF : SSTM_READ_PAST_ALL;
+    c.alloc_cache = i ? 0 : 4096;
     CHECK_OK(sstm_init(&c));
     char buf[1024];
     int n = sstm_describe(buf, sizeof buf);
@@ -786,6 +823,7 @@ TEST(describe_content) {
     CHECK_CONTAINS(buf, "locks=2^20 "); /* the default table: 2^20 locks */
     CHECK_CONTAINS(buf, "stripe=32B "); /* of 32-byte stripes */
     CHECK_CONTAINS(buf, i ? " read_past=off " : " read_past=all ");
+    CHECK_CONTAINS(buf, i ? " alloc_cache=0 " : " alloc_cache=4096 ");
     CHECK_NULL(strchr(buf, '\n')); /* one line */
     /* truncation like snprintf */
     char small[8];
