@@ -100,6 +100,7 @@ static void counts_from_sstm(const sstm_stats_t *s, tm_counts_t *out) {
   out->cm_known = true;
   out->cm_wait_ns = s->cm_wait_ns;
   out->reads_past = s->reads_past;
+  out->ro_logged = s->ro_logged;
   for (int i = 0; i < SSTM_CM_NSTATS; i++) {
     out->cm_stat_name[i] = cm != NULL ? cm->stat_names[i] : NULL;
     out->cm_stat[i] = s->cm_stats[i];

@@ -31,6 +31,7 @@ typedef struct tm_counts {
   bool cm_known;       /* contention-manager figures (schedstm only) */
   uint64_t cm_wait_ns; /* time spent in the policy's waits */
   uint64_t reads_past; /* reads that passed a running writer's lock */
+  uint64_t ro_logged;  /* read-only transactions whose first attempt kept a read set */
   const char *cm_stat_name[8];
   uint64_t cm_stat[8]; /* the policy's counters (priority changes, ...) */
 } tm_counts_t;

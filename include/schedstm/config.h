@@ -70,6 +70,22 @@ typedef enum {
 #define SSTM_ALLOC_CACHE_DEFAULT ((size_t)1 << 20)
 #define SSTM_ALLOC_CACHE_MAX ((size_t)1 << 30)
 
+/* Whether the first attempt of a declared read-only transaction keeps a
+ * read set. Without one it is cheaper (no log, no validation) but cannot
+ * extend its snapshot: the first stripe it meets that changed after its
+ * start aborts it (reason ro-extend), and the retry keeps a read set. */
+typedef enum {
+  SSTM_RO_LOG_OFF = 0,  /* never (the default): every first attempt runs
+                           without; the fastest on our benchmarks */
+  SSTM_RO_LOG_AUTO = 1, /* learned per thread: keep one while at least 2
+                           of a window of 64 read-only transactions needed
+                           an extension, drop it after a window where none
+                           did. Fewer aborts under contention (3x fewer on
+                           ll1k), for 0-10 % of throughput there
+                           (docs/benchmarks.md) */
+  SSTM_RO_LOG_ON = 2,   /* always */
+} sstm_ro_log_t;
+
 typedef struct sstm_config {
   sstm_design_t design;     /* default SSTM_DESIGN_ETL */
   const char *cm;           /* contention manager name, default "suicide" */
@@ -88,6 +104,8 @@ typedef struct sstm_config {
   void *sample_arg;
   sstm_read_past_t read_past; /* reads past running writers' locks
                                  (default SSTM_READ_PAST_RO) */
+  sstm_ro_log_t ro_log;       /* read sets in declared read-only first
+                                 attempts (default SSTM_RO_LOG_OFF) */
   bool state_table;           /* publish /dev/shm/schedstm.<pid> (default false) */
   size_t alloc_cache;         /* bytes of released small blocks each thread
                                  keeps for its own sstm_malloc, at most

@@ -77,6 +77,9 @@ typedef struct sstm_stats {
   uint64_t reads_past;                   /* reads that passed the lock of a writer
                                             that had not started to commit
                                             (cfg.read_past) */
+  uint64_t ro_logged;                    /* declared read-only transactions whose
+                                            first attempt kept a read set
+                                            (cfg.ro_log) */
   uint64_t cm_wait_ns;                   /* time in the policy's on_abort and WAIT spins */
   uint64_t cm_stats[SSTM_CM_NSTATS];     /* policy-defined counters (ops->stat_names) */
   uint64_t cm_actions[SSTM_CM_NACTIONS]; /* sstm_cm_note() calls per sstm_cm_act_t */

@@ -44,6 +44,7 @@ SSTM_API void sstm_config_default(sstm_config_t *cfg) {
       .wait_max = 64,
       .sample_period = 0,
       .read_past = SSTM_READ_PAST_RO,
+      .ro_log = SSTM_RO_LOG_OFF,
       .alloc_cache = ALLOC_CACHE_DEFAULT,
       .use_env = true,
   };
@@ -125,6 +126,9 @@ static int check_config(const sstm_config_t *c) {
   if ((unsigned)c->read_past > SSTM_READ_PAST_ALL)
     return sstm__set_error("read_past %d: valid values: SSTM_READ_PAST_OFF, _RO, _ALL",
                            (int)c->read_past),
+           SSTM_EINVAL;
+  if ((unsigned)c->ro_log > SSTM_RO_LOG_ON)
+    return sstm__set_error("ro_log %d: valid values: SSTM_RO_LOG_OFF, _AUTO, _ON", (int)c->ro_log),
            SSTM_EINVAL;
   if (c->alloc_cache > SSTM_ALLOC_CACHE_MAX)
     return sstm__set_error("alloc_cache %zu: must be in [0, %zu] bytes", c->alloc_cache,
@@ -223,6 +227,18 @@ SSTM_API int sstm_config_from_env(sstm_config_t *cfg) {
   }
   if ((s = getenv("SCHEDSTM_STATE_TABLE")) && parse_01("SCHEDSTM_STATE_TABLE", s, &c.state_table))
     return SSTM_EINVAL;
+  if ((s = getenv("SCHEDSTM_RO_LOG"))) {
+    if (strcmp(s, "off") == 0)
+      c.ro_log = SSTM_RO_LOG_OFF;
+    else if (strcmp(s, "auto") == 0)
+      c.ro_log = SSTM_RO_LOG_AUTO;
+    else if (strcmp(s, "on") == 0)
+      c.ro_log = SSTM_RO_LOG_ON;
+    else {
+      sstm__set_error("SCHEDSTM_RO_LOG='%s': valid values: off, auto, on", s);
+      return SSTM_EINVAL;
+    }
+  }
   if ((s = getenv("SCHEDSTM_ALLOC_CACHE"))) {
     if (parse_u64("SCHEDSTM_ALLOC_CACHE", s, 0, SSTM_ALLOC_CACHE_MAX, &v)) return SSTM_EINVAL;
     c.alloc_cache = (size_t)v;
@@ -386,7 +402,8 @@ SSTM_API int sstm_describe(char *buf, size_t len) {
 #endif
   return snprintf(buf, len,
                   "schedstm %s design=%s cm=%s locks=2^%u stripe=%uB max_threads=%u stats=%s "
-                  "sample=%u wait_max=%u read_past=%s alloc_cache=%zu ckpt=%s clock=vdso-monotonic "
+                  "sample=%u wait_max=%u read_past=%s ro_log=%s alloc_cache=%zu ckpt=%s "
+                  "clock=vdso-monotonic "
                   "begin-fence=%s kernel=%s%s%s",
                   SSTM_VERSION_STRING, sstm_design_name(c->design), c->cm, c->lock_bits,
                   1u << c->stripe_shift, c->max_threads,
@@ -395,6 +412,9 @@ SSTM_API int sstm_describe(char *buf, size_t len) {
                   c->read_past == SSTM_READ_PAST_ALL  ? "all"
                   : c->read_past == SSTM_READ_PAST_RO ? "ro"
                                                       : "off",
+                  c->ro_log == SSTM_RO_LOG_ON     ? "on"
+                  : c->ro_log == SSTM_RO_LOG_AUTO ? "auto"
+                                                  : "off",
                   c->alloc_cache, ckpt, sstm__g.membarrier ? "membarrier" : "xchg", u.release,
                   sstm__debug ? " debug" : "", sstm__random_delay ? " random-delay" : "") +
          describe_cm(buf, len);

@@ -105,7 +105,8 @@ typedef struct sstm_retired_batch {
 typedef struct sstm_counters {
   uint64_t commits_ro, commits_update, commits_irrevocable;
   uint64_t aborts[SSTM_ABORT_REASON_COUNT];
-  uint64_t retries, max_retries, cm_waits, cm_kills, locks_stolen, extensions, reads_past;
+  uint64_t retries, max_retries, cm_waits, cm_kills, locks_stolen, extensions, reads_past,
+      ro_logged;
   uint64_t cm_wait_ns, cm_stats[SSTM_CM_NSTATS], cm_actions[8];
   uint64_t reads_total, writes_total, reads_max, writes_max;
   uint64_t tag_commits[SSTM_MAX_TAGS], tag_aborts[SSTM_MAX_TAGS];
@@ -142,9 +143,16 @@ struct sstm_desc {
   sstm_attr_t attr;
   bool irrev_sticky;    /* restart as irrevocable */
   bool ro_nolog_failed; /* declared RO attempt needed a read set */
-  bool irrev_token;     /* holds the irrevocability token */
-  unsigned retries;     /* aborts of the current transaction */
-  unsigned conflicts;   /* of which conflicts (sstm_cm_ctx_t.conflicts) */
+  /* Declared read-only transactions (cfg.ro_log, stm.c): whether their
+   * first attempt keeps a read set, and the window that decides it in
+   * SSTM_RO_LOG_AUTO: transactions begun, and how many of them needed an
+   * extension (each counted once: ro_ext_seen). */
+  bool ro_log;
+  bool ro_ext_seen;
+  uint8_t ro_win_n, ro_win_ext;
+  bool irrev_token;   /* holds the irrevocability token */
+  unsigned retries;   /* aborts of the current transaction */
+  unsigned conflicts; /* of which conflicts (sstm_cm_ctx_t.conflicts) */
   _Atomic int pub_priority;
   sstm_ckpt_t ckpt;
   sstm_ptrvec_t allocs;   /* sstm_malloc'd in this attempt */

@@ -57,6 +57,7 @@ static void to_public(const sstm_counters_t *c, sstm_stats_t *out) {
   out->locks_stolen = c->locks_stolen;
   out->extensions = c->extensions;
   out->reads_past = c->reads_past;
+  out->ro_logged = c->ro_logged;
   out->cm_wait_ns = c->cm_wait_ns;
   for (int i = 0; i < SSTM_CM_NSTATS; i++)
     out->cm_stats[i] = c->cm_stats[i];
@@ -170,13 +171,14 @@ static void dump_line(FILE *out, const char *who, const sstm_stats_t *s) {
   double ratio = commits ? (double)s->aborts_total / (double)commits : 0.0;
   fprintf(out,
           "%-14s commits=%llu (ro=%llu update=%llu irrevocable=%llu) aborts=%llu "
-          "(%.3f/commit) max_retries=%llu waits=%llu kills=%llu stolen=%llu ext=%llu past=%llu\n",
+          "(%.3f/commit) max_retries=%llu waits=%llu kills=%llu stolen=%llu ext=%llu past=%llu "
+          "ro_logged=%llu\n",
           who, (unsigned long long)commits, (unsigned long long)s->commits_ro,
           (unsigned long long)s->commits_update, (unsigned long long)s->commits_irrevocable,
           (unsigned long long)s->aborts_total, ratio, (unsigned long long)s->max_retries,
           (unsigned long long)s->cm_waits, (unsigned long long)s->cm_kills,
           (unsigned long long)s->locks_stolen, (unsigned long long)s->extensions,
-          (unsigned long long)s->reads_past);
+          (unsigned long long)s->reads_past, (unsigned long long)s->ro_logged);
   if (s->aborts_total) {
     fprintf(out, "%-14s   aborts:", "");
     for (int i = 0; i < SSTM_ABORT_REASON_COUNT; i++)

@@ -122,8 +122,9 @@
  * version (irrev_undo).
  *
  * (8) Reading past a running writer (cfg.read_past: SSTM_READ_PAST_RO, the
- * default, in declared read-only attempts; SSTM_READ_PAST_ALL in every
- * attempt, with the validation rule below; OFF never). Under
+ * default, in the attempts of declared read-only transactions, with a read
+ * set or without; SSTM_READ_PAST_ALL in every attempt; the validation rule
+ * below holds for the attempts that pass; OFF never). Under
  * ETL a writer holds its locks from its first write to its commit; a
  * reader that waited for each of them would wait for the writer's whole
  * attempt, and a writer preempted on an oversubscribed machine holds them
@@ -134,7 +135,8 @@
  * word), a bound on the displaced version, the data, and after an acquire
  * fence the status and the lock word again; it accepts the data if both
  * are unchanged and the bound is <= end (otherwise it extends first; a
- * declared read-only attempt, which cannot extend, waits as before).
+ * read-only attempt without a read set, which cannot extend, waits as
+ * before).
  *  - The bound: before each lock CAS the owner stores its `end` in
  *    lock_end; it locks only versions <= end, and end only grows, so
  *    lock_end >= every version its locks displaced. The lock CAS is a
@@ -332,12 +334,20 @@ static struct sstm_desc *running_owner(const struct sstm_desc *tx, uint64_t l, u
   return sstm_st_owns(*st, l) && sstm_st_state(*st) == SSTM_ST_ACTIVE ? o : NULL;
 }
 
+/* Whether tx reads past running writers and validates as (8) says: every
+ * attempt with SSTM_READ_PAST_ALL; with SSTM_READ_PAST_RO the attempts of
+ * declared read-only transactions, with a read set or without. */
+static inline bool passes_running_writers(const struct sstm_desc *tx) {
+  sstm_read_past_t rp = sstm__g.cfg.read_past;
+  return rp == SSTM_READ_PAST_ALL || (rp == SSTM_READ_PAST_RO && tx->attr.read_only);
+}
+
 /* Lock word l (locked, not ours) belongs to an attempt that is running and
  * has not started to commit, and every version its locks displaced is
  * <= end: the memory under l still holds data our snapshot covers
- * (argument (8)). Only with SSTM_READ_PAST_ALL. */
+ * (argument (8)). Only for attempts that pass running writers. */
 static SSTM_NOINLINE bool held_by_running_writer(const struct sstm_desc *tx, uint64_t l) {
-  if (sstm__g.cfg.read_past != SSTM_READ_PAST_ALL || !sstm_lw_locked(l)) return false;
+  if (!passes_running_writers(tx) || !sstm_lw_locked(l)) return false;
   /* acquire fence: the caller's relaxed load of l read the owner's lock
    * CAS (release), so its lock_end store is visible to the load below. */
   atomic_thread_fence(memory_order_acquire);
@@ -377,6 +387,14 @@ static SSTM_NOINLINE void check_killed(struct sstm_desc *tx) {
     conflict_abort(tx, SSTM_CONFLICT_KILLED, SSTM_ABORT_KILLED, NULL);
 }
 
+/* A declared read-only transaction needed an extension: the first time in
+ * the transaction, it counts in the window of cfg.ro_log (ro_window). */
+static inline void ro_needed_extension(struct sstm_desc *tx) {
+  if (tx->ro_ext_seen) return;
+  tx->ro_ext_seen = true;
+  tx->ro_win_ext++; /* < RO_WINDOW <= 255: the window closes first */
+}
+
 /* Extend the snapshot to the current clock. False if the read set is no
  * longer valid. Does not return if the attempt was killed. */
 static SSTM_NOINLINE bool extend(struct sstm_desc *tx) {
@@ -387,6 +405,7 @@ static SSTM_NOINLINE bool extend(struct sstm_desc *tx) {
   if (!validate(tx)) return false;
   tx->end = now;
   sstm__ctr_add(&tx->ctr.extensions, 1);
+  if (tx->attr.read_only) ro_needed_extension(tx);
   return true;
 }
 
@@ -454,7 +473,7 @@ static bool validation_party(struct sstm_desc *tx, sstm_party_t *out) {
      * stripe: a commit before its lock did (its lock_end is past our end),
      * and that commit has ended, or the holder merely extended past our
      * end since (lock_end is one bound for all its locks). Not named. */
-    if (sstm__g.cfg.read_past == SSTM_READ_PAST_ALL &&
+    if (passes_running_writers(tx) &&
         sstm_st_state(atomic_load_explicit(&o->status, memory_order_relaxed)) == SSTM_ST_ACTIVE)
       continue;
     sstm__party_snapshot(o, l, out);
@@ -569,10 +588,12 @@ static SSTM_NOINLINE uint64_t load_own(struct sstm_desc *tx, const void *addr, u
 
 static SSTM_NOINLINE __attribute__((noreturn)) void ro_abort(struct sstm_desc *tx,
                                                              sstm_abort_reason_t r) {
-  if (r == SSTM_ABORT_RO_WRITE)
+  if (r == SSTM_ABORT_RO_WRITE) {
     tx->attr.read_only = false;
-  else
+  } else {
     tx->ro_nolog_failed = true;
+    ro_needed_extension(tx);
+  }
   abort_tx(tx, r, NULL);
 }
 
@@ -640,9 +661,7 @@ static SSTM_NOINLINE uint64_t load_slow(struct sstm_desc *tx, const void *addr, 
     if (SSTM_UNLIKELY(sstm_lw_locked(l))) {
       if (kind == SSTM_V_ETL && l == tx->owner_lw) return load_own(tx, addr, size, lk);
       uint64_t v;
-      sstm_read_past_t rp = sstm__g.cfg.read_past;
-      if ((rp == SSTM_READ_PAST_ALL || (rp == SSTM_READ_PAST_RO && kind == SSTM_V_RO)) &&
-          read_past(tx, addr, size, lk, l, kind, &v)) {
+      if (passes_running_writers(tx) && read_past(tx, addr, size, lk, l, kind, &v)) {
         if (kind != SSTM_V_RO && SSTM_UNLIKELY(!sstm_rset_add(&tx->rs, lk))) oom();
         return e ? overlay(e, v, off, size) : v;
       }
@@ -1219,9 +1238,8 @@ SSTM_INLINE void attempt_start(struct sstm_desc *tx, bool first) {
   tx->cm_ctx.watched = false;
   unsigned sample = (tx->slow & SSTM_SLOW_BEGIN) && sstm__g.cfg.sample_period ? SSTM_V_SAMPLE : 0;
   bool irrev = (!first && tx->irrev_sticky) || tx->attr.irrevocable;
-  unsigned v = irrev                                                     ? SSTM_V_NONE
-               : (tx->attr.read_only && (first || !tx->ro_nolog_failed)) ? SSTM_V_RO
-                                                                         : tx->design;
+  bool nolog = tx->attr.read_only && !tx->ro_log && (first || !tx->ro_nolog_failed);
+  unsigned v = irrev ? SSTM_V_NONE : nolog ? SSTM_V_RO : tx->design;
   /* The variant is set before ACTIVE is published (release below), so that
    * a killer's flag for this attempt lands after it (registry.c). */
   sstm__set_variant(tx, v | sample);
@@ -1260,6 +1278,41 @@ SSTM_INLINE void attempt_start(struct sstm_desc *tx, bool first) {
     sstm__hooks_begin(serial);
 }
 
+/* cfg.ro_log: which first attempts of declared read-only transactions keep
+ * a read set. Without one an attempt reads for less (no log, and a commit
+ * with nothing to validate), but the first stripe newer than its snapshot
+ * aborts it (ro-extend) and its retry keeps one: the traversal done so far
+ * is lost. In SSTM_RO_LOG_AUTO each descriptor counts, over windows of
+ * RO_WINDOW read-only transactions, those that needed an extension (with a
+ * read set: an extension; without: the ro-extend abort), and keeps read
+ * sets from the first attempt while RO_LOG_ON of a window did, until a
+ * window in which none did. On ll1k at 8-32 threads about 4 % of the
+ * lookups need one: with read sets they stop aborting (ser-block's aborts
+ * per commit fall from 0.04 to 0.012), but the read sets cost more than
+ * the aborted traversals did (0.87x-1.0x of the throughput in pairs), so
+ * OFF is the default (docs/benchmarks.md, "Read sets in read-only
+ * transactions"). */
+#define RO_WINDOW 64
+#define RO_LOG_ON 2
+
+static SSTM_NOINLINE void ro_decide(struct sstm_desc *tx) {
+  if (sstm__g.cfg.ro_log == SSTM_RO_LOG_AUTO) {
+    if (tx->ro_win_ext >= RO_LOG_ON)
+      tx->ro_log = true;
+    else if (tx->ro_win_ext == 0)
+      tx->ro_log = false;
+  }
+  tx->ro_win_n = 0;
+  tx->ro_win_ext = 0;
+}
+
+/* A declared read-only transaction begins (first attempt). */
+SSTM_INLINE void ro_window(struct sstm_desc *tx) {
+  tx->ro_ext_seen = false;
+  if (SSTM_UNLIKELY(tx->ro_log)) sstm__ctr_add(&tx->ctr.ro_logged, 1);
+  if (SSTM_UNLIKELY(++tx->ro_win_n == RO_WINDOW)) ro_decide(tx);
+}
+
 SSTM_API sstm_ckpt_t *sstm__begin(const sstm_attr_t *attr) {
   struct sstm_desc *tx = sstm__cur;
   if (SSTM_UNLIKELY(tx == NULL)) {
@@ -1279,6 +1332,7 @@ SSTM_API sstm_ckpt_t *sstm__begin(const sstm_attr_t *attr) {
     tx->attr.irrevocable = attr->irrevocable;
     tx->attr.priority = attr->priority;
     tx->attr.tag = attr->tag;
+    if (attr->read_only) ro_window(tx);
   } else {
     tx->attr = (sstm_attr_t){0};
   }

@@ -27,14 +27,17 @@ static uint64_t words[4][512] __attribute__((aligned(4096)));
 #define Y (&words[1][0])
 #define Z (&words[2][0])
 
-static void init_read_past(sstm_read_past_t mode) {
+static void init_read_past_log(sstm_read_past_t mode, sstm_ro_log_t ro_log) {
   sstm_config_t c;
   sstm_test_config(&c);
   c.cm = "suicide";
   c.read_past = mode;
+  c.ro_log = ro_log;
   CHECK_OK(sstm_init(&c));
   CHECK_OK(sstm_thread_init());
 }
+
+static void init_read_past(sstm_read_past_t mode) { init_read_past_log(mode, SSTM_RO_LOG_OFF); }
 
 static sstm_stats_t my_stats(void) {
   sstm_stats_t s;
@@ -173,6 +176,24 @@ TEST_ETL(ro_mode_passes_for_read_only_attempts_only) {
   sstm_stats_t s = my_stats();
   CHECK_EQ_U(s.reads_past, 1);
   CHECK_EQ_U(s.aborts[SSTM_ABORT_READ_LOCKED], 1);
+  finish(w);
+}
+
+/* The same with read sets in read-only first attempts (cfg.ro_log): what
+ * passes is the transaction's declaration, not the absence of a log. */
+TEST_ETL(ro_mode_passes_for_read_only_attempts_with_a_read_set) {
+  init_read_past_log(SSTM_READ_PAST_RO, SSTM_RO_LOG_ON);
+  pthread_t w = start_writer(X, NULL, 5, 0);
+  duo_wait(W.locked);
+  sstm_attr_t ro = {.read_only = true};
+  CHECK_OK(sstm_run(&ro, read_x, NULL));
+  CHECK_EQ_I(R.attempts, 1);
+  CHECK_EQ_U(R.x, 0);
+  sstm_stats_t s = my_stats();
+  CHECK_EQ_U(s.reads_past, 1);
+  CHECK_EQ_U(s.ro_logged, 1);
+  duo_set(W.commit_at);
+  duo_wait(W.done);
   finish(w);
 }
 
@@ -315,13 +336,16 @@ static void w_late_body(void *arg) {
   duo_wait(W.commit_at);
 }
 
-static void validation_case(bool on) {
-  init_read_past(on ? SSTM_READ_PAST_ALL : SSTM_READ_PAST_OFF);
+/* `on`: the attempt passes running writers, under `mode`; `attr` is the
+ * transaction's (a declared read-only one keeps a read set from its first
+ * attempt: SSTM_RO_LOG_ON). */
+static void validation_case_in(sstm_read_past_t mode, const sstm_attr_t *attr, bool on) {
+  init_read_past_log(mode, SSTM_RO_LOG_ON);
   W.begin_at = 0;
   W.locked = 102, W.commit_at = 103, W.done = 104;
   pthread_t w = duo_spawn(w_thread, (void *)w_late_body);
   duo_wait(W.begin_at + 1);
-  CHECK_OK(sstm_run(NULL, read_x_w_locks_read_y, NULL));
+  CHECK_OK(sstm_run(attr, read_x_w_locks_read_y, NULL));
   CHECK_EQ_U(R.y, 1);
   sstm_stats_t s = my_stats();
   if (on) {
@@ -339,8 +363,23 @@ static void validation_case(bool on) {
   finish(w);
 }
 
+static void validation_case(bool on) {
+  validation_case_in(on ? SSTM_READ_PAST_ALL : SSTM_READ_PAST_OFF, NULL, on);
+}
+
 TEST_ETL(validation_accepts_a_stripe_a_running_writer_locked) { validation_case(true); }
 TEST_ETL(off_validation_refuses_a_locked_stripe) { validation_case(false); }
+
+/* SSTM_READ_PAST_RO: the validation of a declared read-only transaction's
+ * attempt with a read set accepts the stripe too; an update attempt's
+ * refuses it. */
+TEST_ETL(ro_mode_validation_accepts_for_a_read_only_attempt_with_a_read_set) {
+  sstm_attr_t ro = {.read_only = true};
+  validation_case_in(SSTM_READ_PAST_RO, &ro, true);
+}
+TEST_ETL(ro_mode_validation_refuses_for_an_update_attempt) {
+  validation_case_in(SSTM_READ_PAST_RO, NULL, false);
+}
 
 /* This attempt reads x = 0; another descriptor commits x = y = 1; W begins
  * after that and locks x (displacing the new version). Reading y (= 1,
