@@ -21,7 +21,9 @@ static inline sstm_design_t int_parse_design(const char *s) {
 /* The tests' configuration: defaults, no environment, the design and policy;
  * SSTM_TEST_READ_PAST=off|all (a ctest entry's environment) sets
  * cfg.read_past (default ro), so that every read path of argument (8) in
- * src/core/stm.c runs. */
+ * src/core/stm.c runs, and SSTM_TEST_RO_LOG=auto|on sets cfg.ro_log
+ * (default off), so that declared read-only first attempts run with read
+ * sets too. */
 static inline void int_config(sstm_config_t *c, sstm_design_t design, const char *cm) {
   sstm_config_default(c);
   c->use_env = false;
@@ -30,6 +32,9 @@ static inline void int_config(sstm_config_t *c, sstm_design_t design, const char
   const char *rp = getenv("SSTM_TEST_READ_PAST");
   if (rp && strcmp(rp, "off") == 0) c->read_past = SSTM_READ_PAST_OFF;
   if (rp && strcmp(rp, "all") == 0) c->read_past = SSTM_READ_PAST_ALL;
+  const char *rl = getenv("SSTM_TEST_RO_LOG");
+  if (rl && strcmp(rl, "auto") == 0) c->ro_log = SSTM_RO_LOG_AUTO;
+  if (rl && strcmp(rl, "on") == 0) c->ro_log = SSTM_RO_LOG_ON;
 }
 
 static inline void int_init(sstm_design_t design, const char *cm) {

@@ -120,6 +120,17 @@ foreach(rp off all)
   sstm_add_test(NAME integration.opacity.etl.8.read_past_${rp} LABELS ${SSTM_STRESS_LABELS}
                 TIMEOUT 120 COMMAND itest_opacity etl 8 ENV SSTM_TEST_READ_PAST=${rp})
 endforeach()
+# Read sets in declared read-only first attempts (cfg.ro_log auto and on;
+# the default is off): with read_past=ro they pass running writers and
+# validate past them.
+foreach(rl auto on)
+  sstm_add_test(NAME integration.bank.etl.suicide.8.ro_log_${rl} LABELS ${SSTM_STRESS_LABELS}
+                TIMEOUT 120 COMMAND itest_bank etl suicide 8 ENV SSTM_TEST_RO_LOG=${rl})
+  foreach(d etl ctl)
+    sstm_add_test(NAME integration.opacity.${d}.8.ro_log_${rl} LABELS ${SSTM_STRESS_LABELS}
+                  TIMEOUT 120 COMMAND itest_opacity ${d} 8 ENV SSTM_TEST_RO_LOG=${rl})
+  endforeach()
+endforeach()
 
 # intset: the bench/ds structures (bench/ is configured after tests/, so
 # test for its sources, not its targets).
@@ -135,6 +146,10 @@ if(SCHEDSTM_BUILD_BENCH AND EXISTS ${PROJECT_SOURCE_DIR}/bench/ds/intset.h
   foreach(rp off all)
     sstm_add_test(NAME integration.intset.rb.etl.4.read_past_${rp} LABELS ${SSTM_STRESS_LABELS}
                   TIMEOUT 120 COMMAND itest_intset rb etl 4 ENV SSTM_TEST_READ_PAST=${rp})
+  endforeach()
+  foreach(rl auto on)
+    sstm_add_test(NAME integration.intset.ll.etl.4.ro_log_${rl} LABELS ${SSTM_STRESS_LABELS}
+                  TIMEOUT 120 COMMAND itest_intset ll etl 4 ENV SSTM_TEST_RO_LOG=${rl})
   endforeach()
 else()
   message(STATUS "tests: bench/ds not built: intset integration tests skipped")
@@ -165,6 +180,10 @@ if(SCHEDSTM_TORTURE)
     sstm_add_test(NAME torture.opacity.etl.8.read_past_${rp} LABELS torture TIMEOUT 600
                   COMMAND itest_opacity etl 8 --seconds 180 ENV SSTM_TEST_READ_PAST=${rp})
   endforeach()
+  sstm_add_test(NAME torture.opacity.etl.8.ro_log_on LABELS torture TIMEOUT 600
+                COMMAND itest_opacity etl 8 --seconds 180 ENV SSTM_TEST_RO_LOG=on)
+  sstm_add_test(NAME torture.bank.etl.ser-block.32.ro_log_auto LABELS torture TIMEOUT 600
+                COMMAND itest_bank etl ser-block 32 --seconds 180 ENV SSTM_TEST_RO_LOG=auto)
 endif()
 
 # statetab: tools/sstm-top reading the state table of a running workload.
