@@ -88,6 +88,36 @@ bad:
   return SSTM_EINVAL;
 }
 
+/* One of n names, exactly: *out is its index. The error lists them all. */
+static int parse_name(const char *var, const char *s, const char *const *names, int n, int *out) {
+  for (int i = 0; i < n; i++)
+    if (strcmp(s, names[i]) == 0) {
+      *out = i;
+      return 0;
+    }
+  char list[128] = "";
+  for (int i = 0; i < n; i++)
+    snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", i ? ", " : "", names[i]);
+  sstm__set_error("%s='%s': valid values: %s", var, s, list);
+  return SSTM_EINVAL;
+}
+
+/* Names of the enumerated settings, in the order of their values. */
+static const char *const stats_names[] = {"basic", "detailed"};
+static const char *const read_past_names[] = {"off", "ro", "all"};
+static const char *const ro_log_names[] = {"off", "auto", "on"};
+_Static_assert(SSTM_STATS_BASIC == 0 && SSTM_STATS_DETAILED == 1, "stats_names");
+_Static_assert(SSTM_READ_PAST_OFF == 0 && SSTM_READ_PAST_RO == 1 && SSTM_READ_PAST_ALL == 2,
+               "read_past_names");
+_Static_assert(SSTM_RO_LOG_OFF == 0 && SSTM_RO_LOG_AUTO == 1 && SSTM_RO_LOG_ON == 2,
+               "ro_log_names");
+#define PARSE_NAME(var, s, names, field)                                                           \
+  do {                                                                                             \
+    int i_;                                                                                        \
+    if (parse_name(var, s, names, (int)(sizeof names / sizeof names[0]), &i_)) return SSTM_EINVAL; \
+    field = i_;                                                                                    \
+  } while (0)
+
 /* A switch: exactly "0" or "1". */
 static int parse_01(const char *var, const char *s, bool *out) {
   if (strcmp(s, "0") != 0 && strcmp(s, "1") != 0) {
@@ -195,16 +225,7 @@ SSTM_API int sstm_config_from_env(sstm_config_t *cfg) {
     if (parse_u64("SCHEDSTM_MAX_THREADS", s, 1, SSTM_MAX_SLOTS, &v)) return SSTM_EINVAL;
     c.max_threads = (unsigned)v;
   }
-  if ((s = getenv("SCHEDSTM_STATS"))) {
-    if (strcmp(s, "basic") == 0)
-      c.stats = SSTM_STATS_BASIC;
-    else if (strcmp(s, "detailed") == 0)
-      c.stats = SSTM_STATS_DETAILED;
-    else {
-      sstm__set_error("SCHEDSTM_STATS='%s': valid values: basic, detailed", s);
-      return SSTM_EINVAL;
-    }
-  }
+  if ((s = getenv("SCHEDSTM_STATS"))) PARSE_NAME("SCHEDSTM_STATS", s, stats_names, c.stats);
   if ((s = getenv("SCHEDSTM_BACKOFF_MIN_NS"))) {
     if (parse_u64("SCHEDSTM_BACKOFF_MIN_NS", s, 1, 1000000000ull, &v)) return SSTM_EINVAL;
     c.backoff_min_ns = v;
@@ -213,32 +234,11 @@ SSTM_API int sstm_config_from_env(sstm_config_t *cfg) {
     if (parse_u64("SCHEDSTM_BACKOFF_MAX_NS", s, 1, 1000000000ull, &v)) return SSTM_EINVAL;
     c.backoff_max_ns = v;
   }
-  if ((s = getenv("SCHEDSTM_READ_PAST"))) {
-    if (strcmp(s, "off") == 0)
-      c.read_past = SSTM_READ_PAST_OFF;
-    else if (strcmp(s, "ro") == 0)
-      c.read_past = SSTM_READ_PAST_RO;
-    else if (strcmp(s, "all") == 0)
-      c.read_past = SSTM_READ_PAST_ALL;
-    else {
-      sstm__set_error("SCHEDSTM_READ_PAST='%s': valid values: off, ro, all", s);
-      return SSTM_EINVAL;
-    }
-  }
+  if ((s = getenv("SCHEDSTM_READ_PAST")))
+    PARSE_NAME("SCHEDSTM_READ_PAST", s, read_past_names, c.read_past);
   if ((s = getenv("SCHEDSTM_STATE_TABLE")) && parse_01("SCHEDSTM_STATE_TABLE", s, &c.state_table))
     return SSTM_EINVAL;
-  if ((s = getenv("SCHEDSTM_RO_LOG"))) {
-    if (strcmp(s, "off") == 0)
-      c.ro_log = SSTM_RO_LOG_OFF;
-    else if (strcmp(s, "auto") == 0)
-      c.ro_log = SSTM_RO_LOG_AUTO;
-    else if (strcmp(s, "on") == 0)
-      c.ro_log = SSTM_RO_LOG_ON;
-    else {
-      sstm__set_error("SCHEDSTM_RO_LOG='%s': valid values: off, auto, on", s);
-      return SSTM_EINVAL;
-    }
-  }
+  if ((s = getenv("SCHEDSTM_RO_LOG"))) PARSE_NAME("SCHEDSTM_RO_LOG", s, ro_log_names, c.ro_log);
   if ((s = getenv("SCHEDSTM_ALLOC_CACHE"))) {
     if (parse_u64("SCHEDSTM_ALLOC_CACHE", s, 0, SSTM_ALLOC_CACHE_MAX, &v)) return SSTM_EINVAL;
     c.alloc_cache = (size_t)v;
@@ -406,15 +406,8 @@ SSTM_API int sstm_describe(char *buf, size_t len) {
                   "clock=vdso-monotonic "
                   "begin-fence=%s kernel=%s%s%s",
                   SSTM_VERSION_STRING, sstm_design_name(c->design), c->cm, c->lock_bits,
-                  1u << c->stripe_shift, c->max_threads,
-                  c->stats == SSTM_STATS_DETAILED ? "detailed" : "basic", c->sample_period,
-                  c->wait_max,
-                  c->read_past == SSTM_READ_PAST_ALL  ? "all"
-                  : c->read_past == SSTM_READ_PAST_RO ? "ro"
-                                                      : "off",
-                  c->ro_log == SSTM_RO_LOG_ON     ? "on"
-                  : c->ro_log == SSTM_RO_LOG_AUTO ? "auto"
-                                                  : "off",
+                  1u << c->stripe_shift, c->max_threads, stats_names[c->stats], c->sample_period,
+                  c->wait_max, read_past_names[c->read_past], ro_log_names[c->ro_log],
                   c->alloc_cache, ckpt, sstm__g.membarrier ? "membarrier" : "xchg", u.release,
                   sstm__debug ? " debug" : "", sstm__random_delay ? " random-delay" : "") +
          describe_cm(buf, len);

@@ -22,7 +22,7 @@ static const char *const ENV_VARS[] = {
     "SCHEDSTM_SOFTSER_LEVER",  "SCHEDSTM_EXT_MODE",
     "SCHEDSTM_EXT_SLICE_US",   "SCHEDSTM_PRIO_ESCALATE",
     "SCHEDSTM_STATE_TABLE",    "SCHEDSTM_READ_PAST",
-    "SCHEDSTM_ALLOC_CACHE",
+    "SCHEDSTM_ALLOC_CACHE",    "SCHEDSTM_RO_LOG",
 };
 
 static void clear_env(void) {
@@ -46,6 +46,7 @@ TEST(config_default) {
   CHECK_EQ_U(c.sample_period, 0);
   CHECK_NULL((const void *)c.sample_fn);
   CHECK_EQ_I(c.read_past, SSTM_READ_PAST_RO);
+  CHECK_EQ_I(c.ro_log, SSTM_RO_LOG_OFF);
   CHECK_FALSE(c.state_table);
 #if defined(__SANITIZE_ADDRESS__)
   CHECK_EQ_U(c.alloc_cache, 0); /* ASan must see every release */
@@ -197,28 +198,57 @@ TEST(env_invalid_read_past) {
   expect_invalid("SCHEDSTM_READ_PAST", "", must);
 }
 
-TEST(env_read_past_modes) {
+/* An enumerated setting: names[i] sets the enum at offset `field` to i. */
+static void expect_names(const char *var, const char *const *names, int n, size_t field) {
   clear_env();
   sstm_config_t c;
   sstm_config_default(&c);
-  const char *names[] = {"off", "ro", "all"};
-  for (int i = 0; i < 3; i++) {
-    setenv("SCHEDSTM_READ_PAST", names[i], 1);
+  for (int i = n - 1; i >= 0; i--) {
+    setenv(var, names[i], 1);
     CHECK_OK(sstm_config_from_env(&c));
-    CHECK_EQ_I(c.read_past, i);
+    int got;
+    memcpy(&got, (char *)&c + field, sizeof got);
+    CHECK_EQ_I(got, i);
   }
   clear_env();
 }
 
-TEST(init_rejects_a_bad_read_past) {
+/* sstm_init refuses the enum at offset `field` one past its last value,
+ * naming the field. */
+static void expect_init_refuses(const char *name, size_t field, int bad) {
   clear_env();
   sstm_config_t c;
   sstm_config_default(&c);
   c.use_env = false;
-  c.read_past = (sstm_read_past_t)3;
+  memcpy((char *)&c + field, &bad, sizeof bad);
   CHECK_RC(sstm_init(&c), SSTM_EINVAL);
-  CHECK_CONTAINS(sstm_last_error(), "read_past");
+  CHECK_CONTAINS(sstm_last_error(), name);
   CHECK_FALSE(sstm_initialized());
+}
+
+TEST(env_read_past_modes) {
+  const char *names[] = {"off", "ro", "all"};
+  expect_names("SCHEDSTM_READ_PAST", names, 3, offsetof(sstm_config_t, read_past));
+}
+
+TEST(init_rejects_a_bad_read_past) {
+  expect_init_refuses("read_past", offsetof(sstm_config_t, read_past), 3);
+}
+
+TEST(env_invalid_ro_log) {
+  const char *must[] = {"off", "auto", "on", NULL};
+  expect_invalid("SCHEDSTM_RO_LOG", "yes", must);
+  expect_invalid("SCHEDSTM_RO_LOG", "AUTO", must);
+  expect_invalid("SCHEDSTM_RO_LOG", "", must);
+}
+
+TEST(env_ro_log_modes) {
+  const char *names[] = {"off", "auto", "on"};
+  expect_names("SCHEDSTM_RO_LOG", names, 3, offsetof(sstm_config_t, ro_log));
+}
+
+TEST(init_rejects_a_bad_ro_log) {
+  expect_init_refuses("ro_log", offsetof(sstm_config_t, ro_log), 3);
 }
 
 TEST(env_alloc_cache) {
@@ -811,6 +841,8 @@ TEST(describe_content) {
     c.cm = i ? "backoff" : "suicide";
     c.read_past = i ? SSTM_READ_PAST_OFF : SSTM_READ_PAST_ALL;
     c.alloc_cache = i ? 0 : 4096;
+    c.ro_log = i ? SSTM_RO_LOG_AUTO : SSTM_RO_LOG_ON;
+    c.stats = i ? SSTM_STATS_BASIC : SSTM_STATS_DETAILED;
     CHECK_OK(sstm_init(&c));
     char buf[1024];
     int n = sstm_describe(buf, sizeof buf);
@@ -824,6 +856,8 @@ TEST(describe_content) {
     CHECK_CONTAINS(buf, "stripe=32B "); /* of 32-byte stripes */
     CHECK_CONTAINS(buf, i ? " read_past=off " : " read_past=all ");
     CHECK_CONTAINS(buf, i ? " alloc_cache=0 " : " alloc_cache=4096 ");
+    CHECK_CONTAINS(buf, i ? " ro_log=auto " : " ro_log=on ");
+    CHECK_CONTAINS(buf, i ? " stats=basic " : " stats=detailed ");
     CHECK_NULL(strchr(buf, '\n')); /* one line */
     /* truncation like snprintf */
     char small[8];

@@ -157,18 +157,27 @@ TEST_ETL(off_is_a_read_locked_conflict) {
  * lock; an update attempt meets a read-locked conflict, as with the path
  * off (an update attempt that passed locks would go on to take its own and
  * abort with them on a write conflict: docs/benchmarks.md). */
-TEST_ETL(ro_mode_passes_for_read_only_attempts_only) {
-  sstm_config_t c;
-  sstm_config_default(&c);
-  CHECK_EQ_I(c.read_past, SSTM_READ_PAST_RO);
-  init_read_past(SSTM_READ_PAST_RO);
+/* Under SSTM_READ_PAST_RO with `ro_log`: W locks x, and a declared
+ * read-only transaction reads it, passing W's lock. Returns W. */
+static pthread_t read_only_passes(sstm_ro_log_t ro_log) {
+  init_read_past_log(SSTM_READ_PAST_RO, ro_log);
   pthread_t w = start_writer(X, NULL, 5, 0);
   duo_wait(W.locked);
   sstm_attr_t ro = {.read_only = true};
   CHECK_OK(sstm_run(&ro, read_x, NULL));
   CHECK_EQ_I(R.attempts, 1);
   CHECK_EQ_U(R.x, 0);
-  CHECK_EQ_U(my_stats().reads_past, 1);
+  sstm_stats_t s = my_stats();
+  CHECK_EQ_U(s.reads_past, 1);
+  CHECK_EQ_U(s.ro_logged, ro_log == SSTM_RO_LOG_ON ? 1 : 0);
+  return w;
+}
+
+TEST_ETL(ro_mode_passes_for_read_only_attempts_only) {
+  sstm_config_t c;
+  sstm_config_default(&c);
+  CHECK_EQ_I(c.read_past, SSTM_READ_PAST_RO);
+  pthread_t w = read_only_passes(SSTM_RO_LOG_OFF);
   R.attempts = 0;
   CHECK_OK(sstm_run(NULL, read_x_release_on_retry, NULL));
   CHECK_EQ_I(R.attempts, 2);
@@ -182,16 +191,7 @@ TEST_ETL(ro_mode_passes_for_read_only_attempts_only) {
 /* The same with read sets in read-only first attempts (cfg.ro_log): what
  * passes is the transaction's declaration, not the absence of a log. */
 TEST_ETL(ro_mode_passes_for_read_only_attempts_with_a_read_set) {
-  init_read_past_log(SSTM_READ_PAST_RO, SSTM_RO_LOG_ON);
-  pthread_t w = start_writer(X, NULL, 5, 0);
-  duo_wait(W.locked);
-  sstm_attr_t ro = {.read_only = true};
-  CHECK_OK(sstm_run(&ro, read_x, NULL));
-  CHECK_EQ_I(R.attempts, 1);
-  CHECK_EQ_U(R.x, 0);
-  sstm_stats_t s = my_stats();
-  CHECK_EQ_U(s.reads_past, 1);
-  CHECK_EQ_U(s.ro_logged, 1);
+  pthread_t w = read_only_passes(SSTM_RO_LOG_ON);
   duo_set(W.commit_at);
   duo_wait(W.done);
   finish(w);

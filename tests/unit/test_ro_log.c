@@ -10,8 +10,6 @@
  * aborts, extensions, and ro_logged (first attempts with a read set).
  */
 #define _GNU_SOURCE
-#include <stdlib.h>
-
 #include "../common/txhelp.h"
 
 static uint64_t words[2][512] __attribute__((aligned(4096)));
@@ -170,37 +168,6 @@ TEST(auto_learns_per_thread) {
   CHECK_GT_U(my_stats().ro_logged, 0);
   sstm_test_run_threads(1, true, quiet_thread, NULL);
   fini();
-}
-
-TEST(describe_and_environment) {
-  sstm_config_t c;
-  sstm_config_default(&c);
-  const char *names[] = {"off", "auto", "on"};
-  for (int i = 0; i < 3; i++) {
-    setenv("SCHEDSTM_RO_LOG", names[i], 1);
-    CHECK_OK(sstm_config_from_env(&c));
-    CHECK_EQ_I(c.ro_log, i);
-    c.use_env = false;
-    CHECK_OK(sstm_init(&c));
-    char d[1024], want[32];
-    CHECK_GT_I(sstm_describe(d, sizeof d), 0);
-    snprintf(want, sizeof want, " ro_log=%s ", names[i]);
-    CHECK_CONTAINS(d, want);
-    CHECK_OK(sstm_shutdown());
-    c.use_env = true;
-  }
-  sstm_config_t ref = c;
-  setenv("SCHEDSTM_RO_LOG", "yes", 1);
-  CHECK_RC(sstm_config_from_env(&c), SSTM_EINVAL);
-  CHECK_CONTAINS(sstm_last_error(), "SCHEDSTM_RO_LOG");
-  CHECK_CONTAINS(sstm_last_error(), "off, auto, on");
-  CHECK_EQ_MEM(&c, &ref, sizeof c);
-  unsetenv("SCHEDSTM_RO_LOG");
-  c.use_env = false;
-  c.ro_log = (sstm_ro_log_t)3;
-  CHECK_RC(sstm_init(&c), SSTM_EINVAL);
-  CHECK_CONTAINS(sstm_last_error(), "ro_log");
-  CHECK_FALSE(sstm_initialized());
 }
 
 SSTM_TEST_MAIN()
