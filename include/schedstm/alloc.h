@@ -26,8 +26,11 @@ SSTM_EXTERN_C_BEGIN
  * allocated them) that it kept, up to cfg.alloc_cache bytes, instead of
  * handing them to free() (<schedstm/config.h>; SCHEDSTM_ALLOC_CACHE). Such
  * a block has at least the size asked for, holds stale data (sstm_calloc
- * zeroes it) and no transaction can still read it. The cache is emptied
- * into free() by sstm_reclaim(), at thread exit and at sstm_shutdown().
+ * zeroes it) and no transaction can still read it. The cache belongs to
+ * the descriptor (a thread's own, or one of sstm_desc_create's, which it
+ * follows from thread to thread); it is emptied into free() by
+ * sstm_reclaim() (not counted in its result), when its thread exits (a
+ * thread's own descriptor), at sstm_desc_destroy() and at sstm_shutdown().
  *
  * NULL on allocation failure (sstm_calloc also when n * size overflows;
  * errno is then ENOMEM). If the transaction's allocation log itself

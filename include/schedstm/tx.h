@@ -50,8 +50,11 @@ SSTM_EXTERN_C_BEGIN
 /* Transaction attributes, given at begin. A NULL attr means all zero. */
 typedef struct sstm_attr {
   bool read_only;   /* hint: the transaction will not write. Its first attempt
-                       then keeps no read set; a write restarts it as an
-                       update transaction (abort reason SSTM_ABORT_RO_WRITE). */
+                       then keeps no read set (unless cfg.ro_log gives it
+                       one); a write in an attempt without a read set
+                       restarts it as an update transaction (abort reason
+                       SSTM_ABORT_RO_WRITE), one in an attempt with a read
+                       set goes on as an update. */
   bool irrevocable; /* start in irrevocable mode (see sstm_become_irrevocable) */
   int priority;     /* user priority, visible to contention managers */
   uint32_t tag;     /* user tag (transaction profile), 0..SSTM_MAX_TAGS-1 are

@@ -339,7 +339,13 @@ static struct sstm_desc *running_owner(const struct sstm_desc *tx, uint64_t l, u
  * declared read-only transactions, with a read set or without. */
 static inline bool passes_running_writers(const struct sstm_desc *tx) {
   sstm_read_past_t rp = sstm__g.cfg.read_past;
-  return rp == SSTM_READ_PAST_ALL || (rp == SSTM_READ_PAST_RO && tx->attr.read_only);
+  /* ws.n == 0: an attempt of a declared read-only transaction that has a
+   * read set can write (it then goes on as an update, without the ro-write
+   * restart); from its first write it holds locks, and under
+   * SSTM_READ_PAST_RO it then neither passes nor validates past a running
+   * writer, as any update attempt. */
+  return rp == SSTM_READ_PAST_ALL ||
+         (rp == SSTM_READ_PAST_RO && tx->attr.read_only && tx->ws.n == 0);
 }
 
 /* Lock word l (locked, not ours) belongs to an attempt that is running and
@@ -392,7 +398,7 @@ static SSTM_NOINLINE void check_killed(struct sstm_desc *tx) {
 static inline void ro_needed_extension(struct sstm_desc *tx) {
   if (tx->ro_ext_seen) return;
   tx->ro_ext_seen = true;
-  tx->ro_win_ext++; /* < RO_WINDOW <= 255: the window closes first */
+  tx->ro_win_ext++; /* <= RO_WINDOW < 255: the window closes first */
 }
 
 /* Extend the snapshot to the current clock. False if the read set is no
@@ -1309,8 +1315,10 @@ static SSTM_NOINLINE void ro_decide(struct sstm_desc *tx) {
 /* A declared read-only transaction begins (first attempt). */
 SSTM_INLINE void ro_window(struct sstm_desc *tx) {
   tx->ro_ext_seen = false;
-  if (SSTM_UNLIKELY(tx->ro_log)) sstm__ctr_add(&tx->ctr.ro_logged, 1);
   if (SSTM_UNLIKELY(++tx->ro_win_n == RO_WINDOW)) ro_decide(tx);
+  /* after the decision, which this transaction's first attempt follows; an
+   * irrevocable attempt keeps no read set */
+  if (SSTM_UNLIKELY(tx->ro_log) && !tx->attr.irrevocable) sstm__ctr_add(&tx->ctr.ro_logged, 1);
 }
 
 SSTM_API sstm_ckpt_t *sstm__begin(const sstm_attr_t *attr) {

@@ -170,4 +170,37 @@ TEST(auto_learns_per_thread) {
   fini();
 }
 
+/* ro_logged counts exactly the first attempts that keep a read set: the
+ * window closes at the 64th begin, whose attempt follows the new choice. */
+TEST(ro_logged_counts_the_first_attempts_with_a_read_set) {
+  init_ro_log(SSTM_RO_LOG_AUTO);
+  for (int i = 0; i < 64; i++)
+    run_ro(true);
+  sstm_stats_t s = my_stats();
+  CHECK_EQ_U(s.aborts[SSTM_ABORT_RO_EXTEND], 63);
+  CHECK_EQ_U(s.ro_logged, 1);
+  CHECK_EQ_U(s.extensions, 1);
+  fini();
+}
+
+/* With a read set, a declared read-only transaction that writes goes on as
+ * an update (no ro-write restart) and commits its write. */
+static void read_a_write_b(void *arg) {
+  (void)arg;
+  attempts++;
+  sstm_store_u64(B, sstm_load_u64(A) + 7);
+}
+
+TEST(a_read_only_transaction_with_a_read_set_that_writes_commits_as_an_update) {
+  init_ro_log(SSTM_RO_LOG_ON);
+  attempts = 0;
+  CHECK_OK(sstm_run(&RO, read_a_write_b, NULL));
+  CHECK_EQ_I(attempts, 1);
+  sstm_stats_t s = my_stats();
+  CHECK_EQ_U(s.aborts_total, 0);
+  CHECK_EQ_U(s.commits_update, 1);
+  CHECK_EQ_U(tx_load_u64(B), 7);
+  fini();
+}
+
 SSTM_TEST_MAIN()
