@@ -131,12 +131,14 @@ TEST_ETL(passes_a_running_writer) {
 
 /* With read_past off the same read is a read-locked conflict: suicide
  * aborts the reader, whose retry lets W commit first. */
+static bool write_z_first; /* the reader writes z before it reads x */
 static void read_x_release_on_retry(void *arg) {
   (void)arg;
   if (++R.attempts > 1 && duo_phase() < W.commit_at) {
     duo_set(W.commit_at);
     duo_wait(W.done);
   }
+  if (write_z_first) sstm_store_u64(Z, 1);
   R.x = sstm_load_u64(X);
 }
 
@@ -200,22 +202,13 @@ TEST_ETL(ro_mode_passes_for_read_only_attempts_with_a_read_set) {
 /* A declared read-only transaction whose attempt has a read set and has
  * written holds locks: from then on it does not pass W's lock (a
  * read-locked conflict; suicide retries it after W commits). */
-static void write_z_read_x(void *arg) {
-  (void)arg;
-  if (++R.attempts > 1 && duo_phase() < W.commit_at) {
-    duo_set(W.commit_at);
-    duo_wait(W.done);
-  }
-  sstm_store_u64(Z, 1);
-  R.x = sstm_load_u64(X);
-}
-
 TEST_ETL(ro_mode_a_read_only_attempt_that_wrote_does_not_pass) {
   init_read_past_log(SSTM_READ_PAST_RO, SSTM_RO_LOG_ON);
   pthread_t w = start_writer(X, NULL, 5, 0);
   duo_wait(W.locked);
   sstm_attr_t ro = {.read_only = true};
-  CHECK_OK(sstm_run(&ro, write_z_read_x, NULL));
+  write_z_first = true;
+  CHECK_OK(sstm_run(&ro, read_x_release_on_retry, NULL));
   CHECK_EQ_I(R.attempts, 2);
   CHECK_EQ_U(R.x, 5);
   sstm_stats_t s = my_stats();
