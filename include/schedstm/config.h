@@ -58,9 +58,10 @@ typedef void (*sstm_sample_fn)(void *arg, const void *addr, bool is_write);
  * commit (docs/design/core.md, (8)). */
 typedef enum {
   SSTM_READ_PAST_OFF = 0, /* every locked stripe goes to the policy */
-  SSTM_READ_PAST_RO = 1,  /* declared read-only attempts (the default): they
-                             hold no locks, so passing one never prolongs
-                             anybody's lock holding */
+  SSTM_READ_PAST_RO = 1,  /* attempts of declared read-only transactions,
+                             until they write (the default): they hold no
+                             locks, so passing one never prolongs anybody's
+                             lock holding */
   SSTM_READ_PAST_ALL = 2, /* every attempt, and validation accepts a running
                              writer's lock; under oversubscription with
                              suicide, update attempts then go on to take
@@ -81,8 +82,8 @@ typedef enum {
                            of a window of 64 read-only transactions needed
                            an extension, drop it after a window where none
                            did. Fewer aborts under contention (3x fewer on
-                           ll1k), for 0-10 % of throughput there
-                           (docs/benchmarks.md) */
+                           the lists), for 0.86x-1.10x of the throughput
+                           there, median 0.97x (docs/benchmarks.md) */
   SSTM_RO_LOG_ON = 2,   /* always */
 } sstm_ro_log_t;
 

@@ -1295,9 +1295,9 @@ SSTM_INLINE void attempt_start(struct sstm_desc *tx, bool first) {
  * window in which none did. On ll1k at 8-32 threads about 4 % of the
  * lookups need one: with read sets they stop aborting (ser-block's aborts
  * per commit fall from 0.04 to 0.012), but the read sets cost more than
- * the aborted traversals did (0.87x-1.0x of the throughput in pairs), so
- * OFF is the default (docs/benchmarks.md, "Read sets in read-only
- * transactions"). */
+ * the aborted traversals did (0.86x-1.10x of the throughput in pairs,
+ * median 0.97x), so OFF is the default (docs/benchmarks.md, "Read sets in
+ * read-only transactions"). */
 #define RO_WINDOW 64
 #define RO_LOG_ON 2
 
