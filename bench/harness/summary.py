@@ -96,12 +96,37 @@ def paired_ratio(records, workload, threads, variant, baseline):
     if not by_rep and threads != 1 and not _ran(records, workload, threads, baseline):
         base_threads = 1
         by_rep = _by_rep(records, workload, 1, baseline)
-    mine = _by_rep(records, workload, threads, variant)
-    ratios = [x / b for key, xs in mine.items() for x, b in zip(xs, by_rep.get(key, ()))
-              if b > 0]
-    if not ratios:
+    ratio = _median_paired(_by_rep(records, workload, threads, variant), by_rep)
+    if ratio is None:
         return None, False
-    return statistics.median(ratios), base_threads != threads
+    return ratio, base_threads != threads
+
+
+def _median_paired(mine, base):
+    """Median of mine/base over the runs that pair (same key, in order),
+    None when none does."""
+    ratios = [x / b for key, xs in mine.items() for x, b in zip(xs, base.get(key, ()))
+              if b > 0]
+    return statistics.median(ratios) if ratios else None
+
+
+def scaling_base(groups, workload):
+    """The thread count a workload's scaling is measured against: 2 when it
+    ran there (the first point with concurrency, as the issue's targets
+    count), else its smallest thread count; None with fewer than two."""
+    threads = sorted({k[1] for k in groups if k[0] == workload})
+    if len(threads) < 2:
+        return None
+    return 2 if 2 in threads and threads[-1] > 2 else threads[0]
+
+
+def scaling_ratio(records, workload, threads, variant, base_threads):
+    """Median over repetitions of the variant's throughput at `threads` over
+    its own throughput at `base_threads` in the same repetition, or None.
+    Pairing by repetition keeps slow phases of a shared machine out of the
+    ratio: the ratio of medians would take the two from different runs."""
+    return _median_paired(_by_rep(records, workload, threads, variant),
+                          _by_rep(records, workload, base_threads, variant))
 
 
 def _ran(records, workload, threads, variant):
@@ -149,6 +174,7 @@ def markdown(records, baseline=None, title="Benchmark summary"):
     lines += _throughput_table(records, groups, workloads, variants, baseline)
     lines += [""]
     lines += _abort_table(groups, workloads, variants)
+    lines += _scaling_table(records, groups, workloads, variants)
     lines += _policy_tables(groups, workloads, variants)
     lines += _adaptive_table(records, groups, workloads, variants)
     lines += _failure_lines(records)
@@ -204,6 +230,37 @@ def _abort_table(groups, workloads, variants):
                   for v in variants]
         lines.append(_md_row(cells))
     return lines
+
+
+def _scaling_table(records, groups, workloads, variants):
+    """Each variant's throughput as a share of its own at the workload's
+    scaling base, and the highest share of each row."""
+    rows = []
+    for w in workloads:
+        base = scaling_base(groups, w)
+        if base is None:
+            continue
+        for t in sorted({k[1] for k in groups if k[0] == w and k[1] > base}):
+            shares = {v: scaling_ratio(records, w, t, v, base) for v in variants}
+            known = {v: x for v, x in shares.items() if x is not None}
+            if not known:
+                continue
+            top = max(known, key=known.get)
+            rows.append([workload_label(w), "%d / %d" % (t, base)]
+                        + [fmt_share(shares[v]) for v in variants]
+                        + ["%s %s" % (top, fmt_share(known[top]))])
+    if not rows:
+        return []
+    head = ["workload", "threads / base"] + variants + ["highest"]
+    lines = ["", "Scaling: each variant's throughput as a share of its own at the base",
+             "thread count (2, or the smallest measured), median of per-repetition ratios.", ""]
+    lines += [_md_row(head), _md_row(["---"] * len(head))]
+    lines += [_md_row(r) for r in rows]
+    return lines
+
+
+def fmt_share(x):
+    return "-" if x is None else "%.0f %%" % (100.0 * x)
 
 
 PRIO_STATS = ("prio_changes", "sub_prio_changes")

@@ -678,6 +678,45 @@ class PairingEdges(unittest.TestCase):
         self.assertAlmostEqual(summary.paired_ratio(records, self.W, 2, "b", "a")[0], 1.5)
 
 
+class Scaling(unittest.TestCase):
+    W = ("intset", "hs", None, 50)
+
+    def test_share_pairs_each_thread_count_with_the_base_of_its_repetition(self):
+        # a at 64 over a at 2, per repetition: 0.5, 0.9, 1.0 -> 90 %; the
+        # ratio of medians (5 M / 10 M = 50 %) would pair runs of different
+        # repetitions, made in different phases of the machine.
+        records = []
+        for rep, (two, many) in enumerate(((10e6, 5e6), (20e6, 18e6), (4e6, 4e6))):
+            records += [rec("a", 2, rep, two), rec("a", 64, rep, many),
+                        rec("b", 2, rep, 10e6), rec("b", 64, rep, 5e6)]
+        self.assertAlmostEqual(summary.scaling_ratio(records, self.W, 64, "a", 2), 0.9)
+        self.assertEqual(summary.scaling_base(summary.group(records), self.W), 2)
+        text = summary.markdown(records)
+        self.assertIn("| hs 50% upd | 64 / 2 | 90 % | 50 % | a 90 % |", text)
+
+    def test_base_is_two_threads_when_measured_else_the_smallest(self):
+        with_one = [rec("a", t, 0, 1e6) for t in (1, 2, 8)]
+        without_two = [rec("a", t, 0, 1e6) for t in (4, 8)]
+        only_one = [rec("a", 1, 0, 1e6), rec("a", 2, 0, 1e6)]
+        g = summary.group
+        self.assertEqual(summary.scaling_base(g(with_one), self.W), 2)
+        self.assertEqual(summary.scaling_base(g(without_two), self.W), 4)
+        self.assertEqual(summary.scaling_base(g(only_one), self.W), 1)
+        self.assertIsNone(summary.scaling_base(g([rec("a", 8, 0, 1e6)]), self.W))
+        text = summary.markdown(with_one)
+        self.assertIn("| hs 50% upd | 8 / 2 | 100 % | a 100 % |", text)
+        self.assertNotIn("| 1 / 2 |", text)
+
+    def test_a_variant_without_its_base_run_has_no_share(self):
+        records = [rec("a", 2, 0, 1e6), rec("a", 8, 0, 2e6),
+                   dict(rec("b", 2, 0, 1e6), status="fail", error="boom"), rec("b", 8, 0, 1e6)]
+        self.assertIsNone(summary.scaling_ratio(records, self.W, 8, "b", 2))
+        self.assertIn("| hs 50% upd | 8 / 2 | 200 % | - | a 200 % |", summary.markdown(records))
+
+    def test_a_single_thread_count_has_no_scaling_table(self):
+        self.assertNotIn("Scaling:", summary.markdown([rec("a", 2, 0, 1e6), rec("b", 2, 0, 2e6)]))
+
+
 class AdaptiveEdges(unittest.TestCase):
     def test_fixed_policies_of_another_back_end_are_not_compared(self):
         records = []
