@@ -241,10 +241,12 @@ typedef enum sstm_wait_mode {
  * state transition; the kernel compares them atomically before sleeping, so
  * a wake-up cannot be missed and an ended attempt is never slept on. The
  * party wakes sleepers when its attempt ends only if the flag is set: an
- * attempt that nobody waits for makes no system call. Sleeps last at most
- * 1 ms before the caller re-checks: that bounds the one unwoken case, a
+ * attempt that nobody waits for makes no system call. Sleeps are sliced:
+ * the first lasts at most 1 ms before the caller re-checks, and each next
+ * one twice as long, up to 16 ms. That bounds the one unwoken case, a
  * read-only attempt flagged in its commit's last instant (its commit ends
- * with a plain store). Lock conflicts never name such an attempt, but a
+ * with a plain store): its end is noticed at most 1 ms, or as long as the
+ * caller had already waited, late. Lock conflicts never name such an attempt, but a
  * victim waiting behind the read-only attempt that killed it, a grace
  * period of reclamation, or a party built by hand can. YIELD: calls
  * sched_yield() between checks, sets no flag and never sleeps, so the

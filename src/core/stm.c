@@ -1597,8 +1597,9 @@ SSTM_API int sstm_commit(void) {
    * (the kill record names killers with empty write sets too), a grace
    * period of reclamation, and a party built by hand. A lost SLEEPERS flag
    * costs such a waiter at most one sleep slice (sstm_party_wait re-reads
-   * the status every slice, 1 ms); a lost WATCHED flag leaves a softser
-   * loser lowered until its own attempt ends. */
+   * the status after each, 1 ms at first, doubling up to 16 ms); a lost
+   * WATCHED flag leaves a softser loser lowered until its own attempt
+   * ends. */
   tx->cm_ctx.watched = false;
   atomic_store_explicit(&tx->status, sstm_st_make(tx->serial, SSTM_ST_IDLE), memory_order_release);
   sstm__set_variant(tx, SSTM_V_NONE);

@@ -9,7 +9,7 @@
  * syscall(), which the statically linked library calls): an attempt whose
  * end finds the sleepers flag must issue FUTEX_WAKE, one that nobody
  * flagged must not, and nobody may FUTEX_WAIT on an ended or committing
- * attempt. The library slices sleeps (1 ms) to bound one case no conflict
+ * attempt. The library slices sleeps (1 ms, growing) to bound one case no conflict
  * produces (see cm.h); these tests make the sleeps unsliced
  * (sstm__wait_slice_ns = 0), so a lost wake-up also hangs the loser, and the
  * runner's watchdog fails the test instead of the slice hiding it. Nothing
@@ -39,6 +39,17 @@ static _Atomic long fx_wakes, fx_waits;
 /* FUTEX_WAITs on fx_word without a timeout, and the longest timeout given */
 static _Atomic long fx_untimed_waits;
 static _Atomic uint64_t fx_max_sleep_ns;
+/* The timeouts of the first FX_LOGGED FUTEX_WAITs since fx_log_reset(), and
+ * whether FUTEX_WAITs on fx_word return at once (ETIMEDOUT) instead of
+ * sleeping: the sequence of slices is then seen without time passing. */
+#define FX_LOGGED 8
+static uint64_t fx_log_ns[FX_LOGGED];
+static _Atomic int fx_logged, fx_no_sleep;
+
+static void fx_log_reset(void) {
+  memset(fx_log_ns, 0, sizeof fx_log_ns);
+  atomic_store(&fx_logged, 0);
+}
 
 static void fx_note_timeout(const struct timespec *ts) {
   if (ts == NULL) {
@@ -46,6 +57,11 @@ static void fx_note_timeout(const struct timespec *ts) {
     return;
   }
   uint64_t ns = (uint64_t)ts->tv_sec * 1000000000ull + (uint64_t)ts->tv_nsec;
+  int i = atomic_load(&fx_logged);
+  if (i < FX_LOGGED) {
+    fx_log_ns[i] = ns;
+    atomic_store(&fx_logged, i + 1);
+  }
   uint64_t m = atomic_load(&fx_max_sleep_ns);
   while (ns > m && !atomic_compare_exchange_weak(&fx_max_sleep_ns, &m, ns)) {
   }
@@ -67,6 +83,10 @@ long syscall(long nr, ...) {
     else if (op == FUTEX_WAIT) {
       fx_note_timeout((const struct timespec *)a4);
       atomic_fetch_add(&fx_waits, 1);
+      if (atomic_load(&fx_no_sleep)) {
+        errno = ETIMEDOUT;
+        return -1;
+      }
     }
   }
   long ret;
@@ -643,11 +663,12 @@ TEST(watch_reported_to_the_watched_attempt_only) {
 /* ---- 8. the sleeps' timeouts, and every sleeper woken ------------------------ */
 
 /* Each FUTEX_WAIT that sstm_party_wait makes is bounded by the slice
- * (sstm__wait_slice_ns, 1 ms: it bounds the cost of a lost wake-up, cm.h)
- * and by what is left of the caller's timeout. Checked on the argument the
- * kernel gets (the interposed syscall() records it), not on a clock: a
- * waiter on a suspended attempt, with a timeout of several slices, one
- * shorter than a slice, and with slicing off. */
+ * (sstm__wait_slice_ns, 1 ms at first, doubling up to 16 ms: it bounds the
+ * cost of a lost wake-up, cm.h) and by what is left of the caller's
+ * timeout. Checked on the argument the kernel gets (the interposed
+ * syscall() records it), not on a clock: a waiter on a suspended attempt,
+ * with a timeout of several slices, one shorter than a slice, and with
+ * slicing off. */
 static void sleep_bounds(sstm_party_t *p, uint64_t timeout_ns, uint64_t max_ns) {
   atomic_store(&fx_max_sleep_ns, 0);
   atomic_store(&fx_untimed_waits, 0);
@@ -669,8 +690,19 @@ static void sliced_fn(void *arg) {
   fx_watch(&me->status);
   CHECK_EQ_PTR(sstm_desc_detach(), me); /* suspended: it never ends meanwhile */
   atomic_store_explicit(&sstm__wait_slice_ns, 1000000, memory_order_relaxed);
-  sleep_bounds(&p, 5000000, 1000000); /* 5 ms: slices of 1 ms */
+  sleep_bounds(&p, 5000000, 2000000); /* 5 ms: slices of 1 ms, then 2 ms, then what is left */
   sleep_bounds(&p, 300000, 300000);   /* 0.3 ms: one sleep, shorter than a slice */
+  /* The slices double up to 16 ms. The sleeps return at once, so the
+   * timeout (0.5 s) leaves every slice whole unless this thread is kept
+   * from running for most of it. */
+  fx_log_reset();
+  atomic_store(&fx_no_sleep, 1);
+  CHECK_RC(sstm_party_wait(&p, SSTM_WAIT_BLOCK, 500000000), SSTM_EBUSY);
+  atomic_store(&fx_no_sleep, 0);
+  CHECK_EQ_I(atomic_load(&fx_logged), FX_LOGGED);
+  static const uint64_t slices_ms[FX_LOGGED] = {1, 2, 4, 8, 16, 16, 16, 16};
+  for (int i = 0; i < FX_LOGGED; i++)
+    CHECK_EQ_U(fx_log_ns[i], slices_ms[i] * 1000000);
   atomic_store_explicit(&sstm__wait_slice_ns, 0, memory_order_relaxed);
   sleep_bounds(&p, 2000000, 2000000); /* unsliced: the timeout only */
   CHECK_OK(sstm_desc_attach(me));
