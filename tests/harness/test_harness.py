@@ -142,6 +142,17 @@ class AdaptiveTable(unittest.TestCase):
         self.assertIn("| s-adaptive | s-yield | 0.33x | yes |", table)
         self.assertIn("Within 10 %: 0 of 1.", table)
 
+    def test_worst_compares_runs_of_the_same_repetition(self):
+        # adaptive's median (3 M) is below both fixed medians (4 M), but in
+        # each repetition it beats suicide (ratios 1.5, 1.5, 0.75): not the
+        # worst. The best fixed policy is yield, by its median.
+        runs = {"suicide": (2e6, 4e6, 4e6), "yield": (4.1e6, 4.1e6, 1e6),
+                "adaptive": (3e6, 6e6, 3e6)}
+        records = [rec("s-" + cm, 8, rep, cps, cm_wait_s=0.0, elapsed_s=1.0)
+                   for cm, xs in runs.items() for rep, cps in enumerate(xs)]
+        table = summary.markdown(records)
+        self.assertIn("| s-adaptive | s-yield | 1.46x |  |", table)
+
 
 class Commands(unittest.TestCase):
     def setUp(self):
