@@ -361,8 +361,8 @@ def adaptive_vs_fixed(records, groups, workload, threads, variants):
             continue
         best = max(fixed, key=median)
         ratio, _ = paired_ratio(records, workload, threads, a, best)
-        worst = all((paired_ratio(records, workload, threads, a, v)[0] or 1.0) < 1.0
-                    for v in fixed)
+        ratios = [paired_ratio(records, workload, threads, a, v)[0] for v in fixed]
+        worst = all(x is not None and x < 1.0 for x in ratios)
         out.append((a, best, ratio, worst))
     return out
 

@@ -153,6 +153,11 @@ class AdaptiveTable(unittest.TestCase):
         table = summary.markdown(records)
         self.assertIn("| s-adaptive | s-yield | 1.46x |  |", table)
 
+    def test_an_adaptive_run_at_zero_commits_is_the_worst(self):
+        records = [rec("s-" + cm, 2, 0, cps, cm_wait_s=0.0, elapsed_s=1.0)
+                   for cm, cps in (("suicide", 2e6), ("yield", 3e6), ("adaptive", 0.0))]
+        self.assertIn("| s-adaptive | s-yield | 0.00x | yes |", summary.markdown(records))
+
 
 class Commands(unittest.TestCase):
     def setUp(self):
