@@ -242,8 +242,8 @@ typedef enum sstm_wait_mode {
  * a wake-up cannot be missed and an ended attempt is never slept on. The
  * party wakes sleepers when its attempt ends only if the flag is set: an
  * attempt that nobody waits for makes no system call. Sleeps are sliced:
- * the first lasts at most 1 ms before the caller re-checks, and each next
- * one twice as long, up to 16 ms. That bounds the one unwoken case, a
+ * each lasts at most as long as the wait so far, but at least 1 ms and at
+ * most 16 ms, before the caller re-checks. That bounds the one unwoken case, a
  * read-only attempt flagged in its commit's last instant (its commit ends
  * with a plain store): its end is noticed at most 1 ms, or as long as the
  * caller had already waited, late. Lock conflicts never name such an attempt, but a

@@ -516,8 +516,8 @@ SSTM_API int sstm_party_wait(const sstm_party_t *p, sstm_wait_mode_t mode, uint6
   uint64_t now0 = sstm__now_ns();
   uint64_t deadline = timeout_ns && timeout_ns < UINT64_MAX - now0 ? now0 + timeout_ns : UINT64_MAX;
   /* relaxed: a tuning value, set before the threads that use it. */
-  uint64_t slice = atomic_load_explicit(&sstm__wait_slice_ns, memory_order_relaxed);
-  const uint64_t slice_max = slice * WAIT_SLICE_GROWTH;
+  const uint64_t slice_min = atomic_load_explicit(&sstm__wait_slice_ns, memory_order_relaxed);
+  const uint64_t slice_max = slice_min * WAIT_SLICE_GROWTH;
   for (unsigned spins = 0;; spins++) {
     /* acquire: once the attempt is seen ended, its lock releases are
      * visible (they precede the release that ended it). */
@@ -540,14 +540,17 @@ SSTM_API int sstm_party_wait(const sstm_party_t *p, sstm_wait_mode_t mode, uint6
        * and the owner's wake cannot be missed. */
       /* Sliced sleeps: the only end that wakes nobody is that of an
        * attempt holding no lock whose flag was set by hand in its commit's
-       * last instant (see sstm_commit); the slice bounds that case. It
-       * starts at sstm__wait_slice_ns (1 ms) and doubles after each sleep,
-       * up to WAIT_SLICE_GROWTH times that: a waiter notices such an end
-       * at most 1 ms, or as long as it had already waited, late. */
+       * last instant (see sstm_commit); the slice bounds that case. A slice
+       * lasts as long as the wait so far, at least sstm__wait_slice_ns
+       * (1 ms) and at most WAIT_SLICE_GROWTH times that: a waiter notices
+       * such an end at most 1 ms, or as long as it had already waited,
+       * late, and a long wait re-checks once per doubling of its length,
+       * not once per millisecond. */
+      uint64_t waited = now - now0;
+      uint64_t slice = waited < slice_min ? slice_min : waited < slice_max ? waited : slice_max;
       uint64_t left = deadline == UINT64_MAX ? 0 : deadline - now; /* 0: no timeout */
       if (slice != 0 && (left == 0 || left > slice)) left = slice;
       sstm__futex_wait(w, (uint32_t)st, left);
-      if (slice < slice_max) slice *= 2;
       continue;
     }
     if (mode == SSTM_WAIT_YIELD && s != SSTM_ST_COMMITTING) {

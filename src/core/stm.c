@@ -1597,7 +1597,7 @@ SSTM_API int sstm_commit(void) {
    * (the kill record names killers with empty write sets too), a grace
    * period of reclamation, and a party built by hand. A lost SLEEPERS flag
    * costs such a waiter at most one sleep slice (sstm_party_wait re-reads
-   * the status after each, 1 ms at first, doubling up to 16 ms); a lost
+   * the status after each, as long as its wait so far, 1 to 16 ms); a lost
    * WATCHED flag leaves a softser loser lowered until its own attempt
    * ends. */
   tx->cm_ctx.watched = false;
