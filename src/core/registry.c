@@ -479,7 +479,7 @@ _Atomic uint64_t sstm__wait_slice_ns = 1000000;
 
 /* How far sstm_party_wait's sleep slice grows. At 64 threads on 2 CPUs a
  * ser-block loser waits behind a preempted winner for about 20 ms: with a
- * fixed 1 ms slice it re-checked about 20 times; rb16k at 50 % made 1.7x
+ * fixed 1 ms slice it re-checked about 20 times; rb16k at 50 % made 2.1x
  * as many futex calls as with slices growing to 16 ms (docs/benchmarks.md). */
 #define WAIT_SLICE_GROWTH 16
 
