@@ -243,11 +243,12 @@ typedef enum sstm_wait_mode {
  * party wakes sleepers when its attempt ends only if the flag is set: an
  * attempt that nobody waits for makes no system call. Sleeps are sliced:
  * each lasts at most as long as the wait so far, but at least 1 ms and at
- * most 16 ms, before the caller re-checks. That bounds the one unwoken case, a
- * read-only attempt flagged in its commit's last instant (its commit ends
- * with a plain store): its end is noticed at most 1 ms, or as long as the
- * caller had already waited, late. Lock conflicts never name such an attempt, but a
- * victim waiting behind the read-only attempt that killed it, a grace
+ * most 16 ms, before the caller re-checks. That bounds the one unwoken
+ * case, a read-only attempt flagged in its commit's last instant (its
+ * commit ends with a plain store): its end is noticed at most 1 ms, or as
+ * long as the caller had already waited, late. Lock conflicts never name
+ * such an attempt, but a victim waiting behind the read-only attempt that
+ * killed it, a grace
  * period of reclamation, or a party built by hand can. YIELD: calls
  * sched_yield() between checks, sets no flag and never sleeps, so the
  * party's end issues no wake-up. A committing party is waited for by

@@ -142,16 +142,24 @@ static void read_x_release_on_retry(void *arg) {
   R.x = sstm_load_u64(X);
 }
 
+/* W holds x locked: a transaction of `attr` that does not pass the lock
+ * meets a read-locked conflict, then reads W's x = 5 in its second attempt;
+ * the thread has read past `reads_past` locks in all. */
+static void expect_read_locked_retry(const sstm_attr_t *attr, uint64_t reads_past) {
+  R.attempts = 0;
+  CHECK_OK(sstm_run(attr, read_x_release_on_retry, NULL));
+  CHECK_EQ_I(R.attempts, 2);
+  CHECK_EQ_U(R.x, 5);
+  sstm_stats_t s = my_stats();
+  CHECK_EQ_U(s.reads_past, reads_past);
+  CHECK_EQ_U(s.aborts[SSTM_ABORT_READ_LOCKED], 1);
+}
+
 TEST_ETL(off_is_a_read_locked_conflict) {
   init_read_past(SSTM_READ_PAST_OFF);
   pthread_t w = start_writer(X, NULL, 5, 0);
   duo_wait(W.locked);
-  CHECK_OK(sstm_run(NULL, read_x_release_on_retry, NULL));
-  CHECK_EQ_I(R.attempts, 2);
-  CHECK_EQ_U(R.x, 5);
-  sstm_stats_t s = my_stats();
-  CHECK_EQ_U(s.reads_past, 0);
-  CHECK_EQ_U(s.aborts[SSTM_ABORT_READ_LOCKED], 1);
+  expect_read_locked_retry(NULL, 0);
   finish(w);
 }
 
@@ -180,13 +188,7 @@ TEST_ETL(ro_mode_passes_for_read_only_attempts_only) {
   sstm_config_default(&c);
   CHECK_EQ_I(c.read_past, SSTM_READ_PAST_RO);
   pthread_t w = read_only_passes(SSTM_RO_LOG_OFF);
-  R.attempts = 0;
-  CHECK_OK(sstm_run(NULL, read_x_release_on_retry, NULL));
-  CHECK_EQ_I(R.attempts, 2);
-  CHECK_EQ_U(R.x, 5);
-  sstm_stats_t s = my_stats();
-  CHECK_EQ_U(s.reads_past, 1);
-  CHECK_EQ_U(s.aborts[SSTM_ABORT_READ_LOCKED], 1);
+  expect_read_locked_retry(NULL, 1);
   finish(w);
 }
 
@@ -208,12 +210,7 @@ TEST_ETL(ro_mode_a_read_only_attempt_that_wrote_does_not_pass) {
   duo_wait(W.locked);
   sstm_attr_t ro = {.read_only = true};
   write_z_first = true;
-  CHECK_OK(sstm_run(&ro, read_x_release_on_retry, NULL));
-  CHECK_EQ_I(R.attempts, 2);
-  CHECK_EQ_U(R.x, 5);
-  sstm_stats_t s = my_stats();
-  CHECK_EQ_U(s.reads_past, 0);
-  CHECK_EQ_U(s.aborts[SSTM_ABORT_READ_LOCKED], 1);
+  expect_read_locked_retry(&ro, 0);
   finish(w);
 }
 
