@@ -28,16 +28,23 @@
  *
  * A probe runs six windows alternating the challenger (os_prio, yield) and
  * the default (ser-block): challenger, default, default, challenger,
- * challenger, default, balanced against a drift; the challenger is chosen
- * only if it is more than 3 % ahead. After the first two windows (one
- * each), a challenger that committed twice as much as the default wins at
- * once; after three or more, one whose mean is 1.5x the default's. Only
- * the challenger wins early: the default (held before the probe) must win
- * the whole probe, since the challenger's first window is the one after
- * the switch and can only look worse than it is. A window of the
- * default that commits under half the challenger's mean ends at a quarter
- * of its length (checked every quarter). A probe, or a hold, whose thread
- * count doubles or halves starts over (a program's threads starting up).
+ * challenger, default, balanced against a drift. Each policy's commit rate
+ * is the mean over its probe windows in the regime so far, the earlier
+ * probes' windows weighted down by 3/4 at each new probe (about twelve
+ * windows a policy in the steady state): one window of long transactions
+ * says little (sb7's 20 ms windows vary by 53-90 % around their mean, and
+ * independently of each other), so six windows alone choose at random
+ * between policies 1.3x apart. The challenger is chosen only if it is more
+ * than 3 % ahead. After the first two windows (one each), a challenger
+ * that committed twice as much as the default wins at once; after three
+ * or more, one whose mean is 1.5x the default's. Only the challenger wins
+ * early: the default (held before the probe) must win the whole probe,
+ * since the challenger's first window is the one after the switch and can
+ * only look worse than it is. Every window runs whole: a window cut short
+ * because it started badly would count its bad start and never the
+ * recovery, a bias against the policy cut. A probe, or a hold, whose
+ * thread count doubles or halves starts over (a program's threads
+ * starting up); so does a new regime, and its evidence with it.
  * The probe is repeated at once when the
  * regime changes, else after a hold: 50 windows after a close verdict
  * (under 25 % apart), 12 after a clear one that differs from the last
@@ -154,6 +161,7 @@ enum { A_SWITCHES = 4, A_EVALUATIONS = 5, A_SLICE_CHANGES = 6 };
 #define LENGTH_WINDOWS 2        /* windows a change of transaction length must last */
 #define PROBE_LEN 6
 #define PROBE_MARGIN 1.03     /* the challenger must beat the default by this factor */
+#define EVIDENCE_DECAY 0.75   /* weight an earlier probe's windows keep at each new probe */
 #define HOLD_WINDOWS 50       /* windows between probes that found no clear winner */
 #define HOLD_FIRST 12         /* ... after a clear verdict not yet confirmed */
 #define HOLD_MAX 800          /* ... growing to this while clear verdicts agree */
@@ -196,10 +204,6 @@ static struct {
   _Atomic bool slice_failed; /* the kernel refused a custom slice: stop asking */
   _Alignas(64) _Atomic uint64_t window_start;
   _Atomic uint64_t window_ns; /* the current window length (window_scale) */
-  /* A probe window of the default policy may end early when it is far
-   * behind the challenger: the next time it is checked (window_start +
-   * window_ns / 4, then every quarter), 0 when the window may not. */
-  _Atomic uint64_t cut_at;
   /* retries compared with their previous attempt, and those that took
    * another path: added by the abort hook (relaxed RMWs, on retries only),
    * taken by the evaluator */
@@ -236,8 +240,11 @@ static struct {
   int probe_a, probe_b;   /* the regime's challenger and default */
   unsigned probe_threads; /* threads when the last probe started */
   char regime[128];       /* what the last window showed */
-  double probe_cps[NSUB];
-  unsigned probe_n[NSUB];
+  unsigned probe_n[NSUB]; /* windows of each policy in the current probe */
+  /* The evidence of the regime's probes: per policy, the sum of the commit
+   * rates of its probe windows and their number, both weighted down by
+   * EVIDENCE_DECAY at each probe start and cleared with the regime. */
+  double ev_cps[NSUB], ev_n[NSUB];
   unsigned hold;             /* windows before the next probe */
   unsigned hold_len;         /* the hold after the last probe */
   int last_pick;             /* that probe's choice, -1: none in this regime */
@@ -329,7 +336,6 @@ static int adaptive_init(const sstm_config_t *cfg) {
   atomic_store_explicit(&G.slice_failed, false, RLX);
   atomic_store_explicit(&G.window_start, sstm__now_ns(), RLX);
   atomic_store_explicit(&G.window_ns, WINDOW_NS, RLX);
-  atomic_store_explicit(&G.cut_at, 0, RLX);
   atomic_store_explicit(&G.compared, 0, RLX);
   atomic_store_explicit(&G.differed, 0, RLX);
   return 0;
@@ -372,8 +378,9 @@ static int probe_sub(int pos) { return probe_challenger[pos] ? G.probe_a : G.pro
 /* Under G.lock: one probe window has ended under the current choice. */
 static void probe_step(sstm_cm_ctx_t *ctx, double cps) {
   int cur = atomic_load_explicit(&G.cur, RLX);
-  G.probe_cps[cur] += cps;
   G.probe_n[cur]++;
+  G.ev_cps[cur] += cps;
+  G.ev_n[cur] += 1.0;
   /* The first two windows ran one policy each: when one committed twice
    * as much as the other, the remaining four would mostly measure the
    * loser (sb7's read-write and write-dominated mixes at 16 and 64
@@ -392,8 +399,8 @@ static void probe_step(sstm_cm_ctx_t *ctx, double cps) {
    * whole probe. */
   bool early = false;
   if (G.probe_pos >= 1 && G.probe_n[G.probe_a] && G.probe_n[G.probe_b]) {
-    double x = G.probe_cps[G.probe_a] / G.probe_n[G.probe_a];
-    double y = G.probe_cps[G.probe_b] / G.probe_n[G.probe_b];
+    double x = G.ev_cps[G.probe_a] / G.ev_n[G.probe_a];
+    double y = G.ev_cps[G.probe_b] / G.ev_n[G.probe_b];
     double m = G.probe_pos == 1 ? EARLY_MARGIN : EARLY_LATE_MARGIN;
     early = x >= y * m;
   }
@@ -403,8 +410,8 @@ static void probe_step(sstm_cm_ctx_t *ctx, double cps) {
     return;
   }
   int a = G.probe_a, b = G.probe_b;
-  double ya = G.probe_n[a] ? G.probe_cps[a] / G.probe_n[a] : 0;
-  double yb = G.probe_n[b] ? G.probe_cps[b] / G.probe_n[b] : 0;
+  double ya = G.ev_n[a] > 0 ? G.ev_cps[a] / G.ev_n[a] : 0;
+  double yb = G.ev_n[b] > 0 ? G.ev_cps[b] / G.ev_n[b] : 0;
   snprintf(G.reason, sizeof G.reason, "%s probe%s %s=%.0f/s %s=%.0f/s", G.regime,
            early ? "(early)" : "", subs[a]->name, ya, subs[b]->name, yb);
   int pick = ya > yb * PROBE_MARGIN ? a : b;
@@ -429,36 +436,11 @@ static void probe_step(sstm_cm_ctx_t *ctx, double cps) {
   choose(ctx, pick);
 }
 
-/* Under G.lock: should the current window, `elapsed` ns old with these
- * counts so far, end now? Only a probe window of the default policy, once
- * the challenger has a mean, at a quarter of its length or more, with
- * enough events to be judged, and committing under 1/EARLY_MARGIN of the
- * challenger's mean: a window that far behind at a quarter will not catch
- * up (transitions depress a window's start, which can only make the
- * default look worse here: the early verdicts need the full window counted
- * against the challenger's, so a window cut short is still judged on its
- * own rate). sb7 write-dominated at 64 threads: a ser-block window of
- * 160 ms at a third of os_prio's rate cost 7 % of a 1.5 s run. Windows of
- * the challenger always run whole. */
-static bool cut_due(uint64_t elapsed, uint64_t window, uint64_t commits, uint64_t aborts) {
-  if (G.probe_pos < 0 || probe_sub(G.probe_pos) != G.probe_b ||
-      atomic_load_explicit(&G.cur, RLX) != G.probe_b || G.probe_n[G.probe_a] == 0)
-    return false;
-  if (elapsed < window / 4 || commits + aborts < MIN_EVENTS) return false;
-  double mean_a = G.probe_cps[G.probe_a] / G.probe_n[G.probe_a];
-  double cps = (double)commits * 1e9 / (double)elapsed;
-  return cps * EARLY_MARGIN < mean_a;
-}
-
-/* Under G.lock: the cut check of the window that starts at `now`. */
-static void cut_arm(uint64_t now) {
-  bool may = G.probe_pos >= 0 && probe_sub(G.probe_pos) == G.probe_b && G.probe_n[G.probe_a] > 0;
-  atomic_store_explicit(&G.cut_at, may ? now + atomic_load_explicit(&G.window_ns, RLX) / 4 : 0,
-                        RLX);
-}
-
-/* Under G.lock: the regime changed; its next probe starts afresh. */
+/* Under G.lock: the regime changed; its next probe starts afresh, without
+ * the evidence of the last regime's. */
 static void regime_reset(void) {
+  memset(G.ev_cps, 0, sizeof G.ev_cps);
+  memset(G.ev_n, 0, sizeof G.ev_n);
   G.probe_pos = -1;
   G.hold = 0;
   verdict_forget();
@@ -466,8 +448,11 @@ static void regime_reset(void) {
 
 static void probe_start(sstm_cm_ctx_t *ctx) {
   G.probe_pos = 0;
-  memset(G.probe_cps, 0, sizeof G.probe_cps);
   memset(G.probe_n, 0, sizeof G.probe_n);
+  for (int i = 0; i < NSUB; i++) { /* the earlier probes count less */
+    G.ev_cps[i] *= EVIDENCE_DECAY;
+    G.ev_n[i] *= EVIDENCE_DECAY;
+  }
   snprintf(G.reason, sizeof G.reason, "%s probing", G.regime);
   choose(ctx, probe_sub(0));
 }
@@ -602,12 +587,11 @@ static struct cpu_base *base_find(struct cpu_base *t, int tid, bool add) {
  * owners write them with relaxed stores (sstm__ctr_add); a value read a
  * moment early is counted in the next window. A counter that went down was
  * reset (sstm_stats_reset, a descriptor's new thread): its whole value is
- * new. take: the next window starts from them (the evaluation), the CPU
- * time of the threads that ran transactions in it is added to *cpu_ns (one
- * system call per attached thread and window; UINT64_MAX when none could
- * be read), and the descriptors that ran transactions are returned; else
- * only a look (the early end of a losing window), 0 returned. */
-static unsigned scan_counts(uint64_t *commits, uint64_t *aborts, uint64_t *cpu_ns, bool take) {
+ * new. The next window starts from them; the CPU time of the threads that
+ * ran transactions in this one is added to *cpu_ns (one system call per
+ * attached thread and window; UINT64_MAX when none could be read), and the
+ * descriptors that ran transactions are returned. */
+static unsigned scan_counts(uint64_t *commits, uint64_t *aborts, uint64_t *cpu_ns) {
   unsigned hw = atomic_load_explicit(&sstm__g.hiwater, memory_order_acquire);
   if (hw > G.nslots) hw = G.nslots;
   unsigned active = 0, read = 0, next_n = 0;
@@ -621,7 +605,6 @@ static unsigned scan_counts(uint64_t *commits, uint64_t *aborts, uint64_t *cpu_n
     uint64_t da = a >= G.seen_a[i] ? a - G.seen_a[i] : a;
     *commits += dc;
     *aborts += da;
-    if (!take) continue;
     G.seen_c[i] = c;
     G.seen_a[i] = a;
     if (dc + da) G.last_win[i] = G.win;
@@ -647,7 +630,6 @@ static unsigned scan_counts(uint64_t *commits, uint64_t *aborts, uint64_t *cpu_n
     *base_find(G.base_next, tid, true) = (struct cpu_base){tid, t};
     next_n++;
   }
-  if (!take) return 0;
   /* The next baselines are this evaluation's readings. */
   struct cpu_base *old = G.base;
   G.base = G.base_next;
@@ -667,28 +649,14 @@ static void maybe_evaluate(sstm_cm_ctx_t *ctx) {
    * a huge "window" that this thread would then judge. */
   uint64_t start = atomic_load_explicit(&G.window_start, RLX), now = sstm__now_ns();
   if (now <= start) return;
-  uint64_t window = atomic_load_explicit(&G.window_ns, RLX);
-  if (now - start < window) {
-    /* Not over: unless this is a losing default window's check (one
-     * thread per quarter claims it; the others return at the first test). */
-    uint64_t at = atomic_load_explicit(&G.cut_at, RLX);
-    if (at == 0 || now < at ||
-        !atomic_compare_exchange_strong_explicit(&G.cut_at, &at, at + window / 4, RLX, RLX))
-      return;
-    if (pthread_mutex_trylock(&G.lock) != 0) return;
-    uint64_t c = 0, a = 0, cpu = 0;
-    if (G.nslots) (void)scan_counts(&c, &a, &cpu, false); /* a look: the evaluation takes them */
-    bool cut = G.nslots && cut_due(now - start, window, c + G.pend_c, a + G.pend_a);
-    pthread_mutex_unlock(&G.lock);
-    if (!cut) return;
-  }
+  if (now - start < atomic_load_explicit(&G.window_ns, RLX)) return;
   /* relaxed: the CAS only elects the evaluator; G.lock orders its work. */
   if (!atomic_compare_exchange_strong_explicit(&G.window_start, &start, now, RLX, RLX)) return;
   pthread_mutex_lock(&G.lock);
   bool judged = false;
   if (G.nslots) {
     uint64_t c = 0, a = 0, cpu = 0;
-    unsigned threads = scan_counts(&c, &a, &cpu, true);
+    unsigned threads = scan_counts(&c, &a, &cpu);
     G.win++;
     G.pend_c += c;
     G.pend_a += a;
@@ -709,7 +677,6 @@ static void maybe_evaluate(sstm_cm_ctx_t *ctx) {
       judged = true; /* the reason carries the window's figures: republish */
       G.pend_c = G.pend_a = G.pend_ns = G.pend_cpu = 0;
     }
-    cut_arm(now);
   }
   pthread_mutex_unlock(&G.lock);
   if (judged) sstm_cm_info_changed(); /* outside G.lock: it calls adaptive_describe */
@@ -854,15 +821,6 @@ int sstm__adaptive_feed(uint64_t ns, uint64_t commits, uint64_t aborts, unsigned
   if (reason) snprintf(reason, len, "%s", G.reason);
   pthread_mutex_unlock(&G.lock);
   return cur;
-}
-
-/* Test seam: would the current window end now, `elapsed` ns into it with
- * these counts (cut_due, with the current window length)? */
-bool sstm__adaptive_cut_due(uint64_t elapsed, uint64_t commits, uint64_t aborts) {
-  pthread_mutex_lock(&G.lock);
-  bool cut = cut_due(elapsed, atomic_load_explicit(&G.window_ns, RLX), commits, aborts);
-  pthread_mutex_unlock(&G.lock);
-  return cut;
 }
 
 const char *sstm__adaptive_sub_name(int i) { return i >= 0 && i < NSUB ? subs[i]->name : "?"; }

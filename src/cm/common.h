@@ -96,6 +96,5 @@ int sstm__adaptive_feed(uint64_t ns, uint64_t commits, uint64_t aborts, unsigned
                         uint64_t cpu_ns, unsigned ncpu, char *reason, size_t len);
 const char *sstm__adaptive_sub_name(int i);
 uint64_t sstm__adaptive_window_ns(void);
-bool sstm__adaptive_cut_due(uint64_t elapsed_ns, uint64_t commits, uint64_t aborts);
 
 #endif /* SSTM_CM_COMMON_H */

@@ -10,6 +10,8 @@
  *    (12 windows), doubled when the next verdict confirms it (24);
  *  - a close verdict: the full six-window probe, the challenger only when
  *    more than 3 % ahead, and the long hold (50 windows);
+ *  - a verdict weighs the regime's earlier probes (3/4 per probe since),
+ *    and a new regime forgets them;
  *  - window length by regime: 20 ms per 4 threads per CPU for long
  *    transactions (40 ms at 16 threads, capped at 160 ms), 20 ms for short
  *    ones at any count; at or below the CPU count short transactions get
@@ -154,24 +156,56 @@ TEST(a_gap_that_persists_ends_the_probe_after_three_windows) {
   stop();
 }
 
-/* A probe window of the default policy ends at a quarter (or later) when
- * it commits under half the challenger's mean so far; the challenger's
- * windows, and a default window that keeps up, run whole. */
-TEST(a_losing_default_window_ends_early) {
+/* Run one whole probe (six windows, challenger first) with the rates set:
+ * the verdict's reason is in `why`; returns the choice after it. */
+static const char *probe6(unsigned threads, unsigned ncpu) {
+  CHECK_EQ_STR(feed(threads, ncpu), "os_prio");
+  CHECK_NOT_NULL(strstr(why, "probing"));
+  for (unsigned i = 0; i < 5; i++) {
+    feed(threads, ncpu);
+    CHECK_NOT_NULL(strstr(why, "probing"));
+  }
+  const char *v = feed(threads, ncpu);
+  CHECK_NOT_NULL(strstr(why, "probe os_prio="));
+  return v;
+}
+
+/* A probe's verdict weighs the regime's earlier probes too (3/4 per probe
+ * since): ser-block 1.3x ahead in the first probe and 10 % behind in the
+ * second is still ahead over both (os_prio 10571/s, ser-block 11286/s). */
+TEST(evidence_carries_over_between_probes) {
   start();
-  rate_os_prio = 10000, rate_ser_block = 3000, rate_other = 2000;
-  CHECK_EQ_STR(feed(64, 2), "os_prio"); /* the challenger's window comes next */
-  uint64_t w = sstm__adaptive_window_ns();
-  CHECK_EQ_U(w, 160 * MS);
-  /* no challenger mean yet, and it is the challenger's window */
-  CHECK_FALSE(sstm__adaptive_cut_due(w / 2, 10, 10));
-  CHECK_EQ_STR(feed(64, 2), "ser-block"); /* os_prio judged at 10000/s */
-  uint64_t q = w / 4;
-  /* 3000/s at a quarter: under half of 10000/s */
-  CHECK_TRUE(sstm__adaptive_cut_due(q, 3000 * q / 1000000000ull, 10));
-  CHECK_FALSE(sstm__adaptive_cut_due(q - 1, 3000 * q / 1000000000ull, 10)); /* too soon */
-  CHECK_FALSE(sstm__adaptive_cut_due(q, 6000 * q / 1000000000ull, 10));     /* keeps up */
-  CHECK_FALSE(sstm__adaptive_cut_due(q, 10, 5));                            /* too few events */
+  rate_os_prio = 10000, rate_ser_block = 13000, rate_other = 2000;
+  feed(64, 2); /* the regime's first window: the probe starts */
+  /* the rest of the first probe, challenger first: C D D C C D */
+  const char *next[] = {"ser-block", "ser-block", "os_prio", "os_prio", "ser-block"};
+  for (unsigned i = 0; i < 5; i++)
+    CHECK_EQ_STR(feed(64, 2), next[i]);
+  CHECK_EQ_STR(feed(64, 2), "ser-block"); /* clear: 1.3x */
+  hold(12, "ser-block", 64, 2);
+  rate_os_prio = 11000, rate_ser_block = 10000;
+  CHECK_EQ_STR(probe6(64, 2), "ser-block");
+  CHECK_NOT_NULL(strstr(why, "os_prio=10571/s ser-block=11286/s"));
+  stop();
+}
+
+/* A new regime (here the thread count halved) starts without the old
+ * regime's evidence: the same second probe then picks os_prio. */
+TEST(a_new_regime_forgets_the_evidence) {
+  start();
+  rate_os_prio = 10000, rate_ser_block = 13000, rate_other = 2000;
+  feed(64, 2);
+  for (unsigned i = 0; i < 6; i++)
+    feed(64, 2);
+  CHECK_EQ_STR(sstm__adaptive_sub_name(cur), "ser-block");
+  hold(3, "ser-block", 64, 2);
+  rate_os_prio = 11000, rate_ser_block = 10000;
+  CHECK_EQ_STR(feed(20, 2), "os_prio"); /* halved during the hold: a new probe */
+  CHECK_NOT_NULL(strstr(why, "probing"));
+  for (unsigned i = 0; i < 5; i++)
+    feed(20, 2);
+  CHECK_EQ_STR(feed(20, 2), "os_prio");
+  CHECK_NOT_NULL(strstr(why, "probe os_prio=11000/s ser-block=10000/s"));
   stop();
 }
 
