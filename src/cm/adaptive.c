@@ -35,10 +35,14 @@
  * says little (sb7's 20 ms windows vary by 53-90 % around their mean, and
  * independently of each other), so six windows alone choose at random
  * between policies 1.3x apart. The challenger is chosen only if it is more
- * than 3 % ahead. After the first two windows (one each), a challenger
- * that committed twice as much as the default wins at once; after three
- * or more, one whose mean is 1.5x the default's. Only the challenger wins
- * early: the default (held before the probe) must win the whole probe,
+ * than 3 % ahead and the lead is significant: 1.5 standard errors of the
+ * difference of the means (Welch's t, from the same weighted windows); a
+ * verdict without a significant lead either way is a close one, and the
+ * default stays. Once each policy has two windows or more of evidence, a
+ * challenger whose mean is 1.5x the default's with t >= 3 wins at once
+ * (a probe that goes on would mostly measure the loser). Only the
+ * challenger wins early: the default (held before the probe) must win the
+ * whole probe,
  * since the challenger's first window is the one after the switch and can
  * only look worse than it is. Every window runs whole: a window cut short
  * because it started badly would count its bad start and never the
@@ -160,18 +164,21 @@ enum { A_SWITCHES = 4, A_EVALUATIONS = 5, A_SLICE_CHANGES = 6 };
 #define UNDER_WINDOWS 3         /* windows with threads <= CPUs before leaving ser-block/yield */
 #define LENGTH_WINDOWS 2        /* windows a change of transaction length must last */
 #define PROBE_LEN 6
-#define PROBE_MARGIN 1.03     /* the challenger must beat the default by this factor */
-#define EVIDENCE_DECAY 0.75   /* weight an earlier probe's windows keep at each new probe */
-#define HOLD_WINDOWS 50       /* windows between probes that found no clear winner */
-#define HOLD_FIRST 12         /* ... after a clear verdict not yet confirmed */
-#define HOLD_MAX 800          /* ... growing to this while clear verdicts agree */
-#define CLEAR_MARGIN 1.25     /* a verdict this one-sided is clear */
-#define EARLY_MARGIN 2.0      /* ... and this one-sided after one window each ends the probe */
-#define EARLY_LATE_MARGIN 1.5 /* ... or this one-sided in the means of three windows or more */
-#define YIELD_MAX_APC 1.0     /* aborts per commit that make a held yield give way */
-#define PATH_LEN 8            /* reads compared between attempts */
-#define NONDET_MIN 8          /* compared retries a window needs to judge non-determinism */
-#define NONDET_SHARE 0.30     /* share of retries on another path: non-deterministic */
+#define PROBE_MARGIN 1.03   /* the challenger must beat the default by this factor */
+#define EVIDENCE_DECAY 0.75 /* weight an earlier probe's windows keep at each new probe */
+#define HOLD_WINDOWS 50     /* windows between probes that found no clear winner */
+#define HOLD_FIRST 12       /* ... after a clear verdict not yet confirmed */
+#define HOLD_MAX 800        /* ... growing to this while clear verdicts agree */
+#define CLEAR_MARGIN 1.25   /* a verdict this one-sided is clear */
+#define SIGNIFICANT_T 1.5   /* Welch's t the challenger's lead needs (a verdict, a clear one) */
+#define EARLY_MARGIN 1.5    /* a lead this one-sided ... */
+#define EARLY_T 3.0         /* ... and this significant ends the probe early */
+#define YIELD_MAX_APC 1.0   /* aborts per commit that make a held yield give way */
+#define PATH_LEN 8          /* reads compared between attempts */
+#define NONDET_MIN 8        /* compared retries a window needs to judge non-determinism */
+#define NONDET_SHARE 0.30   /* share of retries on another path: non-deterministic */
+#define UPD_ENTER 0.67      /* long transactions: update commits that make os_prio the default */
+#define UPD_LEAVE 0.50      /* ... and below which ser-block is again */
 /* state_size must be known before init: an upper bound, checked at init
  * against the sub-policies' sizes. */
 #define ADAPTIVE_STATE_MAX 512
@@ -210,9 +217,10 @@ static struct {
   _Atomic uint64_t compared, differed;
   pthread_mutex_t lock;
   unsigned ncpu;
-  unsigned nslots;           /* size of the per-slot arrays */
-  uint64_t *seen_c, *seen_a; /* per slot: counters at the last evaluation */
-  uint64_t *last_win;        /* per slot: last window it moved in (+1; 0 never) */
+  unsigned nslots;                    /* size of the per-slot arrays */
+  uint64_t *seen_c, *seen_a, *seen_u; /* per slot: commits, aborts, update commits at the
+                                        last evaluation */
+  uint64_t *last_win;                 /* per slot: last window it moved in (+1; 0 never) */
   /* Per thread (CPU clocks belong to threads, and a descriptor may move
    * between threads): the CPU time each thread attached at the last
    * evaluation, or that attached since, had then. Two open-addressing
@@ -228,13 +236,14 @@ static struct {
   /* a window too small to judge, carried over; pend_cpu is the CPU time of
    * the threads that ran transactions, UINT64_MAX when some could not be
    * read (then the window is judged without it) */
-  uint64_t pend_c, pend_a, pend_ns, pend_cpu;
+  uint64_t pend_c, pend_u, pend_a, pend_ns, pend_cpu;
   unsigned registered; /* descriptors initialised and not finished */
   bool evaluated;      /* a window has been judged */
   bool over;           /* regime: more threads than CPUs */
   unsigned under_streak;
-  bool longtx;   /* transactions are long or non-deterministic */
-  double nondet; /* share of compared retries that took another path */
+  bool longtx;    /* transactions are long or non-deterministic */
+  bool upd_heavy; /* long ones: most commits are updates (os_prio the default) */
+  double nondet;  /* share of compared retries that took another path */
   unsigned len_streak;
   int probe_pos;          /* next probe window, -1: not probing */
   int probe_a, probe_b;   /* the regime's challenger and default */
@@ -244,12 +253,12 @@ static struct {
   /* The evidence of the regime's probes: per policy, the sum of the commit
    * rates of its probe windows and their number, both weighted down by
    * EVIDENCE_DECAY at each probe start and cleared with the regime. */
-  double ev_cps[NSUB], ev_n[NSUB];
-  unsigned hold;             /* windows before the next probe */
-  unsigned hold_len;         /* the hold after the last probe */
-  int last_pick;             /* that probe's choice, -1: none in this regime */
-  unsigned yield_bad;        /* consecutive windows of yield not serialising */
-  char reason[256];          /* why `cur` was chosen */
+  double ev_cps[NSUB], ev_sq[NSUB], ev_n[NSUB]; /* rates, their squares, weights */
+  unsigned hold;                                /* windows before the next probe */
+  unsigned hold_len;                            /* the hold after the last probe */
+  int last_pick;                                /* that probe's choice, -1: none in this regime */
+  unsigned yield_bad;                           /* consecutive windows of yield not serialising */
+  char reason[256];                             /* why `cur` was chosen */
   uint64_t slice_ns;         /* the time slice transaction length is judged against */
   uint64_t default_slice_ns; /* the kernel's default (set_slice) */
   double long_ns;            /* slice_ns / LONG_TX_DIV */
@@ -298,7 +307,7 @@ static int adaptive_init(const sstm_config_t *cfg) {
   unsigned nb = 2;
   while (nb < 2 * n)
     nb *= 2;
-  uint64_t *arr = calloc(3 * (size_t)n, sizeof *arr);
+  uint64_t *arr = calloc(4 * (size_t)n, sizeof *arr);
   struct cpu_base *bases = calloc(2 * (size_t)nb, sizeof *bases);
   if (arr == NULL || bases == NULL) {
     free(arr);
@@ -316,14 +325,15 @@ static int adaptive_init(const sstm_config_t *cfg) {
   G.seen_c = arr;
   G.seen_a = arr + n;
   G.last_win = arr + 2 * (size_t)n;
+  G.seen_u = arr + 3 * (size_t)n;
   G.base = bases;
   G.base_next = bases + nb;
   G.base_mask = nb - 1;
   G.base_n = 0;
   G.win = 1;
-  G.pend_c = G.pend_a = G.pend_ns = G.pend_cpu = 0;
+  G.pend_c = G.pend_u = G.pend_a = G.pend_ns = G.pend_cpu = 0;
   G.registered = 0;
-  G.evaluated = G.over = G.longtx = false;
+  G.evaluated = G.over = G.longtx = G.upd_heavy = false;
   G.nondet = 0.0;
   G.under_streak = G.len_streak = G.hold = G.yield_bad = 0;
   G.probe_pos = -1;
@@ -347,7 +357,7 @@ static void adaptive_fini(void) {
   pthread_mutex_lock(&G.lock);
   free(G.seen_c);
   free(G.base < G.base_next ? G.base : G.base_next);
-  G.seen_c = G.seen_a = G.last_win = NULL;
+  G.seen_c = G.seen_a = G.seen_u = G.last_win = NULL;
   G.base = G.base_next = NULL;
   G.nslots = 0;
   pthread_mutex_unlock(&G.lock);
@@ -375,22 +385,51 @@ static void want_slice(bool on) {
 
 static int probe_sub(int pos) { return probe_challenger[pos] ? G.probe_a : G.probe_b; }
 
+/* Under G.lock: policy i's mean rate in the evidence (0 without any). */
+static double ev_mean(int i) { return G.ev_n[i] > 0 ? G.ev_cps[i] / G.ev_n[i] : 0; }
+
+/* The square root of x > 0 by Newton's method (the library does not link
+ * libm); once per probe window. */
+static double root(double x) {
+  double r = x > 1 ? x : 1;
+  for (int i = 0; i < 200; i++) {
+    double n = 0.5 * (r + x / r);
+    if (n >= r) break; /* decreasing from above until it settles */
+    r = n;
+  }
+  return r;
+}
+
+/* Under G.lock: Welch's t of policy a's mean rate over policy b's, from the
+ * weighted evidence; 0 (nothing significant) while either has under 1.5
+ * windows of weight, and +-1e9 when neither rate varied (a difference
+ * without noise). */
+static double ev_t(int a, int b) {
+  double na = G.ev_n[a], nb = G.ev_n[b];
+  if (na < 1.5 || nb < 1.5) return 0;
+  double ma = ev_mean(a), mb = ev_mean(b);
+  double va = (G.ev_sq[a] / na - ma * ma) * na / (na - 1);
+  double vb = (G.ev_sq[b] / nb - mb * mb) * nb / (nb - 1);
+  double se2 = (va > 0 ? va : 0) / na + (vb > 0 ? vb : 0) / nb;
+  if (se2 <= 0) return ma > mb ? 1e9 : ma < mb ? -1e9 : 0;
+  return (ma - mb) / root(se2);
+}
+
 /* Under G.lock: one probe window has ended under the current choice. */
 static void probe_step(sstm_cm_ctx_t *ctx, double cps) {
   int cur = atomic_load_explicit(&G.cur, RLX);
   G.probe_n[cur]++;
   G.ev_cps[cur] += cps;
+  G.ev_sq[cur] += cps * cps;
   G.ev_n[cur] += 1.0;
-  /* The first two windows ran one policy each: when one committed twice
-   * as much as the other, the remaining four would mostly measure the
-   * loser (sb7's read-write and write-dominated mixes at 16 and 64
-   * threads: ser-block commits a quarter to a half of os_prio, and with
-   * 160 ms windows a full probe spent half a second on it). */
-  /* Later on, a gap of 1.5x in the means of three or more windows ends it
-   * too: the first window after a switch carries the previous policy's
-   * sleepers and convoys, so a 3x gap can show as 1.7x in the first pair
-   * (sb7 write-dominated, 64 threads: then the full probe spent three 160 ms
-   * windows on ser-block, a third of a 1.5 s run at a third of the rate).
+  /* A gap of 1.5x, significant at t >= 3, ends the probe: the remaining
+   * windows would mostly measure the loser (sb7's read-write and
+   * write-dominated mixes at 16 and 64 threads once had ser-block at a
+   * quarter to a half of os_prio, and with 160 ms windows a full probe spent
+   * half a second on it). It takes two windows of each policy in the first
+   * probe of a regime (one window has no variance: the first pair once
+   * showed 2x gaps either way on sb7's read-dominated mix, whose windows
+   * vary by 60 %), and one each later, with the earlier probes' evidence.
    * Only the challenger wins early. A probe starts from the held default,
    * so the challenger's first window is the one after the switch and can
    * only look worse than it is; on a loaded machine that made ser-block win
@@ -398,31 +437,35 @@ static void probe_step(sstm_cm_ctx_t *ctx, double cps) {
    * its rate) and hold the rest of the run. The default has to win the
    * whole probe. */
   bool early = false;
-  if (G.probe_pos >= 1 && G.probe_n[G.probe_a] && G.probe_n[G.probe_b]) {
-    double x = G.ev_cps[G.probe_a] / G.ev_n[G.probe_a];
-    double y = G.ev_cps[G.probe_b] / G.ev_n[G.probe_b];
-    double m = G.probe_pos == 1 ? EARLY_MARGIN : EARLY_LATE_MARGIN;
-    early = x >= y * m;
-  }
+  if (G.probe_pos >= 1 && G.probe_n[G.probe_a] && G.probe_n[G.probe_b])
+    early = ev_mean(G.probe_a) >= ev_mean(G.probe_b) * EARLY_MARGIN &&
+            ev_t(G.probe_a, G.probe_b) >= EARLY_T;
   if (++G.probe_pos < PROBE_LEN && !early) {
     snprintf(G.reason, sizeof G.reason, "%s probing", G.regime);
     choose(ctx, probe_sub(G.probe_pos));
     return;
   }
   int a = G.probe_a, b = G.probe_b;
-  double ya = G.ev_n[a] > 0 ? G.ev_cps[a] / G.ev_n[a] : 0;
-  double yb = G.ev_n[b] > 0 ? G.ev_cps[b] / G.ev_n[b] : 0;
-  snprintf(G.reason, sizeof G.reason, "%s probe%s %s=%.0f/s %s=%.0f/s", G.regime,
-           early ? "(early)" : "", subs[a]->name, ya, subs[b]->name, yb);
-  int pick = ya > yb * PROBE_MARGIN ? a : b;
+  double ya = ev_mean(a), yb = ev_mean(b), t = ev_t(a, b);
+  snprintf(G.reason, sizeof G.reason, "%s probe%s %s=%.0f/s %s=%.0f/s t=%.1f", G.regime,
+           early ? "(early)" : "", subs[a]->name, ya, subs[b]->name, yb,
+           t > 99    ? 99
+           : t < -99 ? -99
+                     : t);
+  /* Without a significant lead the default stays: the challenger ahead by
+   * chance is what a probe of noisy windows mostly finds (sb7
+   * read-dominated, 4 and 16 threads: os_prio held for a third to two
+   * thirds of the run at 0.65x of ser-block). */
+  bool significant = t >= SIGNIFICANT_T || t <= -SIGNIFICANT_T;
+  int pick = ya > yb * PROBE_MARGIN && t >= SIGNIFICANT_T ? a : b;
   /* Hysteresis over time. A clear verdict is checked again soon (a probe's
    * windows are noisy: sb7's first probe at 64 threads can favour
    * ser-block, which then commits a fifth of os_prio for the whole hold);
    * each clear verdict that confirms the last doubles the hold (probing
-   * the loser costs most where the choice is clearest); a close one keeps
-   * the fixed hold. */
+   * the loser costs most where the choice is clearest); a close one, or
+   * one without a significant lead, keeps the fixed hold. */
   double hi = ya > yb ? ya : yb, lo = ya > yb ? yb : ya;
-  bool clear = hi >= lo * CLEAR_MARGIN;
+  bool clear = hi >= lo * CLEAR_MARGIN && significant;
   if (!clear)
     G.hold_len = HOLD_WINDOWS;
   else if (pick == G.last_pick)
@@ -440,6 +483,7 @@ static void probe_step(sstm_cm_ctx_t *ctx, double cps) {
  * the evidence of the last regime's. */
 static void regime_reset(void) {
   memset(G.ev_cps, 0, sizeof G.ev_cps);
+  memset(G.ev_sq, 0, sizeof G.ev_sq);
   memset(G.ev_n, 0, sizeof G.ev_n);
   G.probe_pos = -1;
   G.hold = 0;
@@ -451,6 +495,7 @@ static void probe_start(sstm_cm_ctx_t *ctx) {
   memset(G.probe_n, 0, sizeof G.probe_n);
   for (int i = 0; i < NSUB; i++) { /* the earlier probes count less */
     G.ev_cps[i] *= EVIDENCE_DECAY;
+    G.ev_sq[i] *= EVIDENCE_DECAY;
     G.ev_n[i] *= EVIDENCE_DECAY;
   }
   snprintf(G.reason, sizeof G.reason, "%s probing", G.regime);
@@ -490,8 +535,8 @@ static void probe_regime(sstm_cm_ctx_t *ctx, double cps, int a, int b, unsigned 
 /* Under G.lock: fold one window into the decision. cpu_ns: the CPU time
  * the threads that ran transactions used in it, or UINT64_MAX when it could
  * not be read (then they are taken to have kept min(threads, CPUs) busy). */
-static void decide(sstm_cm_ctx_t *ctx, uint64_t ns, uint64_t commits, uint64_t aborts,
-                   unsigned threads, uint64_t cpu_ns) {
+static void decide(sstm_cm_ctx_t *ctx, uint64_t ns, uint64_t commits, uint64_t updates,
+                   uint64_t aborts, unsigned threads, uint64_t cpu_ns) {
   double nondet = G.nondet;
   bool first = !G.evaluated, was_over = G.over;
   G.evaluated = true;
@@ -547,10 +592,18 @@ static void decide(sstm_cm_ctx_t *ctx, uint64_t ns, uint64_t commits, uint64_t a
     const char *slice = !atomic_load_explicit(&G.slice_want, RLX)    ? ""
                         : ctx && ctx->desc->cm != &sstm__cm_adaptive ? " slice=ext"
                                                                      : " slice=4ms";
-    snprintf(G.regime, sizeof G.regime, "%s %s=%.0fus nondet=%.2f%s window=%ums", seen,
-             nondet > NONDET_SHARE ? "nondet-tx" : "long-tx", len / 1e3, nondet, slice,
+    /* Which policy is the default: ser-block while most commits are
+     * read-only, os_prio once most are updates (a band: enter above
+     * UPD_ENTER, leave below UPD_LEAVE). */
+    double upd = commits ? (double)updates / (double)commits : 0.0;
+    G.upd_heavy = G.upd_heavy ? upd >= UPD_LEAVE : upd > UPD_ENTER;
+    snprintf(G.regime, sizeof G.regime, "%s %s=%.0fus nondet=%.2f upd=%.2f%s window=%ums", seen,
+             nondet > NONDET_SHARE ? "nondet-tx" : "long-tx", len / 1e3, nondet, upd, slice,
              (unsigned)(WINDOW_NS * scale / 1000000));
-    probe_regime(ctx, cps, SUB_OS_PRIO, SUB_SER_BLOCK, threads);
+    if (G.upd_heavy)
+      probe_regime(ctx, cps, SUB_SER_BLOCK, SUB_OS_PRIO, threads);
+    else
+      probe_regime(ctx, cps, SUB_OS_PRIO, SUB_SER_BLOCK, threads);
     return;
   }
   want_slice(false);
@@ -591,22 +644,27 @@ static struct cpu_base *base_find(struct cpu_base *t, int tid, bool add) {
  * ran transactions in this one is added to *cpu_ns (one system call per
  * attached thread and window; UINT64_MAX when none could be read), and the
  * descriptors that ran transactions are returned. */
-static unsigned scan_counts(uint64_t *commits, uint64_t *aborts, uint64_t *cpu_ns) {
+static unsigned scan_counts(uint64_t *commits, uint64_t *updates, uint64_t *aborts,
+                            uint64_t *cpu_ns) {
   unsigned hw = atomic_load_explicit(&sstm__g.hiwater, memory_order_acquire);
   if (hw > G.nslots) hw = G.nslots;
   unsigned active = 0, read = 0, next_n = 0;
   for (unsigned i = 0; i < hw; i++) {
     struct sstm_desc *d = sstm__desc_at(i);
     if (d == NULL) continue;
-    uint64_t c = sstm__ctr_get(&d->ctr.commits_ro) + sstm__ctr_get(&d->ctr.commits_update), a = 0;
+    uint64_t u = sstm__ctr_get(&d->ctr.commits_update);
+    uint64_t c = sstm__ctr_get(&d->ctr.commits_ro) + u, a = 0;
     for (int r = 0; r < SSTM_ABORT_REASON_COUNT; r++)
       a += sstm__ctr_get(&d->ctr.aborts[r]);
     uint64_t dc = c >= G.seen_c[i] ? c - G.seen_c[i] : c;
     uint64_t da = a >= G.seen_a[i] ? a - G.seen_a[i] : a;
+    uint64_t du = u >= G.seen_u[i] ? u - G.seen_u[i] : u;
     *commits += dc;
+    *updates += du < dc ? du : dc;
     *aborts += da;
     G.seen_c[i] = c;
     G.seen_a[i] = a;
+    G.seen_u[i] = u;
     if (dc + da) G.last_win[i] = G.win;
     bool is_active = G.last_win[i] && G.win - G.last_win[i] < ACTIVE_WINDOWS;
     active += is_active;
@@ -655,10 +713,11 @@ static void maybe_evaluate(sstm_cm_ctx_t *ctx) {
   pthread_mutex_lock(&G.lock);
   bool judged = false;
   if (G.nslots) {
-    uint64_t c = 0, a = 0, cpu = 0;
-    unsigned threads = scan_counts(&c, &a, &cpu);
+    uint64_t c = 0, u = 0, a = 0, cpu = 0;
+    unsigned threads = scan_counts(&c, &u, &a, &cpu);
     G.win++;
     G.pend_c += c;
+    G.pend_u += u;
     G.pend_a += a;
     G.pend_ns += now - start;
     G.pend_cpu = cpu == UINT64_MAX || G.pend_cpu == UINT64_MAX ? UINT64_MAX : G.pend_cpu + cpu;
@@ -673,9 +732,9 @@ static void maybe_evaluate(sstm_cm_ctx_t *ctx) {
         G.nondet = cmp ? (double)(dif < cmp ? dif : cmp) / (double)cmp : 0.0;
       }
       sstm_cm_count(ctx, A_EVALUATIONS, 1);
-      decide(ctx, G.pend_ns, G.pend_c, G.pend_a, threads, G.pend_cpu);
+      decide(ctx, G.pend_ns, G.pend_c, G.pend_u, G.pend_a, threads, G.pend_cpu);
       judged = true; /* the reason carries the window's figures: republish */
-      G.pend_c = G.pend_a = G.pend_ns = G.pend_cpu = 0;
+      G.pend_c = G.pend_u = G.pend_a = G.pend_ns = G.pend_cpu = 0;
     }
   }
   pthread_mutex_unlock(&G.lock);
@@ -807,16 +866,18 @@ static void adaptive_abort(sstm_cm_ctx_t *ctx, const sstm_abort_info_t *info) {
 }
 
 /* Test seam (tests/internal/adaptive_decide.c): judge one window as if
- * the evaluator had counted `commits` and `aborts` of `threads` threads
+ * the evaluator had counted `commits` (`updates` of them update
+ * commits) and `aborts` of `threads` threads
  * using `cpu_ns` of CPU time (UINT64_MAX: unknown) over `ns` on `ncpu`
  * CPUs, without the clock or the engine's counters. Returns the choice
  * after it; `reason` (may be NULL) gets the reason string. Internal: not in
  * the exported API. */
-int sstm__adaptive_feed(uint64_t ns, uint64_t commits, uint64_t aborts, unsigned threads,
-                        uint64_t cpu_ns, unsigned ncpu, char *reason, size_t len) {
+int sstm__adaptive_feed(uint64_t ns, uint64_t commits, uint64_t updates, uint64_t aborts,
+                        unsigned threads, uint64_t cpu_ns, unsigned ncpu, char *reason,
+                        size_t len) {
   pthread_mutex_lock(&G.lock);
   G.ncpu = ncpu;
-  decide(NULL, ns, commits, aborts, threads, cpu_ns);
+  decide(NULL, ns, commits, updates, aborts, threads, cpu_ns);
   int cur = atomic_load_explicit(&G.cur, RLX);
   if (reason) snprintf(reason, len, "%s", G.reason);
   pthread_mutex_unlock(&G.lock);

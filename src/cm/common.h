@@ -90,10 +90,11 @@ enum { SSTM_SER_WAITS, SSTM_SER_TIMEOUTS };
 void sstm__cm_ser_wait(sstm_cm_ctx_t *ctx, const sstm_abort_info_t *info, sstm_wait_mode_t mode);
 
 /* adaptive's test seam (cm/adaptive.c; tests/internal/adaptive_decide.c):
- * judge one window from given counts and CPU time (UINT64_MAX: unknown);
+ * judge one window from given counts (commits, update commits among them,
+ * aborts) and CPU time (UINT64_MAX: unknown);
  * the name of sub-policy i; the current window length. */
-int sstm__adaptive_feed(uint64_t ns, uint64_t commits, uint64_t aborts, unsigned threads,
-                        uint64_t cpu_ns, unsigned ncpu, char *reason, size_t len);
+int sstm__adaptive_feed(uint64_t ns, uint64_t commits, uint64_t updates, uint64_t aborts,
+                        unsigned threads, uint64_t cpu_ns, unsigned ncpu, char *reason, size_t len);
 const char *sstm__adaptive_sub_name(int i);
 uint64_t sstm__adaptive_window_ns(void);
 

@@ -4,10 +4,15 @@
  * commit rate, and every window is fed the rate of the policy adaptive
  * chose for it. What is checked:
  *  - long transactions, 64 threads on 2 CPUs: windows of 160 ms; a probe
- *    of os_prio against ser-block that ends after one window each when one
- *    commits twice as much ("probe(early)"), or after three when the means
- *    are 1.5x apart; the hold after a clear verdict
- *    (12 windows), doubled when the next verdict confirms it (24);
+ *    of os_prio against ser-block that ends early when the challenger's
+ *    mean is 1.5x the default's with t >= 3 ("probe(early)"): after two
+ *    windows each in a regime's first probe, after one each in a later
+ *    one; the hold after a clear verdict (12 windows), doubled when the
+ *    next verdict confirms it (24);
+ *  - long transactions whose commits are mostly updates (over 2/3, until
+ *    under 1/2) have os_prio as the default, ser-block as the challenger;
+ *  - the challenger needs a significant lead (t >= 1.5): noisy windows
+ *    1.3x ahead keep the default, with the long hold of a close verdict;
  *  - a close verdict: the full six-window probe, the challenger only when
  *    more than 3 % ahead, and the long hold (50 windows);
  *  - a verdict weighs the regime's earlier probes (3/4 per probe since),
@@ -41,6 +46,8 @@ static char why[256];
 static int cur = -1; /* the choice for the next window */
 
 static double rate_os_prio, rate_ser_block, rate_other;
+/* The share of the commits that are updates (read-only ones otherwise). */
+static double upd_share = 0.0;
 /* The share of min(threads, CPUs) that the threads kept busy (CPU time);
  * below 0: unknown (the seam's UINT64_MAX). */
 static double cpu_share = 1.0;
@@ -62,8 +69,9 @@ static double rate_of(int choice) {
 static const char *feed(unsigned threads, unsigned ncpu) {
   uint64_t ns = sstm__adaptive_window_ns();
   uint64_t commits = (uint64_t)(rate_of(cur) * (double)ns / 1e9);
-  cur = sstm__adaptive_feed(ns, commits, commits / 2, threads, cpu_of(ns, threads, ncpu), ncpu, why,
-                            sizeof why);
+  uint64_t updates = (uint64_t)(upd_share * (double)commits);
+  cur = sstm__adaptive_feed(ns, commits, updates, commits / 2, threads, cpu_of(ns, threads, ncpu),
+                            ncpu, why, sizeof why);
   return sstm__adaptive_sub_name(cur);
 }
 
@@ -75,6 +83,7 @@ static void start(void) {
   CHECK_OK(sstm_init(&cfg));
   CHECK_OK(sstm_thread_init());
   cur = -1;
+  upd_share = 0.0;
 }
 
 static void stop(void) {
@@ -110,8 +119,12 @@ TEST(long_tx_early_verdict_and_growing_hold) {
   CHECK_NOT_NULL(strstr(why, "long-tx"));
   CHECK_NOT_NULL(strstr(why, "probing"));
   CHECK_EQ_U(sstm__adaptive_window_ns(), 160 * MS);
-  CHECK_EQ_STR(feed(64, 2), "ser-block"); /* the default's window */
-  /* one window each, 5x apart: verdict at once */
+  CHECK_EQ_STR(feed(64, 2), "ser-block"); /* the default's windows */
+  /* one window each, 5x apart: no variance yet, the probe goes on */
+  CHECK_EQ_STR(feed(64, 2), "ser-block");
+  CHECK_NOT_NULL(strstr(why, "probing"));
+  CHECK_EQ_STR(feed(64, 2), "os_prio");
+  /* two windows each: verdict */
   CHECK_EQ_STR(feed(64, 2), "os_prio");
   CHECK_NOT_NULL(strstr(why, "probe(early)"));
   /* a clear verdict not yet confirmed: 12 windows, then a probe */
@@ -119,6 +132,7 @@ TEST(long_tx_early_verdict_and_growing_hold) {
   CHECK_EQ_STR(feed(64, 2), "os_prio");
   CHECK_NOT_NULL(strstr(why, "probing"));
   CHECK_EQ_STR(feed(64, 2), "ser-block");
+  /* one window each, with the first probe's: verdict */
   CHECK_EQ_STR(feed(64, 2), "os_prio");
   CHECK_NOT_NULL(strstr(why, "probe(early)"));
   /* confirmed: the hold doubles */
@@ -128,17 +142,19 @@ TEST(long_tx_early_verdict_and_growing_hold) {
   stop();
 }
 
-TEST(a_gap_that_persists_ends_the_probe_after_three_windows) {
+TEST(a_gap_of_one_and_a_half_ends_the_probe_early) {
   start();
-  /* 1.67x: not the 2x that ends a probe after one window each, but above
-   * the 1.5x that ends it once the means cover three windows */
+  /* 1.67x: above the 1.5x that ends a probe once each policy has two
+   * windows */
   rate_os_prio = 10000, rate_ser_block = 6000, rate_other = 2000;
   CHECK_EQ_STR(feed(64, 2), "os_prio");   /* probe: the challenger first */
   CHECK_EQ_STR(feed(64, 2), "ser-block"); /* C done: the default's window */
-  CHECK_EQ_STR(feed(64, 2), "ser-block"); /* C D done: 1.67x, go on */
+  CHECK_EQ_STR(feed(64, 2), "ser-block"); /* C D done: go on */
   CHECK_NOT_NULL(strstr(why, "probing"));
-  CHECK_EQ_STR(feed(64, 2), "os_prio"); /* C D D done: verdict */
-  CHECK_NOT_NULL(strstr(why, "probe(early) os_prio=10000/s ser-block=6000/s"));
+  CHECK_EQ_STR(feed(64, 2), "os_prio"); /* C D D done: one window of C, go on */
+  CHECK_NOT_NULL(strstr(why, "probing"));
+  CHECK_EQ_STR(feed(64, 2), "os_prio"); /* C D D C done: verdict */
+  CHECK_NOT_NULL(strstr(why, "probe(early) os_prio=10000/s ser-block=6000/s t=99"));
   hold(12, "os_prio", 64, 2); /* clear, not yet confirmed */
   stop();
 
@@ -168,6 +184,55 @@ static const char *probe6(unsigned threads, unsigned ncpu) {
   const char *v = feed(threads, ncpu);
   CHECK_NOT_NULL(strstr(why, "probe os_prio="));
   return v;
+}
+
+/* Long transactions whose commits are mostly updates: os_prio is the
+ * default and ser-block the challenger (it must win the whole probe); the
+ * roles change back only below half updates (a band), and with them the
+ * probe starts over. */
+TEST(update_heavy_long_transactions_default_to_os_prio) {
+  start();
+  rate_os_prio = 10000, rate_ser_block = 2000, rate_other = 2000;
+  upd_share = 0.9;
+  CHECK_EQ_STR(feed(64, 2), "ser-block"); /* the challenger's window first */
+  CHECK_NOT_NULL(strstr(why, "upd=0.90"));
+  const char *next[] = {"os_prio", "os_prio", "ser-block", "ser-block", "os_prio"};
+  for (unsigned i = 0; i < 5; i++) {
+    CHECK_EQ_STR(feed(64, 2), next[i]);
+    CHECK_NOT_NULL(strstr(why, "probing"));
+  }
+  CHECK_EQ_STR(feed(64, 2), "os_prio"); /* the default won the whole probe */
+  CHECK_NOT_NULL(strstr(why, "probe ser-block=2000/s os_prio=10000/s"));
+  upd_share = 0.6; /* inside the band: the roles stay, so does the hold */
+  hold(5, "os_prio", 64, 2);
+  upd_share = 0.4; /* below it: ser-block the default again, a new probe */
+  CHECK_EQ_STR(feed(64, 2), "os_prio");
+  CHECK_NOT_NULL(strstr(why, "probing"));
+  CHECK_EQ_STR(feed(64, 2), "ser-block");
+  CHECK_NOT_NULL(strstr(why, "upd=0.40"));
+  stop();
+}
+
+/* Noisy windows: os_prio at 20000, 6000 and 13000/s, 1.3x ser-block's
+ * steady 10000/s on average, but t = 0.74: not a significant lead. The
+ * default stays, and the verdict counts as a close one (the long hold). */
+TEST(a_lead_within_the_noise_keeps_the_default) {
+  start();
+  rate_ser_block = 10000, rate_other = 2000;
+  feed(64, 2); /* the regime's first window: the probe starts */
+  /* windows C D D C C D; the rate set is the window's being judged */
+  const double os[] = {20000, 0, 0, 6000, 13000, 0};
+  for (unsigned i = 0; i < 5; i++) {
+    rate_os_prio = os[i];
+    feed(64, 2);
+    CHECK_NOT_NULL(strstr(why, "probing"));
+  }
+  CHECK_EQ_STR(feed(64, 2), "ser-block");
+  CHECK_NOT_NULL(strstr(why, "probe os_prio=13000/s ser-block=10000/s t=0.7"));
+  hold(50, "ser-block", 64, 2);
+  CHECK_EQ_STR(feed(64, 2), "os_prio");
+  CHECK_NOT_NULL(strstr(why, "probing"));
+  stop();
 }
 
 /* A probe's verdict weighs the regime's earlier probes too (3/4 per probe
@@ -220,6 +285,8 @@ TEST(probe_restarts_when_the_threads_double) {
   CHECK_NOT_NULL(strstr(why, "probing"));
   CHECK_EQ_STR(feed(64, 2), "os_prio");   /* 12 -> 64: again */
   CHECK_EQ_STR(feed(64, 2), "ser-block"); /* the probe goes on at 64 */
+  CHECK_EQ_STR(feed(64, 2), "ser-block");
+  CHECK_EQ_STR(feed(64, 2), "os_prio");
   CHECK_EQ_STR(feed(64, 2), "os_prio");
   CHECK_NOT_NULL(strstr(why, "probe(early)"));
   hold(3, "os_prio", 64, 2);
@@ -379,7 +446,8 @@ TEST(long_slice_follows_the_thread_not_the_descriptor) {
 static const char *feed_apc(unsigned threads, unsigned ncpu, double apc) {
   uint64_t ns = sstm__adaptive_window_ns();
   uint64_t commits = (uint64_t)(rate_of(cur) * (double)ns / 1e9);
-  cur = sstm__adaptive_feed(ns, commits, (uint64_t)(apc * (double)commits), threads,
+  uint64_t updates = (uint64_t)(upd_share * (double)commits);
+  cur = sstm__adaptive_feed(ns, commits, updates, (uint64_t)(apc * (double)commits), threads,
                             cpu_of(ns, threads, ncpu), ncpu, why, sizeof why);
   return sstm__adaptive_sub_name(cur);
 }
@@ -438,6 +506,8 @@ TEST(held_yield_gives_way_after_two_bad_windows) {
   rate_other = 5e6, rate_ser_block = 1e6; /* yield (rate_other) 5x ahead */
   CHECK_EQ_STR(feed_apc(64, 2, 0.5), "yield");
   CHECK_EQ_STR(feed_apc(64, 2, 0.5), "ser-block");
+  CHECK_EQ_STR(feed_apc(64, 2, 0.5), "ser-block");
+  CHECK_EQ_STR(feed_apc(64, 2, 0.5), "yield");
   CHECK_EQ_STR(feed_apc(64, 2, 0.5), "yield");
   CHECK_NOT_NULL(strstr(why, "probe(early)"));
   CHECK_EQ_STR(feed_apc(64, 2, 2.0), "yield"); /* one bad window */
