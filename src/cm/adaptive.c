@@ -8,12 +8,14 @@
  *     40 us with this machine's default 1.4 ms EEVDF slice), or
  *     non-deterministic ones (over 30 % of retries take another path),
  *     whatever the thread count               -> os_prio or ser-block,
- *       whichever commits more in a probe, with a 4 ms EEVDF custom slice
- *       for the threads that abort. Paper 1 serialises such transactions
+ *       with a 4 ms EEVDF custom slice for the threads that abort: the
+ *       default os_prio while over 2/3 of the commits are updates (until
+ *       under 1/2), ser-block otherwise, and the other one if a probe finds
+ *       it significantly ahead. Paper 1 serialises such transactions
  *       (softly: softser); on this machine's STMBench7-like workload
- *       os_prio (the larger transaction wins and aborts the other) leads on
- *       the read-write and write-dominated mixes and ser-block(+ext) on the
- *       read-dominated one at low thread counts;
+ *       ser-block(+ext) leads the read-dominated mix (8 % updates) and
+ *       os_prio (the larger transaction wins and aborts the other) the
+ *       write-dominated one (86 %) at 16-64 threads in most runs;
  *   short transactions, and
  *     threads that ran transactions <= CPUs  -> ser-spin-block: spin for
  *       the winner up to 20 us (SER-u spin, Table 1's "threads <= cores"),
@@ -26,8 +28,9 @@
  *       held yield whose losers abort more than once per commit for two
  *       windows (it does not serialise) gives way to ser-block.
  *
- * A probe runs six windows alternating the challenger (os_prio, yield) and
- * the default (ser-block): challenger, default, default, challenger,
+ * A probe runs six windows alternating the challenger (os_prio or yield;
+ * ser-block for long update-heavy transactions) and the default (ser-block;
+ * os_prio for those): challenger, default, default, challenger,
  * challenger, default, balanced against a drift. Each policy's commit rate
  * is the mean over its probe windows in the regime so far, the earlier
  * probes' windows weighted down by 3/4 at each new probe (about twelve
