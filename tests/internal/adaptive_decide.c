@@ -110,35 +110,41 @@ static void hold(unsigned n, const char *name, unsigned threads, unsigned ncpu) 
   }
 }
 
+/* One window: the choice after it is `name`, and the reason says `says`. */
+static void expect_feed(unsigned threads, unsigned ncpu, const char *name, const char *says) {
+  CHECK_EQ_STR(feed(threads, ncpu), name);
+  CHECK_MSG(strstr(why, says) != NULL, "expected \"%s\" in: %s", says, why);
+}
+
+/* n hold windows on `name`, then the window that starts the next probe,
+ * whose first choice is `first`. */
+static void hold_then_probe(unsigned n, const char *name, const char *first, unsigned threads,
+                            unsigned ncpu) {
+  hold(n, name, threads, ncpu);
+  expect_feed(threads, ncpu, first, "probing");
+}
+
 TEST(long_tx_early_verdict_and_growing_hold) {
   start();
   rate_os_prio = 10000, rate_ser_block = 2000, rate_other = 2000;
   /* first window: long transactions, oversubscribed; the probe starts with
    * the challenger */
-  CHECK_EQ_STR(feed(64, 2), "os_prio");
-  CHECK_NOT_NULL(strstr(why, "long-tx"));
+  expect_feed(64, 2, "os_prio", "long-tx");
   CHECK_NOT_NULL(strstr(why, "probing"));
   CHECK_EQ_U(sstm__adaptive_window_ns(), 160 * MS);
   CHECK_EQ_STR(feed(64, 2), "ser-block"); /* the default's windows */
   /* one window each, 5x apart: no variance yet, the probe goes on */
-  CHECK_EQ_STR(feed(64, 2), "ser-block");
-  CHECK_NOT_NULL(strstr(why, "probing"));
+  expect_feed(64, 2, "ser-block", "probing");
   CHECK_EQ_STR(feed(64, 2), "os_prio");
   /* two windows each: verdict */
-  CHECK_EQ_STR(feed(64, 2), "os_prio");
-  CHECK_NOT_NULL(strstr(why, "probe(early)"));
+  expect_feed(64, 2, "os_prio", "probe(early)");
   /* a clear verdict not yet confirmed: 12 windows, then a probe */
-  hold(12, "os_prio", 64, 2);
-  CHECK_EQ_STR(feed(64, 2), "os_prio");
-  CHECK_NOT_NULL(strstr(why, "probing"));
+  hold_then_probe(12, "os_prio", "os_prio", 64, 2);
   CHECK_EQ_STR(feed(64, 2), "ser-block");
   /* one window each, with the first probe's: verdict */
-  CHECK_EQ_STR(feed(64, 2), "os_prio");
-  CHECK_NOT_NULL(strstr(why, "probe(early)"));
+  expect_feed(64, 2, "os_prio", "probe(early)");
   /* confirmed: the hold doubles */
-  hold(24, "os_prio", 64, 2);
-  CHECK_EQ_STR(feed(64, 2), "os_prio");
-  CHECK_NOT_NULL(strstr(why, "probing"));
+  hold_then_probe(24, "os_prio", "os_prio", 64, 2);
   stop();
 }
 
@@ -166,8 +172,7 @@ TEST(a_gap_of_one_and_a_half_ends_the_probe_early) {
     feed(64, 2);
     CHECK_NOT_NULL(strstr(why, "probing"));
   }
-  CHECK_EQ_STR(feed(64, 2), "os_prio");
-  CHECK_NOT_NULL(strstr(why, "probe os_prio="));
+  expect_feed(64, 2, "os_prio", "probe os_prio=");
   hold(12, "os_prio", 64, 2);
   stop();
 }
@@ -206,10 +211,8 @@ TEST(update_heavy_long_transactions_default_to_os_prio) {
   upd_share = 0.6; /* inside the band: the roles stay, so does the hold */
   hold(5, "os_prio", 64, 2);
   upd_share = 0.4; /* below it: ser-block the default again, a new probe */
-  CHECK_EQ_STR(feed(64, 2), "os_prio");
-  CHECK_NOT_NULL(strstr(why, "probing"));
-  CHECK_EQ_STR(feed(64, 2), "ser-block");
-  CHECK_NOT_NULL(strstr(why, "upd=0.40"));
+  expect_feed(64, 2, "os_prio", "probing");
+  expect_feed(64, 2, "ser-block", "upd=0.40");
   stop();
 }
 
@@ -227,11 +230,8 @@ TEST(a_lead_within_the_noise_keeps_the_default) {
     feed(64, 2);
     CHECK_NOT_NULL(strstr(why, "probing"));
   }
-  CHECK_EQ_STR(feed(64, 2), "ser-block");
-  CHECK_NOT_NULL(strstr(why, "probe os_prio=13000/s ser-block=10000/s t=0.7"));
-  hold(50, "ser-block", 64, 2);
-  CHECK_EQ_STR(feed(64, 2), "os_prio");
-  CHECK_NOT_NULL(strstr(why, "probing"));
+  expect_feed(64, 2, "ser-block", "probe os_prio=13000/s ser-block=10000/s t=0.7");
+  hold_then_probe(50, "ser-block", "os_prio", 64, 2);
   stop();
 }
 
@@ -269,8 +269,7 @@ TEST(a_new_regime_forgets_the_evidence) {
   CHECK_NOT_NULL(strstr(why, "probing"));
   for (unsigned i = 0; i < 5; i++)
     feed(20, 2);
-  CHECK_EQ_STR(feed(20, 2), "os_prio");
-  CHECK_NOT_NULL(strstr(why, "probe os_prio=11000/s ser-block=10000/s"));
+  expect_feed(20, 2, "os_prio", "probe os_prio=11000/s ser-block=10000/s");
   stop();
 }
 
@@ -287,8 +286,7 @@ TEST(probe_restarts_when_the_threads_double) {
   CHECK_EQ_STR(feed(64, 2), "ser-block"); /* the probe goes on at 64 */
   CHECK_EQ_STR(feed(64, 2), "ser-block");
   CHECK_EQ_STR(feed(64, 2), "os_prio");
-  CHECK_EQ_STR(feed(64, 2), "os_prio");
-  CHECK_NOT_NULL(strstr(why, "probe(early)"));
+  expect_feed(64, 2, "os_prio", "probe(early)");
   hold(3, "os_prio", 64, 2);
   CHECK_EQ_STR(feed(20, 2), "os_prio"); /* halved during the hold: a new probe */
   CHECK_NOT_NULL(strstr(why, "probing"));
@@ -326,9 +324,7 @@ TEST(close_verdict_runs_the_full_probe_and_holds_long) {
   }
   CHECK_EQ_STR(feed(64, 2), "os_prio"); /* the verdict */
   CHECK_NOT_NULL(strstr(why, "probe os_prio="));
-  hold(50, "os_prio", 64, 2);
-  CHECK_EQ_STR(feed(64, 2), "os_prio");
-  CHECK_NOT_NULL(strstr(why, "probing"));
+  hold_then_probe(50, "os_prio", "os_prio", 64, 2);
   stop();
 }
 
@@ -338,8 +334,7 @@ TEST(challenger_needs_more_than_three_percent) {
   CHECK_EQ_STR(feed(64, 2), "os_prio");
   for (unsigned i = 0; i < 5; i++)
     feed(64, 2);
-  CHECK_EQ_STR(feed(64, 2), "ser-block");
-  CHECK_NOT_NULL(strstr(why, "probe os_prio="));
+  expect_feed(64, 2, "ser-block", "probe os_prio=");
   stop();
 }
 
@@ -464,8 +459,7 @@ TEST(leaving_oversubscription_takes_three_windows) {
     CHECK_MSG(strcmp(c, "ser-spin-block") != 0, "left after %d window(s): %s", w, why);
     CHECK_NOT_NULL(strstr(why, "over threads=2 busy=2.0/2"));
   }
-  CHECK_EQ_STR(feed(2, 2), "ser-spin-block");
-  CHECK_NOT_NULL(strstr(why, "under threads=2 busy=2.0/2"));
+  expect_feed(2, 2, "ser-spin-block", "under threads=2 busy=2.0/2");
   CHECK_EQ_STR(feed(64, 2), "yield"); /* back at once: a new probe, challenger first */
   CHECK_NOT_NULL(strstr(why, "probing"));
   stop();
