@@ -248,8 +248,7 @@ typedef enum sstm_wait_mode {
  * commit ends with a plain store): its end is noticed at most 1 ms, or as
  * long as the caller had already waited, late. Lock conflicts never name
  * such an attempt, but a victim waiting behind the read-only attempt that
- * killed it, a grace
- * period of reclamation, or a party built by hand can. YIELD: calls
+ * killed it, a grace period of reclamation, or a party built by hand can. YIELD: calls
  * sched_yield() between checks, sets no flag and never sleeps, so the
  * party's end issues no wake-up. A committing party is waited for by
  * spinning in every mode (its end is imminent), with a sched_yield() every

@@ -45,9 +45,8 @@
  * challenger whose mean is 1.5x the default's with t >= 3 wins at once
  * (a probe that goes on would mostly measure the loser). Only the
  * challenger wins early: the default (held before the probe) must win the
- * whole probe,
- * since the challenger's first window is the one after the switch and can
- * only look worse than it is. Every window runs whole: a window cut short
+ * whole probe, since the challenger's first window is the one after the
+ * switch and can only look worse than it is. Every window runs whole: a window cut short
  * because it started badly would count its bad start and never the
  * recovery, a bias against the policy cut. A probe, or a hold, whose
  * thread count doubles or halves starts over (a program's threads
@@ -253,15 +252,18 @@ static struct {
   unsigned probe_threads; /* threads when the last probe started */
   char regime[128];       /* what the last window showed */
   unsigned probe_n[NSUB]; /* windows of each policy in the current probe */
-  /* The evidence of the regime's probes: per policy, the sum of the commit
-   * rates of its probe windows and their number, both weighted down by
-   * EVIDENCE_DECAY at each probe start and cleared with the regime. */
-  double ev_cps[NSUB], ev_sq[NSUB], ev_n[NSUB]; /* rates, their squares, weights */
-  unsigned hold;                                /* windows before the next probe */
-  unsigned hold_len;                            /* the hold after the last probe */
-  int last_pick;                                /* that probe's choice, -1: none in this regime */
-  unsigned yield_bad;                           /* consecutive windows of yield not serialising */
-  char reason[256];                             /* why `cur` was chosen */
+  /* The evidence of the regime's probes, per policy: the sums of the
+   * commit rates of its probe windows, of their squares, and of the
+   * windows' weights, all weighted down by EVIDENCE_DECAY at each probe
+   * start and cleared with the regime. */
+  struct evidence {
+    double cps, sq, n;
+  } ev[NSUB];
+  unsigned hold;             /* windows before the next probe */
+  unsigned hold_len;         /* the hold after the last probe */
+  int last_pick;             /* that probe's choice, -1: none in this regime */
+  unsigned yield_bad;        /* consecutive windows of yield not serialising */
+  char reason[256];          /* why `cur` was chosen */
   uint64_t slice_ns;         /* the time slice transaction length is judged against */
   uint64_t default_slice_ns; /* the kernel's default (set_slice) */
   double long_ns;            /* slice_ns / LONG_TX_DIV */
@@ -389,7 +391,7 @@ static void want_slice(bool on) {
 static int probe_sub(int pos) { return probe_challenger[pos] ? G.probe_a : G.probe_b; }
 
 /* Under G.lock: policy i's mean rate in the evidence (0 without any). */
-static double ev_mean(int i) { return G.ev_n[i] > 0 ? G.ev_cps[i] / G.ev_n[i] : 0; }
+static double ev_mean(int i) { return G.ev[i].n > 0 ? G.ev[i].cps / G.ev[i].n : 0; }
 
 /* The square root of x > 0 by Newton's method (the library does not link
  * libm); once per probe window. */
@@ -408,11 +410,11 @@ static double root(double x) {
  * windows of weight, and +-1e9 when neither rate varied (a difference
  * without noise). */
 static double ev_t(int a, int b) {
-  double na = G.ev_n[a], nb = G.ev_n[b];
+  double na = G.ev[a].n, nb = G.ev[b].n;
   if (na < 1.5 || nb < 1.5) return 0;
   double ma = ev_mean(a), mb = ev_mean(b);
-  double va = (G.ev_sq[a] / na - ma * ma) * na / (na - 1);
-  double vb = (G.ev_sq[b] / nb - mb * mb) * nb / (nb - 1);
+  double va = (G.ev[a].sq / na - ma * ma) * na / (na - 1);
+  double vb = (G.ev[b].sq / nb - mb * mb) * nb / (nb - 1);
   double se2 = (va > 0 ? va : 0) / na + (vb > 0 ? vb : 0) / nb;
   if (se2 <= 0) return ma > mb ? 1e9 : ma < mb ? -1e9 : 0;
   return (ma - mb) / root(se2);
@@ -422,9 +424,9 @@ static double ev_t(int a, int b) {
 static void probe_step(sstm_cm_ctx_t *ctx, double cps) {
   int cur = atomic_load_explicit(&G.cur, RLX);
   G.probe_n[cur]++;
-  G.ev_cps[cur] += cps;
-  G.ev_sq[cur] += cps * cps;
-  G.ev_n[cur] += 1.0;
+  G.ev[cur].cps += cps;
+  G.ev[cur].sq += cps * cps;
+  G.ev[cur].n += 1.0;
   /* A gap of 1.5x, significant at t >= 3, ends the probe: the remaining
    * windows would mostly measure the loser (sb7's read-write and
    * write-dominated mixes at 16 and 64 threads once had ser-block at a
@@ -485,9 +487,7 @@ static void probe_step(sstm_cm_ctx_t *ctx, double cps) {
 /* Under G.lock: the regime changed; its next probe starts afresh, without
  * the evidence of the last regime's. */
 static void regime_reset(void) {
-  memset(G.ev_cps, 0, sizeof G.ev_cps);
-  memset(G.ev_sq, 0, sizeof G.ev_sq);
-  memset(G.ev_n, 0, sizeof G.ev_n);
+  memset(G.ev, 0, sizeof G.ev);
   G.probe_pos = -1;
   G.hold = 0;
   verdict_forget();
@@ -497,9 +497,9 @@ static void probe_start(sstm_cm_ctx_t *ctx) {
   G.probe_pos = 0;
   memset(G.probe_n, 0, sizeof G.probe_n);
   for (int i = 0; i < NSUB; i++) { /* the earlier probes count less */
-    G.ev_cps[i] *= EVIDENCE_DECAY;
-    G.ev_sq[i] *= EVIDENCE_DECAY;
-    G.ev_n[i] *= EVIDENCE_DECAY;
+    G.ev[i].cps *= EVIDENCE_DECAY;
+    G.ev[i].sq *= EVIDENCE_DECAY;
+    G.ev[i].n *= EVIDENCE_DECAY;
   }
   snprintf(G.reason, sizeof G.reason, "%s probing", G.regime);
   choose(ctx, probe_sub(0));
