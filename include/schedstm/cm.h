@@ -33,7 +33,8 @@
  * also waits behind its killer's attempt.
  *
  * Hooks run on the transaction's thread. on_begin/on_commit are on the hot
- * path: leave them NULL unless needed. No hook may start a transaction.
+ * path: leave them NULL unless needed. No hook may start a transaction
+ * (treated as in a global hook: hooks.h).
  */
 #ifndef SCHEDSTM_CM_H
 #define SCHEDSTM_CM_H

@@ -9,7 +9,10 @@
  *   tx_abort: after rollback, before the contention manager's on_abort.
  * With several hook sets registered, each event calls them one after
  * the other in an order that is not specified (not necessarily that of
- * registration). A hook must not start a transaction. With no hook registered the engine
+ * registration). A hook must not start a transaction: SSTM_ATOMIC_BEGIN
+ * there goes to the misuse handler (and, if it returns, the block runs
+ * outside any transaction, or flat-nested in the one the hook runs for),
+ * and sstm_run() returns SSTM_ESTATE. With no hook registered the engine
  * pays one predictable branch per event.
  */
 #ifndef SCHEDSTM_HOOKS_H

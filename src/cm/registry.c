@@ -197,10 +197,18 @@ void sstm__cm_desc_fini(struct sstm_desc *d) {
   if (d->cm && d->cm->desc_fini) d->cm->desc_fini(&d->cm_ctx);
 }
 
+/* on_attach / on_detach run on the thread concerned with d attached to
+ * it; no transaction may begin in them (in_hook, stm.c). */
 void sstm__cm_attach(struct sstm_desc *d) {
-  if (d->cm && d->cm->on_attach) d->cm->on_attach(&d->cm_ctx);
+  if (!d->cm || !d->cm->on_attach) return;
+  d->in_hook++;
+  d->cm->on_attach(&d->cm_ctx);
+  d->in_hook--;
 }
 
 void sstm__cm_detach(struct sstm_desc *d) {
-  if (d->cm && d->cm->on_detach) d->cm->on_detach(&d->cm_ctx);
+  if (!d->cm || !d->cm->on_detach) return;
+  d->in_hook++;
+  d->cm->on_detach(&d->cm_ctx);
+  d->in_hook--;
 }

@@ -150,7 +150,12 @@ struct sstm_desc {
   bool ro_log;
   bool ro_ext_seen;
   uint8_t ro_win_n, ro_win_ext;
-  bool irrev_token;   /* holds the irrevocability token */
+  bool irrev_token; /* holds the irrevocability token */
+  /* Owner-only: > 0 while a hook or a policy's callback runs on this
+   * thread (in_callback counts those and the user's actions): no
+   * transaction may begin there (hooks.h, cm.h), and sstm__begin refuses
+   * one. Actions may run transactions and do not count here. */
+  uint8_t in_hook;
   unsigned retries;   /* aborts of the current transaction */
   unsigned conflicts; /* of which conflicts (sstm_cm_ctx_t.conflicts) */
   _Atomic int pub_priority;

@@ -200,7 +200,9 @@ SSTM_API int sstm_thread_init(void) {
   attach(d);
   if (atomic_load_explicit(&sstm__g.nhooks, memory_order_relaxed)) {
     d->in_callback++;
+    d->in_hook++;
     sstm__hooks_thread_init();
+    d->in_hook--;
     d->in_callback--;
   }
   return 0;
@@ -225,7 +227,9 @@ static int thread_exit(struct sstm_desc *d) {
   }
   if (atomic_load_explicit(&sstm__g.nhooks, memory_order_relaxed)) {
     d->in_callback++;
+    d->in_hook++;
     sstm__hooks_thread_exit();
+    d->in_hook--;
     d->in_callback--;
   }
   detach(d);

@@ -501,7 +501,9 @@ static SSTM_NOINLINE __attribute__((noreturn)) void conflict_abort(struct sstm_d
   if (kind == SSTM_CONFLICT_VALIDATION) c.has_other = validation_party(tx, &c.other);
   if (kind == SSTM_CONFLICT_KILLED) c.has_other = sstm__killer_of(tx, &c.other);
   uint64_t wait_ns = 0;
+  tx->in_hook++;
   (void)tx->cm->on_conflict(cm_ctx(tx), &c, &wait_ns);
+  tx->in_hook--;
   lost_abort(tx, r, c.has_other ? &c.other : NULL);
 }
 
@@ -531,8 +533,11 @@ static SSTM_NOINLINE uint64_t resolve(struct sstm_desc *tx, sstm_conflict_kind_t
       sstm_cm_action_t act;
       if (irrev)
         act = c.other.committing ? SSTM_CM_WAIT : SSTM_CM_ABORT_OTHER;
-      else
+      else {
+        tx->in_hook++;
         act = tx->cm->on_conflict(cm_ctx(tx), &c, &wait_ns);
+        tx->in_hook--;
+      }
       if (act == SSTM_CM_ABORT_OTHER && !c.other.committing) {
         if (sstm__kill(o, sstm_st_serial(ost), tx)) {
           sstm__ctr_add(&tx->ctr.cm_kills, 1);
@@ -1017,7 +1022,7 @@ SSTM_API void sstm_load_bytes(void *dst, const void *src, size_t n) {
   struct sstm_desc *tx = sstm__cur;
   if (!SSTM_IN_TX(tx)) {
     misuse_access("sstm_load_bytes");
-    memset(dst, 0, n);
+    if (dst != NULL && n != 0) memset(dst, 0, n);
     return;
   }
   load_bytes(tx, dst, src, n);
@@ -1206,7 +1211,11 @@ void sstm__desc_set_slow(struct sstm_desc *d) {
 
 /* Begin work of the features in SSTM_SLOW_BEGIN. */
 static SSTM_NOINLINE void begin_slow(struct sstm_desc *tx) {
-  if (tx->cm->on_begin) tx->cm->on_begin(cm_ctx(tx));
+  if (tx->cm->on_begin) {
+    tx->in_hook++;
+    tx->cm->on_begin(cm_ctx(tx));
+    tx->in_hook--;
+  }
   if (tx->stt) sstm__stt_begin(tx);
 }
 
@@ -1280,8 +1289,11 @@ SSTM_INLINE void attempt_start(struct sstm_desc *tx, bool first) {
   }
   if (first || tx->retries == 0) __atomic_store_n(&tx->birth, start, __ATOMIC_RELAXED);
   if (SSTM_UNLIKELY(tx->slow & SSTM_SLOW_BEGIN)) begin_slow(tx);
-  if (SSTM_UNLIKELY(atomic_load_explicit(&sstm__g.nhooks, memory_order_relaxed)))
+  if (SSTM_UNLIKELY(atomic_load_explicit(&sstm__g.nhooks, memory_order_relaxed))) {
+    tx->in_hook++;
     sstm__hooks_begin(serial);
+    tx->in_hook--;
+  }
 }
 
 /* cfg.ro_log: which first attempts of declared read-only transactions keep
@@ -1321,12 +1333,28 @@ SSTM_INLINE void ro_window(struct sstm_desc *tx) {
   if (SSTM_UNLIKELY(tx->ro_log) && !tx->attr.irrevocable) sstm__ctr_add(&tx->ctr.ro_logged, 1);
 }
 
+/* A begin inside a hook or a policy's callback, which must not start a
+ * transaction: the hook's one would overwrite the checkpoint, attributes and
+ * actions of the attempt the hook runs for (whose restart then jumps into a
+ * dead frame). Reported; if the misuse handler returns, the block runs as
+ * an unregistered thread's would (its accesses reported, its commit
+ * SSTM_ENOTX), or, in a callback of a running attempt (on_begin,
+ * on_conflict), as a flat-nested block of that attempt, whose depth its
+ * commit then balances. */
+static SSTM_COLD sstm_ckpt_t *begin_in_hook(struct sstm_desc *tx) {
+  sstm__misuse("transaction begin inside a hook or a contention manager's callback (they must "
+               "not start transactions: hooks.h, cm.h)");
+  if (tx->depth > 0) tx->depth++;
+  return NULL;
+}
+
 SSTM_API sstm_ckpt_t *sstm__begin(const sstm_attr_t *attr) {
   struct sstm_desc *tx = sstm__cur;
   if (SSTM_UNLIKELY(tx == NULL)) {
     sstm__misuse("transaction begin on a thread that is not registered (sstm_thread_init)");
     return NULL;
   }
+  if (SSTM_UNLIKELY(tx->in_hook)) return begin_in_hook(tx);
   if (tx->depth++ > 0) return NULL; /* flat nesting */
   tx->begin_sp = sstm__stack_pointer();
   if (attr) {
@@ -1392,8 +1420,11 @@ static void abort_notify(struct sstm_desc *tx, sstm_abort_reason_t r, const sstm
    * the table sees the conflict while the loser waits). */
   if (SSTM_UNLIKELY(tx->stt)) sstm__stt_abort(tx, r, other);
   tx->in_callback++;
-  if (SSTM_UNLIKELY(atomic_load_explicit(&sstm__g.nhooks, memory_order_relaxed)))
+  if (SSTM_UNLIKELY(atomic_load_explicit(&sstm__g.nhooks, memory_order_relaxed))) {
+    tx->in_hook++;
     sstm__hooks_abort(tx->serial, r);
+    tx->in_hook--;
+  }
   if (r != SSTM_ABORT_USER_CANCEL) {
     tx->retries++;
     sstm__ctr_add(&tx->ctr.retries, 1);
@@ -1411,7 +1442,9 @@ static void abort_notify(struct sstm_desc *tx, sstm_abort_reason_t r, const sstm
    * watched attempt's end must reach it). */
   if (tx->cm->on_abort) {
     uint64_t t0 = sstm__now_ns();
+    tx->in_hook++;
     tx->cm->on_abort(ctx, &tx->last_abort);
+    tx->in_hook--;
     sstm__ctr_add(&tx->ctr.cm_wait_ns, sstm__now_ns() - t0);
   }
   tx->in_callback--;
@@ -1536,10 +1569,12 @@ static SSTM_NOINLINE int commit_tail(struct sstm_desc *tx) {
   if (SSTM_UNLIKELY(tx->frees.n)) sstm__reclaim_commit(tx);
   tx->allocs.n = 0;
   tx->in_callback++;
+  tx->in_hook++;
   if (slow && tx->cm->on_commit) tx->cm->on_commit(cm_ctx(tx));
   if (slow && tx->stt) sstm__stt_commit(tx);
   if (SSTM_UNLIKELY(atomic_load_explicit(&sstm__g.nhooks, memory_order_relaxed)))
     sstm__hooks_commit(tx->serial);
+  tx->in_hook--;
   tx->in_callback--;
   if (SSTM_UNLIKELY(tx->nactions)) run_actions(tx, true);
   return 0;
@@ -1623,6 +1658,11 @@ SSTM_API int sstm_run(const sstm_attr_t *attr, void (*fn)(void *arg), void *arg)
   if (tx == NULL) {
     sstm__set_error("sstm_run: calling thread is not registered (sstm_thread_init)");
     return SSTM_ENOTHREAD;
+  }
+  if (tx->in_hook) {
+    sstm__set_error("sstm_run: called from a hook or a contention manager's callback, which must "
+                    "not start transactions");
+    return SSTM_ESTATE;
   }
   sstm_ckpt_t *c = sstm__begin(attr);
   if (c != NULL && sstm__ckpt_save(c) == SSTM__CKPT_CANCEL) return SSTM_ECANCELED;

@@ -192,6 +192,8 @@ TEST(load_bytes_outside_tx_calls_handler) {
   CHECK_CONTAINS(last_msg, "sstm_load_bytes");
   static const char zero[8];
   CHECK_EQ_MEM(dst, zero, sizeof dst);
+  sstm_load_bytes(NULL, src, 0); /* nothing to zero: reported, no memset(NULL) */
+  CHECK_EQ_I(nmisuse, 2);
   sstm_set_misuse_handler(NULL);
   sstm_test_fini();
 }
@@ -368,6 +370,60 @@ TEST(teardown_from_hooks_is_ebusy) {
   CHECK_EQ_I(hook_calls, 1);
   CHECK_RC(hook_rc, SSTM_EBUSY);
   CHECK_OK(sstm_hooks_remove(handle));
+  sstm_test_fini();
+}
+
+/* A hook that starts a transaction (hooks.h): sstm_run there is refused
+ * with SSTM_ESTATE, an atomic block goes to the misuse handler and runs
+ * outside any transaction (or flat-nested in the attempt a tx_begin hook
+ * runs for), and the user's transaction goes on unharmed: its restart
+ * returns to its own begin and its on_commit actions run. Before, the
+ * hook's transaction overwrote the checkpoint (a restart jumped into a
+ * dead frame) and dropped the actions. */
+static int hk_rc[3] = {1, 1, 1}, hk_runs, hk_blocks, hk_actions, hk_attempts;
+static uint64_t hk_word;
+static void hk_body(void *arg) { (void)arg, hk_runs++; }
+static void hk_try(int i) {
+  hk_rc[i] = sstm_run(NULL, hk_body, NULL);
+  SSTM_ATOMIC_BEGIN(NULL)
+    hk_blocks++;
+  SSTM_ATOMIC_END();
+}
+static void hk_begin(void *arg, uint64_t txid) { (void)arg, (void)txid, hk_try(0); }
+static void hk_commit(void *arg, uint64_t txid) { (void)arg, (void)txid, hk_try(1); }
+static void hk_abort(void *arg, uint64_t txid, sstm_abort_reason_t r) {
+  (void)arg, (void)txid, (void)r, hk_try(2);
+}
+static void hk_action(void *arg) { (void)arg, hk_actions++; }
+static void hk_user(void *arg) {
+  (void)arg;
+  CHECK_OK(sstm_on_commit(hk_action, NULL));
+  sstm_store_u64(&hk_word, 7);
+  if (hk_attempts++ == 0) sstm_restart();
+}
+TEST(hooks_cannot_start_transactions) {
+  sstm_test_init();
+  sstm_set_misuse_handler(record_misuse);
+  static const sstm_hooks_t h = {
+      .tx_begin = hk_begin, .tx_commit = hk_commit, .tx_abort = hk_abort};
+  int handle = sstm_hooks_add(&h, NULL);
+  CHECK_GE_I(handle, 0);
+  nmisuse = 0;
+  CHECK_OK(sstm_run(NULL, hk_user, NULL));
+  CHECK_OK(sstm_hooks_remove(handle));
+  CHECK_EQ_I(hk_attempts, 2);
+  CHECK_EQ_I(hk_actions, 1);
+  CHECK_EQ_U(tx_load_u64(&hk_word), 7);
+  for (int i = 0; i < 3; i++)
+    CHECK_RC(hk_rc[i], SSTM_ESTATE);
+  CHECK_EQ_I(hk_runs, 0);
+  /* two attempts begun, one aborted, one committed: four blocks, each
+   * reported at its begin (debug builds also report the commits of the two
+   * that ran outside any transaction) */
+  CHECK_EQ_I(hk_blocks, 4);
+  CHECK_EQ_I(nmisuse, txh_debug_build() ? 6 : 4);
+  CHECK_FALSE(sstm_in_tx());
+  sstm_set_misuse_handler(NULL);
   sstm_test_fini();
 }
 
