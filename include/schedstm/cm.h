@@ -168,9 +168,10 @@ typedef struct sstm_cm_ops {
   /* After rollback, before the restart (also after a cancel, which has no
    * restart: check info->reason). May block. Optional. */
   void (*on_abort)(sstm_cm_ctx_t *ctx, const sstm_abort_info_t *info);
-  /* Names of the policy's counters (sstm_cm_count), NULL-terminated or
-   * SSTM_CM_NSTATS entries, each 1..SSTM_CM_STAT_NAME_MAX characters;
-   * optional. At most SSTM_CM_NSTATS - 1 for use with +ext (above). */
+  /* Names of the policy's counters (sstm_cm_count), by slot: NULL for a
+   * slot not used (the ones after it may be), each name
+   * 1..SSTM_CM_STAT_NAME_MAX characters; optional. The last slot NULL for
+   * use with +ext (above). */
   const char *stat_names[SSTM_CM_NSTATS];
   /* One line on the OS facilities the policy uses (for sstm_describe), e.g.
    * "lever=nice". Returns snprintf-style length. Optional. */
@@ -191,7 +192,8 @@ typedef struct sstm_cm_ops {
  * a policy registered after init is used by the next init.
  * Errors: SSTM_EINVAL (missing name/on_conflict, bad name: see
  * sstm_cm_ops_t.name; a counter name
- * empty or longer than SSTM_CM_STAT_NAME_MAX, state_size larger than
+ * empty or longer than SSTM_CM_STAT_NAME_MAX, in any slot; state_size
+ * larger than
  * SSTM_CM_STATE_MAX), SSTM_EBUSY (name taken), SSTM_ELIMIT (table full:
  * SSTM_CM_MAX_POLICIES). */
 SSTM_API int sstm_cm_register(const sstm_cm_ops_t *ops);
@@ -204,8 +206,9 @@ SSTM_API const sstm_cm_ops_t *sstm_cm_find(const char *name);
 
 /* Names of the registered policies, comma-separated, followed by the ext
  * forms (for messages). Writes at most len bytes, NUL-terminated when len
- * > 0 (buf may be NULL when len is 0), and returns the length it needed,
- * like snprintf: a return value >= len means the list was truncated.
+ * > 0 (buf NULL: nothing is written, whatever len), and returns the length
+ * it needed, like snprintf: a return value >= len means the list was
+ * truncated.
  * Takes the registry's mutex; never fails. */
 SSTM_API int sstm_cm_list(char *buf, size_t len);
 

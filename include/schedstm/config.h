@@ -162,8 +162,9 @@ SSTM_API int sstm_config_get(sstm_config_t *out);
 
 /* One-line description of the effective configuration: version, design,
  * contention manager, lock table, stripe, limits, OS facilities in use.
- * Writes at most len bytes (NUL-terminated) and returns the length it needed
- * (like snprintf); SSTM_ESTATE if not initialised. */
+ * Writes at most len bytes (NUL-terminated; buf NULL: nothing, whatever
+ * len) and returns the length it needed (like snprintf); SSTM_ESTATE if not
+ * initialised. */
 SSTM_API int sstm_describe(char *buf, size_t len);
 
 /* Parse helpers, exposed for tools and tests; usable without sstm_init().

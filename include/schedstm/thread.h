@@ -83,7 +83,11 @@ SSTM_API int sstm_desc_attach(sstm_desc_t *d);
  * sstm_desc_create errors: SSTM_EINVAL (out NULL), SSTM_ESTATE (library not
  * initialised, or shut down), SSTM_ELIMIT (max_threads descriptors exist),
  * SSTM_ENOMEM. sstm_desc_destroy errors: SSTM_EINVAL (d NULL or already
- * destroyed), SSTM_EBUSY (attached, or with an active transaction). */
+ * destroyed), SSTM_EBUSY (attached, or with an active transaction).
+ * A destroyed handle is like a freed pointer: the next sstm_desc_create or
+ * sstm_thread_init may return the same descriptor, and a call with the old
+ * handle then acts on the new owner's (the checks above catch a stale
+ * handle only until then). */
 SSTM_API int sstm_desc_create(sstm_desc_t **out);
 SSTM_API int sstm_desc_destroy(sstm_desc_t *d);
 

@@ -63,8 +63,8 @@ static void set_not_found(const char *who, const char *name, bool refused) {
   if (refused) return; /* sstm__cm_ext_compose() said why */
   char list[2048];
   sstm_cm_list(list, sizeof list);
-  sstm__set_error("%s%sunknown contention manager '%s'; valid values: %s", who ? who : "",
-                  who ? ": " : "", name, list);
+  sstm__set_error("%s%sunknown contention manager '%.*s%s'; valid values: %s", who ? who : "",
+                  who ? ": " : "", SSTM_QUOTE(name), list);
 }
 
 SSTM_API int sstm_cm_register(const sstm_cm_ops_t *ops) {
@@ -96,7 +96,10 @@ SSTM_API int sstm_cm_register(const sstm_cm_ops_t *ops) {
                     ops->name, ops->state_size, (size_t)SSTM_CM_STATE_MAX);
     return SSTM_EINVAL;
   }
-  for (int i = 0; i < SSTM_CM_NSTATS && ops->stat_names[i]; i++) {
+  /* Every slot: a NULL one is a counter not used, and the dump, the state
+   * table and +ext read the slots after it too. */
+  for (int i = 0; i < SSTM_CM_NSTATS; i++) {
+    if (ops->stat_names[i] == NULL) continue;
     size_t n = strlen(ops->stat_names[i]);
     if (n == 0 || n > SSTM_CM_STAT_NAME_MAX) {
       sstm__set_error("sstm_cm_register: policy '%s': counter name %d must have 1..%d characters "
@@ -137,6 +140,7 @@ SSTM_API const sstm_cm_ops_t *sstm_cm_find(const char *name) {
 
 SSTM_API int sstm_cm_list(char *buf, size_t len) {
   pthread_once(&builtins_once, add_builtins);
+  if (buf == NULL) len = 0; /* a size query, whatever len says */
   size_t used = 0;
   if (buf && len) buf[0] = '\0';
   pthread_mutex_lock(&table_lock);

@@ -63,7 +63,7 @@ SSTM_API int sstm_design_parse(const char *s, sstm_design_t *out) {
       return 0;
     }
   }
-  sstm__set_error("unknown design '%s'; valid designs: etl, ctl", s ? s : "(null)");
+  sstm__set_error("unknown design '%.*s%s'; valid designs: etl, ctl", SSTM_QUOTE(s ? s : "(null)"));
   return SSTM_EINVAL;
 }
 
@@ -83,8 +83,8 @@ static int parse_u64(const char *var, const char *s, uint64_t lo, uint64_t hi, u
   *out = v;
   return 0;
 bad:
-  sstm__set_error("%s='%s': expected a decimal integer in [%" PRIu64 ", %" PRIu64 "]", var, s, lo,
-                  hi);
+  sstm__set_error("%s='%.*s%s': expected a decimal integer in [%" PRIu64 ", %" PRIu64 "]", var,
+                  SSTM_QUOTE(s), lo, hi);
   return SSTM_EINVAL;
 }
 
@@ -98,7 +98,7 @@ static int parse_name(const char *var, const char *s, const char *const *names, 
   char list[128] = "";
   for (int i = 0; i < n; i++)
     snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", i ? ", " : "", names[i]);
-  sstm__set_error("%s='%s': valid values: %s", var, s, list);
+  sstm__set_error("%s='%.*s%s': valid values: %s", var, SSTM_QUOTE(s), list);
   return SSTM_EINVAL;
 }
 
@@ -121,7 +121,7 @@ _Static_assert(SSTM_RO_LOG_OFF == 0 && SSTM_RO_LOG_AUTO == 1 && SSTM_RO_LOG_ON =
 /* A switch: exactly "0" or "1". */
 static int parse_01(const char *var, const char *s, bool *out) {
   if (strcmp(s, "0") != 0 && strcmp(s, "1") != 0) {
-    sstm__set_error("%s='%s': valid values: 0, 1", var, s);
+    sstm__set_error("%s='%.*s%s': valid values: 0, 1", var, SSTM_QUOTE(s));
     return SSTM_EINVAL;
   }
   *out = s[0] == '1';
@@ -193,7 +193,7 @@ SSTM_API int sstm_config_from_env(sstm_config_t *cfg) {
   const char *s;
   uint64_t v;
   if ((s = getenv("SCHEDSTM_DESIGN")) && sstm_design_parse(s, &c.design) != 0) {
-    sstm__set_error("SCHEDSTM_DESIGN='%s': valid values: etl, ctl", s);
+    sstm__set_error("SCHEDSTM_DESIGN='%.*s%s': valid values: etl, ctl", SSTM_QUOTE(s));
     return SSTM_EINVAL;
   }
   if ((s = getenv("SCHEDSTM_CM"))) {
@@ -202,13 +202,14 @@ SSTM_API int sstm_config_from_env(sstm_config_t *cfg) {
     if (rc == SSTM_EINVAL) { /* known, but not usable: "P+ext" that ext refused */
       char why[400];
       snprintf(why, sizeof why, "%s", sstm_last_error());
-      sstm__set_error("SCHEDSTM_CM='%s': %s", s, why);
+      sstm__set_error("SCHEDSTM_CM='%.*s%s': %s", SSTM_QUOTE(s), why);
       return SSTM_EINVAL;
     }
     if (rc != 0) {
       char list[512];
       sstm_cm_list(list, sizeof list);
-      sstm__set_error("SCHEDSTM_CM='%s': unknown contention manager; valid values: %s", s, list);
+      sstm__set_error("SCHEDSTM_CM='%.*s%s': unknown contention manager; valid values: %s",
+                      SSTM_QUOTE(s), list);
       return SSTM_EINVAL;
     }
     c.cm = s;
@@ -387,6 +388,7 @@ static int describe_cm(char *buf, size_t len) {
 }
 
 SSTM_API int sstm_describe(char *buf, size_t len) {
+  if (buf == NULL) len = 0; /* a size query, whatever len says */
   if (!atomic_load_explicit(&sstm__g.initialized, memory_order_acquire)) {
     if (buf && len) buf[0] = '\0';
     sstm__set_error("sstm_describe: not initialised");

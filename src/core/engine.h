@@ -269,6 +269,12 @@ static inline uint64_t sstm__rand(uint64_t *s) { /* xorshift64* */
 
 /* error.c */
 void sstm__set_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* A value of the user's quoted in a message ("'%.*s%s'", SSTM_QUOTE(s)),
+ * cut after SSTM_QUOTE_MAX bytes with "...", so that a long bad value
+ * leaves room for the explanation after it (the message buffer is 1 KiB). */
+#define SSTM_QUOTE_MAX 64
+#define SSTM_QUOTE(s)                                                                              \
+  SSTM_QUOTE_MAX, (s), strnlen((s), SSTM_QUOTE_MAX + 1) > SSTM_QUOTE_MAX ? "..." : ""
 SSTM_COLD void sstm__misuse(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 SSTM_COLD __attribute__((noreturn)) void sstm__fatal(const char *fmt, ...)
     __attribute__((format(printf, 1, 2)));

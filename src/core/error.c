@@ -5,7 +5,7 @@
 
 #include "core/engine.h"
 
-static __thread char last_error[512];
+static __thread char last_error[1024];
 
 void sstm__set_error(const char *fmt, ...) {
   va_list ap;

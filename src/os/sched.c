@@ -291,8 +291,9 @@ int sstm__env_softser_lever(sstm_lever_t *lever, bool *probe) {
       return 0;
     }
   }
-  sstm__set_error("SCHEDSTM_SOFTSER_LEVER='%s': valid values: auto, none, nice, idle, batch, slice",
-                  s);
+  sstm__set_error(
+      "SCHEDSTM_SOFTSER_LEVER='%.*s%s': valid values: auto, none, nice, idle, batch, slice",
+      SSTM_QUOTE(s));
   return SSTM_EINVAL;
 }
 
@@ -307,7 +308,7 @@ int sstm__env_ext_mode(sstm_ext_force_t *force) {
       return 0;
     }
   }
-  sstm__set_error("SCHEDSTM_EXT_MODE='%s': valid values: auto, none, slice", s);
+  sstm__set_error("SCHEDSTM_EXT_MODE='%.*s%s': valid values: auto, none, slice", SSTM_QUOTE(s));
   return SSTM_EINVAL;
 }
 

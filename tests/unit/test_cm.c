@@ -214,6 +214,83 @@ TEST(ext_composite_describe_keeps_a_long_base_line) {
   sstm_test_fini();
 }
 
+/* A policy's callback must not start a transaction (cm.h): sstm_run there
+ * is refused with SSTM_ESTATE, and the transaction it runs for restarts
+ * and commits unharmed. Before, the callback's transaction overwrote the
+ * checkpoint of the one that aborted, whose restart jumped into a dead
+ * frame. */
+static int cb_rc[2] = {1, 1}, cb_runs;
+static void cb_body(void *arg) { (void)arg, cb_runs++; }
+static void cb_abort(sstm_cm_ctx_t *ctx, const sstm_abort_info_t *info) {
+  (void)ctx, (void)info;
+  cb_rc[0] = sstm_run(NULL, cb_body, NULL);
+}
+static void cb_commit(sstm_cm_ctx_t *ctx) {
+  (void)ctx;
+  cb_rc[1] = sstm_run(NULL, cb_body, NULL);
+}
+static const sstm_cm_ops_t tx_in_callback = {
+    .name = "test-txincallback",
+    .description = "starts transactions from its callbacks (tests)",
+    .on_conflict = abort_self,
+    .on_abort = cb_abort,
+    .on_commit = cb_commit,
+};
+static uint64_t cb_word;
+static int cb_attempts;
+static void restart_first(void *arg) {
+  (void)arg;
+  sstm_store_u64(&cb_word, 5);
+  if (cb_attempts++ == 0) sstm_restart();
+}
+TEST(policy_callbacks_cannot_start_transactions) {
+  CHECK_OK(sstm_cm_register(&tx_in_callback));
+  init_with("test-txincallback", 64);
+  CHECK_OK(sstm_run(NULL, restart_first, NULL));
+  CHECK_EQ_I(cb_attempts, 2);
+  CHECK_RC(cb_rc[0], SSTM_ESTATE);
+  CHECK_RC(cb_rc[1], SSTM_ESTATE);
+  CHECK_CONTAINS(sstm_last_error(), "must not start transactions");
+  CHECK_EQ_I(cb_runs, 0);
+  CHECK_EQ_U(tx_load_u64(&cb_word), 5);
+  sstm_test_fini();
+}
+
+/* Every counter name is checked, also after an unused (NULL) slot: the
+ * dump, the state table and +ext read every slot. The check used to stop
+ * at the first NULL. */
+TEST(register_checks_the_counter_names_after_a_gap) {
+  static char long_name[SSTM_CM_STAT_NAME_MAX + 2];
+  memset(long_name, 'n', sizeof long_name - 1);
+  static sstm_cm_ops_t gap;
+  gap = long_desc;
+  gap.name = "test-gap";
+  gap.stat_names[0] = "a";
+  gap.stat_names[2] = "";
+  CHECK_RC(sstm_cm_register(&gap), SSTM_EINVAL);
+  CHECK_CONTAINS(sstm_last_error(), "counter name 2 must have");
+  gap.stat_names[2] = long_name;
+  CHECK_RC(sstm_cm_register(&gap), SSTM_EINVAL);
+  CHECK_CONTAINS(sstm_last_error(), "counter name 2 must have");
+  CHECK_NULL(sstm_cm_find("test-gap"));
+  gap.stat_names[2] = "c"; /* a gap at 1 is allowed */
+  CHECK_OK(sstm_cm_register(&gap));
+  CHECK_NOT_NULL(sstm_cm_find("test-gap+ext"));
+}
+
+/* buf NULL is a size query whatever len says (it was written through). */
+TEST(list_and_describe_with_a_null_buffer) {
+  char buf[4096];
+  int n = sstm_cm_list(buf, sizeof buf);
+  CHECK_EQ_I(sstm_cm_list(NULL, 100), n);
+  CHECK_EQ_I(sstm_cm_list(NULL, 0), n);
+  sstm_test_init();
+  int d = sstm_describe(buf, sizeof buf);
+  CHECK_GT_I(d, 0);
+  CHECK_EQ_I(sstm_describe(NULL, 100), d);
+  sstm_test_fini();
+}
+
 TEST(register_after_init_used_by_next_init) {
   sstm_test_init();
   CHECK_EQ_STR(sstm_cm_current()->name, "suicide");

@@ -314,6 +314,30 @@ TEST(env_invalid_numbers) {
   expect_invalid("SCHEDSTM_WAIT_MAX", "1000001", wm);
 }
 
+/* A long bad value is quoted cut short ("..."), so that the message keeps
+ * its explanation: the whole value once filled the message buffer. */
+TEST(env_long_values_keep_the_explanation) {
+  char val[3001];
+  memset(val, '2', sizeof val - 1);
+  val[sizeof val - 1] = '\0';
+  const char *lock[] = {"expected a decimal integer", "10", "28", "2222...'", NULL};
+  expect_invalid("SCHEDSTM_LOCK_BITS", val, lock);
+  CHECK_MSG(strlen(sstm_last_error()) < 200, "message of %zu bytes", strlen(sstm_last_error()));
+  memset(val, 'x', sizeof val - 1);
+  const char *design[] = {"valid values: etl, ctl", NULL};
+  expect_invalid("SCHEDSTM_DESIGN", val, design);
+  const char *cm[] = {"unknown contention manager", "suicide", "adaptive", NULL};
+  expect_invalid("SCHEDSTM_CM", val, cm);
+  const char *stats[] = {"basic", "detailed", NULL};
+  expect_invalid("SCHEDSTM_STATS", val, stats);
+  const char *lever[] = {"auto", "none", "nice", "idle", "batch", "slice", NULL};
+  expect_invalid("SCHEDSTM_SOFTSER_LEVER", val, lever);
+  const char *ext[] = {"auto", "none", "slice", NULL};
+  expect_invalid("SCHEDSTM_EXT_MODE", val, ext);
+  const char *sw[] = {"valid values: 0, 1", NULL};
+  expect_invalid("SCHEDSTM_STATE_TABLE", val, sw);
+}
+
 /* Numbers are plain decimal digits: no sign, space or prefix, even where
  * strtoull would take them (" +5", " -0", "-1" wrapping to a huge value). */
 TEST(env_numbers_are_plain_digits) {
