@@ -31,6 +31,17 @@
  * undone; SCHEDSTM_SOFTSER_LEVER forces one) and reported by sstm_describe.
  *
  * Locks (slow path only): a winner's list lock, then a loser's priority lock.
+ * No thread lowers itself while it holds either: the scheduler may preempt
+ * it as the system call returns, and a winner ending then (column_clear,
+ * row_dec) would wait for the lowered thread, the inversion softser exists
+ * to avoid (a test with one CPU and busy threads measured the winners'
+ * commits waiting up to 16 ms). A loser registers under the locks and marks
+ * itself `lowering`, lowers itself after releasing them, and then settles
+ * under its priority lock: if the winners all ended meanwhile (they left the
+ * restore to it), it restores itself there, when no winner needs that lock.
+ * Only the loser's own thread lowers it; restores run on the winners'
+ * threads (a raise, not an inversion), the loser's (commit, cancel, exit,
+ * detach) or both, always under the priority lock and only while `lowered`.
  */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -58,6 +69,7 @@ typedef struct softser_state {
   pthread_mutex_t plock;
   _Atomic uint32_t conflicts; /* row count; peeked relaxed at commit */
   _Atomic bool lowered;
+  bool lowering;      /* plock: the owner is lowering itself, outside the locks */
   uint32_t gen;       /* bumps when the row is cleared wholesale */
   bool noted_lowered; /* owner-only: state table shows "lowered" */
   sstm_prio_saved_t saved;
@@ -98,24 +110,55 @@ static void softser_desc_init(sstm_cm_ctx_t *ctx) {
   s->gen++; /* entries left by the previous user of the descriptor die */
   atomic_store_explicit(&s->conflicts, 0, memory_order_relaxed);
   atomic_store_explicit(&s->lowered, false, memory_order_relaxed);
+  s->lowering = false;
   pthread_mutex_unlock(&s->plock);
   s->noted_lowered = false;
 }
 
-/* Lower (up) or restore (!up) loser d; plock held. `lowered` follows what
- * the kernel did: a failed lowering leaves it false (the next conflict
- * tries again), a failed restore leaves it true (the next commit, winner's
+/* Restore loser d; plock held, d lowered. `lowered` follows what the
+ * kernel did: a failed restore leaves it true (the next commit, winner's
  * end or thread exit tries again), so a thread is never left lowered with
  * nothing to bring it back. The state table shows the thread's policy and
  * nice as the kernel now has them. */
-static void change(sstm_cm_ctx_t *self, sstm_desc_t *d, softser_state_t *ls, bool up) {
-  if (lever == SSTM_LEVER_NONE) return; /* nothing to change: not a failure */
-  int tid = sstm_desc_tid(d);
-  bool ok =
-      up ? sstm__lever_lower(lever, tid, &ls->saved) : sstm__lever_restore(lever, tid, &ls->saved);
-  if (ok) atomic_store_explicit(&ls->lowered, up, memory_order_relaxed);
+static void restore(sstm_cm_ctx_t *self, sstm_desc_t *d, softser_state_t *ls) {
+  bool ok = sstm__lever_restore(lever, sstm_desc_tid(d), &ls->saved);
+  if (ok) atomic_store_explicit(&ls->lowered, false, memory_order_relaxed);
   sstm_cm_count(self, ok ? SS_PRIO_CHANGES : SS_FAILED_CHANGES, 1);
   sstm__stt_prio_refresh(d);
+}
+
+/* plock held: should the owner lower itself now? If so it is marked
+ * `lowering` and must call lower_self() once it has released every lock. */
+static bool lower_due(softser_state_t *ls) {
+  if (lever == SSTM_LEVER_NONE || ls->lowering ||
+      atomic_load_explicit(&ls->lowered, memory_order_relaxed) ||
+      atomic_load_explicit(&ls->conflicts, memory_order_relaxed) == 0)
+    return false;
+  ls->lowering = true;
+  return true;
+}
+
+/* The owner lowers its own thread, holding no lock (see the top), then
+ * settles: a failed lowering leaves `lowered` false (the next conflict
+ * tries again); a row emptied meanwhile is restored at once. */
+static void lower_self(sstm_cm_ctx_t *ctx) {
+  softser_state_t *ls = ctx->state;
+  sstm_prio_saved_t saved;
+  sstm__seam(SSTM_SEAM_SOFTSER_LOWER, ctx->desc);
+  bool ok = sstm__lever_lower(lever, sstm__gettid(), &saved);
+  sstm_cm_count(ctx, ok ? SS_PRIO_CHANGES : SS_FAILED_CHANGES, 1);
+  pthread_mutex_lock(&ls->plock);
+  ls->lowering = false;
+  if (ok) {
+    ls->saved = saved;
+    atomic_store_explicit(&ls->lowered, true, memory_order_relaxed);
+    /* The winners that ended meanwhile saw `lowered` false and left it to
+     * us; none needs plock now that the row is empty. */
+    if (atomic_load_explicit(&ls->conflicts, memory_order_relaxed) == 0)
+      restore(ctx, ctx->desc, ls);
+  }
+  pthread_mutex_unlock(&ls->plock);
+  sstm__stt_prio_refresh(ctx->desc);
 }
 
 /* The row of loser d loses one conflict (a winner ended). plock taken. */
@@ -125,8 +168,7 @@ static void row_dec(sstm_cm_ctx_t *self, sstm_desc_t *d, uint32_t gen) {
   uint32_t n = atomic_load_explicit(&ls->conflicts, memory_order_relaxed);
   if (ls->gen == gen && n > 0) {
     atomic_store_explicit(&ls->conflicts, n - 1, memory_order_relaxed);
-    if (n == 1 && atomic_load_explicit(&ls->lowered, memory_order_relaxed))
-      change(self, d, ls, false);
+    if (n == 1 && atomic_load_explicit(&ls->lowered, memory_order_relaxed)) restore(self, d, ls);
   }
   pthread_mutex_unlock(&ls->plock);
 }
@@ -137,7 +179,7 @@ static void row_clear(sstm_cm_ctx_t *ctx) {
   pthread_mutex_lock(&ls->plock);
   ls->gen++;
   atomic_store_explicit(&ls->conflicts, 0, memory_order_relaxed);
-  if (atomic_load_explicit(&ls->lowered, memory_order_relaxed)) change(ctx, ctx->desc, ls, false);
+  if (atomic_load_explicit(&ls->lowered, memory_order_relaxed)) restore(ctx, ctx->desc, ls);
   pthread_mutex_unlock(&ls->plock);
 }
 
@@ -191,6 +233,7 @@ static void softser_abort(sstm_cm_ctx_t *ctx, const sstm_abort_info_t *info) {
     return;
   sstm_desc_t *w = info->other.desc;
   softser_state_t *ws = sstm__cm_peer_state(ctx, w);
+  bool lower = false;
   pthread_mutex_lock(&ws->wlock);
   uint32_t gen;
   pthread_mutex_lock(&ls->plock);
@@ -209,16 +252,17 @@ static void softser_abort(sstm_cm_ctx_t *ctx, const sstm_abort_info_t *info) {
     pthread_mutex_lock(&ls->plock);
     uint32_t n = atomic_load_explicit(&ls->conflicts, memory_order_relaxed);
     atomic_store_explicit(&ls->conflicts, n + 1, memory_order_relaxed);
-    if (!atomic_load_explicit(&ls->lowered, memory_order_relaxed)) change(ctx, ctx->desc, ls, true);
+    lower = lower_due(ls);
     pthread_mutex_unlock(&ls->plock);
-    /* "lowered" only when it is (not with lever none, nor when the kernel
-     * refused: prio_failures counts that). */
-    if (!ls->noted_lowered && atomic_load_explicit(&ls->lowered, memory_order_relaxed)) {
-      ls->noted_lowered = true;
-      sstm_cm_note(ctx, SSTM_ACT_LOWERED);
-    }
   }
   pthread_mutex_unlock(&ws->wlock);
+  if (lower) lower_self(ctx);
+  /* "lowered" only when it is (not with lever none, nor when the kernel
+   * refused: prio_failures counts that). */
+  if (!ls->noted_lowered && atomic_load_explicit(&ls->lowered, memory_order_relaxed)) {
+    ls->noted_lowered = true;
+    sstm_cm_note(ctx, SSTM_ACT_LOWERED);
+  }
 }
 
 static void softser_desc_fini(sstm_cm_ctx_t *ctx) {
@@ -234,17 +278,16 @@ static void softser_desc_fini(sstm_cm_ctx_t *ctx) {
 static void softser_detach(sstm_cm_ctx_t *ctx) {
   softser_state_t *ls = ctx->state;
   pthread_mutex_lock(&ls->plock);
-  if (atomic_load_explicit(&ls->lowered, memory_order_relaxed)) change(ctx, ctx->desc, ls, false);
+  if (atomic_load_explicit(&ls->lowered, memory_order_relaxed)) restore(ctx, ctx->desc, ls);
   pthread_mutex_unlock(&ls->plock);
 }
 
 static void softser_attach(sstm_cm_ctx_t *ctx) {
   softser_state_t *ls = ctx->state;
   pthread_mutex_lock(&ls->plock);
-  if (atomic_load_explicit(&ls->conflicts, memory_order_relaxed) > 0 &&
-      !atomic_load_explicit(&ls->lowered, memory_order_relaxed))
-    change(ctx, ctx->desc, ls, true);
+  bool lower = lower_due(ls);
   pthread_mutex_unlock(&ls->plock);
+  if (lower) lower_self(ctx);
 }
 
 const sstm_cm_ops_t sstm__cm_softser = {

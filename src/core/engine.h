@@ -357,6 +357,10 @@ typedef enum {
    * loads data another writer committed since must refuse it on the
    * lock-word re-check (argument 8). */
   SSTM_SEAM_ROLLBACK_LOCKS_RELEASED,
+  /* softser (src/cm/softser.c): a loser is about to lower its own thread
+   * (addr: its descriptor). It holds no lock here, so a winner's end runs
+   * to completion meanwhile (tests/internal/softser_lower.c). */
+  SSTM_SEAM_SOFTSER_LOWER,
 } sstm_seam_t;
 extern _Atomic(void (*)(sstm_seam_t where, const void *addr)) sstm__test_seam;
 static inline void sstm__seam(sstm_seam_t where, const void *addr) {
