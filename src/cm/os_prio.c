@@ -35,8 +35,14 @@ static int cprio(sstm_cm_ctx_t *self, sstm_desc_t *d) {
   uint64_t now = sstm__now_ns();
   uint32_t gen = atomic_load_explicit(&d->os_prio_gen, memory_order_relaxed);
   uint64_t stamp = atomic_load_explicit(&s->stamp_ns, memory_order_relaxed);
-  bool gen_moved = atomic_load_explicit(&s->gen, memory_order_relaxed) != gen;
-  if (stamp == 0 || now - stamp > QUANTUM_NS || gen_moved) {
+  /* acquire: pairs with the refresher's release store of gen below, so a
+   * reader that sees the new generation also sees the value computed for
+   * it; relaxed would let it take the old value as current for a quantum
+   * (after sstm_sched_set, which promises the change at once). */
+  bool gen_moved = atomic_load_explicit(&s->gen, memory_order_acquire) != gen;
+  /* now > stamp: a stamp stored by another refresher after our clock read
+   * is fresh, not 2^64 ns old. */
+  if (stamp == 0 || (now > stamp && now - stamp > QUANTUM_NS) || gen_moved) {
     /* relaxed CAS: it elects a refresher, it publishes nothing (the value
      * is stored below, and a reader accepts any recent value). */
     if (stamp != 0 && !gen_moved &&
@@ -48,7 +54,9 @@ static int cprio(sstm_cm_ctx_t *self, sstm_desc_t *d) {
     if (stamp != 0 && p != atomic_load_explicit(&s->cprio, memory_order_relaxed))
       sstm_cm_count(self, P_PRIO_CHANGES, 1);
     atomic_store_explicit(&s->cprio, p, memory_order_relaxed);
-    atomic_store_explicit(&s->gen, gen, memory_order_relaxed);
+    /* release: publishes cprio with the generation it was computed for
+     * (the acquire load above). */
+    atomic_store_explicit(&s->gen, gen, memory_order_release);
     atomic_store_explicit(&s->stamp_ns, now, memory_order_relaxed);
     if (d == self->desc) sstm__stt_prio(d, policy, nice);
     return p;
