@@ -235,6 +235,7 @@ static struct {
   unsigned base_mask; /* size - 1, a power of two >= 2 x nslots */
   unsigned base_n;    /* entries in base: at most nslots (attach adds no more) */
   uint64_t win;       /* windows evaluated */
+  uint64_t last_eval; /* when the counters were last read (a window's end) */
   /* a window too small to judge, carried over; pend_cpu is the CPU time of
    * the threads that ran transactions, UINT64_MAX when some could not be
    * read (then the window is judged without it) */
@@ -345,6 +346,7 @@ static int adaptive_init(const sstm_config_t *cfg) {
   G.probe_a = G.probe_b = -1;
   verdict_forget();
   snprintf(G.reason, sizeof G.reason, "start");
+  G.last_eval = sstm__now_ns();
   pthread_mutex_unlock(&G.lock);
   atomic_store_explicit(&G.cur, SUB_SPIN_BLOCK, RLX);
   atomic_store_explicit(&G.slice_want, false, RLX);
@@ -718,13 +720,25 @@ static void maybe_evaluate(sstm_cm_ctx_t *ctx) {
   if (G.nslots) {
     uint64_t c = 0, u = 0, a = 0, cpu = 0;
     unsigned threads = scan_counts(&c, &u, &a, &cpu);
+    /* The window is what the counters cover: from the last reading to
+     * this one, both under G.lock. The CAS above only elects the
+     * evaluator; an evaluator preempted between it and this point (common
+     * with 64 threads on 2 CPUs) would otherwise count the delay's
+     * commits in this window and its time in the next, and two elected
+     * evaluators can take the lock in either order. */
+    uint64_t t = sstm__now_ns();
+    uint64_t span = t > G.last_eval ? t - G.last_eval : 0;
+    G.last_eval = t;
     G.win++;
     G.pend_c += c;
     G.pend_u += u;
     G.pend_a += a;
-    G.pend_ns += now - start;
+    G.pend_ns += span;
     G.pend_cpu = cpu == UINT64_MAX || G.pend_cpu == UINT64_MAX ? UINT64_MAX : G.pend_cpu + cpu;
-    if (G.pend_c + G.pend_a >= MIN_EVENTS) {
+    /* Judged with enough events, over at least half a window (a span cut
+     * short by a delayed evaluator before this one is carried over). */
+    if (G.pend_c + G.pend_a >= MIN_EVENTS &&
+        G.pend_ns >= atomic_load_explicit(&G.window_ns, RLX) / 2) {
       /* relaxed: counts only; a retry counted a moment late falls in the
        * next judgement. Retries are rare under a serialising policy, so
        * they are gathered over as many windows as it takes to have
@@ -778,11 +792,12 @@ static void set_slice(sstm_cm_ctx_t *ctx, adaptive_state_t *s, bool on) {
   if (sstm__ext_set_slice(on ? EXT_SLICE_NS : s->slice_prev)) {
     s->slice_on = on;
     sstm_cm_count(ctx, A_SLICE_CHANGES, 1);
-  } else {
-    s->slice_on = false;
+  } else if (on) {
     atomic_store_explicit(&G.slice_failed, true, RLX);
     atomic_store_explicit(&G.slice_want, false, RLX);
   }
+  /* A failed restore leaves slice_on set: the thread still has the long
+   * slice, and the next abort, detach or release tries again. */
 }
 
 /* A thread takes a descriptor: a thread without a baseline gets its CPU
