@@ -288,11 +288,13 @@ static int table_open(int pid, table_t *t, char *err, size_t errlen) {
   return 1;
 }
 
-/* The policy's current line (seqlock reader: two equal even sequence
- * numbers around the copy). A writer that stays in the middle (a process
- * stopped there) leaves "(being updated)" after a bounded number of tries. */
-static void read_cm_info(const table_t *t, char *dst, size_t dstlen) {
-  char buf[sizeof t->h->cm_info];
+/* The policy's current line, and with cfg (NULL: not wanted, else of
+ * sizeof config + 1 bytes) the configuration line, both written under the
+ * same sequence number (seqlock reader: two equal even numbers around the
+ * copy). A writer that stays in the middle (a process stopped there) leaves
+ * "(being updated)" after a bounded number of tries. */
+static void read_cm_info(const table_t *t, char *dst, size_t dstlen, char *cfg) {
+  char buf[sizeof t->h->cm_info], cbuf[sizeof t->h->config];
   for (int tries = 0; tries < 1000; tries++) {
     uint32_t s1 = __atomic_load_n(&t->h->cm_info_seq, __ATOMIC_ACQUIRE);
     if (s1 & 1) {
@@ -303,15 +305,19 @@ static void read_cm_info(const table_t *t, char *dst, size_t dstlen) {
      * (and fenced, release) brings that odd number with it, so the re-read
      * below cannot see s1 again; they also keep the re-read after the copy.
      * (Not an acquire fence: ThreadSanitizer builds reject fences.) */
+    for (size_t i = 0; cfg && i < sizeof cbuf; i++)
+      cbuf[i] = __atomic_load_n(&t->h->config[i], __ATOMIC_ACQUIRE);
     for (size_t i = 0; i < sizeof buf; i++)
       buf[i] = __atomic_load_n(&t->h->cm_info[i], __ATOMIC_ACQUIRE);
     if (LD(t->h->cm_info_seq) == s1) {
       (void)dstlen;
       copy_str(dst, buf, sizeof buf);
+      if (cfg) copy_str(cfg, cbuf, sizeof cbuf);
       return;
     }
   }
   snprintf(dst, dstlen, "(being updated)");
+  if (cfg) snprintf(cfg, sizeof cbuf + 1, "(being updated)");
 }
 
 static void read_header(const table_t *t, header_t *h) {
@@ -325,8 +331,7 @@ static void read_header(const table_t *t, header_t *h) {
   h->nreasons = t->nreasons;
   h->pid = t->pid;
   h->start_ns = LD(t->h->start_ns);
-  copy_str(h->config, t->h->config, sizeof t->h->config);
-  read_cm_info(t, h->cm_info, sizeof h->cm_info);
+  read_cm_info(t, h->cm_info, sizeof h->cm_info, h->config);
   for (int i = 0; i < SSTM_STT_REASONS; i++)
     copy_str(h->reason_names[i], t->h->reason_names[i], sizeof t->h->reason_names[i]);
   for (int i = 0; i < SSTM_STT_CMSTATS; i++)
@@ -633,7 +638,7 @@ static int live(table_t *t, double interval, long count, bool all) {
   int rc = 0;
   if (!pid_alive(t->pid)) { /* one frame of what it left, and stop */
     t->exited = true;
-    read_cm_info(t, h.cm_info, sizeof h.cm_info);
+    read_cm_info(t, h.cm_info, sizeof h.cm_info, NULL);
     frame(t, &h, cur, prev, 0.0, all, false, interval);
     exited_note(t);
   }
@@ -671,7 +676,7 @@ static int live(table_t *t, double interval, long count, bool all) {
     snapshot(t, h.nentries, cur);
     /* The policy's line changes while the program runs (adaptive's choice
      * and reason): read it again for every frame. */
-    read_cm_info(t, h.cm_info, sizeof h.cm_info);
+    read_cm_info(t, h.cm_info, sizeof h.cm_info, NULL);
     /* Killed since the last frame: its table stays, frozen; this frame is
      * the state it left, and the view ends. */
     t->exited = !pid_alive(t->pid);

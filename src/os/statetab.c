@@ -124,7 +124,10 @@ int sstm__stt_init(void) {
 static pthread_mutex_t info_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* Copy the policy's describe() line into the header (seqlock writer). */
-static void publish_cm_info(void) {
+/* The policy's line, and with config (not NULL, sizeof table->config
+ * bytes) the configuration line, under cm_info_seq: a reader attaching
+ * while sstm_init writes the configuration sees it whole or retries. */
+static void publish_cm_info(const char *config) {
   char buf[sizeof table->cm_info];
   memset(buf, 0, sizeof buf); /* the file gets no stack bytes after the NUL */
   /* describe under the lock: two refreshes racing publish in the order
@@ -140,6 +143,8 @@ static void publish_cm_info(void) {
    * sequence number, so its second read of it fails the comparison (the
    * reader's acquire fence sits between its copy and that read). */
   atomic_thread_fence(memory_order_release);
+  for (size_t i = 0; config && i < sizeof table->config; i++)
+    PUT(table->config[i], config[i]);
   for (size_t i = 0; i < sizeof buf; i++)
     PUT(table->cm_info[i], buf[i]);
   /* release: a reader that sees the even number sees the whole line. */
@@ -156,12 +161,11 @@ void sstm__stt_describe(void) {
   sstm_describe(buf, sizeof buf);
   char *info = strstr(buf, " cm-info=");
   if (info) *info = '\0';
-  memcpy(table->config, buf, sizeof buf);
-  publish_cm_info();
+  publish_cm_info(buf);
 }
 
 SSTM_API void sstm_cm_info_changed(void) {
-  if (table) publish_cm_info();
+  if (table) publish_cm_info(NULL);
 }
 
 /* A process that ends by exit() or a return from main without

@@ -51,7 +51,8 @@ typedef struct sstm_stt_header {
   uint32_t header_size; /* sizeof(sstm_stt_header_t): entries start here */
   uint32_t cm_info_seq; /* seqlock over cm_info: odd while it is rewritten */
   uint64_t start_ns;    /* CLOCK_MONOTONIC at sstm_init */
-  char config[320];     /* sstm_describe() at init, without its cm-info */
+  char config[320];     /* sstm_describe() at init, without its cm-info
+                           (written under cm_info_seq too) */
   char cm_info[160];    /* the policy's describe() now (sstm_cm_info_changed);
                            read it between two equal even cm_info_seq values */
   char reason_names[SSTM_STT_REASONS][20];
