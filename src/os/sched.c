@@ -44,6 +44,8 @@ static bool save(int tid, sstm_prio_saved_t *s) {
   return true;
 }
 
+#define LOWER_SLICE_NS 100000 /* the slice lever's: 0.1 ms, the minimum */
+
 bool sstm__lever_lower(sstm_lever_t l, int tid, sstm_prio_saved_t *saved) {
   if (l == SSTM_LEVER_NONE || !save(tid, saved)) return false;
   struct sstm_sched_attr a;
@@ -52,17 +54,30 @@ bool sstm__lever_lower(sstm_lever_t l, int tid, sstm_prio_saved_t *saved) {
   case SSTM_LEVER_NICE: return setpriority(PRIO_PROCESS, (id_t)tid, 19) == 0;
   case SSTM_LEVER_IDLE: a.sched_policy = SCHED_IDLE; break;
   case SSTM_LEVER_BATCH: a.sched_policy = SCHED_BATCH; break;
-  case SSTM_LEVER_SLICE: a.sched_runtime = 100000; break; /* 0.1 ms: the minimum */
+  case SSTM_LEVER_SLICE: a.sched_runtime = LOWER_SLICE_NS; break;
   default: return false;
   }
   a.sched_flags = 0;
   return setattr(tid, &a) == 0;
 }
 
+/* Only what the lever set is put back: a thread whose attributes changed
+ * since the lowering (sstm_sched_set, or anyone) keeps the change, which
+ * the restore would otherwise undo. */
 bool sstm__lever_restore(sstm_lever_t l, int tid, const sstm_prio_saved_t *s) {
-  if (l == SSTM_LEVER_NICE) return setpriority(PRIO_PROCESS, (id_t)tid, s->nice) == 0;
+  if (l == SSTM_LEVER_NICE) {
+    errno = 0;
+    int nice = getpriority(PRIO_PROCESS, (id_t)tid);
+    if (errno != 0) return false;
+    if (nice != 19) return true; /* changed since: the change stands */
+    return setpriority(PRIO_PROCESS, (id_t)tid, s->nice) == 0;
+  }
   struct sstm_sched_attr a;
   if (getattr(tid, &a) != 0) return false;
+  bool as_lowered = l == SSTM_LEVER_IDLE    ? a.sched_policy == SCHED_IDLE
+                    : l == SSTM_LEVER_BATCH ? a.sched_policy == SCHED_BATCH
+                                            : a.sched_runtime == LOWER_SLICE_NS;
+  if (!as_lowered) return true; /* changed since: the change stands */
   a.sched_policy = (uint32_t)s->policy;
   a.sched_nice = s->nice;
   a.sched_runtime = s->runtime;

@@ -41,7 +41,9 @@ bool sstm__lever_undoable(sstm_lever_t l);
 const char *sstm__lever_name(sstm_lever_t l);
 /* Lower thread tid's priority with lever l, saving what it had. */
 bool sstm__lever_lower(sstm_lever_t l, int tid, sstm_prio_saved_t *saved);
-/* Put it back. */
+/* Put it back, unless the thread's attributes are no longer what the
+ * lever made them (changed since, by sstm_sched_set or anyone: the change
+ * stands, and that counts as restored). */
 bool sstm__lever_restore(sstm_lever_t l, int tid, const sstm_prio_saved_t *saved);
 
 /* ---- OS conflict priority (os_prio) ---- */

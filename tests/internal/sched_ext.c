@@ -699,6 +699,44 @@ TEST(lever_names_and_forcing) {
   CHECK_EQ_I(sstm__lever_probe("bogus"), SSTM_LEVER_NONE);
 }
 
+/* A restore puts back only what the lever made: a thread whose nice was
+ * changed while it was lowered (sstm_sched_set, as its program may) keeps
+ * the change. The restore used to write the saved nice back over it. On a
+ * scratch thread, with the nice lever (root, or a sufficient RLIMIT_NICE:
+ * skipped where it cannot be undone). */
+static int restored_nice[2];
+static void *lever_restore_thread(void *arg) {
+  (void)arg;
+  int tid = sstm__gettid();
+  errno = 0;
+  int base = getpriority(PRIO_PROCESS, 0);
+  sstm_prio_saved_t saved;
+  /* lowered and restored: back to base */
+  CHECK(sstm__lever_lower(SSTM_LEVER_NICE, tid, &saved));
+  CHECK_EQ_I(getpriority(PRIO_PROCESS, 0), 19);
+  CHECK(sstm__lever_restore(SSTM_LEVER_NICE, tid, &saved));
+  restored_nice[0] = getpriority(PRIO_PROCESS, 0);
+  /* lowered, changed by the program, restored: the change stands */
+  CHECK(sstm__lever_lower(SSTM_LEVER_NICE, tid, &saved));
+  CHECK_OK(sstm_sched_set(SCHED_OTHER, base < 5 ? base + 5 : base - 1));
+  CHECK(sstm__lever_restore(SSTM_LEVER_NICE, tid, &saved));
+  restored_nice[1] = getpriority(PRIO_PROCESS, 0);
+  CHECK_OK(sstm_sched_set(SCHED_OTHER, base));
+  return NULL;
+}
+TEST(lever_restore_keeps_a_change_made_while_lowered) {
+  if (!sstm__lever_undoable(SSTM_LEVER_NICE))
+    sstm_test_skip("the nice lever cannot be undone here");
+  errno = 0;
+  int base = getpriority(PRIO_PROCESS, 0);
+  CHECK_EQ_I(errno, 0);
+  if (base > 17) sstm_test_skip("nice above 17: no room to change it while lowered");
+  duo_join(duo_spawn(lever_restore_thread, NULL));
+  int changed = base < 5 ? base + 5 : base - 1; /* what the thread set */
+  CHECK_EQ_I(restored_nice[0], base);
+  CHECK_EQ_I(restored_nice[1], changed);
+}
+
 /* os_prio caches each thread's conflict priority for a quantum, but a
  * change made through sstm_sched_set is seen at the next conflict. The
  * policy's on_conflict is called directly (this thread against H, both
