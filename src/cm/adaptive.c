@@ -851,6 +851,13 @@ static sstm_cm_action_t adaptive_conflict(sstm_cm_ctx_t *ctx, const sstm_conflic
  * previous attempt belonged to the same transaction. A declared read-only
  * first attempt keeps no read set and is not compared. */
 static void note_path(sstm_cm_ctx_t *ctx, adaptive_state_t *s, const sstm_abort_info_t *info) {
+  /* The user's abort actions run before the policy and may run
+   * transactions on this descriptor: its read set is then theirs (a newer
+   * attempt serial than the view's), and there is no path to compare. */
+  if (ctx->desc->serial != ctx->txid) {
+    s->prev_n = 0;
+    return;
+  }
   const sstm_r_entry_t *rs = ctx->desc->rs.e;
   uint32_t n = sstm_rset_count(&ctx->desc->rs);
   if (n > PATH_LEN) n = PATH_LEN;
