@@ -12,7 +12,9 @@
  * registration). A hook must not start a transaction: SSTM_ATOMIC_BEGIN
  * there goes to the misuse handler (and, if it returns, the block runs
  * outside any transaction, or flat-nested in the one the hook runs for),
- * and sstm_run() returns SSTM_ESTATE. With no hook registered the engine
+ * and sstm_run() returns SSTM_ESTATE. sstm_malloc() and sstm_free() in a
+ * hook act as outside a transaction, even in tx_begin (<schedstm/alloc.h>).
+ * With no hook registered the engine
  * pays one predictable branch per event.
  */
 #ifndef SCHEDSTM_HOOKS_H

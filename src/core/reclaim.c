@@ -116,11 +116,20 @@ static void blkcache_drain(struct sstm_desc *d) {
   d->cache.bytes = 0;
 }
 
+/* Whether sstm_malloc/sstm_free on this thread act for a running attempt.
+ * Not in a hook or a policy callback (in_hook), even one that runs inside
+ * an attempt (tx_begin, on_begin, on_conflict): what they allocate belongs
+ * to them, not to the attempt, whose rollback would free it under them;
+ * and what they free must not wait for a commit that may never come. */
+static inline bool in_attempt(const struct sstm_desc *tx) {
+  return tx != NULL && tx->depth != 0 && tx->in_hook == 0;
+}
+
 SSTM_API void *sstm_malloc(size_t size) {
   struct sstm_desc *tx = sstm__cur;
   void *p = tx != NULL ? blkcache_get(tx, size) : NULL;
   if (p == NULL) p = malloc(size);
-  if (p != NULL && tx != NULL && tx->depth != 0) sstm__ptrvec_push(&tx->allocs, p);
+  if (p != NULL && in_attempt(tx)) sstm__ptrvec_push(&tx->allocs, p);
   return p;
 }
 
@@ -136,7 +145,7 @@ SSTM_API void *sstm_calloc(size_t n, size_t size) {
     memset(p, 0, bytes);
   else
     p = calloc(n, size);
-  if (p != NULL && tx != NULL && tx->depth != 0) sstm__ptrvec_push(&tx->allocs, p);
+  if (p != NULL && in_attempt(tx)) sstm__ptrvec_push(&tx->allocs, p);
   return p;
 }
 
@@ -147,7 +156,7 @@ SSTM_API void *sstm_calloc(size_t n, size_t size) {
  * than self (NULL: none is excluded). False if out of memory. */
 static bool grace_start(const struct sstm_desc *self, sstm_grace_t *g) {
   /* Heavy side of the begin barrier: a seq_cst fence pairing with the
-   * seq_cst exchange at attempt start, or a membarrier that forces a full
+   * seq_cst fence after the ACTIVE store at attempt start, or a membarrier that forces a full
    * barrier on every running thread. Our earlier stores (the unlinking or
    * privatizing commit: its lock releases and clock increment) are ordered
    * before the status loads below, and a beginning attempt's ACTIVE store
@@ -165,8 +174,8 @@ static bool grace_start(const struct sstm_desc *self, sstm_grace_t *g) {
   for (unsigned i = 0; i < hw; i++) {
     struct sstm_desc *o = sstm__desc_at(i);
     if (o == NULL || o == self) continue;
-    /* seq_cst: after the fence, and ordered with the seq_cst exchange of
-     * the fallback begin; free on x86. Any state but IDLE is running:
+    /* seq_cst: after the fence, and ordered after it like the
+     * fallback begin's loads after its fence; free on x86. Any state but IDLE is running:
      * ACTIVE, KILLED (not rolled back yet), COMMITTING (maybe writing
      * back), IRREVOCABLE (writing in place). */
     uint64_t st = atomic_load_explicit(&o->status, memory_order_seq_cst);
@@ -351,7 +360,7 @@ void sstm__reclaim_desc_exit(struct sstm_desc *d) {
 SSTM_API void sstm_free(void *p) {
   if (p == NULL) return;
   struct sstm_desc *tx = sstm__cur;
-  if (tx != NULL && tx->depth != 0) {
+  if (in_attempt(tx)) {
     /* After commit, irrevocable attempts included: a policy's escalation
      * to irrevocability can still be rolled back (sstm_restart). */
     sstm__ptrvec_push(&tx->frees, p);

@@ -126,6 +126,49 @@ TEST(free_in_aborted_tx_is_forgotten) {
   sstm_test_fini();
 }
 
+/* Hooks allocate and free as outside a transaction, also tx_begin, which
+ * runs within the attempt (alloc.h): its block survives the attempt's
+ * abort, and its sstm_free is not forgotten when the attempt aborts. */
+static uint64_t *hook_block;
+static long hook_live_seen;
+static volatile int hook_armed;
+static void h_begin(void *arg, uint64_t txid) {
+  (void)arg, (void)txid;
+  if (!hook_armed) return;
+  if (hook_block == NULL) {
+    hook_block = sstm_malloc(TSIZE);
+    hook_block[0] = 5;
+    return;
+  }
+  hook_live_seen = mc_available() ? mc_live() : 1;
+  hook_block[0]++; /* ASan: use-after-free if the abort freed it */
+  sstm_free(hook_block);
+}
+
+TEST(blocks_of_a_begin_hook_belong_to_the_hook) {
+  setup();
+  static const sstm_hooks_t h = {.tx_begin = h_begin};
+  int handle = sstm_hooks_add(&h, NULL);
+  CHECK_GE_I(handle, 0);
+  hook_block = NULL;
+  hook_live_seen = -1;
+  attempts = 0;
+  hook_armed = 1;
+  SSTM_ATOMIC_BEGIN(NULL)
+    attempts++;
+    if (attempts == 1) sstm_restart();
+    sstm_cancel(); /* an attempt that aborts: its own frees are forgotten */
+  SSTM_ATOMIC_END();
+  hook_armed = 0;
+  CHECK_OK(sstm_hooks_remove(handle));
+  CHECK_EQ_I(attempts, 2);
+  CHECK_EQ_I(hook_live_seen, 1); /* alive when the second attempt began */
+  reclaim_everywhere();
+  CHECK_LIVE(0); /* the hook's sstm_free was retired, not forgotten */
+  txh_cleanup();
+  sstm_test_fini();
+}
+
 /* A reader that started before the free committed keeps the block alive. */
 TEST(free_deferred_while_reader_runs) {
   setup();
