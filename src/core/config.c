@@ -410,7 +410,7 @@ SSTM_API int sstm_describe(char *buf, size_t len) {
                   SSTM_VERSION_STRING, sstm_design_name(c->design), c->cm, c->lock_bits,
                   1u << c->stripe_shift, c->max_threads, stats_names[c->stats], c->sample_period,
                   c->wait_max, read_past_names[c->read_past], ro_log_names[c->ro_log],
-                  c->alloc_cache, ckpt, sstm__g.membarrier ? "membarrier" : "xchg", u.release,
+                  c->alloc_cache, ckpt, sstm__g.membarrier ? "membarrier" : "fence", u.release,
                   sstm__debug ? " debug" : "", sstm__random_delay ? " random-delay" : "") +
          describe_cm(buf, len);
 }

@@ -70,7 +70,7 @@
  *
  * (5) Reclamation and privatization. Each attempt publishes its status
  * word (new serial, ACTIVE) with a full barrier before it reads the clock or
- * shared data: a seq_cst exchange, or, where the kernel offers expedited
+ * shared data: a store and a seq_cst fence, or, where the kernel offers expedited
  * membarrier(2), a plain store whose barrier the reclaimer forces on every
  * running thread (asymmetric fence). A grace period (reclaim.c) issues the
  * matching fence (seq_cst fence, or the membarrier call) and records the
@@ -1229,11 +1229,14 @@ static SSTM_NOINLINE uint64_t irrev_killed_at_start(struct sstm_desc *tx) {
   uint64_t serial = ++tx->serial;
   tx->owner_lw = sstm_lw_make_owner(tx->slot, serial);
   sstm__set_variant(tx, SSTM_V_NONE | (sstm__variant(tx) & SSTM_V_SAMPLE));
-  /* seq_cst exchange: the full barrier of a published ACTIVE in either
-   * begin-fence mode (argument 5); it returns the killed attempt's flags,
+  /* seq_cst exchange and fence: the full barrier of a published ACTIVE in
+   * either begin-fence mode (argument 5); it returns the killed attempt's flags,
    * whose sleepers are woken as at any attempt's end. */
   attempt_ended(tx, atomic_exchange_explicit(&tx->status, sstm_st_make(serial, SSTM_ST_ACTIVE),
                                              memory_order_seq_cst));
+  /* seq_cst fence: as in attempt_start's fallback (the exchange alone does
+   * not order the later loads in C11); a cold path, so in both modes. */
+  atomic_thread_fence(memory_order_seq_cst);
   return serial;
 }
 
@@ -1268,10 +1271,14 @@ SSTM_INLINE void attempt_start(struct sstm_desc *tx, bool first) {
     atomic_store_explicit(&tx->status, sstm_st_make(serial, SSTM_ST_ACTIVE), memory_order_release);
     atomic_signal_fence(memory_order_seq_cst);
   } else {
-    /* seq_cst exchange: the full barrier itself; pairs with the reclaimer's
-     * seq_cst fence. */
-    atomic_exchange_explicit(&tx->status, sstm_st_make(serial, SSTM_ST_ACTIVE),
-                             memory_order_seq_cst);
+    /* The full barrier itself: a seq_cst fence after the store, pairing
+     * with the reclaimer's seq_cst fence (the store-buffering shape: each
+     * side stores, fences, then loads what the other stored). A seq_cst
+     * exchange alone would do on x86 (a locked instruction), but C11 does
+     * not order the later acquire and relaxed loads after it against the
+     * reclaimer's fence; the fence costs the same mfence. */
+    atomic_store_explicit(&tx->status, sstm_st_make(serial, SSTM_ST_ACTIVE), memory_order_release);
+    atomic_thread_fence(memory_order_seq_cst);
   }
   DELAY_POINT(tx); /* published ACTIVE, clock not yet read */
   uint64_t start;

@@ -1,8 +1,8 @@
 /* Asymmetric fences through membarrier(2) (Linux >= 4.14), detected at run
  * time. When available, a transaction begin needs only a compiler barrier
  * and the (rare) reclaimer pays for the full barrier on every running
- * thread with MEMBARRIER_CMD_PRIVATE_EXPEDITED. Fallback: a seq_cst exchange
- * at begin and a seq_cst fence in the reclaimer. SCHEDSTM_NO_MEMBARRIER=1
+ * thread with MEMBARRIER_CMD_PRIVATE_EXPEDITED. Fallback: a store and a seq_cst
+ * fence at begin and a seq_cst fence in the reclaimer. SCHEDSTM_NO_MEMBARRIER=1
  * forces the fallback (for tests of both paths). */
 #define _GNU_SOURCE
 #include <linux/membarrier.h>

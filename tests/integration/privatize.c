@@ -26,12 +26,12 @@
  * during the first rounds).
  *
  * --expect-fence NAME checks the begin protocol in use (sstm_describe's
- * begin-fence=): "xchg" (the fallback, forced by SCHEDSTM_NO_MEMBARRIER=1),
+ * begin-fence=): "fence" (the fallback, forced by SCHEDSTM_NO_MEMBARRIER=1),
  * "membarrier", or "kernel": membarrier where this kernel offers private
- * expedited membarrier (MEMBARRIER_CMD_QUERY), xchg otherwise.
+ * expedited membarrier (MEMBARRIER_CMD_QUERY), fence otherwise.
  *
  * usage: privatize DESIGN THREADS [--rounds N] [--words W] [--no-quiesce]
- *                  [--expect-races] [--expect-fence xchg|membarrier|kernel]
+ *                  [--expect-races] [--expect-fence fence|membarrier|kernel]
  *   THREADS >= 2: one privatizer, the rest workers. Without the barrier,
  *   200 rounds at 4 threads showed 10-20 mixed reads and hundreds of
  *   overwritten words on the 2-vCPU development machine (and none at all
@@ -171,9 +171,9 @@ static void thread_main(sstm_tt_t *t) {
 
 /* The begin-fence= value that --expect-fence NAME asks for. */
 static const char *expected_fence(const char *name) {
-  if (strcmp(name, "xchg") == 0 || strcmp(name, "membarrier") == 0) return name;
+  if (strcmp(name, "fence") == 0 || strcmp(name, "membarrier") == 0) return name;
   if (strcmp(name, "kernel") != 0) {
-    fprintf(stderr, "--expect-fence: xchg, membarrier or kernel, not \"%s\"\n", name);
+    fprintf(stderr, "--expect-fence: fence, membarrier or kernel, not \"%s\"\n", name);
     exit(2);
   }
   /* what the library needs (src/os/membarrier.c): private expedited
@@ -181,14 +181,14 @@ static const char *expected_fence(const char *name) {
   long cmds = syscall(SYS_membarrier, MEMBARRIER_CMD_QUERY, 0, 0);
   bool have = cmds >= 0 && (cmds & MEMBARRIER_CMD_PRIVATE_EXPEDITED) &&
               (cmds & MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED);
-  return have ? "membarrier" : "xchg";
+  return have ? "membarrier" : "fence";
 }
 
 int main(int argc, char **argv) {
   if (argc < 3) {
     fprintf(stderr,
             "usage: %s DESIGN THREADS [--rounds N] [--words W] [--no-quiesce] [--expect-races]\n"
-            "       [--expect-fence xchg|membarrier|kernel]\n",
+            "       [--expect-fence fence|membarrier|kernel]\n",
             argv[0]);
     return 2;
   }

@@ -84,13 +84,13 @@ foreach(d etl ctl)
   endforeach()
   # privatization barrier: membarrier and seq_cst-fence begin protocols
   # (each run checks that sstm_describe names the protocol it is for:
-  # membarrier where the kernel has it, the xchg fallback when forced)
+  # membarrier where the kernel has it, the fence fallback when forced)
   foreach(n 4 8)
     sstm_add_test(NAME integration.privatize.${d}.${n} LABELS ${SSTM_STRESS_LABELS}
                   TIMEOUT 120 COMMAND itest_privatize ${d} ${n} --expect-fence kernel)
   endforeach()
   sstm_add_test(NAME integration.privatize.${d}.4.nomembarrier LABELS ${SSTM_STRESS_LABELS}
-                TIMEOUT 120 COMMAND itest_privatize ${d} 4 --expect-fence xchg
+                TIMEOUT 120 COMMAND itest_privatize ${d} 4 --expect-fence fence
                 ENV SCHEDSTM_NO_MEMBARRIER=1)
   # Negative control: without the barrier the same run must see both races
   # (it is racy by design, so never under TSan). It runs rounds until it
