@@ -69,8 +69,8 @@ typedef enum sstm_ext_mode {
  * writes it (the kernel treats an inconsistent control word as a fault).
  * Abstracted so the protocol is testable on a simulated area. */
 typedef struct sstm_slice_ctrl {
-  volatile uint8_t request;
-  volatile uint8_t granted;
+  uint8_t request;
+  uint8_t granted;
 } sstm_slice_ctrl_t;
 
 typedef struct sstm_ext_probe {
@@ -125,11 +125,27 @@ extern const sstm_ext_sim_t *sstm__ext_sim;
 /* Protocol steps on a control word (pure, unit-tested): at transaction
  * begin, and at its end (returns true if the thread must yield now). The
  * request is withdrawn before `granted` is read: a grant that lands between
- * the two is then seen, and one after the withdrawal cannot happen. */
-static inline void sstm__ext_enter(sstm_slice_ctrl_t *c) { c->request = 1; }
+ * the two is then seen, and one after the withdrawal cannot happen.
+ *
+ * The kernel reads and writes these bytes only on this thread's own CPU,
+ * at an interrupt or a preemption of this thread, as a signal handler
+ * would: relaxed atomics (no tearing, no merged or elided accesses) with
+ * signal fences (the compiler keeps them in program order; the CPU's own
+ * interrupt sees its stores in order, so no hardware fence is needed). */
+static inline void sstm__ext_enter(sstm_slice_ctrl_t *c) {
+  /* signal fence: the request is up before the transaction's first access
+   * (a preemption inside it finds the request). */
+  __atomic_store_n(&c->request, 1, __ATOMIC_RELAXED);
+  __atomic_signal_fence(__ATOMIC_SEQ_CST);
+}
 static inline bool sstm__ext_leave(sstm_slice_ctrl_t *c) {
-  c->request = 0;
-  return c->granted != 0; /* the caller yields; the kernel clears granted */
+  /* signal fences: the withdrawal comes after the transaction's last
+   * access, and before the read of `granted` (see above). */
+  __atomic_signal_fence(__ATOMIC_SEQ_CST);
+  __atomic_store_n(&c->request, 0, __ATOMIC_RELAXED);
+  __atomic_signal_fence(__ATOMIC_SEQ_CST);
+  /* the caller yields; the kernel clears granted */
+  return __atomic_load_n(&c->granted, __ATOMIC_RELAXED) != 0;
 }
 
 /* ---- the policies' environment knobs ----
