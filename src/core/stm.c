@@ -821,6 +821,16 @@ static SSTM_NOINLINE unsigned kill_flag_seen(struct sstm_desc *tx) {
          ~SSTM_V_KILLFLAG;
 }
 
+/* A barrier inside a transaction (depth > 0) found no attempt running (the
+ * variant says none): no sequence of API calls should lead here, so the
+ * process ends with the evidence rather than run an access with no
+ * variant's rules. Off the barriers' fast paths. */
+static SSTM_COLD __attribute__((noreturn)) void variant_broken(const struct sstm_desc *tx,
+                                                               unsigned var) {
+  sstm__fatal("transactional access at depth %u with variant 0x%x (no running attempt)", tx->depth,
+              var);
+}
+
 SSTM_INLINE uint64_t dispatch_load(struct sstm_desc *tx, const void *addr, unsigned size) {
   unsigned var = sstm__variant(tx);
   if (SSTM_LIKELY(var == SSTM_V_ETL)) return tx_load(tx, addr, size, SSTM_V_ETL);
@@ -832,7 +842,7 @@ SSTM_INLINE uint64_t dispatch_load(struct sstm_desc *tx, const void *addr, unsig
     SSTM_VARIANTS(X)
 #undef X
   }
-  __builtin_unreachable();
+  variant_broken(tx, var);
 }
 
 SSTM_INLINE void dispatch_store(struct sstm_desc *tx, void *addr, uint64_t val, unsigned size) {
@@ -848,7 +858,7 @@ SSTM_INLINE void dispatch_store(struct sstm_desc *tx, void *addr, uint64_t val, 
     SSTM_VARIANTS(X)
 #undef X
   }
-  __builtin_unreachable();
+  variant_broken(tx, var);
 }
 
 static SSTM_COLD uint64_t misuse_access(const char *what) {

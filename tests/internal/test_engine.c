@@ -5,7 +5,10 @@
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdatomic.h>
+#include <string.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -202,6 +205,46 @@ TEST_ETL(take_over_gives_the_lock_a_fresh_version) {
  * durations (cm_wait_ns) subtract two of its readings, so a wrong unit
  * makes it jump back at every second. Bracketed by the clock itself: no
  * time is asserted. */
+/* A barrier inside a transaction whose variant says no attempt runs ends
+ * the process with a message (stm.c, variant_broken), instead of running
+ * past the variant switch (undefined behaviour). In a child process: the
+ * load, then the store. */
+static void barrier_without_attempt(bool store) {
+  int fds[2];
+  CHECK_EQ_I(pipe(fds), 0);
+  pid_t pid = fork();
+  CHECK_GE_I(pid, 0);
+  if (pid == 0) {
+    dup2(fds[1], 2);
+    sstm_test_init();
+    SSTM_ATOMIC_BEGIN(NULL)
+      sstm__set_variant(sstm__cur, SSTM_V_NONE);
+      if (store)
+        sstm_store_u64(&words[0], 1);
+      else
+        (void)sstm_load_u64(&words[0]);
+    SSTM_ATOMIC_END();
+    _exit(0); /* not reached if the barrier refused */
+  }
+  close(fds[1]);
+  char buf[512] = {0};
+  size_t n = 0;
+  ssize_t r;
+  while (n < sizeof buf - 1 && (r = read(fds[0], buf + n, sizeof buf - 1 - n)) > 0)
+    n += (size_t)r;
+  close(fds[0]);
+  int st = 0;
+  CHECK_EQ_I(waitpid(pid, &st, 0), pid);
+  CHECK_TRUE(WIFSIGNALED(st));
+  CHECK_EQ_I(WTERMSIG(st), SIGABRT);
+  CHECK_NOT_NULL(strstr(buf, "schedstm: fatal: transactional access at depth 1 with variant 0x80"));
+}
+
+TEST(barrier_with_no_running_attempt_is_fatal) {
+  barrier_without_attempt(false);
+  barrier_without_attempt(true);
+}
+
 TEST(now_ns_is_the_monotonic_clock_in_ns) {
   for (int i = 0; i < 1000; i++) {
     struct timespec a, b;
