@@ -5,8 +5,17 @@
 #define SSTM_TEST_TXHELP_H
 
 #include <string.h>
+#include <time.h>
 
 #include "runner.h"
+
+/* CLOCK_MONOTONIC in ns: for lower bounds only (a wait lasted at least
+ * its time), never for upper ones, which a loaded machine breaks. */
+static inline uint64_t txh_now_ns(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
 
 /* The second descriptor used by run_other() (created on first use). */
 static sstm_desc_t *txh_other_desc_;

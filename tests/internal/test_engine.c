@@ -200,11 +200,6 @@ TEST_ETL(take_over_gives_the_lock_a_fresh_version) {
   sstm_test_fini();
 }
 
-/* sstm__now_ns (os/time.c) reads CLOCK_MONOTONIC in nanoseconds: the wait
- * deadlines (sstm_party_wait, the ser-* bound) and the statistics'
- * durations (cm_wait_ns) subtract two of its readings, so a wrong unit
- * makes it jump back at every second. Bracketed by the clock itself: no
- * time is asserted. */
 /* A barrier inside a transaction whose variant says no attempt runs ends
  * the process with a message (stm.c, variant_broken), instead of running
  * past the variant switch (undefined behaviour). In a child process: the
@@ -245,6 +240,11 @@ TEST(barrier_with_no_running_attempt_is_fatal) {
   barrier_without_attempt(true);
 }
 
+/* sstm__now_ns (os/time.c) reads CLOCK_MONOTONIC in nanoseconds: the wait
+ * deadlines (sstm_party_wait, the ser-* bound) and the statistics'
+ * durations (cm_wait_ns) subtract two of its readings, so a wrong unit
+ * makes it jump back at every second. Bracketed by the clock itself: no
+ * time is asserted. */
 TEST(now_ns_is_the_monotonic_clock_in_ns) {
   for (int i = 0; i < 1000; i++) {
     struct timespec a, b;
@@ -261,12 +261,27 @@ TEST(now_ns_is_the_monotonic_clock_in_ns) {
  * the C library's clocks of the same thread; a thread that has ended, one
  * of another process and a bad tid are refused. */
 static _Atomic int cpu_tid;
-static _Atomic bool cpu_release;
+static _Atomic int cpu_stage;          /* 1: before read, 2: main has read, 3: after read, 4: go */
+static uint64_t cpu_before, cpu_after; /* the helper's own clock around the read */
 
+static uint64_t own_cpu_ns(void) {
+  struct timespec t;
+  CHECK_EQ_I(clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t), 0);
+  return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
+}
+
+/* Spins (so that its CPU clock runs) between its own two readings, while
+ * the main thread reads its clock by tid; then waits for the release. */
 static void *cpu_thread(void *arg) {
   (void)arg;
   atomic_store_explicit(&cpu_tid, sstm__gettid(), memory_order_release);
-  while (!atomic_load_explicit(&cpu_release, memory_order_acquire))
+  cpu_before = own_cpu_ns();
+  atomic_store_explicit(&cpu_stage, 1, memory_order_release);
+  while (atomic_load_explicit(&cpu_stage, memory_order_acquire) != 2)
+    sstm__cpu_relax();
+  cpu_after = own_cpu_ns();
+  atomic_store_explicit(&cpu_stage, 3, memory_order_release);
+  while (atomic_load_explicit(&cpu_stage, memory_order_acquire) != 4)
     sstm__cpu_relax();
   return NULL;
 }
@@ -281,14 +296,26 @@ TEST(thread_cpu_time_is_the_threads_cpu_clock) {
     CHECK_LE_U((uint64_t)a.tv_sec * 1000000000ull + (uint64_t)a.tv_nsec, n);
     CHECK_LE_U(n, (uint64_t)b.tv_sec * 1000000000ull + (uint64_t)b.tv_nsec);
   }
+  /* 20 ms of CPU here first, so that this thread's clock, read by mistake
+   * for the helper's, falls outside the helper's bracket */
+  for (uint64_t t0 = own_cpu_ns(); own_cpu_ns() - t0 < 20000000;)
+    sstm__cpu_relax();
   pthread_t th;
   CHECK_EQ_I(pthread_create(&th, NULL, cpu_thread, NULL), 0);
   int tid;
-  while ((tid = atomic_load_explicit(&cpu_tid, memory_order_acquire)) == 0)
+  while (atomic_load_explicit(&cpu_stage, memory_order_acquire) != 1)
     sched_yield();
+  tid = atomic_load_explicit(&cpu_tid, memory_order_relaxed);
+  /* the helper's clock, read by tid, lies between its own two readings
+   * (the caller's clock would not: this thread mostly sleeps in yields) */
   uint64_t n;
   CHECK_TRUE(sstm__thread_cpu_ns(tid, &n));
-  atomic_store_explicit(&cpu_release, true, memory_order_release);
+  atomic_store_explicit(&cpu_stage, 2, memory_order_release);
+  while (atomic_load_explicit(&cpu_stage, memory_order_acquire) != 3)
+    sched_yield();
+  CHECK_LE_U(cpu_before, n);
+  CHECK_LE_U(n, cpu_after);
+  atomic_store_explicit(&cpu_stage, 4, memory_order_release);
   CHECK_EQ_I(pthread_join(th, NULL), 0);
   /* ended: pthread_join returns once the kernel clears the thread's tid
    * word, a moment before the thread leaves the kernel's tables, so this

@@ -933,6 +933,36 @@ TEST(backoff_bound_ignores_user_restarts) {
   CHECK_OK(sstm_shutdown());
 }
 
+/* backoff's waits grow with the conflicts, and each takes the time drawn.
+ * 15 lost conflicts with min 1 us and a cap far above: the bounds go 2 us,
+ * 4 us, ... 32 ms. A bound that did not grow (2 us each) would keep the
+ * sum of the draws under 15 * 2 us; the draws come from the descriptor's
+ * deterministic generator, so the sum is fixed. The transaction must
+ * last at least that sum: spinning, not just counting (a lower bound, which
+ * a loaded machine cannot break). */
+TEST(backoff_waits_grow_with_conflicts_and_take_their_time) {
+  sstm_config_t cfg;
+  sstm_test_config(&cfg);
+  cfg.cm = "backoff";
+  cfg.backoff_min_ns = 1000;
+  cfg.backoff_max_ns = 1000000000;
+  CHECK_OK(sstm_init(&cfg));
+  CHECK_OK(sstm_thread_init());
+  bo_attempts = 0;
+  uint64_t t0 = txh_now_ns();
+  CHECK_OK(sstm_run(NULL, bo_conflicting, NULL));
+  uint64_t took = txh_now_ns() - t0;
+  CHECK_EQ_I(bo_attempts, 16);
+  sstm_stats_t s = duo_stats(sstm_self());
+  CHECK_EQ_U(s.cm_stats[BO_WAITS], 15);
+  CHECK_GT_U(s.cm_stats[BO_WAIT_NS], 15 * 1999); /* the bounds grew */
+  CHECK_GE_U(took, s.cm_stats[BO_WAIT_NS]);      /* and the waits took it */
+  CHECK_GE_U(s.cm_wait_ns, s.cm_stats[BO_WAIT_NS]);
+  txh_cleanup();
+  CHECK_OK(sstm_thread_exit());
+  CHECK_OK(sstm_shutdown());
+}
+
 /* Mutation round 7: m46: prio_abort without its `escalate_after &&` (README:
  * SCHEDSTM_PRIO_ESCALATE "0 = never"); with it, 0 escalated after every
  * lost conflict. No test set 0. */

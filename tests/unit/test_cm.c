@@ -899,17 +899,22 @@ TEST_ETL(wait_is_bounded_by_wait_max) {
   const unsigned WM = 5;
   init_with("test-recorder", WM);
   rec.action = SSTM_CM_WAIT;
-  rec.wait_ns = 100;
+  const uint64_t WAIT = 200000; /* 200 us a wait: 1 ms in all */
+  rec.wait_ns = WAIT;
   SSTM_ATOMIC_BEGIN(NULL)
     sstm_store_u64(&word_w, 1);
     rec.nconf = 0;
     b_attempts = 0;
     /* the holder is suspended: waiting can never succeed, the engine must
      * give up after wait_max WAITs and abort B (no hang) */
+    uint64_t t0 = txh_now_ns();
     CHECK_RC(run_other(NULL, writer_cancel_on_retry, NULL), SSTM_ECANCELED);
+    uint64_t took = txh_now_ns() - t0;
     CHECK_EQ_I(b_attempts, 2);
-    CHECK_GE_I(rec.nconf, (int)WM);
-    CHECK_LE_I(rec.nconf, (int)WM + 1);
+    /* WM waits, then the conflict the engine turns into an abort */
+    CHECK_EQ_I(rec.nconf, (int)WM + 1);
+    /* each WAIT spun for its time (a lower bound: cannot fail by load) */
+    CHECK_GE_U(took, WM * WAIT);
     for (int i = 0; i < rec.nconf; i++) {
       CHECK_EQ_U(rec.conf[i].attempt, (unsigned)i);
       CHECK_EQ_I(rec.conf[i].kind, SSTM_CONFLICT_WRITE_LOCKED);
@@ -917,8 +922,8 @@ TEST_ETL(wait_is_bounded_by_wait_max) {
   SSTM_ATOMIC_END();
   sstm_stats_t s;
   CHECK_OK(sstm_stats_get(txh_other_desc(), &s));
-  CHECK_GE_U(s.cm_waits, WM);
-  CHECK_LE_U(s.cm_waits, WM + 1);
+  CHECK_EQ_U(s.cm_waits, WM);
+  CHECK_GE_U(s.cm_wait_ns, WM * WAIT); /* measured, and as long */
   CHECK_EQ_U(s.aborts[SSTM_ABORT_WRITE_LOCKED], 1);
   txh_cleanup();
   sstm_test_fini();
