@@ -59,13 +59,14 @@ SSTM_API void sstm_free(void *p);
 
 /* Release retired memory whose grace period has elapsed: the calling
  * thread's own retired blocks (its pending batch is closed first) and those
- * handed over by exited threads, to free(); the calling thread's block
+ * on the shared list (handed over by exited threads, or retired by threads
+ * that are not registered), to free(); the calling thread's block
  * cache (see sstm_malloc) goes to free() too. Blocks retired by another
  * live thread are released by that thread (at its commits, sstm_reclaim or
  * exit): retirement lists are per thread so that retiring takes no lock.
  * Called inside a transaction, it leaves the thread's own blocks (they
- * wait for a commit or a later call outside) and releases only exited
- * threads' blocks. Returns how many retired blocks were released (the
+ * wait for a commit or a later call outside) and releases only the shared
+ * list's. Returns how many retired blocks were released (the
  * cache's are not counted). Never blocks on running transactions. */
 SSTM_API size_t sstm_reclaim(void);
 

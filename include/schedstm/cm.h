@@ -2,9 +2,13 @@
  *
  * Mechanism (the engine) is separate from policy (a contention manager). A
  * policy is a small table of hooks, selected by name at sstm_init() (config
- * field cm or SCHEDSTM_CM). The engine reports every conflict it meets to
- * on_conflict() with the kind of conflict and, when known, the other party;
- * the policy answers with an action:
+ * field cm or SCHEDSTM_CM). The engine reports the conflicts of revocable
+ * attempts to on_conflict() with the kind of conflict and, when known, the
+ * other party; the policy answers with an action. Not reported: an
+ * irrevocable attempt's lock conflicts (it waits: only committing attempts
+ * can make it), a read that passes the lock of a writer not yet committing
+ * (cfg.read_past), and waiting at begin while an irrevocable transaction
+ * runs. The actions:
  *
  *   SSTM_CM_ABORT_SELF   roll back; on_abort() then runs before the restart
  *                        and may wait, yield, sleep or change priority;
@@ -22,7 +26,9 @@
  * barrier, validation or commit). A failed validation names, when there is
  * one, the attempt that holds locked the first stripe of the read set that
  * changed (a writer still running or committing; none when that stripe was
- * changed by a commit that has ended). A kill names the killer as the other
+ * changed by a commit that has ended, nor a running writer when the attempt
+ * reads past running writers, cfg.read_past: the stripe changed before its
+ * lock). A kill names the killer as the other
  * party, for information (and in sstm_abort_info_t) when known: the
  * descriptor that requested it, through a conflict's SSTM_CM_ABORT_OTHER or
  * sstm_desc_kill() on a registered thread. It is unknown when the request

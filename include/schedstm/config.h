@@ -16,6 +16,9 @@
  *   SCHEDSTM_WAIT_MAX        max consecutive WAIT decisions per access
  *   SCHEDSTM_STATE_TABLE     0 | 1: publish the per-thread state table
  *                            (/dev/shm/schedstm.<pid>, read by sstm-top)
+ *   SCHEDSTM_READ_PAST       off | ro | all
+ *   SCHEDSTM_RO_LOG          off | on | auto
+ *   SCHEDSTM_ALLOC_CACHE     bytes of each thread's block cache (0: none)
  * Numbers are plain decimal digits (no sign, space or prefix), range-checked.
  *
  * Read whatever use_env says, and therefore checked by sstm_init() (and by

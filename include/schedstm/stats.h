@@ -86,7 +86,7 @@ typedef struct sstm_stats {
   /* Detailed only (zero otherwise). Set sizes count log entries, in
    * different units: a read-set entry is one logged load (repeated loads of
    * a word log again; loads of stripes the attempt itself has locked, and
-   * every load of a read-only first attempt, log nothing); a write-set
+   * every load of a read-only attempt without a read set, log nothing); a write-set
    * entry is one distinct 8-byte word written (sub-word stores to one word
    * share its entry). */
   uint64_t reads_total;  /* sum of read-set sizes of committed attempts */

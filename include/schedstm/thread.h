@@ -24,15 +24,19 @@ typedef struct sstm_desc sstm_desc_t;
 
 /* Register the calling thread and attach a fresh descriptor to it. Must be
  * called before the thread's first transaction. Idempotent: a thread that is
- * already registered gets 0. Errors: SSTM_ESTATE (library not initialised),
+ * already registered gets 0, and so does one that has a descriptor of
+ * sstm_desc_create() attached (it is then not registered: it runs on that
+ * descriptor until it detaches it). Errors: SSTM_ESTATE (library not initialised),
  * SSTM_ELIMIT (max_threads descriptors exist), SSTM_ENOMEM.
  * A thread that ends with its own descriptor attached is unregistered as if
  * it had called sstm_thread_exit() (a thread-specific-data destructor), so
  * its slot is not lost. If it ends inside a transaction (pthread_exit in an
  * atomic block), that transaction is ended first: a revocable one is
  * cancelled (rolled back; its abort actions and the policy run, and it is
- * counted as SSTM_ABORT_USER_CANCEL), an irrevocable one, which has written
- * in place and holds back every other transaction, is committed. A
+ * counted as SSTM_ABORT_USER_CANCEL), and so is one that a policy made
+ * irrevocable (its undo log puts its in-place writes back); one begun
+ * irrevocable (attr.irrevocable), which may have done what cannot be
+ * undone and holds back every other transaction, is committed. A
  * descriptor of sstm_desc_create() attached at the end is only detached:
  * it remains its creator's. Its transaction, if any, stays suspended when
  * it began on another stack (a user-level context that outlives the

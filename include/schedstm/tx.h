@@ -49,9 +49,10 @@ SSTM_EXTERN_C_BEGIN
 
 /* Transaction attributes, given at begin. A NULL attr means all zero. */
 typedef struct sstm_attr {
-  bool read_only;   /* hint: the transaction will not write. Its first attempt
-                       then keeps no read set (unless cfg.ro_log gives it
-                       one); a write in an attempt without a read set
+  bool read_only;   /* hint: the transaction will not write. Its attempts
+                       then keep no read set until one aborts with
+                       SSTM_ABORT_RO_EXTEND (unless cfg.ro_log gives the
+                       first one a set); a write in an attempt without a read set
                        restarts it as an update transaction (abort reason
                        SSTM_ABORT_RO_WRITE), one in an attempt with a read
                        set goes on as an update. */

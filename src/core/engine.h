@@ -42,7 +42,7 @@ static const bool sstm__random_delay = false;
 enum sstm_variant {
   SSTM_V_ETL = 0,            /* encounter-time locking, redo log */
   SSTM_V_CTL = 1,            /* commit-time locking, redo log */
-  SSTM_V_RO = 2,             /* declared read-only first attempt: no read set */
+  SSTM_V_RO = 2,             /* declared read-only attempt without a read set */
   SSTM_V_IRREV = 3,          /* irrevocable: direct reads, in-place locked writes */
   SSTM_V_SAMPLE = 4,         /* flag: sampling hook active */
   SSTM_V_KILLFLAG = 0x40,    /* flag: a killer asks the attempt to look at its
