@@ -82,6 +82,12 @@ static inline void sstm__cm_bound_retries(sstm_cm_ctx_t *ctx, const sstm_abort_i
  * test). relaxed: set before the threads that use it start. */
 extern _Atomic uint64_t sstm__ser_wait_max_ns;
 
+/* os_prio's cache refresh period, 4 ms (cm/os_prio.c). A test seam too:
+ * tests/internal/sched_ext.c sets it to UINT64_MAX so that only the
+ * at-once refreshes (sstm_sched_set, attach) can update the cache. relaxed:
+ * set before the conflicts that read it. */
+extern _Atomic uint64_t sstm__os_prio_quantum_ns;
+
 /* The ser-* policies' on_abort (cm/ser.c): after a conflict lost to another
  * party, wait in `mode` until the winner's attempt has ended, at most
  * sstm__ser_wait_max_ns; counts waits and timeouts in the policy counters

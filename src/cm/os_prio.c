@@ -5,7 +5,7 @@
  * The winner aborts the loser remotely, or the loser aborts itself
  * (cm/prio.c, which also gives the livelock argument and the progress
  * bound). The OS priority is cached per descriptor and refreshed at most
- * once per scheduling quantum (4 ms) on the conflict path, by one thread
+ * once per scheduling quantum (4 ms, sstm__os_prio_quantum_ns) on the conflict path, by one thread
  * (the one that moves the stamp on), or at once after the application
  * changes it through sstm_sched_set() or the descriptor moves to another
  * thread (sstm_desc_attach).
@@ -16,7 +16,10 @@
 #include "core/engine.h"
 #include "os/sched.h"
 
-#define QUANTUM_NS 4000000ull
+/* The refresh period: one scheduling quantum. A test seam (cm/common.h):
+ * the tests of the at-once refreshes set it to "never", so that they fail
+ * without those refreshes however slowly they run. */
+_Atomic uint64_t sstm__os_prio_quantum_ns = 4000000;
 
 typedef struct prio_state {
   _Atomic int cprio;         /* cached conflict priority */
@@ -42,7 +45,8 @@ static int cprio(sstm_cm_ctx_t *self, sstm_desc_t *d) {
   bool gen_moved = atomic_load_explicit(&s->gen, memory_order_acquire) != gen;
   /* now > stamp: a stamp stored by another refresher after our clock read
    * is fresh, not 2^64 ns old. */
-  if (stamp == 0 || (now > stamp && now - stamp > QUANTUM_NS) || gen_moved) {
+  uint64_t quantum = atomic_load_explicit(&sstm__os_prio_quantum_ns, memory_order_relaxed);
+  if (stamp == 0 || (now > stamp && now - stamp > quantum) || gen_moved) {
     /* relaxed CAS: it elects a refresher, it publishes nothing (the value
      * is stored below, and a reader accepts any recent value). */
     if (stamp != 0 && !gen_moved &&

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "../unit/cm_duo.h"
+#include "cm/common.h"
 #include "core/engine.h"
 #include "os/sched.h"
 
@@ -743,8 +744,7 @@ TEST(lever_restore_keeps_a_change_made_while_lowered) {
  * empty, this one younger): at equal priority the younger aborts itself,
  * and once H has lowered itself with sstm_sched_set, it kills H. Passes
  * whatever the timing; without the refresh on sstm_sched_set it fails
- * when the two calls are less than a quantum (4 ms) apart, as they are but
- * on a stalled machine. */
+ * (the refresh by age is turned off here: sstm__os_prio_quantum_ns). */
 static sstm_desc_t *h_desc;
 static int h_low_nice;
 
@@ -758,8 +758,15 @@ static void os_prio_duel_init(void) {
   if (base > 9) sstm_test_skip("nice above 9: no lower priority left to test with");
   h_low_nice = base + 10;
   duo_reset();
+  /* no refresh by age: only the at-once refreshes under test update the
+   * cache, however long the steps below take on a loaded machine */
+  atomic_store_explicit(&sstm__os_prio_quantum_ns, UINT64_MAX, memory_order_relaxed);
   init_cm("os_prio");
   CHECK_OK(sstm_thread_init());
+}
+
+static void os_prio_duel_fini(void) {
+  atomic_store_explicit(&sstm__os_prio_quantum_ns, 4000000, memory_order_relaxed);
 }
 
 /* This thread's policy view (*ctx, both sets empty, younger) and a write
@@ -813,6 +820,7 @@ TEST(os_prio_sees_sstm_sched_set_at_once) {
   duo_join(h);
   CHECK_OK(sstm_thread_exit());
   CHECK_OK(sstm_shutdown());
+  os_prio_duel_fini();
 }
 
 /* The same cache when a descriptor moves to another thread: D runs on a
@@ -820,8 +828,7 @@ TEST(os_prio_sees_sstm_sched_set_at_once) {
  * nice, set with setpriority, not through the library). The first conflict
  * caches D's priority (equal: this younger thread aborts itself); after the
  * move the next one must see the new thread's priority at once and kill D.
- * Without the refresh on attach it fails when the two calls are less than
- * a quantum apart, as above. */
+ * Without the refresh on attach it fails, as above. */
 static sstm_desc_t *mv_desc;
 static void *first_home(void *arg) {
   (void)arg;
@@ -865,6 +872,7 @@ TEST(os_prio_follows_a_descriptor_to_another_thread) {
   CHECK_OK(sstm_desc_destroy(mv_desc));
   CHECK_OK(sstm_thread_exit());
   CHECK_OK(sstm_shutdown());
+  os_prio_duel_fini();
 }
 
 TEST(conflict_priority_order) {
