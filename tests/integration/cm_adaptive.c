@@ -119,6 +119,7 @@ int main(int argc, char **argv) {
     return 2;
   }
   const char *policy = int_opt_str(argc, argv, "--policy", "adaptive");
+  nondet = int_flag(argc, argv, "--nondet"); /* before the name, which says it */
   char name[128];
   snprintf(name, sizeof name, "cm_adaptive.%s.%s.%s%s", argv[1], policy, argv[2],
            nondet ? ".nondet" : "");
@@ -129,7 +130,6 @@ int main(int argc, char **argv) {
   CHECK_LE_U(threads, MAXT);
   ops = int_opt(argc, argv, "--ops", (long)sstm_test_scaled(2000, 100));
   naccounts = int_opt(argc, argv, "--accounts", 4);
-  nondet = int_flag(argc, argv, "--nondet");
   CHECK_GE_I(naccounts, 2);
   CHECK_LE_I(naccounts, 64);
   for (long i = 0; i < naccounts; i++)

@@ -1498,9 +1498,10 @@ TEST(exited_process) {
 
   /* Killed but not reaped: a zombie has exited too. */
   CHECK_EQ_I(kill(pid, SIGKILL), 0);
-  for (int i = 0; i < 2000 && !is_zombie(pid); i++)
+  /* no time limit: a SIGKILLed child becomes a zombie, however loaded the
+   * machine (the watchdog would end a wait that did not) */
+  while (!is_zombie(pid))
     usleep(1000);
-  CHECK_MSG(is_zombie(pid), "pid %d did not become a zombie", (int)pid);
   run_tool(&r, "-j", p, NULL, NULL, NULL);
   check_exit(&r, 0, "-j, zombie");
   j = jparse(r.out);

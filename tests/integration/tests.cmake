@@ -314,8 +314,10 @@ foreach(d etl ctl)
                   LABELS ${SSTM_STRESS_LABELS} TIMEOUT 120
                   COMMAND itest_cm_deadlock ${d} ${p} 64 --unbounded)
   endforeach()
-  sstm_add_test(NAME integration.cm_deadlock.${d}.ser-yield.64.unbounded LABELS integration
-                TIMEOUT 120 COMMAND itest_cm_deadlock ${d} ser-yield 64 --unbounded)
+  foreach(p ser-spin ser-yield) # integration only, as above
+    sstm_add_test(NAME integration.cm_deadlock.${d}.${p}.64.unbounded LABELS integration
+                  TIMEOUT 120 COMMAND itest_cm_deadlock ${d} ${p} 64 --unbounded)
+  endforeach()
   foreach(p os_prio timestamp)
     sstm_add_test(NAME integration.cm_livelock.${d}.${p}.8 LABELS ${SSTM_STRESS_LABELS}
                   TIMEOUT 120 COMMAND itest_cm_livelock ${d} ${p} 8)

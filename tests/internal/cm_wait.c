@@ -39,13 +39,21 @@ static _Atomic long fx_wakes, fx_waits;
 /* FUTEX_WAITs on fx_word without a timeout, and the longest timeout given */
 static _Atomic long fx_untimed_waits;
 static _Atomic uint64_t fx_max_sleep_ns;
-/* The timeouts of the first FX_LOGGED FUTEX_WAITs since fx_log_reset(). */
+/* The timeouts of the first FX_LOGGED FUTEX_WAITs since fx_log_reset(),
+ * and when each was made (CLOCK_MONOTONIC). */
 #define FX_LOGGED 8
-static uint64_t fx_log_ns[FX_LOGGED];
+static uint64_t fx_log_ns[FX_LOGGED], fx_log_at[FX_LOGGED];
 static _Atomic int fx_logged;
+
+static uint64_t mono_ns(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
+}
 
 static void fx_log_reset(void) {
   memset(fx_log_ns, 0, sizeof fx_log_ns);
+  memset(fx_log_at, 0, sizeof fx_log_at);
   atomic_store(&fx_logged, 0);
 }
 
@@ -58,6 +66,7 @@ static void fx_note_timeout(const struct timespec *ts) {
   int i = atomic_load(&fx_logged);
   if (i < FX_LOGGED) {
     fx_log_ns[i] = ns;
+    fx_log_at[i] = mono_ns();
     atomic_store(&fx_logged, i + 1);
   }
   uint64_t m = atomic_load(&fx_max_sleep_ns);
@@ -685,20 +694,33 @@ static void sliced_fn(void *arg) {
   CHECK_EQ_PTR(sstm_desc_detach(), me); /* suspended: it never ends meanwhile */
   atomic_store_explicit(&sstm__wait_slice_ns, 1000000, memory_order_relaxed);
   sleep_bounds(&p, 300000, 300000); /* 0.3 ms: one sleep, shorter than a slice */
-  /* A slice lasts as long as the wait so far, from 1 ms up to 16 ms. Each
-   * sleep below lasts at least its timeout (nothing wakes the word), so
-   * the wait so far is at least the sum of the slices before; the timeout
-   * (0.3 s) leaves the first FX_LOGGED slices whole unless this thread is
-   * kept from running for most of it. */
+  /* A slice lasts as long as the wait so far, from 1 ms up to 16 ms, and
+   * no longer than what is left of the timeout. Each sleep is bracketed,
+   * whatever the machine's load:
+   * - above by the wait so far as this test sees it (it started the clock
+   *   before the library did, and reads it after, at the system call);
+   * - below by the sum of the sleeps before (each lasted at least its
+   *   timeout: nothing wakes the word), unless the deadline cut it, which
+   *   leaves at least the timeout minus that same wait so far.
+   * Without the growth (fixed 1 ms) the third sleep is below its bound;
+   * with a fixed 16 ms the first is above it. */
+  const uint64_t TIMEOUT = 300000000, MIN = 1000000, MAX = 16000000;
   fx_log_reset();
-  CHECK_RC(sstm_party_wait(&p, SSTM_WAIT_BLOCK, 300000000), SSTM_EBUSY);
-  CHECK_EQ_I(atomic_load(&fx_logged), FX_LOGGED);
-  CHECK_EQ_U(fx_log_ns[0], 1000000);
+  uint64_t t0 = mono_ns();
+  CHECK_RC(sstm_party_wait(&p, SSTM_WAIT_BLOCK, TIMEOUT), SSTM_EBUSY);
+  int n = atomic_load(&fx_logged);
+  CHECK_GE_I(n, 1);
   uint64_t slept = 0;
-  for (int i = 0; i < FX_LOGGED; i++) {
-    uint64_t lo = slept < 1000000 ? 1000000 : slept < 16000000 ? slept : 16000000;
-    CHECK_GE_U(fx_log_ns[i], lo);
-    CHECK_LE_U(fx_log_ns[i], 16000000);
+  for (int i = 0; i < n; i++) {
+    uint64_t seen = fx_log_at[i] - t0;
+    uint64_t hi = seen < MIN ? MIN : seen < MAX ? seen : MAX;
+    uint64_t lo = slept < MIN ? MIN : slept < MAX ? slept : MAX;
+    uint64_t left = seen < TIMEOUT ? TIMEOUT - seen : 0;
+    if (left < lo) lo = left;
+    CHECK_MSG(fx_log_ns[i] >= lo && fx_log_ns[i] <= hi,
+              "sleep %d: %llu ns, not in [%llu, %llu] (slept %llu ns before, %llu ns seen)", i,
+              (unsigned long long)fx_log_ns[i], (unsigned long long)lo, (unsigned long long)hi,
+              (unsigned long long)slept, (unsigned long long)seen);
     slept += fx_log_ns[i];
   }
   atomic_store_explicit(&sstm__wait_slice_ns, 0, memory_order_relaxed);

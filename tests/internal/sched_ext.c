@@ -595,14 +595,25 @@ TEST(ext_rseq_request_follows_a_resumed_transaction) {
 /* A thread that cannot use the rseq extension (here: its rseq area has no
  * control word) falls back to the custom slice, or to nothing where slices
  * cannot be set, and sstm_describe reports the fallback after the mode. */
+static sstm_slice_ctrl_t *main_word; /* the main thread's, which has an area */
+static int main_req_seen;
+static void no_area_body(void *arg) {
+  (void)arg;
+  main_req_seen = __atomic_load_n(&main_word->request, __ATOMIC_RELAXED);
+  sstm_store_u64(&cell, sstm_load_u64(&cell) + 1);
+}
 static void *no_area_thread(void *arg) {
   (void)arg;
   sim_no_area = true;
   duo_view_t before = duo_view_of(duo_gettid());
   CHECK_OK(sstm_thread_init());
   if (custom_slices_work()) check_ext_slice(before, SSTM_EXT_SLICE_US_DEFAULT * 1000ull);
-  CHECK_OK(sstm_run(NULL, ext_body, NULL)); /* no control word: nothing asked */
-  CHECK_EQ_I(inside_req, 0);
+  /* no control word: nothing asked, and not in another thread's word (the
+   * main thread, outside any transaction, has its request down) */
+  main_req_seen = -1;
+  CHECK_OK(sstm_run(NULL, no_area_body, NULL));
+  CHECK_EQ_I(main_req_seen, 0);
+  CHECK_EQ_I(sim_yields, 0);
   CHECK_OK(sstm_thread_exit());
   CHECK_VIEW_EQ(duo_view_of(duo_gettid()), before);
   return NULL;
@@ -615,6 +626,7 @@ TEST(ext_rseq_fallback_of_one_thread_is_reported) {
   CHECK_GT_I(sstm_describe(d, sizeof d), 0);
   CHECK_TRUE(strstr(d, "ext-fallback") == NULL);
   grant_attempts = plain_restarts = 0;
+  main_word = &sim_word;
   duo_join(duo_spawn(no_area_thread, NULL));
   CHECK_GT_I(sstm_describe(d, sizeof d), 0);
   CHECK_CONTAINS(d, "ext=rseq");
