@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -243,6 +244,15 @@ int sstm_test_main(int argc, char **argv) {
   }
   printf("%d tests, %d failed, %d skipped\n", g_ntests, failed, skipped);
   return failed ? 1 : 0;
+}
+
+pid_t sstm_test_fork(void) {
+  pid_t parent = getpid();
+  pid_t pid = fork();
+  /* async-signal-safe only in the child: the parent may have threads. The
+   * parent may have ended before the prctl: then the child ends at once. */
+  if (pid == 0 && (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent)) _exit(125);
+  return pid;
 }
 
 /* ---- library setup ------------------------------------------------------ */

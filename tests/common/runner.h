@@ -25,6 +25,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include <schedstm/schedstm.h>
 
@@ -50,6 +51,13 @@ int sstm_test_main(int argc, char **argv);
 /* For binaries with their own main (parameterised tests): names the run for
  * failure messages, derives the seed from the name, arms the watchdog. */
 void sstm_test_setup(const char *name, int argc, char **argv);
+
+/* fork() for a test's helper process: the child is killed (SIGKILL) when
+ * the thread that forked it ends, so a child left behind by a failed or
+ * timed-out test (the watchdog's _exit) does not keep running and load the
+ * machine. Call it from the thread that outlives the child (the test's
+ * main thread). Returns as fork(). */
+pid_t sstm_test_fork(void);
 
 /* Leave with "skipped" (ctest SKIP_RETURN_CODE 77). */
 __attribute__((noreturn)) void sstm_test_skip(const char *why);

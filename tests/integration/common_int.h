@@ -2,6 +2,7 @@
 #ifndef SSTM_TEST_COMMON_INT_H
 #define SSTM_TEST_COMMON_INT_H
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -29,12 +30,22 @@ static inline void int_config(sstm_config_t *c, sstm_design_t design, const char
   c->use_env = false;
   c->design = design;
   if (cm) c->cm = cm;
+  /* A value these do not know fails the run: an entry meant for another
+   * mode must not quietly run the default one. */
   const char *rp = getenv("SSTM_TEST_READ_PAST");
-  if (rp && strcmp(rp, "off") == 0) c->read_past = SSTM_READ_PAST_OFF;
-  if (rp && strcmp(rp, "all") == 0) c->read_past = SSTM_READ_PAST_ALL;
+  if (rp && strcmp(rp, "off") == 0)
+    c->read_past = SSTM_READ_PAST_OFF;
+  else if (rp && strcmp(rp, "all") == 0)
+    c->read_past = SSTM_READ_PAST_ALL;
+  else
+    CHECK_MSG(rp == NULL, "SSTM_TEST_READ_PAST=%s: off or all (unset: the default)", rp);
   const char *rl = getenv("SSTM_TEST_RO_LOG");
-  if (rl && strcmp(rl, "auto") == 0) c->ro_log = SSTM_RO_LOG_AUTO;
-  if (rl && strcmp(rl, "on") == 0) c->ro_log = SSTM_RO_LOG_ON;
+  if (rl && strcmp(rl, "auto") == 0)
+    c->ro_log = SSTM_RO_LOG_AUTO;
+  else if (rl && strcmp(rl, "on") == 0)
+    c->ro_log = SSTM_RO_LOG_ON;
+  else
+    CHECK_MSG(rl == NULL, "SSTM_TEST_RO_LOG=%s: auto or on (unset: the default)", rl);
 }
 
 static inline void int_init(sstm_design_t design, const char *cm) {
@@ -93,7 +104,14 @@ static inline int int_policy_names(char names[][64], int max, char skipped[][64]
 /* Option parsing: --name value pairs after the positional arguments. */
 static inline long int_opt(int argc, char **argv, const char *name, long dflt) {
   for (int i = 1; i + 1 < argc; i++)
-    if (strcmp(argv[i], name) == 0) return strtol(argv[i + 1], NULL, 0);
+    if (strcmp(argv[i], name) == 0) {
+      char *end;
+      errno = 0;
+      long v = strtol(argv[i + 1], &end, 0);
+      CHECK_MSG(errno == 0 && end != argv[i + 1] && *end == '\0', "%s %s: not a number", name,
+                argv[i + 1]);
+      return v;
+    }
   return dflt;
 }
 

@@ -1966,7 +1966,7 @@ TEST(shm_full) {
   if (geteuid() != 0) sstm_test_skip("needs root (a private tmpfs on /dev/shm)");
   fflush(stdout);
   fflush(stderr);
-  pid_t pid = fork();
+  pid_t pid = sstm_test_fork();
   CHECK_GE_I(pid, 0);
   if (pid == 0) {
     shm_full_child();
@@ -2021,7 +2021,7 @@ TEST(fork_child) {
   CHECK_EQ_U(before.commits, 100);
   fflush(stdout);
   fflush(stderr);
-  pid_t pid = fork();
+  pid_t pid = sstm_test_fork();
   CHECK_GE_I(pid, 0);
   if (pid == 0) {
     for (int i = 0; i < 1000; i++)

@@ -266,7 +266,7 @@ int main(int argc, char **argv) {
   CHECK_EQ_I(pipe(pfd), 0);
   fflush(stdout);
   fflush(stderr);
-  pid_t pid = fork();
+  pid_t pid = sstm_test_fork();
   CHECK_GE_I(pid, 0);
   if (pid == 0) {
     close(pfd[0]);

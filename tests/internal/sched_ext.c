@@ -675,7 +675,7 @@ static int probe_child(void) {
 
 TEST(probes_leave_the_caller_as_it_was_unprivileged) {
   fflush(stdout);
-  pid_t pid = fork();
+  pid_t pid = sstm_test_fork();
   CHECK_GE_I(pid, 0);
   if (pid == 0) _exit(probe_child());
   int st = 0;

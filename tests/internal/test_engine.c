@@ -207,7 +207,7 @@ TEST_ETL(take_over_gives_the_lock_a_fresh_version) {
 static void barrier_without_attempt(bool store) {
   int fds[2];
   CHECK_EQ_I(pipe(fds), 0);
-  pid_t pid = fork();
+  pid_t pid = sstm_test_fork();
   CHECK_GE_I(pid, 0);
   if (pid == 0) {
     dup2(fds[1], 2);

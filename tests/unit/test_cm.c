@@ -1750,7 +1750,7 @@ TEST(policy_state_out_of_memory_is_enomem) {
   sstm_test_skip("an address-space limit means nothing under a sanitizer");
 #endif
   fflush(stdout);
-  pid_t pid = fork();
+  pid_t pid = sstm_test_fork();
   CHECK_GE_I(pid, 0);
   if (pid == 0) {
     static sstm_cm_ops_t big;

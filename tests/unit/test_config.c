@@ -1013,7 +1013,7 @@ TEST(thread_registration_rules) {
  * there, while SCHED_BATCH can be left. */
 TEST(softser_lever_that_cannot_be_undone_is_eperm) {
   fflush(stdout);
-  pid_t pid = fork();
+  pid_t pid = sstm_test_fork();
   CHECK_GE_I(pid, 0);
   if (pid == 0) {
     struct rlimit rl = {0, 0};

@@ -205,7 +205,7 @@ static void expect_abort_in_child(void (*fn)(void), const char *what) {
   CHECK_EQ_I(pipe(pfd), 0);
   fflush(stdout);
   fflush(stderr);
-  pid_t pid = fork();
+  pid_t pid = sstm_test_fork();
   CHECK_GE_I(pid, 0);
   if (pid == 0) {
     dup2(pfd[1], 2);
@@ -287,7 +287,7 @@ TEST(default_handler_aborts) {
 static void exiting_handler(const char *msg) { _exit(msg && *msg ? 42 : 43); }
 TEST(custom_handler_called_for_cancel_in_irrevocable) {
   fflush(stdout);
-  pid_t pid = fork();
+  pid_t pid = sstm_test_fork();
   CHECK_GE_I(pid, 0);
   if (pid == 0) {
     sstm_test_init();
