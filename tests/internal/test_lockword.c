@@ -37,10 +37,12 @@ TEST(owner_roundtrip) {
     CHECK_NE_X(sstm_lw_make_owner(slot ^ 1, serial), l);
     CHECK_NE_X(sstm_lw_make_owner(slot, serial + 1), l);
   }
-  CHECK_EQ_U(SSTM_MAX_SLOTS, 32767);
-  /* max_threads' documented limit fits the slot field */
-  CHECK_LE_U(32767, SSTM_LW_SLOT_MASK);
 }
+
+/* Constants, checked when this file compiles: max_threads' documented
+ * limit, and that it fits the lock word's slot field. */
+_Static_assert(SSTM_MAX_SLOTS == 32767, "max_threads is documented as 1..32767");
+_Static_assert(32767 <= SSTM_LW_SLOT_MASK, "the slot field holds every slot");
 
 TEST(clock_word) {
   for (uint64_t t = 0; t < 1000; t++) {
