@@ -128,16 +128,16 @@ static void one_tx(unsigned n) {
   sstm_attr_t ro = {.read_only = true};
   uint64_t sum = 0;
   switch (n % 5) {
-  case 0: sstm_run(NULL, upd_fn, &u); break;
-  case 1: sstm_run(&ro, ro_fn, &sum); break;
-  case 2: sstm_run(NULL, ro_fn, &sum); break;
+  case 0: CHECK_OK(sstm_run(NULL, upd_fn, &u)); break;
+  case 1: CHECK_OK(sstm_run(&ro, ro_fn, &sum)); break;
+  case 2: CHECK_OK(sstm_run(NULL, ro_fn, &sum)); break;
   case 3:
     SSTM_ATOMIC_BEGIN(NULL)
       sstm_store_u64(&words[u.i][3], sstm_load_u64(&words[u.i][3]) + 1);
     SSTM_ATOMIC_END()
     ;
     break;
-  default: sstm_run(NULL, nested_fn, &u); break;
+  default: CHECK_OK(sstm_run(NULL, nested_fn, &u)); break;
   }
   checksum += sum;
 }
