@@ -283,6 +283,17 @@ TEST_ETL(timestamp_younger_aborts_itself) {
 enum { BO_WAITS = 0, BO_WAIT_NS = 1 };
 static int bo_attempts;
 
+/* The library with backoff between min_ns and max_ns, this thread registered. */
+static void backoff_init(uint64_t min_ns, uint64_t max_ns) {
+  sstm_config_t cfg;
+  sstm_test_config(&cfg);
+  cfg.cm = "backoff";
+  cfg.backoff_min_ns = min_ns;
+  cfg.backoff_max_ns = max_ns;
+  CHECK_OK(sstm_init(&cfg));
+  CHECK_OK(sstm_thread_init());
+}
+
 static void bo_bump_x(void *arg) {
   (void)arg;
   sstm_store_u64(X, sstm_load_u64(X) + 1);
@@ -306,13 +317,7 @@ static void bo_cancel(void *arg) {
 }
 
 TEST(backoff_waits_after_conflicts_only_within_its_bounds) {
-  sstm_config_t cfg;
-  sstm_test_config(&cfg);
-  cfg.cm = "backoff";
-  cfg.backoff_min_ns = 1000;
-  cfg.backoff_max_ns = 2000;
-  CHECK_OK(sstm_init(&cfg));
-  CHECK_OK(sstm_thread_init());
+  backoff_init(1000, 2000);
   bo_attempts = 0;
   CHECK_OK(sstm_run(NULL, bo_user_retries, NULL));
   CHECK_EQ_I(bo_attempts, 11);
@@ -914,13 +919,7 @@ static void bu_body(void *arg) {
 }
 
 TEST(backoff_bound_ignores_user_restarts) {
-  sstm_config_t cfg;
-  sstm_test_config(&cfg);
-  cfg.cm = "backoff";
-  cfg.backoff_min_ns = 1000;
-  cfg.backoff_max_ns = 4000000;
-  CHECK_OK(sstm_init(&cfg));
-  CHECK_OK(sstm_thread_init());
+  backoff_init(1000, 4000000);
   bu_attempts = 0;
   CHECK_OK(sstm_run(NULL, bu_body, NULL));
   CHECK_EQ_I(bu_attempts, 22);
@@ -941,13 +940,7 @@ TEST(backoff_bound_ignores_user_restarts) {
  * last at least that sum: spinning, not just counting (a lower bound, which
  * a loaded machine cannot break). */
 TEST(backoff_waits_grow_with_conflicts_and_take_their_time) {
-  sstm_config_t cfg;
-  sstm_test_config(&cfg);
-  cfg.cm = "backoff";
-  cfg.backoff_min_ns = 1000;
-  cfg.backoff_max_ns = 1000000000;
-  CHECK_OK(sstm_init(&cfg));
-  CHECK_OK(sstm_thread_init());
+  backoff_init(1000, 1000000000);
   bo_attempts = 0;
   uint64_t t0 = txh_now_ns();
   CHECK_OK(sstm_run(NULL, bo_conflicting, NULL));
