@@ -7,8 +7,10 @@
  * other party; the policy answers with an action. Not reported: an
  * irrevocable attempt's lock conflicts (it waits: only committing attempts
  * can make it), a read that passes the lock of a writer not yet committing
- * (cfg.read_past), and waiting at begin while an irrevocable transaction
- * runs. The actions:
+ * (cfg.read_past), waiting at begin while an irrevocable transaction
+ * runs, the restart of a read-only attempt without a read set that met a
+ * newer stripe (SSTM_ABORT_RO_EXTEND), and taking over the lock of an
+ * attempt already killed. The actions:
  *
  *   SSTM_CM_ABORT_SELF   roll back; on_abort() then runs before the restart
  *                        and may wait, yield, sleep or change priority;

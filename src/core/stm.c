@@ -1286,7 +1286,8 @@ SSTM_INLINE void attempt_start(struct sstm_desc *tx, bool first) {
      * side stores, fences, then loads what the other stored). A seq_cst
      * exchange alone would do on x86 (a locked instruction), but C11 does
      * not order the later acquire and relaxed loads after it against the
-     * reclaimer's fence; the fence costs the same mfence. */
+     * reclaimer's fence. Its cost is that of one locked instruction or an
+     * mfence, by compiler (gcc emits a locked or), as the exchange's. */
     atomic_store_explicit(&tx->status, sstm_st_make(serial, SSTM_ST_ACTIVE), memory_order_release);
     atomic_thread_fence(memory_order_seq_cst);
   }

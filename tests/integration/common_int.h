@@ -33,19 +33,23 @@ static inline void int_config(sstm_config_t *c, sstm_design_t design, const char
   /* A value these do not know fails the run: an entry meant for another
    * mode must not quietly run the default one. */
   const char *rp = getenv("SSTM_TEST_READ_PAST");
-  if (rp && strcmp(rp, "off") == 0)
+  if (rp == NULL || *rp == '\0' || strcmp(rp, "ro") == 0)
+    ; /* the library's default */
+  else if (strcmp(rp, "off") == 0)
     c->read_past = SSTM_READ_PAST_OFF;
-  else if (rp && strcmp(rp, "all") == 0)
+  else if (strcmp(rp, "all") == 0)
     c->read_past = SSTM_READ_PAST_ALL;
   else
-    CHECK_MSG(rp == NULL, "SSTM_TEST_READ_PAST=%s: off or all (unset: the default)", rp);
+    CHECK_MSG(false, "SSTM_TEST_READ_PAST=%s: ro (the default), off or all", rp);
   const char *rl = getenv("SSTM_TEST_RO_LOG");
-  if (rl && strcmp(rl, "auto") == 0)
+  if (rl == NULL || *rl == '\0' || strcmp(rl, "off") == 0)
+    ; /* the library's default */
+  else if (strcmp(rl, "auto") == 0)
     c->ro_log = SSTM_RO_LOG_AUTO;
-  else if (rl && strcmp(rl, "on") == 0)
+  else if (strcmp(rl, "on") == 0)
     c->ro_log = SSTM_RO_LOG_ON;
   else
-    CHECK_MSG(rl == NULL, "SSTM_TEST_RO_LOG=%s: auto or on (unset: the default)", rl);
+    CHECK_MSG(false, "SSTM_TEST_RO_LOG=%s: off (the default), auto or on", rl);
 }
 
 static inline void int_init(sstm_design_t design, const char *cm) {

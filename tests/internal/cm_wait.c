@@ -13,7 +13,8 @@
  * produces (see cm.h); these tests make the sleeps unsliced
  * (sstm__wait_slice_ns = 0), so a lost wake-up also hangs the loser, and the
  * runner's watchdog fails the test instead of the slice hiding it. Nothing
- * here asserts anything about time.
+ * here asserts an upper bound on time; section 8 brackets the sleeps'
+ * timeouts by the clock the test reads (bounds that load cannot break).
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -669,9 +670,8 @@ TEST(watch_reported_to_the_watched_attempt_only) {
  * long as the wait so far, from sstm__wait_slice_ns, 1 ms, up to 16 ms: it
  * bounds the cost of a lost wake-up, cm.h) and by what is left of the
  * caller's timeout. Checked on the argument the kernel gets (the interposed
- * syscall() records it), not on a clock: a waiter on a suspended attempt,
- * with a timeout of several slices, one shorter than a slice, and with
- * slicing off. */
+ * syscall() records it) and bracketed by the test's own clock readings: a waiter on a suspended
+ * attempt, with a timeout of several slices, one shorter than a slice, and with slicing off. */
 static void sleep_bounds(sstm_party_t *p, uint64_t timeout_ns, uint64_t max_ns) {
   atomic_store(&fx_max_sleep_ns, 0);
   atomic_store(&fx_untimed_waits, 0);

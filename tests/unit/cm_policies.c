@@ -279,7 +279,8 @@ TEST_ETL(timestamp_younger_aborts_itself) {
  * min(backoff_min_ns * 2^conflicts, backoff_max_ns), conflicts counting
  * the abort being handled (lost conflicts only, not user retries). Its
  * counters say how many waits and the sum of the times drawn (not
- * measured: no clock in this test). */
+ * measured; backoff_waits_grow_with_conflicts_and_take_their_time, further
+ * down, also checks the time spent). */
 enum { BO_WAITS = 0, BO_WAIT_NS = 1 };
 static int bo_attempts;
 

@@ -129,20 +129,22 @@ TEST(free_in_aborted_tx_is_forgotten) {
 /* Hooks allocate and free as outside a transaction, also tx_begin, which
  * runs within the attempt (alloc.h): its block survives the attempt's
  * abort, and its sstm_free is not forgotten when the attempt aborts. */
-static uint64_t *hook_block;
+static volatile uintptr_t hook_block; /* masked: invisible to LSan */
 static long hook_live_seen;
 static volatile int hook_armed;
 static void h_begin(void *arg, uint64_t txid) {
   (void)arg, (void)txid;
   if (!hook_armed) return;
-  if (hook_block == NULL) {
-    hook_block = sstm_malloc(TSIZE);
-    hook_block[0] = 5;
+  if (hook_block == 0) {
+    uint64_t *b = sstm_malloc(TSIZE);
+    b[0] = 5;
+    hook_block = (uintptr_t)b ^ MASK;
     return;
   }
   hook_live_seen = mc_available() ? mc_live() : 1;
-  hook_block[0]++; /* ASan: use-after-free if the abort freed it */
-  sstm_free(hook_block);
+  uint64_t *b = (uint64_t *)(hook_block ^ MASK);
+  b[0]++; /* ASan: use-after-free if the abort freed it */
+  sstm_free(b);
 }
 
 TEST(blocks_of_a_begin_hook_belong_to_the_hook) {
@@ -150,7 +152,7 @@ TEST(blocks_of_a_begin_hook_belong_to_the_hook) {
   static const sstm_hooks_t h = {.tx_begin = h_begin};
   int handle = sstm_hooks_add(&h, NULL);
   CHECK_GE_I(handle, 0);
-  hook_block = NULL;
+  hook_block = 0;
   hook_live_seen = -1;
   attempts = 0;
   hook_armed = 1;
