@@ -19,9 +19,10 @@ SSTM_EXTERN_C_BEGIN
 /* malloc/calloc inside a transaction; released automatically on abort.
  * Outside a transaction they allocate as malloc/calloc do. Either way the
  * block is a malloc block: free() or sstm_free() may release it. Hooks
- * (<schedstm/hooks.h>) and contention-manager callbacks (<schedstm/cm.h>)
- * count as outside, also those that run within an attempt (tx_begin,
- * on_begin, on_conflict): what they allocate is theirs and survives the
+ * (<schedstm/hooks.h>), contention-manager callbacks (<schedstm/cm.h>) and
+ * the sampling callback (cfg.sample_fn) count as outside, also those that
+ * run within an attempt (tx_begin, on_begin, on_conflict, sample_fn): what
+ * they allocate is theirs and survives the
  * attempt's abort, and sstm_free() there retires at once.
  *
  * On a registered thread, a small block (under 512 usable bytes) may come

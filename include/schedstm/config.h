@@ -53,8 +53,12 @@ typedef enum sstm_stats_level {
 } sstm_stats_level_t;
 
 /* Called every sample_period transactional accesses of a thread when
- * sampling is on (period > 0). Runs inside the transaction, on the accessing
- * thread; it must not call schedstm transactional functions. */
+ * sampling is on (period > 0), on the accessing thread, during the access,
+ * as a hook is called (hooks.h): it must not access transactional data
+ * through the barriers, nor start a transaction (reported as misuse,
+ * sstm_set_misuse_handler); sstm_malloc() and sstm_free() in it act as
+ * outside a transaction, so the block it allocates is its own whether the
+ * interrupted attempt commits or aborts (alloc.h). */
 typedef void (*sstm_sample_fn)(void *arg, const void *addr, bool is_write);
 
 /* Which attempts read past the lock of a writer that has not started to

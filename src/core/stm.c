@@ -568,9 +568,15 @@ static SSTM_NOINLINE uint64_t resolve(struct sstm_desc *tx, sstm_conflict_kind_t
 /* ------------------------------------------------------------------------ */
 /* Barriers. One template per operation, specialised per variant V. */
 
+/* The sampling callback runs as a hook does (in_hook): a transaction it
+ * begins is reported as misuse, and its sstm_malloc/sstm_free act as outside
+ * a transaction, so an abort of the attempt it interrupted neither frees its
+ * block nor forgets its free (reclaim.c, in_attempt). */
 static SSTM_NOINLINE void sample_fire(struct sstm_desc *tx, const void *addr, bool is_write) {
   tx->sample_left = sstm__g.cfg.sample_period;
+  tx->in_hook++;
   sstm__g.cfg.sample_fn(sstm__g.cfg.sample_arg, addr, is_write);
+  tx->in_hook--;
 }
 
 SSTM_INLINE void barrier_prologue(struct sstm_desc *tx, const void *addr, bool w, unsigned V) {

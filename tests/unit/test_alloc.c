@@ -171,6 +171,45 @@ TEST(blocks_of_a_begin_hook_belong_to_the_hook) {
   sstm_test_fini();
 }
 
+/* The sampling callback allocates as a hook does: it runs during an access
+ * of the attempt, and its block survives that attempt's abort. */
+static void sample_alloc(void *arg, const void *addr, bool is_write) {
+  (void)arg, (void)addr, (void)is_write;
+  if (hook_block != 0) return;
+  uint64_t *b = sstm_malloc(TSIZE);
+  b[0] = 6;
+  hook_block = (uintptr_t)b ^ MASK;
+}
+static uint64_t sample_word;
+TEST(blocks_of_the_sampling_callback_belong_to_it) {
+  mc_track_sizes(TSIZE, TSIZE + 512);
+  sstm_config_t cfg;
+  sstm_test_config(&cfg);
+  cfg.sample_period = 1;
+  cfg.sample_fn = sample_alloc;
+  CHECK_OK(sstm_init(&cfg));
+  CHECK_OK(sstm_thread_init());
+  hook_block = 0;
+  attempts = 0;
+  SSTM_ATOMIC_BEGIN(NULL)
+    attempts++;
+    (void)sstm_load_u64(&sample_word); /* the first access calls back */
+    if (attempts == 1) sstm_restart();
+  SSTM_ATOMIC_END();
+  CHECK_EQ_I(attempts, 2);
+  CHECK_TRUE(hook_block != 0);
+  sstm_reclaim();
+  CHECK_LIVE(1); /* not released by the abort */
+  uint64_t *b = (uint64_t *)(hook_block ^ MASK);
+  CHECK_EQ_U(b[0], 6); /* ASan: use-after-free if the abort freed it */
+  sstm_free(b);        /* outside a transaction: retired at once */
+  hook_block = 0;
+  reclaim_everywhere();
+  CHECK_LIVE(0);
+  txh_cleanup();
+  sstm_test_fini();
+}
+
 /* A reader that started before the free committed keeps the block alive. */
 TEST(free_deferred_while_reader_runs) {
   setup();
