@@ -246,12 +246,18 @@ int sstm_test_main(int argc, char **argv) {
   return failed ? 1 : 0;
 }
 
+static pid_t fork_parent; /* in a child of sstm_test_fork: its parent */
+
+void sstm_test_child_rearm(void) {
+  /* The parent may have ended before the prctl: then the child ends. */
+  if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != fork_parent) _exit(125);
+}
+
 pid_t sstm_test_fork(void) {
-  pid_t parent = getpid();
+  fork_parent = getpid();
   pid_t pid = fork();
-  /* async-signal-safe only in the child: the parent may have threads. The
-   * parent may have ended before the prctl: then the child ends at once. */
-  if (pid == 0 && (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent)) _exit(125);
+  /* async-signal-safe only in the child: the parent may have threads. */
+  if (pid == 0) sstm_test_child_rearm();
   return pid;
 }
 

@@ -58,6 +58,11 @@ void sstm_test_setup(const char *name, int argc, char **argv);
  * machine. Call it from the thread that outlives the child (the test's
  * main thread). Returns as fork(). */
 pid_t sstm_test_fork(void);
+/* In a child of sstm_test_fork(), after it changed its user or group IDs
+ * (the kernel then clears the parent-death signal, prctl(2)): arm it again.
+ * Ends the child (status 125) if its parent has ended meanwhile.
+ * Async-signal-safe. */
+void sstm_test_child_rearm(void);
 
 /* Leave with "skipped" (ctest SKIP_RETURN_CODE 77). */
 __attribute__((noreturn)) void sstm_test_skip(const char *why);

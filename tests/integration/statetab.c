@@ -336,19 +336,20 @@ static void tool_start(tool_proc_t *p, int drop_to_uid, unsigned watchdog_s, boo
   CHECK_NOT_NULL(err);
   fflush(stdout);
   fflush(stderr);
-  pid_t parent = getpid();
-  pid_t pid = fork();
+  pid_t pid = sstm_test_fork();
   CHECK_GE_I(pid, 0);
   if (pid == 0) {
     /* async-signal-safe only: the parent has threads. A tool left behind
-     * by a test that fails (stopped with SIGSTOP, or waiting) dies with it:
-     * SIGKILL reaches a stopped process too. */
-    if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent) _exit(125);
+     * by a test that fails (stopped with SIGSTOP, or waiting) dies with it
+     * (sstm_test_fork): SIGKILL reaches a stopped process too. */
     dup2(fileno(out), 1);
     dup2(fileno(err), 2);
-    if (drop_to_uid >= 0 && (setgroups(0, NULL) != 0 || setgid((gid_t)drop_to_uid) != 0 ||
-                             setuid((uid_t)drop_to_uid) != 0))
-      _exit(125);
+    if (drop_to_uid >= 0) {
+      if (setgroups(0, NULL) != 0 || setgid((gid_t)drop_to_uid) != 0 ||
+          setuid((uid_t)drop_to_uid) != 0)
+        _exit(125);
+      sstm_test_child_rearm(); /* the ID change cleared it */
+    }
     if (watchdog_s) alarm(watchdog_s);
     if (traced && ptrace(PTRACE_TRACEME, 0, NULL, NULL) != 0) _exit(125);
     execv(SSTM_TOP_PATH, (char *const *)argv);
@@ -988,13 +989,11 @@ static pid_t sleeper_named(const char *comm) {
   CHECK_EQ_I(pipe2(ready, O_CLOEXEC), 0);
   fflush(stdout);
   fflush(stderr);
-  pid_t pid = fork();
+  /* never outlive the test (a failed test must not leave it holding
+   * ctest's output pipe): sstm_test_fork */
+  pid_t pid = sstm_test_fork();
   CHECK_GE_I(pid, 0);
   if (pid == 0) {
-    /* never outlive the test (a failed test must not leave it holding
-     * ctest's output pipe) */
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (getppid() == 1) _exit(0);
     if (comm) prctl(PR_SET_NAME, comm);
     close(ready[1]); /* EOF for the parent: the name is set */
     for (;;)
@@ -1155,10 +1154,9 @@ static void *registered_forever(void *arg) {
 static void end_without_shutdown(bool by_exit, char *path, size_t len) {
   fflush(stdout);
   fflush(stderr);
-  pid_t pid = fork();
+  pid_t pid = sstm_test_fork();
   CHECK_GE_I(pid, 0);
   if (pid == 0) {
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
     sstm_config_t c;
     sstm_test_config(&c);
     c.state_table = true;

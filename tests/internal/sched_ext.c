@@ -650,9 +650,12 @@ TEST(ext_rseq_fallback_of_one_thread_is_reported) {
 static int probe_child(void) {
   struct rlimit rl = {0, 0};
   if (setrlimit(RLIMIT_NICE, &rl) != 0) return 10;
-  if (getuid() == 0 && (setgroups(0, NULL) != 0 || setresgid(65534, 65534, 65534) != 0 ||
-                        setresuid(65534, 65534, 65534) != 0))
-    return 11;
+  if (getuid() == 0) {
+    if (setgroups(0, NULL) != 0 || setresgid(65534, 65534, 65534) != 0 ||
+        setresuid(65534, 65534, 65534) != 0)
+      return 11;
+    sstm_test_child_rearm(); /* the ID change cleared it */
+  }
   duo_view_t before = duo_view_of(duo_gettid());
   sstm_lever_t l = sstm__lever_probe(NULL);
   duo_view_t after = duo_view_of(duo_gettid());
