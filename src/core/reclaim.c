@@ -174,11 +174,16 @@ static bool grace_start(const struct sstm_desc *self, sstm_grace_t *g) {
   for (unsigned i = 0; i < hw; i++) {
     struct sstm_desc *o = sstm__desc_at(i);
     if (o == NULL || o == self) continue;
-    /* seq_cst: after the fence, and ordered after it like the
-     * fallback begin's loads after its fence; free on x86. Any state but IDLE is running:
-     * ACTIVE, KILLED (not rolled back yet), COMMITTING (maybe writing
-     * back), IRREVOCABLE (writing in place). */
-    uint64_t st = atomic_load_explicit(&o->status, memory_order_seq_cst);
+    /* The heavy fence above already orders this load against a beginning
+     * attempt's ACTIVE store (fence against fence in C11, or the barrier
+     * membarrier runs on that thread), so it needs no seq_cst of its own.
+     * acquire: a status that shows the attempt ended (IDLE, or a later
+     * serial) pairs with the release that ended it, as in grace_over, so
+     * that attempt's reads happen before our caller frees; relaxed would
+     * lose that. Any state but IDLE is running: ACTIVE, KILLED (not rolled
+     * back yet), COMMITTING (maybe writing back), IRREVOCABLE (writing in
+     * place). */
+    uint64_t st = atomic_load_explicit(&o->status, memory_order_acquire);
     if (sstm_st_state(st) != SSTM_ST_IDLE) g->rec[g->n++] = (sstm_grace_rec_t){o, st};
   }
   if (g->n == 0) {
