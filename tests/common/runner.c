@@ -261,6 +261,36 @@ pid_t sstm_test_fork(void) {
   return pid;
 }
 
+void sstm_test_expect_abort(void (*fn)(void), const char *what, const char *want) {
+  int pfd[2];
+  CHECK_EQ_I(pipe(pfd), 0);
+  fflush(stdout);
+  fflush(stderr);
+  pid_t pid = sstm_test_fork();
+  CHECK_GE_I(pid, 0);
+  if (pid == 0) {
+    dup2(pfd[1], 2);
+    close(pfd[0]);
+    signal(SIGABRT, SIG_DFL);
+    fn();
+    _exit(0); /* not reached if fn aborted */
+  }
+  close(pfd[1]);
+  char out[4096];
+  size_t n = 0;
+  ssize_t r;
+  while (n < sizeof out - 1 && (r = read(pfd[0], out + n, sizeof out - 1 - n)) > 0)
+    n += (size_t)r;
+  out[n] = 0;
+  close(pfd[0]);
+  int st;
+  CHECK_EQ_I(waitpid(pid, &st, 0), pid);
+  CHECK_MSG(WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT,
+            "%s: child did not abort (status 0x%x); stderr: %s", what, st, out);
+  CHECK_MSG(n > 0, "%s: nothing printed on stderr", what);
+  if (want) CHECK_MSG(strstr(out, want) != NULL, "%s: stderr lacks \"%s\": %s", what, want, out);
+}
+
 /* ---- library setup ------------------------------------------------------ */
 
 sstm_design_t sstm_test_design(void) {

@@ -63,6 +63,11 @@ pid_t sstm_test_fork(void);
  * Ends the child (status 125) if its parent has ended meanwhile.
  * Async-signal-safe. */
 void sstm_test_child_rearm(void);
+/* Run fn in a child (sstm_test_fork) with its stderr captured, and check
+ * that it dies by SIGABRT having written to stderr, and that what it wrote
+ * contains want (when not NULL). what names the case in the failure
+ * message. */
+void sstm_test_expect_abort(void (*fn)(void), const char *what, const char *want);
 
 /* Leave with "skipped" (ctest SKIP_RETURN_CODE 77). */
 __attribute__((noreturn)) void sstm_test_skip(const char *why);
