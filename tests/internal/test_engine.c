@@ -3,8 +3,10 @@
  * threaded and deterministic, but for the CPU-clock case (one helper
  * thread). */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <pthread.h>
 #include <sched.h>
+#include <semaphore.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <string.h>
@@ -244,8 +246,8 @@ TEST(now_ns_is_the_monotonic_clock_in_ns) {
  * the C library's clocks of the same thread; a thread that has ended, one
  * of another process and a bad tid are refused. */
 static _Atomic int cpu_tid;
-static _Atomic int cpu_stage;          /* 1: before read, 2: main has read, 3: after read, 4: go */
-static uint64_t cpu_before, cpu_after; /* the helper's own clock around the read */
+static sem_t cpu_ready, cpu_read, cpu_done; /* helper: ready; main: has read; helper: done */
+static uint64_t cpu_before, cpu_after;      /* the helper's own clock around the read */
 
 static uint64_t own_cpu_ns(void) {
   struct timespec t;
@@ -253,19 +255,25 @@ static uint64_t own_cpu_ns(void) {
   return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
 }
 
-/* Spins (so that its CPU clock runs) between its own two readings, while
- * the main thread reads its clock by tid; then waits for the release. */
+/* sem_wait, again when a signal interrupts it */
+static void sem_wait_all(sem_t *s) {
+  while (sem_wait(s) != 0)
+    CHECK_EQ_I(errno, EINTR);
+}
+
+/* Reads its own clock before and after the main thread reads it by tid.
+ * It waits blocked (semaphores), so its clock stays far below the main
+ * thread's, which has run 20 ms first: the main thread's clock, returned
+ * by mistake for the helper's, cannot fall in the helper's bracket however
+ * the threads are scheduled. */
 static void *cpu_thread(void *arg) {
   (void)arg;
-  atomic_store_explicit(&cpu_tid, sstm__gettid(), memory_order_release);
+  atomic_store_explicit(&cpu_tid, sstm__gettid(), memory_order_relaxed);
   cpu_before = own_cpu_ns();
-  atomic_store_explicit(&cpu_stage, 1, memory_order_release);
-  while (atomic_load_explicit(&cpu_stage, memory_order_acquire) != 2)
-    sstm__cpu_relax();
+  CHECK_EQ_I(sem_post(&cpu_ready), 0);
+  sem_wait_all(&cpu_read);
   cpu_after = own_cpu_ns();
-  atomic_store_explicit(&cpu_stage, 3, memory_order_release);
-  while (atomic_load_explicit(&cpu_stage, memory_order_acquire) != 4)
-    sstm__cpu_relax();
+  CHECK_EQ_I(sem_post(&cpu_done), 0);
   return NULL;
 }
 
@@ -279,27 +287,30 @@ TEST(thread_cpu_time_is_the_threads_cpu_clock) {
     CHECK_LE_U((uint64_t)a.tv_sec * 1000000000ull + (uint64_t)a.tv_nsec, n);
     CHECK_LE_U(n, (uint64_t)b.tv_sec * 1000000000ull + (uint64_t)b.tv_nsec);
   }
-  /* 20 ms of CPU here first, so that this thread's clock, read by mistake
-   * for the helper's, falls outside the helper's bracket */
+  /* 20 ms of CPU here first (see cpu_thread) */
   for (uint64_t t0 = own_cpu_ns(); own_cpu_ns() - t0 < 20000000;)
     sstm__cpu_relax();
+  CHECK_EQ_I(sem_init(&cpu_ready, 0, 0), 0);
+  CHECK_EQ_I(sem_init(&cpu_read, 0, 0), 0);
+  CHECK_EQ_I(sem_init(&cpu_done, 0, 0), 0);
   pthread_t th;
   CHECK_EQ_I(pthread_create(&th, NULL, cpu_thread, NULL), 0);
-  int tid;
-  while (atomic_load_explicit(&cpu_stage, memory_order_acquire) != 1)
-    sched_yield();
-  tid = atomic_load_explicit(&cpu_tid, memory_order_relaxed);
-  /* the helper's clock, read by tid, lies between its own two readings
-   * (the caller's clock would not: this thread mostly sleeps in yields) */
+  sem_wait_all(&cpu_ready); /* acquire: the helper's tid and cpu_before */
+  int tid = atomic_load_explicit(&cpu_tid, memory_order_relaxed);
+  uint64_t mine = own_cpu_ns();
   uint64_t n;
   CHECK_TRUE(sstm__thread_cpu_ns(tid, &n));
-  atomic_store_explicit(&cpu_stage, 2, memory_order_release);
-  while (atomic_load_explicit(&cpu_stage, memory_order_acquire) != 3)
-    sched_yield();
+  CHECK_EQ_I(sem_post(&cpu_read), 0);
+  sem_wait_all(&cpu_done);
+  /* the helper's clock, read by tid, lies between its own two readings;
+   * and the bracket excludes this thread's clock, so the check can tell */
   CHECK_LE_U(cpu_before, n);
   CHECK_LE_U(n, cpu_after);
-  atomic_store_explicit(&cpu_stage, 4, memory_order_release);
+  CHECK_LT_U(cpu_after, mine);
   CHECK_EQ_I(pthread_join(th, NULL), 0);
+  sem_destroy(&cpu_ready);
+  sem_destroy(&cpu_read);
+  sem_destroy(&cpu_done);
   /* ended: pthread_join returns once the kernel clears the thread's tid
    * word, a moment before the thread leaves the kernel's tables, so this
    * polls (a clock that stayed readable would hang: the ctest timeout) */
