@@ -70,7 +70,8 @@
  *
  * (5) Reclamation and privatization. Each attempt publishes its status
  * word (new serial, ACTIVE) with a full barrier before it reads the clock or
- * shared data: a store and a seq_cst fence, or, where the kernel offers expedited
+ * shared data: a store and a seq_cst fence (sstm__full_fence, one locked
+ * instruction on x86-64), or, where the kernel offers expedited
  * membarrier(2), a plain store whose barrier the reclaimer forces on every
  * running thread (asymmetric fence). A grace period (reclaim.c) issues the
  * matching fence (seq_cst fence, or the membarrier call) and records the
@@ -1252,7 +1253,7 @@ static SSTM_NOINLINE uint64_t irrev_killed_at_start(struct sstm_desc *tx) {
                                              memory_order_seq_cst));
   /* seq_cst fence: as in attempt_start's fallback (the exchange alone does
    * not order the later loads in C11); a cold path, so in both modes. */
-  atomic_thread_fence(memory_order_seq_cst);
+  sstm__full_fence();
   return serial;
 }
 
@@ -1292,10 +1293,10 @@ SSTM_INLINE void attempt_start(struct sstm_desc *tx, bool first) {
      * side stores, fences, then loads what the other stored). A seq_cst
      * exchange alone would do on x86 (a locked instruction), but C11 does
      * not order the later acquire and relaxed loads after it against the
-     * reclaimer's fence. Its cost is that of one locked instruction or an
-     * mfence, by compiler (gcc emits a locked or), as the exchange's. */
+     * reclaimer's fence. sstm__full_fence is that fence as one locked
+     * instruction, whatever the compiler (engine.h). */
     atomic_store_explicit(&tx->status, sstm_st_make(serial, SSTM_ST_ACTIVE), memory_order_release);
-    atomic_thread_fence(memory_order_seq_cst);
+    sstm__full_fence();
   }
   DELAY_POINT(tx); /* published ACTIVE, clock not yet read */
   uint64_t start;

@@ -34,5 +34,5 @@ void sstm__heavy_fence(void) {
     if (membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0) == 0) return;
     sstm__fatal("membarrier(PRIVATE_EXPEDITED) failed after registration");
   }
-  atomic_thread_fence(memory_order_seq_cst);
+  sstm__full_fence();
 }
