@@ -118,8 +118,9 @@ SSTM_API int sstm_commit(void);
 
 /* Abort the current transaction and restart it (STAMP's TM_RESTART). The
  * contention manager's abort hook runs before the restart. Does not return.
- * Misuse (no transaction, or one that asked to be irrevocable: attr or
- * sstm_become_irrevocable) goes to the misuse handler. A transaction that
+ * Misuse (no transaction, one that asked to be irrevocable: attr or
+ * sstm_become_irrevocable, or a call from a hook, a contention manager's
+ * callback or the sampling callback) goes to the misuse handler. A transaction that
  * a policy made irrevocable (its progress bound, see the README) is rolled
  * back, its in-place writes undone, and restarts revocable. User restarts
  * and cancels do not count towards the policies' bounds. */
@@ -128,7 +129,8 @@ SSTM_API void sstm_restart(void) __attribute__((noreturn));
 /* Abort the current transaction and leave it without retrying: control goes
  * to the end of the atomic block (SSTM_ATOMIC_BEGIN skips the body) and
  * sstm_run() returns SSTM_ECANCELED. Not allowed in a transaction that asked
- * to be irrevocable (misuse handler); one that a policy made irrevocable is
+ * to be irrevocable, nor from a callback (misuse handler, as sstm_restart);
+ * one that a policy made irrevocable is
  * rolled back as by sstm_restart. Does not return. */
 SSTM_API void sstm_cancel(void) __attribute__((noreturn));
 

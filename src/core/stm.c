@@ -575,6 +575,7 @@ static SSTM_NOINLINE uint64_t resolve(struct sstm_desc *tx, sstm_conflict_kind_t
  * block nor forgets its free (reclaim.c, in_attempt). */
 static SSTM_NOINLINE void sample_fire(struct sstm_desc *tx, const void *addr, bool is_write) {
   tx->sample_left = sstm__g.cfg.sample_period;
+  if (tx->in_hook) return; /* an access of a callback, this one's included: not sampled */
   tx->in_hook++;
   sstm__g.cfg.sample_fn(sstm__g.cfg.sample_arg, addr, is_write);
   tx->in_hook--;
@@ -1480,6 +1481,11 @@ static void abort_notify(struct sstm_desc *tx, sstm_abort_reason_t r, const sstm
 
 static __attribute__((noreturn)) void abort_tx(struct sstm_desc *tx, sstm_abort_reason_t r,
                                                const sstm_party_t *other) {
+  /* The jump below discards every frame above the checkpoint, among them
+   * any callback of this attempt that was running (the sampling callback or
+   * a begin hook whose barrier lost a conflict): its in_hook decrement would
+   * never run. Nothing outside the attempt runs with in_hook set. */
+  tx->in_hook = 0;
   rollback(tx, r);
   abort_notify(tx, r, other);
   if (r == SSTM_ABORT_USER_CANCEL) {
@@ -1719,6 +1725,7 @@ static void user_abort_check(struct sstm_desc *tx, const char *what) {
 SSTM_API void sstm_restart(void) {
   struct sstm_desc *tx = sstm__cur;
   if (!SSTM_IN_TX(tx)) misuse_noreturn("sstm_restart outside a transaction");
+  if (tx->in_hook) misuse_noreturn("sstm_restart in a hook or a callback (policy, sampling)");
   user_abort_check(tx, "sstm_restart in a transaction that asked to be irrevocable");
   abort_tx(tx, SSTM_ABORT_USER_RETRY, NULL);
 }
@@ -1726,6 +1733,7 @@ SSTM_API void sstm_restart(void) {
 SSTM_API void sstm_cancel(void) {
   struct sstm_desc *tx = sstm__cur;
   if (!SSTM_IN_TX(tx)) misuse_noreturn("sstm_cancel outside a transaction");
+  if (tx->in_hook) misuse_noreturn("sstm_cancel in a hook or a callback (policy, sampling)");
   user_abort_check(tx, "sstm_cancel in a transaction that asked to be irrevocable");
   abort_tx(tx, SSTM_ABORT_USER_CANCEL, NULL);
 }

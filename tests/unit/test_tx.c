@@ -384,6 +384,67 @@ TEST(sampling_calls_back_every_period_accesses) {
   sstm_test_fini();
 }
 
+/* An attempt that aborts inside the sampling callback (here: a kill the
+ * callback's own access notices) leaves the callback's frame behind; the
+ * thread must not stay "in a callback": the restart and the next
+ * transactions begin normally, and a callback's sstm_restart is misuse. */
+static int kill_armed, kill_calls;
+static void sample_kill_self(void *arg, const void *addr, bool is_write) {
+  (void)arg, (void)addr, (void)is_write;
+  kill_calls++;
+  if (!kill_armed) return;
+  kill_armed = 0;
+  CHECK_OK(sstm_desc_kill(sstm_self(), 0));
+  (void)sstm_load_u64(&sampled[50]); /* notices the kill: the attempt aborts here */
+  FAIL("the killed attempt went on");
+}
+static void sample_restart(void *arg, const void *addr, bool is_write) {
+  (void)arg, (void)addr, (void)is_write;
+  sstm_restart();
+}
+static void restart_in_sampling_callback(void) {
+  sstm_config_t cfg;
+  sstm_test_config(&cfg);
+  cfg.sample_period = 1;
+  cfg.sample_fn = sample_restart;
+  CHECK_OK(sstm_init(&cfg));
+  CHECK_OK(sstm_thread_init());
+  SSTM_ATOMIC_BEGIN(NULL)
+    (void)sstm_load_u64(&sampled[0]);
+  SSTM_ATOMIC_END();
+}
+TEST(abort_inside_the_sampling_callback_leaves_no_callback_state) {
+  sstm_config_t cfg;
+  sstm_test_config(&cfg);
+  cfg.sample_period = 1;
+  cfg.sample_fn = sample_kill_self;
+  CHECK_OK(sstm_init(&cfg));
+  CHECK_OK(sstm_thread_init());
+  kill_armed = 1;
+  kill_calls = 0;
+  static volatile int attempts; /* survives the restart's jump */
+  attempts = 0;
+  SSTM_ATOMIC_BEGIN(NULL)
+    attempts++;
+    sstm_store_u64(&sampled[51], sstm_load_u64(&sampled[51]) + 1);
+  SSTM_ATOMIC_END();
+  CHECK_EQ_I(attempts, 2);
+  sstm_stats_t st;
+  CHECK_OK(sstm_stats_get(sstm_self(), &st));
+  CHECK_EQ_U(st.aborts[SSTM_ABORT_KILLED], 1);
+  /* a later transaction, through both ways in */
+  int calls = kill_calls;
+  SSTM_ATOMIC_BEGIN(NULL)
+    sstm_store_u64(&sampled[51], sstm_load_u64(&sampled[51]) + 1);
+  SSTM_ATOMIC_END();
+  tx_store_u64(&sampled[52], 1);
+  CHECK_GT_I(kill_calls, calls); /* sampling still calls back */
+  CHECK_EQ_U(sampled[51], 2);
+  sstm_test_fini();
+  sstm_test_expect_abort(restart_in_sampling_callback, "sstm_restart in the sampling callback",
+                         "sstm_restart in a hook or a callback");
+}
+
 /* ---- hooks --------------------------------------------------------------- */
 
 #define MAXEV 64
