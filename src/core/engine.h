@@ -381,13 +381,14 @@ static inline void sstm__cpu_relax(void) { __builtin_ia32_pause(); }
 
 /* A full barrier: a store before it is visible to every thread before any
  * load after it. It stands for atomic_thread_fence(memory_order_seq_cst) in
- * the correctness arguments (stm.c, (5)), and is that fence under
- * ThreadSanitizer, which understands it. Elsewhere on x86-64, a locked RMW
- * of the stack top, as Linux's smp_mb(): x86 orders every load and store
- * against a locked instruction. GCC emits the same instruction for the C11
- * fence, Clang an mfence, which made the begin fence cost 1.7x in commits/s
- * on the hash set at one thread (docs/benchmarks.md, "The begin fence
- * without membarrier"). */
+ * the correctness arguments (stm.c, (5)). On x86-64 it is a locked RMW of
+ * the stack top, the instruction GCC itself emits for that fence (Linux's
+ * smp_mb() is the same kind, on -4(%rsp)): x86 orders every load and store
+ * against a locked instruction. Clang emits an mfence instead, which made
+ * the begin fence cost 1.7x in commits/s on the hash set at one thread
+ * (docs/benchmarks.md, "The begin fence without membarrier"). Under
+ * ThreadSanitizer, which sees nothing of inline assembly, it is the C11
+ * fence, which TSan at least instruments. */
 #if defined(__SANITIZE_THREAD__)
 #define SSTM__TSAN 1
 #elif defined(__has_feature)

@@ -254,10 +254,13 @@ void sstm_test_child_rearm(void) {
 }
 
 pid_t sstm_test_fork(void) {
-  fork_parent = getpid();
+  pid_t parent = getpid();
   pid_t pid = fork();
   /* async-signal-safe only in the child: the parent may have threads. */
-  if (pid == 0) sstm_test_child_rearm();
+  if (pid == 0) {
+    fork_parent = parent;
+    sstm_test_child_rearm();
+  }
   return pid;
 }
 

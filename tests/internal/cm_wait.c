@@ -729,8 +729,7 @@ static void sliced_fn(void *arg) {
     fx_log_reset();
     uint64_t t0 = mono_ns();
     CHECK_RC(sstm_party_wait(&p, SSTM_WAIT_BLOCK, TIMEOUT), SSTM_EBUSY);
-    n = atomic_load(&fx_logged);
-    CHECK_GE_I(n, 1);
+    n = atomic_load(&fx_logged); /* 0 if preempted past the deadline first */
     check_slices(t0, n, TIMEOUT, MIN, MAX);
   }
   atomic_store_explicit(&sstm__wait_slice_ns, 0, memory_order_relaxed);

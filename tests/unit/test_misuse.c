@@ -247,10 +247,11 @@ static void child_access_after_null_handler(void) {
 #define IN_IRREVOCABLE " in a transaction that asked to be irrevocable"
 TEST(default_handler_aborts) {
   sstm_test_expect_abort(child_access, "load outside a transaction",
-                         " outside a transaction (or on an unregistered thread)");
-  sstm_test_expect_abort(child_access_after_null_handler,
-                         "load outside a transaction, handler reset with NULL",
-                         " outside a transaction (or on an unregistered thread)");
+                         MISUSE
+                         "transactional load outside a transaction (or on an unregistered thread)");
+  sstm_test_expect_abort(
+      child_access_after_null_handler, "load outside a transaction, handler reset with NULL",
+      MISUSE "transactional load outside a transaction (or on an unregistered thread)");
   sstm_test_expect_abort(child_restart_outside, "sstm_restart outside a transaction",
                          MISUSE "sstm_restart outside a transaction");
   sstm_test_expect_abort(child_cancel_irrevocable, "sstm_cancel in an irrevocable transaction",
