@@ -89,7 +89,14 @@ typedef struct sstm_ckpt {
  * SSTM__CKPT_START when saving, the restart code when resumed.
  * ThreadSanitizer must see every non-local jump, so TSan builds (of both the
  * library and its users: they must agree) use the C library's _setjmp. */
-#if defined(__SANITIZE_THREAD__) || defined(SSTM_CKPT_LIBC)
+#if defined(__SANITIZE_THREAD__) /* gcc */
+#define SSTM__CKPT_LIBC_ 1
+#elif defined(__has_feature) /* clang */
+#if __has_feature(thread_sanitizer)
+#define SSTM__CKPT_LIBC_ 1
+#endif
+#endif
+#if defined(SSTM__CKPT_LIBC_) || defined(SSTM_CKPT_LIBC)
 #include <setjmp.h>
 #define SSTM_CKPT_USES_LIBC 1
 #define sstm__ckpt_save(c) _setjmp(*(jmp_buf *)(void *)(c))
