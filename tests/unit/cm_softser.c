@@ -26,7 +26,7 @@ static uint64_t words[4][512] __attribute__((aligned(4096)));
 enum { SS_PRIO_CHANGES = 0, SS_REGISTRATIONS = 1, SS_FAILED_CHANGES = 2 };
 
 enum wend { W_COMMIT, W_KILL, W_RESTART, W_CANCEL, W_COMMIT_NESTED };
-enum lend { L_AFTER_W, L_COMMIT_FIRST, L_EXIT, L_ACTION_AFTER_W, L_CANCEL };
+enum lend { L_AFTER_W, L_COMMIT_FIRST, L_EXIT, L_ACTION_AFTER_W, L_CANCEL, L_DETACH };
 
 static struct {
   int wend, lend;
@@ -40,6 +40,10 @@ static struct {
   sstm_stats_t wstats, lstats;
   duo_view_t before;
   _Atomic int w_holding, l_waiting, w_go, l_go, w_done, l_done, finish;
+  /* L_DETACH */
+  sstm_desc_t *ldesc;
+  duo_view_t att_lowered, att_after;
+  _Atomic int l_detached, l_reattach;
 } S;
 
 /* ---- levers -------------------------------------------------------------- */
@@ -190,7 +194,14 @@ static void l_body(void *arg) {
   }
   atomic_store_explicit(&S.l_waiting, 1, memory_order_release);
   duo_wait_flag(&S.l_go, 1);
-  if (S.lend == L_EXIT || S.lend == L_CANCEL) sstm_cancel();
+  if (S.lend == L_DETACH) { /* suspend the lowered attempt, resume it later */
+    S.ldesc = sstm_desc_detach();
+    CHECK_NOT_NULL(S.ldesc);
+    atomic_store(&S.l_detached, 1);
+    duo_wait_flag(&S.l_reattach, 1);
+    CHECK_OK(sstm_desc_attach(S.ldesc));
+  }
+  if (S.lend == L_EXIT || S.lend == L_CANCEL || S.lend == L_DETACH) sstm_cancel();
   sstm_store_u64(Y, (uint64_t)k);
 }
 
@@ -200,7 +211,7 @@ static void *l_main(void *arg) {
   atomic_store(&S.ltid, duo_gettid());
   duo_wait_flag(&S.w_holding, 1);
   CHECK_RC(sstm_run(NULL, l_body, NULL),
-           S.lend == L_EXIT || S.lend == L_CANCEL ? SSTM_ECANCELED : SSTM_OK);
+           S.lend == L_EXIT || S.lend == L_CANCEL || S.lend == L_DETACH ? SSTM_ECANCELED : SSTM_OK);
   CHECK_EQ_I(S.lattempts, 2);
   S.lstats = duo_stats(sstm_self());
   if (S.lend == L_EXIT)
@@ -208,6 +219,17 @@ static void *l_main(void *arg) {
   atomic_store(&S.l_done, 1);
   duo_wait_flag(&S.finish, 1);
   if (S.lend != L_EXIT) CHECK_OK(sstm_thread_exit());
+  return NULL;
+}
+
+/* L_DETACH: another thread attaches the suspended loser's descriptor while
+ * its row is not empty, and detaches it again. */
+static void *att_main(void *arg) {
+  (void)arg;
+  CHECK_OK(sstm_desc_attach(S.ldesc));
+  S.att_lowered = duo_view_of(duo_gettid());
+  CHECK_TRUE(sstm_desc_detach() == S.ldesc);
+  S.att_after = duo_view_of(duo_gettid());
   return NULL;
 }
 
@@ -229,7 +251,18 @@ static void scenario(int wend, int lend) {
   /* L is registered on W's running attempt, lowered */
   duo_view_t lowered = duo_view_of(ltid);
   check_lowered(lowered);
-  if (lend == L_AFTER_W || lend == L_ACTION_AFTER_W) {
+  if (lend == L_DETACH) {
+    atomic_store(&S.l_go, 1);
+    duo_wait_flag(&S.l_detached, 1);
+    CHECK_VIEW_EQ(duo_view_of(ltid), S.before); /* the detach gave the thread back */
+    duo_join(duo_spawn(att_main, NULL));
+    check_lowered(S.att_lowered); /* the row is the transaction's */
+    CHECK_VIEW_EQ(S.att_after, S.before);
+    atomic_store(&S.l_reattach, 1); /* lowered again, then the cancel */
+    duo_wait_flag(&S.l_done, 1);
+    CHECK_VIEW_EQ(duo_view_of(ltid), S.before);
+    end_winner();
+  } else if (lend == L_AFTER_W || lend == L_ACTION_AFTER_W) {
     end_winner();
     CHECK_VIEW_EQ(duo_view_of(ltid), S.before); /* (a)/(b): the winner's end */
     atomic_store(&S.l_go, 1);
@@ -249,7 +282,7 @@ static void scenario(int wend, int lend) {
   CHECK_EQ_U(S.lstats.cm_stats[SS_FAILED_CHANGES], 0);
   CHECK_EQ_U(S.wstats.cm_stats[SS_FAILED_CHANGES], 0);
   CHECK_EQ_U(S.wstats.cm_stats[SS_REGISTRATIONS], 0);
-  CHECK_EQ_U(S.lstats.cm_actions[SSTM_ACT_LOWERED], S.none ? 0 : 1);
+  if (lend != L_DETACH) CHECK_EQ_U(S.lstats.cm_actions[SSTM_ACT_LOWERED], S.none ? 0 : 1);
   CHECK_EQ_U(S.lstats.aborts[SSTM_ABORT_WRITE_LOCKED], 1);
   if (S.none)
     CHECK_EQ_U(S.wstats.cm_stats[SS_PRIO_CHANGES] + S.lstats.cm_stats[SS_PRIO_CHANGES], 0);
@@ -293,6 +326,11 @@ TEST(loser_thread_exit_restores_under_ext) {
   scenario(W_COMMIT, L_EXIT);
 }
 TEST(loser_exit_then_winner_killed) { scenario(W_KILL, L_EXIT); }
+/* The priority is the thread's, the conflicts the transaction's: a loser
+ * that detaches its descriptor mid-transaction (on_detach, also the path of
+ * a thread's exit) gets its priority back while the row stays; a thread
+ * that attaches the descriptor meanwhile is lowered until it detaches. */
+TEST(loser_detach_restores_and_attach_lowers) { scenario(W_COMMIT, L_DETACH); }
 
 /* ---- no conflict, no change ------------------------------------------------- */
 
