@@ -24,6 +24,7 @@
 #define _GNU_SOURCE
 #include "cm/common.h" /* sstm__ser_wait_max_ns */
 #include "common_int.h"
+#include "core/engine.h" /* sstm__wait_slice_ns */
 
 #define MAXT 128
 #define MAXA 16
@@ -121,6 +122,8 @@ int main(int argc, char **argv) {
      * their second counter */
     CHECK_MSG(strncmp(argv[2], "ser-", 4) == 0, "--unbounded is for the ser-* policies");
     atomic_store_explicit(&sstm__ser_wait_max_ns, 0, memory_order_relaxed);
+    /* unsliced sleeps: a lost wake-up hangs ser-block (the watchdog) */
+    atomic_store_explicit(&sstm__wait_slice_ns, 0, memory_order_relaxed);
   }
   char desc[512];
   sstm_describe(desc, sizeof desc);

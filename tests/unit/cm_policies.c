@@ -32,6 +32,7 @@
 
 #include "cm/common.h" /* sstm__ser_wait_max_ns (a test seam; linked STATIC) */
 #include "cm_duo.h"
+#include "core/engine.h" /* sstm__wait_slice_ns (likewise) */
 
 static uint64_t words[6][512] __attribute__((aligned(4096)));
 #define X (&words[0][0])
@@ -567,9 +568,11 @@ static void *chain_main(void *arg) {
 static void chain(const char *cm) {
   init_cm(cm);
   /* A loser waits for its winner however long it takes: under load the
-   * 20 ms bound could end a wait early and change the outcome. A lost
-   * wake-up now hangs, and the watchdog fails the test. */
+   * 20 ms bound could end a wait early and change the outcome. Its sleeps
+   * are unsliced too, so a lost wake-up hangs, and the watchdog fails the
+   * test. */
   atomic_store_explicit(&sstm__ser_wait_max_ns, 0, memory_order_relaxed);
+  atomic_store_explicit(&sstm__wait_slice_ns, 0, memory_order_relaxed);
   /* descriptors first (each thread publishes its own), then the run */
   pthread_t c = duo_spawn(chain_main, (void *)(intptr_t)0);
   pthread_t b = duo_spawn(chain_main, (void *)(intptr_t)1);
