@@ -139,6 +139,9 @@ typedef enum sstm_cm_act {
   SSTM_ACT_COUNT
 } sstm_cm_act_t;
 
+/* The action's short name as the statistics and sstm-top show it ("run",
+ * "spin", "block", "yield", "backoff", "lowered", "kill"); "?" for a value
+ * out of range. Static strings; never NULL. */
 SSTM_API const char *sstm_cm_act_name(sstm_cm_act_t a);
 
 /* Number of policy-defined counters per thread (sstm_stats_t.cm_stats).

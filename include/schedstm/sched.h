@@ -21,7 +21,12 @@ SSTM_API int sstm_sched_set(int policy, int prio);
 
 /* The OS conflict priority of a descriptor's thread as os_prio computes it
  * (larger = favoured by the OS: RT > OTHER > BATCH > IDLE, then priority).
- * Makes system calls; -1 for NULL. */
+ * Read now from the thread's attributes (a system call), not from os_prio's
+ * per-thread cache, which may be up to one refresh period older. A
+ * descriptor with no thread attached yet, or whose thread's attributes
+ * cannot be read (it has exited), gets the value of SCHED_OTHER at nice 0,
+ * as os_prio treats such a party. -1 (and sstm_last_error) for NULL. Never
+ * blocks. */
 SSTM_API int sstm_sched_conflict_priority(const sstm_desc_t *d);
 
 SSTM_EXTERN_C_END

@@ -30,6 +30,11 @@
  * first of nice, SCHED_IDLE, SCHED_BATCH, short custom slice that can be
  * undone; SCHEDSTM_SOFTSER_LEVER forces one) and reported by sstm_describe.
  *
+ * A winner's list holds at most SOFTSER_MAX_LOSERS (64) losers per attempt:
+ * a 65th loser of the same attempt is not registered and retries at its
+ * normal priority, as under suicide (the list is per descriptor, fixed, so
+ * that registering never allocates).
+ *
  * Locks (slow path only): a winner's list lock, then a loser's priority lock.
  * No thread lowers itself while it holds either: the scheduler may preempt
  * it as the system call returns, and a winner ending then (column_clear,
