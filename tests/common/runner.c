@@ -317,6 +317,16 @@ void sstm_test_init(void) {
   CHECK_OK(sstm_thread_init());
 }
 
+void sstm_test_init_sampling(unsigned period, sstm_sample_fn fn, void *arg) {
+  sstm_config_t cfg;
+  sstm_test_config(&cfg);
+  cfg.sample_period = period;
+  cfg.sample_fn = fn;
+  cfg.sample_arg = arg;
+  CHECK_OK(sstm_init(&cfg));
+  CHECK_OK(sstm_thread_init());
+}
+
 void sstm_test_fini(void) {
   CHECK_OK(sstm_thread_exit());
   CHECK_OK(sstm_shutdown());

@@ -107,6 +107,8 @@ sstm_design_t sstm_test_design(void);
 void sstm_test_config(sstm_config_t *cfg);
 /* sstm_init(cfg from sstm_test_config) + sstm_thread_init(); checked. */
 void sstm_test_init(void);
+/* The same with sampling on: cfg.sample_period, sample_fn, sample_arg. */
+void sstm_test_init_sampling(unsigned period, sstm_sample_fn fn, void *arg);
 /* sstm_thread_exit() + sstm_shutdown(); checked. */
 void sstm_test_fini(void);
 

@@ -183,12 +183,7 @@ static void sample_alloc(void *arg, const void *addr, bool is_write) {
 static uint64_t sample_word;
 TEST(blocks_of_the_sampling_callback_belong_to_it) {
   mc_track_sizes(TSIZE, TSIZE + 512);
-  sstm_config_t cfg;
-  sstm_test_config(&cfg);
-  cfg.sample_period = 1;
-  cfg.sample_fn = sample_alloc;
-  CHECK_OK(sstm_init(&cfg));
-  CHECK_OK(sstm_thread_init());
+  sstm_test_init_sampling(1, sample_alloc, NULL);
   hook_block = 0;
   attempts = 0;
   SSTM_ATOMIC_BEGIN(NULL)

@@ -343,13 +343,7 @@ static void sample_cb(void *arg, const void *addr, bool is_write) {
   nfired++;
 }
 TEST(sampling_calls_back_every_period_accesses) {
-  sstm_config_t cfg;
-  sstm_test_config(&cfg);
-  cfg.sample_period = 4;
-  cfg.sample_fn = sample_cb;
-  cfg.sample_arg = &nfired;
-  CHECK_OK(sstm_init(&cfg));
-  CHECK_OK(sstm_thread_init());
+  sstm_test_init_sampling(4, sample_cb, &nfired);
   nfired = 0;
   SSTM_ATOMIC_BEGIN(NULL) /* accesses 1-10 read, 11-16 write */
     for (int i = 0; i < 10; i++)
@@ -403,23 +397,13 @@ static void sample_restart(void *arg, const void *addr, bool is_write) {
   sstm_restart();
 }
 static void restart_in_sampling_callback(void) {
-  sstm_config_t cfg;
-  sstm_test_config(&cfg);
-  cfg.sample_period = 1;
-  cfg.sample_fn = sample_restart;
-  CHECK_OK(sstm_init(&cfg));
-  CHECK_OK(sstm_thread_init());
+  sstm_test_init_sampling(1, sample_restart, NULL);
   SSTM_ATOMIC_BEGIN(NULL)
     (void)sstm_load_u64(&sampled[0]);
   SSTM_ATOMIC_END();
 }
 TEST(abort_inside_the_sampling_callback_leaves_no_callback_state) {
-  sstm_config_t cfg;
-  sstm_test_config(&cfg);
-  cfg.sample_period = 1;
-  cfg.sample_fn = sample_kill_self;
-  CHECK_OK(sstm_init(&cfg));
-  CHECK_OK(sstm_thread_init());
+  sstm_test_init_sampling(1, sample_kill_self, NULL);
   kill_armed = 1;
   kill_calls = 0;
   static volatile int attempts; /* survives the restart's jump */
