@@ -22,8 +22,8 @@ SSTM_EXTERN_C_BEGIN
  * (<schedstm/hooks.h>), contention-manager callbacks (<schedstm/cm.h>) and
  * the sampling callback (cfg.sample_fn) count as outside, also those that
  * run within an attempt (tx_begin, on_begin, on_conflict, sample_fn): what
- * they allocate is theirs and survives the
- * attempt's abort, and sstm_free() there retires at once.
+ * they allocate is theirs and survives the attempt's abort, and sstm_free()
+ * there retires at once.
  *
  * On a registered thread, a small block (under 512 usable bytes) may come
  * from the thread's block cache: blocks the library released on this

@@ -42,9 +42,9 @@
  *
  * Hooks run on the transaction's thread. on_begin/on_commit are on the hot
  * path: leave them NULL unless needed. No hook may start, restart or
- * cancel a transaction (treated as in a global hook: hooks.h); sstm_malloc() and sstm_free() in
- * a hook act as outside a transaction, even in on_begin and on_conflict
- * (alloc.h).
+ * cancel a transaction (treated as in a global hook: hooks.h);
+ * sstm_malloc() and sstm_free() in a hook act as outside a transaction,
+ * even in on_begin and on_conflict (alloc.h).
  */
 #ifndef SCHEDSTM_CM_H
 #define SCHEDSTM_CM_H

@@ -35,13 +35,15 @@ typedef struct sstm_desc sstm_desc_t;
  * cancelled (rolled back; its abort actions and the policy run, and it is
  * counted as SSTM_ABORT_USER_CANCEL), and so is one that a policy made
  * irrevocable (its undo log puts its in-place writes back); one that asked
- * for irrevocability (attr.irrevocable or sstm_become_irrevocable), which may have done what cannot
- * be undone and holds back every other transaction, is committed. A descriptor of
- * sstm_desc_create() attached at the end is only detached: it remains its creator's. Its
- * transaction, if any, stays suspended when it began on another stack (a user-level context that
- * outlives the thread); one that began on the ending thread's own stack, where its restart
- * checkpoint is, is ended first as above. A thread that ends inside an action, hook or policy
- * callback leaves its descriptor attached for good: sstm_shutdown() then fails with SSTM_EBUSY.
+ * for irrevocability (attr.irrevocable or sstm_become_irrevocable), which
+ * may have done what cannot be undone and holds back every other
+ * transaction, is committed. A descriptor of sstm_desc_create() attached at
+ * the end is only detached: it remains its creator's. Its transaction, if
+ * any, stays suspended when it began on another stack (a user-level context
+ * that outlives the thread); one that began on the ending thread's own
+ * stack, where its restart checkpoint is, is ended first as above. A thread
+ * that ends inside an action, hook or policy callback leaves its descriptor
+ * attached for good: sstm_shutdown() then fails with SSTM_EBUSY.
  */
 SSTM_API int sstm_thread_init(void);
 

@@ -90,13 +90,13 @@ typedef struct sstm_ckpt {
  * ThreadSanitizer must see every non-local jump, so TSan builds (of both the
  * library and its users: they must agree) use the C library's _setjmp. */
 #if defined(__SANITIZE_THREAD__) /* gcc */
-#define SSTM__CKPT_LIBC_ 1
+#define SSTM__TSAN 1
 #elif defined(__has_feature) /* clang */
 #if __has_feature(thread_sanitizer)
-#define SSTM__CKPT_LIBC_ 1
+#define SSTM__TSAN 1
 #endif
 #endif
-#if defined(SSTM__CKPT_LIBC_) || defined(SSTM_CKPT_LIBC)
+#if defined(SSTM__TSAN) || defined(SSTM_CKPT_LIBC)
 #include <setjmp.h>
 #define SSTM_CKPT_USES_LIBC 1
 #define sstm__ckpt_save(c) _setjmp(*(jmp_buf *)(void *)(c))
@@ -127,8 +127,9 @@ SSTM_API int sstm_commit(void);
  * contention manager's abort hook runs before the restart. Does not return.
  * Misuse (no transaction, one that asked to be irrevocable: attr or
  * sstm_become_irrevocable, or a call from a hook, a contention manager's
- * callback or the sampling callback) goes to the misuse handler. A transaction that
- * a policy made irrevocable (its progress bound, see the README) is rolled
+ * callback or the sampling callback) goes to the misuse handler. A
+ * transaction that a policy made irrevocable (its progress bound, see the
+ * README) is rolled
  * back, its in-place writes undone, and restarts revocable. User restarts
  * and cancels do not count towards the policies' bounds. */
 SSTM_API void sstm_restart(void) __attribute__((noreturn));
@@ -137,8 +138,8 @@ SSTM_API void sstm_restart(void) __attribute__((noreturn));
  * to the end of the atomic block (SSTM_ATOMIC_BEGIN skips the body) and
  * sstm_run() returns SSTM_ECANCELED. Not allowed in a transaction that asked
  * to be irrevocable, nor from a callback (misuse handler, as sstm_restart);
- * one that a policy made irrevocable is
- * rolled back as by sstm_restart. Does not return. */
+ * one that a policy made irrevocable is rolled back as by sstm_restart.
+ * Does not return. */
 SSTM_API void sstm_cancel(void) __attribute__((noreturn));
 
 /* Make the current transaction irrevocable: it then runs without conflicts

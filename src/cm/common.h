@@ -79,8 +79,8 @@ static inline void sstm__cm_bound_retries(sstm_cm_ctx_t *ctx, const sstm_abort_i
  * change it (tests/unit/cm_policies.c lifts it so that a loser under load
  * still waits for its winner and the exact outcome of a chain of conflicts
  * can be asserted; with sstm__wait_slice_ns also 0 there, a lost wake-up
- * then hangs, and the watchdog fails the test). relaxed: set before the threads that use it start.
- */
+ * then hangs, and the watchdog fails the test). relaxed: set before the
+ * threads that use it start. */
 extern _Atomic uint64_t sstm__ser_wait_max_ns;
 
 /* os_prio's cache refresh period, 4 ms (cm/os_prio.c). A test seam too:

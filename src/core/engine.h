@@ -388,14 +388,7 @@ static inline void sstm__cpu_relax(void) { __builtin_ia32_pause(); }
  * the begin fence cost 1.7x in commits/s on the hash set at one thread
  * (docs/benchmarks.md, "The begin fence without membarrier"). Under
  * ThreadSanitizer, which sees nothing of inline assembly, it is the C11
- * fence, which TSan at least instruments. */
-#if defined(__SANITIZE_THREAD__)
-#define SSTM__TSAN 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define SSTM__TSAN 1
-#endif
-#endif
+ * fence, which TSan at least instruments (SSTM__TSAN: <schedstm/tx.h>). */
 static inline void sstm__full_fence(void) {
 #if defined(__x86_64__) && !defined(SSTM__TSAN)
   __asm__ volatile("lock orq $0, (%%rsp)" ::: "memory", "cc");
