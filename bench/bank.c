@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bench/bank.c: bank-transfer benchmark (bank-schedstm, bank-itm,
  * bank-seq).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bench/ds_selftest.c: correctness self-test of the intset structures on
  * one back-end (ds-selftest-schedstm, -itm, -seq).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bench/intset.c: integer-set throughput benchmark (one binary per TM
  * back-end: intset-schedstm, intset-itm, intset-seq).
  *

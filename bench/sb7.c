@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bench/sb7.c: STMBench7-like benchmark (one binary per TM back-end:
  * sb7-schedstm, sb7-schedstm-inline, sb7-itm, sb7-seq).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* atomic_block: the inline form, SSTM_ATOMIC_BEGIN ... SSTM_ATOMIC_END().
  *
  * Two shared variables x and y must always satisfy x + y == 0. Writer

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* hello: concurrent bank transfers with sstm_run().
  *
  * Threads move money between random accounts; each transfer reads two

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* list: a sorted linked-list integer set with transactional allocation.
  *
  * insert() allocates its node with sstm_malloc() inside the transaction (the

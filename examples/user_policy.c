@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* user_policy: a contention manager of your own, behind the policy interface
  * (<schedstm/cm.h>), registered and selected by name like the built-in ones.
  *

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Check that every C source and header of the tree follows .clang-format.
 #
 #   scripts/check-format.sh          check (clang-format --dry-run), one check per file

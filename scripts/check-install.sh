@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Install schedstm into a temporary prefix and build small consumers against
 # the installed copy only: through pkg-config (shared and static) and through
 # find_package(schedstm) (schedstm::schedstm and schedstm::schedstm_static),

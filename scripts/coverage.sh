@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Line and branch coverage of the library (src/) and sstm-top (tools/) under
 # the default ctest set, for finding code that no test runs. Not part of
 # tests/run_all.sh: a coverage number is a map, not a target.

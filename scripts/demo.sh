@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # scripts/demo.sh: build schedstm and run a short comparison of schedstm,
 # GCC libitm (ml_wt) and uninstrumented sequential code on the four intset
 # structures (linked list, skip list, red-black tree, hash set) at 1, 2 and

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Install what building, testing and (with --demo) the demonstration need.
 #
 #   scripts/install-deps.sh          build tools

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Every TEST() case of the suite is run by some ctest entry.
 
 The test programs built on tests/common/runner.c list their cases with

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # tests/run_all.sh: THE full test command of schedstm.
 #
 # Builds and runs, each in its own build directory under build/:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* sstm-top: a read-only viewer of the per-thread state table that schedstm
  * publishes in /dev/shm/schedstm.<pid> (cfg.state_table or
  * SCHEDSTM_STATE_TABLE=1; layout in src/os/statetab.h).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bench/common/bench_report.c: see bench_report.h. */
 #include "bench_report.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bench/common/bench_report.h: thread running and the JSON fields that
  * every benchmark binary reports (back-end, configuration, commits,
  * aborts). Back-end independent: the TM counters come in as tm_counts_t. */

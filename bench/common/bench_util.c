@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bench/common/bench_util.c: see bench_util.h. */
 #define _GNU_SOURCE
 #include "bench_util.h"

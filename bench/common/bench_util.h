@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bench/common/bench_util.h: helpers shared by the benchmark binaries:
  * errors, option parsing, random numbers, time, a start/stop gate for
  * worker threads and a minimal JSON writer. Back-end independent. */

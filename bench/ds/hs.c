@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bench/ds/hs.c: hash set, a fixed array of sorted-list buckets. */
 #include <stdlib.h>
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bench/ds/intset.c: dispatch of intset.h onto the structures. */
 #include <stdio.h>
 #include <stdlib.h>

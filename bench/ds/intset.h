@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bench/ds/intset.h: integer sets written once against bench/tm/tm.h.
  *
  * Four structures behind one interface: a sorted linked list, a skip list,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bench/ds/intset_impl.h: the per-structure operation table behind
  * intset.h (internal to bench/ds). */
 #ifndef BENCH_INTSET_IMPL_H

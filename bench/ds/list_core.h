@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bench/ds/list_core.h: a NULL-terminated sorted singly linked list,
  * shared by the linked-list set and the buckets of the hash set. The
  * *_tx functions run inside the caller's transaction; the others are

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bench/ds/ll.c: sorted linked-list set. */
 #include <stdlib.h>
 

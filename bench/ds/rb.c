@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bench/ds/rb.c: red-black tree set (CLRS algorithms with NULL leaves and
  * parent pointers). Every field access goes through the TM layer; fix-ups
  * keep the values they already loaded and store a colour only when it

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bench/ds/sb7.c: the STMBench7-like object graph and its operations (see
  * sb7.h). Every shared access goes through TM_LOAD_x / TM_STORE_x; memory
  * is obtained with TM_MALLOC and released with TM_FREE inside the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bench/ds/sb7.h: an STMBench7-like object graph written once against
  * bench/tm/tm.h (our own code, modelled on the structure of STMBench7).
  *

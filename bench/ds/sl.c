@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bench/ds/sl.c: skip-list set. A node's level is derived from a hash of
  * its key (geometric, p = 1/2), so no random-number generator is needed
  * inside transactions. The head is a sentinel with every level; the end of

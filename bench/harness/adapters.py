@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Back-end adapters for the benchmark harness.
 
 A *variant* is one column of a comparison: a back-end plus, for schedstm,

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Figures from sweep results, in the style of the STM papers: for each
 workload, throughput (commits/s) against the number of threads and, below
 it, the abort rate against the number of threads; one line per variant

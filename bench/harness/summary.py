@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Aggregation of benchmark result records and the markdown summary.
 
 Records are dicts with at least: bench, structure, update, threads,

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Parameter sweep over the schedstm benchmarks and their peers.
 
 Runs every point (workload x thread count x variant) --reps times. Within

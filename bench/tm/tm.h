@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bench/tm/tm.h: a thin transactional-access layer for the benchmarks.
  *
  * Exactly one back-end is selected by a compile definition:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bench/tm/tm_runtime.c: back-end set-up and statistics (see tm_runtime.h).
  * Compiled once per back-end with its TM_BACKEND_* definition. */
 #define _GNU_SOURCE

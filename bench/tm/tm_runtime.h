@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bench/tm/tm_runtime.h: process and thread set-up of the selected TM
  * back-end, and its statistics, behind one interface (tm_runtime.c is
  * compiled once per back-end with the same TM_BACKEND_* definition).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* schedstm: transactional allocation and safe memory reclamation.
  *
  * Memory allocated inside a transaction is released if the transaction

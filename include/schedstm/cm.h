@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* schedstm: the contention-management interface.
  *
  * Mechanism (the engine) is separate from policy (a contention manager). A

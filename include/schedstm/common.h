@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* schedstm: common definitions shared by every public header.
  *
  * Error convention: functions that can fail return an int, 0 on success and

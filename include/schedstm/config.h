@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* schedstm: library lifetime and configuration.
  *
  * Configuration comes in three tiers: a typed sstm_config_t passed to

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* schedstm: global hooks on thread and transaction events.
  *
  * Hooks are for tools (tracing, profiling, the scheduling policies of later

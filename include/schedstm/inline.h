@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* schedstm: the read barrier's fast path, shared by the library and, on
  * request, inlined into application code.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* schedstm: the scheduling side. Changing a thread's OS scheduling
  * parameters through schedstm keeps the contention managers that read them
  * (os_prio) informed at once, instead of at their next refresh (at most one

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* schedstm: umbrella header. A scheduling-aware software transactional
  * memory for Linux. See docs/architecture.md.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* schedstm: statistics per descriptor (thread) and aggregated.
  *
  * Basic counters (commits, aborts by reason, retries) are always kept: each

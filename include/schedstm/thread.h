@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* schedstm: threads, transaction descriptors and remote abort.
  *
  * All per-transaction state lives in a descriptor (sstm_desc_t). A thread

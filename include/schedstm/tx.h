@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* schedstm: transactions and transactional accesses.
  *
  * Two ways to run a block atomically:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Transaction checkpoint through the C library's _setjmp/longjmp, used by
  * ThreadSanitizer builds, which must observe every non-local jump. The fast
  * path is arch/x86_64-ckpt.S. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Transaction checkpoint for x86-64 SysV: a setjmp/longjmp pair that saves
  * only what a restart needs (callee-saved registers, stack pointer, return
  * address, MXCSR and the x87 control word) and never touches the signal

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* adaptive: chooses among ser-spin-block, yield, ser-block and os_prio
  * online, and gives its threads a longer time slice when transactions are
  * long, following paper 1's Table 1 and conclusions (the paper leaves this

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* backoff: abort self on conflict, then wait a random time drawn uniformly
  * from [0, min(backoff_min_ns * 2^conflicts, backoff_max_ns)) before the
  * restart (randomised exponential backoff; ctx->conflicts counts the lost

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Helpers shared by the contention managers. */
 #ifndef SSTM_CM_COMMON_H
 #define SSTM_CM_COMMON_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ext (paper 1, section 4, Algorithm 6): make it less likely that a thread
  * is preempted inside a transaction, and give the CPU back after the commit
  * if it was granted extra time. A modifier: "P+ext" runs policy P with ext

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* os_prio (paper 4, TxLinux): the conflict priority comes from the thread's
  * OS scheduling policy and nice value (RT > OTHER > BATCH > IDLE, then
  * priority); ties go to the larger read+write set, then to the older

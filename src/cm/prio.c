@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Priority-based contention management, the mechanism shared by os_prio
  * (os_prio.c) and timestamp (timestamp.c): the requester compares itself
  * with the lock owner by the policy's order and either aborts the owner

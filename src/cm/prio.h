@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The priority-ordered policies' shared mechanism (cm/prio.c): os_prio.c
  * and timestamp.c order the two parties of a conflict, prio.c acts on the
  * order and bounds the retries (the livelock argument is in prio.c). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Registry of contention-management policies, selected by name at init.
  * The built-in policies register themselves on first use. */
 #include <stdlib.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ser-block (paper 1, SER-u cond, and the role SER-k plays in the paper):
  * the loser aborts and sleeps on a futex on the winner's status word until
  * the winner's transaction has ended. The winner's end wakes sleepers only

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ser-spin (paper 1, SER-u spin): the loser aborts and spins (a pause
  * loop) until the winner's transaction has ended. Right when threads <=
  * CPUs; wastes the loser's time slice otherwise. The wait, its bound and

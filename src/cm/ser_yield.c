@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ser-yield: the loser aborts and calls sched_yield() until the winner's
  * transaction has ended, so the CPU goes to the other runnable threads (the
  * winner, if it was preempted, among them) without a futex sleep and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* softser (paper 1, Algorithm 5): while a thread is in conflict with running
  * transactions, its OS priority is lowered; it keeps running (a retry may
  * take another path: non-deterministic transactions) but the scheduler

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* suicide: the attempt that detects a conflict aborts itself and restarts at
  * once. TinySTM's default; no hook on the hot path. */
 #include "core/engine.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* timestamp: the classic comparison, the older transaction (smaller birth
  * timestamp: its first attempt's start) wins and aborts the younger; equal
  * ages go to the lower descriptor slot. The mechanism, the livelock

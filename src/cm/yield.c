@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* yield (paper 1, Algorithm 4): the loser aborts and gives up the CPU with
  * sched_yield() before it restarts. Cheap when the winner is shorter than a
  * time slice; on a busy CPU the yielding thread may lose a whole tick. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Configuration (typed struct, strict environment overrides), library
  * initialisation and shutdown, and the description of the effective
  * configuration. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Internal definitions of the engine: the process-wide state, the
  * transaction descriptor, and helpers shared by the core files.
  * Naming: public API sstm_*, internal non-static sstm__*, the rest static.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Error codes, per-thread error messages, and the misuse handler. */
 #include <stdarg.h>
 #include <stdio.h>

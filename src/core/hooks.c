@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Global hooks on thread and transaction events.
  *
  * The table may change at any time (hooks.h): sstm_hooks_add/remove write a

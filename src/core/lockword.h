@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Ownership records (versioned locks), the global clock and the descriptor
  * status word: their bit layouts and the pure functions that encode and
  * decode them. No memory ordering here: callers own the atomic accesses.

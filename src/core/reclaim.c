@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Transactional allocation, quiescence-based reclamation and the
  * privatization barrier.
  *

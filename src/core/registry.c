@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Descriptor registry: slots, thread registration, attach/detach, remote
  * abort, and the snapshot of another party for contention managers.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Growth of the transaction logs (the slow path of core/rwset.h). */
 #include <stdlib.h>
 #include <string.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Read set, write set (redo log with an address index) and lock set of a
  * transaction descriptor. Private to the owning attempt: no atomics, except
  * the published sizes that contention managers of other threads read

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Statistics: per-descriptor counters, aggregation, dump. */
 #include <stdlib.h>
 #include <string.h>

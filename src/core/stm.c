@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The transactional engine: begin, read and write barriers, validation and
  * snapshot extension, commit, rollback and restart, irrevocability, lock
  * take-over from killed transactions.

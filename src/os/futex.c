@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Futex wait/wake on the low 32 bits of a 64-bit status word (x86-64 is
  * little endian: they sit at the word's address). Private futexes: waiters
  * and wakers are threads of one process. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Asymmetric fences through membarrier(2) (Linux >= 4.14), detected at run
  * time. When available, a transaction begin needs only a compiler barrier
  * and the (rare) reclaimer pays for the full barrier on every running

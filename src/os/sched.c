@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* OS scheduling facilities (see os/sched.h). All of this is off the hot
  * path: probes run once, levers run on conflicts. */
 #define _GNU_SOURCE

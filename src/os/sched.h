@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* OS scheduling facilities used by the contention managers, each detected
  * at run time with a fallback (see the team's platform notes, outside this
  * repository):

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The per-thread state table (layout: os/statetab.h). Enabled by
  * cfg.state_table or SCHEDSTM_STATE_TABLE=1; when off, the engine pays one
  * predictable NULL test per begin/commit/abort. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Layout of the per-thread state table that schedstm publishes for other
  * processes (paper 1's table shared between the STM and the scheduler, in
  * user space): a file /dev/shm/schedstm.<pid>, mode 0600, one header and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* OS facilities used by the engine: monotonic time (vDSO, no system call),
  * thread ids, bounded spinning, and the random-delay points of the race
  * widening build. */

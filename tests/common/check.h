@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* schedstm tests: typed assertion macros.
  *
  * Every macro evaluates each operand exactly once and, on failure, prints the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* schedstm tests: counting pthread lock interposition (see lock_count.h). */
 #define _GNU_SOURCE
 #include "lock_count.h"

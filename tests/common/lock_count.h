@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* schedstm tests: counting pthread lock interposition.
  *
  * Linked into a test binary (lock_count.c), it replaces pthread_mutex_lock,

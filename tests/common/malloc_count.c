@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* schedstm tests: counting malloc interposition (see malloc_count.h). */
 #define _GNU_SOURCE
 #include "malloc_count.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* schedstm tests: counting malloc interposition.
  *
  * Linked into a test binary (malloc_count.c), it replaces malloc and friends

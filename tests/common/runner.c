@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* schedstm tests: runner implementation (see runner.h). */
 #define _GNU_SOURCE
 #include "runner.h"

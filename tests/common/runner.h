@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* schedstm tests: a tiny runner.
  *
  * - Test registration: TEST(name) { ... } in a file that ends with

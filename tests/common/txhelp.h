@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* schedstm tests: helpers to drive transactions deterministically on one
  * thread, by suspending the current transaction (detaching its descriptor)
  * and running another transaction with a second descriptor. */

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Runs the harness's unit tests for ctest (unit.harness.python).
 
 Exit status: 0 when every test ran and passed; 1 on a failure or error;

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Tests of the benchmark harness (bench/harness): the statistics the
 summary reports, the command lines of the variants, the parsing of the
 peers' output, the plot, the sweep's handling of bad options, failing

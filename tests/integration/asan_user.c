@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Integration test: user code built with AddressSanitizer against a library
  * built without it (the normal build only; tests.cmake).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Integration: the bank. N accounts, concurrent transfers and read-only
  * audits. Checks: every audit sees the constant total inside its
  * transaction (opacity: even attempts that later abort); per-thread commit

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Integration: the adaptive policy (src/cm/adaptive.c) under an
  * oversubscribed, contended bank.
  *

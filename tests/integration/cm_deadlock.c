@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Integration: deadlock freedom of the waiting policies (ser-block, its ext
  * form, ser-spin, softser) when winners themselves lose and wait.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Integration: livelock freedom of the priority policies (os_prio,
  * timestamp), src/cm/prio.c.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* schedstm integration tests: shared helpers. */
 #ifndef SSTM_TEST_COMMON_INT_H
 #define SSTM_TEST_COMMON_INT_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Integration: the undo of a policy's escalation to irrevocability under
  * concurrency. A test policy escalates after every abort (as the progress
  * bounds of ser-*, softser, os_prio... do after many), so most retries run

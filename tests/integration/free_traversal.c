@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Integration: frees during concurrent traversal. A sorted linked list;
  * writer threads insert (sstm_malloc) and unlink + sstm_free nodes while
  * reader threads traverse it. Readers check, inside the transaction, the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Integration: the bench/ds integer sets (ll, sl, rb, hs) under concurrent
  * random operations, checked against sequential models.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Integration: irrevocable and normal transactions mixed, with an invariant
  * (constant sum over N counters) checked inside every transaction.
  * Irrevocable transactions additionally:

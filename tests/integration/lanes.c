@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Integration: sub-word and unaligned stores from different threads into
  * the same words. Each thread owns a lane (some bytes) of every word of a
  * small array and increments its lane transactionally; lanes of different

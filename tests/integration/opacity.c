@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Integration: opacity torture. Transactions that would crash or loop
  * forever if they ever observed an inconsistent snapshot, including
  * attempts that are doomed to abort:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Integration: privatization with sstm_quiesce(). NODES nodes, each an
  * owner word and WORDS data words. Transactional workers honour the
  * privatization protocol: they read a node's owner first and touch its data

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Integration: remote abort under load. A bank runs on THREADS workers
  * while a killer thread repeatedly kills random workers' current attempts
  * with sstm_desc_kill(d, 0) or sstm_desc_kill(d, txid). Totals must stay right (audits inside

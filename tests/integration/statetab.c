@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Integration: the per-thread state table (/dev/shm/schedstm.<pid>) seen
  * from outside by tools/sstm-top.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Integration: no system call, no allocation and no lock on the fast path.
  *
  * A forked child initialises schedstm, warms up, then installs a seccomp

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Integration tier (included from tests/CMakeLists.txt).
 # Parameterised tests are ctest entries of one binary each:
 #   integration.<test>.<design>.<params>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Internal tests: adaptive's decisions (src/cm/adaptive.c), window by
  * window, without threads or clocks. The test seam sstm__adaptive_feed
  * judges one window from given counts; a model gives each sub-policy a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Internal tests: waiting for another attempt's end (sstm_party_wait and
  * sstm_party_watch, cm.h), the mechanism under ser-spin/ser-block/softser.
  *

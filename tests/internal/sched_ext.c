@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Internal tests: the OS scheduling facilities (src/os/sched.{h,c}) used by
  * the policies: the choice of the time-slice extension facility (pure
  * function, every input combination), the rseq request/granted protocol on

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Internal tests through the engine's test seams (debug builds only; see
  * sstm__seam in src/core/engine.h, registered by tests/internal/CMakeLists
  * when SCHEDSTM_DEBUG is on).

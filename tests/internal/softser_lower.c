@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* softser lowers a loser's thread holding no lock (src/cm/softser.c, the
  * top comment), through the SSTM_SEAM_SOFTSER_LOWER seam (debug builds
  * only).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Internal unit tests: the global clock, the lock table and the descriptor
  * status word as the engine maintains them (src/core/engine.h). Single
  * threaded and deterministic, but for the CPU-clock case (one helper

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Internal unit tests: bit layouts of lock words, the clock word and the
  * descriptor status word (src/core/lockword.h). */
 #define _GNU_SOURCE

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Internal unit tests: read set, write set (redo log with byte masks and an
  * address index stamped per attempt) and lock set (src/core/rwset.h). The
  * write set is checked against a simple model under random merges, growth

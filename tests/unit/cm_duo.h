@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* schedstm tests: helpers for deterministic conflicts between real threads
  * (contention managers read OS thread ids, priorities and ages, so the two
  * parties of a conflict must be distinct threads).

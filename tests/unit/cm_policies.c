@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Unit tests: the decisions of the scheduling policies, through
  * deterministic conflicts between real threads (cm_duo.h).
  *

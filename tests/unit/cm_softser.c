@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Unit tests: softser gives the OS priority back on every path.
  *
  * A loser L conflicts with a running winner W (W holds a write lock, L

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Unit tests: typed transactional loads and stores (8/16/32/64 bits,
  * pointers, bit-exact floats and doubles), sub-word stores sharing a word,
  * unaligned accesses crossing 8-byte boundaries, bulk copies. Every check is

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Unit tests: transactional allocation and deferred reclamation.
  *
  * In normal builds malloc is interposed (malloc_count.c) and blocks of a

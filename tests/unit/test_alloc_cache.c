@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Unit tests: the block cache (cfg.alloc_cache, src/core/reclaim.c).
  *
  * A small block released by the library (grace period over, or allocated

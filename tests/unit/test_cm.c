@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Unit tests: contention-manager registry and the policy interface as the
  * engine drives it (init/fini, per-descriptor state, on_conflict with the
  * other party, WAIT bound, ABORT_OTHER), in both designs: a lock held by a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Unit tests: configuration defaults, environment parsing, library
  * lifetime (init/shutdown state machine), sstm_describe(). */
 #define _GNU_SOURCE

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Unit tests: descriptors (create/destroy, detach/attach across threads)
  * and remote abort (sstm_desc_kill). */
 #define _GNU_SOURCE

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Unit tests: error strings, abort reason names, last-error messages. */
 #define _GNU_SOURCE
 #include <pthread.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Unit tests: a differential fuzzer of the access layer.
  *
  * Random transactions of typed loads and stores (1, 2, 4 and 8 bytes,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Unit tests: API misuse. Misuse that cannot be reported by a return value
  * goes to the misuse handler; the default handler prints and aborts (checked
  * in forked children). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Unit tests: sstm_quiesce(), the privatization barrier. Its errors, and
  * what it waits for, driven deterministically: a waiter thread calls it
  * while attempts are held running, and must stay blocked until each of

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Unit tests: read sets in the first attempt of declared read-only
  * transactions (cfg.ro_log, src/core/stm.c).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Unit tests: statistics counters. */
 #define _GNU_SOURCE
 #include <pthread.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Unit tests: transaction semantics on one thread: read-your-own-writes,
  * rollback (restart, cancel), flat nesting, user callbacks, hooks (and
  * hooks changed while other threads run), state queries, irrevocability
