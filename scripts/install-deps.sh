@@ -3,7 +3,8 @@
 # Install what building, testing and (with --demo) the demonstration need.
 #
 #   scripts/install-deps.sh          build tools
-#   scripts/install-deps.sh --tests  also what only the test suite needs (clang, clang-format)
+#   scripts/install-deps.sh --tests  also what only the test suite needs (clang, clang-format,
+#                                    doxygen)
 #   scripts/install-deps.sh --demo   also the Python packages of bench/requirements.txt
 #   scripts/install-deps.sh --coverage  also gcovr (scripts/coverage-requirements.txt)
 #
@@ -24,7 +25,7 @@ for arg in "$@"; do
     --coverage) coverage=1 ;;
     --tests) tests=1 ;;
     -h | --help)
-      sed -n '2,13s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"
+      sed -n '3,15s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"
       exit 0
       ;;
     *)
@@ -73,6 +74,7 @@ need g++ g++
 if [ "$tests" = 1 ]; then
   need clang clang               # the test suite's clang build (tests/run_all.sh)
   need clang-format clang-format # scripts/check-format.sh
+  need doxygen doxygen           # the API reference and its test (unit.meta.apidoc)
 fi
 need make make
 need pkg-config pkg-config
