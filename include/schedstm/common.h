@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* schedstm: common definitions shared by every public header.
+/** @file
+ * Common definitions shared by every public header: error codes, the
+ * version, the export and linkage macros.
  *
  * Error convention: functions that can fail return an int, 0 on success and
  * a negative SSTM_E* code on failure. sstm_strerror() names a code;
@@ -15,46 +17,57 @@
 #include <stdint.h>
 
 #ifdef __cplusplus
+/** Opens the headers' declarations: `extern "C" {` in C++, nothing in C. */
 #define SSTM_EXTERN_C_BEGIN extern "C" {
+/** Closes what SSTM_EXTERN_C_BEGIN opened. */
 #define SSTM_EXTERN_C_END }
 #else
+/** Opens the headers' declarations: `extern "C" {` in C++, nothing in C. */
 #define SSTM_EXTERN_C_BEGIN
+/** Closes what SSTM_EXTERN_C_BEGIN opened. */
 #define SSTM_EXTERN_C_END
 #endif
 
-/* Only functions marked SSTM_API are exported from the shared library; the
- * library is built with -fvisibility=hidden. */
+/** Marks a function exported from the shared library. Only functions marked
+ * SSTM_API are exported; the library is built with -fvisibility=hidden. */
 #define SSTM_API __attribute__((visibility("default")))
 
+/** Major version of the headers (and of the library they belong to). */
 #define SSTM_VERSION_MAJOR 0
+/** Minor version of the headers. */
 #define SSTM_VERSION_MINOR 1
+/** Patch version of the headers. */
 #define SSTM_VERSION_PATCH 0
+/** The version of the headers as a string, "MAJOR.MINOR.PATCH". */
 #define SSTM_VERSION_STRING "0.1.0"
 
 SSTM_EXTERN_C_BEGIN
 
-/* Error codes. The enumerators are negative: functions return them as they
+/** Error codes. The enumerators are negative: functions return them as they
  * are (return SSTM_EINVAL, never -SSTM_EINVAL), and 0 or a non-negative
  * count on success. */
 typedef enum sstm_error {
-  SSTM_OK = 0,
-  SSTM_EINVAL = -1,    /* bad argument or configuration value */
-  SSTM_ENOMEM = -2,    /* allocation failed */
-  SSTM_EBUSY = -3,     /* resource busy: threads still in transactions, ... */
-  SSTM_ESTATE = -4,    /* library not initialised, or already initialised */
-  SSTM_ENOTHREAD = -5, /* calling thread is not registered */
-  SSTM_ENOTX = -6,     /* no transaction is active / target has no transaction */
-  SSTM_ENOENT = -7,    /* unknown contention-manager name (cfg.cm) */
-  SSTM_ELIMIT = -8,    /* a fixed limit was reached (threads, hooks, policies) */
-  SSTM_ECANCELED = -9, /* transaction was cancelled by sstm_cancel() */
-  SSTM_EPERM = -10,    /* the kernel refused (sstm_sched_set, the state table file) */
+  SSTM_OK = 0,         /**< success */
+  SSTM_EINVAL = -1,    /**< bad argument or configuration value */
+  SSTM_ENOMEM = -2,    /**< allocation failed */
+  SSTM_EBUSY = -3,     /**< resource busy: threads still in transactions, ... */
+  SSTM_ESTATE = -4,    /**< library not initialised, or already initialised */
+  SSTM_ENOTHREAD = -5, /**< calling thread is not registered */
+  SSTM_ENOTX = -6,     /**< no transaction is active / target has no transaction */
+  SSTM_ENOENT = -7,    /**< unknown contention-manager name (cfg.cm) */
+  SSTM_ELIMIT = -8,    /**< a fixed limit was reached (threads, hooks, policies) */
+  SSTM_ECANCELED = -9, /**< transaction was cancelled by sstm_cancel() */
+  SSTM_EPERM = -10,    /**< the kernel refused (sstm_sched_set, the state table file) */
 } sstm_error_t;
 
-/* Name of an error code ("SSTM_EINVAL: invalid argument"). Never NULL. */
+/** Name of an error code ("SSTM_ENOMEM: out of memory").
+ * @param err an SSTM_E* code; any other value gives "SSTM_E?: unknown error code"
+ * @return a static string; never NULL */
 SSTM_API const char *sstm_strerror(int err);
 
-/* Detailed message for the calling thread's last failed schedstm call, or
- * "" if none. The string is valid until the thread's next schedstm call. */
+/** Detailed message for the calling thread's last failed schedstm call, or
+ * "" if none.
+ * @return the message, valid until the thread's next schedstm call */
 SSTM_API const char *sstm_last_error(void);
 
 SSTM_EXTERN_C_END

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* schedstm: the read barrier's fast path, shared by the library and, on
- * request, inlined into application code.
+/** @file
+ * The read barrier's fast path, shared by the library and, on request,
+ * inlined into application code.
  *
  * Define SSTM_INLINE_BARRIERS before including <schedstm/schedstm.h> and the
  * typed loads (sstm_load_u8 ... sstm_load_double, sstm_load_ptr) become

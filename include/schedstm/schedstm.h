@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* schedstm: umbrella header. A scheduling-aware software transactional
- * memory for Linux. See docs/architecture.md.
+/** @file
+ * The umbrella header: includes every public header. A scheduling-aware
+ * software transactional memory for Linux. See docs/architecture.md.
  *
  * fork(): as with most libraries that use threads and locks, the child of a
  * process that has run sstm_init() may only call async-signal-safe functions

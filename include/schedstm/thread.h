@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* schedstm: threads, transaction descriptors and remote abort.
+/** @file
+ * Threads, transaction descriptors and remote abort.
  *
  * All per-transaction state lives in a descriptor (sstm_desc_t). A thread
  * that registers gets a descriptor and becomes its current one;
@@ -21,9 +22,11 @@
 
 SSTM_EXTERN_C_BEGIN
 
+/** A transaction descriptor: all per-transaction state (opaque). A
+ * registered thread has its own; sstm_desc_create() makes others. */
 typedef struct sstm_desc sstm_desc_t;
 
-/* Register the calling thread and attach a fresh descriptor to it. Must be
+/** Register the calling thread and attach a fresh descriptor to it. Must be
  * called before the thread's first transaction. Idempotent: a thread that is
  * already registered gets 0, and so does one that has a descriptor of
  * sstm_desc_create() attached (it is then not registered: it runs on that
@@ -45,21 +48,24 @@ typedef struct sstm_desc sstm_desc_t;
  * stack, where its restart checkpoint is, is ended first as above. A thread
  * that ends inside an action, hook or policy callback leaves its descriptor
  * attached for good: sstm_shutdown() then fails with SSTM_EBUSY.
+ * @return 0, SSTM_ESTATE, SSTM_ELIMIT or SSTM_ENOMEM
  */
 SSTM_API int sstm_thread_init(void);
 
-/* Unregister the calling thread and release its descriptor (its statistics
+/** Unregister the calling thread and release its descriptor (its statistics
  * are folded into the process totals; its deferred frees are handed to the
  * process-wide reclaimer). If the current descriptor is one of
  * sstm_desc_create(), it is only detached: it remains its creator's. Errors: SSTM_ENOTHREAD (not
  * registered), SSTM_EBUSY (a transaction is active on the current descriptor, or the call comes
- * from code running on its behalf: an sstm_on_commit/on_abort action, a hook, or the policy). */
+ * from code running on its behalf: an sstm_on_commit/on_abort action, a hook, or the policy).
+ * @return 0, SSTM_ENOTHREAD or SSTM_EBUSY */
 SSTM_API int sstm_thread_exit(void);
 
-/* The calling thread's current descriptor, or NULL if none is attached. */
+/** The calling thread's current descriptor, or NULL if none is attached.
+ * @return the descriptor, or NULL */
 SSTM_API sstm_desc_t *sstm_self(void);
 
-/* Detach the current descriptor from the calling thread and return it. Its
+/** Detach the current descriptor from the calling thread and return it. Its
  * transaction, if any, stays active (suspended): it keeps its locks and its
  * snapshot, it is counted as running by reclamation, and it can be aborted
  * remotely. Must not be called from inside a transactional access. Returns
@@ -71,41 +77,56 @@ SSTM_API sstm_desc_t *sstm_self(void);
  * the frame of its begin. Do not suspend an irrevocable transaction: new
  * transactions of every thread wait at begin until it ends. The policy's
  * on_detach runs first, on the calling thread (per-thread OS state such as
- * ext's slice is put back). */
+ * ext's slice is put back).
+ * @return the detached descriptor, for sstm_desc_attach(); NULL as above */
 SSTM_API sstm_desc_t *sstm_desc_detach(void);
 
-/* Attach d to the calling thread, which must have no descriptor attached.
+/** Attach d to the calling thread, which must have no descriptor attached.
  * The policy's on_attach then runs on the calling thread. A previous
  * thread's writes to d (it detached it) are visible here.
  * Errors, checked in this order: SSTM_EINVAL (d NULL or destroyed),
  * SSTM_EBUSY (the calling thread already has a descriptor, d included),
- * SSTM_EINVAL (d attached to another thread). */
+ * SSTM_EINVAL (d attached to another thread).
+ * @param d a detached descriptor (sstm_desc_detach(), sstm_desc_create())
+ * @return 0, SSTM_EINVAL or SSTM_EBUSY */
 SSTM_API int sstm_desc_attach(sstm_desc_t *d);
 
-/* Create a descriptor not attached to any thread (for executors that run
- * many transactions on a pool of worker threads), and destroy one (must be
- * detached and have no active transaction).
- * sstm_desc_create errors: SSTM_EINVAL (out NULL), SSTM_ESTATE (library not
+/** Create a descriptor not attached to any thread (for executors that run
+ * many transactions on a pool of worker threads); sstm_desc_destroy()
+ * destroys it.
+ * Errors: SSTM_EINVAL (out NULL), SSTM_ESTATE (library not
  * initialised, or shut down), SSTM_ELIMIT (max_threads descriptors exist),
- * SSTM_ENOMEM. sstm_desc_destroy errors: SSTM_EINVAL (d NULL or already
+ * SSTM_ENOMEM.
+ * @param[out] out receives the new descriptor
+ * @return 0, SSTM_EINVAL, SSTM_ESTATE, SSTM_ELIMIT or SSTM_ENOMEM */
+SSTM_API int sstm_desc_create(sstm_desc_t **out);
+/** Destroy a descriptor of sstm_desc_create() (must be detached and have no
+ * active transaction).
+ * Errors: SSTM_EINVAL (d NULL or already
  * destroyed), SSTM_EBUSY (attached, or with an active transaction).
  * A destroyed handle is like a freed pointer: the next sstm_desc_create or
  * sstm_thread_init may return the same descriptor, and a call with the old
  * handle then acts on the new owner's (the checks above catch a stale
- * handle only until then). */
-SSTM_API int sstm_desc_create(sstm_desc_t **out);
+ * handle only until then).
+ * @param d the descriptor
+ * @return 0, SSTM_EINVAL or SSTM_EBUSY */
 SSTM_API int sstm_desc_destroy(sstm_desc_t *d);
 
-/* Identity of a descriptor: a small slot index (stable while it exists), the
+/** @name Identity of a descriptor
+ * @{ */
+/** Identity of a descriptor: a small slot index (stable while it exists), the
  * OS thread id of the thread that last attached it, and the identity of its
  * current (or last) transaction attempt. Transaction ids are unique per
  * descriptor and grow with every attempt, restarts included. Each is a
- * relaxed read, callable from any thread while d exists; d NULL gives 0. */
+ * relaxed read, callable from any thread while d exists; d NULL gives 0.
+ * @param d the descriptor
+ * @return the slot, thread id or attempt id; 0 for a NULL d */
 SSTM_API unsigned sstm_desc_slot(const sstm_desc_t *d);
 SSTM_API int sstm_desc_tid(const sstm_desc_t *d);
 SSTM_API uint64_t sstm_desc_txid(const sstm_desc_t *d);
+/** @} */
 
-/* Ask that d's transaction abort. txid selects the attempt to kill (0: the
+/** Ask that d's transaction abort. txid selects the attempt to kill (0: the
  * current one, whatever it is). Returns 0 when the request took effect: the
  * attempt can no longer commit (one exception: a read-only attempt already
  * in its commit, past its last check, completes; it wrote nothing and its
@@ -118,7 +139,10 @@ SSTM_API uint64_t sstm_desc_txid(const sstm_desc_t *d);
  * is reported to the victim's policy as the party that killed it (cm.h).
  * Errors: SSTM_ENOTX (no such active attempt), SSTM_EBUSY (the attempt is
  * committing or irrevocable and cannot be aborted), SSTM_EINVAL (d NULL).
- * Lock-free; never blocks. */
+ * Lock-free; never blocks.
+ * @param d the victim's descriptor
+ * @param txid the attempt to kill (sstm_desc_txid(), sstm_party_t::txid), 0 for the current one
+ * @return 0, SSTM_ENOTX, SSTM_EBUSY or SSTM_EINVAL */
 SSTM_API int sstm_desc_kill(sstm_desc_t *d, uint64_t txid);
 
 SSTM_EXTERN_C_END
