@@ -1,31 +1,31 @@
 /* SPDX-License-Identifier: MIT */
 /* adaptive: chooses among ser-spin-block, yield, ser-block and os_prio
  * online, and gives its threads a longer time slice when transactions are
- * long, following paper 1's Table 1 and conclusions (the paper leaves this
- * as future work) and what they measure to on this machine
- * (docs/benchmarks.md):
+ * long, following [Maldonado10]'s Table 1 and conclusions (the paper leaves
+ * this as future work) and what they measure to in docs/benchmarks.md:
  *
  *   long transactions (CPU time per commit over 1/35 of the time slice:
- *     40 us with this machine's default 1.4 ms EEVDF slice), or
+ *     40 us for a 1.4 ms EEVDF slice, the default on 2 CPUs), or
  *     non-deterministic ones (over 30 % of retries take another path),
  *     whatever the thread count               -> os_prio or ser-block,
  *       with a 4 ms EEVDF custom slice for the threads that abort: the
  *       default os_prio while over 2/3 of the commits are updates (until
  *       under 1/2), ser-block otherwise, and the other one if a probe finds
- *       it significantly ahead. Paper 1 serialises such transactions
- *       (softly: softser); on this machine's STMBench7-like workload
- *       ser-block(+ext) leads the read-dominated mix (8 % updates) and
- *       os_prio (the larger transaction wins and aborts the other) the
- *       write-dominated one (86 %) at 16-64 threads in most runs;
+ *       it significantly ahead. [Maldonado10] serialises such
+ *       transactions (softly: softser); on the STMBench7-like workload
+ *       [Guerraoui07] of docs/benchmarks.md, ser-block(+ext) leads the
+ *       read-dominated mix (8 % updates) and os_prio (the larger
+ *       transaction wins and aborts the other) the write-dominated one
+ *       (86 %) at 16-64 threads;
  *   short transactions, and
  *     threads that ran transactions <= CPUs  -> ser-spin-block: spin for
  *       the winner up to 20 us (SER-u spin, Table 1's "threads <= cores"),
  *       then sleep as ser-block (the winner's CPU may be taken by another
  *       process: the count is of our threads only);
  *     more threads than CPUs                 -> yield or ser-block,
- *       whichever commits more in a probe. The two are within noise of
- *       each other on most short workloads, either may lead by 20 % on a
- *       given run, and nothing observable without trying says which. A
+ *       whichever commits more in a probe. Neither leads consistently on
+ *       short workloads (docs/benchmarks.md), and nothing observable
+ *       without trying says which will on a given run. A
  *       held yield whose losers abort more than once per commit for two
  *       windows (it does not serialise) gives way to ser-block.
  *
@@ -62,9 +62,9 @@
  * registered so far, ser-block if they outnumber the CPUs (the safe choice
  * when oversubscribed), ser-spin-block otherwise. suicide is never chosen: every
  * policy of the menu costs exactly what suicide costs on conflict-free
- * paths, and softser (paper 1's choice for non-deterministic transactions)
- * is behind the better of os_prio and ser-block+ext at every sb7 point
- * here (docs/benchmarks.md, 8 repetitions of 5 s) and needs a commit hook.
+ * paths, and softser ([Maldonado10]'s choice for non-deterministic
+ * transactions) is behind the better of os_prio and ser-block+ext at every
+ * sb7 point of docs/benchmarks.md and needs a commit hook.
  *
  * Observations, per window of at least 20 ms (long transactions with more
  * than 4 threads per CPU: 20 ms per 4 threads per CPU, up to 160 ms, so a
@@ -89,9 +89,9 @@
  * window length x min(threads, CPUs) stands for it. Non-determinism: the share of
  * retries whose first PATH_LEN reads (stripes) differ from those of the
  * previous attempt of the same transaction, compared in the abort hook
- * (paper 1 calls such transactions non-deterministic and serialises them
- * softly; softser is behind os_prio or ser-block+ext on every sb7 mix
- * here, so they get what long transactions get). Windows are closed only by aborts:
+ * ([Maldonado10] calls such transactions non-deterministic and serialises
+ * them softly; softser is behind os_prio or ser-block+ext on every sb7 mix
+ * in docs/benchmarks.md, so they get what long transactions get). Windows are closed only by aborts:
  * without conflicts the choice does not matter.
  *
  * Hysteresis, asymmetric: more threads than CPUs is acted on at once (a
@@ -157,7 +157,7 @@ enum { A_SWITCHES = 4, A_EVALUATIONS = 5, A_SLICE_CHANGES = 6 };
  * slice / LONG_TX_DIV: then at least one in 35 spans a scheduling point,
  * and a preempted winner (or a loser spinning for one) costs a slice of
  * the CPUs. Table 1 compares transaction length with the time slice; 35
- * puts the line at 40 us with the 1.4 ms slice EEVDF gives a thread here,
+ * puts the line at 40 us with a 1.4 ms slice (EEVDF's default on 2 CPUs),
  * between the intsets (under 2 us) and sb7's traversals (100 us and
  * more). The slice is the sstm_init thread's (sched_getattr), read once;
  * DEFAULT_SLICE_NS when the kernel does not report one (before 6.12). */
@@ -917,7 +917,7 @@ uint64_t sstm__adaptive_window_ns(void) { return atomic_load_explicit(&G.window_
 const sstm_cm_ops_t sstm__cm_adaptive = {
     .name = "adaptive",
     .description =
-        "chooses ser-spin-block/yield/ser-block/os_prio (and a long slice) online (paper 1, "
+        "chooses ser-spin-block/yield/ser-block/os_prio (and a long slice) online ([Maldonado10], "
         "Table 1)",
     .state_size = ADAPTIVE_STATE_MAX,
     .init = adaptive_init,

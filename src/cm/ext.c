@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* ext (paper 1, section 4, Algorithm 6): make it less likely that a thread
+/* ext ([Maldonado10], section 4, Algorithm 6): make it less likely that a thread
  * is preempted inside a transaction, and give the CPU back after the commit
  * if it was granted extra time. A modifier: "P+ext" runs policy P with ext
  * around it (for example "ser-block+ext"); "ext" alone is "suicide+ext".
@@ -90,7 +90,7 @@ static void ext_attach(ext_state_t *s) {
   s->ctrl = NULL;
   s->slice_set = false;
   if (probe.mode == SSTM_EXT_RSEQ && sstm__ext_rseq_enable()) s->ctrl = sstm__ext_rseq_ctrl();
-  /* A transaction detached inside an attempt and resumed here (paper 2's
+  /* A transaction detached inside an attempt and resumed here ([Silvestri17]'s
    * suspended requests): it asks this thread's kernel for the extension
    * as its begin asked the previous thread's. */
   if (s->ctrl && s->inside) sstm__ext_enter(s->ctrl);

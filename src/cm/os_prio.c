@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* os_prio (paper 4, TxLinux): the conflict priority comes from the thread's
+/* os_prio ([Rossbach07], TxLinux): the conflict priority comes from the thread's
  * OS scheduling policy and nice value (RT > OTHER > BATCH > IDLE, then
  * priority); ties go to the larger read+write set, then to the older
  * transaction (smaller birth timestamp), then to the lower descriptor slot.

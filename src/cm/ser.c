@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Serialisation (paper 1, section 3, Algorithm 1), the mechanism shared by
+/* Serialisation ([Maldonado10], section 3, Algorithm 1), the mechanism shared by
  * the ser-* policies (ser_spin.c, ser_yield.c, ser_block.c): the loser of a
  * conflict aborts and does not restart until the winner's current
  * transaction has ended (committed or aborted). The policies differ only in

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* ser-block (paper 1, SER-u cond, and the role SER-k plays in the paper):
+/* ser-block ([Maldonado10], SER-u cond, and the role SER-k plays in the paper):
  * the loser aborts and sleeps on a futex on the winner's status word until
  * the winner's transaction has ended. The winner's end wakes sleepers only
  * if the sleepers flag is set, so a commit that nobody waits for makes no

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* ser-spin (paper 1, SER-u spin): the loser aborts and spins (a pause
+/* ser-spin ([Maldonado10], SER-u spin): the loser aborts and spins (a pause
  * loop) until the winner's transaction has ended. Right when threads <=
  * CPUs; wastes the loser's time slice otherwise. The wait, its bound and
  * the deadlock rule: cm/ser.c. */

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* softser (paper 1, Algorithm 5): while a thread is in conflict with running
+/* softser ([Maldonado10], Algorithm 5): while a thread is in conflict with running
  * transactions, its OS priority is lowered; it keeps running (a retry may
  * take another path: non-deterministic transactions) but the scheduler
  * prefers the others.
@@ -8,7 +8,7 @@
  * that conflicted with its current attempt, C[.][w]) and a counter per loser
  * (the number of running winners it conflicts with, its row count).
  *
- * Cheap commit path: paper 1 found its user-level version too slow because
+ * Cheap commit path: [Maldonado10] found its user-level version too slow because
  * every commit scanned the matrix. Here a loser registers on a winner by
  * also setting the watched flag on the winner's status word (one CAS, only
  * while the winner's attempt runs); the winner learns at no cost whether

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* yield (paper 1, Algorithm 4): the loser aborts and gives up the CPU with
+/* yield ([Maldonado10], Algorithm 4): the loser aborts and gives up the CPU with
  * sched_yield() before it restarts. Cheap when the winner is shorter than a
  * time slice; on a busy CPU the yielding thread may lose a whole tick. */
 #include <sched.h>
