@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* schedstm: transactional allocation and safe memory reclamation.
+/** @file
+ * Transactional allocation and safe memory reclamation.
  *
  * Memory allocated inside a transaction is released if the transaction
  * aborts. Memory freed inside a transaction is released only after the
@@ -17,7 +18,7 @@
 
 SSTM_EXTERN_C_BEGIN
 
-/* malloc/calloc inside a transaction; released automatically on abort.
+/** malloc/calloc inside a transaction; released automatically on abort.
  * Outside a transaction they allocate as malloc/calloc do. Either way the
  * block is a malloc block: free() or sstm_free() may release it. Hooks
  * (<schedstm/hooks.h>), contention-manager callbacks (<schedstm/cm.h>) and
@@ -42,11 +43,19 @@ SSTM_EXTERN_C_BEGIN
  * errno is then ENOMEM). If the transaction's allocation log itself
  * cannot grow to record the block, the process ends (message on stderr,
  * then abort()), as for the other logs (<schedstm/tx.h>). No system call
- * or lock when the block comes from the cache. */
+ * or lock when the block comes from the cache.
+ * @param size bytes to allocate
+ * @return the block, or NULL (errno ENOMEM) */
 SSTM_API void *sstm_malloc(size_t size);
+/** calloc inside a transaction: n * size zeroed bytes, with the contract of
+ * sstm_malloc() (released on abort, a malloc block, the block cache). NULL
+ * also when n * size overflows.
+ * @param n number of elements
+ * @param size bytes per element
+ * @return the zeroed block, or NULL (errno ENOMEM) */
 SSTM_API void *sstm_calloc(size_t n, size_t size);
 
-/* Free inside a transaction: deferred until commit and the grace period. If
+/** Free inside a transaction: deferred until commit and the grace period. If
  * the transaction aborts the free is forgotten. p may be NULL. Outside a
  * transaction, sstm_free() retires p through the same grace period (use it
  * for memory unlinked by a committed transaction): blocks wait in the
@@ -56,10 +65,11 @@ SSTM_API void *sstm_calloc(size_t n, size_t size);
  * that closes a batch of its own, or at sstm_shutdown(). While the library
  * is not initialised no transaction can exist, and p is freed at once.
  * Released means handed to free() or, for a small block on a registered
- * thread, kept in that thread's block cache (see sstm_malloc). */
+ * thread, kept in that thread's block cache (see sstm_malloc).
+ * @param p a malloc block (sstm_malloc(), sstm_calloc(), malloc()), or NULL */
 SSTM_API void sstm_free(void *p);
 
-/* Release retired memory whose grace period has elapsed: the calling
+/** Release retired memory whose grace period has elapsed: the calling
  * thread's own retired blocks (its pending batch is closed first) and those
  * on the shared list (handed over by exited threads, or retired by threads
  * that are not registered), to free(); the calling thread's block
@@ -69,7 +79,8 @@ SSTM_API void sstm_free(void *p);
  * Called inside a transaction, it leaves the thread's own blocks (they
  * wait for a commit or a later call outside) and releases only the shared
  * list's. Returns how many retired blocks were released (the
- * cache's are not counted). Never blocks on running transactions. */
+ * cache's are not counted). Never blocks on running transactions.
+ * @return the number of retired blocks released */
 SSTM_API size_t sstm_reclaim(void);
 
 SSTM_EXTERN_C_END

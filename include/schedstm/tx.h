@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* schedstm: transactions and transactional accesses.
+/** @file
+ * Transactions and transactional accesses.
  *
  * Two ways to run a block atomically:
  *
@@ -8,11 +9,12 @@
  *    caller can be clobbered by a restart.
  *
  * 2. SSTM_ATOMIC_BEGIN(attr) ... SSTM_ATOMIC_END() inline in a function:
- *
+ *    @code{.c}
  *      SSTM_ATOMIC_BEGIN(NULL)
  *        long a = sstm_load_i64(&acct[i]);
  *        sstm_store_i64(&acct[i], a - 10);
  *      SSTM_ATOMIC_END();
+ *    @endcode
  *
  *    A restart returns control to SSTM_ATOMIC_BEGIN as if by longjmp: local
  *    variables of the enclosing function that are modified inside the block
@@ -48,37 +50,42 @@
 
 SSTM_EXTERN_C_BEGIN
 
-/* Transaction attributes, given at begin. A NULL attr means all zero. */
+/** Transaction attributes, given at begin. A NULL attr means all zero. */
 typedef struct sstm_attr {
-  bool read_only;   /* hint: the transaction will not write. Its attempts
+  bool read_only;   /**< hint: the transaction will not write. Its attempts
                        then keep no read set until one aborts with
                        SSTM_ABORT_RO_EXTEND (unless cfg.ro_log gives the
                        first one a set); a write in an attempt without a read set
                        restarts it as an update transaction (abort reason
                        SSTM_ABORT_RO_WRITE), one in an attempt with a read
                        set goes on as an update. */
-  bool irrevocable; /* start in irrevocable mode (see sstm_become_irrevocable) */
-  int priority;     /* user priority, visible to contention managers */
-  uint32_t tag;     /* user tag (transaction profile), 0..SSTM_MAX_TAGS-1 are
-                       counted separately in detailed statistics */
-} sstm_attr_t;      /* SSTM_MAX_TAGS: schedstm/stats.h */
+  bool irrevocable; /**< start in irrevocable mode (see sstm_become_irrevocable) */
+  int priority;     /**< user priority, visible to contention managers */
+  uint32_t tag;     /**< user tag (transaction profile), 0..SSTM_MAX_TAGS-1 are
+                       counted separately in detailed statistics
+                       (SSTM_MAX_TAGS: schedstm/stats.h) */
+} sstm_attr_t;
 
 /* ---- the function form ------------------------------------------------ */
 
-/* Run fn(arg) atomically, retrying until it commits or calls sstm_cancel().
+/** Run fn(arg) atomically, retrying until it commits or calls sstm_cancel().
  * Blocks only as the contention manager decides (waiting, backoff) and, if
  * an irrevocable transaction is running, until it ends. Returns 0 after
  * commit, SSTM_ECANCELED after sstm_cancel(), SSTM_ENOTHREAD if the thread is
  * not registered, SSTM_EINVAL if fn is NULL. Called inside a transaction, fn
- * runs as a flat-nested part of it. */
+ * runs as a flat-nested part of it.
+ * @param attr the transaction's attributes, NULL for all zero
+ * @param fn the body; it may run several times (once per attempt)
+ * @param arg passed to fn
+ * @return 0, SSTM_ECANCELED, SSTM_ENOTHREAD or SSTM_EINVAL */
 SSTM_API int sstm_run(const sstm_attr_t *attr, void (*fn)(void *arg), void *arg);
 
 /* ---- the inline form ------------------------------------------------- */
 
-/* Opaque register checkpoint used to restart a transaction (large enough
+/** Opaque register checkpoint used to restart a transaction (large enough
  * for a jmp_buf, which ThreadSanitizer builds use instead). */
 typedef struct sstm_ckpt {
-  uint64_t regs[26] __attribute__((aligned(16)));
+  uint64_t regs[26] __attribute__((aligned(16))); /**< opaque: saved by the library */
 } sstm_ckpt_t;
 
 #define SSTM__CKPT_START 0
@@ -99,6 +106,9 @@ typedef struct sstm_ckpt {
 #endif
 #if defined(SSTM__TSAN) || defined(SSTM_CKPT_LIBC)
 #include <setjmp.h>
+/** Defined when the restart checkpoint is the C library's _setjmp: in
+ * ThreadSanitizer builds, or when SSTM_CKPT_LIBC is defined (the library
+ * and its users must agree). */
 #define SSTM_CKPT_USES_LIBC 1
 #define sstm__ckpt_save(c) _setjmp(*(jmp_buf *)(void *)(c))
 #else
@@ -107,24 +117,34 @@ SSTM_API int sstm__ckpt_save(sstm_ckpt_t *c) __attribute__((returns_twice));
 /* Internal: begin (returns the checkpoint to save, or NULL when nested). */
 SSTM_API sstm_ckpt_t *sstm__begin(const sstm_attr_t *attr);
 
+/** Open an atomic block (the inline form, see the file comment): the
+ * statements up to SSTM_ATOMIC_END() run as one transaction, and a restart
+ * returns here as if by longjmp. Blocks as sstm_run() does. On a thread
+ * that is not registered: the misuse handler (see the file comment).
+ * @param attr `const sstm_attr_t *`, the transaction's attributes, NULL for
+ *             all zero */
 #define SSTM_ATOMIC_BEGIN(attr)                                                                    \
   {                                                                                                \
     sstm_ckpt_t *sstm__c_ = sstm__begin(attr);                                                     \
     if (sstm__c_ == NULL || sstm__ckpt_save(sstm__c_) != SSTM__CKPT_CANCEL) {
 
+/** Close the atomic block that SSTM_ATOMIC_BEGIN() opened: commit it
+ * (sstm_commit(), which returns only on success: a conflict restarts the
+ * block). After sstm_cancel() control arrives here without a commit. */
 #define SSTM_ATOMIC_END()                                                                          \
   sstm_commit();                                                                                   \
   }                                                                                                \
   }
 
-/* Commit the current transaction (or leave one nesting level). On conflict
+/** Commit the current transaction (or leave one nesting level). On conflict
  * the transaction is rolled back and restarted at its begin, so this call
  * returns only on success. Returns 0, or SSTM_ENOTX when no transaction is
  * active (debug builds first report the misuse to the misuse handler, whose
- * default prints it and aborts). */
+ * default prints it and aborts).
+ * @return 0 or SSTM_ENOTX */
 SSTM_API int sstm_commit(void);
 
-/* Abort the current transaction and restart it (STAMP's TM_RESTART). The
+/** Abort the current transaction and restart it (STAMP's TM_RESTART). The
  * contention manager's abort hook runs before the restart. Does not return.
  * Misuse (no transaction, one that asked to be irrevocable: attr or
  * sstm_become_irrevocable, or a call from a hook, a contention manager's
@@ -135,7 +155,7 @@ SSTM_API int sstm_commit(void);
  * and cancels do not count towards the policies' bounds. */
 SSTM_API void sstm_restart(void) __attribute__((noreturn));
 
-/* Abort the current transaction and leave it without retrying: control goes
+/** Abort the current transaction and leave it without retrying: control goes
  * to the end of the atomic block (SSTM_ATOMIC_BEGIN skips the body) and
  * sstm_run() returns SSTM_ECANCELED. Not allowed in a transaction that asked
  * to be irrevocable, nor from a callback (misuse handler, as sstm_restart);
@@ -143,7 +163,7 @@ SSTM_API void sstm_restart(void) __attribute__((noreturn));
  * Does not return. */
 SSTM_API void sstm_cancel(void) __attribute__((noreturn));
 
-/* Make the current transaction irrevocable: it then runs without conflicts
+/** Make the current transaction irrevocable: it then runs without conflicts
  * with concurrent updates (no other transaction commits an update while it
  * runs; new transactions wait at begin) and never aborts. If it has already
  * performed accesses, or keeps no read set because of attr.read_only (then
@@ -151,15 +171,23 @@ SSTM_API void sstm_cancel(void) __attribute__((noreturn));
  * irrevocable mode (abort reason SSTM_ABORT_IRREVOCABLE); the call returns
  * once the transaction is irrevocable. Blocks until other irrevocable
  * transactions and in-flight commits have finished. Returns 0, or
- * SSTM_ENOTX. */
+ * SSTM_ENOTX.
+ * @return 0, or SSTM_ENOTX (no transaction) */
 SSTM_API int sstm_become_irrevocable(void);
 
-/* State queries. */
-SSTM_API bool sstm_in_tx(void);          /* inside a transaction? */
-SSTM_API bool sstm_is_irrevocable(void); /* inside an irrevocable one? */
-SSTM_API uint64_t sstm_txid(void);       /* current attempt id, 0 if none */
+/** State query: inside a transaction?
+ * @return true inside a transaction on the calling thread */
+SSTM_API bool sstm_in_tx(void);
+/** State query: inside an irrevocable one?
+ * @return true inside an irrevocable transaction on the calling thread */
+SSTM_API bool sstm_is_irrevocable(void);
+/** State query: the current attempt's id (as sstm_desc_txid(sstm_self())).
+ * @return the current attempt id, 0 if none */
+SSTM_API uint64_t sstm_txid(void);
 
-/* User actions: run after the transaction commits (on_commit) or after it is
+/** @name User actions
+ * @{ */
+/** User actions: run after the transaction commits (on_commit) or after it is
  * rolled back (on_abort, then discarded; the restarted attempt registers its
  * own). Run on the committing thread, outside the transaction, in
  * registration order; on_commit actions run last, after the policy and the
@@ -168,13 +196,17 @@ SSTM_API uint64_t sstm_txid(void);       /* current attempt id, 0 if none */
  * actions run after the hooks and before the policy's on_abort (which
  * decides how the retry starts: waiting, a lowered priority). Returns
  * SSTM_ENOTX
- * outside a transaction, SSTM_EINVAL (fn NULL), SSTM_ENOMEM. */
+ * outside a transaction, SSTM_EINVAL (fn NULL), SSTM_ENOMEM.
+ * @param fn the action
+ * @param arg passed to fn
+ * @return 0, SSTM_ENOTX, SSTM_EINVAL or SSTM_ENOMEM */
 SSTM_API int sstm_on_commit(void (*fn)(void *arg), void *arg);
 SSTM_API int sstm_on_abort(void (*fn)(void *arg), void *arg);
+/** @} */
 
 /* ---- privatization ----------------------------------------------------- */
 
-/* Privatization barrier: wait until every transaction attempt that is
+/** Privatization barrier: wait until every transaction attempt that is
  * running when the call starts has ended, so that data which committed
  * transactions made private (unlinked it, or set an owner flag that every
  * transaction tests before touching the data) can then be accessed with
@@ -224,10 +256,13 @@ SSTM_API int sstm_on_abort(void (*fn)(void *arg), void *arg);
  *
  * Returns 0; SSTM_EBUSY inside a transaction (it would wait for itself;
  * debug builds also report the misuse to the misuse handler), SSTM_ESTATE
- * if the library is not initialised, SSTM_ENOMEM. */
+ * if the library is not initialised, SSTM_ENOMEM.
+ * @return 0, SSTM_EBUSY, SSTM_ESTATE or SSTM_ENOMEM */
 SSTM_API int sstm_quiesce(void);
 
-/* ---- transactional accesses -------------------------------------------
+/* ---- transactional accesses ------------------------------------------- */
+
+/** @name Typed loads
  * Valid only inside a transaction on a registered thread; outside one they
  * call the misuse handler (default: message on stderr, then abort()).
  * Any alignment is accepted; naturally aligned accesses are the fast path.
@@ -235,7 +270,10 @@ SSTM_API int sstm_quiesce(void);
  * Out of memory: the read, write and lock logs grow on demand; if one
  * cannot grow, the process ends (message on stderr, then abort()): the
  * attempt could neither go on nor roll back without it. Growth stops once a
- * thread's transactions have reached their largest size. */
+ * thread's transactions have reached their largest size.
+ * With SSTM_INLINE_BARRIERS defined, the loads are static inline functions
+ * (<schedstm/inline.h>), with the same contract.
+ * @{ */
 #if defined(SSTM_INLINE_BARRIERS)
 /* Inline read fast path: see <schedstm/inline.h>. */
 static inline uint8_t sstm_load_u8(const uint8_t *a) { return (uint8_t)sstm__load_inline(a, 1); }
@@ -262,6 +300,11 @@ static inline double sstm_load_double(const double *a) {
   return d;
 }
 #else
+/** Transactional load of the value at addr (a float as 4 bytes, a double
+ * as 8).
+ * @param addr the address, any alignment
+ * @return the value as of the transaction's snapshot, or its own write;
+ *         0 after misuse (a handler that returned) */
 SSTM_API uint8_t sstm_load_u8(const uint8_t *addr);
 SSTM_API uint16_t sstm_load_u16(const uint16_t *addr);
 SSTM_API uint32_t sstm_load_u32(const uint32_t *addr);
@@ -270,7 +313,17 @@ SSTM_API void *sstm_load_ptr(void *const *addr);
 SSTM_API float sstm_load_float(const float *addr);
 SSTM_API double sstm_load_double(const double *addr);
 #endif
+/** @} */
 
+/** @name Typed stores
+ * The rules of the typed loads apply (inside a transaction only, any
+ * alignment, a float as 4 bytes and a double as 8).
+ * @{ */
+/** Transactional store of v at addr: buffered in the redo log, written at
+ * commit (a float as 4 bytes, a double as 8). Ignored after misuse (a
+ * handler that returned).
+ * @param addr the address, any alignment
+ * @param v the value */
 SSTM_API void sstm_store_u8(uint8_t *addr, uint8_t v);
 SSTM_API void sstm_store_u16(uint16_t *addr, uint16_t v);
 SSTM_API void sstm_store_u32(uint32_t *addr, uint32_t v);
@@ -278,19 +331,32 @@ SSTM_API void sstm_store_u64(uint64_t *addr, uint64_t v);
 SSTM_API void sstm_store_ptr(void **addr, void *v);
 SSTM_API void sstm_store_float(float *addr, float v);
 SSTM_API void sstm_store_double(double *addr, double v);
+/** @} */
 
-/* Bulk copies (structs): transactional read of n bytes at src into private
+/** @name Bulk copies
+ * @{ */
+/** Bulk copies (structs): transactional read of n bytes at src into private
  * memory dst, and transactional write of n bytes from private src to dst.
  * Any size and alignment; the same guarantees as n one-byte accesses (the
  * copy is part of the transaction's consistent snapshot). A read costs one
  * barrier per lock stripe it covers (default 32 bytes) when the stripe is
  * unlocked and the attempt uses encounter-time locking or is read-only, one
  * per naturally aligned piece otherwise. Outside a transaction: misuse
- * (sstm_set_misuse_handler); a load then fills dst with zeros. */
+ * (sstm_set_misuse_handler); a load then fills dst with zeros.
+ * @param dst where to copy: private memory (sstm_load_bytes), transactional
+ *            memory (sstm_store_bytes)
+ * @param src what to copy: transactional memory (sstm_load_bytes), private
+ *            memory (sstm_store_bytes)
+ * @param n bytes to copy, any number */
 SSTM_API void sstm_load_bytes(void *dst, const void *src, size_t n);
 SSTM_API void sstm_store_bytes(void *dst, const void *src, size_t n);
+/** @} */
 
-/* Signed convenience wrappers. */
+/** @name Signed convenience wrappers: loads
+ * @{ */
+/** Signed convenience wrapper: the unsigned load of the same width.
+ * @param a the address
+ * @return the value */
 static inline int8_t sstm_load_i8(const int8_t *a) {
   return (int8_t)sstm_load_u8((const uint8_t *)a);
 }
@@ -303,6 +369,13 @@ static inline int32_t sstm_load_i32(const int32_t *a) {
 static inline int64_t sstm_load_i64(const int64_t *a) {
   return (int64_t)sstm_load_u64((const uint64_t *)a);
 }
+/** @} */
+
+/** @name Signed convenience wrappers: stores
+ * @{ */
+/** Signed convenience wrapper: the unsigned store of the same width.
+ * @param a the address
+ * @param v the value */
 static inline void sstm_store_i8(int8_t *a, int8_t v) { sstm_store_u8((uint8_t *)a, (uint8_t)v); }
 static inline void sstm_store_i16(int16_t *a, int16_t v) {
   sstm_store_u16((uint16_t *)a, (uint16_t)v);
@@ -313,8 +386,13 @@ static inline void sstm_store_i32(int32_t *a, int32_t v) {
 static inline void sstm_store_i64(int64_t *a, int64_t v) {
   sstm_store_u64((uint64_t *)a, (uint64_t)v);
 }
+/** @} */
 
-/* Misuse handler: called with a message when the API is misused in a way
+/** A misuse handler, called with a message (sstm_set_misuse_handler()).
+ * @param msg what was misused */
+typedef void (*sstm_misuse_fn)(const char *msg);
+
+/** Misuse handler: called with a message when the API is misused in a way
  * that cannot be reported through a return value (an access outside a
  * transaction, cancel in irrevocable mode). Libraries built with
  * -DSCHEDSTM_DEBUG=ON (sstm_describe() then says "debug") also call it for
@@ -324,8 +402,9 @@ static inline void sstm_store_i64(int64_t *a, int64_t v) {
  * offending access read 0 / be ignored, and the calls with an error code
  * return it; sstm_restart() and sstm_cancel(), which cannot return, then
  * print the message and abort() anyway. NULL restores the default. Returns
- * the previous handler. */
-typedef void (*sstm_misuse_fn)(const char *msg);
+ * the previous handler.
+ * @param fn the new handler, NULL for the default
+ * @return the previous handler */
 SSTM_API sstm_misuse_fn sstm_set_misuse_handler(sstm_misuse_fn fn);
 
 SSTM_EXTERN_C_END
