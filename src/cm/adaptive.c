@@ -91,8 +91,8 @@
  * previous attempt of the same transaction, compared in the abort hook
  * ([Maldonado10] calls such transactions non-deterministic and serialises
  * them softly; softser is behind os_prio or ser-block+ext on every sb7 mix
- * in docs/benchmarks.md, so they get what long transactions get). Windows are closed only by aborts:
- * without conflicts the choice does not matter.
+ * in docs/benchmarks.md, so they get what long transactions get). Windows are closed only by
+ * aborts: without conflicts the choice does not matter.
  *
  * Hysteresis, asymmetric: more threads than CPUs is acted on at once (a
  * spinning loser may hold a CPU the winner needs), fewer only after three
