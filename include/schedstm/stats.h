@@ -75,8 +75,9 @@ typedef struct sstm_stats {
   uint64_t commits_update;      /**< update commits */
   uint64_t commits_irrevocable; /**< irrevocable commits (also counted in
                                    commits_update or commits_ro) */
-  uint64_t aborts[SSTM_ABORT_REASON_COUNT]; /**< aborted attempts, by sstm_abort_reason_t */
-  uint64_t aborts_total;                    /**< the sum of aborts[] */
+  /** aborted attempts, by sstm_abort_reason_t */
+  uint64_t aborts[SSTM_ABORT_REASON_COUNT];
+  uint64_t aborts_total;                 /**< the sum of aborts[] */
   uint64_t retries;                      /**< restarts (aborts not followed by cancel) */
   uint64_t max_retries;                  /**< most consecutive aborts of one transaction,
                                             committed or cancelled */
@@ -106,7 +107,8 @@ typedef struct sstm_stats {
   uint64_t writes_total; /**< sum of write-set sizes of committed attempts */
   uint64_t reads_max;    /**< largest read set of a committed attempt */
   uint64_t writes_max;   /**< largest write set of a committed attempt */
-  sstm_tag_stats_t tags[SSTM_MAX_TAGS]; /**< per tag (sstm_attr_t::tag < SSTM_MAX_TAGS) */
+  /** per tag (sstm_attr_t::tag < SSTM_MAX_TAGS) */
+  sstm_tag_stats_t tags[SSTM_MAX_TAGS];
   /** @} */
   /* identity (per-descriptor stats only) */
   unsigned slot; /**< identity (per-descriptor stats only): the descriptor's slot */
