@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Layout of the per-thread state table that schedstm publishes for other
- * processes (paper 1's table shared between the STM and the scheduler, in
- * user space): a file /dev/shm/schedstm.<pid>, mode 0600, one header and
+ * processes ([Maldonado10]'s table shared between the STM and the scheduler,
+ * in user space): a file /dev/shm/schedstm.<pid>, mode 0600, one header and
  * one entry per descriptor slot. Shared by the library (writer) and the
  * tools/sstm-top reader; a kernel-side scheduler would read the same layout
  * (docs/design/kernel-scheduler.md).

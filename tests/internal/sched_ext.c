@@ -2,7 +2,7 @@
 /* Internal tests: the OS scheduling facilities (src/os/sched.{h,c}) used by
  * the policies: the choice of the time-slice extension facility (pure
  * function, every input combination), the rseq request/granted protocol on
- * a simulated control word, the real probe on this machine and what
+ * a simulated control word, the real probe on the running kernel and what
  * sstm_describe reports for "P+ext", "P+ext" in rseq mode on a simulated
  * kernel (the sstm__ext_sim seam: requests inside attempts only, one yield
  * per grant, the order against the base policy's hooks, a resumed
@@ -120,7 +120,7 @@ TEST(ext_enter_leave_protocol) {
   CHECK_EQ_U(g.after[1], 0x66);
 }
 
-/* ---- this machine ----------------------------------------------------------- */
+/* ---- the running kernel ----------------------------------------------------- */
 
 /* Can this thread take an EEVDF custom slice (sched_runtime for
  * SCHED_OTHER) and read it back? Checked independently of the library, on a

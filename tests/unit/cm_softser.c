@@ -95,7 +95,7 @@ static void init_softser(void) {
   /* "none" changes nothing, so it can never be refused */
   if (rc == SSTM_EPERM && want && strcmp(want, "auto") != 0 && strcmp(want, "none") != 0) {
     char msg[160];
-    snprintf(msg, sizeof msg, "lever %s refused by this machine (%s)", want, sstm_last_error());
+    snprintf(msg, sizeof msg, "lever %s refused by the kernel (%s)", want, sstm_last_error());
     sstm_test_skip(msg);
   }
   CHECK_OK(rc);
@@ -111,7 +111,7 @@ static void init_softser(void) {
   if (want && *want && strcmp(want, "auto") != 0) CHECK_EQ_STR(S.lever, want);
   if (strcmp(S.lever, "none") == 0 && !S.none) {
     CHECK_OK(sstm_shutdown());
-    sstm_test_skip("no priority lever works on this machine");
+    sstm_test_skip("no priority lever works for this process");
   }
   pthread_t t;
   CHECK_EQ_I(pthread_create(&t, NULL, lever_try, S.lever), 0);
@@ -120,7 +120,7 @@ static void init_softser(void) {
   if (why) {
     CHECK_OK(sstm_shutdown());
     char msg[128];
-    snprintf(msg, sizeof msg, "lever %s refused by this machine (%s)", S.lever, (char *)why);
+    snprintf(msg, sizeof msg, "lever %s refused by the kernel (%s)", S.lever, (char *)why);
     sstm_test_skip(msg);
   }
   printf("lever=%s\n", S.lever);
