@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* schedstm: library lifetime and configuration.
+/** @file
+ * Library lifetime and configuration.
  *
  * Configuration comes in three tiers: a typed sstm_config_t passed to
  * sstm_init(), environment overrides read once by sstm_init() (strict: an
@@ -7,6 +8,7 @@
  * the effective configuration (sstm_describe()) that benchmarks print.
  *
  * Environment variables (applied when cfg->use_env is true, the default):
+ * @code{.unparsed}
  *   SCHEDSTM_DESIGN          etl | ctl
  *   SCHEDSTM_CM              name of a registered contention manager
  *   SCHEDSTM_LOCK_BITS       log2 of the lock-table size, 10..28
@@ -20,18 +22,21 @@
  *   SCHEDSTM_READ_PAST       off | ro | all
  *   SCHEDSTM_RO_LOG          off | on | auto
  *   SCHEDSTM_ALLOC_CACHE     bytes of each thread's block cache (0: none)
+ * @endcode
  * Numbers are plain decimal digits (no sign, space or prefix), range-checked.
  *
  * Read whatever use_env says, and therefore checked by sstm_init() (and by
  * sstm_config_from_env()) in any case: the begin-fence switch, and the
  * policies' own knobs (read by the policy when it initialises, whichever
  * policy is selected):
+ * @code{.unparsed}
  *   SCHEDSTM_NO_MEMBARRIER   0 | 1: 1 forces the begin fence without membarrier
  *   SCHEDSTM_SOFTSER_LEVER   auto | none | nice | idle | batch | slice
  *   SCHEDSTM_EXT_MODE        auto | none | slice (P+ext's facility; tests)
  *   SCHEDSTM_EXT_SLICE_US    P+ext's custom slice, 100..100000 (4000)
  *   SCHEDSTM_PRIO_ESCALATE   os_prio/timestamp: lost conflicts before a transaction
  *                            restarts irrevocable, 0..1000000, 0 = never (32)
+ * @endcode
  */
 #ifndef SCHEDSTM_CONFIG_H
 #define SCHEDSTM_CONFIG_H
@@ -40,20 +45,21 @@
 
 SSTM_EXTERN_C_BEGIN
 
-/* Write strategy. Both keep a redo log (write-back): memory is only written
+/** Write strategy. Both keep a redo log (write-back): memory is only written
  * at commit. They differ in when the ownership record of a written word is
  * acquired. */
 typedef enum sstm_design {
-  SSTM_DESIGN_ETL = 0, /* encounter-time locking: lock at first write (default) */
-  SSTM_DESIGN_CTL = 1, /* commit-time locking: lock the write set at commit */
+  SSTM_DESIGN_ETL = 0, /**< encounter-time locking: lock at first write (default) */
+  SSTM_DESIGN_CTL = 1, /**< commit-time locking: lock the write set at commit */
 } sstm_design_t;
 
+/** How much the statistics count (sstm_config_t::stats, SCHEDSTM_STATS). */
 typedef enum sstm_stats_level {
-  SSTM_STATS_BASIC = 0,    /* commits, aborts by reason, retries: always on */
-  SSTM_STATS_DETAILED = 1, /* + read/write set sizes and per-tag profiles */
+  SSTM_STATS_BASIC = 0,    /**< commits, aborts by reason, retries: always on */
+  SSTM_STATS_DETAILED = 1, /**< + read/write set sizes and per-tag profiles */
 } sstm_stats_level_t;
 
-/* Called every sample_period transactional accesses of a thread when
+/** Called every sample_period transactional accesses of a thread when
  * sampling is on (period > 0), on the accessing thread, during the access,
  * as a hook is called (hooks.h). It must not start, restart or cancel a
  * transaction: a begin, sstm_restart and sstm_cancel are reported as
@@ -62,83 +68,96 @@ typedef enum sstm_stats_level {
  * interrupted attempt (and is not sampled), and a conflict there aborts
  * that attempt. sstm_malloc() and sstm_free() in it act as outside a
  * transaction, so the block it allocates is its own whether the
- * interrupted attempt commits or aborts (alloc.h). */
+ * interrupted attempt commits or aborts (alloc.h).
+ * @param arg sstm_config_t::sample_arg
+ * @param addr the address accessed
+ * @param is_write true for a store */
 typedef void (*sstm_sample_fn)(void *arg, const void *addr, bool is_write);
 
-/* Which attempts read past the lock of a writer that has not started to
+/** Which attempts read past the lock of a writer that has not started to
  * commit (docs/design/core.md, (8)). */
 typedef enum {
-  SSTM_READ_PAST_OFF = 0, /* every locked stripe goes to the policy */
-  SSTM_READ_PAST_RO = 1,  /* attempts of declared read-only transactions,
+  SSTM_READ_PAST_OFF = 0, /**< every locked stripe goes to the policy */
+  SSTM_READ_PAST_RO = 1,  /**< attempts of declared read-only transactions,
                              until they write (the default): they hold no
                              locks, so passing one never prolongs anybody's
                              lock holding */
-  SSTM_READ_PAST_ALL = 2, /* every attempt, and validation accepts a running
+  SSTM_READ_PAST_ALL = 2, /**< every attempt, and validation accepts a running
                              writer's lock; under oversubscription with
                              suicide, update attempts then go on to take
                              locks they abort with (docs/benchmarks.md) */
 } sstm_read_past_t;
 
+/** Default of sstm_config_t::alloc_cache, 1 MiB (except in AddressSanitizer
+ * builds, whose default is 0). */
 #define SSTM_ALLOC_CACHE_DEFAULT ((size_t)1 << 20)
+/** Largest sstm_config_t::alloc_cache (and SCHEDSTM_ALLOC_CACHE), 1 GiB. */
 #define SSTM_ALLOC_CACHE_MAX ((size_t)1 << 30)
 
-/* Whether the first attempt of a declared read-only transaction keeps a
+/** Whether the first attempt of a declared read-only transaction keeps a
  * read set. Without one it is cheaper (no log, no validation) but cannot
  * extend its snapshot: the first stripe it meets that changed after its
  * start aborts it (reason ro-extend), and the retry keeps a read set. */
 typedef enum {
-  SSTM_RO_LOG_OFF = 0,  /* never (the default): every first attempt runs
+  SSTM_RO_LOG_OFF = 0,  /**< never (the default): every first attempt runs
                            without; the fastest on our benchmarks */
-  SSTM_RO_LOG_AUTO = 1, /* learned per thread: keep one while at least 2
+  SSTM_RO_LOG_AUTO = 1, /**< learned per thread: keep one while at least 2
                            of a window of 64 read-only transactions needed
                            an extension, drop it after a window where none
                            did. Fewer aborts under contention (3x fewer on
                            the lists), for 0.86x-1.10x of the throughput
                            there, median 0.97x (docs/benchmarks.md) */
-  SSTM_RO_LOG_ON = 2,   /* always */
+  SSTM_RO_LOG_ON = 2,   /**< always */
 } sstm_ro_log_t;
 
+/** The library's configuration (sstm_init()); sstm_config_default() fills
+ * in the defaults, the SCHEDSTM_* variables override them. */
 typedef struct sstm_config {
-  sstm_design_t design;     /* default SSTM_DESIGN_ETL */
-  const char *cm;           /* contention manager name, default "suicide" */
-  unsigned lock_bits;       /* lock table has 2^lock_bits entries (default 20) */
-  unsigned stripe_shift;    /* one lock covers 2^stripe_shift bytes (default 5) */
-  unsigned max_threads;     /* descriptors at once: registered threads plus
+  sstm_design_t design;     /**< default SSTM_DESIGN_ETL */
+  const char *cm;           /**< contention manager name, default "suicide" */
+  unsigned lock_bits;       /**< lock table has 2^lock_bits entries (default 20) */
+  unsigned stripe_shift;    /**< one lock covers 2^stripe_shift bytes (default 5) */
+  unsigned max_threads;     /**< descriptors at once: registered threads plus
                                sstm_desc_create's (default 1024) */
-  sstm_stats_level_t stats; /* default SSTM_STATS_BASIC */
-  uint64_t backoff_min_ns;  /* backoff policy: base of the delay bound, the
+  sstm_stats_level_t stats; /**< default SSTM_STATS_BASIC */
+  uint64_t backoff_min_ns;  /**< backoff policy: base of the delay bound, the
                                first wait is below twice this (default 256) */
-  uint64_t backoff_max_ns;  /* backoff policy: delay cap (default 1 ms) */
-  unsigned wait_max;        /* max consecutive WAIT decisions for one access
+  uint64_t backoff_max_ns;  /**< backoff policy: delay cap (default 1 ms) */
+  unsigned wait_max;        /**< max consecutive WAIT decisions for one access
                                before the engine forces ABORT_SELF (default 64) */
-  unsigned sample_period;   /* 0 = sampling off (default) */
-  sstm_sample_fn sample_fn; /* required when sample_period > 0 */
+  unsigned sample_period;   /**< 0 = sampling off (default) */
+  sstm_sample_fn sample_fn; /**< required when sample_period > 0 */
+  /** passed to sample_fn */
   void *sample_arg;
-  sstm_read_past_t read_past; /* reads past running writers' locks
+  sstm_read_past_t read_past; /**< reads past running writers' locks
                                  (default SSTM_READ_PAST_RO) */
-  sstm_ro_log_t ro_log;       /* read sets in declared read-only first
+  sstm_ro_log_t ro_log;       /**< read sets in declared read-only first
                                  attempts (default SSTM_RO_LOG_OFF) */
-  bool state_table;           /* publish /dev/shm/schedstm.<pid> (default false) */
-  size_t alloc_cache;         /* bytes of released small blocks each thread
+  bool state_table;           /**< publish the per-thread state table, read by
+                                 sstm-top (default false) */
+  size_t alloc_cache;         /**< bytes of released small blocks each thread
                                  keeps for its own sstm_malloc, at most
                                  SSTM_ALLOC_CACHE_MAX; 0 = every release goes
                                  to free() (default SSTM_ALLOC_CACHE_DEFAULT,
                                  0 in AddressSanitizer builds, which could
                                  not see a use after release otherwise;
                                  <schedstm/alloc.h>) */
-  bool use_env;               /* apply SCHEDSTM_* overrides (default true) */
+  bool use_env;               /**< apply SCHEDSTM_* overrides (default true) */
 } sstm_config_t;
 
-/* Fill *cfg with the defaults. Never fails. */
+/** Fill *cfg with the defaults. Never fails.
+ * @param[out] cfg the configuration to fill */
 SSTM_API void sstm_config_default(sstm_config_t *cfg);
 
-/* Apply the SCHEDSTM_* environment variables to *cfg (and check the
+/** Apply the SCHEDSTM_* environment variables to *cfg (and check the
  * policies' knobs). Returns SSTM_EINVAL on the first malformed or unknown
  * value (sstm_last_error() says which and lists the valid values) or a NULL
- * cfg; *cfg is then unchanged. */
+ * cfg; *cfg is then unchanged.
+ * @param[in,out] cfg the configuration to override
+ * @return 0 or SSTM_EINVAL */
 SSTM_API int sstm_config_from_env(sstm_config_t *cfg);
 
-/* Initialise the library. cfg may be NULL for the defaults (plus the
+/** Initialise the library. cfg may be NULL for the defaults (plus the
  * environment). Not thread-safe against a concurrent sstm_init/shutdown.
  * Errors: SSTM_ESTATE (already initialised), SSTM_EINVAL (bad value, see
  * sstm_last_error(); also "P+ext" for a P that +ext cannot wrap, see
@@ -149,10 +168,13 @@ SSTM_API int sstm_config_from_env(sstm_config_t *cfg);
  * space or memory, or cannot be allocated or mapped, SSTM_ENOMEM.
  * sstm_last_error() names the file and the system's reason. softser with a
  * SCHEDSTM_SOFTSER_LEVER that cannot be undone here gives SSTM_EPERM.
- * On error nothing is initialised. */
+ * On error nothing is initialised.
+ * @param cfg the configuration, NULL for the defaults
+ * @return 0, SSTM_ESTATE, SSTM_EINVAL, SSTM_ENOENT, SSTM_ENOMEM or SSTM_EPERM,
+ *         or what a policy's init hook returned */
 SSTM_API int sstm_init(const sstm_config_t *cfg);
 
-/* Tear the library down and release every resource, including memory whose
+/** Tear the library down and release every resource, including memory whose
  * reclamation was deferred. Errors: SSTM_ESTATE (not initialised),
  * SSTM_EBUSY (a registered thread other than the caller still exists, a
  * descriptor made by sstm_desc_create() has not been destroyed, attached or
@@ -161,30 +183,42 @@ SSTM_API int sstm_init(const sstm_config_t *cfg);
  * other thread may be inside any schedstm function meanwhile, registered
  * or not (sstm_quiesce and sstm_free included; the statistics calls are
  * safe). A calling thread that is
- * still registered is unregistered first. */
+ * still registered is unregistered first.
+ * @return 0, SSTM_ESTATE or SSTM_EBUSY */
 SSTM_API int sstm_shutdown(void);
 
-/* True between a successful sstm_init() and sstm_shutdown(). */
+/** True between a successful sstm_init() and sstm_shutdown().
+ * @return whether the library is initialised */
 SSTM_API bool sstm_initialized(void);
 
-/* The effective configuration (after environment overrides).
- * Errors: SSTM_EINVAL (out is NULL), SSTM_ESTATE if not initialised. */
+/** The effective configuration (after environment overrides).
+ * Errors: SSTM_EINVAL (out is NULL), SSTM_ESTATE if not initialised.
+ * @param[out] out receives the configuration
+ * @return 0, SSTM_EINVAL or SSTM_ESTATE */
 SSTM_API int sstm_config_get(sstm_config_t *out);
 
-/* One-line description of the effective configuration: version, design,
+/** One-line description of the effective configuration: version, design,
  * contention manager, lock table, stripe, limits, OS facilities in use.
  * Writes at most len bytes (NUL-terminated; buf NULL: nothing, whatever
  * len) and returns the length it needed (like snprintf); SSTM_ESTATE if not
- * initialised. */
+ * initialised.
+ * @param buf where to write, or NULL
+ * @param len the size of buf
+ * @return the length of the description, or SSTM_ESTATE */
 SSTM_API int sstm_describe(char *buf, size_t len);
 
-/* Parse helpers, exposed for tools and tests; usable without sstm_init().
- * sstm_design_parse: "etl" or "ctl" (exact, lower case) into *out; 0 (out
+/** Parse helper, exposed for tools and tests; usable without sstm_init():
+ * "etl" or "ctl" (exact, lower case) into *out; 0 (out
  * may be NULL: a check only), or SSTM_EINVAL (s NULL or another string,
  * with a message in sstm_last_error(); *out unchanged).
- * sstm_design_name: "etl", "ctl", or "?" for a value out of range; a static
- * string. */
+ * @param s the string
+ * @param[out] out receives the design, or NULL
+ * @return 0 or SSTM_EINVAL */
 SSTM_API int sstm_design_parse(const char *s, sstm_design_t *out);
+/** Name of a design, for tools and tests; usable without sstm_init():
+ * "etl", "ctl", or "?" for a value out of range; a static string.
+ * @param d the design
+ * @return the name; never NULL */
 SSTM_API const char *sstm_design_name(sstm_design_t d);
 
 SSTM_EXTERN_C_END
