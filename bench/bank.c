@@ -39,15 +39,18 @@ typedef struct worker {
 static void usage(FILE *f) {
   fprintf(f,
           "usage: bank-%s [options]\n"
-          "  -a N       accounts (default 1024)\n"
-          "  -p P       percentage of read-only audit transactions (default 10)\n"
-          "  -x N       largest amount moved by a transfer (default 10)\n"
-          "  -n N       threads (default 1)\n"
-          "  -d MS      duration in milliseconds (default 1000)\n"
-          "  -s SEED    random seed, 0 = time based (default 1)\n"
-          "  -D etl|ctl design (schedstm only)\n"
-          "  -C NAME    contention manager (schedstm only)\n"
-          "  -h         this help\n",
+          "  -a, --accounts N      accounts (default 1024)\n"
+          "  -p, --audit P         percentage of read-only audit transactions (default 10)\n"
+          "  -x, --max-amount N    largest amount moved by a transfer (default 10)\n"
+          "  -n, --threads N       threads (default 1)\n"
+          "  -d, --duration-ms MS  duration in milliseconds (default 1000)\n"
+          "  -s, --seed SEED       random seed, 0 = time based (default 1)\n"
+          "  -D, --design etl|ctl  design (schedstm only)\n"
+          "  -C, --cm NAME         contention manager (schedstm only; --list-cms)\n"
+          "      --list-cms        print the contention managers and exit (schedstm only)\n"
+          "  -h, --help            this help\n"
+          "Prints one JSON object on stdout. Exit status: 0 ok, 1 wrong result,\n"
+          "2 bad command line.\n",
           tm_backend_name());
 }
 
@@ -58,17 +61,29 @@ static void parse_options(int argc, char **argv, options_t *o) {
                    .threads = 1,
                    .duration_ms = 1000,
                    .seed = 1};
+  static const struct option longopts[] = {{"accounts", required_argument, NULL, 'a'},
+                                           {"audit", required_argument, NULL, 'p'},
+                                           {"max-amount", required_argument, NULL, 'x'},
+                                           {"threads", required_argument, NULL, 'n'},
+                                           {"duration-ms", required_argument, NULL, 'd'},
+                                           {"seed", required_argument, NULL, 's'},
+                                           {"design", required_argument, NULL, 'D'},
+                                           {"cm", required_argument, NULL, 'C'},
+                                           {"list-cms", no_argument, NULL, TM_OPT_LIST_CMS},
+                                           {"help", no_argument, NULL, 'h'},
+                                           {NULL, 0, NULL, 0}};
   int c;
-  while ((c = getopt(argc, argv, "a:p:x:n:d:s:D:C:h")) != -1) {
+  while ((c = getopt_long(argc, argv, "a:p:x:n:d:s:D:C:h", longopts, NULL)) != -1) {
     switch (c) {
-    case 'a': o->accounts = bench_parse_long(optarg, 'a', 2, 1L << 30); break;
-    case 'p': o->audit = bench_parse_long(optarg, 'p', 0, 100); break;
-    case 'x': o->max_amount = bench_parse_long(optarg, 'x', 1, 1L << 30); break;
-    case 'n': o->threads = bench_parse_long(optarg, 'n', 1, MAX_THREADS); break;
-    case 'd': o->duration_ms = bench_parse_long(optarg, 'd', 1, 86400000L); break;
-    case 's': o->seed = (uint64_t)bench_parse_long(optarg, 's', 0, __LONG_MAX__); break;
+    case 'a': o->accounts = bench_parse_long(optarg, "-a/--accounts", 2, 1L << 30); break;
+    case 'p': o->audit = bench_parse_long(optarg, "-p/--audit", 0, 100); break;
+    case 'x': o->max_amount = bench_parse_long(optarg, "-x/--max-amount", 1, 1L << 30); break;
+    case 'n': o->threads = bench_parse_long(optarg, "-n/--threads", 1, MAX_THREADS); break;
+    case 'd': o->duration_ms = bench_parse_long(optarg, "-d/--duration-ms", 1, 86400000L); break;
+    case 's': o->seed = (uint64_t)bench_parse_long(optarg, "-s/--seed", 0, __LONG_MAX__); break;
     case 'D': o->design = optarg; break;
     case 'C': o->cm = optarg; break;
+    case TM_OPT_LIST_CMS: tm_list_cms_and_exit();
     case 'h': usage(stdout); exit(0);
     default: usage(stderr); exit(BENCH_EXIT_USAGE);
     }

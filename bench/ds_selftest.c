@@ -37,26 +37,37 @@ typedef struct worker {
   long first_bad_key;
 } worker_t;
 
+static void usage(FILE *f) {
+  fprintf(f,
+          "usage: ds-selftest-%s [-n|--threads N] [-o|--ops N] [-r|--range N] [-s|--seed SEED]\n"
+          "                      [-S|--structure ll|sl|rb|hs] [-h|--help]\n",
+          tm_backend_name());
+}
+
 static void parse_options(int argc, char **argv, options_t *o) {
   *o = (options_t){.threads = 2, .ops = 20000, .range = 512, .seed = 1, .only_kind = -1};
+  static const struct option longopts[] = {{"threads", required_argument, NULL, 'n'},
+                                           {"ops", required_argument, NULL, 'o'},
+                                           {"range", required_argument, NULL, 'r'},
+                                           {"seed", required_argument, NULL, 's'},
+                                           {"structure", required_argument, NULL, 'S'},
+                                           {"help", no_argument, NULL, 'h'},
+                                           {NULL, 0, NULL, 0}};
   int c;
   intset_kind_t k;
-  while ((c = getopt(argc, argv, "n:o:r:s:S:h")) != -1) {
+  while ((c = getopt_long(argc, argv, "n:o:r:s:S:h", longopts, NULL)) != -1) {
     switch (c) {
-    case 'n': o->threads = bench_parse_long(optarg, 'n', 1, 64); break;
-    case 'o': o->ops = bench_parse_long(optarg, 'o', 1, 1L << 30); break;
-    case 'r': o->range = bench_parse_long(optarg, 'r', 2, 1L << 24); break;
-    case 's': o->seed = (uint64_t)bench_parse_long(optarg, 's', 0, __LONG_MAX__); break;
+    case 'n': o->threads = bench_parse_long(optarg, "-n/--threads", 1, 64); break;
+    case 'o': o->ops = bench_parse_long(optarg, "-o/--ops", 1, 1L << 30); break;
+    case 'r': o->range = bench_parse_long(optarg, "-r/--range", 2, 1L << 24); break;
+    case 's': o->seed = (uint64_t)bench_parse_long(optarg, "-s/--seed", 0, __LONG_MAX__); break;
     case 'S':
       if (intset_kind_parse(optarg, &k) != 0)
-        bench_die(BENCH_EXIT_USAGE, "option -S: unknown structure '%s'", optarg);
+        bench_die(BENCH_EXIT_USAGE, "option -S/--structure: unknown structure '%s'", optarg);
       o->only_kind = (int)k;
       break;
-    case 'h':
-      printf("usage: ds-selftest-%s [-n threads] [-o ops] [-r range] [-s seed] [-S ll|sl|rb|hs]\n",
-             tm_backend_name());
-      exit(0);
-    default: exit(BENCH_EXIT_USAGE);
+    case 'h': usage(stdout); exit(0);
+    default: usage(stderr); exit(BENCH_EXIT_USAGE);
     }
   }
   if (!tm_multi_threaded()) o->threads = 1;

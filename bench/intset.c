@@ -41,17 +41,20 @@ typedef struct worker {
 static void usage(FILE *f) {
   fprintf(f,
           "usage: intset-%s [options]\n"
-          "  -S ll|sl|rb|hs  structure (default ll)\n"
-          "  -i N            initial size (default 256)\n"
-          "  -r N            key range, keys in [1, N] (default 2 * initial)\n"
-          "  -u P            update percentage 0..100 (default 20)\n"
-          "  -n N            threads (default 1)\n"
-          "  -d MS           duration in milliseconds (default 1000)\n"
-          "  -s SEED         random seed, 0 = time based (default 1)\n"
-          "  -b N            hash set buckets (default %lu)\n"
-          "  -D etl|ctl      design (schedstm only)\n"
-          "  -C NAME         contention manager (schedstm only)\n"
-          "  -h              this help\n",
+          "  -S, --structure ll|sl|rb|hs  structure (default ll)\n"
+          "  -i, --initial N       initial size (default 256)\n"
+          "  -r, --range N         key range, keys in [1, N] (default 2 * initial)\n"
+          "  -u, --update P        update percentage 0..100 (default 20)\n"
+          "  -n, --threads N       threads (default 1)\n"
+          "  -d, --duration-ms MS  duration in milliseconds (default 1000)\n"
+          "  -s, --seed SEED       random seed, 0 = time based (default 1)\n"
+          "  -b, --buckets N       hash set buckets (default %lu)\n"
+          "  -D, --design etl|ctl  design (schedstm only)\n"
+          "  -C, --cm NAME         contention manager (schedstm only; --list-cms)\n"
+          "      --list-cms        print the contention managers and exit (schedstm only)\n"
+          "  -h, --help            this help\n"
+          "Prints one JSON object on stdout. Exit status: 0 ok, 1 wrong result,\n"
+          "2 bad command line.\n",
           tm_backend_name(), INTSET_DEFAULT_BUCKETS);
 }
 
@@ -64,23 +67,37 @@ static void parse_options(int argc, char **argv, options_t *o) {
                    .duration_ms = 1000,
                    .buckets = 0,
                    .seed = 1};
+  static const struct option longopts[] = {{"structure", required_argument, NULL, 'S'},
+                                           {"initial", required_argument, NULL, 'i'},
+                                           {"range", required_argument, NULL, 'r'},
+                                           {"update", required_argument, NULL, 'u'},
+                                           {"threads", required_argument, NULL, 'n'},
+                                           {"duration-ms", required_argument, NULL, 'd'},
+                                           {"seed", required_argument, NULL, 's'},
+                                           {"buckets", required_argument, NULL, 'b'},
+                                           {"design", required_argument, NULL, 'D'},
+                                           {"cm", required_argument, NULL, 'C'},
+                                           {"list-cms", no_argument, NULL, TM_OPT_LIST_CMS},
+                                           {"help", no_argument, NULL, 'h'},
+                                           {NULL, 0, NULL, 0}};
   int c;
-  while ((c = getopt(argc, argv, "S:i:r:u:n:d:s:b:D:C:h")) != -1) {
+  while ((c = getopt_long(argc, argv, "S:i:r:u:n:d:s:b:D:C:h", longopts, NULL)) != -1) {
     switch (c) {
     case 'S':
       if (intset_kind_parse(optarg, &o->kind) != 0)
-        bench_die(BENCH_EXIT_USAGE, "option -S: unknown structure '%s' (valid: ll, sl, rb, hs)",
-                  optarg);
+        bench_die(BENCH_EXIT_USAGE,
+                  "option -S/--structure: unknown structure '%s' (valid: ll, sl, rb, hs)", optarg);
       break;
-    case 'i': o->initial = bench_parse_long(optarg, 'i', 0, 1L << 40); break;
-    case 'r': o->range = bench_parse_long(optarg, 'r', 1, 1L << 50); break;
-    case 'u': o->update = bench_parse_long(optarg, 'u', 0, 100); break;
-    case 'n': o->threads = bench_parse_long(optarg, 'n', 1, MAX_THREADS); break;
-    case 'd': o->duration_ms = bench_parse_long(optarg, 'd', 1, 86400000L); break;
-    case 's': o->seed = (uint64_t)bench_parse_long(optarg, 's', 0, __LONG_MAX__); break;
-    case 'b': o->buckets = bench_parse_long(optarg, 'b', 1, 1L << 32); break;
+    case 'i': o->initial = bench_parse_long(optarg, "-i/--initial", 0, 1L << 40); break;
+    case 'r': o->range = bench_parse_long(optarg, "-r/--range", 1, 1L << 50); break;
+    case 'u': o->update = bench_parse_long(optarg, "-u/--update", 0, 100); break;
+    case 'n': o->threads = bench_parse_long(optarg, "-n/--threads", 1, MAX_THREADS); break;
+    case 'd': o->duration_ms = bench_parse_long(optarg, "-d/--duration-ms", 1, 86400000L); break;
+    case 's': o->seed = (uint64_t)bench_parse_long(optarg, "-s/--seed", 0, __LONG_MAX__); break;
+    case 'b': o->buckets = bench_parse_long(optarg, "-b/--buckets", 1, 1L << 32); break;
     case 'D': o->design = optarg; break;
     case 'C': o->cm = optarg; break;
+    case TM_OPT_LIST_CMS: tm_list_cms_and_exit();
     case 'h': usage(stdout); exit(0);
     default: usage(stderr); exit(BENCH_EXIT_USAGE);
     }

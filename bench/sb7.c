@@ -85,18 +85,21 @@ static unsigned default_atomic(void) {
 static void usage(FILE *f) {
   fprintf(f,
           "usage: sb7-%s [options]\n"
-          "  -w r|rw|w   mix: read-dominated (90%% read-only operations), read-write\n"
-          "              (60%%), write-dominated (10%%) (default rw)\n"
-          "  -n N        threads (default 1)\n"
-          "  -d MS       duration in milliseconds (default 1000)\n"
-          "  -s SEED     random seed, 0 = time based (default 1)\n"
-          "  -l 0|1      long traversals off/on (default 1)\n"
-          "  -z SCALE    size factor: composite parts and base assemblies (default 1)\n"
-          "  -A N        atomic parts per composite part (default %u)\n"
-          "  -O LIST     only these operations, comma-separated (default all)\n"
-          "  -D etl|ctl  design (schedstm only)\n"
-          "  -C NAME     contention manager (schedstm only)\n"
-          "  -h          this help\n"
+          "  -w, --mix r|rw|w      mix: read-dominated (90%% read-only operations),\n"
+          "                        read-write (60%%), write-dominated (10%%) (default rw)\n"
+          "  -n, --threads N       threads (default 1)\n"
+          "  -d, --duration-ms MS  duration in milliseconds (default 1000)\n"
+          "  -s, --seed SEED       random seed, 0 = time based (default 1)\n"
+          "  -l, --long 0|1        long traversals off/on (default 1)\n"
+          "  -z, --scale SCALE     size factor: composite parts and base assemblies (default 1)\n"
+          "  -A, --atomic N        atomic parts per composite part (default %u)\n"
+          "  -O, --only LIST       only these operations, comma-separated (default all)\n"
+          "  -D, --design etl|ctl  design (schedstm only)\n"
+          "  -C, --cm NAME         contention manager (schedstm only; --list-cms)\n"
+          "      --list-cms        print the contention managers and exit (schedstm only)\n"
+          "  -h, --help            this help\n"
+          "Prints one JSON object on stdout. Exit status: 0 ok, 1 wrong result,\n"
+          "2 bad command line.\n"
           "operations:\n",
           tm_backend_name(), default_atomic());
   for (int i = 0; i < SB7_NOPS; i++)
@@ -111,7 +114,8 @@ static void parse_only(options_t *o, const char *list) {
   for (char *save = NULL, *tok = strtok_r(copy, ",", &save); tok != NULL;
        tok = strtok_r(NULL, ",", &save)) {
     int op = sb7_op_parse(tok);
-    if (op < 0) bench_die(BENCH_EXIT_USAGE, "option -O: unknown operation '%s' (see -h)", tok);
+    if (op < 0)
+      bench_die(BENCH_EXIT_USAGE, "option -O/--only: unknown operation '%s' (see --help)", tok);
     o->enabled[op] = true;
   }
   free(copy);
@@ -127,26 +131,40 @@ static void parse_options(int argc, char **argv, options_t *o) {
                    .seed = 1};
   for (int i = 0; i < SB7_NOPS; i++)
     o->enabled[i] = true;
+  static const struct option longopts[] = {{"mix", required_argument, NULL, 'w'},
+                                           {"threads", required_argument, NULL, 'n'},
+                                           {"duration-ms", required_argument, NULL, 'd'},
+                                           {"seed", required_argument, NULL, 's'},
+                                           {"long", required_argument, NULL, 'l'},
+                                           {"scale", required_argument, NULL, 'z'},
+                                           {"atomic", required_argument, NULL, 'A'},
+                                           {"only", required_argument, NULL, 'O'},
+                                           {"design", required_argument, NULL, 'D'},
+                                           {"cm", required_argument, NULL, 'C'},
+                                           {"list-cms", no_argument, NULL, TM_OPT_LIST_CMS},
+                                           {"help", no_argument, NULL, 'h'},
+                                           {NULL, 0, NULL, 0}};
   int c;
-  while ((c = getopt(argc, argv, "w:n:d:s:l:z:A:O:D:C:h")) != -1) {
+  while ((c = getopt_long(argc, argv, "w:n:d:s:l:z:A:O:D:C:h", longopts, NULL)) != -1) {
     switch (c) {
     case 'w': {
       o->mix = NULL;
       for (size_t i = 0; i < sizeof mixes / sizeof mixes[0]; i++)
         if (strcmp(optarg, mixes[i].name) == 0) o->mix = &mixes[i];
       if (o->mix == NULL)
-        bench_die(BENCH_EXIT_USAGE, "option -w: unknown mix '%s' (valid: r, rw, w)", optarg);
+        bench_die(BENCH_EXIT_USAGE, "option -w/--mix: unknown mix '%s' (valid: r, rw, w)", optarg);
       break;
     }
-    case 'n': o->threads = bench_parse_long(optarg, 'n', 1, MAX_THREADS); break;
-    case 'd': o->duration_ms = bench_parse_long(optarg, 'd', 1, 86400000L); break;
-    case 's': o->seed = (uint64_t)bench_parse_long(optarg, 's', 0, __LONG_MAX__); break;
-    case 'l': o->long_traversals = bench_parse_long(optarg, 'l', 0, 1) != 0; break;
-    case 'z': o->scale = bench_parse_long(optarg, 'z', 1, 1000); break;
-    case 'A': o->atomic = bench_parse_long(optarg, 'A', 1, SB7_MAX_ATOMIC); break;
+    case 'n': o->threads = bench_parse_long(optarg, "-n/--threads", 1, MAX_THREADS); break;
+    case 'd': o->duration_ms = bench_parse_long(optarg, "-d/--duration-ms", 1, 86400000L); break;
+    case 's': o->seed = (uint64_t)bench_parse_long(optarg, "-s/--seed", 0, __LONG_MAX__); break;
+    case 'l': o->long_traversals = bench_parse_long(optarg, "-l/--long", 0, 1) != 0; break;
+    case 'z': o->scale = bench_parse_long(optarg, "-z/--scale", 1, 1000); break;
+    case 'A': o->atomic = bench_parse_long(optarg, "-A/--atomic", 1, SB7_MAX_ATOMIC); break;
     case 'O': parse_only(o, optarg); break;
     case 'D': o->design = optarg; break;
     case 'C': o->cm = optarg; break;
+    case TM_OPT_LIST_CMS: tm_list_cms_and_exit();
     case 'h': usage(stdout); exit(0);
     default: usage(stderr); exit(BENCH_EXIT_USAGE);
     }

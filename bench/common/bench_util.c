@@ -29,14 +29,14 @@ void bench_die(int status, const char *fmt, ...) {
   exit(status);
 }
 
-long bench_parse_long(const char *arg, char opt, long min, long max) {
+long bench_parse_long(const char *arg, const char *opt, long min, long max) {
   char *end = NULL;
   errno = 0;
   long v = strtol(arg, &end, 10);
   if (errno != 0 || end == arg || *end != '\0')
-    bench_die(BENCH_EXIT_USAGE, "option -%c: '%s' is not an integer", opt, arg);
+    bench_die(BENCH_EXIT_USAGE, "option %s: '%s' is not an integer", opt, arg);
   if (v < min || v > max)
-    bench_die(BENCH_EXIT_USAGE, "option -%c: %ld is out of range [%ld, %ld]", opt, v, min, max);
+    bench_die(BENCH_EXIT_USAGE, "option %s: %ld is out of range [%ld, %ld]", opt, v, min, max);
   return v;
 }
 

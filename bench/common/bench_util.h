@@ -22,9 +22,10 @@ void bench_die(int status, const char *fmt, ...) __attribute__((noreturn, format
 /* Set the program name used by bench_die (argv[0]'s basename). */
 void bench_set_prog(const char *argv0);
 
-/* Parse a whole decimal integer in [min, max] given to option -opt, or
- * exit with a usage error naming the option. */
-long bench_parse_long(const char *arg, char opt, long min, long max);
+/* Parse a whole decimal integer in [min, max] given to the option named opt
+ * (as the user may write it, e.g. "-n/--threads"), or exit with a usage
+ * error naming the option. */
+long bench_parse_long(const char *arg, const char *opt, long min, long max);
 
 /* ---- random numbers: splitmix64 seeding, xorshift64* stream ------------ */
 

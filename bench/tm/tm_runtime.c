@@ -209,6 +209,21 @@ void tm_bench_check_options(int argc, char **argv, int optind_, long threads, ui
   if (*seed == 0) *seed = (uint64_t)(bench_now() * 1e9);
 }
 
+void tm_list_cms_and_exit(void) {
+#if defined(TM_BACKEND_SCHEDSTM)
+  int n = sstm_cm_list(NULL, 0);
+  char *names = malloc((size_t)n + 1);
+  if (names == NULL) bench_die(BENCH_EXIT_FAIL, "out of memory");
+  sstm_cm_list(names, (size_t)n + 1);
+  printf("%s\n", names);
+  free(names);
+  exit(fflush(stdout) == 0 && !ferror(stdout) ? 0 : BENCH_EXIT_FAIL);
+#else
+  bench_die(BENCH_EXIT_USAGE, "--list-cms: the %s back-end has no contention managers",
+            tm_backend_name());
+#endif
+}
+
 void tm_bench_start(const char *design, const char *cm, unsigned workers) {
   char err[512];
   tm_sys_options_t so = {.design = design, .cm = cm, .threads = workers + 1};

@@ -81,4 +81,12 @@ void tm_bench_check_options(int argc, char **argv, int optind_, long threads, ui
  * thread; exits with a usage error on failure. */
 void tm_bench_start(const char *design, const char *cm, unsigned workers);
 
+/* getopt_long value of the benchmarks' --list-cms option (no short form). */
+#define TM_OPT_LIST_CMS 0x100
+
+/* --list-cms: print the names the back-end accepts for -C/--cm on one line
+ * of stdout (schedstm: sstm_cm_list()'s text) and exit 0; a back-end without
+ * contention managers exits with a usage error. */
+void tm_list_cms_and_exit(void) __attribute__((noreturn));
+
 #endif /* BENCH_TM_RUNTIME_H */
