@@ -19,6 +19,9 @@ NATIVE_BACKENDS = ("schedstm", "schedstm-inline", "itm", "seq")
 STRUCTURES = ("ll", "sl", "rb", "hs")
 SB7_MIXES = ("r", "rw", "w")  # read-dominated, read-write, write-dominated
 PEER_KINDS = ("tinystm",)
+DESIGNS = ("etl", "ctl")
+# A contention manager's name as the library accepts it (sstm_cm_register).
+CM_NAME = re.compile(r"^[a-z0-9+_-]{1,52}$")
 
 # Fields every result record carries (CSV columns, in order).
 RESULT_FIELDS = (
@@ -27,6 +30,7 @@ RESULT_FIELDS = (
     "seed", "status", "commits_per_s", "aborts_per_s", "abort_ratio",
     "commits", "aborts", "elapsed_s", "final_size", "expected_size", "error",
     "clock", "commits_per_s_inside",
+    "date", "git_commit", "git_dirty", "compiler", "cpu_model", "cpus", "kernel",
 )
 
 
@@ -75,6 +79,10 @@ class Variant:
         """(argv, env overrides) for one run of point."""
         raise NotImplementedError
 
+    def program(self, point):
+        """The program a run of point executes (for its provenance), or None."""
+        return None
+
     def unusable_programs(self, points):
         """Programs this variant was told to run for points that it cannot
         run (missing, not executable), as messages naming them."""
@@ -98,6 +106,9 @@ class NativeVariant(Variant):
 
     def binary(self, bench):
         return os.path.join(self.bin_dir, "%s-%s" % (bench, self.backend))
+
+    def program(self, point):
+        return self.binary(point["bench"])
 
     def supports(self, point):
         if self.backend == "seq" and point["threads"] != 1:
@@ -192,6 +203,9 @@ class TinySTMVariant(Variant):
             return False
         return os.access(self.binary(point), os.X_OK)
 
+    def program(self, point):
+        return os.path.normpath(self.binary(point))
+
     def unusable_programs(self, points):
         out = []
         for point in points:
@@ -268,6 +282,37 @@ class TinySTMVariant(Variant):
         if final != expected:
             raise RunFailed("TinySTM check failed: %d != expected %d" % (final, expected))
         return {"final_size": final, "expected_size": expected}
+
+
+def list_cms(binary):
+    """The contention managers a schedstm benchmark binary accepts for -C,
+    from its --list-cms line ("suicide, backoff, ..., ext (and P+ext for
+    ...)"): the names before the first that is not one. None when the
+    binary cannot say (it fails, or prints no name)."""
+    import subprocess
+    try:
+        proc = subprocess.run([binary, "--list-cms"], stdin=subprocess.DEVNULL,
+                              capture_output=True, encoding="utf-8", errors="replace",
+                              timeout=20)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if proc.returncode != 0:
+        return None
+    names = []
+    for item in proc.stdout.strip().split(","):
+        item = item.strip()
+        if not CM_NAME.match(item):
+            break
+        names.append(item)
+    return names or None
+
+
+def cm_accepted(name, known):
+    """True if the library takes name: a registered policy, "ext", or "P+ext"
+    for a registered P (see sstm_cm_find)."""
+    if name in known or name == "ext":
+        return True
+    return name.endswith("+ext") and name[:-len("+ext")] in known
 
 
 def make_peer(spec):

@@ -172,6 +172,7 @@ def markdown(records, baseline=None, title="Benchmark summary"):
     variants = ordered_unique(r["variant"] for r in records)
     workloads = ordered_unique(workload_key(r) for r in records)
     lines = ["## %s" % title, ""]
+    lines += provenance_lines(records)
     lines += _throughput_table(records, groups, workloads, variants, baseline)
     lines += [""]
     lines += _abort_table(groups, workloads, variants)
@@ -180,6 +181,29 @@ def markdown(records, baseline=None, title="Benchmark summary"):
     lines += _adaptive_table(records, groups, workloads, variants)
     lines += _failure_lines(records)
     return "\n".join(lines) + "\n"
+
+
+def provenance_lines(records):
+    """Where the runs were made (the sweep's provenance fields), each value
+    once; nothing for records without them (older sweeps)."""
+    def values(field, fmt=str):
+        return ", ".join(ordered_unique(fmt(r[field]) for r in records
+                                        if r.get(field) is not None))
+
+    parts = []
+    if values("cpu_model"):
+        parts.append("%s, %s CPUs" % (values("cpu_model"), values("cpus") or "?"))
+    if values("kernel"):
+        parts.append("Linux %s" % values("kernel"))
+    if values("compiler"):
+        parts.append("built with %s" % values("compiler"))
+    if values("git_commit"):
+        parts.append("commit %s" % values("git_commit", lambda c: c[:12]))
+        if any(r.get("git_dirty") for r in records):
+            parts[-1] += " (with uncommitted changes)"
+    if not parts:
+        return []
+    return ["Measured on %s." % "; ".join(parts), ""]
 
 
 def _rows(groups, workloads):
@@ -392,10 +416,9 @@ def _failure_lines(records):
         return []
     lines = ["", "### Failed runs (%d)" % len(failed), ""]
     for r in failed:
-        rep = r.get("rep")
         lines.append("- %s %s n=%s rep %s: %s" % (  # reps counted from 1, as in the progress lines
             r.get("variant"), workload_label(workload_key(r)), r.get("threads"),
-            rep + 1 if isinstance(rep, int) else rep, r.get("error", "?")))
+            r.get("rep"), r.get("error", "?")))
     return lines
 
 

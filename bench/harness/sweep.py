@@ -14,6 +14,17 @@ record is appended to results.jsonl as soon as the run ends; after Ctrl-C
 the CSV and the summary are written for the runs that completed (exit
 status 130). Exit status 1 if any run failed (the failures are listed in
 the summary), 2 on a bad command line or an --out that cannot be written.
+The whole command line is checked before the first run: a bad value, an
+empty item in a list (2,,4), a policy the schedstm binaries do not know
+or an option that does not apply to the benchmark (--structures with
+--bench bank) stops the sweep with "sweep: error: ...".
+
+Repetitions are numbered from 1 (the "rep" field, the CSV and the
+progress lines agree); repetition r runs with seed --seed + r - 1. Every
+record also says where it was measured: git_commit and git_dirty (of the
+tree the harness is in), compiler (from the program's ELF .comment),
+cpu_model, cpus (the CPUs the sweep may run on), kernel and date (UTC,
+when the run started).
 
 Examples:
   sweep.py --structures ll,rb --threads 1,2,4 --reps 3 --baseline itm
@@ -44,6 +55,7 @@ import datetime
 import json
 import math
 import os
+import platform
 import signal
 import subprocess
 import sys
@@ -57,20 +69,56 @@ import summary  # noqa: E402
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), os.pardir, os.pardir))
 
 
+ERROR = "sweep: error: "
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with the sweep's one error prefix (and no usage dump)."""
+
+    def error(self, message):
+        sys.stderr.write("%s%s (see --help)\n" % (ERROR, message))
+        sys.exit(2)
+
+
 def csv_list(text):
-    return [x.strip() for x in text.split(",") if x.strip()]
+    """Comma-separated values; "" is the empty list, an empty item (2,,4,
+    a leading or trailing comma) is an error, not a value to skip."""
+    if not text.strip():
+        return []
+    items = [x.strip() for x in text.split(",")]
+    if not all(items):
+        raise argparse.ArgumentTypeError("empty item in %r (separate values with single commas)"
+                                         % text)
+    return items
 
 
 def int_list(text):
+    items = csv_list(text)
     try:
-        return [int(x) for x in csv_list(text)]
+        return [int(x) for x in items]
     except ValueError:
         raise argparse.ArgumentTypeError("expected comma-separated integers: %r" % text)
 
 
+# Options that shape one benchmark's workload, and their defaults. Given for
+# another benchmark they are an error: they would silently do nothing.
+BENCH_OPTIONS = (
+    ("structures", ("intset",), list(adapters.STRUCTURES)),
+    ("updates", ("intset",), [20]),
+    ("initial", ("intset",), 1024),
+    ("range", ("intset",), None),
+    ("buckets", ("intset",), 0),
+    ("accounts", ("bank",), 1024),
+    ("audits", ("bank",), [20]),
+    ("mixes", ("sb7",), list(adapters.SB7_MIXES)),
+    ("long", ("sb7",), [1]),
+    ("scale", ("sb7",), 1),
+)
+
+
 def parse_args(argv):
-    p = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = _Parser(prog="sweep.py",
+                description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--bench", choices=("intset", "bank", "sb7"), default="intset")
     p.add_argument("--bin-dir", default=os.path.join(REPO, "build", "bench"),
                    help="directory of intset-<backend>/bank-<backend>/sb7-<backend> "
@@ -80,29 +128,37 @@ def parse_args(argv):
                         "(default: schedstm,itm,seq; may be empty with --peer)")
     p.add_argument("--peer", action="append", default=[], metavar="NAME=DIR",
                    help="peer back-end, e.g. tinystm=/path/tinystm/test/intset (repeatable)")
-    p.add_argument("--structures", type=csv_list, default=list(adapters.STRUCTURES))
-    p.add_argument("--updates", type=int_list, default=[20], help="update percentages")
+    # The benchmark-specific options default to None here, so that one given
+    # for another benchmark is seen (BENCH_OPTIONS holds their defaults).
+    p.add_argument("--structures", type=csv_list, default=None,
+                   help="intset structures: ll,sl,rb,hs (default: all four)")
+    p.add_argument("--updates", type=int_list, default=None,
+                   help="intset update percentages (default 20)")
     p.add_argument("--threads", type=int_list, default=[1, 2, 4])
     p.add_argument("--designs", type=csv_list, default=[], help="schedstm designs: etl,ctl")
     p.add_argument("--cms", type=csv_list, default=[],
-                   help="schedstm contention managers (policies), e.g. suicide,backoff")
-    p.add_argument("--initial", type=int, default=1024, help="intset initial size")
+                   help="schedstm contention managers (policies), e.g. suicide,backoff; "
+                        "the binary's --list-cms names the valid ones")
+    p.add_argument("--initial", type=int, default=None, help="intset initial size (1024)")
     p.add_argument("--range", type=int, default=None,
                    help="intset key range (default 2*initial)")
-    p.add_argument("--buckets", type=int, default=0, help="hash-set buckets (default: binary's)")
-    p.add_argument("--accounts", type=int, default=1024, help="bank accounts")
-    p.add_argument("--audits", type=int_list, default=[20], help="bank audit percentages")
-    p.add_argument("--mixes", type=csv_list, default=list(adapters.SB7_MIXES),
-                   help="sb7 mixes: r (90%% read-only), rw (60%%), w (10%%)")
-    p.add_argument("--long", type=int_list, default=[1],
-                   help="sb7 long traversals: 1 on, 0 off, or 1,0 for both")
-    p.add_argument("--scale", type=int, default=1, help="sb7 size factor (-z)")
+    p.add_argument("--buckets", type=int, default=None,
+                   help="hash-set buckets (default: the binary's)")
+    p.add_argument("--accounts", type=int, default=None, help="bank accounts (1024)")
+    p.add_argument("--audits", type=int_list, default=None,
+                   help="bank audit percentages (default 20)")
+    p.add_argument("--mixes", type=csv_list, default=None,
+                   help="sb7 mixes: r (90%% read-only), rw (60%%), w (10%%) (default: all)")
+    p.add_argument("--long", type=int_list, default=None,
+                   help="sb7 long traversals: 1 on, 0 off, or 1,0 for both (default 1)")
+    p.add_argument("--scale", type=int, default=None, help="sb7 size factor (-z, default 1)")
     p.add_argument("--duration-ms", type=int, default=1000)
     p.add_argument("--reps", type=int, default=3)
     p.add_argument("--seed", type=int, default=1, help="repetition r uses seed+r")
     p.add_argument("--baseline", default=None,
                    help="variant the ratios are computed against (default: the first)")
-    p.add_argument("--itm-method", default="ml_wt", help="ITM_DEFAULT_METHOD for libitm runs")
+    p.add_argument("--itm-method", default=None,
+                   help="ITM_DEFAULT_METHOD for libitm runs (default ml_wt)")
     p.add_argument("--outside-clock", type=int, default=0, metavar="MS",
                    help="time every run from outside: rate = commits difference over "
                         "wall-time difference against a run of MS ms (e.g. 20)")
@@ -112,8 +168,30 @@ def parse_args(argv):
     p.add_argument("--plot", action="store_true", help="also draw figures with plot.py")
     p.add_argument("--dry-run", action="store_true", help="print the commands only")
     args = p.parse_args(argv)
+    for option, benches, default in BENCH_OPTIONS:
+        if getattr(args, option) is None:
+            setattr(args, option, default)
+        elif args.bench not in benches:
+            p.error("--%s does not apply to --bench %s (it is an option of --bench %s)"
+                    % (option, args.bench, " and ".join(benches)))
     if not args.backends and not args.peer:
         p.error("nothing to compare: --backends is empty and there is no --peer")
+    ours = [b for b in args.backends if b.startswith("schedstm")]
+    for option in ("designs", "cms"):
+        if getattr(args, option) and not ours:
+            p.error("--%s applies to the schedstm back-ends, and --backends has none (%s)"
+                    % (option, ",".join(args.backends) or "empty"))
+    bad = [d for d in args.designs if d not in adapters.DESIGNS]
+    if bad:
+        p.error("unknown design(s) %s (valid: %s)" % (",".join(bad), ",".join(adapters.DESIGNS)))
+    bad = [c for c in args.cms if not adapters.CM_NAME.match(c)]
+    if bad:
+        p.error("bad contention manager name(s) %s (names are made of a-z, 0-9, +, _ and -)"
+                % ",".join(bad))
+    if args.itm_method is None:
+        args.itm_method = "ml_wt"
+    elif "itm" not in args.backends:
+        p.error("--itm-method applies to the itm back-end, and --backends does not have it")
     for option in ("structures", "updates", "threads", "audits", "mixes", "long"):
         if not getattr(args, option):
             p.error("--%s needs at least one value" % option)
@@ -143,7 +221,8 @@ def parse_args(argv):
         p.error("--long takes 0 and/or 1, --scale a positive integer")
     # A value given twice would run its points twice per repetition, and
     # the pairing of runs by repetition would then drop one of them.
-    for option in ("structures", "updates", "threads", "audits", "mixes", "long"):
+    for option in ("structures", "updates", "threads", "audits", "mixes", "long", "designs",
+                   "cms"):
         setattr(args, option, list(dict.fromkeys(getattr(args, option))))
     return args
 
@@ -156,6 +235,32 @@ def build_variants(args):
     if len(set(labels)) != len(labels):
         raise ValueError("duplicate variant names: %s" % labels)
     return variants
+
+
+def unknown_cms(args, variants):
+    """Messages for the --cms names that a schedstm binary of this sweep
+    does not accept (asked once per binary with --list-cms). A binary that
+    cannot be asked is left to its runs (which then fail and say why)."""
+    if not args.cms:
+        return []
+    problems, asked = [], set()
+    for v in variants:
+        if not isinstance(v, adapters.NativeVariant) or not v.backend.startswith("schedstm"):
+            continue
+        binary = v.binary(args.bench)
+        if binary in asked or not os.access(binary, os.X_OK):
+            continue
+        asked.add(binary)
+        known = adapters.list_cms(binary)
+        if known is None:
+            sys.stderr.write("sweep: warning: %s --list-cms did not answer; --cms is checked "
+                             "by the runs\n" % binary)
+            continue
+        bad = [c for c in args.cms if not adapters.cm_accepted(c, known)]
+        if bad:
+            problems.append("unknown contention manager(s) %s for %s (valid: %s, ext, P+ext)"
+                            % (",".join(bad), os.path.basename(binary), ", ".join(known)))
+    return problems
 
 
 def build_points(args):
@@ -188,17 +293,18 @@ def build_points(args):
 
 
 def schedule(points, variants, reps):
-    """(rep, point, variant) in run order: repetition-major, the variants
+    """(rep, point, variant) in run order, rep counted from 1:
+    repetition-major, the variants
     of each point adjacent, their order rotated by the repetition. The
     rotation is over the variants that run the point (not all of them):
     otherwise a variant that skips it (seq beyond 1 thread, a peer without
     the benchmark) makes some orders repeat and others never come."""
     runs = []
-    for rep in range(reps):
+    for rep in range(1, reps + 1):
         for point in points:
             order = [v for v in variants if v.supports(point)]
             if order:
-                shift = rep % len(order)
+                shift = (rep - 1) % len(order)
                 order = order[shift:] + order[:shift]
             runs += [(rep, point, v) for v in order]
     return runs
@@ -284,7 +390,7 @@ def base_record(rep, point, variant):
 def run_one(rep, point, variant, args):
     """Run one benchmark process (two with --outside-clock: a short one
     first); returns its result record."""
-    point = dict(point, seed=args.seed + rep)
+    point = dict(point, seed=args.seed + rep - 1)
     argv, env_extra = variant.command(point)
     record = base_record(rep, point, variant)
     record.update(cmd=" ".join(argv), env=env_extra)
@@ -328,7 +434,7 @@ def run_guarded(rep, point, variant, args):
     try:
         return run_one(rep, point, variant, args)
     except Exception as e:  # noqa: BLE001 -- reported in the record
-        return dict(base_record(rep, dict(point, seed=args.seed + rep), variant),
+        return dict(base_record(rep, dict(point, seed=args.seed + rep - 1), variant),
                     status="fail", error="harness error: %s: %s" % (type(e).__name__, e))
 
 
@@ -345,7 +451,7 @@ def progress(i, total, started, rec):
     else:
         result = "FAILED: " + rec.get("error", "?")
     sys.stderr.write("[%3d/%d] rep %d  %-10s n=%-3d %-22s %s  (%s elapsed, eta %s)\n" % (
-        i, total, rec["rep"] + 1, what, rec["threads"], rec["variant"], result,
+        i, total, rec["rep"], what, rec["threads"], rec["variant"], result,
         fmt_secs(elapsed), fmt_secs(eta)))
     sys.stderr.flush()
 
@@ -377,7 +483,7 @@ def maybe_plot(out_dir):
     try:
         paths = plot.plot_file(os.path.join(out_dir, "results.jsonl"), out_dir)
     except (ImportError, ValueError, OSError) as e:
-        sys.stderr.write("sweep: no plot: %s\n" % e)
+        sys.stderr.write("sweep: warning: no plot: %s\n" % e)
         return
     for path in paths:
         sys.stderr.write("sweep: wrote %s\n" % path)
@@ -400,6 +506,75 @@ def new_default_out_dir():
     raise FileExistsError("too many sweeps named %s-*" % base)
 
 
+def _command_output(argv):
+    """stdout of a short command, stripped, or None if it cannot run or fails."""
+    try:
+        proc = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True,
+                              encoding="utf-8", errors="replace", timeout=20)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return proc.stdout.strip() if proc.returncode == 0 else None
+
+
+def cpu_model():
+    """The first "model name" of /proc/cpuinfo (x86), or the machine type."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
+            for line in f:
+                key, _, value = line.partition(":")
+                if key.strip() in ("model name", "Model", "cpu model"):
+                    return " ".join(value.split())
+    except OSError:
+        pass
+    return platform.machine() or None
+
+
+def usable_cpus():
+    """The CPUs this process may run on (its affinity), as the runs see them."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count()
+
+
+def host_provenance(repo=None):
+    """The fields of every record that say where the sweep ran: the git
+    commit of the harness's tree and whether it had uncommitted changes to
+    tracked files, the CPU model and count, the kernel release."""
+    repo = repo or REPO
+    commit = _command_output(["git", "-C", repo, "rev-parse", "HEAD"])
+    status = _command_output(["git", "-C", repo, "status", "--porcelain",
+                              "--untracked-files=no"]) if commit else None
+    return {"git_commit": commit, "git_dirty": None if status is None else bool(status),
+            "cpu_model": cpu_model(), "cpus": usable_cpus(), "kernel": platform.release()}
+
+
+_COMPILERS = {}
+
+
+def compiler_of(program):
+    """The compiler(s) named in a program's ELF .comment section (e.g.
+    "GCC: (Debian 12.2.0-14) 12.2.0"), "; "-joined; None when the program
+    is not an ELF file or readelf is missing. Cached per path."""
+    if program is None:
+        return None
+    if program not in _COMPILERS:
+        text = _command_output(["readelf", "-p", ".comment", program])
+        names = []
+        for line in (text or "").splitlines():
+            line = line.strip()
+            if line.startswith("[") and "]" in line:
+                name = line.split("]", 1)[1].strip()
+                if name and name not in names:
+                    names.append(name)
+        _COMPILERS[program] = "; ".join(names) or None
+    return _COMPILERS[program]
+
+
+def utc_now():
+    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
 def _interrupt(signum, frame):
     raise KeyboardInterrupt
 
@@ -409,13 +584,18 @@ def main(argv=None):
     try:
         variants = build_variants(args)
     except ValueError as e:
-        sys.stderr.write("sweep: error: %s\n" % e)
+        sys.stderr.write(ERROR + "%s\n" % e)
         return 2
     points = build_points(args)
     unusable = [(v.label, problem) for v in variants for problem in v.unusable_programs(points)]
     for label, problem in unusable:
-        sys.stderr.write("sweep: error: peer %s: %s\n" % (label, problem))
+        sys.stderr.write("%speer %s: %s\n" % (ERROR, label, problem))
     if unusable:
+        return 2
+    problems = unknown_cms(args, variants)
+    for problem in problems:
+        sys.stderr.write(ERROR + problem + "\n")
+    if problems:
         return 2
     runs = schedule(points, variants, args.reps)
     for v in variants:
@@ -423,17 +603,17 @@ def main(argv=None):
             sys.stderr.write("sweep: warning: %s has nothing to run (binary missing, or it "
                              "does not run this benchmark)\n" % v.label)
     if not runs:
-        sys.stderr.write("sweep: error: nothing to run (check --bin-dir / --peer)\n")
+        sys.stderr.write(ERROR + "nothing to run (check --bin-dir / --peer)\n")
         return 2
     if args.baseline is None:
         args.baseline = runs[0][2].label
     elif args.baseline not in [v.label for v in variants]:
-        sys.stderr.write("sweep: error: --baseline %s is not one of the variants (%s)\n"
+        sys.stderr.write(ERROR + "--baseline %s is not one of the variants (%s)\n"
                          % (args.baseline, ", ".join(v.label for v in variants)))
         return 2
     if args.dry_run:
         for rep, point, v in runs:
-            argv_, env = v.command(dict(point, seed=args.seed + rep))
+            argv_, env = v.command(dict(point, seed=args.seed + rep - 1))
             print(" ".join(["%s=%s" % kv for kv in env.items()] + argv_))
         return 0
     out_dir = args.out
@@ -447,12 +627,13 @@ def main(argv=None):
                                  "sweep; they are replaced\n" % out_dir)
         jsonl = open(os.path.join(out_dir, "results.jsonl"), "w")
     except OSError as e:
-        sys.stderr.write("sweep: error: cannot write the results in --out %s: %s\n"
+        sys.stderr.write(ERROR + "cannot write the results in --out %s: %s\n"
                          % (out_dir or os.path.join(REPO, "results"), e.strerror or e))
         return 2
     sys.stderr.write("sweep: %d runs of ~%.1f s, output in %s\n" % (
         len(runs), args.duration_ms / 1000.0, out_dir))
     records, started = [], time.monotonic()
+    host = host_provenance()
     # The runs are in sessions of their own, out of reach of a terminal's
     # signals: a hang-up or SIGTERM stops the sweep like Ctrl-C, which
     # kills the current run's process group (unless ignored, as by nohup).
@@ -461,7 +642,10 @@ def main(argv=None):
     try:
         with jsonl:
             for i, (rep, point, variant) in enumerate(runs, 1):
+                date = utc_now()
                 record = run_guarded(rep, point, variant, args)
+                record.update(host, date=date,
+                              compiler=compiler_of(variant.program(point)))
                 jsonl.write(json.dumps(record, sort_keys=True) + "\n")
                 jsonl.flush()
                 records.append(record)

@@ -397,9 +397,9 @@ class SweepOptions(unittest.TestCase):
         # was a ZeroDivisionError in schedule()
         self.assert_usage_error(["--backends", ""])
         self.assert_usage_error(["--backends", ","])
-        rc, _, err = run_sweep(["--backends", ",", "--dry-run"])
+        rc, _, err = run_sweep(["--backends", "", "--dry-run"])
         self.assertEqual(rc, 2)
-        self.assertIn("--backends is empty", err)
+        self.assertIn("sweep: error: nothing to compare: --backends is empty", err)
         # peers alone are a comparison
         self.assertEqual(sweep.parse_args(["--backends", "", "--peer", "tinystm=/x"]).backends, [])
 
@@ -428,6 +428,178 @@ class SweepOptions(unittest.TestCase):
                                         "--dry-run"])
                 self.assertEqual(rc, 2, err)
                 self.assertIn(os.path.join(peer, problem), err)
+
+
+# A stand-in for our intset-schedstm: --list-cms as the library prints it,
+# else one JSON result whose rate is its seed (the argv's -s) times 1000.
+FAKE_NATIVE = """#!/usr/bin/env python3
+import json, sys
+if "--list-cms" in sys.argv:
+    print("suicide, backoff, ser-block, adaptive, ext (and P+ext for any P above with at "
+          "most 7 counters)")
+    sys.exit(0)
+seed = int(sys.argv[sys.argv.index("-s") + 1])
+print(json.dumps({"commits_per_s": 1000.0 * seed, "commits": seed, "aborts": 0,
+                  "abort_ratio": 0.0, "elapsed_s": 0.01}))
+"""
+
+
+class SweepValidation(unittest.TestCase):
+    """The whole command line is checked before anything runs, and every
+    error has the one prefix "sweep: error: "."""
+
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.bin = os.path.join(self.tmp.name, "bin")
+        for bench in ("intset", "bank", "sb7"):
+            write_script(os.path.join(self.bin, "%s-schedstm" % bench), FAKE_NATIVE)
+        self.calls = []
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def sweep(self, argv):
+        def run_one(rep, point, variant, args):
+            self.calls.append(rep)
+            return fake_record(rep, point, variant)
+
+        out = os.path.join(self.tmp.name, "out")
+        with patched(sweep, "run_one", run_one):
+            return run_sweep(["--bin-dir", self.bin, "--backends", "schedstm",
+                              "--duration-ms", "10", "--reps", "1", "--out", out] + argv)
+
+    def assert_refused(self, argv, message):
+        rc, out, err = self.sweep(argv)
+        self.assertEqual(rc, 2, (argv, err))
+        self.assertEqual(self.calls, [], argv)
+        self.assertEqual(out, "", argv)
+        lines = err.splitlines()
+        self.assertTrue(lines, argv)
+        for line in lines:
+            self.assertTrue(line.startswith("sweep: error: "), (argv, line))
+        self.assertIn(message, err, argv)
+        self.assertFalse(os.path.exists(os.path.join(self.tmp.name, "out")), argv)
+
+    def test_bad_thread_lists(self):
+        for value, message in (("2,,4", "empty item in '2,,4'"), (",2", "empty item"),
+                               ("2,", "empty item"), ("0", "must be positive"),
+                               ("-1", "must be positive"), ("1,-2", "must be positive"),
+                               ("abc", "expected comma-separated integers: 'abc'"),
+                               ("2.5", "expected comma-separated integers"), ("", "at least one")):
+            self.assert_refused(["--threads", value], message)
+        self.assert_refused(["--threads=-1"], "must be positive")
+
+    def test_bad_designs_and_policies(self):
+        self.assert_refused(["--designs", "etl,tl2"], "unknown design(s) tl2 (valid: etl,ctl)")
+        self.assert_refused(["--designs", "etl,,ctl"], "empty item")
+        self.assert_refused(["--cms", "suicide,,backoff"], "empty item")
+        self.assert_refused(["--cms", "Suicide"], "bad contention manager name(s) Suicide")
+        # a name the binary does not list (asked with --list-cms)
+        self.assert_refused(["--cms", "suicide,ser-blok"],
+                            "unknown contention manager(s) ser-blok for intset-schedstm "
+                            "(valid: suicide, backoff, ser-block, adaptive")
+        self.assert_refused(["--cms", "bogus+ext"], "unknown contention manager(s) bogus+ext")
+        rc, _, err = self.sweep(["--cms", "suicide,ser-block+ext,ext,adaptive", "--threads", "1",
+                                 "--structures", "ll"])
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(len(self.calls), 4)
+
+    def test_options_that_do_not_apply(self):
+        for argv, message in (
+                (["--bench", "bank", "--structures", "ll"],
+                 "--structures does not apply to --bench bank (it is an option of --bench intset)"),
+                (["--bench", "bank", "--updates", "20"], "--updates does not apply"),
+                (["--bench", "sb7", "--initial", "64"], "--initial does not apply"),
+                (["--bench", "intset", "--accounts", "64"], "--accounts does not apply"),
+                (["--audits", "10"], "--audits does not apply to --bench intset"),
+                (["--mixes", "r"], "--mixes does not apply"),
+                (["--bench", "bank", "--scale", "2"], "--scale does not apply"),
+                (["--backends", "itm", "--cms", "suicide"],
+                 "--cms applies to the schedstm back-ends"),
+                (["--backends", "seq", "--designs", "ctl"], "--designs applies"),
+                (["--itm-method", "ml_wt"], "--itm-method applies to the itm back-end")):
+            self.assert_refused(argv, message)
+
+    def test_argparse_errors_have_the_same_prefix(self):
+        self.assert_refused(["--bench", "stamp"], "invalid choice: 'stamp'")
+        self.assert_refused(["--reps", "x"], "invalid int value")
+        self.assert_refused(["--no-such-option"], "unrecognized arguments")
+
+
+class SweepRecords(unittest.TestCase):
+    def test_rep_is_numbered_alike_in_records_csv_summary_and_progress(self):
+        with tempfile.TemporaryDirectory() as d:
+            bin_dir = os.path.join(d, "bin")
+            write_script(os.path.join(bin_dir, "intset-schedstm"), FAKE_NATIVE)
+            write_script(os.path.join(bin_dir, "intset-seq"), "#!/bin/sh\nexit 3\n")
+            out = os.path.join(d, "out")
+            rc, _, err = run_sweep(["--bin-dir", bin_dir, "--backends", "schedstm,seq",
+                                    "--structures", "ll", "--threads", "1", "--reps", "2",
+                                    "--seed", "5", "--duration-ms", "10", "--out", out])
+            self.assertEqual(rc, 1, err)  # seq fails
+            with open(os.path.join(out, "results.jsonl")) as f:
+                records = [json.loads(line) for line in f]
+            with open(os.path.join(out, "results.csv")) as f:
+                import csv
+                rows = list(csv.DictReader(f))
+            with open(os.path.join(out, "summary.md")) as f:
+                text = f.read()
+        progress = [line for line in err.splitlines() if line.startswith("[")]
+        self.assertEqual([r["rep"] for r in records], [1, 1, 2, 2])
+        self.assertEqual([row["rep"] for row in rows], ["1", "1", "2", "2"])
+        self.assertEqual([line.split()[3] for line in progress], ["1", "1", "2", "2"])
+        # repetition r runs with seed + r - 1
+        ok = [r for r in records if r["status"] == "ok"]
+        self.assertEqual([(r["rep"], r["seed"], r["commits_per_s"]) for r in ok],
+                         [(1, 5, 5000.0), (2, 6, 6000.0)])
+        self.assertIn("- seq ll1k 20% upd n=1 rep 1: exit 3", text)
+        self.assertIn("- seq ll1k 20% upd n=1 rep 2: exit 3", text)
+
+    def test_records_carry_their_provenance(self):
+        with tempfile.TemporaryDirectory() as d:
+            bin_dir = os.path.join(d, "bin")
+            write_script(os.path.join(bin_dir, "intset-schedstm"), FAKE_NATIVE)
+            out = os.path.join(d, "out")
+            rc, _, err = run_sweep(["--bin-dir", bin_dir, "--backends", "schedstm",
+                                    "--structures", "ll", "--threads", "1", "--reps", "1",
+                                    "--duration-ms", "10", "--out", out])
+            self.assertEqual(rc, 0, err)
+            with open(os.path.join(out, "results.jsonl")) as f:
+                (r,) = map(json.loads, f)
+            with open(os.path.join(out, "results.csv")) as f:
+                import csv
+                (row,) = csv.DictReader(f)
+            with open(os.path.join(out, "summary.md")) as f:
+                text = f.read()
+        self.assertEqual(r["cpus"], len(os.sched_getaffinity(0)))
+        self.assertEqual(r["kernel"], os.uname().release)
+        self.assertTrue(r["cpu_model"])
+        self.assertRegex(r["date"], r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$")
+        self.assertIsNone(r["compiler"])  # a script has no ELF .comment
+        if shutil.which("git") and os.path.exists(os.path.join(ROOT, ".git")):
+            self.assertRegex(r["git_commit"], r"^[0-9a-f]{40}$")
+            self.assertIsInstance(r["git_dirty"], bool)
+        for field in ("date", "git_commit", "git_dirty", "compiler", "cpu_model", "cpus",
+                      "kernel"):
+            self.assertIn(field, row)
+        self.assertEqual(row["kernel"], r["kernel"])
+        self.assertIn("Measured on %s, %d CPUs; Linux %s" % (r["cpu_model"], r["cpus"],
+                                                             r["kernel"]), text)
+
+    def test_the_compiler_is_read_from_the_program(self):
+        cc = shutil.which("gcc")
+        if cc is None or shutil.which("readelf") is None:
+            self.skipTest("no gcc or readelf")
+        with tempfile.TemporaryDirectory() as d:
+            src = os.path.join(d, "p.c")
+            with open(src, "w") as f:
+                f.write("int main(void) { return 0; }\n")
+            subprocess.run([cc, src, "-o", os.path.join(d, "p")], check=True)
+            version = subprocess.run([cc, "-dumpfullversion"], capture_output=True,
+                                     text=True).stdout.strip()
+            self.assertIn("GCC: ", sweep.compiler_of(os.path.join(d, "p")))
+            self.assertIn(version, sweep.compiler_of(os.path.join(d, "p")))
+            self.assertIsNone(sweep.compiler_of(src))
 
 
 class SweepOutput(unittest.TestCase):
@@ -464,7 +636,7 @@ class SweepOutput(unittest.TestCase):
         seen = []
 
         def run_one(rep, point, variant, args):
-            if rep == 1:
+            if rep == 2:
                 with open(os.path.join(self.out, "results.jsonl")) as f:
                     seen.append(f.read().count("\n"))
                 raise KeyboardInterrupt
@@ -477,7 +649,7 @@ class SweepOutput(unittest.TestCase):
         self.assertIn("interrupted after 1 of 3 runs", err)
         self.assertNotIn("Traceback", err)
         with open(os.path.join(self.out, "results.jsonl")) as f:
-            self.assertEqual([json.loads(line)["rep"] for line in f], [0])
+            self.assertEqual([json.loads(line)["rep"] for line in f], [1])
         with open(os.path.join(self.out, "results.csv")) as f:
             self.assertEqual(len(f.read().splitlines()), 2)
         with open(os.path.join(self.out, "summary.md")) as f:
@@ -490,7 +662,7 @@ class SweepOutput(unittest.TestCase):
         with patched(sweep, "run_one", run_one):
             rc, out, err = run_sweep(self.argv + ["--reps", "1", "--plot"])
         self.assertEqual(rc, 1)  # as for any sweep with a failed run
-        self.assertIn("sweep: no plot:", err)
+        self.assertIn("sweep: warning: no plot:", err)
         self.assertIn("Failed runs (1)", out)
         self.assertTrue(os.path.exists(os.path.join(self.out, "summary.md")))
 
@@ -516,8 +688,8 @@ class FailedRuns(unittest.TestCase):
         self.assertEqual(adapters.describe_exit(3), "exit 3")
 
     def test_failed_repetitions_are_counted_from_one_as_in_the_progress(self):
-        text = summary.markdown([rec("a", 2, 0, 5e6),
-                                 dict(rec("a", 2, 0, 0), variant="b", status="fail",
+        text = summary.markdown([rec("a", 2, 1, 5e6),
+                                 dict(rec("a", 2, 1, 0), variant="b", status="fail",
                                       error="exit 1: boom")])
         self.assertIn("- b hs 50% upd n=2 rep 1: exit 1: boom", text)
 
@@ -629,7 +801,7 @@ class Rotation(unittest.TestCase):
         out = {}
         for rep, _, v in runs:
             out.setdefault(rep, []).append(v.label)
-        return [out[r] for r in range(reps)]
+        return [out[r] for r in range(1, reps + 1)]
 
     def test_the_order_rotates_with_the_repetition(self):
         variants = [_Fake("a"), _Fake("b"), _Fake("c")]
@@ -663,7 +835,7 @@ class Rotation(unittest.TestCase):
         peer = adapters.TinySTMVariant("tinystm", "/nonexistent")
         with patched(sweep, "execute", execute):
             records = [sweep.run_one(rep, sweep.build_points(args)[0], peer, args)
-                       for rep in range(3)]
+                       for rep in (1, 2, 3)]
         self.assertEqual([a[a.index("-s") + 1] for a in argvs], ["5", "6", "7"])
         self.assertEqual([r["seed"] for r in records], [5, 6, 7])
 
@@ -826,7 +998,7 @@ class UnusableResults(unittest.TestCase):
                  "update": "rw", "mix": "rw", "long": 1, "scale": 2}
         v = adapters.NativeVariant("schedstm", "schedstm", "/nonexistent")
         args = sweep.parse_args(["--bench", "sb7"])
-        r = sweep.run_guarded(0, point, v, args)
+        r = sweep.run_guarded(1, point, v, args)
         self.assertEqual(r["status"], "fail")
         self.assertIn("- schedstm sb7 read-write x2 n=1 rep 1:", summary.markdown([r]))
 
