@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* schedstm: the contention-management interface.
+/** @file
+ * The contention-management interface.
  *
  * Mechanism (the engine) is separate from policy (a contention manager). A
  * policy is a small table of hooks, selected by name at sstm_init() (config
@@ -12,7 +13,7 @@
  * runs, the restart of a read-only attempt without a read set that met a
  * newer stripe (SSTM_ABORT_RO_EXTEND), and taking over the lock of an
  * attempt already killed. The actions:
- *
+ * @code{.unparsed}
  *   SSTM_CM_ABORT_SELF   roll back; on_abort() then runs before the restart
  *                        and may wait, yield, sleep or change priority;
  *   SSTM_CM_ABORT_OTHER  request a remote abort of the other party and retry
@@ -22,6 +23,7 @@
  *   SSTM_CM_WAIT         spin for *wait_ns (bounded by the engine), then
  *                        retry the access; after cfg.wait_max consecutive
  *                        WAITs on one access the engine aborts self.
+ * @endcode
  *
  * A failed validation, a kill and a running irrevocable transaction always
  * abort self, whatever on_conflict answers; it is still called so that the
@@ -56,152 +58,171 @@
 
 SSTM_EXTERN_C_BEGIN
 
+/** The kind of a conflict (sstm_conflict_t::kind). */
 typedef enum sstm_conflict_kind {
-  SSTM_CONFLICT_READ_LOCKED = 0,   /* read of a word write-locked by another */
-  SSTM_CONFLICT_WRITE_LOCKED = 1,  /* write/write: lock owned by another */
-  SSTM_CONFLICT_COMMIT_LOCKED = 2, /* commit-time lock acquisition (CTL) */
-  SSTM_CONFLICT_VALIDATION = 3,    /* read set no longer valid */
-  SSTM_CONFLICT_KILLED = 4,        /* aborted remotely by another thread */
-  SSTM_CONFLICT_IRREVOCABLE = 5,   /* an irrevocable transaction is running */
+  SSTM_CONFLICT_READ_LOCKED = 0,   /**< read of a word write-locked by another */
+  SSTM_CONFLICT_WRITE_LOCKED = 1,  /**< write/write: lock owned by another */
+  SSTM_CONFLICT_COMMIT_LOCKED = 2, /**< commit-time lock acquisition (CTL) */
+  SSTM_CONFLICT_VALIDATION = 3,    /**< read set no longer valid */
+  SSTM_CONFLICT_KILLED = 4,        /**< aborted remotely by another thread */
+  SSTM_CONFLICT_IRREVOCABLE = 5,   /**< an irrevocable transaction is running */
 } sstm_conflict_kind_t;
 
-/* Snapshot of the other party, taken without synchronisation: the values
+/** Snapshot of the other party, taken without synchronisation: the values
  * are consistent enough for a decision, not exact. */
 typedef struct sstm_party {
-  sstm_desc_t *desc; /* its descriptor (never freed while the library is
+  sstm_desc_t *desc; /**< its descriptor (never freed while the library is
                         initialised, so always safe to pass back) */
-  unsigned slot;     /* descriptor slot */
-  int tid;           /* OS thread id last attached, 0 if unknown */
-  uint64_t txid;     /* the attempt that owns the lock */
-  uint64_t start;    /* its attempt's start timestamp (global clock) */
-  uint64_t birth;    /* start timestamp of its transaction's first
+  unsigned slot;     /**< descriptor slot */
+  int tid;           /**< OS thread id last attached, 0 if unknown */
+  uint64_t txid;     /**< the attempt that owns the lock */
+  uint64_t start;    /**< its attempt's start timestamp (global clock) */
+  uint64_t birth;    /**< start timestamp of its transaction's first
                         attempt: the age used by timestamp policies */
-  uint32_t reads;    /* read-set size */
-  uint32_t writes;   /* write-set size */
-  int priority;      /* sstm_attr_t priority */
-  bool committing;   /* committing or irrevocable: cannot be aborted */
+  uint32_t reads;    /**< read-set size */
+  uint32_t writes;   /**< write-set size */
+  int priority;      /**< sstm_attr_t priority */
+  bool committing;   /**< committing or irrevocable: cannot be aborted */
 } sstm_party_t;
 
+/** A conflict, as the engine reports it to sstm_cm_ops_t::on_conflict. */
 typedef struct sstm_conflict {
-  sstm_conflict_kind_t kind;
-  const void *addr; /* address being accessed, NULL if none */
-  bool has_other;   /* other is filled in */
-  sstm_party_t other;
-  unsigned attempt; /* consecutive WAITs already done for this access */
+  sstm_conflict_kind_t kind; /**< what happened */
+  const void *addr;          /**< address being accessed, NULL if none */
+  bool has_other;            /**< other is filled in */
+  sstm_party_t other;        /**< the other party, when has_other */
+  unsigned attempt;          /**< consecutive WAITs already done for this access */
 } sstm_conflict_t;
 
+/** A policy's answer to a conflict (the file comment says what each does). */
 typedef enum sstm_cm_action {
-  SSTM_CM_ABORT_SELF = 0,
-  SSTM_CM_ABORT_OTHER = 1,
-  SSTM_CM_WAIT = 2,
+  SSTM_CM_ABORT_SELF = 0,  /**< roll back; on_abort() then runs before the restart */
+  SSTM_CM_ABORT_OTHER = 1, /**< request a remote abort of the other party and retry
+                                the access (WAIT if it cannot be aborted) */
+  SSTM_CM_WAIT = 2,        /**< spin for *wait_ns (bounded by the engine), then retry
+                                the access */
 } sstm_cm_action_t;
 
-/* What a policy sees of its own transaction. */
+/** What a policy sees of its own transaction. */
 typedef struct sstm_cm_ctx {
-  void *state;            /* state_size bytes of per-descriptor policy state,
-                             zeroed when the descriptor is first created and
-                             kept when a later thread reuses the descriptor
-                             (other threads may still use it): desc_init
-                             resets what it needs */
-  sstm_desc_t *desc;      /* own descriptor */
-  unsigned retries;       /* aborts so far of the current transaction */
-  unsigned conflicts;     /* of which conflicts lost to other transactions
-                             (locks, validation, kills, an irrevocable one in
-                             the way): not user retries or cancels, nor a
-                             switch to another mode (read-only hint wrong,
-                             sstm_become_irrevocable) */
-  uint64_t txid;          /* current attempt */
-  uint64_t start;         /* current attempt's start timestamp */
-  uint64_t birth;         /* start timestamp of the first attempt */
-  uint32_t reads, writes; /* current set sizes */
-  int priority;           /* sstm_attr_t priority */
-  bool watched;           /* in on_commit/on_abort: some thread watched the
-                             attempt that just ended (sstm_party_watch) */
+  void *state;        /**< state_size bytes of per-descriptor policy state,
+                         zeroed when the descriptor is first created and
+                         kept when a later thread reuses the descriptor
+                         (other threads may still use it): desc_init
+                         resets what it needs */
+  sstm_desc_t *desc;  /**< own descriptor */
+  unsigned retries;   /**< aborts so far of the current transaction */
+  unsigned conflicts; /**< of which conflicts lost to other transactions
+                         (locks, validation, kills, an irrevocable one in
+                         the way): not user retries or cancels, nor a
+                         switch to another mode (read-only hint wrong,
+                         sstm_become_irrevocable) */
+  uint64_t txid;      /**< current attempt */
+  uint64_t start;     /**< current attempt's start timestamp */
+  uint64_t birth;     /**< start timestamp of the first attempt */
+  uint32_t reads;     /**< current read-set size */
+  uint32_t writes;    /**< current write-set size */
+  int priority;       /**< sstm_attr_t priority */
+  bool watched;       /**< in on_commit/on_abort: some thread watched the
+                         attempt that just ended (sstm_party_watch) */
 } sstm_cm_ctx_t;
 
-/* Why an attempt ended without commit. Counted per thread. */
+/** Why an attempt ended without commit. Counted per thread. */
 typedef struct sstm_abort_info {
-  sstm_abort_reason_t reason;
-  bool has_other;
-  sstm_party_t other; /* the winner (for SSTM_ABORT_KILLED, the killer),
-                         when known */
+  sstm_abort_reason_t reason; /**< why */
+  bool has_other;             /**< other is filled in */
+  sstm_party_t other;         /**< the winner (for SSTM_ABORT_KILLED, the killer),
+                                   when known */
 } sstm_abort_info_t;
 
-/* What a policy is doing, published in the per-thread state table and
+/** What a policy is doing, published in the per-thread state table and
  * counted per thread (sstm_stats_t.cm_actions). */
 typedef enum sstm_cm_act {
-  SSTM_ACT_NONE = 0, /* running normally */
-  SSTM_ACT_SPIN,     /* spinning until a winner's attempt ends */
-  SSTM_ACT_BLOCK,    /* sleeping until a winner's attempt ends */
-  SSTM_ACT_YIELD,    /* yielded the CPU */
-  SSTM_ACT_BACKOFF,  /* random backoff */
-  SSTM_ACT_LOWERED,  /* running at lowered OS priority (softser) */
-  SSTM_ACT_KILL,     /* aborted another transaction */
-  SSTM_ACT_COUNT
+  SSTM_ACT_NONE = 0, /**< running normally */
+  SSTM_ACT_SPIN,     /**< spinning until a winner's attempt ends */
+  SSTM_ACT_BLOCK,    /**< sleeping until a winner's attempt ends */
+  SSTM_ACT_YIELD,    /**< yielded the CPU */
+  SSTM_ACT_BACKOFF,  /**< random backoff */
+  SSTM_ACT_LOWERED,  /**< running at lowered OS priority (softser) */
+  SSTM_ACT_KILL,     /**< aborted another transaction */
+  SSTM_ACT_COUNT     /**< number of actions, not an action */
 } sstm_cm_act_t;
 
-/* The action's short name as the statistics and sstm-top show it ("run",
+/** The action's short name as the statistics and sstm-top show it ("run",
  * "spin", "block", "yield", "backoff", "lowered", "kill"); "?" for a value
- * out of range. Static strings; never NULL. */
+ * out of range. Static strings; never NULL.
+ * @param a the action
+ * @return its name */
 SSTM_API const char *sstm_cm_act_name(sstm_cm_act_t a);
 
-/* Number of policy-defined counters per thread (sstm_stats_t.cm_stats).
+/** Number of policy-defined counters per thread (sstm_stats_t.cm_stats).
  * The ext modifier ("P+ext") keeps P's counters and uses the last one for
  * its own (ext_yields): a policy composable with +ext may use at most
  * SSTM_CM_NSTATS - 1 counters (stat_names[SSTM_CM_NSTATS - 1] NULL). For a
  * policy that names all SSTM_CM_NSTATS, "P+ext" is refused: sstm_cm_find()
  * returns NULL and sstm_init() fails with SSTM_EINVAL. */
 #define SSTM_CM_NSTATS 8
-/* Longest name of such a counter (sstm_cm_ops_t.stat_names). */
+/** Longest name of such a counter (sstm_cm_ops_t.stat_names). */
 #define SSTM_CM_STAT_NAME_MAX 31
-/* Largest per-descriptor policy state (sstm_cm_ops_t.state_size): 1 MiB. */
+/** Largest per-descriptor policy state (sstm_cm_ops_t.state_size): 1 MiB. */
 #define SSTM_CM_STATE_MAX ((size_t)1 << 20)
-/* Longest name of a registered policy (sstm_cm_ops_t.name); its "P+ext"
+/** Longest name of a registered policy (sstm_cm_ops_t.name); its "P+ext"
  * composition is 4 characters longer. */
 #define SSTM_CM_NAME_MAX 48
-/* Most policies registered at once, the built-in ones included. */
+/** Most policies registered at once, the built-in ones included. */
 #define SSTM_CM_MAX_POLICIES 32
 
+/** A contention-management policy: its name and its hooks
+ * (sstm_cm_register()). */
 typedef struct sstm_cm_ops {
-  const char *name;        /* selection key: 1..SSTM_CM_NAME_MAX characters of
+  const char *name;        /**< selection key: 1..SSTM_CM_NAME_MAX characters of
                               [a-z0-9+_-], unique, neither "ext" nor ending
                               in "+ext" (the ext modifier's names) */
-  const char *description; /* one line */
-  size_t state_size;       /* per-descriptor state bytes (may be 0, at most
+  const char *description; /**< one line */
+  size_t state_size;       /**< per-descriptor state bytes (may be 0, at most
                               SSTM_CM_STATE_MAX) */
-  /* Called once by sstm_init() after the configuration is final; a non-zero
+  /** Called once by sstm_init() after the configuration is final; a non-zero
    * return fails sstm_init() with that code. Optional. */
   int (*init)(const struct sstm_config *cfg);
-  void (*fini)(void);                    /* optional */
-  void (*desc_init)(sstm_cm_ctx_t *ctx); /* optional */
-  void (*desc_fini)(sstm_cm_ctx_t *ctx); /* optional */
-  void (*on_begin)(sstm_cm_ctx_t *ctx);  /* optional, hot path */
-  void (*on_commit)(sstm_cm_ctx_t *ctx); /* optional, hot path */
-  /* Required. *wait_ns is preset to 0; set it for SSTM_CM_WAIT. */
+  /** Called by sstm_shutdown() (and by an sstm_init() that fails after init
+   * succeeded). Optional. */
+  void (*fini)(void);
+  /** A descriptor is set up for a thread that registers or for
+   * sstm_desc_create(), before it is attached. Optional. */
+  void (*desc_init)(sstm_cm_ctx_t *ctx);
+  /** A descriptor is released (its thread unregisters, sstm_desc_destroy()).
+   * Optional. */
+  void (*desc_fini)(sstm_cm_ctx_t *ctx);
+  void (*on_begin)(sstm_cm_ctx_t *ctx);  /**< an attempt begins; optional, hot path */
+  void (*on_commit)(sstm_cm_ctx_t *ctx); /**< an attempt committed; optional, hot path */
+  /** A conflict (sstm_conflict_t), answered with an action. Required.
+   * *wait_ns is preset to 0; set it for SSTM_CM_WAIT. */
   sstm_cm_action_t (*on_conflict)(sstm_cm_ctx_t *ctx, const sstm_conflict_t *c, uint64_t *wait_ns);
-  /* After rollback, before the restart (also after a cancel, which has no
+  /** After rollback, before the restart (also after a cancel, which has no
    * restart: check info->reason). May block. Optional. */
   void (*on_abort)(sstm_cm_ctx_t *ctx, const sstm_abort_info_t *info);
-  /* Names of the policy's counters (sstm_cm_count), by slot: NULL for a
+  /** Names of the policy's counters (sstm_cm_count), by slot: NULL for a
    * slot not used (the ones after it may be), each name
    * 1..SSTM_CM_STAT_NAME_MAX characters; optional. The last slot NULL for
    * use with +ext (above). */
   const char *stat_names[SSTM_CM_NSTATS];
-  /* One line on the OS facilities the policy uses (for sstm_describe), e.g.
+  /** One line on the OS facilities the policy uses (for sstm_describe), e.g.
    * "lever=nice". Returns snprintf-style length. Optional. */
   int (*describe)(char *buf, size_t len);
-  /* The descriptor has been attached to the calling thread (sstm_thread_init,
+  /** The descriptor has been attached to the calling thread (sstm_thread_init,
    * sstm_desc_attach), or is about to be detached from it (sstm_desc_detach,
    * sstm_thread_exit). Per-thread OS state belongs here, not in desc_init:
    * a descriptor made with sstm_desc_create() is initialised on one thread
    * and may run on others, and a detached transaction may resume on another
    * worker. Both run on the thread concerned, outside any attempt's
-   * barriers; they may make system calls. Optional. */
+   * barriers; they may make system calls. Optional.
+   * @{ */
   void (*on_attach)(sstm_cm_ctx_t *ctx);
   void (*on_detach)(sstm_cm_ctx_t *ctx);
+  /** @} */
 } sstm_cm_ops_t;
 
-/* Register a policy so that sstm_init() can select it by name. The table must
+/** Register a policy so that sstm_init() can select it by name. The table must
  * stay valid until the process exits. Callable before or after sstm_init();
  * a policy registered after init is used by the next init.
  * Errors: SSTM_EINVAL (missing name/on_conflict, bad name: see
@@ -209,49 +230,63 @@ typedef struct sstm_cm_ops {
  * empty or longer than SSTM_CM_STAT_NAME_MAX, in any slot; state_size
  * larger than
  * SSTM_CM_STATE_MAX), SSTM_EBUSY (name taken), SSTM_ELIMIT (table full:
- * SSTM_CM_MAX_POLICIES). */
+ * SSTM_CM_MAX_POLICIES).
+ * @param ops the policy (not copied)
+ * @return 0, SSTM_EINVAL, SSTM_EBUSY or SSTM_ELIMIT */
 SSTM_API int sstm_cm_register(const sstm_cm_ops_t *ops);
 
-/* Look up a registered policy by name, or "P+ext" for a registered P (the
+/** Look up a registered policy by name, or "P+ext" for a registered P (the
  * composite is built once per P and then shared). NULL if unknown, or if
  * P+ext is refused (P uses every counter); sstm_last_error() then says
- * why. */
+ * why.
+ * @param name the policy's name, or "P+ext"
+ * @return the policy, or NULL */
 SSTM_API const sstm_cm_ops_t *sstm_cm_find(const char *name);
 
-/* Names of the registered policies, comma-separated, followed by the ext
+/** Names of the registered policies, comma-separated, followed by the ext
  * forms (for messages). Writes at most len bytes, NUL-terminated when len
  * > 0 (buf NULL: nothing is written, whatever len), and returns the length
  * it needed, like snprintf: a return value >= len means the list was
  * truncated.
- * Takes the registry's mutex; never fails. */
+ * Takes the registry's mutex; never fails.
+ * @param buf where to write, or NULL
+ * @param len the size of buf
+ * @return the length of the whole list */
 SSTM_API int sstm_cm_list(char *buf, size_t len);
 
-/* The policy in use (NULL before init). */
+/** The policy in use (NULL before init).
+ * @return the policy, or NULL */
 SSTM_API const sstm_cm_ops_t *sstm_cm_current(void);
 
-/* True while the party's attempt (p->txid) has not ended (committed or
- * aborted). Lock-free, no system call: for policies that wait for a winner. */
+/** True while the party's attempt (p->txid) has not ended (committed or
+ * aborted). Lock-free, no system call: for policies that wait for a winner.
+ * @param p the party (sstm_conflict_t::other)
+ * @return whether its attempt still runs (false for a NULL p) */
 SSTM_API bool sstm_party_running(const sstm_party_t *p);
 
-/* Policy helper: busy-wait about ns nanoseconds (pause loop on the monotonic
- * clock, no system call). */
+/** Policy helper: busy-wait about ns nanoseconds (pause loop on the monotonic
+ * clock, no system call).
+ * @param ns nanoseconds */
 SSTM_API void sstm_spin_ns(uint64_t ns);
 
-/* Ask that the end of the party's attempt be reported to its own policy
+/** Ask that the end of the party's attempt be reported to its own policy
  * (ctx->watched is true in its on_commit/on_abort). Succeeds only while the
  * attempt runs and is not committing (active, killed or irrevocable): a
  * committing attempt is about to end. Returns true if the attempt is now
- * watched. Lock-free (one CAS on the party's status word). */
+ * watched. Lock-free (one CAS on the party's status word).
+ * @param p the party
+ * @return whether the attempt is watched (false for a NULL p) */
 SSTM_API bool sstm_party_watch(const sstm_party_t *p);
 
+/** How sstm_party_wait() waits. */
 typedef enum sstm_wait_mode {
-  SSTM_WAIT_SPIN = 0,  /* pause loop; the thread keeps its CPU */
-  SSTM_WAIT_BLOCK = 1, /* sleep on a futex on the party's status word */
-  SSTM_WAIT_YIELD = 2, /* sched_yield() between checks: gives the CPU to the
+  SSTM_WAIT_SPIN = 0,  /**< pause loop; the thread keeps its CPU */
+  SSTM_WAIT_BLOCK = 1, /**< sleep on a futex on the party's status word */
+  SSTM_WAIT_YIELD = 2, /**< sched_yield() between checks: gives the CPU to the
                           other runnable threads, the winner among them */
 } sstm_wait_mode_t;
 
-/* Wait until the party's attempt has ended (committed or aborted), or
+/** Wait until the party's attempt has ended (committed or aborted), or
  * timeout_ns has passed (0: no limit). Returns 0 once it has ended,
  * SSTM_EBUSY on timeout, SSTM_EINVAL for a NULL party or an unknown mode.
  * BLOCK: the caller sets a sleepers flag in the party's status word and
@@ -273,25 +308,36 @@ typedef enum sstm_wait_mode {
  * 64 rounds in BLOCK and YIELD modes (in case it was preempted). Deadlock freedom: policies
  * call this after their own attempt has rolled back (from on_abort), so a
  * waiting thread holds no lock and runs no attempt, and the wait-for graph
- * (waiting thread -> running attempt) has no cycle. */
+ * (waiting thread -> running attempt) has no cycle.
+ * @param p the party
+ * @param mode SSTM_WAIT_SPIN, SSTM_WAIT_BLOCK or SSTM_WAIT_YIELD
+ * @param timeout_ns the longest wait, 0 for no limit
+ * @return 0, SSTM_EBUSY or SSTM_EINVAL */
 SSTM_API int sstm_party_wait(const sstm_party_t *p, sstm_wait_mode_t mode, uint64_t timeout_ns);
 
-/* Another descriptor's policy state (state_size bytes), for policies whose
+/** Another descriptor's policy state (state_size bytes), for policies whose
  * threads cooperate (softser). Descriptors are never freed while the library
- * is initialised, so the pointer stays valid. NULL for a NULL descriptor. */
+ * is initialised, so the pointer stays valid. NULL for a NULL descriptor.
+ * @param d the descriptor (sstm_party_t::desc)
+ * @return its state, or NULL */
 SSTM_API void *sstm_cm_state_of(sstm_desc_t *d);
 
-/* Add n to the policy counter idx (< SSTM_CM_NSTATS) of the calling thread;
- * publish the policy's current action (state table, per-action counts).
- * Both only touch the caller's own descriptor: call them from hooks that run
- * on ctx's thread. */
+/** Add n to the policy counter idx (< SSTM_CM_NSTATS) of the calling thread
+ * (sstm_stats_t::cm_stats). As sstm_cm_note(), which publishes the
+ * policy's current action, it only touches the caller's own descriptor:
+ * call it from hooks that run on ctx's thread. A NULL ctx or an idx out of
+ * range is ignored.
+ * @param ctx the policy's context
+ * @param idx the counter, < SSTM_CM_NSTATS
+ * @param n what to add */
 SSTM_API void sstm_cm_count(sstm_cm_ctx_t *ctx, unsigned idx, uint64_t n);
 
-/* From on_abort: the restart of ctx's transaction runs irrevocable (it then
- * never aborts; a policy's way to guarantee progress). */
+/** From on_abort: the restart of ctx's transaction runs irrevocable (it then
+ * never aborts; a policy's way to guarantee progress).
+ * @param ctx the policy's context */
 SSTM_API void sstm_cm_next_irrevocable(sstm_cm_ctx_t *ctx);
 
-/* The line the policy's describe() hook returns has changed (adaptive: a
+/** The line the policy's describe() hook returns has changed (adaptive: a
  * new choice or reason): refresh the copy published in the per-thread
  * state table, so that tools attached to the process (sstm-top) show the
  * current one. Takes a library mutex and calls describe() under it (so
@@ -302,12 +348,14 @@ SSTM_API void sstm_cm_next_irrevocable(sstm_cm_ctx_t *ctx);
  * sstm_shutdown() (not concurrently with the shutdown). */
 SSTM_API void sstm_cm_info_changed(void);
 
-/* Publish what the policy is doing for ctx's thread (act: waiting,
+/** Publish what the policy is doing for ctx's thread (act: waiting,
  * backing off, running at lowered priority, ...): the `action` of its entry
  * in the state table (sstm-top) and the per-action counts of the statistics
  * (sstm_stats_t.cm_actions). A relaxed store and a counter increment, no
  * system call: callable from any hook, on the thread that runs ctx's
- * descriptor. A NULL ctx or an act out of range is ignored. */
+ * descriptor. A NULL ctx or an act out of range is ignored.
+ * @param ctx the policy's context
+ * @param act what the policy is doing */
 SSTM_API void sstm_cm_note(sstm_cm_ctx_t *ctx, sstm_cm_act_t act);
 
 SSTM_EXTERN_C_END
