@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* sstm-top: a read-only viewer of the per-thread state table that schedstm
  * publishes in /dev/shm/schedstm.<pid> (cfg.state_table or
- * SCHEDSTM_STATE_TABLE=1; layout in src/os/statetab.h).
+ * SCHEDSTM_STATE_TABLE=1; layout in include/schedstm/statetab.h).
  *
  *   sstm-top [-i SECONDS] [-n N] [-a] PID   live view, like top
  *   sstm-top -j [-a] PID                    one JSON snapshot
@@ -55,7 +55,7 @@
 
 #include <schedstm/cm.h>
 
-#include "os/statetab.h"
+#include <schedstm/statetab.h>
 
 /* config.h: max_threads is at most 32767. */
 #define MAX_ENTRIES 32767u

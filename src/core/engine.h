@@ -418,7 +418,10 @@ void sstm__futex_wake_all(_Atomic uint64_t *word);
  * none is lost. */
 extern _Atomic uint64_t sstm__wait_slice_ns;
 
-/* os/statetab.c: the per-thread state table shared with other processes */
+/* core/statetab.c: the per-thread state table shared with other processes
+ * (layout: include/schedstm/statetab.h). The names and arguments are
+ * stable: the engine, the policies (the state-table note: action, OS
+ * priority) and sstm_sched_set call them. */
 struct sstm_stt_entry;
 int sstm__stt_init(void);
 void sstm__stt_fini(void);

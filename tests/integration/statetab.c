@@ -75,7 +75,7 @@
 #include <unistd.h>
 
 #include "../common/runner.h"
-#include "os/statetab.h"
+#include <schedstm/statetab.h>
 
 #ifndef SSTM_TOP_PATH
 #error "SSTM_TOP_PATH (the built sstm-top) must be defined by the build"

@@ -53,7 +53,7 @@
 #include "../common/lock_count.h"
 #include "../common/malloc_count.h"
 #include "common_int.h"
-#include "os/statetab.h" /* the table's layout (src/os) */
+#include <schedstm/statetab.h> /* the table's layout */
 
 #define MAXREC 32
 struct report {

@@ -28,7 +28,6 @@ sstm_int_exe(itest_lanes STRESS SOURCES ${D}/lanes.c)
 sstm_int_exe(itest_privatize STRESS SOURCES ${D}/privatize.c)
 sstm_int_exe(itest_syscalls SOURCES ${D}/syscalls.c ${CMAKE_CURRENT_SOURCE_DIR}/common/malloc_count.c
              ${CMAKE_CURRENT_SOURCE_DIR}/common/lock_count.c)
-target_include_directories(itest_syscalls PRIVATE ${PROJECT_SOURCE_DIR}/src) # os/statetab.h
 # bank and opacity again through the inline read fast path
 sstm_int_exe(itest_bank_inline STRESS SOURCES ${D}/bank.c)
 sstm_inline_barriers(itest_bank_inline)
@@ -190,7 +189,6 @@ endif()
 # statetab: tools/sstm-top reading the state table of a running workload.
 if(TARGET sstm-top)
   sstm_int_exe(itest_statetab SOURCES ${D}/statetab.c)
-  target_include_directories(itest_statetab PRIVATE ${PROJECT_SOURCE_DIR}/src)
   target_compile_definitions(itest_statetab PRIVATE SSTM_TOP_PATH="$<TARGET_FILE:sstm-top>")
   add_dependencies(itest_statetab sstm-top)
   foreach(d etl ctl)

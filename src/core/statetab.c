@@ -1,7 +1,21 @@
 /* SPDX-License-Identifier: MIT */
-/* The per-thread state table (layout: os/statetab.h). Enabled by
+/* The per-thread state table that the engine publishes for other processes
+ * (layout and reader protocol: include/schedstm/statetab.h). Enabled by
  * cfg.state_table or SCHEDSTM_STATE_TABLE=1; when off, the engine pays one
- * predictable NULL test per begin/commit/abort. */
+ * predictable NULL test per begin/commit/abort.
+ *
+ * It is part of the engine (src/core), not of src/os: its callers are the
+ * engine's begin/commit/abort, registration and init, and the policies'
+ * notes (sstm_cm_note, softser's priority changes), and what it publishes
+ * is engine state (descriptors, configuration line, counters, the policy's
+ * names). Its only call below the engine is sstm__conflict_prio_of
+ * (src/os/sched.c), with plain arguments.
+ *
+ * The file is allocated whole at sstm_init (posix_fallocate: no page of it
+ * can fault for want of space in /dev/shm later), and only the process that
+ * created it writes to it and removes it: in a child of fork() the mapping
+ * is replaced by private memory (pthread_atfork), so the child's commits do
+ * not count in its parent's entries and its sstm_shutdown leaves the file. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -13,11 +27,15 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <schedstm/statetab.h>
+
 #include "core/engine.h"
 #include "os/sched.h"
-#include "os/statetab.h"
 
-struct sstm_stt_entry;
+_Static_assert(SSTM_STT_REASONS >= SSTM_ABORT_REASON_COUNT, "a slot per abort reason");
+_Static_assert(SSTM_STT_CMSTATS == SSTM_CM_NSTATS, "a slot per policy counter");
+_Static_assert(sizeof(sstm_stt_header_t) % 64 == 0 && sizeof(sstm_stt_entry_t) % 64 == 0,
+               "entries start on a cache line");
 
 static sstm_stt_header_t *table;
 static size_t table_size;

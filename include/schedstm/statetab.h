@@ -1,0 +1,125 @@
+/* SPDX-License-Identifier: MIT */
+/** @file schedstm/statetab.h
+ * @brief Layout of the per-thread state table that schedstm publishes for
+ * other processes.
+ *
+ * The table is [Maldonado10]'s table shared between the STM and the
+ * scheduler, in user space: one header (sstm_stt_header_t) followed by one
+ * entry (sstm_stt_entry_t) per descriptor slot. A program publishes it when
+ * it runs with `cfg.state_table = true` or `SCHEDSTM_STATE_TABLE=1`, from
+ * sstm_init() to sstm_shutdown(). Readers are tools (`tools/sstm-top`) and
+ * schedulers (docs/design/kernel-scheduler.md); this header is all they
+ * need: it declares types and constants only, no function, and a reader
+ * does not link the library. It is not part of the umbrella header
+ * <schedstm/schedstm.h>, which is for programs that run transactions.
+ *
+ * @par Where the table is
+ * See SSTM_STT_PATH_FMT.
+ *
+ * @par Versions
+ * SSTM_STT_VERSION changes whenever the meaning or the place of a field
+ * changes; a reader checks sstm_stt_header_t::magic, then ::version, then
+ * ::header_size and ::entry_size against its own sizeof and refuses a table
+ * whose values differ (the tables of another version are a different
+ * format, not a different size of the same one). Version history:
+ * 2 added header_size and 64-byte aligned entries; 3 put cm_info under
+ * cm_info_seq and stored whole policy and counter names.
+ *
+ * @par Writing
+ * Each entry is written only by the thread running its descriptor, with
+ * plain (relaxed atomic) stores and no system call; the one exception is
+ * os_policy/os_nice, which a policy also writes when it gives a loser its
+ * priority back (under the loser's priority lock, so the writes of one entry
+ * are still ordered). A reader gets per-field values (every field is at
+ * most 64 bits, naturally aligned, written by one store: never torn), not a
+ * consistent cut across fields. The header is written once at sstm_init()
+ * (magic last, with release order: a reader that loads the magic with
+ * acquire order and finds SSTM_STT_MAGIC sees the rest of the header),
+ * except cm_info and config, which are rewritten under a seqlock.
+ *
+ * @par Reading cm_info and config (seqlock protocol)
+ * -# s1 = load cm_info_seq (acquire). If s1 is odd, a writer is in the
+ *    middle: try again.
+ * -# Copy config (if wanted) and cm_info, every byte with an acquire load
+ *    (or relaxed loads followed by an acquire fence).
+ * -# s2 = load cm_info_seq (relaxed). If s2 == s1 the copy is whole;
+ *    otherwise try again.
+ *
+ * A writer stopped in the middle (a process stopped by a signal, or
+ * descheduled for long) keeps the number odd: a reader bounds its retries by
+ * time, not by a count, and reports the line as being rewritten rather than
+ * waiting (`sstm-top` gives up after a few milliseconds).
+ *
+ * @par Trust
+ * A reader must treat the table as untrusted input: validate the header's
+ * counts against the size it mapped, once, and use its validated copies
+ * afterwards (another process may rewrite the header at any time); bound
+ * every string copy (a field need not hold a NUL) and filter what it prints.
+ */
+#ifndef SCHEDSTM_STATETAB_H
+#define SCHEDSTM_STATETAB_H
+
+#include <stdint.h>
+
+/** Value of sstm_stt_header_t::magic once the table is ready ("STTM"). */
+#define SSTM_STT_MAGIC 0x4d545453u
+/** Layout version in sstm_stt_header_t::version (see "Versions" above). */
+#define SSTM_STT_VERSION 3u
+/** Where the table of process `pid` is: a file in /dev/shm, mode 0600,
+ * created by sstm_init() and removed by sstm_shutdown() or at exit. */
+#define SSTM_STT_PATH_FMT "/dev/shm/schedstm.%d"
+/** Slots of the per-reason arrays (reason_names, aborts_by_reason): at
+ * least SSTM_ABORT_REASON_COUNT; sstm_stt_header_t::nreasons are in use. */
+#define SSTM_STT_REASONS 16
+/** Slots of the policy counter arrays (cm_stat_names, cm_stats), as
+ * SSTM_CM_NSTATS; a slot whose name is empty is not used by the policy. */
+#define SSTM_STT_CMSTATS 8
+
+/** The table's header; the entries start sstm_stt_header_t::header_size
+ * bytes after its start, one every sstm_stt_header_t::entry_size bytes.
+ * Strings are NUL-padded, but a reader must not rely on a NUL. */
+typedef struct sstm_stt_header {
+  uint32_t magic;       /**< SSTM_STT_MAGIC once the table is ready (stored last, release) */
+  uint32_t version;     /**< SSTM_STT_VERSION */
+  uint32_t nentries;    /**< entries that follow: cfg.max_threads */
+  uint32_t entry_size;  /**< sizeof(sstm_stt_entry_t) */
+  int32_t pid;          /**< the process that writes the table */
+  uint32_t nreasons;    /**< abort reasons in use (at most SSTM_STT_REASONS) */
+  uint32_t header_size; /**< sizeof(sstm_stt_header_t): the entries start here */
+  uint32_t cm_info_seq; /**< seqlock over config and cm_info: odd while they are rewritten */
+  uint64_t start_ns;    /**< CLOCK_MONOTONIC at sstm_init(), in nanoseconds */
+  char config[320];     /**< sstm_describe() at sstm_init(), without its cm-info part */
+  char cm_info[160];    /**< the policy's describe() line now (rewritten at every
+                             sstm_cm_info_changed()); ends in "..." when cut */
+  char reason_names[SSTM_STT_REASONS][20]; /**< sstm_abort_reason_name() of each reason */
+  /** the policy's counter names (sstm_cm_ops_t::stat_names), "" if unused */
+  char cm_stat_names[SSTM_STT_CMSTATS][32];
+} __attribute__((aligned(64))) sstm_stt_header_t;
+
+/** One descriptor slot's entry. Counters count since the thread registered
+ * (sstm_stats_reset() does not clear them). */
+typedef struct sstm_stt_entry {
+  uint32_t in_use;        /**< 1 while a thread has the descriptor registered */
+  int32_t tid;            /**< its OS thread id */
+  uint32_t slot;          /**< descriptor slot (sstm_desc_slot()) */
+  uint32_t in_tx;         /**< 1 from an attempt's begin to its commit or rollback
+                               (0 while the policy waits or yields after an abort) */
+  uint64_t txid;          /**< current (or last) attempt (sstm_txid()) */
+  uint64_t commits;       /**< commits since the thread registered */
+  uint64_t aborts;        /**< aborts since the thread registered */
+  int32_t conflict_tid;   /**< thread id of the winner of the last conflict, 0 if none */
+  uint32_t last_reason;   /**< sstm_abort_reason_t of the last abort */
+  uint64_t conflict_txid; /**< that winner's attempt */
+  uint32_t action;        /**< sstm_cm_act_t: what the policy is doing now */
+  int32_t os_policy;      /**< SCHED_* of the thread: read when it registers, then
+                               written when the library changes it */
+  int32_t os_nice;        /**< its nice value, likewise */
+  uint32_t pad;           /**< zero */
+  uint64_t aborts_by_reason[SSTM_STT_REASONS]; /**< aborts per sstm_abort_reason_t */
+  /** the policy's counters (sstm_stats_t::cm_stats, which sstm_stats_reset()
+   * clears), copied at every commit and at the start of every retry */
+  uint64_t cm_stats[SSTM_STT_CMSTATS];
+  char cm[64]; /**< the policy's name (at most 48 characters) */
+} __attribute__((aligned(64))) sstm_stt_entry_t;
+
+#endif /* SCHEDSTM_STATETAB_H */
