@@ -18,8 +18,8 @@
  *
  * @par Versions
  * SSTM_STT_VERSION changes whenever the meaning or the place of a field
- * changes; a reader checks sstm_stt_header_t::magic, then ::version, then
- * ::header_size and ::entry_size against its own sizeof and refuses a table
+ * changes; a reader checks sstm_stt_header_t::magic, then version, then
+ * header_size and entry_size against its own sizeof and refuses a table
  * whose values differ (the tables of another version are a different
  * format, not a different size of the same one). Version history:
  * 2 added header_size and 64-byte aligned entries; 3 put cm_info under
