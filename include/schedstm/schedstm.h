@@ -24,6 +24,7 @@
 #include <schedstm/cm.h>
 #include <schedstm/common.h>
 #include <schedstm/config.h>
+#include <schedstm/generic.h>
 #include <schedstm/hooks.h>
 #include <schedstm/sched.h>
 #include <schedstm/stats.h>
