@@ -9,7 +9,6 @@
 #include <sys/utsname.h>
 
 #include "core/engine.h"
-#include "os/sched.h"
 
 /* The two mutexes live as long as the process (never re-initialised by a
  * later sstm_init): a thread may be blocked on reg_lock while the library
@@ -134,6 +133,67 @@ int sstm__env_u64(const char *var, uint64_t lo, uint64_t hi, uint64_t *out) {
   return s ? parse_u64(var, s, lo, hi, out) : 0;
 }
 
+/* ---- the policies' environment knobs (core/engine.h) ---- */
+
+int sstm__env_softser_lever(sstm_lever_t *lever, bool *probe) {
+  const char *s = getenv("SCHEDSTM_SOFTSER_LEVER");
+  *lever = SSTM_LEVER_NONE;
+  *probe = true;
+  if (s == NULL || strcmp(s, "auto") == 0) return 0;
+  for (sstm_lever_t l = SSTM_LEVER_NONE; l <= SSTM_LEVER_SLICE; l++) {
+    if (strcmp(s, sstm__lever_name(l)) == 0) {
+      *lever = l;
+      *probe = false;
+      return 0;
+    }
+  }
+  sstm__set_error(
+      "SCHEDSTM_SOFTSER_LEVER='%.*s%s': valid values: auto, none, nice, idle, batch, slice",
+      SSTM_QUOTE(s));
+  return SSTM_EINVAL;
+}
+
+int sstm__env_ext_mode(sstm_ext_force_t *force) {
+  static const char *const names[] = {"auto", "none", "slice"};
+  const char *s = getenv("SCHEDSTM_EXT_MODE");
+  *force = SSTM_EXT_FORCE_AUTO;
+  if (s == NULL) return 0;
+  for (unsigned i = 0; i < 3; i++) {
+    if (strcmp(s, names[i]) == 0) {
+      *force = (sstm_ext_force_t)i;
+      return 0;
+    }
+  }
+  sstm__set_error("SCHEDSTM_EXT_MODE='%.*s%s': valid values: auto, none, slice", SSTM_QUOTE(s));
+  return SSTM_EINVAL;
+}
+
+int sstm__env_ext_slice_us(uint64_t *us) {
+  *us = SSTM_EXT_SLICE_US_DEFAULT;
+  return sstm__env_u64("SCHEDSTM_EXT_SLICE_US", SSTM_EXT_SLICE_US_MIN, SSTM_EXT_SLICE_US_MAX, us);
+}
+
+int sstm__env_prio_escalate(unsigned *after) {
+  uint64_t v = SSTM_PRIO_ESCALATE_DEFAULT;
+  int rc = sstm__env_u64("SCHEDSTM_PRIO_ESCALATE", 0, SSTM_PRIO_ESCALATE_MAX, &v);
+  if (rc != 0) return rc;
+  *after = (unsigned)v;
+  return 0;
+}
+
+int sstm__sched_env_check(void) {
+  sstm_lever_t lever;
+  bool probe;
+  sstm_ext_force_t force;
+  uint64_t us;
+  unsigned after;
+  int rc;
+  if ((rc = sstm__env_softser_lever(&lever, &probe)) != 0) return rc;
+  if ((rc = sstm__env_ext_mode(&force)) != 0) return rc;
+  if ((rc = sstm__env_ext_slice_us(&us)) != 0) return rc;
+  return sstm__env_prio_escalate(&after);
+}
+
 static int check_config(const sstm_config_t *c) {
   if ((unsigned)c->design > SSTM_DESIGN_CTL)
     return sstm__set_error("design %d: valid designs: etl, ctl", (int)c->design), SSTM_EINVAL;
@@ -174,8 +234,8 @@ static int check_config(const sstm_config_t *c) {
   return 0;
 }
 
-/* The variables read whatever cfg.use_env says: SCHEDSTM_NO_MEMBARRIER (by
- * os/membarrier.c at init) and the policies' own knobs (os/sched.h),
+/* The variables read whatever cfg.use_env says: SCHEDSTM_NO_MEMBARRIER (at
+ * init, below) and the policies' own knobs (os/sched.h),
  * whichever policy is selected; checked so that a typo is an error rather
  * than silently the default. */
 static int env_read_anyway_check(void) {
@@ -292,7 +352,8 @@ SSTM_API int sstm_init(const sstm_config_t *user) {
   memset(&sstm__g.retired_ctr, 0, sizeof sstm__g.retired_ctr);
   atomic_store_explicit(&sstm__g.clock, 0, memory_order_relaxed);
   atomic_store_explicit(&sstm__g.irrev_owner, 0, memory_order_relaxed);
-  sstm__g.membarrier = sstm__membarrier_init();
+  const char *no_mb = getenv("SCHEDSTM_NO_MEMBARRIER"); /* checked above */
+  sstm__g.membarrier = sstm__membarrier_init(no_mb && strcmp(no_mb, "1") == 0);
   if ((rc = sstm__registry_init(cfg.max_threads)) != 0) {
     free(locks);
     return rc;

@@ -16,6 +16,8 @@
 
 #include "core/lockword.h"
 #include "core/rwset.h"
+#include "os/os.h"
+#include "os/sched.h"
 
 #define SSTM_LIKELY(x) __builtin_expect(!!(x), 1)
 #define SSTM_UNLIKELY(x) __builtin_expect(!!(x), 0)
@@ -268,6 +270,31 @@ static inline uint64_t sstm__rand(uint64_t *s) { /* xorshift64* */
   return x * 0x2545F4914F6CDD1Dull;
 }
 
+/* config.c: the policies' environment knobs.
+ * Read by the policies when they initialise, whatever cfg.use_env says;
+ * each is also checked by sstm_init() whichever policy is selected
+ * (sstm__sched_env_check), so that a typo is an error, not silently the
+ * default:
+ *   SCHEDSTM_SOFTSER_LEVER  auto | none | nice | idle | batch | slice
+ *   SCHEDSTM_EXT_MODE       auto | none | slice (tests: force a facility)
+ *   SCHEDSTM_EXT_SLICE_US   SSTM_EXT_SLICE_US_MIN..SSTM_EXT_SLICE_US_MAX
+ *   SCHEDSTM_PRIO_ESCALATE  0..SSTM_PRIO_ESCALATE_MAX (0: never)
+ * (the ranges and sstm_ext_force_t: os/sched.h)
+ * Each reader returns 0 with the default when the variable is unset, and
+ * SSTM_EINVAL with an error message that lists the valid values. */
+/* *probe: "auto" (or unset), probe for a lever; else *lever is forced. */
+int sstm__env_softser_lever(sstm_lever_t *lever, bool *probe);
+int sstm__env_ext_mode(sstm_ext_force_t *force);
+int sstm__env_ext_slice_us(uint64_t *us);
+int sstm__env_prio_escalate(unsigned *after);
+/* All of the above: 0, or the first error. */
+int sstm__sched_env_check(void);
+
+/* Strict number from the environment: a value of plain
+ * decimal digits (no sign, space or prefix) within [lo, hi]; 0 with *out
+ * untouched if var is unset. */
+int sstm__env_u64(const char *var, uint64_t lo, uint64_t hi, uint64_t *out);
+
 /* error.c */
 void sstm__set_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* A value of the user's quoted in a message ("'%.*s%s'", SSTM_QUOTE(s)),
@@ -373,11 +400,7 @@ static inline void sstm__seam(sstm_seam_t where, const void *addr) {
   }
 }
 
-/* os/time.c */
-uint64_t sstm__now_ns(void);
-/* The CPU time thread `tid` of this process has used, in ns (a system
- * call: not for the hot path). False if the thread is gone. */
-bool sstm__thread_cpu_ns(int tid, uint64_t *ns);
+/* os/os.h: time, thread ids, futexes, membarrier */
 static inline void sstm__cpu_relax(void) { __builtin_ia32_pause(); }
 
 /* A full barrier: a store before it is visible to every thread before any
@@ -405,12 +428,12 @@ SSTM_INLINE uintptr_t sstm__stack_pointer(void) {
   __asm__("mov %%rsp, %0" : "=r"(sp));
   return sp;
 }
-int sstm__gettid(void);
-void sstm__random_delay_point(struct sstm_desc *d, unsigned shift);
+/* A delay point of the race-widening build (SCHEDSTM_RANDOM_DELAY), drawn
+ * from the descriptor's generator; only called under sstm__random_delay. */
+static inline void sstm__random_delay_point(struct sstm_desc *d, unsigned shift) {
+  sstm__os_random_delay(sstm__rand(&d->rng), shift);
+}
 
-/* os/futex.c */
-void sstm__futex_wait(_Atomic uint64_t *word, uint32_t expect_low, uint64_t timeout_ns);
-void sstm__futex_wake_all(_Atomic uint64_t *word);
 /* Longest single futex sleep of sstm_party_wait(SSTM_WAIT_BLOCK), 1 ms; 0
  * means unsliced (sleep until woken or the caller's timeout). Only the
  * internal tests change it: unsliced, a lost wake-up hangs the sleeper
@@ -439,8 +462,12 @@ void sstm__stt_abort(struct sstm_desc *d, sstm_abort_reason_t r, const sstm_part
 void sstm__stt_action(struct sstm_desc *d, sstm_cm_act_t act);
 void sstm__stt_prio(struct sstm_desc *d, int policy, int nice);
 
-/* os/membarrier.c: asymmetric fences (argument 5 in stm.c) */
-bool sstm__membarrier_init(void);
+/* os_glue.c: the engine's side of the OS facilities (src/os) */
+/* Whether begin may rely on the reclaimer's asymmetric fence: registers
+ * for membarrier unless `disable` (SCHEDSTM_NO_MEMBARRIER). */
+bool sstm__membarrier_init(bool disable);
+/* The reclaimer's fence (argument 5 in stm.c): membarrier when begin relies
+ * on it, else a full fence of this thread. */
 void sstm__heavy_fence(void);
 
 /* arch/ckpt */

@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* Futex wait/wake on the low 32 bits of a 64-bit status word (x86-64 is
- * little endian: they sit at the word's address). Private futexes: waiters
- * and wakers are threads of one process. */
+/* Futex wait/wake on the low 32 bits of a 64-bit status word (os/os.h).
+ * Private futexes: waiters and wakers are threads of one process. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <limits.h>
@@ -10,7 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "core/engine.h"
+#include "os.h" /* os/os.h: src/os includes only its own headers */
 
 _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "futex on the low half needs LE");
 

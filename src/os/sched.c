@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* OS scheduling facilities (see os/sched.h). All of this is off the hot
- * path: probes run once, levers run on conflicts. */
+ * path: probes run once, levers run on conflicts. Plain arguments only:
+ * the public entry points that need the engine (sstm_sched_set, ...) are
+ * in core/os_glue.c. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <pthread.h>
@@ -13,8 +15,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "core/engine.h"
-#include "os/sched.h"
+#include "os.h"    /* os/os.h: src/os includes only its own headers */
+#include "sched.h" /* os/sched.h (this directory's, not <sched.h>) */
 
 /* sched_attr as in linux/sched/types.h (glibc 2.36 has no wrapper). */
 struct sstm_sched_attr {
@@ -123,7 +125,7 @@ static void *lever_probe_thread(void *arg) {
 }
 
 /* An unknown `force` gives NONE: sstm_init() has rejected it already
- * (sstm__env_softser_lever). */
+ * (core/config.c). */
 sstm_lever_t sstm__lever_probe(const char *force) {
   if (force && strcmp(force, "auto") != 0) {
     for (unsigned i = 0; i < 5; i++)
@@ -293,112 +295,24 @@ void sstm__ext_slice_yield(void) {
     syscall(SSTM_SYS_RSEQ_SLICE_YIELD);
 }
 
-/* ---- the policies' environment knobs (os/sched.h) ---- */
-
-int sstm__env_softser_lever(sstm_lever_t *lever, bool *probe) {
-  const char *s = getenv("SCHEDSTM_SOFTSER_LEVER");
-  *lever = SSTM_LEVER_NONE;
-  *probe = true;
-  if (s == NULL || strcmp(s, "auto") == 0) return 0;
-  for (unsigned i = 0; i < 5; i++) {
-    if (strcmp(s, lever_names[i]) == 0) {
-      *lever = (sstm_lever_t)i;
-      *probe = false;
-      return 0;
-    }
-  }
-  sstm__set_error(
-      "SCHEDSTM_SOFTSER_LEVER='%.*s%s': valid values: auto, none, nice, idle, batch, slice",
-      SSTM_QUOTE(s));
-  return SSTM_EINVAL;
-}
-
-int sstm__env_ext_mode(sstm_ext_force_t *force) {
-  static const char *const names[] = {"auto", "none", "slice"};
-  const char *s = getenv("SCHEDSTM_EXT_MODE");
-  *force = SSTM_EXT_FORCE_AUTO;
-  if (s == NULL) return 0;
-  for (unsigned i = 0; i < 3; i++) {
-    if (strcmp(s, names[i]) == 0) {
-      *force = (sstm_ext_force_t)i;
-      return 0;
-    }
-  }
-  sstm__set_error("SCHEDSTM_EXT_MODE='%.*s%s': valid values: auto, none, slice", SSTM_QUOTE(s));
-  return SSTM_EINVAL;
-}
-
-int sstm__env_ext_slice_us(uint64_t *us) {
-  *us = SSTM_EXT_SLICE_US_DEFAULT;
-  return sstm__env_u64("SCHEDSTM_EXT_SLICE_US", SSTM_EXT_SLICE_US_MIN, SSTM_EXT_SLICE_US_MAX, us);
-}
-
-int sstm__env_prio_escalate(unsigned *after) {
-  uint64_t v = SSTM_PRIO_ESCALATE_DEFAULT;
-  int rc = sstm__env_u64("SCHEDSTM_PRIO_ESCALATE", 0, SSTM_PRIO_ESCALATE_MAX, &v);
-  if (rc != 0) return rc;
-  *after = (unsigned)v;
-  return 0;
-}
-
-int sstm__sched_env_check(void) {
-  sstm_lever_t lever;
-  bool probe;
-  sstm_ext_force_t force;
-  uint64_t us;
-  unsigned after;
-  int rc;
-  if ((rc = sstm__env_softser_lever(&lever, &probe)) != 0) return rc;
-  if ((rc = sstm__env_ext_mode(&force)) != 0) return rc;
-  if ((rc = sstm__env_ext_slice_us(&us)) != 0) return rc;
-  return sstm__env_prio_escalate(&after);
-}
-
-/* ---- public API (schedstm/sched.h) ---- */
-
-SSTM_API int sstm_sched_set(int policy, int prio) {
+/* sched_setattr for the calling thread: policy with nice (SCHED_OTHER,
+ * SCHED_BATCH, SCHED_IDLE) or RT priority (SCHED_FIFO, SCHED_RR), starting
+ * from the thread's attributes so that what is not set stays as it is (a
+ * custom slice in particular; an RT policy has none). */
+int sstm__sched_set_self(int policy, int nice, int rt_priority, int *nice_out) {
   struct sstm_sched_attr a;
-  /* Start from the thread's attributes so that what the caller does not
-   * set stays as it is: a custom slice (ext, adaptive) in particular. */
   if (getattr(0, &a) != 0) memset(&a, 0, sizeof a);
   a.sched_flags = 0;
   a.sched_nice = 0;
   a.sched_priority = 0;
-  if (policy == SCHED_FIFO || policy == SCHED_RR) a.sched_runtime = 0; /* not for RT */
-  switch (policy) {
-  case SCHED_OTHER:
-  case SCHED_BATCH:
-  case SCHED_IDLE:
-    if (prio < -20 || prio > 19) goto bad;
-    a.sched_nice = prio;
-    break;
-  case SCHED_FIFO:
-  case SCHED_RR:
-    if (prio < 1 || prio > 99) goto bad;
-    a.sched_priority = (uint32_t)prio;
-    break;
-  default: goto bad;
+  if (policy == SCHED_FIFO || policy == SCHED_RR) {
+    a.sched_priority = (uint32_t)rt_priority;
+    a.sched_runtime = 0;
+  } else {
+    a.sched_nice = nice;
   }
   a.sched_policy = (uint32_t)policy;
-  if (setattr(0, &a) != 0) {
-    sstm__set_error("sstm_sched_set: sched_setattr: %s", strerror(errno));
-    return SSTM_EPERM;
-  }
-  struct sstm_desc *d = sstm__cur;
-  if (d) {
-    atomic_fetch_add_explicit(&d->os_prio_gen, 1, memory_order_relaxed);
-    sstm__stt_prio(d, policy, a.sched_nice);
-  }
+  if (setattr(0, &a) != 0) return errno;
+  if (nice_out) *nice_out = a.sched_nice;
   return 0;
-bad:
-  sstm__set_error("sstm_sched_set: policy %d with priority %d is not valid", policy, prio);
-  return SSTM_EINVAL;
-}
-
-SSTM_API int sstm_sched_conflict_priority(const sstm_desc_t *d) {
-  if (d == NULL) {
-    sstm__set_error("sstm_sched_conflict_priority: d is NULL");
-    return -1;
-  }
-  return sstm__conflict_prio_of(sstm_desc_tid(d), NULL, NULL);
 }

@@ -149,40 +149,26 @@ static inline bool sstm__ext_leave(sstm_slice_ctrl_t *c) {
   return __atomic_load_n(&c->granted, __ATOMIC_RELAXED) != 0;
 }
 
-/* ---- the policies' environment knobs ----
- * Read by the policies when they initialise, whatever cfg.use_env says;
- * each is also checked by sstm_init() whichever policy is selected
- * (sstm__sched_env_check), so that a typo is an error, not silently the
- * default:
- *   SCHEDSTM_SOFTSER_LEVER  auto | none | nice | idle | batch | slice
- *   SCHEDSTM_EXT_MODE       auto | none | slice (tests: force a facility)
- *   SCHEDSTM_EXT_SLICE_US   SSTM_EXT_SLICE_US_MIN..SSTM_EXT_SLICE_US_MAX
- *   SCHEDSTM_PRIO_ESCALATE  0..SSTM_PRIO_ESCALATE_MAX (0: never)
- * Each reader returns 0 with the default when the variable is unset, and
- * SSTM_EINVAL with an error message that lists the valid values. */
+/* ---- the values of the policies' knobs (read by core/config.c) ---- */
 #define SSTM_EXT_SLICE_US_MIN 100u
 #define SSTM_EXT_SLICE_US_MAX 100000u
 #define SSTM_EXT_SLICE_US_DEFAULT 4000u
 #define SSTM_PRIO_ESCALATE_MAX 1000000u
 #define SSTM_PRIO_ESCALATE_DEFAULT 32u
 
+/* The time-slice extension facility the ext modifier is told to use. */
 typedef enum sstm_ext_force {
   SSTM_EXT_FORCE_AUTO = 0, /* the probe decides */
   SSTM_EXT_FORCE_NONE,     /* no facility */
   SSTM_EXT_FORCE_SLICE,    /* the custom slice, if the kernel has it */
 } sstm_ext_force_t;
 
-/* *probe: "auto" (or unset), probe for a lever; else *lever is forced. */
-int sstm__env_softser_lever(sstm_lever_t *lever, bool *probe);
-int sstm__env_ext_mode(sstm_ext_force_t *force);
-int sstm__env_ext_slice_us(uint64_t *us);
-int sstm__env_prio_escalate(unsigned *after);
-/* All of the above: 0, or the first error. */
-int sstm__sched_env_check(void);
-
-/* Strict number from the environment (core/config.c): a value of plain
- * decimal digits (no sign, space or prefix) within [lo, hi]; 0 with *out
- * untouched if var is unset. */
-int sstm__env_u64(const char *var, uint64_t lo, uint64_t hi, uint64_t *out);
+/* ---- the calling thread's policy (sstm_sched_set) ---- */
+/* Set the calling thread's policy with its nice value (SCHED_OTHER,
+ * SCHED_BATCH, SCHED_IDLE) or RT priority (SCHED_FIFO, SCHED_RR); what it
+ * does not set (a custom slice) stays. The arguments are not checked (the
+ * kernel refuses what it refuses). Returns 0 with *nice_out (may be NULL)
+ * the nice value set, or the errno of sched_setattr. */
+int sstm__sched_set_self(int policy, int nice, int rt_priority, int *nice_out);
 
 #endif /* SSTM_OS_SCHED_H */

@@ -1,13 +1,13 @@
 /* SPDX-License-Identifier: MIT */
-/* OS facilities used by the engine: monotonic time (vDSO, no system call),
- * thread ids, bounded spinning, and the random-delay points of the race
- * widening build. */
+/* OS facilities used by the engine (os/os.h): monotonic time (vDSO, no
+ * system call), thread ids and CPU clocks, and the random-delay points of
+ * the race-widening build. */
 #define _GNU_SOURCE
 #include <sched.h>
 #include <time.h>
 #include <unistd.h>
 
-#include "core/engine.h"
+#include "os.h" /* os/os.h */
 
 static uint64_t ts_ns(const struct timespec *ts) {
   return (uint64_t)ts->tv_sec * 1000000000ull + (uint64_t)ts->tv_nsec;
@@ -34,25 +34,12 @@ bool sstm__thread_cpu_ns(int tid, uint64_t *ns) {
   return true;
 }
 
-SSTM_API void sstm_spin_ns(uint64_t ns) {
-  if (ns < 64) {
-    sstm__cpu_relax();
-    return;
-  }
-  uint64_t t0 = sstm__now_ns();
-  do {
-    for (int i = 0; i < 16; i++)
-      sstm__cpu_relax();
-  } while (sstm__now_ns() - t0 < ns);
-}
-
 /* SCHEDSTM_RANDOM_DELAY builds: at one delay point in 2^shift yield the
  * CPU, at one in 2^(shift+5) sleep up to 50 us, to widen the windows
  * between the steps of the protocols. Barriers use shift 5; the steps of
  * commit, rollback and take-over, where locks are held and waiters may
- * spin, shift 8. */
-void sstm__random_delay_point(struct sstm_desc *d, unsigned shift) {
-  uint64_t r = sstm__rand(&d->rng);
+ * spin, shift 8 (core/engine.h, sstm__random_delay_point). */
+void sstm__os_random_delay(uint64_t r, unsigned shift) {
   uint64_t m = (1ull << shift) - 1;
   if ((r & m) == 0) sched_yield();
   if ((r & ((m << 5) | 31)) == 1) {
