@@ -4,7 +4,10 @@
 # the installed copy only: through pkg-config (shared and static) and through
 # find_package(schedstm) (schedstm::schedstm and schedstm::schedstm_static),
 # then run them. Also compiles every installed header on its own (C, and the
-# umbrella header as C++ when g++ is present).
+# umbrella header as C++ when g++ is present). Checks that the version says
+# what the ABI promises: on 0.x the soname is libschedstm.so.0.MINOR and
+# find_package accepts only the same MAJOR.MINOR; from 1.0 the soname is
+# libschedstm.so.MAJOR and find_package accepts the same MAJOR.
 #
 #   scripts/check-install.sh              configure and build a fresh copy
 #   scripts/check-install.sh BUILD_DIR    install an already built tree
@@ -45,8 +48,18 @@ run cmake --build "$build" -j "$jobs" || fail "build"
 prefix="$work/prefix"
 run cmake --install "$build" --prefix "$prefix" || fail "install"
 
-libdir=$(dirname "$(find "$prefix" -name 'libschedstm.so.0' | head -n 1)")
-[ -n "$libdir" ] && [ "$libdir" != . ] || fail "libschedstm.so.0 not installed"
+# The version (project() in CMakeLists.txt) and the soname it implies.
+version=$(sed -n 's/^project(schedstm VERSION \([0-9.]*\).*/\1/p' "$root/CMakeLists.txt")
+IFS=. read -r v_major v_minor v_patch <<<"$version"
+[ -n "$v_major" ] && [ -n "$v_minor" ] && [ -n "$v_patch" ] || fail "no MAJOR.MINOR.PATCH version in CMakeLists.txt"
+if [ "$v_major" = 0 ]; then
+  want_soname="libschedstm.so.0.$v_minor"
+else
+  want_soname="libschedstm.so.$v_major"
+fi
+libdir=$(dirname "$(find "$prefix" -name "$want_soname" | head -n 1)")
+[ -n "$libdir" ] && [ "$libdir" != . ] || fail "$want_soname not installed"
+[ -e "$libdir/libschedstm.so.$version" ] || fail "libschedstm.so.$version not installed"
 for f in "$libdir/libschedstm.so" "$libdir/libschedstm.a" "$libdir/pkgconfig/schedstm.pc" \
   "$libdir/cmake/schedstm/schedstmConfig.cmake" \
   "$libdir/cmake/schedstm/schedstmConfigVersion.cmake" \
@@ -54,8 +67,8 @@ for f in "$libdir/libschedstm.so" "$libdir/libschedstm.a" "$libdir/pkgconfig/sch
   [ -e "$f" ] || fail "missing ${f#"$prefix"/}"
 done
 soname=$(readelf -d "$libdir/libschedstm.so" | sed -n 's/.*SONAME.*\[\(.*\)\]/\1/p')
-[ "$soname" = libschedstm.so.0 ] || fail "SONAME is '$soname', expected libschedstm.so.0"
-ok "installed files, SONAME $soname"
+[ "$soname" = "$want_soname" ] || fail "SONAME is '$soname', expected $want_soname (version $version)"
+ok "installed files, SONAME $soname (version $version)"
 
 # Every public function is exported from the shared library; nothing internal.
 # (Type A entries are version nodes of the linker version script.)
@@ -124,7 +137,8 @@ static void *worker(void *arg) {
 }
 
 int main(void) {
-  if (strcmp(SSTM_VERSION_STRING, "@VERSION@") != 0 || sstm_init(NULL) != 0)
+  if (strcmp(SSTM_VERSION_STRING, "@VERSION@") != 0 || SSTM_VERSION_MAJOR != @MAJOR@ ||
+      SSTM_VERSION_MINOR != @MINOR@ || SSTM_VERSION_PATCH != @PATCH@ || sstm_init(NULL) != 0)
     return 1;
   pthread_t t[2];
   void *r0, *r1;
@@ -142,18 +156,18 @@ int main(void) {
   return counter == 2 * ITERS ? 0 : 1;
 }
 C
-version=$(sed -n 's/^project(schedstm VERSION \([0-9.]*\).*/\1/p' "$root/CMakeLists.txt")
-sed -i "s/@VERSION@/$version/" "$work/consumer.c"
+sed -i -e "s/@VERSION@/$version/" -e "s/@MAJOR@/$v_major/" -e "s/@MINOR@/$v_minor/" \
+  -e "s/@PATCH@/$v_patch/" "$work/consumer.c"
 
-# Runs $1; if $2 = shared, it must load the installed libschedstm.so.0; if
+# Runs $1; if $2 = shared, it must load the installed $want_soname; if
 # static, it must not depend on libschedstm at all.
 check_binary() {
   local exe=$1 kind=$2 deps
   deps=$(LD_LIBRARY_PATH="$libdir" ldd "$exe")
   if [ "$kind" = shared ]; then
-    grep -q "libschedstm.so.0 => $libdir/" <<<"$deps" || {
+    grep -q "$want_soname => $libdir/" <<<"$deps" || {
       echo "$deps" >&2
-      fail "$(basename "$exe") does not load the installed libschedstm.so.0"
+      fail "$(basename "$exe") does not load the installed $want_soname"
     }
   elif grep -q libschedstm <<<"$deps"; then
     echo "$deps" >&2
@@ -209,26 +223,44 @@ cp "$work/consumer.c" "$work/cmake-consumer/"
 cat >"$work/cmake-consumer/CMakeLists.txt" <<'CMAKE'
 cmake_minimum_required(VERSION 3.16)
 project(schedstm_consumer C)
-find_package(schedstm 0.1 REQUIRED)
+find_package(schedstm @REQ@ REQUIRED)
 find_package(Threads REQUIRED)
 add_executable(fp_shared consumer.c)
 target_link_libraries(fp_shared PRIVATE schedstm::schedstm Threads::Threads)
 add_executable(fp_static consumer.c)
 target_link_libraries(fp_static PRIVATE schedstm::schedstm_static Threads::Threads)
 CMAKE
+cp "$work/cmake-consumer/CMakeLists.txt" "$work/cmake-consumer/CMakeLists.txt.in"
+sed -i "s/@REQ@/$v_major.$v_minor/" "$work/cmake-consumer/CMakeLists.txt"
 run cmake -S "$work/cmake-consumer" -B "$work/cmake-consumer/build" \
   -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_BUILD_TYPE=Release || fail "find_package(schedstm)"
 run cmake --build "$work/cmake-consumer/build" || fail "build with find_package"
 check_binary "$work/cmake-consumer/build/fp_shared" shared
 check_binary "$work/cmake-consumer/build/fp_static" static
 
-# A request for an incompatible major version must be refused.
-sed -i 's/find_package(schedstm 0.1 REQUIRED)/find_package(schedstm 1 REQUIRED)/' \
-  "$work/cmake-consumer/CMakeLists.txt"
-if cmake -S "$work/cmake-consumer" -B "$work/cmake-consumer/build2" \
-  -DCMAKE_PREFIX_PATH="$prefix" >/dev/null 2>&1; then
-  fail "find_package(schedstm 1) accepted version $version"
+# What find_package must accept and refuse: $1 = the requested version,
+# $2 = accept or refuse.
+find_request() {
+  local req=$1 want=$2 dir="$work/cmake-consumer/req-$1"
+  sed "s/@REQ@/$req/" "$work/cmake-consumer/CMakeLists.txt.in" >"$work/cmake-consumer/CMakeLists.txt"
+  if cmake -S "$work/cmake-consumer" -B "$dir" -DCMAKE_PREFIX_PATH="$prefix" >/dev/null 2>&1; then
+    [ "$want" = accept ] || fail "find_package(schedstm $req) accepted version $version"
+  else
+    [ "$want" = refuse ] || fail "find_package(schedstm $req) refused version $version"
+  fi
+}
+find_request "$v_major.$v_minor.0" accept
+find_request "$((v_major + 1))" refuse
+find_request "$version" accept
+if [ "$v_major" = 0 ]; then
+  # 0.x: another minor version is another ABI, older or newer.
+  find_request "0.$((v_minor + 1))" refuse
+  [ "$v_minor" = 0 ] || find_request "0.$((v_minor - 1))" refuse
+  ok "find_package: $v_major.$v_minor accepted, other minor and major versions refused (version $version)"
+else
+  find_request "$v_major.0" accept
+  [ "$v_major" = 1 ] || find_request "$((v_major - 1))" refuse
+  ok "find_package: $v_major.x up to $version accepted, other majors refused (version $version)"
 fi
-ok "find_package(schedstm 1) refused (version $version)"
 
 echo "check-install: $passed passed, 0 failed"

@@ -35,11 +35,12 @@
 /** Major version of the headers (and of the library they belong to). */
 #define SSTM_VERSION_MAJOR 0
 /** Minor version of the headers. */
-#define SSTM_VERSION_MINOR 1
+#define SSTM_VERSION_MINOR 2
 /** Patch version of the headers. */
 #define SSTM_VERSION_PATCH 0
-/** The version of the headers as a string, "MAJOR.MINOR.PATCH". */
-#define SSTM_VERSION_STRING "0.1.0"
+/** The version of the headers as a string, "MAJOR.MINOR.PATCH". These macros
+ * agree with project() in CMakeLists.txt (configuring checks it). */
+#define SSTM_VERSION_STRING "0.2.0"
 
 SSTM_EXTERN_C_BEGIN
 
