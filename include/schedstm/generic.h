@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* schedstm: the type-generic access form, SSTM_LOAD(lvalue) and
+/** @file
+ * The type-generic access form, SSTM_LOAD(lvalue) and
  * SSTM_STORE(lvalue, value).
  *
  * The typed loads and stores of <schedstm/tx.h> name the width of the
@@ -10,7 +11,7 @@
  * and size by hand and a float is never accessed as a wider word by mistake
  * (an 8-byte access to a 4-byte float would log, lock and write back its
  * neighbour too).
- *
+ * @code{.c}
  *   struct point { float x, y; short tag; char c; struct point *next; };
  *   SSTM_ATOMIC_BEGIN(NULL)
  *     float x = SSTM_LOAD(p->x);            // sstm_load_float(&p->x)
@@ -18,6 +19,7 @@
  *     struct point *n = SSTM_LOAD(p->next); // sstm_load_ptr, typed result
  *     SSTM_STORE(p->tag, SSTM_LOAD(n->tag) + 1);
  *   SSTM_ATOMIC_END();
+ * @endcode
  *
  * In C: C11 _Generic, with the __typeof__ and __builtin_classify_type that
  * gcc and clang provide (clean under -std=c11 -pedantic). In C++: overloads
