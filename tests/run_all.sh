@@ -44,16 +44,17 @@ configured=" " # the parts whose configure succeeded, space-separated
 start_all=$(date +%s)
 
 # A fresh machine may lack the tools: install what is missing (a quick no-op
-# when everything is there). The build tools are required; clang and
-# clang-format (the clang and format parts) are not: without them those
-# parts are skipped, and said so.
+# when everything is there). The build tools are required; clang,
+# clang-format (the clang and format parts) and doxygen (unit.meta.apidoc)
+# are not: without them those parts and that test are skipped, and said so.
 if ! "$root/scripts/install-deps.sh"; then
   echo "install-deps.sh failed"
   echo "0 passed, 1 failed"
   exit 1
 fi
 if ! "$root/scripts/install-deps.sh" --tests; then
-  echo "install-deps.sh --tests failed: the parts that need clang or clang-format are skipped"
+  echo "install-deps.sh --tests failed: the parts that need clang or clang-format, and the" \
+    "test that needs doxygen, are skipped"
 fi
 
 # run_part NAME SCALE CTEST_ARGS BUILD_TARGET CMAKE_ARGS...
