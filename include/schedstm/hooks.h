@@ -4,11 +4,12 @@
  *
  * Hooks are for tools (tracing, profiling, the scheduling policies of later
  * layers). They run on the thread concerned, synchronously:
- *   thread_init / thread_exit: when a thread registers / unregisters;
- *   tx_begin: when an attempt starts (after its snapshot is taken);
- *   tx_commit: after a commit, locks released, before the transaction's
- *     sstm_on_commit actions;
- *   tx_abort: after rollback, before the contention manager's on_abort.
+ * - thread_init / thread_exit: when a thread registers / unregisters;
+ * - tx_begin: when an attempt starts (after its snapshot is taken);
+ * - tx_commit: after a commit, locks released, before the transaction's
+ *   sstm_on_commit actions;
+ * - tx_abort: after rollback, before the contention manager's on_abort.
+ *
  * With several hook sets registered, each event calls them one after
  * the other in an order that is not specified (not necessarily that of
  * registration). A hook must not start a transaction: SSTM_ATOMIC_BEGIN
