@@ -85,7 +85,8 @@ typedef enum {
   SSTM_READ_PAST_ALL = 2, /**< every attempt, and validation accepts a running
                              writer's lock; under oversubscription with
                              suicide, update attempts then go on to take
-                             locks they abort with (docs/benchmarks.md) */
+                             locks they abort with (docs/benchmarks-history.md,
+                             "Reads past running writers") */
 } sstm_read_past_t;
 
 /** Default of sstm_config_t::alloc_cache, 1 MiB (except in AddressSanitizer
@@ -104,9 +105,10 @@ typedef enum {
   SSTM_RO_LOG_AUTO = 1, /**< learned per thread: keep one while at least 2
                            of a window of 64 read-only transactions needed
                            an extension, drop it after a window where none
-                           did. Fewer aborts under contention (3x fewer on
-                           the lists), for 0.86x-1.10x of the throughput
-                           there, median 0.97x (docs/benchmarks.md) */
+                           did. Fewer aborts under contention, for about the
+                           same throughput on our benchmarks
+                           (docs/benchmarks-history.md, "Read sets in
+                           read-only transactions") */
   SSTM_RO_LOG_ON = 2,   /**< always */
 } sstm_ro_log_t;
 
