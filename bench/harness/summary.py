@@ -113,8 +113,8 @@ def _median_paired(mine, base):
 
 def scaling_base(groups, workload):
     """The thread count a workload's scaling is measured against: 2 when it
-    ran there (the first point with concurrency, as the issue's targets
-    count), else its smallest thread count; None with fewer than two."""
+    ran there (the first point with concurrency, as the retention target
+    counts: docs/benchmarks.md), else its smallest thread count; None with fewer than two."""
     threads = sorted({k[1] for k in groups if k[0] == workload})
     if len(threads) < 2:
         return None

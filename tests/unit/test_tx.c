@@ -325,7 +325,7 @@ TEST(abort_callback_may_run_transaction) {
   sstm_test_fini();
 }
 
-/* The sampling hook (the thread-mapping issue's way to see which threads
+/* The sampling hook (the way thread mapping [Pasqualin20] sees which threads
  * share data): one call every sample_period accesses of a thread, counted
  * across transactions and kinds of attempt (update, declared read-only,
  * irrevocable), with the address and kind of the access that fired it. */
