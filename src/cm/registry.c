@@ -1,10 +1,17 @@
 /* SPDX-License-Identifier: MIT */
-/* Registry of contention-management policies, selected by name at init.
- * The built-in policies register themselves on first use. */
+/* The catalogue of contention-management policies: the public sstm_cm_register,
+ * sstm_cm_find and sstm_cm_list, and the selection by name that sstm_init
+ * makes through the catalogue table (iface/cm_catalog.h). The built-in
+ * policies register themselves on first use; "P+ext" is built by the ext
+ * modifier (cm/ext.c). */
+#include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/engine.h"
+#include "cm/common.h"
+#include "iface/cm_catalog.h"
+#include "iface/cm_services.h"
 
 #define MAX_POLICIES SSTM_CM_MAX_POLICIES
 
@@ -158,11 +165,8 @@ SSTM_API int sstm_cm_list(char *buf, size_t len) {
   return (int)used;
 }
 
-SSTM_API const sstm_cm_ops_t *sstm_cm_current(void) {
-  return atomic_load_explicit(&sstm__g.initialized, memory_order_acquire) ? sstm__g.cm : NULL;
-}
-
-int sstm__cm_select(const char *name, const sstm_cm_ops_t **out) {
+/* sstm_init's selection (iface/cm_catalog.h). */
+static int select_by_name(const char *name, const sstm_cm_ops_t **out) {
   pthread_once(&builtins_once, add_builtins);
   const sstm_cm_ops_t *o = NULL;
   bool refused = false;
@@ -180,40 +184,4 @@ int sstm__cm_select(const char *name, const sstm_cm_ops_t **out) {
   return 0;
 }
 
-/* The policy state is allocated (zeroed) once per descriptor and kept when
- * the descriptor is reused: other threads may still hold it through
- * sstm_cm_state_of(). Freed at shutdown with the descriptor. */
-int sstm__cm_desc_init(struct sstm_desc *d) {
-  const sstm_cm_ops_t *o = d->cm;
-  if (d->cm_state == NULL && o->state_size) {
-    d->cm_state = calloc(1, o->state_size);
-    if (d->cm_state == NULL) {
-      sstm__set_error("out of memory for the state of policy '%s' (%zu bytes)", o->name,
-                      o->state_size);
-      return SSTM_ENOMEM;
-    }
-  }
-  d->cm_ctx = (sstm_cm_ctx_t){.state = d->cm_state, .desc = d};
-  if (o->desc_init) o->desc_init(&d->cm_ctx);
-  return 0;
-}
-
-void sstm__cm_desc_fini(struct sstm_desc *d) {
-  if (d->cm && d->cm->desc_fini) d->cm->desc_fini(&d->cm_ctx);
-}
-
-/* on_attach / on_detach run on the thread concerned with d attached to
- * it; no transaction may begin in them (in_hook, stm.c). */
-void sstm__cm_attach(struct sstm_desc *d) {
-  if (!d->cm || !d->cm->on_attach) return;
-  d->in_hook++;
-  d->cm->on_attach(&d->cm_ctx);
-  d->in_hook--;
-}
-
-void sstm__cm_detach(struct sstm_desc *d) {
-  if (!d->cm || !d->cm->on_detach) return;
-  d->in_hook++;
-  d->cm->on_detach(&d->cm_ctx);
-  d->in_hook--;
-}
+const sstm_cm_catalog_t sstm__cm_catalog = {.select = select_by_name, .list = sstm_cm_list};

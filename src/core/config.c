@@ -268,7 +268,7 @@ SSTM_API int sstm_config_from_env(sstm_config_t *cfg) {
     }
     if (rc != 0) {
       char list[512];
-      sstm_cm_list(list, sizeof list);
+      sstm__cm_list(list, sizeof list);
       sstm__set_error("SCHEDSTM_CM='%.*s%s': unknown contention manager; valid values: %s",
                       SSTM_QUOTE(s), list);
       return SSTM_EINVAL;

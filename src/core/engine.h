@@ -332,8 +332,10 @@ void sstm__reclaim_desc_exit(struct sstm_desc *d);
 void sstm__reclaim_fini(void);
 void sstm__ptrvec_push(sstm_ptrvec_t *v, void *p);
 
-/* cm/registry.c */
+/* cm_api.c: the configured policy, through the policy layer's catalogue
+ * (iface/cm_catalog.h), and the policy's hooks of each descriptor */
 int sstm__cm_select(const char *name, const sstm_cm_ops_t **out);
+int sstm__cm_list(char *buf, size_t len);    /* sstm_cm_list() */
 int sstm__cm_desc_init(struct sstm_desc *d); /* 0 or SSTM_ENOMEM */
 void sstm__cm_desc_fini(struct sstm_desc *d);
 /* The policy's on_attach / on_detach, on the thread concerned. */

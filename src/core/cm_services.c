@@ -1,0 +1,86 @@
+/* SPDX-License-Identifier: MIT */
+/* The engine's services to the built-in policies (src/iface/cm_services.h):
+ * the descriptor facts and engine facilities they use instead of the
+ * engine's internals. */
+#include "core/engine.h"
+/* after engine.h, whose SSTM_QUOTE it then leaves as it is */
+#include "iface/cm_services.h"
+
+const sstm_cm_ops_t *sstm__cm_selected(void) { return sstm__g.cm; }
+
+/* ---- counter snapshots ---- */
+
+unsigned sstm__cm_slots(void) {
+  /* acquire: pairs with the release that publishes hiwater after the
+   * descriptor (registry.c, slot_alloc). */
+  return atomic_load_explicit(&sstm__g.hiwater, memory_order_acquire);
+}
+
+bool sstm__cm_counts(unsigned slot, sstm_cm_counts_t *out) {
+  if (slot >= sstm__g.cfg.max_threads) return false;
+  struct sstm_desc *d = sstm__desc_at(slot);
+  if (d == NULL) return false;
+  /* Owner-written counters (sstm__ctr_add): relaxed loads, each whole. */
+  uint64_t u = sstm__ctr_get(&d->ctr.commits_update);
+  uint64_t a = 0;
+  for (int r = 0; r < SSTM_ABORT_REASON_COUNT; r++)
+    a += sstm__ctr_get(&d->ctr.aborts[r]);
+  *out = (sstm_cm_counts_t){
+      .commits = sstm__ctr_get(&d->ctr.commits_ro) + u,
+      .updates = u,
+      .aborts = a,
+      /* relaxed: facts for a decision; the tid is 0 once the descriptor
+       * is released (registry.c, desc_release) */
+      .tid = atomic_load_explicit(&d->tid, memory_order_relaxed),
+      .attached = atomic_load_explicit(&d->attached, memory_order_relaxed),
+  };
+  return true;
+}
+
+/* ---- the read set of the attempt that just ended ---- */
+
+bool sstm__cm_prev_reads(const sstm_cm_ctx_t *ctx, const void **path, uint32_t max, uint32_t *n) {
+  const struct sstm_desc *d = ctx->desc;
+  *n = 0;
+  /* Owner-only fields: on_abort runs on the descriptor's thread. */
+  if (d->serial != ctx->txid) return false;
+  uint32_t k = sstm_rset_count(&d->rs);
+  if (k > max) k = max;
+  for (uint32_t i = 0; i < k; i++)
+    path[i] = d->rs.e[i].lock;
+  *n = k;
+  return true;
+}
+
+/* ---- OS priority generation ---- */
+
+uint32_t sstm__cm_prio_gen(sstm_desc_t *d) {
+  return atomic_load_explicit(&d->os_prio_gen, memory_order_relaxed);
+}
+
+/* ---- notes for the state table ---- */
+
+void sstm__cm_stt_action(sstm_cm_ctx_t *ctx, sstm_cm_act_t act) {
+  if (ctx->desc->stt) sstm__stt_action(ctx->desc, act);
+}
+
+void sstm__cm_stt_prio(sstm_desc_t *d, int policy, int nice) { sstm__stt_prio(d, policy, nice); }
+
+void sstm__cm_stt_prio_refresh(sstm_desc_t *d) { sstm__stt_prio_refresh(d); }
+
+/* ---- typed knobs ---- */
+
+int sstm__cm_knob_softser_lever(sstm_lever_t *lever, bool *probe) {
+  return sstm__env_softser_lever(lever, probe);
+}
+
+int sstm__cm_knob_ext(sstm_ext_force_t *force, uint64_t *slice_us) {
+  int rc = sstm__env_ext_slice_us(slice_us);
+  return rc != 0 ? rc : sstm__env_ext_mode(force);
+}
+
+int sstm__cm_knob_prio_escalate(unsigned *after) { return sstm__env_prio_escalate(after); }
+
+/* ---- test seams ---- */
+
+void sstm__cm_seam_softser_lower(sstm_desc_t *d) { sstm__seam(SSTM_SEAM_SOFTSER_LOWER, d); }
