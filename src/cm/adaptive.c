@@ -113,7 +113,7 @@
 #include <unistd.h>
 
 #include "cm/common.h"
-#include "core/engine.h"
+#include "iface/cm_services.h"
 #include "os/sched.h"
 
 extern const sstm_cm_ops_t sstm__cm_yield, sstm__cm_ser_block, sstm__cm_os_prio, sstm__cm_adaptive;
@@ -212,6 +212,9 @@ static struct {
   _Alignas(64) _Atomic int cur;
   _Atomic bool slice_want;   /* threads that abort take the long slice */
   _Atomic bool slice_failed; /* the kernel refused a custom slice: stop asking */
+  bool own_slice;            /* adaptive is the selected policy, not the base of
+                                "adaptive+ext" (whose ext owns the slice): set
+                                at init, before any descriptor */
   _Alignas(64) _Atomic uint64_t window_start;
   _Atomic uint64_t window_ns; /* the current window length (window_scale) */
   /* retries compared with their previous attempt, and those that took
@@ -274,9 +277,7 @@ static struct {
 #define RLX memory_order_relaxed
 
 static sstm_cm_ctx_t sub_ctx(sstm_cm_ctx_t *ctx, int i) {
-  sstm_cm_ctx_t c = *ctx;
-  c.state = (char *)ctx->state + sub_off[i];
-  return c;
+  return sstm__cm_part_ctx(ctx, sub_off[i]);
 }
 
 /* Under G.lock: the last verdict no longer says anything; the next clear
@@ -295,16 +296,13 @@ static unsigned cpus_available(void) {
 }
 
 static int adaptive_init(const sstm_config_t *cfg) {
-  size_t off = (sizeof(adaptive_state_t) + 15) & ~(size_t)15;
+  own_size = sstm__cm_parts_layout(sizeof(adaptive_state_t), subs, NSUB, sub_off);
   for (int i = 0; i < NSUB; i++) {
-    sub_off[i] = off;
-    off += (subs[i]->state_size + 15) & ~(size_t)15;
     if (subs[i]->init) {
       int rc = subs[i]->init(cfg);
       if (rc) return rc;
     }
   }
-  own_size = off;
   if (own_size > ADAPTIVE_STATE_MAX) {
     sstm__set_error("adaptive: sub-policy state too large (%zu > %d)", own_size,
                     ADAPTIVE_STATE_MAX);
@@ -349,6 +347,7 @@ static int adaptive_init(const sstm_config_t *cfg) {
   snprintf(G.reason, sizeof G.reason, "start");
   G.last_eval = sstm__now_ns();
   pthread_mutex_unlock(&G.lock);
+  G.own_slice = sstm__cm_selected() == &sstm__cm_adaptive;
   atomic_store_explicit(&G.cur, SUB_SPIN_BLOCK, RLX);
   atomic_store_explicit(&G.slice_want, false, RLX);
   atomic_store_explicit(&G.slice_failed, false, RLX);
@@ -595,9 +594,9 @@ static void decide(sstm_cm_ctx_t *ctx, uint64_t ns, uint64_t commits, uint64_t u
   if (G.longtx) {
     want_slice(!atomic_load_explicit(&G.slice_failed, RLX));
     /* under adaptive+ext the slice is ext's (adaptive_abort) */
-    const char *slice = !atomic_load_explicit(&G.slice_want, RLX)    ? ""
-                        : ctx && ctx->desc->cm != &sstm__cm_adaptive ? " slice=ext"
-                                                                     : " slice=4ms";
+    const char *slice = !atomic_load_explicit(&G.slice_want, RLX) ? ""
+                        : ctx && !G.own_slice                     ? " slice=ext"
+                                                                  : " slice=4ms";
     /* Which policy is the default: ser-block while most commits are
      * read-only, os_prio once most are updates (a band: enter above
      * UPD_ENTER, leave below UPD_LEAVE). */
@@ -652,16 +651,13 @@ static struct cpu_base *base_find(struct cpu_base *t, int tid, bool add) {
  * descriptors that ran transactions are returned. */
 static unsigned scan_counts(uint64_t *commits, uint64_t *updates, uint64_t *aborts,
                             uint64_t *cpu_ns) {
-  unsigned hw = atomic_load_explicit(&sstm__g.hiwater, memory_order_acquire);
+  unsigned hw = sstm__cm_slots();
   if (hw > G.nslots) hw = G.nslots;
   unsigned active = 0, read = 0, next_n = 0;
   for (unsigned i = 0; i < hw; i++) {
-    struct sstm_desc *d = sstm__desc_at(i);
-    if (d == NULL) continue;
-    uint64_t u = sstm__ctr_get(&d->ctr.commits_update);
-    uint64_t c = sstm__ctr_get(&d->ctr.commits_ro) + u, a = 0;
-    for (int r = 0; r < SSTM_ABORT_REASON_COUNT; r++)
-      a += sstm__ctr_get(&d->ctr.aborts[r]);
+    sstm_cm_counts_t k;
+    if (!sstm__cm_counts(i, &k)) continue;
+    uint64_t u = k.updates, c = k.commits, a = k.aborts;
     uint64_t dc = c >= G.seen_c[i] ? c - G.seen_c[i] : c;
     uint64_t da = a >= G.seen_a[i] ? a - G.seen_a[i] : a;
     uint64_t du = u >= G.seen_u[i] ? u - G.seen_u[i] : u;
@@ -679,10 +675,10 @@ static unsigned scan_counts(uint64_t *commits, uint64_t *updates, uint64_t *abor
      * the descriptor ran transactions, and becomes its next baseline. A
      * detached descriptor (a suspended transaction) has no thread: the one
      * it last ran on is charged through the descriptor it runs now, if any.
-     * relaxed: the thread attached, 0 once the descriptor is released (its
+     * The thread attached is 0 once the descriptor is released (its
      * counters, and so its commits, went with it). */
-    int tid = atomic_load_explicit(&d->tid, RLX);
-    if (!atomic_load_explicit(&d->attached, RLX) || tid <= 0) continue;
+    int tid = k.tid;
+    if (!k.attached || tid <= 0) continue;
     if (base_find(G.base_next, tid, false)) continue; /* read already */
     uint64_t t;
     if (!sstm__thread_cpu_ns(tid, &t)) continue; /* ended since */
@@ -853,27 +849,26 @@ static sstm_cm_action_t adaptive_conflict(sstm_cm_ctx_t *ctx, const sstm_conflic
  * first attempt keeps no read set and is not compared. */
 static void note_path(sstm_cm_ctx_t *ctx, adaptive_state_t *s, const sstm_abort_info_t *info) {
   /* The user's abort actions run before the policy and may run
-   * transactions on this descriptor: its read set is then theirs (a newer
-   * attempt serial than the view's), and there is no path to compare. */
-  if (ctx->desc->serial != ctx->txid) {
+   * transactions on this descriptor: its read set is then theirs, and
+   * there is no path to compare. */
+  const void *rs[PATH_LEN];
+  uint32_t n;
+  if (!sstm__cm_prev_reads(ctx, rs, PATH_LEN, &n)) {
     s->prev_n = 0;
     return;
   }
-  const sstm_r_entry_t *rs = ctx->desc->rs.e;
-  uint32_t n = sstm_rset_count(&ctx->desc->rs);
-  if (n > PATH_LEN) n = PATH_LEN;
   if (ctx->retries > 1 && sstm__cm_conflict_abort(info->reason)) {
     uint32_t k = n < s->prev_n ? n : s->prev_n;
     if (k >= 1) {
       bool differs = false;
       for (uint32_t i = 0; i < k && !differs; i++)
-        differs = rs[i].lock != s->prev_path[i];
+        differs = rs[i] != s->prev_path[i];
       atomic_fetch_add_explicit(&G.compared, 1, RLX);
       if (differs) atomic_fetch_add_explicit(&G.differed, 1, RLX);
     }
   }
   for (uint32_t i = 0; i < n; i++)
-    s->prev_path[i] = rs[i].lock;
+    s->prev_path[i] = rs[i];
   s->prev_n = n;
 }
 
@@ -882,7 +877,7 @@ static void adaptive_abort(sstm_cm_ctx_t *ctx, const sstm_abort_info_t *info) {
   adaptive_state_t *s = ctx->state;
   note_path(ctx, s, info);
   /* Under "adaptive+ext" the ext modifier owns the thread's slice. */
-  bool want = atomic_load_explicit(&G.slice_want, RLX) && ctx->desc->cm == &sstm__cm_adaptive;
+  bool want = atomic_load_explicit(&G.slice_want, RLX) && G.own_slice;
   if (SSTM_UNLIKELY(want != s->slice_on)) set_slice(ctx, s, want);
   int i = atomic_load_explicit(&G.cur, RLX);
   if (subs[i]->on_abort) {

@@ -1,11 +1,19 @@
 /* SPDX-License-Identifier: MIT */
-/* Helpers shared by the contention managers. */
+/* Helpers shared by the contention managers. The policies see the engine
+ * through include/schedstm/cm.h and src/iface/cm_services.h only (the build
+ * gives src/cm/ no other engine header: src/CMakeLists.txt). */
 #ifndef SSTM_CM_COMMON_H
 #define SSTM_CM_COMMON_H
 
 #include <stdatomic.h>
+#include <stddef.h>
 
 #include <schedstm/schedstm.h>
+
+#ifndef SSTM_LIKELY
+#define SSTM_LIKELY(x) __builtin_expect(!!(x), 1)
+#define SSTM_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#endif
 
 /* Aborts that come from a conflict with someone (as opposed to user
  * restarts, mode switches, or irrevocability). */
@@ -42,6 +50,48 @@ static inline sstm_cm_action_t sstm__cm_abort_self(sstm_cm_ctx_t *ctx, const sst
 static inline void *sstm__cm_peer_state(sstm_cm_ctx_t *ctx, sstm_desc_t *d) {
   char *mine = (char *)sstm_cm_state_of(ctx->desc);
   return (char *)sstm_cm_state_of(d) + ((char *)ctx->state - mine);
+}
+
+/* ---- composite policies ----
+ * A policy made of parts: "P+ext" (the base P and ext, cm/ext.c) and
+ * adaptive (its sub-policies, cm/adaptive.c). Each part keeps its own
+ * per-descriptor state inside the composite's, at a fixed offset, and its
+ * hooks get a context whose state is there. */
+
+/* Place the states of n parts one after the other from offset `at` of the
+ * composite's state, each 16-byte aligned: off[i] is part i's offset.
+ * Returns the end of the last one (16-byte aligned), where the
+ * composite's own state may follow. */
+static inline size_t sstm__cm_parts_layout(size_t at, const sstm_cm_ops_t *const *parts, int n,
+                                           size_t *off) {
+  at = (at + 15) & ~(size_t)15;
+  for (int i = 0; i < n; i++) {
+    off[i] = at;
+    at += (parts[i]->state_size + 15) & ~(size_t)15;
+  }
+  return at;
+}
+
+/* The context a part's hook gets: the composite's, with the part's state. */
+static inline sstm_cm_ctx_t sstm__cm_part_ctx(const sstm_cm_ctx_t *ctx, size_t off) {
+  sstm_cm_ctx_t c = *ctx;
+  c.state = (char *)ctx->state + off;
+  return c;
+}
+
+/* "base+ext", built once per registered base (cm/ext.c); NULL with the
+ * reason in sstm_last_error() when ext cannot wrap base. */
+const sstm_cm_ops_t *sstm__cm_ext_compose(const sstm_cm_ops_t *base);
+
+/* The policies' pseudo-random numbers (xorshift64*, as the engine's):
+ * *s must not be 0. */
+static inline uint64_t sstm__cm_rand(uint64_t *s) {
+  uint64_t x = *s;
+  x ^= x >> 12;
+  x ^= x << 25;
+  x ^= x >> 27;
+  *s = x;
+  return x * 0x2545F4914F6CDD1Dull;
 }
 
 /* Progress bound of the policies that wait or yield instead of ordering

@@ -31,12 +31,13 @@
  * rseq extension: tests run this mode on a simulated kernel
  * (sstm__ext_sim, os/sched.h).
  */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cm/common.h"
-#include "core/engine.h"
+#include "iface/cm_services.h"
 #include "os/sched.h"
 
 /* The last policy counter slot: "P+ext" is refused for a P that uses it
@@ -62,14 +63,14 @@ static uint64_t default_slice_ns;
  * read only for sstm_describe. */
 static _Atomic unsigned fallbacks[SSTM_EXT_SLICE + 1];
 
-/* SCHEDSTM_EXT_SLICE_US and SCHEDSTM_EXT_MODE (none | slice | auto, for
- * tests), strictly (os/sched.h); read again at every sstm_init. */
+/* SCHEDSTM_EXT_SLICE_US (the custom slice of slice mode, 100..100000 us,
+ * default 4000) and SCHEDSTM_EXT_MODE (auto | none | slice, default auto:
+ * the probe decides; for tests), taken again at every sstm_init. */
 static int ext_init(void) {
   uint64_t us;
   sstm_ext_force_t force;
   int rc;
-  if ((rc = sstm__env_ext_slice_us(&us)) != 0) return rc;
-  if ((rc = sstm__env_ext_mode(&force)) != 0) return rc;
+  if ((rc = sstm__cm_knob_ext(&force, &us)) != 0) return rc;
   slice_ns = us * 1000ull;
   for (int m = 0; m <= SSTM_EXT_SLICE; m++)
     atomic_store_explicit(&fallbacks[m], 0, memory_order_relaxed);
@@ -138,6 +139,9 @@ static void ext_end(sstm_cm_ctx_t *ctx, ext_state_t *s) {
 
 /* ---- composition "P+ext" ---- */
 
+/* The base's state first, at offset 0 (sstm__cm_parts_layout), so that
+ * its hooks can be called with the composite's own context (c_init); ext's
+ * after it, at base_size. */
 typedef struct composite {
   sstm_cm_ops_t ops;
   const sstm_cm_ops_t *base;
@@ -146,11 +150,31 @@ typedef struct composite {
   char description[200];
 } composite_t;
 
+/* One composite per registered base, built under the catalogue's lock
+ * (sstm__cm_ext_compose); each lives until exit. */
+static composite_t pool[SSTM_CM_MAX_POLICIES];
+static unsigned used;
+
+/* The composite sstm_init selected, set by its init hook before any
+ * descriptor exists (the hooks below run only for it: at most one policy
+ * is in use at a time). */
+static composite_t *active;
+
 static const composite_t *comp_of(sstm_cm_ctx_t *ctx) {
-  return (const composite_t *)(const void *)ctx->desc->cm; /* ops is the first member */
+  (void)ctx;
+  return active;
 }
 static ext_state_t *ext_of(sstm_cm_ctx_t *ctx) {
   return (ext_state_t *)(void *)((char *)ctx->state + comp_of(ctx)->base_size);
+}
+
+/* The pool entry whose ops are `o`, or NULL: found by address, not by
+ * `used`, which a concurrent sstm_cm_find may be moving on. */
+static composite_t *comp_find(const sstm_cm_ops_t *o) {
+  uintptr_t p = (uintptr_t)o, lo = (uintptr_t)pool;
+  if (p < lo || p >= lo + sizeof pool || (p - lo) % sizeof pool[0] != offsetof(composite_t, ops))
+    return NULL;
+  return &pool[(p - lo) / sizeof pool[0]];
 }
 
 static void c_begin(sstm_cm_ctx_t *ctx);
@@ -158,7 +182,16 @@ static void c_commit(sstm_cm_ctx_t *ctx);
 static void c_abort(sstm_cm_ctx_t *ctx, const sstm_abort_info_t *info);
 
 static int c_init(const sstm_config_t *cfg) {
-  composite_t *c = (composite_t *)(void *)sstm__g.cm; /* a pool entry, writable */
+  composite_t *c = comp_find(sstm__cm_selected());
+  if (c == NULL) {
+    /* Its init, fini and describe hooks have no context to say which
+     * composite they belong to: only the selected policy's are known. */
+    sstm__set_error("a \"P+ext\" policy runs only as the policy sstm_init selects, not "
+                    "inside another policy (here '%s')",
+                    sstm__cm_selected() ? sstm__cm_selected()->name : "none");
+    return SSTM_EINVAL;
+  }
+  active = c;
   int rc = c->base->init ? c->base->init(cfg) : 0;
   if (rc == 0 && (rc = ext_init()) != 0 && c->base->fini) c->base->fini(); /* undo the base */
   if (rc == 0 && probe.mode != SSTM_EXT_RSEQ) {
@@ -177,8 +210,7 @@ static int c_init(const sstm_config_t *cfg) {
   return rc;
 }
 static void c_fini(void) {
-  const composite_t *c = (const composite_t *)(const void *)sstm__g.cm;
-  if (c->base->fini) c->base->fini();
+  if (active->base->fini) active->base->fini();
 }
 static void c_desc_init(sstm_cm_ctx_t *ctx) {
   if (comp_of(ctx)->base->desc_init) comp_of(ctx)->base->desc_init(ctx);
@@ -218,7 +250,7 @@ static void c_abort(sstm_cm_ctx_t *ctx, const sstm_abort_info_t *info) {
  * returns the whole length, so a caller sees when its buffer was short; an
  * intermediate buffer cut adaptive's long line into plausible numbers). */
 static int c_describe(char *buf, size_t len) {
-  const composite_t *c = (const composite_t *)(const void *)sstm__g.cm;
+  const composite_t *c = active;
   int n = 0;
   if (c->base->describe) n = c->base->describe(buf, len);
   if (n < 0) n = 0;
@@ -245,8 +277,6 @@ static int c_describe(char *buf, size_t len) {
  * NULL, with the reason in sstm_last_error(), for a base that uses the last
  * counter slot (ext's), or one whose state is out of bounds. */
 const sstm_cm_ops_t *sstm__cm_ext_compose(const sstm_cm_ops_t *base) {
-  static composite_t pool[SSTM_CM_MAX_POLICIES];
-  static unsigned used;
   for (unsigned i = 0; i < used; i++)
     if (pool[i].base == base) return &pool[i].ops;
   if (base->stat_names[EXT_STAT_YIELDS] != NULL) {
@@ -267,7 +297,8 @@ const sstm_cm_ops_t *sstm__cm_ext_compose(const sstm_cm_ops_t *base) {
   }
   composite_t *c = &pool[used];
   c->base = base;
-  c->base_size = (base->state_size + 15) & ~(size_t)15;
+  size_t off;
+  c->base_size = sstm__cm_parts_layout(0, &base, 1, &off);
   snprintf(c->name, sizeof c->name, "%s+ext", base->name);
   snprintf(c->description, sizeof c->description, "%s; with time-slice extension",
            base->description ? base->description : base->name);

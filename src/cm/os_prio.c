@@ -14,7 +14,7 @@
 #include <stdatomic.h>
 
 #include "cm/prio.h"
-#include "core/engine.h"
+#include "iface/cm_services.h"
 #include "os/sched.h"
 
 /* The refresh period: one scheduling quantum. A test seam (cm/common.h):
@@ -37,7 +37,7 @@ typedef struct prio_state {
 static int cprio(sstm_cm_ctx_t *self, sstm_desc_t *d) {
   prio_state_t *s = sstm__cm_peer_state(self, d);
   uint64_t now = sstm__now_ns();
-  uint32_t gen = atomic_load_explicit(&d->os_prio_gen, memory_order_relaxed);
+  uint32_t gen = sstm__cm_prio_gen(d);
   uint64_t stamp = atomic_load_explicit(&s->stamp_ns, memory_order_relaxed);
   /* acquire: pairs with the refresher's release store of gen below, so a
    * reader that sees the new generation also sees the value computed for
@@ -63,7 +63,7 @@ static int cprio(sstm_cm_ctx_t *self, sstm_desc_t *d) {
      * (the acquire load above). */
     atomic_store_explicit(&s->gen, gen, memory_order_release);
     atomic_store_explicit(&s->stamp_ns, now, memory_order_relaxed);
-    if (d == self->desc) sstm__stt_prio(d, policy, nice);
+    if (d == self->desc) sstm__cm_stt_prio(d, policy, nice);
     return p;
   }
   return atomic_load_explicit(&s->cprio, memory_order_relaxed);

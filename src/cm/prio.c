@@ -21,17 +21,16 @@
  * tests/integration/cm_livelock.c.
  */
 #include "cm/prio.h"
-#include "core/engine.h"
-#include "os/sched.h"
+#include "iface/cm_services.h"
 
 static unsigned escalate_after = SSTM_PRIO_ESCALATE_DEFAULT;
 
-/* SCHEDSTM_PRIO_ESCALATE, strictly (os/sched.h): read again at every
+/* SCHEDSTM_PRIO_ESCALATE (iface/cm_services.h): taken again at every
  * sstm_init, the default without it. */
 int sstm__prio_init(const sstm_config_t *cfg) {
   (void)cfg;
   unsigned after;
-  int rc = sstm__env_prio_escalate(&after);
+  int rc = sstm__cm_knob_prio_escalate(&after);
   if (rc != 0) return rc;
   escalate_after = after;
   return 0;
@@ -51,7 +50,7 @@ sstm_cm_action_t sstm__prio_decide(sstm_cm_ctx_t *ctx, const sstm_conflict_t *c,
     /* A kill is an instant, not a state: the killer runs on, and nothing
      * else would put its state-table action back before its next abort (a
      * killer that then commits and goes quiet showed "kill" for good). */
-    if (ctx->desc->stt) sstm__stt_action(ctx->desc, SSTM_ACT_NONE);
+    sstm__cm_stt_action(ctx, SSTM_ACT_NONE);
     return SSTM_CM_ABORT_OTHER;
   }
   sstm_cm_count(ctx, P_SELF_ABORTS, 1);

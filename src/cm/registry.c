@@ -18,7 +18,6 @@
 extern const sstm_cm_ops_t sstm__cm_suicide, sstm__cm_backoff, sstm__cm_yield, sstm__cm_ser_spin,
     sstm__cm_ser_yield, sstm__cm_ser_block, sstm__cm_softser, sstm__cm_os_prio, sstm__cm_timestamp,
     sstm__cm_adaptive;
-const sstm_cm_ops_t *sstm__cm_ext_compose(const sstm_cm_ops_t *base);
 
 static const sstm_cm_ops_t *table[MAX_POLICIES];
 static unsigned ntable;

@@ -56,7 +56,7 @@
 #include <string.h>
 
 #include "cm/common.h"
-#include "core/engine.h"
+#include "iface/cm_services.h"
 #include "os/sched.h"
 
 #define SOFTSER_MAX_LOSERS 64
@@ -84,14 +84,18 @@ typedef struct softser_state {
 
 static sstm_lever_t lever;
 
-/* A lever forced by SCHEDSTM_SOFTSER_LEVER is probed too: one that could
- * not be undone would leave threads lowered for good (nice or SCHED_IDLE
- * without CAP_SYS_NICE), so it is refused. */
+/* SCHEDSTM_SOFTSER_LEVER (auto | none | nice | idle | batch | slice;
+ * default auto: probe) picks the lever, taken again at every sstm_init. A
+ * forced lever is probed too: one that could not be undone would leave
+ * threads lowered for good (nice or SCHED_IDLE without CAP_SYS_NICE), so it
+ * is refused. */
 static int softser_init(const sstm_config_t *cfg) {
   (void)cfg;
-  const char *force = getenv("SCHEDSTM_SOFTSER_LEVER");
-  lever = sstm__lever_probe(force);
-  if (force && strcmp(force, "auto") != 0 && !sstm__lever_undoable(lever)) {
+  bool probe;
+  int rc = sstm__cm_knob_softser_lever(&lever, &probe);
+  if (rc != 0) return rc;
+  if (probe) lever = sstm__lever_probe(NULL);
+  if (!probe && !sstm__lever_undoable(lever)) {
     sstm__set_error("softser: SCHEDSTM_SOFTSER_LEVER=%s cannot be undone here (nice and idle "
                     "need CAP_SYS_NICE or a sufficient RLIMIT_NICE), or could not be probed "
                     "(no thread could be created); use auto",
@@ -130,7 +134,7 @@ static void restore(sstm_cm_ctx_t *self, sstm_desc_t *d, softser_state_t *ls) {
   bool ok = sstm__lever_restore(lever, sstm_desc_tid(d), &ls->saved);
   if (ok) atomic_store_explicit(&ls->lowered, false, memory_order_relaxed);
   sstm_cm_count(self, ok ? SS_PRIO_CHANGES : SS_FAILED_CHANGES, 1);
-  sstm__stt_prio_refresh(d);
+  sstm__cm_stt_prio_refresh(d);
 }
 
 /* plock held: should the owner lower itself now? If so it is marked
@@ -150,7 +154,7 @@ static bool lower_due(softser_state_t *ls) {
 static void lower_self(sstm_cm_ctx_t *ctx) {
   softser_state_t *ls = ctx->state;
   sstm_prio_saved_t saved;
-  sstm__seam(SSTM_SEAM_SOFTSER_LOWER, ctx->desc);
+  sstm__cm_seam_softser_lower(ctx->desc);
   bool ok = sstm__lever_lower(lever, sstm__gettid(), &saved);
   sstm_cm_count(ctx, ok ? SS_PRIO_CHANGES : SS_FAILED_CHANGES, 1);
   pthread_mutex_lock(&ls->plock);
@@ -164,7 +168,7 @@ static void lower_self(sstm_cm_ctx_t *ctx) {
       restore(ctx, ctx->desc, ls);
   }
   pthread_mutex_unlock(&ls->plock);
-  sstm__stt_prio_refresh(ctx->desc);
+  sstm__cm_stt_prio_refresh(ctx->desc);
 }
 
 /* The row of loser d loses one conflict (a winner ended). plock taken. */

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* suicide: the attempt that detects a conflict aborts itself and restarts at
  * once. TinySTM's default; no hook on the hot path. */
-#include "core/engine.h"
+#include "cm/common.h"
 
 static sstm_cm_action_t suicide_conflict(sstm_cm_ctx_t *ctx, const sstm_conflict_t *c,
                                          uint64_t *wait_ns) {

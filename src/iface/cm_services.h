@@ -6,7 +6,8 @@
  *
  * src/cm/ is compiled with include/, src/iface/ and the OS layer (os/...)
  * on its include path, not src/core/ (src/CMakeLists.txt): a policy
- * reaches the engine through cm.h and this header only. Everything here is
+ * reaches the engine through cm.h and this header only; the OS facilities
+ * (os/os.h, os/sched.h) it may use directly. Everything here is
  * callable from any policy hook, on the thread that runs the hook; none of
  * it takes a lock or makes a system call unless said.
  */
@@ -18,7 +19,8 @@
 
 #include <schedstm/schedstm.h>
 
-#include "os/sched.h"
+#include "os/os.h"    /* clocks, thread ids: the layer below, usable by the policies */
+#include "os/sched.h" /* the scheduling facilities, and the knobs' types */
 
 /* ---- errors ---- */
 
@@ -94,16 +96,6 @@ void sstm__cm_stt_prio(sstm_desc_t *d, int policy, int nice);
 /* Show them as the kernel has them now, after the policy changed them
  * (softser): one system call, none when the table is off. */
 void sstm__cm_stt_prio_refresh(sstm_desc_t *d);
-
-/* ---- clocks and threads (the OS layer's, os/time.c) ---- */
-
-/* CLOCK_MONOTONIC in ns (vDSO, no system call). */
-uint64_t sstm__now_ns(void);
-/* The calling thread's id. */
-int sstm__gettid(void);
-/* The CPU time thread `tid` of this process has used, in ns (a system
- * call). False if the thread is gone. */
-bool sstm__thread_cpu_ns(int tid, uint64_t *ns);
 
 /* ---- typed knobs ----
  * The policies' SCHEDSTM_* variables, checked by sstm_init() before any

@@ -1,0 +1,82 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""The policies (src/cm) reach the engine through its interfaces only.
+
+src/cm is compiled without src/core on its include path (src/CMakeLists.txt,
+schedstm_cm), so `#include "core/..."` does not build. This check covers
+what the include path cannot:
+  - an include that climbs out of the view ("../core/engine.h") or names a
+    directory other than cm/, iface/ and os/;
+  - a name of the engine's (one that src/core uses) which src/cm uses
+    without it being part of an interface: include/, src/iface/, the OS
+    layer's headers (src/os/*.h) or the policies' own headers (src/cm/*.h).
+    That is a policy declaring an engine function itself to call it
+    directly.
+
+usage: check_layers.py SOURCE_DIR
+Exit status 0 when src/cm keeps to its interfaces, 1 otherwise (each
+violation is listed), 2 for a usage error.
+"""
+import glob
+import os
+import re
+import sys
+
+INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"', re.M)
+NAME = re.compile(r"\bsstm__?\w+")
+ALLOWED_DIRS = ("cm/", "iface/", "os/")
+
+
+def names(paths):
+    found = set()
+    for p in paths:
+        with open(p, encoding="utf-8") as f:
+            found |= set(NAME.findall(strip_comments(f.read())))
+    return found
+
+
+def strip_comments(text):
+    text = re.sub(r"/\*.*?\*/", " ", text, flags=re.S)
+    return re.sub(r"//[^\n]*", " ", text)
+
+
+def main(argv):
+    if len(argv) != 2:
+        print("usage: check_layers.py SOURCE_DIR", file=sys.stderr)
+        return 2
+    root = argv[1]
+    src = os.path.join(root, "src")
+    cm_files = sorted(glob.glob(os.path.join(src, "cm", "*.[ch]")))
+    if not cm_files:
+        print(f"check_layers: no policy sources under {src}/cm", file=sys.stderr)
+        return 2
+    bad = []
+    for p in cm_files:
+        with open(p, encoding="utf-8") as f:
+            text = f.read()
+        for inc in INCLUDE.findall(text):
+            if ".." in inc.split("/") or not inc.startswith(ALLOWED_DIRS):
+                bad.append(f"{os.path.relpath(p, root)}: includes \"{inc}\" "
+                           f"(a policy includes only cm/, iface/ and os/ headers)")
+    interface = glob.glob(os.path.join(root, "include", "**", "*.h"), recursive=True)
+    interface += glob.glob(os.path.join(src, "iface", "*.h"))
+    interface += glob.glob(os.path.join(src, "os", "*.h"))
+    interface += glob.glob(os.path.join(src, "cm", "*.h"))
+    allowed = names(interface)
+    engine = names(glob.glob(os.path.join(src, "core", "*.[ch]")))
+    for p in cm_files:
+        if p.endswith(".h"):
+            continue
+        for n in sorted(names([p]) & engine - allowed):
+            bad.append(f"{os.path.relpath(p, root)}: uses the engine's {n}, which no "
+                       f"interface header declares (src/iface/cm_services.h is the way)")
+    for line in bad:
+        print(line)
+    if bad:
+        return 1
+    print(f"check_layers: {len(cm_files)} policy files use the engine through its interfaces only")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
