@@ -33,10 +33,11 @@
  *
  * usage: privatize DESIGN THREADS [--rounds N] [--words W] [--no-quiesce]
  *                  [--expect-races] [--expect-fence fence|membarrier|kernel]
- *   THREADS >= 2: one privatizer, the rest workers. Without the barrier,
- *   200 rounds at 4 threads showed 10-20 mixed reads and hundreds of
- *   overwritten words on the 2-vCPU development machine (and none at all
- *   under heavy load, hence --expect-races runs until it sees them).
+ *   THREADS >= 2: one privatizer, the rest workers. Without the barrier a
+ *   few hundred rounds at 4 threads show mixed reads and overwritten words
+ *   when the threads really run at once, and none at all under heavy load
+ *   (docs/benchmarks.md, "Figures behind the design"), hence
+ *   --expect-races runs until it sees them.
  */
 #define _GNU_SOURCE
 #include <linux/membarrier.h>

@@ -15,8 +15,9 @@
  * aborts (but for a read-only attempt already past the last check of its
  * commit: sstm_desc_kill in thread.h), not always with reason "killed":
  * it may meet a conflict before its next status check and abort for that.
- * Runs with 200 named attempts killed had 180 to 310 "killed" aborts (2
- * vCPUs, idle and under load): none at all is not a plausible outcome.
+ * Runs with 200 named attempts killed record about as many "killed"
+ * aborts, idle or loaded (docs/benchmarks.md, "Figures behind the
+ * design"): none at all is not a plausible outcome.
  *
  * usage: remote_abort DESIGN THREADS [--ops N] [--policy NAME]
  */

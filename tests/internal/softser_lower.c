@@ -6,7 +6,8 @@
  * A loser that lowered itself while holding the winner's list lock or its
  * own priority lock could be preempted as the system call returned, and the
  * winner's commit (column_clear, row_dec) then waited for the lowered thread:
- * a priority inversion a review measured at up to 16 ms per commit. Here the
+ * a priority inversion that cost commits milliseconds each (docs/benchmarks.md,
+ * "Figures behind the design"). Here the
  * winner commits on another thread from inside the seam, just before the
  * loser's lowering call; with a lock still held the commit cannot finish,
  * the seam waits for it forever, and the runner's watchdog fails the test. */
