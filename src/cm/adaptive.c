@@ -36,9 +36,10 @@
  * is the mean over its probe windows in the regime so far, the earlier
  * probes' windows weighted down by 3/4 at each new probe (about twelve
  * windows a policy in the steady state): one window of long transactions
- * says little (sb7's 20 ms windows vary by 53-90 % around their mean, and
- * independently of each other), so six windows alone choose at random
- * between policies 1.3x apart. The challenger is chosen only if it is more
+ * says little (sb7's 20 ms windows vary widely around their mean, and
+ * independently of each other: docs/benchmarks.md, "Figures behind the
+ * design"), so six windows alone cannot tell apart policies whose rates
+ * differ by a third. The challenger is chosen only if it is more
  * than 3 % ahead and the lead is significant: 1.5 standard errors of the
  * difference of the means (Welch's t, from the same weighted windows); a
  * verdict without a significant lead either way is a close one, and the
@@ -158,8 +159,8 @@ enum { A_SWITCHES = 4, A_EVALUATIONS = 5, A_SLICE_CHANGES = 6 };
  * and a preempted winner (or a loser spinning for one) costs a slice of
  * the CPUs. Table 1 compares transaction length with the time slice; 35
  * puts the line at 40 us with a 1.4 ms slice (EEVDF's default on 2 CPUs),
- * between the intsets (under 2 us) and sb7's traversals (100 us and
- * more). The slice is the sstm_init thread's (sched_getattr), read once;
+ * between the intsets' transactions and sb7's traversals, well below and
+ * well above it (docs/benchmarks.md, "Figures behind the design"). The slice is the sstm_init thread's (sched_getattr), read once;
  * DEFAULT_SLICE_NS when the kernel does not report one (before 6.12). */
 #define LONG_TX_DIV 35.0
 #define DEFAULT_SLICE_NS 1400000ull
@@ -430,19 +431,18 @@ static void probe_step(sstm_cm_ctx_t *ctx, double cps) {
   G.ev[cur].sq += cps * cps;
   G.ev[cur].n += 1.0;
   /* A gap of 1.5x, significant at t >= 3, ends the probe: the remaining
-   * windows would mostly measure the loser (sb7's read-write and
-   * write-dominated mixes at 16 and 64 threads once had ser-block at a
-   * quarter to a half of os_prio, and with 160 ms windows a full probe spent
-   * half a second on it). It takes two windows of each policy in the first
-   * probe of a regime (one window has no variance: the first pair once
-   * showed 2x gaps either way on sb7's read-dominated mix, whose windows
-   * vary by 60 %), and one each later, with the earlier probes' evidence.
+   * windows would mostly measure the loser (on sb7's read-write and
+   * write-dominated mixes ser-block can be far behind os_prio, and with
+   * 160 ms windows a full probe spends half a second on it). It takes two
+   * windows of each policy in the first probe of a regime (one window has
+   * no variance, and a first pair of sb7 windows can show a large gap
+   * either way), and one each later, with the earlier probes' evidence.
    * Only the challenger wins early. A probe starts from the held default,
    * so the challenger's first window is the one after the switch and can
-   * only look worse than it is; on a loaded machine that made ser-block win
-   * early at 64 threads (os_prio at 800/s in its first window, a quarter of
-   * its rate) and hold the rest of the run. The default has to win the
-   * whole probe. */
+   * only look worse than it is; under load that once made ser-block win
+   * early at 64 threads and hold the rest of the run
+   * (docs/benchmarks.md, "Figures behind the design"). The default has to
+   * win the whole probe. */
   bool early = false;
   if (G.probe_pos >= 1 && G.probe_n[G.probe_a] && G.probe_n[G.probe_b])
     early = ev_mean(G.probe_a) >= ev_mean(G.probe_b) * EARLY_MARGIN &&
@@ -460,14 +460,15 @@ static void probe_step(sstm_cm_ctx_t *ctx, double cps) {
            : t < -99 ? -99
                      : t);
   /* Without a significant lead the default stays: the challenger ahead by
-   * chance is what a probe of noisy windows mostly finds (sb7
-   * read-dominated, 4 and 16 threads: os_prio held for a third to two
-   * thirds of the run at 0.65x of ser-block). */
+   * chance is what a probe of noisy windows mostly finds (on sb7's
+   * read-dominated mix an adaptive without this rule held the slower
+   * os_prio for much of the run: docs/benchmarks.md, "Figures behind the
+   * design"). */
   bool significant = t >= SIGNIFICANT_T || t <= -SIGNIFICANT_T;
   int pick = ya > yb * PROBE_MARGIN && t >= SIGNIFICANT_T ? a : b;
   /* Hysteresis over time. A clear verdict is checked again soon (a probe's
    * windows are noisy: sb7's first probe at 64 threads can favour
-   * ser-block, which then commits a fifth of os_prio for the whole hold);
+   * ser-block, which then commits far less than os_prio for the whole hold);
    * each clear verdict that confirms the last doubles the hold (probing
    * the loser costs most where the choice is clearest); a close one, or
    * one without a significant lead, keeps the fixed hold. */
@@ -512,8 +513,8 @@ static void probe_start(sstm_cm_ctx_t *ctx) {
  * or a hold whose thread count has since doubled or halved is void: the
  * windows of a probe must see the same threads (a program's first windows
  * see its threads still starting: sb7 at 64 threads once judged ser-block
- * 3x ahead from windows at 4, 12 and 64 threads, and held it for the whole
- * run at a quarter of os_prio's rate). */
+ * ahead from windows at 4, 12 and 64 threads, and held it for the whole
+ * run, far below os_prio's rate). */
 static void probe_regime(sstm_cm_ctx_t *ctx, double cps, int a, int b, unsigned threads) {
   if (G.probe_a != a || G.probe_b != b) { /* another regime: probe anew */
     G.probe_a = a;
@@ -578,10 +579,11 @@ static void decide(sstm_cm_ctx_t *ctx, uint64_t ns, uint64_t commits, uint64_t u
   /* Long transactions, many more threads than CPUs: a 20 ms window sees
    * only the threads the scheduler ran in it (a round over 64 threads on 2
    * CPUs takes longer), and what a policy does to the others (sleepers,
-   * convoys) shows over rounds, not within one window. sb7's write-dominated
-   * mix at 64 threads: probes of 20 ms windows put ser-block and os_prio
-   * within 4 % of each other, whole runs 3x apart. So windows grow by 20 ms
-   * per 4 threads per CPU, up to WINDOW_MAX_SCALE. */
+   * convoys) shows over rounds, not within one window: on sb7's
+   * write-dominated mix at 64 threads, probes of 20 ms windows could not
+   * tell ser-block and os_prio apart while whole runs differed severalfold
+   * (docs/benchmarks.md, "Figures behind the design"). So windows grow by
+   * 20 ms per 4 threads per CPU, up to WINDOW_MAX_SCALE. */
   unsigned scale = G.longtx && G.over ? threads / (4 * G.ncpu) : 1;
   scale = scale < 1 ? 1 : scale > WINDOW_MAX_SCALE ? WINDOW_MAX_SCALE : scale;
   atomic_store_explicit(&G.window_ns, WINDOW_NS * scale, RLX);

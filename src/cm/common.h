@@ -98,8 +98,9 @@ static inline uint64_t sstm__cm_rand(uint64_t *s) {
  * transactions: a transaction that has lost this many conflicts
  * (ctx->conflicts: user restarts do not count) restarts
  * irrevocable (it then never aborts). Without it a loser can retry without
- * end when the same winners keep coming back (softser measured 475953
- * retries of one transaction at 64 threads on 2 vCPUs). */
+ * end when the same winners keep coming back (hundreds of thousands of
+ * retries of one transaction under softser when oversubscribed:
+ * docs/benchmarks.md, "Figures behind the design"). */
 #define SSTM_CM_RETRY_BOUND 256u
 
 /* Does the abort being handled call for the progress bound's escalation?

@@ -40,8 +40,8 @@
  * No thread lowers itself while it holds either: the scheduler may preempt
  * it as the system call returns, and a winner ending then (column_clear,
  * row_dec) would wait for the lowered thread, the inversion softser exists
- * to avoid (a test with one CPU and busy threads measured the winners'
- * commits waiting up to 16 ms). A loser registers under the locks and marks
+ * to avoid (winners' commits waited milliseconds each: docs/benchmarks.md,
+ * "Figures behind the design"). A loser registers under the locks and marks
  * itself `lowering`, lowers itself after releasing them, and then settles
  * under its priority lock: if the winners all ended meanwhile (they left the
  * restore to it), it restores itself there, when no winner needs that lock.
