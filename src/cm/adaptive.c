@@ -160,8 +160,9 @@ enum { A_SWITCHES = 4, A_EVALUATIONS = 5, A_SLICE_CHANGES = 6 };
  * the CPUs. Table 1 compares transaction length with the time slice; 35
  * puts the line at 40 us with a 1.4 ms slice (EEVDF's default on 2 CPUs),
  * between the intsets' transactions and sb7's traversals, well below and
- * well above it (docs/benchmarks.md, "Figures behind the design"). The slice is the sstm_init thread's (sched_getattr), read once;
- * DEFAULT_SLICE_NS when the kernel does not report one (before 6.12). */
+ * well above it (docs/benchmarks.md, "Figures behind the design"). The slice is the sstm_init
+ * thread's (sched_getattr), read once; DEFAULT_SLICE_NS when the kernel does not report one
+ * (before 6.12). */
 #define LONG_TX_DIV 35.0
 #define DEFAULT_SLICE_NS 1400000ull
 #define EXT_SLICE_NS 4000000ull /* ext's default custom slice */
