@@ -42,6 +42,25 @@ if(SCHEDSTM_RANDOM_DELAY)
   target_compile_definitions(itest_syscalls PRIVATE SSTM_TEST_RANDOM_DELAY)
 endif()
 
+# The STAMP adapter (bench/stamp) through a STAMP-style program of ours, with
+# the barriers inline (as bench/stamp/build.sh builds STAMP) and as calls.
+foreach(v stamp_adapter stamp_adapter_calls)
+  sstm_int_exe(itest_${v} SOURCES ${D}/stamp_adapter.c ${PROJECT_SOURCE_DIR}/bench/stamp/stm.c)
+  target_include_directories(itest_${v} PRIVATE ${PROJECT_SOURCE_DIR}/bench/stamp)
+endforeach()
+sstm_inline_barriers(itest_stamp_adapter)
+foreach(v stamp_adapter stamp_adapter_calls)
+  foreach(d etl ctl)
+    foreach(p suicide adaptive ser-block)
+      foreach(n 1 4)
+        sstm_add_test(NAME integration.${v}.${d}.${p}.${n} LABELS integration TIMEOUT 60
+                      COMMAND itest_${v} -t ${n} -n 2000
+                      ENV SCHEDSTM_DESIGN=${d} SCHEDSTM_CM=${p})
+      endforeach()
+    endforeach()
+  endforeach()
+endforeach()
+
 set(SSTM_STRESS_LABELS "integration;stress")
 # The built-in contention managers (src/cm/registry.c): integration.bank.*.all
 # must find and run each of them, the cm_* entries below run each by name.

@@ -1,0 +1,202 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# Build STAMP 0.9.10's applications against schedstm, and their sequential
+# versions for reference, from a STAMP tree that you provide (it is never
+# part of this repository; docs/stamp.md says where to get it).
+#
+#   bench/stamp/build.sh [options] STAMP_DIR OUT_DIR
+#
+#   --schedstm-build DIR  a CMake build directory of this repository: headers
+#                         from its include/, the library from DIR/src
+#                         (default: <repo>/build)
+#   --prefix DIR          an installed schedstm instead (DIR/include, and the
+#                         library in DIR/lib, lib64 or lib/<multiarch>)
+#   --apps "A B ..."      the applications (default: all eight: bayes genome
+#                         intruder kmeans labyrinth ssca2 vacation yada)
+#   --variants "V ..."    stm and/or seq (default: both)
+#   --no-inline           the barriers as calls (default: SSTM_INLINE_BARRIERS)
+#   --cc CC               the C compiler (default: gcc)
+#   -j N                  parallel compilations (default: 2)
+#
+# Writes OUT_DIR/<app>/<app>-stm (schedstm: STAMP's lib/tm.h with -DSTM,
+# which includes bench/stamp/stm.h) and OUT_DIR/<app>/<app>-seq (STAMP's
+# sequential configuration: no TM at all), each with its objects under
+# OUT_DIR/<app>/obj-<variant>/ and the compiler's messages in
+# OUT_DIR/<app>/build-<variant>.log; and the inputs STAMP ships gzipped,
+# decompressed into OUT_DIR/<app>/inputs/. Nothing is written into
+# STAMP_DIR and no STAMP file is modified: the source list and each
+# application's own flags are read from its Defines.common.mk by make, and
+# the compilation rules are this script's.
+#
+# Flags: STAMP's own (-O3 -g -pthread -Wall, the application's -D options),
+# plus -fcommon (STAMP defines some globals in more than one file, which
+# GCC >= 10 rejects by default). Exit status: 0 when every requested
+# program was built, 1 otherwise (each failure is reported with the tail of
+# its log), 2 on a usage error.
+set -u
+
+here=$(cd "$(dirname "$0")" && pwd)
+repo=$(cd "$here/../.." && pwd)
+sstm_build="$repo/build"
+prefix=""
+apps="bayes genome intruder kmeans labyrinth ssca2 vacation yada"
+variants="stm seq"
+inline=1
+cc=gcc
+jobs=2
+
+usage() {
+  sed -n '3,20p' "$0" | sed 's/^# \{0,1\}//' >&2
+  exit 2
+}
+
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --schedstm-build) [ $# -ge 2 ] || usage; sstm_build=$2; shift 2 ;;
+    --prefix) [ $# -ge 2 ] || usage; prefix=$2; shift 2 ;;
+    --apps) [ $# -ge 2 ] || usage; apps=$2; shift 2 ;;
+    --variants) [ $# -ge 2 ] || usage; variants=$2; shift 2 ;;
+    --no-inline) inline=0; shift ;;
+    --cc) [ $# -ge 2 ] || usage; cc=$2; shift 2 ;;
+    -j) [ $# -ge 2 ] || usage; jobs=$2; shift 2 ;;
+    -h | --help) usage ;;
+    --) shift; break ;;
+    -*) echo "build.sh: unknown option '$1'" >&2; usage ;;
+    *) break ;;
+  esac
+done
+[ $# -eq 2 ] || { echo "build.sh: STAMP_DIR and OUT_DIR are required" >&2; usage; }
+stamp=$1
+out=$2
+
+for a in $apps; do
+  case " bayes genome intruder kmeans labyrinth ssca2 vacation yada " in
+    *" $a "*) ;;
+    *) echo "build.sh: unknown application '$a'" >&2; exit 2 ;;
+  esac
+done
+for v in $variants; do
+  case "$v" in stm | seq) ;; *) echo "build.sh: unknown variant '$v' (stm, seq)" >&2; exit 2 ;; esac
+done
+case "$jobs" in '' | *[!0-9]* | 0) echo "build.sh: -j needs a positive number" >&2; exit 2 ;; esac
+if [ ! -f "$stamp/lib/tm.h" ] || [ ! -f "$stamp/common/Defines.common.mk" ]; then
+  echo "build.sh: '$stamp' is not a STAMP 0.9.10 tree (no lib/tm.h, common/Defines.common.mk)" >&2
+  exit 2
+fi
+stamp=$(cd "$stamp" && pwd)
+command -v make >/dev/null || { echo "build.sh: make not found" >&2; exit 2; }
+command -v "$cc" >/dev/null || { echo "build.sh: compiler '$cc' not found" >&2; exit 2; }
+
+# Where the library is.
+if [ -n "$prefix" ]; then
+  inc="$prefix/include"
+  libdir=""
+  for d in "$prefix/lib" "$prefix/lib64" "$prefix"/lib/*-linux-gnu; do
+    if [ -e "$d/libschedstm.so" ]; then libdir=$d; break; fi
+  done
+else
+  inc="$repo/include"
+  libdir="$sstm_build/src"
+fi
+if [ ! -f "$inc/schedstm/schedstm.h" ] || [ -z "$libdir" ] || [ ! -e "$libdir/libschedstm.so" ]; then
+  echo "build.sh: no schedstm headers in '$inc' or no libschedstm.so in '${libdir:-$prefix/lib*}'" >&2
+  echo "  (build the library first: cmake -B build && cmake --build build, or pass --prefix)" >&2
+  exit 2
+fi
+libdir=$(cd "$libdir" && pwd)
+
+mkdir -p "$out" || exit 1
+out=$(cd "$out" && pwd)
+
+base_cflags="-O3 -g -pthread -fcommon -Wall -Wno-unused-variable -Wno-unused-but-set-variable"
+stm_cflags="-DSTM -I$here -I$inc"
+[ "$inline" = 1 ] && stm_cflags="$stm_cflags -DSSTM_INLINE_BARRIERS"
+
+# The application's own variables, as its Defines.common.mk sets them.
+app_vars() { # app -> lines SRCS=..., CFLAGS=..., LIBS=..., PROG=...
+  make -s --no-print-directory -C "$stamp/$1" -f - LIB=../lib sstm-print <<'MK'
+include ./Defines.common.mk
+sstm-print:
+	@printf '%s\n' "SRCS=$(strip $(SRCS))" "CFLAGS=$(strip $(CFLAGS))" "LIBS=$(strip $(LIBS))" "PROG=$(strip $(PROG))"
+MK
+}
+
+# compile SRC OBJ FLAGS... (run by xargs; messages to OBJ.log)
+compile_one() {
+  src=$1 obj=$2
+  shift 2
+  # shellcheck disable=SC2068
+  "$cc" $@ -c "$src" -o "$obj" >"$obj.log" 2>&1
+}
+export -f compile_one
+export cc
+
+failed=0
+built=""
+for app in $apps; do
+  vars=$(app_vars "$app") || { echo "build.sh: $app: cannot read $stamp/$app/Defines.common.mk" >&2; failed=1; continue; }
+  srcs=$(sed -n 's/^SRCS=//p' <<<"$vars")
+  app_cflags=$(sed -n 's/^CFLAGS=//p' <<<"$vars")
+  app_libs=$(sed -n 's/^LIBS=//p' <<<"$vars")
+  mkdir -p "$out/$app"
+  for variant in $variants; do
+    objdir="$out/$app/obj-$variant"
+    log="$out/$app/build-$variant.log"
+    mkdir -p "$objdir"
+    if [ "$variant" = stm ]; then
+      # STAMP's lib first: its tm.h, not bench/stamp/tm.h, for every file
+      flags="$base_cflags $app_cflags -I$stamp/lib $stm_cflags"
+      extra_src="$here/stm.c"
+      libs="-L$libdir -Wl,-rpath,$libdir -lschedstm $app_libs -lpthread -lm"
+    else
+      flags="$base_cflags $app_cflags -I$stamp/lib"
+      extra_src=""
+      libs="$app_libs -lpthread -lm"
+    fi
+    objs=""
+    jobsfile="$objdir/jobs"
+    : >"$jobsfile"
+    for s in $srcs $extra_src; do
+      case "$s" in /*) path=$s ;; *) path="$stamp/$app/$s" ;; esac
+      name=$(basename "$s" .c)
+      [ "$s" = "$extra_src" ] && name=sstm_stamp_adapter
+      case "$s" in ../lib/*) name="lib_$name" ;; esac
+      obj="$objdir/$name.o"
+      objs="$objs $obj"
+      # one line per compilation: src obj flags (cwd: the app's directory,
+      # so that its quoted includes resolve as in STAMP's own build)
+      printf '%s %s %s\n' "$path" "$obj" "$flags" >>"$jobsfile"
+    done
+    (cd "$stamp/$app" && xargs -P "$jobs" -L 1 bash -c 'compile_one "$@"' _ <"$jobsfile")
+    cat "$objdir"/*.log >"$log" 2>/dev/null
+    prog="$out/$app/$app-$variant"
+    ok=1
+    for o in $objs; do [ -f "$o" ] || ok=0; done
+    # shellcheck disable=SC2086
+    if [ $ok = 1 ] && "$cc" -pthread $objs $libs -o "$prog" >>"$log" 2>&1; then
+      built="$built $app-$variant"
+    else
+      echo "build.sh: $app ($variant) failed; the end of $log:" >&2
+      grep -E "error|undefined reference" "$log" | head -20 >&2
+      failed=1
+    fi
+  done
+  # Inputs STAMP ships gzipped (kmeans, yada; a tree may lack the largest).
+  if [ -d "$stamp/$app/inputs" ]; then
+    mkdir -p "$out/$app/inputs"
+    for f in "$stamp/$app/inputs"/*; do
+      [ -e "$f" ] || continue
+      case "$f" in
+        *.gz)
+          t="$out/$app/inputs/$(basename "$f" .gz)"
+          if [ ! -f "$t" ]; then
+            if gzip -dc "$f" >"$t.tmp" 2>/dev/null; then mv "$t.tmp" "$t"; else rm -f "$t.tmp"; fi
+          fi
+          ;;
+        *) ln -sf "$f" "$out/$app/inputs/" ;;
+      esac
+    done
+  fi
+done
+echo "build.sh: built:${built:- nothing} (in $out)"
+exit $failed
