@@ -1,34 +1,34 @@
 /* SPDX-License-Identifier: MIT */
 /* sstm-top: a read-only viewer of the per-thread state table that schedstm
- * publishes in /dev/shm/schedstm.<pid> (cfg.state_table or
- * SCHEDSTM_STATE_TABLE=1; layout in include/schedstm/statetab.h).
+ * publishes (cfg.state_table or SCHEDSTM_STATE_TABLE=1; layout and reader
+ * protocol in include/schedstm/statetab.h).
  *
  *   sstm-top [-i SECONDS] [-n N] [-a] PID   live view, like top
  *   sstm-top -j [-a] PID                    one JSON snapshot
- *   sstm-top -l                             tables of running processes
- *   sstm-top -c                             remove your tables of exited ones
+ *   sstm-top -l                             tables of your running processes
+ *   sstm-top -c                             remove files left by versions 1-3
  *
- * The table is opened O_RDONLY and mapped PROT_READ: the tool never writes
- * to it and the observed program pays nothing for being watched. Every field
- * is read with a relaxed atomic load; values are per-field exact, not a
- * consistent cut across fields (as for sstm_stats_get).
+ * Finding the table: it is a sealed memfd of the process, found by listing
+ * /proc/PID/fd for the descriptor whose link reads SSTM_STT_FD_LINK and
+ * opened through that link, read-only. The kernel decides who may (the
+ * ptrace read check: the process's user, when it is dumpable, or root);
+ * nobody else can put a table, or anything else, under the process's name.
+ * The tool never writes to the table and the observed program pays nothing
+ * for being watched. Every field is read with a relaxed atomic load; values
+ * are per-field exact, not a consistent cut across fields (as for
+ * sstm_stats_get).
  *
- * The file is not trusted (anyone can create files in /dev/shm): it is
- * opened O_NONBLOCK | O_NOFOLLOW, so that a FIFO or a symbolic link planted
- * under the name can neither block the tool nor redirect it, and must be a
- * regular file; its size is checked before mapping, and magic, version,
- * entry_size, nentries * entry_size against the file size are validated
- * once, at open: the counts used afterwards are the validated copies, never
- * values read again from the mapping (another process may rewrite the
- * header at any time). Strings are bounded copies in which every byte
- * outside printable ASCII is replaced. A SIGBUS (the file truncated under
- * the mapping) never kills the tool: the live view and -j end with an error
- * message (status 1), -l lists that table as shrunk and goes on.
- *
- * A program killed before sstm_shutdown leaves its table behind: -j marks
- * it "process_alive": false, the live view shows one frame of the state it
- * left and ends (both with a note on stderr), -l counts it as stale, -c
- * removes it.
+ * The table is still not trusted (the process, or anyone who can inspect
+ * it, may put any bytes in a memfd of that name): it is opened O_NONBLOCK,
+ * must be a regular file sealed against shrinking (F_SEAL_SHRINK: its
+ * mapping can never fault with SIGBUS), and its size is checked before
+ * mapping; magic, version, entry_size, nentries * entry_size against the
+ * size are validated once, at open: the counts used afterwards are the
+ * validated copies, never values read again from the mapping. Strings are
+ * bounded copies in which every byte outside printable ASCII is replaced.
+ * The policy's line is read under the header's seqlock for at most
+ * SEQ_WAIT_NS: a writer stopped half-way gives "(inconsistent ...)", not a
+ * wait.
  *
  * Exit status: 0 success, 1 no usable table (message on stderr), 2 usage.
  */
@@ -41,24 +41,33 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <sched.h>
-#include <setjmp.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <schedstm/cm.h>
-
 #include <schedstm/statetab.h>
 
 /* config.h: max_threads is at most 32767. */
 #define MAX_ENTRIES 32767u
+/* How long a read of the policy's line waits for a writer that is in the
+ * middle of rewriting it (odd sequence number). The writer copies 480
+ * bytes: a number that stays odd for longer belongs to a writer that was
+ * descheduled or stopped there, and waiting longer shows nothing newer. */
+#define SEQ_WAIT_NS 5000000ull
+/* A table being created (the memfd exists, its size, seals or magic not
+ * yet): waited for this many times 50 ms. */
+#define CREATE_TRIES 20
+/* Versions 1 to 3 kept the table in a file (SSTM_STT_LEGACY_PATH_FMT). */
+#define LEGACY_VERSION_MAX 3u
 
 _Static_assert(SSTM_ACT_COUNT == 7, "update act_names to match sstm_cm_act_t");
 /* sstm_cm_act_name(), without linking the library. */
@@ -73,12 +82,11 @@ static const char *prog = "sstm-top";
 
 typedef struct table {
   int pid;
-  char path[64];
+  char path[64]; /* /proc/PID/fd/N: what was opened */
   const sstm_stt_header_t *h;
   const sstm_stt_entry_t *e;
   size_t size; /* mapped bytes */
-  bool exited; /* the live view found the process gone, its table left */
-  dev_t dev;
+  dev_t dev;   /* the memfd's identity: a new sstm_init makes a new one */
   ino_t ino;
   /* Validated at open (nentries * entry_size fits in size, nreasons <=
    * SSTM_STT_REASONS): the bounds of every loop over the table. */
@@ -90,6 +98,7 @@ typedef struct header {
   uint32_t version, nentries, entry_size, nreasons;
   int32_t pid;
   uint64_t start_ns;
+  bool cm_info_ok; /* cm_info (and config) read whole under the seqlock */
   char config[sizeof(((sstm_stt_header_t *)0)->config) + 1];
   char cm_info[sizeof(((sstm_stt_header_t *)0)->cm_info) + 1];
   char reason_names[SSTM_STT_REASONS][sizeof(((sstm_stt_header_t *)0)->reason_names[0]) + 1];
@@ -106,8 +115,8 @@ typedef struct entry {
 } entry_t;
 
 /* A process with that pid exists and has not exited: a zombie (exited, not
- * yet reaped by its parent) counts as exited, since its table can no
- * longer change. Without /proc, kill(pid, 0) alone decides. */
+ * yet reaped by its parent) counts as exited. Without /proc, kill(pid, 0)
+ * alone decides. */
 static bool pid_alive(int pid) {
   if (kill(pid, 0) != 0 && errno != EPERM) return false;
   char path[64], buf[512];
@@ -148,191 +157,276 @@ static void copy_str(char *dst, const char *src, size_t n) {
   dst[i] = '\0';
 }
 
+/* The descriptors of pid whose link reads SSTM_STT_FD_LINK, in ascending
+ * order of discovery, at most max of them in fds; returns how many there
+ * are, or -1 with errno set when /proc/PID/fd cannot be listed (ENOENT: no
+ * such process; EACCES: not ours to inspect). */
+static int table_fds(int pid, int *fds, int max) {
+  char dir[64];
+  snprintf(dir, sizeof dir, "/proc/%d/fd", pid);
+  DIR *d = opendir(dir);
+  if (d == NULL) return -1;
+  int n = 0;
+  struct dirent *de;
+  while ((de = readdir(d)) != NULL) {
+    char *end;
+    errno = 0;
+    long fd = strtol(de->d_name, &end, 10);
+    if (errno || end == de->d_name || *end || fd < 0 || fd > INT_MAX) continue; /* . and .. */
+    char link[sizeof SSTM_STT_FD_LINK + 1];
+    ssize_t k = readlinkat(dirfd(d), de->d_name, link, sizeof link - 1);
+    if (k != (ssize_t)sizeof SSTM_STT_FD_LINK - 1) continue; /* closed meanwhile, or another */
+    link[k] = '\0';
+    if (strcmp(link, SSTM_STT_FD_LINK) != 0) continue;
+    if (n < max) fds[n] = (int)fd;
+    n++;
+  }
+  int e = errno;
+  closedir(d);
+  errno = e;
+  return n;
+}
+
 static void table_close(table_t *t) {
   if (t->h) munmap((void *)t->h, t->size);
   t->h = NULL;
   t->e = NULL;
 }
 
-/* Open and validate the table of pid. Returns 0, or 1 with a message in err. */
-static int table_open(int pid, table_t *t, char *err, size_t errlen) {
+/* Open, check and map descriptor fd of pid into t. Returns 0; 1 with a
+ * message in err; 2 with a message when the table may be one being created
+ * (empty, not sealed yet, magic 0: worth another look in a moment). */
+static int open_one(int pid, int fdnum, table_t *t, char *err, size_t errlen) {
   memset(t, 0, sizeof *t);
   t->pid = pid;
-  snprintf(t->path, sizeof t->path, SSTM_STT_PATH_FMT, pid);
-  /* sstm_init creates the file empty, sizes it, then writes the header and
-   * the magic last: give a table being created up to one second. */
-  for (int tries = 0;; tries++) {
-    /* O_NONBLOCK: opening a FIFO planted under the name returns at once
-     * (the fstat below rejects it) instead of waiting for a writer; it
-     * changes nothing for a regular file. */
-    int fd = open(t->path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
-    if (fd < 0) {
-      int e = errno;
-      if (e == ENOENT)
-        snprintf(err, errlen, "no state table for pid %d (%s does not exist): %s", pid, t->path,
-                 pid_alive(pid) ? "the process does not publish one (run it with "
-                                  "SCHEDSTM_STATE_TABLE=1 or cfg.state_table = true, "
-                                  "after sstm_init)"
-                                : "no such process");
-      else if (e == EACCES || e == EPERM)
-        snprintf(err, errlen,
-                 "%s: permission denied (the table is mode 0600: run as the user of pid %d)",
-                 t->path, pid);
-      else
-        snprintf(err, errlen, "%s: %s", t->path, strerror(e));
-      return 1;
-    }
-    struct stat st;
-    if (fstat(fd, &st) != 0) {
-      snprintf(err, errlen, "%s: fstat: %s", t->path, strerror(errno));
-      close(fd);
-      return 1;
-    }
-    if (!S_ISREG(st.st_mode)) {
-      snprintf(err, errlen, "%s: not a regular file", t->path);
-      close(fd);
-      return 1;
-    }
-    t->dev = st.st_dev;
-    t->ino = st.st_ino;
-    size_t hs = sizeof(sstm_stt_header_t);
-    if ((uint64_t)st.st_size < hs) {
-      close(fd);
-      if (tries < 20 && st.st_size == 0) {
-        sleep_ns(50000000);
-        continue;
-      }
-      snprintf(err, errlen, "%s: truncated: %lld bytes, smaller than the %zu-byte header", t->path,
-               (long long)st.st_size, hs);
-      return 1;
-    }
-    if ((uint64_t)st.st_size > hs + (uint64_t)MAX_ENTRIES * sizeof(sstm_stt_entry_t)) {
-      close(fd);
-      snprintf(err, errlen, "%s: implausible size %lld bytes: not a schedstm state table", t->path,
-               (long long)st.st_size);
-      return 1;
-    }
-    t->size = (size_t)st.st_size;
-    void *p = mmap(NULL, t->size, PROT_READ, MAP_SHARED, fd, 0);
+  snprintf(t->path, sizeof t->path, "/proc/%d/fd/%d", pid, fdnum);
+  /* O_NONBLOCK: whatever the descriptor became since its link was read
+   * (a FIFO, say), opening it returns at once; the checks below refuse it.
+   * Not O_NOFOLLOW: /proc/PID/fd/N is a link by nature. */
+  int fd = open(t->path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) {
     int e = errno;
+    if (e == ENOENT) {
+      snprintf(err, errlen, "%s: closed while being opened", t->path);
+      return 2;
+    }
+    if (e == EACCES || e == EPERM)
+      snprintf(err, errlen, "%s: permission denied (only the user of pid %d can read its table)",
+               t->path, pid);
+    else
+      snprintf(err, errlen, "%s: %s", t->path, strerror(e));
+    return 1;
+  }
+  struct stat st;
+  if (fstat(fd, &st) != 0) {
+    snprintf(err, errlen, "%s: fstat: %s", t->path, strerror(errno));
     close(fd);
-    if (p == MAP_FAILED) {
-      snprintf(err, errlen, "%s: mmap: %s", t->path, strerror(e));
-      return 1;
-    }
-    t->h = p;
-    uint32_t magic = __atomic_load_n(&t->h->magic, __ATOMIC_ACQUIRE);
-    if (magic == 0 && tries < 20) {
-      table_close(t);
-      sleep_ns(50000000);
-      continue;
-    }
-    if (magic == 0) {
-      snprintf(err, errlen,
-               "%s: not initialised (magic 0): a table being created, or not a "
-               "schedstm state table",
-               t->path);
-      break;
-    }
-    if (magic != SSTM_STT_MAGIC) {
-      snprintf(err, errlen,
-               "%s: bad magic 0x%08" PRIx32 " (expected 0x%08x): not a schedstm "
-               "state table",
-               t->path, magic, SSTM_STT_MAGIC);
-      break;
-    }
-    uint32_t v = LD(t->h->version);
-    if (v != SSTM_STT_VERSION) {
-      snprintf(err, errlen, "%s: table version %" PRIu32 ", this sstm-top reads version %u",
-               t->path, v, SSTM_STT_VERSION);
-      break;
-    }
-    if (LD(t->h->header_size) != sizeof(sstm_stt_header_t)) {
-      snprintf(err, errlen, "%s: header_size %" PRIu32 " differs from this sstm-top's %zu", t->path,
-               LD(t->h->header_size), sizeof(sstm_stt_header_t));
-      break;
-    }
-    uint32_t es = LD(t->h->entry_size);
-    if (es != sizeof(sstm_stt_entry_t)) {
-      snprintf(err, errlen,
-               "%s: entry_size %" PRIu32 " differs from this sstm-top's %zu "
-               "(library and tool built from different sources)",
-               t->path, es, sizeof(sstm_stt_entry_t));
-      break;
-    }
-    uint32_t n = LD(t->h->nentries);
-    uint64_t need = (uint64_t)hs + (uint64_t)n * es;
-    if (n > MAX_ENTRIES || need > t->size) {
-      snprintf(err, errlen,
-               "%s: %" PRIu32 " entries of %" PRIu32 " bytes need %" PRIu64
-               " bytes, the file has %zu",
-               t->path, n, es, need, t->size);
-      break;
-    }
-    uint32_t nr = LD(t->h->nreasons);
-    if (nr > SSTM_STT_REASONS) {
-      snprintf(err, errlen, "%s: %" PRIu32 " abort reasons, at most %d", t->path, nr,
-               SSTM_STT_REASONS);
-      break;
-    }
-    int32_t tpid = LD(t->h->pid);
-    if (tpid != pid) {
-      snprintf(err, errlen, "%s: the table says it belongs to pid %" PRId32, t->path, tpid);
-      break;
-    }
+    return 1;
+  }
+  if (!S_ISREG(st.st_mode)) {
+    snprintf(err, errlen, "%s: not a regular file", t->path);
+    close(fd);
+    return 1;
+  }
+  t->dev = st.st_dev;
+  t->ino = st.st_ino;
+  /* F_SEAL_SHRINK, once set, stays: the size below is then the least the
+   * file will ever have, and no page of the mapping can fault (SIGBUS). */
+  int seals = fcntl(fd, F_GET_SEALS);
+  if (seals < 0 || !(seals & F_SEAL_SHRINK)) {
+    snprintf(err, errlen,
+             "%s: not sealed against shrinking (F_SEAL_SHRINK): not a schedstm state table of "
+             "version %u",
+             t->path, SSTM_STT_VERSION);
+    close(fd);
+    return 2; /* sstm_init seals it just after creating it */
+  }
+  size_t hs = sizeof(sstm_stt_header_t);
+  if ((uint64_t)st.st_size < hs) {
+    close(fd);
+    snprintf(err, errlen, "%s: truncated: %lld bytes, smaller than the %zu-byte header", t->path,
+             (long long)st.st_size, hs);
+    return 1; /* sealed: it can never grow to a table */
+  }
+  if ((uint64_t)st.st_size > hs + (uint64_t)MAX_ENTRIES * sizeof(sstm_stt_entry_t)) {
+    close(fd);
+    snprintf(err, errlen, "%s: implausible size %lld bytes: not a schedstm state table", t->path,
+             (long long)st.st_size);
+    return 1;
+  }
+  t->size = (size_t)st.st_size;
+  void *p = mmap(NULL, t->size, PROT_READ, MAP_SHARED, fd, 0);
+  int e = errno;
+  close(fd);
+  if (p == MAP_FAILED) {
+    snprintf(err, errlen, "%s: mmap: %s", t->path, strerror(e));
+    return 1;
+  }
+  t->h = p;
+  int rc = 1;
+  /* acquire: pairs with the release store of the magic in sstm_init; the
+   * header's other fields are read after it. */
+  uint32_t magic = __atomic_load_n(&t->h->magic, __ATOMIC_ACQUIRE);
+  uint32_t v = LD(t->h->version), es = LD(t->h->entry_size), n = LD(t->h->nentries);
+  uint32_t nr = LD(t->h->nreasons);
+  uint64_t need = (uint64_t)hs + (uint64_t)n * es;
+  int32_t tpid = LD(t->h->pid);
+  if (magic == 0) {
+    snprintf(err, errlen,
+             "%s: not initialised (magic 0): a table being created, or not a "
+             "schedstm state table",
+             t->path);
+    rc = 2;
+  } else if (magic != SSTM_STT_MAGIC)
+    snprintf(err, errlen,
+             "%s: bad magic 0x%08" PRIx32 " (expected 0x%08x): not a schedstm "
+             "state table",
+             t->path, magic, SSTM_STT_MAGIC);
+  else if (v != SSTM_STT_VERSION)
+    snprintf(err, errlen, "%s: table version %" PRIu32 ", this sstm-top reads version %u", t->path,
+             v, SSTM_STT_VERSION);
+  else if (LD(t->h->header_size) != sizeof(sstm_stt_header_t))
+    snprintf(err, errlen, "%s: header_size %" PRIu32 " differs from this sstm-top's %zu", t->path,
+             LD(t->h->header_size), sizeof(sstm_stt_header_t));
+  else if (es != sizeof(sstm_stt_entry_t))
+    snprintf(err, errlen,
+             "%s: entry_size %" PRIu32 " differs from this sstm-top's %zu "
+             "(library and tool built from different sources)",
+             t->path, es, sizeof(sstm_stt_entry_t));
+  else if (n > MAX_ENTRIES || need > t->size)
+    snprintf(err, errlen,
+             "%s: %" PRIu32 " entries of %" PRIu32 " bytes need %" PRIu64
+             " bytes, the table has %zu",
+             t->path, n, es, need, t->size);
+  else if (nr > SSTM_STT_REASONS)
+    snprintf(err, errlen, "%s: %" PRIu32 " abort reasons, at most %d", t->path, nr,
+             SSTM_STT_REASONS);
+  else if (tpid != pid)
+    snprintf(err, errlen, "%s: the table says it belongs to pid %" PRId32, t->path, tpid);
+  else {
     t->nentries = n;
     t->nreasons = nr;
     t->e = (const sstm_stt_entry_t *)(const void *)(t->h + 1);
     return 0;
   }
   table_close(t);
+  return rc;
+}
+
+/* Open and validate the table of pid. Returns 0, or 1 with a message in
+ * err. A table being created (sstm_init running) is given up to a second. */
+static int table_open(int pid, table_t *t, char *err, size_t errlen) {
+  for (int tries = 0;; tries++) {
+    int fds[8];
+    int n = table_fds(pid, fds, 8);
+    if (n < 0) {
+      int e = errno;
+      if (e == ENOENT)
+        snprintf(err, errlen, "no state table for pid %d: no such process", pid);
+      else if (e == EACCES || e == EPERM)
+        snprintf(err, errlen,
+                 "cannot list /proc/%d/fd: permission denied (only the user of pid %d can "
+                 "read its table, and only while the process is dumpable; or root)",
+                 pid, pid);
+      else
+        snprintf(err, errlen, "cannot list /proc/%d/fd: %s", pid, strerror(e));
+      return 1;
+    }
+    if (n == 0) {
+      snprintf(err, errlen, "no state table for pid %d: %s", pid,
+               pid_alive(pid) ? "the process does not publish one (run it with "
+                                "SCHEDSTM_STATE_TABLE=1 or cfg.state_table = true, "
+                                "after sstm_init)"
+                              : "the process has exited (its table went with it)");
+      return 1;
+    }
+    /* The first one that is a table; else the first one's reason. */
+    int worst = 0;
+    char first[512] = "";
+    for (int i = 0; i < n && i < 8; i++) {
+      char why[512];
+      int rc = open_one(pid, fds[i], t, why, sizeof why);
+      if (rc == 0) return 0;
+      if (!first[0]) snprintf(first, sizeof first, "%s", why);
+      if (rc == 2) worst = 2;
+    }
+    if (worst == 2 && tries < CREATE_TRIES) {
+      sleep_ns(50000000);
+      continue;
+    }
+    snprintf(err, errlen, "%s", first);
+    return 1;
+  }
+}
+
+/* The table changed under the live view: 0 same, 1 replaced (sstm_shutdown
+ * and sstm_init again: a new memfd), -1 gone. */
+static int table_changed(const table_t *t) {
+  int fds[8];
+  int n = table_fds(t->pid, fds, 8);
+  if (n <= 0) return -1;
+  for (int i = 0; i < n && i < 8; i++) {
+    char path[64];
+    struct stat st;
+    snprintf(path, sizeof path, "/proc/%d/fd/%d", t->pid, fds[i]);
+    if (stat(path, &st) == 0 && st.st_dev == t->dev && st.st_ino == t->ino) return 0;
+  }
   return 1;
 }
 
 /* The policy's current line, and with cfg (NULL: not wanted, else of
  * sizeof config + 1 bytes) the configuration line, both written under the
- * same sequence number (seqlock reader: two equal even numbers around the
- * copy). A writer that stays in the middle (a process stopped there) leaves
- * "(being updated)" after a bounded number of tries. */
-static void read_cm_info(const table_t *t, char *dst, size_t dstlen, char *cfg) {
+ * same sequence number (the seqlock reader of schedstm/statetab.h: two
+ * equal even numbers around the copy). A writer that stays in the middle
+ * for SEQ_WAIT_NS (descheduled or stopped there) leaves "(inconsistent
+ * ...)" and false: a bound in time, since yields alone can each give the
+ * CPU away for a whole time slice on a loaded host. */
+static bool read_cm_info(const table_t *t, char *dst, size_t dstlen, char *cfg) {
   char buf[sizeof t->h->cm_info], cbuf[sizeof t->h->config];
-  for (int tries = 0; tries < 1000; tries++) {
+  uint64_t deadline = 0;
+  for (;;) {
     uint32_t s1 = __atomic_load_n(&t->h->cm_info_seq, __ATOMIC_ACQUIRE);
-    if (s1 & 1) {
-      sched_yield();
-      continue;
+    if (!(s1 & 1)) {
+      /* acquire loads: a byte written after the writer made the number odd
+       * (and fenced, release) brings that odd number with it, so the
+       * re-read below cannot see s1 again; they also keep the re-read after
+       * the copy. (Not an acquire fence: ThreadSanitizer builds reject
+       * fences.) */
+      for (size_t i = 0; cfg && i < sizeof cbuf; i++)
+        cbuf[i] = __atomic_load_n(&t->h->config[i], __ATOMIC_ACQUIRE);
+      for (size_t i = 0; i < sizeof buf; i++)
+        buf[i] = __atomic_load_n(&t->h->cm_info[i], __ATOMIC_ACQUIRE);
+      if (LD(t->h->cm_info_seq) == s1) {
+        (void)dstlen;
+        copy_str(dst, buf, sizeof buf);
+        if (cfg) copy_str(cfg, cbuf, sizeof cbuf);
+        return true;
+      }
     }
-    /* acquire loads: a byte written after the writer made the number odd
-     * (and fenced, release) brings that odd number with it, so the re-read
-     * below cannot see s1 again; they also keep the re-read after the copy.
-     * (Not an acquire fence: ThreadSanitizer builds reject fences.) */
-    for (size_t i = 0; cfg && i < sizeof cbuf; i++)
-      cbuf[i] = __atomic_load_n(&t->h->config[i], __ATOMIC_ACQUIRE);
-    for (size_t i = 0; i < sizeof buf; i++)
-      buf[i] = __atomic_load_n(&t->h->cm_info[i], __ATOMIC_ACQUIRE);
-    if (LD(t->h->cm_info_seq) == s1) {
-      (void)dstlen;
-      copy_str(dst, buf, sizeof buf);
-      if (cfg) copy_str(cfg, cbuf, sizeof cbuf);
-      return;
-    }
+    uint64_t now = now_ns();
+    if (deadline == 0)
+      deadline = now + SEQ_WAIT_NS;
+    else if (now >= deadline)
+      break;
+    sched_yield(); /* a writer descheduled on this CPU may finish */
   }
-  snprintf(dst, dstlen, "(being updated)");
-  if (cfg) snprintf(cfg, sizeof cbuf + 1, "(being updated)");
+  snprintf(dst, dstlen, "(inconsistent: being rewritten)");
+  if (cfg) snprintf(cfg, sizeof cbuf + 1, "(inconsistent: being rewritten)");
+  return false;
 }
 
 static void read_header(const table_t *t, header_t *h) {
   memset(h, 0, sizeof *h);
   /* What table_open validated, not the mapping again: a writer (or anyone
-   * else who can write the file) may have changed these since, and a larger
-   * nentries would take the entry loops beyond the mapping. */
+   * else who can write the table) may have changed these since, and a
+   * larger nentries would take the entry loops beyond the mapping. */
   h->version = SSTM_STT_VERSION;
   h->nentries = t->nentries;
   h->entry_size = sizeof(sstm_stt_entry_t);
   h->nreasons = t->nreasons;
   h->pid = t->pid;
   h->start_ns = LD(t->h->start_ns);
-  read_cm_info(t, h->cm_info, sizeof h->cm_info, h->config);
+  h->cm_info_ok = read_cm_info(t, h->cm_info, sizeof h->cm_info, h->config);
   for (int i = 0; i < SSTM_STT_REASONS; i++)
     copy_str(h->reason_names[i], t->h->reason_names[i], sizeof t->h->reason_names[i]);
   for (int i = 0; i < SSTM_STT_CMSTATS; i++)
@@ -380,23 +474,6 @@ static const char *os_policy_name(int32_t p) {
   }
 }
 
-/* -l: while a table is being opened and read, a SIGBUS jumps back to the
- * listing, which reports that table and goes on with the next one. The
- * fault is synchronous, in plain loads from the mapping: no lock is held
- * there. */
-static sigjmp_buf list_jmp;
-static volatile sig_atomic_t list_jmp_armed;
-
-static void sigbus_handler(int sig) {
-  (void)sig;
-  if (list_jmp_armed) siglongjmp(list_jmp, 1);
-  static const char msg[] = ": the state table shrank while being read (SIGBUS)\n";
-  ssize_t r = write(2, prog, strlen(prog));
-  r = write(2, msg, sizeof msg - 1);
-  (void)r;
-  _exit(1);
-}
-
 /* ---- JSON ------------------------------------------------------------------ */
 
 static void jstr(FILE *o, const char *s) {
@@ -413,23 +490,17 @@ static void jstr(FILE *o, const char *s) {
   fputc('"', o);
 }
 
-/* The table's process has exited without sstm_shutdown (killed, crashed,
- * _exit): what the table shows is each thread's state at that moment. A
- * pid reused by another process since is not detected (the pid is alive). */
-static void exited_note(const table_t *t) {
-  fprintf(stderr,
-          "%s: pid %d has exited without sstm_shutdown: %s is the state it left (%s -c "
-          "removes it)\n",
-          prog, t->pid, t->path, prog);
-}
-
 static int json_snapshot(const table_t *t, bool all) {
   header_t h;
   read_header(t, &h);
   FILE *o = stdout;
   uint64_t now = now_ns();
+  /* Our mapping keeps the table of a process that exits after the open:
+   * what it shows is then the state that process left. */
   bool alive = pid_alive(t->pid);
-  if (!alive) exited_note(t);
+  if (!alive)
+    fprintf(stderr, "%s: pid %d exited while its table was read: the state it left\n", prog,
+            t->pid);
   fprintf(o,
           "{\"pid\": %" PRId32 ", \"process_alive\": %s, \"version\": %" PRIu32
           ", \"nentries\": %" PRIu32 ", \"entry_size\": %" PRIu32 ",\n",
@@ -444,14 +515,22 @@ static int json_snapshot(const table_t *t, bool all) {
   jstr(o, h.config);
   fprintf(o, ",\n \"cm_info\": ");
   jstr(o, h.cm_info);
+  fprintf(o, ", \"cm_info_consistent\": %s", h.cm_info_ok ? "true" : "false");
+  /* reason_names: index = sstm_abort_reason_t, nreasons of them. */
   fprintf(o, ",\n \"reason_names\": [");
   for (uint32_t r = 0; r < h.nreasons; r++) {
     fprintf(o, r ? ", " : "");
     jstr(o, h.reason_names[r]);
   }
+  /* cm_stat_names: the counters the policy uses, in order (the unused
+   * slots, with empty names, are left out: cm_stats below is keyed by
+   * name). */
   fprintf(o, "],\n \"cm_stat_names\": [");
+  bool first = true;
   for (int s = 0; s < SSTM_STT_CMSTATS; s++) {
-    fprintf(o, s ? ", " : "");
+    if (!h.cm_stat_names[s][0]) continue;
+    fprintf(o, first ? "" : ", ");
+    first = false;
     jstr(o, h.cm_stat_names[s]);
   }
   fprintf(o, "],\n \"entries\": [");
@@ -491,7 +570,7 @@ static int json_snapshot(const table_t *t, bool all) {
       fprintf(o, ": %" PRIu64, x.by_reason[r]);
     }
     fprintf(o, "},\n   \"cm_stats\": {");
-    bool first = true;
+    first = true;
     for (int s = 0; s < SSTM_STT_CMSTATS; s++) {
       if (!h.cm_stat_names[s][0]) continue; /* unused counter */
       fprintf(o, first ? "" : ", ");
@@ -507,6 +586,72 @@ static int json_snapshot(const table_t *t, bool all) {
           in_use, commits, aborts);
   return fflush(o) == 0 && !ferror(o) ? 0 : 1;
 }
+
+/* ---- layout ----------------------------------------------------------------- */
+
+/* The output's width in columns: the terminal's (TIOCGWINSZ) when stdout
+ * is one, else $COLUMNS when it is a number, else 80. */
+static int out_width(void) {
+  struct winsize ws;
+  if (isatty(STDOUT_FILENO) && ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0)
+    return ws.ws_col;
+  const char *c = getenv("COLUMNS");
+  if (c && *c) {
+    char *end;
+    errno = 0;
+    long v = strtol(c, &end, 10);
+    if (!errno && !*end && v > 0 && v <= 10000) return (int)v;
+  }
+  return 80;
+}
+
+/* The wide layout's columns; it is used when they fit. The narrow one
+ * leaves out TXID, AB/COM, CONFL, OSPOL, NICE and CM (the
+ * policy is on the "policy now" line, the JSON has every field). */
+#define WIDE_FMT_H "%5s %8s %2s %12s %11s %9s %10s %9s %7s %-16s %8s %-7s %-6s %4s %s\n"
+#define WIDE_COLUMNS 140 /* the columns above with a 12-character policy name */
+/* 78 columns: one spare, so that no terminal wraps a full line */
+#define NARROW_FMT_H "%4s %7s %2s %10s %8s %9s %8s %-15s %s\n"
+
+/* Print text, cut into lines of at most width columns at spaces (a word
+ * longer than a line is cut where the line ends), continuation lines
+ * indented by two spaces. */
+static void put_wrapped(FILE *o, const char *text, int width) {
+  if (width < 20) width = 20;
+  const char *p = text;
+  int indent = 0;
+  while (*p) {
+    int room = width - indent;
+    size_t len = strlen(p);
+    size_t take = len;
+    if ((int)len > room) {
+      take = (size_t)room;
+      while (take > 0 && p[take] != ' ')
+        take--;
+      if (take == 0) take = (size_t)room; /* one long word */
+    }
+    fprintf(o, "%*s%.*s\n", indent, "", (int)take, p);
+    p += take;
+    while (*p == ' ')
+      p++;
+    indent = 2;
+  }
+}
+
+/* What adaptive's line means (its describe(): "current=P long>Nus
+ * reason=..."): in full for -h, in short under the live view's line. */
+static const char adaptive_legend_short[] =
+    "(adaptive: current=policy in use, long>=long-tx threshold; over|under=threads vs CPUs, "
+    "busy=CPUs used/CPUs, *-tx=CPU time per commit, nondet=retries reading other data, "
+    "upd=update share; probe: commit rates, t=Welch's t. sstm-top -h explains)";
+static const char adaptive_legend[] =
+    "adaptive: current= the sub-policy in use; long> CPU time per commit above which "
+    "transactions count as long; reason= what the last window showed: over|under = more "
+    "threads than CPUs or not, threads= that ran transactions, busy= CPUs they kept busy/CPUs, "
+    "short-tx|long-tx|nondet-tx= CPU time per commit, nondet= share of retries that read other "
+    "data, upd= share of update commits, slice= time-slice extension, window= evaluation window; "
+    "probe A=x/s B=y/s = commit rates of the two candidates, t= Welch's t of their difference; "
+    "start = no window judged yet.";
 
 /* ---- live view --------------------------------------------------------------- */
 
@@ -542,8 +687,11 @@ static unsigned snapshot(const table_t *t, uint32_t n, entry_t *cur) {
 static void frame(const table_t *t, const header_t *h, const entry_t *cur, prev_t *prev, double dt,
                   bool all, bool clear, double interval) {
   FILE *o = stdout;
+  int width = out_width();
+  bool wide = width >= WIDE_COLUMNS;
+  width--; /* a full-width line makes some terminals wrap */
   uint64_t now = now_ns();
-  char up[32], rc[24], ra[24];
+  char up[32], rc[24], ra[24], line[512];
   fmt_uptime(up, sizeof up, now > h->start_ns ? now - h->start_ns : 0);
   uint64_t tc = 0, ta = 0, pc = 0, pa = 0;
   unsigned in_use = 0;
@@ -564,23 +712,30 @@ static void frame(const table_t *t, const header_t *h, const entry_t *cur, prev_
   if (clear) fputs("\033[H\033[2J", o);
   fmt_rate(rc, sizeof rc, pvalid, tc, pc, dt);
   fmt_rate(ra, sizeof ra, pvalid, ta, pa, dt);
-  if (t->exited)
-    fprintf(o, "sstm-top - pid %d (exited, the state it left)  threads %u/%" PRIu32 "\n", t->pid,
-            in_use, h->nentries);
-  else
-    fprintf(o, "sstm-top - pid %d  up %s  threads %u/%" PRIu32 "  refresh %.2fs\n", t->pid, up,
-            in_use, h->nentries, interval);
-  fprintf(o, "%s\n", h->config[0] ? h->config : "(no configuration line)");
-  if (h->cm_info[0]) fprintf(o, "policy now: %s\n", h->cm_info);
-  fprintf(o, "total: commits %" PRIu64 " (%s/s)  aborts %" PRIu64 " (%s/s)  aborts/commit ", tc, rc,
-          ta, ra);
+  snprintf(line, sizeof line, "sstm-top - pid %d  up %s  threads %u/%" PRIu32 "  refresh %.2fs",
+           t->pid, up, in_use, h->nentries, interval);
+  put_wrapped(o, line, width);
+  put_wrapped(o, h->config[0] ? h->config : "(no configuration line)", width);
+  if (h->cm_info[0]) {
+    snprintf(line, sizeof line, "policy now: %s", h->cm_info);
+    put_wrapped(o, line, width);
+    if (strncmp(h->cm_info, "current=", 8) == 0) put_wrapped(o, adaptive_legend_short, width);
+  }
+  snprintf(line, sizeof line,
+           "total: commits %" PRIu64 " (%s/s)  aborts %" PRIu64 " (%s/s)  aborts/commit ", tc, rc,
+           ta, ra);
   if (tc)
-    fprintf(o, "%.3f\n\n", (double)ta / (double)tc);
+    snprintf(line + strlen(line), sizeof line - strlen(line), "%.3f", (double)ta / (double)tc);
   else
-    fprintf(o, "-\n\n");
-  fprintf(o, "%5s %8s %2s %12s %11s %9s %10s %9s %7s %-16s %8s %-7s %-6s %4s %s\n", "SLOT", "TID",
-          "TX", "TXID", "COMMITS", "COMMIT/S", "ABORTS", "ABORT/S", "AB/COM", "LAST-REASON",
-          "CONFL", "ACTION", "OSPOL", "NICE", "CM");
+    snprintf(line + strlen(line), sizeof line - strlen(line), "-");
+  put_wrapped(o, line, width);
+  fputc('\n', o);
+  if (wide)
+    fprintf(o, WIDE_FMT_H, "SLOT", "TID", "TX", "TXID", "COMMITS", "COMMIT/S", "ABORTS", "ABORT/S",
+            "AB/COM", "LAST-REASON", "CONFL", "ACTION", "OSPOL", "NICE", "CM");
+  else
+    fprintf(o, NARROW_FMT_H, "SLOT", "TID", "TX", "COMMITS", "COMMIT/S", "ABORTS", "ABORT/S",
+            "LAST-REASON", "ACTION");
   for (uint32_t i = 0; i < h->nentries; i++) {
     const entry_t *x = &cur[i];
     if (!x->in_use && !all) {
@@ -590,34 +745,38 @@ static void frame(const table_t *t, const header_t *h, const entry_t *cur, prev_
     bool pv = pvalid && prev[i].valid && prev[i].tid == x->tid;
     fmt_rate(rc, sizeof rc, pv, x->commits, prev[i].commits, dt);
     fmt_rate(ra, sizeof ra, pv, x->aborts, prev[i].aborts, dt);
-    char ratio[16], confl[16];
-    if (x->commits)
-      snprintf(ratio, sizeof ratio, "%.3f", (double)x->aborts / (double)x->commits);
-    else
-      snprintf(ratio, sizeof ratio, "-");
-    if (x->conflict_tid)
-      snprintf(confl, sizeof confl, "%" PRId32, x->conflict_tid);
-    else
-      snprintf(confl, sizeof confl, "-");
-    fprintf(o,
-            "%5" PRIu32 " %8" PRId32 " %2s %12" PRIu64 " %11" PRIu64 " %9s %10" PRIu64
-            " %9s %7s %-16s %8s %-7s %-6s %4" PRId32 " %s%s\n",
-            x->slot, x->tid, x->in_tx ? "*" : "", x->txid, x->commits, rc, x->aborts, ra, ratio,
-            x->aborts ? reason_name(h, x->last_reason) : "-", confl, act_name(x->action),
-            os_policy_name(x->os_policy), x->os_nice, x->cm, x->in_use ? "" : " (free)");
+    const char *why = x->aborts ? reason_name(h, x->last_reason) : "-";
+    if (wide) {
+      char ratio[16], confl[16];
+      if (x->commits)
+        snprintf(ratio, sizeof ratio, "%.3f", (double)x->aborts / (double)x->commits);
+      else
+        snprintf(ratio, sizeof ratio, "-");
+      if (x->conflict_tid)
+        snprintf(confl, sizeof confl, "%" PRId32, x->conflict_tid);
+      else
+        snprintf(confl, sizeof confl, "-");
+      fprintf(o,
+              "%5" PRIu32 " %8" PRId32 " %2s %12" PRIu64 " %11" PRIu64 " %9s %10" PRIu64
+              " %9s %7s %-16s %8s %-7s %-6s %4" PRId32 " %s%s\n",
+              x->slot, x->tid, x->in_tx ? "*" : "", x->txid, x->commits, rc, x->aborts, ra, ratio,
+              why, confl, act_name(x->action), os_policy_name(x->os_policy), x->os_nice, x->cm,
+              x->in_use ? "" : " (free)");
+    } else {
+      /* the free marker in the TX column: no room for a column of its own */
+      fprintf(o, "%4" PRIu32 " %7" PRId32 " %2s %10" PRIu64 " %8s %9" PRIu64 " %8s %-15.15s %s\n",
+              x->slot, x->tid,
+              !x->in_use ? "-"
+              : x->in_tx ? "*"
+                         : "",
+              x->commits, rc, x->aborts, ra, why, act_name(x->action));
+    }
     prev[i].valid = x->in_use != 0;
     prev[i].tid = x->tid;
     prev[i].commits = x->commits;
     prev[i].aborts = x->aborts;
   }
   fflush(o);
-}
-
-/* The table file changed: 0 same, 1 replaced (re-attach), -1 gone. */
-static int table_changed(const table_t *t) {
-  struct stat st;
-  if (stat(t->path, &st) != 0) return -1;
-  return st.st_dev == t->dev && st.st_ino == t->ino ? 0 : 1;
 }
 
 static int live(table_t *t, double interval, long count, bool all) {
@@ -629,6 +788,8 @@ static int live(table_t *t, double interval, long count, bool all) {
   prev_t *prev = calloc(h.nentries ? h.nentries : 1, sizeof *prev);
   if (!cur || !prev) {
     fprintf(stderr, "%s: out of memory\n", prog);
+    free(cur);
+    free(prev);
     return 1;
   }
   /* Baseline: the first frame already shows rates over one interval. */
@@ -637,13 +798,7 @@ static int live(table_t *t, double interval, long count, bool all) {
     prev[i] = (prev_t){cur[i].in_use != 0, cur[i].tid, cur[i].commits, cur[i].aborts};
   uint64_t last = now_ns();
   int rc = 0;
-  if (!pid_alive(t->pid)) { /* one frame of what it left, and stop */
-    t->exited = true;
-    read_cm_info(t, h.cm_info, sizeof h.cm_info, NULL);
-    frame(t, &h, cur, prev, 0.0, all, false, interval);
-    exited_note(t);
-  }
-  for (long done = 0; !t->exited && (count <= 0 || done < count); done++) {
+  for (long done = 0; count <= 0 || done < count; done++) {
     sleep_ns(period);
     int ch = table_changed(t);
     if (ch != 0) {
@@ -677,15 +832,8 @@ static int live(table_t *t, double interval, long count, bool all) {
     snapshot(t, h.nentries, cur);
     /* The policy's line changes while the program runs (adaptive's choice
      * and reason): read it again for every frame. */
-    read_cm_info(t, h.cm_info, sizeof h.cm_info, NULL);
-    /* Killed since the last frame: its table stays, frozen; this frame is
-     * the state it left, and the view ends. */
-    t->exited = !pid_alive(t->pid);
+    h.cm_info_ok = read_cm_info(t, h.cm_info, sizeof h.cm_info, NULL);
     frame(t, &h, cur, prev, dt, all, clear, interval);
-    if (t->exited) {
-      exited_note(t);
-      break;
-    }
     if (!clear && (count <= 0 || done + 1 < count)) fputc('\n', stdout);
   }
   free(cur);
@@ -695,9 +843,63 @@ static int live(table_t *t, double interval, long count, bool all) {
 
 /* ---- listing ----------------------------------------------------------------- */
 
-/* The pid in a directory entry named like a table ("schedstm.<digits>",
- * SSTM_STT_PATH_FMT), or -1 for any other name. */
-static int table_name_pid(const char *name) {
+/* -l: every process of /proc whose descriptors we may list (ours) and that
+ * has a table descriptor. */
+static int list_tables(void) {
+  DIR *d = opendir("/proc");
+  if (d == NULL) {
+    fprintf(stderr, "%s: /proc: %s\n", prog, strerror(errno));
+    return 1;
+  }
+  unsigned found = 0;
+  struct dirent *de;
+  while ((de = readdir(d)) != NULL) {
+    char *end;
+    errno = 0;
+    long pid = strtol(de->d_name, &end, 10);
+    if (errno || end == de->d_name || *end || pid <= 0 || pid > INT_MAX) continue;
+    int fds[1];
+    if (table_fds((int)pid, fds, 1) <= 0) continue; /* none, gone, or not ours */
+    if (found++ == 0) printf("%8s %7s %-16s %s\n", "PID", "THREADS", "COMMAND", "CONFIG");
+    /* The name is the process's own choice (prctl PR_SET_NAME): as
+     * untrusted as the table. */
+    char raw[64] = "?", comm[sizeof raw], path[64];
+    snprintf(path, sizeof path, "/proc/%ld/comm", pid);
+    FILE *f = fopen(path, "re");
+    if (f) {
+      if (fgets(raw, sizeof raw, f)) raw[strcspn(raw, "\n")] = '\0';
+      fclose(f);
+    }
+    copy_str(comm, raw, sizeof raw - 1);
+    table_t t;
+    char err[512];
+    if (table_open((int)pid, &t, err, sizeof err) != 0) {
+      printf("%8ld %7s %-16s (%s)\n", pid, "-", comm, err);
+      continue;
+    }
+    header_t h;
+    read_header(&t, &h);
+    unsigned in_use = 0;
+    for (uint32_t i = 0; i < t.nentries; i++)
+      in_use += LD(t.e[i].in_use) != 0;
+    /* one line per process: the configuration cut to the width */
+    int room = out_width() - 1 - 34;
+    if (room < 10) room = 10;
+    if ((int)strlen(h.config) > room) memcpy(h.config + room - 3, "...", 4);
+    printf("%8ld %7u %-16s %s\n", pid, in_use, comm, h.config);
+    table_close(&t);
+  }
+  closedir(d);
+  if (found == 0) printf("no schedstm state tables in your running processes\n");
+  return 0;
+}
+
+/* ---- removing files of earlier versions ----------------------------------------- */
+
+/* The pid in a directory entry named like a table of versions 1 to 3
+ * ("schedstm.<digits>", SSTM_STT_LEGACY_PATH_FMT), or -1 for any other
+ * name. */
+static int legacy_name_pid(const char *name) {
   if (strncmp(name, "schedstm.", 9) != 0) return -1;
   const char *s = name + 9;
   if (!*s || strlen(s) > 9) return -1;
@@ -707,89 +909,49 @@ static int table_name_pid(const char *name) {
   return pid > 0 ? pid : -1;
 }
 
-static int list_tables(void) {
-  DIR *d = opendir("/dev/shm");
-  if (d == NULL) {
-    fprintf(stderr, "%s: /dev/shm: %s\n", prog, strerror(errno));
-    return 1;
-  }
-  unsigned found = 0, stale = 0;
-  struct dirent *de;
-  while ((de = readdir(d)) != NULL) {
-    int pid = table_name_pid(de->d_name);
-    if (pid < 0) continue;
-    if (!pid_alive(pid)) {
-      stale++;
-      continue;
-    }
-    if (found++ == 0) printf("%8s %7s %-16s %s\n", "PID", "THREADS", "COMMAND", "CONFIG");
-    /* The name is the process's own choice (prctl PR_SET_NAME): as
-     * untrusted as the table. */
-    char raw[64] = "?", comm[sizeof raw], path[64];
-    snprintf(path, sizeof path, "/proc/%d/comm", pid);
-    FILE *f = fopen(path, "re");
-    if (f) {
-      if (fgets(raw, sizeof raw, f)) raw[strcspn(raw, "\n")] = '\0';
-      fclose(f);
-    }
-    copy_str(comm, raw, sizeof raw - 1);
-    static table_t t;                  /* static: still valid after a siglongjmp */
-    if (sigsetjmp(list_jmp, 1) != 0) { /* SIGBUS: the file shrank */
-      list_jmp_armed = 0;
-      printf("%8d %7s %-16s (%s: the state table shrank while being read)\n", pid, "-", comm,
-             t.path);
-      table_close(&t);
-      continue;
-    }
-    list_jmp_armed = 1;
-    char err[512];
-    if (table_open(pid, &t, err, sizeof err) != 0) {
-      list_jmp_armed = 0;
-      printf("%8d %7s %-16s (%s)\n", pid, "-", comm, err);
-      continue;
-    }
-    header_t h;
-    read_header(&t, &h);
-    unsigned in_use = 0;
-    for (uint32_t i = 0; i < t.nentries; i++)
-      in_use += LD(t.e[i].in_use) != 0;
-    list_jmp_armed = 0;
-    printf("%8d %7u %-16s %s\n", pid, in_use, comm, h.config);
-    table_close(&t);
-  }
-  closedir(d);
-  if (found == 0) printf("no schedstm state tables of running processes in /dev/shm\n");
-  if (stale)
-    fprintf(stderr,
-            "%s: %u stale table(s) of exited processes in /dev/shm/schedstm.* "
-            "(%s -c removes yours)\n",
-            prog, stale, prog);
-  return 0;
+/* The file dfd/name starts like a table of versions 1 to 3 (magic, then a
+ * version from 1 to LEGACY_VERSION_MAX): read with pread, not mapped. */
+static bool legacy_header(int dfd, const char *name, const struct stat *st) {
+  int fd = openat(dfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+  if (fd < 0) return false;
+  uint32_t w[2];
+  struct stat again;
+  bool ok = fstat(fd, &again) == 0 && again.st_dev == st->st_dev && again.st_ino == st->st_ino &&
+            pread(fd, w, sizeof w, 0) == (ssize_t)sizeof w && w[0] == SSTM_STT_MAGIC && w[1] >= 1 &&
+            w[1] <= LEGACY_VERSION_MAX;
+  close(fd);
+  return ok;
 }
 
-/* ---- removing stale tables ---------------------------------------------------- */
-
-/* -c: remove the tables that processes left behind when they ended without
- * sstm_shutdown (killed, crashed, _exit): each holds its whole size in
- * memory (/dev/shm is RAM) until removed. A table is removed only if its
- * pid has no process, it is a regular file (lstat: a symbolic link planted
- * under the name is left alone, and so is what it points to) and it
- * belongs to the effective user; anything else is reported and kept.
+/* -c: the library keeps its table in a memfd since version 4, which goes
+ * with its process: nothing is left to clean. Versions 1 to 3 kept it in
+ * /dev/shm/schedstm.<pid>, which a killed program left behind (its whole
+ * size in memory, /dev/shm being RAM). -c removes those: a file is removed
+ * only if its pid has no process, it is a regular file (lstat: a symbolic
+ * link planted under the name is left alone, and so is what it points
+ * to), it belongs to the effective user, and it starts with a table's
+ * header (magic and a version from 1 to 3: the name alone proves nothing,
+ * anyone can create files in /dev/shm); anything else is reported and
+ * kept.
  *
- * A table whose pid is alive is kept even if that process is not the one
+ * A file whose pid is alive is kept even if that process is not the one
  * that wrote it (pid reuse): the tool cannot tell, and keeping garbage is
- * the safe error. The other race, a new process taking the pid between the
- * check and the unlink, gives it a new inode (statetab.c unlinks a stale
- * file under its name and creates its own with O_EXCL): device and inode
- * are compared again just before the unlink, which leaves only the window
- * between that lstat and the unlink, and only after the pids have wrapped.
+ * the safe error. Device and inode are compared again just before the
+ * unlink, which leaves only the window between that lstat and the unlink.
  *
- * Exit status 0 when every stale table of the user is gone (also when there
+ * Exit status 0 when every such file of the user is gone (also when there
  * was none), 1 when one could not be removed. */
 static int clean_tables(void) {
+  printf("state tables of version %u and later are memfds that go with their process: "
+         "nothing of theirs to remove. Files left in /dev/shm by versions 1-%u:\n",
+         SSTM_STT_VERSION, LEGACY_VERSION_MAX);
   int dfd = open("/dev/shm", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   DIR *d = dfd < 0 ? NULL : fdopendir(dfd);
   if (d == NULL) {
+    if (errno == ENOENT) {
+      printf("0 stale table(s) removed (no /dev/shm)\n");
+      return 0;
+    }
     fprintf(stderr, "%s: /dev/shm: %s\n", prog, strerror(errno));
     if (dfd >= 0) close(dfd);
     return 1;
@@ -798,7 +960,7 @@ static int clean_tables(void) {
   uid_t me = geteuid();
   struct dirent *de;
   while ((de = readdir(d)) != NULL) {
-    int pid = table_name_pid(de->d_name);
+    int pid = legacy_name_pid(de->d_name);
     if (pid < 0 || pid_alive(pid)) continue;
     struct stat st, again;
     if (fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) continue; /* gone already */
@@ -812,9 +974,15 @@ static int clean_tables(void) {
       kept++;
       continue;
     }
+    if (!legacy_header(dfd, de->d_name, &st)) {
+      printf("kept /dev/shm/%s: not a schedstm state table (no table header of version 1-%u)\n",
+             de->d_name, LEGACY_VERSION_MAX);
+      kept++;
+      continue;
+    }
     if (pid_alive(pid) || fstatat(dfd, de->d_name, &again, AT_SYMLINK_NOFOLLOW) != 0 ||
         again.st_dev != st.st_dev || again.st_ino != st.st_ino)
-      continue; /* the pid is in use again: a new table, or one on its way */
+      continue; /* the pid is in use again, or the file was replaced */
     if (unlinkat(dfd, de->d_name, 0) != 0) {
       if (errno == ENOENT) continue;
       fprintf(stderr, "%s: cannot remove /dev/shm/%s: %s\n", prog, de->d_name, strerror(errno));
@@ -834,25 +1002,44 @@ static int clean_tables(void) {
 
 /* ---- main ------------------------------------------------------------------- */
 
-static void usage(FILE *o) {
+static void usage(FILE *o, bool full) {
   fprintf(o,
           "usage: %s [-i SECONDS] [-n N] [-a] PID   live view of a schedstm program\n"
           "       %s -j [-a] PID                    one JSON snapshot\n"
-          "       %s -l                             list tables of running processes\n"
-          "       %s -c                             remove your tables of exited processes\n"
-          "Reads /dev/shm/schedstm.PID, published by programs run with\n"
-          "SCHEDSTM_STATE_TABLE=1 (or cfg.state_table = true).\n"
+          "       %s -l                             list your processes' tables\n"
+          "       %s -c                             remove files of versions 1-%u\n",
+          prog, prog, prog, prog, LEGACY_VERSION_MAX);
+  if (!full) {
+    fprintf(o, "%s -h explains the options and the columns.\n", prog);
+    return;
+  }
+  fprintf(o,
+          "Shows the state table of a program run with SCHEDSTM_STATE_TABLE=1 (or\n"
+          "cfg.state_table = true): a sealed memfd of the process, reached through\n"
+          "/proc/PID/fd, so only the process's user (or root) can read it.\n"
           "  -i SECONDS  refresh interval (default 0.5)\n"
           "  -n N        stop after N refreshes\n"
           "  -a          also show free slots\n"
           "  -j          print one JSON snapshot and exit\n"
-          "  -l          list /dev/shm/schedstm.* tables whose process is alive\n"
-          "  -c          remove the tables of exited processes (left by a program\n"
-          "              killed before sstm_shutdown) that belong to you\n"
+          "  -l          list your processes that publish a table\n"
+          "  -c          remove /dev/shm/schedstm.PID files that versions 1-%u left\n"
+          "              behind (killed programs); a table of this version goes with\n"
+          "              its process\n"
           "  -h, --help  this help\n"
-          "The table of a process that exited without sstm_shutdown stays until removed:\n"
-          "-j and the live view show the state it left (\"process_alive\": false in the JSON).\n",
-          prog, prog, prog, prog);
+          "The live view is as wide as the terminal (or $COLUMNS, else 80): the narrow\n"
+          "layout fits 80 columns; %d columns or more add TXID, AB/COM, CONFL,\n"
+          "OSPOL, NICE and CM.\n"
+          "Columns: SLOT descriptor slot; TID thread id; TX * in a transaction, - a\n"
+          "free slot (-a); COMMITS, ABORTS since the thread registered, with their rates\n"
+          "per second over the last refresh; AB/COM aborts per commit; LAST-REASON\n"
+          "of the last abort; CONFL thread id of the last conflict's winner; ACTION\n"
+          "what the policy is doing (run, spin, block, yield, backoff, lowered, kill);\n"
+          "OSPOL, NICE the thread's OS scheduling policy and nice value; CM policy.\n"
+          "The \"policy now\" line is the policy's own description, updated live;\n"
+          "\"(inconsistent: being rewritten)\" when the program was caught in the middle\n"
+          "of rewriting it for more than %llu ms (-j: \"cm_info_consistent\": false).\n",
+          LEGACY_VERSION_MAX, WIDE_COLUMNS, SEQ_WAIT_NS / 1000000ull);
+  put_wrapped(o, adaptive_legend, 79);
 }
 
 int main(int argc, char **argv) {
@@ -884,25 +1071,19 @@ int main(int argc, char **argv) {
     case 'l': list = true; break;
     case 'c': clean = true; break;
     case 'a': all = true; break;
-    case 'h': usage(stdout); return 0;
-    default: usage(stderr); return 2;
+    case 'h': usage(stdout, true); return 0;
+    default: usage(stderr, false); return 2;
     }
   }
-  /* Before any table is mapped, the listing's included. */
-  struct sigaction sa;
-  memset(&sa, 0, sizeof sa);
-  sa.sa_handler = sigbus_handler;
-  sigaction(SIGBUS, &sa, NULL);
-
   if (list || clean) {
     if (optind != argc || (clean && (list || json))) {
-      usage(stderr);
+      usage(stderr, false);
       return 2;
     }
     return list ? list_tables() : clean_tables();
   }
   if (optind + 1 != argc) {
-    usage(stderr);
+    usage(stderr, false);
     return 2;
   }
   char *end;

@@ -14,7 +14,18 @@
  * <schedstm/schedstm.h>, which is for programs that run transactions.
  *
  * @par Where the table is
- * See SSTM_STT_PATH_FMT.
+ * In a sealed memfd of the publishing process, named SSTM_STT_MEMFD_NAME,
+ * open for as long as the table is published: a reader lists
+ * /proc/<pid>/fd, picks the entry whose link reads SSTM_STT_FD_LINK and
+ * opens it (read-only). The kernel lets only those who may inspect the
+ * process do so (same user and a dumpable process, or CAP_SYS_PTRACE); no
+ * other user can create, replace or remove the table, and it goes with its
+ * process. The memfd carries F_SEAL_SHRINK, F_SEAL_GROW and F_SEAL_SEAL:
+ * its size never changes, so a reader that checks F_SEAL_SHRINK
+ * (fcntl F_GET_SEALS) before mapping it cannot be hit by SIGBUS; a table
+ * without that seal is not one of this version. A program that closes
+ * descriptors it did not open (a daemon closing every one) unpublishes its
+ * table; the table keeps working, unseen.
  *
  * @par Versions
  * SSTM_STT_VERSION changes whenever the meaning or the place of a field
@@ -23,7 +34,9 @@
  * whose values differ (the tables of another version are a different
  * format, not a different size of the same one). Version history:
  * 2 added header_size and 64-byte aligned entries; 3 put cm_info under
- * cm_info_seq and stored whole policy and counter names.
+ * cm_info_seq and stored whole policy and counter names; 4 moved the table
+ * from a file in /dev/shm (SSTM_STT_LEGACY_PATH_FMT) into a sealed memfd,
+ * with the same bytes.
  *
  * @par Writing
  * Each entry is written only by the thread running its descriptor, with
@@ -64,10 +77,15 @@
 /** Value of sstm_stt_header_t::magic once the table is ready ("STTM"). */
 #define SSTM_STT_MAGIC 0x4d545453u
 /** Layout version in sstm_stt_header_t::version (see "Versions" above). */
-#define SSTM_STT_VERSION 3u
-/** Where the table of process `pid` is: a file in /dev/shm, mode 0600,
- * created by sstm_init() and removed by sstm_shutdown() or at exit. */
-#define SSTM_STT_PATH_FMT "/dev/shm/schedstm.%d"
+#define SSTM_STT_VERSION 4u
+/** Name given to memfd_create() for the table. */
+#define SSTM_STT_MEMFD_NAME "schedstm-statetab"
+/** What readlink() of /proc/<pid>/fd/<n> gives for the table's descriptor. */
+#define SSTM_STT_FD_LINK "/memfd:" SSTM_STT_MEMFD_NAME " (deleted)"
+/** Where versions 1 to 3 put the table of process `pid` (a file of mode
+ * 0600 that a killed program left behind). Nothing creates it any more;
+ * `sstm-top -c` removes such files once their process has exited. */
+#define SSTM_STT_LEGACY_PATH_FMT "/dev/shm/schedstm.%d"
 /** Slots of the per-reason arrays (reason_names, aborts_by_reason): at
  * least SSTM_ABORT_REASON_COUNT; sstm_stt_header_t::nreasons are in use. */
 #define SSTM_STT_REASONS 16

@@ -11,11 +11,31 @@
  * names). Its only call below the engine is sstm__conflict_prio_of
  * (src/os/sched.c), with plain arguments.
  *
- * The file is allocated whole at sstm_init (posix_fallocate: no page of it
- * can fault for want of space in /dev/shm later), and only the process that
- * created it writes to it and removes it: in a child of fork() the mapping
- * is replaced by private memory (pthread_atfork), so the child's commits do
- * not count in its parent's entries and its sstm_shutdown leaves the file. */
+ * Where the table is: a sealed memfd (memfd_create, named
+ * SSTM_STT_MEMFD_NAME), not a file with a name. A name in a shared
+ * directory (/dev/shm/schedstm.<pid>, layout versions 1 to 3) can be taken
+ * by any local user before the program starts: a file, symbolic link, FIFO
+ * or directory planted there made sstm_init fail. A memfd has no name that
+ * another user can reach: readers open it as /proc/<pid>/fd/<n>, which the
+ * kernel allows only to those who may inspect the process (the ptrace read
+ * check: same user and a dumpable process, or CAP_SYS_PTRACE). A per-user
+ * directory of mode 0700 would also keep the name out of others' reach,
+ * but only where such a directory exists and is ours before we start
+ * ($XDG_RUNTIME_DIR); one we create under /dev/shm can itself be
+ * pre-empted. What the memfd gives up: a table outlives its process no
+ * more, so a killed program's last state cannot be read afterwards (and
+ * nothing is left behind to clean up).
+ *
+ * The memfd is allocated whole (posix_fallocate: no page can fault later
+ * for want of memory) and sealed against shrinking and growing, with the
+ * seals themselves sealed: a same-user process that truncates the table
+ * under the program (which made its next entry write a SIGBUS) now fails
+ * with EPERM, and a reader that finds F_SEAL_SHRINK on it can map it
+ * without fearing a SIGBUS either. It stays open for as long as the table
+ * is published (that open descriptor is what /proc/<pid>/fd shows); it is
+ * close-on-exec, and the child of a fork() closes its copy and replaces
+ * the mapping by private memory (pthread_atfork), so the child's commits
+ * do not count in its parent's entries and the child publishes nothing. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -24,7 +44,6 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <schedstm/statetab.h>
@@ -39,12 +58,9 @@ _Static_assert(sizeof(sstm_stt_header_t) % 64 == 0 && sizeof(sstm_stt_entry_t) %
 
 static sstm_stt_header_t *table;
 static size_t table_size;
-static char table_path[64];
-/* The process that created the file: only it removes the file at
- * sstm__stt_fini. A child of fork() inherits table and table_path but not
- * the file: the fork handler below sets 0 in the child, and a child made
- * without the handlers (a raw clone) differs by pid. */
-static pid_t table_owner;
+/* The memfd, open while the table is published (-1 otherwise, and in the
+ * child of a fork). */
+static int table_fd = -1;
 
 #define PUT(field, v) __atomic_store_n(&(field), (v), __ATOMIC_RELAXED)
 #define GET(field) __atomic_load_n(&(field), __ATOMIC_RELAXED)
@@ -52,16 +68,19 @@ static pid_t table_owner;
 static sstm_stt_entry_t *entries(void) { return (sstm_stt_entry_t *)(void *)(table + 1); }
 
 /* fork() child: the child inherits the MAP_SHARED mapping of the parent's
- * file, where its descriptors (copies of the parent's) would go on counting
- * in the parent's entries. Replace the mapping, at the same address so that
+ * memfd, where its descriptors (copies of the parent's) would go on counting
+ * in the parent's entries, and a copy of the memfd's descriptor, through
+ * which sstm-top would show the parent's table under the child's pid.
+ * Close the copy, and replace the mapping, at the same address so that
  * every d->stt stays valid, by private zero pages. Nothing reads the
- * child's table (no file names it), so nothing is copied: zero pages cost
- * nothing until written, where a copy would cost table_size bytes at every
- * fork, most of them followed by exec. The child has one thread here, and
- * makes only system calls. */
+ * child's table, so nothing is copied: zero pages cost nothing until
+ * written, where a copy would cost table_size bytes at every fork, most of
+ * them followed by exec. The child has one thread here, and makes only
+ * system calls (async-signal-safe). */
 static void stt_atfork_child(void) {
   if (table == NULL) return;
-  table_owner = 0; /* sstm_shutdown in the child leaves the parent's file */
+  if (table_fd >= 0) close(table_fd);
+  table_fd = -1;
   /* It needs no new address space (it replaces a mapping of the same
    * size); should it fail anyway (a commit limit), the child keeps writing
    * into the parent's entries: wrong counts, nothing worse. */
@@ -82,44 +101,49 @@ int sstm__stt_init(void) {
   }
   unsigned n = sstm__g.cfg.max_threads;
   table_size = sizeof(sstm_stt_header_t) + (size_t)n * sizeof(sstm_stt_entry_t);
-  snprintf(table_path, sizeof table_path, SSTM_STT_PATH_FMT, (int)getpid());
-  unlink(table_path); /* a stale table of an earlier process with our pid */
-  int fd = open(table_path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  int fd = memfd_create(SSTM_STT_MEMFD_NAME, MFD_CLOEXEC | MFD_ALLOW_SEALING);
   if (fd < 0) {
     int e = errno;
-    sstm__set_error("state table: cannot create %s: %m", table_path);
-    /* out of descriptors, inodes or memory is a resource, not a refusal */
-    return (e == EMFILE || e == ENFILE || e == ENOSPC || e == ENOMEM || e == EDQUOT) ? SSTM_ENOMEM
-                                                                                     : SSTM_EPERM;
+    sstm__set_error("state table: memfd_create: %m%s",
+                    e == ENOSYS || e == EINVAL ? " (sealed memfds need Linux 3.17)" : "");
+    /* out of descriptors or memory is a resource, not a refusal */
+    return e == EMFILE || e == ENFILE || e == ENOMEM ? SSTM_ENOMEM : SSTM_EPERM;
   }
-  /* Allocate, not just size (ftruncate): a tmpfs file takes its pages at
-   * the first write, and with /dev/shm full that write (the header below,
-   * or the first transaction of a thread) would be a SIGBUS. Retried on
-   * EINTR (tmpfs gives up an allocation when a signal arrives); the error
-   * number is the result, errno is not set. */
+  /* Allocate, not just size (ftruncate): shared memory takes its pages at
+   * the first write, and without memory for it that write (the header
+   * below, or the first transaction of a thread) would be a SIGBUS.
+   * Retried on EINTR (shmem gives up an allocation when a signal arrives);
+   * the error number is the result, errno is not set. EFBIG: the size is
+   * beyond RLIMIT_FSIZE. */
   int e;
   do {
     e = posix_fallocate(fd, 0, (off_t)table_size);
   } while (e == EINTR);
   if (e != 0) {
     close(fd);
-    unlink(table_path);
     errno = e;
-    sstm__set_error("state table: cannot allocate %zu bytes for %s (is /dev/shm full?): %m",
-                    table_size, table_path);
+    sstm__set_error("state table: cannot allocate %zu bytes of shared memory: %m", table_size);
     return SSTM_ENOMEM;
   }
-  void *p = mmap(NULL, table_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-  e = errno;
-  close(fd);
-  if (p == MAP_FAILED) {
-    unlink(table_path);
+  /* Sealed before it is mapped or published: no reader ever sees it
+   * unsealed once its size is right (sstm-top waits for the seal). */
+  if (fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0) {
+    e = errno;
+    close(fd);
     errno = e;
-    sstm__set_error("state table: cannot map %s: %m", table_path);
+    sstm__set_error("state table: cannot seal the memfd: %m");
+    return SSTM_EPERM;
+  }
+  void *p = mmap(NULL, table_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (p == MAP_FAILED) {
+    e = errno;
+    close(fd);
+    errno = e;
+    sstm__set_error("state table: cannot map %zu bytes: %m", table_size);
     return SSTM_ENOMEM;
   }
   table = p;
-  table_owner = getpid();
+  table_fd = fd;
   table->version = SSTM_STT_VERSION;
   table->nentries = n;
   table->entry_size = sizeof(sstm_stt_entry_t);
@@ -187,18 +211,6 @@ SSTM_API void sstm_cm_info_changed(void) {
   if (table) publish_cm_info(NULL);
 }
 
-/* A process that ends by exit() or a return from main without
- * sstm_shutdown (worker threads still registered make it fail with
- * SSTM_EBUSY, so this is common) removes its file here: a table left in
- * /dev/shm takes memory until someone runs sstm-top -c. Only the name goes:
- * the mapping stays, since other threads may still write to it until the
- * process is gone. A process that is killed, or ends by _exit, leaves its
- * file, frozen (sstm-top shows it as the state it left). A destructor, not
- * atexit(): it also runs when the library is unloaded (dlclose). */
-__attribute__((destructor)) static void stt_at_exit(void) {
-  if (table != NULL && table_owner == getpid()) unlink(table_path);
-}
-
 void sstm__stt_fini(void) {
   if (table == NULL) return;
   /* NULL before the unmap: a fork() in between must not have its child
@@ -206,7 +218,9 @@ void sstm__stt_fini(void) {
   sstm_stt_header_t *t = table;
   table = NULL;
   munmap(t, table_size);
-  if (table_owner == getpid()) unlink(table_path); /* never a parent's file (fork) */
+  /* the table is no longer published: readers find it gone */
+  if (table_fd >= 0) close(table_fd);
+  table_fd = -1;
 }
 
 void sstm__stt_attach(struct sstm_desc *d) {

@@ -35,6 +35,7 @@
  * usage: syscalls DESIGN [--txs N] [--policy NAME] [--state-table]
  */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/audit.h>
@@ -151,12 +152,25 @@ static uint64_t expected_words_sum(void) {
 }
 
 /* The calling thread's entry of this process's state table, mapped
- * read-only as a reader in another process would. */
+ * read-only as a reader in another process would: through the memfd's
+ * link in /proc/self/fd (schedstm/statetab.h). */
 static const sstm_stt_entry_t *stt_entry_of_self(void) {
-  char path[64];
-  snprintf(path, sizeof path, SSTM_STT_PATH_FMT, (int)getpid());
+  DIR *d = opendir("/proc/self/fd");
+  CHECK_NOT_NULL(d);
+  char path[300] = "";
+  struct dirent *de;
+  while (!path[0] && (de = readdir(d)) != NULL) {
+    char link[128];
+    ssize_t k = readlinkat(dirfd(d), de->d_name, link, sizeof link - 1);
+    if (k <= 0) continue;
+    link[k] = '\0';
+    if (strcmp(link, SSTM_STT_FD_LINK) == 0)
+      snprintf(path, sizeof path, "/proc/self/fd/%s", de->d_name);
+  }
+  closedir(d);
+  CHECK_MSG(path[0], "no descriptor of this process links to %s", SSTM_STT_FD_LINK);
   int tfd = open(path, O_RDONLY | O_CLOEXEC);
-  CHECK_MSG(tfd >= 0, "no state table at %s", path);
+  CHECK_MSG(tfd >= 0, "cannot open the state table at %s", path);
   struct stat st;
   CHECK_EQ_I(fstat(tfd, &st), 0);
   const void *map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, tfd, 0);

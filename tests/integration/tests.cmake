@@ -218,16 +218,16 @@ if(TARGET sstm-top)
   endforeach()
   foreach(t fresh_entries cancelled_transaction_ends sched_set_updates_the_entry uptime_and_free_slots no_table garbage permission fifo header_changed truncated_while_read
             control_bytes exited_process clean_stale shm_full fork_child live_view_follows_policy_line
-            live_view_across_shutdown_and_reinit stale_table_under_our_pid_is_replaced
-            exit_without_shutdown_removes_the_table table_that_cannot_be_created_is_eperm
+            live_view_across_shutdown_and_reinit planted_names_do_not_stop_init
+            exit_without_shutdown_removes_the_table table_resource_errors table_cannot_shrink
+            cm_info_wait_is_bounded live_view_fits_the_width
             policy_wait_is_outside_the_attempt_and_retry_shows_its_counters
             long_policy_line_is_marked_cut)
     sstm_add_test(NAME integration.statetab.${t} LABELS integration TIMEOUT 60
                   COMMAND itest_statetab ${t})
-    # One at a time: clean_stale's `sstm-top -c` removes every table of an
-    # exited process in /dev/shm, and the others hold such tables for a
-    # while (exited_process reads one; garbage reaps its pid before it
-    # unlinks its table). Run side by side, -c removed them under them.
+    # One at a time: clean_stale plants files at the names versions 1-3
+    # used, which planted_names_do_not_stop_init plants too, and
+    # cm_info_wait_is_bounded loads a CPU on purpose.
     set_tests_properties(integration.statetab.${t} PROPERTIES RESOURCE_LOCK sstm_dev_shm_tables)
   endforeach()
 endif()
