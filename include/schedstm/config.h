@@ -164,11 +164,12 @@ SSTM_API int sstm_config_from_env(sstm_config_t *cfg);
  * Errors: SSTM_ESTATE (already initialised), SSTM_EINVAL (bad value, see
  * sstm_last_error(); also "P+ext" for a P that +ext cannot wrap, see
  * schedstm/cm.h; and an unknown SCHEDSTM_CM), SSTM_ENOENT (unknown
- * cfg.cm), SSTM_ENOMEM. With state_table, a table file that the system
- * refuses to create (/dev/shm missing, read-only or not ours) gives
- * SSTM_EPERM; one that cannot be created for want of file descriptors,
- * space or memory, or cannot be allocated or mapped, SSTM_ENOMEM.
- * sstm_last_error() names the file and the system's reason. softser with a
+ * cfg.cm), SSTM_ENOMEM. With state_table, a table (a sealed memfd,
+ * schedstm/statetab.h) that cannot be created for want of file
+ * descriptors or memory, or cannot be allocated (RLIMIT_FSIZE, memory) or
+ * mapped, gives SSTM_ENOMEM; a kernel without sealed memfds (before Linux
+ * 3.17) SSTM_EPERM; sstm_last_error() gives the system's reason. No file
+ * name is involved: nothing another user creates can make it fail. softser with a
  * SCHEDSTM_SOFTSER_LEVER that cannot be undone here gives SSTM_EPERM.
  * On error nothing is initialised.
  * @param cfg the configuration, NULL for the defaults

@@ -16,7 +16,7 @@
  * @par Where the table is
  * In a sealed memfd of the publishing process, named SSTM_STT_MEMFD_NAME,
  * open for as long as the table is published: a reader lists
- * /proc/<pid>/fd, picks the entry whose link reads SSTM_STT_FD_LINK and
+ * /proc/PID/fd, picks the entry whose link reads SSTM_STT_FD_LINK and
  * opens it (read-only). The kernel lets only those who may inspect the
  * process do so (same user and a dumpable process, or CAP_SYS_PTRACE); no
  * other user can create, replace or remove the table, and it goes with its
@@ -80,7 +80,7 @@
 #define SSTM_STT_VERSION 4u
 /** Name given to memfd_create() for the table. */
 #define SSTM_STT_MEMFD_NAME "schedstm-statetab"
-/** What readlink() of /proc/<pid>/fd/<n> gives for the table's descriptor. */
+/** What readlink() of /proc/PID/fd/N gives for the table's descriptor. */
 #define SSTM_STT_FD_LINK "/memfd:" SSTM_STT_MEMFD_NAME " (deleted)"
 /** Where versions 1 to 3 put the table of process `pid` (a file of mode
  * 0600 that a killed program left behind). Nothing creates it any more;
