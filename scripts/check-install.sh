@@ -7,7 +7,9 @@
 # umbrella header as C++ when g++ is present). Checks that the version says
 # what the ABI promises: on 0.x the soname is libschedstm.so.0.MINOR and
 # find_package accepts only the same MAJOR.MINOR; from 1.0 the soname is
-# libschedstm.so.MAJOR and find_package accepts the same MAJOR.
+# libschedstm.so.MAJOR and find_package accepts the same MAJOR. Also
+# configures schedstm inside a parent project (add_subdirectory) and for a
+# target that is not x86-64.
 #
 #   scripts/check-install.sh              configure and build a fresh copy
 #   scripts/check-install.sh BUILD_DIR    install an already built tree
@@ -262,5 +264,46 @@ else
   [ "$v_major" = 1 ] || find_request "$((v_major - 1))" refuse
   ok "find_package: $v_major.x up to $version accepted, other majors refused (version $version)"
 fi
+
+# ---- add_subdirectory, and a target that is not x86-64 ---------------------------
+# Configure only (no build): inside a parent project schedstm leaves the
+# parent's build type alone, adds no tests, benchmarks or examples by
+# default, and defines the schedstm:: targets.
+mkdir -p "$work/parent"
+cat >"$work/parent/CMakeLists.txt" <<CMAKE
+cmake_minimum_required(VERSION 3.20)
+project(parent C)
+add_subdirectory("$root" schedstm)
+foreach(t schedstm::schedstm schedstm::schedstm_static)
+  if(NOT TARGET \${t})
+    message(FATAL_ERROR "add_subdirectory(schedstm) defines no \${t}")
+  endif()
+endforeach()
+if(SCHEDSTM_BUILD_TESTS OR SCHEDSTM_BUILD_BENCH OR SCHEDSTM_BUILD_EXAMPLES)
+  message(FATAL_ERROR "add_subdirectory(schedstm) turned on its tests, benchmarks or examples")
+endif()
+message(STATUS "parent build type: '\${CMAKE_BUILD_TYPE}'")
+CMAKE
+for type in "" Debug; do
+  run cmake -S "$work/parent" -B "$work/parent/build-$type" -DCMAKE_BUILD_TYPE="$type" \
+    || fail "add_subdirectory(schedstm) in a parent project (build type '$type')"
+  grep -q "parent build type: '$type'\$" "$work/last.log" \
+    || fail "add_subdirectory(schedstm) changed the parent's build type '$type': $(grep 'parent build type' "$work/last.log")"
+  cached=$(sed -n 's/^CMAKE_BUILD_TYPE:[A-Z]*=//p' "$work/parent/build-$type/CMakeCache.txt")
+  [ "$cached" = "$type" ] || fail "add_subdirectory(schedstm) cached CMAKE_BUILD_TYPE='$cached' (parent gave '$type')"
+done
+ok "add_subdirectory(schedstm): the parent's build type stays as it was (none, Debug); no tests, bench or examples"
+
+# The restart checkpoint is x86-64 assembly: another target is refused at
+# configure time with a message that says so.
+if cmake -S "$root" -B "$work/aarch64" -DCMAKE_SYSTEM_NAME=Linux \
+  -DCMAKE_SYSTEM_PROCESSOR=aarch64 >"$work/last.log" 2>&1; then
+  fail "configuring for aarch64 succeeded"
+fi
+grep -q "supports x86-64 (64-bit) targets only" "$work/last.log" || {
+  cat "$work/last.log" >&2
+  fail "configuring for aarch64 failed without saying why"
+}
+ok "a target that is not x86-64 (aarch64) is refused at configure time"
 
 echo "check-install: $passed passed, 0 failed"
