@@ -14,7 +14,8 @@
 # BUILD_DIR/coverage/index.html (per line). Code run only in forked children
 # that die by a signal or _exit (the default misuse handler, the state
 # table's fork handler) is not counted: gcov writes its counts at exit.
-# Installs gcovr with scripts/install-deps.sh --coverage if it is missing.
+# Installs gcovr with scripts/install-deps.sh --coverage if it is missing
+# (into the project's virtual environment, $SCHEDSTM_VENV, default build/venv).
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -22,6 +23,7 @@ build=$(realpath -m "${1:-$root/build/coverage}")
 jobs=$(nproc 2>/dev/null || echo 2)
 
 "$root/scripts/install-deps.sh" --coverage
+python=${SCHEDSTM_VENV:-$root/build/venv}/bin/python
 cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Debug -DSCHEDSTM_BUILD_TESTS=ON \
   -DSCHEDSTM_DEBUG=ON -DCMAKE_C_FLAGS="--coverage -O1 -fprofile-update=atomic" \
   -DCMAKE_EXE_LINKER_FLAGS=--coverage -DCMAKE_SHARED_LINKER_FLAGS=--coverage >/dev/null
@@ -32,7 +34,7 @@ rc=0
 mkdir -p "$build/coverage"
 # Filters relative to the working directory (gcovr reads them as regular
 # expressions: the root's own path could hold metacharacters).
-(cd "$root" && python3 -m gcovr -r . "$build" --filter 'src/' --filter 'tools/' \
+(cd "$root" && "$python" -m gcovr -r . "$build" --filter 'src/' --filter 'tools/' \
   --txt "$build/coverage.txt" --html-details "$build/coverage/index.html" --print-summary)
 cat "$build/coverage.txt"
 if [ "$rc" -ne 0 ]; then

@@ -40,8 +40,16 @@ fi
 cmake -B "$BUILD" -S "$ROOT" "${CONFIGURE[@]}" >/dev/null
 cmake --build "$BUILD" -j2 >&2
 
+# The harness runs with the interpreter of the virtual environment that
+# install-deps.sh --demo made (matplotlib is there, not in the system's
+# Python); without it, with python3, and the table has no figure.
+PYTHON=${SCHEDSTM_VENV:-$ROOT/build/venv}/bin/python
+if [[ ! -x "$PYTHON" ]]; then
+  echo "demo: no virtual environment at ${PYTHON%/bin/python}: running the harness with python3" >&2
+  PYTHON=python3
+fi
 PLOT=--plot
-if ! python3 -c 'import matplotlib' 2>/dev/null; then
+if ! "$PYTHON" -c 'import matplotlib' 2>/dev/null; then
   echo "demo: matplotlib unavailable: the table is printed, no figure" >&2
   PLOT=
 fi
@@ -59,7 +67,7 @@ BACKENDS=${DEMO_BACKENDS:-$BACKENDS}
 
 say "sweep: $BACKENDS, ll/sl/rb/hs, 20% updates, threads $THREADS, ${DURATION_MS} ms x $REPS reps"
 status=0
-python3 "$ROOT/bench/harness/sweep.py" \
+"$PYTHON" "$ROOT/bench/harness/sweep.py" \
   --bin-dir "$BUILD/bench" --backends "$BACKENDS" --baseline "$BASELINE" \
   --structures ll,sl,rb,hs --updates 20 --threads "$THREADS" \
   --initial 1024 --duration-ms "$DURATION_MS" --reps "$REPS" \

@@ -11,8 +11,9 @@
 # Idempotent: every tool is checked first, and nothing is installed (no
 # network, no apt-get update) when everything is already there. Missing tools
 # are installed with apt-get (Debian/Ubuntu; needs root or sudo) and, with
-# --demo or --coverage, missing Python packages with pip (python3-pip first
-# if need be).
+# --demo or --coverage, missing Python packages with pip into a virtual
+# environment, $SCHEDSTM_VENV (default build/venv), never into the system's
+# Python.
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -25,7 +26,7 @@ for arg in "$@"; do
     --coverage) coverage=1 ;;
     --tests) tests=1 ;;
     -h | --help)
-      sed -n '3,15s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"
+      sed -n '3,16s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"
       exit 0
       ;;
     *)
@@ -107,11 +108,50 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 # ---- Python packages (the demonstration, the coverage report) ---------------
-# pip_requirements FILE: install the requirements of FILE that are missing.
-pip_requirements() {
+# They go into a virtual environment of the project's own, never into the
+# system's Python (Debian's is "externally managed", PEP 668, and a pip
+# install there could break the system's own Python programs): $SCHEDSTM_VENV,
+# by default build/venv (git-ignored, like the rest of build/), made with
+# `python3 -m venv` (python3-venv is installed first if that cannot work).
+# scripts/demo.sh and scripts/coverage.sh run their Python with its
+# interpreter, $SCHEDSTM_VENV/bin/python.
+venv=${SCHEDSTM_VENV:-$root/build/venv}
+venv_python="$venv/bin/python"
+
+# make_venv: create the environment unless a working one is there.
+make_venv() {
+  if [ -x "$venv_python" ] && "$venv_python" -m pip --version >/dev/null 2>&1; then
+    return 0
+  fi
+  if [ -e "$venv" ]; then
+    # Left half made by an earlier attempt (no pip in it): start again, but
+    # never remove a directory that is not a virtual environment.
+    if [ ! -f "$venv/pyvenv.cfg" ]; then
+      say "$venv exists and is not a virtual environment: set SCHEDSTM_VENV to another directory" >&2
+      exit 1
+    fi
+    rm -rf "$venv"
+  fi
+  say "python3 -m venv ${venv#"$root"/}"
+  if ! python3 -m venv "$venv" >/dev/null 2>&1; then
+    # Debian and Ubuntu ship venv's pip bootstrap (ensurepip) separately.
+    rm -rf "$venv"
+    apt_install python3-venv
+    python3 -m venv "$venv"
+  fi
+  "$venv_python" -m pip --version >/dev/null 2>&1 || {
+    say "the virtual environment $venv has no pip" >&2
+    exit 1
+  }
+}
+
+# venv_requirements FILE: install into the environment the requirements of
+# FILE that it does not have yet.
+venv_requirements() {
   local req=$1 absent
+  make_venv
   # Which requirements are not installed at all (versions are left to pip).
-  absent=$(python3 - "$req" <<'PY'
+  absent=$("$venv_python" - "$req" <<'PY'
 import re, sys
 from importlib import metadata
 for line in open(sys.argv[1]):
@@ -126,21 +166,8 @@ for line in open(sys.argv[1]):
 PY
 )
   [ -n "$absent" ] || return 0
-  # pip, as a module of the python3 found above (needed only here).
-  if ! python3 -m pip --version >/dev/null 2>&1; then
-    apt_install python3-pip
-  fi
-  say "pip install -r ${req#"$root"/} (missing: $(echo $absent))"
-  local pip_args=(-m pip install --disable-pip-version-check -q -r "$req")
-  # Debian's own python3 is "externally managed" (PEP 668): pip refuses to
-  # install into it unless told to.
-  if python3 -c 'import sys, sysconfig, os; sys.exit(not os.path.exists(os.path.join(sysconfig.get_path("stdlib"), "EXTERNALLY-MANAGED")))'; then
-    pip_args+=(--break-system-packages)
-  fi
-  if [ "$(id -u)" -ne 0 ] && ! python3 -c 'import sys; sys.exit(sys.prefix == sys.base_prefix)'; then
-    pip_args+=(--user) # not root and not in a virtualenv
-  fi
-  PIP_ROOT_USER_ACTION=ignore python3 "${pip_args[@]}"
+  say "pip install -r ${req#"$root"/} into ${venv#"$root"/} (missing: $(echo $absent))"
+  "$venv_python" -m pip install --disable-pip-version-check -q -r "$req"
 }
 
 if [ "$demo" = 1 ]; then
@@ -149,10 +176,10 @@ if [ "$demo" = 1 ]; then
     echo matplotlib >"$req"
     say "created bench/requirements.txt (matplotlib)"
   fi
-  pip_requirements "$req"
+  venv_requirements "$req"
 fi
 if [ "$coverage" = 1 ]; then
-  pip_requirements "$root/scripts/coverage-requirements.txt"
+  venv_requirements "$root/scripts/coverage-requirements.txt"
 fi
 
 say "ok"

@@ -1121,6 +1121,89 @@ class SetupScripts(unittest.TestCase):
         self.assertRegex(asked, r"install .*\bclang(\s|$)", proc.stdout + proc.stderr)
         self.assertRegex(asked, r"install .*\bclang-format\b", proc.stdout + proc.stderr)
 
+    def venv_stubs(self, ensurepip=True):
+        """Stand-ins for python3 and apt-get that log their calls; python3
+        -m venv DIR makes DIR/bin/python, a stand-in that logs too and
+        answers -m pip itself. Without ensurepip, -m venv fails until
+        apt-get has installed python3-venv. Returns the log's path."""
+        self.link_tools("bash", "env", "dirname", "cut", "sed", "cat", "grep", "sh", "rm",
+                        "mkdir", "touch", "chmod", "cmake", "gcc", "g++", "make", "pkg-config",
+                        "readelf")
+        log = os.path.join(self.dir, "calls.log")
+        marker = os.path.join(self.dir, "python3-venv-installed")
+        write_script(os.path.join(self.bin, "id"), "#!/bin/sh\necho 0\n")
+        write_script(os.path.join(self.bin, "apt-get"),
+                     '#!/bin/sh\necho "apt-get $*" >>%s\n'
+                     'case "$*" in *python3-venv*) touch %s ;; esac\n' % (log, marker))
+        # its packages: none until "-m pip install" (then all of them)
+        venv_python = ('#!/bin/sh\necho "venv-python $*" >>%s\n'
+                       'installed="$(dirname "$0")/../installed"\n'
+                       'if [ "$1" = -m ] && [ "$2" = pip ]; then\n'
+                       '  if [ "$3" = install ]; then touch "$installed"; fi; exit 0\n'
+                       'fi\n'
+                       'if [ "$1" = - ]; then\n'
+                       '  cat >/dev/null; [ -e "$installed" ] || echo matplotlib; exit 0\n'
+                       'fi\n'
+                       'exit 1\n' % log)
+        write_script(os.path.join(self.bin, "python3"),
+                     '#!/bin/sh\necho "python3 $*" >>%s\n'
+                     'if [ "$1" = -m ] && [ "$2" = venv ]; then\n'
+                     '  [ %s = 1 ] || [ -e %s ] || { mkdir -p "$3"; exit 1; }\n'
+                     '  mkdir -p "$3/bin" && touch "$3/pyvenv.cfg"\n'
+                     "  cat >\"$3/bin/python\" <<'EOF'\n%sEOF\n"
+                     '  chmod +x "$3/bin/python"; exit 0\n'
+                     'fi\n'
+                     'if [ "$1" = -m ] && [ "$2" = pip ]; then exit 1; fi\n'
+                     'exec %s "$@"\n'
+                     % (log, 1 if ensurepip else 0, marker, venv_python, sys.executable))
+        return log
+
+    def test_install_deps_demo_installs_into_a_virtual_environment(self):
+        log = self.venv_stubs()
+        venv = os.path.join(self.dir, "venv")
+        req = os.path.join(ROOT, "bench", "requirements.txt")
+        proc = self.run_script(os.path.join(ROOT, "scripts", "install-deps.sh"), ["--demo"],
+                               env={"SCHEDSTM_VENV": venv}, path_var=self.bin)
+        calls = open(log).read()
+        self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr + calls)
+        self.assertIn("python3 -m venv %s\n" % venv, calls)
+        # the packages that are missing (this stand-in has none of them) go
+        # into the environment, with its interpreter
+        self.assertIn("venv-python -m pip install --disable-pip-version-check -q -r %s" % req,
+                      calls)
+        self.assertNotIn("break-system-packages", calls)
+        self.assertNotIn("python3 -m pip install", calls)
+        self.assertNotIn("--user", calls)
+        # a second run keeps the environment it has
+        open(log, "w").close()
+        self.run_script(os.path.join(ROOT, "scripts", "install-deps.sh"), ["--demo"],
+                        env={"SCHEDSTM_VENV": venv}, path_var=self.bin)
+        calls = open(log).read()
+        self.assertNotIn("-m venv", calls)
+        self.assertNotIn("pip install", calls)
+
+    def test_install_deps_installs_python3_venv_when_venv_cannot_work(self):
+        log = self.venv_stubs(ensurepip=False)
+        venv = os.path.join(self.dir, "venv")
+        proc = self.run_script(os.path.join(ROOT, "scripts", "install-deps.sh"), ["--demo"],
+                               env={"SCHEDSTM_VENV": venv}, path_var=self.bin)
+        calls = open(log).read()
+        self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr + calls)
+        self.assertRegex(calls, r"apt-get install .*python3-venv")
+        self.assertEqual(calls.count("python3 -m venv"), 2, calls)
+        self.assertIn("venv-python -m pip install", calls)
+
+    def test_install_deps_never_removes_a_directory_that_is_not_a_venv(self):
+        self.venv_stubs()
+        precious = os.path.join(self.dir, "precious")
+        os.mkdir(precious)
+        open(os.path.join(precious, "keep"), "w").close()
+        proc = self.run_script(os.path.join(ROOT, "scripts", "install-deps.sh"), ["--demo"],
+                               env={"SCHEDSTM_VENV": precious}, path_var=self.bin)
+        self.assertEqual(proc.returncode, 1, proc.stdout + proc.stderr)
+        self.assertIn("is not a virtual environment", proc.stderr)
+        self.assertTrue(os.path.exists(os.path.join(precious, "keep")))
+
     def format_tree(self):
         script = self.copy_script("scripts/check-format.sh")
         tree = os.path.join(self.dir, "tree")
@@ -1229,6 +1312,24 @@ class SetupScripts(unittest.TestCase):
         self.assertEqual(proc.returncode, 0, proc.stderr)
         self.assertTrue(os.path.exists(os.path.join(out, "throughput.png")))
         self.assertNotIn("demo: no figure", proc.stderr)
+
+    def test_demo_runs_the_harness_with_the_virtual_environment(self):
+        venv = os.path.join(self.dir, "venv")
+        log = os.path.join(self.dir, "python.log")
+        write_script(os.path.join(venv, "bin", "python"),
+                     '#!/bin/sh\necho "$*" >>%s\nexec %s "$@"\n' % (log, sys.executable))
+        script = self.copy_script("scripts/demo.sh")
+        tree = os.path.join(self.dir, "tree")
+        write_script(os.path.join(tree, "scripts", "install-deps.sh"), "#!/bin/sh\nexit 0\n")
+        write_script(os.path.join(tree, "bench", "harness", "sweep.py"),
+                     self.SWEEP_OK % "True")
+        write_script(os.path.join(self.bin, "cmake"), "#!/bin/sh\nexit 0\n")
+        proc = self.run_script(script, env={"BUILD_DIR": os.path.join(self.dir, "build"),
+                                            "OUT_DIR": os.path.join(self.dir, "out"),
+                                            "SCHEDSTM_VENV": venv})
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        with open(log) as f:
+            self.assertIn(os.path.join(tree, "bench", "harness", "sweep.py"), f.read())
 
     def test_demo_without_a_figure_says_so_and_fails(self):
         proc, out = self._demo_with_sweep(self.SWEEP_OK % "False")
