@@ -48,6 +48,27 @@
  * cancel a transaction (treated as in a global hook: hooks.h);
  * sstm_malloc() and sstm_free() in a hook act as outside a transaction,
  * even in on_begin and on_conflict (alloc.h).
+ *
+ * A policy's init hook gets the final configuration (sstm_config_t; the
+ * backoff policy's bounds are its fields backoff_min_ns and
+ * backoff_max_ns). The built-in policies also own these SCHEDSTM_*
+ * variables, which sstm_init() checks whichever policy is selected (a bad
+ * value fails it with SSTM_EINVAL) and the owning policy takes at every
+ * sstm_init(); each is documented with its policy in src/cm/ and in the
+ * README's table:
+ * @code{.unparsed}
+ *   SCHEDSTM_SOFTSER_LEVER   softser (cm/softser.c): the priority lever,
+ *                            auto | none | nice | idle | batch | slice (auto)
+ *   SCHEDSTM_EXT_MODE        P+ext (cm/ext.c): the facility, auto | none | slice
+ *                            (auto: the probe decides; the others for tests)
+ *   SCHEDSTM_EXT_SLICE_US    P+ext (cm/ext.c): the custom slice where the rseq
+ *                            extension is absent, 100..100000 us (4000)
+ *   SCHEDSTM_PRIO_ESCALATE   os_prio and timestamp (cm/prio.c), and adaptive
+ *                            while it runs os_prio: lost conflicts before a
+ *                            transaction restarts irrevocable, 0..1000000,
+ *                            0 = never (32)
+ * @endcode
+ * A policy registered with sstm_cm_register() reads its own settings.
  */
 #ifndef SCHEDSTM_CM_H
 #define SCHEDSTM_CM_H

@@ -6,7 +6,9 @@
  * first wait is below 2 * backoff_min_ns; user restarts do not count). The wait spins on the vDSO
  * clock: no system call, the thread keeps its CPU. Aborts that no conflict
  * caused (user retry and cancel, read-only restarts, the switch to
- * irrevocable) do not wait. Counters: the waits, and the sum of the times drawn. */
+ * irrevocable) do not wait. Counters: the waits, and the sum of the times drawn.
+ * Knobs: the configuration's backoff_min_ns and backoff_max_ns
+ * (SCHEDSTM_BACKOFF_MIN_NS, SCHEDSTM_BACKOFF_MAX_NS: include/schedstm/config.h). */
 #include "cm/common.h"
 
 enum { BO_WAITS, BO_WAIT_NS }; /* its counters (stat_names) */

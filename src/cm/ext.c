@@ -30,6 +30,12 @@
  * asks again on the thread that resumes it. Kernels before 7.0 have no
  * rseq extension: tests run this mode on a simulated kernel
  * (sstm__ext_sim, os/sched.h).
+ *
+ * Knobs, taken at every sstm_init (iface/cm_services.h, sstm__cm_knob_ext):
+ * SCHEDSTM_EXT_SLICE_US, the custom slice of slice mode, 100..100000 us,
+ * default 4000; SCHEDSTM_EXT_MODE, auto (default: the probe decides), none
+ * or slice (forces that facility, slice only where the kernel has it; for
+ * tests).
  */
 #include <stdint.h>
 #include <stdio.h>

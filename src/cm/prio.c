@@ -19,6 +19,11 @@
  * conflict, so every transaction that does not restart itself commits
  * within that many attempts plus one. Tested by
  * tests/integration/cm_livelock.c.
+ *
+ * Knob: SCHEDSTM_PRIO_ESCALATE, the lost conflicts before the irrevocable
+ * restart, 0..SSTM_PRIO_ESCALATE_MAX (1000000), 0 = never (then only the
+ * lock-conflict half of the argument holds), default 32; taken at every
+ * sstm_init (iface/cm_services.h, sstm__cm_knob_prio_escalate).
  */
 #include "cm/prio.h"
 #include "iface/cm_services.h"

@@ -48,6 +48,11 @@
  * Only the loser's own thread lowers it; restores run on the winners'
  * threads (a raise, not an inversion), the loser's (commit, cancel, exit,
  * detach) or both, always under the priority lock and only while `lowered`.
+ *
+ * Knob: SCHEDSTM_SOFTSER_LEVER, auto | none | nice | idle | batch | slice,
+ * default auto (the probe above); a forced lever that cannot be undone
+ * here fails sstm_init with SSTM_EPERM. Taken at every sstm_init
+ * (iface/cm_services.h, sstm__cm_knob_softser_lever).
  */
 #include <pthread.h>
 #include <stdatomic.h>

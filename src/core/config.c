@@ -347,7 +347,7 @@ SSTM_API int sstm_init(const sstm_config_t *user) {
   sstm__g.lock_mask = nlocks - 1;
   sstm__g.stripe_shift = cfg.stripe_shift;
   sstm__g.cfg = cfg;
-  sstm__g.cm = cm;
+  sstm__g.cm = cm; /* before cm->init, which may ask for it (sstm__cm_selected) */
   sstm__g.orphans = NULL;
   memset(&sstm__g.retired_ctr, 0, sizeof sstm__g.retired_ctr);
   atomic_store_explicit(&sstm__g.clock, 0, memory_order_relaxed);
