@@ -378,7 +378,11 @@ SSTM_API int sstm_init(const sstm_config_t *user) {
   atomic_store_explicit(&sstm__g.closing, false, memory_order_relaxed);
   /* release: threads that see initialized (acquire) see the tables. */
   atomic_store_explicit(&sstm__g.initialized, true, memory_order_release);
-  sstm__stt_describe();
+  if (cfg.state_table) {
+    char line[1024]; /* the whole line: the table leaves out its cm-info part */
+    sstm_describe(line, sizeof line);
+    sstm__stt_describe(line);
+  }
   return 0;
 }
 

@@ -450,7 +450,8 @@ extern _Atomic uint64_t sstm__wait_slice_ns;
 struct sstm_stt_entry;
 int sstm__stt_init(void);
 void sstm__stt_fini(void);
-void sstm__stt_describe(void);
+/* line: sstm_describe()'s whole line (its cm-info part is left out). */
+void sstm__stt_describe(const char *line);
 void sstm__stt_attach(struct sstm_desc *d);
 /* d was attached to the calling thread: publish its tid and OS priority. */
 void sstm__stt_tid(struct sstm_desc *d);

@@ -8,8 +8,10 @@
  * engine's begin/commit/abort, registration and init, and the policies'
  * notes (sstm_cm_note, softser's priority changes), and what it publishes
  * is engine state (descriptors, configuration line, counters, the policy's
- * names). Its only call below the engine is sstm__conflict_prio_of
- * (src/os/sched.c), with plain arguments.
+ * names). It calls nothing in the engine that calls it back: sstm_init
+ * hands it the configuration line (sstm__stt_describe), so config.c and
+ * this file do not form a circle; below the engine it calls
+ * sstm__conflict_prio_of (src/os/sched.c) with plain arguments.
  *
  * Where the table is: a sealed memfd (memfd_create, named
  * SSTM_STT_MEMFD_NAME), not a file with a name. A name in a shared
@@ -195,15 +197,16 @@ static void publish_cm_info(const char *config) {
   pthread_mutex_unlock(&info_lock);
 }
 
-/* Record the configuration line once sstm_init has finished, without its
- * " cm-info=" part: that is the policy's line, which changes (adaptive's
- * choice) and lives in cm_info, refreshed at every change. */
-void sstm__stt_describe(void) {
+/* Record the configuration line (sstm_describe's, passed in by sstm_init
+ * once it has finished: the table does not call up into config.c) without
+ * its " cm-info=" part: that is the policy's line, which changes
+ * (adaptive's choice) and lives in cm_info, refreshed at every change. */
+void sstm__stt_describe(const char *line) {
   if (table == NULL) return;
-  char buf[sizeof table->config] = {0}; /* no stack bytes after the NUL in the file */
-  sstm_describe(buf, sizeof buf);
-  char *info = strstr(buf, " cm-info=");
-  if (info) *info = '\0';
+  char buf[sizeof table->config] = {0}; /* no stack bytes after the NUL in the table */
+  const char *info = strstr(line, " cm-info=");
+  size_t n = info ? (size_t)(info - line) : strlen(line);
+  memcpy(buf, line, n < sizeof buf - 1 ? n : sizeof buf - 1);
   publish_cm_info(buf);
 }
 
