@@ -448,6 +448,36 @@ TEST(ext_refused_for_policy_using_every_counter) {
   CHECK_EQ_STR(o->stat_names[SSTM_CM_NSTATS - 1], "ext_yields");
 }
 
+/* A "P+ext" composite runs as the policy sstm_init selects. Wrapped inside
+ * another policy, its init refuses (its init, fini and describe hooks have
+ * no context that would say which composite they belong to), and sstm_init
+ * fails with the reason instead of misreading the other policy's table. */
+static const sstm_cm_ops_t *wrapped_ext;
+static int wrap_init(const sstm_config_t *cfg) { return wrapped_ext->init(cfg); }
+static sstm_cm_action_t wrap_conflict(sstm_cm_ctx_t *ctx, const sstm_conflict_t *c,
+                                      uint64_t *wait_ns) {
+  return wrapped_ext->on_conflict(ctx, c, wait_ns);
+}
+
+TEST(ext_composite_inside_another_policy_is_refused) {
+  wrapped_ext = sstm_cm_find("ser-block+ext");
+  CHECK_NOT_NULL(wrapped_ext);
+  static sstm_cm_ops_t wrapper = {
+      .name = "test-wraps-ext", .init = wrap_init, .on_conflict = wrap_conflict};
+  wrapper.state_size = wrapped_ext->state_size;
+  CHECK_OK(sstm_cm_register(&wrapper));
+  sstm_config_t c;
+  sstm_test_config(&c);
+  c.cm = "test-wraps-ext";
+  CHECK_RC(sstm_init(&c), SSTM_EINVAL);
+  CHECK_FALSE(sstm_initialized());
+  CHECK_NOT_NULL(strstr(sstm_last_error(), "runs only as the policy sstm_init selects"));
+  CHECK_NOT_NULL(strstr(sstm_last_error(), "'test-wraps-ext'"));
+  c.cm = "ser-block+ext"; /* selected by its name, it runs */
+  CHECK_OK(sstm_init(&c));
+  CHECK_OK(sstm_shutdown());
+}
+
 /* state_size is bounded at registration (SSTM_CM_STATE_MAX): a huge one
  * would make every sstm_thread_init fail, and "P+ext" rounds it up (it
  * would wrap to a tiny composite state). The bound itself is usable. */
