@@ -2228,7 +2228,9 @@ TEST(truncated_while_read) {
   tool_free(&r);
   changed_run(&r, pid, truncate_table, "-j", p, NULL, NULL, NULL);
   check_exit(&r, 0, "-j, table truncated while read");
-  CHECK_EQ_U(ju(jparse(r.out), "in_use"), 4);
+  jval_t *j = jparse(r.out);
+  CHECK_EQ_U(ju(j, "in_use"), 4);
+  jfree(j);
   tool_free(&r);
   changed_run(&r, pid, truncate_table, "-n", "1", "-i", "0.01", p);
   check_exit(&r, 0, "live view, table truncated while read");
