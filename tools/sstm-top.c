@@ -333,11 +333,20 @@ static int table_open(int pid, table_t *t, char *err, size_t errlen) {
       return 1;
     }
     if (n == 0) {
-      snprintf(err, errlen, "no state table for pid %d: %s", pid,
+      /* A program built with a library of versions 1-3 publishes a file
+       * instead: say so rather than "does not publish one". */
+      char legacy[64];
+      struct stat st;
+      snprintf(legacy, sizeof legacy, SSTM_STT_LEGACY_PATH_FMT, pid);
+      bool old = lstat(legacy, &st) == 0 && S_ISREG(st.st_mode);
+      snprintf(err, errlen, "no state table for pid %d: %s%s%s", pid,
                pid_alive(pid) ? "the process does not publish one (run it with "
                                 "SCHEDSTM_STATE_TABLE=1 or cfg.state_table = true, "
                                 "after sstm_init)"
-                              : "the process has exited (its table went with it)");
+                              : "the process has exited (its table went with it)",
+               old ? "; there is a file " : "",
+               old ? "of an earlier layout at /dev/shm (this sstm-top reads layout 4, a memfd)"
+                   : "");
       return 1;
     }
     /* The first one that is a table; else the first one's reason. */

@@ -1152,6 +1152,14 @@ static void reap(pid_t pid) {
     CHECK_EQ_I(errno, EINTR);
 }
 
+static void write_file(const char *path, const void *buf, size_t n, mode_t mode) {
+  unlink(path);
+  int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
+  CHECK_GE_I(fd, 0);
+  CHECK_EQ_I(write(fd, buf, n), (long long)n);
+  CHECK_EQ_I(close(fd), 0);
+}
+
 TEST(no_table) {
   pid_t pid = sleeper();
   char p[16];
@@ -1161,7 +1169,17 @@ TEST(no_table) {
   check_exit(&r, 1, "live pid without a table");
   CHECK_CONTAINS(r.err, "no state table");
   CHECK_CONTAINS(r.err, "SCHEDSTM_STATE_TABLE");
+  CHECK_NOT_CONTAINS(r.err, "earlier layout");
   CHECK_EQ_STR(r.out, "");
+  tool_free(&r);
+  /* A program of an earlier version publishes a file: the message says so. */
+  char legacy[64];
+  snprintf(legacy, sizeof legacy, SSTM_STT_LEGACY_PATH_FMT, (int)pid);
+  write_file(legacy, "old", 3, 0600);
+  run_tool(&r, "-j", p, NULL, NULL, NULL);
+  CHECK_EQ_I(unlink(legacy), 0);
+  check_exit(&r, 1, "live pid with a file of layout 3");
+  CHECK_CONTAINS(r.err, "a file of an earlier layout at /dev/shm");
   tool_free(&r);
   run_tool(&r, "-n", "1", p, NULL, NULL);
   check_exit(&r, 1, "live view, pid without a table");
@@ -1192,14 +1210,6 @@ TEST(no_table) {
   check_exit(&r, 2, "no pid");
   CHECK_CONTAINS(r.err, "usage");
   tool_free(&r);
-}
-
-static void write_file(const char *path, const void *buf, size_t n, mode_t mode) {
-  unlink(path);
-  int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
-  CHECK_GE_I(fd, 0);
-  CHECK_EQ_I(write(fd, buf, n), (long long)n);
-  CHECK_EQ_I(close(fd), 0);
 }
 
 /* A plausible header with n entries, the rest zero; holder() puts its own
