@@ -51,11 +51,13 @@
  *
  * A policy's init hook gets the final configuration (sstm_config_t; the
  * backoff policy's bounds are its fields backoff_min_ns and
- * backoff_max_ns). The built-in policies also own these SCHEDSTM_*
- * variables, which sstm_init() checks whichever policy is selected (a bad
- * value fails it with SSTM_EINVAL) and the owning policy takes at every
- * sstm_init(); each is documented with its policy in src/cm/ and in the
- * README's table:
+ * backoff_max_ns). The built-in policies also own these fields
+ * (sstm_config_t::softser_lever, ext_mode, ext_slice_us, prio_escalate),
+ * set from the SCHEDSTM_* variables below when use_env is true; sstm_init()
+ * checks them whichever policy is selected (a bad value fails it with
+ * SSTM_EINVAL) and the owning policy takes them at every sstm_init(); each
+ * is documented with its policy in src/cm/, in schedstm/config.h and in
+ * the README's table:
  * @code{.unparsed}
  *   SCHEDSTM_SOFTSER_LEVER   softser (cm/softser.c): the priority lever,
  *                            auto | none | nice | idle | batch | slice (auto)

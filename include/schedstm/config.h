@@ -7,7 +7,11 @@
  * unknown value is an error that lists the valid ones), and a description of
  * the effective configuration (sstm_describe()) that benchmarks print.
  *
- * Environment variables (applied when cfg->use_env is true, the default):
+ * Environment variables, each overriding one field of sstm_config_t. They
+ * are read by sstm_init() when cfg->use_env is true (the default), and by
+ * sstm_config_from_env(); with use_env false the environment is not read at
+ * all. Every one is read in one place (src/core/config.c), strictly: a
+ * malformed or unknown value is an error, whichever policy is selected.
  * @code{.unparsed}
  *   SCHEDSTM_DESIGN          etl | ctl
  *   SCHEDSTM_CM              name of a registered contention manager
@@ -18,25 +22,31 @@
  *   SCHEDSTM_BACKOFF_MIN_NS, SCHEDSTM_BACKOFF_MAX_NS   (backoff policy)
  *   SCHEDSTM_WAIT_MAX        max consecutive WAIT decisions per access
  *   SCHEDSTM_STATE_TABLE     0 | 1: publish the per-thread state table
- *                            (/dev/shm/schedstm.<pid>, read by sstm-top)
+ *                            (read by sstm-top)
  *   SCHEDSTM_READ_PAST       off | ro | all
  *   SCHEDSTM_RO_LOG          off | on | auto
  *   SCHEDSTM_ALLOC_CACHE     bytes of each thread's block cache (0: none)
+ *   SCHEDSTM_NO_MEMBARRIER   0 | 1: 1 forces the begin fence without membarrier
+ * @endcode
+ * The knobs a policy owns (ignored by the other policies):
+ * @code{.unparsed}
+ *   SCHEDSTM_SOFTSER_LEVER   softser: auto | none | nice | idle | batch | slice
+ *   SCHEDSTM_EXT_MODE        P+ext: auto | none | slice (the facility; tests)
+ *   SCHEDSTM_EXT_SLICE_US    P+ext: the custom slice, 100..100000 (4000)
+ *   SCHEDSTM_PRIO_ESCALATE   os_prio, timestamp: lost conflicts before a
+ *                            transaction restarts irrevocable, 0..1000000,
+ *                            0 = never (32)
  * @endcode
  * Numbers are plain decimal digits (no sign, space or prefix), range-checked.
  *
- * Read whatever use_env says, and therefore checked by sstm_init() (and by
- * sstm_config_from_env()) in any case: the begin-fence switch, and the
- * policies' own knobs (read by the policy when it initialises, whichever
- * policy is selected):
- * @code{.unparsed}
- *   SCHEDSTM_NO_MEMBARRIER   0 | 1: 1 forces the begin fence without membarrier
- *   SCHEDSTM_SOFTSER_LEVER   auto | none | nice | idle | batch | slice
- *   SCHEDSTM_EXT_MODE        auto | none | slice (P+ext's facility; tests)
- *   SCHEDSTM_EXT_SLICE_US    P+ext's custom slice, 100..100000 (4000)
- *   SCHEDSTM_PRIO_ESCALATE   os_prio/timestamp: lost conflicts before a transaction
- *                            restarts irrevocable, 0..1000000, 0 = never (32)
- * @endcode
+ * Room to grow: sstm_config_t starts with its size, as the program was
+ * compiled (sstm_config_default() sets it), and fields are only ever
+ * appended. A program built against an older, smaller sstm_config_t keeps
+ * working with a newer library: the fields it does not have take their
+ * defaults. A size the library does not know (an sstm_config_t not filled
+ * by sstm_config_default(), or from a newer library than the one running)
+ * is refused with SSTM_EINVAL. The statistics (schedstm/stats.h) do the
+ * same.
  */
 #ifndef SCHEDSTM_CONFIG_H
 #define SCHEDSTM_CONFIG_H
@@ -112,9 +122,45 @@ typedef enum {
   SSTM_RO_LOG_ON = 2,   /**< always */
 } sstm_ro_log_t;
 
+/** softser's priority lever: how a thread that lost a conflict is lowered
+ * (sstm_config_t::softser_lever, SCHEDSTM_SOFTSER_LEVER). */
+typedef enum sstm_softser_lever {
+  SSTM_SOFTSER_LEVER_AUTO = 0, /**< the first of nice, idle, batch, slice that
+                                    can be applied and undone here (default) */
+  SSTM_SOFTSER_LEVER_NONE,     /**< none: softser only serialises */
+  SSTM_SOFTSER_LEVER_NICE,     /**< nice 19, and back */
+  SSTM_SOFTSER_LEVER_IDLE,     /**< SCHED_IDLE, and back */
+  SSTM_SOFTSER_LEVER_BATCH,    /**< SCHED_BATCH, and back */
+  SSTM_SOFTSER_LEVER_SLICE,    /**< the shortest EEVDF custom slice, and back */
+} sstm_softser_lever_t;
+
+/** The facility of the time-slice extension modifier "P+ext"
+ * (sstm_config_t::ext_mode, SCHEDSTM_EXT_MODE). */
+typedef enum sstm_ext_facility {
+  SSTM_EXT_FACILITY_AUTO = 0, /**< the probe decides: the rseq slice extension,
+                                   else a custom slice, else none (default) */
+  SSTM_EXT_FACILITY_NONE,     /**< none (for tests) */
+  SSTM_EXT_FACILITY_SLICE,    /**< the custom slice, if the kernel has it (for tests) */
+} sstm_ext_facility_t;
+
+/** Range and default of sstm_config_t::ext_slice_us (SCHEDSTM_EXT_SLICE_US). */
+#define SSTM_EXT_SLICE_US_MIN 100u
+/** @copydoc SSTM_EXT_SLICE_US_MIN */
+#define SSTM_EXT_SLICE_US_MAX 100000u
+/** @copydoc SSTM_EXT_SLICE_US_MIN */
+#define SSTM_EXT_SLICE_US_DEFAULT 4000u
+/** Maximum and default of sstm_config_t::prio_escalate (SCHEDSTM_PRIO_ESCALATE). */
+#define SSTM_PRIO_ESCALATE_MAX 1000000u
+/** @copydoc SSTM_PRIO_ESCALATE_MAX */
+#define SSTM_PRIO_ESCALATE_DEFAULT 32u
+
 /** The library's configuration (sstm_init()); sstm_config_default() fills
- * in the defaults, the SCHEDSTM_* variables override them. */
+ * in the defaults, the SCHEDSTM_* variables override them. Fields are only
+ * ever appended (see the top of this header). */
 typedef struct sstm_config {
+  /** The size of this struct as the program was compiled,
+   * sizeof(sstm_config_t): set by sstm_config_default(), not by hand. */
+  size_t size;
   sstm_design_t design;     /**< default SSTM_DESIGN_ETL */
   const char *cm;           /**< contention manager name, default "suicide" */
   unsigned lock_bits;       /**< lock table has 2^lock_bits entries (default 20) */
@@ -144,33 +190,74 @@ typedef struct sstm_config {
                                  0 in AddressSanitizer builds, which could
                                  not see a use after release otherwise;
                                  <schedstm/alloc.h>) */
-  bool use_env;               /**< apply SCHEDSTM_* overrides (default true) */
+  bool use_env;               /**< read the SCHEDSTM_* variables (default true);
+                                 false: the environment is not read at all */
+  /* The knobs a policy owns; the other policies ignore them. */
+  sstm_softser_lever_t softser_lever; /**< softser: the lever (default
+                                         SSTM_SOFTSER_LEVER_AUTO); a forced
+                                         one that cannot be undone here makes
+                                         sstm_init fail with SSTM_EPERM */
+  sstm_ext_facility_t ext_mode;       /**< P+ext: the facility (default
+                                         SSTM_EXT_FACILITY_AUTO) */
+  unsigned ext_slice_us;              /**< P+ext: the EEVDF custom slice where
+                                         the rseq slice extension is absent,
+                                         SSTM_EXT_SLICE_US_MIN..MAX us (default
+                                         SSTM_EXT_SLICE_US_DEFAULT) */
+  unsigned prio_escalate;             /**< os_prio, timestamp: lost conflicts
+                                         (not the user's own restarts) after
+                                         which a transaction restarts
+                                         irrevocable, 0..SSTM_PRIO_ESCALATE_MAX,
+                                         0 = never (default
+                                         SSTM_PRIO_ESCALATE_DEFAULT) */
+  bool no_membarrier;                 /**< begin uses a store and a full fence
+                                         instead of relying on membarrier() in
+                                         the reclaimer (default false; for
+                                         testing both paths) */
 } sstm_config_t;
 
-/** Fill *cfg with the defaults. Never fails.
- * @param[out] cfg the configuration to fill */
-SSTM_API void sstm_config_default(sstm_config_t *cfg);
+/** Fill the first `size` bytes of *cfg with the defaults and set cfg->size
+ * to `size`: the size of sstm_config_t as the caller was compiled, which
+ * sstm_config_default() passes. Fields the caller's struct does not have
+ * are left alone.
+ * @param[out] cfg the configuration to fill
+ * @param size sizeof(sstm_config_t) as the caller sees it
+ * @return 0, or SSTM_EINVAL (cfg NULL, or a size this library does not
+ *         know: from an older sstm_config_t than the first with a size,
+ *         or a newer one than the library's; sstm_last_error() says
+ *         which) */
+SSTM_API int sstm_config_default_sized(sstm_config_t *cfg, size_t size);
 
-/** Apply the SCHEDSTM_* environment variables to *cfg (and check the
- * policies' knobs). Returns SSTM_EINVAL on the first malformed or unknown
- * value (sstm_last_error() says which and lists the valid values) or a NULL
- * cfg; *cfg is then unchanged.
+/** Fill *cfg with the defaults, cfg->size included. Never fails; NULL:
+ * nothing.
+ * @param[out] cfg the configuration to fill */
+static inline void sstm_config_default(sstm_config_t *cfg) {
+  if (cfg) (void)sstm_config_default_sized(cfg, sizeof *cfg);
+}
+
+/** Apply the SCHEDSTM_* environment variables to *cfg, whatever
+ * cfg->use_env says. Returns SSTM_EINVAL on the first malformed or unknown
+ * value (sstm_last_error() says which and lists the valid values), a NULL
+ * cfg or a cfg->size this library does not know (see
+ * sstm_config_default_sized()); *cfg is then unchanged.
  * @param[in,out] cfg the configuration to override
  * @return 0 or SSTM_EINVAL */
 SSTM_API int sstm_config_from_env(sstm_config_t *cfg);
 
 /** Initialise the library. cfg may be NULL for the defaults (plus the
- * environment). Not thread-safe against a concurrent sstm_init/shutdown.
+ * environment); else it comes from sstm_config_default(), then changed.
+ * Not thread-safe against a concurrent sstm_init/shutdown.
  * Errors: SSTM_ESTATE (already initialised), SSTM_EINVAL (bad value, see
- * sstm_last_error(); also "P+ext" for a P that +ext cannot wrap, see
+ * sstm_last_error(); a cfg->size this library does not know, see
+ * sstm_config_default_sized(); also "P+ext" for a P that +ext cannot wrap, see
  * schedstm/cm.h; and an unknown SCHEDSTM_CM), SSTM_ENOENT (unknown
  * cfg.cm), SSTM_ENOMEM. With state_table, a table (a sealed memfd,
  * schedstm/statetab.h) that cannot be created for want of file
  * descriptors or memory, or cannot be allocated (RLIMIT_FSIZE, memory) or
  * mapped, gives SSTM_ENOMEM; a kernel without sealed memfds (before Linux
  * 3.17) SSTM_EPERM; sstm_last_error() gives the system's reason. No file
- * name is involved: nothing another user creates can make it fail. softser with a
- * SCHEDSTM_SOFTSER_LEVER that cannot be undone here gives SSTM_EPERM.
+ * name is involved: nothing another user creates can make it fail. softser
+ * with a softser_lever (SCHEDSTM_SOFTSER_LEVER) that cannot be undone here
+ * gives SSTM_EPERM.
  * On error nothing is initialised.
  * @param cfg the configuration, NULL for the defaults
  * @return 0, SSTM_ESTATE, SSTM_EINVAL, SSTM_ENOENT, SSTM_ENOMEM or SSTM_EPERM,
@@ -194,11 +281,24 @@ SSTM_API int sstm_shutdown(void);
  * @return whether the library is initialised */
 SSTM_API bool sstm_initialized(void);
 
+/** The effective configuration (after environment overrides), into the
+ * first `size` bytes of *out (sizeof(sstm_config_t) as the caller was
+ * compiled, which sstm_config_get() passes); out->size is set to what the
+ * library filled, at most `size`, and the bytes after it are zeroed.
+ * Errors: SSTM_EINVAL (out is NULL, or size smaller than any sstm_config_t
+ * this library knows), SSTM_ESTATE if not initialised.
+ * @param[out] out receives the configuration
+ * @param size sizeof(sstm_config_t) as the caller sees it
+ * @return 0, SSTM_EINVAL or SSTM_ESTATE */
+SSTM_API int sstm_config_get_sized(sstm_config_t *out, size_t size);
+
 /** The effective configuration (after environment overrides).
  * Errors: SSTM_EINVAL (out is NULL), SSTM_ESTATE if not initialised.
  * @param[out] out receives the configuration
  * @return 0, SSTM_EINVAL or SSTM_ESTATE */
-SSTM_API int sstm_config_get(sstm_config_t *out);
+static inline int sstm_config_get(sstm_config_t *out) {
+  return sstm_config_get_sized(out, sizeof *out);
+}
 
 /** One-line description of the effective configuration: version, design,
  * contention manager, lock table, stripe, limits, OS facilities in use.

@@ -11,6 +11,13 @@
  * Counters are written by the descriptor's thread only and read by others
  * with relaxed atomic loads: a snapshot taken while transactions run is
  * per-counter exact but not a consistent cut across counters.
+ *
+ * Room to grow: sstm_stats_t starts with its size and fields are only ever
+ * appended. sstm_stats_get() and sstm_stats_aggregate() pass the size the
+ * program was compiled with, and the library fills that much: a program
+ * built against an older, smaller sstm_stats_t keeps working with a newer
+ * library, and one built against a newer header finds in `size` how much
+ * an older library filled (the rest is zero).
  */
 #ifndef SCHEDSTM_STATS_H
 #define SCHEDSTM_STATS_H
@@ -71,6 +78,9 @@ typedef struct sstm_tag_stats {
 /** The counters of one descriptor, or their sum over the process
  * (sstm_stats_get(), sstm_stats_aggregate()). */
 typedef struct sstm_stats {
+  /** The bytes of this struct that the library filled: at most the
+   * caller's sizeof(sstm_stats_t); the fields after them are zero. */
+  size_t size;
   uint64_t commits_ro;          /**< read-only commits (declared or detected) */
   uint64_t commits_update;      /**< update commits */
   uint64_t commits_irrevocable; /**< irrevocable commits (also counted in
@@ -115,24 +125,48 @@ typedef struct sstm_stats {
   int tid;       /**< identity (per-descriptor stats only): its thread's OS id */
 } sstm_stats_t;
 
+/** Counters of one descriptor into the first `size` bytes of *out:
+ * sizeof(sstm_stats_t) as the caller was compiled, which sstm_stats_get()
+ * passes. Errors: SSTM_EINVAL (NULL, or a size smaller than any
+ * sstm_stats_t this library knows; sstm_last_error() says which).
+ * @param d the descriptor
+ * @param[out] out receives the counters
+ * @param size sizeof(sstm_stats_t) as the caller sees it
+ * @return 0 or SSTM_EINVAL */
+SSTM_API int sstm_stats_get_sized(const struct sstm_desc *d, sstm_stats_t *out, size_t size);
+
 /** Counters of one descriptor. Errors: SSTM_EINVAL (NULL).
  * @param d the descriptor
  * @param[out] out receives the counters
  * @return 0 or SSTM_EINVAL */
-SSTM_API int sstm_stats_get(const struct sstm_desc *d, sstm_stats_t *out);
+static inline int sstm_stats_get(const struct sstm_desc *d, sstm_stats_t *out) {
+  return sstm_stats_get_sized(d, out, sizeof *out);
+}
+
+/** Sum over every live descriptor plus those of exited threads (max fields
+ * are maxima), into the first `size` bytes of *out (as
+ * sstm_stats_get_sized()). Errors: SSTM_EINVAL (out NULL, or a size
+ * smaller than any sstm_stats_t this library knows), SSTM_ESTATE (not
+ * initialised).
+ * @param[out] out receives the totals
+ * @param size sizeof(sstm_stats_t) as the caller sees it
+ * @return 0, SSTM_EINVAL or SSTM_ESTATE */
+SSTM_API int sstm_stats_aggregate_sized(sstm_stats_t *out, size_t size);
 
 /** Sum over every live descriptor plus those of exited threads (max fields
  * are maxima). Errors: SSTM_EINVAL (out NULL), SSTM_ESTATE (not
  * initialised).
  * @param[out] out receives the totals
  * @return 0, SSTM_EINVAL or SSTM_ESTATE */
-SSTM_API int sstm_stats_aggregate(sstm_stats_t *out);
+static inline int sstm_stats_aggregate(sstm_stats_t *out) {
+  return sstm_stats_aggregate_sized(out, sizeof *out);
+}
 
-/** Call fn once per live descriptor with its counters, as they were when
- * the call began (copied under the registry lock, which is released before
- * the first call of fn, so fn may call any schedstm function). Returns the
- * number of descriptors visited, SSTM_EINVAL (fn NULL), SSTM_ENOMEM or
- * SSTM_ESTATE.
+/** Call fn once per live descriptor with its counters (an sstm_stats_t of
+ * this library's size, s->size: a caller built against a newer header
+ * reads only that much), as they were when the call began (copied under the registry lock, which is
+ * released before the first call of fn, so fn may call any schedstm function). Returns the number
+ * of descriptors visited, SSTM_EINVAL (fn NULL), SSTM_ENOMEM or SSTM_ESTATE.
  * @param fn called with each descriptor's counters and arg
  * @param arg passed to fn
  * @return the number of descriptors visited, SSTM_EINVAL, SSTM_ENOMEM or

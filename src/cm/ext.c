@@ -32,8 +32,8 @@
  * (sstm__ext_sim, os/sched.h).
  *
  * Knobs, taken at every sstm_init (iface/cm_services.h, sstm__cm_knob_ext):
- * SCHEDSTM_EXT_SLICE_US, the custom slice of slice mode, 100..100000 us,
- * default 4000; SCHEDSTM_EXT_MODE, auto (default: the probe decides), none
+ * cfg.ext_slice_us (SCHEDSTM_EXT_SLICE_US), the custom slice of slice mode, 100..100000 us,
+ * default 4000; cfg.ext_mode (SCHEDSTM_EXT_MODE), auto (default: the probe decides), none
  * or slice (forces that facility, slice only where the kernel has it; for
  * tests).
  */
@@ -69,9 +69,9 @@ static uint64_t default_slice_ns;
  * read only for sstm_describe. */
 static _Atomic unsigned fallbacks[SSTM_EXT_SLICE + 1];
 
-/* SCHEDSTM_EXT_SLICE_US (the custom slice of slice mode, 100..100000 us,
- * default 4000) and SCHEDSTM_EXT_MODE (auto | none | slice, default auto:
- * the probe decides; for tests), taken again at every sstm_init. */
+/* cfg.ext_slice_us, SCHEDSTM_EXT_SLICE_US (the custom slice of slice
+ * mode, 100..100000 us, default 4000) and cfg.ext_mode, SCHEDSTM_EXT_MODE (auto | none | slice,
+ * default auto: the probe decides; for tests), taken again at every sstm_init. */
 static int ext_init(void) {
   uint64_t us;
   sstm_ext_force_t force;

@@ -20,7 +20,7 @@
  * within that many attempts plus one. Tested by
  * tests/integration/cm_livelock.c.
  *
- * Knob: SCHEDSTM_PRIO_ESCALATE, the lost conflicts before the irrevocable
+ * Knob: cfg.prio_escalate (SCHEDSTM_PRIO_ESCALATE), the lost conflicts before the irrevocable
  * restart, 0..SSTM_PRIO_ESCALATE_MAX (1000000), 0 = never (then only the
  * lock-conflict half of the argument holds), default 32; taken at every
  * sstm_init (iface/cm_services.h, sstm__cm_knob_prio_escalate).
@@ -30,8 +30,8 @@
 
 static unsigned escalate_after = SSTM_PRIO_ESCALATE_DEFAULT;
 
-/* SCHEDSTM_PRIO_ESCALATE (iface/cm_services.h): taken again at every
- * sstm_init, the default without it. */
+/* cfg.prio_escalate, SCHEDSTM_PRIO_ESCALATE (iface/cm_services.h): taken
+ * again at every sstm_init. */
 int sstm__prio_init(const sstm_config_t *cfg) {
   (void)cfg;
   unsigned after;

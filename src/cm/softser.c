@@ -49,7 +49,7 @@
  * threads (a raise, not an inversion), the loser's (commit, cancel, exit,
  * detach) or both, always under the priority lock and only while `lowered`.
  *
- * Knob: SCHEDSTM_SOFTSER_LEVER, auto | none | nice | idle | batch | slice,
+ * Knob: cfg.softser_lever (SCHEDSTM_SOFTSER_LEVER), auto | none | nice | idle | batch | slice,
  * default auto (the probe above); a forced lever that cannot be undone
  * here fails sstm_init with SSTM_EPERM. Taken at every sstm_init
  * (iface/cm_services.h, sstm__cm_knob_softser_lever).
@@ -89,8 +89,9 @@ typedef struct softser_state {
 
 static sstm_lever_t lever;
 
-/* SCHEDSTM_SOFTSER_LEVER (auto | none | nice | idle | batch | slice;
- * default auto: probe) picks the lever, taken again at every sstm_init. A
+/* cfg.softser_lever, SCHEDSTM_SOFTSER_LEVER (auto | none | nice | idle |
+ * batch | slice; default auto: probe) picks the lever, taken again at
+ * every sstm_init. A
  * forced lever is probed too: one that could not be undone would leave
  * threads lowered for good (nice or SCHED_IDLE without CAP_SYS_NICE), so it
  * is refused. */
@@ -99,11 +100,11 @@ static int softser_init(const sstm_config_t *cfg) {
   bool probe;
   int rc = sstm__cm_knob_softser_lever(&lever, &probe);
   if (rc != 0) return rc;
-  if (probe) lever = sstm__lever_probe(NULL);
+  if (probe) lever = sstm__lever_probe();
   if (!probe && !sstm__lever_undoable(lever)) {
-    sstm__set_error("softser: SCHEDSTM_SOFTSER_LEVER=%s cannot be undone here (nice and idle "
-                    "need CAP_SYS_NICE or a sufficient RLIMIT_NICE), or could not be probed "
-                    "(no thread could be created); use auto",
+    sstm__set_error("softser: SCHEDSTM_SOFTSER_LEVER=%s (cfg.softser_lever) cannot be undone "
+                    "here (nice and idle need CAP_SYS_NICE or a sufficient RLIMIT_NICE), or could "
+                    "not be probed (no thread could be created); use auto",
                     sstm__lever_name(lever));
     return SSTM_EPERM;
   }

@@ -68,18 +68,28 @@ void sstm__cm_stt_prio(sstm_desc_t *d, int policy, int nice) { sstm__stt_prio(d,
 
 void sstm__cm_stt_prio_refresh(sstm_desc_t *d) { sstm__stt_prio_refresh(d); }
 
-/* ---- typed knobs ---- */
+/* ---- typed knobs ----
+ * From the configuration sstm_init() is applying (sstm__g.cfg is set before
+ * the policy's init hook runs), which core/config.c read and checked. */
 
 int sstm__cm_knob_softser_lever(sstm_lever_t *lever, bool *probe) {
-  return sstm__env_softser_lever(lever, probe);
+  sstm_softser_lever_t l = sstm__g.cfg.softser_lever;
+  *probe = l == SSTM_SOFTSER_LEVER_AUTO;
+  /* after AUTO, the levers in sstm_lever_t's order (asserted in config.c) */
+  *lever = *probe ? SSTM_LEVER_NONE : (sstm_lever_t)(l - 1);
+  return 0;
 }
 
 int sstm__cm_knob_ext(sstm_ext_force_t *force, uint64_t *slice_us) {
-  int rc = sstm__env_ext_slice_us(slice_us);
-  return rc != 0 ? rc : sstm__env_ext_mode(force);
+  *force = (sstm_ext_force_t)sstm__g.cfg.ext_mode; /* the same values (config.c) */
+  *slice_us = sstm__g.cfg.ext_slice_us;
+  return 0;
 }
 
-int sstm__cm_knob_prio_escalate(unsigned *after) { return sstm__env_prio_escalate(after); }
+int sstm__cm_knob_prio_escalate(unsigned *after) {
+  *after = sstm__g.cfg.prio_escalate;
+  return 0;
+}
 
 /* ---- test seams ---- */
 

@@ -30,9 +30,19 @@ static char cm_name_buf[64];
 #define ALLOC_CACHE_DEFAULT SSTM_ALLOC_CACHE_DEFAULT
 #endif
 
-SSTM_API void sstm_config_default(sstm_config_t *cfg) {
-  if (cfg == NULL) return;
+/* Sizes of sstm_config_t this library accepts from a caller: from the first
+ * layout with a size field (0.2's, this one) to its own. Fields are only
+ * ever appended, and a field appended later must mean the former
+ * behaviour when it takes its default: a caller built against an older
+ * header has the prefix, the rest keeps the defaults. When a field is
+ * appended, CONFIG_SIZE_MIN stays the size of 0.2's layout
+ * (offsetof(sstm_config_t, <the first appended field>)). */
+#define CONFIG_SIZE_MIN sizeof(sstm_config_t)
+#define CONFIG_SIZE_MAX sizeof(sstm_config_t)
+
+static void config_defaults(sstm_config_t *cfg) {
   *cfg = (sstm_config_t){
+      .size = sizeof(sstm_config_t),
       .design = SSTM_DESIGN_ETL,
       .cm = "suicide",
       .lock_bits = 20,
@@ -47,7 +57,48 @@ SSTM_API void sstm_config_default(sstm_config_t *cfg) {
       .ro_log = SSTM_RO_LOG_OFF,
       .alloc_cache = ALLOC_CACHE_DEFAULT,
       .use_env = true,
+      .softser_lever = SSTM_SOFTSER_LEVER_AUTO,
+      .ext_mode = SSTM_EXT_FACILITY_AUTO,
+      .ext_slice_us = SSTM_EXT_SLICE_US_DEFAULT,
+      .prio_escalate = SSTM_PRIO_ESCALATE_DEFAULT,
+      .no_membarrier = false,
   };
+}
+
+/* A caller's size of sstm_config_t, in the range above; `who` names the
+ * public call in the error. */
+static int check_config_size(const char *who, size_t size) {
+  if (size >= CONFIG_SIZE_MIN && size <= CONFIG_SIZE_MAX) return 0;
+  sstm__set_error("%s: the sstm_config_t's size is %zu bytes; this library (%s) takes %zu to %zu: "
+                  "fill the struct with sstm_config_default() before setting fields, and build "
+                  "the program against the <schedstm/config.h> of this library or an older one",
+                  who, size, SSTM_VERSION_STRING, (size_t)CONFIG_SIZE_MIN, (size_t)CONFIG_SIZE_MAX);
+  return SSTM_EINVAL;
+}
+
+SSTM_API int sstm_config_default_sized(sstm_config_t *cfg, size_t size) {
+  if (cfg == NULL) {
+    sstm__set_error("sstm_config_default_sized: cfg is NULL");
+    return SSTM_EINVAL;
+  }
+  int rc = check_config_size("sstm_config_default_sized", size);
+  if (rc != 0) return rc;
+  sstm_config_t d;
+  config_defaults(&d);
+  d.size = size;
+  memcpy(cfg, &d, size);
+  return 0;
+}
+
+/* The caller's configuration of user->size bytes (checked) as this
+ * library's: the fields an older caller lacks keep their defaults. */
+static int config_import(const char *who, const sstm_config_t *user, sstm_config_t *out) {
+  int rc = check_config_size(who, user->size);
+  if (rc != 0) return rc;
+  config_defaults(out);
+  memcpy(out, user, user->size);
+  out->size = sizeof *out;
+  return 0;
 }
 
 static const char *const design_names[] = {"etl", "ctl"};
@@ -106,11 +157,25 @@ static int parse_name(const char *var, const char *s, const char *const *names, 
 static const char *const stats_names[] = {"basic", "detailed"};
 static const char *const read_past_names[] = {"off", "ro", "all"};
 static const char *const ro_log_names[] = {"off", "auto", "on"};
+static const char *const lever_names[] = {"auto", "none", "nice", "idle", "batch", "slice"};
+static const char *const ext_mode_names[] = {"auto", "none", "slice"};
 _Static_assert(SSTM_STATS_BASIC == 0 && SSTM_STATS_DETAILED == 1, "stats_names");
 _Static_assert(SSTM_READ_PAST_OFF == 0 && SSTM_READ_PAST_RO == 1 && SSTM_READ_PAST_ALL == 2,
                "read_past_names");
 _Static_assert(SSTM_RO_LOG_OFF == 0 && SSTM_RO_LOG_AUTO == 1 && SSTM_RO_LOG_ON == 2,
                "ro_log_names");
+/* The policies map these onto the OS layer's (os/sched.h): after AUTO,
+ * the levers in sstm_lever_t's order; the facilities as sstm_ext_force_t. */
+_Static_assert(SSTM_SOFTSER_LEVER_NONE - 1 == (int)SSTM_LEVER_NONE &&
+                   SSTM_SOFTSER_LEVER_NICE - 1 == (int)SSTM_LEVER_NICE &&
+                   SSTM_SOFTSER_LEVER_IDLE - 1 == (int)SSTM_LEVER_IDLE &&
+                   SSTM_SOFTSER_LEVER_BATCH - 1 == (int)SSTM_LEVER_BATCH &&
+                   SSTM_SOFTSER_LEVER_SLICE - 1 == (int)SSTM_LEVER_SLICE,
+               "lever_names");
+_Static_assert(SSTM_EXT_FACILITY_AUTO == (int)SSTM_EXT_FORCE_AUTO &&
+                   SSTM_EXT_FACILITY_NONE == (int)SSTM_EXT_FORCE_NONE &&
+                   SSTM_EXT_FACILITY_SLICE == (int)SSTM_EXT_FORCE_SLICE,
+               "ext_mode_names");
 #define PARSE_NAME(var, s, names, field)                                                           \
   do {                                                                                             \
     int i_;                                                                                        \
@@ -126,72 +191,6 @@ static int parse_01(const char *var, const char *s, bool *out) {
   }
   *out = s[0] == '1';
   return 0;
-}
-
-int sstm__env_u64(const char *var, uint64_t lo, uint64_t hi, uint64_t *out) {
-  const char *s = getenv(var);
-  return s ? parse_u64(var, s, lo, hi, out) : 0;
-}
-
-/* ---- the policies' environment knobs (core/engine.h) ---- */
-
-int sstm__env_softser_lever(sstm_lever_t *lever, bool *probe) {
-  const char *s = getenv("SCHEDSTM_SOFTSER_LEVER");
-  *lever = SSTM_LEVER_NONE;
-  *probe = true;
-  if (s == NULL || strcmp(s, "auto") == 0) return 0;
-  for (sstm_lever_t l = SSTM_LEVER_NONE; l <= SSTM_LEVER_SLICE; l++) {
-    if (strcmp(s, sstm__lever_name(l)) == 0) {
-      *lever = l;
-      *probe = false;
-      return 0;
-    }
-  }
-  sstm__set_error(
-      "SCHEDSTM_SOFTSER_LEVER='%.*s%s': valid values: auto, none, nice, idle, batch, slice",
-      SSTM_QUOTE(s));
-  return SSTM_EINVAL;
-}
-
-int sstm__env_ext_mode(sstm_ext_force_t *force) {
-  static const char *const names[] = {"auto", "none", "slice"};
-  const char *s = getenv("SCHEDSTM_EXT_MODE");
-  *force = SSTM_EXT_FORCE_AUTO;
-  if (s == NULL) return 0;
-  for (unsigned i = 0; i < 3; i++) {
-    if (strcmp(s, names[i]) == 0) {
-      *force = (sstm_ext_force_t)i;
-      return 0;
-    }
-  }
-  sstm__set_error("SCHEDSTM_EXT_MODE='%.*s%s': valid values: auto, none, slice", SSTM_QUOTE(s));
-  return SSTM_EINVAL;
-}
-
-int sstm__env_ext_slice_us(uint64_t *us) {
-  *us = SSTM_EXT_SLICE_US_DEFAULT;
-  return sstm__env_u64("SCHEDSTM_EXT_SLICE_US", SSTM_EXT_SLICE_US_MIN, SSTM_EXT_SLICE_US_MAX, us);
-}
-
-int sstm__env_prio_escalate(unsigned *after) {
-  uint64_t v = SSTM_PRIO_ESCALATE_DEFAULT;
-  int rc = sstm__env_u64("SCHEDSTM_PRIO_ESCALATE", 0, SSTM_PRIO_ESCALATE_MAX, &v);
-  if (rc != 0) return rc;
-  *after = (unsigned)v;
-  return 0;
-}
-
-int sstm__sched_env_check(void) {
-  sstm_lever_t lever;
-  bool probe;
-  sstm_ext_force_t force;
-  uint64_t us;
-  unsigned after;
-  int rc;
-  if ((rc = sstm__env_softser_lever(&lever, &probe)) != 0) return rc;
-  if ((rc = sstm__env_ext_mode(&force)) != 0) return rc;
-  if ((rc = sstm__env_ext_slice_us(&us)) != 0) return rc;
-  return sstm__env_prio_escalate(&after);
 }
 
 static int check_config(const sstm_config_t *c) {
@@ -229,20 +228,26 @@ static int check_config(const sstm_config_t *c) {
     return sstm__set_error("wait_max %u: must be in [0, 1000000]", c->wait_max), SSTM_EINVAL;
   if (c->sample_period > 0 && c->sample_fn == NULL)
     return sstm__set_error("sample_period > 0 requires sample_fn"), SSTM_EINVAL;
+  if ((unsigned)c->softser_lever > SSTM_SOFTSER_LEVER_SLICE)
+    return sstm__set_error("softser_lever %d: valid values: SSTM_SOFTSER_LEVER_AUTO, _NONE, "
+                           "_NICE, _IDLE, _BATCH, _SLICE",
+                           (int)c->softser_lever),
+           SSTM_EINVAL;
+  if ((unsigned)c->ext_mode > SSTM_EXT_FACILITY_SLICE)
+    return sstm__set_error("ext_mode %d: valid values: SSTM_EXT_FACILITY_AUTO, _NONE, _SLICE",
+                           (int)c->ext_mode),
+           SSTM_EINVAL;
+  if (c->ext_slice_us < SSTM_EXT_SLICE_US_MIN || c->ext_slice_us > SSTM_EXT_SLICE_US_MAX)
+    return sstm__set_error("ext_slice_us %u: must be in [%u, %u]", c->ext_slice_us,
+                           SSTM_EXT_SLICE_US_MIN, SSTM_EXT_SLICE_US_MAX),
+           SSTM_EINVAL;
+  if (c->prio_escalate > SSTM_PRIO_ESCALATE_MAX)
+    return sstm__set_error("prio_escalate %u: must be in [0, %u]", c->prio_escalate,
+                           SSTM_PRIO_ESCALATE_MAX),
+           SSTM_EINVAL;
   if (c->cm == NULL || c->cm[0] == '\0')
     return sstm__set_error("cm: a contention manager name is required"), SSTM_EINVAL;
   return 0;
-}
-
-/* The variables read whatever cfg.use_env says: SCHEDSTM_NO_MEMBARRIER (at
- * init, below) and the policies' own knobs (os/sched.h),
- * whichever policy is selected; checked so that a typo is an error rather
- * than silently the default. */
-static int env_read_anyway_check(void) {
-  const char *s = getenv("SCHEDSTM_NO_MEMBARRIER");
-  bool unused;
-  if (s && parse_01("SCHEDSTM_NO_MEMBARRIER", s, &unused)) return SSTM_EINVAL;
-  return sstm__sched_env_check() != 0 ? SSTM_EINVAL : 0;
 }
 
 SSTM_API int sstm_config_from_env(sstm_config_t *cfg) {
@@ -250,7 +255,9 @@ SSTM_API int sstm_config_from_env(sstm_config_t *cfg) {
     sstm__set_error("sstm_config_from_env: cfg is NULL");
     return SSTM_EINVAL;
   }
-  sstm_config_t c = *cfg;
+  sstm_config_t c;
+  int rc = config_import("sstm_config_from_env", cfg, &c);
+  if (rc != 0) return rc;
   const char *s;
   uint64_t v;
   if ((s = getenv("SCHEDSTM_DESIGN")) && sstm_design_parse(s, &c.design) != 0) {
@@ -309,8 +316,25 @@ SSTM_API int sstm_config_from_env(sstm_config_t *cfg) {
     if (parse_u64("SCHEDSTM_WAIT_MAX", s, 0, 1000000, &v)) return SSTM_EINVAL;
     c.wait_max = (unsigned)v;
   }
-  if (env_read_anyway_check() != 0) return SSTM_EINVAL;
-  *cfg = c;
+  if ((s = getenv("SCHEDSTM_NO_MEMBARRIER")) &&
+      parse_01("SCHEDSTM_NO_MEMBARRIER", s, &c.no_membarrier))
+    return SSTM_EINVAL;
+  /* The policies' knobs. */
+  if ((s = getenv("SCHEDSTM_SOFTSER_LEVER")))
+    PARSE_NAME("SCHEDSTM_SOFTSER_LEVER", s, lever_names, c.softser_lever);
+  if ((s = getenv("SCHEDSTM_EXT_MODE")))
+    PARSE_NAME("SCHEDSTM_EXT_MODE", s, ext_mode_names, c.ext_mode);
+  if ((s = getenv("SCHEDSTM_EXT_SLICE_US"))) {
+    if (parse_u64("SCHEDSTM_EXT_SLICE_US", s, SSTM_EXT_SLICE_US_MIN, SSTM_EXT_SLICE_US_MAX, &v))
+      return SSTM_EINVAL;
+    c.ext_slice_us = (unsigned)v;
+  }
+  if ((s = getenv("SCHEDSTM_PRIO_ESCALATE"))) {
+    if (parse_u64("SCHEDSTM_PRIO_ESCALATE", s, 0, SSTM_PRIO_ESCALATE_MAX, &v)) return SSTM_EINVAL;
+    c.prio_escalate = (unsigned)v;
+  }
+  c.size = cfg->size; /* the caller's own prefix, its size unchanged */
+  memcpy(cfg, &c, c.size);
   return 0;
 }
 
@@ -320,16 +344,13 @@ SSTM_API int sstm_init(const sstm_config_t *user) {
     return SSTM_ESTATE;
   }
   sstm_config_t cfg;
-  if (user)
-    cfg = *user;
-  else
-    sstm_config_default(&cfg);
   int rc;
+  if (user == NULL)
+    config_defaults(&cfg);
+  else if ((rc = config_import("sstm_init", user, &cfg)) != 0)
+    return rc;
   if (cfg.use_env && (rc = sstm_config_from_env(&cfg)) != 0) return rc;
   if ((rc = check_config(&cfg)) != 0) return rc;
-  /* The policies read their knobs whatever use_env says: check them all
-   * (sstm_config_from_env did if use_env). */
-  if (!cfg.use_env && (rc = env_read_anyway_check()) != 0) return rc;
   const sstm_cm_ops_t *cm;
   if ((rc = sstm__cm_select(cfg.cm, &cm)) != 0) return rc;
   snprintf(cm_name_buf, sizeof cm_name_buf, "%s", cm->name);
@@ -352,8 +373,7 @@ SSTM_API int sstm_init(const sstm_config_t *user) {
   memset(&sstm__g.retired_ctr, 0, sizeof sstm__g.retired_ctr);
   atomic_store_explicit(&sstm__g.clock, 0, memory_order_relaxed);
   atomic_store_explicit(&sstm__g.irrev_owner, 0, memory_order_relaxed);
-  const char *no_mb = getenv("SCHEDSTM_NO_MEMBARRIER"); /* checked above */
-  sstm__g.membarrier = sstm__membarrier_init(no_mb && strcmp(no_mb, "1") == 0);
+  sstm__g.membarrier = sstm__membarrier_init(cfg.no_membarrier);
   if ((rc = sstm__registry_init(cfg.max_threads)) != 0) {
     free(locks);
     return rc;
@@ -425,16 +445,21 @@ SSTM_API int sstm_shutdown(void) {
   return 0;
 }
 
-SSTM_API int sstm_config_get(sstm_config_t *out) {
+SSTM_API int sstm_config_get_sized(sstm_config_t *out, size_t size) {
   if (out == NULL) {
     sstm__set_error("sstm_config_get: out is NULL");
     return SSTM_EINVAL;
   }
+  if (size < CONFIG_SIZE_MIN) return check_config_size("sstm_config_get", size);
   if (!atomic_load_explicit(&sstm__g.initialized, memory_order_acquire)) {
     sstm__set_error("sstm_config_get: not initialised");
     return SSTM_ESTATE;
   }
-  *out = sstm__g.cfg;
+  /* A newer caller's fields that this library does not know read 0. */
+  size_t n = size < sizeof sstm__g.cfg ? size : sizeof sstm__g.cfg;
+  memcpy(out, &sstm__g.cfg, n);
+  memset((char *)out + n, 0, size - n);
+  out->size = n;
   return 0;
 }
 

@@ -270,31 +270,6 @@ static inline uint64_t sstm__rand(uint64_t *s) { /* xorshift64* */
   return x * 0x2545F4914F6CDD1Dull;
 }
 
-/* config.c: the policies' environment knobs.
- * Read by the policies when they initialise, whatever cfg.use_env says;
- * each is also checked by sstm_init() whichever policy is selected
- * (sstm__sched_env_check), so that a typo is an error, not silently the
- * default:
- *   SCHEDSTM_SOFTSER_LEVER  auto | none | nice | idle | batch | slice
- *   SCHEDSTM_EXT_MODE       auto | none | slice (tests: force a facility)
- *   SCHEDSTM_EXT_SLICE_US   SSTM_EXT_SLICE_US_MIN..SSTM_EXT_SLICE_US_MAX
- *   SCHEDSTM_PRIO_ESCALATE  0..SSTM_PRIO_ESCALATE_MAX (0: never)
- * (the ranges and sstm_ext_force_t: os/sched.h)
- * Each reader returns 0 with the default when the variable is unset, and
- * SSTM_EINVAL with an error message that lists the valid values. */
-/* *probe: "auto" (or unset), probe for a lever; else *lever is forced. */
-int sstm__env_softser_lever(sstm_lever_t *lever, bool *probe);
-int sstm__env_ext_mode(sstm_ext_force_t *force);
-int sstm__env_ext_slice_us(uint64_t *us);
-int sstm__env_prio_escalate(unsigned *after);
-/* All of the above: 0, or the first error. */
-int sstm__sched_env_check(void);
-
-/* Strict number from the environment: a value of plain
- * decimal digits (no sign, space or prefix) within [lo, hi]; 0 with *out
- * untouched if var is unset. */
-int sstm__env_u64(const char *var, uint64_t lo, uint64_t hi, uint64_t *out);
-
 /* error.c */
 void sstm__set_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* A value of the user's quoted in a message ("'%.*s%s'", SSTM_QUOTE(s)),

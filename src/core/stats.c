@@ -44,6 +44,7 @@ void sstm__counters_fold(sstm_counters_t *dst, const sstm_counters_t *src) {
 
 static void to_public(const sstm_counters_t *c, sstm_stats_t *out) {
   memset(out, 0, sizeof *out);
+  out->size = sizeof *out;
   out->commits_ro = c->commits_ro;
   out->commits_update = c->commits_update;
   out->commits_irrevocable = c->commits_irrevocable;
@@ -74,16 +75,50 @@ static void to_public(const sstm_counters_t *c, sstm_stats_t *out) {
   }
 }
 
-SSTM_API int sstm_stats_get(const sstm_desc_t *d, sstm_stats_t *out) {
-  if (d == NULL || out == NULL) {
-    sstm__set_error("sstm_stats_get: %s is NULL", d == NULL ? "the descriptor" : "out");
-    return SSTM_EINVAL;
-  }
+/* Sizes of sstm_stats_t a caller may pass: from the first layout with a
+ * size field (0.2's, this one) up. Fields are only ever appended; when one
+ * is, STATS_SIZE_MIN stays the size of 0.2's layout (offsetof the first
+ * appended field). A larger caller's struct gets zeros after ours. */
+#define STATS_SIZE_MIN sizeof(sstm_stats_t)
+
+static int check_stats_size(const char *who, size_t size) {
+  if (size >= STATS_SIZE_MIN) return 0;
+  sstm__set_error("%s: the sstm_stats_t's size is %zu bytes; this library (%s) fills %zu or "
+                  "more: pass sizeof(sstm_stats_t) (sstm_stats_get() and sstm_stats_aggregate() "
+                  "do) from a program built against the <schedstm/stats.h> of this library or "
+                  "an older one",
+                  who, size, SSTM_VERSION_STRING, (size_t)STATS_SIZE_MIN);
+  return SSTM_EINVAL;
+}
+
+/* The first `size` bytes of the caller's struct from the library's full one
+ * (checked: size >= STATS_SIZE_MIN), zeros after it; size records what was
+ * filled. */
+static void stats_export(const sstm_stats_t *full, sstm_stats_t *out, size_t size) {
+  size_t n = size < sizeof *full ? size : sizeof *full;
+  memcpy(out, full, n);
+  memset((char *)out + n, 0, size - n);
+  out->size = n;
+}
+
+static void desc_stats(const sstm_desc_t *d, sstm_stats_t *out) {
   sstm_counters_t c = {0};
   sstm__counters_fold(&c, &d->ctr);
   to_public(&c, out);
   out->slot = d->slot;
   out->tid = atomic_load_explicit(&((sstm_desc_t *)d)->tid, memory_order_relaxed);
+}
+
+SSTM_API int sstm_stats_get_sized(const sstm_desc_t *d, sstm_stats_t *out, size_t size) {
+  if (d == NULL || out == NULL) {
+    sstm__set_error("sstm_stats_get: %s is NULL", d == NULL ? "the descriptor" : "out");
+    return SSTM_EINVAL;
+  }
+  int rc = check_stats_size("sstm_stats_get", size);
+  if (rc != 0) return rc;
+  sstm_stats_t full;
+  desc_stats(d, &full);
+  stats_export(&full, out, size);
   return 0;
 }
 
@@ -115,12 +150,17 @@ static int aggregate(sstm_stats_t *out, const char *who) {
   return 0;
 }
 
-SSTM_API int sstm_stats_aggregate(sstm_stats_t *out) {
+SSTM_API int sstm_stats_aggregate_sized(sstm_stats_t *out, size_t size) {
   if (out == NULL) {
     sstm__set_error("sstm_stats_aggregate: out is NULL");
     return SSTM_EINVAL;
   }
-  return aggregate(out, "sstm_stats_aggregate");
+  int rc = check_stats_size("sstm_stats_aggregate", size);
+  if (rc != 0) return rc;
+  sstm_stats_t full;
+  if ((rc = aggregate(&full, "sstm_stats_aggregate")) != 0) return rc;
+  stats_export(&full, out, size);
+  return 0;
 }
 
 SSTM_API int sstm_stats_foreach(void (*fn)(const sstm_stats_t *, void *), void *arg) {
@@ -143,7 +183,7 @@ SSTM_API int sstm_stats_foreach(void (*fn)(const sstm_stats_t *, void *), void *
   for (unsigned i = 0; i < hw; i++) {
     struct sstm_desc *d = sstm__desc_at(i);
     if (d == NULL || !d->in_use) continue;
-    sstm_stats_get(d, &snap[n++]);
+    desc_stats(d, &snap[n++]);
   }
   pthread_mutex_unlock(&sstm__g.reg_lock);
   for (int i = 0; i < n; i++)

@@ -98,21 +98,24 @@ void sstm__cm_stt_prio(sstm_desc_t *d, int policy, int nice);
 void sstm__cm_stt_prio_refresh(sstm_desc_t *d);
 
 /* ---- typed knobs ----
- * The policies' SCHEDSTM_* variables, checked by sstm_init() before any
- * policy initialises (a bad value fails sstm_init with SSTM_EINVAL,
- * whichever policy is selected). Each returns 0 with the value, or its
- * default when the variable is unset; the documentation of each knob is
- * with the policy that owns it (cm/softser.c, cm/ext.c, cm/prio.c) and in
- * README.md's table. */
+ * The policies' knobs: fields of the configuration that sstm_init() is
+ * applying (sstm_config_t: softser_lever, ext_mode, ext_slice_us,
+ * prio_escalate), set by the program or from the SCHEDSTM_* variables,
+ * read and checked by core/config.c before any policy initialises (a bad
+ * value fails sstm_init with SSTM_EINVAL, whichever policy is selected).
+ * For the policies' init hooks; each returns 0. The documentation of each
+ * knob is with the policy that owns it (cm/softser.c, cm/ext.c,
+ * cm/prio.c), in schedstm/config.h and in README.md's table. */
 
-/* SCHEDSTM_SOFTSER_LEVER: *probe true for "auto" (or unset), else *lever
- * is the one forced. */
+/* cfg.softser_lever (SCHEDSTM_SOFTSER_LEVER): *probe true for
+ * SSTM_SOFTSER_LEVER_AUTO, else *lever is the one forced. */
 int sstm__cm_knob_softser_lever(sstm_lever_t *lever, bool *probe);
-/* SCHEDSTM_EXT_MODE (auto | none | slice) and SCHEDSTM_EXT_SLICE_US
- * (SSTM_EXT_SLICE_US_MIN..MAX, default SSTM_EXT_SLICE_US_DEFAULT). */
+/* cfg.ext_mode (SCHEDSTM_EXT_MODE: auto | none | slice) and
+ * cfg.ext_slice_us (SCHEDSTM_EXT_SLICE_US, SSTM_EXT_SLICE_US_MIN..MAX,
+ * default SSTM_EXT_SLICE_US_DEFAULT). */
 int sstm__cm_knob_ext(sstm_ext_force_t *force, uint64_t *slice_us);
-/* SCHEDSTM_PRIO_ESCALATE (0..SSTM_PRIO_ESCALATE_MAX, default
- * SSTM_PRIO_ESCALATE_DEFAULT; 0: never). */
+/* cfg.prio_escalate (SCHEDSTM_PRIO_ESCALATE, 0..SSTM_PRIO_ESCALATE_MAX,
+ * default SSTM_PRIO_ESCALATE_DEFAULT; 0: never). */
 int sstm__cm_knob_prio_escalate(unsigned *after);
 
 /* ---- test seams ---- */

@@ -124,14 +124,7 @@ static void *lever_probe_thread(void *arg) {
   return NULL;
 }
 
-/* An unknown `force` gives NONE: sstm_init() has rejected it already
- * (core/config.c). */
-sstm_lever_t sstm__lever_probe(const char *force) {
-  if (force && strcmp(force, "auto") != 0) {
-    for (unsigned i = 0; i < 5; i++)
-      if (strcmp(force, lever_names[i]) == 0) return (sstm_lever_t)i;
-    return SSTM_LEVER_NONE;
-  }
+sstm_lever_t sstm__lever_probe(void) {
   /* One fresh thread per lever: a one-way lever leaves its probing thread
    * lowered (nice 19, SCHED_IDLE), which would make the next lever's probe
    * start from there and fail (leaving SCHED_IDLE needs privilege). */

@@ -32,11 +32,11 @@ typedef struct sstm_prio_saved {
 } sstm_prio_saved_t;
 
 /* Probe the levers in the order nice, idle, batch, slice, keeping the first
- * that can be applied AND undone; `force` names one ("auto" or NULL: probe).
- * The probe runs on a scratch thread with the caller's attributes, so a
- * one-way change (nice or SCHED_IDLE without CAP_SYS_NICE) never sticks to
- * the caller. Returns the lever (NONE if nothing works). */
-sstm_lever_t sstm__lever_probe(const char *force);
+ * that can be applied AND undone. The probe runs on a scratch thread with
+ * the caller's attributes, so a one-way change (nice or SCHED_IDLE without
+ * CAP_SYS_NICE) never sticks to the caller. Returns the lever (NONE if
+ * nothing works). */
+sstm_lever_t sstm__lever_probe(void);
 /* Can lever l be applied and undone here (on a scratch thread)? */
 bool sstm__lever_undoable(sstm_lever_t l);
 const char *sstm__lever_name(sstm_lever_t l);
@@ -149,14 +149,8 @@ static inline bool sstm__ext_leave(sstm_slice_ctrl_t *c) {
   return __atomic_load_n(&c->granted, __ATOMIC_RELAXED) != 0;
 }
 
-/* ---- the values of the policies' knobs (read by core/config.c) ---- */
-#define SSTM_EXT_SLICE_US_MIN 100u
-#define SSTM_EXT_SLICE_US_MAX 100000u
-#define SSTM_EXT_SLICE_US_DEFAULT 4000u
-#define SSTM_PRIO_ESCALATE_MAX 1000000u
-#define SSTM_PRIO_ESCALATE_DEFAULT 32u
-
-/* The time-slice extension facility the ext modifier is told to use. */
+/* The time-slice extension facility the ext modifier is told to use (the
+ * values of the public sstm_ext_facility_t, cfg.ext_mode). */
 typedef enum sstm_ext_force {
   SSTM_EXT_FORCE_AUTO = 0, /* the probe decides */
   SSTM_EXT_FORCE_NONE,     /* no facility */

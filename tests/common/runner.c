@@ -305,10 +305,23 @@ sstm_design_t sstm_test_design(void) {
   abort();
 }
 
+void sstm_test_env_knobs(sstm_config_t *cfg) {
+  sstm_config_t e;
+  sstm_config_default(&e);
+  int rc = sstm_config_from_env(&e);
+  CHECK_MSG(rc == 0, "the SCHEDSTM_* environment: %s", sstm_last_error());
+  cfg->softser_lever = e.softser_lever;
+  cfg->ext_mode = e.ext_mode;
+  cfg->ext_slice_us = e.ext_slice_us;
+  cfg->prio_escalate = e.prio_escalate;
+  cfg->no_membarrier = e.no_membarrier;
+}
+
 void sstm_test_config(sstm_config_t *cfg) {
   sstm_config_default(cfg);
   cfg->use_env = false;
   cfg->design = sstm_test_design();
+  sstm_test_env_knobs(cfg);
 }
 
 void sstm_test_init(void) {

@@ -104,8 +104,18 @@ static inline uint64_t sstm_rng_below(sstm_rng_t *r, uint64_t n) {
 
 /* The design selected by SSTM_TEST_DESIGN (default etl). */
 sstm_design_t sstm_test_design(void);
-/* Defaults with use_env = false and the test design. */
+/* Defaults with use_env = false and the test design, plus the policies'
+ * knobs and the begin-fence switch from the environment
+ * (sstm_test_env_knobs). */
 void sstm_test_config(sstm_config_t *cfg);
+/* The ctest entries pass the policies' knobs (SCHEDSTM_SOFTSER_LEVER,
+ * SCHEDSTM_EXT_MODE, SCHEDSTM_EXT_SLICE_US, SCHEDSTM_PRIO_ESCALATE) and
+ * SCHEDSTM_NO_MEMBARRIER in the environment; the library reads it only
+ * with use_env, which the tests leave off so that the rest of a
+ * developer's SCHEDSTM_* environment does not change a test. Copies those
+ * fields into *cfg from sstm_config_from_env() on the defaults; a
+ * malformed SCHEDSTM_* value fails the test. */
+void sstm_test_env_knobs(sstm_config_t *cfg);
 /* sstm_init(cfg from sstm_test_config) + sstm_thread_init(); checked. */
 void sstm_test_init(void);
 /* The same with sampling on: cfg.sample_period, sample_fn, sample_arg. */

@@ -20,7 +20,8 @@ static inline sstm_design_t int_parse_design(const char *s) {
   return d;
 }
 
-/* The tests' configuration: defaults, no environment, the design and policy;
+/* The tests' configuration: defaults, no environment but the policies'
+ * knobs (sstm_test_env_knobs), the design and policy;
  * SSTM_TEST_READ_PAST=off|all (a ctest entry's environment) sets
  * cfg.read_past (default ro), so that every read path of argument (8) in
  * src/core/stm.c runs, and SSTM_TEST_RO_LOG=auto|on sets cfg.ro_log
@@ -29,6 +30,7 @@ static inline sstm_design_t int_parse_design(const char *s) {
 static inline void int_config(sstm_config_t *c, sstm_design_t design, const char *cm) {
   sstm_config_default(c);
   c->use_env = false;
+  sstm_test_env_knobs(c); /* SCHEDSTM_NO_MEMBARRIER, SCHEDSTM_PRIO_ESCALATE, ... */
   c->design = design;
   if (cm) c->cm = cm;
   /* A value these do not know fails the run: an entry meant for another

@@ -481,7 +481,8 @@ TEST(prio_escalate_default_after_reinit) {
 TEST(prio_escalate_env_validated) {
   setenv("SCHEDSTM_PRIO_ESCALATE", "many", 1);
   sstm_config_t cfg;
-  sstm_test_config(&cfg);
+  sstm_config_default(&cfg); /* use_env: the library reads the variable */
+  cfg.design = sstm_test_design();
   cfg.cm = "os_prio";
   CHECK_RC(sstm_init(&cfg), SSTM_EINVAL);
   CHECK_CONTAINS(sstm_last_error(), "SCHEDSTM_PRIO_ESCALATE");

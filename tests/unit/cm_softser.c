@@ -88,8 +88,8 @@ static void init_softser(void) {
   cfg.cm = "softser";
   if (S.ext) {
     cfg.cm = "softser+ext";
-    setenv("SCHEDSTM_EXT_MODE", "slice", 1);
-    setenv("SCHEDSTM_EXT_SLICE_US", "2500", 1);
+    cfg.ext_mode = SSTM_EXT_FACILITY_SLICE;
+    cfg.ext_slice_us = 2500;
   }
   int rc = sstm_init(&cfg);
   /* "none" changes nothing, so it can never be refused */

@@ -14,6 +14,21 @@
 
 #include "../common/runner.h"
 
+/* getenv, counting the library's reads of SCHEDSTM_* variables: this
+ * program's definition stands in for the C library's for every caller in
+ * the program, the library included (the C library itself uses its own
+ * internal one). use_env false must read none of them. */
+extern char **environ;
+static _Atomic unsigned schedstm_getenv_calls;
+char *getenv(const char *name) {
+  if (strncmp(name, "SCHEDSTM_", 9) == 0)
+    atomic_fetch_add_explicit(&schedstm_getenv_calls, 1, memory_order_relaxed);
+  size_t n = strlen(name);
+  for (char **e = environ; e && *e; e++)
+    if (strncmp(*e, name, n) == 0 && (*e)[n] == '=') return *e + n + 1;
+  return NULL;
+}
+
 static const char *const ENV_VARS[] = {
     "SCHEDSTM_DESIGN",         "SCHEDSTM_CM",
     "SCHEDSTM_LOCK_BITS",      "SCHEDSTM_STRIPE_SHIFT",
@@ -404,39 +419,196 @@ TEST(env_invalid_policy_knobs) {
   }
 }
 
-/* sstm_init checks the policies' knobs whichever policy is selected, and
- * with use_env false too (the policies read them whatever use_env says). */
+/* sstm_init checks the policies' knobs whichever policy is selected, when
+ * it reads the environment (use_env); with use_env false it reads none of
+ * it, so a bad value there changes nothing. */
 TEST(init_checks_policy_knobs) {
   static const char *const bad[][2] = {
       {"SCHEDSTM_SOFTSER_LEVER", "nicee"},
       {"SCHEDSTM_EXT_MODE", "slcie"},
       {"SCHEDSTM_EXT_SLICE_US", "-18446744073709451616"},
       {"SCHEDSTM_PRIO_ESCALATE", "-18446744073709551615"},
-      {"SCHEDSTM_NO_MEMBARRIER", "yes"}, /* read at init whatever use_env says */
+      {"SCHEDSTM_NO_MEMBARRIER", "yes"},
   };
   static const char *const cms[] = {"suicide", "softser", "ser-block+ext", "os_prio", "backoff"};
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-    for (int use_env = 0; use_env < 2; use_env++) {
-      clear_env();
-      setenv(bad[i][0], bad[i][1], 1);
-      sstm_config_t c;
-      sstm_config_default(&c);
-      c.use_env = use_env;
-      int rc = sstm_init(&c); /* suicide: not the knob's policy */
-      CHECK_MSG(rc == SSTM_EINVAL, "%s=%s, use_env %d, suicide: sstm_init returned %d (%s)",
-                bad[i][0], bad[i][1], use_env, rc, sstm_strerror(rc));
-      CHECK_FALSE(sstm_initialized());
-      CHECK_CONTAINS(sstm_last_error(), bad[i][0]);
-      c.cm = cms[i]; /* the knob's own policy */
-      rc = sstm_init(&c);
-      CHECK_MSG(rc == SSTM_EINVAL, "%s=%s, use_env %d, %s: sstm_init returned %d (%s)", bad[i][0],
-                bad[i][1], use_env, cms[i], rc, sstm_strerror(rc));
-      CHECK_FALSE(sstm_initialized());
-      CHECK_CONTAINS(sstm_last_error(), bad[i][0]);
-    }
+    clear_env();
+    setenv(bad[i][0], bad[i][1], 1);
+    sstm_config_t c;
+    sstm_config_default(&c);
+    int rc = sstm_init(&c); /* suicide: not the knob's policy */
+    CHECK_MSG(rc == SSTM_EINVAL, "%s=%s, suicide: sstm_init returned %d (%s)", bad[i][0], bad[i][1],
+              rc, sstm_strerror(rc));
+    CHECK_FALSE(sstm_initialized());
+    CHECK_CONTAINS(sstm_last_error(), bad[i][0]);
+    c.cm = cms[i]; /* the knob's own policy */
+    rc = sstm_init(&c);
+    CHECK_MSG(rc == SSTM_EINVAL, "%s=%s, %s: sstm_init returned %d (%s)", bad[i][0], bad[i][1],
+              cms[i], rc, sstm_strerror(rc));
+    CHECK_FALSE(sstm_initialized());
+    CHECK_CONTAINS(sstm_last_error(), bad[i][0]);
+    c.use_env = false; /* not read: the defaults */
+    CHECK_OK(sstm_init(&c));
+    CHECK_OK(sstm_shutdown());
   }
   clear_env();
   CHECK_OK(sstm_init(NULL));
+  CHECK_OK(sstm_shutdown());
+}
+
+/* use_env false: sstm_init reads no SCHEDSTM_* variable at all (counted by
+ * the getenv above), and every one of them set to garbage changes
+ * nothing. */
+TEST(use_env_false_reads_no_environment) {
+  clear_env();
+  for (size_t i = 0; i < sizeof ENV_VARS / sizeof ENV_VARS[0]; i++)
+    setenv(ENV_VARS[i], "garbage", 1);
+  static const char *const cms[] = {"suicide", "softser", "ser-block+ext", "os_prio", "adaptive"};
+  for (size_t i = 0; i < sizeof cms / sizeof cms[0]; i++) {
+    sstm_config_t c, got, def;
+    sstm_config_default(&c);
+    c.use_env = false;
+    c.cm = cms[i];
+    unsigned before = atomic_load_explicit(&schedstm_getenv_calls, memory_order_relaxed);
+    int rc = sstm_init(&c);
+    CHECK_MSG(rc == 0, "%s: %s", cms[i], sstm_last_error());
+    CHECK_OK(sstm_config_get(&got));
+    CHECK_OK(sstm_shutdown());
+    CHECK_EQ_U(atomic_load_explicit(&schedstm_getenv_calls, memory_order_relaxed), before);
+    sstm_config_default(&def);
+    CHECK_EQ_I(got.softser_lever, def.softser_lever);
+    CHECK_EQ_I(got.ext_mode, def.ext_mode);
+    CHECK_EQ_U(got.ext_slice_us, def.ext_slice_us);
+    CHECK_EQ_U(got.prio_escalate, def.prio_escalate);
+    CHECK_FALSE(got.no_membarrier);
+    CHECK_EQ_U(got.lock_bits, def.lock_bits);
+  }
+  /* with use_env, the same environment is read and refused */
+  unsigned before = atomic_load_explicit(&schedstm_getenv_calls, memory_order_relaxed);
+  CHECK_RC(sstm_init(NULL), SSTM_EINVAL);
+  CHECK_GT_U(atomic_load_explicit(&schedstm_getenv_calls, memory_order_relaxed), before);
+  clear_env();
+}
+
+/* The policies' knobs as typed fields: from the environment, checked
+ * whichever policy is selected, and what the policies then use. */
+TEST(policy_knobs_typed) {
+  clear_env();
+  setenv("SCHEDSTM_SOFTSER_LEVER", "batch", 1);
+  setenv("SCHEDSTM_EXT_MODE", "none", 1);
+  setenv("SCHEDSTM_EXT_SLICE_US", "2500", 1);
+  setenv("SCHEDSTM_PRIO_ESCALATE", "7", 1);
+  setenv("SCHEDSTM_NO_MEMBARRIER", "1", 1);
+  sstm_config_t c;
+  sstm_config_default(&c);
+  CHECK_OK(sstm_config_from_env(&c));
+  CHECK_EQ_I(c.softser_lever, SSTM_SOFTSER_LEVER_BATCH);
+  CHECK_EQ_I(c.ext_mode, SSTM_EXT_FACILITY_NONE);
+  CHECK_EQ_U(c.ext_slice_us, 2500);
+  CHECK_EQ_U(c.prio_escalate, 7);
+  CHECK_TRUE(c.no_membarrier);
+  clear_env();
+  /* the same, typed, without the environment */
+  c.use_env = false;
+  c.cm = "ser-block+ext";
+  CHECK_OK(sstm_init(&c));
+  char buf[512];
+  sstm_describe(buf, sizeof buf);
+  CHECK_CONTAINS(buf, "begin-fence=fence");
+  CHECK_CONTAINS(buf, "ext=none");
+  CHECK_OK(sstm_shutdown());
+  /* out of range: refused, whichever policy */
+  static const struct {
+    size_t off, len;
+    unsigned val;
+    const char *name;
+  } bad[] = {
+      {offsetof(sstm_config_t, softser_lever), sizeof c.softser_lever, 6, "softser_lever 6"},
+      {offsetof(sstm_config_t, ext_mode), sizeof c.ext_mode, 3, "ext_mode 3"},
+      {offsetof(sstm_config_t, ext_slice_us), sizeof c.ext_slice_us, 99, "ext_slice_us 99"},
+      {offsetof(sstm_config_t, ext_slice_us), sizeof c.ext_slice_us, 100001, "ext_slice_us 100001"},
+      {offsetof(sstm_config_t, prio_escalate), sizeof c.prio_escalate, 1000001,
+       "prio_escalate 1000001"},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    sstm_config_default(&c);
+    c.use_env = false;
+    CHECK_EQ_U(bad[i].len, sizeof(unsigned));
+    memcpy((char *)&c + bad[i].off, &bad[i].val, sizeof(unsigned));
+    CHECK_RC(sstm_init(&c), SSTM_EINVAL);
+    CHECK_CONTAINS(sstm_last_error(), bad[i].name);
+    CHECK_FALSE(sstm_initialized());
+  }
+}
+
+/* Room to grow (config.h, stats.h): a struct whose size the library does
+ * not know is refused with a message that says what to do, never read
+ * past its end; a larger output buffer gets zeros after what the library
+ * fills, and `size` says how much that was. */
+TEST(struct_sizes_checked) {
+  clear_env();
+  sstm_config_t c;
+  static const size_t bad_sizes[] = {0, 8, sizeof c - 1, sizeof c + 8, (size_t)-1};
+  for (size_t i = 0; i < sizeof bad_sizes / sizeof bad_sizes[0]; i++) {
+    sstm_config_default(&c);
+    c.size = bad_sizes[i];
+    CHECK_RC(sstm_init(&c), SSTM_EINVAL);
+    CHECK_CONTAINS(sstm_last_error(), "sstm_init: the sstm_config_t's size is");
+    CHECK_CONTAINS(sstm_last_error(), "sstm_config_default()");
+    CHECK_FALSE(sstm_initialized());
+    sstm_config_t ref = c;
+    CHECK_RC(sstm_config_from_env(&c), SSTM_EINVAL);
+    CHECK_CONTAINS(sstm_last_error(), "sstm_config_from_env");
+    CHECK_EQ_MEM(&c, &ref, sizeof c);
+    CHECK_RC(sstm_config_default_sized(&c, bad_sizes[i]), SSTM_EINVAL);
+    CHECK_CONTAINS(sstm_last_error(), "sstm_config_default_sized");
+  }
+  CHECK_RC(sstm_config_default_sized(NULL, sizeof c), SSTM_EINVAL);
+  /* an uninitialised-looking struct (size 0: designated initialisers
+   * without sstm_config_default) */
+  sstm_config_t z = {.cm = "suicide", .lock_bits = 20};
+  CHECK_RC(sstm_init(&z), SSTM_EINVAL);
+  /* sstm_config_default sets the size */
+  memset(&c, 0xA5, sizeof c);
+  sstm_config_default(&c);
+  CHECK_EQ_U(c.size, sizeof c);
+  c.use_env = false;
+  CHECK_OK(sstm_init(&c));
+  CHECK_OK(sstm_thread_init());
+  /* outputs: too small refused, larger zero-filled past the library's */
+  struct {
+    sstm_config_t cfg;
+    unsigned char more[32];
+  } big;
+  memset(&big, 0xA5, sizeof big);
+  CHECK_RC(sstm_config_get_sized(&big.cfg, 8), SSTM_EINVAL);
+  CHECK_CONTAINS(sstm_last_error(), "sstm_config_get");
+  CHECK_OK(sstm_config_get_sized(&big.cfg, sizeof big));
+  CHECK_EQ_U(big.cfg.size, sizeof(sstm_config_t));
+  CHECK_EQ_U(big.cfg.lock_bits, 20);
+  for (size_t i = 0; i < sizeof big.more; i++)
+    CHECK_EQ_U(big.more[i], 0);
+  struct {
+    sstm_stats_t s;
+    unsigned char more[32];
+  } sbig;
+  memset(&sbig, 0xA5, sizeof sbig);
+  CHECK_RC(sstm_stats_get_sized(sstm_self(), &sbig.s, 16), SSTM_EINVAL);
+  CHECK_CONTAINS(sstm_last_error(), "sstm_stats_get: the sstm_stats_t's size is 16");
+  CHECK_RC(sstm_stats_aggregate_sized(&sbig.s, 0), SSTM_EINVAL);
+  CHECK_CONTAINS(sstm_last_error(), "sstm_stats_aggregate");
+  CHECK_OK(sstm_stats_get_sized(sstm_self(), &sbig.s, sizeof sbig));
+  CHECK_EQ_U(sbig.s.size, sizeof(sstm_stats_t));
+  for (size_t i = 0; i < sizeof sbig.more; i++)
+    CHECK_EQ_U(sbig.more[i], 0);
+  memset(&sbig, 0xA5, sizeof sbig);
+  CHECK_OK(sstm_stats_aggregate_sized(&sbig.s, sizeof sbig));
+  CHECK_EQ_U(sbig.s.size, sizeof(sstm_stats_t));
+  CHECK_EQ_U(sbig.more[0], 0);
+  sstm_stats_t s;
+  CHECK_OK(sstm_stats_get(sstm_self(), &s));
+  CHECK_EQ_U(s.size, sizeof s);
+  CHECK_OK(sstm_thread_exit());
   CHECK_OK(sstm_shutdown());
 }
 
