@@ -76,10 +76,11 @@ SSTM_API bool sstm_party_running(const sstm_party_t *p) {
 
 _Atomic uint64_t sstm__wait_slice_ns = 1000000;
 
-/* How far sstm_party_wait's sleep slice grows. At 64 threads on 2 CPUs a
- * ser-block loser waits behind a preempted winner for about 20 ms: with a
- * fixed 1 ms slice it re-checked about 20 times; rb16k at 50 % made 2.1x
- * as many futex calls as with slices growing to 16 ms (docs/benchmarks.md). */
+/* How far sstm_party_wait's sleep slice grows. When threads far outnumber
+ * CPUs a ser-block loser can wait behind a preempted winner for a whole
+ * scheduling round: a fixed 1 ms slice re-checks many times over, and
+ * slices that grow to 16 ms made far fewer futex calls (docs/benchmarks.md,
+ * "Figures behind the design"). */
 #define WAIT_SLICE_GROWTH 16
 
 SSTM_API bool sstm_party_watch(const sstm_party_t *p) {

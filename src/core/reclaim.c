@@ -37,9 +37,9 @@
 #include "core/engine.h"
 
 /* Blocks per batch. Closing a batch costs a membarrier, which interrupts
- * every CPU running one of our threads (a few microseconds each): with
- * batches of 64, hash-set removals at 2 threads spent about a third of the
- * time there; 1024 makes it about 1 % (docs/benchmarks.md). */
+ * every CPU running one of our threads: with small batches, hash-set
+ * removals spent much of their time there, and 1024 makes that negligible
+ * (docs/benchmarks.md, "Figures behind the design"). */
 #define BATCH_BLOCKS 1024
 
 /* Double v's capacity; false (v unchanged) when it is at 2^30 entries or
@@ -220,7 +220,8 @@ static void grace_fini(sstm_grace_t *g) {
 
 /* How long sstm_quiesce polls before it sleeps. A conflict-free attempt
  * lasts about a microsecond; a futex sleep and wake-up across CPUs costs
- * 55-75 us here (docs/design/kernel-scheduler.md), so polling a fraction of
+ * tens of microseconds (docs/benchmarks.md, "Figures behind the design"),
+ * so polling a fraction of
  * that first saves most sleeps without keeping a CPU long from the attempts
  * we wait for (with more threads than CPUs they may need ours). */
 #define QUIESCE_SPIN_NS 20000
