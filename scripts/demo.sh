@@ -1,35 +1,57 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# scripts/demo.sh: build schedstm and run a short comparison of schedstm,
-# GCC libitm (ml_wt) and uninstrumented sequential code on the four intset
-# structures (linked list, skip list, red-black tree, hash set) at 1, 2 and
-# 4 threads with 20% updates. Prints a markdown table and writes
-# results/demo/{summary.md,results.jsonl,results.csv,throughput.png}.
-# Takes about 3 minutes on a 2-vCPU machine. Runs scripts/install-deps.sh
-# --demo first (apt-get through sudo and pip, for whatever is missing). A new
-# build directory is configured without the test suite
+# scripts/demo.sh: build schedstm and show, in a few minutes, what it is for.
+#
+#  1. One thread and two: schedstm against GCC's libitm (ml_wt) and
+#     uninstrumented sequential code on the four intset structures (linked
+#     list, skip list, red-black tree, hash set), 20% updates: what the
+#     instrumentation costs.
+#  2. Oversubscribed: more threads than CPUs (2, 8, 32 and 64 threads on a
+#     hash set, 50% updates), schedstm with the default contention manager
+#     (suicide: abort and retry at once), with scheduling policies
+#     (ser-block, ser-yield, adaptive) and libitm. When threads outnumber
+#     CPUs, a transaction descheduled in the middle keeps its locks and the
+#     others abort against it again and again; the policies make the loser
+#     wait until the winner has ended, so the throughput holds.
+#
+# Prints the tables of both sweeps and a digest of the second, and writes
+# results/demo/single-thread/ and results/demo/oversubscribed/
+# (summary.md, results.jsonl, results.csv) and the figures
+# results/demo/single-thread.png and results/demo/oversubscribed.png (lines:
+# medians over the repetitions, bands: min-max, the CPU count in the
+# caption). About 4 minutes on 2 vCPUs, the build included.
+#
+# Runs scripts/install-deps.sh --demo first (apt-get through sudo for
+# missing tools; matplotlib with pip into the virtual environment
+# $SCHEDSTM_VENV, default build/venv, whose interpreter runs the harness). A
+# new build directory is configured without the test suite
 # (-DSCHEDSTM_BUILD_TESTS=OFF), which the demo does not use; an existing one
 # keeps its settings.
 #
 # Environment: BUILD_DIR (default build), OUT_DIR (default results/demo),
-# DEMO_DURATION_MS (1000), DEMO_REPS (3), DEMO_THREADS (1,2,4),
-# DEMO_BACKENDS (default schedstm,itm,seq; e.g. add schedstm-inline).
-# Exit status: 0 with the table and the figure; the sweep's status if it
-# failed; 3 if the table was printed but no figure could be drawn.
-# Extra arguments go to bench/harness/sweep.py, e.g.
-#   scripts/demo.sh --peer tinystm=/path/to/tinystm/test/intset
+# DEMO_REPS (3), DEMO_DURATION_MS (part 1, 500), DEMO_THREADS (part 1, 1,2),
+# DEMO_BACKENDS (part 1, default schedstm,itm,seq), DEMO_OVERSUB_MS (part 2,
+# 1000), DEMO_OVERSUB_THREADS (part 2, 2,8,32,64), DEMO_OVERSUB_CMS (part 2,
+# suicide,ser-block,ser-yield,adaptive).
+# Exit status: 0 with the tables and both figures; a sweep's status if one
+# failed; 3 if the tables were printed but a figure could not be drawn.
+# Extra arguments go to both runs of bench/harness/sweep.py.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BUILD=${BUILD_DIR:-$ROOT/build}
 OUT=${OUT_DIR:-$ROOT/results/demo}
-DURATION_MS=${DEMO_DURATION_MS:-1000}
 REPS=${DEMO_REPS:-3}
-THREADS=${DEMO_THREADS:-1,2,4}
+DURATION_MS=${DEMO_DURATION_MS:-500}
+THREADS=${DEMO_THREADS:-1,2}
+OVERSUB_MS=${DEMO_OVERSUB_MS:-1000}
+OVERSUB_THREADS=${DEMO_OVERSUB_THREADS:-2,8,32,64}
+OVERSUB_CMS=${DEMO_OVERSUB_CMS:-suicide,ser-block,ser-yield,adaptive}
+started=$(date +%s)
 
 say() { printf '\n==> %s\n' "$*" >&2; }
 
-say "install what is missing (tools, matplotlib)"
+say "install what is missing (tools; matplotlib into a virtual environment)"
 "$ROOT/scripts/install-deps.sh" --demo >&2 || echo "demo: install-deps.sh failed; trying anyway" >&2
 
 say "configure and build ($BUILD)"
@@ -42,49 +64,104 @@ cmake --build "$BUILD" -j2 >&2
 
 # The harness runs with the interpreter of the virtual environment that
 # install-deps.sh --demo made (matplotlib is there, not in the system's
-# Python); without it, with python3, and the table has no figure.
+# Python); without it, with python3, and the tables come without figures.
 PYTHON=${SCHEDSTM_VENV:-$ROOT/build/venv}/bin/python
 if [[ ! -x "$PYTHON" ]]; then
   echo "demo: no virtual environment at ${PYTHON%/bin/python}: running the harness with python3" >&2
   PYTHON=python3
 fi
-PLOT=--plot
+FIGURES=1
 if ! "$PYTHON" -c 'import matplotlib' 2>/dev/null; then
-  echo "demo: matplotlib unavailable: the table is printed, no figure" >&2
-  PLOT=
+  echo "demo: matplotlib unavailable: the tables are printed, no figures" >&2
+  FIGURES=0
 fi
+CPUS=$(nproc 2>/dev/null || echo "?")
 
 BACKENDS=schedstm,seq
 BASELINE=seq
+ITM=
 if [[ -x "$BUILD/bench/intset-itm" ]]; then
   BACKENDS=schedstm,itm,seq
   BASELINE=itm
+  ITM=,itm
 else
   echo "demo: no libitm build (compiler without -fgnu-tm): comparing with seq only" >&2
 fi
 BACKENDS=${DEMO_BACKENDS:-$BACKENDS}
 [[ ",$BACKENDS," == *",$BASELINE,"* ]] || BASELINE=${BACKENDS%%,*}
 
-say "sweep: $BACKENDS, ll/sl/rb/hs, 20% updates, threads $THREADS, ${DURATION_MS} ms x $REPS reps"
 status=0
+missing=()
+# figure NAME TITLE CAPTION: draw $OUT/NAME.png from $OUT/NAME/results.jsonl.
+figure() {
+  local name=$1 title=$2 caption=$3
+  [[ "$FIGURES" = 1 ]] || { missing+=("$name.png"); return 0; }
+  if ! "$PYTHON" "$ROOT/bench/harness/plot.py" "$OUT/$name/results.jsonl" \
+    -o "$OUT/$name.png" --title "$title" --caption "$caption" >/dev/null; then
+    missing+=("$name.png")
+  fi
+}
+
+say "1/2 one thread and two: $BACKENDS on ll/sl/rb/hs (1k elements), 20% updates, threads $THREADS, ${DURATION_MS} ms x $REPS reps"
+echo "# 1/2: what the instrumentation costs (one thread and two)"
 "$PYTHON" "$ROOT/bench/harness/sweep.py" \
   --bin-dir "$BUILD/bench" --backends "$BACKENDS" --baseline "$BASELINE" \
   --structures ll,sl,rb,hs --updates 20 --threads "$THREADS" \
   --initial 1024 --duration-ms "$DURATION_MS" --reps "$REPS" \
-  --out "$OUT" $PLOT "$@" || status=$?
+  --out "$OUT/single-thread" "$@" || status=$?
+if [[ "$status" -eq 0 ]]; then
+  figure single-thread "schedstm, libitm and uninstrumented code, 20% updates" \
+    "schedstm: this library with its default policy; itm: GCC's libitm (ITM_DEFAULT_METHOD=ml_wt); seq: the same code uninstrumented, one thread only (dashed line)."
+fi
+
+if [[ "$status" -eq 0 ]]; then
+  say "2/2 oversubscribed: schedstm with $OVERSUB_CMS${ITM:+ and libitm} on a hash set (16k elements), 50% updates, threads $OVERSUB_THREADS on $CPUS CPUs, ${OVERSUB_MS} ms x $REPS reps"
+  echo
+  echo "# 2/2: more threads than CPUs ($OVERSUB_THREADS threads on $CPUS CPUs)"
+  "$PYTHON" "$ROOT/bench/harness/sweep.py" \
+    --bin-dir "$BUILD/bench" --backends "schedstm$ITM" --cms "$OVERSUB_CMS" \
+    --structures hs --initial 16384 --updates 50 --threads "$OVERSUB_THREADS" \
+    --duration-ms "$OVERSUB_MS" --reps "$REPS" \
+    --out "$OUT/oversubscribed" "$@" || status=$?
+fi
+if [[ "$status" -eq 0 ]]; then
+  figure oversubscribed "More threads than CPUs: a hash set (16k), 50% updates" \
+    "suicide (the default), ser-block, ser-yield, adaptive: schedstm's contention managers (suicide retries at once; ser-* wait for the winner to end, sleeping on a futex or yielding; adaptive chooses online); itm: GCC's libitm (ml_wt), which reports no abort counts."
+  # What the second sweep shows, in a few lines: each variant's throughput
+  # at the most threads as a share of its own at the fewest.
+  "$PYTHON" - "$OUT/oversubscribed/results.jsonl" "$ROOT/bench/harness" <<'PY' || true
+import json, sys
+sys.path.insert(0, sys.argv[2])
+import summary
+records = [json.loads(line) for line in open(sys.argv[1]) if line.strip()]
+ok = summary.ok_records(records)
+threads = sorted({r["threads"] for r in ok})
+if len(threads) >= 2:
+    w = summary.workload_key(ok[0])
+    cpus = ok[0].get("cpus", "?")
+    print("\nAt %d threads on %s CPUs, each variant keeps this share of its own %d-thread "
+          "throughput (median of per-repetition ratios):" % (threads[-1], cpus, threads[0]))
+    for v in summary.ordered_unique(r["variant"] for r in ok):
+        share = summary.scaling_ratio(records, w, threads[-1], v, threads[0])
+        rate = summary.median_of([r for r in ok if r["variant"] == v
+                                  and r["threads"] == threads[-1]], "commits_per_s")
+        print("  %-20s %6s   (%s commits/s)" % (v, summary.fmt_share(share),
+                                                 summary.fmt_rate(rate)))
+PY
+fi
 
 if [[ -d "$OUT" ]]; then
-  say "results in $OUT"
+  say "results in $OUT ($(($(date +%s) - started)) s)"
   ls -1 "$OUT" >&2
 fi
 if [[ "$status" -ne 0 ]]; then
   echo "demo: the sweep failed (exit status $status; its messages are above)" >&2
-elif [[ ! -f "$OUT/throughput.png" ]]; then
-  # The table is above, but the demonstration promised a figure.
-  if [[ -z "$PLOT" ]]; then
-    echo "demo: no figure: matplotlib could not be installed (pip install -r bench/requirements.txt)" >&2
+elif [[ ${#missing[@]} -gt 0 ]]; then
+  # The tables are above, but the demonstration promised figures.
+  if [[ "$FIGURES" = 0 ]]; then
+    echo "demo: no figure: matplotlib could not be installed (scripts/install-deps.sh --demo)" >&2
   else
-    echo "demo: no figure was written to $OUT/throughput.png (see the messages above)" >&2
+    echo "demo: no figure was written for ${missing[*]} in $OUT (see the messages above)" >&2
   fi
   status=3
 fi

@@ -4,9 +4,13 @@
 workload, throughput (commits/s) against the number of threads and, below
 it, the abort rate against the number of threads; one line per variant
 (back-end, design or policy), log-scaled thread axis. Lines are medians
-over repetitions; the shaded band spans the fastest and slowest run.
+over repetitions; the shaded band spans the fastest and slowest run. A
+dotted line marks as many threads as the runs had CPUs (the sweep's "cpus"
+field, read when it ran), and a caption under the figure says what the
+lines, the band and that CPU count are (--caption adds to it).
 
 Usage: plot.py results.jsonl [-o figure.png] [--abort-metric abort_ratio|aborts_per_s]
+               [--title TEXT] [--caption TEXT]
 Needs matplotlib (scripts/install-deps.sh --demo, or
 pip install -r bench/requirements.txt). Lines of results.jsonl that are not
 result records (not a JSON object, no variant or thread count) are skipped
@@ -18,6 +22,7 @@ import json
 import math
 import os
 import sys
+import textwrap
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import summary  # noqa: E402
@@ -159,9 +164,50 @@ def _labels(variants):
     return {v: v for v in variants}
 
 
-def plot_records(records, out_path, abort_metric="abort_ratio", title=None):
-    """Draw the figure for records into out_path (PNG, PDF, SVG by name).
-    ValueError when no run succeeded, ImportError without matplotlib."""
+def run_cpus(records):
+    """The CPU count the runs had (their "cpus" field, recorded by the sweep
+    when it ran), or None when the records do not say or disagree."""
+    counts = {r.get("cpus") for r in records}
+    if len(counts) == 1:
+        (n,) = counts
+        if isinstance(n, int) and not isinstance(n, bool) and n > 0:
+            return n
+    return None
+
+
+def caption_text(records, extra=None):
+    """The figure's caption: what a line, a band and the dotted line are,
+    how many repetitions each point had and on how many CPUs they ran."""
+    ok = summary.ok_records(records)
+    runs = {}
+    for r in ok:
+        key = (summary.workload_key(r), r["threads"], r["variant"])
+        runs[key] = runs.get(key, 0) + 1
+    low, high = min(runs.values()), max(runs.values())
+    reps = "%d" % low if low == high else "%d to %d" % (low, high)
+    text = ("Each line is a variant's median over the %s runs of each point; the shaded "
+            "band spans its slowest and fastest run (min-max over the repetitions). "
+            "Threads on a log scale." % reps)
+    cpus = run_cpus(ok)
+    models = summary.ordered_unique(r.get("cpu_model") for r in ok if r.get("cpu_model"))
+    if cpus is not None:
+        text += " The runs had %d CPU%s%s" % (cpus, "" if cpus == 1 else "s",
+                                              " (%s)" % models[0] if len(models) == 1 else "")
+        if any(r["threads"] > cpus for r in ok):
+            text += ("; the dotted line marks %d threads, and to its right threads "
+                     "outnumber CPUs (oversubscribed)" % cpus)
+        text += "."
+    else:
+        text += " The CPU count of the runs was not recorded."
+    if extra:
+        text += " " + extra
+    return text
+
+
+def plot_records(records, out_path, abort_metric="abort_ratio", title=None, caption=None):
+    """Draw the figure for records into out_path (PNG, PDF, SVG by name),
+    with its caption (caption_text; `caption` is added to it). ValueError
+    when no run succeeded, ImportError without matplotlib."""
     need_matplotlib()
     records = [r for r in records if valid_record(r) is None]
     workloads = summary.ordered_unique(summary.workload_key(r) for r in summary.ok_records(records))
@@ -172,29 +218,52 @@ def plot_records(records, out_path, abort_metric="abort_ratio", title=None):
     styles = _styles(variants)
     ncols = min(MAX_COLUMNS, len(workloads))
     blocks = math.ceil(len(workloads) / ncols)
-    fig, axes = plt.subplots(2 * blocks, ncols, figsize=(3.6 * ncols, 5.4 * blocks),
+    width = max(3.6 * ncols, 6.4)
+    fig, axes = plt.subplots(2 * blocks, ncols, figsize=(width, 5.4 * blocks),
                              squeeze=False, sharex=True)
+    cpus = run_cpus(summary.ok_records(records))
     for i, w in enumerate(workloads):
         top = axes[2 * (i // ncols)][i % ncols]
         bottom = axes[2 * (i // ncols) + 1][i % ncols]
         _panel_throughput(top, records, w, variants, styles, threads)
         _panel_aborts(bottom, records, w, variants, styles, threads, abort_metric)
+        for ax in (top, bottom):
+            _mark_cpus(ax, cpus, threads)
     for j in range(len(workloads), blocks * ncols):
         axes[2 * (j // ncols)][j % ncols].set_visible(False)
         axes[2 * (j // ncols) + 1][j % ncols].set_visible(False)
     labels = _labels(variants)
     handles = [plt.Line2D([], [], color=styles[v][0], marker=styles[v][1], label=labels[v])
                for v in variants]
+    if cpus is not None and threads[0] <= cpus < threads[-1]:
+        handles.append(plt.Line2D([], [], color="0.35", linestyle=":",
+                                  label="threads = CPUs (%d)" % cpus))
     fig.tight_layout()
     # Below the panels, so that it never covers their titles; the tight
-    # bounding box of savefig takes it in.
-    fig.legend(handles=handles, loc="upper center", ncol=min(len(variants), 6),
-               frameon=False, bbox_to_anchor=(0.5, 0.0))
+    # bounding box of savefig takes it in, and the caption under it.
+    legend = fig.legend(handles=handles, loc="upper center", ncol=min(len(handles), 5),
+                        frameon=False, bbox_to_anchor=(0.5, 0.0))
+    renderer = fig.canvas.get_renderer()
+    box = legend.get_window_extent(renderer).transformed(fig.transFigure.inverted())
+    size = 8.5
+    fig.text(0.5, box.y0 - 0.01, textwrap.fill(caption_text(records, caption),
+                                               int(width * 72 / (size * 0.52))),
+             ha="center", va="top", fontsize=size, color="0.15")
     if title:
         fig.suptitle(title, y=1.02)
     fig.savefig(out_path, dpi=130, bbox_inches="tight")
     plt.close(fig)
     return out_path
+
+
+def _mark_cpus(ax, cpus, threads):
+    """A dotted line at as many threads as CPUs, and a light shade over the
+    oversubscribed side, when the thread axis crosses that count."""
+    if cpus is None or not threads[0] <= cpus < threads[-1]:
+        return
+    ax.axvline(cpus, color="0.35", linestyle=":", linewidth=1.2)
+    ax.axvspan(cpus, threads[-1] * 1.5, color="0.5", alpha=0.07, linewidth=0)
+    ax.set_xlim(threads[0] / 1.25, threads[-1] * 1.25)
 
 
 def _panel_throughput(ax, records, workload, variants, styles, threads):
@@ -238,11 +307,13 @@ def main(argv=None):
     p.add_argument("--abort-metric", choices=("abort_ratio", "aborts_per_s"),
                    default="abort_ratio")
     p.add_argument("--title", default=None)
+    p.add_argument("--caption", default=None,
+                   help="text added to the caption (e.g. what the variants are)")
     args = p.parse_args(argv)
     out = args.output or os.path.join(os.path.dirname(os.path.abspath(args.results)),
                                       "throughput.png")
     try:
-        plot_records(load(args.results), out, args.abort_metric, args.title)
+        plot_records(load(args.results), out, args.abort_metric, args.title, args.caption)
     except (ImportError, OSError, ValueError) as e:
         sys.stderr.write("plot: error: %s\n" % e)
         return 1

@@ -344,6 +344,42 @@ class Plot(unittest.TestCase):
 
 
 
+class PlotCaption(unittest.TestCase):
+    def records(self, **extra):
+        return [rec(v, t, r, 1e6, **extra) for v in ("a", "b") for t in (2, 8, 64)
+                for r in (1, 2, 3)]
+
+    def test_the_caption_says_what_lines_band_and_cpus_are(self):
+        import plot
+        text = plot.caption_text(self.records(cpus=2, cpu_model="Some CPU"), "a and b: x.")
+        self.assertIn("median over the 3 runs of each point", text)
+        self.assertIn("min-max over the repetitions", text)
+        self.assertIn("The runs had 2 CPUs (Some CPU)", text)
+        self.assertIn("the dotted line marks 2 threads", text)
+        self.assertIn("oversubscribed", text)
+        self.assertTrue(text.endswith("a and b: x."))
+        # the count the sweep recorded, not the plotting machine's
+        self.assertIn("The runs had 48 CPUs", plot.caption_text(self.records(cpus=48)))
+        self.assertNotIn("oversubscribed", plot.caption_text(self.records(cpus=64)))
+        self.assertIn("CPU count of the runs was not recorded",
+                      plot.caption_text(self.records()))
+        self.assertIsNone(plot.run_cpus(self.records(cpus=2) + [rec("a", 2, 4, 1e6, cpus=4)]))
+        uneven = self.records(cpus=2)[:-1]
+        self.assertIn("median over the 2 to 3 runs", plot.caption_text(uneven))
+
+    def test_a_figure_with_its_caption_is_written(self):
+        try:
+            import matplotlib  # noqa: F401
+        except ImportError:
+            self.skipTest("matplotlib is not installed (scripts/install-deps.sh --demo)")
+        import plot
+        with tempfile.TemporaryDirectory() as d:
+            out = os.path.join(d, "f.png")
+            plot.plot_records(self.records(cpus=2), out, title="t", caption="c.")
+            with open(out, "rb") as f:
+                self.assertEqual(f.read(8), b"\x89PNG\r\n\x1a\n")
+
+
 # ---- the sweep: options, output, failing runs ------------------------------
 
 def write_script(path, text, mode=0o755):
@@ -1271,71 +1307,102 @@ class SetupScripts(unittest.TestCase):
         self.assertFalse(os.path.exists(marker), "check-install ran on an unconfigured tree")
         self.assertNotEqual(proc.returncode, 0)
 
-    def test_demo_reports_the_sweeps_failure_and_builds_no_tests(self):
+    def demo_tree(self, sweep_body, plot_ok=True):
+        """A copy of demo.sh with stand-ins: install-deps, cmake, sweep.py
+        (sweep_body), plot.py (writes its -o file unless plot_ok is false)
+        and a virtual environment whose python has matplotlib. Each stand-in
+        logs its arguments to calls.log. Returns (script, env, out)."""
         script = self.copy_script("scripts/demo.sh")
         tree = os.path.join(self.dir, "tree")
-        log = os.path.join(self.dir, "cmake.log")
+        self.log = os.path.join(self.dir, "calls.log")
         write_script(os.path.join(tree, "scripts", "install-deps.sh"), "#!/bin/sh\nexit 0\n")
-        # a sweep that fails before it writes anything (e.g. a bad option)
         write_script(os.path.join(tree, "bench", "harness", "sweep.py"),
-                     "import sys\nsys.exit(1)\n")
-        write_script(os.path.join(self.bin, "cmake"), '#!/bin/sh\necho "$*" >>%s\n' % log)
+                     "import sys\nopen(%r, 'a').write('sweep %%s\\n' %% ' '.join(sys.argv[1:]))\n"
+                     % self.log + sweep_body)
+        write_script(os.path.join(tree, "bench", "harness", "plot.py"),
+                     "import sys\nopen(%r, 'a').write('plot %%s\\n' %% ' '.join(sys.argv[1:]))\n"
+                     "out = sys.argv[sys.argv.index('-o') + 1]\n"
+                     "%s\n" % (self.log, "open(out, 'wb').write(b'png')" if plot_ok
+                                else "sys.exit(1)"))
+        shutil.copy(os.path.join(ROOT, "bench", "harness", "summary.py"),
+                    os.path.join(tree, "bench", "harness"))
+        write_script(os.path.join(self.bin, "cmake"),
+                     '#!/bin/sh\necho "cmake $*" >>%s\n' % self.log)
+        venv = os.path.join(self.dir, "venv")
+        write_script(os.path.join(venv, "bin", "python"),
+                     '#!/bin/sh\n[ "$1 $2" = "-c import matplotlib" ] && exit 0\n'
+                     'exec %s "$@"\n' % sys.executable)
         out = os.path.join(self.dir, "out")
-        proc = self.run_script(script, env={"BUILD_DIR": os.path.join(self.dir, "build"),
-                                            "OUT_DIR": out})
-        self.assertEqual(proc.returncode, 1, proc.stderr)  # the sweep's status, not ls's
-        self.assertIn("demo: the sweep failed", proc.stderr)
-        with open(log) as f:
-            configure = f.readline()
-        self.assertIn("-DSCHEDSTM_BUILD_TESTS=OFF", configure)
+        env = {"BUILD_DIR": os.path.join(self.dir, "build"), "OUT_DIR": out,
+               "SCHEDSTM_VENV": venv}
+        return script, env, out
 
-    def _demo_with_sweep(self, sweep_body):
-        script = self.copy_script("scripts/demo.sh")
-        tree = os.path.join(self.dir, "tree")
-        write_script(os.path.join(tree, "scripts", "install-deps.sh"), "#!/bin/sh\nexit 0\n")
-        write_script(os.path.join(tree, "bench", "harness", "sweep.py"), sweep_body)
-        write_script(os.path.join(self.bin, "cmake"), "#!/bin/sh\nexit 0\n")
-        out = os.path.join(self.dir, "out")
-        proc = self.run_script(script, env={"BUILD_DIR": os.path.join(self.dir, "build"),
-                                            "OUT_DIR": out})
-        return proc, out
+    def calls(self, prefix):
+        with open(self.log) as f:
+            return [line.split()[1:] for line in f if line.split()[0] == prefix]
 
-    # a sweep that succeeds, and writes the figure or not (%s)
+    # a sweep that succeeds: its summary and an (empty) results file
     SWEEP_OK = ("import os, sys\n"
                 "out = sys.argv[sys.argv.index('--out') + 1]\n"
                 "os.makedirs(out, exist_ok=True)\n"
                 "open(os.path.join(out, 'summary.md'), 'w').write('table')\n"
-                "if %s: open(os.path.join(out, 'throughput.png'), 'wb').write(b'png')\n")
+                "open(os.path.join(out, 'results.jsonl'), 'w').close()\n"
+                "print('table of', os.path.basename(out))\n")
 
-    def test_demo_succeeds_with_table_and_figure(self):
-        proc, out = self._demo_with_sweep(self.SWEEP_OK % "True")
+    def test_demo_reports_the_sweeps_failure_and_builds_no_tests(self):
+        # a sweep that fails before it writes anything (e.g. a bad option)
+        script, env, out = self.demo_tree("sys.exit(1)\n")
+        proc = self.run_script(script, env=env)
+        self.assertEqual(proc.returncode, 1, proc.stderr)  # the sweep's status, not ls's
+        self.assertIn("demo: the sweep failed", proc.stderr)
+        self.assertEqual(len(self.calls("sweep")), 1)  # the second part is not run
+        self.assertIn("-DSCHEDSTM_BUILD_TESTS=OFF", self.calls("cmake")[0])
+
+    def test_demo_runs_both_parts_and_draws_both_figures(self):
+        script, env, out = self.demo_tree(self.SWEEP_OK)
+        proc = self.run_script(script, env=env)
         self.assertEqual(proc.returncode, 0, proc.stderr)
-        self.assertTrue(os.path.exists(os.path.join(out, "throughput.png")))
+        self.assertIn("table of single-thread", proc.stdout)
+        self.assertIn("table of oversubscribed", proc.stdout)
+        for name in ("single-thread.png", "oversubscribed.png"):
+            self.assertTrue(os.path.exists(os.path.join(out, name)), name)
         self.assertNotIn("demo: no figure", proc.stderr)
+        one, over = self.calls("sweep")
+        self.assertEqual(one[one.index("--threads") + 1], "1,2")
+        # the second part: more threads than this machine has CPUs, the
+        # default policy and scheduling ones side by side
+        threads = [int(x) for x in over[over.index("--threads") + 1].split(",")]
+        self.assertGreater(max(threads), os.cpu_count())
+        cms = over[over.index("--cms") + 1].split(",")
+        self.assertIn("suicide", cms)
+        self.assertIn("ser-block", cms)
+        self.assertIn("adaptive", cms)
+        # each figure has a caption that says what its variants are
+        plots = self.calls("plot")
+        self.assertEqual(len(plots), 2)
+        for argv in plots:
+            self.assertIn("--caption", argv)
 
     def test_demo_runs_the_harness_with_the_virtual_environment(self):
-        venv = os.path.join(self.dir, "venv")
+        script, env, out = self.demo_tree(self.SWEEP_OK)
         log = os.path.join(self.dir, "python.log")
-        write_script(os.path.join(venv, "bin", "python"),
-                     '#!/bin/sh\necho "$*" >>%s\nexec %s "$@"\n' % (log, sys.executable))
-        script = self.copy_script("scripts/demo.sh")
-        tree = os.path.join(self.dir, "tree")
-        write_script(os.path.join(tree, "scripts", "install-deps.sh"), "#!/bin/sh\nexit 0\n")
-        write_script(os.path.join(tree, "bench", "harness", "sweep.py"),
-                     self.SWEEP_OK % "True")
-        write_script(os.path.join(self.bin, "cmake"), "#!/bin/sh\nexit 0\n")
-        proc = self.run_script(script, env={"BUILD_DIR": os.path.join(self.dir, "build"),
-                                            "OUT_DIR": os.path.join(self.dir, "out"),
-                                            "SCHEDSTM_VENV": venv})
+        write_script(os.path.join(env["SCHEDSTM_VENV"], "bin", "python"),
+                     '#!/bin/sh\necho "$*" >>%s\n[ "$1 $2" = "-c import matplotlib" ] && exit 0\n'
+                     'exec %s "$@"\n' % (log, sys.executable))
+        proc = self.run_script(script, env=env)
         self.assertEqual(proc.returncode, 0, proc.stderr)
         with open(log) as f:
-            self.assertIn(os.path.join(tree, "bench", "harness", "sweep.py"), f.read())
+            ran = f.read()
+        self.assertIn(os.path.join(self.dir, "tree", "bench", "harness", "sweep.py"), ran)
+        self.assertIn(os.path.join(self.dir, "tree", "bench", "harness", "plot.py"), ran)
 
     def test_demo_without_a_figure_says_so_and_fails(self):
-        proc, out = self._demo_with_sweep(self.SWEEP_OK % "False")
+        script, env, out = self.demo_tree(self.SWEEP_OK, plot_ok=False)
+        proc = self.run_script(script, env=env)
         self.assertEqual(proc.returncode, 3, proc.stderr)
-        self.assertIn("demo: no figure", proc.stderr)
-        self.assertTrue(os.path.exists(os.path.join(out, "summary.md")))
+        self.assertIn("demo: no figure was written for single-thread.png oversubscribed.png",
+                      proc.stderr)
+        self.assertTrue(os.path.exists(os.path.join(out, "oversubscribed", "summary.md")))
 
 
 if __name__ == "__main__":
