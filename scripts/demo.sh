@@ -19,7 +19,8 @@
 # (summary.md, results.jsonl, results.csv) and the figures
 # results/demo/single-thread.png and results/demo/oversubscribed.png (lines:
 # medians over the repetitions, bands: min-max, the CPU count in the
-# caption). About 4 minutes on 2 vCPUs, the build included.
+# caption; the second also has each variant's throughput as a share of its
+# own at 2 threads). About 4 minutes on 2 vCPUs, the build included.
 #
 # Runs scripts/install-deps.sh --demo first (apt-get through sudo for
 # missing tools; matplotlib with pip into the virtual environment
@@ -92,12 +93,14 @@ BACKENDS=${DEMO_BACKENDS:-$BACKENDS}
 
 status=0
 missing=()
-# figure NAME TITLE CAPTION: draw $OUT/NAME.png from $OUT/NAME/results.jsonl.
+# figure NAME TITLE CAPTION [PLOT OPTIONS]: draw $OUT/NAME.png from
+# $OUT/NAME/results.jsonl.
 figure() {
   local name=$1 title=$2 caption=$3
+  shift 3
   [[ "$FIGURES" = 1 ]] || { missing+=("$name.png"); return 0; }
   if ! "$PYTHON" "$ROOT/bench/harness/plot.py" "$OUT/$name/results.jsonl" \
-    -o "$OUT/$name.png" --title "$title" --caption "$caption" >/dev/null; then
+    -o "$OUT/$name.png" --title "$title" --caption "$caption" "$@" >/dev/null; then
     missing+=("$name.png")
   fi
 }
@@ -126,7 +129,8 @@ if [[ "$status" -eq 0 ]]; then
 fi
 if [[ "$status" -eq 0 ]]; then
   figure oversubscribed "More threads than CPUs: a hash set (16k), 50% updates" \
-    "suicide (the default), ser-block, ser-yield, adaptive: schedstm's contention managers (suicide retries at once; ser-* wait for the winner to end, sleeping on a futex or yielding; adaptive chooses online); itm: GCC's libitm (ml_wt), which reports no abort counts."
+    "suicide (the default), ser-block, ser-yield, adaptive: schedstm's contention managers (suicide retries at once; ser-* wait for the winner to end, sleeping on a futex or yielding; adaptive chooses online); itm: GCC's libitm (ml_wt), which reports no abort counts." \
+    --relative
   # What the second sweep shows, in a few lines: each variant's throughput
   # at the most threads as a share of its own at the fewest.
   "$PYTHON" - "$OUT/oversubscribed/results.jsonl" "$ROOT/bench/harness" <<'PY' || true

@@ -175,7 +175,7 @@ def run_cpus(records):
     return None
 
 
-def caption_text(records, extra=None):
+def caption_text(records, extra=None, relative=False):
     """The figure's caption: what a line, a band and the dotted line are,
     how many repetitions each point had and on how many CPUs they ran."""
     ok = summary.ok_records(records)
@@ -188,6 +188,9 @@ def caption_text(records, extra=None):
     text = ("Each line is a variant's median over the %s runs of each point; the shaded "
             "band spans its slowest and fastest run (min-max over the repetitions). "
             "Threads on a log scale." % reps)
+    if relative:
+        text += (" The middle panel divides each run by the same variant's run at its "
+                 "fewest threads in the same repetition (100 %: the throughput holds).")
     cpus = run_cpus(ok)
     models = summary.ordered_unique(r.get("cpu_model") for r in ok if r.get("cpu_model"))
     if cpus is not None:
@@ -204,10 +207,35 @@ def caption_text(records, extra=None):
     return text
 
 
-def plot_records(records, out_path, abort_metric="abort_ratio", title=None, caption=None):
+def relative_series(records, workload, variant):
+    """Sorted (threads, median, low, high) of the variant's throughput as a
+    share of its own at its fewest threads, each ratio taken within one
+    repetition (the runs of a repetition are made under the same machine
+    conditions); low and high are the smallest and largest of those
+    ratios. Empty when the variant ran at one thread count only."""
+    counts = sorted({r["threads"] for r in summary.ok_records(records)
+                     if summary.workload_key(r) == workload and r["variant"] == variant})
+    if len(counts) < 2:
+        return []
+    base = summary._by_rep(records, workload, counts[0], variant)
+    out = []
+    for t in counts:
+        mine = summary._by_rep(records, workload, t, variant)
+        ratios = [x / b for key, xs in mine.items() for x, b in zip(xs, base.get(key, ()))
+                  if b > 0]
+        if ratios:
+            out.append((t, summary.statistics.median(ratios), min(ratios), max(ratios)))
+    return out
+
+
+def plot_records(records, out_path, abort_metric="abort_ratio", title=None, caption=None,
+                 relative=False):
     """Draw the figure for records into out_path (PNG, PDF, SVG by name),
-    with its caption (caption_text; `caption` is added to it). ValueError
-    when no run succeeded, ImportError without matplotlib."""
+    with its caption (caption_text; `caption` is added to it). With
+    relative, a panel between throughput and aborts shows each variant's
+    throughput as a share of its own at its fewest threads
+    (relative_series). ValueError when no run succeeded, ImportError
+    without matplotlib."""
     need_matplotlib()
     records = [r for r in records if valid_record(r) is None]
     workloads = summary.ordered_unique(summary.workload_key(r) for r in summary.ok_records(records))
@@ -219,19 +247,21 @@ def plot_records(records, out_path, abort_metric="abort_ratio", title=None, capt
     ncols = min(MAX_COLUMNS, len(workloads))
     blocks = math.ceil(len(workloads) / ncols)
     width = max(3.6 * ncols, 6.4)
-    fig, axes = plt.subplots(2 * blocks, ncols, figsize=(width, 5.4 * blocks),
+    rows = 3 if relative else 2
+    fig, axes = plt.subplots(rows * blocks, ncols, figsize=(width, 2.7 * rows * blocks),
                              squeeze=False, sharex=True)
     cpus = run_cpus(summary.ok_records(records))
     for i, w in enumerate(workloads):
-        top = axes[2 * (i // ncols)][i % ncols]
-        bottom = axes[2 * (i // ncols) + 1][i % ncols]
-        _panel_throughput(top, records, w, variants, styles, threads)
-        _panel_aborts(bottom, records, w, variants, styles, threads, abort_metric)
-        for ax in (top, bottom):
+        column = [axes[rows * (i // ncols) + k][i % ncols] for k in range(rows)]
+        _panel_throughput(column[0], records, w, variants, styles, threads)
+        if relative:
+            _panel_relative(column[1], records, w, variants, styles, threads)
+        _panel_aborts(column[-1], records, w, variants, styles, threads, abort_metric)
+        for ax in column:
             _mark_cpus(ax, cpus, threads)
     for j in range(len(workloads), blocks * ncols):
-        axes[2 * (j // ncols)][j % ncols].set_visible(False)
-        axes[2 * (j // ncols) + 1][j % ncols].set_visible(False)
+        for k in range(rows):
+            axes[rows * (j // ncols) + k][j % ncols].set_visible(False)
     labels = _labels(variants)
     handles = [plt.Line2D([], [], color=styles[v][0], marker=styles[v][1], label=labels[v])
                for v in variants]
@@ -241,12 +271,14 @@ def plot_records(records, out_path, abort_metric="abort_ratio", title=None, capt
     fig.tight_layout()
     # Below the panels, so that it never covers their titles; the tight
     # bounding box of savefig takes it in, and the caption under it.
-    legend = fig.legend(handles=handles, loc="upper center", ncol=min(len(handles), 5),
+    # One row when it fits, else two even rows.
+    ncol = len(handles) if len(handles) <= 5 else math.ceil(len(handles) / 2)
+    legend = fig.legend(handles=handles, loc="upper center", ncol=ncol,
                         frameon=False, bbox_to_anchor=(0.5, 0.0))
     renderer = fig.canvas.get_renderer()
     box = legend.get_window_extent(renderer).transformed(fig.transFigure.inverted())
     size = 8.5
-    fig.text(0.5, box.y0 - 0.01, textwrap.fill(caption_text(records, caption),
+    fig.text(0.5, box.y0 - 0.01, textwrap.fill(caption_text(records, caption, relative),
                                                int(width * 72 / (size * 0.52))),
              ha="center", va="top", fontsize=size, color="0.15")
     if title:
@@ -264,6 +296,26 @@ def _mark_cpus(ax, cpus, threads):
     ax.axvline(cpus, color="0.35", linestyle=":", linewidth=1.2)
     ax.axvspan(cpus, threads[-1] * 1.5, color="0.5", alpha=0.07, linewidth=0)
     ax.set_xlim(threads[0] / 1.25, threads[-1] * 1.25)
+
+
+def _panel_relative(ax, records, workload, variants, styles, threads):
+    base = None
+    for v in variants:
+        pts = relative_series(records, workload, v)
+        if not pts:
+            continue
+        base = pts[0][0] if base is None else min(base, pts[0][0])
+        xs = [p[0] for p in pts]
+        color, marker = styles[v]
+        ax.plot(xs, [p[1] for p in pts], marker=marker, color=color, linewidth=1.6,
+                markersize=5)
+        ax.fill_between(xs, [p[2] for p in pts], [p[3] for p in pts], color=color,
+                        alpha=0.15, linewidth=0)
+    ax.axhline(1.0, color="0.35", linewidth=0.8)
+    ax.set_ylabel("share of own %s-thread\nthroughput" % (base if base else "first"))
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda x, _p: "%g%%" % (100 * x)))
+    ax.set_ylim(bottom=0)
+    _style_threads_axis(ax, threads)
 
 
 def _panel_throughput(ax, records, workload, variants, styles, threads):
@@ -309,11 +361,15 @@ def main(argv=None):
     p.add_argument("--title", default=None)
     p.add_argument("--caption", default=None,
                    help="text added to the caption (e.g. what the variants are)")
+    p.add_argument("--relative", action="store_true",
+                   help="add a panel: each variant's throughput as a share of its own at "
+                        "its fewest threads (paired per repetition)")
     args = p.parse_args(argv)
     out = args.output or os.path.join(os.path.dirname(os.path.abspath(args.results)),
                                       "throughput.png")
     try:
-        plot_records(load(args.results), out, args.abort_metric, args.title, args.caption)
+        plot_records(load(args.results), out, args.abort_metric, args.title, args.caption,
+                     args.relative)
     except (ImportError, OSError, ValueError) as e:
         sys.stderr.write("plot: error: %s\n" % e)
         return 1

@@ -367,6 +367,26 @@ class PlotCaption(unittest.TestCase):
         uneven = self.records(cpus=2)[:-1]
         self.assertIn("median over the 2 to 3 runs", plot.caption_text(uneven))
 
+    def test_relative_series_pairs_runs_of_one_repetition(self):
+        import plot
+        # a at 8 threads over a at 2, per repetition: 0.5, 0.9, 1.2 (the
+        # ratio of medians would be 9/10 = 0.9 too, but from other runs)
+        records = [rec("a", 2, 1, 10.0), rec("a", 8, 1, 5.0),
+                   rec("a", 2, 2, 20.0), rec("a", 8, 2, 18.0),
+                   rec("a", 2, 3, 5.0), rec("a", 8, 3, 6.0),
+                   rec("b", 8, 1, 1.0)]
+        w = summary.workload_key(records[0])
+        (t2, one, lo2, hi2), (t8, med, lo, hi) = plot.relative_series(records, w, "a")
+        self.assertEqual((t2, one, lo2, hi2), (2, 1.0, 1.0, 1.0))
+        self.assertEqual(t8, 8)
+        self.assertAlmostEqual(med, 0.9)
+        self.assertAlmostEqual(lo, 0.5)
+        self.assertAlmostEqual(hi, 1.2)
+        self.assertEqual(plot.relative_series(records, w, "b"), [])  # one thread count
+        self.assertIn("The middle panel divides each run",
+                      plot.caption_text(records, relative=True))
+        self.assertNotIn("middle panel", plot.caption_text(records))
+
     def test_a_figure_with_its_caption_is_written(self):
         try:
             import matplotlib  # noqa: F401
@@ -376,6 +396,9 @@ class PlotCaption(unittest.TestCase):
         with tempfile.TemporaryDirectory() as d:
             out = os.path.join(d, "f.png")
             plot.plot_records(self.records(cpus=2), out, title="t", caption="c.")
+            with open(out, "rb") as f:
+                self.assertEqual(f.read(8), b"\x89PNG\r\n\x1a\n")
+            plot.plot_records(self.records(cpus=2), out, caption="c.", relative=True)
             with open(out, "rb") as f:
                 self.assertEqual(f.read(8), b"\x89PNG\r\n\x1a\n")
 
@@ -1382,6 +1405,7 @@ class SetupScripts(unittest.TestCase):
         self.assertEqual(len(plots), 2)
         for argv in plots:
             self.assertIn("--caption", argv)
+        self.assertIn("--relative", plots[1])  # the share of each one's own 2-thread rate
 
     def test_demo_runs_the_harness_with_the_virtual_environment(self):
         script, env, out = self.demo_tree(self.SWEEP_OK)
