@@ -12,7 +12,7 @@
  * objects and the library, so rebuild them when the library's major version
  * changes. Without the macro the loads are ordinary calls.
  *
- * The fast path is the seqlock read of argument (1) in src/core/stm.c: lock
+ * The fast path is the seqlock read of argument (1) in docs/design/core.md: lock
  * word (acquire), data (relaxed), acquire fence, lock word again (relaxed);
  * accept if unchanged, unlocked, and version <= snapshot end. The lock bit
  * is the word's top bit (src/core/lockword.h), so "unlocked and version <=

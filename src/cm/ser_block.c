@@ -7,7 +7,7 @@
  * winner is never slept on and no wake-up is missed, except at a read-only
  * commit: it ends with a plain IDLE store, which drops a sleepers flag set
  * in its last instant, and that costs the waiter at most one 1 ms sleep
- * slice (sstm_party_wait in cm.h, sstm_commit in core/stm.c). The wait, its
+ * slice (sstm_party_wait in cm.h, sstm_commit in core/txn.c). The wait, its
  * bound and the deadlock rule: cm/ser.c. */
 #include "cm/common.h"
 

@@ -16,7 +16,7 @@
  * attempt anyway) and only then takes its list lock. A commit with no
  * conflict costs one predictable branch and a relaxed load of the thread's
  * own counter. One exception: a read-only winner ends with a plain store on
- * the engine's fast commit path (sstm_commit in core/stm.c), so a loser
+ * the engine's fast commit path (sstm_commit in core/txn.c), so a loser
  * that registers in the instant between that commit's status check and its
  * store is not seen, and stays lowered until its own transaction commits or
  * is cancelled (which clears its row). Lock conflicts never name a

@@ -49,7 +49,7 @@ void sstm__cm_desc_fini(struct sstm_desc *d) {
 }
 
 /* on_attach / on_detach run on the thread concerned with d attached to
- * it; no transaction may begin in them (in_hook, stm.c). */
+ * it; no transaction may begin in them (in_hook, txn.c). */
 void sstm__cm_attach(struct sstm_desc *d) {
   if (!d->cm || !d->cm->on_attach) return;
   d->in_hook++;

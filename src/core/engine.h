@@ -133,7 +133,8 @@ struct sstm_desc {
   /* An upper bound of the versions this attempt's ETL locks displaced: its
    * `end` when it took its latest lock (each lock is taken only on a
    * version <= end, and end only grows). Written by the owner before each
-   * lock CAS, read by readers that pass the lock (stm.c, argument (8)). */
+   * lock CAS, read by readers that pass the lock (docs/design/core.md,
+   * (8.4)). */
   _Atomic uint64_t lock_end;
   sstm_wset_t ws;
   sstm_lset_t ls;
@@ -146,7 +147,7 @@ struct sstm_desc {
   sstm_attr_t attr;
   bool irrev_sticky;    /* restart as irrevocable */
   bool ro_nolog_failed; /* declared RO attempt needed a read set */
-  /* Declared read-only transactions (cfg.ro_log, stm.c): whether their
+  /* Declared read-only transactions (cfg.ro_log, txn.c): whether their
    * first attempt keeps a read set, and the window that decides it in
    * SSTM_RO_LOG_AUTO: transactions begun, and how many of them needed an
    * extension (each counted once: ro_ext_seen). */
@@ -227,7 +228,7 @@ typedef struct sstm_global {
 extern sstm_global_t sstm__g;
 extern __thread struct sstm_desc *sstm__cur __attribute__((tls_model("initial-exec")));
 /* Attach d (NULL: none) to the calling thread: sstm__cur and the inline
- * fast path's prefix pointer (core/stm.c). */
+ * fast path's prefix pointer (core/barrier.c). */
 void sstm__set_cur(struct sstm_desc *d);
 
 SSTM_INLINE _Atomic uint64_t *sstm__lock_for(const struct sstm_desc *d, const void *addr) {
@@ -293,11 +294,12 @@ int sstm__registry_init(unsigned max_threads);
 void sstm__registry_fini(void);
 bool sstm__registry_busy(struct sstm_desc *except);
 
-/* stm.c */
-void sstm__desc_reset_tx(struct sstm_desc *d);
-/* End the transaction of a thread that ends inside it (stm.c). */
+/* txn.c */
+/* End the transaction of a thread that ends inside it. */
 void sstm__abandon(struct sstm_desc *tx);
 void sstm__desc_set_slow(struct sstm_desc *d); /* after policy and state table */
+
+/* stats.c */
 void sstm__counters_fold(sstm_counters_t *dst, const sstm_counters_t *src);
 
 /* reclaim.c */
@@ -336,12 +338,12 @@ void sstm__hooks_clear(void);
  * release/acquire. */
 typedef enum {
   /* load_slow: the lock word was read unlocked, the data is not loaded yet.
-   * A commit here must be caught by the re-check (argument 1). */
+   * A commit here must be caught by the re-check (1.4). */
   SSTM_SEAM_SLOW_READ_DATA,
   /* load_stripe (bulk reads): the same point for a whole stripe. */
   SSTM_SEAM_STRIPE_READ_DATA,
   /* load_own: a stripe this attempt has locked, before its memory bytes are
-   * loaded. A take-over here must be caught by the re-check (argument 3). */
+   * loaded. A take-over here must be caught by the re-check (3). */
   SSTM_SEAM_OWN_READ_DATA,
   /* load_slow: the data is loaded, the lock word not re-checked yet. A
    * writer that locked the stripe, wrote it and released it in between
@@ -351,16 +353,16 @@ typedef enum {
   /* read_past: the lock word was read locked by a running writer, its
    * status ACTIVE; the data is not loaded yet. A commit (or a kill and
    * take-over) of that writer here must be caught by the status and lock
-   * re-checks (argument 8). */
+   * re-checks (8.3). */
   SSTM_SEAM_PAST_READ_DATA,
   /* commit_update: the write-back is done, the locks are not released yet
    * (addr NULL). A reader that passed one of these locks and loads the
-   * data now must refuse it on the status re-check (argument 8). */
+   * data now must refuse it on the status re-check (8.3). */
   SSTM_SEAM_COMMIT_WRITTEN_BACK,
   /* rollback: the locks are released (old versions back), the status is
    * still ACTIVE (addr NULL). A reader that passed one of these locks and
    * loads data another writer committed since must refuse it on the
-   * lock-word re-check (argument 8). */
+   * lock-word re-check (8.3). */
   SSTM_SEAM_ROLLBACK_LOCKS_RELEASED,
   /* softser (src/cm/softser.c): a loser is about to lower its own thread
    * (addr: its descriptor). It holds no lock here, so a winner's end runs
@@ -382,8 +384,8 @@ static inline void sstm__cpu_relax(void) { __builtin_ia32_pause(); }
 
 /* A full barrier: a store before it is visible to every thread before any
  * load after it. It stands for atomic_thread_fence(memory_order_seq_cst) in
- * the correctness arguments (stm.c, (5)). On x86-64 it is a locked RMW of
- * the stack top, the instruction GCC itself emits for that fence (Linux's
+ * the correctness argument (docs/design/core.md, (5.1)). On x86-64 it is a
+ * locked RMW of the stack top, the instruction GCC itself emits for that fence (Linux's
  * smp_mb() is the same kind, on -4(%rsp)): x86 orders every load and store
  * against a locked instruction. Clang emits an mfence instead, which made
  * the begin fence cost 1.7x in commits/s on the hash set at one thread
@@ -444,8 +446,8 @@ void sstm__stt_prio(struct sstm_desc *d, int policy, int nice);
 /* Whether begin may rely on the reclaimer's asymmetric fence: registers
  * for membarrier unless `disable` (SCHEDSTM_NO_MEMBARRIER). */
 bool sstm__membarrier_init(bool disable);
-/* The reclaimer's fence (argument 5 in stm.c): membarrier when begin relies
- * on it, else a full fence of this thread. */
+/* The reclaimer's fence (docs/design/core.md, (5.1), (5.2)): membarrier
+ * when begin relies on it, else a full fence of this thread. */
 void sstm__heavy_fence(void);
 
 /* arch/ckpt */

@@ -16,9 +16,9 @@
  * l <= end, which the read fast path uses (include/schedstm/inline.h). A locked word names the
  * owning attempt by descriptor slot and the low 48 bits of the attempt serial, not by a pointer
  * into its write set: this lets any thread decide from the lock word alone whether the owner is a
- * given attempt (see the lock take-over of killed transactions in stm.c); an attempt is identified
- * uniquely as long as a thread observing a lock word does not stall for 2^48 transactions of the
- * owner.
+ * given attempt (see the lock take-over of killed transactions, core.md (6.4)); an attempt is
+ * identified uniquely as long as a thread observing a lock word does not stall for 2^48
+ * transactions of the owner.
  *
  * Clock word:  [ time : 63 | irrevocable flag : 1 ]
  *   time advances by one per update commit (fetch_add of 2); the flag is set

@@ -8,7 +8,7 @@
  * the batch is full (BATCH_BLOCKS) it is closed and starts a grace period.
  * A closed batch is released once its grace period is over.
  *
- * Grace period (argument 5 in stm.c): after a heavy fence, the status word
+ * Grace period (docs/design/core.md (5.2), (5.3)): after a heavy fence, the status word
  * of every running attempt of other descriptors is recorded; the period is
  * over when each recorded attempt has ended: its status shows another serial,
  * or IDLE. Suspended (detached) attempts keep their status and so hold back
@@ -163,7 +163,7 @@ static bool grace_start(const struct sstm_desc *self, sstm_grace_t *g) {
    * before the status loads below, and a beginning attempt's ACTIVE store
    * before its loads of the clock and of shared data: store buffering is
    * excluded, so an attempt whose ACTIVE we do not see below started after
-   * this point and sees those stores (argument 5 in stm.c). */
+   * this point and sees those stores (docs/design/core.md (5)). */
   sstm__heavy_fence();
   /* acquire: pairs with the release store publishing a new slot; a slot
    * published after this load belongs to an attempt that starts after the

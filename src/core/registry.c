@@ -143,7 +143,7 @@ static int desc_acquire(struct sstm_desc **out) {
   sstm__stt_attach(d);
   sstm__desc_set_slow(d);
   d->sample_left = sstm__g.cfg.sample_period;
-  d->ro_log = sstm__g.cfg.ro_log == SSTM_RO_LOG_ON; /* AUTO starts without (stm.c) */
+  d->ro_log = sstm__g.cfg.ro_log == SSTM_RO_LOG_ON; /* AUTO starts without (txn.c) */
   d->ro_win_n = d->ro_win_ext = 0;
   d->depth = 0;
   return 0;
@@ -260,7 +260,7 @@ static bool on_own_stack(uintptr_t a) {
 /* The thread-exit destructor: a thread that ends with a descriptor attached
  * (thread.h). Its own descriptor (sstm_thread_init) is released as by
  * sstm_thread_exit(), after its transaction, if it ended inside one, is
- * ended (stm.c, sstm__abandon). A descriptor of sstm_desc_create() is
+ * ended (txn.c, sstm__abandon). A descriptor of sstm_desc_create() is
  * only detached: it belongs to its creator. Its transaction, if any, stays
  * suspended for whoever attaches it next when it began on another stack (a
  * user-level context that outlives the thread); one that began on the
@@ -367,7 +367,7 @@ static uint64_t krec_make(const struct sstm_desc *killer, uint64_t victim_serial
 bool sstm__kill(struct sstm_desc *d, uint64_t serial, const struct sstm_desc *killer) {
   uint64_t st = atomic_load_explicit(&d->status, memory_order_relaxed);
   /* acq_rel: the release half is what a thief's later clock fetch_add
-   * carries to the victim (argument 6 in stm.c). Loops only while watchers
+   * carries to the victim (docs/design/core.md (6.1), (6.4)). Loops only while watchers
    * change the flags. */
   do {
     if (sstm_st_serial(st) != serial || sstm_st_state(st) != SSTM_ST_ACTIVE) return false;

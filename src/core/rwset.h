@@ -23,7 +23,7 @@
 
 /* A read-set entry is the ownership record read, and nothing else: the
  * version seen need not be kept, because it was <= end when it was read and
- * any later change to the stripe carries a version > end (stm.c, argument
+ * any later change to the stripe carries a version > end (docs/design/core.md
  * (2)), so "unchanged" is "unlocked and <= end" (validate()). */
 typedef struct sstm_r_entry {
   _Atomic uint64_t *lock;

@@ -5,7 +5,7 @@
  * A restart jumps back to the transaction's checkpoint over the frames of
  * the aborted attempt. When only the user's code is instrumented, its
  * redzones in those frames stay poisoned unless the library unpoisons the
- * stack first (__asan_handle_no_return, weak, in stm.c): the compiler does
+ * stack first (__asan_handle_no_return, weak, in core/txn.c): the compiler does
  * not do it, because the barrier that aborts is an ordinary call. Then a
  * later instrumented read of the library's stack data, here a policy's
  * on_conflict reading its conflict record, reported a false

@@ -24,7 +24,7 @@ static inline sstm_design_t int_parse_design(const char *s) {
  * knobs (sstm_test_env_knobs), the design and policy;
  * SSTM_TEST_READ_PAST=off|all (a ctest entry's environment) sets
  * cfg.read_past (default ro), so that every read path of argument (8) in
- * src/core/stm.c runs, and SSTM_TEST_RO_LOG=auto|on sets cfg.ro_log
+ * docs/design/core.md runs, and SSTM_TEST_RO_LOG=auto|on sets cfg.ro_log
  * (default off), so that declared read-only first attempts run with read
  * sets too. */
 static inline void int_config(sstm_config_t *c, sstm_design_t design, const char *cm) {

@@ -3,7 +3,7 @@
  * sstm__seam in src/core/engine.h, registered by tests/internal/CMakeLists
  * when SCHEDSTM_DEBUG is on).
  *
- * The read barrier's seqlock read (argument 1 of src/core/stm.c) loads the
+ * The read barrier's seqlock read (argument 1 of docs/design/core.md) loads the
  * lock word, then the data, then the lock word again. A commit between the
  * first load and the data load is caught only by the re-check. Threaded
  * tests hit that window by chance, and in the library's slow read path

@@ -204,7 +204,7 @@ TEST_ETL(take_over_gives_the_lock_a_fresh_version) {
 }
 
 /* A barrier inside a transaction whose variant says no attempt runs ends
- * the process with a message (stm.c, variant_broken), instead of running
+ * the process with a message (barrier.c, variant_broken), instead of running
  * past the variant switch (undefined behaviour). In a child process: the
  * load, then the store. */
 static void barrier_without_attempt(bool store) {

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* Unit tests: reading past the lock of a running writer (cfg.read_past,
- * argument (8) of src/core/stm.c), with deterministic interleavings of two
+ * argument (8) of docs/design/core.md), with deterministic interleavings of two
  * real threads (cm_duo.h): a writer W that holds encounter-time locks and
  * waits inside its transaction, and the main thread, which reads.
  *

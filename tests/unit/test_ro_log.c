@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* Unit tests: read sets in the first attempt of declared read-only
- * transactions (cfg.ro_log, src/core/stm.c).
+ * transactions (cfg.ro_log, src/core/txn.c).
  *
  * An "interfered" read-only transaction reads a, then, in its first attempt
  * only, another descriptor commits b, then it reads b: b's version is newer

@@ -1,0 +1,224 @@
+/* SPDX-License-Identifier: MIT */
+/* Validation, snapshot extension and conflicts: what an attempt does when
+ * a read or a write meets a newer version or a lock it does not hold.
+ *
+ * An extension reads the clock, validates the read set and moves the
+ * snapshot's end (docs/design/core.md (2)); validation accepts a stripe
+ * unchanged since it was read, locked by the attempt itself, or locked by a
+ * running writer whose locks displaced only covered versions (8.5). A lock
+ * held by another attempt goes to the contention manager (resolve), whose
+ * answer is carried out here: wait (bounded by cfg.wait_max), abort self,
+ * or kill the holder and take its lock over (6.1, 6.4). A conflict that no
+ * policy can resolve (a failed validation, a kill, an irrevocable attempt
+ * in the way) is reported to the policy and aborts (conflict_abort), naming
+ * the other party when it is known (6, "Who killed it", "Who invalidated
+ * it").
+ */
+#define _GNU_SOURCE
+#include <sched.h>
+
+#include "core/tx_internal.h"
+
+/* Lock word l (locked, not ours) belongs to an attempt that is running and
+ * has not started to commit, and every version its locks displaced is
+ * <= end: the memory under l still holds data our snapshot covers
+ * (8.5). Only for attempts that pass running writers. */
+SSTM_NOINLINE bool sstm__held_by_running_writer(const struct sstm_desc *tx, uint64_t l) {
+  if (!passes_running_writers(tx) || !sstm_lw_locked(l)) return false;
+  /* acquire fence: the caller's relaxed load of l read the owner's lock
+   * CAS (release), so its lock_end store is visible to the load below. */
+  atomic_thread_fence(memory_order_acquire);
+  /* relaxed: ordered after the clock access that gave (or gives) `end` by
+   * program order; (8) says why that suffices. */
+  uint64_t st;
+  const struct sstm_desc *o = running_owner(tx, l, &st);
+  return o != NULL && atomic_load_explicit(&o->lock_end, memory_order_relaxed) <= tx->end;
+}
+
+/* Every read-set entry is unlocked with a version <= end, i.e. unchanged
+ * since it was read (2.2), or is now locked by this attempt (locked only
+ * with a version <= end, (2.4)), or by a writer that has not started to
+ * commit and displaced only versions <= end (8.5). Called before end
+ * moves. Relaxed loads suffice: every caller has just performed an acquire
+ * on the clock (extension, (2.1)) or an acq_rel fetch_add on it (commit,
+ * (4.3)), which orders these loads after it and makes the locks of every
+ * commit counted by that clock value visible (2). */
+SSTM_NOINLINE bool sstm__validate(const struct sstm_desc *tx) {
+  const sstm_r_entry_t *r = tx->rs.e, *end = tx->rs.top;
+  for (; r < end; r++) {
+    uint64_t l = atomic_load_explicit(r->lock, memory_order_relaxed);
+    if (l > tx->end && l != tx->owner_lw && !sstm__held_by_running_writer(tx, l)) return false;
+  }
+  return true;
+}
+
+SSTM_NOINLINE void sstm__check_killed(struct sstm_desc *tx) {
+  /* Relaxed: the callers ordered this after an acquire (6.6). Only the
+   * owner moves KILLED on, so a stale ACTIVE here is caught at commit. */
+  uint64_t st = atomic_load_explicit(&tx->status, memory_order_relaxed);
+  if (SSTM_UNLIKELY(sstm_st_state(st) == SSTM_ST_KILLED))
+    sstm__conflict_abort(tx, SSTM_CONFLICT_KILLED, SSTM_ABORT_KILLED, NULL);
+}
+
+/* Extend the snapshot to the current clock (2.1-2.3). False if the read set is no
+ * longer valid. Does not return if the attempt was killed. */
+SSTM_NOINLINE bool sstm__extend(struct sstm_desc *tx) {
+  /* acquire: pairs with the release fetch_add of committers (4.3)
+   * and of thieves (6.4): the validation below sees their locks (2). */
+  uint64_t now = sstm_clock_time(atomic_load_explicit(&sstm__g.clock, memory_order_acquire));
+  sstm__check_killed(tx);
+  if (!sstm__validate(tx)) return false;
+  tx->end = now;
+  sstm__ctr_add(&tx->ctr.extensions, 1);
+  if (tx->attr.read_only) ro_needed_extension(tx);
+  return true;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Conflicts. */
+
+/* Take over lock lk, held (value l) by a killed attempt: give it a fresh
+ * version so that the victim cannot use it without an extension that would
+ * see its KILLED status (6.4, 6.6). */
+static bool steal(struct sstm_desc *tx, _Atomic uint64_t *lk, uint64_t l) {
+  /* acq_rel: release publishes the victim's KILLED status (set before) to
+   * whoever reads this clock value; acquire is not needed but harmless. */
+  uint64_t c = atomic_fetch_add_explicit(&sstm__g.clock, SSTM_CLOCK_TICK, memory_order_acq_rel);
+  uint64_t v = sstm_lw_make_version(sstm_clock_time(c) + 1);
+  DELAY_POINT(tx);
+  /* release: a reader that sees version v must see the (unmodified) data
+   * that the lock protected; our RMW continues the release sequence of the
+   * last committer's store, so this is for clarity more than need. */
+  if (atomic_compare_exchange_strong_explicit(lk, &l, v, memory_order_release,
+                                              memory_order_relaxed)) {
+    sstm__ctr_add(&tx->ctr.locks_stolen, 1);
+    return true;
+  }
+  return false;
+}
+
+static sstm_abort_reason_t reason_of(sstm_conflict_kind_t k) {
+  switch (k) {
+  case SSTM_CONFLICT_READ_LOCKED: return SSTM_ABORT_READ_LOCKED;
+  case SSTM_CONFLICT_WRITE_LOCKED: return SSTM_ABORT_WRITE_LOCKED;
+  case SSTM_CONFLICT_COMMIT_LOCKED: return SSTM_ABORT_COMMIT_LOCKED;
+  case SSTM_CONFLICT_KILLED: return SSTM_ABORT_KILLED;
+  case SSTM_CONFLICT_IRREVOCABLE: return SSTM_ABORT_IRREVOCABLE;
+  default: return SSTM_ABORT_VALIDATE_READ;
+  }
+}
+
+/* The attempt that holds locked the first stripe of the read set that
+ * changed, if that is why validation failed: a writer that locked it after
+ * we read it (encounter-time, still running; with cfg.read_past only one
+ * that is committing, see below) or that is committing. False when the
+ * first changed stripe is unlocked (a commit that has ended: no one to
+ * name). Abort path only: scans the read set. */
+static bool validation_party(struct sstm_desc *tx, sstm_party_t *out) {
+  for (const sstm_r_entry_t *e = tx->rs.e; e < tx->rs.top; e++) {
+    uint64_t l = atomic_load_explicit(e->lock, memory_order_relaxed);
+    if (l <= tx->end || l == tx->owner_lw || sstm__held_by_running_writer(tx, l)) continue;
+    if (!sstm_lw_locked(l)) return false;
+    struct sstm_desc *o = sstm__desc_at(sstm_lw_slot(l));
+    if (o == NULL || o == tx) return false;
+    /* With read_past, a running (not committing) holder did not change the
+     * stripe: a commit before its lock did (its lock_end is past our end),
+     * and that commit has ended, or the holder merely extended past our
+     * end since (lock_end is one bound for all its locks). Not named. */
+    if (passes_running_writers(tx) &&
+        sstm_st_state(atomic_load_explicit(&o->status, memory_order_relaxed)) == SSTM_ST_ACTIVE)
+      continue;
+    sstm__party_snapshot(o, l, out);
+    return true;
+  }
+  return false;
+}
+
+/* Report a conflict the policy cannot resolve (validation, kill,
+ * irrevocable) and abort. The other party is named when known: for a
+ * failed validation the writer that holds the changed stripe locked, so
+ * that a policy can serialise the retry behind it; for a kill the killer,
+ * when recorded (sstm__kill). */
+SSTM_NOINLINE __attribute__((noreturn)) void sstm__conflict_abort(struct sstm_desc *tx,
+                                                                  sstm_conflict_kind_t kind,
+                                                                  sstm_abort_reason_t r,
+                                                                  const void *addr) {
+  sstm_conflict_t c = {.kind = kind, .addr = addr};
+  if (kind == SSTM_CONFLICT_VALIDATION) c.has_other = validation_party(tx, &c.other);
+  if (kind == SSTM_CONFLICT_KILLED) c.has_other = sstm__killer_of(tx, &c.other);
+  uint64_t wait_ns = 0;
+  tx->in_hook++;
+  (void)tx->cm->on_conflict(cm_ctx(tx), &c, &wait_ns);
+  tx->in_hook--;
+  sstm__lost_abort(tx, r, c.has_other ? &c.other : NULL);
+}
+
+/* The attempt met lock lk held by someone else (value l). Resolve it as the
+ * contention manager decides; return a fresh lock word once the lock is
+ * free or ours, or do not return (abort). Bounded: after cfg.wait_max
+ * consecutive waits the attempt aborts itself (an irrevocable attempt waits
+ * instead, which terminates because only committing attempts can make it
+ * wait, (7.3)). */
+SSTM_NOINLINE uint64_t sstm__resolve(struct sstm_desc *tx, sstm_conflict_kind_t kind,
+                                     const void *addr, _Atomic uint64_t *lk, uint64_t l) {
+  bool irrev = sstm__kind(tx) == SSTM_V_IRREV;
+  unsigned attempt = 0;
+  for (;;) {
+    if (!irrev) sstm__check_killed(tx);
+    struct sstm_desc *o = sstm__desc_at(sstm_lw_slot(l));
+    /* acquire: if we see the owner's IDLE/next status, its lock release
+     * (sequenced before) is visible to our reload below. */
+    uint64_t ost = atomic_load_explicit(&o->status, memory_order_acquire);
+    bool owner_running = sstm_st_owns(ost, l) && sstm_st_state(ost) != SSTM_ST_IDLE;
+    if (owner_running && sstm_st_state(ost) == SSTM_ST_KILLED) {
+      steal(tx, lk, l);
+    } else if (owner_running) {
+      sstm_conflict_t c = {.kind = kind, .addr = addr, .has_other = true, .attempt = attempt};
+      sstm__party_snapshot(o, l, &c.other);
+      uint64_t wait_ns = 0;
+      sstm_cm_action_t act;
+      if (irrev)
+        act = c.other.committing ? SSTM_CM_WAIT : SSTM_CM_ABORT_OTHER;
+      else {
+        tx->in_hook++;
+        act = tx->cm->on_conflict(cm_ctx(tx), &c, &wait_ns);
+        tx->in_hook--;
+      }
+      if (act == SSTM_CM_ABORT_OTHER && !c.other.committing) {
+        if (sstm__kill(o, sstm_st_serial(ost), tx)) { /* (6.1-6.3) */
+          sstm__ctr_add(&tx->ctr.cm_kills, 1);
+          steal(tx, lk, l);
+        }
+      } else if (act == SSTM_CM_WAIT || act == SSTM_CM_ABORT_OTHER) {
+        if (!irrev && attempt >= sstm__g.cfg.wait_max)
+          sstm__lost_abort(tx, reason_of(kind), &c.other);
+        attempt++;
+        sstm__ctr_add(&tx->ctr.cm_waits, 1);
+        uint64_t t0 = sstm__now_ns();
+        if (irrev)
+          sched_yield();
+        else
+          sstm_spin_ns(wait_ns < 1000000 ? wait_ns : 1000000);
+        sstm__ctr_add(&tx->ctr.cm_wait_ns, sstm__now_ns() - t0);
+      } else {
+        sstm__lost_abort(tx, reason_of(kind), &c.other);
+      }
+    } else {
+      sstm__cpu_relax(); /* owner's attempt ended; its release is imminent */
+    }
+    /* acquire: a lock word we go on to use must carry its data (1.1). */
+    l = atomic_load_explicit(lk, memory_order_acquire);
+    if (!sstm_lw_locked(l) || l == tx->owner_lw) return l;
+  }
+}
+
+/* An abort by a conflict with another transaction (a lock, a failed
+ * validation, a kill, an irrevocable transaction in the way): counted in
+ * `conflicts`, which the policies' progress bounds count. User restarts and
+ * cancels, a wrong read-only hint and sstm_become_irrevocable's restart are
+ * not conflicts. */
+__attribute__((noreturn)) void sstm__lost_abort(struct sstm_desc *tx, sstm_abort_reason_t r,
+                                                const sstm_party_t *other) {
+  tx->conflicts++;
+  sstm__abort_tx(tx, r, other);
+}

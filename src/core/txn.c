@@ -1,0 +1,686 @@
+/* SPDX-License-Identifier: MIT */
+/* The life of a transaction: begin (sstm__begin, the start of each
+ * attempt), commit (sstm_commit), rollback and restart (sstm_restart,
+ * sstm_cancel, the abort of a lost conflict), sstm_run, and the user's
+ * commit and abort actions (sstm_on_commit, sstm_on_abort).
+ *
+ * An attempt publishes ACTIVE with a full barrier before it reads the clock
+ * (docs/design/core.md (5.1)); an update commit follows (4.1)-(4.7); a
+ * read-only one ends with one store. A rollback releases the attempt's
+ * locks by CAS (6.5), forgets its allocations and frees, and ends it; the
+ * hooks, the user's abort actions and the policy then learn of the abort,
+ * in that order, and the next attempt starts from the checkpoint.
+ */
+#define _GNU_SOURCE
+#include <stdlib.h>
+
+#include "core/tx_internal.h"
+
+/* A restart abandons the frames between the checkpoint and the abort. In a
+ * process with AddressSanitizer their redzones must be unpoisoned first,
+ * whether or not the library itself is instrumented: the user's code may
+ * be (its barrier calls are ordinary calls, so the compiler does not do it
+ * for them), and an instrumented policy callback would later trip over a
+ * stale redzone. Weak: NULL without the ASan runtime, and then nothing is
+ * called. Only on the abort path. */
+extern void __asan_handle_no_return(void) __attribute__((weak));
+#define SSTM_ASAN_NO_RETURN()                                                                      \
+  do {                                                                                             \
+    if (__asan_handle_no_return) __asan_handle_no_return();                                        \
+  } while (0)
+
+/* The test seam (engine.h); only debug builds call it. */
+_Atomic(void (*)(sstm_seam_t, const void *)) sstm__test_seam;
+
+/* ------------------------------------------------------------------------ */
+/* Begin, commit, rollback. */
+
+static void release_locks_abort(struct sstm_desc *tx) {
+  for (uint32_t i = 0; i < tx->ls.n; i++) {
+    uint64_t expect = tx->owner_lw;
+    /* (6.5) CAS, not store: a killed attempt's lock may have been taken
+     * over. release: see steal() (conflict.c); restoring the old version keeps readers that
+     * saw it valid. */
+    atomic_compare_exchange_strong_explicit(tx->ls.e[i].lock, &expect, tx->ls.e[i].old,
+                                            memory_order_release, memory_order_relaxed);
+  }
+  tx->ls.n = 0;
+}
+
+/* User actions run outside the transaction and may run transactions of
+ * their own on this descriptor. Those reuse the action array and, after an
+ * abort, would overwrite what the restart and the policy still need (the
+ * checkpoint, the attributes, the retry count, the policy's view of the
+ * attempt that ended). So the array is taken out of the descriptor while it
+ * runs, and after an abort those fields are put back. */
+static void run_actions(struct sstm_desc *tx, bool committed) {
+  tx->in_callback++;
+  uint32_t n = tx->nactions, cap = tx->actions_cap;
+  sstm_action_t *a = tx->actions;
+  tx->nactions = 0;
+  tx->actions = NULL;
+  tx->actions_cap = 0;
+  if (committed) {
+    for (uint32_t i = 0; i < n; i++)
+      if (a[i].on_commit) a[i].fn(a[i].arg);
+  } else {
+    sstm_ckpt_t ckpt = tx->ckpt;
+    sstm_attr_t attr = tx->attr;
+    sstm_cm_ctx_t ctx = tx->cm_ctx;
+    sstm_abort_info_t last = tx->last_abort;
+    uint32_t retries = tx->retries, conflicts = tx->conflicts;
+    bool sticky = tx->irrev_sticky, ro_failed = tx->ro_nolog_failed;
+    uint64_t birth = tx->birth, start = tx->start;
+    int prio = atomic_load_explicit(&tx->pub_priority, memory_order_relaxed);
+    for (uint32_t i = 0; i < n; i++)
+      if (!a[i].on_commit) a[i].fn(a[i].arg);
+    tx->ckpt = ckpt;
+    tx->attr = attr;
+    tx->cm_ctx = ctx;
+    tx->last_abort = last;
+    tx->retries = retries;
+    tx->conflicts = conflicts;
+    tx->irrev_sticky = sticky;
+    tx->ro_nolog_failed = ro_failed;
+    __atomic_store_n(&tx->birth, birth, __ATOMIC_RELAXED);
+    __atomic_store_n(&tx->start, start, __ATOMIC_RELAXED);
+    /* relaxed: published for other threads' policies, as in sstm__begin */
+    atomic_store_explicit(&tx->pub_priority, prio, memory_order_relaxed);
+  }
+  free(tx->actions); /* what the actions' own transactions grew, if anything */
+  tx->actions = a;
+  tx->actions_cap = cap;
+  tx->nactions = 0;
+  tx->in_callback--;
+}
+
+void sstm__desc_set_slow(struct sstm_desc *d) {
+  unsigned s = 0;
+  if (sstm__g.cfg.sample_period || d->cm->on_begin || d->stt) s |= SSTM_SLOW_BEGIN;
+  if (d->cm->on_commit || d->stt || sstm__g.cfg.stats == SSTM_STATS_DETAILED) s |= SSTM_SLOW_COMMIT;
+  d->slow = (uint8_t)s;
+}
+
+/* Begin work of the features in SSTM_SLOW_BEGIN. */
+static SSTM_NOINLINE void begin_slow(struct sstm_desc *tx) {
+  if (tx->cm->on_begin) {
+    tx->in_hook++;
+    tx->cm->on_begin(cm_ctx(tx));
+    tx->in_hook--;
+  }
+  if (tx->stt) sstm__stt_begin(tx);
+}
+
+/* An attempt that was to run irrevocable was killed before it became so
+ * (only sstm_desc_kill can: policies kill lock holders): it ends, never
+ * having run a line of the transaction, and the next serial takes its
+ * place. It is not counted as an abort (no retry follows it; the statistics'
+ * retries match their aborts), nor reported to the policy or the hooks,
+ * which saw no attempt begin. Returns the new serial. */
+static SSTM_NOINLINE uint64_t irrev_killed_at_start(struct sstm_desc *tx) {
+  uint64_t serial = ++tx->serial;
+  tx->owner_lw = sstm_lw_make_owner(tx->slot, serial);
+  sstm__set_variant(tx, SSTM_V_NONE | (sstm__variant(tx) & SSTM_V_SAMPLE));
+  /* seq_cst exchange and fence: the full barrier of a published ACTIVE in
+   * either begin-fence mode (5.1); it returns the killed attempt's flags,
+   * whose sleepers are woken as at any attempt's end. */
+  attempt_ended(tx, atomic_exchange_explicit(&tx->status, sstm_st_make(serial, SSTM_ST_ACTIVE),
+                                             memory_order_seq_cst));
+  /* seq_cst fence: as in attempt_start's fallback (the exchange alone does
+   * not order the later loads in C11); a cold path, so in both modes. */
+  sstm__full_fence();
+  return serial;
+}
+
+/* Start an attempt; `first` (a constant at each call site) is true for the
+ * first attempt of a transaction, whose restart flags are still clear. */
+SSTM_INLINE void attempt_start(struct sstm_desc *tx, bool first) {
+  uint64_t serial = ++tx->serial;
+  tx->owner_lw = sstm_lw_make_owner(tx->slot, serial);
+  sstm_rset_clear(&tx->rs);
+  /* An attempt that wrote nothing left nothing in the write set's index
+   * (it holds only entries stamped by attempts that wrote). */
+  if (tx->ws.n) sstm_wset_reset(&tx->ws);
+  tx->ls.n = 0;
+  tx->allocs.n = 0;
+  tx->frees.n = 0;
+  tx->nactions = 0;
+  tx->cm_ctx.watched = false;
+  unsigned sample = (tx->slow & SSTM_SLOW_BEGIN) && sstm__g.cfg.sample_period ? SSTM_V_SAMPLE : 0;
+  bool irrev = (!first && tx->irrev_sticky) || tx->attr.irrevocable;
+  bool nolog = tx->attr.read_only && !tx->ro_log && (first || !tx->ro_nolog_failed);
+  unsigned v = irrev ? SSTM_V_NONE : nolog ? SSTM_V_RO : tx->design;
+  /* The variant is set before ACTIVE is published (release below), so that
+   * a killer's flag for this attempt lands after it (registry.c). */
+  sstm__set_variant(tx, v | sample);
+  if (SSTM_LIKELY(sstm__g.membarrier)) {
+    /* Publishing ACTIVE needs a full barrier before the later loads of the
+     * clock and shared data (5.1). With membarrier the reclaimer
+     * supplies it: its expedited membarrier runs a full barrier on every
+     * CPU running one of our threads, so a compiler barrier suffices here
+     * (the asymmetric fence of liburcu's membarrier flavour). release: see
+     * the variant above. */
+    atomic_store_explicit(&tx->status, sstm_st_make(serial, SSTM_ST_ACTIVE), memory_order_release);
+    atomic_signal_fence(memory_order_seq_cst);
+  } else {
+    /* The full barrier itself: a seq_cst fence after the store, pairing
+     * with the reclaimer's seq_cst fence (the store-buffering shape: each
+     * side stores, fences, then loads what the other stored). A seq_cst
+     * exchange alone would do on x86 (a locked instruction), but C11 does
+     * not order the later acquire and relaxed loads after it against the
+     * reclaimer's fence. sstm__full_fence is that fence as one locked
+     * instruction, whatever the compiler (engine.h). */
+    atomic_store_explicit(&tx->status, sstm_st_make(serial, SSTM_ST_ACTIVE), memory_order_release);
+    sstm__full_fence();
+  }
+  DELAY_POINT(tx); /* published ACTIVE, clock not yet read */
+  uint64_t start;
+  if (SSTM_UNLIKELY(irrev)) {
+    while (!sstm__irrev_enter(tx))
+      serial = irrev_killed_at_start(tx);
+    start = tx->start;
+  } else {
+    /* acquire: pairs with committers' release fetch_add (4.3, 2). */
+    uint64_t c = atomic_load_explicit(&sstm__g.clock, memory_order_acquire);
+    if (SSTM_UNLIKELY(sstm_clock_irrevocable(c))) c = sstm__wait_irrevocable();
+    start = sstm_clock_time(c);
+    __atomic_store_n(&tx->start, start, __ATOMIC_RELAXED);
+    tx->end = start;
+  }
+  if (first || tx->retries == 0) __atomic_store_n(&tx->birth, start, __ATOMIC_RELAXED);
+  if (SSTM_UNLIKELY(tx->slow & SSTM_SLOW_BEGIN)) begin_slow(tx);
+  if (SSTM_UNLIKELY(atomic_load_explicit(&sstm__g.nhooks, memory_order_relaxed))) {
+    tx->in_hook++;
+    sstm__hooks_begin(serial);
+    tx->in_hook--;
+  }
+}
+
+/* cfg.ro_log: which first attempts of declared read-only transactions keep
+ * a read set. Without one an attempt reads for less (no log, and a commit
+ * with nothing to validate), but the first stripe newer than its snapshot
+ * aborts it (ro-extend) and its retry keeps one: the traversal done so far
+ * is lost. In SSTM_RO_LOG_AUTO each descriptor counts, over windows of
+ * RO_WINDOW read-only transactions, those that needed an extension (with a
+ * read set: an extension; without: the ro-extend abort), and keeps read
+ * sets from the first attempt while RO_LOG_ON of a window did, until a
+ * window in which none did. On ll1k at 8-32 threads about 4 % of the
+ * lookups need one: with read sets they stop aborting (ser-block's aborts
+ * per commit fall from 0.04 to 0.012), but the read sets cost more than
+ * the aborted traversals did (0.86x-1.10x of the throughput in pairs,
+ * median 0.97x), so OFF is the default (docs/benchmarks.md, "Read sets in
+ * read-only transactions"). */
+#define RO_WINDOW 64
+#define RO_LOG_ON 2
+
+static SSTM_NOINLINE void ro_decide(struct sstm_desc *tx) {
+  if (sstm__g.cfg.ro_log == SSTM_RO_LOG_AUTO) {
+    if (tx->ro_win_ext >= RO_LOG_ON)
+      tx->ro_log = true;
+    else if (tx->ro_win_ext == 0)
+      tx->ro_log = false;
+  }
+  tx->ro_win_n = 0;
+  tx->ro_win_ext = 0;
+}
+
+/* A declared read-only transaction begins (first attempt). */
+SSTM_INLINE void ro_window(struct sstm_desc *tx) {
+  tx->ro_ext_seen = false;
+  if (SSTM_UNLIKELY(++tx->ro_win_n == RO_WINDOW)) ro_decide(tx);
+  /* after the decision, which this transaction's first attempt follows; an
+   * irrevocable attempt keeps no read set */
+  if (SSTM_UNLIKELY(tx->ro_log) && !tx->attr.irrevocable) sstm__ctr_add(&tx->ctr.ro_logged, 1);
+}
+
+/* A begin inside a hook or a policy's callback, which must not start a
+ * transaction: the hook's one would overwrite the checkpoint, attributes and
+ * actions of the attempt the hook runs for (whose restart then jumps into a
+ * dead frame). Reported; if the misuse handler returns, the block runs as
+ * an unregistered thread's would (its accesses reported, its commit
+ * SSTM_ENOTX), or, in a callback of a running attempt (on_begin,
+ * on_conflict), as a flat-nested block of that attempt, whose depth its
+ * commit then balances. */
+static SSTM_COLD sstm_ckpt_t *begin_in_hook(struct sstm_desc *tx) {
+  sstm__misuse("transaction begin inside a hook or a contention manager's callback (they must "
+               "not start transactions: hooks.h, cm.h)");
+  if (tx->depth > 0) tx->depth++;
+  return NULL;
+}
+
+SSTM_API sstm_ckpt_t *sstm__begin(const sstm_attr_t *attr) {
+  struct sstm_desc *tx = sstm__cur;
+  if (SSTM_UNLIKELY(tx == NULL)) {
+    sstm__misuse("transaction begin on a thread that is not registered (sstm_thread_init)");
+    return NULL;
+  }
+  if (SSTM_UNLIKELY(tx->in_hook)) return begin_in_hook(tx);
+  if (tx->depth++ > 0) return NULL; /* flat nesting */
+  tx->begin_sp = sstm__stack_pointer();
+  if (attr) {
+    /* Field by field, not as one block: callers build the attribute on the
+     * stack just before the call, one store per field (sstm_attr_t's
+     * members have different widths), and a wider load spanning several
+     * recent stores cannot be forwarded from the store buffer: a stall of
+     * about a dozen cycles per transaction, a third of this function's time
+     * in a profile of rb16k. */
+    tx->attr.read_only = attr->read_only;
+    tx->attr.irrevocable = attr->irrevocable;
+    tx->attr.priority = attr->priority;
+    tx->attr.tag = attr->tag;
+    if (attr->read_only) ro_window(tx);
+  } else {
+    tx->attr = (sstm_attr_t){0};
+  }
+  if (SSTM_UNLIKELY(tx->attr.priority !=
+                    atomic_load_explicit(&tx->pub_priority, memory_order_relaxed)))
+    atomic_store_explicit(&tx->pub_priority, tx->attr.priority, memory_order_relaxed);
+  tx->retries = 0;
+  tx->conflicts = 0;
+  tx->irrev_sticky = false;
+  tx->ro_nolog_failed = false;
+  attempt_start(tx, true);
+  return &tx->ckpt;
+}
+
+/* Roll the attempt back: locks, allocations, frees, callbacks. */
+static void rollback(struct sstm_desc *tx, sstm_abort_reason_t r) {
+  bool irrev = sstm__kind(tx) == SSTM_V_IRREV; /* escalated: sstm_restart/cancel */
+  DELAY_POINT(tx);
+  if (SSTM_UNLIKELY(irrev))
+    sstm__irrev_undo(tx);
+  else
+    release_locks_abort(tx);
+  sstm__seam(SSTM_SEAM_ROLLBACK_LOCKS_RELEASED, NULL);
+  DELAY_POINT(tx);
+  sstm__reclaim_abort(tx);
+  /* (5.3) acq_rel exchange: release so that readers of our status (reclaimers,
+   * waiting policies) see our accesses and lock releases done; the exchange
+   * returns the flags watchers set (lockword.h). */
+  attempt_ended(tx, atomic_exchange_explicit(&tx->status, sstm_st_make(tx->serial, SSTM_ST_IDLE),
+                                             memory_order_acq_rel));
+  if (SSTM_UNLIKELY(irrev)) sstm__irrev_release(tx);
+  sstm__ctr_add(&tx->ctr.aborts[r], 1);
+  if (sstm__g.cfg.stats == SSTM_STATS_DETAILED && tx->attr.tag < SSTM_MAX_TAGS)
+    sstm__ctr_add(&tx->ctr.tag_aborts[tx->attr.tag], 1);
+  /* Outside the transaction now (abort_tx runs the user's abort actions
+   * and the policy); the restart (or the cancel) sets depth and variant
+   * again. */
+  tx->depth = 0;
+  sstm__set_variant(tx, SSTM_V_NONE);
+}
+
+/* After the rollback: record the abort, then the hooks, the user's abort
+ * actions and the policy, in that order. */
+static void abort_notify(struct sstm_desc *tx, sstm_abort_reason_t r, const sstm_party_t *other) {
+  tx->last_abort.reason = r;
+  tx->last_abort.has_other = other != NULL;
+  if (other) tx->last_abort.other = *other;
+  /* Published before the policy acts on it (a kernel-side scheduler reading
+   * the table sees the conflict while the loser waits). */
+  if (SSTM_UNLIKELY(tx->stt)) sstm__stt_abort(tx, r, other);
+  tx->in_callback++;
+  if (SSTM_UNLIKELY(atomic_load_explicit(&sstm__g.nhooks, memory_order_relaxed))) {
+    tx->in_hook++;
+    sstm__hooks_abort(tx->serial, r);
+    tx->in_hook--;
+  }
+  if (r != SSTM_ABORT_USER_CANCEL) {
+    tx->retries++;
+    sstm__ctr_add(&tx->ctr.retries, 1);
+  }
+  /* The policy's view of the attempt that ended, taken now: the user's
+   * abort actions run next, and one may run a transaction on this
+   * descriptor, which rewrites the serial and set sizes cm_ctx() reads
+   * (run_actions puts cm_ctx and last_abort back as they were). The
+   * actions run before the policy acts, not after: what the policy does
+   * for the retry (softser lowers the thread's priority) must not be
+   * undone by the commit of an action's transaction. */
+  sstm_cm_ctx_t *ctx = cm_ctx(tx);
+  if (SSTM_UNLIKELY(tx->nactions)) run_actions(tx, false);
+  /* The policy learns of every ended attempt, cancelled ones included (a
+   * watched attempt's end must reach it). */
+  if (tx->cm->on_abort) {
+    uint64_t t0 = sstm__now_ns();
+    tx->in_hook++;
+    tx->cm->on_abort(ctx, &tx->last_abort);
+    tx->in_hook--;
+    sstm__ctr_add(&tx->ctr.cm_wait_ns, sstm__now_ns() - t0);
+  }
+  tx->in_callback--;
+  /* A transaction that gives up after retries counts as one that retried
+   * (the commit path records the others). */
+  if (r == SSTM_ABORT_USER_CANCEL && tx->retries) sstm__ctr_max(&tx->ctr.max_retries, tx->retries);
+}
+
+__attribute__((noreturn)) void sstm__abort_tx(struct sstm_desc *tx, sstm_abort_reason_t r,
+                                              const sstm_party_t *other) {
+  /* The jump below discards every frame above the checkpoint, among them
+   * any callback of this attempt that was running (the sampling callback or
+   * a begin hook whose barrier lost a conflict): its in_hook decrement would
+   * never run. Nothing outside the attempt runs with in_hook set. */
+  tx->in_hook = 0;
+  rollback(tx, r);
+  abort_notify(tx, r, other);
+  if (r == SSTM_ABORT_USER_CANCEL) {
+    SSTM_ASAN_NO_RETURN();
+    sstm__ckpt_restore(&tx->ckpt, SSTM__CKPT_CANCEL);
+  }
+  tx->depth = 1; /* flat nesting: the restart resumes the outermost block */
+  attempt_start(tx, false);
+  SSTM_ASAN_NO_RETURN();
+  sstm__ckpt_restore(&tx->ckpt, SSTM__CKPT_RESTART);
+}
+
+/* The bytes of a partial redo-log entry (store_masked, tx_internal.h). */
+void sstm__store_masked_part(uintptr_t word, uint64_t value, uint64_t bmask) {
+  for (unsigned off = 0; off < 8;) {
+    uint64_t m4 = 0xffffffffull << (off * 8), m2 = 0xffffull << (off * 8);
+    if ((bmask & (0xffull << (off * 8))) == 0) {
+      off++;
+    } else if (off % 4 == 0 && (bmask & m4) == m4) {
+      mem_store((void *)(word + off), value >> (off * 8), 4);
+      off += 4;
+    } else if (off % 2 == 0 && (bmask & m2) == m2) {
+      mem_store((void *)(word + off), value >> (off * 8), 2);
+      off += 2;
+    } else {
+      mem_store((void *)(word + off), value >> (off * 8), 1);
+      off++;
+    }
+  }
+}
+
+/* CTL: lock the write set (4.2), only versions the snapshot covers
+ * (2.4). */
+static void lock_write_set(struct sstm_desc *tx) {
+  for (uint32_t i = 0; i < tx->ws.n; i++) {
+    const void *addr = (const void *)tx->ws.e[i].word;
+    _Atomic uint64_t *lk = sstm__lock_for(tx, addr);
+    uint64_t l = atomic_load_explicit(lk, memory_order_acquire);
+    for (;;) {
+      if (l == tx->owner_lw) break;
+      if (sstm_lw_locked(l)) {
+        l = sstm__resolve(tx, SSTM_CONFLICT_COMMIT_LOCKED, addr, lk, l);
+        continue;
+      }
+      if (sstm_lw_version(l) > tx->end) {
+        if (!sstm__extend(tx))
+          sstm__conflict_abort(tx, SSTM_CONFLICT_VALIDATION, SSTM_ABORT_VALIDATE_COMMIT, addr);
+        l = atomic_load_explicit(lk, memory_order_acquire);
+        continue;
+      }
+      /* acq_rel, as in the ETL write barrier: acquire for our reads of the
+       * stripe; release, so that a reader that sees this lock word also
+       * sees our COMMITTING status and does not pass it (8.1). */
+      if (atomic_compare_exchange_weak_explicit(lk, &l, tx->owner_lw, memory_order_acq_rel,
+                                                memory_order_acquire)) {
+        if (!sstm_lset_add(&tx->ls, lk, l)) sstm__oom();
+        break;
+      }
+    }
+  }
+}
+
+/* An update commit, (4.1)-(4.7). */
+static void commit_update(struct sstm_desc *tx) {
+  uint64_t st = atomic_load_explicit(&tx->status, memory_order_relaxed);
+  /* (4.1) acq_rel: after this no kill succeeds and no watch flag can be set;
+   * acquire orders our later reads of lock words after any state change a
+   * killer made. The loop only retries when a watcher set a flag. */
+  do {
+    if (sstm_st_state(st) != SSTM_ST_ACTIVE)
+      sstm__conflict_abort(tx, SSTM_CONFLICT_KILLED, SSTM_ABORT_KILLED, NULL);
+  } while (!atomic_compare_exchange_weak_explicit(&tx->status, &st,
+                                                  sstm_st_with_state(st, SSTM_ST_COMMITTING),
+                                                  memory_order_acq_rel, memory_order_relaxed));
+  DELAY_POINT(tx);
+  if (tx->design == SSTM_DESIGN_CTL) lock_write_set(tx); /* (4.2) */
+  DELAY_POINT(tx);
+  /* (4.3) acq_rel: release publishes our locks (and COMMITTING) to whoever reads
+   * this clock value ((2), (7.2)); acquire makes the locks of commits
+   * counted before us visible to validate(). */
+  uint64_t c = atomic_fetch_add_explicit(&sstm__g.clock, SSTM_CLOCK_TICK, memory_order_acq_rel);
+  if (SSTM_UNLIKELY(sstm_clock_irrevocable(c)))
+    sstm__conflict_abort(tx, SSTM_CONFLICT_IRREVOCABLE, SSTM_ABORT_IRREVOCABLE, NULL);
+  uint64_t ts = sstm_clock_time(c) + 1;
+  DELAY_POINT(tx);
+  if (ts != tx->end + 1 && !sstm__validate(tx)) /* (4.4) */
+    sstm__conflict_abort(tx, SSTM_CONFLICT_VALIDATION, SSTM_ABORT_VALIDATE_COMMIT, NULL);
+  /* (4.5) release fence: the write-back stores are not visible before our
+   * locks (seqlock writer side, (1.5); pairs with the readers' acquire
+   * fence, (1.3)). */
+  atomic_thread_fence(memory_order_release);
+  for (uint32_t i = 0; i < tx->ws.n; i++) {
+    store_masked(tx->ws.e[i].word, tx->ws.e[i].value, tx->ws.e[i].bmask);
+    if (i == 0) DELAY_POINT(tx); /* a write-back half done */
+  }
+  sstm__seam(SSTM_SEAM_COMMIT_WRITTEN_BACK, NULL);
+  uint64_t v = sstm_lw_make_version(ts);
+  for (uint32_t i = 0; i < tx->ls.n; i++) {
+    /* (4.6) release: a reader acquiring version ts sees the write-back. */
+    atomic_store_explicit(tx->ls.e[i].lock, v, memory_order_release);
+    if (i == 0) DELAY_POINT(tx); /* some locks released, others not */
+  }
+  /* (4.7) release: the attempt has ended with everything visible (5.3).
+   * A plain store: flags cannot change while COMMITTING, so `st` has them. */
+  atomic_store_explicit(&tx->status, sstm_st_make(tx->serial, SSTM_ST_IDLE), memory_order_release);
+  attempt_ended(tx, st);
+}
+
+/* The rest of a commit, once the attempt has ended: detailed statistics,
+ * deferred frees, policy and state-table notification, hooks, then the
+ * user's actions last: an action may run transactions on this descriptor,
+ * which rewrite the attempt's state (serial, cm_ctx.watched), so whatever
+ * reports this attempt must run before them (softser's winner cleared its
+ * losers' conflict counts only if `watched` survived the actions). Only
+ * what the attempt used costs anything. */
+static SSTM_NOINLINE int commit_tail(struct sstm_desc *tx) {
+  bool slow = tx->slow & SSTM_SLOW_COMMIT; /* the features it summarises */
+  if (SSTM_UNLIKELY(tx->retries)) sstm__ctr_max(&tx->ctr.max_retries, tx->retries);
+  if (slow && sstm__g.cfg.stats == SSTM_STATS_DETAILED) {
+    sstm__ctr_add(&tx->ctr.reads_total, sstm_rset_count(&tx->rs));
+    sstm__ctr_add(&tx->ctr.writes_total, tx->ws.n);
+    sstm__ctr_max(&tx->ctr.reads_max, sstm_rset_count(&tx->rs));
+    sstm__ctr_max(&tx->ctr.writes_max, tx->ws.n);
+    if (tx->attr.tag < SSTM_MAX_TAGS) sstm__ctr_add(&tx->ctr.tag_commits[tx->attr.tag], 1);
+  }
+  if (SSTM_UNLIKELY(tx->frees.n)) sstm__reclaim_commit(tx);
+  tx->allocs.n = 0;
+  tx->in_callback++;
+  tx->in_hook++;
+  if (slow && tx->cm->on_commit) tx->cm->on_commit(cm_ctx(tx));
+  if (slow && tx->stt) sstm__stt_commit(tx);
+  if (SSTM_UNLIKELY(atomic_load_explicit(&sstm__g.nhooks, memory_order_relaxed)))
+    sstm__hooks_commit(tx->serial);
+  tx->in_hook--;
+  tx->in_callback--;
+  if (SSTM_UNLIKELY(tx->nactions)) run_actions(tx, true);
+  return 0;
+}
+
+/* Update, irrevocable, killed or watched attempts. */
+static SSTM_NOINLINE int commit_slow(struct sstm_desc *tx) {
+  bool update = tx->ws.n != 0;
+  unsigned kind = sstm__kind(tx);
+  if (kind == SSTM_V_IRREV) {
+    sstm__commit_irrevocable(tx);
+    sstm__ctr_add(&tx->ctr.commits_irrevocable, 1);
+  } else if (update) {
+    tx->depth = 1; /* an abort inside commit restarts the block */
+    commit_update(tx);
+    tx->depth = 0;
+  } else {
+    /* Read-only, killed or watched. A kill requested before this point is
+     * honoured (relaxed: best effort, the attempt's snapshot was consistent
+     * either way). */
+    uint64_t st = atomic_load_explicit(&tx->status, memory_order_relaxed);
+    if (SSTM_UNLIKELY(sstm_st_state(st) == SSTM_ST_KILLED)) {
+      tx->depth = 1;
+      sstm__conflict_abort(tx, SSTM_CONFLICT_KILLED, SSTM_ABORT_KILLED, NULL);
+    }
+    /* acq_rel exchange: as in rollback; returns the watchers' flags. */
+    attempt_ended(tx, atomic_exchange_explicit(&tx->status, sstm_st_make(tx->serial, SSTM_ST_IDLE),
+                                               memory_order_acq_rel));
+  }
+  sstm__set_variant(tx, SSTM_V_NONE);
+  sstm__ctr_add(update ? &tx->ctr.commits_update : &tx->ctr.commits_ro, 1);
+  return commit_tail(tx);
+}
+
+SSTM_API int sstm_commit(void) {
+  struct sstm_desc *tx = sstm__cur;
+  if (SSTM_UNLIKELY(tx == NULL || tx->depth == 0)) {
+    if (sstm__debug) sstm__misuse("sstm_commit without a transaction");
+    sstm__set_error("sstm_commit: no active transaction");
+    return SSTM_ENOTX;
+  }
+  if (--tx->depth > 0) return 0;
+  /* relaxed: only the owner leaves ACTIVE except by a killer's CAS, and a
+   * kill that this load misses came too late to matter (the attempt's
+   * snapshot was consistent at `end`). */
+  uint64_t st = atomic_load_explicit(&tx->status, memory_order_relaxed);
+  if (SSTM_UNLIKELY(tx->ws.n != 0 || st != sstm_st_make(tx->serial, SSTM_ST_ACTIVE)))
+    return commit_slow(tx);
+  /* Read-only, running, not killed, no watch flags: valid at `end`, nothing
+   * to publish. release: see rollback. A plain store, not the exchange of
+   * the slow path (a full barrier on every read-only commit): a flag set in
+   * the window between the load above and this store is lost. Lock
+   * conflicts never name a read-only attempt (it holds no lock), but three
+   * waiters can meet one: a victim waiting behind the attempt that killed it
+   * (the kill record names killers with empty write sets too), a grace
+   * period of reclamation, and a party built by hand. A lost SLEEPERS flag
+   * costs such a waiter at most one sleep slice (sstm_party_wait re-reads
+   * the status after each, as long as its wait so far, 1 to 16 ms); a lost
+   * WATCHED flag leaves a softser loser lowered until its own attempt
+   * ends. */
+  tx->cm_ctx.watched = false;
+  atomic_store_explicit(&tx->status, sstm_st_make(tx->serial, SSTM_ST_IDLE), memory_order_release);
+  sstm__set_variant(tx, SSTM_V_NONE);
+  sstm__ctr_add(&tx->ctr.commits_ro, 1);
+  tx->allocs.n = 0;
+  if (SSTM_UNLIKELY((tx->slow & SSTM_SLOW_COMMIT) | tx->retries | tx->frees.n | tx->nactions |
+                    atomic_load_explicit(&sstm__g.nhooks, memory_order_relaxed)))
+    return commit_tail(tx);
+  return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Public control API. */
+
+SSTM_API int sstm_run(const sstm_attr_t *attr, void (*fn)(void *arg), void *arg) {
+  if (fn == NULL) {
+    sstm__set_error("sstm_run: fn is NULL");
+    return SSTM_EINVAL;
+  }
+  struct sstm_desc *tx = sstm__cur;
+  if (tx == NULL) {
+    sstm__set_error("sstm_run: calling thread is not registered (sstm_thread_init)");
+    return SSTM_ENOTHREAD;
+  }
+  if (tx->in_hook) {
+    sstm__set_error("sstm_run: called from a hook or a contention manager's callback, which must "
+                    "not start transactions");
+    return SSTM_ESTATE;
+  }
+  sstm_ckpt_t *c = sstm__begin(attr);
+  if (c != NULL && sstm__ckpt_save(c) == SSTM__CKPT_CANCEL) return SSTM_ECANCELED;
+  fn(arg);
+  sstm_commit();
+  return 0;
+}
+
+/* Misuse of a call that cannot return: report it, and if the handler
+ * returns, end the process (there is no state to return to). */
+static SSTM_COLD __attribute__((noreturn)) void misuse_noreturn(const char *msg) {
+  sstm__misuse("%s", msg);
+  sstm__fatal("%s (the misuse handler returned)", msg);
+}
+
+/* A restart or cancel in an irrevocable attempt is misuse when the user
+ * asked for irrevocability (attr.irrevocable, which sstm_become_irrevocable
+ * also sets): the body may have done what cannot be undone. An attempt that
+ * a policy made irrevocable (its progress bound) is rolled back with its
+ * undo log, and a restart runs the next attempt revocable again: a body that
+ * restarts until another thread changes something must not hold the
+ * serial mode while it waits. */
+static void user_abort_check(struct sstm_desc *tx, const char *what) {
+  if (sstm__kind(tx) != SSTM_V_IRREV) return;
+  if (tx->attr.irrevocable) misuse_noreturn(what);
+  tx->irrev_sticky = false;
+}
+
+SSTM_API void sstm_restart(void) {
+  struct sstm_desc *tx = sstm__cur;
+  if (!SSTM_IN_TX(tx)) misuse_noreturn("sstm_restart outside a transaction");
+  if (tx->in_hook) misuse_noreturn("sstm_restart in a hook or a callback (policy, sampling)");
+  user_abort_check(tx, "sstm_restart in a transaction that asked to be irrevocable");
+  sstm__abort_tx(tx, SSTM_ABORT_USER_RETRY, NULL);
+}
+
+SSTM_API void sstm_cancel(void) {
+  struct sstm_desc *tx = sstm__cur;
+  if (!SSTM_IN_TX(tx)) misuse_noreturn("sstm_cancel outside a transaction");
+  if (tx->in_hook) misuse_noreturn("sstm_cancel in a hook or a callback (policy, sampling)");
+  user_abort_check(tx, "sstm_cancel in a transaction that asked to be irrevocable");
+  sstm__abort_tx(tx, SSTM_ABORT_USER_CANCEL, NULL);
+}
+
+/* The thread running tx's transaction ends inside it (the registry's
+ * thread-exit destructor; tx is the thread's current descriptor, outside
+ * any callback). Nobody can resume the attempt: its checkpoint is in the
+ * stack that is going away. A revocable attempt is cancelled as by
+ * sstm_cancel (rolled back, abort actions and policy run), without the
+ * jump back, and so is one that a policy made irrevocable (its undo log
+ * puts its in-place writes back; the user never asked for it, so what
+ * happens must not depend on the policy's private decision). One that
+ * asked to be irrevocable may have done what cannot be undone: it is
+ * committed, as a mutex is best released, not held for ever, by a thread
+ * that ends in its critical section. */
+void sstm__abandon(struct sstm_desc *tx) {
+  if (sstm__kind(tx) == SSTM_V_IRREV && tx->attr.irrevocable) {
+    tx->depth = 1;
+    (void)sstm_commit();
+    return;
+  }
+  rollback(tx, SSTM_ABORT_USER_CANCEL);
+  abort_notify(tx, SSTM_ABORT_USER_CANCEL, NULL);
+}
+
+SSTM_API bool sstm_in_tx(void) {
+  struct sstm_desc *tx = sstm__cur;
+  return tx != NULL && tx->depth != 0;
+}
+
+SSTM_API uint64_t sstm_txid(void) {
+  struct sstm_desc *tx = sstm__cur;
+  return (tx != NULL && tx->depth != 0) ? tx->serial : 0;
+}
+
+static int add_action(void (*fn)(void *), void *arg, bool on_commit) {
+  struct sstm_desc *tx = sstm__cur;
+  if (!SSTM_IN_TX(tx)) {
+    sstm__set_error("sstm_on_%s: no active transaction", on_commit ? "commit" : "abort");
+    return SSTM_ENOTX;
+  }
+  if (fn == NULL) {
+    sstm__set_error("sstm_on_%s: fn is NULL", on_commit ? "commit" : "abort");
+    return SSTM_EINVAL;
+  }
+  if (tx->nactions == tx->actions_cap) {
+    uint32_t cap = tx->actions_cap ? tx->actions_cap * 2 : 8;
+    sstm_action_t *a = realloc(tx->actions, cap * sizeof *a);
+    if (a == NULL) {
+      sstm__set_error("sstm_on_%s: out of memory for %u actions", on_commit ? "commit" : "abort",
+                      cap);
+      return SSTM_ENOMEM;
+    }
+    tx->actions = a;
+    tx->actions_cap = cap;
+  }
+  tx->actions[tx->nactions++] = (sstm_action_t){fn, arg, on_commit};
+  return 0;
+}
+
+SSTM_API int sstm_on_commit(void (*fn)(void *), void *arg) { return add_action(fn, arg, true); }
+SSTM_API int sstm_on_abort(void (*fn)(void *), void *arg) { return add_action(fn, arg, false); }
