@@ -51,7 +51,8 @@ bool sstm__lever_restore(sstm_lever_t l, int tid, const sstm_prio_saved_t *saved
 /* Encode policy and nice (or RT priority) as one integer; larger means the
  * OS favours the thread more: RT > OTHER > BATCH > IDLE, then priority. */
 int sstm__conflict_prio_encode(int policy, int nice, int rt_priority);
-/* The current conflict priority of thread tid (system calls: ~0.5 us). */
+/* The current conflict priority of thread tid (system calls: cache it; their
+ * cost: docs/benchmarks.md, "Figures behind the design"). */
 int sstm__conflict_prio_of(int tid, int *policy, int *nice);
 
 /* ---- time-slice extension (ext) ---- */
