@@ -163,7 +163,9 @@ static unsigned used;
 
 /* The composite sstm_init selected, set by its init hook before any
  * descriptor exists (the hooks below run only for it: at most one policy
- * is in use at a time). */
+ * is in use at a time). A plain variable: other threads reach the hooks
+ * only through a descriptor, which they get after sstm_init's release of
+ * the library's initialised flag (their acquire), and so see it set. */
 static composite_t *active;
 
 static const composite_t *comp_of(sstm_cm_ctx_t *ctx) {
