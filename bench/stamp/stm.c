@@ -79,12 +79,21 @@ static __thread struct {
   struct local_entry *e;
 } local_log;
 
+__thread uintptr_t sstm_stamp_begin_sp;
+
 /* The abort action: put the old bytes back, newest first (an address
- * written twice gets its first value). */
+ * written twice gets its first value). Not those in the stack between this
+ * function and the begin's stack pointer: frames of functions the attempt
+ * called, dead at the restart, where the library's frames now are. */
 static void local_undo(void *arg) {
   (void)arg;
-  for (size_t i = local_log.n; i-- > 0;)
+  char here;
+  uintptr_t lo = (uintptr_t)&here, hi = sstm_stamp_begin_sp;
+  for (size_t i = local_log.n; i-- > 0;) {
+    uintptr_t a = (uintptr_t)local_log.e[i].addr;
+    if (a >= lo && a < hi) continue;
     memcpy(local_log.e[i].addr, local_log.e[i].old, local_log.e[i].size);
+  }
   local_log.n = 0;
   local_log.txid = 0;
 }

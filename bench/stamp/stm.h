@@ -31,7 +31,10 @@
  *                                 bytes are logged and put back by an
  *                                 sstm_on_abort action), as STAMP expects of
  *                                 its iterators and flags: later plain reads
- *                                 in the same attempt see the new value
+ *                                 in the same attempt see the new value.
+ *                                 A write into the stack of a function the
+ *                                 transaction called is not put back: that
+ *                                 frame is dead at the restart
  *   STM_MALLOC / STM_FREE         sstm_malloc() / sstm_free() (released on
  *                                 abort / deferred past the grace period;
  *                                 both are malloc blocks, so memory from
@@ -75,8 +78,30 @@ extern const sstm_attr_t sstm_stamp_ro_attr;
 #define STM_INIT_THREAD(self, id) ((void)(self), (void)(id))
 #define STM_FREE_THREAD(self) ((void)(self), sstm_stamp_thread_exit())
 
-#define STM_BEGIN_WR() SSTM_ATOMIC_BEGIN(NULL)
-#define STM_BEGIN_RD() SSTM_ATOMIC_BEGIN(&sstm_stamp_ro_attr)
+/* The stack pointer of the function that begins the outermost transaction,
+ * taken before the begin: a local write below it (in a function the
+ * transaction called, such as a list iterator's) is dead once the attempt
+ * restarts, and its undo would overwrite whatever lives there by then (the
+ * library's own frames). x86-64 only, as the library's checkpoint is. */
+#if !defined(__x86_64__)
+#error "bench/stamp/stm.h: x86-64 only (the stack pointer of TM_BEGIN)"
+#endif
+extern __thread uintptr_t sstm_stamp_begin_sp;
+#define SSTM_STAMP_MARK_SP()                                                                       \
+  do {                                                                                             \
+    if (!sstm_in_tx()) {                                                                           \
+      uintptr_t sstm_stamp_sp_;                                                                    \
+      __asm__ volatile("mov %%rsp, %0" : "=r"(sstm_stamp_sp_));                                    \
+      sstm_stamp_begin_sp = sstm_stamp_sp_;                                                        \
+    }                                                                                              \
+  } while (0)
+
+#define STM_BEGIN_WR()                                                                             \
+  SSTM_STAMP_MARK_SP();                                                                            \
+  SSTM_ATOMIC_BEGIN(NULL)
+#define STM_BEGIN_RD()                                                                             \
+  SSTM_STAMP_MARK_SP();                                                                            \
+  SSTM_ATOMIC_BEGIN(&sstm_stamp_ro_attr)
 #define STM_END()                                                                                  \
   SSTM_ATOMIC_END                                                                                  \
   ()

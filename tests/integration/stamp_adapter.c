@@ -18,10 +18,11 @@
  *   (TM_FREE) every 8th: the stack's length and the sum of its values must
  *   match the pushes and pops;
  * - every 16th transaction, restarts its attempt twice (TM_RESTART) after
- *   writing shared data and a thread-private iterator with TM_LOCAL_WRITE_P:
- *   the shared writes of the restarted attempts must vanish, the local
- *   write must be seen at once by plain reads in its attempt and be undone
- *   by each restart.
+ *   writing shared data and a thread-private iterator with TM_LOCAL_WRITE_P
+ *   (and locals of a function it calls, whose frame is dead at the
+ *   restart): the shared writes of the restarted attempts must vanish, the
+ *   local write must be seen at once by plain reads in its attempt and be
+ *   undone by each restart.
  * Prints "verification passed" and exits 0, or says what failed and exits
  * 1. Environment as for any schedstm program (SCHEDSTM_CM, ...). */
 #include <pthread.h>
@@ -105,29 +106,74 @@ static long pop(TM_ARGDECL_ALONE) {
   return v;
 }
 
-/* Two restarts, then a commit. `tries` is modified inside the block and
- * read after a restart, hence volatile (the rule of SSTM_ATOMIC_BEGIN). */
+/* A list-iterator-like local of a function the transaction calls, written
+ * with TM_LOCAL_WRITE: its frame is dead when the attempt restarts, and by
+ * then other frames live there, so its undo must not write there.
+ * restart_from_callee's array covers where callee_local's slots were (the
+ * test checks that it does, and counts the restarts where it did); it
+ * restarts the attempt after registering an abort action that runs after
+ * the adapter's undo and checks that the undo left its array alone. */
+#define NSLOTS 8
+static __thread uintptr_t callee_slots; /* an address only: the frame is gone */
+static __thread long undo_hits;
+static long layout_matches; /* restarts whose slots lay where callee_local's were */
+
+static __attribute__((noinline)) long callee_local(TM_ARGDECL long n) {
+  long slots[NSLOTS] = {0};
+  callee_slots = (uintptr_t)slots;
+  for (long i = 0; i < n; i++)
+    TM_LOCAL_WRITE(slots[i % NSLOTS], (long)TM_SHARED_READ(shared.moves) * 0 + 7);
+  return slots[0] == 7 ? n : -1;
+}
+
+#define NCOVER 64 /* restart_from_callee's array: covers callee_local's slots */
+
+static void check_slots(void *arg) {
+  volatile long *cover = arg;
+  for (int i = 0; i < NCOVER; i++)
+    if (cover[i] != 1000 + i) undo_hits++;
+}
+
+static __attribute__((noinline)) void restart_from_callee(TM_ARGDECL volatile int *restarts) {
+  volatile long cover[NCOVER];
+  for (int i = 0; i < NCOVER; i++)
+    cover[i] = 1000 + i;
+  if (callee_slots >= (uintptr_t)cover &&
+      callee_slots + sizeof(long[NSLOTS]) <= (uintptr_t)(cover + NCOVER)) {
+    __atomic_fetch_add(&layout_matches, 1, __ATOMIC_RELAXED);
+    if (sstm_on_abort(check_slots, (void *)cover) != 0) fail("sstm_on_abort", 1, 0);
+  }
+  (*restarts)++;
+  TM_RESTART();
+}
+
+/* Two user restarts, then a commit (conflicts may add attempts). `tries`
+ * and `restarts` are modified inside the block and read after a restart,
+ * hence volatile (the rule of SSTM_ATOMIC_BEGIN). */
 static void restart_twice(TM_ARGDECL iter_t *it) {
-  volatile int tries = 0;
+  volatile int tries = 0, restarts = 0;
   node_t sentinel = {0, NULL};
   it->cur = NULL;
   it->steps = 0;
   TM_BEGIN();
   tries++;
-  /* the local writes of the restarted attempts were undone */
-  if (it->cur != NULL || it->steps != 0) fail("TM_LOCAL_WRITE not undone by TM_RESTART", 1, 0);
+  /* the local writes of the attempts that ended were undone */
+  if (it->cur != NULL || it->steps != 0) fail("TM_LOCAL_WRITE not undone by an abort", 1, 0);
   TM_LOCAL_WRITE_P(it->cur, &sentinel);
   TM_LOCAL_WRITE(it->steps, it->steps + tries);
   /* seen at once by plain reads in the same attempt */
   if (it->cur != &sentinel || it->steps != tries)
     fail("TM_LOCAL_WRITE not visible in its attempt", it->steps, tries);
-  if (tries < 3) {
+  if (callee_local(TM_ARG 4) != 4) fail("TM_LOCAL_WRITE in a callee", 0, 4);
+  if (restarts < 2) {
     TM_SHARED_WRITE(shared.restarted_writes, (long)TM_SHARED_READ(shared.restarted_writes) + 1);
-    TM_RESTART();
+    restart_from_callee(TM_ARG & restarts);
   }
   TM_END();
-  if (tries != 3) fail("TM_RESTART: attempts", tries, 3);
-  if (it->cur != &sentinel || it->steps != 3) fail("TM_LOCAL_WRITE after commit", it->steps, 3);
+  if (restarts != 2 || tries < 3) fail("TM_RESTART: restarts", restarts, 2);
+  if (undo_hits != 0) fail("TM_LOCAL_WRITE undone into a dead frame", undo_hits, 0);
+  if (it->cur != &sentinel || it->steps != tries)
+    fail("TM_LOCAL_WRITE after commit", it->steps, tries);
 }
 
 static void *worker(void *arg) {
@@ -225,6 +271,8 @@ MAIN(argc, argv) {
     fprintf(stderr, "stamp_adapter: %ld check(s) failed\n", failures);
     MAIN_RETURN(1);
   }
-  printf("verification passed (%ld threads x %ld transactions)\n", nthreads, per_thread);
+  printf("verification passed (%ld threads x %ld transactions; dead-frame undo checked on %ld "
+         "restarts)\n",
+         nthreads, per_thread, layout_matches);
   MAIN_RETURN(0);
 }
