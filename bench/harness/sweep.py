@@ -31,6 +31,8 @@ Examples:
   sweep.py --backends schedstm --designs etl,ctl --cms suicide,backoff
   sweep.py --peer tinystm=/path/to/tinystm/test/intset --baseline tinystm
   sweep.py --bench bank --audits 10,50 --threads 1,2
+  sweep.py --bench stamp --stamp-dir ~/stamp-0.9.10 --threads 1,2,8 \
+      --cms default,adaptive        (STAMP: options of its own, stamp.py)
   sweep.py --bench sb7 --mixes r,rw,w --threads 1,4,16 --backends schedstm \
       --cms suicide,backoff --plot
 
@@ -64,6 +66,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import adapters  # noqa: E402
+import stamp  # noqa: E402
 import summary  # noqa: E402
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), os.pardir, os.pardir))
@@ -119,7 +122,9 @@ BENCH_OPTIONS = (
 def parse_args(argv):
     p = _Parser(prog="sweep.py",
                 description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--bench", choices=("intset", "bank", "sb7"), default="intset")
+    p.add_argument("--bench", choices=("intset", "bank", "sb7", "stamp"), default="intset",
+                   help="stamp: STAMP 0.9.10, run by stamp.py with options of its own "
+                        "(sweep.py --bench stamp --help)")
     p.add_argument("--bin-dir", default=os.path.join(REPO, "build", "bench"),
                    help="directory of intset-<backend>/bank-<backend>/sb7-<backend> "
                         "(default: build/bench)")
@@ -580,6 +585,9 @@ def _interrupt(signum, frame):
 
 
 def main(argv=None):
+    argv = sys.argv[1:] if argv is None else argv
+    if stamp.selected(argv):
+        return stamp.main(argv)
     args = parse_args(argv)
     try:
         variants = build_variants(args)

@@ -580,7 +580,7 @@ class SweepValidation(unittest.TestCase):
             self.assert_refused(argv, message)
 
     def test_argparse_errors_have_the_same_prefix(self):
-        self.assert_refused(["--bench", "stamp"], "invalid choice: 'stamp'")
+        self.assert_refused(["--bench", "tpcc"], "invalid choice: 'tpcc'")
         self.assert_refused(["--reps", "x"], "invalid int value")
         self.assert_refused(["--no-such-option"], "unrecognized arguments")
 

@@ -1,0 +1,570 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""STAMP 0.9.10 on schedstm: build, run, check, summarise, plot.
+
+Run through sweep.py (`sweep.py --bench stamp ...`) or on its own
+(`stamp.py ...`); the options are the same:
+
+  --stamp-dir PATH    a STAMP 0.9.10 tree (you provide it: docs/stamp.md)
+  --stamp-build DIR   where bench/stamp/build.sh puts the programs (default
+                      build/stamp); built there first when a program is
+                      missing, or always with --rebuild, against the
+                      library of --schedstm-build DIR (default build/)
+  --apps A,B          bayes, genome, intruder, kmeans, kmeans-high,
+                      labyrinth, ssca2, vacation, vacation-high, yada
+                      (default: the eight applications; kmeans-high and
+                      vacation-high are STAMP's high-contention inputs)
+  --inputs sim|standard  STAMP's inputs for simulated runs (small, the
+                      default) or its non-simulator ones
+  --threads 1,2,8     thread counts of the schedstm runs
+  --cms default,adaptive  policies (SCHEDSTM_CM; "default" sets nothing)
+  --reps N            repetitions (default 1)
+  --out DIR, --plot, --timeout-s S, --dry-run
+
+Every point runs the sequential build (STAMP's seq configuration, one
+thread: the reference) and the schedstm build under each policy; within a
+repetition the variants of an application run back to back. Each run's
+record has the wall time (process start to exit, as the harness sees it),
+the process CPU time (user + system of the process and its threads, from
+wait4), the application's own time (the region STAMP times), commits and
+aborts by reason (the library's statistics, dumped at TM_SHUTDOWN through
+SSTM_STAMP_STATS), and the outcome of the application's own verification
+or, where it has none, of a comparison with the sequential run's result:
+
+  bayes      its asserts, and the learned network's score against the
+             sequential run's (equal, or the difference is reported: the
+             order of the learner's tasks depends on the threads)
+  genome     "Sequence matches gene: yes"
+  intruder   "Num found" equals "Num attack" (STAMP asserts it too)
+  kmeans     the cluster centres against the sequential run's (within
+             KMEANS_TOLERANCE: float sums in another order)
+  labyrinth  "Verification passed."
+  ssca2      its asserts only: it prints no result to compare
+  vacation   "Checking tables... done." (its consistency check asserts)
+  yada       "Final mesh is valid."
+
+Writes results.jsonl, results.csv and summary.md (medians; time relative
+to the sequential build per application and thread count, wall and CPU;
+aborts per commit and by reason; the checks) in --out, and with --plot
+stamp.png. Exit status 1 if a run failed or a check failed, 2 on a bad
+command line.
+"""
+
+import argparse
+import csv
+import datetime
+import json
+import os
+import re
+import shlex
+import subprocess
+import sys
+import tempfile
+import time
+
+REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), os.pardir, os.pardir))
+BUILD_SH = os.path.join(REPO, "bench", "stamp", "build.sh")
+ERROR = "stamp: error: "
+
+KMEANS_TOLERANCE = 0.05  # largest difference of a centre's coordinate
+
+
+class App:
+    def __init__(self, name, base, tflag, sim, standard, check):
+        self.name, self.base, self.tflag = name, base, tflag
+        self.args = {"sim": sim, "standard": standard}
+        self.check = check
+
+
+def _grep(pattern):
+    def check(out, seq_out):
+        return ("pass", pattern) if re.search(pattern, out, re.M) else \
+            ("fail", "no line %r" % pattern)
+    return check
+
+
+def _intruder(out, seq_out):
+    a = re.search(r"^Num attack\s*=\s*(\d+)", out, re.M)
+    f = re.search(r"^Num found\s*=\s*(\d+)", out, re.M)
+    if not a or not f:
+        return "fail", "no Num attack / Num found lines"
+    return ("pass" if a.group(1) == f.group(1) else "fail",
+            "found %s of %s attacks" % (f.group(1), a.group(1)))
+
+
+def _centres(out):
+    rows = {}
+    for line in out.splitlines():
+        fields = line.split()
+        if len(fields) > 2 and re.fullmatch(r"\d+", fields[0]):
+            try:
+                rows[int(fields[0])] = [float(x) for x in fields[1:]]
+            except ValueError:
+                continue
+    return rows
+
+
+def _kmeans(out, seq_out):
+    mine, ref = _centres(out), _centres(seq_out or "")
+    if not mine:
+        return "fail", "no cluster centres in the output"
+    if not ref:
+        return "n/a", "no sequential result to compare with"
+    if sorted(mine) != sorted(ref):
+        return "fail", "%d centres, the sequential run %d" % (len(mine), len(ref))
+    diff = max(abs(a - b) for k in ref for a, b in zip(mine[k], ref[k]))
+    return ("pass" if diff <= KMEANS_TOLERANCE else "fail",
+            "%d centres, largest difference %.2g from the sequential run's" % (len(ref), diff))
+
+
+def _bayes(out, seq_out):
+    m = re.search(r"^Learn score\s*=\s*(-?[0-9.]+)", out, re.M)
+    if not m:
+        return "fail", "no Learn score line"
+    s = re.search(r"^Learn score\s*=\s*(-?[0-9.]+)", seq_out or "", re.M)
+    if not s:
+        return "pass", "learn score %s (asserts; no sequential score)" % m.group(1)
+    if m.group(1) == s.group(1):
+        return "pass", "learn score %s, equal to the sequential run's" % m.group(1)
+    return "pass", "learn score %s, sequential %s (task order differs)" % (m.group(1), s.group(1))
+
+
+def _asserts_only(out, seq_out):
+    return "pass", "exit status 0 (its asserts; no result to compare)"
+
+
+IN = "{inputs}"
+APPS = {a.name: a for a in (
+    App("bayes", "bayes", "-t", "-v32 -r1024 -n2 -p20 -s0 -i2 -e2",
+        "-v32 -r4096 -n10 -p40 -i2 -e8 -s1", _bayes),
+    App("genome", "genome", "-t", "-g256 -s16 -n16384", "-g16384 -s64 -n16777216",
+        _grep(r"^Sequence matches gene: yes")),
+    App("intruder", "intruder", "-t", "-a10 -l4 -n2038 -s1", "-a10 -l128 -n262144 -s1",
+        _intruder),
+    App("kmeans", "kmeans", "-p", "-m40 -n40 -t0.05 -i %s/random-n2048-d16-c16.txt" % IN,
+        "-m40 -n40 -t0.00001 -i %s/random-n65536-d32-c16.txt" % IN, _kmeans),
+    App("kmeans-high", "kmeans", "-p", "-m15 -n15 -t0.05 -i %s/random-n2048-d16-c16.txt" % IN,
+        "-m15 -n15 -t0.00001 -i %s/random-n65536-d32-c16.txt" % IN, _kmeans),
+    App("labyrinth", "labyrinth", "-t", "-i %s/random-x32-y32-z3-n96.txt" % IN,
+        "-i %s/random-x512-y512-z7-n512.txt" % IN, _grep(r"^Verification passed\.")),
+    App("ssca2", "ssca2", "-t", "-s13 -i1.0 -u1.0 -l3 -p3", "-s20 -i1.0 -u1.0 -l3 -p3",
+        _asserts_only),
+    App("vacation", "vacation", "-c", "-n2 -q90 -u98 -r16384 -t4096",
+        "-n2 -q90 -u98 -r1048576 -t4194304", _grep(r"^Checking tables\.\.\. done\.")),
+    App("vacation-high", "vacation", "-c", "-n4 -q60 -u90 -r16384 -t4096",
+        "-n4 -q60 -u90 -r1048576 -t4194304", _grep(r"^Checking tables\.\.\. done\.")),
+    App("yada", "yada", "-t", "-a20 -i %s/633.2" % IN, "-a15 -i %s/ttimeu1000000.2" % IN,
+        _grep(r"^Final mesh is valid\.")),
+)}
+DEFAULT_APPS = ["bayes", "genome", "intruder", "kmeans", "labyrinth", "ssca2", "vacation", "yada"]
+
+# The application's own time: the first of these in its output.
+_APP_TIME = [re.compile(p, re.M) for p in (
+    r"^Learn time\s*=\s*([0-9.]+)",           # bayes (learning only)
+    r"^Time taken for all is\s+([0-9.]+)",    # ssca2
+    r"^Elapsed time\s*=\s*([0-9.]+)",         # intruder, labyrinth, yada
+    r"^Time\s*[=:]\s*([0-9.]+)",              # genome, vacation, kmeans
+)]
+
+FIELDS = ("app", "inputs", "threads", "variant", "cm", "rep", "status", "check", "wall_s",
+          "cpu_s", "app_time_s", "rel_wall", "rel_cpu", "rel_app", "commits", "aborts",
+          "aborts_per_commit", "error")
+
+
+def app_time(out):
+    for p in _APP_TIME:
+        m = p.search(out)
+        if m:
+            return float(m.group(1))
+    return None
+
+
+def parse_stats(text):
+    """commits, aborts and aborts by reason from the "total" entry of
+    sstm_stats_dump()."""
+    lines = text.splitlines()
+    for i, line in enumerate(lines):
+        if not line.startswith("total"):
+            continue
+        c = re.search(r"\bcommits=(\d+)", line)
+        a = re.search(r"\baborts=(\d+)", line)
+        rec = {"commits": int(c.group(1)) if c else None,
+               "aborts": int(a.group(1)) if a else None, "aborts_by_reason": {}}
+        for follow in lines[i + 1:]:
+            if not follow.startswith(" "):
+                break
+            if follow.strip().startswith("aborts:"):
+                for name, n in re.findall(r"([a-z-]+)=(\d+)", follow):
+                    rec["aborts_by_reason"][name] = int(n)
+        return rec
+    return {"commits": None, "aborts": None, "aborts_by_reason": {}}
+
+
+def variants(cms):
+    out = [("seq", None)]
+    out += [("schedstm-" + cm, cm) for cm in cms]
+    return out
+
+
+def program(build, app, variant):
+    kind = "seq" if variant == "seq" else "stm"
+    return os.path.join(build, app.base, "%s-%s" % (app.base, kind))
+
+
+def command(build, app, inputs, threads, variant):
+    args = app.args[inputs].replace(IN, os.path.join(build, app.base, "inputs"))
+    return [program(build, app, variant)] + shlex.split(args) + ["%s%d" % (app.tflag, threads)]
+
+
+def missing_inputs(args, app):
+    """The first input file of the application's arguments that does not
+    exist, or None."""
+    argv = command(args.stamp_build, app, args.inputs, 1, "seq")
+    for flag, value in zip(argv, argv[1:]):
+        # yada's -i names a prefix (PREFIX.node, PREFIX.ele)
+        if flag == "-i" and not (os.path.exists(value) or os.path.exists(value + ".node")):
+            return value
+    return None
+
+
+def run(argv, env_extra, cwd, timeout):
+    """Run one program; returns (returncode, stdout, stderr, wall seconds,
+    CPU seconds of the process and its threads)."""
+    with tempfile.TemporaryFile("w+") as fo, tempfile.TemporaryFile("w+") as fe:
+        started = time.monotonic()
+        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=fo, stderr=fe, cwd=cwd,
+                                env=dict(os.environ, **env_extra), start_new_session=True)
+        deadline = started + timeout
+        while True:
+            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+            if pid:
+                break
+            if time.monotonic() > deadline:
+                os.killpg(proc.pid, 9)
+                pid, status, usage = os.wait4(proc.pid, 0)
+                proc.returncode = -9
+                wall = time.monotonic() - started
+                fo.seek(0)
+                fe.seek(0)
+                return None, fo.read(), fe.read(), wall, usage.ru_utime + usage.ru_stime
+            time.sleep(0.005)
+        wall = time.monotonic() - started
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        fo.seek(0)
+        fe.seek(0)
+        return proc.returncode, fo.read(), fe.read(), wall, usage.ru_utime + usage.ru_stime
+
+
+def run_point(args, app, threads, variant, cm, rep, seq_out):
+    argv = command(args.stamp_build, app, args.inputs, threads, variant)
+    env = {}
+    stats_path = None
+    if variant != "seq":
+        fd, stats_path = tempfile.mkstemp(prefix="sstm-stamp-stats-")
+        os.close(fd)
+        env["SSTM_STAMP_STATS"] = stats_path
+        if cm != "default":
+            env["SCHEDSTM_CM"] = cm
+    rec = {"app": app.name, "inputs": args.inputs, "threads": threads, "variant": variant,
+           "cm": cm, "rep": rep, "cmd": " ".join(argv), "env": env}
+    try:
+        rc, out, err, wall, cpu = run(argv, env, os.path.dirname(argv[0]), args.timeout_s)
+        stats = parse_stats(open(stats_path).read()) if stats_path else {}
+    finally:
+        if stats_path:
+            os.unlink(stats_path)
+    rec.update(wall_s=wall, cpu_s=cpu, app_time_s=app_time(out), stdout=out[-4000:],
+               stderr=err[-2000:])
+    rec.update(stats)
+    if rec.get("commits"):
+        rec["aborts_per_commit"] = (rec.get("aborts") or 0) / rec["commits"]
+    if rc is None:
+        rec.update(status="fail", check="fail", error="timed out after %g s" % args.timeout_s)
+    elif rc != 0:
+        rec.update(status="fail", check="fail",
+                   error="exit status %d: %s" % (rc, (err.strip().splitlines() or [""])[-1]))
+    elif variant == "seq":
+        # the reference: its own verification, or its result against itself
+        verdict, detail = app.check(out, out)
+        rec.update(status="ok", check=verdict, check_detail="the reference: " + detail)
+    else:
+        verdict, detail = app.check(out, seq_out)
+        rec.update(status="ok", check=verdict, check_detail=detail)
+    return rec, out
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with one error prefix and no usage dump, as sweep.py's."""
+
+    def error(self, message):
+        sys.stderr.write("%s%s (see --help)\n" % (ERROR, message))
+        sys.exit(2)
+
+
+def parse_args(argv):
+    p = _Parser(prog="sweep.py --bench stamp", description=__doc__,
+                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--bench", choices=("stamp",), default="stamp")
+    p.add_argument("--stamp-dir", default=None)
+    p.add_argument("--stamp-build", default=os.path.join(REPO, "build", "stamp"))
+    p.add_argument("--rebuild", action="store_true")
+    p.add_argument("--schedstm-build", default=None,
+                   help="the schedstm build directory build.sh links against (default: its "
+                        "own default, <repo>/build)")
+    p.add_argument("--apps", default=",".join(DEFAULT_APPS))
+    p.add_argument("--inputs", choices=("sim", "standard"), default="sim")
+    p.add_argument("--threads", default="1,2,8")
+    p.add_argument("--cms", default="default,adaptive")
+    p.add_argument("--reps", type=int, default=1)
+    p.add_argument("--timeout-s", type=float, default=600.0)
+    p.add_argument("--out", default=None)
+    p.add_argument("--plot", action="store_true")
+    p.add_argument("--dry-run", action="store_true")
+    p.add_argument("--skip-without-stamp", action="store_true",
+                   help="exit 77 (skipped) with a message when the programs are not built "
+                        "and no --stamp-dir is given (for ctest)")
+    args = p.parse_args(argv)
+
+    def items(option, text):
+        values = [x.strip() for x in text.split(",")]
+        if not all(values):
+            p.error("--%s: empty item in %r" % (option, text))
+        return list(dict.fromkeys(values))
+    args.apps = items("apps", args.apps)
+    bad = [a for a in args.apps if a not in APPS]
+    if bad:
+        p.error("unknown application(s) %s (valid: %s)" % (",".join(bad), ",".join(APPS)))
+    try:
+        args.threads = [int(t) for t in items("threads", args.threads)]
+    except ValueError:
+        p.error("--threads takes comma-separated integers")
+    if min(args.threads) < 1 or args.reps < 1 or args.timeout_s <= 0:
+        p.error("--threads, --reps and --timeout-s must be positive")
+    args.cms = items("cms", args.cms)
+    bad = [c for c in args.cms if not re.fullmatch(r"[a-z0-9+_-]+", c)]
+    if bad:
+        p.error("bad policy name(s) %s" % ",".join(bad))
+    args.stamp_build = os.path.abspath(args.stamp_build)
+    return args
+
+
+def ensure_built(args):
+    """Build with bench/stamp/build.sh when a program is missing (or with
+    --rebuild). Returns an error message, or None."""
+    need = sorted({program(args.stamp_build, APPS[a], v)
+                   for a in args.apps for v in ("seq", "stm")})
+    if not args.rebuild and all(os.access(x, os.X_OK) for x in need):
+        return None
+    if not args.stamp_dir:
+        missing = [x for x in need if not os.access(x, os.X_OK)]
+        return ("no STAMP programs in %s (missing %s); give --stamp-dir PATH (a STAMP 0.9.10 "
+                "tree, docs/stamp.md) to build them" % (args.stamp_build, missing[0]))
+    bases = " ".join(sorted({APPS[a].base for a in args.apps}))
+    sys.stderr.write("stamp: building %s into %s\n" % (bases, args.stamp_build))
+    cmd = [BUILD_SH, "--apps", bases]
+    if args.schedstm_build:
+        cmd += ["--schedstm-build", args.schedstm_build]
+    r = subprocess.run(cmd + [args.stamp_dir, args.stamp_build])
+    return None if r.returncode == 0 else "bench/stamp/build.sh failed (status %d)" % r.returncode
+
+
+def median(values):
+    v = sorted(x for x in values if x is not None)
+    if not v:
+        return None
+    n = len(v)
+    return v[n // 2] if n % 2 else (v[n // 2 - 1] + v[n // 2]) / 2
+
+
+def add_relative(records):
+    """rel_wall / rel_cpu: each run's time over the median of the
+    sequential runs of its application."""
+    for app in {r["app"] for r in records}:
+        seq = [r for r in records if r["app"] == app and r["variant"] == "seq"
+               and r["status"] == "ok"]
+        sw, sc = median(r["wall_s"] for r in seq), median(r["cpu_s"] for r in seq)
+        sa = median(r.get("app_time_s") for r in seq)
+        for r in records:
+            if r["app"] == app and r["status"] == "ok":
+                r["rel_wall"] = r["wall_s"] / sw if sw else None
+                r["rel_cpu"] = r["cpu_s"] / sc if sc else None
+                a = r.get("app_time_s")
+                r["rel_app"] = a / sa if sa and a is not None else None
+
+
+def _fmt(x, spec="%.2f"):
+    return "-" if x is None else spec % x
+
+
+def summary_markdown(records, title):
+    lines = ["# %s" % title, "",
+             "Median of the repetitions. wall, CPU: seconds (process start to exit; user + "
+             "system CPU of the whole process). x seq: that time over the sequential build's "
+             "(1 thread); app time: the region the application times itself. aborts/commit "
+             "(all repetitions together) and the most frequent abort reasons (summed) from the "
+             "library's statistics. check: passed runs / runs.", "",
+             "| app | threads | variant | wall | x seq (wall) | CPU | x seq (CPU) | app time | "
+             "x seq (app time) | aborts/commit | abort reasons | check |",
+             "| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- |"]
+    keys = []
+    for r in records:
+        k = (r["app"], r["threads"], r["variant"])
+        if k not in keys:
+            keys.append(k)
+    keys.sort(key=lambda k: (k[0], k[2] != "seq", k[1], k[2]))
+    for k in keys:
+        rs = [r for r in records if (r["app"], r["threads"], r["variant"]) == k]
+        ok = [r for r in rs if r["status"] == "ok"]
+        reasons = {}
+        for r in ok:
+            for name, n in (r.get("aborts_by_reason") or {}).items():
+                reasons[name] = reasons.get(name, 0) + n
+        top = ", ".join("%s %d" % (n, c) for n, c in
+                        sorted(reasons.items(), key=lambda x: -x[1])[:3]) or "-"
+        passed = sum(1 for r in rs if r.get("check") == "pass")
+        na = sum(1 for r in rs if r.get("check") == "n/a")
+        check = "%d/%d" % (passed, len(rs)) + (" (%d n/a)" % na if na else "")
+        commits = sum(r.get("commits") or 0 for r in ok)
+        aborts = sum(r.get("aborts") or 0 for r in ok)
+        lines.append("| %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+            k[0], k[1], k[2], _fmt(median(r["wall_s"] for r in ok), "%.3f"),
+            _fmt(median(r.get("rel_wall") for r in ok)),
+            _fmt(median(r["cpu_s"] for r in ok), "%.3f"),
+            _fmt(median(r.get("rel_cpu") for r in ok)),
+            _fmt(median(r.get("app_time_s") for r in ok), "%.3f"),
+            _fmt(median(r.get("rel_app") for r in ok)),
+            _fmt(aborts / commits if commits else None, "%.3f"), top, check))
+    failed = [r for r in records if r["status"] != "ok" or r.get("check") == "fail"]
+    if failed:
+        lines += ["", "## Failures", ""]
+        for r in failed:
+            lines.append("- %s %s t=%d rep %d: %s" % (
+                r["app"], r["variant"], r["threads"], r["rep"],
+                r.get("error") or r.get("check_detail")))
+    details = sorted({(r["app"], r.get("check_detail")) for r in records
+                      if r.get("check_detail") and r["variant"] != "seq"})
+    if details:
+        lines += ["", "## Check details (distinct)", ""]
+        lines += ["- %s: %s" % d for d in details]
+    return "\n".join(lines) + "\n"
+
+
+def plot(records, path):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    apps = sorted({r["app"] for r in records})
+    stm = sorted({r["variant"] for r in records if r["variant"] != "seq"})
+    cols = min(4, len(apps))
+    rows = (len(apps) + cols - 1) // cols
+    fig, axes = plt.subplots(rows, cols, figsize=(4 * cols, 3.2 * rows), squeeze=False)
+    for ax, app in zip([a for row in axes for a in row], apps):
+        for v in stm:
+            for field, style in (("rel_wall", "-o"), ("rel_cpu", "--x")):
+                pts = sorted({r["threads"] for r in records if r["app"] == app
+                              and r["variant"] == v})
+                ys = [median(r.get(field) for r in records if r["app"] == app
+                             and r["variant"] == v and r["threads"] == t
+                             and r["status"] == "ok") for t in pts]
+                ax.plot(pts, ys, style, label="%s %s" % (v, "wall" if field == "rel_wall"
+                                                          else "CPU"))
+        ax.axhline(1.0, color="grey", lw=0.8)
+        ax.set_xscale("log", base=2)
+        ax.set_title(app)
+        ax.set_xlabel("threads")
+        ax.set_ylabel("time / sequential")
+    for ax in [a for row in axes for a in row][len(apps):]:
+        ax.axis("off")
+    axes[0][0].legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    return path
+
+
+def selected(argv):
+    """Whether a sweep.py command line asks for --bench stamp."""
+    return "--bench=stamp" in argv or any(
+        a == "--bench" and b == "stamp" for a, b in zip(argv, argv[1:]))
+
+
+def main(argv=None):
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    if args.stamp_dir is None and args.skip_without_stamp and not args.dry_run and not all(
+            os.access(program(args.stamp_build, APPS[a], v), os.X_OK)
+            for a in args.apps for v in ("seq", "stm")):
+        sys.stderr.write("stamp: skipped: no STAMP tree given (--stamp-dir, or the "
+                         "SCHEDSTM_STAMP_DIR CMake variable for ctest) and no programs built in "
+                         "%s\n" % args.stamp_build)
+        return 77
+    problem = None if args.dry_run else ensure_built(args)
+    if problem:
+        sys.stderr.write(ERROR + problem + "\n")
+        return 2
+    if not args.dry_run:
+        for name in list(args.apps):
+            missing = missing_inputs(args, APPS[name])
+            if missing:
+                sys.stderr.write("stamp: warning: %s skipped: no input %s (a STAMP tree may "
+                                 "lack the largest inputs)\n" % (name, missing))
+                args.apps.remove(name)
+        if not args.apps:
+            sys.stderr.write(ERROR + "no application left to run\n")
+            return 2
+    runs = []
+    for rep in range(1, args.reps + 1):
+        for name in args.apps:
+            runs.append((rep, APPS[name], 1, "seq", None))
+            for t in args.threads:
+                for v, cm in variants(args.cms)[1:]:
+                    runs.append((rep, APPS[name], t, v, cm))
+    if args.dry_run:
+        for rep, app, t, v, cm in runs:
+            env = "" if v == "seq" or cm == "default" else "SCHEDSTM_CM=%s " % cm
+            print(env + " ".join(command(args.stamp_build, app, args.inputs, t, v)))
+        return 0
+    out_dir = args.out or os.path.join(REPO, "results", "stamp-" +
+                                       datetime.datetime.now().strftime("%Y%m%d-%H%M%S"))
+    os.makedirs(out_dir, exist_ok=True)
+    records, seq_out = [], {}
+    started = time.monotonic()
+    with open(os.path.join(out_dir, "results.jsonl"), "w") as jsonl:
+        for i, (rep, app, t, v, cm) in enumerate(runs, 1):
+            rec, out = run_point(args, app, t, v, cm, rep, seq_out.get((app.name, rep)))
+            if v == "seq" and rec["status"] == "ok":
+                seq_out[(app.name, rep)] = out
+            rec["date"] = datetime.datetime.now(datetime.timezone.utc).strftime(
+                "%Y-%m-%dT%H:%M:%SZ")
+            jsonl.write(json.dumps(rec, sort_keys=True) + "\n")
+            jsonl.flush()
+            records.append(rec)
+            sys.stderr.write("[%3d/%d] rep %d %-13s t=%-3d %-20s %s wall %.3fs cpu %.3fs %s "
+                             "(%.0fs elapsed)\n" % (
+                                 i, len(runs), rep, app.name, t, v, rec["status"],
+                                 rec["wall_s"], rec["cpu_s"], rec.get("check"),
+                                 time.monotonic() - started))
+    add_relative(records)
+    with open(os.path.join(out_dir, "results.csv"), "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=FIELDS, extrasaction="ignore")
+        w.writeheader()
+        for r in records:
+            w.writerow(r)
+    text = summary_markdown(records, "STAMP on schedstm, %s inputs (%s)" % (
+        args.inputs, datetime.datetime.now().strftime("%Y-%m-%d %H:%M")))
+    with open(os.path.join(out_dir, "summary.md"), "w") as f:
+        f.write(text)
+    print(text, end="")
+    if args.plot:
+        try:
+            sys.stderr.write("stamp: wrote %s\n" % plot(records, os.path.join(out_dir,
+                                                                              "stamp.png")))
+        except (ImportError, ValueError, OSError) as e:
+            sys.stderr.write("stamp: warning: no plot: %s\n" % e)
+    bad = [r for r in records if r["status"] != "ok" or r.get("check") == "fail"]
+    if bad:
+        sys.stderr.write("stamp: %d of %d runs failed or failed their check\n"
+                         % (len(bad), len(records)))
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,212 @@
+# SPDX-License-Identifier: MIT
+"""Tests of bench/harness/stamp.py (STAMP runs): the statistics and time
+parsers, each application's check, the command lines, the command-line
+checks, sweep.py's hand-over, and whole runs against fake programs (shell
+scripts in a temporary build directory) that pass, fail their check, or
+crash. STAMP itself is not needed."""
+
+import contextlib
+import io
+import json
+import os
+import stat
+import sys
+import tempfile
+import unittest
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), os.pardir, os.pardir))
+sys.path.insert(0, os.path.join(ROOT, "bench", "harness"))
+
+import stamp  # noqa: E402
+import sweep  # noqa: E402
+
+DUMP = """\
+total          commits=4763 (ro=1 update=4762 irrevocable=0) aborts=171023 (35.907/commit) max_retries=9
+                 aborts: read-locked=171020 write-locked=2 validate-read=1
+                 sets: reads avg=10.0 max=20, writes avg=1.0 max=2
+policy         suicide: x
+"""
+
+
+class ParseTest(unittest.TestCase):
+    def test_stats_total_and_reasons(self):
+        s = stamp.parse_stats(DUMP)
+        self.assertEqual(s["commits"], 4763)
+        self.assertEqual(s["aborts"], 171023)
+        self.assertEqual(s["aborts_by_reason"],
+                         {"read-locked": 171020, "write-locked": 2, "validate-read": 1})
+
+    def test_stats_without_aborts_line_or_total(self):
+        s = stamp.parse_stats("total          commits=5 (ro=0) aborts=0 (0.000/commit)\n")
+        self.assertEqual((s["commits"], s["aborts"], s["aborts_by_reason"]), (5, 0, {}))
+        self.assertIsNone(stamp.parse_stats("nothing here\n")["commits"])
+
+    def test_app_time_forms(self):
+        self.assertEqual(stamp.app_time("Learn time = 0.25\nTime = 9\n"), 0.25)
+        self.assertEqual(stamp.app_time("Time taken for all is  1.5 sec.\n"), 1.5)
+        self.assertEqual(stamp.app_time("Elapsed time    = 0.020255 seconds\n"), 0.020255)
+        self.assertEqual(stamp.app_time("Time: 0.016 seconds\n"), 0.016)
+        self.assertEqual(stamp.app_time("Time = 0.0105\n"), 0.0105)
+        self.assertIsNone(stamp.app_time("no time\n"))
+
+
+class CheckTest(unittest.TestCase):
+    def check(self, app, out, seq=""):
+        return stamp.APPS[app].check(out, seq)[0]
+
+    def test_self_checking_apps(self):
+        self.assertEqual(self.check("genome", "Sequence matches gene: yes\n"), "pass")
+        self.assertEqual(self.check("genome", "Sequence matches gene: no\n"), "fail")
+        self.assertEqual(self.check("labyrinth", "Verification passed.\n"), "pass")
+        self.assertEqual(self.check("labyrinth", "Verification failed.\n"), "fail")
+        self.assertEqual(self.check("vacation", "Checking tables... done.\n"), "pass")
+        self.assertEqual(self.check("yada", "Final mesh is valid.\n"), "pass")
+        self.assertEqual(self.check("yada", "Final mesh is not valid.\n"), "fail")
+
+    def test_intruder_counts(self):
+        self.assertEqual(self.check("intruder", "Num attack      = 174\nNum found       = 174\n"),
+                         "pass")
+        self.assertEqual(self.check("intruder", "Num attack      = 174\nNum found       = 173\n"),
+                         "fail")
+        self.assertEqual(self.check("intruder", "Num found       = 174\n"), "fail")
+
+    def test_kmeans_against_the_sequential_centres(self):
+        seq = "0 1.0 2.0 3.0\n1 -1.0 0.5 0.25\nTime: 1\n"
+        near = "0 1.001 2.0 3.0\n1 -1.0 0.5 0.25\nTime: 2\n"
+        far = "0 1.5 2.0 3.0\n1 -1.0 0.5 0.25\n"
+        fewer = "0 1.0 2.0 3.0\n"
+        self.assertEqual(self.check("kmeans", near, seq), "pass")
+        self.assertEqual(self.check("kmeans", far, seq), "fail")
+        self.assertEqual(self.check("kmeans-high", fewer, seq), "fail")
+        self.assertEqual(self.check("kmeans", "Time: 1\n", seq), "fail")
+        self.assertEqual(self.check("kmeans", near, ""), "n/a")
+
+    def test_bayes_needs_a_score(self):
+        self.assertEqual(self.check("bayes", "Learn score  = -5.0\n", "Learn score  = -5.0\n"),
+                         "pass")
+        self.assertEqual(self.check("bayes", "no score\n", "Learn score  = -5.0\n"), "fail")
+
+
+class CommandLineTest(unittest.TestCase):
+    def test_threads_flag_and_inputs(self):
+        cmd = stamp.command("/b", stamp.APPS["kmeans-high"], "sim", 8, "schedstm-adaptive")
+        self.assertEqual(cmd[0], "/b/kmeans/kmeans-stm")
+        self.assertIn("/b/kmeans/inputs/random-n2048-d16-c16.txt", cmd)
+        self.assertEqual(cmd[-1], "-p8")
+        cmd = stamp.command("/b", stamp.APPS["vacation"], "standard", 2, "seq")
+        self.assertEqual(cmd[0], "/b/vacation/vacation-seq")
+        self.assertIn("-r1048576", cmd)
+        self.assertEqual(cmd[-1], "-c2")
+
+    def test_bad_options_are_refused(self):
+        for argv in (["--apps", "nope"], ["--threads", "0"], ["--threads", "1,,2"],
+                     ["--cms", "Bad Name"], ["--inputs", "huge"]):
+            with contextlib.redirect_stderr(io.StringIO()), self.assertRaises(SystemExit) as e:
+                stamp.parse_args(argv)
+            self.assertEqual(e.exception.code, 2, argv)
+
+    def test_sweep_hands_over(self):
+        self.assertTrue(stamp.selected(["--bench", "stamp"]))
+        self.assertTrue(stamp.selected(["--threads", "1", "--bench=stamp"]))
+        self.assertFalse(stamp.selected(["--bench", "intset", "--apps", "stamp"]))
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            rc = sweep.main(["--bench", "stamp", "--dry-run", "--stamp-build", "/b", "--apps",
+                             "genome", "--threads", "2", "--cms", "default,ser-block"])
+        self.assertEqual(rc, 0)
+        self.assertEqual(out.getvalue().splitlines(), [
+            "/b/genome/genome-seq -g256 -s16 -n16384 -t1",
+            "/b/genome/genome-stm -g256 -s16 -n16384 -t2",
+            "SCHEDSTM_CM=ser-block /b/genome/genome-stm -g256 -s16 -n16384 -t2"])
+
+
+# A fake genome: prints what the real one prints; the schedstm variant
+# writes a statistics dump where SSTM_STAMP_STATS says and reports the
+# policy it was given. FAKE_MODE=badcheck prints a failed verification,
+# crash exits 3.
+FAKE = """#!/bin/sh
+echo "Time = 0.5"
+if [ "$FAKE_MODE" = crash ]; then echo boom >&2; exit 3; fi
+if [ "$FAKE_MODE" = badcheck ]; then echo "Sequence matches gene: no"; else
+  echo "Sequence matches gene: yes"; fi
+if [ -n "$SSTM_STAMP_STATS" ]; then
+  printf 'total          commits=10 (ro=0) aborts=4 (0.4/commit)\\n' > "$SSTM_STAMP_STATS"
+  printf '                 aborts: read-locked=3 user-retry=1\\n' >> "$SSTM_STAMP_STATS"
+  echo "cm=${SCHEDSTM_CM:-unset}"
+fi
+"""
+
+
+class WholeRunTest(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.build = os.path.join(self.tmp.name, "build")
+        os.makedirs(os.path.join(self.build, "genome"))
+        for kind in ("seq", "stm"):
+            path = os.path.join(self.build, "genome", "genome-" + kind)
+            with open(path, "w") as f:
+                f.write(FAKE)
+            os.chmod(path, os.stat(path).st_mode | stat.S_IXUSR)
+        self.out = os.path.join(self.tmp.name, "out")
+
+    def tearDown(self):
+        os.environ.pop("FAKE_MODE", None)
+        self.tmp.cleanup()
+
+    def sweep(self, *extra):
+        argv = ["--bench", "stamp", "--stamp-build", self.build, "--apps", "genome",
+                "--threads", "1,2", "--cms", "default,adaptive", "--out", self.out] + list(extra)
+        with contextlib.redirect_stdout(io.StringIO()) as out, \
+                contextlib.redirect_stderr(io.StringIO()):
+            rc = sweep.main(argv)
+        with open(os.path.join(self.out, "results.jsonl")) as f:
+            return rc, [json.loads(line) for line in f], out.getvalue()
+
+    def test_records_times_stats_and_checks(self):
+        rc, recs, text = self.sweep()
+        self.assertEqual(rc, 0)
+        self.assertEqual([(r["variant"], r["threads"]) for r in recs], [
+            ("seq", 1), ("schedstm-default", 1), ("schedstm-adaptive", 1),
+            ("schedstm-default", 2), ("schedstm-adaptive", 2)])
+        for r in recs:
+            self.assertEqual((r["status"], r["check"]), ("ok", "pass"))
+            self.assertGreater(r["wall_s"], 0)
+            self.assertGreaterEqual(r["cpu_s"], 0)
+            self.assertEqual(r["app_time_s"], 0.5)
+        seq, dflt, adaptive = recs[0], recs[1], recs[2]
+        self.assertNotIn("commits", seq)
+        self.assertEqual((dflt["commits"], dflt["aborts"]), (10, 4))
+        self.assertEqual(dflt["aborts_by_reason"], {"read-locked": 3, "user-retry": 1})
+        self.assertIn("cm=unset", dflt["stdout"])
+        self.assertIn("cm=adaptive", adaptive["stdout"])
+        self.assertEqual(adaptive["env"]["SCHEDSTM_CM"], "adaptive")
+        self.assertIn("| genome | 2 | schedstm-adaptive |", text)
+        with open(os.path.join(self.out, "results.csv")) as f:
+            self.assertEqual(f.readline().strip().split(","), list(stamp.FIELDS))
+
+    def test_failed_check_and_crash_fail_the_sweep(self):
+        os.environ["FAKE_MODE"] = "badcheck"
+        rc, recs, text = self.sweep()
+        self.assertEqual(rc, 1)
+        self.assertTrue(all(r["check"] == "fail" for r in recs))
+        self.assertIn("## Failures", text)
+        os.environ["FAKE_MODE"] = "crash"
+        rc, recs, text = self.sweep()
+        self.assertEqual(rc, 1)
+        self.assertTrue(all(r["status"] == "fail" for r in recs))
+        self.assertIn("exit status 3: boom", recs[0]["error"])
+
+    def test_missing_programs(self):
+        empty = os.path.join(self.tmp.name, "empty")
+        with contextlib.redirect_stderr(io.StringIO()) as err:
+            rc = stamp.main(["--stamp-build", empty, "--apps", "genome", "--skip-without-stamp"])
+        self.assertEqual(rc, 77)
+        self.assertIn("skipped: no STAMP tree", err.getvalue())
+        with contextlib.redirect_stderr(io.StringIO()) as err:
+            rc = stamp.main(["--stamp-build", empty, "--apps", "genome"])
+        self.assertEqual(rc, 2)
+        self.assertIn("give --stamp-dir", err.getvalue())
+
+
+if __name__ == "__main__":
+    unittest.main()
