@@ -181,12 +181,6 @@ SSTM_API void sstm_cm_note(sstm_cm_ctx_t *ctx, sstm_cm_act_t act) {
   if (ctx->desc->stt) sstm__stt_action(ctx->desc, act);
 }
 
-SSTM_API const char *sstm_cm_act_name(sstm_cm_act_t a) {
-  static const char *const names[SSTM_ACT_COUNT] = {"run",     "spin",    "block", "yield",
-                                                    "backoff", "lowered", "kill"};
-  return (unsigned)a < SSTM_ACT_COUNT ? names[a] : "?";
-}
-
 SSTM_API void sstm_cm_next_irrevocable(sstm_cm_ctx_t *ctx) {
   if (ctx && ctx->desc) ctx->desc->irrev_sticky = true;
 }

@@ -24,6 +24,14 @@ SSTM_API const char *sstm_abort_reason_name(sstm_abort_reason_t r) {
   return ((unsigned)r < SSTM_ABORT_REASON_COUNT) ? reason_names[r] : "?";
 }
 
+/* The policies' actions (cm.h) by the names the statistics and the state
+ * table show. */
+SSTM_API const char *sstm_cm_act_name(sstm_cm_act_t a) {
+  static const char *const names[SSTM_ACT_COUNT] = {"run",     "spin",    "block", "yield",
+                                                    "backoff", "lowered", "kill"};
+  return (unsigned)a < SSTM_ACT_COUNT ? names[a] : "?";
+}
+
 /* dst += src, max fields as maxima. Readers of src may race with its owner:
  * relaxed loads. */
 void sstm__counters_fold(sstm_counters_t *dst, const sstm_counters_t *src) {
