@@ -43,7 +43,9 @@ or, where it has none, of a comparison with the sequential run's result:
   vacation   "Checking tables... done." (its consistency check asserts)
   yada       "Final mesh is valid."
 
-Writes results.jsonl, results.csv and summary.md (medians; time relative
+Every record also says where it ran (git commit of the harness's tree,
+compiler, CPU, kernel, date: sweep.py's provenance fields). Writes
+results.jsonl, results.csv and summary.md (medians; time relative
 to the sequential build per application and thread count, wall and CPU;
 aborts per commit and by reason; the checks) in --out, and with --plot
 stamp.png. Exit status 1 if a run failed or a check failed, 2 on a bad
@@ -527,13 +529,15 @@ def main(argv=None):
     os.makedirs(out_dir, exist_ok=True)
     records, seq_out = [], {}
     started = time.monotonic()
+    import sweep  # here, not at the top: sweep.py imports this module
+    host = sweep.host_provenance()
     with open(os.path.join(out_dir, "results.jsonl"), "w") as jsonl:
         for i, (rep, app, t, v, cm) in enumerate(runs, 1):
             rec, out = run_point(args, app, t, v, cm, rep, seq_out.get((app.name, rep)))
             if v == "seq" and rec["status"] == "ok":
                 seq_out[(app.name, rep)] = out
-            rec["date"] = datetime.datetime.now(datetime.timezone.utc).strftime(
-                "%Y-%m-%dT%H:%M:%SZ")
+            rec.update(host, date=sweep.utc_now(),
+                       compiler=sweep.compiler_of(program(args.stamp_build, app, v)))
             jsonl.write(json.dumps(rec, sort_keys=True) + "\n")
             jsonl.flush()
             records.append(rec)

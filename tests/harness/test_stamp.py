@@ -173,6 +173,8 @@ class WholeRunTest(unittest.TestCase):
             self.assertGreater(r["wall_s"], 0)
             self.assertGreaterEqual(r["cpu_s"], 0)
             self.assertEqual(r["app_time_s"], 0.5)
+        self.assertIn("git_commit", recs[0])
+        self.assertIn("date", recs[0])
         seq, dflt, adaptive = recs[0], recs[1], recs[2]
         self.assertNotIn("commits", seq)
         self.assertEqual((dflt["commits"], dflt["aborts"]), (10, 4))
