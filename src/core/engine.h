@@ -387,9 +387,9 @@ static inline void sstm__cpu_relax(void) { __builtin_ia32_pause(); }
  * the correctness argument (docs/design/core.md, (5.1)). On x86-64 it is a
  * locked RMW of the stack top, the instruction GCC itself emits for that fence (Linux's
  * smp_mb() is the same kind, on -4(%rsp)): x86 orders every load and store
- * against a locked instruction. Clang emits an mfence instead, which made
- * the begin fence cost 1.7x in commits/s on the hash set at one thread
- * (docs/benchmarks.md, "The begin fence without membarrier"). Under
+ * against a locked instruction. Clang emits an mfence instead, which is far
+ * slower on some x86-64 CPUs (docs/benchmarks.md, "Figures behind the
+ * design"). Under
  * ThreadSanitizer, which sees nothing of inline assembly, it is the C11
  * fence, which TSan at least instruments (SSTM__TSAN: <schedstm/tx.h>). */
 static inline void sstm__full_fence(void) {

@@ -204,12 +204,10 @@ SSTM_INLINE void attempt_start(struct sstm_desc *tx, bool first) {
  * RO_WINDOW read-only transactions, those that needed an extension (with a
  * read set: an extension; without: the ro-extend abort), and keeps read
  * sets from the first attempt while RO_LOG_ON of a window did, until a
- * window in which none did. On ll1k at 8-32 threads about 4 % of the
- * lookups need one: with read sets they stop aborting (ser-block's aborts
- * per commit fall from 0.04 to 0.012), but the read sets cost more than
- * the aborted traversals did (0.86x-1.10x of the throughput in pairs,
- * median 0.97x), so OFF is the default (docs/benchmarks.md, "Read sets in
- * read-only transactions"). */
+ * window in which none did. On the linked lists a few per cent of the
+ * lookups need one: with read sets they stop aborting, but the read sets
+ * cost more than the aborted traversals did, so OFF is the default
+ * (docs/benchmarks.md, "Figures behind the design"). */
 #define RO_WINDOW 64
 #define RO_LOG_ON 2
 
