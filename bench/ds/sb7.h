@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* bench/ds/sb7.h: an STMBench7-like object graph written once against
- * bench/tm/tm.h (our own code, modelled on the structure of STMBench7).
+ * bench/tm/tm.h (our own code, modelled on the structure of STMBench7
+ * [Guerraoui07]).
  *
  * The graph:
  *   - an assembly hierarchy: complex assemblies (a tree, fan-out 3) whose

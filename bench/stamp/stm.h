@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* The STAMP adapter: the STM_* interface that STAMP 0.9.10's lib/tm.h
+/* The STAMP [Minh08] adapter: the STM_* interface that STAMP 0.9.10's lib/tm.h
  * expects of an STM when an application is built with -DSTM (it includes
  * <stm.h> and maps its TM_* macros onto these), implemented on schedstm's
  * public API. STAMP itself is not part of this repository: the user

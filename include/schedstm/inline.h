@@ -7,7 +7,7 @@
  * typed loads (sstm_load_u8 ... sstm_load_double, sstm_load_ptr) become
  * static inline functions: the common case (an unlocked word whose version
  * the snapshot covers) runs inline, everything else calls into the library.
- * This is the opt-in fast mode in the manner of liburcu's _LGPL_SOURCE: the
+ * This is the opt-in fast mode in the manner of liburcu's [Desnoyers12] _LGPL_SOURCE: the
  * descriptor prefix below is then part of the binary interface between your
  * objects and the library, so rebuild them when the library's major version
  * changes. Without the macro the loads are ordinary calls.

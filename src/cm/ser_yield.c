@@ -2,7 +2,7 @@
 /* ser-yield: the loser aborts and calls sched_yield() until the winner's
  * transaction has ended, so the CPU goes to the other runnable threads (the
  * winner, if it was preempted, among them) without a futex sleep and
- * wake-up. Between ser-spin and ser-block; what TinySTM's CM_DELAY does
+ * wake-up. Between ser-spin and ser-block; what TinySTM's [Felber08] CM_DELAY does
  * when built with WAIT_YIELD (it waits for the lock, we for the winner's
  * attempt), the strongest TinySTM configuration when threads outnumber CPUs
  * (docs/benchmarks.md). The wait, its bound and the deadlock rule:

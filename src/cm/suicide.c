@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* suicide: the attempt that detects a conflict aborts itself and restarts at
- * once. TinySTM's default; no hook on the hot path. */
+ * once. TinySTM's default [Felber08]; no hook on the hot path. */
 #include "cm/common.h"
 
 static sstm_cm_action_t suicide_conflict(sstm_cm_ctx_t *ctx, const sstm_conflict_t *c,

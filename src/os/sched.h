@@ -4,7 +4,7 @@
  * repository):
  *
  *  - priority levers for softser: nice, SCHED_IDLE, SCHED_BATCH, a short
- *    EEVDF custom slice; probed once for one that can be undone;
+ *    EEVDF [Stoica95] custom slice; probed once for one that can be undone;
  *  - the OS conflict priority of a thread for os_prio (policy + nice);
  *  - time-slice extension for ext: the rseq slice extension (Linux >= 7.0),
  *    else a longer EEVDF custom slice (>= 6.12), else nothing.
