@@ -142,7 +142,8 @@ static void spin_rand(sstm_rng_t *r) {
   pause_n((x & 1) ? (x >> 8) % 64 : (x >> 8) % 4096);
 }
 
-/* Spin until *v == want (acquire), yielding now and then (2 vCPUs). */
+/* Spin until *v == want (acquire), yielding now and then (the thread it
+ * waits for may need this CPU). */
 static void await_long(_Atomic long *v, long want) {
   for (unsigned i = 0; atomic_load_explicit(v, memory_order_acquire) != want; i++)
     if ((i & 63) == 63)
