@@ -34,8 +34,10 @@
 # DEMO_BACKENDS (part 1, default schedstm,itm,seq), DEMO_OVERSUB_MS (part 2,
 # 1000), DEMO_OVERSUB_THREADS (part 2, 2,8,32,64), DEMO_OVERSUB_CMS (part 2,
 # suicide,ser-block,ser-yield,adaptive).
-# Exit status: 0 with the tables and both figures; a sweep's status if one
-# failed; 3 if the tables were printed but a figure could not be drawn.
+# Exit status: 0 with the tables and both figures; 1 if some runs failed
+# (the sweeps list them; the figures show the runs that succeeded); a
+# sweep's status if it could not run (2: bad command line); 3 if the
+# tables were printed but a figure could not be drawn.
 # Extra arguments go to both runs of bench/harness/sweep.py.
 set -euo pipefail
 
@@ -92,7 +94,17 @@ BACKENDS=${DEMO_BACKENDS:-$BACKENDS}
 [[ ",$BACKENDS," == *",$BASELINE,"* ]] || BASELINE=${BACKENDS%%,*}
 
 status=0
+failed_runs=0
 missing=()
+# ran NAME STATUS: true if the sweep NAME produced results: it succeeded, or
+# it ended with status 1 (some runs failed, the others were recorded).
+ran() {
+  if [[ "$2" -eq 1 && -s "$OUT/$1/results.jsonl" ]]; then
+    failed_runs=1
+    return 0
+  fi
+  [[ "$2" -eq 0 ]]
+}
 # figure NAME TITLE CAPTION [PLOT OPTIONS]: draw $OUT/NAME.png from
 # $OUT/NAME/results.jsonl.
 figure() {
@@ -112,7 +124,8 @@ echo "# 1/2: what the instrumentation costs (one thread and two)"
   --structures ll,sl,rb,hs --updates 20 --threads "$THREADS" \
   --initial 1024 --duration-ms "$DURATION_MS" --reps "$REPS" \
   --out "$OUT/single-thread" "$@" || status=$?
-if [[ "$status" -eq 0 ]]; then
+if ran single-thread "$status"; then
+  status=0
   figure single-thread "schedstm, libitm and uninstrumented code, 20% updates" \
     "schedstm: this library with its default policy; itm: GCC's libitm (ITM_DEFAULT_METHOD=ml_wt); seq: the same code uninstrumented, one thread only (dashed line)."
 fi
@@ -126,8 +139,12 @@ if [[ "$status" -eq 0 ]]; then
     --structures hs --initial 16384 --updates 50 --threads "$OVERSUB_THREADS" \
     --duration-ms "$OVERSUB_MS" --reps "$REPS" \
     --out "$OUT/oversubscribed" "$@" || status=$?
+  if ran oversubscribed "$status"; then
+    status=0
+    OVERSUB_RAN=1
+  fi
 fi
-if [[ "$status" -eq 0 ]]; then
+if [[ "$status" -eq 0 && "${OVERSUB_RAN:-0}" = 1 ]]; then
   figure oversubscribed "More threads than CPUs: a hash set (16k), 50% updates" \
     "suicide (the default), ser-block, ser-yield, adaptive: schedstm's contention managers (suicide retries at once; ser-* wait for the winner to end, sleeping on a futex or yielding; adaptive chooses online); itm: GCC's libitm (ml_wt), which reports no abort counts." \
     --relative
@@ -160,6 +177,9 @@ if [[ -d "$OUT" ]]; then
 fi
 if [[ "$status" -ne 0 ]]; then
   echo "demo: the sweep failed (exit status $status; its messages are above)" >&2
+elif [[ "$failed_runs" = 1 ]]; then
+  echo "demo: some runs failed (listed under the tables above, and in summary.md); the figures show the others" >&2
+  status=1
 elif [[ ${#missing[@]} -gt 0 ]]; then
   # The tables are above, but the demonstration promised figures.
   if [[ "$FIGURES" = 0 ]]; then

@@ -1407,6 +1407,18 @@ class SetupScripts(unittest.TestCase):
             self.assertIn("--caption", argv)
         self.assertIn("--relative", plots[1])  # the share of each one's own 2-thread rate
 
+    def test_demo_with_failed_runs_goes_on_and_draws_the_others(self):
+        # a sweep whose runs partly failed: status 1, its results written
+        body = self.SWEEP_OK.replace("w').close()", "w').write('{}\\n')") + "sys.exit(1)\n"
+        script, env, out = self.demo_tree(body)
+        proc = self.run_script(script, env=env)
+        self.assertEqual(proc.returncode, 1, proc.stderr)
+        self.assertEqual(len(self.calls("sweep")), 2)
+        for name in ("single-thread.png", "oversubscribed.png"):
+            self.assertTrue(os.path.exists(os.path.join(out, name)), name)
+        self.assertIn("demo: some runs failed", proc.stderr)
+        self.assertNotIn("the sweep failed", proc.stderr)
+
     def test_demo_runs_the_harness_with_the_virtual_environment(self):
         script, env, out = self.demo_tree(self.SWEEP_OK)
         log = os.path.join(self.dir, "python.log")
