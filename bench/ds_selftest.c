@@ -40,7 +40,7 @@ typedef struct worker {
 static void usage(FILE *f) {
   fprintf(f,
           "usage: ds-selftest-%s [-n|--threads N] [-o|--ops N] [-r|--range N] [-s|--seed SEED]\n"
-          "                      [-S|--structure ll|sl|rb|hs] [-h|--help]\n",
+          "                      [-S|--structure ll|sl|rb|hs|rb-aw|sl-aw] [-h|--help]\n",
           tm_backend_name());
 }
 

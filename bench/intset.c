@@ -41,7 +41,8 @@ typedef struct worker {
 static void usage(FILE *f) {
   fprintf(f,
           "usage: intset-%s [options]\n"
-          "  -S, --structure ll|sl|rb|hs  structure (default ll)\n"
+          "  -S, --structure ll|sl|rb|hs|rb-aw|sl-aw  structure (default ll;\n"
+          "                  -aw: the search as a user writes it, see bench/README.md)\n"
           "  -i, --initial N       initial size (default 256)\n"
           "  -r, --range N         key range, keys in [1, N] (default 2 * initial)\n"
           "  -u, --update P        update percentage 0..100 (default 20)\n"
@@ -85,8 +86,10 @@ static void parse_options(int argc, char **argv, options_t *o) {
     switch (c) {
     case 'S':
       if (intset_kind_parse(optarg, &o->kind) != 0)
-        bench_die(BENCH_EXIT_USAGE,
-                  "option -S/--structure: unknown structure '%s' (valid: ll, sl, rb, hs)", optarg);
+        bench_die(
+            BENCH_EXIT_USAGE,
+            "option -S/--structure: unknown structure '%s' (valid: ll, sl, rb, hs, rb-aw, sl-aw)",
+            optarg);
       break;
     case 'i': o->initial = bench_parse_long(optarg, "-i/--initial", 0, 1L << 40); break;
     case 'r': o->range = bench_parse_long(optarg, "-r/--range", 1, 1L << 50); break;

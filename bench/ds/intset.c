@@ -13,10 +13,9 @@ struct intset {
 };
 
 static const intset_ops_t *const kind_ops[INTSET_KIND_COUNT] = {
-    [INTSET_LL] = &intset_ll_ops,
-    [INTSET_SL] = &intset_sl_ops,
-    [INTSET_RB] = &intset_rb_ops,
-    [INTSET_HS] = &intset_hs_ops,
+    [INTSET_LL] = &intset_ll_ops,       [INTSET_SL] = &intset_sl_ops,
+    [INTSET_RB] = &intset_rb_ops,       [INTSET_HS] = &intset_hs_ops,
+    [INTSET_RB_AW] = &intset_rb_aw_ops, [INTSET_SL_AW] = &intset_sl_aw_ops,
 };
 
 /* An insertion (the initial fill included) found no memory: the set does

@@ -2,7 +2,8 @@
 /* bench/ds/intset.h: integer sets written once against bench/tm/tm.h.
  *
  * Four structures behind one interface: a sorted linked list, a skip list,
- * a red-black tree and a hash set (a fixed array of sorted lists). Each
+ * a red-black tree and a hash set (a fixed array of sorted lists); the tree
+ * and the skip list also in an "as written" form (kinds "rb-aw", "sl-aw"). Each
  * operation runs as ONE transaction of the back-end the library was built
  * for (targets bench_ds_schedstm, bench_ds_itm, bench_ds_seq); called inside
  * an enclosing transaction it becomes part of it (flat nesting).
@@ -22,6 +23,12 @@ typedef enum intset_kind {
   INTSET_SL = 1, /* skip list */
   INTSET_RB = 2, /* red-black tree */
   INTSET_HS = 3, /* hash set of sorted lists */
+  /* The same structures with the search "as written" (plain branching
+   * descent, one load per step, no value kept across levels), where the
+   * port above differs from that form. The sorted list and the hash set
+   * are already written that way (key, then next, once per node). */
+  INTSET_RB_AW = 4, /* red-black tree, branching descent */
+  INTSET_SL_AW = 5, /* skip list, key re-read at every step */
   INTSET_KIND_COUNT
 } intset_kind_t;
 
@@ -64,7 +71,7 @@ int intset_check(const intset_t *s, char *err, size_t errlen);
 /* The set's kind. */
 intset_kind_t intset_kind(const intset_t *s);
 
-/* Short name ("ll", "sl", "rb", "hs") and its inverse (0, or -1 if
+/* Short name ("ll", "sl", "rb", "hs", "rb-aw", "sl-aw") and its inverse (0, or -1 if
  * unknown). */
 const char *intset_kind_name(intset_kind_t k);
 int intset_kind_parse(const char *name, intset_kind_t *out);

@@ -24,6 +24,8 @@ extern const intset_ops_t intset_ll_ops;
 extern const intset_ops_t intset_sl_ops;
 extern const intset_ops_t intset_rb_ops;
 extern const intset_ops_t intset_hs_ops;
+extern const intset_ops_t intset_rb_aw_ops;
+extern const intset_ops_t intset_sl_aw_ops;
 
 /* Out of memory inside a transaction: print a message and abort the
  * process (a benchmark has nothing better to do). */

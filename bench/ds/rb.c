@@ -2,7 +2,16 @@
 /* bench/ds/rb.c: red-black tree set (CLRS algorithms with NULL leaves and
  * parent pointers). Every field access goes through the TM layer; fix-ups
  * keep the values they already loaded and store a colour only when it
- * changes, so that a transaction writes (and locks) as little as possible. */
+ * changes, so that a transaction writes (and locks) as little as possible.
+ *
+ * Two kinds share this code and differ only in the search descent:
+ *  "rb"     loads both children at every level and picks one without a
+ *           branch (tm_pick_lt_ptr), which suits explicit barriers;
+ *  "rb-aw"  the descent "as written" by a user who does not know the
+ *           barriers: branch on the key comparison, load one child per
+ *           step, as the trees of TinySTM's tests [Felber08] and of STAMP
+ *           [Minh08] do. It measures the engine on code that was not
+ *           shaped around it. */
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -78,8 +87,11 @@ TM_SAFE static void rb_rotate_right(rbset_t *t, rbnode_t *x) {
 /* ---- lookup -------------------------------------------------------------- */
 
 /* The node holding key, or NULL; *parentp gets the last node visited (the
- * parent for an insertion) and *went_left the side taken from it. */
-TM_SAFE static rbnode_t *rb_find_tx(rbset_t *t, long key, rbnode_t **parentp, bool *went_left) {
+ * parent for an insertion) and *went_left the side taken from it. With
+ * as_written (a constant at every call site, so each kind gets its own
+ * loop) the descent branches and loads one child per step. */
+TM_SAFE static inline rbnode_t *rb_find_tx(rbset_t *t, long key, rbnode_t **parentp,
+                                           bool *went_left, bool as_written) {
   rbnode_t *parent = NULL;
   rbnode_t *n = TM_LOAD_PTR(&t->root);
   bool left = false;
@@ -88,7 +100,10 @@ TM_SAFE static rbnode_t *rb_find_tx(rbset_t *t, long key, rbnode_t **parentp, bo
     if (k == key) break;
     parent = n;
     left = key < k;
-    n = tm_pick_lt_ptr(key, k, rb_left(n), rb_right(n)); /* no branch: tm.h */
+    if (as_written)
+      n = left ? rb_left(n) : rb_right(n);
+    else
+      n = tm_pick_lt_ptr(key, k, rb_left(n), rb_right(n)); /* no branch: tm.h */
   }
   *parentp = parent;
   *went_left = left;
@@ -137,10 +152,10 @@ TM_SAFE static void rb_insert_fixup(rbset_t *t, rbnode_t *z) {
   }
 }
 
-TM_SAFE static bool rb_add_tx(rbset_t *t, long key) {
+TM_SAFE static inline bool rb_add_tx(rbset_t *t, long key, bool as_written) {
   rbnode_t *parent;
   bool left;
-  if (rb_find_tx(t, key, &parent, &left) != NULL) return false;
+  if (rb_find_tx(t, key, &parent, &left, as_written) != NULL) return false;
   rbnode_t *z = TM_MALLOC(sizeof *z);
   if (z == NULL) intset_out_of_memory();
   TM_INIT_LONG(&z->key, key);
@@ -244,10 +259,10 @@ TM_SAFE static void rb_delete_fixup(rbset_t *t, rbnode_t *x, rbnode_t *xp) {
   if (rb_is_red(x)) rb_set_color(x, RB_BLACK);
 }
 
-TM_SAFE static bool rb_remove_tx(rbset_t *t, long key) {
+TM_SAFE static inline bool rb_remove_tx(rbset_t *t, long key, bool as_written) {
   rbnode_t *parent;
   bool left;
-  rbnode_t *z = rb_find_tx(t, key, &parent, &left);
+  rbnode_t *z = rb_find_tx(t, key, &parent, &left, as_written);
   if (z == NULL) return false;
   rbnode_t *zl = rb_left(z), *zr = rb_right(z);
   if (zl != NULL && zr != NULL) {
@@ -269,10 +284,10 @@ TM_SAFE static bool rb_remove_tx(rbset_t *t, long key) {
   return true;
 }
 
-TM_SAFE static bool rb_contains_tx(rbset_t *t, long key) {
+TM_SAFE static inline bool rb_contains_tx(rbset_t *t, long key, bool as_written) {
   rbnode_t *parent;
   bool left;
-  return rb_find_tx(t, key, &parent, &left) != NULL;
+  return rb_find_tx(t, key, &parent, &left, as_written) != NULL;
 }
 
 /* ---- set interface ------------------------------------------------------- */
@@ -297,32 +312,35 @@ static void rb_destroy(void *impl) {
   free(t);
 }
 
-static bool rb_add(void *impl, long key) {
-  rbset_t *t = impl;
-  TM_VOLATILE bool res;
-  TM_ATOMIC_BEGIN(0)
-  res = rb_add_tx(t, key);
-  TM_ATOMIC_END();
-  return res;
-}
+/* One transaction per operation; AW is the as_written flag (a constant). */
+#define RB_OPS(suffix, aw)                                                                         \
+  static bool rb_add##suffix(void *impl, long key) {                                               \
+    rbset_t *t = impl;                                                                             \
+    TM_VOLATILE bool res;                                                                          \
+    TM_ATOMIC_BEGIN(0)                                                                             \
+    res = rb_add_tx(t, key, aw);                                                                   \
+    TM_ATOMIC_END();                                                                               \
+    return res;                                                                                    \
+  }                                                                                                \
+  static bool rb_remove##suffix(void *impl, long key) {                                            \
+    rbset_t *t = impl;                                                                             \
+    TM_VOLATILE bool res;                                                                          \
+    TM_ATOMIC_BEGIN(0)                                                                             \
+    res = rb_remove_tx(t, key, aw);                                                                \
+    TM_ATOMIC_END();                                                                               \
+    return res;                                                                                    \
+  }                                                                                                \
+  static bool rb_contains##suffix(void *impl, long key) {                                          \
+    rbset_t *t = impl;                                                                             \
+    TM_VOLATILE bool res;                                                                          \
+    TM_ATOMIC_BEGIN(1)                                                                             \
+    res = rb_contains_tx(t, key, aw);                                                              \
+    TM_ATOMIC_END();                                                                               \
+    return res;                                                                                    \
+  }
 
-static bool rb_remove(void *impl, long key) {
-  rbset_t *t = impl;
-  TM_VOLATILE bool res;
-  TM_ATOMIC_BEGIN(0)
-  res = rb_remove_tx(t, key);
-  TM_ATOMIC_END();
-  return res;
-}
-
-static bool rb_contains(void *impl, long key) {
-  rbset_t *t = impl;
-  TM_VOLATILE bool res;
-  TM_ATOMIC_BEGIN(1)
-  res = rb_contains_tx(t, key);
-  TM_ATOMIC_END();
-  return res;
-}
+RB_OPS(_pick, false)
+RB_OPS(_aw, true)
 
 static size_t rb_count(const rbnode_t *n) {
   return n == NULL ? 0 : 1 + rb_count(n->left) + rb_count(n->right);
@@ -380,9 +398,20 @@ const intset_ops_t intset_rb_ops = {
     .name = "rb",
     .create = rb_create,
     .destroy = rb_destroy,
-    .add = rb_add,
-    .remove = rb_remove,
-    .contains = rb_contains,
+    .add = rb_add_pick,
+    .remove = rb_remove_pick,
+    .contains = rb_contains_pick,
+    .size = rb_size,
+    .check = rb_check,
+};
+
+const intset_ops_t intset_rb_aw_ops = {
+    .name = "rb-aw",
+    .create = rb_create,
+    .destroy = rb_destroy,
+    .add = rb_add_aw,
+    .remove = rb_remove_aw,
+    .contains = rb_contains_aw,
     .size = rb_size,
     .check = rb_check,
 };

@@ -2,7 +2,16 @@
 /* bench/ds/sl.c: skip-list set. A node's level is derived from a hash of
  * its key (geometric, p = 1/2), so no random-number generator is needed
  * inside transactions. The head is a sentinel with every level; the end of
- * each level is NULL. */
+ * each level is NULL.
+ *
+ * Two kinds share this code and differ only in the search:
+ *  "sl"     a node met again one level down is not re-read (its key is
+ *           kept from the level above);
+ *  "sl-aw"  the search "as written" in the usual form (as in TinySTM's
+ *           test program [Felber08]): the key of the node after the
+ *           predecessor is loaded at every step, also when that node was
+ *           just read one level up. It measures the engine on the loads
+ *           such code makes (re-reads of a stripe already read). */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -66,16 +75,18 @@ static void sl_destroy(void *impl) {
 }
 
 /* Find, at every level, the last node with key < key (preds) and its
- * successor (succs). A node met again one level down is not re-read.
- * Returns true if succs[0] holds key. */
-TM_SAFE static bool sl_seek_tx(const slset_t *s, long key, snode_t **preds, snode_t **succs) {
+ * successor (succs). A node met again one level down is not re-read unless
+ * as_written (a constant at every call site). Returns true if succs[0]
+ * holds key. */
+TM_SAFE static inline bool sl_seek_tx(const slset_t *s, long key, snode_t **preds, snode_t **succs,
+                                      bool as_written) {
   snode_t *pred = s->head;
   snode_t *known = NULL; /* last node whose key was loaded */
   long known_key = 0;
   for (int l = s->max_level - 1; l >= 0; l--) {
     snode_t *cur = TM_LOAD_PTR(&pred->next[l]);
     while (cur != NULL) {
-      if (cur != known) {
+      if (as_written || cur != known) {
         known = cur;
         known_key = TM_LOAD_LONG(&cur->key);
       }
@@ -90,14 +101,14 @@ TM_SAFE static bool sl_seek_tx(const slset_t *s, long key, snode_t **preds, snod
 }
 
 /* Membership: like sl_seek_tx but stops at the first level holding key. */
-TM_SAFE static bool sl_contains_tx(const slset_t *s, long key) {
+TM_SAFE static inline bool sl_contains_tx(const slset_t *s, long key, bool as_written) {
   snode_t *pred = s->head;
   snode_t *known = NULL;
   long known_key = 0;
   for (int l = s->max_level - 1; l >= 0; l--) {
     snode_t *cur = TM_LOAD_PTR(&pred->next[l]);
     while (cur != NULL) {
-      if (cur != known) {
+      if (as_written || cur != known) {
         known = cur;
         known_key = TM_LOAD_LONG(&cur->key);
       }
@@ -110,9 +121,9 @@ TM_SAFE static bool sl_contains_tx(const slset_t *s, long key) {
   return false;
 }
 
-TM_SAFE static bool sl_add_tx(const slset_t *s, long key) {
+TM_SAFE static inline bool sl_add_tx(const slset_t *s, long key, bool as_written) {
   snode_t *preds[INTSET_SL_MAX_LEVEL], *succs[INTSET_SL_MAX_LEVEL];
-  if (sl_seek_tx(s, key, preds, succs)) return false;
+  if (sl_seek_tx(s, key, preds, succs, as_written)) return false;
   int level = sl_level_of(key, s->max_level);
   snode_t *n = TM_MALLOC(sl_node_size(level));
   if (n == NULL) intset_out_of_memory();
@@ -125,9 +136,9 @@ TM_SAFE static bool sl_add_tx(const slset_t *s, long key) {
   return true;
 }
 
-TM_SAFE static bool sl_remove_tx(const slset_t *s, long key) {
+TM_SAFE static inline bool sl_remove_tx(const slset_t *s, long key, bool as_written) {
   snode_t *preds[INTSET_SL_MAX_LEVEL], *succs[INTSET_SL_MAX_LEVEL];
-  if (!sl_seek_tx(s, key, preds, succs)) return false;
+  if (!sl_seek_tx(s, key, preds, succs, as_written)) return false;
   snode_t *victim = succs[0];
   int level = TM_LOAD_INT(&victim->level);
   for (int l = 0; l < level; l++) {
@@ -138,32 +149,35 @@ TM_SAFE static bool sl_remove_tx(const slset_t *s, long key) {
   return true;
 }
 
-static bool sl_add(void *impl, long key) {
-  const slset_t *s = impl;
-  TM_VOLATILE bool res;
-  TM_ATOMIC_BEGIN(0)
-  res = sl_add_tx(s, key);
-  TM_ATOMIC_END();
-  return res;
-}
+/* One transaction per operation; aw is the as_written flag (a constant). */
+#define SL_OPS(suffix, aw)                                                                         \
+  static bool sl_add##suffix(void *impl, long key) {                                               \
+    const slset_t *s = impl;                                                                       \
+    TM_VOLATILE bool res;                                                                          \
+    TM_ATOMIC_BEGIN(0)                                                                             \
+    res = sl_add_tx(s, key, aw);                                                                   \
+    TM_ATOMIC_END();                                                                               \
+    return res;                                                                                    \
+  }                                                                                                \
+  static bool sl_remove##suffix(void *impl, long key) {                                            \
+    const slset_t *s = impl;                                                                       \
+    TM_VOLATILE bool res;                                                                          \
+    TM_ATOMIC_BEGIN(0)                                                                             \
+    res = sl_remove_tx(s, key, aw);                                                                \
+    TM_ATOMIC_END();                                                                               \
+    return res;                                                                                    \
+  }                                                                                                \
+  static bool sl_contains##suffix(void *impl, long key) {                                          \
+    const slset_t *s = impl;                                                                       \
+    TM_VOLATILE bool res;                                                                          \
+    TM_ATOMIC_BEGIN(1)                                                                             \
+    res = sl_contains_tx(s, key, aw);                                                              \
+    TM_ATOMIC_END();                                                                               \
+    return res;                                                                                    \
+  }
 
-static bool sl_remove(void *impl, long key) {
-  const slset_t *s = impl;
-  TM_VOLATILE bool res;
-  TM_ATOMIC_BEGIN(0)
-  res = sl_remove_tx(s, key);
-  TM_ATOMIC_END();
-  return res;
-}
-
-static bool sl_contains(void *impl, long key) {
-  const slset_t *s = impl;
-  TM_VOLATILE bool res;
-  TM_ATOMIC_BEGIN(1)
-  res = sl_contains_tx(s, key);
-  TM_ATOMIC_END();
-  return res;
-}
+SL_OPS(_cached, false)
+SL_OPS(_aw, true)
 
 static size_t sl_size(const void *impl) {
   const slset_t *s = impl;
@@ -217,9 +231,20 @@ const intset_ops_t intset_sl_ops = {
     .name = "sl",
     .create = sl_create,
     .destroy = sl_destroy,
-    .add = sl_add,
-    .remove = sl_remove,
-    .contains = sl_contains,
+    .add = sl_add_cached,
+    .remove = sl_remove_cached,
+    .contains = sl_contains_cached,
+    .size = sl_size,
+    .check = sl_check,
+};
+
+const intset_ops_t intset_sl_aw_ops = {
+    .name = "sl-aw",
+    .create = sl_create,
+    .destroy = sl_destroy,
+    .add = sl_add_aw,
+    .remove = sl_remove_aw,
+    .contains = sl_contains_aw,
     .size = sl_size,
     .check = sl_check,
 };

@@ -16,7 +16,12 @@ import re
 import signal
 
 NATIVE_BACKENDS = ("schedstm", "schedstm-inline", "itm", "seq")
-STRUCTURES = ("ll", "sl", "rb", "hs")
+# "-aw": the structure with its search "as written" (bench/ds/intset.h);
+# TinySTM runs its own program for the base structure, which is written
+# that way (see TinySTMVariant.binary).
+BASE_STRUCTURES = ("ll", "sl", "rb", "hs")
+STRUCTURES = BASE_STRUCTURES + ("rb-aw", "sl-aw")
+AS_WRITTEN_SUFFIX = "-aw"
 SB7_MIXES = ("r", "rw", "w")  # read-dominated, read-write, write-dominated
 PEER_KINDS = ("tinystm",)
 DESIGNS = ("etl", "ctl")
@@ -196,7 +201,13 @@ class TinySTMVariant(Variant):
     def binary(self, point):
         if point["bench"] == "bank":
             return os.path.join(self.directory, os.pardir, "bank", "bank")
-        return os.path.join(self.directory, "intset-%s" % point["structure"])
+        # TinySTM's own tree and skip list search the plain way (branch on
+        # the key, one load per step, keys re-read): they are the peer of
+        # both our port and its "-aw" form.
+        structure = point["structure"]
+        if structure.endswith(AS_WRITTEN_SUFFIX):
+            structure = structure[:-len(AS_WRITTEN_SUFFIX)]
+        return os.path.join(self.directory, "intset-%s" % structure)
 
     def supports(self, point):
         if point["bench"] not in ("intset", "bank"):

@@ -176,6 +176,18 @@ class Commands(unittest.TestCase):
             self.assertEqual(argv[argv.index(flag) + 1], value)
         self.assertEqual(env, {})
 
+    def test_as_written_variants_run_our_binary_and_the_peers_plain_program(self):
+        point = dict(self.point, structure="rb-aw")
+        (v,) = adapters.make_native_variants(["schedstm"], "/bin", None, None, None)
+        argv, _ = v.command(point)
+        self.assertEqual(argv[argv.index("-S") + 1], "rb-aw")
+        peer = adapters.TinySTMVariant("tinystm", "/t/intset")
+        self.assertEqual(peer.binary(point), "/t/intset/intset-rb")
+        self.assertEqual(peer.binary(dict(point, structure="sl-aw")), "/t/intset/intset-sl")
+        args = sweep.parse_args(["--structures", "rb,rb-aw,sl-aw"])
+        self.assertEqual(args.structures, ["rb", "rb-aw", "sl-aw"])
+        self.assertEqual(sweep.parse_args([]).structures, ["ll", "sl", "rb", "hs"])
+
     def test_libitm_runs_its_stm_not_serial_mode(self):
         variants = adapters.make_native_variants(["itm"], "/bin", None, None, "ml_wt")
         _, env = variants[0].command(self.point)

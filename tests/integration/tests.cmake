@@ -157,7 +157,7 @@ if(SCHEDSTM_BUILD_BENCH AND EXISTS ${PROJECT_SOURCE_DIR}/bench/ds/intset.h
    AND EXISTS ${PROJECT_SOURCE_DIR}/bench/CMakeLists.txt)
   sstm_int_exe(itest_intset STRESS SOURCES ${D}/intset.c LIBS bench_ds_schedstm)
   foreach(d etl ctl)
-    foreach(k ll sl rb hs)
+    foreach(k ll sl rb hs rb-aw sl-aw)
       sstm_add_test(NAME integration.intset.${k}.${d}.4 LABELS ${SSTM_STRESS_LABELS}
                     TIMEOUT 120 COMMAND itest_intset ${k} ${d} 4)
     endforeach()
