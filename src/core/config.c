@@ -3,9 +3,11 @@
  * initialisation and shutdown, and the description of the effective
  * configuration. */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/utsname.h>
 
 #include "core/engine.h"
@@ -338,6 +340,30 @@ SSTM_API int sstm_config_from_env(sstm_config_t *cfg) {
   return 0;
 }
 
+/* The lock table: anonymous zero pages, mapped without reserving swap
+ * (MAP_NORESERVE). A zero word is an unlocked stripe at version 0, so the
+ * table needs no initialising store, and a page costs memory only once a
+ * stripe on it is used: 2^28 words (2 GiB) cost nothing at sstm_init,
+ * where writing them all took more than a minute. NULL (error message set)
+ * if the mapping fails. */
+static _Atomic uint64_t *locks_map(size_t nlocks) {
+  size_t bytes = nlocks * sizeof(_Atomic uint64_t);
+  void *m =
+      mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (m == MAP_FAILED) {
+    sstm__set_error("sstm_init: cannot map the lock table (%zu lock words, %zu bytes): %s", nlocks,
+                    bytes, strerror(errno));
+    return NULL;
+  }
+  /* Page-aligned, hence cache-line aligned; zero words are what
+   * atomic_init(0) would leave (lock-free 64-bit atomics). */
+  return m;
+}
+
+static void locks_unmap(_Atomic uint64_t *locks, size_t nlocks) {
+  if (locks != NULL) munmap((void *)locks, nlocks * sizeof *locks);
+}
+
 SSTM_API int sstm_init(const sstm_config_t *user) {
   if (atomic_load_explicit(&sstm__g.initialized, memory_order_acquire)) {
     sstm__set_error("sstm_init: already initialised");
@@ -357,13 +383,8 @@ SSTM_API int sstm_init(const sstm_config_t *user) {
   cfg.cm = cm_name_buf;
 
   size_t nlocks = (size_t)1 << cfg.lock_bits;
-  _Atomic uint64_t *locks = aligned_alloc(SSTM_CACHELINE, nlocks * sizeof *locks);
-  if (locks == NULL) {
-    sstm__set_error("sstm_init: cannot allocate %zu lock words", nlocks);
-    return SSTM_ENOMEM;
-  }
-  for (size_t i = 0; i < nlocks; i++)
-    atomic_init(&locks[i], 0);
+  _Atomic uint64_t *locks = locks_map(nlocks);
+  if (locks == NULL) return SSTM_ENOMEM;
   sstm__g.locks = locks;
   sstm__g.lock_mask = nlocks - 1;
   sstm__g.stripe_shift = cfg.stripe_shift;
@@ -375,13 +396,13 @@ SSTM_API int sstm_init(const sstm_config_t *user) {
   atomic_store_explicit(&sstm__g.irrev_owner, 0, memory_order_relaxed);
   sstm__g.membarrier = sstm__membarrier_init(cfg.no_membarrier);
   if ((rc = sstm__registry_init(cfg.max_threads)) != 0) {
-    free(locks);
+    locks_unmap(locks, nlocks);
     return rc;
   }
   sstm__set_error("%s", "");
   if (cm->init && (rc = cm->init(&cfg)) != 0) {
     sstm__registry_fini();
-    free(locks);
+    locks_unmap(locks, nlocks);
     char why[400];
     snprintf(why, sizeof why, "%s", sstm_last_error());
     sstm__set_error("sstm_init: contention manager '%s' failed to initialise (%s): %s", cm->name,
@@ -391,7 +412,7 @@ SSTM_API int sstm_init(const sstm_config_t *user) {
   if (cfg.state_table && (rc = sstm__stt_init()) != 0) {
     if (cm->fini) cm->fini();
     sstm__registry_fini();
-    free(locks);
+    locks_unmap(locks, nlocks);
     return rc;
   }
   /* relaxed: published by the release below. */
@@ -440,7 +461,7 @@ SSTM_API int sstm_shutdown(void) {
   sstm__stt_fini();
   sstm__registry_fini();
   sstm__hooks_clear();
-  free(sstm__g.locks);
+  locks_unmap(sstm__g.locks, sstm__g.lock_mask + 1);
   sstm__g.locks = NULL;
   return 0;
 }

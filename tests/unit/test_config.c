@@ -1214,3 +1214,50 @@ TEST(softser_lever_that_cannot_be_undone_is_eperm) {
 }
 
 SSTM_TEST_MAIN()
+
+/* Pages of the process from /proc/self/statm: field 0 is the whole mapped
+ * size, field 1 the resident set. */
+static long statm_pages(int field) {
+  FILE *f = fopen("/proc/self/statm", "r");
+  CHECK_NOT_NULL(f);
+  long v[2] = {0, 0};
+  CHECK_EQ_I(fscanf(f, "%ld %ld", &v[0], &v[1]), 2);
+  fclose(f);
+  return v[field];
+}
+
+static uint64_t lt_words[64];
+static void lt_body(void *arg) {
+  (void)arg;
+  for (int i = 0; i < 64; i++)
+    sstm_store_u64(&lt_words[i], sstm_load_u64(&lt_words[i]) + 1);
+}
+
+/* The lock table is mapped, not written at sstm_init: with the largest
+ * table (2^28 words, 2 GiB) only the pages of the stripes that
+ * transactions use become resident. Written at init, as it was, all of it
+ * became resident (and init took more than a minute). A bound on memory,
+ * not on time; and shutdown unmaps the table. */
+TEST(init_large_lock_table_touches_little_memory) {
+  clear_env();
+  sstm_config_t c;
+  sstm_test_config(&c);
+  c.lock_bits = 28;
+  const long page = sysconf(_SC_PAGESIZE);
+  const long table = (long)(sizeof(uint64_t) << 28);
+  long rss0 = statm_pages(1);
+  CHECK_OK(sstm_init(&c));
+  CHECK_OK(sstm_thread_init());
+  for (int i = 0; i < 100; i++)
+    CHECK_OK(sstm_run(NULL, lt_body, NULL));
+  CHECK_EQ_U(lt_words[63], 100);
+  long grown = (statm_pages(1) - rss0) * page;
+  CHECK_MSG(grown < table / 32, "sstm_init with a %ld-byte lock table made %ld bytes resident",
+            table, grown);
+  long vm = statm_pages(0);
+  CHECK_OK(sstm_thread_exit());
+  CHECK_OK(sstm_shutdown());
+  long unmapped = (vm - statm_pages(0)) * page;
+  CHECK_MSG(unmapped >= table, "shutdown unmapped %ld bytes, the lock table has %ld", unmapped,
+            table);
+}
