@@ -66,6 +66,19 @@ SSTM_API void *sstm_calloc(size_t n, size_t size);
  * is not initialised no transaction can exist, and p is freed at once.
  * Released means handed to free() or, for a small block on a registered
  * thread, kept in that thread's block cache (see sstm_malloc).
+ *
+ * As with free(), p must be a block not yet freed. A release build does not
+ * check it: a pointer that no allocator returned (a stack or static
+ * address), or a block freed twice (in one transaction, or again after the
+ * free committed), is handed to free() only after the grace period, so the
+ * error shows long after the call, inside reclamation (glibc aborts the
+ * process with "free(): invalid pointer" or "double free detected"), or a
+ * small block enters the cache twice and is handed out twice. A debug
+ * build (SCHEDSTM_DEBUG) reports at the call, through the misuse handler
+ * (sstm_set_misuse_handler), a pointer that cannot be a malloc block
+ * (misaligned, on the calling thread's stack, or in the static data of the
+ * program or a library) and a second free of a block in one transaction;
+ * if the handler returns, that free is ignored.
  * @param p a malloc block (sstm_malloc(), sstm_calloc(), malloc()), or NULL */
 SSTM_API void sstm_free(void *p);
 

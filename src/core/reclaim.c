@@ -29,8 +29,11 @@
  * written by free() and then again by malloc(); the cache reuses the block
  * with neither (docs/benchmarks.md, "Block cache").
  */
+#define _GNU_SOURCE
 #include <errno.h>
+#include <link.h>
 #include <malloc.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -364,9 +367,79 @@ void sstm__reclaim_desc_exit(struct sstm_desc *d) {
   d->batches = NULL;
 }
 
+/* ------------------------------------------------------------------------ */
+/* Debug builds: frees that cannot be right, caught at the call. A release
+ * build hands the pointer to free() (or the block cache) only after the
+ * grace period, where the error surfaces far from its cause (alloc.h). */
+
+/* The calling thread's stack, [lo, hi), looked up once per thread. */
+static __thread uintptr_t stack_lo, stack_hi;
+
+static bool on_thread_stack(uintptr_t a) {
+  if (stack_hi == 0) {
+    pthread_attr_t at;
+    void *base;
+    size_t size;
+    if (pthread_getattr_np(pthread_self(), &at) != 0) return false;
+    int rc = pthread_attr_getstack(&at, &base, &size);
+    pthread_attr_destroy(&at);
+    if (rc != 0) return false;
+    stack_lo = (uintptr_t)base;
+    stack_hi = stack_lo + size;
+  }
+  return a >= stack_lo && a < stack_hi;
+}
+
+/* dl_iterate_phdr callback: whether the address in *data lies in a
+ * loadable segment (code, static data, bss) of an object. */
+static int in_segment(struct dl_phdr_info *info, size_t size, void *data) {
+  (void)size;
+  uintptr_t a = *(const uintptr_t *)data;
+  for (int i = 0; i < info->dlpi_phnum; i++) {
+    const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+    uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
+    if (ph->p_type == PT_LOAD && a >= lo && a < lo + ph->p_memsz) return 1;
+  }
+  return 0;
+}
+
+/* Why p cannot be a block of malloc (sstm_malloc, sstm_calloc, malloc),
+ * or NULL if it may be one. Not a proof that it is: only what can be told
+ * without the allocator's help. */
+static const char *not_a_heap_block(const void *p) {
+  uintptr_t a = (uintptr_t)p;
+  if (a % sizeof(void *) != 0) return "is not aligned as malloc aligns its blocks";
+  if (on_thread_stack(a)) return "is on the calling thread's stack";
+  if (dl_iterate_phdr(in_segment, &a) != 0) return "is in the static data or code of the program";
+  return NULL;
+}
+
+/* A misuse of sstm_free found by the debug build: reported, and the free is
+ * ignored (true). tx is the caller's descriptor, or NULL. */
+static bool free_misuse(const struct sstm_desc *tx, void *p) {
+  const char *why = not_a_heap_block(p);
+  if (why != NULL) {
+    sstm__misuse("sstm_free(%p): the pointer %s; it is not a block of sstm_malloc, sstm_calloc "
+                 "or malloc (the free is ignored)",
+                 p, why);
+    return true;
+  }
+  if (in_attempt(tx)) {
+    for (uint32_t i = 0; i < tx->frees.n; i++)
+      if (tx->frees.p[i] == p) {
+        sstm__misuse("sstm_free(%p): the block was already freed in this transaction (the "
+                     "second free is ignored)",
+                     p);
+        return true;
+      }
+  }
+  return false;
+}
+
 SSTM_API void sstm_free(void *p) {
   if (p == NULL) return;
   struct sstm_desc *tx = sstm__cur;
+  if (sstm__debug && free_misuse(tx, p)) return;
   if (in_attempt(tx)) {
     /* After commit, irrevocable attempts included: a policy's escalation
      * to irrevocability can still be rolled back (sstm_restart). */

@@ -455,3 +455,73 @@ TEST(commits_release_orphaned_batches) {
 }
 
 SSTM_TEST_MAIN()
+
+/* ---- frees that cannot be right (debug builds) ---------------------------- */
+
+/* A debug build reports at the call what a release build hands to free()
+ * only after the grace period, where glibc aborts far from the cause: a
+ * pointer that cannot be a malloc block (on the stack, in static data,
+ * misaligned) and a second free of one block in a transaction. The free is
+ * then ignored, so reclamation and shutdown run clean. */
+static int fm_n;
+static char fm_msg[512];
+static void fm_record(const char *msg) {
+  fm_n++;
+  snprintf(fm_msg, sizeof fm_msg, "%s", msg);
+}
+static uint64_t fm_static[4];
+
+static void fm_require_debug(void) {
+  if (!txh_debug_build()) {
+    sstm_test_fini();
+    sstm_test_skip("sstm_free's checks are in debug builds (SCHEDSTM_DEBUG)");
+  }
+}
+
+TEST(bad_free_is_misuse_in_debug_builds) {
+  sstm_test_init();
+  fm_require_debug();
+  sstm_misuse_fn prev = sstm_set_misuse_handler(fm_record);
+  uint64_t on_stack[2] = {1, 2};
+  SSTM_ATOMIC_BEGIN(NULL)
+    sstm_free(on_stack);
+  SSTM_ATOMIC_END();
+  CHECK_EQ_I(fm_n, 1);
+  CHECK_CONTAINS(fm_msg, "stack");
+  sstm_free(&fm_static[1]); /* outside a transaction too */
+  CHECK_EQ_I(fm_n, 2);
+  CHECK_CONTAINS(fm_msg, "static data");
+  char *m = malloc(64);
+  CHECK_NOT_NULL(m);
+  sstm_free(m + 1);
+  CHECK_EQ_I(fm_n, 3);
+  CHECK_CONTAINS(fm_msg, "aligned");
+  void *p = sstm_malloc(48);
+  CHECK_NOT_NULL(p);
+  SSTM_ATOMIC_BEGIN(NULL)
+    sstm_free(p);
+    sstm_free(p);
+  SSTM_ATOMIC_END();
+  CHECK_EQ_I(fm_n, 4);
+  CHECK_CONTAINS(fm_msg, "already freed in this transaction");
+  /* the ignored frees reach neither free() nor the block cache */
+  (void)sstm_reclaim();
+  free(m);
+  CHECK_EQ_U(on_stack[0] + on_stack[1], 3);
+  sstm_set_misuse_handler(prev);
+  sstm_test_fini();
+}
+
+static void fm_child(void) {
+  uint64_t on_stack[2];
+  SSTM_ATOMIC_BEGIN(NULL)
+    sstm_free(on_stack);
+  SSTM_ATOMIC_END();
+}
+
+TEST(bad_free_aborts_at_the_call_in_debug_builds) {
+  sstm_test_init();
+  fm_require_debug();
+  sstm_test_expect_abort(fm_child, "sstm_free of a stack address", "API misuse: sstm_free");
+  sstm_test_fini();
+}
