@@ -28,7 +28,10 @@
  * A failed validation, a kill and a running irrevocable transaction always
  * abort self, whatever on_conflict answers; it is still called so that the
  * policy sees them (a kill is reported wherever the victim notices it:
- * barrier, validation or commit). A failed validation names, when there is
+ * barrier, validation or commit). An attempt that was killed while it lost
+ * another conflict aborts as killed (SSTM_ABORT_KILLED in on_abort and in
+ * the statistics), although on_conflict saw the other conflict. A failed
+ * validation names, when there is
  * one, the attempt that holds locked the first stripe of the read set that
  * changed (a writer still running or committing; none when that stripe was
  * changed by a commit that has ended, nor a running writer when the attempt

@@ -216,9 +216,24 @@ SSTM_NOINLINE uint64_t sstm__resolve(struct sstm_desc *tx, sstm_conflict_kind_t 
  * validation, a kill, an irrevocable transaction in the way): counted in
  * `conflicts`, which the policies' progress bounds count. User restarts and
  * cancels, a wrong read-only hint and sstm_become_irrevocable's restart are
- * not conflicts. */
+ * not conflicts.
+ *
+ * An attempt that was killed while it was losing another conflict (its
+ * policy deciding on a lock, its validation failing on a stripe the killer
+ * took over) aborts as killed (6.6): the kill took effect, whichever
+ * conflict the attempt noticed first, and aborts[SSTM_ABORT_KILLED] must
+ * count every kill that did. The other party is then the killer when it was
+ * recorded (sstm__kill), else the party of the conflict noticed. */
 __attribute__((noreturn)) void sstm__lost_abort(struct sstm_desc *tx, sstm_abort_reason_t r,
                                                 const sstm_party_t *other) {
   tx->conflicts++;
+  sstm_party_t killer;
+  /* relaxed: only the owner moves KILLED on; a kill that this load misses
+   * came after the abort was decided and ends with the attempt. */
+  if (r != SSTM_ABORT_KILLED &&
+      sstm_st_state(atomic_load_explicit(&tx->status, memory_order_relaxed)) == SSTM_ST_KILLED) {
+    r = SSTM_ABORT_KILLED;
+    if (sstm__killer_of(tx, &killer)) other = &killer;
+  }
   sstm__abort_tx(tx, r, other);
 }

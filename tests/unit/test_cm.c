@@ -1937,3 +1937,94 @@ TEST(conflicts_start_from_zero_in_each_transaction) {
 }
 
 SSTM_TEST_MAIN()
+
+/* ---- a kill that lands while the victim loses another conflict ---------- */
+
+/* The victim B meets a lock (a read-locked conflict) and its policy is still
+ * deciding when another thread kills B's attempt; the policy then answers
+ * SSTM_CM_ABORT_SELF. The kill took effect, so the abort is a kill: in
+ * aborts[SSTM_ABORT_KILLED], and in on_abort with the killer as the other
+ * party. It used to be recorded under the conflict B noticed first
+ * (read-locked), so that aborts[killed] undercounted the kills. */
+static struct {
+  _Atomic int phase; /* 1: B's policy waits for the kill; 2: killed */
+  sstm_desc_t *victim, *killer;
+  uint64_t victim_txid;
+  int calls;
+  sstm_abort_info_t b_abort;
+  int b_aborts;
+} kd;
+
+static sstm_cm_action_t kd_conflict(sstm_cm_ctx_t *ctx, const sstm_conflict_t *c,
+                                    uint64_t *wait_ns) {
+  (void)c;
+  (void)wait_ns;
+  if (ctx->desc != kd.victim) return SSTM_CM_ABORT_SELF;
+  if (kd.calls++ > 0) return SSTM_CM_ABORT_OTHER; /* the retry takes the lock over */
+  CHECK_EQ_I(c->kind, SSTM_CONFLICT_READ_LOCKED);
+  kd.victim_txid = ctx->txid;
+  atomic_store_explicit(&kd.phase, 1, memory_order_release);
+  duo_wait_flag(&kd.phase, 2); /* the killer thread has killed this attempt */
+  return SSTM_CM_ABORT_SELF;
+}
+
+static void kd_abort(sstm_cm_ctx_t *ctx, const sstm_abort_info_t *info) {
+  if (ctx->desc == kd.victim && kd.b_aborts++ == 0) kd.b_abort = *info;
+}
+
+static const sstm_cm_ops_t kill_during_decision = {
+    .name = "test-kill-during-decision",
+    .description = "B's first conflict waits until another thread kills B (tests)",
+    .on_conflict = kd_conflict,
+    .on_abort = kd_abort,
+};
+
+static void *kd_killer(void *arg) {
+  (void)arg;
+  CHECK_OK(sstm_thread_init());
+  kd.killer = sstm_self();
+  duo_wait_flag(&kd.phase, 1);
+  CHECK_OK(sstm_desc_kill(kd.victim, kd.victim_txid));
+  atomic_store_explicit(&kd.phase, 2, memory_order_release);
+  CHECK_OK(sstm_thread_exit());
+  return NULL;
+}
+
+static void kd_reader(void *arg) {
+  (void)arg;
+  (void)sstm_load_u64(&word_w); /* locked by the suspended attempt A */
+}
+
+TEST_ETL(kill_during_another_conflict_counts_as_killed) {
+  CHECK_OK(sstm_cm_register(&kill_during_decision));
+  init_with("test-kill-during-decision", 64);
+  sstm_desc_t *a = sstm_self();
+  kd.victim = txh_other_desc();
+  pthread_t k = duo_spawn(kd_killer, NULL);
+  static volatile int a_attempts;
+  a_attempts = 0;
+  SSTM_ATOMIC_BEGIN(NULL)
+    a_attempts++;
+    sstm_store_u64(&word_w, 1);
+    /* first attempt: B (another descriptor, this thread) reads word_w */
+    if (a_attempts == 1) CHECK_OK(run_other(NULL, kd_reader, NULL));
+  SSTM_ATOMIC_END();
+  duo_join(k);
+  CHECK_EQ_I(a_attempts, 2); /* B's retry killed A and took its lock */
+  CHECK_EQ_I(kd.calls, 2);
+  sstm_stats_t sb;
+  CHECK_OK(sstm_stats_get(kd.victim, &sb));
+  CHECK_EQ_U(sb.aborts[SSTM_ABORT_KILLED], 1);
+  CHECK_EQ_U(sb.aborts[SSTM_ABORT_READ_LOCKED], 0);
+  CHECK_EQ_U(sb.commits_ro, 1);
+  CHECK_EQ_I(kd.b_aborts, 1);
+  CHECK_EQ_I(kd.b_abort.reason, SSTM_ABORT_KILLED);
+  CHECK_TRUE(kd.b_abort.has_other);
+  CHECK_EQ_PTR(kd.b_abort.other.desc, kd.killer);
+  sstm_stats_t sa;
+  CHECK_OK(sstm_stats_get(a, &sa));
+  CHECK_EQ_U(sa.aborts[SSTM_ABORT_KILLED], 1);
+  txh_cleanup();
+  sstm_test_fini();
+}
+
