@@ -25,6 +25,10 @@
  *                        WAITs on one access the engine aborts self.
  * @endcode
  *
+ * Any other value is a bug of the policy: the engine reports it to the
+ * misuse handler (sstm_set_misuse_handler; the default one prints it and
+ * aborts the process) and, if the handler returns, aborts self.
+ *
  * A failed validation, a kill and a running irrevocable transaction always
  * abort self, whatever on_conflict answers; it is still called so that the
  * policy sees them (a kill is reported wherever the victim notices it:

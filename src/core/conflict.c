@@ -134,6 +134,23 @@ static bool validation_party(struct sstm_desc *tx, sstm_party_t *out) {
   return false;
 }
 
+/* The policy's on_conflict returned a value that is no sstm_cm_action_t:
+ * a policy bug, reported as misuse (the default handler ends the process).
+ * If the handler returns, the attempt aborts itself, the one answer that is
+ * always safe. Off the conflict path's common case. */
+static SSTM_COLD sstm_cm_action_t bad_action(const struct sstm_desc *tx, sstm_cm_action_t act) {
+  sstm__misuse("contention manager '%s': on_conflict returned %d, which is not an "
+               "sstm_cm_action_t (SSTM_CM_ABORT_SELF, SSTM_CM_ABORT_OTHER or SSTM_CM_WAIT); "
+               "the attempt aborts itself",
+               tx->cm->name, (int)act);
+  return SSTM_CM_ABORT_SELF;
+}
+
+/* Whether act is one of the actions of sstm_cm_action_t. */
+static inline bool action_valid(sstm_cm_action_t act) {
+  return act == SSTM_CM_ABORT_SELF || act == SSTM_CM_ABORT_OTHER || act == SSTM_CM_WAIT;
+}
+
 /* Report a conflict the policy cannot resolve (validation, kill,
  * irrevocable) and abort. The other party is named when known: for a
  * failed validation the writer that holds the changed stripe locked, so
@@ -148,8 +165,11 @@ SSTM_NOINLINE __attribute__((noreturn)) void sstm__conflict_abort(struct sstm_de
   if (kind == SSTM_CONFLICT_KILLED) c.has_other = sstm__killer_of(tx, &c.other);
   uint64_t wait_ns = 0;
   tx->in_hook++;
-  (void)tx->cm->on_conflict(cm_ctx(tx), &c, &wait_ns);
+  sstm_cm_action_t act = tx->cm->on_conflict(cm_ctx(tx), &c, &wait_ns);
   tx->in_hook--;
+  /* The answer does not matter here (the attempt aborts), but a value
+   * outside the enum is a bug of the policy all the same. */
+  if (SSTM_UNLIKELY(!action_valid(act))) (void)bad_action(tx, act);
   sstm__lost_abort(tx, r, c.has_other ? &c.other : NULL);
 }
 
@@ -183,6 +203,7 @@ SSTM_NOINLINE uint64_t sstm__resolve(struct sstm_desc *tx, sstm_conflict_kind_t 
         tx->in_hook++;
         act = tx->cm->on_conflict(cm_ctx(tx), &c, &wait_ns);
         tx->in_hook--;
+        if (SSTM_UNLIKELY(!action_valid(act))) act = bad_action(tx, act);
       }
       if (act == SSTM_CM_ABORT_OTHER && !c.other.committing) {
         if (sstm__kill(o, sstm_st_serial(ost), tx)) { /* (6.1-6.3) */

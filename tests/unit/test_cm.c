@@ -2028,3 +2028,77 @@ TEST_ETL(kill_during_another_conflict_counts_as_killed) {
   sstm_test_fini();
 }
 
+/* ---- a policy that answers with a value outside sstm_cm_action_t -------- */
+
+/* It is a bug of the policy, reported to the misuse handler at once (the
+ * default handler aborts), for a conflict the policy may resolve (resolve)
+ * and for one it may not (a kill noticed: conflict_abort). If the handler
+ * returns, the attempt aborts itself. It used to be taken silently as
+ * SSTM_CM_ABORT_SELF. */
+static struct {
+  sstm_desc_t *b;
+  int b_calls;
+} ba;
+static int ba_misuse;
+static char ba_msg[512];
+static void ba_record(const char *msg) {
+  ba_misuse++;
+  snprintf(ba_msg, sizeof ba_msg, "%s", msg);
+}
+
+static sstm_cm_action_t ba_conflict(sstm_cm_ctx_t *ctx, const sstm_conflict_t *c,
+                                    uint64_t *wait_ns) {
+  (void)c;
+  (void)wait_ns;
+  if (ctx->desc == ba.b && ba.b_calls++ > 0) return SSTM_CM_ABORT_OTHER;
+  return (sstm_cm_action_t)7;
+}
+
+static const sstm_cm_ops_t bad_answer = {
+    .name = "test-bad-answer",
+    .description = "answers 7 (tests)",
+    .on_conflict = ba_conflict,
+};
+
+static void ba_writer(void *arg) {
+  (void)arg;
+  sstm_store_u64(&word_w, 2); /* locked by the suspended attempt A */
+}
+
+static void ba_scenario(void) {
+  CHECK_OK(sstm_cm_register(&bad_answer));
+  init_with("test-bad-answer", 64);
+  ba.b = txh_other_desc();
+  static volatile int a_attempts;
+  a_attempts = 0;
+  SSTM_ATOMIC_BEGIN(NULL)
+    a_attempts++;
+    sstm_store_u64(&word_w, 1);
+    if (a_attempts == 1) CHECK_OK(run_other(NULL, ba_writer, NULL));
+  SSTM_ATOMIC_END();
+  CHECK_EQ_I(a_attempts, 2);
+  CHECK_EQ_U(word_w, 1);
+}
+
+TEST_ETL(policy_answer_outside_the_enum_is_misuse) {
+  sstm_misuse_fn prev = sstm_set_misuse_handler(ba_record);
+  ba_scenario();
+  /* B's first write conflict (then B aborted itself), and A's kill noticed */
+  CHECK_EQ_I(ba_misuse, 2);
+  CHECK_CONTAINS(ba_msg, "test-bad-answer");
+  CHECK_CONTAINS(ba_msg, "on_conflict returned 7");
+  CHECK_EQ_I(ba.b_calls, 2);
+  sstm_stats_t sb;
+  CHECK_OK(sstm_stats_get(ba.b, &sb));
+  CHECK_EQ_U(sb.aborts[SSTM_ABORT_WRITE_LOCKED], 1);
+  CHECK_EQ_U(sb.commits_update, 1);
+  sstm_set_misuse_handler(prev);
+  txh_cleanup();
+  sstm_test_fini();
+}
+
+static void ba_child(void) { ba_scenario(); }
+
+TEST_ETL(policy_answer_outside_the_enum_aborts_by_default) {
+  sstm_test_expect_abort(ba_child, "a policy answering 7", "on_conflict returned 7");
+}
