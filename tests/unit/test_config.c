@@ -541,6 +541,8 @@ TEST(policy_knobs_typed) {
   }
 }
 
+static void note_stats_size(const sstm_stats_t *s, void *arg) { *(size_t *)arg = s->size; }
+
 /* Room to grow (config.h, stats.h): a struct whose size the library does
  * not know is refused with a message that says what to do, never read
  * past its end; a larger output buffer gets zeros after what the library
@@ -608,8 +610,19 @@ TEST(struct_sizes_checked) {
   sstm_stats_t s;
   CHECK_OK(sstm_stats_get(sstm_self(), &s));
   CHECK_EQ_U(s.size, sizeof s);
+  /* the callback's counters say their size too */
+  size_t seen = 0;
+  CHECK_EQ_I(sstm_stats_foreach(note_stats_size, &seen), 1);
+  CHECK_EQ_U(seen, sizeof(sstm_stats_t));
   CHECK_OK(sstm_thread_exit());
   CHECK_OK(sstm_shutdown());
+  /* sstm_config_from_env keeps the caller's size (it writes only that) */
+  setenv("SCHEDSTM_LOCK_BITS", "12", 1);
+  sstm_config_default(&c);
+  CHECK_OK(sstm_config_from_env(&c));
+  CHECK_EQ_U(c.size, sizeof c);
+  CHECK_EQ_U(c.lock_bits, 12);
+  clear_env();
 }
 
 /* Calls that fail say why in sstm_last_error(), not an older failure's
