@@ -282,7 +282,11 @@ SSTM_API sstm_ckpt_t *sstm__begin(const sstm_attr_t *attr) {
 }
 
 /* Roll the attempt back: locks, allocations, frees, callbacks. */
-static void rollback(struct sstm_desc *tx, sstm_abort_reason_t r) {
+/* Returns the reason counted: r, or SSTM_ABORT_KILLED for an attempt that
+ * was killed while it was already aborting on a conflict (6.6): the kill
+ * took effect (the killer counted it, and may have taken a lock over), so
+ * it is counted as one. User restarts and cancels keep their reason. */
+static sstm_abort_reason_t rollback(struct sstm_desc *tx, sstm_abort_reason_t r) {
   bool irrev = sstm__kind(tx) == SSTM_V_IRREV; /* escalated: sstm_restart/cancel */
   DELAY_POINT(tx);
   if (SSTM_UNLIKELY(irrev))
@@ -295,8 +299,12 @@ static void rollback(struct sstm_desc *tx, sstm_abort_reason_t r) {
   /* (5.3) acq_rel exchange: release so that readers of our status (reclaimers,
    * waiting policies) see our accesses and lock releases done; the exchange
    * returns the flags watchers set (lockword.h). */
-  attempt_ended(tx, atomic_exchange_explicit(&tx->status, sstm_st_make(tx->serial, SSTM_ST_IDLE),
-                                             memory_order_acq_rel));
+  uint64_t old = atomic_exchange_explicit(&tx->status, sstm_st_make(tx->serial, SSTM_ST_IDLE),
+                                          memory_order_acq_rel);
+  attempt_ended(tx, old);
+  if (SSTM_UNLIKELY(sstm_st_state(old) == SSTM_ST_KILLED) && r != SSTM_ABORT_USER_RETRY &&
+      r != SSTM_ABORT_USER_CANCEL)
+    r = SSTM_ABORT_KILLED;
   if (SSTM_UNLIKELY(irrev)) sstm__irrev_release(tx);
   sstm__ctr_add(&tx->ctr.aborts[r], 1);
   if (sstm__g.cfg.stats == SSTM_STATS_DETAILED && tx->attr.tag < SSTM_MAX_TAGS)
@@ -306,6 +314,7 @@ static void rollback(struct sstm_desc *tx, sstm_abort_reason_t r) {
    * again. */
   tx->depth = 0;
   sstm__set_variant(tx, SSTM_V_NONE);
+  return r;
 }
 
 /* After the rollback: record the abort, then the hooks, the user's abort
@@ -358,7 +367,11 @@ __attribute__((noreturn)) void sstm__abort_tx(struct sstm_desc *tx, sstm_abort_r
    * a begin hook whose barrier lost a conflict): its in_hook decrement would
    * never run. Nothing outside the attempt runs with in_hook set. */
   tx->in_hook = 0;
-  rollback(tx, r);
+  sstm_party_t killer;
+  if (rollback(tx, r) != r) { /* killed meanwhile: name the killer if recorded */
+    r = SSTM_ABORT_KILLED;
+    if (sstm__killer_of(tx, &killer)) other = &killer;
+  }
   abort_notify(tx, r, other);
   if (r == SSTM_ABORT_USER_CANCEL) {
     SSTM_ASAN_NO_RETURN();
@@ -641,7 +654,7 @@ void sstm__abandon(struct sstm_desc *tx) {
     (void)sstm_commit();
     return;
   }
-  rollback(tx, SSTM_ABORT_USER_CANCEL);
+  (void)rollback(tx, SSTM_ABORT_USER_CANCEL);
   abort_notify(tx, SSTM_ABORT_USER_CANCEL, NULL);
 }
 

@@ -602,4 +602,45 @@ TEST_ETL(a_read_past_an_owner_that_rolled_back_is_refused) {
   sstm_test_fini();
 }
 
+/* A kill that lands while the attempt is already rolling back from a
+ * conflict (its locks released, its status still ACTIVE) took effect: the
+ * killer's CAS succeeded, it counts a kill and may take a lock over. The
+ * abort counts as killed, as a kill noticed before the abort does
+ * (core.md (6.6)); it used to count under the conflict. */
+static int rk_attempts, rk_kills;
+static void rk_seam(sstm_seam_t where, const void *addr) {
+  (void)addr;
+  if (where != SSTM_SEAM_ROLLBACK_LOCKS_RELEASED || rk_kills > 0) return;
+  rk_kills++;
+  CHECK_OK(sstm_desc_kill(sstm_self(), 0)); /* its own thread: no killer recorded */
+}
+static void rk_commit(void *arg) {
+  (void)arg;
+  sstm_store_u64(X, sstm_load_u64(X) + 1);
+  sstm_store_u64(Y, sstm_load_u64(Y) + 1);
+}
+static void rk_body(void *arg) {
+  (void)arg;
+  rk_attempts++;
+  (void)sstm_load_u64(X);
+  if (rk_attempts == 1) CHECK_OK(run_other(NULL, rk_commit, NULL));
+  (void)sstm_load_u64(Y); /* newer: the extension finds X changed */
+}
+
+TEST(a_kill_during_the_rollback_of_a_conflict_counts_as_killed) {
+  init_16_byte_stripes();
+  atomic_store_explicit(&sstm__test_seam, rk_seam, memory_order_relaxed);
+  CHECK_OK(sstm_run(NULL, rk_body, NULL));
+  atomic_store_explicit(&sstm__test_seam, NULL, memory_order_relaxed);
+  CHECK_EQ_I(rk_attempts, 2);
+  CHECK_EQ_I(rk_kills, 1);
+  sstm_stats_t s;
+  CHECK_OK(sstm_stats_get(sstm_self(), &s));
+  CHECK_EQ_U(s.aborts[SSTM_ABORT_KILLED], 1);
+  CHECK_EQ_U(s.aborts[SSTM_ABORT_VALIDATE_READ], 0);
+  CHECK_EQ_U(s.aborts_total, 1);
+  txh_cleanup();
+  sstm_test_fini();
+}
+
 SSTM_TEST_MAIN()
