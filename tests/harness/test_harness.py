@@ -1404,7 +1404,7 @@ class SetupScripts(unittest.TestCase):
         self.assertNotIn("demo: no figure", proc.stderr)
         one, over = self.calls("sweep")
         self.assertEqual(one[one.index("--threads") + 1], "1,2")
-        # the second part: more threads than this machine has CPUs, the
+        # the second part: more threads than the host has CPUs, the
         # default policy and scheduling ones side by side
         threads = [int(x) for x in over[over.index("--threads") + 1].split(",")]
         self.assertGreater(max(threads), os.cpu_count())
