@@ -8,7 +8,8 @@
  * covered by the snapshot (1.1-1.4). Its common case is the leaf function
  * sstm__load_fast of <schedstm/inline.h>; everything else starts over in
  * load_slow here: a newer version extends the snapshot (2), a lock held by
- * this attempt reads the redo log with the memory re-checked (3), a lock of
+ * this attempt reads the redo log with the memory re-checked (3; this case
+ * is tested first, in sstm__load_slow, as the read after write), a lock of
  * a running writer may be passed (8), any other lock goes to the contention
  * manager (conflict.c). A write under ETL locks its stripe at once, only on
  * a version the snapshot covers (2.4), and buffers the bytes in the redo
@@ -42,6 +43,8 @@ void sstm__set_cur(struct sstm_desc *d) {
   sstm__cur = d;
   sstm__fast_cur = d ? (sstm__fast_t *)(void *)d : &no_desc;
 }
+
+SSTM_INLINE unsigned off_in_word(const void *addr) { return (unsigned)((uintptr_t)addr & 7); }
 
 /* Bytes [off, off+size) of a word: buffered ones from e, the rest from mem
  * (already loaded, size bytes). */
@@ -78,21 +81,33 @@ SSTM_INLINE void barrier_prologue(struct sstm_desc *tx, const void *addr, bool w
   if (sstm__random_delay) sstm__random_delay_point(tx, 5);
 }
 
-/* Read of a stripe this attempt has locked (ETL, or irrevocable). Memory
- * bytes are re-checked against the lock: if it was taken over after a kill
- * they may be newer than the snapshot (3; the take-over is (6.4)). */
-static SSTM_NOINLINE uint64_t load_own(struct sstm_desc *tx, const void *addr, unsigned size,
-                                       _Atomic uint64_t *lk) {
-  uintptr_t a = (uintptr_t)addr;
-  unsigned off = a & 7;
-  const sstm_w_entry_t *e = sstm_wset_find(&tx->ws, a & ~(uintptr_t)7);
-  if (e && entry_covers(e, off, size)) return (e->value >> (off * 8)) & size_mask(size);
+/* The part of load_own that reads memory: some bytes of the word are not
+ * in the redo log (e NULL: none are). Memory bytes are re-checked against
+ * the lock: if it was taken over after a kill they may be newer than the
+ * snapshot (3; the take-over is (6.4)). */
+static SSTM_NOINLINE uint64_t load_own_mem(struct sstm_desc *tx, const void *addr, unsigned size,
+                                           _Atomic uint64_t *lk, const sstm_w_entry_t *e) {
   sstm__seam(SSTM_SEAM_OWN_READ_DATA, addr);
   uint64_t v = mem_load(addr, size);
   atomic_thread_fence(memory_order_acquire); /* (1.3): data before re-check */
   if (atomic_load_explicit(lk, memory_order_relaxed) != tx->owner_lw)
     sstm__conflict_abort(tx, SSTM_CONFLICT_KILLED, SSTM_ABORT_KILLED, addr);
-  return e ? overlay(e, v, off, size) : v;
+  return e ? overlay(e, v, off_in_word(addr), size) : v;
+}
+
+/* Read of a stripe this attempt has locked (ETL, or irrevocable): the
+ * bytes the redo log holds come from it with no memory access and no
+ * re-check ((3): they are this attempt's own writes, which nobody else can
+ * change), the rest from load_own_mem. Inline: this is the read-after-write
+ * path, as common as a first read in code that updates what it read. */
+SSTM_INLINE uint64_t load_own(struct sstm_desc *tx, const void *addr, unsigned size,
+                              _Atomic uint64_t *lk) {
+  uintptr_t a = (uintptr_t)addr;
+  unsigned off = off_in_word(addr);
+  const sstm_w_entry_t *e = sstm_wset_find(&tx->ws, a & ~(uintptr_t)7);
+  if (SSTM_LIKELY(e != NULL) && entry_covers(e, off, size))
+    return (e->value >> (off * 8)) & size_mask(size);
+  return load_own_mem(tx, addr, size, lk, e);
 }
 
 static SSTM_NOINLINE __attribute__((noreturn)) void ro_abort(struct sstm_desc *tx,
@@ -419,6 +434,20 @@ static SSTM_NOINLINE void store_bytes(struct sstm_desc *tx, void *dst, const voi
 SSTM_API uint64_t sstm__load_slow(const void *addr, unsigned size) {
   struct sstm_desc *tx = sstm__cur;
   if (!SSTM_IN_TX(tx)) return misuse_access("transactional load");
+  /* Read after write under ETL: the fast path failed because the stripe is
+   * locked, most often by this attempt. Test that case first, before the
+   * variant dispatch, so that it costs a lock load and a redo-log lookup
+   * (load_own) and not a second run of the fast path and load_slow. The
+   * same test as load_slow's, on a word loaded the same way (acquire,
+   * (1.1)); any other word goes on below exactly as before. The exact
+   * variant byte excludes sampling and a pending kill flag, which
+   * dispatch_load handles; the random-delay build keeps its delay points. */
+  if (sstm__variant(tx) == SSTM_V_ETL && ((uintptr_t)addr & (size - 1)) == 0 &&
+      !sstm__random_delay) {
+    _Atomic uint64_t *lk = sstm__lock_for(tx, addr);
+    if (atomic_load_explicit(lk, memory_order_acquire) == tx->owner_lw)
+      return load_own(tx, addr, size, lk);
+  }
   if (SSTM_UNLIKELY((uintptr_t)addr & (size - 1))) {
     uint64_t v = 0;
     load_bytes(tx, &v, addr, size);

@@ -67,12 +67,25 @@ SSTM_INLINE uint64_t size_mask(unsigned size) {
 /* Write the buffered bytes of one redo-log entry, each in the widest
  * naturally aligned access the mask allows (never touching other bytes):
  * the write-back (4.5) and the undo of in-place writes (7.6). A whole word,
- * the common case, is one store in line; a partial one is a call
- * (txn.c). */
+ * the common case, is one store in line, and so is one naturally aligned
+ * piece of 4, 2 or 1 bytes (a float, an int, a char written alone in its
+ * word), so that small stores cost no more than the byte merge; any other
+ * mask is a call (txn.c). */
 void sstm__store_masked_part(uintptr_t word, uint64_t value, uint64_t bmask);
 SSTM_INLINE void store_masked(uintptr_t word, uint64_t value, uint64_t bmask) {
-  if (SSTM_LIKELY(bmask == ~0ull))
+  if (SSTM_LIKELY(bmask == ~0ull)) {
     mem_store((void *)word, value, 8);
+    return;
+  }
+  if (SSTM_UNLIKELY(bmask == 0)) return; /* nothing buffered (and ctz needs a bit) */
+  unsigned off = (unsigned)__builtin_ctzll(bmask) / 8;
+  uint64_t piece = bmask >> (off * 8);
+  if (piece == 0xffffffffull && off % 4 == 0)
+    mem_store((void *)(word + off), value >> (off * 8), 4);
+  else if (piece == 0xffffull && off % 2 == 0)
+    mem_store((void *)(word + off), value >> (off * 8), 2);
+  else if (piece == 0xffull)
+    mem_store((void *)(word + off), value >> (off * 8), 1);
   else
     sstm__store_masked_part(word, value, bmask);
 }
