@@ -1683,8 +1683,9 @@ TEST(garbage) {
 
 /* A policy line whose sequence number stays odd (its writer stopped
  * half-way) used to cost the tool 1000 sched_yield calls per read: on a
- * loaded host each can give the CPU away for a whole time slice (31 s for
- * one -j). The wait is bounded in time now. Here the tool shares one CPU
+ * loaded host each can give the CPU away for a whole time slice (tens of
+ * seconds for one -j: docs/benchmarks.md, "Figures behind the design").
+ * The wait is bounded in time now. Here the tool shares one CPU
  * with busy processes: the old loop took tens of seconds there and died of
  * the watchdog (20 s); no time is asserted, the figure is printed. */
 TEST(cm_info_wait_is_bounded) {
