@@ -83,8 +83,9 @@ TM_SAFE static inline bool sl_seek_tx(const slset_t *s, long key, snode_t **pred
   snode_t *pred = s->head;
   snode_t *known = NULL; /* last node whose key was loaded */
   long known_key = 0;
+  snode_t *cur = NULL; /* after the loop: the successor at level 0 (max_level >= 1) */
   for (int l = s->max_level - 1; l >= 0; l--) {
-    snode_t *cur = TM_LOAD_PTR(&pred->next[l]);
+    cur = TM_LOAD_PTR(&pred->next[l]);
     while (cur != NULL) {
       if (as_written || cur != known) {
         known = cur;
@@ -97,7 +98,7 @@ TM_SAFE static inline bool sl_seek_tx(const slset_t *s, long key, snode_t **pred
     preds[l] = pred;
     succs[l] = cur;
   }
-  return succs[0] != NULL && known_key == key;
+  return cur != NULL && known_key == key;
 }
 
 /* Membership: like sl_seek_tx but stops at the first level holding key. */
