@@ -64,6 +64,8 @@ import sys
 import tempfile
 import time
 
+import provenance  # the harness directory: on sys.path when run or imported from it
+
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), os.pardir, os.pardir))
 BUILD_SH = os.path.join(REPO, "bench", "stamp", "build.sh")
 ERROR = "stamp: error: "
@@ -529,15 +531,14 @@ def main(argv=None):
     os.makedirs(out_dir, exist_ok=True)
     records, seq_out = [], {}
     started = time.monotonic()
-    import sweep  # here, not at the top: sweep.py imports this module
-    host = sweep.host_provenance()
+    host = provenance.host_provenance()
     with open(os.path.join(out_dir, "results.jsonl"), "w") as jsonl:
         for i, (rep, app, t, v, cm) in enumerate(runs, 1):
             rec, out = run_point(args, app, t, v, cm, rep, seq_out.get((app.name, rep)))
             if v == "seq" and rec["status"] == "ok":
                 seq_out[(app.name, rep)] = out
-            rec.update(host, date=sweep.utc_now(),
-                       compiler=sweep.compiler_of(program(args.stamp_build, app, v)))
+            rec.update(host, date=provenance.utc_now(),
+                       compiler=provenance.compiler_of(program(args.stamp_build, app, v)))
             jsonl.write(json.dumps(rec, sort_keys=True) + "\n")
             jsonl.flush()
             records.append(rec)
