@@ -44,7 +44,7 @@ static void backoff_abort(sstm_cm_ctx_t *ctx, const sstm_abort_info_t *info) {
   unsigned shift = ctx->conflicts < 30 ? ctx->conflicts : 30;
   uint64_t bound = min_ns << shift;
   if (bound > max_ns || bound < min_ns) bound = max_ns;
-  uint64_t ns = sstm__cm_rand(&s->rng) % bound;
+  uint64_t ns = sstm__rand(&s->rng) % bound;
   sstm_cm_count(ctx, BO_WAITS, 1);
   sstm_cm_count(ctx, BO_WAIT_NS, ns); /* drawn, not measured */
   sstm_cm_note(ctx, SSTM_ACT_BACKOFF);

@@ -10,6 +10,8 @@
 
 #include <schedstm/schedstm.h>
 
+#include "os/os.h" /* sstm__rand */
+
 #ifndef SSTM_LIKELY
 #define SSTM_LIKELY(x) __builtin_expect(!!(x), 1)
 #define SSTM_UNLIKELY(x) __builtin_expect(!!(x), 0)
@@ -82,17 +84,6 @@ static inline sstm_cm_ctx_t sstm__cm_part_ctx(const sstm_cm_ctx_t *ctx, size_t o
 /* "base+ext", built once per registered base (cm/ext.c); NULL with the
  * reason in sstm_last_error() when ext cannot wrap base. */
 const sstm_cm_ops_t *sstm__cm_ext_compose(const sstm_cm_ops_t *base);
-
-/* The policies' pseudo-random numbers (xorshift64*, as the engine's):
- * *s must not be 0. */
-static inline uint64_t sstm__cm_rand(uint64_t *s) {
-  uint64_t x = *s;
-  x ^= x >> 12;
-  x ^= x << 25;
-  x ^= x >> 27;
-  *s = x;
-  return x * 0x2545F4914F6CDD1Dull;
-}
 
 /* Progress bound of the policies that wait or yield instead of ordering
  * transactions: a transaction that has lost this many conflicts

@@ -262,15 +262,6 @@ SSTM_INLINE uint64_t sstm__ctr_get(const uint64_t *c) {
   return __atomic_load_n(c, __ATOMIC_RELAXED);
 }
 
-static inline uint64_t sstm__rand(uint64_t *s) { /* xorshift64* */
-  uint64_t x = *s;
-  x ^= x >> 12;
-  x ^= x << 25;
-  x ^= x >> 27;
-  *s = x;
-  return x * 0x2545F4914F6CDD1Dull;
-}
-
 /* error.c */
 void sstm__set_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* A value of the user's quoted in a message ("'%.*s%s'", SSTM_QUOTE(s)),

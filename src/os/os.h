@@ -13,6 +13,18 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+/* ---- pseudo-random numbers ---- */
+/* xorshift64*: the engine's and the policies' generator (a per-descriptor
+ * or per-policy state, no shared word). *s must not be 0. */
+static inline uint64_t sstm__rand(uint64_t *s) {
+  uint64_t x = *s;
+  x ^= x >> 12;
+  x ^= x << 25;
+  x ^= x >> 27;
+  *s = x;
+  return x * 0x2545F4914F6CDD1Dull;
+}
+
 /* ---- os/time.c ---- */
 /* CLOCK_MONOTONIC in ns (vDSO: no system call). */
 uint64_t sstm__now_ns(void);
