@@ -103,6 +103,16 @@ for lib in libasan.so libubsan.so libtsan.so libitm.so; do
   fi
 done
 
+# Libraries the library and its programs build against, found by their
+# headers: hwloc (the machine's topology, for thread mapping), Scotch (the
+# static mapper the mapping is compared with), libuv (the request server's I/O
+# threads).
+for pair in hwloc.h:libhwloc-dev scotch/scotch.h:libscotch-dev uv.h:libuv1-dev; do
+  if [ ! -e "/usr/include/${pair%%:*}" ]; then
+    missing+=("${pair#*:}")
+  fi
+done
+
 if [ ${#missing[@]} -gt 0 ]; then
   apt_install "${missing[@]}"
 fi
