@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
-"""The policies (src/cm) reach the engine through its interfaces only.
+"""The policies (src/cm) reach the engine through its interfaces only, and the
+transactional stdio (src/libc) through the public API only.
 
 src/cm is compiled without src/core on its include path (src/CMakeLists.txt,
 schedstm_cm), so `#include "core/..."` does not build. This check covers
@@ -40,6 +41,31 @@ def strip_comments(text):
     return re.sub(r"//[^\n]*", " ", text)
 
 
+def check_libc(root, src, bad):
+    """The transactional stdio (src/libc) is built on the public API: it
+    includes only its own headers (libc/) and the OS layer's (os/), and uses
+    no engine name that include/, src/os/*.h or its own headers do not
+    declare. Returns the number of files checked."""
+    files = sorted(glob.glob(os.path.join(src, "libc", "*.[ch]")))
+    for p in files:
+        with open(p, encoding="utf-8") as f:
+            text = f.read()
+        for inc in INCLUDE.findall(text):
+            if ".." in inc.split("/") or not inc.startswith(("libc/", "os/")):
+                bad.append(f"{os.path.relpath(p, root)}: includes \"{inc}\" "
+                           f"(the stdio includes only libc/ and os/ headers)")
+    interface = glob.glob(os.path.join(root, "include", "**", "*.h"), recursive=True)
+    interface += glob.glob(os.path.join(src, "os", "*.h"))
+    interface += glob.glob(os.path.join(src, "libc", "*.h"))
+    allowed = names(interface)
+    engine = names(glob.glob(os.path.join(src, "core", "*.[ch]")))
+    for p in files:
+        for n in sorted(names([p]) & engine - allowed):
+            bad.append(f"{os.path.relpath(p, root)}: uses the engine's {n}, which no "
+                       f"public or os/ header declares")
+    return len(files)
+
+
 def main(argv):
     if len(argv) != 2:
         print("usage: check_layers.py SOURCE_DIR", file=sys.stderr)
@@ -70,11 +96,13 @@ def main(argv):
         for n in sorted(names([p]) & engine - allowed):
             bad.append(f"{os.path.relpath(p, root)}: uses the engine's {n}, which no "
                        f"interface header declares (src/iface/cm_services.h is the way)")
+    libc_files = check_libc(root, src, bad)
     for line in bad:
         print(line)
     if bad:
         return 1
     print(f"check_layers: {len(cm_files)} policy files use the engine through its interfaces only")
+    print(f"check_layers: {libc_files} stdio files use the public API, libc/ and os/ only")
     return 0
 
 

@@ -28,6 +28,7 @@
 #include <schedstm/hooks.h>
 #include <schedstm/sched.h>
 #include <schedstm/stats.h>
+#include <schedstm/stdio.h>
 #include <schedstm/thread.h>
 #include <schedstm/tx.h>
 

@@ -26,6 +26,7 @@ sstm_int_exe(itest_remote_abort STRESS SOURCES ${D}/remote_abort.c)
 sstm_int_exe(itest_free_traversal STRESS SOURCES ${D}/free_traversal.c)
 sstm_int_exe(itest_lanes STRESS SOURCES ${D}/lanes.c)
 sstm_int_exe(itest_privatize STRESS SOURCES ${D}/privatize.c)
+sstm_int_exe(itest_stdio STRESS SOURCES ${D}/stdio.c)
 sstm_int_exe(itest_syscalls SOURCES ${D}/syscalls.c ${CMAKE_CURRENT_SOURCE_DIR}/common/malloc_count.c
              ${CMAKE_CURRENT_SOURCE_DIR}/common/lock_count.c)
 # bank and opacity again through the inline read fast path
@@ -126,6 +127,15 @@ foreach(d etl ctl)
                 TIMEOUT 120 COMMAND itest_bank_inline ${d} suicide 8)
   sstm_add_test(NAME integration.opacity_inline.${d}.8 LABELS ${SSTM_STRESS_LABELS}
                 TIMEOUT 120 COMMAND itest_opacity_inline ${d} 8)
+  # The transactional stdio: random transactions on one shared stream
+  # against a sequential model in their serial order; a kill -9 before and
+  # after commits.
+  foreach(n 1 4 8)
+    sstm_add_test(NAME integration.stdio.${d}.model.${n} LABELS ${SSTM_STRESS_LABELS}
+                  TIMEOUT 120 COMMAND itest_stdio ${d} model ${n})
+  endforeach()
+  sstm_add_test(NAME integration.stdio.${d}.crash LABELS integration
+                TIMEOUT 60 COMMAND itest_stdio ${d} crash 1)
 endforeach()
 # Encounter-time locking with cfg.read_past off (every lock goes to the
 # policy) and all (update attempts pass running writers' locks too, and

@@ -1,0 +1,234 @@
+/* SPDX-License-Identifier: MIT */
+/** @file
+ * Transactional stdio: buffered streams that work inside transactions.
+ *
+ * A stream of this library (sstm_file_t) is an ISO C stdio stream whose
+ * state (the buffers, the position, the end-of-file and error indicators,
+ * the mirror of the kernel's file offset and the append position) is
+ * transactional data. Inside a transaction its operations are part of the
+ * transaction: they conflict with another transaction's operations on the
+ * same stream exactly as their accesses to that state do, and an attempt
+ * that aborts leaves neither a byte nor a position change behind. The
+ * design follows [Smiljkovic13] and goes further (docs/design/tm-libc.md):
+ *
+ * - Regular files never make a transaction irrevocable. Bytes written are
+ *   buffered, and bytes that leave the buffer inside a transaction are
+ *   handed to the kernel after the commit, by the committing thread, in the
+ *   order in which the transactions committed (pwrite(2) at the offset the
+ *   transaction computed). Reads use pread(2) at the stream's own position
+ *   (the kernel's offset is not moved), first waiting until every committed
+ *   write of the stream has reached the kernel.
+ * - Pipes, sockets and terminals make a transaction irrevocable
+ *   (sstm_become_irrevocable(): the transaction may restart once) only for
+ *   what cannot wait for the commit: a read that needs the kernel (the
+ *   buffer holds no unread byte), and sstm_fflush() inside a transaction.
+ *   Their writes otherwise also leave at commit, in commit order.
+ * - sstm_fseek() keeps the kernel's file offset equal to the new position
+ *   (for code that uses the descriptor, sstm_fileno()): the mirror of that
+ *   offset is written transactionally before the lseek(2), and an abort
+ *   moves the offset back.
+ *
+ * Outside a transaction each operation runs as a transaction of its own
+ * (so it is ordered with the transactions that use the stream like any
+ * other transaction); this needs a registered thread (sstm_thread_init()).
+ * On an unregistered thread the operations fail with errno EPERM.
+ *
+ * Visibility: what a committed transaction wrote is in the kernel when
+ * sstm_commit() (or sstm_run()) returns if it left the buffer (a full
+ * buffer, a write that does not continue the buffered bytes, sstm_fflush()
+ * in the transaction); the rest stays in the buffer, visible to the
+ * stream's readers in this process, until sstm_fflush() or sstm_fclose()
+ * outside a transaction, or a later overflow. After sstm_fflush() outside a
+ * transaction returns 0, every byte that a committed transaction wrote
+ * through the stream is in the kernel (a kill -9 then loses none of them);
+ * no byte of a transaction that has not committed ever reaches the kernel
+ * (except through a pipe, socket or terminal after sstm_fflush() in the
+ * transaction, which made it irrevocable: it will commit).
+ *
+ * Errors: functions report errors the stdio way (EOF, 0 or -1, and errno),
+ * and set the stream's error indicator. A write that fails after the commit
+ * (ENOSPC, EIO) is undone: none of that transaction's bytes for the stream
+ * stays in the file (bytes it overwrote are restored), the error indicator
+ * is set, and the next sstm_fflush() or sstm_fclose() returns EOF with that
+ * errno. EINTR and short writes are retried. A stream used after
+ * sstm_fclose() fails with errno EBADF (the library keeps a closed stream's
+ * header, not its buffers, for the next 1024 closes; a use after that is a
+ * use of freed memory, as with fclose(3)).
+ *
+ * Differences from ISO C: no ungetc, no wide characters, no setvbuf (the
+ * buffers are sstm_fopen()'s); mixing reads and writes needs no fflush or
+ * fseek in between; sstm_fprintf formats with vsnprintf(3), whose result is
+ * then written as by sstm_fwrite(); a stream opened for appending appends at
+ * the end of the file as this stream knows it (the size at open, advanced by
+ * its own writes, refreshed by sstm_fseek(f, 0, SEEK_END)), so appends by
+ * other processes are not seen before such a seek.
+ */
+#ifndef SCHEDSTM_STDIO_H
+#define SCHEDSTM_STDIO_H
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <sys/types.h>
+
+#include <schedstm/common.h>
+
+SSTM_EXTERN_C_BEGIN
+
+/** A transactional stream (opaque). */
+typedef struct sstm_file sstm_file_t;
+
+/** Open the file at path as a transactional stream, as fopen(3) does:
+ * mode is "r", "w", "a", "r+", "w+" or "a+", with optional 'b' (ignored),
+ * 'x' (O_EXCL) and 'e' (O_CLOEXEC). Call it outside a transaction; the
+ * thread need not be registered. Blocks only in open(2).
+ * @param path the file
+ * @param mode the fopen(3) mode
+ * @return the stream, or NULL with errno set (EINVAL for a bad mode or a
+ *         call inside a transaction, ENOMEM, or open(2)'s error) */
+SSTM_API sstm_file_t *sstm_fopen(const char *path, const char *mode);
+
+/** Make a transactional stream of an open file descriptor, as fdopen(3):
+ * mode must agree with the descriptor's access mode. The stream owns fd
+ * from then on (sstm_fclose() closes it). A regular file is read and
+ * written at the descriptor's current offset; anything else (pipe, socket,
+ * terminal) is a byte stream. Outside a transaction only.
+ * @param fd an open file descriptor
+ * @param mode the fdopen(3) mode
+ * @return the stream, or NULL with errno set (EINVAL, EBADF, ENOMEM) */
+SSTM_API sstm_file_t *sstm_fdopen(int fd, const char *mode);
+
+/** Flush and close a stream, outside a transaction, on a registered
+ * thread. Waits until every committed write of the stream is in the
+ * kernel. The stream must not be in use by another thread. A later use of
+ * f fails with EBADF (see the file comment).
+ * @param f the stream
+ * @return 0, or EOF with errno set (a write error of this flush or an
+ *         earlier deferred one, close(2)'s error; EBADF for a closed
+ *         stream, EINVAL inside a transaction, EPERM on an unregistered
+ *         thread); the stream is closed in every case but EINVAL and EPERM */
+SSTM_API int sstm_fclose(sstm_file_t *f);
+
+/** The stream's file descriptor (for fstat and the like; moving its offset
+ * behind the stream's back is not detected).
+ * @param f the stream
+ * @return the descriptor, or -1 with errno EBADF for a closed stream */
+SSTM_API int sstm_fileno(sstm_file_t *f);
+
+/** Read one byte, as fgetc(3).
+ * @param f the stream
+ * @return the byte as an unsigned char, or EOF at end of file (the EOF
+ *         indicator is set) or on error (the error indicator is set, errno) */
+SSTM_API int sstm_fgetc(sstm_file_t *f);
+
+/** Read a line of at most n - 1 bytes into s, as fgets(3).
+ * @param s the destination (private memory)
+ * @param n its size
+ * @param f the stream
+ * @return s, or NULL at end of file with nothing read, or on error */
+SSTM_API char *sstm_fgets(char *s, int n, sstm_file_t *f);
+
+/** Read up to nmemb items of size bytes into ptr, as fread(3).
+ * @param ptr the destination (private memory)
+ * @param size bytes per item
+ * @param nmemb number of items
+ * @param f the stream
+ * @return the number of whole items read (fewer at end of file or error) */
+SSTM_API size_t sstm_fread(void *ptr, size_t size, size_t nmemb, sstm_file_t *f);
+
+/** Read a line, growing *lineptr with realloc(3) as getline(3) does. The
+ * buffer belongs to the caller: an attempt that aborts may have grown it
+ * (*lineptr and *n then describe the grown buffer), never leaked it.
+ * @param lineptr the line buffer (*lineptr may be NULL)
+ * @param n its size
+ * @param f the stream
+ * @return the line's length, or -1 at end of file or on error (errno) */
+SSTM_API ssize_t sstm_getline(char **lineptr, size_t *n, sstm_file_t *f);
+
+/** Write one byte, as fputc(3).
+ * @param c the byte (converted to unsigned char)
+ * @param f the stream
+ * @return the byte written, or EOF on error */
+SSTM_API int sstm_fputc(int c, sstm_file_t *f);
+
+/** Write a string without its terminating NUL, as fputs(3).
+ * @param s the string
+ * @param f the stream
+ * @return a non-negative number, or EOF on error */
+SSTM_API int sstm_fputs(const char *s, sstm_file_t *f);
+
+/** Write nmemb items of size bytes, as fwrite(3).
+ * @param ptr the data (private memory)
+ * @param size bytes per item
+ * @param nmemb number of items
+ * @param f the stream
+ * @return nmemb, or 0 on error (nothing is written then) */
+SSTM_API size_t sstm_fwrite(const void *ptr, size_t size, size_t nmemb, sstm_file_t *f);
+
+/** Formatted output, as fprintf(3) (formatted with vsnprintf(3) into a
+ * private buffer, then written as by sstm_fwrite()).
+ * @param f the stream
+ * @param fmt the format
+ * @return the number of bytes written, or a negative number on error */
+SSTM_API int sstm_fprintf(sstm_file_t *f, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/** Formatted output with a va_list, as vfprintf(3).
+ * @param f the stream
+ * @param fmt the format
+ * @param ap the arguments
+ * @return the number of bytes written, or a negative number on error */
+SSTM_API int sstm_vfprintf(sstm_file_t *f, const char *fmt, va_list ap)
+    __attribute__((format(printf, 2, 0)));
+
+/** Set the position, as fseek(3) (whence SEEK_SET, SEEK_CUR or SEEK_END);
+ * clears the EOF indicator. On a regular file the kernel's offset is moved
+ * too, undone if the transaction aborts. SEEK_END waits until the
+ * stream's committed writes are in the kernel, then asks the kernel for
+ * the size (fstat(2)), counting the transaction's own pending writes.
+ * @param f the stream
+ * @param offset the offset
+ * @param whence SEEK_SET, SEEK_CUR or SEEK_END
+ * @return 0, or -1 with errno (EINVAL: bad whence or a negative position;
+ *         ESPIPE: not a regular file; EBADF) */
+SSTM_API int sstm_fseek(sstm_file_t *f, off_t offset, int whence);
+
+/** The position, as ftell(3).
+ * @param f the stream
+ * @return the position, or -1 with errno (ESPIPE for a byte stream, EBADF) */
+SSTM_API off_t sstm_ftell(sstm_file_t *f);
+
+/** sstm_fseek(f, 0, SEEK_SET) and sstm_clearerr(f), as rewind(3).
+ * @param f the stream */
+SSTM_API void sstm_rewind(sstm_file_t *f);
+
+/** Push buffered bytes out, as fflush(3). Outside a transaction: the
+ * buffered bytes and every committed write of the stream are in the kernel
+ * when it returns 0. Inside a transaction on a regular file: the buffered
+ * bytes leave with the commit (the transaction stays revocable). Inside a
+ * transaction on a pipe, socket or terminal: the transaction becomes
+ * irrevocable (it may restart once to do so) and the bytes are written
+ * now.
+ * @param f the stream
+ * @return 0, or EOF with errno (this write's error, or one of an earlier
+ *         deferred write, see the file comment) */
+SSTM_API int sstm_fflush(sstm_file_t *f);
+
+/** The end-of-file indicator, as feof(3).
+ * @param f the stream
+ * @return non-zero if set */
+SSTM_API int sstm_feof(sstm_file_t *f);
+
+/** The error indicator, as ferror(3) (also set by a deferred write that
+ * failed after its commit).
+ * @param f the stream
+ * @return non-zero if set */
+SSTM_API int sstm_ferror(sstm_file_t *f);
+
+/** Clear the end-of-file and error indicators, as clearerr(3) (also the
+ * pending error of a deferred write).
+ * @param f the stream */
+SSTM_API void sstm_clearerr(sstm_file_t *f);
+
+SSTM_EXTERN_C_END
+
+#endif /* SCHEDSTM_STDIO_H */

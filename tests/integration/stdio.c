@@ -1,0 +1,376 @@
+/* SPDX-License-Identifier: MIT */
+/* Integration: the transactional stdio (include/schedstm/stdio.h) under
+ * concurrency and crashes.
+ *
+ *   itest_stdio <etl|ctl> model <threads>
+ *     Threads run random transactions of writes (some larger than the
+ *     stream's buffer), reads, fgetc, seeks (SET, CUR, END) and ftell on
+ *     one shared stream of a regular file; some cancel, some restart once.
+ *     Each transaction also takes a number from a transactional counter,
+ *     which gives the serial order of the committed ones. Each keeps a log
+ *     of what its calls returned. After the run the logs are replayed, in
+ *     that order, on a sequential model of a file (bytes, size, position,
+ *     EOF): every result must match, and the file must equal the model
+ *     byte for byte; none of the cancelled transactions' bytes may appear
+ *     (their bytes are distinct). Checks also that no transaction went
+ *     irrevocable.
+ *   itest_stdio <etl|ctl> crash <unused>
+ *     A child commits records with sstm_fflush after each and reports them
+ *     through a pipe, then writes a large record in a transaction that
+ *     never commits; the parent kills it (SIGKILL) there. The file must hold
+ *     every reported record and no byte of the uncommitted one.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "runner.h"
+
+static char path[64];
+
+static void make_path(void) {
+  snprintf(path, sizeof path, "/tmp/sstm-itest-stdio-XXXXXX");
+  int fd = mkstemp(path);
+  CHECK_GE_I(fd, 0);
+  close(fd);
+}
+
+static size_t file_bytes(unsigned char **out) {
+  int fd = open(path, O_RDONLY);
+  CHECK_GE_I(fd, 0);
+  off_t n = lseek(fd, 0, SEEK_END);
+  CHECK_GE_I(n, 0);
+  unsigned char *b = malloc((size_t)n + 1);
+  CHECK_NOT_NULL(b);
+  CHECK_EQ_I(pread(fd, b, (size_t)n, 0), n);
+  close(fd);
+  *out = b;
+  return (size_t)n;
+}
+
+/* ---- model -------------------------------------------------------------- */
+
+enum { OP_WRITE, OP_READ, OP_GETC, OP_SEEK_SET, OP_SEEK_CUR, OP_SEEK_END, OP_TELL, OP_N };
+
+typedef struct logop {
+  int kind;
+  long arg;             /* write/read length, seek offset */
+  long res;             /* what the call returned */
+  int eof;              /* feof after a read */
+  unsigned char *bytes; /* written / read bytes */
+} logop_t;
+
+typedef struct txlog {
+  uint64_t order;
+  int n;
+  logop_t ops[4];
+} txlog_t;
+
+typedef struct shared {
+  sstm_file_t *f;
+  uint64_t counter; /* transactional: the serial order */
+  unsigned ntx;     /* transactions per thread */
+  txlog_t *logs[64];
+  unsigned nlogs[64];
+} shared_t;
+
+typedef struct body {
+  sstm_tt_t *t;
+  shared_t *s;
+  txlog_t log;
+  uint64_t seed; /* the transaction's plan: the same in every attempt */
+  int attempts;
+  int end;             /* 0 commit, 1 cancel, 2 restart once */
+  unsigned char *pool; /* this thread's write payloads */
+} body_t;
+
+static void free_log(txlog_t *l) {
+  for (int i = 0; i < l->n; i++)
+    free(l->ops[i].bytes);
+  l->n = 0;
+}
+
+static void tx_body(void *arg) {
+  body_t *b = arg;
+  b->attempts++;
+  free_log(&b->log); /* what an aborted attempt logged */
+  sstm_rng_t r;
+  sstm_rng_seed(&r, b->seed);
+  sstm_file_t *f = b->s->f;
+  int nops = 1 + (int)sstm_rng_below(&r, 4);
+  for (int i = 0; i < nops; i++) {
+    logop_t *o = &b->log.ops[i];
+    memset(o, 0, sizeof *o);
+    o->kind = (int)sstm_rng_below(&r, OP_N);
+    b->log.n = i + 1;
+    switch (o->kind) {
+    case OP_WRITE: {
+      o->arg = sstm_rng_below(&r, 8) == 0 ? 4000 + (long)sstm_rng_below(&r, 5000)
+                                          : 1 + (long)sstm_rng_below(&r, 60);
+      o->bytes = malloc((size_t)o->arg);
+      CHECK_NOT_NULL(o->bytes);
+      /* the pattern names the thread and the transaction's fate */
+      for (long k = 0; k < o->arg; k++)
+        o->bytes[k] = b->end == 1 ? '#' : (unsigned char)('a' + (b->t->idx * 5 + k) % 26);
+      o->res = (long)sstm_fwrite(o->bytes, 1, (size_t)o->arg, f);
+      break;
+    }
+    case OP_READ:
+      o->arg = 1 + (long)sstm_rng_below(&r, 6000);
+      o->bytes = malloc((size_t)o->arg);
+      CHECK_NOT_NULL(o->bytes);
+      o->res = (long)sstm_fread(o->bytes, 1, (size_t)o->arg, f);
+      o->eof = sstm_feof(f);
+      break;
+    case OP_GETC:
+      o->res = sstm_fgetc(f);
+      o->eof = sstm_feof(f);
+      break;
+    case OP_SEEK_SET:
+      o->arg = (long)sstm_rng_below(&r, 40000);
+      o->res = sstm_fseek(f, o->arg, SEEK_SET);
+      break;
+    case OP_SEEK_CUR:
+      o->arg = (long)sstm_rng_below(&r, 200) - 100;
+      o->res = sstm_fseek(f, o->arg, SEEK_CUR);
+      break;
+    case OP_SEEK_END:
+      o->arg = -(long)sstm_rng_below(&r, 50);
+      o->res = sstm_fseek(f, o->arg, SEEK_END);
+      break;
+    case OP_TELL: o->res = (long)sstm_ftell(f); break;
+    }
+  }
+  uint64_t ord = sstm_load_u64(&b->s->counter);
+  sstm_store_u64(&b->s->counter, ord + 1);
+  b->log.order = ord;
+  if (b->end == 1) sstm_cancel();
+  if (b->end == 2 && b->attempts == 1) sstm_restart();
+}
+
+static void model_thread(sstm_tt_t *t) {
+  shared_t *s = t->arg;
+  txlog_t *logs = calloc(s->ntx, sizeof *logs);
+  CHECK_NOT_NULL(logs);
+  unsigned n = 0;
+  for (unsigned i = 0; i < s->ntx; i++) {
+    body_t b = {.t = t, .s = s, .seed = sstm_rng_next(&t->rng)};
+    unsigned fate = (unsigned)sstm_rng_below(&t->rng, 10);
+    b.end = fate == 0 ? 1 : fate == 1 ? 2 : 0;
+    int rc = sstm_run(NULL, tx_body, &b);
+    if (rc == SSTM_ECANCELED) {
+      free_log(&b.log);
+      continue;
+    }
+    CHECK_OK(rc);
+    logs[n++] = b.log;
+  }
+  s->logs[t->idx] = logs;
+  s->nlogs[t->idx] = n;
+}
+
+typedef struct model {
+  unsigned char *b;
+  size_t size, cap, pos;
+  int eof;
+} model_t;
+
+static void model_grow(model_t *m, size_t need) {
+  if (need <= m->cap) return;
+  size_t nc = m->cap ? m->cap : 4096;
+  while (nc < need)
+    nc *= 2;
+  m->b = realloc(m->b, nc);
+  CHECK_NOT_NULL(m->b);
+  memset(m->b + m->cap, 0, nc - m->cap);
+  m->cap = nc;
+}
+
+static void replay(model_t *m, const txlog_t *l) {
+  for (int i = 0; i < l->n; i++) {
+    const logop_t *o = &l->ops[i];
+    switch (o->kind) {
+    case OP_WRITE:
+      CHECK_EQ_I(o->res, o->arg);
+      model_grow(m, m->pos + (size_t)o->arg);
+      memcpy(m->b + m->pos, o->bytes, (size_t)o->arg);
+      m->pos += (size_t)o->arg;
+      if (m->pos > m->size) m->size = m->pos;
+      break;
+    case OP_READ: {
+      size_t avail = m->pos < m->size ? m->size - m->pos : 0;
+      size_t want = (size_t)o->arg < avail ? (size_t)o->arg : avail;
+      CHECK_EQ_I(o->res, (long)want);
+      CHECK_EQ_MEM(o->bytes, m->b + m->pos, want);
+      m->pos += want;
+      if (want < (size_t)o->arg) m->eof = 1;
+      CHECK_EQ_I(o->eof, m->eof);
+      break;
+    }
+    case OP_GETC:
+      if (m->pos < m->size) {
+        CHECK_EQ_I(o->res, m->b[m->pos]);
+        m->pos++;
+      } else {
+        CHECK_EQ_I(o->res, EOF);
+        m->eof = 1;
+      }
+      CHECK_EQ_I(o->eof, m->eof);
+      break;
+    case OP_SEEK_SET:
+    case OP_SEEK_CUR:
+    case OP_SEEK_END: {
+      long base = o->kind == OP_SEEK_SET   ? 0
+                  : o->kind == OP_SEEK_CUR ? (long)m->pos
+                                           : (long)m->size;
+      if (base + o->arg < 0) {
+        CHECK_EQ_I(o->res, -1);
+      } else {
+        CHECK_EQ_I(o->res, 0);
+        m->pos = (size_t)(base + o->arg);
+        m->eof = 0;
+      }
+      break;
+    }
+    case OP_TELL: CHECK_EQ_I(o->res, (long)m->pos); break;
+    }
+  }
+}
+
+static int cmp_order(const void *a, const void *b) {
+  uint64_t x = ((const txlog_t *)a)->order, y = ((const txlog_t *)b)->order;
+  return x < y ? -1 : x > y;
+}
+
+static void run_model(unsigned nthreads) {
+  make_path();
+  static shared_t s;
+  s.f = sstm_fopen(path, "w+");
+  CHECK_NOT_NULL(s.f);
+  s.ntx = (unsigned)sstm_test_scaled(400, 40);
+  sstm_stats_t before, after;
+  CHECK_OK(sstm_stats_aggregate(&before));
+  sstm_test_run_threads(nthreads, true, model_thread, &s);
+  CHECK_OK(sstm_stats_aggregate(&after));
+  CHECK_EQ_U(after.commits_irrevocable, before.commits_irrevocable);
+  CHECK_EQ_I(sstm_ferror(s.f), 0);
+  CHECK_OK(sstm_fclose(s.f));
+  size_t total = 0;
+  for (unsigned i = 0; i < nthreads; i++)
+    total += s.nlogs[i];
+  txlog_t *all = malloc(total * sizeof *all);
+  CHECK_NOT_NULL(all);
+  size_t k = 0;
+  for (unsigned i = 0; i < nthreads; i++)
+    for (unsigned j = 0; j < s.nlogs[i]; j++)
+      all[k++] = s.logs[i][j];
+  qsort(all, total, sizeof *all, cmp_order);
+  for (size_t i = 0; i < total; i++)
+    CHECK_EQ_U(all[i].order, i); /* no gap, no duplicate */
+  model_t m = {0};
+  for (size_t i = 0; i < total; i++)
+    replay(&m, &all[i]);
+  unsigned char *fb;
+  size_t n = file_bytes(&fb);
+  CHECK_EQ_U(n, m.size);
+  CHECK_EQ_MEM(fb, m.b, n);
+  CHECK_EQ_PTR(memchr(fb, '#', n), NULL); /* no byte of a cancelled one */
+  printf("stdio model: %u threads, %zu committed transactions, file %zu bytes: ok\n", nthreads,
+         total, n);
+  free(fb);
+  free(m.b);
+  for (size_t i = 0; i < total; i++)
+    free_log(&all[i]);
+  free(all);
+  for (unsigned i = 0; i < nthreads; i++)
+    free(s.logs[i]);
+  unlink(path);
+}
+
+/* ---- crash ---------------------------------------------------------------- */
+
+static void run_crash(void) {
+  make_path();
+  int p[2];
+  CHECK_EQ_I(pipe(p), 0);
+  pid_t pid = sstm_test_fork();
+  CHECK_GE_I(pid, 0);
+  if (pid == 0) {
+    close(p[0]);
+    sstm_file_t *f = sstm_fopen(path, "w");
+    if (f == NULL) _exit(3);
+    for (int k = 0; k < 200; k++) {
+      SSTM_ATOMIC_BEGIN(NULL)
+        sstm_fprintf(f, "record %03d\n", k);
+      SSTM_ATOMIC_END();
+      if (k % 7 == 6) {
+        if (sstm_fflush(f) != 0) _exit(4);
+        if (write(p[1], &k, sizeof k) != sizeof k) _exit(5);
+      }
+    }
+    if (sstm_fflush(f) != 0) _exit(4);
+    int last = 199;
+    if (write(p[1], &last, sizeof last) != sizeof last) _exit(5);
+    static char junk[20000];
+    memset(junk, '#', sizeof junk);
+    SSTM_ATOMIC_BEGIN(NULL)
+      sstm_fwrite(junk, 1, sizeof junk, f); /* records, deferred to commit */
+      sstm_fflush(f);
+      int done = -1;
+      if (write(p[1], &done, sizeof done) != sizeof done) _exit(5);
+      for (;;)
+        pause(); /* killed here, before the commit */
+    SSTM_ATOMIC_END();
+    _exit(6);
+  }
+  close(p[1]);
+  int last = -2, v;
+  while (read(p[0], &v, sizeof v) == sizeof v) {
+    if (v == -1) break;
+    last = v;
+  }
+  CHECK_EQ_I(v, -1);
+  CHECK_EQ_I(kill(pid, SIGKILL), 0);
+  int st;
+  CHECK_EQ_I(waitpid(pid, &st, 0), pid);
+  CHECK_TRUE(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
+  close(p[0]);
+  unsigned char *fb;
+  size_t n = file_bytes(&fb);
+  CHECK_EQ_I(last, 199);
+  CHECK_EQ_U(n, 200u * 11u);
+  for (int k = 0; k < 200; k++) {
+    char want[16];
+    snprintf(want, sizeof want, "record %03d\n", k);
+    CHECK_EQ_MEM(fb + 11 * k, want, 11);
+  }
+  CHECK_EQ_PTR(memchr(fb, '#', n), NULL);
+  printf("stdio crash: %zu bytes, every committed record, nothing of the killed one: ok\n", n);
+  free(fb);
+  unlink(path);
+}
+
+int main(int argc, char **argv) {
+  if (argc != 4) {
+    fprintf(stderr, "usage: %s etl|ctl model|crash THREADS\n", argv[0]);
+    return 2;
+  }
+  sstm_test_setup("stdio", argc, argv);
+  setenv("SSTM_TEST_DESIGN", argv[1], 1);
+  sstm_test_init();
+  if (strcmp(argv[2], "model") == 0)
+    run_model((unsigned)atoi(argv[3]));
+  else if (strcmp(argv[2], "crash") == 0)
+    run_crash();
+  else {
+    fprintf(stderr, "unknown case %s\n", argv[2]);
+    return 2;
+  }
+  sstm_test_fini();
+  return 0;
+}

@@ -1,0 +1,179 @@
+/* SPDX-License-Identifier: MIT */
+/* The transactional stdio's system calls fail (src/libc/sys.h, the seam):
+ * ENOSPC in the middle of a committed batch, EINTR and short writes, a
+ * failing read. Errors must be reported with their errno, and a batch
+ * that fails must leave none of its bytes in the file. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "libc/sys.h"
+#include "runner.h"
+
+static char path[64];
+
+static struct {
+  int pwrite_calls;
+  int fail_at;     /* pwrite call number that fails (after a partial write) */
+  int fail_errno;  /* its errno */
+  int eintr_every; /* every Nth call of pwrite and pread returns EINTR */
+  size_t chunk;    /* largest count one pwrite writes (short writes) */
+  int pread_calls;
+  int pread_errno; /* pread fails with it */
+} fi;
+
+static ssize_t fi_pwrite(int fd, const void *b, size_t n, off_t off) {
+  int call = ++fi.pwrite_calls;
+  if (fi.eintr_every && call % fi.eintr_every == 0) {
+    errno = EINTR;
+    return -1;
+  }
+  if (fi.fail_at && call == fi.fail_at) {
+    errno = fi.fail_errno;
+    return -1;
+  }
+  if (fi.chunk && n > fi.chunk) n = fi.chunk;
+  return pwrite(fd, b, n, off);
+}
+
+static ssize_t fi_pread(int fd, void *b, size_t n, off_t off) {
+  int call = ++fi.pread_calls;
+  if (fi.pread_errno) {
+    errno = fi.pread_errno;
+    return -1;
+  }
+  if (fi.eintr_every && call % fi.eintr_every == 0) {
+    errno = EINTR;
+    return -1;
+  }
+  return pread(fd, b, n, off);
+}
+
+static sstm__stdio_sys_t fi_sys;
+
+static void setup(void) {
+  sstm_test_init();
+  memset(&fi, 0, sizeof fi);
+  fi_sys = sstm__stdio_sys_default;
+  fi_sys.pwrite = fi_pwrite;
+  fi_sys.pread = fi_pread;
+  sstm__stdio_sys = &fi_sys;
+  snprintf(path, sizeof path, "/tmp/sstm-faults-XXXXXX");
+  int fd = mkstemp(path);
+  CHECK_GE_I(fd, 0);
+  static char a[100];
+  memset(a, 'A', sizeof a);
+  CHECK_EQ_I(write(fd, a, sizeof a), 100);
+  close(fd);
+}
+
+static void teardown(void) {
+  sstm__stdio_sys = &sstm__stdio_sys_default;
+  unlink(path);
+  sstm_test_fini();
+}
+
+static size_t contents(unsigned char *buf, size_t cap) {
+  int fd = open(path, O_RDONLY);
+  CHECK_GE_I(fd, 0);
+  ssize_t n = pread(fd, buf, cap, 0);
+  CHECK_GE_I(n, 0);
+  close(fd);
+  return (size_t)n;
+}
+
+static unsigned char big[12000];
+
+TEST(enospc_in_a_committed_batch_leaves_none_of_its_bytes) {
+  setup();
+  sstm_file_t *f = sstm_fopen(path, "r+");
+  CHECK_NOT_NULL(f);
+  memset(big, 'B', sizeof big);
+  fi.chunk = 1000; /* each pwrite writes 1000 bytes at most */
+  fi.fail_at = 5;  /* 4000 bytes are in the file when it fails */
+  fi.fail_errno = ENOSPC;
+  SSTM_ATOMIC_BEGIN(NULL)
+    CHECK_EQ_I(sstm_fseek(f, 50, SEEK_SET), 0);
+    CHECK_EQ_U(sstm_fwrite(big, 1, 6000, f), 6000); /* overwrites 50..99, extends */
+  SSTM_ATOMIC_END();
+  CHECK_GE_I(fi.pwrite_calls, 5);
+  CHECK_TRUE(sstm_ferror(f));
+  errno = 0;
+  CHECK_EQ_I(sstm_fflush(f), EOF);
+  CHECK_EQ_I(errno, ENOSPC);
+  CHECK_TRUE(sstm_ferror(f)); /* reported, still set */
+  unsigned char buf[200];
+  CHECK_EQ_U(contents(buf, sizeof buf), 100);
+  for (int i = 0; i < 100; i++)
+    CHECK_EQ_I(buf[i], 'A');
+  sstm_clearerr(f);
+  CHECK_FALSE(sstm_ferror(f));
+  CHECK_OK(sstm_fflush(f));
+  fi.fail_at = 0;
+  CHECK_OK(sstm_fclose(f));
+  teardown();
+}
+
+TEST(failed_batch_is_reported_by_fclose) {
+  setup();
+  sstm_file_t *f = sstm_fopen(path, "a");
+  CHECK_NOT_NULL(f);
+  memset(big, 'C', sizeof big);
+  fi.fail_at = 1;
+  fi.fail_errno = EIO;
+  CHECK_EQ_U(sstm_fwrite(big, 1, 5000, f), 5000); /* a transaction of its own */
+  errno = 0;
+  CHECK_EQ_I(sstm_fclose(f), EOF);
+  CHECK_EQ_I(errno, EIO);
+  unsigned char buf[200];
+  CHECK_EQ_U(contents(buf, sizeof buf), 100);
+  teardown();
+}
+
+TEST(eintr_and_short_writes_are_retried) {
+  setup();
+  sstm_file_t *f = sstm_fopen(path, "r+");
+  CHECK_NOT_NULL(f);
+  for (size_t i = 0; i < sizeof big; i++)
+    big[i] = (unsigned char)('a' + i % 26);
+  fi.chunk = 777;
+  fi.eintr_every = 3;
+  SSTM_ATOMIC_BEGIN(NULL)
+    CHECK_EQ_U(sstm_fwrite(big, 1, sizeof big, f), sizeof big);
+  SSTM_ATOMIC_END();
+  CHECK_OK(sstm_fflush(f));
+  CHECK_FALSE(sstm_ferror(f));
+  sstm_rewind(f);
+  static unsigned char back[12000];
+  CHECK_EQ_U(sstm_fread(back, 1, sizeof back, f), sizeof back); /* preads with EINTR */
+  CHECK_EQ_MEM(back, big, sizeof big);
+  CHECK_GT_I(fi.pread_calls, 3);
+  CHECK_OK(sstm_fclose(f));
+  unsigned char buf[sizeof big];
+  CHECK_EQ_U(contents(buf, sizeof buf), sizeof big);
+  CHECK_EQ_MEM(buf, big, sizeof big);
+  teardown();
+}
+
+TEST(read_error_sets_the_error_indicator) {
+  setup();
+  sstm_file_t *f = sstm_fopen(path, "r");
+  CHECK_NOT_NULL(f);
+  fi.pread_errno = EIO;
+  errno = 0;
+  CHECK_EQ_I(sstm_fgetc(f), EOF);
+  CHECK_EQ_I(errno, EIO);
+  CHECK_TRUE(sstm_ferror(f));
+  CHECK_FALSE(sstm_feof(f));
+  CHECK_EQ_I(sstm_ftell(f), 0);
+  fi.pread_errno = 0;
+  sstm_clearerr(f);
+  CHECK_EQ_I(sstm_fgetc(f), 'A');
+  CHECK_OK(sstm_fclose(f));
+  teardown();
+}
+
+SSTM_TEST_MAIN()

@@ -1,0 +1,320 @@
+/* SPDX-License-Identifier: MIT */
+/* Unit tests: the transactional stdio (include/schedstm/stdio.h) on one
+ * thread: the ISO C behaviour of each call inside and outside
+ * transactions, rollback of bytes, positions and kernel offsets, the
+ * irrevocability rules (regular files never, pipes only to read or flush),
+ * and the error contract. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "runner.h"
+
+static char path[64];
+
+static void setup(void) {
+  sstm_test_init();
+  snprintf(path, sizeof path, "/tmp/sstm-stdio-XXXXXX");
+  int fd = mkstemp(path);
+  CHECK_GE_I(fd, 0);
+  close(fd);
+}
+
+static void teardown(void) {
+  unlink(path);
+  sstm_test_fini();
+}
+
+/* The file's bytes (plain read(2)); returns the length. */
+static size_t contents(char *buf, size_t cap) {
+  int fd = open(path, O_RDONLY);
+  CHECK_GE_I(fd, 0);
+  size_t n = 0;
+  for (;;) {
+    ssize_t r = read(fd, buf + n, cap - n);
+    CHECK_GE_I(r, 0);
+    if (r == 0) break;
+    n += (size_t)r;
+  }
+  close(fd);
+  return n;
+}
+
+static uint64_t irrevocable_commits(void) {
+  sstm_stats_t st;
+  CHECK_OK(sstm_stats_get(sstm_self(), &st));
+  return st.commits_irrevocable;
+}
+
+TEST(write_then_read_outside_transactions) {
+  setup();
+  sstm_file_t *f = sstm_fopen(path, "w+");
+  CHECK_NOT_NULL(f);
+  CHECK_EQ_I(sstm_fputc('a', f), 'a');
+  CHECK_GE_I(sstm_fputs("bc\nline two\n", f), 0);
+  CHECK_EQ_U(sstm_fwrite("xyz", 1, 3, f), 3);
+  CHECK_EQ_I(sstm_fprintf(f, "%d-%s", 42, "end"), 6);
+  CHECK_EQ_I(sstm_ftell(f), 22);
+  sstm_rewind(f);
+  CHECK_EQ_I(sstm_fgetc(f), 'a');
+  char line[64];
+  CHECK_NOT_NULL(sstm_fgets(line, sizeof line, f));
+  CHECK_EQ_STR(line, "bc\n");
+  char *lp = NULL;
+  size_t lc = 0;
+  CHECK_EQ_I(sstm_getline(&lp, &lc, f), 9);
+  CHECK_EQ_STR(lp, "line two\n");
+  free(lp);
+  char rest[16] = {0};
+  CHECK_EQ_U(sstm_fread(rest, 1, sizeof rest, f), 9);
+  CHECK_EQ_MEM(rest, "xyz42-end", 9);
+  CHECK_TRUE(sstm_feof(f));
+  CHECK_EQ_I(sstm_fgetc(f), EOF);
+  sstm_clearerr(f);
+  CHECK_FALSE(sstm_feof(f));
+  CHECK_OK(sstm_fclose(f));
+  char buf[64];
+  CHECK_EQ_U(contents(buf, sizeof buf), 22);
+  CHECK_EQ_MEM(buf, "abc\nline two\nxyz42-end", 22);
+  teardown();
+}
+
+static volatile int attempts;
+
+TEST(aborted_transaction_leaves_no_byte_and_no_position_change) {
+  setup();
+  sstm_file_t *f = sstm_fopen(path, "w+");
+  CHECK_NOT_NULL(f);
+  CHECK_GE_I(sstm_fputs("keep", f), 0);
+  CHECK_OK(sstm_fflush(f));
+  char big[10000];
+  memset(big, 'z', sizeof big);
+  attempts = 0;
+  SSTM_ATOMIC_BEGIN(NULL)
+    attempts++;
+    sstm_fputs("lost", f);
+    sstm_fwrite(big, 1, sizeof big, f); /* beyond the buffer: a deferred record */
+    sstm_fseek(f, 1, SEEK_SET);
+    if (attempts == 1) sstm_restart();
+    sstm_cancel();
+  SSTM_ATOMIC_END();
+  CHECK_EQ_I(attempts, 2);
+  CHECK_EQ_I(sstm_ftell(f), 4);
+  CHECK_EQ_I(lseek(sstm_fileno(f), 0, SEEK_CUR), 0); /* the lseek was undone */
+  CHECK_OK(sstm_fflush(f));
+  char buf[64];
+  CHECK_EQ_U(contents(buf, sizeof buf), 4);
+  CHECK_EQ_MEM(buf, "keep", 4);
+  CHECK_OK(sstm_fclose(f));
+  teardown();
+}
+
+TEST(committed_seek_moves_the_kernel_offset) {
+  setup();
+  sstm_file_t *f = sstm_fopen(path, "w+");
+  CHECK_NOT_NULL(f);
+  CHECK_GE_I(sstm_fputs("0123456789", f), 0);
+  SSTM_ATOMIC_BEGIN(NULL)
+    CHECK_EQ_I(sstm_fseek(f, -3, SEEK_END), 0);
+    CHECK_EQ_I(sstm_ftell(f), 7);
+  SSTM_ATOMIC_END();
+  CHECK_EQ_I(lseek(sstm_fileno(f), 0, SEEK_CUR), 7);
+  CHECK_EQ_I(sstm_fgetc(f), '7');
+  CHECK_EQ_I(sstm_fseek(f, 0, 99), -1);
+  CHECK_EQ_I(errno, EINVAL);
+  CHECK_EQ_I(sstm_fseek(f, -20, SEEK_CUR), -1);
+  CHECK_EQ_I(errno, EINVAL);
+  CHECK_EQ_I(sstm_ftell(f), 8);
+  CHECK_OK(sstm_fclose(f));
+  teardown();
+}
+
+TEST(transaction_reads_its_own_writes_across_spills) {
+  setup();
+  sstm_file_t *f = sstm_fopen(path, "w+");
+  CHECK_NOT_NULL(f);
+  static char big[9000], back[9000];
+  for (size_t i = 0; i < sizeof big; i++)
+    big[i] = (char)('a' + i % 26);
+  SSTM_ATOMIC_BEGIN(NULL)
+    CHECK_EQ_U(sstm_fwrite(big, 1, 5000, f), 5000);
+    CHECK_EQ_U(sstm_fwrite(big + 5000, 1, 4000, f), 4000);
+    CHECK_EQ_I(sstm_fseek(f, 100, SEEK_SET), 0);
+    CHECK_EQ_U(sstm_fread(back, 1, 8900, f), 8900);
+    CHECK_EQ_MEM(back, big + 100, 8900);
+    CHECK_EQ_I(sstm_fseek(f, 0, SEEK_END), 0);
+    CHECK_EQ_I(sstm_ftell(f), 9000);
+  SSTM_ATOMIC_END();
+  CHECK_OK(sstm_fflush(f));
+  static char buf[10000];
+  CHECK_EQ_U(contents(buf, sizeof buf), 9000);
+  CHECK_EQ_MEM(buf, big, 9000);
+  CHECK_OK(sstm_fclose(f));
+  teardown();
+}
+
+TEST(regular_file_transactions_never_go_irrevocable) {
+  setup();
+  sstm_file_t *f = sstm_fopen(path, "w+");
+  CHECK_NOT_NULL(f);
+  uint64_t before = irrevocable_commits();
+  for (int i = 0; i < 3000; i++) {
+    SSTM_ATOMIC_BEGIN(NULL)
+      sstm_fprintf(f, "%04d\n", i);
+      if (i % 100 == 99) sstm_fflush(f);
+    SSTM_ATOMIC_END();
+  }
+  SSTM_ATOMIC_BEGIN(NULL)
+    sstm_rewind(f);
+    char line[16];
+    for (int i = 0; i < 3000; i++) {
+      CHECK_NOT_NULL(sstm_fgets(line, sizeof line, f));
+      CHECK_EQ_I(atoi(line), i);
+    }
+    CHECK_EQ_I(sstm_fgetc(f), EOF);
+  SSTM_ATOMIC_END();
+  CHECK_EQ_U(irrevocable_commits(), before);
+  CHECK_OK(sstm_fclose(f));
+  char buf[16000];
+  CHECK_EQ_U(contents(buf, sizeof buf), 15000);
+  teardown();
+}
+
+TEST(append_mode_appends_in_commit_order) {
+  setup();
+  sstm_file_t *f = sstm_fopen(path, "w");
+  CHECK_GE_I(sstm_fputs("head;", f), 0);
+  CHECK_OK(sstm_fclose(f));
+  sstm_file_t *a = sstm_fopen(path, "a+");
+  CHECK_NOT_NULL(a);
+  attempts = 0;
+  SSTM_ATOMIC_BEGIN(NULL)
+    attempts++;
+    sstm_fputs("one;", a);
+    if (attempts == 1) sstm_restart(); /* the append position rolls back */
+  SSTM_ATOMIC_END();
+  CHECK_EQ_I(sstm_ftell(a), 9);
+  CHECK_EQ_I(sstm_fseek(a, 0, SEEK_SET), 0);
+  CHECK_GE_I(sstm_fputs("two;", a), 0); /* appends whatever the position */
+  CHECK_EQ_I(sstm_ftell(a), 13);
+  CHECK_OK(sstm_fclose(a));
+  char buf[64];
+  CHECK_EQ_U(contents(buf, sizeof buf), 13);
+  CHECK_EQ_MEM(buf, "head;one;two;", 13);
+  teardown();
+}
+
+TEST(use_after_close_fails_with_ebadf) {
+  setup();
+  sstm_file_t *f = sstm_fopen(path, "w+");
+  CHECK_NOT_NULL(f);
+  CHECK_OK(sstm_fclose(f));
+  errno = 0;
+  CHECK_EQ_I(sstm_fputc('x', f), EOF);
+  CHECK_EQ_I(errno, EBADF);
+  errno = 0;
+  CHECK_EQ_I(sstm_fgetc(f), EOF);
+  CHECK_EQ_I(errno, EBADF);
+  CHECK_EQ_I(sstm_fclose(f), EOF);
+  CHECK_EQ_I(errno, EBADF);
+  CHECK_EQ_I(sstm_fileno(f), -1);
+  CHECK_EQ_I(sstm_ftell(f), -1);
+  CHECK_EQ_I(errno, EBADF);
+  teardown();
+}
+
+TEST(bad_arguments_are_refused) {
+  setup();
+  errno = 0;
+  CHECK_NULL(sstm_fopen(path, "q"));
+  CHECK_EQ_I(errno, EINVAL);
+  CHECK_NULL(sstm_fopen(path, "rz"));
+  CHECK_EQ_I(errno, EINVAL);
+  CHECK_NULL(sstm_fopen("/nonexistent-dir/x", "r"));
+  CHECK_EQ_I(errno, ENOENT);
+  CHECK_NULL(sstm_fdopen(-1, "r"));
+  CHECK_EQ_I(errno, EBADF);
+  int fd = open(path, O_RDONLY);
+  CHECK_NULL(sstm_fdopen(fd, "w"));
+  CHECK_EQ_I(errno, EINVAL);
+  close(fd);
+  sstm_file_t *f = sstm_fopen(path, "r");
+  CHECK_EQ_I(sstm_fputc('x', f), EOF);
+  CHECK_EQ_I(errno, EBADF);
+  CHECK_TRUE(sstm_ferror(f));
+  SSTM_ATOMIC_BEGIN(NULL)
+    CHECK_NULL(sstm_fopen(path, "r"));
+    CHECK_EQ_I(sstm_fclose(f), EOF);
+    CHECK_EQ_I(errno, EINVAL);
+  SSTM_ATOMIC_END();
+  CHECK_OK(sstm_fclose(f));
+  teardown();
+}
+
+static void *unregistered(void *arg) {
+  sstm_file_t *f = arg;
+  errno = 0;
+  int r = sstm_fputc('x', f);
+  return (void *)(intptr_t)(r == EOF && errno == EPERM);
+}
+
+TEST(unregistered_thread_gets_eperm) {
+  setup();
+  sstm_file_t *f = sstm_fopen(path, "w");
+  pthread_t t;
+  void *ok;
+  CHECK_EQ_I(pthread_create(&t, NULL, unregistered, f), 0);
+  CHECK_EQ_I(pthread_join(t, &ok), 0);
+  CHECK_TRUE(ok != NULL);
+  CHECK_OK(sstm_fclose(f));
+  teardown();
+}
+
+TEST(pipe_goes_irrevocable_only_to_read_or_flush) {
+  setup();
+  int p[2];
+  CHECK_EQ_I(pipe(p), 0);
+  sstm_file_t *r = sstm_fdopen(p[0], "r");
+  sstm_file_t *w = sstm_fdopen(p[1], "w");
+  CHECK_NOT_NULL(r);
+  CHECK_NOT_NULL(w);
+  uint64_t base = irrevocable_commits();
+  SSTM_ATOMIC_BEGIN(NULL)
+    sstm_fputs("hello\n", w); /* buffered: stays revocable */
+  SSTM_ATOMIC_END();
+  CHECK_EQ_U(irrevocable_commits(), base);
+  attempts = 0;
+  SSTM_ATOMIC_BEGIN(NULL)
+    attempts++;
+    sstm_fputs("world\n", w);
+    CHECK_EQ_I(sstm_fflush(w), 0); /* must leave now: irrevocable */
+  SSTM_ATOMIC_END();
+  CHECK_EQ_U(irrevocable_commits(), base + 1);
+  char line[32];
+  SSTM_ATOMIC_BEGIN(NULL)
+    CHECK_NOT_NULL(sstm_fgets(line, sizeof line, r)); /* needs read(2) */
+  SSTM_ATOMIC_END();
+  CHECK_EQ_STR(line, "hello\n");
+  CHECK_EQ_U(irrevocable_commits(), base + 2);
+  SSTM_ATOMIC_BEGIN(NULL)
+    CHECK_NOT_NULL(sstm_fgets(line, sizeof line, r)); /* from the buffer */
+  SSTM_ATOMIC_END();
+  CHECK_EQ_STR(line, "world\n");
+  CHECK_EQ_U(irrevocable_commits(), base + 2);
+  CHECK_EQ_I(sstm_ftell(r), -1);
+  CHECK_EQ_I(errno, ESPIPE);
+  CHECK_EQ_I(sstm_fseek(r, 0, SEEK_SET), -1);
+  CHECK_EQ_I(errno, ESPIPE);
+  CHECK_OK(sstm_fclose(w));
+  CHECK_EQ_I(sstm_fgetc(r), EOF);
+  CHECK_TRUE(sstm_feof(r));
+  CHECK_OK(sstm_fclose(r));
+  teardown();
+}
+
+SSTM_TEST_MAIN()
