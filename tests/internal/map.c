@@ -1,0 +1,493 @@
+/* SPDX-License-Identifier: MIT */
+/* Internal tests of the mapping subsystem (src/map/mapping.h), on hwloc
+ * synthetic topologies (so they mean the same on any machine, also one
+ * where hwloc sees 2 CPUs) and on the running machine:
+ *  - topology: PU, core and level counts, hop distances, OS indexes, a
+ *    single-core topology, XML round trip, malformed descriptions;
+ *  - the cost model against hand-computed sums;
+ *  - the static placements (compact, scatter, round-robin) PU by PU;
+ *  - the sharing-aware mapper on known patterns: pairs land on one core,
+ *    ring neighbours on contiguous arcs (optimal cost), two clusters on two
+ *    packages, all-to-all as a permutation, more threads than PUs, fewer
+ *    threads than cores (one per core unless SSTM_MAP_USE_SMT), a random
+ *    clustered matrix at least as good as every static placement, and bad
+ *    matrices refused;
+ *  - the matrix file: round trip, comments and CRLF, and every kind of
+ *    malformed file with the line and column of the fault.
+ */
+#define _GNU_SOURCE /* fmemopen, CPU_SETSIZE */
+#include <hwloc.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../common/check.h"
+#include "../common/runner.h"
+#include "map/mapping.h"
+
+static char err[256];
+
+static sstm_topo_t *synth(const char *desc) {
+  sstm_topo_t *t = NULL;
+  err[0] = '\0';
+  int rc = sstm__topo_load_synthetic(desc, &t, err, sizeof err);
+  CHECK_MSG(rc == 0, "load \"%s\": %d %s", desc, rc, err);
+  return t;
+}
+
+static uint64_t *matrix(unsigned n) { return calloc((size_t)n * n, sizeof(uint64_t)); }
+
+static void link_w(uint64_t *m, unsigned n, unsigned a, unsigned b, uint64_t w) {
+  m[(size_t)a * n + b] = m[(size_t)b * n + a] = w;
+}
+
+#define XEON "Package:8 [NUMANode] L3Cache:1 L2Cache:12 L1dCache:1 Core:1 PU:2"
+#define OPTERON "Package:4 Group:2 [NUMANode] L3Cache:1 L2Cache:4 Core:2 PU:1"
+
+TEST(topology_xeon_levels_and_distances) {
+  sstm_topo_t *t = synth(XEON);
+  CHECK_EQ_U(sstm__topo_npus(t), 192);
+  CHECK_EQ_U(sstm__topo_ncores(t), 96);
+  CHECK_EQ_U(sstm__topo_depth(t), 3); /* package, core, PU */
+  CHECK_FALSE(sstm__topo_single_core(t));
+  CHECK_CONTAINS(sstm__topo_describe(t), "Package:8");
+  CHECK_CONTAINS(sstm__topo_describe(t), "PU:192");
+  CHECK_CONTAINS(sstm__topo_describe(t), "8 NUMA nodes");
+  CHECK_EQ_U(sstm__topo_distance(t, 5, 5), 0);
+  CHECK_EQ_U(sstm__topo_distance(t, 0, 1), 1);   /* SMT siblings */
+  CHECK_EQ_U(sstm__topo_distance(t, 0, 2), 2);   /* same package */
+  CHECK_EQ_U(sstm__topo_distance(t, 0, 23), 2);  /* last PU of package 0 */
+  CHECK_EQ_U(sstm__topo_distance(t, 0, 24), 3);  /* next package */
+  CHECK_EQ_U(sstm__topo_distance(t, 191, 0), 3); /* symmetric */
+  CHECK_EQ_U(sstm__topo_core_of(t, 0), 0);
+  CHECK_EQ_U(sstm__topo_core_of(t, 1), 0);
+  CHECK_EQ_U(sstm__topo_core_of(t, 191), 95);
+  CHECK_EQ_I(sstm__topo_os_index(t, 77), 77);
+  sstm__topo_free(t);
+}
+
+TEST(topology_opteron_levels_and_distances) {
+  sstm_topo_t *t = synth(OPTERON);
+  CHECK_EQ_U(sstm__topo_npus(t), 64);
+  CHECK_EQ_U(sstm__topo_ncores(t), 64);
+  CHECK_EQ_U(sstm__topo_depth(t), 4);           /* package, die (NUMA, L3), L2 module, core */
+  CHECK_EQ_U(sstm__topo_distance(t, 0, 1), 1);  /* one module's two cores */
+  CHECK_EQ_U(sstm__topo_distance(t, 0, 2), 2);  /* one die, one NUMA node */
+  CHECK_EQ_U(sstm__topo_distance(t, 0, 8), 3);  /* the package's other die */
+  CHECK_EQ_U(sstm__topo_distance(t, 0, 16), 4); /* another package */
+  CHECK_CONTAINS(sstm__topo_describe(t), "8 NUMA nodes");
+  sstm__topo_free(t);
+}
+
+TEST(topology_single_core) {
+  sstm_topo_t *t = synth("Core:1 PU:2");
+  CHECK_EQ_U(sstm__topo_npus(t), 2);
+  CHECK_EQ_U(sstm__topo_ncores(t), 1);
+  CHECK_TRUE(sstm__topo_single_core(t));
+  CHECK_EQ_U(sstm__topo_depth(t), 1);
+  sstm__topo_free(t);
+  t = synth("PU:1");
+  CHECK_EQ_U(sstm__topo_npus(t), 1);
+  CHECK_EQ_U(sstm__topo_depth(t), 0);
+  CHECK_TRUE(sstm__topo_single_core(t));
+  CHECK_EQ_STR(sstm__topo_describe(t), "PU:1");
+  /* Every thread maps to the one PU, at no cost. */
+  uint64_t *m = matrix(3);
+  link_w(m, 3, 0, 1, 9);
+  link_w(m, 3, 1, 2, 4);
+  unsigned pu[3] = {7, 7, 7};
+  CHECK_OK(sstm__map_compute(t, m, 3, 0, pu, err, sizeof err));
+  for (unsigned i = 0; i < 3; i++)
+    CHECK_EQ_U(pu[i], 0);
+  CHECK_EQ_U(sstm__map_cost(t, m, 3, pu), 0);
+  CHECK_OK(sstm__map_static(t, SSTM_MAP_SCATTER, 3, pu, err, sizeof err));
+  for (unsigned i = 0; i < 3; i++)
+    CHECK_EQ_U(pu[i], 0);
+  free(m);
+  sstm__topo_free(t);
+}
+
+TEST(topology_of_the_running_machine) {
+  sstm_topo_t *t = NULL;
+  CHECK_RC(sstm__topo_load_system(&t, err, sizeof err), 0);
+  unsigned n = sstm__topo_npus(t);
+  CHECK_GE_U(n, 1);
+  cpu_set_t allowed;
+  CHECK_EQ_I(sched_getaffinity(0, sizeof allowed, &allowed), 0);
+  CHECK_LE_U(n, (unsigned)CPU_COUNT(&allowed));
+  for (unsigned p = 0; p < n; p++) {
+    int os = sstm__topo_os_index(t, p);
+    CHECK_TRUE(os >= 0 && os < CPU_SETSIZE);
+    CHECK_TRUE(CPU_ISSET(os, &allowed));
+    for (unsigned q = 0; q < n; q++)
+      CHECK_EQ_U(sstm__topo_distance(t, p, q), sstm__topo_distance(t, q, p));
+  }
+  CHECK_EQ_U(sstm__topo_single_core(t), sstm__topo_ncores(t) == 1);
+  sstm__topo_free(t);
+}
+
+TEST(topology_from_xml_matches_its_source) {
+  hwloc_topology_t h;
+  CHECK_EQ_I(hwloc_topology_init(&h), 0);
+  CHECK_EQ_I(hwloc_topology_set_synthetic(h, OPTERON), 0);
+  CHECK_EQ_I(hwloc_topology_load(h), 0);
+  char path[] = "/tmp/sstm-map-XXXXXX";
+  int fd = mkstemp(path);
+  CHECK_GE_I(fd, 0);
+  close(fd);
+  CHECK_EQ_I(hwloc_topology_export_xml(h, path, 0), 0);
+  hwloc_topology_destroy(h);
+  sstm_topo_t *x = NULL, *s = synth(OPTERON);
+  CHECK_RC(sstm__topo_load_xml(path, &x, err, sizeof err), 0);
+  CHECK_EQ_U(sstm__topo_npus(x), sstm__topo_npus(s));
+  CHECK_EQ_U(sstm__topo_depth(x), sstm__topo_depth(s));
+  CHECK_EQ_STR(sstm__topo_describe(x), sstm__topo_describe(s));
+  for (unsigned p = 0; p < 64; p++)
+    for (unsigned q = 0; q < 64; q += 7)
+      CHECK_EQ_U(sstm__topo_distance(x, p, q), sstm__topo_distance(s, p, q));
+  unlink(path);
+  sstm__topo_free(x);
+  sstm__topo_free(s);
+  CHECK_RC(sstm__topo_load_xml("/nonexistent/topo.xml", &x, err, sizeof err), SSTM_EINVAL);
+  CHECK_NULL(x);
+  CHECK_CONTAINS(err, "/nonexistent/topo.xml");
+}
+
+TEST(topology_bad_input) {
+  sstm_topo_t *t = (sstm_topo_t *)&err;
+  CHECK_RC(sstm__topo_load_synthetic("Package:x Core:2", &t, err, sizeof err), SSTM_EINVAL);
+  CHECK_NULL(t);
+  CHECK_CONTAINS(err, "invalid hwloc synthetic description \"Package:x Core:2\"");
+  CHECK_RC(sstm__topo_load_synthetic(NULL, &t, err, sizeof err), SSTM_EINVAL);
+  CHECK_RC(sstm__topo_load_synthetic("PU:2", NULL, NULL, 0), SSTM_EINVAL);
+}
+
+/* 4 PUs: two packages of two single-PU cores; distance 1 within a package,
+ * 2 across. */
+TEST(cost_model_hand_computed) {
+  sstm_topo_t *t = synth("Package:2 Core:2 PU:1");
+  uint64_t *m = matrix(4);
+  link_w(m, 4, 0, 1, 10);
+  link_w(m, 4, 0, 2, 3);
+  link_w(m, 4, 1, 3, 5);
+  link_w(m, 4, 2, 3, 7);
+  unsigned id[4] = {0, 1, 2, 3};
+  /* 0,1 in package 0; 2,3 in package 1: 10*1 + 3*2 + 5*2 + 7*1 = 33 */
+  CHECK_EQ_U(sstm__map_cost(t, m, 4, id), 33);
+  unsigned alt[4] = {0, 2, 1, 3};
+  /* 0,2 together; 1,3 together: 10*2 + 3*1 + 5*1 + 7*2 = 42 */
+  CHECK_EQ_U(sstm__map_cost(t, m, 4, alt), 42);
+  unsigned same[4] = {1, 1, 1, 1};
+  CHECK_EQ_U(sstm__map_cost(t, m, 4, same), 0);
+  /* The mapper finds the 33 (the optimum: 0-1 and 2-3 are the heavy pairs). */
+  unsigned pu[4];
+  CHECK_OK(sstm__map_compute(t, m, 4, 0, pu, err, sizeof err));
+  CHECK_EQ_U(sstm__map_cost(t, m, 4, pu), 33);
+  /* Saturation instead of a wrapped sum. */
+  link_w(m, 4, 0, 3, UINT64_MAX / 2);
+  CHECK_EQ_U(sstm__map_cost(t, m, 4, alt), UINT64_MAX);
+  free(m);
+  sstm__topo_free(t);
+}
+
+TEST(static_placements) {
+  sstm_topo_t *t = synth("Package:2 Core:2 PU:2");
+  unsigned pu[10];
+  static const unsigned compact[10] = {0, 1, 2, 3, 4, 5, 6, 7, 0, 1};
+  static const unsigned scatter[10] = {0, 4, 2, 6, 1, 5, 3, 7, 0, 4};
+  static const unsigned rr[10] = {0, 2, 4, 6, 1, 3, 5, 7, 0, 2};
+  CHECK_OK(sstm__map_static(t, SSTM_MAP_COMPACT, 10, pu, err, sizeof err));
+  CHECK_EQ_MEM(pu, compact, sizeof compact);
+  CHECK_OK(sstm__map_static(t, SSTM_MAP_SCATTER, 10, pu, err, sizeof err));
+  CHECK_EQ_MEM(pu, scatter, sizeof scatter);
+  CHECK_OK(sstm__map_static(t, SSTM_MAP_ROUND_ROBIN, 10, pu, err, sizeof err));
+  CHECK_EQ_MEM(pu, rr, sizeof rr);
+  CHECK_EQ_STR(sstm__map_static_name(SSTM_MAP_ROUND_ROBIN), "round-robin");
+  CHECK_NULL(sstm__map_static_name((sstm_map_static_t)99));
+  CHECK_RC(sstm__map_static(t, (sstm_map_static_t)99, 4, pu, err, sizeof err), SSTM_EINVAL);
+  CHECK_CONTAINS(err, "unknown static strategy 99");
+  CHECK_RC(sstm__map_static(t, SSTM_MAP_COMPACT, 0, pu, err, sizeof err), SSTM_EINVAL);
+  CHECK_RC(sstm__map_static(t, SSTM_MAP_COMPACT, SSTM_MAP_MAX_THREADS + 1, pu, err, sizeof err),
+           SSTM_EINVAL);
+  sstm__topo_free(t);
+}
+
+/* 16 threads, pairs (i, i+8) communicate: each pair lands on one core. */
+TEST(mapper_pairs_share_a_core) {
+  sstm_topo_t *t = synth("Package:2 Core:4 PU:2");
+  uint64_t *m = matrix(16);
+  for (unsigned i = 0; i < 8; i++)
+    link_w(m, 16, i, i + 8, 1000 + i);
+  for (unsigned i = 0; i < 16; i++) /* background noise */
+    for (unsigned j = i + 1; j < 16; j++)
+      if (m[i * 16 + j] == 0) link_w(m, 16, i, j, 1);
+  unsigned pu[16], pu2[16];
+  CHECK_OK(sstm__map_compute(t, m, 16, 0, pu, err, sizeof err));
+  for (unsigned i = 0; i < 8; i++)
+    CHECK_EQ_U(sstm__topo_distance(t, pu[i], pu[i + 8]), 1);
+  /* A permutation of the PUs. */
+  unsigned seen = 0;
+  for (unsigned i = 0; i < 16; i++)
+    seen |= 1u << pu[i];
+  CHECK_EQ_X(seen, 0xffff);
+  /* Deterministic. */
+  CHECK_OK(sstm__map_compute(t, m, 16, 0, pu2, err, sizeof err));
+  CHECK_EQ_MEM(pu, pu2, sizeof pu);
+  free(m);
+  sstm__topo_free(t);
+}
+
+/* A ring of 16 threads on 4 packages x 2 cores x 2 PUs: the optimum puts
+ * arcs of 4 in each package (2 pairs on cores at distance 1, 1 edge at 2,
+ * 4 edges across packages at 3): 100 * (4 * (2 + 2) + 4 * 3) = 2800. */
+TEST(mapper_ring_neighbours_on_arcs) {
+  sstm_topo_t *t = synth("Package:4 Core:2 PU:2");
+  unsigned n = 16;
+  uint64_t *m = matrix(n);
+  /* Thread numbers scrambled along the ring, so the identity is no help. */
+  unsigned ring[16];
+  for (unsigned i = 0; i < n; i++)
+    ring[i] = (i * 5 + 3) % n;
+  for (unsigned i = 0; i < n; i++)
+    link_w(m, n, ring[i], ring[(i + 1) % n], 100);
+  unsigned pu[16];
+  CHECK_OK(sstm__map_compute(t, m, n, 0, pu, err, sizeof err));
+  CHECK_EQ_U(sstm__map_cost(t, m, n, pu), 2800);
+  unsigned st[16];
+  for (int s = SSTM_MAP_COMPACT; s <= SSTM_MAP_ROUND_ROBIN; s++) {
+    CHECK_OK(sstm__map_static(t, (sstm_map_static_t)s, n, st, err, sizeof err));
+    CHECK_GE_U(sstm__map_cost(t, m, n, st), 2800);
+  }
+  free(m);
+  sstm__topo_free(t);
+}
+
+/* Two clusters (even and odd threads) on two packages: one each. */
+TEST(mapper_two_clusters_two_packages) {
+  sstm_topo_t *t = synth("Package:2 Core:4 PU:1");
+  uint64_t *m = matrix(8);
+  for (unsigned i = 0; i < 8; i++)
+    for (unsigned j = i + 1; j < 8; j++)
+      link_w(m, 8, i, j, (i % 2 == j % 2) ? 50 : 1);
+  unsigned pu[8];
+  CHECK_OK(sstm__map_compute(t, m, 8, 0, pu, err, sizeof err));
+  for (unsigned i = 2; i < 8; i++)
+    CHECK_EQ_U(pu[i] / 4, pu[i % 2] / 4);
+  CHECK_NE_U(pu[0] / 4, pu[1] / 4);
+  free(m);
+  sstm__topo_free(t);
+}
+
+/* Uniform communication: every full placement costs the same; the mapper's
+ * is a permutation with the compact cost. */
+TEST(mapper_all_to_all) {
+  sstm_topo_t *t = synth("Package:2 Core:3 PU:2");
+  unsigned n = 12;
+  uint64_t *m = matrix(n);
+  for (unsigned i = 0; i < n; i++)
+    for (unsigned j = i + 1; j < n; j++)
+      link_w(m, n, i, j, 7);
+  unsigned pu[12], c[12];
+  CHECK_OK(sstm__map_compute(t, m, n, 0, pu, err, sizeof err));
+  CHECK_OK(sstm__map_static(t, SSTM_MAP_COMPACT, n, c, err, sizeof err));
+  CHECK_EQ_U(sstm__map_cost(t, m, n, pu), sstm__map_cost(t, m, n, c));
+  unsigned seen = 0;
+  for (unsigned i = 0; i < n; i++)
+    seen |= 1u << pu[i];
+  CHECK_EQ_X(seen, 0xfff);
+  free(m);
+  sstm__topo_free(t);
+}
+
+/* 12 threads in 4 cliques of 3 on 4 PUs: a clique per PU, cost 0. */
+TEST(mapper_more_threads_than_pus) {
+  sstm_topo_t *t = synth("Package:2 Core:2 PU:1");
+  unsigned n = 12;
+  uint64_t *m = matrix(n);
+  for (unsigned i = 0; i < n; i++)
+    for (unsigned j = i + 1; j < n; j++)
+      link_w(m, n, i, j, i % 4 == j % 4 ? 20 : 1);
+  unsigned pu[12], load[4] = {0};
+  CHECK_OK(sstm__map_compute(t, m, n, 0, pu, err, sizeof err));
+  for (unsigned i = 0; i < n; i++) {
+    CHECK_LT_U(pu[i], 4);
+    load[pu[i]]++;
+    CHECK_EQ_U(pu[i], pu[i % 4]);
+  }
+  for (unsigned p = 0; p < 4; p++)
+    CHECK_EQ_U(load[p], 3);
+  free(m);
+  sstm__topo_free(t);
+}
+
+/* 4 threads in two pairs on 2 packages x 4 cores x 2 PUs: one thread per
+ * core, each pair in one package; with SSTM_MAP_USE_SMT, a pair per core. */
+TEST(mapper_fewer_threads_than_cores) {
+  sstm_topo_t *t = synth("Package:2 Core:4 PU:2");
+  uint64_t *m = matrix(4);
+  link_w(m, 4, 0, 3, 40);
+  link_w(m, 4, 1, 2, 40);
+  link_w(m, 4, 0, 1, 1);
+  unsigned pu[4];
+  CHECK_OK(sstm__map_compute(t, m, 4, 0, pu, err, sizeof err));
+  for (unsigned i = 0; i < 4; i++)
+    for (unsigned j = i + 1; j < 4; j++)
+      CHECK_NE_U(sstm__topo_core_of(t, pu[i]), sstm__topo_core_of(t, pu[j]));
+  CHECK_EQ_U(sstm__topo_distance(t, pu[0], pu[3]), 2);
+  CHECK_EQ_U(sstm__topo_distance(t, pu[1], pu[2]), 2);
+  CHECK_OK(sstm__map_compute(t, m, 4, SSTM_MAP_USE_SMT, pu, err, sizeof err));
+  CHECK_EQ_U(sstm__topo_distance(t, pu[0], pu[3]), 1);
+  CHECK_EQ_U(sstm__topo_distance(t, pu[1], pu[2]), 1);
+  free(m);
+  sstm__topo_free(t);
+}
+
+/* Random clustered matrices on the Xeon: the mapper is at least as good as
+ * each static placement (each cluster fits a package, so this is no close
+ * call). */
+TEST(mapper_beats_static_placements_on_clusters) {
+  sstm_topo_t *t = synth(XEON);
+  sstm_rng_t rng;
+  sstm_rng_seed(&rng, sstm_test_seed());
+  for (unsigned n = 32; n <= 192; n += 80) {
+    uint64_t *m = matrix(n);
+    unsigned *perm = malloc(n * sizeof *perm), *pu = malloc(n * sizeof *pu);
+    for (unsigned i = 0; i < n; i++)
+      perm[i] = i;
+    for (unsigned i = n - 1; i > 0; i--) {
+      unsigned j = (unsigned)sstm_rng_below(&rng, i + 1), x = perm[i];
+      perm[i] = perm[j], perm[j] = x;
+    }
+    for (unsigned i = 0; i < n; i++)
+      for (unsigned j = i + 1; j < n; j++)
+        link_w(m, n, perm[i], perm[j],
+               (i / 8 == j / 8 ? 100 : 0) + sstm_rng_below(&rng, 3) * (i / 24 == j / 24));
+    CHECK_OK(sstm__map_compute(t, m, n, 0, pu, err, sizeof err));
+    uint64_t mine = sstm__map_cost(t, m, n, pu);
+    unsigned *st = malloc(n * sizeof *st);
+    for (int s = SSTM_MAP_COMPACT; s <= SSTM_MAP_ROUND_ROBIN; s++) {
+      CHECK_OK(sstm__map_static(t, (sstm_map_static_t)s, n, st, err, sizeof err));
+      CHECK_LE_U(mine, sstm__map_cost(t, m, n, st));
+    }
+    free(st);
+    free(m);
+    free(perm);
+    free(pu);
+  }
+  sstm__topo_free(t);
+}
+
+TEST(mapper_refuses_bad_matrices) {
+  sstm_topo_t *t = synth("Package:2 Core:2 PU:1");
+  uint64_t *m = matrix(3);
+  unsigned pu[3];
+  m[0 * 3 + 1] = 4; /* (1,0) stays 0 */
+  CHECK_RC(sstm__map_compute(t, m, 3, 0, pu, err, sizeof err), SSTM_EINVAL);
+  CHECK_CONTAINS(err, "not symmetric at (0,1)");
+  m[1] = 0;
+  m[2 * 3 + 2] = 1;
+  CHECK_RC(sstm__map_compute(t, m, 3, 0, pu, err, sizeof err), SSTM_EINVAL);
+  CHECK_CONTAINS(err, "diagonal (2,2)");
+  m[8] = 0;
+  CHECK_RC(sstm__map_compute(t, m, 0, 0, pu, err, sizeof err), SSTM_EINVAL);
+  CHECK_RC(sstm__map_compute(t, m, 3, 0x10, pu, err, sizeof err), SSTM_EINVAL);
+  CHECK_CONTAINS(err, "unknown flags 0x10");
+  CHECK_RC(sstm__map_compute(t, NULL, 3, 0, pu, err, sizeof err), SSTM_EINVAL);
+  CHECK_OK(sstm__map_compute(t, m, 3, 0, pu, NULL, 0));
+  free(m);
+  sstm__topo_free(t);
+}
+
+/* ---- matrix files ---- */
+
+static int read_text(const char *text, uint64_t **m, unsigned *n) {
+  FILE *f = fmemopen((void *)text, strlen(text), "r");
+  CHECK_NOT_NULL(f);
+  err[0] = '\0';
+  int rc = sstm__cmat_read(f, "t.mat", m, n, err, sizeof err);
+  fclose(f);
+  return rc;
+}
+
+TEST(matrix_file_round_trip) {
+  sstm_rng_t rng;
+  sstm_rng_seed(&rng, sstm_test_seed());
+  unsigned n = 37;
+  uint64_t *m = matrix(n);
+  for (unsigned i = 0; i < n; i++)
+    for (unsigned j = i + 1; j < n; j++)
+      link_w(m, n, i, j, (i + j) % 5 == 0 ? UINT64_MAX : sstm_rng_next(&rng) >> (i % 64));
+  char path[] = "/tmp/sstm-mat-XXXXXX";
+  int fd = mkstemp(path);
+  CHECK_GE_I(fd, 0);
+  close(fd);
+  CHECK_OK(sstm__cmat_save(path, m, n, err, sizeof err));
+  uint64_t *back = NULL;
+  unsigned bn = 0;
+  CHECK_OK(sstm__cmat_load(path, &back, &bn, err, sizeof err));
+  CHECK_EQ_U(bn, n);
+  CHECK_EQ_MEM(back, m, (size_t)n * n * sizeof *m);
+  unlink(path);
+  free(back);
+  free(m);
+  /* Comments, blank lines, tabs and CRLF anywhere. */
+  CHECK_OK(read_text("# saved by hand\n\nschedstm-comm-matrix 1\r\n  # two threads\n"
+                     "threads\t2\n0 3\r\n\n3\t0\n# end\n",
+                     &back, &bn));
+  CHECK_EQ_U(bn, 2);
+  CHECK_EQ_U(back[1], 3);
+  CHECK_EQ_U(back[2], 3);
+  free(back);
+}
+
+TEST(matrix_file_malformed) {
+  static const struct {
+    const char *text, *want;
+  } bad[] = {
+      {"", "t.mat:1: empty file"},
+      {"# only a comment\n", "t.mat:2: empty file"},
+      {"schedstm-matrix 1\n", "t.mat:1:1: expected the header"},
+      {"schedstm-comm-matrix\n", "t.mat:1:21: expected the format version"},
+      {"schedstm-comm-matrix 2\n", "t.mat:1:22: unsupported format version \"2\""},
+      {"schedstm-comm-matrix 1 x\n", "t.mat:1:24: unexpected text after the header"},
+      {"schedstm-comm-matrix 1\n", "t.mat:2: unexpected end of file: expected \"threads N\""},
+      {"schedstm-comm-matrix 1\nthread 2\n", "t.mat:2:1: expected \"threads N\""},
+      {"schedstm-comm-matrix 1\nthreads 0\n", "t.mat:2:9: thread count must be"},
+      {"schedstm-comm-matrix 1\nthreads 4097\n", "t.mat:2:9: thread count must be"},
+      {"schedstm-comm-matrix 1\nthreads -2\n", "t.mat:2:9: thread count must be"},
+      {"schedstm-comm-matrix 1\nthreads 2 2\n", "t.mat:2:11: unexpected text after the"},
+      {"schedstm-comm-matrix 1\nthreads 2\n0 1\n", "t.mat:4: unexpected end of file: 1 of 2"},
+      {"schedstm-comm-matrix 1\nthreads 2\n0\n1 0\n", "t.mat:3:2: row 0 has 1 numbers, expected 2"},
+      {"schedstm-comm-matrix 1\nthreads 2\n0 1 2\n", "t.mat:3:5: row 0 has more than 2 numbers"},
+      {"schedstm-comm-matrix 1\nthreads 2\n0 x\n", "t.mat:3:3: \"x\" is not a non-negative"},
+      {"schedstm-comm-matrix 1\nthreads 2\n0 -1\n", "t.mat:3:3: \"-1\" is not a non-negative"},
+      {"schedstm-comm-matrix 1\nthreads 2\n0 1.5\n", "t.mat:3:3: \"1.5\" is not"},
+      {"schedstm-comm-matrix 1\nthreads 2\n0 18446744073709551616\n",
+       "t.mat:3:3: number \"18446744073709551616\" is larger than 2^64-1"},
+      {"schedstm-comm-matrix 1\nthreads 2\n1 0\n", "t.mat:3:1: diagonal cell (0,0) is 1"},
+      {"schedstm-comm-matrix 1\nthreads 2\n0 1\n2 0\n",
+       "t.mat:4:1: cell (1,0) is 2 but (0,1) is 1: the matrix must be symmetric"},
+      {"schedstm-comm-matrix 1\nthreads 1\n0\n0\n", "t.mat:4:1: unexpected text after the last"},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    uint64_t *m = (uint64_t *)&err;
+    unsigned n = 99;
+    CHECK_RC(read_text(bad[i].text, &m, &n), SSTM_EINVAL);
+    CHECK_MSG(strstr(err, bad[i].want) != NULL, "case %zu: got \"%s\", want \"%s\"", i, err,
+              bad[i].want);
+    CHECK_EQ_PTR(m, (uint64_t *)&err); /* untouched on failure */
+    CHECK_EQ_U(n, 99);
+  }
+  uint64_t *m;
+  unsigned n;
+  CHECK_RC(sstm__cmat_load("/nonexistent/m.mat", &m, &n, err, sizeof err), SSTM_EPERM);
+  CHECK_CONTAINS(err, "cannot open /nonexistent/m.mat: No such file");
+  uint64_t one = 0;
+  CHECK_RC(sstm__cmat_save("/nonexistent/m.mat", &one, 1, err, sizeof err), SSTM_EPERM);
+  CHECK_CONTAINS(err, "cannot create /nonexistent/m.mat");
+  CHECK_RC(sstm__cmat_save("/nonexistent/m.mat", &one, 0, err, sizeof err), SSTM_EINVAL);
+  CHECK_CONTAINS(err, "0 threads");
+}
+
+SSTM_TEST_MAIN()
