@@ -66,6 +66,7 @@ const sstm__stdio_sys_t *sstm__stdio_sys = &sstm__stdio_sys_default;
 #define SF_LIVE 0x73746d66696c6531ULL /* an open stream's state word */
 #define SF_DEAD 0x73746d66636c6f73ULL /* a closed one's */
 #define SF_CAP 4096u                  /* bytes per buffer */
+#define SF_SEEKFILL 512u              /* bytes of a refill that does not continue the last */
 #define SF_QUARANTINE 1024u           /* closed headers kept (use-after-close) */
 
 enum { M_RD = 1, M_WR = 2, M_APP = 4 };
@@ -73,13 +74,12 @@ enum { FL_EOF = 1, FL_ERR = 2 };
 
 struct sstm_file {
   /* (S1) Transactional words: sstm_load_u64 / sstm_store_u64 only. */
-  uint64_t state;   /* SF_LIVE or SF_DEAD */
+  uint64_t ctl;     /* the reads' and writes' word: CTL_W, CTL_R, CTL_CLOSED */
   uint64_t pos;     /* the stream position; a byte stream: bytes consumed */
+  uint64_t rbase;   /* the read buffer holds the file's [rbase, rbase + CTL_R) */
+  uint64_t wbase;   /* the write buffer holds [wbase, wbase + CTL_W) */
+  uint64_t state;   /* SF_LIVE or SF_DEAD: the indicator calls' closed check */
   uint64_t flags;   /* FL_EOF | FL_ERR */
-  uint64_t rbase;   /* the read buffer holds the file's [rbase, rbase + rlen) */
-  uint64_t rlen;    /* (a byte stream: the bytes pos - rbase.. are unread) */
-  uint64_t wbase;   /* the write buffer holds [wbase, wbase + wlen) */
-  uint64_t wlen;    /* dirty bytes */
   uint64_t wseq;    /* tickets handed out (S2) */
   uint64_t os_fpos; /* mirror of the kernel's file offset (S6) */
   uint64_t kgen;    /* number of committed offset moves (S6) */
@@ -102,6 +102,16 @@ struct sstm_file {
   uint64_t kpos_done; /* its position */
   uint64_t klast;     /* the offset the last lseek set */
 };
+
+/* ctl packs what every read or write loads into one word, so that a call
+ * that the buffer serves costs few barriers: the write buffer's dirty
+ * bytes (a byte stream: the read buffer's bytes from rbase, pos - rbase of
+ * them consumed), the read buffer's length, and the closed bit (set with
+ * state at close, so reads and writes need not load state). */
+#define CTL_W(c) ((c)&0xffffu)
+#define CTL_R(c) (((c) >> 16) & 0xffffu)
+#define CTL_CLOSED (1ull << 62)
+#define CTL_MAKE(c, w, r) (((c) & ~0xffffffffull) | (uint64_t)(w) | ((uint64_t)(r) << 16))
 
 #define LD(f, fld) sstm_load_u64(&(f)->fld)
 #define ST(f, fld, v) sstm_store_u64(&(f)->fld, (v))
@@ -346,7 +356,8 @@ typedef struct op {
   char **lp;
   size_t *lcap;
   int64_t r;
-  uint64_t w; /* sstm_fflush: the tickets to wait for */
+  uint64_t w;   /* sstm_fflush: the tickets to wait for */
+  uint64_t ctl; /* the stream's ctl as live_rw() loaded it */
 } op_t;
 
 static void set_flag(sstm_file_t *f, uint64_t fl) {
@@ -354,6 +365,8 @@ static void set_flag(sstm_file_t *f, uint64_t fl) {
   if (!(v & fl)) ST(f, flags, v | fl);
 }
 
+/* The closed check of the indicator calls (which must not load ctl: they
+ * would conflict with every read and write). */
 static bool live(op_t *a) {
   if (LD(a->f, state) != SF_LIVE) {
     a->err = EBADF;
@@ -362,15 +375,25 @@ static bool live(op_t *a) {
   return true;
 }
 
+/* The closed check of reads and writes: loads ctl into a->ctl. */
+static bool live_rw(op_t *a) {
+  a->ctl = LD(a->f, ctl);
+  if (a->ctl & CTL_CLOSED) {
+    a->err = EBADF;
+    return false;
+  }
+  return true;
+}
+
 /* Move the write buffer's bytes to the batch (S2). */
 static int spill(sstm_file_t *f) {
-  uint64_t wl = LD(f, wlen);
+  uint64_t c = LD(f, ctl), wl = CTL_W(c);
   if (wl == 0) return 0;
   batch_t *b = batch_get(f);
   unsigned char *d = b ? batch_add(b, LD(f, wbase), wl) : NULL;
   if (d == NULL) return ENOMEM;
   sstm_load_bytes(d, f->wbuf, wl);
-  ST(f, wlen, 0);
+  ST(f, ctl, CTL_MAKE(c, 0, CTL_R(c)));
   return 0;
 }
 
@@ -399,7 +422,13 @@ static long fill(sstm_file_t *f, uint64_t p) {
     int e = spill(f);
     if (e) return -e;
     uint64_t w = settle(f);
-    ssize_t got = pread_all(f->fd, tmp, SF_CAP, p);
+    /* A refill that continues the previous window reads a whole buffer
+     * (sequential reading); one after a seek elsewhere reads SF_SEEKFILL
+     * bytes: every buffered byte costs a transactional store, and a reader
+     * that seeks around uses few of them. */
+    uint64_t c0 = LD(f, ctl);
+    size_t want = CTL_R(c0) != 0 && LD(f, rbase) + CTL_R(c0) == p ? SF_CAP : SF_SEEKFILL;
+    ssize_t got = pread_all(f->fd, tmp, want, p);
     if (got < 0) return (long)got;
     recheck(f, w);
     n = (long)got;
@@ -407,7 +436,7 @@ static long fill(sstm_file_t *f, uint64_t p) {
     for (size_t i = 0; b && i < b->n; i++) {
       rec_t *r = &b->r[i];
       uint64_t lo = r->off > p ? r->off : p;
-      uint64_t hi = r->off + r->len < p + SF_CAP ? r->off + r->len : p + SF_CAP;
+      uint64_t hi = r->off + r->len < p + want ? r->off + r->len : p + want;
       if (lo >= hi) continue;
       if ((long)(lo - p) > n) memset(tmp + n, 0, lo - p - (uint64_t)n); /* a hole */
       memcpy(tmp + (lo - p), r->data + (lo - r->off), hi - lo);
@@ -425,7 +454,8 @@ static long fill(sstm_file_t *f, uint64_t p) {
   }
   if (n > 0) sstm_store_bytes(f->rbuf, tmp, (size_t)n);
   ST(f, rbase, p);
-  ST(f, rlen, (uint64_t)n);
+  uint64_t c = LD(f, ctl);
+  ST(f, ctl, CTL_MAKE(c, CTL_W(c), n));
   return n;
 }
 
@@ -440,12 +470,16 @@ static size_t rd(op_t *a, unsigned char *dst, size_t n, bool nl, bool *saw_nl) {
     return 0;
   }
   uint64_t p = LD(f, pos), p0 = p;
+  uint64_t c = a->ctl;
   size_t got = 0;
   while (got < n) {
-    uint64_t rb = LD(f, rbase), rl = LD(f, rlen);
+    uint64_t rl = CTL_R(c), rb = rl ? LD(f, rbase) : 0;
     if (p >= rb && p < rb + rl) {
       size_t k = rb + rl - p < n - got ? (size_t)(rb + rl - p) : n - got;
-      sstm_load_bytes(dst + got, f->rbuf + (p - rb), k);
+      if (k == 1)
+        dst[got] = sstm_load_u8(f->rbuf + (p - rb));
+      else
+        sstm_load_bytes(dst + got, f->rbuf + (p - rb), k);
       if (nl) {
         unsigned char *q = memchr(dst + got, '\n', k);
         if (q) {
@@ -467,6 +501,7 @@ static size_t rd(op_t *a, unsigned char *dst, size_t n, bool nl, bool *saw_nl) {
       set_flag(f, FL_EOF);
       break;
     }
+    c = LD(f, ctl);
   }
   if (p != p0) ST(f, pos, p);
   return got;
@@ -481,31 +516,39 @@ static int wr(op_t *a, const unsigned char *src, size_t n) {
     return EBADF;
   }
   if (n == 0) return 0;
+  /* Every load before the first store: a load of a stripe this attempt
+   * has locked takes the barrier's slow path. */
+  uint64_t c = a->ctl;
   uint64_t off = !f->reg ? 0 : (f->mode & M_APP) ? LD(f, apos) : LD(f, pos);
-  uint64_t wl = LD(f, wlen);
+  uint64_t wl = CTL_W(c);
   if (wl != 0 && ((f->reg && LD(f, wbase) + wl != off) || wl + n > SF_CAP)) {
     int e = spill(f);
     if (e) goto fail;
+    c = LD(f, ctl);
     wl = 0;
+  }
+  uint64_t rl = CTL_R(c);
+  if (f->reg && rl != 0) { /* a buffered read window these bytes overlap is stale */
+    uint64_t rb = LD(f, rbase);
+    if (rb < off + n && off < rb + rl) rl = 0;
   }
   if (n >= SF_CAP) {
     batch_t *b = batch_get(f);
     unsigned char *d = b ? batch_add(b, off, n) : NULL;
     if (d == NULL) goto fail;
     memcpy(d, src, n);
+    if (rl != CTL_R(c)) ST(f, ctl, CTL_MAKE(c, wl, rl));
   } else {
     if (wl == 0) ST(f, wbase, off);
-    sstm_store_bytes(f->wbuf + wl, src, n);
-    ST(f, wlen, wl + n);
+    if (n == 1)
+      sstm_store_u8(f->wbuf + wl, src[0]);
+    else
+      sstm_store_bytes(f->wbuf + wl, src, n);
+    ST(f, ctl, CTL_MAKE(c, wl + n, rl));
   }
   if (f->reg) {
     if (f->mode & M_APP) ST(f, apos, off + n);
     ST(f, pos, off + n);
-    uint64_t rl = LD(f, rlen);
-    if (rl != 0) {
-      uint64_t rb = LD(f, rbase);
-      if (rb < off + n && off < rb + rl) ST(f, rlen, 0);
-    }
   }
   return 0;
 fail:
@@ -654,6 +697,7 @@ static void op_close(void *p) {
   a->err = 0;
   if (!live(a)) return;
   ST(a->f, state, SF_DEAD);
+  ST(a->f, ctl, LD(a->f, ctl) | CTL_CLOSED);
   a->w = LD(a->f, wseq);
 }
 
@@ -704,7 +748,7 @@ int sstm_fileno(sstm_file_t *f) {
 static void op_read(void *p) {
   op_t *a = p;
   a->err = 0, a->r = 0;
-  if (!live(a)) return;
+  if (!live_rw(a)) return;
   bool nl;
   a->r = (int64_t)rd(a, a->dst, a->n, a->whence != 0, &nl);
   a->off = nl;
@@ -762,7 +806,7 @@ size_t sstm_fread(void *ptr, size_t size, size_t nmemb, sstm_file_t *f) {
 static void op_getline(void *p) {
   op_t *a = p;
   a->err = 0, a->r = -1;
-  if (!live(a)) return;
+  if (!live_rw(a)) return;
   size_t len = 0;
   for (;;) {
     if (*a->lcap < len + 2 || *a->lp == NULL) {
@@ -777,6 +821,7 @@ static void op_getline(void *p) {
       *a->lp = nb, *a->lcap = nc;
     }
     bool nl;
+    if (len != 0) a->ctl = LD(a->f, ctl); /* the previous chunk may have refilled */
     size_t k = rd(a, (unsigned char *)*a->lp + len, *a->lcap - len - 1, true, &nl);
     len += k;
     if (nl || k == 0 || a->err) break;
@@ -807,7 +852,7 @@ ssize_t sstm_getline(char **lineptr, size_t *n, sstm_file_t *f) {
 static void op_write(void *p) {
   op_t *a = p;
   a->err = 0, a->r = -1;
-  if (!live(a)) return;
+  if (!live_rw(a)) return;
   a->err = wr(a, a->src, a->n);
   if (a->err == 0) a->r = (int64_t)a->n;
 }
@@ -997,7 +1042,7 @@ static int64_t end_of_file(sstm_file_t *f) {
   batch_t *b = batch_find(f);
   for (size_t i = 0; b && i < b->n; i++)
     if (b->r[i].off + b->r[i].len > end) end = b->r[i].off + b->r[i].len;
-  uint64_t wl = LD(f, wlen);
+  uint64_t wl = CTL_W(LD(f, ctl));
   if (wl && LD(f, wbase) + wl > end) end = LD(f, wbase) + wl;
   return (int64_t)end;
 }

@@ -1,0 +1,175 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""Sweep and plot the transactional stdio benchmarks (bench/stdio.c).
+
+[Smiljkovic13]'s Fig. 4 file operations, on one shared stream and on a
+stream per thread, at 1, 2, 4 and 8 threads, for each mode of the binary
+(tx: our stdio in transactions, irr: the same in irrevocable transactions,
+glibc: glibc's stdio under one lock, ntx: our calls outside transactions).
+The modes of one (operation, sharing, threads) point run back to back, in
+an order rotated on each repetition, so that the ratios compare runs made
+under the same load (the machines are shared).
+
+usage: stdio_sweep.py --bin build/bench/stdio-schedstm --out DIR
+                      [--reps 3] [--ms 250] [--threads 1,2,4,8]
+                      [--ops fgetc,...] [--modes tx,irr,glibc,ntx] [--k 1]
+Writes DIR/stdio.jsonl (every run), DIR/stdio-summary.md (medians and
+ratios), DIR/stdio.png (throughput per operation; needs matplotlib).
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+
+OPS = ["fgetc", "fgets", "fread", "fputc", "fputs", "fwrite", "mix"]
+MODES = ["tx", "irr", "glibc", "ntx"]
+
+
+def run_one(binary, op, mode, sharing, threads, ms, k):
+    cmd = [binary, "-o", op, "-m", mode, "-s", sharing, "-n", str(threads), "-d", str(ms),
+           "-k", str(k)]
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def sweep(args):
+    runs = []
+    modes = args.modes.split(",")
+    for op in args.ops.split(","):
+        for sharing in ("private", "shared"):
+            for n in [int(x) for x in args.threads.split(",")]:
+                for rep in range(args.reps):
+                    order = modes[rep % len(modes):] + modes[:rep % len(modes)]
+                    for mode in order:
+                        r = run_one(args.bin, op, mode, sharing, n, args.ms, args.k)
+                        r["rep"] = rep
+                        runs.append(r)
+                        print(json.dumps(r), flush=True)
+    return runs
+
+
+def medians(runs):
+    by = {}
+    for r in runs:
+        by.setdefault((r["op"], r["sharing"], r["threads"], r["mode"]), []).append(r)
+    med = {}
+    for key, rs in by.items():
+        aborts = {}
+        for r in rs:
+            for reason, c in r["aborts"].items():
+                aborts[reason] = aborts.get(reason, 0) + c
+        med[key] = {
+            "ops_per_s": statistics.median(r["ops_per_s"] for r in rs),
+            "irrevocable_frac": statistics.median(r["irrevocable_frac"] for r in rs),
+            "aborts_per_commit": (sum(sum(r["aborts"].values()) for r in rs)
+                                  / max(1, sum(r["commits"] for r in rs))),
+            "aborts": aborts,
+        }
+    return med
+
+
+def paired_ratio(runs, op, sharing, n, a, b):
+    """Median over repetitions of a/b, each pair from one repetition."""
+    ra = {r["rep"]: r["ops_per_s"] for r in runs
+          if (r["op"], r["sharing"], r["threads"], r["mode"]) == (op, sharing, n, a)}
+    rb = {r["rep"]: r["ops_per_s"] for r in runs
+          if (r["op"], r["sharing"], r["threads"], r["mode"]) == (op, sharing, n, b)}
+    ratios = [ra[k] / rb[k] for k in ra if k in rb and rb[k] > 0]
+    return statistics.median(ratios) if ratios else None
+
+
+def fmt_ratio(x):
+    return "-" if x is None else f"{x:.2f}"
+
+
+def summary(runs, args):
+    med = medians(runs)
+    threads = sorted({r["threads"] for r in runs})
+    modes = [m for m in args.modes.split(",")]
+    lines = ["| op | sharing | threads | " + " | ".join(f"{m} Mops/s" for m in modes)
+             + " | tx/irr | tx/glibc | tx irrevocable | tx aborts/commit | tx aborts by reason |",
+             "|" + "---|" * (8 + len(modes))]
+    for op in args.ops.split(","):
+        for sharing in ("private", "shared"):
+            for n in threads:
+                cells = []
+                for m in modes:
+                    v = med.get((op, sharing, n, m))
+                    cells.append("-" if v is None else f"{v['ops_per_s'] / 1e6:.3f}")
+                t = med.get((op, sharing, n, "tx"), {})
+                reasons = ", ".join(f"{k} {v}" for k, v in sorted(t.get("aborts", {}).items()))
+                lines.append(
+                    f"| {op} | {sharing} | {n} | " + " | ".join(cells) + " | "
+                    + fmt_ratio(paired_ratio(runs, op, sharing, n, "tx", "irr")) + " | "
+                    + fmt_ratio(paired_ratio(runs, op, sharing, n, "tx", "glibc")) + " | "
+                    + (f"{t['irrevocable_frac']:.3f}" if t else "-") + " | "
+                    + (f"{t['aborts_per_commit']:.3f}" if t else "-") + " | "
+                    + (reasons or "none") + " |")
+    return "\n".join(lines) + "\n"
+
+
+def plot(runs, args, path):
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("stdio_sweep: matplotlib missing, no plot", file=sys.stderr)
+        return
+    med = medians(runs)
+    ops = args.ops.split(",")
+    threads = sorted({r["threads"] for r in runs})
+    fig, axes = plt.subplots(2, len(ops), figsize=(3.0 * len(ops), 6.0), squeeze=False)
+    for row, sharing in enumerate(("private", "shared")):
+        for col, op in enumerate(ops):
+            ax = axes[row][col]
+            for m in args.modes.split(","):
+                ys = [med.get((op, sharing, n, m), {}).get("ops_per_s", float("nan")) / 1e6
+                      for n in threads]
+                ax.plot(threads, ys, marker="o", label=m)
+            ax.set_xscale("log", base=2)
+            ax.set_xticks(threads)
+            ax.set_xticklabels([str(n) for n in threads])
+            ax.set_title(f"{op}, {'stream per thread' if sharing == 'private' else 'one stream'}",
+                         fontsize=9)
+            ax.set_ylim(bottom=0)
+            if col == 0:
+                ax.set_ylabel("Mcalls/s")
+            if row == 1:
+                ax.set_xlabel("threads")
+    axes[0][0].legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--bin", required=True)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--ms", type=int, default=250)
+    ap.add_argument("--k", type=int, default=1)
+    ap.add_argument("--threads", default="1,2,4,8")
+    ap.add_argument("--ops", default=",".join(OPS))
+    ap.add_argument("--modes", default=",".join(MODES))
+    ap.add_argument("--from-jsonl", help="summarise and plot an earlier run instead")
+    args = ap.parse_args()
+    os.makedirs(args.out, exist_ok=True)
+    if args.from_jsonl:
+        with open(args.from_jsonl) as f:
+            runs = [json.loads(line) for line in f if line.strip()]
+    else:
+        runs = sweep(args)
+        with open(os.path.join(args.out, "stdio.jsonl"), "w") as f:
+            for r in runs:
+                f.write(json.dumps(r) + "\n")
+    with open(os.path.join(args.out, "stdio-summary.md"), "w") as f:
+        f.write(summary(runs, args))
+    plot(runs, args, os.path.join(args.out, "stdio.png"))
+    print(summary(runs, args))
+
+
+if __name__ == "__main__":
+    main()

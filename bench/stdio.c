@@ -1,0 +1,307 @@
+/* SPDX-License-Identifier: MIT */
+/* stdio-schedstm: the file-operation benchmarks of [Smiljkovic13] (Fig. 4)
+ * on the transactional stdio (include/schedstm/stdio.h).
+ *
+ * Threads run, for a fixed time, transactions of K calls of one operation
+ * (fgetc, fgets, fread, fputc, fputs, fwrite, or mix: fseek to a random
+ * line, fgets, fputs) on one shared stream or on a stream per thread
+ * (a file each); "empty" runs transactions (critical sections) with no
+ * call, the floor of each mode. Modes:
+ *   tx       our stdio inside transactions (sstm_run)
+ *   irr      the same work in irrevocable transactions (attr.irrevocable):
+ *            what a TM without a TM-aware library must do
+ *   ntx      our stdio outside transactions (each call a transaction of
+ *            its own, the library's ordering with non-transactional use)
+ *   glibc    glibc's stdio, the K calls under one process-wide mutex
+ *   glibc-stream  glibc's stdio with only its own per-FILE lock
+ * Reads go over a prepared file (lines of 64 bytes) and rewind at its end;
+ * writes go to an empty file, which is removed after the run.
+ *
+ * Output: one JSON object per run on stdout: operations (calls) per
+ * second, commits, the fraction of irrevocable commits and the aborts by
+ * reason (schedstm modes). */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <getopt.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <schedstm/schedstm.h>
+
+enum op { OP_FGETC, OP_FGETS, OP_FREAD, OP_FPUTC, OP_FPUTS, OP_FWRITE, OP_MIX, OP_EMPTY, OP_N };
+static const char *op_names[OP_N] = {"fgetc", "fgets",  "fread", "fputc",
+                                     "fputs", "fwrite", "mix",   "empty"};
+enum mode { M_TX, M_IRR, M_NTX, M_GLIBC, M_GLIBC_STREAM, M_N };
+static const char *mode_names[M_N] = {"tx", "irr", "ntx", "glibc", "glibc-stream"};
+
+#define LINE 64
+#define READ_LINES 16384 /* a 1 MiB file to read */
+
+static struct {
+  enum op op;
+  enum mode mode;
+  bool shared;
+  unsigned threads;
+  unsigned k; /* calls per transaction / critical section */
+  unsigned ms;
+  char dir[64];
+} opt = {.op = OP_FPUTC, .mode = M_TX, .threads = 1, .k = 1, .ms = 500};
+
+static pthread_mutex_t big_lock = PTHREAD_MUTEX_INITIALIZER;
+static volatile int stop;
+static pthread_barrier_t start_gate;
+
+static bool is_read(enum op o) { return o <= OP_FREAD || o == OP_MIX; }
+
+typedef struct worker {
+  unsigned idx;
+  sstm_file_t *sf;
+  FILE *gf;
+  uint64_t ops;
+  uint64_t rng;
+  char path[96];
+} worker_t;
+
+static const char line_text[LINE + 1] =
+    "the quick brown fox jumps over the lazy dog 0123456789 abcdefgh\n";
+
+static void die(const char *what) {
+  fprintf(stderr, "stdio-schedstm: %s: %s\n", what, strerror(errno));
+  exit(1);
+}
+
+static void prepare(const char *path) {
+  FILE *f = fopen(path, "w");
+  if (f == NULL) die(path);
+  if (is_read(opt.op))
+    for (int i = 0; i < READ_LINES; i++)
+      fputs(line_text, f);
+  if (fclose(f) != 0) die(path);
+}
+
+/* ---- one call of the operation, on our stdio ---------------------------- */
+
+static void our_call(worker_t *w) {
+  sstm_file_t *f = w->sf;
+  char buf[LINE + 1];
+  switch (opt.op) {
+  case OP_FGETC:
+    if (sstm_fgetc(f) == EOF) sstm_rewind(f);
+    break;
+  case OP_FGETS:
+    if (sstm_fgets(buf, sizeof buf, f) == NULL) sstm_rewind(f);
+    break;
+  case OP_FREAD:
+    if (sstm_fread(buf, 1, LINE, f) != LINE) sstm_rewind(f);
+    break;
+  case OP_FPUTC: sstm_fputc('x', f); break;
+  case OP_FPUTS: sstm_fputs(line_text, f); break;
+  case OP_FWRITE: sstm_fwrite(line_text, 1, LINE, f); break;
+  case OP_MIX: {
+    w->rng = w->rng * 6364136223846793005ULL + 1442695040888963407ULL;
+    off_t at = (off_t)((w->rng >> 33) % READ_LINES) * LINE;
+    sstm_fseek(f, at, SEEK_SET);
+    sstm_fgets(buf, sizeof buf, f);
+    sstm_fputs(line_text, f);
+    break;
+  }
+  default: break;
+  }
+}
+
+static void glibc_call(worker_t *w) {
+  FILE *f = w->gf;
+  char buf[LINE + 1];
+  switch (opt.op) {
+  case OP_FGETC:
+    if (fgetc(f) == EOF) rewind(f);
+    break;
+  case OP_FGETS:
+    if (fgets(buf, sizeof buf, f) == NULL) rewind(f);
+    break;
+  case OP_FREAD:
+    if (fread(buf, 1, LINE, f) != LINE) rewind(f);
+    break;
+  case OP_FPUTC: fputc('x', f); break;
+  case OP_FPUTS: fputs(line_text, f); break;
+  case OP_FWRITE: fwrite(line_text, 1, LINE, f); break;
+  case OP_MIX: {
+    w->rng = w->rng * 6364136223846793005ULL + 1442695040888963407ULL;
+    long at = (long)((w->rng >> 33) % READ_LINES) * LINE;
+    fseek(f, at, SEEK_SET);
+    if (fgets(buf, sizeof buf, f) == NULL) clearerr(f);
+    fputs(line_text, f);
+    break;
+  }
+  default: break;
+  }
+}
+
+static void tx_body(void *arg) {
+  worker_t *w = arg;
+  for (unsigned i = 0; i < opt.k; i++)
+    our_call(w);
+}
+
+static void *run_worker(void *arg) {
+  worker_t *w = arg;
+  bool ours = opt.mode <= M_NTX;
+  if (ours && sstm_thread_init() != 0) die("sstm_thread_init");
+  sstm_attr_t irr = {.irrevocable = true};
+  pthread_barrier_wait(&start_gate);
+  uint64_t n = 0;
+  while (!stop) {
+    switch (opt.mode) {
+    case M_TX: sstm_run(NULL, tx_body, w); break;
+    case M_IRR: sstm_run(&irr, tx_body, w); break;
+    case M_NTX:
+      for (unsigned i = 0; i < opt.k; i++)
+        our_call(w);
+      break;
+    case M_GLIBC:
+      pthread_mutex_lock(&big_lock);
+      for (unsigned i = 0; i < opt.k; i++)
+        glibc_call(w);
+      pthread_mutex_unlock(&big_lock);
+      break;
+    case M_GLIBC_STREAM:
+      for (unsigned i = 0; i < opt.k; i++)
+        glibc_call(w);
+      break;
+    default: break;
+    }
+    n += opt.k;
+  }
+  w->ops = n;
+  if (ours) sstm_thread_exit();
+  return NULL;
+}
+
+static void usage(FILE *out, const char *prog) {
+  fprintf(out,
+          "usage: %s [-o fgetc|fgets|fread|fputc|fputs|fwrite|mix|empty] "
+          "[-m tx|irr|ntx|glibc|glibc-stream] [-s shared|private] [-n threads] "
+          "[-k calls per transaction] [-d duration ms]\n",
+          prog);
+}
+
+static int lookup(const char *v, const char *const *names, int n, const char *what) {
+  for (int i = 0; i < n; i++)
+    if (strcmp(v, names[i]) == 0) return i;
+  fprintf(stderr, "stdio-schedstm: unknown %s '%s'\n", what, v);
+  exit(2);
+}
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+int main(int argc, char **argv) {
+  int c;
+  while ((c = getopt(argc, argv, "o:m:s:n:k:d:h")) != -1) {
+    switch (c) {
+    case 'o': opt.op = (enum op)lookup(optarg, op_names, OP_N, "operation"); break;
+    case 'm': opt.mode = (enum mode)lookup(optarg, mode_names, M_N, "mode"); break;
+    case 's':
+      if (strcmp(optarg, "shared") != 0 && strcmp(optarg, "private") != 0) {
+        usage(stderr, argv[0]);
+        return 2;
+      }
+      opt.shared = strcmp(optarg, "shared") == 0;
+      break;
+    case 'n': opt.threads = (unsigned)atoi(optarg); break;
+    case 'k': opt.k = (unsigned)atoi(optarg); break;
+    case 'd': opt.ms = (unsigned)atoi(optarg); break;
+    case 'h': usage(stdout, argv[0]); return 0;
+    default: usage(stderr, argv[0]); return 2;
+    }
+  }
+  if (opt.threads < 1 || opt.threads > 256 || opt.k < 1 || opt.ms < 1) {
+    usage(stderr, argv[0]);
+    return 2;
+  }
+  snprintf(opt.dir, sizeof opt.dir, "/tmp/stdio-bench-XXXXXX");
+  if (mkdtemp(opt.dir) == NULL) die("mkdtemp");
+  bool ours = opt.mode <= M_NTX;
+  if (ours) {
+    sstm_config_t cfg;
+    sstm_config_default(&cfg);
+    cfg.use_env = true;
+    if (sstm_init(&cfg) != 0 || sstm_thread_init() != 0) die("sstm_init");
+  }
+  worker_t *ws = calloc(opt.threads, sizeof *ws);
+  if (ws == NULL) die("calloc");
+  unsigned nfiles = opt.shared ? 1 : opt.threads;
+  const char *fmode = is_read(opt.op) ? "r+" : "w";
+  for (unsigned i = 0; i < nfiles; i++) {
+    snprintf(ws[i].path, sizeof ws[i].path, "%s/f%u", opt.dir, i);
+    prepare(ws[i].path);
+    if (ours) {
+      ws[i].sf = sstm_fopen(ws[i].path, fmode);
+      if (ws[i].sf == NULL) die(ws[i].path);
+    } else {
+      ws[i].gf = fopen(ws[i].path, fmode);
+      if (ws[i].gf == NULL) die(ws[i].path);
+    }
+  }
+  for (unsigned i = 0; i < opt.threads; i++) {
+    ws[i].idx = i;
+    ws[i].rng = 0x9e3779b97f4a7c15ULL * (i + 1);
+    if (opt.shared) ws[i].sf = ws[0].sf, ws[i].gf = ws[0].gf;
+  }
+  sstm_stats_t s0 = {0}, s1 = {0};
+  if (ours) sstm_stats_aggregate(&s0);
+  pthread_barrier_init(&start_gate, NULL, opt.threads + 1);
+  pthread_t *tids = calloc(opt.threads, sizeof *tids);
+  for (unsigned i = 0; i < opt.threads; i++)
+    if (pthread_create(&tids[i], NULL, run_worker, &ws[i]) != 0) die("pthread_create");
+  pthread_barrier_wait(&start_gate);
+  double t0 = now_s();
+  usleep(opt.ms * 1000u);
+  stop = 1;
+  for (unsigned i = 0; i < opt.threads; i++)
+    pthread_join(tids[i], NULL);
+  double secs = now_s() - t0;
+  if (ours) sstm_stats_aggregate(&s1);
+  uint64_t ops = 0;
+  for (unsigned i = 0; i < opt.threads; i++)
+    ops += ws[i].ops;
+  for (unsigned i = 0; i < nfiles; i++) {
+    int rc = ours ? sstm_fclose(ws[i].sf) : fclose(ws[i].gf);
+    if (rc != 0) die("close");
+    unlink(ws[i].path);
+  }
+  rmdir(opt.dir);
+  uint64_t commits = (s1.commits_ro + s1.commits_update) - (s0.commits_ro + s0.commits_update);
+  uint64_t irr = s1.commits_irrevocable - s0.commits_irrevocable;
+  printf(
+      "{\"bench\":\"stdio\",\"op\":\"%s\",\"mode\":\"%s\",\"sharing\":\"%s\",\"threads\":%u,"
+      "\"k\":%u,\"cm\":\"%s\",\"duration_s\":%.3f,\"ops\":%llu,\"ops_per_s\":%.0f,\"commits\":%llu,"
+      "\"irrevocable_frac\":%.4f,\"aborts\":{",
+      op_names[opt.op], mode_names[opt.mode], opt.shared ? "shared" : "private", opt.threads, opt.k,
+      ours ? (getenv("SCHEDSTM_CM") ? getenv("SCHEDSTM_CM") : "default") : "-", secs,
+      (unsigned long long)ops, (double)ops / secs, (unsigned long long)commits,
+      commits ? (double)irr / (double)commits : 0.0);
+  bool first = true;
+  for (int r = 0; r < SSTM_ABORT_REASON_COUNT; r++) {
+    uint64_t a = s1.aborts[r] - s0.aborts[r];
+    if (a == 0) continue;
+    printf("%s\"%s\":%llu", first ? "" : ",", sstm_abort_reason_name((sstm_abort_reason_t)r),
+           (unsigned long long)a);
+    first = false;
+  }
+  printf("}}\n");
+  if (ours) {
+    sstm_thread_exit();
+    sstm_shutdown();
+  }
+  free(tids);
+  free(ws);
+  return 0;
+}
