@@ -1,0 +1,80 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""tools/sstm-mapeval end to end: on a small synthetic topology, for a
+generated pattern and for a matrix file, every strategy prints one CSV line
+with the fields its header names; the sharing-aware mappers (stmap, Scotch)
+cost no more than the random placement on a pattern whose optimum is known
+(a ring), and a malformed matrix file or topology is refused with its
+reason and exit status 2.
+
+usage: check_mapeval.py SSTM_MAPEVAL
+"""
+import csv
+import io
+import os
+import subprocess
+import sys
+import tempfile
+
+STRATEGIES = ["none", "compact", "scatter", "round-robin", "stmap", "stmap-smt", "scotch"]
+TOPO = "Package:2 Core:4 PU:2"
+
+
+def run(tool, *args):
+    return subprocess.run([tool, *args], capture_output=True, text=True, timeout=60)
+
+
+def fail(msg):
+    print("check_mapeval: FAILED: " + msg)
+    sys.exit(1)
+
+
+def main(argv):
+    if len(argv) != 2:
+        print("usage: check_mapeval.py SSTM_MAPEVAL", file=sys.stderr)
+        return 2
+    tool = argv[1]
+    with tempfile.TemporaryDirectory() as d:
+        mat = os.path.join(d, "chain.mat")
+        n = 8
+        rows = [[0] * n for _ in range(n)]
+        for i in range(n - 1):
+            rows[i][i + 1] = rows[i + 1][i] = 10
+        with open(mat, "w") as f:
+            f.write("schedstm-comm-matrix 1\nthreads %d\n" % n)
+            for r in rows:
+                f.write(" ".join(map(str, r)) + "\n")
+        p = run(tool, "--topo", TOPO, "--matrix", mat, "--pattern", "ring", "--threads", "16")
+        if p.returncode != 0:
+            fail("exit %d: %s" % (p.returncode, p.stderr))
+        recs = list(csv.DictReader(io.StringIO(p.stdout)))
+        for name, threads in (("chain.mat", "8"), ("ring", "16")):
+            got = [r for r in recs if r["matrix"] == name]
+            if [r["strategy"] for r in got] != STRATEGIES:
+                fail("%s: strategies %s" % (name, [r["strategy"] for r in got]))
+            for r in got:
+                if r["threads"] != threads or float(r["cost"]) < 0 or int(r["max_load"]) < 1:
+                    fail("%s: bad line %s" % (name, r))
+            cost = {r["strategy"]: float(r["cost"]) for r in got}
+            for s in ("stmap", "stmap-smt", "scotch"):
+                if cost[s] > cost["none"]:
+                    fail("%s: %s costs %g, more than none's %g" % (name, s, cost[s], cost["none"]))
+        # A chain of 8 on 2 x 4 cores, one thread per core: 6 links inside
+        # the packages (distance 2), 1 across (3): 10 * (6 * 2 + 3) = 150.
+        chain = {r["strategy"]: float(r["cost"]) for r in recs if r["matrix"] == "chain.mat"}
+        if chain["stmap"] != 150:
+            fail("chain: stmap costs %g, the optimum is 150" % chain["stmap"])
+        with open(mat, "a") as f:
+            f.write("0 0\n")
+        p = run(tool, "--topo", TOPO, "--matrix", mat)
+        if p.returncode != 2 or "chain.mat:11:1: unexpected text after the last row" not in p.stderr:
+            fail("malformed matrix: exit %d, %r" % (p.returncode, p.stderr))
+        p = run(tool, "--topo", "Package:x", "--pattern", "ring", "--threads", "4")
+        if p.returncode != 2 or "invalid hwloc synthetic description" not in p.stderr:
+            fail("bad topology: exit %d, %r" % (p.returncode, p.stderr))
+    print("check_mapeval: ok")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

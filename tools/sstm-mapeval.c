@@ -1,0 +1,353 @@
+/* SPDX-License-Identifier: MIT */
+/* sstm-mapeval: evaluate thread placements on a topology under the cost
+ * model of src/map/mapping.h (communication x hop distance), without
+ * running anything: for each communication matrix and each strategy it
+ * prints the placement's cost and the time taken to compute it.
+ *
+ * Strategies:
+ *   none         no placement, as the Linux scheduler would leave it:
+ *                modelled as a random balanced placement (distinct random
+ *                cores while the threads fit on the cores, else a random
+ *                permutation of the PUs, each PU taking threads in turn),
+ *                the cost averaged over --seeds placements;
+ *   compact, scatter, round-robin   sstm__map_static;
+ *   stmap        sstm__map_compute (one PU per core while n <= cores);
+ *   stmap-smt    sstm__map_compute with SSTM_MAP_USE_SMT;
+ *   scotch       Scotch's static mapper [Pellegrini96]: the matrix as a
+ *                graph mapped onto a tree-leaf architecture with the
+ *                topology's arities and the hop distances as link costs,
+ *                on the same slots as stmap (cores while n <= cores). Edge
+ *                weights are scaled to 1..1000 (Scotch's 32-bit integers
+ *                must hold the sums), so it optimises a rounded matrix; its
+ *                placement is evaluated on the exact one.
+ *
+ * Matrices come from files (--matrix, the format of mapping.h) or from
+ * generated patterns (--pattern, --threads), their thread numbers
+ * scrambled by a seeded permutation so that no strategy gains from the
+ * numbering.
+ *
+ * Output: CSV on standard output, one line per matrix and strategy:
+ *   topology,matrix,threads,strategy,cost,rel_none,ms,max_load
+ * rel_none = cost / cost of none; ms = mean time of one computation
+ * (repeated for at least 20 ms); max_load = most threads on one PU.
+ * Not installed: it links Scotch, which the library does not use.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <inttypes.h>
+#include <scotch.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "map/mapping.h"
+
+#define XEON_DESC "Package:8 [NUMANode] L3Cache:1 L2Cache:12 L1dCache:1 Core:1 PU:2"
+#define OPTERON_DESC "Package:4 Group:2 [NUMANode] L3Cache:1 L2Cache:4 Core:2 PU:1"
+
+static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+static void die(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  fputs("sstm-mapeval: ", stderr);
+  vfprintf(stderr, fmt, ap);
+  fputc('\n', stderr);
+  va_end(ap);
+  exit(2);
+}
+
+static uint64_t rng_state;
+static uint64_t rng_next(void) { /* splitmix64 */
+  uint64_t z = (rng_state += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+static unsigned rng_below(unsigned n) { return (unsigned)(rng_next() % n); }
+
+static void shuffle(unsigned *a, unsigned n) {
+  for (unsigned i = n; i > 1; i--) {
+    unsigned j = rng_below(i), x = a[i - 1];
+    a[i - 1] = a[j], a[j] = x;
+  }
+}
+
+static double now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+/* ---- generated matrices ---- */
+
+static uint64_t *gen_pattern(const char *pat, unsigned n) {
+  uint64_t *m = calloc((size_t)n * n, sizeof *m);
+  unsigned *perm = malloc(n * sizeof *perm);
+  if (!m || !perm) die("out of memory");
+  for (unsigned i = 0; i < n; i++)
+    perm[i] = i;
+  shuffle(perm, n);
+#define W(a, b, w)                                                                                 \
+  do {                                                                                             \
+    uint64_t w_ = (w);                                                                             \
+    m[(size_t)perm[a] * n + perm[b]] += w_;                                                        \
+    m[(size_t)perm[b] * n + perm[a]] += w_;                                                        \
+  } while (0)
+  if (strcmp(pat, "pairs") == 0) {
+    for (unsigned i = 0; i + 1 < n; i += 2)
+      W(i, i + 1, 1000 + rng_below(100));
+  } else if (strcmp(pat, "ring") == 0) {
+    for (unsigned i = 0; i < n && n > 1; i++)
+      if (i != (i + 1) % n) W(i, (i + 1) % n, 1000 + rng_below(100));
+  } else if (strcmp(pat, "clusters") == 0) { /* clusters of 8, weak links in between */
+    for (unsigned i = 0; i < n; i++)
+      for (unsigned j = i + 1; j < n; j++)
+        W(i, j, i / 8 == j / 8 ? 100 + rng_below(20) : rng_below(3));
+  } else if (strcmp(pat, "random") == 0) {
+    for (unsigned i = 0; i < n; i++)
+      for (unsigned j = i + 1; j < n; j++)
+        W(i, j, rng_below(100));
+  } else {
+    die("unknown pattern \"%s\" (pairs, ring, clusters, random)", pat);
+  }
+#undef W
+  free(perm);
+  return m;
+}
+
+/* ---- Scotch ---- */
+
+static int scotch_map(const sstm_topo_t *t, const uint64_t *m, unsigned n, unsigned *pu, char *err,
+                      size_t errlen) {
+  unsigned depth = sstm__topo_depth(t), levels = depth, stride = 1;
+  if (depth == 0) {
+    for (unsigned i = 0; i < n; i++)
+      pu[i] = 0;
+    return 0;
+  }
+  SCOTCH_Num size[32], link[32];
+  if (depth > 32) return snprintf(err, errlen, "topology deeper than 32 levels"), -1;
+  for (unsigned l = 0; l < depth; l++) {
+    unsigned a = sstm__topo_uniform_arity(t, l);
+    if (a == 0) return snprintf(err, errlen, "Scotch's tree-leaf needs a balanced tree"), -1;
+    size[l] = (SCOTCH_Num)a;
+  }
+  /* The same slots as stmap: drop the SMT level while the threads fit on
+   * the cores (the last level is then the PUs of a core). */
+  unsigned npus = sstm__topo_npus(t), ncores = sstm__topo_ncores(t);
+  if (n <= ncores && ncores < npus && (unsigned)size[depth - 1] == npus / ncores) {
+    levels = depth - 1;
+    stride = npus / ncores;
+  }
+  for (unsigned l = 0; l < levels; l++)
+    link[l] = (SCOTCH_Num)(depth - l);
+  uint64_t wmax = 0;
+  size_t edges = 0;
+  for (size_t i = 0; i < (size_t)n * n; i++) {
+    if (m[i] > wmax) wmax = m[i];
+    edges += m[i] != 0;
+  }
+  SCOTCH_Num *vert = malloc((n + 1) * sizeof *vert), *edge = malloc((edges + 1) * sizeof *edge),
+             *load = malloc((edges + 1) * sizeof *load), *part = malloc(n * sizeof *part);
+  if (!vert || !edge || !load || !part) die("out of memory");
+  size_t e = 0;
+  for (unsigned i = 0; i < n; i++) {
+    vert[i] = (SCOTCH_Num)e;
+    for (unsigned j = 0; j < n; j++) {
+      uint64_t w = m[(size_t)i * n + j];
+      if (w == 0) continue;
+      edge[e] = (SCOTCH_Num)j;
+      long double s = (long double)w * 1000.0L / (long double)wmax;
+      load[e++] = s < 1 ? 1 : (SCOTCH_Num)(s + 0.5L);
+    }
+  }
+  vert[n] = (SCOTCH_Num)e;
+  SCOTCH_Graph g;
+  SCOTCH_Arch arch;
+  SCOTCH_Strat strat;
+  int rc = -1;
+  SCOTCH_graphInit(&g);
+  SCOTCH_archInit(&arch);
+  SCOTCH_stratInit(&strat);
+  if (SCOTCH_graphBuild(&g, 0, (SCOTCH_Num)n, vert, vert + 1, NULL, NULL, (SCOTCH_Num)e, edge,
+                        load) != 0 ||
+      SCOTCH_graphCheck(&g) != 0) {
+    snprintf(err, errlen, "SCOTCH_graphBuild failed");
+  } else if (SCOTCH_archTleaf(&arch, (SCOTCH_Num)levels, size, link) != 0) {
+    snprintf(err, errlen, "SCOTCH_archTleaf failed");
+  } else if (SCOTCH_graphMap(&g, &arch, &strat, part) != 0) {
+    snprintf(err, errlen, "SCOTCH_graphMap failed");
+  } else {
+    for (unsigned i = 0; i < n; i++)
+      pu[i] = (unsigned)part[i] * stride;
+    rc = 0;
+  }
+  SCOTCH_stratExit(&strat);
+  SCOTCH_archExit(&arch);
+  SCOTCH_graphExit(&g);
+  free(vert), free(edge), free(load), free(part);
+  return rc;
+}
+
+/* ---- the none model ---- */
+
+static void random_placement(const sstm_topo_t *t, unsigned n, unsigned *pu) {
+  unsigned npus = sstm__topo_npus(t), ncores = sstm__topo_ncores(t);
+  unsigned *slots = malloc(npus * sizeof *slots);
+  if (!slots) die("out of memory");
+  unsigned ns = 0;
+  bool per_core = n <= ncores;
+  for (unsigned p = 0; p < npus; p++)
+    if (!per_core || p == 0 || sstm__topo_core_of(t, p) != sstm__topo_core_of(t, p - 1))
+      slots[ns++] = p;
+  if (per_core) { /* a random PU of each core */
+    for (unsigned s = 0; s < ns; s++) {
+      unsigned k = 1;
+      while (slots[s] + k < npus &&
+             sstm__topo_core_of(t, slots[s] + k) == sstm__topo_core_of(t, slots[s]))
+        k++;
+      slots[s] += rng_below(k);
+    }
+  }
+  shuffle(slots, ns);
+  for (unsigned i = 0; i < n; i++)
+    pu[i] = slots[i % ns];
+  free(slots);
+}
+
+/* ---- evaluation ---- */
+
+static unsigned max_load(const unsigned *pu, unsigned n, unsigned npus) {
+  unsigned *c = calloc(npus, sizeof *c), mx = 0;
+  if (!c) die("out of memory");
+  for (unsigned i = 0; i < n; i++)
+    if (++c[pu[i]] > mx) mx = c[pu[i]];
+  free(c);
+  return mx;
+}
+
+static unsigned seeds = 20;
+
+static void evaluate(const char *tname, const sstm_topo_t *t, const char *mname, const uint64_t *m,
+                     unsigned n) {
+  static const char *const names[] = {"none",  "compact",   "scatter", "round-robin",
+                                      "stmap", "stmap-smt", "scotch"};
+  unsigned *pu = malloc(n * sizeof *pu);
+  if (!pu) die("out of memory");
+  double none = 0;
+  char err[256];
+  for (unsigned s = 0; s < sizeof names / sizeof names[0]; s++) {
+    double cost = 0, ms = 0;
+    unsigned reps = 0, load = 0;
+    if (s == 0) {
+      for (unsigned k = 0; k < seeds; k++) {
+        random_placement(t, n, pu);
+        cost += (double)sstm__map_cost(t, m, n, pu);
+        unsigned l = max_load(pu, n, sstm__topo_npus(t));
+        if (l > load) load = l;
+      }
+      cost /= seeds;
+      none = cost;
+    } else {
+      double t0 = now_ms(), t1;
+      do {
+        int rc;
+        if (s <= 3)
+          rc = sstm__map_static(t, (sstm_map_static_t)(s - 1), n, pu, err, sizeof err);
+        else if (s <= 5)
+          rc = sstm__map_compute(t, m, n, s == 5 ? SSTM_MAP_USE_SMT : 0, pu, err, sizeof err);
+        else
+          rc = scotch_map(t, m, n, pu, err, sizeof err);
+        if (rc != 0) {
+          fprintf(stderr, "sstm-mapeval: %s on %s: %s\n", names[s], mname, err);
+          goto next;
+        }
+        reps++;
+        t1 = now_ms();
+      } while (t1 - t0 < 20 && reps < 1000);
+      ms = (t1 - t0) / reps;
+      cost = (double)sstm__map_cost(t, m, n, pu);
+      load = max_load(pu, n, sstm__topo_npus(t));
+    }
+    printf("%s,%s,%u,%s,%.1f,%.4f,%.3f,%u\n", tname, mname, n, names[s], cost,
+           none > 0 ? cost / none : 1.0, ms, load);
+  next:;
+  }
+  free(pu);
+}
+
+static void usage(void) {
+  fputs("usage: sstm-mapeval [--topo xeon|opteron|system|xml:PATH|SYNTHETIC] [--seed N]\n"
+        "                    [--seeds N] [--matrix FILE]... [--pattern P --threads N,N,...]\n"
+        "  patterns: pairs, ring, clusters, random; output: CSV (see the source's head)\n",
+        stderr);
+  exit(2);
+}
+
+int main(int argc, char **argv) {
+  const char *topo = "xeon", *pattern = NULL, *threads = NULL;
+  const char *files[256];
+  unsigned nfiles = 0;
+  rng_state = 1;
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+    if (!v) usage();
+    if (strcmp(a, "--topo") == 0)
+      topo = v;
+    else if (strcmp(a, "--matrix") == 0 && nfiles < 256)
+      files[nfiles++] = v;
+    else if (strcmp(a, "--pattern") == 0)
+      pattern = v;
+    else if (strcmp(a, "--threads") == 0)
+      threads = v;
+    else if (strcmp(a, "--seed") == 0)
+      rng_state = strtoull(v, NULL, 0);
+    else if (strcmp(a, "--seeds") == 0)
+      seeds = (unsigned)strtoul(v, NULL, 0);
+    else
+      usage();
+    i++;
+  }
+  if (seeds == 0 || (!pattern && nfiles == 0) || (pattern && !threads)) usage();
+  sstm_topo_t *t = NULL;
+  char err[512];
+  int rc;
+  if (strcmp(topo, "xeon") == 0)
+    rc = sstm__topo_load_synthetic(XEON_DESC, &t, err, sizeof err);
+  else if (strcmp(topo, "opteron") == 0)
+    rc = sstm__topo_load_synthetic(OPTERON_DESC, &t, err, sizeof err);
+  else if (strcmp(topo, "system") == 0)
+    rc = sstm__topo_load_system(&t, err, sizeof err);
+  else if (strncmp(topo, "xml:", 4) == 0)
+    rc = sstm__topo_load_xml(topo + 4, &t, err, sizeof err);
+  else
+    rc = sstm__topo_load_synthetic(topo, &t, err, sizeof err);
+  if (rc != 0) die("%s", err);
+  fprintf(stderr, "sstm-mapeval: topology %s: %s\n", topo, sstm__topo_describe(t));
+  printf("topology,matrix,threads,strategy,cost,rel_none,ms,max_load\n");
+  for (unsigned f = 0; f < nfiles; f++) {
+    uint64_t *m;
+    unsigned n;
+    if (sstm__cmat_load(files[f], &m, &n, err, sizeof err) != 0) die("%s", err);
+    const char *base = strrchr(files[f], '/');
+    evaluate(topo, t, base ? base + 1 : files[f], m, n);
+    free(m);
+  }
+  if (pattern) {
+    char *list = strdup(threads), *save = NULL;
+    for (char *tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+      char *end;
+      unsigned long n = strtoul(tok, &end, 10);
+      if (*end || n == 0 || n > SSTM_MAP_MAX_THREADS) die("bad thread count \"%s\"", tok);
+      uint64_t *m = gen_pattern(pattern, (unsigned)n);
+      evaluate(topo, t, pattern, m, (unsigned)n);
+      free(m);
+    }
+    free(list);
+  }
+  sstm__topo_free(t);
+  return 0;
+}
