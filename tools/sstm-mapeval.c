@@ -16,7 +16,8 @@
  *   scotch       Scotch's static mapper [Pellegrini96]: the matrix as a
  *                graph mapped onto a tree-leaf architecture with the
  *                topology's arities and the hop distances as link costs,
- *                on the same slots as stmap (cores while n <= cores). Edge
+ *                on the same slots as stmap (cores while n <= cores; the
+ *                first n of them when there are fewer threads). Edge
  *                weights are scaled to 1..1000 (Scotch's 32-bit integers
  *                must hold the sums), so it optimises a rounded matrix; its
  *                placement is evaluated on the exact one.
@@ -165,12 +166,23 @@ static int scotch_map(const sstm_topo_t *t, const uint64_t *m, unsigned n, unsig
     }
   }
   vert[n] = (SCOTCH_Num)e;
+  /* With fewer threads than terminals Scotch would balance the threads over
+   * every terminal, spreading them over the whole machine; like stmap (whose
+   * fullest-child-first split uses as few packages as it can) it gets the
+   * first n terminals in logical order (SCOTCH_archSub). */
+  SCOTCH_Num nterm = 1, *termtab = malloc(n * sizeof *termtab);
+  if (!termtab) die("out of memory");
+  for (unsigned l = 0; l < levels; l++)
+    nterm *= size[l];
+  for (unsigned i = 0; i < n; i++)
+    termtab[i] = (SCOTCH_Num)i;
   SCOTCH_Graph g;
-  SCOTCH_Arch arch;
+  SCOTCH_Arch arch, sub;
   SCOTCH_Strat strat;
   int rc = -1;
   SCOTCH_graphInit(&g);
   SCOTCH_archInit(&arch);
+  SCOTCH_archInit(&sub);
   SCOTCH_stratInit(&strat);
   if (SCOTCH_graphBuild(&g, 0, (SCOTCH_Num)n, vert, vert + 1, NULL, NULL, (SCOTCH_Num)e, edge,
                         load) != 0 ||
@@ -178,17 +190,22 @@ static int scotch_map(const sstm_topo_t *t, const uint64_t *m, unsigned n, unsig
     snprintf(err, errlen, "SCOTCH_graphBuild failed");
   } else if (SCOTCH_archTleaf(&arch, (SCOTCH_Num)levels, size, link) != 0) {
     snprintf(err, errlen, "SCOTCH_archTleaf failed");
-  } else if (SCOTCH_graphMap(&g, &arch, &strat, part) != 0) {
+  } else if (nterm > (SCOTCH_Num)n && SCOTCH_archSub(&sub, &arch, (SCOTCH_Num)n, termtab) != 0) {
+    snprintf(err, errlen, "SCOTCH_archSub failed");
+  } else if (SCOTCH_graphMap(&g, nterm > (SCOTCH_Num)n ? &sub : &arch, &strat, part) != 0) {
     snprintf(err, errlen, "SCOTCH_graphMap failed");
   } else {
+    /* A sub-architecture numbers its terminals 0..n-1, here terminals 0..n-1
+     * of the whole tree. */
     for (unsigned i = 0; i < n; i++)
       pu[i] = (unsigned)part[i] * stride;
     rc = 0;
   }
   SCOTCH_stratExit(&strat);
+  SCOTCH_archExit(&sub);
   SCOTCH_archExit(&arch);
   SCOTCH_graphExit(&g);
-  free(vert), free(edge), free(load), free(part);
+  free(vert), free(edge), free(load), free(part), free(termtab);
   return rc;
 }
 

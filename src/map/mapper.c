@@ -249,14 +249,16 @@ static double refine(mapper_t *mp, const unsigned *th, unsigned cnt, unsigned k,
 
 /* Split threads th[0..cnt) into k parts of sizes want[0..k) that keep the
  * most communication inside the parts: both seed rules of grow(), each
- * refined, the better kept (the first on a tie). Result in mp->part. */
-static void split(mapper_t *mp, const unsigned *th, unsigned cnt, unsigned k) {
+ * refined, the better kept (the first on a tie). Result in mp->part;
+ * returns the communication kept inside the parts. */
+static double split(mapper_t *mp, const unsigned *th, unsigned cnt, unsigned k) {
   grow(mp, th, cnt, k, false, mp->part);
-  if (k < 2) return;
   double a = refine(mp, th, cnt, k, mp->part);
+  if (k < 2) return a;
   grow(mp, th, cnt, k, true, mp->part2);
   double b = refine(mp, th, cnt, k, mp->part2);
   if (b > a) memcpy(mp->part, mp->part2, (size_t)cnt * sizeof *mp->part);
+  return b > a ? b : a;
 }
 
 /* Place threads th[0..cnt) under node x of level l. */
@@ -269,7 +271,6 @@ static int place(mapper_t *mp, unsigned l, unsigned x, unsigned *th, unsigned cn
     return 0;
   }
   unsigned cb = t->child[l][x], k = t->child[l][x + 1] - cb;
-  /* Children fullest first take as many threads as they have slots. */
   unsigned *caps = malloc((size_t)k * sizeof *caps);
   unsigned *sizes = malloc((size_t)k * sizeof *sizes);
   unsigned *sorted = malloc((size_t)cnt * sizeof *sorted);
@@ -282,7 +283,19 @@ static int place(mapper_t *mp, unsigned l, unsigned x, unsigned *th, unsigned cn
     caps[j] = mp->cap_prefix[t->first[l + 1][c + 1]] - mp->cap_prefix[t->first[l + 1][c]];
     sizes[j] = 0;
   }
-  unsigned left = cnt;
+  /* Two ways to size the parts. Compact: the children with the most slots
+   * first, each filled (as few packages as possible). Balanced: every child
+   * in proportion to its slots (a group that fits a child can stay whole when
+   * compact sizes would cut it, e.g. clusters of 8 on packages of 12). The
+   * split that keeps more communication inside the children wins, compact
+   * on a tie. */
+  unsigned *bal = malloc((size_t)k * sizeof *bal);
+  int *keep = malloc((size_t)cnt * sizeof *keep);
+  if (!bal || !keep) {
+    free(caps), free(sizes), free(sorted), free(bal), free(keep);
+    return SSTM_ENOMEM;
+  }
+  unsigned left = cnt, total = 0;
   while (left > 0) {
     unsigned bj = k;
     for (unsigned j = 0; j < k; j++)
@@ -292,8 +305,29 @@ static int place(mapper_t *mp, unsigned l, unsigned x, unsigned *th, unsigned cn
     left -= sizes[bj];
   }
   for (unsigned j = 0; j < k; j++)
+    total += caps[j];
+  left = cnt;
+  for (unsigned j = 0; j < k; j++) {
+    bal[j] = (unsigned)((uint64_t)cnt * caps[j] / total);
+    left -= bal[j];
+  }
+  for (unsigned j = 0; left > 0; j = (j + 1) % k) {
+    if (bal[j] < caps[j]) bal[j]++, left--;
+  }
+  for (unsigned j = 0; j < k; j++)
     mp->want[j] = sizes[j];
-  split(mp, th, cnt, k);
+  double inside = split(mp, th, cnt, k);
+  if (memcmp(bal, sizes, (size_t)k * sizeof *bal) != 0) {
+    memcpy(keep, mp->part, (size_t)cnt * sizeof *keep);
+    for (unsigned j = 0; j < k; j++)
+      mp->want[j] = bal[j];
+    if (split(mp, th, cnt, k) > inside)
+      memcpy(sizes, bal, (size_t)k * sizeof *sizes);
+    else
+      memcpy(mp->part, keep, (size_t)cnt * sizeof *keep);
+  }
+  free(bal);
+  free(keep);
   /* Group the threads by part (stable), then recurse part by part. */
   unsigned pos = 0;
   for (unsigned j = 0; j < k; j++)

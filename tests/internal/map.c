@@ -300,6 +300,26 @@ TEST(mapper_all_to_all) {
   sstm__topo_free(t);
 }
 
+/* 64 threads in 8 clusters of 8 on the Xeon (8 packages of 12 cores):
+ * filling packages in turn (12 threads each) would cut clusters; each
+ * cluster stays in one package. */
+TEST(mapper_clusters_stay_whole_when_filling_would_cut_them) {
+  sstm_topo_t *t = synth(XEON);
+  unsigned n = 64;
+  uint64_t *m = matrix(n);
+  for (unsigned i = 0; i < n; i++)
+    for (unsigned j = i + 1; j < n; j++)
+      if ((i * 37) % 8 == (j * 37) % 8) link_w(m, n, i, j, 100);
+  unsigned pu[64];
+  CHECK_OK(sstm__map_compute(t, m, n, 0, pu, err, sizeof err));
+  for (unsigned i = 0; i < n; i++)
+    for (unsigned j = i + 1; j < n; j++)
+      if ((i * 37) % 8 == (j * 37) % 8) CHECK_EQ_U(sstm__topo_distance(t, pu[i], pu[j]), 2);
+  CHECK_EQ_U(sstm__map_cost(t, m, n, pu), 8 * 28 * 100 * 2);
+  free(m);
+  sstm__topo_free(t);
+}
+
 /* 12 threads in 4 cliques of 3 on 4 PUs: a clique per PU, cost 0. */
 TEST(mapper_more_threads_than_pus) {
   sstm_topo_t *t = synth("Package:2 Core:2 PU:1");
