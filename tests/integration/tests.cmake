@@ -184,6 +184,55 @@ else()
   message(STATUS "tests: bench/ds not built: intset integration tests skipped")
 endif()
 
+# tpcc: TPC-C on the STM (bench/tpcc, docs/tpcc.md): mixed runs under several
+# designs and policies followed by the consistency checks, the checks
+# failing on deliberately corrupted databases, bad inputs refused; and the
+# driver tpcc-schedstm's command line (bad arguments, --check, --corrupt).
+if(SCHEDSTM_BUILD_BENCH AND EXISTS ${PROJECT_SOURCE_DIR}/bench/tpcc/tpcc.h
+   AND EXISTS ${PROJECT_SOURCE_DIR}/bench/CMakeLists.txt)
+  sstm_int_exe(itest_tpcc STRESS SOURCES ${D}/tpcc.c LIBS bench_tpcc)
+  foreach(dp etl.suicide etl.ser-block etl.timestamp etl.adaptive ctl.suicide ctl.backoff)
+    string(REPLACE "." ";" dpl ${dp})
+    list(GET dpl 0 d)
+    list(GET dpl 1 p)
+    sstm_add_test(NAME integration.tpcc.${d}.${p}.4 LABELS ${SSTM_STRESS_LABELS}
+                  TIMEOUT 120 COMMAND itest_tpcc run ${d} ${p} 4)
+  endforeach()
+  sstm_add_test(NAME integration.tpcc.etl.suicide.1 LABELS ${SSTM_STRESS_LABELS}
+                TIMEOUT 60 COMMAND itest_tpcc run etl suicide 1)
+  foreach(m corrupt inputs)
+    sstm_add_test(NAME integration.tpcc.${m} LABELS integration TIMEOUT 60
+                  COMMAND itest_tpcc ${m})
+  endforeach()
+  # The driver: a checked run, a corrupted one that --check must fail
+  # (status 1, the condition named), bad arguments (status 2, a message).
+  # sstm_tpcc_cli(NAME status regex args...)
+  # (add_test directly: a list passed on to sstm_add_test would split the
+  # shell command at its semicolons)
+  function(sstm_tpcc_cli name status regex)
+    math(EXPR t "60 * ${SSTM_TIMEOUT_FACTOR}")
+    add_test(NAME integration.tpcc_cli.${name}
+             COMMAND sh -c "out=$(\"$0\" \"$@\" 2>&1); rc=$?; echo \"$out\"; [ $rc -eq ${status} ] || { echo \"exit status $rc, expected ${status}\"; exit 1; }; echo \"$out\" | grep -q -e '${regex}' || { echo 'output does not match: ${regex}'; exit 1; }"
+                     $<TARGET_FILE:tpcc-schedstm> ${ARGN})
+    set_tests_properties(integration.tpcc_cli.${name} PROPERTIES
+                         TIMEOUT ${t} LABELS integration ENVIRONMENT "${SSTM_SAN_ENV}")
+  endfunction()
+  sstm_tpcc_cli(check 0 "\"check\":\"ok\"" --small -n 2 -N 400 --check --cm ser-block)
+  sstm_tpcc_cli(corrupt 1 "consistency check failed.*condition 3:" --small -N 200
+                --corrupt new-order-gap)
+  sstm_tpcc_cli(help 0 "^usage: tpcc-schedstm " --help)
+  sstm_tpcc_cli(unknown_option 2 "^usage: tpcc-schedstm " --no-such-option)
+  sstm_tpcc_cli(bad_threads 2 "option -n/--threads: .x. is not an integer" -n x)
+  sstm_tpcc_cli(bad_mix 2 "option -m/--mix: .1,2,3. needs 5 comma-separated values" -m 1,2,3)
+  sstm_tpcc_cli(zero_mix 2 "every weight is 0" -m 0,0,0,0,0)
+  sstm_tpcc_cli(bad_districts 2 "option --districts" --districts 11)
+  sstm_tpcc_cli(bad_orders 2 "scale: orders 61 not in 1..60" --small --orders 61)
+  sstm_tpcc_cli(bad_corrupt 2 "unknown corruption .nope." --corrupt nope)
+  sstm_tpcc_cli(stray_argument 2 "unexpected argument .extra." --small extra)
+else()
+  message(STATUS "tests: bench/tpcc not built: tpcc integration tests skipped")
+endif()
+
 # Torture: long runs, only with -DSCHEDSTM_TORTURE=ON (see the `torture`
 # target). Never part of the default ctest run.
 if(SCHEDSTM_TORTURE)
