@@ -1,0 +1,348 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""Thread-mapping evaluation (docs/design/mapping.md, docs/benchmarks.md):
+record communication matrices from benchmark runs, evaluate placements of
+them on the two machines of [Pasqualin20] described as hwloc synthetic
+topologies, and draw the results.
+
+  mapeval.py record   --out DIR [--threads 32,64,96] [--intset hs,rb]
+                      [--stamp-build DIR --apps a,b,...] [--si N]
+      Runs each program with SCHEDSTM_MAP_STRATEGY=detect and
+      SCHEDSTM_MAP_DUMP=DIR/<name>-<threads>.mat (the library's detection,
+      no pinning), and logs every run to DIR/record.jsonl.
+  mapeval.py evaluate --matrices DIR [--topos xeon,opteron] [--seeds N]
+                      [--patterns pairs,ring,... --pattern-threads 16,...]
+      Runs tools/sstm-mapeval on every DIR/*.mat (and generated patterns)
+      per topology; writes DIR/eval.csv (patterns: DIR/patterns.csv).
+  mapeval.py plot     --matrices DIR [--img-dir D] [--prefix P]
+      From DIR/eval.csv: one figure per topology like [Pasqualin20]'s Fig. 2
+      (a panel per application, bars per thread count and strategy: the
+      cost relative to the Linux model, lower is better) and a heat map of
+      every matrix.
+  mapeval.py table    --matrices DIR
+      Markdown tables on stdout: per application and thread count, and the
+      mean cost relative to the Linux model per topology and strategy
+      (arithmetic mean over the points), and from patterns.csv stmap against Scotch.
+
+"none" is the Linux scheduler modelled as a random balanced placement
+averaged over seeds (tools/sstm-mapeval's head says how). A lower cost is a
+prediction under the cost model, not a measured speed-up. Needs matplotlib
+for plot (scripts/install-deps.sh --demo).
+"""
+
+import argparse
+import csv
+import glob
+import json
+import os
+import re
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), os.pardir, os.pardir))
+STRATEGIES = ["none", "compact", "scatter", "round-robin", "stmap", "stmap-smt", "scotch"]
+SHOWN = ["compact", "scatter", "round-robin", "stmap", "scotch"]
+MAT_NAME = re.compile(r"^(?P<app>.+)-(?P<threads>\d+)\.mat$")
+
+
+def items(text, conv=str):
+    out = [conv(x) for x in text.split(",") if x]
+    if not out:
+        raise argparse.ArgumentTypeError("empty list")
+    return out
+
+
+def log(msg):
+    print("mapeval: " + msg, file=sys.stderr)
+
+
+# ---- record ---------------------------------------------------------------
+
+def record(args):
+    os.makedirs(args.out, exist_ok=True)
+    runs = []
+    intset = os.path.join(args.schedstm_build, "bench", "intset-schedstm")
+    for s in args.intset:
+        for t in args.threads:
+            runs.append(("intset-%s" % s, t, [intset, "-S", s, "-n", str(t), "-i", "1024",
+                                               "-u", "20", "-d", str(args.duration_ms)], None))
+    if args.stamp_build:
+        import stamp  # the STAMP runner's applications and command lines
+        for a in args.apps:
+            app = stamp.APPS.get(a)
+            if app is None:
+                log("unknown STAMP application %s" % a)
+                return 2
+            for t in args.threads:
+                cmd = stamp.command(args.stamp_build, app, args.inputs, t, "schedstm")
+                runs.append((a, t, cmd, os.path.join(args.stamp_build, app.base)))
+    failed = 0
+    with open(os.path.join(args.out, "record.jsonl"), "a") as logf:
+        for name, t, cmd, cwd in runs:
+            path = os.path.abspath(os.path.join(args.out, "%s-%d.mat" % (name, t)))
+            env = dict(os.environ, SCHEDSTM_MAP_STRATEGY="detect", SCHEDSTM_MAP_DUMP=path,
+                       SCHEDSTM_MAP_SI=str(args.si))
+            if os.path.exists(path):
+                os.unlink(path)
+            try:
+                p = subprocess.run(cmd, env=env, cwd=cwd, capture_output=True, text=True,
+                                   timeout=args.timeout_s)
+                rc, err = p.returncode, p.stderr
+            except subprocess.TimeoutExpired:
+                rc, err = None, "timeout"
+            ok = rc == 0 and os.path.exists(path)
+            failed += not ok
+            rec = {"name": name, "threads": t, "cmd": cmd, "si": args.si, "rc": rc,
+                   "matrix": path if ok else None}
+            logf.write(json.dumps(rec) + "\n")
+            log("%s %d threads: %s" % (name, t, "ok" if ok else
+                                       "FAILED (exit %s) %s" % (rc, err.strip()[-300:])))
+    return 1 if failed else 0
+
+
+# ---- evaluate -------------------------------------------------------------
+
+def run_mapeval(tool, topo, extra, seeds):
+    p = subprocess.run([tool, "--topo", topo, "--seeds", str(seeds)] + extra,
+                       capture_output=True, text=True)
+    if p.returncode != 0:
+        raise RuntimeError("sstm-mapeval %s: %s" % (topo, p.stderr.strip()))
+    return list(csv.DictReader(p.stdout.splitlines()))
+
+
+def write_csv(path, rows):
+    with open(path, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0].keys()))
+        w.writeheader()
+        w.writerows(rows)
+
+
+def evaluate(args):
+    mats = sorted(glob.glob(os.path.join(args.matrices, "*.mat")))
+    if mats:
+        rows = []
+        for topo in args.topos:
+            rows += run_mapeval(args.mapeval, topo, sum((["--matrix", m] for m in mats), []),
+                                args.seeds)
+        write_csv(os.path.join(args.matrices, "eval.csv"), rows)
+        log("%d matrices x %d topologies -> eval.csv" % (len(mats), len(args.topos)))
+    elif not args.patterns:
+        log("no *.mat in %s" % args.matrices)
+        return 1
+    if args.patterns:
+        rows = []
+        for topo in args.topos:
+            for pat in args.patterns:
+                rows += run_mapeval(args.mapeval, topo,
+                                    ["--pattern", pat, "--threads",
+                                     ",".join(map(str, args.pattern_threads))], args.seeds)
+        write_csv(os.path.join(args.matrices, "patterns.csv"), rows)
+        log("patterns -> patterns.csv")
+    return 0
+
+
+# ---- results --------------------------------------------------------------
+
+def load_eval(path):
+    """{topology: {(app, threads): {strategy: row}}}"""
+    out = {}
+    with open(path) as f:
+        for r in csv.DictReader(f):
+            # A recorded matrix is named by the benchmark's thread count; its
+            # order may be larger (the main thread registers too).
+            m = MAT_NAME.match(r["matrix"])
+            app = m.group("app") if m else r["matrix"]
+            key = (app, int(m.group("threads")) if m else int(r["threads"]))
+            out.setdefault(r["topology"], {}).setdefault(key, {})[r["strategy"]] = r
+    return out
+
+
+def mean(xs):
+    return sum(xs) / len(xs) if xs else float("nan")
+
+
+def table(args):
+    data = load_eval(os.path.join(args.matrices, "eval.csv"))
+    for topo, pts in data.items():
+        print("\n%s: cost relative to none (Linux model), lower is better\n" % topo)
+        print("| application | threads | " + " | ".join(STRATEGIES[1:]) + " |")
+        print("|---|---:|" + "---:|" * (len(STRATEGIES) - 1))
+        for (app, t) in sorted(pts):
+            row = pts[(app, t)]
+            print("| %s | %d | " % (app, t) + " | ".join(
+                "%.3f" % float(row[s]["rel_none"]) if s in row else "-" for s in STRATEGIES[1:])
+                + " |")
+        print("| mean | | " + " | ".join(
+            "%.3f" % mean([float(r[s]["rel_none"]) for r in pts.values() if s in r])
+            for s in STRATEGIES[1:]) + " |")
+    ppath = os.path.join(args.matrices, "patterns.csv")
+    if os.path.exists(ppath):
+        print("\nstmap against Scotch on generated patterns: cost ratio stmap/scotch "
+              "(< 1: stmap better), time of one computation in ms\n")
+        print("| topology | pattern | threads | cost stmap/scotch | ms stmap | ms scotch |")
+        print("|---|---|---:|---:|---:|---:|")
+        rows = {}
+        with open(ppath) as f:
+            for r in csv.DictReader(f):
+                rows.setdefault((r["topology"], r["matrix"], int(r["threads"])), {})[
+                    r["strategy"]] = r
+        for k in sorted(rows, key=lambda k: (k[0], k[1], k[2])):
+            st, sc = rows[k].get("stmap"), rows[k].get("scotch")
+            if not st or not sc:
+                continue
+            ratio = float(st["cost"]) / float(sc["cost"]) if float(sc["cost"]) else (
+                1.0 if float(st["cost"]) == 0 else float("inf"))
+            print("| %s | %s | %d | %.3f | %.2f | %.2f |" % (k[0], k[1], k[2], ratio,
+                                                            float(st["ms"]), float(sc["ms"])))
+    return 0
+
+
+def need_matplotlib():
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+        return plt
+    except ImportError as e:
+        raise SystemExit("mapeval: matplotlib is not installed: run scripts/install-deps.sh "
+                         "--demo (or pip install -r bench/requirements.txt) (%s)" % e)
+
+
+def plot(args):
+    plt = need_matplotlib()
+    data = load_eval(os.path.join(args.matrices, "eval.csv"))
+    os.makedirs(args.img_dir, exist_ok=True)
+    for topo, pts in data.items():
+        apps = sorted({a for a, _ in pts})
+        cols = min(4, len(apps))
+        rows = (len(apps) + cols - 1) // cols
+        fig, axes = plt.subplots(rows, cols, figsize=(3.6 * cols, 2.9 * rows), squeeze=False)
+        width = 0.8 / len(SHOWN)
+        for i, app in enumerate(apps):
+            ax = axes[i // cols][i % cols]
+            threads = sorted(t for a, t in pts if a == app)
+            for j, s in enumerate(SHOWN):
+                ys = [float(pts[(app, t)][s]["rel_none"]) if s in pts[(app, t)] else 0
+                      for t in threads]
+                ax.bar([x + (j - (len(SHOWN) - 1) / 2) * width for x in range(len(threads))],
+                       ys, width, label=s)
+            ax.axhline(1.0, color="black", linewidth=0.8, linestyle="--")
+            ax.set_xticks(range(len(threads)))
+            ax.set_xticklabels([str(t) for t in threads])
+            ax.set_title(app, fontsize=10)
+            ax.set_xlabel("threads", fontsize=8)
+            if i % cols == 0:
+                ax.set_ylabel("cost / none", fontsize=8)
+            ax.tick_params(labelsize=8)
+        for k in range(len(apps), rows * cols):
+            axes[k // cols][k % cols].axis("off")
+        handles, labels = axes[0][0].get_legend_handles_labels()
+        fig.legend(handles, labels, loc="upper center", ncol=len(SHOWN), fontsize=8)
+        fig.suptitle("", fontsize=1)
+        fig.text(0.5, 0.005, "%s: communication x hop distance of each placement, relative to "
+                 "none (Linux, modelled as random balanced placements; dashed line); lower is "
+                 "better. A prediction of the cost model, not a measured time." % topo,
+                 ha="center", fontsize=7, wrap=True)
+        fig.tight_layout(rect=(0, 0.03, 1, 0.94))
+        out = os.path.join(args.img_dir, "%s-%s.png" % (args.prefix, topo))
+        fig.savefig(out, dpi=110)
+        plt.close(fig)
+        log("wrote " + out)
+    mats = sorted(glob.glob(os.path.join(args.matrices, "*.mat")))
+    if mats:
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        grid = {}
+        for m in mats:
+            k = MAT_NAME.match(os.path.basename(m))
+            if k:
+                grid.setdefault(k.group("app"), {})[int(k.group("threads"))] = m
+        apps = sorted(grid)
+        threads = sorted({t for a in grid.values() for t in a})
+        fig, axes = plt.subplots(len(apps), len(threads),
+                                 figsize=(2.6 * len(threads), 2.5 * len(apps)), squeeze=False)
+        for i, app in enumerate(apps):
+            for j, t in enumerate(threads):
+                ax = axes[i][j]
+                ax.set_xticks([])
+                ax.set_yticks([])
+                if t not in grid[app]:
+                    ax.axis("off")
+                    continue
+                n, mat = read_matrix(grid[app][t])
+                peak = max(max(r) for r in mat) or 1
+                ax.imshow([[v / peak for v in r] for r in mat], cmap="Greys",
+                          interpolation="nearest", vmin=0, vmax=1)
+                ax.set_title("%s, %d threads" % (app, t), fontsize=8)
+        fig.text(0.5, 0.005, "Communication matrices: cell (i, j) = events between threads "
+                 "i and j, darker = more (each matrix scaled to its own maximum).",
+                 ha="center", fontsize=7)
+        fig.tight_layout(rect=(0, 0.02, 1, 1))
+        out = os.path.join(args.img_dir, "%s-matrices.png" % args.prefix)
+        fig.savefig(out, dpi=100)
+        plt.close(fig)
+        log("wrote " + out)
+    return 0
+
+
+def read_matrix(path):
+    """A matrix file (the format of src/map/mapping.h): (n, rows). Raises
+    ValueError naming the line on a malformed file (the C reader is the
+    strict one; this one only draws what that one wrote)."""
+    with open(path) as f:
+        lines = [(i + 1, ln.split()) for i, ln in enumerate(f)
+                 if ln.strip() and not ln.lstrip().startswith("#")]
+    if len(lines) < 2 or lines[0][1] != ["schedstm-comm-matrix", "1"] or \
+            lines[1][1][:1] != ["threads"]:
+        raise ValueError("%s: not a schedstm-comm-matrix 1 file" % path)
+    n = int(lines[1][1][1])
+    rows = []
+    for ln, toks in lines[2:]:
+        if len(toks) != n:
+            raise ValueError("%s:%d: %d numbers, expected %d" % (path, ln, len(toks), n))
+        rows.append([int(x) for x in toks])
+    if len(rows) != n:
+        raise ValueError("%s: %d rows, expected %d" % (path, len(rows), n))
+    return n, rows
+
+
+def parse_args(argv):
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    sub = p.add_subparsers(dest="cmd", required=True)
+    r = sub.add_parser("record")
+    r.add_argument("--out", required=True)
+    r.add_argument("--schedstm-build", default=os.path.join(REPO, "build"))
+    r.add_argument("--threads", type=lambda s: items(s, int), default=[32, 64, 96])
+    r.add_argument("--intset", type=items, default=["hs", "rb"])
+    r.add_argument("--duration-ms", type=int, default=2000)
+    r.add_argument("--stamp-build", default=None)
+    r.add_argument("--apps", type=items, default=["bayes", "genome", "intruder", "kmeans",
+                                                  "labyrinth", "ssca2", "vacation", "yada"])
+    r.add_argument("--inputs", choices=("sim", "standard"), default="sim")
+    r.add_argument("--si", type=int, default=100)
+    r.add_argument("--timeout-s", type=float, default=600)
+    e = sub.add_parser("evaluate")
+    e.add_argument("--matrices", required=True)
+    e.add_argument("--mapeval", default=os.path.join(REPO, "build", "tools", "sstm-mapeval"))
+    e.add_argument("--topos", type=items, default=["xeon", "opteron"])
+    e.add_argument("--seeds", type=int, default=20)
+    e.add_argument("--patterns", type=items, default=[])
+    e.add_argument("--pattern-threads", type=lambda s: items(s, int),
+                   default=[16, 32, 64, 96, 128, 192, 256])
+    pl = sub.add_parser("plot")
+    pl.add_argument("--matrices", required=True)
+    pl.add_argument("--img-dir", default=os.path.join(REPO, "docs", "img"))
+    pl.add_argument("--prefix", default="mapping")
+    t = sub.add_parser("table")
+    t.add_argument("--matrices", required=True)
+    return p.parse_args(argv)
+
+
+def main(argv):
+    args = parse_args(argv)
+    return {"record": record, "evaluate": evaluate, "plot": plot, "table": table}[args.cmd](args)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
