@@ -5,12 +5,14 @@
  * nothing of the engine (no descriptor, no configuration, no error
  * message): src/os compiles without src/core on its include path
  * (src/CMakeLists.txt), and the engine adapts them (src/core/os_glue.c).
+ * Stacks with guard pages for user-level contexts are here too (os/stack.c).
  * The scheduling facilities are in os/sched.h. */
 #ifndef SSTM_OS_OS_H
 #define SSTM_OS_OS_H
 
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 /* ---- pseudo-random numbers ---- */
@@ -53,5 +55,37 @@ bool sstm__membarrier_register(void);
 /* A full barrier on every running thread of the process, after
  * sstm__membarrier_register() succeeded; false if the system call failed. */
 bool sstm__membarrier_fence(void);
+
+/* ---- os/stack.c ---- */
+/* A stack for a user-level context (arch/ctx.h): [lo, lo + size) is
+ * readable and writable, and the `guard` bytes below lo are PROT_NONE, so
+ * that an overflow faults (SIGSEGV) instead of writing below the stack. */
+typedef struct sstm__stack {
+  void *lo;    /* the usable stack's lowest address */
+  size_t size; /* its size (a multiple of the page size) */
+  void *map;   /* the whole mapping, guard included (for the free) */
+  size_t map_size;
+} sstm__stack_t;
+/* The system's page size. */
+size_t sstm__page_size(void);
+/* Map a stack of at least `size` bytes (rounded up to pages) with a guard
+ * of at least `guard` bytes below it (0: one page). Returns 0, EINVAL (s
+ * NULL, size 0, sizes that overflow), or mmap's/mprotect's errno (ENOMEM).
+ * *s is zeroed on failure. A system call: not for a hot path. */
+int sstm__stack_alloc(sstm__stack_t *s, size_t size, size_t guard);
+/* Unmap a stack from sstm__stack_alloc and zero *s; NULL or a zeroed *s is
+ * ignored. No context may still run on it. */
+void sstm__stack_free(sstm__stack_t *s);
+
+/* Give the calling thread an alternate signal stack (sigaltstack) from
+ * sstm__stack_alloc, large enough for a handler and the kernel's signal
+ * frame with the whole XSAVE state (MINSIGSTKSZ as the kernel reports it,
+ * AT_MINSIGSTKSZ, plus 64 KiB). Handlers installed with SA_ONSTACK then
+ * run on it. Returns 0 or an errno value (EPERM: the thread already runs
+ * on an alternate stack). */
+int sstm__altstack_install(sstm__stack_t *s);
+/* Disable the calling thread's alternate signal stack if it is s, and free
+ * s (not while a handler runs on it: then nothing is done). */
+void sstm__altstack_remove(sstm__stack_t *s);
 
 #endif /* SSTM_OS_OS_H */
