@@ -233,6 +233,52 @@ else()
   message(STATUS "tests: bench/tpcc not built: tpcc integration tests skipped")
 endif()
 
+# The request server (bench/server, docs/protocol.md) through server_fuzz.py
+# against a running sstm-server: the protocol fuzzed (random, truncated and
+# oversized frames, slow clients, disconnects mid-request), SIGTERM's drain,
+# a TPC-C mixed run with preemption on followed by the consistency check;
+# and both programs' command lines. The same conditions as
+# bench/server/CMakeLists.txt's for building them.
+set(sstm_loadgen_built OFF)
+set(sstm_server_built OFF)
+if(SCHEDSTM_BUILD_BENCH AND EXISTS ${PROJECT_SOURCE_DIR}/bench/server/loadgen.c
+   AND EXISTS ${PROJECT_SOURCE_DIR}/bench/tpcc/tpcc.h)
+  set(sstm_loadgen_built ON)
+  if(EXISTS ${PROJECT_SOURCE_DIR}/include/schedstm/exec.h
+     AND EXISTS ${PROJECT_SOURCE_DIR}/bench/server/server.c)
+    find_package(PkgConfig)
+    if(PkgConfig_FOUND)
+      pkg_check_modules(SSTM_LIBUV QUIET libuv)
+      set(sstm_server_built ${SSTM_LIBUV_FOUND})
+    endif()
+  endif()
+endif()
+find_package(Python3 COMPONENTS Interpreter)
+set(sstm_server_progs "")
+if(sstm_loadgen_built)
+  list(APPEND sstm_server_progs sstm-loadgen)
+endif()
+if(sstm_server_built AND Python3_Interpreter_FOUND)
+  list(APPEND sstm_server_progs sstm-server)
+  set(fuzz ${D}/server_fuzz.py)
+  sstm_add_test(NAME integration.server.fuzz LABELS integration stress TIMEOUT 120
+                COMMAND ${Python3_EXECUTABLE} ${fuzz} fuzz $<TARGET_FILE:sstm-server>)
+  sstm_add_test(NAME integration.server.drain LABELS integration stress TIMEOUT 60
+                COMMAND ${Python3_EXECUTABLE} ${fuzz} drain $<TARGET_FILE:sstm-server>)
+  sstm_add_test(NAME integration.server.tpcc_preempt_check LABELS integration stress
+                TIMEOUT 120 COMMAND ${Python3_EXECUTABLE} ${fuzz} tpcc
+                $<TARGET_FILE:sstm-server> $<TARGET_FILE:sstm-loadgen>)
+else()
+  message(STATUS "tests: sstm-server not built: its tests skipped")
+endif()
+foreach(prog IN LISTS sstm_server_progs)
+  add_test(NAME integration.server.${prog}-usage
+           COMMAND sh -c "out=$(\"$0\" --help) || exit 1; echo \"$out\" | grep -q '^usage: ${prog} ' || exit 1; \"$0\" --no-such-option 2>/dev/null; [ $? -eq 2 ] || exit 1; err=$(\"$0\" --port x 2>&1); [ $? -eq 2 ] && echo \"$err\" | grep -q 'option -p/--port: .x. is not an integer'"
+                   $<TARGET_FILE:${prog}>)
+  set_tests_properties(integration.server.${prog}-usage PROPERTIES TIMEOUT 30
+                       LABELS integration ENVIRONMENT "${SSTM_SAN_ENV}")
+endforeach()
+
 # Torture: long runs, only with -DSCHEDSTM_TORTURE=ON (see the `torture`
 # target). Never part of the default ctest run.
 if(SCHEDSTM_TORTURE)
