@@ -66,9 +66,14 @@ SSTM_API int sstm_thread_exit(void);
 SSTM_API sstm_desc_t *sstm_self(void);
 
 /** Detach the current descriptor from the calling thread and return it. Its
- * transaction, if any, stays active (suspended): it keeps its locks and its
- * snapshot, it is counted as running by reclamation, and it can be aborted
- * remotely. Must not be called from inside a transactional access. Returns
+ * transaction, if any, stays active (suspended): it keeps its snapshot, it
+ * is counted as running by reclamation, and it can be aborted remotely. It
+ * keeps its locks until another transaction meets one of them: that
+ * conflict is decided against the suspended one whatever the contention
+ * manager (it is aborted and all its locks are taken over at once), since
+ * nothing ends it until some thread attaches it again; it then rolls back
+ * at its next access or commit and restarts (docs/design/core.md, (9)).
+ * Must not be called from inside a transactional access. Returns
  * NULL (with sstm_last_error set) if no descriptor is attached, or when
  * called from an action, hook or policy running for the descriptor's
  * transaction.

@@ -293,16 +293,25 @@ SSTM_INLINE void tx_store(struct sstm_desc *tx, void *addr, uint64_t val, unsign
   X(SSTM_V_RO | SSTM_V_SAMPLE) X(SSTM_V_IRREV | SSTM_V_SAMPLE)
 /* clang-format on */
 
-/* The kill flag was seen in the variant byte: abort if the attempt was
- * killed, otherwise (a late flag meant for an earlier attempt) clear it and
- * return the real variant. */
-static SSTM_NOINLINE unsigned kill_flag_seen(struct sstm_desc *tx) {
-  /* acquire fence: pairs with the killer's release fetch_or; the KILLED
-   * status it wrote before is visible to check_killed's load. */
-  atomic_thread_fence(memory_order_acquire);
-  sstm__check_killed(tx);
-  return atomic_fetch_and_explicit(&tx->variant, (uint8_t)~SSTM_V_KILLFLAG, memory_order_relaxed) &
-         ~SSTM_V_KILLFLAG;
+/* A flag was seen in the variant byte. The kill flag: abort if the attempt
+ * was killed, otherwise (a late flag meant for an earlier attempt) clear
+ * it. The preemption flag (exec.c): call the executor's hook if the
+ * attempt may be switched out here, before the access touches anything
+ * (9.6); when it returns, on whatever thread attached the descriptor
+ * again, look again, since a kill may have landed meanwhile. Returns the
+ * real variant. */
+static SSTM_NOINLINE unsigned flags_seen(struct sstm_desc *tx) {
+  for (;;) {
+    /* acquire fence: pairs with the killer's (and the requester's)
+     * release fetch_or; the KILLED status written before it is visible to
+     * check_killed's load. */
+    atomic_thread_fence(memory_order_acquire);
+    sstm__check_killed(tx);
+    unsigned old = atomic_fetch_and_explicit(
+        &tx->variant, (uint8_t) ~(SSTM_V_KILLFLAG | SSTM_V_PREEMPTFLAG), memory_order_relaxed);
+    if (!(old & SSTM_V_PREEMPTFLAG) || !sstm__exec_point(tx, SSTM_EXEC_AT_BARRIER, NULL))
+      return old & ~(unsigned)(SSTM_V_KILLFLAG | SSTM_V_PREEMPTFLAG);
+  }
 }
 
 /* A barrier inside a transaction (depth > 0) found no attempt running (the
@@ -319,7 +328,7 @@ SSTM_INLINE uint64_t dispatch_load(struct sstm_desc *tx, const void *addr, unsig
   unsigned var = sstm__variant(tx);
   if (SSTM_LIKELY(var == SSTM_V_ETL)) return tx_load(tx, addr, size, SSTM_V_ETL);
   if (SSTM_LIKELY(var == SSTM_V_RO)) return tx_load(tx, addr, size, SSTM_V_RO);
-  if (SSTM_UNLIKELY(var & SSTM_V_KILLFLAG)) var = kill_flag_seen(tx);
+  if (SSTM_UNLIKELY(var & (SSTM_V_KILLFLAG | SSTM_V_PREEMPTFLAG))) var = flags_seen(tx);
   switch (var) {
 #define X(v)                                                                                       \
   case v: return tx_load(tx, addr, size, v);
@@ -335,7 +344,7 @@ SSTM_INLINE void dispatch_store(struct sstm_desc *tx, void *addr, uint64_t val, 
     tx_store(tx, addr, val, size, SSTM_V_ETL);
     return;
   }
-  if (SSTM_UNLIKELY(var & SSTM_V_KILLFLAG)) var = kill_flag_seen(tx);
+  if (SSTM_UNLIKELY(var & (SSTM_V_KILLFLAG | SSTM_V_PREEMPTFLAG))) var = flags_seen(tx);
   switch (var) {
 #define X(v)                                                                                       \
   case v: tx_store(tx, addr, val, size, v); return;

@@ -97,6 +97,72 @@ static bool steal(struct sstm_desc *tx, _Atomic uint64_t *lk, uint64_t l) {
   return false;
 }
 
+/* (9.2-9.5) Take over every lock of o's attempt `serial`, which is paused
+ * (its descriptor detached inside the transaction, or marked by an
+ * executor) and ACTIVE or KILLED: kill it if it still runs, release all its
+ * locks, and let it roll back when it is resumed. True if this thread did
+ * it (or found the attempt not paused any more: the caller looks at the
+ * lock again); false if another thread is at it (the caller waits a little
+ * and looks again). */
+static bool reap_paused(struct sstm_desc *tx, struct sstm_desc *o, uint64_t serial) {
+  uint32_t p = atomic_load_explicit(&o->pause, memory_order_relaxed);
+  do {
+    if (!(p & (SSTM_PAUSE_DETACHED | SSTM_PAUSE_MARKED))) return true; /* resumed meanwhile */
+    if (p & SSTM_PAUSE_REAPING) return false;
+    /* (9.2) acquire: pairs with the release that paused o (detach, mark),
+     * so o's lock set and serial are as its last thread left them, and
+     * they stay so: nobody clears a pause bit while REAPING is set (9.5). */
+  } while (!atomic_compare_exchange_weak_explicit(&o->pause, &p, p | SSTM_PAUSE_REAPING,
+                                                  memory_order_acquire, memory_order_relaxed));
+  /* (9.3) ACTIVE -> KILLED as any kill (6.1-6.3); a lost race to another
+   * killer is as good. */
+  if (sstm__kill(o, serial, tx)) sstm__ctr_add(&tx->ctr.cm_kills, 1);
+  uint64_t st = atomic_load_explicit(&o->status, memory_order_relaxed);
+  if (sstm_st_serial(st) == serial && sstm_st_state(st) == SSTM_ST_KILLED && o->serial == serial) {
+    /* (9.4) An attempt paused at a polled point resumes where its kill is
+     * checked first (9.6): its locks get their old versions back, as its
+     * own rollback would (6.5), and readers that read those versions stay
+     * valid. Any other may resume at any instruction of its body (a
+     * signal-driven switch), even half-way through an inline read: its
+     * locks get one fresh version, as steal() gives each (6.4), which no
+     * read of its snapshot accepts. acq_rel fetch_add: the release
+     * publishes the KILLED status to whoever reads this clock value. */
+    bool restore = (p & SSTM_PAUSE_POLLED) != 0;
+    uint64_t v = 0;
+    if (!restore)
+      v = sstm_lw_make_version(sstm_clock_time(atomic_fetch_add_explicit(
+                                   &sstm__g.clock, SSTM_CLOCK_TICK, memory_order_acq_rel)) +
+                               1);
+    uint64_t own = sstm_lw_make_owner(o->slot, serial), n = 0;
+    for (uint32_t i = 0; i < o->ls.n; i++) {
+      uint64_t expect = own;
+      DELAY_POINT(tx);
+      /* CAS from the owner word: a lock already taken over is left alone.
+       * release: see steal() */
+      if (atomic_compare_exchange_strong_explicit(o->ls.e[i].lock, &expect,
+                                                  restore ? o->ls.e[i].old : v,
+                                                  memory_order_release, memory_order_relaxed))
+        n++;
+    }
+    sstm__ctr_add(&tx->ctr.locks_stolen, n);
+    /* The flag whatever killed it: the resumed attempt sees it (9.5)
+     * before its next access, even if its killer has not set it yet. */
+    atomic_fetch_or_explicit(&o->variant, SSTM_V_KILLFLAG, memory_order_relaxed);
+  }
+  /* (9.5) release: the resumer's acquire (sstm__pause_clear) sees the
+   * KILLED status, the kill flag and the releases above; only then may it
+   * clear its bit and run the attempt, which then rolls back. */
+  atomic_fetch_and_explicit(&o->pause, ~(uint32_t)SSTM_PAUSE_REAPING, memory_order_release);
+  return true;
+}
+
+/* Whether o's attempt is paused (9.1). relaxed: a hint for the decision,
+ * which reap_paused makes again under its acquire CAS. */
+static inline bool is_paused(const struct sstm_desc *o) {
+  return (atomic_load_explicit(&((struct sstm_desc *)o)->pause, memory_order_relaxed) &
+          (SSTM_PAUSE_DETACHED | SSTM_PAUSE_MARKED)) != 0;
+}
+
 static sstm_abort_reason_t reason_of(sstm_conflict_kind_t k) {
   switch (k) {
   case SSTM_CONFLICT_READ_LOCKED: return SSTM_ABORT_READ_LOCKED;
@@ -128,6 +194,10 @@ static bool validation_party(struct sstm_desc *tx, sstm_party_t *out) {
     if (passes_running_writers(tx) &&
         sstm_st_state(atomic_load_explicit(&o->status, memory_order_relaxed)) == SSTM_ST_ACTIVE)
       continue;
+    /* A paused holder is not named: a policy would serialise the retry
+     * behind an attempt that only a resume can end; the retry meets the
+     * lock instead and takes it over (9). */
+    if (is_paused(o)) return false;
     sstm__party_snapshot(o, l, out);
     return true;
   }
@@ -182,6 +252,7 @@ SSTM_NOINLINE __attribute__((noreturn)) void sstm__conflict_abort(struct sstm_de
 SSTM_NOINLINE uint64_t sstm__resolve(struct sstm_desc *tx, sstm_conflict_kind_t kind,
                                      const void *addr, _Atomic uint64_t *lk, uint64_t l) {
   bool irrev = sstm__kind(tx) == SSTM_V_IRREV;
+  bool blocked_offered = false; /* SSTM_EXEC_AT_BLOCKED offered once per conflict */
   unsigned attempt = 0;
   for (;;) {
     if (!irrev) sstm__check_killed(tx);
@@ -190,7 +261,20 @@ SSTM_NOINLINE uint64_t sstm__resolve(struct sstm_desc *tx, sstm_conflict_kind_t 
      * (sequenced before) is visible to our reload below. */
     uint64_t ost = atomic_load_explicit(&o->status, memory_order_acquire);
     bool owner_running = sstm_st_owns(ost, l) && sstm_st_state(ost) != SSTM_ST_IDLE;
-    if (owner_running && sstm_st_state(ost) == SSTM_ST_KILLED) {
+    enum sstm_state ostate = sstm_st_state(ost);
+    if (owner_running && (ostate == SSTM_ST_ACTIVE || ostate == SSTM_ST_KILLED) && is_paused(o)) {
+      /* (9) A paused holder: decided against it whatever the policy, or,
+       * under SSTM_EXEC_PAUSED_WAIT_HIGHER, this worker is offered to the
+       * executor once when the holder carries a higher priority. */
+      if (!irrev && !blocked_offered && ostate == SSTM_ST_ACTIVE &&
+          sstm__exec_paused_rule() == SSTM_EXEC_PAUSED_WAIT_HIGHER &&
+          atomic_load_explicit(&o->pub_priority, memory_order_relaxed) > tx->attr.priority) {
+        blocked_offered = true;
+        (void)sstm__exec_point(tx, SSTM_EXEC_AT_BLOCKED, o);
+      } else if (!reap_paused(tx, o, sstm_st_serial(ost))) {
+        sstm__cpu_relax(); /* another thread takes the locks over */
+      }
+    } else if (owner_running && ostate == SSTM_ST_KILLED) {
       steal(tx, lk, l);
     } else if (owner_running) {
       sstm_conflict_t c = {.kind = kind, .addr = addr, .has_other = true, .attempt = attempt};

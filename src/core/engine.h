@@ -48,6 +48,9 @@ enum sstm_variant {
   SSTM_V_RO = 2,             /* declared read-only attempt without a read set */
   SSTM_V_IRREV = 3,          /* irrevocable: direct reads, in-place locked writes */
   SSTM_V_SAMPLE = 4,         /* flag: sampling hook active */
+  SSTM_V_PREEMPTFLAG = 0x20, /* flag: an executor asks the attempt to call its
+                                preemption hook at its next barrier (exec.c);
+                                it fails every fast-path test */
   SSTM_V_KILLFLAG = 0x40,    /* flag: a killer asks the attempt to look at its
                                 status (it fails every fast-path test) */
   SSTM_V_NONE = SSTM__V_NONE /* no transaction (depth 0) */
@@ -199,6 +202,20 @@ struct sstm_desc {
                                    to another thread (policy caches) */
   _Atomic uint64_t killed_by;   /* who killed which attempt (sstm__kill) */
 
+  /* ---- executors (exec.c, src/iface/exec_services.h; (9) in
+   * docs/design/core.md) ---- */
+  /* SSTM_PAUSE_*: whether the attempt is paused (its descriptor detached
+   * inside a transaction, or marked by an executor), and whether a thread
+   * is taking its locks over. CAS'd by the owner side (detach, attach, the
+   * mark) and by the reaper (9.3). */
+  _Atomic uint32_t pause;
+  /* Non-preemptible depth (user regions, executor's own), and a request
+   * that arrived meanwhile (replayed when the depth drops to zero).
+   * Owner-only, and read by a signal handler on the owner's thread:
+   * relaxed atomics with compiler-only fences (exec.c). */
+  _Atomic uint32_t nopreempt;
+  _Atomic bool preempt_standing;
+
   sstm_counters_t ctr;
 } __attribute__((aligned(SSTM_CACHELINE)));
 
@@ -274,6 +291,20 @@ SSTM_COLD void sstm__misuse(const char *fmt, ...) __attribute__((format(printf, 
 SSTM_COLD __attribute__((noreturn)) void sstm__fatal(const char *fmt, ...)
     __attribute__((format(printf, 1, 2)));
 
+/* The pause word's bits ((9), exec.c). DETACHED: set by a detach inside a
+ * transaction, cleared by the attach; MARKED: set and cleared by the
+ * executor; REAPING: a thread is taking the paused attempt's locks over and
+ * neither of the first two may be cleared until it is done. */
+enum {
+  SSTM_PAUSE_DETACHED = 1u,
+  SSTM_PAUSE_MARKED = 2u,
+  SSTM_PAUSE_REAPING = 4u,
+  /* the attempt was switched out by the executor's hook at a polled
+   * preemption point (exec.c): it resumes there, where the kill is checked
+   * before anything else, so a reaper may put the old versions back (9.4) */
+  SSTM_PAUSE_POLLED = 8u,
+};
+
 /* registry.c */
 void sstm__party_snapshot(struct sstm_desc *d, uint64_t lw, sstm_party_t *out);
 bool sstm__kill(struct sstm_desc *d, uint64_t serial, const struct sstm_desc *killer);
@@ -284,6 +315,21 @@ bool sstm__killer_of(struct sstm_desc *victim, sstm_party_t *out);
 int sstm__registry_init(unsigned max_threads);
 void sstm__registry_fini(void);
 bool sstm__registry_busy(struct sstm_desc *except);
+
+/* exec.c: the executor's services (src/iface/exec_services.h) that the
+ * engine calls. */
+/* The preemption flag was seen (a barrier, a commit or a restart): call the
+ * executor's hook if the attempt may be switched out here, else keep the
+ * request standing. True if the hook ran (and returned, on whatever thread
+ * attached tx again). `blocker`: the paused attempt that blocks tx, for
+ * SSTM_EXEC_AT_BLOCKED, else NULL. */
+bool sstm__exec_point(struct sstm_desc *tx, int where, struct sstm_desc *blocker);
+/* Clear the pause bit `bit` (DETACHED or MARKED), waiting while a reaper
+ * takes the locks over (9.5). acquire: the caller then sees the reaper's
+ * lock releases and the KILLED status before them. */
+void sstm__pause_clear(struct sstm_desc *d, uint32_t bit);
+/* The rule for a conflict with a paused attempt (exec_services.h). */
+int sstm__exec_paused_rule(void);
 
 /* txn.c */
 /* End the transaction of a thread that ends inside it. */

@@ -146,6 +146,11 @@ static int desc_acquire(struct sstm_desc **out) {
   d->ro_log = sstm__g.cfg.ro_log == SSTM_RO_LOG_ON; /* AUTO starts without (txn.c) */
   d->ro_win_n = d->ro_win_ext = 0;
   d->depth = 0;
+  /* an executor's marks and requests do not outlive the descriptor's
+   * previous owner */
+  atomic_store_explicit(&d->pause, 0, memory_order_relaxed);
+  atomic_store_explicit(&d->nopreempt, 0, memory_order_relaxed);
+  atomic_store_explicit(&d->preempt_standing, false, memory_order_relaxed);
   return 0;
 }
 
@@ -167,6 +172,9 @@ static void desc_release(struct sstm_desc *d) {
 }
 
 static void attach(struct sstm_desc *d) {
+  /* A transaction suspended on d resumes: no longer paused, once a thread
+   * that is taking its locks over has finished (9.5). */
+  sstm__pause_clear(d, SSTM_PAUSE_DETACHED);
   atomic_store_explicit(&d->attached, true, memory_order_relaxed);
   int tid = sstm__gettid();
   /* Another thread: its OS priority is another, and the policies' caches
@@ -182,6 +190,11 @@ static void attach(struct sstm_desc *d) {
 /* The calling thread gives up d (still its current descriptor). */
 static void detach(struct sstm_desc *d) {
   sstm__cm_detach(d);
+  /* (9.1) Detached inside a transaction: its attempt is paused, and a
+   * conflict with it is decided against it whatever the policy. release:
+   * a reaper that sees the bit (acquire CAS) sees the attempt's lock set
+   * as this thread left it. */
+  if (d->depth != 0) atomic_fetch_or_explicit(&d->pause, SSTM_PAUSE_DETACHED, memory_order_release);
   /* release: pairs with the acq_rel CAS of the next sstm_desc_attach, so
    * the thread that takes d over sees everything this one wrote to it (a
    * suspended attempt's logs, the policy's state); relaxed would let that
@@ -378,7 +391,7 @@ bool sstm__kill(struct sstm_desc *d, uint64_t serial, const struct sstm_desc *ki
    * it: a record never names a killer that lost the race. relaxed: the word
    * carries no other data; the fetch_or below (release) makes it visible to
    * a victim that notices the kill through its variant flag (acquire fence
-   * in kill_flag_seen). A victim that notices through its status first may
+   * in flags_seen, barrier.c). A victim that notices through its status first may
    * miss it and reports the killer as unknown. */
   atomic_store_explicit(&d->killed_by, killer && killer != d ? krec_make(killer, serial) : 0,
                         memory_order_relaxed);

@@ -24,6 +24,7 @@
 #define SSTM_CORE_TX_INTERNAL_H
 
 #include "core/engine.h"
+#include "iface/exec_services.h" /* the preemption points (exec.c) */
 
 /* SCHEDSTM_RANDOM_DELAY builds: a yield or a short sleep now and then
  * (os/time.c) between the steps of commit, rollback and lock take-over

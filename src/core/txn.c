@@ -281,6 +281,33 @@ SSTM_API sstm_ckpt_t *sstm__begin(const sstm_attr_t *attr) {
   return &tx->ckpt;
 }
 
+/* No attempt runs (the variant says so), but an executor's preemption
+ * request that arrived during the attempt is kept, for the restart point
+ * (9.6). relaxed: as every change of the variant byte (engine.h). The loop
+ * only retries when a requester sets the flag meanwhile. */
+static void variant_none_keep_request(struct sstm_desc *tx) {
+  uint8_t v = atomic_load_explicit(&tx->variant, memory_order_relaxed);
+  while (!atomic_compare_exchange_weak_explicit(&tx->variant, &v,
+                                                (uint8_t)(SSTM_V_NONE | (v & SSTM_V_PREEMPTFLAG)),
+                                                memory_order_relaxed, memory_order_relaxed))
+    ;
+}
+
+/* An executor asked for the attempt to be switched out, and it is at a
+ * point where nothing is held across the hook (9.6): before an update
+ * commit begins (`where` SSTM_EXEC_AT_COMMIT; depth is raised for the
+ * call, so that a detach there marks the attempt paused), or between a
+ * rolled-back attempt and its retry (SSTM_EXEC_AT_RESTART; depth 0, holds
+ * nothing). The flag is consumed here, as at a barrier. */
+static SSTM_NOINLINE void preempt_point(struct sstm_desc *tx, int where) {
+  /* acquire: pairs with the requester's release fetch_or (exec.c) */
+  atomic_fetch_and_explicit(&tx->variant, (uint8_t)~SSTM_V_PREEMPTFLAG, memory_order_acquire);
+  uint32_t depth = tx->depth;
+  if (where == SSTM_EXEC_AT_COMMIT) tx->depth = 1;
+  (void)sstm__exec_point(tx, where, NULL);
+  tx->depth = depth;
+}
+
 /* Roll the attempt back: locks, allocations, frees, callbacks. */
 /* Returns the reason counted: r, or SSTM_ABORT_KILLED for an attempt that
  * was killed while it was already aborting on a conflict (6.6): the kill
@@ -311,9 +338,9 @@ static sstm_abort_reason_t rollback(struct sstm_desc *tx, sstm_abort_reason_t r)
     sstm__ctr_add(&tx->ctr.tag_aborts[tx->attr.tag], 1);
   /* Outside the transaction now (abort_tx runs the user's abort actions
    * and the policy); the restart (or the cancel) sets depth and variant
-   * again. */
+   * again. A preemption request is kept for the restart point (9.6). */
   tx->depth = 0;
-  sstm__set_variant(tx, SSTM_V_NONE);
+  variant_none_keep_request(tx);
   return r;
 }
 
@@ -377,6 +404,8 @@ __attribute__((noreturn)) void sstm__abort_tx(struct sstm_desc *tx, sstm_abort_r
     SSTM_ASAN_NO_RETURN();
     sstm__ckpt_restore(&tx->ckpt, SSTM__CKPT_CANCEL);
   }
+  if (SSTM_UNLIKELY(sstm__variant(tx) & SSTM_V_PREEMPTFLAG))
+    preempt_point(tx, SSTM_EXEC_AT_RESTART);
   tx->depth = 1; /* flat nesting: the restart resumes the outermost block */
   attempt_start(tx, false);
   SSTM_ASAN_NO_RETURN();
@@ -513,7 +542,10 @@ static SSTM_NOINLINE int commit_tail(struct sstm_desc *tx) {
 /* Update, irrevocable, killed or watched attempts. */
 static SSTM_NOINLINE int commit_slow(struct sstm_desc *tx) {
   bool update = tx->ws.n != 0;
-  unsigned kind = sstm__kind(tx);
+  unsigned var = sstm__variant(tx), kind = var & 3;
+  if (SSTM_UNLIKELY(var & SSTM_V_PREEMPTFLAG) && update && kind != SSTM_V_IRREV) {
+    preempt_point(tx, SSTM_EXEC_AT_COMMIT);
+  }
   if (kind == SSTM_V_IRREV) {
     sstm__commit_irrevocable(tx);
     sstm__ctr_add(&tx->ctr.commits_irrevocable, 1);

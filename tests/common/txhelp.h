@@ -5,6 +5,7 @@
 #ifndef SSTM_TEST_TXHELP_H
 #define SSTM_TEST_TXHELP_H
 
+#include <pthread.h>
 #include <string.h>
 #include <time.h>
 
@@ -40,6 +41,37 @@ static inline int run_other(const sstm_attr_t *attr, void (*fn)(void *), void *a
   CHECK_EQ_PTR(sstm_desc_detach(), o);
   CHECK_OK(sstm_desc_attach(mine));
   return rc;
+}
+
+/* Like run_other(), but the calling thread keeps its descriptor attached:
+ * fn runs on a helper thread (with the second descriptor attached there),
+ * while this one waits in pthread_join. The caller's transaction, if any,
+ * is then a running holder whose thread is off the CPU, as a descheduled
+ * thread's is, and a conflict with it goes to the policy. run_other()
+ * detaches it instead, which makes it a paused holder: a conflict with that
+ * one is decided against it whatever the policy (docs/design/core.md, (9)).
+ * Returns sstm_run's result. */
+struct txh_other_call {
+  const sstm_attr_t *attr;
+  void (*fn)(void *);
+  void *arg;
+  int rc;
+};
+static inline void *txh_other_thread(void *p) {
+  struct txh_other_call *c = p;
+  sstm_desc_t *o = txh_other_desc();
+  CHECK_OK(sstm_desc_attach(o));
+  c->rc = sstm_run(c->attr, c->fn, c->arg);
+  CHECK_EQ_PTR(sstm_desc_detach(), o);
+  return NULL;
+}
+static inline int run_other_attached(const sstm_attr_t *attr, void (*fn)(void *), void *arg) {
+  struct txh_other_call c = {attr, fn, arg, 0};
+  (void)txh_other_desc(); /* created here: the helper only attaches it */
+  pthread_t th;
+  CHECK_EQ_I(pthread_create(&th, NULL, txh_other_thread, &c), 0);
+  CHECK_EQ_I(pthread_join(th, NULL), 0);
+  return c.rc;
 }
 
 /* A library built with SCHEDSTM_DEBUG (sstm_describe says " debug"):

@@ -27,6 +27,7 @@ sstm_int_exe(itest_free_traversal STRESS SOURCES ${D}/free_traversal.c)
 sstm_int_exe(itest_lanes STRESS SOURCES ${D}/lanes.c)
 sstm_int_exe(itest_privatize STRESS SOURCES ${D}/privatize.c)
 sstm_int_exe(itest_stdio STRESS SOURCES ${D}/stdio.c)
+sstm_int_exe(itest_paused_holders STRESS SOURCES ${D}/paused_holders.c)
 sstm_int_exe(itest_syscalls SOURCES ${D}/syscalls.c ${CMAKE_CURRENT_SOURCE_DIR}/common/malloc_count.c
              ${CMAKE_CURRENT_SOURCE_DIR}/common/lock_count.c)
 # bank and opacity again through the inline read fast path
@@ -67,6 +68,25 @@ set(SSTM_STRESS_LABELS "integration;stress")
 # must find and run each of them, the cm_* entries below run each by name.
 set(SSTM_CM_BASE suicide backoff yield ser-spin ser-yield ser-block softser os_prio timestamp adaptive)
 string(REPLACE ";" "," SSTM_CM_BASE_CSV "${SSTM_CM_BASE}")
+
+# Paused lock holders ((9) in docs/design/core.md): 64 threads, 2 run
+# tokens, transfers suspended mid-way, under every policy (before (9), no
+# commit at all under suicide, backoff, ext; waits on the suspended holders
+# under ser-*); CTL locks at commit, so a suspended attempt holds nothing
+# there: one entry. The stress entries race resumes against take-overs
+# (as many tokens as threads) and run in the TSan build too.
+foreach(p ${SSTM_CM_BASE} ext)
+  sstm_add_test(NAME integration.paused_holders.etl.${p}.64.2 LABELS integration
+                TIMEOUT 120 COMMAND itest_paused_holders etl ${p} 64 2)
+endforeach()
+sstm_add_test(NAME integration.paused_holders.ctl.suicide.64.2 LABELS integration
+              TIMEOUT 120 COMMAND itest_paused_holders ctl suicide 64 2)
+foreach(p suicide ser-block)
+  foreach(tk 2 8)
+    sstm_add_test(NAME integration.paused_holders.etl.${p}.8.${tk} LABELS ${SSTM_STRESS_LABELS}
+                  TIMEOUT 120 COMMAND itest_paused_holders etl ${p} 8 ${tk} --ops 200)
+  endforeach()
+endforeach()
 
 foreach(d etl ctl)
   # bank: design x policy x threads

@@ -500,7 +500,7 @@ static void cw_holder_body(void *arg) {
   cw.old_lw = atomic_load(cw.lk);
   CHECK_FALSE(sstm_lw_locked(cw.old_lw));
   atomic_store(cw.lk, sstm_lw_make_owner(h->slot, sstm_txid()));
-  CHECK_OK(run_other(NULL, cw_writer, NULL));
+  CHECK_OK(run_other_attached(NULL, cw_writer, NULL));
 }
 
 TEST(wait_on_committing_party_spins_and_returns) {

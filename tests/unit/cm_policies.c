@@ -635,7 +635,7 @@ static void sw_loser(void *arg) {
 static void sw_winner(void *arg) {
   (void)arg;
   sstm_store_u64(X, 1); /* ETL: X's stripe is locked until our commit */
-  CHECK_OK(run_other(NULL, sw_loser, NULL));
+  CHECK_OK(run_other_attached(NULL, sw_loser, NULL));
 }
 
 static void suspended_winner(const char *cm, sstm_cm_act_t act) {
@@ -707,7 +707,7 @@ static void uk_loser(void *arg) {
 static void uk_winner(void *arg) {
   (void)arg;
   sstm_store_u64(X, 1); /* ETL: X's stripe is locked until our commit */
-  CHECK_OK(run_other(NULL, uk_loser, NULL));
+  CHECK_OK(run_other_attached(NULL, uk_loser, NULL));
 }
 
 static void unknown_killer(const char *cm, sstm_cm_act_t act) {

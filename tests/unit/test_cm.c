@@ -864,7 +864,7 @@ TEST_ETL(conflict_reports_other_party) {
     rec.nconf = 0;
     rec.aborts = 0;
     b_attempts = 0;
-    CHECK_RC(run_other(NULL, writer_cancel_on_retry, NULL), SSTM_ECANCELED);
+    CHECK_RC(run_other_attached(NULL, writer_cancel_on_retry, NULL), SSTM_ECANCELED);
     CHECK_EQ_I(b_attempts, 2);
     CHECK_EQ_I(rec.nconf, 1);
     const sstm_conflict_t *c = &rec.conf[0];
@@ -916,7 +916,7 @@ TEST_ETL(read_conflict_reports_read_locked) {
     sstm_store_u64(&word_w, 1);
     rec.nconf = 0;
     b_attempts = 0;
-    CHECK_RC(run_other(NULL, reader_cancel_on_retry, NULL), SSTM_ECANCELED);
+    CHECK_RC(run_other_attached(NULL, reader_cancel_on_retry, NULL), SSTM_ECANCELED);
     CHECK_EQ_I(rec.nconf, 1);
     CHECK_EQ_I(rec.conf[0].kind, SSTM_CONFLICT_READ_LOCKED);
     CHECK_TRUE(rec.conf[0].has_other);
@@ -939,7 +939,7 @@ TEST_ETL(wait_is_bounded_by_wait_max) {
     /* the holder is suspended: waiting can never succeed, the engine must
      * give up after wait_max WAITs and abort B (no hang) */
     uint64_t t0 = txh_now_ns();
-    CHECK_RC(run_other(NULL, writer_cancel_on_retry, NULL), SSTM_ECANCELED);
+    CHECK_RC(run_other_attached(NULL, writer_cancel_on_retry, NULL), SSTM_ECANCELED);
     uint64_t took = txh_now_ns() - t0;
     CHECK_EQ_I(b_attempts, 2);
     /* WM waits, then the conflict the engine turns into an abort */
@@ -1841,7 +1841,7 @@ static void lost_lock_conflicts(sstm_cm_action_t act) {
     sstm_store_u64(&lc_word[0], 1);
     rec.aborts = 0;
     lc_attempts = 0;
-    CHECK_RC(run_other(NULL, lc_writer, NULL), SSTM_ECANCELED);
+    CHECK_RC(run_other_attached(NULL, lc_writer, NULL), SSTM_ECANCELED);
     CHECK_EQ_I(rec.aborts, 3); /* two lost conflicts, then the cancel */
     for (int i = 0; i < 2; i++) {
       CHECK_EQ_I(rec.abort_info[i].reason, SSTM_ABORT_WRITE_LOCKED);
@@ -2007,7 +2007,7 @@ TEST_ETL(kill_during_another_conflict_counts_as_killed) {
     a_attempts++;
     sstm_store_u64(&word_w, 1);
     /* first attempt: B (another descriptor, this thread) reads word_w */
-    if (a_attempts == 1) CHECK_OK(run_other(NULL, kd_reader, NULL));
+    if (a_attempts == 1) CHECK_OK(run_other_attached(NULL, kd_reader, NULL));
   SSTM_ATOMIC_END();
   duo_join(k);
   CHECK_EQ_I(a_attempts, 2); /* B's retry killed A and took its lock */
@@ -2074,7 +2074,7 @@ static void ba_scenario(void) {
   SSTM_ATOMIC_BEGIN(NULL)
     a_attempts++;
     sstm_store_u64(&word_w, 1);
-    if (a_attempts == 1) CHECK_OK(run_other(NULL, ba_writer, NULL));
+    if (a_attempts == 1) CHECK_OK(run_other_attached(NULL, ba_writer, NULL));
   SSTM_ATOMIC_END();
   CHECK_EQ_I(a_attempts, 2);
   CHECK_EQ_U(word_w, 1);

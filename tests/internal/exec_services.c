@@ -1,0 +1,483 @@
+/* SPDX-License-Identifier: MIT */
+/* Internal tests: the engine's services to an executor
+ * (src/iface/exec_services.h) and the paused-holder protocol, argument (9)
+ * of docs/design/core.md, on one thread or two, deterministically:
+ *  - polled preemption: a request calls the hook at the next barrier, at
+ *    an update commit, between a rolled-back attempt and its retry; not in
+ *    an irrevocable attempt; a non-preemptible region keeps it standing and
+ *    replays it when it ends; the signal handler's test;
+ *  - a hook that switches the transaction to another thread (user-level
+ *    contexts; not under TSan, whose runtime does not follow swapcontext);
+ *  - a paused holder (detached, or marked) is taken over whatever the
+ *    policy, all its locks at once, and rolls back when resumed; the
+ *    WAIT_HIGHER rule offers the worker to the executor once first;
+ *  - the errors of the interface.
+ */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <ucontext.h>
+#include <unistd.h>
+
+#include "../common/txhelp.h"
+#include "core/engine.h"
+#include "iface/exec_services.h"
+
+static uint64_t w[64] __attribute__((aligned(64)));
+
+/* ---- a recording hook ---- */
+
+static struct {
+  int calls;
+  sstm_exec_point_t where[8];
+  sstm_desc_t *self[8], *blocker[8];
+} hk;
+
+static void rec_hook(sstm_desc_t *self, sstm_exec_point_t where, sstm_desc_t *blocker) {
+  if (hk.calls < 8) {
+    hk.where[hk.calls] = where;
+    hk.self[hk.calls] = self;
+    hk.blocker[hk.calls] = blocker;
+  }
+  hk.calls++;
+}
+
+static void setup(void) {
+  sstm_test_init();
+  hk.calls = 0;
+  CHECK_OK(sstm__exec_set_hook(rec_hook));
+}
+
+static void teardown(void) {
+  CHECK_OK(sstm__exec_set_hook(NULL));
+  CHECK_OK(sstm__exec_set_paused_rule(SSTM_EXEC_PAUSED_TAKEOVER));
+  txh_cleanup();
+  sstm_test_fini();
+}
+
+/* ---- (a) polled preemption ---- */
+
+TEST(request_calls_the_hook_at_the_next_barrier) {
+  setup();
+  sstm_desc_t *me = sstm_self();
+  SSTM_ATOMIC_BEGIN(NULL)
+    (void)sstm_load_u64(&w[0]);
+    CHECK_EQ_I(hk.calls, 0);
+    sstm__exec_request(me);
+    CHECK_TRUE(sstm__exec_pending(me));
+    (void)sstm_load_u64(&w[8]);
+    CHECK_EQ_I(hk.calls, 1);
+    CHECK_EQ_I(hk.where[0], SSTM_EXEC_AT_BARRIER);
+    CHECK_EQ_PTR(hk.self[0], me);
+    CHECK_NULL(hk.blocker[0]);
+    CHECK_FALSE(sstm__exec_pending(me)); /* consumed */
+    sstm__exec_request(me);
+    sstm_store_u64(&w[16], 3); /* a store is a point too */
+    CHECK_EQ_I(hk.calls, 2);
+    (void)sstm_load_u64(&w[24]);
+    CHECK_EQ_I(hk.calls, 2);
+  SSTM_ATOMIC_END();
+  CHECK_EQ_U(w[16], 3);
+  teardown();
+}
+
+TEST(no_hook_no_call_and_the_access_goes_on) {
+  sstm_test_init();
+  sstm_desc_t *me = sstm_self();
+  SSTM_ATOMIC_BEGIN(NULL)
+    sstm__exec_request(me);
+    sstm_store_u64(&w[0], 5);
+    CHECK_EQ_U(sstm_load_u64(&w[0]), 5);
+  SSTM_ATOMIC_END();
+  CHECK_EQ_U(w[0], 5);
+  sstm_test_fini();
+}
+
+TEST(region_keeps_a_standing_request_and_replays_it_at_its_end) {
+  setup();
+  sstm_desc_t *me = sstm_self();
+  SSTM_ATOMIC_BEGIN(NULL)
+    sstm__exec_nopreempt_enter();
+    sstm__exec_nopreempt_enter(); /* nested */
+    sstm__exec_request(me);
+    (void)sstm_load_u64(&w[0]);
+    CHECK_EQ_I(hk.calls, 0);
+    CHECK_TRUE(sstm__exec_pending(me)); /* standing */
+    CHECK_OK(sstm__exec_nopreempt_leave());
+    CHECK_EQ_I(hk.calls, 0); /* still inside the outer region */
+    CHECK_OK(sstm__exec_nopreempt_leave());
+    CHECK_EQ_I(hk.calls, 1);
+    CHECK_EQ_I(hk.where[0], SSTM_EXEC_AT_REGION_END);
+    CHECK_FALSE(sstm__exec_pending(me));
+  SSTM_ATOMIC_END();
+  CHECK_RC(sstm__exec_nopreempt_leave(), SSTM_ESTATE);
+  CHECK_CONTAINS(sstm_last_error(), "no non-preemptible region");
+  teardown();
+}
+
+TEST(cancel_drops_flag_and_standing_request) {
+  setup();
+  sstm_desc_t *me = sstm_self();
+  SSTM_ATOMIC_BEGIN(NULL)
+    sstm__exec_nopreempt_enter();
+    sstm__exec_request(me);
+    (void)sstm_load_u64(&w[0]);
+    sstm__exec_request(me);
+    CHECK_TRUE(sstm__exec_pending(me));
+    sstm__exec_cancel(me);
+    CHECK_FALSE(sstm__exec_pending(me));
+    CHECK_OK(sstm__exec_nopreempt_leave());
+    (void)sstm_load_u64(&w[8]);
+  SSTM_ATOMIC_END();
+  CHECK_EQ_I(hk.calls, 0);
+  teardown();
+}
+
+TEST(restart_point_between_a_rollback_and_the_retry) {
+  setup();
+  sstm_desc_t *me = sstm_self();
+  static volatile int attempts;
+  attempts = 0;
+  SSTM_ATOMIC_BEGIN(NULL)
+    attempts++;
+    sstm_store_u64(&w[0], (uint64_t)attempts);
+    if (attempts == 1) {
+      sstm__exec_request(me);
+      CHECK_EQ_I(hk.calls, 0);
+      sstm_restart(); /* the flag survives the rollback */
+    }
+  SSTM_ATOMIC_END();
+  CHECK_EQ_I(attempts, 2);
+  CHECK_EQ_I(hk.calls, 1);
+  CHECK_EQ_I(hk.where[0], SSTM_EXEC_AT_RESTART);
+  CHECK_EQ_U(w[0], 2);
+  teardown();
+}
+
+TEST(commit_point_before_an_update_commit) {
+  setup();
+  sstm_desc_t *me = sstm_self();
+  SSTM_ATOMIC_BEGIN(NULL)
+    sstm_store_u64(&w[0], 9);
+    sstm__exec_request(me);
+  SSTM_ATOMIC_END();
+  CHECK_EQ_I(hk.calls, 1);
+  CHECK_EQ_I(hk.where[0], SSTM_EXEC_AT_COMMIT);
+  CHECK_EQ_U(w[0], 9);
+  teardown();
+}
+
+TEST(irrevocable_attempt_is_not_preempted) {
+  setup();
+  sstm_desc_t *me = sstm_self();
+  sstm_attr_t a = {.irrevocable = true};
+  SSTM_ATOMIC_BEGIN(&a)
+    sstm__exec_request(me);
+    sstm_store_u64(&w[0], 4);
+    (void)sstm_load_u64(&w[8]);
+  SSTM_ATOMIC_END();
+  CHECK_EQ_I(hk.calls, 0);
+  teardown();
+}
+
+TEST(signal_handler_test) {
+  setup();
+  sstm_desc_t *me = sstm_self();
+  int on_stack = 0;
+  uintptr_t user_pc = (uintptr_t)(void *)&on_stack; /* in no executable segment */
+  CHECK_FALSE(sstm__exec_pc_in_engine(user_pc));
+  CHECK_TRUE(sstm__exec_pc_in_engine((uintptr_t)(void *)&sstm_load_u64));
+  CHECK_FALSE(sstm__exec_preemptible_now(user_pc)); /* no transaction */
+  SSTM_ATOMIC_BEGIN(NULL)
+    CHECK_TRUE(sstm__exec_preemptible_now(user_pc));
+    CHECK_FALSE(sstm__exec_pending(me));
+    /* in the engine's code: not now, and the polled points take over */
+    CHECK_FALSE(sstm__exec_preemptible_now((uintptr_t)(void *)&sstm_load_u64));
+    CHECK_TRUE(sstm__exec_pending(me));
+    sstm__exec_cancel(me);
+    sstm__exec_nopreempt_enter();
+    CHECK_FALSE(sstm__exec_preemptible_now(user_pc));
+    CHECK_TRUE(sstm__exec_pending(me)); /* set by the test: no standing one yet */
+    CHECK_OK(sstm__exec_nopreempt_leave());
+    CHECK_EQ_I(hk.calls, 0);
+    (void)sstm_load_u64(&w[0]); /* the next polled point takes it */
+    CHECK_EQ_I(hk.calls, 1);
+  SSTM_ATOMIC_END();
+  sstm_attr_t a = {.irrevocable = true};
+  SSTM_ATOMIC_BEGIN(&a)
+    CHECK_FALSE(sstm__exec_preemptible_now(user_pc));
+    sstm__exec_cancel(me);
+  SSTM_ATOMIC_END();
+  teardown();
+}
+
+static void other_hook(sstm_desc_t *self, sstm_exec_point_t where, sstm_desc_t *blocker) {
+  (void)self, (void)where, (void)blocker;
+}
+
+TEST(interface_errors) {
+  setup();
+  CHECK_RC(sstm__exec_set_hook(other_hook), SSTM_EBUSY);
+  CHECK_CONTAINS(sstm_last_error(), "another executor's hook");
+  CHECK_OK(sstm__exec_set_hook(rec_hook)); /* the same one again */
+  CHECK_RC(sstm__exec_set_paused_rule((sstm_exec_paused_rule_t)7), SSTM_EINVAL);
+  CHECK_CONTAINS(sstm_last_error(), "7 is not a rule");
+  CHECK_RC(sstm__exec_mark_paused(NULL, true), SSTM_EINVAL);
+  sstm_desc_t *me = sstm_self();
+  sstm__exec_set_priority(me, 4);
+  CHECK_EQ_I(sstm__exec_priority(me), 4);
+  teardown();
+}
+
+/* ---- a hook that switches the transaction to another thread ---- */
+
+static struct {
+  ucontext_t worker_a, worker_b, tx;
+  sstm_desc_t *d;
+  _Atomic int phase; /* 1: switched out on A, 2: resumed on B, 3: done */
+  int tid_begin, tid_commit;
+} sw;
+
+static void switch_hook(sstm_desc_t *self, sstm_exec_point_t where, sstm_desc_t *blocker) {
+  (void)blocker;
+  CHECK_EQ_I(where, SSTM_EXEC_AT_BARRIER);
+  CHECK_EQ_PTR(sstm_desc_detach(), self);
+  CHECK_TRUE(sstm__exec_is_paused(self));
+  CHECK_EQ_I(swapcontext(&sw.tx, &sw.worker_a), 0); /* back on A's own stack */
+  /* on B now, which attached the descriptor */
+  CHECK_EQ_PTR(sstm_self(), self);
+  CHECK_FALSE(sstm__exec_is_paused(self));
+}
+
+static void sw_body(void) {
+  SSTM_ATOMIC_BEGIN(NULL)
+    sw.tid_begin = (int)gettid();
+    sstm_store_u64(&w[0], 1);
+    sstm__exec_request(sw.d);
+    uint64_t v = sstm_load_u64(&w[8]); /* switched out here, goes on on B */
+    sstm_store_u64(&w[16], v + 1);
+    sw.tid_commit = (int)gettid();
+  SSTM_ATOMIC_END();
+  CHECK_EQ_PTR(sstm_desc_detach(), sw.d);
+  atomic_store(&sw.phase, 3);
+  /* returns to uc_link: worker B's context */
+}
+
+static void *worker_a(void *arg) {
+  (void)arg;
+  static char stack[256 * 1024] __attribute__((aligned(64)));
+  CHECK_OK(sstm_desc_attach(sw.d));
+  CHECK_EQ_I(getcontext(&sw.tx), 0);
+  sw.tx.uc_stack.ss_sp = stack;
+  sw.tx.uc_stack.ss_size = sizeof stack;
+  sw.tx.uc_link = &sw.worker_b;
+  makecontext(&sw.tx, sw_body, 0);
+  CHECK_EQ_I(swapcontext(&sw.worker_a, &sw.tx), 0);
+  CHECK_NULL(sstm_self()); /* the hook detached it */
+  atomic_store(&sw.phase, 1);
+  return NULL;
+}
+
+static void *worker_b(void *arg) {
+  (void)arg;
+  while (atomic_load(&sw.phase) != 1)
+    sstm_test_relax();
+  CHECK_OK(sstm_desc_attach(sw.d));
+  CHECK_EQ_I(swapcontext(&sw.worker_b, &sw.tx), 0);
+  CHECK_EQ_I(atomic_load(&sw.phase), 3);
+  return NULL;
+}
+
+TEST(hook_switches_the_transaction_to_another_thread) {
+#ifdef SSTM__TSAN
+  sstm_test_skip("TSan's runtime does not follow swapcontext");
+#endif
+  sstm_test_init();
+  CHECK_OK(sstm__exec_set_hook(switch_hook));
+  CHECK_OK(sstm_desc_create(&sw.d));
+  w[8] = 41;
+  pthread_t a, b;
+  CHECK_EQ_I(pthread_create(&b, NULL, worker_b, NULL), 0);
+  CHECK_EQ_I(pthread_create(&a, NULL, worker_a, NULL), 0);
+  CHECK_EQ_I(pthread_join(a, NULL), 0);
+  CHECK_EQ_I(pthread_join(b, NULL), 0);
+  CHECK_NE_I(sw.tid_begin, sw.tid_commit);
+  CHECK_EQ_U(w[0], 1);
+  CHECK_EQ_U(w[16], 42);
+  sstm_stats_t s;
+  CHECK_OK(sstm_stats_get(sw.d, &s));
+  CHECK_EQ_U(s.commits_update, 1);
+  CHECK_OK(sstm_desc_destroy(sw.d));
+  CHECK_OK(sstm__exec_set_hook(NULL));
+  sstm_test_fini();
+}
+
+/* ---- (c) paused holders ---- */
+
+static void write_w0_w8(void *arg) {
+  (void)arg;
+  sstm_store_u64(&w[0], sstm_load_u64(&w[0]) + 100);
+}
+
+/* suicide (the default) used to abort the writer for ever against a
+ * suspended holder: run_other never returned. */
+TEST_ETL(paused_holder_is_taken_over_and_rolls_back_on_resume) {
+  sstm_test_init();
+  sstm_desc_t *me = sstm_self();
+  static volatile int attempts;
+  attempts = 0;
+  w[0] = 1;
+  SSTM_ATOMIC_BEGIN(NULL)
+    attempts++;
+    sstm_store_u64(&w[0], sstm_load_u64(&w[0]) + 1);
+    sstm_store_u64(&w[8], 7);
+    sstm_store_u64(&w[16], 7);
+    if (attempts == 1) {
+      CHECK_OK(run_other(NULL, write_w0_w8, NULL)); /* we are paused meanwhile */
+      CHECK_EQ_U(w[0], 101);
+      /* all three locks were released at once, none is held any more */
+      sstm_stats_t so;
+      CHECK_OK(sstm_stats_get(txh_other_desc(), &so));
+      CHECK_EQ_U(so.locks_stolen, 3);
+      CHECK_EQ_U(so.cm_kills, 1);
+      CHECK_EQ_U(so.commits_update, 1);
+      (void)sstm_load_u64(&w[24]); /* the kill is noticed here: restart */
+      FAIL("a killed attempt went on past a barrier");
+    }
+  SSTM_ATOMIC_END();
+  CHECK_EQ_I(attempts, 2);
+  CHECK_EQ_U(w[0], 102);
+  sstm_stats_t s;
+  CHECK_OK(sstm_stats_get(me, &s));
+  CHECK_EQ_U(s.aborts[SSTM_ABORT_KILLED], 1);
+  txh_cleanup();
+  sstm_test_fini();
+}
+
+TEST_ETL(marked_holder_is_taken_over_and_unmark_waits_for_it) {
+  sstm_test_init();
+  sstm_desc_t *me = sstm_self();
+  static volatile int attempts;
+  attempts = 0;
+  w[0] = 1;
+  SSTM_ATOMIC_BEGIN(NULL)
+    attempts++;
+    sstm_store_u64(&w[0], 5);
+    if (attempts == 1) {
+      CHECK_OK(sstm__exec_mark_paused(me, true));
+      CHECK_TRUE(sstm__exec_is_paused(me));
+      CHECK_OK(run_other_attached(NULL, write_w0_w8, NULL)); /* attached, but marked */
+      CHECK_OK(sstm__exec_mark_paused(me, false));
+      CHECK_FALSE(sstm__exec_is_paused(me));
+      CHECK_EQ_U(w[0], 101);
+      sstm_store_u64(&w[8], 1); /* the kill is noticed here: restart */
+      FAIL("a killed attempt went on past a barrier");
+    }
+  SSTM_ATOMIC_END();
+  CHECK_EQ_I(attempts, 2);
+  CHECK_EQ_U(w[0], 5);
+  txh_cleanup();
+  sstm_test_fini();
+}
+
+/* Paused at a polled point: the reaper puts the old versions back (9.4),
+ * and the attempt, resumed where its kill is checked first, restarts. */
+static uint64_t pp_old16, pp_seen16;
+static void pp_hook(sstm_desc_t *self, sstm_exec_point_t where, sstm_desc_t *blocker) {
+  (void)where, (void)blocker;
+  CHECK_EQ_PTR(sstm_desc_detach(), self);
+  CHECK_OK(sstm_desc_attach(txh_other_desc()));
+  CHECK_OK(sstm_run(NULL, write_w0_w8, NULL)); /* takes self's locks over */
+  pp_seen16 = atomic_load(sstm__lock_for(self, &w[16]));
+  CHECK_EQ_PTR(sstm_desc_detach(), txh_other_desc());
+  CHECK_OK(sstm_desc_attach(self));
+}
+
+TEST_ETL(polled_pause_gets_the_old_versions_back) {
+  sstm_test_init();
+  CHECK_OK(sstm__exec_set_hook(pp_hook));
+  sstm_desc_t *me = sstm_self();
+  tx_store_u64(&w[16], 3); /* a version of its own */
+  pp_old16 = atomic_load(sstm__lock_for(me, &w[16]));
+  static volatile int attempts;
+  attempts = 0;
+  SSTM_ATOMIC_BEGIN(NULL)
+    attempts++;
+    sstm_store_u64(&w[16], 4);
+    sstm_store_u64(&w[0], 4);
+    if (attempts == 1) {
+      sstm__exec_request(me);
+      (void)sstm_load_u64(&w[24]); /* switched out, taken over, restarts */
+      FAIL("a killed attempt went on past a barrier");
+    }
+  SSTM_ATOMIC_END();
+  CHECK_EQ_I(attempts, 2);
+  CHECK_EQ_X(pp_seen16, pp_old16);
+  CHECK_EQ_U(w[0], 4);
+  sstm_stats_t s;
+  CHECK_OK(sstm_stats_get(me, &s));
+  CHECK_EQ_U(s.aborts[SSTM_ABORT_KILLED], 1);
+  CHECK_OK(sstm__exec_set_hook(NULL));
+  txh_cleanup();
+  sstm_test_fini();
+}
+
+/* A holder that is running, not paused (its thread merely waits), still
+ * goes to the policy: suicide makes the writer abort itself. */
+static volatile int lw_attempts;
+static void limited_writer(void *arg) {
+  (void)arg;
+  if (++lw_attempts > 3) sstm_cancel();
+  sstm_store_u64(&w[0], 100);
+}
+
+TEST_ETL(running_holder_still_goes_to_the_policy) {
+  sstm_test_init();
+  lw_attempts = 0;
+  SSTM_ATOMIC_BEGIN(NULL)
+    sstm_store_u64(&w[0], 5);
+    CHECK_RC(run_other_attached(NULL, limited_writer, NULL), SSTM_ECANCELED);
+  SSTM_ATOMIC_END();
+  CHECK_EQ_U(w[0], 5);
+  txh_cleanup();
+  sstm_test_fini();
+}
+
+TEST_ETL(wait_higher_offers_the_worker_once_then_takes_over) {
+  setup();
+  CHECK_OK(sstm__exec_set_paused_rule(SSTM_EXEC_PAUSED_WAIT_HIGHER));
+  sstm_desc_t *me = sstm_self();
+  static volatile int attempts;
+  attempts = 0;
+  sstm_attr_t hi = {.priority = 5}, lo = {.priority = 1};
+  SSTM_ATOMIC_BEGIN(&hi)
+    attempts++;
+    sstm_store_u64(&w[0], 5);
+    if (attempts == 1) {
+      CHECK_OK(run_other(&lo, write_w0_w8, NULL));
+      CHECK_EQ_I(hk.calls, 1);
+      CHECK_EQ_I(hk.where[0], SSTM_EXEC_AT_BLOCKED);
+      CHECK_EQ_PTR(hk.self[0], txh_other_desc());
+      CHECK_EQ_PTR(hk.blocker[0], me);
+      (void)sstm_load_u64(&w[8]);
+      FAIL("a killed attempt went on past a barrier");
+    }
+  SSTM_ATOMIC_END();
+  /* a lower-priority holder is taken over at once */
+  hk.calls = 0;
+  attempts = 0;
+  SSTM_ATOMIC_BEGIN(&lo)
+    attempts++;
+    sstm_store_u64(&w[0], 6);
+    if (attempts == 1) {
+      CHECK_OK(run_other(&hi, write_w0_w8, NULL));
+      CHECK_EQ_I(hk.calls, 0);
+    }
+  SSTM_ATOMIC_END();
+  CHECK_EQ_I(attempts, 2);
+  CHECK_EQ_U(w[0], 6);
+  teardown();
+}
+
+SSTM_TEST_MAIN()
