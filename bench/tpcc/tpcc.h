@@ -183,6 +183,32 @@ typedef struct tpcc_input {
   } u;
 } tpcc_input_t;
 
+/* What input generation needs of a database: its scale and NURand's C
+ * constants (clause 2.1.6), which tpcc_db_create() draws from its seed.
+ * A program that generates inputs for a database in another process (a
+ * load generator) makes the same generator from the same scale and seed
+ * with tpcc_gen_init(), without populating a database. */
+typedef struct tpcc_gen {
+  tpcc_scale_t scale;
+  uint32_t c_last_load; /* C for C_LAST at population, 0..255 */
+  uint32_t c_last_run;  /* C for C_LAST at run time: differs from c_last_load
+                           by 65..119, neither 96 nor 112 */
+  uint32_t c_id;        /* C for C_ID, 0..1023 */
+  uint32_t ol_i_id;     /* C for OL_I_ID, 0..8191 */
+} tpcc_gen_t;
+
+/* The generator of the database that tpcc_db_create(s, seed, ...) makes.
+ * Returns 0, or -1 with a message in err for a bad scale (as
+ * tpcc_scale_validate). */
+int tpcc_gen_init(tpcc_gen_t *g, const tpcc_scale_t *s, uint64_t seed, char *err, size_t errlen);
+
+/* The database's generator. */
+const tpcc_gen_t *tpcc_db_generator(const tpcc_db_t *db);
+
+/* tpcc_input_generate() from a generator (same contract). */
+void tpcc_gen_input(const tpcc_gen_t *g, tpcc_rng_t *rng, tpcc_profile_t p, uint32_t w_id,
+                    int64_t now, tpcc_input_t *in);
+
 /* Generate the input of profile p for a terminal of home warehouse w_id,
  * with the distributions of clause 2 (x.1): NURand(1023) customer ids,
  * NURand(8191) item ids, NURand(255) last names with the run's C constants

@@ -184,9 +184,35 @@ const tpcc_scale_t *tpcc_db_scale(const tpcc_db_t *db) { return &db->scale; }
 
 /* Number of last names in use: customers 1..1000 take names 0..999 in turn,
  * the others a NURand name among those (clause 4.3.3.1). */
-static uint32_t names_in_use(const tpcc_db_t *db) {
-  return db->scale.customers < TPCC_NAMES ? db->scale.customers : TPCC_NAMES;
+static uint32_t names_in_use(const tpcc_scale_t *s) {
+  return s->customers < TPCC_NAMES ? s->customers : TPCC_NAMES;
 }
+
+int tpcc_gen_init(tpcc_gen_t *g, const tpcc_scale_t *s, uint64_t seed, char *err, size_t errlen) {
+  if (g == NULL) {
+    tpcc_set_err(err, errlen, "tpcc_gen_init: NULL generator");
+    return -1;
+  }
+  if (tpcc_scale_validate(s, err, errlen) != 0) return -1;
+  /* A stream of its own (population draws from stream 0), so that a
+   * generator needs no population. */
+  tpcc_rng_t r;
+  tpcc_rng_seed(&r, seed, 1);
+  g->scale = *s;
+  /* C_LAST's run value differs from its load value by 65..119, neither 96
+   * nor 112 (clause 2.1.6.1). */
+  g->c_last_load = tpcc_uniform(&r, 0, 255);
+  uint32_t delta;
+  do
+    delta = tpcc_uniform(&r, 65, 119);
+  while (delta == 96 || delta == 112);
+  g->c_last_run = g->c_last_load + delta <= 255 ? g->c_last_load + delta : g->c_last_load - delta;
+  g->c_id = tpcc_uniform(&r, 0, 1023);
+  g->ol_i_id = tpcc_uniform(&r, 0, 8191);
+  return 0;
+}
+
+const tpcc_gen_t *tpcc_db_generator(const tpcc_db_t *db) { return &db->gen; }
 
 /* ---- population ------------------------------------------------------------- */
 
@@ -255,7 +281,8 @@ static int build_name_index(tpcc_db_t *db, uint32_t w, uint32_t d) {
 static void populate_customers(tpcc_db_t *db, tpcc_rng_t *r, uint32_t w, uint32_t d, int64_t now) {
   for (uint32_t c = 1; c <= db->scale.customers; c++) {
     tpcc_customer_t *cu = tpcc_c(db, w, d, c);
-    cu->last = c <= TPCC_NAMES ? c - 1 : tpcc_nurand(r, 255, db->c_last_load, 0, TPCC_NAMES - 1);
+    cu->last =
+        c <= TPCC_NAMES ? c - 1 : tpcc_nurand(r, 255, db->gen.c_last_load, 0, TPCC_NAMES - 1);
     memcpy(cu->middle, "OE", 3);
     astring(r, cu->first, 8, 16);
     address(r, cu->street_1, cu->street_2, cu->city, cu->state, cu->zip);
@@ -385,19 +412,12 @@ int tpcc_db_create(const tpcc_scale_t *s, uint64_t seed, tpcc_db_t **out, char *
   tpcc_db_t *db = calloc(1, sizeof *db);
   if (db == NULL) goto nomem;
   db->scale = *s;
+  if (tpcc_gen_init(&db->gen, s, seed, err, errlen) != 0) {
+    tpcc_db_destroy(db);
+    return -1;
+  }
   tpcc_rng_t r;
   tpcc_rng_seed(&r, seed, 0);
-  /* C constants: C_LAST's run value differs from its load value by 65..119,
-   * neither 96 nor 112 (clause 2.1.6.1). */
-  db->c_last_load = tpcc_uniform(&r, 0, 255);
-  uint32_t delta;
-  do
-    delta = tpcc_uniform(&r, 65, 119);
-  while (delta == 96 || delta == 112);
-  db->c_last_run =
-      db->c_last_load + delta <= 255 ? db->c_last_load + delta : db->c_last_load - delta;
-  db->c_id_c = tpcc_uniform(&r, 0, 1023);
-  db->ol_i_id_c = tpcc_uniform(&r, 0, 8191);
   db->first_new_o_id = s->orders - s->orders * TPCC_UNDELIVERED_PCT / 100 + 1;
 
   uint32_t nd = s->warehouses * s->districts;
@@ -476,19 +496,24 @@ static uint32_t other_warehouse(tpcc_rng_t *r, uint32_t w, uint32_t nw) {
   return o >= w ? o + 1 : o;
 }
 
-static void customer_key(const tpcc_db_t *db, tpcc_rng_t *r, tpcc_customer_key_t *k) {
+static void customer_key(const tpcc_gen_t *g, tpcc_rng_t *r, tpcc_customer_key_t *k) {
   if (tpcc_uniform(r, 1, 100) <= 60) {
     *k = (tpcc_customer_key_t){
-        .by_name = 1, .c_last = tpcc_nurand(r, 255, db->c_last_run, 0, names_in_use(db) - 1)};
+        .by_name = 1, .c_last = tpcc_nurand(r, 255, g->c_last_run, 0, names_in_use(&g->scale) - 1)};
   } else {
     *k = (tpcc_customer_key_t){.by_name = 0,
-                               .c_id = tpcc_nurand(r, 1023, db->c_id_c, 1, db->scale.customers)};
+                               .c_id = tpcc_nurand(r, 1023, g->c_id, 1, g->scale.customers)};
   }
 }
 
 void tpcc_input_generate(const tpcc_db_t *db, tpcc_rng_t *r, tpcc_profile_t p, uint32_t w_id,
                          int64_t now, tpcc_input_t *in) {
-  const tpcc_scale_t *s = &db->scale;
+  tpcc_gen_input(&db->gen, r, p, w_id, now, in);
+}
+
+void tpcc_gen_input(const tpcc_gen_t *g, tpcc_rng_t *r, tpcc_profile_t p, uint32_t w_id,
+                    int64_t now, tpcc_input_t *in) {
+  const tpcc_scale_t *s = &g->scale;
   memset(in, 0, sizeof *in);
   in->profile = (uint32_t)p;
   in->w_id = w_id;
@@ -496,13 +521,13 @@ void tpcc_input_generate(const tpcc_db_t *db, tpcc_rng_t *r, tpcc_profile_t p, u
   switch (p) {
   case TPCC_NEW_ORDER: {
     in->u.new_order.d_id = tpcc_uniform(r, 1, s->districts);
-    in->u.new_order.c_id = tpcc_nurand(r, 1023, db->c_id_c, 1, s->customers);
+    in->u.new_order.c_id = tpcc_nurand(r, 1023, g->c_id, 1, s->customers);
     uint32_t n = tpcc_uniform(r, TPCC_MIN_OL, TPCC_MAX_OL);
     in->u.new_order.ol_cnt = n;
     bool rollback = tpcc_uniform(r, 1, 100) == 1;
     for (uint32_t l = 0; l < n; l++) {
       tpcc_item_in_t *it = &in->u.new_order.items[l];
-      it->i_id = tpcc_nurand(r, 8191, db->ol_i_id_c, 1, s->items);
+      it->i_id = tpcc_nurand(r, 8191, g->ol_i_id, 1, s->items);
       if (rollback && l == n - 1) it->i_id = s->items + 1;
       it->supply_w_id = s->warehouses > 1 && tpcc_uniform(r, 1, 100) == 1
                             ? other_warehouse(r, w_id, s->warehouses)
@@ -520,12 +545,12 @@ void tpcc_input_generate(const tpcc_db_t *db, tpcc_rng_t *r, tpcc_profile_t p, u
       in->u.payment.c_w_id = w_id;
       in->u.payment.c_d_id = in->u.payment.d_id;
     }
-    customer_key(db, r, &in->u.payment.c);
+    customer_key(g, r, &in->u.payment.c);
     in->u.payment.h_amount = tpcc_uniform(r, 100, 500000);
     break;
   case TPCC_ORDER_STATUS:
     in->u.order_status.d_id = tpcc_uniform(r, 1, s->districts);
-    customer_key(db, r, &in->u.order_status.c);
+    customer_key(g, r, &in->u.order_status.c);
     break;
   case TPCC_DELIVERY: in->u.delivery.o_carrier_id = tpcc_uniform(r, 1, 10); break;
   case TPCC_STOCK_LEVEL:
@@ -542,9 +567,9 @@ static int check_key(const tpcc_db_t *db, const tpcc_customer_key_t *k, const ch
     tpcc_set_err(err, errlen, "%s: by_name %u is neither 0 nor 1", profile, k->by_name);
     return -1;
   }
-  if (k->by_name == 1 && k->c_last >= names_in_use(db)) {
+  if (k->by_name == 1 && k->c_last >= names_in_use(&db->scale)) {
     tpcc_set_err(err, errlen, "%s: c_last %u not in 0..%u (names in use)", profile, k->c_last,
-                 names_in_use(db) - 1);
+                 names_in_use(&db->scale) - 1);
     return -1;
   }
   if (k->by_name == 0 && (k->c_id < 1 || k->c_id > db->scale.customers)) {

@@ -127,9 +127,7 @@ typedef struct tpcc_stock {
 
 struct tpcc_db {
   tpcc_scale_t scale;
-  /* NURand's C constants (clause 2.1.6): for C_LAST at population (load)
-   * and at run time, for C_ID, for OL_I_ID. */
-  uint32_t c_last_load, c_last_run, c_id_c, ol_i_id_c;
+  tpcc_gen_t gen;               /* the scale again, and NURand's C constants */
   uint32_t first_new_o_id;      /* first initially undelivered order number */
   tpcc_warehouse_t *warehouses; /* [w - 1] */
   tpcc_district_t *districts;   /* [(w - 1) * districts + d - 1] */

@@ -20,9 +20,10 @@
  * a few hundred transactions, makes tpcc_check() report the condition it
  * breaks, and an unknown name is refused.
  * inputs: tpcc_scale_validate and tpcc_input_validate refuse each bad field
- * with a message naming it; tpcc_tx_body answers TPCC_EINPUT without
- * touching the database; a rolled-back new order leaves no trace (the next
- * one gets its order number).
+ * with a message naming it; a generator made apart from the database
+ * (tpcc_gen_init, as a load generator makes it) draws the same inputs; tpcc_tx_body answers
+ * TPCC_EINPUT without touching the database; a rolled-back new order leaves no trace (the next one
+ * gets its order number).
  */
 #define _GNU_SOURCE
 #include "tpcc.h"
@@ -253,6 +254,31 @@ static void mode_inputs(void) {
   CHECK_CONTAINS(err, "warehouses 0");
 
   small_db();
+  /* A generator made apart from the database (a load generator's) has its
+   * C constants and draws the same inputs. */
+  tpcc_gen_t g;
+  CHECK_EQ_I(tpcc_gen_init(&g, &s, sstm_test_seed(), err, sizeof err), 0);
+  CHECK_EQ_MEM(&g, tpcc_db_generator(db), sizeof g);
+  CHECK_NE_U(g.c_last_run, g.c_last_load);
+  uint32_t delta =
+      g.c_last_run > g.c_last_load ? g.c_last_run - g.c_last_load : g.c_last_load - g.c_last_run;
+  CHECK_GE_U(delta, 65);
+  CHECK_LE_U(delta, 119);
+  CHECK_NE_U(delta, 96);
+  CHECK_NE_U(delta, 112);
+  CHECK_EQ_I(tpcc_gen_init(&g, &bad, 1, err, sizeof err), -1);
+  CHECK_CONTAINS(err, "warehouses 0");
+  CHECK_EQ_I(tpcc_gen_init(&g, &s, sstm_test_seed(), err, sizeof err), 0);
+  tpcc_rng_t r1, r2;
+  tpcc_rng_seed(&r1, 11, 3);
+  tpcc_rng_seed(&r2, 11, 3);
+  for (int i = 0; i < 200; i++) {
+    tpcc_input_t a, b;
+    tpcc_input_generate(db, &r1, (tpcc_profile_t)(i % TPCC_NPROFILES), 1 + i % 2, 5, &a);
+    tpcc_gen_input(&g, &r2, (tpcc_profile_t)(i % TPCC_NPROFILES), 1 + i % 2, 5, &b);
+    CHECK_EQ_MEM(&a, &b, sizeof a);
+    CHECK_EQ_I(tpcc_input_validate(db, &a, err, sizeof err), 0);
+  }
   tpcc_rng_t rng;
   tpcc_rng_seed(&rng, 7, 0);
   tpcc_input_t good, in;
