@@ -321,7 +321,12 @@ static batch_t *batch_get(sstm_file_t *f) {
   }
   b->next = tls_batches;
   tls_batches = b;
-  if (sstm_on_commit(batch_apply, b) != 0) return NULL; /* dropped at the end */
+  if (sstm_on_commit(batch_apply, b) != 0) {
+    /* Out of memory: orphan the batch (no stream, no ticket) so that no
+     * call finds it; an abort frees it, a commit leaks it. */
+    b->f = NULL;
+    return NULL;
+  }
   uint64_t t = LD(f, wseq) + 1;
   ST(f, wseq, t);
   b->ticket = t;
@@ -431,16 +436,21 @@ static long fill(sstm_file_t *f, uint64_t p) {
     ssize_t got = pread_all(f->fd, tmp, want, p);
     if (got < 0) return (long)got;
     recheck(f, w);
-    n = (long)got;
+    /* The attempt's own records: their bytes replace the kernel's, and the
+     * file ends at the last of them if that is further: the bytes between
+     * the kernel's end and it are a hole (zeros), as pwrite will make. */
+    uint64_t end = p + (uint64_t)got;
     batch_t *b = batch_find(f);
+    for (size_t i = 0; b && i < b->n; i++)
+      if (b->r[i].off + b->r[i].len > end) end = b->r[i].off + b->r[i].len;
+    if (end > p + want) end = p + want;
+    n = (long)(end - p);
+    if (n > got) memset(tmp + got, 0, (size_t)(n - got));
     for (size_t i = 0; b && i < b->n; i++) {
       rec_t *r = &b->r[i];
       uint64_t lo = r->off > p ? r->off : p;
-      uint64_t hi = r->off + r->len < p + want ? r->off + r->len : p + want;
-      if (lo >= hi) continue;
-      if ((long)(lo - p) > n) memset(tmp + n, 0, lo - p - (uint64_t)n); /* a hole */
-      memcpy(tmp + (lo - p), r->data + (lo - r->off), hi - lo);
-      if ((long)(hi - p) > n) n = (long)(hi - p);
+      uint64_t hi = r->off + r->len < end ? r->off + r->len : end;
+      if (lo < hi) memcpy(tmp + (lo - p), r->data + (lo - r->off), hi - lo);
     }
   } else {
     /* (S5) Consuming kernel data cannot be undone. */

@@ -158,6 +158,28 @@ TEST(transaction_reads_its_own_writes_across_spills) {
   teardown();
 }
 
+TEST(read_before_own_pending_write_past_the_end_sees_a_hole) {
+  setup();
+  sstm_file_t *f = sstm_fopen(path, "w+");
+  CHECK_NOT_NULL(f);
+  SSTM_ATOMIC_BEGIN(NULL)
+    CHECK_EQ_I(sstm_fseek(f, 20000, SEEK_SET), 0);
+    CHECK_GE_I(sstm_fputs("tail", f), 0);
+    CHECK_EQ_I(sstm_fseek(f, 19998, SEEK_SET), 0);
+    char b[8] = {0};
+    CHECK_EQ_U(sstm_fread(b, 1, sizeof b, f), 6); /* spills "tail" to the batch */
+    CHECK_EQ_MEM(b, "\0\0tail", 6);
+    CHECK_EQ_I(sstm_fseek(f, 100, SEEK_SET), 0); /* far before the record */
+    CHECK_EQ_I(sstm_fgetc(f), 0);                /* a hole, not the end */
+    CHECK_FALSE(sstm_feof(f));
+  SSTM_ATOMIC_END();
+  CHECK_OK(sstm_fclose(f));
+  static char buf[20010];
+  CHECK_EQ_U(contents(buf, sizeof buf), 20004);
+  CHECK_EQ_MEM(buf + 20000, "tail", 4);
+  teardown();
+}
+
 TEST(regular_file_transactions_never_go_irrevocable) {
   setup();
   sstm_file_t *f = sstm_fopen(path, "w+");
