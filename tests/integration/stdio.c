@@ -14,6 +14,11 @@
  *     byte for byte; none of the cancelled transactions' bytes may appear
  *     (their bytes are distinct). Checks also that no transaction went
  *     irrevocable.
+ *   itest_stdio <etl|ctl> append <threads>
+ *     Threads append records (some larger than the buffer) through one
+ *     stream opened "a+" after seeking to its start; some cancel, some
+ *     restart once. The file must be its first line followed by the
+ *     committed records in their serial order, and nothing else.
  *   itest_stdio <etl|ctl> crash <unused>
  *     A child commits records with sstm_fflush after each and reports them
  *     through a pipe, then writes a large record in a transaction that
@@ -292,6 +297,116 @@ static void run_model(unsigned nthreads) {
   unlink(path);
 }
 
+/* ---- append ------------------------------------------------------------- */
+
+typedef struct app_rec {
+  uint64_t order;
+  size_t len;
+  unsigned char *bytes;
+} app_rec_t;
+
+typedef struct app_shared {
+  sstm_file_t *f;
+  uint64_t counter; /* transactional: the serial order */
+  unsigned ntx;
+  app_rec_t *recs[64];
+  unsigned nrecs[64];
+} app_shared_t;
+
+typedef struct app_body {
+  app_shared_t *s;
+  app_rec_t rec;
+  int attempts, end;
+} app_body_t;
+
+static void app_tx(void *arg) {
+  app_body_t *b = arg;
+  b->attempts++;
+  /* The append position moves with every append: the write lands at the
+   * end whatever the stream's position. */
+  if (b->attempts == 1) sstm_fseek(b->s->f, 0, SEEK_SET);
+  CHECK_EQ_U(sstm_fwrite(b->rec.bytes, 1, b->rec.len, b->s->f), 1 * b->rec.len);
+  uint64_t ord = sstm_load_u64(&b->s->counter);
+  sstm_store_u64(&b->s->counter, ord + 1);
+  b->rec.order = ord;
+  if (b->end == 1) sstm_cancel();
+  if (b->end == 2 && b->attempts == 1) sstm_restart();
+}
+
+static void app_thread(sstm_tt_t *t) {
+  app_shared_t *s = t->arg;
+  app_rec_t *recs = calloc(s->ntx, sizeof *recs);
+  CHECK_NOT_NULL(recs);
+  unsigned n = 0;
+  for (unsigned i = 0; i < s->ntx; i++) {
+    unsigned fate = (unsigned)sstm_rng_below(&t->rng, 10);
+    app_body_t b = {.s = s, .end = fate == 0 ? 1 : fate == 1 ? 2 : 0};
+    b.rec.len = sstm_rng_below(&t->rng, 10) == 0 ? 4096 + sstm_rng_below(&t->rng, 3000)
+                                                 : 1 + sstm_rng_below(&t->rng, 100);
+    b.rec.bytes = malloc(b.rec.len);
+    CHECK_NOT_NULL(b.rec.bytes);
+    for (size_t k = 0; k < b.rec.len; k++)
+      b.rec.bytes[k] = b.end == 1 ? '#' : (unsigned char)('A' + (t->idx + i + k) % 26);
+    int rc = sstm_run(NULL, app_tx, &b);
+    if (rc == SSTM_ECANCELED) {
+      free(b.rec.bytes);
+      continue;
+    }
+    CHECK_OK(rc);
+    recs[n++] = b.rec;
+  }
+  s->recs[t->idx] = recs;
+  s->nrecs[t->idx] = n;
+}
+
+static int cmp_app(const void *a, const void *b) {
+  uint64_t x = ((const app_rec_t *)a)->order, y = ((const app_rec_t *)b)->order;
+  return x < y ? -1 : x > y;
+}
+
+/* Threads append records through one O_APPEND stream: the file must be
+ * the committed records concatenated in their serial order. */
+static void run_append(unsigned nthreads) {
+  make_path();
+  int fd = open(path, O_WRONLY | O_TRUNC);
+  CHECK_EQ_I(write(fd, "head\n", 5), 5);
+  close(fd);
+  static app_shared_t s;
+  s.f = sstm_fopen(path, "a+");
+  CHECK_NOT_NULL(s.f);
+  s.ntx = (unsigned)sstm_test_scaled(300, 30);
+  sstm_test_run_threads(nthreads, true, app_thread, &s);
+  CHECK_OK(sstm_fclose(s.f));
+  size_t total = 0, bytes = 5;
+  for (unsigned i = 0; i < nthreads; i++)
+    total += s.nrecs[i];
+  app_rec_t *all = malloc(total * sizeof *all);
+  CHECK_NOT_NULL(all);
+  size_t k = 0;
+  for (unsigned i = 0; i < nthreads; i++)
+    for (unsigned j = 0; j < s.nrecs[i]; j++)
+      all[k++] = s.recs[i][j];
+  qsort(all, total, sizeof *all, cmp_app);
+  unsigned char *fb;
+  size_t n = file_bytes(&fb);
+  CHECK_EQ_MEM(fb, "head\n", 5);
+  for (size_t i = 0; i < total; i++) {
+    CHECK_EQ_U(all[i].order, i);
+    CHECK_LE_U(bytes + all[i].len, n);
+    CHECK_EQ_MEM(fb + bytes, all[i].bytes, all[i].len);
+    bytes += all[i].len;
+    free(all[i].bytes);
+  }
+  CHECK_EQ_U(n, bytes);
+  printf("stdio append: %u threads, %zu committed appends, file %zu bytes: ok\n", nthreads, total,
+         n);
+  free(fb);
+  free(all);
+  for (unsigned i = 0; i < nthreads; i++)
+    free(s.recs[i]);
+  unlink(path);
+}
+
 /* ---- crash ---------------------------------------------------------------- */
 
 static void run_crash(void) {
@@ -357,7 +472,7 @@ static void run_crash(void) {
 
 int main(int argc, char **argv) {
   if (argc != 4) {
-    fprintf(stderr, "usage: %s etl|ctl model|crash THREADS\n", argv[0]);
+    fprintf(stderr, "usage: %s etl|ctl model|append|crash THREADS\n", argv[0]);
     return 2;
   }
   sstm_test_setup("stdio", argc, argv);
@@ -365,6 +480,8 @@ int main(int argc, char **argv) {
   sstm_test_init();
   if (strcmp(argv[2], "model") == 0)
     run_model((unsigned)atoi(argv[3]));
+  else if (strcmp(argv[2], "append") == 0)
+    run_append((unsigned)atoi(argv[3]));
   else if (strcmp(argv[2], "crash") == 0)
     run_crash();
   else {

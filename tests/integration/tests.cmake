@@ -154,6 +154,8 @@ foreach(d etl ctl)
     sstm_add_test(NAME integration.stdio.${d}.model.${n} LABELS ${SSTM_STRESS_LABELS}
                   TIMEOUT 120 COMMAND itest_stdio ${d} model ${n})
   endforeach()
+  sstm_add_test(NAME integration.stdio.${d}.append.4 LABELS ${SSTM_STRESS_LABELS}
+                TIMEOUT 120 COMMAND itest_stdio ${d} append 4)
   sstm_add_test(NAME integration.stdio.${d}.crash LABELS integration
                 TIMEOUT 60 COMMAND itest_stdio ${d} crash 1)
 endforeach()
