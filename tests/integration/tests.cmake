@@ -251,6 +251,22 @@ if(SCHEDSTM_BUILD_BENCH AND EXISTS ${PROJECT_SOURCE_DIR}/bench/tpcc/tpcc.h
   sstm_tpcc_cli(bad_orders 2 "scale: orders 61 not in 1..60" --small --orders 61)
   sstm_tpcc_cli(bad_corrupt 2 "unknown corruption .nope." --corrupt nope)
   sstm_tpcc_cli(stray_argument 2 "unexpected argument .extra." --small extra)
+  # On the preemptive executor: the consistency checks after a mixed run
+  # with preemption on (and, as the control, off).
+  if(EXISTS ${PROJECT_SOURCE_DIR}/include/schedstm/exec.h)
+    # Linked to the shared library (the executor's signal mode needs the
+    # library's code in a range of its own), with bench/tpcc's sources.
+    set(tpcc_src ${PROJECT_SOURCE_DIR}/bench/tpcc)
+    sstm_int_exe(itest_tpcc_exec STRESS SOURCES ${D}/tpcc_exec.c ${tpcc_src}/tpcc_db.c
+                 ${tpcc_src}/tpcc_tx.c ${tpcc_src}/tpcc_check.c)
+    target_include_directories(itest_tpcc_exec PRIVATE ${tpcc_src})
+    foreach(m none signal poll)
+      sstm_add_test(NAME integration.tpcc_exec.${m} LABELS ${SSTM_STRESS_LABELS} TIMEOUT 120
+                    COMMAND itest_tpcc_exec ${m})
+    endforeach()
+    sstm_add_test(NAME integration.tpcc_exec.signal.ser-block LABELS ${SSTM_STRESS_LABELS}
+                  TIMEOUT 120 COMMAND itest_tpcc_exec signal ser-block)
+  endif()
 else()
   message(STATUS "tests: bench/tpcc not built: tpcc integration tests skipped")
 endif()
