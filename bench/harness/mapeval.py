@@ -43,7 +43,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), os.pardir, os.pardir))
 STRATEGIES = ["none", "compact", "scatter", "round-robin", "stmap", "stmap-smt", "scotch"]
-SHOWN = ["compact", "scatter", "round-robin", "stmap", "scotch"]
+SHOWN = ["compact", "scatter", "round-robin", "stmap", "stmap-smt", "scotch"]
 MAT_NAME = re.compile(r"^(?P<app>.+)-(?P<threads>\d+)\.mat$")
 
 
@@ -119,8 +119,34 @@ def write_csv(path, rows):
         w.writerows(rows)
 
 
+def matrix_order(path):
+    """The order a matrix file declares ("threads N"), or None."""
+    with open(path) as f:
+        for line in f:
+            toks = line.split()
+            if toks[:1] == ["threads"] and len(toks) == 2 and toks[1].isdigit():
+                return int(toks[1])
+    return None
+
+
 def evaluate(args):
-    mats = sorted(glob.glob(os.path.join(args.matrices, "*.mat")))
+    mats, skipped = [], []
+    for m in sorted(glob.glob(os.path.join(args.matrices, "*.mat"))):
+        # A matrix has a row per thread slot that was registered at once;
+        # a run whose threads mostly came and went one after the other (a
+        # short parallel phase on few CPUs) has fewer rows than threads and
+        # says little about the placement of all of them.
+        k = MAT_NAME.match(os.path.basename(m))
+        order = matrix_order(m)
+        if k and order is not None and order < int(k.group("threads")):
+            skipped.append("%s: %d rows for %s threads" % (os.path.basename(m), order,
+                                                           k.group("threads")))
+        else:
+            mats.append(m)
+    with open(os.path.join(args.matrices, "skipped.txt"), "w") as f:
+        f.writelines(line + "\n" for line in skipped)
+    for line in skipped:
+        log("skipped " + line)
     if mats:
         rows = []
         for topo in args.topos:
@@ -177,6 +203,13 @@ def table(args):
         print("| mean | | " + " | ".join(
             "%.3f" % mean([float(r[s]["rel_none"]) for r in pts.values() if s in r])
             for s in STRATEGIES[1:]) + " |")
+    spath = os.path.join(args.matrices, "skipped.txt")
+    if os.path.exists(spath):
+        with open(spath) as f:
+            skipped = [line.strip() for line in f if line.strip()]
+        if skipped:
+            print("\nNot evaluated (fewer thread slots registered at once than threads): " +
+                  "; ".join(skipped) + ".")
     ppath = os.path.join(args.matrices, "patterns.csv")
     if os.path.exists(ppath):
         print("\nstmap against Scotch on generated patterns: cost ratio stmap/scotch "
@@ -314,7 +347,8 @@ def parse_args(argv):
     r.add_argument("--out", required=True)
     r.add_argument("--schedstm-build", default=os.path.join(REPO, "build"))
     r.add_argument("--threads", type=lambda s: items(s, int), default=[32, 64, 96])
-    r.add_argument("--intset", type=items, default=["hs", "rb"])
+    r.add_argument("--intset", type=lambda s: [x for x in s.split(",") if x],
+                   default=["hs", "rb"], help="structures (empty: none)")
     r.add_argument("--duration-ms", type=int, default=2000)
     r.add_argument("--stamp-build", default=None)
     r.add_argument("--apps", type=items, default=["bayes", "genome", "intruder", "kmeans",

@@ -96,6 +96,25 @@ class MapevalTest(unittest.TestCase):
                              [("intset-hs", 2, True), ("intset-hs", 4, True),
                               ("intset-rb", 2, False), ("intset-rb", 4, False)])
 
+    def test_evaluate_skips_matrices_with_fewer_rows_than_threads(self):
+        with tempfile.TemporaryDirectory() as d:
+            for name in ("few-4.mat", "whole-2.mat"):
+                with open(os.path.join(d, name), "w") as f:
+                    f.write(MATRIX)
+            tool = os.path.join(d, "fake-mapeval")
+            with open(tool, "w") as f:  # one line per --matrix argument
+                f.write("#!/bin/sh\necho '%s'\nwhile [ $# -gt 0 ]; do\n"
+                        "  [ \"$1\" = --matrix ] && echo \"xeon,$(basename $2),3,stmap,1,1,0,1\"\n"
+                        "  shift\ndone\n" % HEADER.strip())
+            os.chmod(tool, stat.S_IRWXU)
+            with contextlib.redirect_stderr(io.StringIO()) as err:
+                rc = mapeval.main(["evaluate", "--matrices", d, "--mapeval", tool,
+                                   "--topos", "xeon"])
+            self.assertEqual(rc, 0, err.getvalue())
+            self.assertIn("skipped few-4.mat: 3 rows for 4 threads", err.getvalue())
+            with open(os.path.join(d, "eval.csv")) as f:
+                self.assertEqual([line.split(",")[1] for line in f][1:], ["whole-2.mat"])
+
     @unittest.skipIf(importlib.util.find_spec("matplotlib") is None, "matplotlib missing")
     def test_plot(self):
         with tempfile.TemporaryDirectory() as d:
