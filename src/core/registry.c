@@ -478,6 +478,12 @@ bool sstm__killer_of(struct sstm_desc *victim, sstm_party_t *out) {
   if (slot1 == 0 || ((rec >> 16) & KREC_MASK) != (victim->serial & KREC_MASK)) return false;
   struct sstm_desc *k = sstm__desc_at(slot1 - 1);
   if (k == NULL) return false;
+  /* A paused killer is not named (9): a policy would serialise the retry
+   * behind an attempt that only a resume can end. relaxed: a hint, as
+   * the rest of the party's snapshot. */
+  if (atomic_load_explicit(&k->pause, memory_order_relaxed) &
+      (SSTM_PAUSE_DETACHED | SSTM_PAUSE_MARKED))
+    return false;
   uint64_t st = atomic_load_explicit(&k->status, memory_order_relaxed);
   uint64_t now = sstm_st_serial(st);
   party_fill(k, now - ((now - (rec >> (16 + KREC_BITS))) & KREC_MASK), st, out);
