@@ -321,9 +321,8 @@ int tpcc_run(tpcc_db_t *db, const tpcc_input_t *in, int priority, tpcc_output_t 
 
 /* Check the database: the consistency conditions 1 to 10 and 12 of clause
  * 3.3.2 (sums of year-to-date amounts, order and new-order numbering,
- * carrier and delivery dates, history sums, customer balances against
- * delivered order lines and payments; 4 and 6, the order-line counts, hold
- * by construction: an order stores its lines) for every
+ * order-line counts, carrier and delivery dates, history sums, customer
+ * balances against delivered order lines and payments) for every
  * warehouse, district and customer, and this implementation's own
  * invariants: every index agrees with its table (each order found by
  * number in its district's index and on its customer's list, newest first;
@@ -338,7 +337,7 @@ long tpcc_check(tpcc_db_t *db, char *err, size_t errlen);
 /* For the tests of tpcc_check: break one invariant on purpose (plain
  * writes; as tpcc_check, no transaction may run). what names it:
  * "w-ytd" (condition 1), "d-next-o-id" (2), "new-order-gap" (3),
- * "carrier" (5), "delivery-d" (7), "history" (8, 9),
+ * "order-line" (4 and 6), "carrier" (5), "delivery-d" (7), "history" (8, 9),
  * "c-balance" (10, 12), "order-index" (an order missing from its index),
  * "customer-index" (a customer out of the last-name index), "stock-ytd"
  * (stock counters). Returns 0, or -1 with a message in err for an unknown

@@ -8,7 +8,9 @@
  *  1  W_YTD = sum(D_YTD) of the warehouse's districts
  *  2  D_NEXT_O_ID - 1 = max(O_ID) = max(NO_O_ID) of the district
  *  3  max(NO_O_ID) - min(NO_O_ID) + 1 = rows in NEW-ORDER of the district
+ *  4  sum(O_OL_CNT) = ORDER-LINE rows of the district
  *  5  O_CARRIER_ID is null exactly for the orders in NEW-ORDER
+ *  6  O_OL_CNT = the order's ORDER-LINE rows
  *  7  OL_DELIVERY_D is null exactly when its order's O_CARRIER_ID is
  *  8  W_YTD = sum(H_AMOUNT) of the warehouse's history
  *  9  D_YTD = sum(H_AMOUNT) of the district's history
@@ -16,8 +18,10 @@
  *     customer
  * 12  C_BALANCE + C_YTD_PAYMENT = sum(OL_AMOUNT of delivered lines)
  * Conditions 4 (sum(O_OL_CNT) = ORDER-LINE rows) and 6 (O_OL_CNT = the
- * order's lines) hold by construction: an order stores its O_OL_CNT lines
- * in itself; what is checked is that O_OL_CNT lies in 5..15. Condition 11
+ * order's line rows): an order stores its O_OL_CNT lines in itself, so the
+ * rows counted are its well-formed lines (an item, a supply warehouse and
+ * a quantity in range): a line a new order never wrote, or one
+ * overwritten, is missing from the count. Condition 11
  * relates row counts to the initial population and holds only until the
  * first delivery; it is not checked. Own invariants: the order index
  * holds orders 1..D_NEXT_O_ID-1 exactly once each, in the right bucket;
@@ -185,7 +189,8 @@ static int64_t check_district(const tpcc_db_t *db, uint32_t w, uint32_t d, csum_
                 w, d, no_max - no_min + 1, no_rows);
   }
 
-  /* Orders and lines: conditions 5 and 7, per-customer and per-stock sums. */
+  /* Orders and lines: conditions 4 to 7, per-customer and per-stock sums. */
+  uint64_t sum_ol_cnt = 0, line_rows = 0;
   for (uint32_t o_id = 1; o_id <= norders; o_id++) {
     const tpcc_order_t *o = by_id[o_id];
     if (o == NULL) {
@@ -201,6 +206,8 @@ static int64_t check_district(const tpcc_db_t *db, uint32_t w, uint32_t d, csum_
       violation(r, "order %u/%u/%u: O_OL_CNT %u not in 5..15", w, d, o_id, o->ol_cnt);
       continue;
     }
+    sum_ol_cnt += o->ol_cnt;
+    uint32_t rows = 0; /* the order's well-formed line rows */
     bool in_queue = undelivered[o_id] != 0;
     if ((o->carrier_id == 0) != in_queue)
       violation(r, "condition 5: order %u/%u/%u: O_CARRIER_ID %u but %s NEW-ORDER", w, d, o_id,
@@ -216,11 +223,14 @@ static int64_t check_district(const tpcc_db_t *db, uint32_t w, uint32_t d, csum_
                   d, o_id, l + 1, (long long)ol->delivery_d, o->carrier_id);
       if (ol->delivery_d != 0) c->delivered_amount += ol->amount;
       if (ol->i_id < 1 || ol->i_id > db->scale.items || ol->supply_w_id < 1 ||
-          ol->supply_w_id > db->scale.warehouses) {
-        violation(r, "order %u/%u/%u line %u: item %u, supply warehouse %u", w, d, o_id, l + 1,
-                  ol->i_id, ol->supply_w_id);
+          ol->supply_w_id > db->scale.warehouses || ol->quantity < 1 || ol->quantity > 10) {
+        /* not an ORDER-LINE row: a line that was never written, or was
+         * overwritten */
+        violation(r, "order %u/%u/%u line %u: item %u, supply warehouse %u, quantity %u", w, d,
+                  o_id, l + 1, ol->i_id, ol->supply_w_id, ol->quantity);
         continue;
       }
+      rows++;
       if (placed) {
         ssum_t *s = &ss[(size_t)(ol->supply_w_id - 1) * db->scale.items + ol->i_id - 1];
         s->ytd += ol->quantity;
@@ -228,7 +238,14 @@ static int64_t check_district(const tpcc_db_t *db, uint32_t w, uint32_t d, csum_
         if (ol->supply_w_id != w) s->remote_cnt++;
       }
     }
+    if (rows != o->ol_cnt)
+      violation(r, "condition 6: order %u/%u/%u: O_OL_CNT %u, %u ORDER-LINE rows", w, d, o_id,
+                o->ol_cnt, rows);
+    line_rows += rows;
   }
+  if (sum_ol_cnt != line_rows)
+    violation(r, "condition 4: district %u/%u: sum(O_OL_CNT) %llu, %llu ORDER-LINE rows", w, d,
+              (unsigned long long)sum_ol_cnt, (unsigned long long)line_rows);
   /* Customers' order lists: newest first, each order once. */
   for (uint32_t c = 1; c <= nc; c++) {
     uint32_t prev = UINT32_MAX;
@@ -360,8 +377,9 @@ out:
 
 /* ---- deliberate corruption (for the tests) ---------------------------------- */
 
-const char tpcc_corruptions[] = "w-ytd, d-next-o-id, new-order-gap, carrier, delivery-d, "
-                                "history, c-balance, order-index, customer-index, stock-ytd";
+const char tpcc_corruptions[] =
+    "w-ytd, d-next-o-id, new-order-gap, order-line, carrier, delivery-d, "
+    "history, c-balance, order-index, customer-index, stock-ytd";
 
 int tpcc_corrupt(tpcc_db_t *db, const char *what, char *err, size_t errlen) {
   if (db == NULL || what == NULL) {
@@ -397,6 +415,9 @@ int tpcc_corrupt(tpcc_db_t *db, const char *what, char *err, size_t errlen) {
       goto nothing;
     db->unlinked_new_order = h->next;
     h->next = h->next->next;
+  } else if (strcmp(what, "order-line") == 0) {
+    if (newest == NULL) goto nothing;
+    newest->lines[newest->ol_cnt - 1].i_id = 0; /* as if never written */
   } else if (strcmp(what, "carrier") == 0) {
     if (dist->no_head == NULL) goto nothing;
     dist->no_head->order->carrier_id = 3;

@@ -180,6 +180,7 @@ static const struct {
     {"w-ytd", "condition 1:"},
     {"d-next-o-id", "condition 2:"},
     {"new-order-gap", "condition 3:"},
+    {"order-line", "condition 6:"},
     {"carrier", "condition 5:"},
     {"delivery-d", "condition 7:"},
     {"history", "condition 9:"},
@@ -211,6 +212,7 @@ static void mode_corrupt(void) {
     printf("tpcc: corrupt %s: %ld violations: %s\n", corruptions[i].what, v, err);
     CHECK_GT_I(v, 0);
     CHECK_CONTAINS(err, corruptions[i].expect);
+    if (strcmp(corruptions[i].what, "order-line") == 0) CHECK_CONTAINS(err, "condition 4:");
     CHECK_CONTAINS(tpcc_corruptions, corruptions[i].what);
     tpcc_db_destroy(db);
   }
