@@ -251,6 +251,19 @@ if(SCHEDSTM_BUILD_BENCH AND EXISTS ${PROJECT_SOURCE_DIR}/bench/tpcc/tpcc.h
   sstm_tpcc_cli(bad_orders 2 "scale: orders 61 not in 1..60" --small --orders 61)
   sstm_tpcc_cli(bad_corrupt 2 "unknown corruption .nope." --corrupt nope)
   sstm_tpcc_cli(stray_argument 2 "unexpected argument .extra." --small extra)
+  # Torture: every base policy through 30 s of eight terminals on the
+  # specification's scale (one warehouse, ten districts), checked after;
+  # the integration run with 32 threads and many more transactions.
+  if(SCHEDSTM_TORTURE)
+    foreach(p IN LISTS SSTM_CM_BASE)
+      sstm_add_test(NAME torture.tpcc.${p}.8 LABELS torture TIMEOUT 600
+                    COMMAND tpcc-schedstm -n 8 -d 30000 --check -C ${p})
+    endforeach()
+    foreach(d etl ctl)
+      sstm_add_test(NAME torture.tpcc.run.${d}.32 LABELS torture TIMEOUT 1800
+                    COMMAND itest_tpcc run ${d} ser-block 32 --ops 2000000)
+    endforeach()
+  endif()
   # On the preemptive executor: the consistency checks after a mixed run
   # with preemption on (and, as the control, off).
   if(EXISTS ${PROJECT_SOURCE_DIR}/include/schedstm/exec.h)
