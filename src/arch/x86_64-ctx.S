@@ -93,7 +93,8 @@ sstm__ctx_boot:
  * and every other register as it was interrupted. It saves RFLAGS and the
  * fifteen general registers below S, the FP/SIMD state in a 64-byte
  * aligned area below those, calls fn(arg) with a clean ABI state (DF clear,
- * default MXCSR and x87 state, upper YMM halves zeroed), restores all of it
+ * default MXCSR and x87 control word, an empty x87 stack, upper YMM halves
+ * zeroed), restores all of it
  * and returns with `ret $128`: it pops the interrupted rip from S+16 and
  * steps over the red zone, so rsp is exactly the interrupted one and
  * nothing in the red zone was touched.
@@ -196,7 +197,11 @@ sstm__preempt_tramp:
         vzeroupper
         jmp     2f
 1:      fxsave64 (%rsp)
-2:      fninit
+        /* The x87 state fn may assume (SysV): an empty register stack and
+         * the default control word. emms empties every tag and fldcw sets
+         * the word; fninit would do both at about 15 times the cost. */
+2:      emms
+        fldcw   .Lfcw_default(%rip)
         ldmxcsr .Lmxcsr_default(%rip)
         movq    TR_ARG(%rbx), %rdi
         call    *TR_FN(%rbx)
@@ -267,5 +272,7 @@ sstm__preempt_tramp_end:
         .p2align 2
 .Lmxcsr_default:
         .long   0x1f80                  /* all exceptions masked, round to nearest */
+.Lfcw_default:
+        .short  0x037f                  /* all masked, 64-bit precision, round to nearest */
 
         .section .note.GNU-stack,"",@progbits

@@ -38,7 +38,7 @@
 /* ctx_regs.S */
 void sstm_test_switch_regs(sstm__ctx_t *save, const sstm__ctx_t *load, const uint64_t in[8],
                            uint64_t out[8]);
-int sstm_test_regloop(uint64_t iters, const uint64_t init[90], uint64_t *progress);
+int sstm_test_regloop(uint64_t iters, const uint64_t init[90], uint64_t progress[3]);
 void sstm_test_clobber(uint64_t seed);
 extern const char sstm_test_regloop_end[];
 
@@ -297,6 +297,17 @@ static void redirect_skip_if_unsupported(void) {
   if (!have_avx()) sstm_test_skip("the register loop (ctx_regs.S) needs AVX2");
 }
 
+static double as_double(uint64_t bits) {
+  double d;
+  memcpy(&d, &bits, sizeof d);
+  return d;
+}
+
+/* The x87 registers the loop kept: 1.0 and pi (rounded to double). */
+static bool x87_kept(const uint64_t progress[3]) {
+  return as_double(progress[1]) == 1.0 && as_double(progress[2]) == 3.14159265358979311600;
+}
+
 /* The loop's initial values, from the test's seed. */
 static void regloop_init(uint64_t init[90], uint64_t seed) {
   seed |= 1;
@@ -377,6 +388,12 @@ static void rd_fn(void *arg) {
   uint64_t rflags;
   __asm__ volatile("pushfq; popq %0" : "=r"(rflags));
   CHECK_EQ_X(rflags & 0x400u, 0); /* DF */
+  /* x87: the default control word and an empty register stack (tag word
+   * all ones), though the loop keeps two registers and its own word. */
+  uint16_t env[14];
+  __asm__ volatile("fnstenv %0" : "=m"(env));
+  CHECK_EQ_X(env[0], 0x037f);
+  CHECK_EQ_X(env[4], 0xffff);
   volatile char big[2048];
   memset((char *)big, 0x5a, sizeof big); /* the C library's SIMD copy */
   sstm_test_clobber((uint64_t)(uintptr_t)big);
@@ -431,17 +448,19 @@ static void rd_reset_counts(int mode) {
  * have been set up, checking every chunk. */
 static void rd_loop_until(unsigned long want) {
   uint64_t init[90];
-  uint64_t progress = 0;
+  uint64_t progress[3] = {0, 0, 0};
   regloop_init(init, sstm_test_seed());
   unsigned long chunks = 0;
   while (atomic_load_explicit(&rd_count, memory_order_relaxed) < want) {
-    int rc = sstm_test_regloop(2000, init, &progress);
+    int rc = sstm_test_regloop(2000, init, progress);
     CHECK_MSG(rc == 0, "register loop: check %d failed after %lu redirects", rc,
               atomic_load_explicit(&rd_count, memory_order_relaxed));
+    CHECK_MSG(x87_kept(progress), "register loop: the x87 registers held %a and %a",
+              as_double(progress[1]), as_double(progress[2]));
     init[0] += 1; /* a new start every chunk */
     chunks++;
   }
-  CHECK_EQ_U(progress, chunks * 2000);
+  CHECK_EQ_U(progress[0], chunks * 2000);
 }
 
 static void rd_run_on_this_thread(int mode) {
@@ -485,18 +504,19 @@ static void mig_redirect_entry(void *arg) {
   (void)arg;
   atomic_store_explicit(&mig_preemptible, 1, memory_order_relaxed);
   uint64_t init[90];
-  uint64_t progress = 0;
+  uint64_t progress[3] = {0, 0, 0};
   regloop_init(init, sstm_test_seed());
   unsigned long chunks = 0;
   int rc = 0;
   while (atomic_load_explicit(&mig_handoffs, memory_order_relaxed) < mig_target) {
-    rc = sstm_test_regloop(2000, init, &progress);
+    rc = sstm_test_regloop(2000, init, progress);
+    if (rc == 0 && !x87_kept(progress)) rc = 101;
     if (rc != 0) break;
     init[0] += 1;
     chunks++;
   }
   atomic_store_explicit(&mig_preemptible, 0, memory_order_relaxed);
-  mig_result = rc != 0 ? rc : progress == chunks * 2000 ? 0 : 100;
+  mig_result = rc != 0 ? rc : progress[0] == chunks * 2000 ? 0 : 100;
   mig_done = true;
   sstm__ctx_leave(&mig_ctx, atomic_load_explicit(&mig_cur, memory_order_relaxed));
 }

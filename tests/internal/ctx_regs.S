@@ -57,17 +57,21 @@ sstm_test_switch_regs:
         .size   sstm_test_switch_regs, .-sstm_test_switch_regs
 
 /* int sstm_test_regloop(uint64_t iters, const uint64_t init[90],
- *                       uint64_t *progress)
+ *                       uint64_t progress[3])
  * A leaf function (needs AVX) that keeps values in every general register
  * but rsp (init[0..14]: rax rbx rcx rdx rsi rdi rbp r8-r15), in YMM0-14
  * (init[15..74], four words each), in RFLAGS (CF PF AF ZF SF DF OF, two
- * patterns in turn), in MXCSR (round toward zero, flush to zero) and in 15
- * words of its red zone below rsp (init[75..89]), changes them every
- * iteration, and checks them all every iteration, with a window of nops
- * between setting the flags and checking them. Increments *progress once
- * per iteration. Returns 0, or what it found wrong: 1 + the register's
- * index above for a general register, 16 flags, 17 MXCSR, 18 a YMM
- * register, 19 the red zone. Restores the caller's MXCSR. */
+ * patterns in turn), in MXCSR (round toward zero, flush to zero), in the
+ * x87 control word (53-bit precision, round up) and two x87 registers
+ * (1.0 and pi), and in 15 words of its red zone below rsp (init[75..89]),
+ * changes them every iteration (but the x87 ones), and checks them all
+ * every iteration, with a window of nops between setting the flags and
+ * checking them. Increments progress[0] once per iteration; stores the
+ * x87 registers as doubles at the end, 1.0 in progress[1] and pi in
+ * progress[2]. Returns 0, or what it found wrong: 1 + the register's index
+ * above for a general register, 16 flags, 17 MXCSR, 18 the x87 control
+ * word, 19 the red zone, 20 + n YMMn. Restores the caller's MXCSR and x87
+ * control word. */
 #define EXP_GPR  0                      /* 15 words */
 #define EXP_FLAGS 120
 #define ITER     128
@@ -77,6 +81,9 @@ sstm_test_switch_regs:
 #define MX_EXP   160
 #define MX_TMP   164
 #define MX_ORIG  168
+#define FCW_EXP  172
+#define FCW_TMP  174
+#define FCW_ORIG 176
 #define EXP_Y    192                    /* 15 x 32 bytes */
 #define EXP_RZ   672                    /* 15 words */
 #define FRAME    800
@@ -85,6 +92,7 @@ sstm_test_switch_regs:
 #define FLAGS_B  0x892                  /* AF SF OF (+ bit 1) */
 #define FLAGS_MASK 0xcd7
 #define MXCSR_TEST 0xff80               /* masked, round toward zero, FTZ */
+#define FCW_TEST 0x0a7f                 /* masked, 53-bit precision, round up */
 
         .macro  forgpr op
         \op     %rax, 0
@@ -203,6 +211,11 @@ sstm_test_regloop:
         stmxcsr MX_ORIG(%rsp)
         movl    $MXCSR_TEST, MX_EXP(%rsp)
         ldmxcsr MX_EXP(%rsp)
+        fnstcw  FCW_ORIG(%rsp)
+        movw    $FCW_TEST, FCW_EXP(%rsp)
+        fldcw   FCW_EXP(%rsp)
+        fldpi                           /* two x87 registers in use */
+        fld1
         forymm  y_load
         forgpr  gpr_load
         testq   $-1, ITER(%rsp)
@@ -240,6 +253,12 @@ sstm_test_regloop:
         je      1f
         movl    $17, CODE(%rsp)
         jmp     .Lfail
+1:      fnstcw  FCW_TMP(%rsp)
+        movw    FCW_TMP(%rsp), %ax
+        cmpw    FCW_EXP(%rsp), %ax
+        je      1f
+        movl    $18, CODE(%rsp)
+        jmp     .Lfail
 1:
         forymm  y_check
         .irp    k, 0,1,2,3,4,5,6,7,8,9,10,11,12,13,14
@@ -256,6 +275,10 @@ sstm_test_regloop:
         cld
         vzeroupper
         ldmxcsr MX_ORIG(%rsp)
+        fldcw   FCW_ORIG(%rsp)
+        movq    PROG(%rsp), %rax
+        fstpl   8(%rax)                 /* 1.0, then pi: the x87 registers kept */
+        fstpl   16(%rax)
         movl    CODE(%rsp), %eax
         addq    $FRAME, %rsp
         popq    %r15
