@@ -128,9 +128,10 @@ typedef struct mapper {
   unsigned *cap_prefix; /* [npus+1]: slots (thread capacity) of PUs < p */
   unsigned *pu;         /* output */
   /* scratch, sized for n threads */
-  int *part, *part2; /* [n]: the part of each thread, two candidates */
-  double *g, *tp;    /* [n]: affinity to the part grown, to the threads placed */
-  double *aff;       /* [n][kmax] affinity of each thread to each part */
+  int *part, *part2;    /* [n]: the part of each thread, two candidates */
+  double *g, *tp;       /* [n]: affinity to the part grown, to the threads placed */
+  double *aff;          /* [n][kmax] affinity of each thread to each part */
+  unsigned char *inset; /* [n], zero between uses: the threads being split */
   unsigned *want, *order, *tmp;
 } mapper_t;
 
@@ -141,11 +142,12 @@ static double w_of(const mapper_t *mp, unsigned a, unsigned b) {
 /* Greedy split of th[0..cnt) into k parts of sizes want[0..k), into part[]:
  * the parts are filled largest first (index order on ties), each grown
  * from a seed by the unplaced thread with the most communication with the
- * part. The seed of the first part is an end of the heaviest unplaced pair;
- * with boundary_seeds, a later part starts at the unplaced thread with the
- * most communication with the threads already placed (it continues a chain
- * or a ring where the previous part stopped instead of cutting the rest
- * into pieces), else at the heaviest pair too. */
+ * part. A part starts at an end of the heaviest unplaced pair; with
+ * boundary_seeds, at the unplaced thread with the most communication with
+ * threads already placed, in this split or outside the threads being split
+ * (it continues a chain or a ring where the previous part, or the
+ * neighbouring node, stopped instead of cutting the rest into pieces), and
+ * at the heaviest pair only when no thread has any. */
 static void grow(mapper_t *mp, const unsigned *th, unsigned cnt, unsigned k, bool boundary_seeds,
                  int *part) {
   double *g = mp->g, *tp = mp->tp;
@@ -153,6 +155,15 @@ static void grow(mapper_t *mp, const unsigned *th, unsigned cnt, unsigned k, boo
   for (unsigned i = 0; i < cnt; i++) {
     part[i] = -1;
     tp[i] = 0;
+  }
+  if (boundary_seeds) { /* communication with threads outside th[] */
+    for (unsigned i = 0; i < cnt; i++)
+      mp->inset[th[i]] = 1;
+    for (unsigned i = 0; i < cnt; i++)
+      for (unsigned b = 0; b < mp->n; b++)
+        if (!mp->inset[b]) tp[i] += w_of(mp, th[i], b);
+    for (unsigned i = 0; i < cnt; i++)
+      mp->inset[th[i]] = 0;
   }
   for (unsigned j = 0; j < k; j++)
     ord[j] = j;
@@ -169,7 +180,7 @@ static void grow(mapper_t *mp, const unsigned *th, unsigned cnt, unsigned k, boo
     if (need == 0) continue;
     int seed = -1;
     double best = 0;
-    if (boundary_seeds && oi > 0) {
+    if (boundary_seeds) {
       for (unsigned a = 0; a < cnt; a++)
         if (part[a] < 0 && tp[a] > best) best = tp[a], seed = (int)a;
     }
@@ -378,6 +389,7 @@ int sstm__map_compute(const sstm_topo_t *t, const uint64_t *m, unsigned n, unsig
   mp.cap_prefix = calloc((size_t)P + 1, sizeof *mp.cap_prefix);
   mp.part = malloc((size_t)n * sizeof *mp.part);
   mp.part2 = malloc((size_t)n * sizeof *mp.part2);
+  mp.inset = calloc(n, 1);
   mp.g = malloc((size_t)n * sizeof *mp.g);
   mp.tp = malloc((size_t)n * sizeof *mp.tp);
   mp.aff = malloc((size_t)n * kmax * sizeof *mp.aff);
@@ -385,8 +397,8 @@ int sstm__map_compute(const sstm_topo_t *t, const uint64_t *m, unsigned n, unsig
   mp.order = malloc((size_t)kmax * sizeof *mp.order);
   mp.tmp = malloc((size_t)n * sizeof *mp.tmp);
   int rc = SSTM_ENOMEM;
-  if (!mp.cap_prefix || !mp.part || !mp.part2 || !mp.g || !mp.tp || !mp.aff || !mp.want ||
-      !mp.order || !mp.tmp)
+  if (!mp.cap_prefix || !mp.part || !mp.part2 || !mp.inset || !mp.g || !mp.tp || !mp.aff ||
+      !mp.want || !mp.order || !mp.tmp)
     goto out;
   /* Slots: one PU per core while the threads fit on the cores. */
   bool per_core = !(flags & SSTM_MAP_USE_SMT) && n <= t->ncores;
@@ -404,6 +416,7 @@ out:
   free(mp.cap_prefix);
   free(mp.part);
   free(mp.part2);
+  free(mp.inset);
   free(mp.g);
   free(mp.tp);
   free(mp.aff);

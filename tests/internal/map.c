@@ -320,6 +320,27 @@ TEST(mapper_clusters_stay_whole_when_filling_would_cut_them) {
   sstm__topo_free(t);
 }
 
+/* A ring of 256 threads on the Opteron's 64 PUs, 4 threads per PU: the
+ * optimum keeps an arc of 4 on each PU and cuts the ring 64 times: 32 times
+ * inside an L2 module (distance 1), 24 inside a die (2), 4 between the dies
+ * of a package (3), 4 across packages (4): 100 * (32 + 48 + 12 + 16). */
+TEST(mapper_ring_oversubscribed_keeps_arcs) {
+  sstm_topo_t *t = synth(OPTERON);
+  unsigned n = 256;
+  uint64_t *m = matrix(n);
+  unsigned *ring = malloc(n * sizeof *ring), *pu = malloc(n * sizeof *pu);
+  for (unsigned i = 0; i < n; i++)
+    ring[i] = (i * 29 + 11) % n;
+  for (unsigned i = 0; i < n; i++)
+    link_w(m, n, ring[i], ring[(i + 1) % n], 100);
+  CHECK_OK(sstm__map_compute(t, m, n, 0, pu, err, sizeof err));
+  CHECK_EQ_U(sstm__map_cost(t, m, n, pu), 10800);
+  free(ring);
+  free(pu);
+  free(m);
+  sstm__topo_free(t);
+}
+
 /* 12 threads in 4 cliques of 3 on 4 PUs: a clique per PU, cost 0. */
 TEST(mapper_more_threads_than_pus) {
   sstm_topo_t *t = synth("Package:2 Core:2 PU:1");
