@@ -309,7 +309,7 @@ int main(int argc, char **argv) {
   const char *files[256];
   unsigned nfiles = 0;
   rng_state = 1;
-  for (int i = 1; i < argc; i++) {
+  for (int i = 1; i < argc; i += 2) { /* every option takes a value */
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     if (!v) usage();
     if (strcmp(a, "--topo") == 0)
@@ -326,7 +326,6 @@ int main(int argc, char **argv) {
       seeds = (unsigned)strtoul(v, NULL, 0);
     else
       usage();
-    i++;
   }
   if (seeds == 0 || (!pattern && nfiles == 0) || (pattern && !threads)) usage();
   sstm_topo_t *t = NULL;
