@@ -4,9 +4,10 @@
 
 src/core/config.c is the only file of the library that reads the
 environment (issue: one place for configuration); the variables it reads
-are exactly those listed in include/schedstm/config.h's file comment and
-in README.md's configuration tables, and each README row names a field of
-sstm_config_t that exists.
+are exactly those listed in include/schedstm/config.h's file comment (the
+executor's, SCHEDSTM_EXEC_*, in include/schedstm/exec.h's) and in
+README.md's configuration tables, and each README row names a field of
+sstm_config_t (sstm_exec_config_t for SCHEDSTM_EXEC_*) that exists.
 
 usage: check_knobs.py SOURCE_DIR
 Exit status 0 when all agree, 1 otherwise (the differences are printed),
@@ -54,6 +55,10 @@ def main():
     doc = header[: header.index("#ifndef SCHEDSTM_CONFIG_H")]
     header_vars = set(re.findall(r"\bSCHEDSTM_[A-Z0-9_]+", doc))
     header_vars.discard("SCHEDSTM_CONFIG_H")
+    # The executor's variables are listed in its own header's file comment.
+    exec_header = read(root, "include/schedstm/exec.h")
+    exec_doc = exec_header[: exec_header.index("#ifndef SCHEDSTM_EXEC_H")]
+    header_vars |= set(re.findall(r"\bSCHEDSTM_EXEC_[A-Z0-9_]+", exec_doc))
 
     # 4. README's tables: rows "| `SCHEDSTM_X` | `field` | ...".
     readme = read(root, "README.md")
@@ -62,8 +67,15 @@ def main():
     struct = header[header.index("typedef struct sstm_config {"):]
     struct = struct[: struct.index("} sstm_config_t;")]
     fields = set(re.findall(r"\b([a-z_0-9]+);", struct))
+    exec_struct = exec_header[exec_header.index("typedef struct sstm_exec_config {"):]
+    exec_struct = exec_struct[: exec_struct.index("} sstm_exec_config_t;")]
+    exec_fields = set(re.findall(r"\b([a-z_0-9]+);", exec_struct))
     for var, field in rows:
-        if field not in fields:
+        if var.startswith("SCHEDSTM_EXEC_"):
+            if field not in exec_fields:
+                errors.append("README.md: %s names field '%s', not a field of "
+                              "sstm_exec_config_t" % (var, field))
+        elif field not in fields:
             errors.append("README.md: %s names field '%s', not a field of sstm_config_t"
                           % (var, field))
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
-"""The policies (src/cm) reach the engine through its interfaces only, and the
-transactional stdio (src/libc) through the public API only.
+"""The policies (src/cm) and the executor (src/exec) reach the engine through
+its interfaces only, and the transactional stdio (src/libc) through the
+public API only.
 
 src/cm is compiled without src/core on its include path (src/CMakeLists.txt,
 schedstm_cm), so `#include "core/..."` does not build. This check covers
@@ -66,6 +67,35 @@ def check_libc(root, src, bad):
     return len(files)
 
 
+def check_exec(root, src, bad):
+    """The executor (src/exec) reaches the engine through src/iface/ only,
+    like the policies: it includes exec/, iface/, os/ and arch/ headers
+    (the view it is compiled with) and uses no engine name that include/,
+    src/iface/, the lower layers' headers (src/os, src/arch) or its own
+    headers do not declare. Returns the number of files checked."""
+    files = sorted(glob.glob(os.path.join(src, "exec", "*.[ch]")))
+    dirs = ("exec/", "iface/", "os/", "arch/")
+    for p in files:
+        with open(p, encoding="utf-8") as f:
+            text = f.read()
+        for inc in INCLUDE.findall(text):
+            if ".." in inc.split("/") or not inc.startswith(dirs):
+                bad.append(f"{os.path.relpath(p, root)}: includes \"{inc}\" "
+                           f"(the executor includes only exec/, iface/, os/ and arch/ headers)")
+    interface = glob.glob(os.path.join(root, "include", "**", "*.h"), recursive=True)
+    for d in ("iface", "os", "arch", "exec"):
+        interface += glob.glob(os.path.join(src, d, "*.h"))
+    allowed = names(interface)
+    engine = names(glob.glob(os.path.join(src, "core", "*.[ch]")))
+    for p in files:
+        if p.endswith(".h"):
+            continue
+        for n in sorted(names([p]) & engine - allowed):
+            bad.append(f"{os.path.relpath(p, root)}: uses the engine's {n}, which no "
+                       f"interface header declares (src/iface/exec_services.h is the way)")
+    return len(files)
+
+
 def main(argv):
     if len(argv) != 2:
         print("usage: check_layers.py SOURCE_DIR", file=sys.stderr)
@@ -97,12 +127,14 @@ def main(argv):
             bad.append(f"{os.path.relpath(p, root)}: uses the engine's {n}, which no "
                        f"interface header declares (src/iface/cm_services.h is the way)")
     libc_files = check_libc(root, src, bad)
+    exec_files = check_exec(root, src, bad)
     for line in bad:
         print(line)
     if bad:
         return 1
     print(f"check_layers: {len(cm_files)} policy files use the engine through its interfaces only")
     print(f"check_layers: {libc_files} stdio files use the public API, libc/ and os/ only")
+    print(f"check_layers: {exec_files} executor files use the engine through its interfaces only")
     return 0
 
 

@@ -59,6 +59,7 @@ typedef enum sstm_error {
   SSTM_ELIMIT = -8,    /**< a fixed limit was reached (threads, hooks, policies) */
   SSTM_ECANCELED = -9, /**< transaction was cancelled by sstm_cancel() */
   SSTM_EPERM = -10,    /**< the kernel refused (sstm_sched_set, the state table's memfd) */
+  SSTM_EAGAIN = -11,   /**< would have to wait: no free context (sstm_exec_try_submit) */
 } sstm_error_t;
 
 /** Name of an error code ("SSTM_ENOMEM: out of memory").

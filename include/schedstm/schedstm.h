@@ -12,7 +12,10 @@
  * table, and the child never removes the parent's table file.
  *
  * Signals: the library installs no signal handler and sends no signal (a
- * remote abort is a flag the victim reads at its next barrier). Its
+ * remote abort is a flag the victim reads at its next barrier), except
+ * while an executor exists (schedstm/exec.h): it handles SIGURG (passing
+ * on to the program's own handler the SIGURGs that do not reach one of
+ * its workers) and signals its workers with it. Its
  * functions are not async-signal-safe. A handler that interrupts a thread
  * inside a transaction must not call them: a transaction started there
  * would join the interrupted one as a flat-nested part, in the middle of
@@ -24,6 +27,7 @@
 #include <schedstm/cm.h>
 #include <schedstm/common.h>
 #include <schedstm/config.h>
+#include <schedstm/exec.h>
 #include <schedstm/generic.h>
 #include <schedstm/hooks.h>
 #include <schedstm/sched.h>

@@ -10,6 +10,8 @@
 #include <sys/mman.h>
 #include <sys/utsname.h>
 
+#include <schedstm/exec.h>
+
 #include "core/engine.h"
 
 /* The two mutexes live as long as the process (never re-initialised by a
@@ -337,6 +339,61 @@ SSTM_API int sstm_config_from_env(sstm_config_t *cfg) {
   }
   c.size = cfg->size; /* the caller's own prefix, its size unchanged */
   memcpy(cfg, &c, c.size);
+  return 0;
+}
+
+/* The executor's variables (schedstm/exec.h): read here, like every
+ * SCHEDSTM_* variable, and applied by src/exec at sstm_exec_create. */
+static const char *const exec_preempt_names[] = {"none", "signal", "poll"};
+
+SSTM_API int sstm_exec_config_from_env(sstm_exec_config_t *cfg) {
+  if (cfg == NULL || cfg->size != sizeof(sstm_exec_config_t)) {
+    sstm__set_error("sstm_exec_config_from_env: %s",
+                    cfg ? "unknown size of sstm_exec_config_t (fill it with "
+                          "sstm_exec_config_default)"
+                        : "cfg is NULL");
+    return SSTM_EINVAL;
+  }
+  sstm_exec_config_t c = *cfg;
+  const char *s;
+  uint64_t v;
+  if ((s = getenv("SCHEDSTM_EXEC_WORKERS"))) {
+    if (parse_u64("SCHEDSTM_EXEC_WORKERS", s, 0, SSTM_EXEC_MAX_WORKERS, &v)) return SSTM_EINVAL;
+    c.workers = (unsigned)v;
+  }
+  if ((s = getenv("SCHEDSTM_EXEC_CONTEXTS"))) {
+    if (parse_u64("SCHEDSTM_EXEC_CONTEXTS", s, 1, SSTM_EXEC_MAX_CONTEXTS, &v)) return SSTM_EINVAL;
+    c.contexts = (unsigned)v;
+  }
+  if ((s = getenv("SCHEDSTM_EXEC_STACK_KB"))) {
+    if (parse_u64("SCHEDSTM_EXEC_STACK_KB", s, 16, 65536, &v)) return SSTM_EINVAL;
+    c.stack_kb = (unsigned)v;
+  }
+  if ((s = getenv("SCHEDSTM_EXEC_LEVELS"))) {
+    if (parse_u64("SCHEDSTM_EXEC_LEVELS", s, 1, SSTM_EXEC_MAX_LEVELS, &v)) return SSTM_EINVAL;
+    c.levels = (unsigned)v;
+  }
+  if ((s = getenv("SCHEDSTM_EXEC_POLL_FALLBACK_US"))) {
+    if (parse_u64("SCHEDSTM_EXEC_POLL_FALLBACK_US", s, 1, 1000000, &v)) return SSTM_EINVAL;
+    c.poll_fallback_us = (unsigned)v;
+  }
+  if ((s = getenv("SCHEDSTM_EXEC_TICK_US"))) {
+    if (parse_u64("SCHEDSTM_EXEC_TICK_US", s, 0, 1000000, &v)) return SSTM_EINVAL;
+    c.tick_us = (unsigned)v;
+  }
+  if ((s = getenv("SCHEDSTM_EXEC_CMAX"))) {
+    if (parse_u64("SCHEDSTM_EXEC_CMAX", s, 0, 1000000, &v)) return SSTM_EINVAL;
+    c.c_max = (unsigned)v;
+  }
+  if (c.tick_us != 0 && c.tick_us < 10) {
+    sstm__set_error("SCHEDSTM_EXEC_TICK_US='%u': 0 (off) or 10..1000000", c.tick_us);
+    return SSTM_EINVAL;
+  }
+  if ((s = getenv("SCHEDSTM_EXEC_PREEMPT")))
+    PARSE_NAME("SCHEDSTM_EXEC_PREEMPT", s, exec_preempt_names, c.preempt);
+  if ((s = getenv("SCHEDSTM_EXEC_LAZY")) && parse_01("SCHEDSTM_EXEC_LAZY", s, &c.lazy_promotion))
+    return SSTM_EINVAL;
+  *cfg = c;
   return 0;
 }
 

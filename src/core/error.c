@@ -30,6 +30,7 @@ SSTM_API const char *sstm_strerror(int err) {
   case SSTM_ELIMIT: return "SSTM_ELIMIT: limit reached";
   case SSTM_ECANCELED: return "SSTM_ECANCELED: transaction cancelled";
   case SSTM_EPERM: return "SSTM_EPERM: not permitted by the kernel";
+  case SSTM_EAGAIN: return "SSTM_EAGAIN: would have to wait (no free context)";
   default: return "SSTM_E?: unknown error code";
   }
 }

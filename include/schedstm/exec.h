@@ -1,0 +1,316 @@
+/* SPDX-License-Identifier: MIT */
+/** @file
+ * The preemptive priority executor: transactional requests run on a pool
+ * of worker threads, highest priority first, and a request that outranks
+ * a running transaction preempts it without aborting it [Silvestri17].
+ *
+ * A program creates an executor (sstm_exec_create()) after sstm_init(),
+ * submits requests (sstm_exec_submit(): a transaction body, its argument
+ * and a priority) from any thread, and gets each result by a callback on
+ * the worker or by waiting on a future (sstm_exec_wait()). Every request
+ * runs as one transaction (sstm_run() with attr.priority set to its
+ * priority) on a context of its own: a stack with a guard page below it.
+ * There are sstm_exec_config_t::contexts of them (NUM_CONTEXTS in
+ * [Silvestri17]); a submission takes a free one or waits for one
+ * (backpressure: requests are never queued without bound), and
+ * sstm_exec_try_submit() returns SSTM_EAGAIN instead of waiting.
+ *
+ * Scheduling. Priorities are 0 (lowest) .. levels-1 (highest). Each level
+ * has a hot list (transactions started, then preempted) and a cold list
+ * (submitted, not started), FIFO each, hot before cold; a worker always
+ * takes the first request of the highest non-empty level. When a request
+ * arrives that outranks the lowest-priority transaction running while no
+ * worker is idle, that worker is told to preempt (sstm_exec_preempt_t):
+ * its transaction is paused, not aborted (its descriptor is detached with
+ * the transaction suspended, schedstm/thread.h), goes to the hot list of
+ * its current priority and is resumed later by any worker; its outcome is
+ * decided by data conflicts alone. A transaction preempted c_max times is
+ * promoted to the highest level; with lazy_promotion every preemption
+ * before that raises it by one level ([Silvestri17], Section III-C).
+ *
+ * Where preemption does not happen: inside the library (barriers, begin,
+ * commit, rollback, allocation, reclamation, the policies), inside the C
+ * library, in an irrevocable transaction, and in a region the body marks
+ * with sstm_exec_nopreempt_begin()/_end(). A request to preempt that
+ * arrives there stands and is served at the next point where preemption
+ * is allowed (the next barrier, or the end of the region). The request
+ * body runs on the worker that runs its context at that moment, which can
+ * change at a preemption: a body must not keep the address of a
+ * thread-local variable (errno included) across code that can be
+ * preempted, nor rely on the thread id staying the same. A body that blocks
+ * in the kernel blocks its worker.
+ *
+ * Environment variables (read once by sstm_exec_create() when
+ * cfg->use_env is true, the default, and by sstm_exec_config_from_env();
+ * strict, like those of schedstm/config.h; numbers are plain decimal):
+ * @code{.unparsed}
+ *   SCHEDSTM_EXEC_WORKERS          worker threads, 0..1024 (0: one per CPU the
+ *                                  process may run on)
+ *   SCHEDSTM_EXEC_CONTEXTS         contexts (NUM_CONTEXTS), 1..65536
+ *   SCHEDSTM_EXEC_STACK_KB         stack per context, KiB, 16..65536
+ *   SCHEDSTM_EXEC_LEVELS           priority levels, 1..64
+ *   SCHEDSTM_EXEC_PREEMPT          none | signal | poll
+ *   SCHEDSTM_EXEC_POLL_FALLBACK_US poll: microseconds before a signal, 1..1000000
+ *   SCHEDSTM_EXEC_TICK_US          periodic tick per worker, microseconds,
+ *                                  0 (off) or 10..1000000
+ *   SCHEDSTM_EXEC_CMAX             preemptions before promotion to the top
+ *                                  level, 0..1000000, 0 = never
+ *   SCHEDSTM_EXEC_LAZY             0 | 1: lazy promotion
+ * @endcode
+ *
+ * Thread safety: every function may be called from any thread, registered
+ * with the library or not, except where said. sstm_exec_destroy() must not
+ * race with calls on the same executor.
+ */
+#ifndef SCHEDSTM_EXEC_H
+#define SCHEDSTM_EXEC_H
+
+#include <schedstm/common.h>
+
+SSTM_EXTERN_C_BEGIN
+
+/** An executor (opaque). */
+typedef struct sstm_exec sstm_exec_t;
+
+/** How a worker is told to preempt its transaction
+ * (sstm_exec_config_t::preempt, SCHEDSTM_EXEC_PREEMPT). */
+typedef enum sstm_exec_preempt {
+  /** No preemption (the baseline): a worker takes the next request only
+   * when its transaction ends. */
+  SSTM_EXEC_PREEMPT_NONE = 0,
+  /** Event-driven: the submitter signals the worker (tgkill), whose handler
+   * redirects it into the preemption check in thread context. */
+  SSTM_EXEC_PREEMPT_SIGNAL = 1,
+  /** Polled: the submitter sets the transaction's preemption request,
+   * which its next transactional access (or begin, commit) sees; a signal
+   * follows after poll_fallback_us if it has not switched by then (code
+   * that runs long between accesses). */
+  SSTM_EXEC_PREEMPT_POLL = 2,
+} sstm_exec_preempt_t;
+
+/** Limits and defaults of the configuration. */
+#define SSTM_EXEC_MAX_WORKERS 1024u
+/** @copydoc SSTM_EXEC_MAX_WORKERS */
+#define SSTM_EXEC_MAX_CONTEXTS 65536u
+/** @copydoc SSTM_EXEC_MAX_WORKERS */
+#define SSTM_EXEC_MAX_LEVELS 64u
+/** @copydoc SSTM_EXEC_MAX_WORKERS */
+#define SSTM_EXEC_CONTEXTS_DEFAULT 256u
+/** @copydoc SSTM_EXEC_MAX_WORKERS */
+#define SSTM_EXEC_STACK_KB_DEFAULT 256u
+/** @copydoc SSTM_EXEC_MAX_WORKERS */
+#define SSTM_EXEC_LEVELS_DEFAULT 8u
+/** @copydoc SSTM_EXEC_MAX_WORKERS */
+#define SSTM_EXEC_POLL_FALLBACK_US_DEFAULT 50u
+/** @copydoc SSTM_EXEC_MAX_WORKERS */
+#define SSTM_EXEC_CMAX_DEFAULT 4u
+
+/** An executor's configuration: sstm_exec_config_default() fills in the
+ * defaults, the SCHEDSTM_EXEC_* variables override them. Like
+ * sstm_config_t it starts with its size and fields are only ever
+ * appended. */
+typedef struct sstm_exec_config {
+  /** sizeof(sstm_exec_config_t) as the program was compiled: set by
+   * sstm_exec_config_default(), not by hand. */
+  size_t size;
+  unsigned workers;            /**< worker threads, 0 = one per CPU of the
+                                  process's affinity mask (default 0) */
+  unsigned contexts;           /**< contexts, each with a stack and a
+                                  descriptor (default SSTM_EXEC_CONTEXTS_DEFAULT);
+                                  counts against sstm_config_t::max_threads */
+  unsigned stack_kb;           /**< stack of a context, KiB (default
+                                  SSTM_EXEC_STACK_KB_DEFAULT) */
+  unsigned levels;             /**< priority levels 0..levels-1, at most
+                                  SSTM_EXEC_MAX_LEVELS (default
+                                  SSTM_EXEC_LEVELS_DEFAULT) */
+  sstm_exec_preempt_t preempt; /**< how workers are told to preempt (default
+                                  SSTM_EXEC_PREEMPT_SIGNAL) */
+  unsigned poll_fallback_us;   /**< SSTM_EXEC_PREEMPT_POLL: the delay before
+                                  the signal (default
+                                  SSTM_EXEC_POLL_FALLBACK_US_DEFAULT) */
+  unsigned tick_us;            /**< a periodic per-worker tick that runs the
+                                  preemption check, as [Silvestri17]'s
+                                  extra ticks; 0 = off (default) */
+  unsigned c_max;              /**< preemptions after which a transaction is
+                                  promoted to the top level; 0 = never
+                                  (default SSTM_EXEC_CMAX_DEFAULT) */
+  bool lazy_promotion;         /**< each preemption before c_max raises the
+                                  priority by one level (default false) */
+  bool use_env;                /**< read the SCHEDSTM_EXEC_* variables
+                                  (default true) */
+} sstm_exec_config_t;
+
+/** Fill the first `size` bytes of *cfg with the defaults, cfg->size
+ * included (see sstm_config_default_sized()).
+ * @param[out] cfg the configuration to fill
+ * @param size sizeof(sstm_exec_config_t) as the caller sees it
+ * @return 0, or SSTM_EINVAL (cfg NULL or a size this library does not know) */
+SSTM_API int sstm_exec_config_default_sized(sstm_exec_config_t *cfg, size_t size);
+
+/** Fill *cfg with the defaults. NULL: nothing.
+ * @param[out] cfg the configuration to fill */
+static inline void sstm_exec_config_default(sstm_exec_config_t *cfg) {
+  if (cfg) (void)sstm_exec_config_default_sized(cfg, sizeof *cfg);
+}
+
+/** Apply the SCHEDSTM_EXEC_* variables to *cfg, whatever cfg->use_env says.
+ * SSTM_EINVAL on the first malformed value (sstm_last_error() says which
+ * and what is valid), a NULL cfg or an unknown cfg->size; *cfg is then
+ * unchanged.
+ * @param[in,out] cfg the configuration to override
+ * @return 0 or SSTM_EINVAL */
+SSTM_API int sstm_exec_config_from_env(sstm_exec_config_t *cfg);
+
+/** Create an executor and start its workers. cfg NULL: the defaults (and
+ * the environment). The library must be initialised; the executor must be
+ * destroyed before sstm_shutdown(). Takes a descriptor per context
+ * (sstm_desc_create()), so contexts plus the registered threads must fit
+ * in sstm_config_t::max_threads.
+ * Errors: SSTM_EINVAL (out NULL, bad value, unknown size; sstm_last_error()
+ * says which), SSTM_ESTATE (library not initialised), SSTM_ELIMIT (not
+ * enough descriptors), SSTM_ENOMEM (memory, stacks, threads, timers).
+ * On error nothing is left behind.
+ * @param cfg the configuration, or NULL
+ * @param[out] out receives the executor
+ * @return 0, SSTM_EINVAL, SSTM_ESTATE, SSTM_ELIMIT or SSTM_ENOMEM */
+SSTM_API int sstm_exec_create(const sstm_exec_config_t *cfg, sstm_exec_t **out);
+
+/** Stop accepting requests, run every request already accepted to its end
+ * (drain), stop the workers and release everything. Submissions that wait
+ * for a context when it is called, and any that come later, fail with
+ * SSTM_ESTATE. Blocks until the drain is over. Must not be called from a
+ * request body or callback (SSTM_EBUSY), nor twice.
+ * @param ex the executor (NULL: SSTM_EINVAL)
+ * @return 0, SSTM_EINVAL or SSTM_EBUSY */
+SSTM_API int sstm_exec_destroy(sstm_exec_t *ex);
+
+/** Called on a worker when a request's transaction has ended, with the
+ * return value of its sstm_run() (0 committed, SSTM_ECANCELED cancelled by
+ * sstm_cancel(), or the error sstm_run() reported). It runs outside any
+ * transaction, may call sstm_run() itself, and may submit to the executor
+ * with sstm_exec_try_submit() (not the blocking sstm_exec_submit(): a full
+ * executor would wait for itself). */
+typedef void (*sstm_exec_done_fn)(void *done_arg, int rc);
+
+/** A waitable result: caller-owned storage, set up by sstm_exec_submit()
+ * and read by sstm_exec_wait(). It must stay valid (not move, not be
+ * freed) until sstm_exec_wait() has returned. Opaque. */
+typedef struct sstm_exec_future {
+  uint64_t opaque[2]; /**< state and result; do not touch */
+} sstm_exec_future_t;
+
+/** A request: the transaction body fn(arg), run by sstm_run() with
+ * attr.priority = priority and attr.tag = tag, and how its end is reported
+ * (done, future, both or neither). */
+typedef struct sstm_exec_req {
+  void (*fn)(void *arg);      /**< the transaction body (required) */
+  void *arg;                  /**< its argument */
+  unsigned priority;          /**< 0 (lowest) .. levels-1 */
+  uint32_t tag;               /**< sstm_attr_t::tag (transaction profile) */
+  sstm_exec_done_fn done;     /**< called when it ended, or NULL */
+  void *done_arg;             /**< passed to done */
+  sstm_exec_future_t *future; /**< set when it ended, or NULL */
+} sstm_exec_req_t;
+
+/** Submit a request; waits while no context is free (backpressure), then
+ * queues it and returns: the request is then accepted and will run, even
+ * if sstm_exec_destroy() follows. It may preempt a running transaction of
+ * lower priority (sstm_exec_preempt_t). Memory effects of the submitter
+ * before the call are visible to the body.
+ * Errors: SSTM_EINVAL (ex or req NULL, req->fn NULL, priority >= levels),
+ * SSTM_ESTATE (the executor is being destroyed), SSTM_EBUSY (called from
+ * one of this executor's request bodies or callbacks: it could wait for
+ * itself).
+ * @param ex the executor
+ * @param req the request (copied; req itself may go away after the call)
+ * @return 0, SSTM_EINVAL, SSTM_ESTATE or SSTM_EBUSY */
+SSTM_API int sstm_exec_submit(sstm_exec_t *ex, const sstm_exec_req_t *req);
+
+/** sstm_exec_submit() that never waits: SSTM_EAGAIN when no context is
+ * free. Callable from request callbacks.
+ * @param ex the executor
+ * @param req the request
+ * @return 0, SSTM_EAGAIN, SSTM_EINVAL or SSTM_ESTATE */
+SSTM_API int sstm_exec_try_submit(sstm_exec_t *ex, const sstm_exec_req_t *req);
+
+/** Wait until the request whose future f is has ended and return its
+ * sstm_run() result (see sstm_exec_done_fn). f may be reused afterwards.
+ * Blocks (futex) without a time limit. SSTM_EINVAL for f NULL or a future
+ * no submission set up.
+ * @param f the future passed in sstm_exec_req_t::future
+ * @return the request's result, or SSTM_EINVAL */
+SSTM_API int sstm_exec_wait(sstm_exec_future_t *f);
+
+/** Whether the request whose future f is has ended (then sstm_exec_wait()
+ * does not block). Never blocks.
+ * @param f the future
+ * @return true when ended; false otherwise or for f NULL */
+SSTM_API bool sstm_exec_done(const sstm_exec_future_t *f);
+
+/** Mark a region of a request body where it must not be preempted (code
+ * that holds a lock of its own, or talks to a device). Nests. A
+ * preemption requested meanwhile is served at the matching
+ * sstm_exec_nopreempt_end(). Outside an executor's body both do nothing
+ * and return 0.
+ * @return 0, or SSTM_ESTATE for an end without a begin */
+SSTM_API int sstm_exec_nopreempt_begin(void);
+/** @copydoc sstm_exec_nopreempt_begin */
+SSTM_API int sstm_exec_nopreempt_end(void);
+
+/** Statistics of the requests born at one priority level (their
+ * submitted priority, whatever promotions followed), since the executor
+ * was created. Times in nanoseconds, summed over the requests that
+ * ended; divide by `completed` for means. */
+typedef struct sstm_exec_level_stats {
+  /** sizeof the struct as the caller was compiled (set by the call) */
+  size_t size;
+  uint64_t submitted;         /**< accepted */
+  uint64_t completed;         /**< ended (committed, cancelled or failed) */
+  uint64_t preemptions;       /**< times one was paused for a higher priority */
+  uint64_t promotions;        /**< priority raises (dynamic priority) */
+  uint64_t aborts;            /**< aborted attempts (each is retried) */
+  uint64_t queue_ns;          /**< submitted to first start (cold list) */
+  uint64_t run_ns;            /**< on a worker, aborted attempts included */
+  uint64_t paused_ns;         /**< preempted, in the hot list */
+  uint64_t turnaround_ns;     /**< submitted to end (the reply), in total */
+  uint64_t turnaround_max_ns; /**< the longest turnaround */
+} sstm_exec_level_stats_t;
+
+/** Read the statistics of level `level` into the first `size` bytes of
+ * *out (sizeof as the caller was compiled, which sstm_exec_stats()
+ * passes). Relaxed reads of counters that the workers keep updating: each
+ * value is whole, the set is not one instant's.
+ * @param ex the executor
+ * @param level the birth priority, 0..levels-1
+ * @param[out] out receives the statistics
+ * @param size sizeof(*out) as the caller sees it
+ * @return 0, or SSTM_EINVAL (NULL argument, level out of range, size too small) */
+SSTM_API int sstm_exec_stats_sized(sstm_exec_t *ex, unsigned level, sstm_exec_level_stats_t *out,
+                                   size_t size);
+
+/** sstm_exec_stats_sized() with the caller's size.
+ * @param ex the executor
+ * @param level the birth priority
+ * @param[out] out receives the statistics
+ * @return 0 or SSTM_EINVAL */
+static inline int sstm_exec_stats(sstm_exec_t *ex, unsigned level, sstm_exec_level_stats_t *out) {
+  return sstm_exec_stats_sized(ex, level, out, sizeof *out);
+}
+
+/** One-line description of an executor's effective configuration and of
+ * the preemption facility in use (like sstm_describe()): writes at most
+ * len bytes, NUL-terminated, and returns the length it needed.
+ * @param ex the executor
+ * @param buf where to write, or NULL
+ * @param len the size of buf
+ * @return the length, or SSTM_EINVAL for ex NULL */
+SSTM_API int sstm_exec_describe(sstm_exec_t *ex, char *buf, size_t len);
+
+/** Name of a preemption mode ("none", "signal", "poll"; "?" out of range).
+ * @param m the mode
+ * @return a static string */
+SSTM_API const char *sstm_exec_preempt_name(sstm_exec_preempt_t m);
+
+SSTM_EXTERN_C_END
+
+#endif /* SCHEDSTM_EXEC_H */

@@ -1,0 +1,656 @@
+/* SPDX-License-Identifier: MIT */
+/* The preemptive priority executor (include/schedstm/exec.h): lifecycle,
+ * submission with backpressure, the workers' scheduling loop, the request
+ * lifecycle on its context, the preemption check and dynamic priority
+ * ([Silvestri17], Sections III-A and III-C). The signal side is preempt.c;
+ * the design and its safety argument are docs/design/executor.md.
+ *
+ * Locking: one mutex (the queue's, q.lock) guards the queue, the free
+ * contexts, the counts of waiters and sleepers, `pending` and `stopping`.
+ * A submission takes it once (a context and its queueing), a worker once
+ * per pop and once per release. Nothing else blocks but the futex waits
+ * of submitters without a free context and of workers without work.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <schedstm/config.h>
+#include <schedstm/tx.h>
+
+#include "exec/exec_internal.h"
+#include "iface/exec_services.h"
+#include "os/os.h"
+
+/* ---- futexes on the low half of a 64-bit generation word ---- */
+
+static void fx_wait(_Atomic uint64_t *w, uint64_t seen) { sstm__futex_wait(w, (uint32_t)seen, 0); }
+static void fx_wake(_Atomic uint64_t *w, int n) {
+  syscall(SYS_futex, (uint32_t *)w, FUTEX_WAKE_PRIVATE, n, NULL, NULL, 0);
+}
+/* Under the lock: a new generation, so that a waiter that read the old one
+ * before it dropped the lock does not sleep (the kernel compares the low
+ * half). release: pairs with the waiter's acquire load, so that what was
+ * changed under the lock is visible to a waiter that re-reads without it
+ * (it re-takes the lock anyway; this only keeps the word's history sane). */
+static void gen_bump(_Atomic uint64_t *w) { atomic_fetch_add_explicit(w, 1, memory_order_release); }
+static uint64_t gen_read(_Atomic uint64_t *w) {
+  return atomic_load_explicit(w, memory_order_acquire);
+}
+
+/* ---- configuration ---- */
+
+int sstm_exec_config_default_sized(sstm_exec_config_t *cfg, size_t size) {
+  if (!cfg || size != sizeof(sstm_exec_config_t)) {
+    sstm__set_error("sstm_exec_config_default_sized: %s",
+                    cfg ? "unknown size of sstm_exec_config_t" : "cfg is NULL");
+    return SSTM_EINVAL;
+  }
+  memset(cfg, 0, size);
+  cfg->size = size;
+  cfg->workers = 0;
+  cfg->contexts = SSTM_EXEC_CONTEXTS_DEFAULT;
+  cfg->stack_kb = SSTM_EXEC_STACK_KB_DEFAULT;
+  cfg->levels = SSTM_EXEC_LEVELS_DEFAULT;
+  cfg->preempt = SSTM_EXEC_PREEMPT_SIGNAL;
+  cfg->poll_fallback_us = SSTM_EXEC_POLL_FALLBACK_US_DEFAULT;
+  cfg->tick_us = 0;
+  cfg->c_max = SSTM_EXEC_CMAX_DEFAULT;
+  cfg->lazy_promotion = false;
+  cfg->use_env = true;
+  return 0;
+}
+
+const char *sstm_exec_preempt_name(sstm_exec_preempt_t m) {
+  switch (m) {
+  case SSTM_EXEC_PREEMPT_NONE: return "none";
+  case SSTM_EXEC_PREEMPT_SIGNAL: return "signal";
+  case SSTM_EXEC_PREEMPT_POLL: return "poll";
+  }
+  return "?";
+}
+
+static int check_cfg(const sstm_exec_config_t *c) {
+#define RANGE(f, lo, hi)                                                                           \
+  if (c->f < (lo) || c->f > (hi)) {                                                                \
+    sstm__set_error("sstm_exec_create: " #f " %u out of range %u..%u", (unsigned)c->f,             \
+                    (unsigned)(lo), (unsigned)(hi));                                               \
+    return SSTM_EINVAL;                                                                            \
+  }
+  if (c->workers > SSTM_EXEC_MAX_WORKERS) {
+    sstm__set_error("sstm_exec_create: workers %u out of range 0..%u", c->workers,
+                    SSTM_EXEC_MAX_WORKERS);
+    return SSTM_EINVAL;
+  }
+  RANGE(contexts, 1u, SSTM_EXEC_MAX_CONTEXTS);
+  RANGE(stack_kb, 16u, 65536u);
+  RANGE(levels, 1u, SSTM_EXEC_MAX_LEVELS);
+  RANGE(poll_fallback_us, 1u, 1000000u);
+  if (c->c_max > 1000000u) {
+    sstm__set_error("sstm_exec_create: c_max %u out of range 0..1000000", c->c_max);
+    return SSTM_EINVAL;
+  }
+#undef RANGE
+  if ((unsigned)c->preempt > SSTM_EXEC_PREEMPT_POLL) {
+    sstm__set_error("sstm_exec_create: preempt %d: valid values are SSTM_EXEC_PREEMPT_NONE, "
+                    "_SIGNAL and _POLL",
+                    (int)c->preempt);
+    return SSTM_EINVAL;
+  }
+  if (c->tick_us != 0 && (c->tick_us < 10 || c->tick_us > 1000000)) {
+    sstm__set_error("sstm_exec_create: tick_us %u: 0 (off) or 10..1000000", c->tick_us);
+    return SSTM_EINVAL;
+  }
+  return 0;
+}
+
+static unsigned cpus_allowed(void) {
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof set, &set) == 0) {
+    int n = CPU_COUNT(&set);
+    if (n > 0) return (unsigned)n;
+  }
+  long n = sysconf(_SC_NPROCESSORS_ONLN);
+  return n > 0 ? (unsigned)n : 1u;
+}
+
+/* ---- the request on its context ---- */
+
+/* The transaction body: counts the attempt (context memory, not
+ * transactional: an aborted attempt's count stays), then runs the user's. */
+static void body(void *p) {
+  sstm_xctx_t *c = p;
+  c->attempts++;
+  c->req.fn(c->req.arg);
+}
+
+/* Future words: a tag in the high half says a submission set it up. */
+#define FUT_TAG 0x5e7ec000ull
+#define FUT_PENDING (FUT_TAG << 32)
+#define FUT_DONE ((FUT_TAG << 32) | 1u)
+
+static _Atomic uint64_t *fut_state(const sstm_exec_future_t *f) {
+  return (_Atomic uint64_t *)(uintptr_t)&f->opaque[0];
+}
+
+/* A context's entry: runs its request to the end (preempted and resumed
+ * on any worker meanwhile), reports the result, and hands the context
+ * back to the worker that runs it then. Never returns. */
+static void ctx_main(void *p) {
+  sstm_xctx_t *c = p;
+  sstm_attr_t a = {.priority = (int)c->birth, .tag = c->req.tag};
+  int rc = sstm_run(&a, body, c);
+  c->rc = rc;
+  if (c->req.done) c->req.done(c->req.done_arg, rc);
+  if (c->req.future) {
+    sstm_exec_future_t *f = c->req.future;
+    f->opaque[1] = (uint64_t)(int64_t)rc;
+    /* release: the result (and the body's effects) before the state the
+     * waiter acquires. */
+    atomic_store_explicit(fut_state(f), FUT_DONE, memory_order_release);
+    fx_wake(fut_state(f), INT_MAX);
+  }
+  c->state = XC_DONE;
+  /* c->worker is the worker running the context now, whichever it is. */
+  sstm__ctx_leave(&c->regs, &c->worker->sched);
+}
+
+/* ---- the preemption check ([Silvestri17]'s preemption_check) ---- */
+
+/* Switch the running context c out to w's scheduler, which queues it hot
+ * at c->prio; returns when a worker resumes it. */
+static void pause_current(sstm_xworker_t *w, sstm_xctx_t *c) {
+  atomic_fetch_add_explicit(&w->switches, 1, memory_order_relaxed);
+  c->state = XC_PAUSED;
+  sstm__ctx_switch(&c->regs, &w->sched);
+  /* Resumed by c->worker (maybe another thread): back to the interrupted
+   * code. w is stale from here on. */
+}
+
+void sstm__x_preemption_check(void) {
+  sstm_xworker_t *w = sstm__xp_self();
+  if (!w) return;
+  sstm_xctx_t *c = atomic_load_explicit(&w->cur, memory_order_acquire);
+  atomic_store_explicit(&w->kicked, 0, memory_order_relaxed);
+  if (!c) return;
+  struct sstm_exec *ex = w->ex;
+  atomic_fetch_add_explicit(&w->checks, 1, memory_order_relaxed);
+  if (sstm__xq_top(&ex->q) <= (int)c->prio) return;
+  /* Pause. Dynamic priority ([Silvestri17], (1)): C_T counts the
+   * preemptions; at c_max the transaction goes to the top level, and
+   * before that lazy promotion raises it by one. */
+  unsigned pmax = ex->cfg.levels - 1, p = c->prio;
+  c->preempts++;
+  if (ex->cfg.c_max && c->preempts >= ex->cfg.c_max)
+    p = pmax;
+  else if (ex->cfg.lazy_promotion && p < pmax)
+    p++;
+  sstm_xlevel_t *lv = &ex->lv[c->birth];
+  if (p != c->prio) {
+    atomic_fetch_add_explicit(&lv->promotions, 1, memory_order_relaxed);
+    c->prio = p;
+    sstm__exec_set_priority(c->desc, (int)p);
+  }
+  atomic_fetch_add_explicit(&lv->preemptions, 1, memory_order_relaxed);
+  pause_current(w, c);
+}
+
+/* The running transaction met the lock of a paused one of higher priority
+ * (the engine's SSTM_EXEC_PAUSED_WAIT_HIGHER rule): give the worker up, so
+ * that the paused one (queued hot, above this one) can run and release
+ * it. Not a preemption for the statistics and the promotions: nothing
+ * more urgent arrived. */
+void sstm__x_yield_to_paused(void) {
+  sstm_xworker_t *w = sstm__xp_self();
+  sstm_xctx_t *c = w ? atomic_load_explicit(&w->cur, memory_order_acquire) : NULL;
+  if (c) pause_current(w, c);
+}
+
+/* ---- workers ---- */
+
+static void release_ctx(struct sstm_exec *ex, sstm_xctx_t *c) {
+  uint64_t now = sstm__now_ns();
+  sstm_xlevel_t *lv = &ex->lv[c->birth];
+  uint64_t ta = now - c->t_submit;
+  atomic_fetch_add_explicit(&lv->completed, 1, memory_order_relaxed);
+  atomic_fetch_add_explicit(&lv->aborts, c->attempts ? c->attempts - 1 : 0, memory_order_relaxed);
+  atomic_fetch_add_explicit(&lv->run_ns, c->run_ns, memory_order_relaxed);
+  atomic_fetch_add_explicit(&lv->paused_ns, c->paused_ns, memory_order_relaxed);
+  atomic_fetch_add_explicit(&lv->turnaround_ns, ta, memory_order_relaxed);
+  uint64_t mx = atomic_load_explicit(&lv->turnaround_max_ns, memory_order_relaxed);
+  while (ta > mx &&
+         !atomic_compare_exchange_weak_explicit(&lv->turnaround_max_ns, &mx, ta,
+                                                memory_order_relaxed, memory_order_relaxed)) {
+  }
+  sstm__xq_lock(&ex->q);
+  c->state = XC_FREE;
+  c->node.next = ex->free;
+  ex->free = &c->node;
+  ex->nfree++;
+  ex->pending--;
+  bool wake_sub = ex->free_waiters > 0, drained = ex->stopping && ex->pending == 0;
+  if (wake_sub) gen_bump(&ex->free_gen);
+  if (drained) gen_bump(&ex->work_gen);
+  sstm__xq_unlock(&ex->q);
+  if (wake_sub) fx_wake(&ex->free_gen, 1);
+  if (drained) fx_wake(&ex->work_gen, INT_MAX);
+}
+
+/* Run context c on worker w until it ends or is preempted. */
+static void run_ctx(sstm_xworker_t *w, sstm_xctx_t *c) {
+  struct sstm_exec *ex = w->ex;
+  uint64_t now = sstm__now_ns();
+  if (!c->started) {
+    c->started = true;
+    atomic_fetch_add_explicit(&ex->lv[c->birth].queue_ns, now - c->t_submit, memory_order_relaxed);
+    if (c->ran) {
+      if (sstm__ctx_reset(&c->regs, ctx_main, c) != 0) abort();
+    } else if (sstm__ctx_init(&c->regs, c->stack.lo, c->stack.size, ctx_main, c) != 0) {
+      abort(); /* a stack of at least 16 KiB and our own entry: cannot fail */
+    }
+    c->ran = true;
+  } else {
+    c->paused_ns += now - c->t_pause;
+  }
+  c->t_run = now;
+  c->state = XC_RUNNING;
+  c->worker = w;
+  if (sstm_desc_attach(c->desc) != 0) abort(); /* detached by us; cannot fail */
+  atomic_store_explicit(&w->cur_prio, (int)c->prio, memory_order_relaxed);
+  /* release: the handler and the submitters that read cur see the
+   * context's fields set above. */
+  atomic_store_explicit(&w->cur, c, memory_order_release);
+  sstm__ctx_switch(&w->sched, &c->regs);
+  atomic_store_explicit(&w->cur, NULL, memory_order_relaxed);
+  atomic_store_explicit(&w->cur_prio, -1, memory_order_relaxed);
+  now = sstm__now_ns();
+  c->run_ns += now - c->t_run;
+  sstm_desc_t *d = sstm_desc_detach();
+  if (d != c->desc) abort();
+  if (c->state == XC_PAUSED) {
+    /* Detached inside its transaction: the engine treats it as paused
+     * (a conflict with it is decided against it, iface/exec_services.h).
+     * A request left on it is stale now. */
+    sstm__exec_cancel(d);
+    c->t_pause = now;
+    sstm__xq_lock(&ex->q);
+    sstm__xq_push(&ex->q, &c->node, c->prio, true);
+    bool wake = ex->idle > 0;
+    if (wake) gen_bump(&ex->work_gen);
+    sstm__xq_unlock(&ex->q);
+    if (wake) fx_wake(&ex->work_gen, 1);
+  } else {
+    release_ctx(ex, c);
+  }
+}
+
+static void *worker_main(void *p) {
+  sstm_xworker_t *w = p;
+  struct sstm_exec *ex = w->ex;
+  sstm__xp_set_self(w);
+  w->tid = sstm__gettid();
+  sstm__ctx_init_thread(&w->sched);
+  if (sstm__xp_worker_init(w) != 0) w->has_tick = w->has_fallback = false;
+  atomic_fetch_add_explicit(&ex->started, 1, memory_order_release);
+  fx_wake((_Atomic uint64_t *)&ex->started, 1);
+  for (;;) {
+    sstm__xq_lock(&ex->q);
+    sstm_xq_node_t *n = sstm__xq_pop(&ex->q, NULL, NULL);
+    if (!n) {
+      if (ex->stopping && ex->pending == 0) {
+        sstm__xq_unlock(&ex->q);
+        break;
+      }
+      ex->idle++;
+      uint64_t g = gen_read(&ex->work_gen);
+      sstm__xq_unlock(&ex->q);
+      fx_wait(&ex->work_gen, g);
+      sstm__xq_lock(&ex->q);
+      ex->idle--;
+      sstm__xq_unlock(&ex->q);
+      continue;
+    }
+    sstm__xq_unlock(&ex->q);
+    atomic_store_explicit(&w->kicked, 0, memory_order_relaxed);
+    run_ctx(w, (sstm_xctx_t *)n);
+  }
+  sstm__xp_worker_fini(w);
+  sstm__xp_set_self(NULL);
+  return NULL;
+}
+
+/* ---- create / destroy ---- */
+
+static void teardown(struct sstm_exec *ex, unsigned nthreads) {
+  sstm__xq_lock(&ex->q);
+  ex->stopping = true;
+  gen_bump(&ex->work_gen);
+  gen_bump(&ex->free_gen);
+  sstm__xq_unlock(&ex->q);
+  fx_wake(&ex->work_gen, INT_MAX);
+  fx_wake(&ex->free_gen, INT_MAX);
+  for (unsigned i = 0; i < nthreads; i++)
+    pthread_join(ex->workers[i].thread, NULL);
+  for (unsigned i = 0; i < ex->ncontexts; i++) {
+    sstm_xctx_t *c = &ex->contexts[i];
+    if (c->desc) sstm_desc_destroy(c->desc);
+    if (c->ran) sstm__ctx_destroy(&c->regs);
+    sstm__stack_free(&c->stack);
+  }
+  sstm__xq_destroy(&ex->q);
+  free(ex->contexts);
+  free(ex->workers);
+  free(ex);
+  sstm__xp_global_fini();
+}
+
+int sstm_exec_create(const sstm_exec_config_t *cfg, sstm_exec_t **out) {
+  if (!out) {
+    sstm__set_error("sstm_exec_create: out is NULL");
+    return SSTM_EINVAL;
+  }
+  *out = NULL;
+  if (!sstm_initialized()) {
+    sstm__set_error("sstm_exec_create: the library is not initialised (sstm_init)");
+    return SSTM_ESTATE;
+  }
+  sstm_exec_config_t c;
+  if (cfg) {
+    if (cfg->size != sizeof c) {
+      sstm__set_error("sstm_exec_create: cfg->size %zu is not a known sstm_exec_config_t size "
+                      "(fill it with sstm_exec_config_default)",
+                      cfg->size);
+      return SSTM_EINVAL;
+    }
+    c = *cfg;
+  } else {
+    sstm_exec_config_default(&c);
+  }
+  int rc;
+  if (c.use_env && (rc = sstm_exec_config_from_env(&c)) != 0) return rc;
+  if ((rc = check_cfg(&c)) != 0) return rc;
+  if (c.workers == 0) {
+    c.workers = cpus_allowed();
+    if (c.workers > SSTM_EXEC_MAX_WORKERS) c.workers = SSTM_EXEC_MAX_WORKERS;
+  }
+  struct sstm_exec *ex = calloc(1, sizeof *ex);
+  if (!ex) goto nomem0;
+  ex->cfg = c;
+  ex->workers = calloc(c.workers, sizeof *ex->workers);
+  ex->contexts = calloc(c.contexts, sizeof *ex->contexts);
+  if (!ex->workers || !ex->contexts || sstm__xq_init(&ex->q, c.levels) != 0) {
+    free(ex->workers);
+    free(ex->contexts);
+    free(ex);
+    goto nomem0;
+  }
+  if ((rc = sstm__xp_global_init()) != 0) {
+    sstm__xq_destroy(&ex->q);
+    free(ex->workers);
+    free(ex->contexts);
+    free(ex);
+    return rc;
+  }
+  ex->ncontexts = c.contexts;
+  for (unsigned i = 0; i < c.contexts; i++) {
+    sstm_xctx_t *x = &ex->contexts[i];
+    x->ex = ex;
+    if ((rc = sstm_desc_create(&x->desc)) != 0) {
+      x->desc = NULL;
+      teardown(ex, 0);
+      return rc; /* sstm_desc_create set the message (ELIMIT, ENOMEM) */
+    }
+    int e = sstm__stack_alloc(&x->stack, (size_t)c.stack_kb << 10, 0);
+    if (e != 0) {
+      teardown(ex, 0);
+      sstm__set_error("sstm_exec_create: cannot map the stack of context %u (%u KiB): %s", i,
+                      c.stack_kb, strerror(e));
+      return SSTM_ENOMEM;
+    }
+    x->node.next = ex->free;
+    ex->free = &x->node;
+  }
+  ex->nfree = c.contexts;
+  ex->nworkers = c.workers;
+  for (unsigned i = 0; i < c.workers; i++) {
+    sstm_xworker_t *w = &ex->workers[i];
+    w->ex = ex;
+    w->idx = i;
+    atomic_init(&w->cur, NULL);
+    atomic_init(&w->cur_prio, -1);
+    int e = pthread_create(&w->thread, NULL, worker_main, w);
+    if (e) {
+      teardown(ex, i);
+      sstm__set_error("sstm_exec_create: cannot start worker %u: %s", i, strerror(e));
+      return SSTM_ENOMEM;
+    }
+  }
+  /* Wait until every worker has its tid (the submitters signal by tid). */
+  for (;;) {
+    uint64_t s = atomic_load_explicit(&ex->started, memory_order_acquire);
+    if (s >= c.workers) break;
+    sstm__futex_wait((_Atomic uint64_t *)&ex->started, (uint32_t)s, 0);
+  }
+  *out = ex;
+  return 0;
+nomem0:
+  sstm__set_error("sstm_exec_create: out of memory");
+  return SSTM_ENOMEM;
+}
+
+int sstm_exec_destroy(sstm_exec_t *ex) {
+  if (!ex) {
+    sstm__set_error("sstm_exec_destroy: ex is NULL");
+    return SSTM_EINVAL;
+  }
+  sstm_xworker_t *self = sstm__xp_self();
+  if (self && self->ex == ex) {
+    sstm__set_error("sstm_exec_destroy: called from one of the executor's own requests");
+    return SSTM_EBUSY;
+  }
+  teardown(ex, ex->nworkers);
+  return 0;
+}
+
+/* ---- submission ---- */
+
+/* Choose the worker to preempt for a request of priority prio: the one
+ * that runs the lowest-priority transaction, if it is below prio and not
+ * already asked. Under the lock (so two submitters do not pick the same
+ * worker for one switch). NULL: nobody to preempt. */
+static sstm_xworker_t *victim(struct sstm_exec *ex, unsigned prio) {
+  sstm_xworker_t *best = NULL;
+  int bp = (int)prio;
+  for (unsigned i = 0; i < ex->nworkers; i++) {
+    sstm_xworker_t *w = &ex->workers[i];
+    int p = atomic_load_explicit(&w->cur_prio, memory_order_relaxed);
+    if (p >= 0 && p < bp && !atomic_load_explicit(&w->kicked, memory_order_relaxed)) {
+      best = w;
+      bp = p;
+    }
+  }
+  if (best) atomic_store_explicit(&best->kicked, 1, memory_order_relaxed);
+  return best;
+}
+
+static int submit(struct sstm_exec *ex, const sstm_exec_req_t *req, bool wait, const char *who) {
+  if (!ex || !req || !req->fn) {
+    sstm__set_error("%s: %s is NULL", who, !ex ? "ex" : !req ? "req" : "req->fn");
+    return SSTM_EINVAL;
+  }
+  if (req->priority >= ex->cfg.levels) {
+    sstm__set_error("%s: priority %u out of range 0..%u", who, req->priority, ex->cfg.levels - 1);
+    return SSTM_EINVAL;
+  }
+  if (wait) {
+    sstm_xworker_t *self = sstm__xp_self();
+    if (self && self->ex == ex) {
+      sstm__set_error("%s: called from one of the executor's own requests (it could wait for "
+                      "itself): use sstm_exec_try_submit",
+                      who);
+      return SSTM_EBUSY;
+    }
+  }
+  if (req->future) /* relaxed: the queue lock below publishes it to the worker. */
+    atomic_store_explicit(fut_state(req->future), FUT_PENDING, memory_order_relaxed);
+  uint64_t t0 = sstm__now_ns();
+  sstm__xq_lock(&ex->q);
+  for (;;) {
+    if (ex->stopping) {
+      sstm__xq_unlock(&ex->q);
+      sstm__set_error("%s: the executor is being destroyed", who);
+      return SSTM_ESTATE;
+    }
+    if (ex->free) break;
+    if (!wait) {
+      sstm__xq_unlock(&ex->q);
+      sstm__set_error("%s: no free context (%u in use)", who, ex->ncontexts);
+      return SSTM_EAGAIN;
+    }
+    ex->free_waiters++;
+    uint64_t g = gen_read(&ex->free_gen);
+    sstm__xq_unlock(&ex->q);
+    fx_wait(&ex->free_gen, g);
+    sstm__xq_lock(&ex->q);
+    ex->free_waiters--;
+  }
+  sstm_xctx_t *c = (sstm_xctx_t *)ex->free;
+  ex->free = c->node.next;
+  ex->nfree--;
+  ex->pending++;
+  c->req = *req;
+  c->birth = c->prio = req->priority;
+  c->preempts = 0;
+  c->attempts = 0;
+  c->started = false;
+  c->run_ns = c->paused_ns = 0;
+  c->t_submit = t0;
+  c->state = XC_COLD;
+  sstm__xq_push(&ex->q, &c->node, c->prio, false);
+  bool wake = ex->idle > 0;
+  sstm_xworker_t *v = NULL;
+  if (wake)
+    gen_bump(&ex->work_gen);
+  else if (ex->cfg.preempt != SSTM_EXEC_PREEMPT_NONE)
+    v = victim(ex, c->prio);
+  sstm__xq_unlock(&ex->q);
+  atomic_fetch_add_explicit(&ex->lv[req->priority].submitted, 1, memory_order_relaxed);
+  if (wake) fx_wake(&ex->work_gen, 1);
+  if (v) sstm__xp_kick(v);
+  return 0;
+}
+
+int sstm_exec_submit(sstm_exec_t *ex, const sstm_exec_req_t *req) {
+  return submit(ex, req, true, "sstm_exec_submit");
+}
+
+int sstm_exec_try_submit(sstm_exec_t *ex, const sstm_exec_req_t *req) {
+  return submit(ex, req, false, "sstm_exec_try_submit");
+}
+
+int sstm_exec_wait(sstm_exec_future_t *f) {
+  if (!f) {
+    sstm__set_error("sstm_exec_wait: f is NULL");
+    return SSTM_EINVAL;
+  }
+  for (;;) {
+    /* acquire: pairs with ctx_main's release; the result and the body's
+     * effects are visible after. */
+    uint64_t s = atomic_load_explicit(fut_state(f), memory_order_acquire);
+    if (s == FUT_DONE) return (int)(int64_t)f->opaque[1];
+    if (s != FUT_PENDING) {
+      sstm__set_error("sstm_exec_wait: not a future of a submitted request");
+      return SSTM_EINVAL;
+    }
+    sstm__futex_wait(fut_state(f), (uint32_t)s, 0);
+  }
+}
+
+bool sstm_exec_done(const sstm_exec_future_t *f) {
+  return f && atomic_load_explicit(fut_state(f), memory_order_acquire) == FUT_DONE;
+}
+
+/* ---- user-marked regions ---- */
+
+int sstm_exec_nopreempt_begin(void) {
+  sstm_xworker_t *w = sstm__xp_self();
+  sstm_xctx_t *c = w ? atomic_load_explicit(&w->cur, memory_order_relaxed) : NULL;
+  if (c) sstm__exec_nopreempt_enter();
+  return 0;
+}
+
+int sstm_exec_nopreempt_end(void) {
+  sstm_xworker_t *w = sstm__xp_self();
+  sstm_xctx_t *c = w ? atomic_load_explicit(&w->cur, memory_order_relaxed) : NULL;
+  if (!c) return 0;
+  if (sstm__exec_nopreempt_leave() != 0) {
+    sstm__set_error("sstm_exec_nopreempt_end: no matching sstm_exec_nopreempt_begin");
+    return SSTM_ESTATE;
+  }
+  return 0;
+}
+
+/* ---- statistics and description ---- */
+
+int sstm_exec_stats_sized(sstm_exec_t *ex, unsigned level, sstm_exec_level_stats_t *out,
+                          size_t size) {
+  if (!ex || !out || size < sizeof(sstm_exec_level_stats_t) || level >= ex->cfg.levels) {
+    sstm__set_error("sstm_exec_stats: %s", !ex || !out ? "NULL argument"
+                                           : size < sizeof(sstm_exec_level_stats_t)
+                                               ? "size smaller than any sstm_exec_level_stats_t"
+                                               : "level out of range");
+    return SSTM_EINVAL;
+  }
+  sstm_xlevel_t *l = &ex->lv[level];
+  sstm_exec_level_stats_t s = {.size = sizeof s};
+#define RD(f) s.f = atomic_load_explicit(&l->f, memory_order_relaxed)
+  RD(submitted);
+  RD(completed);
+  RD(preemptions);
+  RD(promotions);
+  RD(aborts);
+  RD(queue_ns);
+  RD(run_ns);
+  RD(paused_ns);
+  RD(turnaround_ns);
+  RD(turnaround_max_ns);
+#undef RD
+  memcpy(out, &s, sizeof s);
+  return 0;
+}
+
+int sstm_exec_describe(sstm_exec_t *ex, char *buf, size_t len) {
+  if (!ex) {
+    sstm__set_error("sstm_exec_describe: ex is NULL");
+    return SSTM_EINVAL;
+  }
+  uint64_t sig = 0, ref = 0, chk = 0, sw = 0;
+  for (unsigned i = 0; i < ex->nworkers; i++) {
+    sig += atomic_load_explicit(&ex->workers[i].signals, memory_order_relaxed);
+    ref += atomic_load_explicit(&ex->workers[i].refused, memory_order_relaxed);
+    chk += atomic_load_explicit(&ex->workers[i].checks, memory_order_relaxed);
+    sw += atomic_load_explicit(&ex->workers[i].switches, memory_order_relaxed);
+  }
+  const sstm_exec_config_t *c = &ex->cfg;
+  char cmax[16];
+  if (c->c_max)
+    snprintf(cmax, sizeof cmax, "%u", c->c_max);
+  else
+    snprintf(cmax, sizeof cmax, "inf");
+  int n = snprintf(buf, buf ? len : 0,
+                   "exec workers=%u contexts=%u stack=%uKiB levels=%u preempt=%s "
+                   "poll-fallback=%uus tick=%uus c_max=%s lazy=%d facility=%s signals=%llu "
+                   "refused=%llu checks=%llu switches=%llu",
+                   ex->nworkers, c->contexts, c->stack_kb, c->levels,
+                   sstm_exec_preempt_name(c->preempt), c->poll_fallback_us, c->tick_us, cmax,
+                   (int)c->lazy_promotion, sstm__xp_facility(ex), (unsigned long long)sig,
+                   (unsigned long long)ref, (unsigned long long)chk, (unsigned long long)sw);
+  return n;
+}

@@ -1,0 +1,132 @@
+/* SPDX-License-Identifier: MIT */
+/* The executor's internal structures (include/schedstm/exec.h; design in
+ * docs/design/executor.md). Shared by exec.c (lifecycle, submission,
+ * workers) and preempt.c (signals, ticks, the preemption check). */
+#ifndef SSTM_EXEC_INTERNAL_H
+#define SSTM_EXEC_INTERNAL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <time.h>
+
+#include <schedstm/exec.h>
+#include <schedstm/thread.h>
+
+#include "arch/ctx.h"
+#include "exec/queue.h"
+#include "os/os.h"
+
+/* The calling thread's sstm_last_error() message (core/error.c; the same
+ * declaration as iface/cm_services.h's). */
+void sstm__set_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* A context's state (ctx->state; written by the worker that runs it or
+ * under the queue lock, read by the same). */
+enum { XC_FREE = 0, XC_COLD, XC_RUNNING, XC_PAUSED, XC_DONE };
+
+struct sstm_xworker;
+
+/* A transaction context ([Silvestri17]'s transaction_context): a stack,
+ * a descriptor, and the request it runs. */
+typedef struct sstm_xctx {
+  sstm_xq_node_t node; /* queue or free-list link (first member) */
+  struct sstm_exec *ex;
+  sstm_desc_t *desc;           /* its own, from sstm_desc_create() */
+  sstm__stack_t stack;         /* the stack, a guard page below it */
+  sstm__ctx_t regs;            /* its saved registers while switched out */
+  bool ran;                    /* regs ran a request before: reset, not init */
+  struct sstm_xworker *worker; /* the worker running it (valid while RUNNING) */
+  int state;
+  bool started;
+  sstm_exec_req_t req;
+  unsigned birth;    /* submitted priority: the statistics' level */
+  unsigned prio;     /* current priority (promotions raise it) */
+  unsigned preempts; /* C_T */
+  uint64_t attempts;
+  int rc;
+  uint64_t t_submit, t_run, t_pause; /* ns, sstm__now_ns() */
+  uint64_t run_ns, paused_ns;
+} sstm_xctx_t;
+
+/* A worker thread. The fields the signal handler and the submitters read
+ * are atomics. */
+typedef struct sstm_xworker {
+  struct sstm_exec *ex;
+  unsigned idx;
+  pthread_t thread;
+  int tid;           /* set before sstm_exec_create() returns */
+  sstm__ctx_t sched; /* the scheduler loop's registers while a context runs */
+  /* The context running now, NULL in the scheduler loop. Written by the
+   * worker (release: the handler and the submitters read the context's
+   * fields through it); read by its own signal handler and by submitters. */
+  _Atomic(sstm_xctx_t *) cur;
+  /* Priority of `cur`'s transaction, -1 when none: the submitters' victim
+   * choice. */
+  _Atomic int cur_prio;
+  /* A preemption was requested and not yet checked: keeps several
+   * submitters from signalling the same worker for one switch. */
+  _Atomic int kicked;
+  timer_t tick_timer, fallback_timer;
+  bool has_tick, has_fallback;
+  sstm__stack_t altstack; /* the handler's stack (arch/ctx.h: the redirect needs one) */
+  bool has_altstack;
+  /* counters of this worker (relaxed; read by sstm_exec_describe) */
+  _Atomic uint64_t signals, refused, checks, switches;
+} sstm_xworker_t;
+
+/* Per birth level, summed at each request's end (relaxed atomics). */
+typedef struct sstm_xlevel {
+  _Atomic uint64_t submitted, completed, preemptions, promotions, aborts;
+  _Atomic uint64_t queue_ns, run_ns, paused_ns, turnaround_ns, turnaround_max_ns;
+} sstm_xlevel_t;
+
+struct sstm_exec {
+  sstm_exec_config_t cfg; /* effective */
+  unsigned nworkers, ncontexts;
+  sstm_xworker_t *workers;
+  sstm_xctx_t *contexts;
+  sstm_xq_t q;           /* its lock guards the fields marked (q) */
+  sstm_xq_node_t *free;  /* (q) free contexts */
+  unsigned nfree;        /* (q) */
+  unsigned free_waiters; /* (q) submitters waiting for a context */
+  unsigned idle;         /* (q) workers asleep or about to sleep */
+  uint64_t pending;      /* (q) accepted and not ended */
+  bool stopping;         /* (q) sstm_exec_destroy() has begun */
+  /* Futex words, bumped under the lock by whoever changes what a waiter
+   * waits for (a context freed / work queued or the drain over). */
+  _Atomic uint64_t free_gen, work_gen;
+  sstm_xlevel_t lv[SSTM_EXEC_MAX_LEVELS];
+  _Atomic unsigned started; /* workers that have set their tid */
+};
+
+/* ---- preempt.c ---- */
+/* Install the process's preemption signal handler (once, shared by every
+ * executor) and find the code where preemption is refused. 0 or an SSTM_E*
+ * code with sstm_last_error set. */
+int sstm__xp_global_init(void);
+void sstm__xp_global_fini(void);
+/* On a worker at its start: create its timers (tick, fallback) as the
+ * configuration asks. 0 or SSTM_ENOMEM. */
+int sstm__xp_worker_init(sstm_xworker_t *w);
+void sstm__xp_worker_fini(sstm_xworker_t *w);
+/* Ask worker w to preempt its transaction (the mode of w->ex). Called by a
+ * submitter after it set w->kicked, without the queue lock. */
+void sstm__xp_kick(sstm_xworker_t *w);
+/* The calling worker's record, NULL on other threads. */
+sstm_xworker_t *sstm__xp_self(void);
+void sstm__xp_set_self(sstm_xworker_t *w);
+/* Where the signal handler refuses: a short text for sstm_exec_describe. */
+const char *sstm__xp_facility(const struct sstm_exec *ex);
+
+/* ---- exec.c ---- */
+/* The preemption check: on a worker, in thread context, on the running
+ * context's stack. Pauses the running transaction if a higher priority
+ * waits, returns when it is resumed (maybe on another worker) or at once. */
+void sstm__x_preemption_check(void);
+/* The engine's SSTM_EXEC_AT_BLOCKED: switch the running transaction out,
+ * unconditionally, so the paused one it waits for can run. */
+void sstm__x_yield_to_paused(void);
+
+#endif /* SSTM_EXEC_INTERNAL_H */

@@ -1,0 +1,318 @@
+/* SPDX-License-Identifier: MIT */
+/* The executor's signal side (docs/design/executor.md, "Preemption"):
+ * the preemption signal's handler, the code where it refuses to preempt,
+ * the per-worker timers (periodic ticks, the polled mode's fallback) and
+ * how a submitter asks a worker to preempt.
+ *
+ * The handler runs on the interrupted worker, in signal context. It only
+ * reads (the worker's current context, the queue's bitmap, the
+ * interrupted instruction's address, the descriptor's preemptibility) and
+ * then either
+ *   - returns (nothing outranks the running transaction),
+ *   - leaves a standing request on the descriptor (the engine's polled
+ *     preemption bit: the next barrier, begin or commit point runs the
+ *     preemption check through the hook) when the interrupted code may not
+ *     be preempted: the library's own code, the C library, the dynamic
+ *     linker, a sanitizer runtime, an irrevocable transaction or a
+ *     user-marked region; or
+ *   - redirects the thread (arch's trampoline) into the preemption check,
+ *     which then runs in thread context with every register saved and
+ *     returns to the interrupted instruction.
+ * Everything it touches is async-signal-safe: atomics, the text ranges
+ * computed once at the first executor's creation, errno saved around.
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <gnu/libc-version.h>
+#include <link.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <ucontext.h>
+#include <unistd.h>
+
+#include "exec/exec_internal.h"
+#include "iface/exec_services.h"
+
+/* The preemption signal. SIGURG: ignored by default, so a stray one
+ * (socket out-of-band data) harms nobody; a handler the program had
+ * installed is called for signals that are not ours. */
+#define XP_SIGNAL SIGURG
+
+#if defined(__SANITIZE_THREAD__)
+#define XP_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define XP_TSAN 1
+#endif
+#endif
+#ifndef XP_TSAN
+#define XP_TSAN 0
+#endif
+
+static __thread sstm_xworker_t *self __attribute__((tls_model("initial-exec")));
+
+sstm_xworker_t *sstm__xp_self(void) { return self; }
+void sstm__xp_set_self(sstm_xworker_t *w) { self = w; }
+
+/* ---- code that is never preempted ---- */
+
+#define XP_MAX_RANGES 32
+static struct { uintptr_t lo, hi; } ranges[XP_MAX_RANGES];
+static unsigned nranges;
+
+struct find_arg {
+  uintptr_t addr;
+  bool first; /* the next object is the first, the program */
+};
+
+/* Add every executable segment of the object that contains a->addr,
+ * unless it is the program itself (the first object): a program that
+ * calls memcpy without PIC has a canonical PLT entry for it, and the
+ * address a library takes of memcpy is then that entry, in the program's
+ * code, which is the user's code. */
+static int add_object(struct dl_phdr_info *info, size_t size, void *p) {
+  (void)size;
+  struct find_arg *a = p;
+  if (a->first) {
+    a->first = false;
+    return 0;
+  }
+  bool mine = false;
+  for (int i = 0; i < info->dlpi_phnum; i++) {
+    const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+    if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X)) continue;
+    uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
+    if (a->addr >= lo && a->addr < lo + ph->p_memsz) mine = true;
+  }
+  if (!mine) return 0;
+  for (int i = 0; i < info->dlpi_phnum && nranges < XP_MAX_RANGES; i++) {
+    const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+    if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X)) continue;
+    uintptr_t lo = info->dlpi_addr + ph->p_vaddr, hi = lo + ph->p_memsz;
+    bool dup = false;
+    for (unsigned j = 0; j < nranges; j++)
+      dup |= ranges[j].lo == lo && ranges[j].hi == hi;
+    if (!dup) {
+      ranges[nranges].lo = lo;
+      ranges[nranges].hi = hi;
+      nranges++;
+    }
+  }
+  return 1;
+}
+
+extern void *__tls_get_addr(void *);
+
+/* The start of the program's first executable segment: when the engine is
+ * linked statically, the engine's code range holds it too. */
+static uintptr_t prog_pc;
+
+static int find_prog(struct dl_phdr_info *info, size_t size, void *p) {
+  (void)size;
+  (void)p;
+  for (int i = 0; i < info->dlpi_phnum; i++) {
+    const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+    if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X)) {
+      prog_pc = info->dlpi_addr + ph->p_vaddr;
+      break;
+    }
+  }
+  return 1; /* the first object is the program */
+}
+
+/* The objects besides the library (whose code the engine's own test
+ * refuses, sstm__exec_preemptible_now) whose code is never preempted: the
+ * C library, where malloc and the mutexes come from (a sanitizer runtime
+ * interposes them), the dynamic linker (lazy binding, TLS). A signal
+ * there leaves the request standing for the next barrier. */
+static void find_ranges(void) {
+  const void *addrs[] = {
+      (const void *)(uintptr_t)&gnu_get_libc_version,
+      (const void *)(uintptr_t)&malloc,
+      (const void *)(uintptr_t)&memcpy,
+      (const void *)(uintptr_t)&pthread_mutex_lock,
+      (const void *)(uintptr_t)&__tls_get_addr,
+  };
+  for (size_t i = 0; i < sizeof addrs / sizeof addrs[0]; i++) {
+    struct find_arg a = {(uintptr_t)addrs[i], true};
+    dl_iterate_phdr(add_object, &a);
+  }
+  dl_iterate_phdr(find_prog, NULL);
+}
+
+static bool refused_pc(uintptr_t pc) {
+  for (unsigned i = 0; i < nranges; i++)
+    if (pc >= ranges[i].lo && pc < ranges[i].hi) return true;
+  return false;
+}
+
+/* ---- the handler ---- */
+
+/* The engine's hook (iface/exec_services.h): a polled preemption point
+ * (a barrier, an update commit, a retry, the end of a region) or a
+ * conflict with a paused transaction of higher priority. */
+static void hook(sstm_desc_t *self_desc, sstm_exec_point_t where, sstm_desc_t *blocker) {
+  (void)self_desc;
+  (void)blocker;
+  if (where == SSTM_EXEC_AT_BLOCKED)
+    sstm__x_yield_to_paused();
+  else
+    sstm__x_preemption_check();
+}
+
+static struct sigaction old_action;
+static pthread_mutex_t global_lock = PTHREAD_MUTEX_INITIALIZER;
+static unsigned users;
+
+static void redirected(void *arg) {
+  (void)arg;
+  sstm__x_preemption_check();
+}
+
+static void on_signal(int sig, siginfo_t *si, void *ucv) {
+  sstm_xworker_t *w = self;
+  if (!w) {
+    /* Not a worker: a signal of the program's own. */
+    if (old_action.sa_flags & SA_SIGINFO) {
+      if (old_action.sa_sigaction) old_action.sa_sigaction(sig, si, ucv);
+    } else if (old_action.sa_handler != SIG_DFL && old_action.sa_handler != SIG_IGN) {
+      old_action.sa_handler(sig);
+    }
+    return;
+  }
+  int saved_errno = errno;
+  atomic_fetch_add_explicit(&w->signals, 1, memory_order_relaxed);
+  /* acquire: pairs with run_ctx's release store of cur (same thread here,
+   * but the context's fields were written by whoever queued it). */
+  sstm_xctx_t *c = atomic_load_explicit(&w->cur, memory_order_acquire);
+  if (!c || sstm__xq_top(&w->ex->q) <= (int)c->prio) {
+    atomic_store_explicit(&w->kicked, 0, memory_order_relaxed);
+    errno = saved_errno;
+    return;
+  }
+  ucontext_t *uc = ucv;
+  uintptr_t pc = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
+  /* The engine's test first: it also leaves the request standing when it
+   * says no (iface/exec_services.h). Then the C library and the others
+   * found at start; then the redirect, which refuses a thread inside its
+   * trampoline and every thread under TSan. */
+  if (!sstm__exec_preemptible_now(pc)) {
+    atomic_fetch_add_explicit(&w->refused, 1, memory_order_relaxed);
+  } else if (refused_pc(pc) || !sstm__redirect(uc, redirected, NULL)) {
+    atomic_fetch_add_explicit(&w->refused, 1, memory_order_relaxed);
+    sstm__exec_request(c->desc);
+  }
+  errno = saved_errno;
+}
+
+int sstm__xp_global_init(void) {
+  pthread_mutex_lock(&global_lock);
+  int rc = 0;
+  if (users++ == 0) {
+    if (!nranges) find_ranges();
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = on_signal;
+    /* SA_ONSTACK: the redirect writes below the interrupted stack pointer,
+     * where the kernel's signal frame would otherwise be (arch/ctx.h). */
+    sa.sa_flags = SA_SIGINFO | SA_RESTART | SA_ONSTACK;
+    sigemptyset(&sa.sa_mask);
+    if (sigaction(XP_SIGNAL, &sa, &old_action) != 0) {
+      users--;
+      sstm__set_error("sstm_exec_create: sigaction(SIGURG): %s", strerror(errno));
+      rc = SSTM_EINVAL;
+    }
+    if (rc == 0 && sstm__exec_set_hook(hook) != 0) {
+      sigaction(XP_SIGNAL, &old_action, NULL);
+      users--;
+      sstm__set_error("sstm_exec_create: another preemption hook is registered in the engine");
+      rc = SSTM_EBUSY;
+    }
+  }
+  pthread_mutex_unlock(&global_lock);
+  return rc;
+}
+
+void sstm__xp_global_fini(void) {
+  pthread_mutex_lock(&global_lock);
+  if (users && --users == 0) {
+    sigaction(XP_SIGNAL, &old_action, NULL);
+    sstm__exec_set_hook(NULL);
+  }
+  pthread_mutex_unlock(&global_lock);
+}
+
+/* ---- timers ---- */
+
+static int make_timer(sstm_xworker_t *w, timer_t *t) {
+  struct sigevent ev;
+  memset(&ev, 0, sizeof ev);
+  ev.sigev_notify = SIGEV_THREAD_ID;
+  ev.sigev_signo = XP_SIGNAL;
+  ev._sigev_un._tid = w->tid;
+  return timer_create(CLOCK_MONOTONIC, &ev, t) == 0 ? 0 : SSTM_ENOMEM;
+}
+
+static void arm(timer_t t, uint64_t ns, bool periodic) {
+  struct itimerspec its;
+  memset(&its, 0, sizeof its);
+  its.it_value.tv_sec = (time_t)(ns / 1000000000u);
+  its.it_value.tv_nsec = (long)(ns % 1000000000u);
+  if (periodic) its.it_interval = its.it_value;
+  timer_settime(t, 0, &its, NULL);
+}
+
+int sstm__xp_worker_init(sstm_xworker_t *w) {
+  /* The signal must reach the worker, whatever mask its creator had. */
+  sigset_t s;
+  sigemptyset(&s);
+  sigaddset(&s, XP_SIGNAL);
+  pthread_sigmask(SIG_UNBLOCK, &s, NULL);
+  const sstm_exec_config_t *c = &w->ex->cfg;
+  /* Without an alternate stack the redirect refuses and every signal
+   * becomes a standing request for the polled points: slower, still
+   * correct. */
+  w->has_altstack = sstm__altstack_install(&w->altstack) == 0;
+  if (c->tick_us) {
+    if (make_timer(w, &w->tick_timer) != 0) return SSTM_ENOMEM;
+    w->has_tick = true;
+    arm(w->tick_timer, (uint64_t)c->tick_us * 1000u, true);
+  }
+  if (c->preempt == SSTM_EXEC_PREEMPT_POLL) {
+    if (make_timer(w, &w->fallback_timer) != 0) return SSTM_ENOMEM;
+    w->has_fallback = true;
+  }
+  return 0;
+}
+
+void sstm__xp_worker_fini(sstm_xworker_t *w) {
+  if (w->has_tick) timer_delete(w->tick_timer);
+  if (w->has_fallback) timer_delete(w->fallback_timer);
+  w->has_tick = w->has_fallback = false;
+  if (w->has_altstack) sstm__altstack_remove(&w->altstack);
+  w->has_altstack = false;
+}
+
+void sstm__xp_kick(sstm_xworker_t *w) {
+  const sstm_exec_config_t *c = &w->ex->cfg;
+  if (c->preempt == SSTM_EXEC_PREEMPT_POLL) {
+    sstm_xctx_t *cur = atomic_load_explicit(&w->cur, memory_order_acquire);
+    if (cur) sstm__exec_request(cur->desc);
+    if (w->has_fallback) arm(w->fallback_timer, (uint64_t)c->poll_fallback_us * 1000u, false);
+  } else {
+    syscall(SYS_tgkill, getpid(), w->tid, XP_SIGNAL);
+  }
+}
+
+const char *sstm__xp_facility(const struct sstm_exec *ex) {
+  (void)ex;
+  return XP_TSAN                                       ? "poll-only(tsan)"
+         : prog_pc && sstm__exec_pc_in_engine(prog_pc) ? "poll-only(static)"
+                                                       : "redirect";
+}

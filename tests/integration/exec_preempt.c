@@ -1,0 +1,416 @@
+/* SPDX-License-Identifier: MIT */
+/* Integration: preemption in the executor (include/schedstm/exec.h). The
+ * preemption mode comes from SCHEDSTM_EXEC_PREEMPT (signal or poll; the
+ * ctest entries run each case under both).
+ *
+ *   preempts       one worker runs a low-priority transaction that can only
+ *                  end after a high-priority one has run: without
+ *                  preemption it never ends (the watchdog fails the test).
+ *   bank           two workers, a stream of transfers at random priorities
+ *                  with a periodic tick at a high rate as well: thousands
+ *                  of preemptions at random points of the transactions,
+ *                  resumed on the other worker as often as not. The total
+ *                  stays right (audits inside transactions at the top
+ *                  priority, and at the end); every transfer's FP/SIMD and
+ *                  general registers, kept live across the preemptions,
+ *                  come out as computed beforehand. Goes on until enough
+ *                  preemptions and migrations were seen.
+ *   engine_storm   a 10 us tick and a flood of higher-priority requests
+ *                  while the bodies spend most of their time inside the
+ *                  library (allocation, loads, stores, commits): a switch
+ *                  inside the library would corrupt it (the bank total,
+ *                  the allocator); signals that land there are refused
+ *                  (counted) and served at the next barrier.
+ *   standing       a request to preempt that arrives inside a
+ *                  sstm_exec_nopreempt_begin/_end region stands, and is
+ *                  replayed at the region's end: the high-priority request
+ *                  runs before the low one ends, though the low one makes
+ *                  no transactional access after the region.
+ */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "runner.h"
+
+static sstm_exec_preempt_t mode(void) {
+  sstm_exec_config_t c;
+  sstm_exec_config_default(&c);
+  CHECK_OK(sstm_exec_config_from_env(&c)); /* SCHEDSTM_EXEC_PREEMPT from the ctest entry */
+  return c.preempt == SSTM_EXEC_PREEMPT_NONE ? SSTM_EXEC_PREEMPT_SIGNAL : c.preempt;
+}
+
+static void init_lib(void) {
+  sstm_config_t cfg;
+  sstm_test_config(&cfg);
+  CHECK_OK(sstm_init(&cfg));
+}
+
+static sstm_exec_config_t xcfg(unsigned workers, unsigned levels) {
+  sstm_exec_config_t c;
+  sstm_exec_config_default(&c);
+  c.use_env = false;
+  c.workers = workers;
+  c.contexts = 64;
+  c.stack_kb = 64;
+  c.levels = levels;
+  c.preempt = mode();
+  c.poll_fallback_us = 200;
+  return c;
+}
+
+/* The executor's counters, from its description. */
+static uint64_t described(sstm_exec_t *ex, const char *key) {
+  char buf[1024], k[64];
+  sstm_exec_describe(ex, buf, sizeof buf);
+  snprintf(k, sizeof k, " %s=", key);
+  const char *p = strstr(buf, k);
+  CHECK_NOT_NULL(p);
+  return strtoull(p + strlen(k), NULL, 10);
+}
+
+static int tid(void) { return (int)syscall(SYS_gettid); }
+
+/* ---- preempts ---- */
+
+static uint64_t flag;
+static _Atomic int high_ran;
+
+static _Atomic int low_started;
+
+static void low_waits_for_high(void *a) {
+  (void)a;
+  atomic_store(&low_started, 1);
+  /* user code between reads: the signal lands here (redirect) or the next
+   * read picks the request up (poll) */
+  while (sstm_load_u64(&flag) == 0) {
+    for (volatile int i = 0; i < 2000; i++) {
+    }
+  }
+}
+static void high_sets_flag(void *a) {
+  (void)a;
+  sstm_store_u64(&flag, 1);
+  atomic_store(&high_ran, 1);
+}
+
+TEST(preempts) {
+  init_lib();
+  sstm_exec_config_t c = xcfg(1, 4);
+  sstm_exec_t *ex;
+  CHECK_OK(sstm_exec_create(&c, &ex));
+  flag = 0;
+  sstm_exec_future_t lf, hf;
+  sstm_exec_req_t lo = {.fn = low_waits_for_high, .priority = 0, .future = &lf};
+  CHECK_OK(sstm_exec_submit(ex, &lo));
+  while (!atomic_load(&low_started)) /* until the worker runs it */
+    usleep(1000);
+  sstm_exec_req_t hi = {.fn = high_sets_flag, .priority = 3, .future = &hf};
+  CHECK_OK(sstm_exec_submit(ex, &hi));
+  CHECK_OK(sstm_exec_wait(&hf));
+  CHECK_OK(sstm_exec_wait(&lf));
+  sstm_exec_level_stats_t st;
+  do /* the statistics are summed just after the future is set */
+    CHECK_OK(sstm_exec_stats(ex, 0, &st));
+  while (st.completed == 0 && (usleep(1000), 1));
+  CHECK_GE_U(st.preemptions, 1);
+  CHECK_EQ_U(st.completed, 1);
+  CHECK_GE_U(described(ex, "switches"), 1);
+  CHECK_OK(sstm_exec_destroy(ex));
+  CHECK_OK(sstm_shutdown());
+}
+
+/* ---- bank ---- */
+
+#define NACC 64
+#define INITIAL 1000
+static int64_t accounts[NACC];
+static _Atomic uint64_t migrated, fp_checked;
+
+typedef double v2d __attribute__((vector_size(16)));
+
+typedef struct xfer {
+  unsigned a, b;
+  int64_t amt;
+  unsigned spin; /* work between the accesses */
+  double want;   /* the FP result, computed beforehand */
+  uint64_t iwant;
+} xfer_t;
+
+/* The same computation in the body and beforehand: doubles and a vector,
+ * live in registers across the loop (where the preemptions land), and an
+ * integer hash in general registers. */
+static inline __attribute__((always_inline)) void mix(unsigned n, double *d, uint64_t *h) {
+  v2d v = {1.0, 0.5};
+  double s = 0.25;
+  uint64_t x = 0x9e3779b97f4a7c15ull;
+  for (unsigned i = 0; i < n; i++) {
+    v = v * (v2d){1.0000001, 0.9999999} + (v2d){1e-9, 2e-9};
+    s = s * 1.0000003 + (double)(i & 7) * 1e-7;
+    x = (x ^ (x >> 29)) * 0xbf58476d1ce4e5b9ull + i;
+  }
+  *d = s + v[0] - v[1];
+  *h = x;
+}
+
+static void xfer_body(void *p) {
+  xfer_t *x = p;
+  int t0 = tid();
+  int64_t va = sstm_load_i64(&accounts[x->a]);
+  double d;
+  uint64_t h;
+  mix(x->spin, &d, &h);
+  int64_t vb = sstm_load_i64(&accounts[x->b]);
+  sstm_store_i64(&accounts[x->a], va - x->amt);
+  sstm_store_i64(&accounts[x->b], vb + x->amt);
+  /* non-transactional checks of this attempt's registers */
+  CHECK_MSG(d == x->want && h == x->iwant,
+            "registers changed across a preemption: %.17g/%llx "
+            "instead of %.17g/%llx",
+            d, (unsigned long long)h, x->want, (unsigned long long)x->iwant);
+  atomic_fetch_add_explicit(&fp_checked, 1, memory_order_relaxed);
+  if (tid() != t0) atomic_fetch_add_explicit(&migrated, 1, memory_order_relaxed);
+}
+
+static void audit_body(void *p) {
+  (void)p;
+  int64_t sum = 0;
+  for (int i = 0; i < NACC; i++)
+    sum += sstm_load_i64(&accounts[i]);
+  CHECK_EQ_I(sum, (int64_t)NACC * INITIAL);
+}
+
+static _Atomic uint64_t bank_done;
+
+static void xfer_done(void *a, int rc) {
+  CHECK_OK(rc);
+  free(a);
+  atomic_fetch_add_explicit(&bank_done, 1, memory_order_relaxed);
+}
+
+static uint64_t total_preemptions(sstm_exec_t *ex, unsigned levels) {
+  uint64_t p = 0;
+  for (unsigned l = 0; l < levels; l++) {
+    sstm_exec_level_stats_t st;
+    CHECK_OK(sstm_exec_stats(ex, l, &st));
+    p += st.preemptions;
+  }
+  return p;
+}
+
+/* Mostly long transfers at low priorities, and short ones and audits at
+ * high priorities that preempt them; the submitter never waits but for a
+ * context (backpressure), so the workers are always busy. */
+static void run_bank(unsigned tick_us, uint64_t min_preempt, uint64_t min_migr) {
+  init_lib();
+  for (int i = 0; i < NACC; i++)
+    accounts[i] = INITIAL;
+  sstm_exec_config_t c = xcfg(2, 8);
+  c.tick_us = tick_us;
+  c.c_max = 8;
+  c.contexts = 5; /* a short queue: the workers run low priorities most of the time */
+  sstm_exec_t *ex;
+  CHECK_OK(sstm_exec_create(&c, &ex));
+  sstm_rng_t rng;
+  sstm_rng_seed(&rng, sstm_test_seed());
+  uint64_t n = 0, preempt = 0;
+  atomic_store(&migrated, 0);
+  atomic_store(&fp_checked, 0);
+  atomic_store(&bank_done, 0);
+  uint64_t min_n = sstm_test_scaled(2000, 200);
+  /* the expected register results of a few spin counts, computed once:
+   * the submitter must outpace the workers */
+  enum { NSPIN = 32 };
+  static unsigned spins[NSPIN];
+  static double dwant[NSPIN];
+  static uint64_t iwant[NSPIN];
+  for (unsigned i = 0; i < NSPIN; i++) {
+    spins[i] = i < NSPIN / 4 ? 200 + i * 250 : 20000 + i * 2000;
+    mix(spins[i], &dwant[i], &iwant[i]);
+  }
+  for (;; n++) {
+    if (n >= min_n && n % 64 == 0) {
+      preempt = total_preemptions(ex, c.levels);
+      if (preempt >= min_preempt && atomic_load(&migrated) >= min_migr) break;
+    }
+    uint64_t r = sstm_rng_next(&rng);
+    bool high = r % 8 == 0;
+    sstm_exec_req_t q;
+    if (high && (r >> 3) % 4 == 0) {
+      q = (sstm_exec_req_t){.fn = audit_body, .priority = c.levels - 1};
+    } else {
+      xfer_t *x = malloc(sizeof *x);
+      CHECK_NOT_NULL(x);
+      x->a = (unsigned)((r >> 8) % NACC);
+      x->b = (x->a + 1 + (unsigned)((r >> 16) % (NACC - 1))) % NACC; /* not a */
+      x->amt = (int64_t)((r >> 24) % 100);
+      unsigned k = high ? (unsigned)((r >> 32) % (NSPIN / 4))
+                        : NSPIN / 4 + (unsigned)((r >> 32) % (NSPIN - NSPIN / 4));
+      x->spin = spins[k];
+      x->want = dwant[k];
+      x->iwant = iwant[k];
+      q = (sstm_exec_req_t){.fn = xfer_body,
+                            .arg = x,
+                            .priority =
+                                high ? 4 + (unsigned)((r >> 40) % 3) : (unsigned)((r >> 40) % 4),
+                            .done = xfer_done,
+                            .done_arg = x};
+    }
+    CHECK_OK(sstm_exec_submit(ex, &q));
+  }
+  char buf[1024];
+  sstm_exec_describe(ex, buf, sizeof buf);
+  CHECK_OK(sstm_exec_destroy(ex)); /* drains */
+  printf("bank: %llu requests, %llu preemptions, %llu migrated, %llu register checks; %s\n",
+         (unsigned long long)n, (unsigned long long)preempt,
+         (unsigned long long)atomic_load(&migrated), (unsigned long long)atomic_load(&fp_checked),
+         buf);
+  int64_t sum = 0;
+  for (int i = 0; i < NACC; i++)
+    sum += accounts[i];
+  CHECK_EQ_I(sum, (int64_t)NACC * INITIAL);
+  CHECK_OK(sstm_shutdown());
+}
+
+TEST(bank) { run_bank(0, sstm_test_scaled(2000, 200), sstm_test_scaled(100, 10)); }
+TEST(bank_tick) { run_bank(100, sstm_test_scaled(2000, 200), sstm_test_scaled(100, 10)); }
+
+/* ---- engine_storm ---- */
+
+static void storm_body(void *p) {
+  xfer_t *x = p;
+  for (unsigned k = 0; k < 8; k++) {
+    int64_t *tmp = sstm_malloc(64);
+    CHECK_NOT_NULL(tmp);
+    sstm_store_i64(tmp, k);
+    int64_t va = sstm_load_i64(&accounts[(x->a + k) % NACC]);
+    int64_t vb = sstm_load_i64(&accounts[(x->b + k) % NACC]);
+    sstm_store_i64(&accounts[(x->a + k) % NACC], va - 1 + sstm_load_i64(tmp) - (int64_t)k);
+    sstm_store_i64(&accounts[(x->b + k) % NACC], vb + 1);
+    sstm_free(tmp);
+  }
+}
+
+TEST(engine_storm) {
+  init_lib();
+  for (int i = 0; i < NACC; i++)
+    accounts[i] = INITIAL;
+  sstm_exec_config_t c = xcfg(2, 8);
+  c.tick_us = 10;
+  sstm_exec_t *ex;
+  CHECK_OK(sstm_exec_create(&c, &ex));
+  sstm_rng_t rng;
+  sstm_rng_seed(&rng, sstm_test_seed());
+  enum { RING = 48 };
+  static xfer_t xs[RING];
+  static sstm_exec_future_t fs[RING];
+  static bool used[RING];
+  memset(used, 0, sizeof used);
+  uint64_t min_refused = sstm_test_scaled(1000, 100), min_n = sstm_test_scaled(4000, 400);
+  uint64_t n = 0;
+  for (;; n++) {
+    unsigned slot = (unsigned)(n % RING);
+    if (used[slot]) CHECK_OK(sstm_exec_wait(&fs[slot]));
+    if (n >= min_n && n % 64 == 0 && described(ex, "refused") >= min_refused) break;
+    uint64_t r = sstm_rng_next(&rng);
+    xs[slot].a = (unsigned)(r % NACC);
+    xs[slot].b =
+        (xs[slot].a + 1 + (unsigned)((r >> 8) % (NACC - 9))) % NACC; /* the 8 pairs differ */
+    sstm_exec_req_t q = {.fn = r % 8 == 0 ? audit_body : storm_body,
+                         .arg = &xs[slot],
+                         .priority = (unsigned)(n % c.levels),
+                         .future = &fs[slot]};
+    CHECK_OK(sstm_exec_submit(ex, &q));
+    used[slot] = true;
+  }
+  for (unsigned i = 0; i < RING; i++)
+    if (used[i]) CHECK_OK(sstm_exec_wait(&fs[i]));
+  char buf[1024];
+  sstm_exec_describe(ex, buf, sizeof buf);
+  printf("engine_storm: %llu requests; %s\n", (unsigned long long)n, buf);
+  CHECK_OK(sstm_exec_destroy(ex));
+  int64_t sum = 0;
+  for (int i = 0; i < NACC; i++)
+    sum += accounts[i];
+  CHECK_EQ_I(sum, (int64_t)NACC * INITIAL);
+  CHECK_OK(sstm_shutdown());
+}
+
+/* ---- standing ---- */
+
+static _Atomic int in_region, may_leave, low_done, high_saw_low_done = -1;
+static uint64_t cell;
+
+static void low_region(void *a) {
+  (void)a;
+  (void)sstm_load_u64(&cell);
+  CHECK_OK(sstm_exec_nopreempt_begin());
+  atomic_store(&in_region, 1);
+  while (!atomic_load(&may_leave)) {
+    for (volatile int i = 0; i < 1000; i++) {
+    }
+    (void)sstm_load_u64(&cell); /* a barrier inside the region: no switch here */
+  }
+  CHECK_OK(sstm_exec_nopreempt_end()); /* the standing request is served here */
+  atomic_store(&low_done, 1);          /* and no transactional access after it */
+}
+
+static void high_checks(void *a) {
+  (void)a;
+  atomic_store(&high_saw_low_done, atomic_load(&low_done));
+}
+
+TEST(standing) {
+  init_lib();
+  sstm_exec_config_t c = xcfg(1, 4);
+  sstm_exec_t *ex;
+  CHECK_OK(sstm_exec_create(&c, &ex));
+  sstm_exec_future_t lf, hf;
+  sstm_exec_req_t lo = {.fn = low_region, .priority = 0, .future = &lf};
+  CHECK_OK(sstm_exec_submit(ex, &lo));
+  while (!atomic_load(&in_region))
+    usleep(1000);
+  sstm_exec_req_t hi = {.fn = high_checks, .priority = 2, .future = &hf};
+  CHECK_OK(sstm_exec_submit(ex, &hi));
+  /* the request must have reached the worker and been refused (signal),
+   * or been left on the descriptor (poll, seen by the barrier in the
+   * region, which keeps it standing) */
+  usleep(50000);
+  CHECK_FALSE(sstm_exec_done(&hf));
+  atomic_store(&may_leave, 1);
+  CHECK_OK(sstm_exec_wait(&hf));
+  CHECK_OK(sstm_exec_wait(&lf));
+  CHECK_EQ_I(atomic_load(&high_saw_low_done), 0);
+  sstm_exec_level_stats_t st;
+  CHECK_OK(sstm_exec_stats(ex, 0, &st));
+  CHECK_EQ_U(st.preemptions, 1);
+  CHECK_OK(sstm_exec_destroy(ex));
+  CHECK_OK(sstm_shutdown());
+}
+
+static void unbalanced(void *a) {
+  int *rc = a;
+  *rc = sstm_exec_nopreempt_end();
+}
+
+TEST(region_misuse) {
+  init_lib();
+  sstm_exec_config_t c = xcfg(1, 2);
+  sstm_exec_t *ex;
+  CHECK_OK(sstm_exec_create(&c, &ex));
+  int rc = 1;
+  sstm_exec_future_t f;
+  sstm_exec_req_t q = {.fn = unbalanced, .arg = &rc, .future = &f};
+  CHECK_OK(sstm_exec_submit(ex, &q));
+  CHECK_OK(sstm_exec_wait(&f));
+  CHECK_RC(rc, SSTM_ESTATE);
+  CHECK_OK(sstm_exec_destroy(ex));
+  CHECK_OK(sstm_shutdown());
+}
+
+SSTM_TEST_MAIN()
