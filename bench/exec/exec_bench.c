@@ -1,0 +1,311 @@
+/* SPDX-License-Identifier: MIT */
+/* Measurements of the preemptive executor (include/schedstm/exec.h),
+ * each comparing the preemption modes side by side in one run (rounds
+ * interleave the modes, so that the machine's load drifts over all of
+ * them alike). One JSON object per line on stdout.
+ *
+ *   exec-bench latency [--rounds R] [--samples N] [--gap-us G]
+ *       Preemption latency: every worker runs a low-priority transaction
+ *       (user code with a transactional read every G us, resubmitted as
+ *       soon as it ends); a high-priority request arrives every 0.5-1.5 ms;
+ *       latency = its body's first instruction - the submit call. p50, p90,
+ *       p99, max per mode (none, signal, poll).
+ *   exec-bench submit [--seconds S] [--threads T,T,...]
+ *       Submission throughput under contention: T threads submit empty
+ *       requests as fast as they can (sstm_exec_submit, waiting for a
+ *       context when none is free); requests per second.
+ *   exec-bench overhead [--rounds R] [--requests N] [--work-us W]
+ *       The machinery's cost with no high-priority load: N requests of
+ *       one priority, W us of work and a few transactional accesses each;
+ *       completed requests per second per mode.
+ *
+ * Linked to the shared library: linked statically, the library's code
+ * range would hold the whole program and signals would never redirect
+ * (docs/design/executor.md).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <schedstm/schedstm.h>
+
+static uint64_t now_ns(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+static void die(const char *what, int rc) {
+  fprintf(stderr, "exec-bench: %s: %s (%s)\n", what, sstm_strerror(rc), sstm_last_error());
+  exit(1);
+}
+
+static long arg_long(const char *s, const char *opt, long lo, long hi) {
+  char *end;
+  errno = 0;
+  long v = strtol(s, &end, 10);
+  if (errno || *end || end == s || v < lo || v > hi) {
+    fprintf(stderr, "exec-bench: %s: '%s' is not an integer in %ld..%ld\n", opt, s, lo, hi);
+    exit(2);
+  }
+  return v;
+}
+
+static int cmp_u64(const void *a, const void *b) {
+  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+  return x < y ? -1 : x > y;
+}
+
+static sstm_exec_t *make(sstm_exec_preempt_t m, unsigned contexts) {
+  sstm_exec_config_t c;
+  sstm_exec_config_default(&c);
+  c.use_env = false;
+  c.preempt = m;
+  c.contexts = contexts;
+  c.stack_kb = 64;
+  c.levels = 8;
+  sstm_exec_t *ex;
+  int rc = sstm_exec_create(&c, &ex);
+  if (rc) die("sstm_exec_create", rc);
+  return ex;
+}
+
+static const sstm_exec_preempt_t modes[] = {SSTM_EXEC_PREEMPT_NONE, SSTM_EXEC_PREEMPT_SIGNAL,
+                                            SSTM_EXEC_PREEMPT_POLL};
+#define NMODES 3
+
+/* ---- latency ---- */
+
+static uint64_t cell;
+static _Atomic int stop_low;
+static unsigned gap_us = 20;
+static sstm_exec_t *cur_ex;
+
+static void low_body(void *a) {
+  (void)a;
+  uint64_t end = now_ns() + 2000000; /* 2 ms of work */
+  while (now_ns() < end && !atomic_load_explicit(&stop_low, memory_order_relaxed)) {
+    uint64_t t = now_ns() + (uint64_t)gap_us * 1000;
+    while (now_ns() < t) {
+    }
+    (void)sstm_load_u64(&cell);
+  }
+}
+
+static void low_done(void *a, int rc);
+static void submit_low(void) {
+  sstm_exec_req_t r = {.fn = low_body, .priority = 0, .done = low_done};
+  (void)sstm_exec_try_submit(cur_ex, &r); /* EAGAIN/ESTATE: fewer lows, fine */
+}
+static void low_done(void *a, int rc) {
+  (void)a;
+  (void)rc;
+  if (!atomic_load_explicit(&stop_low, memory_order_relaxed)) submit_low();
+}
+
+typedef struct hi_req {
+  uint64_t t_submit;
+  _Atomic uint64_t t_first;
+} hi_req_t;
+
+static void hi_body(void *a) {
+  hi_req_t *h = a;
+  uint64_t expect = 0;
+  uint64_t t = now_ns();
+  atomic_compare_exchange_strong(&h->t_first, &expect, t); /* first attempt only */
+}
+
+static void latency(int argc, char **argv) {
+  long rounds = 3, samples = 300;
+  for (int i = 0; i < argc; i++) {
+    if (!strcmp(argv[i], "--rounds") && i + 1 < argc)
+      rounds = arg_long(argv[++i], "--rounds", 1, 1000);
+    else if (!strcmp(argv[i], "--samples") && i + 1 < argc)
+      samples = arg_long(argv[++i], "--samples", 10, 1000000);
+    else if (!strcmp(argv[i], "--gap-us") && i + 1 < argc)
+      gap_us = (unsigned)arg_long(argv[++i], "--gap-us", 1, 1000000);
+    else {
+      fprintf(stderr, "exec-bench latency: unknown option %s\n", argv[i]);
+      exit(2);
+    }
+  }
+  uint64_t *lat[NMODES];
+  size_t nlat[NMODES] = {0};
+  for (int m = 0; m < NMODES; m++)
+    lat[m] = malloc(sizeof(uint64_t) * (size_t)(rounds * samples));
+  unsigned seed = 12345;
+  char desc[NMODES][1024];
+  for (long r = 0; r < rounds; r++) {
+    for (int m = 0; m < NMODES; m++) {
+      sstm_exec_t *ex = make(modes[m], 64);
+      cur_ex = ex;
+      atomic_store(&stop_low, 0);
+      char d[1024];
+      sstm_exec_describe(ex, d, sizeof d);
+      unsigned workers = (unsigned)strtoul(strstr(d, "workers=") + 8, NULL, 10);
+      for (unsigned i = 0; i < 2 * workers; i++)
+        submit_low();
+      usleep(5000);
+      for (long s = 0; s < samples; s++) {
+        hi_req_t h = {0};
+        sstm_exec_future_t f;
+        sstm_exec_req_t q = {.fn = hi_body, .arg = &h, .priority = 7, .future = &f};
+        usleep(500 + rand_r(&seed) % 1000);
+        h.t_submit = now_ns();
+        int rc = sstm_exec_submit(ex, &q);
+        if (rc) die("sstm_exec_submit", rc);
+        sstm_exec_wait(&f);
+        lat[m][nlat[m]++] = atomic_load(&h.t_first) - h.t_submit;
+      }
+      atomic_store(&stop_low, 1);
+      sstm_exec_describe(ex, desc[m], sizeof desc[m]);
+      int rc = sstm_exec_destroy(ex);
+      if (rc) die("sstm_exec_destroy", rc);
+    }
+  }
+  for (int m = 0; m < NMODES; m++) {
+    qsort(lat[m], nlat[m], sizeof(uint64_t), cmp_u64);
+    size_t n = nlat[m];
+    printf("{\"bench\":\"exec-latency\",\"mode\":\"%s\",\"gap_us\":%u,\"samples\":%zu,"
+           "\"p50_us\":%.1f,\"p90_us\":%.1f,\"p99_us\":%.1f,\"max_us\":%.1f,\"describe\":\"%s\"}\n",
+           sstm_exec_preempt_name(modes[m]), gap_us, n, lat[m][n / 2] / 1e3,
+           lat[m][n * 9 / 10] / 1e3, lat[m][n * 99 / 100] / 1e3, lat[m][n - 1] / 1e3, desc[m]);
+    free(lat[m]);
+  }
+}
+
+/* ---- submit ---- */
+
+static _Atomic int sub_stop;
+static _Atomic uint64_t sub_count;
+static sstm_exec_t *sub_ex;
+
+static void empty_body(void *a) { (void)a; }
+
+static void *submitter(void *a) {
+  (void)a;
+  uint64_t n = 0;
+  sstm_exec_req_t r = {.fn = empty_body, .priority = 1};
+  while (!atomic_load_explicit(&sub_stop, memory_order_relaxed)) {
+    int rc = sstm_exec_submit(sub_ex, &r);
+    if (rc) die("sstm_exec_submit", rc);
+    n++;
+  }
+  atomic_fetch_add(&sub_count, n);
+  return NULL;
+}
+
+static void submit_bench(int argc, char **argv) {
+  long ms = 1000;
+  unsigned threads[16] = {1, 2, 4, 8};
+  unsigned nthreads = 4;
+  for (int i = 0; i < argc; i++) {
+    if (!strcmp(argv[i], "--ms") && i + 1 < argc)
+      ms = arg_long(argv[++i], "--ms", 10, 600000);
+    else if (!strcmp(argv[i], "--threads") && i + 1 < argc) {
+      nthreads = 0;
+      for (char *t = strtok(argv[++i], ","); t && nthreads < 16; t = strtok(NULL, ","))
+        threads[nthreads++] = (unsigned)arg_long(t, "--threads", 1, 256);
+    } else {
+      fprintf(stderr, "exec-bench submit: unknown option %s\n", argv[i]);
+      exit(2);
+    }
+  }
+  for (unsigned k = 0; k < nthreads; k++) {
+    sub_ex = make(SSTM_EXEC_PREEMPT_SIGNAL, 256);
+    atomic_store(&sub_stop, 0);
+    atomic_store(&sub_count, 0);
+    pthread_t th[256];
+    uint64_t t0 = now_ns();
+    for (unsigned i = 0; i < threads[k]; i++)
+      pthread_create(&th[i], NULL, submitter, NULL);
+    usleep((useconds_t)ms * 1000);
+    atomic_store(&sub_stop, 1);
+    for (unsigned i = 0; i < threads[k]; i++)
+      pthread_join(th[i], NULL);
+    uint64_t t1 = now_ns();
+    sstm_exec_destroy(sub_ex);
+    printf("{\"bench\":\"exec-submit\",\"threads\":%u,\"ms\":%ld,\"requests\":%llu,"
+           "\"per_s\":%.0f}\n",
+           threads[k], ms, (unsigned long long)atomic_load(&sub_count),
+           atomic_load(&sub_count) / ((t1 - t0) / 1e9));
+  }
+}
+
+/* ---- overhead ---- */
+
+static uint64_t counters[64];
+static unsigned work_us = 20;
+
+static void work_body(void *a) {
+  unsigned k = (unsigned)(uintptr_t)a;
+  uint64_t t = now_ns() + (uint64_t)work_us * 1000;
+  while (now_ns() < t) {
+  }
+  for (unsigned i = 0; i < 4; i++)
+    sstm_store_u64(&counters[(k + i * 8) % 64], sstm_load_u64(&counters[(k + i * 8) % 64]) + 1);
+}
+
+static void overhead(int argc, char **argv) {
+  long rounds = 3, requests = 20000;
+  for (int i = 0; i < argc; i++) {
+    if (!strcmp(argv[i], "--rounds") && i + 1 < argc)
+      rounds = arg_long(argv[++i], "--rounds", 1, 1000);
+    else if (!strcmp(argv[i], "--requests") && i + 1 < argc)
+      requests = arg_long(argv[++i], "--requests", 100, 100000000);
+    else if (!strcmp(argv[i], "--work-us") && i + 1 < argc)
+      work_us = (unsigned)arg_long(argv[++i], "--work-us", 0, 100000);
+    else {
+      fprintf(stderr, "exec-bench overhead: unknown option %s\n", argv[i]);
+      exit(2);
+    }
+  }
+  double total[NMODES] = {0};
+  for (long r = 0; r < rounds; r++) {
+    for (int m = 0; m < NMODES; m++) {
+      sstm_exec_t *ex = make(modes[m], 256);
+      uint64_t t0 = now_ns();
+      for (long i = 0; i < requests; i++) {
+        sstm_exec_req_t q = {.fn = work_body, .arg = (void *)(uintptr_t)i, .priority = 2};
+        int rc = sstm_exec_submit(ex, &q);
+        if (rc) die("sstm_exec_submit", rc);
+      }
+      sstm_exec_destroy(ex);
+      total[m] += (now_ns() - t0) / 1e9;
+    }
+  }
+  for (int m = 0; m < NMODES; m++)
+    printf("{\"bench\":\"exec-overhead\",\"mode\":\"%s\",\"work_us\":%u,\"requests\":%ld,"
+           "\"rounds\":%ld,\"per_s\":%.0f,\"ratio_to_none\":%.4f}\n",
+           sstm_exec_preempt_name(modes[m]), work_us, requests, rounds,
+           requests * rounds / total[m], total[0] / total[m]);
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2) {
+    fprintf(stderr, "usage: exec-bench latency|submit|overhead [options]\n");
+    return 2;
+  }
+  sstm_config_t cfg;
+  sstm_config_default(&cfg);
+  int rc = sstm_init(&cfg);
+  if (rc) die("sstm_init", rc);
+  if (!strcmp(argv[1], "latency"))
+    latency(argc - 2, argv + 2);
+  else if (!strcmp(argv[1], "submit"))
+    submit_bench(argc - 2, argv + 2);
+  else if (!strcmp(argv[1], "overhead"))
+    overhead(argc - 2, argv + 2);
+  else {
+    fprintf(stderr, "exec-bench: unknown command %s\n", argv[1]);
+    return 2;
+  }
+  sstm_shutdown();
+  return 0;
+}
