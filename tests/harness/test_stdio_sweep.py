@@ -1,0 +1,92 @@
+# SPDX-License-Identifier: MIT
+"""Tests of bench/harness/stdio_sweep.py: the rotation of the modes, the
+paired ratios, the medians and the summary table, against a stand-in for
+the benchmark binary (ctest: unit.harness.python)."""
+
+import json
+import os
+import stat
+import sys
+import tempfile
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.normpath(os.path.join(HERE, os.pardir, os.pardir))
+sys.path.insert(0, os.path.join(ROOT, "bench", "harness"))
+
+import stdio_sweep  # noqa: E402
+
+
+def run(op, mode, threads, rep, ops_per_s, sharing="private", aborts=None, commits=100):
+    return {"op": op, "mode": mode, "sharing": sharing, "threads": threads, "rep": rep,
+            "ops_per_s": ops_per_s, "irrevocable_frac": 1.0 if mode == "irr" else 0.0,
+            "aborts": aborts or {}, "commits": commits}
+
+
+class Args:
+    ops = "fputc"
+    modes = "tx,irr,glibc"
+
+
+class StdioSweepTest(unittest.TestCase):
+    def test_ratio_is_the_median_of_per_repetition_pairs(self):
+        runs = [run("fputc", "tx", 2, 0, 10.0), run("fputc", "irr", 2, 0, 5.0),
+                run("fputc", "tx", 2, 1, 30.0), run("fputc", "irr", 2, 1, 10.0),
+                run("fputc", "tx", 2, 2, 8.0), run("fputc", "irr", 2, 2, 8.0)]
+        # pairs 2.0, 3.0, 1.0: median 2.0 (the ratio of medians would be 10/8)
+        self.assertAlmostEqual(
+            stdio_sweep.paired_ratio(runs, "fputc", "private", 2, "tx", "irr"), 2.0)
+        self.assertIsNone(stdio_sweep.paired_ratio(runs, "fputc", "shared", 2, "tx", "irr"))
+
+    def test_summary_reports_medians_aborts_and_missing_modes(self):
+        runs = [run("fputc", "tx", 1, r, 1e6 * (r + 1), aborts={"read-locked": 5})
+                for r in range(3)]
+        runs += [run("fputc", "irr", 1, r, 5e5) for r in range(3)]
+        text = stdio_sweep.summary(runs, Args())
+        row = [line for line in text.splitlines() if line.startswith("| fputc | private | 1 |")]
+        self.assertEqual(len(row), 1)
+        cells = [c.strip() for c in row[0].strip("|").split("|")]
+        self.assertEqual(cells[3], "2.000")  # tx median
+        self.assertEqual(cells[4], "0.500")  # irr
+        self.assertEqual(cells[5], "-")      # glibc never ran
+        self.assertEqual(cells[6], "4.00")   # tx/irr: pairs 2, 4, 6
+        self.assertEqual(cells[9], "0.050")  # 15 aborts over 300 commits
+        self.assertEqual(cells[10], "read-locked 15")
+
+    def test_sweep_rotates_the_modes_and_passes_the_options(self):
+        with tempfile.TemporaryDirectory() as d:
+            log = os.path.join(d, "calls")
+            fake = os.path.join(d, "stdio-fake")
+            with open(fake, "w") as f:
+                f.write("#!/bin/sh\necho \"$@\" >> %s\n"
+                        "echo '{\"op\":\"fputc\",\"mode\":\"x\",\"sharing\":\"private\","
+                        "\"threads\":1,\"ops_per_s\":1,\"irrevocable_frac\":0,"
+                        "\"aborts\":{},\"commits\":1}'\n" % log)
+            os.chmod(fake, os.stat(fake).st_mode | stat.S_IXUSR)
+
+            class A:
+                bin = fake
+                ops = "fputc"
+                modes = "tx,irr,glibc"
+                threads = "1"
+                reps = 3
+                ms = 7
+                k = 4
+
+            runs = stdio_sweep.sweep(A())
+            self.assertEqual(len(runs), 18)  # private and shared
+            with open(log) as f:
+                calls = [line.split() for line in f]
+            modes = [c[c.index("-m") + 1] for c in calls]
+            self.assertEqual(modes[:3], ["tx", "irr", "glibc"])
+            self.assertEqual(modes[3:6], ["irr", "glibc", "tx"])
+            self.assertTrue(all(c[c.index("-d") + 1] == "7" and c[c.index("-k") + 1] == "4"
+                                for c in calls))
+            self.assertEqual([c[c.index("-s") + 1] for c in calls],
+                             ["private"] * 9 + ["shared"] * 9)
+            self.assertEqual([r["rep"] for r in runs], [0, 0, 0, 1, 1, 1, 2, 2, 2] * 2)
+            json.dumps(runs)
+
+
+if __name__ == "__main__":
+    unittest.main()
