@@ -105,8 +105,8 @@ static void usage(FILE *f) {
              "      --customers N      customers per district (default 3000),\n"
              "      --items N          items (default 100000),\n"
              "      --orders N         initial orders per district (default = customers)\n"
-             "      --db-seed SEED     and database seed (default 1): the generator builds\n"
-             "                         the same database to draw valid inputs from\n"
+             "      --db-seed SEED     and database seed (default 1): inputs are drawn with\n"
+             "                         the NURand constants of the server's database\n"
              "      --drain-ms MS      wait for replies after the last send (default 10000)\n"
              "  -s, --seed SEED        random seed (default 1)\n"
              "  -h, --help             this help\n"
@@ -541,19 +541,16 @@ int main(int argc, char **argv) {
   bench_rng_t arrivals, mix;
   bench_rng_seed(&arrivals, o.seed, 1);
   bench_rng_seed(&mix, o.seed, 2);
-  /* TPC-C inputs are drawn as the specification's terminals draw them
-   * (tpcc_input_generate), from a database of the server's scale and seed
-   * (the same seed gives the same NURand constants). */
-  tpcc_db_t *db = NULL;
+  /* TPC-C inputs are drawn as the specification's terminals draw them,
+   * with the server's scale and NURand constants (tpcc_gen_init: the same
+   * scale and seed as the server's database, without its rows). */
+  tpcc_gen_t gen;
   tpcc_rng_t trng;
   tpcc_rng_seed(&trng, o.seed, 3);
-  bool need_db = false;
-  for (int p = 1; p < PROTO_NPROFILES; p++)
-    need_db |= o.weight[p] != 0;
-  if (need_db) {
+  {
     char err[200];
-    if (tpcc_db_create(&o.scale, o.db_seed, &db, err, sizeof err) != 0)
-      bench_die(BENCH_EXIT_FAIL, "TPC-C database for the input generator: %s", err);
+    if (tpcc_gen_init(&gen, &o.scale, o.db_seed, err, sizeof err) != 0)
+      bench_die(BENCH_EXIT_USAGE, "TPC-C scale: %s", err);
   }
   const int64_t epoch = (int64_t)time(NULL);
   uint8_t *payload = calloc(1, (size_t)o.null_bytes + 1);
@@ -591,8 +588,8 @@ int main(int argc, char **argv) {
         else {
           tpcc_input_t in;
           uint32_t w_id = 1 + (uint32_t)bench_rng_below(&mix, o.scale.warehouses);
-          tpcc_input_generate(db, &trng, (tpcc_profile_t)(prof - 1), w_id,
-                              epoch + (int64_t)((now - start) / 1000000000u), &in);
+          tpcc_gen_input(&gen, &trng, (tpcc_profile_t)(prof - 1), w_id,
+                         epoch + (int64_t)((now - start) / 1000000000u), &in);
           tpcc_wire_from_input(&in, &q);
         }
         size_t len = proto_encode_request(&q, frame, sizeof frame);
@@ -716,7 +713,6 @@ int main(int argc, char **argv) {
   }
   for (unsigned p = 0; p <= PROTO_MAX_PRIORITY; p++)
     free(s.by_priority[p]);
-  tpcc_db_destroy(db);
   free(s.conns);
   free(s.recs);
   free(payload);
