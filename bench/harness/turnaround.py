@@ -1,0 +1,435 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""Turnaround per priority level through the request server, as in
+[Silvestri17]'s Figures 7-9: sstm-server runs requests on the executor,
+sstm-loadgen offers an open-loop load in equal shares over five classes at
+the paper's priorities, and the server
+reports, per birth priority, the mean turnaround (arrival in the executor
+to the end of the transaction, aborted attempts and pauses included) and
+the abort probability per attempt, with the share of time its context pool
+was at least 90 % busy (the paper's "peak load").
+
+Workloads (--workload):
+  synthetic     null requests that run [Silvestri17]'s Table I CPU demands
+                inside their transactions: 5 ms at priority 1 (delivery),
+                650 us at 2 (stock-level), 350 us at 3 (new-order), 10 us at
+                4 (order-status), 5 us at 5 (payment) (the default)
+  tpcc          the five TPC-C profiles (bench/tpcc) at the same priorities,
+                with their own CPU demands
+
+Variants (each a server configuration; --variants picks some):
+  baseline      no preemption, no tick: a worker takes the next request
+                only when its transaction ends
+  event         event-driven preemption (the submitter signals the worker)
+  poll          polled preemption at the barriers (signal as a fallback)
+  tick100       periodic tick every 100 us, preemption at the ticks only
+                (no signal on arrival: [Silvestri17]'s extra ticks)
+  tick1000      the same every 1 ms
+([Silvestri17]'s "ticks without preemption" has no counterpart: the
+executor's tick always runs the preemption check.)
+each preemptive one with C_max in --c-max (inf = never promote) x lazy
+promotion off/on (--lazy). Within a repetition every variant runs back to
+back in an order that rotates with the repetition, and ratios are taken
+against the baseline of the same repetition.
+
+--overhead adds the machinery's cost with no high-priority load: every
+profile at priority 1 (nothing ever outranks a running transaction), the
+load above capacity, the completion rate of each variant against the
+baseline's.
+
+Writes, in --out: results.jsonl (one record per run: the server's and the
+load generator's JSON and the provenance fields), summary.md, and with
+--plot turnaround.png (Fig. 7), speedup.png (Fig. 8), aborts.png (Fig. 9).
+Exit status 0, 1 if a run failed, 2 bad command line.
+
+Example (the figures of docs/benchmarks.md):
+  turnaround.py --rate 4000 --duration-ms 4000 --reps 3 --c-max 1,2,4,8,inf \
+      --lazy off,on --plot --out results/turnaround
+"""
+
+import argparse
+import json
+import math
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from provenance import compiler_of, host_provenance, utc_now  # noqa: E402
+
+REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), os.pardir, os.pardir))
+LEVELS = 5
+PROFILES = ("new-order", "payment", "order-status", "delivery", "stock-level")
+
+# name -> (server options, preemptive?)
+VARIANTS = {
+    "baseline": (["--preempt", "none", "--tick-us", "0"], False),
+    "event": (["--preempt", "signal", "--tick-us", "0"], True),
+    "poll": (["--preempt", "poll", "--tick-us", "0"], True),
+    "tick100": (["--preempt", "none", "--tick-us", "100"], True),
+    "tick1000": (["--preempt", "none", "--tick-us", "1000"], True),
+}
+ERROR = "turnaround: error: "
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):
+        print(ERROR + message, file=sys.stderr)
+        sys.exit(2)
+
+
+def parse_args(argv):
+    p = _Parser(description=__doc__.split("\n\n")[0],
+                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--build", default=os.path.join(REPO, "build"),
+                   help="build directory holding bench/server/sstm-server (default build)")
+    p.add_argument("--out", help="output directory (default results/turnaround-DATE)")
+    p.add_argument("--workload", choices=("synthetic", "tpcc"), default="synthetic")
+    p.add_argument("--classes", default="5000:1,650:2,350:3,10:4,5:5",
+                   help="synthetic: SPIN_US:PRIORITY,... (default [Silvestri17]'s Table I)")
+    p.add_argument("--variants", default="baseline,event,poll,tick100,tick1000")
+    p.add_argument("--c-max", default="4", help="C_max values, inf = never (default 4)")
+    p.add_argument("--lazy", default="off", help="off, on or off,on (default off)")
+    p.add_argument("--rate", type=float, default=0,
+                   help="offered requests per second (default: --load x the capacity "
+                        "measured first)")
+    p.add_argument("--load", type=float, default=3.0,
+                   help="offered load as a multiple of the measured capacity (default 3: the "
+                        "context pool stays full while the load lasts, whatever the host's "
+                        "speed does meanwhile)")
+    p.add_argument("--duration-ms", type=int, default=3000)
+    p.add_argument("--reps", type=int, default=3)
+    p.add_argument("--workers", type=int, default=0, help="executor workers (0: one per CPU)")
+    p.add_argument("--contexts", type=int, default=64,
+                   help="contexts, NUM_CONTEXTS (default 64)")
+    p.add_argument("--connections", type=int, default=16)
+    p.add_argument("--scale", default="1,1,3000,100000",
+                   help="warehouses,districts,customers,items (default 1,1,3000,100000: "
+                        "[Silvestri17]'s one district)")
+    p.add_argument("--overhead", action="store_true",
+                   help="also measure the machinery's cost with no high-priority load")
+    p.add_argument("--plot", action="store_true", help="draw the figures (matplotlib)")
+    p.add_argument("--timeout", type=float, default=300, help="seconds per run")
+    a = p.parse_args(argv)
+    a.variants = [v for v in a.variants.split(",") if v]
+    for v in a.variants:
+        if v not in VARIANTS:
+            p.error("--variants: unknown variant %r (known: %s)" % (v, ", ".join(VARIANTS)))
+    try:
+        a.c_max = [0 if c == "inf" else int(c) for c in a.c_max.split(",")]
+    except ValueError:
+        p.error("--c-max: %r is not a list of integers and inf" % a.c_max)
+    if any(c < 0 for c in a.c_max):
+        p.error("--c-max: values must be >= 1 or inf")
+    lazy = a.lazy.split(",")
+    if not lazy or any(x not in ("off", "on") for x in lazy):
+        p.error("--lazy: %r is not off, on or off,on" % a.lazy)
+    a.lazy = [x == "on" for x in lazy]
+    try:
+        w, d, c, i = (int(x) for x in a.scale.split(","))
+    except ValueError:
+        p.error("--scale: %r is not warehouses,districts,customers,items" % a.scale)
+    a.scale_args = ["--warehouses", str(w), "--districts", str(d), "--customers", str(c),
+                    "--items", str(i)]
+    if a.workload == "synthetic":
+        a.server_args, a.loadgen_args = ["--no-tpcc"], ["--classes", a.classes]
+    else:
+        a.server_args, a.loadgen_args = a.scale_args, a.scale_args
+    if a.reps < 1 or a.duration_ms < 100:
+        p.error("--reps must be >= 1 and --duration-ms >= 100")
+    a.server = os.path.join(a.build, "bench", "server", "sstm-server")
+    a.loadgen = os.path.join(a.build, "bench", "server", "sstm-loadgen")
+    for prog in (a.server, a.loadgen):
+        if not os.access(prog, os.X_OK):
+            p.error("%s is not built (cmake --build %s --target sstm-server sstm-loadgen)"
+                    % (prog, a.build))
+    if not a.out:
+        a.out = os.path.join(REPO, "results", "turnaround-" +
+                             time.strftime("%Y%m%d-%H%M%S", time.gmtime()))
+    return a
+
+
+def configurations(args):
+    """(label, variant, c_max, lazy) of every configuration to run."""
+    out = []
+    for v in args.variants:
+        if VARIANTS[v][1]:
+            for c in args.c_max:
+                for lz in args.lazy:
+                    label = "%s C%s%s" % (v, "inf" if c == 0 else c, " lazy" if lz else "")
+                    out.append((label, v, c, lz))
+        else:
+            out.append((v, v, 0, False))
+    return out
+
+
+def run_once(args, variant, c_max, lazy, rate, extra_loadgen=()):
+    """One server + load generator run; returns (server stats, loadgen stats)."""
+    cmd = [args.server, "--port", "0", "--contexts", str(args.contexts),
+           "--workers", str(args.workers), "--c-max", str(c_max)] + VARIANTS[variant][0]
+    cmd += args.server_args + (["--lazy"] if lazy else [])
+    srv = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        line = srv.stdout.readline()
+        if not line.startswith("listening on "):
+            raise RuntimeError("server did not start: %s %s" % (line, srv.stderr.read()[-500:]))
+        port = line.rsplit(":", 1)[1].strip()
+        lg = subprocess.run([args.loadgen, "--port", port, "--rate", str(rate),
+                             "--duration-ms", str(args.duration_ms), "--connections",
+                             str(args.connections), "--drain-ms", "60000"]
+                            + args.loadgen_args + list(extra_loadgen),
+                            capture_output=True, text=True, timeout=args.timeout)
+        srv.send_signal(signal.SIGTERM)
+        out, err = srv.communicate(timeout=args.timeout)
+    except BaseException:
+        srv.kill()
+        srv.wait()
+        raise
+    if srv.returncode != 0:
+        raise RuntimeError("server exit status %d: %s" % (srv.returncode, err[-500:]))
+    if lg.returncode not in (0, 1):
+        raise RuntimeError("loadgen exit status %d: %s" % (lg.returncode, lg.stderr[-500:]))
+    return json.loads(out.strip().splitlines()[-1]), json.loads(lg.stdout.strip().splitlines()[-1])
+
+
+def capacity(args):
+    """Replies per second of the baseline to a burst of requests sent at once (a bounded
+    count, so that the backlog drains quickly)."""
+    n = 1500 if args.workload == "synthetic" else 30000
+    st, lg = run_once(args, "baseline", 0, False, 1000000, ["--count", str(n)])
+    return lg["reply_rate"], st, lg
+
+
+def level_means(st):
+    return {lv["priority"]: lv for lv in st["levels_stats"]}
+
+
+def record(args, rep, label, variant, c_max, lazy, rate, st, lg, prov, kind="turnaround"):
+    return dict(prov, kind=kind, workload=args.workload, rep=rep, label=label, variant=variant,
+                c_max=c_max, lazy=lazy, rate=rate, date=utc_now(), server=st, loadgen=lg,
+                compiler=compiler_of(args.server))
+
+
+def rate_of(rec):
+    """Completions per second while the executor had work (first acceptance to last
+    completion)."""
+    st = rec["server"]
+    return st["completed"] / st["active_s"] if st.get("active_s") else 0.0
+
+
+def summarize(records, configs):
+    """summary.md text: per configuration and level, the mean turnaround
+    (median over repetitions), its ratio to the same repetition's baseline,
+    and the abort probability."""
+    ok = [r for r in records if r.get("kind") == "turnaround" and "error" not in r]
+    base = {r["rep"]: level_means(r["server"]) for r in ok if r["variant"] == "baseline"}
+    lines = ["# Turnaround per priority level (%s)" % (ok[0]["date"] if ok else "no runs"), ""]
+    if ok:
+        r0 = ok[0]
+        lines += ["Host: %s, %s CPUs, kernel %s, commit %s%s; offered %.0f requests/s for %d "
+                  "ms, %s contexts." % (r0.get("cpu_model"), r0.get("cpus"), r0.get("kernel"),
+                                       (r0.get("git_commit") or "?")[:10],
+                                       " (dirty)" if r0.get("git_dirty") else "", r0["rate"],
+                                       r0["loadgen"]["duration_ms"], r0["server"]["contexts"]),
+                  ""]
+    head = "| configuration | busy>=90% | " + " | ".join(
+        "P%d mean ms (x base)" % p for p in range(1, LEVELS + 1)) + " | " + " | ".join(
+        "P%d abort %%" % p for p in range(1, LEVELS + 1)) + " | preempt/req |"
+    lines += [head, "|" + "---|" * (2 + 2 * LEVELS + 1)]
+    for label, variant, c_max, lazy in configs:
+        mine = [r for r in ok if r["label"] == label]
+        if not mine:
+            lines.append("| %s | failed |" % label + " |" * (2 * LEVELS + 1))
+            continue
+        cells = [label, "%.0f %%" % (100 * statistics.median(
+            r["server"]["context_busy90_share"] for r in mine))]
+        for p in range(1, LEVELS + 1):
+            vals = [level_means(r["server"]).get(p, {}).get("turnaround_us_mean") for r in mine]
+            ratios = [level_means(r["server"])[p]["turnaround_us_mean"] /
+                      base[r["rep"]][p]["turnaround_us_mean"] for r in mine
+                      if r["rep"] in base and base[r["rep"]].get(p, {}).get("turnaround_us_mean")]
+            vals = [v for v in vals if v is not None]
+            cells.append("%.2f (%s)" % (statistics.median(vals) / 1e3,
+                                        "%.2f" % statistics.median(ratios) if ratios else "-")
+                         if vals else "-")
+        for p in range(1, LEVELS + 1):
+            vals = [level_means(r["server"]).get(p, {}).get("abort_probability") for r in mine]
+            vals = [v for v in vals if v is not None]
+            cells.append("%.2f" % (100 * statistics.median(vals)) if vals else "-")
+        pre = [sum(lv["preemptions"] for lv in r["server"]["levels_stats"]) /
+               max(1, r["server"]["completed"]) for r in mine]
+        cells.append("%.3f" % statistics.median(pre))
+        lines.append("| " + " | ".join(cells) + " |")
+    lines += ["", "Mean turnaround: arrival in the executor to the end of the transaction "
+              "(queueing, pauses and aborted attempts included), the median over %d "
+              "repetitions; (x base): its ratio to the baseline of the same repetition "
+              "(below 1: faster). Abort %%: aborted attempts / all attempts of the level."
+              % len({r["rep"] for r in ok})]
+    over = [r for r in records if r.get("kind") == "overhead" and "error" not in r]
+    if over:
+        lines += ["", "## Overhead with no high-priority load", "",
+                  "| variant | completions/s (median) | x baseline (paired) |", "|---|---|---|"]
+        bases = {r["rep"]: rate_of(r) for r in over if r["variant"] == "baseline"}
+        for v in sorted({r["label"] for r in over}, key=lambda x: x != "baseline"):
+            mine = [r for r in over if r["label"] == v]
+            rates = [rate_of(r) for r in mine]
+            ratios = [x / bases[r["rep"]] for x, r in zip(rates, mine) if r["rep"] in bases]
+            lines.append("| %s | %.0f | %s |" % (v, statistics.median(rates),
+                                                 "%.3f" % statistics.median(ratios)
+                                                 if ratios else "-"))
+    failed = [r for r in records if "error" in r]
+    if failed:
+        lines += ["", "## Failed runs", ""] + ["- %s rep %d: %s" % (r["label"], r["rep"],
+                                                                   r["error"]) for r in failed]
+    return "\n".join(lines) + "\n"
+
+
+def plot(records, configs, out_dir):
+    import plot as plotmod
+    plotmod.need_matplotlib()
+    plt = plotmod.plt
+    ok = [r for r in records if r.get("kind") == "turnaround" and "error" not in r]
+    base = {r["rep"]: level_means(r["server"]) for r in ok if r["variant"] == "baseline"}
+    levels = list(range(1, LEVELS + 1))
+    cpus = ok[0].get("cpus") if ok else None
+    workload = ok[0].get("workload") if ok else None
+    classes = ok[0]["loadgen"].get("classes") if ok else None
+    classes = ",".join("%d:%d" % (k["spin_us"], k["priority"]) for k in classes or [])
+    contexts = ok[0]["server"]["contexts"] if ok else None
+    busy = "%.0f %%" % (100 * statistics.median(r["server"]["context_busy90_share"]
+                                               for r in ok)) if ok else "?"
+
+    def series(label, fn):
+        mine = [r for r in ok if r["label"] == label]
+        ys = []
+        for p in levels:
+            vals = [fn(r, p) for r in mine]
+            vals = [v for v in vals if v is not None and v > 0]
+            ys.append(statistics.median(vals) if vals else float("nan"))
+        return ys
+
+    def turn(r, p):
+        return level_means(r["server"]).get(p, {}).get("turnaround_us_mean", 0) / 1e3
+
+    def speed(r, p):
+        b = base.get(r["rep"], {}).get(p, {}).get("turnaround_us_mean")
+        m = level_means(r["server"]).get(p, {}).get("turnaround_us_mean")
+        return b / m if b and m else None
+
+    def aborts(r, p):
+        return 100 * level_means(r["server"]).get(p, {}).get("abort_probability", 0)
+
+    figs = [("turnaround.png", turn, "mean turnaround (ms, log scale)", True,
+             "Fig. 7 of [Silvestri17]: mean turnaround per birth priority"),
+            ("speedup.png", speed, "baseline turnaround / turnaround", False,
+             "Fig. 8: speed-up against the baseline of the same repetition (above 1: faster)"),
+            ("aborts.png", aborts, "abort probability per attempt (%)", False,
+             "Fig. 9: abort probability per birth priority")]
+    for name, fn, ylabel, logy, title in figs:
+        fig, ax = plt.subplots(figsize=(8, 5))
+        positive = False
+        for i, (label, variant, _c, _l) in enumerate(configs):
+            if name == "speedup.png" and variant == "baseline":
+                continue
+            ys = series(label, fn)
+            positive |= any(y > 0 for y in ys if not math.isnan(y))
+            ax.plot(levels, ys, marker="osD^v<>pPX*h"[i % 12], label=label,
+                    linestyle="--" if variant == "baseline" else "-")
+        ax.set_xticks(levels)
+        if workload == "synthetic":
+            ax.set_xlabel("priority level at birth (its CPU demand: %s)" % ", ".join(
+                "%s: %s us" % (p, s) for s, p in (x.split(":") for x in classes.split(","))))
+        else:
+            ax.set_xlabel("priority level at birth (1 delivery, 2 stock-level, 3 new-order, "
+                          "4 order-status, 5 payment)")
+        ax.set_ylabel(ylabel)
+        if logy and positive:
+            ax.set_yscale("log")
+        if name == "speedup.png":
+            ax.axhline(1.0, color="grey", linewidth=0.8)
+        ax.set_title(title, fontsize=10)
+        ax.legend(fontsize=7, ncol=2)
+        reps = len({r["rep"] for r in ok})
+        fig.text(0.01, 0.005, "Each point: median over %d repetitions; %s through "
+                 "sstm-server, %s CPUs; %s contexts, %s busy >= 90 %% of the time (median)."
+                 % (reps, "TPC-C" if workload == "tpcc" else "null requests spinning "
+                    "[Silvestri17]'s Table I CPU demands", cpus, contexts, busy), fontsize=7)
+        fig.tight_layout(rect=(0, 0.03, 1, 1))
+        fig.savefig(os.path.join(out_dir, name), dpi=110)
+        plt.close(fig)
+
+
+def main(argv=None):
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    os.makedirs(args.out, exist_ok=True)
+    prov = host_provenance()
+    records = []
+    jsonl = open(os.path.join(args.out, "results.jsonl"), "a", encoding="utf-8")
+
+    def keep(rec):
+        records.append(rec)
+        jsonl.write(json.dumps(rec) + "\n")
+        jsonl.flush()
+
+    rate = args.rate
+    if not rate:
+        cap, st, lg = capacity(args)
+        rate = round(cap * args.load)
+        print("capacity %.0f completions/s; offering %.0f requests/s" % (cap, rate),
+              file=sys.stderr)
+        keep(record(args, 0, "capacity", "baseline", 0, False, 200000, st, lg, prov,
+                    kind="capacity"))
+    configs = configurations(args)
+    total = args.reps * len(configs)
+    n = 0
+    failed = False
+    for rep in range(1, args.reps + 1):
+        k = (rep - 1) % len(configs)
+        for label, variant, c_max, lazy in configs[k:] + configs[:k]:
+            n += 1
+            t0 = time.time()
+            try:
+                st, lg = run_once(args, variant, c_max, lazy, rate)
+                keep(record(args, rep, label, variant, c_max, lazy, rate, st, lg, prov))
+                msg = "busy90 %.0f%%" % (100 * st["context_busy90_share"])
+            except (RuntimeError, subprocess.SubprocessError, ValueError) as e:
+                failed = True
+                keep(dict(prov, kind="turnaround", rep=rep, label=label, variant=variant,
+                          c_max=c_max, lazy=lazy, rate=rate, error=str(e)))
+                msg = "FAILED: %s" % e
+            print("[%d/%d] rep %d %s: %.1f s, %s" % (n, total, rep, label, time.time() - t0,
+                                                    msg), file=sys.stderr)
+    if args.overhead:
+        over = ["baseline"] + [v for v in args.variants if VARIANTS[v][1]]
+        flat = ["--priority", "new-order=1", "--priority", "payment=1", "--priority",
+                "order-status=1", "--priority", "delivery=1", "--priority", "stock-level=1"]
+        for rep in range(1, args.reps + 1):
+            k = (rep - 1) % len(over)
+            for v in over[k:] + over[:k]:
+                try:
+                    st, lg = run_once(args, v, args.c_max[0], False, rate * 1.5, flat)
+                    keep(record(args, rep, v, v, args.c_max[0], False, rate * 1.5, st, lg, prov,
+                                kind="overhead"))
+                except (RuntimeError, subprocess.SubprocessError, ValueError) as e:
+                    failed = True
+                    keep(dict(prov, kind="overhead", rep=rep, label=v, variant=v, error=str(e)))
+                print("overhead rep %d %s done" % (rep, v), file=sys.stderr)
+    jsonl.close()
+    text = summarize(records, configs)
+    with open(os.path.join(args.out, "summary.md"), "w", encoding="utf-8") as f:
+        f.write(text)
+    print(text)
+    if args.plot:
+        try:
+            plot(records, configs, args.out)
+        except ImportError as e:
+            print(ERROR + str(e), file=sys.stderr)
+            return 3
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
