@@ -645,6 +645,26 @@ TEST(init_and_stack_reject_bad_input) {
   sstm__stack_free(NULL);
 }
 
+TEST(altstack_install_and_remove) {
+  CHECK_EQ_I(sstm__altstack_install(NULL), EINVAL);
+  stack_t old, cur, off = {.ss_sp = NULL, .ss_size = 0, .ss_flags = SS_DISABLE};
+  CHECK_EQ_I(sigaltstack(&off, &old), 0); /* ASan may have given us one */
+  sstm__stack_t alt;
+  CHECK_EQ_I(sstm__altstack_install(&alt), 0);
+  CHECK_EQ_I(sigaltstack(NULL, &cur), 0);
+  CHECK_EQ_PTR(cur.ss_sp, alt.lo);
+  CHECK_EQ_U(cur.ss_size, alt.size);
+  CHECK_GE_U(alt.size, 64 * 1024);
+  CHECK_EQ_I(cur.ss_flags & SS_DISABLE, 0);
+  sstm__altstack_remove(&alt);
+  CHECK_NULL(alt.map);
+  CHECK_EQ_I(sigaltstack(NULL, &cur), 0);
+  CHECK_NE_I(cur.ss_flags & SS_DISABLE, 0);
+  sstm__altstack_remove(&alt); /* a freed one: nothing */
+  sstm__altstack_remove(NULL);
+  if (!(old.ss_flags & SS_DISABLE)) CHECK_EQ_I(sigaltstack(&old, NULL), 0);
+}
+
 /* ---- the guard page ---- */
 
 static sstm__stack_t ov_stack;
