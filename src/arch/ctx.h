@@ -75,7 +75,7 @@
  * the mask the thread had before the signal, so it may take locks, allocate
  * and switch contexts, under the caller's rule for where a redirect may
  * land (not inside the code fn calls, not inside a switch, not where the
- * caller keeps its own invariants: the executor's PREEMPTABLE flag). The
+ * caller keeps its own invariants: the executor's preemptibility rule). The
  * redirect itself refuses a thread already inside the trampoline.
  *
  * Stack use: a redirect needs sstm__preempt_frame_size() bytes below the

@@ -343,7 +343,7 @@ static void rd_handler(int sig, siginfo_t *si, void *ucv) {
     return;
   }
   /* MODE_SWITCH, MODE_MIGRATE: only while the looping code runs its own
-   * code (the executor's PREEMPTABLE flag): not in the worker's code, not
+   * code (a PREEMPTABLE flag, [Silvestri17]): not in the worker's code, not
    * inside a switch or fn. Clearing the flag here keeps a second signal
    * out of fn until fn sets it again. MODE_CLOBBER lets redirects nest. */
   bool flagged = rd_mode != MODE_CLOBBER;
