@@ -55,6 +55,7 @@ import signal
 import statistics
 import subprocess
 import sys
+import textwrap
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -353,11 +354,12 @@ def plot(records, configs, out_dir):
         ax.set_title(title, fontsize=10)
         ax.legend(fontsize=7, ncol=2)
         reps = len({r["rep"] for r in ok})
-        fig.text(0.01, 0.005, "Each point: median over %d repetitions; %s through "
-                 "sstm-server, %s CPUs; %s contexts, %s busy >= 90 %% of the time (median)."
-                 % (reps, "TPC-C" if workload == "tpcc" else "null requests spinning "
-                    "[Silvestri17]'s Table I CPU demands", cpus, contexts, busy), fontsize=7)
-        fig.tight_layout(rect=(0, 0.03, 1, 1))
+        caption = ("Each point: median over %d repetitions; %s through sstm-server, %s CPUs; "
+                   "%s contexts, %s of the time at least 90 %% busy (median)."
+                   % (reps, "TPC-C" if workload == "tpcc" else "null requests spinning "
+                      "[Silvestri17]'s Table I CPU demands", cpus, contexts, busy))
+        fig.text(0.01, 0.005, textwrap.fill(caption, 150), fontsize=7)
+        fig.tight_layout(rect=(0, 0.05, 1, 1))
         fig.savefig(os.path.join(out_dir, name), dpi=110)
         plt.close(fig)
 
