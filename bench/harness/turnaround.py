@@ -406,8 +406,12 @@ def main(argv=None):
                                                     msg), file=sys.stderr)
     if args.overhead:
         over = ["baseline"] + [v for v in args.variants if VARIANTS[v][1]]
-        flat = ["--priority", "new-order=1", "--priority", "payment=1", "--priority",
-                "order-status=1", "--priority", "delivery=1", "--priority", "stock-level=1"]
+        if args.workload == "synthetic":
+            # The same demands, every one at priority 1 (--classes sets the priorities).
+            flat = ["--classes", ",".join(c.split(":")[0] + ":1" for c in args.classes.split(","))]
+        else:
+            flat = ["--priority", "new-order=1", "--priority", "payment=1", "--priority",
+                    "order-status=1", "--priority", "delivery=1", "--priority", "stock-level=1"]
         for rep in range(1, args.reps + 1):
             k = (rep - 1) % len(over)
             for v in over[k:] + over[:k]:
