@@ -55,6 +55,34 @@ SSTM_API void *sstm_malloc(size_t size);
  * @return the zeroed block, or NULL (errno ENOMEM) */
 SSTM_API void *sstm_calloc(size_t n, size_t size);
 
+/** realloc for blocks that transactions may read: a block of at least n
+ * bytes whose first min(n, old size) bytes are p's, where the old size is
+ * malloc_usable_size(p).
+ *
+ * Inside a transaction: p itself when it already holds n bytes and at most
+ * half of it would be left unused (nothing is written); otherwise a new
+ * block (as sstm_malloc: released if the transaction aborts) into which
+ * p's bytes are copied through the transaction's reads (so the copy sees
+ * the transaction's own earlier writes to p and is consistent with its
+ * snapshot; a conflict there aborts the transaction as any read does),
+ * and p is freed as sstm_free() frees it: at commit, after the grace
+ * period. If the transaction aborts, p is untouched and still live. Never
+ * makes the transaction irrevocable.
+ *
+ * Outside a transaction: the same, with a plain copy and p retired through
+ * the grace period (sstm_free), so transactions that may still read p are
+ * safe; the caller must not write p concurrently.
+ *
+ * p == NULL: sstm_malloc(n). n == 0: sstm_free(p), and NULL is returned.
+ * On allocation failure NULL is returned with errno ENOMEM and p is left as
+ * it was (still the caller's). A debug build (SCHEDSTM_DEBUG) reports a p
+ * that cannot be a malloc block through the misuse handler (then NULL,
+ * errno EINVAL), as sstm_free() does.
+ * @param p a malloc block (sstm_malloc(), sstm_calloc(), malloc()), or NULL
+ * @param n bytes wanted
+ * @return the block (p or a new one), or NULL (n == 0, or errno set) */
+SSTM_API void *sstm_realloc(void *p, size_t n);
+
 /** Free inside a transaction: deferred until commit and the grace period. If
  * the transaction aborts the free is forgotten. p may be NULL. Outside a
  * transaction, sstm_free() retires p through the same grace period (use it

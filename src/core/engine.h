@@ -94,8 +94,9 @@ typedef struct sstm_grace_rec {
 } sstm_grace_rec_t;
 
 typedef struct sstm_grace {
-  sstm_grace_rec_t *rec; /* n entries (malloc'd; NULL when n == 0) */
+  sstm_grace_rec_t *rec; /* n entries, room for cap (malloc'd, or NULL) */
   uint32_t n;            /* attempts not yet seen ended */
+  uint32_t cap;
 } sstm_grace_t;
 
 /* A batch of retired blocks waiting for the attempts that were running when
@@ -184,9 +185,12 @@ struct sstm_desc {
   uint64_t rng; /* per-descriptor PRNG (random delay, policies) */
 
   /* ---- reclamation ---- */
-  sstm_ptrvec_t retire_cur;      /* committed frees, batch not yet closed */
-  sstm_retired_batch_t *batches; /* closed batches, oldest last */
-  sstm_blkcache_t cache;         /* released blocks kept for reuse */
+  sstm_ptrvec_t retire_cur;         /* committed frees, batch not yet closed */
+  sstm_retired_batch_t *batches;    /* closed batches, oldest last */
+  sstm_retired_batch_t *batch_pool; /* released batches kept with their
+                                       vectors, for the next closes */
+  unsigned batch_pool_n;
+  sstm_blkcache_t cache; /* released blocks kept for reuse */
 
   /* ---- identity and registry ---- */
   unsigned slot;

@@ -173,8 +173,12 @@ static bool grace_start(const struct sstm_desc *self, sstm_grace_t *g) {
    * fence (its publication precedes its own begin barrier). */
   unsigned hw = atomic_load_explicit(&sstm__g.hiwater, memory_order_acquire);
   g->n = 0;
-  g->rec = malloc((hw ? hw : 1) * sizeof *g->rec);
-  if (g->rec == NULL) return false;
+  if (g->cap < (hw ? hw : 1)) { /* a recycled batch keeps its room (close_batch) */
+    sstm_grace_rec_t *r = realloc(g->rec, (hw ? hw : 1) * sizeof *g->rec);
+    if (r == NULL) return false;
+    g->rec = r;
+    g->cap = hw ? hw : 1;
+  }
   for (unsigned i = 0; i < hw; i++) {
     struct sstm_desc *o = sstm__desc_at(i);
     if (o == NULL || o == self) continue;
@@ -189,10 +193,6 @@ static bool grace_start(const struct sstm_desc *self, sstm_grace_t *g) {
      * place). */
     uint64_t st = atomic_load_explicit(&o->status, memory_order_acquire);
     if (sstm_st_state(st) != SSTM_ST_IDLE) g->rec[g->n++] = (sstm_grace_rec_t){o, st};
-  }
-  if (g->n == 0) {
-    free(g->rec);
-    g->rec = NULL;
   }
   return true;
 }
@@ -218,7 +218,7 @@ static bool grace_over(sstm_grace_t *g) {
 static void grace_fini(sstm_grace_t *g) {
   free(g->rec);
   g->rec = NULL;
-  g->n = 0;
+  g->n = g->cap = 0;
 }
 
 /* How long sstm_quiesce polls before it sleeps. A conflict-free attempt
@@ -262,7 +262,7 @@ SSTM_API int sstm_quiesce(void) {
     sstm__set_error("sstm_quiesce: schedstm is not initialised (sstm_init)");
     return SSTM_ESTATE;
   }
-  sstm_grace_t g;
+  sstm_grace_t g = {0};
   if (!grace_start(self, &g)) {
     sstm__set_error("sstm_quiesce: out of memory recording the running transactions");
     return SSTM_ENOMEM;
@@ -275,8 +275,28 @@ SSTM_API int sstm_quiesce(void) {
 /* ------------------------------------------------------------------------ */
 /* Retired blocks. */
 
+/* Batches a descriptor keeps after their release, with their block vector
+ * and grace record room, so that a thread that frees steadily closes its
+ * batches without calling malloc (owner-only, like the block cache). */
+#define BATCH_POOL_MAX 4
+
+static void batch_destroy(sstm_retired_batch_t *b) {
+  free(b->blocks.p);
+  grace_fini(&b->grace);
+  free(b);
+}
+
+static void batch_pool_drain(struct sstm_desc *d) {
+  while (d->batch_pool) {
+    sstm_retired_batch_t *b = d->batch_pool;
+    d->batch_pool = b->next;
+    batch_destroy(b);
+  }
+  d->batch_pool_n = 0;
+}
+
 /* Release a batch's blocks (into to's cache where they fit; to may be
- * NULL) and the batch. */
+ * NULL), then the batch: into to's pool while it has room, else free(). */
 static void batch_free(sstm_retired_batch_t *b, struct sstm_desc *to) {
   /* Each release reads the block's allocator header, a cache miss after a
    * grace period: fetch a few blocks ahead so that the misses overlap. */
@@ -285,9 +305,15 @@ static void batch_free(sstm_retired_batch_t *b, struct sstm_desc *to) {
     if (i + AHEAD < b->blocks.n) __builtin_prefetch((char *)b->blocks.p[i + AHEAD] - 16, 1);
     blk_release(to, b->blocks.p[i]);
   }
-  free(b->blocks.p);
-  grace_fini(&b->grace);
-  free(b);
+  if (to != NULL && to->batch_pool_n < BATCH_POOL_MAX) {
+    b->blocks.n = 0;
+    b->grace.n = 0;
+    b->next = to->batch_pool;
+    to->batch_pool = b;
+    to->batch_pool_n++;
+    return;
+  }
+  batch_destroy(b);
 }
 
 /* Release every finished batch of a list (into to's cache, or to free()
@@ -310,11 +336,19 @@ static size_t sweep(sstm_retired_batch_t **list, struct sstm_desc *to) {
 /* Close the descriptor's current batch: record who may still read it. */
 static void close_batch(struct sstm_desc *self) {
   if (self->retire_cur.n == 0) return;
-  sstm_retired_batch_t *b = malloc(sizeof *b);
+  sstm_retired_batch_t *b = self->batch_pool;
+  sstm_ptrvec_t spare = {0};
+  if (b != NULL) {
+    self->batch_pool = b->next;
+    self->batch_pool_n--;
+    spare = b->blocks; /* empty, with its room: the next batch fills it */
+  } else {
+    b = calloc(1, sizeof *b);
+  }
   if (b == NULL || !grace_start(self, &b->grace))
     sstm__fatal("out of memory closing a reclamation batch");
   b->blocks = self->retire_cur;
-  self->retire_cur = (sstm_ptrvec_t){0};
+  self->retire_cur = spare;
   b->next = self->batches;
   self->batches = b;
 }
@@ -356,6 +390,7 @@ void sstm__reclaim_desc_exit(struct sstm_desc *d) {
   blkcache_drain(d);
   close_batch(d);
   sweep(&d->batches, NULL);
+  batch_pool_drain(d);
   if (d->batches == NULL) return;
   sstm_retired_batch_t *last = d->batches;
   while (last->next)
@@ -468,6 +503,46 @@ SSTM_API void sstm_free(void *p) {
   pthread_mutex_unlock(&sstm__g.orphan_lock);
 }
 
+/* realloc as a transaction needs it (<schedstm/alloc.h>): never in place
+ * beyond the block's usable size, because the old bytes may still be read
+ * by transactions that began before this one commits; a new block instead,
+ * logged like sstm_malloc's, the old contents copied through the
+ * transaction's reads (its own earlier writes included, and validated like
+ * any read), the old block freed as sstm_free frees it: at commit, after
+ * the grace period. */
+SSTM_API void *sstm_realloc(void *p, size_t n) {
+  if (p == NULL) return sstm_malloc(n);
+  struct sstm_desc *tx = sstm__cur;
+  if (sstm__debug) {
+    const char *why = not_a_heap_block(p);
+    if (why != NULL) {
+      sstm__misuse("sstm_realloc(%p): the pointer %s; it is not a block of sstm_malloc, "
+                   "sstm_calloc or malloc (NULL returned, errno EINVAL)",
+                   p, why);
+      errno = EINVAL;
+      return NULL;
+    }
+  }
+  if (n == 0) {
+    sstm_free(p);
+    return NULL;
+  }
+  size_t old = malloc_usable_size(p);
+  /* The block already holds n bytes and would not waste more than half of
+   * itself: keep it, as realloc may. Nothing is written, so nothing needs
+   * undoing on abort. */
+  if (n <= old && n >= old / 2) return p;
+  void *q = sstm_malloc(n);
+  if (q == NULL) return NULL; /* errno ENOMEM from malloc; p untouched */
+  size_t keep = n < old ? n : old;
+  if (in_attempt(tx))
+    sstm_load_bytes(q, p, keep); /* q is private until this attempt commits */
+  else
+    memcpy(q, p, keep);
+  sstm_free(p);
+  return q;
+}
+
 SSTM_API size_t sstm_reclaim(void) {
   if (!atomic_load_explicit(&sstm__g.initialized, memory_order_acquire)) return 0;
   size_t n = 0;
@@ -476,6 +551,7 @@ SSTM_API size_t sstm_reclaim(void) {
     close_batch(d);
     n += sweep(&d->batches, NULL);
     blkcache_drain(d);
+    batch_pool_drain(d);
   }
   return n + sweep_orphans(true, NULL);
 }
@@ -487,6 +563,7 @@ void sstm__reclaim_fini(void) {
     struct sstm_desc *d = sstm__desc_at(i);
     if (d == NULL) continue;
     blkcache_drain(d);
+    batch_pool_drain(d);
     for (uint32_t j = 0; j < d->retire_cur.n; j++)
       free(d->retire_cur.p[j]);
     d->retire_cur.n = 0;
