@@ -107,7 +107,7 @@ typedef struct header {
 
 typedef struct entry {
   uint32_t in_use, slot, in_tx, last_reason, action;
-  int32_t tid, conflict_tid, os_policy, os_nice;
+  int32_t tid, conflict_tid, os_policy, os_nice, cpu, cpu_pinned;
   uint64_t txid, commits, aborts, conflict_txid;
   uint64_t by_reason[SSTM_STT_REASONS];
   uint64_t cm_stats[SSTM_STT_CMSTATS];
@@ -457,6 +457,8 @@ static void read_entry(const table_t *t, uint32_t i, entry_t *x) {
   x->action = LD(e->action);
   x->os_policy = LD(e->os_policy);
   x->os_nice = LD(e->os_nice);
+  x->cpu = LD(e->cpu);
+  x->cpu_pinned = LD(e->cpu_pinned);
   for (int r = 0; r < SSTM_STT_REASONS; r++)
     x->by_reason[r] = LD(e->aborts_by_reason[r]);
   for (int s = 0; s < SSTM_STT_CMSTATS; s++)
@@ -568,9 +570,10 @@ static int json_snapshot(const table_t *t, bool all) {
     fprintf(o,
             ", \"conflict_tid\": %" PRId32 ", \"conflict_txid\": %" PRIu64 ", \"action\": %" PRIu32
             ", \"action_name\": \"%s\", \"os_policy\": %" PRId32
-            ", \"os_policy_name\": \"%s\", \"os_nice\": %" PRId32 ", \"cm\": ",
+            ", \"os_policy_name\": \"%s\", \"os_nice\": %" PRId32 ", \"cpu\": %" PRId32
+            ", \"cpu_pinned\": %" PRId32 ", \"cm\": ",
             x.conflict_tid, x.conflict_txid, x.action, act_name(x.action), x.os_policy,
-            os_policy_name(x.os_policy), x.os_nice);
+            os_policy_name(x.os_policy), x.os_nice, x.cpu, x.cpu_pinned);
     jstr(o, x.cm);
     fprintf(o, ",\n   \"aborts_by_reason\": {");
     for (uint32_t r = 0; r < h.nreasons; r++) {
@@ -615,10 +618,10 @@ static int out_width(void) {
 }
 
 /* The wide layout's columns; it is used when they fit. The narrow one
- * leaves out TXID, AB/COM, CONFL, OSPOL, NICE and CM (the
+ * leaves out TXID, AB/COM, CONFL, OSPOL, NICE, CPU and CM (the
  * policy is on the "policy now" line, the JSON has every field). */
-#define WIDE_FMT_H "%5s %8s %2s %12s %11s %9s %10s %9s %7s %-16s %8s %-7s %-6s %4s %s\n"
-#define WIDE_COLUMNS 140 /* the columns above with a 12-character policy name */
+#define WIDE_FMT_H "%5s %8s %2s %12s %11s %9s %10s %9s %7s %-16s %8s %-7s %-6s %4s %5s %s\n"
+#define WIDE_COLUMNS 146 /* the columns above with a 12-character policy name */
 /* 78 columns: one spare, so that no terminal wraps a full line */
 #define NARROW_FMT_H "%4s %7s %2s %10s %8s %9s %8s %-15s %s\n"
 
@@ -741,7 +744,7 @@ static void frame(const table_t *t, const header_t *h, const entry_t *cur, prev_
   fputc('\n', o);
   if (wide)
     fprintf(o, WIDE_FMT_H, "SLOT", "TID", "TX", "TXID", "COMMITS", "COMMIT/S", "ABORTS", "ABORT/S",
-            "AB/COM", "LAST-REASON", "CONFL", "ACTION", "OSPOL", "NICE", "CM");
+            "AB/COM", "LAST-REASON", "CONFL", "ACTION", "OSPOL", "NICE", "CPU", "CM");
   else
     fprintf(o, NARROW_FMT_H, "SLOT", "TID", "TX", "COMMITS", "COMMIT/S", "ABORTS", "ABORT/S",
             "LAST-REASON", "ACTION");
@@ -756,7 +759,12 @@ static void frame(const table_t *t, const header_t *h, const entry_t *cur, prev_
     fmt_rate(ra, sizeof ra, pv, x->aborts, prev[i].aborts, dt);
     const char *why = x->aborts ? reason_name(h, x->last_reason) : "-";
     if (wide) {
-      char ratio[16], confl[16];
+      char ratio[16], confl[16], cpu[16];
+      /* the CPU seen, with "p" when the thread mapping pinned it there */
+      if (x->cpu >= 0)
+        snprintf(cpu, sizeof cpu, "%" PRId32 "%s", x->cpu, x->cpu_pinned == x->cpu ? "p" : "");
+      else
+        snprintf(cpu, sizeof cpu, "-");
       if (x->commits)
         snprintf(ratio, sizeof ratio, "%.3f", (double)x->aborts / (double)x->commits);
       else
@@ -767,9 +775,9 @@ static void frame(const table_t *t, const header_t *h, const entry_t *cur, prev_
         snprintf(confl, sizeof confl, "-");
       fprintf(o,
               "%5" PRIu32 " %8" PRId32 " %2s %12" PRIu64 " %11" PRIu64 " %9s %10" PRIu64
-              " %9s %7s %-16s %8s %-7s %-6s %4" PRId32 " %s%s\n",
+              " %9s %7s %-16s %8s %-7s %-6s %4" PRId32 " %5s %s%s\n",
               x->slot, x->tid, x->in_tx ? "*" : "", x->txid, x->commits, rc, x->aborts, ra, ratio,
-              why, confl, act_name(x->action), os_policy_name(x->os_policy), x->os_nice, x->cm,
+              why, confl, act_name(x->action), os_policy_name(x->os_policy), x->os_nice, cpu, x->cm,
               x->in_use ? "" : " (free)");
     } else {
       /* the free marker in the TX column: no room for a column of its own */
@@ -1037,13 +1045,15 @@ static void usage(FILE *o, bool full) {
           "  -h, --help  this help\n"
           "The live view is as wide as the terminal (or $COLUMNS, else 80): the narrow\n"
           "layout fits 80 columns; %d columns or more add TXID, AB/COM, CONFL,\n"
-          "OSPOL, NICE and CM.\n"
+          "OSPOL, NICE, CPU and CM.\n"
           "Columns: SLOT descriptor slot; TID thread id; TX * in a transaction, - a\n"
           "free slot (-a); COMMITS, ABORTS since the thread registered, with their rates\n"
           "per second over the last refresh; AB/COM aborts per commit; LAST-REASON\n"
           "of the last abort; CONFL thread id of the last conflict's winner; ACTION\n"
           "what the policy is doing (run, spin, block, yield, backoff, lowered, kill);\n"
-          "OSPOL, NICE the thread's OS scheduling policy and nice value; CM policy.\n"
+          "OSPOL, NICE the thread's OS scheduling policy and nice value; CPU the CPU\n"
+          "the thread mapping last saw it on, p: pinned there (schedstm/map.h);\n"
+          "CM policy.\n"
           "The \"policy now\" line is the policy's own description, updated live;\n"
           "\"(inconsistent: being rewritten)\" when the program was caught in the middle\n"
           "of rewriting it for more than %llu ms (-j: \"cm_info_consistent\": false).\n",

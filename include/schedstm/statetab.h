@@ -36,7 +36,8 @@
  * 2 added header_size and 64-byte aligned entries; 3 put cm_info under
  * cm_info_seq and stored whole policy and counter names; 4 moved the table
  * from a file in /dev/shm (SSTM_STT_LEGACY_PATH_FMT) into a sealed memfd,
- * with the same bytes.
+ * with the same bytes; 5 turned the entry's padding word into cpu and
+ * appended cpu_pinned (thread mapping, schedstm/map.h).
  *
  * @par Writing
  * Each entry is written only by the thread running its descriptor, with
@@ -77,7 +78,7 @@
 /** Value of sstm_stt_header_t::magic once the table is ready ("STTM"). */
 #define SSTM_STT_MAGIC 0x4d545453u
 /** Layout version in sstm_stt_header_t::version (see "Versions" above). */
-#define SSTM_STT_VERSION 4u
+#define SSTM_STT_VERSION 5u
 /** Name given to memfd_create() for the table. */
 #define SSTM_STT_MEMFD_NAME "schedstm-statetab"
 /** What readlink() of /proc/PID/fd/N gives for the table's descriptor. */
@@ -132,12 +133,16 @@ typedef struct sstm_stt_entry {
   int32_t os_policy;      /**< SCHED_* of the thread: read when it registers, then
                                written when the library changes it */
   int32_t os_nice;        /**< its nice value, likewise */
-  uint32_t pad;           /**< zero */
+  int32_t cpu;            /**< the CPU the thread was last seen on by the
+                               thread mapping (at its registration, a pinning
+                               and its samples), -1 unknown; schedstm/map.h */
   uint64_t aborts_by_reason[SSTM_STT_REASONS]; /**< aborts per sstm_abort_reason_t */
   /** the policy's counters (sstm_stats_t::cm_stats, which sstm_stats_reset()
    * clears), copied at every commit and at the start of every retry */
   uint64_t cm_stats[SSTM_STT_CMSTATS];
-  char cm[64]; /**< the policy's name (at most 48 characters) */
+  char cm[64];        /**< the policy's name (at most 48 characters) */
+  int32_t cpu_pinned; /**< the CPU the thread mapping pinned the thread to, -1 none */
+  uint32_t pad;       /**< zero */
 } __attribute__((aligned(64))) sstm_stt_entry_t;
 
 #endif /* SCHEDSTM_STATETAB_H */

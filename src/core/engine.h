@@ -482,6 +482,8 @@ void sstm__stt_commit(struct sstm_desc *d);
 void sstm__stt_abort(struct sstm_desc *d, sstm_abort_reason_t r, const sstm_party_t *other);
 void sstm__stt_action(struct sstm_desc *d, sstm_cm_act_t act);
 void sstm__stt_prio(struct sstm_desc *d, int policy, int nice);
+/* The thread mapping's CPU columns of d's entry (d may be NULL). */
+void sstm__stt_cpu(struct sstm_desc *d, int seen, int pinned);
 
 /* os_glue.c: the engine's side of the OS facilities (src/os) */
 /* Whether begin may rely on the reclaimer's asymmetric fence: registers

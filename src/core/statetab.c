@@ -245,6 +245,8 @@ void sstm__stt_attach(struct sstm_desc *d) {
   PUT(e->action, SSTM_ACT_NONE);
   PUT(e->os_policy, 0);
   PUT(e->os_nice, 0);
+  PUT(e->cpu, -1);
+  PUT(e->cpu_pinned, -1);
   for (int i = 0; i < SSTM_STT_REASONS; i++)
     PUT(e->aborts_by_reason[i], 0);
   for (int i = 0; i < SSTM_STT_CMSTATS; i++)
@@ -309,6 +311,12 @@ void sstm__stt_abort(struct sstm_desc *d, sstm_abort_reason_t r, const sstm_part
 
 void sstm__stt_action(struct sstm_desc *d, sstm_cm_act_t act) {
   PUT(d->stt->action, (uint32_t)act);
+}
+
+void sstm__stt_cpu(struct sstm_desc *d, int seen, int pinned) {
+  if (d == NULL || d->stt == NULL) return;
+  PUT(d->stt->cpu, seen);
+  PUT(d->stt->cpu_pinned, pinned);
 }
 
 void sstm__stt_prio(struct sstm_desc *d, int policy, int nice) {
