@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
-"""The policies (src/cm) and the executor (src/exec) reach the engine through
-its interfaces only, and the transactional stdio (src/libc) through the
-public API only.
+"""The policies (src/cm), the executor (src/exec) and thread mapping (src/map)
+reach the engine through its interfaces only, and the transactional stdio
+(src/libc) through the public API only.
 
 src/cm is compiled without src/core on its include path (src/CMakeLists.txt,
 schedstm_cm), so `#include "core/..."` does not build. This check covers
@@ -96,6 +96,36 @@ def check_exec(root, src, bad):
     return len(files)
 
 
+def check_map(root, src, bad):
+    """Thread mapping (src/map) is compiled with a view of map/, iface/ and
+    os/ (src/CMakeLists.txt, schedstm_map): it includes only those headers
+    (a bare name, "mapping.h", is one of its own directory) and uses no
+    engine name that include/, src/iface/, src/os/*.h or its own headers do
+    not declare (src/iface/map_services.h is the way). Returns the number of
+    files checked."""
+    files = sorted(glob.glob(os.path.join(src, "map", "*.[ch]")))
+    for p in files:
+        with open(p, encoding="utf-8") as f:
+            text = f.read()
+        for inc in INCLUDE.findall(text):
+            if ".." in inc.split("/") or ("/" in inc and
+                                          not inc.startswith(("map/", "iface/", "os/"))):
+                bad.append(f"{os.path.relpath(p, root)}: includes \"{inc}\" "
+                           f"(src/map includes only map/, iface/ and os/ headers)")
+    interface = glob.glob(os.path.join(root, "include", "**", "*.h"), recursive=True)
+    for d in ("iface", "os", "map"):
+        interface += glob.glob(os.path.join(src, d, "*.h"))
+    allowed = names(interface)
+    engine = names(glob.glob(os.path.join(src, "core", "*.[ch]")))
+    for p in files:
+        if p.endswith(".h"):
+            continue
+        for n in sorted(names([p]) & engine - allowed):
+            bad.append(f"{os.path.relpath(p, root)}: uses the engine's {n}, which no "
+                       f"interface header declares (src/iface/map_services.h is the way)")
+    return len(files)
+
+
 def main(argv):
     if len(argv) != 2:
         print("usage: check_layers.py SOURCE_DIR", file=sys.stderr)
@@ -128,6 +158,7 @@ def main(argv):
                        f"interface header declares (src/iface/cm_services.h is the way)")
     libc_files = check_libc(root, src, bad)
     exec_files = check_exec(root, src, bad)
+    map_files = check_map(root, src, bad)
     for line in bad:
         print(line)
     if bad:
@@ -135,6 +166,8 @@ def main(argv):
     print(f"check_layers: {len(cm_files)} policy files use the engine through its interfaces only")
     print(f"check_layers: {libc_files} stdio files use the public API, libc/ and os/ only")
     print(f"check_layers: {exec_files} executor files use the engine through its interfaces only")
+    print(f"check_layers: {map_files} thread-mapping files use the engine through its "
+          f"interfaces only")
     return 0
 
 

@@ -28,6 +28,21 @@
  *   SCHEDSTM_ALLOC_CACHE     bytes of each thread's block cache (0: none)
  *   SCHEDSTM_NO_MEMBARRIER   0 | 1: 1 forces the begin fence without membarrier
  * @endcode
+ * Thread mapping (schedstm/map.h):
+ * @code{.unparsed}
+ *   SCHEDSTM_MAP_STRATEGY    none | compact | scatter | round-robin | file |
+ *                            stmap | detect
+ *   SCHEDSTM_MAP_SI          sampling interval, 0..1000000 (100; 0 = every access)
+ *   SCHEDSTM_MAP_MI          accesses between evaluations, 1..2^40 (100000)
+ *   SCHEDSTM_MAP_DA_THRESHOLD  distinct addresses below which mapping is
+ *                            on, 0..2^31 (10000)
+ *   SCHEDSTM_MAP_TABLE_BITS  log2 of the address table's entries, 10..26 (16)
+ *   SCHEDSTM_MAP_GAIN        re-mapping hysteresis, percent 0..100 (10)
+ *   SCHEDSTM_MAP_FILE        the matrix file of the strategy "file"
+ *   SCHEDSTM_MAP_DUMP        where sstm_shutdown() writes the matrix
+ *   SCHEDSTM_MAP_TOPOLOGY    an hwloc synthetic description or XML file to map
+ *                            onto instead of the machine (nothing is pinned)
+ * @endcode
  * The knobs a policy owns (ignored by the other policies):
  * @code{.unparsed}
  *   SCHEDSTM_SOFTSER_LEVER   softser: auto | none | nice | idle | batch | slice
@@ -154,6 +169,44 @@ typedef enum sstm_ext_facility {
 /** @copydoc SSTM_PRIO_ESCALATE_MAX */
 #define SSTM_PRIO_ESCALATE_DEFAULT 32u
 
+/** Where threads run (sstm_config_t::map, SCHEDSTM_MAP_STRATEGY;
+ * schedstm/map.h says what each does and what it reports). */
+typedef enum sstm_map_strategy {
+  SSTM_MAP_STRATEGY_NONE = 0,        /**< the OS places the threads (default) */
+  SSTM_MAP_STRATEGY_COMPACT = 1,     /**< each thread pinned next to the previous one,
+                               sharing every cache level */
+  SSTM_MAP_STRATEGY_SCATTER = 2,     /**< threads spread over packages and NUMA nodes */
+  SSTM_MAP_STRATEGY_ROUND_ROBIN = 3, /**< threads share the last-level cache only */
+  SSTM_MAP_STRATEGY_FILE = 4,        /**< static sharing-aware: a mapping computed at
+                               sstm_init() from a matrix an earlier run
+                               dumped (sstm_config_t::map_file) */
+  SSTM_MAP_STRATEGY_STMAP = 5,       /**< online detection and mapping [Pasqualin20] */
+  SSTM_MAP_STRATEGY_DETECT = 6,      /**< online detection and heuristic only, no
+                               pinning (to record matrices, to measure the
+                               detection's cost apart from the mapping's) */
+} sstm_map_strategy_t;
+
+/** Defaults and bounds of the mapping knobs (sstm_config_t::map_si, ...). */
+#define SSTM_MAP_SI_DEFAULT 100u
+/** @copydoc SSTM_MAP_SI_DEFAULT */
+#define SSTM_MAP_SI_MAX 1000000u
+/** @copydoc SSTM_MAP_SI_DEFAULT */
+#define SSTM_MAP_MI_DEFAULT 100000u
+/** @copydoc SSTM_MAP_SI_DEFAULT */
+#define SSTM_MAP_MI_MAX ((uint64_t)1 << 40)
+/** @copydoc SSTM_MAP_SI_DEFAULT */
+#define SSTM_MAP_DA_THRESHOLD_DEFAULT 10000u
+/** @copydoc SSTM_MAP_SI_DEFAULT */
+#define SSTM_MAP_DA_THRESHOLD_MAX (1u << 31)
+/** @copydoc SSTM_MAP_SI_DEFAULT */
+#define SSTM_MAP_TABLE_BITS_DEFAULT 16u
+/** @copydoc SSTM_MAP_SI_DEFAULT */
+#define SSTM_MAP_TABLE_BITS_MIN 10u
+/** @copydoc SSTM_MAP_SI_DEFAULT */
+#define SSTM_MAP_TABLE_BITS_MAX 26u
+/** @copydoc SSTM_MAP_SI_DEFAULT */
+#define SSTM_MAP_GAIN_DEFAULT 10u
+
 /** The library's configuration (sstm_init()); sstm_config_default() fills
  * in the defaults, the SCHEDSTM_* variables override them. Fields are only
  * ever appended (see the top of this header). */
@@ -213,6 +266,37 @@ typedef struct sstm_config {
                                          instead of relying on membarrier() in
                                          the reclaimer (default false; for
                                          testing both paths) */
+  /* Thread mapping (schedstm/map.h). */
+  sstm_map_strategy_t map;   /**< the strategy (default SSTM_MAP_STRATEGY_NONE) */
+  unsigned map_si;           /**< stmap, detect: one access in map_si is
+                                sampled (0 = every access), at most
+                                SSTM_MAP_SI_MAX (default SSTM_MAP_SI_DEFAULT) */
+  uint64_t map_mi;           /**< stmap, detect: accesses of all threads before
+                                the first evaluation of the heuristic and the
+                                mapping, 1..SSTM_MAP_MI_MAX (default
+                                SSTM_MAP_MI_DEFAULT) */
+  unsigned map_da_threshold; /**< stmap, detect: fewer distinct sampled
+                                addresses than this turn mapping on, else
+                                more aborts than commits do, at most
+                                SSTM_MAP_DA_THRESHOLD_MAX (default
+                                SSTM_MAP_DA_THRESHOLD_DEFAULT) */
+  unsigned map_table_bits;   /**< stmap, detect: the address table has
+                                2^map_table_bits entries,
+                                SSTM_MAP_TABLE_BITS_MIN..MAX (default
+                                SSTM_MAP_TABLE_BITS_DEFAULT) */
+  unsigned map_gain_pct;     /**< stmap: a new placement replaces the one in
+                                force only when the cost model predicts a
+                                cost lower by more than this percentage,
+                                0..100 (default SSTM_MAP_GAIN_DEFAULT) */
+  const char *map_file;      /**< SSTM_MAP_STRATEGY_FILE: the matrix file to
+                                map from (required then, ignored otherwise) */
+  const char *map_dump;      /**< stmap, detect: where sstm_shutdown() writes
+                                the communication matrix (NULL: nowhere) */
+  const char *map_topology;  /**< an hwloc synthetic description, or an hwloc
+                                XML file, to map onto instead of the
+                                machine's topology: placements are then
+                                computed and reported, never applied (NULL:
+                                the machine) */
 } sstm_config_t;
 
 /** Fill the first `size` bytes of *cfg with the defaults and set cfg->size

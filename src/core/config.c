@@ -13,6 +13,7 @@
 #include <schedstm/exec.h>
 
 #include "core/engine.h"
+#include "iface/map_runtime.h"
 
 /* The two mutexes live as long as the process (never re-initialised by a
  * later sstm_init): a thread may be blocked on reg_lock while the library
@@ -34,14 +35,18 @@ static char cm_name_buf[64];
 #define ALLOC_CACHE_DEFAULT SSTM_ALLOC_CACHE_DEFAULT
 #endif
 
-/* Sizes of sstm_config_t this library accepts from a caller: from the first
- * layout with a size field (0.2's, this one) to its own. Fields are only
- * ever appended, and a field appended later must mean the former
+/* Sizes of sstm_config_t this library accepts from a caller: that of each
+ * layout since the first with a size field (0.2's), and no other. Fields
+ * are only ever appended, and a field appended later must mean the former
  * behaviour when it takes its default: a caller built against an older
- * header has the prefix, the rest keeps the defaults. When a field is
- * appended, CONFIG_SIZE_MIN stays the size of 0.2's layout
- * (offsetof(sstm_config_t, <the first appended field>)). */
-#define CONFIG_SIZE_MIN sizeof(sstm_config_t)
+ * header has the prefix, the rest keeps the defaults. When fields are
+ * appended, the size of the layout before them (offsetof the first
+ * appended field) joins config_sizes. */
+static const size_t config_sizes[] = {
+    offsetof(sstm_config_t, map), /* 0.2: up to no_membarrier */
+    sizeof(sstm_config_t),        /* + thread mapping (map ... map_topology) */
+};
+#define CONFIG_SIZE_MIN config_sizes[0]
 #define CONFIG_SIZE_MAX sizeof(sstm_config_t)
 
 static void config_defaults(sstm_config_t *cfg) {
@@ -66,14 +71,25 @@ static void config_defaults(sstm_config_t *cfg) {
       .ext_slice_us = SSTM_EXT_SLICE_US_DEFAULT,
       .prio_escalate = SSTM_PRIO_ESCALATE_DEFAULT,
       .no_membarrier = false,
+      .map = SSTM_MAP_STRATEGY_NONE,
+      .map_si = SSTM_MAP_SI_DEFAULT,
+      .map_mi = SSTM_MAP_MI_DEFAULT,
+      .map_da_threshold = SSTM_MAP_DA_THRESHOLD_DEFAULT,
+      .map_table_bits = SSTM_MAP_TABLE_BITS_DEFAULT,
+      .map_gain_pct = SSTM_MAP_GAIN_DEFAULT,
+      .map_file = NULL,
+      .map_dump = NULL,
+      .map_topology = NULL,
   };
 }
 
-/* A caller's size of sstm_config_t, in the range above; `who` names the
+/* A caller's size of sstm_config_t, one of config_sizes; `who` names the
  * public call in the error. */
 static int check_config_size(const char *who, size_t size) {
-  if (size >= CONFIG_SIZE_MIN && size <= CONFIG_SIZE_MAX) return 0;
-  sstm__set_error("%s: the sstm_config_t's size is %zu bytes; this library (%s) takes %zu to %zu: "
+  for (size_t i = 0; i < sizeof config_sizes / sizeof config_sizes[0]; i++)
+    if (size == config_sizes[i]) return 0;
+  sstm__set_error("%s: the sstm_config_t's size is %zu bytes; this library (%s) takes the size of "
+                  "one of its layouts, from %zu to %zu: "
                   "fill the struct with sstm_config_default() before setting fields, and build "
                   "the program against the <schedstm/config.h> of this library or an older one",
                   who, size, SSTM_VERSION_STRING, (size_t)CONFIG_SIZE_MIN, (size_t)CONFIG_SIZE_MAX);
@@ -163,6 +179,8 @@ static const char *const read_past_names[] = {"off", "ro", "all"};
 static const char *const ro_log_names[] = {"off", "auto", "on"};
 static const char *const lever_names[] = {"auto", "none", "nice", "idle", "batch", "slice"};
 static const char *const ext_mode_names[] = {"auto", "none", "slice"};
+static const char *const map_names[] = {"none", "compact", "scatter", "round-robin",
+                                        "file", "stmap",   "detect"};
 _Static_assert(SSTM_STATS_BASIC == 0 && SSTM_STATS_DETAILED == 1, "stats_names");
 _Static_assert(SSTM_READ_PAST_OFF == 0 && SSTM_READ_PAST_RO == 1 && SSTM_READ_PAST_ALL == 2,
                "read_past_names");
@@ -180,12 +198,31 @@ _Static_assert(SSTM_EXT_FACILITY_AUTO == (int)SSTM_EXT_FORCE_AUTO &&
                    SSTM_EXT_FACILITY_NONE == (int)SSTM_EXT_FORCE_NONE &&
                    SSTM_EXT_FACILITY_SLICE == (int)SSTM_EXT_FORCE_SLICE,
                "ext_mode_names");
+_Static_assert(SSTM_MAP_STRATEGY_NONE == 0 && SSTM_MAP_STRATEGY_COMPACT == 1 &&
+                   SSTM_MAP_STRATEGY_SCATTER == 2 && SSTM_MAP_STRATEGY_ROUND_ROBIN == 3 &&
+                   SSTM_MAP_STRATEGY_FILE == 4 && SSTM_MAP_STRATEGY_STMAP == 5 &&
+                   SSTM_MAP_STRATEGY_DETECT == 6,
+               "map_names");
+
+SSTM_API const char *sstm_map_strategy_name(sstm_map_strategy_t s) {
+  return (unsigned)s <= SSTM_MAP_STRATEGY_DETECT ? map_names[s] : "?";
+}
+
 #define PARSE_NAME(var, s, names, field)                                                           \
   do {                                                                                             \
     int i_;                                                                                        \
     if (parse_name(var, s, names, (int)(sizeof names / sizeof names[0]), &i_)) return SSTM_EINVAL; \
     field = i_;                                                                                    \
   } while (0)
+
+SSTM_API int sstm_map_strategy_parse(const char *s, sstm_map_strategy_t *out) {
+  int i;
+  if (parse_name("strategy", s ? s : "(null)", map_names,
+                 (int)(sizeof map_names / sizeof map_names[0]), &i) != 0)
+    return SSTM_EINVAL;
+  if (out) *out = (sstm_map_strategy_t)i;
+  return 0;
+}
 
 /* A switch: exactly "0" or "1". */
 static int parse_01(const char *var, const char *s, bool *out) {
@@ -248,6 +285,37 @@ static int check_config(const sstm_config_t *c) {
   if (c->prio_escalate > SSTM_PRIO_ESCALATE_MAX)
     return sstm__set_error("prio_escalate %u: must be in [0, %u]", c->prio_escalate,
                            SSTM_PRIO_ESCALATE_MAX),
+           SSTM_EINVAL;
+  if ((unsigned)c->map > SSTM_MAP_STRATEGY_DETECT)
+    return sstm__set_error("map %d: valid values: SSTM_MAP_STRATEGY_NONE, _COMPACT, _SCATTER, "
+                           "_ROUND_ROBIN, _FILE, _STMAP, _DETECT",
+                           (int)c->map),
+           SSTM_EINVAL;
+  if (c->map_si > SSTM_MAP_SI_MAX)
+    return sstm__set_error("map_si %u: must be in [0, %u]", c->map_si, SSTM_MAP_SI_MAX),
+           SSTM_EINVAL;
+  if (c->map_mi < 1 || c->map_mi > SSTM_MAP_MI_MAX)
+    return sstm__set_error("map_mi %llu: must be in [1, %llu]", (unsigned long long)c->map_mi,
+                           (unsigned long long)SSTM_MAP_MI_MAX),
+           SSTM_EINVAL;
+  if (c->map_da_threshold > SSTM_MAP_DA_THRESHOLD_MAX)
+    return sstm__set_error("map_da_threshold %u: must be in [0, %u]", c->map_da_threshold,
+                           SSTM_MAP_DA_THRESHOLD_MAX),
+           SSTM_EINVAL;
+  if (c->map_table_bits < SSTM_MAP_TABLE_BITS_MIN || c->map_table_bits > SSTM_MAP_TABLE_BITS_MAX)
+    return sstm__set_error("map_table_bits %u: must be in [%u, %u]", c->map_table_bits,
+                           SSTM_MAP_TABLE_BITS_MIN, SSTM_MAP_TABLE_BITS_MAX),
+           SSTM_EINVAL;
+  if (c->map_gain_pct > 100)
+    return sstm__set_error("map_gain_pct %u: must be in [0, 100]", c->map_gain_pct), SSTM_EINVAL;
+  if (c->map == SSTM_MAP_STRATEGY_FILE && (c->map_file == NULL || c->map_file[0] == '\0'))
+    return sstm__set_error("map strategy file: map_file (SCHEDSTM_MAP_FILE) names no matrix file"),
+           SSTM_EINVAL;
+  if ((c->map == SSTM_MAP_STRATEGY_STMAP || c->map == SSTM_MAP_STRATEGY_DETECT) &&
+      c->sample_period > 0)
+    return sstm__set_error("map strategy %s samples through the sampling hook, which "
+                           "sample_period/sample_fn already use: turn one off",
+                           map_names[c->map]),
            SSTM_EINVAL;
   if (c->cm == NULL || c->cm[0] == '\0')
     return sstm__set_error("cm: a contention manager name is required"), SSTM_EINVAL;
@@ -336,6 +404,49 @@ SSTM_API int sstm_config_from_env(sstm_config_t *cfg) {
   if ((s = getenv("SCHEDSTM_PRIO_ESCALATE"))) {
     if (parse_u64("SCHEDSTM_PRIO_ESCALATE", s, 0, SSTM_PRIO_ESCALATE_MAX, &v)) return SSTM_EINVAL;
     c.prio_escalate = (unsigned)v;
+  }
+  /* Thread mapping (schedstm/map.h). */
+  if ((s = getenv("SCHEDSTM_MAP_STRATEGY")))
+    PARSE_NAME("SCHEDSTM_MAP_STRATEGY", s, map_names, c.map);
+  if ((s = getenv("SCHEDSTM_MAP_SI"))) {
+    if (parse_u64("SCHEDSTM_MAP_SI", s, 0, SSTM_MAP_SI_MAX, &v)) return SSTM_EINVAL;
+    c.map_si = (unsigned)v;
+  }
+  if ((s = getenv("SCHEDSTM_MAP_MI"))) {
+    if (parse_u64("SCHEDSTM_MAP_MI", s, 1, SSTM_MAP_MI_MAX, &v)) return SSTM_EINVAL;
+    c.map_mi = v;
+  }
+  if ((s = getenv("SCHEDSTM_MAP_DA_THRESHOLD"))) {
+    if (parse_u64("SCHEDSTM_MAP_DA_THRESHOLD", s, 0, SSTM_MAP_DA_THRESHOLD_MAX, &v))
+      return SSTM_EINVAL;
+    c.map_da_threshold = (unsigned)v;
+  }
+  if ((s = getenv("SCHEDSTM_MAP_TABLE_BITS"))) {
+    if (parse_u64("SCHEDSTM_MAP_TABLE_BITS", s, SSTM_MAP_TABLE_BITS_MIN, SSTM_MAP_TABLE_BITS_MAX,
+                  &v))
+      return SSTM_EINVAL;
+    c.map_table_bits = (unsigned)v;
+  }
+  if ((s = getenv("SCHEDSTM_MAP_GAIN"))) {
+    if (parse_u64("SCHEDSTM_MAP_GAIN", s, 0, 100, &v)) return SSTM_EINVAL;
+    c.map_gain_pct = (unsigned)v;
+  }
+  /* Strings: non-empty, used as given (the environment outlives sstm_init). */
+  if ((s = getenv("SCHEDSTM_MAP_FILE"))) {
+    if (*s == '\0')
+      return sstm__set_error("SCHEDSTM_MAP_FILE is empty: name a matrix file"), SSTM_EINVAL;
+    c.map_file = s;
+  }
+  if ((s = getenv("SCHEDSTM_MAP_DUMP"))) {
+    if (*s == '\0') return sstm__set_error("SCHEDSTM_MAP_DUMP is empty: name a file"), SSTM_EINVAL;
+    c.map_dump = s;
+  }
+  if ((s = getenv("SCHEDSTM_MAP_TOPOLOGY"))) {
+    if (*s == '\0')
+      return sstm__set_error("SCHEDSTM_MAP_TOPOLOGY is empty: give an hwloc synthetic "
+                             "description or an XML file"),
+             SSTM_EINVAL;
+    c.map_topology = s;
   }
   c.size = cfg->size; /* the caller's own prefix, its size unchanged */
   memcpy(cfg, &c, c.size);
@@ -472,6 +583,23 @@ SSTM_API int sstm_init(const sstm_config_t *user) {
     locks_unmap(locks, nlocks);
     return rc;
   }
+  /* Thread mapping last: its hooks and sampling hook go in once the rest
+   * stands, before any thread can register (initialized is still false). */
+  sstm_sample_fn map_fn;
+  unsigned map_period;
+  if ((rc = sstm__map_runtime.init(&cfg, &map_fn, &map_period)) != 0) {
+    sstm__stt_fini();
+    if (cm->fini) cm->fini();
+    sstm__registry_fini();
+    locks_unmap(locks, nlocks);
+    return rc;
+  }
+  if (map_period > 0) {
+    cfg.sample_period = map_period;
+    cfg.sample_fn = map_fn;
+    cfg.sample_arg = NULL;
+    sstm__g.cfg = cfg;
+  }
   /* relaxed: published by the release below. */
   atomic_store_explicit(&sstm__g.closing, false, memory_order_relaxed);
   /* release: threads that see initialized (acquire) see the tables. */
@@ -513,6 +641,7 @@ SSTM_API int sstm_shutdown(void) {
   pthread_mutex_lock(&sstm__g.reg_lock);
   atomic_store_explicit(&sstm__g.initialized, false, memory_order_release);
   pthread_mutex_unlock(&sstm__g.reg_lock);
+  sstm__map_runtime.fini();
   if (sstm__g.cm->fini) sstm__g.cm->fini();
   sstm__reclaim_fini();
   sstm__stt_fini();
@@ -571,15 +700,17 @@ SSTM_API int sstm_describe(char *buf, size_t len) {
 #else
   const char *ckpt = "asm-x86_64";
 #endif
-  return snprintf(buf, len,
-                  "schedstm %s design=%s cm=%s locks=2^%u stripe=%uB max_threads=%u stats=%s "
-                  "sample=%u wait_max=%u read_past=%s ro_log=%s alloc_cache=%zu ckpt=%s "
-                  "clock=vdso-monotonic "
-                  "begin-fence=%s kernel=%s%s%s",
-                  SSTM_VERSION_STRING, sstm_design_name(c->design), c->cm, c->lock_bits,
-                  1u << c->stripe_shift, c->max_threads, stats_names[c->stats], c->sample_period,
-                  c->wait_max, read_past_names[c->read_past], ro_log_names[c->ro_log],
-                  c->alloc_cache, ckpt, sstm__g.membarrier ? "membarrier" : "fence", u.release,
-                  sstm__debug ? " debug" : "", sstm__random_delay ? " random-delay" : "") +
-         describe_cm(buf, len);
+  int n = snprintf(buf, len,
+                   "schedstm %s design=%s cm=%s locks=2^%u stripe=%uB max_threads=%u stats=%s "
+                   "sample=%u wait_max=%u read_past=%s ro_log=%s alloc_cache=%zu ckpt=%s "
+                   "clock=vdso-monotonic "
+                   "begin-fence=%s kernel=%s%s%s",
+                   SSTM_VERSION_STRING, sstm_design_name(c->design), c->cm, c->lock_bits,
+                   1u << c->stripe_shift, c->max_threads, stats_names[c->stats], c->sample_period,
+                   c->wait_max, read_past_names[c->read_past], ro_log_names[c->ro_log],
+                   c->alloc_cache, ckpt, sstm__g.membarrier ? "membarrier" : "fence", u.release,
+                   sstm__debug ? " debug" : "", sstm__random_delay ? " random-delay" : "");
+  /* In this order: each part appends after the text before it. */
+  n += sstm__map_runtime.describe(buf, len);
+  return n + describe_cm(buf, len);
 }

@@ -1,0 +1,37 @@
+/* SPDX-License-Identifier: MIT */
+/* What the thread-mapping subsystem (src/map/runtime.c) offers the engine:
+ * its start, end and description, called by core/config.c from
+ * sstm_init(), sstm_shutdown() and sstm_describe(). The subsystem reaches
+ * the engine through the public API (hooks, descriptors, statistics) and
+ * src/iface/map_services.h only, so the two depend on each other one way
+ * each, through these two headers.
+ */
+#ifndef SSTM_IFACE_MAP_RUNTIME_H
+#define SSTM_IFACE_MAP_RUNTIME_H
+
+#include <stddef.h>
+
+#include <schedstm/config.h>
+
+typedef struct sstm_map_runtime {
+  /* Start the strategy of cfg (checked by core/config.c: values in range,
+   * map_file set for "file", the sampling hook free for stmap and detect).
+   * Called by sstm_init() once the registry exists and before any thread
+   * can register. Sets *fn and *period to the sampling hook and period the
+   * engine must install (*period 0: none). Returns 0, or SSTM_EINVAL (a
+   * topology or matrix file that cannot be loaded), SSTM_ENOMEM, SSTM_ELIMIT
+   * (no hook slot left), with the reason in sstm_last_error(); nothing
+   * stays started then. */
+  int (*init)(const sstm_config_t *cfg, sstm_sample_fn *fn, unsigned *period);
+  /* End it: writes cfg.map_dump if set, unpins the calling thread, removes
+   * the hooks, frees everything. Called by sstm_shutdown() after every
+   * thread has unregistered. */
+  void (*fini)(void);
+  /* Append nothing, or " map=..." (snprintf-style: returns the length it
+   * needs; buf NULL: only that). */
+  int (*describe)(char *buf, size_t len);
+} sstm_map_runtime_t;
+
+extern const sstm_map_runtime_t sstm__map_runtime;
+
+#endif /* SSTM_IFACE_MAP_RUNTIME_H */

@@ -1,0 +1,680 @@
+/* SPDX-License-Identifier: MIT */
+/* The run-time side of thread mapping (include/schedstm/map.h): the
+ * detection of [Pasqualin20] behind the engine's sampling hook, its
+ * trigger and enable heuristic, pinning, periodic re-mapping with
+ * hysteresis, un-pinning, the static strategies, statistics and the
+ * description. The topology, the placements, the cost model and the matrix
+ * files are the topology layer's (map/mapping.h); the address table and the
+ * matrix are detect.c's.
+ *
+ * Threads. The subsystem follows registered threads (sstm_thread_init) by
+ * their descriptor slot, through the public hooks: thread_init records the
+ * thread (and, for a static strategy, pins it, on itself), thread_exit
+ * forgets it. A descriptor of sstm_desc_create() is not followed: it has no
+ * thread of its own. `M.lock` guards the thread table's identities, the
+ * placement in force and every evaluation; the sampled path never takes it.
+ * An evaluation pins other threads by their pthread_t while holding it, and
+ * a thread's thread_exit hook takes it before the thread can end: a thread
+ * in the table is alive.
+ *
+ * The trigger (stmap, detect). [Pasqualin20] counts the accesses of one
+ * thread (its "thread 1") and evaluates when that count reaches MI. Here
+ * every thread counts its own accesses and adds them to a process-wide
+ * total every SSTM_MAP_FLUSH of them: the evaluation then does not depend
+ * on one thread staying busy (a main thread that only waits would never
+ * trigger it; the paper reports its Kmeans at 32 threads never reaching
+ * MI), MI means the same whatever the number of threads, and the shared
+ * counter is written once per flush, not per access. The thread whose
+ * flush crosses the mark claims the evaluation (a compare-and-swap of the
+ * mark to "claimed") and runs it after its attempt ends (its commit or
+ * abort hook), never inside a transaction whose locks it would hold
+ * meanwhile.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <schedstm/hooks.h>
+#include <schedstm/map.h>
+#include <schedstm/stats.h>
+#include <schedstm/thread.h>
+#include <schedstm/tx.h>
+
+#include "iface/map_runtime.h"
+#include "iface/map_services.h"
+#include "map/detect.h"
+#include "map/mapping.h"
+
+/* Accesses a thread counts before adding them to the shared total. */
+#define SSTM_MAP_FLUSH 4096u
+/* Evaluation intervals double up to this many times map_mi. */
+#define SSTM_MAP_BACKOFF_MAX 64u
+/* The mark's value while an evaluation is claimed. */
+#define CLAIMED UINT64_MAX
+
+/* One followed thread, one cache line: its owner writes the counters and
+ * `seen` on every sample. */
+typedef struct map_thread {
+  pthread_t pt;             /* M.lock */
+  _Atomic bool live;        /* written under M.lock; relaxed reads elsewhere */
+  int pu;                   /* M.lock: the PU assigned, -1 none */
+  _Atomic int cpu;          /* the CPU pinned to, -1 none (written under M.lock) */
+  _Atomic int seen;         /* the CPU last seen, -1 never (owner) */
+  _Atomic uint64_t samples; /* owner-written counter */
+  uint64_t pending;         /* owner only: accesses not yet added to M.accesses */
+  bool due;                 /* owner only: it claimed the next evaluation */
+} __attribute__((aligned(64))) map_thread_t;
+
+static struct {
+  pthread_mutex_t lock;
+  sstm_map_strategy_t strategy;
+  bool detecting;   /* stmap, detect: sampling and the matrix */
+  bool pinning;     /* the strategy pins (not none, detect, single core, simulated) */
+  bool single_core; /* the topology has one core: disabled */
+  bool simulated;   /* map_topology: placements are computed, never applied */
+  sstm_topo_t *topo;
+  sstm_map_detect_t det;
+  unsigned order;   /* threads followed: slots [0, order) */
+  map_thread_t *th; /* order entries */
+  unsigned period;  /* the sampling period installed: max(map_si, 1) */
+  uint64_t mi, da_threshold;
+  unsigned gain_pct;
+  unsigned *static_pu; /* compact, scatter, round-robin, file: the PU of slot i */
+  unsigned static_n;   /* its entries (file: the matrix's order) */
+  cpu_set_t allowed;   /* the process's CPUs at sstm_init: the un-pinned set */
+  char *dump;          /* cfg.map_dump, copied */
+  int hooks;           /* the hook handle, -1 none */
+  /* The trigger. */
+  _Atomic uint64_t accesses;          /* flushed accesses of all threads */
+  _Atomic uint64_t mark;              /* the total that triggers the next evaluation */
+  uint64_t interval;                  /* M.lock: accesses between evaluations now */
+  uint64_t last_commits, last_aborts; /* M.lock: the window's start */
+  _Atomic bool applied;               /* written under M.lock: a placement is pinned */
+  /* Counters: relaxed, read whole by sstm_map_stats_get. */
+  _Atomic uint64_t evaluations, decisions_on, decisions_off, computed, mapped, kept, migrations,
+      unpins, fallbacks, pin_errors, last_cost;
+  _Atomic bool enabled;
+  _Atomic bool started;
+  _Atomic unsigned hiwater; /* 1 + the highest slot that registered */
+} M = {.lock = PTHREAD_MUTEX_INITIALIZER, .hooks = -1};
+
+static const char *const strategy_label[] = {"none", "compact", "scatter", "round-robin",
+                                             "file", "stmap",   "detect"};
+
+static inline void inc(_Atomic uint64_t *c) {
+  atomic_fetch_add_explicit(c, 1, memory_order_relaxed);
+}
+/* Flags written under M.lock and read without it (statistics): relaxed,
+ * each read a value, the lock orders the writes. */
+#define GET(f) atomic_load_explicit(&(f), memory_order_relaxed)
+#define SET(f, v) atomic_store_explicit(&(f), (v), memory_order_relaxed)
+#define LIVE(t) GET((t)->live)
+
+static map_thread_t *self_thread(unsigned *slot) {
+  sstm_desc_t *d = sstm_self();
+  if (d == NULL) return NULL;
+  unsigned s = sstm_desc_slot(d);
+  if (s >= M.order) return NULL;
+  if (slot) *slot = s;
+  return &M.th[s];
+}
+
+/* ---- pinning (M.lock held) ---- */
+
+/* Pin thread t to PU pu (or give it the allowed set back: pu < 0). */
+static void pin(map_thread_t *t, int pu) {
+  t->pu = pu;
+  if (!M.pinning) return; /* simulated: assigned, not applied */
+  cpu_set_t set;
+  int cpu = -1;
+  if (pu >= 0) {
+    cpu = sstm__topo_os_index(M.topo, (unsigned)pu);
+    CPU_ZERO(&set);
+    if (cpu < 0 || cpu >= CPU_SETSIZE || !CPU_ISSET(cpu, &M.allowed)) {
+      /* No CPU of its own in the allowed set: the whole set. */
+      inc(&M.fallbacks);
+      cpu = -1;
+      set = M.allowed;
+    } else {
+      CPU_SET(cpu, &set);
+    }
+  } else {
+    set = M.allowed;
+  }
+  int old = atomic_load_explicit(&t->cpu, memory_order_relaxed);
+  if (old == cpu) return;
+  if (pthread_setaffinity_np(t->pt, sizeof set, &set) != 0) {
+    inc(&M.pin_errors);
+    return;
+  }
+  if (cpu >= 0 && old >= 0) inc(&M.migrations);
+  if (cpu < 0 && old >= 0) inc(&M.unpins);
+  atomic_store_explicit(&t->cpu, cpu, memory_order_relaxed);
+}
+
+static void unpin_all(void) {
+  for (unsigned s = 0; s < M.order; s++)
+    if (LIVE(&M.th[s])) pin(&M.th[s], -1);
+  SET(M.applied, false);
+}
+
+/* ---- the evaluation (M.lock held) ---- */
+
+static uint64_t total_accesses(void) {
+  return atomic_load_explicit(&M.accesses, memory_order_relaxed);
+}
+
+/* Arm the trigger `interval` accesses from now. relaxed: the mark is a
+ * number compared with a counter, nothing is published with it. */
+static void arm(void) {
+  atomic_store_explicit(&M.mark, total_accesses() + M.interval, memory_order_relaxed);
+}
+
+/* The live threads' slots into idx, their matrix into m (n x n); n. */
+static unsigned live_matrix(unsigned *idx, uint64_t **mp) {
+  unsigned n = 0;
+  for (unsigned s = 0; s < M.order; s++)
+    if (LIVE(&M.th[s])) idx[n++] = s;
+  *mp = NULL;
+  if (n < 2) return n;
+  uint64_t *m = calloc((size_t)n * n, sizeof *m);
+  if (m == NULL) return 0;
+  for (unsigned i = 0; i < n; i++)
+    for (unsigned j = i + 1; j < n; j++)
+      m[(size_t)i * n + j] = m[(size_t)j * n + i] = sstm__map_matrix_get(&M.det, idx[i], idx[j]);
+  *mp = m;
+  return n;
+}
+
+/* Map the live threads by the current matrix and apply it if it gains
+ * enough; true when the placement changed. */
+static bool remap(void) {
+  unsigned *idx = malloc(M.order * sizeof *idx);
+  unsigned *pu = malloc(M.order * sizeof *pu);
+  unsigned *cur = malloc(M.order * sizeof *cur);
+  uint64_t *m = NULL;
+  bool changed = false;
+  unsigned n = idx && pu && cur ? live_matrix(idx, &m) : 0;
+  if (m == NULL) goto out;
+  char err[160];
+  if (sstm__map_compute(M.topo, m, n, 0, pu, err, sizeof err) != 0) goto out;
+  inc(&M.computed);
+  uint64_t cost_new = sstm__map_cost(M.topo, m, n, pu);
+  bool complete = GET(M.applied);
+  for (unsigned k = 0; k < n && complete; k++) {
+    if (M.th[idx[k]].pu < 0) complete = false; /* a newcomer has no place yet */
+    cur[k] = (unsigned)M.th[idx[k]].pu;
+  }
+  if (complete) {
+    uint64_t cost_cur = sstm__map_cost(M.topo, m, n, cur);
+    /* Hysteresis: keep the placement in force unless the new one is
+     * predicted cheaper by more than gain_pct percent of it. */
+    if (cost_cur == 0 || cost_new >= cost_cur ||
+        (unsigned __int128)(cost_cur - cost_new) * 100 <=
+            (unsigned __int128)cost_cur * M.gain_pct) {
+      inc(&M.kept);
+      atomic_store_explicit(&M.last_cost, cost_cur, memory_order_relaxed);
+      goto out;
+    }
+  }
+  for (unsigned k = 0; k < n; k++)
+    if (M.th[idx[k]].pu != (int)pu[k]) {
+      pin(&M.th[idx[k]], (int)pu[k]);
+      changed = true;
+    }
+  SET(M.applied, true);
+  inc(&M.mapped);
+  atomic_store_explicit(&M.last_cost, cost_new, memory_order_relaxed);
+out:
+  free(m);
+  free(idx);
+  free(pu);
+  free(cur);
+  return changed;
+}
+
+/* One evaluation: Equation 1, then for stmap the mapping. Returns the
+ * decision. */
+static bool evaluate_locked(void) {
+  inc(&M.evaluations);
+  sstm_stats_t s;
+  uint64_t commits = M.last_commits, aborts = M.last_aborts;
+  if (sstm_stats_aggregate(&s) == 0) {
+    commits = s.commits_ro + s.commits_update;
+    aborts = s.aborts_total;
+  }
+  uint64_t dc = commits - M.last_commits, da_ = aborts - M.last_aborts;
+  M.last_commits = commits;
+  M.last_aborts = aborts;
+  uint64_t da = sstm__map_table_used(&M.det);
+  bool exact = sstm__map_table_dropped(&M.det) == 0;
+  bool on = sstm__map_enable(da, exact, M.da_threshold, da_, dc);
+  bool was = atomic_load_explicit(&M.enabled, memory_order_relaxed);
+  atomic_store_explicit(&M.enabled, on, memory_order_relaxed);
+  inc(on ? &M.decisions_on : &M.decisions_off);
+  bool changed = on != was;
+  if (M.strategy == SSTM_MAP_STRATEGY_STMAP && !M.single_core) {
+    if (on)
+      changed |= remap();
+    else if (GET(M.applied))
+      unpin_all();
+  }
+  /* Back off while nothing changes; start over when something did. */
+  if (changed)
+    M.interval = M.mi;
+  else if (M.interval < M.mi * SSTM_MAP_BACKOFF_MAX)
+    M.interval *= 2;
+  arm();
+  return on;
+}
+
+/* Run the evaluation this descriptor claimed, if any. The claim is the
+ * descriptor's (its slot's), not the thread's: a descriptor attached to
+ * another thread takes it along. */
+static void run_due(void) {
+  map_thread_t *t = self_thread(NULL);
+  if (t == NULL || !t->due) return;
+  t->due = false;
+  pthread_mutex_lock(&M.lock);
+  evaluate_locked();
+  pthread_mutex_unlock(&M.lock);
+}
+
+/* ---- the sampled path ---- */
+
+/* The engine's sampling hook (cfg.sample_fn), on the accessing thread,
+ * every M.period accesses: Algorithm 2 of [Pasqualin20] with Algorithm 1
+ * (detect.c) on this access, and the trigger. No lock, no system call
+ * (sched_getcpu reads the rseq area or the vDSO). */
+static void sample(void *arg, const void *addr, bool is_write) {
+  (void)arg;
+  (void)is_write;
+  unsigned slot;
+  map_thread_t *t = self_thread(&slot);
+  if (t == NULL) return; /* a created descriptor, or past the matrix */
+  sstm__map_detect_access(&M.det, addr, slot);
+  /* relaxed, owner-written: counters and a fact for sstm-top */
+  atomic_store_explicit(&t->samples, atomic_load_explicit(&t->samples, memory_order_relaxed) + 1,
+                        memory_order_relaxed);
+  int cpu = sched_getcpu();
+  if (cpu != atomic_load_explicit(&t->seen, memory_order_relaxed)) {
+    atomic_store_explicit(&t->seen, cpu, memory_order_relaxed);
+    sstm__map_stt_cpu(cpu, atomic_load_explicit(&t->cpu, memory_order_relaxed));
+  }
+  t->pending += M.period;
+  if (t->pending < SSTM_MAP_FLUSH) return;
+  uint64_t total =
+      atomic_fetch_add_explicit(&M.accesses, t->pending, memory_order_relaxed) + t->pending;
+  t->pending = 0;
+  uint64_t mark = atomic_load_explicit(&M.mark, memory_order_relaxed);
+  /* relaxed: the claim only decides who evaluates; the evaluation itself
+   * synchronises through M.lock. */
+  if (total >= mark && mark != CLAIMED &&
+      atomic_compare_exchange_strong_explicit(&M.mark, &mark, CLAIMED, memory_order_relaxed,
+                                              memory_order_relaxed))
+    t->due = true;
+}
+
+/* ---- hooks ---- */
+
+static void on_thread_init(void *arg) {
+  (void)arg;
+  unsigned slot;
+  map_thread_t *t = self_thread(&slot);
+  if (t == NULL) return;
+  pthread_mutex_lock(&M.lock);
+  if (t->due) arm(); /* a claim its slot's last thread left behind */
+  t->due = false;
+  t->pt = pthread_self();
+  SET(t->live, true);
+  t->pu = -1;
+  t->pending = 0;
+  atomic_store_explicit(&t->cpu, -1, memory_order_relaxed);
+  atomic_store_explicit(&t->samples, 0, memory_order_relaxed);
+  unsigned hw = atomic_load_explicit(&M.hiwater, memory_order_relaxed);
+  if (slot + 1 > hw) atomic_store_explicit(&M.hiwater, slot + 1, memory_order_relaxed);
+  if (M.detecting) sstm__map_matrix_clear(&M.det, slot); /* a newcomer starts clean */
+  if (M.static_pu != NULL) pin(t, slot < M.static_n ? (int)M.static_pu[slot] : -1);
+  pthread_mutex_unlock(&M.lock);
+  int cpu = sched_getcpu();
+  atomic_store_explicit(&t->seen, cpu, memory_order_relaxed);
+  sstm__map_stt_cpu(cpu, atomic_load_explicit(&t->cpu, memory_order_relaxed));
+}
+
+static void on_thread_exit(void *arg) {
+  (void)arg;
+  unsigned slot;
+  map_thread_t *t = self_thread(&slot);
+  if (t == NULL) return;
+  if (t->pending) {
+    atomic_fetch_add_explicit(&M.accesses, t->pending, memory_order_relaxed);
+    t->pending = 0;
+  }
+  pthread_mutex_lock(&M.lock);
+  if (t->due) {
+    t->due = false;
+    evaluate_locked();
+  }
+  SET(t->live, false);
+  t->pu = -1;
+  atomic_store_explicit(&t->cpu, -1, memory_order_relaxed);
+  /* Its row stays (a dump at shutdown shows it) until a newcomer takes
+   * the slot and starts clean. */
+  pthread_mutex_unlock(&M.lock);
+}
+
+static void on_tx_commit(void *arg, uint64_t txid) {
+  (void)arg;
+  (void)txid;
+  run_due();
+}
+
+static void on_tx_abort(void *arg, uint64_t txid, sstm_abort_reason_t reason) {
+  (void)arg;
+  (void)txid;
+  (void)reason;
+  run_due();
+}
+
+static const sstm_hooks_t static_hooks = {.thread_init = on_thread_init,
+                                          .thread_exit = on_thread_exit};
+static const sstm_hooks_t detect_hooks = {.thread_init = on_thread_init,
+                                          .thread_exit = on_thread_exit,
+                                          .tx_commit = on_tx_commit,
+                                          .tx_abort = on_tx_abort};
+
+/* ---- lifecycle ---- */
+
+static void release(void) {
+  if (M.hooks >= 0) sstm_hooks_remove(M.hooks);
+  M.hooks = -1;
+  sstm__map_detect_fini(&M.det);
+  sstm__topo_free(M.topo);
+  free(M.th);
+  free(M.static_pu);
+  free(M.dump);
+  M.topo = NULL;
+  M.th = NULL;
+  M.static_pu = NULL;
+  M.dump = NULL;
+  atomic_store_explicit(&M.started, false, memory_order_release);
+}
+
+static int fail(int rc, const char *what, const char *why) {
+  sstm__set_error("sstm_init: thread mapping: %s: %s", what, why);
+  release();
+  return rc;
+}
+
+static int map_init(const sstm_config_t *cfg, sstm_sample_fn *fn, unsigned *period) {
+  *fn = NULL;
+  *period = 0;
+  M.strategy = cfg->map;
+  M.detecting = M.pinning = M.single_core = M.simulated = false;
+  SET(M.applied, false);
+  M.hooks = -1;
+  if (cfg->map == SSTM_MAP_STRATEGY_NONE) return 0;
+  char err[256];
+  int rc;
+  if (cfg->map_topology) {
+    M.simulated = true;
+    /* An existing file is XML, anything else a synthetic description. */
+    FILE *f = fopen(cfg->map_topology, "r");
+    if (f) fclose(f);
+    rc = f ? sstm__topo_load_xml(cfg->map_topology, &M.topo, err, sizeof err)
+           : sstm__topo_load_synthetic(cfg->map_topology, &M.topo, err, sizeof err);
+  } else {
+    rc = sstm__topo_load_system(&M.topo, err, sizeof err);
+  }
+  if (rc != 0) return fail(rc, "the topology", err);
+  M.single_core = sstm__topo_single_core(M.topo);
+  if (sched_getaffinity(0, sizeof M.allowed, &M.allowed) != 0)
+    return fail(SSTM_EINVAL, "sched_getaffinity", strerror(errno));
+  M.order = cfg->max_threads < SSTM_MAP_MAX_THREADS ? cfg->max_threads : SSTM_MAP_MAX_THREADS;
+  M.th = calloc(M.order, sizeof *M.th);
+  if (M.th == NULL) return fail(SSTM_ENOMEM, "the thread table", "out of memory");
+  for (unsigned s = 0; s < M.order; s++) {
+    M.th[s].pu = -1;
+    atomic_init(&M.th[s].cpu, -1);
+    atomic_init(&M.th[s].seen, -1);
+  }
+  M.pinning = !M.single_core && !M.simulated && cfg->map != SSTM_MAP_STRATEGY_DETECT;
+  bool disabled = M.single_core && cfg->map != SSTM_MAP_STRATEGY_DETECT;
+  if (!disabled) switch (cfg->map) {
+    case SSTM_MAP_STRATEGY_COMPACT:
+    case SSTM_MAP_STRATEGY_SCATTER:
+    case SSTM_MAP_STRATEGY_ROUND_ROBIN: {
+      sstm_map_static_t s = cfg->map == SSTM_MAP_STRATEGY_COMPACT   ? SSTM_MAP_COMPACT
+                            : cfg->map == SSTM_MAP_STRATEGY_SCATTER ? SSTM_MAP_SCATTER
+                                                                    : SSTM_MAP_ROUND_ROBIN;
+      M.static_n = M.order;
+      M.static_pu = malloc(M.order * sizeof *M.static_pu);
+      if (M.static_pu == NULL) return fail(SSTM_ENOMEM, "the placement", "out of memory");
+      if ((rc = sstm__map_static(M.topo, s, M.order, M.static_pu, err, sizeof err)) != 0)
+        return fail(rc, "the placement", err);
+      break;
+    }
+    case SSTM_MAP_STRATEGY_FILE: {
+      uint64_t *m;
+      unsigned n;
+      if ((rc = sstm__cmat_load(cfg->map_file, &m, &n, err, sizeof err)) != 0)
+        return fail(rc == SSTM_EPERM ? SSTM_EINVAL : rc, "the matrix file", err);
+      M.static_n = n;
+      M.static_pu = malloc(n * sizeof *M.static_pu);
+      rc = M.static_pu ? sstm__map_compute(M.topo, m, n, 0, M.static_pu, err, sizeof err)
+                       : SSTM_ENOMEM;
+      free(m);
+      if (rc != 0) return fail(rc, "the mapping of the matrix file", M.static_pu ? err : "");
+      break;
+    }
+    case SSTM_MAP_STRATEGY_STMAP:
+    case SSTM_MAP_STRATEGY_DETECT: M.detecting = true; break;
+    default: break;
+    }
+  if (M.detecting) {
+    if (sstm__map_detect_init(&M.det, cfg->map_table_bits, M.order) != 0)
+      return fail(SSTM_ENOMEM, "the address table", strerror(errno));
+    M.period = cfg->map_si ? cfg->map_si : 1;
+    M.mi = M.interval = cfg->map_mi;
+    M.da_threshold = cfg->map_da_threshold;
+    M.gain_pct = cfg->map_gain_pct;
+    M.last_commits = M.last_aborts = 0;
+    atomic_store_explicit(&M.accesses, 0, memory_order_relaxed);
+    atomic_store_explicit(&M.mark, M.mi, memory_order_relaxed);
+    *fn = sample;
+    *period = M.period;
+  }
+  if (cfg->map_dump && (M.dump = strdup(cfg->map_dump)) == NULL)
+    return fail(SSTM_ENOMEM, "map_dump", "out of memory");
+  atomic_store_explicit(&M.hiwater, 0, memory_order_relaxed);
+  atomic_store_explicit(&M.enabled, false, memory_order_relaxed);
+  _Atomic uint64_t *ctr[] = {&M.evaluations, &M.decisions_on, &M.decisions_off, &M.computed,
+                             &M.mapped,      &M.kept,         &M.migrations,    &M.unpins,
+                             &M.fallbacks,   &M.pin_errors,   &M.last_cost};
+  for (size_t i = 0; i < sizeof ctr / sizeof ctr[0]; i++)
+    atomic_store_explicit(ctr[i], 0, memory_order_relaxed);
+  if (M.detecting || M.static_pu) {
+    rc = sstm_hooks_add(M.detecting ? &detect_hooks : &static_hooks, NULL);
+    if (rc < 0) return fail(rc, "its hooks", "every hook slot is taken");
+    M.hooks = rc;
+  }
+  /* release: the statistics and API calls that see started (acquire) see
+   * the tables above. */
+  atomic_store_explicit(&M.started, true, memory_order_release);
+  return 0;
+}
+
+static int dump_to(const char *path) {
+  unsigned n = atomic_load_explicit(&M.hiwater, memory_order_relaxed);
+  if (n == 0) n = 1;
+  uint64_t *m = calloc((size_t)n * n, sizeof *m);
+  if (m == NULL) return sstm__set_error("sstm_map_dump: out of memory"), SSTM_ENOMEM;
+  for (unsigned i = 0; i < n; i++)
+    for (unsigned j = i + 1; j < n; j++)
+      m[(size_t)i * n + j] = m[(size_t)j * n + i] = sstm__map_matrix_get(&M.det, i, j);
+  char err[256];
+  int rc = sstm__cmat_save(path, m, n, err, sizeof err);
+  free(m);
+  if (rc != 0) sstm__set_error("sstm_map_dump: %s", err);
+  return rc;
+}
+
+static void map_fini(void) {
+  if (!atomic_load_explicit(&M.started, memory_order_acquire)) return;
+  if (M.detecting && M.dump) (void)dump_to(M.dump);
+  pthread_mutex_lock(&M.lock);
+  if (M.pinning) {
+    /* The calling thread may have been pinned (it registered and left). */
+    cpu_set_t set = M.allowed;
+    (void)pthread_setaffinity_np(pthread_self(), sizeof set, &set);
+  }
+  pthread_mutex_unlock(&M.lock);
+  release();
+}
+
+static int map_describe(char *buf, size_t len) {
+  size_t used = buf ? strnlen(buf, len) : 0;
+  char *at = buf && used < len ? buf + used : NULL;
+  size_t room = at ? len - used : 0;
+  if (!atomic_load_explicit(&M.started, memory_order_acquire) ||
+      M.strategy == SSTM_MAP_STRATEGY_NONE)
+    return snprintf(at, room, " map=none");
+  const char *name = strategy_label[M.strategy];
+  const char *topo = M.topo ? sstm__topo_describe(M.topo) : "?";
+  if (M.single_core && M.strategy != SSTM_MAP_STRATEGY_DETECT)
+    return snprintf(at, room, " map=%s(off: single core) map-topo=\"%s\"", name, topo);
+  if (!M.detecting)
+    return snprintf(at, room, " map=%s%s map-topo=\"%s\"", name, M.simulated ? "(simulated)" : "",
+                    topo);
+  return snprintf(at, room,
+                  " map=%s%s map-si=%u map-mi=%llu map-da=%llu map-gain=%u%% map-table=%llu "
+                  "map-topo=\"%s\"",
+                  name, M.simulated ? "(simulated)" : "", M.period == 1 ? 0 : M.period,
+                  (unsigned long long)M.mi, (unsigned long long)M.da_threshold, M.gain_pct,
+                  (unsigned long long)M.det.mask + 1, topo);
+}
+
+const sstm_map_runtime_t sstm__map_runtime = {
+    .init = map_init, .fini = map_fini, .describe = map_describe};
+
+/* ---- the public API ---- */
+
+static int need_started(const char *who) {
+  if (atomic_load_explicit(&M.started, memory_order_acquire)) return 0;
+  sstm__set_error("%s: not initialised (sstm_init)", who);
+  return SSTM_ESTATE;
+}
+
+SSTM_API int sstm_map_stats_get_sized(sstm_map_stats_t *out, size_t size) {
+  if (out == NULL || size < sizeof(sstm_map_stats_t)) {
+    sstm__set_error("sstm_map_stats_get: %s", out ? "size too small" : "out is NULL");
+    return SSTM_EINVAL;
+  }
+  sstm_map_stats_t s;
+  memset(&s, 0, sizeof s);
+  if (!atomic_load_explicit(&M.started, memory_order_acquire)) {
+    if (!sstm_initialized()) return need_started("sstm_map_stats_get");
+    s.strategy = SSTM_MAP_STRATEGY_NONE; /* initialised without mapping */
+  } else {
+    s.strategy = M.strategy;
+    s.single_core = M.single_core;
+    s.simulated = M.simulated;
+    s.enabled = atomic_load_explicit(&M.enabled, memory_order_relaxed);
+    s.applied = GET(M.applied);
+    unsigned hw = atomic_load_explicit(&M.hiwater, memory_order_relaxed);
+    for (unsigned i = 0; i < hw && i < M.order; i++) {
+      s.threads += LIVE(&M.th[i]);
+      s.samples += atomic_load_explicit(&M.th[i].samples, memory_order_relaxed);
+    }
+    if (M.detecting) {
+      s.accesses = total_accesses();
+      s.events = sstm__map_events(&M.det);
+      s.distinct = sstm__map_table_used(&M.det);
+      s.dropped = sstm__map_table_dropped(&M.det);
+    }
+    s.evaluations = atomic_load_explicit(&M.evaluations, memory_order_relaxed);
+    s.decisions_on = atomic_load_explicit(&M.decisions_on, memory_order_relaxed);
+    s.decisions_off = atomic_load_explicit(&M.decisions_off, memory_order_relaxed);
+    s.mappings_computed = atomic_load_explicit(&M.computed, memory_order_relaxed);
+    s.mappings_applied = atomic_load_explicit(&M.mapped, memory_order_relaxed);
+    s.mappings_kept = atomic_load_explicit(&M.kept, memory_order_relaxed);
+    s.migrations = atomic_load_explicit(&M.migrations, memory_order_relaxed);
+    s.unpins = atomic_load_explicit(&M.unpins, memory_order_relaxed);
+    s.pin_fallbacks = atomic_load_explicit(&M.fallbacks, memory_order_relaxed);
+    s.pin_errors = atomic_load_explicit(&M.pin_errors, memory_order_relaxed);
+    s.last_cost = atomic_load_explicit(&M.last_cost, memory_order_relaxed);
+  }
+  size_t n = size < sizeof s ? size : sizeof s;
+  s.size = n;
+  memcpy(out, &s, n);
+  if (size > n) memset((char *)out + n, 0, size - n);
+  return 0;
+}
+
+SSTM_API int sstm_map_thread_cpu(unsigned slot, int *cpu, int *seen, int *pu) {
+  int rc = need_started("sstm_map_thread_cpu");
+  if (rc == SSTM_ESTATE && sstm_initialized()) {
+    sstm__set_error("sstm_map_thread_cpu: thread mapping is off (strategy none)");
+    return SSTM_EINVAL;
+  }
+  if (rc) return rc;
+  pthread_mutex_lock(&M.lock);
+  bool ok = slot < M.order && LIVE(&M.th[slot]);
+  if (ok) {
+    if (cpu) *cpu = atomic_load_explicit(&M.th[slot].cpu, memory_order_relaxed);
+    if (seen) *seen = atomic_load_explicit(&M.th[slot].seen, memory_order_relaxed);
+    if (pu) *pu = M.th[slot].pu;
+  }
+  pthread_mutex_unlock(&M.lock);
+  if (!ok) {
+    sstm__set_error("sstm_map_thread_cpu: slot %u has no registered thread followed by the "
+                    "mapping (slots 0..%u)",
+                    slot, M.order ? M.order - 1 : 0);
+    return SSTM_EINVAL;
+  }
+  return 0;
+}
+
+static int need_detection(const char *who) {
+  int rc = need_started(who);
+  if (rc == SSTM_ESTATE && sstm_initialized()) rc = SSTM_EINVAL;
+  if (rc == 0 && !M.detecting) rc = SSTM_EINVAL;
+  if (rc == SSTM_EINVAL)
+    sstm__set_error("%s: the strategy has no detection (stmap and detect have)", who);
+  return rc;
+}
+
+SSTM_API int sstm_map_matrix(uint64_t *m, unsigned n) {
+  int rc = need_detection("sstm_map_matrix");
+  if (rc) return rc;
+  if (m == NULL && n > 0) return sstm__set_error("sstm_map_matrix: m is NULL"), SSTM_EINVAL;
+  for (unsigned i = 0; i < n; i++)
+    for (unsigned j = 0; j < n; j++)
+      m[(size_t)i * n + j] = sstm__map_matrix_get(&M.det, i, j);
+  return (int)atomic_load_explicit(&M.hiwater, memory_order_relaxed);
+}
+
+SSTM_API int sstm_map_dump(const char *path) {
+  int rc = need_detection("sstm_map_dump");
+  if (rc) return rc;
+  if (path == NULL) return sstm__set_error("sstm_map_dump: path is NULL"), SSTM_EINVAL;
+  return dump_to(path);
+}
+
+SSTM_API int sstm_map_evaluate(void) {
+  int rc = need_detection("sstm_map_evaluate");
+  if (rc) return rc;
+  if (sstm_in_tx()) {
+    sstm__set_error("sstm_map_evaluate: called inside a transaction");
+    return SSTM_ESTATE;
+  }
+  pthread_mutex_lock(&M.lock);
+  bool on = evaluate_locked();
+  pthread_mutex_unlock(&M.lock);
+  return on ? 1 : 0;
+}

@@ -1,0 +1,633 @@
+/* SPDX-License-Identifier: MIT */
+/* Unit tests: thread mapping through the public API (schedstm/map.h):
+ *  - off by default: no sampling, nothing pinned, "map=none";
+ *  - the SCHEDSTM_MAP_* variables and the configuration checks, strictly;
+ *  - a topology of one core disables mapping, reported;
+ *  - pinning applied and read back (pthread_getaffinity_np) for a static
+ *    strategy, and by stmap's evaluation; un-pinning when the heuristic
+ *    turns mapping off (needs two cores: skipped on one);
+ *  - stmap on an hwloc synthetic topology: communicating pairs placed
+ *    under one package, threads joining and leaving while evaluations run
+ *    (automatic ones, every few thousand accesses);
+ *  - the matrix dump read back by the strategy "file", and a malformed
+ *    file refused with its line in the message.
+ */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <schedstm/map.h>
+
+#include "../common/txhelp.h"
+
+static uint64_t words[64][8] __attribute__((aligned(64)));
+
+static void base_config(sstm_config_t *c, sstm_map_strategy_t s) {
+  sstm_test_config(c);
+  c->map = s;
+  c->map_si = 0; /* every access: the tests count exactly */
+}
+
+static void init_with(const sstm_config_t *c) { CHECK_OK(sstm_init(c)); }
+
+/* ---- transactions of the workers ---- */
+
+typedef struct work {
+  uint64_t *a, *b;   /* the words it increments */
+  unsigned n;        /* transactions */
+  unsigned restarts; /* user restarts before each commit */
+} work_t;
+
+static _Thread_local unsigned attempt_no;
+
+static void inc_body(void *p) {
+  work_t *w = p;
+  sstm_store_u64(w->a, sstm_load_u64(w->a) + 1);
+  sstm_store_u64(w->b, sstm_load_u64(w->b) + 1);
+  if (attempt_no++ < w->restarts) sstm_restart();
+}
+
+static void run_work(work_t *w) {
+  for (unsigned i = 0; i < w->n; i++) {
+    attempt_no = 0;
+    CHECK_OK(sstm_run(NULL, inc_body, w));
+  }
+}
+
+/* A worker: registers, waits at the gate, works, waits at the gate again
+ * (the main thread evaluates and reads back meanwhile), and leaves when
+ * released. */
+typedef struct worker {
+  pthread_t th;
+  work_t w;
+  pthread_barrier_t *gate;
+  unsigned slot;
+  int rounds; /* work, gate: how many times */
+  _Atomic int registered;
+} worker_t;
+
+static void *worker_main(void *p) {
+  worker_t *k = p;
+  CHECK_OK(sstm_thread_init());
+  k->slot = sstm_desc_slot(sstm_self());
+  atomic_store_explicit(&k->registered, 1, memory_order_release);
+  for (int r = 0; r < k->rounds; r++) {
+    pthread_barrier_wait(k->gate);
+    run_work(&k->w);
+    pthread_barrier_wait(k->gate);
+  }
+  pthread_barrier_wait(k->gate); /* released */
+  CHECK_OK(sstm_thread_exit());
+  return NULL;
+}
+
+/* Start a worker and wait until it has registered: workers take their
+ * slots in the order they are started. */
+static void start_worker(worker_t *k) {
+  atomic_init(&k->registered, 0);
+  CHECK_EQ_I(pthread_create(&k->th, NULL, worker_main, k), 0);
+  while (!atomic_load_explicit(&k->registered, memory_order_acquire))
+    sched_yield();
+}
+
+static cpu_set_t affinity_of(pthread_t t) {
+  cpu_set_t s;
+  CPU_ZERO(&s);
+  CHECK_EQ_I(pthread_getaffinity_np(t, sizeof s, &s), 0);
+  return s;
+}
+
+static unsigned allowed_cpus(void) {
+  cpu_set_t s;
+  CHECK_EQ_I(sched_getaffinity(0, sizeof s, &s), 0);
+  return (unsigned)CPU_COUNT(&s);
+}
+
+/* ---- off by default ---- */
+
+TEST(off_by_default) {
+  sstm_test_init();
+  sstm_config_t c;
+  CHECK_OK(sstm_config_get(&c));
+  CHECK_EQ_I(c.map, SSTM_MAP_STRATEGY_NONE);
+  CHECK_EQ_U(c.sample_period, 0);
+  CHECK_EQ_U(c.map_si, SSTM_MAP_SI_DEFAULT);
+  CHECK_EQ_U(c.map_mi, SSTM_MAP_MI_DEFAULT);
+  CHECK_EQ_U(c.map_da_threshold, SSTM_MAP_DA_THRESHOLD_DEFAULT);
+  char d[1024];
+  CHECK_GT_I(sstm_describe(d, sizeof d), 0);
+  CHECK_CONTAINS(d, " map=none");
+  sstm_map_stats_t s;
+  CHECK_OK(sstm_map_stats_get(&s));
+  CHECK_EQ_I(s.strategy, SSTM_MAP_STRATEGY_NONE);
+  CHECK_EQ_U(s.samples + s.mappings_applied, 0);
+  CHECK_RC(sstm_map_thread_cpu(0, NULL, NULL, NULL), SSTM_EINVAL);
+  CHECK_RC(sstm_map_evaluate(), SSTM_EINVAL);
+  CHECK_RC(sstm_map_dump("/dev/null"), SSTM_EINVAL);
+  CHECK_CONTAINS(sstm_last_error(), "no detection");
+  sstm_test_fini();
+  CHECK_RC(sstm_map_stats_get(&s), SSTM_ESTATE);
+  CHECK_RC(sstm_map_stats_get_sized(&s, 8), SSTM_EINVAL);
+}
+
+/* A program built against 0.2's sstm_config_t (up to no_membarrier) gets
+ * the mapping's defaults: off. Sizes between two layouts are refused. */
+TEST(older_config_layout_means_no_mapping) {
+  sstm_config_t c;
+  base_config(&c, SSTM_MAP_STRATEGY_STMAP);
+  c.size = offsetof(sstm_config_t, map);
+  CHECK_OK(sstm_init(&c));
+  sstm_config_t e;
+  CHECK_OK(sstm_config_get(&e));
+  CHECK_EQ_I(e.map, SSTM_MAP_STRATEGY_NONE);
+  CHECK_EQ_U(e.sample_period, 0);
+  CHECK_OK(sstm_shutdown());
+  c.size = offsetof(sstm_config_t, map) + 8;
+  CHECK_RC(sstm_init(&c), SSTM_EINVAL);
+  CHECK_CONTAINS(sstm_last_error(), "size");
+}
+
+/* ---- names, knobs and checks ---- */
+
+TEST(strategy_names) {
+  for (int i = 0; i <= SSTM_MAP_STRATEGY_DETECT; i++) {
+    sstm_map_strategy_t s;
+    CHECK_OK(sstm_map_strategy_parse(sstm_map_strategy_name((sstm_map_strategy_t)i), &s));
+    CHECK_EQ_I(s, i);
+  }
+  CHECK_EQ_STR(sstm_map_strategy_name(SSTM_MAP_STRATEGY_ROUND_ROBIN), "round-robin");
+  CHECK_EQ_STR(sstm_map_strategy_name((sstm_map_strategy_t)99), "?");
+  CHECK_RC(sstm_map_strategy_parse("STMAP", NULL), SSTM_EINVAL);
+  CHECK_CONTAINS(sstm_last_error(), "none, compact, scatter, round-robin, file, stmap, detect");
+  CHECK_RC(sstm_map_strategy_parse(NULL, NULL), SSTM_EINVAL);
+}
+
+static const char *const MAP_VARS[] = {
+    "SCHEDSTM_MAP_STRATEGY",     "SCHEDSTM_MAP_SI",         "SCHEDSTM_MAP_MI",
+    "SCHEDSTM_MAP_DA_THRESHOLD", "SCHEDSTM_MAP_TABLE_BITS", "SCHEDSTM_MAP_GAIN",
+    "SCHEDSTM_MAP_FILE",         "SCHEDSTM_MAP_DUMP",       "SCHEDSTM_MAP_TOPOLOGY"};
+
+static void clear_map_env(void) {
+  for (size_t i = 0; i < sizeof MAP_VARS / sizeof MAP_VARS[0]; i++)
+    unsetenv(MAP_VARS[i]);
+}
+
+static void env_bad(const char *var, const char *val, const char *msg) {
+  clear_map_env();
+  setenv(var, val, 1);
+  sstm_config_t c;
+  sstm_config_default(&c);
+  sstm_config_t before = c;
+  CHECK_RC(sstm_config_from_env(&c), SSTM_EINVAL);
+  CHECK_CONTAINS(sstm_last_error(), var);
+  CHECK_CONTAINS(sstm_last_error(), msg);
+  CHECK_EQ_MEM(&c, &before, sizeof c);
+}
+
+TEST(environment_is_strict) {
+  env_bad("SCHEDSTM_MAP_STRATEGY", "tmap", "valid values: none, compact");
+  env_bad("SCHEDSTM_MAP_SI", "-1", "[0, 1000000]");
+  env_bad("SCHEDSTM_MAP_SI", "1000001", "[0, 1000000]");
+  env_bad("SCHEDSTM_MAP_MI", "0", "[1, ");
+  env_bad("SCHEDSTM_MAP_DA_THRESHOLD", "1e4", "decimal integer");
+  env_bad("SCHEDSTM_MAP_TABLE_BITS", "9", "[10, 26]");
+  env_bad("SCHEDSTM_MAP_GAIN", "101", "[0, 100]");
+  env_bad("SCHEDSTM_MAP_FILE", "", "empty");
+  env_bad("SCHEDSTM_MAP_DUMP", "", "empty");
+  env_bad("SCHEDSTM_MAP_TOPOLOGY", "", "empty");
+  clear_map_env();
+  setenv("SCHEDSTM_MAP_STRATEGY", "round-robin", 1);
+  setenv("SCHEDSTM_MAP_SI", "0", 1);
+  setenv("SCHEDSTM_MAP_MI", "5000", 1);
+  setenv("SCHEDSTM_MAP_DA_THRESHOLD", "77", 1);
+  setenv("SCHEDSTM_MAP_TABLE_BITS", "12", 1);
+  setenv("SCHEDSTM_MAP_GAIN", "0", 1);
+  setenv("SCHEDSTM_MAP_FILE", "/x/y", 1);
+  setenv("SCHEDSTM_MAP_DUMP", "/x/z", 1);
+  setenv("SCHEDSTM_MAP_TOPOLOGY", "Core:2 PU:1", 1);
+  sstm_config_t c;
+  sstm_config_default(&c);
+  CHECK_OK(sstm_config_from_env(&c));
+  CHECK_EQ_I(c.map, SSTM_MAP_STRATEGY_ROUND_ROBIN);
+  CHECK_EQ_U(c.map_si, 0);
+  CHECK_EQ_U(c.map_mi, 5000);
+  CHECK_EQ_U(c.map_da_threshold, 77);
+  CHECK_EQ_U(c.map_table_bits, 12);
+  CHECK_EQ_U(c.map_gain_pct, 0);
+  CHECK_EQ_STR(c.map_file, "/x/y");
+  CHECK_EQ_STR(c.map_dump, "/x/z");
+  CHECK_EQ_STR(c.map_topology, "Core:2 PU:1");
+  clear_map_env();
+}
+
+static void init_bad(sstm_config_t *c, const char *msg) {
+  CHECK_RC(sstm_init(c), SSTM_EINVAL);
+  CHECK_CONTAINS(sstm_last_error(), msg);
+  CHECK_FALSE(sstm_initialized());
+}
+
+static void sample_nop(void *arg, const void *addr, bool w) {
+  (void)arg;
+  (void)addr;
+  (void)w;
+}
+
+TEST(configuration_is_checked) {
+  sstm_config_t c;
+  base_config(&c, SSTM_MAP_STRATEGY_FILE);
+  init_bad(&c, "map_file");
+  base_config(&c, SSTM_MAP_STRATEGY_STMAP);
+  c.sample_period = 10;
+  c.sample_fn = sample_nop;
+  init_bad(&c, "sampling hook");
+  base_config(&c, (sstm_map_strategy_t)7);
+  init_bad(&c, "map 7");
+  base_config(&c, SSTM_MAP_STRATEGY_DETECT);
+  c.map_si = SSTM_MAP_SI_MAX + 1;
+  init_bad(&c, "map_si");
+  base_config(&c, SSTM_MAP_STRATEGY_DETECT);
+  c.map_mi = 0;
+  init_bad(&c, "map_mi");
+  base_config(&c, SSTM_MAP_STRATEGY_DETECT);
+  c.map_table_bits = 27;
+  init_bad(&c, "map_table_bits");
+  base_config(&c, SSTM_MAP_STRATEGY_STMAP);
+  c.map_gain_pct = 101;
+  init_bad(&c, "map_gain_pct");
+  base_config(&c, SSTM_MAP_STRATEGY_COMPACT);
+  c.map_topology = "Pakage:2 PU:2";
+  init_bad(&c, "topology");
+  base_config(&c, SSTM_MAP_STRATEGY_SCATTER);
+  c.map_topology = "/nonexistent/dir/for/sure/";
+  init_bad(&c, "topology");
+  /* The library is left as if sstm_init had not been called. */
+  base_config(&c, SSTM_MAP_STRATEGY_NONE);
+  init_with(&c);
+  CHECK_OK(sstm_shutdown());
+}
+
+TEST(single_core_disables_and_reports) {
+  sstm_config_t c;
+  base_config(&c, SSTM_MAP_STRATEGY_STMAP);
+  c.map_topology = "Core:1 PU:2";
+  init_with(&c);
+  char d[1024];
+  sstm_describe(d, sizeof d);
+  CHECK_CONTAINS(d, "map=stmap(off: single core)");
+  sstm_map_stats_t s;
+  CHECK_OK(sstm_map_stats_get(&s));
+  CHECK_TRUE(s.single_core);
+  CHECK_EQ_I(s.strategy, SSTM_MAP_STRATEGY_STMAP);
+  sstm_config_t e;
+  CHECK_OK(sstm_config_get(&e));
+  CHECK_EQ_U(e.sample_period, 0); /* no sampling at all */
+  CHECK_OK(sstm_shutdown());
+}
+
+/* ---- pinning on the machine ---- */
+
+static void need_two_cores(void) {
+  if (allowed_cpus() < 2) sstm_test_skip("one CPU allowed: nothing to pin apart");
+  sstm_config_t c;
+  base_config(&c, SSTM_MAP_STRATEGY_COMPACT);
+  init_with(&c);
+  sstm_map_stats_t s;
+  CHECK_OK(sstm_map_stats_get(&s));
+  CHECK_OK(sstm_shutdown());
+  if (s.single_core) sstm_test_skip("hwloc sees a single core");
+}
+
+TEST(static_strategy_pins_and_reads_back) {
+  need_two_cores();
+  cpu_set_t before = affinity_of(pthread_self());
+  static const sstm_map_strategy_t st[] = {SSTM_MAP_STRATEGY_COMPACT, SSTM_MAP_STRATEGY_SCATTER,
+                                           SSTM_MAP_STRATEGY_ROUND_ROBIN};
+  for (size_t k = 0; k < 3; k++) {
+    sstm_config_t c;
+    base_config(&c, st[k]);
+    init_with(&c);
+    CHECK_OK(sstm_thread_init());
+    unsigned slot = sstm_desc_slot(sstm_self());
+    int cpu = -2, seen = -2, pu = -2;
+    CHECK_OK(sstm_map_thread_cpu(slot, &cpu, &seen, &pu));
+    CHECK_GE_I(cpu, 0);
+    CHECK_GE_I(pu, 0);
+    cpu_set_t a = affinity_of(pthread_self());
+    CHECK_EQ_I(CPU_COUNT(&a), 1);
+    CHECK_TRUE(CPU_ISSET(cpu, &a));
+    CHECK_EQ_I(sched_getcpu(), cpu);
+    CHECK_EQ_I(seen, cpu);
+    /* A second thread gets a PU of its own (two or more allowed). */
+    pthread_barrier_t gate;
+    pthread_barrier_init(&gate, NULL, 2);
+    worker_t w = {.w = {.a = words[0], .b = words[1], .n = 10}, .gate = &gate, .rounds = 1};
+    start_worker(&w);
+    pthread_barrier_wait(&gate);
+    pthread_barrier_wait(&gate);
+    int cpu2;
+    CHECK_OK(sstm_map_thread_cpu(w.slot, &cpu2, NULL, NULL));
+    cpu_set_t a2 = affinity_of(w.th);
+    CHECK_EQ_I(CPU_COUNT(&a2), 1);
+    CHECK_TRUE(CPU_ISSET(cpu2, &a2));
+    CHECK_NE_I(cpu2, cpu);
+    pthread_barrier_wait(&gate);
+    pthread_join(w.th, NULL);
+    pthread_barrier_destroy(&gate);
+    sstm_map_stats_t s;
+    CHECK_OK(sstm_map_stats_get(&s));
+    CHECK_EQ_U(s.pin_errors, 0);
+    CHECK_EQ_U(s.samples, 0); /* static: no detection */
+    CHECK_OK(sstm_map_thread_cpu(slot, NULL, NULL, NULL));
+    CHECK_RC(sstm_map_thread_cpu(w.slot, NULL, NULL, NULL), SSTM_EINVAL); /* it left */
+    sstm_test_fini();
+    /* shutdown gives the caller its set back */
+    cpu_set_t after = affinity_of(pthread_self());
+    CHECK_TRUE(CPU_EQUAL(&before, &after));
+  }
+}
+
+TEST(stmap_pins_then_unpins_when_heuristic_turns_off) {
+  need_two_cores();
+  cpu_set_t before = affinity_of(pthread_self());
+  sstm_config_t c;
+  base_config(&c, SSTM_MAP_STRATEGY_STMAP);
+  c.map_mi = SSTM_MAP_MI_MAX; /* evaluations by sstm_map_evaluate only */
+  c.map_da_threshold = 0;     /* the ratios decide */
+  init_with(&c);
+  CHECK_OK(sstm_thread_init());
+  pthread_barrier_t gate;
+  pthread_barrier_init(&gate, NULL, 2);
+  /* Round 1: each transaction aborts twice (user restarts) before it
+   * commits: aborts > commits, mapping on. Round 2: commits only. */
+  worker_t w = {
+      .w = {.a = words[0], .b = words[1], .n = 200, .restarts = 2}, .gate = &gate, .rounds = 2};
+  start_worker(&w);
+  pthread_barrier_wait(&gate);
+  work_t mine = {.a = words[0], .b = words[1], .n = 200, .restarts = 2};
+  run_work(&mine);
+  pthread_barrier_wait(&gate);
+  CHECK_EQ_I(sstm_map_evaluate(), 1);
+  sstm_map_stats_t s;
+  CHECK_OK(sstm_map_stats_get(&s));
+  CHECK_TRUE(s.enabled);
+  CHECK_TRUE(s.applied);
+  CHECK_EQ_U(s.mappings_applied, 1);
+  CHECK_GT_U(s.events, 0);
+  CHECK_EQ_U(s.pin_errors, 0);
+  CHECK_EQ_U(s.threads, 2);
+  unsigned slots[2] = {sstm_desc_slot(sstm_self()), w.slot};
+  pthread_t ths[2] = {pthread_self(), w.th};
+  for (int k = 0; k < 2; k++) {
+    int cpu;
+    CHECK_OK(sstm_map_thread_cpu(slots[k], &cpu, NULL, NULL));
+    CHECK_GE_I(cpu, 0);
+    cpu_set_t a = affinity_of(ths[k]);
+    CHECK_EQ_I(CPU_COUNT(&a), 1);
+    CHECK_TRUE(CPU_ISSET(cpu, &a));
+  }
+  /* A window with neither aborts nor commits: off, and unpinned. */
+  CHECK_EQ_I(sstm_map_evaluate(), 0);
+  CHECK_OK(sstm_map_stats_get(&s));
+  CHECK_FALSE(s.applied);
+  CHECK_EQ_U(s.unpins, 2);
+  for (int k = 0; k < 2; k++) {
+    int cpu;
+    CHECK_OK(sstm_map_thread_cpu(slots[k], &cpu, NULL, NULL));
+    CHECK_EQ_I(cpu, -1);
+    cpu_set_t a = affinity_of(ths[k]);
+    CHECK_TRUE(CPU_EQUAL(&a, &before));
+  }
+  /* Round 2 (commits only): stays off. */
+  w.w.restarts = 0;
+  pthread_barrier_wait(&gate);
+  mine.restarts = 0;
+  run_work(&mine);
+  pthread_barrier_wait(&gate);
+  CHECK_EQ_I(sstm_map_evaluate(), 0);
+  CHECK_OK(sstm_map_stats_get(&s));
+  CHECK_EQ_U(s.decisions_on, 1);
+  CHECK_EQ_U(s.decisions_off, 2);
+  CHECK_EQ_U(s.evaluations, 3);
+  pthread_barrier_wait(&gate);
+  pthread_join(w.th, NULL);
+  pthread_barrier_destroy(&gate);
+  sstm_test_fini();
+}
+
+/* ---- stmap on a synthetic topology ---- */
+
+TEST(pairs_share_a_package_on_a_synthetic_topology) {
+  sstm_config_t c;
+  base_config(&c, SSTM_MAP_STRATEGY_STMAP);
+  c.map_topology = "Package:2 Core:2 PU:1";
+  c.map_mi = SSTM_MAP_MI_MAX;
+  init_with(&c);
+  enum { T = 4 };
+  pthread_barrier_t gate;
+  pthread_barrier_init(&gate, NULL, T + 1);
+  worker_t w[T];
+  /* Pairs {0, 3} and {1, 2} (by start order): each pair on its own words. */
+  static const unsigned pair_of[T] = {0, 1, 1, 0};
+  for (unsigned t = 0; t < T; t++) {
+    w[t] =
+        (worker_t){.w = {.a = words[8 + 2 * pair_of[t]], .b = words[9 + 2 * pair_of[t]], .n = 300},
+                   .gate = &gate,
+                   .rounds = 1};
+    start_worker(&w[t]);
+  }
+  pthread_barrier_wait(&gate);
+  pthread_barrier_wait(&gate);
+  CHECK_EQ_I(sstm_map_evaluate(), 1); /* 4 distinct addresses < 10000 */
+  int pu[T];
+  for (unsigned t = 0; t < T; t++) {
+    int cpu;
+    CHECK_OK(sstm_map_thread_cpu(w[t].slot, &cpu, NULL, &pu[t]));
+    CHECK_EQ_I(cpu, -1); /* simulated: nothing pinned */
+    CHECK_GE_I(pu[t], 0);
+    CHECK_LT_I(pu[t], 4);
+  }
+  /* One package (PUs 0-1 or 2-3) per pair. */
+  CHECK_EQ_I(pu[0] / 2, pu[3] / 2);
+  CHECK_EQ_I(pu[1] / 2, pu[2] / 2);
+  CHECK_NE_I(pu[0] / 2, pu[1] / 2);
+  uint64_t m[T * T];
+  unsigned n = (unsigned)sstm_map_matrix(NULL, 0);
+  CHECK_EQ_U(n, T);
+  CHECK_EQ_I(sstm_map_matrix(m, T), T);
+  CHECK_GT_U(m[w[0].slot * T + w[3].slot], 0);
+  CHECK_EQ_U(m[w[0].slot * T + w[1].slot], 0);
+  sstm_map_stats_t s;
+  CHECK_OK(sstm_map_stats_get(&s));
+  CHECK_TRUE(s.simulated);
+  CHECK_EQ_U(s.migrations + s.pin_errors, 0);
+  char d[1024];
+  sstm_describe(d, sizeof d);
+  CHECK_CONTAINS(d, "map=stmap(simulated)");
+  pthread_barrier_wait(&gate);
+  for (unsigned t = 0; t < T; t++)
+    pthread_join(w[t].th, NULL);
+  pthread_barrier_destroy(&gate);
+  CHECK_OK(sstm_shutdown());
+}
+
+/* Waves of threads that join, work in a ring (thread k shares words with
+ * k + 1) and leave, overlapping, while automatic evaluations run every few
+ * thousand accesses. */
+typedef struct ring_arg {
+  unsigned k, n, txs;
+} ring_arg_t;
+
+static void ring_body(void *p) {
+  ring_arg_t *r = p;
+  uint64_t *mine = words[16 + r->k % 32], *next = words[16 + (r->k + 1) % 32];
+  sstm_store_u64(mine, sstm_load_u64(mine) + 1);
+  sstm_store_u64(next, sstm_load_u64(next) + 1);
+}
+
+static void *ring_main(void *p) {
+  ring_arg_t *r = p;
+  CHECK_OK(sstm_thread_init());
+  for (unsigned i = 0; i < r->txs; i++)
+    CHECK_OK(sstm_run(NULL, ring_body, r));
+  CHECK_OK(sstm_thread_exit());
+  return NULL;
+}
+
+TEST(threads_join_and_leave_while_mapping) {
+  sstm_config_t c;
+  base_config(&c, SSTM_MAP_STRATEGY_STMAP);
+  c.map_topology = "Package:2 Core:4 PU:2";
+  c.map_mi = 5000;
+  c.max_threads = 64;
+  init_with(&c);
+  enum { WAVES = 4, PER = 6 };
+  pthread_t th[WAVES][PER];
+  ring_arg_t args[WAVES][PER];
+  unsigned txs = (unsigned)sstm_test_scaled(3000, 500);
+  for (unsigned v = 0; v < WAVES; v++) {
+    for (unsigned i = 0; i < PER; i++) {
+      args[v][i] = (ring_arg_t){.k = v * PER + i, .n = WAVES * PER, .txs = txs};
+      CHECK_EQ_I(pthread_create(&th[v][i], NULL, ring_main, &args[v][i]), 0);
+    }
+    if (v > 0) /* the previous wave leaves while this one runs */
+      for (unsigned i = 0; i < PER; i++)
+        pthread_join(th[v - 1][i], NULL);
+  }
+  for (unsigned i = 0; i < PER; i++)
+    pthread_join(th[WAVES - 1][i], NULL);
+  sstm_map_stats_t s;
+  CHECK_OK(sstm_map_stats_get(&s));
+  CHECK_EQ_U(s.threads, 0);
+  CHECK_GT_U(s.evaluations, 0);
+  CHECK_GT_U(s.mappings_computed, 0);
+  CHECK_EQ_U(s.decisions_on + s.decisions_off, s.evaluations);
+  CHECK_EQ_U(s.pin_errors, 0);
+  CHECK_GE_U(s.accesses, (uint64_t)WAVES * PER * txs * 4); /* flushed at every exit */
+  /* Every thread is gone: no slot is followed any more. */
+  for (unsigned slot = 0; slot < 64; slot++)
+    CHECK_RC(sstm_map_thread_cpu(slot, NULL, NULL, NULL), SSTM_EINVAL);
+  CHECK_OK(sstm_shutdown());
+}
+
+/* ---- the matrix file ---- */
+
+TEST(dump_then_map_from_the_file) {
+  char path[] = "/tmp/sstm-map-XXXXXX";
+  int fd = mkstemp(path);
+  CHECK_GE_I(fd, 0);
+  close(fd);
+  sstm_config_t c;
+  base_config(&c, SSTM_MAP_STRATEGY_DETECT);
+  c.map_topology = "Package:2 Core:2 PU:1";
+  c.map_dump = path; /* written at shutdown */
+  init_with(&c);
+  enum { T = 4 };
+  pthread_barrier_t gate;
+  pthread_barrier_init(&gate, NULL, T + 1);
+  worker_t w[T];
+  static const unsigned pair_of[T] = {0, 1, 0, 1};
+  for (unsigned t = 0; t < T; t++) {
+    w[t] = (worker_t){
+        .w = {.a = words[40 + 2 * pair_of[t]], .b = words[41 + 2 * pair_of[t]], .n = 200},
+        .gate = &gate,
+        .rounds = 1};
+    start_worker(&w[t]);
+  }
+  pthread_barrier_wait(&gate);
+  pthread_barrier_wait(&gate);
+  uint64_t m[T * T];
+  CHECK_EQ_I(sstm_map_matrix(m, T), T);
+  CHECK_EQ_I(sstm_map_evaluate(), 1); /* detect: decides, pins nothing */
+  int pu;
+  CHECK_OK(sstm_map_thread_cpu(w[0].slot, NULL, NULL, &pu));
+  CHECK_EQ_I(pu, -1);
+  CHECK_RC(sstm_map_dump("/nonexistent-dir/x"), SSTM_EPERM);
+  pthread_barrier_wait(&gate);
+  for (unsigned t = 0; t < T; t++)
+    pthread_join(w[t].th, NULL);
+  pthread_barrier_destroy(&gate);
+  CHECK_OK(sstm_shutdown());
+  /* The file has the matrix as it was (the threads have not run since). */
+  FILE *f = fopen(path, "r");
+  CHECK_NOT_NULL(f);
+  char line[4096];
+  unsigned rows = 0, n = 0;
+  while (fgets(line, sizeof line, f)) {
+    if (line[0] == '#' || line[0] == '\n') continue;
+    if (sscanf(line, "threads %u", &n) == 1 || strncmp(line, "schedstm-comm-matrix", 20) == 0)
+      continue;
+    char *p = line;
+    for (unsigned j = 0; j < T; j++) {
+      unsigned long long v = strtoull(p, &p, 10);
+      CHECK_EQ_U(v, m[rows * T + j]);
+    }
+    rows++;
+  }
+  fclose(f);
+  CHECK_EQ_U(n, T);
+  CHECK_EQ_U(rows, T);
+  /* The strategy "file" maps from it: the pairs under one package. */
+  base_config(&c, SSTM_MAP_STRATEGY_FILE);
+  c.map_topology = "Package:2 Core:2 PU:1";
+  c.map_file = path;
+  init_with(&c);
+  pthread_barrier_init(&gate, NULL, T + 1);
+  for (unsigned t = 0; t < T; t++) {
+    w[t].w.n = 1;
+    start_worker(&w[t]);
+  }
+  pthread_barrier_wait(&gate);
+  pthread_barrier_wait(&gate);
+  int p[T];
+  for (unsigned t = 0; t < T; t++)
+    CHECK_OK(sstm_map_thread_cpu(w[t].slot, NULL, NULL, &p[t]));
+  CHECK_EQ_I(p[0] / 2, p[2] / 2);
+  CHECK_EQ_I(p[1] / 2, p[3] / 2);
+  CHECK_NE_I(p[0] / 2, p[1] / 2);
+  pthread_barrier_wait(&gate);
+  for (unsigned t = 0; t < T; t++)
+    pthread_join(w[t].th, NULL);
+  pthread_barrier_destroy(&gate);
+  CHECK_OK(sstm_shutdown());
+  /* A malformed file: refused, with where. */
+  f = fopen(path, "w");
+  CHECK_NOT_NULL(f);
+  fprintf(f, "schedstm-comm-matrix 1\nthreads 2\n0 1\n2 0\n");
+  fclose(f);
+  CHECK_RC(sstm_init(&c), SSTM_EINVAL);
+  CHECK_CONTAINS(sstm_last_error(), "matrix file");
+  CHECK_CONTAINS(sstm_last_error(), path);
+  CHECK_FALSE(sstm_initialized());
+  c.map_file = "/nonexistent/matrix";
+  CHECK_RC(sstm_init(&c), SSTM_EINVAL);
+  CHECK_CONTAINS(sstm_last_error(), "/nonexistent/matrix");
+  unlink(path);
+}
+
+SSTM_TEST_MAIN()
