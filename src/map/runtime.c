@@ -264,8 +264,12 @@ static bool evaluate_locked(void) {
     else if (GET(M.applied))
       unpin_all();
   }
-  /* Back off while nothing changes; start over when something did. */
-  if (changed)
+  /* Back off while nothing changes; start over when something did, or
+   * when fewer than two threads were there to map (threads still joining). */
+  unsigned live = 0;
+  for (unsigned s = 0; s < M.order && live < 2; s++)
+    live += LIVE(&M.th[s]);
+  if (changed || live < 2)
     M.interval = M.mi;
   else if (M.interval < M.mi * SSTM_MAP_BACKOFF_MAX)
     M.interval *= 2;

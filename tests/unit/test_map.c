@@ -477,10 +477,13 @@ TEST(pairs_share_a_package_on_a_synthetic_topology) {
 }
 
 /* Waves of threads that join, work in a ring (thread k shares words with
- * k + 1) and leave, overlapping, while automatic evaluations run every few
- * thousand accesses. */
+ * k + 1) and leave, overlapping: wave v registers and starts while wave
+ * v - 1 still runs, and wave v - 1 leaves while wave v runs; automatic
+ * evaluations every few thousand accesses meanwhile. */
 typedef struct ring_arg {
-  unsigned k, n, txs;
+  unsigned k, txs;
+  pthread_barrier_t *go;    /* the wave (and main): all registered */
+  pthread_barrier_t *leave; /* the wave (and main): the next wave runs */
 } ring_arg_t;
 
 static void ring_body(void *p) {
@@ -493,8 +496,10 @@ static void ring_body(void *p) {
 static void *ring_main(void *p) {
   ring_arg_t *r = p;
   CHECK_OK(sstm_thread_init());
+  pthread_barrier_wait(r->go);
   for (unsigned i = 0; i < r->txs; i++)
     CHECK_OK(sstm_run(NULL, ring_body, r));
+  pthread_barrier_wait(r->leave);
   CHECK_OK(sstm_thread_exit());
   return NULL;
 }
@@ -503,28 +508,41 @@ TEST(threads_join_and_leave_while_mapping) {
   sstm_config_t c;
   base_config(&c, SSTM_MAP_STRATEGY_STMAP);
   c.map_topology = "Package:2 Core:4 PU:2";
-  c.map_mi = 5000;
+  c.map_mi = 2000;
   c.max_threads = 64;
   init_with(&c);
   enum { WAVES = 4, PER = 6 };
   pthread_t th[WAVES][PER];
   ring_arg_t args[WAVES][PER];
+  pthread_barrier_t go[WAVES], leave[WAVES];
   unsigned txs = (unsigned)sstm_test_scaled(3000, 500);
   for (unsigned v = 0; v < WAVES; v++) {
+    pthread_barrier_init(&go[v], NULL, PER + 1);
+    pthread_barrier_init(&leave[v], NULL, PER + 1);
     for (unsigned i = 0; i < PER; i++) {
-      args[v][i] = (ring_arg_t){.k = v * PER + i, .n = WAVES * PER, .txs = txs};
+      args[v][i] = (ring_arg_t){.k = v * PER + i, .txs = txs, .go = &go[v], .leave = &leave[v]};
       CHECK_EQ_I(pthread_create(&th[v][i], NULL, ring_main, &args[v][i]), 0);
     }
-    if (v > 0) /* the previous wave leaves while this one runs */
+    pthread_barrier_wait(&go[v]); /* wave v registered: it runs */
+    if (v > 0) {                  /* the previous wave leaves while this one runs */
+      pthread_barrier_wait(&leave[v - 1]);
       for (unsigned i = 0; i < PER; i++)
         pthread_join(th[v - 1][i], NULL);
+    }
   }
+  pthread_barrier_wait(&leave[WAVES - 1]);
   for (unsigned i = 0; i < PER; i++)
     pthread_join(th[WAVES - 1][i], NULL);
+  for (unsigned v = 0; v < WAVES; v++) {
+    pthread_barrier_destroy(&go[v]);
+    pthread_barrier_destroy(&leave[v]);
+  }
   sstm_map_stats_t s;
   CHECK_OK(sstm_map_stats_get(&s));
   CHECK_EQ_U(s.threads, 0);
   CHECK_GT_U(s.evaluations, 0);
+  /* Every evaluation saw at least the six threads of one wave. */
+  CHECK_EQ_U(s.mappings_computed, s.decisions_on);
   CHECK_GT_U(s.mappings_computed, 0);
   CHECK_EQ_U(s.decisions_on + s.decisions_off, s.evaluations);
   CHECK_EQ_U(s.pin_errors, 0);
