@@ -30,6 +30,7 @@
 #include <schedstm/exec.h>
 #include <schedstm/generic.h>
 #include <schedstm/hooks.h>
+#include <schedstm/map.h>
 #include <schedstm/sched.h>
 #include <schedstm/stats.h>
 #include <schedstm/stdio.h>

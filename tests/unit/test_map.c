@@ -22,7 +22,13 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+
 #include <schedstm/map.h>
+#include <schedstm/statetab.h>
 
 #include "../common/txhelp.h"
 
@@ -417,6 +423,64 @@ TEST(stmap_pins_then_unpins_when_heuristic_turns_off) {
   pthread_barrier_wait(&gate);
   pthread_join(w.th, NULL);
   pthread_barrier_destroy(&gate);
+  sstm_test_fini();
+}
+
+/* The state table's entry of a slot (schedstm/statetab.h), found as a
+ * reader finds it: the memfd among the process's descriptors. */
+static const sstm_stt_entry_t *stt_entry(unsigned slot, void **map, size_t *len) {
+  DIR *d = opendir("/proc/self/fd");
+  CHECK_NOT_NULL(d);
+  struct dirent *e;
+  int fd = -1;
+  while ((e = readdir(d)) != NULL && fd < 0) {
+    char link[256], path[300];
+    snprintf(path, sizeof path, "/proc/self/fd/%s", e->d_name);
+    ssize_t n = readlink(path, link, sizeof link - 1);
+    if (n <= 0) continue;
+    link[n] = '\0';
+    if (strcmp(link, SSTM_STT_FD_LINK) == 0) fd = open(path, O_RDONLY);
+  }
+  closedir(d);
+  CHECK_GE_I(fd, 0);
+  struct stat st;
+  CHECK_EQ_I(fstat(fd, &st), 0);
+  *len = (size_t)st.st_size;
+  *map = mmap(NULL, *len, PROT_READ, MAP_SHARED, fd, 0);
+  close(fd);
+  CHECK(*map != MAP_FAILED);
+  const sstm_stt_header_t *h = *map;
+  CHECK_EQ_U(h->version, SSTM_STT_VERSION);
+  CHECK_EQ_U(h->entry_size, sizeof(sstm_stt_entry_t));
+  CHECK_LT_U(slot, h->nentries);
+  return (const sstm_stt_entry_t *)((const char *)*map + h->header_size +
+                                    (size_t)slot * h->entry_size);
+}
+
+TEST(state_table_shows_each_threads_cpu) {
+  sstm_config_t c;
+  base_config(&c, SSTM_MAP_STRATEGY_NONE);
+  c.state_table = true;
+  init_with(&c);
+  CHECK_OK(sstm_thread_init());
+  void *map;
+  size_t len;
+  const sstm_stt_entry_t *e = stt_entry(sstm_desc_slot(sstm_self()), &map, &len);
+  CHECK_EQ_I(e->cpu, -1); /* no mapping: not followed */
+  CHECK_EQ_I(e->cpu_pinned, -1);
+  munmap(map, len);
+  sstm_test_fini();
+  need_two_cores();
+  base_config(&c, SSTM_MAP_STRATEGY_COMPACT);
+  c.state_table = true;
+  init_with(&c);
+  CHECK_OK(sstm_thread_init());
+  int cpu;
+  CHECK_OK(sstm_map_thread_cpu(sstm_desc_slot(sstm_self()), &cpu, NULL, NULL));
+  e = stt_entry(sstm_desc_slot(sstm_self()), &map, &len);
+  CHECK_EQ_I(e->cpu_pinned, cpu);
+  CHECK_EQ_I(e->cpu, cpu); /* pinned there, seen there */
+  munmap(map, len);
   sstm_test_fini();
 }
 
