@@ -138,8 +138,9 @@ enum {
  * it has slots, fullest child first. Slots: one PU per core while
  * n <= ncores (unless SSTM_MAP_USE_SMT), every PU otherwise; with n above the
  * slot count each slot takes ceil(n / slots) threads at most. Deterministic:
- * the same inputs give the same placement. Allocates O(n^2) scratch memory;
- * takes O(depth * n^3) time at worst (a few ms for 256 threads).
+ * the same inputs give the same placement. Allocates O(n * arity) scratch
+ * memory; takes O(depth * n^3) time at worst (docs/benchmarks.md: tens of
+ * ms for 256 threads).
  * Returns 0, SSTM_ENOMEM, or SSTM_EINVAL (n out of range, NULL, m not
  * symmetric or with a non-zero diagonal, unknown flag). */
 int sstm__map_compute(const sstm_topo_t *t, const uint64_t *m, unsigned n, unsigned flags,
