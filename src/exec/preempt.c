@@ -31,6 +31,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <ucontext.h>
@@ -67,8 +68,9 @@ static struct { uintptr_t lo, hi; } ranges[XP_MAX_RANGES];
 static unsigned nranges;
 
 struct find_arg {
-  uintptr_t addr;
-  bool first; /* the next object is the first, the program */
+  uintptr_t addr; /* the object that holds this address */
+  uintptr_t base; /* or, if not 0, the object loaded at this base */
+  bool first;     /* the next object is the first, the program */
 };
 
 /* Add every executable segment of the object that contains a->addr,
@@ -83,8 +85,8 @@ static int add_object(struct dl_phdr_info *info, size_t size, void *p) {
     a->first = false;
     return 0;
   }
-  bool mine = false;
-  for (int i = 0; i < info->dlpi_phnum; i++) {
+  bool mine = a->base && info->dlpi_addr == a->base;
+  for (int i = 0; i < info->dlpi_phnum && !a->base; i++) {
     const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
     if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X)) continue;
     uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
@@ -108,6 +110,11 @@ static int add_object(struct dl_phdr_info *info, size_t size, void *p) {
 }
 
 extern void *__tls_get_addr(void *);
+/* The sanitizer runtimes' fiber switches (weak: absent without them). A
+ * redirect inside one, in the middle of a context switch, would start a
+ * second switch before the first has finished. */
+extern void __sanitizer_start_switch_fiber(void **, const void *, size_t) __attribute__((weak));
+extern void __tsan_switch_to_fiber(void *, unsigned) __attribute__((weak));
 
 /* The start of the program's first executable segment: when the engine is
  * linked statically, the engine's code range holds it too. */
@@ -140,9 +147,20 @@ static void find_ranges(void) {
       (const void *)(uintptr_t)&__tls_get_addr,
   };
   for (size_t i = 0; i < sizeof addrs / sizeof addrs[0]; i++) {
-    struct find_arg a = {(uintptr_t)addrs[i], true};
+    struct find_arg a = {(uintptr_t)addrs[i], 0, true};
     dl_iterate_phdr(add_object, &a);
   }
+  const void *weak[] = {(const void *)(uintptr_t)&__sanitizer_start_switch_fiber,
+                        (const void *)(uintptr_t)&__tsan_switch_to_fiber};
+  for (size_t i = 0; i < sizeof weak / sizeof weak[0]; i++) {
+    if (!weak[i]) continue;
+    struct find_arg a = {(uintptr_t)weak[i], 0, true};
+    dl_iterate_phdr(add_object, &a);
+  }
+  /* The dynamic linker by its load base: a sanitizer runtime interposes
+   * __tls_get_addr, whose address is then the runtime's. */
+  struct find_arg ld = {0, (uintptr_t)getauxval(AT_BASE), true};
+  if (ld.base) dl_iterate_phdr(add_object, &ld);
   dl_iterate_phdr(find_prog, NULL);
 }
 
