@@ -217,6 +217,7 @@ typedef struct sstm_exec_req {
  * if sstm_exec_destroy() follows. It may preempt a running transaction of
  * lower priority (sstm_exec_preempt_t). Memory effects of the submitter
  * before the call are visible to the body.
+ * On error nothing is accepted and req->future is left as it was.
  * Errors: SSTM_EINVAL (ex or req NULL, req->fn NULL, priority >= levels),
  * SSTM_ESTATE (the executor is being destroyed), SSTM_EBUSY (called from
  * one of this executor's request bodies or callbacks: it could wait for

@@ -498,8 +498,6 @@ static int submit(struct sstm_exec *ex, const sstm_exec_req_t *req, bool wait, c
       return SSTM_EBUSY;
     }
   }
-  if (req->future) /* relaxed: the queue lock below publishes it to the worker. */
-    atomic_store_explicit(fut_state(req->future), FUT_PENDING, memory_order_relaxed);
   uint64_t t0 = sstm__now_ns();
   sstm__xq_lock(&ex->q);
   for (;;) {
@@ -533,6 +531,11 @@ static int submit(struct sstm_exec *ex, const sstm_exec_req_t *req, bool wait, c
   c->run_ns = c->paused_ns = 0;
   c->t_submit = t0;
   c->state = XC_COLD;
+  if (req->future)
+    /* relaxed: the unlock below publishes it to the worker that pops c;
+     * set only for an accepted request, so that a failed submission
+     * leaves the caller's future as it was. */
+    atomic_store_explicit(fut_state(req->future), FUT_PENDING, memory_order_relaxed);
   sstm__xq_push(&ex->q, &c->node, c->prio, false);
   bool wake = ex->idle > 0;
   sstm_xworker_t *v = NULL;
