@@ -232,6 +232,11 @@ TEST(backpressure) {
   CHECK_OK(sstm_exec_try_submit(ex, &r));
   CHECK_RC(sstm_exec_try_submit(ex, &r), SSTM_EAGAIN); /* both contexts taken */
   CHECK_CONTAINS(sstm_last_error(), "no free context");
+  sstm_exec_future_t nf;
+  memset(&nf, 0, sizeof nf);
+  sstm_exec_req_t rf = {.fn = gated, .future = &nf};
+  CHECK_RC(sstm_exec_try_submit(ex, &rf), SSTM_EAGAIN);
+  CHECK_RC(sstm_exec_wait(&nf), SSTM_EINVAL); /* not set up: no wait for good */
   struct sub_arg a = {.ex = ex};
   pthread_t t;
   CHECK_EQ_I(pthread_create(&t, NULL, blocking_submitter, &a), 0);
