@@ -15,7 +15,11 @@ import os
 import re
 import signal
 
-NATIVE_BACKENDS = ("schedstm", "schedstm-inline", "itm", "seq")
+# tinystm-same: our structures and drivers built against TinySTM's API
+# (bench/tm/tm.h, TM_BACKEND_TINYSTM), present in the build only when
+# CMake was given -DSCHEDSTM_TINYSTM_DIR; it takes the same options and
+# prints the same JSON as ours, so it is a native variant, not a peer.
+NATIVE_BACKENDS = ("schedstm", "schedstm-inline", "itm", "seq", "tinystm-same")
 # "-aw": the structure with its search "as written" (bench/ds/intset.h);
 # TinySTM runs its own program for the base structure, which is written
 # that way (see TinySTMVariant.binary).

@@ -129,7 +129,8 @@ def parse_args(argv):
                    help="directory of intset-<backend>/bank-<backend>/sb7-<backend> "
                         "(default: build/bench)")
     p.add_argument("--backends", type=csv_list, default=["schedstm", "itm", "seq"],
-                   help="our back-ends: schedstm,schedstm-inline,itm,seq "
+                   help="our back-ends: schedstm,schedstm-inline,itm,seq, and tinystm-same "
+                        "(our structures on TinySTM; built with -DSCHEDSTM_TINYSTM_DIR) "
                         "(default: schedstm,itm,seq; may be empty with --peer)")
     p.add_argument("--peer", action="append", default=[], metavar="NAME=DIR",
                    help="peer back-end, e.g. tinystm=/path/tinystm/test/intset (repeatable)")
@@ -542,6 +543,9 @@ def main(argv=None):
         if not any(v.supports(p) for p in points):
             sys.stderr.write("sweep: warning: %s has nothing to run (binary missing, or it "
                              "does not run this benchmark)\n" % v.label)
+            if v.label == "tinystm-same":
+                sys.stderr.write("sweep: tinystm-same is built only when CMake is given "
+                                 "-DSCHEDSTM_TINYSTM_DIR=<a TinySTM tree> (bench/README.md)\n")
     if not runs:
         sys.stderr.write(ERROR + "nothing to run (check --bin-dir / --peer)\n")
         return 2

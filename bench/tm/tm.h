@@ -7,6 +7,11 @@
  *                        inline read fast path: back-end "schedstm-inline")
  *   TM_BACKEND_ITM       GCC libitm (-fgnu-tm; the compiler instruments the
  *                        plain accesses inside __transaction_atomic)
+ *   TM_BACKEND_TINYSTM   TinySTM [Felber08] through its public C API (stm.h,
+ *                        mod_mem.h, wrappers.h), so that the same structure
+ *                        source runs on both engines; built only when the
+ *                        user names a TinySTM tree (-DSCHEDSTM_TINYSTM_DIR,
+ *                        bench/README.md); nothing of TinySTM is in the tree
  *   TM_BACKEND_SEQ       no instrumentation at all; single thread only
  *
  * Writing a transactional operation:
@@ -47,8 +52,10 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#if (defined(TM_BACKEND_SCHEDSTM) + defined(TM_BACKEND_ITM) + defined(TM_BACKEND_SEQ)) != 1
-#error "define exactly one of TM_BACKEND_SCHEDSTM, TM_BACKEND_ITM, TM_BACKEND_SEQ"
+#if (defined(TM_BACKEND_SCHEDSTM) + defined(TM_BACKEND_ITM) + defined(TM_BACKEND_TINYSTM) +        \
+     defined(TM_BACKEND_SEQ)) != 1
+#error                                                                                             \
+    "define exactly one of TM_BACKEND_SCHEDSTM, TM_BACKEND_ITM, TM_BACKEND_TINYSTM, TM_BACKEND_SEQ"
 #endif
 
 _Static_assert(sizeof(long) == 8, "the benchmarks assume LP64");
@@ -108,6 +115,54 @@ _Static_assert(sizeof(long) == 8, "the benchmarks assume LP64");
 /* GCC maps malloc/free inside a transaction to _ITM_malloc/_ITM_free. */
 #define TM_MALLOC(size) malloc(size)
 #define TM_FREE(p) free(p)
+
+/* ----------------------------------------------------------------- TinySTM */
+#elif defined(TM_BACKEND_TINYSTM)
+#include <mod_mem.h>
+#include <setjmp.h>
+#include <stm.h>
+#include <wrappers.h>
+
+_Static_assert(sizeof(stm_word_t) == sizeof(long) && sizeof(stm_word_t) == sizeof(void *),
+               "TinySTM's word must hold a long and a pointer");
+
+#define TM_BACKEND_NAME "tinystm-same"
+#define TM_MULTI_THREADED 1
+#define TM_SAFE
+#define TM_PURE
+/* stm_start() hands back the environment an abort restarts from with
+ * siglongjmp, so a local assigned inside the block must be volatile, as
+ * for schedstm. */
+#define TM_VOLATILE volatile
+
+/* TinySTM leaves the sigsetjmp to the caller (stm.h: stm_start); it returns
+ * NULL for a nested start, which the benchmarks never make. The attribute
+ * union is zeroed first so that only read_only is set. */
+#define TM_ATOMIC_BEGIN(ro)                                                                        \
+  {                                                                                                \
+    stm_tx_attr_t tm_attr_;                                                                        \
+    tm_attr_.attrs = 0;                                                                            \
+    tm_attr_.read_only = (ro);                                                                     \
+    sigjmp_buf *tm_env_ = stm_start(tm_attr_);                                                     \
+    if (tm_env_ != NULL) sigsetjmp(*tm_env_, 0);
+#define TM_ATOMIC_END()                                                                            \
+  stm_commit();                                                                                    \
+  }
+
+/* Word accesses go straight to stm_load/stm_store (a long and a pointer are
+ * one stm_word_t); an int goes through TinySTM's sub-word wrappers. */
+#define TM_LOAD_PTR(a) ((void *)stm_load((volatile stm_word_t *)(void *)(a)))
+#define TM_STORE_PTR(a, v) stm_store((volatile stm_word_t *)(void *)(a), (stm_word_t)(v))
+#define TM_LOAD_LONG(a) ((long)stm_load((volatile stm_word_t *)(void *)(a)))
+#define TM_STORE_LONG(a, v) stm_store((volatile stm_word_t *)(void *)(a), (stm_word_t)(long)(v))
+#define TM_LOAD_INT(a) ((int)stm_load_int((volatile int *)(a)))
+#define TM_STORE_INT(a, v) stm_store_int((volatile int *)(a), (int)(v))
+
+/* mod_mem frees at commit and drops the allocation on abort. Size 0: the
+ * structures do not ask TinySTM to write-lock the freed block (their
+ * unlink already wrote the pointer to it), as TinySTM's own intset does. */
+#define TM_MALLOC(size) stm_malloc(size)
+#define TM_FREE(p) stm_free((p), 0)
 
 /* -------------------------------------------------------------- sequential */
 #else

@@ -162,6 +162,12 @@ static int reject_sstm_options(const tm_sys_options_t *o, char *err, size_t errl
 
 int tm_sys_init(const tm_sys_options_t *o, char *err, size_t errlen) {
   if (reject_sstm_options(o, err, errlen) != 0) return -1;
+#if defined(TM_BACKEND_TINYSTM)
+  /* mod_mem registers its commit/abort callbacks, so it must be set up
+   * after stm_init and before the first thread registers. */
+  stm_init();
+  mod_mem_init(0);
+#endif
 #if defined(TM_BACKEND_ITM)
   /* With one thread and no explicit method libitm runs transactions in
    * serial-irrevocable mode; pin an instrumented method unless the user
@@ -171,12 +177,21 @@ int tm_sys_init(const tm_sys_options_t *o, char *err, size_t errlen) {
   return 0;
 }
 
+#if defined(TM_BACKEND_TINYSTM)
+void tm_sys_fini(void) { stm_exit(); }
+void tm_thread_enter(void) {
+  if (stm_init_thread() == NULL) bench_die(BENCH_EXIT_FAIL, "TinySTM refused the thread");
+}
+void tm_thread_exit(void) { stm_exit_thread(); }
+#else
 void tm_sys_fini(void) {}
 void tm_thread_enter(void) {}
 void tm_thread_exit(void) {}
+#endif
 
 /* Commits are counted by the caller (one per operation); aborts are zero
- * for the sequential back-end and unobservable for libitm. */
+ * for the sequential back-end and not reported for libitm and TinySTM (its
+ * counters depend on how the user's tree was configured). */
 void tm_thread_counts(tm_counts_t *out) {
   counts_clear(out);
   out->aborts_known = !TM_MULTI_THREADED;
@@ -190,7 +205,10 @@ const char *tm_design_name(void) { return "-"; }
 const char *tm_cm_name(void) { return "-"; }
 
 void tm_describe(char *buf, size_t len) {
-#if defined(TM_BACKEND_ITM)
+#if defined(TM_BACKEND_TINYSTM)
+  snprintf(buf, len, "TinySTM (user tree, same benchmark source) (gcc %d.%d)", __GNUC__,
+           __GNUC_MINOR__);
+#elif defined(TM_BACKEND_ITM)
   const char *m = getenv("ITM_DEFAULT_METHOD");
   snprintf(buf, len, "libitm (gcc %d.%d) ITM_DEFAULT_METHOD=%s", __GNUC__, __GNUC_MINOR__,
            m != NULL ? m : "(default)");
