@@ -47,6 +47,16 @@
 #include <sanitizer/tsan_interface.h>
 #endif
 
+/* The switch's code (sstm__ctx_switch, sstm__ctx_leave, sstm__ctx_main
+ * here; sstm__ctx_swap and sstm__ctx_boot in x86_64-ctx.S) lies in a
+ * section of its own, whose bounds the linker provides, so that
+ * sstm__redirect can refuse a thread interrupted inside a switch: fn
+ * would switch again while the first switch is half done (the saved stack
+ * pointer overwritten; under ASan, a fiber switch started twice). */
+#define CTX_TEXT __attribute__((section("sstm_ctx_text"), noinline))
+extern const char __start_sstm_ctx_text[] __attribute__((visibility("hidden")));
+extern const char __stop_sstm_ctx_text[] __attribute__((visibility("hidden")));
+
 /* arch/x86_64-ctx.S */
 void sstm__ctx_boot(void);
 void sstm__ctx_main(sstm__ctx_t *c);
@@ -140,7 +150,7 @@ int sstm__ctx_init_thread(sstm__ctx_t *c) {
   return 0;
 }
 
-void sstm__ctx_switch(sstm__ctx_t *save, const sstm__ctx_t *load) {
+CTX_TEXT void sstm__ctx_switch(sstm__ctx_t *save, const sstm__ctx_t *load) {
 #if SSTM_CTX_ASAN
   __sanitizer_start_switch_fiber(&save->asan_fake, load->stack_lo, load->stack_size);
 #endif
@@ -155,7 +165,7 @@ void sstm__ctx_switch(sstm__ctx_t *save, const sstm__ctx_t *load) {
 #endif
 }
 
-void sstm__ctx_leave(sstm__ctx_t *self, const sstm__ctx_t *load) {
+CTX_TEXT void sstm__ctx_leave(sstm__ctx_t *self, const sstm__ctx_t *load) {
 #if SSTM_CTX_ASAN
   /* NULL: self's fake stack is freed (it is never resumed). */
   __sanitizer_start_switch_fiber(NULL, load->stack_lo, load->stack_size);
@@ -176,7 +186,7 @@ void sstm__ctx_destroy(sstm__ctx_t *c) {
 }
 
 /* The first code of every context (called from sstm__ctx_boot). */
-void sstm__ctx_main(sstm__ctx_t *c) {
+CTX_TEXT void sstm__ctx_main(sstm__ctx_t *c) {
 #if SSTM_CTX_ASAN
   /* The first arrival on this stack: no fake stack to restore. */
   __sanitizer_finish_switch_fiber(NULL, NULL, NULL);
@@ -261,6 +271,8 @@ __attribute__((no_sanitize_address)) bool sstm__redirect(ucontext_t *uc, void (*
       (sp > alo && sp <= ahi))
     return false;
   if (pc >= (uintptr_t)sstm__preempt_tramp && pc < (uintptr_t)sstm__preempt_tramp_end) return false;
+  if (pc >= (uintptr_t)__start_sstm_ctx_text && pc < (uintptr_t)__stop_sstm_ctx_text)
+    return false; /* inside a switch */
   /* A system call interrupted by the signal and to be resumed through
    * restart_syscall (nanosleep, poll with a timeout, ...) continues from
    * the thread's kernel restart block: fn may make its own such call or

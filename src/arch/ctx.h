@@ -152,7 +152,8 @@ void sstm__ctx_swap(void **save_sp, void *load_sp);
  * does not run on the thread's alternate signal stack or the interrupted
  * code ran on it (above), when the thread
  * was interrupted inside the trampoline (a redirect is already being
- * entered or left: the caller treats the signal as a standing one) or in a
+ * entered or left: the caller treats the signal as a standing one), inside
+ * a context switch (sstm__ctx_switch, _leave, the first entry), or in a
  * system call the kernel will resume with restart_syscall, and
  * always under ThreadSanitizer, whose runtime delivers an asynchronous
  * signal late, at its next interceptor, on a copy of the ucontext whose

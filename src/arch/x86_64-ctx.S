@@ -9,7 +9,9 @@
  * (SSTM__CTX_FRAME in arch/ctx.c builds the same frame for a new context,
  * whose return address is sstm__ctx_boot.)
  */
-        .text
+        /* The switch's code in the section sstm__redirect refuses
+         * (arch/ctx.c, CTX_TEXT). */
+        .section sstm_ctx_text,"ax",@progbits
 
 /* void sstm__ctx_swap(void **save_sp, void *load_sp) */
         .globl  sstm__ctx_swap
@@ -85,6 +87,8 @@ sstm__ctx_boot:
         ud2
         .cfi_endproc
         .size   sstm__ctx_boot, .-sstm__ctx_boot
+
+        .text
 
 /* The preemption trampoline. sstm__redirect (arch/ctx.c) made the
  * interrupted thread enter here with, for S = the interrupted rsp - 128

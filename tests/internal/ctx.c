@@ -584,6 +584,14 @@ TEST(redirect_refuses_bad_arguments_and_the_trampoline) {
     CHECK_FALSE(sstm__redirect(&alt.uc, rd_fn, (void *)(uintptr_t)7));
     return;
   }
+  /* inside a switch: the assembly, and the C wrapper */
+  alt.uc.uc_mcontext.gregs[REG_RIP] = (greg_t)(uintptr_t)sstm__ctx_swap + 8;
+  CHECK_FALSE(sstm__redirect(&alt.uc, rd_fn, (void *)(uintptr_t)7));
+  alt.uc.uc_mcontext.gregs[REG_RIP] = (greg_t)(uintptr_t)sstm__ctx_switch + 1;
+  CHECK_FALSE(sstm__redirect(&alt.uc, rd_fn, (void *)(uintptr_t)7));
+  alt.uc.uc_mcontext.gregs[REG_RIP] = 0x1000;
+  for (int i = 0; i < 64; i++)
+    CHECK_EQ_X(stackbuf[i], 0);
   CHECK_TRUE(sstm__redirect(&alt.uc, rd_fn, (void *)(uintptr_t)7));
   CHECK_EQ_PTR((void *)(uintptr_t)alt.uc.uc_mcontext.gregs[REG_RSP], &stackbuf[63 - 19]);
   CHECK_EQ_PTR((void *)(uintptr_t)alt.uc.uc_mcontext.gregs[REG_RIP], (void *)sstm__preempt_tramp);
