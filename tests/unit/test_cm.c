@@ -981,8 +981,9 @@ TEST_ETL(abort_other_kills_lock_holder) {
     sstm_store_u64(&word_w, 1);
     if (a_attempts == 1) {
       b_attempts = 0;
-      /* B kills A and takes over A's lock on word_w: B commits. */
-      CHECK_OK(run_other(NULL, writer_b, NULL));
+      /* B kills A (running, its thread waits for B) and takes over A's lock
+       * on word_w: B commits. */
+      CHECK_OK(run_other_attached(NULL, writer_b, NULL));
       CHECK_EQ_I(b_attempts, 1);
       CHECK_EQ_U(word_w, 100);
       CHECK_EQ_U(word_x, 0); /* A's buffered writes never reached memory */
