@@ -1,23 +1,23 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
-"""The policies (src/cm), the executor (src/exec) and thread mapping (src/map)
-reach the engine through its interfaces only, and the transactional stdio
-(src/libc) through the public API only.
+"""The subsystems above the engine reach it through its interfaces only:
+the policies (src/cm), the executor (src/exec) and thread mapping (src/map)
+through src/iface/, the transactional stdio (src/libc) through the public
+API.
 
-src/cm is compiled without src/core on its include path (src/CMakeLists.txt,
-schedstm_cm), so `#include "core/..."` does not build. This check covers
-what the include path cannot:
+Each is compiled with a narrow include path (src/CMakeLists.txt), so an
+include of "core/..." does not build. This check covers what the include
+path cannot:
   - an include that climbs out of the view ("../core/engine.h") or names a
-    directory other than cm/, iface/ and os/;
-  - a name of the engine's (one that src/core uses) which src/cm uses
-    without it being part of an interface: include/, src/iface/, the OS
-    layer's headers (src/os/*.h) or the policies' own headers (src/cm/*.h).
-    That is a policy declaring an engine function itself to call it
-    directly.
+    directory outside it;
+  - a name of the engine's (one that src/core uses) which the subsystem
+    uses without it being declared by an interface: include/, the headers
+    of the directories in its view, or its own headers. That is a
+    subsystem declaring an engine function itself to call it directly.
 
 usage: check_layers.py SOURCE_DIR
-Exit status 0 when src/cm keeps to its interfaces, 1 otherwise (each
-violation is listed), 2 for a usage error.
+Exit status 0 when every subsystem keeps to its interfaces, 1 otherwise
+(each violation is listed), 2 for a usage error.
 """
 import glob
 import os
@@ -26,7 +26,34 @@ import sys
 
 INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"', re.M)
 NAME = re.compile(r"\bsstm__?\w+")
-ALLOWED_DIRS = ("cm/", "iface/", "os/")
+
+
+class Subsystem:
+    """One directory of src/ and the view it is compiled with."""
+
+    def __init__(self, name, what, view, the_way, bare_includes=False, check_headers=False):
+        self.name = name  # its directory under src/
+        self.what = what  # how its files are called in the summary
+        self.view = view  # directories of src/ whose headers it may include
+        self.the_way = the_way  # what to use instead of an engine name
+        self.bare_includes = bare_includes  # "x.h" (its own directory) allowed
+        self.check_headers = check_headers  # its headers are checked for names too
+
+
+SUBSYSTEMS = (
+    Subsystem("cm", "policy", ("cm", "iface", "os"), "src/iface/cm_services.h is the way"),
+    Subsystem("libc", "stdio", ("libc", "os"), "only the public API and os/ are",
+              check_headers=True),
+    Subsystem("exec", "executor", ("exec", "iface", "os", "arch"),
+              "src/iface/exec_services.h is the way"),
+    Subsystem("map", "thread-mapping", ("map", "iface", "os"),
+              "src/iface/map_services.h is the way", bare_includes=True),
+)
+
+
+def strip_comments(text):
+    text = re.sub(r"/\*.*?\*/", " ", text, flags=re.S)
+    return re.sub(r"//[^\n]*", " ", text)
 
 
 def names(paths):
@@ -37,92 +64,28 @@ def names(paths):
     return found
 
 
-def strip_comments(text):
-    text = re.sub(r"/\*.*?\*/", " ", text, flags=re.S)
-    return re.sub(r"//[^\n]*", " ", text)
-
-
-def check_libc(root, src, bad):
-    """The transactional stdio (src/libc) is built on the public API: it
-    includes only its own headers (libc/) and the OS layer's (os/), and uses
-    no engine name that include/, src/os/*.h or its own headers do not
-    declare. Returns the number of files checked."""
-    files = sorted(glob.glob(os.path.join(src, "libc", "*.[ch]")))
+def check(root, src, sub, engine, bad):
+    """Check one subsystem; returns the number of its files."""
+    files = sorted(glob.glob(os.path.join(src, sub.name, "*.[ch]")))
+    prefixes = tuple(d + "/" for d in sub.view)
     for p in files:
         with open(p, encoding="utf-8") as f:
             text = f.read()
         for inc in INCLUDE.findall(text):
-            if ".." in inc.split("/") or not inc.startswith(("libc/", "os/")):
-                bad.append(f"{os.path.relpath(p, root)}: includes \"{inc}\" "
-                           f"(the stdio includes only libc/ and os/ headers)")
+            own = sub.bare_includes and "/" not in inc
+            if ".." in inc.split("/") or not (own or inc.startswith(prefixes)):
+                bad.append(f"{os.path.relpath(p, root)}: includes \"{inc}\" (src/{sub.name} "
+                           f"includes only {', '.join(prefixes)} headers)")
     interface = glob.glob(os.path.join(root, "include", "**", "*.h"), recursive=True)
-    interface += glob.glob(os.path.join(src, "os", "*.h"))
-    interface += glob.glob(os.path.join(src, "libc", "*.h"))
-    allowed = names(interface)
-    engine = names(glob.glob(os.path.join(src, "core", "*.[ch]")))
-    for p in files:
-        for n in sorted(names([p]) & engine - allowed):
-            bad.append(f"{os.path.relpath(p, root)}: uses the engine's {n}, which no "
-                       f"public or os/ header declares")
-    return len(files)
-
-
-def check_exec(root, src, bad):
-    """The executor (src/exec) reaches the engine through src/iface/ only,
-    like the policies: it includes exec/, iface/, os/ and arch/ headers
-    (the view it is compiled with) and uses no engine name that include/,
-    src/iface/, the lower layers' headers (src/os, src/arch) or its own
-    headers do not declare. Returns the number of files checked."""
-    files = sorted(glob.glob(os.path.join(src, "exec", "*.[ch]")))
-    dirs = ("exec/", "iface/", "os/", "arch/")
-    for p in files:
-        with open(p, encoding="utf-8") as f:
-            text = f.read()
-        for inc in INCLUDE.findall(text):
-            if ".." in inc.split("/") or not inc.startswith(dirs):
-                bad.append(f"{os.path.relpath(p, root)}: includes \"{inc}\" "
-                           f"(the executor includes only exec/, iface/, os/ and arch/ headers)")
-    interface = glob.glob(os.path.join(root, "include", "**", "*.h"), recursive=True)
-    for d in ("iface", "os", "arch", "exec"):
+    for d in sub.view:
         interface += glob.glob(os.path.join(src, d, "*.h"))
     allowed = names(interface)
-    engine = names(glob.glob(os.path.join(src, "core", "*.[ch]")))
     for p in files:
-        if p.endswith(".h"):
+        if p.endswith(".h") and not sub.check_headers:
             continue
         for n in sorted(names([p]) & engine - allowed):
             bad.append(f"{os.path.relpath(p, root)}: uses the engine's {n}, which no "
-                       f"interface header declares (src/iface/exec_services.h is the way)")
-    return len(files)
-
-
-def check_map(root, src, bad):
-    """Thread mapping (src/map) is compiled with a view of map/, iface/ and
-    os/ (src/CMakeLists.txt, schedstm_map): it includes only those headers
-    (a bare name, "mapping.h", is one of its own directory) and uses no
-    engine name that include/, src/iface/, src/os/*.h or its own headers do
-    not declare (src/iface/map_services.h is the way). Returns the number of
-    files checked."""
-    files = sorted(glob.glob(os.path.join(src, "map", "*.[ch]")))
-    for p in files:
-        with open(p, encoding="utf-8") as f:
-            text = f.read()
-        for inc in INCLUDE.findall(text):
-            if ".." in inc.split("/") or ("/" in inc and
-                                          not inc.startswith(("map/", "iface/", "os/"))):
-                bad.append(f"{os.path.relpath(p, root)}: includes \"{inc}\" "
-                           f"(src/map includes only map/, iface/ and os/ headers)")
-    interface = glob.glob(os.path.join(root, "include", "**", "*.h"), recursive=True)
-    for d in ("iface", "os", "map"):
-        interface += glob.glob(os.path.join(src, d, "*.h"))
-    allowed = names(interface)
-    engine = names(glob.glob(os.path.join(src, "core", "*.[ch]")))
-    for p in files:
-        if p.endswith(".h"):
-            continue
-        for n in sorted(names([p]) & engine - allowed):
-            bad.append(f"{os.path.relpath(p, root)}: uses the engine's {n}, which no "
-                       f"interface header declares (src/iface/map_services.h is the way)")
+                       f"interface header declares ({sub.the_way})")
     return len(files)
 
 
@@ -132,42 +95,19 @@ def main(argv):
         return 2
     root = argv[1]
     src = os.path.join(root, "src")
-    cm_files = sorted(glob.glob(os.path.join(src, "cm", "*.[ch]")))
-    if not cm_files:
+    if not glob.glob(os.path.join(src, "cm", "*.[ch]")):
         print(f"check_layers: no policy sources under {src}/cm", file=sys.stderr)
         return 2
-    bad = []
-    for p in cm_files:
-        with open(p, encoding="utf-8") as f:
-            text = f.read()
-        for inc in INCLUDE.findall(text):
-            if ".." in inc.split("/") or not inc.startswith(ALLOWED_DIRS):
-                bad.append(f"{os.path.relpath(p, root)}: includes \"{inc}\" "
-                           f"(a policy includes only cm/, iface/ and os/ headers)")
-    interface = glob.glob(os.path.join(root, "include", "**", "*.h"), recursive=True)
-    interface += glob.glob(os.path.join(src, "iface", "*.h"))
-    interface += glob.glob(os.path.join(src, "os", "*.h"))
-    interface += glob.glob(os.path.join(src, "cm", "*.h"))
-    allowed = names(interface)
     engine = names(glob.glob(os.path.join(src, "core", "*.[ch]")))
-    for p in cm_files:
-        if p.endswith(".h"):
-            continue
-        for n in sorted(names([p]) & engine - allowed):
-            bad.append(f"{os.path.relpath(p, root)}: uses the engine's {n}, which no "
-                       f"interface header declares (src/iface/cm_services.h is the way)")
-    libc_files = check_libc(root, src, bad)
-    exec_files = check_exec(root, src, bad)
-    map_files = check_map(root, src, bad)
+    bad = []
+    counts = [(sub, check(root, src, sub, engine, bad)) for sub in SUBSYSTEMS]
     for line in bad:
         print(line)
     if bad:
         return 1
-    print(f"check_layers: {len(cm_files)} policy files use the engine through its interfaces only")
-    print(f"check_layers: {libc_files} stdio files use the public API, libc/ and os/ only")
-    print(f"check_layers: {exec_files} executor files use the engine through its interfaces only")
-    print(f"check_layers: {map_files} thread-mapping files use the engine through its "
-          f"interfaces only")
+    for sub, n in counts:
+        print(f"check_layers: {n} {sub.what} files use the engine through "
+              f"{'the public API' if sub.name == 'libc' else 'its interfaces'} only")
     return 0
 
 
