@@ -40,6 +40,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "bench_util.h"
+
 /* The specification's fixed limits. */
 #define TPCC_MAX_OL 15        /* order lines per order (5..15) */
 #define TPCC_MIN_OL 5         /* fewest order lines per order */
@@ -122,10 +124,9 @@ const tpcc_scale_t *tpcc_db_scale(const tpcc_db_t *db);
 
 /* ---- inputs and outputs --------------------------------------------------- */
 
-/* A random number stream (xorshift64*) for the input generator. */
-typedef struct tpcc_rng {
-  uint64_t s;
-} tpcc_rng_t;
+/* A random number stream for the input generator: the benchmarks' own
+ * xorshift64* (bench/common/bench_util.h), seeded by tpcc_rng_seed. */
+typedef bench_rng_t tpcc_rng_t;
 
 /* Seed a stream from a seed and a stream number (e.g. a terminal's). */
 void tpcc_rng_seed(tpcc_rng_t *r, uint64_t seed, uint64_t stream);

@@ -62,14 +62,7 @@ void tpcc_rng_seed(tpcc_rng_t *r, uint64_t seed, uint64_t stream) {
   r->s = z != 0 ? z : 0x2545F4914F6CDD1DULL;
 }
 
-uint64_t tpcc_rng_next(tpcc_rng_t *r) {
-  uint64_t x = r->s;
-  x ^= x >> 12;
-  x ^= x << 25;
-  x ^= x >> 27;
-  r->s = x;
-  return x * 0x2545F4914F6CDD1DULL;
-}
+uint64_t tpcc_rng_next(tpcc_rng_t *r) { return bench_rng_next(r); }
 
 uint32_t tpcc_uniform(tpcc_rng_t *r, uint32_t lo, uint32_t hi) {
   uint64_t n = (uint64_t)hi - lo + 1;

@@ -272,7 +272,7 @@ if(SCHEDSTM_BUILD_BENCH AND EXISTS ${PROJECT_SOURCE_DIR}/bench/tpcc/tpcc.h
     set(tpcc_src ${PROJECT_SOURCE_DIR}/bench/tpcc)
     sstm_int_exe(itest_tpcc_exec STRESS SOURCES ${D}/tpcc_exec.c ${tpcc_src}/tpcc_db.c
                  ${tpcc_src}/tpcc_tx.c ${tpcc_src}/tpcc_check.c)
-    target_include_directories(itest_tpcc_exec PRIVATE ${tpcc_src})
+    target_include_directories(itest_tpcc_exec PRIVATE ${tpcc_src} ${PROJECT_SOURCE_DIR}/bench/common)
     foreach(m none signal poll)
       sstm_add_test(NAME integration.tpcc_exec.${m} LABELS ${SSTM_STRESS_LABELS} TIMEOUT 120
                     COMMAND itest_tpcc_exec ${m})
