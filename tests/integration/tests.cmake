@@ -266,20 +266,18 @@ if(SCHEDSTM_BUILD_BENCH AND EXISTS ${PROJECT_SOURCE_DIR}/bench/tpcc/tpcc.h
   endif()
   # On the preemptive executor: the consistency checks after a mixed run
   # with preemption on (and, as the control, off).
-  if(EXISTS ${PROJECT_SOURCE_DIR}/include/schedstm/exec.h)
-    # Linked to the shared library (the executor's signal mode needs the
-    # library's code in a range of its own), with bench/tpcc's sources.
-    set(tpcc_src ${PROJECT_SOURCE_DIR}/bench/tpcc)
-    sstm_int_exe(itest_tpcc_exec STRESS SOURCES ${D}/tpcc_exec.c ${tpcc_src}/tpcc_db.c
-                 ${tpcc_src}/tpcc_tx.c ${tpcc_src}/tpcc_check.c)
-    target_include_directories(itest_tpcc_exec PRIVATE ${tpcc_src} ${PROJECT_SOURCE_DIR}/bench/common)
-    foreach(m none signal poll)
-      sstm_add_test(NAME integration.tpcc_exec.${m} LABELS ${SSTM_STRESS_LABELS} TIMEOUT 120
-                    COMMAND itest_tpcc_exec ${m})
-    endforeach()
-    sstm_add_test(NAME integration.tpcc_exec.signal.ser-block LABELS ${SSTM_STRESS_LABELS}
-                  TIMEOUT 120 COMMAND itest_tpcc_exec signal ser-block)
-  endif()
+  # Linked to the shared library (the executor's signal mode needs the
+  # library's code in a range of its own), with bench/tpcc's sources.
+  set(tpcc_src ${PROJECT_SOURCE_DIR}/bench/tpcc)
+  sstm_int_exe(itest_tpcc_exec STRESS SOURCES ${D}/tpcc_exec.c ${tpcc_src}/tpcc_db.c
+               ${tpcc_src}/tpcc_tx.c ${tpcc_src}/tpcc_check.c)
+  target_include_directories(itest_tpcc_exec PRIVATE ${tpcc_src} ${PROJECT_SOURCE_DIR}/bench/common)
+  foreach(m none signal poll)
+    sstm_add_test(NAME integration.tpcc_exec.${m} LABELS ${SSTM_STRESS_LABELS} TIMEOUT 120
+                  COMMAND itest_tpcc_exec ${m})
+  endforeach()
+  sstm_add_test(NAME integration.tpcc_exec.signal.ser-block LABELS ${SSTM_STRESS_LABELS}
+                TIMEOUT 120 COMMAND itest_tpcc_exec signal ser-block)
 else()
   message(STATUS "tests: bench/tpcc not built: tpcc integration tests skipped")
 endif()
@@ -295,13 +293,10 @@ set(sstm_server_built OFF)
 if(SCHEDSTM_BUILD_BENCH AND EXISTS ${PROJECT_SOURCE_DIR}/bench/server/loadgen.c
    AND EXISTS ${PROJECT_SOURCE_DIR}/bench/tpcc/tpcc.h)
   set(sstm_loadgen_built ON)
-  if(EXISTS ${PROJECT_SOURCE_DIR}/include/schedstm/exec.h
-     AND EXISTS ${PROJECT_SOURCE_DIR}/bench/server/server.c)
-    find_package(PkgConfig)
-    if(PkgConfig_FOUND)
-      pkg_check_modules(SSTM_LIBUV QUIET libuv)
-      set(sstm_server_built ${SSTM_LIBUV_FOUND})
-    endif()
+  find_package(PkgConfig)
+  if(PkgConfig_FOUND)
+    pkg_check_modules(SSTM_LIBUV QUIET libuv)
+    set(sstm_server_built ${SSTM_LIBUV_FOUND})
   endif()
 endif()
 find_package(Python3 COMPONENTS Interpreter)
