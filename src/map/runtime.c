@@ -291,6 +291,21 @@ static void run_due(void) {
 
 /* ---- the sampled path ---- */
 
+/* Add the thread's pending accesses to the total; the flush that crosses
+ * the mark claims the next evaluation for the thread (t->due). */
+static void flush(map_thread_t *t) {
+  uint64_t total =
+      atomic_fetch_add_explicit(&M.accesses, t->pending, memory_order_relaxed) + t->pending;
+  t->pending = 0;
+  uint64_t mark = atomic_load_explicit(&M.mark, memory_order_relaxed);
+  /* relaxed: the claim only decides who evaluates; the evaluation itself
+   * synchronises through M.lock. */
+  if (total >= mark && mark != CLAIMED &&
+      atomic_compare_exchange_strong_explicit(&M.mark, &mark, CLAIMED, memory_order_relaxed,
+                                              memory_order_relaxed))
+    t->due = true;
+}
+
 /* The engine's sampling hook (cfg.sample_fn), on the accessing thread,
  * every M.period accesses: Algorithm 2 of [Pasqualin20] with Algorithm 1
  * (detect.c) on this access, and the trigger. No lock, no system call
@@ -311,17 +326,7 @@ static void sample(void *arg, const void *addr, bool is_write) {
     sstm__map_stt_cpu(cpu, atomic_load_explicit(&t->cpu, memory_order_relaxed));
   }
   t->pending += M.period;
-  if (t->pending < SSTM_MAP_FLUSH) return;
-  uint64_t total =
-      atomic_fetch_add_explicit(&M.accesses, t->pending, memory_order_relaxed) + t->pending;
-  t->pending = 0;
-  uint64_t mark = atomic_load_explicit(&M.mark, memory_order_relaxed);
-  /* relaxed: the claim only decides who evaluates; the evaluation itself
-   * synchronises through M.lock. */
-  if (total >= mark && mark != CLAIMED &&
-      atomic_compare_exchange_strong_explicit(&M.mark, &mark, CLAIMED, memory_order_relaxed,
-                                              memory_order_relaxed))
-    t->due = true;
+  if (t->pending >= SSTM_MAP_FLUSH) flush(t);
 }
 
 /* ---- hooks ---- */
@@ -355,10 +360,9 @@ static void on_thread_exit(void *arg) {
   unsigned slot;
   map_thread_t *t = self_thread(&slot);
   if (t == NULL) return;
-  if (t->pending) {
-    atomic_fetch_add_explicit(&M.accesses, t->pending, memory_order_relaxed);
-    t->pending = 0;
-  }
+  /* A thread that leaves before its first flush still counts towards the
+   * trigger, and may cross the mark with its last accesses. */
+  if (t->pending) flush(t);
   pthread_mutex_lock(&M.lock);
   if (t->due) {
     t->due = false;

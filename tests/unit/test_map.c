@@ -605,8 +605,9 @@ TEST(threads_join_and_leave_while_mapping) {
   CHECK_OK(sstm_map_stats_get(&s));
   CHECK_EQ_U(s.threads, 0);
   CHECK_GT_U(s.evaluations, 0);
-  /* Every evaluation saw at least the six threads of one wave. */
-  CHECK_EQ_U(s.mappings_computed, s.decisions_on);
+  /* An "on" evaluation computes a mapping when it finds threads to map;
+   * one run at the exit of a wave's last thread may find none. */
+  CHECK_LE_U(s.mappings_computed, s.decisions_on);
   CHECK_GT_U(s.mappings_computed, 0);
   CHECK_EQ_U(s.decisions_on + s.decisions_off, s.evaluations);
   CHECK_EQ_U(s.pin_errors, 0);
