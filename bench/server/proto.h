@@ -71,7 +71,7 @@ typedef enum proto_error {
 const char *proto_profile_name(unsigned profile);
 /* The profile whose name is s, or -1. */
 int proto_profile_by_name(const char *s);
-/* Paper 2's mapping [Silvestri17] (shortest job highest): delivery 1,
+/* The mapping of [Silvestri17] (shortest job highest): delivery 1,
  * stock-level 2, new-order 3, order-status 4, payment 5; null 1. */
 unsigned proto_default_priority(unsigned profile);
 /* Name of an error code, or "unknown". */
