@@ -91,6 +91,9 @@ typedef struct table {
   /* Validated at open (nentries * entry_size fits in size, nreasons <=
    * SSTM_STT_REASONS): the bounds of every loop over the table. */
   uint32_t nentries, nreasons;
+  uint32_t version; /* SSTM_STT_VERSION_COMPAT..SSTM_STT_VERSION */
+  /* The executor area (version 6), validated at open; NULL without one. */
+  const sstm_stt_exec_t *x;
 } table_t;
 
 /* What the header says, copied and validated. */
@@ -104,6 +107,20 @@ typedef struct header {
   char reason_names[SSTM_STT_REASONS][sizeof(((sstm_stt_header_t *)0)->reason_names[0]) + 1];
   char cm_stat_names[SSTM_STT_CMSTATS][sizeof(((sstm_stt_header_t *)0)->cm_stat_names[0]) + 1];
 } header_t;
+
+/* The executor area, copied (read_exec). */
+typedef struct xlevel {
+  uint64_t submitted, completed, preemptions, promotions, aborts;
+  uint64_t queue_ns, run_ns, paused_ns, turnaround_ns, turnaround_max_ns, in_flight;
+} xlevel_t;
+
+typedef struct xarea {
+  bool present, in_use;
+  uint32_t levels, workers, contexts, contexts_busy, preempt, tick_us, c_max, lazy;
+  uint64_t generation;
+  char preempt_name[sizeof(((sstm_stt_exec_t *)0)->preempt_name) + 1];
+  xlevel_t level[SSTM_STT_EXEC_LEVELS];
+} xarea_t;
 
 typedef struct entry {
   uint32_t in_use, slot, in_tx, last_reason, action;
@@ -248,7 +265,8 @@ static int open_one(int pid, int fdnum, table_t *t, char *err, size_t errlen) {
              (long long)st.st_size, hs);
     return 1; /* sealed: it can never grow to a table */
   }
-  if ((uint64_t)st.st_size > hs + (uint64_t)MAX_ENTRIES * sizeof(sstm_stt_entry_t)) {
+  if ((uint64_t)st.st_size >
+      hs + (uint64_t)MAX_ENTRIES * sizeof(sstm_stt_entry_t) + sizeof(sstm_stt_exec_t)) {
     close(fd);
     snprintf(err, errlen, "%s: implausible size %lld bytes: not a schedstm state table", t->path,
              (long long)st.st_size);
@@ -271,6 +289,7 @@ static int open_one(int pid, int fdnum, table_t *t, char *err, size_t errlen) {
   uint32_t nr = LD(t->h->nreasons);
   uint64_t need = (uint64_t)hs + (uint64_t)n * es;
   int32_t tpid = LD(t->h->pid);
+  uint32_t xo = 0; /* the executor area's offset (version 6) */
   if (magic == 0) {
     snprintf(err, errlen,
              "%s: not initialised (magic 0): a table being created, or not a "
@@ -282,9 +301,9 @@ static int open_one(int pid, int fdnum, table_t *t, char *err, size_t errlen) {
              "%s: bad magic 0x%08" PRIx32 " (expected 0x%08x): not a schedstm "
              "state table",
              t->path, magic, SSTM_STT_MAGIC);
-  else if (v != SSTM_STT_VERSION)
-    snprintf(err, errlen, "%s: table version %" PRIu32 ", this sstm-top reads version %u", t->path,
-             v, SSTM_STT_VERSION);
+  else if (v < SSTM_STT_VERSION_COMPAT || v > SSTM_STT_VERSION)
+    snprintf(err, errlen, "%s: table version %" PRIu32 ", this sstm-top reads versions %u to %u",
+             t->path, v, SSTM_STT_VERSION_COMPAT, SSTM_STT_VERSION);
   else if (LD(t->h->header_size) != sizeof(sstm_stt_header_t))
     snprintf(err, errlen, "%s: header_size %" PRIu32 " differs from this sstm-top's %zu", t->path,
              LD(t->h->header_size), sizeof(sstm_stt_header_t));
@@ -303,9 +322,18 @@ static int open_one(int pid, int fdnum, table_t *t, char *err, size_t errlen) {
              SSTM_STT_REASONS);
   else if (tpid != pid)
     snprintf(err, errlen, "%s: the table says it belongs to pid %" PRId32, t->path, tpid);
+  else if (v >= 6 && (xo = LD(t->h->exec_offset)) != 0 &&
+           (xo != need || LD(t->h->exec_size) != sizeof(sstm_stt_exec_t) ||
+            need + sizeof(sstm_stt_exec_t) > t->size))
+    snprintf(err, errlen,
+             "%s: executor area at %" PRIu32 " of %" PRIu32 " bytes: expected %" PRIu64
+             " bytes at %" PRIu64 " within the table's %zu",
+             t->path, xo, LD(t->h->exec_size), (uint64_t)sizeof(sstm_stt_exec_t), need, t->size);
   else {
     t->nentries = n;
     t->nreasons = nr;
+    t->version = v;
+    t->x = v >= 6 && xo ? (const sstm_stt_exec_t *)(const void *)((const char *)p + xo) : NULL;
     t->e = (const sstm_stt_entry_t *)(const void *)(t->h + 1);
     return 0;
   }
@@ -429,7 +457,7 @@ static void read_header(const table_t *t, header_t *h) {
   /* What table_open validated, not the mapping again: a writer (or anyone
    * else who can write the table) may have changed these since, and a
    * larger nentries would take the entry loops beyond the mapping. */
-  h->version = SSTM_STT_VERSION;
+  h->version = t->version;
   h->nentries = t->nentries;
   h->entry_size = sizeof(sstm_stt_entry_t);
   h->nreasons = t->nreasons;
@@ -466,6 +494,53 @@ static void read_entry(const table_t *t, uint32_t i, entry_t *x) {
   copy_str(x->cm, e->cm, sizeof e->cm);
 }
 
+/* The executor area: in_use first (acquire: pairs with the executor's
+ * release store, so the configuration read after it is the one it
+ * published), then every field relaxed. levels is clamped to the slots. */
+static void read_exec(const table_t *t, xarea_t *a) {
+  memset(a, 0, sizeof *a);
+  const sstm_stt_exec_t *x = t->x;
+  if (!x) return;
+  a->present = true;
+  a->in_use = __atomic_load_n(&x->in_use, __ATOMIC_ACQUIRE) == 1;
+  a->levels = LD(x->levels);
+  if (a->levels > SSTM_STT_EXEC_LEVELS) a->levels = SSTM_STT_EXEC_LEVELS;
+  a->workers = LD(x->workers);
+  a->contexts = LD(x->contexts);
+  a->contexts_busy = LD(x->contexts_busy);
+  a->preempt = LD(x->preempt);
+  a->tick_us = LD(x->tick_us);
+  a->c_max = LD(x->c_max);
+  a->lazy = LD(x->lazy);
+  a->generation = LD(x->generation);
+  copy_str(a->preempt_name, x->preempt_name, sizeof x->preempt_name);
+  for (uint32_t l = 0; l < a->levels; l++) {
+    const sstm_stt_exec_level_t *s = &x->level[l];
+    xlevel_t *d = &a->level[l];
+    d->submitted = LD(s->submitted);
+    d->completed = LD(s->completed);
+    d->preemptions = LD(s->preemptions);
+    d->promotions = LD(s->promotions);
+    d->aborts = LD(s->aborts);
+    d->queue_ns = LD(s->queue_ns);
+    d->run_ns = LD(s->run_ns);
+    d->paused_ns = LD(s->paused_ns);
+    d->turnaround_ns = LD(s->turnaround_ns);
+    d->turnaround_max_ns = LD(s->turnaround_max_ns);
+    d->in_flight = LD(s->in_flight);
+  }
+}
+
+/* The abort probability of a level: aborted attempts / all attempts. */
+static double abort_prob(const xlevel_t *l) {
+  uint64_t att = l->aborts + l->completed;
+  return att ? (double)l->aborts / (double)att : 0.0;
+}
+
+static double mean_us(uint64_t sum_ns, uint64_t n) {
+  return n ? (double)sum_ns / (double)n / 1e3 : 0.0;
+}
+
 static const char *act_name(uint32_t a) { return a < SSTM_ACT_COUNT ? act_names[a] : "?"; }
 
 static const char *reason_name(const header_t *h, uint32_t r) {
@@ -499,6 +574,47 @@ static void jstr(FILE *o, const char *s) {
       fputc(c, o);
   }
   fputc('"', o);
+}
+
+/* "exec": null without an executor area (a version-5 table); else the
+ * area, whose levels are those of the executor that published last (kept
+ * after it ended: in_use false). Means in microseconds, null for a level
+ * with no request ended. */
+static void json_exec(FILE *o, const table_t *t) {
+  xarea_t a;
+  read_exec(t, &a);
+  if (!a.present) {
+    fprintf(o, "null");
+    return;
+  }
+  fprintf(o,
+          "{\"in_use\": %s, \"generation\": %" PRIu64 ", \"levels\": %" PRIu32
+          ", \"workers\": %" PRIu32 ", \"contexts\": %" PRIu32 ", \"contexts_busy\": %" PRIu32
+          ", \"preempt\": %" PRIu32 ", \"preempt_name\": ",
+          a.in_use ? "true" : "false", a.generation, a.levels, a.workers, a.contexts,
+          a.contexts_busy, a.preempt);
+  jstr(o, a.preempt_name);
+  fprintf(o,
+          ", \"tick_us\": %" PRIu32 ", \"c_max\": %" PRIu32 ", \"lazy\": %" PRIu32
+          ",\n  \"level_stats\": [",
+          a.tick_us, a.c_max, a.lazy);
+  for (uint32_t l = 0; l < a.levels; l++) {
+    const xlevel_t *x = &a.level[l];
+    fprintf(o,
+            "%s\n   {\"priority\": %" PRIu32 ", \"submitted\": %" PRIu64 ", \"completed\": %" PRIu64
+            ", \"in_flight\": %" PRIu64 ", \"preemptions\": %" PRIu64 ", \"promotions\": %" PRIu64
+            ", \"aborts\": %" PRIu64 ", \"queue_ns\": %" PRIu64 ", \"run_ns\": %" PRIu64
+            ", \"paused_ns\": %" PRIu64 ", \"turnaround_ns\": %" PRIu64
+            ", \"turnaround_max_ns\": %" PRIu64 ", \"abort_probability\": %.6f",
+            l ? "," : "", l, x->submitted, x->completed, x->in_flight, x->preemptions,
+            x->promotions, x->aborts, x->queue_ns, x->run_ns, x->paused_ns, x->turnaround_ns,
+            x->turnaround_max_ns, abort_prob(x));
+    if (x->completed)
+      fprintf(o, ", \"turnaround_us_mean\": %.3f}", mean_us(x->turnaround_ns, x->completed));
+    else
+      fprintf(o, ", \"turnaround_us_mean\": null}");
+  }
+  fprintf(o, "\n  ]}");
 }
 
 static int json_snapshot(const table_t *t, bool all) {
@@ -594,8 +710,10 @@ static int json_snapshot(const table_t *t, bool all) {
   }
   fprintf(o,
           "\n ],\n \"in_use\": %u, \"totals\": {\"commits\": %" PRIu64 ", \"aborts\": %" PRIu64
-          "}}\n",
+          "},\n \"exec\": ",
           in_use, commits, aborts);
+  json_exec(o, t);
+  fprintf(o, "}\n");
   return fflush(o) == 0 && !ferror(o) ? 0 : 1;
 }
 
@@ -673,6 +791,14 @@ typedef struct prev {
   uint64_t commits, aborts;
 } prev_t;
 
+/* The executor area at the previous frame: completions per level, for
+ * rates within one executor's life (generation). */
+typedef struct xprev {
+  bool valid;
+  uint64_t generation;
+  uint64_t completed[SSTM_STT_EXEC_LEVELS];
+} xprev_t;
+
 static void fmt_rate(char *buf, size_t n, bool valid, uint64_t now, uint64_t before, double dt) {
   if (!valid || dt <= 0 || now < before)
     snprintf(buf, n, "-");
@@ -696,8 +822,78 @@ static unsigned snapshot(const table_t *t, uint32_t n, entry_t *cur) {
   return k;
 }
 
-static void frame(const table_t *t, const header_t *h, const entry_t *cur, prev_t *prev, double dt,
-                  bool all, bool clear, double interval) {
+/* The executor's lines of a frame: its configuration and occupancy, then
+ * one line per priority level that had a request (every level with -a). */
+static void exec_lines(FILE *o, const table_t *t, xprev_t *xp, double dt, bool all, bool wide,
+                       int width) {
+  xarea_t a;
+  read_exec(t, &a);
+  if (!a.present) return;
+  char line[512];
+  if (!a.in_use) {
+    bool any = false;
+    for (uint32_t l = 0; l < a.levels; l++)
+      any |= a.level[l].submitted != 0;
+    put_wrapped(o, any ? "executor: ended (the counters below are its last)" : "executor: none",
+                width);
+    if (!any) {
+      xp->valid = false;
+      return;
+    }
+  } else {
+    char cmax[16];
+    if (a.c_max)
+      snprintf(cmax, sizeof cmax, "%" PRIu32, a.c_max);
+    else
+      snprintf(cmax, sizeof cmax, "inf");
+    snprintf(line, sizeof line,
+             "executor: preempt %s  tick %" PRIu32 "us  c_max %s%s  workers %" PRIu32
+             "  contexts %" PRIu32 "/%" PRIu32 " busy",
+             a.preempt_name, a.tick_us, cmax, a.lazy ? " lazy" : "", a.workers, a.contexts_busy,
+             a.contexts);
+    put_wrapped(o, line, width);
+  }
+  bool pvalid = dt > 0 && xp->valid && xp->generation == a.generation;
+  if (wide)
+    fprintf(o, "%4s %10s %10s %8s %5s %8s %6s %6s %9s %9s %9s %10s %10s\n", "PRIO", "SUBMITTED",
+            "DONE", "DONE/S", "INFL", "PREEMPT", "PROMO", "ABORT%", "QUEUE-us", "RUN-us",
+            "PAUSE-us", "TURN-us", "MAX-us");
+  else
+    fprintf(o, "%4s %10s %8s %5s %8s %6s %6s %10s %10s\n", "PRIO", "DONE", "DONE/S", "INFL",
+            "PREEMPT", "PROMO", "ABORT%", "TURN-us", "MAX-us");
+  for (uint32_t l = 0; l < a.levels; l++) {
+    const xlevel_t *x = &a.level[l];
+    if (x->submitted == 0 && !all) continue;
+    char rate[24], turn[24];
+    fmt_rate(rate, sizeof rate, pvalid, x->completed, xp->completed[l], dt);
+    if (x->completed)
+      snprintf(turn, sizeof turn, "%.1f", mean_us(x->turnaround_ns, x->completed));
+    else
+      snprintf(turn, sizeof turn, "-");
+    if (wide)
+      fprintf(o,
+              "%4" PRIu32 " %10" PRIu64 " %10" PRIu64 " %8s %5" PRIu64 " %8" PRIu64 " %6" PRIu64
+              " %6.2f %9.1f %9.1f %9.1f %10s %10.1f\n",
+              l, x->submitted, x->completed, rate, x->in_flight, x->preemptions, x->promotions,
+              100 * abort_prob(x), mean_us(x->queue_ns, x->completed),
+              mean_us(x->run_ns, x->completed), mean_us(x->paused_ns, x->completed), turn,
+              (double)x->turnaround_max_ns / 1e3);
+    else
+      fprintf(o,
+              "%4" PRIu32 " %10" PRIu64 " %8s %5" PRIu64 " %8" PRIu64 " %6" PRIu64
+              " %6.2f %10s %10.1f\n",
+              l, x->completed, rate, x->in_flight, x->preemptions, x->promotions,
+              100 * abort_prob(x), turn, (double)x->turnaround_max_ns / 1e3);
+  }
+  xp->valid = true;
+  xp->generation = a.generation;
+  for (uint32_t l = 0; l < a.levels; l++)
+    xp->completed[l] = a.level[l].completed;
+  fputc('\n', o);
+}
+
+static void frame(const table_t *t, const header_t *h, const entry_t *cur, prev_t *prev,
+                  xprev_t *xp, double dt, bool all, bool clear, double interval) {
   FILE *o = stdout;
   int width = out_width();
   bool wide = width >= WIDE_COLUMNS;
@@ -742,6 +938,7 @@ static void frame(const table_t *t, const header_t *h, const entry_t *cur, prev_
     snprintf(line + strlen(line), sizeof line - strlen(line), "-");
   put_wrapped(o, line, width);
   fputc('\n', o);
+  exec_lines(o, t, xp, dt, all, wide, width);
   if (wide)
     fprintf(o, WIDE_FMT_H, "SLOT", "TID", "TX", "TXID", "COMMITS", "COMMIT/S", "ABORTS", "ABORT/S",
             "AB/COM", "LAST-REASON", "CONFL", "ACTION", "OSPOL", "NICE", "CPU", "CM");
@@ -810,7 +1007,16 @@ static int live(table_t *t, double interval, long count, bool all) {
     return 1;
   }
   /* Baseline: the first frame already shows rates over one interval. */
+  xprev_t xp = {0};
   snapshot(t, h.nentries, cur);
+  {
+    xarea_t a;
+    read_exec(t, &a);
+    xp.valid = a.present;
+    xp.generation = a.generation;
+    for (uint32_t l = 0; l < a.levels; l++)
+      xp.completed[l] = a.level[l].completed;
+  }
   for (uint32_t i = 0; i < h.nentries; i++)
     prev[i] = (prev_t){cur[i].in_use != 0, cur[i].tid, cur[i].commits, cur[i].aborts};
   uint64_t last = now_ns();
@@ -833,6 +1039,7 @@ static int live(table_t *t, double interval, long count, bool all) {
         break;
       }
       read_header(t, &h);
+      xp.valid = false; /* another table: no rates against the old one's levels */
       free(cur);
       free(prev);
       cur = calloc(h.nentries ? h.nentries : 1, sizeof *cur);
@@ -850,7 +1057,7 @@ static int live(table_t *t, double interval, long count, bool all) {
     /* The policy's line changes while the program runs (adaptive's choice
      * and reason): read it again for every frame. */
     h.cm_info_ok = read_cm_info(t, h.cm_info, sizeof h.cm_info, NULL);
-    frame(t, &h, cur, prev, dt, all, clear, interval);
+    frame(t, &h, cur, prev, &xp, dt, all, clear, interval);
     if (!clear && (count <= 0 || done + 1 < count)) fputc('\n', stdout);
   }
   free(cur);
@@ -961,7 +1168,7 @@ static bool legacy_header(int dfd, const char *name, const struct stat *st) {
 static int clean_tables(void) {
   printf("state tables of version %u and later are memfds that go with their process: "
          "nothing of theirs to remove. Files left in /dev/shm by versions 1-%u:\n",
-         SSTM_STT_VERSION, LEGACY_VERSION_MAX);
+         LEGACY_VERSION_MAX + 1, LEGACY_VERSION_MAX);
   int dfd = open("/dev/shm", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   DIR *d = dfd < 0 ? NULL : fdopendir(dfd);
   if (d == NULL) {
@@ -1036,7 +1243,7 @@ static void usage(FILE *o, bool full) {
           "/proc/PID/fd, so only the process's user (or root) can read it.\n"
           "  -i SECONDS  refresh interval (default 0.5)\n"
           "  -n N        stop after N refreshes\n"
-          "  -a          also show free slots\n"
+          "  -a          also show free slots and every executor level\n"
           "  -j          print one JSON snapshot and exit\n"
           "  -l          list your processes that publish a table\n"
           "  -c          remove /dev/shm/schedstm.PID files that versions 1-%u left\n"
@@ -1054,6 +1261,13 @@ static void usage(FILE *o, bool full) {
           "OSPOL, NICE the thread's OS scheduling policy and nice value; CPU the CPU\n"
           "the thread mapping last saw it on, p: pinned there (schedstm/map.h);\n"
           "CM policy.\n"
+          "A program with an executor (schedstm/exec.h) adds its lines above the\n"
+          "threads: its preemption mode, tick, C_max, workers and busy contexts, then per\n"
+          "birth priority (PRIO; -a: every level) SUBMITTED, DONE (with DONE/S), INFL\n"
+          "in flight, PREEMPT preemptions, PROMO promotions, ABORT%% aborted attempts of\n"
+          "all attempts, and mean QUEUE (to first start), RUN, PAUSE and TURN (to the\n"
+          "end) times with the longest turnaround (MAX), in microseconds; the wide\n"
+          "layout adds SUBMITTED, QUEUE, RUN and PAUSE.\n"
           "The \"policy now\" line is the policy's own description, updated live;\n"
           "\"(inconsistent: being rewritten)\" when the program was caught in the middle\n"
           "of rewriting it for more than %llu ms (-j: \"cm_info_consistent\": false).\n",

@@ -37,7 +37,12 @@
  * cm_info_seq and stored whole policy and counter names; 4 moved the table
  * from a file in /dev/shm (SSTM_STT_LEGACY_PATH_FMT) into a sealed memfd,
  * with the same bytes; 5 turned the entry's padding word into cpu and
- * appended cpu_pinned (thread mapping, schedstm/map.h).
+ * appended cpu_pinned (thread mapping, schedstm/map.h); 6 put exec_offset
+ * and exec_size into the header's former tail padding and appended the
+ * executor's area (sstm_stt_exec_t) after the entries. Version 6 moved
+ * no field of version 5 and changed neither header_size nor entry_size, so
+ * a reader of version 6 reads a version-5 table as one without an
+ * executor area (`sstm-top` accepts both).
  *
  * @par Writing
  * Each entry is written only by the thread running its descriptor, with
@@ -78,7 +83,10 @@
 /** Value of sstm_stt_header_t::magic once the table is ready ("STTM"). */
 #define SSTM_STT_MAGIC 0x4d545453u
 /** Layout version in sstm_stt_header_t::version (see "Versions" above). */
-#define SSTM_STT_VERSION 5u
+#define SSTM_STT_VERSION 6u
+/** The oldest version whose header and entries are laid out as this
+ * version's (every version from it to SSTM_STT_VERSION only appended). */
+#define SSTM_STT_VERSION_COMPAT 5u
 /** Name given to memfd_create() for the table. */
 #define SSTM_STT_MEMFD_NAME "schedstm-statetab"
 /** What readlink() of /proc/PID/fd/N gives for the table's descriptor. */
@@ -93,6 +101,9 @@
 /** Slots of the policy counter arrays (cm_stat_names, cm_stats), as
  * SSTM_CM_NSTATS; a slot whose name is empty is not used by the policy. */
 #define SSTM_STT_CMSTATS 8
+/** Slots of sstm_stt_exec_t::level: one per priority level an executor may
+ * have (SSTM_EXEC_MAX_LEVELS of schedstm/exec.h). */
+#define SSTM_STT_EXEC_LEVELS 64
 
 /** The table's header; the entries start sstm_stt_header_t::header_size
  * bytes after its start, one every sstm_stt_header_t::entry_size bytes.
@@ -113,6 +124,11 @@ typedef struct sstm_stt_header {
   char reason_names[SSTM_STT_REASONS][20]; /**< sstm_abort_reason_name() of each reason */
   /** the policy's counter names (sstm_cm_ops_t::stat_names), "" if unused */
   char cm_stat_names[SSTM_STT_CMSTATS][32];
+  /** Version 6: where the executor area (sstm_stt_exec_t) starts, in bytes
+   * from the table's start (header_size + nentries * entry_size), 0 if the
+   * table has none; a reader checks it against what it computes. */
+  uint32_t exec_offset;
+  uint32_t exec_size; /**< version 6: sizeof(sstm_stt_exec_t), 0 if none */
 } __attribute__((aligned(64))) sstm_stt_header_t;
 
 /** One descriptor slot's entry. Counters count since the thread registered
@@ -144,5 +160,53 @@ typedef struct sstm_stt_entry {
   int32_t cpu_pinned; /**< the CPU the thread mapping pinned the thread to, -1 none */
   uint32_t pad;       /**< zero */
 } __attribute__((aligned(64))) sstm_stt_entry_t;
+
+/** Version 6: one priority level of the executor (schedstm/exec.h), the
+ * requests *born* at that level (their submitted priority, whatever
+ * promotions followed): the fields of sstm_exec_level_stats_t, the same
+ * values, plus the requests in flight. Counters count since the executor
+ * was created; times are nanoseconds summed over the requests that ended
+ * (divide by `completed` for means). Written with relaxed atomic
+ * read-modify-writes by the executor's workers and submitters. */
+typedef struct sstm_stt_exec_level {
+  uint64_t submitted;         /**< accepted */
+  uint64_t completed;         /**< ended (committed, cancelled or failed) */
+  uint64_t preemptions;       /**< times one was paused for a higher priority */
+  uint64_t promotions;        /**< priority raises (dynamic priority) */
+  uint64_t aborts;            /**< aborted attempts (each was retried) */
+  uint64_t queue_ns;          /**< submission to first start, summed */
+  uint64_t run_ns;            /**< on a worker, aborted attempts included */
+  uint64_t paused_ns;         /**< preempted, in the hot list */
+  uint64_t turnaround_ns;     /**< submission to end (the reply), summed */
+  uint64_t turnaround_max_ns; /**< the longest turnaround */
+  uint64_t in_flight;         /**< accepted and not ended, now */
+  uint64_t pad;               /**< zero */
+} sstm_stt_exec_level_t;
+
+/** Version 6: the executor area, sstm_stt_header_t::exec_offset bytes from
+ * the table's start. One executor of the process publishes here at a time
+ * (the first one created while the area is free; sstm_exec_describe() says
+ * `table=yes`). It fills the configuration fields and zeroes the levels,
+ * then stores in_use = 1 with release order: a reader that loads in_use
+ * with acquire order and finds 1 sees them. At sstm_exec_destroy() in_use
+ * goes back to 0 and the counters stay as they were last. `generation`
+ * changes every time an executor starts publishing: a reader that takes
+ * rates compares it between two reads. */
+typedef struct sstm_stt_exec {
+  uint32_t in_use;        /**< 1 while an executor publishes here */
+  uint32_t levels;        /**< its levels (at most SSTM_STT_EXEC_LEVELS) */
+  uint32_t workers;       /**< worker threads */
+  uint32_t contexts;      /**< contexts (NUM_CONTEXTS) */
+  uint32_t contexts_busy; /**< contexts holding an accepted request, now */
+  uint32_t preempt;       /**< sstm_exec_preempt_t */
+  uint32_t tick_us;       /**< periodic tick, 0 off */
+  uint32_t c_max;         /**< promotion threshold, 0 never */
+  uint32_t lazy;          /**< lazy promotion: 0 or 1 */
+  uint32_t pad0;          /**< zero */
+  uint64_t generation;    /**< changes when an executor starts publishing */
+  char preempt_name[16];  /**< sstm_exec_preempt_name() of preempt */
+  /** per birth priority 0..levels-1 (the slots above levels stay zero) */
+  sstm_stt_exec_level_t level[SSTM_STT_EXEC_LEVELS] __attribute__((aligned(64)));
+} __attribute__((aligned(64))) sstm_stt_exec_t;
 
 #endif /* SCHEDSTM_STATETAB_H */

@@ -484,6 +484,11 @@ void sstm__stt_action(struct sstm_desc *d, sstm_cm_act_t act);
 void sstm__stt_prio(struct sstm_desc *d, int policy, int nice);
 /* The thread mapping's CPU columns of d's entry (d may be NULL). */
 void sstm__stt_cpu(struct sstm_desc *d, int seen, int pinned);
+/* The table's executor area (version 6), NULL when no table is published.
+ * Who writes it is the executor's business (core/exec.c hands it to one
+ * executor at a time). */
+struct sstm_stt_exec;
+struct sstm_stt_exec *sstm__stt_exec_area(void);
 
 /* os_glue.c: the engine's side of the OS facilities (src/os) */
 /* Whether begin may rely on the reclaimer's asymmetric fence: registers

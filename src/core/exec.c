@@ -242,3 +242,28 @@ int sstm__exec_set_paused_rule(sstm_exec_paused_rule_t rule) {
 int sstm__exec_paused_rule(void) {
   return atomic_load_explicit(&paused_rule, memory_order_relaxed);
 }
+
+/* ---- (d) the state table's executor area ---- */
+
+/* Whether an executor holds the area. The table exists from sstm_init to
+ * sstm_shutdown and executors live inside that span, so the area of the
+ * table a holder claimed is the one it releases. */
+static atomic_bool stt_exec_claimed;
+
+struct sstm_stt_exec *sstm__exec_stt_claim(void) {
+  struct sstm_stt_exec *a = sstm__stt_exec_area();
+  if (a == NULL) return NULL;
+  bool expect = false;
+  /* acquire: a later holder sees nothing of the previous one's writes it
+   * could confuse with its own (it rewrites every field anyway); relaxed
+   * would do for the flag alone, the pair keeps the hand-over plain. */
+  if (!atomic_compare_exchange_strong_explicit(&stt_exec_claimed, &expect, true,
+                                               memory_order_acquire, memory_order_relaxed))
+    return NULL;
+  return a;
+}
+
+void sstm__exec_stt_release(struct sstm_stt_exec *area) {
+  /* release: pairs with the next claim's acquire. */
+  if (area) atomic_store_explicit(&stt_exec_claimed, false, memory_order_release);
+}

@@ -57,6 +57,10 @@ _Static_assert(SSTM_STT_REASONS >= SSTM_ABORT_REASON_COUNT, "a slot per abort re
 _Static_assert(SSTM_STT_CMSTATS == SSTM_CM_NSTATS, "a slot per policy counter");
 _Static_assert(sizeof(sstm_stt_header_t) % 64 == 0 && sizeof(sstm_stt_entry_t) % 64 == 0,
                "entries start on a cache line");
+/* Version 6 only used the header's tail padding: the header's size, and so
+ * every offset a version-5 reader knows, stayed (statetab.h, "Versions"). */
+_Static_assert(sizeof(sstm_stt_header_t) == 1152, "the header's size is that of version 5");
+_Static_assert(sizeof(sstm_stt_exec_t) % 64 == 0, "the executor area ends on a cache line");
 
 static sstm_stt_header_t *table;
 static size_t table_size;
@@ -102,7 +106,8 @@ int sstm__stt_init(void) {
     return SSTM_ENOMEM;
   }
   unsigned n = sstm__g.cfg.max_threads;
-  table_size = sizeof(sstm_stt_header_t) + (size_t)n * sizeof(sstm_stt_entry_t);
+  size_t exec_off = sizeof(sstm_stt_header_t) + (size_t)n * sizeof(sstm_stt_entry_t);
+  table_size = exec_off + sizeof(sstm_stt_exec_t);
   int fd = memfd_create(SSTM_STT_MEMFD_NAME, MFD_CLOEXEC | MFD_ALLOW_SEALING);
   if (fd < 0) {
     int e = errno;
@@ -153,6 +158,8 @@ int sstm__stt_init(void) {
   table->pid = (int32_t)getpid();
   table->nreasons = SSTM_ABORT_REASON_COUNT;
   table->start_ns = sstm__now_ns();
+  table->exec_offset = (uint32_t)exec_off; /* at most 32767 entries: far below 4 GiB */
+  table->exec_size = sizeof(sstm_stt_exec_t);
   for (int i = 0; i < SSTM_ABORT_REASON_COUNT && i < SSTM_STT_REASONS; i++)
     snprintf(table->reason_names[i], sizeof table->reason_names[i], "%s",
              sstm_abort_reason_name((sstm_abort_reason_t)i));
@@ -224,6 +231,11 @@ void sstm__stt_fini(void) {
   /* the table is no longer published: readers find it gone */
   if (table_fd >= 0) close(table_fd);
   table_fd = -1;
+}
+
+sstm_stt_exec_t *sstm__stt_exec_area(void) {
+  if (table == NULL) return NULL;
+  return (sstm_stt_exec_t *)(void *)((char *)table + table->exec_offset);
 }
 
 void sstm__stt_attach(struct sstm_desc *d) {

@@ -16,6 +16,7 @@
 #include <limits.h>
 #include <linux/futex.h>
 #include <sched.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,11 +24,39 @@
 #include <unistd.h>
 
 #include <schedstm/config.h>
+#include <schedstm/statetab.h>
 #include <schedstm/tx.h>
 
 #include "exec/exec_internal.h"
 #include "iface/exec_services.h"
 #include "os/os.h"
+
+/* The levels' statistics live in the state table when it is published
+ * (sstm_xlevel_t): the same fields at the same places. */
+#define SAME_FIELD(f)                                                                              \
+  _Static_assert(offsetof(sstm_xlevel_t, f) == offsetof(sstm_stt_exec_level_t, f) &&               \
+                     sizeof(((sstm_xlevel_t *)0)->f) == sizeof(((sstm_stt_exec_level_t *)0)->f),   \
+                 "sstm_xlevel_t." #f " as in the state table")
+SAME_FIELD(submitted);
+SAME_FIELD(completed);
+SAME_FIELD(preemptions);
+SAME_FIELD(promotions);
+SAME_FIELD(aborts);
+SAME_FIELD(queue_ns);
+SAME_FIELD(run_ns);
+SAME_FIELD(paused_ns);
+SAME_FIELD(turnaround_ns);
+SAME_FIELD(turnaround_max_ns);
+SAME_FIELD(in_flight);
+#undef SAME_FIELD
+_Static_assert(sizeof(sstm_xlevel_t) == sizeof(sstm_stt_exec_level_t) &&
+                   _Alignof(_Atomic uint64_t) == _Alignof(uint64_t),
+               "sstm_xlevel_t is the state table's level");
+_Static_assert(SSTM_STT_EXEC_LEVELS == SSTM_EXEC_MAX_LEVELS, "a table slot per level");
+
+/* Relaxed stores into the state table: readers get per-field values
+ * (schedstm/statetab.h, "Writing"). */
+#define STT_PUT(field, v) __atomic_store_n(&(field), (v), __ATOMIC_RELAXED)
 
 /* ---- futexes on the low half of a 64-bit generation word ---- */
 
@@ -220,6 +249,7 @@ static void release_ctx(struct sstm_exec *ex, sstm_xctx_t *c) {
   sstm_xlevel_t *lv = &ex->lv[c->birth];
   uint64_t ta = now - c->t_submit;
   atomic_fetch_add_explicit(&lv->completed, 1, memory_order_relaxed);
+  atomic_fetch_sub_explicit(&lv->in_flight, 1, memory_order_relaxed);
   atomic_fetch_add_explicit(&lv->aborts, c->attempts ? c->attempts - 1 : 0, memory_order_relaxed);
   atomic_fetch_add_explicit(&lv->run_ns, c->run_ns, memory_order_relaxed);
   atomic_fetch_add_explicit(&lv->paused_ns, c->paused_ns, memory_order_relaxed);
@@ -235,6 +265,7 @@ static void release_ctx(struct sstm_exec *ex, sstm_xctx_t *c) {
   ex->free = &c->node;
   ex->nfree++;
   ex->pending--;
+  if (ex->stt) STT_PUT(ex->stt->contexts_busy, ex->ncontexts - ex->nfree);
   bool wake_sub = ex->free_waiters > 0, drained = ex->stopping && ex->pending == 0;
   if (wake_sub) gen_bump(&ex->free_gen);
   if (drained) gen_bump(&ex->work_gen);
@@ -328,6 +359,52 @@ static void *worker_main(void *p) {
 
 /* ---- create / destroy ---- */
 
+/* Publish the executor in the state table's area when the table is on and
+ * no other executor holds it (schedstm/statetab.h, sstm_stt_exec_t): the
+ * configuration, zeroed levels, then in_use with release order. Before the
+ * workers start, so nothing counts yet; from here on ex->lv is the
+ * table's. */
+static void stt_publish(struct sstm_exec *ex) {
+  sstm_stt_exec_t *a = sstm__exec_stt_claim();
+  if (!a) return;
+  const sstm_exec_config_t *c = &ex->cfg;
+  STT_PUT(a->in_use, 0); /* a holder that ended without unpublishing: not ours */
+  for (unsigned l = 0; l < SSTM_STT_EXEC_LEVELS; l++) {
+    uint64_t *w = (uint64_t *)(void *)&a->level[l];
+    for (size_t i = 0; i < sizeof a->level[l] / sizeof *w; i++)
+      STT_PUT(w[i], 0);
+  }
+  STT_PUT(a->levels, c->levels);
+  STT_PUT(a->workers, ex->nworkers);
+  STT_PUT(a->contexts, ex->ncontexts);
+  STT_PUT(a->contexts_busy, 0);
+  STT_PUT(a->preempt, (uint32_t)c->preempt);
+  STT_PUT(a->tick_us, c->tick_us);
+  STT_PUT(a->c_max, c->c_max);
+  STT_PUT(a->lazy, c->lazy_promotion ? 1u : 0u);
+  STT_PUT(a->pad0, 0);
+  char name[sizeof a->preempt_name] = {0};
+  snprintf(name, sizeof name, "%s", sstm_exec_preempt_name(c->preempt));
+  for (size_t i = 0; i < sizeof name; i++)
+    STT_PUT(a->preempt_name[i], name[i]);
+  STT_PUT(a->generation, __atomic_load_n(&a->generation, __ATOMIC_RELAXED) + 1);
+  /* release: a reader that loads in_use with acquire and finds 1 sees the
+   * fields above (schedstm/statetab.h). */
+  __atomic_store_n(&a->in_use, 1u, __ATOMIC_RELEASE);
+  ex->stt = a;
+  ex->lv = (sstm_xlevel_t *)(void *)a->level;
+}
+
+/* After the workers are joined: the counters stay, in_use goes to 0. */
+static void stt_unpublish(struct sstm_exec *ex) {
+  if (!ex->stt) return;
+  STT_PUT(ex->stt->contexts_busy, 0);
+  __atomic_store_n(&ex->stt->in_use, 0u, __ATOMIC_RELEASE);
+  sstm__exec_stt_release(ex->stt);
+  ex->stt = NULL;
+  ex->lv = ex->lv_own;
+}
+
 static void teardown(struct sstm_exec *ex, unsigned nthreads) {
   sstm__xq_lock(&ex->q);
   ex->stopping = true;
@@ -344,6 +421,7 @@ static void teardown(struct sstm_exec *ex, unsigned nthreads) {
     if (c->ran) sstm__ctx_destroy(&c->regs);
     sstm__stack_free(&c->stack);
   }
+  stt_unpublish(ex);
   sstm__xq_destroy(&ex->q);
   free(ex->contexts);
   free(ex->workers);
@@ -383,6 +461,7 @@ int sstm_exec_create(const sstm_exec_config_t *cfg, sstm_exec_t **out) {
   struct sstm_exec *ex = calloc(1, sizeof *ex);
   if (!ex) goto nomem0;
   ex->cfg = c;
+  ex->lv = ex->lv_own;
   ex->workers = calloc(c.workers, sizeof *ex->workers);
   ex->contexts = calloc(c.contexts, sizeof *ex->contexts);
   if (!ex->workers || !ex->contexts || sstm__xq_init(&ex->q, c.levels) != 0) {
@@ -419,6 +498,7 @@ int sstm_exec_create(const sstm_exec_config_t *cfg, sstm_exec_t **out) {
   }
   ex->nfree = c.contexts;
   ex->nworkers = c.workers;
+  stt_publish(ex);
   for (unsigned i = 0; i < c.workers; i++) {
     sstm_xworker_t *w = &ex->workers[i];
     w->ex = ex;
@@ -523,6 +603,7 @@ static int submit(struct sstm_exec *ex, const sstm_exec_req_t *req, bool wait, c
   ex->free = c->node.next;
   ex->nfree--;
   ex->pending++;
+  if (ex->stt) STT_PUT(ex->stt->contexts_busy, ex->ncontexts - ex->nfree);
   c->req = *req;
   c->birth = c->prio = req->priority;
   c->preempts = 0;
@@ -536,6 +617,11 @@ static int submit(struct sstm_exec *ex, const sstm_exec_req_t *req, bool wait, c
      * set only for an accepted request, so that a failed submission
      * leaves the caller's future as it was. */
     atomic_store_explicit(fut_state(req->future), FUT_PENDING, memory_order_relaxed);
+  /* Counted before the push, under the lock: the worker that pops it
+   * counts its end after this (the lock orders them), so in_flight never
+   * goes below zero. */
+  atomic_fetch_add_explicit(&ex->lv[req->priority].submitted, 1, memory_order_relaxed);
+  atomic_fetch_add_explicit(&ex->lv[req->priority].in_flight, 1, memory_order_relaxed);
   sstm__xq_push(&ex->q, &c->node, c->prio, false);
   bool wake = ex->idle > 0;
   sstm_xworker_t *v = NULL;
@@ -544,7 +630,6 @@ static int submit(struct sstm_exec *ex, const sstm_exec_req_t *req, bool wait, c
   else if (ex->cfg.preempt != SSTM_EXEC_PREEMPT_NONE)
     v = victim(ex, c->prio);
   sstm__xq_unlock(&ex->q);
-  atomic_fetch_add_explicit(&ex->lv[req->priority].submitted, 1, memory_order_relaxed);
   if (wake) fx_wake(&ex->work_gen, 1);
   if (v) sstm__xp_kick(v);
   return 0;
@@ -649,11 +734,12 @@ int sstm_exec_describe(sstm_exec_t *ex, char *buf, size_t len) {
     snprintf(cmax, sizeof cmax, "inf");
   int n = snprintf(buf, buf ? len : 0,
                    "exec workers=%u contexts=%u stack=%uKiB levels=%u preempt=%s "
-                   "poll-fallback=%uus tick=%uus c_max=%s lazy=%d facility=%s signals=%llu "
-                   "refused=%llu checks=%llu switches=%llu",
+                   "poll-fallback=%uus tick=%uus c_max=%s lazy=%d facility=%s table=%s "
+                   "signals=%llu refused=%llu checks=%llu switches=%llu",
                    ex->nworkers, c->contexts, c->stack_kb, c->levels,
                    sstm_exec_preempt_name(c->preempt), c->poll_fallback_us, c->tick_us, cmax,
-                   (int)c->lazy_promotion, sstm__xp_facility(ex), (unsigned long long)sig,
-                   (unsigned long long)ref, (unsigned long long)chk, (unsigned long long)sw);
+                   (int)c->lazy_promotion, sstm__xp_facility(ex), ex->stt ? "yes" : "no",
+                   (unsigned long long)sig, (unsigned long long)ref, (unsigned long long)chk,
+                   (unsigned long long)sw);
   return n;
 }

@@ -76,10 +76,14 @@ typedef struct sstm_xworker {
   _Atomic uint64_t signals, refused, checks, switches;
 } sstm_xworker_t;
 
-/* Per birth level, summed at each request's end (relaxed atomics). */
+/* Per birth level, summed at each request's end (relaxed atomics). The
+ * layout is the state table's sstm_stt_exec_level_t (exec.c checks it):
+ * when the executor publishes in the table, its levels live there. */
 typedef struct sstm_xlevel {
   _Atomic uint64_t submitted, completed, preemptions, promotions, aborts;
   _Atomic uint64_t queue_ns, run_ns, paused_ns, turnaround_ns, turnaround_max_ns;
+  _Atomic uint64_t in_flight; /* accepted and not ended */
+  uint64_t pad;
 } sstm_xlevel_t;
 
 struct sstm_exec {
@@ -97,8 +101,12 @@ struct sstm_exec {
   /* Futex words, bumped under the lock by whoever changes what a waiter
    * waits for (a context freed / work queued or the drain over). */
   _Atomic uint64_t free_gen, work_gen;
-  sstm_xlevel_t lv[SSTM_EXEC_MAX_LEVELS];
-  _Atomic unsigned started; /* workers that have set their tid */
+  /* The levels' statistics: the state table's (stt->level) when this
+   * executor publishes there, else lv_own. */
+  sstm_xlevel_t *lv;
+  sstm_xlevel_t lv_own[SSTM_EXEC_MAX_LEVELS];
+  struct sstm_stt_exec *stt; /* the table's executor area, or NULL */
+  _Atomic unsigned started;  /* workers that have set their tid */
 };
 
 /* ---- preempt.c ---- */

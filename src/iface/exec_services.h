@@ -175,4 +175,15 @@ typedef enum sstm_exec_paused_rule {
 /* Errors: SSTM_EINVAL (not a rule above). */
 int sstm__exec_set_paused_rule(sstm_exec_paused_rule_t rule);
 
+/* ---- (d) the state table's executor area ---- */
+
+/* The executor area of the state table (schedstm/statetab.h, version 6)
+ * for one executor at a time: NULL when no table is published or another
+ * executor holds it. The holder fills and updates it (the protocol is the
+ * header's) and gives it back with sstm__exec_stt_release before
+ * sstm_shutdown, which unmaps the table. */
+struct sstm_stt_exec;
+struct sstm_stt_exec *sstm__exec_stt_claim(void);
+void sstm__exec_stt_release(struct sstm_stt_exec *area);
+
 #endif /* SSTM_IFACE_EXEC_SERVICES_H */

@@ -92,6 +92,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <schedstm/exec.h>
 #include <schedstm/statetab.h>
 
 #include "../common/runner.h"
@@ -740,8 +741,9 @@ static void snapshot_test(const char *policy) {
   struct stat st;
   CHECK_EQ_I(fstat(tfd, &st), 0);
   CHECK(S_ISREG(st.st_mode));
-  CHECK_EQ_U((uint64_t)st.st_size,
-             sizeof(sstm_stt_header_t) + (uint64_t)c.max_threads * sizeof(sstm_stt_entry_t));
+  CHECK_EQ_U((uint64_t)st.st_size, sizeof(sstm_stt_header_t) +
+                                       (uint64_t)c.max_threads * sizeof(sstm_stt_entry_t) +
+                                       sizeof(sstm_stt_exec_t));
   CHECK_EQ_X(fcntl(tfd, F_GET_SEALS), TABLE_SEALS);
   CHECK_EQ_I(close(tfd), 0);
   char legacy[64];
@@ -1215,7 +1217,8 @@ TEST(no_table) {
 /* A plausible header with n entries, the rest zero; holder() puts its own
  * pid in. */
 static void *fake_table(uint32_t n, size_t *size) {
-  *size = sizeof(sstm_stt_header_t) + (size_t)n * sizeof(sstm_stt_entry_t);
+  size_t xo = sizeof(sstm_stt_header_t) + (size_t)n * sizeof(sstm_stt_entry_t);
+  *size = xo + sizeof(sstm_stt_exec_t);
   sstm_stt_header_t *h = calloc(1, *size);
   CHECK_NOT_NULL(h);
   h->magic = SSTM_STT_MAGIC;
@@ -1224,6 +1227,8 @@ static void *fake_table(uint32_t n, size_t *size) {
   h->entry_size = sizeof(sstm_stt_entry_t);
   h->header_size = sizeof(sstm_stt_header_t);
   h->nreasons = 3;
+  h->exec_offset = (uint32_t)xo;
+  h->exec_size = sizeof(sstm_stt_exec_t);
   snprintf(h->config, sizeof h->config, "fake");
   return h;
 }
@@ -1619,6 +1624,9 @@ TEST(garbage) {
     raw[i] = (unsigned char)sstm_rng_next(&rng);
   h->nreasons = SSTM_STT_REASONS;
   h->cm_info_seq = 0;
+  /* the executor area where it belongs, its content junk too */
+  h->exec_offset = (uint32_t)(sizeof(sstm_stt_header_t) + 4 * sizeof(sstm_stt_entry_t));
+  h->exec_size = sizeof(sstm_stt_exec_t);
   sstm_stt_entry_t *e = (sstm_stt_entry_t *)(void *)(h + 1);
   for (int i = 0; i < 4; i++) {
     e[i].in_use = 1;
@@ -2431,8 +2439,8 @@ static void shm_full_child(void) {
   sstm_config_t c;
   sstm_test_config(&c);
   c.state_table = true;
-  c.max_threads = 64; /* a table of 7 pages */
-  size_t size = sizeof(sstm_stt_header_t) + 64 * sizeof(sstm_stt_entry_t);
+  c.max_threads = 64; /* a table of 8 pages */
+  size_t size = sizeof(sstm_stt_header_t) + 64 * sizeof(sstm_stt_entry_t) + sizeof(sstm_stt_exec_t);
   const char *fill = "/dev/shm/fill";
   fill_shm(fill, 0);
   CHECK_OK(sstm_init(&c));
@@ -2850,6 +2858,218 @@ TEST(live_view_across_shutdown_and_reinit) {
   CHECK_CONTAINS(line, "commits 0 (-/s)");
   CHECK_CONTAINS(line, "aborts 0 (-/s)");
   tool_free(&r);
+}
+
+/* ---- the executor's area (version 6) ------------------------------------- */
+
+static _Atomic int hi_ran, low_started;
+static uint64_t exec_cell;
+
+/* Low priority: reads transactionally until the high one has run. Each
+ * read is a polled preemption point, so a high request submitted meanwhile
+ * preempts it there (one worker: nobody else could run the high one). */
+static void exec_low(void *a) {
+  (void)a;
+  atomic_store_explicit(&low_started, 1, memory_order_release);
+  while (!atomic_load_explicit(&hi_ran, memory_order_acquire))
+    (void)sstm_load_u64(&exec_cell);
+}
+static void exec_hi(void *a) {
+  (void)a;
+  sstm_store_u64(&exec_cell, sstm_load_u64(&exec_cell) + 1);
+  atomic_store_explicit(&hi_ran, 1, memory_order_release);
+}
+static void exec_plain(void *a) {
+  sstm_store_u64(&exec_cell, sstm_load_u64(&exec_cell) + (uintptr_t)a);
+}
+
+/* The area's levels are sstm_exec_stats()'s values, exactly, once every
+ * request has ended; the live view shows the executor's lines; after
+ * sstm_exec_destroy() the area says it ended and keeps the counters; a
+ * second executor created meanwhile does not publish (one at a time). */
+TEST(executor_levels_in_the_table) {
+  sstm_config_t cfg;
+  sstm_test_config(&cfg);
+  cfg.state_table = true;
+  CHECK_OK(sstm_init(&cfg));
+  char pidstr[16];
+  snprintf(pidstr, sizeof pidstr, "%d", (int)getpid());
+
+  /* Before any executor: an area that never held one. */
+  jval_t *j = snapshot_json(getpid());
+  CHECK_EQ_U(ju(j, "version"), SSTM_STT_VERSION);
+  const jval_t *x = jget(j, "exec");
+  CHECK_NOT_NULL(x);
+  CHECK_MSG(x->t == J_OBJ, "exec is not an object");
+  CHECK_MSG(jget(x, "in_use")->t == J_BOOL && !jget(x, "in_use")->b, "in_use before any executor");
+  jfree(j);
+
+  sstm_exec_config_t ec;
+  sstm_exec_config_default(&ec);
+  ec.use_env = false;
+  ec.workers = 1;
+  ec.contexts = 8;
+  ec.stack_kb = 64;
+  ec.levels = 6;
+  ec.preempt = SSTM_EXEC_PREEMPT_POLL;
+  ec.c_max = 0;
+  sstm_exec_t *ex, *ex2;
+  CHECK_OK(sstm_exec_create(&ec, &ex));
+  CHECK_OK(sstm_exec_create(&ec, &ex2)); /* a second one: not in the table */
+  char d1[512], d2[512];
+  sstm_exec_describe(ex, d1, sizeof d1);
+  sstm_exec_describe(ex2, d2, sizeof d2);
+  CHECK_CONTAINS(d1, "table=yes");
+  CHECK_CONTAINS(d2, "table=no");
+
+  /* A preemption: low at 1 runs on the only worker, high at 5 arrives. */
+  atomic_store(&hi_ran, 0);
+  atomic_store(&low_started, 0);
+  sstm_exec_future_t fl, fh, fp[12];
+  sstm_exec_req_t rl = {.fn = exec_low, .priority = 1, .future = &fl};
+  CHECK_OK(sstm_exec_submit(ex, &rl));
+  /* in flight now; the table says so before it ends */
+  j = snapshot_json(getpid());
+  x = jget(j, "exec");
+  CHECK_MSG(jget(x, "in_use")->b, "in_use while the executor runs");
+  CHECK_EQ_U(ju(x, "levels"), 6);
+  CHECK_EQ_U(ju(x, "workers"), 1);
+  CHECK_EQ_U(ju(x, "contexts"), 8);
+  CHECK_EQ_U(ju(x, "contexts_busy"), 1);
+  CHECK_EQ_U(ju(x, "c_max"), 0);
+  CHECK_EQ_STR(js(x, "preempt_name"), "poll");
+  CHECK_EQ_U(jget(x, "level_stats")->n, 6);
+  CHECK_EQ_U(ju(jget(x, "level_stats")->items[1], "in_flight"), 1);
+  CHECK_EQ_U(ju(jget(x, "level_stats")->items[1], "submitted"), 1);
+  uint64_t gen = ju(x, "generation");
+  jfree(j);
+  /* wait until the low one runs (inside its transaction), then submit high */
+  while (!atomic_load_explicit(&low_started, memory_order_acquire))
+    sched_yield();
+  sstm_exec_req_t rh = {.fn = exec_hi, .priority = 5, .future = &fh};
+  CHECK_OK(sstm_exec_submit(ex, &rh));
+  CHECK_OK(sstm_exec_wait(&fh));
+  CHECK_OK(sstm_exec_wait(&fl));
+  for (unsigned i = 0; i < 12; i++) {
+    sstm_exec_req_t r = {
+        .fn = exec_plain, .arg = (void *)(uintptr_t)(i + 1), .priority = i % 3, .future = &fp[i]};
+    CHECK_OK(sstm_exec_submit(ex, &r));
+  }
+  for (unsigned i = 0; i < 12; i++)
+    CHECK_OK(sstm_exec_wait(&fp[i]));
+  /* The futures are set before the context is given back and the level's
+   * end counted: wait for the counts, not for a time. */
+  for (;;) {
+    uint64_t done = 0;
+    for (unsigned l = 0; l < 6; l++) {
+      sstm_exec_level_stats_t s;
+      CHECK_OK(sstm_exec_stats(ex, l, &s));
+      done += s.completed;
+    }
+    if (done == 14) break;
+    sched_yield();
+  }
+  j = snapshot_json(getpid());
+  x = jget(j, "exec");
+  CHECK_EQ_U(ju(x, "generation"), gen);
+  const jval_t *lv = jget(x, "level_stats");
+  uint64_t pre = 0;
+  for (unsigned l = 0; l < 6; l++) {
+    sstm_exec_level_stats_t s;
+    CHECK_OK(sstm_exec_stats(ex, l, &s));
+    const jval_t *y = lv->items[l];
+    CHECK_EQ_U(ju(y, "priority"), l);
+    CHECK_EQ_U(ju(y, "submitted"), s.submitted);
+    CHECK_EQ_U(ju(y, "completed"), s.completed);
+    CHECK_EQ_U(ju(y, "in_flight"), 0);
+    CHECK_EQ_U(ju(y, "preemptions"), s.preemptions);
+    CHECK_EQ_U(ju(y, "promotions"), s.promotions);
+    CHECK_EQ_U(ju(y, "aborts"), s.aborts);
+    CHECK_EQ_U(ju(y, "queue_ns"), s.queue_ns);
+    CHECK_EQ_U(ju(y, "run_ns"), s.run_ns);
+    CHECK_EQ_U(ju(y, "paused_ns"), s.paused_ns);
+    CHECK_EQ_U(ju(y, "turnaround_ns"), s.turnaround_ns);
+    CHECK_EQ_U(ju(y, "turnaround_max_ns"), s.turnaround_max_ns);
+    pre += s.preemptions;
+  }
+  CHECK_EQ_U(ju(lv->items[1], "submitted"), 5); /* low + 4 plain */
+  CHECK_EQ_U(ju(lv->items[5], "completed"), 1);
+  CHECK_EQ_U(ju(lv->items[1], "preemptions"), 1);
+  CHECK_MSG(ju(lv->items[1], "paused_ns") > 0, "the paused low request has no paused time");
+  CHECK_EQ_U(pre, 1);
+  CHECK_EQ_U(ju(x, "contexts_busy"), 0);
+  jfree(j);
+
+  /* The live view: the executor's line and a line per level that had
+   * requests (1 and 5 and 0, 2), none for 3 and 4. */
+  tool_run_t r;
+  run_tool(&r, "-n", "1", "-i", "0.01", pidstr);
+  check_exit(&r, 0, "live view with an executor");
+  CHECK_CONTAINS(r.out,
+                 "executor: preempt poll  tick 0us  c_max inf  workers 1  contexts 0/8 busy");
+  const char *head = strstr(r.out, "PRIO");
+  CHECK_NOT_NULL(head);
+  unsigned rows = 0, seen = 0;
+  for (const char *l = strchr(head, '\n') + 1; l && *l != '\n'; l = strchr(l, '\n') + 1) {
+    unsigned prio;
+    if (sscanf(l, "%u", &prio) != 1) break;
+    rows++;
+    seen |= 1u << prio;
+  }
+  CHECK_EQ_U(rows, 4);
+  CHECK_EQ_U(seen, (1u << 0) | (1u << 1) | (1u << 2) | (1u << 5));
+  tool_free(&r);
+
+  CHECK_OK(sstm_exec_destroy(ex2));
+  CHECK_OK(sstm_exec_destroy(ex));
+  j = snapshot_json(getpid());
+  x = jget(j, "exec");
+  CHECK_MSG(!jget(x, "in_use")->b, "in_use after sstm_exec_destroy");
+  CHECK_EQ_U(ju(jget(x, "level_stats")->items[5], "completed"), 1);
+  jfree(j);
+  run_tool(&r, "-n", "1", "-i", "0.01", pidstr);
+  check_exit(&r, 0, "live view after the executor");
+  CHECK_CONTAINS(r.out, "executor: ended");
+  tool_free(&r);
+
+  /* A new executor starts from zero, with another generation. */
+  CHECK_OK(sstm_exec_create(&ec, &ex));
+  j = snapshot_json(getpid());
+  x = jget(j, "exec");
+  CHECK_MSG(jget(x, "in_use")->b, "in_use of the new executor");
+  CHECK_MSG(ju(x, "generation") != gen, "the generation did not change");
+  CHECK_EQ_U(ju(jget(x, "level_stats")->items[5], "completed"), 0);
+  jfree(j);
+  CHECK_OK(sstm_exec_destroy(ex));
+  CHECK_OK(sstm_shutdown());
+}
+
+/* A table of version 5 (no executor area) is still read: "exec" is null
+ * and the live view has no executor line. A version-6 header whose area
+ * is not where the entries end is refused. */
+TEST(version5_table_and_bad_exec_area) {
+  size_t n;
+  sstm_stt_header_t *h = fake_table(2, &n);
+  h->version = 5;
+  pid_t pid = hold_table(h, n);
+  jval_t *j = snapshot_json(pid);
+  CHECK_EQ_U(ju(j, "version"), 5);
+  CHECK_MSG(jget(j, "exec")->t == J_NULL, "exec of a version-5 table is not null");
+  jfree(j);
+  char pidstr[16];
+  snprintf(pidstr, sizeof pidstr, "%d", (int)pid);
+  tool_run_t r;
+  run_tool(&r, "-n", "1", "-i", "0.01", pidstr);
+  check_exit(&r, 0, "live view of a version-5 table");
+  CHECK_MSG(!strstr(r.out, "executor"), "an executor line for a version-5 table: %s", r.out);
+  tool_free(&r);
+  reap(pid);
+
+  h->version = SSTM_STT_VERSION;
+  h->exec_offset = (uint32_t)n - 64; /* not where the entries end, and too short */
+  h->exec_size = sizeof(sstm_stt_exec_t);
+  expect_error(h, n, "executor area at", "misplaced executor area");
+  free(h);
 }
 
 SSTM_TEST_MAIN()
