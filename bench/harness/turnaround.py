@@ -20,13 +20,15 @@ Workloads (--workload):
 Variants (each a server configuration; --variants picks some):
   baseline      no preemption, no tick: a worker takes the next request
                 only when its transaction ends
+  ticks         periodic tick every 100 us, delivered and handled (signal,
+                redirect, preemption check) but never switching:
+                [Silvestri17]'s "ticks without preemption", the tick
+                machinery's cost against the baseline
   event         event-driven preemption (the submitter signals the worker)
   poll          polled preemption at the barriers (signal as a fallback)
   tick100       periodic tick every 100 us, preemption at the ticks only
                 (no signal on arrival: [Silvestri17]'s extra ticks)
   tick1000      the same every 1 ms
-([Silvestri17]'s "ticks without preemption" has no counterpart: the
-executor's tick always runs the preemption check.)
 each preemptive one with C_max in --c-max (inf = never promote) x lazy
 promotion off/on (--lazy). Within a repetition every variant runs back to
 back in an order that rotates with the repetition, and ratios are taken
@@ -68,6 +70,7 @@ PROFILES = ("new-order", "payment", "order-status", "delivery", "stock-level")
 # name -> (server options, preemptive?)
 VARIANTS = {
     "baseline": (["--preempt", "none", "--tick-us", "0"], False),
+    "ticks": (["--preempt", "check-only", "--tick-us", "100"], False),
     "event": (["--preempt", "signal", "--tick-us", "0"], True),
     "poll": (["--preempt", "poll", "--tick-us", "0"], True),
     "tick100": (["--preempt", "none", "--tick-us", "100"], True),
@@ -91,7 +94,7 @@ def parse_args(argv):
     p.add_argument("--workload", choices=("synthetic", "tpcc"), default="synthetic")
     p.add_argument("--classes", default="5000:1,650:2,350:3,10:4,5:5",
                    help="synthetic: SPIN_US:PRIORITY,... (default [Silvestri17]'s Table I)")
-    p.add_argument("--variants", default="baseline,event,poll,tick100,tick1000")
+    p.add_argument("--variants", default="baseline,ticks,event,poll,tick100,tick1000")
     p.add_argument("--c-max", default="4", help="C_max values, inf = never (default 4)")
     p.add_argument("--lazy", default="off", help="off, on or off,on (default off)")
     p.add_argument("--rate", type=float, default=0,
@@ -214,6 +217,17 @@ def record(args, rep, label, variant, c_max, lazy, rate, st, lg, prov, kind="tur
                 compiler=compiler_of(args.server))
 
 
+def exec_counter(st, key):
+    """A counter of the executor's description line (sstm_exec_describe), 0 if absent."""
+    for word in st.get("exec", "").split():
+        if word.startswith(key + "="):
+            try:
+                return int(word.split("=", 1)[1])
+            except ValueError:
+                return 0
+    return 0
+
+
 def rate_of(rec):
     """Completions per second while the executor had work (first acceptance to last
     completion)."""
@@ -238,12 +252,12 @@ def summarize(records, configs):
                   ""]
     head = "| configuration | busy>=90% | " + " | ".join(
         "P%d mean ms (x base)" % p for p in range(1, LEVELS + 1)) + " | " + " | ".join(
-        "P%d abort %%" % p for p in range(1, LEVELS + 1)) + " | preempt/req |"
-    lines += [head, "|" + "---|" * (2 + 2 * LEVELS + 1)]
+        "P%d abort %%" % p for p in range(1, LEVELS + 1)) + " | preempt/req | checks/req |"
+    lines += [head, "|" + "---|" * (2 + 2 * LEVELS + 2)]
     for label, variant, c_max, lazy in configs:
         mine = [r for r in ok if r["label"] == label]
         if not mine:
-            lines.append("| %s | failed |" % label + " |" * (2 * LEVELS + 1))
+            lines.append("| %s | failed |" % label + " |" * (2 * LEVELS + 2))
             continue
         cells = [label, "%.0f %%" % (100 * statistics.median(
             r["server"]["context_busy90_share"] for r in mine))]
@@ -263,12 +277,15 @@ def summarize(records, configs):
         pre = [sum(lv["preemptions"] for lv in r["server"]["levels_stats"]) /
                max(1, r["server"]["completed"]) for r in mine]
         cells.append("%.3f" % statistics.median(pre))
+        chk = [exec_counter(r["server"], "checks") / max(1, r["server"]["completed"]) for r in mine]
+        cells.append("%.2f" % statistics.median(chk))
         lines.append("| " + " | ".join(cells) + " |")
     lines += ["", "Mean turnaround: arrival in the executor to the end of the transaction "
               "(queueing, pauses and aborted attempts included), the median over %d "
               "repetitions; (x base): its ratio to the baseline of the same repetition "
-              "(below 1: faster). Abort %%: aborted attempts / all attempts of the level."
-              % len({r["rep"] for r in ok})]
+              "(below 1: faster). Abort %%: aborted attempts / all attempts of the level. "
+              "checks/req: preemption checks run (ticks, signals and polled points that "
+              "reached the check) per completed request." % len({r["rep"] for r in ok})]
     over = [r for r in records if r.get("kind") == "overhead" and "error" not in r]
     if over:
         lines += ["", "## Overhead with no high-priority load", "",
@@ -405,7 +422,7 @@ def main(argv=None):
             print("[%d/%d] rep %d %s: %.1f s, %s" % (n, total, rep, label, time.time() - t0,
                                                     msg), file=sys.stderr)
     if args.overhead:
-        over = ["baseline"] + [v for v in args.variants if VARIANTS[v][1]]
+        over = ["baseline"] + [v for v in args.variants if v != "baseline"]
         if args.workload == "synthetic":
             # The same demands, every one at priority 1 (--classes sets the priorities).
             flat = ["--classes", ",".join(c.split(":")[0] + ":1" for c in args.classes.split(","))]

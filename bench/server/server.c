@@ -170,7 +170,9 @@ static void usage(FILE *f) {
           "  -t, --workers N       executor workers, 0 = one per CPU (default 0)\n"
           "  -x, --contexts N      executor contexts, NUM_CONTEXTS (default %u)\n"
           "  -l, --levels N        priority levels, requests use 1..N (default 5)\n"
-          "  -P, --preempt none|signal|poll  how workers are preempted (default signal)\n"
+          "  -P, --preempt none|signal|poll|check-only  how workers are preempted\n"
+          "                        (default signal; check-only: the ticks of -T are\n"
+          "                        handled but never switch)\n"
           "  -T, --tick-us N       periodic tick per worker, 0 = off (default 0)\n"
           "  -c, --c-max N         preemptions before promotion to the top level,\n"
           "                        0 = never (default %u)\n"
@@ -255,9 +257,11 @@ static void parse_options(int argc, char **argv) {
         opt.ecfg.preempt = SSTM_EXEC_PREEMPT_SIGNAL;
       else if (strcmp(optarg, "poll") == 0)
         opt.ecfg.preempt = SSTM_EXEC_PREEMPT_POLL;
+      else if (strcmp(optarg, "check-only") == 0)
+        opt.ecfg.preempt = SSTM_EXEC_PREEMPT_CHECK_ONLY;
       else
-        bench_die(BENCH_EXIT_USAGE, "option -P/--preempt: '%s' is not none, signal or poll",
-                  optarg);
+        bench_die(BENCH_EXIT_USAGE,
+                  "option -P/--preempt: '%s' is not none, signal, poll or check-only", optarg);
       break;
     case 'T': {
       long t = bench_parse_long(optarg, "-T/--tick-us", 0, 1000000);

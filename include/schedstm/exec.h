@@ -49,7 +49,7 @@
  *   SCHEDSTM_EXEC_CONTEXTS         contexts (NUM_CONTEXTS), 1..65536
  *   SCHEDSTM_EXEC_STACK_KB         stack per context, KiB, 16..65536
  *   SCHEDSTM_EXEC_LEVELS           priority levels, 1..64
- *   SCHEDSTM_EXEC_PREEMPT          none | signal | poll
+ *   SCHEDSTM_EXEC_PREEMPT          none | signal | poll | check-only
  *   SCHEDSTM_EXEC_POLL_FALLBACK_US poll: microseconds before a signal, 1..1000000
  *   SCHEDSTM_EXEC_TICK_US          periodic tick per worker, microseconds,
  *                                  0 (off) or 10..1000000
@@ -75,8 +75,10 @@ typedef struct sstm_exec sstm_exec_t;
 /** How a worker is told to preempt its transaction
  * (sstm_exec_config_t::preempt, SCHEDSTM_EXEC_PREEMPT). */
 typedef enum sstm_exec_preempt {
-  /** No preemption (the baseline): a worker takes the next request only
-   * when its transaction ends. */
+  /** No preemption on arrival (the baseline): a worker takes the next
+   * request only when its transaction ends. With a periodic tick
+   * (sstm_exec_config_t::tick_us) the ticks do preempt: [Silvestri17]'s
+   * extra-tick mode. */
   SSTM_EXEC_PREEMPT_NONE = 0,
   /** Event-driven: the submitter signals the worker (tgkill), whose handler
    * redirects it into the preemption check in thread context. */
@@ -86,6 +88,14 @@ typedef enum sstm_exec_preempt {
    * follows after poll_fallback_us if it has not switched by then (code
    * that runs long between accesses). */
   SSTM_EXEC_PREEMPT_POLL = 2,
+  /** Ticks without preemption ([Silvestri17]'s overhead configuration):
+   * the periodic tick (tick_us, required) is delivered and handled exactly
+   * as in the extra-tick mode (signal, handler, redirect into the
+   * preemption check, standing requests at the polled points) but the
+   * check never switches, and submitters do not interrupt anyone. What it
+   * costs against SSTM_EXEC_PREEMPT_NONE is what the tick machinery costs;
+   * sstm_exec_describe() counts the switches it declined. */
+  SSTM_EXEC_PREEMPT_CHECK_ONLY = 3,
 } sstm_exec_preempt_t;
 
 /** Limits and defaults of the configuration. */
@@ -130,7 +140,8 @@ typedef struct sstm_exec_config {
                                   SSTM_EXEC_POLL_FALLBACK_US_DEFAULT) */
   unsigned tick_us;            /**< a periodic per-worker tick that runs the
                                   preemption check, as [Silvestri17]'s
-                                  extra ticks; 0 = off (default) */
+                                  extra ticks; 0 = off (default); required
+                                  by SSTM_EXEC_PREEMPT_CHECK_ONLY */
   unsigned c_max;              /**< preemptions after which a transaction is
                                   promoted to the top level; 0 = never
                                   (default SSTM_EXEC_CMAX_DEFAULT) */
@@ -166,8 +177,8 @@ SSTM_API int sstm_exec_config_from_env(sstm_exec_config_t *cfg);
  * destroyed before sstm_shutdown(). Takes a descriptor per context
  * (sstm_desc_create()), so contexts plus the registered threads must fit
  * in sstm_config_t::max_threads.
- * Errors: SSTM_EINVAL (out NULL, bad value, unknown size; sstm_last_error()
- * says which), SSTM_ESTATE (library not initialised), SSTM_ELIMIT (not
+ * Errors: SSTM_EINVAL (out NULL, bad value, unknown size, check-only without
+ * a tick; sstm_last_error() says which), SSTM_ESTATE (library not initialised), SSTM_ELIMIT (not
  * enough descriptors), SSTM_ENOMEM (memory, stacks, threads, timers).
  * On error nothing is left behind.
  * @param cfg the configuration, or NULL
@@ -307,7 +318,8 @@ static inline int sstm_exec_stats(sstm_exec_t *ex, unsigned level, sstm_exec_lev
  * @return the length, or SSTM_EINVAL for ex NULL */
 SSTM_API int sstm_exec_describe(sstm_exec_t *ex, char *buf, size_t len);
 
-/** Name of a preemption mode ("none", "signal", "poll"; "?" out of range).
+/** Name of a preemption mode ("none", "signal", "poll", "check-only"; "?"
+ * out of range).
  * @param m the mode
  * @return a static string */
 SSTM_API const char *sstm_exec_preempt_name(sstm_exec_preempt_t m);

@@ -102,6 +102,7 @@ const char *sstm_exec_preempt_name(sstm_exec_preempt_t m) {
   case SSTM_EXEC_PREEMPT_NONE: return "none";
   case SSTM_EXEC_PREEMPT_SIGNAL: return "signal";
   case SSTM_EXEC_PREEMPT_POLL: return "poll";
+  case SSTM_EXEC_PREEMPT_CHECK_ONLY: return "check-only";
   }
   return "?";
 }
@@ -127,10 +128,15 @@ static int check_cfg(const sstm_exec_config_t *c) {
     return SSTM_EINVAL;
   }
 #undef RANGE
-  if ((unsigned)c->preempt > SSTM_EXEC_PREEMPT_POLL) {
+  if ((unsigned)c->preempt > SSTM_EXEC_PREEMPT_CHECK_ONLY) {
     sstm__set_error("sstm_exec_create: preempt %d: valid values are SSTM_EXEC_PREEMPT_NONE, "
-                    "_SIGNAL and _POLL",
+                    "_SIGNAL, _POLL and _CHECK_ONLY",
                     (int)c->preempt);
+    return SSTM_EINVAL;
+  }
+  if (c->preempt == SSTM_EXEC_PREEMPT_CHECK_ONLY && c->tick_us == 0) {
+    sstm__set_error("sstm_exec_create: preempt check-only needs a periodic tick (tick_us "
+                    "10..1000000): without one nothing is ever checked");
     return SSTM_EINVAL;
   }
   if (c->tick_us != 0 && (c->tick_us < 10 || c->tick_us > 1000000)) {
@@ -212,6 +218,12 @@ void sstm__x_preemption_check(void) {
   struct sstm_exec *ex = w->ex;
   atomic_fetch_add_explicit(&w->checks, 1, memory_order_relaxed);
   if (sstm__xq_top(&ex->q) <= (int)c->prio) return;
+  if (ex->cfg.preempt == SSTM_EXEC_PREEMPT_CHECK_ONLY) {
+    /* Ticks without preemption: everything up to here ran as it would
+     * have to switch; the switch alone is left out. */
+    atomic_fetch_add_explicit(&w->declined, 1, memory_order_relaxed);
+    return;
+  }
   /* Pause. Dynamic priority ([Silvestri17], (1)): C_T counts the
    * preemptions; at c_max the transaction goes to the top level, and
    * before that lazy promotion raises it by one. */
@@ -627,7 +639,7 @@ static int submit(struct sstm_exec *ex, const sstm_exec_req_t *req, bool wait, c
   sstm_xworker_t *v = NULL;
   if (wake)
     gen_bump(&ex->work_gen);
-  else if (ex->cfg.preempt != SSTM_EXEC_PREEMPT_NONE)
+  else if (ex->cfg.preempt == SSTM_EXEC_PREEMPT_SIGNAL || ex->cfg.preempt == SSTM_EXEC_PREEMPT_POLL)
     v = victim(ex, c->prio);
   sstm__xq_unlock(&ex->q);
   if (wake) fx_wake(&ex->work_gen, 1);
@@ -719,12 +731,13 @@ int sstm_exec_describe(sstm_exec_t *ex, char *buf, size_t len) {
     sstm__set_error("sstm_exec_describe: ex is NULL");
     return SSTM_EINVAL;
   }
-  uint64_t sig = 0, ref = 0, chk = 0, sw = 0;
+  uint64_t sig = 0, ref = 0, chk = 0, sw = 0, dec = 0;
   for (unsigned i = 0; i < ex->nworkers; i++) {
     sig += atomic_load_explicit(&ex->workers[i].signals, memory_order_relaxed);
     ref += atomic_load_explicit(&ex->workers[i].refused, memory_order_relaxed);
     chk += atomic_load_explicit(&ex->workers[i].checks, memory_order_relaxed);
     sw += atomic_load_explicit(&ex->workers[i].switches, memory_order_relaxed);
+    dec += atomic_load_explicit(&ex->workers[i].declined, memory_order_relaxed);
   }
   const sstm_exec_config_t *c = &ex->cfg;
   char cmax[16];
@@ -735,11 +748,11 @@ int sstm_exec_describe(sstm_exec_t *ex, char *buf, size_t len) {
   int n = snprintf(buf, buf ? len : 0,
                    "exec workers=%u contexts=%u stack=%uKiB levels=%u preempt=%s "
                    "poll-fallback=%uus tick=%uus c_max=%s lazy=%d facility=%s table=%s "
-                   "signals=%llu refused=%llu checks=%llu switches=%llu",
+                   "signals=%llu refused=%llu checks=%llu switches=%llu declined=%llu",
                    ex->nworkers, c->contexts, c->stack_kb, c->levels,
                    sstm_exec_preempt_name(c->preempt), c->poll_fallback_us, c->tick_us, cmax,
                    (int)c->lazy_promotion, sstm__xp_facility(ex), ex->stt ? "yes" : "no",
                    (unsigned long long)sig, (unsigned long long)ref, (unsigned long long)chk,
-                   (unsigned long long)sw);
+                   (unsigned long long)sw, (unsigned long long)dec);
   return n;
 }

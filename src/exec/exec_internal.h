@@ -73,7 +73,9 @@ typedef struct sstm_xworker {
   sstm__stack_t altstack; /* the handler's stack (arch/ctx.h: the redirect needs one) */
   bool has_altstack;
   /* counters of this worker (relaxed; read by sstm_exec_describe) */
-  _Atomic uint64_t signals, refused, checks, switches;
+  /* declined: checks that found a higher priority waiting and did not
+   * switch (SSTM_EXEC_PREEMPT_CHECK_ONLY) */
+  _Atomic uint64_t signals, refused, checks, switches, declined;
 } sstm_xworker_t;
 
 /* Per birth level, summed at each request's end (relaxed atomics). The

@@ -131,6 +131,70 @@ TEST(preempts) {
   CHECK_OK(sstm_shutdown());
 }
 
+/* ---- ticks without preemption ---- */
+
+static _Atomic int release_low, order;
+static int low_end, high_end;
+
+static void low_until_released(void *a) {
+  (void)a;
+  atomic_store(&low_started, 1);
+  while (!atomic_load(&release_low)) {
+    (void)sstm_load_u64(&flag); /* a polled point, where a refused tick stands */
+    for (volatile int i = 0; i < 2000; i++) {
+    }
+  }
+  low_end = atomic_fetch_add(&order, 1);
+}
+static void high_marks(void *a) {
+  (void)a;
+  sstm_store_u64(&flag, sstm_load_u64(&flag) + 1);
+  high_end = atomic_fetch_add(&order, 1);
+}
+
+/* SSTM_EXEC_PREEMPT_CHECK_ONLY: the ticks reach the check, which finds the
+ * high request waiting and declines, again and again; the low one is never
+ * switched out and ends first, the high one after it. */
+TEST(ticks_never_switch) {
+  init_lib();
+  sstm_exec_config_t c = xcfg(1, 4);
+  c.preempt = SSTM_EXEC_PREEMPT_CHECK_ONLY;
+  c.tick_us = 50;
+  sstm_exec_t *ex;
+  CHECK_OK(sstm_exec_create(&c, &ex));
+  CHECK_CONTAINS(described_text(ex), "preempt=check-only");
+  atomic_store(&low_started, 0);
+  atomic_store(&release_low, 0);
+  atomic_store(&order, 0);
+  sstm_exec_future_t lf, hf;
+  sstm_exec_req_t lo = {.fn = low_until_released, .priority = 0, .future = &lf};
+  CHECK_OK(sstm_exec_submit(ex, &lo));
+  while (!atomic_load(&low_started))
+    usleep(1000);
+  sstm_exec_req_t hi = {.fn = high_marks, .priority = 3, .future = &hf};
+  CHECK_OK(sstm_exec_submit(ex, &hi));
+  /* Until three ticks found the high one waiting and did not switch: an
+   * event, whatever the time it takes. */
+  while (described(ex, "declined") < 3)
+    usleep(1000);
+  CHECK_FALSE(sstm_exec_done(&hf)); /* it waits behind the low one */
+  atomic_store(&release_low, 1);
+  CHECK_OK(sstm_exec_wait(&lf));
+  CHECK_OK(sstm_exec_wait(&hf));
+  CHECK_EQ_I(low_end, 0);
+  CHECK_EQ_I(high_end, 1);
+  CHECK_EQ_U(described(ex, "switches"), 0);
+  CHECK_GE_U(described(ex, "checks"), 3);
+  sstm_exec_level_stats_t st;
+  do
+    CHECK_OK(sstm_exec_stats(ex, 0, &st));
+  while (st.completed == 0 && (usleep(1000), 1));
+  CHECK_EQ_U(st.preemptions, 0);
+  CHECK_EQ_U(st.paused_ns, 0);
+  CHECK_OK(sstm_exec_destroy(ex));
+  CHECK_OK(sstm_shutdown());
+}
+
 /* ---- bank ---- */
 
 #define NACC 64

@@ -541,3 +541,6 @@ foreach(c preempts bank bank_tick engine_storm standing region_misuse)
                   COMMAND itest_exec_preempt ${c} ENV SCHEDSTM_EXEC_PREEMPT=${m})
   endforeach()
 endforeach()
+# Ticks without preemption: its own mode, whatever SCHEDSTM_EXEC_PREEMPT says.
+sstm_add_test(NAME integration.exec_preempt.ticks_never_switch LABELS ${SSTM_STRESS_LABELS}
+              TIMEOUT 180 COMMAND itest_exec_preempt ticks_never_switch)

@@ -89,6 +89,12 @@ TEST(misuse_errors) {
   bad.tick_us = 5;
   CHECK_RC(sstm_exec_create(&bad, &ex), SSTM_EINVAL);
   CHECK_CONTAINS(sstm_last_error(), "tick_us");
+  bad = c; /* ticks without preemption, without ticks */
+  bad.preempt = SSTM_EXEC_PREEMPT_CHECK_ONLY;
+  bad.tick_us = 0;
+  CHECK_RC(sstm_exec_create(&bad, &ex), SSTM_EINVAL);
+  CHECK_CONTAINS(sstm_last_error(), "check-only needs a periodic tick");
+  CHECK_NULL(ex);
   bad = c;
   bad.stack_kb = 1;
   CHECK_RC(sstm_exec_create(&bad, &ex), SSTM_EINVAL);
@@ -117,6 +123,7 @@ TEST(misuse_errors) {
   CHECK_RC(sstm_exec_describe(NULL, NULL, 0), SSTM_EINVAL);
   CHECK_EQ_STR(sstm_exec_preempt_name((sstm_exec_preempt_t)9), "?");
   CHECK_EQ_STR(sstm_exec_preempt_name(SSTM_EXEC_PREEMPT_POLL), "poll");
+  CHECK_EQ_STR(sstm_exec_preempt_name(SSTM_EXEC_PREEMPT_CHECK_ONLY), "check-only");
   /* outside a body the regions do nothing */
   CHECK_OK(sstm_exec_nopreempt_begin());
   CHECK_OK(sstm_exec_nopreempt_end());
@@ -359,6 +366,21 @@ TEST(environment) {
   CHECK_CONTAINS(buf, "workers=1 contexts=5 stack=32KiB levels=3 preempt=poll");
   CHECK_CONTAINS(buf, "c_max=inf lazy=1");
   CHECK_OK(sstm_exec_destroy(ex));
+  setenv("SCHEDSTM_EXEC_PREEMPT", "check-only", 1);
+  setenv("SCHEDSTM_EXEC_TICK_US", "200", 1);
+  sstm_exec_config_default(&c);
+  CHECK_OK(sstm_exec_config_from_env(&c));
+  CHECK_EQ_I(c.preempt, SSTM_EXEC_PREEMPT_CHECK_ONLY);
+  CHECK_EQ_U(c.tick_us, 200);
+  CHECK_OK(sstm_exec_create(&c, &ex));
+  sstm_exec_describe(ex, buf, sizeof buf);
+  CHECK_CONTAINS(buf, "preempt=check-only poll-fallback=70us tick=200us");
+  CHECK_OK(sstm_exec_destroy(ex));
+  setenv("SCHEDSTM_EXEC_TICK_US", "0", 1); /* check-only without a tick: refused by create */
+  sstm_exec_config_default(&c);
+  CHECK_RC(sstm_exec_create(&c, &ex), SSTM_EINVAL);
+  CHECK_CONTAINS(sstm_last_error(), "check-only");
+  setenv("SCHEDSTM_EXEC_PREEMPT", "poll", 1);
   static const char *const bad[][2] = {
       {"SCHEDSTM_EXEC_PREEMPT", "tick"}, {"SCHEDSTM_EXEC_LEVELS", "65"},
       {"SCHEDSTM_EXEC_LEVELS", " 3"},    {"SCHEDSTM_EXEC_TICK_US", "5"},
