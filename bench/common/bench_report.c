@@ -70,6 +70,7 @@ static void report_aborts(bench_json_t *j, const tm_counts_t *total, uint64_t co
     bench_json_dbl(j, "cm_wait_s", (double)total->cm_wait_ns / 1e9);
     bench_json_u64(j, "reads_past", total->reads_past); /* cfg.read_past */
     bench_json_u64(j, "ro_logged", total->ro_logged);   /* cfg.ro_log */
+    bench_json_u64(j, "commits_irrevocable", total->commits_irrevocable);
     bench_json_obj_open(j, "cm_stats");
     for (int i = 0; i < 8; i++)
       if (total->cm_stat_name[i] != NULL && total->cm_stat_name[i][0] != '\0')

@@ -64,7 +64,28 @@ _Static_assert(sizeof(long) == 8, "the benchmarks assume LP64");
 #if defined(TM_BACKEND_SCHEDSTM)
 #include <schedstm/schedstm.h>
 
-#if defined(SSTM_INLINE_BARRIERS)
+/* Allocator variants of this back-end, for the allocation benchmark
+ * ([Smiljkovic13]'s red-black tree figure; bench/harness/alloc_sweep.py):
+ *   (default)             the library's transactional allocator,
+ *                         sstm_malloc/sstm_free (<schedstm/alloc.h>);
+ *   TM_ALLOC_GLIBC_LOCK   what a TM without a TM-aware allocator offers:
+ *                         glibc malloc/free, each call under one process-wide
+ *                         lock (the lock-based allocator of a C library), an
+ *                         abort action that frees what the attempt allocated
+ *                         and a commit action that retires what it freed; the
+ *                         retired blocks are freed after sstm_quiesce(), the
+ *                         only grace period such a TM exposes (tm_runtime.c);
+ *   TM_ALLOC_IRREVOCABLE  serial-irrevocable: a transaction that allocates or
+ *                         frees first becomes irrevocable, as a TM must do
+ *                         with a library call it cannot roll back. */
+#if defined(TM_ALLOC_GLIBC_LOCK) && defined(TM_ALLOC_IRREVOCABLE)
+#error "define at most one of TM_ALLOC_GLIBC_LOCK, TM_ALLOC_IRREVOCABLE"
+#endif
+#if defined(TM_ALLOC_GLIBC_LOCK)
+#define TM_BACKEND_NAME "schedstm-glibc-lock"
+#elif defined(TM_ALLOC_IRREVOCABLE)
+#define TM_BACKEND_NAME "schedstm-irrevocable"
+#elif defined(SSTM_INLINE_BARRIERS)
 #define TM_BACKEND_NAME "schedstm-inline"
 #else
 #define TM_BACKEND_NAME "schedstm"
@@ -90,8 +111,30 @@ _Static_assert(sizeof(long) == 8, "the benchmarks assume LP64");
 #define TM_LOAD_INT(a) ((int)sstm_load_i32((const int32_t *)(a)))
 #define TM_STORE_INT(a, v) sstm_store_i32((int32_t *)(a), (int32_t)(v))
 
+#if defined(TM_ALLOC_GLIBC_LOCK)
+void *tm_glock_malloc(size_t size); /* tm_runtime.c */
+void tm_glock_free(void *p);
+#define TM_MALLOC(size) tm_glock_malloc(size)
+#define TM_FREE(p) tm_glock_free(p)
+#elif defined(TM_ALLOC_IRREVOCABLE)
+/* Outside a transaction sstm_become_irrevocable() only returns SSTM_ENOTX;
+ * inside, it returns once the transaction is irrevocable (after a restart
+ * if it had already accessed memory: then this call is reached again, in
+ * irrevocable mode). */
+static inline void *tm_irrevocable_malloc(size_t size) {
+  (void)sstm_become_irrevocable();
+  return sstm_malloc(size);
+}
+static inline void tm_irrevocable_free(void *p) {
+  (void)sstm_become_irrevocable();
+  sstm_free(p);
+}
+#define TM_MALLOC(size) tm_irrevocable_malloc(size)
+#define TM_FREE(p) tm_irrevocable_free(p)
+#else
 #define TM_MALLOC(size) sstm_malloc(size)
 #define TM_FREE(p) sstm_free(p)
+#endif
 
 /* ------------------------------------------------------------------ libitm */
 #elif defined(TM_BACKEND_ITM)

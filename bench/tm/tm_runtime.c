@@ -4,6 +4,7 @@
 #define _GNU_SOURCE
 #include "tm_runtime.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -80,7 +81,70 @@ void tm_thread_enter(void) {
     bench_die(BENCH_EXIT_FAIL, "sstm_thread_init: %s: %s", sstm_strerror(rc), sstm_last_error());
 }
 
+#if defined(TM_ALLOC_GLIBC_LOCK)
+/* The allocator of a TM without a TM-aware one (tm.h, TM_ALLOC_GLIBC_LOCK):
+ * glibc's malloc and free, each call under one process-wide mutex, as the
+ * lock-based allocator of a C library [Smiljkovic13] (Fig. 2a/2b, left).
+ * What an attempt allocated is freed by an abort action; what it freed is
+ * retired by a commit action. A retired block may still be read by
+ * transactions that were running at the unlinking commit, so it is freed
+ * only after a grace period; such a TM exposes none but its privatization
+ * barrier, so a thread's retired blocks wait in batches of GLOCK_BATCH (the
+ * batch of the library's own reclamation) and a full batch is freed after
+ * sstm_quiesce(), which waits for every running attempt to end. */
+
+enum { GLOCK_BATCH = 1024 };
+static pthread_mutex_t glock = PTHREAD_MUTEX_INITIALIZER;
+static __thread void *glock_retired[GLOCK_BATCH];
+static __thread unsigned glock_nretired;
+
+static void glock_free_now(void *p) {
+  pthread_mutex_lock(&glock);
+  free(p);
+  pthread_mutex_unlock(&glock);
+}
+
+/* Free the calling thread's retired blocks once no attempt that may still
+ * read them runs. Outside a transaction only (commit actions and thread
+ * exit are). */
+static void glock_flush(void) {
+  if (glock_nretired == 0) return;
+  int rc = sstm_quiesce();
+  if (rc != 0)
+    bench_die(BENCH_EXIT_FAIL, "sstm_quiesce: %s: %s", sstm_strerror(rc), sstm_last_error());
+  for (unsigned i = 0; i < glock_nretired; i++)
+    glock_free_now(glock_retired[i]);
+  glock_nretired = 0;
+}
+
+static void glock_retire(void *p) {
+  glock_retired[glock_nretired++] = p;
+  if (glock_nretired == GLOCK_BATCH) glock_flush();
+}
+
+void *tm_glock_malloc(size_t size) {
+  pthread_mutex_lock(&glock);
+  void *p = malloc(size);
+  pthread_mutex_unlock(&glock);
+  /* Nothing but this attempt can reach the block: an abort frees it at once. */
+  if (p != NULL && sstm_in_tx() && sstm_on_abort(glock_free_now, p) != 0)
+    bench_die(BENCH_EXIT_FAIL, "sstm_on_abort: %s", sstm_last_error());
+  return p;
+}
+
+void tm_glock_free(void *p) {
+  if (p == NULL) return;
+  if (!sstm_in_tx())
+    glock_retire(p);
+  else if (sstm_on_commit(glock_retire, p) != 0)
+    bench_die(BENCH_EXIT_FAIL, "sstm_on_commit: %s", sstm_last_error());
+}
+#endif
+
 void tm_thread_exit(void) {
+#if defined(TM_ALLOC_GLIBC_LOCK)
+  glock_flush();
+#endif
   int rc = sstm_thread_exit();
   if (rc != 0) fprintf(stderr, "warning: sstm_thread_exit: %s\n", sstm_strerror(rc));
 }
@@ -102,6 +166,7 @@ static void counts_from_sstm(const sstm_stats_t *s, tm_counts_t *out) {
   out->cm_wait_ns = s->cm_wait_ns;
   out->reads_past = s->reads_past;
   out->ro_logged = s->ro_logged;
+  out->commits_irrevocable = s->commits_irrevocable;
   for (int i = 0; i < SSTM_CM_NSTATS; i++) {
     out->cm_stat_name[i] = cm != NULL ? cm->stat_names[i] : NULL;
     out->cm_stat[i] = s->cm_stats[i];

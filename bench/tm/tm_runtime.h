@@ -34,7 +34,8 @@ typedef struct tm_counts {
   uint64_t reads_past; /* reads that passed a running writer's lock */
   uint64_t ro_logged;  /* read-only transactions whose first attempt kept a read set */
   const char *cm_stat_name[8];
-  uint64_t cm_stat[8]; /* the policy's counters (priority changes, ...) */
+  uint64_t cm_stat[8];          /* the policy's counters (priority changes, ...) */
+  uint64_t commits_irrevocable; /* commits in irrevocable mode (schedstm only: cm_known) */
 } tm_counts_t;
 
 /* Back-end name: "schedstm", "itm" or "seq". */
