@@ -2,29 +2,32 @@
 /* Transactional stdio (include/schedstm/stdio.h): the design of
  * [Smiljkovic13] on the library's public API, extended so that regular
  * files never need irrevocability. docs/design/tm-libc.md explains it in
- * numbered steps, cited here as (S1)..(S7):
+ * numbered steps, cited here as (S1)..(S8):
  *
- * (S1) The stream's state is transactional data: the words of struct
- *      sstm_file below and the two buffers, accessed only with the
- *      library's barriers while the stream is open.
- * (S2) Bytes that leave the write buffer inside a transaction become a
- *      record (offset, bytes) of the attempt's batch for the stream. The
- *      batch takes a ticket (the stream's wseq, incremented
- *      transactionally, so tickets follow the commit order) and an
- *      on_commit action that writes it; an abort drops it.
- * (S3) A batch is written after its commit, once every batch with a smaller
- *      ticket is written (applied == ticket - 1), all or nothing.
- * (S4) A read that needs the kernel first waits until every committed batch
- *      is written (applied == the wseq of its snapshot), reads with pread at
- *      its own position and overlays its own attempt's records; a batch
- *      that started to be written meanwhile (started moved) means the
- *      snapshot is stale: the attempt restarts.
- * (S5) Pipes, sockets and terminals: a read the buffer cannot serve and
+ * (S1) The stream's state word own is the only transactional word: a call
+ *      that changes the stream writes it once per transaction (acquires
+ *      the stream), ftell/feof/ferror only read it.
+ * (S2) The state itself (position, indicators, buffer windows, tickets,
+ *      offset mirror, append position) is installed per version, under a
+ *      sequence word (iver): version v is installed when iver == 2v.
+ * (S3) An acquiring attempt copies version v's state into a view private
+ *      to it and works on the view with plain memory operations; its commit
+ *      installs version v + 1 from the view (an action, in version order
+ *      since every acquirer writes own); an abort drops the view.
+ * (S4) Bytes that leave the write buffer become records of the view; the
+ *      installation gives them a ticket (tickets follow the version order)
+ *      and then writes them, once every smaller ticket is written (applied
+ *      == ticket - 1), all or nothing.
+ * (S5) A read that needs the kernel first waits until every ticket of its
+ *      version is written (applied == wseq), reads with pread at its own
+ *      position and overlays its own records; a ticket that started to be
+ *      written meanwhile (started moved) means the view is stale: restart.
+ * (S6) Pipes, sockets and terminals: a read the buffer cannot serve and
  *      sstm_fflush inside a transaction go irrevocable first.
- * (S6) sstm_fseek write-locks the offset mirror (os_fpos, kgen) before its
- *      lseek; an abort resets the kernel offset to the last committed seek's
+ * (S7) sstm_fseek moves the kernel offset after the acquisition (the write
+ *      lock of own); an abort resets it to the last committed seek's
  *      position, and commits apply in kgen order.
- * (S7) Outside a transaction an operation is a transaction of its own.
+ * (S8) Outside a transaction an operation is a transaction of its own.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -63,128 +66,258 @@ const sstm__stdio_sys_t *sstm__stdio_sys = &sstm__stdio_sys_default;
 
 /* ---- the stream ------------------------------------------------------------ */
 
-#define SF_LIVE 0x73746d66696c6531ULL /* an open stream's state word */
-#define SF_DEAD 0x73746d66636c6f73ULL /* a closed one's */
-#define SF_CAP 4096u                  /* bytes per buffer */
-#define SF_SEEKFILL 512u              /* bytes of a refill that does not continue the last */
-#define SF_QUARANTINE 1024u           /* closed headers kept (use-after-close) */
+#define SF_CAP 4096u        /* bytes per buffer */
+#define SF_SEEKFILL 512u    /* bytes of a refill that does not continue the last */
+#define SF_QUARANTINE 1024u /* closed headers kept (use-after-close) */
 
 enum { M_RD = 1, M_WR = 2, M_APP = 4 };
 enum { FL_EOF = 1, FL_ERR = 2 };
 
-struct sstm_file {
-  /* (S1) Transactional words: sstm_load_u64 / sstm_store_u64 only. */
-  uint64_t ctl;     /* the reads' and writes' word: CTL_W, CTL_R, CTL_CLOSED */
+/* own (S1): | version (39 bits) | tag of the acquiring thread (24) | closed |.
+ * An acquisition stores version + 1 and its thread's tag; the tag tells a
+ * thread that the version it waits for is its own, committed but not yet
+ * installed (wait_iver). Tags repeat after 2^24 - 1 threads. */
+#define OWN_CLOSED 1ull
+#define OWN_TAG_BITS 24
+#define OWN_TAG_MASK ((1ull << OWN_TAG_BITS) - 1)
+#define OWN_VER(o) ((o) >> (OWN_TAG_BITS + 1))
+#define OWN_MAKE(ver, tag) (((uint64_t)(ver) << (OWN_TAG_BITS + 1)) | ((uint64_t)(tag) << 1))
+
+/* The stream's state, one copy per version (S2). In the stream it is read
+ * and written with relaxed atomics only (the seqlock protocol on iver
+ * orders them); in a view it is plain private memory. */
+typedef struct cstate {
   uint64_t pos;     /* the stream position; a byte stream: bytes consumed */
-  uint64_t rbase;   /* the read buffer holds the file's [rbase, rbase + CTL_R) */
-  uint64_t wbase;   /* the write buffer holds [wbase, wbase + CTL_W) */
-  uint64_t state;   /* SF_LIVE or SF_DEAD: the indicator calls' closed check */
   uint64_t flags;   /* FL_EOF | FL_ERR */
-  uint64_t wseq;    /* tickets handed out (S2) */
-  uint64_t os_fpos; /* mirror of the kernel's file offset (S6) */
-  uint64_t kgen;    /* number of committed offset moves (S6) */
+  uint64_t rbase;   /* the read window holds the file's [rbase, rbase + rlen) */
+  uint64_t rlen;    /*   (in the stream's rbuf) */
+  uint64_t wbase;   /* the write buffer holds [wbase, wbase + wlen) */
+  uint64_t wlen;    /*   (in the stream's wbuf) */
+  uint64_t wseq;    /* tickets handed out (S4) */
+  uint64_t os_fpos; /* mirror of the kernel's file offset (S7) */
+  uint64_t kgen;    /* number of committed offset moves (S7) */
   uint64_t apos;    /* append position (M_APP streams) */
+} cstate_t;
+
+struct sstm_file {
+  /* (S1) The only transactional word: sstm_load_u64 / sstm_store_u64. Alone
+   * on its cache line, so that only calls on this stream touch its stripe. */
+  _Alignas(64) uint64_t own;
   /* Set at open, constant until close. */
   int fd;
   unsigned mode;              /* M_* */
   bool reg;                   /* a regular file (else a byte stream) */
-  unsigned char *rbuf, *wbuf; /* transactional, SF_CAP bytes each (S1) */
-  /* Non-transactional: the writers of committed batches and their waiters. */
-  _Alignas(64) _Atomic uint64_t applied; /* last ticket written (S3) */
-  _Atomic uint64_t started;              /* last ticket whose writing began (S4) */
+  unsigned char *rbuf, *wbuf; /* SF_CAP bytes each: written by installations, read
+                                 by views, relaxed atomics on both sides (S2, S3) */
+  /* (S2) The installed state and its sequence word. */
+  _Alignas(64) _Atomic uint64_t iver; /* 2v: version v installed; 2v - 1: installing it */
+  _Atomic uint32_t iwaiters;          /* threads asleep on iver */
+  cstate_t cs;                        /* the installed version's state (relaxed atomics) */
+  /* (S4) The writers of tickets and their waiters. */
+  _Alignas(64) _Atomic uint64_t applied; /* last ticket written */
+  _Atomic uint64_t started;              /* last ticket whose writing began (S5) */
   _Atomic uint32_t waiters;              /* threads asleep on applied */
   _Atomic int werr;                      /* errno of a failed deferred write */
   uint64_t kend;                         /* the file's size as the writers know it; only the writer
-                                            of the current ticket touches it (S3) */
-  /* The kernel offset (S6), under kmu. */
+                                            of the current ticket touches it (S4) */
+  /* The kernel offset (S7), under kmu. */
   pthread_mutex_t kmu;
   uint64_t kgen_done; /* kgen of the last committed seek applied */
   uint64_t kpos_done; /* its position */
   uint64_t klast;     /* the offset the last lseek set */
 };
 
-/* ctl packs what every read or write loads into one word, so that a call
- * that the buffer serves costs few barriers: the write buffer's dirty
- * bytes (a byte stream: the read buffer's bytes from rbase, pos - rbase of
- * them consumed), the read buffer's length, and the closed bit (set with
- * state at close, so reads and writes need not load state). */
-#define CTL_W(c) ((c)&0xffffu)
-#define CTL_R(c) (((c) >> 16) & 0xffffu)
-#define CTL_CLOSED (1ull << 62)
-#define CTL_MAKE(c, w, r) (((c) & ~0xffffffffull) | (uint64_t)(w) | ((uint64_t)(r) << 16))
-
 #define LD(f, fld) sstm_load_u64(&(f)->fld)
 #define ST(f, fld, v) sstm_store_u64(&(f)->fld, (v))
 
-/* ---- batches (S2) -------------------------------------------------------- */
+/* Copies between a stream's buffer (shared, relaxed atomics: a stale view
+ * may read it while an installation writes it; the view then fails its
+ * validation and restarts, S3) and private memory. Words where the
+ * shared side is aligned, bytes at the edges. */
+static void sh_load(unsigned char *dst, const unsigned char *src, size_t n) {
+  for (; n && ((uintptr_t)src & 7); n--)
+    *dst++ = __atomic_load_n(src++, __ATOMIC_RELAXED);
+  for (; n >= 8; n -= 8, src += 8, dst += 8) {
+    uint64_t w = __atomic_load_n((const uint64_t *)(const void *)src, __ATOMIC_RELAXED);
+    memcpy(dst, &w, 8);
+  }
+  while (n--)
+    *dst++ = __atomic_load_n(src++, __ATOMIC_RELAXED);
+}
+
+static void sh_store(unsigned char *dst, const unsigned char *src, size_t n) {
+  for (; n && ((uintptr_t)dst & 7); n--)
+    __atomic_store_n(dst++, *src++, __ATOMIC_RELAXED);
+  for (; n >= 8; n -= 8, src += 8, dst += 8) {
+    uint64_t w;
+    memcpy(&w, src, 8);
+    __atomic_store_n((uint64_t *)(void *)dst, w, __ATOMIC_RELAXED);
+  }
+  while (n--)
+    __atomic_store_n(dst++, *src++, __ATOMIC_RELAXED);
+}
+
+#define CS_FIELDS(X)                                                                               \
+  X(pos) X(flags) X(rbase) X(rlen) X(wbase) X(wlen) X(wseq) X(os_fpos) X(kgen) X(apos)
+#define CS_LOAD(fld) s->fld = __atomic_load_n(&f->cs.fld, __ATOMIC_RELAXED);
+#define CS_STORE(fld) __atomic_store_n(&f->cs.fld, s->fld, __ATOMIC_RELAXED);
+
+static void cs_load(const sstm_file_t *f, cstate_t *s) { CS_FIELDS(CS_LOAD) }
+static void cs_store(sstm_file_t *f, const cstate_t *s) { CS_FIELDS(CS_STORE) }
+
+/* ---- views (S3) -------------------------------------------------------------- */
 
 typedef struct rec {
   uint64_t off;
   size_t len;
   unsigned char *data;
-  unsigned char *pre; /* the bytes it overwrites (S3), read before writing */
+  unsigned char *pre; /* the bytes it overwrites (S4), read before writing */
   size_t prelen;
 } rec_t;
 
-typedef struct batch {
-  struct batch *next;
-  sstm_file_t *f;
-  uint64_t ticket; /* 0 until taken */
-  rec_t *r;
+typedef struct view {
+  struct view *next;
+  sstm_file_t *f;  /* NULL: orphaned (out of memory), found by no call */
+  uint64_t txid;   /* the attempt that acquired the stream */
+  uint64_t ver;    /* the version copied; the commit installs ver + 1 */
+  uint64_t own;    /* the value stored in own */
+  bool armed;      /* own is written: the commit must install */
+  bool closed;     /* sstm_fclose's attempt */
+  bool rown;       /* the read window's bytes are in rst (a refill of this attempt),
+                      else in the stream's rbuf */
+  uint32_t cw;     /* the write buffer: the first cw bytes of the stream's wbuf, */
+  uint32_t sw;     /*   then sw bytes in wst (this attempt's) */
+  cstate_t s;      /* the attempt's state of the stream (s.wlen unused: cw + sw) */
+  uint64_t ticket; /* taken early (S6), else 0 */
+  rec_t *r;        /* the records (S4) */
   size_t n, cap;
-} batch_t;
+  unsigned char *wst, *rst; /* SF_CAP bytes each, kept with the node */
+} view_t;
 
-/* The current attempt's batches. Their actions (apply / drop) unlink them
- * when the attempt ends, so the list holds exactly the running attempt's. */
-static __thread batch_t *tls_batches;
+/* The views of the thread's attempts that have not ended yet (the running
+ * one's, and a committed one's until its installation action has run), and
+ * free nodes. */
+static __thread view_t *tls_views;
+static __thread view_t *tls_pool;
+static __thread uint32_t tls_tag;
+static __thread bool tls_pool_keyed;
+static _Atomic uint32_t next_tag;
+static pthread_key_t pool_key;
+static pthread_once_t pool_once = PTHREAD_ONCE_INIT;
 
-static void batch_unlink(batch_t *b) {
-  for (batch_t **p = &tls_batches; *p; p = &(*p)->next)
-    if (*p == b) {
-      *p = b->next;
+static void pool_free(void *unused) {
+  (void)unused;
+  while (tls_pool) {
+    view_t *v = tls_pool;
+    tls_pool = v->next;
+    free(v->wst);
+    free(v->r);
+    free(v);
+  }
+}
+
+static void pool_init(void) { (void)pthread_key_create(&pool_key, pool_free); }
+
+static uint32_t my_tag(void) {
+  if (tls_tag == 0) /* relaxed: only uniqueness matters */
+    tls_tag =
+        (uint32_t)(atomic_fetch_add_explicit(&next_tag, 1, memory_order_relaxed) % OWN_TAG_MASK) +
+        1;
+  return tls_tag;
+}
+
+static view_t *view_get(void) {
+  view_t *v = tls_pool;
+  if (v) {
+    tls_pool = v->next;
+    return v;
+  }
+  if (!tls_pool_keyed) { /* the pool is freed at the thread's exit */
+    pthread_once(&pool_once, pool_init);
+    if (pthread_setspecific(pool_key, &tls_pool) != 0) return NULL;
+    tls_pool_keyed = true;
+  }
+  v = calloc(1, sizeof *v);
+  unsigned char *b = malloc(2 * SF_CAP);
+  if (v == NULL || b == NULL) {
+    free(v);
+    free(b);
+    return NULL;
+  }
+  v->wst = b;
+  v->rst = b + SF_CAP;
+  return v;
+}
+
+static void view_put(view_t *v) {
+  for (size_t i = 0; i < v->n; i++) {
+    free(v->r[i].data);
+    free(v->r[i].pre);
+  }
+  v->n = 0;
+  v->f = NULL;
+  v->next = tls_pool;
+  tls_pool = v;
+}
+
+static void view_unlink(view_t *v) {
+  for (view_t **p = &tls_views; *p; p = &(*p)->next)
+    if (*p == v) {
+      *p = v->next;
       return;
     }
 }
 
-static void batch_free(batch_t *b) {
-  for (size_t i = 0; i < b->n; i++) {
-    free(b->r[i].data);
-    free(b->r[i].pre);
-  }
-  free(b->r);
-  free(b);
-}
-
-static batch_t *batch_find(sstm_file_t *f) {
-  for (batch_t *b = tls_batches; b; b = b->next)
-    if (b->f == f) return b;
+static view_t *view_find(const sstm_file_t *f, uint64_t txid) {
+  for (view_t *v = tls_views; v; v = v->next)
+    if (v->f == f && v->txid == txid) return v;
   return NULL;
 }
 
-static void wake(sstm_file_t *f) {
-  /* seq_cst: with the seq_cst store of applied before it and the waiter's
-   * seq_cst increment of waiters then load of applied, one of the two sees
-   * the other (store-load order, which acquire/release does not give). */
-  if (atomic_load_explicit(&f->waiters, memory_order_seq_cst) != 0)
-    sstm__futex_wake_all(&f->applied);
+/* A record of len bytes at off, its data not yet filled. NULL: ENOMEM. */
+static unsigned char *rec_add(view_t *v, uint64_t off, size_t len) {
+  if (v->n == v->cap) {
+    size_t nc = v->cap ? 2 * v->cap : 4;
+    rec_t *nr = realloc(v->r, nc * sizeof *nr);
+    if (nr == NULL) return NULL;
+    v->r = nr, v->cap = nc;
+  }
+  unsigned char *d = malloc(len);
+  if (d == NULL) return NULL;
+  v->r[v->n++] = (rec_t){.off = off, .len = len, .data = d};
+  return d;
 }
 
-/* Wait until applied >= want. Returns applied. */
-static uint64_t wait_applied(sstm_file_t *f, uint64_t want) {
+/* ---- waiting ----------------------------------------------------------------- */
+
+static void wake(_Atomic uint64_t *word, _Atomic uint32_t *waiters) {
+  /* seq_cst: with the seq_cst store of the word before it and the waiter's
+   * seq_cst increment of waiters then load of the word, one of the two sees
+   * the other (store-load order, which acquire/release does not give). */
+  if (atomic_load_explicit(waiters, memory_order_seq_cst) != 0) sstm__futex_wake_all(word);
+}
+
+/* Wait until *word >= want (a spin, then futex sleeps). Returns *word. */
+static uint64_t wait_word(_Atomic uint64_t *word, _Atomic uint32_t *waiters, uint64_t want) {
   for (unsigned spin = 0;; spin++) {
-    /* acquire: pairs with the release/seq_cst store of applied after the
-     * writes, so what follows (a pread, the next writer) comes after them. */
-    uint64_t a = atomic_load_explicit(&f->applied, memory_order_acquire);
+    /* acquire: pairs with the release/seq_cst store of the word after the
+     * work it publishes (the writes of a ticket, an installed state), so
+     * what follows (a pread, the next writer, a copy) comes after it. */
+    uint64_t a = atomic_load_explicit(word, memory_order_acquire);
     if (a >= want) return a;
     if (spin < 64) {
       __builtin_ia32_pause();
       continue;
     }
-    atomic_fetch_add_explicit(&f->waiters, 1, memory_order_seq_cst);
-    a = atomic_load_explicit(&f->applied, memory_order_seq_cst);
-    if (a < want) sstm__futex_wait(&f->applied, (uint32_t)a, 1000000);
-    atomic_fetch_sub_explicit(&f->waiters, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(waiters, 1, memory_order_seq_cst);
+    a = atomic_load_explicit(word, memory_order_seq_cst);
+    if (a < want) sstm__futex_wait(word, (uint32_t)a, 1000000);
+    atomic_fetch_sub_explicit(waiters, 1, memory_order_relaxed);
   }
+}
+
+static uint64_t wait_applied(sstm_file_t *f, uint64_t want) {
+  return wait_word(&f->applied, &f->waiters, want);
 }
 
 static int pwrite_all(int fd, const unsigned char *p, size_t n, uint64_t off) {
@@ -228,10 +361,10 @@ static ssize_t pread_all(int fd, unsigned char *p, size_t n, uint64_t off) {
   return (ssize_t)got;
 }
 
-/* (S3) Write a regular file's batch, all or nothing: the bytes each record
+/* (S4) Write a regular file's records, all or nothing: the bytes each record
  * overwrites are read first; on a failure the records written so far are
- * restored and the file cut back to its size before the batch. */
-static int write_batch_reg(sstm_file_t *f, batch_t *b) {
+ * restored and the file cut back to its size before the ticket. */
+static int write_recs_reg(sstm_file_t *f, view_t *b) {
   uint64_t kend0 = f->kend, kend = kend0;
   for (size_t i = 0; i < b->n; i++) {
     rec_t *r = &b->r[i];
@@ -262,7 +395,7 @@ static int write_batch_reg(sstm_file_t *f, batch_t *b) {
   return 0;
 }
 
-static int write_batch_bytes(sstm_file_t *f, batch_t *b) {
+static int write_recs_bytes(sstm_file_t *f, view_t *b) {
   for (size_t i = 0; i < b->n; i++) {
     int err = write_all(f->fd, b->r[i].data, b->r[i].len);
     if (err != 0) return err;
@@ -278,81 +411,113 @@ static void set_werr(sstm_file_t *f, int err) {
                                           memory_order_relaxed);
 }
 
-/* on_commit (S3): write the batch in ticket order. */
-static void batch_apply(void *arg) {
-  batch_t *b = arg;
-  sstm_file_t *f = b->f;
-  batch_unlink(b);
-  if (b->ticket != 0) {
-    wait_applied(f, b->ticket - 1);
-    /* seq_cst: ordered before the writes' system calls, and against the
-     * readers' seq_cst load of started after their pread (S4). */
-    atomic_store_explicit(&f->started, b->ticket, memory_order_seq_cst);
-    int err = f->reg ? write_batch_reg(f, b) : write_batch_bytes(f, b);
-    if (err != 0) set_werr(f, err);
-    /* seq_cst: release for the next writer and the readers (they acquire
-     * it), and the store half of the waiters handshake (see wake). */
-    atomic_store_explicit(&f->applied, b->ticket, memory_order_seq_cst);
-    wake(f);
-  }
-  batch_free(b);
+/* (S4) Write the view's records as ticket `ticket`, after every smaller
+ * ticket. */
+static void write_ticket(sstm_file_t *f, view_t *v, uint64_t ticket) {
+  wait_applied(f, ticket - 1);
+  /* seq_cst: ordered before the writes' system calls, and against the
+   * readers' seq_cst load of started after their pread (S5). */
+  atomic_store_explicit(&f->started, ticket, memory_order_seq_cst);
+  int err = v->n == 0 ? 0 : f->reg ? write_recs_reg(f, v) : write_recs_bytes(f, v);
+  if (err != 0) set_werr(f, err);
+  /* seq_cst: release for the next writer and the readers (they acquire
+   * it), and the store half of the waiters handshake (see wake). */
+  atomic_store_explicit(&f->applied, ticket, memory_order_seq_cst);
+  wake(&f->applied, &f->waiters);
 }
 
-/* on_abort: the attempt's bytes never reach the kernel. */
-static void batch_drop(void *arg) {
-  batch_unlink(arg);
-  batch_free(arg);
+/* (S3) Install version ver + 1 from the view: the seqlock's writer. Only
+ * the attempt that committed own = ver + 1 gets here, after version ver
+ * was installed (it waited for it before copying), so installations are
+ * exclusive and in version order. */
+static void install(view_t *v) {
+  sstm_file_t *f = v->f;
+  uint64_t nv = v->ver + 1;
+  v->armed = false;
+  /* relaxed, then a release fence: the odd value is ordered before the
+   * buffer and state stores below, so that a view that read one of them
+   * and then (after its acquire fence, validate) finds iver unchanged read
+   * none of them. */
+  atomic_store_explicit(&f->iver, 2 * nv - 1, memory_order_relaxed);
+  atomic_thread_fence(memory_order_release);
+  if (v->sw) sh_store(f->wbuf + v->cw, v->wst, v->sw);
+  if (v->rown && v->s.rlen) sh_store(f->rbuf, v->rst, v->s.rlen);
+  uint64_t ticket = v->ticket ? v->ticket : v->n ? v->s.wseq + 1 : 0;
+  v->s.wlen = v->cw + v->sw;
+  if (ticket) v->s.wseq = ticket;
+  cs_store(f, &v->s);
+  /* seq_cst: release for the views that copy version nv (they acquire it),
+   * and the store half of the waiters handshake (see wake). */
+  atomic_store_explicit(&f->iver, 2 * nv, memory_order_seq_cst);
+  wake(&f->iver, &f->iwaiters);
+  if (ticket) write_ticket(f, v, ticket);
 }
 
-/* The attempt's batch for f, created with its ticket on first use. NULL
- * (ENOMEM) if it cannot be created. */
-static batch_t *batch_get(sstm_file_t *f) {
-  batch_t *b = batch_find(f);
-  if (b) return b;
-  b = calloc(1, sizeof *b);
-  if (b == NULL) return NULL;
-  b->f = f;
-  /* Actions first, then the ticket: an abort inside the barriers below
-   * finds the batch registered (batch_drop frees it); a batch whose
-   * ticket was never taken writes nothing. */
-  if (sstm_on_abort(batch_drop, b) != 0) {
-    free(b);
-    return NULL;
-  }
-  b->next = tls_batches;
-  tls_batches = b;
-  if (sstm_on_commit(batch_apply, b) != 0) {
-    /* Out of memory: orphan the batch (no stream, no ticket) so that no
-     * call finds it; an abort frees it, a commit leaks it. */
-    b->f = NULL;
-    return NULL;
-  }
-  uint64_t t = LD(f, wseq) + 1;
-  ST(f, wseq, t);
-  b->ticket = t;
-  return b;
+/* on_commit (S3): install the view. */
+static void view_commit(void *p) {
+  view_t *v = p;
+  view_unlink(v);
+  if (v->armed) install(v);
+  view_put(v);
 }
 
-/* A record of len bytes at off, its data not yet filled. NULL: ENOMEM. */
-static unsigned char *batch_add(batch_t *b, uint64_t off, size_t len) {
-  if (b->n == b->cap) {
-    size_t nc = b->cap ? 2 * b->cap : 4;
-    rec_t *nr = realloc(b->r, nc * sizeof *nr);
-    if (nr == NULL) return NULL;
-    b->r = nr, b->cap = nc;
-  }
-  unsigned char *d = malloc(len);
-  if (d == NULL) return NULL;
-  b->r[b->n++] = (rec_t){.off = off, .len = len, .data = d};
-  return d;
+/* on_abort (S3): the attempt's state and bytes never become visible. */
+static void view_drop(void *p) {
+  view_t *v = p;
+  view_unlink(v);
+  view_put(v);
+}
+
+/* (S2) Wait until the version of own value o is installed; returns iver.
+ * That version may be this thread's own: committed by an attempt whose
+ * installation action has not run yet, because an earlier commit action
+ * of its transaction started the transaction that waits. Then install it
+ * now (its action will find it done). */
+static uint64_t wait_iver(sstm_file_t *f, uint64_t o) {
+  uint64_t want = 2 * OWN_VER(o);
+  /* acquire: as in wait_word */
+  uint64_t iv = atomic_load_explicit(&f->iver, memory_order_acquire);
+  if (iv >= want) return iv;
+  if (((o >> 1) & OWN_TAG_MASK) == tls_tag)
+    for (view_t *p = tls_views; p; p = p->next)
+      if (p->f == f && p->armed && p->own == o) {
+        install(p);
+        break;
+      }
+  return wait_word(&f->iver, &f->iwaiters, want);
+}
+
+/* (S2) Copy the installed state of own value o's version into s; restart
+ * the attempt if a newer version is (being) installed: its read of own is
+ * stale. */
+static void snapshot(sstm_file_t *f, uint64_t o, cstate_t *s) {
+  uint64_t want = 2 * OWN_VER(o);
+  if (wait_iver(f, o) != want) sstm_restart();
+  cs_load(f, s);
+  /* acquire fence: the loads of the state above are ordered before the
+   * load of iver below (the seqlock reader's second check, see install). */
+  atomic_thread_fence(memory_order_acquire);
+  if (atomic_load_explicit(&f->iver, memory_order_relaxed) != want) sstm_restart();
+}
+
+/* (S3) What the view read from the stream's buffers (or a system call on
+ * its descriptor) belongs to its version: restart if a newer one has begun
+ * to be installed. Never fails in an irrevocable attempt: no other commit
+ * happens during one. */
+static void validate(const view_t *v) {
+  /* acquire fence: the buffer loads before it are ordered before the load
+   * of iver (see install). */
+  atomic_thread_fence(memory_order_acquire);
+  if (atomic_load_explicit(&v->f->iver, memory_order_relaxed) != 2 * v->ver) sstm_restart();
 }
 
 /* ---- operations ------------------------------------------------------------ */
 
 typedef struct op {
   sstm_file_t *f;
-  bool outer; /* a transaction of its own (S7) */
-  int err;    /* errno to report, 0: none */
+  bool outer;    /* a transaction of its own (S8) */
+  uint64_t txid; /* the enclosing attempt (!outer) */
+  int err;       /* errno to report, 0: none */
   const void *src;
   void *dst;
   size_t n;
@@ -361,135 +526,184 @@ typedef struct op {
   char **lp;
   size_t *lcap;
   int64_t r;
-  uint64_t w;   /* sstm_fflush: the tickets to wait for */
-  uint64_t ctl; /* the stream's ctl as live_rw() loaded it */
+  uint64_t w; /* sstm_fflush, sstm_fclose: the tickets to wait for */
 } op_t;
 
-static void set_flag(sstm_file_t *f, uint64_t fl) {
-  uint64_t v = LD(f, flags);
-  if (!(v & fl)) ST(f, flags, v | fl);
+/* (S1, S3) The attempt's view of a->f, acquiring the stream at the
+ * attempt's first call on it: one transactional load and store of own,
+ * the two actions, a copy of the installed state. NULL with a->err
+ * (EBADF: closed; ENOMEM). */
+static view_t *acquire(op_t *a) {
+  sstm_file_t *f = a->f;
+  uint64_t id = a->outer ? sstm_txid() : a->txid;
+  view_t *v = view_find(f, id);
+  if (v) {
+    if (!v->armed || v->closed) {
+      a->err = EBADF;
+      return NULL;
+    }
+    return v;
+  }
+  v = view_get();
+  if (v == NULL) {
+    a->err = ENOMEM;
+    return NULL;
+  }
+  v->f = f, v->txid = id, v->armed = false, v->closed = false, v->ticket = 0;
+  /* Actions first, then own: an abort inside the barriers below finds the
+   * view registered (view_drop takes it back); an attempt that commits
+   * without having stored own installs nothing. */
+  if (sstm_on_abort(view_drop, v) != 0) {
+    view_put(v);
+    a->err = ENOMEM;
+    return NULL;
+  }
+  v->next = tls_views;
+  tls_views = v;
+  if (sstm_on_commit(view_commit, v) != 0) {
+    /* Out of memory: orphan the view (no stream) so that no call finds it;
+     * an abort takes it back, a commit leaks it. */
+    v->f = NULL;
+    a->err = ENOMEM;
+    return NULL;
+  }
+  uint64_t o = LD(f, own);
+  if (o & OWN_CLOSED) {
+    a->err = EBADF;
+    return NULL;
+  }
+  v->ver = OWN_VER(o);
+  v->own = OWN_MAKE(v->ver + 1, my_tag());
+  ST(f, own, v->own);
+  snapshot(f, o, &v->s);
+  v->cw = (uint32_t)v->s.wlen, v->sw = 0, v->rown = false;
+  v->armed = true;
+  return v;
 }
 
-/* The closed check of the indicator calls (which must not load ctl: they
- * would conflict with every read and write). */
-static bool live(op_t *a) {
-  if (LD(a->f, state) != SF_LIVE) {
+/* (S1) ftell, feof, ferror: the attempt's state of a->f, read without
+ * acquiring the stream (own is only loaded). false with a->err EBADF. */
+static bool peek(op_t *a, cstate_t *s) {
+  sstm_file_t *f = a->f;
+  view_t *v = view_find(f, a->outer ? sstm_txid() : a->txid);
+  if (v) {
+    if (!v->armed || v->closed) {
+      a->err = EBADF;
+      return false;
+    }
+    *s = v->s;
+    return true;
+  }
+  uint64_t o = LD(f, own);
+  if (o & OWN_CLOSED) {
     a->err = EBADF;
     return false;
   }
+  snapshot(f, o, s);
   return true;
 }
 
-/* The closed check of reads and writes: loads ctl into a->ctl. */
-static bool live_rw(op_t *a) {
-  a->ctl = LD(a->f, ctl);
-  if (a->ctl & CTL_CLOSED) {
-    a->err = EBADF;
-    return false;
-  }
-  return true;
-}
-
-/* Move the write buffer's bytes to the batch (S2). */
-static int spill(sstm_file_t *f) {
-  uint64_t c = LD(f, ctl), wl = CTL_W(c);
+/* Move the write buffer's bytes to a record (S4). */
+static int spill(view_t *v) {
+  size_t wl = (size_t)v->cw + v->sw;
   if (wl == 0) return 0;
-  batch_t *b = batch_get(f);
-  unsigned char *d = b ? batch_add(b, LD(f, wbase), wl) : NULL;
+  unsigned char *d = rec_add(v, v->s.wbase, wl);
   if (d == NULL) return ENOMEM;
-  sstm_load_bytes(d, f->wbuf, wl);
-  ST(f, ctl, CTL_MAKE(c, 0, CTL_R(c)));
+  if (v->cw) {
+    sh_load(d, v->f->wbuf, v->cw);
+    validate(v);
+  }
+  memcpy(d + v->cw, v->wst, v->sw);
+  v->cw = v->sw = 0;
   return 0;
 }
 
-/* (S4) The committed writes of the stream are in the kernel and none is
- * being written: returns with applied == started == the snapshot's count,
- * or restarts the attempt. */
-static uint64_t settle(sstm_file_t *f) {
-  batch_t *b = batch_find(f);
-  uint64_t w = b && b->ticket ? b->ticket - 1 : LD(f, wseq);
-  if (wait_applied(f, w) != w) sstm_restart(); /* a newer commit: stale */
-  return w;
+/* (S5) Every ticket of the view's version is written and none is being
+ * written: returns with applied == the version's wseq, or restarts the
+ * attempt. (A ticket taken early, S6, may be written already.) */
+static uint64_t settle(view_t *v) {
+  uint64_t w = v->s.wseq;
+  uint64_t a = wait_applied(v->f, w);
+  if (a != w && !(v->ticket != 0 && a == v->ticket)) sstm_restart(); /* a newer version */
+  return a;
 }
 
-static void recheck(sstm_file_t *f, uint64_t w) {
-  /* seq_cst: after the pread (a system call) and against the writer's
-   * seq_cst store of started before its pwrite. */
-  if (atomic_load_explicit(&f->started, memory_order_seq_cst) != w) sstm_restart();
+static void recheck(view_t *v, uint64_t w) {
+  /* seq_cst: after the system call and against the writer's seq_cst store
+   * of started before its pwrite. */
+  if (atomic_load_explicit(&v->f->started, memory_order_seq_cst) != w) sstm_restart();
+  validate(v); /* the descriptor was still this stream's */
 }
 
-/* Fill the read buffer at position p. Returns the bytes now buffered from
+/* Fill the read window at position p. Returns the bytes now buffered from
  * p (0: end of file), or -errno. */
-static long fill(sstm_file_t *f, uint64_t p) {
-  unsigned char tmp[SF_CAP];
+static long fill(view_t *v, uint64_t p) {
+  sstm_file_t *f = v->f;
   long n;
   if (f->reg) {
-    int e = spill(f);
+    int e = spill(v);
     if (e) return -e;
-    uint64_t w = settle(f);
+    uint64_t w = settle(v);
     /* A refill that continues the previous window reads a whole buffer
      * (sequential reading); one after a seek elsewhere reads SF_SEEKFILL
-     * bytes: every buffered byte costs a transactional store, and a reader
-     * that seeks around uses few of them. */
-    uint64_t c0 = LD(f, ctl);
-    size_t want = CTL_R(c0) != 0 && LD(f, rbase) + CTL_R(c0) == p ? SF_CAP : SF_SEEKFILL;
-    ssize_t got = pread_all(f->fd, tmp, want, p);
+     * bytes: the installation copies the window into the stream's buffer,
+     * and a reader that seeks around uses few of its bytes. */
+    size_t want = v->s.rlen != 0 && v->s.rbase + v->s.rlen == p ? SF_CAP : SF_SEEKFILL;
+    ssize_t got = pread_all(f->fd, v->rst, want, p);
     if (got < 0) return (long)got;
-    recheck(f, w);
+    recheck(v, w);
     /* The attempt's own records: their bytes replace the kernel's, and the
      * file ends at the last of them if that is further: the bytes between
      * the kernel's end and it are a hole (zeros), as pwrite will make. */
     uint64_t end = p + (uint64_t)got;
-    batch_t *b = batch_find(f);
-    for (size_t i = 0; b && i < b->n; i++)
-      if (b->r[i].off + b->r[i].len > end) end = b->r[i].off + b->r[i].len;
+    for (size_t i = 0; i < v->n; i++)
+      if (v->r[i].off + v->r[i].len > end) end = v->r[i].off + v->r[i].len;
     if (end > p + want) end = p + want;
     n = (long)(end - p);
-    if (n > got) memset(tmp + got, 0, (size_t)(n - got));
-    for (size_t i = 0; b && i < b->n; i++) {
-      rec_t *r = &b->r[i];
+    if (n > got) memset(v->rst + got, 0, (size_t)(n - got));
+    for (size_t i = 0; i < v->n; i++) {
+      rec_t *r = &v->r[i];
       uint64_t lo = r->off > p ? r->off : p;
       uint64_t hi = r->off + r->len < end ? r->off + r->len : end;
-      if (lo < hi) memcpy(tmp + (lo - p), r->data + (lo - r->off), hi - lo);
+      if (lo < hi) memcpy(v->rst + (lo - p), r->data + (lo - r->off), hi - lo);
     }
   } else {
-    /* (S5) Consuming kernel data cannot be undone. */
+    /* (S6) Consuming kernel data cannot be undone. */
     if (!sstm_is_irrevocable()) sstm_become_irrevocable();
     ssize_t r;
     do
-      r = sstm__stdio_sys->read(f->fd, tmp, SF_CAP);
+      r = sstm__stdio_sys->read(f->fd, v->rst, SF_CAP);
     while (r < 0 && errno == EINTR);
     if (r < 0) return -errno;
     n = (long)r;
   }
-  if (n > 0) sstm_store_bytes(f->rbuf, tmp, (size_t)n);
-  ST(f, rbase, p);
-  uint64_t c = LD(f, ctl);
-  ST(f, ctl, CTL_MAKE(c, CTL_W(c), n));
+  v->s.rbase = p, v->s.rlen = (uint64_t)n, v->rown = true;
   return n;
 }
 
 /* Read up to n bytes into dst, stopping after a newline when nl. Sets the
  * EOF / error indicators. Returns the count; *saw_nl when it ended on one. */
-static size_t rd(op_t *a, unsigned char *dst, size_t n, bool nl, bool *saw_nl) {
-  sstm_file_t *f = a->f;
+static size_t rd(op_t *a, view_t *v, unsigned char *dst, size_t n, bool nl, bool *saw_nl) {
+  sstm_file_t *f = v->f;
   *saw_nl = false;
   if (!(f->mode & M_RD)) {
     a->err = EBADF;
-    set_flag(f, FL_ERR);
+    v->s.flags |= FL_ERR;
     return 0;
   }
-  uint64_t p = LD(f, pos), p0 = p;
-  uint64_t c = a->ctl;
+  uint64_t p = v->s.pos;
   size_t got = 0;
+  bool shared = false;
   while (got < n) {
-    uint64_t rl = CTL_R(c), rb = rl ? LD(f, rbase) : 0;
+    uint64_t rb = v->s.rbase, rl = v->s.rlen;
     if (p >= rb && p < rb + rl) {
       size_t k = rb + rl - p < n - got ? (size_t)(rb + rl - p) : n - got;
-      if (k == 1)
-        dst[got] = sstm_load_u8(f->rbuf + (p - rb));
-      else
-        sstm_load_bytes(dst + got, f->rbuf + (p - rb), k);
+      if (v->rown) {
+        memcpy(dst + got, v->rst + (p - rb), k);
+      } else {
+        sh_load(dst + got, f->rbuf + (p - rb), k);
+        shared = true;
+      }
       if (nl) {
         unsigned char *q = memchr(dst + got, '\n', k);
         if (q) {
@@ -501,75 +715,87 @@ static size_t rd(op_t *a, unsigned char *dst, size_t n, bool nl, bool *saw_nl) {
       if (*saw_nl) break;
       continue;
     }
-    long m = fill(f, p);
+    long m = fill(v, p);
     if (m < 0) {
       a->err = (int)-m;
-      set_flag(f, FL_ERR);
+      v->s.flags |= FL_ERR;
       break;
     }
     if (m == 0) {
-      set_flag(f, FL_EOF);
+      v->s.flags |= FL_EOF;
       break;
     }
-    c = LD(f, ctl);
   }
-  if (p != p0) ST(f, pos, p);
+  v->s.pos = p;
+  if (shared) validate(v); /* before the caller sees the bytes (opacity) */
   return got;
 }
 
 /* Write n bytes of private memory src. Returns 0 or an errno (then nothing
  * of this call is written). */
-static int wr(op_t *a, const unsigned char *src, size_t n) {
-  sstm_file_t *f = a->f;
+static int wr(view_t *v, const unsigned char *src, size_t n) {
+  sstm_file_t *f = v->f;
   if (!(f->mode & M_WR)) {
-    set_flag(f, FL_ERR);
+    v->s.flags |= FL_ERR;
     return EBADF;
   }
   if (n == 0) return 0;
-  /* Every load before the first store: a load of a stripe this attempt
-   * has locked takes the barrier's slow path. */
-  uint64_t c = a->ctl;
-  uint64_t off = !f->reg ? 0 : (f->mode & M_APP) ? LD(f, apos) : LD(f, pos);
-  uint64_t wl = CTL_W(c);
-  if (wl != 0 && ((f->reg && LD(f, wbase) + wl != off) || wl + n > SF_CAP)) {
-    int e = spill(f);
-    if (e) goto fail;
-    c = LD(f, ctl);
+  uint64_t off = !f->reg ? 0 : (f->mode & M_APP) ? v->s.apos : v->s.pos;
+  size_t wl = (size_t)v->cw + v->sw;
+  if (wl != 0 && ((f->reg && v->s.wbase + wl != off) || wl + n > SF_CAP)) {
+    if (spill(v) != 0) goto fail;
     wl = 0;
   }
-  uint64_t rl = CTL_R(c);
-  if (f->reg && rl != 0) { /* a buffered read window these bytes overlap is stale */
-    uint64_t rb = LD(f, rbase);
-    if (rb < off + n && off < rb + rl) rl = 0;
-  }
+  /* a buffered read window these bytes overlap is stale */
+  if (f->reg && v->s.rlen != 0 && v->s.rbase < off + n && off < v->s.rbase + v->s.rlen)
+    v->s.rlen = 0;
   if (n >= SF_CAP) {
-    batch_t *b = batch_get(f);
-    unsigned char *d = b ? batch_add(b, off, n) : NULL;
+    unsigned char *d = rec_add(v, off, n);
     if (d == NULL) goto fail;
     memcpy(d, src, n);
-    if (rl != CTL_R(c)) ST(f, ctl, CTL_MAKE(c, wl, rl));
   } else {
-    if (wl == 0) ST(f, wbase, off);
+    if (wl == 0) v->s.wbase = off;
     if (n == 1)
-      sstm_store_u8(f->wbuf + wl, src[0]);
+      v->wst[v->sw] = src[0];
     else
-      sstm_store_bytes(f->wbuf + wl, src, n);
-    ST(f, ctl, CTL_MAKE(c, wl + n, rl));
+      memcpy(v->wst + v->sw, src, n);
+    v->sw += (uint32_t)n;
   }
   if (f->reg) {
-    if (f->mode & M_APP) ST(f, apos, off + n);
-    ST(f, pos, off + n);
+    if (f->mode & M_APP) v->s.apos = off + n;
+    v->s.pos = off + n;
   }
   return 0;
 fail:
-  set_flag(f, FL_ERR);
+  v->s.flags |= FL_ERR;
   return ENOMEM;
 }
 
-/* (S7) Run op on a: directly inside a transaction, else as one. false:
+/* The common write, inlined into the calls: n bytes continue the write
+ * buffer, fit in it, and there is no read window to check. false: take wr. */
+static inline bool wr_fast(view_t *v, const unsigned char *src, size_t n) {
+  sstm_file_t *f = v->f;
+  size_t wl = (size_t)v->cw + v->sw;
+  if (!(f->mode & M_WR) || wl == 0 || wl + n > SF_CAP || v->s.rlen != 0) return false;
+  if (f->reg) {
+    uint64_t off = (f->mode & M_APP) ? v->s.apos : v->s.pos;
+    if (v->s.wbase + wl != off) return false;
+    if (f->mode & M_APP) v->s.apos = off + n;
+    v->s.pos = off + n;
+  }
+  if (n == 1)
+    v->wst[v->sw] = src[0];
+  else
+    memcpy(v->wst + v->sw, src, n);
+  v->sw += (uint32_t)n;
+  return true;
+}
+
+/* (S8) Run op on a: directly inside a transaction, else as one. false:
  * unregistered thread (a->err EPERM). */
-static bool run(void (*op)(void *), op_t *a) {
-  a->outer = !sstm_in_tx();
+static bool run_in(void (*op)(void *), op_t *a, uint64_t id) {
+  a->txid = id;
+  a->outer = id == 0;
   if (!a->outer) {
     op(a);
     return true;
@@ -581,8 +807,18 @@ static bool run(void (*op)(void *), op_t *a) {
   return true;
 }
 
+/* run_in with the caller's attempt id, sstm_txid() (0: none). */
+static bool run(void (*op)(void *), op_t *a) { return run_in(op, a, sstm_txid()); }
+
 static void finish(op_t *a) {
   if (a->err) errno = a->err;
+}
+
+/* The fast path's test: the view of f that the running attempt id (non-zero)
+ * made at its latest acquisition, or NULL (then the general path). */
+static inline view_t *fast_view(sstm_file_t *f, uint64_t id) {
+  view_t *v = tls_views;
+  return v != NULL && v->f == f && v->txid == id && v->armed && !v->closed ? v : NULL;
 }
 
 /* ---- open and close -------------------------------------------------------- */
@@ -628,10 +864,9 @@ static sstm_file_t *make(int fd, unsigned m) {
     off_t c = sstm__stdio_sys->lseek(fd, 0, SEEK_CUR);
     cur = c > 0 ? (uint64_t)c : 0;
   }
-  f->state = SF_LIVE;
-  f->pos = cur;
-  f->os_fpos = cur;
-  f->apos = f->reg ? (uint64_t)st.st_size : 0;
+  /* Version 0: own == 0, iver == 0. */
+  cstate_t s = {.pos = cur, .os_fpos = cur, .apos = f->reg ? (uint64_t)st.st_size : 0};
+  cs_store(f, &s);
   f->fd = fd;
   f->mode = m;
   f->rbuf = bufs;
@@ -639,6 +874,8 @@ static sstm_file_t *make(int fd, unsigned m) {
   f->kend = f->reg ? (uint64_t)st.st_size : 0;
   f->kpos_done = f->klast = cur;
   pthread_mutex_init(&f->kmu, NULL);
+  atomic_init(&f->iver, 0);
+  atomic_init(&f->iwaiters, 0);
   atomic_init(&f->applied, 0);
   atomic_init(&f->started, 0);
   atomic_init(&f->waiters, 0);
@@ -705,10 +942,17 @@ static void op_flags(void *p);
 static void op_close(void *p) {
   op_t *a = p;
   a->err = 0;
-  if (!live(a)) return;
-  ST(a->f, state, SF_DEAD);
-  ST(a->f, ctl, LD(a->f, ctl) | CTL_CLOSED);
-  a->w = LD(a->f, wseq);
+  view_t *v = acquire(a);
+  if (v == NULL) return;
+  /* Bytes another thread wrote since sstm_fflush leave with this commit. */
+  if (spill(v) != 0) {
+    a->err = ENOMEM;
+    return;
+  }
+  v->own |= OWN_CLOSED;
+  ST(a->f, own, v->own);
+  v->closed = true;
+  a->w = v->n ? v->s.wseq + 1 : v->s.wseq;
 }
 
 int sstm_fclose(sstm_file_t *f) {
@@ -727,7 +971,7 @@ int sstm_fclose(sstm_file_t *f) {
     finish(&a);
     return EOF;
   }
-  if (a.err) { /* closed already */
+  if (a.err) { /* closed already, or out of memory */
     finish(&a);
     return EOF;
   }
@@ -735,7 +979,7 @@ int sstm_fclose(sstm_file_t *f) {
   int we = atomic_exchange_explicit(&f->werr, 0, memory_order_relaxed);
   if (!err && we) err = we;
   if (close(f->fd) != 0 && !err) err = errno;
-  sstm_free(f->rbuf); /* both buffers: one block; a doomed attempt may read it */
+  sstm_free(f->rbuf); /* both buffers: one block; a stale view may still read it */
   retire_header(f);
   if (err) {
     errno = err;
@@ -745,8 +989,8 @@ int sstm_fclose(sstm_file_t *f) {
 }
 
 int sstm_fileno(sstm_file_t *f) {
-  if (f == NULL || __atomic_load_n(&f->state, __ATOMIC_RELAXED) != SF_LIVE) {
-    /* relaxed: a racy peek for the error only; fd itself is constant */
+  /* relaxed: a racy peek for the error only; fd itself is constant */
+  if (f == NULL || (__atomic_load_n(&f->own, __ATOMIC_RELAXED) & OWN_CLOSED)) {
     errno = EBADF;
     return -1;
   }
@@ -758,10 +1002,10 @@ int sstm_fileno(sstm_file_t *f) {
 static void op_read(void *p) {
   op_t *a = p;
   a->err = 0, a->r = 0;
-  if (!live_rw(a)) return;
+  view_t *v = acquire(a);
+  if (v == NULL) return;
   bool nl;
-  a->r = (int64_t)rd(a, a->dst, a->n, a->whence != 0, &nl);
-  a->off = nl;
+  a->r = (int64_t)rd(a, v, a->dst, a->n, a->whence != 0, &nl);
 }
 
 int sstm_fgetc(sstm_file_t *f) {
@@ -771,7 +1015,22 @@ int sstm_fgetc(sstm_file_t *f) {
     errno = EBADF;
     return EOF;
   }
-  if (!run(op_read, &a) || a.r != 1) {
+  uint64_t id = sstm_txid();
+  view_t *v = id != 0 ? fast_view(f, id) : NULL;
+  if (v != NULL && (f->mode & M_RD)) { /* acquired: the byte from the window, no barrier */
+    uint64_t p = v->s.pos, rb = v->s.rbase;
+    if (p >= rb && p < rb + v->s.rlen) {
+      if (v->rown) {
+        c = v->rst[p - rb];
+      } else {
+        c = __atomic_load_n(f->rbuf + (p - rb), __ATOMIC_RELAXED);
+        validate(v);
+      }
+      v->s.pos = p + 1;
+      return c;
+    }
+  }
+  if (!run_in(op_read, &a, id) || a.r != 1) {
     finish(&a);
     return EOF;
   }
@@ -816,7 +1075,8 @@ size_t sstm_fread(void *ptr, size_t size, size_t nmemb, sstm_file_t *f) {
 static void op_getline(void *p) {
   op_t *a = p;
   a->err = 0, a->r = -1;
-  if (!live_rw(a)) return;
+  view_t *v = acquire(a);
+  if (v == NULL) return;
   size_t len = 0;
   for (;;) {
     if (*a->lcap < len + 2 || *a->lp == NULL) {
@@ -825,14 +1085,13 @@ static void op_getline(void *p) {
       char *nb = realloc(*a->lp, nc); /* the caller's buffer: never rolled back */
       if (nb == NULL) {
         a->err = ENOMEM;
-        set_flag(a->f, FL_ERR);
+        v->s.flags |= FL_ERR;
         return;
       }
       *a->lp = nb, *a->lcap = nc;
     }
     bool nl;
-    if (len != 0) a->ctl = LD(a->f, ctl); /* the previous chunk may have refilled */
-    size_t k = rd(a, (unsigned char *)*a->lp + len, *a->lcap - len - 1, true, &nl);
+    size_t k = rd(a, v, (unsigned char *)*a->lp + len, *a->lcap - len - 1, true, &nl);
     len += k;
     if (nl || k == 0 || a->err) break;
   }
@@ -862,18 +1121,29 @@ ssize_t sstm_getline(char **lineptr, size_t *n, sstm_file_t *f) {
 static void op_write(void *p) {
   op_t *a = p;
   a->err = 0, a->r = -1;
-  if (!live_rw(a)) return;
-  a->err = wr(a, a->src, a->n);
+  view_t *v = acquire(a);
+  if (v == NULL) return;
+  a->err = wr(v, a->src, a->n);
   if (a->err == 0) a->r = (int64_t)a->n;
 }
-
-static int64_t do_write(sstm_file_t *f, const void *src, size_t n) {
+/* Write n bytes; id: sstm_txid(). */
+static int64_t do_write(sstm_file_t *f, const void *src, size_t n, uint64_t id) {
   if (f == NULL) {
     errno = EBADF;
     return -1;
   }
+  view_t *v = id != 0 ? fast_view(f, id) : NULL;
+  if (v != NULL) { /* inside a transaction that has acquired f: no barrier */
+    if (wr_fast(v, src, n)) return (int64_t)n;
+    int e = wr(v, src, n);
+    if (e != 0) {
+      errno = e;
+      return -1;
+    }
+    return (int64_t)n;
+  }
   op_t a = {.f = f, .src = src, .n = n};
-  if (!run(op_write, &a)) {
+  if (!run_in(op_write, &a, id)) {
     finish(&a);
     return -1;
   }
@@ -883,7 +1153,10 @@ static int64_t do_write(sstm_file_t *f, const void *src, size_t n) {
 
 int sstm_fputc(int c, sstm_file_t *f) {
   unsigned char b = (unsigned char)c;
-  return do_write(f, &b, 1) == 1 ? b : EOF;
+  uint64_t id = f != NULL ? sstm_txid() : 0;
+  view_t *v = id != 0 ? fast_view(f, id) : NULL;
+  if (v != NULL && wr_fast(v, &b, 1)) return b;
+  return do_write(f, &b, 1, id) == 1 ? b : EOF;
 }
 
 int sstm_fputs(const char *s, sstm_file_t *f) {
@@ -892,7 +1165,7 @@ int sstm_fputs(const char *s, sstm_file_t *f) {
     return EOF;
   }
   size_t n = strlen(s);
-  return do_write(f, s, n) == (int64_t)n ? (n > INT_MAX ? INT_MAX : (int)n) : EOF;
+  return do_write(f, s, n, sstm_txid()) == (int64_t)n ? (n > INT_MAX ? INT_MAX : (int)n) : EOF;
 }
 
 size_t sstm_fwrite(const void *ptr, size_t size, size_t nmemb, sstm_file_t *f) {
@@ -901,7 +1174,7 @@ size_t sstm_fwrite(const void *ptr, size_t size, size_t nmemb, sstm_file_t *f) {
     errno = EINVAL;
     return 0;
   }
-  return do_write(f, ptr, size * nmemb) < 0 ? 0 : nmemb;
+  return do_write(f, ptr, size * nmemb, sstm_txid()) < 0 ? 0 : nmemb;
 }
 
 int sstm_vfprintf(sstm_file_t *f, const char *fmt, va_list ap) {
@@ -927,7 +1200,7 @@ int sstm_vfprintf(sstm_file_t *f, const char *fmt, va_list ap) {
     vsnprintf(buf, (size_t)n + 1, fmt, ap2);
   }
   va_end(ap2);
-  int64_t r = do_write(f, buf, (size_t)n);
+  int64_t r = do_write(f, buf, (size_t)n, sstm_txid());
   if (buf != small) {
     if (tx)
       sstm_free(buf);
@@ -949,40 +1222,43 @@ int sstm_fprintf(sstm_file_t *f, const char *fmt, ...) {
 
 static void op_flush(void *p) {
   op_t *a = p;
-  a->err = 0, a->r = 0;
-  if (!live(a)) {
-    a->r = EOF;
-    return;
-  }
+  a->err = 0, a->r = 0, a->w = 0;
   sstm_file_t *f = a->f;
-  if (!(f->mode & M_WR)) {
-    a->w = 0;
+  if (!(f->mode & M_WR)) { /* nothing to push: only the closed check */
+    cstate_t s;
+    if (!peek(a, &s)) a->r = EOF;
     return;
   }
   if (!f->reg && !a->outer) {
-    /* (S5) The bytes must leave now: irrevocable, then write the batch in
-     * ticket order (this transaction will commit; nobody else commits
-     * meanwhile). */
+    /* (S6) The bytes must leave now: irrevocable (this transaction will
+     * commit; nobody else commits meanwhile), before the acquisition. */
     if (!sstm_is_irrevocable()) sstm_become_irrevocable();
   }
-  int e = spill(f);
+  view_t *v = acquire(a);
+  if (v == NULL) {
+    a->r = EOF;
+    return;
+  }
+  int e = spill(v);
   if (e) {
     a->err = e, a->r = EOF;
     return;
   }
-  a->w = LD(f, wseq);
-  batch_t *b = batch_find(f);
-  if (!f->reg && !a->outer && b && b->ticket) {
-    wait_applied(f, b->ticket - 1);
-    e = write_batch_bytes(f, b);
-    for (size_t i = 0; i < b->n; i++)
-      free(b->r[i].data);
-    b->n = 0;
+  if (!f->reg && !a->outer && v->n) {
+    /* Take the ticket now (no other installation can come before ours)
+     * and write, after the earlier tickets. */
+    if (v->ticket == 0) v->ticket = v->s.wseq + 1;
+    wait_applied(f, v->ticket - 1);
+    e = write_recs_bytes(f, v);
+    for (size_t i = 0; i < v->n; i++)
+      free(v->r[i].data);
+    v->n = 0;
     if (e) {
       a->err = e, a->r = EOF;
-      set_flag(f, FL_ERR);
+      v->s.flags |= FL_ERR;
     }
   }
+  a->w = v->ticket ? v->ticket : v->n ? v->s.wseq + 1 : v->s.wseq;
 }
 
 int sstm_fflush(sstm_file_t *f) {
@@ -996,8 +1272,8 @@ int sstm_fflush(sstm_file_t *f) {
     return EOF;
   }
   if (a.r == 0 && a.outer) {
-    /* Our own batch was written at the commit; earlier ones too, unless
-     * their committers are still writing: wait for them. */
+    /* Our own records were written at the commit; earlier tickets too,
+     * unless their committers are still writing: wait for them. */
     wait_applied(f, a.w);
     int we = atomic_exchange_explicit(&f->werr, 0, memory_order_relaxed);
     if (we) { /* a deferred write failed: report it now, keep ferror set */
@@ -1017,7 +1293,7 @@ typedef struct seekact {
   uint64_t gen, pos;
 } seekact_t;
 
-/* (S6) on_commit: the latest committed seek's offset stays in the kernel. */
+/* (S7) on_commit: the latest committed seek's offset stays in the kernel. */
 static void seek_commit(void *p) {
   seekact_t *s = p;
   sstm_file_t *f = s->f;
@@ -1031,7 +1307,7 @@ static void seek_commit(void *p) {
   free(s);
 }
 
-/* (S6) on_abort: undo the lseek (back to the last committed position). */
+/* (S7) on_abort: undo the lseek (back to the last committed position). */
 static void seek_abort(void *p) {
   seekact_t *s = p;
   sstm_file_t *f = s->f;
@@ -1042,25 +1318,26 @@ static void seek_abort(void *p) {
   free(s);
 }
 
-/* The end of the file as this attempt sees it (S4). -errno on failure. */
-static int64_t end_of_file(sstm_file_t *f) {
-  uint64_t w = settle(f);
+/* The end of the file as this attempt sees it (S5). -errno on failure. */
+static int64_t end_of_file(view_t *v) {
+  sstm_file_t *f = v->f;
+  uint64_t w = settle(v);
   struct stat st;
   if (sstm__stdio_sys->fstat(f->fd, &st) != 0) return -errno;
-  recheck(f, w);
+  recheck(v, w);
   uint64_t end = (uint64_t)st.st_size;
-  batch_t *b = batch_find(f);
-  for (size_t i = 0; b && i < b->n; i++)
-    if (b->r[i].off + b->r[i].len > end) end = b->r[i].off + b->r[i].len;
-  uint64_t wl = CTL_W(LD(f, ctl));
-  if (wl && LD(f, wbase) + wl > end) end = LD(f, wbase) + wl;
+  for (size_t i = 0; i < v->n; i++)
+    if (v->r[i].off + v->r[i].len > end) end = v->r[i].off + v->r[i].len;
+  uint64_t wl = (uint64_t)v->cw + v->sw;
+  if (wl && v->s.wbase + wl > end) end = v->s.wbase + wl;
   return (int64_t)end;
 }
 
 static void op_seek(void *p) {
   op_t *a = p;
   a->err = 0, a->r = -1;
-  if (!live(a)) return;
+  view_t *v = acquire(a);
+  if (v == NULL) return;
   sstm_file_t *f = a->f;
   if (!f->reg) {
     a->err = ESPIPE;
@@ -1069,14 +1346,14 @@ static void op_seek(void *p) {
   int64_t base;
   switch (a->whence) {
   case SEEK_SET: base = 0; break;
-  case SEEK_CUR: base = (int64_t)LD(f, pos); break;
+  case SEEK_CUR: base = (int64_t)v->s.pos; break;
   case SEEK_END:
-    base = end_of_file(f);
+    base = end_of_file(v);
     if (base < 0) {
       a->err = (int)-base;
       return;
     }
-    if (f->mode & M_APP) ST(f, apos, (uint64_t)base);
+    if (f->mode & M_APP) v->s.apos = (uint64_t)base;
     break;
   default: a->err = EINVAL; return;
   }
@@ -1085,12 +1362,11 @@ static void op_seek(void *p) {
     return;
   }
   uint64_t np = (uint64_t)(base + a->off);
-  if (LD(f, os_fpos) != np) {
-    /* (S6) Write-lock the mirror before the lseek ([Smiljkovic13] Fig. 3a):
-     * a concurrent seek conflicts here, before touching the kernel. */
-    uint64_t g = LD(f, kgen) + 1;
-    ST(f, os_fpos, np);
-    ST(f, kgen, g);
+  if (v->s.os_fpos != np) {
+    /* (S7) The stream is acquired (own is written: under encounter-time
+     * locking, write-locked) before the lseek ([Smiljkovic13] Fig. 3a): a
+     * concurrent seek conflicts there, before touching the kernel. */
+    uint64_t g = v->s.kgen + 1;
     seekact_t *s = malloc(sizeof *s);
     if (s == NULL) {
       a->err = ENOMEM;
@@ -1104,17 +1380,17 @@ static void op_seek(void *p) {
     }
     if (sstm_on_commit(seek_commit, s) != 0) {
       /* seek_abort frees s if the attempt aborts; it commits: the error
-       * leaves the kernel offset as this seek set it, the mirror says so. */
+       * leaves the kernel offset as the last committed seek set it. */
       a->err = ENOMEM;
       return;
     }
+    v->s.os_fpos = np, v->s.kgen = g;
     pthread_mutex_lock(&f->kmu);
     if (sstm__stdio_sys->lseek(f->fd, (off_t)np, SEEK_SET) >= 0) f->klast = np;
     pthread_mutex_unlock(&f->kmu);
   }
-  ST(f, pos, np);
-  uint64_t fl = LD(f, flags);
-  if (fl & FL_EOF) ST(f, flags, fl & ~(uint64_t)FL_EOF);
+  v->s.pos = np;
+  v->s.flags &= ~(uint64_t)FL_EOF;
   a->r = 0;
 }
 
@@ -1135,12 +1411,13 @@ int sstm_fseek(sstm_file_t *f, off_t offset, int whence) {
 static void op_tell(void *p) {
   op_t *a = p;
   a->err = 0, a->r = -1;
-  if (!live(a)) return;
+  cstate_t s;
+  if (!peek(a, &s)) return;
   if (!a->f->reg) {
     a->err = ESPIPE;
     return;
   }
-  a->r = (int64_t)LD(a->f, pos);
+  a->r = (int64_t)s.pos;
 }
 
 off_t sstm_ftell(sstm_file_t *f) {
@@ -1162,16 +1439,17 @@ off_t sstm_ftell(sstm_file_t *f) {
 static void op_flags(void *p) {
   op_t *a = p;
   a->err = 0, a->r = 0;
-  if (!live(a)) return;
-  if (a->whence == 1) { /* clear */
-    if (LD(a->f, flags) != 0) ST(a->f, flags, 0);
+  if (a->whence == 0) { /* read: feof, ferror */
+    cstate_t s;
+    if (peek(a, &s)) a->r = (int64_t)s.flags;
     return;
   }
-  if (a->whence == 2) { /* set the error indicator */
-    set_flag(a->f, FL_ERR);
-    return;
-  }
-  a->r = (int64_t)LD(a->f, flags);
+  view_t *v = acquire(a);
+  if (v == NULL) return;
+  if (a->whence == 1) /* clear */
+    v->s.flags = 0;
+  else /* set the error indicator */
+    v->s.flags |= FL_ERR;
 }
 
 static int64_t flags_of(sstm_file_t *f) {

@@ -339,4 +339,145 @@ TEST(pipe_goes_irrevocable_only_to_read_or_flush) {
   teardown();
 }
 
+/* ---- the stream acquired once per transaction ------------------------------ */
+
+static sstm_file_t *act_f;
+static off_t act_tell;
+
+static void act_body(void *arg) {
+  (void)arg;
+  act_tell = sstm_ftell(act_f);
+  sstm_fputc('!', act_f);
+}
+
+/* An action runs a transaction on the stream. */
+static void act_use_stream(void *arg) {
+  (void)arg;
+  CHECK_OK(sstm_run(NULL, act_body, NULL));
+}
+
+TEST(commit_action_registered_before_the_first_call_can_use_the_stream) {
+  /* The action runs after the commit but before the stream's own
+   * installation action (registered later): the new transaction must see
+   * the committed state, not wait for itself. */
+  setup();
+  sstm_file_t *f = sstm_fopen(path, "w+");
+  CHECK_NOT_NULL(f);
+  act_f = f;
+  act_tell = -2;
+  SSTM_ATOMIC_BEGIN(NULL)
+    CHECK_OK(sstm_on_commit(act_use_stream, NULL));
+    sstm_fputs("abc", f);
+  SSTM_ATOMIC_END();
+  CHECK_EQ_I(act_tell, 3);
+  CHECK_EQ_I(sstm_ftell(f), 4);
+  CHECK_OK(sstm_fflush(f));
+  char buf[16];
+  CHECK_EQ_U(contents(buf, sizeof buf), 4);
+  CHECK_EQ_MEM(buf, "abc!", 4);
+  CHECK_OK(sstm_fclose(f));
+  teardown();
+}
+
+TEST(abort_action_registered_before_the_first_call_sees_the_stream_unchanged) {
+  setup();
+  sstm_file_t *f = sstm_fopen(path, "w+");
+  CHECK_NOT_NULL(f);
+  act_f = f;
+  act_tell = -2;
+  attempts = 0;
+  SSTM_ATOMIC_BEGIN(NULL)
+    attempts++;
+    if (attempts == 1) CHECK_OK(sstm_on_abort(act_use_stream, NULL));
+    sstm_fputs("xyz", f);
+    if (attempts == 1) sstm_restart();
+  SSTM_ATOMIC_END();
+  CHECK_EQ_I(attempts, 2);
+  CHECK_EQ_I(act_tell, 0); /* the aborted attempt's "xyz" is not there */
+  CHECK_EQ_I(sstm_ftell(f), 4);
+  CHECK_OK(sstm_fflush(f));
+  char buf[16];
+  CHECK_EQ_U(contents(buf, sizeof buf), 4);
+  CHECK_EQ_MEM(buf, "!xyz", 4);
+  CHECK_OK(sstm_fclose(f));
+  teardown();
+}
+
+TEST(many_calls_in_one_transaction_commit_or_vanish_together) {
+  setup();
+  sstm_file_t *f = sstm_fopen(path, "w+");
+  CHECK_NOT_NULL(f);
+  for (int cancel = 1; cancel >= 0; cancel--) {
+    SSTM_ATOMIC_BEGIN(NULL)
+      for (int i = 0; i < 10000; i++) /* several buffers' worth: records */
+        sstm_fputc('a' + i % 26, f);
+      CHECK_EQ_I(sstm_ftell(f), 10000);
+      CHECK_EQ_I(sstm_fseek(f, 26, SEEK_SET), 0);
+      CHECK_EQ_I(sstm_fgetc(f), 'a'); /* its own bytes, through the records */
+      if (cancel) sstm_cancel();
+    SSTM_ATOMIC_END();
+    CHECK_EQ_I(sstm_ftell(f), cancel ? 0 : 27);
+  }
+  CHECK_OK(sstm_fflush(f));
+  static char buf[12000];
+  CHECK_EQ_U(contents(buf, sizeof buf), 10000);
+  for (int i = 0; i < 10000; i++)
+    if (buf[i] != 'a' + i % 26) CHECK_EQ_I(buf[i], 'a' + i % 26);
+  CHECK_OK(sstm_fclose(f));
+  teardown();
+}
+
+/* ftell/feof/ferror only read the stream's state word; every other call
+ * writes it. A transaction that read it conflicts with a writer that
+ * commits meanwhile, not with another reader. */
+static pthread_barrier_t rw_bar;
+static volatile int rw_attempts;
+
+static void rw_reader(void *arg) {
+  sstm_file_t *f = arg;
+  rw_attempts++;
+  CHECK_EQ_I(sstm_ftell(f), rw_attempts - 1); /* a retry sees the other's 'w' */
+  CHECK_FALSE(sstm_feof(f));
+  CHECK_FALSE(sstm_ferror(f));
+  if (rw_attempts == 1) {
+    pthread_barrier_wait(&rw_bar); /* the other thread's call commits now */
+    pthread_barrier_wait(&rw_bar);
+  }
+  sstm_fputc('r', f); /* acquires: its read of the state word must still hold */
+}
+
+static sstm_file_t *rw_f;
+
+static void *rw_other(void *arg) {
+  bool write = arg != NULL;
+  CHECK_OK(sstm_thread_init());
+  pthread_barrier_wait(&rw_bar);
+  if (write)
+    CHECK_EQ_I(sstm_fputc('w', rw_f), 'w'); /* a transaction of its own */
+  else
+    CHECK_EQ_I(sstm_ftell(rw_f), 0);
+  pthread_barrier_wait(&rw_bar);
+  sstm_thread_exit();
+  return NULL;
+}
+
+TEST(ftell_feof_ferror_conflict_with_writers_not_with_readers) {
+  setup();
+  for (int write = 0; write < 2; write++) {
+    rw_f = sstm_fopen(path, "w+");
+    CHECK_NOT_NULL(rw_f);
+    CHECK_EQ_I(pthread_barrier_init(&rw_bar, NULL, 2), 0);
+    pthread_t t;
+    CHECK_EQ_I(pthread_create(&t, NULL, rw_other, write ? (void *)1 : NULL), 0);
+    rw_attempts = 0;
+    CHECK_OK(sstm_run(NULL, rw_reader, rw_f));
+    CHECK_EQ_I(pthread_join(t, NULL), 0);
+    pthread_barrier_destroy(&rw_bar);
+    CHECK_EQ_I(rw_attempts, write ? 2 : 1);
+    CHECK_EQ_I(sstm_ftell(rw_f), write ? 2 : 1);
+    CHECK_OK(sstm_fclose(rw_f));
+  }
+  teardown();
+}
+
 SSTM_TEST_MAIN()
