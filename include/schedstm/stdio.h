@@ -5,10 +5,14 @@
  * A stream of this library (sstm_file_t) is an ISO C stdio stream whose
  * state (the buffers, the position, the end-of-file and error indicators,
  * the mirror of the kernel's file offset and the append position) is
- * transactional data. Inside a transaction its operations are part of the
- * transaction: they conflict with another transaction's operations on the
- * same stream exactly as their accesses to that state do, and an attempt
- * that aborts leaves neither a byte nor a position change behind. The
+ * transactional. Inside a transaction its operations are part of the
+ * transaction. Two transactions that use the same stream conflict exactly
+ * when at least one of them changes it: every call changes it (reads move
+ * the position) except sstm_ftell(), sstm_feof() and sstm_ferror(), which
+ * only read it. An attempt that aborts leaves neither a byte nor a
+ * position change behind. A transaction's first call on a stream costs a
+ * transactional load and store and a copy of the stream's state; its
+ * further calls work on that private copy, which the commit installs. The
  * design follows [Smiljkovic13] and goes further (docs/design/tm-libc.md):
  *
  * - Regular files never make a transaction irrevocable. Bytes written are
