@@ -26,7 +26,9 @@
 # decompressed into OUT_DIR/<app>/inputs/. Nothing is written into
 # STAMP_DIR and no STAMP file is modified: the source list and each
 # application's own flags are read from its Defines.common.mk by make, and
-# the compilation rules are this script's.
+# the compilation rules are this script's. ssca2's two builds also get
+# bench/stamp/ssca2_digest.c (a digest of the graph it builds, which it does
+# not print itself), linked with -Wl,--wrap=thread_start.
 #
 # Flags: STAMP's own (-O3 -g -pthread -Wall, the application's -D options),
 # plus -fcommon (STAMP defines some globals in more than one file, which
@@ -153,13 +155,23 @@ for app in $apps; do
       extra_src=""
       libs="$app_libs -lpthread -lm"
     fi
+    # ssca2 prints nothing about the graph it builds: ssca2_digest.c, in
+    # both builds, prints a digest of it for the harness to compare.
+    if [ "$app" = ssca2 ]; then
+      extra_src="$extra_src $here/ssca2_digest.c"
+      flags="$flags -iquote $stamp/ssca2" # its quoted includes are ssca2's
+      libs="-Wl,--wrap=thread_start $libs"
+    fi
     objs=""
     jobsfile="$objdir/jobs"
     : >"$jobsfile"
     for s in $srcs $extra_src; do
       case "$s" in /*) path=$s ;; *) path="$stamp/$app/$s" ;; esac
       name=$(basename "$s" .c)
-      [ "$s" = "$extra_src" ] && name=sstm_stamp_adapter
+      case "$s" in
+        "$here/stm.c") name=sstm_stamp_adapter ;;
+        "$here/ssca2_digest.c") name=sstm_ssca2_digest ;;
+      esac
       case "$s" in ../lib/*) name="lib_$name" ;; esac
       obj="$objdir/$name.o"
       objs="$objs $obj"

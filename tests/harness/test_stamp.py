@@ -6,6 +6,7 @@ scripts in a temporary build directory) that pass, fail their check, or
 crash. STAMP itself is not needed."""
 
 import contextlib
+import csv
 import io
 import json
 import os
@@ -85,6 +86,28 @@ class CheckTest(unittest.TestCase):
         self.assertEqual(self.check("bayes", "Learn score  = -5.0\n", "Learn score  = -5.0\n"),
                          "pass")
         self.assertEqual(self.check("bayes", "no score\n", "Learn score  = -5.0\n"), "fail")
+        self.assertEqual(self.check("bayes", "Learn score  = -5.0\n"), "n/a")
+
+    def test_bayes_equal_at_one_thread_close_with_more(self):
+        seq = "Learn score  = -1000.0\n"
+        close, far = "Learn score  = -1000.5\n", "Learn score  = -1100.0\n"
+        bayes = stamp.APPS["bayes"].check
+        self.assertEqual(bayes(close, seq, 1)[0], "fail")
+        self.assertEqual(bayes(close, seq, 8)[0], "pass")
+        self.assertEqual(bayes(far, seq, 8)[0], "fail")
+
+    def test_ssca2_recount_and_digest(self):
+        ok = "ssca2 implied in-degrees: consistent (8192 vertices, 47255 implied edges)\n"
+        d1 = "ssca2 graph digest: vertices=8192 edges=1 directed=2 undirected=3 adjacency=ab\n"
+        d2 = "ssca2 graph digest: vertices=8197 edges=1 directed=2 undirected=4 adjacency=cd\n"
+        bad = "ssca2 implied in-degrees: MISMATCH at vertex 7: counted 2, computed 3\n"
+        ssca2 = stamp.APPS["ssca2"].check
+        self.assertEqual(ssca2(ok + d1, ok + d1, 1)[0], "pass")
+        self.assertEqual(ssca2(ok + d2, ok + d1, 1)[0], "fail")
+        self.assertEqual(ssca2(ok + d2, ok + d1, 8)[0], "pass")
+        self.assertEqual(ssca2(bad + d1, ok + d1, 8)[0], "fail")
+        self.assertIn("vertex 7", ssca2(bad + d1, ok + d1, 8)[1])
+        self.assertEqual(ssca2(d1, d1, 1)[0], "fail")
 
 
 class CommandLineTest(unittest.TestCase):
@@ -97,10 +120,27 @@ class CommandLineTest(unittest.TestCase):
         self.assertEqual(cmd[0], "/b/vacation/vacation-seq")
         self.assertIn("-r1048576", cmd)
         self.assertEqual(cmd[-1], "-c2")
+        for app in stamp.APPS.values():
+            self.assertEqual(sorted(app.args), sorted(stamp.INPUT_SETS), app.name)
+        cmd = stamp.command("/b", stamp.APPS["yada"], "medium", 1, "seq")
+        self.assertIn("/b/yada/inputs/ttimeu100000.2", cmd)
+
+    def test_input_sets_list(self):
+        self.assertEqual(stamp.parse_args(["--inputs", "sim,medium"]).inputs, ["sim", "medium"])
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            rc = stamp.main(["--dry-run", "--stamp-build", "/b", "--apps", "genome",
+                             "--inputs", "sim,medium", "--threads", "1", "--cms", "default"])
+        self.assertEqual(rc, 0)
+        self.assertEqual(out.getvalue().splitlines(), [
+            "/b/genome/genome-seq -g256 -s16 -n16384 -t1",
+            "/b/genome/genome-stm -g256 -s16 -n16384 -t1",
+            "/b/genome/genome-seq -g4096 -s32 -n1048576 -t1",
+            "/b/genome/genome-stm -g4096 -s32 -n1048576 -t1"])
 
     def test_bad_options_are_refused(self):
         for argv in (["--apps", "nope"], ["--threads", "0"], ["--threads", "1,,2"],
-                     ["--cms", "Bad Name"], ["--inputs", "huge"]):
+                     ["--cms", "Bad Name"], ["--inputs", "huge"], ["--inputs", "sim,"]):
             with contextlib.redirect_stderr(io.StringIO()), self.assertRaises(SystemExit) as e:
                 stamp.parse_args(argv)
             self.assertEqual(e.exception.code, 2, argv)
@@ -123,9 +163,13 @@ class CommandLineTest(unittest.TestCase):
 # A fake genome: prints what the real one prints; the schedstm variant
 # writes a statistics dump where SSTM_STAMP_STATS says and reports the
 # policy it was given. FAKE_MODE=badcheck prints a failed verification,
-# crash exits 3.
+# crash exits 3, badcheck8 fails the check only at 8 threads (-t8).
 FAKE = """#!/bin/sh
 echo "Time = 0.5"
+for a in "$@"; do
+  if [ "$FAKE_MODE" = badcheck8 ] && [ "$a" = -t8 ]; then echo "Sequence matches gene: no"; exit 0;
+  fi
+done
 if [ "$FAKE_MODE" = crash ]; then echo boom >&2; exit 3; fi
 if [ "$FAKE_MODE" = badcheck ]; then echo "Sequence matches gene: no"; else
   echo "Sequence matches gene: yes"; fi
@@ -197,6 +241,45 @@ class WholeRunTest(unittest.TestCase):
         self.assertEqual(rc, 1)
         self.assertTrue(all(r["status"] == "fail" for r in recs))
         self.assertIn("exit status 3: boom", recs[0]["error"])
+
+    def test_paired_ratios_and_range(self):
+        rc, recs, text = self.sweep("--reps", "2")
+        self.assertEqual(rc, 0)
+        with open(os.path.join(self.out, "results.csv")) as f:
+            rows = list(csv.DictReader(f))
+        self.assertEqual(len(rows), 10)
+        for r in rows:
+            seq = [x for x in rows if x["variant"] == "seq" and x["rep"] == r["rep"]][0]
+            self.assertAlmostEqual(float(r["rel_wall"]),
+                                   float(r["wall_s"]) / float(seq["wall_s"]), places=6)
+        self.assertIn("x seq (CPU) range", text)
+
+    def test_verify_mode_report(self):
+        argv = ["--stamp-build", self.build, "--apps", "genome", "--threads", "1,8",
+                "--cms", "default,adaptive", "--out", self.out, "--verify"]
+        with contextlib.redirect_stdout(io.StringIO()) as out, \
+                contextlib.redirect_stderr(io.StringIO()):
+            rc = stamp.main(argv)
+        self.assertEqual(rc, 0)
+        with open(os.path.join(self.out, "verify.json")) as f:
+            report = json.load(f)
+        self.assertTrue(report["ok"])
+        self.assertEqual((report["runs"], report["passed"], report["failed"]), (4, 4, 0))
+        self.assertEqual(sorted((r["threads"], r["cm"]) for r in report["results"]),
+                         [(1, "adaptive"), (1, "default"), (8, "adaptive"), (8, "default")])
+        self.assertIn("| genome | sim | 1/1 | 1/1 | 1/1 | 1/1 |", out.getvalue())
+        self.assertFalse(os.path.exists(os.path.join(self.out, "summary.md")))
+        os.environ["FAKE_MODE"] = "badcheck8"
+        with contextlib.redirect_stdout(io.StringIO()) as out, \
+                contextlib.redirect_stderr(io.StringIO()):
+            rc = stamp.main(argv)
+        self.assertEqual(rc, 1)
+        with open(os.path.join(self.out, "verify.json")) as f:
+            report = json.load(f)
+        self.assertFalse(report["ok"])
+        self.assertEqual((report["passed"], report["failed"]), (2, 2))
+        self.assertIn("| genome | sim | 1/1 | 1/1 | 0/1 | 0/1 |", out.getvalue())
+        self.assertIn("## Not passed", out.getvalue())
 
     def test_missing_programs(self):
         empty = os.path.join(self.tmp.name, "empty")
