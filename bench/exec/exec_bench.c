@@ -9,7 +9,15 @@
  *       (user code with a transactional read every G us, resubmitted as
  *       soon as it ends); a high-priority request arrives every 0.5-1.5 ms;
  *       latency = its body's first instruction - the submit call. p50, p90,
- *       p99, max per mode (none, signal, poll).
+ *       p99, max per mode (none, signal, poll). Where the tail comes from:
+ *       the CPU time of the worker that ran the request over the same
+ *       interval (its thread CPU clock read before the submit and at the
+ *       body's first instruction) is "ours" (the low transaction running
+ *       up to the signal or the next barrier, the handler, the redirect,
+ *       the check, the switch); the rest of the interval that worker was
+ *       off its CPU (runnable, waiting for the host's other threads), and
+ *       so was the submitter for the part of the submit call it did not
+ *       run: "off_cpu" = those two, latency = ours + off_cpu.
  *   exec-bench submit [--seconds S] [--threads T,T,...]
  *       Submission throughput under contention: T threads submit empty
  *       requests as fast as they can (sstm_exec_submit, waiting for a
@@ -24,12 +32,14 @@
  * (docs/design/executor.md).
  */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -109,16 +119,49 @@ static void low_done(void *a, int rc) {
   if (!atomic_load_explicit(&stop_low, memory_order_relaxed)) submit_low();
 }
 
+/* The CPU time of thread tid of this process (0: the calling thread), ns:
+ * Linux's per-thread CPU clock, which any thread of the process may read
+ * and which counts the running slice up to now. */
+static uint64_t cpu_ns_of(int tid) {
+  clockid_t id = tid ? (clockid_t)((~(unsigned)tid << 3) | 6) /* CPUCLOCK_SCHED, per thread */
+                     : CLOCK_THREAD_CPUTIME_ID;
+  struct timespec t;
+  if (clock_gettime(id, &t) != 0) return 0;
+  return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+/* The process's threads but the calling one: the workers (exec-bench has
+ * no other threads). */
+#define MAX_WT 64
+static int wtids[MAX_WT];
+static unsigned nwtids;
+static void find_workers(void) {
+  nwtids = 0;
+  int me = (int)syscall(SYS_gettid);
+  DIR *d = opendir("/proc/self/task");
+  if (!d) return;
+  for (struct dirent *e; (e = readdir(d)) && nwtids < MAX_WT;) {
+    int t = atoi(e->d_name);
+    if (t > 0 && t != me) wtids[nwtids++] = t;
+  }
+  closedir(d);
+}
+
 typedef struct hi_req {
   uint64_t t_submit;
   _Atomic uint64_t t_first;
+  int tid;         /* the worker that ran its first attempt */
+  uint64_t cpu_at; /* that worker's CPU time then */
 } hi_req_t;
 
 static void hi_body(void *a) {
   hi_req_t *h = a;
   uint64_t expect = 0;
   uint64_t t = now_ns();
-  atomic_compare_exchange_strong(&h->t_first, &expect, t); /* first attempt only */
+  if (atomic_compare_exchange_strong(&h->t_first, &expect, t)) { /* first attempt only */
+    h->cpu_at = cpu_ns_of(0);
+    h->tid = (int)syscall(SYS_gettid);
+  }
 }
 
 static void latency(int argc, char **argv) {
@@ -135,10 +178,13 @@ static void latency(int argc, char **argv) {
       exit(2);
     }
   }
-  uint64_t *lat[NMODES];
-  size_t nlat[NMODES] = {0};
-  for (int m = 0; m < NMODES; m++)
+  uint64_t *lat[NMODES], *ours[NMODES], *rqw[NMODES];
+  size_t nlat[NMODES] = {0}, host_tail[NMODES] = {0}, tail[NMODES] = {0};
+  for (int m = 0; m < NMODES; m++) {
     lat[m] = malloc(sizeof(uint64_t) * (size_t)(rounds * samples));
+    ours[m] = malloc(sizeof(uint64_t) * (size_t)(rounds * samples));
+    rqw[m] = malloc(sizeof(uint64_t) * (size_t)(rounds * samples));
+  }
   unsigned seed = 12345;
   char desc[NMODES][1024];
   for (long r = 0; r < rounds; r++) {
@@ -152,16 +198,50 @@ static void latency(int argc, char **argv) {
       for (unsigned i = 0; i < 2 * workers; i++)
         submit_low();
       usleep(5000);
+      find_workers();
+      uint64_t cpu_before[MAX_WT];
       for (long s = 0; s < samples; s++) {
         hi_req_t h = {0};
         sstm_exec_future_t f;
         sstm_exec_req_t q = {.fn = hi_body, .arg = &h, .priority = 7, .future = &f};
         usleep(500 + rand_r(&seed) % 1000);
-        h.t_submit = now_ns();
+        /* The workers' clocks just before the submit: read again when this
+         * thread lost its CPU meanwhile (the workers' CPU time until the
+         * submit would count as ours). */
+        uint64_t sub_cpu;
+        for (int tries = 0;; tries++) {
+          uint64_t t_a = now_ns();
+          for (unsigned i = 0; i < nwtids; i++)
+            cpu_before[i] = cpu_ns_of(wtids[i]);
+          sub_cpu = cpu_ns_of(0);
+          h.t_submit = now_ns();
+          if (h.t_submit - t_a < 20000 || tries == 20) break;
+        }
         int rc = sstm_exec_submit(ex, &q);
         if (rc) die("sstm_exec_submit", rc);
+        uint64_t t_ret = now_ns();
+        sub_cpu = cpu_ns_of(0) - sub_cpu;
         sstm_exec_wait(&f);
-        lat[m][nlat[m]++] = atomic_load(&h.t_first) - h.t_submit;
+        uint64_t t_first = atomic_load(&h.t_first), l = t_first - h.t_submit;
+        /* off CPU: the submitter during its call (until the signal left or
+         * the flag was set), the worker from the submit to the first
+         * instruction; the clocks were read just outside the interval. */
+        uint64_t sub_wall = (t_ret < t_first ? t_ret : t_first) - h.t_submit;
+        uint64_t w = sub_wall > sub_cpu ? sub_wall - sub_cpu : 0;
+        for (unsigned i = 0; i < nwtids; i++)
+          if (wtids[i] == h.tid) {
+            uint64_t on = h.cpu_at > cpu_before[i] ? h.cpu_at - cpu_before[i] : 0;
+            w += l > on ? l - on : 0;
+          }
+        if (w > l) w = l;
+        size_t k = nlat[m]++;
+        lat[m][k] = l;
+        rqw[m][k] = w;
+        ours[m][k] = l - w;
+        if (l > 100000) {
+          tail[m]++;
+          host_tail[m] += w * 2 >= l;
+        }
       }
       atomic_store(&stop_low, 1);
       sstm_exec_describe(ex, desc[m], sizeof desc[m]);
@@ -170,13 +250,23 @@ static void latency(int argc, char **argv) {
     }
   }
   for (int m = 0; m < NMODES; m++) {
-    qsort(lat[m], nlat[m], sizeof(uint64_t), cmp_u64);
     size_t n = nlat[m];
+    qsort(lat[m], n, sizeof(uint64_t), cmp_u64);
+    qsort(ours[m], n, sizeof(uint64_t), cmp_u64);
+    qsort(rqw[m], n, sizeof(uint64_t), cmp_u64);
     printf("{\"bench\":\"exec-latency\",\"mode\":\"%s\",\"gap_us\":%u,\"samples\":%zu,"
-           "\"p50_us\":%.1f,\"p90_us\":%.1f,\"p99_us\":%.1f,\"max_us\":%.1f,\"describe\":\"%s\"}\n",
+           "\"p50_us\":%.1f,\"p90_us\":%.1f,\"p99_us\":%.1f,\"max_us\":%.1f,"
+           "\"off_cpu_p50_us\":%.1f,\"off_cpu_p99_us\":%.1f,"
+           "\"ours_p50_us\":%.1f,\"ours_p90_us\":%.1f,\"ours_p99_us\":%.1f,\"ours_max_us\":%.1f,"
+           "\"over_100us\":%zu,\"over_100us_mostly_off_cpu\":%zu,\"describe\":\"%s\"}\n",
            sstm_exec_preempt_name(modes[m]), gap_us, n, lat[m][n / 2] / 1e3,
-           lat[m][n * 9 / 10] / 1e3, lat[m][n * 99 / 100] / 1e3, lat[m][n - 1] / 1e3, desc[m]);
+           lat[m][n * 9 / 10] / 1e3, lat[m][n * 99 / 100] / 1e3, lat[m][n - 1] / 1e3,
+           rqw[m][n / 2] / 1e3, rqw[m][n * 99 / 100] / 1e3, ours[m][n / 2] / 1e3,
+           ours[m][n * 9 / 10] / 1e3, ours[m][n * 99 / 100] / 1e3, ours[m][n - 1] / 1e3, tail[m],
+           host_tail[m], desc[m]);
     free(lat[m]);
+    free(ours[m]);
+    free(rqw[m]);
   }
 }
 

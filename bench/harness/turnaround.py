@@ -15,7 +15,8 @@ Workloads (--workload):
                 650 us at 2 (stock-level), 350 us at 3 (new-order), 10 us at
                 4 (order-status), 5 us at 5 (payment) (the default)
   tpcc          the five TPC-C profiles (bench/tpcc) at the same priorities,
-                with their own CPU demands
+                with their own CPU demands, plus --demand times Table I's
+                spun inside each transaction
 
 Variants (each a server configuration; --variants picks some):
   baseline      no preemption, no tick: a worker takes the next request
@@ -29,6 +30,10 @@ Variants (each a server configuration; --variants picks some):
   tick100       periodic tick every 100 us, preemption at the ticks only
                 (no signal on arrival: [Silvestri17]'s extra ticks)
   tick1000      the same every 1 ms
+  handover      event-driven, and a conflict with a paused transaction of
+                higher priority hands the worker over to it instead of
+                taking its locks over (sstm-server --paused-conflict
+                handover; every other variant takes over)
 each preemptive one with C_max in --c-max (inf = never promote) x lazy
 promotion off/on (--lazy). Within a repetition every variant runs back to
 back in an order that rotates with the repetition, and ratios are taken
@@ -75,6 +80,7 @@ VARIANTS = {
     "poll": (["--preempt", "poll", "--tick-us", "0"], True),
     "tick100": (["--preempt", "none", "--tick-us", "100"], True),
     "tick1000": (["--preempt", "none", "--tick-us", "1000"], True),
+    "handover": (["--preempt", "signal", "--tick-us", "0", "--paused-conflict", "handover"], True),
 }
 ERROR = "turnaround: error: "
 
@@ -113,6 +119,9 @@ def parse_args(argv):
     p.add_argument("--scale", default="1,1,3000,100000",
                    help="warehouses,districts,customers,items (default 1,1,3000,100000: "
                         "[Silvestri17]'s one district)")
+    p.add_argument("--demand", type=float, default=0,
+                   help="tpcc: each request also spins this multiple of [Silvestri17]'s "
+                        "Table I CPU demand of its profile (default 0)")
     p.add_argument("--overhead", action="store_true",
                    help="also measure the machinery's cost with no high-priority load")
     p.add_argument("--plot", action="store_true", help="draw the figures (matplotlib)")
@@ -141,7 +150,7 @@ def parse_args(argv):
     if a.workload == "synthetic":
         a.server_args, a.loadgen_args = ["--no-tpcc"], ["--classes", a.classes]
     else:
-        a.server_args, a.loadgen_args = a.scale_args, a.scale_args
+        a.server_args, a.loadgen_args = a.scale_args + ["--demand", str(a.demand)], a.scale_args
     if a.reps < 1 or a.duration_ms < 100:
         p.error("--reps must be >= 1 and --duration-ms >= 100")
     a.server = os.path.join(a.build, "bench", "server", "sstm-server")
@@ -252,12 +261,12 @@ def summarize(records, configs):
                   ""]
     head = "| configuration | busy>=90% | " + " | ".join(
         "P%d mean ms (x base)" % p for p in range(1, LEVELS + 1)) + " | " + " | ".join(
-        "P%d abort %%" % p for p in range(1, LEVELS + 1)) + " | preempt/req | checks/req |"
-    lines += [head, "|" + "---|" * (2 + 2 * LEVELS + 2)]
+        "P%d abort %%" % p for p in range(1, LEVELS + 1)) + " | preempt/req | checks/req | handovers/req |"
+    lines += [head, "|" + "---|" * (2 + 2 * LEVELS + 3)]
     for label, variant, c_max, lazy in configs:
         mine = [r for r in ok if r["label"] == label]
         if not mine:
-            lines.append("| %s | failed |" % label + " |" * (2 * LEVELS + 2))
+            lines.append("| %s | failed |" % label + " |" * (2 * LEVELS + 3))
             continue
         cells = [label, "%.0f %%" % (100 * statistics.median(
             r["server"]["context_busy90_share"] for r in mine))]
@@ -279,6 +288,9 @@ def summarize(records, configs):
         cells.append("%.3f" % statistics.median(pre))
         chk = [exec_counter(r["server"], "checks") / max(1, r["server"]["completed"]) for r in mine]
         cells.append("%.2f" % statistics.median(chk))
+        ho = [exec_counter(r["server"], "handovers") / max(1, r["server"]["completed"])
+              for r in mine]
+        cells.append("%.4f" % statistics.median(ho))
         lines.append("| " + " | ".join(cells) + " |")
     lines += ["", "Mean turnaround: arrival in the executor to the end of the transaction "
               "(queueing, pauses and aborted attempts included), the median over %d "

@@ -66,6 +66,9 @@ typedef struct options {
   tpcc_scale_t scale;
   uint64_t seed;
   sstm_exec_config_t ecfg;
+  /* --demand: the TPC-C profiles' extra CPU work, as a multiple of
+   * [Silvestri17]'s Table I (0: none) */
+  double demand;
 } options_t;
 
 struct io_thread;
@@ -177,6 +180,15 @@ static void usage(FILE *f) {
           "  -c, --c-max N         preemptions before promotion to the top level,\n"
           "                        0 = never (default %u)\n"
           "  -L, --lazy            lazy promotion (one level per preemption)\n"
+          "      --paused-conflict takeover|handover  a conflict with a paused transaction:\n"
+          "                        abort it and take its locks over, or (handover) give\n"
+          "                        the worker to it when it has the higher priority\n"
+          "                        (default takeover)\n"
+          "      --demand F        each TPC-C request also spins F times its profile's CPU\n"
+          "                        demand in [Silvestri17]'s Table I (delivery 5 ms,\n"
+          "                        stock-level 650 us, new-order 350 us, order-status\n"
+          "                        10 us, payment 5 us) inside its transaction, after the\n"
+          "                        profile's accesses (default 0: the profiles alone)\n"
           "  -w, --warehouses N    TPC-C warehouses (default 1)\n"
           "      --districts N     districts per warehouse (default 1, as [Silvestri17])\n"
           "      --customers N     customers per district (default 3000)\n"
@@ -210,7 +222,16 @@ static void parse_options(int argc, char **argv) {
     (void)sstm_exec_config_from_env(&env);
     opt.ecfg.levels = env.levels;
   }
-  enum { OPT_DISTRICTS = 256, OPT_CUSTOMERS, OPT_ITEMS, OPT_ORDERS, OPT_NO_TPCC, OPT_CHECK };
+  enum {
+    OPT_DISTRICTS = 256,
+    OPT_CUSTOMERS,
+    OPT_ITEMS,
+    OPT_ORDERS,
+    OPT_NO_TPCC,
+    OPT_CHECK,
+    OPT_PAUSED,
+    OPT_DEMAND
+  };
   static const struct option longopts[] = {{"port", required_argument, NULL, 'p'},
                                            {"host", required_argument, NULL, 'H'},
                                            {"io-threads", required_argument, NULL, 'i'},
@@ -228,6 +249,8 @@ static void parse_options(int argc, char **argv) {
                                            {"orders", required_argument, NULL, OPT_ORDERS},
                                            {"no-tpcc", no_argument, NULL, OPT_NO_TPCC},
                                            {"check", no_argument, NULL, OPT_CHECK},
+                                           {"paused-conflict", required_argument, NULL, OPT_PAUSED},
+                                           {"demand", required_argument, NULL, OPT_DEMAND},
                                            {"seed", required_argument, NULL, 's'},
                                            {"help", no_argument, NULL, 'h'},
                                            {NULL, 0, NULL, 0}};
@@ -291,6 +314,24 @@ static void parse_options(int argc, char **argv) {
       break;
     case OPT_NO_TPCC: opt.tpcc = false; break;
     case OPT_CHECK: opt.check = true; break;
+    case OPT_PAUSED:
+      if (strcmp(optarg, "takeover") == 0)
+        opt.ecfg.paused_conflict = SSTM_EXEC_PAUSED_CONFLICT_TAKEOVER;
+      else if (strcmp(optarg, "handover") == 0)
+        opt.ecfg.paused_conflict = SSTM_EXEC_PAUSED_CONFLICT_HANDOVER;
+      else
+        bench_die(BENCH_EXIT_USAGE, "option --paused-conflict: '%s' is not takeover or handover",
+                  optarg);
+      break;
+    case OPT_DEMAND: {
+      char *end;
+      errno = 0;
+      double d = strtod(optarg, &end);
+      if (errno || end == optarg || *end || !(d >= 0 && d <= 100))
+        bench_die(BENCH_EXIT_USAGE, "option --demand: '%s' is not a number in 0..100", optarg);
+      opt.demand = d;
+      break;
+    }
     case 's': opt.seed = (uint64_t)bench_parse_long(optarg, "-s/--seed", 0, 1L << 62); break;
     case 'h': usage(stdout); exit(0);
     default: usage(stderr); exit(BENCH_EXIT_USAGE);
@@ -310,6 +351,8 @@ static void parse_options(int argc, char **argv) {
     bench_die(BENCH_EXIT_USAGE, "TPC-C scale: %s", err);
   if (opt.check && !opt.tpcc)
     bench_die(BENCH_EXIT_USAGE, "--check needs the TPC-C database (not --no-tpcc)");
+  if (opt.demand > 0 && !opt.tpcc)
+    bench_die(BENCH_EXIT_USAGE, "--demand is for the TPC-C profiles (not --no-tpcc)");
 }
 
 /* ---- the transaction body and its completion ------------------------------ */
@@ -353,6 +396,23 @@ static void spin_calibrate(void) {
 
 static void spin_us(uint32_t us) { spin_iters(spin_iters_per_ms * us / 1000u); }
 
+/* --demand: microseconds of CPU work per profile (Table I of [Silvestri17]
+ * times opt.demand), set once the options are read. */
+static uint32_t table1_us[PROTO_NPROFILES];
+
+static void set_demand(void) {
+  static const struct {
+    proto_profile_t p;
+    double us;
+  } t1[] = {{PROTO_DELIVERY, 5000},
+            {PROTO_STOCK_LEVEL, 650},
+            {PROTO_NEW_ORDER, 350},
+            {PROTO_ORDER_STATUS, 10},
+            {PROTO_PAYMENT, 5}};
+  for (size_t i = 0; i < sizeof t1 / sizeof t1[0]; i++)
+    table1_us[t1[i].p] = (uint32_t)(t1[i].us * opt.demand + 0.5);
+}
+
 /* Runs inside the transaction the executor started; may run several times
  * (a restart), so it changes nothing outside the transaction but *r's
  * output, which the last (committed) attempt writes. */
@@ -363,6 +423,10 @@ static void request_body(void *arg) {
     sstm_store_u64(&null_commits, sstm_load_u64(&null_commits) + 1);
   } else {
     tpcc_tx_body(db, &r->in, &r->out);
+    /* The demand after the accesses: the transaction holds its footprint
+     * (locks, read set) for its whole CPU demand, as a longer profile
+     * would, which is what a preemption then pauses. */
+    if (opt.demand > 0) spin_us(table1_us[r->profile]);
   }
 }
 
@@ -866,6 +930,10 @@ static void print_stats(double elapsed_s, long check_violations, const char *che
   bench_json_u64(&j, "tick_us", opt.ecfg.tick_us);
   bench_json_u64(&j, "c_max", opt.ecfg.c_max);
   bench_json_u64(&j, "lazy", opt.ecfg.lazy_promotion);
+  bench_json_str(&j, "paused_conflict",
+                 opt.ecfg.paused_conflict == SSTM_EXEC_PAUSED_CONFLICT_HANDOVER ? "handover"
+                                                                                : "takeover");
+  bench_json_dbl(&j, "demand", opt.demand);
   bench_json_u64(&j, "contexts", opt.ecfg.contexts);
   bench_json_u64(&j, "levels", opt.ecfg.levels);
   bench_json_u64(&j, "io_threads", (uint64_t)opt.io_threads);
@@ -944,6 +1012,7 @@ int main(int argc, char **argv) {
 
   if (sstm_init(NULL) != 0) bench_die(BENCH_EXIT_USAGE, "sstm_init: %s", sstm_last_error());
   parse_options(argc, argv);
+  set_demand();
   if (opt.tpcc) {
     char err[200];
     if (tpcc_db_create(&opt.scale, opt.seed, &db, err, sizeof err) != 0)

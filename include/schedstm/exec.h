@@ -56,6 +56,7 @@
  *   SCHEDSTM_EXEC_CMAX             preemptions before promotion to the top
  *                                  level, 0..1000000, 0 = never
  *   SCHEDSTM_EXEC_LAZY             0 | 1: lazy promotion
+ *   SCHEDSTM_EXEC_PAUSED_CONFLICT  takeover | handover
  * @endcode
  *
  * Thread safety: every function may be called from any thread, registered
@@ -97,6 +98,21 @@ typedef enum sstm_exec_preempt {
    * sstm_exec_describe() counts the switches it declined. */
   SSTM_EXEC_PREEMPT_CHECK_ONLY = 3,
 } sstm_exec_preempt_t;
+
+/** How a conflict with a paused transaction is decided
+ * (sstm_exec_config_t::paused_conflict, SCHEDSTM_EXEC_PAUSED_CONFLICT).
+ * A running transaction that meets a lock of a paused one never waits for
+ * it (the paused one cannot move until a worker resumes it). */
+typedef enum sstm_exec_paused_conflict {
+  /** The paused transaction is aborted remotely and its locks are taken
+   * over; it rolls back and retries when it is resumed (the default). */
+  SSTM_EXEC_PAUSED_CONFLICT_TAKEOVER = 0,
+  /** When the paused transaction carries a higher (current) priority than
+   * the running one, the running one is paused instead and its worker goes
+   * to the paused one (queued above it), which then finishes and releases
+   * its locks: a hand-over. Otherwise as TAKEOVER. */
+  SSTM_EXEC_PAUSED_CONFLICT_HANDOVER = 1,
+} sstm_exec_paused_conflict_t;
 
 /** Limits and defaults of the configuration. */
 #define SSTM_EXEC_MAX_WORKERS 1024u
@@ -149,6 +165,11 @@ typedef struct sstm_exec_config {
                                   priority by one level (default false) */
   bool use_env;                /**< read the SCHEDSTM_EXEC_* variables
                                   (default true) */
+  /** conflicts with paused transactions (default
+   * SSTM_EXEC_PAUSED_CONFLICT_TAKEOVER). The engine applies one rule to the
+   * whole process: executors alive at the same time must agree
+   * (sstm_exec_create() returns SSTM_EBUSY otherwise). */
+  sstm_exec_paused_conflict_t paused_conflict;
 } sstm_exec_config_t;
 
 /** Fill the first `size` bytes of *cfg with the defaults, cfg->size
@@ -179,11 +200,12 @@ SSTM_API int sstm_exec_config_from_env(sstm_exec_config_t *cfg);
  * in sstm_config_t::max_threads.
  * Errors: SSTM_EINVAL (out NULL, bad value, unknown size, check-only without
  * a tick; sstm_last_error() says which), SSTM_ESTATE (library not initialised), SSTM_ELIMIT (not
- * enough descriptors), SSTM_ENOMEM (memory, stacks, threads, timers).
+ * enough descriptors), SSTM_EBUSY (another executor alive uses another
+ * paused_conflict rule), SSTM_ENOMEM (memory, stacks, threads, timers).
  * On error nothing is left behind.
  * @param cfg the configuration, or NULL
  * @param[out] out receives the executor
- * @return 0, SSTM_EINVAL, SSTM_ESTATE, SSTM_ELIMIT or SSTM_ENOMEM */
+ * @return 0, SSTM_EINVAL, SSTM_ESTATE, SSTM_ELIMIT, SSTM_EBUSY or SSTM_ENOMEM */
 SSTM_API int sstm_exec_create(const sstm_exec_config_t *cfg, sstm_exec_t **out);
 
 /** Stop accepting requests, run every request already accepted to its end

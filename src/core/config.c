@@ -456,6 +456,7 @@ SSTM_API int sstm_config_from_env(sstm_config_t *cfg) {
 /* The executor's variables (schedstm/exec.h): read here, like every
  * SCHEDSTM_* variable, and applied by src/exec at sstm_exec_create. */
 static const char *const exec_preempt_names[] = {"none", "signal", "poll", "check-only"};
+static const char *const exec_paused_names[] = {"takeover", "handover"};
 
 SSTM_API int sstm_exec_config_from_env(sstm_exec_config_t *cfg) {
   if (cfg == NULL || cfg->size != sizeof(sstm_exec_config_t)) {
@@ -502,6 +503,8 @@ SSTM_API int sstm_exec_config_from_env(sstm_exec_config_t *cfg) {
   }
   if ((s = getenv("SCHEDSTM_EXEC_PREEMPT")))
     PARSE_NAME("SCHEDSTM_EXEC_PREEMPT", s, exec_preempt_names, c.preempt);
+  if ((s = getenv("SCHEDSTM_EXEC_PAUSED_CONFLICT")))
+    PARSE_NAME("SCHEDSTM_EXEC_PAUSED_CONFLICT", s, exec_paused_names, c.paused_conflict);
   if ((s = getenv("SCHEDSTM_EXEC_LAZY")) && parse_01("SCHEDSTM_EXEC_LAZY", s, &c.lazy_promotion))
     return SSTM_EINVAL;
   *cfg = c;

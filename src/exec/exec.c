@@ -94,6 +94,7 @@ int sstm_exec_config_default_sized(sstm_exec_config_t *cfg, size_t size) {
   cfg->c_max = SSTM_EXEC_CMAX_DEFAULT;
   cfg->lazy_promotion = false;
   cfg->use_env = true;
+  cfg->paused_conflict = SSTM_EXEC_PAUSED_CONFLICT_TAKEOVER;
   return 0;
 }
 
@@ -132,6 +133,12 @@ static int check_cfg(const sstm_exec_config_t *c) {
     sstm__set_error("sstm_exec_create: preempt %d: valid values are SSTM_EXEC_PREEMPT_NONE, "
                     "_SIGNAL, _POLL and _CHECK_ONLY",
                     (int)c->preempt);
+    return SSTM_EINVAL;
+  }
+  if ((unsigned)c->paused_conflict > SSTM_EXEC_PAUSED_CONFLICT_HANDOVER) {
+    sstm__set_error("sstm_exec_create: paused_conflict %d: valid values are "
+                    "SSTM_EXEC_PAUSED_CONFLICT_TAKEOVER and _HANDOVER",
+                    (int)c->paused_conflict);
     return SSTM_EINVAL;
   }
   if (c->preempt == SSTM_EXEC_PREEMPT_CHECK_ONLY && c->tick_us == 0) {
@@ -251,7 +258,9 @@ void sstm__x_preemption_check(void) {
 void sstm__x_yield_to_paused(void) {
   sstm_xworker_t *w = sstm__xp_self();
   sstm_xctx_t *c = w ? atomic_load_explicit(&w->cur, memory_order_acquire) : NULL;
-  if (c) pause_current(w, c);
+  if (!c) return;
+  atomic_fetch_add_explicit(&w->handovers, 1, memory_order_relaxed);
+  pause_current(w, c);
 }
 
 /* ---- workers ---- */
@@ -482,7 +491,7 @@ int sstm_exec_create(const sstm_exec_config_t *cfg, sstm_exec_t **out) {
     free(ex);
     goto nomem0;
   }
-  if ((rc = sstm__xp_global_init()) != 0) {
+  if ((rc = sstm__xp_global_init(c.paused_conflict)) != 0) {
     sstm__xq_destroy(&ex->q);
     free(ex->workers);
     free(ex->contexts);
@@ -731,13 +740,14 @@ int sstm_exec_describe(sstm_exec_t *ex, char *buf, size_t len) {
     sstm__set_error("sstm_exec_describe: ex is NULL");
     return SSTM_EINVAL;
   }
-  uint64_t sig = 0, ref = 0, chk = 0, sw = 0, dec = 0;
+  uint64_t sig = 0, ref = 0, chk = 0, sw = 0, dec = 0, ho = 0;
   for (unsigned i = 0; i < ex->nworkers; i++) {
     sig += atomic_load_explicit(&ex->workers[i].signals, memory_order_relaxed);
     ref += atomic_load_explicit(&ex->workers[i].refused, memory_order_relaxed);
     chk += atomic_load_explicit(&ex->workers[i].checks, memory_order_relaxed);
     sw += atomic_load_explicit(&ex->workers[i].switches, memory_order_relaxed);
     dec += atomic_load_explicit(&ex->workers[i].declined, memory_order_relaxed);
+    ho += atomic_load_explicit(&ex->workers[i].handovers, memory_order_relaxed);
   }
   const sstm_exec_config_t *c = &ex->cfg;
   char cmax[16];
@@ -745,14 +755,17 @@ int sstm_exec_describe(sstm_exec_t *ex, char *buf, size_t len) {
     snprintf(cmax, sizeof cmax, "%u", c->c_max);
   else
     snprintf(cmax, sizeof cmax, "inf");
-  int n = snprintf(buf, buf ? len : 0,
-                   "exec workers=%u contexts=%u stack=%uKiB levels=%u preempt=%s "
-                   "poll-fallback=%uus tick=%uus c_max=%s lazy=%d facility=%s table=%s "
-                   "signals=%llu refused=%llu checks=%llu switches=%llu declined=%llu",
-                   ex->nworkers, c->contexts, c->stack_kb, c->levels,
-                   sstm_exec_preempt_name(c->preempt), c->poll_fallback_us, c->tick_us, cmax,
-                   (int)c->lazy_promotion, sstm__xp_facility(ex), ex->stt ? "yes" : "no",
-                   (unsigned long long)sig, (unsigned long long)ref, (unsigned long long)chk,
-                   (unsigned long long)sw, (unsigned long long)dec);
+  int n = snprintf(
+      buf, buf ? len : 0,
+      "exec workers=%u contexts=%u stack=%uKiB levels=%u preempt=%s "
+      "poll-fallback=%uus tick=%uus c_max=%s lazy=%d paused-conflict=%s facility=%s "
+      "table=%s signals=%llu refused=%llu checks=%llu switches=%llu declined=%llu "
+      "handovers=%llu",
+      ex->nworkers, c->contexts, c->stack_kb, c->levels, sstm_exec_preempt_name(c->preempt),
+      c->poll_fallback_us, c->tick_us, cmax, (int)c->lazy_promotion,
+      c->paused_conflict == SSTM_EXEC_PAUSED_CONFLICT_HANDOVER ? "handover" : "takeover",
+      sstm__xp_facility(ex), ex->stt ? "yes" : "no", (unsigned long long)sig,
+      (unsigned long long)ref, (unsigned long long)chk, (unsigned long long)sw,
+      (unsigned long long)dec, (unsigned long long)ho);
   return n;
 }

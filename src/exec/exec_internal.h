@@ -76,6 +76,9 @@ typedef struct sstm_xworker {
   /* declined: checks that found a higher priority waiting and did not
    * switch (SSTM_EXEC_PREEMPT_CHECK_ONLY) */
   _Atomic uint64_t signals, refused, checks, switches, declined;
+  /* handovers: the worker given to a paused transaction of higher priority
+   * (SSTM_EXEC_PAUSED_CONFLICT_HANDOVER) */
+  _Atomic uint64_t handovers;
 } sstm_xworker_t;
 
 /* Per birth level, summed at each request's end (relaxed atomics). The
@@ -113,9 +116,11 @@ struct sstm_exec {
 
 /* ---- preempt.c ---- */
 /* Install the process's preemption signal handler (once, shared by every
- * executor) and find the code where preemption is refused. 0 or an SSTM_E*
- * code with sstm_last_error set. */
-int sstm__xp_global_init(void);
+ * executor), find the code where preemption is refused and set the
+ * engine's paused-conflict rule, which executors alive together share. 0
+ * or an SSTM_E* code with sstm_last_error set (SSTM_EBUSY: another rule in
+ * use). */
+int sstm__xp_global_init(sstm_exec_paused_conflict_t rule);
 void sstm__xp_global_fini(void);
 /* On a worker at its start: create its timers (tick, fallback) as the
  * configuration asks. 0 or SSTM_ENOMEM. */

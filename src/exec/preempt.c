@@ -229,9 +229,20 @@ static void on_signal(int sig, siginfo_t *si, void *ucv) {
   errno = saved_errno;
 }
 
-int sstm__xp_global_init(void) {
+/* The engine's paused-conflict rule while users > 0 (under global_lock). */
+static sstm_exec_paused_conflict_t users_rule;
+
+int sstm__xp_global_init(sstm_exec_paused_conflict_t rule) {
   pthread_mutex_lock(&global_lock);
   int rc = 0;
+  if (users && rule != users_rule) {
+    pthread_mutex_unlock(&global_lock);
+    sstm__set_error("sstm_exec_create: paused_conflict %s, but an executor alive uses %s (the "
+                    "rule is process-wide)",
+                    rule == SSTM_EXEC_PAUSED_CONFLICT_HANDOVER ? "handover" : "takeover",
+                    users_rule == SSTM_EXEC_PAUSED_CONFLICT_HANDOVER ? "handover" : "takeover");
+    return SSTM_EBUSY;
+  }
   if (users++ == 0) {
     if (!nranges) find_ranges();
     struct sigaction sa;
@@ -252,6 +263,13 @@ int sstm__xp_global_init(void) {
       sstm__set_error("sstm_exec_create: another preemption hook is registered in the engine");
       rc = SSTM_EBUSY;
     }
+    if (rc == 0) {
+      users_rule = rule;
+      /* Cannot fail: both values are rules. */
+      (void)sstm__exec_set_paused_rule(rule == SSTM_EXEC_PAUSED_CONFLICT_HANDOVER
+                                           ? SSTM_EXEC_PAUSED_WAIT_HIGHER
+                                           : SSTM_EXEC_PAUSED_TAKEOVER);
+    }
   }
   pthread_mutex_unlock(&global_lock);
   return rc;
@@ -262,6 +280,7 @@ void sstm__xp_global_fini(void) {
   if (users && --users == 0) {
     sigaction(XP_SIGNAL, &old_action, NULL);
     sstm__exec_set_hook(NULL);
+    (void)sstm__exec_set_paused_rule(SSTM_EXEC_PAUSED_TAKEOVER); /* the engine's default */
   }
   pthread_mutex_unlock(&global_lock);
 }

@@ -195,6 +195,86 @@ TEST(ticks_never_switch) {
   CHECK_OK(sstm_shutdown());
 }
 
+/* ---- conflicts with a paused transaction of higher priority ---- */
+
+/* Apart, under different locks: a read of a word under a lock the
+ * transaction owns is not a polled point. */
+static uint64_t held __attribute__((aligned(128))), other __attribute__((aligned(128)));
+static _Atomic int pc_low_started, pc_high_started, pc_release;
+
+/* Writes `held` first (encounter-time locking: its lock is taken now and
+ * kept while the transaction is paused), then reads until released. */
+static void pc_low(void *a) {
+  (void)a;
+  sstm_store_u64(&held, sstm_load_u64(&held) + 1);
+  atomic_store(&pc_low_started, 1);
+  while (!atomic_load(&pc_release)) {
+    (void)sstm_load_u64(&other); /* a polled point */
+    for (volatile int i = 0; i < 2000; i++) {
+    }
+  }
+}
+static void pc_high(void *a) {
+  (void)a;
+  atomic_store(&pc_high_started, 1);
+  sstm_store_u64(&held, sstm_load_u64(&held) + 10); /* meets the paused one's lock */
+}
+
+/* One worker, no promotion: the low request (0) is preempted by the high
+ * one (2) while it holds `held`, and the high one meets that lock. The
+ * paused holder has the lower priority, so under both rules it is killed
+ * (an aborted attempt, retried on resume) and its lock taken over: the
+ * high one never waits for a paused transaction, and hands its worker over
+ * only to a paused one of higher priority (that case is the engine's
+ * tests/internal/exec_services.c; in an executor it arises only when
+ * promotions leave several paused transactions above a running one).
+ * Both commit once: held ends at 11. */
+static void paused_conflict(sstm_exec_paused_conflict_t rule) {
+  sstm_config_t cfg;
+  sstm_test_config(&cfg);
+  cfg.design = SSTM_DESIGN_ETL; /* the lock is held before the commit */
+  CHECK_OK(sstm_init(&cfg));
+  sstm_exec_config_t c = xcfg(1, 4);
+  c.c_max = 0;
+  c.paused_conflict = rule;
+  sstm_exec_t *ex;
+  CHECK_OK(sstm_exec_create(&c, &ex));
+  CHECK_CONTAINS(described_text(ex), rule == SSTM_EXEC_PAUSED_CONFLICT_HANDOVER
+                                         ? "paused-conflict=handover"
+                                         : "paused-conflict=takeover");
+  held = 0;
+  atomic_store(&pc_low_started, 0);
+  atomic_store(&pc_high_started, 0);
+  atomic_store(&pc_release, 0);
+  sstm_exec_future_t lf, hf;
+  sstm_exec_req_t lo = {.fn = pc_low, .priority = 0, .future = &lf};
+  CHECK_OK(sstm_exec_submit(ex, &lo));
+  while (!atomic_load(&pc_low_started))
+    usleep(1000);
+  sstm_exec_req_t hi = {.fn = pc_high, .priority = 2, .future = &hf};
+  CHECK_OK(sstm_exec_submit(ex, &hi));
+  while (!atomic_load(&pc_high_started)) /* the low one was paused for it */
+    usleep(1000);
+  CHECK_OK(sstm_exec_wait(&hf)); /* it took the lock over: it ends with the low one paused */
+  atomic_store(&pc_release, 1);
+  CHECK_OK(sstm_exec_wait(&lf));
+  CHECK_OK(sstm_exec_wait(&hf));
+  CHECK_EQ_U(held, 11);
+  sstm_exec_level_stats_t st;
+  do
+    CHECK_OK(sstm_exec_stats(ex, 0, &st));
+  while (st.completed == 0 && (usleep(1000), 1));
+  CHECK_EQ_U(st.preemptions, 1);
+  CHECK_EQ_U(st.promotions, 0);
+  CHECK_EQ_U(described(ex, "handovers"), 0);
+  CHECK_GE_U(st.aborts, 1); /* killed while paused, retried on resume */
+  CHECK_OK(sstm_exec_destroy(ex));
+  CHECK_OK(sstm_shutdown());
+}
+
+TEST(paused_conflict_takeover) { paused_conflict(SSTM_EXEC_PAUSED_CONFLICT_TAKEOVER); }
+TEST(paused_conflict_handover) { paused_conflict(SSTM_EXEC_PAUSED_CONFLICT_HANDOVER); }
+
 /* ---- bank ---- */
 
 #define NACC 64

@@ -381,11 +381,40 @@ TEST(environment) {
   CHECK_RC(sstm_exec_create(&c, &ex), SSTM_EINVAL);
   CHECK_CONTAINS(sstm_last_error(), "check-only");
   setenv("SCHEDSTM_EXEC_PREEMPT", "poll", 1);
+  /* the paused-conflict rule: from the environment, and one per process */
+  setenv("SCHEDSTM_EXEC_PAUSED_CONFLICT", "handover", 1);
+  sstm_exec_config_default(&c);
+  CHECK_OK(sstm_exec_config_from_env(&c));
+  CHECK_EQ_I(c.paused_conflict, SSTM_EXEC_PAUSED_CONFLICT_HANDOVER);
+  CHECK_OK(sstm_exec_create(&c, &ex));
+  sstm_exec_describe(ex, buf, sizeof buf);
+  CHECK_CONTAINS(buf, "paused-conflict=handover");
+  sstm_exec_config_t other;
+  sstm_exec_config_default(&other);
+  other.use_env = false;
+  other.workers = 1;
+  other.contexts = 2;
+  other.paused_conflict = SSTM_EXEC_PAUSED_CONFLICT_TAKEOVER;
+  sstm_exec_t *ex2 = (sstm_exec_t *)&ex2;
+  CHECK_RC(sstm_exec_create(&other, &ex2), SSTM_EBUSY);
+  CHECK_CONTAINS(sstm_last_error(), "process-wide");
+  CHECK_NULL(ex2);
+  other.paused_conflict = SSTM_EXEC_PAUSED_CONFLICT_HANDOVER; /* the same rule: fine */
+  CHECK_OK(sstm_exec_create(&other, &ex2));
+  CHECK_OK(sstm_exec_destroy(ex2));
+  CHECK_OK(sstm_exec_destroy(ex));
+  other.paused_conflict = SSTM_EXEC_PAUSED_CONFLICT_TAKEOVER; /* nobody alive: any rule */
+  CHECK_OK(sstm_exec_create(&other, &ex2));
+  CHECK_OK(sstm_exec_destroy(ex2));
+  other.paused_conflict = (sstm_exec_paused_conflict_t)5;
+  CHECK_RC(sstm_exec_create(&other, &ex2), SSTM_EINVAL);
+  CHECK_CONTAINS(sstm_last_error(), "paused_conflict");
+  unsetenv("SCHEDSTM_EXEC_PAUSED_CONFLICT");
   static const char *const bad[][2] = {
       {"SCHEDSTM_EXEC_PREEMPT", "tick"}, {"SCHEDSTM_EXEC_LEVELS", "65"},
       {"SCHEDSTM_EXEC_LEVELS", " 3"},    {"SCHEDSTM_EXEC_TICK_US", "5"},
       {"SCHEDSTM_EXEC_LAZY", "yes"},     {"SCHEDSTM_EXEC_CONTEXTS", "0"},
-      {"SCHEDSTM_EXEC_WORKERS", "-1"},
+      {"SCHEDSTM_EXEC_WORKERS", "-1"},   {"SCHEDSTM_EXEC_PAUSED_CONFLICT", "wait"},
   };
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     sstm_exec_config_t d;
