@@ -20,7 +20,7 @@ ratios, so that they compare runs made under the same load.
 usage: alloc_sweep.py --bin-dir build/bench --out DIR [--reps 3] [--ms 500]
                       [--threads 1,2,4,8,32] [--updates 25,50,75]
                       [--initial 4096] [--range 131072]
-                      [--allocators sstm,glibc-lock,irrevocable]
+                      [--allocators sstm,glibc-lock,irrevocable] [--cm NAME]
                       [--from-jsonl FILE]
 Writes DIR/results.jsonl (every run, in plot.py's form: "variant" is the
 allocator), DIR/summary.md (medians, paired ratios, irrevocable share,
@@ -61,6 +61,8 @@ def rotated(items, rep):
 def run_one(binary, alloc, update, threads, args):
     cmd = [binary, "-S", "rb", "-i", str(args.initial), "-r", str(args.range),
            "-u", str(update), "-n", str(threads), "-d", str(args.ms)]
+    if getattr(args, "cm", None):
+        cmd += ["-C", args.cm]
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     proc = subprocess.run(cmd, capture_output=True, text=True)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -197,6 +199,7 @@ def main(argv=None):
     ap.add_argument("--initial", type=int, default=4096)
     ap.add_argument("--range", type=int, default=131072)
     ap.add_argument("--allocators", default=",".join(ALLOCATORS))
+    ap.add_argument("--cm", help="contention manager of every run (-C; default: the library's)")
     ap.add_argument("--from-jsonl", help="summarise and plot an earlier run instead")
     args = ap.parse_args(argv)
     if args.reps < 1 or args.ms < 1:
