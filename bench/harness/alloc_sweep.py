@@ -24,7 +24,8 @@ usage: alloc_sweep.py --bin-dir build/bench --out DIR [--reps 3] [--ms 500]
                       [--from-jsonl FILE]
 Writes DIR/results.jsonl (every run, in plot.py's form: "variant" is the
 allocator), DIR/summary.md (medians, paired ratios, irrevocable share,
-aborts) and DIR/alloc.png (plot.py's figure; needs matplotlib).
+aborts) and plot.py's figures (need matplotlib): DIR/alloc.png (commits/s)
+and DIR/alloc-cpu.png (commits per CPU second).
 """
 import argparse
 import json
@@ -220,15 +221,20 @@ def main(argv=None):
     with open(os.path.join(args.out, "summary.md"), "w") as f:
         f.write(text)
     print(text)
+    what = ("sstm: the library's transactional allocator; glibc-lock: glibc malloc/free under "
+            "one lock, frees after sstm_quiesce(); irrevocable: the transaction becomes "
+            "irrevocable when it allocates or frees.")
     try:
         import plot
         plot.plot_records(runs, os.path.join(args.out, "alloc.png"), "aborts_per_s",
+                          "Red-black tree, an allocation or a free in every update", what)
+        # The same per CPU second of the run, where the host is shared.
+        plot.plot_records(runs, os.path.join(args.out, "alloc-cpu.png"), "aborts_per_s",
                           "Red-black tree, an allocation or a free in every update",
-                          "sstm: the library's transactional allocator; glibc-lock: glibc "
-                          "malloc/free under one lock, frees after sstm_quiesce(); "
-                          "irrevocable: the transaction becomes irrevocable when it "
-                          "allocates or frees.")
-    except ImportError as e:
+                          what + " Throughput: commits per CPU second the run used (its "
+                          "threads' user and system time).",
+                          rate_field="commits_per_cpu_s", rate_label="commits per CPU second")
+    except (ImportError, ValueError) as e:
         print("alloc_sweep: no plot: %s" % e, file=sys.stderr)
     return 0
 

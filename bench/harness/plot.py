@@ -229,13 +229,14 @@ def relative_series(records, workload, variant):
 
 
 def plot_records(records, out_path, abort_metric="abort_ratio", title=None, caption=None,
-                 relative=False):
+                 relative=False, rate_field="commits_per_s", rate_label="commits/s"):
     """Draw the figure for records into out_path (PNG, PDF, SVG by name),
     with its caption (caption_text; `caption` is added to it). With
     relative, a panel between throughput and aborts shows each variant's
     throughput as a share of its own at its fewest threads
-    (relative_series). ValueError when no run succeeded, ImportError
-    without matplotlib."""
+    (relative_series). rate_field and rate_label name the throughput
+    panel's field and axis (default commits/s). ValueError when no run
+    succeeded, ImportError without matplotlib."""
     need_matplotlib()
     records = [r for r in records if valid_record(r) is None]
     workloads = summary.ordered_unique(summary.workload_key(r) for r in summary.ok_records(records))
@@ -253,7 +254,8 @@ def plot_records(records, out_path, abort_metric="abort_ratio", title=None, capt
     cpus = run_cpus(summary.ok_records(records))
     for i, w in enumerate(workloads):
         column = [axes[rows * (i // ncols) + k][i % ncols] for k in range(rows)]
-        _panel_throughput(column[0], records, w, variants, styles, threads)
+        _panel_throughput(column[0], records, w, variants, styles, threads, rate_field,
+                          rate_label)
         if relative:
             _panel_relative(column[1], records, w, variants, styles, threads)
         _panel_aborts(column[-1], records, w, variants, styles, threads, abort_metric)
@@ -318,10 +320,11 @@ def _panel_relative(ax, records, workload, variants, styles, threads):
     _style_threads_axis(ax, threads)
 
 
-def _panel_throughput(ax, records, workload, variants, styles, threads):
-    _draw(ax, records, workload, variants, "commits_per_s", styles, reference_lines=True)
+def _panel_throughput(ax, records, workload, variants, styles, threads,
+                      field="commits_per_s", label="commits/s"):
+    _draw(ax, records, workload, variants, field, styles, reference_lines=True)
     ax.set_title(summary.workload_label(workload), fontsize=10)
-    ax.set_ylabel("commits/s")
+    ax.set_ylabel(label)
     ax.set_ylim(bottom=0)
     ax.yaxis.set_major_formatter(_rate_formatter())
     _style_threads_axis(ax, threads)
