@@ -10,6 +10,23 @@
  * data structure can unlink and free a node while invisible readers traverse
  * it. Data that is unlinked and then kept, to be used with plain accesses,
  * needs the same grace period explicitly: sstm_quiesce() (<schedstm/tx.h>).
+ *
+ * Guarantees inside a transaction (docs/design/tm-libc.md, "Allocation"):
+ *  - sstm_malloc, sstm_calloc, sstm_realloc and sstm_free never make the
+ *    transaction irrevocable and never abort it themselves (sstm_realloc's
+ *    copy reads the old block through the transaction, so a conflict there
+ *    aborts it as any read does);
+ *  - any size: a block above the block cache's sizes comes from malloc
+ *    and, if the transaction aborts, goes back to free() at the rollback;
+ *  - no lock and no system call on a registered thread whose blocks come
+ *    from its block cache (the steady state of a thread that allocates and
+ *    frees alike): the logs are per descriptor, retirement is per thread.
+ *    A commit whose frees fill the thread's batch (1024 blocks) closes it:
+ *    one heavy fence (membarrier(2), or a seq_cst fence without it) and a
+ *    scan of the running attempts, no waiting; if exited threads left
+ *    batches behind, it also tries (never waits for) the lock of that
+ *    shared list. A block the cache cannot serve is malloc's, with
+ *    whatever malloc does (glibc: its arena's lock, sometimes mmap).
  */
 #ifndef SCHEDSTM_ALLOC_H
 #define SCHEDSTM_ALLOC_H
