@@ -48,7 +48,9 @@ or, where it has none, of a comparison with the sequential run's result:
   ssca2      bench/stamp/ssca2_digest.c (linked in by build.sh): the
              implied in-degrees its transactions counted, recounted from
              the graph; at one thread the graph's digest against the
-             sequential run's
+             sequential run's (the time this takes, which the program
+             prints, is subtracted from the run's wall and CPU times and
+             recorded as check_cpu_s, check_wall_s)
   vacation   "Checking tables... done." (its consistency check asserts)
   yada       "Final mesh is valid."
 
@@ -82,7 +84,7 @@ BUILD_SH = os.path.join(REPO, "bench", "stamp", "build.sh")
 ERROR = "stamp: error: "
 
 KMEANS_TOLERANCE = 0.05  # largest difference of a centre's coordinate
-BAYES_TOLERANCE = 0.01  # relative difference of the learned score, more than 1 thread
+BAYES_TOLERANCE = 0.10  # relative difference of the learned score, more than 1 thread
 
 
 class App:
@@ -163,6 +165,7 @@ def _bayes(out, seq_out, threads=1):
 
 
 _SSCA2_DIGEST = re.compile(r"^ssca2 graph digest: (.*)$", re.M)
+_CHECK_TIME = re.compile(r"^ssca2 check time: cpu=([0-9.]+) wall=([0-9.]+)$", re.M)
 
 
 def _ssca2(out, seq_out, threads=1):
@@ -338,6 +341,12 @@ def run_point(args, app, inputs, threads, variant, cm, rep, seq_out):
     finally:
         if stats_path:
             os.unlink(stats_path)
+    # The time of a check compiled into the program (ssca2's) is not the
+    # application's: both builds would pay it, pulling their ratio to 1.
+    own = _CHECK_TIME.search(out)
+    if own:
+        rec.update(check_cpu_s=float(own.group(1)), check_wall_s=float(own.group(2)))
+        cpu, wall = cpu - rec["check_cpu_s"], wall - rec["check_wall_s"]
     rec.update(wall_s=wall, cpu_s=cpu, app_time_s=app_time(out), stdout=out[-4000:],
                stderr=err[-2000:])
     rec.update(stats)

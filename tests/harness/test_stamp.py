@@ -90,7 +90,7 @@ class CheckTest(unittest.TestCase):
 
     def test_bayes_equal_at_one_thread_close_with_more(self):
         seq = "Learn score  = -1000.0\n"
-        close, far = "Learn score  = -1000.5\n", "Learn score  = -1100.0\n"
+        close, far = "Learn score  = -1045.0\n", "Learn score  = -1200.0\n"
         bayes = stamp.APPS["bayes"].check
         self.assertEqual(bayes(close, seq, 1)[0], "fail")
         self.assertEqual(bayes(close, seq, 8)[0], "pass")
@@ -171,6 +171,7 @@ for a in "$@"; do
   fi
 done
 if [ "$FAKE_MODE" = crash ]; then echo boom >&2; exit 3; fi
+if [ "$FAKE_MODE" = checktime ]; then echo "ssca2 check time: cpu=0.000000 wall=0.250000"; fi
 if [ "$FAKE_MODE" = badcheck ]; then echo "Sequence matches gene: no"; else
   echo "Sequence matches gene: yes"; fi
 if [ -n "$SSTM_STAMP_STATS" ]; then
@@ -253,6 +254,16 @@ class WholeRunTest(unittest.TestCase):
             self.assertAlmostEqual(float(r["rel_wall"]),
                                    float(r["wall_s"]) / float(seq["wall_s"]), places=6)
         self.assertIn("x seq (CPU) range", text)
+
+    def test_a_programs_own_check_time_is_not_its_time(self):
+        os.environ["FAKE_MODE"] = "checktime"
+        rc, recs, text = self.sweep()
+        self.assertEqual(rc, 0)
+        for r in recs:
+            self.assertEqual((r["check_cpu_s"], r["check_wall_s"]), (0.0, 0.25))
+        os.environ.pop("FAKE_MODE")
+        rc, plain, text = self.sweep()
+        self.assertNotIn("check_wall_s", plain[0])
 
     def test_verify_mode_report(self):
         argv = ["--stamp-build", self.build, "--apps", "genome", "--threads", "1,8",
