@@ -92,12 +92,27 @@ typedef struct cstate {
   uint64_t rbase;   /* the read window holds the file's [rbase, rbase + rlen) */
   uint64_t rlen;    /*   (in the stream's rbuf) */
   uint64_t wbase;   /* the write buffer holds [wbase, wbase + wlen) */
-  uint64_t wlen;    /*   (in the stream's wbuf) */
+  uint64_t wlen;    /*   (in the stream's wbuf, from woff) */
+  uint64_t woff;    /* where the write buffer's bytes start in wbuf */
   uint64_t wseq;    /* tickets handed out (S4) */
   uint64_t os_fpos; /* mirror of the kernel's file offset (S7) */
   uint64_t kgen;    /* number of committed offset moves (S7) */
   uint64_t apos;    /* append position (M_APP streams) */
+  uint64_t rbuf;    /* the read window's bytes (a pointer; NULL: none yet) */
+  uint64_t wbuf;    /* the write buffer's bytes (a pointer; NULL: none yet) */
 } cstate_t;
+
+/* A published buffer's bytes never change while a view can read them: a
+ * read window is published whole by the installation that made it (and
+ * replaced whole); the write buffer's installed bytes [woff, woff + wlen)
+ * are only ever extended in place, and an installation that starts the
+ * write buffer again puts it after them (woff moves on) or, when it does
+ * not fit there, publishes a new buffer: the end of the installed bytes
+ * in a buffer only grows, and nothing beyond it was ever published. Replaced buffers are freed
+ * after the grace period (sstm_free), so a stale view can still read them. Views therefore read
+ * buffers with plain loads. */
+#define RBUF(s) ((const unsigned char *)(uintptr_t)(s).rbuf)
+#define WBUF(s) ((unsigned char *)(uintptr_t)(s).wbuf)
 
 struct sstm_file {
   /* (S1) The only transactional word: sstm_load_u64 / sstm_store_u64. Alone
@@ -105,10 +120,8 @@ struct sstm_file {
   _Alignas(64) uint64_t own;
   /* Set at open, constant until close. */
   int fd;
-  unsigned mode;              /* M_* */
-  bool reg;                   /* a regular file (else a byte stream) */
-  unsigned char *rbuf, *wbuf; /* SF_CAP bytes each: written by installations, read
-                                 by views, relaxed atomics on both sides (S2, S3) */
+  unsigned mode; /* M_* */
+  bool reg;      /* a regular file (else a byte stream) */
   /* (S2) The installed state and its sequence word. */
   _Alignas(64) _Atomic uint64_t iver; /* 2v: version v installed; 2v - 1: installing it */
   _Atomic uint32_t iwaiters;          /* threads asleep on iver */
@@ -130,35 +143,10 @@ struct sstm_file {
 #define LD(f, fld) sstm_load_u64(&(f)->fld)
 #define ST(f, fld, v) sstm_store_u64(&(f)->fld, (v))
 
-/* Copies between a stream's buffer (shared, relaxed atomics: a stale view
- * may read it while an installation writes it; the view then fails its
- * validation and restarts, S3) and private memory. Words where the
- * shared side is aligned, bytes at the edges. */
-static void sh_load(unsigned char *dst, const unsigned char *src, size_t n) {
-  for (; n && ((uintptr_t)src & 7); n--)
-    *dst++ = __atomic_load_n(src++, __ATOMIC_RELAXED);
-  for (; n >= 8; n -= 8, src += 8, dst += 8) {
-    uint64_t w = __atomic_load_n((const uint64_t *)(const void *)src, __ATOMIC_RELAXED);
-    memcpy(dst, &w, 8);
-  }
-  while (n--)
-    *dst++ = __atomic_load_n(src++, __ATOMIC_RELAXED);
-}
-
-static void sh_store(unsigned char *dst, const unsigned char *src, size_t n) {
-  for (; n && ((uintptr_t)dst & 7); n--)
-    __atomic_store_n(dst++, *src++, __ATOMIC_RELAXED);
-  for (; n >= 8; n -= 8, src += 8, dst += 8) {
-    uint64_t w;
-    memcpy(&w, src, 8);
-    __atomic_store_n((uint64_t *)(void *)dst, w, __ATOMIC_RELAXED);
-  }
-  while (n--)
-    __atomic_store_n(dst++, *src++, __ATOMIC_RELAXED);
-}
-
 #define CS_FIELDS(X)                                                                               \
-  X(pos) X(flags) X(rbase) X(rlen) X(wbase) X(wlen) X(wseq) X(os_fpos) X(kgen) X(apos)
+  X(pos)                                                                                           \
+  X(flags)                                                                                         \
+  X(rbase) X(rlen) X(wbase) X(wlen) X(woff) X(wseq) X(os_fpos) X(kgen) X(apos) X(rbuf) X(wbuf)
 #define CS_LOAD(fld) s->fld = __atomic_load_n(&f->cs.fld, __ATOMIC_RELAXED);
 #define CS_STORE(fld) __atomic_store_n(&f->cs.fld, s->fld, __ATOMIC_RELAXED);
 
@@ -184,14 +172,20 @@ typedef struct view {
   bool armed;      /* own is written: the commit must install */
   bool closed;     /* sstm_fclose's attempt */
   bool rown;       /* the read window's bytes are in rst (a refill of this attempt),
-                      else in the stream's rbuf */
-  uint32_t cw;     /* the write buffer: the first cw bytes of the stream's wbuf, */
+                      else in the installed s.rbuf */
+  bool reset;      /* the write buffer restarts (a spill, or it was empty): the
+                      installation puts wst after the installed bytes, or
+                      publishes it as a new buffer */
+  uint32_t wcap;   /* bytes the write buffer may hold (cw + sw) */
+  uint32_t cw;     /* the write buffer: the first cw bytes of the installed s.wbuf, */
   uint32_t sw;     /*   then sw bytes in wst (this attempt's) */
   cstate_t s;      /* the attempt's state of the stream (s.wlen unused: cw + sw) */
   uint64_t ticket; /* taken early (S6), else 0 */
   rec_t *r;        /* the records (S4) */
   size_t n, cap;
-  unsigned char *wst, *rst; /* SF_CAP bytes each, kept with the node */
+  unsigned char *wst, *rst; /* SF_CAP bytes each, allocated on first use and kept
+                               with the node until an installation publishes them */
+  void *old[2];             /* buffers the installation replaced, to free */
 } view_t;
 
 /* The views of the thread's attempts that have not ended yet (the running
@@ -211,6 +205,7 @@ static void pool_free(void *unused) {
     view_t *v = tls_pool;
     tls_pool = v->next;
     free(v->wst);
+    free(v->rst);
     free(v->r);
     free(v);
   }
@@ -237,16 +232,7 @@ static view_t *view_get(void) {
     if (pthread_setspecific(pool_key, &tls_pool) != 0) return NULL;
     tls_pool_keyed = true;
   }
-  v = calloc(1, sizeof *v);
-  unsigned char *b = malloc(2 * SF_CAP);
-  if (v == NULL || b == NULL) {
-    free(v);
-    free(b);
-    return NULL;
-  }
-  v->wst = b;
-  v->rst = b + SF_CAP;
-  return v;
+  return calloc(1, sizeof(view_t));
 }
 
 static void view_put(view_t *v) {
@@ -435,13 +421,31 @@ static void install(view_t *v) {
   uint64_t nv = v->ver + 1;
   v->armed = false;
   /* relaxed, then a release fence: the odd value is ordered before the
-   * buffer and state stores below, so that a view that read one of them
-   * and then (after its acquire fence, validate) finds iver unchanged read
-   * none of them. */
+   * state stores below, so that a view that read one of them and then
+   * (after its acquire fence, snapshot) finds iver unchanged read none of
+   * them. The buffers need no such care (see RBUF). */
   atomic_store_explicit(&f->iver, 2 * nv - 1, memory_order_relaxed);
   atomic_thread_fence(memory_order_release);
-  if (v->sw) sh_store(f->wbuf + v->cw, v->wst, v->sw);
-  if (v->rown && v->s.rlen) sh_store(f->rbuf, v->rst, v->s.rlen);
+  if (v->reset) { /* a new write buffer, after the installed bytes if it fits */
+    uint64_t at = v->s.woff + v->s.wlen;
+    if (v->sw == 0) {
+      v->s.woff = at;
+    } else if (v->s.wbuf != 0 && at + v->sw <= SF_CAP) {
+      memcpy(WBUF(v->s) + at, v->wst, v->sw);
+      v->s.woff = at;
+    } else {
+      v->old[0] = WBUF(v->s);
+      v->s.wbuf = (uintptr_t)v->wst, v->s.woff = 0;
+      v->wst = NULL;
+    }
+  } else if (v->sw != 0) { /* extend the installed bytes: wcap kept it inside */
+    memcpy(WBUF(v->s) + v->s.woff + v->cw, v->wst, v->sw);
+  }
+  if (v->rown && v->s.rlen != 0) { /* publish the refilled window */
+    v->old[1] = (void *)(uintptr_t)v->s.rbuf;
+    v->s.rbuf = (uintptr_t)v->rst;
+    v->rst = NULL;
+  }
   uint64_t ticket = v->ticket ? v->ticket : v->n ? v->s.wseq + 1 : 0;
   v->s.wlen = v->cw + v->sw;
   if (ticket) v->s.wseq = ticket;
@@ -458,6 +462,11 @@ static void view_commit(void *p) {
   view_t *v = p;
   view_unlink(v);
   if (v->armed) install(v);
+  /* After the grace period: views of earlier versions may still read them.
+   * Here, not in install: this action runs outside any transaction. */
+  if (v->old[0]) sstm_free(v->old[0]);
+  if (v->old[1]) sstm_free(v->old[1]);
+  v->old[0] = v->old[1] = NULL;
   view_put(v);
 }
 
@@ -500,13 +509,13 @@ static void snapshot(sstm_file_t *f, uint64_t o, cstate_t *s) {
   if (atomic_load_explicit(&f->iver, memory_order_relaxed) != want) sstm_restart();
 }
 
-/* (S3) What the view read from the stream's buffers (or a system call on
- * its descriptor) belongs to its version: restart if a newer one has begun
- * to be installed. Never fails in an irrevocable attempt: no other commit
- * happens during one. */
+/* (S3) What a system call on the stream's descriptor returned belongs to
+ * the view's version (the stream was not closed, its descriptor reused,
+ * meanwhile): restart if a newer version has begun to be installed. Never
+ * fails in an irrevocable attempt: no other commit happens during one. */
 static void validate(const view_t *v) {
-  /* acquire fence: the buffer loads before it are ordered before the load
-   * of iver (see install). */
+  /* acquire fence: the loads of the results (and the system call, a full
+   * barrier on x86-64) come before the load of iver. */
   atomic_thread_fence(memory_order_acquire);
   if (atomic_load_explicit(&v->f->iver, memory_order_relaxed) != 2 * v->ver) sstm_restart();
 }
@@ -577,6 +586,8 @@ static view_t *acquire(op_t *a) {
   ST(f, own, v->own);
   snapshot(f, o, &v->s);
   v->cw = (uint32_t)v->s.wlen, v->sw = 0, v->rown = false;
+  v->reset = v->cw == 0;
+  v->wcap = v->reset ? SF_CAP : SF_CAP - (uint32_t)v->s.woff;
   v->armed = true;
   return v;
 }
@@ -609,12 +620,10 @@ static int spill(view_t *v) {
   if (wl == 0) return 0;
   unsigned char *d = rec_add(v, v->s.wbase, wl);
   if (d == NULL) return ENOMEM;
-  if (v->cw) {
-    sh_load(d, v->f->wbuf, v->cw);
-    validate(v);
-  }
-  memcpy(d + v->cw, v->wst, v->sw);
+  if (v->cw) memcpy(d, WBUF(v->s) + v->s.woff, v->cw);
+  if (v->sw) memcpy(d + v->cw, v->wst, v->sw);
   v->cw = v->sw = 0;
+  v->reset = true, v->wcap = SF_CAP;
   return 0;
 }
 
@@ -649,6 +658,7 @@ static long fill(view_t *v, uint64_t p) {
      * bytes: the installation copies the window into the stream's buffer,
      * and a reader that seeks around uses few of its bytes. */
     size_t want = v->s.rlen != 0 && v->s.rbase + v->s.rlen == p ? SF_CAP : SF_SEEKFILL;
+    if (v->rst == NULL && (v->rst = malloc(SF_CAP)) == NULL) return -ENOMEM;
     ssize_t got = pread_all(f->fd, v->rst, want, p);
     if (got < 0) return (long)got;
     recheck(v, w);
@@ -670,6 +680,7 @@ static long fill(view_t *v, uint64_t p) {
   } else {
     /* (S6) Consuming kernel data cannot be undone. */
     if (!sstm_is_irrevocable()) sstm_become_irrevocable();
+    if (v->rst == NULL && (v->rst = malloc(SF_CAP)) == NULL) return -ENOMEM;
     ssize_t r;
     do
       r = sstm__stdio_sys->read(f->fd, v->rst, SF_CAP);
@@ -693,17 +704,11 @@ static size_t rd(op_t *a, view_t *v, unsigned char *dst, size_t n, bool nl, bool
   }
   uint64_t p = v->s.pos;
   size_t got = 0;
-  bool shared = false;
   while (got < n) {
     uint64_t rb = v->s.rbase, rl = v->s.rlen;
     if (p >= rb && p < rb + rl) {
       size_t k = rb + rl - p < n - got ? (size_t)(rb + rl - p) : n - got;
-      if (v->rown) {
-        memcpy(dst + got, v->rst + (p - rb), k);
-      } else {
-        sh_load(dst + got, f->rbuf + (p - rb), k);
-        shared = true;
-      }
+      memcpy(dst + got, (v->rown ? v->rst : RBUF(v->s)) + (p - rb), k);
       if (nl) {
         unsigned char *q = memchr(dst + got, '\n', k);
         if (q) {
@@ -727,7 +732,6 @@ static size_t rd(op_t *a, view_t *v, unsigned char *dst, size_t n, bool nl, bool
     }
   }
   v->s.pos = p;
-  if (shared) validate(v); /* before the caller sees the bytes (opacity) */
   return got;
 }
 
@@ -742,7 +746,7 @@ static int wr(view_t *v, const unsigned char *src, size_t n) {
   if (n == 0) return 0;
   uint64_t off = !f->reg ? 0 : (f->mode & M_APP) ? v->s.apos : v->s.pos;
   size_t wl = (size_t)v->cw + v->sw;
-  if (wl != 0 && ((f->reg && v->s.wbase + wl != off) || wl + n > SF_CAP)) {
+  if (wl != 0 && ((f->reg && v->s.wbase + wl != off) || wl + n > v->wcap)) {
     if (spill(v) != 0) goto fail;
     wl = 0;
   }
@@ -754,6 +758,7 @@ static int wr(view_t *v, const unsigned char *src, size_t n) {
     if (d == NULL) goto fail;
     memcpy(d, src, n);
   } else {
+    if (v->wst == NULL && (v->wst = malloc(SF_CAP)) == NULL) goto fail;
     if (wl == 0) v->s.wbase = off;
     if (n == 1)
       v->wst[v->sw] = src[0];
@@ -776,7 +781,8 @@ fail:
 static inline bool wr_fast(view_t *v, const unsigned char *src, size_t n) {
   sstm_file_t *f = v->f;
   size_t wl = (size_t)v->cw + v->sw;
-  if (!(f->mode & M_WR) || wl == 0 || wl + n > SF_CAP || v->s.rlen != 0) return false;
+  if (!(f->mode & M_WR) || wl == 0 || wl + n > v->wcap || v->s.rlen != 0 || v->wst == NULL)
+    return false;
   if (f->reg) {
     uint64_t off = (f->mode & M_APP) ? v->s.apos : v->s.pos;
     if (v->s.wbase + wl != off) return false;
@@ -850,10 +856,7 @@ static sstm_file_t *make(int fd, unsigned m) {
   struct stat st;
   if (sstm__stdio_sys->fstat(fd, &st) != 0) return NULL;
   sstm_file_t *f = aligned_alloc(64, (sizeof *f + 63) & ~(size_t)63);
-  unsigned char *bufs = malloc(2 * SF_CAP);
-  if (f == NULL || bufs == NULL) {
-    free(f);
-    free(bufs);
+  if (f == NULL) {
     errno = ENOMEM;
     return NULL;
   }
@@ -869,8 +872,6 @@ static sstm_file_t *make(int fd, unsigned m) {
   cs_store(f, &s);
   f->fd = fd;
   f->mode = m;
-  f->rbuf = bufs;
-  f->wbuf = bufs + SF_CAP;
   f->kend = f->reg ? (uint64_t)st.st_size : 0;
   f->kpos_done = f->klast = cur;
   pthread_mutex_init(&f->kmu, NULL);
@@ -979,7 +980,10 @@ int sstm_fclose(sstm_file_t *f) {
   int we = atomic_exchange_explicit(&f->werr, 0, memory_order_relaxed);
   if (!err && we) err = we;
   if (close(f->fd) != 0 && !err) err = errno;
-  sstm_free(f->rbuf); /* both buffers: one block; a stale view may still read it */
+  /* relaxed: the close's installation is ours and has returned; a stale
+   * view may still read the buffers: after the grace period */
+  sstm_free((void *)(uintptr_t)__atomic_load_n(&f->cs.rbuf, __ATOMIC_RELAXED));
+  sstm_free((void *)(uintptr_t)__atomic_load_n(&f->cs.wbuf, __ATOMIC_RELAXED));
   retire_header(f);
   if (err) {
     errno = err;
@@ -1020,12 +1024,7 @@ int sstm_fgetc(sstm_file_t *f) {
   if (v != NULL && (f->mode & M_RD)) { /* acquired: the byte from the window, no barrier */
     uint64_t p = v->s.pos, rb = v->s.rbase;
     if (p >= rb && p < rb + v->s.rlen) {
-      if (v->rown) {
-        c = v->rst[p - rb];
-      } else {
-        c = __atomic_load_n(f->rbuf + (p - rb), __ATOMIC_RELAXED);
-        validate(v);
-      }
+      c = (v->rown ? v->rst : RBUF(v->s))[p - rb];
       v->s.pos = p + 1;
       return c;
     }
