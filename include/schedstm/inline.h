@@ -39,9 +39,9 @@ typedef struct sstm__fast {
   uint8_t variant; /* 0: ETL, 1: CTL, 2: read-only, 3: irrevocable,
                       | 4: sampling, | 0x40: killed; 0x80: no
                       transaction (atomic inside the library) */
-  uint8_t design;
   uint8_t stripe_shift;
-  uint8_t slow; /* library-internal */
+  uint16_t sample_cd; /* sampled attempts: accesses left before the sampling
+                         hook must look (owner-only) */
   uint32_t depth;
   uint64_t end; /* snapshot upper bound */
   uint64_t owner_lw;
@@ -54,6 +54,7 @@ typedef struct sstm__fast {
 
 #define SSTM__V_ETL 0
 #define SSTM__V_RO 2
+#define SSTM__V_SAMPLE 4
 #define SSTM__V_NONE 0x80
 
 /* Fast path of a naturally aligned read of `size` bytes. Returns true and
@@ -102,6 +103,26 @@ static inline __attribute__((always_inline)) bool sstm__load_try(sstm__fast_t *f
          sstm__load_fast(f, addr, size, var == SSTM__V_ETL, out);
 }
 
+/* The fast path of an attempt with the sampling hook on (SSTM__V_SAMPLE
+ * with ETL or read-only, no other flag), tried where sstm__load_try failed,
+ * out of line (so the common path's code stays what it is without
+ * sampling): the same read while the countdown has not run out, counted
+ * on success only, so that an access the slow path takes after all is
+ * counted once, there. A countdown of 0 sends the access to the slow path,
+ * which calls the hook (thread mapping's detection, [Pasqualin20]
+ * Algorithm 2) or re-arms the countdown. */
+static inline __attribute__((always_inline)) bool
+sstm__load_try_sampled(sstm__fast_t *f, const void *addr, unsigned size, uint64_t *out) {
+  /* relaxed, as in sstm__load_try: a flag bit fails the test. */
+  unsigned var = __atomic_load_n(&f->variant, __ATOMIC_RELAXED);
+  if ((var | SSTM__V_RO) != (SSTM__V_SAMPLE | SSTM__V_RO) || f->sample_cd == 0 ||
+      ((uintptr_t)addr & (size - 1)) != 0)
+    return false;
+  if (!sstm__load_fast(f, addr, size, var == SSTM__V_SAMPLE, out)) return false;
+  f->sample_cd--;
+  return true;
+}
+
 /* The general read (any variant, alignment, or misuse), exported. */
 SSTM_API uint64_t sstm__load_slow(const void *addr, unsigned size);
 
@@ -110,9 +131,12 @@ SSTM_API uint64_t sstm__load_slow(const void *addr, unsigned size);
 extern __thread sstm__fast_t *sstm__fast_cur __attribute__((tls_model("initial-exec")));
 
 /* The slow path through a cold function: the compiler then moves it out of
- * line and the inlined fast path runs without a taken branch. */
+ * line and the inlined fast path runs without a taken branch. A sampled
+ * attempt's read takes its fast path here. */
 static __attribute__((cold, noinline, unused)) uint64_t sstm__load_general(const void *addr,
                                                                            unsigned size) {
+  uint64_t v;
+  if (sstm__load_try_sampled(sstm__fast_cur, addr, size, &v)) return v;
   return sstm__load_slow(addr, size);
 }
 

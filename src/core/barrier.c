@@ -62,12 +62,36 @@ SSTM_INLINE bool entry_covers(const sstm_w_entry_t *e, unsigned off, unsigned si
 /* ------------------------------------------------------------------------ */
 /* Barriers. One template per operation, specialised per variant V. */
 
-/* The sampling callback runs as a hook does (in_hook): a transaction it
- * begins is reported as misuse, and its sstm_malloc/sstm_free act as outside
- * a transaction, so an abort of the attempt it interrupted neither frees its
- * block nor forgets its free (reclaim.c, in_attempt). */
-static SSTM_NOINLINE void sample_fire(struct sstm_desc *tx, const void *addr, bool is_write) {
-  tx->sample_left = sstm__g.cfg.sample_period;
+/* The sampling countdown. Every sample_period-th access of a thread calls
+ * the sampling hook: the period - 1 accesses in between only count down,
+ * most of them in the fast paths (sstm__load_try_sampled, dispatch_store),
+ * which take an access while the prefix's 16-bit sample_cd is not 0 and
+ * count it on success; the rest of a longer period waits in sample_rest.
+ * Arm the countdown for n accesses before the next sampled one. */
+static void sample_arm(struct sstm_desc *tx, uint64_t n) {
+  uint64_t cd = n < UINT16_MAX ? n : UINT16_MAX;
+  tx->sample_cd = (uint16_t)cd;
+  tx->sample_rest = n - cd;
+}
+
+void sstm__sample_init(struct sstm_desc *d) {
+  uint64_t p = sstm__g.cfg.sample_period;
+  sample_arm(d, p > 0 ? p - 1 : 0);
+}
+
+/* sample_cd ran out: this access is the sampled one, unless sample_rest
+ * holds more of the period (then it is counted there and the countdown
+ * re-armed). The sampling callback runs as a hook does (in_hook): a
+ * transaction it begins is reported as misuse, and its sstm_malloc and
+ * sstm_free act as outside a transaction, so an abort of the attempt it
+ * interrupted neither frees its block nor forgets its free (reclaim.c,
+ * in_attempt). */
+static SSTM_NOINLINE void sample_due(struct sstm_desc *tx, const void *addr, bool is_write) {
+  if (tx->sample_rest > 0) {
+    sample_arm(tx, tx->sample_rest - 1);
+    return;
+  }
+  sstm__sample_init(tx);
   if (tx->in_hook) return; /* an access of a callback, this one's included: not sampled */
   tx->in_hook++;
   sstm__g.cfg.sample_fn(sstm__g.cfg.sample_arg, addr, is_write);
@@ -76,7 +100,10 @@ static SSTM_NOINLINE void sample_fire(struct sstm_desc *tx, const void *addr, bo
 
 SSTM_INLINE void barrier_prologue(struct sstm_desc *tx, const void *addr, bool w, unsigned V) {
   if (V & SSTM_V_SAMPLE) {
-    if (--tx->sample_left <= 0) sample_fire(tx, addr, w);
+    if (tx->sample_cd > 0)
+      tx->sample_cd--;
+    else
+      sample_due(tx, addr, w);
   }
   if (sstm__random_delay) sstm__random_delay_point(tx, 5);
 }
@@ -344,6 +371,14 @@ SSTM_INLINE void dispatch_store(struct sstm_desc *tx, void *addr, uint64_t val, 
     tx_store(tx, addr, val, size, SSTM_V_ETL);
     return;
   }
+  /* A sampled ETL attempt whose countdown runs: the store of ETL, counted
+   * (the loads' sstm__load_try_sampled; a store has no path that fails
+   * back to the prologue, so it counts first). */
+  if (var == (SSTM_V_ETL | SSTM_V_SAMPLE) && tx->sample_cd > 0) {
+    tx->sample_cd--;
+    tx_store(tx, addr, val, size, SSTM_V_ETL);
+    return;
+  }
   if (SSTM_UNLIKELY(var & (SSTM_V_KILLFLAG | SSTM_V_PREEMPTFLAG))) var = flags_seen(tx);
   switch (var) {
 #define X(v)                                                                                       \
@@ -474,7 +509,10 @@ SSTM_API uint64_t sstm__load_slow(const void *addr, unsigned size) {
  * else the general entry. The latter is reached through a cold function so
  * the compiler moves it out of line and the fast path runs straight through
  * without a taken branch, which can matter more than the instruction count
- * (docs/benchmarks.md, "Taken branches count more than instructions"). The
+ * (docs/benchmarks.md, "Taken branches count more than instructions"). A
+ * sampled attempt's read tries its own fast path after the common one
+ * failed (sstm__load_try_sampled; the inline mode does it in its cold
+ * function, to keep the code inlined into the caller as it was). The
  * random-delay build always takes the general entry (its barriers have
  * delay points). */
 static SSTM_COLD uint64_t load_general(const void *addr, unsigned size) {
@@ -483,7 +521,9 @@ static SSTM_COLD uint64_t load_general(const void *addr, unsigned size) {
 
 SSTM_INLINE uint64_t load_entry(const void *addr, unsigned size) {
   uint64_t v;
-  if (!sstm__random_delay && SSTM_LIKELY(sstm__load_try(sstm__fast_cur, addr, size, &v))) return v;
+  sstm__fast_t *f = sstm__fast_cur;
+  if (!sstm__random_delay && SSTM_LIKELY(sstm__load_try(f, addr, size, &v))) return v;
+  if (!sstm__random_delay && sstm__load_try_sampled(f, addr, size, &v)) return v;
   return load_general(addr, size);
 }
 
@@ -558,6 +598,7 @@ SSTM_API void sstm_store_bytes(void *dst, const void *src, size_t n) {
   _Static_assert(offsetof(struct sstm_desc, f) == offsetof(sstm__fast_t, f), "fast layout: " #f)
 SSTM_SAME_FIELD(variant);
 SSTM_SAME_FIELD(stripe_shift);
+SSTM_SAME_FIELD(sample_cd);
 SSTM_SAME_FIELD(depth);
 SSTM_SAME_FIELD(end);
 SSTM_SAME_FIELD(locks);
@@ -566,6 +607,10 @@ SSTM_SAME_FIELD(rs.e);
 SSTM_SAME_FIELD(rs.top);
 SSTM_SAME_FIELD(rs.lim);
 _Static_assert(sizeof(sstm_r_entry_t) == sizeof(struct sstm__rentry), "read entry layout");
-_Static_assert(SSTM_V_ETL == SSTM__V_ETL && SSTM_V_RO == SSTM__V_RO, "variant numbering");
+_Static_assert(SSTM_V_ETL == SSTM__V_ETL && SSTM_V_RO == SSTM__V_RO &&
+                   SSTM_V_SAMPLE == SSTM__V_SAMPLE,
+               "variant numbering");
+_Static_assert(sizeof(((struct sstm_desc *)0)->sample_cd) == sizeof(((sstm__fast_t *)0)->sample_cd),
+               "fast layout: sample_cd width");
 _Static_assert(sizeof(sstm__fast_t) <= SSTM_CACHELINE,
                "the read fast path must touch one descriptor cache line");

@@ -124,9 +124,11 @@ struct sstm_desc {
    * owner-only except where noted ---- */
   _Atomic uint8_t variant; /* enum sstm_variant of the current attempt; killers
                               set SSTM_V_KILLFLAG in it (fetch_or) */
-  uint8_t design;          /* sstm_design_t */
   uint8_t stripe_shift;    /* copy of the lock-table geometry */
-  uint8_t slow;            /* SSTM_SLOW_*: fixed at registration */
+  /* Accesses a sampled attempt may still make without the sampling hook
+   * looking (the fast paths take them and count down; 0 sends the next one
+   * to the slow path, barrier.c, sample_due). Owner-only. */
+  uint16_t sample_cd;
   uint32_t depth;          /* flat nesting depth, 0 = no transaction */
   uint64_t end;            /* snapshot upper bound: reads valid at time `end` */
   uint64_t owner_lw;       /* lock word value meaning "owned by this attempt" */
@@ -142,7 +144,11 @@ struct sstm_desc {
   _Atomic uint64_t lock_end;
   sstm_wset_t ws;
   sstm_lset_t ls;
-  int64_t sample_left; /* sampling countdown */
+  /* The sampling countdown beyond sample_cd: the next sampled access is
+   * the one after sample_cd + sample_rest more (barrier.c, sample_arm). */
+  uint64_t sample_rest;
+  uint8_t design; /* sstm_design_t */
+  uint8_t slow;   /* SSTM_SLOW_*: fixed at registration */
 
   /* ---- per attempt / per transaction ---- */
   uint64_t start;  /* snapshot at attempt start */
@@ -251,6 +257,8 @@ extern __thread struct sstm_desc *sstm__cur __attribute__((tls_model("initial-ex
 /* Attach d (NULL: none) to the calling thread: sstm__cur and the inline
  * fast path's prefix pointer (core/barrier.c). */
 void sstm__set_cur(struct sstm_desc *d);
+/* Arms d's sampling countdown for a full period (cfg.sample_period; barrier.c). */
+void sstm__sample_init(struct sstm_desc *d);
 
 SSTM_INLINE _Atomic uint64_t *sstm__lock_for(const struct sstm_desc *d, const void *addr) {
   return &d->locks[((uintptr_t)addr >> d->stripe_shift) & d->lock_mask];

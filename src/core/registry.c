@@ -142,7 +142,7 @@ static int desc_acquire(struct sstm_desc **out) {
   }
   sstm__stt_attach(d);
   sstm__desc_set_slow(d);
-  d->sample_left = sstm__g.cfg.sample_period;
+  sstm__sample_init(d);
   d->ro_log = sstm__g.cfg.ro_log == SSTM_RO_LOG_ON; /* AUTO starts without (txn.c) */
   d->ro_win_n = d->ro_win_ext = 0;
   d->depth = 0;

@@ -379,6 +379,62 @@ TEST(sampling_calls_back_every_period_accesses) {
   sstm_test_fini();
 }
 
+/* The sampling countdown counts each access once wherever it runs: in the
+ * loads' and stores' fast paths while it has not run out, and in the slow
+ * path for an access the fast path gives up on (a read after this
+ * attempt's own write finds its stripe locked, an unaligned access, a
+ * bulk copy of a sampled attempt, which goes word by word). Period 3:
+ * accesses 3, 6, 9, ... call back. */
+static const void *fired_at[64];
+static int nfired_at;
+static void record_cb(void *arg, const void *addr, bool is_write) {
+  (void)arg;
+  (void)is_write;
+  CHECK_LT_I(nfired_at, 64);
+  fired_at[nfired_at++] = addr;
+}
+static uint64_t words[16];
+TEST(sampling_counts_each_access_once) {
+  sstm_test_init_sampling(3, record_cb, NULL);
+  nfired_at = 0;
+  unsigned char buf[16];
+  const uint32_t *odd = (const uint32_t *)(const void *)((const char *)&words[2] + 2);
+  SSTM_ATOMIC_BEGIN(NULL)
+    sstm_store_u64(&words[0], 1);        /* 1 */
+    (void)sstm_load_u64(&words[0]);      /* 2: read after write */
+    (void)sstm_load_u64(&words[0]);      /* 3: fires */
+    (void)sstm_load_u64(&words[1]);      /* 4 */
+    (void)sstm_load_u32(odd);            /* 5, 6: two 2-byte pieces, the second fires */
+    sstm_load_bytes(buf, &words[4], 16); /* 7, 8: a word each */
+    (void)sstm_load_u64(&words[6]);      /* 9: fires */
+  SSTM_ATOMIC_END();
+  CHECK_EQ_I(nfired_at, 3);
+  CHECK_TRUE(fired_at[0] == &words[0]);
+  CHECK_TRUE(fired_at[1] == (const char *)&words[2] + 4);
+  CHECK_TRUE(fired_at[2] == &words[6]);
+  sstm_test_fini();
+}
+
+/* A period longer than the fast paths' 16-bit countdown: the rest waits in
+ * the descriptor and the hook still fires on exactly every period-th
+ * access. */
+static uint64_t long_words[8];
+TEST(sampling_period_longer_than_the_fast_countdown) {
+  const unsigned period = 70001; /* > UINT16_MAX */
+  sstm_test_init_sampling(period, record_cb, NULL);
+  nfired_at = 0;
+  for (unsigned round = 0; round < 3; round++) {
+    SSTM_ATOMIC_BEGIN(NULL)
+      for (unsigned i = 0; i < period - 1; i++)
+        (void)sstm_load_u64(&long_words[i % 8]);
+      sstm_store_u64(&long_words[round], round); /* the period-th access */
+    SSTM_ATOMIC_END();
+    CHECK_EQ_I(nfired_at, (int)round + 1);
+    CHECK_TRUE(fired_at[round] == &long_words[round]);
+  }
+  sstm_test_fini();
+}
+
 /* An attempt that aborts inside the sampling callback (here: a kill the
  * callback's own access notices) leaves the callback's frame behind; the
  * thread must not stay "in a callback": the restart and the next
