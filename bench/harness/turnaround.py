@@ -244,6 +244,38 @@ def rate_of(rec):
     return st["completed"] / st["active_s"] if st.get("active_s") else 0.0
 
 
+def targets(ok, base, configs):
+    """Lines of the targets' table: per preemptive configuration, the ratio to the
+    same repetition's baseline of P4 and P5 (target <= 0.35: 65 % lower) and of P1 and P2
+    (target <= 1.05), as median [min-max] over the repetitions."""
+    def ratios(mine, p):
+        out = []
+        for r in mine:
+            b = base.get(r["rep"], {}).get(p, {}).get("turnaround_us_mean")
+            m = level_means(r["server"]).get(p, {}).get("turnaround_us_mean")
+            if b and m:
+                out.append(m / b)
+        return out
+
+    def cell(v):
+        return "%.2f [%.2f-%.2f]" % (statistics.median(v), min(v), max(v)) if v else "-"
+
+    lines = ["", "## Targets (ratios to the baseline of the same repetition)", "",
+             "| configuration | P4 | P5 | P4-P5 <= 0.35 | P1 | P2 | P1-P2 <= 1.05 | reps |",
+             "|---|---|---|---|---|---|---|---|"]
+    for label, variant, _c, _l in configs:
+        if variant == "baseline":
+            continue
+        mine = [r for r in ok if r["label"] == label and r["rep"] in base]
+        v = {p: ratios(mine, p) for p in (1, 2, 4, 5)}
+        hi = v[4] and v[5] and max(statistics.median(v[4]), statistics.median(v[5])) <= 0.35
+        lo = v[1] and v[2] and max(statistics.median(v[1]), statistics.median(v[2])) <= 1.05
+        lines.append("| %s | %s | %s | %s | %s | %s | %s | %d |" % (
+            label, cell(v[4]), cell(v[5]), "met" if hi else "not met", cell(v[1]), cell(v[2]),
+            "met" if lo else "not met", len(mine)))
+    return lines
+
+
 def summarize(records, configs):
     """summary.md text: per configuration and level, the mean turnaround
     (median over repetitions), its ratio to the same repetition's baseline,
@@ -298,17 +330,20 @@ def summarize(records, configs):
               "(below 1: faster). Abort %%: aborted attempts / all attempts of the level. "
               "checks/req: preemption checks run (ticks, signals and polled points that "
               "reached the check) per completed request." % len({r["rep"] for r in ok})]
+    lines += targets(ok, base, configs)
     over = [r for r in records if r.get("kind") == "overhead" and "error" not in r]
     if over:
         lines += ["", "## Overhead with no high-priority load", "",
-                  "| variant | completions/s (median) | x baseline (paired) |", "|---|---|---|"]
+                  "| variant | completions/s (median) | x baseline (paired: median [min-max]) |",
+                  "|---|---|---|"]
         bases = {r["rep"]: rate_of(r) for r in over if r["variant"] == "baseline"}
         for v in sorted({r["label"] for r in over}, key=lambda x: x != "baseline"):
             mine = [r for r in over if r["label"] == v]
             rates = [rate_of(r) for r in mine]
             ratios = [x / bases[r["rep"]] for x, r in zip(rates, mine) if r["rep"] in bases]
             lines.append("| %s | %.0f | %s |" % (v, statistics.median(rates),
-                                                 "%.3f" % statistics.median(ratios)
+                                                 "%.3f [%.3f-%.3f]" % (statistics.median(ratios),
+                                                                       min(ratios), max(ratios))
                                                  if ratios else "-"))
     failed = [r for r in records if "error" in r]
     if failed:

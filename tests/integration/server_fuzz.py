@@ -13,6 +13,10 @@
                                        the TPC-C ones, so that higher priorities arrive while
                                        the worker is busy and preempt it (with the option:
                                        the run must have preempted some transaction)
+  server_fuzz.py tpcc-demand SERVER LOADGEN [--expect-preemptions]
+                                       the same with the profiles spinning a twentieth of
+                                       [Silvestri17]'s Table I demands (--demand 0.05),
+                                       C_max 1 and --paused-conflict handover
 
 Each starts its own server on a free loopback port. What is checked, always: the server does
 not crash and exits 0 after SIGTERM; every request frame that arrived whole got exactly one
@@ -319,9 +323,15 @@ SMALL = ["--warehouses", "2", "--districts", "3", "--customers", "60", "--items"
          "--orders", "60"]
 
 
-def tpcc(server_bin, loadgen_bin, expect_preemptions):
+def tpcc(server_bin, loadgen_bin, expect_preemptions, demand=False):
+    """demand: the TPC-C profiles spin a twentieth of [Silvestri17]'s Table I
+    demands inside their transactions (--demand), C_max 1 and hand-over of paused
+    conflicts: the database must still check out, and the server says what it ran."""
+    extra = ["--c-max", "4"]
+    if demand:
+        extra = ["--c-max", "1", "--demand", "0.05", "--paused-conflict", "handover"]
     srv = Server(server_bin, SMALL + ["--check", "--preempt", "signal", "--contexts", "64",
-                                      "--c-max", "4", "--workers", "1"])
+                                      "--workers", "1"] + extra)
     lg = subprocess.run([loadgen_bin, "--port", str(srv.port), "--rate", "1500", "--duration-ms",
                          "1500", "--connections", "8", "--null-spin-us", "1000", "--mix",
                          "null=1,new-order=1,payment=1,order-status=1,delivery=1,stock-level=1"]
@@ -340,6 +350,10 @@ def tpcc(server_bin, loadgen_bin, expect_preemptions):
         fail("TPC-C consistency: %s" % st["check"])
     if st["accepted"] != r["sent"] or st["completed"] != st["accepted"]:
         fail("sent %d, accepted %d, completed %d" % (r["sent"], st["accepted"], st["completed"]))
+    if demand and (st.get("demand") != 0.05 or st.get("paused_conflict") != "handover"
+                   or "paused-conflict=handover" not in st.get("exec", "")):
+        fail("the server ran demand %r, paused_conflict %r (%s)" % (
+            st.get("demand"), st.get("paused_conflict"), st.get("exec")))
     preempted = sum(lv["preemptions"] for lv in st["levels_stats"])
     if expect_preemptions and preempted == 0:
         fail("no transaction was preempted (%s)" % st.get("exec"))
@@ -352,11 +366,11 @@ def main(argv):
         fuzz(argv[2], int(argv[3]) if len(argv) > 3 else random.randrange(1 << 30))
     elif len(argv) == 3 and argv[1] == "drain":
         drain(argv[2])
-    elif len(argv) in (4, 5) and argv[1] == "tpcc":
+    elif len(argv) in (4, 5) and argv[1] in ("tpcc", "tpcc-demand"):
         if len(argv) == 5 and argv[4] != "--expect-preemptions":
             print(__doc__, file=sys.stderr)
             return 2
-        tpcc(argv[2], argv[3], len(argv) == 5)
+        tpcc(argv[2], argv[3], len(argv) == 5, argv[1] == "tpcc-demand")
     else:
         print(__doc__, file=sys.stderr)
         return 2

@@ -320,6 +320,10 @@ if(sstm_server_built AND Python3_Interpreter_FOUND)
   sstm_add_test(NAME integration.server.tpcc_preempt_check LABELS integration stress
                 TIMEOUT 120 COMMAND ${Python3_EXECUTABLE} ${fuzz} tpcc
                 $<TARGET_FILE:sstm-server> $<TARGET_FILE:sstm-loadgen> ${expect})
+  # The same with Table I's demands (--demand), C_max 1 and hand-over.
+  sstm_add_test(NAME integration.server.tpcc_demand_handover_check LABELS integration stress
+                TIMEOUT 120 COMMAND ${Python3_EXECUTABLE} ${fuzz} tpcc-demand
+                $<TARGET_FILE:sstm-server> $<TARGET_FILE:sstm-loadgen> ${expect})
 else()
   message(STATUS "tests: sstm-server not built: its tests skipped")
 endif()
