@@ -139,6 +139,24 @@ extern _Atomic uint64_t sstm__os_prio_quantum_ns;
 enum { SSTM_SER_WAITS, SSTM_SER_TIMEOUTS };
 void sstm__cm_ser_wait(sstm_cm_ctx_t *ctx, const sstm_abort_info_t *info, sstm_wait_mode_t mode);
 
+/* ser-kill's watch of a lock holder (cm/ser_kill.c), and its decision as a
+ * test seam (tests/internal/ser_kill_decide.c): the answer to conflict c,
+ * given what the earlier rounds of this access saw in *w (updated) and the
+ * number of times ser-kill has killed the holder's transaction. Pure: no
+ * clock, no engine call. */
+typedef struct sstm__ser_kill_watch {
+  unsigned slot;   /* the holder watched: descriptor slot ... */
+  uint64_t txid;   /* ... and attempt */
+  uint32_t reads;  /* its read-set size at the last round */
+  uint32_t writes; /* its write-set size at the last round */
+  unsigned rounds; /* rounds watched */
+  unsigned stalls; /* rounds in a row without progress */
+  bool serialize;  /* the abort that follows sleeps behind the holder */
+  bool spared;     /* the decision spared a holder killed often */
+} sstm__ser_kill_watch_t;
+sstm_cm_action_t sstm__ser_kill_decide(sstm__ser_kill_watch_t *w, const sstm_conflict_t *c,
+                                       unsigned victim_kills, uint64_t *wait_ns);
+
 /* adaptive's test seam (cm/adaptive.c; tests/internal/adaptive_decide.c):
  * judge one window from given counts (commits, update commits among them,
  * aborts) and CPU time (UINT64_MAX: unknown);
