@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* adaptive: chooses among ser-spin-block, yield, ser-block and os_prio
+/* adaptive: chooses among ser-kill, yield, ser-block and os_prio
  * online, and gives its threads a longer time slice when transactions are
  * long, following [Maldonado10]'s Table 1 and conclusions (the paper leaves
  * this as future work) and what they measure to in docs/benchmarks.md:
@@ -18,10 +18,13 @@
  *       transaction wins and aborts the other) the write-dominated one
  *       (86 %) at 16-64 threads;
  *   short transactions, and
- *     threads that ran transactions <= CPUs  -> ser-spin-block: spin for
- *       the winner up to 20 us (SER-u spin, Table 1's "threads <= cores"),
- *       then sleep as ser-block (the winner's CPU may be taken by another
- *       process: the count is of our threads only);
+ *     threads that ran transactions <= CPUs  -> ser-kill: wait for a
+ *       running winner by spinning without aborting (SER-u spin, Table 1's
+ *       "threads <= cores"), kill one that stalls (its CPU may be taken by
+ *       another process: the count is of our threads only) and sleep
+ *       behind a long one (cm/ser_kill.c). It replaced ser-spin-block
+ *       (abort, spin up to 20 us, then sleep), which it matched or beat at
+ *       2 threads on the as-written intsets (docs/benchmarks.md);
  *     more threads than CPUs                 -> yield or ser-block,
  *       whichever commits more in a probe. Neither leads consistently on
  *       short workloads (docs/benchmarks.md), and nothing observable
@@ -61,7 +64,7 @@
  *
  * Starting choice, before any window has been evaluated: from the threads
  * registered so far, ser-block if they outnumber the CPUs (the safe choice
- * when oversubscribed), ser-spin-block otherwise. suicide is never chosen: every
+ * when oversubscribed), ser-kill otherwise. suicide is never chosen: every
  * policy of the menu costs exactly what suicide costs on conflict-free
  * paths, and softser ([Maldonado10]'s choice for non-deterministic
  * transactions) is behind the better of os_prio and ser-block+ext at every
@@ -117,34 +120,12 @@
 #include "iface/cm_services.h"
 #include "os/sched.h"
 
-extern const sstm_cm_ops_t sstm__cm_yield, sstm__cm_ser_block, sstm__cm_os_prio, sstm__cm_adaptive;
+extern const sstm_cm_ops_t sstm__cm_yield, sstm__cm_ser_kill, sstm__cm_ser_block, sstm__cm_os_prio,
+    sstm__cm_adaptive;
 
-/* ser-spin that gives up its CPU after SPIN_NS: SER-u (spin) when the
- * winner is running, as Table 1 recommends for threads <= cores, and a futex
- * sleep when it is not (its CPU taken by a thread of another process: "no
- * more threads than CPUs" is about ours only). Counters as ser-spin's. */
-#define SPIN_NS 20000ull
-static void spin_block_abort(sstm_cm_ctx_t *ctx, const sstm_abort_info_t *info) {
-  sstm__cm_bound_retries(ctx, info);
-  if (!info->has_other || !sstm__cm_conflict_abort(info->reason)) return;
-  sstm_cm_note(ctx, SSTM_ACT_SPIN);
-  sstm_cm_count(ctx, 0, 1);
-  if (sstm_party_wait(&info->other, SSTM_WAIT_SPIN, SPIN_NS) != 0) {
-    sstm_cm_note(ctx, SSTM_ACT_BLOCK);
-    if (sstm_party_wait(&info->other, SSTM_WAIT_BLOCK, SSTM_SER_WAIT_MAX_NS - SPIN_NS) != 0)
-      sstm_cm_count(ctx, 1, 1);
-  }
-  sstm_cm_note(ctx, SSTM_ACT_NONE);
-}
-static const sstm_cm_ops_t spin_block = {
-    .name = "ser-spin-block",
-    .on_conflict = sstm__cm_abort_self,
-    .on_abort = spin_block_abort,
-};
-
-enum { SUB_YIELD, SUB_SPIN_BLOCK, SUB_SER_BLOCK, SUB_OS_PRIO, NSUB };
-static const sstm_cm_ops_t *const subs[NSUB] = {&sstm__cm_yield, &spin_block, &sstm__cm_ser_block,
-                                                &sstm__cm_os_prio};
+enum { SUB_YIELD, SUB_SER_KILL, SUB_SER_BLOCK, SUB_OS_PRIO, NSUB };
+static const sstm_cm_ops_t *const subs[NSUB] = {&sstm__cm_yield, &sstm__cm_ser_kill,
+                                                &sstm__cm_ser_block, &sstm__cm_os_prio};
 /* Policy counters 0..3 belong to the sub-policies (waits, yields or kills;
  * timeouts or self-aborts; os_prio's priority refreshes and escalations),
  * 4..6 to adaptive itself, 7 to an ext modifier. */
@@ -350,7 +331,7 @@ static int adaptive_init(const sstm_config_t *cfg) {
   G.last_eval = sstm__now_ns();
   pthread_mutex_unlock(&G.lock);
   G.own_slice = sstm__cm_selected() == &sstm__cm_adaptive;
-  atomic_store_explicit(&G.cur, SUB_SPIN_BLOCK, RLX);
+  atomic_store_explicit(&G.cur, SUB_SER_KILL, RLX);
   atomic_store_explicit(&G.slice_want, false, RLX);
   atomic_store_explicit(&G.slice_failed, false, RLX);
   atomic_store_explicit(&G.window_start, sstm__now_ns(), RLX);
@@ -619,7 +600,7 @@ static void decide(sstm_cm_ctx_t *ctx, uint64_t ns, uint64_t commits, uint64_t u
   if (!G.over) {
     G.probe_a = G.probe_b = -1;
     snprintf(G.reason, sizeof G.reason, "%s", G.regime);
-    choose(ctx, SUB_SPIN_BLOCK);
+    choose(ctx, SUB_SER_KILL);
     return;
   }
   probe_regime(ctx, cps, SUB_YIELD, SUB_SER_BLOCK, threads);
@@ -773,7 +754,7 @@ static void adaptive_desc_init(sstm_cm_ctx_t *ctx) {
     bool over = G.registered > G.ncpu;
     snprintf(G.reason, sizeof G.reason, "start threads=%u%scpus=%u", G.registered,
              over ? ">" : "<=", G.ncpu);
-    choose(NULL, over ? SUB_SER_BLOCK : SUB_SPIN_BLOCK);
+    choose(NULL, over ? SUB_SER_BLOCK : SUB_SER_KILL);
   }
   bool changed = !G.evaluated;
   pthread_mutex_unlock(&G.lock);
@@ -915,7 +896,7 @@ uint64_t sstm__adaptive_window_ns(void) { return atomic_load_explicit(&G.window_
 const sstm_cm_ops_t sstm__cm_adaptive = {
     .name = "adaptive",
     .description =
-        "chooses ser-spin-block/yield/ser-block/os_prio (and a long slice) online ([Maldonado10], "
+        "chooses ser-kill/yield/ser-block/os_prio (and a long slice) online ([Maldonado10], "
         "Table 1)",
     .state_size = ADAPTIVE_STATE_MAX,
     .init = adaptive_init,

@@ -152,7 +152,7 @@ int main(int argc, char **argv) {
   CHECK_CONTAINS(desc, " cm-info=current=");
   CHECK_CONTAINS(desc, " reason=");
   const char *cur = strstr(desc, "current=") + strlen("current=");
-  static const char *const names[] = {"yield ", "ser-spin-block ", "ser-block ", "os_prio "};
+  static const char *const names[] = {"yield ", "ser-kill ", "ser-block ", "os_prio "};
   bool known = false;
   for (unsigned i = 0; i < sizeof names / sizeof names[0]; i++)
     known = known || strncmp(cur, names[i], strlen(names[i])) == 0;
@@ -181,11 +181,11 @@ int main(int argc, char **argv) {
   if (strstr(desc, "over threads=") && strstr(desc, "short-tx="))
     CHECK_GT_U(s.cm_stats[A_SWITCHES], 0);
   /* The choice at registration (the workers: this thread is not
-   * registered) is ser-block with more threads than CPUs, ser-spin-block
+   * registered) is ser-block with more threads than CPUs, ser-kill
    * otherwise: any other current policy was reached by a counted switch. */
   cpu_set_t cpus;
   CHECK_EQ_I(sched_getaffinity(0, sizeof cpus, &cpus), 0);
-  const char *initial = threads > (unsigned)CPU_COUNT(&cpus) ? "ser-block " : "ser-spin-block ";
+  const char *initial = threads > (unsigned)CPU_COUNT(&cpus) ? "ser-block " : "ser-kill ";
   if (strncmp(cur, initial, strlen(initial)) != 0)
     CHECK_MSG(s.cm_stats[A_SWITCHES] > 0, "current policy changed without a switch: %s", desc);
   /* at most one switch per evaluation: the counters are adaptive's own

@@ -21,7 +21,7 @@
  *  - window length by regime: 20 ms per 4 threads per CPU for long
  *    transactions (40 ms at 16 threads, capped at 160 ms), 20 ms for short
  *    ones at any count; at or below the CPU count short transactions get
- *    ser-spin-block without a probe;
+ *    ser-kill without a probe;
  *  - hysteresis: leaving oversubscription takes three windows, the length
  *    regimes are a band (half the threshold to the threshold keeps the
  *    current one), a held yield gives way after two bad windows in a row;
@@ -363,7 +363,7 @@ TEST(window_length_by_regime) {
 
   start();
   rate_os_prio = rate_ser_block = rate_other = 5e6;
-  CHECK_EQ_STR(feed(2, 2), "ser-spin-block"); /* threads <= CPUs: no probe */
+  CHECK_EQ_STR(feed(2, 2), "ser-kill"); /* threads <= CPUs: no probe */
   CHECK_MSG(strstr(why, "probing") == NULL, "%s", why);
   CHECK_EQ_U(sstm__adaptive_window_ns(), 20 * MS);
   stop();
@@ -457,10 +457,10 @@ TEST(leaving_oversubscription_takes_three_windows) {
   feed(64, 2);
   for (int w = 1; w <= 2; w++) {
     const char *c = feed(2, 2);
-    CHECK_MSG(strcmp(c, "ser-spin-block") != 0, "left after %d window(s): %s", w, why);
+    CHECK_MSG(strcmp(c, "ser-kill") != 0, "left after %d window(s): %s", w, why);
     CHECK_NOT_NULL(strstr(why, "over threads=2 busy=2.0/2"));
   }
-  expect_feed(2, 2, "ser-spin-block", "under threads=2 busy=2.0/2");
+  expect_feed(2, 2, "ser-kill", "under threads=2 busy=2.0/2");
   CHECK_EQ_STR(feed(64, 2), "yield"); /* back at once: a new probe, challenger first */
   CHECK_NOT_NULL(strstr(why, "probing"));
   stop();
@@ -523,7 +523,7 @@ TEST(transaction_length_is_cpu_time_per_commit) {
   cpu_share = 0.1; /* but only a tenth of the time on a CPU: 0.2 L per commit */
   feed(2, 2);
   CHECK_NOT_NULL(strstr(why, "short-tx"));
-  CHECK_EQ_STR(feed(2, 2), "ser-spin-block");
+  CHECK_EQ_STR(feed(2, 2), "ser-kill");
   cpu_share = 1.0; /* busy all the time: 2 L per commit, long after two windows */
   feed(2, 2);
   feed(2, 2);
@@ -540,7 +540,7 @@ TEST(transaction_length_is_cpu_time_per_commit) {
 }
 
 /* Before any window, the choice comes from the descriptors registered:
- * as many as CPUs is not oversubscribed (ser-spin-block), one more is
+ * as many as CPUs is not oversubscribed (ser-kill), one more is
  * (ser-block). */
 static unsigned affinity_cpus(void) {
   cpu_set_t set;
@@ -557,7 +557,7 @@ TEST(start_choice_counts_registered_threads_against_cpus) {
     CHECK_OK(sstm_desc_create(&extra[i]));
   char d[512], want[64];
   CHECK_GT_I(sstm_describe(d, sizeof d), 0);
-  CHECK_CONTAINS(d, "current=ser-spin-block");
+  CHECK_CONTAINS(d, "current=ser-kill");
   snprintf(want, sizeof want, "start threads=%u<=cpus=%u", ncpu, ncpu);
   CHECK_CONTAINS(d, want);
   CHECK_OK(sstm_desc_create(&extra[0]));

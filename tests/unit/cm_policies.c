@@ -877,9 +877,10 @@ TEST(os_prio_cancel_after_escalation_is_not_an_escalation) {
   sstm_test_fini();
 }
 
-/* Mutation round 7: m28: adaptive's own sub-policy ser-spin-block
- * (spin_block_abort, cm/adaptive.c) without sstm__cm_bound_retries. On one
- * thread adaptive starts with ser-spin-block (threads <= CPUs), and every
+/* Mutation round 7: m28: adaptive's sub-policy for threads <= CPUs (then
+ * ser-spin-block, now ser-kill: cm/ser_kill.c) without
+ * sstm__cm_bound_retries. On one
+ * thread adaptive starts with ser-kill (threads <= CPUs), and every
  * sub-policy it may switch to has a bound (yield and ser-block 256, os_prio
  * 32), so a transaction that keeps losing conflicts must become
  * irrevocable after at most SSTM_CM_RETRY_BOUND of them; retry_bound()

@@ -363,7 +363,7 @@ TEST(dump_shows_the_policys_current_choice) {
   CHECK_OK(sstm_init(&cfg));
   CHECK_OK(sstm_thread_init());
   char *text = dump_text();
-  CHECK_CONTAINS(text, "policy         adaptive: current=ser-spin-block");
+  CHECK_CONTAINS(text, "policy         adaptive: current=ser-kill");
   CHECK_CONTAINS(text, "reason=start threads=1<=cpus=");
   free(text);
   sstm_test_fini();
