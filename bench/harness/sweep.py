@@ -145,7 +145,9 @@ def parse_args(argv):
     p.add_argument("--designs", type=csv_list, default=[], help="schedstm designs: etl,ctl")
     p.add_argument("--cms", type=csv_list, default=[],
                    help="schedstm contention managers (policies), e.g. suicide,backoff; "
-                        "the binary's --list-cms names the valid ones")
+                        "the binary's --list-cms names the valid ones; \"%s\" runs the "
+                        "library's default policy (no -C: what a user who picks none gets)"
+                        % DEFAULT_CM)
     p.add_argument("--initial", type=int, default=None, help="intset initial size (1024)")
     p.add_argument("--range", type=int, default=None,
                    help="intset key range (default 2*initial)")
@@ -234,9 +236,18 @@ def parse_args(argv):
     return args
 
 
+# --cms name of the library's default policy: the variant passes no -C, so
+# that it runs whatever sstm_config_default() selects (its record's cm field
+# is the name the program reports).
+DEFAULT_CM = "default"
+
+
 def build_variants(args):
     variants = adapters.make_native_variants(
         args.backends, args.bin_dir, args.designs, args.cms, args.itm_method)
+    for v in variants:
+        if isinstance(v, adapters.NativeVariant) and v.cm == DEFAULT_CM:
+            v.cm = None  # labelled "-default", run without -C
     variants += [adapters.make_peer(spec) for spec in args.peer]
     labels = [v.label for v in variants]
     if len(set(labels)) != len(labels):
@@ -263,7 +274,8 @@ def unknown_cms(args, variants):
             sys.stderr.write("sweep: warning: %s --list-cms did not answer; --cms is checked "
                              "by the runs\n" % binary)
             continue
-        bad = [c for c in args.cms if not adapters.cm_accepted(c, known)]
+        bad = [c for c in args.cms
+               if c != DEFAULT_CM and not adapters.cm_accepted(c, known)]
         if bad:
             problems.append("unknown contention manager(s) %s for %s (valid: %s, ext, P+ext)"
                             % (",".join(bad), os.path.basename(binary), ", ".join(known)))

@@ -198,6 +198,15 @@ class Commands(unittest.TestCase):
             ["schedstm", "seq"], "/bin", ["etl", "ctl"], ["suicide"], None)]
         self.assertEqual(labels, ["schedstm-etl", "schedstm-ctl", "seq"])
 
+    def test_default_cm_runs_without_a_policy_option(self):
+        args = sweep.parse_args(["--backends", "schedstm", "--cms", "default,suicide"])
+        variants = sweep.build_variants(args)
+        self.assertEqual([v.label for v in variants], ["schedstm-default", "schedstm-suicide"])
+        argv, _ = variants[0].command(self.point)
+        self.assertNotIn("-C", argv)
+        argv, _ = variants[1].command(self.point)
+        self.assertEqual(argv[argv.index("-C") + 1], "suicide")
+
     def test_bad_backend_and_peer_specs_are_errors(self):
         with self.assertRaisesRegex(ValueError, "unknown back-end 'tl2'"):
             adapters.make_native_variants(["tl2"], "/bin", None, None, None)
