@@ -49,6 +49,11 @@ This matters for peers whose driver starts its clock late or stops it
 early when threads outnumber CPUs (TinySTM's intset: see
 docs/benchmarks.md); the program's own figure is kept as
 commits_per_s_inside.
+
+Every record also has cpu_s, the run's user + system CPU time as the
+harness sees it (with --outside-clock, the difference between the two
+runs), and commits_per_cpu_s: on a host shared with other programs, a
+figure that depends much less on how much of the CPUs the run was given.
 """
 
 import argparse
@@ -57,6 +62,7 @@ import datetime
 import json
 import math
 import os
+import resource
 import signal
 import subprocess
 import sys
@@ -358,10 +364,12 @@ def kill_group(proc):
     proc.wait()
 
 
-def outside_rates(short, short_wall, long_, long_wall):
+def outside_rates(short, short_wall, long_, long_wall, short_cpu=None, long_cpu=None):
     """Rates of the long run timed from outside: (commits, aborts) of the
     long run minus those of the short one, over the difference of their
-    wall times. Raises RunFailed when the difference cannot be a rate."""
+    wall times; with the CPU times of both runs, also the commits per
+    CPU-second of the difference (cpu_s, commits_per_cpu_s). Raises
+    RunFailed when the difference cannot be a rate."""
     dt = long_wall - short_wall
     dc = (long_.get("commits") or 0) - (short.get("commits") or 0)
     if dt <= 0 or dc <= 0:
@@ -371,7 +379,21 @@ def outside_rates(short, short_wall, long_, long_wall):
     rates = {"commits_per_s": dc / dt, "elapsed_s": dt}
     if long_.get("aborts") is not None and short.get("aborts") is not None:
         rates["aborts_per_s"] = max(0, long_["aborts"] - short["aborts"]) / dt
+    if short_cpu is not None and long_cpu is not None and long_cpu > short_cpu:
+        rates["cpu_s"] = long_cpu - short_cpu
+        rates["commits_per_cpu_s"] = dc / (long_cpu - short_cpu)
     return rates
+
+
+def children_cpu_s():
+    """User + system CPU time of the harness's ended children so far. A
+    run's CPU time is the difference around it (runs are sequential and
+    reaped before the next starts): on a shared host the commits per
+    CPU-second of a run depend far less on the other programs' load than
+    its commits per second, which also measure the share of the CPUs the
+    run was given."""
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ru.ru_utime + ru.ru_stime
 
 
 NUMERIC_FIELDS = ("commits_per_s", "aborts_per_s", "abort_ratio", "commits", "aborts",
@@ -417,10 +439,14 @@ def run_one(rep, point, variant, args):
     try:
         if args.outside_clock:
             short_argv, _ = variant.command(dict(point, duration_ms=args.outside_clock))
+            cpu0 = children_cpu_s()
             proc, short_wall = execute(short_argv, env_extra, timeout)
+            short_cpu = children_cpu_s() - cpu0
             short = variant.parse(proc.stdout, proc.stderr, proc.returncode)
             check_numbers(short)
+        cpu0 = children_cpu_s()
         proc, wall = execute(argv, env_extra, timeout)
+        cpu = children_cpu_s() - cpu0
         parsed = variant.parse(proc.stdout, proc.stderr, proc.returncode)
         check_numbers(parsed)
         if args.outside_clock:
@@ -428,8 +454,10 @@ def run_one(rep, point, variant, args):
                       "aborts_per_s_inside": parsed.get("aborts_per_s"),
                       "elapsed_s_inside": parsed.get("elapsed_s"),
                       "clock": "outside", "outside_short_ms": args.outside_clock}
-            parsed.update(outside_rates(short, short_wall, parsed, wall))
+            parsed.update(outside_rates(short, short_wall, parsed, wall, short_cpu, cpu))
             parsed.update(inside)
+        elif cpu > 0 and parsed.get("commits"):
+            parsed.update(cpu_s=cpu, commits_per_cpu_s=parsed["commits"] / cpu)
     except subprocess.TimeoutExpired:
         return dict(record, status="fail",
                     error="timed out after %g s (its process group was killed)" % timeout)

@@ -294,6 +294,13 @@ class OutsideClock(unittest.TestCase):
         self.assertNotIn("aborts_per_s", sweep.outside_rates(
             {"commits": 1, "aborts": None}, 0.1, {"commits": 5, "aborts": None}, 0.2))
 
+    def test_commits_per_cpu_second_of_the_difference(self):
+        r = sweep.outside_rates({"commits": 100}, 0.5, {"commits": 2100}, 2.5, 0.2, 4.2)
+        self.assertAlmostEqual(r["cpu_s"], 4.0)
+        self.assertAlmostEqual(r["commits_per_cpu_s"], 500.0)
+        self.assertNotIn("commits_per_cpu_s",
+                         sweep.outside_rates({"commits": 100}, 0.5, {"commits": 2100}, 2.5))
+
     def test_a_long_run_no_longer_than_the_short_one_is_an_error(self):
         with self.assertRaisesRegex(adapters.RunFailed, "did not outlast"):
             sweep.outside_rates({"commits": 100}, 1.0, {"commits": 200}, 0.9)
