@@ -7,9 +7,9 @@
 #     list, skip list, red-black tree, hash set), 20% updates: what the
 #     instrumentation costs.
 #  2. Oversubscribed: more threads than CPUs (2, 8, 32 and 64 threads on a
-#     hash set, 50% updates), schedstm with the default contention manager
-#     (suicide: abort and retry at once), with scheduling policies
-#     (ser-block, ser-yield, adaptive) and libitm. When threads outnumber
+#     hash set, 50% updates), schedstm with suicide (abort and retry at
+#     once, TinySTM's default), with scheduling policies (ser-block,
+#     ser-yield, adaptive, the library's default) and libitm. When threads outnumber
 #     CPUs, a transaction descheduled in the middle keeps its locks and the
 #     others abort against it again and again; the policies make the loser
 #     wait until the winner has ended, so the throughput holds.
@@ -146,7 +146,7 @@ if [[ "$status" -eq 0 ]]; then
 fi
 if [[ "$status" -eq 0 && "${OVERSUB_RAN:-0}" = 1 ]]; then
   figure oversubscribed "More threads than CPUs: a hash set (16k), 50% updates" \
-    "suicide (the default), ser-block, ser-yield, adaptive: schedstm's contention managers (suicide retries at once; ser-* wait for the winner to end, sleeping on a futex or yielding; adaptive chooses online); itm: GCC's libitm (ml_wt), which reports no abort counts." \
+    "suicide, ser-block, ser-yield, adaptive (the default): schedstm's contention managers (suicide retries at once; ser-* wait for the winner to end, sleeping on a futex or yielding; adaptive chooses online); itm: GCC's libitm (ml_wt), which reports no abort counts." \
     --relative
   # What the second sweep shows, in a few lines: each variant's throughput
   # at the most threads as a share of its own at the fewest.

@@ -215,7 +215,7 @@ typedef struct sstm_config {
    * sizeof(sstm_config_t): set by sstm_config_default(), not by hand. */
   size_t size;
   sstm_design_t design;     /**< default SSTM_DESIGN_ETL */
-  const char *cm;           /**< contention manager name, default "suicide" */
+  const char *cm;           /**< contention manager name, default "adaptive" */
   unsigned lock_bits;       /**< lock table has 2^lock_bits entries (default 20) */
   unsigned stripe_shift;    /**< one lock covers 2^stripe_shift bytes (default 5) */
   unsigned max_threads;     /**< descriptors at once: registered threads plus

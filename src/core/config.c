@@ -53,7 +53,7 @@ static void config_defaults(sstm_config_t *cfg) {
   *cfg = (sstm_config_t){
       .size = sizeof(sstm_config_t),
       .design = SSTM_DESIGN_ETL,
-      .cm = "suicide",
+      .cm = "adaptive",
       .lock_bits = 20,
       .stripe_shift = 5,
       .max_threads = 1024,

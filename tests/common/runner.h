@@ -104,9 +104,9 @@ static inline uint64_t sstm_rng_below(sstm_rng_t *r, uint64_t n) {
 
 /* The design selected by SSTM_TEST_DESIGN (default etl). */
 sstm_design_t sstm_test_design(void);
-/* Defaults with use_env = false and the test design, plus the policies'
- * knobs and the begin-fence switch from the environment
- * (sstm_test_env_knobs). */
+/* Defaults with use_env = false, the test design and the policy suicide
+ * (not the library's default, adaptive), plus the policies' knobs and the
+ * begin-fence switch from the environment (sstm_test_env_knobs). */
 void sstm_test_config(sstm_config_t *cfg);
 /* The ctest entries pass the policies' knobs (SCHEDSTM_SOFTSER_LEVER,
  * SCHEDSTM_EXT_MODE, SCHEDSTM_EXT_SLICE_US, SCHEDSTM_PRIO_ESCALATE) and

@@ -51,7 +51,7 @@ TEST(config_default) {
   memset(&c, 0xA5, sizeof c);
   sstm_config_default(&c);
   CHECK_EQ_I(c.design, SSTM_DESIGN_ETL);
-  CHECK_EQ_STR(c.cm, "suicide");
+  CHECK_EQ_STR(c.cm, "adaptive");
   CHECK_EQ_U(c.lock_bits, 20);
   CHECK_EQ_U(c.stripe_shift, 5);
   CHECK_EQ_U(c.max_threads, 1024);
