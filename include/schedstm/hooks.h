@@ -19,7 +19,10 @@
  * (sstm_restart, sstm_cancel: misuse). sstm_malloc() and sstm_free() in a
  * hook act as outside a transaction, even in tx_begin (<schedstm/alloc.h>).
  * With no hook registered the engine
- * pays one predictable branch per event.
+ * pays one predictable branch per event, and transactions pay only that
+ * while the sets registered have thread events alone (which events a set
+ * has is read when it is registered: set its members before
+ * sstm_hooks_add()).
  */
 #ifndef SCHEDSTM_HOOKS_H
 #define SCHEDSTM_HOOKS_H

@@ -240,8 +240,13 @@ typedef struct sstm_global {
   sstm_config_t cfg;
   const sstm_cm_ops_t *cm;
   _Atomic bool initialized;
-  _Atomic bool closing;               /* sstm_shutdown under way: no new registration */
-  _Atomic unsigned nhooks;            /* hooks registered (fast check) */
+  _Atomic bool closing; /* sstm_shutdown under way: no new registration */
+  /* Registered hooks with a transaction event (tx_begin, tx_commit,
+   * tx_abort), the transactions' fast check, and with a thread event
+   * (thread_init, thread_exit), registration's: hooks of thread events
+   * alone cost the transactions nothing. */
+  _Atomic unsigned nhooks;
+  _Atomic unsigned nthread_hooks;
   bool membarrier;                    /* asymmetric fence available (reclamation) */
   _Atomic(struct sstm_desc *) *descs; /* slot -> descriptor, never freed while init */
   _Atomic unsigned hiwater;           /* slots in [0, hiwater) may be in use */

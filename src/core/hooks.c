@@ -17,6 +17,7 @@ static struct hook_slot {
   _Atomic unsigned seq; /* even: stable; odd: being written */
   _Atomic(const sstm_hooks_t *) h;
   _Atomic(void *) arg;
+  unsigned kinds; /* reg_lock: the events counted at the add (count_kinds) */
 } hooks[SSTM_MAX_HOOKS];
 
 /* Writer side, under reg_lock (one writer at a time). */
@@ -49,6 +50,23 @@ static const sstm_hooks_t *slot_read(struct hook_slot *s, void **arg) {
   return h;
 }
 
+/* The fast checks a hook set counts in (engine.h: nhooks for transaction
+ * events, nthread_hooks for thread events), fixed at its registration. */
+enum { KIND_TX = 1, KIND_THREAD = 2 };
+static unsigned kinds_of(const sstm_hooks_t *h) {
+  return (h->tx_begin || h->tx_commit || h->tx_abort ? KIND_TX : 0) |
+         (h->thread_init || h->thread_exit ? KIND_THREAD : 0);
+}
+
+/* Count a registration (+1) or its removal (-1) of a set with `kinds`;
+ * under reg_lock. relaxed: see sstm_hooks_add. */
+static void count_kinds(unsigned kinds, int by) {
+  if (kinds & KIND_TX)
+    atomic_fetch_add_explicit(&sstm__g.nhooks, (unsigned)by, memory_order_relaxed);
+  if (kinds & KIND_THREAD)
+    atomic_fetch_add_explicit(&sstm__g.nthread_hooks, (unsigned)by, memory_order_relaxed);
+}
+
 SSTM_API int sstm_hooks_add(const sstm_hooks_t *h, void *arg) {
   if (h == NULL) {
     sstm__set_error("sstm_hooks_add: hooks is NULL");
@@ -59,13 +77,14 @@ SSTM_API int sstm_hooks_add(const sstm_hooks_t *h, void *arg) {
   for (int i = 0; i < SSTM_MAX_HOOKS; i++) {
     if (atomic_load_explicit(&hooks[i].h, memory_order_relaxed) == NULL) {
       slot_write(&hooks[i], h, arg);
+      hooks[i].kinds = kinds_of(h);
       handle = i;
       break;
     }
   }
-  /* relaxed: nhooks is only the events' fast-path test; the slot's count
-   * orders the pair. An event that reads 0 here ran before the add. */
-  if (handle >= 0) atomic_fetch_add_explicit(&sstm__g.nhooks, 1, memory_order_relaxed);
+  /* relaxed: the counts are only the events' fast-path tests; the slot's
+   * count orders the pair. An event that reads 0 here ran before the add. */
+  if (handle >= 0) count_kinds(hooks[handle].kinds, 1);
   pthread_mutex_unlock(&sstm__g.reg_lock);
   if (handle < 0) sstm__set_error("sstm_hooks_add: all %d hook slots are used", SSTM_MAX_HOOKS);
   return handle;
@@ -80,7 +99,7 @@ SSTM_API int sstm_hooks_remove(int handle) {
   int rc = SSTM_EINVAL;
   if (atomic_load_explicit(&hooks[handle].h, memory_order_relaxed) != NULL) {
     slot_write(&hooks[handle], NULL, NULL);
-    atomic_fetch_sub_explicit(&sstm__g.nhooks, 1, memory_order_relaxed);
+    count_kinds(hooks[handle].kinds, -1);
     rc = 0;
   }
   pthread_mutex_unlock(&sstm__g.reg_lock);
@@ -108,5 +127,6 @@ void sstm__hooks_clear(void) {
     if (atomic_load_explicit(&hooks[i].h, memory_order_relaxed) != NULL)
       slot_write(&hooks[i], NULL, NULL);
   atomic_store_explicit(&sstm__g.nhooks, 0, memory_order_relaxed);
+  atomic_store_explicit(&sstm__g.nthread_hooks, 0, memory_order_relaxed);
   pthread_mutex_unlock(&sstm__g.reg_lock);
 }

@@ -211,7 +211,7 @@ SSTM_API int sstm_thread_init(void) {
   if (rc != 0) return rc;
   d->thread_owned = true;
   attach(d);
-  if (atomic_load_explicit(&sstm__g.nhooks, memory_order_relaxed)) {
+  if (atomic_load_explicit(&sstm__g.nthread_hooks, memory_order_relaxed)) {
     d->in_callback++;
     d->in_hook++;
     sstm__hooks_thread_init();
@@ -238,7 +238,7 @@ static int thread_exit(struct sstm_desc *d) {
     detach(d);
     return 0;
   }
-  if (atomic_load_explicit(&sstm__g.nhooks, memory_order_relaxed)) {
+  if (atomic_load_explicit(&sstm__g.nthread_hooks, memory_order_relaxed)) {
     d->in_callback++;
     d->in_hook++;
     sstm__hooks_thread_exit();

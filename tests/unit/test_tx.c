@@ -612,6 +612,58 @@ TEST(hooks_limit) {
   sstm_test_fini();
 }
 
+/* A set with thread events only and one with transaction events only:
+ * each is called for its own events (the engine counts them apart, so
+ * that the first costs transactions nothing), also after the other is
+ * removed, and a set registered again after removal is counted again. */
+static void *run_one(void *arg) {
+  (void)arg;
+  CHECK_OK(sstm_thread_init());
+  SSTM_ATOMIC_BEGIN(NULL)
+  SSTM_ATOMIC_END();
+  CHECK_OK(sstm_thread_exit());
+  return NULL;
+}
+static int count_kind(char k) {
+  int n = 0;
+  for (int i = 0; i < nev; i++)
+    n += ev[i].kind == k;
+  return n;
+}
+TEST(hooks_of_one_kind_of_event) {
+  sstm_test_init();
+  static const sstm_hooks_t threads_only = {.thread_init = h_thread_init,
+                                            .thread_exit = h_thread_exit};
+  static const sstm_hooks_t tx_only = {.tx_begin = h_begin, .tx_commit = h_commit};
+  for (int round = 0; round < 2; round++) {
+    int ht = sstm_hooks_add(&threads_only, NULL);
+    int hx = sstm_hooks_add(&tx_only, NULL);
+    CHECK_GE_I(ht, 0);
+    CHECK_GE_I(hx, 0);
+    nev = 0;
+    pthread_t t;
+    CHECK_EQ_I(pthread_create(&t, NULL, run_one, NULL), 0);
+    CHECK_EQ_I(pthread_join(t, NULL), 0);
+    CHECK_EQ_I(count_kind('I'), 1);
+    CHECK_EQ_I(count_kind('E'), 1);
+    CHECK_EQ_I(count_kind('b'), 1);
+    CHECK_EQ_I(count_kind('c'), 1);
+    /* Remove one kind, then the other: the remaining set still runs. */
+    CHECK_OK(sstm_hooks_remove(round == 0 ? hx : ht));
+    nev = 0;
+    CHECK_EQ_I(pthread_create(&t, NULL, run_one, NULL), 0);
+    CHECK_EQ_I(pthread_join(t, NULL), 0);
+    CHECK_EQ_I(count_kind('I') + count_kind('E'), round == 0 ? 2 : 0);
+    CHECK_EQ_I(count_kind('b') + count_kind('c'), round == 0 ? 0 : 2);
+    CHECK_OK(sstm_hooks_remove(round == 0 ? ht : hx));
+    nev = 0;
+    CHECK_EQ_I(pthread_create(&t, NULL, run_one, NULL), 0);
+    CHECK_EQ_I(pthread_join(t, NULL), 0);
+    CHECK_EQ_I(nev, 0);
+  }
+  sstm_test_fini();
+}
+
 /* hooks.h: the table may change while other threads register, run
  * transactions and leave, and a hook is always called with its own arg. A
  * changer thread moves two hook sets (A with &tag_a, B with &tag_b) through
