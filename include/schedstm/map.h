@@ -13,14 +13,14 @@
  * @par Strategies (sstm_map_strategy_t)
  * - none: the operating system places the threads.
  * - compact, scatter, round-robin: each registering thread is pinned, on
- *   itself, to the processing unit (PU) the strategy gives its descriptor
- *   slot (sstm_desc_slot()); the placements are those of the topology
- *   layer (docs/design/mapping.md). With more threads than PUs, several
- *   threads share a PU.
+ *   itself, to the processing unit (PU) the strategy gives its thread
+ *   index (below); the placements are those of the topology layer
+ *   (docs/design/mapping.md). With more threads than PUs, several threads
+ *   share a PU.
  * - file: a sharing-aware placement computed at sstm_init() from a
  *   communication matrix that an earlier run dumped (map_file, the format of
- *   docs/design/mapping.md); thread slot i goes where row i was placed, a
- *   slot beyond the matrix stays unpinned. A missing or malformed file
+ *   docs/design/mapping.md); thread index i goes where row i was placed, an
+ *   index beyond the matrix stays unpinned. A missing or malformed file
  *   fails sstm_init() with SSTM_EINVAL and the file's line and column in
  *   sstm_last_error().
  * - stmap: online detection (sampling in the barriers, the address table
@@ -50,6 +50,16 @@
  * since the last evaluation; when on, the mapping of the current matrix;
  * a new placement replaces the current one only when the cost model
  * predicts a cost lower by more than map_gain_pct percent.
+ *
+ * @par Thread indices
+ * The rows of the matrix and the static placements are numbered by thread:
+ * an operating-system thread gets an index at its first sstm_thread_init()
+ * (the lowest free one: 0, 1, ... in registration order) and keeps it, with
+ * its row and its pinning, through later sstm_thread_exit() /
+ * sstm_thread_init() pairs, so a pool whose workers register for each
+ * parallel phase has one row per worker. An index goes to another thread
+ * only after its thread has ended; when every index is held, a new thread
+ * is not followed.
  *
  * Pinning uses pthread_setaffinity_np() with one CPU per thread. A thread
  * whose PU is not in the CPUs the process was allowed at sstm_init() is
@@ -128,19 +138,18 @@ static inline int sstm_map_stats_get(sstm_map_stats_t *out) {
  * @return 0, SSTM_ESTATE or SSTM_EINVAL */
 SSTM_API int sstm_map_thread_cpu(unsigned slot, int *cpu, int *seen, int *pu);
 
-/** Copy the communication matrix of slots [0, n) into m (n x n, row-major,
- * symmetric, zero diagonal; rows past the matrix's order are zero).
- * Returns the number of slots that have counted events so far (the order a
+/** Copy the communication matrix of thread indices [0, n) into m (n x n,
+ * row-major, symmetric, zero diagonal; rows past the matrix's order are
+ * zero). Returns the number of thread indices given so far (the order a
  * dump uses), or SSTM_ESTATE (not initialised), SSTM_EINVAL (m NULL with
  * n > 0), SSTM_EINVAL also for a strategy without detection.
  * @param[out] m receives n * n counters
  * @param n rows and columns wanted
- * @return the slots in use, or an error */
+ * @return the thread indices in use, or an error */
 SSTM_API int sstm_map_matrix(uint64_t *m, unsigned n);
 
-/** Write the communication matrix (slots up to the highest that has
- * registered) to the file at path, in the matrix format of
- * docs/design/mapping.md (what the strategy "file" loads). Errors:
+/** Write the communication matrix (thread indices up to the highest given) to the file at path, in
+ * the matrix format of docs/design/mapping.md (what the strategy "file" loads). Errors:
  * SSTM_ESTATE, SSTM_EINVAL (path NULL), SSTM_EINVAL also without detection,
  * SSTM_EPERM (the file cannot be written: the reason in sstm_last_error()),
  * SSTM_ENOMEM.

@@ -8,11 +8,18 @@
  * matrix are detect.c's.
  *
  * Threads. The subsystem follows registered threads (sstm_thread_init) by
- * their descriptor slot, through the public hooks: thread_init records the
- * thread (and, for a static strategy, pins it, on itself), thread_exit
- * forgets it. A descriptor of sstm_desc_create() is not followed: it has no
- * thread of its own. `M.lock` guards the thread table's identities, the
- * placement in force and every evaluation; the sampled path never takes it.
+ * a thread index of its own, through the public hooks: the first
+ * registration of an operating-system thread gives it the lowest index no
+ * thread holds, which it keeps through later sstm_thread_exit /
+ * sstm_thread_init pairs (a worker of a pool that registers for each
+ * parallel phase, as STAMP's do, is one row of the matrix, not one per
+ * phase, and not a descriptor slot that the next thread to register
+ * reuses); its row starts clean. An index goes to a new thread only when
+ * none was never used and the thread holding it has ended (tgkill with
+ * signal 0 says so). thread_init marks the thread live (and, for a static
+ * strategy, pins it, on itself), thread_exit not live. A descriptor of
+ * sstm_desc_create() is not followed: it has no thread of its own. `M.lock` guards the thread
+ * table's identities, the placement in force and every evaluation; the sampled path never takes it.
  * An evaluation pins other threads by their pthread_t while holding it, and
  * a thread's thread_exit hook takes it before the thread can end: a thread
  * in the table is alive.
@@ -26,9 +33,11 @@
  * MI), MI means the same whatever the number of threads, and the shared
  * counter is written once per flush, not per access. The thread whose
  * flush crosses the mark claims the evaluation (a compare-and-swap of the
- * mark to "claimed") and runs it after its attempt ends (its commit or
- * abort hook), never inside a transaction whose locks it would hold
- * meanwhile.
+ * mark to "claimed") and runs it after its attempt ends, in a commit and
+ * an abort action it registers on that attempt (sstm_on_commit,
+ * sstm_on_abort: whichever runs), never inside a transaction whose locks
+ * it would hold meanwhile; the subsystem registers no transaction hook, so
+ * transactions pay nothing for it between samples.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -38,6 +47,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <schedstm/hooks.h>
 #include <schedstm/map.h>
@@ -61,13 +72,16 @@
  * `seen` on every sample. */
 typedef struct map_thread {
   pthread_t pt;             /* M.lock */
+  pid_t tid;                /* M.lock: the OS thread holding the index */
+  bool used;                /* M.lock: an OS thread holds the index */
+  unsigned slot;            /* M.lock: its descriptor slot while live */
   _Atomic bool live;        /* written under M.lock; relaxed reads elsewhere */
   int pu;                   /* M.lock: the PU assigned, -1 none */
   _Atomic int cpu;          /* the CPU pinned to, -1 none (written under M.lock) */
   _Atomic int seen;         /* the CPU last seen, -1 never (owner) */
   _Atomic uint64_t samples; /* owner-written counter */
   uint64_t pending;         /* owner only: accesses not yet added to M.accesses */
-  bool due;                 /* owner only: it claimed the next evaluation */
+  _Atomic bool due;         /* it claimed the next evaluation, not yet run */
 } __attribute__((aligned(64))) map_thread_t;
 
 static struct {
@@ -79,12 +93,13 @@ static struct {
   bool simulated;   /* map_topology: placements are computed, never applied */
   sstm_topo_t *topo;
   sstm_map_detect_t det;
-  unsigned order;   /* threads followed: slots [0, order) */
+  unsigned order;   /* threads followed: indices [0, order) */
+  unsigned gen;     /* bumped by each map_init: older thread indices are void */
   map_thread_t *th; /* order entries */
   unsigned period;  /* the sampling period installed: max(map_si, 1) */
   uint64_t mi, da_threshold;
   unsigned gain_pct;
-  unsigned *static_pu; /* compact, scatter, round-robin, file: the PU of slot i */
+  unsigned *static_pu; /* compact, scatter, round-robin, file: the PU of index i */
   unsigned static_n;   /* its entries (file: the matrix's order) */
   cpu_set_t allowed;   /* the process's CPUs at sstm_init: the un-pinned set */
   char *dump;          /* cfg.map_dump, copied */
@@ -100,7 +115,7 @@ static struct {
       unpins, fallbacks, pin_errors, last_cost;
   _Atomic bool enabled;
   _Atomic bool started;
-  _Atomic unsigned hiwater; /* 1 + the highest slot that registered */
+  _Atomic unsigned hiwater; /* 1 + the highest thread index given */
 } M = {.lock = PTHREAD_MUTEX_INITIALIZER, .hooks = -1};
 
 static const char *const strategy_label[] = {"none", "compact", "scatter", "round-robin",
@@ -115,14 +130,15 @@ static inline void inc(_Atomic uint64_t *c) {
 #define SET(f, v) atomic_store_explicit(&(f), (v), memory_order_relaxed)
 #define LIVE(t) GET((t)->live)
 
-static map_thread_t *self_thread(unsigned *slot) {
-  sstm_desc_t *d = sstm_self();
-  if (d == NULL) return NULL;
-  unsigned s = sstm_desc_slot(d);
-  if (s >= M.order) return NULL;
-  if (slot) *slot = s;
-  return &M.th[s];
+/* The calling OS thread's index + 1 (0: none) and the M.gen it was given
+ * under: an index of an earlier sstm_init is void. */
+static __thread unsigned self_ix, self_gen;
+
+static map_thread_t *self_thread(void) {
+  return self_ix != 0 && self_gen == M.gen ? &M.th[self_ix - 1] : NULL;
 }
+
+static unsigned index_of(const map_thread_t *t) { return (unsigned)(t - M.th); }
 
 /* ---- pinning (M.lock held) ---- */
 
@@ -277,13 +293,13 @@ static bool evaluate_locked(void) {
   return on;
 }
 
-/* Run the evaluation this descriptor claimed, if any. The claim is the
- * descriptor's (its slot's), not the thread's: a descriptor attached to
- * another thread takes it along. */
-static void run_due(void) {
-  map_thread_t *t = self_thread(NULL);
-  if (t == NULL || !t->due) return;
-  t->due = false;
+/* The claim of thread t (its commit or abort action, or its exit): run
+ * the evaluation once, on whichever thread gets here first. */
+static void run_claim(void *arg) {
+  map_thread_t *t = arg;
+  /* relaxed: the exchange only makes the evaluation run once; it
+   * synchronises through M.lock. */
+  if (!atomic_exchange_explicit(&t->due, false, memory_order_relaxed)) return;
   pthread_mutex_lock(&M.lock);
   evaluate_locked();
   pthread_mutex_unlock(&M.lock);
@@ -292,7 +308,10 @@ static void run_due(void) {
 /* ---- the sampled path ---- */
 
 /* Add the thread's pending accesses to the total; the flush that crosses
- * the mark claims the next evaluation for the thread (t->due). */
+ * the mark claims the next evaluation for the thread (t->due) and, inside
+ * a transaction, registers the actions that run it when the attempt ends.
+ * If they cannot be registered (out of memory) the claim is given back:
+ * the next flush takes it. */
 static void flush(map_thread_t *t) {
   uint64_t total =
       atomic_fetch_add_explicit(&M.accesses, t->pending, memory_order_relaxed) + t->pending;
@@ -302,8 +321,15 @@ static void flush(map_thread_t *t) {
    * synchronises through M.lock. */
   if (total >= mark && mark != CLAIMED &&
       atomic_compare_exchange_strong_explicit(&M.mark, &mark, CLAIMED, memory_order_relaxed,
-                                              memory_order_relaxed))
-    t->due = true;
+                                              memory_order_relaxed)) {
+    atomic_store_explicit(&t->due, true, memory_order_relaxed);
+    if (!sstm_in_tx()) return; /* the exit hook runs it */
+    if (sstm_on_abort(run_claim, t) != 0 || sstm_on_commit(run_claim, t) != 0) {
+      /* An abort action registered alone finds due false and does nothing. */
+      atomic_store_explicit(&t->due, false, memory_order_relaxed);
+      atomic_store_explicit(&M.mark, mark, memory_order_relaxed);
+    }
+  }
 }
 
 /* The engine's sampling hook (cfg.sample_fn), on the accessing thread,
@@ -313,10 +339,9 @@ static void flush(map_thread_t *t) {
 static void sample(void *arg, const void *addr, bool is_write) {
   (void)arg;
   (void)is_write;
-  unsigned slot;
-  map_thread_t *t = self_thread(&slot);
-  if (t == NULL) return; /* a created descriptor, or past the matrix */
-  sstm__map_detect_access(&M.det, addr, slot);
+  map_thread_t *t = self_thread();
+  if (t == NULL) return; /* a thread not followed (a created descriptor's, or none left) */
+  sstm__map_detect_access(&M.det, addr, index_of(t));
   /* relaxed, owner-written: counters and a fact for sstm-top */
   atomic_store_explicit(&t->samples, atomic_load_explicit(&t->samples, memory_order_relaxed) + 1,
                         memory_order_relaxed);
@@ -331,24 +356,52 @@ static void sample(void *arg, const void *addr, bool is_write) {
 
 /* ---- hooks ---- */
 
-static void on_thread_init(void *arg) {
-  (void)arg;
-  unsigned slot;
-  map_thread_t *t = self_thread(&slot);
-  if (t == NULL) return;
-  pthread_mutex_lock(&M.lock);
-  if (t->due) arm(); /* a claim its slot's last thread left behind */
-  t->due = false;
-  t->pt = pthread_self();
-  SET(t->live, true);
+/* Whether the OS thread tid has ended (tgkill with no signal: ESRCH). A
+ * reused tid looks alive: its index then just stays taken. */
+static bool thread_gone(pid_t tid) {
+  return syscall(SYS_tgkill, getpid(), tid, 0) != 0 && errno == ESRCH;
+}
+
+/* Give the calling OS thread an index (M.lock held): the lowest never
+ * used, else one whose thread has ended; NULL when none is free. Its row
+ * and counters start clean. */
+static map_thread_t *take_index(void) {
+  map_thread_t *t = NULL;
+  for (unsigned i = 0; i < M.order && t == NULL; i++)
+    if (!M.th[i].used) t = &M.th[i];
+  for (unsigned i = 0; i < M.order && t == NULL; i++)
+    if (!LIVE(&M.th[i]) && thread_gone(M.th[i].tid)) t = &M.th[i];
+  if (t == NULL) return NULL;
+  unsigned ix = index_of(t);
+  t->used = true;
+  t->tid = (pid_t)syscall(SYS_gettid);
   t->pu = -1;
   t->pending = 0;
+  atomic_store_explicit(&t->due, false, memory_order_relaxed);
   atomic_store_explicit(&t->cpu, -1, memory_order_relaxed);
   atomic_store_explicit(&t->samples, 0, memory_order_relaxed);
+  if (M.detecting) sstm__map_matrix_clear(&M.det, ix); /* a newcomer starts clean */
   unsigned hw = atomic_load_explicit(&M.hiwater, memory_order_relaxed);
-  if (slot + 1 > hw) atomic_store_explicit(&M.hiwater, slot + 1, memory_order_relaxed);
-  if (M.detecting) sstm__map_matrix_clear(&M.det, slot); /* a newcomer starts clean */
-  if (M.static_pu != NULL) pin(t, slot < M.static_n ? (int)M.static_pu[slot] : -1);
+  if (ix + 1 > hw) atomic_store_explicit(&M.hiwater, ix + 1, memory_order_relaxed);
+  self_ix = ix + 1;
+  self_gen = M.gen;
+  return t;
+}
+
+static void on_thread_init(void *arg) {
+  (void)arg;
+  pthread_mutex_lock(&M.lock);
+  map_thread_t *t = self_thread();
+  if (t == NULL && (t = take_index()) == NULL) {
+    pthread_mutex_unlock(&M.lock);
+    return; /* every index is held by a thread that may come back */
+  }
+  unsigned ix = index_of(t);
+  t->pt = pthread_self();
+  t->slot = sstm_desc_slot(sstm_self());
+  SET(t->live, true);
+  /* A returning thread keeps its PU and CPU: its affinity is its own. */
+  if (M.static_pu != NULL) pin(t, ix < M.static_n ? (int)M.static_pu[ix] : -1);
   pthread_mutex_unlock(&M.lock);
   int cpu = sched_getcpu();
   atomic_store_explicit(&t->seen, cpu, memory_order_relaxed);
@@ -357,44 +410,23 @@ static void on_thread_init(void *arg) {
 
 static void on_thread_exit(void *arg) {
   (void)arg;
-  unsigned slot;
-  map_thread_t *t = self_thread(&slot);
+  map_thread_t *t = self_thread();
   if (t == NULL) return;
   /* A thread that leaves before its first flush still counts towards the
-   * trigger, and may cross the mark with its last accesses. */
+   * trigger, and may cross the mark with its last accesses; a claim not
+   * yet run (its actions could not be registered) runs here. */
   if (t->pending) flush(t);
+  run_claim(t);
   pthread_mutex_lock(&M.lock);
-  if (t->due) {
-    t->due = false;
-    evaluate_locked();
-  }
   SET(t->live, false);
-  t->pu = -1;
-  atomic_store_explicit(&t->cpu, -1, memory_order_relaxed);
-  /* Its row stays (a dump at shutdown shows it) until a newcomer takes
-   * the slot and starts clean. */
+  /* Its index, row, PU and CPU stay with the OS thread, which may register
+   * again; a dump at shutdown shows its row. */
   pthread_mutex_unlock(&M.lock);
 }
 
-static void on_tx_commit(void *arg, uint64_t txid) {
-  (void)arg;
-  (void)txid;
-  run_due();
-}
-
-static void on_tx_abort(void *arg, uint64_t txid, sstm_abort_reason_t reason) {
-  (void)arg;
-  (void)txid;
-  (void)reason;
-  run_due();
-}
-
-static const sstm_hooks_t static_hooks = {.thread_init = on_thread_init,
+/* Thread events only: transactions pay nothing for them (hooks.h). */
+static const sstm_hooks_t thread_hooks = {.thread_init = on_thread_init,
                                           .thread_exit = on_thread_exit};
-static const sstm_hooks_t detect_hooks = {.thread_init = on_thread_init,
-                                          .thread_exit = on_thread_exit,
-                                          .tx_commit = on_tx_commit,
-                                          .tx_abort = on_tx_abort};
 
 /* ---- lifecycle ---- */
 
@@ -444,6 +476,7 @@ static int map_init(const sstm_config_t *cfg, sstm_sample_fn *fn, unsigned *peri
   if (sched_getaffinity(0, sizeof M.allowed, &M.allowed) != 0)
     return fail(SSTM_EINVAL, "sched_getaffinity", strerror(errno));
   M.order = cfg->max_threads < SSTM_MAP_MAX_THREADS ? cfg->max_threads : SSTM_MAP_MAX_THREADS;
+  M.gen++; /* the indices threads hold from an earlier sstm_init are void */
   M.th = calloc(M.order, sizeof *M.th);
   if (M.th == NULL) return fail(SSTM_ENOMEM, "the thread table", "out of memory");
   for (unsigned s = 0; s < M.order; s++) {
@@ -507,7 +540,7 @@ static int map_init(const sstm_config_t *cfg, sstm_sample_fn *fn, unsigned *peri
   for (size_t i = 0; i < sizeof ctr / sizeof ctr[0]; i++)
     atomic_store_explicit(ctr[i], 0, memory_order_relaxed);
   if (M.detecting || M.static_pu) {
-    rc = sstm_hooks_add(M.detecting ? &detect_hooks : &static_hooks, NULL);
+    rc = sstm_hooks_add(&thread_hooks, NULL);
     if (rc < 0) return fail(rc, "its hooks", "every hook slot is taken");
     M.hooks = rc;
   }
@@ -632,17 +665,19 @@ SSTM_API int sstm_map_thread_cpu(unsigned slot, int *cpu, int *seen, int *pu) {
   }
   if (rc) return rc;
   pthread_mutex_lock(&M.lock);
-  bool ok = slot < M.order && LIVE(&M.th[slot]);
-  if (ok) {
-    if (cpu) *cpu = atomic_load_explicit(&M.th[slot].cpu, memory_order_relaxed);
-    if (seen) *seen = atomic_load_explicit(&M.th[slot].seen, memory_order_relaxed);
-    if (pu) *pu = M.th[slot].pu;
+  const map_thread_t *t = NULL;
+  for (unsigned i = 0; i < M.order && t == NULL; i++)
+    if (LIVE(&M.th[i]) && M.th[i].slot == slot) t = &M.th[i];
+  if (t != NULL) {
+    if (cpu) *cpu = atomic_load_explicit(&t->cpu, memory_order_relaxed);
+    if (seen) *seen = atomic_load_explicit(&t->seen, memory_order_relaxed);
+    if (pu) *pu = t->pu;
   }
   pthread_mutex_unlock(&M.lock);
-  if (!ok) {
+  if (t == NULL) {
     sstm__set_error("sstm_map_thread_cpu: slot %u has no registered thread followed by the "
-                    "mapping (slots 0..%u)",
-                    slot, M.order ? M.order - 1 : 0);
+                    "mapping",
+                    slot);
     return SSTM_EINVAL;
   }
   return 0;

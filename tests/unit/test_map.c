@@ -718,3 +718,101 @@ TEST(dump_then_map_from_the_file) {
 }
 
 SSTM_TEST_MAIN()
+
+/* ---- rows keyed by thread ---- */
+
+/* A pool of workers that register for each phase and leave, one at a time
+ * (as STAMP's workers do when there are more of them than CPUs): each
+ * operating-system thread is one row, whatever descriptor slot it gets in
+ * each phase. Workers 2k and 2k+1 share a word; phases run one worker at a
+ * time in turn, so at most one worker is registered at any moment. */
+enum { POOL = 4, PHASES = 3 };
+static struct {
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  unsigned turn; /* phase * POOL + worker whose turn it is */
+} pool = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0};
+
+static void *pool_main(void *p) {
+  unsigned k = (unsigned)(uintptr_t)p;
+  work_t w = {.a = &words[k / 2][0], .b = &words[k / 2][1], .n = 3};
+  for (unsigned ph = 0; ph < PHASES; ph++) {
+    pthread_mutex_lock(&pool.mu);
+    while (pool.turn != ph * POOL + k)
+      pthread_cond_wait(&pool.cv, &pool.mu);
+    pthread_mutex_unlock(&pool.mu);
+    CHECK_OK(sstm_thread_init());
+    run_work(&w);
+    CHECK_OK(sstm_thread_exit());
+    pthread_mutex_lock(&pool.mu);
+    pool.turn++;
+    pthread_cond_broadcast(&pool.cv);
+    pthread_mutex_unlock(&pool.mu);
+  }
+  return NULL;
+}
+
+TEST(a_thread_that_registers_again_keeps_its_row) {
+  sstm_config_t c;
+  base_config(&c, SSTM_MAP_STRATEGY_DETECT);
+  c.map_mi = 1ull << 40; /* no evaluation: the matrix only */
+  c.max_threads = 8;
+  init_with(&c);
+  pool.turn = 0;
+  pthread_t th[POOL];
+  for (unsigned k = 0; k < POOL; k++)
+    CHECK_EQ_I(pthread_create(&th[k], NULL, pool_main, (void *)(uintptr_t)k), 0);
+  for (unsigned k = 0; k < POOL; k++)
+    CHECK_EQ_I(pthread_join(th[k], NULL), 0);
+  /* The workers first registered in turn 0..3: indices 0..3. */
+  uint64_t m[8 * 8];
+  CHECK_EQ_I(sstm_map_matrix(m, 8), POOL);
+  for (unsigned i = 0; i < POOL; i++)
+    for (unsigned j = 0; j < POOL; j++) {
+      bool partners = i != j && i / 2 == j / 2;
+      CHECK_MSG(partners ? m[i * 8 + j] > 0 : m[i * 8 + j] == 0,
+                "matrix (%u, %u) = %llu: only partners (2k, 2k+1) share a word", i, j,
+                (unsigned long long)m[i * 8 + j]);
+    }
+  CHECK_OK(sstm_shutdown());
+}
+
+/* With every index held by a thread that has ended, a newcomer reuses one
+ * and its row starts clean; while the holders are alive, it is not
+ * followed. */
+static void *register_and_share(void *p) {
+  work_t *w = p;
+  CHECK_OK(sstm_thread_init());
+  run_work(w);
+  CHECK_OK(sstm_thread_exit());
+  return NULL;
+}
+
+TEST(an_ended_threads_index_goes_to_a_newcomer) {
+  sstm_config_t c;
+  base_config(&c, SSTM_MAP_STRATEGY_DETECT);
+  c.map_mi = 1ull << 40;
+  c.max_threads = 2;
+  init_with(&c);
+  CHECK_OK(sstm_thread_init()); /* this thread: index 0, kept while it lives */
+  work_t w = {.a = &words[10][0], .b = &words[10][1], .n = 2};
+  run_work(&w);
+  pthread_t t;
+  CHECK_EQ_I(pthread_create(&t, NULL, register_and_share, &w), 0); /* index 1 */
+  CHECK_EQ_I(pthread_join(t, NULL), 0);
+  uint64_t m[2 * 2];
+  CHECK_EQ_I(sstm_map_matrix(m, 2), 2);
+  CHECK_GT_U(m[0 * 2 + 1], 0);
+  /* Index 1's thread has ended: the next thread takes it with a clean row
+   * and shares nothing with index 0 (other words). */
+  work_t w2 = {.a = &words[11][0], .b = &words[11][1], .n = 2};
+  CHECK_EQ_I(pthread_create(&t, NULL, register_and_share, &w2), 0);
+  CHECK_EQ_I(pthread_join(t, NULL), 0);
+  CHECK_EQ_I(sstm_map_matrix(m, 2), 2);
+  CHECK_EQ_U(m[0 * 2 + 1], 0);
+  sstm_map_stats_t s;
+  CHECK_OK(sstm_map_stats_get(&s));
+  CHECK_EQ_U(s.threads, 1); /* this thread */
+  CHECK_OK(sstm_thread_exit());
+  CHECK_OK(sstm_shutdown());
+}
