@@ -70,6 +70,8 @@ def record(args):
                                                "-u", "20", "-d", str(args.duration_ms)], None))
     if args.stamp_build:
         import stamp  # the STAMP runner's applications and command lines
+        # Absolute: each application runs in its own directory.
+        args.stamp_build = os.path.abspath(args.stamp_build)
         for a in args.apps:
             app = stamp.APPS.get(a)
             if app is None:
@@ -132,10 +134,11 @@ def matrix_order(path):
 def evaluate(args):
     mats, skipped = [], []
     for m in sorted(glob.glob(os.path.join(args.matrices, "*.mat"))):
-        # A matrix has a row per thread slot that was registered at once;
-        # a run whose threads mostly came and went one after the other (a
-        # short parallel phase on few CPUs) has fewer rows than threads and
-        # says little about the placement of all of them.
+        # A matrix has a row per thread that registered (rows are keyed by
+        # thread: a worker that registers for each phase keeps its row). One
+        # with fewer rows than threads (threads that never ran a
+        # transaction, or a dump from a library that keyed rows by
+        # descriptor slot) says little about the placement of all of them.
         k = MAT_NAME.match(os.path.basename(m))
         order = matrix_order(m)
         if k and order is not None and order < int(k.group("threads")):
