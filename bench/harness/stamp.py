@@ -19,7 +19,8 @@ Run through sweep.py (`sweep.py --bench stamp ...`) or on its own
                       (medium: a sequential run of 0.5-5 s CPU) or STAMP's
                       non-simulator ones (standard)
   --threads 1,2,8     thread counts of the schedstm runs
-  --cms default,adaptive  policies (SCHEDSTM_CM; "default" sets nothing)
+  --cms suicide,adaptive  policies (SCHEDSTM_CM; "default" sets nothing: the
+                      library's default, adaptive since it was made so)
   --reps N            repetitions (default 1)
   --out DIR, --plot, --timeout-s S, --dry-run
   --verify            the verification mode: the same runs, reported as a
@@ -388,7 +389,7 @@ def parse_args(argv):
     p.add_argument("--apps", default=",".join(DEFAULT_APPS))
     p.add_argument("--inputs", default="sim")
     p.add_argument("--threads", default="1,2,8")
-    p.add_argument("--cms", default="default,adaptive")
+    p.add_argument("--cms", default="suicide,adaptive")
     p.add_argument("--reps", type=int, default=1)
     p.add_argument("--verify", action="store_true",
                    help="the verification mode: every run's check, reported in verify.json "
