@@ -56,13 +56,23 @@ enum sstm_variant {
   SSTM_V_NONE = SSTM__V_NONE /* no transaction (depth 0) */
 };
 
-/* What begin and commit have to do beyond the common case, fixed when a
- * descriptor is registered (the policy's hooks, the state table, sampling,
- * the statistics level): one test of the descriptor's `slow` byte on each
- * path instead of one test per feature. */
+/* What begin and commit have to do beyond the common case: one test of the
+ * descriptor's `slow` byte on each path instead of one test per feature.
+ * BEGIN and COMMIT are fixed when a descriptor is registered (the policy's
+ * hooks, the state table, sampling, the statistics level, the begin fence,
+ * cfg.ro_log); the others are set during a transaction by what its commit
+ * then has to finish, and cleared by that commit's tail (txn.c,
+ * commit_tail). A set bit only sends the commit to the tail, which tests
+ * each case again, so a bit left over from a cancelled transaction costs
+ * one slow commit, never a wrong one. */
 enum sstm_slow {
-  SSTM_SLOW_BEGIN = 1,  /* sampling, policy on_begin, state table */
-  SSTM_SLOW_COMMIT = 2, /* policy on_commit, state table, detailed stats */
+  SSTM_SLOW_BEGIN = 1,   /* sampling, policy on_begin, state table, no
+                            membarrier (begin fences itself), cfg.ro_log not
+                            off, the random-delay build */
+  SSTM_SLOW_COMMIT = 2,  /* policy on_commit, state table, detailed stats */
+  SSTM_SLOW_RETRIED = 4, /* the transaction has aborted (retries > 0) */
+  SSTM_SLOW_ACTIONS = 8, /* sstm_on_commit / sstm_on_abort were called */
+  SSTM_SLOW_FIXED = SSTM_SLOW_BEGIN | SSTM_SLOW_COMMIT,
 };
 
 typedef struct sstm_ptrvec {
@@ -131,7 +141,8 @@ struct sstm_desc {
   uint16_t sample_cd;
   uint32_t depth;          /* flat nesting depth, 0 = no transaction */
   uint64_t end;            /* snapshot upper bound: reads valid at time `end` */
-  uint64_t owner_lw;       /* lock word value meaning "owned by this attempt" */
+  uint64_t owner_lw;       /* lock word value meaning "owned by this attempt":
+                              sstm_lw_make_owner(slot, serial), always */
   _Atomic uint64_t *locks; /* copy of the lock-table geometry */
   uint64_t lock_mask;
   sstm_rset_t rs;          /* 64 bytes up to here */
@@ -148,7 +159,7 @@ struct sstm_desc {
    * the one after sample_cd + sample_rest more (barrier.c, sample_arm). */
   uint64_t sample_rest;
   uint8_t design; /* sstm_design_t */
-  uint8_t slow;   /* SSTM_SLOW_*: fixed at registration */
+  uint8_t slow;   /* SSTM_SLOW_*: owner-only */
 
   /* ---- per attempt / per transaction ---- */
   uint64_t start;  /* snapshot at attempt start */

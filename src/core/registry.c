@@ -75,6 +75,9 @@ static struct sstm_desc *desc_new(unsigned slot) {
     return NULL;
   }
   d->slot = slot;
+  /* serial 0's owner word: begin derives each next one from it
+   * (sstm_lw_next_owner) */
+  d->owner_lw = sstm_lw_make_owner(slot, 0);
   atomic_init(&d->variant, SSTM_V_NONE);
   d->locks = sstm__g.locks;
   d->lock_mask = sstm__g.lock_mask;

@@ -123,7 +123,8 @@ static inline bool passes_running_writers(const struct sstm_desc *tx) {
  * the transaction, it counts in the window of cfg.ro_log (txn.c,
  * ro_window). */
 static inline void ro_needed_extension(struct sstm_desc *tx) {
-  if (tx->ro_ext_seen) return;
+  /* Only the AUTO window counts (ro_window runs only with cfg.ro_log on). */
+  if (tx->ro_ext_seen || sstm__g.cfg.ro_log != SSTM_RO_LOG_AUTO) return;
   tx->ro_ext_seen = true;
   tx->ro_win_ext++; /* <= RO_WINDOW < 255: the window closes first */
 }

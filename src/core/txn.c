@@ -70,6 +70,7 @@ static void run_actions(struct sstm_desc *tx, bool committed) {
     sstm_abort_info_t last = tx->last_abort;
     uint32_t retries = tx->retries, conflicts = tx->conflicts;
     bool sticky = tx->irrev_sticky, ro_failed = tx->ro_nolog_failed;
+    uint8_t slow = tx->slow; /* SSTM_SLOW_RETRIED, which their commits clear */
     uint64_t birth = tx->birth, start = tx->start;
     int prio = atomic_load_explicit(&tx->pub_priority, memory_order_relaxed);
     for (uint32_t i = 0; i < n; i++)
@@ -82,6 +83,7 @@ static void run_actions(struct sstm_desc *tx, bool committed) {
     tx->conflicts = conflicts;
     tx->irrev_sticky = sticky;
     tx->ro_nolog_failed = ro_failed;
+    tx->slow = slow;
     __atomic_store_n(&tx->birth, birth, __ATOMIC_RELAXED);
     __atomic_store_n(&tx->start, start, __ATOMIC_RELAXED);
     /* relaxed: published for other threads' policies, as in sstm__begin */
@@ -96,7 +98,9 @@ static void run_actions(struct sstm_desc *tx, bool committed) {
 
 void sstm__desc_set_slow(struct sstm_desc *d) {
   unsigned s = 0;
-  if (sstm__g.cfg.sample_period || d->cm->on_begin || d->stt) s |= SSTM_SLOW_BEGIN;
+  if (sstm__g.cfg.sample_period || d->cm->on_begin || d->stt || !sstm__g.membarrier ||
+      sstm__g.cfg.ro_log != SSTM_RO_LOG_OFF || sstm__random_delay)
+    s |= SSTM_SLOW_BEGIN;
   if (d->cm->on_commit || d->stt || sstm__g.cfg.stats == SSTM_STATS_DETAILED) s |= SSTM_SLOW_COMMIT;
   d->slow = (uint8_t)s;
 }
@@ -132,9 +136,10 @@ static SSTM_NOINLINE uint64_t irrev_killed_at_start(struct sstm_desc *tx) {
   return serial;
 }
 
-/* Start an attempt; `first` (a constant at each call site) is true for the
- * first attempt of a transaction, whose restart flags are still clear. */
-SSTM_INLINE void attempt_start(struct sstm_desc *tx, bool first) {
+/* Start an attempt; `first` is true for the first attempt of a
+ * transaction, whose restart flags are still clear. Every case: restarts,
+ * and the begins that attempt_start_fast does not cover. */
+static SSTM_NOINLINE void attempt_start(struct sstm_desc *tx, bool first) {
   uint64_t serial = ++tx->serial;
   tx->owner_lw = sstm_lw_make_owner(tx->slot, serial);
   sstm_rset_clear(&tx->rs);
@@ -196,6 +201,39 @@ SSTM_INLINE void attempt_start(struct sstm_desc *tx, bool first) {
   }
 }
 
+/* The first attempt of a transaction in the common case, variant v (ETL,
+ * CTL or RO): a descriptor without begin-time features (SSTM_SLOW_BEGIN
+ * clear: no sampling, no policy on_begin, no state table, cfg.ro_log off,
+ * the membarrier begin fence), an attempt that is not to run irrevocable,
+ * and no hook registered. It does what attempt_start does in that case and
+ * nothing else. What attempt_start clears besides (the lock, allocation
+ * and free logs, the actions) is empty here: every end of an attempt
+ * leaves them so (commit_update and commit_slow, commit_tail, rollback),
+ * and a transaction that ended by its first attempt's commit has retries,
+ * conflicts and the restart flags at zero (sstm__begin clears them before
+ * the call anyway, for the policies' view). */
+SSTM_INLINE void attempt_start_fast(struct sstm_desc *tx, unsigned v) {
+  uint64_t serial = ++tx->serial;
+  tx->owner_lw = sstm_lw_next_owner(tx->owner_lw);
+  sstm_rset_clear(&tx->rs);
+  if (tx->ws.n) sstm_wset_reset(&tx->ws);
+  tx->cm_ctx.watched = false;
+  /* Before ACTIVE is published, as in attempt_start. */
+  sstm__set_variant(tx, v);
+  /* (5.1) with the membarrier fence, as in attempt_start (SSTM_SLOW_BEGIN
+   * is set without it). release: see the variant above. */
+  atomic_store_explicit(&tx->status, sstm_st_make(serial, SSTM_ST_ACTIVE), memory_order_release);
+  atomic_signal_fence(memory_order_seq_cst);
+  /* acquire: pairs with committers' release fetch_add (4.3, 2). */
+  uint64_t c = atomic_load_explicit(&sstm__g.clock, memory_order_acquire);
+  if (SSTM_UNLIKELY(sstm_clock_irrevocable(c))) c = sstm__wait_irrevocable();
+  uint64_t start = sstm_clock_time(c);
+  /* start and birth are read by other threads' policies (relaxed) */
+  __atomic_store_n(&tx->start, start, __ATOMIC_RELAXED);
+  __atomic_store_n(&tx->birth, start, __ATOMIC_RELAXED);
+  tx->end = start;
+}
+
 /* cfg.ro_log: which first attempts of declared read-only transactions keep
  * a read set. Without one an attempt reads for less (no log, and a commit
  * with nothing to validate), but the first stripe newer than its snapshot
@@ -223,7 +261,7 @@ static SSTM_NOINLINE void ro_decide(struct sstm_desc *tx) {
 }
 
 /* A declared read-only transaction begins (first attempt). */
-SSTM_INLINE void ro_window(struct sstm_desc *tx) {
+static void ro_window(struct sstm_desc *tx) {
   tx->ro_ext_seen = false;
   if (SSTM_UNLIKELY(++tx->ro_win_n == RO_WINDOW)) ro_decide(tx);
   /* after the decision, which this transaction's first attempt follows; an
@@ -255,6 +293,7 @@ SSTM_API sstm_ckpt_t *sstm__begin(const sstm_attr_t *attr) {
   if (SSTM_UNLIKELY(tx->in_hook)) return begin_in_hook(tx);
   if (tx->depth++ > 0) return NULL; /* flat nesting */
   tx->begin_sp = sstm__stack_pointer();
+  bool ro = false, irrev = false;
   if (attr) {
     /* Field by field, not as one block: callers build the attribute on the
      * stack just before the call, one store per field (sstm_attr_t's
@@ -262,11 +301,10 @@ SSTM_API sstm_ckpt_t *sstm__begin(const sstm_attr_t *attr) {
      * recent stores cannot be forwarded from the store buffer: a stall of
      * about a dozen cycles per transaction, a third of this function's time
      * in a profile of rb16k. */
-    tx->attr.read_only = attr->read_only;
-    tx->attr.irrevocable = attr->irrevocable;
+    tx->attr.read_only = ro = attr->read_only;
+    tx->attr.irrevocable = irrev = attr->irrevocable;
     tx->attr.priority = attr->priority;
     tx->attr.tag = attr->tag;
-    if (attr->read_only) ro_window(tx);
   } else {
     tx->attr = (sstm_attr_t){0};
   }
@@ -277,7 +315,16 @@ SSTM_API sstm_ckpt_t *sstm__begin(const sstm_attr_t *attr) {
   tx->conflicts = 0;
   tx->irrev_sticky = false;
   tx->ro_nolog_failed = false;
-  attempt_start(tx, true);
+  /* One test for everything the common begin does not do (SSTM_SLOW_BEGIN
+   * covers the descriptor's features, cfg.ro_log among them: with it off a
+   * declared read-only transaction starts without a read set). */
+  if (SSTM_LIKELY(!(tx->slow & SSTM_SLOW_BEGIN) && !irrev &&
+                  !atomic_load_explicit(&sstm__g.nhooks, memory_order_relaxed))) {
+    attempt_start_fast(tx, ro ? SSTM_V_RO : tx->design);
+  } else {
+    if (ro) ro_window(tx);
+    attempt_start(tx, true);
+  }
   return &tx->ckpt;
 }
 
@@ -360,6 +407,7 @@ static void abort_notify(struct sstm_desc *tx, sstm_abort_reason_t r, const sstm
     tx->in_hook--;
   }
   if (r != SSTM_ABORT_USER_CANCEL) {
+    tx->slow |= SSTM_SLOW_RETRIED; /* the commit records max_retries */
     tx->retries++;
     sstm__ctr_add(&tx->ctr.retries, 1);
   }
@@ -502,6 +550,7 @@ static void commit_update(struct sstm_desc *tx) {
     atomic_store_explicit(tx->ls.e[i].lock, v, memory_order_release);
     if (i == 0) DELAY_POINT(tx); /* some locks released, others not */
   }
+  tx->ls.n = 0; /* every attempt ends with an empty lock log (attempt_start_fast) */
   /* (4.7) release: the attempt has ended with everything visible (5.3).
    * A plain store: flags cannot change while COMMITTING, so `st` has them. */
   atomic_store_explicit(&tx->status, sstm_st_make(tx->serial, SSTM_ST_IDLE), memory_order_release);
@@ -535,6 +584,9 @@ static SSTM_NOINLINE int commit_tail(struct sstm_desc *tx) {
     sstm__hooks_commit(tx->serial);
   tx->in_hook--;
   tx->in_callback--;
+  /* The transaction's own reasons to come here are dealt with (the actions'
+   * transactions, below, set their own). */
+  tx->slow &= SSTM_SLOW_FIXED;
   if (SSTM_UNLIKELY(tx->nactions)) run_actions(tx, true);
   return 0;
 }
@@ -548,6 +600,7 @@ static SSTM_NOINLINE int commit_slow(struct sstm_desc *tx) {
   }
   if (kind == SSTM_V_IRREV) {
     sstm__commit_irrevocable(tx);
+    tx->ls.n = 0; /* as commit_update */
     sstm__ctr_add(&tx->ctr.commits_irrevocable, 1);
   } else if (update) {
     tx->depth = 1; /* an abort inside commit restarts the block */
@@ -583,8 +636,10 @@ SSTM_API int sstm_commit(void) {
    * kill that this load misses came too late to matter (the attempt's
    * snapshot was consistent at `end`). */
   uint64_t st = atomic_load_explicit(&tx->status, memory_order_relaxed);
-  if (SSTM_UNLIKELY(tx->ws.n != 0 || st != sstm_st_make(tx->serial, SSTM_ST_ACTIVE)))
-    return commit_slow(tx);
+  /* The low byte alone: the serial part is this attempt's (only the owner
+   * starts attempts); killers change the state and watchers the flags, all
+   * in the low byte (lockword.h). */
+  if (SSTM_UNLIKELY(tx->ws.n != 0 || (st & 0xff) != SSTM_ST_ACTIVE)) return commit_slow(tx);
   /* Read-only, running, not killed, no watch flags: valid at `end`, nothing
    * to publish. release: see rollback. A plain store, not the exchange of
    * the slow path (a full barrier on every read-only commit): a flag set in
@@ -598,11 +653,13 @@ SSTM_API int sstm_commit(void) {
    * WATCHED flag leaves a softser loser lowered until its own attempt
    * ends. */
   tx->cm_ctx.watched = false;
-  atomic_store_explicit(&tx->status, sstm_st_make(tx->serial, SSTM_ST_IDLE), memory_order_release);
+  atomic_store_explicit(&tx->status, sstm_st_with_state(st, SSTM_ST_IDLE), memory_order_release);
   sstm__set_variant(tx, SSTM_V_NONE);
   sstm__ctr_add(&tx->ctr.commits_ro, 1);
   tx->allocs.n = 0;
-  if (SSTM_UNLIKELY((tx->slow & SSTM_SLOW_COMMIT) | tx->retries | tx->frees.n | tx->nactions |
+  /* Statistics, retries, actions (the slow byte: SSTM_SLOW_COMMIT and the
+   * per-transaction bits), frees, hooks. */
+  if (SSTM_UNLIKELY((tx->slow & ~SSTM_SLOW_BEGIN) | tx->frees.n |
                     atomic_load_explicit(&sstm__g.nhooks, memory_order_relaxed)))
     return commit_tail(tx);
   return 0;
@@ -722,6 +779,7 @@ static int add_action(void (*fn)(void *), void *arg, bool on_commit) {
     tx->actions_cap = cap;
   }
   tx->actions[tx->nactions++] = (sstm_action_t){fn, arg, on_commit};
+  tx->slow |= SSTM_SLOW_ACTIONS; /* the commit runs them */
   return 0;
 }
 
