@@ -33,6 +33,34 @@ struct sstm__rentry {
   uint64_t *lock;
 };
 
+/* The redo log as the read-after-write path reads it (src/core/rwset.h
+ * owns it; the library checks this layout against its own): entries, and
+ * an open-addressing index from word address to entry whose slots count as
+ * empty unless they carry the current attempt's stamp. */
+struct sstm__wentry {
+  uintptr_t word; /* 8-byte aligned address */
+  uint64_t value; /* buffered bytes, in memory order */
+  uint64_t bmask; /* 0xff per buffered byte */
+};
+struct sstm__wslot {
+  uintptr_t word;
+  uint32_t idx;
+  uint32_t stamp;
+};
+struct sstm__wlog {
+  struct sstm__wentry *e;
+  uint32_t n, cap;
+  struct sstm__wslot *idx;
+  uint32_t idx_mask;
+  uint32_t stamp;
+  uint64_t bloom;
+};
+
+/* The redo log index's hash of a word address. */
+static inline uint32_t sstm__word_hash(uintptr_t word) {
+  return (uint32_t)(((uint64_t)word >> 3) * 0x9E3779B97F4A7C15ull >> 32);
+}
+
 /* The first cache line of every descriptor (checked against the internal
  * layout by static assertions in the library). */
 typedef struct sstm__fast {
@@ -50,12 +78,61 @@ typedef struct sstm__fast {
   struct {
     struct sstm__rentry *e, *top, *lim; /* entries [e, top); top is read by other threads */
   } rs;
+  /* Second cache line: touched only by a read of a stripe the attempt has
+   * locked (sstm__load_own). */
+  uint64_t status_, lock_end_; /* library-internal */
+  struct sstm__wlog ws;        /* the redo log (owner-only) */
 } sstm__fast_t;
 
 #define SSTM__V_ETL 0
 #define SSTM__V_RO 2
 #define SSTM__V_SAMPLE 4
 #define SSTM__V_NONE 0x80
+
+/* Read after write: a naturally aligned read of `size` bytes from a stripe
+ * this attempt has locked, all of whose bytes its redo log holds (argument
+ * (3) in docs/design/core.md: they are the attempt's own writes, which
+ * nobody else can change, so neither memory nor the lock word is read
+ * again). False sends the read to the slow path: bytes not in the log come
+ * from memory there, re-checked against the lock. */
+static inline __attribute__((always_inline)) bool
+sstm__load_own(const sstm__fast_t *f, const void *addr, unsigned size, uint64_t *out) {
+  uintptr_t w = (uintptr_t)addr & ~(uintptr_t)7;
+  unsigned sh = ((unsigned)(uintptr_t)addr & 7) * 8;
+  uint64_t m = size == 8 ? ~0ull : (1ull << (size * 8)) - 1;
+  uint32_t i = sstm__word_hash(w) & f->ws.idx_mask;
+  for (;;) {
+    const struct sstm__wslot *s = &f->ws.idx[i];
+    if (s->stamp != f->ws.stamp) return false; /* the word was not written */
+    if (s->word == w) {
+      const struct sstm__wentry *e = &f->ws.e[s->idx];
+      if (((e->bmask >> sh) & m) != m) return false; /* some bytes are not */
+      *out = (e->value >> sh) & m;
+      return true;
+    }
+    i = (i + 1) & f->ws.idx_mask;
+  }
+}
+
+/* The first step of every read that sstm__load_fast refused: a naturally
+ * aligned read, by an ETL attempt (the variant byte exactly: not killed,
+ * not sampled), of a stripe whose lock word (loaded as the fast path loads
+ * it, (1.1)) is this attempt's own, answered from the redo log
+ * (sstm__load_own). It runs in the caller's cold path, not in the inlined
+ * fast path, so that the code every read inlines does not grow; it makes a
+ * read after write cost about a first read and a local call, with no call
+ * into the library. False: the library's slow path (sstm__load_slow). */
+static inline __attribute__((always_inline)) bool
+sstm__load_own_try(const sstm__fast_t *f, const void *addr, unsigned size, uint64_t *out) {
+  /* relaxed: as in sstm__load_try (a kill flag fails the test) */
+  if (__atomic_load_n(&f->variant, __ATOMIC_RELAXED) != SSTM__V_ETL ||
+      ((uintptr_t)addr & (size - 1)) != 0)
+    return false;
+  const uint64_t *lk = &f->locks[((uintptr_t)addr >> f->stripe_shift) & f->lock_mask];
+  /* acquire: as in sstm__load_fast (1.1) */
+  if (__atomic_load_n(lk, __ATOMIC_ACQUIRE) != f->owner_lw) return false;
+  return sstm__load_own(f, addr, size, out);
+}
 
 /* Fast path of a naturally aligned read of `size` bytes. Returns true and
  * stores the value in *out on success; false means "take the slow path"
@@ -136,6 +213,7 @@ extern __thread sstm__fast_t *sstm__fast_cur __attribute__((tls_model("initial-e
 static __attribute__((cold, noinline, unused)) uint64_t sstm__load_general(const void *addr,
                                                                            unsigned size) {
   uint64_t v;
+  if (sstm__load_own_try(sstm__fast_cur, addr, size, &v)) return v; /* read after write */
   if (sstm__load_try_sampled(sstm__fast_cur, addr, size, &v)) return v;
   return sstm__load_slow(addr, size);
 }

@@ -516,6 +516,10 @@ SSTM_API uint64_t sstm__load_slow(const void *addr, unsigned size) {
  * random-delay build always takes the general entry (its barriers have
  * delay points). */
 static SSTM_COLD uint64_t load_general(const void *addr, unsigned size) {
+  uint64_t v;
+  /* Read after write first (<schedstm/inline.h>); the random-delay build
+   * keeps the delay points of the slow path. */
+  if (!sstm__random_delay && sstm__load_own_try(sstm__fast_cur, addr, size, &v)) return v;
   return sstm__load_slow(addr, size);
 }
 
@@ -606,11 +610,31 @@ SSTM_SAME_FIELD(lock_mask);
 SSTM_SAME_FIELD(rs.e);
 SSTM_SAME_FIELD(rs.top);
 SSTM_SAME_FIELD(rs.lim);
+SSTM_SAME_FIELD(owner_lw);
+SSTM_SAME_FIELD(ws.e);
+SSTM_SAME_FIELD(ws.idx);
+SSTM_SAME_FIELD(ws.idx_mask);
+SSTM_SAME_FIELD(ws.stamp);
+#define SSTM_SAME_MEMBER(T1, T2, f)                                                                \
+  _Static_assert(offsetof(T1, f) == offsetof(T2, f) &&                                             \
+                     sizeof(((T1 *)0)->f) == sizeof(((T2 *)0)->f),                                 \
+                 "redo log layout: " #f)
+SSTM_SAME_MEMBER(sstm_w_entry_t, struct sstm__wentry, word);
+SSTM_SAME_MEMBER(sstm_w_entry_t, struct sstm__wentry, value);
+SSTM_SAME_MEMBER(sstm_w_entry_t, struct sstm__wentry, bmask);
+SSTM_SAME_MEMBER(sstm_w_slot_t, struct sstm__wslot, word);
+SSTM_SAME_MEMBER(sstm_w_slot_t, struct sstm__wslot, idx);
+SSTM_SAME_MEMBER(sstm_w_slot_t, struct sstm__wslot, stamp);
+SSTM_SAME_MEMBER(sstm_wset_t, struct sstm__wlog, idx_mask);
+SSTM_SAME_MEMBER(sstm_wset_t, struct sstm__wlog, stamp);
+_Static_assert(sizeof(sstm_w_entry_t) == sizeof(struct sstm__wentry), "redo log entry size");
+_Static_assert(sizeof(sstm_w_slot_t) == sizeof(struct sstm__wslot), "redo log slot size");
+_Static_assert(sizeof(sstm_wset_t) == sizeof(struct sstm__wlog), "redo log size");
 _Static_assert(sizeof(sstm_r_entry_t) == sizeof(struct sstm__rentry), "read entry layout");
 _Static_assert(SSTM_V_ETL == SSTM__V_ETL && SSTM_V_RO == SSTM__V_RO &&
                    SSTM_V_SAMPLE == SSTM__V_SAMPLE,
                "variant numbering");
 _Static_assert(sizeof(((struct sstm_desc *)0)->sample_cd) == sizeof(((sstm__fast_t *)0)->sample_cd),
                "fast layout: sample_cd width");
-_Static_assert(sizeof(sstm__fast_t) <= SSTM_CACHELINE,
-               "the read fast path must touch one descriptor cache line");
+_Static_assert(offsetof(sstm__fast_t, status_) <= SSTM_CACHELINE,
+               "a first read must touch one descriptor cache line");
