@@ -90,35 +90,59 @@ typedef struct sstm__fast {
 #define SSTM__V_NONE 0x80
 
 /* Read after write: a naturally aligned read of `size` bytes from a stripe
- * this attempt has locked, all of whose bytes its redo log holds (argument
- * (3) in docs/design/core.md: they are the attempt's own writes, which
- * nobody else can change, so neither memory nor the lock word is read
- * again). False sends the read to the slow path: bytes not in the log come
- * from memory there, re-checked against the lock. */
-static inline __attribute__((always_inline)) bool
-sstm__load_own(const sstm__fast_t *f, const void *addr, unsigned size, uint64_t *out) {
+ * this attempt has locked (lock word lk). The bytes its redo log holds are
+ * its own writes, which nobody else can change: they need no re-check
+ * (argument (3) in docs/design/core.md). The others come from memory, which
+ * holds the data of the version the attempt's lock displaced (<= end,
+ * (2.4)), with the seqlock's second half against the attempt's own lock
+ * word: acquire fence, lock word again; if the lock was taken over (a kill,
+ * (6.4)) the read goes to the slow path, which aborts the attempt. */
+static inline __attribute__((always_inline)) bool sstm__load_own(const sstm__fast_t *f,
+                                                                 const uint64_t *lk,
+                                                                 const void *addr, unsigned size,
+                                                                 uint64_t *out) {
   uintptr_t w = (uintptr_t)addr & ~(uintptr_t)7;
   unsigned sh = ((unsigned)(uintptr_t)addr & 7) * 8;
   uint64_t m = size == 8 ? ~0ull : (1ull << (size * 8)) - 1;
-  uint32_t i = sstm__word_hash(w) & f->ws.idx_mask;
-  for (;;) {
+  const struct sstm__wentry *e = 0;
+  for (uint32_t i = sstm__word_hash(w) & f->ws.idx_mask;; i = (i + 1) & f->ws.idx_mask) {
     const struct sstm__wslot *s = &f->ws.idx[i];
-    if (s->stamp != f->ws.stamp) return false; /* the word was not written */
+    if (s->stamp != f->ws.stamp) break; /* the word was not written */
     if (s->word == w) {
-      const struct sstm__wentry *e = &f->ws.e[s->idx];
-      if (((e->bmask >> sh) & m) != m) return false; /* some bytes are not */
-      *out = (e->value >> sh) & m;
-      return true;
+      e = &f->ws.e[s->idx];
+      if (((e->bmask >> sh) & m) == m) { /* every byte is in the log */
+        *out = (e->value >> sh) & m;
+        return true;
+      }
+      break;
     }
-    i = (i + 1) & f->ws.idx_mask;
   }
+  uint64_t v;
+  switch (size) {
+  case 1: v = __atomic_load_n((const uint8_t *)addr, __ATOMIC_RELAXED); break;
+  case 2: v = __atomic_load_n((const uint16_t *)addr, __ATOMIC_RELAXED); break;
+  case 4: v = __atomic_load_n((const uint32_t *)addr, __ATOMIC_RELAXED); break;
+  default: v = __atomic_load_n((const uint64_t *)addr, __ATOMIC_RELAXED); break;
+  }
+  /* acquire fence: the re-check cannot see a lock word older than the data
+   * (as in sstm__load_fast, (1.3)). */
+  __atomic_thread_fence(__ATOMIC_ACQUIRE);
+  if (__atomic_load_n(lk, __ATOMIC_RELAXED) != f->owner_lw) return false;
+  if (e) { /* some bytes of the word are in the log: they win */
+    uint64_t x = v << sh;
+    x = (x & ~e->bmask) | (e->value & e->bmask);
+    v = x >> sh;
+  }
+  *out = v & m;
+  return true;
 }
 
 /* The first step of every read that sstm__load_fast refused: a naturally
  * aligned read, by an ETL attempt (the variant byte exactly: not killed,
  * not sampled), of a stripe whose lock word (loaded as the fast path loads
  * it, (1.1)) is this attempt's own, answered from the redo log
- * (sstm__load_own). It runs in the caller's cold path, not in the inlined
+ * (sstm__load_own; the bytes not in the log from memory, re-checked). It
+ * runs in the caller's cold path, not in the inlined
  * fast path, so that the code every read inlines does not grow; it makes a
  * read after write cost about a first read and a local call, with no call
  * into the library. False: the library's slow path (sstm__load_slow). */
@@ -131,7 +155,7 @@ sstm__load_own_try(const sstm__fast_t *f, const void *addr, unsigned size, uint6
   const uint64_t *lk = &f->locks[((uintptr_t)addr >> f->stripe_shift) & f->lock_mask];
   /* acquire: as in sstm__load_fast (1.1) */
   if (__atomic_load_n(lk, __ATOMIC_ACQUIRE) != f->owner_lw) return false;
-  return sstm__load_own(f, addr, size, out);
+  return sstm__load_own(f, lk, addr, size, out);
 }
 
 /* Fast path of a naturally aligned read of `size` bytes. Returns true and

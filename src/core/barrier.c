@@ -518,8 +518,10 @@ SSTM_API uint64_t sstm__load_slow(const void *addr, unsigned size) {
 static SSTM_COLD uint64_t load_general(const void *addr, unsigned size) {
   uint64_t v;
   /* Read after write first (<schedstm/inline.h>); the random-delay build
-   * keeps the delay points of the slow path. */
-  if (!sstm__random_delay && sstm__load_own_try(sstm__fast_cur, addr, size, &v)) return v;
+   * keeps the delay points of the slow path, and the debug build its test
+   * seam in load_own_mem. */
+  if (!sstm__random_delay && !sstm__debug && sstm__load_own_try(sstm__fast_cur, addr, size, &v))
+    return v;
   return sstm__load_slow(addr, size);
 }
 
