@@ -9,8 +9,9 @@
  * the snapshot covers) runs inline, everything else calls into the library.
  * This is the opt-in fast mode in the manner of liburcu's [Desnoyers12] _LGPL_SOURCE: the
  * descriptor prefix below is then part of the binary interface between your
- * objects and the library, so rebuild them when the library's major version
- * changes. Without the macro the loads are ordinary calls.
+ * objects and the library, so rebuild them with every new soname. Inside a
+ * development series the layout may change too: see SSTM__INLINE_ABI below.
+ * Without the macro the loads are ordinary calls.
  *
  * The fast path is the seqlock read of argument (1) in docs/design/core.md: lock
  * word (acquire), data (relaxed), acquire fence, lock word again (relaxed);
@@ -22,6 +23,17 @@
 #define SCHEDSTM_INLINE_H
 
 #include <schedstm/common.h>
+
+/* The generation of the inline binary interface: the layouts that inlined
+ * code reads directly (sstm__fast_t and the redo log's index below). The
+ * thread-local pointer every inlined access starts from carries it in its
+ * exported name, so an object compiled against one generation fails to
+ * load against a library of another ("undefined symbol
+ * sstm__fast_cur_abiN") instead of reading the wrong fields and losing
+ * updates in silence. Change both lines, and the name in
+ * src/schedstm.map, whenever those layouts change. */
+#define SSTM__INLINE_ABI 2
+#define sstm__fast_cur sstm__fast_cur_abi2
 
 SSTM_EXTERN_C_BEGIN
 
