@@ -101,6 +101,20 @@ typedef struct sstm__fast {
 #define SSTM__V_SAMPLE 4
 #define SSTM__V_NONE 0x80
 
+/* The data read of the seqlock read ((1.2) in docs/design/core.md): a
+ * naturally aligned relaxed load of `size` bytes (1, 2, 4 or 8), so that a
+ * small access never touches the bytes beside it. Relaxed: the acquire
+ * fence after it and the lock word's re-check order it ((1.3)). */
+static inline __attribute__((always_inline)) uint64_t sstm__mem_load(const void *addr,
+                                                                     unsigned size) {
+  switch (size) {
+  case 1: return __atomic_load_n((const uint8_t *)addr, __ATOMIC_RELAXED);
+  case 2: return __atomic_load_n((const uint16_t *)addr, __ATOMIC_RELAXED);
+  case 4: return __atomic_load_n((const uint32_t *)addr, __ATOMIC_RELAXED);
+  default: return __atomic_load_n((const uint64_t *)addr, __ATOMIC_RELAXED);
+  }
+}
+
 /* Read after write: a naturally aligned read of `size` bytes from a stripe
  * this attempt has locked (lock word lk). The bytes its redo log holds are
  * its own writes, which nobody else can change: they need no re-check
@@ -129,13 +143,7 @@ static inline __attribute__((always_inline)) bool sstm__load_own(const sstm__fas
       break;
     }
   }
-  uint64_t v;
-  switch (size) {
-  case 1: v = __atomic_load_n((const uint8_t *)addr, __ATOMIC_RELAXED); break;
-  case 2: v = __atomic_load_n((const uint16_t *)addr, __ATOMIC_RELAXED); break;
-  case 4: v = __atomic_load_n((const uint32_t *)addr, __ATOMIC_RELAXED); break;
-  default: v = __atomic_load_n((const uint64_t *)addr, __ATOMIC_RELAXED); break;
-  }
+  uint64_t v = sstm__mem_load(addr, size);
   /* acquire fence: the re-check cannot see a lock word older than the data
    * (as in sstm__load_fast, (1.3)). */
   __atomic_thread_fence(__ATOMIC_ACQUIRE);
@@ -180,13 +188,7 @@ sstm__load_fast(sstm__fast_t *f, const void *addr, unsigned size, bool log, uint
   uint64_t l = __atomic_load_n(lk, __ATOMIC_ACQUIRE);
   /* Locked (top bit set), or a version newer than the snapshot. */
   if (__builtin_expect(l > f->end, 0)) return false;
-  uint64_t v;
-  switch (size) {
-  case 1: v = __atomic_load_n((const uint8_t *)addr, __ATOMIC_RELAXED); break;
-  case 2: v = __atomic_load_n((const uint16_t *)addr, __ATOMIC_RELAXED); break;
-  case 4: v = __atomic_load_n((const uint32_t *)addr, __ATOMIC_RELAXED); break;
-  default: v = __atomic_load_n((const uint64_t *)addr, __ATOMIC_RELAXED); break;
-  }
+  uint64_t v = sstm__mem_load(addr, size);
   /* acquire fence: the re-check cannot see a lock word older than the data
    * (pairs with the committer's release fence before write-back). */
   __atomic_thread_fence(__ATOMIC_ACQUIRE);
