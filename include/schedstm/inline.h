@@ -159,13 +159,12 @@ static inline __attribute__((always_inline)) bool sstm__load_own(const sstm__fas
 
 /* The first step of every read that sstm__load_fast refused: a naturally
  * aligned read, by an ETL attempt (the variant byte exactly: not killed,
- * not sampled), of a stripe whose lock word (loaded as the fast path loads
- * it, (1.1)) is this attempt's own, answered from the redo log
- * (sstm__load_own; the bytes not in the log from memory, re-checked). It
- * runs in the caller's cold path, not in the inlined
- * fast path, so that the code every read inlines does not grow; it makes a
- * read after write cost about a first read and a local call, with no call
- * into the library. False: the library's slow path (sstm__load_slow). */
+ * not asked to yield to the executor, not sampled), of a stripe whose lock word (loaded as the fast
+ * path loads it, (1.1)) is this attempt's own, answered from the redo log (sstm__load_own; the
+ * bytes not in the log from memory, re-checked). It runs in the caller's cold path, not in the
+ * inlined fast path, so that the code every read inlines does not grow; it makes a read after write
+ * cost about a first read and a local call, with no call into the library. False: the library's
+ * slow path (sstm__load_slow). */
 static inline __attribute__((always_inline)) bool
 sstm__load_own_try(const sstm__fast_t *f, const void *addr, unsigned size, uint64_t *out) {
   /* relaxed: as in sstm__load_try (a kill flag fails the test) */
