@@ -312,8 +312,9 @@ typedef struct sstm_exec_level_stats {
 
 /** Read the statistics of level `level` into the first `size` bytes of
  * *out (sizeof as the caller was compiled, which sstm_exec_stats()
- * passes). Relaxed reads of counters that the workers keep updating: each
- * value is whole, the set is not one instant's.
+ * passes). Reads of counters that the workers keep updating: each value
+ * is whole, the set is not one instant's, but the sums (aborts, times)
+ * cover at least the `completed` requests counted.
  * @param ex the executor
  * @param level the birth priority, 0..levels-1
  * @param[out] out receives the statistics

@@ -269,7 +269,6 @@ static void release_ctx(struct sstm_exec *ex, sstm_xctx_t *c) {
   uint64_t now = sstm__now_ns();
   sstm_xlevel_t *lv = &ex->lv[c->birth];
   uint64_t ta = now - c->t_submit;
-  atomic_fetch_add_explicit(&lv->completed, 1, memory_order_relaxed);
   atomic_fetch_sub_explicit(&lv->in_flight, 1, memory_order_relaxed);
   atomic_fetch_add_explicit(&lv->aborts, c->attempts ? c->attempts - 1 : 0, memory_order_relaxed);
   atomic_fetch_add_explicit(&lv->run_ns, c->run_ns, memory_order_relaxed);
@@ -280,6 +279,11 @@ static void release_ctx(struct sstm_exec *ex, sstm_xctx_t *c) {
          !atomic_compare_exchange_weak_explicit(&lv->turnaround_max_ns, &mx, ta,
                                                 memory_order_relaxed, memory_order_relaxed)) {
   }
+  /* Last, release: pairs with the acquire load of `completed` in
+   * sstm_exec_stats_sized(), so a reader that counts this request as ended
+   * also sees its aborts and times in the sums. Relaxed would let a reader
+   * see completed == n with the n-th request's aborts still missing. */
+  atomic_fetch_add_explicit(&lv->completed, 1, memory_order_release);
   sstm__xq_lock(&ex->q);
   c->state = XC_FREE;
   c->node.next = ex->free;
@@ -719,9 +723,11 @@ int sstm_exec_stats_sized(sstm_exec_t *ex, unsigned level, sstm_exec_level_stats
   }
   sstm_xlevel_t *l = &ex->lv[level];
   sstm_exec_level_stats_t s = {.size = sizeof s};
+  /* First, acquire: pairs with the release increment in release_ctx(), so
+   * the sums read below cover at least the requests counted here. */
+  s.completed = atomic_load_explicit(&l->completed, memory_order_acquire);
 #define RD(f) s.f = atomic_load_explicit(&l->f, memory_order_relaxed)
   RD(submitted);
-  RD(completed);
   RD(preemptions);
   RD(promotions);
   RD(aborts);
