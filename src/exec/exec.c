@@ -279,11 +279,6 @@ static void release_ctx(struct sstm_exec *ex, sstm_xctx_t *c) {
          !atomic_compare_exchange_weak_explicit(&lv->turnaround_max_ns, &mx, ta,
                                                 memory_order_relaxed, memory_order_relaxed)) {
   }
-  /* Last, release: pairs with the acquire load of `completed` in
-   * sstm_exec_stats_sized(), so a reader that counts this request as ended
-   * also sees its aborts and times in the sums. Relaxed would let a reader
-   * see completed == n with the n-th request's aborts still missing. */
-  atomic_fetch_add_explicit(&lv->completed, 1, memory_order_release);
   sstm__xq_lock(&ex->q);
   c->state = XC_FREE;
   c->node.next = ex->free;
@@ -297,6 +292,15 @@ static void release_ctx(struct sstm_exec *ex, sstm_xctx_t *c) {
   sstm__xq_unlock(&ex->q);
   if (wake_sub) fx_wake(&ex->free_gen, 1);
   if (drained) fx_wake(&ex->work_gen, INT_MAX);
+  /* Last, release: pairs with the acquire load of `completed` in
+   * sstm_exec_stats_sized(), so a reader that counts this request as ended
+   * also sees everything its end changed: its aborts and times in the sums,
+   * and the busy contexts of the state table, stored under the lock above.
+   * Relaxed, or an increment before the lock, would let a reader see
+   * completed == n with the n-th request's aborts missing or its context
+   * still counted busy. (Nothing here waits for `completed`: a drain waits
+   * for `pending`, a submitter for a free context.) */
+  atomic_fetch_add_explicit(&lv->completed, 1, memory_order_release);
 }
 
 /* Run context c on worker w until it ends or is preempted. */
