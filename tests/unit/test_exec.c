@@ -205,10 +205,12 @@ TEST(callback_and_cancel) {
   CHECK_OK(sstm_shutdown());
 }
 
-/* A body that waits (outside the engine, non-transactionally) for a gate. */
-static _Atomic int gate;
+/* A body that waits (outside the engine, non-transactionally) for a gate;
+ * gate_entered says a worker runs it. */
+static _Atomic int gate, gate_entered;
 static void gated(void *a) {
   (void)a;
+  atomic_store(&gate_entered, 1);
   while (!atomic_load_explicit(&gate, memory_order_acquire))
     usleep(100);
   incr((void *)1);
@@ -309,14 +311,14 @@ TEST(priority_order) {
   sstm_exec_t *ex;
   CHECK_OK(sstm_exec_create(&c, &ex));
   atomic_store(&gate, 0);
+  atomic_store(&gate_entered, 0);
   sstm_exec_future_t g;
   sstm_exec_req_t r = {.fn = gated, .priority = 0, .future = &g};
   CHECK_OK(sstm_exec_submit(ex, &r));
-  sstm_exec_level_stats_t st;
-  do { /* until the worker took it */
-    usleep(1000);
-    CHECK_OK(sstm_exec_stats(ex, 0, &st));
-  } while (st.submitted == 0 || sstm_exec_done(&g));
+  /* Until the worker runs it: the requests below must all queue behind
+   * it, or a worker still idle would take the first of them at once. */
+  while (!atomic_load(&gate_entered))
+    usleep(100);
   /* id = level * 10 + sequence within the level */
   static const unsigned prios[] = {1, 3, 0, 3, 2, 1, 0, 2, 3, 1};
   unsigned seq[4] = {0};
@@ -326,7 +328,6 @@ TEST(priority_order) {
         .fn = record, .arg = (void *)(uintptr_t)(p * 10 + seq[p]++), .priority = p};
     CHECK_OK(sstm_exec_submit(ex, &q));
   }
-  sleep(0);
   atomic_store_explicit(&gate, 1, memory_order_release);
   CHECK_OK(sstm_exec_destroy(ex));
   static const unsigned want[] = {30, 31, 32, 20, 21, 10, 11, 12, 0, 1};
