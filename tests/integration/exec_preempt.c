@@ -26,9 +26,17 @@
  *                  replayed at the region's end: the high-priority request
  *                  runs before the low one ends, though the low one makes
  *                  no transactional access after the region.
+ *   promoted_handover / promoted_takeover
+ *                  a paused transaction promoted above a running one that
+ *                  then meets its lock, built step by step: the running one
+ *                  gives its worker to the paused one and resumes after it
+ *                  (hand-over), or kills it and takes its lock over
+ *                  (take-over); nobody waits on the paused one, and the
+ *                  counts and the data come out exactly.
  */
 #define _GNU_SOURCE
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -274,6 +282,162 @@ static void paused_conflict(sstm_exec_paused_conflict_t rule) {
 
 TEST(paused_conflict_takeover) { paused_conflict(SSTM_EXEC_PAUSED_CONFLICT_TAKEOVER); }
 TEST(paused_conflict_handover) { paused_conflict(SSTM_EXEC_PAUSED_CONFLICT_HANDOVER); }
+
+/* ---- a promoted paused transaction above a running one, end to end ---- */
+
+/* Two transactions of the same priority run on the two workers, each
+ * holding the lock of its own cell. A more urgent request preempts one of
+ * them (the worker of lowest index: the submitter's tie rule); lazy
+ * promotion puts the paused one (P) one level above the other (R), which
+ * keeps running, while the urgent request keeps the worker it took. Then R
+ * meets P's lock: the situation that only promotions create in an
+ * executor. Every step waits for an event (a flag a body sets, a counter
+ * of the executor), none for a time. Which of the two is P is learnt, not
+ * assumed: P last ran on the worker the urgent request now runs on. */
+static struct {
+  _Alignas(128) uint64_t v;
+} pr_cell[3]; /* cells 0 and 1: one per transaction; 2: where they poll */
+static _Atomic int pr_started[2], pr_go[2], pr_h_started, pr_h_go;
+static _Atomic int pr_tid[2], pr_end_tid[2], pr_h_tid;
+static _Atomic uint64_t pr_attempts[2];
+enum { PR_WAIT = 0, PR_FINISH = 1, PR_WRITE_OTHER = 2 };
+
+static void pr_body(void *a) {
+  unsigned i = (unsigned)(uintptr_t)a;
+  atomic_fetch_add(&pr_attempts[i], 1);
+  /* encounter-time locking: the lock of cell i is taken here and kept
+   * while the transaction is paused */
+  sstm_store_u64(&pr_cell[i].v, sstm_load_u64(&pr_cell[i].v) + 1);
+  if (!atomic_load(&pr_started[i])) { /* a retry keeps the first worker's id */
+    atomic_store(&pr_tid[i], tid());
+    atomic_store(&pr_started[i], 1);
+  }
+  int g;
+  while ((g = atomic_load(&pr_go[i])) == PR_WAIT) {
+    (void)sstm_load_u64(&pr_cell[2].v); /* a polled point */
+    for (volatile int k = 0; k < 500; k++) {
+    }
+  }
+  if (g == PR_WRITE_OTHER) { /* meets the lock of the paused one */
+    unsigned j = 1 - i;
+    sstm_store_u64(&pr_cell[j].v, sstm_load_u64(&pr_cell[j].v) + 10);
+  }
+  atomic_store(&pr_end_tid[i], tid());
+}
+
+/* The urgent request: keeps its worker until released (no transactional
+ * access: nothing outranks it anyway). */
+static void pr_urgent(void *a) {
+  (void)a;
+  atomic_store(&pr_h_tid, tid());
+  atomic_store(&pr_h_started, 1);
+  while (!atomic_load(&pr_h_go))
+    sched_yield();
+}
+
+static void wait_flag(_Atomic int *f) {
+  while (!atomic_load(f))
+    sched_yield();
+}
+
+static void promoted_paused(sstm_exec_paused_conflict_t rule) {
+  sstm_config_t cfg;
+  sstm_test_config(&cfg);
+  cfg.design = SSTM_DESIGN_ETL; /* the lock is held before the commit */
+  CHECK_OK(sstm_init(&cfg));
+  sstm_exec_config_t c = xcfg(2, 4);
+  c.c_max = 0;              /* never to the top at once ... */
+  c.lazy_promotion = true;  /* ... but one level per preemption */
+  c.paused_conflict = rule; /* 1 -> 2, above R (1), below the urgent one (3) */
+  sstm_exec_t *ex;
+  CHECK_OK(sstm_exec_create(&c, &ex));
+  for (int i = 0; i < 3; i++)
+    pr_cell[i].v = 0;
+  for (int i = 0; i < 2; i++) {
+    atomic_store(&pr_started[i], 0);
+    atomic_store(&pr_go[i], PR_WAIT);
+    atomic_store(&pr_tid[i], 0);
+    atomic_store(&pr_end_tid[i], 0);
+    atomic_store(&pr_attempts[i], 0);
+  }
+  atomic_store(&pr_h_started, 0);
+  atomic_store(&pr_h_go, 0);
+  sstm_exec_future_t f[2], hf;
+  /* One after the other, so that each takes a worker of its own: the
+   * first one's worker never becomes free while it waits. */
+  for (unsigned i = 0; i < 2; i++) {
+    sstm_exec_req_t q = {
+        .fn = pr_body, .arg = (void *)(uintptr_t)i, .priority = 1, .future = &f[i]};
+    CHECK_OK(sstm_exec_submit(ex, &q));
+    wait_flag(&pr_started[i]);
+  }
+  CHECK_NE_I(atomic_load(&pr_tid[0]), atomic_load(&pr_tid[1]));
+  sstm_exec_req_t h = {.fn = pr_urgent, .priority = 3, .future = &hf};
+  CHECK_OK(sstm_exec_submit(ex, &h));
+  /* The urgent one runs only on a worker whose transaction was paused. */
+  wait_flag(&pr_h_started);
+  int ht = atomic_load(&pr_h_tid);
+  CHECK_TRUE((atomic_load(&pr_tid[0]) == ht) != (atomic_load(&pr_tid[1]) == ht));
+  unsigned p = atomic_load(&pr_tid[0]) == ht ? 0 : 1, r = 1 - p;
+  int r_tid = atomic_load(&pr_tid[r]);
+  /* P is paused at level 2 holding its cell's lock, R runs at 1. */
+  atomic_store(&pr_go[r], PR_WRITE_OTHER);
+  if (rule == SSTM_EXEC_PAUSED_CONFLICT_HANDOVER) {
+    /* R gives its worker to P (the only free one: the urgent request holds
+     * the other) and waits in the hot list below it. */
+    while (described(ex, "handovers") == 0 && !sstm_exec_done(&f[r]))
+      sched_yield();
+    CHECK_EQ_U(described(ex, "handovers"), 1);
+    CHECK_FALSE(sstm_exec_done(&f[r]));
+    atomic_store(&pr_go[p], PR_FINISH);
+    CHECK_OK(sstm_exec_wait(&f[p]));
+    CHECK_OK(sstm_exec_wait(&f[r]));
+    /* P finished on R's worker, and R after it, on the same worker. */
+    CHECK_EQ_I(atomic_load(&pr_end_tid[p]), r_tid);
+    CHECK_EQ_I(atomic_load(&pr_end_tid[r]), r_tid);
+    /* P's write was there when R read the cell: nobody rolled back. */
+    CHECK_EQ_U(pr_cell[p].v, 11);
+  } else {
+    /* R kills P, takes the lock over and ends without giving its worker
+     * up; P rolls back when it is resumed (on that worker, the urgent
+     * request still holds the other) and retries. */
+    CHECK_OK(sstm_exec_wait(&f[r]));
+    CHECK_EQ_I(atomic_load(&pr_end_tid[r]), r_tid);
+    CHECK_EQ_I(atomic_load(&pr_end_tid[p]), 0); /* P has not ended */
+    atomic_store(&pr_go[p], PR_FINISH);
+    CHECK_OK(sstm_exec_wait(&f[p]));
+    CHECK_EQ_I(atomic_load(&pr_end_tid[p]), r_tid);
+    CHECK_EQ_U(pr_cell[p].v, 11); /* R's 10 on the rolled-back 0, then P's retry */
+  }
+  CHECK_EQ_U(pr_cell[r].v, 1);
+  atomic_store(&pr_h_go, 1);
+  CHECK_OK(sstm_exec_wait(&hf));
+  bool handover = rule == SSTM_EXEC_PAUSED_CONFLICT_HANDOVER;
+  CHECK_EQ_U(atomic_load(&pr_attempts[r]), 1);
+  CHECK_EQ_U(atomic_load(&pr_attempts[p]), handover ? 1 : 2);
+  sstm_exec_level_stats_t s1, s3;
+  do { /* the statistics are summed just after the future is set */
+    CHECK_OK(sstm_exec_stats(ex, 1, &s1));
+    CHECK_OK(sstm_exec_stats(ex, 3, &s3));
+  } while ((s1.completed < 2 || s3.completed < 1) && (sched_yield(), 1));
+  CHECK_EQ_U(s1.completed, 2);
+  CHECK_EQ_U(s1.preemptions, 1); /* P's; a hand-over is not a preemption */
+  CHECK_EQ_U(s1.promotions, 1);
+  CHECK_EQ_U(s1.aborts, handover ? 0 : 1);
+  CHECK_EQ_U(s3.completed, 1);
+  CHECK_EQ_U(described(ex, "handovers"), handover ? 1 : 0);
+  CHECK_OK(sstm_exec_destroy(ex));
+  /* Nobody waited on the paused transaction: no wait of a policy, and the
+   * only abort is the take-over's. */
+  sstm_stats_t st;
+  CHECK_OK(sstm_stats_aggregate(&st));
+  CHECK_EQ_U(st.cm_waits, 0);
+  CHECK_EQ_U(st.aborts_total, handover ? 0 : 1);
+  CHECK_OK(sstm_shutdown());
+}
+
+TEST(promoted_handover) { promoted_paused(SSTM_EXEC_PAUSED_CONFLICT_HANDOVER); }
+TEST(promoted_takeover) { promoted_paused(SSTM_EXEC_PAUSED_CONFLICT_TAKEOVER); }
 
 /* ---- bank ---- */
 

@@ -548,8 +548,10 @@ endforeach()
 # Ticks without preemption: its own mode, whatever SCHEDSTM_EXEC_PREEMPT says.
 sstm_add_test(NAME integration.exec_preempt.ticks_never_switch LABELS ${SSTM_STRESS_LABELS}
               TIMEOUT 180 COMMAND itest_exec_preempt ticks_never_switch)
-# Takeover against hand-over of a paused lock holder, under both ways of preempting.
-foreach(c paused_conflict_takeover paused_conflict_handover)
+# Takeover against hand-over of a paused lock holder, under both ways of
+# preempting: of a lower priority (paused_conflict_*), and of a higher one,
+# promoted while paused (promoted_*).
+foreach(c paused_conflict_takeover paused_conflict_handover promoted_handover promoted_takeover)
   foreach(m signal poll)
     sstm_add_test(NAME integration.exec_preempt.${c}.${m} LABELS ${SSTM_STRESS_LABELS} TIMEOUT 180
                   COMMAND itest_exec_preempt ${c} ENV SCHEDSTM_EXEC_PREEMPT=${m})
