@@ -2950,9 +2950,15 @@ TEST(executor_levels_in_the_table) {
   CHECK_OK(sstm_exec_submit(ex, &rh));
   CHECK_OK(sstm_exec_wait(&fh));
   CHECK_OK(sstm_exec_wait(&fl));
+  /* Four at each of 2, 1, 0, in that order: every request submitted
+   * before one has at least its priority, the one running included, so
+   * none of them preempts anything, whatever the worker's pace. (In mixed
+   * order one at 2 preempted one at 1 or not, depending on the pace.) */
   for (unsigned i = 0; i < 12; i++) {
-    sstm_exec_req_t r = {
-        .fn = exec_plain, .arg = (void *)(uintptr_t)(i + 1), .priority = i % 3, .future = &fp[i]};
+    sstm_exec_req_t r = {.fn = exec_plain,
+                         .arg = (void *)(uintptr_t)(i + 1),
+                         .priority = 2 - i / 4,
+                         .future = &fp[i]};
     CHECK_OK(sstm_exec_submit(ex, &r));
   }
   for (unsigned i = 0; i < 12; i++)
