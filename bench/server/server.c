@@ -991,6 +991,20 @@ static void print_stats(double elapsed_s, long check_violations, const char *che
     bench_json_obj_close(&j);
   }
   bench_json_arr_close(&j);
+  /* Aborted attempts by reason, over every descriptor (the contexts' are
+   * live: the executor is destroyed after this), and the policy's waits:
+   * what the aborts per level above come from. */
+  sstm_stats_t ag;
+  if (sstm_stats_aggregate(&ag) == 0) {
+    bench_json_obj_open(&j, "aborts_by_reason");
+    for (int r = 0; r < SSTM_ABORT_REASON_COUNT; r++)
+      if (ag.aborts[r])
+        bench_json_u64(&j, sstm_abort_reason_name((sstm_abort_reason_t)r), ag.aborts[r]);
+    bench_json_obj_close(&j);
+    bench_json_u64(&j, "cm_waits", ag.cm_waits);
+    bench_json_u64(&j, "cm_kills", ag.cm_kills);
+    bench_json_u64(&j, "locks_stolen", ag.locks_stolen);
+  }
   if (check_msg) {
     bench_json_i64(&j, "check_violations", check_violations);
     bench_json_str(&j, "check", check_msg);
