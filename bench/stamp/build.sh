@@ -13,7 +13,12 @@
 #                         library in DIR/lib, lib64 or lib/<multiarch>)
 #   --apps "A B ..."      the applications (default: all eight: bayes genome
 #                         intruder kmeans labyrinth ssca2 vacation yada)
-#   --variants "V ..."    stm and/or seq (default: both)
+#   --variants "V ..."    stm, seq and/or tinystm (default: stm seq, and
+#                         tinystm too when --tinystm-dir is given)
+#   --tinystm-dir DIR     a TinySTM source tree: also build every application
+#                         against TinySTM (bench/stamp/tinystm), the tree
+#                         copied to OUT_DIR/tinystm-lib and built there with
+#                         its own default Makefile settings
 #   --no-inline           the barriers as calls (default: SSTM_INLINE_BARRIERS)
 #   --cc CC               the C compiler (default: gcc)
 #   -j N                  parallel compilations (default: 2)
@@ -42,13 +47,14 @@ repo=$(cd "$here/../.." && pwd)
 sstm_build="$repo/build"
 prefix=""
 apps="bayes genome intruder kmeans labyrinth ssca2 vacation yada"
-variants="stm seq"
+variants=""
+tinystm=""
 inline=1
 cc=gcc
 jobs=2
 
 usage() {
-  sed -n '3,20p' "$0" | sed 's/^# \{0,1\}//' >&2
+  sed -n '3,25p' "$0" | sed 's/^# \{0,1\}//' >&2
   exit 2
 }
 
@@ -58,6 +64,7 @@ while [ $# -gt 0 ]; do
     --prefix) [ $# -ge 2 ] || usage; prefix=$2; shift 2 ;;
     --apps) [ $# -ge 2 ] || usage; apps=$2; shift 2 ;;
     --variants) [ $# -ge 2 ] || usage; variants=$2; shift 2 ;;
+    --tinystm-dir) [ $# -ge 2 ] || usage; tinystm=$2; shift 2 ;;
     --no-inline) inline=0; shift ;;
     --cc) [ $# -ge 2 ] || usage; cc=$2; shift 2 ;;
     -j) [ $# -ge 2 ] || usage; jobs=$2; shift 2 ;;
@@ -77,9 +84,24 @@ for a in $apps; do
     *) echo "build.sh: unknown application '$a'" >&2; exit 2 ;;
   esac
 done
+if [ -z "$variants" ]; then
+  variants="stm seq"
+  [ -n "$tinystm" ] && variants="$variants tinystm"
+fi
 for v in $variants; do
-  case "$v" in stm | seq) ;; *) echo "build.sh: unknown variant '$v' (stm, seq)" >&2; exit 2 ;; esac
+  case "$v" in
+    stm | seq) ;;
+    tinystm) [ -n "$tinystm" ] || { echo "build.sh: variant tinystm needs --tinystm-dir" >&2; exit 2; } ;;
+    *) echo "build.sh: unknown variant '$v' (stm, seq, tinystm)" >&2; exit 2 ;;
+  esac
 done
+if [ -n "$tinystm" ]; then
+  if [ ! -f "$tinystm/include/stm.h" ] || [ ! -f "$tinystm/include/mod_mem.h" ] || [ ! -f "$tinystm/Makefile" ]; then
+    echo "build.sh: '$tinystm' is not a TinySTM tree (no include/stm.h, include/mod_mem.h, Makefile)" >&2
+    exit 2
+  fi
+  tinystm=$(cd "$tinystm" && pwd)
+fi
 case "$jobs" in '' | *[!0-9]* | 0) echo "build.sh: -j needs a positive number" >&2; exit 2 ;; esac
 if [ ! -f "$stamp/lib/tm.h" ] || [ ! -f "$stamp/common/Defines.common.mk" ]; then
   echo "build.sh: '$stamp' is not a STAMP 0.9.10 tree (no lib/tm.h, common/Defines.common.mk)" >&2
@@ -109,6 +131,24 @@ libdir=$(cd "$libdir" && pwd)
 
 mkdir -p "$out" || exit 1
 out=$(cd "$out" && pwd)
+
+# TinySTM, built once in a copy of the user's tree (nothing is written into
+# that tree), with its Makefile's defaults: the design, contention manager
+# (CM_SUICIDE) and options the other same-code comparisons use
+# (bench/CMakeLists.txt, tinystm-same).
+case " $variants " in
+  *" tinystm "*)
+    tiny_build="$out/tinystm-lib"
+    if [ ! -f "$tiny_build/lib/libstm.a" ] || [ "$tinystm/include/stm.h" -nt "$tiny_build/lib/libstm.a" ]; then
+      rm -rf "$tiny_build" && cp -r "$tinystm" "$tiny_build" || exit 1
+      if ! { make -C "$tiny_build" clean && make -C "$tiny_build"; } >"$out/tinystm-lib.log" 2>&1; then
+        echo "build.sh: building TinySTM in $tiny_build failed; the end of $out/tinystm-lib.log:" >&2
+        tail -20 "$out/tinystm-lib.log" >&2
+        exit 1
+      fi
+    fi
+    ;;
+esac
 
 base_cflags="-O3 -g -pthread -fcommon -Wall -Wno-unused-variable -Wno-unused-but-set-variable"
 stm_cflags="-DSTM -I$here -I$inc"
@@ -150,6 +190,12 @@ for app in $apps; do
       flags="$base_cflags $app_cflags -I$stamp/lib $stm_cflags"
       extra_src="$here/stm.c"
       libs="-L$libdir -Wl,-rpath,$libdir -lschedstm $app_libs -lpthread -lm"
+    elif [ "$variant" = tinystm ]; then
+      # bench/stamp/tinystm/stm.h is STAMP's <stm.h>; it includes TinySTM's
+      # own stm.h from the directory after it (#include_next)
+      flags="$base_cflags $app_cflags -DSTM -I$stamp/lib -I$here/tinystm -I$tiny_build/include"
+      extra_src="$here/tinystm/stm.c"
+      libs="$tiny_build/lib/libstm.a $app_libs -lpthread -lm"
     else
       flags="$base_cflags $app_cflags -I$stamp/lib"
       extra_src=""
@@ -170,6 +216,7 @@ for app in $apps; do
       name=$(basename "$s" .c)
       case "$s" in
         "$here/stm.c") name=sstm_stamp_adapter ;;
+        "$here/tinystm/stm.c") name=sstm_stamp_tinystm_adapter ;;
         "$here/ssca2_digest.c") name=sstm_ssca2_digest ;;
       esac
       case "$s" in ../lib/*) name="lib_$name" ;; esac
