@@ -20,16 +20,27 @@ Run through sweep.py (`sweep.py --bench stamp ...`) or on its own
                       non-simulator ones (standard)
   --threads 1,2,8     thread counts of the schedstm runs
   --cms suicide,adaptive  policies (SCHEDSTM_CM; "default" sets nothing: the
-                      library's default, adaptive since it was made so)
+                      library's default, adaptive since it was made so; "none":
+                      no schedstm runs, e.g. with --tinystm alone)
+  --tinystm           also run the TinySTM build of each application
+                      (<app>-tinystm, bench/stamp/tinystm) at each thread
+                      count, TinySTM's default configuration (CM_SUICIDE)
+  --tinystm-dir PATH  the TinySTM tree to build it from when it is missing
+                      (implies --tinystm)
   --reps N            repetitions (default 1)
   --out DIR, --plot, --timeout-s S, --dry-run
   --verify            the verification mode: the same runs, reported as a
-                      matrix of checks (verify.json, verify.md) instead of
+                      matrix of checks (verify.json, verify.md) as well as
                       the timing summary
+  --report DIR,...    run nothing: read the results.jsonl of earlier runs
+                      (one or more output directories, merged) and write
+                      the summary, verify.* (with --verify) and the plot
+                      into --out
 
 Every point runs the sequential build (STAMP's seq configuration, one
-thread: the reference) and the schedstm build under each policy; within a
-repetition the variants of an application run back to back. Each run's
+thread: the reference) and the schedstm build under each policy (and the
+TinySTM build with --tinystm); within a repetition the variants of an
+application run back to back. Each run's
 record has the wall time (process start to exit, as the harness sees it),
 the process CPU time (user + system of the process and its threads, from
 wait4), the application's own time (the region STAMP times), commits and
@@ -56,12 +67,14 @@ or, where it has none, of a comparison with the sequential run's result:
   yada       "Final mesh is valid."
 
 Every record also says where it ran (git commit of the harness's tree,
-compiler, CPU, kernel, date: sweep.py's provenance fields). Writes
+compiler, CPU, kernel, date: sweep.py's provenance fields) and the host's
+one-minute load average when the run started (loadavg). Writes
 results.jsonl, results.csv and summary.md (medians; time relative
 to the sequential build per application and thread count, wall and CPU,
 each run over the sequential run of its own repetition, and the range of
-the CPU ratios; aborts per commit and by reason; the checks) in --out, or
-with --verify verify.json and verify.md, and with --plot stamp.png.
+the CPU ratios; aborts per commit and by reason; the checks; then the same
+as tables with one column per variant) in --out, with --verify also
+verify.json and verify.md, and with --plot stamp.png.
 Exit status 1 if a run failed or a check failed, 2 on a bad command
 line.
 """
@@ -269,14 +282,16 @@ def parse_stats(text):
     return {"commits": None, "aborts": None, "aborts_by_reason": {}}
 
 
-def variants(cms):
+def variants(cms, tinystm=False):
     out = [("seq", None)]
     out += [("schedstm-" + cm, cm) for cm in cms]
+    if tinystm:
+        out.append(("tinystm", None))
     return out
 
 
 def program(build, app, variant):
-    kind = "seq" if variant == "seq" else "stm"
+    kind = variant if variant in ("seq", "tinystm") else "stm"
     return os.path.join(build, app.base, "%s-%s" % (app.base, kind))
 
 
@@ -329,13 +344,16 @@ def run_point(args, app, inputs, threads, variant, cm, rep, seq_out):
     env = {}
     stats_path = None
     if variant != "seq":
+        # both adapters (bench/stamp/stm.c, bench/stamp/tinystm/stm.c) dump
+        # their counts there in sstm_stats_dump()'s format
         fd, stats_path = tempfile.mkstemp(prefix="sstm-stamp-stats-")
         os.close(fd)
         env["SSTM_STAMP_STATS"] = stats_path
-        if cm != "default":
+        if cm not in (None, "default"):
             env["SCHEDSTM_CM"] = cm
     rec = {"app": app.name, "inputs": inputs, "threads": threads, "variant": variant,
-           "cm": cm, "rep": rep, "cmd": " ".join(argv), "env": env}
+           "cm": cm, "rep": rep, "cmd": " ".join(argv), "env": env,
+           "loadavg": os.getloadavg()[0]}
     try:
         rc, out, err, wall, cpu = run(argv, env, os.path.dirname(argv[0]), args.timeout_s)
         stats = parse_stats(open(stats_path).read()) if stats_path else {}
@@ -390,10 +408,13 @@ def parse_args(argv):
     p.add_argument("--inputs", default="sim")
     p.add_argument("--threads", default="1,2,8")
     p.add_argument("--cms", default="suicide,adaptive")
+    p.add_argument("--tinystm", action="store_true")
+    p.add_argument("--tinystm-dir", default=None)
     p.add_argument("--reps", type=int, default=1)
     p.add_argument("--verify", action="store_true",
                    help="the verification mode: every run's check, reported in verify.json "
-                        "(and a table on stdout) instead of the timing summary")
+                        "(and a table on stdout) besides the timing summary")
+    p.add_argument("--report", default=None)
     p.add_argument("--timeout-s", type=float, default=600.0)
     p.add_argument("--out", default=None)
     p.add_argument("--plot", action="store_true")
@@ -423,7 +444,14 @@ def parse_args(argv):
     if bad:
         p.error("--inputs: unknown input set(s) %s (valid: %s)" % (",".join(bad),
                                                                    ",".join(INPUT_SETS)))
-    args.cms = items("cms", args.cms)
+    args.cms = [] if args.cms == "none" else items("cms", args.cms)
+    args.tinystm = args.tinystm or args.tinystm_dir is not None
+    if not args.cms and not args.tinystm:
+        p.error("--cms none leaves nothing to run without --tinystm")
+    if args.report is not None:
+        args.report = items("report", args.report)
+        if args.out is None:
+            p.error("--report needs --out (where to write the report)")
     bad = [c for c in args.cms if not re.fullmatch(r"[a-z0-9+_-]+", c)]
     if bad:
         p.error("bad policy name(s) %s" % ",".join(bad))
@@ -435,7 +463,7 @@ def ensure_built(args):
     """Build with bench/stamp/build.sh when a program is missing (or with
     --rebuild). Returns an error message, or None."""
     need = sorted({program(args.stamp_build, APPS[a], v)
-                   for a in args.apps for v in ("seq", "stm")})
+                   for a in args.apps for v in needed_variants(args)})
     if not args.rebuild and all(os.access(x, os.X_OK) for x in need):
         return None
     if not args.stamp_dir:
@@ -447,8 +475,19 @@ def ensure_built(args):
     cmd = [BUILD_SH, "--apps", bases]
     if args.schedstm_build:
         cmd += ["--schedstm-build", args.schedstm_build]
+    if args.tinystm:
+        if not args.tinystm_dir:
+            return ("the TinySTM programs are missing (%s); give --tinystm-dir PATH (a TinySTM "
+                    "tree) to build them" % [x for x in need if not os.access(x, os.X_OK)][0])
+        cmd += ["--tinystm-dir", args.tinystm_dir,
+                "--variants", " ".join(needed_variants(args))]
     r = subprocess.run(cmd + [args.stamp_dir, args.stamp_build])
     return None if r.returncode == 0 else "bench/stamp/build.sh failed (status %d)" % r.returncode
+
+
+def needed_variants(args):
+    """The builds (build.sh's variants) the runs need."""
+    return ["seq"] + (["stm"] if args.cms else []) + (["tinystm"] if args.tinystm else [])
 
 
 def median(values):
@@ -471,18 +510,19 @@ def add_relative(records):
     """rel_wall / rel_cpu / rel_app: each run's time over the sequential
     run's of the same application, input set and repetition (the runs of a
     repetition are back to back, so the ratio is paired), or over the
-    median of its sequential runs when that one failed."""
+    median of its sequential runs when that one failed. Records merged from
+    several runs (--report) are paired within their own run (batch)."""
     for app, inputs in {(r["app"], r["inputs"]) for r in records}:
         mine = [r for r in records if (r["app"], r["inputs"]) == (app, inputs)]
         seq = [r for r in mine if r["variant"] == "seq" and r["status"] == "ok"]
         med = {"wall_s": median(r["wall_s"] for r in seq),
                "cpu_s": median(r["cpu_s"] for r in seq),
                "app_time_s": median(r.get("app_time_s") for r in seq)}
-        by_rep = {r["rep"]: r for r in seq}
+        by_rep = {(r.get("batch"), r["rep"]): r for r in seq}
         for r in mine:
             if r["status"] != "ok":
                 continue
-            ref = by_rep.get(r["rep"])
+            ref = by_rep.get((r.get("batch"), r["rep"]))
             for field, rel in (("wall_s", "rel_wall"), ("cpu_s", "rel_cpu"),
                                ("app_time_s", "rel_app")):
                 base = ref.get(field) if ref else med[field]
@@ -554,7 +594,63 @@ def summary_markdown(records, title):
     if details:
         lines += ["", "## Check details (distinct)", ""]
         lines += ["- %s: %s" % d for d in details]
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines + pivot_markdown(records)) + "\n"
+
+
+def pivot_markdown(records):
+    """The summary's numbers as tables with one row per application and
+    thread count and one column per variant: the median CPU time over the
+    sequential build's (with its range), aborts per commit, the most
+    frequent abort reason with its share, and the checks passed; then the
+    host's load average over the runs."""
+    vs = []
+    for r in records:
+        if r["variant"] != "seq" and r["variant"] not in vs:
+            vs.append(r["variant"])
+    rows = sorted({(label(r, records), r["threads"]) for r in records if r["variant"] != "seq"})
+    if not vs or not rows:
+        return []
+
+    def cell(app, t, v, what):
+        rs = [r for r in records if (label(r, records), r["threads"], r["variant"]) == (app, t, v)]
+        ok = [r for r in rs if r["status"] == "ok"]
+        if what == "checks":
+            return "%d/%d" % (sum(1 for r in rs if r.get("check") == "pass"), len(rs)) \
+                if rs else "-"
+        if not ok:
+            return "-" if not rs else "failed"
+        if what == "cpu":
+            return "%s (%s)" % (_fmt(median(r.get("rel_cpu") for r in ok)),
+                                spread(r.get("rel_cpu") for r in ok))
+        commits = sum(r.get("commits") or 0 for r in ok)
+        aborts = sum(r.get("aborts") or 0 for r in ok)
+        if what == "aborts":
+            return _fmt(aborts / commits if commits else None, "%.3f")
+        reasons = {}
+        for r in ok:
+            for name, n in (r.get("aborts_by_reason") or {}).items():
+                reasons[name] = reasons.get(name, 0) + n
+        if not reasons or not sum(reasons.values()):
+            return "-"
+        name, n = max(reasons.items(), key=lambda x: x[1])
+        return "%s %.0f %%" % (name, 100.0 * n / sum(reasons.values()))
+
+    out = []
+    for what, title in (("cpu", "CPU time x sequential (median, range)"),
+                        ("aborts", "Aborts per commit"),
+                        ("reason", "Most frequent abort reason"),
+                        ("checks", "Checks passed")):
+        out += ["", "## %s" % title, "",
+                "| app | threads | " + " | ".join(vs) + " |",
+                "| --- | ---: |" + " ---: |" * len(vs)]
+        for app, t in rows:
+            out.append("| %s | %d | %s |" % (app, t, " | ".join(cell(app, t, v, what)
+                                                              for v in vs)))
+    loads = [r["loadavg"] for r in records if r.get("loadavg") is not None]
+    if loads:
+        out += ["", "Load average (1 min) at the start of the runs: median %.1f, range %.1f-%.1f"
+                % (median(loads), min(loads), max(loads))]
+    return out
 
 
 def plot(records, path):
@@ -567,8 +663,10 @@ def plot(records, path):
     rows = (len(apps) + cols - 1) // cols
     fig, axes = plt.subplots(rows, cols, figsize=(4 * cols, 3.2 * rows), squeeze=False)
     for ax, app in zip([a for row in axes for a in row], apps):
+        fields = (("rel_wall", "-o"), ("rel_cpu", "--x")) if len(stm) <= 2 else \
+            (("rel_cpu", "-o"),)
         for v in stm:
-            for field, style in (("rel_wall", "-o"), ("rel_cpu", "--x")):
+            for field, style in fields:
                 pts = sorted({r["threads"] for r in records if label(r, records) == app
                               and r["variant"] == v})
                 ys = [median(r.get(field) for r in records if label(r, records) == app
@@ -580,7 +678,7 @@ def plot(records, path):
         ax.set_xscale("log", base=2)
         ax.set_title(app)
         ax.set_xlabel("threads")
-        ax.set_ylabel("time / sequential")
+        ax.set_ylabel("time / sequential" if len(stm) <= 2 else "CPU time / sequential")
     for ax in [a for row in axes for a in row][len(apps):]:
         ax.axis("off")
     axes[0][0].legend(fontsize=7)
@@ -600,8 +698,9 @@ def verify_report(records, skipped, args):
         if r["variant"] == "seq":
             continue
         results.append({k: r.get(k) for k in (
-            "app", "inputs", "threads", "cm", "rep", "status", "check", "check_detail", "error",
-            "commits", "aborts", "aborts_by_reason", "wall_s", "cpu_s", "cmd")})
+            "app", "inputs", "threads", "cm", "variant", "rep", "status", "check",
+            "check_detail", "error", "commits", "aborts", "aborts_by_reason", "wall_s", "cpu_s",
+            "cmd")})
     reference = [{k: r.get(k) for k in ("app", "inputs", "rep", "status", "check",
                                         "check_detail", "error", "cmd")}
                  for r in records if r["variant"] == "seq"]
@@ -614,8 +713,11 @@ def verify_report(records, skipped, args):
         "git_commit": first.get("git_commit"),
         "host": {k: first.get(k) for k in ("cpu_model", "cpus", "kernel", "git_dirty")
                  if k in first},
-        "apps": sorted({r["app"] for r in results}), "inputs": args.inputs,
-        "threads": args.threads, "cms": args.cms, "reps": args.reps,
+        "apps": sorted({r["app"] for r in results}),
+        "inputs": sorted({r["inputs"] for r in results}),
+        "threads": sorted({r["threads"] for r in results}),
+        "variants": list(dict.fromkeys(r["variant"] for r in results)),
+        "reps": max([r["rep"] for r in results] or [0]),
         "runs": len(results), "passed": count["pass"], "failed": count["fail"],
         "not_applicable": count["n/a"], "failed_references": failed_refs,
         "ok": count["fail"] == 0 and failed_refs == 0 and count["pass"] > 0,
@@ -627,18 +729,19 @@ def verify_table(report):
     """The verification matrix as markdown: one row per application and
     input set, one column per thread count and policy; each cell the passed
     runs over the runs."""
-    cols = [(t, cm) for t in report["threads"] for cm in report["cms"]]
+    cols = [(t, v) for t in report["threads"] for v in report["variants"]]
     rows = sorted({(r["app"], r["inputs"]) for r in report["results"]})
     lines = ["# STAMP verification: %d runs, %d passed, %d failed, %d n/a%s" % (
         report["runs"], report["passed"], report["failed"], report["not_applicable"],
         "" if report["ok"] else " (NOT OK)"), "",
-        "| app | inputs | " + " | ".join("%d %s" % c for c in cols) + " |",
+        "| app | inputs | " + " | ".join("%d %s" % (t, v.replace("schedstm-", ""))
+                                         for t, v in cols) + " |",
         "| --- | --- |" + " ---: |" * len(cols)]
     for app, inputs in rows:
         cells = []
-        for t, cm in cols:
+        for t, v in cols:
             rs = [r for r in report["results"] if (r["app"], r["inputs"], r["threads"],
-                                                   r["cm"]) == (app, inputs, t, cm)]
+                                                   r["variant"]) == (app, inputs, t, v)]
             passed = sum(1 for r in rs if r["check"] == "pass")
             cells.append("%d/%d" % (passed, len(rs)) if rs else "-")
         lines.append("| %s | %s | %s |" % (app, inputs, " | ".join(cells)))
@@ -649,7 +752,7 @@ def verify_table(report):
     if bad:
         lines += ["", "## Not passed", ""]
         lines += ["- %s %s t=%d %s rep %d: %s: %s" % (
-            r["app"], r["inputs"], r["threads"], r["cm"], r["rep"], r["check"],
+            r["app"], r["inputs"], r["threads"], r["variant"], r["rep"], r["check"],
             r.get("error") or r.get("check_detail")) for r in bad]
     return "\n".join(lines) + "\n"
 
@@ -662,9 +765,11 @@ def selected(argv):
 
 def main(argv=None):
     args = parse_args(sys.argv[1:] if argv is None else argv)
+    if args.report:
+        return report_only(args)
     if args.stamp_dir is None and args.skip_without_stamp and not args.dry_run and not all(
             os.access(program(args.stamp_build, APPS[a], v), os.X_OK)
-            for a in args.apps for v in ("seq", "stm")):
+            for a in args.apps for v in needed_variants(args)):
         sys.stderr.write("stamp: skipped: no STAMP tree given (--stamp-dir, or the "
                          "SCHEDSTM_STAMP_DIR CMake variable for ctest) and no programs built in "
                          "%s\n" % args.stamp_build)
@@ -695,11 +800,11 @@ def main(argv=None):
         for inputs, name in points:
             runs.append((rep, APPS[name], inputs, 1, "seq", None))
             for t in args.threads:
-                for v, cm in variants(args.cms)[1:]:
+                for v, cm in variants(args.cms, args.tinystm)[1:]:
                     runs.append((rep, APPS[name], inputs, t, v, cm))
     if args.dry_run:
         for rep, app, inputs, t, v, cm in runs:
-            env = "" if v == "seq" or cm == "default" else "SCHEDSTM_CM=%s " % cm
+            env = "" if cm in (None, "default") else "SCHEDSTM_CM=%s " % cm
             print(env + " ".join(command(args.stamp_build, app, inputs, t, v)))
         return 0
     out_dir = args.out or os.path.join(REPO, "results", "stamp-" +
@@ -714,7 +819,7 @@ def main(argv=None):
                                  seq_out.get((app.name, inputs, rep)))
             if v == "seq" and rec["status"] == "ok":
                 seq_out[(app.name, inputs, rep)] = out
-            rec.update(host, date=provenance.utc_now(),
+            rec.update(host, date=provenance.utc_now(), batch=out_dir,
                        compiler=provenance.compiler_of(program(args.stamp_build, app, v)))
             jsonl.write(json.dumps(rec, sort_keys=True) + "\n")
             jsonl.flush()
@@ -724,12 +829,59 @@ def main(argv=None):
                                  i, len(runs), rep, app.name, inputs, t, v, rec["status"],
                                  rec["wall_s"], rec["cpu_s"], rec.get("check"),
                                  time.monotonic() - started))
+    return write_reports(args, records, skipped, out_dir)
+
+
+def report_only(args):
+    """--report: the reports of earlier runs, their records merged. Each
+    record keeps its own run's batch (its output directory), so that its
+    ratio is paired with the sequential run of its own run and
+    repetition."""
+    records, skipped = [], []
+    for d in args.report:
+        path = os.path.join(d, "results.jsonl")
+        try:
+            with open(path) as f:
+                for n, line in enumerate(f, 1):
+                    if not line.strip():
+                        continue
+                    try:
+                        r = json.loads(line)
+                    except ValueError as e:
+                        sys.stderr.write(ERROR + "%s:%d: not a JSON record (%s)\n" % (path, n, e))
+                        return 2
+                    r.setdefault("batch", os.path.abspath(d))
+                    records.append(r)
+        except OSError as e:
+            sys.stderr.write(ERROR + "cannot read %s: %s\n" % (path, e.strerror))
+            return 2
+        vpath = os.path.join(d, "verify.json")
+        if os.path.exists(vpath):
+            with open(vpath) as f:
+                skipped += json.load(f).get("skipped", [])
+    if not records:
+        sys.stderr.write(ERROR + "no records in %s\n" % ", ".join(args.report))
+        return 2
+    os.makedirs(args.out, exist_ok=True)
+    return write_reports(args, records, skipped, args.out)
+
+
+def write_reports(args, records, skipped, out_dir):
+    """results.csv, summary.md, with --verify verify.json and verify.md,
+    with --plot stamp.png; the summary (and the verification table) on
+    stdout. Returns the exit status: 1 if a run failed or failed its
+    check."""
     add_relative(records)
     with open(os.path.join(out_dir, "results.csv"), "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=FIELDS, extrasaction="ignore")
         w.writeheader()
         for r in records:
             w.writerow(r)
+    inputs = sorted({r["inputs"] for r in records})
+    text = summary_markdown(records, "STAMP, %s inputs (%s)" % (
+        ",".join(inputs), datetime.datetime.now().strftime("%Y-%m-%d %H:%M")))
+    with open(os.path.join(out_dir, "summary.md"), "w") as f:
+        f.write(text)
     if args.verify:
         report = verify_report(records, skipped, args)
         with open(os.path.join(out_dir, "verify.json"), "w") as f:
@@ -737,11 +889,6 @@ def main(argv=None):
             f.write("\n")
         text = verify_table(report)
         with open(os.path.join(out_dir, "verify.md"), "w") as f:
-            f.write(text)
-    else:
-        text = summary_markdown(records, "STAMP on schedstm, %s inputs (%s)" % (
-            ",".join(args.inputs), datetime.datetime.now().strftime("%Y-%m-%d %H:%M")))
-        with open(os.path.join(out_dir, "summary.md"), "w") as f:
             f.write(text)
     print(text, end="")
     if args.plot:

@@ -29,6 +29,14 @@ policy         suicide: x
 """
 
 
+# What bench/stamp/tinystm/stm.c writes.
+TINY_DUMP = """\
+TinySTM, counted by the STAMP adapter (bench/stamp/tinystm)
+total commits=8202 aborts=7
+  aborts: wr-conflict=5 val-read=1 explicit=1
+"""
+
+
 class ParseTest(unittest.TestCase):
     def test_stats_total_and_reasons(self):
         s = stamp.parse_stats(DUMP)
@@ -138,9 +146,15 @@ class CommandLineTest(unittest.TestCase):
             "/b/genome/genome-seq -g4096 -s32 -n1048576 -t1",
             "/b/genome/genome-stm -g4096 -s32 -n1048576 -t1"])
 
+    def test_tinystm_adapter_dump(self):
+        s = stamp.parse_stats(TINY_DUMP)
+        self.assertEqual((s["commits"], s["aborts"]), (8202, 7))
+        self.assertEqual(s["aborts_by_reason"], {"wr-conflict": 5, "val-read": 1, "explicit": 1})
+
     def test_bad_options_are_refused(self):
         for argv in (["--apps", "nope"], ["--threads", "0"], ["--threads", "1,,2"],
-                     ["--cms", "Bad Name"], ["--inputs", "huge"], ["--inputs", "sim,"]):
+                     ["--cms", "Bad Name"], ["--inputs", "huge"], ["--inputs", "sim,"],
+                     ["--cms", "none"], ["--report", "x"]):
             with contextlib.redirect_stderr(io.StringIO()), self.assertRaises(SystemExit) as e:
                 stamp.parse_args(argv)
             self.assertEqual(e.exception.code, 2, argv)
@@ -158,6 +172,14 @@ class CommandLineTest(unittest.TestCase):
             "/b/genome/genome-seq -g256 -s16 -n16384 -t1",
             "/b/genome/genome-stm -g256 -s16 -n16384 -t2",
             "SCHEDSTM_CM=ser-block /b/genome/genome-stm -g256 -s16 -n16384 -t2"])
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            rc = stamp.main(["--dry-run", "--stamp-build", "/b", "--apps", "genome", "--threads",
+                             "2", "--cms", "none", "--tinystm"])
+        self.assertEqual(rc, 0)
+        self.assertEqual(out.getvalue().splitlines(), [
+            "/b/genome/genome-seq -g256 -s16 -n16384 -t1",
+            "/b/genome/genome-tinystm -g256 -s16 -n16384 -t2"])
 
 
 # A fake genome: prints what the real one prints; the schedstm variant
@@ -187,7 +209,7 @@ class WholeRunTest(unittest.TestCase):
         self.tmp = tempfile.TemporaryDirectory()
         self.build = os.path.join(self.tmp.name, "build")
         os.makedirs(os.path.join(self.build, "genome"))
-        for kind in ("seq", "stm"):
+        for kind in ("seq", "stm", "tinystm"):
             path = os.path.join(self.build, "genome", "genome-" + kind)
             with open(path, "w") as f:
                 f.write(FAKE)
@@ -279,7 +301,7 @@ class WholeRunTest(unittest.TestCase):
         self.assertEqual(sorted((r["threads"], r["cm"]) for r in report["results"]),
                          [(1, "adaptive"), (1, "default"), (8, "adaptive"), (8, "default")])
         self.assertIn("| genome | sim | 1/1 | 1/1 | 1/1 | 1/1 |", out.getvalue())
-        self.assertFalse(os.path.exists(os.path.join(self.out, "summary.md")))
+        self.assertTrue(os.path.exists(os.path.join(self.out, "summary.md")))
         os.environ["FAKE_MODE"] = "badcheck8"
         with contextlib.redirect_stdout(io.StringIO()) as out, \
                 contextlib.redirect_stderr(io.StringIO()):
@@ -291,6 +313,61 @@ class WholeRunTest(unittest.TestCase):
         self.assertEqual((report["passed"], report["failed"]), (2, 2))
         self.assertIn("| genome | sim | 1/1 | 1/1 | 0/1 | 0/1 |", out.getvalue())
         self.assertIn("## Not passed", out.getvalue())
+
+    def test_tinystm_variant(self):
+        rc, recs, text = self.sweep("--tinystm")
+        self.assertEqual(rc, 0)
+        self.assertEqual([(r["variant"], r["threads"]) for r in recs], [
+            ("seq", 1), ("schedstm-default", 1), ("schedstm-adaptive", 1), ("tinystm", 1),
+            ("schedstm-default", 2), ("schedstm-adaptive", 2), ("tinystm", 2)])
+        tiny = recs[3]
+        self.assertTrue(tiny["cmd"].endswith("genome-tinystm -g256 -s16 -n16384 -t1"))
+        self.assertNotIn("SCHEDSTM_CM", tiny["env"])
+        self.assertIn("SSTM_STAMP_STATS", tiny["env"])
+        self.assertEqual((tiny["commits"], tiny["aborts"]), (10, 4))
+        # the tables with one column per variant, and the load average
+        self.assertIn("| app | threads | schedstm-default | schedstm-adaptive | tinystm |", text)
+        self.assertIn("| genome | 2 | 0.400 | 0.400 | 0.400 |", text)
+        self.assertIn("| genome | 1 | read-locked 75 % | read-locked 75 % | read-locked 75 % |",
+                      text)
+        self.assertIn("Load average (1 min)", text)
+        self.assertIsInstance(recs[0]["loadavg"], float)
+
+    def test_report_merges_runs_paired_within_each(self):
+        first = self.out
+        rc, recs1, _ = self.sweep("--cms", "adaptive")
+        self.assertEqual(rc, 0)
+        # a second run, TinySTM alone, whose sequential run is much slower:
+        # its ratio must be over its own sequential run, not the first's
+        self.out = os.path.join(self.tmp.name, "out2")
+        seq = os.path.join(self.build, "genome", "genome-seq")
+        with open(seq, "w") as f:
+            f.write(FAKE.replace('echo "Time = 0.5"', 'echo "Time = 0.5"; sleep 0.3'))
+        rc, recs2, _ = self.sweep("--cms", "none", "--tinystm")
+        self.assertEqual(rc, 0)
+        merged = os.path.join(self.tmp.name, "merged")
+        with contextlib.redirect_stdout(io.StringIO()) as out, \
+                contextlib.redirect_stderr(io.StringIO()):
+            rc = stamp.main(["--report", "%s,%s" % (first, self.out), "--out", merged,
+                             "--verify"])
+        self.assertEqual(rc, 0)
+        with open(os.path.join(merged, "results.csv")) as f:
+            rows = list(csv.DictReader(f))
+        self.assertEqual(len(rows), len(recs1) + len(recs2))
+        tiny = [r for r in rows if r["variant"] == "tinystm"]
+        seq2 = recs2[0]["wall_s"]
+        for r in tiny:
+            self.assertAlmostEqual(float(r["rel_wall"]), float(r["wall_s"]) / seq2, places=6)
+        with open(os.path.join(merged, "verify.json")) as f:
+            report = json.load(f)
+        self.assertEqual(report["variants"], ["schedstm-adaptive", "tinystm"])
+        self.assertIn("| genome | sim | 1/1 | 1/1 | 1/1 | 1/1 |", out.getvalue())
+        self.assertTrue(os.path.exists(os.path.join(merged, "summary.md")))
+        with contextlib.redirect_stderr(io.StringIO()) as err:
+            rc = stamp.main(["--report", os.path.join(self.tmp.name, "nothing"), "--out",
+                             merged])
+        self.assertEqual(rc, 2)
+        self.assertIn("cannot read", err.getvalue())
 
     def test_missing_programs(self):
         empty = os.path.join(self.tmp.name, "empty")
