@@ -1,14 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /* adaptive: chooses among ser-kill, yield, ser-block and os_prio
  * online, and gives its threads a longer time slice when transactions are
- * long, following [Maldonado10]'s Table 1 and conclusions (the paper leaves
- * this as future work) and what they measure to in docs/benchmarks.md:
+ * long or threads outnumber CPUs, following [Maldonado10]'s Table 1 and conclusions (the paper
+ * leaves this as future work) and what they measure to in docs/benchmarks.md:
  *
  *   long transactions (CPU time per commit over 1/35 of the time slice:
  *     40 us for a 1.4 ms EEVDF slice, the default on 2 CPUs), or
  *     non-deterministic ones (over 30 % of retries take another path),
  *     whatever the thread count               -> os_prio or ser-block,
- *       with a 4 ms EEVDF custom slice for the threads that abort: the
+ *       with a 4 ms EEVDF custom slice for its threads: the
  *       default os_prio while over 2/3 of the commits are updates (until
  *       under 1/2), ser-block otherwise, and the other one if a probe finds
  *       it significantly ahead. [Maldonado10] serialises such
@@ -30,7 +30,20 @@
  *       short workloads (docs/benchmarks.md), and nothing observable
  *       without trying says which will on a given run. A
  *       held yield whose losers abort more than once per commit for two
- *       windows (it does not serialise) gives way to ser-block.
+ *       windows (it does not serialise) gives way to ser-block. Either
+ *       way the threads take a 100 ms EEVDF custom slice (the kernel's
+ *       longest), [Maldonado10]'s EXT (section 4) as far as stock Linux
+ *       allows: oversubscribed, most long waits are behind a lock holder
+ *       descheduled inside its commit, which no policy may abort, and
+ *       those preemptions are mostly the scheduler's own (a tick past the
+ *       default slice of about 1.5-4 ms, or a woken thread with an earlier
+ *       deadline), so they fall in proportion to the slice: about 40x
+ *       fewer involuntary context switches at 64 threads on 2 CPUs, fewer
+ *       waits, more commits per CPU-second (docs/benchmarks.md, "Why lock
+ *       holders are descheduled in their commit"). The cost is latency: a
+ *       thread may wait a round of 100 ms slices for its CPU; the slice
+ *       is given back when the regime ends (at each thread's next abort)
+ *       or the descriptor leaves the thread.
  *
  * A probe runs six windows alternating the challenger (os_prio or yield;
  * ser-block for long update-heavy transactions) and the default (ser-block;
@@ -63,8 +76,8 @@
  * that confirms it.
  *
  * Starting choice, before any window has been evaluated: from the threads
- * registered so far, ser-block if they outnumber the CPUs (the safe choice
- * when oversubscribed), ser-kill otherwise. suicide is never chosen: every
+ * registered so far, ser-block and the 100 ms slice if they outnumber the
+ * CPUs (the safe choice when oversubscribed), ser-kill otherwise. suicide is never chosen: every
  * policy of the menu costs exactly what suicide costs on conflict-free
  * paths, and softser ([Maldonado10]'s choice for non-deterministic
  * transactions) is behind the better of os_prio and ser-block+ext at every
@@ -147,8 +160,17 @@ enum { A_SWITCHES = 4, A_EVALUATIONS = 5, A_SLICE_CHANGES = 6 };
 #define LONG_TX_DIV 35.0
 #define DEFAULT_SLICE_NS 1400000ull
 #define EXT_SLICE_NS 4000000ull /* ext's default custom slice */
-#define UNDER_WINDOWS 3         /* windows with threads <= CPUs before leaving ser-block/yield */
-#define LENGTH_WINDOWS 2        /* windows a change of transaction length must last */
+/* The custom slice of oversubscribed threads running short transactions:
+ * the longest the kernel takes (sched_setattr clamps sched_runtime to
+ * 0.1..100 ms). A thread is then preempted by the tick about once per
+ * 100 ms of CPU time instead of at every 4 ms tick past the default slice,
+ * so far fewer lock holders are descheduled inside their commit, where no
+ * policy may abort them and every thread that needs their stripes waits a
+ * scheduling round (the file comment, and docs/benchmarks.md, "Why lock
+ * holders are descheduled in their commit"). */
+#define OVER_SLICE_NS 100000000ull
+#define UNDER_WINDOWS 3  /* windows with threads <= CPUs before leaving ser-block/yield */
+#define LENGTH_WINDOWS 2 /* windows a change of transaction length must last */
 #define PROBE_LEN 6
 #define PROBE_MARGIN 1.03   /* the challenger must beat the default by this factor */
 #define EVIDENCE_DECAY 0.75 /* weight an earlier probe's windows keep at each new probe */
@@ -170,9 +192,9 @@ enum { A_SWITCHES = 4, A_EVALUATIONS = 5, A_SLICE_CHANGES = 6 };
 #define ADAPTIVE_STATE_MAX 512
 
 typedef struct adaptive_state {
-  bool slice_on;                   /* owner-only: the attached thread runs with the long custom
-                                      slice (an OS setting of the thread: given back when the
-                                      descriptor leaves it, on_detach) */
+  uint64_t slice_cur;              /* owner-only: the custom slice adaptive gave the attached
+                                      thread, 0 if none (an OS setting of the thread: given back
+                                      when the descriptor leaves it, on_detach) */
   uint64_t slice_prev;             /* the thread's slice before (0: the default) */
   uint32_t prev_n;                 /* owner-only: the previous attempt's */
   const void *prev_path[PATH_LEN]; /* first read stripes */
@@ -193,11 +215,12 @@ static const bool probe_challenger[PROBE_LEN] = {1, 0, 0, 1, 1, 0};
 static struct {
   /* read on every abort: a cache line of its own, written at switches */
   _Alignas(64) _Atomic int cur;
-  _Atomic bool slice_want;   /* threads that abort take the long slice */
-  _Atomic bool slice_failed; /* the kernel refused a custom slice: stop asking */
-  bool own_slice;            /* adaptive is the selected policy, not the base of
-                                "adaptive+ext" (whose ext owns the slice): set
-                                at init, before any descriptor */
+  _Atomic uint64_t slice_want; /* the custom slice threads take at their next abort or
+                                  attach, 0: none (set_slice) */
+  _Atomic bool slice_failed;   /* the kernel refused a custom slice: stop asking */
+  bool own_slice;              /* adaptive is the selected policy, not the base of
+                                  "adaptive+ext" (whose ext owns the slice): set
+                                  at init, before any descriptor */
   _Alignas(64) _Atomic uint64_t window_start;
   _Atomic uint64_t window_ns; /* the current window length (window_scale) */
   /* retries compared with their previous attempt, and those that took
@@ -238,7 +261,7 @@ static struct {
   int probe_pos;          /* next probe window, -1: not probing */
   int probe_a, probe_b;   /* the regime's challenger and default */
   unsigned probe_threads; /* threads when the last probe started */
-  char regime[128];       /* what the last window showed */
+  char regime[192];       /* what the last window showed */
   unsigned probe_n[NSUB]; /* windows of each policy in the current probe */
   /* The evidence of the regime's probes, per policy: the sums of the
    * commit rates of its probe windows, of their squares, and of the
@@ -332,7 +355,7 @@ static int adaptive_init(const sstm_config_t *cfg) {
   pthread_mutex_unlock(&G.lock);
   G.own_slice = sstm__cm_selected() == &sstm__cm_adaptive;
   atomic_store_explicit(&G.cur, SUB_SER_KILL, RLX);
-  atomic_store_explicit(&G.slice_want, false, RLX);
+  atomic_store_explicit(&G.slice_want, 0, RLX);
   atomic_store_explicit(&G.slice_failed, false, RLX);
   atomic_store_explicit(&G.window_start, sstm__now_ns(), RLX);
   atomic_store_explicit(&G.window_ns, WINDOW_NS, RLX);
@@ -369,8 +392,11 @@ static void choose(sstm_cm_ctx_t *ctx, int c) {
   if (ctx) sstm_cm_count(ctx, A_SWITCHES, 1);
 }
 
-static void want_slice(bool on) {
-  if (atomic_load_explicit(&G.slice_want, RLX) != on) atomic_store_explicit(&G.slice_want, on, RLX);
+/* The slice the threads are to take (0: their own), unless the kernel
+ * refused one before. */
+static void want_slice(uint64_t ns) {
+  if (atomic_load_explicit(&G.slice_failed, RLX)) ns = 0;
+  if (atomic_load_explicit(&G.slice_want, RLX) != ns) atomic_store_explicit(&G.slice_want, ns, RLX);
 }
 
 static int probe_sub(int pos) { return probe_challenger[pos] ? G.probe_a : G.probe_b; }
@@ -520,6 +546,18 @@ static void probe_regime(sstm_cm_ctx_t *ctx, double cps, int a, int b, unsigned 
   if (cur != a && cur != b) probe_start(ctx); /* held a choice of another regime */
 }
 
+/* The slice wanted, as the reason shows it: "" (none), " slice=ext"
+ * under adaptive+ext (whose ext owns the slice: adaptive_abort), else its
+ * length. A static buffer: under G.lock. */
+static const char *slice_note(void) {
+  static char buf[32];
+  uint64_t ns = atomic_load_explicit(&G.slice_want, RLX);
+  if (ns == 0) return "";
+  if (!G.own_slice) return " slice=ext";
+  snprintf(buf, sizeof buf, " slice=%ums", (unsigned)(ns / 1000000));
+  return buf;
+}
+
 /* Under G.lock: fold one window into the decision. cpu_ns: the CPU time
  * the threads that ran transactions used in it, or UINT64_MAX when it could
  * not be read (then they are taken to have kept min(threads, CPUs) busy). */
@@ -576,11 +614,8 @@ static void decide(sstm_cm_ctx_t *ctx, uint64_t ns, uint64_t commits, uint64_t u
   snprintf(seen, sizeof seen, "%s threads=%u busy=%.1f/%u", G.over ? "over" : "under", threads,
            cpu / (double)ns, G.ncpu);
   if (G.longtx) {
-    want_slice(!atomic_load_explicit(&G.slice_failed, RLX));
-    /* under adaptive+ext the slice is ext's (adaptive_abort) */
-    const char *slice = !atomic_load_explicit(&G.slice_want, RLX) ? ""
-                        : ctx && !G.own_slice                     ? " slice=ext"
-                                                                  : " slice=4ms";
+    want_slice(EXT_SLICE_NS);
+    const char *slice = slice_note();
     /* Which policy is the default: ser-block while most commits are
      * read-only, os_prio once most are updates (a band: enter above
      * UPD_ENTER, leave below UPD_LEAVE). */
@@ -595,8 +630,11 @@ static void decide(sstm_cm_ctx_t *ctx, uint64_t ns, uint64_t commits, uint64_t u
       probe_regime(ctx, cps, SUB_OS_PRIO, SUB_SER_BLOCK, threads);
     return;
   }
-  want_slice(false);
-  snprintf(G.regime, sizeof G.regime, "%s short-tx=%.2fus nondet=%.2f", seen, len / 1e3, nondet);
+  /* Short transactions: the long slice only while oversubscribed (the
+   * file comment). */
+  want_slice(G.over ? OVER_SLICE_NS : 0);
+  snprintf(G.regime, sizeof G.regime, "%s short-tx=%.2fus nondet=%.2f%s", seen, len / 1e3, nondet,
+           slice_note());
   if (!G.over) {
     G.probe_a = G.probe_b = -1;
     snprintf(G.reason, sizeof G.reason, "%s", G.regime);
@@ -755,38 +793,49 @@ static void adaptive_desc_init(sstm_cm_ctx_t *ctx) {
     snprintf(G.reason, sizeof G.reason, "start threads=%u%scpus=%u", G.registered,
              over ? ">" : "<=", G.ncpu);
     choose(NULL, over ? SUB_SER_BLOCK : SUB_SER_KILL);
+    /* and the slice of that regime, taken by the threads as they attach */
+    want_slice(over ? OVER_SLICE_NS : 0);
   }
   bool changed = !G.evaluated;
   pthread_mutex_unlock(&G.lock);
   if (changed) sstm_cm_info_changed();
 }
 
-/* The long slice on or off for the calling thread, which has the
- * descriptor attached. Off puts back the slice the thread had before: its
- * own custom slice, or the default (a slice equal to the kernel's default,
- * probed at init, is taken for the default). */
-static void set_slice(sstm_cm_ctx_t *ctx, adaptive_state_t *s, bool on) {
-  if (on) {
+/* Give the calling thread, which has the descriptor attached, the custom
+ * slice ns, or (0) put back the slice it had before adaptive gave it one:
+ * its own custom slice, or the default (a slice equal to the kernel's
+ * default, probed at init, is taken for the default). */
+static void set_slice(sstm_cm_ctx_t *ctx, adaptive_state_t *s, uint64_t ns) {
+  if (ns && !s->slice_cur) {
     uint64_t prev = sstm__sched_slice_ns();
     s->slice_prev = prev == G.default_slice_ns ? 0 : prev;
   }
-  if (sstm__ext_set_slice(on ? EXT_SLICE_NS : s->slice_prev)) {
-    s->slice_on = on;
+  if (sstm__ext_set_slice(ns ? ns : s->slice_prev)) {
+    s->slice_cur = ns;
     sstm_cm_count(ctx, A_SLICE_CHANGES, 1);
-  } else if (on) {
+  } else if (ns) {
     atomic_store_explicit(&G.slice_failed, true, RLX);
-    atomic_store_explicit(&G.slice_want, false, RLX);
+    atomic_store_explicit(&G.slice_want, 0, RLX);
   }
-  /* A failed restore leaves slice_on set: the thread still has the long
+  /* A failed restore leaves slice_cur set: the thread still has the long
    * slice, and the next abort, detach or release tries again. */
 }
 
-/* A thread takes a descriptor: a thread without a baseline gets its CPU
+/* The slice the calling thread should have now (0: its own). */
+static uint64_t slice_wanted(void) {
+  /* Under "adaptive+ext" the ext modifier owns the thread's slice. */
+  return G.own_slice ? atomic_load_explicit(&G.slice_want, RLX) : 0;
+}
+
+/* A thread takes a descriptor: it takes the slice the regime wants, if
+ * any (two system calls), and a thread without a baseline gets its CPU
  * time now, the start of the first window it is judged in (scan_counts).
  * A thread that has one (a worker attaching one descriptor after another)
  * keeps it, and pays a mutex, not a system call. */
 static void adaptive_attach(sstm_cm_ctx_t *ctx) {
-  (void)ctx;
+  adaptive_state_t *s = ctx->state;
+  uint64_t want = slice_wanted();
+  if (want != s->slice_cur) set_slice(ctx, s, want);
   int tid = sstm__gettid();
   pthread_mutex_lock(&G.lock);
   if (G.nslots && G.base_n < G.nslots && base_find(G.base, tid, false) == NULL) {
@@ -800,16 +849,16 @@ static void adaptive_attach(sstm_cm_ctx_t *ctx) {
 }
 
 /* The slice belongs to the thread, the state to the descriptor: a thread
- * that detaches gets its slice back, and a thread that attaches starts
- * without the long slice (the next abort asks for it if it is wanted). */
+ * that detaches gets its slice back, and a thread that attaches takes the
+ * one wanted then (adaptive_attach; later changes at its aborts). */
 static void adaptive_detach(sstm_cm_ctx_t *ctx) {
   adaptive_state_t *s = ctx->state;
-  if (s->slice_on) set_slice(ctx, s, false);
+  if (s->slice_cur) set_slice(ctx, s, 0);
 }
 
 static void adaptive_desc_fini(sstm_cm_ctx_t *ctx) {
   adaptive_state_t *s = ctx->state;
-  if (s->slice_on) set_slice(ctx, s, false);
+  if (s->slice_cur) set_slice(ctx, s, 0);
   for (int i = 0; i < NSUB; i++)
     if (subs[i]->desc_fini) {
       sstm_cm_ctx_t c = sub_ctx(ctx, i);
@@ -860,9 +909,8 @@ static void adaptive_abort(sstm_cm_ctx_t *ctx, const sstm_abort_info_t *info) {
   maybe_evaluate(ctx);
   adaptive_state_t *s = ctx->state;
   note_path(ctx, s, info);
-  /* Under "adaptive+ext" the ext modifier owns the thread's slice. */
-  bool want = atomic_load_explicit(&G.slice_want, RLX) && G.own_slice;
-  if (SSTM_UNLIKELY(want != s->slice_on)) set_slice(ctx, s, want);
+  uint64_t want = slice_wanted();
+  if (SSTM_UNLIKELY(want != s->slice_cur)) set_slice(ctx, s, want);
   int i = atomic_load_explicit(&G.cur, RLX);
   if (subs[i]->on_abort) {
     sstm_cm_ctx_t c = sub_ctx(ctx, i);
@@ -892,6 +940,8 @@ int sstm__adaptive_feed(uint64_t ns, uint64_t commits, uint64_t updates, uint64_
 const char *sstm__adaptive_sub_name(int i) { return i >= 0 && i < NSUB ? subs[i]->name : "?"; }
 
 uint64_t sstm__adaptive_window_ns(void) { return atomic_load_explicit(&G.window_ns, RLX); }
+
+uint64_t sstm__adaptive_slice_want_ns(void) { return atomic_load_explicit(&G.slice_want, RLX); }
 
 const sstm_cm_ops_t sstm__cm_adaptive = {
     .name = "adaptive",

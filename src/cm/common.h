@@ -160,10 +160,12 @@ sstm_cm_action_t sstm__ser_kill_decide(sstm__ser_kill_watch_t *w, const sstm_con
 /* adaptive's test seam (cm/adaptive.c; tests/internal/adaptive_decide.c):
  * judge one window from given counts (commits, update commits among them,
  * aborts) and CPU time (UINT64_MAX: unknown);
- * the name of sub-policy i; the current window length. */
+ * the name of sub-policy i; the current window length; the slice wanted. */
 int sstm__adaptive_feed(uint64_t ns, uint64_t commits, uint64_t updates, uint64_t aborts,
                         unsigned threads, uint64_t cpu_ns, unsigned ncpu, char *reason, size_t len);
 const char *sstm__adaptive_sub_name(int i);
 uint64_t sstm__adaptive_window_ns(void);
+/* the custom slice adaptive wants its threads to take, 0: none */
+uint64_t sstm__adaptive_slice_want_ns(void);
 
 #endif /* SSTM_CM_COMMON_H */

@@ -27,7 +27,11 @@
  *    current one), a held yield gives way after two bad windows in a row;
  *  - transaction length is CPU time per commit (wall time when the CPU
  *    time is unknown);
- *  - the choice before any window: registered descriptors against CPUs.
+ *  - the choice before any window: registered descriptors against CPUs;
+ *  - the custom slice wanted: none for short transactions at or below the
+ *    CPU count, 100 ms for short ones oversubscribed (from the start when
+ *    the registered descriptors outnumber the CPUs), 4 ms for long ones;
+ *    a thread attaching takes the one wanted and gives it back at exit.
  * The counts are exact (no time, no threads): each expectation follows
  * from the rules at the top of adaptive.c.
  */
@@ -568,6 +572,88 @@ TEST(start_choice_counts_registered_threads_against_cpus) {
   for (unsigned i = 0; i < ncpu; i++)
     CHECK_OK(sstm_desc_destroy(extra[i]));
   stop();
+}
+
+/* The slice wanted follows the regime, window by window: 100 ms for short
+ * transactions while threads outnumber CPUs (entered at once, left after
+ * three windows, as the regime), 4 ms for long ones at any count (after
+ * two windows, as the length regime), none otherwise; the reason says
+ * which. */
+TEST(slice_follows_the_regime) {
+  start();
+  CHECK_EQ_U(sstm__adaptive_slice_want_ns(), 0);    /* one descriptor */
+  rate_os_prio = rate_ser_block = rate_other = 5e6; /* short transactions */
+  expect_feed(2, 2, "ser-kill", "short-tx");
+  CHECK_EQ_U(sstm__adaptive_slice_want_ns(), 0);
+  CHECK_MSG(strstr(why, "slice=") == NULL, "a slice at 2 threads on 2 CPUs: %s", why);
+  feed(64, 2);
+  CHECK_EQ_U(sstm__adaptive_slice_want_ns(), 100 * MS);
+  CHECK_CONTAINS(why, "slice=100ms");
+  /* long transactions, still oversubscribed: the long-transaction slice
+   * once the length regime has changed (two windows) */
+  double L = long_threshold_s();
+  rate_os_prio = rate_ser_block = rate_other = 2.0 / (4.0 * L);
+  feed(64, 2);
+  CHECK_EQ_U(sstm__adaptive_slice_want_ns(), 100 * MS);
+  feed(64, 2);
+  CHECK_CONTAINS(why, "long-tx");
+  CHECK_CONTAINS(why, "slice=4ms");
+  CHECK_EQ_U(sstm__adaptive_slice_want_ns(), 4 * MS);
+  /* short again, at 2 threads: over for two more windows (the 100 ms
+   * slice), then none */
+  rate_os_prio = rate_ser_block = rate_other = 5e6;
+  feed(2, 2);
+  feed(2, 2);
+  CHECK_CONTAINS(why, "over threads=2");
+  CHECK_EQ_U(sstm__adaptive_slice_want_ns(), 100 * MS);
+  feed(2, 2);
+  CHECK_CONTAINS(why, "under threads=2");
+  CHECK_EQ_U(sstm__adaptive_slice_want_ns(), 0);
+  stop();
+}
+
+/* A thread that attaches while a slice is wanted runs with it, and has its
+ * own back when its descriptor leaves it: the start regime (descriptors
+ * registered against CPUs) wants 100 ms as soon as they outnumber the
+ * CPUs. */
+static uint64_t thread_slice_in, thread_slice_out;
+static int thread_rc_in, thread_rc_out;
+static void *attach_thread(void *arg) {
+  (void)arg;
+  thread_rc_in = sstm_thread_init();
+  thread_slice_in = sstm__sched_slice_ns();
+  thread_rc_out = sstm_thread_exit();
+  thread_slice_out = sstm__sched_slice_ns();
+  return NULL;
+}
+
+TEST(attaching_thread_takes_the_slice_wanted) {
+  unsigned ncpu = affinity_cpus();
+  if (ncpu > 64) sstm_test_skip("more than 64 CPUs");
+  uint64_t own = sstm__sched_slice_ns();
+  if (own == 0) sstm_test_skip("the kernel reports no time slice (before 6.12)");
+  if (!sstm__ext_set_slice(0)) sstm_test_skip("cannot set a custom slice");
+  uint64_t dflt = sstm__sched_slice_ns(); /* what a new thread inherits */
+  start();
+  sstm_desc_t *extra[65];
+  for (unsigned i = 0; i < ncpu; i++)
+    CHECK_OK(sstm_desc_create(&extra[i]));
+  CHECK_EQ_U(sstm__adaptive_slice_want_ns(), 100 * MS);
+  char d[512];
+  CHECK_GT_I(sstm_describe(d, sizeof d), 0);
+  CHECK_CONTAINS(d, "current=ser-block");
+  pthread_t t;
+  CHECK_EQ_I(pthread_create(&t, NULL, attach_thread, NULL), 0);
+  CHECK_EQ_I(pthread_join(t, NULL), 0);
+  CHECK_OK(thread_rc_in);
+  CHECK_OK(thread_rc_out);
+  CHECK_EQ_U(thread_slice_in, 100 * MS);
+  CHECK_EQ_U(thread_slice_out, dflt);
+  CHECK_EQ_U(sstm__sched_slice_ns(), dflt); /* this thread attached before: untouched */
+  for (unsigned i = 0; i < ncpu; i++)
+    CHECK_OK(sstm_desc_destroy(extra[i]));
+  stop();
+  if (own != dflt) CHECK_TRUE(sstm__ext_set_slice(own)); /* as the test found it */
 }
 
 SSTM_TEST_MAIN()
