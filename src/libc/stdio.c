@@ -28,6 +28,11 @@
  *      lock of own); an abort resets it to the last committed seek's
  *      position, and commits apply in kgen order.
  * (S8) Outside a transaction an operation is a transaction of its own.
+ * (S9) A thread whose attempts lost a stream SSTM__ESC_AFTER times in a
+ *      row puts the stream in serial mode for its next SSTM__ESC_SPAN
+ *      turns; in serial mode every acquirer takes the stream's turn (a
+ *      lock of the stdio layer) before touching own, and holds it until
+ *      its attempt ends (src/libc/esc.h holds the decisions).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -44,6 +49,7 @@
 #include <schedstm/stdio.h>
 #include <schedstm/tx.h>
 
+#include "libc/esc.h"
 #include "libc/sys.h"
 #include "os/os.h"
 
@@ -122,6 +128,13 @@ struct sstm_file {
   int fd;
   unsigned mode; /* M_* */
   bool reg;      /* a regular file (else a byte stream) */
+  /* (S9) Serial mode: the turn (0 free, 1 held), the threads asleep on it,
+   * the turns left in serial mode, the turns taken (for tests). Apart
+   * from own: waiters spin on q_turn. */
+  _Alignas(64) _Atomic uint64_t q_turn;
+  _Atomic uint32_t q_waiters;
+  _Atomic uint32_t q_span;
+  _Atomic uint64_t q_taken;
   /* (S2) The installed state and its sequence word. */
   _Alignas(64) _Atomic uint64_t iver; /* 2v: version v installed; 2v - 1: installing it */
   _Atomic uint32_t iwaiters;          /* threads asleep on iver */
@@ -171,6 +184,8 @@ typedef struct view {
   uint64_t own;    /* the value stored in own */
   bool armed;      /* own is written: the commit must install */
   bool closed;     /* sstm_fclose's attempt */
+  bool bad;        /* the acquisition found the stream closed */
+  bool turn;       /* (S9) this attempt holds the stream's turn */
   bool rown;       /* the read window's bytes are in rst (a refill of this attempt),
                       else in the installed s.rbuf */
   bool reset;      /* the write buffer restarts (a spill, or it was empty): the
@@ -195,6 +210,7 @@ static __thread view_t *tls_views;
 static __thread view_t *tls_pool;
 static __thread uint32_t tls_tag;
 static __thread bool tls_pool_keyed;
+static __thread sstm__esc_t tls_esc; /* (S9) this thread's lost attempts */
 static _Atomic uint32_t next_tag;
 static pthread_key_t pool_key;
 static pthread_once_t pool_once = PTHREAD_ONCE_INIT;
@@ -304,6 +320,55 @@ static uint64_t wait_word(_Atomic uint64_t *word, _Atomic uint32_t *waiters, uin
 
 static uint64_t wait_applied(sstm_file_t *f, uint64_t want) {
   return wait_word(&f->applied, &f->waiters, want);
+}
+
+/* (S9) Take f's turn: a spin, then futex sleeps. Not first come, first
+ * served: whichever waiter runs when the turn is free takes it, so that
+ * a waiter that is not running (more threads than CPUs) delays nobody.
+ * The caller holds no turn (esc.h), so the wait ends once the holder's
+ * attempt ends, and the holder's attempt never waits for a turn. */
+static void turn_take(sstm_file_t *f) {
+  for (unsigned spin = 0;; spin++) {
+    uint64_t free_ = 0;
+    /* acquire: pairs with turn_release's store, so that this attempt's
+     * acquisition comes after the previous holder's installation (the
+     * turn orders attempts only; own and the barriers protect the data). */
+    if (atomic_load_explicit(&f->q_turn, memory_order_relaxed) == 0 &&
+        atomic_compare_exchange_weak_explicit(&f->q_turn, &free_, 1, memory_order_acquire,
+                                              memory_order_relaxed))
+      break;
+    if (spin < 64) {
+      __builtin_ia32_pause();
+      continue;
+    }
+    /* seq_cst: the waiter's half of the handshake of wake() */
+    atomic_fetch_add_explicit(&f->q_waiters, 1, memory_order_seq_cst);
+    if (atomic_load_explicit(&f->q_turn, memory_order_seq_cst) != 0)
+      sstm__futex_wait(&f->q_turn, 1, 1000000);
+    atomic_fetch_sub_explicit(&f->q_waiters, 1, memory_order_relaxed);
+  }
+  /* relaxed: only the holder of the turn writes it; tests read it after
+   * joining the threads. */
+  atomic_store_explicit(&f->q_taken, atomic_load_explicit(&f->q_taken, memory_order_relaxed) + 1,
+                        memory_order_relaxed);
+}
+
+/* (S9) The attempt's turn ends (at its installation, or at its end): one
+ * turn less of serial mode if it committed, and the turn is free. */
+static void turn_release(view_t *v, bool committed) {
+  if (!v->turn) return;
+  sstm_file_t *f = v->f;
+  v->turn = false;
+  /* relaxed: a hint read by acquisitions (queue_busy); a concurrent
+   * escalation's store of a full span may be lost to this one, which only
+   * makes serial mode end a little earlier. */
+  uint32_t left = atomic_load_explicit(&f->q_span, memory_order_relaxed);
+  if (committed) atomic_store_explicit(&f->q_span, sstm__esc_span_next(left), memory_order_relaxed);
+  /* seq_cst: release for the next holder (see turn_take), and the store
+   * half of the waiters handshake (see wake). */
+  atomic_store_explicit(&f->q_turn, 0, memory_order_seq_cst);
+  if (atomic_load_explicit(&f->q_waiters, memory_order_seq_cst) != 0)
+    sstm__futex_wake_all(&f->q_turn);
 }
 
 static int pwrite_all(int fd, const unsigned char *p, size_t n, uint64_t off) {
@@ -454,6 +519,9 @@ static void install(view_t *v) {
    * and the store half of the waiters handshake (see wake). */
   atomic_store_explicit(&f->iver, 2 * nv, memory_order_seq_cst);
   wake(&f->iver, &f->iwaiters);
+  /* (S9) The next acquirer can copy version nv now: its turn may begin
+   * before this ticket's writes, which it waits for only to read. */
+  turn_release(v, true);
   if (ticket) write_ticket(f, v, ticket);
 }
 
@@ -462,6 +530,8 @@ static void view_commit(void *p) {
   view_t *v = p;
   view_unlink(v);
   if (v->armed) install(v);
+  turn_release(v, true); /* an attempt that committed without acquiring (EBADF) */
+  if (v->f) sstm__esc_record(&tls_esc, v->f, true, false);
   /* After the grace period: views of earlier versions may still read them.
    * Here, not in install: this action runs outside any transaction. */
   if (v->old[0]) sstm_free(v->old[0]);
@@ -474,6 +544,14 @@ static void view_commit(void *p) {
 static void view_drop(void *p) {
   view_t *v = p;
   view_unlink(v);
+  if (v->f) {
+    turn_release(v, false);
+    /* (S9) Did it lose the stream? The attempt is rolled back: own holds
+     * what committed transactions made of it. relaxed: a hint for the next
+     * acquisition's choice, read outside any transaction (as sstm_fileno). */
+    uint64_t now = OWN_VER(__atomic_load_n(&v->f->own, __ATOMIC_RELAXED));
+    sstm__esc_record(&tls_esc, v->f, false, sstm__esc_lost_stream(v->armed, v->bad, v->ver, now));
+  }
   view_put(v);
 }
 
@@ -538,6 +616,50 @@ typedef struct op {
   uint64_t w; /* sstm_fflush, sstm_fclose: the tickets to wait for */
 } op_t;
 
+/* (S9) The stream is in serial mode, or its turn is held. relaxed: a
+ * hint; a stale value makes one acquisition more or less take the turn,
+ * which the engine's conflict detection keeps correct either way. */
+static inline bool queue_busy(sstm_file_t *f) {
+  return atomic_load_explicit(&f->q_span, memory_order_relaxed) != 0 ||
+         atomic_load_explicit(&f->q_turn, memory_order_relaxed) != 0;
+}
+
+/* (S9) Whether the acquisition that made view v (linked first in
+ * tls_views) queues: sstm__esc_should_queue with this thread's facts. */
+static __attribute__((noinline)) bool should_queue(sstm_file_t *f, const view_t *v) {
+  bool holds = false, in_action = false;
+  for (const view_t *p = tls_views; p; p = p->next) {
+    if (p->txid != v->txid)
+      in_action = true; /* a committed attempt's view, installation pending */
+    else if (p->turn)
+      holds = true;
+  }
+  /* relaxed: hints, as in queue_busy */
+  sstm__esc_in_t in = {
+      .span = atomic_load_explicit(&f->q_span, memory_order_relaxed),
+      .turn_held = atomic_load_explicit(&f->q_turn, memory_order_relaxed) != 0,
+      .irrevocable = sstm_is_irrevocable(),
+      .holds_turn = holds,
+      .in_action = in_action,
+  };
+  sstm__esc_act_t act = sstm__esc_decide(&tls_esc, f, &in);
+  if (act == SSTM__ESC_ENTER) /* relaxed: a hint, as in turn_release */
+    atomic_store_explicit(&f->q_span, SSTM__ESC_SPAN, memory_order_relaxed);
+  return act != SSTM__ESC_NONE;
+}
+
+/* Tests (tests/internal/libc_escalate.c): turns taken on f so far; serial
+ * mode for the next span committed turns. */
+uint64_t sstm__stdio_turns(const sstm_file_t *f) {
+  return atomic_load_explicit(&f->q_taken, memory_order_relaxed);
+}
+uint32_t sstm__stdio_span(const sstm_file_t *f) {
+  return atomic_load_explicit(&f->q_span, memory_order_relaxed);
+}
+void sstm__stdio_set_span(sstm_file_t *f, uint32_t span) {
+  atomic_store_explicit(&f->q_span, span, memory_order_relaxed);
+}
+
 /* (S1, S3) The attempt's view of a->f, acquiring the stream at the
  * attempt's first call on it: one transactional load and store of own,
  * the two actions, a copy of the installed state. NULL with a->err
@@ -559,6 +681,7 @@ static view_t *acquire(op_t *a) {
     return NULL;
   }
   v->f = f, v->txid = id, v->armed = false, v->closed = false, v->ticket = 0;
+  v->bad = false, v->turn = 0, v->ver = 0;
   /* Actions first, then own: an abort inside the barriers below finds the
    * view registered (view_drop takes it back); an attempt that commits
    * without having stored own installs nothing. */
@@ -576,8 +699,14 @@ static view_t *acquire(op_t *a) {
     a->err = ENOMEM;
     return NULL;
   }
+  if (__builtin_expect(queue_busy(f) || (tls_esc.key == f && tls_esc.lost >= SSTM__ESC_AFTER), 0))
+    if (should_queue(f, v)) {
+      turn_take(f);
+      v->turn = true;
+    }
   uint64_t o = LD(f, own);
   if (o & OWN_CLOSED) {
+    v->bad = true;
     a->err = EBADF;
     return NULL;
   }
@@ -881,6 +1010,10 @@ static sstm_file_t *make(int fd, unsigned m) {
   atomic_init(&f->started, 0);
   atomic_init(&f->waiters, 0);
   atomic_init(&f->werr, 0);
+  atomic_init(&f->q_turn, 0);
+  atomic_init(&f->q_waiters, 0);
+  atomic_init(&f->q_span, 0);
+  atomic_init(&f->q_taken, 0);
   return f;
 }
 
