@@ -2,8 +2,10 @@
 /* The STAMP adapter's functions (bench/stamp/stm.h): startup and shutdown,
  * thread entry and exit, and the undo log of STM_LOCAL_WRITE. Compiled into
  * every STAMP application that bench/stamp/build.sh builds. */
+#define _GNU_SOURCE /* pthread_getattr_np */
 #include "stm.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,9 +18,12 @@ static void die(const char *what, int rc) {
   exit(1);
 }
 
+static void note_stack(void);
+
 void sstm_stamp_startup(void) {
   int rc = sstm_init(NULL);
   if (rc != 0) die("sstm_init", rc);
+  note_stack(); /* the main thread's, in case it writes locally without entering */
 }
 
 /* SSTM_STAMP_STATS: unset or empty = no dump; "1" or "stderr" = stderr;
@@ -51,6 +56,7 @@ void sstm_stamp_shutdown(void) {
 sstm_desc_t *sstm_stamp_thread_enter(void) {
   int rc = sstm_thread_init();
   if (rc != 0) die("sstm_thread_init", rc);
+  note_stack();
   return sstm_self();
 }
 
@@ -81,14 +87,35 @@ static __thread struct {
 
 __thread uintptr_t sstm_stamp_begin_sp;
 
+/* The lowest address of this thread's stack, set when the thread enters. */
+static __thread uintptr_t stack_lo;
+
+static void note_stack(void) {
+  pthread_attr_t attr;
+  void *addr;
+  size_t size;
+  int rc = pthread_getattr_np(pthread_self(), &attr);
+  if (rc == 0) {
+    rc = pthread_attr_getstack(&attr, &addr, &size);
+    pthread_attr_destroy(&attr);
+  }
+  if (rc != 0) {
+    fprintf(stderr, "schedstm STAMP adapter: the thread's stack (for STM_LOCAL_WRITE): %s\n",
+            strerror(rc));
+    exit(1);
+  }
+  stack_lo = (uintptr_t)addr;
+}
+
 /* The abort action: put the old bytes back, newest first (an address
- * written twice gets its first value). Not those in the stack between this
- * function and the begin's stack pointer: frames of functions the attempt
- * called, dead at the restart, where the library's frames now are. */
+ * written twice gets its first value). Not those in the stack below the
+ * begin's stack pointer: every frame there belongs to a function the
+ * attempt called, dead at the restart, or to the abort path that runs this
+ * action, which may lie where the dead frames were, this function's own
+ * frame included. */
 static void local_undo(void *arg) {
   (void)arg;
-  char here;
-  uintptr_t lo = (uintptr_t)&here, hi = sstm_stamp_begin_sp;
+  uintptr_t lo = stack_lo, hi = sstm_stamp_begin_sp;
   for (size_t i = local_log.n; i-- > 0;) {
     uintptr_t a = (uintptr_t)local_log.e[i].addr;
     if (a >= lo && a < hi) continue;
@@ -100,7 +127,8 @@ static void local_undo(void *arg) {
 
 void sstm_stamp_local_log(void *addr, size_t size) {
   uint64_t id = sstm_txid();
-  if (id == 0) return; /* outside a transaction: a plain store, nothing to undo */
+  if (id == 0) return;             /* outside a transaction: a plain store, nothing to undo */
+  if (stack_lo == 0) note_stack(); /* a thread that never entered */
   if (local_log.txid != id) {
     int rc = sstm_on_abort(local_undo, NULL);
     if (rc != 0) die("sstm_on_abort (STM_LOCAL_WRITE)", rc);

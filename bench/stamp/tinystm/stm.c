@@ -4,8 +4,10 @@
  * that SSTM_STAMP_STATS dumps, and the undo log of STM_LOCAL_WRITE.
  * Compiled into every STAMP application that bench/stamp/build.sh builds
  * with --tinystm-dir. */
+#define _GNU_SOURCE /* pthread_getattr_np */
 #include "stm.h"
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,9 +38,22 @@ static void die(const char *what) {
   exit(1);
 }
 
+static void local_undo(void *arg);
+static void note_stack(void);
+
 void sstm_tiny_startup(void) {
   stm_init();
+  /* The undo of local writes is a global abort callback registered before
+   * mod_mem's, so that it runs first (TinySTM calls them in registration
+   * order): mod_mem's returns the blocks the attempt allocated to malloc,
+   * and a local write may have gone into one of them. A per-transaction
+   * callback (stm_on_abort) would run after the frees of the blocks
+   * allocated after it was registered, and its undo would write into
+   * freed memory. */
+  if (!stm_register(NULL, NULL, NULL, NULL, NULL, local_undo, NULL))
+    die("stm_register (STM_LOCAL_WRITE's undo)");
   mod_mem_init(0); /* mod_mem and the per-transaction callbacks of mod_cb */
+  note_stack();    /* the main thread's, in case it writes locally without entering */
 }
 
 void sstm_tiny_aborted(int reason) {
@@ -111,13 +126,14 @@ void sstm_tiny_shutdown(void) {
 
 void *sstm_tiny_thread_enter(void) {
   stm_init_thread();
+  note_stack();
   return NULL;
 }
 
 /* ---- the undo log of STM_LOCAL_WRITE (as bench/stamp/stm.c's) ----------
- * One per thread. The first local write of an attempt (an empty log)
- * registers the per-transaction abort callback that replays it; STM_END
- * and the callback empty it. */
+ * One per thread, empty at the start of every attempt: STM_END and the
+ * abort callback (registered at startup, called for every abort of every
+ * thread, in the aborting thread) empty it. */
 struct local_entry {
   void *addr;
   size_t size;
@@ -129,13 +145,29 @@ static __thread struct {
   struct local_entry *e;
 } local_log;
 
+/* The lowest address of this thread's stack, set when the thread enters. */
+static __thread uintptr_t stack_lo;
+
+static void note_stack(void) {
+  pthread_attr_t attr;
+  void *addr;
+  size_t size;
+  if (pthread_getattr_np(pthread_self(), &attr) != 0) die("pthread_getattr_np");
+  int rc = pthread_attr_getstack(&attr, &addr, &size);
+  pthread_attr_destroy(&attr);
+  if (rc != 0) die("pthread_attr_getstack");
+  stack_lo = (uintptr_t)addr;
+}
+
 /* The abort callback: put the old bytes back, newest first, except those
- * in the stack between this function and the begin's stack pointer:
- * frames of functions the attempt called, dead at the restart. */
+ * in the stack below the begin's stack pointer: every frame there belongs
+ * to a function the attempt called, dead at the restart, or to the abort
+ * path that runs this callback, which may lie where the dead frames were,
+ * this function's own frame included (writing there crashed yada). Nothing
+ * to do when the attempt wrote nothing locally. */
 static void local_undo(void *arg) {
   (void)arg;
-  char here;
-  uintptr_t lo = (uintptr_t)&here, hi = sstm_tiny_begin_sp;
+  uintptr_t lo = stack_lo, hi = sstm_tiny_begin_sp;
   for (size_t i = sstm_tiny_local_n; i-- > 0;) {
     uintptr_t a = (uintptr_t)local_log.e[i].addr;
     if (a >= lo && a < hi) continue;
@@ -145,9 +177,8 @@ static void local_undo(void *arg) {
 }
 
 void sstm_tiny_local_log(void *addr, size_t size) {
-  if (!stm_active()) return; /* outside a transaction: a plain store */
-  if (sstm_tiny_local_n == 0 && stm_on_abort(local_undo, NULL) == 0)
-    die("stm_on_abort (STM_LOCAL_WRITE)");
+  if (!stm_active()) return;       /* outside a transaction: a plain store */
+  if (stack_lo == 0) note_stack(); /* a thread that never entered */
   if (sstm_tiny_local_n == local_log.cap) {
     size_t cap = local_log.cap ? 2 * local_log.cap : 64;
     struct local_entry *e = realloc(local_log.e, cap * sizeof *e);

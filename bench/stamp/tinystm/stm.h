@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* The STAMP [Minh08] adapter for TinySTM [Felber08]: the STM_* interface
  * that STAMP 0.9.10's lib/tm.h expects when an application is built with
- * -DSTM, on TinySTM's public C API (stm.h, wrappers.h, mod_mem.h,
- * mod_cb.h), so that STAMP runs on TinySTM and on schedstm from the same
- * sources and the same adapter semantics (bench/stamp/stm.h is schedstm's).
+ * -DSTM, on TinySTM's public C API (stm.h, wrappers.h, mod_mem.h), so
+ * that STAMP runs on TinySTM and on schedstm from the same sources and the
+ * same adapter semantics (bench/stamp/stm.h is schedstm's).
  * TinySTM is not part of this repository: bench/stamp/build.sh --tinystm-dir
  * builds a copy of the tree the user names and compiles STAMP against this
  * header (docs/stamp.md). This file is found as <stm.h> by STAMP's tm.h and
@@ -33,10 +33,11 @@
  *                                 integers its sub-word wrappers, float and
  *                                 double stm_load_float/_double
  *   STM_LOCAL_WRITE / _P / _F     as in schedstm's adapter: a plain store,
- *                                 the old bytes logged and put back by a
- *                                 per-transaction abort callback
- *                                 (stm_on_abort, mod_cb), except in frames
- *                                 below the begin's stack pointer
+ *                                 the old bytes logged and put back by an
+ *                                 abort callback (stm_register, run before
+ *                                 mod_mem frees the attempt's blocks),
+ *                                 except in frames below the begin's stack
+ *                                 pointer
  *   STM_MALLOC / STM_FREE         stm_malloc() (released on abort) /
  *                                 stm_free(p, malloc_usable_size(p)): the
  *                                 block is freed at commit, and, since the
@@ -57,7 +58,6 @@
 
 #include_next <stm.h>
 
-#include <mod_cb.h>
 #include <mod_mem.h>
 #include <wrappers.h>
 
