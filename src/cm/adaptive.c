@@ -31,10 +31,11 @@
  *       without trying says which will on a given run. A
  *       held yield whose losers abort more than once per commit for two
  *       windows (it does not serialise) gives way to ser-block. Either
- *       way the threads take a 100 ms EEVDF custom slice (the kernel's
- *       longest), [Maldonado10]'s EXT (section 4) as far as stock Linux
- *       allows: oversubscribed, most long waits are behind a lock holder
- *       descheduled inside its commit, which no policy may abort, and
+ *       way, while the threads that ran transactions keep the CPUs busy
+ *       (other programs do not compete for them: OVER_SLICE_NS), they
+ *       take a 100 ms EEVDF custom slice (the kernel's longest),
+ *       [Maldonado10]'s EXT (section 4) as far as stock Linux allows: oversubscribed, most long
+ * waits are behind a lock holder descheduled inside its commit, which no policy may abort, and
  *       those preemptions are mostly the scheduler's own (a tick past the
  *       default slice of about 1.5-4 ms, or a woken thread with an earlier
  *       deadline), so they fall in proportion to the slice: about 40x
@@ -76,8 +77,9 @@
  * that confirms it.
  *
  * Starting choice, before any window has been evaluated: from the threads
- * registered so far, ser-block and the 100 ms slice if they outnumber the
- * CPUs (the safe choice when oversubscribed), ser-kill otherwise. suicide is never chosen: every
+ * registered so far, ser-block if they outnumber the CPUs (the safe choice
+ * when oversubscribed), ser-kill otherwise; no slice (the CPUs' load is
+ * not known yet). suicide is never chosen: every
  * policy of the menu costs exactly what suicide costs on conflict-free
  * paths, and softser ([Maldonado10]'s choice for non-deterministic
  * transactions) is behind the better of os_prio and ser-block+ext at every
@@ -169,6 +171,16 @@ enum { A_SWITCHES = 4, A_EVALUATIONS = 5, A_SLICE_CHANGES = 6 };
  * scheduling round (the file comment, and docs/benchmarks.md, "Why lock
  * holders are descheduled in their commit"). */
 #define OVER_SLICE_NS 100000000ull
+/* ... but only while the threads that ran transactions kept at least this
+ * share of the CPUs busy (and until under OURS_LEAVE): EEVDF runs the
+ * eligible thread with the earliest deadline, a thread's slice after its
+ * last pick, so a thread with a 100 ms slice waits behind every runnable
+ * thread of other programs with the default slice, up to the slice times
+ * their number over the CPUs: on a host loaded by other programs, runs of
+ * 64 threads with it took 6 s instead of 1.5 s, their threads starved
+ * (docs/benchmarks.md). Among threads that all have it, it is fair. */
+#define OURS_ENTER 0.80
+#define OURS_LEAVE 0.50
 #define UNDER_WINDOWS 3  /* windows with threads <= CPUs before leaving ser-block/yield */
 #define LENGTH_WINDOWS 2 /* windows a change of transaction length must last */
 #define PROBE_LEN 6
@@ -256,6 +268,7 @@ static struct {
   unsigned under_streak;
   bool longtx;    /* transactions are long or non-deterministic */
   bool upd_heavy; /* long ones: most commits are updates (os_prio the default) */
+  bool cpus_ours; /* our threads keep most of the CPUs busy (OURS_ENTER, OURS_LEAVE) */
   double nondet;  /* share of compared retries that took another path */
   unsigned len_streak;
   int probe_pos;          /* next probe window, -1: not probing */
@@ -344,7 +357,7 @@ static int adaptive_init(const sstm_config_t *cfg) {
   G.win = 1;
   G.pend_c = G.pend_u = G.pend_a = G.pend_ns = G.pend_cpu = 0;
   G.registered = 0;
-  G.evaluated = G.over = G.longtx = G.upd_heavy = false;
+  G.evaluated = G.over = G.longtx = G.upd_heavy = G.cpus_ours = false;
   G.nondet = 0.0;
   G.under_streak = G.len_streak = G.hold = G.yield_bad = 0;
   G.probe_pos = -1;
@@ -570,6 +583,12 @@ static void decide(sstm_cm_ctx_t *ctx, uint64_t ns, uint64_t commits, uint64_t u
   double cpu = cpu_ns == UINT64_MAX ? (double)ns * busy : (double)cpu_ns;
   /* at most every CPU for the whole window (a baseline read late) */
   if (cpu > (double)ns * G.ncpu) cpu = (double)ns * G.ncpu;
+  /* Are the CPUs ours (the long slice of short transactions needs it)? A
+   * band; unknown CPU time keeps the last judgement. */
+  if (cpu_ns != UINT64_MAX) {
+    double share = cpu / ((double)ns * G.ncpu);
+    G.cpus_ours = G.cpus_ours ? share >= OURS_LEAVE : share >= OURS_ENTER;
+  }
   if (threads > G.ncpu) {
     G.over = true;
     G.under_streak = 0;
@@ -630,9 +649,9 @@ static void decide(sstm_cm_ctx_t *ctx, uint64_t ns, uint64_t commits, uint64_t u
       probe_regime(ctx, cps, SUB_OS_PRIO, SUB_SER_BLOCK, threads);
     return;
   }
-  /* Short transactions: the long slice only while oversubscribed (the
-   * file comment). */
-  want_slice(G.over ? OVER_SLICE_NS : 0);
+  /* Short transactions: the long slice only while oversubscribed on CPUs
+   * that our threads have to themselves (the file comment). */
+  want_slice(G.over && G.cpus_ours ? OVER_SLICE_NS : 0);
   snprintf(G.regime, sizeof G.regime, "%s short-tx=%.2fus nondet=%.2f%s", seen, len / 1e3, nondet,
            slice_note());
   if (!G.over) {
@@ -793,8 +812,6 @@ static void adaptive_desc_init(sstm_cm_ctx_t *ctx) {
     snprintf(G.reason, sizeof G.reason, "start threads=%u%scpus=%u", G.registered,
              over ? ">" : "<=", G.ncpu);
     choose(NULL, over ? SUB_SER_BLOCK : SUB_SER_KILL);
-    /* and the slice of that regime, taken by the threads as they attach */
-    want_slice(over ? OVER_SLICE_NS : 0);
   }
   bool changed = !G.evaluated;
   pthread_mutex_unlock(&G.lock);

@@ -28,10 +28,11 @@
  *  - transaction length is CPU time per commit (wall time when the CPU
  *    time is unknown);
  *  - the choice before any window: registered descriptors against CPUs;
- *  - the custom slice wanted: none for short transactions at or below the
- *    CPU count, 100 ms for short ones oversubscribed (from the start when
- *    the registered descriptors outnumber the CPUs), 4 ms for long ones;
- *    a thread attaching takes the one wanted and gives it back at exit.
+ *  - the custom slice wanted: none before the first window and for short
+ *    transactions at or below the CPU count, 100 ms for short ones
+ *    oversubscribed while they keep the CPUs busy (a band: 80 %, 50 %),
+ *    4 ms for long ones; a thread attaching takes the one wanted and
+ *    gives it back at exit.
  * The counts are exact (no time, no threads): each expectation follows
  * from the rules at the top of adaptive.c.
  */
@@ -576,12 +577,13 @@ TEST(start_choice_counts_registered_threads_against_cpus) {
 
 /* The slice wanted follows the regime, window by window: 100 ms for short
  * transactions while threads outnumber CPUs (entered at once, left after
- * three windows, as the regime), 4 ms for long ones at any count (after
- * two windows, as the length regime), none otherwise; the reason says
- * which. */
+ * three windows, as the regime) and keep at least 80 % of the CPUs busy
+ * (until under 50 %: other programs compete for them), 4 ms for long ones
+ * at any count (after two windows, as the length regime), none otherwise;
+ * the reason says which. */
 TEST(slice_follows_the_regime) {
   start();
-  CHECK_EQ_U(sstm__adaptive_slice_want_ns(), 0);    /* one descriptor */
+  CHECK_EQ_U(sstm__adaptive_slice_want_ns(), 0);    /* no window yet */
   rate_os_prio = rate_ser_block = rate_other = 5e6; /* short transactions */
   expect_feed(2, 2, "ser-kill", "short-tx");
   CHECK_EQ_U(sstm__adaptive_slice_want_ns(), 0);
@@ -589,6 +591,25 @@ TEST(slice_follows_the_regime) {
   feed(64, 2);
   CHECK_EQ_U(sstm__adaptive_slice_want_ns(), 100 * MS);
   CHECK_CONTAINS(why, "slice=100ms");
+  /* the CPUs shared with other programs: 0.6 of them busy keeps it, 0.4
+   * drops it, 0.6 does not take it again, 0.8 does */
+  cpu_share = 0.6;
+  feed(64, 2);
+  CHECK_EQ_U(sstm__adaptive_slice_want_ns(), 100 * MS);
+  cpu_share = 0.4;
+  feed(64, 2);
+  CHECK_EQ_U(sstm__adaptive_slice_want_ns(), 0);
+  CHECK_MSG(strstr(why, "slice=") == NULL, "a slice on shared CPUs: %s", why);
+  cpu_share = 0.6;
+  feed(64, 2);
+  CHECK_EQ_U(sstm__adaptive_slice_want_ns(), 0);
+  cpu_share = -1; /* unknown: the last judgement stands */
+  feed(64, 2);
+  CHECK_EQ_U(sstm__adaptive_slice_want_ns(), 0);
+  cpu_share = 0.8;
+  feed(64, 2);
+  CHECK_EQ_U(sstm__adaptive_slice_want_ns(), 100 * MS);
+  cpu_share = 1.0;
   /* long transactions, still oversubscribed: the long-transaction slice
    * once the length regime has changed (two windows) */
   double L = long_threshold_s();
@@ -613,9 +634,9 @@ TEST(slice_follows_the_regime) {
 }
 
 /* A thread that attaches while a slice is wanted runs with it, and has its
- * own back when its descriptor leaves it: the start regime (descriptors
- * registered against CPUs) wants 100 ms as soon as they outnumber the
- * CPUs. */
+ * own back when its descriptor leaves it; a thread attached before keeps
+ * its own until its next abort. Before any window nothing is wanted, even
+ * with more descriptors than CPUs. */
 static uint64_t thread_slice_in, thread_slice_out;
 static int thread_rc_in, thread_rc_out;
 static void *attach_thread(void *arg) {
@@ -625,6 +646,14 @@ static void *attach_thread(void *arg) {
   thread_rc_out = sstm_thread_exit();
   thread_slice_out = sstm__sched_slice_ns();
   return NULL;
+}
+
+static void attach_one(void) {
+  pthread_t t;
+  CHECK_EQ_I(pthread_create(&t, NULL, attach_thread, NULL), 0);
+  CHECK_EQ_I(pthread_join(t, NULL), 0);
+  CHECK_OK(thread_rc_in);
+  CHECK_OK(thread_rc_out);
 }
 
 TEST(attaching_thread_takes_the_slice_wanted) {
@@ -638,15 +667,16 @@ TEST(attaching_thread_takes_the_slice_wanted) {
   sstm_desc_t *extra[65];
   for (unsigned i = 0; i < ncpu; i++)
     CHECK_OK(sstm_desc_create(&extra[i]));
-  CHECK_EQ_U(sstm__adaptive_slice_want_ns(), 100 * MS);
   char d[512];
   CHECK_GT_I(sstm_describe(d, sizeof d), 0);
-  CHECK_CONTAINS(d, "current=ser-block");
-  pthread_t t;
-  CHECK_EQ_I(pthread_create(&t, NULL, attach_thread, NULL), 0);
-  CHECK_EQ_I(pthread_join(t, NULL), 0);
-  CHECK_OK(thread_rc_in);
-  CHECK_OK(thread_rc_out);
+  CHECK_CONTAINS(d, "current=ser-block");        /* oversubscribed from the start ... */
+  CHECK_EQ_U(sstm__adaptive_slice_want_ns(), 0); /* ... but no slice yet */
+  attach_one();
+  CHECK_EQ_U(thread_slice_in, dflt);
+  rate_os_prio = rate_ser_block = rate_other = 5e6; /* short, 64 threads, CPUs busy */
+  feed(64, 2);
+  CHECK_EQ_U(sstm__adaptive_slice_want_ns(), 100 * MS);
+  attach_one();
   CHECK_EQ_U(thread_slice_in, 100 * MS);
   CHECK_EQ_U(thread_slice_out, dflt);
   CHECK_EQ_U(sstm__sched_slice_ns(), dflt); /* this thread attached before: untouched */
