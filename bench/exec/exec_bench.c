@@ -18,6 +18,13 @@
  *       off its CPU (runnable, waiting for the host's other threads), and
  *       so was the submitter for the part of the submit call it did not
  *       run: "off_cpu" = those two, latency = ours + off_cpu.
+ *       --slices S,S,... (microseconds, 0 = the kernel's default) runs
+ *       every mode once per slice in each round, with every thread of the
+ *       process (workers and submitter) given that EEVDF slice
+ *       (sched_setattr's sched_runtime for SCHED_OTHER, Linux 6.12;
+ *       unprivileged, 100..100000 us): a shorter slice gives a thread that
+ *       wakes or is signalled an earlier deadline, so the host's other
+ *       threads hold it off its CPU for less. Lines carry "slice_us".
  *   exec-bench submit [--seconds S] [--threads T,T,...]
  *       Submission throughput under contention: T threads submit empty
  *       requests as fast as they can (sstm_exec_submit, waiting for a
@@ -147,6 +154,43 @@ static void find_workers(void) {
   closedir(d);
 }
 
+/* sched_setattr (Linux 3.14; sched_runtime as the EEVDF slice of a
+ * SCHED_OTHER thread since 6.12). glibc has no wrapper. */
+struct xb_sched_attr {
+  uint32_t size, sched_policy;
+  uint64_t sched_flags;
+  int32_t sched_nice;
+  uint32_t sched_priority;
+  uint64_t sched_runtime, sched_deadline, sched_period;
+  uint32_t util_min, util_max;
+};
+
+/* Give every thread of the process the slice us (0: back to the
+ * default), keeping its policy and nice value. 0, or -1 with a message
+ * when the kernel refuses (then the run would not be what it says). */
+static int set_slice_all(unsigned us) {
+  DIR *d = opendir("/proc/self/task");
+  if (!d) return -1;
+  int rc = 0;
+  for (struct dirent *e; (e = readdir(d));) {
+    int t = atoi(e->d_name);
+    if (t <= 0) continue;
+    struct xb_sched_attr a;
+    memset(&a, 0, sizeof a);
+    if (syscall(SYS_sched_getattr, t, &a, sizeof a, 0) != 0) continue; /* exited */
+    a.size = sizeof a;
+    a.sched_flags = 0;
+    a.sched_runtime = (uint64_t)us * 1000u;
+    if (syscall(SYS_sched_setattr, t, &a, 0) != 0) {
+      fprintf(stderr, "exec-bench: sched_setattr(tid %d, slice %u us): %s\n", t, us,
+              strerror(errno));
+      rc = -1;
+    }
+  }
+  closedir(d);
+  return rc;
+}
+
 typedef struct hi_req {
   uint64_t t_submit;
   _Atomic uint64_t t_first;
@@ -164,10 +208,26 @@ static void hi_body(void *a) {
   }
 }
 
+#define MAX_SLICES 4
+
 static void latency(int argc, char **argv) {
   long rounds = 3, samples = 300;
+  unsigned slices[MAX_SLICES] = {0}, nsl = 1;
   for (int i = 0; i < argc; i++) {
-    if (!strcmp(argv[i], "--rounds") && i + 1 < argc)
+    if (!strcmp(argv[i], "--slices") && i + 1 < argc) {
+      nsl = 0;
+      for (char *t = strtok(argv[++i], ","); t; t = strtok(NULL, ",")) {
+        long v = arg_long(t, "--slices", 0, 100000);
+        if (nsl == MAX_SLICES || (v != 0 && v < 100)) {
+          fprintf(stderr,
+                  "exec-bench latency: --slices: at most %d values, each 0 or "
+                  "100..100000 us\n",
+                  MAX_SLICES);
+          exit(2);
+        }
+        slices[nsl++] = (unsigned)v;
+      }
+    } else if (!strcmp(argv[i], "--rounds") && i + 1 < argc)
       rounds = arg_long(argv[++i], "--rounds", 1, 1000);
     else if (!strcmp(argv[i], "--samples") && i + 1 < argc)
       samples = arg_long(argv[++i], "--samples", 10, 1000000);
@@ -178,19 +238,24 @@ static void latency(int argc, char **argv) {
       exit(2);
     }
   }
-  uint64_t *lat[NMODES], *ours[NMODES], *rqw[NMODES];
-  size_t nlat[NMODES] = {0}, host_tail[NMODES] = {0}, tail[NMODES] = {0};
-  for (int m = 0; m < NMODES; m++) {
-    lat[m] = malloc(sizeof(uint64_t) * (size_t)(rounds * samples));
-    ours[m] = malloc(sizeof(uint64_t) * (size_t)(rounds * samples));
-    rqw[m] = malloc(sizeof(uint64_t) * (size_t)(rounds * samples));
+  /* one series per (slice, mode): index sl * NMODES + mode */
+  enum { NS = MAX_SLICES * NMODES };
+  uint64_t *lat[NS], *ours[NS], *rqw[NS];
+  size_t nlat[NS] = {0}, host_tail[NS] = {0}, tail[NS] = {0};
+  for (unsigned k = 0; k < nsl * NMODES; k++) {
+    lat[k] = malloc(sizeof(uint64_t) * (size_t)(rounds * samples));
+    ours[k] = malloc(sizeof(uint64_t) * (size_t)(rounds * samples));
+    rqw[k] = malloc(sizeof(uint64_t) * (size_t)(rounds * samples));
   }
   unsigned seed = 12345;
-  char desc[NMODES][1024];
+  char desc[NS][1024];
   for (long r = 0; r < rounds; r++) {
-    for (int m = 0; m < NMODES; m++) {
+    for (unsigned k = 0; k < nsl * NMODES; k++) {
+      unsigned sl = k / NMODES;
+      int m = (int)(k % NMODES);
       sstm_exec_t *ex = make(modes[m], 64);
       cur_ex = ex;
+      if (set_slice_all(slices[sl]) != 0) exit(1);
       atomic_store(&stop_low, 0);
       char d[1024];
       sstm_exec_describe(ex, d, sizeof d);
@@ -234,39 +299,42 @@ static void latency(int argc, char **argv) {
             w += l > on ? l - on : 0;
           }
         if (w > l) w = l;
-        size_t k = nlat[m]++;
-        lat[m][k] = l;
-        rqw[m][k] = w;
-        ours[m][k] = l - w;
+        size_t i_ = nlat[k]++;
+        lat[k][i_] = l;
+        rqw[k][i_] = w;
+        ours[k][i_] = l - w;
         if (l > 100000) {
-          tail[m]++;
-          host_tail[m] += w * 2 >= l;
+          tail[k]++;
+          host_tail[k] += w * 2 >= l;
         }
       }
       atomic_store(&stop_low, 1);
-      sstm_exec_describe(ex, desc[m], sizeof desc[m]);
+      sstm_exec_describe(ex, desc[k], sizeof desc[k]);
       int rc = sstm_exec_destroy(ex);
       if (rc) die("sstm_exec_destroy", rc);
     }
   }
-  for (int m = 0; m < NMODES; m++) {
-    size_t n = nlat[m];
-    qsort(lat[m], n, sizeof(uint64_t), cmp_u64);
-    qsort(ours[m], n, sizeof(uint64_t), cmp_u64);
-    qsort(rqw[m], n, sizeof(uint64_t), cmp_u64);
-    printf("{\"bench\":\"exec-latency\",\"mode\":\"%s\",\"gap_us\":%u,\"samples\":%zu,"
+  set_slice_all(0);
+  for (unsigned k = 0; k < nsl * NMODES; k++) {
+    int m = (int)(k % NMODES);
+    size_t n = nlat[k];
+    qsort(lat[k], n, sizeof(uint64_t), cmp_u64);
+    qsort(ours[k], n, sizeof(uint64_t), cmp_u64);
+    qsort(rqw[k], n, sizeof(uint64_t), cmp_u64);
+    printf("{\"bench\":\"exec-latency\",\"mode\":\"%s\",\"slice_us\":%u,\"gap_us\":%u,"
+           "\"samples\":%zu,"
            "\"p50_us\":%.1f,\"p90_us\":%.1f,\"p99_us\":%.1f,\"max_us\":%.1f,"
            "\"off_cpu_p50_us\":%.1f,\"off_cpu_p99_us\":%.1f,"
            "\"ours_p50_us\":%.1f,\"ours_p90_us\":%.1f,\"ours_p99_us\":%.1f,\"ours_max_us\":%.1f,"
            "\"over_100us\":%zu,\"over_100us_mostly_off_cpu\":%zu,\"describe\":\"%s\"}\n",
-           sstm_exec_preempt_name(modes[m]), gap_us, n, lat[m][n / 2] / 1e3,
-           lat[m][n * 9 / 10] / 1e3, lat[m][n * 99 / 100] / 1e3, lat[m][n - 1] / 1e3,
-           rqw[m][n / 2] / 1e3, rqw[m][n * 99 / 100] / 1e3, ours[m][n / 2] / 1e3,
-           ours[m][n * 9 / 10] / 1e3, ours[m][n * 99 / 100] / 1e3, ours[m][n - 1] / 1e3, tail[m],
-           host_tail[m], desc[m]);
-    free(lat[m]);
-    free(ours[m]);
-    free(rqw[m]);
+           sstm_exec_preempt_name(modes[m]), slices[k / NMODES], gap_us, n, lat[k][n / 2] / 1e3,
+           lat[k][n * 9 / 10] / 1e3, lat[k][n * 99 / 100] / 1e3, lat[k][n - 1] / 1e3,
+           rqw[k][n / 2] / 1e3, rqw[k][n * 99 / 100] / 1e3, ours[k][n / 2] / 1e3,
+           ours[k][n * 9 / 10] / 1e3, ours[k][n * 99 / 100] / 1e3, ours[k][n - 1] / 1e3, tail[k],
+           host_tail[k], desc[k]);
+    free(lat[k]);
+    free(ours[k]);
+    free(rqw[k]);
   }
 }
 
