@@ -83,6 +83,8 @@ VARIANTS = {
     "handover": (["--preempt", "signal", "--tick-us", "0", "--paused-conflict", "handover"], True),
 }
 ERROR = "turnaround: error: "
+# The server's field of mean turnaround that the tables and figures use (--metric).
+TURN = "turnaround_us_mean"
 
 
 class _Parser(argparse.ArgumentParser):
@@ -119,9 +121,18 @@ def parse_args(argv):
     p.add_argument("--scale", default="1,1,3000,100000",
                    help="warehouses,districts,customers,items (default 1,1,3000,100000: "
                         "[Silvestri17]'s one district)")
+    p.add_argument("--cm", default="",
+                   help="the server's contention manager (SCHEDSTM_CM; default: the "
+                        "library's, adaptive). TPC-C with --demand wants a waiting one "
+                        "(ser-block): its deliveries all meet each other's locks")
     p.add_argument("--demand", type=float, default=0,
                    help="tpcc: each request also spins this multiple of [Silvestri17]'s "
                         "Table I CPU demand of its profile (default 0)")
+    p.add_argument("--metric", choices=("wall", "cpu"), default="wall",
+                   help="turnaround on the wall clock (default), or on the executor's clock "
+                        "(sstm-server --vclock: the CPU time its workers ran between a "
+                        "request's submission and its end, over the number of workers), which "
+                        "leaves out the time the host kept the workers off their CPUs")
     p.add_argument("--overhead", action="store_true",
                    help="also measure the machinery's cost with no high-priority load")
     p.add_argument("--plot", action="store_true", help="draw the figures (matplotlib)")
@@ -184,7 +195,10 @@ def run_once(args, variant, c_max, lazy, rate, extra_loadgen=()):
     cmd = [args.server, "--port", "0", "--contexts", str(args.contexts),
            "--workers", str(args.workers), "--c-max", str(c_max)] + VARIANTS[variant][0]
     cmd += args.server_args + (["--lazy"] if lazy else [])
-    srv = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    cmd += ["--vclock"] if args.metric == "cpu" else []
+    env = dict(os.environ, SCHEDSTM_CM=args.cm) if args.cm else None
+    srv = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                           env=env)
     try:
         line = srv.stdout.readline()
         if not line.startswith("listening on "):
@@ -221,9 +235,10 @@ def level_means(st):
 
 
 def record(args, rep, label, variant, c_max, lazy, rate, st, lg, prov, kind="turnaround"):
-    return dict(prov, kind=kind, workload=args.workload, rep=rep, label=label, variant=variant,
-                c_max=c_max, lazy=lazy, rate=rate, date=utc_now(), server=st, loadgen=lg,
-                compiler=compiler_of(args.server))
+    return dict(prov, kind=kind, workload=args.workload, scale=args.scale, metric=args.metric,
+                rep=rep, label=label,
+                variant=variant, c_max=c_max, lazy=lazy, rate=rate, date=utc_now(), server=st,
+                loadgen=lg, compiler=compiler_of(args.server))
 
 
 def exec_counter(st, key):
@@ -244,6 +259,39 @@ def rate_of(rec):
     return st["completed"] / st["active_s"] if st.get("active_s") else 0.0
 
 
+# Two-sided 95 % quantiles of Student's t, by degrees of freedom (1..30; 1.96 beyond).
+_T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179,
+         2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064,
+         2.060, 2.056, 2.052, 2.048, 2.045, 2.042)
+
+
+def gm_ci(ratios):
+    """Geometric mean of paired ratios and its 95 % confidence interval (a t interval on
+    the logarithms: ratios of turnarounds are multiplicative, and the host's noise acts on
+    them as a factor). None for fewer than two ratios."""
+    logs = [math.log(r) for r in ratios if r > 0]
+    if len(logs) < 2:
+        return None
+    df = len(logs) - 1
+    t = _T975[df - 1] if df <= len(_T975) else 1.96
+    m = statistics.mean(logs)
+    half = t * statistics.stdev(logs) / math.sqrt(len(logs))
+    return math.exp(m), math.exp(m - half), math.exp(m + half)
+
+
+def verdict(series, bound):
+    """A target "ratio <= bound" over several levels' paired ratios: met when every
+    level's confidence interval lies at or below the bound, not met when one lies wholly
+    above it, unresolved otherwise (the host's spread is wider than the distance to the
+    bound, or fewer than two repetitions)."""
+    cis = [gm_ci(v) for v in series]
+    if any(c and c[1] > bound for c in cis):
+        return "not met"
+    if all(c and c[2] <= bound for c in cis):
+        return "met"
+    return "unresolved"
+
+
 def targets(ok, base, configs):
     """Lines of the targets' table: per preemptive configuration, the ratio to the
     same repetition's baseline of P4 and P5 (target <= 0.35: 65 % lower) and of P1 and P2
@@ -251,16 +299,23 @@ def targets(ok, base, configs):
     def ratios(mine, p):
         out = []
         for r in mine:
-            b = base.get(r["rep"], {}).get(p, {}).get("turnaround_us_mean")
-            m = level_means(r["server"]).get(p, {}).get("turnaround_us_mean")
+            b = base.get(r["rep"], {}).get(p, {}).get(TURN)
+            m = level_means(r["server"]).get(p, {}).get(TURN)
             if b and m:
                 out.append(m / b)
         return out
 
     def cell(v):
-        return "%.2f [%.2f-%.2f]" % (statistics.median(v), min(v), max(v)) if v else "-"
+        if not v:
+            return "-"
+        g = gm_ci(v)
+        return "%.2f [%.2f-%.2f]%s" % (statistics.median(v), min(v), max(v),
+                                       " gm %.2f (%.2f-%.2f)" % g if g else "")
 
     lines = ["", "## Targets (ratios to the baseline of the same repetition)", "",
+             "Each cell: median [min-max] over the repetitions, then the geometric mean and "
+             "its 95 % confidence interval (t on the logarithms). A target is shown by a "
+             "confidence interval on its side of the bound, not by a median alone.", "",
              "| configuration | P4 | P5 | P4-P5 <= 0.35 | P1 | P2 | P1-P2 <= 1.05 | reps |",
              "|---|---|---|---|---|---|---|---|"]
     for label, variant, _c, _l in configs:
@@ -268,11 +323,9 @@ def targets(ok, base, configs):
             continue
         mine = [r for r in ok if r["label"] == label and r["rep"] in base]
         v = {p: ratios(mine, p) for p in (1, 2, 4, 5)}
-        hi = v[4] and v[5] and max(statistics.median(v[4]), statistics.median(v[5])) <= 0.35
-        lo = v[1] and v[2] and max(statistics.median(v[1]), statistics.median(v[2])) <= 1.05
         lines.append("| %s | %s | %s | %s | %s | %s | %s | %d |" % (
-            label, cell(v[4]), cell(v[5]), "met" if hi else "not met", cell(v[1]), cell(v[2]),
-            "met" if lo else "not met", len(mine)))
+            label, cell(v[4]), cell(v[5]), verdict([v[4], v[5]], 0.35), cell(v[1]), cell(v[2]),
+            verdict([v[1], v[2]], 1.05), len(mine)))
     return lines
 
 
@@ -285,11 +338,17 @@ def summarize(records, configs):
     lines = ["# Turnaround per priority level (%s)" % (ok[0]["date"] if ok else "no runs"), ""]
     if ok:
         r0 = ok[0]
+        engine = " ".join(w for w in r0["server"].get("config", "").split()
+                          if w.split("=")[0] in ("design", "cm"))
         lines += ["Host: %s, %s CPUs, kernel %s, commit %s%s; offered %.0f requests/s for %d "
-                  "ms, %s contexts." % (r0.get("cpu_model"), r0.get("cpus"), r0.get("kernel"),
-                                       (r0.get("git_commit") or "?")[:10],
-                                       " (dirty)" if r0.get("git_dirty") else "", r0["rate"],
-                                       r0["loadgen"]["duration_ms"], r0["server"]["contexts"]),
+                  "ms, %s contexts; %s, %s%s." % (
+                      r0.get("cpu_model"), r0.get("cpus"), r0.get("kernel"),
+                      (r0.get("git_commit") or "?")[:10],
+                      " (dirty)" if r0.get("git_dirty") else "", r0["rate"],
+                      r0["loadgen"]["duration_ms"], r0["server"]["contexts"],
+                      r0.get("workload"), engine or "engine ?",
+                      "; TPC-C %s, demand x%g" % (r0.get("scale"), r0["server"].get("demand", 0))
+                      if r0.get("workload") == "tpcc" else ""),
                   ""]
     head = "| configuration | busy>=90% | " + " | ".join(
         "P%d mean ms (x base)" % p for p in range(1, LEVELS + 1)) + " | " + " | ".join(
@@ -303,10 +362,10 @@ def summarize(records, configs):
         cells = [label, "%.0f %%" % (100 * statistics.median(
             r["server"]["context_busy90_share"] for r in mine))]
         for p in range(1, LEVELS + 1):
-            vals = [level_means(r["server"]).get(p, {}).get("turnaround_us_mean") for r in mine]
-            ratios = [level_means(r["server"])[p]["turnaround_us_mean"] /
-                      base[r["rep"]][p]["turnaround_us_mean"] for r in mine
-                      if r["rep"] in base and base[r["rep"]].get(p, {}).get("turnaround_us_mean")]
+            vals = [level_means(r["server"]).get(p, {}).get(TURN) for r in mine]
+            ratios = [level_means(r["server"])[p][TURN] /
+                      base[r["rep"]][p][TURN] for r in mine
+                      if r["rep"] in base and base[r["rep"]].get(p, {}).get(TURN)]
             vals = [v for v in vals if v is not None]
             cells.append("%.2f (%s)" % (statistics.median(vals) / 1e3,
                                         "%.2f" % statistics.median(ratios) if ratios else "-")
@@ -324,7 +383,10 @@ def summarize(records, configs):
               for r in mine]
         cells.append("%.4f" % statistics.median(ho))
         lines.append("| " + " | ".join(cells) + " |")
-    lines += ["", "Mean turnaround: arrival in the executor to the end of the transaction "
+    clock = ("the executor's clock (the CPU time its workers ran, over their number: the "
+             "host's time off-CPU left out)" if TURN != "turnaround_us_mean" else "the wall clock")
+    lines += ["", "Mean turnaround, on " + clock + ": arrival in the executor to the end of the "
+              "transaction "
               "(queueing, pauses and aborted attempts included), the median over %d "
               "repetitions; (x base): its ratio to the baseline of the same repetition "
               "(below 1: faster). Abort %%: aborted attempts / all attempts of the level. "
@@ -377,11 +439,11 @@ def plot(records, configs, out_dir):
         return ys
 
     def turn(r, p):
-        return level_means(r["server"]).get(p, {}).get("turnaround_us_mean", 0) / 1e3
+        return level_means(r["server"]).get(p, {}).get(TURN, 0) / 1e3
 
     def speed(r, p):
-        b = base.get(r["rep"], {}).get(p, {}).get("turnaround_us_mean")
-        m = level_means(r["server"]).get(p, {}).get("turnaround_us_mean")
+        b = base.get(r["rep"], {}).get(p, {}).get(TURN)
+        m = level_means(r["server"]).get(p, {}).get(TURN)
         return b / m if b and m else None
 
     def aborts(r, p):
@@ -429,7 +491,9 @@ def plot(records, configs, out_dir):
 
 
 def main(argv=None):
+    global TURN
     args = parse_args(sys.argv[1:] if argv is None else argv)
+    TURN = "vturnaround_us_mean" if args.metric == "cpu" else "turnaround_us_mean"
     os.makedirs(args.out, exist_ok=True)
     prov = host_provenance()
     records = []

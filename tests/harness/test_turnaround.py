@@ -1,0 +1,70 @@
+# SPDX-License-Identifier: MIT
+"""Tests of bench/harness/turnaround.py: the confidence interval of the
+paired ratios and the targets' table built from it (ctest:
+unit.harness.python)."""
+
+import math
+import os
+import sys
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.normpath(os.path.join(HERE, os.pardir, os.pardir))
+sys.path.insert(0, os.path.join(ROOT, "bench", "harness"))
+
+import turnaround  # noqa: E402
+
+
+def run(rep, label, variant, means):
+    """A server record: mean turnaround (us) per priority 1..5."""
+    return {"rep": rep, "label": label, "variant": variant,
+            "server": {"levels_stats": [{"priority": p, "turnaround_us_mean": m}
+                                        for p, m in zip(range(1, 6), means)]}}
+
+
+class GmCi(unittest.TestCase):
+    def test_equal_ratios_have_no_width(self):
+        g, lo, hi = turnaround.gm_ci([0.5, 0.5, 0.5])
+        self.assertAlmostEqual(g, 0.5)
+        self.assertAlmostEqual(lo, 0.5)
+        self.assertAlmostEqual(hi, 0.5)
+
+    def test_geometric_mean_and_t_interval(self):
+        g, lo, hi = turnaround.gm_ci([0.25, 1.0])
+        self.assertAlmostEqual(g, 0.5)
+        # two values: t(1) = 12.706, sd of the logs = ln 4 / sqrt 2
+        half = 12.706 * (math.log(4) / math.sqrt(2)) / math.sqrt(2)
+        self.assertAlmostEqual(lo, 0.5 * math.exp(-half))
+        self.assertAlmostEqual(hi, 0.5 * math.exp(half))
+
+    def test_too_few(self):
+        self.assertIsNone(turnaround.gm_ci([0.5]))
+        self.assertIsNone(turnaround.gm_ci([]))
+
+
+class Targets(unittest.TestCase):
+    def test_cells_carry_median_range_and_interval(self):
+        configs = [("baseline", "baseline", 0, False), ("event Cinf", "event", 0, False)]
+        base = {1: {p: {"turnaround_us_mean": 100.0} for p in range(1, 6)},
+                2: {p: {"turnaround_us_mean": 100.0} for p in range(1, 6)}}
+        ok = [run(1, "event Cinf", "event", [102, 101, 100, 30, 20]),
+              run(2, "event Cinf", "event", [104, 103, 100, 30, 40])]
+        lines = turnaround.targets(ok, base, configs)
+        row = [x for x in lines if x.startswith("| event Cinf")][0]
+        self.assertIn("0.30 [0.30-0.30] gm 0.30 (0.30-0.30)", row)  # P4
+        self.assertIn("0.30 [0.20-0.40] gm 0.28", row)  # P5
+        # P5's two ratios straddle 0.35 widely: its interval decides nothing
+        self.assertIn("(0.00-23.12) | unresolved |", row)
+        self.assertTrue(row.endswith("| 2 |"))
+
+
+class Verdict(unittest.TestCase):
+    def test_met_not_met_unresolved(self):
+        self.assertEqual(turnaround.verdict([[0.3, 0.31, 0.29], [0.2, 0.21]], 0.35), "met")
+        self.assertEqual(turnaround.verdict([[0.3, 0.31], [0.5, 0.52, 0.51]], 0.35), "not met")
+        self.assertEqual(turnaround.verdict([[0.3, 0.31], [0.2, 0.6]], 0.35), "unresolved")
+        self.assertEqual(turnaround.verdict([[0.3], [0.2]], 0.35), "unresolved")
+
+
+if __name__ == "__main__":
+    unittest.main()
