@@ -333,7 +333,11 @@ def tpcc(server_bin, loadgen_bin, expect_preemptions, demand=False):
     srv = Server(server_bin, SMALL + ["--check", "--preempt", "signal", "--contexts", "64",
                                       "--workers", "1"] + extra)
     lg = subprocess.run([loadgen_bin, "--port", str(srv.port), "--rate", "1500", "--duration-ms",
-                         "1500", "--connections", "8", "--null-spin-us", "1000", "--mix",
+                         "1500", "--connections", "8", "--null-spin-us", "1000",
+                         # replies are waited for as long as the test may run, not the
+                         # default 10 s: on a loaded host the executor may get a few
+                         # per cent of a CPU, and the answers come, late
+                         "--drain-ms", str(int(TIMEOUT * 900)), "--mix",
                          "null=1,new-order=1,payment=1,order-status=1,delivery=1,stock-level=1"]
                         + SMALL, capture_output=True, text=True, timeout=TIMEOUT)
     st = srv.stop()
