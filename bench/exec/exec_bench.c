@@ -30,9 +30,12 @@
  *       requests as fast as they can (sstm_exec_submit, waiting for a
  *       context when none is free); requests per second.
  *   exec-bench overhead [--rounds R] [--requests N] [--work-us W]
+ *                       [--modes none,signal,poll]
  *       The machinery's cost with no high-priority load: N requests of
  *       one priority, W us of work and a few transactional accesses each;
- *       completed requests per second per mode.
+ *       completed requests per second per mode. --modes runs some modes
+ *       only: one mode per process is what an instruction count
+ *       (valgrind --tool=callgrind) of each needs.
  *
  * Linked to the shared library: linked statically, the library's code
  * range would hold the whole program and signals would never redirect
@@ -412,8 +415,22 @@ static void work_body(void *a) {
 
 static void overhead(int argc, char **argv) {
   long rounds = 3, requests = 20000;
+  bool use[NMODES] = {true, true, true};
   for (int i = 0; i < argc; i++) {
-    if (!strcmp(argv[i], "--rounds") && i + 1 < argc)
+    if (!strcmp(argv[i], "--modes") && i + 1 < argc) {
+      for (int m = 0; m < NMODES; m++)
+        use[m] = false;
+      for (char *t = strtok(argv[++i], ","); t; t = strtok(NULL, ",")) {
+        int m = 0;
+        while (m < NMODES && strcmp(t, sstm_exec_preempt_name(modes[m])) != 0)
+          m++;
+        if (m == NMODES) {
+          fprintf(stderr, "exec-bench overhead: --modes: '%s' is not none, signal or poll\n", t);
+          exit(2);
+        }
+        use[m] = true;
+      }
+    } else if (!strcmp(argv[i], "--rounds") && i + 1 < argc)
       rounds = arg_long(argv[++i], "--rounds", 1, 1000);
     else if (!strcmp(argv[i], "--requests") && i + 1 < argc)
       requests = arg_long(argv[++i], "--requests", 100, 100000000);
@@ -427,6 +444,7 @@ static void overhead(int argc, char **argv) {
   double total[NMODES] = {0};
   for (long r = 0; r < rounds; r++) {
     for (int m = 0; m < NMODES; m++) {
+      if (!use[m]) continue;
       sstm_exec_t *ex = make(modes[m], 256);
       uint64_t t0 = now_ns();
       for (long i = 0; i < requests; i++) {
@@ -439,10 +457,11 @@ static void overhead(int argc, char **argv) {
     }
   }
   for (int m = 0; m < NMODES; m++)
-    printf("{\"bench\":\"exec-overhead\",\"mode\":\"%s\",\"work_us\":%u,\"requests\":%ld,"
-           "\"rounds\":%ld,\"per_s\":%.0f,\"ratio_to_none\":%.4f}\n",
-           sstm_exec_preempt_name(modes[m]), work_us, requests, rounds,
-           requests * rounds / total[m], total[0] / total[m]);
+    if (use[m])
+      printf("{\"bench\":\"exec-overhead\",\"mode\":\"%s\",\"work_us\":%u,\"requests\":%ld,"
+             "\"rounds\":%ld,\"per_s\":%.0f,\"ratio_to_none\":%.4f}\n",
+             sstm_exec_preempt_name(modes[m]), work_us, requests, rounds,
+             requests * rounds / total[m], total[0] / total[m]);
 }
 
 int main(int argc, char **argv) {
