@@ -142,14 +142,33 @@ static void spin_rand(sstm_rng_t *r) {
   pause_n((x & 1) ? (x >> 8) % 64 : (x >> 8) % 4096);
 }
 
-/* Spin until *v == want (acquire), yielding now and then (the thread it
- * waits for may need this CPU). */
-static void await_long(_Atomic long *v, long want) {
-  for (unsigned i = 0; atomic_load_explicit(v, memory_order_acquire) != want; i++)
-    if ((i & 63) == 63)
-      sched_yield();
-    else
+/* The two threads of section 1 hand each round over through these. A
+ * waiter spins a little (the partner is usually a few microseconds away),
+ * then sleeps on the word until its partner's publish() wakes it. It used
+ * to spin and sched_yield: on a loaded machine each yield gave the CPU away
+ * for a scheduling round, so a round took tens of milliseconds and the
+ * rounds overran the watchdog. A thread that sleeps is run again soon
+ * after it is woken. These futex calls are on the test's
+ * own words, not on fx_word: the counts stay those of the winner's status
+ * word. */
+#define AWAIT_SPINS 2000
+
+static void await_round(_Atomic uint64_t *v, uint64_t want) {
+  for (unsigned i = 0;; i++) {
+    /* acquire: pairs with publish()'s release store, so what the partner
+     * wrote before publishing (mw.txid, the round's mode) is visible */
+    uint64_t x = atomic_load_explicit(v, memory_order_acquire);
+    if (x == want) return;
+    if (i < AWAIT_SPINS)
       __builtin_ia32_pause();
+    else /* returns at once if *v moved on since x was read */
+      sstm__futex_wait(v, (uint32_t)x, 0);
+  }
+}
+
+static void publish(_Atomic uint64_t *v, uint64_t r) {
+  atomic_store_explicit(v, r, memory_order_release);
+  sstm__futex_wake_all(v);
 }
 
 static void await_sleepers(sstm_desc_t *d) {
@@ -171,16 +190,25 @@ static void await_in_futex(int tid) {
 
 enum end_kind { END_COMMIT, END_CANCEL, END_RESTART, END_KILL, END_IRREV, END_KINDS };
 
+/* The rounds explore timings: up to 20000 (scaled), fewer when the
+ * machine is so loaded that a round takes milliseconds (each needs both
+ * threads to run several times), but never under MW_MIN_ROUNDS. The
+ * budget bounds only how much is explored: every verdict is the round's
+ * own, and a lost wake-up still hangs the loser (the watchdog). */
+#define MW_MIN_ROUNDS 100
+#define MW_BUDGET_NS 5000000000ull
+
 static struct {
   sstm_desc_t *wdesc;
   _Atomic uint64_t txid;
-  _Atomic long round; /* published by the winner (txid valid) */
-  _Atomic long done;  /* the loser's wait for this round returned */
-  _Atomic int mode;   /* this round: SSTM_WAIT_BLOCK, _SPIN or _YIELD */
-  _Atomic int sync;   /* winner waits for the sleepers flag */
-  long rounds;
-  long slept_rounds;  /* rounds where the sleepers flag was seen set */
-  long asleep_rounds; /* ... and the loser seen blocked in FUTEX_WAIT */
+  _Atomic uint64_t round; /* published by the winner (txid valid) */
+  _Atomic uint64_t done;  /* the loser's wait for this round returned */
+  _Atomic int mode;       /* this round: SSTM_WAIT_BLOCK, _SPIN or _YIELD */
+  _Atomic int sync;       /* winner waits for the sleepers flag */
+  long rounds;            /* at most */
+  _Atomic uint64_t last;  /* the last round, once the winner has chosen it */
+  long slept_rounds;      /* rounds where the sleepers flag was seen set */
+  long asleep_rounds;     /* ... and the loser seen blocked in FUTEX_WAIT */
   _Atomic int loser_tid;
   long running_at_call; /* loser saw the attempt running just before */
   uint64_t word[8];
@@ -204,7 +232,7 @@ static void winner_body(void *p) {
   if (c->kind != END_IRREV) /* irrevocable in place needs no access yet */
     sstm_store_u64(&mw.word[0], (uint64_t)c->r);
   atomic_store_explicit(&mw.txid, sstm_txid(), memory_order_relaxed);
-  atomic_store_explicit(&mw.round, c->r, memory_order_release);
+  publish(&mw.round, (uint64_t)c->r);
   if (c->sync) {
     await_sleepers(sstm_self()); /* the loser is on its way into FUTEX_WAIT */
     mw.slept_rounds++;
@@ -239,7 +267,12 @@ static void mw_winner(sstm_rng_t *rng) {
   fx_watch(&mw.wdesc->status);
   while (atomic_load(&mw.loser_tid) == 0)
     sched_yield();
-  for (long r = 1; r <= mw.rounds; r++) {
+  uint64_t deadline = mono_ns() + MW_BUDGET_NS;
+  for (long r = 1;; r++) {
+    bool last = r == mw.rounds || (r >= MW_MIN_ROUNDS && mono_ns() >= deadline);
+    /* relaxed: published by the release store of this round (publish()
+     * in winner_body), which the loser acquires before it reads this */
+    if (last) atomic_store_explicit(&mw.last, (uint64_t)r, memory_order_relaxed);
     uint64_t x = sstm_rng_next(rng);
     struct wctx c = {.r = r, .kind = (int)(x % END_KINDS), .rng = rng};
     int mode = (x >> 8) % 8 == 0   ? SSTM_WAIT_SPIN
@@ -252,7 +285,7 @@ static void mw_winner(sstm_rng_t *rng) {
     int rc = sstm_run(NULL, winner_body, &c);
     CHECK_RC(rc, c.kind == END_CANCEL ? SSTM_ECANCELED : SSTM_OK);
     if (c.kind == END_RESTART || c.kind == END_KILL) CHECK_EQ_I(c.attempts, 2);
-    await_long(&mw.done, r);
+    await_round(&mw.done, (uint64_t)r);
     long wakes = atomic_load(&fx_wakes) - wakes0;
     if (c.sync) /* the end found the sleepers flag: it must wake */
       CHECK_MSG(wakes >= 1,
@@ -264,13 +297,15 @@ static void mw_winner(sstm_rng_t *rng) {
                 "round %ld (end kind %d): %ld FUTEX_WAKE for an attempt nobody "
                 "slept on",
                 r, c.kind, wakes);
+    if (last) break;
   }
 }
 
 static void mw_loser(sstm_rng_t *rng) {
   atomic_store(&mw.loser_tid, (int)syscall(SYS_gettid));
-  for (long r = 1; r <= mw.rounds; r++) {
-    await_long(&mw.round, r);
+  for (long r = 1;; r++) {
+    await_round(&mw.round, (uint64_t)r);
+    bool last = atomic_load_explicit(&mw.last, memory_order_relaxed) == (uint64_t)r;
     sstm_party_t p;
     memset(&p, 0, sizeof p);
     p.desc = mw.wdesc;
@@ -281,7 +316,8 @@ static void mw_loser(sstm_rng_t *rng) {
     CHECK_OK(sstm_party_wait(&p, (sstm_wait_mode_t)mode, 0)); /* no timeout */
     /* it returned because the attempt ended, not early */
     CHECK_FALSE(sstm_party_running(&p));
-    atomic_store_explicit(&mw.done, r, memory_order_release);
+    publish(&mw.done, (uint64_t)r);
+    if (last) break;
   }
 }
 
@@ -298,10 +334,10 @@ TEST(wait_never_misses_the_end) {
   mw.rounds = (long)sstm_test_scaled(20000, 2000);
   /* the winner publishes its descriptor before round 1 */
   sstm_test_run_threads(2, true, mw_thread, NULL);
-  printf("%ld rounds, %ld with the loser committed to sleep (%ld seen asleep), %ld running at "
-         "the call; %ld FUTEX_WAKE, %ld FUTEX_WAIT on the winner's word\n",
-         mw.rounds, mw.slept_rounds, mw.asleep_rounds, mw.running_at_call, atomic_load(&fx_wakes),
-         atomic_load(&fx_waits));
+  printf("%llu of %ld rounds, %ld with the loser committed to sleep (%ld seen asleep), %ld "
+         "running at the call; %ld FUTEX_WAKE, %ld FUTEX_WAIT on the winner's word\n",
+         (unsigned long long)atomic_load(&mw.last), mw.rounds, mw.slept_rounds, mw.asleep_rounds,
+         mw.running_at_call, atomic_load(&fx_wakes), atomic_load(&fx_waits));
   CHECK_GT_I(mw.slept_rounds, 0);
   CHECK_GT_I(mw.asleep_rounds, 0);
   sstm_test_fini();
@@ -420,7 +456,9 @@ TEST(wait_times_out_on_suspended_winner_then_wakes_on_commit) {
  * CPU now and then (a committing party may have been preempted), the SPIN
  * one never. sched_yield() is interposed to count each waiter's calls. */
 static uint64_t cw_word[8] __attribute__((aligned(64)));
-#define CW_WAITERS 3 /* SSTM_WAIT_SPIN, _BLOCK, _YIELD */
+#define CW_WAITERS 3           /* SSTM_WAIT_SPIN, _BLOCK, _YIELD */
+#define CW_LOOKS 2048          /* loads of the COMMITTING word each waiter makes at least */
+#define CW_SPIN_CPU_NS 2000000 /* the SPIN waiter's CPU time while it is held */
 static struct {
   _Atomic uint64_t *lk;
   uint64_t old_lw;
@@ -430,7 +468,14 @@ static struct {
   _Atomic long yields[CW_WAITERS]; /* sched_yield calls inside the wait */
   int calls;
   long observed;
+  clockid_t spin_clock; /* the SPIN waiter's CPU clock */
 } cw;
+
+static uint64_t thread_cpu_ns(clockid_t c) {
+  struct timespec t;
+  CHECK_EQ_I(clock_gettime(c, &t), 0);
+  return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
+}
 
 static __thread int cw_mode = -1; /* the calling waiter's mode, -1: none */
 
@@ -455,15 +500,23 @@ static sstm_cm_action_t cw_conflict(sstm_cm_ctx_t *ctx, const sstm_conflict_t *c
     sched_yield();
   /* the waiter is inside sstm_party_wait (or about to be): it must spin,
    * never set the sleepers flag on a COMMITTING word (the commit's final
-   * store does not wake). */
-  for (int i = 0; i < 2000 || atomic_load(&cw.yields[SSTM_WAIT_BLOCK]) == 0 ||
-                  atomic_load(&cw.yields[SSTM_WAIT_YIELD]) == 0;
-       i++) {
+   * store does not wake). Held until each waiter has looked at the word
+   * many times: the BLOCK and YIELD ones yield once per 64 looks (counted),
+   * the SPIN one never yields, so its CPU time since it entered stands for
+   * its looks. Counts of events, not of this thread's yields: 2000 of
+   * those took tens of seconds on a loaded machine, where each yield gives
+   * the CPU away for a scheduling round. */
+  uint64_t spin_cpu0 = thread_cpu_ns(cw.spin_clock);
+  while (atomic_load(&cw.yields[SSTM_WAIT_BLOCK]) < CW_LOOKS / 64 ||
+         atomic_load(&cw.yields[SSTM_WAIT_YIELD]) < CW_LOOKS / 64 ||
+         thread_cpu_ns(cw.spin_clock) - spin_cpu0 < CW_SPIN_CPU_NS) {
     CHECK_EQ_X(st_of(ctx->desc) & SSTM_ST_SLEEPERS, 0);
     CHECK_EQ_I(atomic_load(&cw.returned), 0);
     sched_yield();
     cw.observed++;
   }
+  CHECK_EQ_X(st_of(ctx->desc) & SSTM_ST_SLEEPERS, 0);
+  CHECK_EQ_I(atomic_load(&cw.returned), 0);
   atomic_store_explicit(cw.lk, cw.old_lw, memory_order_release); /* unforge */
   *wait_ns = 1000;
   return SSTM_CM_WAIT;
@@ -515,6 +568,7 @@ TEST(wait_on_committing_party_spins_and_returns) {
   pthread_t th[CW_WAITERS];
   for (int m = 0; m < CW_WAITERS; m++)
     CHECK_EQ_I(pthread_create(&th[m], NULL, cw_waiter, (void *)(intptr_t)m), 0);
+  CHECK_EQ_I(pthread_getcpuclockid(th[SSTM_WAIT_SPIN], &cw.spin_clock), 0);
   CHECK_OK(sstm_run(NULL, cw_holder_body, NULL));
   for (int m = 0; m < CW_WAITERS; m++) {
     CHECK_EQ_I(pthread_join(th[m], NULL), 0);
