@@ -22,11 +22,21 @@
 # again) and exits non-zero on any failure.
 #
 # Sanitizer and random-delay builds run fewer iterations (SSTM_TEST_SCALE,
-# read by the tests) so that the whole run takes about 6 minutes on 2 vCPUs.
+# read by the tests). tests/README.md ("The parts of run_all.sh") says what
+# each part covers and what it leaves to the others.
+#
+# The builds carry line tables only (-g1): what sanitizer reports and
+# backtraces need (function, file, line), without the variables and types
+# of -g, which made up a third of the compile time and which no test reads.
+# The code generated is the same. ctest runs as many tests at once as a
+# part's tests leave CPUs idle: the random-delay tests mostly sleep in their
+# delays, the unit tests of the debug and clang parts are short processes.
 #
 # Environment:
 #   RUN_ALL_PARTS="normal asan tsan delay debug clang format"   subset of parts to run
-#   RUN_ALL_JOBS=2                            build and ctest parallelism
+#   RUN_ALL_JOBS=2                            build parallelism, and ctest's where
+#                                             the part has no own default
+#   RUN_ALL_CTEST_JOBS_{NORMAL,ASAN,TSAN,DELAY,DEBUG,CLANG}   override a part's ctest -j
 #   RUN_ALL_SCALE_{NORMAL,ASAN,TSAN,DELAY,DEBUG,CLANG}   override a part's scale
 #   RUN_ALL_CLEAN=1                           start from empty build dirs
 set -u
@@ -57,10 +67,10 @@ if ! "$root/scripts/install-deps.sh" --tests; then
     "test that needs doxygen, are skipped"
 fi
 
-# run_part NAME SCALE CTEST_ARGS BUILD_TARGET CMAKE_ARGS...
+# run_part NAME SCALE CTEST_JOBS CTEST_ARGS BUILD_TARGET CMAKE_ARGS...
 run_part() {
-  local name=$1 scale=$2 ctest_args=$3 target=$4
-  shift 4
+  local name=$1 scale=$2 ctest_jobs=$3 ctest_args=$4 target=$5
+  shift 5
   local dir="$root/build/test-$name"
   mkdir -p "$root/build"
   local t0
@@ -68,6 +78,8 @@ run_part() {
   echo "=== [$name] configure + build ($dir)"
   if [ "${RUN_ALL_CLEAN:-0}" = 1 ]; then rm -rf "$dir"; fi
   if ! cmake -S "$root" -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+      "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O2 -g1 -DNDEBUG" \
+      "-DCMAKE_ASM_FLAGS_RELWITHDEBINFO=-O2 -g1 -DNDEBUG" \
       -DSCHEDSTM_WERROR=ON -DSCHEDSTM_BUILD_TESTS=ON "$@" >"$dir.configure.log" 2>&1; then
     cat "$dir.configure.log"
     echo "=== [$name] CONFIGURE FAILED"
@@ -87,13 +99,13 @@ run_part() {
     total_fail=$((total_fail + 1))
     build_failed=1
   fi
-  echo "=== [$name] ctest $ctest_args (SSTM_TEST_SCALE=$scale)"
+  echo "=== [$name] ctest -j$ctest_jobs $ctest_args (SSTM_TEST_SCALE=$scale)"
   local log="$dir.ctest.log"
   # shellcheck disable=SC2086
   (cd "$dir" && SSTM_TEST_SCALE=$scale \
      ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
      UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-     ctest -j"$jobs" --output-on-failure --no-tests=error $ctest_args) >"$log" 2>&1
+     ctest -j"$ctest_jobs" --output-on-failure --no-tests=error $ctest_args) >"$log" 2>&1
   local rc=$?
   grep -E "^\s*[0-9]+/[0-9]+ Test" "$log" | grep -vE "Passed|Skipped|Not Run" || true
   local line
@@ -151,30 +163,33 @@ run_script() {
 for p in $parts; do
   case $p in
   normal)
-    run_part normal "${RUN_ALL_SCALE_NORMAL:-1}" "" all
+    run_part normal "${RUN_ALL_SCALE_NORMAL:-1}" "${RUN_ALL_CTEST_JOBS_NORMAL:-$jobs}" "" all
     ;;
   asan)
-    run_part asan "${RUN_ALL_SCALE_ASAN:-0.15}" "" all \
-      -DSCHEDSTM_SANITIZE=address,undefined
+    # unit.generic.compile.*: the compiler run on a test source with fixed
+    # flags, the same in every GCC build: the normal part runs them
+    run_part asan "${RUN_ALL_SCALE_ASAN:-0.15}" "${RUN_ALL_CTEST_JOBS_ASAN:-$jobs}" \
+      "-E ^unit\.generic\.compile\." all -DSCHEDSTM_SANITIZE=address,undefined
     ;;
   tsan)
-    run_part tsan "${RUN_ALL_SCALE_TSAN:-0.05}" "-L stress" sstm_stress_bins \
-      -DSCHEDSTM_SANITIZE=thread
+    run_part tsan "${RUN_ALL_SCALE_TSAN:-0.05}" "${RUN_ALL_CTEST_JOBS_TSAN:-$jobs}" "-L stress" \
+      sstm_stress_bins -DSCHEDSTM_SANITIZE=thread
     ;;
   delay)
-    run_part delay "${RUN_ALL_SCALE_DELAY:-0.03}" "-L stress" sstm_stress_bins \
-      -DSCHEDSTM_RANDOM_DELAY=ON
+    run_part delay "${RUN_ALL_SCALE_DELAY:-0.03}" "${RUN_ALL_CTEST_JOBS_DELAY:-4}" "-L stress" \
+      sstm_stress_bins -DSCHEDSTM_RANDOM_DELAY=ON
     ;;
   debug)
-    run_part debug "${RUN_ALL_SCALE_DEBUG:-0.2}" "-L unit" sstm_unit_bins \
+    run_part debug "${RUN_ALL_SCALE_DEBUG:-0.2}" "${RUN_ALL_CTEST_JOBS_DEBUG:-4}" \
+      "-L unit -E ^unit\.generic\.compile\." sstm_unit_bins \
       -DSCHEDSTM_DEBUG=ON -DSCHEDSTM_BUILD_BENCH=OFF -DSCHEDSTM_BUILD_EXAMPLES=OFF \
       -DSCHEDSTM_TEST_HARNESS=OFF
     ;;
   clang)
     if command -v clang >/dev/null 2>&1; then
-      run_part clang "${RUN_ALL_SCALE_CLANG:-0.2}" "-L unit" sstm_unit_bins \
-        -DCMAKE_C_COMPILER=clang -DSCHEDSTM_BUILD_BENCH=OFF -DSCHEDSTM_BUILD_EXAMPLES=OFF \
-        -DSCHEDSTM_TEST_HARNESS=OFF
+      run_part clang "${RUN_ALL_SCALE_CLANG:-0.2}" "${RUN_ALL_CTEST_JOBS_CLANG:-4}" "-L unit" \
+        sstm_unit_bins -DCMAKE_C_COMPILER=clang -DSCHEDSTM_BUILD_BENCH=OFF \
+        -DSCHEDSTM_BUILD_EXAMPLES=OFF -DSCHEDSTM_TEST_HARNESS=OFF
     else
       echo "=== [clang] skipped: no clang (scripts/install-deps.sh --tests installs it)"
       total_skip=$((total_skip + 1))
