@@ -663,7 +663,7 @@ def plot(records, path):
     rows = (len(apps) + cols - 1) // cols
     fig, axes = plt.subplots(rows, cols, figsize=(4 * cols, 3.2 * rows), squeeze=False)
     for ax, app in zip([a for row in axes for a in row], apps):
-        fields = (("rel_wall", "-o"), ("rel_cpu", "--x")) if len(stm) <= 2 else \
+        fields = (("rel_wall", "-o"), ("rel_cpu", "--x")) if len(stm) <= 1 else \
             (("rel_cpu", "-o"),)
         for v in stm:
             for field, style in fields:
@@ -678,7 +678,7 @@ def plot(records, path):
         ax.set_xscale("log", base=2)
         ax.set_title(app)
         ax.set_xlabel("threads")
-        ax.set_ylabel("time / sequential" if len(stm) <= 2 else "CPU time / sequential")
+        ax.set_ylabel("time / sequential" if len(stm) <= 1 else "CPU time / sequential")
     for ax in [a for row in axes for a in row][len(apps):]:
         ax.axis("off")
     axes[0][0].legend(fontsize=7)
