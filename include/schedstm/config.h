@@ -42,6 +42,10 @@
  *   SCHEDSTM_MAP_DUMP        where sstm_shutdown() writes the matrix
  *   SCHEDSTM_MAP_TOPOLOGY    an hwloc synthetic description or XML file to map
  *                            onto instead of the machine (nothing is pinned)
+ *   SCHEDSTM_MAP_TOPO_CACHE  the directory of the machine's topology cache, or
+ *                            off ($XDG_CACHE_HOME/schedstm, ~/.cache/schedstm)
+ *   SCHEDSTM_MAP_LOG         a file where every pinning is logged (read back by
+ *                            bench/harness/map_affinity.py)
  * @endcode
  * The knobs a policy owns (ignored by the other policies):
  * @code{.unparsed}
@@ -297,6 +301,19 @@ typedef struct sstm_config {
                                 machine's topology: placements are then
                                 computed and reported, never applied (NULL:
                                 the machine) */
+
+  /* Thread mapping, appended in 0.2.0's development (schedstm/map.h). */
+  /** The directory of the topology cache: the machine's topology as the
+   * mapping uses it, saved after hwloc discovers it and read back by the
+   * next sstm_init() of the same machine (same kernel, boot and CPUs),
+   * which then skips hwloc (docs/design/mapping.md). NULL: the default,
+   * $XDG_CACHE_HOME/schedstm, else $HOME/.cache/schedstm, none when neither
+   * is set; "": no cache. */
+  const char *map_topo_cache;
+  /** A pinning strategy: a file where each change of a thread's affinity
+   * is logged with its thread id and time, for an outside check that the
+   * threads run where the mapping decided (NULL: no log). */
+  const char *map_log;
 } sstm_config_t;
 
 /** Fill the first `size` bytes of *cfg with the defaults and set cfg->size

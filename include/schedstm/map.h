@@ -38,6 +38,31 @@
  * placements are computed on that topology and reported
  * (sstm_map_thread_cpu()), never applied.
  *
+ * @par The machine's topology: cache and background load
+ * hwloc's discovery of the machine takes tens of milliseconds. sstm_init()
+ * first looks for it in the topology cache (sstm_config_t::map_topo_cache,
+ * SCHEDSTM_MAP_TOPO_CACHE), a small file per machine, kernel, boot and CPU
+ * set, written by the first run that had to ask hwloc; a file that is
+ * stale is replaced, one that is corrupt is refused (never trusted) and
+ * replaced, and sstm_describe()'s map-topo-from says which happened and
+ * why. On a miss, the static strategies ask hwloc in sstm_init(); stmap and
+ * detect, which need the topology only at their first evaluation, ask it
+ * in a thread of the library's own (all signals blocked) that the first
+ * evaluation waits for if it is still running. A topology of one core
+ * found that way disables stmap from that evaluation on (single_core is
+ * then set; the sampling goes on, nothing is pinned).
+ *
+ * @par Affinity
+ * A thread's first registration (sstm_thread_init()) under a pinning
+ * strategy sets its affinity, whatever it inherited from the thread that
+ * created it: its PU under a static strategy, the process's CPU set under
+ * stmap until a mapping places it. With sstm_config_t::map_log
+ * (SCHEDSTM_MAP_LOG) every affinity change the library makes is logged
+ * with the thread id and the time bracket of the system call, so that a
+ * reader of the kernel's view (/proc/PID/task/TID/status) can check that
+ * each thread runs where the mapping decided
+ * (bench/harness/map_affinity.py).
+ *
  * @par When stmap evaluates
  * Every thread counts its transactional accesses (map_si at a time, at
  * each sample); the first evaluation comes once all threads together have

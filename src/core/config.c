@@ -21,6 +21,8 @@
 sstm_global_t sstm__g = {.reg_lock = PTHREAD_MUTEX_INITIALIZER,
                          .orphan_lock = PTHREAD_MUTEX_INITIALIZER};
 static char cm_name_buf[64];
+/* The topology cache's default directory (sstm_config_t::map_topo_cache). */
+static char topo_cache_buf[4096];
 
 /* A block reused from the cache is never handed to free(), so ASan could
  * not report a use of it after its release: off by default there. */
@@ -43,8 +45,9 @@ static char cm_name_buf[64];
  * appended, the size of the layout before them (offsetof the first
  * appended field) joins config_sizes. */
 static const size_t config_sizes[] = {
-    offsetof(sstm_config_t, map), /* 0.2: up to no_membarrier */
-    sizeof(sstm_config_t),        /* + thread mapping (map ... map_topology) */
+    offsetof(sstm_config_t, map),            /* 0.2: up to no_membarrier */
+    offsetof(sstm_config_t, map_topo_cache), /* + thread mapping (map ... map_topology) */
+    sizeof(sstm_config_t),                   /* + map_topo_cache, map_log */
 };
 #define CONFIG_SIZE_MIN config_sizes[0]
 #define CONFIG_SIZE_MAX sizeof(sstm_config_t)
@@ -80,6 +83,8 @@ static void config_defaults(sstm_config_t *cfg) {
       .map_file = NULL,
       .map_dump = NULL,
       .map_topology = NULL,
+      .map_topo_cache = NULL,
+      .map_log = NULL,
   };
 }
 
@@ -448,6 +453,16 @@ SSTM_API int sstm_config_from_env(sstm_config_t *cfg) {
              SSTM_EINVAL;
     c.map_topology = s;
   }
+  if ((s = getenv("SCHEDSTM_MAP_TOPO_CACHE"))) {
+    if (*s == '\0')
+      return sstm__set_error("SCHEDSTM_MAP_TOPO_CACHE is empty: name a directory, or off"),
+             SSTM_EINVAL;
+    c.map_topo_cache = strcmp(s, "off") == 0 ? "" : s;
+  }
+  if ((s = getenv("SCHEDSTM_MAP_LOG"))) {
+    if (*s == '\0') return sstm__set_error("SCHEDSTM_MAP_LOG is empty: name a file"), SSTM_EINVAL;
+    c.map_log = s;
+  }
   c.size = cfg->size; /* the caller's own prefix, its size unchanged */
   memcpy(cfg, &c, c.size);
   return 0;
@@ -552,6 +567,17 @@ SSTM_API int sstm_init(const sstm_config_t *user) {
   if ((rc = sstm__cm_select(cfg.cm, &cm)) != 0) return rc;
   snprintf(cm_name_buf, sizeof cm_name_buf, "%s", cm->name);
   cfg.cm = cm_name_buf;
+  if (cfg.map != SSTM_MAP_STRATEGY_NONE && cfg.map_topo_cache == NULL) {
+    /* The default cache directory: the XDG base directory rule. Not a
+     * knob (use_env does not apply): where the user's caches live. */
+    const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+    int w = -1;
+    if (xdg && xdg[0] == '/')
+      w = snprintf(topo_cache_buf, sizeof topo_cache_buf, "%s/schedstm", xdg);
+    else if (home && home[0] == '/')
+      w = snprintf(topo_cache_buf, sizeof topo_cache_buf, "%s/.cache/schedstm", home);
+    cfg.map_topo_cache = w > 0 && (size_t)w < sizeof topo_cache_buf ? topo_cache_buf : "";
+  }
 
   size_t nlocks = (size_t)1 << cfg.lock_bits;
   _Atomic uint64_t *locks = locks_map(nlocks);

@@ -96,6 +96,69 @@ bool sstm__topo_single_core(const sstm_topo_t *t);
  * the splitting levels with their object counts. Valid while t lives. */
 const char *sstm__topo_describe(const sstm_topo_t *t);
 
+/* ---- the topology cache ----
+ *
+ * hwloc's discovery of the running machine costs tens of milliseconds per
+ * process (hwloc_topology_init opens its plugins, whose libraries pull in
+ * X11, OpenCL, libxml2; the discovery reads sysfs), and an hwloc XML
+ * export read back through hwloc still pays the plugins. So the cache holds
+ * the reduced tree above, the only thing mapping uses, as a small text file
+ * read without hwloc (docs/design/mapping.md, "The topology cache"). It is
+ * keyed by what could change the tree: the kernel (release and version),
+ * the boot (boot_id: hardware changes need one), the host name, the online
+ * CPUs, the process's CPU set and hwloc's version. The file name holds the
+ * host and a hash of the CPU set, so a directory keeps one file per host
+ * and CPU set; the file holds the whole key, checked line by line. */
+
+/* The running machine's key. text: the key lines, '\n'-terminated each;
+ * name: the cache file's name in its directory. */
+typedef struct sstm_topo_key {
+  char text[4096];
+  char name[128];
+} sstm_topo_key_t;
+
+/* Fill k for the calling process (its CPU set: sched_getaffinity). A part
+ * that cannot be read is written as "?", which still keys consistently. */
+void sstm__topo_key(sstm_topo_key_t *k);
+
+/* Write t to f as a cache file with key k. Returns 0 or SSTM_EPERM. */
+int sstm__topo_cache_write(FILE *f, const sstm_topo_key_t *k, const sstm_topo_t *t);
+
+/* Results of sstm__topo_cache_read besides 0 (loaded) and the errors. */
+enum { SSTM_TOPO_CACHE_MISSING = 1, SSTM_TOPO_CACHE_STALE = 2 };
+
+/* Read the cache file at path for key k. Returns 0 with *out loaded (free
+ * with sstm__topo_free), SSTM_TOPO_CACHE_MISSING (no such file),
+ * SSTM_TOPO_CACHE_STALE (another key or format version: the reason in err),
+ * SSTM_ENOMEM, or SSTM_EINVAL for a file that is not a valid cache file
+ * (err: "path:line: what was expected"): every count, index and ordering
+ * the tree's invariants need is checked, so a corrupt file is refused,
+ * never trusted. Nothing is allocated on failure. */
+int sstm__topo_cache_read(const char *path, const sstm_topo_key_t *k, sstm_topo_t **out, char *err,
+                          size_t errlen);
+
+/* The running machine's topology through the cache in directory dir
+ * (NULL or "": no cache): read it when valid, else load it from hwloc
+ * (sstm__topo_load_system) and save it there (created if missing, one
+ * level; written to a temporary file then renamed, so a reader never sees
+ * half a file). note receives where the topology came from, for
+ * sstm_describe: "cache", "hwloc", "hwloc, cached", "hwloc (cache stale:
+ * ...)", "hwloc (cache refused: path:line: ...)", "hwloc (not cached:
+ * ...)". Returns what sstm__topo_load_system returns; a cache problem is
+ * never an error. */
+/* Look the running machine up in the cache of directory dir (NULL or "":
+ * none). 0 with *out loaded, else SSTM_TOPO_CACHE_MISSING (no file, a
+ * stale or a refused one: note says which and why) or SSTM_ENOMEM. */
+int sstm__topo_cache_lookup(const char *dir, sstm_topo_t **out, char *note, size_t notelen);
+
+#ifdef CPU_SETSIZE /* <sched.h> with _GNU_SOURCE */
+/* A CPU set as a list ("0-3,8"; "?" when empty), as the kernel writes them. */
+void sstm__topo_cpu_list(const cpu_set_t *s, char *buf, size_t len);
+#endif
+
+int sstm__topo_load_system_cached(const char *dir, sstm_topo_t **out, char *note, size_t notelen,
+                                  char *err, size_t errlen);
+
 /* ---- placements ---- */
 
 /* A placement gives each thread i < n a PU: pu[i] < npus. Several threads

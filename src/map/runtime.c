@@ -43,11 +43,13 @@
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <schedstm/hooks.h>
@@ -87,11 +89,25 @@ typedef struct map_thread {
 static struct {
   pthread_mutex_t lock;
   sstm_map_strategy_t strategy;
-  bool detecting;   /* stmap, detect: sampling and the matrix */
-  bool pinning;     /* the strategy pins (not none, detect, single core, simulated) */
-  bool single_core; /* the topology has one core: disabled */
-  bool simulated;   /* map_topology: placements are computed, never applied */
-  sstm_topo_t *topo;
+  bool detecting;           /* stmap, detect: sampling and the matrix */
+  bool pinning;             /* the strategy pins (not none, detect, single core, simulated);
+                               M.lock once the topology loads in the background */
+  _Atomic bool single_core; /* the topology has one core: disabled (written under M.lock) */
+  bool simulated;           /* map_topology: placements are computed, never applied */
+  sstm_topo_t *topo;        /* NULL while the background load runs (M.lock) */
+  /* The topology's background load (stmap, detect, a cache miss): the
+   * loader thread writes loaded, load_rc, load_err and topo_note, and the
+   * thread that joins it (topo_wait, M.lock) installs the result. */
+  bool loading;            /* M.lock: a loader thread to join */
+  pthread_t loader;        /* M.lock */
+  sstm_topo_t *loaded;     /* the loader's result, read after the join */
+  int load_rc;             /* likewise */
+  char load_err[256];      /* likewise */
+  char topo_note[768];     /* where the topology came from (describe) */
+  char *cache_dir;         /* cfg.map_topo_cache, copied; NULL: no cache */
+  _Atomic bool topo_ready; /* M.topo and topo_note are set (release) */
+  FILE *log;               /* cfg.map_log: every affinity change (M.lock) */
+  char allowed_list[1024]; /* M.allowed as a CPU list, for the log */
   sstm_map_detect_t det;
   unsigned order;   /* threads followed: indices [0, order) */
   unsigned gen;     /* bumped by each map_init: older thread indices are void */
@@ -142,8 +158,33 @@ static unsigned index_of(const map_thread_t *t) { return (unsigned)(t - M.th); }
 
 /* ---- pinning (M.lock held) ---- */
 
-/* Pin thread t to PU pu (or give it the allowed set back: pu < 0). */
-static void pin(map_thread_t *t, int pu) {
+static uint64_t now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* One line of the affinity log (M.lock held): the change's time bracket
+ * (before and after the system call, CLOCK_MONOTONIC), the thread, the
+ * CPUs it may now run on and why. An outside reader of the thread's
+ * affinity (bench/harness/map_affinity.py) must see the old set before
+ * the bracket, the new one after it. */
+static void log_pin(uint64_t t0, uint64_t t1, pid_t tid, int cpu, const char *why) {
+  if (M.log == NULL) return;
+  if (cpu >= 0)
+    fprintf(M.log, "pin %llu %llu %d %d %s\n", (unsigned long long)t0, (unsigned long long)t1,
+            (int)tid, cpu, why);
+  else
+    fprintf(M.log, "pin %llu %llu %d %s %s\n", (unsigned long long)t0, (unsigned long long)t1,
+            (int)tid, M.allowed_list, why);
+  fflush(M.log); /* rare (registrations and mappings): a reader sees it at once */
+}
+
+/* Pin thread t to PU pu (or give it the allowed set back: pu < 0). With
+ * force, the affinity is set even when the thread is believed to have it
+ * already: at its first registration, whatever it inherited from the
+ * thread that created it. */
+static void pin_why(map_thread_t *t, int pu, bool force, const char *why) {
   t->pu = pu;
   if (!M.pinning) return; /* simulated: assigned, not applied */
   cpu_set_t set;
@@ -163,15 +204,19 @@ static void pin(map_thread_t *t, int pu) {
     set = M.allowed;
   }
   int old = atomic_load_explicit(&t->cpu, memory_order_relaxed);
-  if (old == cpu) return;
+  if (old == cpu && !force) return;
+  uint64_t t0 = M.log ? now_ns() : 0;
   if (pthread_setaffinity_np(t->pt, sizeof set, &set) != 0) {
     inc(&M.pin_errors);
     return;
   }
+  log_pin(t0, M.log ? now_ns() : 0, t->tid, cpu, why);
   if (cpu >= 0 && old >= 0) inc(&M.migrations);
   if (cpu < 0 && old >= 0) inc(&M.unpins);
   atomic_store_explicit(&t->cpu, cpu, memory_order_relaxed);
 }
+
+static void pin(map_thread_t *t, int pu) { pin_why(t, pu, false, pu < 0 ? "unpin" : "map"); }
 
 static void unpin_all(void) {
   for (unsigned s = 0; s < M.order; s++)
@@ -254,6 +299,44 @@ out:
   return changed;
 }
 
+/* Install the topology of the background load (M.lock held), waiting for
+ * the loader if it still runs: the first evaluation of stmap needs it. The
+ * loader takes no lock, so joining it under M.lock cannot deadlock. A
+ * topology of one core disables the strategy from here on, as sstm_init
+ * does when it loads the topology itself; a failed load too (the reason
+ * in sstm_describe). block false: only if the loader has finished. */
+static void topo_wait(bool block) {
+  if (!M.loading) return;
+  if (block)
+    pthread_join(M.loader, NULL);
+  else if (pthread_tryjoin_np(M.loader, NULL) != 0)
+    return; /* still loading */
+  M.loading = false;
+  if (M.load_rc == 0) {
+    M.topo = M.loaded;
+    if (sstm__topo_single_core(M.topo)) {
+      SET(M.single_core, true);
+      M.pinning = false;
+    }
+  } else {
+    char note[sizeof M.topo_note];
+    snprintf(note, sizeof note, "failed: %s", M.load_err);
+    memcpy(M.topo_note, note, sizeof note);
+    M.pinning = false;
+  }
+  /* release: sstm_describe (acquire) then reads M.topo and topo_note. */
+  atomic_store_explicit(&M.topo_ready, true, memory_order_release);
+}
+
+/* The loader thread: the topology from the cache or hwloc, off the
+ * application's threads. */
+static void *topo_loader(void *arg) {
+  (void)arg;
+  M.load_rc = sstm__topo_load_system_cached(M.cache_dir, &M.loaded, M.topo_note, sizeof M.topo_note,
+                                            M.load_err, sizeof M.load_err);
+  return NULL;
+}
+
 /* One evaluation: Equation 1, then for stmap the mapping. Returns the
  * decision. */
 static bool evaluate_locked(void) {
@@ -274,7 +357,8 @@ static bool evaluate_locked(void) {
   atomic_store_explicit(&M.enabled, on, memory_order_relaxed);
   inc(on ? &M.decisions_on : &M.decisions_off);
   bool changed = on != was;
-  if (M.strategy == SSTM_MAP_STRATEGY_STMAP && !M.single_core) {
+  topo_wait(M.strategy == SSTM_MAP_STRATEGY_STMAP); /* detect only reports it */
+  if (M.strategy == SSTM_MAP_STRATEGY_STMAP && M.topo != NULL && !GET(M.single_core)) {
     if (on)
       changed |= remap();
     else if (GET(M.applied))
@@ -392,6 +476,7 @@ static void on_thread_init(void *arg) {
   (void)arg;
   pthread_mutex_lock(&M.lock);
   map_thread_t *t = self_thread();
+  bool first = t == NULL;
   if (t == NULL && (t = take_index()) == NULL) {
     pthread_mutex_unlock(&M.lock);
     return; /* every index is held by a thread that may come back */
@@ -400,8 +485,15 @@ static void on_thread_init(void *arg) {
   t->pt = pthread_self();
   t->slot = sstm_desc_slot(sstm_self());
   SET(t->live, true);
-  /* A returning thread keeps its PU and CPU: its affinity is its own. */
-  if (M.static_pu != NULL) pin(t, ix < M.static_n ? (int)M.static_pu[ix] : -1);
+  /* A first registration sets the thread's affinity, whatever it inherited
+   * from its creator (a pinned thread's children start pinned to its CPU):
+   * its PU under a static strategy, else the process's CPUs until a
+   * mapping places it. A returning thread keeps its PU and CPU: its
+   * affinity is its own. */
+  if (first && M.static_pu != NULL)
+    pin_why(t, ix < M.static_n ? (int)M.static_pu[ix] : -1, true, "register");
+  else if (first && M.pinning)
+    pin_why(t, -1, true, "register");
   pthread_mutex_unlock(&M.lock);
   int cpu = sched_getcpu();
   atomic_store_explicit(&t->seen, cpu, memory_order_relaxed);
@@ -433,6 +525,16 @@ static const sstm_hooks_t thread_hooks = {.thread_init = on_thread_init,
 static void release(void) {
   if (M.hooks >= 0) sstm_hooks_remove(M.hooks);
   M.hooks = -1;
+  if (M.loading) {
+    pthread_join(M.loader, NULL);
+    M.loading = false;
+    sstm__topo_free(M.loaded);
+  }
+  M.loaded = NULL;
+  if (M.log) fclose(M.log);
+  M.log = NULL;
+  free(M.cache_dir);
+  M.cache_dir = NULL;
   sstm__map_detect_fini(&M.det);
   sstm__topo_free(M.topo);
   free(M.th);
@@ -455,12 +557,20 @@ static int map_init(const sstm_config_t *cfg, sstm_sample_fn *fn, unsigned *peri
   *fn = NULL;
   *period = 0;
   M.strategy = cfg->map;
-  M.detecting = M.pinning = M.single_core = M.simulated = false;
+  M.detecting = M.pinning = M.simulated = M.loading = false;
+  SET(M.single_core, false);
   SET(M.applied, false);
+  atomic_store_explicit(&M.topo_ready, false, memory_order_relaxed);
+  M.topo = M.loaded = NULL;
+  M.topo_note[0] = '\0';
   M.hooks = -1;
   if (cfg->map == SSTM_MAP_STRATEGY_NONE) return 0;
   char err[256];
   int rc;
+  if (sched_getaffinity(0, sizeof M.allowed, &M.allowed) != 0)
+    return fail(SSTM_EINVAL, "sched_getaffinity", strerror(errno));
+  sstm__topo_cpu_list(&M.allowed, M.allowed_list, sizeof M.allowed_list);
+  bool detecting = cfg->map == SSTM_MAP_STRATEGY_STMAP || cfg->map == SSTM_MAP_STRATEGY_DETECT;
   if (cfg->map_topology) {
     M.simulated = true;
     /* An existing file is XML, anything else a synthetic description. */
@@ -468,13 +578,45 @@ static int map_init(const sstm_config_t *cfg, sstm_sample_fn *fn, unsigned *peri
     if (f) fclose(f);
     rc = f ? sstm__topo_load_xml(cfg->map_topology, &M.topo, err, sizeof err)
            : sstm__topo_load_synthetic(cfg->map_topology, &M.topo, err, sizeof err);
+    snprintf(M.topo_note, sizeof M.topo_note, "%s", f ? "xml" : "synthetic");
   } else {
-    rc = sstm__topo_load_system(&M.topo, err, sizeof err);
+    if (cfg->map_topo_cache && cfg->map_topo_cache[0] &&
+        (M.cache_dir = strdup(cfg->map_topo_cache)) == NULL)
+      return fail(SSTM_ENOMEM, "map_topo_cache", "out of memory");
+    /* stmap and detect need the topology only at their first evaluation:
+     * on a cache miss hwloc loads it in a thread of its own while the
+     * program starts (a process of one CPU has one core: no thread). The
+     * static strategies place each thread as it registers: they load it
+     * here. */
+    rc = sstm__topo_cache_lookup(M.cache_dir, &M.topo, M.topo_note, sizeof M.topo_note);
+    if (rc != 0 && detecting && CPU_COUNT(&M.allowed) > 1) {
+      sigset_t all, old;
+      sigfillset(&all);
+      /* The loader blocks every signal: the program's go to its threads. */
+      pthread_sigmask(SIG_SETMASK, &all, &old);
+      M.loading = pthread_create(&M.loader, NULL, topo_loader, NULL) == 0;
+      pthread_sigmask(SIG_SETMASK, &old, NULL);
+    }
+    if (rc != 0 && !M.loading)
+      rc = sstm__topo_load_system_cached(M.cache_dir, &M.topo, M.topo_note, sizeof M.topo_note, err,
+                                         sizeof err);
+    else
+      rc = 0;
   }
   if (rc != 0) return fail(rc, "the topology", err);
-  M.single_core = sstm__topo_single_core(M.topo);
-  if (sched_getaffinity(0, sizeof M.allowed, &M.allowed) != 0)
-    return fail(SSTM_EINVAL, "sched_getaffinity", strerror(errno));
+  if (M.topo) {
+    SET(M.single_core, sstm__topo_single_core(M.topo));
+    atomic_store_explicit(&M.topo_ready, true, memory_order_relaxed); /* published by started */
+  }
+  if (cfg->map_log) {
+    if ((M.log = fopen(cfg->map_log, "we")) == NULL) {
+      snprintf(err, sizeof err, "%s: %s", cfg->map_log, strerror(errno));
+      return fail(SSTM_EINVAL, "map_log", err);
+    }
+    fprintf(M.log, "schedstm-map-log 1\npid %d\nallowed %s\nstrategy %s\n", (int)getpid(),
+            M.allowed_list, strategy_label[cfg->map]);
+    fflush(M.log);
+  }
   M.order = cfg->max_threads < SSTM_MAP_MAX_THREADS ? cfg->max_threads : SSTM_MAP_MAX_THREADS;
   M.gen++; /* the indices threads hold from an earlier sstm_init are void */
   M.th = calloc(M.order, sizeof *M.th);
@@ -484,8 +626,9 @@ static int map_init(const sstm_config_t *cfg, sstm_sample_fn *fn, unsigned *peri
     atomic_init(&M.th[s].cpu, -1);
     atomic_init(&M.th[s].seen, -1);
   }
-  M.pinning = !M.single_core && !M.simulated && cfg->map != SSTM_MAP_STRATEGY_DETECT;
-  bool disabled = M.single_core && cfg->map != SSTM_MAP_STRATEGY_DETECT;
+  bool single = GET(M.single_core);
+  M.pinning = !single && !M.simulated && cfg->map != SSTM_MAP_STRATEGY_DETECT;
+  bool disabled = single && cfg->map != SSTM_MAP_STRATEGY_DETECT;
   if (!disabled) switch (cfg->map) {
     case SSTM_MAP_STRATEGY_COMPACT:
     case SSTM_MAP_STRATEGY_SCATTER:
@@ -572,7 +715,9 @@ static void map_fini(void) {
   if (M.pinning) {
     /* The calling thread may have been pinned (it registered and left). */
     cpu_set_t set = M.allowed;
-    (void)pthread_setaffinity_np(pthread_self(), sizeof set, &set);
+    uint64_t t0 = M.log ? now_ns() : 0;
+    if (pthread_setaffinity_np(pthread_self(), sizeof set, &set) == 0)
+      log_pin(t0, M.log ? now_ns() : 0, (pid_t)syscall(SYS_gettid), -1, "shutdown");
   }
   pthread_mutex_unlock(&M.lock);
   release();
@@ -586,18 +731,25 @@ static int map_describe(char *buf, size_t len) {
       M.strategy == SSTM_MAP_STRATEGY_NONE)
     return snprintf(at, room, " map=none");
   const char *name = strategy_label[M.strategy];
-  const char *topo = M.topo ? sstm__topo_describe(M.topo) : "?";
-  if (M.single_core && M.strategy != SSTM_MAP_STRATEGY_DETECT)
-    return snprintf(at, room, " map=%s(off: single core) map-topo=\"%s\"", name, topo);
+  /* The topology, and where it came from (the cache, hwloc, a background
+   * load still running). */
+  pthread_mutex_lock(&M.lock);
+  topo_wait(false);
+  pthread_mutex_unlock(&M.lock);
+  char topo[sizeof M.topo_note + 200];
+  if (!atomic_load_explicit(&M.topo_ready, memory_order_acquire))
+    snprintf(topo, sizeof topo, "map-topo=\"?\" map-topo-from=\"hwloc, loading\"");
+  else
+    snprintf(topo, sizeof topo, "map-topo=\"%s\" map-topo-from=\"%s\"",
+             M.topo ? sstm__topo_describe(M.topo) : "?", M.topo_note);
+  if (GET(M.single_core) && M.strategy != SSTM_MAP_STRATEGY_DETECT)
+    return snprintf(at, room, " map=%s(off: single core) %s", name, topo);
   if (!M.detecting)
-    return snprintf(at, room, " map=%s%s map-topo=\"%s\"", name, M.simulated ? "(simulated)" : "",
-                    topo);
-  return snprintf(at, room,
-                  " map=%s%s map-si=%u map-mi=%llu map-da=%llu map-gain=%u%% map-table=%llu "
-                  "map-topo=\"%s\"",
-                  name, M.simulated ? "(simulated)" : "", M.period == 1 ? 0 : M.period,
-                  (unsigned long long)M.mi, (unsigned long long)M.da_threshold, M.gain_pct,
-                  (unsigned long long)M.det.mask + 1, topo);
+    return snprintf(at, room, " map=%s%s %s", name, M.simulated ? "(simulated)" : "", topo);
+  return snprintf(
+      at, room, " map=%s%s map-si=%u map-mi=%llu map-da=%llu map-gain=%u%% map-table=%llu %s", name,
+      M.simulated ? "(simulated)" : "", M.period == 1 ? 0 : M.period, (unsigned long long)M.mi,
+      (unsigned long long)M.da_threshold, M.gain_pct, (unsigned long long)M.det.mask + 1, topo);
 }
 
 const sstm_map_runtime_t sstm__map_runtime = {
@@ -623,7 +775,7 @@ SSTM_API int sstm_map_stats_get_sized(sstm_map_stats_t *out, size_t size) {
     s.strategy = SSTM_MAP_STRATEGY_NONE; /* initialised without mapping */
   } else {
     s.strategy = M.strategy;
-    s.single_core = M.single_core;
+    s.single_core = GET(M.single_core);
     s.simulated = M.simulated;
     s.enabled = atomic_load_explicit(&M.enabled, memory_order_relaxed);
     s.applied = GET(M.applied);

@@ -19,6 +19,10 @@ struct sstm_topo {
   char desc[160];
 };
 
+/* Build first[] and child[] from count[] and path[] (allocates; 0 or
+ * SSTM_ENOMEM). */
+int sstm__topo_index(sstm_topo_t *t);
+
 /* Format a message into err (when err != NULL and errlen > 0). */
 void sstm__map_seterr(char *err, size_t errlen, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

@@ -37,6 +37,31 @@ void sstm__topo_free(sstm_topo_t *t) {
   free(t);
 }
 
+int sstm__topo_index(sstm_topo_t *t) {
+  /* first[l][x]: the first PU of node x at level l; child[l][x]: its first
+   * child at level l+1 (child[l][count[l]] closes the last range). */
+  for (unsigned l = 0; l <= t->depth; l++) {
+    t->first[l] = calloc(t->count[l] + 1, sizeof **t->first);
+    t->child[l] = calloc(t->count[l] + 1, sizeof **t->child);
+    if (!t->first[l] || !t->child[l]) return SSTM_ENOMEM;
+    t->first[l][t->count[l]] = t->npus;
+  }
+  t->first[0][0] = 0;
+  for (unsigned l = 1; l <= t->depth; l++) {
+    for (unsigned p = t->npus; p-- > 0;)
+      t->first[l][t->path[(size_t)p * t->depth + (l - 1)]] = p;
+  }
+  for (unsigned l = 0; l < t->depth; l++) {
+    unsigned y = 0;
+    for (unsigned x = 0; x <= t->count[l]; x++) {
+      while (y < t->count[l + 1] && t->first[l + 1][y] < t->first[l][x])
+        y++;
+      t->child[l][x] = x == t->count[l] ? t->count[l + 1] : y;
+    }
+  }
+  return 0;
+}
+
 /* Copy the tree out of a loaded hwloc topology. */
 static int topo_extract(hwloc_topology_t h, sstm_topo_t **out, char *err, size_t errlen) {
   int pudepth = hwloc_get_type_depth(h, HWLOC_OBJ_PU);
@@ -120,27 +145,7 @@ static int topo_extract(hwloc_topology_t h, sstm_topo_t **out, char *err, size_t
   else if (nnuma > 1 && dlen < sizeof t->desc)
     snprintf(t->desc + dlen, sizeof t->desc - dlen, " (%d NUMA nodes)", nnuma);
 
-  /* first[l][x]: the first PU of node x at level l; child[l][x]: its first
-   * child at level l+1 (child[l][count[l]] closes the last range). */
-  for (unsigned l = 0; l <= depth; l++) {
-    t->first[l] = calloc(t->count[l] + 1, sizeof **t->first);
-    t->child[l] = calloc(t->count[l] + 1, sizeof **t->child);
-    if (!t->first[l] || !t->child[l]) goto fail;
-    t->first[l][t->count[l]] = npus;
-  }
-  t->first[0][0] = 0;
-  for (unsigned l = 1; l <= depth; l++) {
-    for (unsigned p = npus; p-- > 0;)
-      t->first[l][t->path[(size_t)p * depth + (l - 1)]] = p;
-  }
-  for (unsigned l = 0; l < depth; l++) {
-    unsigned y = 0;
-    for (unsigned x = 0; x <= t->count[l]; x++) {
-      while (y < t->count[l + 1] && t->first[l + 1][y] < t->first[l][x])
-        y++;
-      t->child[l][x] = x == t->count[l] ? t->count[l + 1] : y;
-    }
-  }
+  if (sstm__topo_index(t) != 0) goto fail;
 
   /* Cores: hwloc's Core ancestor; a PU under no core is a core of its own. */
   hwloc_obj_t prev_core = NULL;

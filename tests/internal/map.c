@@ -13,7 +13,13 @@
  *    clustered matrix at least as good as every static placement, and bad
  *    matrices refused;
  *  - the matrix file: round trip, comments and CRLF, and every kind of
- *    malformed file with the line and column of the fault.
+ *    malformed file with the line and column of the fault;
+ *  - the topology cache: round trip of synthetic machines (same distances,
+ *    same placements), a stale key or version, corrupt files refused with
+ *    the line (every truncation, random byte changes: refused or a valid
+ *    tree, never a crash), and the running machine through a cache
+ *    directory (written, read back, a corrupt file replaced, an unwritable
+ *    directory reported).
  */
 #define _GNU_SOURCE /* fmemopen, CPU_SETSIZE */
 #include <hwloc.h>
@@ -529,6 +535,292 @@ TEST(matrix_file_malformed) {
   CHECK_CONTAINS(err, "cannot create /nonexistent/m.mat");
   CHECK_RC(sstm__cmat_save("/nonexistent/m.mat", &one, 0, err, sizeof err), SSTM_EINVAL);
   CHECK_CONTAINS(err, "0 threads");
+}
+
+/* ---- the topology cache ---- */
+
+/* t as a cache file's text for key k (malloc'd). */
+static char *cache_text(const sstm_topo_key_t *k, const sstm_topo_t *t) {
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&buf, &len);
+  CHECK(f != NULL);
+  CHECK_OK(sstm__topo_cache_write(f, k, t));
+  CHECK_EQ_I(fclose(f), 0);
+  return buf;
+}
+
+static char cache_path[] = "/tmp/sstm-topo-cache-XXXXXX";
+static bool cache_path_made;
+
+static void put_file(const char *path, const char *text, size_t len) {
+  /* A new file each time: rewriting a truncated one can make ext4 write
+   * it out at close (auto_da_alloc), seconds over a whole test. */
+  (void)unlink(path);
+  FILE *f = fopen(path, "w");
+  CHECK(f != NULL);
+  CHECK_EQ_U(fwrite(text, 1, len, f), len);
+  CHECK_EQ_I(fclose(f), 0);
+}
+
+/* Read text as a cache file for key k. */
+static int read_cache_text(const char *text, size_t len, const sstm_topo_key_t *k,
+                           sstm_topo_t **out) {
+  if (!cache_path_made) {
+    int fd = mkstemp(cache_path);
+    CHECK_GE_I(fd, 0);
+    close(fd);
+    cache_path_made = true;
+  }
+  put_file(cache_path, text, len);
+  err[0] = '\0';
+  return sstm__topo_cache_read(cache_path, k, out, err, sizeof err);
+}
+
+/* Everything the mapper reads of a topology is the same in a and b. */
+static void same_topology(const sstm_topo_t *a, const sstm_topo_t *b) {
+  unsigned n = sstm__topo_npus(a);
+  CHECK_EQ_U(sstm__topo_npus(b), n);
+  CHECK_EQ_U(sstm__topo_ncores(b), sstm__topo_ncores(a));
+  CHECK_EQ_U(sstm__topo_depth(b), sstm__topo_depth(a));
+  CHECK_EQ_STR(sstm__topo_describe(b), sstm__topo_describe(a));
+  CHECK_EQ_U(sstm__topo_single_core(b), sstm__topo_single_core(a));
+  for (unsigned l = 0; l < sstm__topo_depth(a); l++)
+    CHECK_EQ_U(sstm__topo_uniform_arity(b, l), sstm__topo_uniform_arity(a, l));
+  for (unsigned p = 0; p < n; p++) {
+    CHECK_EQ_I(sstm__topo_os_index(b, p), sstm__topo_os_index(a, p));
+    CHECK_EQ_U(sstm__topo_core_of(b, p), sstm__topo_core_of(a, p));
+    for (unsigned q = 0; q < n; q += 1 + n / 64)
+      CHECK_EQ_U(sstm__topo_distance(b, p, q), sstm__topo_distance(a, p, q));
+  }
+  /* The same placement of a random matrix. */
+  unsigned nt = n < 48 ? n + 3 : 48;
+  uint64_t *m = matrix(nt);
+  sstm_rng_t r;
+  sstm_rng_seed(&r, sstm_test_seed());
+  for (unsigned i = 0; i < nt; i++)
+    for (unsigned j = i + 1; j < nt; j++)
+      m[i * nt + j] = m[j * nt + i] = sstm_rng_below(&r, 4) == 0 ? sstm_rng_below(&r, 100) : 0;
+  unsigned *pa = calloc(nt, sizeof *pa), *pb = calloc(nt, sizeof *pb);
+  CHECK_OK(sstm__map_compute(a, m, nt, 0, pa, err, sizeof err));
+  CHECK_OK(sstm__map_compute(b, m, nt, 0, pb, err, sizeof err));
+  CHECK_EQ_MEM(pa, pb, nt * sizeof *pa);
+  free(pa);
+  free(pb);
+  free(m);
+}
+
+TEST(topology_cache_round_trip) {
+  static const char *const descs[] = {
+      XEON, OPTERON, "PU:1", "Core:1 PU:4", "Core:2 PU:1", "Package:2 [NUMANode] Core:3 PU:2"};
+  sstm_topo_key_t k;
+  sstm__topo_key(&k);
+  CHECK_CONTAINS(k.text, "\ncpus ");
+  CHECK(strncmp(k.name, "topo-", 5) == 0);
+  for (size_t i = 0; i < sizeof descs / sizeof descs[0]; i++) {
+    sstm_topo_t *s = synth(descs[i]), *c = NULL;
+    char *text = cache_text(&k, s);
+    CHECK_MSG(read_cache_text(text, strlen(text), &k, &c) == 0, "%s: %s", descs[i], err);
+    same_topology(s, c);
+    /* What it writes back is what it read. */
+    char *again = cache_text(&k, c);
+    CHECK_EQ_STR(again, text);
+    free(again);
+    free(text);
+    sstm__topo_free(s);
+    sstm__topo_free(c);
+  }
+  unlink(cache_path);
+}
+
+TEST(topology_cache_stale_key_or_version) {
+  sstm_topo_key_t k, other;
+  sstm__topo_key(&k);
+  sstm_topo_t *s = synth("Package:2 Core:2 PU:2"), *c = (sstm_topo_t *)&err;
+  char *text = cache_text(&k, s);
+  static const char *const parts[] = {"kernel", "boot", "host", "online", "cpus", "hwloc"};
+  for (size_t i = 0; i < 6; i++) {
+    other = k;
+    char *at = strstr(other.text, parts[i]);
+    CHECK(at != NULL);
+    at[strlen(parts[i]) + 1] ^= 0x01; /* the value's first byte */
+    CHECK_RC(read_cache_text(text, strlen(text), &other, &c), SSTM_TOPO_CACHE_STALE);
+    char want[64];
+    snprintf(want, sizeof want, "the %s differs", parts[i]);
+    CHECK_CONTAINS(err, want);
+    CHECK_NULL(c);
+  }
+  char *v2 = strdup(text);
+  v2[strlen("schedstm-topo-cache ")] = '2';
+  CHECK_RC(read_cache_text(v2, strlen(v2), &k, &c), SSTM_TOPO_CACHE_STALE);
+  CHECK_CONTAINS(err, "format \"schedstm-topo-cache 2\", this library writes");
+  free(v2);
+  CHECK_RC(sstm__topo_cache_read("/nonexistent/topo.txt", &k, &c, err, sizeof err),
+           SSTM_TOPO_CACHE_MISSING);
+  free(text);
+  sstm__topo_free(s);
+  unlink(cache_path);
+}
+
+/* Replace the first occurrence of from in text by to (malloc'd). */
+static char *edit(const char *text, const char *from, const char *to) {
+  const char *at = strstr(text, from);
+  CHECK_MSG(at != NULL, "\"%s\" not in the file", from);
+  size_t n = strlen(text) - strlen(from) + strlen(to) + 1;
+  char *out = malloc(n);
+  snprintf(out, n, "%.*s%s%s", (int)(at - text), text, to, at + strlen(from));
+  return out;
+}
+
+TEST(topology_cache_corrupt_files_are_refused) {
+  sstm_topo_key_t k;
+  sstm__topo_key(&k);
+  /* 2 packages x 2 cores x 2 PUs: levels 2 4 8 ("levels 3 2 4 8"). */
+  sstm_topo_t *s = synth("Package:2 Core:2 PU:2");
+  char *text = cache_text(&k, s);
+  CHECK_CONTAINS(text, "\nlevels 3 2 4 8\npus 8 4\n0 0 0 0 0\n1 0 0 0 1\n2 1 0 1 2\n");
+  static const struct {
+    const char *from, *to, *want;
+  } bad[] = {
+      {"schedstm-topo-cache 1", "schedstm-topo-cachex 1", "not a schedstm topology cache file"},
+      {"desc ", "dssc ", "expected \"desc <text>\""},
+      {"levels 3 2 4 8", "levels 3 2 4", "a level's node count is not a number above"},
+      {"levels 3 2 4 8", "levels 3 2 4 8 9", "more node counts than the depth"},
+      {"levels 3 2 4 8", "levels 3 4 2 8", "a level's node count is not a number above"},
+      {"levels 3 2 4 8", "levels 65 2 4 8", "the depth is not a number up to 64"},
+      {"levels 3 2 4 8", "levels 3 2 4 7", "the deepest level's node count is not the PU count"},
+      {"levels 3 2 4 8", "levels x", "the depth is not a number"},
+      {"pus 8 4", "pus 0 4", "the PU count is not a number from 1 to 65536"},
+      {"pus 8 4", "pus 8 9", "the core count is not a number from 1 to the PU count"},
+      {"pus 8 4", "pus 99999999999999999999 4", "the PU count is not a number"},
+      {"pus 8 4", "pus 8 4 1", "the core count"},
+      {"\n1 0 0 0 1\n", "\n0 0 0 0 1\n", "an OS index appears twice"},
+      {"\n1 0 0 0 1\n", "\n1024 0 0 0 1\n", "an OS index is not a number below CPU_SETSIZE"},
+      {"\n1 0 0 0 1\n", "\n1 2 0 0 1\n", "core numbers do not start at 0"},
+      {"\n0 0 0 0 0\n", "\n0 1 0 0 0\n", "core numbers do not start at 0"},
+      {"\n2 1 0 1 2\n", "\n2 1 1 0 2\n", "a node spans two parents"},
+      {"\n2 1 0 1 2\n", "\n2 1 0 2 2\n", "node numbers do not grow by 0 or 1"},
+      {"\n1 0 0 0 1\n", "\n1 0 0 0 2\n", "node numbers do not grow by 0 or 1"},
+      {"\n1 0 0 0 1\n", "\n1 0 0 0 0\n", "a PU's last node is not itself"},
+      {"\n0 0 0 0 0\n", "\n0 0 1 0 0\n", "the first PU's node numbers are not 0"},
+      {"\n1 0 0 0 1\n", "\n1 0 0 0 1 0\n", "more node numbers than the depth"},
+      {"\n1 0 0 0 1\n", "\n1 0 0 0\n", "a node number is out of range"},
+      {"\n1 0 0 0 1\n", "\n1 0 0 0 -1\n", "a node number is out of range"},
+      {"\n7 3 1 3 7\nend\n", "\n", "the file ends before the last PU"},
+      {"\nend\n", "\n", "expected \"end\""},
+      {"\nend\n", "\nend\nmore\n", "text after \"end\""},
+      {"\nend\n", "\nfin\n", "expected \"end\""},
+      {"\nend\n", "\nend", "expected \"end\""},
+      {"desc ", "desc \x01", "control or non-ASCII byte"},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    char *t = edit(text, bad[i].from, bad[i].to);
+    sstm_topo_t *c = (sstm_topo_t *)&err;
+    int rc = read_cache_text(t, strlen(t), &k, &c);
+    CHECK_MSG(rc == SSTM_EINVAL && strstr(err, bad[i].want) != NULL,
+              "case %zu: got %d \"%s\", want \"%s\"", i, rc, err, bad[i].want);
+    CHECK_CONTAINS(err, cache_path); /* the file, and the line: "path:N: " */
+    CHECK_NULL(c);
+    free(t);
+  }
+  /* Every truncation, and random byte changes: refused or, when the change
+   * kept a valid tree (a digit of the description), a usable topology;
+   * never a crash (the sanitizer builds run this too). */
+  size_t len = strlen(text);
+  for (size_t cut = 0; cut < len; cut++) {
+    sstm_topo_t *c = NULL;
+    int rc = read_cache_text(text, cut, &k, &c);
+    CHECK_MSG(rc == SSTM_EINVAL || rc == SSTM_TOPO_CACHE_STALE, "cut at %zu: %d", cut, rc);
+    CHECK_NULL(c);
+  }
+  sstm_rng_t r;
+  sstm_rng_seed(&r, sstm_test_seed());
+  char *t = malloc(len + 1);
+  unsigned loaded = 0;
+  for (unsigned round = 0; round < 1000; round++) {
+    memcpy(t, text, len + 1);
+    unsigned changes = 1 + (unsigned)sstm_rng_below(&r, 3);
+    for (unsigned j = 0; j < changes; j++)
+      t[sstm_rng_below(&r, len)] =
+          (char)(sstm_rng_below(&r, 4) ? '0' + sstm_rng_below(&r, 10) : sstm_rng_below(&r, 256));
+    sstm_topo_t *c = NULL;
+    int rc = read_cache_text(t, len, &k, &c);
+    CHECK_MSG(rc == 0 || rc == SSTM_EINVAL || rc == SSTM_TOPO_CACHE_STALE, "round %u: %d", round,
+              rc);
+    if (rc == 0) {
+      loaded++;
+      unsigned n = sstm__topo_npus(c);
+      for (unsigned p = 0; p < n; p++)
+        for (unsigned q = 0; q < n; q++)
+          CHECK_EQ_U(sstm__topo_distance(c, p, q), sstm__topo_distance(c, q, p));
+      unsigned pu[12];
+      uint64_t m[144] = {0};
+      m[1] = m[12] = 5;
+      CHECK_OK(sstm__map_compute(c, m, 12, 0, pu, err, sizeof err));
+      for (unsigned i = 0; i < 12; i++)
+        CHECK_LT_U(pu[i], n);
+      sstm__topo_free(c);
+    } else {
+      CHECK_NULL(c);
+    }
+  }
+  CHECK_LT_U(loaded, 1000); /* most changes are refused */
+  free(t);
+  free(text);
+  sstm__topo_free(s);
+  unlink(cache_path);
+}
+
+TEST(topology_cache_of_the_running_machine) {
+  char dir[] = "/tmp/sstm-topo-dir-XXXXXX";
+  CHECK(mkdtemp(dir) != NULL);
+  char sub[sizeof dir + 32], note[800];
+  snprintf(sub, sizeof sub, "%s/a/b", dir); /* missing parents are made */
+  sstm_topo_t *fresh = NULL, *t1 = NULL, *t2 = NULL, *t3 = NULL;
+  CHECK_OK(sstm__topo_load_system(&fresh, err, sizeof err));
+  CHECK_OK(sstm__topo_load_system_cached(sub, &t1, note, sizeof note, err, sizeof err));
+  CHECK_EQ_STR(note, "hwloc (cached)");
+  CHECK_OK(sstm__topo_load_system_cached(sub, &t2, note, sizeof note, err, sizeof err));
+  CHECK_EQ_STR(note, "cache");
+  same_topology(fresh, t1);
+  same_topology(fresh, t2);
+  /* A corrupt file: a clear note, a fresh load, the file written again. */
+  sstm_topo_key_t k;
+  sstm__topo_key(&k);
+  char path[sizeof sub + 160];
+  snprintf(path, sizeof path, "%s/%s", sub, k.name);
+  put_file(path, "schedstm-topo-cache 1\ngarbage\n", 30);
+  CHECK_OK(sstm__topo_load_system_cached(sub, &t3, note, sizeof note, err, sizeof err));
+  CHECK_CONTAINS(note, "hwloc (cache stale: ");
+  CHECK_CONTAINS(note, path);
+  CHECK_CONTAINS(note, ": the kernel differs; cached)");
+  same_topology(fresh, t3);
+  sstm__topo_free(t3);
+  put_file(path, "not a cache\n", 12);
+  CHECK_OK(sstm__topo_load_system_cached(sub, &t3, note, sizeof note, err, sizeof err));
+  CHECK_CONTAINS(note, "hwloc (cache refused: ");
+  CHECK_CONTAINS(note, ":1: not a schedstm topology cache file");
+  CHECK_CONTAINS(note, "; cached)");
+  sstm__topo_free(t3);
+  CHECK_OK(sstm__topo_load_system_cached(sub, &t3, note, sizeof note, err, sizeof err));
+  CHECK_EQ_STR(note, "cache");
+  sstm__topo_free(t3);
+  /* A directory that cannot be made: loaded, not cached, said why. */
+  char blocked[sizeof path + 8];
+  snprintf(blocked, sizeof blocked, "%s/x", path); /* under a regular file */
+  CHECK_OK(sstm__topo_load_system_cached(blocked, &t3, note, sizeof note, err, sizeof err));
+  CHECK_CONTAINS(note, "hwloc (not cached: ");
+  CHECK_CONTAINS(note, "Not a directory");
+  sstm__topo_free(t3);
+  CHECK_OK(sstm__topo_load_system_cached("", &t3, note, sizeof note, err, sizeof err));
+  CHECK_EQ_STR(note, "hwloc");
+  sstm__topo_free(t3);
+  sstm__topo_free(fresh);
+  sstm__topo_free(t1);
+  sstm__topo_free(t2);
+  char cmd[sizeof dir + 16];
+  snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+  CHECK_EQ_I(system(cmd), 0);
 }
 
 SSTM_TEST_MAIN()
