@@ -557,3 +557,13 @@ foreach(c paused_conflict_takeover paused_conflict_handover promoted_handover pr
                   COMMAND itest_exec_preempt ${c} ENV SCHEDSTM_EXEC_PREEMPT=${m})
   endforeach()
 endforeach()
+
+# map_affinity: the threads of a multi-threaded run are where the thread
+# mapping decided, read back from /proc and from the affinity log.
+sstm_int_exe(itest_map_affinity SOURCES ${D}/map_affinity.c)
+foreach(d etl ctl)
+  foreach(s compact scatter round-robin stmap)
+    sstm_add_test(NAME integration.map_affinity.${d}.${s} LABELS integration TIMEOUT 60
+                  COMMAND itest_map_affinity ${d} ${s})
+  endforeach()
+endforeach()
