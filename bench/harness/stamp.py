@@ -29,6 +29,10 @@ Run through sweep.py (`sweep.py --bench stamp ...`) or on its own
                       (implies --tinystm)
   --reps N            repetitions (default 1)
   --out DIR, --plot, --timeout-s S, --dry-run
+  --map-readback      read each thread's CPU affinity back from /proc while
+                      the schedstm runs go, against the thread mapping's
+                      log (map_affinity.py; the strategy from
+                      SCHEDSTM_MAP_STRATEGY): the record's "affinity"
   --verify            the verification mode: the same runs, reported as a
                       matrix of checks (verify.json, verify.md) as well as
                       the timing summary
@@ -311,13 +315,16 @@ def missing_inputs(args, app, inputs):
     return None
 
 
-def run(argv, env_extra, cwd, timeout):
+def run(argv, env_extra, cwd, timeout, watch=None):
     """Run one program; returns (returncode, stdout, stderr, wall seconds,
-    CPU seconds of the process and its threads)."""
+    CPU seconds of the process and its threads). watch: a
+    map_affinity.Watcher polled while it runs."""
     with tempfile.TemporaryFile("w+") as fo, tempfile.TemporaryFile("w+") as fe:
         started = time.monotonic()
         proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=fo, stderr=fe, cwd=cwd,
                                 env=dict(os.environ, **env_extra), start_new_session=True)
+        if watch:
+            watch.start(proc.pid)
         deadline = started + timeout
         while True:
             pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
@@ -331,7 +338,9 @@ def run(argv, env_extra, cwd, timeout):
                 fo.seek(0)
                 fe.seek(0)
                 return None, fo.read(), fe.read(), wall, usage.ru_utime + usage.ru_stime
-            time.sleep(0.005)
+            if watch:
+                watch.poll()
+            time.sleep(0.001 if watch else 0.005)
         wall = time.monotonic() - started
         proc.returncode = os.waitstatus_to_exitcode(status)
         fo.seek(0)
@@ -351,11 +360,19 @@ def run_point(args, app, inputs, threads, variant, cm, rep, seq_out):
         env["SSTM_STAMP_STATS"] = stats_path
         if cm not in (None, "default"):
             env["SCHEDSTM_CM"] = cm
+    watch = None
+    if variant != "seq" and args.map_readback:
+        import map_affinity  # the harness directory
+        watch = map_affinity.Watcher()
+        env.update(watch.env())
     rec = {"app": app.name, "inputs": inputs, "threads": threads, "variant": variant,
            "cm": cm, "rep": rep, "cmd": " ".join(argv), "env": env,
            "loadavg": os.getloadavg()[0]}
     try:
-        rc, out, err, wall, cpu = run(argv, env, os.path.dirname(argv[0]), args.timeout_s)
+        rc, out, err, wall, cpu = run(argv, env, os.path.dirname(argv[0]), args.timeout_s, watch)
+        if watch:
+            rec["affinity"] = watch.result()
+            env.pop("SCHEDSTM_MAP_LOG")  # a temporary file, gone
         stats = parse_stats(open(stats_path).read()) if stats_path else {}
     finally:
         if stats_path:
@@ -419,6 +436,10 @@ def parse_args(argv):
     p.add_argument("--out", default=None)
     p.add_argument("--plot", action="store_true")
     p.add_argument("--dry-run", action="store_true")
+    p.add_argument("--map-readback", action="store_true",
+                   help="read each thread's CPU affinity back while it runs and compare it "
+                        "with the thread mapping's log (SCHEDSTM_MAP_STRATEGY from the "
+                        "environment): the record's \"affinity\" (map_affinity.py)")
     p.add_argument("--skip-without-stamp", action="store_true",
                    help="exit 77 (skipped) with a message when the programs are not built "
                         "and no --stamp-dir is given (for ctest)")
