@@ -24,6 +24,18 @@ topologies, and draw the results.
       mean cost relative to the Linux model per topology and strategy
       (arithmetic mean over the points), and from patterns.csv stmap against Scotch.
 
+  mapeval.py onoff    --out DIR [--reps N] [--threads 2] [--intset-ms 1]
+                      [--stamp-build DIR --apps a,b] [--variant NAME:K=V,K=V[:STAMP:LIB]]...
+      The cost of mapping on this host: each program (bench/intset for
+      --intset-ms, then each STAMP application, simulation inputs) under
+      each variant (default: none, detect and stmap with the topology
+      cache warm, and stmap with it off), interleaved per repetition; the
+      wall time from outside (process start to exit) and the CPU time
+      (wait4). A variant's optional STAMP and LIB name another STAMP build
+      and schedstm build directory (an older library, for before/after).
+      Writes DIR/onoff.jsonl and prints medians and the median ratio to
+      the first variant.
+
 "none" is the Linux scheduler modelled as a random balanced placement
 averaged over seeds (tools/sstm-mapeval's head says how). A lower cost is a
 prediction under the cost model, not a measured speed-up. Needs matplotlib
@@ -36,8 +48,10 @@ import glob
 import json
 import os
 import re
+import resource
 import subprocess
 import sys
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
@@ -343,6 +357,111 @@ def read_matrix(path):
     return n, rows
 
 
+# ---- onoff ---------------------------------------------------------------
+
+DEFAULT_VARIANTS = ["none:SCHEDSTM_MAP_STRATEGY=none",
+                    "detect:SCHEDSTM_MAP_STRATEGY=detect",
+                    "stmap:SCHEDSTM_MAP_STRATEGY=stmap",
+                    "stmap-nocache:SCHEDSTM_MAP_STRATEGY=stmap,SCHEDSTM_MAP_TOPO_CACHE=off"]
+
+
+def parse_variant(text):
+    parts = text.split(":")
+    if len(parts) not in (2, 4) or not parts[0]:
+        raise argparse.ArgumentTypeError("variant %r: NAME:K=V,K=V[:STAMP_BUILD:LIB_BUILD]" % text)
+    env = {}
+    for kv in parts[1].split(","):
+        if kv:
+            k, sep, v = kv.partition("=")
+            if not sep:
+                raise argparse.ArgumentTypeError("variant %r: %r is not K=V" % (text, kv))
+            env[k] = v
+    return {"name": parts[0], "env": env, "stamp": parts[2] if len(parts) == 4 else None,
+            "lib": parts[3] if len(parts) == 4 else None}
+
+
+def timed(argv, env, cwd, timeout):
+    """(returncode, wall s, CPU s) of one run, timed from outside."""
+    t0 = time.monotonic()
+    proc = subprocess.Popen(argv, env=env, cwd=cwd, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE)
+    try:
+        _, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+        return None, time.monotonic() - t0, None, "timed out"
+    wall = time.monotonic() - t0
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = usage.ru_utime + usage.ru_stime - timed.cpu_before
+    timed.cpu_before = usage.ru_utime + usage.ru_stime
+    return proc.returncode, wall, cpu, err.decode(errors="replace").strip()[-300:]
+
+
+timed.cpu_before = 0.0
+
+
+def onoff(args):
+    os.makedirs(args.out, exist_ok=True)
+    variants = args.variant or [parse_variant(v) for v in DEFAULT_VARIANTS]
+    progs = []  # (name, argv for a variant, cwd for a variant)
+    if args.intset_ms:
+        def intset_argv(v):
+            build = v["lib"] or args.schedstm_build
+            return [os.path.join(build, "bench", "intset-schedstm"), "-S", "hs", "-n",
+                    str(args.threads), "-i", "1024", "-u", "20", "-d", str(args.intset_ms)]
+        progs.append(("intset-hs-%dms" % args.intset_ms, intset_argv, lambda v: None))
+    if args.stamp_build:
+        import stamp
+        for a in args.apps:
+            app = stamp.APPS[a]
+
+            def stamp_argv(v, app=app):
+                build = os.path.abspath(v["stamp"] or args.stamp_build)
+                return stamp.command(build, app, "sim", args.threads, "stm")
+            progs.append((a, stamp_argv, lambda v, f=stamp_argv: os.path.dirname(f(v)[0])))
+    rows = []
+    with open(os.path.join(args.out, "onoff.jsonl"), "a") as out:
+        for rep in range(args.reps):
+            for name, argv_of, cwd_of in progs:
+                for v in variants:
+                    env = dict(os.environ, **v["env"])
+                    if v["lib"]:
+                        env["LD_LIBRARY_PATH"] = os.path.join(v["lib"], "src")
+                    argv = argv_of(v)
+                    rc, wall, cpu, err = timed(argv, env, cwd_of(v), args.timeout_s)
+                    row = {"prog": name, "variant": v["name"], "rep": rep, "rc": rc,
+                           "wall_s": wall, "cpu_s": cpu, "env": v["env"], "cmd": argv}
+                    if rc != 0:
+                        row["error"] = err
+                        log("%s %s rep %d: exit %s: %s" % (name, v["name"], rep, rc, err))
+                    rows.append(row)
+                    out.write(json.dumps(row, sort_keys=True) + "\n")
+                    out.flush()
+    names = [v["name"] for v in variants]
+    print("| program | %s (s) | %s |" % (names[0], " | ".join(names[1:])))
+    print("|---|---:|%s" % ("---:|" * (len(names) - 1)))
+    for name, _, _ in progs:
+        ok = [r for r in rows if r["prog"] == name and r["rc"] == 0]
+        base = {r["rep"]: r["wall_s"] for r in ok if r["variant"] == names[0]}
+        cells = ["%.3f" % median([r["wall_s"] for r in ok if r["variant"] == names[0]])]
+        for n in names[1:]:
+            ratios = [r["wall_s"] / base[r["rep"]] for r in ok
+                      if r["variant"] == n and r["rep"] in base]
+            cells.append("%.2f (%.2f-%.2f)" % (median(ratios), min(ratios), max(ratios))
+                         if ratios else "-")
+        print("| %s | %s |" % (name, " | ".join(cells)))
+    return 1 if any(r["rc"] != 0 for r in rows) else 0
+
+
+def median(xs):
+    xs = sorted(xs)
+    if not xs:
+        return float("nan")
+    m = len(xs) // 2
+    return xs[m] if len(xs) % 2 else (xs[m - 1] + xs[m]) / 2
+
+
 def parse_args(argv):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -373,12 +492,24 @@ def parse_args(argv):
     pl.add_argument("--prefix", default="mapping")
     t = sub.add_parser("table")
     t.add_argument("--matrices", required=True)
+    o = sub.add_parser("onoff")
+    o.add_argument("--out", required=True)
+    o.add_argument("--reps", type=int, default=7)
+    o.add_argument("--threads", type=int, default=2)
+    o.add_argument("--intset-ms", type=int, default=1, help="0: no intset run")
+    o.add_argument("--schedstm-build", default=os.path.join(REPO, "build"))
+    o.add_argument("--stamp-build", default=None)
+    o.add_argument("--apps", type=items, default=["bayes", "vacation", "kmeans", "labyrinth",
+                                                  "intruder"])
+    o.add_argument("--variant", type=parse_variant, action="append")
+    o.add_argument("--timeout-s", type=float, default=600)
     return p.parse_args(argv)
 
 
 def main(argv):
     args = parse_args(argv)
-    return {"record": record, "evaluate": evaluate, "plot": plot, "table": table}[args.cmd](args)
+    return {"record": record, "evaluate": evaluate, "plot": plot, "table": table,
+            "onoff": onoff}[args.cmd](args)
 
 
 if __name__ == "__main__":
