@@ -24,7 +24,7 @@ topologies, and draw the results.
       mean cost relative to the Linux model per topology and strategy
       (arithmetic mean over the points), and from patterns.csv stmap against Scotch.
 
-  mapeval.py onoff    --out DIR [--reps N] [--threads 2] [--intset-ms 1]
+  mapeval.py onoff    --out DIR [--reps N] [--threads 2] [--intset-ms 1] [--example hello]
                       [--stamp-build DIR --apps a,b] [--variant NAME:K=V,K=V[:STAMP:LIB]]...
       The cost of mapping on this host: each program (bench/intset for
       --intset-ms, then each STAMP application, simulation inputs) under
@@ -411,6 +411,11 @@ def onoff(args):
             return [os.path.join(build, "bench", "intset-schedstm"), "-S", "hs", "-n",
                     str(args.threads), "-i", "1024", "-u", "20", "-d", str(args.intset_ms)]
         progs.append(("intset-hs-%dms" % args.intset_ms, intset_argv, lambda v: None))
+    for ex in args.example:
+        # examples/ link the shared library with a RUNPATH: a variant's
+        # LD_LIBRARY_PATH (its LIB) takes precedence
+        progs.append((ex, lambda v, ex=ex: [os.path.join(args.schedstm_build, "examples", ex)],
+                      lambda v: None))
     if args.stamp_build:
         import stamp
         for a in args.apps:
@@ -498,6 +503,9 @@ def parse_args(argv):
     o.add_argument("--threads", type=int, default=2)
     o.add_argument("--intset-ms", type=int, default=1, help="0: no intset run")
     o.add_argument("--schedstm-build", default=os.path.join(REPO, "build"))
+    o.add_argument("--example", action="append", default=[],
+                   help="a program of examples/ (e.g. hello: sstm_init(NULL), two threads, "
+                        "a fixed number of transactions)")
     o.add_argument("--stamp-build", default=None)
     o.add_argument("--apps", type=items, default=["bayes", "vacation", "kmeans", "labyrinth",
                                                   "intruder"])
