@@ -10,9 +10,13 @@ The modes of one (operation, sharing, threads) point run back to back, in
 an order rotated on each repetition, so that the ratios compare runs made
 under the same load (the machines are shared).
 
+A mode may name a contention-management policy after '@' (tx@ser-block):
+that run gets SCHEDSTM_CM=<policy>; a mode without one runs under the
+library's default policy (SCHEDSTM_CM is removed from its environment).
+
 usage: stdio_sweep.py --bin build/bench/stdio-schedstm --out DIR
                       [--reps 3] [--ms 250] [--threads 1,2,4,8]
-                      [--ops fgetc,...] [--modes tx,irr,glibc,ntx] [--k 1]
+                      [--ops fgetc,...] [--modes tx,tx@ser-block,irr,glibc] [--k 1]
 Writes DIR/stdio.jsonl (every run), DIR/stdio-summary.md (medians and
 ratios), DIR/stdio.png (throughput per operation; needs matplotlib).
 """
@@ -24,14 +28,21 @@ import subprocess
 import sys
 
 OPS = ["fgetc", "fgets", "fread", "fputc", "fputs", "fwrite", "mix"]
-MODES = ["tx", "irr", "glibc", "ntx"]
+MODES = ["tx", "tx@ser-block", "irr", "glibc"]
 
 
 def run_one(binary, op, mode, sharing, threads, ms, k):
-    cmd = [binary, "-o", op, "-m", mode, "-s", sharing, "-n", str(threads), "-d", str(ms),
+    base, _, policy = mode.partition("@")
+    env = dict(os.environ)
+    env.pop("SCHEDSTM_CM", None)
+    if policy:
+        env["SCHEDSTM_CM"] = policy
+    cmd = [binary, "-o", op, "-m", base, "-s", sharing, "-n", str(threads), "-d", str(ms),
            "-k", str(k)]
-    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
-    return json.loads(out.strip().splitlines()[-1])
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True, env=env).stdout
+    r = json.loads(out.strip().splitlines()[-1])
+    r["mode"] = mode  # the policy's runs apart from the default's
+    return r
 
 
 def sweep(args):
@@ -88,9 +99,11 @@ def summary(runs, args):
     med = medians(runs)
     threads = sorted({r["threads"] for r in runs})
     modes = [m for m in args.modes.split(",")]
+    txs = [m for m in modes if m.split("@")[0] == "tx"]
     lines = ["| op | sharing | threads | " + " | ".join(f"{m} Mops/s" for m in modes)
-             + " | tx/irr | tx/glibc | tx irrevocable | tx aborts/commit | tx aborts by reason |",
-             "|" + "---|" * (8 + len(modes))]
+             + "".join(f" | {m}/irr" for m in txs)
+             + " | tx/glibc | tx irrevocable | tx aborts/commit | tx aborts by reason |",
+             "|" + "---|" * (7 + len(modes) + len(txs))]
     for op in args.ops.split(","):
         for sharing in ("private", "shared"):
             for n in threads:
@@ -102,7 +115,8 @@ def summary(runs, args):
                 reasons = ", ".join(f"{k} {v}" for k, v in sorted(t.get("aborts", {}).items()))
                 lines.append(
                     f"| {op} | {sharing} | {n} | " + " | ".join(cells) + " | "
-                    + fmt_ratio(paired_ratio(runs, op, sharing, n, "tx", "irr")) + " | "
+                    + "".join(fmt_ratio(paired_ratio(runs, op, sharing, n, m, "irr")) + " | "
+                              for m in txs)
                     + fmt_ratio(paired_ratio(runs, op, sharing, n, "tx", "glibc")) + " | "
                     + (f"{t['irrevocable_frac']:.3f}" if t else "-") + " | "
                     + (f"{t['aborts_per_commit']:.3f}" if t else "-") + " | "

@@ -32,12 +32,13 @@
  *   offset is written transactionally before the lseek(2), and an abort
  *   moves the offset back.
  *
- * A stream that transactions keep losing to each other (an attempt that
- * lost it twice in a row) goes into serial mode for a while: the calls
- * that change it then first wait for the stream's turn (a spin, then a
- * futex sleep), so that one transaction at a time uses it, without
- * serialising the rest of the runtime (docs/design/tm-libc.md (S9)). An
- * irrevocable transaction never waits for a turn.
+ * A transaction's first call that changes a stream waits for the stream's
+ * turn (a spin, then a futex sleep) while another transaction that changes
+ * it has not ended, and during a while after transactions lost the stream
+ * to each other (an attempt that lost it twice in a row), so that one
+ * transaction at a time uses a contended stream, without serialising the
+ * rest of the runtime (docs/design/tm-libc.md (S9)). An irrevocable
+ * transaction never waits for a turn.
  * Outside a transaction each operation runs as a transaction of its own
  * (so it is ordered with the transactions that use the stream like any
  * other transaction); this needs a registered thread (sstm_thread_init()).

@@ -71,6 +71,7 @@ static inline void sstm__esc_record(sstm__esc_t *e, const void *key, bool commit
 typedef struct sstm__esc_in {
   uint32_t span;    /* the stream's turns left in serial mode */
   bool turn_held;   /* the stream's turn is held */
+  bool in_flight;   /* another acquisition of the stream has not ended */
   bool irrevocable; /* the attempt is irrevocable */
   bool holds_turn;  /* the attempt holds the turn of a stream already */
   bool in_action;   /* the transaction runs in an action of an earlier
@@ -96,6 +97,10 @@ typedef enum sstm__esc_act {
  *   for);
  * - else take the turn while the stream is in serial mode or its turn is
  *   held (the holder must not be disturbed by acquirers that skip it);
+ *   and when another acquisition of the stream is in flight: every
+ *   acquisition writes the stream's word, so two that overlap conflict
+ *   for certain, and the turn makes the later one wait without a
+ *   conflict, at most one of them meeting the earlier one;
  * - else, when the thread lost this stream SSTM__ESC_AFTER times in a
  *   row, put the stream in serial mode and take the turn. */
 static inline sstm__esc_act_t sstm__esc_decide(const sstm__esc_t *e, const void *key,
@@ -105,7 +110,7 @@ static inline sstm__esc_act_t sstm__esc_decide(const sstm__esc_t *e, const void 
   if (in->span != 0)
     return mine && in->span < SSTM__ESC_SPAN / 2 ? SSTM__ESC_ENTER : SSTM__ESC_TURN;
   if (mine) return SSTM__ESC_ENTER;
-  return in->turn_held ? SSTM__ESC_TURN : SSTM__ESC_NONE;
+  return in->turn_held || in->in_flight ? SSTM__ESC_TURN : SSTM__ESC_NONE;
 }
 
 /* The turns left in serial mode after a turn that committed ends. */

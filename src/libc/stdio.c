@@ -28,11 +28,12 @@
  *      lock of own); an abort resets it to the last committed seek's
  *      position, and commits apply in kgen order.
  * (S8) Outside a transaction an operation is a transaction of its own.
- * (S9) A thread whose attempts lost a stream SSTM__ESC_AFTER times in a
- *      row puts the stream in serial mode for its next SSTM__ESC_SPAN
- *      turns; in serial mode every acquirer takes the stream's turn (a
- *      lock of the stdio layer) before touching own, and holds it until
- *      its attempt ends (src/libc/esc.h holds the decisions).
+ * (S9) An acquisition takes the stream's turn (a lock of the stdio layer)
+ *      before touching own, and holds it until its attempt ends, when
+ *      another acquisition is in flight, or in serial mode: after a
+ *      thread's attempts lost the stream SSTM__ESC_AFTER times in a row,
+ *      for the next SSTM__ESC_SPAN committed turns (src/libc/esc.h holds
+ *      the decisions).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -128,10 +129,12 @@ struct sstm_file {
   int fd;
   unsigned mode; /* M_* */
   bool reg;      /* a regular file (else a byte stream) */
-  /* (S9) Serial mode: the turn (0 free, 1 held), the threads asleep on it,
-   * the turns left in serial mode, the turns taken (for tests). Apart
-   * from own: waiters spin on q_turn. */
+  /* (S9) Serial mode: the turn (0 free, 1 held), the acquisitions in
+   * flight, the threads asleep on the turn, the turns left in serial
+   * mode, the turns taken (for tests). Apart from own: waiters spin on
+   * q_turn. */
   _Alignas(64) _Atomic uint64_t q_turn;
+  _Atomic uint32_t q_active; /* acquisitions whose attempt has not ended */
   _Atomic uint32_t q_waiters;
   _Atomic uint32_t q_span;
   _Atomic uint64_t q_taken;
@@ -186,6 +189,7 @@ typedef struct view {
   bool closed;     /* sstm_fclose's attempt */
   bool bad;        /* the acquisition found the stream closed */
   bool turn;       /* (S9) this attempt holds the stream's turn */
+  bool active;     /* (S9) counted in the stream's q_active */
   bool rown;       /* the read window's bytes are in rst (a refill of this attempt),
                       else in the installed s.rbuf */
   bool reset;      /* the write buffer restarts (a spill, or it was empty): the
@@ -353,11 +357,16 @@ static void turn_take(sstm_file_t *f) {
                         memory_order_relaxed);
 }
 
-/* (S9) The attempt's turn ends (at its installation, or at its end): one
- * turn less of serial mode if it committed, and the turn is free. */
+/* (S9) The attempt's turn ends (at its installation, or at its end): it
+ * is no longer in flight, one turn less of serial mode if it committed,
+ * and the turn is free. */
 static void turn_release(view_t *v, bool committed) {
-  if (!v->turn) return;
   sstm_file_t *f = v->f;
+  if (v->active) { /* relaxed: a hint, as in queue_busy */
+    atomic_fetch_sub_explicit(&f->q_active, 1, memory_order_relaxed);
+    v->active = false;
+  }
+  if (!v->turn) return;
   v->turn = false;
   /* relaxed: a hint read by acquisitions (queue_busy); a concurrent
    * escalation's store of a full span may be lost to this one, which only
@@ -503,7 +512,9 @@ static void install(view_t *v) {
       v->s.wbuf = (uintptr_t)v->wst, v->s.woff = 0;
       v->wst = NULL;
     }
-  } else if (v->sw != 0) { /* extend the installed bytes: wcap kept it inside */
+  } else if (v->sw == 1) {                     /* extend the installed bytes: wcap kept it inside */
+    WBUF(v->s)[v->s.woff + v->cw] = v->wst[0]; /* fputc's case, without a call */
+  } else if (v->sw != 0) {
     memcpy(WBUF(v->s) + v->s.woff + v->cw, v->wst, v->sw);
   }
   if (v->rown && v->s.rlen != 0) { /* publish the refilled window */
@@ -626,7 +637,7 @@ static inline bool queue_busy(sstm_file_t *f) {
 
 /* (S9) Whether the acquisition that made view v (linked first in
  * tls_views) queues: sstm__esc_should_queue with this thread's facts. */
-static __attribute__((noinline)) bool should_queue(sstm_file_t *f, const view_t *v) {
+static __attribute__((noinline)) bool should_queue(sstm_file_t *f, const view_t *v, bool others) {
   bool holds = false, in_action = false;
   for (const view_t *p = tls_views; p; p = p->next) {
     if (p->txid != v->txid)
@@ -638,6 +649,7 @@ static __attribute__((noinline)) bool should_queue(sstm_file_t *f, const view_t 
   sstm__esc_in_t in = {
       .span = atomic_load_explicit(&f->q_span, memory_order_relaxed),
       .turn_held = atomic_load_explicit(&f->q_turn, memory_order_relaxed) != 0,
+      .in_flight = others,
       .irrevocable = sstm_is_irrevocable(),
       .holds_turn = holds,
       .in_action = in_action,
@@ -660,34 +672,32 @@ void sstm__stdio_set_span(sstm_file_t *f, uint32_t span) {
   atomic_store_explicit(&f->q_span, span, memory_order_relaxed);
 }
 
-/* (S1, S3) The attempt's view of a->f, acquiring the stream at the
- * attempt's first call on it: one transactional load and store of own,
- * the two actions, a copy of the installed state. NULL with a->err
+/* (S1, S3) The view of f of the running attempt id, acquiring the stream
+ * at the attempt's first call on it: one transactional load and store of
+ * own, the two actions, a copy of the installed state. NULL with *err
  * (EBADF: closed; ENOMEM). */
-static view_t *acquire(op_t *a) {
-  sstm_file_t *f = a->f;
-  uint64_t id = a->outer ? sstm_txid() : a->txid;
+static view_t *acquire_in(sstm_file_t *f, uint64_t id, int *err) {
   view_t *v = view_find(f, id);
   if (v) {
     if (!v->armed || v->closed) {
-      a->err = EBADF;
+      *err = EBADF;
       return NULL;
     }
     return v;
   }
   v = view_get();
   if (v == NULL) {
-    a->err = ENOMEM;
+    *err = ENOMEM;
     return NULL;
   }
   v->f = f, v->txid = id, v->armed = false, v->closed = false, v->ticket = 0;
-  v->bad = false, v->turn = 0, v->ver = 0;
+  v->bad = false, v->turn = false, v->active = false, v->ver = 0;
   /* Actions first, then own: an abort inside the barriers below finds the
    * view registered (view_drop takes it back); an attempt that commits
    * without having stored own installs nothing. */
   if (sstm_on_abort(view_drop, v) != 0) {
     view_put(v);
-    a->err = ENOMEM;
+    *err = ENOMEM;
     return NULL;
   }
   v->next = tls_views;
@@ -696,18 +706,22 @@ static view_t *acquire(op_t *a) {
     /* Out of memory: orphan the view (no stream) so that no call finds it;
      * an abort takes it back, a commit leaks it. */
     v->f = NULL;
-    a->err = ENOMEM;
+    *err = ENOMEM;
     return NULL;
   }
-  if (__builtin_expect(queue_busy(f) || (tls_esc.key == f && tls_esc.lost >= SSTM__ESC_AFTER), 0))
-    if (should_queue(f, v)) {
+  /* relaxed: a hint, as in queue_busy; the attempt's end takes it back */
+  uint32_t others = atomic_fetch_add_explicit(&f->q_active, 1, memory_order_relaxed);
+  v->active = true;
+  if (__builtin_expect(
+          others != 0 || queue_busy(f) || (tls_esc.key == f && tls_esc.lost >= SSTM__ESC_AFTER), 0))
+    if (should_queue(f, v, others != 0)) {
       turn_take(f);
       v->turn = true;
     }
   uint64_t o = LD(f, own);
   if (o & OWN_CLOSED) {
     v->bad = true;
-    a->err = EBADF;
+    *err = EBADF;
     return NULL;
   }
   v->ver = OWN_VER(o);
@@ -719,6 +733,11 @@ static view_t *acquire(op_t *a) {
   v->wcap = v->reset ? SF_CAP : SF_CAP - (uint32_t)v->s.woff;
   v->armed = true;
   return v;
+}
+
+/* acquire_in for an operation: its stream and attempt; a->err on failure. */
+static view_t *acquire(op_t *a) {
+  return acquire_in(a->f, a->outer ? sstm_txid() : a->txid, &a->err);
 }
 
 /* (S1) ftell, feof, ferror: the attempt's state of a->f, read without
@@ -1011,6 +1030,7 @@ static sstm_file_t *make(int fd, unsigned m) {
   atomic_init(&f->waiters, 0);
   atomic_init(&f->werr, 0);
   atomic_init(&f->q_turn, 0);
+  atomic_init(&f->q_active, 0);
   atomic_init(&f->q_waiters, 0);
   atomic_init(&f->q_span, 0);
   atomic_init(&f->q_taken, 0);
@@ -1147,13 +1167,19 @@ static void op_read(void *p) {
 
 int sstm_fgetc(sstm_file_t *f) {
   unsigned char c;
-  op_t a = {.f = f, .dst = &c, .n = 1};
   if (f == NULL) {
     errno = EBADF;
     return EOF;
   }
   uint64_t id = sstm_txid();
-  view_t *v = id != 0 ? fast_view(f, id) : NULL;
+  view_t *v = NULL;
+  if (id != 0) { /* inside a transaction: acquire without an operation record */
+    int e = 0;
+    if ((v = fast_view(f, id)) == NULL && (v = acquire_in(f, id, &e)) == NULL) {
+      errno = e;
+      return EOF;
+    }
+  }
   if (v != NULL && (f->mode & M_RD)) { /* acquired: the byte from the window, no barrier */
     uint64_t p = v->s.pos, rb = v->s.rbase;
     if (p >= rb && p < rb + v->s.rlen) {
@@ -1162,11 +1188,25 @@ int sstm_fgetc(sstm_file_t *f) {
       return c;
     }
   }
+  op_t a = {.f = f, .dst = &c, .n = 1};
   if (!run_in(op_read, &a, id) || a.r != 1) {
     finish(&a);
     return EOF;
   }
   return c;
+}
+
+/* op_read on the caller's attempt; inside a transaction without sstm_run
+ * and without looking the view up twice. false: as run_in. */
+static bool read_op(op_t *a) {
+  uint64_t id = sstm_txid();
+  if (id == 0) return run_in(op_read, a, 0);
+  a->txid = id, a->outer = false, a->err = 0, a->r = 0;
+  view_t *v = fast_view(a->f, id);
+  if (v == NULL && (v = acquire_in(a->f, id, &a->err)) == NULL) return true;
+  bool nl;
+  a->r = (int64_t)rd(a, v, a->dst, a->n, a->whence != 0, &nl);
+  return true;
 }
 
 char *sstm_fgets(char *s, int n, sstm_file_t *f) {
@@ -1175,7 +1215,7 @@ char *sstm_fgets(char *s, int n, sstm_file_t *f) {
     return NULL;
   }
   op_t a = {.f = f, .dst = s, .n = (size_t)n - 1, .whence = 1};
-  if (!run(op_read, &a) || a.r == 0) {
+  if (!read_op(&a) || a.r == 0) {
     finish(&a);
     return NULL;
   }
@@ -1195,7 +1235,7 @@ size_t sstm_fread(void *ptr, size_t size, size_t nmemb, sstm_file_t *f) {
     return 0;
   }
   op_t a = {.f = f, .dst = ptr, .n = size * nmemb};
-  if (!run(op_read, &a)) {
+  if (!read_op(&a)) {
     finish(&a);
     return 0;
   }
@@ -1264,10 +1304,15 @@ static int64_t do_write(sstm_file_t *f, const void *src, size_t n, uint64_t id) 
     errno = EBADF;
     return -1;
   }
-  view_t *v = id != 0 ? fast_view(f, id) : NULL;
-  if (v != NULL) { /* inside a transaction that has acquired f: no barrier */
+  if (id != 0) { /* inside a transaction: no operation record, no sstm_run */
+    view_t *v = fast_view(f, id);
+    int e = 0;
+    if (v == NULL && (v = acquire_in(f, id, &e)) == NULL) {
+      errno = e;
+      return -1;
+    }
     if (wr_fast(v, src, n)) return (int64_t)n;
-    int e = wr(v, src, n);
+    e = wr(v, src, n);
     if (e != 0) {
       errno = e;
       return -1;

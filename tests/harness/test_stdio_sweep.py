@@ -87,6 +87,39 @@ class StdioSweepTest(unittest.TestCase):
             self.assertEqual([r["rep"] for r in runs], [0, 0, 0, 1, 1, 1, 2, 2, 2] * 2)
             json.dumps(runs)
 
+    def test_a_mode_with_a_policy_sets_schedstm_cm_and_keeps_its_name(self):
+        with tempfile.TemporaryDirectory() as d:
+            log = os.path.join(d, "calls")
+            fake = os.path.join(d, "stdio-fake")
+            with open(fake, "w") as f:
+                f.write("#!/bin/sh\necho \"cm=${SCHEDSTM_CM:-default} $@\" >> %s\n"
+                        "echo '{\"op\":\"fputc\",\"mode\":\"tx\",\"sharing\":\"shared\","
+                        "\"threads\":2,\"ops_per_s\":1,\"irrevocable_frac\":0,"
+                        "\"aborts\":{},\"commits\":1}'\n" % log)
+            os.chmod(fake, os.stat(fake).st_mode | stat.S_IXUSR)
+            os.environ["SCHEDSTM_CM"] = "suicide"  # not passed to the default's runs
+            try:
+                r1 = stdio_sweep.run_one(fake, "fputc", "tx@ser-block", "shared", 2, 5, 1)
+                r2 = stdio_sweep.run_one(fake, "fputc", "tx", "shared", 2, 5, 1)
+            finally:
+                del os.environ["SCHEDSTM_CM"]
+            self.assertEqual((r1["mode"], r2["mode"]), ("tx@ser-block", "tx"))
+            with open(log) as f:
+                calls = [line.split() for line in f]
+            self.assertEqual([c[0] for c in calls], ["cm=ser-block", "cm=default"])
+            self.assertTrue(all(c[c.index("-m") + 1] == "tx" for c in calls))
+        runs = [run("fputc", "tx", 2, 0, 4.0), run("fputc", "tx@ser-block", 2, 0, 6.0),
+                run("fputc", "irr", 2, 0, 2.0)]
+
+        class B:
+            ops = "fputc"
+            modes = "tx,tx@ser-block,irr"
+
+        text = stdio_sweep.summary(runs, B())
+        row = [line for line in text.splitlines() if line.startswith("| fputc | private | 2 |")]
+        cells = [c.strip() for c in row[0].strip("|").split("|")]
+        self.assertEqual(cells[6:8], ["2.00", "3.00"])  # tx/irr, tx@ser-block/irr
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -72,6 +72,9 @@ TEST(decisions_on_constructed_inputs) {
   CHECK_EQ_I(sstm__esc_decide(&lost2, &s2, &quiet), SSTM__ESC_NONE); /* another stream */
   sstm__esc_in_t held = {.turn_held = true};
   CHECK_EQ_I(sstm__esc_decide(&lost1, &s1, &held), SSTM__ESC_TURN);
+  sstm__esc_in_t flight = {.in_flight = true};
+  CHECK_EQ_I(sstm__esc_decide(&lost1, &s1, &flight), SSTM__ESC_TURN);
+  CHECK_EQ_I(sstm__esc_decide(&lost2, &s1, &flight), SSTM__ESC_ENTER);
   sstm__esc_in_t serial = {.span = SSTM__ESC_SPAN};
   CHECK_EQ_I(sstm__esc_decide(&lost1, &s1, &serial), SSTM__ESC_TURN);
   CHECK_EQ_I(sstm__esc_decide(&lost2, &s1, &serial), SSTM__ESC_TURN);
@@ -81,9 +84,9 @@ TEST(decisions_on_constructed_inputs) {
   /* Never waits: irrevocable, holding a turn, inside an earlier attempt's
    * action; whatever the stream's state and the thread's record. */
   sstm__esc_in_t no[3] = {
-      {.span = 5, .turn_held = true, .irrevocable = true},
-      {.span = 5, .turn_held = true, .holds_turn = true},
-      {.span = 5, .turn_held = true, .in_action = true},
+      {.span = 5, .turn_held = true, .in_flight = true, .irrevocable = true},
+      {.span = 5, .turn_held = true, .in_flight = true, .holds_turn = true},
+      {.span = 5, .turn_held = true, .in_flight = true, .in_action = true},
   };
   for (int i = 0; i < 3; i++) {
     CHECK_EQ_I(sstm__esc_decide(&lost2, &s1, &no[i]), SSTM__ESC_NONE);
