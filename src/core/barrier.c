@@ -533,20 +533,92 @@ SSTM_INLINE uint64_t load_entry(const void *addr, unsigned size) {
   return load_general(addr, size);
 }
 
+/* The common case of a store: a naturally aligned store by an ETL attempt
+ * (the variant byte exactly: not killed, not asked to yield, not sampled)
+ * to a stripe that is either this attempt's already or unlocked with a
+ * version its snapshot covers, whose word is in the redo log's index or
+ * has a free slot at its hash. The same steps as tx_store's ETL case ((2.4):
+ * lock only a covered version; lock_end before the CAS, (8.4)), written as
+ * one straight line with no loop and no call, so that the exported store
+ * needs no stack frame. False sends the store to the general path, which
+ * starts it over: the lock this function may already have taken and
+ * logged is then seen as the attempt's own (tx_store's owner test), so
+ * nothing is done twice. It does not set the write set's Bloom filter,
+ * which only CTL attempts read (load_slow, tx_load). */
+SSTM_INLINE bool store_etl_fast(struct sstm_desc *tx, void *addr, uint64_t val, unsigned size) {
+  uintptr_t word = (uintptr_t)addr & ~(uintptr_t)7;
+  unsigned sh = off_in_word(addr) * 8;
+  uint64_t bm = size_mask(size) << sh;
+  _Atomic uint64_t *lk = sstm__lock_for(tx, addr);
+  /* acquire: as in tx_store (our later reads of the stripe, load_own). */
+  uint64_t l = atomic_load_explicit(lk, memory_order_acquire);
+  if (l != tx->owner_lw) {
+    /* Locked (top bit) or a version newer than the snapshot: one unsigned
+     * comparison with end, as in the read fast path (lockword.h). */
+    if (SSTM_UNLIKELY(l > tx->end || tx->ls.n == tx->ls.cap)) return false;
+    /* relaxed, then acq_rel CAS: as in tx_store (8.4). A failed CAS leaves
+     * lock_end raised to a bound that is still true. */
+    atomic_store_explicit(&tx->lock_end, tx->end, memory_order_relaxed);
+    if (SSTM_UNLIKELY(!atomic_compare_exchange_strong_explicit(
+            lk, &l, tx->owner_lw, memory_order_acq_rel, memory_order_relaxed)))
+      return false;
+    tx->ls.e[tx->ls.n++] = (sstm_l_entry_t){lk, l};
+  }
+  sstm_wset_t *ws = &tx->ws;
+  sstm_w_slot_t *s = &ws->idx[sstm_word_hash(word) & ws->idx_mask];
+  if (s->stamp == ws->stamp) {
+    if (SSTM_UNLIKELY(s->word != word)) return false; /* a collision: sstm_wset_put probes */
+    sstm_w_entry_t *e = &ws->e[s->idx];
+    e->value = (e->value & ~bm) | ((val << sh) & bm);
+    e->bmask |= bm;
+    return true;
+  }
+  uint32_t n = ws->n;
+  if (SSTM_UNLIKELY(n == ws->cap)) return false;
+  /* n is read by contention managers of other threads (relaxed). */
+  __atomic_store_n(&ws->n, n + 1, __ATOMIC_RELAXED);
+  ws->e[n] = (sstm_w_entry_t){.word = word, .value = (val << sh) & bm, .bmask = bm};
+  *s = (sstm_w_slot_t){.word = word, .idx = n, .stamp = ws->stamp};
+  return true;
+}
+
+/* Every other store: misuse, alignment, variant dispatch. */
+static SSTM_NOINLINE void store_general(void *addr, uint64_t v, unsigned size) {
+  struct sstm_desc *tx = sstm__cur;
+  if (!SSTM_IN_TX(tx)) {
+    misuse_access("transactional store");
+    return;
+  }
+  if (SSTM_UNLIKELY((uintptr_t)addr & (size - 1))) {
+    store_bytes(tx, addr, &v, size); /* little endian: the low bytes are v's */
+    return;
+  }
+  switch (size) {
+  case 1: dispatch_store(tx, addr, v, 1); return;
+  case 2: dispatch_store(tx, addr, v, 2); return;
+  case 4: dispatch_store(tx, addr, v, 4); return;
+  default: dispatch_store(tx, addr, v, 8); return;
+  }
+}
+
+/* The exported stores: store_etl_fast as a leaf, else the general path
+ * (also for the random-delay build, whose barriers have delay points). */
+SSTM_INLINE void store_entry(void *addr, uint64_t v, unsigned size) {
+  sstm__fast_t *f = sstm__fast_cur;
+  /* relaxed: as in sstm__load_try (a flag bit fails the test). The prefix
+   * of a thread without a descriptor has variant SSTM__V_NONE, and so has
+   * a descriptor outside a transaction: both take the general path. */
+  if (!sstm__random_delay &&
+      SSTM_LIKELY(__atomic_load_n(&f->variant, __ATOMIC_RELAXED) == SSTM__V_ETL) &&
+      SSTM_LIKELY(((uintptr_t)addr & (size - 1)) == 0) &&
+      SSTM_LIKELY(store_etl_fast((struct sstm_desc *)(void *)f, addr, v, size)))
+    return;
+  store_general(addr, v, size);
+}
+
 #define DEFINE_INT_BARRIERS(T, S, suffix)                                                          \
   SSTM_API T sstm_load_##suffix(const T *addr) { return (T)load_entry(addr, S); }                  \
-  SSTM_API void sstm_store_##suffix(T *addr, T v) {                                                \
-    struct sstm_desc *tx = sstm__cur;                                                              \
-    if (!SSTM_IN_TX(tx)) {                                                                         \
-      misuse_access("sstm_store_" #suffix);                                                        \
-      return;                                                                                      \
-    }                                                                                              \
-    if (SSTM_UNLIKELY((uintptr_t)addr & (S - 1))) {                                                \
-      store_bytes(tx, addr, &v, S);                                                                \
-      return;                                                                                      \
-    }                                                                                              \
-    dispatch_store(tx, addr, (uint64_t)v, S);                                                      \
-  }
+  SSTM_API void sstm_store_##suffix(T *addr, T v) { store_entry(addr, (uint64_t)v, S); }
 
 DEFINE_INT_BARRIERS(uint8_t, 1, u8)
 DEFINE_INT_BARRIERS(uint16_t, 2, u16)

@@ -217,7 +217,8 @@ SSTM_INLINE void attempt_start_fast(struct sstm_desc *tx, unsigned v) {
   tx->owner_lw = sstm_lw_next_owner(tx->owner_lw);
   sstm_rset_clear(&tx->rs);
   if (tx->ws.n) sstm_wset_reset(&tx->ws);
-  tx->cm_ctx.watched = false;
+  /* cm_ctx.watched needs no clearing: every end of an attempt sets it
+   * (attempt_ended, and sstm_commit's read-only path). */
   /* Before ACTIVE is published, as in attempt_start. */
   sstm__set_variant(tx, v);
   /* (5.1) with the membarrier fence, as in attempt_start (SSTM_SLOW_BEGIN
@@ -621,7 +622,13 @@ static SSTM_NOINLINE int commit_slow(struct sstm_desc *tx) {
   }
   sstm__set_variant(tx, SSTM_V_NONE);
   sstm__ctr_add(update ? &tx->ctr.commits_update : &tx->ctr.commits_ro, 1);
-  return commit_tail(tx);
+  /* The test of sstm_commit's read-only path: most update commits have no
+   * reason to enter commit_tail. */
+  if (SSTM_UNLIKELY((tx->slow & ~SSTM_SLOW_BEGIN) | tx->frees.n |
+                    atomic_load_explicit(&sstm__g.nhooks, memory_order_relaxed)))
+    return commit_tail(tx);
+  tx->allocs.n = 0;
+  return 0;
 }
 
 SSTM_API int sstm_commit(void) {
