@@ -52,18 +52,38 @@ static void release_locks_abort(struct sstm_desc *tx) {
  * abort, would overwrite what the restart and the policy still need (the
  * checkpoint, the attributes, the retry count, the policy's view of the
  * attempt that ended). So the array is taken out of the descriptor while it
- * runs, and after an abort those fields are put back. */
-static void run_actions(struct sstm_desc *tx, bool committed) {
+ * runs, and after an abort those fields are put back.
+ *
+ * After a commit: the on_commit actions, in registration order. Apart
+ * from the loop, a few stores and a call of free() only when the actions'
+ * own transactions grew an array of their own. */
+static void run_actions_committed(struct sstm_desc *tx) {
   tx->in_callback++;
   uint32_t n = tx->nactions, cap = tx->actions_cap;
   sstm_action_t *a = tx->actions;
   tx->nactions = 0;
   tx->actions = NULL;
   tx->actions_cap = 0;
-  if (committed) {
-    for (uint32_t i = 0; i < n; i++)
-      if (a[i].on_commit) a[i].fn(a[i].arg);
-  } else {
+  for (uint32_t i = 0; i < n; i++)
+    if (a[i].on_commit) a[i].fn(a[i].arg);
+  if (SSTM_UNLIKELY(tx->actions != NULL)) free(tx->actions);
+  tx->actions = a;
+  tx->actions_cap = cap;
+  tx->nactions = 0;
+  tx->in_callback--;
+}
+
+/* After a rollback: the on_abort actions, with what the restart and the
+ * policy need put back afterwards. */
+static SSTM_NOINLINE void run_abort_actions(struct sstm_desc *tx) {
+  tx->in_callback++;
+  uint32_t n = tx->nactions, cap = tx->actions_cap;
+  sstm_action_t *a = tx->actions;
+  tx->nactions = 0;
+  tx->actions = NULL;
+  tx->actions_cap = 0;
+  {
+    /* what the restart and the policy still need (see above) */
     sstm_ckpt_t ckpt = tx->ckpt;
     sstm_attr_t attr = tx->attr;
     sstm_cm_ctx_t ctx = tx->cm_ctx;
@@ -415,12 +435,12 @@ static void abort_notify(struct sstm_desc *tx, sstm_abort_reason_t r, const sstm
   /* The policy's view of the attempt that ended, taken now: the user's
    * abort actions run next, and one may run a transaction on this
    * descriptor, which rewrites the serial and set sizes cm_ctx() reads
-   * (run_actions puts cm_ctx and last_abort back as they were). The
+   * (run_abort_actions puts cm_ctx and last_abort back as they were). The
    * actions run before the policy acts, not after: what the policy does
    * for the retry (softser lowers the thread's priority) must not be
    * undone by the commit of an action's transaction. */
   sstm_cm_ctx_t *ctx = cm_ctx(tx);
-  if (SSTM_UNLIKELY(tx->nactions)) run_actions(tx, false);
+  if (SSTM_UNLIKELY(tx->nactions)) run_abort_actions(tx);
   /* The policy learns of every ended attempt, cancelled ones included (a
    * watched attempt's end must reach it). */
   if (tx->cm->on_abort) {
@@ -588,7 +608,7 @@ static SSTM_NOINLINE int commit_tail(struct sstm_desc *tx) {
   /* The transaction's own reasons to come here are dealt with (the actions'
    * transactions, below, set their own). */
   tx->slow &= SSTM_SLOW_FIXED;
-  if (SSTM_UNLIKELY(tx->nactions)) run_actions(tx, true);
+  if (SSTM_UNLIKELY(tx->nactions)) run_actions_committed(tx);
   return 0;
 }
 
@@ -764,8 +784,21 @@ SSTM_API uint64_t sstm_txid(void) {
   return (tx != NULL && tx->depth != 0) ? tx->serial : 0;
 }
 
-static int add_action(void (*fn)(void *), void *arg, bool on_commit) {
-  struct sstm_desc *tx = sstm__cur;
+/* Append an action to the array, which has room. */
+SSTM_INLINE int action_append(struct sstm_desc *tx, void (*fn)(void *), void *arg, bool on_commit) {
+  tx->actions[tx->nactions++] = (sstm_action_t){fn, arg, on_commit};
+  tx->slow |= SSTM_SLOW_ACTIONS; /* the commit runs them */
+  return 0;
+}
+
+/* A registration that is not the common case: an error, or an array
+ * without room, which doubles (8 entries the first time). Out of line, so
+ * that a registration into room the descriptor already has is a leaf
+ * function with no stack frame: the array is kept across transactions
+ * (run_actions_committed), so a descriptor allocates only until its
+ * transactions' largest number of actions is reached. */
+static SSTM_NOINLINE int add_action_slow(struct sstm_desc *tx, void (*fn)(void *), void *arg,
+                                         bool on_commit) {
   if (!SSTM_IN_TX(tx)) {
     sstm__set_error("sstm_on_%s: no active transaction", on_commit ? "commit" : "abort");
     return SSTM_ENOTX;
@@ -774,20 +807,23 @@ static int add_action(void (*fn)(void *), void *arg, bool on_commit) {
     sstm__set_error("sstm_on_%s: fn is NULL", on_commit ? "commit" : "abort");
     return SSTM_EINVAL;
   }
-  if (tx->nactions == tx->actions_cap) {
-    uint32_t cap = tx->actions_cap ? tx->actions_cap * 2 : 8;
-    sstm_action_t *a = realloc(tx->actions, cap * sizeof *a);
-    if (a == NULL) {
-      sstm__set_error("sstm_on_%s: out of memory for %u actions", on_commit ? "commit" : "abort",
-                      cap);
-      return SSTM_ENOMEM;
-    }
-    tx->actions = a;
-    tx->actions_cap = cap;
+  uint32_t cap = tx->actions_cap ? tx->actions_cap * 2 : 8;
+  sstm_action_t *a = realloc(tx->actions, cap * sizeof *a);
+  if (a == NULL) {
+    sstm__set_error("sstm_on_%s: out of memory for %u actions", on_commit ? "commit" : "abort",
+                    cap);
+    return SSTM_ENOMEM;
   }
-  tx->actions[tx->nactions++] = (sstm_action_t){fn, arg, on_commit};
-  tx->slow |= SSTM_SLOW_ACTIONS; /* the commit runs them */
-  return 0;
+  tx->actions = a;
+  tx->actions_cap = cap;
+  return action_append(tx, fn, arg, on_commit);
+}
+
+SSTM_INLINE int add_action(void (*fn)(void *), void *arg, bool on_commit) {
+  struct sstm_desc *tx = sstm__cur;
+  if (SSTM_UNLIKELY(!SSTM_IN_TX(tx) || fn == NULL || tx->nactions == tx->actions_cap))
+    return add_action_slow(tx, fn, arg, on_commit);
+  return action_append(tx, fn, arg, on_commit);
 }
 
 SSTM_API int sstm_on_commit(void (*fn)(void *), void *arg) { return add_action(fn, arg, true); }
