@@ -113,6 +113,10 @@ typedef struct sstm_ckpt {
 #define sstm__ckpt_save(c) _setjmp(*(jmp_buf *)(void *)(c))
 #else
 SSTM_API int sstm__ckpt_save(sstm_ckpt_t *c) __attribute__((returns_twice));
+/* Internal: sstm__begin and, for the outermost begin, sstm__ckpt_save in
+ * one call (one call and one descriptor lookup per transaction instead of
+ * two). Returns SSTM__CKPT_START, and the restart code when resumed. */
+SSTM_API int sstm__begin_ckpt(const sstm_attr_t *attr) __attribute__((returns_twice));
 #endif
 /* Internal: begin (returns the checkpoint to save, or NULL when nested). */
 SSTM_API sstm_ckpt_t *sstm__begin(const sstm_attr_t *attr);
@@ -123,10 +127,16 @@ SSTM_API sstm_ckpt_t *sstm__begin(const sstm_attr_t *attr);
  * that is not registered: the misuse handler (see the file comment).
  * @param attr `const sstm_attr_t *`, the transaction's attributes, NULL for
  *             all zero */
+#if defined(SSTM_CKPT_USES_LIBC)
 #define SSTM_ATOMIC_BEGIN(attr)                                                                    \
   {                                                                                                \
     sstm_ckpt_t *sstm__c_ = sstm__begin(attr);                                                     \
     if (sstm__c_ == NULL || sstm__ckpt_save(sstm__c_) != SSTM__CKPT_CANCEL) {
+#else
+#define SSTM_ATOMIC_BEGIN(attr)                                                                    \
+  {                                                                                                \
+    if (sstm__begin_ckpt(attr) != SSTM__CKPT_CANCEL) {
+#endif
 
 /** Close the atomic block that SSTM_ATOMIC_BEGIN() opened: commit it
  * (sstm_commit(), which returns only on success: a conflict restarts the

@@ -12,6 +12,7 @@
  * in that order, and the next attempt starts from the checkpoint.
  */
 #define _GNU_SOURCE
+#include <stddef.h>
 #include <stdlib.h>
 
 #include "core/tx_internal.h"
@@ -305,14 +306,9 @@ static SSTM_COLD sstm_ckpt_t *begin_in_hook(struct sstm_desc *tx) {
   return NULL;
 }
 
-SSTM_API sstm_ckpt_t *sstm__begin(const sstm_attr_t *attr) {
-  struct sstm_desc *tx = sstm__cur;
-  if (SSTM_UNLIKELY(tx == NULL)) {
-    sstm__misuse("transaction begin on a thread that is not registered (sstm_thread_init)");
-    return NULL;
-  }
-  if (SSTM_UNLIKELY(tx->in_hook)) return begin_in_hook(tx);
-  if (tx->depth++ > 0) return NULL; /* flat nesting */
+/* The outermost begin of a transaction on tx (depth already 1): the
+ * attributes, the per-transaction state, the first attempt. */
+SSTM_INLINE void begin_outer(struct sstm_desc *tx, const sstm_attr_t *attr) {
   tx->begin_sp = sstm__stack_pointer();
   bool ro = false, irrev = false;
   if (attr) {
@@ -346,8 +342,49 @@ SSTM_API sstm_ckpt_t *sstm__begin(const sstm_attr_t *attr) {
     if (ro) ro_window(tx);
     attempt_start(tx, true);
   }
+}
+
+SSTM_API sstm_ckpt_t *sstm__begin(const sstm_attr_t *attr) {
+  struct sstm_desc *tx = sstm__cur;
+  if (SSTM_UNLIKELY(tx == NULL)) {
+    sstm__misuse("transaction begin on a thread that is not registered (sstm_thread_init)");
+    return NULL;
+  }
+  if (SSTM_UNLIKELY(tx->in_hook)) return begin_in_hook(tx);
+  if (tx->depth++ > 0) return NULL; /* flat nesting */
+  begin_outer(tx, attr);
   return &tx->ckpt;
 }
+
+/* The two C halves of sstm__begin_ckpt (arch/x86_64-ckpt.S), which has
+ * saved the checkpoint into tx->ckpt when tx is outside a transaction and
+ * not in a callback (begin_top), and saved nothing otherwise
+ * (begin_other: a nested begin, an unregistered thread, a begin inside a
+ * hook, for each of which sstm__begin returns NULL). Both return
+ * SSTM__CKPT_START, which the assembly returns to the caller. */
+__attribute__((visibility("hidden"))) int sstm__begin_top(const sstm_attr_t *attr,
+                                                          struct sstm_desc *tx);
+__attribute__((visibility("hidden"))) int sstm__begin_other(const sstm_attr_t *attr);
+
+int sstm__begin_top(const sstm_attr_t *attr, struct sstm_desc *tx) {
+  tx->depth = 1;
+  begin_outer(tx, attr);
+  return SSTM__CKPT_START;
+}
+
+int sstm__begin_other(const sstm_attr_t *attr) {
+  (void)sstm__begin(attr); /* NULL in each of those cases */
+  return SSTM__CKPT_START;
+}
+
+#include "core/desc_offsets.h"
+_Static_assert(offsetof(struct sstm_desc, depth) == SSTM_DESC_OFF_DEPTH, "desc_offsets.h: depth");
+_Static_assert(offsetof(struct sstm_desc, in_hook) == SSTM_DESC_OFF_IN_HOOK,
+               "desc_offsets.h: in_hook");
+_Static_assert(offsetof(struct sstm_desc, ckpt) == SSTM_DESC_OFF_CKPT, "desc_offsets.h: ckpt");
+_Static_assert(sizeof(((struct sstm_desc *)0)->depth) == 4 &&
+                   sizeof(((struct sstm_desc *)0)->in_hook) == 1,
+               "desc_offsets.h: the assembly compares depth as 4 bytes and in_hook as 1");
 
 /* No attempt runs (the variant says so), but an executor's preemption
  * request that arrived during the attempt is kept, for the restart point
@@ -710,8 +747,12 @@ SSTM_API int sstm_run(const sstm_attr_t *attr, void (*fn)(void *arg), void *arg)
                     "not start transactions");
     return SSTM_ESTATE;
   }
+#if defined(SSTM_CKPT_USES_LIBC)
   sstm_ckpt_t *c = sstm__begin(attr);
   if (c != NULL && sstm__ckpt_save(c) == SSTM__CKPT_CANCEL) return SSTM_ECANCELED;
+#else
+  if (sstm__begin_ckpt(attr) == SSTM__CKPT_CANCEL) return SSTM_ECANCELED;
+#endif
   fn(arg);
   sstm_commit();
   return 0;

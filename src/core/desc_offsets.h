@@ -1,0 +1,14 @@
+/* SPDX-License-Identifier: MIT */
+/* The offsets of the descriptor fields that the assembly begin reads and
+ * writes (sstm__begin_ckpt, arch/x86_64-ckpt.S): plain numbers, so that
+ * the assembler can include this file. txn.c checks each against
+ * offsetof(struct sstm_desc, ...) with a static assertion, so a layout
+ * change that forgets this file fails the build. */
+#ifndef SSTM_CORE_DESC_OFFSETS_H
+#define SSTM_CORE_DESC_OFFSETS_H
+
+#define SSTM_DESC_OFF_DEPTH 4      /* uint32_t depth */
+#define SSTM_DESC_OFF_IN_HOOK 0xc3 /* uint8_t in_hook */
+#define SSTM_DESC_OFF_CKPT 0xd0    /* sstm_ckpt_t ckpt */
+
+#endif /* SSTM_CORE_DESC_OFFSETS_H */
