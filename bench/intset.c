@@ -23,7 +23,7 @@
 
 typedef struct options {
   intset_kind_t kind;
-  long initial, range, update, threads, duration_ms, buckets;
+  long initial, range, update, threads, duration_ms, buckets, ops;
   uint64_t seed;
   const char *design, *cm;
 } options_t;
@@ -48,6 +48,8 @@ static void usage(FILE *f) {
           "  -u, --update P        update percentage 0..100 (default 20)\n"
           "  -n, --threads N       threads (default 1)\n"
           "  -d, --duration-ms MS  duration in milliseconds (default 1000)\n"
+          "  -N, --ops N           each thread runs exactly N operations instead, and the run\n"
+          "                        lasts until they are done (repeatable instruction counts)\n"
           "  -s, --seed SEED       random seed, 0 = time based (default 1)\n"
           "  -b, --buckets N       hash set buckets (default %lu)\n"
           "  -D, --design etl|ctl  design (schedstm only)\n"
@@ -74,6 +76,7 @@ static void parse_options(int argc, char **argv, options_t *o) {
                                            {"update", required_argument, NULL, 'u'},
                                            {"threads", required_argument, NULL, 'n'},
                                            {"duration-ms", required_argument, NULL, 'd'},
+                                           {"ops", required_argument, NULL, 'N'},
                                            {"seed", required_argument, NULL, 's'},
                                            {"buckets", required_argument, NULL, 'b'},
                                            {"design", required_argument, NULL, 'D'},
@@ -82,7 +85,7 @@ static void parse_options(int argc, char **argv, options_t *o) {
                                            {"help", no_argument, NULL, 'h'},
                                            {NULL, 0, NULL, 0}};
   int c;
-  while ((c = getopt_long(argc, argv, "S:i:r:u:n:d:s:b:D:C:h", longopts, NULL)) != -1) {
+  while ((c = getopt_long(argc, argv, "S:i:r:u:n:d:N:s:b:D:C:h", longopts, NULL)) != -1) {
     switch (c) {
     case 'S':
       if (intset_kind_parse(optarg, &o->kind) != 0)
@@ -96,6 +99,7 @@ static void parse_options(int argc, char **argv, options_t *o) {
     case 'u': o->update = bench_parse_long(optarg, "-u/--update", 0, 100); break;
     case 'n': o->threads = bench_parse_long(optarg, "-n/--threads", 1, MAX_THREADS); break;
     case 'd': o->duration_ms = bench_parse_long(optarg, "-d/--duration-ms", 1, 86400000L); break;
+    case 'N': o->ops = bench_parse_long(optarg, "-N/--ops", 1, 1L << 40); break;
     case 's': o->seed = (uint64_t)bench_parse_long(optarg, "-s/--seed", 0, __LONG_MAX__); break;
     case 'b': o->buckets = bench_parse_long(optarg, "-b/--buckets", 1, 1L << 32); break;
     case 'D': o->design = optarg; break;
@@ -155,8 +159,13 @@ static void *worker_main(void *arg) {
   bench_rng_seed(&rng, w->opt->seed, w->id + 1);
   TM_THREAD_ENTER();
   bench_gate_wait(w->gate);
-  while (!bench_gate_stopped(w->gate))
-    do_operation(w, &rng, &last);
+  if (w->opt->ops > 0) {
+    while (w->res.ops < (uint64_t)w->opt->ops) /* the gate's stop is ignored */
+      do_operation(w, &rng, &last);
+  } else {
+    while (!bench_gate_stopped(w->gate))
+      do_operation(w, &rng, &last);
+  }
   tm_thread_counts(&w->res.counts);
   TM_THREAD_EXIT();
   return NULL;
