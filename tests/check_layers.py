@@ -1,23 +1,28 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
-"""The subsystems above the engine reach it through its interfaces only:
-the policies (src/cm), the executor (src/exec) and thread mapping (src/map)
-through src/iface/, the transactional stdio (src/libc) through the public
-API.
+"""The layers of src/ (docs/architecture.md) keep to their places:
+  - the plain facilities below the engine, src/os and src/arch, include
+    only their own and each other's headers (arch/ may use os/, os/ only
+    itself) and the public ones, and use no name of the engine's;
+  - the subsystems above the engine reach it through its interfaces only:
+    the policies (src/cm), the executor (src/exec) and thread mapping
+    (src/map) through src/iface/, the transactional stdio (src/libc)
+    through the public API.
 
-Each is compiled with a narrow include path (src/CMakeLists.txt), so an
-include of "core/..." does not build. This check covers what the include
-path cannot:
+Each directory is compiled with a narrow include path (src/CMakeLists.txt),
+so an include of "core/..." does not build. This check covers what the
+include path cannot, in C files, headers and assembly (.S) alike:
   - an include that climbs out of the view ("../core/engine.h") or names a
     directory outside it;
-  - a name of the engine's (one that src/core uses) which the subsystem
+  - a name of the engine's (one that src/core uses) which the directory
     uses without it being declared by an interface: include/, the headers
     of the directories in its view, or its own headers. That is a
-    subsystem declaring an engine function itself to call it directly.
+    subsystem declaring an engine function itself to call it directly, or
+    a facility that knows the engine's internals.
 
 usage: check_layers.py SOURCE_DIR
-Exit status 0 when every subsystem keeps to its interfaces, 1 otherwise
-(each violation is listed), 2 for a usage error.
+Exit status 0 when every directory keeps to its layer, 1 otherwise (each
+violation is listed), 2 for a usage error.
 """
 import glob
 import os
@@ -31,16 +36,25 @@ NAME = re.compile(r"\bsstm__?\w+")
 class Subsystem:
     """One directory of src/ and the view it is compiled with."""
 
-    def __init__(self, name, what, view, the_way, bare_includes=False, check_headers=False):
+    # the files read: C sources, headers and preprocessed assembly
+    FILES = "*.[chS]"
+
+    def __init__(self, name, what, view, the_way, bare_includes=False, check_headers=False,
+                 below=False):
         self.name = name  # its directory under src/
         self.what = what  # how its files are called in the summary
         self.view = view  # directories of src/ whose headers it may include
         self.the_way = the_way  # what to use instead of an engine name
         self.bare_includes = bare_includes  # "x.h" (its own directory) allowed
         self.check_headers = check_headers  # its headers are checked for names too
+        self.below = below  # a facility below the engine, not a subsystem above it
 
 
 SUBSYSTEMS = (
+    Subsystem("os", "OS-facility", ("os",), "src/os is below the engine", bare_includes=True,
+              check_headers=True, below=True),
+    Subsystem("arch", "machine-facility", ("arch", "os"), "src/arch is below the engine",
+              check_headers=True, below=True),
     Subsystem("cm", "policy", ("cm", "iface", "os"), "src/iface/cm_services.h is the way"),
     Subsystem("libc", "stdio", ("libc", "os"), "only the public API and os/ are",
               check_headers=True),
@@ -66,7 +80,7 @@ def names(paths):
 
 def check(root, src, sub, engine, bad):
     """Check one subsystem; returns the number of its files."""
-    files = sorted(glob.glob(os.path.join(src, sub.name, "*.[ch]")))
+    files = sorted(glob.glob(os.path.join(src, sub.name, Subsystem.FILES)))
     prefixes = tuple(d + "/" for d in sub.view)
     for p in files:
         with open(p, encoding="utf-8") as f:
@@ -98,7 +112,7 @@ def main(argv):
     if not glob.glob(os.path.join(src, "cm", "*.[ch]")):
         print(f"check_layers: no policy sources under {src}/cm", file=sys.stderr)
         return 2
-    engine = names(glob.glob(os.path.join(src, "core", "*.[ch]")))
+    engine = names(glob.glob(os.path.join(src, "core", Subsystem.FILES)))
     bad = []
     counts = [(sub, check(root, src, sub, engine, bad)) for sub in SUBSYSTEMS]
     for line in bad:
@@ -106,8 +120,11 @@ def main(argv):
     if bad:
         return 1
     for sub, n in counts:
-        print(f"check_layers: {n} {sub.what} files use the engine through "
-              f"{'the public API' if sub.name == 'libc' else 'its interfaces'} only")
+        if sub.below:
+            print(f"check_layers: {n} {sub.what} files use no engine header or name")
+        else:
+            print(f"check_layers: {n} {sub.what} files use the engine through "
+                  f"{'the public API' if sub.name == 'libc' else 'its interfaces'} only")
     return 0
 
 

@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: MIT */
-/* Transaction checkpoint through the C library's _setjmp/longjmp, used by
- * ThreadSanitizer builds, which must observe every non-local jump. The fast
- * path is arch/x86_64-ckpt.S. */
+/* The restart checkpoint's restore through the C library's longjmp, used by
+ * ThreadSanitizer builds, which must observe every non-local jump; their
+ * save is _setjmp (schedstm/tx.h). The fast path is arch/x86_64-ckpt.S. */
 #include <setjmp.h>
 
-#include "core/engine.h"
+#include "arch/ckpt.h"
 
 _Static_assert(sizeof(sstm_ckpt_t) >= sizeof(jmp_buf), "sstm_ckpt_t too small for jmp_buf");
 

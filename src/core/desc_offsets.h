@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* The offsets of the descriptor fields that the assembly begin reads and
- * writes (sstm__begin_ckpt, arch/x86_64-ckpt.S): plain numbers, so that
+ * writes (sstm__begin_ckpt, core/begin_x86_64.S): plain numbers, so that
  * the assembler can include this file. txn.c checks each against
  * offsetof(struct sstm_desc, ...) with a static assertion, so a layout
  * change that forgets this file fails the build. */

@@ -14,6 +14,7 @@
 
 #include <schedstm/schedstm.h>
 
+#include "arch/ckpt.h" /* the restart checkpoint: sstm__ckpt_restore */
 #include "core/lockword.h"
 #include "core/rwset.h"
 #include "os/os.h"
@@ -521,8 +522,5 @@ bool sstm__membarrier_init(bool disable);
 /* The reclaimer's fence (docs/design/core.md, (5.1), (5.2)): membarrier
  * when begin relies on it, else a full fence of this thread. */
 void sstm__heavy_fence(void);
-
-/* arch/ckpt */
-__attribute__((noreturn)) void sstm__ckpt_restore(sstm_ckpt_t *c, int val);
 
 #endif /* SSTM_CORE_ENGINE_H */

@@ -356,7 +356,7 @@ SSTM_API sstm_ckpt_t *sstm__begin(const sstm_attr_t *attr) {
   return &tx->ckpt;
 }
 
-/* The two C halves of sstm__begin_ckpt (arch/x86_64-ckpt.S), which has
+/* The two C halves of sstm__begin_ckpt (core/begin_x86_64.S), which has
  * saved the checkpoint into tx->ckpt when tx is outside a transaction and
  * not in a callback (begin_top), and saved nothing otherwise
  * (begin_other: a nested begin, an unregistered thread, a begin inside a

@@ -1,0 +1,59 @@
+/* SPDX-License-Identifier: MIT */
+/* The restart checkpoint (x86-64 SysV): a setjmp/longjmp pair that saves
+ * only what a restart needs (callee-saved registers, stack pointer, return
+ * address, MXCSR and the x87 control word) and never touches the signal
+ * mask, so a save costs no system call. Plain facility: no engine type,
+ * only the public sstm_ckpt_t (schedstm/tx.h) as the place to save into.
+ *
+ * sstm__ckpt_save(c) (declared by schedstm/tx.h, exported: the inline form
+ * calls it) saves the caller's registers into *c and returns 0
+ * (SSTM__CKPT_START). sstm__ckpt_restore(c, val) resumes the code that
+ * saved *c as if that save returned val; val must not be 0, and the frame
+ * that called the save must still be live. Implemented in
+ * arch/x86_64-ckpt.S; in ThreadSanitizer builds, which must observe every
+ * non-local jump, the save is the C library's _setjmp (schedstm/tx.h) and
+ * the restore its longjmp (arch/ckpt-libc.c).
+ *
+ * This header is also included by assembly: there it gives the layout of
+ * the saved registers in sstm_ckpt_t.regs (uint64_t slots) and the macro
+ * SSTM_CKPT_SAVE that stores them, for engine code that saves a checkpoint
+ * inside a call of its own (core/begin_x86_64.S). */
+#ifndef SSTM_ARCH_CKPT_H
+#define SSTM_ARCH_CKPT_H
+
+/* Byte offsets of the slots in sstm_ckpt_t.regs. */
+#define SSTM_CKPT_RIP 0   /* return address of the save */
+#define SSTM_CKPT_RSP 8   /* the caller's rsp after that return */
+#define SSTM_CKPT_RBX 16  /* rbx, rbp, r12-r15: 16..56 */
+#define SSTM_CKPT_FPCW 64 /* MXCSR (32 bits), then the x87 control word (16 bits) at 68 */
+
+#ifdef __ASSEMBLER__
+/* SSTM_CKPT_SAVE off, base: save the registers of the function that called
+ * the current one into the checkpoint at off(base), as sstm__ckpt_save
+ * does. Use it before the current function changes rsp or a callee-saved
+ * register (the return address must be at (%rsp)); it clobbers rax. */
+/* clang-format off */
+        .macro SSTM_CKPT_SAVE off, base
+        movq    (%rsp), %rax            /* return address */
+        movq    %rax, \off+SSTM_CKPT_RIP(\base)
+        leaq    8(%rsp), %rax           /* caller's rsp after return */
+        movq    %rax, \off+SSTM_CKPT_RSP(\base)
+        movq    %rbx, \off+SSTM_CKPT_RBX+0(\base)
+        movq    %rbp, \off+SSTM_CKPT_RBX+8(\base)
+        movq    %r12, \off+SSTM_CKPT_RBX+16(\base)
+        movq    %r13, \off+SSTM_CKPT_RBX+24(\base)
+        movq    %r14, \off+SSTM_CKPT_RBX+32(\base)
+        movq    %r15, \off+SSTM_CKPT_RBX+40(\base)
+        stmxcsr \off+SSTM_CKPT_FPCW(\base)
+        fnstcw  \off+SSTM_CKPT_FPCW+4(\base)
+        .endm
+/* clang-format on */
+#else
+#include <schedstm/tx.h>
+
+/* Resume the code that saved c (see above); val != 0 is what its save
+ * returns now. Does not return. */
+__attribute__((noreturn)) void sstm__ckpt_restore(sstm_ckpt_t *c, int val);
+#endif
+
+#endif /* SSTM_ARCH_CKPT_H */

@@ -1,0 +1,45 @@
+/* SPDX-License-Identifier: MIT */
+/* The engine's one-call begin for x86-64 SysV: sstm__begin and, for the
+ * outermost begin, the checkpoint save of sstm__ckpt_save (arch/ckpt.h) in
+ * one call, so that a transaction costs one call and one descriptor lookup
+ * to open instead of two. It reads and writes descriptor fields at the
+ * offsets of core/desc_offsets.h, which txn.c checks against struct
+ * sstm_desc. Not in ThreadSanitizer builds: there the inline form calls
+ * sstm__begin and the C library's _setjmp (schedstm/tx.h).
+ */
+#include "arch/ckpt.h"
+#include "core/desc_offsets.h"
+
+        .text
+
+        /* int sstm__begin_ckpt(const sstm_attr_t *attr) -- returns twice.
+         * The outermost begin of SSTM_ATOMIC_BEGIN in one call: when the
+         * thread has a descriptor that is outside a transaction and not in
+         * a callback, save the caller's checkpoint straight into the
+         * descriptor (SSTM_CKPT_SAVE, as sstm__ckpt_save does) and go on in
+         * sstm__begin_top (txn.c) with the descriptor as second argument;
+         * every other begin (nested, unregistered thread, inside a hook)
+         * saves nothing and goes to sstm__begin_other. Both return
+         * SSTM__CKPT_START; a restart returns here again with its code, as
+         * from sstm__ckpt_save. The callee-saved registers saved are the
+         * caller's: nothing before the save changes them. */
+        .globl  sstm__begin_ckpt
+        .type   sstm__begin_ckpt, @function
+        .p2align 4
+sstm__begin_ckpt:
+        .cfi_startproc
+        movq    sstm__cur@gottpoff(%rip), %rax
+        movq    %fs:(%rax), %rsi        /* the thread's descriptor, or NULL */
+        testq   %rsi, %rsi
+        jz      1f
+        cmpl    $0, SSTM_DESC_OFF_DEPTH(%rsi)
+        jne     1f
+        cmpb    $0, SSTM_DESC_OFF_IN_HOOK(%rsi)
+        jne     1f
+        SSTM_CKPT_SAVE SSTM_DESC_OFF_CKPT, %rsi
+        jmp     sstm__begin_top
+1:      jmp     sstm__begin_other
+        .cfi_endproc
+        .size   sstm__begin_ckpt, .-sstm__begin_ckpt
+
+        .section .note.GNU-stack,"",@progbits
