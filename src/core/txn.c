@@ -53,36 +53,48 @@ static void release_locks_abort(struct sstm_desc *tx) {
  * abort, would overwrite what the restart and the policy still need (the
  * checkpoint, the attributes, the retry count, the policy's view of the
  * attempt that ended). So the array is taken out of the descriptor while it
- * runs, and after an abort those fields are put back.
- *
- * After a commit: the on_commit actions, in registration order. Apart
- * from the loop, a few stores and a call of free() only when the actions'
- * own transactions grew an array of their own. */
-static void run_actions_committed(struct sstm_desc *tx) {
+ * runs (actions_take, actions_put_back), and after an abort those fields
+ * are put back. */
+struct taken_actions {
+  sstm_action_t *a;
+  uint32_t n, cap;
+};
+
+/* Takes the action array out of tx, which is then in a callback with no
+ * actions, for the actions' own transactions. */
+SSTM_INLINE struct taken_actions actions_take(struct sstm_desc *tx) {
+  struct taken_actions t = {tx->actions, tx->nactions, tx->actions_cap};
   tx->in_callback++;
-  uint32_t n = tx->nactions, cap = tx->actions_cap;
-  sstm_action_t *a = tx->actions;
   tx->nactions = 0;
   tx->actions = NULL;
   tx->actions_cap = 0;
-  for (uint32_t i = 0; i < n; i++)
-    if (a[i].on_commit) a[i].fn(a[i].arg);
+  return t;
+}
+
+/* Puts the array that actions_take took back, empty, and leaves the
+ * callback. A call of free() only when the actions' own transactions grew
+ * an array of their own. */
+SSTM_INLINE void actions_put_back(struct sstm_desc *tx, struct taken_actions t) {
   if (SSTM_UNLIKELY(tx->actions != NULL)) free(tx->actions);
-  tx->actions = a;
-  tx->actions_cap = cap;
+  tx->actions = t.a;
+  tx->actions_cap = t.cap;
   tx->nactions = 0;
   tx->in_callback--;
+}
+
+/* After a commit: the on_commit actions, in registration order. Apart
+ * from the loop, a few stores. */
+static void run_actions_committed(struct sstm_desc *tx) {
+  struct taken_actions t = actions_take(tx);
+  for (uint32_t i = 0; i < t.n; i++)
+    if (t.a[i].on_commit) t.a[i].fn(t.a[i].arg);
+  actions_put_back(tx, t);
 }
 
 /* After a rollback: the on_abort actions, with what the restart and the
  * policy need put back afterwards. */
 static SSTM_NOINLINE void run_abort_actions(struct sstm_desc *tx) {
-  tx->in_callback++;
-  uint32_t n = tx->nactions, cap = tx->actions_cap;
-  sstm_action_t *a = tx->actions;
-  tx->nactions = 0;
-  tx->actions = NULL;
-  tx->actions_cap = 0;
+  struct taken_actions t = actions_take(tx);
   {
     /* what the restart and the policy still need (see above) */
     sstm_ckpt_t ckpt = tx->ckpt;
@@ -94,8 +106,8 @@ static SSTM_NOINLINE void run_abort_actions(struct sstm_desc *tx) {
     uint8_t slow = tx->slow; /* SSTM_SLOW_RETRIED, which their commits clear */
     uint64_t birth = tx->birth, start = tx->start;
     int prio = atomic_load_explicit(&tx->pub_priority, memory_order_relaxed);
-    for (uint32_t i = 0; i < n; i++)
-      if (!a[i].on_commit) a[i].fn(a[i].arg);
+    for (uint32_t i = 0; i < t.n; i++)
+      if (!t.a[i].on_commit) t.a[i].fn(t.a[i].arg);
     tx->ckpt = ckpt;
     tx->attr = attr;
     tx->cm_ctx = ctx;
@@ -110,11 +122,7 @@ static SSTM_NOINLINE void run_abort_actions(struct sstm_desc *tx) {
     /* relaxed: published for other threads' policies, as in sstm__begin */
     atomic_store_explicit(&tx->pub_priority, prio, memory_order_relaxed);
   }
-  free(tx->actions); /* what the actions' own transactions grew, if anything */
-  tx->actions = a;
-  tx->actions_cap = cap;
-  tx->nactions = 0;
-  tx->in_callback--;
+  actions_put_back(tx, t);
 }
 
 void sstm__desc_set_slow(struct sstm_desc *d) {
