@@ -57,6 +57,8 @@
  *                                  level, 0..1000000, 0 = never
  *   SCHEDSTM_EXEC_LAZY             0 | 1: lazy promotion
  *   SCHEDSTM_EXEC_PAUSED_CONFLICT  takeover | handover
+ *   SCHEDSTM_EXEC_RESERVE_PCT      percent of the contexts held back from the
+ *                                  lowest level for higher ones, 0..90
  * @endcode
  *
  * Thread safety: every function may be called from any thread, registered
@@ -130,6 +132,10 @@ typedef enum sstm_exec_paused_conflict {
 #define SSTM_EXEC_POLL_FALLBACK_US_DEFAULT 50u
 /** @copydoc SSTM_EXEC_MAX_WORKERS */
 #define SSTM_EXEC_CMAX_DEFAULT 4u
+/** @copydoc SSTM_EXEC_MAX_WORKERS */
+#define SSTM_EXEC_RESERVE_PCT_DEFAULT 0u
+/** @copydoc SSTM_EXEC_MAX_WORKERS */
+#define SSTM_EXEC_RESERVE_PCT_MAX 90u
 
 /** An executor's configuration: sstm_exec_config_default() fills in the
  * defaults, the SCHEDSTM_EXEC_* variables override them. Like
@@ -170,6 +176,20 @@ typedef struct sstm_exec_config {
    * whole process: executors alive at the same time must agree
    * (sstm_exec_create() returns SSTM_EBUSY otherwise). */
   sstm_exec_paused_conflict_t paused_conflict;
+  /** Priority-graded admission: the share of the contexts, in percent, that
+   * a request of the lowest level may not take, graded linearly up to the
+   * top level, which may take the last free context. A request of
+   * priority p is admitted only while more than
+   * floor(floor(contexts * reserve_pct / 100) * (levels - 1 - p) / (levels - 1))
+   * contexts are free. Without it a full pool admits in arrival order
+   * whatever the priority: low-priority requests, which wait longest, end
+   * up holding every context, and a high-priority request then waits for
+   * one of them to end before it can preempt anything. 0 = admission in
+   * arrival order only, as [Silvestri17]; at most SSTM_EXEC_RESERVE_PCT_MAX
+   * (default SSTM_EXEC_RESERVE_PCT_DEFAULT, 0: a program that submits at
+   * one priority keeps its whole pool; one that uses priorities to favour
+   * urgent requests under overload sets it, sstm-server uses 25). */
+  unsigned reserve_pct;
 } sstm_exec_config_t;
 
 /** Fill the first `size` bytes of *cfg with the defaults, cfg->size
@@ -245,7 +265,9 @@ typedef struct sstm_exec_req {
   sstm_exec_future_t *future; /**< set when it ended, or NULL */
 } sstm_exec_req_t;
 
-/** Submit a request; waits while no context is free (backpressure), then
+/** Submit a request; waits while no context is free for its priority
+ * (backpressure; sstm_exec_config_t::reserve_pct holds some back for
+ * higher priorities), then
  * queues it and returns: the request is then accepted and will run, even
  * if sstm_exec_destroy() follows. It may preempt a running transaction of
  * lower priority (sstm_exec_preempt_t). Memory effects of the submitter
@@ -261,7 +283,8 @@ typedef struct sstm_exec_req {
 SSTM_API int sstm_exec_submit(sstm_exec_t *ex, const sstm_exec_req_t *req);
 
 /** sstm_exec_submit() that never waits: SSTM_EAGAIN when no context is
- * free. Callable from request callbacks.
+ * free for the request's priority (sstm_exec_config_t::reserve_pct).
+ * Callable from request callbacks.
  * @param ex the executor
  * @param req the request
  * @return 0, SSTM_EAGAIN, SSTM_EINVAL or SSTM_ESTATE */

@@ -512,6 +512,11 @@ SSTM_API int sstm_exec_config_from_env(sstm_exec_config_t *cfg) {
     if (parse_u64("SCHEDSTM_EXEC_CMAX", s, 0, 1000000, &v)) return SSTM_EINVAL;
     c.c_max = (unsigned)v;
   }
+  if ((s = getenv("SCHEDSTM_EXEC_RESERVE_PCT"))) {
+    if (parse_u64("SCHEDSTM_EXEC_RESERVE_PCT", s, 0, SSTM_EXEC_RESERVE_PCT_MAX, &v))
+      return SSTM_EINVAL;
+    c.reserve_pct = (unsigned)v;
+  }
   if (c.tick_us != 0 && c.tick_us < 10) {
     sstm__set_error("SCHEDSTM_EXEC_TICK_US='%u': 0 (off) or 10..1000000", c.tick_us);
     return SSTM_EINVAL;

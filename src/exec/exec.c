@@ -95,6 +95,7 @@ int sstm_exec_config_default_sized(sstm_exec_config_t *cfg, size_t size) {
   cfg->lazy_promotion = false;
   cfg->use_env = true;
   cfg->paused_conflict = SSTM_EXEC_PAUSED_CONFLICT_TAKEOVER;
+  cfg->reserve_pct = SSTM_EXEC_RESERVE_PCT_DEFAULT;
   return 0;
 }
 
@@ -124,6 +125,11 @@ static int check_cfg(const sstm_exec_config_t *c) {
   RANGE(stack_kb, 16u, 65536u);
   RANGE(levels, 1u, SSTM_EXEC_MAX_LEVELS);
   RANGE(poll_fallback_us, 1u, 1000000u);
+  if (c->reserve_pct > SSTM_EXEC_RESERVE_PCT_MAX) {
+    sstm__set_error("sstm_exec_create: reserve_pct %u out of range 0..%u", c->reserve_pct,
+                    SSTM_EXEC_RESERVE_PCT_MAX);
+    return SSTM_EINVAL;
+  }
   if (c->c_max > 1000000u) {
     sstm__set_error("sstm_exec_create: c_max %u out of range 0..1000000", c->c_max);
     return SSTM_EINVAL;
@@ -290,7 +296,10 @@ static void release_ctx(struct sstm_exec *ex, sstm_xctx_t *c) {
   if (wake_sub) gen_bump(&ex->free_gen);
   if (drained) gen_bump(&ex->work_gen);
   sstm__xq_unlock(&ex->q);
-  if (wake_sub) fx_wake(&ex->free_gen, 1);
+  /* With graded admission the one waiter woken could be a low-priority
+   * submitter that still may not take the context while a higher one could:
+   * wake them all, each looks again under the lock. */
+  if (wake_sub) fx_wake(&ex->free_gen, ex->hold[0] ? INT_MAX : 1);
   if (drained) fx_wake(&ex->work_gen, INT_MAX);
   /* Last, release: pairs with the acquire load of `completed` in
    * sstm_exec_stats_sized(), so a reader that counts this request as ended
@@ -526,6 +535,12 @@ int sstm_exec_create(const sstm_exec_config_t *cfg, sstm_exec_t **out) {
     ex->free = &x->node;
   }
   ex->nfree = c.contexts;
+  /* Graded admission: the lowest level leaves `r` contexts free, the top
+   * none. r <= 0.9 * contexts < contexts, so every level can be admitted
+   * into an idle pool. */
+  unsigned top = c.levels - 1, r = (unsigned)((uint64_t)c.contexts * c.reserve_pct / 100u);
+  for (unsigned p = 0; p < c.levels; p++)
+    ex->hold[p] = top ? (unsigned)((uint64_t)r * (top - p) / top) : 0u;
   ex->nworkers = c.workers;
   stt_publish(ex);
   for (unsigned i = 0; i < c.workers; i++) {
@@ -615,10 +630,16 @@ static int submit(struct sstm_exec *ex, const sstm_exec_req_t *req, bool wait, c
       sstm__set_error("%s: the executor is being destroyed", who);
       return SSTM_ESTATE;
     }
-    if (ex->free) break;
+    if (ex->nfree > ex->hold[req->priority]) break;
     if (!wait) {
+      unsigned nfree = ex->nfree;
       sstm__xq_unlock(&ex->q);
-      sstm__set_error("%s: no free context (%u in use)", who, ex->ncontexts);
+      if (nfree == 0)
+        sstm__set_error("%s: no free context (%u in use)", who, ex->ncontexts);
+      else
+        sstm__set_error("%s: no free context for priority %u (%u free, held back for higher "
+                        "priorities: reserve_pct)",
+                        who, req->priority, nfree);
       return SSTM_EAGAIN;
     }
     ex->free_waiters++;
@@ -770,12 +791,12 @@ int sstm_exec_describe(sstm_exec_t *ex, char *buf, size_t len) {
       "exec workers=%u contexts=%u stack=%uKiB levels=%u preempt=%s "
       "poll-fallback=%uus tick=%uus c_max=%s lazy=%d paused-conflict=%s facility=%s "
       "table=%s signals=%llu refused=%llu checks=%llu switches=%llu declined=%llu "
-      "handovers=%llu",
+      "handovers=%llu reserve=%u%%",
       ex->nworkers, c->contexts, c->stack_kb, c->levels, sstm_exec_preempt_name(c->preempt),
       c->poll_fallback_us, c->tick_us, cmax, (int)c->lazy_promotion,
       c->paused_conflict == SSTM_EXEC_PAUSED_CONFLICT_HANDOVER ? "handover" : "takeover",
       sstm__xp_facility(ex), ex->stt ? "yes" : "no", (unsigned long long)sig,
       (unsigned long long)ref, (unsigned long long)chk, (unsigned long long)sw,
-      (unsigned long long)dec, (unsigned long long)ho);
+      (unsigned long long)dec, (unsigned long long)ho, c->reserve_pct);
   return n;
 }

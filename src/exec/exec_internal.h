@@ -100,9 +100,13 @@ struct sstm_exec {
   sstm_xq_node_t *free;  /* (q) free contexts */
   unsigned nfree;        /* (q) */
   unsigned free_waiters; /* (q) submitters waiting for a context */
-  unsigned idle;         /* (q) workers asleep or about to sleep */
-  uint64_t pending;      /* (q) accepted and not ended */
-  bool stopping;         /* (q) sstm_exec_destroy() has begun */
+  /* Priority-graded admission (cfg.reserve_pct): a request of priority p
+   * is admitted only while nfree > hold[p]; hold[levels - 1] is 0 and hold
+   * does not increase with p. Set at creation, read under (q). */
+  unsigned hold[SSTM_EXEC_MAX_LEVELS];
+  unsigned idle;    /* (q) workers asleep or about to sleep */
+  uint64_t pending; /* (q) accepted and not ended */
+  bool stopping;    /* (q) sstm_exec_destroy() has begun */
   /* Futex words, bumped under the lock by whoever changes what a waiter
    * waits for (a context freed / work queued or the drain over). */
   _Atomic uint64_t free_gen, work_gen;

@@ -260,6 +260,99 @@ TEST(backpressure) {
   CHECK_OK(sstm_shutdown());
 }
 
+/* Bodies that wait for gate2 (non-transactionally, as gated). */
+static _Atomic int gate2;
+static void gated2(void *a) {
+  (void)a;
+  while (!atomic_load_explicit(&gate2, memory_order_acquire))
+    usleep(100);
+  incr((void *)1);
+}
+
+struct psub_arg {
+  sstm_exec_t *ex;
+  unsigned priority;
+  _Atomic int tid, returned;
+  int rc;
+};
+static void *prio_submitter(void *p) {
+  struct psub_arg *a = p;
+  atomic_store(&a->tid, (int)gettid());
+  sstm_exec_req_t r = {.fn = gated2, .priority = a->priority};
+  a->rc = sstm_exec_submit(a->ex, &r);
+  atomic_store(&a->returned, 1);
+  return NULL;
+}
+
+/* Priority-graded admission (reserve_pct): 8 contexts, 4 levels, 50 %:
+ * the lowest level leaves 4 contexts free, then 2, 1 and 0. One worker
+ * is held by a gated request, so nothing ends until the test says. Then
+ * a blocked low-priority submitter and a blocked top-priority one wait
+ * for a context; one context is freed: the top one must get it (every
+ * waiter is woken, each looks again), the low one waits on. */
+TEST(graded_admission) {
+  init_lib();
+  sstm_exec_config_t c = xcfg(1, 8, SSTM_EXEC_PREEMPT_NONE);
+  c.levels = 4;
+  c.reserve_pct = 50;
+  sstm_exec_t *ex;
+  CHECK_OK(sstm_exec_create(&c, &ex));
+  char buf[512];
+  sstm_exec_describe(ex, buf, sizeof buf);
+  CHECK_CONTAINS(buf, "reserve=50%");
+  counter = 0;
+  atomic_store(&gate, 0);
+  atomic_store(&gate2, 0);
+  atomic_store(&gate_entered, 0);
+  sstm_exec_req_t w = {.fn = gated, .priority = 0};
+  CHECK_OK(sstm_exec_submit(ex, &w));
+  while (!atomic_load(&gate_entered))
+    usleep(100);
+  /* 7 free. Level 0 may take contexts while more than 4 are free. */
+  static const struct { unsigned prio, accepted; } steps[] = {{0, 3}, {1, 2}, {2, 1}, {3, 1}};
+  unsigned total = 1;
+  for (size_t i = 0; i < sizeof steps / sizeof steps[0]; i++) {
+    sstm_exec_req_t r = {.fn = gated2, .priority = steps[i].prio};
+    for (unsigned k = 0; k < steps[i].accepted; k++)
+      CHECK_OK(sstm_exec_try_submit(ex, &r));
+    total += steps[i].accepted;
+    CHECK_RC(sstm_exec_try_submit(ex, &r), SSTM_EAGAIN);
+    CHECK_CONTAINS(sstm_last_error(), "no free context");
+    if (steps[i].prio < 3) {
+      CHECK_CONTAINS(sstm_last_error(), "held back");
+      /* every level above still gets in */
+    }
+  }
+  CHECK_EQ_U(total, 8);
+  /* Full. A low and a top submitter wait, the low one first. */
+  struct psub_arg lo = {.ex = ex, .priority = 0}, hi = {.ex = ex, .priority = 3};
+  pthread_t tlo, thi;
+  CHECK_EQ_I(pthread_create(&tlo, NULL, prio_submitter, &lo), 0);
+  while (!atomic_load(&lo.tid) || !sstm_test_in_futex(atomic_load(&lo.tid)))
+    usleep(1000);
+  CHECK_EQ_I(pthread_create(&thi, NULL, prio_submitter, &hi), 0);
+  while (!atomic_load(&hi.tid) || !sstm_test_in_futex(atomic_load(&hi.tid)))
+    usleep(1000);
+  /* Free exactly one context: the worker ends the first request and takes
+   * the highest queued one, a gated2 request, which holds it. */
+  atomic_store_explicit(&gate, 1, memory_order_release);
+  CHECK_EQ_I(pthread_join(thi, NULL), 0);
+  CHECK_OK(hi.rc);
+  CHECK_EQ_I(atomic_load(&lo.returned), 0); /* 1 free, level 0 needs 5 */
+  atomic_store_explicit(&gate2, 1, memory_order_release);
+  CHECK_EQ_I(pthread_join(tlo, NULL), 0);
+  CHECK_OK(lo.rc);
+  CHECK_OK(sstm_exec_destroy(ex));
+  CHECK_EQ_U(counter, 10);
+  /* Bad values are refused with the field named. */
+  c.reserve_pct = SSTM_EXEC_RESERVE_PCT_MAX + 1;
+  ex = NULL;
+  CHECK_RC(sstm_exec_create(&c, &ex), SSTM_EINVAL);
+  CHECK_CONTAINS(sstm_last_error(), "reserve_pct");
+  CHECK_NULL(ex);
+  CHECK_OK(sstm_shutdown());
+}
+
 static void *open_after(void *p) {
   pthread_join(*(pthread_t *)p, NULL);
   atomic_store_explicit(&gate, 1, memory_order_release);
@@ -353,7 +446,10 @@ TEST(environment) {
   setenv("SCHEDSTM_EXEC_STACK_KB", "32", 1);
   setenv("SCHEDSTM_EXEC_TICK_US", "0", 1);
   setenv("SCHEDSTM_EXEC_POLL_FALLBACK_US", "70", 1);
+  CHECK_EQ_U(c.reserve_pct, SSTM_EXEC_RESERVE_PCT_DEFAULT);
+  setenv("SCHEDSTM_EXEC_RESERVE_PCT", "0", 1);
   CHECK_OK(sstm_exec_config_from_env(&c));
+  CHECK_EQ_U(c.reserve_pct, 0);
   CHECK_EQ_U(c.levels, 3);
   CHECK_EQ_I(c.preempt, SSTM_EXEC_PREEMPT_POLL);
   CHECK_EQ_U(c.c_max, 0);
@@ -366,7 +462,9 @@ TEST(environment) {
   sstm_exec_describe(ex, buf, sizeof buf);
   CHECK_CONTAINS(buf, "workers=1 contexts=5 stack=32KiB levels=3 preempt=poll");
   CHECK_CONTAINS(buf, "c_max=inf lazy=1");
+  CHECK_CONTAINS(buf, "reserve=0%");
   CHECK_OK(sstm_exec_destroy(ex));
+  unsetenv("SCHEDSTM_EXEC_RESERVE_PCT");
   setenv("SCHEDSTM_EXEC_PREEMPT", "check-only", 1);
   setenv("SCHEDSTM_EXEC_TICK_US", "200", 1);
   sstm_exec_config_default(&c);
@@ -412,10 +510,11 @@ TEST(environment) {
   CHECK_CONTAINS(sstm_last_error(), "paused_conflict");
   unsetenv("SCHEDSTM_EXEC_PAUSED_CONFLICT");
   static const char *const bad[][2] = {
-      {"SCHEDSTM_EXEC_PREEMPT", "tick"}, {"SCHEDSTM_EXEC_LEVELS", "65"},
-      {"SCHEDSTM_EXEC_LEVELS", " 3"},    {"SCHEDSTM_EXEC_TICK_US", "5"},
-      {"SCHEDSTM_EXEC_LAZY", "yes"},     {"SCHEDSTM_EXEC_CONTEXTS", "0"},
-      {"SCHEDSTM_EXEC_WORKERS", "-1"},   {"SCHEDSTM_EXEC_PAUSED_CONFLICT", "wait"},
+      {"SCHEDSTM_EXEC_PREEMPT", "tick"},   {"SCHEDSTM_EXEC_LEVELS", "65"},
+      {"SCHEDSTM_EXEC_LEVELS", " 3"},      {"SCHEDSTM_EXEC_TICK_US", "5"},
+      {"SCHEDSTM_EXEC_LAZY", "yes"},       {"SCHEDSTM_EXEC_CONTEXTS", "0"},
+      {"SCHEDSTM_EXEC_WORKERS", "-1"},     {"SCHEDSTM_EXEC_PAUSED_CONFLICT", "wait"},
+      {"SCHEDSTM_EXEC_RESERVE_PCT", "91"},
   };
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     sstm_exec_config_t d;
