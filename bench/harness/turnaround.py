@@ -128,11 +128,17 @@ def parse_args(argv):
     p.add_argument("--demand", type=float, default=0,
                    help="tpcc: each request also spins this multiple of [Silvestri17]'s "
                         "Table I CPU demand of its profile (default 0)")
-    p.add_argument("--metric", choices=("wall", "cpu"), default="wall",
-                   help="turnaround on the wall clock (default), or on the executor's clock "
-                        "(sstm-server --vclock: the CPU time its workers ran between a "
-                        "request's submission and its end, over the number of workers), which "
-                        "leaves out the time the host kept the workers off their CPUs")
+    p.add_argument("--reserve-pct", type=int, default=None,
+                   help="the executor's priority-graded admission (sstm-server --reserve-pct; "
+                        "default: the server's)")
+    p.add_argument("--metric", choices=("wall", "server", "cpu"), default="wall",
+                   help="turnaround on the wall clock from the submission to the executor "
+                        "(default), on the wall clock from the arrival at the server (server: "
+                        "the time a request waited parked for a context included), or on the "
+                        "executor's clock (cpu, sstm-server --vclock: the CPU time its workers "
+                        "ran between a request's arrival and its end, over the number of "
+                        "workers), which leaves out the time the host kept the workers off "
+                        "their CPUs")
     p.add_argument("--overhead", action="store_true",
                    help="also measure the machinery's cost with no high-priority load")
     p.add_argument("--plot", action="store_true", help="draw the figures (matplotlib)")
@@ -196,6 +202,7 @@ def run_once(args, variant, c_max, lazy, rate, extra_loadgen=()):
            "--workers", str(args.workers), "--c-max", str(c_max)] + VARIANTS[variant][0]
     cmd += args.server_args + (["--lazy"] if lazy else [])
     cmd += ["--vclock"] if args.metric == "cpu" else []
+    cmd += ["--reserve-pct", str(args.reserve_pct)] if args.reserve_pct is not None else []
     env = dict(os.environ, SCHEDSTM_CM=args.cm) if args.cm else None
     srv = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                            env=env)
@@ -383,8 +390,12 @@ def summarize(records, configs):
               for r in mine]
         cells.append("%.4f" % statistics.median(ho))
         lines.append("| " + " | ".join(cells) + " |")
-    clock = ("the executor's clock (the CPU time its workers ran, over their number: the "
-             "host's time off-CPU left out)" if TURN != "turnaround_us_mean" else "the wall clock")
+    clock = {"vturnaround_us_mean": "the executor's clock (the CPU time its workers ran, over "
+                                    "their number: the host's time off-CPU left out), from the "
+                                    "request's arrival at the server",
+             "server_turnaround_us_mean": "the wall clock from the request's arrival at the "
+                                          "server (its time parked for a context included)"}.get(
+                                              TURN, "the wall clock from the submission")
     lines += ["", "Mean turnaround, on " + clock + ": arrival in the executor to the end of the "
               "transaction "
               "(queueing, pauses and aborted attempts included), the median over %d "
@@ -493,7 +504,8 @@ def plot(records, configs, out_dir):
 def main(argv=None):
     global TURN
     args = parse_args(sys.argv[1:] if argv is None else argv)
-    TURN = "vturnaround_us_mean" if args.metric == "cpu" else "turnaround_us_mean"
+    TURN = {"cpu": "vturnaround_us_mean", "server": "server_turnaround_us_mean"}.get(
+        args.metric, "turnaround_us_mean")
     os.makedirs(args.out, exist_ok=True)
     prov = host_provenance()
     records = []

@@ -6,11 +6,20 @@
  * I/O threads, each with its own libuv loop and its own listening socket
  * on the same port (SO_REUSEPORT: the kernel spreads the connections),
  * read frames (docs/protocol.md), decode and validate them, and submit each
- * request to the executor with its priority; sstm_exec_submit() waits while
- * every context is in use, which stops that loop's reading and so pushes
- * back on the clients through TCP ([Silvestri17]'s admission: no unbounded
- * queue anywhere). A request is *accepted* once the submission returned 0:
- * from then on it runs to its end whatever its client does. The executor's
+ * request to the executor with its priority. Admission is by priority: a
+ * request the executor cannot take yet (sstm_exec_try_submit() returns
+ * SSTM_EAGAIN: no context free for its priority, see
+ * sstm_exec_config_t::reserve_pct) waits in its loop's parked list of its
+ * priority, and a loop submits its parked requests highest priority first
+ * whenever a completion frees a context. A loop never blocks in a
+ * submission: a blocked loop would hold every request behind the one it
+ * waits for, an urgent one included, whatever the executor's admission
+ * does. The parked lists are bounded: past PARK_LIMIT requests a loop
+ * stops reading the connection that sent the last one, which pushes back
+ * on the clients through TCP ([Silvestri17]'s admission: no unbounded
+ * queue anywhere), and reads it again below PARK_LIMIT / 2. A request is
+ * *accepted* once it is parked: from then on it runs to its end whatever
+ * its client does. The executor's
  * completion callback (on a worker) queues the finished request to the
  * loop that read it and wakes it (uv_async_send), which writes the reply;
  * if the client has gone the reply is dropped and counted.
@@ -58,6 +67,18 @@
 #define WRITE_QUEUE_LIMIT (1u << 20)
 /* How long the drain waits for clients to take their last replies. */
 #define DRAIN_WRITE_TIMEOUT_MS 5000
+/* Requests a loop may hold parked before it stops reading (see above). */
+#define PARK_LIMIT 4096u
+/* The executor's priority-graded admission unless SCHEDSTM_EXEC_RESERVE_PCT
+ * or --reserve-pct says otherwise: a server takes requests at several
+ * priorities under overload, which is what the reserve is for
+ * (sstm_exec_config_t::reserve_pct). */
+#define SERVER_RESERVE_PCT 25u
+/* A loop that could not submit all its parked requests looks again after
+ * this long even if no completion wakes it: a completion is queued to the
+ * loop just before its context is freed, so the loop's retry can come too
+ * early, and the last completions of a run are followed by no other. */
+#define PARK_RETRY_MS 1
 #define INBUF_INITIAL 16384
 
 typedef struct options {
@@ -82,19 +103,21 @@ typedef struct conn {
   struct io_thread *io;
   uint8_t *in;
   size_t in_len, in_cap;
-  unsigned refs;     /* 1 while open + 1 per accepted request not yet replied */
-  bool closing;      /* uv_close called (or about to be) */
-  bool read_stopped; /* reading paused for write back-pressure */
-  bool ending;       /* conn_end called: shutting down after the writes */
-  bool dirty;        /* out holds frames not yet written (on its loop's list) */
-  uint8_t *out;      /* frames queued in this callback, written at its end */
+  unsigned refs;             /* 1 while open + 1 per accepted request not yet replied */
+  bool closing;              /* uv_close called (or about to be) */
+  bool read_stopped;         /* reading paused for write back-pressure */
+  bool park_stopped;         /* reading paused while its loop's parked lists are full */
+  struct conn *next_stalled; /* on its loop's list of park_stopped connections */
+  bool ending;               /* conn_end called: shutting down after the writes */
+  bool dirty;                /* out holds frames not yet written (on its loop's list) */
+  uint8_t *out;              /* frames queued in this callback, written at its end */
   size_t out_len, out_cap;
   struct conn *next_dirty;
 } conn_t;
 
 /* One request, from its decoding to its reply. */
 typedef struct request {
-  struct request *next; /* in the completion queue */
+  struct request *next; /* in a parked list, then in the completion queue */
   conn_t *conn;
   uint64_t id;
   uint8_t profile, priority; /* priority as born, 1-based */
@@ -102,7 +125,8 @@ typedef struct request {
   uint32_t spin_us;          /* null */
   tpcc_input_t in;           /* TPC-C */
   tpcc_output_t out;
-  uint64_t vt_submit; /* --vclock: vclock_now() before the submission */
+  uint64_t vt_submit; /* --vclock: vclock_now() at its arrival */
+  uint64_t t_arrive;  /* mono_ns() at its arrival (before it was parked) */
   size_t echo_len;
   uint8_t echo[]; /* null: the payload to send back */
 } request_t;
@@ -121,6 +145,12 @@ typedef struct io_thread {
   pthread_mutex_t lock; /* protects done_head/done_tail */
   request_t *done_head, *done_tail;
   conn_t *dirty; /* connections with queued frames (this loop's thread only) */
+  /* Parked requests, FIFO per executor priority, and the connections not
+   * read because of them (this loop's thread only). */
+  request_t *park_head[SSTM_EXEC_MAX_LEVELS], *park_tail[SSTM_EXEC_MAX_LEVELS];
+  unsigned nparked;
+  conn_t *stalled;
+  uv_timer_t park_timer;
 } io_thread_t;
 
 /* Counters, updated with relaxed atomics: the I/O threads and the workers
@@ -189,13 +219,16 @@ static void usage(FILE *f) {
           "                        abort it and take its locks over, or (handover) give\n"
           "                        the worker to it when it has the higher priority\n"
           "                        (default takeover)\n"
+          "      --reserve-pct N   percent of the contexts held back from priority 1 for\n"
+          "                        higher ones, graded (sstm_exec_config_t::reserve_pct;\n"
+          "                        default %u; 0: admission in arrival order)\n"
           "      --demand F        each TPC-C request also spins F times its profile's CPU\n"
           "                        demand in [Silvestri17]'s Table I (delivery 5 ms,\n"
           "                        stock-level 650 us, new-order 350 us, order-status\n"
           "                        10 us, payment 5 us) inside its transaction, after the\n"
           "                        profile's accesses (default 0: the profiles alone)\n"
           "      --vclock          also measure turnarounds on the executor's clock: the\n"
-          "                        CPU time its workers ran between a request's submission\n"
+          "                        CPU time its workers ran between a request's arrival\n"
           "                        and its end, over the number of workers (levels_stats'\n"
           "                        vturnaround_us_mean; two clock reads per worker and\n"
           "                        request)\n"
@@ -213,7 +246,7 @@ static void usage(FILE *f) {
           "Prints 'listening on HOST:PORT' when ready; SIGTERM drains and prints the\n"
           "statistics as JSON. Exit status: 0 ok, 1 failure or inconsistent database,\n"
           "2 bad command line.\n",
-          SSTM_EXEC_CONTEXTS_DEFAULT, SSTM_EXEC_CMAX_DEFAULT);
+          SSTM_EXEC_CONTEXTS_DEFAULT, SSTM_EXEC_CMAX_DEFAULT, SERVER_RESERVE_PCT);
 }
 
 static void parse_options(int argc, char **argv) {
@@ -225,6 +258,7 @@ static void parse_options(int argc, char **argv) {
   if (sstm_exec_config_from_env(&opt.ecfg) != 0)
     bench_die(BENCH_EXIT_USAGE, "%s", sstm_last_error());
   opt.ecfg.use_env = false; /* applied above, under the options */
+  if (!getenv("SCHEDSTM_EXEC_RESERVE_PCT")) opt.ecfg.reserve_pct = SERVER_RESERVE_PCT;
   opt.ecfg.levels = 5;
   if (getenv("SCHEDSTM_EXEC_LEVELS")) {
     sstm_exec_config_t env;
@@ -241,7 +275,8 @@ static void parse_options(int argc, char **argv) {
     OPT_CHECK,
     OPT_PAUSED,
     OPT_DEMAND,
-    OPT_VCLOCK
+    OPT_VCLOCK,
+    OPT_RESERVE
   };
   static const struct option longopts[] = {{"port", required_argument, NULL, 'p'},
                                            {"host", required_argument, NULL, 'H'},
@@ -262,6 +297,7 @@ static void parse_options(int argc, char **argv) {
                                            {"check", no_argument, NULL, OPT_CHECK},
                                            {"paused-conflict", required_argument, NULL, OPT_PAUSED},
                                            {"demand", required_argument, NULL, OPT_DEMAND},
+                                           {"reserve-pct", required_argument, NULL, OPT_RESERVE},
                                            {"vclock", no_argument, NULL, OPT_VCLOCK},
                                            {"seed", required_argument, NULL, 's'},
                                            {"help", no_argument, NULL, 'h'},
@@ -345,6 +381,10 @@ static void parse_options(int argc, char **argv) {
       break;
     }
     case OPT_VCLOCK: opt.vclock = true; break;
+    case OPT_RESERVE:
+      opt.ecfg.reserve_pct =
+          (unsigned)bench_parse_long(optarg, "--reserve-pct", 0, SSTM_EXEC_RESERVE_PCT_MAX);
+      break;
     case 's': opt.seed = (uint64_t)bench_parse_long(optarg, "-s/--seed", 0, 1L << 62); break;
     case 'h': usage(stdout); exit(0);
     default: usage(stderr); exit(BENCH_EXIT_USAGE);
@@ -382,6 +422,11 @@ static void parse_options(int argc, char **argv) {
 static clockid_t vclock_ids[VCLOCK_MAX_WORKERS];
 static unsigned vclock_n;
 static _Atomic uint64_t vclock_turn_ns[SSTM_EXEC_MAX_LEVELS], vclock_count[SSTM_EXEC_MAX_LEVELS];
+/* Per birth priority, the wall-clock time from a request's arrival at its
+ * loop (before it was parked) to its end, summed, and the count: the
+ * executor's turnaround starts at the submission and leaves the parked
+ * time out. */
+static _Atomic uint64_t arrive_turn_ns[SSTM_EXEC_MAX_LEVELS], arrive_count[SSTM_EXEC_MAX_LEVELS];
 
 static unsigned list_tasks(int *tids, unsigned max) {
   unsigned n = 0;
@@ -497,6 +542,13 @@ static void request_body(void *arg) {
 static void request_done(void *arg, int rc) {
   request_t *r = arg;
   r->rc = rc;
+  {
+    uint64_t t = mono_ns();
+    unsigned l = r->priority - 1u;
+    atomic_fetch_add_explicit(&arrive_turn_ns[l], t > r->t_arrive ? t - r->t_arrive : 0,
+                              memory_order_relaxed);
+    atomic_fetch_add_explicit(&arrive_count[l], 1, memory_order_relaxed);
+  }
   if (opt.vclock) {
     uint64_t v = vclock_now();
     unsigned l = r->priority - 1u;
@@ -552,7 +604,7 @@ static void on_written(uv_write_t *w, int status) {
   write_req_t *wr = (write_req_t *)w;
   conn_t *c = wr->conn;
   (void)status; /* a failed write: the read side sees the error and closes */
-  if (c->read_stopped && !c->closing &&
+  if (c->read_stopped && !c->park_stopped && !c->closing &&
       uv_stream_get_write_queue_size((uv_stream_t *)&c->tcp) < WRITE_QUEUE_LIMIT / 2 &&
       atomic_load_explicit(&phase, memory_order_acquire) == PHASE_RUN) {
     c->read_stopped = false;
@@ -632,6 +684,101 @@ static void send_error(conn_t *c, uint64_t id, unsigned profile, unsigned code, 
   conn_queue(c, f, proto_encode_error(id, profile, code, msg, f, sizeof f));
 }
 
+/* ---- priority admission ---------------------------------------------------- */
+
+/* Reads every connection that stopped for the parked lists again. */
+static void unstall(io_thread_t *io) {
+  conn_t *c = io->stalled;
+  io->stalled = NULL;
+  while (c) {
+    conn_t *next = c->next_stalled;
+    c->park_stopped = false;
+    if (!c->closing && !c->ending && !c->read_stopped &&
+        atomic_load_explicit(&phase, memory_order_acquire) == PHASE_RUN)
+      uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read);
+    conn_unref(c); /* the stalled list's reference */
+    c = next;
+  }
+}
+
+/* Appends r to its loop's parked list of its priority; past PARK_LIMIT,
+ * stops reading c (the frames already in its buffer are still handled). */
+static void park(conn_t *c, request_t *r) {
+  io_thread_t *io = c->io;
+  unsigned l = r->priority - 1u;
+  r->next = NULL;
+  if (io->park_tail[l])
+    io->park_tail[l]->next = r;
+  else
+    io->park_head[l] = r;
+  io->park_tail[l] = r;
+  io->nparked++;
+  if (io->nparked >= PARK_LIMIT && !c->park_stopped && !c->closing) {
+    c->park_stopped = true;
+    uv_read_stop((uv_stream_t *)&c->tcp);
+    c->refs++;
+    c->next_stalled = io->stalled;
+    io->stalled = c;
+  }
+}
+
+static void on_park_timer(uv_timer_t *t);
+
+/* Submits the loop's parked requests, highest priority first, FIFO within
+ * a priority, until the executor has no context for the next one. The
+ * executor's graded admission needs more free contexts for a lower
+ * priority, so a refusal at one level means a refusal at every level
+ * below: the pass stops there. */
+static void admit_parked(io_thread_t *io) {
+  for (unsigned l = opt.ecfg.levels; l-- > 0;) {
+    request_t *r;
+    while ((r = io->park_head[l]) != NULL) {
+      sstm_exec_req_t er = {.fn = request_body,
+                            .arg = r,
+                            .priority = l,
+                            .tag = r->profile,
+                            .done = request_done,
+                            .done_arg = r};
+      /* The request may end on a worker before the call returns: take it
+       * off the list first. */
+      io->park_head[l] = r->next;
+      if (!r->next) io->park_tail[l] = NULL;
+      int rc = sstm_exec_try_submit(exec, &er);
+      if (rc == SSTM_EAGAIN) {
+        r->next = io->park_head[l];
+        io->park_head[l] = r;
+        if (!io->park_tail[l]) io->park_tail[l] = r;
+        goto full;
+      }
+      io->nparked--;
+      if (rc != 0) {
+        /* SSTM_ESTATE cannot happen (the executor outlives the drain,
+         * which waits for the parked requests); anything else is a bug. */
+        conn_t *c = r->conn;
+        count(&ctr.failed);
+        send_error(c, r->id, r->profile, PROTO_E_INTERNAL, sstm_strerror(rc));
+        free(r);
+        conn_unref(c);
+        atomic_fetch_sub_explicit(&in_flight, 1, memory_order_release);
+        continue;
+      }
+      uint64_t zero = 0;
+      atomic_compare_exchange_strong_explicit(&first_accept_ns, &zero, mono_ns(),
+                                              memory_order_relaxed, memory_order_relaxed);
+    }
+  }
+full:
+  if (io->nparked < PARK_LIMIT / 2 && io->stalled) unstall(io);
+  if (io->nparked && !uv_is_active((uv_handle_t *)&io->park_timer))
+    uv_timer_start(&io->park_timer, on_park_timer, PARK_RETRY_MS, 0);
+}
+
+static void on_park_timer(uv_timer_t *t) {
+  io_thread_t *io = t->data;
+  admit_parked(io);
+  flush_dirty(io);
+}
+
 /* Decodes and submits one whole frame. */
 static void handle_frame(conn_t *c, const uint8_t *frame, size_t len) {
   count(&ctr.frames);
@@ -682,34 +829,15 @@ static void handle_frame(conn_t *c, const uint8_t *frame, size_t len) {
       return;
     }
   }
-  sstm_exec_req_t er = {.fn = request_body,
-                        .arg = r,
-                        .priority = prio - 1,
-                        .tag = q.profile,
-                        .done = request_done,
-                        .done_arg = r};
   c->refs++;
+  /* Counted from here: the drain waits for parked requests too. */
   atomic_fetch_add_explicit(&in_flight, 1, memory_order_relaxed);
-  /* Before the submission, as the executor's own turnaround starts there
-   * (a wait for a free context included). */
-  if (opt.vclock) r->vt_submit = vclock_now();
-  /* Waits while no context is free: this loop stops reading meanwhile. */
-  int rc = sstm_exec_submit(exec, &er);
-  if (rc != 0) {
-    atomic_fetch_sub_explicit(&in_flight, 1, memory_order_relaxed);
-    c->refs--;
-    free(r);
-    if (rc == SSTM_ESTATE)
-      send_error(c, q.id, q.profile, PROTO_E_SHUTDOWN, "the server is shutting down");
-    else
-      send_error(c, q.id, q.profile, PROTO_E_INTERNAL, sstm_strerror(rc));
-    return;
-  }
   count(&ctr.accepted);
-  uint64_t zero = 0;
-  atomic_compare_exchange_strong_explicit(&first_accept_ns, &zero, mono_ns(), memory_order_relaxed,
-                                          memory_order_relaxed);
   count(&ctr.accepted_by_profile[q.profile]);
+  r->t_arrive = mono_ns();
+  if (opt.vclock) r->vt_submit = vclock_now();
+  park(c, r);
+  admit_parked(c->io);
 }
 
 static void on_shutdown(uv_shutdown_t *s, int status) {
@@ -893,6 +1021,9 @@ static void shutdown_walk(uv_handle_t *h, void *arg) {
 static void on_wake(uv_async_t *a) {
   io_thread_t *io = a->data;
   drain_completions(io);
+  /* The completions freed contexts: admit what waits. */
+  admit_parked(io);
+  flush_dirty(io);
   unsigned ph = atomic_load_explicit(&phase, memory_order_acquire);
   unsigned seen = atomic_load_explicit(&io->phase_seen, memory_order_relaxed);
   if (ph == seen) return;
@@ -982,6 +1113,8 @@ static void io_setup(io_thread_t *io, unsigned index, long *port) {
   io->wake.data = io;
   uv_timer_init(&io->loop, &io->drain_timer);
   io->drain_timer.data = io;
+  uv_timer_init(&io->loop, &io->park_timer);
+  io->park_timer.data = io;
 }
 
 /* ---- statistics ------------------------------------------------------------- */
@@ -1006,6 +1139,7 @@ static void print_stats(double elapsed_s, long check_violations, const char *che
                  opt.ecfg.paused_conflict == SSTM_EXEC_PAUSED_CONFLICT_HANDOVER ? "handover"
                                                                                 : "takeover");
   bench_json_dbl(&j, "demand", opt.demand);
+  bench_json_u64(&j, "reserve_pct", opt.ecfg.reserve_pct);
   bench_json_u64(&j, "vclock_workers", vclock_n);
   bench_json_u64(&j, "contexts", opt.ecfg.contexts);
   bench_json_u64(&j, "levels", opt.ecfg.levels);
@@ -1061,6 +1195,12 @@ static void print_stats(double elapsed_s, long check_violations, const char *che
     /* Abort probability per attempt, as [Silvestri17] Fig. 9. */
     double attempts = (double)st.aborts + (double)st.completed;
     bench_json_dbl(&j, "abort_probability", attempts > 0 ? (double)st.aborts / attempts : 0.0);
+    /* From the arrival at the server: the parked time included. */
+    uint64_t an = atomic_load_explicit(&arrive_count[l], memory_order_relaxed);
+    bench_json_dbl(&j, "server_turnaround_us_mean",
+                   an ? (double)atomic_load_explicit(&arrive_turn_ns[l], memory_order_relaxed) /
+                            (double)an / 1e3
+                      : 0.0);
     uint64_t vn = atomic_load_explicit(&vclock_count[l], memory_order_relaxed);
     if (opt.vclock && vn)
       bench_json_dbl(&j, "vturnaround_us_mean",
