@@ -39,10 +39,17 @@
  * transaction at a time uses a contended stream, without serialising the
  * rest of the runtime (docs/design/tm-libc.md (S9)). An irrevocable
  * transaction never waits for a turn.
- * Outside a transaction each operation runs as a transaction of its own
- * (so it is ordered with the transactions that use the stream like any
- * other transaction); this needs a registered thread (sstm_thread_init()).
- * On an unregistered thread the operations fail with errno EPERM.
+ * Outside a transaction, a read or write that the stream's buffers serve
+ * takes the stream's lock (waiting only for another such call) and is done
+ * in place, unless a transaction has the stream in flight (has called an
+ * operation on it and not yet ended); any other operation runs as a
+ * transaction of its own. Either way it is ordered with the transactions
+ * that use the stream as a transaction would be: atomic, and entirely
+ * before or after each of them. A transaction's first operation on a
+ * stream waits while such a call holds the lock (a short wait: the holder
+ * waits for nothing). Operations outside transactions need a registered
+ * thread (sstm_thread_init()); on an unregistered thread they fail with
+ * errno EPERM.
  *
  * Visibility: what a committed transaction wrote is in the kernel when
  * sstm_commit() (or sstm_run()) returns if it left the buffer (a full

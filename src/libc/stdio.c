@@ -2,7 +2,7 @@
 /* Transactional stdio (include/schedstm/stdio.h): the design of
  * [Smiljkovic13] on the library's public API, extended so that regular
  * files never need irrevocability. docs/design/tm-libc.md explains it in
- * numbered steps, cited here as (S1)..(S8):
+ * numbered steps, cited here as (S1)..(S9):
  *
  * (S1) The stream's state word own is the only transactional word: a call
  *      that changes the stream writes it once per transaction (acquires
@@ -27,7 +27,10 @@
  * (S7) sstm_fseek moves the kernel offset after the acquisition (the write
  *      lock of own); an abort resets it to the last committed seek's
  *      position, and commits apply in kgen order.
- * (S8) Outside a transaction an operation is a transaction of its own.
+ * (S8) Outside a transaction, a call the buffers serve takes the stream's
+ *      lock nlk and works in place if no attempt is counted in q_active or
+ *      q_peek; an attempt's first call counts itself, then waits while nlk
+ *      is held. Any other call is a transaction of its own.
  * (S9) An acquisition takes the stream's turn (a lock of the stdio layer)
  *      before touching own, and holds it until its attempt ends, when
  *      another acquisition is in flight, or in serial mode: after a
@@ -48,9 +51,11 @@
 
 #include <schedstm/alloc.h>
 #include <schedstm/stdio.h>
+#include <schedstm/thread.h>
 #include <schedstm/tx.h>
 
 #include "libc/esc.h"
+#include "libc/ntx.h"
 #include "libc/sys.h"
 #include "os/os.h"
 
@@ -138,6 +143,13 @@ struct sstm_file {
   _Atomic uint32_t q_waiters;
   _Atomic uint32_t q_span;
   _Atomic uint64_t q_taken;
+  /* (S8) The lock of calls outside transactions (0 free, 1 held), the
+   * threads asleep on it, and the peeks in flight (attempts that read the
+   * stream without acquiring it: sstm_ftell, sstm_feof, sstm_ferror).
+   * Next to q_active: a lock holder checks both. */
+  _Atomic uint64_t nlk;
+  _Atomic uint32_t nwaiters;
+  _Atomic uint32_t q_peek;
   /* (S2) The installed state and its sequence word. */
   _Alignas(64) _Atomic uint64_t iver; /* 2v: version v installed; 2v - 1: installing it */
   _Atomic uint32_t iwaiters;          /* threads asleep on iver */
@@ -190,6 +202,8 @@ typedef struct view {
   bool bad;        /* the acquisition found the stream closed */
   bool turn;       /* (S9) this attempt holds the stream's turn */
   bool active;     /* (S9) counted in the stream's q_active */
+  bool peek;       /* (S8) a peek: counted in q_peek, own only loaded (until an
+                      acquisition of the same attempt stores it) */
   bool rown;       /* the read window's bytes are in rst (a refill of this attempt),
                       else in the installed s.rbuf */
   bool reset;      /* the write buffer restarts (a spill, or it was empty): the
@@ -362,9 +376,16 @@ static void turn_take(sstm_file_t *f) {
  * and the turn is free. */
 static void turn_release(view_t *v, bool committed) {
   sstm_file_t *f = v->f;
-  if (v->active) { /* relaxed: a hint, as in queue_busy */
-    atomic_fetch_sub_explicit(&f->q_active, 1, memory_order_relaxed);
+  /* release: a call outside transactions that finds both counters zero
+   * (ntx_lock, acquire) then works on the installed state and buffers in
+   * place: this attempt's installation must happen before it. */
+  if (v->active) {
+    atomic_fetch_sub_explicit(&f->q_active, 1, memory_order_release);
     v->active = false;
+  }
+  if (v->peek) {
+    atomic_fetch_sub_explicit(&f->q_peek, 1, memory_order_release);
+    v->peek = false;
   }
   if (!v->turn) return;
   v->turn = false;
@@ -379,6 +400,96 @@ static void turn_release(view_t *v, bool committed) {
   if (atomic_load_explicit(&f->q_waiters, memory_order_seq_cst) != 0)
     sstm__futex_wake_all(&f->q_turn);
 }
+
+/* (S8) enter()'s wait: take the count back, wait until the lock is free
+ * (a spin, then futex sleeps), count again; returns the count before this
+ * attempt's once the lock was seen free. */
+static __attribute__((noinline)) uint32_t enter_wait(sstm_file_t *f, _Atomic uint32_t *ctr) {
+  for (;;) {
+    /* release: as in turn_release (this attempt read nothing yet) */
+    atomic_fetch_sub_explicit(ctr, 1, memory_order_release);
+    for (unsigned spin = 0; atomic_load_explicit(&f->nlk, memory_order_relaxed) != 0; spin++) {
+      if (spin < 64) {
+        __builtin_ia32_pause();
+        continue;
+      }
+      /* seq_cst: the waiter's half of the handshake of wake() */
+      atomic_fetch_add_explicit(&f->nwaiters, 1, memory_order_seq_cst);
+      if (atomic_load_explicit(&f->nlk, memory_order_seq_cst) != 0)
+        sstm__futex_wait(&f->nlk, 1, 1000000);
+      atomic_fetch_sub_explicit(&f->nwaiters, 1, memory_order_relaxed);
+    }
+    uint32_t before = atomic_fetch_add_explicit(ctr, 1, memory_order_seq_cst); /* see enter */
+    if (atomic_load_explicit(&f->nlk, memory_order_seq_cst) == 0) return before;
+  }
+}
+
+/* (S8) Count an attempt that is about to read f's state in *ctr (q_active
+ * for an acquisition, q_peek for a peek), after any call outside
+ * transactions that holds f's lock: such a call works on the installed
+ * state in place and waits for nothing, so this wait is short and closes
+ * no cycle. Returns the count before this attempt's. */
+static inline uint32_t enter(sstm_file_t *f, _Atomic uint32_t *ctr) {
+  /* seq_cst, both: the attempt's half of a store-load handshake with
+   * ntx_lock (which stores nlk, then loads the counters): either the lock
+   * holder sees this count and leaves the stream alone, or this load sees
+   * its lock. acquire/release would allow both to miss. The load also
+   * acquires the holder's in-place work when it reads its release of nlk. */
+  uint32_t before = atomic_fetch_add_explicit(ctr, 1, memory_order_seq_cst);
+  if (__builtin_expect(atomic_load_explicit(&f->nlk, memory_order_seq_cst) == 0, 1)) return before;
+  return enter_wait(f, ctr);
+}
+
+static inline void ntx_unlock(sstm_file_t *f) {
+  /* seq_cst: release of the in-place work for the next attempt (enter's
+   * load of nlk) or lock holder (ntx_lock's exchange), and the store half
+   * of the waiters handshake (see wake). */
+  atomic_store_explicit(&f->nlk, 0, memory_order_seq_cst);
+  if (__builtin_expect(atomic_load_explicit(&f->nwaiters, memory_order_seq_cst) != 0, 0))
+    sstm__futex_wake_all(&f->nlk);
+}
+
+/* (S8) ntx_lock's wait for another holder of the lock, then the lock. */
+static __attribute__((noinline)) void ntx_lock_wait(sstm_file_t *f) {
+  for (unsigned spin = 0;; spin++) {
+    /* seq_cst: as in ntx_lock */
+    if (atomic_load_explicit(&f->nlk, memory_order_relaxed) == 0 &&
+        atomic_exchange_explicit(&f->nlk, 1, memory_order_seq_cst) == 0)
+      return;
+    if (spin < 64) {
+      __builtin_ia32_pause();
+      continue;
+    }
+    atomic_fetch_add_explicit(&f->nwaiters, 1, memory_order_seq_cst); /* see enter */
+    if (atomic_load_explicit(&f->nlk, memory_order_seq_cst) != 0)
+      sstm__futex_wait(&f->nlk, 1, 1000000);
+    atomic_fetch_sub_explicit(&f->nwaiters, 1, memory_order_relaxed);
+  }
+}
+
+/* (S8) Take f's lock for a call outside transactions, if no attempt has
+ * the stream in flight (acquired or peeked, and not yet ended: installed
+ * or rolled back). false: the call must run as a transaction of its own
+ * (the lock is not held). Waits only for another lock holder, which waits
+ * for nothing. */
+static inline bool ntx_lock(sstm_file_t *f) {
+  /* seq_cst: the holder's half of the handshake with enter() (this store
+   * of nlk, then the loads of the counters below); acquire for the
+   * previous holder's in-place work. */
+  if (__builtin_expect(atomic_exchange_explicit(&f->nlk, 1, memory_order_seq_cst) != 0, 0))
+    ntx_lock_wait(f);
+  /* seq_cst: see above; the loads also acquire the installations and
+   * rollbacks that brought the counters to zero (turn_release). */
+  if (__builtin_expect(atomic_load_explicit(&f->q_active, memory_order_seq_cst) == 0 &&
+                           atomic_load_explicit(&f->q_peek, memory_order_seq_cst) == 0,
+                       1))
+    return true;
+  ntx_unlock(f);
+  return false;
+}
+
+bool sstm__stdio_ntx_lock(sstm_file_t *f) { return ntx_lock(f); }
+void sstm__stdio_ntx_unlock(sstm_file_t *f) { ntx_unlock(f); }
 
 static int pwrite_all(int fd, const unsigned char *p, size_t n, uint64_t off) {
   while (n > 0) {
@@ -555,7 +666,9 @@ static void view_commit(void *p) {
 static void view_drop(void *p) {
   view_t *v = p;
   view_unlink(v);
-  if (v->f) {
+  if (v->f && v->peek && !v->armed) { /* a peek only: the stream was not lost */
+    turn_release(v, false);
+  } else if (v->f) {
     turn_release(v, false);
     /* (S9) Did it lose the stream? The attempt is rolled back: own holds
      * what committed transactions made of it. relaxed: a hint for the next
@@ -676,22 +789,17 @@ void sstm__stdio_set_span(sstm_file_t *f, uint32_t span) {
  * at the attempt's first call on it: one transactional load and store of
  * own, the two actions, a copy of the installed state. NULL with *err
  * (EBADF: closed; ENOMEM). */
-static view_t *acquire_in(sstm_file_t *f, uint64_t id, int *err) {
-  view_t *v = view_find(f, id);
-  if (v) {
-    if (!v->armed || v->closed) {
-      *err = EBADF;
-      return NULL;
-    }
-    return v;
-  }
-  v = view_get();
+/* A new view of f for the running attempt id, with its two actions
+ * registered and linked first in tls_views; not counted yet. NULL with
+ * *err ENOMEM. */
+static inline view_t *view_new(sstm_file_t *f, uint64_t id, int *err) {
+  view_t *v = view_get();
   if (v == NULL) {
     *err = ENOMEM;
     return NULL;
   }
   v->f = f, v->txid = id, v->armed = false, v->closed = false, v->ticket = 0;
-  v->bad = false, v->turn = false, v->active = false, v->ver = 0;
+  v->bad = false, v->turn = false, v->active = false, v->peek = false, v->ver = 0;
   /* Actions first, then own: an abort inside the barriers below finds the
    * view registered (view_drop takes it back); an attempt that commits
    * without having stored own installs nothing. */
@@ -709,8 +817,43 @@ static view_t *acquire_in(sstm_file_t *f, uint64_t id, int *err) {
     *err = ENOMEM;
     return NULL;
   }
-  /* relaxed: a hint, as in queue_busy; the attempt's end takes it back */
-  uint32_t others = atomic_fetch_add_explicit(&f->q_active, 1, memory_order_relaxed);
+  return v;
+}
+
+/* (S3) The view's state after its snapshot: the write buffer continues the
+ * installed bytes; the view is armed (own is stored). */
+static inline void arm(view_t *v) {
+  v->cw = (uint32_t)v->s.wlen, v->sw = 0, v->rown = false;
+  v->reset = v->cw == 0;
+  v->wcap = v->reset ? SF_CAP : SF_CAP - (uint32_t)v->s.woff;
+  v->armed = true;
+}
+
+/* (S1, S3) The view of f of the running attempt id, acquiring the stream
+ * at the attempt's first call on it: one transactional load and store of
+ * own, the two actions, a copy of the installed state. NULL with *err
+ * (EBADF: closed; ENOMEM). */
+static view_t *acquire_in(sstm_file_t *f, uint64_t id, int *err) {
+  view_t *v = view_find(f, id);
+  if (v) {
+    if (v->peek && !v->armed && !v->bad) {
+      /* (S8) The attempt peeked at f (own loaded, the state copied) and
+       * has been counted since, so no call outside transactions changed
+       * the state meanwhile; a transaction that did makes the load of own
+       * fail validation. Acquire that version. */
+      v->own = OWN_MAKE(v->ver + 1, my_tag());
+      ST(f, own, v->own);
+      arm(v);
+      return v;
+    }
+    if (!v->armed || v->closed) {
+      *err = EBADF;
+      return NULL;
+    }
+    return v;
+  }
+  if ((v = view_new(f, id, err)) == NULL) return NULL;
+  uint32_t others = enter(f, &f->q_active);
   v->active = true;
   if (__builtin_expect(
           others != 0 || queue_busy(f) || (tls_esc.key == f && tls_esc.lost >= SSTM__ESC_AFTER), 0))
@@ -728,10 +871,7 @@ static view_t *acquire_in(sstm_file_t *f, uint64_t id, int *err) {
   v->own = OWN_MAKE(v->ver + 1, my_tag());
   ST(f, own, v->own);
   snapshot(f, o, &v->s);
-  v->cw = (uint32_t)v->s.wlen, v->sw = 0, v->rown = false;
-  v->reset = v->cw == 0;
-  v->wcap = v->reset ? SF_CAP : SF_CAP - (uint32_t)v->s.woff;
-  v->armed = true;
+  arm(v);
   return v;
 }
 
@@ -741,24 +881,35 @@ static view_t *acquire(op_t *a) {
 }
 
 /* (S1) ftell, feof, ferror: the attempt's state of a->f, read without
- * acquiring the stream (own is only loaded). false with a->err EBADF. */
+ * acquiring the stream (own is only loaded). The first peek of an attempt
+ * makes a view, counted in q_peek until the attempt ends, so that no call
+ * outside transactions changes the state in place under it (S8): the
+ * attempt's later calls on f see the state it saw, or fail validation.
+ * false with a->err EBADF or ENOMEM. */
 static bool peek(op_t *a, cstate_t *s) {
   sstm_file_t *f = a->f;
-  view_t *v = view_find(f, a->outer ? sstm_txid() : a->txid);
+  uint64_t id = a->outer ? sstm_txid() : a->txid;
+  view_t *v = view_find(f, id);
   if (v) {
-    if (!v->armed || v->closed) {
+    if (v->bad || v->closed) {
       a->err = EBADF;
       return false;
     }
     *s = v->s;
     return true;
   }
+  if ((v = view_new(f, id, &a->err)) == NULL) return false;
+  enter(f, &f->q_peek);
+  v->peek = true;
   uint64_t o = LD(f, own);
   if (o & OWN_CLOSED) {
+    v->bad = true;
     a->err = EBADF;
     return false;
   }
-  snapshot(f, o, s);
+  v->ver = OWN_VER(o);
+  snapshot(f, o, &v->s);
+  *s = v->s;
   return true;
 }
 
@@ -975,6 +1126,77 @@ static inline view_t *fast_view(sstm_file_t *f, uint64_t id) {
   return v != NULL && v->f == f && v->txid == id && v->armed && !v->closed ? v : NULL;
 }
 
+/* ---- calls outside transactions (S8) ---------------------------------------- */
+
+#define CSL(f, fld) __atomic_load_n(&(f)->cs.fld, __ATOMIC_RELAXED)
+#define CSS(f, fld, v) __atomic_store_n(&(f)->cs.fld, (v), __ATOMIC_RELAXED)
+
+/* (S8) A write outside transactions that the write buffer serves (the n
+ * bytes continue the buffered bytes and fit), done in place under the
+ * stream's lock: the bytes go after the installed ones, where no view can
+ * be reading (see RBUF), and the state is updated in the stream. false:
+ * not served (nothing done); the call then runs as a transaction. The
+ * relaxed accesses to the state are ordered by the lock (ntx_lock,
+ * ntx_unlock) and by the counters' handshake (enter). */
+static inline bool ntx_write(sstm_file_t *f, const void *src, size_t n) {
+  if (!(f->mode & M_WR) || n == 0 || n >= SF_CAP || sstm_self() == NULL) return false;
+  if (!ntx_lock(f)) return false;
+  bool done = false;
+  /* relaxed: own changes only in commits whose installation (and its
+   * release of q_active) came before the lock */
+  if (!(__atomic_load_n(&f->own, __ATOMIC_RELAXED) & OWN_CLOSED)) {
+    uint64_t wbuf = CSL(f, wbuf), woff = CSL(f, woff), wl = CSL(f, wlen);
+    uint64_t off = !f->reg ? 0 : (f->mode & M_APP) ? CSL(f, apos) : CSL(f, pos);
+    if (wbuf != 0 && woff + wl + n <= SF_CAP && (wl == 0 || !f->reg || CSL(f, wbase) + wl == off)) {
+      uint64_t rb = CSL(f, rbase), rl = CSL(f, rlen);
+      if (f->reg && rl != 0 && rb < off + n && off < rb + rl) CSS(f, rlen, 0); /* stale window */
+      unsigned char *d = (unsigned char *)(uintptr_t)wbuf + woff + wl;
+      if (n == 1)
+        d[0] = *(const unsigned char *)src; /* fputc's case, without a call */
+      else
+        memcpy(d, src, n);
+      if (wl == 0) CSS(f, wbase, off);
+      CSS(f, wlen, wl + n);
+      if (f->reg) {
+        if (f->mode & M_APP) CSS(f, apos, off + n);
+        CSS(f, pos, off + n);
+      }
+      done = true;
+    }
+  }
+  ntx_unlock(f);
+  return done;
+}
+
+/* (S8) A read outside transactions that the read window serves (n bytes,
+ * or up to a newline when nl, all in the window), in place under the
+ * stream's lock; *got: the bytes read. false: not served (nothing done). */
+static inline bool ntx_read(sstm_file_t *f, unsigned char *dst, size_t n, bool nl, size_t *got) {
+  if (!(f->mode & M_RD) || n == 0 || sstm_self() == NULL) return false;
+  if (!ntx_lock(f)) return false;
+  bool done = false;
+  if (!(__atomic_load_n(&f->own, __ATOMIC_RELAXED) & OWN_CLOSED)) { /* relaxed: as above */
+    uint64_t p = CSL(f, pos), rb = CSL(f, rbase), rl = CSL(f, rlen), rbuf = CSL(f, rbuf);
+    if (rbuf != 0 && p >= rb && p < rb + rl) {
+      size_t k = rb + rl - p < n ? (size_t)(rb + rl - p) : n;
+      const unsigned char *q = (const unsigned char *)(uintptr_t)rbuf + (p - rb);
+      const unsigned char *e = nl ? memchr(q, '\n', k) : NULL;
+      if (e != NULL) k = (size_t)(e - q) + 1;
+      if (e != NULL || k == n) {
+        if (k == 1)
+          dst[0] = q[0]; /* fgetc's case, without a call */
+        else
+          memcpy(dst, q, k);
+        CSS(f, pos, p + k);
+        *got = k;
+        done = true;
+      }
+    }
+  }
+  ntx_unlock(f);
+  return done;
+}
+
 /* ---- open and close -------------------------------------------------------- */
 
 static int parse_mode(const char *mode, int *oflags, unsigned *m) {
@@ -1034,6 +1256,9 @@ static sstm_file_t *make(int fd, unsigned m) {
   atomic_init(&f->q_waiters, 0);
   atomic_init(&f->q_span, 0);
   atomic_init(&f->q_taken, 0);
+  atomic_init(&f->nlk, 0);
+  atomic_init(&f->nwaiters, 0);
+  atomic_init(&f->q_peek, 0);
   return f;
 }
 
@@ -1188,6 +1413,8 @@ int sstm_fgetc(sstm_file_t *f) {
       return c;
     }
   }
+  size_t got;
+  if (id == 0 && ntx_read(f, &c, 1, false, &got)) return c;
   op_t a = {.f = f, .dst = &c, .n = 1};
   if (!run_in(op_read, &a, id) || a.r != 1) {
     finish(&a);
@@ -1200,7 +1427,14 @@ int sstm_fgetc(sstm_file_t *f) {
  * and without looking the view up twice. false: as run_in. */
 static bool read_op(op_t *a) {
   uint64_t id = sstm_txid();
-  if (id == 0) return run_in(op_read, a, 0);
+  if (id == 0) {
+    size_t got;
+    if (ntx_read(a->f, a->dst, a->n, a->whence != 0, &got)) {
+      a->err = 0, a->r = (int64_t)got;
+      return true;
+    }
+    return run_in(op_read, a, 0);
+  }
   a->txid = id, a->outer = false, a->err = 0, a->r = 0;
   view_t *v = fast_view(a->f, id);
   if (v == NULL && (v = acquire_in(a->f, id, &a->err)) == NULL) return true;
@@ -1298,8 +1532,9 @@ static void op_write(void *p) {
   a->err = wr(v, a->src, a->n);
   if (a->err == 0) a->r = (int64_t)a->n;
 }
-/* Write n bytes; id: sstm_txid(). */
-static int64_t do_write(sstm_file_t *f, const void *src, size_t n, uint64_t id) {
+/* Write n bytes; id: sstm_txid(); ntx: outside a transaction, try the
+ * stream's lock first (S8). */
+static int64_t do_write(sstm_file_t *f, const void *src, size_t n, uint64_t id, bool ntx) {
   if (f == NULL) {
     errno = EBADF;
     return -1;
@@ -1319,6 +1554,7 @@ static int64_t do_write(sstm_file_t *f, const void *src, size_t n, uint64_t id) 
     }
     return (int64_t)n;
   }
+  if (ntx && ntx_write(f, src, n)) return (int64_t)n;
   op_t a = {.f = f, .src = src, .n = n};
   if (!run_in(op_write, &a, id)) {
     finish(&a);
@@ -1331,9 +1567,13 @@ static int64_t do_write(sstm_file_t *f, const void *src, size_t n, uint64_t id) 
 int sstm_fputc(int c, sstm_file_t *f) {
   unsigned char b = (unsigned char)c;
   uint64_t id = f != NULL ? sstm_txid() : 0;
-  view_t *v = id != 0 ? fast_view(f, id) : NULL;
-  if (v != NULL && wr_fast(v, &b, 1)) return b;
-  return do_write(f, &b, 1, id) == 1 ? b : EOF;
+  if (id != 0) {
+    view_t *v = fast_view(f, id);
+    if (v != NULL && wr_fast(v, &b, 1)) return b;
+  } else if (f != NULL && ntx_write(f, &b, 1)) {
+    return b;
+  }
+  return do_write(f, &b, 1, id, false) == 1 ? b : EOF;
 }
 
 int sstm_fputs(const char *s, sstm_file_t *f) {
@@ -1342,7 +1582,8 @@ int sstm_fputs(const char *s, sstm_file_t *f) {
     return EOF;
   }
   size_t n = strlen(s);
-  return do_write(f, s, n, sstm_txid()) == (int64_t)n ? (n > INT_MAX ? INT_MAX : (int)n) : EOF;
+  return do_write(f, s, n, sstm_txid(), true) == (int64_t)n ? (n > INT_MAX ? INT_MAX : (int)n)
+                                                            : EOF;
 }
 
 size_t sstm_fwrite(const void *ptr, size_t size, size_t nmemb, sstm_file_t *f) {
@@ -1351,7 +1592,7 @@ size_t sstm_fwrite(const void *ptr, size_t size, size_t nmemb, sstm_file_t *f) {
     errno = EINVAL;
     return 0;
   }
-  return do_write(f, ptr, size * nmemb, sstm_txid()) < 0 ? 0 : nmemb;
+  return do_write(f, ptr, size * nmemb, sstm_txid(), true) < 0 ? 0 : nmemb;
 }
 
 int sstm_vfprintf(sstm_file_t *f, const char *fmt, va_list ap) {
@@ -1377,7 +1618,7 @@ int sstm_vfprintf(sstm_file_t *f, const char *fmt, va_list ap) {
     vsnprintf(buf, (size_t)n + 1, fmt, ap2);
   }
   va_end(ap2);
-  int64_t r = do_write(f, buf, (size_t)n, sstm_txid());
+  int64_t r = do_write(f, buf, (size_t)n, sstm_txid(), true);
   if (buf != small) {
     if (tx)
       sstm_free(buf);

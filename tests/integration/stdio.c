@@ -19,6 +19,21 @@
  *     stream opened "a+" after seeking to its start; some cancel, some
  *     restart once. The file must be its first line followed by the
  *     committed records in their serial order, and nothing else.
+ *   itest_stdio <etl|ctl> mixed <threads>
+ *     Threads write fixed-length lines through one stream, half of them
+ *     outside transactions (the stream's lock, or a transaction of their
+ *     own when the buffer cannot take them), half in transactions that
+ *     first ask sstm_ftell and put that position into their lines (one or
+ *     two), some cancelling. Every line must be whole; each thread's lines
+ *     written outside transactions in its program order, none lost or
+ *     doubled; each transaction's lines at the position it was told (no
+ *     call outside transactions came between its peek and its writes) and
+ *     in the transactions' serial order; no byte of a cancelled one.
+ *   itest_stdio <etl|ctl> mixed_read <threads>
+ *     Threads read one stream of numbered lines with sstm_fgets and
+ *     sstm_fread outside transactions and with two sstm_fgets in a
+ *     transaction: every line is read exactly once, a transaction's two
+ *     lines are consecutive, and the stream ends at EOF.
  *   itest_stdio <etl|ctl> crash <unused>
  *     A child commits records with sstm_fflush after each and reports them
  *     through a pipe, then writes a large record in a transaction that
@@ -407,6 +422,208 @@ static void run_append(unsigned nthreads) {
   unlink(path);
 }
 
+/* ---- calls outside transactions among transactions ------------------------ */
+
+/* Lines of MIX_L bytes: kind ('N': written outside transactions, 'T': by a
+ * transaction, 'X': by one that cancels), thread, sequence number (a
+ * transactional counter's value for 'T'), the position the transaction saw
+ * with sstm_ftell before writing (0 for 'N'). */
+#define MIX_L 33
+
+typedef struct mix_shared {
+  sstm_file_t *f;
+  uint64_t counter; /* transactional: the serial order of the 'T' lines */
+  unsigned ntx;
+  unsigned nlines[64]; /* lines each thread's calls and commits wrote */
+} mix_shared_t;
+
+typedef struct mix_body {
+  mix_shared_t *s;
+  unsigned idx;
+  int lines; /* 1 or 2 */
+  bool cancel;
+} mix_body_t;
+
+static void mix_line(char *b, char kind, unsigned idx, uint64_t seq, uint64_t pos) {
+  snprintf(b, MIX_L + 1, "%c%02u %08llu %019llu\n", kind, idx, (unsigned long long)seq,
+           (unsigned long long)pos);
+}
+
+static void mix_tx(void *arg) {
+  mix_body_t *b = arg;
+  sstm_file_t *f = b->s->f;
+  off_t p = sstm_ftell(f); /* a peek: no call outside transactions may move it */
+  CHECK_GE_I(p, 0);
+  uint64_t seq = sstm_load_u64(&b->s->counter);
+  sstm_store_u64(&b->s->counter, seq + 1);
+  char line[MIX_L + 1];
+  for (int k = 0; k < b->lines; k++) {
+    mix_line(line, b->cancel ? 'X' : 'T', b->idx, seq, (uint64_t)p + (uint64_t)k * MIX_L);
+    CHECK_GE_I(sstm_fputs(line, f), 0);
+  }
+  CHECK_EQ_I(sstm_ftell(f), p + (off_t)b->lines * MIX_L);
+  if (b->cancel) sstm_cancel();
+}
+
+static void mix_thread(sstm_tt_t *t) {
+  mix_shared_t *s = t->arg;
+  uint64_t nseq = 0;
+  char line[MIX_L + 1];
+  for (unsigned i = 0; i < s->ntx; i++) {
+    unsigned c = (unsigned)sstm_rng_below(&t->rng, 16);
+    if (c < 8) { /* outside any transaction: the stream's lock, or a transaction of its own */
+      mix_line(line, 'N', t->idx, nseq++, 0);
+      CHECK_GE_I(sstm_fputs(line, s->f), 0);
+      s->nlines[t->idx]++;
+      if (c == 0) CHECK_GE_I(sstm_ftell(s->f), 0);
+    } else {
+      mix_body_t b = {.s = s, .idx = t->idx, .lines = 1 + (c & 1), .cancel = c == 15};
+      int rc = sstm_run(NULL, mix_tx, &b);
+      if (b.cancel) {
+        CHECK_EQ_I(rc, SSTM_ECANCELED);
+      } else {
+        CHECK_OK(rc);
+        s->nlines[t->idx] += (unsigned)b.lines;
+      }
+    }
+  }
+}
+
+static void run_mixed(unsigned nthreads) {
+  make_path();
+  static mix_shared_t s;
+  memset(&s, 0, sizeof s);
+  s.f = sstm_fopen(path, "w+");
+  CHECK_NOT_NULL(s.f);
+  s.ntx = (unsigned)sstm_test_scaled(3000, 300);
+  sstm_test_run_threads(nthreads, true, mix_thread, &s);
+  CHECK_EQ_I(sstm_ferror(s.f), 0);
+  CHECK_OK(sstm_fclose(s.f));
+  unsigned char *fb;
+  size_t n = file_bytes(&fb);
+  CHECK_EQ_U(n % MIX_L, 0u);
+  size_t total = 0;
+  for (unsigned i = 0; i < nthreads; i++)
+    total += s.nlines[i];
+  CHECK_EQ_U(n / MIX_L, total);
+  uint64_t next_n[64] = {0}, last_t = 0, tlines = 0;
+  bool any_t = false;
+  for (size_t at = 0; at < n; at += MIX_L) {
+    char kind;
+    unsigned idx;
+    unsigned long long seq, pos;
+    char line[MIX_L + 1];
+    memcpy(line, fb + at, MIX_L);
+    line[MIX_L] = '\0';
+    CHECK_EQ_I(sscanf(line, "%c%2u %8llu %19llu", &kind, &idx, &seq, &pos), 4);
+    CHECK_EQ_I(line[MIX_L - 1], '\n');
+    CHECK_TRUE(idx < nthreads);
+    if (kind == 'N') { /* each thread's calls in program order, none lost or doubled */
+      CHECK_EQ_U(seq, next_n[idx]);
+      next_n[idx]++;
+    } else {
+      CHECK_EQ_I(kind, 'T'); /* nothing of a cancelled transaction */
+      /* where its sstm_ftell said: nothing came between its peek and its
+       * writes; the transactions' lines in their serial order */
+      CHECK_EQ_U(pos, at);
+      CHECK_TRUE(!any_t || seq >= last_t);
+      last_t = seq, any_t = true, tlines++;
+    }
+  }
+  printf("stdio mixed: %u threads, %zu lines (%llu by transactions), every one where it "
+         "belongs: ok\n",
+         nthreads, total, (unsigned long long)tlines);
+  free(fb);
+  unlink(path);
+}
+
+/* Readers outside transactions and in transactions share one position:
+ * every line of the file is read exactly once, and the two lines a
+ * transaction reads are consecutive. */
+#define MIXR_LINES 20000
+#define MIXR_L 16
+
+typedef struct mixr_shared {
+  sstm_file_t *f;
+  unsigned char seen[MIXR_LINES];
+} mixr_shared_t;
+
+static long mixr_num(const char *b) {
+  unsigned long v;
+  if (strlen(b) != MIXR_L || b[MIXR_L - 1] != '\n' || sscanf(b, "line %10lu", &v) != 1) return -1;
+  return (long)v;
+}
+
+typedef struct mixr_body {
+  mixr_shared_t *s;
+  long a, b;
+} mixr_body_t;
+
+static void mixr_tx(void *arg) {
+  mixr_body_t *b = arg;
+  char x[MIXR_L + 1], y[MIXR_L + 1];
+  b->a = b->b = -2;
+  if (sstm_fgets(x, sizeof x, b->s->f) == NULL) return;
+  b->a = mixr_num(x);
+  if (sstm_fgets(y, sizeof y, b->s->f) == NULL) return;
+  b->b = mixr_num(y);
+}
+
+static void mixr_mark(mixr_shared_t *s, long v) {
+  CHECK_TRUE(v >= 0 && v < MIXR_LINES);
+  /* plain bytes: each line is read once, so each slot has one writer
+   * (the check below catches a second); the main thread reads them after
+   * joining the threads */
+  CHECK_EQ_I(s->seen[v], 0);
+  s->seen[v] = 1;
+}
+
+static void mixr_thread(sstm_tt_t *t) {
+  mixr_shared_t *s = t->arg;
+  char buf[MIXR_L + 1];
+  for (;;) {
+    unsigned c = (unsigned)sstm_rng_below(&t->rng, 4);
+    if (c == 0) {
+      if (sstm_fgets(buf, sizeof buf, s->f) == NULL) return;
+      mixr_mark(s, mixr_num(buf));
+    } else if (c == 1) {
+      size_t got = sstm_fread(buf, 1, MIXR_L, s->f);
+      if (got == 0) return;
+      CHECK_EQ_U(got, MIXR_L);
+      buf[MIXR_L] = '\0';
+      mixr_mark(s, mixr_num(buf));
+    } else {
+      mixr_body_t b = {.s = s};
+      CHECK_OK(sstm_run(NULL, mixr_tx, &b));
+      if (b.a == -2) return;
+      mixr_mark(s, b.a);
+      if (b.b == -2) return;
+      CHECK_EQ_I(b.b, b.a + 1);
+      mixr_mark(s, b.b);
+    }
+  }
+}
+
+static void run_mixed_read(unsigned nthreads) {
+  make_path();
+  FILE *g = fopen(path, "w");
+  CHECK_NOT_NULL(g);
+  for (unsigned i = 0; i < MIXR_LINES; i++)
+    fprintf(g, "line %010u\n", i);
+  CHECK_EQ_I(fclose(g), 0);
+  static mixr_shared_t s;
+  memset(&s, 0, sizeof s);
+  s.f = sstm_fopen(path, "r");
+  CHECK_NOT_NULL(s.f);
+  sstm_test_run_threads(nthreads, true, mixr_thread, &s);
+  CHECK_TRUE(sstm_feof(s.f));
+  CHECK_OK(sstm_fclose(s.f));
+  for (unsigned i = 0; i < MIXR_LINES; i++)
+    CHECK_EQ_I(s.seen[i], 1);
+  printf("stdio mixed reads: %u threads, %u lines each read once: ok\n", nthreads, MIXR_LINES);
+  unlink(path);
+}
+
 /* ---- crash ---------------------------------------------------------------- */
 
 static void run_crash(void) {
@@ -472,7 +689,7 @@ static void run_crash(void) {
 
 int main(int argc, char **argv) {
   if (argc != 4) {
-    fprintf(stderr, "usage: %s etl|ctl model|append|crash THREADS\n", argv[0]);
+    fprintf(stderr, "usage: %s etl|ctl model|append|crash|mixed|mixed_read THREADS\n", argv[0]);
     return 2;
   }
   sstm_test_setup("stdio", argc, argv);
@@ -484,6 +701,10 @@ int main(int argc, char **argv) {
     run_append((unsigned)atoi(argv[3]));
   else if (strcmp(argv[2], "crash") == 0)
     run_crash();
+  else if (strcmp(argv[2], "mixed") == 0)
+    run_mixed((unsigned)atoi(argv[3]));
+  else if (strcmp(argv[2], "mixed_read") == 0)
+    run_mixed_read((unsigned)atoi(argv[3]));
   else {
     fprintf(stderr, "unknown case %s\n", argv[2]);
     return 2;

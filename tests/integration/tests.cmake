@@ -158,6 +158,10 @@ foreach(d etl ctl)
                 TIMEOUT 120 COMMAND itest_stdio ${d} append 4)
   sstm_add_test(NAME integration.stdio.${d}.crash LABELS integration
                 TIMEOUT 60 COMMAND itest_stdio ${d} crash 1)
+  sstm_add_test(NAME integration.stdio.${d}.mixed.4 LABELS ${SSTM_STRESS_LABELS}
+                TIMEOUT 120 COMMAND itest_stdio ${d} mixed 4)
+  sstm_add_test(NAME integration.stdio.${d}.mixed_read.4 LABELS ${SSTM_STRESS_LABELS}
+                TIMEOUT 120 COMMAND itest_stdio ${d} mixed_read 4)
 endforeach()
 # Encounter-time locking with cfg.read_past off (every lock goes to the
 # policy) and all (update attempts pass running writers' locks too, and

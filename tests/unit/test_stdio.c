@@ -8,6 +8,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -476,6 +478,62 @@ TEST(ftell_feof_ferror_conflict_with_writers_not_with_readers) {
     CHECK_EQ_I(rw_attempts, write ? 2 : 1);
     CHECK_EQ_I(sstm_ftell(rw_f), write ? 2 : 1);
     CHECK_OK(sstm_fclose(rw_f));
+  }
+  teardown();
+}
+
+/* A call outside transactions while a transaction has the stream in
+ * flight (acquired, or only peeked at with sstm_ftell) does not take the
+ * stream's lock and work on the installed state under the transaction: it
+ * runs as a transaction of its own and comes entirely before or after the
+ * other one (docs/design/tm-libc.md (S8)). */
+static sstm_file_t *nx_f;
+static _Atomic int nx_in, nx_go;
+static int nx_peek;
+
+static void nx_body(void *arg) {
+  (void)arg;
+  off_t p = nx_peek ? sstm_ftell(nx_f) : 0;
+  CHECK_TRUE(nx_peek ? p == 1 || p == 2 : p == 0); /* 2: after the other call (a retry) */
+  if (!nx_peek) CHECK_GE_I(sstm_fputs("A1", nx_f), 0);
+  if (atomic_load(&nx_in) == 0) {
+    atomic_store(&nx_in, 1);
+    while (atomic_load(&nx_go) == 0) /* until the other call has begun */
+      sched_yield();
+    usleep(20000); /* room for it to land inside this transaction, if it could */
+  }
+  if (nx_peek) CHECK_GE_I(sstm_fputs("A1", nx_f), 0);
+  CHECK_GE_I(sstm_fputs("A2", nx_f), 0);
+}
+
+static void *nx_thread(void *arg) {
+  (void)arg;
+  CHECK_OK(sstm_thread_init());
+  CHECK_OK(sstm_run(NULL, nx_body, NULL));
+  CHECK_OK(sstm_thread_exit());
+  return NULL;
+}
+
+TEST(call_outside_transactions_never_lands_inside_one) {
+  setup();
+  for (nx_peek = 0; nx_peek < 2; nx_peek++) {
+    nx_f = sstm_fopen(path, "w+");
+    CHECK_NOT_NULL(nx_f);
+    CHECK_GE_I(sstm_fputs("0", nx_f), 0); /* the stream has a write buffer from now on */
+    atomic_store(&nx_in, 0);
+    atomic_store(&nx_go, 0);
+    pthread_t t;
+    CHECK_EQ_I(pthread_create(&t, NULL, nx_thread, NULL), 0);
+    while (atomic_load(&nx_in) == 0)
+      sched_yield();
+    atomic_store(&nx_go, 1);
+    CHECK_GE_I(sstm_fputs("B", nx_f), 0); /* outside any transaction */
+    CHECK_EQ_I(pthread_join(t, NULL), 0);
+    CHECK_OK(sstm_fclose(nx_f));
+    char buf[16];
+    size_t n = contents(buf, sizeof buf);
+    buf[n] = '\0';
+    CHECK_TRUE(strcmp(buf, "0A1A2B") == 0 || strcmp(buf, "0BA1A2") == 0);
   }
   teardown();
 }
