@@ -28,6 +28,8 @@ sstm_int_exe(itest_lanes STRESS SOURCES ${D}/lanes.c)
 sstm_int_exe(itest_privatize STRESS SOURCES ${D}/privatize.c)
 sstm_int_exe(itest_stdio STRESS SOURCES ${D}/stdio.c)
 sstm_int_exe(itest_paused_holders STRESS SOURCES ${D}/paused_holders.c)
+sstm_int_exe(itest_mesh STRESS SOURCES ${D}/mesh.c)
+sstm_int_exe(itest_mesh_inline STRESS SOURCES ${D}/mesh.c)
 sstm_int_exe(itest_syscalls SOURCES ${D}/syscalls.c ${CMAKE_CURRENT_SOURCE_DIR}/common/malloc_count.c
              ${CMAKE_CURRENT_SOURCE_DIR}/common/lock_count.c)
 # bank and opacity again through the inline read fast path
@@ -35,6 +37,7 @@ sstm_int_exe(itest_bank_inline STRESS SOURCES ${D}/bank.c)
 sstm_inline_barriers(itest_bank_inline)
 sstm_int_exe(itest_opacity_inline STRESS SOURCES ${D}/opacity.c)
 sstm_inline_barriers(itest_opacity_inline)
+sstm_inline_barriers(itest_mesh_inline)
 sstm_int_exe(itest_syscalls_inline SOURCES ${D}/syscalls.c ${CMAKE_CURRENT_SOURCE_DIR}/common/malloc_count.c
              ${CMAKE_CURRENT_SOURCE_DIR}/common/lock_count.c)
 target_include_directories(itest_syscalls_inline PRIVATE ${PROJECT_SOURCE_DIR}/src)
@@ -64,6 +67,22 @@ foreach(v stamp_adapter stamp_adapter_calls)
 endforeach()
 
 set(SSTM_STRESS_LABELS "integration;stress")
+# A yada-like mesh of cells and neighbour lists (STAMP's yada failed its
+# sharerPtr assertion under ser-yield and ser-block on a loaded host):
+# replacements that free cells and list nodes, read their own writes, and
+# check the structure inside every transaction, with more threads than
+# CPUs, through the call and the inline barriers.
+# STAMP builds with the inline barriers and ETL: that pair, and the calls
+# with CTL.
+foreach(vd mesh_inline.etl mesh.ctl)
+  string(REPLACE "." ";" vdl ${vd})
+  list(GET vdl 0 v)
+  list(GET vdl 1 d)
+  foreach(p ser-yield ser-block)
+    sstm_add_test(NAME integration.${vd}.${p}.32 LABELS ${SSTM_STRESS_LABELS} TIMEOUT 120
+                  COMMAND itest_${v} ${d} ${p} 32 --scaled-ops 300)
+  endforeach()
+endforeach()
 # The built-in contention managers (src/cm/registry.c): integration.bank.*.all
 # must find and run each of them, the cm_* entries below run each by name.
 set(SSTM_CM_BASE suicide backoff yield ser-spin ser-yield ser-block softser os_prio timestamp adaptive)
