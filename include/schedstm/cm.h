@@ -334,8 +334,16 @@ typedef enum sstm_wait_mode {
  * killed it, a grace period of reclamation, or a party built by hand can. YIELD: calls
  * sched_yield() between checks, sets no flag and never sleeps, so the
  * party's end issues no wake-up. A committing party is waited for by
- * spinning in every mode (its end is imminent), with a sched_yield() every
- * 64 rounds in BLOCK and YIELD modes (in case it was preempted). Deadlock freedom: policies
+ * spinning (its end is imminent): in SPIN mode without end; in YIELD mode
+ * with a sched_yield() every 64 rounds (in case it was preempted); in BLOCK
+ * mode for 128 rounds (a few microseconds), then asleep on the same futex
+ * word, registered in a count of the party's that the end of its commit
+ * reads after its status store, so that it wakes sleepers only when there
+ * are some. Registering costs the waiter one membarrier(2)
+ * (MEMBARRIER_CMD_PRIVATE_EXPEDITED) per wait, which spares the committer
+ * a full barrier; where that facility is missing (or disabled:
+ * sstm_config_t.no_membarrier), BLOCK spins on a committing party and
+ * yields every 64 rounds, as YIELD does. Deadlock freedom: policies
  * call this after their own attempt has rolled back (from on_abort), so a
  * waiting thread holds no lock and runs no attempt, and the wait-for graph
  * (waiting thread -> running attempt) has no cycle.

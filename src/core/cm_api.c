@@ -101,6 +101,47 @@ SSTM_API bool sstm_party_watch(const sstm_party_t *p) {
   }
 }
 
+/* Looks at a COMMITTING party's status, pausing between looks, before a
+ * BLOCK waiter goes to sleep on it: a commit that runs on another CPU ends
+ * within this (a few microseconds), and the sleep costs a membarrier and
+ * two futex calls. */
+#define COMMIT_SPINS 128
+
+/* sstm_party_wait's sleep behind a COMMITTING attempt ((4.8) in
+ * docs/design/core.md): registered in the party's commit_sleepers, which
+ * the commit's end reads after its IDLE store. */
+typedef struct commit_sleep {
+  _Atomic uint32_t *count; /* the party's commit_sleepers, once registered */
+} commit_sleep_t;
+
+static void commit_sleep_leave(commit_sleep_t *cs) {
+  /* relaxed: the count only decides whether a commit's end calls
+   * FUTEX_WAKE; a stale non-zero costs one spurious wake. */
+  if (cs->count) atomic_fetch_sub_explicit(cs->count, 1, memory_order_relaxed);
+  cs->count = NULL;
+}
+
+/* The slice of one futex sleep, and whether the deadline has passed. */
+static bool sleep_slice(uint64_t now0, uint64_t deadline, uint64_t slice_min, uint64_t *left_out) {
+  uint64_t now = sstm__now_ns();
+  if (now >= deadline) return false;
+  /* Sliced sleeps: the only end that wakes nobody is that of an
+   * attempt holding no lock whose flag was set by hand in its commit's
+   * last instant (see sstm_commit); the slice bounds that case. A slice
+   * lasts as long as the wait so far, at least sstm__wait_slice_ns
+   * (1 ms) and at most WAIT_SLICE_GROWTH times that: a waiter notices
+   * such an end at most 1 ms, or as long as it had already waited,
+   * late, and a long wait re-checks once per doubling of its length,
+   * not once per millisecond. */
+  const uint64_t slice_max = slice_min * WAIT_SLICE_GROWTH;
+  uint64_t waited = now - now0;
+  uint64_t slice = waited < slice_min ? slice_min : waited < slice_max ? waited : slice_max;
+  uint64_t left = deadline == UINT64_MAX ? 0 : deadline - now; /* 0: no timeout */
+  if (slice != 0 && (left == 0 || left > slice)) left = slice;
+  *left_out = left;
+  return true;
+}
+
 SSTM_API int sstm_party_wait(const sstm_party_t *p, sstm_wait_mode_t mode, uint64_t timeout_ns) {
   if (p == NULL || p->desc == NULL) {
     sstm__set_error("sstm_party_wait: %s is NULL",
@@ -117,13 +158,19 @@ SSTM_API int sstm_party_wait(const sstm_party_t *p, sstm_wait_mode_t mode, uint6
   uint64_t deadline = timeout_ns && timeout_ns < UINT64_MAX - now0 ? now0 + timeout_ns : UINT64_MAX;
   /* relaxed: a tuning value, set before the threads that use it. */
   const uint64_t slice_min = atomic_load_explicit(&sstm__wait_slice_ns, memory_order_relaxed);
-  const uint64_t slice_max = slice_min * WAIT_SLICE_GROWTH;
+  /* BLOCK sleeps behind a committing party only with the asymmetric fence
+   * (4.8); without it, it spins and yields as the other modes do. */
+  const bool commit_sleep = mode == SSTM_WAIT_BLOCK && sstm__g.membarrier;
+  commit_sleep_t cs = {NULL};
+  int rc = 0;
+  uint64_t left;
+  unsigned commit_looks = 0; /* looks at the party COMMITTING */
   for (unsigned spins = 0;; spins++) {
     /* acquire: once the attempt is seen ended, its lock releases are
      * visible (they precede the release that ended it). */
     uint64_t st = atomic_load_explicit(w, memory_order_acquire);
     enum sstm_state s = sstm_st_state(st);
-    if (sstm_st_serial(st) != p->txid || s == SSTM_ST_IDLE) return 0;
+    if (sstm_st_serial(st) != p->txid || s == SSTM_ST_IDLE) break;
     if (mode == SSTM_WAIT_BLOCK && s != SSTM_ST_COMMITTING) {
       if (!(st & SSTM_ST_SLEEPERS)) {
         uint64_t nst = st | SSTM_ST_SLEEPERS;
@@ -133,39 +180,57 @@ SSTM_API int sstm_party_wait(const sstm_party_t *p, sstm_wait_mode_t mode, uint6
           continue;
         st = nst;
       }
-      uint64_t now = sstm__now_ns();
-      if (now >= deadline) return SSTM_EBUSY;
+      if (!sleep_slice(now0, deadline, slice_min, &left)) {
+        rc = SSTM_EBUSY;
+        break;
+      }
       /* Sleeps only while the low 32 bits still equal st's: any transition
        * of the attempt changes them, so an ended attempt is never slept on
        * and the owner's wake cannot be missed. */
-      /* Sliced sleeps: the only end that wakes nobody is that of an
-       * attempt holding no lock whose flag was set by hand in its commit's
-       * last instant (see sstm_commit); the slice bounds that case. A slice
-       * lasts as long as the wait so far, at least sstm__wait_slice_ns
-       * (1 ms) and at most WAIT_SLICE_GROWTH times that: a waiter notices
-       * such an end at most 1 ms, or as long as it had already waited,
-       * late, and a long wait re-checks once per doubling of its length,
-       * not once per millisecond. */
-      uint64_t waited = now - now0;
-      uint64_t slice = waited < slice_min ? slice_min : waited < slice_max ? waited : slice_max;
-      uint64_t left = deadline == UINT64_MAX ? 0 : deadline - now; /* 0: no timeout */
-      if (slice != 0 && (left == 0 || left > slice)) left = slice;
+      sstm__futex_wait(w, (uint32_t)st, left);
+      continue;
+    }
+    if (commit_sleep && ++commit_looks > COMMIT_SPINS) { /* BLOCK, and s is COMMITTING */
+      /* A committing party: its commit's end wakes us if it sees us
+       * counted (4.8). The count first, then the fence, then the status
+       * read above again (its re-read is the loop's next round); the
+       * futex's value check then refuses to sleep on an ended commit. */
+      if (cs.count == NULL) {
+        cs.count = &p->desc->commit_sleepers;
+        /* relaxed: the membarrier that follows orders it before our next
+         * status read, against the committer's compiler-only fence. */
+        atomic_fetch_add_explicit(cs.count, 1, memory_order_relaxed);
+        sstm__heavy_fence();
+        continue;
+      }
+      if (!sleep_slice(now0, deadline, slice_min, &left)) {
+        rc = SSTM_EBUSY;
+        break;
+      }
       sstm__futex_wait(w, (uint32_t)st, left);
       continue;
     }
     if (mode == SSTM_WAIT_YIELD && s != SSTM_ST_COMMITTING) {
-      if (sstm__now_ns() >= deadline) return SSTM_EBUSY;
+      if (sstm__now_ns() >= deadline) {
+        rc = SSTM_EBUSY;
+        break;
+      }
       sched_yield();
       continue;
     }
     if ((spins & 63) == 63) {
-      if (sstm__now_ns() >= deadline) return SSTM_EBUSY;
+      if (sstm__now_ns() >= deadline) {
+        rc = SSTM_EBUSY;
+        break;
+      }
       /* A committing party may be descheduled: the modes that give up the
        * CPU anyway do so here too (SPIN keeps it, as asked). */
-      if (mode != SSTM_WAIT_SPIN) sched_yield();
+      if (mode != SSTM_WAIT_SPIN && !commit_sleep) sched_yield();
     }
     sstm__cpu_relax();
   }
+  commit_sleep_leave(&cs);
+  return rc;
 }
 
 SSTM_API void *sstm_cm_state_of(sstm_desc_t *d) { return d ? d->cm_state : NULL; }

@@ -223,6 +223,12 @@ struct sstm_desc {
   _Atomic uint32_t os_prio_gen; /* bumped by sstm_sched_set and by an attach
                                    to another thread (policy caches) */
   _Atomic uint64_t killed_by;   /* who killed which attempt (sstm__kill) */
+  /* Threads sleeping until this descriptor's COMMITTING attempt ends
+   * (sstm_party_wait, cm_api.c): incremented and decremented by them, read
+   * by the owner after the status store that ends a commit, which wakes
+   * them only when it is not 0 ((4.8) in docs/design/core.md). Apart from
+   * the hot lines: only waiters write it. */
+  _Atomic uint32_t commit_sleepers;
 
   /* ---- executors (exec.c, src/iface/exec_services.h; (9) in
    * docs/design/core.md) ---- */

@@ -151,6 +151,21 @@ static inline void attempt_ended(struct sstm_desc *tx, uint64_t old) {
   if (SSTM_UNLIKELY(old & SSTM_ST_SLEEPERS)) sstm__futex_wake_all(&tx->status);
 }
 
+/* An attempt that may have been COMMITTING has ended (its IDLE status is
+ * stored): wake the threads that sleep until then ((4.8)). The sleepers set
+ * commit_sleepers and then run sstm__heavy_fence() (a membarrier) before
+ * they read the status and sleep; that fence makes this compiler-only
+ * fence a full one whenever it matters, so either this load sees their
+ * count or their status read sees our IDLE store (and the futex's value
+ * check refuses to sleep). Without the asymmetric fence nobody sleeps
+ * behind a committing attempt (cm_api.c), and the count stays 0. A load
+ * and a branch on a commit that nobody waits for, no system call. */
+static inline void committing_ended(struct sstm_desc *tx) {
+  atomic_signal_fence(memory_order_seq_cst);
+  if (SSTM_UNLIKELY(atomic_load_explicit(&tx->commit_sleepers, memory_order_relaxed)))
+    sstm__futex_wake_all(&tx->status);
+}
+
 /* ------------------------------------------------------------------------ */
 /* conflict.c: validation, extension, conflicts. */
 

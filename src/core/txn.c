@@ -5,7 +5,7 @@
  * commit and abort actions (sstm_on_commit, sstm_on_abort).
  *
  * An attempt publishes ACTIVE with a full barrier before it reads the clock
- * (docs/design/core.md (5.1)); an update commit follows (4.1)-(4.7); a
+ * (docs/design/core.md (5.1)); an update commit follows (4.1)-(4.8); a
  * read-only one ends with one store. A rollback releases the attempt's
  * locks by CAS (6.5), forgets its allocations and frees, and ends it; the
  * hooks, the user's abort actions and the policy then learn of the abort,
@@ -442,6 +442,8 @@ static sstm_abort_reason_t rollback(struct sstm_desc *tx, sstm_abort_reason_t r)
   uint64_t old = atomic_exchange_explicit(&tx->status, sstm_st_make(tx->serial, SSTM_ST_IDLE),
                                           memory_order_acq_rel);
   attempt_ended(tx, old);
+  /* (4.8) a commit that failed its validation ends here */
+  if (SSTM_UNLIKELY(sstm_st_state(old) == SSTM_ST_COMMITTING)) committing_ended(tx);
   if (SSTM_UNLIKELY(sstm_st_state(old) == SSTM_ST_KILLED) && r != SSTM_ABORT_USER_RETRY &&
       r != SSTM_ABORT_USER_CANCEL)
     r = SSTM_ABORT_KILLED;
@@ -576,7 +578,7 @@ static void lock_write_set(struct sstm_desc *tx) {
   }
 }
 
-/* An update commit, (4.1)-(4.7). */
+/* An update commit, (4.1)-(4.8). */
 static void commit_update(struct sstm_desc *tx) {
   uint64_t st = atomic_load_explicit(&tx->status, memory_order_relaxed);
   /* (4.1) acq_rel: after this no kill succeeds and no watch flag can be set;
@@ -621,6 +623,7 @@ static void commit_update(struct sstm_desc *tx) {
    * A plain store: flags cannot change while COMMITTING, so `st` has them. */
   atomic_store_explicit(&tx->status, sstm_st_make(tx->serial, SSTM_ST_IDLE), memory_order_release);
   attempt_ended(tx, st);
+  committing_ended(tx); /* (4.8) */
 }
 
 /* The rest of a commit, once the attempt has ended: detailed statistics,

@@ -9,8 +9,9 @@
  * on the winner's status word are counted (this binary interposes
  * syscall(), which the statically linked library calls): an attempt whose
  * end finds the sleepers flag must issue FUTEX_WAKE, one that nobody
- * flagged must not, and nobody may FUTEX_WAIT on an ended or committing
- * attempt. The library slices sleeps (1 ms, growing) to bound one case no conflict
+ * flagged must not, and nobody may FUTEX_WAIT on an ended attempt, nor on
+ * a committing one except BLOCK through the commit sleepers' count
+ * (section 4). The library slices sleeps (1 ms, growing) to bound one case no conflict
  * produces (see cm.h); these tests make the sleeps unsliced
  * (sstm__wait_slice_ns = 0), so a lost wake-up also hangs the loser, and the
  * runner's watchdog fails the test instead of the slice hiding it. Nothing
@@ -447,14 +448,19 @@ TEST(wait_times_out_on_suspended_winner_then_wakes_on_commit) {
   sstm_test_fini();
 }
 
-/* ---- 4. a committing party is spun on, and returns once it commits --------- */
+/* ---- 4. a committing party: spun on, or slept on until its commit ends ---- */
 
 /* CTL: the committer locks its write set after COMMITTING. A lock word
  * forged to name another running attempt makes the commit meet a conflict,
  * and the policy below runs while the committer is COMMITTING. Three
- * waiters, one per mode: all spin, the BLOCK and YIELD ones giving up the
- * CPU now and then (a committing party may have been preempted), the SPIN
- * one never. sched_yield() is interposed to count each waiter's calls. */
+ * waiters, one per mode. SPIN spins without giving up its CPU; YIELD spins
+ * and gives it up now and then (a committing party may have been
+ * preempted). BLOCK, with the asymmetric fence (the default), looks a
+ * little, then sleeps on the status word, registered in the party's
+ * commit_sleepers, until the end of the commit wakes it ((4.8) in
+ * docs/design/core.md); without it (cfg.no_membarrier), BLOCK spins and
+ * yields as YIELD does. sched_yield() is interposed to count each waiter's
+ * calls. */
 static uint64_t cw_word[8] __attribute__((aligned(64)));
 #define CW_WAITERS 3           /* SSTM_WAIT_SPIN, _BLOCK, _YIELD */
 #define CW_LOOKS 2048          /* loads of the COMMITTING word each waiter makes at least */
@@ -466,9 +472,12 @@ static struct {
   sstm_party_t p;
   _Atomic int published, entering, returned, rc[CW_WAITERS];
   _Atomic long yields[CW_WAITERS]; /* sched_yield calls inside the wait */
+  _Atomic int block_tid;           /* the BLOCK waiter's thread id */
+  bool sleeps;                     /* BLOCK is to sleep (the membarrier fence is on) */
   int calls;
   long observed;
-  clockid_t spin_clock; /* the SPIN waiter's CPU clock */
+  uint32_t sleepers_seen; /* the committing party's commit_sleepers while BLOCK slept */
+  clockid_t spin_clock;   /* the SPIN waiter's CPU clock */
 } cw;
 
 static uint64_t thread_cpu_ns(clockid_t c) {
@@ -486,6 +495,14 @@ int sched_yield(void) {
   return (int)syscall(SYS_sched_yield);
 }
 
+/* Has the BLOCK waiter done what its mode does behind a committing party:
+ * asleep in FUTEX_WAIT on the status word, or yielded many times? */
+static bool cw_block_ready(void) {
+  if (!cw.sleeps) return atomic_load(&cw.yields[SSTM_WAIT_BLOCK]) >= CW_LOOKS / 64;
+  int tid = atomic_load(&cw.block_tid);
+  return atomic_load(&fx_waits) >= 1 && tid != 0 && sstm_test_in_futex(tid);
+}
+
 static sstm_cm_action_t cw_conflict(sstm_cm_ctx_t *ctx, const sstm_conflict_t *c,
                                     uint64_t *wait_ns) {
   cw.calls++;
@@ -498,17 +515,17 @@ static sstm_cm_action_t cw_conflict(sstm_cm_ctx_t *ctx, const sstm_conflict_t *c
   atomic_store_explicit(&cw.published, 1, memory_order_release);
   while (atomic_load_explicit(&cw.entering, memory_order_acquire) < CW_WAITERS)
     sched_yield();
-  /* the waiter is inside sstm_party_wait (or about to be): it must spin,
-   * never set the sleepers flag on a COMMITTING word (the commit's final
-   * store does not wake). Held until each waiter has looked at the word
-   * many times: the BLOCK and YIELD ones yield once per 64 looks (counted),
-   * the SPIN one never yields, so its CPU time since it entered stands for
-   * its looks. Counts of events, not of this thread's yields: 2000 of
+  /* The waiters are inside sstm_party_wait (or about to be). None may set
+   * the sleepers flag on a COMMITTING word (its CAS refuses: the commit's
+   * final store is a plain one). Held until each waiter has done what its
+   * mode does: the YIELD one (and BLOCK without the fence) yields once per
+   * 64 looks (counted), the SPIN one never yields, so its CPU time since
+   * it entered stands for its looks; BLOCK with the fence is asleep in
+   * the kernel. Counts of events, not of this thread's yields: 2000 of
    * those took tens of seconds on a loaded machine, where each yield gives
    * the CPU away for a scheduling round. */
   uint64_t spin_cpu0 = thread_cpu_ns(cw.spin_clock);
-  while (atomic_load(&cw.yields[SSTM_WAIT_BLOCK]) < CW_LOOKS / 64 ||
-         atomic_load(&cw.yields[SSTM_WAIT_YIELD]) < CW_LOOKS / 64 ||
+  while (!cw_block_ready() || atomic_load(&cw.yields[SSTM_WAIT_YIELD]) < CW_LOOKS / 64 ||
          thread_cpu_ns(cw.spin_clock) - spin_cpu0 < CW_SPIN_CPU_NS) {
     CHECK_EQ_X(st_of(ctx->desc) & SSTM_ST_SLEEPERS, 0);
     CHECK_EQ_I(atomic_load(&cw.returned), 0);
@@ -517,6 +534,7 @@ static sstm_cm_action_t cw_conflict(sstm_cm_ctx_t *ctx, const sstm_conflict_t *c
   }
   CHECK_EQ_X(st_of(ctx->desc) & SSTM_ST_SLEEPERS, 0);
   CHECK_EQ_I(atomic_load(&cw.returned), 0);
+  cw.sleepers_seen = atomic_load(&ctx->desc->commit_sleepers);
   atomic_store_explicit(cw.lk, cw.old_lw, memory_order_release); /* unforge */
   *wait_ns = 1000;
   return SSTM_CM_WAIT;
@@ -529,6 +547,7 @@ static const sstm_cm_ops_t cw_ops = {
 
 static void *cw_waiter(void *arg) {
   int mode = (int)(intptr_t)arg;
+  if (mode == SSTM_WAIT_BLOCK) atomic_store(&cw.block_tid, sstm__gettid());
   while (!atomic_load_explicit(&cw.published, memory_order_acquire))
     sched_yield();
   atomic_fetch_add_explicit(&cw.entering, 1, memory_order_release);
@@ -556,14 +575,26 @@ static void cw_holder_body(void *arg) {
   CHECK_OK(run_other_attached(NULL, cw_writer, NULL));
 }
 
-TEST(wait_on_committing_party_spins_and_returns) {
+/* One run of section 4, with the asymmetric fence or without it. */
+static void cw_run(bool no_membarrier) {
+  memset(&cw, 0, sizeof cw);
+  atomic_store(&fx_waits, 0);
+  atomic_store(&fx_wakes, 0);
   unsliced_sleeps();
-  CHECK_OK(sstm_cm_register(&cw_ops));
+  int rc = sstm_cm_register(&cw_ops);
+  CHECK_TRUE(rc == 0 || rc == SSTM_EBUSY); /* registered once per process */
   sstm_config_t cfg;
   sstm_test_config(&cfg);
   cfg.design = SSTM_DESIGN_CTL;
   cfg.cm = "test-cw-hold";
+  cfg.no_membarrier = no_membarrier;
   CHECK_OK(sstm_init(&cfg));
+  if (!no_membarrier && !sstm__g.membarrier) {
+    sstm_shutdown();
+    sstm_test_skip("membarrier(PRIVATE_EXPEDITED) is not available: BLOCK never sleeps on a "
+                   "committing party");
+  }
+  cw.sleeps = !no_membarrier;
   CHECK_OK(sstm_thread_init());
   pthread_t th[CW_WAITERS];
   for (int m = 0; m < CW_WAITERS; m++)
@@ -574,20 +605,39 @@ TEST(wait_on_committing_party_spins_and_returns) {
     CHECK_EQ_I(pthread_join(th[m], NULL), 0);
     CHECK_OK(atomic_load(&cw.rc[m]));
   }
-  CHECK_EQ_I(atomic_load(&fx_waits), 0); /* a committing attempt is spun on */
-  /* SPIN keeps its CPU; BLOCK and YIELD gave it up while the party was
-   * committing (the holder waited for that, bounded by the watchdog) */
+  /* SPIN keeps its CPU; YIELD gave it up while the party was committing
+   * (the holder waited for that, bounded by the watchdog) */
   CHECK_EQ_I(atomic_load(&cw.yields[SSTM_WAIT_SPIN]), 0);
-  CHECK_GT_I(atomic_load(&cw.yields[SSTM_WAIT_BLOCK]), 0);
   CHECK_GT_I(atomic_load(&cw.yields[SSTM_WAIT_YIELD]), 0);
-  printf("yields while the party was committing: spin %ld, block %ld, yield %ld\n",
-         atomic_load(&cw.yields[0]), atomic_load(&cw.yields[1]), atomic_load(&cw.yields[2]));
+  if (cw.sleeps) {
+    /* BLOCK slept (the holder saw it in FUTEX_WAIT, counted in the party's
+     * commit_sleepers) and never yielded; the commit's end woke it: a lost
+     * wake-up would leave it asleep (unsliced sleeps) and the watchdog
+     * would fail the test. */
+    CHECK_GE_I(atomic_load(&fx_waits), 1);
+    CHECK_EQ_U(cw.sleepers_seen, 1);
+    CHECK_GE_I(atomic_load(&fx_wakes), 1 + 1); /* fx_watch's own, and the commit's */
+    CHECK_EQ_I(atomic_load(&cw.yields[SSTM_WAIT_BLOCK]), 0);
+  } else {
+    CHECK_EQ_I(atomic_load(&fx_waits), 0); /* a committing attempt is spun on */
+    CHECK_EQ_I(atomic_load(&fx_wakes), 1); /* fx_watch's own: the commit had nobody to wake */
+    CHECK_GT_I(atomic_load(&cw.yields[SSTM_WAIT_BLOCK]), 0);
+  }
+  CHECK_EQ_U(atomic_load(&cw.p.desc->commit_sleepers), 0); /* the sleeper left */
+  printf("while the party was committing: yields spin %ld, block %ld, yield %ld; futex waits %ld, "
+         "wakes %ld\n",
+         atomic_load(&cw.yields[0]), atomic_load(&cw.yields[1]), atomic_load(&cw.yields[2]),
+         atomic_load(&fx_waits), atomic_load(&fx_wakes));
   CHECK_EQ_I(cw.calls, 1);
   CHECK_FALSE(sstm_party_running(&cw.p));
   CHECK_EQ_U(tx_load_u64(&cw_word[0]), 42);
   txh_cleanup();
   sstm_test_fini();
 }
+
+TEST(wait_on_committing_party_spins_and_returns) { cw_run(true); }
+
+TEST(wait_on_committing_party_sleeps_until_its_commit_ends) { cw_run(false); }
 
 /* ---- 5. a party built for an attempt that only reads ------------------------ */
 
