@@ -30,6 +30,7 @@ Examples:
   sweep.py --structures ll,rb --threads 1,2,4 --reps 3 --baseline itm
   sweep.py --backends schedstm --designs etl,ctl --cms suicide,backoff
   sweep.py --peer tinystm=/path/to/tinystm/test/intset --baseline tinystm
+  sweep.py --backends schedstm --cms ser-block --also-bin-dir base=../main/build/bench
   sweep.py --bench bank --audits 10,50 --threads 1,2
   sweep.py --bench stamp --stamp-dir ~/stamp-0.9.10 --threads 1,2,8 \
       --cms default,adaptive        (STAMP: options of its own, stamp.py)
@@ -138,6 +139,10 @@ def parse_args(argv):
                    help="our back-ends: schedstm,schedstm-inline,itm,seq, and tinystm-same "
                         "(our structures on TinySTM; built with -DSCHEDSTM_TINYSTM_DIR) "
                         "(default: schedstm,itm,seq; may be empty with --peer)")
+    p.add_argument("--also-bin-dir", action="append", default=[], metavar="NAME=DIR",
+                   help="also run the schedstm back-ends from another build's bench "
+                        "directory, labelled @NAME (A/B of two library builds, "
+                        "interleaved like any variants; repeatable)")
     p.add_argument("--peer", action="append", default=[], metavar="NAME=DIR",
                    help="peer back-end, e.g. tinystm=/path/tinystm/test/intset (repeatable)")
     # The benchmark-specific options default to None here, so that one given
@@ -254,6 +259,20 @@ def build_variants(args):
     for v in variants:
         if isinstance(v, adapters.NativeVariant) and v.cm == DEFAULT_CM:
             v.cm = None  # labelled "-default", run without -C
+    for spec in args.also_bin_dir:
+        name, sep, directory = spec.partition("=")
+        if not sep or not name or not directory:
+            raise ValueError("--also-bin-dir %r: expected NAME=DIR" % spec)
+        if not os.path.isdir(directory):
+            raise ValueError("--also-bin-dir %s: %s is not a directory" % (name, directory))
+        more = adapters.make_native_variants(
+            [b for b in args.backends if b.startswith("schedstm")], directory, args.designs,
+            args.cms, args.itm_method)
+        for v in more:
+            v.label += "@" + name
+            if v.cm == DEFAULT_CM:
+                v.cm = None
+        variants += more
     variants += [adapters.make_peer(spec) for spec in args.peer]
     labels = [v.label for v in variants]
     if len(set(labels)) != len(labels):
@@ -385,6 +404,15 @@ def outside_rates(short, short_wall, long_, long_wall, short_cpu=None, long_cpu=
     return rates
 
 
+def children_switches():
+    """Voluntary and involuntary context switches of the harness's ended
+    children so far (a run's are the differences around it, as for
+    children_cpu_s): involuntary ones count preemptions (of lock holders
+    among them), voluntary ones sleeps (futex waits)."""
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ru.ru_nvcsw, ru.ru_nivcsw
+
+
 def children_cpu_s():
     """User + system CPU time of the harness's ended children so far. A
     run's CPU time is the difference around it (runs are sequential and
@@ -445,8 +473,10 @@ def run_one(rep, point, variant, args):
             short = variant.parse(proc.stdout, proc.stderr, proc.returncode)
             check_numbers(short)
         cpu0 = children_cpu_s()
+        sw0 = children_switches()
         proc, wall = execute(argv, env_extra, timeout)
         cpu = children_cpu_s() - cpu0
+        sw1 = children_switches()
         parsed = variant.parse(proc.stdout, proc.stderr, proc.returncode)
         check_numbers(parsed)
         if args.outside_clock:
@@ -458,6 +488,8 @@ def run_one(rep, point, variant, args):
             parsed.update(inside)
         elif cpu > 0 and parsed.get("commits"):
             parsed.update(cpu_s=cpu, commits_per_cpu_s=parsed["commits"] / cpu)
+        # the long run's own (with --outside-clock, not a difference)
+        parsed.update(nvcsw=sw1[0] - sw0[0], nivcsw=sw1[1] - sw0[1])
     except subprocess.TimeoutExpired:
         return dict(record, status="fail",
                     error="timed out after %g s (its process group was killed)" % timeout)
