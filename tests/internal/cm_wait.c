@@ -462,9 +462,9 @@ TEST(wait_times_out_on_suspended_winner_then_wakes_on_commit) {
  * yields as YIELD does. sched_yield() is interposed to count each waiter's
  * calls. */
 static uint64_t cw_word[8] __attribute__((aligned(64)));
-#define CW_WAITERS 3           /* SSTM_WAIT_SPIN, _BLOCK, _YIELD */
-#define CW_LOOKS 512           /* loads of the COMMITTING word each waiter makes at least */
-#define CW_SPIN_CPU_NS 500000  /* the SPIN waiter's CPU time while it is held */
+#define CW_WAITERS 3          /* SSTM_WAIT_SPIN, _BLOCK, _YIELD */
+#define CW_LOOKS 512          /* loads of the COMMITTING word each waiter makes at least */
+#define CW_SPIN_CPU_NS 500000 /* the SPIN waiter's CPU time while it is held */
 static struct {
   _Atomic uint64_t *lk;
   uint64_t old_lw;
