@@ -5,6 +5,8 @@
 #define _GNU_SOURCE /* pthread_getattr_np */
 #include "stm.h"
 
+#include "stats_out.h"
+
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,29 +28,11 @@ void sstm_stamp_startup(void) {
   note_stack(); /* the main thread's, in case it writes locally without entering */
 }
 
-/* SSTM_STAMP_STATS: unset or empty = no dump; "1" or "stderr" = stderr;
- * anything else names the file to write. */
-static void dump_stats(void) {
-  const char *where = getenv("SSTM_STAMP_STATS");
-  if (where == NULL || where[0] == '\0') return;
-  if (strcmp(where, "1") == 0 || strcmp(where, "stderr") == 0) {
-    sstm_stats_dump(stderr);
-    return;
-  }
-  FILE *f = fopen(where, "w");
-  if (f == NULL) {
-    perror(where);
-    exit(1);
-  }
-  sstm_stats_dump(f);
-  if (fclose(f) != 0) {
-    perror(where);
-    exit(1);
-  }
-}
+/* The statistics' dump, to where SSTM_STAMP_STATS says (stats_out.h). */
+static void dump(FILE *f) { (void)sstm_stats_dump(f); }
 
 void sstm_stamp_shutdown(void) {
-  dump_stats();
+  sstm_stamp_stats_out(dump);
   int rc = sstm_shutdown();
   if (rc != 0) die("sstm_shutdown", rc);
 }

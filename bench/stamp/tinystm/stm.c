@@ -7,6 +7,8 @@
 #define _GNU_SOURCE /* pthread_getattr_np */
 #include "stm.h"
 
+#include "../stats_out.h"
+
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -97,30 +99,9 @@ static void dump(FILE *f) {
   fprintf(f, "\n");
 }
 
-/* SSTM_STAMP_STATS: unset or empty = no dump; "1" or "stderr" = stderr;
- * anything else names the file to write (as bench/stamp/stm.c). */
-static void dump_stats(void) {
-  const char *where = getenv("SSTM_STAMP_STATS");
-  if (where == NULL || where[0] == '\0') return;
-  if (strcmp(where, "1") == 0 || strcmp(where, "stderr") == 0) {
-    dump(stderr);
-    return;
-  }
-  FILE *f = fopen(where, "w");
-  if (f == NULL) {
-    perror(where);
-    exit(1);
-  }
-  dump(f);
-  if (fclose(f) != 0) {
-    perror(where);
-    exit(1);
-  }
-}
-
 void sstm_tiny_shutdown(void) {
   flush_counts();
-  dump_stats();
+  sstm_stamp_stats_out(dump);
   stm_exit();
 }
 
