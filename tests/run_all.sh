@@ -34,6 +34,8 @@
 #
 # Environment:
 #   RUN_ALL_PARTS="normal asan tsan delay debug clang format"   subset of parts to run
+#                                             (the install check runs with normal, or
+#                                             as "install" on an earlier normal build)
 #   RUN_ALL_JOBS=2                            build parallelism, and ctest's where
 #                                             the part has no own default
 #   RUN_ALL_CTEST_JOBS_{NORMAL,ASAN,TSAN,DELAY,DEBUG,CLANG}   override a part's ctest -j
@@ -199,8 +201,9 @@ for p in $parts; do
   format)
     run_script format "$root/build/check-format.log" "$root/scripts/check-format.sh"
     ;;
+  install) ;; # after the other parts, on the normal build (below)
   *)
-    echo "unknown part '$p' (normal asan tsan delay debug clang format)"
+    echo "unknown part '$p' (normal asan tsan delay debug clang format install)"
     total_fail=$((total_fail + 1))
     ;;
   esac
@@ -209,10 +212,12 @@ done
 # The installed library as a consumer sees it (pkg-config, find_package,
 # exported symbols, headers alone), against the normal build (skipped when
 # that build failed to configure: the failure is counted once, above).
+# It runs with the normal part, or alone as the part "install" on the normal
+# build that an earlier run left.
 if [[ " $parts " == *" normal "* ]] && [[ "$configured" != *" normal "* ]]; then
   echo "=== [install] skipped: the normal build failed to configure"
   summary+=("install: skipped (normal build not configured)")
-elif [[ " $parts " == *" normal "* ]]; then
+elif [[ " $parts " == *" normal "* ]] || [[ " $parts " == *" install "* ]]; then
   run_script install "$root/build/check-install.log" \
     "$root/scripts/check-install.sh" "$root/build/test-normal"
 fi
