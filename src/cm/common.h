@@ -168,4 +168,34 @@ uint64_t sstm__adaptive_window_ns(void);
 /* the custom slice adaptive wants its threads to take, 0: none */
 uint64_t sstm__adaptive_slice_want_ns(void);
 
+/* admit's decision (cm/admit.c), a test seam (tests/internal/admit_decide.c):
+ * the gate's state across windows, and one window judged from its
+ * counts (commits and aborts of every thread, the threads that ran
+ * transactions) and the gate's limit of transactions in flight. Returns
+ * whether the gate is on for the next window. Pure: no clock, no engine
+ * call. */
+typedef struct sstm__admit_judge {
+  bool on;       /* the gate is on */
+  unsigned calm; /* windows in a row under ADMIT_OFF_APC while on */
+} sstm__admit_judge_t;
+/* A window needs this many commits and aborts to turn the gate on. */
+#define ADMIT_MIN_EVENTS 64
+/* Aborts per commit that turn it on: one in 4096. Each lost conflict
+ * costs a sleep behind the winner, about a scheduling round when threads
+ * far outnumber CPUs, against a few microseconds per transaction, so
+ * conflicts are "frequent" at rates that look small (rb-aw at 64 threads
+ * under ser-block: 1 in 2200; docs/benchmarks.md). */
+#define ADMIT_ON_APC (1.0 / 4096)
+/* ... and below which, ADMIT_OFF_WINDOWS windows in a row, it turns off
+ * (lower: the gate itself makes conflicts rarer). */
+#define ADMIT_OFF_APC (1.0 / 32768)
+#define ADMIT_OFF_WINDOWS 3
+bool sstm__admit_decide(sstm__admit_judge_t *j, uint64_t commits, uint64_t aborts, unsigned threads,
+                        uint64_t limit);
+/* Another test seam of admit's: after sstm_init, the gate is `on` with
+ * `limit` transactions in flight and a wait bound of wait_max_ns (0: none)
+ * until the next sstm_init; its windows decide nothing. Not concurrent
+ * with transactions. */
+void sstm__admit_pin(bool on, uint64_t limit, uint64_t wait_max_ns);
+
 #endif /* SSTM_CM_COMMON_H */
