@@ -227,10 +227,23 @@ void sstm__x_preemption_check(void) {
   if (!w) return;
   sstm_xctx_t *c = atomic_load_explicit(&w->cur, memory_order_acquire);
   atomic_store_explicit(&w->kicked, 0, memory_order_relaxed);
+  /* acquire: pairs with sstm__xp_want's release, so the queue entry of
+   * the request that asked is visible to the peek below. Not cleared here:
+   * a later check of the same transaction (the poll mode's fallback
+   * signal, a standing request) was asked for by the same requests; it is
+   * cleared when the worker starts another context. */
+  int want = atomic_load_explicit(&w->want, memory_order_acquire);
   if (!c) return;
   struct sstm_exec *ex = w->ex;
   atomic_fetch_add_explicit(&w->checks, 1, memory_order_relaxed);
-  if (sstm__xq_top(&ex->q) <= (int)c->prio) return;
+  int top = sstm__xq_top(&ex->q);
+  if (top <= (int)c->prio) return;
+  /* Asked by requests (and not by a tick alone): switch only for one of
+   * them or a higher one. Every worker below an urgent request is asked
+   * (the victim by its mode, the others nudged); when another one took
+   * the request, what is left on top may be a transaction promoted while
+   * paused, and switching to it would only pause this one as well. */
+  if (want != INT_MAX && top < want) return;
   if (ex->cfg.preempt == SSTM_EXEC_PREEMPT_CHECK_ONLY) {
     /* Ticks without preemption: everything up to here ran as it would
      * have to switch; the switch alone is left out. */
@@ -241,11 +254,30 @@ void sstm__x_preemption_check(void) {
    * preemptions; at c_max the transaction goes to the top level, and
    * before that lazy promotion raises it by one. */
   unsigned pmax = ex->cfg.levels - 1, p = c->prio;
-  c->preempts++;
-  if (ex->cfg.c_max && c->preempts >= ex->cfg.c_max)
+  if (ex->cfg.c_max && c->preempts + 1 >= ex->cfg.c_max)
     p = pmax;
   else if (ex->cfg.lazy_promotion && p < pmax)
     p++;
+  /* Decide under the lock and take the entry this worker switches for:
+   * several workers may be asked for one request, and the peeks above
+   * may all have seen it; only the one that takes it switches. The
+   * others find the level empty here and go on. Where the promotion puts
+   * this transaction at the front of the queue ([Silvestri17]'s
+   * flattening with a small c_max: above the top entry, or at its level
+   * with no hot entry there), nothing is taken: the scheduler pops as
+   * before, which resumes this transaction at once. */
+  sstm__xq_lock(&ex->q);
+  top = sstm__xq_top(&ex->q);
+  if (top <= (int)c->prio || (want != INT_MAX && top < want)) {
+    sstm__xq_unlock(&ex->q);
+    return;
+  }
+  sstm_xq_node_t *next = NULL;
+  if ((int)p < top || ((int)p == top && sstm__xq_has_hot(&ex->q, (unsigned)top)))
+    next = sstm__xq_pop(&ex->q, NULL, NULL);
+  sstm__xq_unlock(&ex->q);
+  w->next = next;
+  c->preempts++;
   sstm_xlevel_t *lv = &ex->lv[c->birth];
   if (p != c->prio) {
     atomic_fetch_add_explicit(&lv->promotions, 1, memory_order_relaxed);
@@ -388,7 +420,16 @@ static void *worker_main(void *p) {
     }
     sstm__xq_unlock(&ex->q);
     atomic_store_explicit(&w->kicked, 0, memory_order_relaxed);
+    atomic_store_explicit(&w->want, INT_MAX, memory_order_relaxed);
     run_ctx(w, (sstm_xctx_t *)n);
+    /* A preemption check that took the entry it switched for: run it
+     * next (run_ctx has queued the paused context meanwhile). */
+    while (w->next) {
+      n = w->next;
+      w->next = NULL;
+      atomic_store_explicit(&w->want, INT_MAX, memory_order_relaxed);
+      run_ctx(w, (sstm_xctx_t *)n);
+    }
   }
   sstm__xp_worker_fini(w);
   sstm__xp_set_self(NULL);
@@ -549,6 +590,7 @@ int sstm_exec_create(const sstm_exec_config_t *cfg, sstm_exec_t **out) {
     w->idx = i;
     atomic_init(&w->cur, NULL);
     atomic_init(&w->cur_prio, -1);
+    atomic_init(&w->want, INT_MAX);
     int e = pthread_create(&w->thread, NULL, worker_main, w);
     if (e) {
       teardown(ex, i);
@@ -681,7 +723,26 @@ static int submit(struct sstm_exec *ex, const sstm_exec_req_t *req, bool wait, c
     v = victim(ex, c->prio);
   sstm__xq_unlock(&ex->q);
   if (wake) fx_wake(&ex->work_gen, 1);
-  if (v) sstm__xp_kick(v);
+  if (v) {
+    sstm__xp_want(v, (int)c->prio);
+    sstm__xp_kick(v);
+    /* Every other worker that runs a lower priority gets the polled
+     * request too: the victim may be off its CPU (runnable, waiting for
+     * the host's other threads) for a whole scheduler slice, and a signal
+     * pending on it helps nobody meanwhile. Whichever worker reaches a
+     * preemption point first takes the request; the others' checks then
+     * find nothing they were asked for and return. A hint: cur_prio is
+     * read without the lock, and a request that lands on a descriptor that
+     * has just switched costs one needless check. */
+    for (unsigned i = 0; i < ex->nworkers; i++) {
+      sstm_xworker_t *o = &ex->workers[i];
+      int p = atomic_load_explicit(&o->cur_prio, memory_order_relaxed);
+      if (o != v && p >= 0 && p < (int)c->prio) {
+        sstm__xp_want(o, (int)c->prio);
+        sstm__xp_nudge(o);
+      }
+    }
+  }
   return 0;
 }
 

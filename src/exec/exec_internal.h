@@ -68,6 +68,17 @@ typedef struct sstm_xworker {
   /* A preemption was requested and not yet checked: keeps several
    * submitters from signalling the same worker for one switch. */
   _Atomic int kicked;
+  /* The lowest priority of the requests that asked this worker to check
+   * (a kick or a nudge) since it started its current context, INT_MAX
+   * for none: a check
+   * asked for by requests switches only for one of them or a higher one,
+   * not for a transaction promoted while paused that the request's arrival
+   * has nothing to do with (see sstm__x_preemption_check). */
+  _Atomic int want;
+  /* The entry a preemption check took from the queue for this worker to
+   * run after the paused context is queued; NULL otherwise. This worker's
+   * thread only (the check runs on it, then its scheduler). */
+  sstm_xq_node_t *next;
   timer_t tick_timer, fallback_timer;
   bool has_tick, has_fallback;
   sstm__stack_t altstack; /* the handler's stack (arch/ctx.h: the redirect needs one) */
@@ -133,6 +144,12 @@ void sstm__xp_worker_fini(sstm_xworker_t *w);
 /* Ask worker w to preempt its transaction (the mode of w->ex). Called by a
  * submitter after it set w->kicked, without the queue lock. */
 void sstm__xp_kick(sstm_xworker_t *w);
+/* Set the polled preemption request of the transaction w runs, if any,
+ * whatever w's mode: w switches at its next preemption point if a request
+ * above its transaction still waits then. Any thread, lock-free. */
+void sstm__xp_nudge(sstm_xworker_t *w);
+/* Lower w->want to prio (an atomic minimum). Any thread. */
+void sstm__xp_want(sstm_xworker_t *w, int prio);
 /* The calling worker's record, NULL on other threads. */
 sstm_xworker_t *sstm__xp_self(void);
 void sstm__xp_set_self(sstm_xworker_t *w);

@@ -347,6 +347,22 @@ void sstm__xp_kick(sstm_xworker_t *w) {
   }
 }
 
+void sstm__xp_want(sstm_xworker_t *w, int prio) {
+  /* release: pairs with the check's acquire exchange (the request's queue
+   * entry, pushed before, is visible to the check's peek). */
+  int cur = atomic_load_explicit(&w->want, memory_order_relaxed);
+  while (prio < cur && !atomic_compare_exchange_weak_explicit(
+                           &w->want, &cur, prio, memory_order_release, memory_order_relaxed)) {
+  }
+}
+
+void sstm__xp_nudge(sstm_xworker_t *w) {
+  /* acquire: pairs with run_ctx's release store of cur, so the context's
+   * descriptor is the one set up before it ran. */
+  sstm_xctx_t *cur = atomic_load_explicit(&w->cur, memory_order_acquire);
+  if (cur) sstm__exec_request(cur->desc);
+}
+
 const char *sstm__xp_facility(const struct sstm_exec *ex) {
   (void)ex;
   return XP_TSAN                                       ? "poll-only(tsan)"

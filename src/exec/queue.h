@@ -58,6 +58,11 @@ void sstm__xq_push(sstm_xq_t *q, sstm_xq_node_t *n, unsigned level, bool hot);
  * *hot (either may be NULL); NULL if the queue is empty. */
 sstm_xq_node_t *sstm__xq_pop(sstm_xq_t *q, unsigned *level, bool *hot);
 
+/* With the lock held: whether level's hot list has an entry. */
+static inline bool sstm__xq_has_hot(const sstm_xq_t *q, unsigned level) {
+  return q->hot[level].head != NULL;
+}
+
 /* The highest non-empty level, or -1: callable without the lock and from a
  * signal handler (one relaxed load and a bit scan). Without the lock the
  * answer is a hint that may be stale by the time it is used; whoever acts

@@ -26,6 +26,14 @@
  *                  replayed at the region's end: the high-priority request
  *                  runs before the low one ends, though the low one makes
  *                  no transactional access after the region.
+ *   nudge          the worker told to preempt cannot (its transaction is in
+ *                  a no-preemption region, as a worker off its CPU would be
+ *                  for a scheduler slice), while the other worker runs a
+ *                  lower priority than the urgent request: that one takes
+ *                  it at its next barrier, before the first leaves its
+ *                  region; without the polled request every other worker
+ *                  gets, the urgent one waits for the region's end (the
+ *                  watchdog fails the test).
  *   promoted_handover / promoted_takeover
  *                  a paused transaction promoted above a running one that
  *                  then meets its lock, built step by step: the running one
@@ -710,6 +718,71 @@ TEST(standing) {
   sstm_exec_level_stats_t st;
   CHECK_OK(sstm_exec_stats(ex, 0, &st));
   CHECK_EQ_U(st.preemptions, 1);
+  CHECK_OK(sstm_exec_destroy(ex));
+  CHECK_OK(sstm_shutdown());
+}
+
+/* ---- nudge ---- */
+
+static _Atomic int nd_a_in, nd_a_leave, nd_b_in, nd_a_tid, nd_urgent_tid, nd_a_left_first;
+static uint64_t nd_cell, nd_flag;
+
+static void nd_stuck(void *a) {
+  (void)a;
+  (void)sstm_load_u64(&nd_cell);
+  CHECK_OK(sstm_exec_nopreempt_begin());
+  atomic_store(&nd_a_tid, tid());
+  atomic_store(&nd_a_in, 1);
+  while (!atomic_load(&nd_a_leave)) {
+    for (volatile int i = 0; i < 1000; i++) {
+    }
+    (void)sstm_load_u64(&nd_cell); /* a barrier in the region: the request stands */
+  }
+  CHECK_OK(sstm_exec_nopreempt_end());
+}
+
+static void nd_loop(void *a) {
+  (void)a;
+  atomic_store(&nd_b_in, 1);
+  while (sstm_load_u64(&nd_flag) == 0) {
+    for (volatile int i = 0; i < 1000; i++) {
+    }
+  }
+}
+
+static void nd_urgent(void *a) {
+  (void)a;
+  atomic_store(&nd_urgent_tid, tid());
+  atomic_store(&nd_a_left_first, atomic_load(&nd_a_leave));
+  sstm_store_u64(&nd_flag, 1);
+}
+
+TEST(nudge) {
+  init_lib();
+  sstm_exec_config_t c = xcfg(2, 4);
+  sstm_exec_t *ex;
+  CHECK_OK(sstm_exec_create(&c, &ex));
+  sstm_exec_future_t af, bf, uf;
+  sstm_exec_req_t ra = {.fn = nd_stuck, .priority = 0, .future = &af};
+  CHECK_OK(sstm_exec_submit(ex, &ra));
+  while (!atomic_load(&nd_a_in))
+    usleep(1000);
+  sstm_exec_req_t rb = {.fn = nd_loop, .priority = 1, .future = &bf};
+  CHECK_OK(sstm_exec_submit(ex, &rb));
+  while (!atomic_load(&nd_b_in))
+    usleep(1000);
+  /* The victim is the worker of the lowest priority, the stuck one. */
+  sstm_exec_req_t ru = {.fn = nd_urgent, .priority = 3, .future = &uf};
+  CHECK_OK(sstm_exec_submit(ex, &ru));
+  CHECK_OK(sstm_exec_wait(&uf)); /* only the nudged worker can run it now */
+  CHECK_EQ_I(atomic_load(&nd_a_left_first), 0);
+  CHECK_NE_I(atomic_load(&nd_urgent_tid), atomic_load(&nd_a_tid));
+  atomic_store(&nd_a_leave, 1);
+  CHECK_OK(sstm_exec_wait(&af));
+  CHECK_OK(sstm_exec_wait(&bf));
+  sstm_exec_level_stats_t st;
+  CHECK_OK(sstm_exec_stats(ex, 1, &st));
+  CHECK_EQ_U(st.preemptions, 1); /* the nudged transaction, once */
   CHECK_OK(sstm_exec_destroy(ex));
   CHECK_OK(sstm_shutdown());
 }
