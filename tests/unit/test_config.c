@@ -944,9 +944,19 @@ TEST(shutdown_with_registered_thread_is_ebusy) {
  * Once the main thread wants to shut down, each registrar makes one more
  * attempt, racing the shutdown, then waits for the next cycle: a shutdown
  * then always finds a moment when nobody is registered (with registrars
- * that never pause, it may not, on a loaded machine). */
+ * that never pause, it may not, on a loaded machine). The wait for the next
+ * cycle sleeps on race_cv (race_cycle and race_stop change under race_mu):
+ * parked registrars that yielded in a loop took the CPU from the main
+ * thread and the registrars still racing, and on a loaded machine each
+ * cycle cost several rounds of the scheduler. Bounded by work: a fixed
+ * number of cycles (50; 30, the floor, in the parts of tests/run_all.sh
+ * that scale down), each waiting only for events. It had 300: on a host
+ * loaded a hundred times over its CPUs each cycle costs tenths of a second
+ * of waiting for the CPU, and the entry ran past its watchdog. */
 static _Atomic int race_stop, race_closing, race_cycle;
 static _Atomic long race_ok, race_estate, race_parked;
+static pthread_mutex_t race_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t race_cv = PTHREAD_COND_INITIALIZER;
 
 static void *race_registrar(void *arg) {
   (void)arg;
@@ -954,8 +964,11 @@ static void *race_registrar(void *arg) {
   int parked_in = -1; /* the cycle whose shutdown this thread waits out */
   while (!atomic_load(&race_stop)) {
     int cycle = atomic_load(&race_cycle);
-    if (parked_in == cycle) {
-      sched_yield();
+    if (parked_in == cycle) { /* sleep until the next cycle (or the end) */
+      pthread_mutex_lock(&race_mu);
+      while (atomic_load(&race_cycle) == cycle && !atomic_load(&race_stop))
+        pthread_cond_wait(&race_cv, &race_mu);
+      pthread_mutex_unlock(&race_mu);
       continue;
     }
     bool last = atomic_load(&race_closing) != 0; /* the attempt racing the shutdown */
@@ -978,7 +991,7 @@ static void *race_registrar(void *arg) {
 
 TEST(shutdown_races_registration) {
   enum { NTH = 3 };
-  int cycles = (int)sstm_test_scaled(300, 30);
+  int cycles = (int)sstm_test_scaled(50, 30);
   long busy = 0;
   pthread_t th[NTH];
   sstm_test_init();
@@ -987,8 +1000,11 @@ TEST(shutdown_races_registration) {
   for (int c = 0; c < cycles; c++) {
     if (c > 0) {
       sstm_test_init();
+      pthread_mutex_lock(&race_mu);
       atomic_store(&race_closing, 0);
       atomic_fetch_add(&race_cycle, 1); /* the registrars go again */
+      pthread_cond_broadcast(&race_cv);
+      pthread_mutex_unlock(&race_mu);
     }
     long ok0 = atomic_load(&race_ok);
     while (atomic_load(&race_ok) == ok0) /* someone registers in this cycle */
@@ -1006,7 +1022,10 @@ TEST(shutdown_races_registration) {
     while (atomic_load(&race_parked) < parked0 + NTH) /* every last attempt is over */
       sched_yield();
   }
+  pthread_mutex_lock(&race_mu);
   atomic_store(&race_stop, 1);
+  pthread_cond_broadcast(&race_cv);
+  pthread_mutex_unlock(&race_mu);
   for (int i = 0; i < NTH; i++)
     CHECK_EQ_I(pthread_join(th[i], NULL), 0);
   printf("%d cycles, %ld registrations, %ld refused, %ld busy shutdowns\n", cycles,
