@@ -1,6 +1,15 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
-"""Runs the harness's unit tests for ctest (unit.harness.python).
+"""Runs the harness's unit tests for ctest (unit.harness.python.<k>).
+
+    run.py [--shard K/N]
+
+With --shard K/N, runs the K-th of N shares (K in 1..N) of the test cases:
+the cases of every module, sorted by their id, dealt out in turn, so that
+the N ctest entries together run each case exactly once and each stays
+well inside its time limit on a loaded machine (the plot and set-up script
+cases, the slow ones, end up spread over the shares). Without it, runs
+them all.
 
 Exit status: 0 when every test ran and passed; 1 on a failure or error;
 77 (ctest's SKIP_RETURN_CODE) when they passed but some were skipped for a
@@ -36,9 +45,47 @@ def reexec_in_venv():
     os.execv(python, [python, os.path.abspath(__file__)] + sys.argv[1:])
 
 
+def flatten(suite):
+    """The test cases of a (nested) suite, in order."""
+    for t in suite:
+        if isinstance(t, unittest.TestSuite):
+            yield from flatten(t)
+        else:
+            yield t
+
+
+def fail(msg, usage):
+    print("run.py: %s\n%s" % (msg, usage), file=sys.stderr)
+    sys.exit(2)
+
+
+def parse_shard(argv):
+    """(k, n) from ["--shard", "K/N"], (1, 1) without it; exits with
+    status 2 and a message on anything else."""
+    if not argv:
+        return 1, 1
+    usage = "usage: run.py [--shard K/N]   (1 <= K <= N)"
+    if len(argv) != 2 or argv[0] != "--shard":
+        fail("unexpected arguments %r" % (argv,), usage)
+    try:
+        k, n = (int(x) for x in argv[1].split("/"))
+    except ValueError:
+        fail("--shard %r is not K/N" % argv[1], usage)
+    if not 1 <= k <= n:
+        fail("--shard %s: K must be in 1..N" % argv[1], usage)
+    return k, n
+
+
 def main():
+    k, n = parse_shard(sys.argv[1:])
     here = os.path.dirname(os.path.abspath(__file__))
-    suite = unittest.defaultTestLoader.discover(start_dir=here, top_level_dir=here)
+    found = unittest.defaultTestLoader.discover(start_dir=here, top_level_dir=here)
+    cases = sorted(flatten(found), key=lambda t: t.id())
+    # A module that fails to import shows up as a failing case of its own
+    # (unittest.loader._FailedTest), dealt out like the others.
+    mine = cases[k - 1::n]
+    print("shard %d/%d: %d of the %d cases" % (k, n, len(mine), len(cases)))
+    suite = unittest.TestSuite(mine)
     result = unittest.TextTestRunner(verbosity=1).run(suite)
     if not result.wasSuccessful():
         return 1

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: MIT
 """Tests of bench/harness/alloc_sweep.py: the rotation of the allocators,
 the paired ratios, the irrevocable share and the summary table, against
-stand-ins for the benchmark binaries (ctest: unit.harness.python)."""
+stand-ins for the benchmark binaries (ctest: unit.harness.python.*)."""
 
 import json
 import os

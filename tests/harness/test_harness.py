@@ -5,7 +5,7 @@ peers' output, the plot, the sweep's handling of bad options, failing
 runs and interrupts, and the set-up scripts around it (install-deps.sh,
 demo.sh, run_all.sh, run against stand-ins for the tools they call).
 
-Run: python3 -m unittest discover -s tests/harness (ctest: unit.harness.python).
+Run: python3 -m unittest discover -s tests/harness (ctest: unit.harness.python.*).
 """
 
 import contextlib

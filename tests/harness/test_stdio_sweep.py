@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: MIT
 """Tests of bench/harness/stdio_sweep.py: the rotation of the modes, the
 paired ratios, the medians and the summary table, against a stand-in for
-the benchmark binary (ctest: unit.harness.python)."""
+the benchmark binary (ctest: unit.harness.python.*)."""
 
 import json
 import os

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: MIT
 """Tests of bench/harness/turnaround.py: the confidence interval of the
 paired ratios and the targets' table built from it (ctest:
-unit.harness.python)."""
+unit.harness.python.*)."""
 
 import math
 import os
