@@ -315,6 +315,8 @@ void sstm_test_env_knobs(sstm_config_t *cfg) {
   cfg->ext_slice_us = e.ext_slice_us;
   cfg->prio_escalate = e.prio_escalate;
   cfg->no_membarrier = e.no_membarrier;
+  cfg->backoff_min_ns = e.backoff_min_ns;
+  cfg->backoff_max_ns = e.backoff_max_ns;
 }
 
 void sstm_test_config(sstm_config_t *cfg) {

@@ -109,7 +109,8 @@ sstm_design_t sstm_test_design(void);
  * begin-fence switch from the environment (sstm_test_env_knobs). */
 void sstm_test_config(sstm_config_t *cfg);
 /* The ctest entries pass the policies' knobs (SCHEDSTM_SOFTSER_LEVER,
- * SCHEDSTM_EXT_MODE, SCHEDSTM_EXT_SLICE_US, SCHEDSTM_PRIO_ESCALATE) and
+ * SCHEDSTM_EXT_MODE, SCHEDSTM_EXT_SLICE_US, SCHEDSTM_PRIO_ESCALATE,
+ * SCHEDSTM_BACKOFF_MIN_NS, SCHEDSTM_BACKOFF_MAX_NS) and
  * SCHEDSTM_NO_MEMBARRIER in the environment; the library reads it only
  * with use_env, which the tests leave off so that the rest of a
  * developer's SCHEDSTM_* environment does not change a test. Copies those
