@@ -4,7 +4,7 @@
 #
 #   scripts/install-deps.sh          build tools
 #   scripts/install-deps.sh --tests  also what only the test suite needs (clang, clang-format,
-#                                    doxygen)
+#                                    doxygen, ccache)
 #   scripts/install-deps.sh --demo   also the Python packages of bench/requirements.txt
 #   scripts/install-deps.sh --coverage  also gcovr (scripts/coverage-requirements.txt)
 #
@@ -76,6 +76,7 @@ if [ "$tests" = 1 ]; then
   need clang clang               # the test suite's clang build (tests/run_all.sh)
   need clang-format clang-format # scripts/check-format.sh
   need doxygen doxygen           # the API reference and its test (unit.meta.apidoc)
+  need ccache ccache             # tests/run_all.sh compiles through it when present
 fi
 need make make
 need pkg-config pkg-config

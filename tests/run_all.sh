@@ -31,6 +31,12 @@
 # The code generated is the same. ctest runs as many tests at once as a
 # part's tests leave CPUs idle: the random-delay tests mostly sleep in their
 # delays, the unit tests of the debug and clang parts are short processes.
+# For the same reason the debug, clang and format parts run beside the delay
+# part (each in its own build directory, their output printed when the
+# delay part is done), not after it; RUN_ALL_BESIDE=0 runs every part in
+# turn. With ccache installed (scripts/install-deps.sh --tests), every
+# build compiles through it, so that a second run, or a fresh clone on the
+# same machine, recompiles only what changed.
 #
 # Environment:
 #   RUN_ALL_PARTS="normal asan tsan delay debug clang format"   subset of parts to run
@@ -41,6 +47,9 @@
 #   RUN_ALL_CTEST_JOBS_{NORMAL,ASAN,TSAN,DELAY,DEBUG,CLANG}   override a part's ctest -j
 #   RUN_ALL_SCALE_{NORMAL,ASAN,TSAN,DELAY,DEBUG,CLANG}   override a part's scale
 #   RUN_ALL_CLEAN=1                           start from empty build dirs
+#   RUN_ALL_BESIDE=0                          run debug, clang and format after delay,
+#                                             not beside it
+#   RUN_ALL_CCACHE=0                          compile without ccache even where it is
 set -u
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -48,12 +57,20 @@ root=$(cd "$here/.." && pwd)
 jobs=${RUN_ALL_JOBS:-2}
 parts=${RUN_ALL_PARTS:-"normal asan tsan delay debug clang format"}
 
-total_pass=0
-total_fail=0
-total_skip=0
-summary=()
 configured=" " # the parts whose configure succeeded, space-separated
 start_all=$(date +%s)
+mkdir -p "$root/build"
+# Each part appends one line "PASSED FAILED SKIPPED SUMMARY" here (also from
+# the parts that run beside the delay part, in a subshell); the totals are
+# summed from it at the end.
+results="$root/build/run_all.results"
+: >"$results"
+# record PASSED FAILED SKIPPED SUMMARY...
+record() {
+  local p=$1 f=$2 k=$3
+  shift 3
+  echo "$p $f $k $*" >>"$results"
+}
 
 # A fresh machine may lack the tools: install what is missing (a quick no-op
 # when everything is there). The build tools are required; clang,
@@ -69,6 +86,20 @@ if ! "$root/scripts/install-deps.sh" --tests; then
     "test that needs doxygen, are skipped"
 fi
 
+# ccache: the cache is keyed by the compiler, its arguments and the
+# preprocessed source. The paths under this tree are made relative
+# (CCACHE_BASEDIR) and the build directory left out of the key
+# (CCACHE_NOHASHDIR; it is only the compilation directory recorded in the
+# line tables), so that another clone of the same sources hits the cache.
+# A variable the caller set is kept.
+launcher=()
+if [ "${RUN_ALL_CCACHE:-1}" != 0 ] && command -v ccache >/dev/null 2>&1; then
+  launcher=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+  export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$root}
+  export CCACHE_NOHASHDIR=${CCACHE_NOHASHDIR:-true}
+  echo "=== compiling through $(command -v ccache) (RUN_ALL_CCACHE=0: without)"
+fi
+
 # run_part NAME SCALE CTEST_JOBS CTEST_ARGS BUILD_TARGET CMAKE_ARGS...
 run_part() {
   local name=$1 scale=$2 ctest_jobs=$3 ctest_args=$4 target=$5
@@ -82,11 +113,11 @@ run_part() {
   if ! cmake -S "$root" -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
       "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O2 -g1 -DNDEBUG" \
       "-DCMAKE_ASM_FLAGS_RELWITHDEBINFO=-O2 -g1 -DNDEBUG" \
-      -DSCHEDSTM_WERROR=ON -DSCHEDSTM_BUILD_TESTS=ON "$@" >"$dir.configure.log" 2>&1; then
+      -DSCHEDSTM_WERROR=ON -DSCHEDSTM_BUILD_TESTS=ON ${launcher[@]+"${launcher[@]}"} "$@" \
+      >"$dir.configure.log" 2>&1; then
     cat "$dir.configure.log"
     echo "=== [$name] CONFIGURE FAILED"
-    total_fail=$((total_fail + 1))
-    summary+=("$name: configure failed")
+    record 0 1 0 "$name: configure failed"
     return
   fi
   configured+="$name "
@@ -98,7 +129,6 @@ run_part() {
   if ! cmake --build "$dir" -j"$jobs" --target "$target" $keep >"$dir.build.log" 2>&1; then
     grep -E "error:|warning:|Error [0-9]" "$dir.build.log" | sort | uniq -c | sort -rn | head -30
     echo "=== [$name] BUILD FAILED (full log: $dir.build.log); running what was built"
-    total_fail=$((total_fail + 1))
     build_failed=1
   fi
   echo "=== [$name] ctest -j$ctest_jobs $ctest_args (SSTM_TEST_SCALE=$scale)"
@@ -122,9 +152,6 @@ run_part() {
   fi
   # A skipped entry (exit 77: not applicable here) is not a pass.
   local passed=$((totaln - failed - skipped))
-  total_pass=$((total_pass + passed))
-  total_skip=$((total_skip + skipped))
-  total_fail=$((total_fail + failed))
   if [ "$failed" -gt 0 ]; then
     sed -n '/The following tests FAILED/,$p' "$log"
     echo "    (full output: $log)"
@@ -133,7 +160,9 @@ run_part() {
   t1=$(date +%s)
   local note=""
   if [ $build_failed = 1 ]; then note=" + build failure"; fi
-  summary+=("$name: $passed passed ($skipped skipped), $failed failed$note, $((t1 - t0)) s")
+  # a build failure counts once, with the entries that failed
+  record "$passed" $((failed + build_failed)) "$skipped" \
+    "$name: $passed passed ($skipped skipped), $failed failed$note, $((t1 - t0)) s"
   echo "=== [$name] $passed passed, $failed failed ($((t1 - t0)) s)"
 }
 
@@ -145,6 +174,8 @@ run_script() {
   shift 2
   mkdir -p "$root/build"
   echo "=== [$name] $*"
+  local t0
+  t0=$(date +%s)
   "$@" >"$log" 2>&1
   local rc=$?
   local line ipass ifail iskip
@@ -156,13 +187,13 @@ run_script() {
   if [ -z "$iskip" ]; then iskip=0; fi
   if [ $rc -ne 0 ] && [ "$ifail" = 0 ]; then ifail=1; fi
   [ "$ifail" -gt 0 ] && cat "$log"
-  total_pass=$((total_pass + ipass))
-  total_fail=$((total_fail + ifail))
-  total_skip=$((total_skip + iskip))
-  summary+=("$name: $ipass passed ($iskip skipped), $ifail failed")
+  record "$ipass" "$ifail" "$iskip" \
+    "$name: $ipass passed ($iskip skipped), $ifail failed, $(($(date +%s) - t0)) s"
 }
 
-for p in $parts; do
+# run_one PART
+run_one() {
+  local p=$1
   case $p in
   normal)
     run_part normal "${RUN_ALL_SCALE_NORMAL:-1}" "${RUN_ALL_CTEST_JOBS_NORMAL:-$jobs}" "" all
@@ -174,7 +205,9 @@ for p in $parts; do
       "-E ^unit\.generic\.compile\." all -DSCHEDSTM_SANITIZE=address,undefined
     ;;
   tsan)
-    run_part tsan "${RUN_ALL_SCALE_TSAN:-0.05}" "${RUN_ALL_CTEST_JOBS_TSAN:-$jobs}" "-L stress" \
+    # the scale of the delay part, which runs the same entries: every
+    # count they assert on is reached at it
+    run_part tsan "${RUN_ALL_SCALE_TSAN:-0.03}" "${RUN_ALL_CTEST_JOBS_TSAN:-$jobs}" "-L stress" \
       sstm_stress_bins -DSCHEDSTM_SANITIZE=thread
     ;;
   delay)
@@ -194,8 +227,7 @@ for p in $parts; do
         -DSCHEDSTM_BUILD_EXAMPLES=OFF -DSCHEDSTM_TEST_HARNESS=OFF
     else
       echo "=== [clang] skipped: no clang (scripts/install-deps.sh --tests installs it)"
-      total_skip=$((total_skip + 1))
-      summary+=("clang: skipped (no clang)")
+      record 0 0 1 "clang: skipped (no clang)"
     fi
     ;;
   format)
@@ -204,9 +236,33 @@ for p in $parts; do
   install) ;; # after the other parts, on the normal build (below)
   *)
     echo "unknown part '$p' (normal asan tsan delay debug clang format install)"
-    total_fail=$((total_fail + 1))
+    record 0 1 0 "$p: unknown part"
     ;;
   esac
+}
+
+# The parts that run beside the delay part, when both it and they are asked
+# for: short ctest runs after a build (debug, clang) and a script (format).
+# The delay part's entries mostly sleep; these fill the CPUs meanwhile.
+beside=""
+if [ "${RUN_ALL_BESIDE:-1}" != 0 ] && [[ " $parts " == *" delay "* ]]; then
+  for p in $parts; do
+    case $p in debug | clang | format) beside+="$p " ;; esac
+  done
+fi
+for p in $parts; do
+  if [[ " $beside " == *" $p "* ]]; then continue; fi
+  if [ "$p" = delay ] && [ -n "$beside" ]; then
+    beside_log="$root/build/run_all.beside.log"
+    echo "=== [${beside% }] beside [delay] (output below, when delay is done)"
+    (for q in $beside; do run_one "$q"; done) >"$beside_log" 2>&1 &
+    beside_pid=$!
+    run_one delay
+    wait "$beside_pid"
+    cat "$beside_log"
+    continue
+  fi
+  run_one "$p"
 done
 
 # The installed library as a consumer sees it (pkg-config, find_package,
@@ -216,14 +272,22 @@ done
 # build that an earlier run left.
 if [[ " $parts " == *" normal "* ]] && [[ "$configured" != *" normal "* ]]; then
   echo "=== [install] skipped: the normal build failed to configure"
-  summary+=("install: skipped (normal build not configured)")
+  record 0 0 0 "install: skipped (normal build not configured)"
 elif [[ " $parts " == *" normal "* ]] || [[ " $parts " == *" install "* ]]; then
   run_script install "$root/build/check-install.log" \
     "$root/scripts/check-install.sh" "$root/build/test-normal"
 fi
 
+total_pass=0
+total_fail=0
+total_skip=0
 echo
 echo "=== summary ($(($(date +%s) - start_all)) s)"
-for s in "${summary[@]}"; do echo "  $s"; done
+while read -r p f k line; do
+  total_pass=$((total_pass + p))
+  total_fail=$((total_fail + f))
+  total_skip=$((total_skip + k))
+  echo "  $line"
+done <"$results"
 echo "$total_pass passed, $total_fail failed ($total_skip skipped)"
 [ "$total_fail" -eq 0 ]
