@@ -578,6 +578,46 @@ static void lock_write_set(struct sstm_desc *tx) {
   }
 }
 
+/* (4.5)-(4.8) of an update commit, the write-back from entry `from` on
+ * (the release fence already done), for an attempt whose running status
+ * was `st` and whose timestamp is ts. */
+SSTM_INLINE void commit_writeback_release(struct sstm_desc *tx, uint64_t st, uint64_t ts,
+                                          uint32_t from) {
+  for (uint32_t i = from; i < tx->ws.n; i++) {
+    store_masked(tx->ws.e[i].word, tx->ws.e[i].value, tx->ws.e[i].bmask);
+    if (i == 0) DELAY_POINT(tx); /* a write-back half done */
+  }
+  sstm__seam(SSTM_SEAM_COMMIT_WRITTEN_BACK, NULL);
+  uint64_t v = sstm_lw_make_version(ts);
+  for (uint32_t i = 0; i < tx->ls.n; i++) {
+    /* (4.6) release: a reader acquiring version ts sees the write-back. */
+    atomic_store_explicit(tx->ls.e[i].lock, v, memory_order_release);
+    if (i == 0) DELAY_POINT(tx); /* some locks released, others not */
+  }
+  tx->ls.n = 0; /* every attempt ends with an empty lock log (attempt_start_fast) */
+  /* (4.7) release: the attempt has ended with everything visible (5.3).
+   * A plain store: flags cannot change while COMMITTING, so `st` has them. */
+  atomic_store_explicit(&tx->status, sstm_st_make(tx->serial, SSTM_ST_IDLE), memory_order_release);
+  attempt_ended(tx, st);
+  committing_ended(tx); /* (4.8) */
+}
+
+/* (4.3)'s test of the irrevocable flag and (4.4)-(4.8), once the clock
+ * word before our increment, c, is known. */
+SSTM_INLINE void commit_after_clock(struct sstm_desc *tx, uint64_t st, uint64_t c) {
+  if (SSTM_UNLIKELY(sstm_clock_irrevocable(c)))
+    sstm__conflict_abort(tx, SSTM_CONFLICT_IRREVOCABLE, SSTM_ABORT_IRREVOCABLE, NULL);
+  uint64_t ts = sstm_clock_time(c) + 1;
+  DELAY_POINT(tx);
+  if (ts != tx->end + 1 && !sstm__validate(tx)) /* (4.4) */
+    sstm__conflict_abort(tx, SSTM_CONFLICT_VALIDATION, SSTM_ABORT_VALIDATE_COMMIT, NULL);
+  /* (4.5) release fence: the write-back stores are not visible before our
+   * locks (seqlock writer side, (1.5); pairs with the readers' acquire
+   * fence, (1.3)). */
+  atomic_thread_fence(memory_order_release);
+  commit_writeback_release(tx, st, ts, 0);
+}
+
 /* An update commit, (4.1)-(4.8). */
 static void commit_update(struct sstm_desc *tx) {
   uint64_t st = atomic_load_explicit(&tx->status, memory_order_relaxed);
@@ -597,33 +637,7 @@ static void commit_update(struct sstm_desc *tx) {
    * this clock value ((2), (7.2)); acquire makes the locks of commits
    * counted before us visible to validate(). */
   uint64_t c = atomic_fetch_add_explicit(&sstm__g.clock, SSTM_CLOCK_TICK, memory_order_acq_rel);
-  if (SSTM_UNLIKELY(sstm_clock_irrevocable(c)))
-    sstm__conflict_abort(tx, SSTM_CONFLICT_IRREVOCABLE, SSTM_ABORT_IRREVOCABLE, NULL);
-  uint64_t ts = sstm_clock_time(c) + 1;
-  DELAY_POINT(tx);
-  if (ts != tx->end + 1 && !sstm__validate(tx)) /* (4.4) */
-    sstm__conflict_abort(tx, SSTM_CONFLICT_VALIDATION, SSTM_ABORT_VALIDATE_COMMIT, NULL);
-  /* (4.5) release fence: the write-back stores are not visible before our
-   * locks (seqlock writer side, (1.5); pairs with the readers' acquire
-   * fence, (1.3)). */
-  atomic_thread_fence(memory_order_release);
-  for (uint32_t i = 0; i < tx->ws.n; i++) {
-    store_masked(tx->ws.e[i].word, tx->ws.e[i].value, tx->ws.e[i].bmask);
-    if (i == 0) DELAY_POINT(tx); /* a write-back half done */
-  }
-  sstm__seam(SSTM_SEAM_COMMIT_WRITTEN_BACK, NULL);
-  uint64_t v = sstm_lw_make_version(ts);
-  for (uint32_t i = 0; i < tx->ls.n; i++) {
-    /* (4.6) release: a reader acquiring version ts sees the write-back. */
-    atomic_store_explicit(tx->ls.e[i].lock, v, memory_order_release);
-    if (i == 0) DELAY_POINT(tx); /* some locks released, others not */
-  }
-  tx->ls.n = 0; /* every attempt ends with an empty lock log (attempt_start_fast) */
-  /* (4.7) release: the attempt has ended with everything visible (5.3).
-   * A plain store: flags cannot change while COMMITTING, so `st` has them. */
-  atomic_store_explicit(&tx->status, sstm_st_make(tx->serial, SSTM_ST_IDLE), memory_order_release);
-  attempt_ended(tx, st);
-  committing_ended(tx); /* (4.8) */
+  commit_after_clock(tx, st, c);
 }
 
 /* The rest of a commit, once the attempt has ended: detailed statistics,
@@ -660,6 +674,20 @@ static SSTM_NOINLINE int commit_tail(struct sstm_desc *tx) {
   return 0;
 }
 
+/* What every commit does once its attempt has ended (depth 0): the
+ * variant, the count, and commit_tail when something is left to do. The
+ * test is the one of sstm_commit's read-only path: most commits have no
+ * reason to enter commit_tail. */
+SSTM_INLINE int commit_ended(struct sstm_desc *tx, bool update) {
+  sstm__set_variant(tx, SSTM_V_NONE);
+  sstm__ctr_add(update ? &tx->ctr.commits_update : &tx->ctr.commits_ro, 1);
+  if (SSTM_UNLIKELY((tx->slow & ~SSTM_SLOW_BEGIN) | tx->frees.n |
+                    atomic_load_explicit(&sstm__g.nhooks, memory_order_relaxed)))
+    return commit_tail(tx);
+  tx->allocs.n = 0;
+  return 0;
+}
+
 /* Update, irrevocable, killed or watched attempts. */
 static SSTM_NOINLINE int commit_slow(struct sstm_desc *tx) {
   bool update = tx->ws.n != 0;
@@ -688,15 +716,88 @@ static SSTM_NOINLINE int commit_slow(struct sstm_desc *tx) {
     attempt_ended(tx, atomic_exchange_explicit(&tx->status, sstm_st_make(tx->serial, SSTM_ST_IDLE),
                                                memory_order_acq_rel));
   }
-  sstm__set_variant(tx, SSTM_V_NONE);
-  sstm__ctr_add(update ? &tx->ctr.commits_update : &tx->ctr.commits_ro, 1);
-  /* The test of sstm_commit's read-only path: most update commits have no
-   * reason to enter commit_tail. */
-  if (SSTM_UNLIKELY((tx->slow & ~SSTM_SLOW_BEGIN) | tx->frees.n |
-                    atomic_load_explicit(&sstm__g.nhooks, memory_order_relaxed)))
-    return commit_tail(tx);
-  tx->allocs.n = 0;
-  return 0;
+  return commit_ended(tx, update);
+}
+
+/* The general path of an update commit, entered by the frameless one
+ * (sstm_commit) once the clock was incremented: its word before, c, is
+ * irrevocable or shows that another commit happened since `end` (4.4). */
+static SSTM_NOINLINE int commit_fast_validate(struct sstm_desc *tx, uint64_t st, uint64_t c) {
+  tx->depth = 1; /* an abort inside commit restarts the block */
+  commit_after_clock(tx, st, c);
+  tx->depth = 0;
+  return commit_ended(tx, true);
+}
+
+/* The same from entry i of the write-back on, which is not a whole word
+ * (store_masked's rarer cases may call). */
+static SSTM_NOINLINE int commit_fast_partial(struct sstm_desc *tx, uint64_t st, uint64_t ts,
+                                             uint32_t i) {
+  commit_writeback_release(tx, st, ts, i);
+  return commit_ended(tx, true);
+}
+
+/* The end of the frameless update commit when threads sleep until its
+ * COMMITTING attempt ends (4.8): wake them. */
+static SSTM_NOINLINE int commit_fast_wake(struct sstm_desc *tx) {
+  sstm__futex_wake_all(&tx->status);
+  return commit_ended(tx, true);
+}
+
+/* The common update commit, (4.1) and (4.3)-(4.8) as commit_update does
+ * them, without a stack frame: an ETL attempt whose variant byte carries
+ * no flag (not killed, no preemption request, no sampling, not
+ * irrevocable), whose status `st` (depth already 0) is ACTIVE without
+ * flags, so that nobody sleeps on it or watches it, whose snapshot needs
+ * no validation at commit, and whose redo-log entries are whole words.
+ * Anything else leaves for commit_slow before (4.1), or for the general
+ * code at the step where it left (commit_fast_validate,
+ * commit_fast_partial), so that no call in the common case needs a frame
+ * here. */
+SSTM_INLINE int commit_update_fast(struct sstm_desc *tx, uint64_t st) {
+  /* (4.1) acq_rel, as in commit_update. A weak CAS: a spurious failure, or
+   * a flag set meanwhile, takes the general path, which starts over. */
+  if (SSTM_UNLIKELY(!atomic_compare_exchange_weak_explicit(
+          &tx->status, &st, sstm_st_with_state(st, SSTM_ST_COMMITTING), memory_order_acq_rel,
+          memory_order_relaxed)))
+    return commit_slow(tx);
+  DELAY_POINT(tx);
+  /* (4.3) acq_rel, as in commit_update. */
+  uint64_t c = atomic_fetch_add_explicit(&sstm__g.clock, SSTM_CLOCK_TICK, memory_order_acq_rel);
+  /* Not irrevocable and ts == end + 1 (4.4): one comparison, since the
+   * flag is the clock word's low bit and end is a time. */
+  if (SSTM_UNLIKELY(c != tx->end << 1)) return commit_fast_validate(tx, st, c);
+  uint64_t ts = tx->end + 1;
+  DELAY_POINT(tx);
+  /* (4.5) release fence, as in commit_after_clock. */
+  atomic_thread_fence(memory_order_release);
+  const sstm_w_entry_t *e = tx->ws.e, *we = e + tx->ws.n;
+  for (; e != we; e++) {
+    if (SSTM_UNLIKELY(e->bmask != ~0ull))
+      return commit_fast_partial(tx, st, ts, (uint32_t)(e - tx->ws.e));
+    mem_store((void *)e->word, e->value, 8);
+    DELAY_POINT(tx); /* a write-back half done */
+  }
+  sstm__seam(SSTM_SEAM_COMMIT_WRITTEN_BACK, NULL);
+  uint64_t v = sstm_lw_make_version(ts);
+  const sstm_l_entry_t *l = tx->ls.e, *le = l + tx->ls.n;
+  for (; l != le; l++) {
+    /* (4.6) release, as in commit_writeback_release. */
+    atomic_store_explicit(l->lock, v, memory_order_release);
+    DELAY_POINT(tx); /* some locks released, others not */
+  }
+  tx->ls.n = 0;
+  /* (4.7) release, a plain store as in commit_writeback_release; `st` had
+   * no flags (the CAS compared them), so there is nobody to wake and the
+   * attempt was not watched (attempt_ended). */
+  atomic_store_explicit(&tx->status, sstm_st_make(tx->serial, SSTM_ST_IDLE), memory_order_release);
+  tx->cm_ctx.watched = false;
+  /* (4.8) as committing_ended does it, with the wake-up as a tail call:
+   * the compiler-only fence, then the sleepers' count. */
+  atomic_signal_fence(memory_order_seq_cst);
+  if (SSTM_UNLIKELY(atomic_load_explicit(&tx->commit_sleepers, memory_order_relaxed)))
+    return commit_fast_wake(tx);
+  return commit_ended(tx, true);
 }
 
 SSTM_API int sstm_commit(void) {
@@ -714,7 +815,13 @@ SSTM_API int sstm_commit(void) {
   /* The low byte alone: the serial part is this attempt's (only the owner
    * starts attempts); killers change the state and watchers the flags, all
    * in the low byte (lockword.h). */
-  if (SSTM_UNLIKELY(tx->ws.n != 0 || (st & 0xff) != SSTM_ST_ACTIVE)) return commit_slow(tx);
+  if (SSTM_UNLIKELY((st & 0xff) != SSTM_ST_ACTIVE)) return commit_slow(tx);
+  if (tx->ws.n != 0) {
+    /* relaxed: as every read of the variant byte (engine.h) */
+    if (SSTM_LIKELY(atomic_load_explicit(&tx->variant, memory_order_relaxed) == SSTM_V_ETL))
+      return commit_update_fast(tx, st);
+    return commit_slow(tx);
+  }
   /* Read-only, running, not killed, no watch flags: valid at `end`, nothing
    * to publish. release: see rollback. A plain store, not the exchange of
    * the slow path (a full barrier on every read-only commit): a flag set in
