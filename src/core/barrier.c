@@ -525,10 +525,25 @@ static SSTM_COLD uint64_t load_general(const void *addr, unsigned size) {
   return sstm__load_slow(addr, size);
 }
 
+/* sstm__load_try's test for the exported loads: ETL first, in a copy of
+ * the fast path of its own that logs without testing the variant again,
+ * so that the reads of update attempts, the most frequent, test the
+ * variant once instead of twice. (The inlined loads keep sstm__load_try's
+ * single copy: two copies at every call site cost the caller more than
+ * they save.) */
+SSTM_INLINE bool load_try_etl_first(sstm__fast_t *f, const void *addr, unsigned size,
+                                    uint64_t *out) {
+  /* relaxed: as in sstm__load_try (a flag bit fails both tests). */
+  unsigned var = __atomic_load_n(&f->variant, __ATOMIC_RELAXED);
+  if (((uintptr_t)addr & (size - 1)) != 0) return false;
+  if (SSTM_LIKELY(var == SSTM__V_ETL)) return sstm__load_fast(f, addr, size, true, out);
+  return var == SSTM__V_RO && sstm__load_fast(f, addr, size, false, out);
+}
+
 SSTM_INLINE uint64_t load_entry(const void *addr, unsigned size) {
   uint64_t v;
   sstm__fast_t *f = sstm__fast_cur;
-  if (!sstm__random_delay && SSTM_LIKELY(sstm__load_try(f, addr, size, &v))) return v;
+  if (!sstm__random_delay && SSTM_LIKELY(load_try_etl_first(f, addr, size, &v))) return v;
   if (!sstm__random_delay && sstm__load_try_sampled(f, addr, size, &v)) return v;
   return load_general(addr, size);
 }
