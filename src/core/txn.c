@@ -241,7 +241,18 @@ static SSTM_NOINLINE void attempt_start(struct sstm_desc *tx, bool first) {
  * and a transaction that ended by its first attempt's commit has retries,
  * conflicts and the restart flags at zero (sstm__begin clears them before
  * the call anyway, for the policies' view). */
-SSTM_INLINE void attempt_start_fast(struct sstm_desc *tx, unsigned v) {
+/* The end of attempt_start_fast when the clock carries the irrevocable
+ * flag: wait until it is clear (7.2), then take the snapshot. Out of line,
+ * as a tail call, so that the common begin needs no stack frame. */
+static SSTM_NOINLINE int attempt_start_fast_irrev(struct sstm_desc *tx) {
+  uint64_t start = sstm_clock_time(sstm__wait_irrevocable());
+  __atomic_store_n(&tx->start, start, __ATOMIC_RELAXED);
+  __atomic_store_n(&tx->birth, start, __ATOMIC_RELAXED);
+  tx->end = start;
+  return SSTM__CKPT_START;
+}
+
+SSTM_INLINE int attempt_start_fast(struct sstm_desc *tx, unsigned v) {
   uint64_t serial = ++tx->serial;
   tx->owner_lw = sstm_lw_next_owner(tx->owner_lw);
   sstm_rset_clear(&tx->rs);
@@ -256,12 +267,13 @@ SSTM_INLINE void attempt_start_fast(struct sstm_desc *tx, unsigned v) {
   atomic_signal_fence(memory_order_seq_cst);
   /* acquire: pairs with committers' release fetch_add (4.3, 2). */
   uint64_t c = atomic_load_explicit(&sstm__g.clock, memory_order_acquire);
-  if (SSTM_UNLIKELY(sstm_clock_irrevocable(c))) c = sstm__wait_irrevocable();
+  if (SSTM_UNLIKELY(sstm_clock_irrevocable(c))) return attempt_start_fast_irrev(tx);
   uint64_t start = sstm_clock_time(c);
   /* start and birth are read by other threads' policies (relaxed) */
   __atomic_store_n(&tx->start, start, __ATOMIC_RELAXED);
   __atomic_store_n(&tx->birth, start, __ATOMIC_RELAXED);
   tx->end = start;
+  return SSTM__CKPT_START;
 }
 
 /* cfg.ro_log: which first attempts of declared read-only transactions keep
@@ -314,9 +326,19 @@ static SSTM_COLD sstm_ckpt_t *begin_in_hook(struct sstm_desc *tx) {
   return NULL;
 }
 
+/* The first attempt in every case that attempt_start_fast does not
+ * cover. */
+static SSTM_NOINLINE int begin_outer_slow(struct sstm_desc *tx, bool ro) {
+  if (ro) ro_window(tx);
+  attempt_start(tx, true);
+  return SSTM__CKPT_START;
+}
+
 /* The outermost begin of a transaction on tx (depth already 1): the
- * attributes, the per-transaction state, the first attempt. */
-SSTM_INLINE void begin_outer(struct sstm_desc *tx, const sstm_attr_t *attr) {
+ * attributes, the per-transaction state, the first attempt. Returns
+ * SSTM__CKPT_START; every call in it is a tail call, so that the common
+ * begin (sstm__begin_top) needs no stack frame. */
+SSTM_INLINE int begin_outer(struct sstm_desc *tx, const sstm_attr_t *attr) {
   tx->begin_sp = sstm__stack_pointer();
   bool ro = false, irrev = false;
   if (attr) {
@@ -344,12 +366,9 @@ SSTM_INLINE void begin_outer(struct sstm_desc *tx, const sstm_attr_t *attr) {
    * covers the descriptor's features, cfg.ro_log among them: with it off a
    * declared read-only transaction starts without a read set). */
   if (SSTM_LIKELY(!(tx->slow & SSTM_SLOW_BEGIN) && !irrev &&
-                  !atomic_load_explicit(&sstm__g.nhooks, memory_order_relaxed))) {
-    attempt_start_fast(tx, ro ? SSTM_V_RO : tx->design);
-  } else {
-    if (ro) ro_window(tx);
-    attempt_start(tx, true);
-  }
+                  !atomic_load_explicit(&sstm__g.nhooks, memory_order_relaxed)))
+    return attempt_start_fast(tx, ro ? SSTM_V_RO : tx->design);
+  return begin_outer_slow(tx, ro);
 }
 
 SSTM_API sstm_ckpt_t *sstm__begin(const sstm_attr_t *attr) {
@@ -360,7 +379,7 @@ SSTM_API sstm_ckpt_t *sstm__begin(const sstm_attr_t *attr) {
   }
   if (SSTM_UNLIKELY(tx->in_hook)) return begin_in_hook(tx);
   if (tx->depth++ > 0) return NULL; /* flat nesting */
-  begin_outer(tx, attr);
+  (void)begin_outer(tx, attr);
   return &tx->ckpt;
 }
 
@@ -376,8 +395,7 @@ __attribute__((visibility("hidden"))) int sstm__begin_other(const sstm_attr_t *a
 
 int sstm__begin_top(const sstm_attr_t *attr, struct sstm_desc *tx) {
   tx->depth = 1;
-  begin_outer(tx, attr);
-  return SSTM__CKPT_START;
+  return begin_outer(tx, attr);
 }
 
 int sstm__begin_other(const sstm_attr_t *attr) {
