@@ -38,6 +38,11 @@
 
 #define SSTM_IN_TX(tx) SSTM_LIKELY((tx) != NULL && (tx)->depth != 0)
 
+/* The calling thread's descriptor as the inline read path's prefix
+ * (barrier.c): never NULL, a static prefix with depth 0 and variant
+ * SSTM_V_NONE when the thread has no descriptor; otherwise sstm__cur. */
+extern __thread sstm__fast_t *sstm__fast_cur __attribute__((tls_model("initial-exec")));
+
 /* ------------------------------------------------------------------------ */
 /* Memory accesses of exactly the requested size. Relaxed atomics: the
  * speculative reads race with commits by design, and C11 makes that

@@ -818,14 +818,26 @@ SSTM_INLINE int commit_update_fast(struct sstm_desc *tx, uint64_t st) {
   return commit_ended(tx, true);
 }
 
-SSTM_API int sstm_commit(void) {
+/* sstm_commit at a depth other than 1: leave one level of a flat-nested
+ * block, or report the misuse of a commit outside any transaction (on a
+ * thread without a descriptor too: its prefix has depth 0). */
+static SSTM_NOINLINE int commit_not_outermost(void) {
   struct sstm_desc *tx = sstm__cur;
-  if (SSTM_UNLIKELY(tx == NULL || tx->depth == 0)) {
+  if (tx == NULL || tx->depth == 0) {
     if (sstm__debug) sstm__misuse("sstm_commit without a transaction");
     sstm__set_error("sstm_commit: no active transaction");
     return SSTM_ENOTX;
   }
-  if (--tx->depth > 0) return 0;
+  tx->depth--;
+  return 0;
+}
+
+SSTM_API int sstm_commit(void) {
+  /* The thread's prefix, which is never NULL (a thread without a
+   * descriptor has one with depth 0): one test of the depth covers both. */
+  struct sstm_desc *tx = (struct sstm_desc *)(void *)sstm__fast_cur;
+  if (SSTM_UNLIKELY(tx->depth != 1)) return commit_not_outermost();
+  tx->depth = 0;
   /* relaxed: only the owner leaves ACTIVE except by a killer's CAS, and a
    * kill that this load misses came too late to matter (the attempt's
    * snapshot was consistent at `end`). */
