@@ -1009,9 +1009,11 @@ static SSTM_NOINLINE int add_action_slow(struct sstm_desc *tx, void (*fn)(void *
 }
 
 SSTM_INLINE int add_action(void (*fn)(void *), void *arg, bool on_commit) {
-  struct sstm_desc *tx = sstm__cur;
-  if (SSTM_UNLIKELY(!SSTM_IN_TX(tx) || fn == NULL || tx->nactions == tx->actions_cap))
-    return add_action_slow(tx, fn, arg, on_commit);
+  /* The never-NULL prefix (as in sstm_commit): depth 0 also on a thread
+   * without a descriptor, which add_action_slow tells apart. */
+  struct sstm_desc *tx = (struct sstm_desc *)(void *)sstm__fast_cur;
+  if (SSTM_UNLIKELY(tx->depth == 0 || fn == NULL || tx->nactions == tx->actions_cap))
+    return add_action_slow(sstm__cur, fn, arg, on_commit);
   return action_append(tx, fn, arg, on_commit);
 }
 
