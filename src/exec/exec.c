@@ -714,6 +714,10 @@ static int submit(struct sstm_exec *ex, const sstm_exec_req_t *req, bool wait, c
    * goes below zero. */
   atomic_fetch_add_explicit(&ex->lv[req->priority].submitted, 1, memory_order_relaxed);
   atomic_fetch_add_explicit(&ex->lv[req->priority].in_flight, 1, memory_order_relaxed);
+  /* The priority as submitted, kept for after the unlock: from then on
+   * `c` belongs to the worker that pops it, which can run it to its end
+   * and put it back on the free list for another submission to reuse. */
+  const int prio = (int)c->prio;
   sstm__xq_push(&ex->q, &c->node, c->prio, false);
   bool wake = ex->idle > 0;
   sstm_xworker_t *v = NULL;
@@ -724,7 +728,7 @@ static int submit(struct sstm_exec *ex, const sstm_exec_req_t *req, bool wait, c
   sstm__xq_unlock(&ex->q);
   if (wake) fx_wake(&ex->work_gen, 1);
   if (v) {
-    sstm__xp_want(v, (int)c->prio);
+    sstm__xp_want(v, prio);
     sstm__xp_kick(v);
     /* Every other worker that runs a lower priority gets the polled
      * request too: the victim may be off its CPU (runnable, waiting for
@@ -737,8 +741,8 @@ static int submit(struct sstm_exec *ex, const sstm_exec_req_t *req, bool wait, c
     for (unsigned i = 0; i < ex->nworkers; i++) {
       sstm_xworker_t *o = &ex->workers[i];
       int p = atomic_load_explicit(&o->cur_prio, memory_order_relaxed);
-      if (o != v && p >= 0 && p < (int)c->prio) {
-        sstm__xp_want(o, (int)c->prio);
+      if (o != v && p >= 0 && p < prio) {
+        sstm__xp_want(o, prio);
         sstm__xp_nudge(o);
       }
     }
