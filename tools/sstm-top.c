@@ -143,9 +143,18 @@ static bool pid_alive(int pid) {
   size_t n = fread(buf, 1, sizeof buf - 1, f);
   fclose(f);
   buf[n] = '\0';
-  /* "pid (comm) S ...": comm may hold any byte, ')' included */
+  /* "pid (comm) S ppid pgrp session tty_nr tpgid flags ...": comm may
+   * hold any byte, ')' included */
   const char *p = strrchr(buf, ')');
-  return !(p && p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X'));
+  if (!p || p[1] != ' ') return true;
+  if (p[2] == 'Z' || p[2] == 'X') return false;
+  /* An exiting process (PF_EXITING, 0x4 in the kernel's task flags, set
+   * at the start of its exit) closes its files, the state table's among
+   * them, while its state still reads as running: it is not alive either,
+   * or a SIGKILLed process would read as one that called sstm_shutdown. */
+  unsigned long flags = 0;
+  if (sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %lu", &flags) == 1 && (flags & 0x4ul)) return false;
+  return true;
 }
 
 static uint64_t now_ns(void) {
