@@ -122,7 +122,7 @@
  * shows them live); the switch, evaluation, probe and slice-change counts
  * are in the policy counters.
  */
-#define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
+#define _GNU_SOURCE
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -306,14 +306,6 @@ static void verdict_forget(void) {
   G.last_pick = -1;
 }
 
-static unsigned cpus_available(void) {
-  cpu_set_t set;
-  if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0)
-    return (unsigned)CPU_COUNT(&set);
-  long n = sysconf(_SC_NPROCESSORS_ONLN);
-  return n > 0 ? (unsigned)n : 1;
-}
-
 static int adaptive_init(const sstm_config_t *cfg) {
   own_size = sstm__cm_parts_layout(sizeof(adaptive_state_t), subs, NSUB, sub_off);
   for (int i = 0; i < NSUB; i++) {
@@ -344,7 +336,7 @@ static int adaptive_init(const sstm_config_t *cfg) {
   G.slice_ns = slice ? slice : DEFAULT_SLICE_NS;
   G.default_slice_ns = default_slice;
   G.long_ns = (double)G.slice_ns / LONG_TX_DIV;
-  G.ncpu = cpus_available();
+  G.ncpu = sstm__cpus_allowed();
   G.nslots = n;
   G.seen_c = arr;
   G.seen_a = arr + n;

@@ -53,7 +53,7 @@
  * and a per-descriptor counter while the gate is off); two shared atomic
  * operations per transaction while it is on.
  */
-#define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
+#define _GNU_SOURCE
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -230,14 +230,6 @@ void sstm__admit_pin(bool on, uint64_t limit, uint64_t wait_max_ns) {
 
 /* ---- hooks ---- */
 
-static unsigned cpus_available(void) {
-  cpu_set_t set;
-  if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0)
-    return (unsigned)CPU_COUNT(&set);
-  long n = sysconf(_SC_NPROCESSORS_ONLN);
-  return n > 0 ? (unsigned)n : 1;
-}
-
 static int admit_init(const sstm_config_t *cfg) {
   unsigned n = cfg->max_threads ? cfg->max_threads : 1;
   uint64_t r = 2;
@@ -254,7 +246,7 @@ static int admit_init(const sstm_config_t *cfg) {
   pthread_mutex_lock(&G.lock);
   G.ring = ring;
   G.ring_mask = r - 1;
-  G.ncpu = cpus_available();
+  G.ncpu = sstm__cpus_allowed();
   G.limit = (uint64_t)ADMIT_PER_CPU * G.ncpu;
   G.wait_max_ns = ADMIT_WAIT_MAX_NS;
   atomic_store_explicit(&G.pinned, false, RLX);

@@ -159,16 +159,6 @@ static int check_cfg(const sstm_exec_config_t *c) {
   return 0;
 }
 
-static unsigned cpus_allowed(void) {
-  cpu_set_t set;
-  if (sched_getaffinity(0, sizeof set, &set) == 0) {
-    int n = CPU_COUNT(&set);
-    if (n > 0) return (unsigned)n;
-  }
-  long n = sysconf(_SC_NPROCESSORS_ONLN);
-  return n > 0 ? (unsigned)n : 1u;
-}
-
 /* ---- the request on its context ---- */
 
 /* The transaction body: counts the attempt (context memory, not
@@ -534,7 +524,7 @@ int sstm_exec_create(const sstm_exec_config_t *cfg, sstm_exec_t **out) {
   if (c.use_env && (rc = sstm_exec_config_from_env(&c)) != 0) return rc;
   if ((rc = check_cfg(&c)) != 0) return rc;
   if (c.workers == 0) {
-    c.workers = cpus_allowed();
+    c.workers = sstm__cpus_allowed();
     if (c.workers > SSTM_EXEC_MAX_WORKERS) c.workers = SSTM_EXEC_MAX_WORKERS;
   }
   struct sstm_exec *ex = calloc(1, sizeof *ex);

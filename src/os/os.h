@@ -35,6 +35,11 @@ int sstm__gettid(void);
 /* The CPU time thread `tid` of this process has used, in ns (a system
  * call: not for the hot path). False if the thread is gone or tid <= 0. */
 bool sstm__thread_cpu_ns(int tid, uint64_t *ns);
+
+/* The number of CPUs this process may run on (its affinity mask; the
+ * online CPUs if that cannot be read), at least 1. A system call: not for
+ * hot paths. */
+unsigned sstm__cpus_allowed(void);
 /* One delay point of the race-widening build (SCHEDSTM_RANDOM_DELAY), from
  * a random number r: yields the CPU at one point in 2^shift, sleeps up to
  * 50 us at one in 2^(shift+5). */

@@ -18,6 +18,14 @@
 #include "os.h"    /* os/os.h: src/os includes only its own headers */
 #include "sched.h" /* os/sched.h (this directory's, not <sched.h>) */
 
+unsigned sstm__cpus_allowed(void) {
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0)
+    return (unsigned)CPU_COUNT(&set);
+  long n = sysconf(_SC_NPROCESSORS_ONLN);
+  return n > 0 ? (unsigned)n : 1u;
+}
+
 /* sched_attr as in linux/sched/types.h (glibc 2.36 has no wrapper). */
 struct sstm_sched_attr {
   uint32_t size;
