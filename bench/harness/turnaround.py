@@ -39,6 +39,20 @@ promotion off/on (--lazy). Within a repetition every variant runs back to
 back in an order that rotates with the repetition, and ratios are taken
 against the baseline of the same repetition.
 
+The offered rate (--rate): a number, or "peak" (the default), the
+issue's and [Silvestri17]'s peak load found on the host itself: the
+capacity of the baseline is measured first (a burst), then the baseline is
+offered rising fractions of it (--peak-fractions) until the context pool
+counts at least --contexts x 90 % requests (in the executor or parked in
+the server for a context) for at least --peak-busy of the run; the rate
+kept is the lowest such fraction whose backlog stays bounded (the load
+generator's drain, from its last send to its last reply, at most
+--peak-drain of the run), else the highest fraction below it whose backlog
+was bounded. Every probe is recorded (kind "peak") and the summary says
+which rate was kept and why. --load X instead offers X times the
+capacity (the earlier default, 3: an overload whose backlog grows for the
+whole run).
+
 --overhead adds the machinery's cost with no high-priority load: every
 profile at priority 1 (nothing ever outranks a running transaction), the
 load above capacity, the completion rate of each variant against the
@@ -50,8 +64,9 @@ load generator's JSON and the provenance fields), summary.md, and with
 Exit status 0, 1 if a run failed, 2 bad command line.
 
 Example (the figures of docs/benchmarks.md):
-  turnaround.py --rate 4000 --duration-ms 4000 --reps 3 --c-max 1,2,4,8,inf \
+  turnaround.py --duration-ms 4000 --reps 3 --c-max 1,2,4,8,inf \
       --lazy off,on --plot --out results/turnaround
+  turnaround.py --variants baseline,event,poll --c-max inf --reps 10 --metric vexec
 """
 
 import argparse
@@ -83,6 +98,11 @@ VARIANTS = {
     "handover": (["--preempt", "signal", "--tick-us", "0", "--paused-conflict", "handover"], True),
 }
 ERROR = "turnaround: error: "
+# Every turnaround field the server reports, with the clock it is on.
+CLOCKS = {"turnaround_us_mean": "wall, from the submission to the executor",
+          "server_turnaround_us_mean": "wall, from the arrival at the server",
+          "vturnaround_us_mean": "executor's clock, from the arrival at the server",
+          "vexec_turnaround_us_mean": "executor's clock, from the submission to the executor"}
 # The server's field of mean turnaround that the tables and figures use (--metric).
 TURN = "turnaround_us_mean"
 
@@ -105,13 +125,23 @@ def parse_args(argv):
     p.add_argument("--variants", default="baseline,ticks,event,poll,tick100,tick1000")
     p.add_argument("--c-max", default="4", help="C_max values, inf = never (default 4)")
     p.add_argument("--lazy", default="off", help="off, on or off,on (default off)")
-    p.add_argument("--rate", type=float, default=0,
-                   help="offered requests per second (default: --load x the capacity "
-                        "measured first)")
-    p.add_argument("--load", type=float, default=3.0,
-                   help="offered load as a multiple of the measured capacity (default 3: the "
-                        "context pool stays full while the load lasts, whatever the host's "
-                        "speed does meanwhile)")
+    p.add_argument("--rate", default="peak",
+                   help="offered requests per second, or peak (default): the peak load found "
+                        "first on this host (see above)")
+    p.add_argument("--load", type=float, default=0,
+                   help="offer this multiple of the measured capacity instead of the peak "
+                        "load (3: an overload, the backlog grows for the whole run)")
+    p.add_argument("--peak-fractions", default="0.6,0.8,1.0,1.2,1.5,2.0",
+                   help="--rate peak: the fractions of the capacity tried, rising")
+    p.add_argument("--peak-busy", type=float, default=0.9,
+                   help="--rate peak: the share of the run the pool must be at least 90 %% "
+                        "busy (default 0.9)")
+    p.add_argument("--peak-drain", type=float, default=0.25,
+                   help="--rate peak: the longest drain after the last send, as a share of "
+                        "--duration-ms, for a bounded backlog (default 0.25)")
+    p.add_argument("--first-rep", type=int, default=1,
+                   help="number of the first repetition (to add repetitions to --out in "
+                        "several invocations; the summary covers every record in --out)")
     p.add_argument("--duration-ms", type=int, default=3000)
     p.add_argument("--reps", type=int, default=3)
     p.add_argument("--workers", type=int, default=0, help="executor workers (0: one per CPU)")
@@ -131,14 +161,16 @@ def parse_args(argv):
     p.add_argument("--reserve-pct", type=int, default=None,
                    help="the executor's priority-graded admission (sstm-server --reserve-pct; "
                         "default: the server's)")
-    p.add_argument("--metric", choices=("wall", "server", "cpu"), default="wall",
+    p.add_argument("--metric", choices=("wall", "server", "cpu", "vexec"), default="wall",
                    help="turnaround on the wall clock from the submission to the executor "
                         "(default), on the wall clock from the arrival at the server (server: "
                         "the time a request waited parked for a context included), or on the "
                         "executor's clock (cpu, sstm-server --vclock: the CPU time its workers "
                         "ran between a request's arrival and its end, over the number of "
                         "workers), which leaves out the time the host kept the workers off "
-                        "their CPUs")
+                        "their CPUs; vexec: the same clock from the submission to the "
+                        "executor, [Silvestri17]'s definition). cpu and vexec run the server "
+                        "with --vclock; the summary then gives the targets on every clock")
     p.add_argument("--overhead", action="store_true",
                    help="also measure the machinery's cost with no high-priority load")
     p.add_argument("--plot", action="store_true", help="draw the figures (matplotlib)")
@@ -168,8 +200,22 @@ def parse_args(argv):
         a.server_args, a.loadgen_args = ["--no-tpcc"], ["--classes", a.classes]
     else:
         a.server_args, a.loadgen_args = a.scale_args + ["--demand", str(a.demand)], a.scale_args
-    if a.reps < 1 or a.duration_ms < 100:
-        p.error("--reps must be >= 1 and --duration-ms >= 100")
+    if a.reps < 1 or a.duration_ms < 100 or a.first_rep < 1:
+        p.error("--reps and --first-rep must be >= 1 and --duration-ms >= 100")
+    if a.rate != "peak":
+        try:
+            a.rate = float(a.rate)
+        except ValueError:
+            p.error("--rate: %r is neither a number nor peak" % a.rate)
+        if a.rate <= 0:
+            p.error("--rate must be positive")
+    try:
+        a.peak_fractions = [float(x) for x in a.peak_fractions.split(",")]
+    except ValueError:
+        p.error("--peak-fractions: %r is not a list of numbers" % a.peak_fractions)
+    if not a.peak_fractions or any(f <= 0 for f in a.peak_fractions) or \
+            a.peak_fractions != sorted(a.peak_fractions):
+        p.error("--peak-fractions must be positive and rising")
     a.server = os.path.join(a.build, "bench", "server", "sstm-server")
     a.loadgen = os.path.join(a.build, "bench", "server", "sstm-loadgen")
     for prog in (a.server, a.loadgen):
@@ -201,7 +247,7 @@ def run_once(args, variant, c_max, lazy, rate, extra_loadgen=()):
     cmd = [args.server, "--port", "0", "--contexts", str(args.contexts),
            "--workers", str(args.workers), "--c-max", str(c_max)] + VARIANTS[variant][0]
     cmd += args.server_args + (["--lazy"] if lazy else [])
-    cmd += ["--vclock"] if args.metric == "cpu" else []
+    cmd += ["--vclock"] if args.metric in ("cpu", "vexec") else []
     cmd += ["--reserve-pct", str(args.reserve_pct)] if args.reserve_pct is not None else []
     env = dict(os.environ, SCHEDSTM_CM=args.cm) if args.cm else None
     srv = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
@@ -235,6 +281,56 @@ def capacity(args):
     n = 1500 if args.workload == "synthetic" else 30000
     st, lg = run_once(args, "baseline", 0, False, 1000000, ["--count", str(n)])
     return lg["reply_rate"], st, lg
+
+
+def drain_s(lg):
+    """The load generator's time from its last send to its last reply: the backlog
+    the offered load left behind, in seconds of service."""
+    return max(0.0, lg.get("elapsed_s", 0.0) - lg.get("send_span_s", 0.0))
+
+
+def peak_choice(probes, busy, drain_limit):
+    """The rate kept among probes [(fraction, rate, busy90 share, drain s)], rising:
+    (rate, reason). The lowest fraction at which the pool is at least 90 % busy for
+    `busy` of the run, if its drain is at most drain_limit; else the highest bounded
+    fraction below it; else the lowest bounded one, or the lowest probed."""
+    bounded = [p for p in probes if p[3] <= drain_limit]
+    for i, (f, rate, b, d) in enumerate(probes):
+        if b >= busy:
+            if d <= drain_limit:
+                return rate, "%.2fx capacity: pool >= 90 %% busy %.0f %% of the run, drain " \
+                    "%.2f s" % (f, 100 * b, d)
+            below = [p for p in probes[:i] if p[3] <= drain_limit]
+            if below:
+                f2, r2, b2, d2 = below[-1]
+                return r2, "%.2fx capacity: the highest bounded backlog (drain %.2f s; pool " \
+                    ">= 90 %% busy %.0f %% of the run); at %.2fx the pool was busy but the " \
+                    "drain %.2f s" % (f2, d2, 100 * b2, f, d)
+            break
+    if bounded:
+        f2, r2, b2, d2 = bounded[-1]
+        return r2, "%.2fx capacity: the highest bounded backlog (drain %.2f s), the pool " \
+            ">= 90 %% busy only %.0f %% of the run" % (f2, d2, 100 * b2)
+    return probes[0][1], "%.2fx capacity: no probe had a bounded backlog" % probes[0][0]
+
+
+def peak_rate(args, cap, keep, prov):
+    """--rate peak: probes rising fractions of the capacity with the baseline and keeps
+    one (peak_choice); returns (rate, reason)."""
+    probes = []
+    limit = args.peak_drain * args.duration_ms / 1e3
+    for f in args.peak_fractions:
+        rate = round(cap * f)
+        st, lg = run_once(args, "baseline", 0, False, rate)
+        keep(record(args, 0, "peak %.2f" % f, "baseline", 0, False, rate, st, lg, prov,
+                    kind="peak"))
+        probes.append((f, rate, st["context_busy90_share"], drain_s(lg)))
+        print("peak probe %.2fx = %d/s: pool >= 90 %% busy %.0f %%, drain %.2f s, parked "
+              "mean %.0f" % (f, rate, 100 * probes[-1][2], probes[-1][3],
+                             st.get("parked_mean", 0)), file=sys.stderr)
+        if probes[-1][2] >= args.peak_busy:
+            break
+    return peak_choice(probes, args.peak_busy, limit)
 
 
 def level_means(st):
@@ -299,15 +395,18 @@ def verdict(series, bound):
     return "unresolved"
 
 
-def targets(ok, base, configs):
+def targets(ok, base, configs, key=None):
     """Lines of the targets' table: per preemptive configuration, the ratio to the
     same repetition's baseline of P4 and P5 (target <= 0.35: 65 % lower) and of P1 and P2
-    (target <= 1.05), as median [min-max] over the repetitions."""
+    (target <= 1.05), as median [min-max] over the repetitions, on the turnaround field
+    `key` (default the --metric's)."""
+    key = key or TURN
+
     def ratios(mine, p):
         out = []
         for r in mine:
-            b = base.get(r["rep"], {}).get(p, {}).get(TURN)
-            m = level_means(r["server"]).get(p, {}).get(TURN)
+            b = base.get(r["rep"], {}).get(p, {}).get(key)
+            m = level_means(r["server"]).get(p, {}).get(key)
             if b and m:
                 out.append(m / b)
         return out
@@ -319,7 +418,7 @@ def targets(ok, base, configs):
         return "%.2f [%.2f-%.2f]%s" % (statistics.median(v), min(v), max(v),
                                        " gm %.2f (%.2f-%.2f)" % g if g else "")
 
-    lines = ["", "## Targets (ratios to the baseline of the same repetition)", "",
+    lines = ["", "## Targets (ratios to the baseline of the same repetition; %s)" % key, "",
              "Each cell: median [min-max] over the repetitions, then the geometric mean and "
              "its 95 % confidence interval (t on the logarithms). A target is shown by a "
              "confidence interval on its side of the bound, not by a median alone.", "",
@@ -404,6 +503,23 @@ def summarize(records, configs):
               "checks/req: preemption checks run (ticks, signals and polled points that "
               "reached the check) per completed request." % len({r["rep"] for r in ok})]
     lines += targets(ok, base, configs)
+    for key in CLOCKS:
+        if key != TURN and any(key in lv for r in ok for lv in r["server"]["levels_stats"]):
+            lines += targets(ok, base, configs, key)
+    peak = [r for r in records if r.get("kind") == "peak" and "error" not in r]
+    if peak:
+        lines += ["", "## Peak load: the probes (baseline)", "",
+                  "| probe | offered/s | pool >= 90 % busy | executor's contexts (mean) | "
+                  "parked (mean, max) | drain s |", "|---|---|---|---|---|---|"]
+        for r in peak:
+            st = r["server"]
+            lines.append("| %s | %d | %.0f %% | %.0f %% | %.0f, %d | %.2f |" % (
+                r["label"], r["rate"], 100 * st["context_busy90_share"],
+                100 * st.get("exec_occupancy_mean", 0), st.get("parked_mean", 0),
+                st.get("parked_max", 0), drain_s(r["loadgen"])))
+    why = [r for r in records if r.get("kind") == "rate"]
+    if why:
+        lines += ["", "Rate kept: %d requests/s, %s." % (why[-1]["rate"], why[-1]["reason"])]
     over = [r for r in records if r.get("kind") == "overhead" and "error" not in r]
     if over:
         lines += ["", "## Overhead with no high-priority load", "",
@@ -504,8 +620,8 @@ def plot(records, configs, out_dir):
 def main(argv=None):
     global TURN
     args = parse_args(sys.argv[1:] if argv is None else argv)
-    TURN = {"cpu": "vturnaround_us_mean", "server": "server_turnaround_us_mean"}.get(
-        args.metric, "turnaround_us_mean")
+    TURN = {"cpu": "vturnaround_us_mean", "server": "server_turnaround_us_mean",
+            "vexec": "vexec_turnaround_us_mean"}.get(args.metric, "turnaround_us_mean")
     os.makedirs(args.out, exist_ok=True)
     prov = host_provenance()
     records = []
@@ -517,18 +633,22 @@ def main(argv=None):
         jsonl.flush()
 
     rate = args.rate
-    if not rate:
+    if rate == "peak" or args.load:
         cap, st, lg = capacity(args)
-        rate = round(cap * args.load)
-        print("capacity %.0f completions/s; offering %.0f requests/s" % (cap, rate),
-              file=sys.stderr)
         keep(record(args, 0, "capacity", "baseline", 0, False, 200000, st, lg, prov,
                     kind="capacity"))
+        if args.load:
+            rate, reason = round(cap * args.load), "%gx the capacity (--load)" % args.load
+        else:
+            rate, reason = peak_rate(args, cap, keep, prov)
+        print("capacity %.0f completions/s; offering %.0f requests/s: %s" % (cap, rate, reason),
+              file=sys.stderr)
+        keep(dict(prov, kind="rate", rate=rate, reason=reason, capacity=cap, date=utc_now()))
     configs = configurations(args)
     total = args.reps * len(configs)
     n = 0
     failed = False
-    for rep in range(1, args.reps + 1):
+    for rep in range(args.first_rep, args.first_rep + args.reps):
         k = (rep - 1) % len(configs)
         for label, variant, c_max, lazy in configs[k:] + configs[:k]:
             n += 1
@@ -552,7 +672,7 @@ def main(argv=None):
         else:
             flat = ["--priority", "new-order=1", "--priority", "payment=1", "--priority",
                     "order-status=1", "--priority", "delivery=1", "--priority", "stock-level=1"]
-        for rep in range(1, args.reps + 1):
+        for rep in range(args.first_rep, args.first_rep + args.reps):
             k = (rep - 1) % len(over)
             for v in over[k:] + over[:k]:
                 try:
@@ -564,6 +684,9 @@ def main(argv=None):
                     keep(dict(prov, kind="overhead", rep=rep, label=v, variant=v, error=str(e)))
                 print("overhead rep %d %s done" % (rep, v), file=sys.stderr)
     jsonl.close()
+    # Every record in --out, earlier invocations' included (--first-rep).
+    with open(os.path.join(args.out, "results.jsonl"), encoding="utf-8") as f:
+        records = [json.loads(x) for x in f if x.strip()]
     text = summarize(records, configs)
     with open(os.path.join(args.out, "summary.md"), "w", encoding="utf-8") as f:
         f.write(text)

@@ -126,6 +126,7 @@ typedef struct request {
   tpcc_input_t in;           /* TPC-C */
   tpcc_output_t out;
   uint64_t vt_submit; /* --vclock: vclock_now() at its arrival */
+  uint64_t vt_exec;   /* --vclock: vclock_now() at its submission to the executor */
   uint64_t t_arrive;  /* mono_ns() at its arrival (before it was parked) */
   size_t echo_len;
   uint8_t echo[]; /* null: the payload to send back */
@@ -181,6 +182,12 @@ static atomic_uint phase; /* PHASE_*; release by main, acquire by the loops */
  * nothing), compared with the completion callbacks' count at exit. */
 static uint64_t null_commits;
 static _Atomic uint64_t occupancy_samples, occupancy_sum, occupancy_busy90;
+/* The same samples of the executor's own pool (contexts taken: accepted
+ * by the executor and not ended, summed over the levels' statistics) and
+ * of the requests parked in the loops for a context (in_flight minus the
+ * executor's): the first says whether the executor had work for every
+ * context, the second whether the offered load left a backlog behind. */
+static _Atomic uint64_t exec_occ_sum, exec_busy90, parked_sum, parked_max;
 /* CLOCK_MONOTONIC of the first acceptance and of the last completion
  * (relaxed: statistics, read after the threads joined). Their difference
  * is the time the executor had work, for completions per second that do
@@ -230,8 +237,9 @@ static void usage(FILE *f) {
           "      --vclock          also measure turnarounds on the executor's clock: the\n"
           "                        CPU time its workers ran between a request's arrival\n"
           "                        and its end, over the number of workers (levels_stats'\n"
-          "                        vturnaround_us_mean; two clock reads per worker and\n"
-          "                        request)\n"
+          "                        vturnaround_us_mean; from its submission to the\n"
+          "                        executor: vexec_turnaround_us_mean; three clock reads\n"
+          "                        per worker and request)\n"
           "  -w, --warehouses N    TPC-C warehouses (default 1)\n"
           "      --districts N     districts per warehouse (default 1, as [Silvestri17])\n"
           "      --customers N     customers per district (default 3000)\n"
@@ -422,6 +430,10 @@ static void parse_options(int argc, char **argv) {
 static clockid_t vclock_ids[VCLOCK_MAX_WORKERS];
 static unsigned vclock_n;
 static _Atomic uint64_t vclock_turn_ns[SSTM_EXEC_MAX_LEVELS], vclock_count[SSTM_EXEC_MAX_LEVELS];
+/* The same from the submission to the executor (the parked time left out):
+ * [Silvestri17]'s turnaround, which starts when a request enters the
+ * priority queue, on the executor's clock. */
+static _Atomic uint64_t vexec_turn_ns[SSTM_EXEC_MAX_LEVELS];
 /* Per birth priority, the wall-clock time from a request's arrival at its
  * loop (before it was parked) to its end, summed, and the count: the
  * executor's turnaround starts at the submission and leaves the parked
@@ -553,6 +565,8 @@ static void request_done(void *arg, int rc) {
     uint64_t v = vclock_now();
     unsigned l = r->priority - 1u;
     atomic_fetch_add_explicit(&vclock_turn_ns[l], v > r->vt_submit ? v - r->vt_submit : 0,
+                              memory_order_relaxed);
+    atomic_fetch_add_explicit(&vexec_turn_ns[l], v > r->vt_exec ? v - r->vt_exec : 0,
                               memory_order_relaxed);
     atomic_fetch_add_explicit(&vclock_count[l], 1, memory_order_relaxed);
   }
@@ -743,6 +757,9 @@ static void admit_parked(io_thread_t *io) {
        * off the list first. */
       io->park_head[l] = r->next;
       if (!r->next) io->park_tail[l] = NULL;
+      /* Before the call (the request may end before it returns); the
+       * submission orders this store before the worker's read. */
+      if (opt.vclock) r->vt_exec = vclock_now();
       int rc = sstm_exec_try_submit(exec, &er);
       if (rc == SSTM_EAGAIN) {
         r->next = io->park_head[l];
@@ -1096,6 +1113,22 @@ static void sample_occupancy(void) {
   atomic_fetch_add_explicit(&occupancy_sum, n, memory_order_relaxed);
   if (n * 10 >= (uint64_t)opt.ecfg.contexts * 9)
     atomic_fetch_add_explicit(&occupancy_busy90, 1, memory_order_relaxed);
+  /* A request's end is counted in `completed` after its context is free
+   * (sstm_exec_stats()), so this may count a context that was just
+   * released: at most one per worker, within one sample. */
+  uint64_t taken = 0;
+  for (unsigned l = 0; l < opt.ecfg.levels; l++) {
+    sstm_exec_level_stats_t st;
+    if (sstm_exec_stats(exec, l, &st) == 0 && st.submitted > st.completed)
+      taken += st.submitted - st.completed;
+  }
+  uint64_t parked = n > taken ? n - taken : 0;
+  atomic_fetch_add_explicit(&exec_occ_sum, taken, memory_order_relaxed);
+  if (taken * 10 >= (uint64_t)opt.ecfg.contexts * 9)
+    atomic_fetch_add_explicit(&exec_busy90, 1, memory_order_relaxed);
+  atomic_fetch_add_explicit(&parked_sum, parked, memory_order_relaxed);
+  if (parked > atomic_load_explicit(&parked_max, memory_order_relaxed))
+    atomic_store_explicit(&parked_max, parked, memory_order_relaxed); /* one writer */
 }
 
 static void io_setup(io_thread_t *io, unsigned index, long *port) {
@@ -1141,6 +1174,10 @@ static void print_stats(double elapsed_s, long check_violations, const char *che
   bench_json_dbl(&j, "demand", opt.demand);
   bench_json_u64(&j, "reserve_pct", opt.ecfg.reserve_pct);
   bench_json_u64(&j, "vclock_workers", vclock_n);
+  /* --vclock: the CPU time the workers used in all (what the scheduling
+   * cost in work, against the wall-clock times below, which also count
+   * the time the host kept them off their CPUs). */
+  if (vclock_n) bench_json_dbl(&j, "workers_cpu_s", (double)vclock_now() * vclock_n / 1e9);
   bench_json_u64(&j, "contexts", opt.ecfg.contexts);
   bench_json_u64(&j, "levels", opt.ecfg.levels);
   bench_json_u64(&j, "io_threads", (uint64_t)opt.io_threads);
@@ -1175,6 +1212,17 @@ static void print_stats(double elapsed_s, long check_violations, const char *che
                  ns ? (double)atomic_load_explicit(&occupancy_busy90, memory_order_relaxed) /
                           (double)ns
                     : 0.0);
+  bench_json_dbl(&j, "exec_occupancy_mean",
+                 ns ? (double)atomic_load_explicit(&exec_occ_sum, memory_order_relaxed) /
+                          (double)ns / opt.ecfg.contexts
+                    : 0.0);
+  bench_json_dbl(&j, "exec_busy90_share",
+                 ns ? (double)atomic_load_explicit(&exec_busy90, memory_order_relaxed) / (double)ns
+                    : 0.0);
+  bench_json_dbl(&j, "parked_mean",
+                 ns ? (double)atomic_load_explicit(&parked_sum, memory_order_relaxed) / (double)ns
+                    : 0.0);
+  bench_json_u64(&j, "parked_max", atomic_load_explicit(&parked_max, memory_order_relaxed));
   bench_json_arr_open(&j, "levels_stats");
   for (unsigned l = 0; exec && l < opt.ecfg.levels; l++) {
     sstm_exec_level_stats_t st;
@@ -1205,6 +1253,10 @@ static void print_stats(double elapsed_s, long check_violations, const char *che
     if (opt.vclock && vn)
       bench_json_dbl(&j, "vturnaround_us_mean",
                      (double)atomic_load_explicit(&vclock_turn_ns[l], memory_order_relaxed) /
+                         (double)vn / 1e3);
+    if (opt.vclock && vn)
+      bench_json_dbl(&j, "vexec_turnaround_us_mean",
+                     (double)atomic_load_explicit(&vexec_turn_ns[l], memory_order_relaxed) /
                          (double)vn / 1e3);
     bench_json_obj_close(&j);
   }

@@ -57,6 +57,47 @@ class Targets(unittest.TestCase):
         self.assertIn("(0.00-23.12) | unresolved |", row)
         self.assertTrue(row.endswith("| 2 |"))
 
+    def test_another_clock(self):
+        configs = [("baseline", "baseline", 0, False), ("event Cinf", "event", 0, False)]
+        key = "vexec_turnaround_us_mean"
+        base = {1: {p: {key: 100.0} for p in range(1, 6)}}
+        ok = [{"rep": 1, "label": "event Cinf", "variant": "event",
+               "server": {"levels_stats": [{"priority": p, key: 10.0} for p in range(1, 6)]}}]
+        lines = turnaround.targets(ok, base, configs, key)
+        self.assertIn(key, lines[1])
+        row = [x for x in lines if x.startswith("| event Cinf")][0]
+        self.assertIn("0.10 [0.10-0.10]", row)
+
+
+class PeakChoice(unittest.TestCase):
+    # probes: (fraction, rate, share of the run the pool was >= 90 % busy, drain s)
+    def test_lowest_busy_fraction_with_a_bounded_backlog(self):
+        rate, why = turnaround.peak_choice(
+            [(0.7, 700, 0.5, 0.1), (0.8, 800, 0.93, 0.4), (0.9, 900, 0.97, 0.2)], 0.9, 0.75)
+        self.assertEqual(rate, 800)
+        self.assertIn("0.80x", why)
+
+    def test_busy_but_unbounded_falls_back_to_the_bounded_one_below(self):
+        rate, why = turnaround.peak_choice(
+            [(0.7, 700, 0.5, 0.1), (0.8, 800, 0.6, 0.3), (0.9, 900, 0.95, 5.0)], 0.9, 0.75)
+        self.assertEqual(rate, 800)
+        self.assertIn("drain 5.00 s", why)
+
+    def test_never_busy_keeps_the_highest_bounded(self):
+        rate, why = turnaround.peak_choice(
+            [(0.7, 700, 0.2, 0.1), (0.8, 800, 0.3, 0.2), (0.9, 900, 0.4, 3.0)], 0.9, 0.75)
+        self.assertEqual(rate, 800)
+        self.assertIn("only 30 %", why)
+
+    def test_nothing_bounded_keeps_the_lowest(self):
+        rate, _ = turnaround.peak_choice([(0.7, 700, 0.95, 2.0), (0.8, 800, 0.99, 3.0)],
+                                         0.9, 0.75)
+        self.assertEqual(rate, 700)
+
+    def test_drain(self):
+        self.assertEqual(turnaround.drain_s({"elapsed_s": 3.5, "send_span_s": 3.0}), 0.5)
+        self.assertEqual(turnaround.drain_s({"elapsed_s": 2.0, "send_span_s": 3.0}), 0.0)
+
 
 class Verdict(unittest.TestCase):
     def test_met_not_met_unresolved(self):

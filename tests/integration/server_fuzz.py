@@ -329,7 +329,8 @@ def tpcc(server_bin, loadgen_bin, expect_preemptions, demand=False):
     conflicts: the database must still check out, and the server says what it ran."""
     extra = ["--c-max", "4"]
     if demand:
-        extra = ["--c-max", "1", "--demand", "0.05", "--paused-conflict", "handover"]
+        extra = ["--c-max", "1", "--demand", "0.05", "--paused-conflict", "handover",
+                 "--vclock"]
     srv = Server(server_bin, SMALL + ["--check", "--preempt", "signal", "--contexts", "64",
                                       "--workers", "1"] + extra)
     lg = subprocess.run([loadgen_bin, "--port", str(srv.port), "--rate", "1500", "--duration-ms",
@@ -358,6 +359,20 @@ def tpcc(server_bin, loadgen_bin, expect_preemptions, demand=False):
                    or "paused-conflict=handover" not in st.get("exec", "")):
         fail("the server ran demand %r, paused_conflict %r (%s)" % (
             st.get("demand"), st.get("paused_conflict"), st.get("exec")))
+    if not 0 <= st["exec_occupancy_mean"] <= 1 or not 0 <= st["exec_busy90_share"] <= 1 \
+            or st["parked_mean"] < 0 or st["parked_max"] < st["parked_mean"]:
+        fail("pool occupancy out of range: %r" % {k: st[k] for k in (
+            "exec_occupancy_mean", "exec_busy90_share", "parked_mean", "parked_max")})
+    if demand:
+        # The executor's clock from the submission cannot exceed the same clock from
+        # the arrival (the submission comes later), and the workers ran.
+        if not st.get("workers_cpu_s", 0) > 0:
+            fail("--vclock: no workers' CPU time: %r" % st.get("workers_cpu_s"))
+        for lv in st["levels_stats"]:
+            if lv["completed"] and not (0 <= lv["vexec_turnaround_us_mean"]
+                                        <= lv["vturnaround_us_mean"] * (1 + 1e-9)):
+                fail("priority %d: vexec %r > vturnaround %r" % (
+                    lv["priority"], lv["vexec_turnaround_us_mean"], lv["vturnaround_us_mean"]))
     preempted = sum(lv["preemptions"] for lv in st["levels_stats"])
     if expect_preemptions and preempted == 0:
         fail("no transaction was preempted (%s)" % st.get("exec"))
