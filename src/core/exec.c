@@ -143,8 +143,20 @@ int sstm__exec_nopreempt_leave(void) {
   }
   atomic_signal_fence(memory_order_seq_cst);
   atomic_store_explicit(&d->nopreempt, n - 1, memory_order_relaxed);
-  if (n == 1 && atomic_load_explicit(&d->preempt_standing, memory_order_relaxed)) {
+  if (n != 1) return 0;
+  /* A request stands when a polled point inside the region saw it. One
+   * that came after the region's last polled point (the handler refused
+   * it, or a submitter set it) is still only the polled flag, and no
+   * polled point may follow before the attempt ends: replay it here too,
+   * consuming the flag as a barrier would (preempt_point in txn.c). */
+  bool flagged =
+      (atomic_load_explicit(&d->variant, memory_order_relaxed) & SSTM_V_PREEMPTFLAG) != 0;
+  if (flagged || atomic_load_explicit(&d->preempt_standing, memory_order_relaxed)) {
     atomic_store_explicit(&d->preempt_standing, false, memory_order_relaxed);
+    /* acquire: pairs with the requester's release fetch_or
+     * (sstm__exec_request), as at a barrier */
+    if (flagged)
+      atomic_fetch_and_explicit(&d->variant, (uint8_t)~SSTM_V_PREEMPTFLAG, memory_order_acquire);
     (void)sstm__exec_point(d, SSTM_EXEC_AT_REGION_END, NULL);
   }
   return 0;

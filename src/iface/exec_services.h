@@ -100,7 +100,8 @@ bool sstm__exec_pending(const sstm_desc_t *d);
 
 /* Enter / leave a non-preemptible region on the calling thread's
  * descriptor (they nest; no-ops without a descriptor). Leaving the
- * outermost region with a request standing calls the hook there
+ * outermost region with a request standing, or flagged (one that came
+ * after the region's last polled point), calls the hook there
  * (SSTM_EXEC_AT_REGION_END) if the transaction may be switched out, else
  * the request stays standing. Async-signal-safe (enter and the depth's
  * update in leave; the replay itself runs the hook, which is the

@@ -26,6 +26,10 @@
  *                  replayed at the region's end: the high-priority request
  *                  runs before the low one ends, though the low one makes
  *                  no transactional access after the region.
+ *   standing_after_last_access
+ *                  the same with the request arriving after the region's
+ *                  last transactional access: no barrier sees it, and the
+ *                  region's end must still replay it.
  *   nudge          the worker told to preempt cannot (its transaction is in
  *                  a no-preemption region, as a worker off its CPU would be
  *                  for a scheduler slice), while the other worker runs a
@@ -715,6 +719,64 @@ TEST(standing) {
   CHECK_OK(sstm_exec_wait(&hf));
   CHECK_OK(sstm_exec_wait(&lf));
   CHECK_EQ_I(atomic_load(&high_saw_low_done), 0);
+  sstm_exec_level_stats_t st;
+  CHECK_OK(sstm_exec_stats(ex, 0, &st));
+  CHECK_EQ_U(st.preemptions, 1);
+  CHECK_OK(sstm_exec_destroy(ex));
+  CHECK_OK(sstm_shutdown());
+}
+
+/* ---- standing_after_last_access ---- */
+
+/* The request reaches the worker inside the region but after its last
+ * polled point: no barrier turns the polled flag into a standing request
+ * (standing, above, has one), and no transactional access follows the
+ * region. The region's end must replay it all the same. Deterministic:
+ * the region waits, without a barrier, until the request was refused
+ * (signal: the handler ran and counted it; poll: submit left it on the
+ * descriptor before returning). */
+static _Atomic int la_in_region, la_may_leave, la_low_done, la_high_saw_low_done = -1;
+static uint64_t la_cell;
+
+static void la_low(void *a) {
+  (void)a;
+  (void)sstm_load_u64(&la_cell);
+  CHECK_OK(sstm_exec_nopreempt_begin());
+  atomic_store(&la_in_region, 1);
+  while (!atomic_load(&la_may_leave)) {
+    for (volatile int i = 0; i < 1000; i++) {
+    }
+  }
+  CHECK_OK(sstm_exec_nopreempt_end()); /* the request is served here */
+  atomic_store(&la_low_done, 1);       /* and no transactional access after it */
+}
+
+static void la_high(void *a) {
+  (void)a;
+  atomic_store(&la_high_saw_low_done, atomic_load(&la_low_done));
+}
+
+TEST(standing_after_last_access) {
+  init_lib();
+  sstm_exec_config_t c = xcfg(1, 4);
+  sstm_exec_t *ex;
+  CHECK_OK(sstm_exec_create(&c, &ex));
+  sstm_exec_future_t lf, hf;
+  sstm_exec_req_t lo = {.fn = la_low, .priority = 0, .future = &lf};
+  CHECK_OK(sstm_exec_submit(ex, &lo));
+  while (!atomic_load(&la_in_region))
+    usleep(1000);
+  sstm_exec_req_t hi = {.fn = la_high, .priority = 2, .future = &hf};
+  CHECK_OK(sstm_exec_submit(ex, &hi));
+  if (c.preempt == SSTM_EXEC_PREEMPT_SIGNAL)
+    while (described(ex, "refused") == 0) /* the handler ran in the region */
+      usleep(1000);
+  CHECK_FALSE(sstm_exec_done(&hf));
+  atomic_store(&la_may_leave, 1);
+  CHECK_OK(sstm_exec_wait(&hf));
+  CHECK_OK(sstm_exec_wait(&lf));
+  int saw_low_done = atomic_load(&la_high_saw_low_done);
+  CHECK_EQ_I(saw_low_done, 0); /* the high request ran before the low one ended */
   sstm_exec_level_stats_t st;
   CHECK_OK(sstm_exec_stats(ex, 0, &st));
   CHECK_EQ_U(st.preemptions, 1);
