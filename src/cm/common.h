@@ -176,7 +176,8 @@ uint64_t sstm__adaptive_slice_want_ns(void);
  * call. */
 typedef struct sstm__admit_judge {
   bool on;       /* the gate is on */
-  unsigned calm; /* windows in a row under ADMIT_OFF_APC while on */
+  bool sticky;   /* admit-slice: calm windows do not turn it off */
+  unsigned calm; /* windows in a row under ADMIT_OFF_APC while on (not sticky) */
 } sstm__admit_judge_t;
 /* A window needs this many commits and aborts to turn the gate on. */
 #define ADMIT_MIN_EVENTS 64
@@ -192,10 +193,11 @@ typedef struct sstm__admit_judge {
 #define ADMIT_OFF_WINDOWS 3
 bool sstm__admit_decide(sstm__admit_judge_t *j, uint64_t commits, uint64_t aborts, unsigned threads,
                         uint64_t limit);
-/* Another test seam of admit's: after sstm_init, the gate is `on` with
- * `limit` transactions in flight and a wait bound of wait_max_ns (0: none)
- * until the next sstm_init; its windows decide nothing. Not concurrent
- * with transactions. */
-void sstm__admit_pin(bool on, uint64_t limit, uint64_t wait_max_ns);
+/* Another test seam of admit's and admit-slice's: after sstm_init, the
+ * gate is `on` with `limit` places, a bound of wait_max_ns (0: none) on
+ * waiting while no place is given back and, under admit-slice, a slice of
+ * hold_ns (0: unchanged; ignored under admit), until the next sstm_init;
+ * its windows decide nothing. Not concurrent with transactions. */
+void sstm__admit_pin(bool on, uint64_t limit, uint64_t wait_max_ns, uint64_t hold_ns);
 
 #endif /* SSTM_CM_COMMON_H */

@@ -17,7 +17,7 @@
 
 extern const sstm_cm_ops_t sstm__cm_suicide, sstm__cm_backoff, sstm__cm_yield, sstm__cm_ser_spin,
     sstm__cm_ser_yield, sstm__cm_ser_block, sstm__cm_ser_kill, sstm__cm_softser, sstm__cm_os_prio,
-    sstm__cm_timestamp, sstm__cm_adaptive, sstm__cm_admit;
+    sstm__cm_timestamp, sstm__cm_adaptive, sstm__cm_admit, sstm__cm_admit_slice;
 
 static const sstm_cm_ops_t *table[MAX_POLICIES];
 static unsigned ntable;
@@ -26,9 +26,10 @@ static pthread_once_t builtins_once = PTHREAD_ONCE_INIT;
 
 static void add_builtins(void) {
   static const sstm_cm_ops_t *const builtins[] = {
-      &sstm__cm_suicide,   &sstm__cm_backoff,   &sstm__cm_yield,    &sstm__cm_ser_spin,
-      &sstm__cm_ser_yield, &sstm__cm_ser_block, &sstm__cm_ser_kill, &sstm__cm_softser,
-      &sstm__cm_os_prio,   &sstm__cm_timestamp, &sstm__cm_adaptive, &sstm__cm_admit};
+      &sstm__cm_suicide,    &sstm__cm_backoff,   &sstm__cm_yield,    &sstm__cm_ser_spin,
+      &sstm__cm_ser_yield,  &sstm__cm_ser_block, &sstm__cm_ser_kill, &sstm__cm_softser,
+      &sstm__cm_os_prio,    &sstm__cm_timestamp, &sstm__cm_adaptive, &sstm__cm_admit,
+      &sstm__cm_admit_slice};
   for (size_t i = 0; i < sizeof builtins / sizeof builtins[0]; i++)
     table[ntable++] = builtins[i];
 }

@@ -7,15 +7,22 @@
  *    ADMIT_OFF_APC and windows too calm for fewer than ADMIT_OFF_WINDOWS in
  *    a row, and turns off after ADMIT_OFF_WINDOWS calm ones or as soon as
  *    the threads fall to the limit.
- *  - Its gate, pinned on with a limit of one (sstm__admit_pin): a second
- *    and a third transaction sleep at their begin while the first is in
- *    flight and are admitted one at a time, in order, as the ones before
- *    them commit.
- *  - Its mechanism, through the library: threads that conflict under
- *    "admit" on a shared counter all commit and the counter is exact; the
- *    policy reports its gate in sstm_describe. Which windows turn the gate
- *    on depends on timing, so nothing here asserts that it did.
- * Every expectation follows from the rules at the top of admit.c.
+ *  - Its gate, pinned on with one place (sstm__admit_pin), under
+ *    admit-slice with a slice that never ends: a thread keeps its place
+ *    across transactions while a second and a third sleep at the commit
+ *    of their first transaction (after their attempt: never inside one);
+ *    they are admitted one at a time, in order, as the threads before
+ *    them give their place back (here: by leaving).
+ *  - The same gate under admit: the place is given back at each commit,
+ *    so the holder's next commit admits the next thread and the holder
+ *    sleeps in turn.
+ *  - The mechanism, through the library: threads that conflict under
+ *    "admit" and "admit-slice" on a shared counter all commit and the
+ *    counter is exact; the policy reports its gate in sstm_describe. Which
+ *    windows turn the gate on depends on timing, so nothing here asserts
+ *    that it did.
+ * Every expectation follows from the rules at the top of admit.c; no
+ * step waits for time, only for events.
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -106,10 +113,10 @@ static void adm_thread(sstm_tt_t *t) {
     CHECK_OK(sstm_run(NULL, bump, NULL));
 }
 
-TEST(conflicting_threads_all_commit) {
+static void conflicting_threads(const char *cm) {
   sstm_config_t cfg;
   sstm_test_config(&cfg);
-  cfg.cm = "admit";
+  cfg.cm = cm;
   CHECK_OK(sstm_init(&cfg));
   CHECK_OK(sstm_thread_init());
   counter = 0;
@@ -122,45 +129,53 @@ TEST(conflicting_threads_all_commit) {
   sstm_stats_t st;
   CHECK_OK(sstm_stats_aggregate(&st));
   CHECK_GE_U(st.commits_update, (uint64_t)n * ADM_TX);
-  printf("admit: %llu update commits, %llu aborts, admission waits %llu, timeouts %llu, "
+  printf("%s: %llu update commits, %llu aborts, admission waits %llu, timeouts %llu, "
          "switches %llu\n",
-         (unsigned long long)st.commits_update, (unsigned long long)st.aborts_total,
+         cm, (unsigned long long)st.commits_update, (unsigned long long)st.aborts_total,
          (unsigned long long)st.cm_stats[2], (unsigned long long)st.cm_stats[3],
          (unsigned long long)st.cm_stats[4]);
   sstm_test_fini();
 }
 
-/* ---- the gate, pinned on with a limit of 1 and no wait bound ---- */
+TEST(conflicting_threads_all_commit) { conflicting_threads("admit"); }
+TEST(conflicting_threads_all_commit_slice) { conflicting_threads("admit-slice"); }
 
-/* A holds a transaction in flight; B, then C begin and must sleep at their
- * begin (seen in FUTEX_WAIT); A's commit admits B alone (C still asleep
- * while B is in flight: the limit, and FIFO order); B's commit admits C.
- * Each step waits for an event, none for time. A lost hand-over leaves a
- * thread asleep for ever (no bound): the watchdog fails the test. */
+/* ---- the gate, pinned on with one place and no wait bound ----
+ * Each thread runs its transactions when told to (`go` counts the ones it
+ * may run), and says after each how many have returned. A thread sleeps
+ * at the gate inside sstm_run (in the commit of the transaction that found
+ * the gate on, after the attempt ended), seen in FUTEX_WAIT. A lost
+ * hand-over leaves a thread asleep for ever (no bound): the watchdog fails
+ * the test. */
 enum { G_A, G_B, G_C, G_N };
 static struct {
   _Atomic int tid[G_N];
-  _Atomic int in_body[G_N]; /* inside its transaction's body (admitted) */
-  _Atomic int may_end[G_N];
-  _Atomic int done[G_N];
+  _Atomic int go[G_N];       /* transactions it may run */
+  _Atomic int returned[G_N]; /* transactions whose sstm_run returned */
+  _Atomic int leave[G_N];    /* unregister and end */
 } g;
 static uint64_t gword[G_N];
 
 static void g_body(void *arg) {
   int i = (int)(intptr_t)arg;
   sstm_store_u64(&gword[i], sstm_load_u64(&gword[i]) + 1);
-  atomic_store(&g.in_body[i], 1);
-  while (!atomic_load(&g.may_end[i]))
-    sched_yield();
 }
 
 static void *g_thread(void *arg) {
   int i = (int)(intptr_t)arg;
   atomic_store(&g.tid[i], sstm__gettid());
   CHECK_OK(sstm_thread_init());
-  CHECK_OK(sstm_run(NULL, g_body, arg));
-  atomic_store(&g.done[i], 1);
-  CHECK_OK(sstm_thread_exit());
+  for (;;) {
+    if (atomic_load(&g.returned[i]) < atomic_load(&g.go[i])) {
+      CHECK_OK(sstm_run(NULL, g_body, arg));
+      atomic_fetch_add(&g.returned[i], 1);
+    } else if (atomic_load(&g.leave[i])) {
+      break;
+    } else {
+      sched_yield();
+    }
+  }
+  CHECK_OK(sstm_thread_exit()); /* gives the place back, if it holds one */
   return NULL;
 }
 
@@ -169,47 +184,106 @@ static void await_asleep(int i) {
     sched_yield();
 }
 
-TEST(gate_admits_in_order_one_at_a_time) {
+static void await_returned(int i, int n) {
+  while (atomic_load(&g.returned[i]) < n)
+    sched_yield();
+}
+
+static void g_start(pthread_t *th, int i, int txs) {
+  atomic_store(&g.go[i], txs);
+  CHECK_EQ_I(pthread_create(th, NULL, g_thread, (void *)(intptr_t)i), 0);
+}
+
+static void g_setup(const char *cm, uint64_t hold_ns) {
   sstm_config_t cfg;
   sstm_test_config(&cfg);
-  cfg.cm = "admit";
+  cfg.cm = cm;
   CHECK_OK(sstm_init(&cfg));
   CHECK_OK(sstm_thread_init());
-  sstm__admit_pin(true, 1, 0);
+  sstm__admit_pin(true, 1, 0, hold_ns);
   memset(&g, 0, sizeof g);
   memset(gword, 0, sizeof gword);
+}
+
+static void g_end(pthread_t *th, uint64_t waits) {
+  for (int i = 0; i < G_N; i++)
+    atomic_store(&g.leave[i], 1);
+  for (int i = 0; i < G_N; i++)
+    CHECK_EQ_I(pthread_join(th[i], NULL), 0);
+  for (int i = 0; i < G_N; i++)
+    CHECK_EQ_U(tx_load_u64(&gword[i]), (uint64_t)atomic_load(&g.returned[i]));
+  sstm_stats_t st;
+  CHECK_OK(sstm_stats_aggregate(&st));
+  CHECK_EQ_U(st.cm_stats[2], waits); /* admission waits */
+  CHECK_EQ_U(st.cm_stats[3], 0);     /* no timeouts (no bound) */
+  sstm_test_fini();
+}
+
+TEST(slice_keeps_the_place_and_admits_in_order) {
+  g_setup("admit-slice", UINT64_MAX); /* a slice that never ends */
   pthread_t th[G_N];
-  CHECK_EQ_I(pthread_create(&th[G_A], NULL, g_thread, (void *)(intptr_t)G_A), 0);
-  while (!atomic_load(&g.in_body[G_A])) /* A admitted: the gate was free */
-    sched_yield();
-  CHECK_EQ_I(pthread_create(&th[G_B], NULL, g_thread, (void *)(intptr_t)G_B), 0);
-  await_asleep(G_B); /* B sleeps behind A (ticket 1) */
-  CHECK_EQ_I(pthread_create(&th[G_C], NULL, g_thread, (void *)(intptr_t)G_C), 0);
-  await_asleep(G_C); /* C behind B (ticket 2) */
-  CHECK_FALSE(atomic_load(&g.in_body[G_B]));
-  CHECK_FALSE(atomic_load(&g.in_body[G_C]));
-  atomic_store(&g.may_end[G_A], 1);
-  while (!atomic_load(&g.in_body[G_B])) /* A's commit admits B ... */
-    sched_yield();
+  /* A's first commit takes ticket 0, admitted at once (one place) */
+  g_start(&th[G_A], G_A, 1);
+  await_returned(G_A, 1);
+  /* B and C: the commit of their first transaction takes tickets 1 and 2
+   * and sleeps there */
+  g_start(&th[G_B], G_B, 1);
+  await_asleep(G_B);
+  g_start(&th[G_C], G_C, 1);
+  await_asleep(G_C);
+  /* A keeps its place across transactions: were it given back at a
+   * commit, A would sleep behind C and never return */
+  atomic_store(&g.go[G_A], 200);
+  await_returned(G_A, 200);
+  CHECK_EQ_I(atomic_load(&g.returned[G_B]), 0);
+  CHECK_EQ_I(atomic_load(&g.returned[G_C]), 0);
+  /* A leaves: its place goes to B alone (C is next, the limit is 1) */
+  atomic_store(&g.leave[G_A], 1);
   CHECK_EQ_I(pthread_join(th[G_A], NULL), 0);
-  /* ... and not C: B is in flight, the limit is 1 (C may be between two
-   * sleeps, never in its body) */
-  for (int k = 0; k < 3; k++) {
+  await_returned(G_B, 1);
+  atomic_store(&g.go[G_B], 50); /* B too keeps the place */
+  await_returned(G_B, 50);
+  for (int k = 0; k < 3; k++) { /* C may be between two sleeps, never past them */
     await_asleep(G_C);
-    CHECK_FALSE(atomic_load(&g.in_body[G_C]));
+    CHECK_EQ_I(atomic_load(&g.returned[G_C]), 0);
     sched_yield();
   }
-  atomic_store(&g.may_end[G_B], 1);
-  atomic_store(&g.may_end[G_C], 1);
+  /* B leaves: C is admitted */
+  atomic_store(&g.leave[G_B], 1);
+  await_returned(G_C, 1);
+  atomic_store(&g.leave[G_C], 1);
   CHECK_EQ_I(pthread_join(th[G_B], NULL), 0);
   CHECK_EQ_I(pthread_join(th[G_C], NULL), 0);
-  for (int i = 0; i < G_N; i++)
-    CHECK_EQ_U(tx_load_u64(&gword[i]), 1);
+  CHECK_EQ_U(tx_load_u64(&gword[G_A]), 200);
+  CHECK_EQ_U(tx_load_u64(&gword[G_B]), 50);
+  CHECK_EQ_U(tx_load_u64(&gword[G_C]), 1);
   sstm_stats_t st;
   CHECK_OK(sstm_stats_aggregate(&st));
   CHECK_EQ_U(st.cm_stats[2], 2); /* admission waits: B and C */
   CHECK_EQ_U(st.cm_stats[3], 0); /* no timeouts (no bound) */
   sstm_test_fini();
+}
+
+TEST(admit_hands_over_at_each_commit) {
+  g_setup("admit", 0);
+  pthread_t th[G_N];
+  g_start(&th[G_A], G_A, 1);
+  await_returned(G_A, 1); /* A holds the place */
+  g_start(&th[G_B], G_B, 1);
+  await_asleep(G_B); /* B asleep in its first commit */
+  /* A's next commit gives the place to B, and A queues behind it */
+  atomic_store(&g.go[G_A], 2);
+  await_returned(G_B, 1);
+  await_asleep(G_A);
+  CHECK_EQ_I(atomic_load(&g.returned[G_A]), 1);
+  /* B's next commit gives it back to A, and B sleeps */
+  atomic_store(&g.go[G_B], 2);
+  await_returned(G_A, 2);
+  await_asleep(G_B);
+  CHECK_EQ_I(atomic_load(&g.returned[G_B]), 1);
+  /* C is not used; A leaves (its place goes to B), then B */
+  g_start(&th[G_C], G_C, 0);
+  g_end(th, 3); /* waits: B's first commit, A's second, B's second */
 }
 
 SSTM_TEST_MAIN()
