@@ -39,6 +39,10 @@
  *      the decisions).
  */
 #define _GNU_SOURCE
+/* The read barrier of the acquisition's load of own inline
+ * (<schedstm/inline.h>): one call less at a transaction's first call on a
+ * stream. */
+#define SSTM_INLINE_BARRIERS
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -178,8 +182,8 @@ struct sstm_file {
 #define CS_LOAD(fld) s->fld = __atomic_load_n(&f->cs.fld, __ATOMIC_RELAXED);
 #define CS_STORE(fld) __atomic_store_n(&f->cs.fld, s->fld, __ATOMIC_RELAXED);
 
-static void cs_load(const sstm_file_t *f, cstate_t *s) { CS_FIELDS(CS_LOAD) }
-static void cs_store(sstm_file_t *f, const cstate_t *s) { CS_FIELDS(CS_STORE) }
+static inline void cs_load(const sstm_file_t *f, cstate_t *s) { CS_FIELDS(CS_LOAD) }
+static inline void cs_store(sstm_file_t *f, const cstate_t *s) { CS_FIELDS(CS_STORE) }
 
 /* ---- views (S3) -------------------------------------------------------------- */
 
@@ -280,7 +284,11 @@ static void view_put(view_t *v) {
   tls_pool = v;
 }
 
-static void view_unlink(view_t *v) {
+static inline void view_unlink(view_t *v) {
+  if (__builtin_expect(tls_views == v, 1)) { /* the latest view: the common case */
+    tls_views = v->next;
+    return;
+  }
   for (view_t **p = &tls_views; *p; p = &(*p)->next)
     if (*p == v) {
       *p = v->next;
@@ -374,7 +382,9 @@ static void turn_take(sstm_file_t *f) {
 /* (S9) The attempt's turn ends (at its installation, or at its end): it
  * is no longer in flight, one turn less of serial mode if it committed,
  * and the turn is free. */
-static void turn_release(view_t *v, bool committed) {
+static __attribute__((noinline)) void turn_give(sstm_file_t *f, bool committed);
+
+static inline void turn_release(view_t *v, bool committed) {
   sstm_file_t *f = v->f;
   /* release: a call outside transactions that finds both counters zero
    * (ntx_lock, acquire) then works on the installed state and buffers in
@@ -387,8 +397,13 @@ static void turn_release(view_t *v, bool committed) {
     atomic_fetch_sub_explicit(&f->q_peek, 1, memory_order_release);
     v->peek = false;
   }
-  if (!v->turn) return;
+  if (__builtin_expect(!v->turn, 1)) return;
   v->turn = false;
+  turn_give(f, committed);
+}
+
+/* turn_release's hand-over of a turn that the attempt held. */
+static __attribute__((noinline)) void turn_give(sstm_file_t *f, bool committed) {
   /* relaxed: a hint read by acquisitions (queue_busy); a concurrent
    * escalation's store of a full span may be lost to this one, which only
    * makes serial mode end a little earlier. */
@@ -597,20 +612,9 @@ static void write_ticket(sstm_file_t *f, view_t *v, uint64_t ticket) {
   wake(&f->applied, &f->waiters);
 }
 
-/* (S3) Install version ver + 1 from the view: the seqlock's writer. Only
- * the attempt that committed own = ver + 1 gets here, after version ver
- * was installed (it waited for it before copying), so installations are
- * exclusive and in version order. */
-static void install(view_t *v) {
-  sstm_file_t *f = v->f;
-  uint64_t nv = v->ver + 1;
-  v->armed = false;
-  /* relaxed, then a release fence: the odd value is ordered before the
-   * state stores below, so that a view that read one of them and then
-   * (after its acquire fence, snapshot) finds iver unchanged read none of
-   * them. The buffers need no such care (see RBUF). */
-  atomic_store_explicit(&f->iver, 2 * nv - 1, memory_order_relaxed);
-  atomic_thread_fence(memory_order_release);
+/* install's work on the buffers, apart from its common case (at most one
+ * byte that extends the installed bytes, no refilled window). */
+static __attribute__((noinline)) void install_bufs(view_t *v) {
   if (v->reset) { /* a new write buffer, after the installed bytes if it fits */
     uint64_t at = v->s.woff + v->s.wlen;
     if (v->sw == 0) {
@@ -623,15 +627,35 @@ static void install(view_t *v) {
       v->s.wbuf = (uintptr_t)v->wst, v->s.woff = 0;
       v->wst = NULL;
     }
-  } else if (v->sw == 1) {                     /* extend the installed bytes: wcap kept it inside */
-    WBUF(v->s)[v->s.woff + v->cw] = v->wst[0]; /* fputc's case, without a call */
-  } else if (v->sw != 0) {
+  } else if (v->sw != 0) { /* extend the installed bytes: wcap kept them inside */
     memcpy(WBUF(v->s) + v->s.woff + v->cw, v->wst, v->sw);
   }
   if (v->rown && v->s.rlen != 0) { /* publish the refilled window */
     v->old[1] = (void *)(uintptr_t)v->s.rbuf;
     v->s.rbuf = (uintptr_t)v->rst;
     v->rst = NULL;
+  }
+}
+
+/* (S3) Install version ver + 1 from the view: the seqlock's writer. Only
+ * the attempt that committed own = ver + 1 gets here, after version ver
+ * was installed (it waited for it before copying), so installations are
+ * exclusive and in version order. */
+static inline void install(view_t *v) {
+  sstm_file_t *f = v->f;
+  uint64_t nv = v->ver + 1;
+  v->armed = false;
+  /* relaxed, then a release fence: the odd value is ordered before the
+   * state stores below, so that a view that read one of them and then
+   * (after its acquire fence, snapshot) finds iver unchanged read none of
+   * them. The buffers need no such care (see RBUF). */
+  atomic_store_explicit(&f->iver, 2 * nv - 1, memory_order_relaxed);
+  atomic_thread_fence(memory_order_release);
+  if (__builtin_expect(!v->reset && v->sw <= 1 && !v->rown, 1)) {
+    if (v->sw) /* extend the installed bytes: wcap kept it inside */
+      WBUF(v->s)[v->s.woff + v->cw] = v->wst[0];
+  } else {
+    install_bufs(v);
   }
   uint64_t ticket = v->ticket ? v->ticket : v->n ? v->s.wseq + 1 : 0;
   v->s.wlen = v->cw + v->sw;
@@ -651,14 +675,18 @@ static void install(view_t *v) {
 static void view_commit(void *p) {
   view_t *v = p;
   view_unlink(v);
-  if (v->armed) install(v);
-  turn_release(v, true); /* an attempt that committed without acquiring (EBADF) */
+  if (v->armed)
+    install(v); /* releases the turn and the counts */
+  else
+    turn_release(v, true); /* committed without acquiring (a peek, EBADF) */
   if (v->f) sstm__esc_record(&tls_esc, v->f, true, false);
   /* After the grace period: views of earlier versions may still read them.
    * Here, not in install: this action runs outside any transaction. */
-  if (v->old[0]) sstm_free(v->old[0]);
-  if (v->old[1]) sstm_free(v->old[1]);
-  v->old[0] = v->old[1] = NULL;
+  if (__builtin_expect(v->old[0] != NULL || v->old[1] != NULL, 0)) {
+    if (v->old[0]) sstm_free(v->old[0]);
+    if (v->old[1]) sstm_free(v->old[1]);
+    v->old[0] = v->old[1] = NULL;
+  }
   view_put(v);
 }
 
@@ -684,11 +712,8 @@ static void view_drop(void *p) {
  * installation action has not run yet, because an earlier commit action
  * of its transaction started the transaction that waits. Then install it
  * now (its action will find it done). */
-static uint64_t wait_iver(sstm_file_t *f, uint64_t o) {
+static __attribute__((noinline)) uint64_t wait_iver_slow(sstm_file_t *f, uint64_t o) {
   uint64_t want = 2 * OWN_VER(o);
-  /* acquire: as in wait_word */
-  uint64_t iv = atomic_load_explicit(&f->iver, memory_order_acquire);
-  if (iv >= want) return iv;
   if (((o >> 1) & OWN_TAG_MASK) == tls_tag)
     for (view_t *p = tls_views; p; p = p->next)
       if (p->f == f && p->armed && p->own == o) {
@@ -698,10 +723,17 @@ static uint64_t wait_iver(sstm_file_t *f, uint64_t o) {
   return wait_word(&f->iver, &f->iwaiters, want);
 }
 
+static inline uint64_t wait_iver(sstm_file_t *f, uint64_t o) {
+  /* acquire: as in wait_word */
+  uint64_t iv = atomic_load_explicit(&f->iver, memory_order_acquire);
+  if (__builtin_expect(iv >= 2 * OWN_VER(o), 1)) return iv;
+  return wait_iver_slow(f, o);
+}
+
 /* (S2) Copy the installed state of own value o's version into s; restart
  * the attempt if a newer version is (being) installed: its read of own is
  * stale. */
-static void snapshot(sstm_file_t *f, uint64_t o, cstate_t *s) {
+static inline void snapshot(sstm_file_t *f, uint64_t o, cstate_t *s) {
   uint64_t want = 2 * OWN_VER(o);
   if (wait_iver(f, o) != want) sstm_restart();
   cs_load(f, s);
@@ -833,25 +865,11 @@ static inline void arm(view_t *v) {
  * at the attempt's first call on it: one transactional load and store of
  * own, the two actions, a copy of the installed state. NULL with *err
  * (EBADF: closed; ENOMEM). */
+static __attribute__((noinline)) view_t *acquire_again(view_t *v, int *err);
+
 static view_t *acquire_in(sstm_file_t *f, uint64_t id, int *err) {
   view_t *v = view_find(f, id);
-  if (v) {
-    if (v->peek && !v->armed && !v->bad) {
-      /* (S8) The attempt peeked at f (own loaded, the state copied) and
-       * has been counted since, so no call outside transactions changed
-       * the state meanwhile; a transaction that did makes the load of own
-       * fail validation. Acquire that version. */
-      v->own = OWN_MAKE(v->ver + 1, my_tag());
-      ST(f, own, v->own);
-      arm(v);
-      return v;
-    }
-    if (!v->armed || v->closed) {
-      *err = EBADF;
-      return NULL;
-    }
-    return v;
-  }
+  if (__builtin_expect(v != NULL, 0)) return acquire_again(v, err);
   if ((v = view_new(f, id, err)) == NULL) return NULL;
   uint32_t others = enter(f, &f->q_active);
   v->active = true;
@@ -862,7 +880,7 @@ static view_t *acquire_in(sstm_file_t *f, uint64_t id, int *err) {
       v->turn = true;
     }
   uint64_t o = LD(f, own);
-  if (o & OWN_CLOSED) {
+  if (__builtin_expect(o & OWN_CLOSED, 0)) {
     v->bad = true;
     *err = EBADF;
     return NULL;
@@ -872,6 +890,25 @@ static view_t *acquire_in(sstm_file_t *f, uint64_t id, int *err) {
   ST(f, own, v->own);
   snapshot(f, o, &v->s);
   arm(v);
+  return v;
+}
+
+/* acquire_in when the attempt has a view of the stream already. */
+static __attribute__((noinline)) view_t *acquire_again(view_t *v, int *err) {
+  if (v->peek && !v->armed && !v->bad) {
+    /* (S8) The attempt peeked at the stream (own loaded, the state copied)
+     * and has been counted since, so no call outside transactions changed
+     * the state meanwhile; a transaction that did makes the load of own
+     * fail validation. Acquire that version. */
+    v->own = OWN_MAKE(v->ver + 1, my_tag());
+    ST(v->f, own, v->own);
+    arm(v);
+    return v;
+  }
+  if (!v->armed || v->closed) {
+    *err = EBADF;
+    return NULL;
+  }
   return v;
 }
 
@@ -1532,6 +1569,25 @@ static void op_write(void *p) {
   a->err = wr(v, a->src, a->n);
   if (a->err == 0) a->r = (int64_t)a->n;
 }
+/* Write n bytes inside the running attempt id (non-zero), f not NULL: no
+ * operation record, no sstm_run. Returns n, or -1 with errno. */
+static inline __attribute__((always_inline)) int64_t write_in(sstm_file_t *f, const void *src,
+                                                              size_t n, uint64_t id) {
+  view_t *v = fast_view(f, id);
+  int e = 0;
+  if (v == NULL && (v = acquire_in(f, id, &e)) == NULL) {
+    errno = e;
+    return -1;
+  }
+  if (wr_fast(v, src, n)) return (int64_t)n;
+  e = wr(v, src, n);
+  if (e != 0) {
+    errno = e;
+    return -1;
+  }
+  return (int64_t)n;
+}
+
 /* Write n bytes; id: sstm_txid(); ntx: outside a transaction, try the
  * stream's lock first (S8). */
 static int64_t do_write(sstm_file_t *f, const void *src, size_t n, uint64_t id, bool ntx) {
@@ -1539,21 +1595,7 @@ static int64_t do_write(sstm_file_t *f, const void *src, size_t n, uint64_t id, 
     errno = EBADF;
     return -1;
   }
-  if (id != 0) { /* inside a transaction: no operation record, no sstm_run */
-    view_t *v = fast_view(f, id);
-    int e = 0;
-    if (v == NULL && (v = acquire_in(f, id, &e)) == NULL) {
-      errno = e;
-      return -1;
-    }
-    if (wr_fast(v, src, n)) return (int64_t)n;
-    e = wr(v, src, n);
-    if (e != 0) {
-      errno = e;
-      return -1;
-    }
-    return (int64_t)n;
-  }
+  if (id != 0) return write_in(f, src, n, id);
   if (ntx && ntx_write(f, src, n)) return (int64_t)n;
   op_t a = {.f = f, .src = src, .n = n};
   if (!run_in(op_write, &a, id)) {
@@ -1567,9 +1609,10 @@ static int64_t do_write(sstm_file_t *f, const void *src, size_t n, uint64_t id, 
 int sstm_fputc(int c, sstm_file_t *f) {
   unsigned char b = (unsigned char)c;
   uint64_t id = f != NULL ? sstm_txid() : 0;
-  if (id != 0) {
+  if (id != 0) { /* the attempt's later calls: a byte into its view, no call */
     view_t *v = fast_view(f, id);
     if (v != NULL && wr_fast(v, &b, 1)) return b;
+    return write_in(f, &b, 1, id) == 1 ? b : EOF;
   } else if (f != NULL && ntx_write(f, &b, 1)) {
     return b;
   }
