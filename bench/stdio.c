@@ -17,6 +17,20 @@
  * Reads go over a prepared file (lines of 64 bytes) and rewind at its end;
  * writes go to an empty file, which is removed after the run.
  *
+ * The shape of [Smiljkovic13]'s Fig. 4: its library makes every call a
+ * transaction of its own (the call's body in an atomic block, its Fig. 1d)
+ * and its threads call fgetc ... fwrite in a loop on one shared FILE, so a
+ * transaction there is one call: -k 1, the default, is that shape (-s
+ * shared is its sharing; -s private, a file per thread, is not in the
+ * paper). Its "serial TM" is the same library with every such transaction
+ * irrevocable: -m irr -k 1. The paper states no sizes for the calls (its
+ * files are 2 GiB, on disk); here fgets, fread, fputs and fwrite move 64
+ * bytes; our streams buffer 4 KiB, glibc the file's st_blksize (usually
+ * 4 KiB). Calls that a program makes outside its own transactions, each
+ * made atomic by the library, as the paper's benchmarks make them, are
+ * -m ntx. -k K > 1 batches K calls in one transaction, a shape the paper
+ * does not measure.
+ *
  * Output: one JSON object per run on stdout: operations (calls) per
  * second, commits, the fraction of irrevocable commits and the aborts by
  * reason (schedstm modes). */

@@ -17,8 +17,11 @@ library's default policy (SCHEDSTM_CM is removed from its environment).
 usage: stdio_sweep.py --bin build/bench/stdio-schedstm --out DIR
                       [--reps 3] [--ms 250] [--threads 1,2,4,8]
                       [--ops fgetc,...] [--modes tx,tx@ser-block,irr,glibc] [--k 1]
-Writes DIR/stdio.jsonl (every run), DIR/stdio-summary.md (medians and
-ratios), DIR/stdio.png (throughput per operation; needs matplotlib).
+Writes DIR/stdio.jsonl (every run, with the load average after it),
+DIR/stdio-summary.md (medians and ratios, the range of the load averages),
+DIR/stdio.png (throughput per operation; needs matplotlib). --from-jsonl
+takes one or more files (comma-separated), e.g. sweeps of one operation
+each, run under a lock one at a time.
 """
 import argparse
 import json
@@ -29,6 +32,15 @@ import sys
 
 OPS = ["fgetc", "fgets", "fread", "fputc", "fputs", "fwrite", "mix"]
 MODES = ["tx", "tx@ser-block", "irr", "glibc"]
+
+
+def loadavg():
+    """The 1-minute load average, or None where /proc/loadavg is missing."""
+    try:
+        with open("/proc/loadavg") as f:
+            return float(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 def run_one(binary, op, mode, sharing, threads, ms, k):
@@ -42,6 +54,7 @@ def run_one(binary, op, mode, sharing, threads, ms, k):
     out = subprocess.run(cmd, check=True, capture_output=True, text=True, env=env).stdout
     r = json.loads(out.strip().splitlines()[-1])
     r["mode"] = mode  # the policy's runs apart from the default's
+    r["loadavg"] = loadavg()  # after the run: it was part of the load
     return r
 
 
@@ -121,6 +134,11 @@ def summary(runs, args):
                     + (f"{t['irrevocable_frac']:.3f}" if t else "-") + " | "
                     + (f"{t['aborts_per_commit']:.3f}" if t else "-") + " | "
                     + (reasons or "none") + " |")
+    loads = [r["loadavg"] for r in runs if r.get("loadavg") is not None]
+    if loads:
+        lines.append("")
+        lines.append(f"Load average (1 min) during the runs: {min(loads):.1f}-{max(loads):.1f} "
+                     f"(median {statistics.median(loads):.1f}).")
     return "\n".join(lines) + "\n"
 
 
@@ -172,8 +190,10 @@ def main():
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
     if args.from_jsonl:
-        with open(args.from_jsonl) as f:
-            runs = [json.loads(line) for line in f if line.strip()]
+        runs = []
+        for path in args.from_jsonl.split(","):
+            with open(path) as f:
+                runs += [json.loads(line) for line in f if line.strip()]
     else:
         runs = sweep(args)
         with open(os.path.join(args.out, "stdio.jsonl"), "w") as f:

@@ -120,6 +120,34 @@ class StdioSweepTest(unittest.TestCase):
         cells = [c.strip() for c in row[0].strip("|").split("|")]
         self.assertEqual(cells[6:8], ["2.00", "3.00"])  # tx/irr, tx@ser-block/irr
 
+    def test_summary_states_the_load_range_and_reads_several_files(self):
+        runs = [run("fputc", "tx", 1, r, 1e6) for r in range(3)]
+        runs += [run("fputc", "irr", 1, r, 5e5) for r in range(3)]
+        text = stdio_sweep.summary(runs, Args())
+        self.assertNotIn("Load average", text)  # none recorded: no line
+        for r, load in zip(runs, [3.0, 9.5, 4.0, 20.25, 7.0, 5.0]):
+            r["loadavg"] = load
+        text = stdio_sweep.summary(runs, Args())
+        self.assertIn("Load average (1 min) during the runs: 3.0-20.2 (median 6.0).", text)
+        with tempfile.TemporaryDirectory() as d:
+            paths = []
+            for i, part in enumerate((runs[:3], runs[3:])):
+                paths.append(os.path.join(d, f"part{i}.jsonl"))
+                with open(paths[-1], "w") as f:
+                    f.writelines(json.dumps(r) + "\n" for r in part)
+            out = os.path.join(d, "out")
+            argv = sys.argv
+            sys.argv = ["stdio_sweep.py", "--bin", "unused", "--out", out, "--ops", "fputc",
+                        "--modes", "tx,irr", "--from-jsonl", ",".join(paths)]
+            try:
+                stdio_sweep.main()
+            finally:
+                sys.argv = argv
+            with open(os.path.join(out, "stdio-summary.md")) as f:
+                row = [line for line in f if line.startswith("| fputc | private | 1 |")]
+            cells = [c.strip() for c in row[0].strip("|").split("|")]
+            self.assertEqual(cells[3:6], ["1.000", "0.500", "2.00"])  # both files read
+
 
 if __name__ == "__main__":
     unittest.main()
