@@ -16,6 +16,8 @@
  *  - The same gate under admit: the place is given back at each commit,
  *    so the holder's next commit admits the next thread and the holder
  *    sleeps in turn.
+ *  - The bound: a holder that gives nothing back costs a waiter the bound
+ *    on the gate's progress, then the waiter runs (one timeout counted).
  *  - The mechanism, through the library: threads that conflict under
  *    "admit" and "admit-slice" on a shared counter all commit and the
  *    counter is exact; the policy reports its gate in sstm_describe. Which
@@ -194,18 +196,20 @@ static void g_start(pthread_t *th, int i, int txs) {
   CHECK_EQ_I(pthread_create(th, NULL, g_thread, (void *)(intptr_t)i), 0);
 }
 
-static void g_setup(const char *cm, uint64_t hold_ns) {
+static void g_setup_bounded(const char *cm, uint64_t hold_ns, uint64_t wait_max_ns) {
   sstm_config_t cfg;
   sstm_test_config(&cfg);
   cfg.cm = cm;
   CHECK_OK(sstm_init(&cfg));
   CHECK_OK(sstm_thread_init());
-  sstm__admit_pin(true, 1, 0, hold_ns);
+  sstm__admit_pin(true, 1, wait_max_ns, hold_ns);
   memset(&g, 0, sizeof g);
   memset(gword, 0, sizeof gword);
 }
 
-static void g_end(pthread_t *th, uint64_t waits) {
+static void g_setup(const char *cm, uint64_t hold_ns) { g_setup_bounded(cm, hold_ns, 0); }
+
+static void g_end_counted(pthread_t *th, uint64_t waits, uint64_t timeouts) {
   for (int i = 0; i < G_N; i++)
     atomic_store(&g.leave[i], 1);
   for (int i = 0; i < G_N; i++)
@@ -214,10 +218,12 @@ static void g_end(pthread_t *th, uint64_t waits) {
     CHECK_EQ_U(tx_load_u64(&gword[i]), (uint64_t)atomic_load(&g.returned[i]));
   sstm_stats_t st;
   CHECK_OK(sstm_stats_aggregate(&st));
-  CHECK_EQ_U(st.cm_stats[2], waits); /* admission waits */
-  CHECK_EQ_U(st.cm_stats[3], 0);     /* no timeouts (no bound) */
+  CHECK_EQ_U(st.cm_stats[2], waits);    /* admission waits */
+  CHECK_EQ_U(st.cm_stats[3], timeouts); /* admission timeouts */
   sstm_test_fini();
 }
+
+static void g_end(pthread_t *th, uint64_t waits) { g_end_counted(th, waits, 0); }
 
 TEST(slice_keeps_the_place_and_admits_in_order) {
   g_setup("admit-slice", UINT64_MAX); /* a slice that never ends */
@@ -284,6 +290,28 @@ TEST(admit_hands_over_at_each_commit) {
   /* C is not used; A leaves (its place goes to B), then B */
   g_start(&th[G_C], G_C, 0);
   g_end(th, 3); /* waits: B's first commit, A's second, B's second */
+}
+
+/* The bound is on the gate's progress: a holder that keeps its place and
+ * runs no transaction (blocked in the application) gives nothing back, so
+ * a waiter runs anyway once nothing has been given back for the bound. It
+ * must: with the bound lifted, as in the tests above, it would sleep for
+ * ever and the watchdog would fail the test. How long it waited is not
+ * checked (no timing in tests), only that it returned, timed out once,
+ * and left the holder's place alone. */
+TEST(a_holder_that_gives_nothing_back_costs_a_waiter_the_bound) {
+  g_setup_bounded("admit-slice", UINT64_MAX, 20000000ull);
+  pthread_t th[G_N];
+  g_start(&th[G_A], G_A, 1);
+  await_returned(G_A, 1); /* A holds the place, and idles */
+  g_start(&th[G_B], G_B, 1);
+  await_returned(G_B, 1); /* B waited at its first commit, then ran anyway */
+  g_start(&th[G_C], G_C, 0);
+  /* B still holds its ticket (not admitted): C would queue behind it; A,
+   * still admitted, runs on without waiting */
+  atomic_store(&g.go[G_A], 20);
+  await_returned(G_A, 20);
+  g_end_counted(th, 1, 1);
 }
 
 SSTM_TEST_MAIN()
