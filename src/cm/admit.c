@@ -69,7 +69,12 @@
  * thus costs the others at most that delay, and the gate can never
  * deadlock: it is a throttle, not a lock. A thread that ran after a
  * timeout still gives its ticket back, so the count of places taken stays
- * exact. A descriptor released or detached gives its ticket back.
+ * exact. A descriptor released or detached gives its ticket back. A
+ * thread asleep in the gate runs again only in its turn (or after the
+ * bound), also when the program is stopping its threads: while the gate
+ * is on they leave one hand-over at a time; the gate turns off once the
+ * threads that run no longer outnumber the places, and that wakes them
+ * all.
  *
  * When (the decision, sstm__admit_decide, a pure function tested on
  * constructed inputs): every ADMIT_WINDOW_NS, the thread that notices the
