@@ -57,6 +57,15 @@ class Targets(unittest.TestCase):
         self.assertIn("(0.00-23.12) | unresolved |", row)
         self.assertTrue(row.endswith("| 2 |"))
 
+    def test_the_control_has_no_verdict(self):
+        configs = [("baseline", "baseline", 0, False), ("aa", "aa", 0, False)]
+        base = {r: {p: {"turnaround_us_mean": 100.0} for p in range(1, 6)} for r in (1, 2)}
+        ok = [run(1, "aa", "aa", [100, 100, 100, 100, 100]),
+              run(2, "aa", "aa", [101, 101, 101, 101, 101])]
+        row = [x for x in turnaround.targets(ok, base, configs) if x.startswith("| aa")][0]
+        self.assertEqual(row.count("(control)"), 2)
+        self.assertNotIn("met", row)
+
     def test_another_clock(self):
         configs = [("baseline", "baseline", 0, False), ("event Cinf", "event", 0, False)]
         key = "vexec_turnaround_us_mean"
