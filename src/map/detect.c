@@ -150,9 +150,13 @@ uint64_t sstm__map_matrix_get(const sstm_map_detect_t *d, unsigned i, unsigned j
   return atomic_load_explicit(&d->matrix[(size_t)a * d->order + b], memory_order_relaxed);
 }
 
-void sstm__map_matrix_clear(sstm_map_detect_t *d, unsigned t) {
+void sstm__map_matrix_clear(sstm_map_detect_t *d, unsigned t, unsigned n) {
   if (t >= d->order) return;
-  for (unsigned o = 0; o < d->order; o++) {
+  /* Only up to n: the cells of t's column sit one row (order cells) apart,
+   * so clearing all of them would touch a page per row of the anonymous
+   * mapping, allocating zero pages for nothing. */
+  if (n > d->order) n = d->order;
+  for (unsigned o = 0; o < n; o++) {
     if (o == t) continue;
     unsigned a = o < t ? o : t, b = o < t ? t : o;
     atomic_store_explicit(&d->matrix[(size_t)a * d->order + b], 0, memory_order_relaxed);

@@ -64,10 +64,12 @@ void sstm__map_detect_access(sstm_map_detect_t *d, const void *addr, unsigned ti
 /* The matrix entry of the pair (i, j), symmetric; 0 for i == j or an index
  * >= order. A relaxed read: a value, not a cut across entries. */
 uint64_t sstm__map_matrix_get(const sstm_map_detect_t *d, unsigned i, unsigned j);
-/* Zero the row and column of thread t (it left; a newcomer reusing its
- * index starts clean). Racy against concurrent events of t's pairs by
- * design: an event counted meanwhile may stay. */
-void sstm__map_matrix_clear(sstm_map_detect_t *d, unsigned t);
+/* Zero the cells of the pairs (t, o) for every o < n (t left; a newcomer
+ * reusing its index starts clean; n: 1 + the highest index any thread was
+ * given, beyond which every cell is still 0, untouched). Racy against
+ * concurrent events of t's pairs by design: an event counted meanwhile may
+ * stay. */
+void sstm__map_matrix_clear(sstm_map_detect_t *d, unsigned t, unsigned n);
 
 /* Distinct addresses in the table, and accesses that found no slot. */
 uint64_t sstm__map_table_used(const sstm_map_detect_t *d);

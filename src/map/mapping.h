@@ -52,8 +52,9 @@ typedef struct sstm_topo sstm_topo_t;
 #define SSTM_TOPO_MAX_PUS 65536u
 #define SSTM_MAP_MAX_THREADS 4096u
 
-/* Load the topology of the running machine as hwloc sees it for this
- * process (only the PUs the process may run on: hwloc's default). Allocates;
+/* Load the topology of the running machine as hwloc sees it, restricted to
+ * the PUs the calling thread may run on: hwloc's allowed set (the cgroup's
+ * cpuset) and its affinity (sched_getaffinity: taskset). Allocates;
  * release with sstm__topo_free. Returns 0, SSTM_ENOMEM, or SSTM_EINVAL when
  * hwloc cannot load a topology (message in err). */
 int sstm__topo_load_system(sstm_topo_t **out, char *err, size_t errlen);

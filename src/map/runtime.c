@@ -457,6 +457,7 @@ static map_thread_t *take_index(void) {
     if (!LIVE(&M.th[i]) && thread_gone(M.th[i].tid)) t = &M.th[i];
   if (t == NULL) return NULL;
   unsigned ix = index_of(t);
+  bool reused = t->used;
   t->used = true;
   t->tid = (pid_t)syscall(SYS_gettid);
   t->pu = -1;
@@ -464,8 +465,11 @@ static map_thread_t *take_index(void) {
   atomic_store_explicit(&t->due, false, memory_order_relaxed);
   atomic_store_explicit(&t->cpu, -1, memory_order_relaxed);
   atomic_store_explicit(&t->samples, 0, memory_order_relaxed);
-  if (M.detecting) sstm__map_matrix_clear(&M.det, ix); /* a newcomer starts clean */
   unsigned hw = atomic_load_explicit(&M.hiwater, memory_order_relaxed);
+  /* A newcomer on a reused index starts clean. An index never given before
+   * has only zero cells: an event's two indices are the accessing thread's
+   * and those of the address's sharers, all given. */
+  if (M.detecting && reused) sstm__map_matrix_clear(&M.det, ix, hw);
   if (ix + 1 > hw) atomic_store_explicit(&M.hiwater, ix + 1, memory_order_relaxed);
   self_ix = ix + 1;
   self_gen = M.gen;

@@ -3,9 +3,9 @@
  * the reduced tree of topology.c saved as text and read back without
  * hwloc, keyed by the running machine.
  *
- * File format, version 1 (every line ends with '\n'):
+ * File format, version 2 (every line ends with '\n'):
  *
- *   schedstm-topo-cache 1
+ *   schedstm-topo-cache 2
  *   kernel <sysname> <release> <version> <machine>   \
  *   boot <boot_id>                                     |
  *   host <nodename>                                    | the key, compared
@@ -43,7 +43,10 @@
 #include <unistd.h>
 
 #define CACHE_MAGIC "schedstm-topo-cache"
-#define CACHE_VERSION 1
+/* 2: the tree is restricted to the process's affinity as well as to hwloc's
+ * allowed set (topology.c); a version-1 file of a restricted CPU set may
+ * hold the whole machine, so it is stale. */
+#define CACHE_VERSION 2
 #define KEY_LINES 6
 /* Deeper than any hwloc tree (hwloc has about a dozen object types). */
 #define CACHE_MAX_DEPTH 64u

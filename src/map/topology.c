@@ -3,10 +3,14 @@
  * a plain tree of splitting levels (mapping.h). hwloc is used only while
  * loading: the tree is copied out and the hwloc topology destroyed, so the
  * queries are plain array reads and a topology costs no hwloc state. */
+#define _GNU_SOURCE
+#include <sched.h>
+
 #include "mapping.h"
 #include "topo_internal.h"
 
 #include <hwloc.h>
+#include <hwloc/glibc-sched.h>
 
 #include <errno.h>
 #include <schedstm/common.h>
@@ -173,6 +177,39 @@ fail:
 
 enum { SRC_SYSTEM, SRC_SYNTHETIC, SRC_XML };
 
+/* Restrict a loaded system topology to the CPUs the calling thread may run
+ * on (sched_getaffinity: `taskset`, a parent's sched_setaffinity). hwloc's
+ * own "allowed" set is the cgroup's cpuset only, so without this a process
+ * started under `taskset -c 0` on a machine of two cores would be mapped
+ * onto both, every thread of the other core falling back to the whole set,
+ * and a process allowed one CPU would not be seen as single-core. 0, or an
+ * error with err set. */
+static int restrict_to_affinity(hwloc_topology_t h, char *err, size_t errlen) {
+  cpu_set_t cs;
+  if (sched_getaffinity(0, sizeof cs, &cs) != 0) return 0; /* keep hwloc's view */
+  hwloc_bitmap_t b = hwloc_bitmap_alloc();
+  if (b == NULL) {
+    sstm__map_seterr(err, errlen, "topology: out of memory");
+    return SSTM_ENOMEM;
+  }
+  int rc = 0;
+  hwloc_cpuset_from_glibc_sched_affinity(h, b, &cs, sizeof cs);
+  hwloc_const_cpuset_t all = hwloc_topology_get_topology_cpuset(h);
+  hwloc_bitmap_and(b, b, all);
+  if (hwloc_bitmap_iszero(b)) {
+    sstm__map_seterr(err, errlen,
+                     "topology: none of the CPUs this thread may run on is in hwloc's topology");
+    rc = SSTM_EINVAL;
+  } else if (!hwloc_bitmap_isequal(b, all) &&
+             hwloc_topology_restrict(h, b, HWLOC_RESTRICT_FLAG_REMOVE_CPULESS) != 0) {
+    sstm__map_seterr(err, errlen, "topology: hwloc could not restrict it to the allowed CPUs: %s",
+                     strerror(errno));
+    rc = SSTM_EINVAL;
+  }
+  hwloc_bitmap_free(b);
+  return rc;
+}
+
 static int topo_load(int src, const char *arg, sstm_topo_t **out, char *err, size_t errlen) {
   if (!out || (src != SRC_SYSTEM && !arg)) {
     sstm__map_seterr(err, errlen, "topology: NULL argument");
@@ -200,7 +237,7 @@ static int topo_load(int src, const char *arg, sstm_topo_t **out, char *err, siz
                                             : "system",
                      strerror(errno));
     rc = SSTM_EINVAL;
-  } else {
+  } else if (src != SRC_SYSTEM || (rc = restrict_to_affinity(h, err, errlen)) == 0) {
     rc = topo_extract(h, out, err, errlen);
   }
   hwloc_topology_destroy(h);

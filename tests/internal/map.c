@@ -133,6 +133,33 @@ TEST(topology_of_the_running_machine) {
   sstm__topo_free(t);
 }
 
+/* The topology follows the thread's affinity (taskset), not only hwloc's
+ * allowed set (the cgroup's): restricted to one CPU, it is one PU, that
+ * CPU, one core; the mapping is then disabled as for a machine of one
+ * core. */
+TEST(topology_follows_the_affinity) {
+  cpu_set_t allowed;
+  CHECK_EQ_I(sched_getaffinity(0, sizeof allowed, &allowed), 0);
+  unsigned tried = 0;
+  for (int c = 0; c < CPU_SETSIZE && tried < 2; c++) {
+    if (!CPU_ISSET(c, &allowed)) continue;
+    tried++;
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(c, &one);
+    CHECK_EQ_I(sched_setaffinity(0, sizeof one, &one), 0);
+    sstm_topo_t *t = NULL;
+    int rc = sstm__topo_load_system(&t, err, sizeof err);
+    CHECK_EQ_I(sched_setaffinity(0, sizeof allowed, &allowed), 0);
+    CHECK_RC(rc, 0);
+    CHECK_EQ_U(sstm__topo_npus(t), 1);
+    CHECK_EQ_I(sstm__topo_os_index(t, 0), c);
+    CHECK_TRUE(sstm__topo_single_core(t));
+    sstm__topo_free(t);
+  }
+  CHECK_GE_U(tried, 1);
+}
+
 TEST(topology_from_xml_matches_its_source) {
   hwloc_topology_t h;
   CHECK_EQ_I(hwloc_topology_init(&h), 0);
@@ -650,11 +677,18 @@ TEST(topology_cache_stale_key_or_version) {
     CHECK_CONTAINS(err, want);
     CHECK_NULL(c);
   }
-  char *v2 = strdup(text);
-  v2[strlen("schedstm-topo-cache ")] = '2';
-  CHECK_RC(read_cache_text(v2, strlen(v2), &k, &c), SSTM_TOPO_CACHE_STALE);
-  CHECK_CONTAINS(err, "format \"schedstm-topo-cache 2\", this library writes");
-  free(v2);
+  /* Another format version: the one before (whose trees were not
+   * restricted to the affinity) and a later one. */
+  for (char v = '1'; v <= '3'; v += 2) {
+    char *other_v = strdup(text);
+    CHECK_CONTAINS(other_v, "schedstm-topo-cache 2\n");
+    other_v[strlen("schedstm-topo-cache ")] = v;
+    CHECK_RC(read_cache_text(other_v, strlen(other_v), &k, &c), SSTM_TOPO_CACHE_STALE);
+    char want[96];
+    snprintf(want, sizeof want, "format \"schedstm-topo-cache %c\", this library writes", v);
+    CHECK_CONTAINS(err, want);
+    free(other_v);
+  }
   CHECK_RC(sstm__topo_cache_read("/nonexistent/topo.txt", &k, &c, err, sizeof err),
            SSTM_TOPO_CACHE_MISSING);
   free(text);
@@ -682,7 +716,7 @@ TEST(topology_cache_corrupt_files_are_refused) {
   static const struct {
     const char *from, *to, *want;
   } bad[] = {
-      {"schedstm-topo-cache 1", "schedstm-topo-cachex 1", "not a schedstm topology cache file"},
+      {"schedstm-topo-cache 2", "schedstm-topo-cachex 2", "not a schedstm topology cache file"},
       {"desc ", "dssc ", "expected \"desc <text>\""},
       {"levels 3 2 4 8", "levels 3 2 4", "a level's node count is not a number above"},
       {"levels 3 2 4 8", "levels 3 2 4 8 9", "more node counts than the depth"},
@@ -789,7 +823,7 @@ TEST(topology_cache_of_the_running_machine) {
   sstm__topo_key(&k);
   char path[sizeof sub + 160];
   snprintf(path, sizeof path, "%s/%s", sub, k.name);
-  put_file(path, "schedstm-topo-cache 1\ngarbage\n", 30);
+  put_file(path, "schedstm-topo-cache 2\ngarbage\n", 30);
   CHECK_OK(sstm__topo_load_system_cached(sub, &t3, note, sizeof note, err, sizeof err));
   CHECK_CONTAINS(note, "hwloc (cache stale: ");
   CHECK_CONTAINS(note, path);

@@ -175,8 +175,15 @@ TEST(known_patterns) {
   sstm__map_detect_access(&d, ADDR(301), 2);
   CHECK_EQ_U(sstm__map_matrix_get(&d, 5, 7), 1);
   CHECK_EQ_U(sstm__map_matrix_get(&d, 7, 2), 0);
-  /* A newcomer in slot 0 starts clean; the others keep their entries. */
-  sstm__map_matrix_clear(&d, 0);
+  /* A newcomer in slot 0 starts clean; the others keep their entries.
+   * The clear goes up to the bound it is given: with 5, the pair (0, 6)
+   * keeps its count, with 8 (the order) nothing of 0's is left. */
+  CHECK_EQ_U(sstm__map_matrix_get(&d, 0, 6), 1);
+  sstm__map_matrix_clear(&d, 0, 5);
+  for (unsigned j = 0; j < 5; j++)
+    CHECK_EQ_U(sstm__map_matrix_get(&d, 0, j), 0);
+  CHECK_EQ_U(sstm__map_matrix_get(&d, 0, 6), 1);
+  sstm__map_matrix_clear(&d, 0, 99); /* beyond the order: up to it */
   for (unsigned j = 0; j < 8; j++)
     CHECK_EQ_U(sstm__map_matrix_get(&d, 0, j), 0);
   CHECK_EQ_U(sstm__map_matrix_get(&d, 4, 6), 1);

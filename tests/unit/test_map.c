@@ -10,7 +10,12 @@
  *    under one package, threads joining and leaving while evaluations run
  *    (automatic ones, every few thousand accesses);
  *  - the matrix dump read back by the strategy "file", and a malformed
- *    file refused with its line in the message.
+ *    file refused with its line in the message;
+ *  - a process whose affinity allows one CPU (taskset) is single-core:
+ *    mapping disabled, reported; a PU outside the allowed set falls back
+ *    to the whole set;
+ *  - re-mapping with hysteresis: applied after a phase change when the
+ *    predicted gain exceeds map_gain_pct, kept otherwise.
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -177,7 +182,8 @@ TEST(strategy_names) {
 static const char *const MAP_VARS[] = {
     "SCHEDSTM_MAP_STRATEGY",     "SCHEDSTM_MAP_SI",         "SCHEDSTM_MAP_MI",
     "SCHEDSTM_MAP_DA_THRESHOLD", "SCHEDSTM_MAP_TABLE_BITS", "SCHEDSTM_MAP_GAIN",
-    "SCHEDSTM_MAP_FILE",         "SCHEDSTM_MAP_DUMP",       "SCHEDSTM_MAP_TOPOLOGY"};
+    "SCHEDSTM_MAP_FILE",         "SCHEDSTM_MAP_DUMP",       "SCHEDSTM_MAP_TOPOLOGY",
+    "SCHEDSTM_MAP_TOPO_CACHE",   "SCHEDSTM_MAP_LOG"};
 
 static void clear_map_env(void) {
   for (size_t i = 0; i < sizeof MAP_VARS / sizeof MAP_VARS[0]; i++)
@@ -207,6 +213,8 @@ TEST(environment_is_strict) {
   env_bad("SCHEDSTM_MAP_FILE", "", "empty");
   env_bad("SCHEDSTM_MAP_DUMP", "", "empty");
   env_bad("SCHEDSTM_MAP_TOPOLOGY", "", "empty");
+  env_bad("SCHEDSTM_MAP_TOPO_CACHE", "", "empty");
+  env_bad("SCHEDSTM_MAP_LOG", "", "empty");
   clear_map_env();
   setenv("SCHEDSTM_MAP_STRATEGY", "round-robin", 1);
   setenv("SCHEDSTM_MAP_SI", "0", 1);
@@ -217,6 +225,8 @@ TEST(environment_is_strict) {
   setenv("SCHEDSTM_MAP_FILE", "/x/y", 1);
   setenv("SCHEDSTM_MAP_DUMP", "/x/z", 1);
   setenv("SCHEDSTM_MAP_TOPOLOGY", "Core:2 PU:1", 1);
+  setenv("SCHEDSTM_MAP_TOPO_CACHE", "off", 1);
+  setenv("SCHEDSTM_MAP_LOG", "/x/log", 1);
   sstm_config_t c;
   sstm_config_default(&c);
   CHECK_OK(sstm_config_from_env(&c));
@@ -229,6 +239,11 @@ TEST(environment_is_strict) {
   CHECK_EQ_STR(c.map_file, "/x/y");
   CHECK_EQ_STR(c.map_dump, "/x/z");
   CHECK_EQ_STR(c.map_topology, "Core:2 PU:1");
+  CHECK_EQ_STR(c.map_topo_cache, ""); /* off: no cache */
+  CHECK_EQ_STR(c.map_log, "/x/log");
+  setenv("SCHEDSTM_MAP_TOPO_CACHE", "/x/cache", 1);
+  CHECK_OK(sstm_config_from_env(&c));
+  CHECK_EQ_STR(c.map_topo_cache, "/x/cache");
   clear_map_env();
 }
 
@@ -272,6 +287,11 @@ TEST(configuration_is_checked) {
   base_config(&c, SSTM_MAP_STRATEGY_SCATTER);
   c.map_topology = "/nonexistent/dir/for/sure/";
   init_bad(&c, "topology");
+  base_config(&c, SSTM_MAP_STRATEGY_STMAP);
+  c.map_topology = "Package:2 Core:2 PU:1";
+  c.map_log = "/nonexistent/dir/for/sure/log";
+  init_bad(&c, "map_log");
+  CHECK_CONTAINS(sstm_last_error(), "/nonexistent/dir/for/sure/log");
   /* The library is left as if sstm_init had not been called. */
   base_config(&c, SSTM_MAP_STRATEGY_NONE);
   init_with(&c);
@@ -715,6 +735,224 @@ TEST(dump_then_map_from_the_file) {
   CHECK_RC(sstm_init(&c), SSTM_EINVAL);
   CHECK_CONTAINS(sstm_last_error(), "/nonexistent/matrix");
   unlink(path);
+}
+
+/* ---- the machine's CPUs: a process allowed one, a PU not allowed ---- */
+
+/* A temporary directory for a topology cache; removed by rm_dir. */
+static void make_dir(char *tmpl) { CHECK_NOT_NULL(mkdtemp(tmpl)); }
+
+static void rm_dir(const char *dir) {
+  char cmd[256];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  CHECK_EQ_I(system(cmd), 0);
+}
+
+/* A process started under `taskset -c N` (here: its affinity set to one
+ * CPU before sstm_init) has one core to run on, whatever hwloc's allowed
+ * set holds: every pinning strategy is disabled and says so, with the
+ * topology from hwloc and then from the cache (which is keyed by the
+ * CPU set). Nothing is pinned: the thread keeps its one CPU. */
+TEST(one_cpu_by_affinity_disables_and_reports) {
+  cpu_set_t allowed;
+  CHECK_EQ_I(sched_getaffinity(0, sizeof allowed, &allowed), 0);
+  int c0 = 0;
+  while (!CPU_ISSET(c0, &allowed))
+    c0++;
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  CPU_SET(c0, &one);
+  CHECK_EQ_I(sched_setaffinity(0, sizeof one, &one), 0);
+  char dir[] = "/tmp/sstm-map-cache-XXXXXX";
+  make_dir(dir);
+  static const struct {
+    sstm_map_strategy_t s;
+    const char *want, *from;
+  } runs[] = {
+      {SSTM_MAP_STRATEGY_COMPACT, "map=compact(off: single core)", "hwloc (cached)"},
+      {SSTM_MAP_STRATEGY_STMAP, "map=stmap(off: single core)", "map-topo-from=\"cache\""},
+      {SSTM_MAP_STRATEGY_ROUND_ROBIN, "map=round-robin(off: single core)", "\"cache\""},
+  };
+  for (size_t k = 0; k < sizeof runs / sizeof runs[0]; k++) {
+    sstm_config_t c;
+    base_config(&c, runs[k].s);
+    c.map_topo_cache = dir;
+    init_with(&c);
+    CHECK_OK(sstm_thread_init());
+    char d[2048];
+    CHECK_GT_I(sstm_describe(d, sizeof d), 0);
+    CHECK_CONTAINS(d, runs[k].want);
+    CHECK_CONTAINS(d, runs[k].from);
+    sstm_map_stats_t s;
+    CHECK_OK(sstm_map_stats_get(&s));
+    CHECK_TRUE(s.single_core);
+    CHECK_FALSE(s.applied);
+    sstm_config_t e;
+    CHECK_OK(sstm_config_get(&e));
+    CHECK_EQ_U(e.sample_period, 0); /* stmap: no sampling either */
+    /* Disabled: threads are not followed at all. */
+    CHECK_RC(sstm_map_thread_cpu(sstm_desc_slot(sstm_self()), NULL, NULL, NULL), SSTM_EINVAL);
+    cpu_set_t a = affinity_of(pthread_self());
+    CHECK_TRUE(CPU_EQUAL(&a, &one));
+    sstm_test_fini();
+  }
+  CHECK_EQ_I(sched_setaffinity(0, sizeof allowed, &allowed), 0);
+  rm_dir(dir);
+}
+
+/* The documented fallback for a thread without a CPU of its own: a PU
+ * whose OS CPU is not in the set the process was allowed at sstm_init
+ * gives the thread that whole set (pin_fallbacks). Built from a topology
+ * cache file whose PUs name CPUs outside the set (as after a cgroup
+ * change the cache key cannot see). */
+TEST(a_pu_outside_the_allowed_set_falls_back_to_the_set) {
+  need_two_cores();
+  cpu_set_t before = affinity_of(pthread_self());
+  char dir[] = "/tmp/sstm-map-cache-XXXXXX";
+  make_dir(dir);
+  sstm_config_t c;
+  base_config(&c, SSTM_MAP_STRATEGY_COMPACT);
+  c.map_topo_cache = dir;
+  init_with(&c); /* writes the cache file */
+  CHECK_OK(sstm_shutdown());
+  DIR *dd = opendir(dir);
+  CHECK_NOT_NULL(dd);
+  struct dirent *de;
+  char path[512] = "";
+  while ((de = readdir(dd)) != NULL)
+    if (de->d_name[0] != '.') snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
+  closedir(dd);
+  CHECK_MSG(path[0] != '\0', "no cache file in %s", dir);
+  /* Rewrite each PU line's OS index (its first number) to a CPU outside
+   * the allowed set, distinct from one line to the next. */
+  FILE *f = fopen(path, "r");
+  CHECK_NOT_NULL(f);
+  char text[1 << 16], line[4096];
+  size_t at = 0;
+  bool in_pus = false;
+  int next_cpu = 0;
+  unsigned rewritten = 0;
+  while (fgets(line, sizeof line, f)) {
+    if (in_pus && strcmp(line, "end\n") != 0) {
+      while (CPU_ISSET(next_cpu, &before))
+        next_cpu++;
+      CHECK_LT_I(next_cpu, CPU_SETSIZE);
+      at += (size_t)snprintf(text + at, sizeof text - at, "%d%s", next_cpu++, strchr(line, ' '));
+      rewritten++;
+      continue;
+    }
+    if (strncmp(line, "pus ", 4) == 0) in_pus = true;
+    at += (size_t)snprintf(text + at, sizeof text - at, "%s", line);
+    CHECK_LT_U(at, sizeof text);
+  }
+  fclose(f);
+  CHECK_GE_U(rewritten, 2);
+  f = fopen(path, "w");
+  CHECK_NOT_NULL(f);
+  CHECK_EQ_U(fwrite(text, 1, at, f), at);
+  CHECK_EQ_I(fclose(f), 0);
+  init_with(&c);
+  char d[2048];
+  sstm_describe(d, sizeof d);
+  CHECK_CONTAINS(d, "map-topo-from=\"cache\""); /* the edited file was taken */
+  CHECK_OK(sstm_thread_init());
+  int cpu = -2, pu = -2;
+  CHECK_OK(sstm_map_thread_cpu(sstm_desc_slot(sstm_self()), &cpu, NULL, &pu));
+  CHECK_EQ_I(pu, 0);   /* compact: index 0 on PU 0 */
+  CHECK_EQ_I(cpu, -1); /* ... whose CPU is not allowed: not pinned to one */
+  cpu_set_t a = affinity_of(pthread_self());
+  CHECK_TRUE(CPU_EQUAL(&a, &before)); /* the whole set */
+  sstm_map_stats_t s;
+  CHECK_OK(sstm_map_stats_get(&s));
+  CHECK_EQ_U(s.pin_fallbacks, 1);
+  CHECK_EQ_U(s.pin_errors, 0);
+  sstm_test_fini();
+  rm_dir(dir);
+}
+
+/* ---- re-mapping with hysteresis ---- */
+
+/* Four workers on a synthetic 2 packages x 2 cores: phase 1 pairs {0, 1}
+ * and {2, 3} share words, phase 2 (twenty times as many transactions) pairs
+ * {0, 2} and {1, 3}. Every access is sampled; a worker shares only with
+ * its partner, so the cross-pair cells stay 0 whatever the interleaving.
+ * After phase 1 a mapping is applied; evaluated again with nothing new,
+ * the same placement is computed and kept (no gain). After phase 2 the
+ * new pairs cost, in the placement of phase 1, A + 2B (A the phase-1
+ * weight, B the phase-2 weight: every access to a shared word after both
+ * partners touched it counts one event, so B is 10 to 20 times A without
+ * aborts, and still above 2A with phase 1 at 3 aborts per commit and
+ * phase 2 at none), against B + 2A re-mapped: a predicted gain above 10 %
+ * from B > 1.375 A on. With map_gain_pct 10 it is applied and
+ * the new pairs share a package; with 100 nothing can gain enough, and
+ * the placement of phase 1 stays. */
+static void remap_run(unsigned gain_pct, sstm_map_stats_t *s, int pu[4]) {
+  sstm_config_t c;
+  base_config(&c, SSTM_MAP_STRATEGY_STMAP);
+  c.map_topology = "Package:2 Core:2 PU:1";
+  c.map_mi = SSTM_MAP_MI_MAX; /* evaluations by sstm_map_evaluate only */
+  c.map_gain_pct = gain_pct;
+  init_with(&c);
+  enum { T = 4 };
+  pthread_barrier_t gate;
+  pthread_barrier_init(&gate, NULL, T + 1);
+  worker_t w[T];
+  static const unsigned pair1[T] = {0, 0, 1, 1}, pair2[T] = {2, 3, 2, 3};
+  for (unsigned t = 0; t < T; t++) {
+    w[t] = (worker_t){.w = {.a = words[48 + 2 * pair1[t]], .b = words[49 + 2 * pair1[t]], .n = 50},
+                      .gate = &gate,
+                      .rounds = 2};
+    start_worker(&w[t]);
+  }
+  pthread_barrier_wait(&gate); /* phase 1 runs */
+  pthread_barrier_wait(&gate);
+  CHECK_EQ_I(sstm_map_evaluate(), 1);
+  CHECK_OK(sstm_map_stats_get(s));
+  CHECK_EQ_U(s->mappings_applied, 1);
+  for (unsigned t = 0; t < T; t++)
+    CHECK_OK(sstm_map_thread_cpu(w[t].slot, NULL, NULL, &pu[t]));
+  CHECK_EQ_I(pu[0] / 2, pu[1] / 2);
+  CHECK_EQ_I(pu[2] / 2, pu[3] / 2);
+  CHECK_NE_I(pu[0] / 2, pu[2] / 2);
+  CHECK_EQ_I(sstm_map_evaluate(), 1); /* nothing new: the same placement, kept */
+  CHECK_OK(sstm_map_stats_get(s));
+  CHECK_EQ_U(s->mappings_applied, 1);
+  CHECK_EQ_U(s->mappings_kept, 1);
+  for (unsigned t = 0; t < T; t++) {
+    w[t].w.a = words[48 + 2 * pair2[t]];
+    w[t].w.b = words[49 + 2 * pair2[t]];
+    w[t].w.n = 1000;
+  }
+  pthread_barrier_wait(&gate); /* phase 2 runs */
+  pthread_barrier_wait(&gate);
+  CHECK_EQ_I(sstm_map_evaluate(), 1);
+  CHECK_OK(sstm_map_stats_get(s));
+  for (unsigned t = 0; t < T; t++)
+    CHECK_OK(sstm_map_thread_cpu(w[t].slot, NULL, NULL, &pu[t]));
+  pthread_barrier_wait(&gate); /* released */
+  for (unsigned t = 0; t < T; t++)
+    pthread_join(w[t].th, NULL);
+  pthread_barrier_destroy(&gate);
+  CHECK_EQ_U(s->mappings_computed, 3);
+  CHECK_EQ_U(s->evaluations, 3);
+  CHECK_EQ_U(s->pin_errors, 0);
+  CHECK_OK(sstm_shutdown());
+}
+
+TEST(remaps_only_when_the_predicted_gain_exceeds_the_threshold) {
+  sstm_map_stats_t s;
+  int pu[4];
+  remap_run(10, &s, pu);
+  CHECK_EQ_U(s.mappings_applied, 2);
+  CHECK_EQ_U(s.mappings_kept, 1);
+  CHECK_EQ_I(pu[0] / 2, pu[2] / 2); /* the new pairs share a package */
+  CHECK_EQ_I(pu[1] / 2, pu[3] / 2);
+  CHECK_NE_I(pu[0] / 2, pu[1] / 2);
+  remap_run(100, &s, pu);
+  CHECK_EQ_U(s.mappings_applied, 1);
+  CHECK_EQ_U(s.mappings_kept, 2);
+  CHECK_EQ_I(pu[0] / 2, pu[1] / 2); /* phase 1's placement stays */
+  CHECK_EQ_I(pu[2] / 2, pu[3] / 2);
 }
 
 SSTM_TEST_MAIN()
