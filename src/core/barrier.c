@@ -484,13 +484,21 @@ SSTM_API uint64_t sstm__load_slow(const void *addr, unsigned size) {
    * (load_own) and not a second run of the fast path and load_slow. The
    * same test as load_slow's, on a word loaded the same way (acquire,
    * (1.1)); any other word goes on below exactly as before. The exact
-   * variant byte excludes sampling and a pending kill flag, which
-   * dispatch_load handles; the random-delay build keeps its delay points. */
-  if (sstm__variant(tx) == SSTM_V_ETL && ((uintptr_t)addr & (size - 1)) == 0 &&
+   * variant byte excludes a pending kill flag, which dispatch_load
+   * handles; the random-delay build keeps its delay points. A sampled ETL
+   * attempt whose countdown has not run out (thread mapping's detection
+   * between two samples) takes the same test and counts the access, as
+   * barrier_prologue would before the same load_own: its reads after
+   * writes otherwise went through the whole variant dispatch. */
+  unsigned var = sstm__variant(tx);
+  bool counted = var == (SSTM_V_ETL | SSTM_V_SAMPLE) && tx->sample_cd > 0;
+  if ((var == SSTM_V_ETL || counted) && ((uintptr_t)addr & (size - 1)) == 0 &&
       !sstm__random_delay) {
     _Atomic uint64_t *lk = sstm__lock_for(tx, addr);
-    if (atomic_load_explicit(lk, memory_order_acquire) == tx->owner_lw)
+    if (atomic_load_explicit(lk, memory_order_acquire) == tx->owner_lw) {
+      if (counted) tx->sample_cd--;
       return load_own(tx, addr, size, lk);
+    }
   }
   if (SSTM_UNLIKELY((uintptr_t)addr & (size - 1))) {
     uint64_t v = 0;
@@ -606,6 +614,15 @@ static SSTM_NOINLINE void store_general(void *addr, uint64_t v, unsigned size) {
   }
   if (SSTM_UNLIKELY((uintptr_t)addr & (size - 1))) {
     store_bytes(tx, addr, &v, size); /* little endian: the low bytes are v's */
+    return;
+  }
+  /* A sampled ETL attempt whose countdown has not run out (thread
+   * mapping's detection between two samples): the exported store's fast
+   * path, counted on success, as dispatch_store's sampled case does with
+   * tx_store; a failure goes on to that case, which counts it once. */
+  if (sstm__variant(tx) == (SSTM_V_ETL | SSTM_V_SAMPLE) && tx->sample_cd > 0 &&
+      !sstm__random_delay && store_etl_fast(tx, addr, v, size)) {
+    tx->sample_cd--;
     return;
   }
   switch (size) {

@@ -415,6 +415,38 @@ TEST(sampling_counts_each_access_once) {
   sstm_test_fini();
 }
 
+/* The stores and the reads after writes of a sampled attempt, the shape of
+ * an accumulating transaction (STAMP's kmeans): 4-byte words, each read
+ * after the attempt wrote it; between two samples they take the fast
+ * store and the read-after-write test of the slow entry, each counted
+ * once, and the reads see the attempt's own values. Period 4. */
+static uint32_t acc[3];
+TEST(sampling_counts_stores_and_reads_after_writes_once) {
+  sstm_test_init_sampling(4, record_cb, NULL);
+  nfired_at = 0;
+  uint32_t got[3] = {0, 0, 0};
+  SSTM_ATOMIC_BEGIN(NULL)
+    sstm_store_u32(&acc[0], 10);              /* 1 */
+    got[0] = sstm_load_u32(&acc[0]);          /* 2: read after write */
+    sstm_store_u32(&acc[1], 20);              /* 3 */
+    sstm_store_u32(&acc[0], got[0] + 1);      /* 4: fires (a write) */
+    got[1] = sstm_load_u32(&acc[1]);          /* 5: read after write */
+    got[0] = sstm_load_u32(&acc[0]);          /* 6: read after write */
+    sstm_store_u32(&acc[2], got[0] + got[1]); /* 7 */
+    got[2] = sstm_load_u32(&acc[2]);          /* 8: fires (a read after write) */
+  SSTM_ATOMIC_END();
+  CHECK_EQ_I(nfired_at, 2);
+  CHECK_TRUE(fired_at[0] == &acc[0]);
+  CHECK_TRUE(fired_at[1] == &acc[2]);
+  CHECK_EQ_U(got[0], 11);
+  CHECK_EQ_U(got[1], 20);
+  CHECK_EQ_U(got[2], 31);
+  CHECK_EQ_U(acc[0], 11);
+  CHECK_EQ_U(acc[1], 20);
+  CHECK_EQ_U(acc[2], 31);
+  sstm_test_fini();
+}
+
 /* A period longer than the fast paths' 16-bit countdown: the rest waits in
  * the descriptor and the hook still fires on exactly every period-th
  * access. */
