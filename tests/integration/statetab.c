@@ -65,6 +65,8 @@
  * live_view_across_shutdown_and_reinit: the live view follows the new
  *   table of an sstm_shutdown + sstm_init under the same pid, and ends,
  *   saying so, when the last shutdown removes it.
+ * mapping_shows_each_threads_cpu: under the compact mapping, each
+ *   thread's pinned and seen CPU in the JSON and the wide live view.
  *
  * The tool is run as a separate process (fork + exec of SSTM_TOP_PATH), its
  * JSON parsed by the small parser below. Tables with chosen contents are
@@ -93,6 +95,7 @@
 #include <unistd.h>
 
 #include <schedstm/exec.h>
+#include <schedstm/map.h>
 #include <schedstm/statetab.h>
 
 #include "../common/runner.h"
@@ -3076,6 +3079,82 @@ TEST(version5_table_and_bad_exec_area) {
   h->exec_size = sizeof(sstm_stt_exec_t);
   expect_error(h, n, "executor area at", "misplaced executor area");
   free(h);
+}
+
+/* mapping_shows_each_threads_cpu: under a pinning strategy (compact) each
+ * registered thread's entry says the CPU it was pinned to and the CPU it
+ * was seen on (schedstm/map.h), in sstm-top's JSON and, with a "p" for
+ * pinned there, in the wide live view's CPU column. Needs two CPUs and
+ * two cores (mapping is disabled on one). */
+static _Atomic int cpu_worker_state; /* 1 registered, 2 may leave */
+static void *cpu_worker(void *arg) {
+  (void)arg;
+  CHECK_OK(sstm_thread_init());
+  atomic_store(&cpu_worker_state, 1);
+  while (atomic_load(&cpu_worker_state) != 2)
+    usleep(1000);
+  CHECK_OK(sstm_thread_exit());
+  return NULL;
+}
+
+TEST(mapping_shows_each_threads_cpu) {
+  cpu_set_t allowed;
+  CHECK_EQ_I(sched_getaffinity(0, sizeof allowed, &allowed), 0);
+  if (CPU_COUNT(&allowed) < 2) sstm_test_skip("one CPU allowed: nothing is pinned");
+  sstm_config_t c;
+  sstm_test_config(&c);
+  c.state_table = true;
+  c.map = SSTM_MAP_STRATEGY_COMPACT;
+  CHECK_OK(sstm_init(&c));
+  sstm_map_stats_t ms;
+  CHECK_OK(sstm_map_stats_get(&ms));
+  if (ms.single_core) {
+    CHECK_OK(sstm_shutdown());
+    sstm_test_skip("hwloc sees a single core: mapping is disabled");
+  }
+  CHECK_OK(sstm_thread_init());
+  atomic_store(&cpu_worker_state, 0);
+  pthread_t t;
+  CHECK_EQ_I(pthread_create(&t, NULL, cpu_worker, NULL), 0);
+  while (atomic_load(&cpu_worker_state) != 1)
+    usleep(1000);
+  jval_t *j = snapshot_json(getpid());
+  const jval_t *es = jget(j, "entries");
+  CHECK_EQ_U(es->n, 2);
+  char want[2][16];
+  for (size_t i = 0; i < es->n; i++) {
+    const jval_t *e = es->items[i];
+    int cpu = -2, seen = -2;
+    CHECK_OK(sstm_map_thread_cpu((unsigned)ju(e, "slot"), &cpu, &seen, NULL));
+    CHECK_GE_I(cpu, 0);
+    CHECK_EQ_I(ji(e, "cpu_pinned"), cpu);
+    CHECK_EQ_I(ji(e, "cpu"), seen);
+    CHECK_EQ_I(seen, cpu); /* seen at its registration, once pinned */
+    snprintf(want[i], sizeof want[i], " %dp ", cpu);
+  }
+  CHECK_NE_I(ji(es->items[0], "cpu_pinned"), ji(es->items[1], "cpu_pinned"));
+  jfree(j);
+  const char *had = getenv("COLUMNS");
+  char saved[32] = "";
+  if (had) snprintf(saved, sizeof saved, "%s", had);
+  CHECK_EQ_I(setenv("COLUMNS", "200", 1), 0);
+  char p[16];
+  snprintf(p, sizeof p, "%d", (int)getpid());
+  tool_run_t r;
+  run_tool(&r, "-n1", "-i", "0.01", p, NULL);
+  check_exit(&r, 0, "live view");
+  CHECK_CONTAINS(r.out, " CPU ");
+  for (int i = 0; i < 2; i++)
+    CHECK_CONTAINS(r.out, want[i]);
+  tool_free(&r);
+  if (had)
+    CHECK_EQ_I(setenv("COLUMNS", saved, 1), 0);
+  else
+    CHECK_EQ_I(unsetenv("COLUMNS"), 0);
+  atomic_store(&cpu_worker_state, 2);
+  CHECK_EQ_I(pthread_join(t, NULL), 0);
+  CHECK_OK(sstm_thread_exit());
+  CHECK_OK(sstm_shutdown());
 }
 
 SSTM_TEST_MAIN()
