@@ -31,10 +31,14 @@
 # The code generated is the same. ctest runs as many tests at once as a
 # part's tests leave CPUs idle: the random-delay tests mostly sleep in their
 # delays, the unit tests of the debug and clang parts are short processes.
-# For the same reason the debug, clang and format parts run beside the delay
-# part (each in its own build directory, their output printed when the
-# delay part is done), not after it; RUN_ALL_BESIDE=0 runs every part in
-# turn. With ccache installed (scripts/install-deps.sh --tests), every
+# For the same reason the debug, clang and format parts and the install
+# check run beside the delay part (each in its own build directory, their
+# output printed when the delay part is done), not after it;
+# RUN_ALL_BESIDE=0 runs every part in turn. The builds run ahead of the
+# tests: while one part's tests run, the next parts are configured and
+# built, one after the other, at a lower priority (builder(), below), so
+# that the CPU time the tests leave idle goes into the builds. With ccache
+# installed (scripts/install-deps.sh --tests), every
 # build compiles through it, so that a second run, or a fresh clone on the
 # same machine, recompiles only what changed.
 #
@@ -50,6 +54,10 @@
 #   RUN_ALL_BESIDE=0                          run debug, clang and format after delay,
 #                                             not beside it
 #   RUN_ALL_CCACHE=0                          compile without ccache even where it is
+#   RUN_ALL_PIPELINE=0                        build each part just before its tests, not
+#                                             ahead of them
+#   RUN_ALL_BUILD_NICE=5                      niceness added to the builds that run
+#                                             beside tests (all but the first)
 set -u
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -57,7 +65,6 @@ root=$(cd "$here/.." && pwd)
 jobs=${RUN_ALL_JOBS:-2}
 parts=${RUN_ALL_PARTS:-"normal asan tsan delay debug clang format"}
 
-configured=" " # the parts whose configure succeeded, space-separated
 start_all=$(date +%s)
 mkdir -p "$root/build"
 # Each part appends one line "PASSED FAILED SKIPPED SUMMARY" here (also from
@@ -100,39 +107,140 @@ if [ "${RUN_ALL_CCACHE:-1}" != 0 ] && command -v ccache >/dev/null 2>&1; then
   echo "=== compiling through $(command -v ccache) (RUN_ALL_CCACHE=0: without)"
 fi
 
-# run_part NAME SCALE CTEST_JOBS CTEST_ARGS BUILD_TARGET CMAKE_ARGS...
-run_part() {
-  local name=$1 scale=$2 ctest_jobs=$3 ctest_args=$4 target=$5
-  shift 5
+# part_build NAME: the build target and the configure arguments of a part
+# that has a build (the others: empty target), in build_target and
+# build_args.
+part_build() {
+  build_target=""
+  build_args=()
+  case $1 in
+  normal) build_target=all ;;
+  asan)
+    build_target=all
+    build_args=(-DSCHEDSTM_SANITIZE=address,undefined)
+    ;;
+  tsan)
+    build_target=sstm_stress_bins
+    build_args=(-DSCHEDSTM_SANITIZE=thread)
+    ;;
+  delay)
+    build_target=sstm_stress_bins
+    build_args=(-DSCHEDSTM_RANDOM_DELAY=ON)
+    ;;
+  debug)
+    build_target=sstm_unit_bins
+    build_args=(-DSCHEDSTM_DEBUG=ON -DSCHEDSTM_BUILD_BENCH=OFF -DSCHEDSTM_BUILD_EXAMPLES=OFF
+      -DSCHEDSTM_TEST_HARNESS=OFF)
+    ;;
+  clang)
+    if command -v clang >/dev/null 2>&1; then
+      build_target=sstm_unit_bins
+      build_args=(-DCMAKE_C_COMPILER=clang -DSCHEDSTM_BUILD_BENCH=OFF
+        -DSCHEDSTM_BUILD_EXAMPLES=OFF -DSCHEDSTM_TEST_HARNESS=OFF)
+    fi
+    ;;
+  esac
+}
+
+# build_part NAME [NICE]: configure and build a part in build/test-NAME,
+# at niceness NICE (added to the caller's) when given. Writes its messages
+# to build/test-NAME.build.msg (printed when the part's tests start) and,
+# last, one line to build/test-NAME.status: "ok|build-failed|configure-failed
+# START END" (seconds since the epoch).
+build_part() {
+  local name=$1 nice_n=${2:-}
+  part_build "$name"
   local dir="$root/build/test-$name"
-  mkdir -p "$root/build"
+  local msg="$dir.build.msg" status="$dir.status"
+  local pre=()
+  if [ -n "$nice_n" ]; then pre=(nice -n "$nice_n"); fi
   local t0
   t0=$(date +%s)
-  echo "=== [$name] configure + build ($dir)"
   if [ "${RUN_ALL_CLEAN:-0}" = 1 ]; then rm -rf "$dir"; fi
-  if ! cmake -S "$root" -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  mkdir -p "$dir"
+  if ! ${pre[@]+"${pre[@]}"} cmake -S "$root" -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
       "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O2 -g1 -DNDEBUG" \
       "-DCMAKE_ASM_FLAGS_RELWITHDEBINFO=-O2 -g1 -DNDEBUG" \
-      -DSCHEDSTM_WERROR=ON -DSCHEDSTM_BUILD_TESTS=ON ${launcher[@]+"${launcher[@]}"} "$@" \
-      >"$dir.configure.log" 2>&1; then
-    cat "$dir.configure.log"
-    echo "=== [$name] CONFIGURE FAILED"
-    record 0 1 0 "$name: configure failed"
+      -DSCHEDSTM_WERROR=ON -DSCHEDSTM_BUILD_TESTS=ON ${launcher[@]+"${launcher[@]}"} \
+      ${build_args[@]+"${build_args[@]}"} >"$dir.configure.log" 2>&1; then
+    cat "$dir.configure.log" >"$msg"
+    echo "configure-failed $t0 $(date +%s)" >"$status"
     return
   fi
-  configured+="$name "
   # keep going past a broken target, so that the tests that did build run
   local keep=""
   if [ -f "$dir/Makefile" ]; then keep="-- -k"; elif [ -f "$dir/build.ninja" ]; then keep="-- -k 0"; fi
-  local build_failed=0
   # shellcheck disable=SC2086
-  if ! cmake --build "$dir" -j"$jobs" --target "$target" $keep >"$dir.build.log" 2>&1; then
-    grep -E "error:|warning:|Error [0-9]" "$dir.build.log" | sort | uniq -c | sort -rn | head -30
+  if ! ${pre[@]+"${pre[@]}"} cmake --build "$dir" -j"$jobs" --target "$build_target" $keep \
+      >"$dir.build.log" 2>&1; then
+    grep -E "error:|warning:|Error [0-9]" "$dir.build.log" | sort | uniq -c | sort -rn |
+      head -30 >"$msg"
+    echo "build-failed $t0 $(date +%s)" >"$status"
+    return
+  fi
+  : >"$msg"
+  echo "ok $t0 $(date +%s)" >"$status"
+}
+
+# The builds run ahead of the tests, one after the other, in the order the
+# parts' tests need them (builder(), in the background): while a part's
+# tests run, the next parts build. The first build runs alone; the later
+# ones run at a lower priority (RUN_ALL_BUILD_NICE, 5 by default: the
+# tests keep their CPU, the builds take what the tests leave idle).
+# RUN_ALL_PIPELINE=0 builds each part just before its tests instead.
+builder() {
+  local first=1 p
+  for p in "$@"; do
+    if [ $first = 1 ]; then
+      build_part "$p"
+      first=0
+    else
+      build_part "$p" "${RUN_ALL_BUILD_NICE:-5}"
+    fi
+  done
+}
+
+# await_build NAME: wait until NAME's build is done (its status line
+# exists); prints the line.
+await_build() {
+  local status="$root/build/test-$1.status"
+  while [ ! -s "$status" ]; do
+    if [ -n "${builder_pid:-}" ] && ! kill -0 "$builder_pid" 2>/dev/null && [ ! -s "$status" ]; then
+      echo "builder-died 0 0"
+      return
+    fi
+    sleep 1
+  done
+  cat "$status"
+}
+
+# test_part NAME SCALE CTEST_JOBS CTEST_ARGS: run a part's ctest once its
+# build is done, and record its counts.
+test_part() {
+  local name=$1 scale=$2 ctest_jobs=$3 ctest_args=$4
+  local dir="$root/build/test-$name"
+  if [ "${RUN_ALL_PIPELINE:-1}" = 0 ]; then build_part "$name"; fi
+  local t0 st b0 b1
+  t0=$(date +%s)
+  read -r st b0 b1 <<<"$(await_build "$name")"
+  local tw=$(($(date +%s) - t0))
+  echo "=== [$name] configure + build ($dir): $((b1 - b0)) s (its tests waited $tw s for it)"
+  cat "$dir.build.msg" 2>/dev/null
+  case $st in
+  configure-failed | builder-died)
+    echo "=== [$name] CONFIGURE FAILED"
+    record 0 1 0 "$name: configure failed"
+    return
+    ;;
+  esac
+  local build_failed=0
+  if [ "$st" = build-failed ]; then
     echo "=== [$name] BUILD FAILED (full log: $dir.build.log); running what was built"
     build_failed=1
   fi
   echo "=== [$name] ctest -j$ctest_jobs $ctest_args (SSTM_TEST_SCALE=$scale)"
-  local log="$dir.ctest.log"
+  local log="$dir.ctest.log" c0
+  c0=$(date +%s)
   # shellcheck disable=SC2086
   (cd "$dir" && SSTM_TEST_SCALE=$scale \
      ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
@@ -162,8 +270,8 @@ run_part() {
   if [ $build_failed = 1 ]; then note=" + build failure"; fi
   # a build failure counts once, with the entries that failed
   record "$passed" $((failed + build_failed)) "$skipped" \
-    "$name: $passed passed ($skipped skipped), $failed failed$note, $((t1 - t0)) s"
-  echo "=== [$name] $passed passed, $failed failed ($((t1 - t0)) s)"
+    "$name: $passed passed ($skipped skipped), $failed failed$note; build $((b1 - b0)) s (waited for: $tw s), tests $((t1 - c0)) s"
+  echo "=== [$name] $passed passed, $failed failed (build $((b1 - b0)) s, waited for: $tw s; tests $((t1 - c0)) s)"
 }
 
 # run_script NAME LOG COMMAND...: a script that ends with a line "N passed,
@@ -191,40 +299,50 @@ run_script() {
     "$name: $ipass passed ($iskip skipped), $ifail failed, $(($(date +%s) - t0)) s"
 }
 
+# The installed library as a consumer sees it (pkg-config, find_package,
+# exported symbols, headers alone), against the normal build (skipped when
+# that build failed to configure: the failure is counted once). It runs
+# with the normal part, or alone as the part "install" on the normal build
+# that an earlier run left.
+run_install() {
+  if [[ " $parts " == *" normal "* ]] && [[ "$(cat "$root/build/test-normal.status" 2>/dev/null)" != ok* ]] &&
+    [[ "$(cat "$root/build/test-normal.status" 2>/dev/null)" != build-failed* ]]; then
+    echo "=== [install] skipped: the normal build failed to configure"
+    record 0 0 0 "install: skipped (normal build not configured)"
+  else
+    run_script install "$root/build/check-install.log" \
+      "$root/scripts/check-install.sh" "$root/build/test-normal"
+  fi
+}
+
 # run_one PART
 run_one() {
   local p=$1
   case $p in
   normal)
-    run_part normal "${RUN_ALL_SCALE_NORMAL:-1}" "${RUN_ALL_CTEST_JOBS_NORMAL:-$jobs}" "" all
+    test_part normal "${RUN_ALL_SCALE_NORMAL:-1}" "${RUN_ALL_CTEST_JOBS_NORMAL:-$jobs}" ""
     ;;
   asan)
     # unit.generic.compile.*: the compiler run on a test source with fixed
     # flags, the same in every GCC build: the normal part runs them
-    run_part asan "${RUN_ALL_SCALE_ASAN:-0.15}" "${RUN_ALL_CTEST_JOBS_ASAN:-$jobs}" \
-      "-E ^unit\.generic\.compile\." all -DSCHEDSTM_SANITIZE=address,undefined
+    test_part asan "${RUN_ALL_SCALE_ASAN:-0.15}" "${RUN_ALL_CTEST_JOBS_ASAN:-$jobs}" \
+      "-E ^unit\.generic\.compile\."
     ;;
   tsan)
     # the scale of the delay part, which runs the same entries: every
     # count they assert on is reached at it
-    run_part tsan "${RUN_ALL_SCALE_TSAN:-0.03}" "${RUN_ALL_CTEST_JOBS_TSAN:-$jobs}" "-L stress" \
-      sstm_stress_bins -DSCHEDSTM_SANITIZE=thread
+    test_part tsan "${RUN_ALL_SCALE_TSAN:-0.03}" "${RUN_ALL_CTEST_JOBS_TSAN:-$jobs}" "-L stress"
     ;;
   delay)
-    run_part delay "${RUN_ALL_SCALE_DELAY:-0.03}" "${RUN_ALL_CTEST_JOBS_DELAY:-4}" "-L stress" \
-      sstm_stress_bins -DSCHEDSTM_RANDOM_DELAY=ON
+    test_part delay "${RUN_ALL_SCALE_DELAY:-0.03}" "${RUN_ALL_CTEST_JOBS_DELAY:-4}" "-L stress"
     ;;
   debug)
-    run_part debug "${RUN_ALL_SCALE_DEBUG:-0.2}" "${RUN_ALL_CTEST_JOBS_DEBUG:-4}" \
-      "-L unit -E ^unit\.generic\.compile\." sstm_unit_bins \
-      -DSCHEDSTM_DEBUG=ON -DSCHEDSTM_BUILD_BENCH=OFF -DSCHEDSTM_BUILD_EXAMPLES=OFF \
-      -DSCHEDSTM_TEST_HARNESS=OFF
+    test_part debug "${RUN_ALL_SCALE_DEBUG:-0.2}" "${RUN_ALL_CTEST_JOBS_DEBUG:-4}" \
+      "-L unit -E ^unit\.generic\.compile\."
     ;;
   clang)
     if command -v clang >/dev/null 2>&1; then
-      run_part clang "${RUN_ALL_SCALE_CLANG:-0.2}" "${RUN_ALL_CTEST_JOBS_CLANG:-4}" "-L unit" \
-        sstm_unit_bins -DCMAKE_C_COMPILER=clang -DSCHEDSTM_BUILD_BENCH=OFF \
-        -DSCHEDSTM_BUILD_EXAMPLES=OFF -DSCHEDSTM_TEST_HARNESS=OFF
+      test_part clang "${RUN_ALL_SCALE_CLANG:-0.2}" "${RUN_ALL_CTEST_JOBS_CLANG:-4}" "-L unit"
     else
       echo "=== [clang] skipped: no clang (scripts/install-deps.sh --tests installs it)"
       record 0 0 1 "clang: skipped (no clang)"
@@ -233,7 +351,7 @@ run_one() {
   format)
     run_script format "$root/build/check-format.log" "$root/scripts/check-format.sh"
     ;;
-  install) ;; # after the other parts, on the normal build (below)
+  install) run_install ;;
   *)
     echo "unknown part '$p' (normal asan tsan delay debug clang format install)"
     record 0 1 0 "$p: unknown part"
@@ -242,16 +360,43 @@ run_one() {
 }
 
 # The parts that run beside the delay part, when both it and they are asked
-# for: short ctest runs after a build (debug, clang) and a script (format).
-# The delay part's entries mostly sleep; these fill the CPUs meanwhile.
+# for: short ctest runs after a build (debug, clang), a script (format) and
+# the install check. The delay part's entries mostly sleep; these fill the
+# CPUs meanwhile.
 beside=""
 if [ "${RUN_ALL_BESIDE:-1}" != 0 ] && [[ " $parts " == *" delay "* ]]; then
   for p in $parts; do
     case $p in debug | clang | format) beside+="$p " ;; esac
   done
+  if [[ " $parts " == *" normal "* ]] || [[ " $parts " == *" install "* ]]; then
+    beside+="install "
+  fi
 fi
+# The order the tests run in; the builds follow it.
+order=""
 for p in $parts; do
-  if [[ " $beside " == *" $p "* ]]; then continue; fi
+  if [[ " $beside " == *" $p "* ]] || [ "$p" = install ]; then continue; fi
+  order+="$p "
+  if [ "$p" = delay ]; then order+="$beside"; fi
+done
+builds=""
+for p in $order; do
+  part_build "$p"
+  if [ -n "$build_target" ]; then
+    : >"$root/build/test-$p.status"
+    builds+="$p "
+  fi
+done
+builder_pid=""
+if [ "${RUN_ALL_PIPELINE:-1}" != 0 ] && [ -n "$builds" ]; then
+  echo "=== building ahead of the tests, in turn: $builds"
+  # shellcheck disable=SC2086
+  builder $builds >"$root/build/run_all.builder.log" 2>&1 &
+  builder_pid=$!
+fi
+
+for p in $parts; do
+  if [[ " $beside " == *" $p "* ]] || [ "$p" = install ]; then continue; fi
   if [ "$p" = delay ] && [ -n "$beside" ]; then
     beside_log="$root/build/run_all.beside.log"
     echo "=== [${beside% }] beside [delay] (output below, when delay is done)"
@@ -264,18 +409,12 @@ for p in $parts; do
   fi
   run_one "$p"
 done
+if [ -n "$builder_pid" ]; then wait "$builder_pid"; fi
 
-# The installed library as a consumer sees it (pkg-config, find_package,
-# exported symbols, headers alone), against the normal build (skipped when
-# that build failed to configure: the failure is counted once, above).
-# It runs with the normal part, or alone as the part "install" on the normal
-# build that an earlier run left.
-if [[ " $parts " == *" normal "* ]] && [[ "$configured" != *" normal "* ]]; then
-  echo "=== [install] skipped: the normal build failed to configure"
-  record 0 0 0 "install: skipped (normal build not configured)"
-elif [[ " $parts " == *" normal "* ]] || [[ " $parts " == *" install "* ]]; then
-  run_script install "$root/build/check-install.log" \
-    "$root/scripts/check-install.sh" "$root/build/test-normal"
+# Without the delay part, the install check runs after the other parts.
+if [[ " $beside " != *" install "* ]] &&
+  { [[ " $parts " == *" normal "* ]] || [[ " $parts " == *" install "* ]]; }; then
+  run_install
 fi
 
 total_pass=0
