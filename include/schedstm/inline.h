@@ -1,12 +1,16 @@
 /* SPDX-License-Identifier: MIT */
 /** @file
  * The read barrier's fast path, shared by the library and, on request,
- * inlined into application code.
+ * inlined into application code (with the store's for a stripe the attempt
+ * already holds).
  *
  * Define SSTM_INLINE_BARRIERS before including <schedstm/schedstm.h> and the
  * typed loads (sstm_load_u8 ... sstm_load_double, sstm_load_ptr) become
  * static inline functions: the common case (an unlocked word whose version
  * the snapshot covers) runs inline, everything else calls into the library.
+ * So do the typed stores (sstm_store_u8 ... sstm_store_double): a store to a
+ * stripe the attempt has already locked merges into its redo log inline
+ * (sstm__store_own), every other store calls the library.
  * This is the opt-in fast mode in the manner of liburcu's [Desnoyers12] _LGPL_SOURCE: the
  * descriptor prefix below is then part of the binary interface between your
  * objects and the library, so rebuild them with every new soname. Inside a
@@ -239,6 +243,10 @@ sstm__load_try_sampled(sstm__fast_t *f, const void *addr, unsigned size, uint64_
 
 /* The general read (any variant, alignment, or misuse), exported. */
 SSTM_API uint64_t sstm__load_slow(const void *addr, unsigned size);
+/* The general store of the `size` (1, 2, 4 or 8) low bytes of v at addr:
+ * what the exported typed store of that width does (any variant,
+ * alignment, or misuse), exported for the inline stores. */
+SSTM_API void sstm__store_slow(void *addr, uint64_t v, unsigned size);
 
 #if defined(SSTM_INLINE_BARRIERS)
 /* The calling thread's descriptor prefix, never NULL (see sstm__load_try). */
@@ -246,20 +254,88 @@ extern __thread sstm__fast_t *sstm__fast_cur __attribute__((tls_model("initial-e
 
 /* The slow path through a cold function: the compiler then moves it out of
  * line and the inlined fast path runs without a taken branch. A sampled
- * attempt's read takes its fast path here. */
-static __attribute__((cold, noinline, unused)) uint64_t sstm__load_general(const void *addr,
-                                                                           unsigned size) {
+ * attempt's read takes its fast path here. One function per width, so that
+ * the read after write (sstm__load_own) runs with its shifts and masks
+ * folded to constants. */
+static inline __attribute__((always_inline)) uint64_t sstm__load_general(const void *addr,
+                                                                         unsigned size) {
   uint64_t v;
   if (sstm__load_own_try(sstm__fast_cur, addr, size, &v)) return v; /* read after write */
   if (sstm__load_try_sampled(sstm__fast_cur, addr, size, &v)) return v;
   return sstm__load_slow(addr, size);
 }
+#define SSTM__LOAD_GENERAL_W(size)                                                                 \
+  static __attribute__((cold, noinline, unused))                                                   \
+  uint64_t sstm__load_general##size(const void *addr) {                                            \
+    return sstm__load_general(addr, size);                                                         \
+  }
+SSTM__LOAD_GENERAL_W(1)
+SSTM__LOAD_GENERAL_W(2)
+SSTM__LOAD_GENERAL_W(4)
+SSTM__LOAD_GENERAL_W(8)
+#undef SSTM__LOAD_GENERAL_W
 
 static inline __attribute__((always_inline)) uint64_t sstm__load_inline(const void *addr,
                                                                         unsigned size) {
   uint64_t v;
   if (__builtin_expect(sstm__load_try(sstm__fast_cur, addr, size, &v), 1)) return v;
-  return sstm__load_general(addr, size);
+  switch (size) {
+  case 1: return sstm__load_general1(addr);
+  case 2: return sstm__load_general2(addr);
+  case 4: return sstm__load_general4(addr);
+  default: return sstm__load_general8(addr);
+  }
+}
+
+/* The inline store's fast path: a naturally aligned store of `size` bytes
+ * by an ETL attempt (the variant byte exactly, as in sstm__load_own_try) to
+ * a stripe whose lock word is this attempt's own, whose word is in the redo
+ * log's index at its hash or has a free slot there (no probing). The value
+ * is merged into the word's entry, or a new entry is appended: the same
+ * steps as the library's store for a stripe it already holds (step (2.4)
+ * in docs/design/core.md needs no new lock and no new lock-log entry then;
+ * the word set's Bloom filter is read by CTL attempts only). Only a killed
+ * attempt can lose a lock it holds ((6): taken over once its status is
+ * KILLED), and a killed attempt never writes its redo log back (its commit
+ * CAS fails), so whatever this path adds to the log meanwhile is discarded
+ * at its abort; a kill flag already set in the variant byte sends the store
+ * to the library, which aborts the attempt. False: nothing was changed; the
+ * caller calls the library's store, which takes every other case (the first
+ * store to a stripe locks it there). */
+static inline __attribute__((always_inline)) bool sstm__store_own(sstm__fast_t *f, void *addr,
+                                                                  uint64_t val, unsigned size) {
+  /* relaxed: as in sstm__load_try (a kill flag fails the test) */
+  if (__atomic_load_n(&f->variant, __ATOMIC_RELAXED) != SSTM__V_ETL ||
+      ((uintptr_t)addr & (size - 1)) != 0)
+    return false;
+  const uint64_t *lk = &f->locks[((uintptr_t)addr >> f->stripe_shift) & f->lock_mask];
+  /* relaxed: this attempt stored its own lock word itself (its CAS comes
+   * before in this thread), and nothing is read under the lock's protection
+   * here: a stale "ours" is only possible for a killed attempt (above). */
+  if (__atomic_load_n(lk, __ATOMIC_RELAXED) != f->owner_lw) return false;
+  uintptr_t w = (uintptr_t)addr & ~(uintptr_t)7;
+  unsigned sh = ((unsigned)(uintptr_t)addr & 7) * 8;
+  uint64_t bm = (size == 8 ? ~0ull : (1ull << (size * 8)) - 1) << sh;
+  struct sstm__wlog *ws = &f->ws;
+  struct sstm__wslot *s = &ws->idx[sstm__word_hash(w) & ws->idx_mask];
+  if (s->stamp == ws->stamp) {
+    if (s->word != w) return false; /* a collision: the library probes */
+    struct sstm__wentry *e = &ws->e[s->idx];
+    e->value = (e->value & ~bm) | ((val << sh) & bm);
+    e->bmask |= bm;
+    return true;
+  }
+  uint32_t n = ws->n;
+  if (n == ws->cap) return false; /* the library grows the log */
+  /* relaxed: contention managers of other threads read n. */
+  __atomic_store_n(&ws->n, n + 1, __ATOMIC_RELAXED);
+  ws->e[n].word = w;
+  ws->e[n].value = (val << sh) & bm;
+  ws->e[n].bmask = bm;
+  s->word = w;
+  s->idx = n;
+  s->stamp = ws->stamp;
+  return true;
 }
 #endif
 

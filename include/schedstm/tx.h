@@ -282,7 +282,7 @@ SSTM_API int sstm_quiesce(void);
  * attempt could neither go on nor roll back without it. Growth stops once a
  * thread's transactions have reached their largest size.
  * With SSTM_INLINE_BARRIERS defined, the loads are static inline functions
- * (<schedstm/inline.h>), with the same contract.
+ * (<schedstm/inline.h>), with the same contract, and so are the stores.
  * @{ */
 #if defined(SSTM_INLINE_BARRIERS)
 /* Inline read fast path: see <schedstm/inline.h>. */
@@ -329,6 +329,34 @@ SSTM_API double sstm_load_double(const double *addr);
  * The rules of the typed loads apply (inside a transaction only, any
  * alignment, a float as 4 bytes and a double as 8).
  * @{ */
+#if defined(SSTM_INLINE_BARRIERS)
+/* Inline store fast path (a stripe the attempt already holds, see
+ * sstm__store_own in <schedstm/inline.h>); every other store goes to the
+ * library's general entry, sstm__store_slow. */
+#define SSTM__STORE_INLINE(T, bits)                                                                \
+  static inline void sstm_store_u##bits(T *a, T v) {                                               \
+    if (__builtin_expect(!sstm__store_own(sstm__fast_cur, a, v, sizeof(T)), 0))                    \
+      sstm__store_slow(a, v, sizeof(T));                                                           \
+  }
+SSTM__STORE_INLINE(uint8_t, 8)
+SSTM__STORE_INLINE(uint16_t, 16)
+SSTM__STORE_INLINE(uint32_t, 32)
+SSTM__STORE_INLINE(uint64_t, 64)
+#undef SSTM__STORE_INLINE
+static inline void sstm_store_ptr(void **a, void *v) {
+  sstm_store_u64((uint64_t *)(void *)a, (uint64_t)(uintptr_t)v);
+}
+static inline void sstm_store_float(float *a, float v) {
+  uint32_t b;
+  __builtin_memcpy(&b, &v, 4);
+  sstm_store_u32((uint32_t *)(void *)a, b);
+}
+static inline void sstm_store_double(double *a, double v) {
+  uint64_t b;
+  __builtin_memcpy(&b, &v, 8);
+  sstm_store_u64((uint64_t *)(void *)a, b);
+}
+#else
 /** Transactional store of v at addr: buffered in the redo log, written at
  * commit (a float as 4 bytes, a double as 8). Ignored after misuse (a
  * handler that returned).
@@ -341,6 +369,7 @@ SSTM_API void sstm_store_u64(uint64_t *addr, uint64_t v);
 SSTM_API void sstm_store_ptr(void **addr, void *v);
 SSTM_API void sstm_store_float(float *addr, float v);
 SSTM_API void sstm_store_double(double *addr, double v);
+#endif
 /** @} */
 
 /** @name Bulk copies

@@ -657,6 +657,17 @@ DEFINE_INT_BARRIERS(uint16_t, 2, u16)
 DEFINE_INT_BARRIERS(uint32_t, 4, u32)
 DEFINE_INT_BARRIERS(uint64_t, 8, u64)
 
+/* The inline stores' call (<schedstm/inline.h>): the typed store of the
+ * width, with the width a constant in each case. */
+SSTM_API void sstm__store_slow(void *addr, uint64_t v, unsigned size) {
+  switch (size) {
+  case 1: store_entry(addr, v, 1); return;
+  case 2: store_entry(addr, v, 2); return;
+  case 4: store_entry(addr, v, 4); return;
+  default: store_entry(addr, v, 8); return;
+  }
+}
+
 SSTM_API void *sstm_load_ptr(void *const *addr) { return (void *)(uintptr_t)load_entry(addr, 8); }
 SSTM_API void sstm_store_ptr(void **addr, void *v) {
   sstm_store_u64((uint64_t *)(void *)addr, (uint64_t)(uintptr_t)v);
@@ -718,6 +729,8 @@ SSTM_SAME_FIELD(rs.top);
 SSTM_SAME_FIELD(rs.lim);
 SSTM_SAME_FIELD(owner_lw);
 SSTM_SAME_FIELD(ws.e);
+SSTM_SAME_FIELD(ws.n); /* the inline store appends (sstm__store_own) */
+SSTM_SAME_FIELD(ws.cap);
 SSTM_SAME_FIELD(ws.idx);
 SSTM_SAME_FIELD(ws.idx_mask);
 SSTM_SAME_FIELD(ws.stamp);
