@@ -16,29 +16,33 @@
          * The outermost begin of SSTM_ATOMIC_BEGIN in one call: when the
          * thread has a descriptor that is outside a transaction and not in
          * a callback, save the caller's checkpoint straight into the
-         * descriptor (SSTM_CKPT_SAVE, as sstm__ckpt_save does) and go on in
-         * sstm__begin_top (txn.c) with the descriptor as second argument;
-         * every other begin (nested, unregistered thread, inside a hook)
-         * saves nothing and goes to sstm__begin_other. Both return
-         * SSTM__CKPT_START; a restart returns here again with its code, as
-         * from sstm__ckpt_save. The callee-saved registers saved are the
-         * caller's: nothing before the save changes them. */
+         * descriptor (SSTM_CKPT_SAVE, as sstm__ckpt_save does), store the
+         * saved stack pointer as the descriptor's begin_sp, and go on in
+         * sstm__begin_top(tx, attr) (txn.c); every other begin (nested,
+         * unregistered thread, inside a hook) saves nothing and goes to
+         * sstm__begin_other(attr). Both return SSTM__CKPT_START; a restart
+         * returns here again with its code, as from sstm__ckpt_save. The
+         * callee-saved registers saved are the caller's: nothing before the
+         * save changes them. */
         .globl  sstm__begin_ckpt
         .type   sstm__begin_ckpt, @function
         .p2align 4
 sstm__begin_ckpt:
         .cfi_startproc
+        movq    %rdi, %rsi              /* attr: sstm__begin_top's second argument */
         movq    sstm__cur@gottpoff(%rip), %rax
-        movq    %fs:(%rax), %rsi        /* the thread's descriptor, or NULL */
-        testq   %rsi, %rsi
+        movq    %fs:(%rax), %rdi        /* the thread's descriptor, or NULL */
+        testq   %rdi, %rdi
         jz      1f
-        cmpl    $0, SSTM_DESC_OFF_DEPTH(%rsi)
+        cmpl    $0, SSTM_DESC_OFF_DEPTH(%rdi)
         jne     1f
-        cmpb    $0, SSTM_DESC_OFF_IN_HOOK(%rsi)
+        cmpb    $0, SSTM_DESC_OFF_IN_HOOK(%rdi)
         jne     1f
-        SSTM_CKPT_SAVE SSTM_DESC_OFF_CKPT, %rsi
+        SSTM_CKPT_SAVE SSTM_DESC_OFF_CKPT, %rdi
+        movq    %rax, SSTM_DESC_OFF_BEGIN_SP(%rdi) /* the saved stack pointer */
         jmp     sstm__begin_top
-1:      jmp     sstm__begin_other
+1:      movq    %rsi, %rdi
+        jmp     sstm__begin_other
         .cfi_endproc
         .size   sstm__begin_ckpt, .-sstm__begin_ckpt
 

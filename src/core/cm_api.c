@@ -247,5 +247,10 @@ SSTM_API void sstm_cm_note(sstm_cm_ctx_t *ctx, sstm_cm_act_t act) {
 }
 
 SSTM_API void sstm_cm_next_irrevocable(sstm_cm_ctx_t *ctx) {
-  if (ctx && ctx->desc) ctx->desc->irrev_sticky = true;
+  if (ctx && ctx->desc) {
+    ctx->desc->irrev_sticky = true;
+    /* the end of the transaction clears the mark (txn.c, retry_state_clear),
+     * also when no abort follows */
+    ctx->desc->slow |= SSTM_SLOW_RETRIED;
+  }
 }

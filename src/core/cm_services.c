@@ -43,7 +43,7 @@ bool sstm__cm_prev_reads(const sstm_cm_ctx_t *ctx, const void **path, uint32_t m
   const struct sstm_desc *d = ctx->desc;
   *n = 0;
   /* Owner-only fields: on_abort runs on the descriptor's thread. */
-  if (d->serial != ctx->txid) return false;
+  if (sstm__serial(d) != ctx->txid) return false;
   uint32_t k = sstm_rset_count(&d->rs);
   if (k > max) k = max;
   for (uint32_t i = 0; i < k; i++)

@@ -118,7 +118,7 @@ static bool reap_paused(struct sstm_desc *tx, struct sstm_desc *o, uint64_t seri
    * killer is as good. */
   if (sstm__kill(o, serial, tx)) sstm__ctr_add(&tx->ctr.cm_kills, 1);
   uint64_t st = atomic_load_explicit(&o->status, memory_order_relaxed);
-  if (sstm_st_serial(st) == serial && sstm_st_state(st) == SSTM_ST_KILLED && o->serial == serial) {
+  if (sstm_st_serial(st) == serial && sstm_st_state(st) == SSTM_ST_KILLED) {
     /* (9.4) An attempt paused at a polled point resumes where its kill is
      * checked first (9.6): its locks get their old versions back, as its
      * own rollback would (6.5), and readers that read those versions stay

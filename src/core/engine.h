@@ -71,8 +71,14 @@ enum sstm_slow {
                             membarrier (begin fences itself), cfg.ro_log not
                             off, the random-delay build */
   SSTM_SLOW_COMMIT = 2,  /* policy on_commit, state table, detailed stats */
-  SSTM_SLOW_RETRIED = 4, /* the transaction has aborted (retries > 0) */
+  SSTM_SLOW_RETRIED = 4, /* the transaction has aborted (retries > 0), or
+                            a policy marked it to restart irrevocable: its
+                            commit clears the retry state (txn.c,
+                            retry_state_clear) */
   SSTM_SLOW_ACTIONS = 8, /* sstm_on_commit / sstm_on_abort were called */
+  SSTM_SLOW_MEM = 16,    /* sstm_malloc / sstm_calloc / sstm_free logged a
+                            block (reclaim.c): the commit empties the
+                            allocation log and retires the frees */
   SSTM_SLOW_FIXED = SSTM_SLOW_BEGIN | SSTM_SLOW_COMMIT,
 };
 
@@ -161,11 +167,14 @@ struct sstm_desc {
   uint64_t sample_rest;
   uint8_t design; /* sstm_design_t */
   uint8_t slow;   /* SSTM_SLOW_*: owner-only */
+  /* The variant of a transaction's first attempt in the common begin,
+   * indexed by attr.read_only: {design, SSTM_V_RO} (txn.c,
+   * sstm__desc_set_slow), one load instead of a test and a choice. */
+  uint8_t first_variant[2];
 
   /* ---- per attempt / per transaction ---- */
-  uint64_t start;  /* snapshot at attempt start */
-  uint64_t birth;  /* snapshot at first attempt (age for policies) */
-  uint64_t serial; /* current attempt serial (owner's copy) */
+  uint64_t start; /* snapshot at attempt start */
+  uint64_t birth; /* snapshot at first attempt (age for policies) */
   sstm_attr_t attr;
   bool irrev_sticky;    /* restart as irrevocable */
   bool ro_nolog_failed; /* declared RO attempt needed a read set */
@@ -275,7 +284,12 @@ typedef struct sstm_global {
   sstm_counters_t retired_ctr;   /* counters of exited threads (reg_lock) */
 } sstm_global_t;
 
-extern sstm_global_t sstm__g;
+/* Hidden at the declaration too, not only at the definition: the engine's
+ * position-independent code then reaches it relative to the instruction
+ * pointer, one instruction per access, instead of through the global
+ * offset table (the clock load of every begin, the fetch_add of every
+ * update commit, the hook counts). */
+extern sstm_global_t sstm__g __attribute__((visibility("hidden")));
 extern __thread struct sstm_desc *sstm__cur __attribute__((tls_model("initial-exec")));
 /* Attach d (NULL: none) to the calling thread: sstm__cur and the inline
  * fast path's prefix pointer (core/barrier.c). */
@@ -303,9 +317,32 @@ SSTM_INLINE void sstm__set_variant(struct sstm_desc *d, unsigned v) {
 }
 SSTM_INLINE unsigned sstm__kind(struct sstm_desc *d) { return sstm__variant(d) & 3; }
 
-/* Counter helpers: owner-only increments, tear-free for readers. */
+/* The serial of d's current (or last) attempt: the status word's. The
+ * descriptor keeps no other copy, so that a begin makes the next serial
+ * with one add to the status word it stores anyway (txn.c,
+ * attempt_start_fast). relaxed: for the owner (only the owner changes the
+ * serial part), or a reader that synchronised with the owner's last
+ * change (the pause word's acquire, (9.2)). */
+SSTM_INLINE uint64_t sstm__serial(const struct sstm_desc *d) {
+  return sstm_st_serial(
+      atomic_load_explicit(&((struct sstm_desc *)(uintptr_t)d)->status, memory_order_relaxed));
+}
+
+/* Counter helpers: owner-only increments, tear-free for readers (relaxed
+ * loads of the whole word on other threads). The increment is the relaxed
+ * load and store of the same word: no locked instruction, since only the
+ * owner writes. On x86-64 it is one add to memory, which is that load and
+ * store as one instruction (an aligned 8-byte store is never torn), and
+ * which the compiler does not form from two atomic accesses by itself:
+ * one instruction instead of three on every commit. Under
+ * ThreadSanitizer, which sees no inline assembly, it is the two atomic
+ * accesses (SSTM__TSAN: <schedstm/tx.h>). */
 SSTM_INLINE void sstm__ctr_add(uint64_t *c, uint64_t v) {
+#if defined(__x86_64__) && !defined(SSTM__TSAN)
+  __asm__("addq %1, %0" : "+m"(*c) : "er"(v) : "cc");
+#else
   __atomic_store_n(c, __atomic_load_n(c, __ATOMIC_RELAXED) + v, __ATOMIC_RELAXED);
+#endif
 }
 SSTM_INLINE void sstm__ctr_max(uint64_t *c, uint64_t v) {
   if (v > __atomic_load_n(c, __ATOMIC_RELAXED)) __atomic_store_n(c, v, __ATOMIC_RELAXED);

@@ -87,7 +87,7 @@ static bool may_switch(struct sstm_desc *tx, int where) {
   if (where == SSTM_EXEC_AT_RESTART) return true;
   if (tx->depth == 0 || sstm__kind(tx) == SSTM_V_IRREV) return false;
   uint64_t st = atomic_load_explicit(&tx->status, memory_order_relaxed);
-  return sstm_st_state(st) == SSTM_ST_ACTIVE && sstm_st_serial(st) == tx->serial;
+  return sstm_st_state(st) == SSTM_ST_ACTIVE && sstm_st_serial(st) == sstm__serial(tx);
 }
 
 static SSTM_COLD __attribute__((noreturn)) void hook_broke(struct sstm_desc *tx) {

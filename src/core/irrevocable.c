@@ -52,7 +52,7 @@ bool sstm__irrev_enter(struct sstm_desc *tx) {
       return false;
     }
   } while (!atomic_compare_exchange_weak_explicit(
-      &tx->status, &st, sstm_st_make(tx->serial, SSTM_ST_IRREVOCABLE) | (st & SSTM_ST_FLAGS),
+      &tx->status, &st, sstm_st_make(sstm__serial(tx), SSTM_ST_IRREVOCABLE) | (st & SSTM_ST_FLAGS),
       memory_order_acq_rel, memory_order_relaxed));
   sstm__set_variant(tx, SSTM_V_IRREV | (sstm__variant(tx) & SSTM_V_SAMPLE));
   return true;
@@ -141,8 +141,9 @@ SSTM_NOINLINE void sstm__irrev_store(struct sstm_desc *tx, void *addr, uint64_t 
 void sstm__commit_irrevocable(struct sstm_desc *tx) {
   irrev_release_locks(tx);
   /* acq_rel exchange: as in rollback (txn.c). */
-  attempt_ended(tx, atomic_exchange_explicit(&tx->status, sstm_st_make(tx->serial, SSTM_ST_IDLE),
-                                             memory_order_acq_rel));
+  attempt_ended(tx,
+                atomic_exchange_explicit(&tx->status, sstm_st_make(sstm__serial(tx), SSTM_ST_IDLE),
+                                         memory_order_acq_rel));
   sstm__irrev_release(tx);
 }
 

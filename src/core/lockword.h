@@ -103,6 +103,12 @@ static inline uint64_t sstm_st_with_state(uint64_t st, enum sstm_state s) {
   return (st & ~SSTM_ST_STATE_MASK) | (uint64_t)s;
 }
 static inline uint64_t sstm_st_serial(uint64_t st) { return st >> 8; }
+/* The status of the next attempt, ACTIVE: serial + 1, no flags, whatever
+ * the state and flags of st (two instructions: the low byte is state and
+ * flags, the serial starts at bit 8). */
+static inline uint64_t sstm_st_next_active(uint64_t st) {
+  return (st | 0xffull) + 1 + (uint64_t)SSTM_ST_ACTIVE; /* the +1 carries into the serial */
+}
 /* Does lock word l belong to the attempt described by status st? */
 static inline bool sstm_st_owns(uint64_t st, uint64_t l) {
   return (sstm_st_serial(st) & SSTM_LW_SERIAL_MASK) == sstm_lw_serial(l);

@@ -129,11 +129,19 @@ static inline bool in_attempt(const struct sstm_desc *tx) {
   return tx != NULL && tx->depth != 0 && tx->in_hook == 0;
 }
 
+/* A block allocated by a running attempt: forgotten (released) if it aborts,
+ * kept if it commits, whose tail empties the log (SSTM_SLOW_MEM sends it
+ * there: the common commit does not look at the logs). */
+static void alloc_logged(struct sstm_desc *tx, void *p) {
+  sstm__ptrvec_push(&tx->allocs, p);
+  tx->slow |= SSTM_SLOW_MEM;
+}
+
 SSTM_API void *sstm_malloc(size_t size) {
   struct sstm_desc *tx = sstm__cur;
   void *p = tx != NULL ? blkcache_get(tx, size) : NULL;
   if (p == NULL) p = malloc(size);
-  if (p != NULL && in_attempt(tx)) sstm__ptrvec_push(&tx->allocs, p);
+  if (p != NULL && in_attempt(tx)) alloc_logged(tx, p);
   return p;
 }
 
@@ -149,7 +157,7 @@ SSTM_API void *sstm_calloc(size_t n, size_t size) {
     memset(p, 0, bytes);
   else
     p = calloc(n, size);
-  if (p != NULL && in_attempt(tx)) sstm__ptrvec_push(&tx->allocs, p);
+  if (p != NULL && in_attempt(tx)) alloc_logged(tx, p);
   return p;
 }
 
@@ -479,6 +487,7 @@ SSTM_API void sstm_free(void *p) {
     /* After commit, irrevocable attempts included: a policy's escalation
      * to irrevocability can still be rolled back (sstm_restart). */
     sstm__ptrvec_push(&tx->frees, p);
+    tx->slow |= SSTM_SLOW_MEM; /* the commit retires it (commit_tail) */
     return;
   }
   if (tx != NULL) {

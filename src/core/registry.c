@@ -374,7 +374,7 @@ SSTM_API uint64_t sstm_desc_txid(const sstm_desc_t *d) {
 #define KREC_MASK ((1ull << KREC_BITS) - 1)
 static uint64_t krec_make(const struct sstm_desc *killer, uint64_t victim_serial) {
   return (uint64_t)(killer->slot + 1) | (victim_serial & KREC_MASK) << 16 |
-         (killer->serial & KREC_MASK) << (16 + KREC_BITS);
+         (sstm__serial(killer) & KREC_MASK) << (16 + KREC_BITS);
 }
 
 /* ACTIVE -> KILLED for the given attempt; killer (the caller's own
@@ -478,7 +478,7 @@ bool sstm__killer_of(struct sstm_desc *victim, sstm_party_t *out) {
    * delayed after its CAS. */
   uint64_t rec = atomic_exchange_explicit(&victim->killed_by, 0, memory_order_relaxed);
   unsigned slot1 = (unsigned)(rec & 0xffff);
-  if (slot1 == 0 || ((rec >> 16) & KREC_MASK) != (victim->serial & KREC_MASK)) return false;
+  if (slot1 == 0 || ((rec >> 16) & KREC_MASK) != (sstm__serial(victim) & KREC_MASK)) return false;
   struct sstm_desc *k = sstm__desc_at(slot1 - 1);
   if (k == NULL) return false;
   /* A paused killer is not named (9): a policy would serialise the retry

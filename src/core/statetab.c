@@ -295,7 +295,7 @@ static void copy_cm_stats(struct sstm_desc *d, sstm_stt_entry_t *e) {
 void sstm__stt_begin(struct sstm_desc *d) {
   sstm_stt_entry_t *e = d->stt;
   PUT(e->tid, atomic_load_explicit(&d->tid, memory_order_relaxed)); /* attach may move it */
-  PUT(e->txid, d->serial);
+  PUT(e->txid, sstm__serial(d));
   PUT(e->in_tx, 1);
   /* A retry: what the policy did for the abort (a thread that keeps
    * losing, the one worth watching, may not commit for a long time). */

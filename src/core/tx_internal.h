@@ -139,7 +139,7 @@ static inline sstm_cm_ctx_t *cm_ctx(struct sstm_desc *tx) {
   sstm_cm_ctx_t *c = &tx->cm_ctx;
   c->retries = tx->retries;
   c->conflicts = tx->conflicts;
-  c->txid = tx->serial;
+  c->txid = sstm__serial(tx);
   c->start = tx->start;
   c->birth = tx->birth;
   c->reads = sstm_rset_count(&tx->rs);

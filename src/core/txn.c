@@ -48,6 +48,20 @@ static void release_locks_abort(struct sstm_desc *tx) {
   tx->ls.n = 0;
 }
 
+/* The state of a transaction's retries, which the begin does not clear:
+ * every end of a transaction leaves it so (commit_tail for a transaction
+ * that retried or was marked to restart irrevocable, whose commit
+ * SSTM_SLOW_RETRIED sends there; the cancel and the abandon, after the
+ * policy has seen the abort), and a descriptor starts with it clear. Any
+ * of these fields set outside an abort sets SSTM_SLOW_RETRIED with it
+ * (sstm_cm_next_irrevocable). */
+SSTM_INLINE void retry_state_clear(struct sstm_desc *tx) {
+  tx->retries = 0;
+  tx->conflicts = 0;
+  tx->irrev_sticky = false;
+  tx->ro_nolog_failed = false;
+}
+
 /* User actions run outside the transaction and may run transactions of
  * their own on this descriptor. Those reuse the action array and, after an
  * abort, would overwrite what the restart and the policy still need (the
@@ -106,6 +120,12 @@ static SSTM_NOINLINE void run_abort_actions(struct sstm_desc *tx) {
     uint8_t slow = tx->slow; /* SSTM_SLOW_RETRIED, which their commits clear */
     uint64_t birth = tx->birth, start = tx->start;
     int prio = atomic_load_explicit(&tx->pub_priority, memory_order_relaxed);
+    /* The actions' transactions begin as every transaction does, on the
+     * state that the end of one leaves (retry_state_clear below): the
+     * retry state and an empty redo log (this attempt's, rolled back, is
+     * needed no more: the policy's view was taken before the actions). */
+    retry_state_clear(tx);
+    if (tx->ws.n) sstm_wset_reset(&tx->ws);
     for (uint32_t i = 0; i < t.n; i++)
       if (!t.a[i].on_commit) t.a[i].fn(t.a[i].arg);
     tx->ckpt = ckpt;
@@ -132,6 +152,8 @@ void sstm__desc_set_slow(struct sstm_desc *d) {
     s |= SSTM_SLOW_BEGIN;
   if (d->cm->on_commit || d->stt || sstm__g.cfg.stats == SSTM_STATS_DETAILED) s |= SSTM_SLOW_COMMIT;
   d->slow = (uint8_t)s;
+  d->first_variant[0] = d->design;
+  d->first_variant[1] = SSTM_V_RO;
 }
 
 /* Begin work of the features in SSTM_SLOW_BEGIN. */
@@ -151,7 +173,7 @@ static SSTM_NOINLINE void begin_slow(struct sstm_desc *tx) {
  * retries match their aborts), nor reported to the policy or the hooks,
  * which saw no attempt begin. Returns the new serial. */
 static SSTM_NOINLINE uint64_t irrev_killed_at_start(struct sstm_desc *tx) {
-  uint64_t serial = ++tx->serial;
+  uint64_t serial = sstm__serial(tx) + 1;
   tx->owner_lw = sstm_lw_make_owner(tx->slot, serial);
   sstm__set_variant(tx, SSTM_V_NONE | (sstm__variant(tx) & SSTM_V_SAMPLE));
   /* seq_cst exchange and fence: the full barrier of a published ACTIVE in
@@ -169,7 +191,7 @@ static SSTM_NOINLINE uint64_t irrev_killed_at_start(struct sstm_desc *tx) {
  * transaction, whose restart flags are still clear. Every case: restarts,
  * and the begins that attempt_start_fast does not cover. */
 static SSTM_NOINLINE void attempt_start(struct sstm_desc *tx, bool first) {
-  uint64_t serial = ++tx->serial;
+  uint64_t serial = sstm__serial(tx) + 1; /* the status word's (engine.h) */
   tx->owner_lw = sstm_lw_make_owner(tx->slot, serial);
   sstm_rset_clear(&tx->rs);
   /* An attempt that wrote nothing left nothing in the write set's index
@@ -235,12 +257,12 @@ static SSTM_NOINLINE void attempt_start(struct sstm_desc *tx, bool first) {
  * clear: no sampling, no policy on_begin, no state table, cfg.ro_log off,
  * the membarrier begin fence), an attempt that is not to run irrevocable,
  * and no hook registered. It does what attempt_start does in that case and
- * nothing else. What attempt_start clears besides (the lock, allocation
- * and free logs, the actions) is empty here: every end of an attempt
- * leaves them so (commit_update and commit_slow, commit_tail, rollback),
- * and a transaction that ended by its first attempt's commit has retries,
- * conflicts and the restart flags at zero (sstm__begin clears them before
- * the call anyway, for the policies' view). */
+ * nothing else. What attempt_start clears besides (the redo log, the lock,
+ * allocation and free logs, the actions) is empty here: every end of an
+ * attempt leaves them so (commit_update and commit_slow, commit_ended,
+ * commit_tail, rollback, the cancel), and every end of a transaction
+ * leaves retries, conflicts and the restart flags at zero
+ * (retry_state_clear). */
 /* The end of attempt_start_fast when the clock carries the irrevocable
  * flag: wait until it is clear (7.2), then take the snapshot. Out of line,
  * as a tail call, so that the common begin needs no stack frame. */
@@ -253,17 +275,21 @@ static SSTM_NOINLINE int attempt_start_fast_irrev(struct sstm_desc *tx) {
 }
 
 SSTM_INLINE int attempt_start_fast(struct sstm_desc *tx, unsigned v) {
-  uint64_t serial = ++tx->serial;
+  /* relaxed: only the owner changes the serial part (engine.h,
+   * sstm__serial); the new status is the next serial, ACTIVE. */
+  uint64_t st = sstm_st_next_active(atomic_load_explicit(&tx->status, memory_order_relaxed));
   tx->owner_lw = sstm_lw_next_owner(tx->owner_lw);
   sstm_rset_clear(&tx->rs);
-  if (tx->ws.n) sstm_wset_reset(&tx->ws);
-  /* cm_ctx.watched needs no clearing: every end of an attempt sets it
-   * (attempt_ended, and sstm_commit's read-only path). */
+  /* The redo log needs no reset: every end of an attempt leaves it empty
+   * (commit_ended, commit_tail, the restart's attempt_start, the cancel
+   * and the abandon). cm_ctx.watched needs no clearing: only a policy's
+   * on_commit or on_abort reads it, and every way there sets it
+   * (attempt_ended, commit_tail_unwatched). */
   /* Before ACTIVE is published, as in attempt_start. */
   sstm__set_variant(tx, v);
   /* (5.1) with the membarrier fence, as in attempt_start (SSTM_SLOW_BEGIN
    * is set without it). release: see the variant above. */
-  atomic_store_explicit(&tx->status, sstm_st_make(serial, SSTM_ST_ACTIVE), memory_order_release);
+  atomic_store_explicit(&tx->status, st, memory_order_release);
   atomic_signal_fence(memory_order_seq_cst);
   /* acquire: pairs with committers' release fetch_add (4.3, 2). */
   uint64_t c = atomic_load_explicit(&sstm__g.clock, memory_order_acquire);
@@ -339,7 +365,6 @@ static SSTM_NOINLINE int begin_outer_slow(struct sstm_desc *tx, bool ro) {
  * SSTM__CKPT_START; every call in it is a tail call, so that the common
  * begin (sstm__begin_top) needs no stack frame. */
 SSTM_INLINE int begin_outer(struct sstm_desc *tx, const sstm_attr_t *attr) {
-  tx->begin_sp = sstm__stack_pointer();
   bool ro = false, irrev = false;
   if (attr) {
     /* Field by field, not as one block: callers build the attribute on the
@@ -355,19 +380,18 @@ SSTM_INLINE int begin_outer(struct sstm_desc *tx, const sstm_attr_t *attr) {
   } else {
     tx->attr = (sstm_attr_t){0};
   }
-  if (SSTM_UNLIKELY(tx->attr.priority !=
-                    atomic_load_explicit(&tx->pub_priority, memory_order_relaxed)))
-    atomic_store_explicit(&tx->pub_priority, tx->attr.priority, memory_order_relaxed);
-  tx->retries = 0;
-  tx->conflicts = 0;
-  tx->irrev_sticky = false;
-  tx->ro_nolog_failed = false;
+  /* relaxed: read by other threads' policies as a hint (registry.c,
+   * the party snapshot). A store on every begin, not a test of the value
+   * before: fewer instructions, and the descriptor's line is this
+   * thread's to write anyway. retries, conflicts and the restart flags
+   * are clear here (retry_state_clear). */
+  atomic_store_explicit(&tx->pub_priority, tx->attr.priority, memory_order_relaxed);
   /* One test for everything the common begin does not do (SSTM_SLOW_BEGIN
    * covers the descriptor's features, cfg.ro_log among them: with it off a
    * declared read-only transaction starts without a read set). */
   if (SSTM_LIKELY(!(tx->slow & SSTM_SLOW_BEGIN) && !irrev &&
                   !atomic_load_explicit(&sstm__g.nhooks, memory_order_relaxed)))
-    return attempt_start_fast(tx, ro ? SSTM_V_RO : tx->design);
+    return attempt_start_fast(tx, tx->first_variant[ro]);
   return begin_outer_slow(tx, ro);
 }
 
@@ -378,7 +402,8 @@ SSTM_API sstm_ckpt_t *sstm__begin(const sstm_attr_t *attr) {
     return NULL;
   }
   if (SSTM_UNLIKELY(tx->in_hook)) return begin_in_hook(tx);
-  if (tx->depth++ > 0) return NULL; /* flat nesting */
+  if (tx->depth++ > 0) return NULL;     /* flat nesting */
+  tx->begin_sp = sstm__stack_pointer(); /* sstm__begin_ckpt stores its own */
   (void)begin_outer(tx, attr);
   return &tx->ckpt;
 }
@@ -389,11 +414,11 @@ SSTM_API sstm_ckpt_t *sstm__begin(const sstm_attr_t *attr) {
  * (begin_other: a nested begin, an unregistered thread, a begin inside a
  * hook, for each of which sstm__begin returns NULL). Both return
  * SSTM__CKPT_START, which the assembly returns to the caller. */
-__attribute__((visibility("hidden"))) int sstm__begin_top(const sstm_attr_t *attr,
-                                                          struct sstm_desc *tx);
+__attribute__((visibility("hidden"))) int sstm__begin_top(struct sstm_desc *tx,
+                                                          const sstm_attr_t *attr);
 __attribute__((visibility("hidden"))) int sstm__begin_other(const sstm_attr_t *attr);
 
-int sstm__begin_top(const sstm_attr_t *attr, struct sstm_desc *tx) {
+int sstm__begin_top(struct sstm_desc *tx, const sstm_attr_t *attr) {
   tx->depth = 1;
   return begin_outer(tx, attr);
 }
@@ -408,6 +433,8 @@ _Static_assert(offsetof(struct sstm_desc, depth) == SSTM_DESC_OFF_DEPTH, "desc_o
 _Static_assert(offsetof(struct sstm_desc, in_hook) == SSTM_DESC_OFF_IN_HOOK,
                "desc_offsets.h: in_hook");
 _Static_assert(offsetof(struct sstm_desc, ckpt) == SSTM_DESC_OFF_CKPT, "desc_offsets.h: ckpt");
+_Static_assert(offsetof(struct sstm_desc, begin_sp) == SSTM_DESC_OFF_BEGIN_SP,
+               "desc_offsets.h: begin_sp");
 _Static_assert(sizeof(((struct sstm_desc *)0)->depth) == 4 &&
                    sizeof(((struct sstm_desc *)0)->in_hook) == 1,
                "desc_offsets.h: the assembly compares depth as 4 bytes and in_hook as 1");
@@ -457,7 +484,7 @@ static sstm_abort_reason_t rollback(struct sstm_desc *tx, sstm_abort_reason_t r)
   /* (5.3) acq_rel exchange: release so that readers of our status (reclaimers,
    * waiting policies) see our accesses and lock releases done; the exchange
    * returns the flags watchers set (lockword.h). */
-  uint64_t old = atomic_exchange_explicit(&tx->status, sstm_st_make(tx->serial, SSTM_ST_IDLE),
+  uint64_t old = atomic_exchange_explicit(&tx->status, sstm_st_make(sstm__serial(tx), SSTM_ST_IDLE),
                                           memory_order_acq_rel);
   attempt_ended(tx, old);
   /* (4.8) a commit that failed its validation ends here */
@@ -489,7 +516,7 @@ static void abort_notify(struct sstm_desc *tx, sstm_abort_reason_t r, const sstm
   tx->in_callback++;
   if (SSTM_UNLIKELY(atomic_load_explicit(&sstm__g.nhooks, memory_order_relaxed))) {
     tx->in_hook++;
-    sstm__hooks_abort(tx->serial, r);
+    sstm__hooks_abort(sstm__serial(tx), r);
     tx->in_hook--;
   }
   if (r != SSTM_ABORT_USER_CANCEL) {
@@ -521,6 +548,13 @@ static void abort_notify(struct sstm_desc *tx, sstm_abort_reason_t r, const sstm
   if (r == SSTM_ABORT_USER_CANCEL && tx->retries) sstm__ctr_max(&tx->ctr.max_retries, tx->retries);
 }
 
+/* A transaction ended by its cancel, once the policy has seen the abort:
+ * it leaves what every end of a transaction leaves (attempt_start_fast). */
+static void transaction_abandoned(struct sstm_desc *tx) {
+  retry_state_clear(tx);
+  if (tx->ws.n) sstm_wset_reset(&tx->ws);
+}
+
 __attribute__((noreturn)) void sstm__abort_tx(struct sstm_desc *tx, sstm_abort_reason_t r,
                                               const sstm_party_t *other) {
   /* The jump below discards every frame above the checkpoint, among them
@@ -535,6 +569,7 @@ __attribute__((noreturn)) void sstm__abort_tx(struct sstm_desc *tx, sstm_abort_r
   }
   abort_notify(tx, r, other);
   if (r == SSTM_ABORT_USER_CANCEL) {
+    transaction_abandoned(tx);
     SSTM_ASAN_NO_RETURN();
     sstm__ckpt_restore(&tx->ckpt, SSTM__CKPT_CANCEL);
   }
@@ -615,7 +650,8 @@ SSTM_INLINE void commit_writeback_release(struct sstm_desc *tx, uint64_t st, uin
   tx->ls.n = 0; /* every attempt ends with an empty lock log (attempt_start_fast) */
   /* (4.7) release: the attempt has ended with everything visible (5.3).
    * A plain store: flags cannot change while COMMITTING, so `st` has them. */
-  atomic_store_explicit(&tx->status, sstm_st_make(tx->serial, SSTM_ST_IDLE), memory_order_release);
+  atomic_store_explicit(&tx->status, sstm_st_make(sstm_st_serial(st), SSTM_ST_IDLE),
+                        memory_order_release);
   attempt_ended(tx, st);
   committing_ended(tx); /* (4.8) */
 }
@@ -668,6 +704,7 @@ static void commit_update(struct sstm_desc *tx) {
 static SSTM_NOINLINE int commit_tail(struct sstm_desc *tx) {
   bool slow = tx->slow & SSTM_SLOW_COMMIT; /* the features it summarises */
   if (SSTM_UNLIKELY(tx->retries)) sstm__ctr_max(&tx->ctr.max_retries, tx->retries);
+  /* Reached by every commit that allocated or freed (SSTM_SLOW_MEM). */
   if (slow && sstm__g.cfg.stats == SSTM_STATS_DETAILED) {
     sstm__ctr_add(&tx->ctr.reads_total, sstm_rset_count(&tx->rs));
     sstm__ctr_add(&tx->ctr.writes_total, tx->ws.n);
@@ -682,9 +719,13 @@ static SSTM_NOINLINE int commit_tail(struct sstm_desc *tx) {
   if (slow && tx->cm->on_commit) tx->cm->on_commit(cm_ctx(tx));
   if (slow && tx->stt) sstm__stt_commit(tx);
   if (SSTM_UNLIKELY(atomic_load_explicit(&sstm__g.nhooks, memory_order_relaxed)))
-    sstm__hooks_commit(tx->serial);
+    sstm__hooks_commit(sstm__serial(tx));
   tx->in_hook--;
   tx->in_callback--;
+  /* What every end of a transaction leaves, for the next begin and for the
+   * actions' transactions below (attempt_start_fast). */
+  retry_state_clear(tx);
+  if (tx->ws.n) sstm_wset_reset(&tx->ws);
   /* The transaction's own reasons to come here are dealt with (the actions'
    * transactions, below, set their own). */
   tx->slow &= SSTM_SLOW_FIXED;
@@ -692,17 +733,42 @@ static SSTM_NOINLINE int commit_tail(struct sstm_desc *tx) {
   return 0;
 }
 
+/* commit_tail when the only thing left is the allocation and free logs
+ * (SSTM_SLOW_MEM alone, no hook): a transaction that allocated or freed
+ * blocks and nothing else, common enough (every insertion of a linked
+ * structure) to skip the rest of the tail. */
+static SSTM_NOINLINE int commit_mem(struct sstm_desc *tx) {
+  if (tx->frees.n) sstm__reclaim_commit(tx);
+  tx->allocs.n = 0;
+  tx->slow &= (uint8_t)~SSTM_SLOW_MEM;
+  if (tx->ws.n) sstm_wset_reset(&tx->ws);
+  return 0;
+}
+
+/* commit_tail for a commit whose status had no flags, so that its attempt
+ * was not watched: the fast paths, which do not store `watched` when no
+ * policy reads it. */
+static SSTM_NOINLINE int commit_tail_unwatched(struct sstm_desc *tx) {
+  if ((tx->slow & ~SSTM_SLOW_BEGIN) == SSTM_SLOW_MEM &&
+      !atomic_load_explicit(&sstm__g.nhooks, memory_order_relaxed))
+    return commit_mem(tx);
+  tx->cm_ctx.watched = false;
+  return commit_tail(tx);
+}
+
 /* What every commit does once its attempt has ended (depth 0): the
- * variant, the count, and commit_tail when something is left to do. The
- * test is the one of sstm_commit's read-only path: most commits have no
- * reason to enter commit_tail. */
-SSTM_INLINE int commit_ended(struct sstm_desc *tx, bool update) {
+ * variant, the count, the redo log emptied, and commit_tail when something
+ * is left to do. The test is the one of sstm_commit's read-only path: most
+ * commits have no reason to enter commit_tail (allocations and frees set
+ * SSTM_SLOW_MEM). `unwatched`: the attempt's status had no flags and
+ * attempt_ended was not called (the frameless update commit). */
+SSTM_INLINE int commit_ended(struct sstm_desc *tx, bool update, bool unwatched) {
   sstm__set_variant(tx, SSTM_V_NONE);
   sstm__ctr_add(update ? &tx->ctr.commits_update : &tx->ctr.commits_ro, 1);
-  if (SSTM_UNLIKELY((tx->slow & ~SSTM_SLOW_BEGIN) | tx->frees.n |
+  if (SSTM_UNLIKELY((tx->slow & ~SSTM_SLOW_BEGIN) |
                     atomic_load_explicit(&sstm__g.nhooks, memory_order_relaxed)))
-    return commit_tail(tx);
-  tx->allocs.n = 0;
+    return unwatched ? commit_tail_unwatched(tx) : commit_tail(tx);
+  if (update || tx->ws.n) sstm_wset_reset(&tx->ws); /* irrevocable: its undo log */
   return 0;
 }
 
@@ -731,10 +797,11 @@ static SSTM_NOINLINE int commit_slow(struct sstm_desc *tx) {
       sstm__conflict_abort(tx, SSTM_CONFLICT_KILLED, SSTM_ABORT_KILLED, NULL);
     }
     /* acq_rel exchange: as in rollback; returns the watchers' flags. */
-    attempt_ended(tx, atomic_exchange_explicit(&tx->status, sstm_st_make(tx->serial, SSTM_ST_IDLE),
+    attempt_ended(tx, atomic_exchange_explicit(&tx->status,
+                                               sstm_st_make(sstm__serial(tx), SSTM_ST_IDLE),
                                                memory_order_acq_rel));
   }
-  return commit_ended(tx, update);
+  return commit_ended(tx, update, false);
 }
 
 /* The general path of an update commit, entered by the frameless one
@@ -744,7 +811,7 @@ static SSTM_NOINLINE int commit_fast_validate(struct sstm_desc *tx, uint64_t st,
   tx->depth = 1; /* an abort inside commit restarts the block */
   commit_after_clock(tx, st, c);
   tx->depth = 0;
-  return commit_ended(tx, true);
+  return commit_ended(tx, true, false);
 }
 
 /* The same from entry i of the write-back on, which is not a whole word
@@ -752,14 +819,14 @@ static SSTM_NOINLINE int commit_fast_validate(struct sstm_desc *tx, uint64_t st,
 static SSTM_NOINLINE int commit_fast_partial(struct sstm_desc *tx, uint64_t st, uint64_t ts,
                                              uint32_t i) {
   commit_writeback_release(tx, st, ts, i);
-  return commit_ended(tx, true);
+  return commit_ended(tx, true, false);
 }
 
 /* The end of the frameless update commit when threads sleep until its
  * COMMITTING attempt ends (4.8): wake them. */
 static SSTM_NOINLINE int commit_fast_wake(struct sstm_desc *tx) {
   sstm__futex_wake_all(&tx->status);
-  return commit_ended(tx, true);
+  return commit_ended(tx, true, true);
 }
 
 /* The common update commit, (4.1) and (4.3)-(4.8) as commit_update does
@@ -808,14 +875,13 @@ SSTM_INLINE int commit_update_fast(struct sstm_desc *tx, uint64_t st) {
   /* (4.7) release, a plain store as in commit_writeback_release; `st` had
    * no flags (the CAS compared them), so there is nobody to wake and the
    * attempt was not watched (attempt_ended). */
-  atomic_store_explicit(&tx->status, sstm_st_make(tx->serial, SSTM_ST_IDLE), memory_order_release);
-  tx->cm_ctx.watched = false;
+  atomic_store_explicit(&tx->status, sstm_st_with_state(st, SSTM_ST_IDLE), memory_order_release);
   /* (4.8) as committing_ended does it, with the wake-up as a tail call:
    * the compiler-only fence, then the sleepers' count. */
   atomic_signal_fence(memory_order_seq_cst);
   if (SSTM_UNLIKELY(atomic_load_explicit(&tx->commit_sleepers, memory_order_relaxed)))
     return commit_fast_wake(tx);
-  return commit_ended(tx, true);
+  return commit_ended(tx, true, true);
 }
 
 /* sstm_commit at a depth other than 1: leave one level of a flat-nested
@@ -863,17 +929,15 @@ SSTM_API int sstm_commit(void) {
    * costs such a waiter at most one sleep slice (sstm_party_wait re-reads
    * the status after each, as long as its wait so far, 1 to 16 ms); a lost
    * WATCHED flag leaves a softser loser lowered until its own attempt
-   * ends. */
-  tx->cm_ctx.watched = false;
+   * ends. The redo log is empty: nothing to reset. */
   atomic_store_explicit(&tx->status, sstm_st_with_state(st, SSTM_ST_IDLE), memory_order_release);
   sstm__set_variant(tx, SSTM_V_NONE);
   sstm__ctr_add(&tx->ctr.commits_ro, 1);
-  tx->allocs.n = 0;
-  /* Statistics, retries, actions (the slow byte: SSTM_SLOW_COMMIT and the
-   * per-transaction bits), frees, hooks. */
-  if (SSTM_UNLIKELY((tx->slow & ~SSTM_SLOW_BEGIN) | tx->frees.n |
+  /* Statistics, retries, actions, allocations and frees (the slow byte:
+   * SSTM_SLOW_COMMIT and the per-transaction bits), hooks. */
+  if (SSTM_UNLIKELY((tx->slow & ~SSTM_SLOW_BEGIN) |
                     atomic_load_explicit(&sstm__g.nhooks, memory_order_relaxed)))
-    return commit_tail(tx);
+    return commit_tail_unwatched(tx);
   return 0;
 }
 
@@ -961,6 +1025,7 @@ void sstm__abandon(struct sstm_desc *tx) {
   }
   (void)rollback(tx, SSTM_ABORT_USER_CANCEL);
   abort_notify(tx, SSTM_ABORT_USER_CANCEL, NULL);
+  transaction_abandoned(tx);
 }
 
 SSTM_API bool sstm_in_tx(void) {
@@ -970,7 +1035,7 @@ SSTM_API bool sstm_in_tx(void) {
 
 SSTM_API uint64_t sstm_txid(void) {
   struct sstm_desc *tx = sstm__cur;
-  return (tx != NULL && tx->depth != 0) ? tx->serial : 0;
+  return (tx != NULL && tx->depth != 0) ? sstm__serial(tx) : 0;
 }
 
 /* Append an action to the array, which has room. */
