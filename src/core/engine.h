@@ -57,29 +57,30 @@ enum sstm_variant {
   SSTM_V_NONE = SSTM__V_NONE /* no transaction (depth 0) */
 };
 
-/* What begin and commit have to do beyond the common case: one test of the
- * descriptor's `slow` byte on each path instead of one test per feature.
- * BEGIN and COMMIT are fixed when a descriptor is registered (the policy's
- * hooks, the state table, sampling, the statistics level, the begin fence,
- * cfg.ro_log); the others are set during a transaction by what its commit
- * then has to finish, and cleared by that commit's tail (txn.c,
- * commit_tail). A set bit only sends the commit to the tail, which tests
- * each case again, so a bit left over from a cancelled transaction costs
- * one slow commit, never a wrong one. */
+/* What begin and commit have to do beyond the common case: one test of a
+ * descriptor byte on each path instead of one test per feature: BEGIN is
+ * alone in `slow_begin`, the others in `slow`, so that each path tests its
+ * byte whole. BEGIN and COMMIT are fixed when a descriptor is registered
+ * (the policy's hooks, the state table, sampling, the statistics level,
+ * the begin fence, cfg.ro_log); the others are set during a transaction
+ * by what its commit then has to finish, and cleared by that commit's tail
+ * (txn.c, commit_tail). A set bit only sends the commit to the tail, which
+ * tests each case again, so a bit left over from a cancelled transaction
+ * costs one slow commit, never a wrong one. */
 enum sstm_slow {
-  SSTM_SLOW_BEGIN = 1,   /* sampling, policy on_begin, state table, no
-                            membarrier (begin fences itself), cfg.ro_log not
-                            off, the random-delay build */
-  SSTM_SLOW_COMMIT = 2,  /* policy on_commit, state table, detailed stats */
-  SSTM_SLOW_RETRIED = 4, /* the transaction has aborted (retries > 0), or
-                            a policy marked it to restart irrevocable: its
-                            commit clears the retry state (txn.c,
-                            retry_state_clear) */
-  SSTM_SLOW_ACTIONS = 8, /* sstm_on_commit / sstm_on_abort were called */
-  SSTM_SLOW_MEM = 16,    /* sstm_malloc / sstm_calloc / sstm_free logged a
-                            block (reclaim.c): the commit empties the
-                            allocation log and retires the frees */
-  SSTM_SLOW_FIXED = SSTM_SLOW_BEGIN | SSTM_SLOW_COMMIT,
+  SSTM_SLOW_BEGIN = 1,                /* sampling, policy on_begin, state table, no
+                                         membarrier (begin fences itself), cfg.ro_log not
+                                         off, the random-delay build */
+  SSTM_SLOW_COMMIT = 2,               /* policy on_commit, state table, detailed stats */
+  SSTM_SLOW_RETRIED = 4,              /* the transaction has aborted (retries > 0), or
+                                         a policy marked it to restart irrevocable: its
+                                         commit clears the retry state (txn.c,
+                                         retry_state_clear) */
+  SSTM_SLOW_ACTIONS = 8,              /* sstm_on_commit / sstm_on_abort were called */
+  SSTM_SLOW_MEM = 16,                 /* sstm_malloc / sstm_calloc / sstm_free logged a
+                                         block (reclaim.c): the commit empties the
+                                         allocation log and retires the frees */
+  SSTM_SLOW_FIXED = SSTM_SLOW_COMMIT, /* the fixed bits of `slow` */
 };
 
 typedef struct sstm_ptrvec {
@@ -165,8 +166,9 @@ struct sstm_desc {
   /* The sampling countdown beyond sample_cd: the next sampled access is
    * the one after sample_cd + sample_rest more (barrier.c, sample_arm). */
   uint64_t sample_rest;
-  uint8_t design; /* sstm_design_t */
-  uint8_t slow;   /* SSTM_SLOW_*: owner-only */
+  uint8_t design;     /* sstm_design_t */
+  uint8_t slow;       /* SSTM_SLOW_* but BEGIN: owner-only */
+  uint8_t slow_begin; /* SSTM_SLOW_BEGIN or 0: fixed at registration */
   /* The variant of a transaction's first attempt in the common begin,
    * indexed by attr.read_only: {design, SSTM_V_RO} (txn.c,
    * sstm__desc_set_slow), one load instead of a test and a choice. */

@@ -151,7 +151,8 @@ void sstm__desc_set_slow(struct sstm_desc *d) {
       sstm__g.cfg.ro_log != SSTM_RO_LOG_OFF || sstm__random_delay)
     s |= SSTM_SLOW_BEGIN;
   if (d->cm->on_commit || d->stt || sstm__g.cfg.stats == SSTM_STATS_DETAILED) s |= SSTM_SLOW_COMMIT;
-  d->slow = (uint8_t)s;
+  d->slow_begin = (uint8_t)(s & SSTM_SLOW_BEGIN);
+  d->slow = (uint8_t)(s & ~SSTM_SLOW_BEGIN);
   d->first_variant[0] = d->design;
   d->first_variant[1] = SSTM_V_RO;
 }
@@ -202,7 +203,7 @@ static SSTM_NOINLINE void attempt_start(struct sstm_desc *tx, bool first) {
   tx->frees.n = 0;
   tx->nactions = 0;
   tx->cm_ctx.watched = false;
-  unsigned sample = (tx->slow & SSTM_SLOW_BEGIN) && sstm__g.cfg.sample_period ? SSTM_V_SAMPLE : 0;
+  unsigned sample = tx->slow_begin && sstm__g.cfg.sample_period ? SSTM_V_SAMPLE : 0;
   bool irrev = (!first && tx->irrev_sticky) || tx->attr.irrevocable;
   bool nolog = tx->attr.read_only && !tx->ro_log && (first || !tx->ro_nolog_failed);
   unsigned v = irrev ? SSTM_V_NONE : nolog ? SSTM_V_RO : tx->design;
@@ -244,7 +245,7 @@ static SSTM_NOINLINE void attempt_start(struct sstm_desc *tx, bool first) {
     tx->end = start;
   }
   if (first || tx->retries == 0) __atomic_store_n(&tx->birth, start, __ATOMIC_RELAXED);
-  if (SSTM_UNLIKELY(tx->slow & SSTM_SLOW_BEGIN)) begin_slow(tx);
+  if (SSTM_UNLIKELY(tx->slow_begin)) begin_slow(tx);
   if (SSTM_UNLIKELY(atomic_load_explicit(&sstm__g.nhooks, memory_order_relaxed))) {
     tx->in_hook++;
     sstm__hooks_begin(serial);
@@ -389,7 +390,7 @@ SSTM_INLINE int begin_outer(struct sstm_desc *tx, const sstm_attr_t *attr) {
   /* One test for everything the common begin does not do (SSTM_SLOW_BEGIN
    * covers the descriptor's features, cfg.ro_log among them: with it off a
    * declared read-only transaction starts without a read set). */
-  if (SSTM_LIKELY(!(tx->slow & SSTM_SLOW_BEGIN) && !irrev &&
+  if (SSTM_LIKELY(!tx->slow_begin && !irrev &&
                   !atomic_load_explicit(&sstm__g.nhooks, memory_order_relaxed)))
     return attempt_start_fast(tx, tx->first_variant[ro]);
   return begin_outer_slow(tx, ro);
@@ -749,8 +750,7 @@ static SSTM_NOINLINE int commit_mem(struct sstm_desc *tx) {
  * was not watched: the fast paths, which do not store `watched` when no
  * policy reads it. */
 static SSTM_NOINLINE int commit_tail_unwatched(struct sstm_desc *tx) {
-  if ((tx->slow & ~SSTM_SLOW_BEGIN) == SSTM_SLOW_MEM &&
-      !atomic_load_explicit(&sstm__g.nhooks, memory_order_relaxed))
+  if (tx->slow == SSTM_SLOW_MEM && !atomic_load_explicit(&sstm__g.nhooks, memory_order_relaxed))
     return commit_mem(tx);
   tx->cm_ctx.watched = false;
   return commit_tail(tx);
@@ -765,8 +765,7 @@ static SSTM_NOINLINE int commit_tail_unwatched(struct sstm_desc *tx) {
 SSTM_INLINE int commit_ended(struct sstm_desc *tx, bool update, bool unwatched) {
   sstm__set_variant(tx, SSTM_V_NONE);
   sstm__ctr_add(update ? &tx->ctr.commits_update : &tx->ctr.commits_ro, 1);
-  if (SSTM_UNLIKELY((tx->slow & ~SSTM_SLOW_BEGIN) |
-                    atomic_load_explicit(&sstm__g.nhooks, memory_order_relaxed)))
+  if (SSTM_UNLIKELY(tx->slow | atomic_load_explicit(&sstm__g.nhooks, memory_order_relaxed)))
     return unwatched ? commit_tail_unwatched(tx) : commit_tail(tx);
   if (update || tx->ws.n) sstm_wset_reset(&tx->ws); /* irrevocable: its undo log */
   return 0;
@@ -935,8 +934,7 @@ SSTM_API int sstm_commit(void) {
   sstm__ctr_add(&tx->ctr.commits_ro, 1);
   /* Statistics, retries, actions, allocations and frees (the slow byte:
    * SSTM_SLOW_COMMIT and the per-transaction bits), hooks. */
-  if (SSTM_UNLIKELY((tx->slow & ~SSTM_SLOW_BEGIN) |
-                    atomic_load_explicit(&sstm__g.nhooks, memory_order_relaxed)))
+  if (SSTM_UNLIKELY(tx->slow | atomic_load_explicit(&sstm__g.nhooks, memory_order_relaxed)))
     return commit_tail_unwatched(tx);
   return 0;
 }
