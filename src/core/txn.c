@@ -390,8 +390,8 @@ SSTM_INLINE int begin_outer(struct sstm_desc *tx, const sstm_attr_t *attr) {
   /* One test for everything the common begin does not do (SSTM_SLOW_BEGIN
    * covers the descriptor's features, cfg.ro_log among them: with it off a
    * declared read-only transaction starts without a read set). */
-  if (SSTM_LIKELY(!tx->slow_begin && !irrev &&
-                  !atomic_load_explicit(&sstm__g.nhooks, memory_order_relaxed)))
+  if (SSTM_LIKELY((tx->slow_begin | (unsigned)irrev |
+                   atomic_load_explicit(&sstm__g.nhooks, memory_order_relaxed)) == 0))
     return attempt_start_fast(tx, tx->first_variant[ro]);
   return begin_outer_slow(tx, ro);
 }
