@@ -122,5 +122,8 @@ struct sstm_file;
 uint64_t sstm__stdio_turns(const struct sstm_file *f);
 uint32_t sstm__stdio_span(const struct sstm_file *f);
 void sstm__stdio_set_span(struct sstm_file *f, uint32_t span);
+/* Tests: how long the holder of a turn waits for the acquisitions that
+ * went first without it (stdio.c, turn_alone; default 1 ms). */
+void sstm__stdio_set_alone_ns(uint64_t ns);
 
 #endif /* SSTM_LIBC_ESC_H */

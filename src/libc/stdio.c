@@ -47,6 +47,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -144,6 +145,7 @@ struct sstm_file {
    * q_turn. */
   _Alignas(64) _Atomic uint64_t q_turn;
   _Atomic uint32_t q_active; /* acquisitions whose attempt has not ended */
+  _Atomic uint32_t q_queued; /* of those, the ones waiting for the turn */
   _Atomic uint32_t q_waiters;
   _Atomic uint32_t q_span;
   _Atomic uint64_t q_taken;
@@ -377,6 +379,50 @@ static void turn_take(sstm_file_t *f) {
    * joining the threads. */
   atomic_store_explicit(&f->q_taken, atomic_load_explicit(&f->q_taken, memory_order_relaxed) + 1,
                         memory_order_relaxed);
+}
+
+/* (S9) How long the holder of a turn waits for the acquisitions that went
+ * first without it (turn_alone); tests set it (sstm__stdio_set_alone_ns). */
+static _Atomic uint64_t alone_ns = 1000000;
+
+void sstm__stdio_set_alone_ns(uint64_t ns) {
+  atomic_store_explicit(&alone_ns, ns, memory_order_relaxed); /* relaxed: a tuning */
+}
+
+/* (S9) The holder of f's turn, before it touches own: wait until the
+ * acquisitions of f that are in flight without the turn (they went first,
+ * when nothing was in flight; not those that wait for the turn) have
+ * ended, so that it does not meet their lock of own again. Meeting it is
+ * a lost conflict for the holder, which the policy counts, and after
+ * enough of them in a row it makes the attempt irrevocable (adaptive's
+ * escalation). Called for a retry only (acquire_in).
+ * Bounded: after alone_ns the holder goes on and meets the lock as before
+ * (an attempt in flight may be descheduled, or suspended on a detached
+ * descriptor). The others end without waiting for this one: they hold no
+ * turn of f, and a turn holder takes no other turn (esc.h), so no wait
+ * closes a cycle. */
+static __attribute__((noinline)) void turn_alone(sstm_file_t *f) {
+  uint64_t deadline = 0;
+  for (unsigned spin = 0;; spin++) {
+    /* In flight without the turn: the acquisitions counted in q_active
+     * but neither waiting for the turn (q_queued) nor this one. relaxed: a
+     * hint; own and the barriers keep the data correct whatever these
+     * loads see, and a transient count only shortens or lengthens the
+     * bounded wait. */
+    int64_t active = atomic_load_explicit(&f->q_active, memory_order_relaxed);
+    int64_t queued = atomic_load_explicit(&f->q_queued, memory_order_relaxed);
+    if (active - queued <= 1) return;
+    if (spin < 64) {
+      __builtin_ia32_pause();
+      continue;
+    }
+    uint64_t now = sstm__now_ns();
+    if (deadline == 0)
+      deadline = now + atomic_load_explicit(&alone_ns, memory_order_relaxed);
+    else if (now >= deadline)
+      return;
+    sched_yield(); /* the attempt waited for may need this CPU */
+  }
 }
 
 /* (S9) The attempt's turn ends (at its installation, or at its end): it
@@ -876,8 +922,16 @@ static view_t *acquire_in(sstm_file_t *f, uint64_t id, int *err) {
   if (__builtin_expect(
           others != 0 || queue_busy(f) || (tls_esc.key == f && tls_esc.lost >= SSTM__ESC_AFTER), 0))
     if (should_queue(f, v, others != 0)) {
+      /* relaxed: counts for turn_alone's hint */
+      atomic_fetch_add_explicit(&f->q_queued, 1, memory_order_relaxed);
       turn_take(f);
+      atomic_fetch_sub_explicit(&f->q_queued, 1, memory_order_relaxed);
       v->turn = true;
+      /* Only when this thread's last attempt on f lost it (a retry):
+       * a first attempt goes on at once, since waiting for every
+       * acquisition in flight cost more CPU time than the rare conflict
+       * with one of them, at 8 threads on one stream of short calls. */
+      if (tls_esc.key == f && tls_esc.lost != 0) turn_alone(f);
     }
   uint64_t o = LD(f, own);
   if (__builtin_expect(o & OWN_CLOSED, 0)) {
@@ -1290,6 +1344,7 @@ static sstm_file_t *make(int fd, unsigned m) {
   atomic_init(&f->werr, 0);
   atomic_init(&f->q_turn, 0);
   atomic_init(&f->q_active, 0);
+  atomic_init(&f->q_queued, 0);
   atomic_init(&f->q_waiters, 0);
   atomic_init(&f->q_span, 0);
   atomic_init(&f->q_taken, 0);

@@ -3,7 +3,9 @@
  * (docs/design/tm-libc.md (S9), src/libc/esc.h): the decisions on
  * constructed inputs; a thread that loses a stream twice in a row puts it
  * in serial mode (made deterministic: the other transaction holds the
- * stream until the loser has started its fourth attempt); and a shared
+ * stream until the loser has started its fourth attempt); a retry that
+ * holds the turn waits for an acquisition that went first without it
+ * instead of meeting its lock again; and a shared
  * stream in serial mode keeps every committed transaction's bytes, in
  * their serial order, with each acquisition taking the stream's turn.
  * The tests run under the default test policy (suicide: a loser aborts at
@@ -147,6 +149,66 @@ TEST(a_thread_that_loses_the_stream_twice_puts_it_in_serial_mode) {
   /* B's commit was a turn of serial mode: one less. */
   CHECK_EQ_U(sstm__stdio_span(lz.f), SSTM__ESC_SPAN - 1);
   CHECK_OK(sstm_fclose(lz.f));
+  char buf[8];
+  CHECK_EQ_U(contents(buf, sizeof buf), 2);
+  CHECK_EQ_MEM(buf, "AB", 2);
+  unlink(path);
+  sstm_test_fini();
+}
+
+/* ---- the turn's holder waits for the acquisition that went first ----------- */
+
+static struct {
+  sstm_file_t *f;
+  int a_acquired; /* __atomic */
+  int b_attempts; /* __atomic */
+} al;
+
+static void al_a_body(void *arg) {
+  (void)arg;
+  /* Nothing in flight: no turn. Holds own's write lock (etl). */
+  CHECK_EQ_I(sstm_fputc('A', al.f), 'A');
+  __atomic_store_n(&al.a_acquired, 1, __ATOMIC_RELEASE);
+  /* Keep the stream until B's second attempt holds the turn (its first
+   * met this lock and lost), and a while longer: that attempt must not
+   * touch own before this one ends. Without the holder's wait it meets
+   * this lock again, and the test policy (suicide) restarts it at once. */
+  while (sstm__stdio_turns(al.f) < 2)
+    sstm_test_relax();
+  for (int i = 0; i < 200; i++)
+    sstm_test_relax();
+}
+
+static void al_b_body(void *arg) {
+  (void)arg;
+  __atomic_add_fetch(&al.b_attempts, 1, __ATOMIC_ACQ_REL);
+  CHECK_EQ_I(sstm_fputc('B', al.f), 'B'); /* A in flight: takes the turn */
+}
+
+static void alone_thread(sstm_tt_t *t) {
+  if (t->idx == 0) {
+    CHECK_OK(sstm_run(NULL, al_a_body, NULL));
+  } else {
+    while (!__atomic_load_n(&al.a_acquired, __ATOMIC_ACQUIRE))
+      sstm_test_relax();
+    CHECK_OK(sstm_run(NULL, al_b_body, NULL));
+  }
+}
+
+TEST(a_retry_holding_the_turn_waits_for_the_acquisition_that_went_first) {
+  sstm_test_init();
+  make_path();
+  al.f = sstm_fopen(path, "w");
+  CHECK_NOT_NULL(al.f);
+  al.a_acquired = al.b_attempts = 0;
+  /* The holder's wait ends only when A's attempt ends (not by its bound),
+   * whatever the scheduling. */
+  sstm__stdio_set_alone_ns(600ull * 1000000000ull);
+  sstm_test_run_threads(2, true, alone_thread, NULL);
+  sstm__stdio_set_alone_ns(1000000);
+  CHECK_EQ_I(al.b_attempts, 2); /* B's retry did not meet A's lock */
+  CHECK_EQ_U(sstm__stdio_turns(al.f), 2);
+  CHECK_OK(sstm_fclose(al.f));
   char buf[8];
   CHECK_EQ_U(contents(buf, sizeof buf), 2);
   CHECK_EQ_MEM(buf, "AB", 2);
