@@ -149,6 +149,8 @@ int sstm__exec_nopreempt_leave(void) {
    * it, or a submitter set it) is still only the polled flag, and no
    * polled point may follow before the attempt ends: replay it here too,
    * consuming the flag as a barrier would (preempt_point in txn.c). */
+  /* relaxed: only a test; the fetch_and below is what consumes the flag
+   * and acquires the requester's stores. */
   bool flagged =
       (atomic_load_explicit(&d->variant, memory_order_relaxed) & SSTM_V_PREEMPTFLAG) != 0;
   if (flagged || atomic_load_explicit(&d->preempt_standing, memory_order_relaxed)) {
