@@ -42,8 +42,8 @@ promotion off/on (--lazy). Within a repetition every variant runs back to
 back in an order that rotates with the repetition, and ratios are taken
 against the baseline of the same repetition.
 
-The offered rate (--rate): a number, or "peak" (the default), the
-issue's and [Silvestri17]'s peak load found on the host itself: the
+The offered rate (--rate): a number, or "peak" (the default),
+[Silvestri17]'s peak load, found on the host itself: the
 capacity of the baseline is measured first (a burst), then the baseline is
 offered rising fractions of it (--peak-fractions) until the context pool
 counts at least --contexts x 90 % requests (in the executor or parked in
@@ -215,6 +215,12 @@ def parse_args(argv):
             p.error("--rate: %r is neither a number nor peak" % a.rate)
         if a.rate <= 0:
             p.error("--rate must be positive")
+    if a.load < 0:
+        p.error("--load must be 0 (the peak load) or a positive multiple of the capacity")
+    if not 0 < a.peak_busy <= 1:
+        p.error("--peak-busy must be a share of the run, in (0, 1]")
+    if a.peak_drain < 0:
+        p.error("--peak-drain must be >= 0")
     try:
         a.peak_fractions = [float(x) for x in a.peak_fractions.split(",")]
     except ValueError:

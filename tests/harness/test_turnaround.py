@@ -116,5 +116,32 @@ class Verdict(unittest.TestCase):
         self.assertEqual(turnaround.verdict([[0.3], [0.2]], 0.35), "unresolved")
 
 
+class BadOptions(unittest.TestCase):
+    """Each bad value is refused with a message naming its option (exit 2),
+    before the harness looks for the programs it runs."""
+
+    def refused(self, *argv):
+        import contextlib
+        import io
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err), self.assertRaises(SystemExit) as cm:
+            turnaround.parse_args(list(argv))
+        self.assertEqual(cm.exception.code, 2)
+        return err.getvalue()
+
+    def test_negative_load(self):
+        self.assertIn("--load", self.refused("--load", "-1"))
+
+    def test_peak_busy_out_of_range(self):
+        self.assertIn("--peak-busy", self.refused("--peak-busy", "0"))
+        self.assertIn("--peak-busy", self.refused("--peak-busy", "1.5"))
+
+    def test_negative_peak_drain(self):
+        self.assertIn("--peak-drain", self.refused("--peak-drain", "-0.1"))
+
+    def test_rate_neither_number_nor_peak(self):
+        self.assertIn("--rate", self.refused("--rate", "fast"))
+
+
 if __name__ == "__main__":
     unittest.main()
