@@ -46,6 +46,22 @@
  *       is given back when the regime ends (at each thread's next abort)
  *       or the descriptor leaves the thread.
  *
+ * With short transactions and more threads than CPUs, once a window has
+ * at least ADMIT_ON_APC aborts per commit, adaptive also runs
+ * admit-slice's admission gate (cm/admit.c): at most one thread per CPU
+ * runs transactions, each for a 4 ms slice, the others sleep between two
+ * attempts in FIFO order; conflicts among the admitted are still resolved
+ * by the choice above. Calm windows keep the gate (under it conflicts are
+ * those of as many threads as CPUs); it goes with the regime, or as soon
+ * as no more threads than CPUs ran transactions. Oversubscribed, the
+ * threads that hold stripes are then mostly running ones, not threads the
+ * scheduler took off their CPU mid-transaction (docs/benchmarks.md,
+ * "Oversubscribed: admission by time slice"). The gate needs a commit
+ * hook; adaptive has none in its table and switches the engine's run-time
+ * commit hook on per thread at its next abort in the regime, and off at
+ * its first commit after it: outside the regime a commit costs what it
+ * costs without a policy hook.
+ *
  * A probe runs six windows alternating the challenger (os_prio or yield;
  * ser-block for long update-heavy transactions) and the default (ser-block;
  * os_prio for those): challenger, default, default, challenger,
@@ -89,9 +105,10 @@
  * than 4 threads per CPU: 20 ms per 4 threads per CPU, up to 160 ms, so a
  * window spans a scheduling round): the engine's own per-thread
  * counters (commits and aborts, kept for sstm_stats anyway), read by the
- * thread that closes the window: adaptive has no commit hook, its abort
- * hook reads the clock once, and its attach hook reads the thread's CPU
- * clock. Threads that ran transactions: the descriptors whose counters
+ * thread that closes the window: adaptive has no commit hook (but the
+ * gate's, in its regime), its abort hook reads the clock once, and its
+ * attach hook reads the thread's CPU clock. Threads that ran
+ * transactions: the descriptors whose counters
  * moved in the last four windows (a thread descheduled for a whole window
  * still competes for the CPUs; so is a thread that sleeps between
  * transactions counted, since telling the two apart would take the
