@@ -136,7 +136,10 @@ static SSTM_NOINLINE void run_abort_actions(struct sstm_desc *tx) {
     tx->conflicts = conflicts;
     tx->irrev_sticky = sticky;
     tx->ro_nolog_failed = ro_failed;
-    tx->slow = slow;
+    /* the per-transaction bits as they were; the fixed ones as the
+     * actions left them (a policy hook of their transactions may have
+     * switched its run-time commit hook: sstm__cm_commit_hook) */
+    tx->slow = (uint8_t)((slow & ~SSTM_SLOW_FIXED) | (tx->slow & SSTM_SLOW_FIXED));
     __atomic_store_n(&tx->birth, birth, __ATOMIC_RELAXED);
     __atomic_store_n(&tx->start, start, __ATOMIC_RELAXED);
     /* relaxed: published for other threads' policies, as in sstm__begin */
