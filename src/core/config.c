@@ -546,6 +546,12 @@ static _Atomic uint64_t *locks_map(size_t nlocks) {
                     bytes, strerror(errno));
     return NULL;
   }
+  /* Transparent huge pages where the kernel offers them on advice: a
+   * stripe's lock word is hashed from the data address, so a transaction
+   * touches the table at random, and with 4 KiB pages nearly every first
+   * access to a stripe adds a TLB miss to the data's own. Advice only:
+   * a kernel without THP (EINVAL) leaves the table as it was. */
+  (void)madvise(m, bytes, MADV_HUGEPAGE);
   /* Page-aligned, hence cache-line aligned; zero words are what
    * atomic_init(0) would leave (lock-free 64-bit atomics). */
   return m;
