@@ -112,9 +112,11 @@
  * ticks. */
 #define ADMIT_WAIT_MAX_NS 16000000ull
 /* admit-slice: how long an admitted thread keeps its place, one 4 ms
- * tick (at HZ=250; a few times EEVDF's default slice): a hand-over, a
- * futex wake-up and a context switch of a few microseconds, is then under
- * 1 % of the slice. */
+ * tick (at HZ=250; a few times EEVDF's default slice): long enough that a
+ * hand-over (a futex wake-up and a context switch) is a small part of the
+ * slice, short enough that a waiter's turn comes within a few ticks
+ * (docs/benchmarks.md, "Oversubscribed: admission by time slice", compares
+ * 1, 4 and 16 ms). */
 #define ADMIT_SLICE_NS 4000000ull
 /* ... and commits between two looks at the clock while it holds one: a
  * slice ends at most this many commits late. */
@@ -379,6 +381,8 @@ static void gate_turn(sstm_cm_ctx_t *ctx, admit_state_t *s, uint64_t now) {
     }
     gate_exit(s);
   }
+  /* relaxed: as in admit_commit; a thread that sees the gate late runs
+   * one more transaction unadmitted. */
   if (atomic_load_explicit(&G.on, RLX)) gate_enter(ctx, s);
 }
 

@@ -39,9 +39,12 @@
  *      the decisions).
  */
 #define _GNU_SOURCE
-/* The read barrier of the acquisition's load of own inline
- * (<schedstm/inline.h>): one call less at a transaction's first call on a
- * stream. */
+/* The inline barriers of <schedstm/inline.h> for the accesses of own and
+ * the other transactional words (LD and ST): one call less at a
+ * transaction's first call on a stream. The inline paths have no
+ * random-delay points and skip the debug build's seams, which the
+ * library's own barriers keep: those builds widen race windows on the
+ * engine's accesses, not on these. */
 #define SSTM_INLINE_BARRIERS
 #include <errno.h>
 #include <fcntl.h>
@@ -928,9 +931,10 @@ static view_t *acquire_in(sstm_file_t *f, uint64_t id, int *err) {
       atomic_fetch_sub_explicit(&f->q_queued, 1, memory_order_relaxed);
       v->turn = true;
       /* Only when this thread's last attempt on f lost it (a retry):
-       * a first attempt goes on at once, since waiting for every
-       * acquisition in flight cost more CPU time than the rare conflict
-       * with one of them, at 8 threads on one stream of short calls. */
+       * a first attempt goes on at once, since it rarely conflicts with
+       * an acquisition in flight, and waiting for every one of them cost
+       * more CPU time than those conflicts (docs/benchmarks-history.md,
+       * "[Smiljkovic13]'s Fig. 4 shape in four modes"). */
       if (tls_esc.key == f && tls_esc.lost != 0) turn_alone(f);
     }
   uint64_t o = LD(f, own);
