@@ -145,9 +145,7 @@ static struct {
   uint64_t limit;       /* transactions in flight while on */
   uint64_t wait_max_ns; /* ADMIT_WAIT_MAX_NS; 0: no bound (sstm__admit_pin) */
   uint64_t hold_ns;     /* admit-slice: the slice; 0: admit (one transaction) */
-  _Atomic bool pinned;  /* sstm__admit_pin, sstm__admit_drive: the windows decide nothing */
-  bool count;           /* count waits and timeouts (not as adaptive's part: its counter
-                           slots are its own) */
+  _Atomic bool pinned;  /* sstm__admit_pin: the windows decide nothing */
   unsigned ncpu;
   /* the decision's state, under lock */
   pthread_mutex_t lock;
@@ -198,7 +196,7 @@ static void gate_enter(sstm_cm_ctx_t *ctx, admit_state_t *s) {
   /* seq_cst: the store-buffering pair with gate_exit (file comment). */
   uint64_t e = atomic_load_explicit(&G.exits, memory_order_seq_cst);
   if (t < e + G.limit) goto admitted;
-  if (G.count) sstm_cm_count(ctx, C_ADMIT_WAITS, 1);
+  sstm_cm_count(ctx, C_ADMIT_WAITS, 1);
   sstm_cm_note(ctx, SSTM_ACT_BLOCK);
   _Atomic uint64_t *w = &G.ring[t & G.ring_mask];
   uint64_t mark = (t << 1) | 1;
@@ -215,7 +213,7 @@ static void gate_enter(sstm_cm_ctx_t *ctx, admit_state_t *s) {
       moved = now;
     }
     if (G.wait_max_ns && now - moved >= G.wait_max_ns) {
-      if (G.count) sstm_cm_count(ctx, C_ADMIT_TIMEOUTS, 1);
+      sstm_cm_count(ctx, C_ADMIT_TIMEOUTS, 1);
       break;
     }
     /* returns at once if the entry no longer holds our mark; woken only
@@ -245,16 +243,6 @@ static void gate_exit(admit_state_t *s) {
 
 /* ---- the window ---- */
 
-/* Under G.lock: turn the gate on or off. Turned off, the sleepers need
- * not wait for their turn any more: each re-reads the flag when woken.
- * Relaxed both sides: one that marks its entry while this pass runs may
- * sleep on, until its turn or its bound (ADMIT_WAIT_MAX_NS). */
-static void gate_set(bool on) {
-  atomic_store_explicit(&G.on, on, RLX);
-  for (uint64_t i = 0; !on && G.ring && i <= G.ring_mask; i++)
-    if (atomic_load_explicit(&G.ring[i], RLX) & 1) sstm__futex_wake_all(&G.ring[i]);
-}
-
 /* Under G.lock: the counters since the last window, summed; the threads
  * whose counters moved. */
 static void window_close(sstm_cm_ctx_t *ctx) {
@@ -276,7 +264,13 @@ static void window_close(sstm_cm_ctx_t *ctx) {
   bool was = G.judge.on;
   bool on = sstm__admit_decide(&G.judge, c, a, threads, G.limit);
   if (on != was) {
-    gate_set(on);
+    atomic_store_explicit(&G.on, on, RLX);
+    /* Turned off: the sleepers need not wait for their turn any more.
+     * Each re-reads the flag when woken. Relaxed both sides: one that
+     * marks its entry while this pass runs may sleep on, until its turn
+     * or its bound (ADMIT_WAIT_MAX_NS). */
+    for (uint64_t i = 0; !on && i <= G.ring_mask; i++)
+      if (atomic_load_explicit(&G.ring[i], RLX) & 1) sstm__futex_wake_all(&G.ring[i]);
     sstm_cm_count(ctx, C_ADMIT_SWITCHES, 1);
     sstm_cm_info_changed();
   }
@@ -327,7 +321,6 @@ static int gate_init(const sstm_config_t *cfg, uint64_t hold_ns) {
   G.wait_max_ns = ADMIT_WAIT_MAX_NS;
   G.hold_ns = hold_ns;
   G.judge = (sstm__admit_judge_t){.sticky = hold_ns != 0};
-  G.count = true;
   atomic_store_explicit(&G.pinned, false, RLX);
   G.nslots = n;
   G.seen_c = seen;
@@ -424,42 +417,6 @@ static void admit_abort(sstm_cm_ctx_t *ctx, const sstm_abort_info_t *info) {
   if (!keep) gate_turn(ctx, s, now);
   if (info->reason != SSTM_ABORT_USER_CANCEL) sstm__cm_ser_wait(ctx, info, SSTM_WAIT_BLOCK);
 }
-
-/* ---- the gate as a part of another policy (adaptive) ---- */
-
-int sstm__admit_gate_init(const sstm_config_t *cfg) {
-  int rc = slice_init(cfg);
-  if (rc == 0) sstm__admit_drive(false);
-  return rc;
-}
-
-void sstm__admit_gate_fini(void) { admit_fini(); }
-
-void sstm__admit_drive(bool on) {
-  pthread_mutex_lock(&G.lock);
-  atomic_store_explicit(&G.pinned, true, RLX);
-  G.count = false;
-  G.judge.on = on;
-  if (on != atomic_load_explicit(&G.on, RLX)) gate_set(on);
-  pthread_mutex_unlock(&G.lock);
-}
-
-bool sstm__admit_gate_on(void) { return atomic_load_explicit(&G.on, RLX); }
-
-size_t sstm__admit_gate_state_size(void) { return sizeof(admit_state_t); }
-
-void sstm__admit_gate_desc_init(sstm_cm_ctx_t *ctx) { admit_desc_init(ctx); }
-
-void sstm__admit_gate_commit(sstm_cm_ctx_t *ctx) { admit_commit(ctx); }
-
-void sstm__admit_gate_abort(sstm_cm_ctx_t *ctx) {
-  /* admit-slice's abort without its ser-block wait (the driving policy
-   * resolves conflicts its own way): a place whose slice is over is given
-   * back, and the gate being on, the thread queues for the next one. */
-  gate_turn(ctx, ctx->state, sstm__now_ns());
-}
-
-void sstm__admit_gate_leave(sstm_cm_ctx_t *ctx) { gate_exit(ctx->state); }
 
 static int admit_describe(char *buf, size_t len) {
   int n = snprintf(buf, len, "gate=%s limit=%llu", atomic_load_explicit(&G.on, RLX) ? "on" : "off",

@@ -52,20 +52,6 @@ bool sstm__cm_prev_reads(const sstm_cm_ctx_t *ctx, const void **path, uint32_t m
   return true;
 }
 
-/* ---- a commit hook switched at run time ---- */
-
-void sstm__cm_commit_hook(sstm_cm_ctx_t *ctx, void (*fn)(sstm_cm_ctx_t *ctx)) {
-  struct sstm_desc *d = ctx->desc;
-  /* Owner-only, like the slow byte: the hooks run on the descriptor's
-   * thread. Only the fixed COMMIT bit changes; the per-transaction bits
-   * (a retry, actions) stay for this transaction's commit. */
-  d->cm_commit_fn = fn;
-  d->slow =
-      (uint8_t)((d->slow & ~SSTM_SLOW_COMMIT) | (sstm__desc_slow_commit(d) ? SSTM_SLOW_COMMIT : 0));
-}
-
-bool sstm__cm_commit_hook_on(const sstm_desc_t *d) { return d->cm_commit_fn != NULL; }
-
 /* ---- OS priority generation ---- */
 
 uint32_t sstm__cm_prio_gen(sstm_desc_t *d) {

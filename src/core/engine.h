@@ -228,12 +228,6 @@ struct sstm_desc {
   bool in_use;       /* slot allocated (registry mutex) */
   bool thread_owned; /* made by sstm_thread_init (not sstm_desc_create) */
   const sstm_cm_ops_t *cm;
-  /* A commit hook the policy switched on at run time for this descriptor
-   * (sstm__cm_commit_hook), called after cm->on_commit; NULL: none, and
-   * SSTM_SLOW_COMMIT leaves it out, so that its commits keep the frameless
-   * path. Owner-only; cleared at registration, before the policy's
-   * desc_init. */
-  void (*cm_commit_fn)(sstm_cm_ctx_t *ctx);
   sstm_cm_ctx_t cm_ctx;
   void *cm_state;
   struct sstm_stt_entry *stt;   /* state-table entry, NULL when the table is off */
@@ -415,10 +409,6 @@ int sstm__exec_paused_rule(void);
 /* End the transaction of a thread that ends inside it. */
 void sstm__abandon(struct sstm_desc *tx);
 void sstm__desc_set_slow(struct sstm_desc *d); /* after policy and state table */
-/* Whether d's commits need commit_tail for a fixed reason (SSTM_SLOW_COMMIT):
- * the policy's on_commit, a commit hook it switched on (cm_commit_fn), the
- * state table, detailed statistics. */
-bool sstm__desc_slow_commit(const struct sstm_desc *d);
 
 /* stats.c */
 void sstm__counters_fold(sstm_counters_t *dst, const sstm_counters_t *src);

@@ -136,10 +136,7 @@ static SSTM_NOINLINE void run_abort_actions(struct sstm_desc *tx) {
     tx->conflicts = conflicts;
     tx->irrev_sticky = sticky;
     tx->ro_nolog_failed = ro_failed;
-    /* the per-transaction bits as they were; the fixed ones as the
-     * actions left them (a policy hook of their transactions may have
-     * switched its run-time commit hook: sstm__cm_commit_hook) */
-    tx->slow = (uint8_t)((slow & ~SSTM_SLOW_FIXED) | (tx->slow & SSTM_SLOW_FIXED));
+    tx->slow = slow;
     __atomic_store_n(&tx->birth, birth, __ATOMIC_RELAXED);
     __atomic_store_n(&tx->start, start, __ATOMIC_RELAXED);
     /* relaxed: published for other threads' policies, as in sstm__begin */
@@ -148,16 +145,12 @@ static SSTM_NOINLINE void run_abort_actions(struct sstm_desc *tx) {
   actions_put_back(tx, t);
 }
 
-bool sstm__desc_slow_commit(const struct sstm_desc *d) {
-  return d->cm->on_commit || d->cm_commit_fn || d->stt || sstm__g.cfg.stats == SSTM_STATS_DETAILED;
-}
-
 void sstm__desc_set_slow(struct sstm_desc *d) {
   unsigned s = 0;
   if (sstm__g.cfg.sample_period || d->cm->on_begin || d->stt || !sstm__g.membarrier ||
       sstm__g.cfg.ro_log != SSTM_RO_LOG_OFF || sstm__random_delay)
     s |= SSTM_SLOW_BEGIN;
-  if (sstm__desc_slow_commit(d)) s |= SSTM_SLOW_COMMIT;
+  if (d->cm->on_commit || d->stt || sstm__g.cfg.stats == SSTM_STATS_DETAILED) s |= SSTM_SLOW_COMMIT;
   d->slow_begin = (uint8_t)(s & SSTM_SLOW_BEGIN);
   d->slow = (uint8_t)(s & ~SSTM_SLOW_BEGIN);
   d->first_variant[0] = d->design;
@@ -725,8 +718,6 @@ static SSTM_NOINLINE int commit_tail(struct sstm_desc *tx) {
   tx->in_callback++;
   tx->in_hook++;
   if (slow && tx->cm->on_commit) tx->cm->on_commit(cm_ctx(tx));
-  /* read again after on_commit, which may have switched it */
-  if (slow && tx->cm_commit_fn) tx->cm_commit_fn(cm_ctx(tx));
   if (slow && tx->stt) sstm__stt_commit(tx);
   if (SSTM_UNLIKELY(atomic_load_explicit(&sstm__g.nhooks, memory_order_relaxed)))
     sstm__hooks_commit(sstm__serial(tx));

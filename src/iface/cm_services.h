@@ -75,26 +75,6 @@ bool sstm__cm_counts(unsigned slot, sstm_cm_counts_t *out);
  * declared read-only attempt without a read set has none (*n = 0). */
 bool sstm__cm_prev_reads(const sstm_cm_ctx_t *ctx, const void **path, uint32_t max, uint32_t *n);
 
-/* ---- a commit hook switched at run time ---- */
-
-/* Switch a commit hook on (fn) or off (NULL) for ctx's descriptor, from a
- * hook of that descriptor on its thread (owner-only). The engine calls fn
- * after each of the descriptor's commits, after the policy's on_commit
- * and with the same context, until it is switched off (fn may switch
- * itself off, or to another function). A policy with a commit hook only
- * for some regime (adaptive's admission gate) leaves on_commit NULL and
- * switches this one on in the regime: while it is off, and nothing else
- * needs the commit's tail (the state table, detailed statistics, the
- * transaction's own retries or actions), a commit takes the engine's
- * frameless path and costs nothing more than under a policy without one.
- * The context fn gets is the one the selected policy's hooks get: a
- * policy that switches it on as a part of another must find its state
- * there (a "P+ext" base's is at offset 0). Every descriptor starts with
- * none (desc_init may switch one on). No lock, no system call. */
-void sstm__cm_commit_hook(sstm_cm_ctx_t *ctx, void (*fn)(sstm_cm_ctx_t *ctx));
-/* Whether d has one switched on now (tests). Owner-only. */
-bool sstm__cm_commit_hook_on(const sstm_desc_t *d);
-
 /* ---- OS priority generation ---- */
 
 /* A number that changes whenever d's thread's OS priority may have changed
