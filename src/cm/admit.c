@@ -427,36 +427,26 @@ static int admit_describe(char *buf, size_t len) {
   return n;
 }
 
-const sstm_cm_ops_t sstm__cm_admit = {
-    .name = "admit",
-    .description = "ser-block, and at most one transaction in flight per CPU while threads "
-                   "outnumber CPUs and conflicts are frequent (FIFO admission)",
-    .state_size = sizeof(admit_state_t),
-    .init = admit_init,
-    .fini = admit_fini,
-    .desc_init = admit_desc_init,
-    .desc_fini = admit_desc_fini,
-    .on_commit = admit_commit,
-    .on_conflict = sstm__cm_abort_self,
-    .on_abort = admit_abort,
-    .stat_names = {"ser_waits", "ser_timeouts", "admit_waits", "admit_timeouts", "admit_switches"},
-    .describe = admit_describe,
-    .on_detach = admit_detach,
-};
+/* The two policies differ only in their name, description and init (the
+ * slice); everything else is the same gate. */
+#define ADMIT_OPS(NAME, DESCRIPTION, INIT)                                                         \
+  {                                                                                                \
+    .name = NAME, .description = DESCRIPTION, .state_size = sizeof(admit_state_t), .init = INIT,   \
+    .fini = admit_fini, .desc_init = admit_desc_init, .desc_fini = admit_desc_fini,                \
+    .on_commit = admit_commit, .on_conflict = sstm__cm_abort_self, .on_abort = admit_abort,        \
+    .stat_names = {"ser_waits", "ser_timeouts", "admit_waits", "admit_timeouts",                   \
+                   "admit_switches"},                                                              \
+    .describe = admit_describe, .on_detach = admit_detach,                                         \
+  }
 
-const sstm_cm_ops_t sstm__cm_admit_slice = {
-    .name = "admit-slice",
-    .description = "ser-block, and at most one thread per CPU runs transactions while threads "
-                   "outnumber CPUs and conflicts are frequent, each for a time slice (FIFO)",
-    .state_size = sizeof(admit_state_t),
-    .init = slice_init,
-    .fini = admit_fini,
-    .desc_init = admit_desc_init,
-    .desc_fini = admit_desc_fini,
-    .on_commit = admit_commit,
-    .on_conflict = sstm__cm_abort_self,
-    .on_abort = admit_abort,
-    .stat_names = {"ser_waits", "ser_timeouts", "admit_waits", "admit_timeouts", "admit_switches"},
-    .describe = admit_describe,
-    .on_detach = admit_detach,
-};
+const sstm_cm_ops_t sstm__cm_admit =
+    ADMIT_OPS("admit",
+              "ser-block, and at most one transaction in flight per CPU while threads "
+              "outnumber CPUs and conflicts are frequent (FIFO admission)",
+              admit_init);
+
+const sstm_cm_ops_t sstm__cm_admit_slice =
+    ADMIT_OPS("admit-slice",
+              "ser-block, and at most one thread per CPU runs transactions while threads "
+              "outnumber CPUs and conflicts are frequent, each for a time slice (FIFO)",
+              slice_init);
