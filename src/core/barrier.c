@@ -517,12 +517,12 @@ SSTM_API uint64_t sstm__load_slow(const void *addr, unsigned size) {
  * else the general entry. The latter is reached through a cold function so
  * the compiler moves it out of line and the fast path runs straight through
  * without a taken branch, which can matter more than the instruction count
- * (docs/benchmarks.md, "Taken branches count more than instructions"). A
- * sampled attempt's read tries its own fast path after the common one
- * failed (sstm__load_try_sampled; the inline mode does it in its cold
- * function, to keep the code inlined into the caller as it was). The
- * random-delay build always takes the general entry (its barriers have
- * delay points). */
+ * (docs/benchmarks-history.md, "Taken branches count more than
+ * instructions"). A sampled attempt's read tries its own fast path after
+ * the common one failed (sstm__load_try_sampled; the inline mode does it
+ * in its cold function, to keep the code inlined into the caller as it
+ * was). The random-delay build always takes the general entry (its
+ * barriers have delay points). */
 static SSTM_COLD uint64_t load_general(const void *addr, unsigned size) {
   uint64_t v;
   /* Read after write first (<schedstm/inline.h>); the random-delay build

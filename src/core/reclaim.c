@@ -27,7 +27,7 @@
  * threads glibc's arenas (8 per CPU) are shared, a thread preempted inside
  * malloc or free holds its arena's lock, and every released block is cold,
  * written by free() and then again by malloc(); the cache reuses the block
- * with neither (docs/benchmarks.md, "Block cache").
+ * with neither (docs/benchmarks-history.md, "The block cache").
  */
 #define _GNU_SOURCE
 #include <errno.h>
