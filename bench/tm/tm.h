@@ -161,6 +161,7 @@ static inline void tm_irrevocable_free(void *p) {
 
 /* ----------------------------------------------------------------- TinySTM */
 #elif defined(TM_BACKEND_TINYSTM)
+#include <malloc.h> /* malloc_usable_size */
 #include <mod_mem.h>
 #include <setjmp.h>
 #include <stm.h>
@@ -201,11 +202,19 @@ _Static_assert(sizeof(stm_word_t) == sizeof(long) && sizeof(stm_word_t) == sizeo
 #define TM_LOAD_INT(a) ((int)stm_load_int((volatile int *)(a)))
 #define TM_STORE_INT(a, v) stm_store_int((volatile int *)(a), (int)(v))
 
-/* mod_mem frees at commit and drops the allocation on abort. Size 0: the
- * structures do not ask TinySTM to write-lock the freed block (their
- * unlink already wrote the pointer to it), as TinySTM's own intset does. */
+/* mod_mem drops the allocation on abort and frees the block at commit:
+ * at once, since TinySTM's default build has no epoch collector
+ * (EPOCH_GC). A transaction that read the pointer before the unlink
+ * committed can still read the block after the free, when malloc has
+ * written its own words into it or handed it out again; only a newer
+ * version on the block's locks makes that transaction abort. So the size
+ * is the block's whole usable size: mod_mem write-locks every word of it
+ * before the commit (mod_mem.h's documented use of the size argument; the
+ * STAMP adapter does the same). With size 0 nothing marked the freed
+ * block, and a read-only lookup could commit an answer read from freed
+ * memory (ds-selftest: wrong answers and crashes with 4 threads). */
 #define TM_MALLOC(size) stm_malloc(size)
-#define TM_FREE(p) stm_free((p), 0)
+#define TM_FREE(p) stm_free((p), malloc_usable_size(p))
 
 /* -------------------------------------------------------------- sequential */
 #else
