@@ -83,6 +83,7 @@
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdlib.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
@@ -1780,21 +1781,57 @@ TEST(permission) {
 
 /* ---- a FIFO behind a table's name ------------------------------------------ */
 
+/* Open a FIFO (fifo) or a regular file without seals whose descriptor's
+ * link reads exactly like a table's (SSTM_STT_FD_LINK); -1 on failure. In
+ * a child of sstm_test_fork(): async-signal-safe calls only, and it
+ * changes the caller's mount namespace.
+ *
+ * The file is made at SSTM_STT_MEMFD_NAME in the root of a tmpfs that is
+ * mounted in a mount namespace of the caller's own and detached once the
+ * file is open and unlinked: the link of a file in a detached mount is its
+ * path from that mount's root, "/memfd:schedstm-statetab (deleted)".
+ * Nothing is ever created in a file system that another process sees, so
+ * two runs of this test at once (two builds' suites on one host) cannot
+ * meet. Where no mount is allowed, the file is made at the name in the
+ * real root instead, under an exclusive lock on a file next to it that
+ * every run takes (flock), from before it removes a stale file there to
+ * after its own is unlinked. */
+static int open_at_table_name(bool fifo) {
+  static const char priv[] = "/tmp/memfd:" SSTM_STT_MEMFD_NAME;
+  static const char global[] = "/memfd:" SSTM_STT_MEMFD_NAME;
+  bool own_ns = unshare(CLONE_NEWNS) == 0 &&
+                mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) == 0 &&
+                mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "size=64k") == 0;
+  const char *at = own_ns ? priv : global;
+  int lk = -1;
+  if (!own_ns) {
+    lk = open("/tmp/schedstm-test-statetab-fifo.lock", O_RDONLY | O_CREAT | O_CLOEXEC, 0600);
+    if (lk < 0 || flock(lk, LOCK_EX) != 0) return -1;
+    unlink(at); /* a stale one, left by a run that was killed */
+  }
+  int fd = -1;
+  if (fifo) {
+    if (mkfifo(at, 0600) == 0) fd = open(at, O_RDWR | O_NONBLOCK); /* O_RDWR: opens at once */
+  } else {
+    int w = open(at, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (w >= 0) {
+      if (write(w, "x", 1) == 1) fd = open(at, O_RDWR | O_NONBLOCK);
+      close(w);
+    }
+  }
+  bool ok = fd >= 0 && unlink(at) == 0 && (!own_ns || umount2("/tmp", MNT_DETACH) == 0);
+  if (lk >= 0) close(lk); /* the lock goes with its last descriptor */
+  return ok ? fd : -1;
+}
+
 /* A descriptor whose link reads exactly like the table's can be made by
- * root: a FIFO (or a file) created at /memfd:schedstm-statetab and
- * unlinked. Opening a FIFO would wait for a writer forever: every mode
- * must refuse it at once (a tool that blocks dies of its watchdog's
- * SIGALRM, which check_exit reports); a regular file without seals is
- * refused too. */
+ * root (open_at_table_name). Opening a FIFO would wait for a writer
+ * forever: every mode must refuse it at once (a tool that blocks dies of
+ * its watchdog's SIGALRM, which check_exit reports); a regular file
+ * without seals is refused too. */
 TEST(fifo) {
-  if (geteuid() != 0) sstm_test_skip("needs root (a file at /memfd:...)");
-  static const char at[] = "/memfd:" SSTM_STT_MEMFD_NAME;
+  if (geteuid() != 0) sstm_test_skip("needs root (a file named like the table)");
   for (int fifo = 1; fifo >= 0; fifo--) {
-    unlink(at);
-    if (fifo)
-      CHECK_EQ_I(mkfifo(at, 0600), 0);
-    else
-      write_file(at, "x", 1, 0600);
     fflush(stdout);
     fflush(stderr);
     int ready[2];
@@ -1802,14 +1839,14 @@ TEST(fifo) {
     pid_t pid = sstm_test_fork();
     CHECK_GE_I(pid, 0);
     if (pid == 0) {
-      int fd = open(at, O_RDWR | O_NONBLOCK); /* O_RDWR: a FIFO opens at once */
-      if (fd < 0 || unlink(at) != 0 || write(ready[1], "k", 1) != 1) _exit(3);
+      if (open_at_table_name(fifo) < 0 || write(ready[1], "k", 1) != 1) _exit(3);
       for (;;)
         pause();
     }
     CHECK_EQ_I(close(ready[1]), 0);
     char c = 0;
-    CHECK_EQ_I(read(ready[0], &c, 1), 1);
+    CHECK_MSG(read(ready[0], &c, 1) == 1, "the child could not open a %s named like the table",
+              fifo ? "FIFO" : "file");
     CHECK_EQ_I(close(ready[0]), 0);
     CHECK_GE_I(table_fd_of(pid), 0); /* the link reads like a table's */
     char p[16];
@@ -1943,12 +1980,33 @@ static void *legacy_table(int pid, size_t *size) {
   return h;
 }
 
+/* The files of versions 1-3 are in /dev/shm, which every process of the
+ * host shares, and -c removes every one of ours whose pid has exited:
+ * another run of clean_stale at the same time (another build's suite)
+ * would meet this one's files (the one of pid 0 has a fixed name) and
+ * remove those of its exited pids. So the test gets a /dev/shm of its
+ * own: a tmpfs mounted there in a mount namespace of the test process
+ * (which has no threads; the tool, its child, sees the same). Where no
+ * mount is allowed, it takes an exclusive lock that every run takes,
+ * held until the process ends. */
+static void private_dev_shm(void) {
+  if (unshare(CLONE_NEWNS) == 0 && mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) == 0 &&
+      mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, "size=1m") == 0)
+    return;
+  char lock[64];
+  snprintf(lock, sizeof lock, "/tmp/schedstm-test-statetab-shm.%d.lock", (int)geteuid());
+  int lk = open(lock, O_RDONLY | O_CREAT | O_CLOEXEC, 0600);
+  CHECK_MSG(lk >= 0, "%s: %s", lock, strerror(errno));
+  CHECK_EQ_I(flock(lk, LOCK_EX), 0); /* released when the process ends */
+}
+
 /* -c removes a regular file of ours whose pid is gone and that starts with
  * a table header of versions 1-3, and nothing else: a live pid's table,
  * junk under a table's name, a symbolic link under a dead pid's name (and
  * its target), another user's table (as root), a file named for pid 0 are
  * kept, with the reason. */
 TEST(clean_stale) {
+  private_dev_shm();
   pid_t live = sleeper(), dead = sleeper(), dead_link = sleeper(), dead_other = sleeper(),
         dead_junk = sleeper();
   char live_path[64], dead_path[64], link_path[64], other_path[64], junk_path[64], want[200];

@@ -412,7 +412,11 @@ if(TARGET sstm-top)
                   COMMAND itest_statetab ${t})
     # One at a time: clean_stale plants files at the names versions 1-3
     # used, which planted_names_do_not_stop_init plants too, and
-    # cm_info_wait_is_bounded loads a CPU on purpose.
+    # cm_info_wait_is_bounded loads a CPU on purpose. A lock of one ctest
+    # run only: the names that every process of the host shares (fifo's
+    # file named like the table, clean_stale's /dev/shm) are kept private
+    # to the test's process by the tests themselves (statetab.c), so that
+    # two builds' suites may run at once.
     set_tests_properties(integration.statetab.${t} PROPERTIES RESOURCE_LOCK sstm_dev_shm_tables)
   endforeach()
 endif()
