@@ -52,6 +52,18 @@ bool sstm__cm_prev_reads(const sstm_cm_ctx_t *ctx, const void **path, uint32_t m
   return true;
 }
 
+/* ---- an admission hook switched at run time ---- */
+
+void sstm__cm_admit_hook(sstm_cm_ctx_t *ctx, void (*fn)(sstm_cm_ctx_t *ctx)) {
+  struct sstm_desc *d = ctx->desc;
+  /* Owner-only, like the slow bytes: the hooks run on the descriptor's
+   * thread (desc_init before any thread runs it). */
+  d->cm_admit_fn = fn;
+  d->slow_begin = sstm__desc_slow_begin(d) ? SSTM_SLOW_BEGIN : 0;
+}
+
+bool sstm__cm_admit_hook_on(const sstm_desc_t *d) { return d->cm_admit_fn != NULL; }
+
 /* ---- OS priority generation ---- */
 
 uint32_t sstm__cm_prio_gen(sstm_desc_t *d) {

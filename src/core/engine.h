@@ -70,7 +70,8 @@ enum sstm_variant {
 enum sstm_slow {
   SSTM_SLOW_BEGIN = 1,                /* sampling, policy on_begin, state table, no
                                          membarrier (begin fences itself), cfg.ro_log not
-                                         off, the random-delay build */
+                                         off, the random-delay build, an admission hook
+                                         (cm_admit_fn, switched at run time) */
   SSTM_SLOW_COMMIT = 2,               /* policy on_commit, state table, detailed stats */
   SSTM_SLOW_RETRIED = 4,              /* the transaction has aborted (retries > 0), or
                                          a policy marked it to restart irrevocable: its
@@ -228,6 +229,13 @@ struct sstm_desc {
   bool in_use;       /* slot allocated (registry mutex) */
   bool thread_owned; /* made by sstm_thread_init (not sstm_desc_create) */
   const sstm_cm_ops_t *cm;
+  /* An admission hook the policy switched on at run time for this
+   * descriptor (sstm__cm_admit_hook): called at the start of every attempt,
+   * before anything of it is published (txn.c, attempt_start), where the
+   * thread may sleep. NULL: none, and SSTM_SLOW_BEGIN leaves it out, so
+   * that begins keep the frameless path. Owner-only; cleared at
+   * registration, before the policy's desc_init. */
+  void (*cm_admit_fn)(sstm_cm_ctx_t *ctx);
   sstm_cm_ctx_t cm_ctx;
   void *cm_state;
   struct sstm_stt_entry *stt;   /* state-table entry, NULL when the table is off */
@@ -409,6 +417,11 @@ int sstm__exec_paused_rule(void);
 /* End the transaction of a thread that ends inside it. */
 void sstm__abandon(struct sstm_desc *tx);
 void sstm__desc_set_slow(struct sstm_desc *d); /* after policy and state table */
+/* Whether d's begins need begin_outer_slow for a fixed reason
+ * (SSTM_SLOW_BEGIN): sampling, the policy's on_begin, an admission hook
+ * it switched on (cm_admit_fn), the state table, no membarrier,
+ * cfg.ro_log, the random-delay build. */
+bool sstm__desc_slow_begin(const struct sstm_desc *d);
 
 /* stats.c */
 void sstm__counters_fold(sstm_counters_t *dst, const sstm_counters_t *src);

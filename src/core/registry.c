@@ -136,6 +136,7 @@ static int desc_acquire(struct sstm_desc **out) {
   if (rc != 0) return rc;
   struct sstm_desc *d = *out;
   d->cm = sstm__g.cm;
+  d->cm_admit_fn = NULL; /* the policy's desc_init may switch one on */
   if ((rc = sstm__cm_desc_init(d)) != 0) {
     pthread_mutex_lock(&sstm__g.reg_lock);
     d->in_use = false; /* the slot goes back, as it was */

@@ -145,11 +145,14 @@ static SSTM_NOINLINE void run_abort_actions(struct sstm_desc *tx) {
   actions_put_back(tx, t);
 }
 
+bool sstm__desc_slow_begin(const struct sstm_desc *d) {
+  return sstm__g.cfg.sample_period || d->cm->on_begin || d->cm_admit_fn || d->stt ||
+         !sstm__g.membarrier || sstm__g.cfg.ro_log != SSTM_RO_LOG_OFF || sstm__random_delay;
+}
+
 void sstm__desc_set_slow(struct sstm_desc *d) {
   unsigned s = 0;
-  if (sstm__g.cfg.sample_period || d->cm->on_begin || d->stt || !sstm__g.membarrier ||
-      sstm__g.cfg.ro_log != SSTM_RO_LOG_OFF || sstm__random_delay)
-    s |= SSTM_SLOW_BEGIN;
+  if (sstm__desc_slow_begin(d)) s |= SSTM_SLOW_BEGIN;
   if (d->cm->on_commit || d->stt || sstm__g.cfg.stats == SSTM_STATS_DETAILED) s |= SSTM_SLOW_COMMIT;
   d->slow_begin = (uint8_t)(s & SSTM_SLOW_BEGIN);
   d->slow = (uint8_t)(s & ~SSTM_SLOW_BEGIN);
@@ -192,6 +195,17 @@ static SSTM_NOINLINE uint64_t irrev_killed_at_start(struct sstm_desc *tx) {
  * transaction, whose restart flags are still clear. Every case: restarts,
  * and the begins that attempt_start_fast does not cover. */
 static SSTM_NOINLINE void attempt_start(struct sstm_desc *tx, bool first) {
+  if (SSTM_UNLIKELY(tx->cm_admit_fn)) {
+    /* The policy's admission (sstm__cm_admit_hook): first, while no
+     * attempt of tx runs and nothing of this one is published, so that a
+     * thread asleep in it holds no lock, holds back no grace period of
+     * reclamation (its status is not ACTIVE) and takes its snapshot after
+     * it wakes; and after the previous transaction's commit actions, or
+     * this one's rollback and abort actions. A hook, for begin_in_hook. */
+    tx->in_hook++;
+    tx->cm_admit_fn(cm_ctx(tx));
+    tx->in_hook--;
+  }
   uint64_t serial = sstm__serial(tx) + 1; /* the status word's (engine.h) */
   tx->owner_lw = sstm_lw_make_owner(tx->slot, serial);
   sstm_rset_clear(&tx->rs);

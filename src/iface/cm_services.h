@@ -75,6 +75,26 @@ bool sstm__cm_counts(unsigned slot, sstm_cm_counts_t *out);
  * declared read-only attempt without a read set has none (*n = 0). */
 bool sstm__cm_prev_reads(const sstm_cm_ctx_t *ctx, const void **path, uint32_t max, uint32_t *n);
 
+/* ---- an admission hook switched at run time ---- */
+
+/* Switch an admission hook on (fn) or off (NULL) for ctx's descriptor,
+ * from a hook of that descriptor on its thread, or from desc_init
+ * (owner-only). The engine calls fn at the start of each of the
+ * descriptor's attempts, first attempts and restarts alike, with the
+ * context the policy's hooks get, until it is switched off (fn may switch
+ * itself off). It runs before anything of the attempt is published: the
+ * previous attempt has ended (and its commit actions, or the rollback,
+ * abort actions and on_abort, have run), the thread holds no lock and its
+ * status is not ACTIVE, so fn may sleep (an admission gate, cm/admit.c).
+ * It must not start a transaction (a misuse, as in any hook). While it is
+ * off, and nothing else needs the slow begin (sampling, on_begin, the state
+ * table, ...), a begin takes the engine's frameless path and costs nothing
+ * more than under a policy without one. Every descriptor starts with none
+ * (desc_init may switch one on). No lock, no system call. */
+void sstm__cm_admit_hook(sstm_cm_ctx_t *ctx, void (*fn)(sstm_cm_ctx_t *ctx));
+/* Whether d has one switched on now (tests). Owner-only. */
+bool sstm__cm_admit_hook_on(const sstm_desc_t *d);
+
 /* ---- OS priority generation ---- */
 
 /* A number that changes whenever d's thread's OS priority may have changed
