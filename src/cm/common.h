@@ -199,5 +199,32 @@ bool sstm__admit_decide(sstm__admit_judge_t *j, uint64_t commits, uint64_t abort
  * hold_ns (0: unchanged; ignored under admit), until the next sstm_init;
  * its windows decide nothing. Not concurrent with transactions. */
 void sstm__admit_pin(bool on, uint64_t limit, uint64_t wait_max_ns, uint64_t hold_ns);
+/* admit-slice's gate as a part of another policy (adaptive, which runs it
+ * only while threads outnumber CPUs and conflicts are frequent). The
+ * driving policy calls init/fini from its own, desc_init from its
+ * desc_init (on sstm__admit_gate_state_size() bytes of its state), leave
+ * from its desc_fini and on_detach (a held place is given back), and,
+ * while it wants the gate, begin from an admission hook
+ * (sstm__cm_admit_hook: at the start of every attempt, where the thread
+ * may sleep for its turn). sstm__admit_drive turns the gate on or off and
+ * takes the decision from admit's own windows until the next init
+ * (sleepers are woken when it turns off); its waits are not counted in
+ * the driver's counter slots. holds says whether the descriptor holds a
+ * place now (owner-only). Only one of admit, admit-slice and a driver
+ * runs in a process at a time (one gate). */
+int sstm__admit_gate_init(const sstm_config_t *cfg);
+void sstm__admit_gate_fini(void);
+size_t sstm__admit_gate_state_size(void);
+void sstm__admit_gate_desc_init(sstm_cm_ctx_t *ctx);
+void sstm__admit_gate_begin(sstm_cm_ctx_t *ctx);
+void sstm__admit_gate_leave(sstm_cm_ctx_t *ctx);
+bool sstm__admit_gate_holds(const sstm_cm_ctx_t *ctx);
+void sstm__admit_drive(bool on);
+bool sstm__admit_gate_on(void);
+/* The gate's counts since the last sstm_init, for the whole process
+ * (tests): threads that waited for admission, waits that ended by the
+ * bound on the gate's progress, places reclaimed from holders whose slice
+ * was over. Exact once the threads that counted have been joined. */
+void sstm__admit_gate_counts(uint64_t *waits, uint64_t *timeouts, uint64_t *reclaims);
 
 #endif /* SSTM_CM_COMMON_H */

@@ -9,15 +9,23 @@
  *    the threads fall to the limit.
  *  - Its gate, pinned on with one place (sstm__admit_pin), under
  *    admit-slice with a slice that never ends: a thread keeps its place
- *    across transactions while a second and a third sleep at the commit
- *    of their first transaction (after their attempt: never inside one);
+ *    across transactions while a second and a third sleep at the begin
+ *    of their first transaction (before their attempt: never inside one);
  *    they are admitted one at a time, in order, as the threads before
  *    them give their place back (here: by leaving).
- *  - The same gate under admit: the place is given back at each commit,
- *    so the holder's next commit admits the next thread and the holder
- *    sleeps in turn.
- *  - The bound: a holder that gives nothing back costs a waiter the bound
- *    on the gate's progress, then the waiter runs (one timeout counted).
+ *  - The same gate under admit: the place is the transaction's, given
+ *    back at its commit, so a thread that begins while another's
+ *    transaction runs sleeps until that commit, and none after it.
+ *  - Places belong to threads that run transactions: a descriptor
+ *    detached with a place gives it back at once; a thread that stops
+ *    beginning transactions loses its place to a waiter once its slice
+ *    is over (a reclaim), and queues at its next begin. With no bound on
+ *    the gate's progress, a place kept by either would leave the waiter
+ *    asleep for ever (the watchdog fails the test); the counts show that
+ *    no wait ended by the bound.
+ *  - The bound: a holder that gives nothing back (a slice that never
+ *    ends) costs a waiter the bound on the gate's progress, then the
+ *    waiter runs (one timeout counted).
  *  - The mechanism, through the library: threads that conflict under
  *    "admit" and "admit-slice" on a shared counter all commit and the
  *    counter is exact; the policy reports its gate in sstm_describe. Which
@@ -145,22 +153,29 @@ TEST(conflicting_threads_all_commit_slice) { conflicting_threads("admit-slice");
 /* ---- the gate, pinned on with one place and no wait bound ----
  * Each thread runs its transactions when told to (`go` counts the ones it
  * may run), and says after each how many have returned. A thread sleeps
- * at the gate inside sstm_run (in the commit of the transaction that found
- * the gate on, after the attempt ended), seen in FUTEX_WAIT. A lost
- * hand-over leaves a thread asleep for ever (no bound): the watchdog fails
- * the test. */
+ * at the gate inside sstm_run (at the begin of the transaction that found
+ * the gate on, before its attempt), seen in FUTEX_WAIT. A lost hand-over
+ * leaves a thread asleep for ever (no bound): the watchdog fails the
+ * test. */
 enum { G_A, G_B, G_C, G_N };
 static struct {
   _Atomic int tid[G_N];
   _Atomic int go[G_N];       /* transactions it may run */
   _Atomic int returned[G_N]; /* transactions whose sstm_run returned */
   _Atomic int leave[G_N];    /* unregister and end */
+  _Atomic int hold[G_N];     /* its transaction waits inside until cleared */
+  _Atomic int inside[G_N];   /* ... and says it is there */
 } g;
 static uint64_t gword[G_N];
 
 static void g_body(void *arg) {
   int i = (int)(intptr_t)arg;
   sstm_store_u64(&gword[i], sstm_load_u64(&gword[i]) + 1);
+  if (atomic_load(&g.hold[i])) { /* an admitted transaction that runs on */
+    atomic_store(&g.inside[i], 1);
+    while (atomic_load(&g.hold[i]))
+      sched_yield();
+  }
 }
 
 static void *g_thread(void *arg) {
@@ -270,26 +285,97 @@ TEST(slice_keeps_the_place_and_admits_in_order) {
   sstm_test_fini();
 }
 
-TEST(admit_hands_over_at_each_commit) {
+TEST(admit_holds_the_place_for_one_transaction) {
   g_setup("admit", 0);
   pthread_t th[G_N];
+  /* A's transaction is admitted at its begin and runs on */
+  atomic_store(&g.hold[G_A], 1);
   g_start(&th[G_A], G_A, 1);
-  await_returned(G_A, 1); /* A holds the place */
+  while (!atomic_load(&g.inside[G_A]))
+    sched_yield();
+  /* B begins meanwhile: asleep at its begin, before its attempt */
   g_start(&th[G_B], G_B, 1);
-  await_asleep(G_B); /* B asleep in its first commit */
-  /* A's next commit gives the place to B, and A queues behind it */
-  atomic_store(&g.go[G_A], 2);
-  await_returned(G_B, 1);
-  await_asleep(G_A);
-  CHECK_EQ_I(atomic_load(&g.returned[G_A]), 1);
-  /* B's next commit gives it back to A, and B sleeps */
-  atomic_store(&g.go[G_B], 2);
-  await_returned(G_A, 2);
   await_asleep(G_B);
-  CHECK_EQ_I(atomic_load(&g.returned[G_B]), 1);
-  /* C is not used; A leaves (its place goes to B), then B */
+  CHECK_EQ_I(atomic_load(&g.returned[G_B]), 0);
+  /* A's commit gives the place back: B runs */
+  atomic_store(&g.hold[G_A], 0);
+  await_returned(G_B, 1);
+  /* B's commit gave it back too: A and B, one after the other, never wait
+   * again (an idle thread holds no place under admit) */
+  atomic_store(&g.go[G_A], 5);
+  await_returned(G_A, 5);
+  atomic_store(&g.go[G_B], 5);
+  await_returned(G_B, 5);
   g_start(&th[G_C], G_C, 0);
-  g_end(th, 3); /* waits: B's first commit, A's second, B's second */
+  g_end(th, 1); /* waits: B's first begin */
+}
+
+/* A thread that holds a place and stops beginning transactions (idle,
+ * still registered) keeps it only until its slice is over: the waiter at
+ * the head of the queue reclaims it then, and the thread that lost it
+ * queues at its next begin. No bound: a place that could not be
+ * reclaimed would leave the waiter asleep for ever. */
+TEST(an_idle_holder_loses_its_place_to_a_waiter_after_its_slice) {
+  g_setup("admit-slice", 1000000ull); /* 1 ms slices, no bound */
+  pthread_t th[G_N];
+  g_start(&th[G_A], G_A, 1);
+  await_returned(G_A, 1); /* A holds the place, and idles */
+  g_start(&th[G_B], G_B, 1);
+  await_returned(G_B, 1); /* B waited, and reclaimed A's place */
+  uint64_t w, t, r;
+  sstm__admit_gate_counts(&w, &t, &r);
+  CHECK_EQ_U(w, 1);
+  CHECK_EQ_U(r, 1);
+  /* A begins again: its place is gone, it queues behind B, which idles in
+   * turn and loses its place to A the same way */
+  atomic_store(&g.go[G_A], 2);
+  await_returned(G_A, 2);
+  g_start(&th[G_C], G_C, 0);
+  g_end_counted(th, 2, 0); /* waits: B's first begin, A's second; no bound */
+  sstm__admit_gate_counts(&w, &t, &r);
+  CHECK_EQ_U(w, 2);
+  CHECK_EQ_U(t, 0);
+  CHECK_EQ_U(r, 2);
+}
+
+/* A descriptor detached with a place (an executor pauses a context, or
+ * its request ends) gives the place back at once: a thread that begins
+ * next is admitted without waiting. The slice never ends and there is no
+ * bound, so a place kept by the detached descriptor would leave it asleep
+ * for ever. */
+static sstm_desc_t *detached_desc;
+static void *detach_holder(void *arg) {
+  (void)arg;
+  CHECK_OK(sstm_desc_attach(detached_desc));
+  CHECK_OK(sstm_run(NULL, g_body, (void *)(intptr_t)G_C)); /* admitted: the place */
+  CHECK_TRUE(sstm_desc_detach() == detached_desc);
+  return NULL;
+}
+
+TEST(a_detached_holder_gives_its_place_back_at_once) {
+  g_setup("admit-slice", UINT64_MAX);
+  CHECK_OK(sstm_desc_create(&detached_desc));
+  pthread_t th[G_N], x;
+  CHECK_EQ_I(pthread_create(&x, NULL, detach_holder, NULL), 0);
+  CHECK_EQ_I(pthread_join(x, NULL), 0);
+  g_start(&th[G_A], G_A, 3);
+  await_returned(G_A, 3); /* admitted at once */
+  uint64_t w, t, r;
+  sstm__admit_gate_counts(&w, &t, &r);
+  CHECK_EQ_U(w, 0);
+  /* and the detached descriptor, attached again, queues like any thread:
+   * A leaves (its place goes back), then it runs */
+  atomic_store(&g.leave[G_A], 1);
+  CHECK_EQ_I(pthread_join(th[G_A], NULL), 0);
+  CHECK_EQ_I(pthread_create(&x, NULL, detach_holder, NULL), 0);
+  CHECK_EQ_I(pthread_join(x, NULL), 0);
+  CHECK_EQ_U(tx_load_u64(&gword[G_C]), 2);
+  CHECK_OK(sstm_desc_destroy(detached_desc));
+  sstm__admit_gate_counts(&w, &t, &r);
+  CHECK_EQ_U(w, 0);
+  CHECK_EQ_U(t, 0);
+  CHECK_EQ_U(r, 0);
+  sstm_test_fini();
 }
 
 /* The bound is on the gate's progress: a holder that keeps its place and
@@ -305,7 +391,7 @@ TEST(a_holder_that_gives_nothing_back_costs_a_waiter_the_bound) {
   g_start(&th[G_A], G_A, 1);
   await_returned(G_A, 1); /* A holds the place, and idles */
   g_start(&th[G_B], G_B, 1);
-  await_returned(G_B, 1); /* B waited at its first commit, then ran anyway */
+  await_returned(G_B, 1); /* B waited at its first begin, then ran anyway */
   g_start(&th[G_C], G_C, 0);
   /* B still holds its ticket (not admitted): C would queue behind it; A,
    * still admitted, runs on without waiting */
