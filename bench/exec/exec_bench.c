@@ -18,6 +18,17 @@
  *       off its CPU (runnable, waiting for the host's other threads), and
  *       so was the submitter for the part of the submit call it did not
  *       run: "off_cpu" = those two, latency = ours + off_cpu.
+ *       --trace FILE writes one JSON line per sample: where its latency
+ *       went. Each worker's run-queue wait over the sample (the kernel's
+ *       /proc/self/task/T/schedstat run_delay: runnable, not running, read
+ *       just before the submit and by the request's first instruction), the
+ *       submitter's own wait inside its submit call, which worker ran it
+ *       and how it got there (the executor's counters around the sample:
+ *       a switch at a polled point or by a signal, the poll mode's
+ *       fallback signal, or a pop after a transaction ended). The
+ *       summary line then also carries, for the samples over 100 us, how
+ *       much of their latency the worker that ran the request spent
+ *       waiting on a run queue ("tail_runq_share").
  *       --slices S,S,... (microseconds, 0 = the kernel's default) runs
  *       every mode once per slice in each round, with every thread of the
  *       process (workers and submitter) given that EEVDF slice
@@ -44,6 +55,7 @@
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -194,11 +206,63 @@ static int set_slice_all(unsigned us) {
   return rc;
 }
 
+/* ---- the kernel's scheduler statistics of a thread ---- */
+
+/* /proc/self/task/T/schedstat: CPU time, time spent runnable on a run
+ * queue without running (run_delay), slices run; ns. Opened once per
+ * worker, read with pread at offset 0 (the kernel regenerates it). A
+ * thread's run_delay is brought up to date when it gets a CPU: that of
+ * the thread reading is exact, another's may miss the wait it is in. */
+typedef struct sched_stat {
+  uint64_t cpu, delay, slices;
+} sched_stat_t;
+
+static int wfd[MAX_WT];
+static int self_fd = -1;
+
+static bool read_stat(int fd, sched_stat_t *s) {
+  char b[96];
+  ssize_t n = fd >= 0 ? pread(fd, b, sizeof b - 1, 0) : -1;
+  if (n <= 0) return false;
+  b[n] = 0;
+  unsigned long long c, d, k;
+  if (sscanf(b, "%llu %llu %llu", &c, &d, &k) != 3) return false;
+  s->cpu = c;
+  s->delay = d;
+  s->slices = k;
+  return true;
+}
+
+static void open_stats(void) {
+  char path[64];
+  for (unsigned i = 0; i < nwtids; i++) {
+    snprintf(path, sizeof path, "/proc/self/task/%d/schedstat", wtids[i]);
+    wfd[i] = open(path, O_RDONLY | O_CLOEXEC);
+  }
+  if (self_fd < 0) {
+    snprintf(path, sizeof path, "/proc/self/task/%d/schedstat", (int)syscall(SYS_gettid));
+    self_fd = open(path, O_RDONLY | O_CLOEXEC);
+  }
+}
+
+static void close_stats(void) {
+  for (unsigned i = 0; i < nwtids; i++)
+    if (wfd[i] >= 0) close(wfd[i]);
+}
+
+/* The executor's counters (sstm_exec_describe): "name=N". */
+static uint64_t desc_field(const char *d, const char *name) {
+  const char *p = strstr(d, name);
+  return p ? strtoull(p + strlen(name), NULL, 10) : 0;
+}
+
 typedef struct hi_req {
   uint64_t t_submit;
   _Atomic uint64_t t_first;
   int tid;         /* the worker that ran its first attempt */
   uint64_t cpu_at; /* that worker's CPU time then */
+  bool trace;      /* read the workers' scheduler statistics at the start */
+  sched_stat_t at[MAX_WT];
 } hi_req_t;
 
 static void hi_body(void *a) {
@@ -208,6 +272,9 @@ static void hi_body(void *a) {
   if (atomic_compare_exchange_strong(&h->t_first, &expect, t)) { /* first attempt only */
     h->cpu_at = cpu_ns_of(0);
     h->tid = (int)syscall(SYS_gettid);
+    if (h->trace)
+      for (unsigned i = 0; i < nwtids; i++)
+        if (!read_stat(wfd[i], &h->at[i])) h->at[i] = (sched_stat_t){0, 0, 0};
   }
 }
 
@@ -216,8 +283,14 @@ static void hi_body(void *a) {
 static void latency(int argc, char **argv) {
   long rounds = 3, samples = 300;
   unsigned slices[MAX_SLICES] = {0}, nsl = 1;
+  FILE *trace = NULL;
   for (int i = 0; i < argc; i++) {
-    if (!strcmp(argv[i], "--slices") && i + 1 < argc) {
+    if (!strcmp(argv[i], "--trace") && i + 1 < argc) {
+      if (!(trace = fopen(argv[++i], "w"))) {
+        fprintf(stderr, "exec-bench latency: --trace %s: %s\n", argv[i], strerror(errno));
+        exit(2);
+      }
+    } else if (!strcmp(argv[i], "--slices") && i + 1 < argc) {
       nsl = 0;
       for (char *t = strtok(argv[++i], ","); t; t = strtok(NULL, ",")) {
         long v = arg_long(t, "--slices", 0, 100000);
@@ -245,6 +318,9 @@ static void latency(int argc, char **argv) {
   enum { NS = MAX_SLICES * NMODES };
   uint64_t *lat[NS], *ours[NS], *rqw[NS];
   size_t nlat[NS] = {0}, host_tail[NS] = {0}, tail[NS] = {0};
+  /* samples over 100 us: their latency, and the run-queue wait of the
+   * worker that ran them within it (--trace) */
+  uint64_t tail_lat[NS] = {0}, tail_runq[NS] = {0};
   for (unsigned k = 0; k < nsl * NMODES; k++) {
     lat[k] = malloc(sizeof(uint64_t) * (size_t)(rounds * samples));
     ours[k] = malloc(sizeof(uint64_t) * (size_t)(rounds * samples));
@@ -267,9 +343,13 @@ static void latency(int argc, char **argv) {
         submit_low();
       usleep(5000);
       find_workers();
+      if (trace) open_stats();
       uint64_t cpu_before[MAX_WT];
+      sched_stat_t st_before[MAX_WT], sub_a = {0}, sub_b = {0};
+      char d0[1024], d1[1024];
       for (long s = 0; s < samples; s++) {
         hi_req_t h = {0};
+        h.trace = trace != NULL;
         sstm_exec_future_t f;
         sstm_exec_req_t q = {.fn = hi_body, .arg = &h, .priority = 7, .future = &f};
         usleep(500 + rand_r(&seed) % 1000);
@@ -277,11 +357,16 @@ static void latency(int argc, char **argv) {
          * thread lost its CPU meanwhile (the workers' CPU time until the
          * submit would count as ours). */
         uint64_t sub_cpu;
+        if (trace) sstm_exec_describe(ex, d0, sizeof d0);
         for (int tries = 0;; tries++) {
+          if (trace)
+            for (unsigned i = 0; i < nwtids; i++)
+              if (!read_stat(wfd[i], &st_before[i])) st_before[i] = (sched_stat_t){0, 0, 0};
           uint64_t t_a = now_ns();
           for (unsigned i = 0; i < nwtids; i++)
             cpu_before[i] = cpu_ns_of(wtids[i]);
           sub_cpu = cpu_ns_of(0);
+          if (trace) read_stat(self_fd, &sub_a);
           h.t_submit = now_ns();
           if (h.t_submit - t_a < 20000 || tries == 20) break;
         }
@@ -289,6 +374,7 @@ static void latency(int argc, char **argv) {
         if (rc) die("sstm_exec_submit", rc);
         uint64_t t_ret = now_ns();
         sub_cpu = cpu_ns_of(0) - sub_cpu;
+        if (trace) read_stat(self_fd, &sub_b);
         sstm_exec_wait(&f);
         uint64_t t_first = atomic_load(&h.t_first), l = t_first - h.t_submit;
         /* off CPU: the submitter during its call (until the signal left or
@@ -306,11 +392,44 @@ static void latency(int argc, char **argv) {
         lat[k][i_] = l;
         rqw[k][i_] = w;
         ours[k][i_] = l - w;
+        /* The run-queue wait of each worker between the submit and the
+         * first instruction; the running one's is exact (it has a CPU). */
+        uint64_t rq[MAX_WT] = {0}, run_rq = 0;
+        int ran = -1;
+        if (trace)
+          for (unsigned i = 0; i < nwtids; i++) {
+            rq[i] = h.at[i].delay > st_before[i].delay ? h.at[i].delay - st_before[i].delay : 0;
+            if (wtids[i] == h.tid) {
+              ran = (int)i;
+              run_rq = rq[i] < l ? rq[i] : l;
+            }
+          }
         if (l > 100000) {
           tail[k]++;
           host_tail[k] += w * 2 >= l;
+          tail_lat[k] += l;
+          tail_runq[k] += run_rq;
+        }
+        if (trace) {
+          sstm_exec_describe(ex, d1, sizeof d1);
+          fprintf(trace,
+                  "{\"mode\":\"%s\",\"round\":%ld,\"sample\":%ld,\"lat_us\":%.1f,"
+                  "\"ours_us\":%.1f,\"off_cpu_us\":%.1f,\"ran_on\":%d,"
+                  "\"runq_us\":[%.1f,%.1f],\"slices\":[%llu,%llu],"
+                  "\"submitter_runq_us\":%.1f,\"submit_call_us\":%.1f,"
+                  "\"signals\":%llu,\"refused\":%llu,\"checks\":%llu,\"switches\":%llu}\n",
+                  sstm_exec_preempt_name(modes[m]), r, s, l / 1e3, (l - w) / 1e3, w / 1e3, ran,
+                  rq[0] / 1e3, nwtids > 1 ? rq[1] / 1e3 : 0.0,
+                  (unsigned long long)(h.at[0].slices - st_before[0].slices),
+                  (unsigned long long)(nwtids > 1 ? h.at[1].slices - st_before[1].slices : 0),
+                  (sub_b.delay - sub_a.delay) / 1e3, (t_ret - h.t_submit) / 1e3,
+                  (unsigned long long)(desc_field(d1, "signals=") - desc_field(d0, "signals=")),
+                  (unsigned long long)(desc_field(d1, "refused=") - desc_field(d0, "refused=")),
+                  (unsigned long long)(desc_field(d1, "checks=") - desc_field(d0, "checks=")),
+                  (unsigned long long)(desc_field(d1, "switches=") - desc_field(d0, "switches=")));
         }
       }
+      if (trace) close_stats();
       atomic_store(&stop_low, 1);
       sstm_exec_describe(ex, desc[k], sizeof desc[k]);
       int rc = sstm_exec_destroy(ex);
@@ -318,6 +437,7 @@ static void latency(int argc, char **argv) {
     }
   }
   set_slice_all(0);
+  if (trace) fclose(trace);
   for (unsigned k = 0; k < nsl * NMODES; k++) {
     int m = (int)(k % NMODES);
     size_t n = nlat[k];
@@ -329,12 +449,13 @@ static void latency(int argc, char **argv) {
            "\"p50_us\":%.1f,\"p90_us\":%.1f,\"p99_us\":%.1f,\"max_us\":%.1f,"
            "\"off_cpu_p50_us\":%.1f,\"off_cpu_p99_us\":%.1f,"
            "\"ours_p50_us\":%.1f,\"ours_p90_us\":%.1f,\"ours_p99_us\":%.1f,\"ours_max_us\":%.1f,"
-           "\"over_100us\":%zu,\"over_100us_mostly_off_cpu\":%zu,\"describe\":\"%s\"}\n",
+           "\"over_100us\":%zu,\"over_100us_mostly_off_cpu\":%zu,\"tail_runq_share\":%.3f,"
+           "\"describe\":\"%s\"}\n",
            sstm_exec_preempt_name(modes[m]), slices[k / NMODES], gap_us, n, lat[k][n / 2] / 1e3,
            lat[k][n * 9 / 10] / 1e3, lat[k][n * 99 / 100] / 1e3, lat[k][n - 1] / 1e3,
            rqw[k][n / 2] / 1e3, rqw[k][n * 99 / 100] / 1e3, ours[k][n / 2] / 1e3,
            ours[k][n * 9 / 10] / 1e3, ours[k][n * 99 / 100] / 1e3, ours[k][n - 1] / 1e3, tail[k],
-           host_tail[k], desc[k]);
+           host_tail[k], tail_lat[k] ? (double)tail_runq[k] / (double)tail_lat[k] : 0.0, desc[k]);
     free(lat[k]);
     free(ours[k]);
     free(rqw[k]);
