@@ -161,12 +161,48 @@ static int check_cfg(const sstm_exec_config_t *c) {
 
 /* ---- the request on its context ---- */
 
+_Atomic(void (*)(void)) sstm__x_test_taken;
+
+/* An ask (a kick or a nudge, recorded in w->want) may reach a worker
+ * after it took its context under the queue lock and before the
+ * context's attempt runs: the signal then finds no running context, and
+ * a polled flag set on the descriptor is overwritten when the attempt
+ * begins (exec_services.h: a request between attempts may be dropped).
+ * The submitter chose this worker under the lock after it took the
+ * context (cur_prio), so the ask is in `want`; here, with the attempt
+ * running, the context sets its own polled flag when a request above its
+ * priority still waits, and its next preemption point checks. On the
+ * worker's thread. */
+static void reask(sstm_xworker_t *w, sstm_xctx_t *c) {
+  /* acquire: pairs with sstm__xp_want's release, as in the check. An ask
+   * whose `want` store this load misses came after the attempt began (the
+   * submitter stores want before it signals or flags, and the attempt's
+   * begin precedes this load): its signal or flag then finds the attempt
+   * running; the polled mode's fallback signal covers a flag that the
+   * begin's store overtook. */
+  int want = atomic_load_explicit(&w->want, memory_order_acquire);
+  if (want != INT_MAX && sstm__xq_top(&c->ex->q) > (int)c->prio) sstm__exec_request(c->desc);
+}
+
 /* The transaction body: counts the attempt (context memory, not
- * transactional: an aborted attempt's count stays), then runs the user's. */
+ * transactional: an aborted attempt's count stays), re-asks a missed
+ * preemption, then runs the user's. */
 static void body(void *p) {
   sstm_xctx_t *c = p;
   c->attempts++;
+  reask(c->worker, c);
   c->req.fn(c->req.arg);
+}
+
+/* Under the queue lock: worker w has taken context c (not yet running).
+ * Publish its priority for the submitters' victim choice and forget the
+ * asks of what it ran before. relaxed: the lock orders these against the
+ * submitters, which read cur_prio and kicked under it and store want
+ * after it. */
+static void took(sstm_xworker_t *w, const sstm_xctx_t *c) {
+  atomic_store_explicit(&w->kicked, 0, memory_order_relaxed);
+  atomic_store_explicit(&w->want, INT_MAX, memory_order_relaxed);
+  atomic_store_explicit(&w->cur_prio, (int)c->prio, memory_order_relaxed);
 }
 
 /* Future words: a tag in the high half says a submission set it up. */
@@ -263,8 +299,10 @@ void sstm__x_preemption_check(void) {
     return;
   }
   sstm_xq_node_t *next = NULL;
-  if ((int)p < top || ((int)p == top && sstm__xq_has_hot(&ex->q, (unsigned)top)))
+  if ((int)p < top || ((int)p == top && sstm__xq_has_hot(&ex->q, (unsigned)top))) {
     next = sstm__xq_pop(&ex->q, NULL, NULL);
+    took(w, (sstm_xctx_t *)next);
+  }
   sstm__xq_unlock(&ex->q);
   w->next = next;
   c->preempts++;
@@ -338,7 +376,8 @@ static void release_ctx(struct sstm_exec *ex, sstm_xctx_t *c) {
 static void run_ctx(sstm_xworker_t *w, sstm_xctx_t *c) {
   struct sstm_exec *ex = w->ex;
   uint64_t now = sstm__now_ns();
-  if (!c->started) {
+  const bool resumed = c->started;
+  if (!resumed) {
     c->started = true;
     atomic_fetch_add_explicit(&ex->lv[c->birth].queue_ns, now - c->t_submit, memory_order_relaxed);
     if (c->ran) {
@@ -354,13 +393,18 @@ static void run_ctx(sstm_xworker_t *w, sstm_xctx_t *c) {
   c->state = XC_RUNNING;
   c->worker = w;
   if (sstm_desc_attach(c->desc) != 0) abort(); /* detached by us; cannot fail */
-  atomic_store_explicit(&w->cur_prio, (int)c->prio, memory_order_relaxed);
-  /* release: the handler and the submitters that read cur see the
+  /* cur_prio was published when the context was taken (took()).
+   * release: the handler and the submitters that read cur see the
    * context's fields set above. */
   atomic_store_explicit(&w->cur, c, memory_order_release);
+  /* A paused transaction resumes inside its attempt, where body() does not
+   * run again: re-ask here (a cold one re-asks in body()). */
+  if (resumed) reask(w, c);
   sstm__ctx_switch(&w->sched, &c->regs);
   atomic_store_explicit(&w->cur, NULL, memory_order_relaxed);
-  atomic_store_explicit(&w->cur_prio, -1, memory_order_relaxed);
+  /* A check that switched for an entry it took has published that entry's
+   * priority already (took()). */
+  if (!w->next) atomic_store_explicit(&w->cur_prio, -1, memory_order_relaxed);
   now = sstm__now_ns();
   c->run_ns += now - c->t_run;
   sstm_desc_t *d = sstm_desc_detach();
@@ -408,16 +452,17 @@ static void *worker_main(void *p) {
       sstm__xq_unlock(&ex->q);
       continue;
     }
+    took(w, (sstm_xctx_t *)n);
     sstm__xq_unlock(&ex->q);
-    atomic_store_explicit(&w->kicked, 0, memory_order_relaxed);
-    atomic_store_explicit(&w->want, INT_MAX, memory_order_relaxed);
+    void (*seam)(void) = atomic_load_explicit(&sstm__x_test_taken, memory_order_relaxed);
+    if (seam) seam();
     run_ctx(w, (sstm_xctx_t *)n);
-    /* A preemption check that took the entry it switched for: run it
-     * next (run_ctx has queued the paused context meanwhile). */
+    /* A preemption check that took the entry it switched for (and
+     * published it with took()): run it next (run_ctx has queued the
+     * paused context meanwhile). */
     while (w->next) {
       n = w->next;
       w->next = NULL;
-      atomic_store_explicit(&w->want, INT_MAX, memory_order_relaxed);
       run_ctx(w, (sstm_xctx_t *)n);
     }
   }

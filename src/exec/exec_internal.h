@@ -62,15 +62,25 @@ typedef struct sstm_xworker {
    * worker (release: the handler and the submitters read the context's
    * fields through it); read by its own signal handler and by submitters. */
   _Atomic(sstm_xctx_t *) cur;
-  /* Priority of `cur`'s transaction, -1 when none: the submitters' victim
-   * choice. */
+  /* Priority of the context this worker runs or has taken to run next, -1
+   * when none: the submitters' victim choice. Written under the queue lock
+   * whenever the worker takes a context (the pop in its loop, the entry a
+   * preemption check takes), so that a submitter, which chooses under the
+   * same lock, never misses a worker that has taken a context but not
+   * started it yet; set to -1 without the lock when a context leaves the
+   * worker and nothing is taken next (the worker then pops under the lock,
+   * which serves whatever was pushed meanwhile). */
   _Atomic int cur_prio;
   /* A preemption was requested and not yet checked: keeps several
    * submitters from signalling the same worker for one switch. */
   _Atomic int kicked;
   /* The lowest priority of the requests that asked this worker to check
-   * (a kick or a nudge) since it started its current context, INT_MAX
-   * for none: a check
+   * (a kick or a nudge) since it took its current context (reset under
+   * the queue lock with cur_prio), INT_MAX for none. An ask that reached
+   * the worker before its transaction's attempt ran (the signal found no
+   * context, the polled flag was overwritten by the attempt's begin) is
+   * not lost: the context re-asks itself from `want` once the attempt runs
+   * (exec.c, reask). A check
    * asked for by requests switches only for one of them or a higher one,
    * not for a transaction promoted while paused that the request's arrival
    * has nothing to do with (see sstm__x_preemption_check). */
@@ -157,6 +167,11 @@ void sstm__xp_set_self(sstm_xworker_t *w);
 const char *sstm__xp_facility(const struct sstm_exec *ex);
 
 /* ---- exec.c ---- */
+/* Test seam (tests/internal/exec_ask.c): when not NULL, called by a worker
+ * right after it took a context from the queue and released the queue
+ * lock, before it starts the context. relaxed: set and cleared while the
+ * executor under test is idle; the test synchronizes with its own calls. */
+extern _Atomic(void (*)(void)) sstm__x_test_taken;
 /* The preemption check: on a worker, in thread context, on the running
  * context's stack. Pauses the running transaction if a higher priority
  * waits, returns when it is resumed (maybe on another worker) or at once. */
