@@ -98,10 +98,17 @@ typedef struct sstm_blkcache {
   sstm_ptrvec_t cls[SSTM_BLKCACHE_CLASSES];
 } sstm_blkcache_t;
 
+/* A user action (txn.c): run after a commit (SSTM_ACT_COMMIT), after a
+ * rollback (SSTM_ACT_ABORT), or after either (both bits and
+ * SSTM_ACT_END: sstm__on_end's, whose fn is told which one). */
+enum { SSTM_ACT_COMMIT = 1, SSTM_ACT_ABORT = 2, SSTM_ACT_END = 4 };
 typedef struct sstm_action {
-  void (*fn)(void *);
+  union {
+    void (*fn)(void *);        /* SSTM_ACT_END clear */
+    void (*end)(void *, bool); /* SSTM_ACT_END set: (arg, committed) */
+  };
   void *arg;
-  bool on_commit;
+  uint8_t when; /* SSTM_ACT_* */
 } sstm_action_t;
 
 /* A grace period (reclaim.c): the attempts that were running when it

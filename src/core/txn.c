@@ -16,6 +16,7 @@
 #include <stdlib.h>
 
 #include "core/tx_internal.h"
+#include "iface/libc_services.h"
 
 /* A restart abandons the frames between the checkpoint and the abort. In a
  * process with AddressSanitizer their redzones must be unpoisoned first,
@@ -96,12 +97,22 @@ SSTM_INLINE void actions_put_back(struct sstm_desc *tx, struct taken_actions t) 
   tx->in_callback--;
 }
 
+/* Run action a if it runs after a commit (committed) or after a rollback
+ * (!committed): with the outcome for sstm__on_end's, else without. */
+SSTM_INLINE void action_run(const sstm_action_t *a, bool committed) {
+  if (!(a->when & (committed ? SSTM_ACT_COMMIT : SSTM_ACT_ABORT))) return;
+  if (a->when & SSTM_ACT_END)
+    a->end(a->arg, committed);
+  else
+    a->fn(a->arg);
+}
+
 /* After a commit: the on_commit actions, in registration order. Apart
  * from the loop, a few stores. */
 static void run_actions_committed(struct sstm_desc *tx) {
   struct taken_actions t = actions_take(tx);
   for (uint32_t i = 0; i < t.n; i++)
-    if (t.a[i].on_commit) t.a[i].fn(t.a[i].arg);
+    action_run(&t.a[i], true);
   actions_put_back(tx, t);
 }
 
@@ -127,7 +138,7 @@ static SSTM_NOINLINE void run_abort_actions(struct sstm_desc *tx) {
     retry_state_clear(tx);
     if (tx->ws.n) sstm_wset_reset(&tx->ws);
     for (uint32_t i = 0; i < t.n; i++)
-      if (!t.a[i].on_commit) t.a[i].fn(t.a[i].arg);
+      action_run(&t.a[i], false);
     tx->ckpt = ckpt;
     tx->attr = attr;
     tx->cm_ctx = ctx;
@@ -1050,11 +1061,27 @@ SSTM_API uint64_t sstm_txid(void) {
   return (tx != NULL && tx->depth != 0) ? sstm__serial(tx) : 0;
 }
 
-/* Append an action to the array, which has room. */
-SSTM_INLINE int action_append(struct sstm_desc *tx, void (*fn)(void *), void *arg, bool on_commit) {
-  tx->actions[tx->nactions++] = (sstm_action_t){fn, arg, on_commit};
+/* Append an action to the array, which has room: fn (SSTM_ACT_END clear
+ * in when) or end (set). Scalars, not a structure, so that the callers
+ * need no stack frame. */
+SSTM_INLINE int action_append(struct sstm_desc *tx, void (*fn)(void *), void (*end)(void *, bool),
+                              void *arg, uint8_t when) {
+  sstm_action_t *a = &tx->actions[tx->nactions++];
+  if (when & SSTM_ACT_END)
+    a->end = end;
+  else
+    a->fn = fn;
+  a->arg = arg;
+  a->when = when;
   tx->slow |= SSTM_SLOW_ACTIONS; /* the commit runs them */
   return 0;
+}
+
+/* The registering function's name, for the error messages. */
+static const char *action_api(uint8_t when) {
+  return when & SSTM_ACT_END       ? "sstm__on_end"
+         : when == SSTM_ACT_COMMIT ? "sstm_on_commit"
+                                   : "sstm_on_abort";
 }
 
 /* A registration that is not the common case: an error, or an array
@@ -1063,36 +1090,46 @@ SSTM_INLINE int action_append(struct sstm_desc *tx, void (*fn)(void *), void *ar
  * function with no stack frame: the array is kept across transactions
  * (run_actions_committed), so a descriptor allocates only until its
  * transactions' largest number of actions is reached. */
-static SSTM_NOINLINE int add_action_slow(struct sstm_desc *tx, void (*fn)(void *), void *arg,
-                                         bool on_commit) {
+static SSTM_NOINLINE int add_action_slow(struct sstm_desc *tx, void (*fn)(void *),
+                                         void (*end)(void *, bool), void *arg, uint8_t when) {
   if (!SSTM_IN_TX(tx)) {
-    sstm__set_error("sstm_on_%s: no active transaction", on_commit ? "commit" : "abort");
+    sstm__set_error("%s: no active transaction", action_api(when));
     return SSTM_ENOTX;
   }
-  if (fn == NULL) {
-    sstm__set_error("sstm_on_%s: fn is NULL", on_commit ? "commit" : "abort");
+  if (fn == NULL && end == NULL) {
+    sstm__set_error("%s: fn is NULL", action_api(when));
     return SSTM_EINVAL;
   }
   uint32_t cap = tx->actions_cap ? tx->actions_cap * 2 : 8;
   sstm_action_t *a = realloc(tx->actions, cap * sizeof *a);
   if (a == NULL) {
-    sstm__set_error("sstm_on_%s: out of memory for %u actions", on_commit ? "commit" : "abort",
-                    cap);
+    sstm__set_error("%s: out of memory for %u actions", action_api(when), cap);
     return SSTM_ENOMEM;
   }
   tx->actions = a;
   tx->actions_cap = cap;
-  return action_append(tx, fn, arg, on_commit);
+  return action_append(tx, fn, end, arg, when);
 }
 
-SSTM_INLINE int add_action(void (*fn)(void *), void *arg, bool on_commit) {
+/* Register fn or end (the other NULL) with when's SSTM_ACT_* bits. */
+SSTM_INLINE int add_action(void (*fn)(void *), void (*end)(void *, bool), void *arg, uint8_t when) {
   /* The never-NULL prefix (as in sstm_commit): depth 0 also on a thread
    * without a descriptor, which add_action_slow tells apart. */
   struct sstm_desc *tx = (struct sstm_desc *)(void *)sstm__fast_cur;
-  if (SSTM_UNLIKELY(tx->depth == 0 || fn == NULL || tx->nactions == tx->actions_cap))
-    return add_action_slow(sstm__cur, fn, arg, on_commit);
-  return action_append(tx, fn, arg, on_commit);
+  if (SSTM_UNLIKELY(tx->depth == 0 || (fn == NULL && end == NULL) ||
+                    tx->nactions == tx->actions_cap))
+    return add_action_slow(sstm__cur, fn, end, arg, when);
+  return action_append(tx, fn, end, arg, when);
 }
 
-SSTM_API int sstm_on_commit(void (*fn)(void *), void *arg) { return add_action(fn, arg, true); }
-SSTM_API int sstm_on_abort(void (*fn)(void *), void *arg) { return add_action(fn, arg, false); }
+SSTM_API int sstm_on_commit(void (*fn)(void *), void *arg) {
+  return add_action(fn, NULL, arg, SSTM_ACT_COMMIT);
+}
+SSTM_API int sstm_on_abort(void (*fn)(void *), void *arg) {
+  return add_action(fn, NULL, arg, SSTM_ACT_ABORT);
+}
+/* (src/iface/libc_services.h) One entry that both loops run: one
+ * registration instead of two for a caller that needs both. */
+int sstm__on_end(void (*fn)(void *arg, bool committed), void *arg) {
+  return add_action(NULL, fn, arg, SSTM_ACT_COMMIT | SSTM_ACT_ABORT | SSTM_ACT_END);
+}

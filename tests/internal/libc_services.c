@@ -1,0 +1,104 @@
+/* SPDX-License-Identifier: MIT */
+/* The engine's end-of-attempt action for the transactional stdio
+ * (src/iface/libc_services.h, sstm__on_end): one registration that runs
+ * after a commit with committed true and after a rollback with committed
+ * false, in registration order with the sstm_on_commit() and
+ * sstm_on_abort() actions, and is discarded with its attempt. */
+#include <string.h>
+
+#include "iface/libc_services.h"
+#include "runner.h"
+
+/* What ran, in order: 'C' an on_commit action, 'A' an on_abort action,
+ * 'E' / 'e' the end action told committed / rolled back, each followed by
+ * its argument's digit. */
+static char trace[256];
+static size_t ntrace;
+
+static void note(char what, void *arg) {
+  CHECK_LT_U(ntrace + 2, sizeof trace);
+  trace[ntrace++] = what;
+  trace[ntrace++] = (char)('0' + (int)(intptr_t)arg);
+  trace[ntrace] = '\0';
+}
+
+static void on_commit_fn(void *arg) { note('C', arg); }
+static void on_abort_fn(void *arg) { note('A', arg); }
+static void on_end_fn(void *arg, bool committed) { note(committed ? 'E' : 'e', arg); }
+
+static int attempts;
+
+/* Registers an abort action, the end action and a commit action, in that
+ * order; the first attempt restarts after them. */
+static void body(void *arg) {
+  (void)arg;
+  int a = ++attempts;
+  CHECK_OK(sstm_on_abort(on_abort_fn, (void *)(intptr_t)a));
+  CHECK_OK(sstm__on_end(on_end_fn, (void *)(intptr_t)a));
+  CHECK_OK(sstm_on_commit(on_commit_fn, (void *)(intptr_t)a));
+  if (a == 1) sstm_restart();
+}
+
+TEST(the_end_action_runs_once_per_attempt_in_order_with_the_others) {
+  sstm_test_init();
+  ntrace = 0, trace[0] = '\0', attempts = 0;
+  CHECK_OK(sstm_run(NULL, body, NULL));
+  CHECK_EQ_I(attempts, 2);
+  /* attempt 1 rolled back: its abort action, then its end action told
+   * so, not its commit action; attempt 2 committed: its end action told
+   * so, then its commit action, not its abort action. */
+  CHECK_EQ_STR(trace, "A1e1E2C2");
+  sstm_test_fini();
+}
+
+static unsigned ends_committed, ends_rolled_back;
+static void count_end(void *arg, bool committed) {
+  (void)arg;
+  if (committed)
+    ends_committed++;
+  else
+    ends_rolled_back++;
+}
+
+enum { MANY = 37 }; /* more than the array's first 8 entries and its doublings */
+
+static void many_body(void *arg) {
+  int *round = arg;
+  for (int i = 0; i < MANY; i++)
+    CHECK_OK(sstm__on_end(count_end, NULL));
+  if ((*round)++ == 0) sstm_restart();
+}
+
+TEST(many_end_actions_grow_the_array_and_each_runs_once) {
+  sstm_test_init();
+  int round = 0;
+  ends_committed = ends_rolled_back = 0;
+  CHECK_OK(sstm_run(NULL, many_body, &round));
+  CHECK_EQ_U(ends_rolled_back, MANY);
+  CHECK_EQ_U(ends_committed, MANY);
+  /* the next transaction starts with no action left over */
+  ends_committed = ends_rolled_back = 0;
+  round = 1;
+  CHECK_OK(sstm_run(NULL, many_body, &round));
+  CHECK_EQ_U(ends_committed, MANY);
+  CHECK_EQ_U(ends_rolled_back, 0);
+  sstm_test_fini();
+}
+
+static void null_body(void *arg) {
+  (void)arg;
+  CHECK_EQ_I(sstm__on_end(NULL, NULL), SSTM_EINVAL);
+  CHECK_TRUE(strstr(sstm_last_error(), "sstm__on_end") != NULL);
+}
+
+TEST(bad_calls_are_refused_with_a_message) {
+  sstm_test_init();
+  ends_committed = ends_rolled_back = 0;
+  CHECK_EQ_I(sstm__on_end(count_end, NULL), SSTM_ENOTX);
+  CHECK_TRUE(strstr(sstm_last_error(), "sstm__on_end") != NULL);
+  CHECK_OK(sstm_run(NULL, null_body, NULL));
+  CHECK_EQ_U(ends_committed + ends_rolled_back, 0);
+  sstm_test_fini();
+}
+
+SSTM_TEST_MAIN()
