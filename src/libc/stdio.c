@@ -62,6 +62,7 @@
 #include <schedstm/thread.h>
 #include <schedstm/tx.h>
 
+#include "iface/libc_services.h"
 #include "libc/esc.h"
 #include "libc/ntx.h"
 #include "libc/sys.h"
@@ -177,8 +178,12 @@ struct sstm_file {
   uint64_t klast;     /* the offset the last lseek set */
 };
 
+/* An attempt stores own once (S1), so the store almost never finds its
+ * stripe owned already: straight to the general entry of the stores
+ * (which handles every case), without the inline test for an owned
+ * stripe. */
 #define LD(f, fld) sstm_load_u64(&(f)->fld)
-#define ST(f, fld, v) sstm_store_u64(&(f)->fld, (v))
+#define ST(f, fld, v) sstm__store_slow(&(f)->fld, (v), sizeof(f)->fld)
 
 #define CS_FIELDS(X)                                                                               \
   X(pos)                                                                                           \
@@ -202,7 +207,7 @@ typedef struct rec {
 
 typedef struct view {
   struct view *next;
-  sstm_file_t *f;  /* NULL: orphaned (out of memory), found by no call */
+  sstm_file_t *f;  /* NULL: in the pool */
   uint64_t txid;   /* the attempt that acquired the stream */
   uint64_t ver;    /* the version copied; the commit installs ver + 1 */
   uint64_t own;    /* the value stored in own */
@@ -661,8 +666,8 @@ static void write_ticket(sstm_file_t *f, view_t *v, uint64_t ticket) {
   wake(&f->applied, &f->waiters);
 }
 
-/* install's work on the buffers, apart from its common case (at most one
- * byte that extends the installed bytes, no refilled window). */
+/* install's work on the buffers, apart from its common case (no refilled
+ * window, and no byte, or one byte that extends the installed bytes). */
 static __attribute__((noinline)) void install_bufs(view_t *v) {
   if (v->reset) { /* a new write buffer, after the installed bytes if it fits */
     uint64_t at = v->s.woff + v->s.wlen;
@@ -700,8 +705,10 @@ static inline void install(view_t *v) {
    * them. The buffers need no such care (see RBUF). */
   atomic_store_explicit(&f->iver, 2 * nv - 1, memory_order_relaxed);
   atomic_thread_fence(memory_order_release);
-  if (__builtin_expect(!v->reset && v->sw <= 1 && !v->rown, 1)) {
-    if (v->sw) /* extend the installed bytes: wcap kept it inside */
+  if (__builtin_expect(v->sw <= 1 && !v->rown, 1) && (v->sw == 0 || !v->reset)) {
+    if (v->reset) /* nothing buffered: the next bytes go after the installed ones */
+      v->s.woff += v->s.wlen;
+    else if (v->sw) /* extend the installed bytes: wcap kept it inside */
       WBUF(v->s)[v->s.woff + v->cw] = v->wst[0];
   } else {
     install_bufs(v);
@@ -720,15 +727,14 @@ static inline void install(view_t *v) {
   if (ticket) write_ticket(f, v, ticket);
 }
 
-/* on_commit (S3): install the view. */
-static void view_commit(void *p) {
-  view_t *v = p;
+/* After a commit (S3): install the view. */
+static inline void view_commit(view_t *v) {
   view_unlink(v);
   if (v->armed)
     install(v); /* releases the turn and the counts */
   else
     turn_release(v, true); /* committed without acquiring (a peek, EBADF) */
-  if (v->f) sstm__esc_record(&tls_esc, v->f, true, false);
+  sstm__esc_record(&tls_esc, v->f, true, false);
   /* After the grace period: views of earlier versions may still read them.
    * Here, not in install: this action runs outside any transaction. */
   if (__builtin_expect(v->old[0] != NULL || v->old[1] != NULL, 0)) {
@@ -739,13 +745,13 @@ static void view_commit(void *p) {
   view_put(v);
 }
 
-/* on_abort (S3): the attempt's state and bytes never become visible. */
-static void view_drop(void *p) {
-  view_t *v = p;
+/* After a rollback (S3): the attempt's state and bytes never become
+ * visible. */
+static __attribute__((noinline)) void view_drop(view_t *v) {
   view_unlink(v);
-  if (v->f && v->peek && !v->armed) { /* a peek only: the stream was not lost */
+  if (v->peek && !v->armed) { /* a peek only: the stream was not lost */
     turn_release(v, false);
-  } else if (v->f) {
+  } else {
     turn_release(v, false);
     /* (S9) Did it lose the stream? The attempt is rolled back: own holds
      * what committed transactions made of it. relaxed: a hint for the next
@@ -754,6 +760,15 @@ static void view_drop(void *p) {
     sstm__esc_record(&tls_esc, v->f, false, sstm__esc_lost_stream(v->armed, v->bad, v->ver, now));
   }
   view_put(v);
+}
+
+/* The attempt's action (sstm__on_end): install the view after a commit,
+ * drop it after a rollback. */
+static void view_end(void *p, bool committed) {
+  if (__builtin_expect(committed, 1))
+    view_commit(p);
+  else
+    view_drop(p);
 }
 
 /* (S2) Wait until the version of own value o is installed; returns iver.
@@ -881,23 +896,17 @@ static inline view_t *view_new(sstm_file_t *f, uint64_t id, int *err) {
   }
   v->f = f, v->txid = id, v->armed = false, v->closed = false, v->ticket = 0;
   v->bad = false, v->turn = false, v->active = false, v->peek = false, v->ver = 0;
-  /* Actions first, then own: an abort inside the barriers below finds the
-   * view registered (view_drop takes it back); an attempt that commits
-   * without having stored own installs nothing. */
-  if (sstm_on_abort(view_drop, v) != 0) {
+  /* The action first, then own: an abort inside the barriers below finds
+   * the view registered (view_drop takes it back); an attempt that commits
+   * without having stored own installs nothing. One action for both ends
+   * of the attempt: one registration instead of two. */
+  if (sstm__on_end(view_end, v) != 0) {
     view_put(v);
     *err = ENOMEM;
     return NULL;
   }
   v->next = tls_views;
   tls_views = v;
-  if (sstm_on_commit(view_commit, v) != 0) {
-    /* Out of memory: orphan the view (no stream) so that no call finds it;
-     * an abort takes it back, a commit leaks it. */
-    v->f = NULL;
-    *err = ENOMEM;
-    return NULL;
-  }
   return v;
 }
 
