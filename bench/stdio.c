@@ -32,8 +32,11 @@
  * does not measure.
  *
  * Output: one JSON object per run on stdout: operations (calls) per
- * second, commits, the fraction of irrevocable commits and the aborts by
- * reason (schedstm modes). */
+ * second, the process's CPU time during the run (user and system: with
+ * more threads than CPUs, calls per CPU second tell a call's cost apart
+ * from the share of the CPUs the run got and from its waiting), commits,
+ * the fraction of irrevocable commits and the aborts by reason (schedstm
+ * modes). */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <getopt.h>
@@ -41,6 +44,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -210,6 +214,14 @@ static int lookup(const char *v, const char *const *names, int n, const char *wh
   exit(2);
 }
 
+/* The process's CPU time (user and system), in seconds. */
+static double cpu_s(void) {
+  struct rusage ru;
+  if (getrusage(RUSAGE_SELF, &ru) != 0) die("getrusage");
+  return (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+         (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1e-6;
+}
+
 static double now_s(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -275,6 +287,7 @@ int main(int argc, char **argv) {
   pthread_t *tids = calloc(opt.threads, sizeof *tids);
   for (unsigned i = 0; i < opt.threads; i++)
     if (pthread_create(&tids[i], NULL, run_worker, &ws[i]) != 0) die("pthread_create");
+  double c0 = cpu_s();
   pthread_barrier_wait(&start_gate);
   double t0 = now_s();
   usleep(opt.ms * 1000u);
@@ -282,6 +295,7 @@ int main(int argc, char **argv) {
   for (unsigned i = 0; i < opt.threads; i++)
     pthread_join(tids[i], NULL);
   double secs = now_s() - t0;
+  double cpu = cpu_s() - c0;
   if (ours) sstm_stats_aggregate(&s1);
   uint64_t ops = 0;
   for (unsigned i = 0; i < opt.threads; i++)
@@ -296,10 +310,10 @@ int main(int argc, char **argv) {
   uint64_t irr = s1.commits_irrevocable - s0.commits_irrevocable;
   printf(
       "{\"bench\":\"stdio\",\"op\":\"%s\",\"mode\":\"%s\",\"sharing\":\"%s\",\"threads\":%u,"
-      "\"k\":%u,\"cm\":\"%s\",\"duration_s\":%.3f,\"ops\":%llu,\"ops_per_s\":%.0f,\"commits\":%llu,"
-      "\"irrevocable_frac\":%.4f,\"aborts\":{",
+      "\"k\":%u,\"cm\":\"%s\",\"duration_s\":%.3f,\"cpu_s\":%.3f,\"ops\":%llu,\"ops_per_s\":%.0f,"
+      "\"commits\":%llu,\"irrevocable_frac\":%.4f,\"aborts\":{",
       op_names[opt.op], mode_names[opt.mode], opt.shared ? "shared" : "private", opt.threads, opt.k,
-      ours ? (getenv("SCHEDSTM_CM") ? getenv("SCHEDSTM_CM") : "default") : "-", secs,
+      ours ? (getenv("SCHEDSTM_CM") ? getenv("SCHEDSTM_CM") : "default") : "-", secs, cpu,
       (unsigned long long)ops, (double)ops / secs, (unsigned long long)commits,
       commits ? (double)irr / (double)commits : 0.0);
   bool first = true;

@@ -1822,9 +1822,9 @@ typedef struct seekact {
   uint64_t gen, pos;
 } seekact_t;
 
-/* (S7) on_commit: the latest committed seek's offset stays in the kernel. */
-static void seek_commit(void *p) {
-  seekact_t *s = p;
+/* (S7) After a commit: the latest committed seek's offset stays in the
+ * kernel. */
+static void seek_commit(seekact_t *s) {
   sstm_file_t *f = s->f;
   pthread_mutex_lock(&f->kmu);
   if (s->gen > f->kgen_done) {
@@ -1836,15 +1836,23 @@ static void seek_commit(void *p) {
   free(s);
 }
 
-/* (S7) on_abort: undo the lseek (back to the last committed position). */
-static void seek_abort(void *p) {
-  seekact_t *s = p;
+/* (S7) After a rollback: undo the lseek (back to the last committed
+ * position). */
+static void seek_abort(seekact_t *s) {
   sstm_file_t *f = s->f;
   pthread_mutex_lock(&f->kmu);
   if (f->klast != f->kpos_done && sstm__stdio_sys->lseek(f->fd, (off_t)f->kpos_done, SEEK_SET) >= 0)
     f->klast = f->kpos_done;
   pthread_mutex_unlock(&f->kmu);
   free(s);
+}
+
+/* The seek's action (sstm__on_end). */
+static void seek_end(void *p, bool committed) {
+  if (committed)
+    seek_commit(p);
+  else
+    seek_abort(p);
 }
 
 /* The end of the file as this attempt sees it (S5). -errno on failure. */
@@ -1902,14 +1910,8 @@ static void op_seek(void *p) {
       return;
     }
     *s = (seekact_t){.f = f, .gen = g, .pos = np};
-    if (sstm_on_abort(seek_abort, s) != 0) {
+    if (sstm__on_end(seek_end, s) != 0) {
       free(s);
-      a->err = ENOMEM;
-      return;
-    }
-    if (sstm_on_commit(seek_commit, s) != 0) {
-      /* seek_abort frees s if the attempt aborts; it commits: the error
-       * leaves the kernel offset as the last committed seek set it. */
       a->err = ENOMEM;
       return;
     }
