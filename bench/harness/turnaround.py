@@ -451,6 +451,88 @@ def targets(ok, base, configs, key=None):
     return lines
 
 
+def cpu_per_request(st):
+    """The workers' CPU time per completed request (s), None without completions."""
+    return st["workers_cpu_s"] / st["completed"] if st.get("completed") and \
+        "workers_cpu_s" in st else None
+
+
+def lowest_penalty(st):
+    """The lowest level's penalty from preemption within one run: 1 + paused / (turnaround -
+    paused), its mean time paused over the rest of its mean turnaround. In an M/G/1 queue
+    with priorities the lowest class waits as long for its start under preemptive-resume as
+    without preemption (the work ahead of it is the same); all it loses is the time it is
+    paused, S1 * sigma / (1 - sigma) with sigma the higher classes' load. So this estimates
+    the A/B ratio's P1 from one run, free of the second run's different host speed. None
+    when the level has no completions."""
+    lv = level_means(st).get(1)
+    if not lv or "paused_us_mean" not in lv:
+        return None
+    rest = lv["turnaround_us_mean"] - lv["paused_us_mean"]
+    return 1 + lv["paused_us_mean"] / rest if rest > 0 else None
+
+
+def lowest_attempts(st):
+    """Attempts per completed request of the lowest level, 1 / (1 - abort probability):
+    the work its aborts repeat, which lowest_penalty leaves out (a paused transaction that
+    a conflict kills runs again). None without the level."""
+    lv = level_means(st).get(1)
+    if not lv or lv.get("abort_probability") is None or lv["abort_probability"] >= 1:
+        return None
+    return 1 / (1 - lv["abort_probability"])
+
+
+def robust(ok, configs):
+    """Lines of the readings that do not compare two runs' turnarounds: per configuration,
+    the workers' CPU time per request over the same repetition's baseline's, and the lowest
+    level's penalty within each run (lowest_penalty), with the target P1 <= 1.05; and the
+    lowest level's attempts per request over the baseline's, the aborts preemption adds
+    (a paired ratio again, but of a count the host's speed moves less than a queue)."""
+    base = {r["rep"]: r for r in ok if r["variant"] == "baseline"}
+
+    def cell(v):
+        g = gm_ci(v)
+        return ("%.3f [%.3f-%.3f] gm %.3f (%.3f-%.3f)" % ((statistics.median(v), min(v), max(v))
+                                                          + g)
+                if g else "%.3f" % v[0] if v else "-")
+
+    lines = ["", "## Work per request, and the lowest level's penalty within the run", "",
+             "CPU/request: the workers' CPU time per completed request over the baseline's of "
+             "the same repetition. P1 within the run: 1 + paused / (turnaround - paused) of "
+             "priority 1, the time preemption paused it over the rest of its turnaround (the "
+             "whole of the lowest level's loss under preemptive-resume in an M/G/1 queue with "
+             "priorities: its wait for a start is that of the baseline; not the work of its "
+             "attempts killed while paused, which the last column shows). Median [min-max], "
+             "geometric mean (95 % interval).", "",
+             "| configuration | CPU/request (x base) | P1 within the run | P1 <= 1.05 | "
+             "P1 attempts/request (x base) | reps |",
+             "|---|---|---|---|---|---|"]
+    for label, variant, _c, _l in configs:
+        if variant == "baseline":
+            continue
+        mine = [r for r in ok if r["label"] == label]
+        cpu, att = [], []
+        for r in mine:
+            a = cpu_per_request(r["server"])
+            b = cpu_per_request(base[r["rep"]]["server"]) if r["rep"] in base else None
+            if a and b:
+                cpu.append(a / b)
+            a = lowest_attempts(r["server"])
+            b = lowest_attempts(base[r["rep"]]["server"]) if r["rep"] in base else None
+            if a and b:
+                att.append(a / b)
+        pen = [x for x in (lowest_penalty(r["server"]) for r in mine) if x]
+        # Met when the pauses stay under the bound and the aborts added none beyond it
+        # (both intervals); not met when the pauses alone exceed it.
+        g, ga = gm_ci(pen), gm_ci(att)
+        v = "-" if not g or variant == "aa" else \
+            "not met" if g[1] > 1.05 else \
+            "met" if g[2] <= 1.05 and ga and ga[2] <= 1.05 else "unresolved"
+        lines.append("| %s | %s | %s | %s | %s | %d |" % (label, cell(cpu), cell(pen), v, cell(att),
+                                                           len(mine)))
+    return lines
+
+
 def summarize(records, configs):
     """summary.md text: per configuration and level, the mean turnaround
     (median over repetitions), its ratio to the same repetition's baseline,
@@ -522,6 +604,8 @@ def summarize(records, configs):
     for key in CLOCKS:
         if key != TURN and any(key in lv for r in ok for lv in r["server"]["levels_stats"]):
             lines += targets(ok, base, configs, key)
+    if ok:
+        lines += robust(ok, configs)
     peak = [r for r in records if r.get("kind") == "peak" and "error" not in r]
     if peak:
         lines += ["", "## Peak load: the probes (baseline)", "",

@@ -78,6 +78,70 @@ class Targets(unittest.TestCase):
         self.assertIn("0.10 [0.10-0.10]", row)
 
 
+def srv(rep, label, variant, cpu_s, completed, p1_turn, p1_paused, aborts=0.0):
+    """A server record with the workers' CPU time and priority 1's turnaround and pause."""
+    return {"rep": rep, "label": label, "variant": variant,
+            "server": {"workers_cpu_s": cpu_s, "completed": completed,
+                       "levels_stats": [{"priority": 1, "turnaround_us_mean": p1_turn,
+                                         "paused_us_mean": p1_paused,
+                                         "abort_probability": aborts}]}}
+
+
+class Robust(unittest.TestCase):
+    def test_lowest_penalty_is_paused_over_the_rest(self):
+        st = srv(1, "e", "event", 1, 1, 1100.0, 100.0)["server"]
+        self.assertAlmostEqual(turnaround.lowest_penalty(st), 1.1)
+        st["levels_stats"][0]["paused_us_mean"] = 0.0
+        self.assertAlmostEqual(turnaround.lowest_penalty(st), 1.0)
+        st["levels_stats"][0]["paused_us_mean"] = 1100.0  # nothing left: no reading
+        self.assertIsNone(turnaround.lowest_penalty(st))
+        self.assertIsNone(turnaround.lowest_penalty({"levels_stats": []}))
+
+    def test_lowest_attempts(self):
+        st = srv(1, "e", "event", 1, 1, 1.0, 0.0, 0.75)["server"]
+        self.assertAlmostEqual(turnaround.lowest_attempts(st), 4.0)
+        st["levels_stats"][0]["abort_probability"] = 1.0  # nothing completed: no reading
+        self.assertIsNone(turnaround.lowest_attempts(st))
+
+    def test_cpu_per_request(self):
+        self.assertAlmostEqual(turnaround.cpu_per_request({"workers_cpu_s": 2.0,
+                                                           "completed": 4}), 0.5)
+        self.assertIsNone(turnaround.cpu_per_request({"workers_cpu_s": 2.0, "completed": 0}))
+        self.assertIsNone(turnaround.cpu_per_request({"completed": 3}))
+
+    def test_rows_and_verdicts(self):
+        configs = [("baseline", "baseline", 0, False), ("aa", "aa", 0, False),
+                   ("event Cinf", "event", 0, False), ("poll Cinf", "poll", 0, False)]
+        ok = []
+        for rep in (1, 2, 3):
+            ok.append(srv(rep, "baseline", "baseline", 1.0, 100, 1000.0, 0.0))
+            ok.append(srv(rep, "aa", "aa", 1.0, 100, 900.0, 0.0))
+            # paused 2 % of the rest in every run: met
+            ok.append(srv(rep, "event Cinf", "event", 1.1, 100, 1020.0, 20.0))
+            # paused 10 % of the rest: not met
+            ok.append(srv(rep, "poll Cinf", "poll", 1.0, 100, 1100.0, 100.0, 0.5))
+        lines = turnaround.robust(ok, configs)
+        row = {x.split(" | ")[0][2:]: x for x in lines if x.startswith("| ")}
+        self.assertIn("| 1.100 [1.100-1.100] gm 1.100 (1.100-1.100) |", row["event Cinf"])
+        self.assertIn("gm 1.020 (1.020-1.020) | met | 1.000 [1.000-1.000] gm 1.000 "
+                      "(1.000-1.000) | 3 |", row["event Cinf"])
+        # half its attempts aborted against none in the baseline: twice the attempts
+        self.assertIn("| not met | 2.000 [2.000-2.000] gm 2.000 (2.000-2.000) | 3 |",
+                      row["poll Cinf"])
+        self.assertIn("(1.000-1.000) | - | 1.000", row["aa"])  # the control gets no verdict
+        self.assertNotIn("baseline", row)
+
+    def test_added_aborts_leave_it_unresolved(self):
+        configs = [("baseline", "baseline", 0, False), ("event Cinf", "event", 0, False)]
+        ok = []
+        for rep, ab in ((1, 0.2), (2, 0.3), (3, 0.25)):
+            ok.append(srv(rep, "baseline", "baseline", 1.0, 100, 1000.0, 0.0, 0.1))
+            # pauses 2 % in every run, but more of its attempts aborted than the baseline's
+            ok.append(srv(rep, "event Cinf", "event", 1.0, 100, 1020.0, 20.0, ab))
+        row = [x for x in turnaround.robust(ok, configs) if x.startswith("| event")][0]
+        self.assertIn("| unresolved |", row)
+
+
 class PeakChoice(unittest.TestCase):
     # probes: (fraction, rate, share of the run the pool was >= 90 % busy, drain s)
     def test_lowest_busy_fraction_with_a_bounded_backlog(self):
