@@ -183,12 +183,18 @@ sstm__load_own_try(const sstm__fast_t *f, const void *addr, unsigned size, uint6
 
 /* Fast path of a naturally aligned read of `size` bytes. Returns true and
  * stores the value in *out on success; false means "take the slow path"
- * (nothing was recorded). `log` says whether to append to the read set. */
+ * (nothing was recorded). `log` says whether to append to the read set.
+ * *lk_out and *l_out receive the stripe's lock word and the value its
+ * first load saw, for a caller that tells a stripe of its own apart from
+ * another's after a refusal (a lock word above `end` refuses at once). */
 static inline __attribute__((always_inline)) bool
-sstm__load_fast(sstm__fast_t *f, const void *addr, unsigned size, bool log, uint64_t *out) {
+sstm__load_fast_lk(sstm__fast_t *f, const void *addr, unsigned size, bool log, uint64_t *out,
+                   const uint64_t **lk_out, uint64_t *l_out) {
   uint64_t *lk = &f->locks[((uintptr_t)addr >> f->stripe_shift) & f->lock_mask];
   /* acquire: pairs with the committer's release of the lock word. */
   uint64_t l = __atomic_load_n(lk, __ATOMIC_ACQUIRE);
+  *lk_out = lk;
+  *l_out = l;
   /* Locked (top bit set), or a version newer than the snapshot. */
   if (__builtin_expect(l > f->end, 0)) return false;
   uint64_t v = sstm__mem_load(addr, size);
@@ -205,6 +211,14 @@ sstm__load_fast(sstm__fast_t *f, const void *addr, unsigned size, bool log, uint
   }
   *out = v;
   return true;
+}
+
+/* sstm__load_fast_lk without the lock word's report. */
+static inline __attribute__((always_inline)) bool
+sstm__load_fast(sstm__fast_t *f, const void *addr, unsigned size, bool log, uint64_t *out) {
+  const uint64_t *lk;
+  uint64_t l;
+  return sstm__load_fast_lk(f, addr, size, log, out, &lk, &l);
 }
 
 /* The fast path for the current descriptor prefix `f` (never NULL: an
@@ -275,10 +289,50 @@ SSTM__LOAD_GENERAL_W(4)
 SSTM__LOAD_GENERAL_W(8)
 #undef SSTM__LOAD_GENERAL_W
 
+/* The read after write once the inlined path has found the stripe's lock
+ * word (loaded with acquire, (1.1)) equal to the attempt's own, in an ETL
+ * attempt (the variant byte exactly) at a naturally aligned address: the
+ * conditions of sstm__load_own_try, which this skips. Cold and per width,
+ * as sstm__load_general<N>; a lock lost meanwhile (a kill) goes to the
+ * library's slow path. */
+#define SSTM__LOAD_RAW_W(size)                                                                     \
+  static __attribute__((cold, noinline, unused))                                                   \
+  uint64_t sstm__load_raw##size(const sstm__fast_t *f, const uint64_t *lk, const void *addr) {     \
+    uint64_t v;                                                                                    \
+    if (sstm__load_own(f, lk, addr, size, &v)) return v;                                           \
+    return sstm__load_slow(addr, size);                                                            \
+  }
+SSTM__LOAD_RAW_W(1)
+SSTM__LOAD_RAW_W(2)
+SSTM__LOAD_RAW_W(4)
+SSTM__LOAD_RAW_W(8)
+#undef SSTM__LOAD_RAW_W
+
+/* The inlined read: sstm__load_try's fast path; on a refusal, a lock word
+ * that is the attempt's own goes to the read after write directly, with
+ * the lock word already found; anything else to sstm__load_general<N>. */
 static inline __attribute__((always_inline)) uint64_t sstm__load_inline(const void *addr,
                                                                         unsigned size) {
+  sstm__fast_t *f = sstm__fast_cur;
   uint64_t v;
-  if (__builtin_expect(sstm__load_try(sstm__fast_cur, addr, size, &v), 1)) return v;
+  /* relaxed: as in sstm__load_try (a kill flag fails both tests). */
+  unsigned var = __atomic_load_n(&f->variant, __ATOMIC_RELAXED);
+  if (((uintptr_t)addr & (size - 1)) == 0 && (var == SSTM__V_ETL || var == SSTM__V_RO)) {
+    const uint64_t *lk;
+    uint64_t l;
+    if (__builtin_expect(sstm__load_fast_lk(f, addr, size, var == SSTM__V_ETL, &v, &lk, &l), 1))
+      return v;
+    /* owner_lw has the lock bit, so it is above `end`: the refusal was the
+     * first test's, and l is the acquire load sstm__load_own_try makes. */
+    if (l == f->owner_lw && var == SSTM__V_ETL) {
+      switch (size) {
+      case 1: return sstm__load_raw1(f, lk, addr);
+      case 2: return sstm__load_raw2(f, lk, addr);
+      case 4: return sstm__load_raw4(f, lk, addr);
+      default: return sstm__load_raw8(f, lk, addr);
+      }
+    }
+  }
   switch (size) {
   case 1: return sstm__load_general1(addr);
   case 2: return sstm__load_general2(addr);
