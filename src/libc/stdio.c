@@ -39,12 +39,13 @@
  *      the decisions).
  */
 #define _GNU_SOURCE
-/* The inline barriers of <schedstm/inline.h> for the accesses of own and
- * the other transactional words (LD and ST): one call less at a
- * transaction's first call on a stream. The inline paths have no
- * random-delay points and skip the debug build's seams, which the
- * library's own barriers keep: those builds widen race windows on the
- * engine's accesses, not on these. */
+/* The inline read barrier of <schedstm/inline.h> for the load of own, the
+ * one transactional word (LD): one call less at a transaction's first
+ * call on a stream. Its store (ST) calls the stores' general entry
+ * directly (below). The inline load has no random-delay points and skips
+ * the debug build's seams, which the library's own barriers keep: those
+ * builds widen race windows on the engine's accesses and on the store of
+ * own, not on its load. */
 #define SSTM_INLINE_BARRIERS
 #include <errno.h>
 #include <fcntl.h>
