@@ -186,7 +186,7 @@ TEST(callee_saved_registers_and_fp_control_survive_a_switch) {
 static sstm__ctx_t mig_ctx;
 static sstm__ctx_t mig_worker[2];
 static _Atomic(sstm__ctx_t *) mig_cur; /* the worker context C returns to */
-static _Atomic int mig_turn;           /* whose turn to run C: 0, 1; 2 = done */
+static _Atomic uint64_t mig_turn;      /* whose turn to run C: 0, 1; 2 = done (a futex) */
 static _Atomic int mig_running_tid;    /* the thread that runs C now, 0 = none */
 static _Atomic int mig_preemptible;    /* the looping code runs its own code (rd_handler) */
 static _Atomic unsigned long mig_handoffs;
@@ -232,8 +232,12 @@ static void mig_worker_run(int me) {
   CHECK_EQ_I(sstm__ctx_init_thread(&mig_worker[me]), 0);
   for (;;) {
     int t;
-    while ((t = atomic_load_explicit(&mig_turn, memory_order_acquire)) != me && t != 2)
-      sched_yield();
+    /* Asleep until the turn changes (woken by the other worker's store):
+     * a worker that spun on sched_yield here got the CPU back only after
+     * whatever else ran there had used up its slice, one slice per
+     * hand-over on a loaded host. */
+    while ((t = (int)atomic_load_explicit(&mig_turn, memory_order_acquire)) != me && t != 2)
+      sstm__futex_wait(&mig_turn, (uint32_t)t, 0);
     if (t == 2) break;
     atomic_store_explicit(&mig_cur, &mig_worker[me], memory_order_relaxed);
     atomic_store_explicit(&mig_running_tid, tid(), memory_order_relaxed);
@@ -242,9 +246,11 @@ static void mig_worker_run(int me) {
     unsigned long h = atomic_fetch_add_explicit(&mig_handoffs, 1, memory_order_relaxed) + 1;
     if (mig_done || h > mig_target * 4 + 1000000) {
       atomic_store_explicit(&mig_turn, 2, memory_order_release);
+      sstm__futex_wake_all(&mig_turn);
       break;
     }
-    atomic_store_explicit(&mig_turn, 1 - me, memory_order_release);
+    atomic_store_explicit(&mig_turn, (uint64_t)(1 - me), memory_order_release);
+    sstm__futex_wake_all(&mig_turn);
   }
   sstm__ctx_destroy(&mig_worker[me]);
   sstm__altstack_remove(&alt);
