@@ -36,7 +36,6 @@ function(sstm_apply_costs)
     integration.privatize.etl.4=10 integration.privatize.ctl.8=9 integration.privatize.etl.8=7
     integration.cm_deadlock.etl.ser-spin.64.unbounded=10 integration.cm_deadlock.etl.ser-spin.64=7
     integration.cm_deadlock.etl.ser-yield.64.unbounded=6
-    unit.internal_ctx.context_moves_between_threads=9
     unit.internal_ctx.redirect_whose_fn_switches_contexts_keeps_every_register=6
     unit.meta.apidoc=8 unit.meta.every_case_registered=6
     integration.cm_adaptive.ctl.adaptive+ext.32=7
