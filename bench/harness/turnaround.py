@@ -180,6 +180,11 @@ def parse_args(argv):
     p.add_argument("--overhead", action="store_true",
                    help="also measure the machinery's cost with no high-priority load")
     p.add_argument("--plot", action="store_true", help="draw the figures (matplotlib)")
+    p.add_argument("--window", type=int, default=0,
+                   help="at most this many requests outstanding (sstm-loadgen --window; "
+                        "default 0: open loop). Offered above the capacity (--rate), it keeps "
+                        "that many requests in the server whatever the host's speed: the pool "
+                        "busy by construction and the backlog bounded by the window")
     p.add_argument("--timeout", type=float, default=300, help="seconds per run")
     a = p.parse_args(argv)
     a.variants = [v for v in a.variants.split(",") if v]
@@ -206,6 +211,10 @@ def parse_args(argv):
         a.server_args, a.loadgen_args = ["--no-tpcc"], ["--classes", a.classes]
     else:
         a.server_args, a.loadgen_args = a.scale_args + ["--demand", str(a.demand)], a.scale_args
+    if a.window < 0:
+        p.error("--window: %d is not a count of requests (>= 0)" % a.window)
+    if a.window:
+        a.loadgen_args = a.loadgen_args + ["--window", str(a.window)]
     if a.reps < 1 or a.duration_ms < 100 or a.first_rep < 1:
         p.error("--reps and --first-rep must be >= 1 and --duration-ms >= 100")
     if a.rate != "peak":

@@ -53,6 +53,7 @@ typedef struct options {
   } classes[PROTO_MAX_PRIORITY];
   double rate;
   uint64_t count, seed;
+  uint64_t window; /* --window: at most this many requests outstanding, 0 = no bound */
   bool poisson;
   unsigned weight[PROTO_NPROFILES];
   unsigned priority[PROTO_NPROFILES]; /* 0: the server picks the profile's default */
@@ -108,6 +109,13 @@ static void usage(FILE *f) {
              "      --db-seed SEED     and database seed (default 1): inputs are drawn with\n"
              "                         the NURand constants of the server's database\n"
              "      --drain-ms MS      wait for replies after the last send (default 10000)\n"
+             "      --window N         at most N requests outstanding (default 0: no bound):\n"
+             "                         an arrival due while N are unanswered is deferred to\n"
+             "                         the next reply, and the arrivals go on from there.\n"
+             "                         Offered above the server's capacity, this keeps N in\n"
+             "                         the server whatever its speed (a closed loop of N);\n"
+             "                         the latencies then start at the deferred send, and\n"
+             "                         \"deferred\" counts such sends\n"
              "  -s, --seed SEED        random seed (default 1)\n"
              "  -h, --help             this help\n"
              "Prints one JSON object on stdout. Exit status: 0 every request answered,\n"
@@ -208,7 +216,8 @@ static void parse_options(int argc, char **argv, options_t *o) {
     OPT_ITEMS,
     OPT_ORDERS,
     OPT_DBSEED,
-    OPT_DRAIN
+    OPT_DRAIN,
+    OPT_WINDOW
   };
   static const struct option longopts[] = {{"host", required_argument, NULL, 'H'},
                                            {"port", required_argument, NULL, 'p'},
@@ -229,6 +238,7 @@ static void parse_options(int argc, char **argv, options_t *o) {
                                            {"orders", required_argument, NULL, OPT_ORDERS},
                                            {"db-seed", required_argument, NULL, OPT_DBSEED},
                                            {"drain-ms", required_argument, NULL, OPT_DRAIN},
+                                           {"window", required_argument, NULL, OPT_WINDOW},
                                            {"seed", required_argument, NULL, 's'},
                                            {"help", no_argument, NULL, 'h'},
                                            {NULL, 0, NULL, 0}};
@@ -255,6 +265,7 @@ static void parse_options(int argc, char **argv, options_t *o) {
     case 'm': parse_mix(optarg, o); break;
     case 'P': parse_priority(optarg, o); break;
     case OPT_CLASSES: parse_classes(optarg, o); break;
+    case OPT_WINDOW: o->window = (uint64_t)bench_parse_long(optarg, "--window", 0, 1L << 30); break;
     case OPT_SPIN:
       o->null_spin_us = bench_parse_long(optarg, "--null-spin-us", 0, (long)PROTO_NULL_MAX_SPIN_US);
       break;
@@ -561,14 +572,28 @@ int main(int argc, char **argv) {
   const uint64_t start = mono_ns() + 1000000; /* 1 ms from now: every connection is up */
   const uint64_t stop_sending = start + (uint64_t)o.duration_ms * 1000000u;
   double next = (double)start;
-  bool sending = true;
-  uint64_t drain_deadline = 0;
+  bool sending = true, window_full = false;
+  uint64_t drain_deadline = 0, deferred = 0;
   struct epoll_event evs[64];
   while (s.open_conns > 0) {
     uint64_t now = mono_ns();
     if (sending) {
       unsigned rr = (unsigned)(s.sent % (uint64_t)o.connections);
+      if (window_full && s.sent - s.answered < o.window) {
+        /* A reply opened the window: the deferred arrival happens now, and
+         * the next ones are drawn from here (a closed loop while the
+         * server cannot keep up). */
+        window_full = false;
+        if ((uint64_t)next < now && (uint64_t)next < stop_sending) {
+          next = (double)now;
+          deferred++;
+        }
+      }
       while ((uint64_t)next <= now && s.sent < o.count && (uint64_t)next < stop_sending) {
+        if (o.window && s.sent - s.answered >= o.window) {
+          window_full = true;
+          break;
+        }
         if (s.sent == s.recs_cap) {
           size_t cap = s.recs_cap ? s.recs_cap * 2 : 65536;
           sent_rec_t *r = realloc(s.recs, cap * sizeof *r);
@@ -634,7 +659,8 @@ int main(int argc, char **argv) {
       if ((s.answered == s.sent && !pending_out) || mono_ns() >= drain_deadline) break;
     }
     now = mono_ns();
-    uint64_t wake = sending ? (uint64_t)next : drain_deadline;
+    /* A full window waits for a reply (an event), not for a time. */
+    uint64_t wake = !sending ? drain_deadline : window_full ? now + 100000000u : (uint64_t)next;
     uint64_t wait_ns = wake > now ? wake - now : 0;
     if (!sending && wait_ns > 100000000u) wait_ns = 100000000u;
     struct timespec ts = {(time_t)(wait_ns / 1000000000u), (long)(wait_ns % 1000000000u)};
@@ -658,6 +684,8 @@ int main(int argc, char **argv) {
   bench_json_u64(&j, "connections", (uint64_t)o.connections);
   bench_json_u64(&j, "duration_ms", (uint64_t)o.duration_ms);
   bench_json_u64(&j, "seed", o.seed);
+  bench_json_u64(&j, "window", o.window);
+  bench_json_u64(&j, "deferred", deferred);
   bench_json_obj_open(&j, "mix");
   for (unsigned p = 0; p < PROTO_NPROFILES; p++)
     if (o.weight[p]) bench_json_u64(&j, proto_profile_name(p), o.weight[p]);

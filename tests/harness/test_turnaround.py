@@ -193,6 +193,14 @@ class BadOptions(unittest.TestCase):
         self.assertEqual(cm.exception.code, 2)
         return err.getvalue()
 
+    def test_negative_window(self):
+        self.assertIn("--window", self.refused("--window", "-1"))
+
+    def test_window_goes_to_the_load_generator(self):
+        a = turnaround.parse_args(["--window", "96", "--rate", "5000"])
+        self.assertEqual(a.loadgen_args[-2:], ["--window", "96"])
+        self.assertNotIn("--window", turnaround.parse_args([]).loadgen_args)
+
     def test_negative_load(self):
         self.assertIn("--load", self.refused("--load", "-1"))
 
