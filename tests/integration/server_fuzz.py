@@ -17,6 +17,11 @@
                                        the same with the profiles spinning a twentieth of
                                        [Silvestri17]'s Table I demands (--demand 0.05),
                                        C_max 1 and --paused-conflict handover
+  server_fuzz.py window LOADGEN
+                                       sstm-loadgen --window against a stand-in server that
+                                       answers only when told: never more than the window's
+                                       requests outstanding, deferred sends counted, every
+                                       request answered
 
 Each starts its own server on a free loopback port. What is checked, always: the server does
 not crash and exits 0 after SIGTERM; every request frame that arrived whole got exactly one
@@ -30,6 +35,7 @@ sent, including those whose client hung up before the reply. Exit status 0 pass,
 import json
 import os
 import random
+import select
 import signal
 import socket
 import struct
@@ -380,11 +386,105 @@ def tpcc(server_bin, loadgen_bin, expect_preemptions, demand=False):
         st["accepted"], st["rolled_back"], preempted, st["check"], st.get("exec")))
 
 
+def window(loadgen_bin):
+    """sstm-loadgen --window 6 against a stand-in server (this script) that answers only when
+    told: offered 100 000 requests/s, exactly 6 arrive and no 7th while none is answered;
+    two answers let exactly two more through; then every request is answered and the load
+    generator ends with all 20 answered and its deferred sends counted. An order of events,
+    not a time: the waits for a request that must not come can only miss a bug, never fail
+    a correct load generator."""
+    lst = socket.socket()
+    lst.bind(("127.0.0.1", 0))
+    lst.listen(8)
+    port = lst.getsockname()[1]
+    lg = subprocess.Popen([loadgen_bin, "--port", str(port), "--rate", "100000", "--count", "20",
+                           "--duration-ms", "600000", "--connections", "2", "--window", "6",
+                           "--mix", "null=1", "--drain-ms", str(int(TIMEOUT * 900))],
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    conns, bufs, got = [], {}, []  # got: (connection, id) in arrival order
+    lst.settimeout(TIMEOUT)
+    for _ in range(2):
+        c, _a = lst.accept()
+        conns.append(c)
+        bufs[c] = b""
+
+    def pump(timeout):
+        """Read what arrives within timeout seconds; returns when something did or at the
+        timeout."""
+        r, _w, _x = select.select(conns, [], [], timeout)
+        for c in r:
+            data = c.recv(65536)
+            if not data:
+                conns.remove(c)
+                continue
+            bufs[c] += data
+            while len(bufs[c]) >= 4:
+                (n,) = struct.unpack(">I", bufs[c][:4])
+                if len(bufs[c]) < 4 + n:
+                    break
+                body, bufs[c] = bufs[c][4:4 + n], bufs[c][4 + n:]
+                got.append((c, struct.unpack(">Q", body[4:12])[0]))
+
+    def until(n):
+        deadline = time.monotonic() + TIMEOUT
+        while len(got) < n:
+            if time.monotonic() > deadline:
+                lg.kill()
+                fail("window: %d requests arrived, %d expected" % (len(got), n))
+            pump(0.05)
+
+    def hold(n):
+        """No request beyond the n-th may come while n are unanswered."""
+        end = time.monotonic() + 0.3
+        while time.monotonic() < end:
+            pump(0.05)
+        if len(got) != n:
+            lg.kill()
+            fail("window 6: %d requests outstanding at once" % len(got))
+
+    def answer(k):
+        c, rid = got[k]
+        c.sendall(frame(struct.pack(">BBBBQ", VERSION, REPLY, 1, 0, rid)))
+
+    until(6)
+    hold(6)
+    answer(0)
+    answer(1)
+    until(8)
+    hold(8)
+    done = 2
+    deadline = time.monotonic() + TIMEOUT
+    while lg.poll() is None and time.monotonic() < deadline:
+        while done < len(got):
+            answer(done)
+            done += 1
+        if len(got) - done > 6:
+            lg.kill()
+            fail("window 6: %d requests outstanding at once" % (len(got) - done))
+        pump(0.05)
+    try:
+        out, err = lg.communicate(timeout=TIMEOUT)
+    except subprocess.TimeoutExpired:
+        lg.kill()
+        fail("window: the load generator did not end")
+    if lg.returncode != 0:
+        fail("window: loadgen exit status %d: %s" % (lg.returncode, err[-2000:]))
+    r = json.loads(out.strip().splitlines()[-1])
+    if (r["window"], r["sent"], r["replies"], len(got)) != (6, 20, 20, 20) or r["unanswered"]:
+        fail("window: %r, %d requests seen" % ({k: r[k] for k in (
+            "window", "sent", "replies", "unanswered")}, len(got)))
+    if r["deferred"] < 1:
+        fail("window: no send counted as deferred: %r" % r)
+    print("ok: 20 requests, never more than 6 outstanding, %d deferred sends" % r["deferred"])
+
+
 def main(argv):
     if len(argv) >= 3 and argv[1] == "fuzz":
         fuzz(argv[2], int(argv[3]) if len(argv) > 3 else random.randrange(1 << 30))
     elif len(argv) == 3 and argv[1] == "drain":
         drain(argv[2])
+    elif len(argv) == 3 and argv[1] == "window":
+        window(argv[2])
     elif len(argv) in (4, 5) and argv[1] in ("tpcc", "tpcc-demand"):
         if len(argv) == 5 and argv[4] != "--expect-preemptions":
             print(__doc__, file=sys.stderr)

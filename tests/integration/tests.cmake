@@ -347,6 +347,10 @@ if(sstm_server_built AND Python3_Interpreter_FOUND)
   sstm_add_test(NAME integration.server.tpcc_demand_handover_check LABELS integration stress
                 TIMEOUT 120 COMMAND ${Python3_EXECUTABLE} ${fuzz} tpcc-demand
                 $<TARGET_FILE:sstm-server> $<TARGET_FILE:sstm-loadgen> ${expect})
+  # sstm-loadgen --window: never more than the window outstanding (a stand-in
+  # server in the script answers only when told).
+  sstm_add_test(NAME integration.server.loadgen_window LABELS integration TIMEOUT 60
+                COMMAND ${Python3_EXECUTABLE} ${fuzz} window $<TARGET_FILE:sstm-loadgen>)
 else()
   message(STATUS "tests: sstm-server not built: its tests skipped")
 endif()
