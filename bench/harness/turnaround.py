@@ -56,6 +56,11 @@ which rate was kept and why. --load X instead offers X times the
 capacity (the earlier default, 3: an overload whose backlog grows for the
 whole run).
 
+--window N keeps at most N requests outstanding (sstm-loadgen --window): offered above the
+capacity (--rate), the pool stays full whatever the host's speed and the backlog is bounded
+by N, which no open-loop rate gives on a host whose capacity moves by several times
+between runs.
+
 --overhead adds the machinery's cost with no high-priority load: every
 profile at priority 1 (nothing ever outranks a running transaction), the
 load above capacity, the completion rate of each variant against the
