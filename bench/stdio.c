@@ -41,6 +41,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -70,7 +71,8 @@ static struct {
 } opt = {.op = OP_FPUTC, .mode = M_TX, .threads = 1, .k = 1, .ms = 500};
 
 static pthread_mutex_t big_lock = PTHREAD_MUTEX_INITIALIZER;
-static volatile int stop;
+/* The end of the run; relaxed: a flag, the join orders what follows. */
+static _Atomic int stop;
 static pthread_barrier_t start_gate;
 
 static bool is_read(enum op o) { return o <= OP_FREAD || o == OP_MIX; }
@@ -172,7 +174,7 @@ static void *run_worker(void *arg) {
   sstm_attr_t irr = {.irrevocable = true};
   pthread_barrier_wait(&start_gate);
   uint64_t n = 0;
-  while (!stop) {
+  while (!atomic_load_explicit(&stop, memory_order_relaxed)) {
     switch (opt.mode) {
     case M_TX: sstm_run(NULL, tx_body, w); break;
     case M_IRR: sstm_run(&irr, tx_body, w); break;
@@ -291,7 +293,7 @@ int main(int argc, char **argv) {
   pthread_barrier_wait(&start_gate);
   double t0 = now_s();
   usleep(opt.ms * 1000u);
-  stop = 1;
+  atomic_store_explicit(&stop, 1, memory_order_relaxed);
   for (unsigned i = 0; i < opt.threads; i++)
     pthread_join(tids[i], NULL);
   double secs = now_s() - t0;
