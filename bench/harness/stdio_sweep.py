@@ -18,7 +18,9 @@ usage: stdio_sweep.py --bin build/bench/stdio-schedstm --out DIR
                       [--reps 3] [--ms 250] [--threads 1,2,4,8]
                       [--ops fgetc,...] [--modes tx,tx@ser-block,irr,glibc] [--k 1]
 Writes DIR/stdio.jsonl (every run, with the load average after it),
-DIR/stdio-summary.md (medians and ratios, the range of the load averages),
+DIR/stdio-summary.md (medians and ratios, also of calls per CPU second,
+which with more threads than CPUs tell a call's cost apart from the CPU
+share a run got; the range of the load averages),
 DIR/stdio.png (throughput per operation; needs matplotlib). --from-jsonl
 takes one or more files (comma-separated), e.g. sweeps of one operation
 each, run under a lock one at a time.
@@ -94,13 +96,20 @@ def medians(runs):
     return med
 
 
-def paired_ratio(runs, op, sharing, n, a, b):
-    """Median over repetitions of a/b, each pair from one repetition."""
-    ra = {r["rep"]: r["ops_per_s"] for r in runs
+def per_cpu_s(r):
+    """Calls per CPU second of the run (user and system), None without it."""
+    cpu = r.get("cpu_s")
+    return r["ops"] / cpu if cpu else None
+
+
+def paired_ratio(runs, op, sharing, n, a, b, value=lambda r: r["ops_per_s"]):
+    """Median over repetitions of value(a)/value(b), each pair from one
+    repetition."""
+    ra = {r["rep"]: value(r) for r in runs
           if (r["op"], r["sharing"], r["threads"], r["mode"]) == (op, sharing, n, a)}
-    rb = {r["rep"]: r["ops_per_s"] for r in runs
+    rb = {r["rep"]: value(r) for r in runs
           if (r["op"], r["sharing"], r["threads"], r["mode"]) == (op, sharing, n, b)}
-    ratios = [ra[k] / rb[k] for k in ra if k in rb and rb[k] > 0]
+    ratios = [ra[k] / rb[k] for k in ra if k in rb and ra[k] is not None and rb[k]]
     return statistics.median(ratios) if ratios else None
 
 
@@ -115,8 +124,9 @@ def summary(runs, args):
     txs = [m for m in modes if m.split("@")[0] == "tx"]
     lines = ["| op | sharing | threads | " + " | ".join(f"{m} Mops/s" for m in modes)
              + "".join(f" | {m}/irr" for m in txs)
-             + " | tx/glibc | tx irrevocable | tx aborts/commit | tx aborts by reason |",
-             "|" + "---|" * (7 + len(modes) + len(txs))]
+             + " | tx/irr per CPU s | tx/glibc | tx irrevocable | tx aborts/commit"
+             + " | tx aborts by reason |",
+             "|" + "---|" * (8 + len(modes) + len(txs))]
     for op in args.ops.split(","):
         for sharing in ("private", "shared"):
             for n in threads:
@@ -130,6 +140,7 @@ def summary(runs, args):
                     f"| {op} | {sharing} | {n} | " + " | ".join(cells) + " | "
                     + "".join(fmt_ratio(paired_ratio(runs, op, sharing, n, m, "irr")) + " | "
                               for m in txs)
+                    + fmt_ratio(paired_ratio(runs, op, sharing, n, "tx", "irr", per_cpu_s)) + " | "
                     + fmt_ratio(paired_ratio(runs, op, sharing, n, "tx", "glibc")) + " | "
                     + (f"{t['irrevocable_frac']:.3f}" if t else "-") + " | "
                     + (f"{t['aborts_per_commit']:.3f}" if t else "-") + " | "

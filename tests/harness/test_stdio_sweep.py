@@ -50,8 +50,26 @@ class StdioSweepTest(unittest.TestCase):
         self.assertEqual(cells[4], "0.500")  # irr
         self.assertEqual(cells[5], "-")      # glibc never ran
         self.assertEqual(cells[6], "4.00")   # tx/irr: pairs 2, 4, 6
-        self.assertEqual(cells[9], "0.050")  # 15 aborts over 300 commits
-        self.assertEqual(cells[10], "read-locked 15")
+        self.assertEqual(cells[7], "-")      # no CPU time recorded
+        self.assertEqual(cells[10], "0.050")  # 15 aborts over 300 commits
+        self.assertEqual(cells[11], "read-locked 15")
+
+    def test_per_cpu_ratio_pairs_calls_per_cpu_second(self):
+        runs = []
+        # tx: 100 calls on 0.5, 1, 2 CPU s; irr: 100 calls on 1 CPU s each:
+        # per CPU s pairs 2, 1, 0.5 (median 1.0), per wall s pairs 4, 4, 4
+        for r, cpu in enumerate((0.5, 1.0, 2.0)):
+            t = run("fputc", "tx", 8, r, 4e6)
+            t.update(ops=100, cpu_s=cpu)
+            i = run("fputc", "irr", 8, r, 1e6)
+            i.update(ops=100, cpu_s=1.0)
+            runs += [t, i]
+        self.assertAlmostEqual(stdio_sweep.paired_ratio(
+            runs, "fputc", "private", 8, "tx", "irr", stdio_sweep.per_cpu_s), 1.0)
+        text = stdio_sweep.summary(runs, Args())
+        row = [line for line in text.splitlines() if line.startswith("| fputc | private | 8 |")]
+        cells = [c.strip() for c in row[0].strip("|").split("|")]
+        self.assertEqual(cells[6:8], ["4.00", "1.00"])  # tx/irr, tx/irr per CPU s
 
     def test_sweep_rotates_the_modes_and_passes_the_options(self):
         with tempfile.TemporaryDirectory() as d:
