@@ -23,6 +23,11 @@
  *    the gate's progress, a place kept by either would leave the waiter
  *    asleep for ever (the watchdog fails the test); the counts show that
  *    no wait ended by the bound.
+ *  - The executor, whose workers run many descriptors in turn (one per
+ *    context), detaching each at every pause and request end: with the
+ *    gate pinned on, as many places as workers, a slice that never ends
+ *    and no bound, no context ever waits (a place kept by a context that
+ *    left its worker would make a later one wait for ever).
  *  - The bound: a holder that gives nothing back (a slice that never
  *    ends) costs a waiter the bound on the gate's progress, then the
  *    waiter runs (one timeout counted).
@@ -38,6 +43,8 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <string.h>
+
+#include <schedstm/exec.h>
 
 #include "../common/runner.h"
 #include "../common/txhelp.h"
@@ -371,6 +378,69 @@ TEST(a_detached_holder_gives_its_place_back_at_once) {
   CHECK_EQ_I(pthread_join(x, NULL), 0);
   CHECK_EQ_U(tx_load_u64(&gword[G_C]), 2);
   CHECK_OK(sstm_desc_destroy(detached_desc));
+  sstm__admit_gate_counts(&w, &t, &r);
+  CHECK_EQ_U(w, 0);
+  CHECK_EQ_U(t, 0);
+  CHECK_EQ_U(r, 0);
+  sstm_test_fini();
+}
+
+/* The executor (src/exec) attaches a context's descriptor to a worker to
+ * run it and detaches it at every pause (a preemption by a request of
+ * higher priority) and at the end of every request. Places are held only
+ * by attached descriptors, so with as many places as workers nobody ever
+ * waits: counted, not timed. A place kept by a detached context would
+ * leave the next context on its worker asleep for ever (no bound, a slice
+ * that never ends): the watchdog fails the test. */
+static uint64_t xacc[16];
+static void x_body(void *arg) {
+  unsigned a = (unsigned)(uintptr_t)arg % 16, b = (a + 7) % 16;
+  for (int k = 0; k < 2000; k++) { /* long enough to be preempted now and then */
+    uint64_t va = sstm_load_u64(&xacc[a]), vb = sstm_load_u64(&xacc[b]);
+    sstm_store_u64(&xacc[a], va - 1);
+    sstm_store_u64(&xacc[b], vb + 1);
+  }
+}
+
+TEST(the_executors_contexts_never_wait_with_a_place_per_worker) {
+  g_setup("admit-slice", UINT64_MAX);
+  sstm__admit_pin(true, 2, 0, UINT64_MAX); /* a place per worker */
+  memset(xacc, 0, sizeof xacc);
+  sstm_exec_config_t c;
+  sstm_exec_config_default(&c);
+  c.use_env = false;
+  c.workers = 2;
+  c.contexts = 64;
+  c.stack_kb = 64;
+  c.levels = 4;
+  c.preempt = SSTM_EXEC_PREEMPT_SIGNAL;
+  c.tick_us = 200;
+  sstm_exec_t *ex;
+  CHECK_OK(sstm_exec_create(&c, &ex));
+  enum { RING = 48 };
+  static sstm_exec_future_t fs[RING];
+  static bool used[RING];
+  memset(used, 0, sizeof used);
+  unsigned n = (unsigned)sstm_test_scaled(4000, 400);
+  for (unsigned i = 0; i < n; i++) {
+    unsigned slot = i % RING;
+    if (used[slot]) CHECK_OK(sstm_exec_wait(&fs[slot]));
+    sstm_exec_req_t q = {
+        .fn = x_body, .arg = (void *)(uintptr_t)i, .priority = i % 4, .future = &fs[slot]};
+    CHECK_OK(sstm_exec_submit(ex, &q));
+    used[slot] = true;
+  }
+  for (unsigned i = 0; i < RING; i++)
+    if (used[i]) CHECK_OK(sstm_exec_wait(&fs[i]));
+  char d[1024];
+  sstm_exec_describe(ex, d, sizeof d);
+  printf("%u requests; %s\n", n, d);
+  CHECK_OK(sstm_exec_destroy(ex));
+  int64_t sum = 0;
+  for (int i = 0; i < 16; i++)
+    sum += (int64_t)tx_load_u64(&xacc[i]);
+  CHECK_EQ_I((int)sum, 0);
+  uint64_t w, t, r;
   sstm__admit_gate_counts(&w, &t, &r);
   CHECK_EQ_U(w, 0);
   CHECK_EQ_U(t, 0);
