@@ -269,7 +269,8 @@ static void hi_body(void *a) {
   hi_req_t *h = a;
   uint64_t expect = 0;
   uint64_t t = now_ns();
-  if (atomic_compare_exchange_strong(&h->t_first, &expect, t)) { /* first attempt only */
+  if (atomic_compare_exchange_strong_explicit(&h->t_first, &expect, t, memory_order_seq_cst,
+                                              memory_order_seq_cst)) { /* first attempt only */
     h->cpu_at = cpu_ns_of(0);
     h->tid = (int)syscall(SYS_gettid);
     if (h->trace)
@@ -335,7 +336,7 @@ static void latency(int argc, char **argv) {
       sstm_exec_t *ex = make(modes[m], 64);
       cur_ex = ex;
       if (set_slice_all(slices[sl]) != 0) exit(1);
-      atomic_store(&stop_low, 0);
+      atomic_store_explicit(&stop_low, 0, memory_order_seq_cst);
       char d[1024];
       sstm_exec_describe(ex, d, sizeof d);
       unsigned workers = (unsigned)strtoul(strstr(d, "workers=") + 8, NULL, 10);
@@ -376,7 +377,8 @@ static void latency(int argc, char **argv) {
         sub_cpu = cpu_ns_of(0) - sub_cpu;
         if (trace) read_stat(self_fd, &sub_b);
         sstm_exec_wait(&f);
-        uint64_t t_first = atomic_load(&h.t_first), l = t_first - h.t_submit;
+        uint64_t t_first = atomic_load_explicit(&h.t_first, memory_order_seq_cst),
+                 l = t_first - h.t_submit;
         /* off CPU: the submitter during its call (until the signal left or
          * the flag was set), the worker from the submit to the first
          * instruction; the clocks were read just outside the interval. */
@@ -430,7 +432,7 @@ static void latency(int argc, char **argv) {
         }
       }
       if (trace) close_stats();
-      atomic_store(&stop_low, 1);
+      atomic_store_explicit(&stop_low, 1, memory_order_seq_cst);
       sstm_exec_describe(ex, desc[k], sizeof desc[k]);
       int rc = sstm_exec_destroy(ex);
       if (rc) die("sstm_exec_destroy", rc);
@@ -479,7 +481,7 @@ static void *submitter(void *a) {
     if (rc) die("sstm_exec_submit", rc);
     n++;
   }
-  atomic_fetch_add(&sub_count, n);
+  atomic_fetch_add_explicit(&sub_count, n, memory_order_seq_cst);
   return NULL;
 }
 
@@ -501,22 +503,23 @@ static void submit_bench(int argc, char **argv) {
   }
   for (unsigned k = 0; k < nthreads; k++) {
     sub_ex = make(SSTM_EXEC_PREEMPT_SIGNAL, 256);
-    atomic_store(&sub_stop, 0);
-    atomic_store(&sub_count, 0);
+    atomic_store_explicit(&sub_stop, 0, memory_order_seq_cst);
+    atomic_store_explicit(&sub_count, 0, memory_order_seq_cst);
     pthread_t th[256];
     uint64_t t0 = now_ns();
     for (unsigned i = 0; i < threads[k]; i++)
       pthread_create(&th[i], NULL, submitter, NULL);
     usleep((useconds_t)ms * 1000);
-    atomic_store(&sub_stop, 1);
+    atomic_store_explicit(&sub_stop, 1, memory_order_seq_cst);
     for (unsigned i = 0; i < threads[k]; i++)
       pthread_join(th[i], NULL);
     uint64_t t1 = now_ns();
     sstm_exec_destroy(sub_ex);
     printf("{\"bench\":\"exec-submit\",\"threads\":%u,\"ms\":%ld,\"requests\":%llu,"
            "\"per_s\":%.0f}\n",
-           threads[k], ms, (unsigned long long)atomic_load(&sub_count),
-           atomic_load(&sub_count) / ((t1 - t0) / 1e9));
+           threads[k], ms,
+           (unsigned long long)atomic_load_explicit(&sub_count, memory_order_seq_cst),
+           atomic_load_explicit(&sub_count, memory_order_seq_cst) / ((t1 - t0) / 1e9));
   }
 }
 

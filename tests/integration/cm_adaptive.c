@@ -92,7 +92,7 @@ static void worker(sstm_tt_t *t) {
     if (t->idx == 0 && n % 16 == 0) {
       char d[1024];
       if (sstm_describe(d, sizeof d) > 0 && strstr(d, "nondet-tx") != NULL)
-        atomic_store(&seen_nondet, 1);
+        atomic_store_explicit(&seen_nondet, 1, memory_order_seq_cst);
     }
     if (n >= ops) {
       if (atomic_load_explicit(&judged, memory_order_relaxed)) break;
@@ -103,9 +103,10 @@ static void worker(sstm_tt_t *t) {
          * that takes (their events depend on how the threads are
          * scheduled): one that never says so hangs, and the watchdog
          * fails the test. */
-        if (s.cm_stats[A_EVALUATIONS] >= 3 && (!nondet || atomic_load(&seen_nondet))) {
+        if (s.cm_stats[A_EVALUATIONS] >= 3 &&
+            (!nondet || atomic_load_explicit(&seen_nondet, memory_order_seq_cst))) {
           judged_at = s.cm_stats[A_EVALUATIONS];
-          atomic_store(&judged, 1);
+          atomic_store_explicit(&judged, 1, memory_order_seq_cst);
         }
       }
     }
@@ -205,9 +206,11 @@ int main(int argc, char **argv) {
    * (its sub-policies must not count into them) */
   CHECK_LE_U(s.cm_stats[A_SWITCHES], s.cm_stats[A_EVALUATIONS]);
   if (nondet)
-    CHECK_MSG(atomic_load(&seen_nondet), "retries on other paths never judged non-deterministic");
+    CHECK_MSG(atomic_load_explicit(&seen_nondet, memory_order_seq_cst),
+              "retries on other paths never judged non-deterministic");
   else
-    CHECK_MSG(!atomic_load(&seen_nondet), "retries on the same path judged non-deterministic");
+    CHECK_MSG(!atomic_load_explicit(&seen_nondet, memory_order_seq_cst),
+              "retries on the same path judged non-deterministic");
   CHECK_OK(sstm_shutdown());
   printf("PASS %s\n", name);
   return 0;

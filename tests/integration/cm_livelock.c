@@ -74,7 +74,8 @@ static void worker(sstm_tt_t *t) {
         sstm_stats_t s;
         CHECK_OK(sstm_stats_aggregate(&s));
         CHECK_LE_U(s.max_retries, (uint64_t)escalate + 1); /* fail early, not by hanging */
-        if (s.cm_stats[P_ESCALATIONS] > 0) atomic_store(&escalated, 1);
+        if (s.cm_stats[P_ESCALATIONS] > 0)
+          atomic_store_explicit(&escalated, 1, memory_order_seq_cst);
       }
     }
     struct mv m = {.t = t->idx};

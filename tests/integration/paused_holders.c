@@ -93,7 +93,7 @@ static void worker(sstm_tt_t *t) {
     CHECK_OK(sstm_run(NULL, xfer_fn, &x));
     if (i % 8 == 0) CHECK_OK(sstm_run(NULL, audit_fn, NULL));
     CHECK_EQ_I(sem_post(&tokens), 0);
-    atomic_fetch_add(&committed, 1);
+    atomic_fetch_add_explicit(&committed, 1, memory_order_seq_cst);
   }
 }
 
@@ -103,7 +103,7 @@ static _Atomic int finished;
 static void *runner(void *arg) {
   (void)arg;
   sstm_test_run_threads(nthreads, true, worker, NULL);
-  atomic_store(&finished, 1);
+  atomic_store_explicit(&finished, 1, memory_order_seq_cst);
   return NULL;
 }
 
@@ -132,8 +132,8 @@ int main(int argc, char **argv) {
   pthread_t th;
   double t0 = int_now();
   CHECK_EQ_I(pthread_create(&th, NULL, runner, NULL), 0);
-  while (!atomic_load(&finished)) {
-    long c = atomic_load(&committed);
+  while (!atomic_load_explicit(&finished, memory_order_seq_cst)) {
+    long c = atomic_load_explicit(&committed, memory_order_seq_cst);
     if (int_now() - t0 > DEADLINE_S)
       CHECK_MSG(false,
                 "livelock: %ld of %ld transfers committed in %.0f s (%s, %u threads, %u tokens)", c,
@@ -142,7 +142,7 @@ int main(int argc, char **argv) {
   }
   CHECK_EQ_I(pthread_join(th, NULL), 0);
 
-  CHECK_EQ_I(atomic_load(&committed), (long)nthreads * ops);
+  CHECK_EQ_I(atomic_load_explicit(&committed, memory_order_seq_cst), (long)nthreads * ops);
   int64_t total = 0;
   for (int i = 0; i < ACCOUNTS; i++)
     total += account[i].v;

@@ -238,7 +238,8 @@ int main(int argc, char **argv) {
   }
   sstm_stats_t s;
   CHECK_OK(sstm_stats_aggregate(&s));
-  long mixed = atomic_load(&mixed_reads), over = atomic_load(&overwritten_words);
+  long mixed = atomic_load_explicit(&mixed_reads, memory_order_seq_cst),
+       over = atomic_load_explicit(&overwritten_words, memory_order_seq_cst);
   printf("privatize: %u threads, %ld rounds, %ld words, %s: %llu commits, %llu aborts; "
          "mixed reads %ld, overwritten private words %ld\n",
          threads, rounds, nwords, use_quiesce ? "sstm_quiesce" : "NO barrier",

@@ -953,9 +953,9 @@ static void *fresh_a(void *arg) {
 static void *fresh_b(void *arg) {
   (void)arg;
   CHECK_OK(sstm_thread_init());
-  atomic_store(&b_tid, (int)syscall(SYS_gettid));
-  atomic_store(&fresh_step, 2);
-  while (atomic_load(&fresh_step) != 3)
+  atomic_store_explicit(&b_tid, (int)syscall(SYS_gettid), memory_order_seq_cst);
+  atomic_store_explicit(&fresh_step, 2, memory_order_seq_cst);
+  while (atomic_load_explicit(&fresh_step, memory_order_seq_cst) != 3)
     usleep(1000);
   CHECK_OK(sstm_thread_exit());
   return NULL;
@@ -972,13 +972,14 @@ TEST(fresh_entries) {
   CHECK_EQ_I(pthread_create(&t, NULL, fresh_a, NULL), 0);
   CHECK_EQ_I(pthread_join(t, NULL), 0);
   CHECK_EQ_I(pthread_create(&t, NULL, fresh_b, NULL), 0);
-  while (atomic_load(&fresh_step) != 2)
+  while (atomic_load_explicit(&fresh_step, memory_order_seq_cst) != 2)
     usleep(1000);
   jval_t *j = snapshot_json(getpid());
   const jval_t *es = jget(j, "entries");
   CHECK_EQ_U(es->n, 1);
   const jval_t *e = es->items[0];
-  CHECK_EQ_I(ji(e, "tid"), atomic_load(&b_tid)); /* before B's first transaction */
+  CHECK_EQ_I(ji(e, "tid"),
+             atomic_load_explicit(&b_tid, memory_order_seq_cst)); /* before B's first transaction */
   CHECK_EQ_U(ju(e, "txid"), 0);
   CHECK_EQ_U(ju(e, "commits"), 0);
   CHECK_EQ_U(ju(e, "aborts"), 0);
@@ -998,7 +999,7 @@ TEST(fresh_entries) {
   CHECK_EQ_I(errno, 0);
   CHECK_EQ_I(ji(e, "os_nice"), nice);
   jfree(j);
-  atomic_store(&fresh_step, 3);
+  atomic_store_explicit(&fresh_step, 3, memory_order_seq_cst);
   CHECK_EQ_I(pthread_join(t, NULL), 0);
   CHECK_GE_I(accounts[0], 200);
   CHECK_OK(sstm_shutdown());
@@ -1419,7 +1420,7 @@ static _Atomic bool worker_registered;
 static void *registered_forever(void *arg) {
   (void)arg;
   if (sstm_thread_init() != 0) _exit(7);
-  atomic_store(&worker_registered, true);
+  atomic_store_explicit(&worker_registered, true, memory_order_seq_cst);
   for (;;)
     pause();
 }
@@ -1438,7 +1439,7 @@ static void end_without_shutdown(bool by_exit) {
     if (sstm_init(&c) != 0 || sstm_thread_init() != 0) _exit(3);
     pthread_t th; /* a worker that is still registered at the exit */
     if (pthread_create(&th, NULL, registered_forever, NULL) != 0) _exit(6);
-    while (!atomic_load(&worker_registered))
+    while (!atomic_load_explicit(&worker_registered, memory_order_seq_cst))
       sched_yield();
     if (sstm_run(NULL, bump_fn, NULL) != 0) _exit(5);
     if (sstm_shutdown() != SSTM_EBUSY) _exit(4); /* still registered */
@@ -2989,8 +2990,8 @@ TEST(executor_levels_in_the_table) {
   CHECK_CONTAINS(d2, "table=no");
 
   /* A preemption: low at 1 runs on the only worker, high at 5 arrives. */
-  atomic_store(&hi_ran, 0);
-  atomic_store(&low_started, 0);
+  atomic_store_explicit(&hi_ran, 0, memory_order_seq_cst);
+  atomic_store_explicit(&low_started, 0, memory_order_seq_cst);
   sstm_exec_future_t fl, fh, fp[12];
   sstm_exec_req_t rl = {.fn = exec_low, .priority = 1, .future = &fl};
   CHECK_OK(sstm_exec_submit(ex, &rl));
@@ -3153,8 +3154,8 @@ static _Atomic int cpu_worker_state; /* 1 registered, 2 may leave */
 static void *cpu_worker(void *arg) {
   (void)arg;
   CHECK_OK(sstm_thread_init());
-  atomic_store(&cpu_worker_state, 1);
-  while (atomic_load(&cpu_worker_state) != 2)
+  atomic_store_explicit(&cpu_worker_state, 1, memory_order_seq_cst);
+  while (atomic_load_explicit(&cpu_worker_state, memory_order_seq_cst) != 2)
     usleep(1000);
   CHECK_OK(sstm_thread_exit());
   return NULL;
@@ -3176,10 +3177,10 @@ TEST(mapping_shows_each_threads_cpu) {
     sstm_test_skip("hwloc sees a single core: mapping is disabled");
   }
   CHECK_OK(sstm_thread_init());
-  atomic_store(&cpu_worker_state, 0);
+  atomic_store_explicit(&cpu_worker_state, 0, memory_order_seq_cst);
   pthread_t t;
   CHECK_EQ_I(pthread_create(&t, NULL, cpu_worker, NULL), 0);
-  while (atomic_load(&cpu_worker_state) != 1)
+  while (atomic_load_explicit(&cpu_worker_state, memory_order_seq_cst) != 1)
     usleep(1000);
   jval_t *j = snapshot_json(getpid());
   const jval_t *es = jget(j, "entries");
@@ -3214,7 +3215,7 @@ TEST(mapping_shows_each_threads_cpu) {
     CHECK_EQ_I(setenv("COLUMNS", saved, 1), 0);
   else
     CHECK_EQ_I(unsetenv("COLUMNS"), 0);
-  atomic_store(&cpu_worker_state, 2);
+  atomic_store_explicit(&cpu_worker_state, 2, memory_order_seq_cst);
   CHECK_EQ_I(pthread_join(t, NULL), 0);
   CHECK_OK(sstm_thread_exit());
   CHECK_OK(sstm_shutdown());

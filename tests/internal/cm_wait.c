@@ -57,23 +57,24 @@ static uint64_t mono_ns(void) {
 static void fx_log_reset(void) {
   memset(fx_log_ns, 0, sizeof fx_log_ns);
   memset(fx_log_at, 0, sizeof fx_log_at);
-  atomic_store(&fx_logged, 0);
+  atomic_store_explicit(&fx_logged, 0, memory_order_seq_cst);
 }
 
 static void fx_note_timeout(const struct timespec *ts) {
   if (ts == NULL) {
-    atomic_fetch_add(&fx_untimed_waits, 1);
+    atomic_fetch_add_explicit(&fx_untimed_waits, 1, memory_order_seq_cst);
     return;
   }
   uint64_t ns = (uint64_t)ts->tv_sec * 1000000000ull + (uint64_t)ts->tv_nsec;
-  int i = atomic_load(&fx_logged);
+  int i = atomic_load_explicit(&fx_logged, memory_order_seq_cst);
   if (i < FX_LOGGED) {
     fx_log_ns[i] = ns;
     fx_log_at[i] = mono_ns();
-    atomic_store(&fx_logged, i + 1);
+    atomic_store_explicit(&fx_logged, i + 1, memory_order_seq_cst);
   }
-  uint64_t m = atomic_load(&fx_max_sleep_ns);
-  while (ns > m && !atomic_compare_exchange_weak(&fx_max_sleep_ns, &m, ns)) {
+  uint64_t m = atomic_load_explicit(&fx_max_sleep_ns, memory_order_seq_cst);
+  while (ns > m && !atomic_compare_exchange_weak_explicit(
+                       &fx_max_sleep_ns, &m, ns, memory_order_seq_cst, memory_order_seq_cst)) {
   }
 }
 
@@ -86,13 +87,13 @@ long syscall(long nr, ...) {
   long a1 = va_arg(ap, long), a2 = va_arg(ap, long), a3 = va_arg(ap, long);
   long a4 = va_arg(ap, long), a5 = va_arg(ap, long), a6 = va_arg(ap, long);
   va_end(ap);
-  if (nr == SYS_futex && (const void *)a1 == atomic_load(&fx_word)) {
+  if (nr == SYS_futex && (const void *)a1 == atomic_load_explicit(&fx_word, memory_order_seq_cst)) {
     int op = (int)a2 & FUTEX_CMD_MASK;
     if (op == FUTEX_WAKE)
-      atomic_fetch_add(&fx_wakes, 1);
+      atomic_fetch_add_explicit(&fx_wakes, 1, memory_order_seq_cst);
     else if (op == FUTEX_WAIT) {
       fx_note_timeout((const struct timespec *)a4);
-      atomic_fetch_add(&fx_waits, 1);
+      atomic_fetch_add_explicit(&fx_waits, 1, memory_order_seq_cst);
     }
   }
   long ret;
@@ -113,11 +114,12 @@ long syscall(long nr, ...) {
 /* Count futex calls on w from now on; checks that the counting works. */
 static void fx_watch(const void *w) {
   _Atomic uint64_t probe = 0;
-  atomic_store(&fx_word, (const void *)&probe);
-  long w0 = atomic_load(&fx_wakes);
+  atomic_store_explicit(&fx_word, (const void *)&probe, memory_order_seq_cst);
+  long w0 = atomic_load_explicit(&fx_wakes, memory_order_seq_cst);
   sstm__futex_wake_all(&probe);
-  CHECK_EQ_I(atomic_load(&fx_wakes), w0 + 1); /* the interposition is in effect */
-  atomic_store(&fx_word, w);
+  CHECK_EQ_I(atomic_load_explicit(&fx_wakes, memory_order_seq_cst),
+             w0 + 1); /* the interposition is in effect */
+  atomic_store_explicit(&fx_word, w, memory_order_seq_cst);
 }
 
 /* Sleep until woken: without the protocol (flag, value check, wake at the
@@ -238,7 +240,7 @@ static void winner_body(void *p) {
     await_sleepers(sstm_self()); /* the loser is on its way into FUTEX_WAIT */
     mw.slept_rounds++;
     if (c->r % 2 == 0) {
-      await_in_futex(atomic_load(&mw.loser_tid)); /* and now in it */
+      await_in_futex(atomic_load_explicit(&mw.loser_tid, memory_order_seq_cst)); /* and now in it */
       mw.asleep_rounds++;
     }
   }
@@ -266,7 +268,7 @@ static void winner_body(void *p) {
 static void mw_winner(sstm_rng_t *rng) {
   mw.wdesc = sstm_self();
   fx_watch(&mw.wdesc->status);
-  while (atomic_load(&mw.loser_tid) == 0)
+  while (atomic_load_explicit(&mw.loser_tid, memory_order_seq_cst) == 0)
     sched_yield();
   uint64_t deadline = mono_ns() + MW_BUDGET_NS;
   for (long r = 1;; r++) {
@@ -282,12 +284,12 @@ static void mw_winner(sstm_rng_t *rng) {
     c.sync = mode == SSTM_WAIT_BLOCK && (x >> 16) % 3 == 0;
     atomic_store_explicit(&mw.mode, mode, memory_order_relaxed);
     atomic_store_explicit(&mw.sync, c.sync, memory_order_relaxed);
-    long wakes0 = atomic_load(&fx_wakes);
+    long wakes0 = atomic_load_explicit(&fx_wakes, memory_order_seq_cst);
     int rc = sstm_run(NULL, winner_body, &c);
     CHECK_RC(rc, c.kind == END_CANCEL ? SSTM_ECANCELED : SSTM_OK);
     if (c.kind == END_RESTART || c.kind == END_KILL) CHECK_EQ_I(c.attempts, 2);
     await_round(&mw.done, (uint64_t)r);
-    long wakes = atomic_load(&fx_wakes) - wakes0;
+    long wakes = atomic_load_explicit(&fx_wakes, memory_order_seq_cst) - wakes0;
     if (c.sync) /* the end found the sleepers flag: it must wake */
       CHECK_MSG(wakes >= 1,
                 "round %ld (end kind %d): the loser flagged the attempt as "
@@ -303,7 +305,7 @@ static void mw_winner(sstm_rng_t *rng) {
 }
 
 static void mw_loser(sstm_rng_t *rng) {
-  atomic_store(&mw.loser_tid, (int)syscall(SYS_gettid));
+  atomic_store_explicit(&mw.loser_tid, (int)syscall(SYS_gettid), memory_order_seq_cst);
   for (long r = 1;; r++) {
     await_round(&mw.round, (uint64_t)r);
     bool last = atomic_load_explicit(&mw.last, memory_order_relaxed) == (uint64_t)r;
@@ -337,8 +339,10 @@ TEST(wait_never_misses_the_end) {
   sstm_test_run_threads(2, true, mw_thread, NULL);
   printf("%llu of %ld rounds, %ld with the loser committed to sleep (%ld seen asleep), %ld "
          "running at the call; %ld FUTEX_WAKE, %ld FUTEX_WAIT on the winner's word\n",
-         (unsigned long long)atomic_load(&mw.last), mw.rounds, mw.slept_rounds, mw.asleep_rounds,
-         mw.running_at_call, atomic_load(&fx_wakes), atomic_load(&fx_waits));
+         (unsigned long long)atomic_load_explicit(&mw.last, memory_order_seq_cst), mw.rounds,
+         mw.slept_rounds, mw.asleep_rounds, mw.running_at_call,
+         atomic_load_explicit(&fx_wakes, memory_order_seq_cst),
+         atomic_load_explicit(&fx_waits, memory_order_seq_cst));
   CHECK_GT_I(mw.slept_rounds, 0);
   CHECK_GT_I(mw.asleep_rounds, 0);
   sstm_test_fini();
@@ -377,8 +381,8 @@ TEST(wait_on_ended_attempt_returns_zero) {
   }
   /* nothing was flagged on the idle word, nobody slept on it */
   CHECK_EQ_X(st_of(me) & SSTM_ST_FLAGS, 0);
-  CHECK_EQ_I(atomic_load(&fx_waits), 0);
-  CHECK_EQ_I(atomic_load(&fx_wakes), 1); /* fx_watch's own probe */
+  CHECK_EQ_I(atomic_load_explicit(&fx_waits, memory_order_seq_cst), 0);
+  CHECK_EQ_I(atomic_load_explicit(&fx_wakes, memory_order_seq_cst), 1); /* fx_watch's own probe */
   CHECK_RC(sstm_party_wait(NULL, SSTM_WAIT_BLOCK, 0), SSTM_EINVAL);
   sstm_party_t mine = {.desc = me, .txid = committed};
   CHECK_RC(sstm_party_wait(&mine, (sstm_wait_mode_t)7, 0), SSTM_EINVAL); /* unknown mode */
@@ -399,8 +403,8 @@ static struct {
 
 static void *sus_waiter(void *arg) {
   (void)arg;
-  atomic_store(&sus.tid, (int)syscall(SYS_gettid));
-  atomic_store(&sus.rc, sstm_party_wait(&sus.p, SSTM_WAIT_BLOCK, 0));
+  atomic_store_explicit(&sus.tid, (int)syscall(SYS_gettid), memory_order_seq_cst);
+  atomic_store_explicit(&sus.rc, sstm_party_wait(&sus.p, SSTM_WAIT_BLOCK, 0), memory_order_seq_cst);
   atomic_store_explicit(&sus.returned, 1, memory_order_release);
   return NULL;
 }
@@ -424,10 +428,11 @@ static void suspended_fn(void *arg) {
   pthread_t th;
   CHECK_EQ_I(pthread_create(&th, NULL, sus_waiter, NULL), 0);
   await_sleepers(me);
-  while (atomic_load(&sus.tid) == 0)
+  while (atomic_load_explicit(&sus.tid, memory_order_seq_cst) == 0)
     sched_yield();
-  await_in_futex(atomic_load(&sus.tid)); /* asleep: only the commit's wake frees it */
-  CHECK_FALSE(atomic_load(&sus.returned));
+  await_in_futex(atomic_load_explicit(
+      &sus.tid, memory_order_seq_cst)); /* asleep: only the commit's wake frees it */
+  CHECK_FALSE(atomic_load_explicit(&sus.returned, memory_order_seq_cst));
   CHECK_TRUE(sstm_party_running(&sus.p));
   CHECK_OK(sstm_desc_attach(me));
   /* back on this thread: the body returns and sstm_run commits; the waiter
@@ -441,8 +446,9 @@ TEST(wait_times_out_on_suspended_winner_then_wakes_on_commit) {
   pthread_t th;
   CHECK_OK(sstm_run(NULL, suspended_fn, &th));
   CHECK_EQ_I(pthread_join(th, NULL), 0);
-  CHECK_OK(atomic_load(&sus.rc));
-  CHECK_GE_I(atomic_load(&fx_wakes), 1 + 1); /* the commit woke the sleeper */
+  CHECK_OK(atomic_load_explicit(&sus.rc, memory_order_seq_cst));
+  CHECK_GE_I(atomic_load_explicit(&fx_wakes, memory_order_seq_cst),
+             1 + 1); /* the commit woke the sleeper */
   CHECK_FALSE(sstm_party_running(&sus.p));
   CHECK_EQ_U(tx_load_u64(&mw.word[4]), 1);
   sstm_test_fini();
@@ -491,16 +497,18 @@ static __thread int cw_mode = -1; /* the calling waiter's mode, -1: none */
 /* Replaces the C library's sched_yield for this executable (the static
  * library's calls bind to it). */
 int sched_yield(void) {
-  if (cw_mode >= 0) atomic_fetch_add(&cw.yields[cw_mode], 1);
+  if (cw_mode >= 0) atomic_fetch_add_explicit(&cw.yields[cw_mode], 1, memory_order_seq_cst);
   return (int)syscall(SYS_sched_yield);
 }
 
 /* Has the BLOCK waiter done what its mode does behind a committing party:
  * asleep in FUTEX_WAIT on the status word, or yielded many times? */
 static bool cw_block_ready(void) {
-  if (!cw.sleeps) return atomic_load(&cw.yields[SSTM_WAIT_BLOCK]) >= CW_LOOKS / 64;
-  int tid = atomic_load(&cw.block_tid);
-  return atomic_load(&fx_waits) >= 1 && tid != 0 && sstm_test_in_futex(tid);
+  if (!cw.sleeps)
+    return atomic_load_explicit(&cw.yields[SSTM_WAIT_BLOCK], memory_order_seq_cst) >= CW_LOOKS / 64;
+  int tid = atomic_load_explicit(&cw.block_tid, memory_order_seq_cst);
+  return atomic_load_explicit(&fx_waits, memory_order_seq_cst) >= 1 && tid != 0 &&
+         sstm_test_in_futex(tid);
 }
 
 static sstm_cm_action_t cw_conflict(sstm_cm_ctx_t *ctx, const sstm_conflict_t *c,
@@ -525,16 +533,17 @@ static sstm_cm_action_t cw_conflict(sstm_cm_ctx_t *ctx, const sstm_conflict_t *c
    * those took tens of seconds on a loaded machine, where each yield gives
    * the CPU away for a scheduling round. */
   uint64_t spin_cpu0 = thread_cpu_ns(cw.spin_clock);
-  while (!cw_block_ready() || atomic_load(&cw.yields[SSTM_WAIT_YIELD]) < CW_LOOKS / 64 ||
+  while (!cw_block_ready() ||
+         atomic_load_explicit(&cw.yields[SSTM_WAIT_YIELD], memory_order_seq_cst) < CW_LOOKS / 64 ||
          thread_cpu_ns(cw.spin_clock) - spin_cpu0 < CW_SPIN_CPU_NS) {
     CHECK_EQ_X(st_of(ctx->desc) & SSTM_ST_SLEEPERS, 0);
-    CHECK_EQ_I(atomic_load(&cw.returned), 0);
+    CHECK_EQ_I(atomic_load_explicit(&cw.returned, memory_order_seq_cst), 0);
     sched_yield();
     cw.observed++;
   }
   CHECK_EQ_X(st_of(ctx->desc) & SSTM_ST_SLEEPERS, 0);
-  CHECK_EQ_I(atomic_load(&cw.returned), 0);
-  cw.sleepers_seen = atomic_load(&ctx->desc->commit_sleepers);
+  CHECK_EQ_I(atomic_load_explicit(&cw.returned, memory_order_seq_cst), 0);
+  cw.sleepers_seen = atomic_load_explicit(&ctx->desc->commit_sleepers, memory_order_seq_cst);
   atomic_store_explicit(cw.lk, cw.old_lw, memory_order_release); /* unforge */
   *wait_ns = 1000;
   return SSTM_CM_WAIT;
@@ -547,14 +556,16 @@ static const sstm_cm_ops_t cw_ops = {
 
 static void *cw_waiter(void *arg) {
   int mode = (int)(intptr_t)arg;
-  if (mode == SSTM_WAIT_BLOCK) atomic_store(&cw.block_tid, sstm__gettid());
+  if (mode == SSTM_WAIT_BLOCK)
+    atomic_store_explicit(&cw.block_tid, sstm__gettid(), memory_order_seq_cst);
   while (!atomic_load_explicit(&cw.published, memory_order_acquire))
     sched_yield();
   atomic_fetch_add_explicit(&cw.entering, 1, memory_order_release);
   cw_mode = mode;
-  atomic_store(&cw.rc[mode], sstm_party_wait(&cw.p, (sstm_wait_mode_t)mode, 0));
+  atomic_store_explicit(&cw.rc[mode], sstm_party_wait(&cw.p, (sstm_wait_mode_t)mode, 0),
+                        memory_order_seq_cst);
   cw_mode = -1;
-  atomic_fetch_add(&cw.returned, 1);
+  atomic_fetch_add_explicit(&cw.returned, 1, memory_order_seq_cst);
   return NULL;
 }
 
@@ -569,17 +580,17 @@ static void cw_holder_body(void *arg) {
   cw.holder = h;
   /* forge: cw_word[0]'s lock owned by this (running) attempt */
   cw.lk = sstm__lock_for(h, &cw_word[0]);
-  cw.old_lw = atomic_load(cw.lk);
+  cw.old_lw = atomic_load_explicit(cw.lk, memory_order_seq_cst);
   CHECK_FALSE(sstm_lw_locked(cw.old_lw));
-  atomic_store(cw.lk, sstm_lw_make_owner(h->slot, sstm_txid()));
+  atomic_store_explicit(cw.lk, sstm_lw_make_owner(h->slot, sstm_txid()), memory_order_seq_cst);
   CHECK_OK(run_other_attached(NULL, cw_writer, NULL));
 }
 
 /* One run of section 4, with the asymmetric fence or without it. */
 static void cw_run(bool no_membarrier) {
   memset(&cw, 0, sizeof cw);
-  atomic_store(&fx_waits, 0);
-  atomic_store(&fx_wakes, 0);
+  atomic_store_explicit(&fx_waits, 0, memory_order_seq_cst);
+  atomic_store_explicit(&fx_wakes, 0, memory_order_seq_cst);
   unsliced_sleeps();
   int rc = sstm_cm_register(&cw_ops);
   CHECK_TRUE(rc == 0 || rc == SSTM_EBUSY); /* registered once per process */
@@ -603,31 +614,38 @@ static void cw_run(bool no_membarrier) {
   CHECK_OK(sstm_run(NULL, cw_holder_body, NULL));
   for (int m = 0; m < CW_WAITERS; m++) {
     CHECK_EQ_I(pthread_join(th[m], NULL), 0);
-    CHECK_OK(atomic_load(&cw.rc[m]));
+    CHECK_OK(atomic_load_explicit(&cw.rc[m], memory_order_seq_cst));
   }
   /* SPIN keeps its CPU; YIELD gave it up while the party was committing
    * (the holder waited for that, bounded by the watchdog) */
-  CHECK_EQ_I(atomic_load(&cw.yields[SSTM_WAIT_SPIN]), 0);
-  CHECK_GT_I(atomic_load(&cw.yields[SSTM_WAIT_YIELD]), 0);
+  CHECK_EQ_I(atomic_load_explicit(&cw.yields[SSTM_WAIT_SPIN], memory_order_seq_cst), 0);
+  CHECK_GT_I(atomic_load_explicit(&cw.yields[SSTM_WAIT_YIELD], memory_order_seq_cst), 0);
   if (cw.sleeps) {
     /* BLOCK slept (the holder saw it in FUTEX_WAIT, counted in the party's
      * commit_sleepers) and never yielded; the commit's end woke it: a lost
      * wake-up would leave it asleep (unsliced sleeps) and the watchdog
      * would fail the test. */
-    CHECK_GE_I(atomic_load(&fx_waits), 1);
+    CHECK_GE_I(atomic_load_explicit(&fx_waits, memory_order_seq_cst), 1);
     CHECK_EQ_U(cw.sleepers_seen, 1);
-    CHECK_GE_I(atomic_load(&fx_wakes), 1 + 1); /* fx_watch's own, and the commit's */
-    CHECK_EQ_I(atomic_load(&cw.yields[SSTM_WAIT_BLOCK]), 0);
+    CHECK_GE_I(atomic_load_explicit(&fx_wakes, memory_order_seq_cst),
+               1 + 1); /* fx_watch's own, and the commit's */
+    CHECK_EQ_I(atomic_load_explicit(&cw.yields[SSTM_WAIT_BLOCK], memory_order_seq_cst), 0);
   } else {
-    CHECK_EQ_I(atomic_load(&fx_waits), 0); /* a committing attempt is spun on */
-    CHECK_EQ_I(atomic_load(&fx_wakes), 1); /* fx_watch's own: the commit had nobody to wake */
-    CHECK_GT_I(atomic_load(&cw.yields[SSTM_WAIT_BLOCK]), 0);
+    CHECK_EQ_I(atomic_load_explicit(&fx_waits, memory_order_seq_cst),
+               0); /* a committing attempt is spun on */
+    CHECK_EQ_I(atomic_load_explicit(&fx_wakes, memory_order_seq_cst),
+               1); /* fx_watch's own: the commit had nobody to wake */
+    CHECK_GT_I(atomic_load_explicit(&cw.yields[SSTM_WAIT_BLOCK], memory_order_seq_cst), 0);
   }
-  CHECK_EQ_U(atomic_load(&cw.p.desc->commit_sleepers), 0); /* the sleeper left */
+  CHECK_EQ_U(atomic_load_explicit(&cw.p.desc->commit_sleepers, memory_order_seq_cst),
+             0); /* the sleeper left */
   printf("while the party was committing: yields spin %ld, block %ld, yield %ld; futex waits %ld, "
          "wakes %ld\n",
-         atomic_load(&cw.yields[0]), atomic_load(&cw.yields[1]), atomic_load(&cw.yields[2]),
-         atomic_load(&fx_waits), atomic_load(&fx_wakes));
+         atomic_load_explicit(&cw.yields[0], memory_order_seq_cst),
+         atomic_load_explicit(&cw.yields[1], memory_order_seq_cst),
+         atomic_load_explicit(&cw.yields[2], memory_order_seq_cst),
+         atomic_load_explicit(&fx_waits, memory_order_seq_cst),
+         atomic_load_explicit(&fx_wakes, memory_order_seq_cst));
   CHECK_EQ_I(cw.calls, 1);
   CHECK_FALSE(sstm_party_running(&cw.p));
   CHECK_EQ_U(tx_load_u64(&cw_word[0]), 42);
@@ -652,9 +670,9 @@ static struct {
 
 static void *ro_waiter(void *arg) {
   (void)arg;
-  atomic_store(&ro.tid, (int)syscall(SYS_gettid));
-  atomic_store(&ro.rc, sstm_party_wait(&ro.p, SSTM_WAIT_BLOCK, 0));
-  atomic_store(&ro.returned, 1);
+  atomic_store_explicit(&ro.tid, (int)syscall(SYS_gettid), memory_order_seq_cst);
+  atomic_store_explicit(&ro.rc, sstm_party_wait(&ro.p, SSTM_WAIT_BLOCK, 0), memory_order_seq_cst);
+  atomic_store_explicit(&ro.returned, 1, memory_order_seq_cst);
   return NULL;
 }
 
@@ -666,10 +684,11 @@ static void ro_body(void *arg) {
   pthread_t *th = arg;
   CHECK_EQ_I(pthread_create(th, NULL, ro_waiter, NULL), 0);
   await_sleepers(sstm_self());
-  while (atomic_load(&ro.tid) == 0)
+  while (atomic_load_explicit(&ro.tid, memory_order_seq_cst) == 0)
     sched_yield();
-  await_in_futex(atomic_load(&ro.tid)); /* asleep on this attempt's word */
-  CHECK_FALSE(atomic_load(&ro.returned));
+  await_in_futex(
+      atomic_load_explicit(&ro.tid, memory_order_seq_cst)); /* asleep on this attempt's word */
+  CHECK_FALSE(atomic_load_explicit(&ro.returned, memory_order_seq_cst));
 }
 
 TEST(wait_on_reading_attempt_wakes_at_its_commit) {
@@ -678,8 +697,9 @@ TEST(wait_on_reading_attempt_wakes_at_its_commit) {
   pthread_t th;
   CHECK_OK(sstm_run(NULL, ro_body, &th)); /* detected read-only commit */
   CHECK_EQ_I(pthread_join(th, NULL), 0);
-  CHECK_OK(atomic_load(&ro.rc));
-  CHECK_GE_I(atomic_load(&fx_wakes), 1 + 1); /* the commit woke the sleeper */
+  CHECK_OK(atomic_load_explicit(&ro.rc, memory_order_seq_cst));
+  CHECK_GE_I(atomic_load_explicit(&fx_wakes, memory_order_seq_cst),
+             1 + 1); /* the commit woke the sleeper */
   sstm_test_fini();
 }
 
@@ -698,7 +718,7 @@ static struct {
 static void snap_write(void *arg) {
   (void)arg;
   sstm_store_u64(&mw.word[6], 1);
-  snap.lw = atomic_load(sstm__lock_for(sstm__cur, &mw.word[6]));
+  snap.lw = atomic_load_explicit(sstm__lock_for(sstm__cur, &mw.word[6]), memory_order_seq_cst);
   snap.d = sstm_self();
 }
 
@@ -779,16 +799,16 @@ TEST(watch_reported_to_the_watched_attempt_only) {
  * syscall() records it) and bracketed by the test's own clock readings: a waiter on a suspended
  * attempt, with a timeout of several slices, one shorter than a slice, and with slicing off. */
 static void sleep_bounds(sstm_party_t *p, uint64_t timeout_ns, uint64_t max_ns) {
-  atomic_store(&fx_max_sleep_ns, 0);
-  atomic_store(&fx_untimed_waits, 0);
-  long w0 = atomic_load(&fx_waits);
+  atomic_store_explicit(&fx_max_sleep_ns, 0, memory_order_seq_cst);
+  atomic_store_explicit(&fx_untimed_waits, 0, memory_order_seq_cst);
+  long w0 = atomic_load_explicit(&fx_waits, memory_order_seq_cst);
   /* until a few sleeps were seen (a preempted waiter may time out without
    * sleeping at all) */
-  while (atomic_load(&fx_waits) - w0 < 3)
+  while (atomic_load_explicit(&fx_waits, memory_order_seq_cst) - w0 < 3)
     CHECK_RC(sstm_party_wait(p, SSTM_WAIT_BLOCK, timeout_ns), SSTM_EBUSY);
-  CHECK_EQ_I(atomic_load(&fx_untimed_waits), 0);
-  CHECK_GT_U(atomic_load(&fx_max_sleep_ns), 0);
-  CHECK_LE_U(atomic_load(&fx_max_sleep_ns), max_ns);
+  CHECK_EQ_I(atomic_load_explicit(&fx_untimed_waits, memory_order_seq_cst), 0);
+  CHECK_GT_U(atomic_load_explicit(&fx_max_sleep_ns, memory_order_seq_cst), 0);
+  CHECK_LE_U(atomic_load_explicit(&fx_max_sleep_ns, memory_order_seq_cst), max_ns);
 }
 
 /* The n logged sleeps of one wait that started at t0 (bounds above). */
@@ -835,7 +855,8 @@ static void sliced_fn(void *arg) {
     fx_log_reset();
     uint64_t t0 = mono_ns();
     CHECK_RC(sstm_party_wait(&p, SSTM_WAIT_BLOCK, TIMEOUT), SSTM_EBUSY);
-    n = atomic_load(&fx_logged); /* 0 if preempted past the deadline first */
+    n = atomic_load_explicit(&fx_logged,
+                             memory_order_seq_cst); /* 0 if preempted past the deadline first */
     check_slices(t0, n, TIMEOUT, MIN, MAX);
   }
   atomic_store_explicit(&sstm__wait_slice_ns, 0, memory_order_relaxed);
@@ -861,9 +882,10 @@ static struct {
 
 static void *ms_sleeper(void *arg) {
   int i = (int)(intptr_t)arg;
-  atomic_store(&ms.tid[i], (int)syscall(SYS_gettid));
-  atomic_store(&ms.rc[i], sstm_party_wait(&ms.p, SSTM_WAIT_BLOCK, 0));
-  atomic_fetch_add(&ms.returned, 1);
+  atomic_store_explicit(&ms.tid[i], (int)syscall(SYS_gettid), memory_order_seq_cst);
+  atomic_store_explicit(&ms.rc[i], sstm_party_wait(&ms.p, SSTM_WAIT_BLOCK, 0),
+                        memory_order_seq_cst);
+  atomic_fetch_add_explicit(&ms.returned, 1, memory_order_seq_cst);
   return NULL;
 }
 
@@ -877,11 +899,11 @@ static void many_fn(void *arg) {
   for (int i = 0; i < MS_SLEEPERS; i++)
     CHECK_EQ_I(pthread_create(&th[i], NULL, ms_sleeper, (void *)(intptr_t)i), 0);
   for (int i = 0; i < MS_SLEEPERS; i++) {
-    while (atomic_load(&ms.tid[i]) == 0)
+    while (atomic_load_explicit(&ms.tid[i], memory_order_seq_cst) == 0)
       sched_yield();
-    await_in_futex(atomic_load(&ms.tid[i])); /* all asleep at once */
+    await_in_futex(atomic_load_explicit(&ms.tid[i], memory_order_seq_cst)); /* all asleep at once */
   }
-  CHECK_EQ_I(atomic_load(&ms.returned), 0);
+  CHECK_EQ_I(atomic_load_explicit(&ms.returned, memory_order_seq_cst), 0);
   CHECK_OK(sstm_desc_attach(me)); /* the commit (sstm_run) wakes them */
 }
 
@@ -892,7 +914,7 @@ TEST(attempt_end_wakes_every_sleeper) {
   CHECK_OK(sstm_run(NULL, many_fn, th));
   for (int i = 0; i < MS_SLEEPERS; i++) {
     CHECK_EQ_I(pthread_join(th[i], NULL), 0);
-    CHECK_OK(atomic_load(&ms.rc[i]));
+    CHECK_OK(atomic_load_explicit(&ms.rc[i], memory_order_seq_cst));
   }
   CHECK_FALSE(sstm_party_running(&ms.p));
   sstm_test_fini();

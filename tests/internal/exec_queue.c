@@ -143,19 +143,19 @@ static void *producer(void *p) {
     if ((i & 63) == 0) check_bitmap(&cq);
     sstm__xq_unlock(&cq);
   }
-  atomic_fetch_sub(&producers_left, 1);
+  atomic_fetch_sub_explicit(&producers_left, 1, memory_order_seq_cst);
   return NULL;
 }
 
 static void *consumer(void *p) {
   (void)p;
   for (;;) {
-    bool last = atomic_load(&producers_left) == 0;
+    bool last = atomic_load_explicit(&producers_left, memory_order_seq_cst) == 0;
     sstm__xq_lock(&cq);
     sstm_xq_node_t *n = sstm__xq_pop(&cq, NULL, NULL);
     clog[nlog++] = (logent_t){n ? ((item_t *)n)->id : UINT32_MAX, false};
     sstm__xq_unlock(&cq);
-    if (n) atomic_fetch_add(&popped, 1);
+    if (n) atomic_fetch_add_explicit(&popped, 1, memory_order_seq_cst);
     if (!n && last) break;
     if (!n) sched_yield();
   }
@@ -172,7 +172,7 @@ TEST(concurrent) {
   size_t cap = total * 8 + 1000000;
   CHECK_NOT_NULL(clog = malloc(cap * sizeof *clog));
   CHECK_EQ_I(sstm__xq_init(&cq, LEVELS), 0);
-  atomic_store(&producers_left, P);
+  atomic_store_explicit(&producers_left, P, memory_order_seq_cst);
   pthread_t th[P + C];
   for (unsigned i = 0; i < P; i++)
     CHECK_EQ_I(pthread_create(&th[i], NULL, producer, (void *)(uintptr_t)i), 0);
@@ -181,7 +181,7 @@ TEST(concurrent) {
   for (unsigned i = 0; i < P + C; i++)
     CHECK_EQ_I(pthread_join(th[i], NULL), 0);
   CHECK_LE_U(nlog, cap);
-  CHECK_EQ_U(atomic_load(&popped), total);
+  CHECK_EQ_U(atomic_load_explicit(&popped, memory_order_seq_cst), total);
   CHECK_EQ_I(sstm__xq_top(&cq), -1);
   /* replay */
   ref_t r;

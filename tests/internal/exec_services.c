@@ -263,7 +263,7 @@ static void sw_body(void) {
     sw.tid_commit = (int)gettid();
   SSTM_ATOMIC_END();
   CHECK_EQ_PTR(sstm_desc_detach(), sw.d);
-  atomic_store(&sw.phase, 3);
+  atomic_store_explicit(&sw.phase, 3, memory_order_seq_cst);
   /* returns to uc_link: worker B's context */
 }
 
@@ -278,17 +278,17 @@ static void *worker_a(void *arg) {
   makecontext(&sw.tx, sw_body, 0);
   CHECK_EQ_I(swapcontext(&sw.worker_a, &sw.tx), 0);
   CHECK_NULL(sstm_self()); /* the hook detached it */
-  atomic_store(&sw.phase, 1);
+  atomic_store_explicit(&sw.phase, 1, memory_order_seq_cst);
   return NULL;
 }
 
 static void *worker_b(void *arg) {
   (void)arg;
-  while (atomic_load(&sw.phase) != 1)
+  while (atomic_load_explicit(&sw.phase, memory_order_seq_cst) != 1)
     sstm_test_relax();
   CHECK_OK(sstm_desc_attach(sw.d));
   CHECK_EQ_I(swapcontext(&sw.worker_b, &sw.tx), 0);
-  CHECK_EQ_I(atomic_load(&sw.phase), 3);
+  CHECK_EQ_I(atomic_load_explicit(&sw.phase, memory_order_seq_cst), 3);
   return NULL;
 }
 
@@ -392,7 +392,7 @@ static void pp_hook(sstm_desc_t *self, sstm_exec_point_t where, sstm_desc_t *blo
   CHECK_EQ_PTR(sstm_desc_detach(), self);
   CHECK_OK(sstm_desc_attach(txh_other_desc()));
   CHECK_OK(sstm_run(NULL, write_w0_w8, NULL)); /* takes self's locks over */
-  pp_seen16 = atomic_load(sstm__lock_for(self, &w[16]));
+  pp_seen16 = atomic_load_explicit(sstm__lock_for(self, &w[16]), memory_order_seq_cst);
   CHECK_EQ_PTR(sstm_desc_detach(), txh_other_desc());
   CHECK_OK(sstm_desc_attach(self));
 }
@@ -402,7 +402,7 @@ TEST_ETL(polled_pause_gets_the_old_versions_back) {
   CHECK_OK(sstm__exec_set_hook(pp_hook));
   sstm_desc_t *me = sstm_self();
   tx_store_u64(&w[16], 3); /* a version of its own */
-  pp_old16 = atomic_load(sstm__lock_for(me, &w[16]));
+  pp_old16 = atomic_load_explicit(sstm__lock_for(me, &w[16]), memory_order_seq_cst);
   static volatile int attempts;
   attempts = 0;
   SSTM_ATOMIC_BEGIN(NULL)

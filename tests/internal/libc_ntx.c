@@ -45,8 +45,8 @@ static void body(void *arg) {
     CHECK_EQ_I(sstm_ftell(g_f), 1);
   else
     CHECK_EQ_I(sstm_fputc('x', g_f), 'x');
-  atomic_store(&g_in, 1);
-  while (atomic_load(&g_go) == 0)
+  atomic_store_explicit(&g_in, 1, memory_order_seq_cst);
+  while (atomic_load_explicit(&g_go, memory_order_seq_cst) == 0)
     sched_yield();
 }
 
@@ -54,7 +54,7 @@ static void *runner(void *arg) {
   (void)arg;
   CHECK_OK(sstm_thread_init());
   CHECK_OK(sstm_run(NULL, body, NULL));
-  atomic_store(&g_done, 1);
+  atomic_store_explicit(&g_done, 1, memory_order_seq_cst);
   CHECK_OK(sstm_thread_exit());
   return NULL;
 }
@@ -63,9 +63,9 @@ static void open_stream(void) {
   g_f = sstm_fopen(path, "w+");
   CHECK_NOT_NULL(g_f);
   CHECK_EQ_I(sstm_fputc('0', g_f), '0');
-  atomic_store(&g_in, 0);
-  atomic_store(&g_go, 0);
-  atomic_store(&g_done, 0);
+  atomic_store_explicit(&g_in, 0, memory_order_seq_cst);
+  atomic_store_explicit(&g_go, 0, memory_order_seq_cst);
+  atomic_store_explicit(&g_done, 0, memory_order_seq_cst);
 }
 
 TEST(first_call_of_a_transaction_waits_for_the_lock) {
@@ -73,15 +73,16 @@ TEST(first_call_of_a_transaction_waits_for_the_lock) {
   make_path();
   for (g_peek = 0; g_peek < 2; g_peek++) {
     open_stream();
-    atomic_store(&g_go, 1);
+    atomic_store_explicit(&g_go, 1, memory_order_seq_cst);
     CHECK_TRUE(sstm__stdio_ntx_lock(g_f));
     pthread_t t;
     CHECK_EQ_I(pthread_create(&t, NULL, runner, NULL), 0);
     usleep(50000);
-    CHECK_EQ_I(atomic_load(&g_in), 0); /* waiting before it read the stream */
+    CHECK_EQ_I(atomic_load_explicit(&g_in, memory_order_seq_cst),
+               0); /* waiting before it read the stream */
     sstm__stdio_ntx_unlock(g_f);
     CHECK_EQ_I(pthread_join(t, NULL), 0);
-    CHECK_EQ_I(atomic_load(&g_done), 1);
+    CHECK_EQ_I(atomic_load_explicit(&g_done, memory_order_seq_cst), 1);
     CHECK_OK(sstm_fclose(g_f));
     char buf[8];
     size_t n = contents(buf, sizeof buf);
@@ -99,10 +100,10 @@ TEST(lock_is_refused_while_a_transaction_has_the_stream) {
     open_stream();
     pthread_t t;
     CHECK_EQ_I(pthread_create(&t, NULL, runner, NULL), 0);
-    while (atomic_load(&g_in) == 0)
+    while (atomic_load_explicit(&g_in, memory_order_seq_cst) == 0)
       sched_yield();
     CHECK_FALSE(sstm__stdio_ntx_lock(g_f)); /* acquired, or peeked at: in flight */
-    atomic_store(&g_go, 1);
+    atomic_store_explicit(&g_go, 1, memory_order_seq_cst);
     CHECK_EQ_I(pthread_join(t, NULL), 0);
     CHECK_TRUE(sstm__stdio_ntx_lock(g_f)); /* ended: installed, counters back to 0 */
     sstm__stdio_ntx_unlock(g_f);

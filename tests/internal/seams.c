@@ -529,7 +529,8 @@ static void pw_run(void (*owner_body)(void *)) {
   pw_wait(1);
   atomic_store_explicit(&sstm__test_seam, pw_seam, memory_order_seq_cst);
   CHECK_OK(sstm_run(NULL, pw_reader_body, NULL));
-  if (atomic_load(&pw_s.step) < 4) pw_set(4); /* a reader that never retried */
+  if (atomic_load_explicit(&pw_s.step, memory_order_seq_cst) < 4)
+    pw_set(4); /* a reader that never retried */
   CHECK_EQ_I(pthread_join(pw_s.owner, NULL), 0);
   atomic_store_explicit(&sstm__test_seam, NULL, memory_order_relaxed);
   CHECK_EQ_I(pw_s.fired, 1);

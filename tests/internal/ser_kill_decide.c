@@ -160,9 +160,9 @@ static atomic_int phase;
 static void holder_body(void *arg) {
   (void)arg;
   sstm_store_u64(&word, sstm_load_u64(&word) + 1);
-  if (atomic_load(&phase) == 0) {
-    atomic_store(&phase, 1);
-    while (atomic_load(&phase) == 1)
+  if (atomic_load_explicit(&phase, memory_order_seq_cst) == 0) {
+    atomic_store_explicit(&phase, 1, memory_order_seq_cst);
+    while (atomic_load_explicit(&phase, memory_order_seq_cst) == 1)
       __builtin_ia32_pause();
   }
 }
@@ -189,10 +189,10 @@ TEST(stalled_holder_killed_requester_goes_on) {
   CHECK_OK(sstm_init(&cfg));
   CHECK_OK(sstm_thread_init());
   word = 0;
-  atomic_store(&phase, 0);
+  atomic_store_explicit(&phase, 0, memory_order_seq_cst);
   pthread_t t;
   CHECK_EQ_I(pthread_create(&t, NULL, holder, NULL), 0);
-  while (atomic_load(&phase) != 1)
+  while (atomic_load_explicit(&phase, memory_order_seq_cst) != 1)
     __builtin_ia32_pause();
   /* The holder sits in its attempt with the lock and grows nothing: the
    * requester watches it for two rounds, kills it, takes the lock over and
@@ -202,7 +202,8 @@ TEST(stalled_holder_killed_requester_goes_on) {
   CHECK_OK(sstm_stats_get(sstm_self(), &st));
   CHECK_EQ_U(st.aborts[SSTM_ABORT_READ_LOCKED] + st.aborts[SSTM_ABORT_WRITE_LOCKED], 0);
   CHECK_EQ_U(st.cm_stats[0], 1); /* kills */
-  atomic_store(&phase, 2);       /* the victim finds its kill, rolls back, and retries */
+  atomic_store_explicit(
+      &phase, 2, memory_order_seq_cst); /* the victim finds its kill, rolls back, and retries */
   CHECK_EQ_I(pthread_join(t, NULL), 0);
   CHECK_EQ_U(word, 11); /* ours, then the holder's retry: nothing lost */
   sstm_stats_t all;

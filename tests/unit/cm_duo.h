@@ -29,7 +29,7 @@
 
 static _Atomic int duo_phase_;
 
-static inline void duo_reset(void) { atomic_store(&duo_phase_, 0); }
+static inline void duo_reset(void) { atomic_store_explicit(&duo_phase_, 0, memory_order_seq_cst); }
 static inline int duo_phase(void) {
   return atomic_load_explicit(&duo_phase_, memory_order_acquire);
 }

@@ -113,7 +113,7 @@ static void h_body(void *arg) {
   int k = ++D.h_attempts;
   sstm_store_u64(X, 10 * (uint64_t)k);
   if (k > 1) return;
-  atomic_store(&D.h_holding, 1);
+  atomic_store_explicit(&D.h_holding, 1, memory_order_seq_cst);
   duo_wait_flag(&D.h_go, 1);
 }
 
@@ -128,7 +128,7 @@ static void *h_main(void *arg) {
   }
   CHECK_OK(sstm_run(NULL, h_body, NULL));
   D.hs = duo_stats(sstm_self());
-  atomic_store(&D.h_done, 1);
+  atomic_store_explicit(&D.h_done, 1, memory_order_seq_cst);
   duo_wait_flag(&D.finish, 1);
   CHECK_OK(sstm_thread_exit());
   return NULL;
@@ -138,13 +138,13 @@ static void r_body(void *arg) {
   (void)arg;
   int k = ++D.r_attempts;
   if (k == 1) {
-    atomic_store(&D.r_begun, 1);
+    atomic_store_explicit(&D.r_begun, 1, memory_order_seq_cst);
     duo_wait_flag(&D.h_holding, 1);
     if (D.r_same_size) sstm_store_u64(Y, 1);
     sstm_store_u64(X, 1000); /* conflict: kill H, or abort self */
     return;
   }
-  atomic_store(&D.r_in_retry, 1);
+  atomic_store_explicit(&D.r_in_retry, 1, memory_order_seq_cst);
   duo_wait_flag(&D.r_go, 1);
   sstm_store_u64(X, 1000 + (uint64_t)k);
 }
@@ -160,7 +160,7 @@ static void *r_main(void *arg) {
   }
   CHECK_OK(sstm_run(NULL, r_body, NULL));
   D.rs = duo_stats(sstm_self());
-  atomic_store(&D.r_done, 1);
+  atomic_store_explicit(&D.r_done, 1, memory_order_seq_cst);
   duo_wait_flag(&D.finish, 1);
   CHECK_OK(sstm_thread_exit());
   return NULL;
@@ -174,18 +174,21 @@ static void duel(const char *cm) {
   duo_wait_flag(&D.h_holding, 1);
   D.h_cprio = sstm_sched_conflict_priority(D.h);
   /* R either won at once (committed its first attempt) or lost (retrying) */
-  while (!atomic_load(&D.r_done) && !atomic_load(&D.r_in_retry))
+  while (!atomic_load_explicit(&D.r_done, memory_order_seq_cst) &&
+         !atomic_load_explicit(&D.r_in_retry, memory_order_seq_cst))
     sched_yield();
   D.r_cprio = sstm_sched_conflict_priority(D.r);
   if (D.expect_r_wins)
-    CHECK_MSG(atomic_load(&D.r_done), "%s: the requester lost, expected it to win", cm);
+    CHECK_MSG(atomic_load_explicit(&D.r_done, memory_order_seq_cst),
+              "%s: the requester lost, expected it to win", cm);
   else
-    CHECK_MSG(atomic_load(&D.r_in_retry), "%s: the requester won, expected it to lose", cm);
-  atomic_store(&D.h_go, 1);
+    CHECK_MSG(atomic_load_explicit(&D.r_in_retry, memory_order_seq_cst),
+              "%s: the requester won, expected it to lose", cm);
+  atomic_store_explicit(&D.h_go, 1, memory_order_seq_cst);
   duo_wait_flag(&D.h_done, 1);
-  atomic_store(&D.r_go, 1);
+  atomic_store_explicit(&D.r_go, 1, memory_order_seq_cst);
   duo_wait_flag(&D.r_done, 1);
-  atomic_store(&D.finish, 1);
+  atomic_store_explicit(&D.finish, 1, memory_order_seq_cst);
   duo_join(h);
   duo_join(r);
   printf("%s: holder cprio %d, requester cprio %d\n", cm, D.h_cprio, D.r_cprio);
@@ -508,7 +511,7 @@ static void c_body(void *arg) {
   int k = ++C.c_att;
   sstm_store_u64(X, 300 + (uint64_t)k);
   if (k == 1) {
-    atomic_store(&C.c_holding, 1);
+    atomic_store_explicit(&C.c_holding, 1, memory_order_seq_cst);
     /* B lost to us and waits (it rolled back first), A committed */
     while (aborts_of(&C.b) < 1)
       sched_yield();
@@ -523,7 +526,7 @@ static void b_body(void *arg) {
   int k = ++C.b_att;
   sstm_store_u64(Y, 200 + (uint64_t)k);
   if (k == 1) {
-    atomic_store(&C.b_holding, 1);
+    atomic_store_explicit(&C.b_holding, 1, memory_order_seq_cst);
     while (aborts_of(&C.a) < 1) /* A lost to us */
       sched_yield();
   }
@@ -545,21 +548,21 @@ static void *chain_main(void *arg) {
     __atomic_store_n(&C.c, me, __ATOMIC_RELEASE);
     CHECK_OK(sstm_run(NULL, c_body, NULL));
     C.cs = duo_stats(me);
-    atomic_store(&C.c_done, 1);
+    atomic_store_explicit(&C.c_done, 1, memory_order_seq_cst);
     break;
   case 1: /* B */
     __atomic_store_n(&C.b, me, __ATOMIC_RELEASE);
     duo_wait_flag(&C.c_holding, 1);
     CHECK_OK(sstm_run(NULL, b_body, NULL));
     C.bs = duo_stats(me);
-    atomic_store(&C.b_done, 1);
+    atomic_store_explicit(&C.b_done, 1, memory_order_seq_cst);
     break;
   default: /* A */
     __atomic_store_n(&C.a, me, __ATOMIC_RELEASE);
     duo_wait_flag(&C.b_holding, 1);
     CHECK_OK(sstm_run(NULL, a_body, NULL));
     C.as = duo_stats(me);
-    atomic_store(&C.a_done, 1);
+    atomic_store_explicit(&C.a_done, 1, memory_order_seq_cst);
     break;
   }
   duo_wait_flag(&C.finish, 1);
@@ -582,7 +585,7 @@ static void chain(const char *cm) {
   duo_wait_flag(&C.a_done, 1);
   duo_wait_flag(&C.c_done, 1);
   duo_wait_flag(&C.b_done, 1);
-  atomic_store(&C.finish, 1);
+  atomic_store_explicit(&C.finish, 1, memory_order_seq_cst);
   duo_join(a);
   duo_join(b);
   duo_join(c);

@@ -161,7 +161,7 @@ static void w_body(void *arg) {
   sstm_store_u64(X, (uint64_t)k); /* ETL: W holds X's lock from here */
   if (k > 1) return;
   if (S.wend == W_COMMIT_NESTED) CHECK_OK(sstm_on_commit(nested_action, NULL));
-  atomic_store(&S.wtxid, sstm_txid());
+  atomic_store_explicit(&S.wtxid, sstm_txid(), memory_order_seq_cst);
   atomic_store_explicit(&S.w_holding, 1, memory_order_release);
   duo_wait_flag(&S.w_go, 1);
   switch (S.wend) {
@@ -178,7 +178,7 @@ static void *w_main(void *arg) {
   CHECK_RC(sstm_run(NULL, w_body, NULL), S.wend == W_CANCEL ? SSTM_ECANCELED : SSTM_OK);
   CHECK_EQ_I(S.wattempts, S.wend == W_KILL || S.wend == W_RESTART ? 2 : 1);
   S.wstats = duo_stats(sstm_self());
-  atomic_store(&S.w_done, 1);
+  atomic_store_explicit(&S.w_done, 1, memory_order_seq_cst);
   duo_wait_flag(&S.finish, 1);
   CHECK_OK(sstm_thread_exit());
   return NULL;
@@ -198,7 +198,7 @@ static void l_body(void *arg) {
   if (S.lend == L_DETACH) { /* suspend the lowered attempt, resume it later */
     S.ldesc = sstm_desc_detach();
     CHECK_NOT_NULL(S.ldesc);
-    atomic_store(&S.l_detached, 1);
+    atomic_store_explicit(&S.l_detached, 1, memory_order_seq_cst);
     duo_wait_flag(&S.l_reattach, 1);
     CHECK_OK(sstm_desc_attach(S.ldesc));
   }
@@ -209,7 +209,7 @@ static void l_body(void *arg) {
 static void *l_main(void *arg) {
   (void)arg;
   CHECK_OK(sstm_thread_init());
-  atomic_store(&S.ltid, duo_gettid());
+  atomic_store_explicit(&S.ltid, duo_gettid(), memory_order_seq_cst);
   duo_wait_flag(&S.w_holding, 1);
   CHECK_RC(sstm_run(NULL, l_body, NULL),
            S.lend == L_EXIT || S.lend == L_CANCEL || S.lend == L_DETACH ? SSTM_ECANCELED : SSTM_OK);
@@ -217,7 +217,7 @@ static void *l_main(void *arg) {
   S.lstats = duo_stats(sstm_self());
   if (S.lend == L_EXIT)
     CHECK_OK(sstm_thread_exit()); /* the thread stays alive: its tid is checked */
-  atomic_store(&S.l_done, 1);
+  atomic_store_explicit(&S.l_done, 1, memory_order_seq_cst);
   duo_wait_flag(&S.finish, 1);
   if (S.lend != L_EXIT) CHECK_OK(sstm_thread_exit());
   return NULL;
@@ -235,8 +235,9 @@ static void *att_main(void *arg) {
 }
 
 static void end_winner(void) {
-  if (S.wend == W_KILL) CHECK_OK(sstm_desc_kill(S.wdesc, atomic_load(&S.wtxid)));
-  atomic_store(&S.w_go, 1);
+  if (S.wend == W_KILL)
+    CHECK_OK(sstm_desc_kill(S.wdesc, atomic_load_explicit(&S.wtxid, memory_order_seq_cst)));
+  atomic_store_explicit(&S.w_go, 1, memory_order_seq_cst);
   duo_wait_flag(&S.w_done, 1);
 }
 
@@ -248,34 +249,35 @@ static void scenario(int wend, int lend) {
   pthread_t w = duo_spawn(w_main, NULL);
   pthread_t l = duo_spawn(l_main, NULL);
   duo_wait_flag(&S.l_waiting, 1);
-  int ltid = atomic_load(&S.ltid);
+  int ltid = atomic_load_explicit(&S.ltid, memory_order_seq_cst);
   /* L is registered on W's running attempt, lowered */
   duo_view_t lowered = duo_view_of(ltid);
   check_lowered(lowered);
   if (lend == L_DETACH) {
-    atomic_store(&S.l_go, 1);
+    atomic_store_explicit(&S.l_go, 1, memory_order_seq_cst);
     duo_wait_flag(&S.l_detached, 1);
     CHECK_VIEW_EQ(duo_view_of(ltid), S.before); /* the detach gave the thread back */
     duo_join(duo_spawn(att_main, NULL));
     check_lowered(S.att_lowered); /* the row is the transaction's */
     CHECK_VIEW_EQ(S.att_after, S.before);
-    atomic_store(&S.l_reattach, 1); /* lowered again, then the cancel */
+    atomic_store_explicit(&S.l_reattach, 1,
+                          memory_order_seq_cst); /* lowered again, then the cancel */
     duo_wait_flag(&S.l_done, 1);
     CHECK_VIEW_EQ(duo_view_of(ltid), S.before);
     end_winner();
   } else if (lend == L_AFTER_W || lend == L_ACTION_AFTER_W) {
     end_winner();
     CHECK_VIEW_EQ(duo_view_of(ltid), S.before); /* (a)/(b): the winner's end */
-    atomic_store(&S.l_go, 1);
+    atomic_store_explicit(&S.l_go, 1, memory_order_seq_cst);
     duo_wait_flag(&S.l_done, 1);
   } else {
-    atomic_store(&S.l_go, 1);
+    atomic_store_explicit(&S.l_go, 1, memory_order_seq_cst);
     duo_wait_flag(&S.l_done, 1);
     CHECK_VIEW_EQ(duo_view_of(ltid), S.before); /* (c)/(d): the loser's end */
     end_winner();
   }
   CHECK_VIEW_EQ(duo_view_of(ltid), S.before); /* and it stays so */
-  atomic_store(&S.finish, 1);
+  atomic_store_explicit(&S.finish, 1, memory_order_seq_cst);
   duo_join(w);
   duo_join(l);
   /* accounting: one registration, no failed change */
@@ -391,7 +393,7 @@ static void tw_body(void *arg) {
   int k = ++T.wattempts[i];
   sstm_store_u64(i == 0 ? X : Y, (uint64_t)k);
   if (k > 1) return;
-  atomic_store(&T.holding[i], 1);
+  atomic_store_explicit(&T.holding[i], 1, memory_order_seq_cst);
   duo_wait_flag(&T.go[i], 1);
 }
 
@@ -401,7 +403,7 @@ static void *tw_main(void *arg) {
   T.w[i] = sstm_self();
   CHECK_OK(sstm_run(NULL, tw_body, arg));
   CHECK_EQ_I(T.wattempts[i], 1);
-  atomic_store(&T.done[i], 1);
+  atomic_store_explicit(&T.done[i], 1, memory_order_seq_cst);
   duo_wait_flag(&T.finish, 1);
   CHECK_OK(sstm_thread_exit());
   return NULL;
@@ -418,7 +420,7 @@ static void tl_body(void *arg) {
     sstm_store_u64(Y, 100); /* W2 holds Y */
     FAIL("no conflict with the second winner");
   }
-  atomic_store(&T.l_waiting, 1);
+  atomic_store_explicit(&T.l_waiting, 1, memory_order_seq_cst);
   duo_wait_flag(&T.l_go, 1);
   sstm_store_u64(&words[2][0], (uint64_t)k);
 }
@@ -426,13 +428,13 @@ static void tl_body(void *arg) {
 static void *tl_main(void *arg) {
   (void)arg;
   CHECK_OK(sstm_thread_init());
-  atomic_store(&T.ltid, duo_gettid());
+  atomic_store_explicit(&T.ltid, duo_gettid(), memory_order_seq_cst);
   duo_wait_flag(&T.holding[0], 1);
   duo_wait_flag(&T.holding[1], 1);
   CHECK_OK(sstm_run(NULL, tl_body, NULL));
   CHECK_EQ_I(T.lattempts, 3);
   T.ls = duo_stats(sstm_self());
-  atomic_store(&T.l_done, 1);
+  atomic_store_explicit(&T.l_done, 1, memory_order_seq_cst);
   duo_wait_flag(&T.finish, 1);
   CHECK_OK(sstm_thread_exit());
   return NULL;
@@ -445,18 +447,19 @@ TEST(two_winners_restore_after_both) {
   pthread_t w1 = duo_spawn(tw_main, (void *)(intptr_t)1);
   pthread_t l = duo_spawn(tl_main, NULL);
   duo_wait_flag(&T.l_waiting, 1);
-  int ltid = atomic_load(&T.ltid);
+  int ltid = atomic_load_explicit(&T.ltid, memory_order_seq_cst);
   check_lowered(duo_view_of(ltid));
-  atomic_store(&T.go[0], 1); /* the first winner commits: one conflict left */
+  atomic_store_explicit(&T.go[0], 1,
+                        memory_order_seq_cst); /* the first winner commits: one conflict left */
   duo_wait_flag(&T.done[0], 1);
   check_lowered(duo_view_of(ltid));
-  atomic_store(&T.go[1], 1); /* the second one too: none left */
+  atomic_store_explicit(&T.go[1], 1, memory_order_seq_cst); /* the second one too: none left */
   duo_wait_flag(&T.done[1], 1);
   CHECK_VIEW_EQ(duo_view_of(ltid), before);
-  atomic_store(&T.l_go, 1);
+  atomic_store_explicit(&T.l_go, 1, memory_order_seq_cst);
   duo_wait_flag(&T.l_done, 1);
   CHECK_VIEW_EQ(duo_view_of(ltid), before);
-  atomic_store(&T.finish, 1);
+  atomic_store_explicit(&T.finish, 1, memory_order_seq_cst);
   duo_join(w0);
   duo_join(w1);
   duo_join(l);
@@ -493,7 +496,7 @@ static void ul_second(void *arg) {
     sstm_store_u64(Y, 100); /* W2 holds Y */
     FAIL("no conflict with the second winner");
   }
-  atomic_store(&T.l_waiting, 1);
+  atomic_store_explicit(&T.l_waiting, 1, memory_order_seq_cst);
   duo_wait_flag(&T.l_go, 1);
   sstm_store_u64(&words[3][0], (uint64_t)k);
 }
@@ -501,7 +504,7 @@ static void ul_second(void *arg) {
 static void *ul_main(void *arg) {
   (void)arg;
   CHECK_OK(sstm_thread_init());
-  atomic_store(&T.ltid, duo_gettid());
+  atomic_store_explicit(&T.ltid, duo_gettid(), memory_order_seq_cst);
   duo_wait_flag(&T.holding[0], 1);
   duo_wait_flag(&T.holding[1], 1);
   CHECK_OK(sstm_run(NULL, ul_first, NULL));
@@ -510,7 +513,7 @@ static void *ul_main(void *arg) {
   CHECK_EQ_I(U.first_attempts, 2);
   CHECK_EQ_I(U.second_attempts, 2);
   T.ls = duo_stats(sstm_self());
-  atomic_store(&T.l_done, 1);
+  atomic_store_explicit(&T.l_done, 1, memory_order_seq_cst);
   duo_wait_flag(&T.finish, 1);
   CHECK_OK(sstm_thread_exit());
   return NULL;
@@ -523,19 +526,19 @@ TEST(earlier_registration_does_not_restore) {
   pthread_t w1 = duo_spawn(tw_main, (void *)(intptr_t)1);
   pthread_t l = duo_spawn(ul_main, NULL);
   duo_wait_flag(&T.l_waiting, 1);
-  int ltid = atomic_load(&T.ltid);
-  CHECK_VIEW_EQ(U.after_first, before); /* the first commit restored it */
-  check_lowered(duo_view_of(ltid));     /* lowered again, for W2 */
-  atomic_store(&T.go[0], 1);            /* W1 ends: its entry is stale */
+  int ltid = atomic_load_explicit(&T.ltid, memory_order_seq_cst);
+  CHECK_VIEW_EQ(U.after_first, before);                     /* the first commit restored it */
+  check_lowered(duo_view_of(ltid));                         /* lowered again, for W2 */
+  atomic_store_explicit(&T.go[0], 1, memory_order_seq_cst); /* W1 ends: its entry is stale */
   duo_wait_flag(&T.done[0], 1);
   check_lowered(duo_view_of(ltid));
-  atomic_store(&T.go[1], 1); /* W2 ends: nothing left */
+  atomic_store_explicit(&T.go[1], 1, memory_order_seq_cst); /* W2 ends: nothing left */
   duo_wait_flag(&T.done[1], 1);
   CHECK_VIEW_EQ(duo_view_of(ltid), before);
-  atomic_store(&T.l_go, 1);
+  atomic_store_explicit(&T.l_go, 1, memory_order_seq_cst);
   duo_wait_flag(&T.l_done, 1);
   CHECK_VIEW_EQ(duo_view_of(ltid), before);
-  atomic_store(&T.finish, 1);
+  atomic_store_explicit(&T.finish, 1, memory_order_seq_cst);
   duo_join(w0);
   duo_join(w1);
   duo_join(l);

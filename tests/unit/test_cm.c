@@ -1123,8 +1123,8 @@ static void vp_hold_w(void *arg) {
   (void)arg;
   sstm_store_u64(&vp_w[0], 77); /* ETL: locked from here to the commit */
   vp.b_txid = sstm_txid();
-  atomic_store(&vp.step, 2);
-  while (atomic_load(&vp.step) < 3)
+  atomic_store_explicit(&vp.step, 2, memory_order_seq_cst);
+  while (atomic_load_explicit(&vp.step, memory_order_seq_cst) < 3)
     sched_yield();
 }
 
@@ -1132,12 +1132,12 @@ static void *vp_writer(void *arg) {
   (void)arg;
   CHECK_OK(sstm_thread_init());
   vp.b = sstm_self();
-  while (atomic_load(&vp.step) < 1)
+  while (atomic_load_explicit(&vp.step, memory_order_seq_cst) < 1)
     sched_yield();
   CHECK_OK(sstm_run(NULL, vp_store_x, NULL));
   CHECK_OK(sstm_run(NULL, vp_hold_w, NULL));
   CHECK_OK(sstm_thread_exit());
-  atomic_store(&vp.step, 4);
+  atomic_store_explicit(&vp.step, 4, memory_order_seq_cst);
   return NULL;
 }
 
@@ -1145,8 +1145,8 @@ static void vp_reader(void *arg) {
   uint64_t *out = arg;
   if (++vp.attempts == 1) {
     (void)sstm_load_u64(&vp_w[0]);
-    atomic_store(&vp.step, 1);
-    while (atomic_load(&vp.step) < 2)
+    atomic_store_explicit(&vp.step, 1, memory_order_seq_cst);
+    while (atomic_load_explicit(&vp.step, memory_order_seq_cst) < 2)
       sched_yield();
     (void)sstm_load_u64(&vp_x[0]); /* newer than our snapshot: extension fails */
     FAIL("the extension over a stripe locked by B succeeded");
@@ -1155,8 +1155,8 @@ static void vp_reader(void *arg) {
     *out = sstm_load_u64(&vp_w[0]) + sstm_load_u64(&vp_x[0]);
     return;
   }
-  atomic_store(&vp.step, 3); /* retry: let B commit first */
-  while (atomic_load(&vp.step) < 4)
+  atomic_store_explicit(&vp.step, 3, memory_order_seq_cst); /* retry: let B commit first */
+  while (atomic_load_explicit(&vp.step, memory_order_seq_cst) < 4)
     sched_yield();
   *out = sstm_load_u64(&vp_w[0]) + sstm_load_u64(&vp_x[0]);
 }
@@ -1209,7 +1209,7 @@ TEST_ETL(validation_with_read_past_does_not_name_a_running_holder) {
   sstm_stats_t s;
   CHECK_OK(sstm_stats_get(sstm_self(), &s));
   CHECK_EQ_U(s.reads_past, 1);
-  atomic_store(&vp.step, 3); /* now B may commit */
+  atomic_store_explicit(&vp.step, 3, memory_order_seq_cst); /* now B may commit */
   CHECK_EQ_I(pthread_join(th, NULL), 0);
   CHECK_EQ_U(tx_load_u64(&vp_w[0]), 77);
   sstm_test_fini();
@@ -1338,10 +1338,11 @@ static void ih_body(void *arg) {
   CHECK_TRUE(sstm_is_irrevocable());
   sstm_store_u64(&ih_words[0][0], 500);
   ih.txid = sstm_txid();
-  atomic_store(&ih.holding, 1);
+  atomic_store_explicit(&ih.holding, 1, memory_order_seq_cst);
   /* (or until the requester is done: a requester that wrongly committed
    * fails its checks instead of hanging) */
-  while (duo_stats(ih.req).aborts_total < 1 && !atomic_load(&ih.req_done))
+  while (duo_stats(ih.req).aborts_total < 1 &&
+         !atomic_load_explicit(&ih.req_done, memory_order_seq_cst))
     sched_yield();
 }
 
@@ -1353,7 +1354,7 @@ static void *ih_main(void *arg) {
   sstm_attr_t irr = {.irrevocable = true};
   CHECK_OK(sstm_run(&irr, ih_body, NULL));
   ih.stats = duo_stats(ih.desc);
-  atomic_store(&ih.done, 1);
+  atomic_store_explicit(&ih.done, 1, memory_order_seq_cst);
   CHECK_OK(sstm_thread_exit());
   return NULL;
 }
@@ -1363,7 +1364,7 @@ static void rq_body(void *arg) {
   int k = ++rq.attempts;
   CHECK_MSG(k <= 2, "attempt %d: the requester aborted more than once", k);
   if (k == 1) {
-    atomic_store(&ih.go, 1); /* we run: H may take the token */
+    atomic_store_explicit(&ih.go, 1, memory_order_seq_cst); /* we run: H may take the token */
     duo_wait_flag(&ih.holding, 1);
   } else {
     duo_wait_flag(&ih.done, 1); /* H's commit, and its policy calls, are over */
@@ -1393,7 +1394,7 @@ static sstm_stats_t vs_irrevocable(uint64_t *word, bool write, sstm_cm_action_t 
   rq.write = write;
   pthread_t h = duo_spawn(ih_main, NULL);
   CHECK_OK(sstm_run(NULL, rq_body, NULL));
-  atomic_store(&ih.req_done, 1);
+  atomic_store_explicit(&ih.req_done, 1, memory_order_seq_cst);
   duo_join(h);
   sstm_stats_t s = duo_stats(sstm_self());
   CHECK_EQ_I(rq.attempts, 2);
@@ -1563,7 +1564,7 @@ static sstm_cm_action_t hc_on_conflict(sstm_cm_ctx_t *ctx, const sstm_conflict_t
     CHECK_EQ_I(c->kind, SSTM_CONFLICT_VALIDATION);
     if (++hc.p_validations == 1) {
       hc.p_txid = ctx->txid;
-      atomic_store(&hc.p_held, 1);
+      atomic_store_explicit(&hc.p_held, 1, memory_order_seq_cst);
       duo_wait_flag(&hc.p_may_go, 1);
     }
     return SSTM_CM_ABORT_OTHER; /* no effect: a failed validation aborts self */
@@ -1594,7 +1595,7 @@ static void hc_p_body(void *arg) {
   uint64_t r = sstm_load_u64(&hc_r[0]);
   sstm_store_u64(&hc_x[0], 100 * (uint64_t)k + r);
   if (k == 1) {
-    atomic_store(&hc.p_ready, 1);
+    atomic_store_explicit(&hc.p_ready, 1, memory_order_seq_cst);
     duo_wait_flag(&hc.r_changed, 1); /* then commit: the validation fails on r */
   }
 }
@@ -1606,7 +1607,7 @@ static void *hc_p_main(void *arg) {
   duo_wait_flag(&hc.p_go, 1);
   CHECK_OK(sstm_run(NULL, hc_p_body, NULL));
   hc.ps = duo_stats(hc.p);
-  atomic_store(&hc.p_done, 1);
+  atomic_store_explicit(&hc.p_done, 1, memory_order_seq_cst);
   CHECK_OK(sstm_thread_exit());
   return NULL;
 }
@@ -1636,7 +1637,7 @@ static void hc_reader_body(void *arg) {
     *seen = sstm_load_u64(&hc_x[0]); /* held by committing P */
     FAIL("a read of a word locked by a committing attempt returned");
   }
-  atomic_store(&hc.p_may_go, 1);
+  atomic_store_explicit(&hc.p_may_go, 1, memory_order_seq_cst);
   duo_wait_flag(&hc.p_done, 1);
   *seen = sstm_load_u64(&hc_x[0]);
 }
@@ -1647,10 +1648,10 @@ static void hc_reader_body(void *arg) {
 TEST(abort_other_on_committing_party_waits) {
   const unsigned WM = 4;
   pthread_t p = hc_start(WM);
-  atomic_store(&hc.p_go, 1);
+  atomic_store_explicit(&hc.p_go, 1, memory_order_seq_cst);
   duo_wait_flag(&hc.p_ready, 1);
   tx_store_u64(&hc_r[0], 1);
-  atomic_store(&hc.r_changed, 1);
+  atomic_store_explicit(&hc.r_changed, 1, memory_order_seq_cst);
   duo_wait_flag(&hc.p_held, 1); /* P is COMMITTING, holding x */
   CHECK_RC(sstm_desc_kill(hc.p, 0), SSTM_EBUSY);
   CHECK_CONTAINS(sstm_last_error(), "committing");
@@ -1701,15 +1702,15 @@ static void hc_validating_body(void *arg) {
   uint64_t *sum = arg;
   if (++hc.attempts == 1) {
     (void)sstm_load_u64(&hc_x[0]);
-    atomic_store(&hc.p_go, 1);
+    atomic_store_explicit(&hc.p_go, 1, memory_order_seq_cst);
     duo_wait_flag(&hc.p_ready, 1); /* P read r and wrote x */
     CHECK_OK(run_other(NULL, hc_o_writes, NULL));
-    atomic_store(&hc.r_changed, 1);
+    atomic_store_explicit(&hc.r_changed, 1, memory_order_seq_cst);
     duo_wait_flag(&hc.p_held, 1); /* P is COMMITTING, holding x */
     (void)sstm_load_u64(&hc_y[0]);
     FAIL("the extension over a stripe locked by a committing attempt succeeded");
   }
-  atomic_store(&hc.p_may_go, 1);
+  atomic_store_explicit(&hc.p_may_go, 1, memory_order_seq_cst);
   duo_wait_flag(&hc.p_done, 1);
   *sum = sstm_load_u64(&hc_x[0]) + sstm_load_u64(&hc_y[0]);
 }

@@ -962,28 +962,30 @@ static void *race_registrar(void *arg) {
   (void)arg;
   static uint64_t w[4];
   int parked_in = -1; /* the cycle whose shutdown this thread waits out */
-  while (!atomic_load(&race_stop)) {
-    int cycle = atomic_load(&race_cycle);
+  while (!atomic_load_explicit(&race_stop, memory_order_seq_cst)) {
+    int cycle = atomic_load_explicit(&race_cycle, memory_order_seq_cst);
     if (parked_in == cycle) { /* sleep until the next cycle (or the end) */
       pthread_mutex_lock(&race_mu);
-      while (atomic_load(&race_cycle) == cycle && !atomic_load(&race_stop))
+      while (atomic_load_explicit(&race_cycle, memory_order_seq_cst) == cycle &&
+             !atomic_load_explicit(&race_stop, memory_order_seq_cst))
         pthread_cond_wait(&race_cv, &race_mu);
       pthread_mutex_unlock(&race_mu);
       continue;
     }
-    bool last = atomic_load(&race_closing) != 0; /* the attempt racing the shutdown */
+    bool last = atomic_load_explicit(&race_closing, memory_order_seq_cst) !=
+                0; /* the attempt racing the shutdown */
     int rc = sstm_thread_init();
     if (rc == SSTM_OK) {
       CHECK_OK(sstm_run(NULL, dummy_tx, &w[0]));
       CHECK_OK(sstm_thread_exit());
-      atomic_fetch_add(&race_ok, 1);
+      atomic_fetch_add_explicit(&race_ok, 1, memory_order_seq_cst);
     } else {
       CHECK_RC(rc, SSTM_ESTATE);
-      atomic_fetch_add(&race_estate, 1);
+      atomic_fetch_add_explicit(&race_estate, 1, memory_order_seq_cst);
     }
     if (last) {
       parked_in = cycle;
-      atomic_fetch_add(&race_parked, 1);
+      atomic_fetch_add_explicit(&race_parked, 1, memory_order_seq_cst);
     }
   }
   return NULL;
@@ -1001,16 +1003,17 @@ TEST(shutdown_races_registration) {
     if (c > 0) {
       sstm_test_init();
       pthread_mutex_lock(&race_mu);
-      atomic_store(&race_closing, 0);
-      atomic_fetch_add(&race_cycle, 1); /* the registrars go again */
+      atomic_store_explicit(&race_closing, 0, memory_order_seq_cst);
+      atomic_fetch_add_explicit(&race_cycle, 1, memory_order_seq_cst); /* the registrars go again */
       pthread_cond_broadcast(&race_cv);
       pthread_mutex_unlock(&race_mu);
     }
-    long ok0 = atomic_load(&race_ok);
-    while (atomic_load(&race_ok) == ok0) /* someone registers in this cycle */
+    long ok0 = atomic_load_explicit(&race_ok, memory_order_seq_cst);
+    while (atomic_load_explicit(&race_ok, memory_order_seq_cst) ==
+           ok0) /* someone registers in this cycle */
       sched_yield();
-    long parked0 = atomic_load(&race_parked);
-    atomic_store(&race_closing, 1);
+    long parked0 = atomic_load_explicit(&race_parked, memory_order_seq_cst);
+    atomic_store_explicit(&race_closing, 1, memory_order_seq_cst);
     int rc;
     while ((rc = sstm_shutdown()) == SSTM_EBUSY) {
       busy++;
@@ -1018,18 +1021,20 @@ TEST(shutdown_races_registration) {
     }
     CHECK_OK(rc);
     CHECK_FALSE(sstm_initialized());
-    CHECK_RC(sstm_thread_init(), SSTM_ESTATE);        /* nobody registers until the next init */
-    while (atomic_load(&race_parked) < parked0 + NTH) /* every last attempt is over */
+    CHECK_RC(sstm_thread_init(), SSTM_ESTATE); /* nobody registers until the next init */
+    while (atomic_load_explicit(&race_parked, memory_order_seq_cst) <
+           parked0 + NTH) /* every last attempt is over */
       sched_yield();
   }
   pthread_mutex_lock(&race_mu);
-  atomic_store(&race_stop, 1);
+  atomic_store_explicit(&race_stop, 1, memory_order_seq_cst);
   pthread_cond_broadcast(&race_cv);
   pthread_mutex_unlock(&race_mu);
   for (int i = 0; i < NTH; i++)
     CHECK_EQ_I(pthread_join(th[i], NULL), 0);
   printf("%d cycles, %ld registrations, %ld refused, %ld busy shutdowns\n", cycles,
-         atomic_load(&race_ok), atomic_load(&race_estate), busy);
+         atomic_load_explicit(&race_ok, memory_order_seq_cst),
+         atomic_load_explicit(&race_estate, memory_order_seq_cst), busy);
 }
 
 TEST(shutdown_with_suspended_tx_is_ebusy) {

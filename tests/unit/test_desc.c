@@ -402,7 +402,7 @@ static _Atomic unsigned registered_slot;
 static void *register_and_report(void *arg) {
   (void)arg;
   CHECK_OK(sstm_thread_init());
-  atomic_store(&registered_slot, sstm_desc_slot(sstm_self()));
+  atomic_store_explicit(&registered_slot, sstm_desc_slot(sstm_self()), memory_order_seq_cst);
   CHECK_OK(sstm_thread_exit());
   return NULL;
 }
@@ -416,7 +416,7 @@ TEST(thread_exit_only_detaches_a_created_descriptor) {
   CHECK_EQ_I(pthread_join(th, NULL), 0);
   CHECK_EQ_I(pthread_create(&th, NULL, register_and_report, NULL), 0);
   CHECK_EQ_I(pthread_join(th, NULL), 0);
-  unsigned other = atomic_load(&registered_slot);
+  unsigned other = atomic_load_explicit(&registered_slot, memory_order_seq_cst);
   CHECK_NE_I((int)other, (int)sstm_desc_slot(d));
   sstm_stats_t s;
   CHECK_OK(sstm_stats_get(d, &s));

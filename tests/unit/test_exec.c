@@ -172,8 +172,8 @@ static _Atomic unsigned done_calls;
 static _Atomic int done_rc_sum;
 static void on_done(void *a, int rc) {
   CHECK_EQ_PTR(a, &done_calls);
-  atomic_fetch_add(&done_calls, 1);
-  atomic_fetch_add(&done_rc_sum, rc);
+  atomic_fetch_add_explicit(&done_calls, 1, memory_order_seq_cst);
+  atomic_fetch_add_explicit(&done_rc_sum, rc, memory_order_seq_cst);
   CHECK_FALSE(sstm_in_tx());
 }
 
@@ -199,8 +199,8 @@ TEST(callback_and_cancel) {
   CHECK_OK(sstm_exec_submit(ex, &r));
   CHECK_RC(sstm_exec_wait(&f), SSTM_ECANCELED);
   CHECK_OK(sstm_exec_destroy(ex)); /* drains the rest */
-  CHECK_EQ_U(atomic_load(&done_calls), N + 1);
-  CHECK_EQ_I(atomic_load(&done_rc_sum), SSTM_ECANCELED);
+  CHECK_EQ_U(atomic_load_explicit(&done_calls, memory_order_seq_cst), N + 1);
+  CHECK_EQ_I(atomic_load_explicit(&done_rc_sum, memory_order_seq_cst), SSTM_ECANCELED);
   CHECK_EQ_U(counter, N); /* the cancelled write is not there */
   CHECK_OK(sstm_shutdown());
 }
@@ -210,7 +210,7 @@ TEST(callback_and_cancel) {
 static _Atomic int gate, gate_entered;
 static void gated(void *a) {
   (void)a;
-  atomic_store(&gate_entered, 1);
+  atomic_store_explicit(&gate_entered, 1, memory_order_seq_cst);
   while (!atomic_load_explicit(&gate, memory_order_acquire))
     usleep(100);
   incr((void *)1);
@@ -223,7 +223,7 @@ struct sub_arg {
 };
 static void *blocking_submitter(void *p) {
   struct sub_arg *a = p;
-  atomic_store(&a->tid, (int)gettid());
+  atomic_store_explicit(&a->tid, (int)gettid(), memory_order_seq_cst);
   sstm_exec_req_t r = {.fn = incr, .arg = (void *)1};
   a->rc = sstm_exec_submit(a->ex, &r);
   return NULL;
@@ -235,7 +235,7 @@ TEST(backpressure) {
   sstm_exec_t *ex;
   CHECK_OK(sstm_exec_create(&c, &ex));
   counter = 0;
-  atomic_store(&gate, 0);
+  atomic_store_explicit(&gate, 0, memory_order_seq_cst);
   sstm_exec_req_t r = {.fn = gated};
   CHECK_OK(sstm_exec_try_submit(ex, &r));
   CHECK_OK(sstm_exec_try_submit(ex, &r));
@@ -249,7 +249,8 @@ TEST(backpressure) {
   struct sub_arg a = {.ex = ex};
   pthread_t t;
   CHECK_EQ_I(pthread_create(&t, NULL, blocking_submitter, &a), 0);
-  while (!atomic_load(&a.tid) || !sstm_test_in_futex(atomic_load(&a.tid)))
+  while (!atomic_load_explicit(&a.tid, memory_order_seq_cst) ||
+         !sstm_test_in_futex(atomic_load_explicit(&a.tid, memory_order_seq_cst)))
     usleep(1000);
   CHECK_EQ_U(counter, 0); /* nothing has run past the gate */
   atomic_store_explicit(&gate, 1, memory_order_release);
@@ -277,10 +278,10 @@ struct psub_arg {
 };
 static void *prio_submitter(void *p) {
   struct psub_arg *a = p;
-  atomic_store(&a->tid, (int)gettid());
+  atomic_store_explicit(&a->tid, (int)gettid(), memory_order_seq_cst);
   sstm_exec_req_t r = {.fn = gated2, .priority = a->priority};
   a->rc = sstm_exec_submit(a->ex, &r);
-  atomic_store(&a->returned, 1);
+  atomic_store_explicit(&a->returned, 1, memory_order_seq_cst);
   return NULL;
 }
 
@@ -301,12 +302,12 @@ TEST(graded_admission) {
   sstm_exec_describe(ex, buf, sizeof buf);
   CHECK_CONTAINS(buf, "reserve=50%");
   counter = 0;
-  atomic_store(&gate, 0);
-  atomic_store(&gate2, 0);
-  atomic_store(&gate_entered, 0);
+  atomic_store_explicit(&gate, 0, memory_order_seq_cst);
+  atomic_store_explicit(&gate2, 0, memory_order_seq_cst);
+  atomic_store_explicit(&gate_entered, 0, memory_order_seq_cst);
   sstm_exec_req_t w = {.fn = gated, .priority = 0};
   CHECK_OK(sstm_exec_submit(ex, &w));
-  while (!atomic_load(&gate_entered))
+  while (!atomic_load_explicit(&gate_entered, memory_order_seq_cst))
     usleep(100);
   /* 7 free. Level 0 may take contexts while more than 4 are free. */
   static const struct { unsigned prio, accepted; } steps[] = {{0, 3}, {1, 2}, {2, 1}, {3, 1}};
@@ -328,17 +329,20 @@ TEST(graded_admission) {
   struct psub_arg lo = {.ex = ex, .priority = 0}, hi = {.ex = ex, .priority = 3};
   pthread_t tlo, thi;
   CHECK_EQ_I(pthread_create(&tlo, NULL, prio_submitter, &lo), 0);
-  while (!atomic_load(&lo.tid) || !sstm_test_in_futex(atomic_load(&lo.tid)))
+  while (!atomic_load_explicit(&lo.tid, memory_order_seq_cst) ||
+         !sstm_test_in_futex(atomic_load_explicit(&lo.tid, memory_order_seq_cst)))
     usleep(1000);
   CHECK_EQ_I(pthread_create(&thi, NULL, prio_submitter, &hi), 0);
-  while (!atomic_load(&hi.tid) || !sstm_test_in_futex(atomic_load(&hi.tid)))
+  while (!atomic_load_explicit(&hi.tid, memory_order_seq_cst) ||
+         !sstm_test_in_futex(atomic_load_explicit(&hi.tid, memory_order_seq_cst)))
     usleep(1000);
   /* Free exactly one context: the worker ends the first request and takes
    * the highest queued one, a gated2 request, which holds it. */
   atomic_store_explicit(&gate, 1, memory_order_release);
   CHECK_EQ_I(pthread_join(thi, NULL), 0);
   CHECK_OK(hi.rc);
-  CHECK_EQ_I(atomic_load(&lo.returned), 0); /* 1 free, level 0 needs 5 */
+  CHECK_EQ_I(atomic_load_explicit(&lo.returned, memory_order_seq_cst),
+             0); /* 1 free, level 0 needs 5 */
   atomic_store_explicit(&gate2, 1, memory_order_release);
   CHECK_EQ_I(pthread_join(tlo, NULL), 0);
   CHECK_OK(lo.rc);
@@ -367,14 +371,15 @@ TEST(destroy_drains) {
   sstm_exec_t *ex;
   CHECK_OK(sstm_exec_create(&c, &ex));
   counter = 0;
-  atomic_store(&gate, 0);
+  atomic_store_explicit(&gate, 0, memory_order_seq_cst);
   sstm_exec_req_t r = {.fn = gated};
   for (int i = 0; i < 4; i++)
     CHECK_OK(sstm_exec_submit(ex, &r));
   struct sub_arg a = {.ex = ex};
   pthread_t t;
   CHECK_EQ_I(pthread_create(&t, NULL, blocking_submitter, &a), 0);
-  while (!atomic_load(&a.tid) || !sstm_test_in_futex(atomic_load(&a.tid)))
+  while (!atomic_load_explicit(&a.tid, memory_order_seq_cst) ||
+         !sstm_test_in_futex(atomic_load_explicit(&a.tid, memory_order_seq_cst)))
     usleep(1000);
   /* The opener waits for the submitter to fail, then opens the gate:
    * destroy is waiting for the drain meanwhile. */
@@ -403,14 +408,14 @@ TEST(priority_order) {
   c.levels = 4;
   sstm_exec_t *ex;
   CHECK_OK(sstm_exec_create(&c, &ex));
-  atomic_store(&gate, 0);
-  atomic_store(&gate_entered, 0);
+  atomic_store_explicit(&gate, 0, memory_order_seq_cst);
+  atomic_store_explicit(&gate_entered, 0, memory_order_seq_cst);
   sstm_exec_future_t g;
   sstm_exec_req_t r = {.fn = gated, .priority = 0, .future = &g};
   CHECK_OK(sstm_exec_submit(ex, &r));
   /* Until the worker runs it: the requests below must all queue behind
    * it, or a worker still idle would take the first of them at once. */
-  while (!atomic_load(&gate_entered))
+  while (!atomic_load_explicit(&gate_entered, memory_order_seq_cst))
     usleep(100);
   /* id = level * 10 + sequence within the level */
   static const unsigned prios[] = {1, 3, 0, 3, 2, 1, 0, 2, 3, 1};

@@ -120,7 +120,7 @@ static __thread bool in_quiesce; /* the calling thread is the waiter, in sstm_qu
  * calls bind to it): counts the waiter's calls inside sstm_quiesce, which
  * yields only while it spins on a committing attempt. */
 int sched_yield(void) {
-  if (in_quiesce) atomic_fetch_add(&qw.yields, 1);
+  if (in_quiesce) atomic_fetch_add_explicit(&qw.yields, 1, memory_order_seq_cst);
   return (int)syscall(SYS_sched_yield);
 }
 
@@ -130,7 +130,7 @@ static void *waiter(void *arg) {
   /* this thread's malloc arena exists before it is watched: from then on
    * its only futex is the sleep on an attempt's status word */
   free(malloc(64));
-  atomic_store(&qw.tid, (int)syscall(SYS_gettid));
+  atomic_store_explicit(&qw.tid, (int)syscall(SYS_gettid), memory_order_seq_cst);
   in_quiesce = true;
   qw.rc = sstm_quiesce();
   in_quiesce = false;
@@ -215,7 +215,7 @@ static pthread_t start_waiter(bool registered, bool read_x) {
   qw.rc = 12345;
   pthread_t th;
   CHECK_EQ_I(pthread_create(&th, NULL, waiter, NULL), 0);
-  while (atomic_load(&qw.tid) == 0)
+  while (atomic_load_explicit(&qw.tid, memory_order_seq_cst) == 0)
     sched_yield();
   return th;
 }
@@ -225,8 +225,8 @@ static pthread_t start_waiter(bool registered, bool read_x) {
 static pthread_t start_blocked_waiter(bool registered, bool read_x) {
   pthread_t th = start_waiter(registered, read_x);
   const char *what = "an attempt it must wait for is suspended";
-  await_in_futex(atomic_load(&qw.tid), what);
-  await_back_asleep(atomic_load(&qw.tid), what);
+  await_in_futex(atomic_load_explicit(&qw.tid, memory_order_seq_cst), what);
+  await_back_asleep(atomic_load_explicit(&qw.tid, memory_order_seq_cst), what);
   return th;
 }
 
@@ -267,8 +267,8 @@ static void held_body(void *arg) {
   else
     sstm_store_u64(h->addr, h->val);
   if (h->runs++ > 0) return; /* a restart (after a kill) just commits */
-  int k = atomic_load(&h->suspended) + 1;
-  atomic_store(&h->txid, sstm_txid());
+  int k = atomic_load_explicit(&h->suspended, memory_order_seq_cst) + 1;
+  atomic_store_explicit(&h->txid, sstm_txid(), memory_order_seq_cst);
   CHECK_EQ_PTR(sstm_desc_detach(), h->desc);
   atomic_store_explicit(&h->suspended, k, memory_order_release);
   while (atomic_load_explicit(&h->resumed, memory_order_acquire) < k)
@@ -322,8 +322,9 @@ static void suspended_attempt(enum end_kind how, bool registered_waiter) {
     /* killed but not rolled back: still running. The kill changes the
      * status word the waiter sleeps on: it must look again and go back to
      * sleep. */
-    CHECK_OK(sstm_desc_kill(h->desc, atomic_load(&h->txid)));
-    await_back_asleep(atomic_load(&qw.tid), "a killed attempt is suspended (not rolled back)");
+    CHECK_OK(sstm_desc_kill(h->desc, atomic_load_explicit(&h->txid, memory_order_seq_cst)));
+    await_back_asleep(atomic_load_explicit(&qw.tid, memory_order_seq_cst),
+                      "a killed attempt is suspended (not rolled back)");
   }
   holder_resume(h, 1, false);
   CHECK_EQ_I(pthread_join(h->th, NULL), 0);
@@ -354,12 +355,12 @@ TEST(later_attempts_not_waited_for) {
   holder_start(e, END_COMMIT, 2, &x, 1); /* T1 suspended */
   pthread_t th = start_blocked_waiter(false, false);
   holder_start(f, END_COMMIT, 1, &y, 3); /* T3 begins after the call */
-  uint64_t t1 = atomic_load(&e->txid);
+  uint64_t t1 = atomic_load_explicit(&e->txid, memory_order_seq_cst);
   holder_resume(e, 1, true); /* T1 commits, T2 suspended */
-  CHECK_GT_U(atomic_load(&e->txid), t1);
+  CHECK_GT_U(atomic_load_explicit(&e->txid, memory_order_seq_cst), t1);
   expect_waiter_returns(th);
-  CHECK_EQ_I(atomic_load(&e->suspended), 2); /* T2 still suspended */
-  CHECK_EQ_I(atomic_load(&f->resumed), 0);   /* T3 still suspended */
+  CHECK_EQ_I(atomic_load_explicit(&e->suspended, memory_order_seq_cst), 2); /* T2 still suspended */
+  CHECK_EQ_I(atomic_load_explicit(&f->resumed, memory_order_seq_cst), 0);   /* T3 still suspended */
   holder_resume(e, 2, false);
   holder_resume(f, 1, false);
   CHECK_EQ_I(pthread_join(e->th, NULL), 0);
@@ -394,8 +395,8 @@ static sstm_cm_action_t hold_on_conflict(sstm_cm_ctx_t *ctx, const sstm_conflict
   (void)wait_ns;
   if (c->kind != SSTM_CONFLICT_COMMIT_LOCKED) return SSTM_CM_ABORT_SELF;
   CHECK_TRUE(c->other.committing); /* the irrevocable owner */
-  atomic_store(&hc.c_held, 1);
-  while (!atomic_load(&hc.c_may_go))
+  atomic_store_explicit(&hc.c_held, 1, memory_order_seq_cst);
+  while (!atomic_load_explicit(&hc.c_may_go, memory_order_seq_cst))
     sleep_ms(1);
   return SSTM_CM_WAIT; /* H has ended: the lock is free on the retry */
 }
@@ -409,8 +410,8 @@ static const sstm_cm_ops_t hold_policy = {
 static void c_body(void *arg) {
   (void)arg;
   sstm_store_u64(&x, 7); /* buffered (CTL): no lock until commit */
-  atomic_store(&hc.c_began, 1);
-  while (!atomic_load(&hc.h_has_x))
+  atomic_store_explicit(&hc.c_began, 1, memory_order_seq_cst);
+  while (!atomic_load_explicit(&hc.h_has_x, memory_order_seq_cst))
     sleep_ms(1);
 }
 
@@ -426,8 +427,8 @@ static void h_body(void *arg) {
   (void)arg;
   CHECK_TRUE(sstm_is_irrevocable());
   sstm_store_u64(&x, 5); /* in place, under x's lock */
-  atomic_store(&hc.h_has_x, 1);
-  while (!atomic_load(&hc.h_may_end))
+  atomic_store_explicit(&hc.h_has_x, 1, memory_order_seq_cst);
+  while (!atomic_load_explicit(&hc.h_may_end, memory_order_seq_cst))
     sleep_ms(1);
 }
 
@@ -464,20 +465,20 @@ static void committing_write_back(bool no_membarrier) { /* a commit that meets a
   CHECK_EQ_I(pthread_create(&c, NULL, c_thread, NULL), 0);
   /* C is running before H takes the irrevocability token (an attempt that
    * began later would wait for H at its begin) */
-  while (!atomic_load(&hc.c_began))
+  while (!atomic_load_explicit(&hc.c_began, memory_order_seq_cst))
     sleep_ms(1);
   CHECK_EQ_I(pthread_create(&h, NULL, h_thread, NULL), 0);
-  while (!atomic_load(&hc.c_held))
+  while (!atomic_load_explicit(&hc.c_held, memory_order_seq_cst))
     sleep_ms(1);
   /* C is COMMITTING, H IRREVOCABLE. The waiter is inside sstm_quiesce,
    * held by one of them: asleep in the futex (H) or yielding (C). */
   pthread_t th = start_waiter(false, true);
-  int tid = atomic_load(&qw.tid);
-  while (atomic_load(&qw.yields) == 0 && !sstm_test_in_futex(tid)) {
+  int tid = atomic_load_explicit(&qw.tid, memory_order_seq_cst);
+  while (atomic_load_explicit(&qw.yields, memory_order_seq_cst) == 0 && !sstm_test_in_futex(tid)) {
     check_not_returned("an attempt is committing and an irrevocable one runs");
     sched_yield();
   }
-  atomic_store(&hc.h_may_end, 1);
+  atomic_store_explicit(&hc.h_may_end, 1, memory_order_seq_cst);
   CHECK_EQ_I(pthread_join(h, NULL), 0);
   /* H has ended: the waiter must be waiting for C now, and stay: asleep in
    * the futex and asleep again after being woken (the membarrier fence), or
@@ -485,14 +486,14 @@ static void committing_write_back(bool no_membarrier) { /* a commit that meets a
   if (sleeps) {
     await_back_asleep(tid, "an attempt is committing");
   } else {
-    long y0 = atomic_load(&qw.yields);
-    while (atomic_load(&qw.yields) <= y0) {
+    long y0 = atomic_load_explicit(&qw.yields, memory_order_seq_cst);
+    while (atomic_load_explicit(&qw.yields, memory_order_seq_cst) <= y0) {
       check_not_returned("an attempt is committing");
       sched_yield();
     }
   }
   check_not_returned("an attempt is committing");
-  atomic_store(&hc.c_may_go, 1);
+  atomic_store_explicit(&hc.c_may_go, 1, memory_order_seq_cst);
   CHECK_EQ_I(pthread_join(c, NULL), 0);
   expect_waiter_returns(th);
   CHECK_EQ_U(qw.seen_x, 7); /* C's write-back, after H's 5 */
@@ -517,17 +518,17 @@ static void worker(sstm_tt_t *t) {
       sched_yield();
     for (int i = 0; i < 200; i++)
       CHECK_OK(sstm_quiesce());
-    atomic_store(&stop_workers, 1);
+    atomic_store_explicit(&stop_workers, 1, memory_order_seq_cst);
     return;
   }
-  while (!atomic_load(&stop_workers))
+  while (!atomic_load_explicit(&stop_workers, memory_order_seq_cst))
     CHECK_OK(sstm_run(NULL, bump, NULL));
 }
 
 TEST(returns_under_load) {
   sstm_test_init();
   x = 0;
-  atomic_store(&stop_workers, 0);
+  atomic_store_explicit(&stop_workers, 0, memory_order_seq_cst);
   sstm_test_run_threads(4, true, worker, NULL);
   CHECK_GE_U(x, 100);
   sstm_test_fini();

@@ -496,9 +496,10 @@ static void nx_body(void *arg) {
   off_t p = nx_peek ? sstm_ftell(nx_f) : 0;
   CHECK_TRUE(nx_peek ? p == 1 || p == 2 : p == 0); /* 2: after the other call (a retry) */
   if (!nx_peek) CHECK_GE_I(sstm_fputs("A1", nx_f), 0);
-  if (atomic_load(&nx_in) == 0) {
-    atomic_store(&nx_in, 1);
-    while (atomic_load(&nx_go) == 0) /* until the other call has begun */
+  if (atomic_load_explicit(&nx_in, memory_order_seq_cst) == 0) {
+    atomic_store_explicit(&nx_in, 1, memory_order_seq_cst);
+    while (atomic_load_explicit(&nx_go, memory_order_seq_cst) ==
+           0) /* until the other call has begun */
       sched_yield();
     usleep(20000); /* room for it to land inside this transaction, if it could */
   }
@@ -520,13 +521,13 @@ TEST(call_outside_transactions_never_lands_inside_one) {
     nx_f = sstm_fopen(path, "w+");
     CHECK_NOT_NULL(nx_f);
     CHECK_GE_I(sstm_fputs("0", nx_f), 0); /* the stream has a write buffer from now on */
-    atomic_store(&nx_in, 0);
-    atomic_store(&nx_go, 0);
+    atomic_store_explicit(&nx_in, 0, memory_order_seq_cst);
+    atomic_store_explicit(&nx_go, 0, memory_order_seq_cst);
     pthread_t t;
     CHECK_EQ_I(pthread_create(&t, NULL, nx_thread, NULL), 0);
-    while (atomic_load(&nx_in) == 0)
+    while (atomic_load_explicit(&nx_in, memory_order_seq_cst) == 0)
       sched_yield();
-    atomic_store(&nx_go, 1);
+    atomic_store_explicit(&nx_go, 1, memory_order_seq_cst);
     CHECK_GE_I(sstm_fputs("B", nx_f), 0); /* outside any transaction */
     CHECK_EQ_I(pthread_join(t, NULL), 0);
     CHECK_OK(sstm_fclose(nx_f));
