@@ -86,8 +86,9 @@ typedef struct sstm__fast {
   uint8_t stripe_shift;
   uint16_t sample_cd; /* sampled attempts: accesses left before the sampling
                          hook must look (owner-only) */
-  uint32_t depth;
-  uint64_t end; /* snapshot upper bound */
+  uint16_t depth;
+  uint8_t in_hook_, slow_begin_; /* library-internal */
+  uint64_t end;                  /* snapshot upper bound */
   uint64_t owner_lw;
   uint64_t *locks;
   uint64_t lock_mask;

@@ -26,12 +26,20 @@
  * library sees neither, so the transaction stays open on the thread (its
  * locks held, later transactions nested in it, sstm_shutdown refused).
  * Catch inside the body and call sstm_cancel() (or sstm_restart()).
+ *
  *    On a thread that is not registered, SSTM_ATOMIC_BEGIN reports the
  *    misuse to the misuse handler (default: message on stderr, then
  *    abort()). If the handler returns, the body runs outside any
  *    transaction: each access in it is reported again (a load gives zero,
  *    a store is dropped) and the commit returns SSTM_ENOTX. sstm_run()
  *    returns SSTM_ENOTHREAD instead.
+ *
+ * In both forms a restart restores what longjmp restores (the callee-saved
+ * registers and the stack) and, like longjmp, not the floating-point
+ * environment: the rounding mode and the exception masks (MXCSR, the x87
+ * control word) stay as the aborted attempt left them. A body that changes
+ * them sets them at its own start, or registers an sstm_on_abort() action
+ * that puts them back (abort actions run before the restart).
  *
  * Guarantees: opacity. Every transaction, including one that will abort,
  * observes a consistent snapshot of memory, so it never crashes or loops on
@@ -92,8 +100,9 @@ typedef struct sstm_ckpt {
 #define SSTM__CKPT_RESTART 1
 #define SSTM__CKPT_CANCEL 2
 
-/* Internal: save the callee-saved registers, stack and FP control words;
- * cheaper than sigsetjmp (no signal mask, no system call). Returns
+/* Internal: save the callee-saved registers and the stack (as _setjmp:
+ * not the floating-point control state, see the file comment); cheaper
+ * than sigsetjmp (no signal mask, no system call). Returns
  * SSTM__CKPT_START when saving, the restart code when resumed.
  * ThreadSanitizer must see every non-local jump, so TSan builds (of both the
  * library and its users: they must agree) use the C library's _setjmp. */

@@ -1,8 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /* The restart checkpoint (x86-64 SysV): a setjmp/longjmp pair that saves
  * only what a restart needs (callee-saved registers, stack pointer, return
- * address, MXCSR and the x87 control word) and never touches the signal
- * mask, so a save costs no system call. Plain facility: no engine type,
+ * address) and never touches the signal mask, so a save costs no system
+ * call. Like _setjmp/longjmp, it does not save or restore the
+ * floating-point control state (MXCSR, the x87 control word): a restart
+ * runs with the control state the aborted attempt left, the contract that
+ * <schedstm/tx.h> states for users. Plain facility: no engine type,
  * only the public sstm_ckpt_t (schedstm/tx.h) as the place to save into.
  *
  * sstm__ckpt_save(c) (declared by schedstm/tx.h, exported: the inline form
@@ -22,10 +25,9 @@
 #define SSTM_ARCH_CKPT_H
 
 /* Byte offsets of the slots in sstm_ckpt_t.regs. */
-#define SSTM_CKPT_RIP 0   /* return address of the save */
-#define SSTM_CKPT_RSP 8   /* the caller's rsp after that return */
-#define SSTM_CKPT_RBX 16  /* rbx, rbp, r12-r15: 16..56 */
-#define SSTM_CKPT_FPCW 64 /* MXCSR (32 bits), then the x87 control word (16 bits) at 68 */
+#define SSTM_CKPT_RIP 0  /* return address of the save */
+#define SSTM_CKPT_RSP 8  /* the caller's rsp after that return */
+#define SSTM_CKPT_RBX 16 /* rbx, rbp, r12-r15: 16..56 */
 
 #ifdef __ASSEMBLER__
 /* SSTM_CKPT_SAVE off, base: save the registers of the function that called
@@ -46,8 +48,6 @@
         movq    %r13, \off+SSTM_CKPT_RBX+24(\base)
         movq    %r14, \off+SSTM_CKPT_RBX+32(\base)
         movq    %r15, \off+SSTM_CKPT_RBX+40(\base)
-        stmxcsr \off+SSTM_CKPT_FPCW(\base)
-        fnstcw  \off+SSTM_CKPT_FPCW+4(\base)
         .endm
 /* clang-format on */
 #else

@@ -2,7 +2,7 @@
 /* The restart checkpoint for x86-64 SysV (arch/ckpt.h states the
  * contract and the layout of sstm_ckpt_t.regs):
  *   0 rip   8 rsp   16 rbx   24 rbp   32 r12   40 r13   48 r14   56 r15
- *   64 mxcsr (32 bits)   68 x87 control word (16 bits)
+ * (no floating-point control state: see arch/ckpt.h)
  * Plain register save and restore: the engine's one-call begin, which
  * saves into the descriptor with the same macro, is core/begin_x86_64.S.
  */
@@ -35,8 +35,6 @@ sstm__ckpt_restore:
         movq    SSTM_CKPT_RBX+24(%rdi), %r13
         movq    SSTM_CKPT_RBX+32(%rdi), %r14
         movq    SSTM_CKPT_RBX+40(%rdi), %r15
-        ldmxcsr SSTM_CKPT_FPCW(%rdi)
-        fldcw   SSTM_CKPT_FPCW+4(%rdi)
         movl    %esi, %eax
         movq    SSTM_CKPT_RSP(%rdi), %rsp
         jmpq    *SSTM_CKPT_RIP(%rdi)

@@ -13,14 +13,17 @@
         .text
 
         /* int sstm__begin_ckpt(const sstm_attr_t *attr) -- returns twice.
-         * The outermost begin of SSTM_ATOMIC_BEGIN in one call: when the
-         * thread has a descriptor that is outside a transaction and not in
-         * a callback, save the caller's checkpoint straight into the
+         * The outermost begin of SSTM_ATOMIC_BEGIN in one call. One
+         * comparison of the descriptor's gate word with zero (no
+         * transaction, no callback running, no begin-time feature) selects
+         * the common begin: save the caller's checkpoint straight into the
          * descriptor (SSTM_CKPT_SAVE, as sstm__ckpt_save does), store the
          * saved stack pointer as the descriptor's begin_sp, and go on in
-         * sstm__begin_top(tx, attr) (txn.c); every other begin (nested,
+         * sstm__begin_top(tx, attr) (txn.c). A descriptor with begin-time
+         * features saves the same way and goes on in
+         * sstm__begin_top_slow(tx, attr); every other begin (nested,
          * unregistered thread, inside a hook) saves nothing and goes to
-         * sstm__begin_other(attr). Both return SSTM__CKPT_START; a restart
+         * sstm__begin_other(attr). All return SSTM__CKPT_START; a restart
          * returns here again with its code, as from sstm__ckpt_save. The
          * callee-saved registers saved are the caller's: nothing before the
          * save changes them. */
@@ -29,19 +32,22 @@
         .p2align 4
 sstm__begin_ckpt:
         .cfi_startproc
-        movq    %rdi, %rsi              /* attr: sstm__begin_top's second argument */
+        movq    %rdi, %rsi              /* attr: the C halves' second argument */
         movq    sstm__cur@gottpoff(%rip), %rax
         movq    %fs:(%rax), %rdi        /* the thread's descriptor, or NULL */
         testq   %rdi, %rdi
-        jz      1f
-        cmpl    $0, SSTM_DESC_OFF_DEPTH(%rdi)
-        jne     1f
-        cmpb    $0, SSTM_DESC_OFF_IN_HOOK(%rdi)
+        jz      2f
+        cmpl    $0, SSTM_DESC_OFF_GATE(%rdi)
         jne     1f
         SSTM_CKPT_SAVE SSTM_DESC_OFF_CKPT, %rdi
         movq    %rax, SSTM_DESC_OFF_BEGIN_SP(%rdi) /* the saved stack pointer */
         jmp     sstm__begin_top
-1:      movq    %rsi, %rdi
+1:      testl   $SSTM_DESC_GATE_NESTED, SSTM_DESC_OFF_GATE(%rdi)
+        jnz     2f
+        SSTM_CKPT_SAVE SSTM_DESC_OFF_CKPT, %rdi
+        movq    %rax, SSTM_DESC_OFF_BEGIN_SP(%rdi)
+        jmp     sstm__begin_top_slow
+2:      movq    %rsi, %rdi
         jmp     sstm__begin_other
         .cfi_endproc
         .size   sstm__begin_ckpt, .-sstm__begin_ckpt

@@ -7,9 +7,14 @@
 #ifndef SSTM_CORE_DESC_OFFSETS_H
 #define SSTM_CORE_DESC_OFFSETS_H
 
-#define SSTM_DESC_OFF_DEPTH 4        /* uint32_t depth */
-#define SSTM_DESC_OFF_IN_HOOK 0xbb   /* uint8_t in_hook */
-#define SSTM_DESC_OFF_CKPT 0xd0      /* sstm_ckpt_t ckpt */
-#define SSTM_DESC_OFF_BEGIN_SP 0x1d8 /* uintptr_t begin_sp */
+/* The begin's gate, one 32-bit word (little-endian): depth (uint16_t) in
+ * its low half, then in_hook and slow_begin (uint8_t each). Zero: the
+ * common begin. Under SSTM_DESC_GATE_NESTED: a nested begin or one in a
+ * callback, which saves nothing; otherwise (slow_begin alone) the begin
+ * saves the checkpoint and takes the general first attempt. */
+#define SSTM_DESC_OFF_GATE 4
+#define SSTM_DESC_GATE_NESTED 0x00ffffff /* depth and in_hook */
+#define SSTM_DESC_OFF_CKPT 0xd0          /* sstm_ckpt_t ckpt */
+#define SSTM_DESC_OFF_BEGIN_SP 0x1d8     /* uintptr_t begin_sp */
 
 #endif /* SSTM_CORE_DESC_OFFSETS_H */

@@ -155,7 +155,23 @@ struct sstm_desc {
    * looking (the fast paths take them and count down; 0 sends the next one
    * to the slow path, barrier.c, sample_due). Owner-only. */
   uint16_t sample_cd;
-  uint32_t depth;          /* flat nesting depth, 0 = no transaction */
+  /* The begin's gate: depth, in_hook and slow_begin overlay one 32-bit
+   * word, `gate`, that the common begin (core/begin_x86_64.S) compares with
+   * zero once: no transaction, no callback running, no begin-time feature;
+   * it then stores 1 into it (depth 1, the others still 0). */
+  union {
+    struct {
+      uint16_t depth; /* flat nesting depth, 0 = no transaction (at most
+                         UINT16_MAX: a deeper begin is misuse, txn.c) */
+      /* Owner-only: > 0 while a hook or a policy's callback runs on this
+       * thread (in_callback counts those and the user's actions): no
+       * transaction may begin there (hooks.h, cm.h), and sstm__begin
+       * refuses one. Actions may run transactions and do not count here. */
+      uint8_t in_hook;
+      uint8_t slow_begin; /* SSTM_SLOW_BEGIN or 0: fixed at registration */
+    };
+    uint32_t gate;
+  };
   uint64_t end;            /* snapshot upper bound: reads valid at time `end` */
   uint64_t owner_lw;       /* lock word value meaning "owned by this attempt":
                               sstm_lw_make_owner(slot, serial), always */
@@ -174,9 +190,8 @@ struct sstm_desc {
   /* The sampling countdown beyond sample_cd: the next sampled access is
    * the one after sample_cd + sample_rest more (barrier.c, sample_arm). */
   uint64_t sample_rest;
-  uint8_t design;     /* sstm_design_t */
-  uint8_t slow;       /* SSTM_SLOW_* but BEGIN: owner-only */
-  uint8_t slow_begin; /* SSTM_SLOW_BEGIN or 0: fixed at registration */
+  uint8_t design; /* sstm_design_t */
+  uint8_t slow;   /* SSTM_SLOW_* but BEGIN: owner-only */
   /* The variant of a transaction's first attempt in the common begin,
    * indexed by attr.read_only: {design, SSTM_V_RO} (txn.c,
    * sstm__desc_set_slow), one load instead of a test and a choice. */
@@ -195,12 +210,7 @@ struct sstm_desc {
   bool ro_log;
   bool ro_ext_seen;
   uint8_t ro_win_n, ro_win_ext;
-  bool irrev_token; /* holds the irrevocability token */
-  /* Owner-only: > 0 while a hook or a policy's callback runs on this
-   * thread (in_callback counts those and the user's actions): no
-   * transaction may begin there (hooks.h, cm.h), and sstm__begin refuses
-   * one. Actions may run transactions and do not count here. */
-  uint8_t in_hook;
+  bool irrev_token;   /* holds the irrevocability token */
   unsigned retries;   /* aborts of the current transaction */
   unsigned conflicts; /* of which conflicts (sstm_cm_ctx_t.conflicts) */
   _Atomic int pub_priority;

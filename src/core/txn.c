@@ -363,6 +363,14 @@ static void ro_window(struct sstm_desc *tx) {
   if (SSTM_UNLIKELY(tx->ro_log) && !tx->attr.irrevocable) sstm__ctr_add(&tx->ctr.ro_logged, 1);
 }
 
+/* A begin at depth UINT16_MAX: misuse (a runaway recursion of atomic
+ * blocks), which cannot be returned. */
+static SSTM_COLD __attribute__((noreturn)) void begin_too_deep(void) {
+  sstm__misuse("transaction nesting deeper than %u levels", (unsigned)UINT16_MAX);
+  sstm__fatal("transaction nesting deeper than %u levels (the misuse handler returned)",
+              (unsigned)UINT16_MAX);
+}
+
 /* A begin inside a hook or a policy's callback, which must not start a
  * transaction: the hook's one would overwrite the checkpoint, attributes and
  * actions of the attempt the hook runs for (whose restart then jumps into a
@@ -374,7 +382,10 @@ static void ro_window(struct sstm_desc *tx) {
 static SSTM_COLD sstm_ckpt_t *begin_in_hook(struct sstm_desc *tx) {
   sstm__misuse("transaction begin inside a hook or a contention manager's callback (they must "
                "not start transactions: hooks.h, cm.h)");
-  if (tx->depth > 0) tx->depth++;
+  if (tx->depth > 0) {
+    if (SSTM_UNLIKELY(tx->depth == UINT16_MAX)) begin_too_deep();
+    tx->depth++;
+  }
   return NULL;
 }
 
@@ -389,8 +400,9 @@ static SSTM_NOINLINE int begin_outer_slow(struct sstm_desc *tx, bool ro) {
 /* The outermost begin of a transaction on tx (depth already 1): the
  * attributes, the per-transaction state, the first attempt. Returns
  * SSTM__CKPT_START; every call in it is a tail call, so that the common
- * begin (sstm__begin_top) needs no stack frame. */
-SSTM_INLINE int begin_outer(struct sstm_desc *tx, const sstm_attr_t *attr) {
+ * begin (sstm__begin_top) needs no stack frame. `gated`: the caller has
+ * seen slow_begin clear (the assembly begin's gate word). */
+SSTM_INLINE int begin_outer(struct sstm_desc *tx, const sstm_attr_t *attr, bool gated) {
   bool ro = false, irrev = false;
   if (attr) {
     /* Field by field, not as one block: callers build the attribute on the
@@ -414,10 +426,11 @@ SSTM_INLINE int begin_outer(struct sstm_desc *tx, const sstm_attr_t *attr) {
   atomic_store_explicit(&tx->pub_priority, tx->attr.priority, memory_order_relaxed);
   /* One test for everything the common begin does not do (SSTM_SLOW_BEGIN
    * covers the descriptor's features, cfg.ro_log among them: with it off a
-   * declared read-only transaction starts without a read set). */
-  if (SSTM_LIKELY((tx->slow_begin | (unsigned)irrev |
-                   atomic_load_explicit(&sstm__g.nhooks, memory_order_relaxed)) == 0))
-    return attempt_start_fast(tx, tx->first_variant[ro]);
+   * declared read-only transaction starts without a read set; the gate
+   * word has tested it already when `gated`). */
+  unsigned slow = (unsigned)irrev | atomic_load_explicit(&sstm__g.nhooks, memory_order_relaxed);
+  if (!gated) slow |= tx->slow_begin;
+  if (SSTM_LIKELY(slow == 0)) return attempt_start_fast(tx, tx->first_variant[ro]);
   return begin_outer_slow(tx, ro);
 }
 
@@ -428,25 +441,40 @@ SSTM_API sstm_ckpt_t *sstm__begin(const sstm_attr_t *attr) {
     return NULL;
   }
   if (SSTM_UNLIKELY(tx->in_hook)) return begin_in_hook(tx);
-  if (tx->depth++ > 0) return NULL;     /* flat nesting */
+  if (tx->depth > 0) { /* flat nesting */
+    if (SSTM_UNLIKELY(tx->depth == UINT16_MAX)) begin_too_deep();
+    tx->depth++;
+    return NULL;
+  }
+  tx->depth = 1;
   tx->begin_sp = sstm__stack_pointer(); /* sstm__begin_ckpt stores its own */
-  (void)begin_outer(tx, attr);
+  (void)begin_outer(tx, attr, false);
   return &tx->ckpt;
 }
 
-/* The two C halves of sstm__begin_ckpt (core/begin_x86_64.S), which has
- * saved the checkpoint into tx->ckpt when tx is outside a transaction and
- * not in a callback (begin_top), and saved nothing otherwise
- * (begin_other: a nested begin, an unregistered thread, a begin inside a
- * hook, for each of which sstm__begin returns NULL). Both return
- * SSTM__CKPT_START, which the assembly returns to the caller. */
+/* The C halves of sstm__begin_ckpt (core/begin_x86_64.S), which has saved
+ * the checkpoint into tx->ckpt when tx is outside a transaction and not in
+ * a callback (begin_top when the descriptor has no begin-time feature,
+ * begin_top_slow when it has), and saved nothing otherwise (begin_other: a
+ * nested begin, an unregistered thread, a begin inside a hook, for each of
+ * which sstm__begin returns NULL). All return SSTM__CKPT_START, which the
+ * assembly returns to the caller. */
 __attribute__((visibility("hidden"))) int sstm__begin_top(struct sstm_desc *tx,
                                                           const sstm_attr_t *attr);
+__attribute__((visibility("hidden"))) int sstm__begin_top_slow(struct sstm_desc *tx,
+                                                               const sstm_attr_t *attr);
 __attribute__((visibility("hidden"))) int sstm__begin_other(const sstm_attr_t *attr);
 
 int sstm__begin_top(struct sstm_desc *tx, const sstm_attr_t *attr) {
+  /* The gate word was zero: depth 1 with in_hook and slow_begin still
+   * zero, as one store. */
+  tx->gate = 1;
+  return begin_outer(tx, attr, true);
+}
+
+int sstm__begin_top_slow(struct sstm_desc *tx, const sstm_attr_t *attr) {
   tx->depth = 1;
-  return begin_outer(tx, attr);
+  return begin_outer(tx, attr, false);
 }
 
 int sstm__begin_other(const sstm_attr_t *attr) {
@@ -455,15 +483,19 @@ int sstm__begin_other(const sstm_attr_t *attr) {
 }
 
 #include "core/desc_offsets.h"
-_Static_assert(offsetof(struct sstm_desc, depth) == SSTM_DESC_OFF_DEPTH, "desc_offsets.h: depth");
-_Static_assert(offsetof(struct sstm_desc, in_hook) == SSTM_DESC_OFF_IN_HOOK,
-               "desc_offsets.h: in_hook");
+_Static_assert(offsetof(struct sstm_desc, gate) == SSTM_DESC_OFF_GATE &&
+                   offsetof(struct sstm_desc, depth) == SSTM_DESC_OFF_GATE &&
+                   offsetof(struct sstm_desc, in_hook) == SSTM_DESC_OFF_GATE + 2 &&
+                   offsetof(struct sstm_desc, slow_begin) == SSTM_DESC_OFF_GATE + 3,
+               "desc_offsets.h: the gate word is depth, in_hook, slow_begin");
+_Static_assert(sizeof(((struct sstm_desc *)0)->depth) == 2 &&
+                   sizeof(((struct sstm_desc *)0)->in_hook) == 1 &&
+                   sizeof(((struct sstm_desc *)0)->slow_begin) == 1 &&
+                   sizeof(((struct sstm_desc *)0)->gate) == 4,
+               "desc_offsets.h: the assembly reads the gate as 4 bytes");
 _Static_assert(offsetof(struct sstm_desc, ckpt) == SSTM_DESC_OFF_CKPT, "desc_offsets.h: ckpt");
 _Static_assert(offsetof(struct sstm_desc, begin_sp) == SSTM_DESC_OFF_BEGIN_SP,
                "desc_offsets.h: begin_sp");
-_Static_assert(sizeof(((struct sstm_desc *)0)->depth) == 4 &&
-                   sizeof(((struct sstm_desc *)0)->in_hook) == 1,
-               "desc_offsets.h: the assembly compares depth as 4 bytes and in_hook as 1");
 
 /* No attempt runs (the variant says so), but an executor's preemption
  * request that arrived during the attempt is kept, for the restart point

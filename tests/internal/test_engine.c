@@ -226,6 +226,45 @@ TEST(barrier_with_no_running_attempt_is_fatal) {
   sstm_test_expect_abort(store_without_attempt, "store", want);
 }
 
+/* Flat nesting counts depth in 16 bits (the begin's gate word, engine.h):
+ * the deepest level works and leaves as it came, one more is misuse that
+ * ends the process (a runaway recursion of atomic blocks). The depth is
+ * set directly: 65535 real nested begins would need as many frames. */
+static volatile int nest_runs;
+static void nest_inner(void *arg) {
+  (void)arg;
+  nest_runs++;
+  CHECK_EQ_U(sstm_self()->depth, UINT16_MAX);
+  sstm_store_u64(&words[1], 7);
+}
+TEST(nesting_reaches_the_deepest_level) {
+  init_geometry(20, 5);
+  words[1] = 0;
+  nest_runs = 0;
+  SSTM_ATOMIC_BEGIN(NULL)
+    struct sstm_desc *d = sstm_self();
+    d->depth = UINT16_MAX - 1;
+    CHECK_OK(sstm_run(NULL, nest_inner, NULL));
+    CHECK_EQ_U(d->depth, UINT16_MAX - 1);
+    CHECK_EQ_U(d->in_hook, 0);
+    d->depth = 1;
+  SSTM_ATOMIC_END();
+  CHECK_EQ_I(nest_runs, 1);
+  CHECK_EQ_U(words[1], 7);
+  CHECK_EQ_U(sstm_self()->gate, 0); /* depth, in_hook and slow_begin */
+  sstm_test_fini();
+}
+static void nest_too_deep(void) {
+  init_geometry(20, 5);
+  SSTM_ATOMIC_BEGIN(NULL)
+    sstm_self()->depth = UINT16_MAX;
+    (void)sstm_run(NULL, nest_inner, NULL);
+  SSTM_ATOMIC_END();
+}
+TEST(nesting_deeper_than_the_counter_is_misuse) {
+  sstm_test_expect_abort(nest_too_deep, "nesting", "transaction nesting deeper than 65535 levels");
+}
+
 /* sstm__now_ns (os/time.c) reads CLOCK_MONOTONIC in nanoseconds: the wait
  * deadlines (sstm_party_wait, the ser-* bound) and the statistics'
  * durations (cm_wait_ns) subtract two of its readings, so a wrong unit

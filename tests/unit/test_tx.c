@@ -4,6 +4,7 @@
  * hooks changed while other threads run), state queries, irrevocability
  * basics. */
 #define _GNU_SOURCE
+#include <fenv.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <string.h>
@@ -122,6 +123,49 @@ static void inner_store(void *arg) {
   sstm_store_u64(&y, 20);
   CHECK_EQ_U(sstm_load_u64(&x), 10); /* sees the outer write */
 }
+/* A restart restores what longjmp restores and, like longjmp, not the
+ * floating-point environment (schedstm/tx.h): the retry runs with the
+ * rounding mode the aborted attempt set, unless an abort action puts it
+ * back. */
+static volatile int fp_seen[2];
+static int fp_back;
+static void round_back(void *arg) { (void)fesetround(*(const int *)arg); }
+TEST(restart_leaves_the_fp_environment_as_longjmp_does) {
+  sstm_test_init();
+  const int orig = fegetround();
+  CHECK_NE_I(orig, FE_UPWARD);
+  CHECK_NE_I(orig, FE_DOWNWARD);
+  attempts = 0;
+  SSTM_ATOMIC_BEGIN(NULL)
+    fp_seen[attempts] = fegetround();
+    attempts++;
+    if (attempts == 1) {
+      CHECK_EQ_I(fesetround(FE_UPWARD), 0);
+      sstm_restart();
+    }
+  SSTM_ATOMIC_END();
+  CHECK_EQ_I(attempts, 2);
+  CHECK_EQ_I(fp_seen[0], orig);
+  CHECK_EQ_I(fp_seen[1], FE_UPWARD);
+  CHECK_EQ_I(fesetround(orig), 0);
+
+  attempts = 0;
+  fp_back = orig;
+  SSTM_ATOMIC_BEGIN(NULL)
+    fp_seen[attempts] = fegetround();
+    attempts++;
+    if (attempts == 1) {
+      CHECK_OK(sstm_on_abort(round_back, &fp_back));
+      CHECK_EQ_I(fesetround(FE_DOWNWARD), 0);
+      sstm_restart();
+    }
+  SSTM_ATOMIC_END();
+  CHECK_EQ_I(attempts, 2);
+  CHECK_EQ_I(fp_seen[1], orig);
+  CHECK_EQ_I(fegetround(), orig);
+  sstm_test_fini();
+}
+
 static void inner_cancel(void *arg) {
   (void)arg;
   sstm_store_u64(&z, 30);
