@@ -33,9 +33,7 @@
 /* SSTM_CKPT_SAVE off, base: save the registers of the function that called
  * the current one into the checkpoint at off(base), as sstm__ckpt_save
  * does. Use it before the current function changes rsp or a callee-saved
- * register (the return address must be at (%rsp)); it clobbers rax, and
- * leaves in it the stack pointer it saved (SSTM_CKPT_RSP), which
- * sstm__begin_ckpt stores as the descriptor's begin_sp. */
+ * register (the return address must be at (%rsp)); it clobbers rax. */
 /* clang-format off */
         .macro SSTM_CKPT_SAVE off, base
         movq    (%rsp), %rax            /* return address */

@@ -293,6 +293,7 @@ SSTM_INLINE void tx_store(struct sstm_desc *tx, void *addr, uint64_t val, unsign
       l = atomic_load_explicit(lk, memory_order_acquire);
       continue;
     }
+    sstm__owner_ready(tx);
     /* lock_end first, so that a reader that sees our lock sees a bound of
      * the version we displace (8.4); relaxed: the CAS publishes it. */
     atomic_store_explicit(&tx->lock_end, tx->end, memory_order_relaxed);
@@ -579,6 +580,7 @@ SSTM_INLINE bool store_etl_fast(struct sstm_desc *tx, void *addr, uint64_t val, 
     /* Locked (top bit) or a version newer than the snapshot: one unsigned
      * comparison with end, as in the read fast path (lockword.h). */
     if (SSTM_UNLIKELY(l > tx->end || tx->ls.n == tx->ls.cap)) return false;
+    sstm__owner_ready(tx);
     /* relaxed, then acq_rel CAS: as in tx_store (8.4). A failed CAS leaves
      * lock_end raised to a bound that is still true. */
     atomic_store_explicit(&tx->lock_end, tx->end, memory_order_relaxed);

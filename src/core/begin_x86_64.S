@@ -17,8 +17,8 @@
          * comparison of the descriptor's gate word with zero (no
          * transaction, no callback running, no begin-time feature) selects
          * the common begin: save the caller's checkpoint straight into the
-         * descriptor (SSTM_CKPT_SAVE, as sstm__ckpt_save does), store the
-         * saved stack pointer as the descriptor's begin_sp, and go on in
+         * descriptor (SSTM_CKPT_SAVE, as sstm__ckpt_save does: its saved
+         * stack pointer is the descriptor's begin_sp, engine.h), and go on in
          * sstm__begin_top(tx, attr) (txn.c). A descriptor with begin-time
          * features saves the same way and goes on in
          * sstm__begin_top_slow(tx, attr); every other begin (nested,
@@ -40,12 +40,10 @@ sstm__begin_ckpt:
         cmpl    $0, SSTM_DESC_OFF_GATE(%rdi)
         jne     1f
         SSTM_CKPT_SAVE SSTM_DESC_OFF_CKPT, %rdi
-        movq    %rax, SSTM_DESC_OFF_BEGIN_SP(%rdi) /* the saved stack pointer */
         jmp     sstm__begin_top
 1:      testl   $SSTM_DESC_GATE_NESTED, SSTM_DESC_OFF_GATE(%rdi)
         jnz     2f
         SSTM_CKPT_SAVE SSTM_DESC_OFF_CKPT, %rdi
-        movq    %rax, SSTM_DESC_OFF_BEGIN_SP(%rdi)
         jmp     sstm__begin_top_slow
 2:      movq    %rsi, %rdi
         jmp     sstm__begin_other

@@ -268,7 +268,7 @@ SSTM_NOINLINE uint64_t sstm__resolve(struct sstm_desc *tx, sstm_conflict_kind_t 
        * executor once when the holder carries a higher priority. */
       if (!irrev && !blocked_offered && ostate == SSTM_ST_ACTIVE &&
           sstm__exec_paused_rule() == SSTM_EXEC_PAUSED_WAIT_HIGHER &&
-          atomic_load_explicit(&o->pub_priority, memory_order_relaxed) > tx->attr.priority) {
+          __atomic_load_n(&o->attr.priority, __ATOMIC_RELAXED) > tx->attr.priority) {
         blocked_offered = true;
         (void)sstm__exec_point(tx, SSTM_EXEC_AT_BLOCKED, o);
       } else if (!reap_paused(tx, o, sstm_st_serial(ost))) {

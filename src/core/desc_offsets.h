@@ -15,6 +15,5 @@
 #define SSTM_DESC_OFF_GATE 4
 #define SSTM_DESC_GATE_NESTED 0x00ffffff /* depth and in_hook */
 #define SSTM_DESC_OFF_CKPT 0xd0          /* sstm_ckpt_t ckpt */
-#define SSTM_DESC_OFF_BEGIN_SP 0x1d8     /* uintptr_t begin_sp */
 
 #endif /* SSTM_CORE_DESC_OFFSETS_H */

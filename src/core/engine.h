@@ -200,6 +200,10 @@ struct sstm_desc {
   /* ---- per attempt / per transaction ---- */
   uint64_t start; /* snapshot at attempt start */
   uint64_t birth; /* snapshot at first attempt (age for policies) */
+  /* The transaction's attributes. attr.priority is also read by other
+   * threads' policies as a hint (registry.c, the party snapshot;
+   * conflict.c): every write of it is a relaxed atomic store, every read
+   * on another thread a relaxed atomic load. */
   sstm_attr_t attr;
   bool irrev_sticky;    /* restart as irrevocable */
   bool ro_nolog_failed; /* declared RO attempt needed a read set */
@@ -213,7 +217,6 @@ struct sstm_desc {
   bool irrev_token;   /* holds the irrevocability token */
   unsigned retries;   /* aborts of the current transaction */
   unsigned conflicts; /* of which conflicts (sstm_cm_ctx_t.conflicts) */
-  _Atomic int pub_priority;
   sstm_ckpt_t ckpt;
   sstm_ptrvec_t allocs;   /* sstm_malloc'd in this attempt */
   sstm_ptrvec_t frees;    /* sstm_free'd in this attempt */
@@ -224,9 +227,10 @@ struct sstm_desc {
    * on_commit), where depth may be 0: the descriptor must not be released
    * or detached under it (SSTM_EBUSY; registry.c). */
   uint32_t in_callback;
-  /* The stack pointer at the outermost begin: the restart checkpoint's
-   * frame is on that stack. A thread that ends with a created descriptor
-   * whose transaction began on its own stack cancels it (registry.c). */
+  /* The stack pointer at the outermost begin when the checkpoint is the C
+   * library's _setjmp (SSTM_CKPT_USES_LIBC), whose saved one is mangled;
+   * otherwise the checkpoint's own saved stack pointer is it
+   * (sstm__begin_sp). */
   uintptr_t begin_sp;
   sstm_abort_info_t last_abort;
   uint64_t rng; /* per-descriptor PRNG (random delay, policies) */
@@ -353,6 +357,32 @@ SSTM_INLINE unsigned sstm__kind(struct sstm_desc *d) { return sstm__variant(d) &
 SSTM_INLINE uint64_t sstm__serial(const struct sstm_desc *d) {
   return sstm_st_serial(
       atomic_load_explicit(&((struct sstm_desc *)(uintptr_t)d)->status, memory_order_relaxed));
+}
+
+/* The attempt's owner word (owner_lw), made current before it takes its
+ * first lock. The common begin does not renew it (txn.c,
+ * attempt_start_fast): until the attempt holds a lock it may still name an
+ * earlier attempt of this descriptor, and no lock word holds that value any
+ * more (every end of an attempt releases its locks or has lost them to a
+ * take-over: (4.6), (6.4), (6.5) in docs/design/core.md), so no comparison
+ * of a lock word with it succeeds and no access takes a stripe for its
+ * own. Every lock CAS of an attempt calls this first; while the lock log is
+ * not empty the word is current (the serial changes only between
+ * attempts). */
+SSTM_INLINE void sstm__owner_ready(struct sstm_desc *d) {
+  if (d->ls.n == 0) d->owner_lw = sstm_lw_make_owner(d->slot, sstm__serial(d));
+}
+
+/* The stack pointer at d's outermost begin: the restart checkpoint's frame
+ * is on that stack. A thread that ends with a created descriptor whose
+ * transaction began on its own stack cancels it (registry.c). The
+ * assembly begin does not store it apart: its checkpoint holds it. */
+SSTM_INLINE uintptr_t sstm__begin_sp(const struct sstm_desc *d) {
+#if defined(SSTM_CKPT_USES_LIBC)
+  return d->begin_sp;
+#else
+  return (uintptr_t)d->ckpt.regs[SSTM_CKPT_RSP / 8];
+#endif
 }
 
 /* Counter helpers: owner-only increments, tear-free for readers (relaxed

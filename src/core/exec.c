@@ -233,13 +233,12 @@ bool sstm__exec_is_paused(const sstm_desc_t *d) {
 }
 
 void sstm__exec_set_priority(sstm_desc_t *d, int priority) {
-  d->attr.priority = priority;
   /* relaxed: published for other threads' decisions, as in sstm__begin */
-  atomic_store_explicit(&d->pub_priority, priority, memory_order_relaxed);
+  __atomic_store_n(&d->attr.priority, priority, __ATOMIC_RELAXED);
 }
 
 int sstm__exec_priority(const sstm_desc_t *d) {
-  return atomic_load_explicit(&((sstm_desc_t *)d)->pub_priority, memory_order_relaxed);
+  return __atomic_load_n(&d->attr.priority, __ATOMIC_RELAXED);
 }
 
 int sstm__exec_set_paused_rule(sstm_exec_paused_rule_t rule) {

@@ -110,6 +110,7 @@ SSTM_NOINLINE void sstm__irrev_store(struct sstm_desc *tx, void *addr, uint64_t 
                                      unsigned size) {
   _Atomic uint64_t *lk = sstm__lock_for(tx, addr);
   uint64_t l = atomic_load_explicit(lk, memory_order_acquire);
+  sstm__owner_ready(tx);
   while (l != tx->owner_lw) {
     if (sstm_lw_locked(l)) {
       l = sstm__resolve(tx, SSTM_CONFLICT_WRITE_LOCKED, addr, lk, l);

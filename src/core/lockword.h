@@ -76,14 +76,6 @@ static inline uint64_t sstm_lw_make_owner(unsigned slot, uint64_t serial) {
          ((uint64_t)slot << SSTM_LW_SLOT_SHIFT) | SSTM_LW_LOCKED;
 }
 
-/* The owner word of the next attempt of the same slot:
- * sstm_lw_make_owner(slot, serial + 1) from owner == sstm_lw_make_owner(slot,
- * serial), in two instructions. A serial field that wraps carries into the
- * lock bit, which the OR sets again. */
-static inline uint64_t sstm_lw_next_owner(uint64_t owner) {
-  return (owner + (1ull << SSTM_LW_SERIAL_SHIFT)) | SSTM_LW_LOCKED;
-}
-
 static inline uint64_t sstm_clock_time(uint64_t c) { return c >> 1; }
 static inline bool sstm_clock_irrevocable(uint64_t c) { return (c & SSTM_CLOCK_IRREV) != 0; }
 

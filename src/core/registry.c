@@ -75,8 +75,8 @@ static struct sstm_desc *desc_new(unsigned slot) {
     return NULL;
   }
   d->slot = slot;
-  /* serial 0's owner word: begin derives each next one from it
-   * (sstm_lw_next_owner) */
+  /* serial 0's owner word; an attempt's first lock makes it current
+   * (sstm__owner_ready) */
   d->owner_lw = sstm_lw_make_owner(slot, 0);
   atomic_init(&d->variant, SSTM_V_NONE);
   d->locks = sstm__g.locks;
@@ -290,7 +290,7 @@ static void auto_exit(void *p) {
   if (!d || sstm__cur != d || d->in_callback ||
       !atomic_load_explicit(&sstm__g.initialized, memory_order_acquire))
     return;
-  if (d->depth != 0 && (d->thread_owned || on_own_stack(d->begin_sp))) sstm__abandon(d);
+  if (d->depth != 0 && (d->thread_owned || on_own_stack(sstm__begin_sp(d)))) sstm__abandon(d);
   if (d->thread_owned)
     thread_exit(d);
   else
@@ -462,7 +462,7 @@ static void party_fill(struct sstm_desc *d, uint64_t txid, uint64_t st, sstm_par
       .birth = __atomic_load_n(&d->birth, __ATOMIC_RELAXED),
       .reads = sstm_rset_count_remote(&d->rs),
       .writes = __atomic_load_n(&d->ws.n, __ATOMIC_RELAXED),
-      .priority = atomic_load_explicit(&d->pub_priority, memory_order_relaxed),
+      .priority = __atomic_load_n(&d->attr.priority, __ATOMIC_RELAXED),
       .committing = s == SSTM_ST_COMMITTING || s == SSTM_ST_IRREVOCABLE,
   };
 }

@@ -123,14 +123,13 @@ static SSTM_NOINLINE void run_abort_actions(struct sstm_desc *tx) {
   {
     /* what the restart and the policy still need (see above) */
     sstm_ckpt_t ckpt = tx->ckpt;
-    sstm_attr_t attr = tx->attr;
+    sstm_attr_t attr = tx->attr; /* put back field by field below */
     sstm_cm_ctx_t ctx = tx->cm_ctx;
     sstm_abort_info_t last = tx->last_abort;
     uint32_t retries = tx->retries, conflicts = tx->conflicts;
     bool sticky = tx->irrev_sticky, ro_failed = tx->ro_nolog_failed;
     uint8_t slow = tx->slow; /* SSTM_SLOW_RETRIED, which their commits clear */
     uint64_t birth = tx->birth, start = tx->start;
-    int prio = atomic_load_explicit(&tx->pub_priority, memory_order_relaxed);
     /* The actions' transactions begin as every transaction does, on the
      * state that the end of one leaves (retry_state_clear below): the
      * retry state and an empty redo log (this attempt's, rolled back, is
@@ -140,7 +139,11 @@ static SSTM_NOINLINE void run_abort_actions(struct sstm_desc *tx) {
     for (uint32_t i = 0; i < t.n; i++)
       action_run(&t.a[i], false);
     tx->ckpt = ckpt;
-    tx->attr = attr;
+    tx->attr.read_only = attr.read_only;
+    tx->attr.irrevocable = attr.irrevocable;
+    tx->attr.tag = attr.tag;
+    /* relaxed: published for other threads' policies, as in sstm__begin */
+    __atomic_store_n(&tx->attr.priority, attr.priority, __ATOMIC_RELAXED);
     tx->cm_ctx = ctx;
     tx->last_abort = last;
     tx->retries = retries;
@@ -150,8 +153,6 @@ static SSTM_NOINLINE void run_abort_actions(struct sstm_desc *tx) {
     tx->slow = slow;
     __atomic_store_n(&tx->birth, birth, __ATOMIC_RELAXED);
     __atomic_store_n(&tx->start, start, __ATOMIC_RELAXED);
-    /* relaxed: published for other threads' policies, as in sstm__begin */
-    atomic_store_explicit(&tx->pub_priority, prio, memory_order_relaxed);
   }
   actions_put_back(tx, t);
 }
@@ -304,7 +305,8 @@ SSTM_INLINE int attempt_start_fast(struct sstm_desc *tx, unsigned v) {
   /* relaxed: only the owner changes the serial part (engine.h,
    * sstm__serial); the new status is the next serial, ACTIVE. */
   uint64_t st = sstm_st_next_active(atomic_load_explicit(&tx->status, memory_order_relaxed));
-  tx->owner_lw = sstm_lw_next_owner(tx->owner_lw);
+  /* owner_lw is not renewed here: the attempt's first lock does it
+   * (sstm__owner_ready, engine.h). */
   sstm_rset_clear(&tx->rs);
   /* The redo log needs no reset: every end of an attempt leaves it empty
    * (commit_ended, commit_tail, the restart's attempt_start, the cancel
@@ -413,17 +415,18 @@ SSTM_INLINE int begin_outer(struct sstm_desc *tx, const sstm_attr_t *attr, bool 
      * in a profile of rb16k. */
     tx->attr.read_only = ro = attr->read_only;
     tx->attr.irrevocable = irrev = attr->irrevocable;
-    tx->attr.priority = attr->priority;
+    /* relaxed: read by other threads' policies as a hint (registry.c,
+     * the party snapshot; engine.h). */
+    __atomic_store_n(&tx->attr.priority, attr->priority, __ATOMIC_RELAXED);
     tx->attr.tag = attr->tag;
   } else {
-    tx->attr = (sstm_attr_t){0};
+    tx->attr.read_only = false;
+    tx->attr.irrevocable = false;
+    __atomic_store_n(&tx->attr.priority, 0, __ATOMIC_RELAXED); /* relaxed: as above */
+    tx->attr.tag = 0;
   }
-  /* relaxed: read by other threads' policies as a hint (registry.c,
-   * the party snapshot). A store on every begin, not a test of the value
-   * before: fewer instructions, and the descriptor's line is this
-   * thread's to write anyway. retries, conflicts and the restart flags
-   * are clear here (retry_state_clear). */
-  atomic_store_explicit(&tx->pub_priority, tx->attr.priority, memory_order_relaxed);
+  /* retries, conflicts and the restart flags are clear here
+   * (retry_state_clear). */
   /* One test for everything the common begin does not do (SSTM_SLOW_BEGIN
    * covers the descriptor's features, cfg.ro_log among them: with it off a
    * declared read-only transaction starts without a read set; the gate
@@ -447,7 +450,7 @@ SSTM_API sstm_ckpt_t *sstm__begin(const sstm_attr_t *attr) {
     return NULL;
   }
   tx->depth = 1;
-  tx->begin_sp = sstm__stack_pointer(); /* sstm__begin_ckpt stores its own */
+  tx->begin_sp = sstm__stack_pointer(); /* for sstm__begin_sp (engine.h) */
   (void)begin_outer(tx, attr, false);
   return &tx->ckpt;
 }
@@ -494,8 +497,6 @@ _Static_assert(sizeof(((struct sstm_desc *)0)->depth) == 2 &&
                    sizeof(((struct sstm_desc *)0)->gate) == 4,
                "desc_offsets.h: the assembly reads the gate as 4 bytes");
 _Static_assert(offsetof(struct sstm_desc, ckpt) == SSTM_DESC_OFF_CKPT, "desc_offsets.h: ckpt");
-_Static_assert(offsetof(struct sstm_desc, begin_sp) == SSTM_DESC_OFF_BEGIN_SP,
-               "desc_offsets.h: begin_sp");
 
 /* No attempt runs (the variant says so), but an executor's preemption
  * request that arrived during the attempt is kept, for the restart point
@@ -661,6 +662,7 @@ void sstm__store_masked_part(uintptr_t word, uint64_t value, uint64_t bmask) {
 /* CTL: lock the write set (4.2), only versions the snapshot covers
  * (2.4). */
 static void lock_write_set(struct sstm_desc *tx) {
+  sstm__owner_ready(tx);
   for (uint32_t i = 0; i < tx->ws.n; i++) {
     const void *addr = (const void *)tx->ws.e[i].word;
     _Atomic uint64_t *lk = sstm__lock_for(tx, addr);

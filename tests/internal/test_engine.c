@@ -125,6 +125,42 @@ TEST(write_lock_ownership_and_release) {
   sstm_test_fini();
 }
 
+/* The common begin does not renew the owner word: the attempt's first
+ * lock does (sstm__owner_ready, engine.h). Transactions in a row, first
+ * attempts all (the common begin), each lock with their own serial, see
+ * their own writes, and a later one that only reads sees the stripe as
+ * any committed version. */
+static uint64_t owner_round;
+static void owner_write(void *arg) {
+  sstm_desc_t *me = arg;
+  CHECK_EQ_U(sstm_load_u64(&words[24]), owner_round - 1);
+  sstm_store_u64(&words[24], owner_round);
+  sstm_store_u64(&words[32], owner_round); /* a second stripe: the word is current */
+  CHECK_EQ_U(sstm_load_u64(&words[24]), owner_round);
+  if (sstm_test_design() == SSTM_DESIGN_ETL) {
+    uint64_t l = lock_of(&words[24]);
+    CHECK_EQ_X(l, sstm_lw_make_owner(sstm_desc_slot(me), sstm_txid()));
+    CHECK_EQ_X(lock_of(&words[32]), l);
+    CHECK_EQ_X(me->owner_lw, l);
+  }
+}
+static void owner_read(void *arg) {
+  (void)arg;
+  CHECK_EQ_U(sstm_load_u64(&words[24]), owner_round);
+  CHECK_EQ_U(sstm_load_u64(&words[32]), owner_round);
+}
+TEST(each_first_attempt_locks_with_its_own_serial) {
+  sstm_test_init();
+  for (owner_round = 1; owner_round <= 4; owner_round++) {
+    CHECK_OK(sstm_run(NULL, owner_write, sstm_self()));
+    CHECK_FALSE(sstm_lw_locked(lock_of(&words[24])));
+    CHECK_OK(sstm_run(NULL, owner_read, NULL)); /* read only: takes no lock */
+  }
+  CHECK_EQ_U(words[24], 4);
+  CHECK_EQ_U(words[32], 4);
+  sstm_test_fini();
+}
+
 TEST(irrevocable_flag_in_clock) {
   sstm_test_init();
   sstm_attr_t a = {.irrevocable = true};
