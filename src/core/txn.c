@@ -942,26 +942,10 @@ SSTM_INLINE int commit_update_fast(struct sstm_desc *tx, uint64_t st) {
   return commit_ended(tx, true, true);
 }
 
-/* sstm_commit at a depth other than 1: leave one level of a flat-nested
- * block, or report the misuse of a commit outside any transaction (on a
- * thread without a descriptor too: its prefix has depth 0). */
-static SSTM_NOINLINE int commit_not_outermost(void) {
-  struct sstm_desc *tx = sstm__cur;
-  if (tx == NULL || tx->depth == 0) {
-    if (sstm__debug) sstm__misuse("sstm_commit without a transaction");
-    sstm__set_error("sstm_commit: no active transaction");
-    return SSTM_ENOTX;
-  }
-  tx->depth--;
-  return 0;
-}
-
-SSTM_API int sstm_commit(void) {
-  /* The thread's prefix, which is never NULL (a thread without a
-   * descriptor has one with depth 0): one test of the depth covers both. */
-  struct sstm_desc *tx = (struct sstm_desc *)(void *)sstm__fast_cur;
-  if (SSTM_UNLIKELY(tx->depth != 1)) return commit_not_outermost();
-  tx->depth = 0;
+/* The outermost commit of tx (depth already 0), every case: one test
+ * sends everything but the common read-only and update commits to
+ * commit_slow. */
+SSTM_INLINE int commit_outermost(struct sstm_desc *tx) {
   /* relaxed: only the owner leaves ACTIVE except by a killer's CAS, and a
    * kill that this load misses came too late to matter (the attempt's
    * snapshot was consistent at `end`). */
@@ -996,6 +980,38 @@ SSTM_API int sstm_commit(void) {
   if (SSTM_UNLIKELY(tx->slow | atomic_load_explicit(&sstm__g.nhooks, memory_order_relaxed)))
     return commit_tail_unwatched(tx);
   return 0;
+}
+
+/* sstm_commit when the gate word is not 1: a commit at a depth other
+ * than 1 leaves one level of a flat-nested block; a commit outside any
+ * transaction (on a thread without a descriptor too: its prefix has depth
+ * 0) is misuse; an outermost one in a callback or on a descriptor with
+ * begin-time features commits as any other. */
+static SSTM_NOINLINE int commit_general(void) {
+  struct sstm_desc *tx = sstm__cur;
+  if (tx == NULL || tx->depth == 0) {
+    if (sstm__debug) sstm__misuse("sstm_commit without a transaction");
+    sstm__set_error("sstm_commit: no active transaction");
+    return SSTM_ENOTX;
+  }
+  if (tx->depth > 1) {
+    tx->depth--;
+    return 0;
+  }
+  tx->depth = 0;
+  return commit_outermost(tx);
+}
+
+SSTM_API int sstm_commit(void) {
+  /* The thread's prefix, which is never NULL (a thread without a
+   * descriptor has one whose gate word is 0). The gate word (engine.h) is
+   * 1 exactly when depth is 1, outside any callback, on a descriptor
+   * without begin-time features: one comparison, and one store leaves
+   * depth 0 with the other two bytes as they were. */
+  struct sstm_desc *tx = (struct sstm_desc *)(void *)sstm__fast_cur;
+  if (SSTM_UNLIKELY(tx->gate != 1)) return commit_general();
+  tx->gate = 0;
+  return commit_outermost(tx);
 }
 
 /* ------------------------------------------------------------------------ */
