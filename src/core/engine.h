@@ -168,13 +168,19 @@ struct sstm_desc {
        * transaction may begin there (hooks.h, cm.h), and sstm__begin
        * refuses one. Actions may run transactions and do not count here. */
       uint8_t in_hook;
-      uint8_t slow_begin; /* SSTM_SLOW_BEGIN or 0: fixed at registration */
+      /* SSTM_SLOW_BEGIN or 0: set at registration, and again when the
+       * policy switches its admission hook (sstm__cm_admit_hook).
+       * Owner-only. */
+      uint8_t slow_begin;
     };
     uint32_t gate;
   };
   uint64_t end;            /* snapshot upper bound: reads valid at time `end` */
   uint64_t owner_lw;       /* lock word value meaning "owned by this attempt":
-                              sstm_lw_make_owner(slot, serial), always */
+                              sstm_lw_make_owner(slot, serial), made current by
+                              the attempt's first lock (sstm__owner_ready);
+                              until then an earlier attempt's, which no lock
+                              word holds */
   _Atomic uint64_t *locks; /* copy of the lock-table geometry */
   uint64_t lock_mask;
   sstm_rset_t rs;          /* 64 bytes up to here */
