@@ -46,6 +46,28 @@
  *       is given back when the regime ends (at each thread's next abort)
  *       or the descriptor leaves the thread.
  *
+ * With short transactions and more threads than CPUs, once a window has
+ * at least ADMIT_ON_APC aborts per commit, adaptive also runs
+ * admit-slice's admission gate (cm/admit.c): at most one thread per CPU
+ * runs transactions, each for a 4 ms slice, the others sleep at the begin
+ * of an attempt in FIFO order; conflicts among the admitted are still
+ * resolved by the choice above. Calm windows keep the gate (under it
+ * conflicts are those of as many threads as CPUs); it goes with the
+ * regime, or as soon as no more threads than CPUs ran transactions.
+ * Oversubscribed, the threads that hold stripes are then mostly running
+ * ones, not threads the scheduler took off their CPU mid-transaction
+ * (docs/benchmarks.md, "Oversubscribed: admission by time slice"). A place
+ * belongs to a thread that runs transactions: it is given back when the
+ * descriptor is detached (an executor's pause or request end) or released,
+ * at the thread's first begin after its slice, and a waiter reclaims it
+ * from a thread that stopped beginning transactions once its slice is
+ * over (cm/admit.c; docs/design/admission.md). The gate needs an
+ * admission hook at begin; adaptive has none in its table and switches
+ * the engine's run-time admission hook (sstm__cm_admit_hook) on per thread
+ * at its next abort in the regime, and off at its first begin after it:
+ * outside the regime a begin costs what it costs without a policy hook,
+ * and adaptive has no commit hook at all.
+ *
  * A probe runs six windows alternating the challenger (os_prio or yield;
  * ser-block for long update-heavy transactions) and the default (ser-block;
  * os_prio for those): challenger, default, default, challenger,
@@ -89,9 +111,11 @@
  * than 4 threads per CPU: 20 ms per 4 threads per CPU, up to 160 ms, so a
  * window spans a scheduling round): the engine's own per-thread
  * counters (commits and aborts, kept for sstm_stats anyway), read by the
- * thread that closes the window: adaptive has no commit hook, its abort
- * hook reads the clock once, and its attach hook reads the thread's CPU
- * clock. Threads that ran transactions: the descriptors whose counters
+ * thread that closes the window: adaptive has no commit hook (nor a
+ * begin hook but the gate's, in its regime), its abort hook reads the
+ * clock once, and its
+ * attach hook reads the thread's CPU clock. Threads that ran
+ * transactions: the descriptors whose counters
  * moved in the last four windows (a thread descheduled for a whole window
  * still competes for the CPUs; so is a thread that sleeps between
  * transactions counted, since telling the two apart would take the
@@ -210,9 +234,10 @@ typedef struct adaptive_state {
   uint64_t slice_prev;             /* the thread's slice before (0: the default) */
   uint32_t prev_n;                 /* owner-only: the previous attempt's */
   const void *prev_path[PATH_LEN]; /* first read stripes */
+  bool gate_hook;                  /* owner-only: the gate's admission hook is on (gate_hook) */
 } adaptive_state_t;
 
-static size_t sub_off[NSUB], own_size;
+static size_t sub_off[NSUB], gate_off, own_size;
 /* Probe windows: 1 runs the challenger, 0 the default (balanced against a
  * drift of the workload during the probe). */
 static const bool probe_challenger[PROBE_LEN] = {1, 0, 0, 1, 1, 0};
@@ -230,6 +255,8 @@ static struct {
   _Atomic uint64_t slice_want; /* the custom slice threads take at their next abort or
                                   attach, 0: none (set_slice) */
   _Atomic bool slice_failed;   /* the kernel refused a custom slice: stop asking */
+  _Atomic bool gate_want;      /* admission gate wanted: threads switch its admission hook
+                                  on at their next abort, off at their next begin */
   bool own_slice;              /* adaptive is the selected policy, not the base of
                                   "adaptive+ext" (whose ext owns the slice): set
                                   at init, before any descriptor */
@@ -266,10 +293,11 @@ static struct {
   bool evaluated;      /* a window has been judged */
   bool over;           /* regime: more threads than CPUs */
   unsigned under_streak;
-  bool longtx;    /* transactions are long or non-deterministic */
-  bool upd_heavy; /* long ones: most commits are updates (os_prio the default) */
-  bool cpus_ours; /* our threads keep most of the CPUs busy (OURS_ENTER, OURS_LEAVE) */
-  double nondet;  /* share of compared retries that took another path */
+  bool longtx;              /* transactions are long or non-deterministic */
+  bool upd_heavy;           /* long ones: most commits are updates (os_prio the default) */
+  bool cpus_ours;           /* our threads keep most of the CPUs busy (OURS_ENTER, OURS_LEAVE) */
+  sstm__admit_judge_t gate; /* the admission gate's decision (sstm__admit_decide) */
+  double nondet;            /* share of compared retries that took another path */
   unsigned len_streak;
   int probe_pos;          /* next probe window, -1: not probing */
   int probe_a, probe_b;   /* the regime's challenger and default */
@@ -308,12 +336,16 @@ static void verdict_forget(void) {
 
 static int adaptive_init(const sstm_config_t *cfg) {
   own_size = sstm__cm_parts_layout(sizeof(adaptive_state_t), subs, NSUB, sub_off);
+  gate_off = own_size; /* 16-byte aligned */
+  own_size += (sstm__admit_gate_state_size() + 15) & ~(size_t)15;
   for (int i = 0; i < NSUB; i++) {
     if (subs[i]->init) {
       int rc = subs[i]->init(cfg);
       if (rc) return rc;
     }
   }
+  int grc = sstm__admit_gate_init(cfg); /* off, and driven by decide() */
+  if (grc) return grc;
   if (own_size > ADAPTIVE_STATE_MAX) {
     sstm__set_error("adaptive: sub-policy state too large (%zu > %d)", own_size,
                     ADAPTIVE_STATE_MAX);
@@ -350,6 +382,7 @@ static int adaptive_init(const sstm_config_t *cfg) {
   G.pend_c = G.pend_u = G.pend_a = G.pend_ns = G.pend_cpu = 0;
   G.registered = 0;
   G.evaluated = G.over = G.longtx = G.upd_heavy = G.cpus_ours = false;
+  G.gate = (sstm__admit_judge_t){.sticky = true};
   G.nondet = 0.0;
   G.under_streak = G.len_streak = G.hold = G.yield_bad = 0;
   G.probe_pos = -1;
@@ -362,6 +395,7 @@ static int adaptive_init(const sstm_config_t *cfg) {
   atomic_store_explicit(&G.cur, SUB_SER_KILL, RLX);
   atomic_store_explicit(&G.slice_want, 0, RLX);
   atomic_store_explicit(&G.slice_failed, false, RLX);
+  atomic_store_explicit(&G.gate_want, false, RLX);
   atomic_store_explicit(&G.window_start, sstm__now_ns(), RLX);
   atomic_store_explicit(&G.window_ns, WINDOW_NS, RLX);
   atomic_store_explicit(&G.compared, 0, RLX);
@@ -372,6 +406,7 @@ static int adaptive_init(const sstm_config_t *cfg) {
 static void adaptive_fini(void) {
   for (int i = 0; i < NSUB; i++)
     if (subs[i]->fini) subs[i]->fini();
+  sstm__admit_gate_fini();
   pthread_mutex_lock(&G.lock);
   free(G.seen_c);
   free(G.base < G.base_next ? G.base : G.base_next);
@@ -383,8 +418,10 @@ static void adaptive_fini(void) {
 
 static int adaptive_describe(char *buf, size_t len) {
   pthread_mutex_lock(&G.lock);
-  int n = snprintf(buf, len, "current=%s long>%.0fus reason=%s",
-                   subs[atomic_load_explicit(&G.cur, RLX)]->name, G.long_ns / 1e3, G.reason);
+  int n =
+      snprintf(buf, len, "current=%s gate=%s long>%.0fus reason=%s",
+               subs[atomic_load_explicit(&G.cur, RLX)]->name,
+               atomic_load_explicit(&G.gate_want, RLX) ? "on" : "off", G.long_ns / 1e3, G.reason);
   pthread_mutex_unlock(&G.lock);
   return n;
 }
@@ -402,6 +439,16 @@ static void choose(sstm_cm_ctx_t *ctx, int c) {
 static void want_slice(uint64_t ns) {
   if (atomic_load_explicit(&G.slice_failed, RLX)) ns = 0;
   if (atomic_load_explicit(&G.slice_want, RLX) != ns) atomic_store_explicit(&G.slice_want, ns, RLX);
+}
+
+/* Under G.lock: whether the threads are to run the admission gate; the
+ * gate itself turns on or off at once (sleepers are woken when it turns
+ * off), each thread's admission hook on at its next abort, off at its
+ * next begin. */
+static void gate_want(bool on) {
+  if (atomic_load_explicit(&G.gate_want, RLX) == on) return;
+  atomic_store_explicit(&G.gate_want, on, RLX);
+  sstm__admit_drive(on);
 }
 
 static int probe_sub(int pos) { return probe_challenger[pos] ? G.probe_a : G.probe_b; }
@@ -624,6 +671,14 @@ static void decide(sstm_cm_ctx_t *ctx, uint64_t ns, uint64_t commits, uint64_t u
   char seen[64];
   snprintf(seen, sizeof seen, "%s threads=%u busy=%.1f/%u", G.over ? "over" : "under", threads,
            cpu / (double)ns, G.ncpu);
+  /* The admission gate (cm/admit.c, admit-slice's): short transactions,
+   * more threads than CPUs, and conflicts frequent (sstm__admit_decide:
+   * at least ADMIT_ON_APC aborts per commit; calm windows keep it on,
+   * since under the gate conflicts are those of as many threads as CPUs).
+   * It leaves with the regime. */
+  bool gate = G.over && !G.longtx && sstm__admit_decide(&G.gate, commits, aborts, threads, G.ncpu);
+  if (!gate) G.gate = (sstm__admit_judge_t){.sticky = true};
+  gate_want(gate);
   if (G.longtx) {
     want_slice(EXT_SLICE_NS);
     const char *slice = slice_note();
@@ -644,8 +699,8 @@ static void decide(sstm_cm_ctx_t *ctx, uint64_t ns, uint64_t commits, uint64_t u
   /* Short transactions: the long slice only while oversubscribed on CPUs
    * that our threads have to themselves (the file comment). */
   want_slice(G.over && G.cpus_ours ? OVER_SLICE_NS : 0);
-  snprintf(G.regime, sizeof G.regime, "%s short-tx=%.2fus nondet=%.2f%s", seen, len / 1e3, nondet,
-           slice_note());
+  snprintf(G.regime, sizeof G.regime, "%s short-tx=%.2fus nondet=%.2f%s%s", seen, len / 1e3, nondet,
+           slice_note(), gate ? " gate" : "");
   if (!G.over) {
     G.probe_a = G.probe_b = -1;
     snprintf(G.reason, sizeof G.reason, "%s", G.regime);
@@ -796,6 +851,8 @@ static void adaptive_desc_init(sstm_cm_ctx_t *ctx) {
       sstm_cm_ctx_t c = sub_ctx(ctx, i);
       subs[i]->desc_init(&c);
     }
+  sstm_cm_ctx_t g = sstm__cm_part_ctx(ctx, gate_off);
+  sstm__admit_gate_desc_init(&g);
   pthread_mutex_lock(&G.lock);
   G.registered++;
   if (!G.evaluated) {
@@ -863,11 +920,15 @@ static void adaptive_attach(sstm_cm_ctx_t *ctx) {
 static void adaptive_detach(sstm_cm_ctx_t *ctx) {
   adaptive_state_t *s = ctx->state;
   if (s->slice_cur) set_slice(ctx, s, 0);
+  sstm_cm_ctx_t g = sstm__cm_part_ctx(ctx, gate_off);
+  sstm__admit_gate_leave(&g); /* the gate's place is the thread's */
 }
 
 static void adaptive_desc_fini(sstm_cm_ctx_t *ctx) {
   adaptive_state_t *s = ctx->state;
   if (s->slice_cur) set_slice(ctx, s, 0);
+  sstm_cm_ctx_t g = sstm__cm_part_ctx(ctx, gate_off);
+  sstm__admit_gate_leave(&g);
   for (int i = 0; i < NSUB; i++)
     if (subs[i]->desc_fini) {
       sstm_cm_ctx_t c = sub_ctx(ctx, i);
@@ -914,12 +975,49 @@ static void note_path(sstm_cm_ctx_t *ctx, adaptive_state_t *s, const sstm_abort_
   s->prev_n = n;
 }
 
+static void gate_begin(sstm_cm_ctx_t *ctx);
+
+/* Switch the calling thread's gate admission hook on or off (owner-only,
+ * from its hooks). Off, it gives back the place it may hold: the gate is
+ * off, or going off. */
+static void gate_hook(sstm_cm_ctx_t *ctx, adaptive_state_t *s, bool on) {
+  if (!on) {
+    sstm_cm_ctx_t g = sstm__cm_part_ctx(ctx, gate_off);
+    sstm__admit_gate_leave(&g);
+  }
+  sstm__cm_admit_hook(ctx, on ? gate_begin : NULL);
+  s->gate_hook = on;
+}
+
+/* The admission hook while the gate is wanted (sstm__cm_admit_hook): at
+ * the start of every attempt, admit-slice's admission, which gives the
+ * place back when its slice is over (or finds it reclaimed) and queues
+ * for the next. The engine calls it only while it is on: outside the
+ * gate's regime adaptive's begins cost nothing. */
+static void gate_begin(sstm_cm_ctx_t *ctx) {
+  adaptive_state_t *s = ctx->state;
+  /* relaxed: a thread that sees the change one begin late runs one more
+   * transaction as it did (the gate is a throttle, not a lock) */
+  if (SSTM_UNLIKELY(!atomic_load_explicit(&G.gate_want, RLX))) {
+    gate_hook(ctx, s, false);
+    return;
+  }
+  sstm_cm_ctx_t g = sstm__cm_part_ctx(ctx, gate_off);
+  sstm__admit_gate_begin(&g);
+}
+
 static void adaptive_abort(sstm_cm_ctx_t *ctx, const sstm_abort_info_t *info) {
   maybe_evaluate(ctx);
   adaptive_state_t *s = ctx->state;
   note_path(ctx, s, info);
   uint64_t want = slice_wanted();
   if (SSTM_UNLIKELY(want != s->slice_cur)) set_slice(ctx, s, want);
+  /* relaxed: a thread that sees a change one abort late runs one more
+   * transaction as it did (the gate is a throttle, not a lock). Switched
+   * on, the hook admits this transaction's restart, at its begin, after
+   * this hook and the sub-policy's wait: nothing waits for the gate here. */
+  bool gate = atomic_load_explicit(&G.gate_want, RLX);
+  if (SSTM_UNLIKELY(gate && !s->gate_hook)) gate_hook(ctx, s, true);
   int i = atomic_load_explicit(&G.cur, RLX);
   if (subs[i]->on_abort) {
     sstm_cm_ctx_t c = sub_ctx(ctx, i);

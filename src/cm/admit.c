@@ -198,7 +198,7 @@ static struct {
   uint64_t hold_ns;     /* admit-slice: the slice; 0: admit (one transaction) */
   _Atomic bool pinned;  /* sstm__admit_pin, sstm__admit_drive: the windows decide nothing */
   bool count;           /* count waits and timeouts (not as adaptive's part: its counter
-                           slots are its own) */
+                           slots are its own); set at init, before any thread */
   unsigned ncpu;
   /* every descriptor's gate state, for reclaims: appended under lock */
   _Atomic(admit_state_t *) *states;
@@ -598,8 +598,12 @@ static void admit_abort(sstm_cm_ctx_t *ctx, const sstm_abort_info_t *info) {
 
 int sstm__admit_gate_init(const sstm_config_t *cfg) {
   int rc = slice_init(cfg);
-  if (rc == 0) sstm__admit_drive(false);
-  return rc;
+  if (rc != 0) return rc;
+  pthread_mutex_lock(&G.lock);
+  G.count = false; /* before any thread runs: read without the lock */
+  pthread_mutex_unlock(&G.lock);
+  sstm__admit_drive(false);
+  return 0;
 }
 
 void sstm__admit_gate_fini(void) { admit_fini(); }
@@ -607,7 +611,6 @@ void sstm__admit_gate_fini(void) { admit_fini(); }
 void sstm__admit_drive(bool on) {
   pthread_mutex_lock(&G.lock);
   atomic_store_explicit(&G.pinned, true, RLX);
-  G.count = false;
   G.judge.on = on;
   if (on != atomic_load_explicit(&G.on, RLX)) gate_set(on);
   pthread_mutex_unlock(&G.lock);

@@ -44,6 +44,7 @@
 
 #include "../common/runner.h"
 #include "cm/common.h"
+#include "iface/cm_services.h" /* sstm__cm_admit_hook_on */
 #include "os/sched.h"
 
 #define MS 1000000ull
@@ -684,6 +685,90 @@ TEST(attaching_thread_takes_the_slice_wanted) {
     CHECK_OK(sstm_desc_destroy(extra[i]));
   stop();
   if (own != dflt) CHECK_TRUE(sstm__ext_set_slice(own)); /* as the test found it */
+}
+
+/* The admission gate's hook (cm/admit.c's gate, run by adaptive through
+ * the engine's run-time admission hook, sstm__cm_admit_hook): off at one
+ * thread, with or without aborts, so that adaptive's begins keep the
+ * frameless path; wanted once a window shows more threads than CPUs, short
+ * transactions and frequent conflicts; a thread switches it on at its next
+ * abort (a commit before that leaves it off), and off at its first begin
+ * after the regime ends. Windows are fed by hand: no timing. */
+static long gate_word;
+static int gate_restarts;
+static void gate_tx(void *arg) {
+  (void)arg;
+  SSTM_STORE(gate_word, SSTM_LOAD(gate_word) + 1);
+  if (gate_restarts > 0) {
+    gate_restarts--;
+    sstm_restart(); /* an abort: adaptive's on_abort runs */
+  }
+}
+static void gate_run(int restarts) {
+  gate_restarts = restarts;
+  CHECK_OK(sstm_run(NULL, gate_tx, NULL));
+}
+static bool gate_described_on(void) {
+  char d[1024];
+  CHECK_GT_I(sstm_describe(d, sizeof d), 0);
+  return strstr(d, "gate=on") != NULL;
+}
+
+TEST(gate_hook_off_at_one_thread_and_on_in_the_regime) {
+  start();
+  sstm_desc_t *me = sstm_self();
+  CHECK_NOT_NULL(me);
+  CHECK_FALSE(sstm__cm_admit_hook_on(me));
+  gate_run(0);
+  gate_run(2);
+  CHECK_FALSE(sstm__cm_admit_hook_on(me));          /* no window yet: nothing wanted */
+  rate_os_prio = rate_ser_block = rate_other = 5e6; /* short transactions */
+  feed(1, 2);                                       /* one thread, aborts 1 per 2 commits */
+  CHECK_MSG(strstr(why, " gate") == NULL, "a gate at one thread: %s", why);
+  CHECK_FALSE(gate_described_on());
+  gate_run(1);
+  gate_run(0);
+  CHECK_FALSE(sstm__cm_admit_hook_on(me));
+  /* 64 threads on 2 CPUs, short transactions, an abort per 2 commits */
+  feed(64, 2);
+  CHECK_CONTAINS(why, " gate");
+  CHECK_TRUE(gate_described_on());
+  gate_run(0);
+  CHECK_FALSE(sstm__cm_admit_hook_on(me)); /* switched at the next abort, not a begin */
+  gate_run(1);
+  CHECK_TRUE(sstm__cm_admit_hook_on(me));
+  gate_run(0); /* admitted at once: one thread, a place per CPU */
+  gate_run(1);
+  CHECK_TRUE(sstm__cm_admit_hook_on(me));
+  /* calm windows keep it (admit-slice's rule) */
+  uint64_t ns = sstm__adaptive_window_ns();
+  sstm__adaptive_feed(ns, 100000, 0, 0, 64, cpu_of(ns, 64, 2), 2, why, sizeof why);
+  CHECK_TRUE(gate_described_on());
+  /* long transactions: not the gate's regime, even oversubscribed */
+  double L = long_threshold_s();
+  rate_os_prio = rate_ser_block = rate_other = 2.0 / (4.0 * L);
+  feed(64, 2);
+  feed(64, 2);
+  CHECK_CONTAINS(why, "long-tx");
+  CHECK_FALSE(gate_described_on());
+  gate_run(0); /* the hook, at this begin, switches itself off */
+  CHECK_FALSE(sstm__cm_admit_hook_on(me));
+  /* short again, oversubscribed: wanted again, on at the next abort */
+  rate_os_prio = rate_ser_block = rate_other = 5e6;
+  feed(64, 2);
+  feed(64, 2);
+  CHECK_TRUE(gate_described_on());
+  gate_run(1);
+  CHECK_TRUE(sstm__cm_admit_hook_on(me));
+  /* back to one thread: still "over" for two more windows, but with no
+   * more threads than places there is nothing to gate */
+  feed(1, 2);
+  CHECK_CONTAINS(why, "over threads=1");
+  CHECK_FALSE(gate_described_on());
+  gate_run(0);
+  CHECK_FALSE(sstm__cm_admit_hook_on(me));
+  CHECK_EQ_I((int)gate_word, 11); /* one per commit: a restart undoes its increment */
+  stop();
 }
 
 SSTM_TEST_MAIN()
