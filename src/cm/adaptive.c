@@ -38,10 +38,11 @@
  * waits are behind a lock holder descheduled inside its commit, which no policy may abort, and
  *       those preemptions are mostly the scheduler's own (a tick past the
  *       default slice of about 1.5-4 ms, or a woken thread with an earlier
- *       deadline), so they fall in proportion to the slice: about 40x
- *       fewer involuntary context switches at 64 threads on 2 CPUs, fewer
- *       waits, more commits per CPU-second (docs/benchmarks.md, "Why lock
- *       holders are descheduled in their commit"). The cost is latency: a
+ *       deadline), so they fall in proportion to the slice: far fewer
+ *       involuntary context switches when threads far outnumber CPUs,
+ *       fewer waits, more commits per CPU-second (docs/benchmarks.md, "Why
+ *       lock holders are descheduled in their commit", has the figures).
+ *       The cost is latency: a
  *       thread may wait a round of 100 ms slices for its CPU; the slice
  *       is given back when the regime ends (at each thread's next abort)
  *       or the descriptor leaves the thread.
