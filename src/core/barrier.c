@@ -35,7 +35,10 @@
  * points at a static prefix whose variant sends every access to the slow
  * path. Both change together, in sstm__set_cur only. */
 __thread struct sstm_desc *sstm__cur __attribute__((tls_model("initial-exec")));
-static sstm__fast_t no_desc = {.variant = SSTM__V_NONE};
+/* Aligned as a descriptor: sstm_commit reads the gate word of whatever
+ * sstm__fast_cur points at through a struct sstm_desc pointer, a 64-byte
+ * aligned type (UBSan reports a misaligned member access otherwise). */
+static _Alignas(64) sstm__fast_t no_desc = {.variant = SSTM__V_NONE};
 SSTM_API __thread sstm__fast_t *sstm__fast_cur __attribute__((tls_model("initial-exec"))) =
     &no_desc;
 
