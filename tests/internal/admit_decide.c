@@ -178,22 +178,24 @@ static uint64_t gword[G_N];
 static void g_body(void *arg) {
   int i = (int)(intptr_t)arg;
   sstm_store_u64(&gword[i], sstm_load_u64(&gword[i]) + 1);
-  if (atomic_load(&g.hold[i])) { /* an admitted transaction that runs on */
-    atomic_store(&g.inside[i], 1);
-    while (atomic_load(&g.hold[i]))
+  if (atomic_load_explicit(&g.hold[i],
+                           memory_order_seq_cst)) { /* an admitted transaction that runs on */
+    atomic_store_explicit(&g.inside[i], 1, memory_order_seq_cst);
+    while (atomic_load_explicit(&g.hold[i], memory_order_seq_cst))
       sched_yield();
   }
 }
 
 static void *g_thread(void *arg) {
   int i = (int)(intptr_t)arg;
-  atomic_store(&g.tid[i], sstm__gettid());
+  atomic_store_explicit(&g.tid[i], sstm__gettid(), memory_order_seq_cst);
   CHECK_OK(sstm_thread_init());
   for (;;) {
-    if (atomic_load(&g.returned[i]) < atomic_load(&g.go[i])) {
+    if (atomic_load_explicit(&g.returned[i], memory_order_seq_cst) <
+        atomic_load_explicit(&g.go[i], memory_order_seq_cst)) {
       CHECK_OK(sstm_run(NULL, g_body, arg));
-      atomic_fetch_add(&g.returned[i], 1);
-    } else if (atomic_load(&g.leave[i])) {
+      atomic_fetch_add_explicit(&g.returned[i], 1, memory_order_seq_cst);
+    } else if (atomic_load_explicit(&g.leave[i], memory_order_seq_cst)) {
       break;
     } else {
       sched_yield();
@@ -204,17 +206,18 @@ static void *g_thread(void *arg) {
 }
 
 static void await_asleep(int i) {
-  while (atomic_load(&g.tid[i]) == 0 || !sstm_test_in_futex(atomic_load(&g.tid[i])))
+  while (atomic_load_explicit(&g.tid[i], memory_order_seq_cst) == 0 ||
+         !sstm_test_in_futex(atomic_load_explicit(&g.tid[i], memory_order_seq_cst)))
     sched_yield();
 }
 
 static void await_returned(int i, int n) {
-  while (atomic_load(&g.returned[i]) < n)
+  while (atomic_load_explicit(&g.returned[i], memory_order_seq_cst) < n)
     sched_yield();
 }
 
 static void g_start(pthread_t *th, int i, int txs) {
-  atomic_store(&g.go[i], txs);
+  atomic_store_explicit(&g.go[i], txs, memory_order_seq_cst);
   CHECK_EQ_I(pthread_create(th, NULL, g_thread, (void *)(intptr_t)i), 0);
 }
 
@@ -233,11 +236,12 @@ static void g_setup(const char *cm, uint64_t hold_ns) { g_setup_bounded(cm, hold
 
 static void g_end_counted(pthread_t *th, uint64_t waits, uint64_t timeouts) {
   for (int i = 0; i < G_N; i++)
-    atomic_store(&g.leave[i], 1);
+    atomic_store_explicit(&g.leave[i], 1, memory_order_seq_cst);
   for (int i = 0; i < G_N; i++)
     CHECK_EQ_I(pthread_join(th[i], NULL), 0);
   for (int i = 0; i < G_N; i++)
-    CHECK_EQ_U(tx_load_u64(&gword[i]), (uint64_t)atomic_load(&g.returned[i]));
+    CHECK_EQ_U(tx_load_u64(&gword[i]),
+               (uint64_t)atomic_load_explicit(&g.returned[i], memory_order_seq_cst));
   sstm_stats_t st;
   CHECK_OK(sstm_stats_aggregate(&st));
   CHECK_EQ_U(st.cm_stats[2], waits);    /* admission waits */
@@ -261,25 +265,25 @@ TEST(slice_keeps_the_place_and_admits_in_order) {
   await_asleep(G_C);
   /* A keeps its place across transactions: were it given back at a
    * commit, A would sleep behind C and never return */
-  atomic_store(&g.go[G_A], 200);
+  atomic_store_explicit(&g.go[G_A], 200, memory_order_seq_cst);
   await_returned(G_A, 200);
-  CHECK_EQ_I(atomic_load(&g.returned[G_B]), 0);
-  CHECK_EQ_I(atomic_load(&g.returned[G_C]), 0);
+  CHECK_EQ_I(atomic_load_explicit(&g.returned[G_B], memory_order_seq_cst), 0);
+  CHECK_EQ_I(atomic_load_explicit(&g.returned[G_C], memory_order_seq_cst), 0);
   /* A leaves: its place goes to B alone (C is next, the limit is 1) */
-  atomic_store(&g.leave[G_A], 1);
+  atomic_store_explicit(&g.leave[G_A], 1, memory_order_seq_cst);
   CHECK_EQ_I(pthread_join(th[G_A], NULL), 0);
   await_returned(G_B, 1);
-  atomic_store(&g.go[G_B], 50); /* B too keeps the place */
+  atomic_store_explicit(&g.go[G_B], 50, memory_order_seq_cst); /* B too keeps the place */
   await_returned(G_B, 50);
   for (int k = 0; k < 3; k++) { /* C may be between two sleeps, never past them */
     await_asleep(G_C);
-    CHECK_EQ_I(atomic_load(&g.returned[G_C]), 0);
+    CHECK_EQ_I(atomic_load_explicit(&g.returned[G_C], memory_order_seq_cst), 0);
     sched_yield();
   }
   /* B leaves: C is admitted */
-  atomic_store(&g.leave[G_B], 1);
+  atomic_store_explicit(&g.leave[G_B], 1, memory_order_seq_cst);
   await_returned(G_C, 1);
-  atomic_store(&g.leave[G_C], 1);
+  atomic_store_explicit(&g.leave[G_C], 1, memory_order_seq_cst);
   CHECK_EQ_I(pthread_join(th[G_B], NULL), 0);
   CHECK_EQ_I(pthread_join(th[G_C], NULL), 0);
   CHECK_EQ_U(tx_load_u64(&gword[G_A]), 200);
@@ -296,22 +300,22 @@ TEST(admit_holds_the_place_for_one_transaction) {
   g_setup("admit", 0);
   pthread_t th[G_N];
   /* A's transaction is admitted at its begin and runs on */
-  atomic_store(&g.hold[G_A], 1);
+  atomic_store_explicit(&g.hold[G_A], 1, memory_order_seq_cst);
   g_start(&th[G_A], G_A, 1);
-  while (!atomic_load(&g.inside[G_A]))
+  while (!atomic_load_explicit(&g.inside[G_A], memory_order_seq_cst))
     sched_yield();
   /* B begins meanwhile: asleep at its begin, before its attempt */
   g_start(&th[G_B], G_B, 1);
   await_asleep(G_B);
-  CHECK_EQ_I(atomic_load(&g.returned[G_B]), 0);
+  CHECK_EQ_I(atomic_load_explicit(&g.returned[G_B], memory_order_seq_cst), 0);
   /* A's commit gives the place back: B runs */
-  atomic_store(&g.hold[G_A], 0);
+  atomic_store_explicit(&g.hold[G_A], 0, memory_order_seq_cst);
   await_returned(G_B, 1);
   /* B's commit gave it back too: A and B, one after the other, never wait
    * again (an idle thread holds no place under admit) */
-  atomic_store(&g.go[G_A], 5);
+  atomic_store_explicit(&g.go[G_A], 5, memory_order_seq_cst);
   await_returned(G_A, 5);
-  atomic_store(&g.go[G_B], 5);
+  atomic_store_explicit(&g.go[G_B], 5, memory_order_seq_cst);
   await_returned(G_B, 5);
   g_start(&th[G_C], G_C, 0);
   g_end(th, 1); /* waits: B's first begin */
@@ -335,7 +339,7 @@ TEST(an_idle_holder_loses_its_place_to_a_waiter_after_its_slice) {
   CHECK_EQ_U(r, 1);
   /* A begins again: its place is gone, it queues behind B, which idles in
    * turn and loses its place to A the same way */
-  atomic_store(&g.go[G_A], 2);
+  atomic_store_explicit(&g.go[G_A], 2, memory_order_seq_cst);
   await_returned(G_A, 2);
   g_start(&th[G_C], G_C, 0);
   g_end_counted(th, 2, 0); /* waits: B's first begin, A's second; no bound */
@@ -372,7 +376,7 @@ TEST(a_detached_holder_gives_its_place_back_at_once) {
   CHECK_EQ_U(w, 0);
   /* and the detached descriptor, attached again, queues like any thread:
    * A leaves (its place goes back), then it runs */
-  atomic_store(&g.leave[G_A], 1);
+  atomic_store_explicit(&g.leave[G_A], 1, memory_order_seq_cst);
   CHECK_EQ_I(pthread_join(th[G_A], NULL), 0);
   CHECK_EQ_I(pthread_create(&x, NULL, detach_holder, NULL), 0);
   CHECK_EQ_I(pthread_join(x, NULL), 0);
@@ -465,7 +469,7 @@ TEST(a_holder_that_gives_nothing_back_costs_a_waiter_the_bound) {
   g_start(&th[G_C], G_C, 0);
   /* B still holds its ticket (not admitted): C would queue behind it; A,
    * still admitted, runs on without waiting */
-  atomic_store(&g.go[G_A], 20);
+  atomic_store_explicit(&g.go[G_A], 20, memory_order_seq_cst);
   await_returned(G_A, 20);
   g_end_counted(th, 1, 1);
 }

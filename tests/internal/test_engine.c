@@ -42,7 +42,7 @@ TEST(lock_table_geometry) {
   CHECK_EQ_U(sstm__g.lock_mask, (1u << 12) - 1);
   CHECK_EQ_U(sstm__g.stripe_shift, 4);
   for (uint64_t i = 0; i <= sstm__g.lock_mask; i++)
-    CHECK_FALSE(sstm_lw_locked(atomic_load(&sstm__g.locks[i])));
+    CHECK_FALSE(sstm_lw_locked(atomic_load_explicit(&sstm__g.locks[i], memory_order_seq_cst)));
   uintptr_t base = (uintptr_t)words;
 #define AT(off) ((const void *)(base + (off)))
   /* one lock per 16-byte stripe, distinct for neighbouring stripes */
@@ -60,7 +60,7 @@ TEST(lock_table_geometry) {
 
 TEST(clock_advances_once_per_update_commit) {
   sstm_test_init();
-  CHECK_FALSE(sstm_clock_irrevocable(atomic_load(&sstm__g.clock)));
+  CHECK_FALSE(sstm_clock_irrevocable(atomic_load_explicit(&sstm__g.clock, memory_order_seq_cst)));
   uint64_t t0 = clock_time();
   for (int i = 1; i <= 10; i++) {
     tx_store_u64(&words[0], (uint64_t)i);
@@ -95,8 +95,10 @@ TEST(write_lock_ownership_and_release) {
   attempts = 0;
   SSTM_ATOMIC_BEGIN(NULL)
     attempts++;
-    CHECK_EQ_I(sstm_st_state(atomic_load(&me->status)), SSTM_ST_ACTIVE);
-    CHECK_EQ_U(sstm_st_serial(atomic_load(&me->status)), sstm_txid());
+    CHECK_EQ_I(sstm_st_state(atomic_load_explicit(&me->status, memory_order_seq_cst)),
+               SSTM_ST_ACTIVE);
+    CHECK_EQ_U(sstm_st_serial(atomic_load_explicit(&me->status, memory_order_seq_cst)),
+               sstm_txid());
     sstm_store_u64(&words[8], 1);
     uint64_t l = lock_of(&words[8]);
     if (sstm_test_design() == SSTM_DESIGN_ETL) {
@@ -104,7 +106,7 @@ TEST(write_lock_ownership_and_release) {
       CHECK_TRUE(sstm_lw_locked(l));
       CHECK_EQ_U(sstm_lw_slot(l), sstm_desc_slot(me));
       CHECK_EQ_X(sstm_lw_serial(l), sstm_txid() & SSTM_LW_SERIAL_MASK);
-      CHECK_TRUE(sstm_st_owns(atomic_load(&me->status), l));
+      CHECK_TRUE(sstm_st_owns(atomic_load_explicit(&me->status, memory_order_seq_cst), l));
     } else {
       CHECK_EQ_X(l, before); /* commit-time: untouched until commit */
     }
@@ -114,7 +116,7 @@ TEST(write_lock_ownership_and_release) {
   uint64_t after = lock_of(&words[8]);
   CHECK_FALSE(sstm_lw_locked(after));
   CHECK_EQ_U(sstm_lw_version(after), clock_time());
-  CHECK_EQ_I(sstm_st_state(atomic_load(&me->status)), SSTM_ST_IDLE);
+  CHECK_EQ_I(sstm_st_state(atomic_load_explicit(&me->status, memory_order_seq_cst)), SSTM_ST_IDLE);
   /* the rollback restored the old version (checked on a fresh word) */
   uint64_t b2 = lock_of(&words[16]);
   SSTM_ATOMIC_BEGIN(NULL)
@@ -166,11 +168,12 @@ TEST(irrevocable_flag_in_clock) {
   sstm_attr_t a = {.irrevocable = true};
   uint64_t t0 = clock_time();
   SSTM_ATOMIC_BEGIN(&a)
-    CHECK_TRUE(sstm_clock_irrevocable(atomic_load(&sstm__g.clock)));
-    CHECK_EQ_I(sstm_st_state(atomic_load(&sstm_self()->status)), SSTM_ST_IRREVOCABLE);
+    CHECK_TRUE(sstm_clock_irrevocable(atomic_load_explicit(&sstm__g.clock, memory_order_seq_cst)));
+    CHECK_EQ_I(sstm_st_state(atomic_load_explicit(&sstm_self()->status, memory_order_seq_cst)),
+               SSTM_ST_IRREVOCABLE);
     sstm_store_u64(&words[24], 5);
   SSTM_ATOMIC_END();
-  CHECK_FALSE(sstm_clock_irrevocable(atomic_load(&sstm__g.clock)));
+  CHECK_FALSE(sstm_clock_irrevocable(atomic_load_explicit(&sstm__g.clock, memory_order_seq_cst)));
   CHECK_GE_U(clock_time(), t0 + 1);
   CHECK_FALSE(sstm_lw_locked(lock_of(&words[24])));
   CHECK_EQ_U(words[24], 5);
@@ -189,7 +192,7 @@ TEST(kill_sets_status_killed) {
       sstm_desc_detach();
       CHECK_OK(sstm_desc_attach(txh_other_desc()));
       CHECK_OK(sstm_desc_kill(me, serial));
-      uint64_t st = atomic_load(&me->status);
+      uint64_t st = atomic_load_explicit(&me->status, memory_order_seq_cst);
       CHECK_EQ_I(sstm_st_state(st), SSTM_ST_KILLED);
       CHECK_EQ_U(sstm_st_serial(st), serial);
       sstm_desc_detach();
@@ -197,7 +200,7 @@ TEST(kill_sets_status_killed) {
     }
   SSTM_ATOMIC_END();
   CHECK_EQ_I(attempts, 2);
-  CHECK_EQ_I(sstm_st_state(atomic_load(&me->status)), SSTM_ST_IDLE);
+  CHECK_EQ_I(sstm_st_state(atomic_load_explicit(&me->status, memory_order_seq_cst)), SSTM_ST_IDLE);
   txh_cleanup();
   sstm_test_fini();
 }

@@ -816,19 +816,20 @@ TEST(hooks_change_while_other_threads_run) {
     txs += (long)(intptr_t)rounds * HK_TX;
   }
   CHECK_GE_I(cycles, HK_MIN_CYCLES);
-  CHECK_EQ_I(atomic_load(&hk_mismatch), 0);
+  CHECK_EQ_I(atomic_load_explicit(&hk_mismatch, memory_order_seq_cst), 0);
   CHECK_EQ_U(hk_counter, (uint64_t)txs); /* no transaction lost or doubled */
   /* Registered now, both are called with their own arg: the table is
    * usable after the churn. */
   CHECK_OK(sstm_thread_init());
-  long a0 = atomic_load(&hk_calls_a), b0 = atomic_load(&hk_calls_b);
+  long a0 = atomic_load_explicit(&hk_calls_a, memory_order_seq_cst),
+       b0 = atomic_load_explicit(&hk_calls_b, memory_order_seq_cst);
   int h0 = sstm_hooks_add(&HK_A, &tag_a), h1 = sstm_hooks_add(&HK_B, &tag_b);
   tx_store_u64(&x, 1);
-  CHECK_EQ_I(atomic_load(&hk_calls_a) - a0, 2); /* begin, commit */
-  CHECK_EQ_I(atomic_load(&hk_calls_b) - b0, 2);
+  CHECK_EQ_I(atomic_load_explicit(&hk_calls_a, memory_order_seq_cst) - a0, 2); /* begin, commit */
+  CHECK_EQ_I(atomic_load_explicit(&hk_calls_b, memory_order_seq_cst) - b0, 2);
   CHECK_OK(sstm_hooks_remove(h0));
   CHECK_OK(sstm_hooks_remove(h1));
-  CHECK_EQ_I(atomic_load(&hk_mismatch), 0);
+  CHECK_EQ_I(atomic_load_explicit(&hk_mismatch, memory_order_seq_cst), 0);
   sstm_test_fini();
 }
 
