@@ -197,9 +197,19 @@ class BadOptions(unittest.TestCase):
         self.assertIn("--window", self.refused("--window", "-1"))
 
     def test_window_goes_to_the_load_generator(self):
-        a = turnaround.parse_args(["--window", "96", "--rate", "5000"])
-        self.assertEqual(a.loadgen_args[-2:], ["--window", "96"])
-        self.assertNotIn("--window", turnaround.parse_args([]).loadgen_args)
+        # A build directory of its own with the two programs in place, so
+        # that the test needs no built tree (a fresh clone has none).
+        import tempfile
+        with tempfile.TemporaryDirectory() as build:
+            os.makedirs(os.path.join(build, "bench", "server"))
+            for prog in ("sstm-server", "sstm-loadgen"):
+                path = os.path.join(build, "bench", "server", prog)
+                with open(path, "w", encoding="utf-8") as f:
+                    f.write("#!/bin/sh\nexit 0\n")
+                os.chmod(path, 0o755)
+            a = turnaround.parse_args(["--build", build, "--window", "96", "--rate", "5000"])
+            self.assertEqual(a.loadgen_args[-2:], ["--window", "96"])
+            self.assertNotIn("--window", turnaround.parse_args(["--build", build]).loadgen_args)
 
     def test_negative_load(self):
         self.assertIn("--load", self.refused("--load", "-1"))
