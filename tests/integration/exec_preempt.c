@@ -60,6 +60,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "exec_cfg.h"
 #include "runner.h"
 
 static sstm_exec_preempt_t mode(void) {
@@ -80,14 +81,7 @@ static void init_lib_cm(const char *cm) {
 static void init_lib(void) { init_lib_cm(NULL); }
 
 static sstm_exec_config_t xcfg(unsigned workers, unsigned levels) {
-  sstm_exec_config_t c;
-  sstm_exec_config_default(&c);
-  c.use_env = false;
-  c.workers = workers;
-  c.contexts = 64;
-  c.stack_kb = 64;
-  c.levels = levels;
-  c.preempt = mode();
+  sstm_exec_config_t c = sstm_test_exec_config(workers, 64, levels, mode());
   c.poll_fallback_us = 200;
   return c;
 }

@@ -99,6 +99,7 @@
 #include <schedstm/map.h>
 #include <schedstm/statetab.h>
 
+#include "../common/exec_cfg.h"
 #include "../common/runner.h"
 
 #ifndef SSTM_TOP_PATH
@@ -2971,14 +2972,7 @@ TEST(executor_levels_in_the_table) {
   CHECK_MSG(jget(x, "in_use")->t == J_BOOL && !jget(x, "in_use")->b, "in_use before any executor");
   jfree(j);
 
-  sstm_exec_config_t ec;
-  sstm_exec_config_default(&ec);
-  ec.use_env = false;
-  ec.workers = 1;
-  ec.contexts = 8;
-  ec.stack_kb = 64;
-  ec.levels = 6;
-  ec.preempt = SSTM_EXEC_PREEMPT_POLL;
+  sstm_exec_config_t ec = sstm_test_exec_config(1, 8, 6, SSTM_EXEC_PREEMPT_POLL);
   ec.c_max = 0;
   sstm_exec_t *ex, *ex2;
   CHECK_OK(sstm_exec_create(&ec, &ex));

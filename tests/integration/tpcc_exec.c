@@ -24,6 +24,7 @@
 #include <schedstm/exec.h>
 #include <unistd.h>
 
+#include "../common/exec_cfg.h"
 #include "common_int.h"
 #include "tpcc.h"
 #include "tpcc_internal.h"
@@ -112,14 +113,8 @@ int main(int argc, char **argv) {
       next0[w - 1][d - 1] = tpcc_d(db, w, d)->next_o_id;
   }
 
-  sstm_exec_config_t cfg;
-  sstm_exec_config_default(&cfg);
-  cfg.use_env = false;
-  cfg.workers = 2;
-  cfg.contexts = 32;
+  sstm_exec_config_t cfg = sstm_test_exec_config(2, 32, 8, mode);
   cfg.stack_kb = 128;
-  cfg.levels = 8;
-  cfg.preempt = mode;
   CHECK_OK(sstm_exec_create(&cfg, &ex));
   char desc[512];
   sstm_exec_describe(ex, desc, sizeof desc);

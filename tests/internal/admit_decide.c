@@ -46,6 +46,7 @@
 
 #include <schedstm/exec.h>
 
+#include "../common/exec_cfg.h"
 #include "../common/runner.h"
 #include "../common/txhelp.h"
 #include "cm/common.h"
@@ -410,14 +411,7 @@ TEST(the_executors_contexts_never_wait_with_a_place_per_worker) {
   g_setup("admit-slice", UINT64_MAX);
   sstm__admit_pin(true, 2, 0, UINT64_MAX); /* a place per worker */
   memset(xacc, 0, sizeof xacc);
-  sstm_exec_config_t c;
-  sstm_exec_config_default(&c);
-  c.use_env = false;
-  c.workers = 2;
-  c.contexts = 64;
-  c.stack_kb = 64;
-  c.levels = 4;
-  c.preempt = SSTM_EXEC_PREEMPT_SIGNAL;
+  sstm_exec_config_t c = sstm_test_exec_config(2, 64, 4, SSTM_EXEC_PREEMPT_SIGNAL);
   c.tick_us = 200;
   sstm_exec_t *ex;
   CHECK_OK(sstm_exec_create(&c, &ex));

@@ -31,6 +31,7 @@
 #include <schedstm/exec.h>
 
 #include "exec/exec_internal.h"
+#include "exec_cfg.h"
 #include "runner.h"
 
 /* The seam's handshake: 1 armed, 2 the worker is in the window, 3 go on. */
@@ -78,14 +79,7 @@ static void run_case(sstm_exec_preempt_t m) {
   sstm_config_t cfg;
   sstm_test_config(&cfg);
   CHECK_OK(sstm_init(&cfg));
-  sstm_exec_config_t c;
-  sstm_exec_config_default(&c);
-  c.use_env = false;
-  c.workers = 1;
-  c.contexts = 8;
-  c.stack_kb = 64;
-  c.levels = 8;
-  c.preempt = m;
+  sstm_exec_config_t c = sstm_test_exec_config(1, 8, 8, m);
   c.poll_fallback_us = 1000000;
   sstm_exec_t *ex;
   CHECK_OK(sstm_exec_create(&c, &ex));

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "exec_cfg.h"
 #include "runner.h"
 
 static void init_lib(void) {
@@ -20,14 +21,7 @@ static void init_lib(void) {
 
 /* A test configuration: no environment, small, the given workers. */
 static sstm_exec_config_t xcfg(unsigned workers, unsigned contexts, sstm_exec_preempt_t m) {
-  sstm_exec_config_t c;
-  sstm_exec_config_default(&c);
-  c.use_env = false;
-  c.workers = workers;
-  c.contexts = contexts;
-  c.stack_kb = 64;
-  c.preempt = m;
-  return c;
+  return sstm_test_exec_config(workers, contexts, 0, m);
 }
 
 static uint64_t counter;
