@@ -29,7 +29,8 @@
  * 4 KiB). Calls that a program makes outside its own transactions, each
  * made atomic by the library, as the paper's benchmarks make them, are
  * -m ntx. -k K > 1 batches K calls in one transaction, a shape the paper
- * does not measure.
+ * does not measure. -b BYTES sets every stream's buffers to BYTES (our
+ * sstm_setvbuf, glibc's setvbuf, _IOFBF) before its first use.
  *
  * Output: one JSON object per run on stdout: operations (calls) per
  * second, the process's CPU time during the run (user and system: with
@@ -67,6 +68,7 @@ static struct {
   unsigned threads;
   unsigned k; /* calls per transaction / critical section */
   unsigned ms;
+  unsigned buf; /* bytes per buffer (-b), 0: each library's default */
   char dir[64];
 } opt = {.op = OP_FPUTC, .mode = M_TX, .threads = 1, .k = 1, .ms = 500};
 
@@ -205,7 +207,7 @@ static void usage(FILE *out, const char *prog) {
   fprintf(out,
           "usage: %s [-o fgetc|fgets|fread|fputc|fputs|fwrite|mix|empty] "
           "[-m tx|irr|ntx|glibc|glibc-stream] [-s shared|private] [-n threads] "
-          "[-k calls per transaction] [-d duration ms]\n",
+          "[-k calls per transaction] [-d duration ms] [-b buffer bytes]\n",
           prog);
 }
 
@@ -232,7 +234,7 @@ static double now_s(void) {
 
 int main(int argc, char **argv) {
   int c;
-  while ((c = getopt(argc, argv, "o:m:s:n:k:d:h")) != -1) {
+  while ((c = getopt(argc, argv, "o:m:s:n:k:d:b:h")) != -1) {
     switch (c) {
     case 'o': opt.op = (enum op)lookup(optarg, op_names, OP_N, "operation"); break;
     case 'm': opt.mode = (enum mode)lookup(optarg, mode_names, M_N, "mode"); break;
@@ -246,6 +248,7 @@ int main(int argc, char **argv) {
     case 'n': opt.threads = (unsigned)atoi(optarg); break;
     case 'k': opt.k = (unsigned)atoi(optarg); break;
     case 'd': opt.ms = (unsigned)atoi(optarg); break;
+    case 'b': opt.buf = (unsigned)atoi(optarg); break;
     case 'h': usage(stdout, argv[0]); return 0;
     default: usage(stderr, argv[0]); return 2;
     }
@@ -273,9 +276,11 @@ int main(int argc, char **argv) {
     if (ours) {
       ws[i].sf = sstm_fopen(ws[i].path, fmode);
       if (ws[i].sf == NULL) die(ws[i].path);
+      if (opt.buf && sstm_setvbuf(ws[i].sf, NULL, _IOFBF, opt.buf) != 0) die("sstm_setvbuf");
     } else {
       ws[i].gf = fopen(ws[i].path, fmode);
       if (ws[i].gf == NULL) die(ws[i].path);
+      if (opt.buf && setvbuf(ws[i].gf, NULL, _IOFBF, opt.buf) != 0) die("setvbuf");
     }
   }
   for (unsigned i = 0; i < opt.threads; i++) {
@@ -310,14 +315,14 @@ int main(int argc, char **argv) {
   rmdir(opt.dir);
   uint64_t commits = (s1.commits_ro + s1.commits_update) - (s0.commits_ro + s0.commits_update);
   uint64_t irr = s1.commits_irrevocable - s0.commits_irrevocable;
-  printf(
-      "{\"bench\":\"stdio\",\"op\":\"%s\",\"mode\":\"%s\",\"sharing\":\"%s\",\"threads\":%u,"
-      "\"k\":%u,\"cm\":\"%s\",\"duration_s\":%.3f,\"cpu_s\":%.3f,\"ops\":%llu,\"ops_per_s\":%.0f,"
-      "\"commits\":%llu,\"irrevocable_frac\":%.4f,\"aborts\":{",
-      op_names[opt.op], mode_names[opt.mode], opt.shared ? "shared" : "private", opt.threads, opt.k,
-      ours ? (getenv("SCHEDSTM_CM") ? getenv("SCHEDSTM_CM") : "default") : "-", secs, cpu,
-      (unsigned long long)ops, (double)ops / secs, (unsigned long long)commits,
-      commits ? (double)irr / (double)commits : 0.0);
+  printf("{\"bench\":\"stdio\",\"op\":\"%s\",\"mode\":\"%s\",\"sharing\":\"%s\",\"threads\":%u,"
+         "\"k\":%u,\"buf\":%u,\"cm\":\"%s\",\"duration_s\":%.3f,\"cpu_s\":%.3f,\"ops\":%llu,\"ops_"
+         "per_s\":%.0f,"
+         "\"commits\":%llu,\"irrevocable_frac\":%.4f,\"aborts\":{",
+         op_names[opt.op], mode_names[opt.mode], opt.shared ? "shared" : "private", opt.threads,
+         opt.k, opt.buf, ours ? (getenv("SCHEDSTM_CM") ? getenv("SCHEDSTM_CM") : "default") : "-",
+         secs, cpu, (unsigned long long)ops, (double)ops / secs, (unsigned long long)commits,
+         commits ? (double)irr / (double)commits : 0.0);
   bool first = true;
   for (int r = 0; r < SSTM_ABORT_REASON_COUNT; r++) {
     uint64_t a = s1.aborts[r] - s0.aborts[r];

@@ -13,6 +13,8 @@ under the same load (the machines are shared).
 A mode may name a contention-management policy after '@' (tx@ser-block):
 that run gets SCHEDSTM_CM=<policy>; a mode without one runs under the
 library's default policy (SCHEDSTM_CM is removed from its environment).
+A mode may end in ':BYTES' (tx:16384, glibc:16384): that run's streams get
+BYTES-byte buffers (the binary's -b); without it, each library's default.
 
 usage: stdio_sweep.py --bin build/bench/stdio-schedstm --out DIR
                       [--reps 3] [--ms 250] [--threads 1,2,4,8]
@@ -46,13 +48,16 @@ def loadavg():
 
 
 def run_one(binary, op, mode, sharing, threads, ms, k):
-    base, _, policy = mode.partition("@")
+    name, _, buf = mode.partition(":")
+    base, _, policy = name.partition("@")
     env = dict(os.environ)
     env.pop("SCHEDSTM_CM", None)
     if policy:
         env["SCHEDSTM_CM"] = policy
     cmd = [binary, "-o", op, "-m", base, "-s", sharing, "-n", str(threads), "-d", str(ms),
            "-k", str(k)]
+    if buf:
+        cmd += ["-b", buf]
     out = subprocess.run(cmd, check=True, capture_output=True, text=True, env=env).stdout
     r = json.loads(out.strip().splitlines()[-1])
     r["mode"] = mode  # the policy's runs apart from the default's
@@ -121,7 +126,7 @@ def summary(runs, args):
     med = medians(runs)
     threads = sorted({r["threads"] for r in runs})
     modes = [m for m in args.modes.split(",")]
-    txs = [m for m in modes if m.split("@")[0] == "tx"]
+    txs = [m for m in modes if m.split(":")[0].split("@")[0] == "tx"]
     lines = ["| op | sharing | threads | " + " | ".join(f"{m} Mops/s" for m in modes)
              + "".join(f" | {m}/irr" for m in txs)
              + " | tx/irr per CPU s | tx/glibc | tx irrevocable | tx aborts/commit"

@@ -73,8 +73,9 @@
  * header, not its buffers, for the next 1024 closes; a use after that is a
  * use of freed memory, as with fclose(3)).
  *
- * Differences from ISO C: no ungetc, no wide characters, no setvbuf (the
- * buffers are sstm_fopen()'s); mixing reads and writes needs no fflush or
+ * Differences from ISO C: no ungetc, no wide characters, sstm_setvbuf()
+ * does not use the caller's array, and line buffering does not flush
+ * other streams before a read; mixing reads and writes needs no fflush or
  * fseek in between; sstm_fprintf formats with vsnprintf(3), whose result is
  * then written as by sstm_fwrite(); a stream opened for appending appends at
  * the end of the file as this stream knows it (the size at open, advanced by
@@ -125,6 +126,39 @@ SSTM_API sstm_file_t *sstm_fdopen(int fd, const char *mode);
  *         stream, EINVAL inside a transaction, EPERM on an unregistered
  *         thread); the stream is closed in every case but EINVAL and EPERM */
 SSTM_API int sstm_fclose(sstm_file_t *f);
+
+/** Bytes per buffer of a stream by default (each stream has a read buffer
+ * and a write buffer). */
+#define SSTM_STDIO_BUFSIZ 4096u
+/** The largest buffer size sstm_setvbuf() accepts (1 MiB). */
+#define SSTM_STDIO_BUFMAX (1u << 20)
+
+/** Choose the stream's buffering, as setvbuf(3), before its first use:
+ * - _IOFBF: full buffering with size-byte buffers (0: SSTM_STDIO_BUFSIZ,
+ *   the default). Larger buffers make fewer, larger system calls for a
+ *   stream of small calls (docs/benchmarks.md, "stdio buffer size"), for
+ *   2 x size bytes per thread that uses the stream and per stream.
+ * - _IOLBF: the same, and a write whose bytes hold a newline sends the
+ *   bytes buffered so far out with its commit (outside a transaction:
+ *   before the call returns).
+ * - _IONBF: no buffering: the bytes of every write leave with its commit
+ *   (outside a transaction: before the call returns); reads ask the kernel
+ *   for what the call wants, not more (size is ignored).
+ * The bytes still never leave before the commit: a transaction's writes
+ * are all or nothing whatever the mode. buf is not used (ISO C allows
+ * that): the buffers of a transactional stream are versioned by the
+ * library, which allocates them. Call it outside a transaction, before
+ * any call that reads, writes, seeks, flushes or clears the stream
+ * (sstm_ftell, sstm_feof, sstm_ferror and sstm_fileno may come first),
+ * while no other thread uses the stream. Blocks on nothing.
+ * @param f the stream
+ * @param buf ignored (may be NULL)
+ * @param mode _IOFBF, _IOLBF or _IONBF
+ * @param size bytes per buffer, at most SSTM_STDIO_BUFMAX (0: the default)
+ * @return 0, or EOF with errno: EINVAL (bad mode, size too large, a call
+ *         inside a transaction), EBUSY (the stream was used already),
+ *         EBADF (f NULL or closed); the buffering is unchanged then */
+SSTM_API int sstm_setvbuf(sstm_file_t *f, char *buf, int mode, size_t size);
 
 /** The stream's file descriptor (for fstat and the like; moving its offset
  * behind the stream's back is not detected).

@@ -88,11 +88,13 @@ const sstm__stdio_sys_t *sstm__stdio_sys = &sstm__stdio_sys_default;
 
 /* ---- the stream ------------------------------------------------------------ */
 
-#define SF_CAP 4096u        /* bytes per buffer */
-#define SF_SEEKFILL 512u    /* bytes of a refill that does not continue the last */
-#define SF_QUARANTINE 1024u /* closed headers kept (use-after-close) */
+#define SF_CAP SSTM_STDIO_BUFSIZ /* bytes per buffer by default (sstm_setvbuf) */
+#define SF_SEEKFILL 512u         /* bytes of a refill that does not continue the last */
+#define SF_QUARANTINE 1024u      /* closed headers kept (use-after-close) */
 
-enum { M_RD = 1, M_WR = 2, M_APP = 4 };
+/* M_LBF: line buffered (sstm_setvbuf's _IOLBF): a write whose bytes hold a
+ * newline sends the buffered bytes out with its commit. */
+enum { M_RD = 1, M_WR = 2, M_APP = 4, M_LBF = 8 };
 enum { FL_EOF = 1, FL_ERR = 2 };
 
 /* own (S1): | version (39 bits) | tag of the acquiring thread (24) | closed |.
@@ -144,6 +146,10 @@ struct sstm_file {
   int fd;
   unsigned mode; /* M_* */
   bool reg;      /* a regular file (else a byte stream) */
+  /* Bytes per buffer, 0: unbuffered (sstm_setvbuf, before the first
+   * installation; constant from then on). Every write buffer published for
+   * the stream holds at least bsz bytes. */
+  uint32_t bsz;
   /* (S9) Serial mode: the turn (0 free, 1 held), the acquisitions in
    * flight, the threads asleep on the turn, the turns left in serial
    * mode, the turns taken (for tests). Apart from own: waiters spin on
@@ -231,9 +237,11 @@ typedef struct view {
   uint64_t ticket; /* taken early (S6), else 0 */
   rec_t *r;        /* the records (S4) */
   size_t n, cap;
-  unsigned char *wst, *rst; /* SF_CAP bytes each, allocated on first use and kept
-                               with the node until an installation publishes them */
-  void *old[2];             /* buffers the installation replaced, to free */
+  unsigned char *wst, *rst;  /* allocated on first use and kept with the node until an
+                                installation publishes them; wst is NULL or holds at
+                                least the stream's bsz bytes (view_new) */
+  uint32_t wst_cap, rst_cap; /* their sizes */
+  void *old[2];              /* buffers the installation replaced, to free */
 } view_t;
 
 /* The views of the thread's attempts that have not ended yet (the running
@@ -674,13 +682,13 @@ static __attribute__((noinline)) void install_bufs(view_t *v) {
     uint64_t at = v->s.woff + v->s.wlen;
     if (v->sw == 0) {
       v->s.woff = at;
-    } else if (v->s.wbuf != 0 && at + v->sw <= SF_CAP) {
+    } else if (v->s.wbuf != 0 && at + v->sw <= v->f->bsz) {
       memcpy(WBUF(v->s) + at, v->wst, v->sw);
       v->s.woff = at;
     } else {
       v->old[0] = WBUF(v->s);
       v->s.wbuf = (uintptr_t)v->wst, v->s.woff = 0;
-      v->wst = NULL;
+      v->wst = NULL, v->wst_cap = 0;
     }
   } else if (v->sw != 0) { /* extend the installed bytes: wcap kept them inside */
     memcpy(WBUF(v->s) + v->s.woff + v->cw, v->wst, v->sw);
@@ -688,7 +696,7 @@ static __attribute__((noinline)) void install_bufs(view_t *v) {
   if (v->rown && v->s.rlen != 0) { /* publish the refilled window */
     v->old[1] = (void *)(uintptr_t)v->s.rbuf;
     v->s.rbuf = (uintptr_t)v->rst;
-    v->rst = NULL;
+    v->rst = NULL, v->rst_cap = 0;
   }
 }
 
@@ -896,6 +904,12 @@ static inline view_t *view_new(sstm_file_t *f, uint64_t id, int *err) {
     return NULL;
   }
   v->f = f, v->txid = id, v->armed = false, v->closed = false, v->ticket = 0;
+  /* A write buffer kept from a stream with smaller buffers (sstm_setvbuf)
+   * is too small for this one: wr allocates one of the right size. */
+  if (__builtin_expect(v->wst != NULL && v->wst_cap < f->bsz, 0)) {
+    free(v->wst);
+    v->wst = NULL, v->wst_cap = 0;
+  }
   v->bad = false, v->turn = false, v->active = false, v->peek = false, v->ver = 0;
   /* The action first, then own: an abort inside the barriers below finds
    * the view registered (view_drop takes it back); an attempt that commits
@@ -916,7 +930,8 @@ static inline view_t *view_new(sstm_file_t *f, uint64_t id, int *err) {
 static inline void arm(view_t *v) {
   v->cw = (uint32_t)v->s.wlen, v->sw = 0, v->rown = false;
   v->reset = v->cw == 0;
-  v->wcap = v->reset ? SF_CAP : SF_CAP - (uint32_t)v->s.woff;
+  uint32_t cap = v->f->bsz;
+  v->wcap = v->reset ? cap : cap - (uint32_t)v->s.woff;
   v->armed = true;
 }
 
@@ -1027,7 +1042,7 @@ static int spill(view_t *v) {
   if (v->cw) memcpy(d, WBUF(v->s) + v->s.woff, v->cw);
   if (v->sw) memcpy(d + v->cw, v->wst, v->sw);
   v->cw = v->sw = 0;
-  v->reset = true, v->wcap = SF_CAP;
+  v->reset = true, v->wcap = v->f->bsz;
   return 0;
 }
 
@@ -1048,11 +1063,25 @@ static void recheck(view_t *v, uint64_t w) {
   validate(v); /* the descriptor was still this stream's */
 }
 
-/* Fill the read window at position p. Returns the bytes now buffered from
- * p (0: end of file), or -errno. */
-static long fill(view_t *v, uint64_t p) {
+/* The attempt's read buffer, at least cap bytes; false: ENOMEM. */
+static bool rst_reserve(view_t *v, uint32_t cap) {
+  if (v->rst != NULL && v->rst_cap >= cap) return true;
+  free(v->rst);
+  v->rst = malloc(cap);
+  v->rst_cap = v->rst ? cap : 0;
+  return v->rst != NULL;
+}
+
+/* Fill the read window at position p for a call that wants need more
+ * bytes (>= 1). Returns the bytes now buffered from p (0: end of file), or
+ * -errno. */
+static long fill(view_t *v, uint64_t p, size_t need) {
   sstm_file_t *f = v->f;
   long n;
+  /* An unbuffered stream reads what the call wants (up to SF_CAP bytes
+   * per system call), nothing ahead. */
+  uint32_t cap = f->bsz != 0 ? f->bsz : need < SF_CAP ? (uint32_t)need : SF_CAP;
+  if (!rst_reserve(v, f->bsz != 0 ? f->bsz : SF_CAP)) return -ENOMEM;
   if (f->reg) {
     int e = spill(v);
     if (e) return -e;
@@ -1061,8 +1090,8 @@ static long fill(view_t *v, uint64_t p) {
      * (sequential reading); one after a seek elsewhere reads SF_SEEKFILL
      * bytes: the installation copies the window into the stream's buffer,
      * and a reader that seeks around uses few of its bytes. */
-    size_t want = v->s.rlen != 0 && v->s.rbase + v->s.rlen == p ? SF_CAP : SF_SEEKFILL;
-    if (v->rst == NULL && (v->rst = malloc(SF_CAP)) == NULL) return -ENOMEM;
+    size_t want =
+        (v->s.rlen != 0 && v->s.rbase + v->s.rlen == p) || cap < SF_SEEKFILL ? cap : SF_SEEKFILL;
     ssize_t got = pread_all(f->fd, v->rst, want, p);
     if (got < 0) return (long)got;
     recheck(v, w);
@@ -1084,10 +1113,9 @@ static long fill(view_t *v, uint64_t p) {
   } else {
     /* (S6) Consuming kernel data cannot be undone. */
     if (!sstm_is_irrevocable()) sstm_become_irrevocable();
-    if (v->rst == NULL && (v->rst = malloc(SF_CAP)) == NULL) return -ENOMEM;
     ssize_t r;
     do
-      r = sstm__stdio_sys->read(f->fd, v->rst, SF_CAP);
+      r = sstm__stdio_sys->read(f->fd, v->rst, cap);
     while (r < 0 && errno == EINTR);
     if (r < 0) return -errno;
     n = (long)r;
@@ -1124,7 +1152,7 @@ static size_t rd(op_t *a, view_t *v, unsigned char *dst, size_t n, bool nl, bool
       if (*saw_nl) break;
       continue;
     }
-    long m = fill(v, p);
+    long m = fill(v, p, n - got);
     if (m < 0) {
       a->err = (int)-m;
       v->s.flags |= FL_ERR;
@@ -1157,12 +1185,15 @@ static int wr(view_t *v, const unsigned char *src, size_t n) {
   /* a buffered read window these bytes overlap is stale */
   if (f->reg && v->s.rlen != 0 && v->s.rbase < off + n && off < v->s.rbase + v->s.rlen)
     v->s.rlen = 0;
-  if (n >= SF_CAP) {
+  if (n >= f->bsz) { /* also every write of an unbuffered stream */
     unsigned char *d = rec_add(v, off, n);
     if (d == NULL) goto fail;
     memcpy(d, src, n);
   } else {
-    if (v->wst == NULL && (v->wst = malloc(SF_CAP)) == NULL) goto fail;
+    if (v->wst == NULL) { /* view_new: NULL or large enough */
+      if ((v->wst = malloc(f->bsz)) == NULL) goto fail;
+      v->wst_cap = f->bsz;
+    }
     if (wl == 0) v->s.wbase = off;
     if (n == 1)
       v->wst[v->sw] = src[0];
@@ -1174,6 +1205,10 @@ static int wr(view_t *v, const unsigned char *src, size_t n) {
     if (f->mode & M_APP) v->s.apos = off + n;
     v->s.pos = off + n;
   }
+  /* Line buffered: bytes up to a newline leave with the commit. A spill
+   * that fails (ENOMEM) leaves them buffered, to leave with a later one:
+   * ISO C only says they are "intended" to be transmitted. */
+  if ((f->mode & M_LBF) && memchr(src, '\n', n) != NULL) (void)spill(v);
   return 0;
 fail:
   v->s.flags |= FL_ERR;
@@ -1185,7 +1220,8 @@ fail:
 static inline bool wr_fast(view_t *v, const unsigned char *src, size_t n) {
   sstm_file_t *f = v->f;
   size_t wl = (size_t)v->cw + v->sw;
-  if (!(f->mode & M_WR) || wl == 0 || wl + n > v->wcap || v->s.rlen != 0 || v->wst == NULL)
+  if ((f->mode & (M_WR | M_LBF)) != M_WR || wl == 0 || wl + n > v->wcap || v->s.rlen != 0 ||
+      v->wst == NULL)
     return false;
   if (f->reg) {
     uint64_t off = (f->mode & M_APP) ? v->s.apos : v->s.pos;
@@ -1244,7 +1280,8 @@ static inline view_t *fast_view(sstm_file_t *f, uint64_t id) {
  * relaxed accesses to the state are ordered by the lock (ntx_lock,
  * ntx_unlock) and by the counters' handshake (enter). */
 static inline bool ntx_write(sstm_file_t *f, const void *src, size_t n) {
-  if (!(f->mode & M_WR) || n == 0 || n >= SF_CAP || sstm_self() == NULL) return false;
+  if (!(f->mode & M_WR) || n == 0 || n >= f->bsz || sstm_self() == NULL) return false;
+  if ((f->mode & M_LBF) && memchr(src, '\n', n) != NULL) return false; /* leaves at a commit */
   if (!ntx_lock(f)) return false;
   bool done = false;
   /* relaxed: own changes only in commits whose installation (and its
@@ -1252,7 +1289,7 @@ static inline bool ntx_write(sstm_file_t *f, const void *src, size_t n) {
   if (!(__atomic_load_n(&f->own, __ATOMIC_RELAXED) & OWN_CLOSED)) {
     uint64_t wbuf = CSL(f, wbuf), woff = CSL(f, woff), wl = CSL(f, wlen);
     uint64_t off = !f->reg ? 0 : (f->mode & M_APP) ? CSL(f, apos) : CSL(f, pos);
-    if (wbuf != 0 && woff + wl + n <= SF_CAP && (wl == 0 || !f->reg || CSL(f, wbase) + wl == off)) {
+    if (wbuf != 0 && woff + wl + n <= f->bsz && (wl == 0 || !f->reg || CSL(f, wbase) + wl == off)) {
       uint64_t rb = CSL(f, rbase), rl = CSL(f, rlen);
       if (f->reg && rl != 0 && rb < off + n && off < rb + rl) CSS(f, rlen, 0); /* stale window */
       unsigned char *d = (unsigned char *)(uintptr_t)wbuf + woff + wl;
@@ -1347,6 +1384,7 @@ static sstm_file_t *make(int fd, unsigned m) {
   cs_store(f, &s);
   f->fd = fd;
   f->mode = m;
+  f->bsz = SF_CAP;
   f->kend = f->reg ? (uint64_t)st.st_size : 0;
   f->kpos_done = f->klast = cur;
   pthread_mutex_init(&f->kmu, NULL);
@@ -1483,6 +1521,38 @@ int sstm_fileno(sstm_file_t *f) {
     return -1;
   }
   return f->fd;
+}
+
+int sstm_setvbuf(sstm_file_t *f, char *buf, int mode, size_t size) {
+  (void)buf; /* ISO C lets the stream use its own buffers instead (stdio.h) */
+  if (f == NULL) {
+    errno = EBADF;
+    return EOF;
+  }
+  if (sstm_in_tx() || (mode != _IOFBF && mode != _IOLBF && mode != _IONBF) ||
+      (mode != _IONBF && size > SSTM_STDIO_BUFMAX)) {
+    errno = EINVAL;
+    return EOF;
+  }
+  /* relaxed, all three: the caller guarantees that no other thread uses
+   * the stream (the contract), so these read what this thread or the
+   * threads it synchronised with last wrote. Version 0 means that no
+   * acquisition has committed: no buffer exists, no state was installed,
+   * and the calls outside transactions that work in place need a buffer;
+   * an attempt in flight (counted) would read bsz. */
+  uint64_t own = __atomic_load_n(&f->own, __ATOMIC_RELAXED);
+  if (own & OWN_CLOSED) {
+    errno = EBADF;
+    return EOF;
+  }
+  if (OWN_VER(own) != 0 || atomic_load_explicit(&f->q_active, memory_order_relaxed) != 0 ||
+      atomic_load_explicit(&f->q_peek, memory_order_relaxed) != 0) {
+    errno = EBUSY;
+    return EOF;
+  }
+  f->bsz = mode == _IONBF ? 0 : size == 0 ? SF_CAP : (uint32_t)size;
+  f->mode = (f->mode & ~(unsigned)M_LBF) | (mode == _IOLBF ? M_LBF : 0u);
+  return 0;
 }
 
 /* ---- reading --------------------------------------------------------------- */

@@ -14,6 +14,10 @@
  *     byte for byte; none of the cancelled transactions' bytes may appear
  *     (their bytes are distinct). Checks also that no transaction went
  *     irrevocable.
+ *   itest_stdio <etl|ctl> model_vbuf <threads>
+ *     The same with the stream's buffering set by sstm_setvbuf: unbuffered,
+ *     line buffered (the writes hold newlines), and fully buffered with
+ *     61-byte and 16 KiB buffers (the larger writes fit in the latter).
  *   itest_stdio <etl|ctl> append <threads>
  *     Threads append records (some larger than the buffer) through one
  *     stream opened "a+" after seeking to its start; some cancel, some
@@ -93,6 +97,7 @@ typedef struct txlog {
 
 typedef struct shared {
   sstm_file_t *f;
+  int lines;        /* the writes' bytes hold newlines (line buffering) */
   uint64_t counter; /* transactional: the serial order */
   unsigned ntx;     /* transactions per thread */
   txlog_t *logs[64];
@@ -136,7 +141,10 @@ static void tx_body(void *arg) {
       CHECK_NOT_NULL(o->bytes);
       /* the pattern names the thread and the transaction's fate */
       for (long k = 0; k < o->arg; k++)
-        o->bytes[k] = b->end == 1 ? '#' : (unsigned char)('a' + (b->t->idx * 5 + k) % 26);
+        o->bytes[k] = b->end == 1 ? '#'
+                      : b->s->lines && k % 37 == 36
+                          ? '\n'
+                          : (unsigned char)('a' + (b->t->idx * 5 + k) % 26);
       o->res = (long)sstm_fwrite(o->bytes, 1, (size_t)o->arg, f);
       break;
     }
@@ -267,11 +275,15 @@ static int cmp_order(const void *a, const void *b) {
   return x < y ? -1 : x > y;
 }
 
-static void run_model(unsigned nthreads) {
+/* vmode < 0: the default buffering; else sstm_setvbuf(f, NULL, vmode, vsize). */
+static void run_model_buf(unsigned nthreads, int vmode, size_t vsize) {
   make_path();
   static shared_t s;
+  memset(&s, 0, sizeof s);
   s.f = sstm_fopen(path, "w+");
   CHECK_NOT_NULL(s.f);
+  if (vmode >= 0) CHECK_OK(sstm_setvbuf(s.f, NULL, vmode, vsize));
+  s.lines = vmode == _IOLBF;
   s.ntx = (unsigned)sstm_test_scaled(400, 40);
   sstm_stats_t before, after;
   CHECK_OK(sstm_stats_aggregate(&before));
@@ -300,8 +312,9 @@ static void run_model(unsigned nthreads) {
   CHECK_EQ_U(n, m.size);
   CHECK_EQ_MEM(fb, m.b, n);
   CHECK_EQ_PTR(memchr(fb, '#', n), NULL); /* no byte of a cancelled one */
-  printf("stdio model: %u threads, %zu committed transactions, file %zu bytes: ok\n", nthreads,
-         total, n);
+  printf("stdio model (buffering %d, %zu bytes): %u threads, %zu committed transactions, file "
+         "%zu bytes: ok\n",
+         vmode, vsize, nthreads, total, n);
   free(fb);
   free(m.b);
   for (size_t i = 0; i < total; i++)
@@ -310,6 +323,15 @@ static void run_model(unsigned nthreads) {
   for (unsigned i = 0; i < nthreads; i++)
     free(s.logs[i]);
   unlink(path);
+}
+
+static void run_model(unsigned nthreads) { run_model_buf(nthreads, -1, 0); }
+
+static void run_model_vbuf(unsigned nthreads) {
+  run_model_buf(nthreads, _IONBF, 0);
+  run_model_buf(nthreads, _IOLBF, 256);
+  run_model_buf(nthreads, _IOFBF, 61);
+  run_model_buf(nthreads, _IOFBF, 16384);
 }
 
 /* ---- append ------------------------------------------------------------- */
@@ -689,7 +711,8 @@ static void run_crash(void) {
 
 int main(int argc, char **argv) {
   if (argc != 4) {
-    fprintf(stderr, "usage: %s etl|ctl model|append|crash|mixed|mixed_read THREADS\n", argv[0]);
+    fprintf(stderr, "usage: %s etl|ctl model|model_vbuf|append|crash|mixed|mixed_read THREADS\n",
+            argv[0]);
     return 2;
   }
   sstm_test_setup("stdio", argc, argv);
@@ -697,6 +720,8 @@ int main(int argc, char **argv) {
   sstm_test_init();
   if (strcmp(argv[2], "model") == 0)
     run_model((unsigned)atoi(argv[3]));
+  else if (strcmp(argv[2], "model_vbuf") == 0)
+    run_model_vbuf((unsigned)atoi(argv[3]));
   else if (strcmp(argv[2], "append") == 0)
     run_append((unsigned)atoi(argv[3]));
   else if (strcmp(argv[2], "crash") == 0)

@@ -173,6 +173,9 @@ foreach(d etl ctl)
     sstm_add_test(NAME integration.stdio.${d}.model.${n} LABELS ${SSTM_STRESS_LABELS}
                   TIMEOUT 120 COMMAND itest_stdio ${d} model ${n})
   endforeach()
+  # The same under each buffering of sstm_setvbuf.
+  sstm_add_test(NAME integration.stdio.${d}.model_vbuf.4 LABELS ${SSTM_STRESS_LABELS}
+                TIMEOUT 120 COMMAND itest_stdio ${d} model_vbuf 4)
   sstm_add_test(NAME integration.stdio.${d}.append.4 LABELS ${SSTM_STRESS_LABELS}
                 TIMEOUT 120 COMMAND itest_stdio ${d} append 4)
   sstm_add_test(NAME integration.stdio.${d}.crash LABELS integration

@@ -176,4 +176,55 @@ TEST(read_error_sets_the_error_indicator) {
   teardown();
 }
 
+/* An unbuffered stream writes at every commit: a write that fails there
+ * (ENOSPC) leaves none of its bytes, is reported, and the earlier and
+ * later commits' bytes stay. */
+TEST(unbuffered_stream_reports_the_failing_commit_only) {
+  setup();
+  sstm_file_t *f = sstm_fopen(path, "a");
+  CHECK_NOT_NULL(f);
+  CHECK_OK(sstm_setvbuf(f, NULL, _IONBF, 0));
+  fi.fail_at = 2;
+  fi.fail_errno = ENOSPC;
+  CHECK_EQ_I(sstm_fputc('1', f), '1');
+  CHECK_FALSE(sstm_ferror(f));
+  CHECK_EQ_U(sstm_fwrite("22", 1, 2, f), 2); /* committed, then its pwrite fails */
+  CHECK_TRUE(sstm_ferror(f));
+  errno = 0;
+  CHECK_EQ_I(sstm_fflush(f), EOF);
+  CHECK_EQ_I(errno, ENOSPC);
+  sstm_clearerr(f);
+  CHECK_EQ_U(sstm_fwrite("33", 1, 2, f), 2);
+  CHECK_FALSE(sstm_ferror(f));
+  unsigned char buf[200];
+  CHECK_EQ_U(contents(buf, sizeof buf), 103);
+  CHECK_EQ_MEM(buf + 100, "133", 3);
+  CHECK_OK(sstm_fclose(f));
+  teardown();
+}
+
+/* Line buffering through short writes and EINTR: each line is in the file
+ * whole once its call returns. */
+TEST(line_buffered_lines_survive_short_writes_and_eintr) {
+  setup();
+  sstm_file_t *f = sstm_fopen(path, "a");
+  CHECK_NOT_NULL(f);
+  CHECK_OK(sstm_setvbuf(f, NULL, _IOLBF, 64));
+  fi.chunk = 3;
+  fi.eintr_every = 2;
+  char line[80];
+  unsigned char buf[4096];
+  size_t want = 100;
+  for (int i = 0; i < 20; i++) {
+    int n = snprintf(line, sizeof line, "line %d of twenty, padded %*s\n", i, i, "");
+    CHECK_EQ_I(sstm_fputs(line, f), n);
+    want += (size_t)n;
+    CHECK_EQ_U(contents(buf, sizeof buf), want);
+    CHECK_EQ_MEM(buf + want - (size_t)n, line, (size_t)n);
+  }
+  CHECK_FALSE(sstm_ferror(f));
+  CHECK_OK(sstm_fclose(f));
+  teardown();
+}
+
 SSTM_TEST_MAIN()

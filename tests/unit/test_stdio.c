@@ -539,4 +539,236 @@ TEST(call_outside_transactions_never_lands_inside_one) {
   teardown();
 }
 
+/* ---- sstm_setvbuf ---------------------------------------------------------- */
+
+/* The file's size as the kernel has it (what left the buffers). */
+static off_t kernel_size(void) {
+  struct stat st;
+  CHECK_EQ_I(stat(path, &st), 0);
+  return st.st_size;
+}
+
+TEST(setvbuf_rejects_bad_input_and_late_calls) {
+  setup();
+  sstm_file_t *f = sstm_fopen(path, "w+");
+  CHECK_NOT_NULL(f);
+  errno = 0;
+  CHECK_EQ_I(sstm_setvbuf(NULL, NULL, _IOFBF, 0), EOF);
+  CHECK_EQ_I(errno, EBADF);
+  errno = 0;
+  CHECK_EQ_I(sstm_setvbuf(f, NULL, 7, 0), EOF);
+  CHECK_EQ_I(errno, EINVAL);
+  errno = 0;
+  CHECK_EQ_I(sstm_setvbuf(f, NULL, _IOFBF, (size_t)SSTM_STDIO_BUFMAX + 1), EOF);
+  CHECK_EQ_I(errno, EINVAL);
+  CHECK_EQ_I(sstm_setvbuf(f, NULL, _IONBF, (size_t)SSTM_STDIO_BUFMAX + 1), 0); /* size ignored */
+  int in_tx = 0, in_tx_errno = 0;
+  SSTM_ATOMIC_BEGIN(NULL)
+    errno = 0;
+    in_tx = sstm_setvbuf(f, NULL, _IOFBF, 0);
+    in_tx_errno = errno;
+  SSTM_ATOMIC_END();
+  CHECK_EQ_I(in_tx, EOF);
+  CHECK_EQ_I(in_tx_errno, EINVAL);
+  /* reading the position or an indicator is not a use */
+  CHECK_EQ_I(sstm_ftell(f), 0);
+  CHECK_FALSE(sstm_feof(f));
+  char arr[64];
+  CHECK_EQ_I(sstm_setvbuf(f, arr, _IOFBF, sizeof arr), 0); /* arr is not used */
+  CHECK_EQ_I(sstm_fputc('a', f), 'a');
+  errno = 0;
+  CHECK_EQ_I(sstm_setvbuf(f, NULL, _IOFBF, 0), EOF);
+  CHECK_EQ_I(errno, EBUSY);
+  CHECK_OK(sstm_fclose(f));
+  errno = 0;
+  CHECK_EQ_I(sstm_setvbuf(f, NULL, _IOFBF, 0), EOF); /* the header is kept: EBADF */
+  CHECK_EQ_I(errno, EBADF);
+  teardown();
+}
+
+/* sstm_fwrite of n bytes in a transaction of its own making. */
+static void fwrite_in_tx(sstm_file_t *f, const char *p, size_t n) {
+  volatile size_t r = 0;
+  SSTM_ATOMIC_BEGIN(NULL)
+    r = sstm_fwrite(p, 1, n, f);
+  SSTM_ATOMIC_END();
+  CHECK_EQ_U(r, n);
+}
+
+/* Full buffering with a larger buffer: 64-byte writes reach the kernel
+ * only when 16 KiB are buffered (with the default 4 KiB, after 4 KiB). */
+TEST(setvbuf_full_buffering_sets_the_buffer_size) {
+  setup();
+  static const size_t sizes[] = {0, 16384, 100};
+  char line[64];
+  memset(line, 'q', sizeof line);
+  for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+    size_t cap = sizes[i] ? sizes[i] : SSTM_STDIO_BUFSIZ;
+    sstm_file_t *f = sstm_fopen(path, "w");
+    CHECK_NOT_NULL(f);
+    CHECK_EQ_I(sstm_setvbuf(f, NULL, _IOFBF, sizes[i]), 0);
+    size_t written = 0;
+    while (written + sizeof line <= cap) { /* fits: stays buffered */
+      if (written % 128 == 0)
+        CHECK_EQ_U(sstm_fwrite(line, 1, sizeof line, f), sizeof line);
+      else
+        fwrite_in_tx(f, line, sizeof line);
+      written += sizeof line;
+      CHECK_EQ_I(kernel_size(), 0);
+    }
+    CHECK_EQ_U(sstm_fwrite(line, 1, sizeof line, f), sizeof line); /* does not fit */
+    CHECK_EQ_I(kernel_size(), (off_t)written);
+    CHECK_OK(sstm_fclose(f));
+    CHECK_EQ_I(kernel_size(), (off_t)(written + sizeof line));
+  }
+  teardown();
+}
+
+/* Line buffering: a write with a newline sends the buffered bytes out with
+ * its commit, never before; a cancelled one sends nothing. */
+TEST(setvbuf_line_buffering_sends_lines_at_commit) {
+  setup();
+  sstm_file_t *f = sstm_fopen(path, "w+");
+  CHECK_NOT_NULL(f);
+  CHECK_EQ_I(sstm_setvbuf(f, NULL, _IOLBF, 0), 0);
+  CHECK_GE_I(sstm_fputs("abc", f), 0);
+  CHECK_EQ_I(kernel_size(), 0);
+  CHECK_GE_I(sstm_fputs("de\nxy", f), 0); /* outside a transaction: before it returns */
+  CHECK_EQ_I(kernel_size(), 8);
+  CHECK_EQ_I(sstm_fputc('z', f), 'z');
+  CHECK_EQ_I(kernel_size(), 8);
+  volatile off_t inside = -1;
+  SSTM_ATOMIC_BEGIN(NULL)
+    CHECK_EQ_I(sstm_fputc('\n', f), '\n');
+    CHECK_GE_I(sstm_fputs("one\ntwo", f), 0);
+    inside = kernel_size(); /* not before the commit */
+  SSTM_ATOMIC_END();
+  CHECK_EQ_I(inside, 8);
+  CHECK_EQ_I(kernel_size(), 17);
+  volatile int attempts = 0;
+  SSTM_ATOMIC_BEGIN(NULL)
+    attempts++;
+    CHECK_GE_I(sstm_fputs("gone\n", f), 0);
+    if (attempts == 1) sstm_restart();
+    sstm_cancel();
+  SSTM_ATOMIC_END();
+  CHECK_EQ_I(kernel_size(), 17);
+  CHECK_GE_I(sstm_fprintf(f, "%d\n", 42), 0);
+  CHECK_EQ_I(kernel_size(), 20);
+  char buf[64];
+  CHECK_EQ_U(contents(buf, sizeof buf), 20);
+  CHECK_EQ_MEM(buf, "abcde\nxyz\none\ntwo42\n", 20);
+  sstm_rewind(f);
+  char line[16];
+  CHECK_NOT_NULL(sstm_fgets(line, sizeof line, f));
+  CHECK_EQ_STR(line, "abcde\n");
+  CHECK_OK(sstm_fclose(f));
+  teardown();
+}
+
+/* No buffering: every write leaves with its commit; reads take from the
+ * kernel what the call asks for, so a change made behind the stream's back
+ * after a read is seen by the next read (a buffered stream would serve it
+ * from its read-ahead). */
+TEST(setvbuf_unbuffered_writes_at_commit_and_reads_no_further) {
+  setup();
+  sstm_file_t *f = sstm_fopen(path, "w+");
+  CHECK_NOT_NULL(f);
+  CHECK_EQ_I(sstm_setvbuf(f, NULL, _IONBF, 0), 0);
+  CHECK_EQ_I(sstm_fputc('a', f), 'a');
+  CHECK_EQ_I(kernel_size(), 1);
+  CHECK_EQ_U(sstm_fwrite("bcdefgh", 1, 7, f), 7);
+  CHECK_EQ_I(kernel_size(), 8);
+  volatile off_t inside = -1;
+  SSTM_ATOMIC_BEGIN(NULL)
+    CHECK_EQ_I(sstm_fputc('i', f), 'i');
+    CHECK_GE_I(sstm_fputs("jk", f), 0);
+    inside = kernel_size();
+  SSTM_ATOMIC_END();
+  CHECK_EQ_I(inside, 8);
+  CHECK_EQ_I(kernel_size(), 11);
+  SSTM_ATOMIC_BEGIN(NULL)
+    CHECK_EQ_I(sstm_fputc('#', f), '#');
+    sstm_cancel();
+  SSTM_ATOMIC_END();
+  CHECK_EQ_I(kernel_size(), 11);
+  sstm_rewind(f);
+  CHECK_EQ_I(sstm_fgetc(f), 'a');
+  char two[2];
+  CHECK_EQ_U(sstm_fread(two, 1, 2, f), 2);
+  CHECK_EQ_MEM(two, "bc", 2);
+  int fd = open(path, O_WRONLY);
+  CHECK_GE_I(fd, 0);
+  CHECK_EQ_I(pwrite(fd, "XY", 2, 3), 2); /* behind the stream's back */
+  close(fd);
+  CHECK_EQ_I(sstm_fgetc(f), 'X');
+  SSTM_ATOMIC_BEGIN(NULL)
+    CHECK_EQ_I(sstm_fgetc(f), 'Y');
+    CHECK_EQ_I(sstm_fgetc(f), 'f');
+  SSTM_ATOMIC_END();
+  char rest[16] = {0};
+  CHECK_EQ_U(sstm_fread(rest, 1, sizeof rest, f), 5);
+  CHECK_EQ_MEM(rest, "ghijk", 5);
+  CHECK_TRUE(sstm_feof(f));
+  CHECK_OK(sstm_fclose(f));
+  teardown();
+}
+
+/* Ten writes of a round, on small and large in turn, in one transaction. */
+static void two_streams_tx(sstm_file_t *small, sstm_file_t *large, int round) {
+  volatile int bad = 0;
+  SSTM_ATOMIC_BEGIN(NULL)
+    bad = 0;
+    for (int k = 0; k < 10; k++) { /* first small, then large, then small again */
+      sstm_file_t *g = k % 3 == 1 ? large : small;
+      char piece[50];
+      int n = 1 + (round * 7 + k * 13) % 49;
+      memset(piece, 'a' + (round + k) % 26, (size_t)n);
+      if (sstm_fwrite(piece, 1, (size_t)n, g) != (size_t)n) bad++;
+    }
+  SSTM_ATOMIC_END();
+  CHECK_EQ_I(bad, 0);
+}
+
+/* One thread alternates between streams with small and large buffers: a
+ * view's write buffer kept from the small one must not serve the large one
+ * (ASan would see the overflow), and both files come out right. */
+TEST(setvbuf_streams_of_different_sizes_on_one_thread) {
+  setup();
+  char path2[64];
+  snprintf(path2, sizeof path2, "/tmp/sstm-stdio-XXXXXX");
+  int fd = mkstemp(path2);
+  CHECK_GE_I(fd, 0);
+  close(fd);
+  sstm_file_t *small = sstm_fopen(path, "w+");
+  sstm_file_t *large = sstm_fopen(path2, "w+");
+  CHECK_NOT_NULL(small);
+  CHECK_NOT_NULL(large);
+  CHECK_EQ_I(sstm_setvbuf(small, NULL, _IOFBF, 16), 0);
+  CHECK_EQ_I(sstm_setvbuf(large, NULL, _IOFBF, 20000), 0);
+  static char want[2][20000];
+  size_t len[2] = {0, 0};
+  for (int round = 0; round < 40; round++) {
+    two_streams_tx(small, large, round);
+    for (int k = 0; k < 10; k++) {
+      int w = k % 3 == 1;
+      int n = 1 + (round * 7 + k * 13) % 49;
+      memset(want[w] + len[w], 'a' + (round + k) % 26, (size_t)n);
+      len[w] += (size_t)n;
+    }
+  }
+  CHECK_OK(sstm_fclose(small));
+  CHECK_OK(sstm_fclose(large));
+  static char got[20000];
+  CHECK_EQ_U(contents(got, sizeof got), len[0]);
+  CHECK_EQ_MEM(got, want[0], len[0]);
+  fd = open(path2, O_RDONLY);
+  CHECK_GE_I(fd, 0);
+  CHECK_EQ_I(pread(fd, got, sizeof got, 0), (ssize_t)len[1]);
+  close(fd);
+  CHECK_EQ_MEM(got, want[1], len[1]);
+  unlink(path2);
+  teardown();
+}
+
 SSTM_TEST_MAIN()
