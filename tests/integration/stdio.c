@@ -699,7 +699,7 @@ static void run_crash(void) {
   CHECK_EQ_I(last, 199);
   CHECK_EQ_U(n, 200u * 11u);
   for (int k = 0; k < 200; k++) {
-    char want[16];
+    char want[sizeof "record -2147483648\n"]; /* room for any int */
     snprintf(want, sizeof want, "record %03d\n", k);
     CHECK_EQ_MEM(fb + 11 * k, want, 11);
   }

@@ -283,7 +283,10 @@ static struct {
 
 static void count_worker(sstm_tt_t *t) {
   unsigned k = t->idx;
-  for (int n = 0; n < 100; n++) {
+  /* volatile: the counter lives across the block's setjmp. No restart
+   * returns to it after the counter changed, but GCC cannot tell
+   * (-Wclobbered, at -O1). */
+  for (volatile int n = 0; n < 100; n++) {
     SSTM_ATOMIC_BEGIN(NULL)
       SSTM_STORE(CT.f[k], SSTM_LOAD(CT.f[k]) + 1.0f);
       SSTM_STORE(CT.s[k], SSTM_LOAD(CT.s[k]) + 1);
