@@ -83,6 +83,7 @@ typedef struct worker {
   unsigned idx;
   sstm_file_t *sf;
   FILE *gf;
+  char *gbuf; /* glibc's buffer under -b (setvbuf ignores the size without one) */
   uint64_t ops;
   uint64_t rng;
   char path[96];
@@ -280,7 +281,12 @@ int main(int argc, char **argv) {
     } else {
       ws[i].gf = fopen(ws[i].path, fmode);
       if (ws[i].gf == NULL) die(ws[i].path);
-      if (opt.buf && setvbuf(ws[i].gf, NULL, _IOFBF, opt.buf) != 0) die("setvbuf");
+      /* glibc's setvbuf allocates its default buffer (st_blksize bytes)
+       * and ignores size when buf is NULL: the size takes a buffer of ours. */
+      if (opt.buf) {
+        if ((ws[i].gbuf = malloc(opt.buf)) == NULL) die("malloc");
+        if (setvbuf(ws[i].gf, ws[i].gbuf, _IOFBF, opt.buf) != 0) die("setvbuf");
+      }
     }
   }
   for (unsigned i = 0; i < opt.threads; i++) {
@@ -310,6 +316,7 @@ int main(int argc, char **argv) {
   for (unsigned i = 0; i < nfiles; i++) {
     int rc = ours ? sstm_fclose(ws[i].sf) : fclose(ws[i].gf);
     if (rc != 0) die("close");
+    free(ws[i].gbuf); /* after fclose, which flushes it */
     unlink(ws[i].path);
   }
   rmdir(opt.dir);
