@@ -805,12 +805,38 @@ static SSTM_NOINLINE int commit_mem(struct sstm_desc *tx) {
   return 0;
 }
 
+/* commit_tail when the only thing left is the user's actions
+ * (SSTM_SLOW_ACTIONS alone, no hook): a transaction that registered
+ * actions and did nothing else commit_tail deals with (no retry, so the
+ * retry state is clear; no allocation or free; no commit-time feature), as
+ * every transaction of one call of the transactional stdio does. What
+ * commit_tail would leave, then the actions, last as there. */
+static SSTM_NOINLINE int commit_actions(struct sstm_desc *tx) {
+  tx->slow = 0; /* SSTM_SLOW_ACTIONS alone: no fixed bit either */
+  if (tx->ws.n) sstm_wset_reset(&tx->ws);
+  if (tx->nactions != 1) {
+    run_actions_committed(tx);
+    return 0;
+  }
+  /* One action: a copy of it, instead of taking the array out
+   * (actions_take): the action's own transactions may register theirs in
+   * the array, now empty, without overwriting it. */
+  sstm_action_t a = tx->actions[0];
+  tx->nactions = 0;
+  tx->in_callback++;
+  action_run(&a, true);
+  tx->in_callback--;
+  return 0;
+}
+
 /* commit_tail for a commit whose status had no flags, so that its attempt
  * was not watched: the fast paths, which do not store `watched` when no
  * policy reads it. */
 static SSTM_NOINLINE int commit_tail_unwatched(struct sstm_desc *tx) {
-  if (tx->slow == SSTM_SLOW_MEM && !atomic_load_explicit(&sstm__g.nhooks, memory_order_relaxed))
-    return commit_mem(tx);
+  uint8_t slow = tx->slow;
+  if ((slow == SSTM_SLOW_MEM || slow == SSTM_SLOW_ACTIONS) &&
+      !atomic_load_explicit(&sstm__g.nhooks, memory_order_relaxed))
+    return slow == SSTM_SLOW_MEM ? commit_mem(tx) : commit_actions(tx);
   tx->cm_ctx.watched = false;
   return commit_tail(tx);
 }

@@ -101,4 +101,59 @@ TEST(bad_calls_are_refused_with_a_message) {
   sstm_test_fini();
 }
 
+/* A transaction whose only commit-time work is one action takes the
+ * engine's short tail (txn.c, commit_actions), which runs a copy of the
+ * action with the array left empty in the descriptor: the action's own
+ * transactions register theirs there. Each runs once, in order, and
+ * nothing is left over for the next transaction. */
+static int depth_left;
+static void nesting_end(void *arg, bool committed);
+
+/* Registers nesting_end; at depth 1 the first attempt restarts after it
+ * (a retry: that commit takes the general tail). */
+static void inner_body(void *arg) {
+  int *tries = arg;
+  int d = depth_left;
+  CHECK_OK(sstm__on_end(nesting_end, (void *)(intptr_t)d));
+  if (d == 1 && (*tries)++ == 0) sstm_restart();
+}
+
+/* Notes itself; after a commit, while depth_left > 0, runs a transaction
+ * one level deeper from inside this action. */
+static void nesting_end(void *arg, bool committed) {
+  note(committed ? 'E' : 'e', arg);
+  if (!committed || depth_left == 0) return;
+  depth_left--;
+  int tries = 0;
+  CHECK_OK(sstm_run(NULL, inner_body, &tries));
+}
+
+static void one_end_body(void *arg) { CHECK_OK(sstm__on_end(nesting_end, arg)); }
+static void one_commit_body(void *arg) { CHECK_OK(sstm_on_commit(on_commit_fn, arg)); }
+
+TEST(a_single_action_that_runs_transactions_runs_once_in_order) {
+  sstm_test_init();
+  ntrace = 0, trace[0] = '\0';
+  depth_left = 2;
+  CHECK_OK(sstm_run(NULL, one_end_body, (void *)(intptr_t)9));
+  /* the outer action (E9) runs a transaction of depth 1: its first
+   * attempt's action told rolled back (e1), its commit's (E1), which runs
+   * one of depth 0, one action and no retry (the short tail again): E0. */
+  CHECK_EQ_STR(trace, "E9e1E1E0");
+  ntrace = 0, trace[0] = '\0';
+  CHECK_OK(sstm_run(NULL, one_commit_body, (void *)(intptr_t)4));
+  CHECK_OK(sstm_run(NULL, one_commit_body, (void *)(intptr_t)5));
+  CHECK_EQ_STR(trace, "C4C5");
+  ends_committed = ends_rolled_back = 0;
+  int round = 1;
+  CHECK_OK(sstm_run(NULL, many_body, &round)); /* many: the general tail */
+  CHECK_EQ_U(ends_committed, MANY);
+  CHECK_EQ_U(ends_rolled_back, 0);
+  ntrace = 0, trace[0] = '\0';
+  depth_left = 0;
+  CHECK_OK(sstm_run(NULL, one_end_body, (void *)(intptr_t)3));
+  CHECK_EQ_STR(trace, "E3"); /* no action left over from the others */
+  sstm_test_fini();
+}
+
 SSTM_TEST_MAIN()
