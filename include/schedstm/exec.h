@@ -89,7 +89,10 @@ typedef enum sstm_exec_preempt {
   /** Polled: the submitter sets the transaction's preemption request,
    * which its next transactional access (or begin, commit) sees; a signal
    * follows after poll_fallback_us if it has not switched by then (code
-   * that runs long between accesses). */
+   * that runs long between accesses). The worker disarms that signal once
+   * it has looked at its queue (the check at the access, or the end of the
+   * transaction): sstm_exec_describe() counts the fallbacks armed,
+   * disarmed and fired. */
   SSTM_EXEC_PREEMPT_POLL = 2,
   /** Ticks without preemption ([Silvestri17]'s overhead configuration):
    * the periodic tick (tick_us, required) is delivered and handled exactly

@@ -252,6 +252,9 @@ void sstm__x_preemption_check(void) {
   sstm_xworker_t *w = sstm__xp_self();
   if (!w) return;
   sstm_xctx_t *c = atomic_load_explicit(&w->cur, memory_order_acquire);
+  /* This check looks at the queue: an armed fallback signal is not needed
+   * any more. Before `kicked` is cleared (preempt.c, W1). */
+  sstm__xp_fallback_cancel(w);
   atomic_store_explicit(&w->kicked, 0, memory_order_relaxed);
   /* acquire: pairs with sstm__xp_want's release, so the queue entry of
    * the request that asked is visible to the peek below. Not cleared here:
@@ -403,8 +406,14 @@ static void run_ctx(sstm_xworker_t *w, sstm_xctx_t *c) {
   sstm__ctx_switch(&w->sched, &c->regs);
   atomic_store_explicit(&w->cur, NULL, memory_order_relaxed);
   /* A check that switched for an entry it took has published that entry's
-   * priority already (took()). */
-  if (!w->next) atomic_store_explicit(&w->cur_prio, -1, memory_order_relaxed);
+   * priority already (took()), and disarmed the fallback before. Else the
+   * worker pops next, which looks at the queue: the fallback signal of a
+   * kick that came meanwhile is not needed (preempt.c, W1; before took()
+   * clears `kicked`). */
+  if (!w->next) {
+    atomic_store_explicit(&w->cur_prio, -1, memory_order_relaxed);
+    sstm__xp_fallback_cancel(w);
+  }
   now = sstm__now_ns();
   c->run_ns += now - c->t_run;
   sstm_desc_t *d = sstm_desc_detach();
@@ -871,7 +880,7 @@ int sstm_exec_describe(sstm_exec_t *ex, char *buf, size_t len) {
     sstm__set_error("sstm_exec_describe: ex is NULL");
     return SSTM_EINVAL;
   }
-  uint64_t sig = 0, ref = 0, chk = 0, sw = 0, dec = 0, ho = 0;
+  uint64_t sig = 0, ref = 0, chk = 0, sw = 0, dec = 0, ho = 0, fb = 0, fbd = 0, fbf = 0;
   for (unsigned i = 0; i < ex->nworkers; i++) {
     sig += atomic_load_explicit(&ex->workers[i].signals, memory_order_relaxed);
     ref += atomic_load_explicit(&ex->workers[i].refused, memory_order_relaxed);
@@ -879,6 +888,9 @@ int sstm_exec_describe(sstm_exec_t *ex, char *buf, size_t len) {
     sw += atomic_load_explicit(&ex->workers[i].switches, memory_order_relaxed);
     dec += atomic_load_explicit(&ex->workers[i].declined, memory_order_relaxed);
     ho += atomic_load_explicit(&ex->workers[i].handovers, memory_order_relaxed);
+    fb += atomic_load_explicit(&ex->workers[i].fallbacks, memory_order_relaxed);
+    fbd += atomic_load_explicit(&ex->workers[i].fallbacks_disarmed, memory_order_relaxed);
+    fbf += atomic_load_explicit(&ex->workers[i].fallbacks_fired, memory_order_relaxed);
   }
   const sstm_exec_config_t *c = &ex->cfg;
   char cmax[16];
@@ -891,12 +903,14 @@ int sstm_exec_describe(sstm_exec_t *ex, char *buf, size_t len) {
       "exec workers=%u contexts=%u stack=%uKiB levels=%u preempt=%s "
       "poll-fallback=%uus tick=%uus c_max=%s lazy=%d paused-conflict=%s facility=%s "
       "table=%s signals=%llu refused=%llu checks=%llu switches=%llu declined=%llu "
-      "handovers=%llu reserve=%u%%",
+      "handovers=%llu reserve=%u%% fallbacks=%llu fallbacks-disarmed=%llu "
+      "fallbacks-fired=%llu",
       ex->nworkers, c->contexts, c->stack_kb, c->levels, sstm_exec_preempt_name(c->preempt),
       c->poll_fallback_us, c->tick_us, cmax, (int)c->lazy_promotion,
       c->paused_conflict == SSTM_EXEC_PAUSED_CONFLICT_HANDOVER ? "handover" : "takeover",
       sstm__xp_facility(ex), ex->stt ? "yes" : "no", (unsigned long long)sig,
       (unsigned long long)ref, (unsigned long long)chk, (unsigned long long)sw,
-      (unsigned long long)dec, (unsigned long long)ho, c->reserve_pct);
+      (unsigned long long)dec, (unsigned long long)ho, c->reserve_pct, (unsigned long long)fb,
+      (unsigned long long)fbd, (unsigned long long)fbf);
   return n;
 }

@@ -91,6 +91,13 @@ typedef struct sstm_xworker {
   sstm_xq_node_t *next;
   timer_t tick_timer, fallback_timer;
   bool has_tick, has_fallback;
+  /* The polled mode's fallback timer (preempt.c, "the fallback's
+   * disarming"): XP_FB_IDLE, XP_FB_ARMING (a kicker is arming it) or
+   * XP_FB_ARMED. The kicker moves it IDLE -> ARMING -> ARMED; the worker,
+   * once it has looked at the queue for itself (a preemption check, a
+   * context leaving it), exchanges it back to IDLE and disarms what was
+   * armed; a kicker whose ARMING was taken back disarms its own timer. */
+  _Atomic int fb_state;
   sstm__stack_t altstack; /* the handler's stack (arch/ctx.h: the redirect needs one) */
   bool has_altstack;
   /* counters of this worker (relaxed; read by sstm_exec_describe) */
@@ -100,6 +107,15 @@ typedef struct sstm_xworker {
   /* handovers: the worker given to a paused transaction of higher priority
    * (SSTM_EXEC_PAUSED_CONFLICT_HANDOVER) */
   _Atomic uint64_t handovers;
+  /* fallbacks: the polled mode's fallback timer armed by a kick;
+   * fallbacks_disarmed: of those, disarmed by the worker (or by the kicker
+   * on the worker's behalf) because the worker had already looked at the
+   * queue, so no signal was sent for nothing */
+  _Atomic uint64_t fallbacks, fallbacks_disarmed;
+  /* fallbacks_fired: fallback signals delivered (the timer expired before
+   * it was disarmed: the worker reached no preemption point in time, or
+   * reached one after the signal was sent) */
+  _Atomic uint64_t fallbacks_fired;
 } sstm_xworker_t;
 
 /* Per birth level, summed at each request's end (relaxed atomics). The
@@ -158,6 +174,15 @@ void sstm__xp_kick(sstm_xworker_t *w);
  * whatever w's mode: w switches at its next preemption point if a request
  * above its transaction still waits then. Any thread, lock-free. */
 void sstm__xp_nudge(sstm_xworker_t *w);
+/* On worker w's own thread, before it looks at the queue for itself (the
+ * preemption check, a context leaving the worker) and before it clears
+ * w->kicked: the fallback signal of an earlier kick is no longer needed;
+ * disarm it if it is armed (a timer_settime, only when it is). */
+void sstm__xp_fallback_cancel(sstm_xworker_t *w);
+/* Test seam (tests/internal/exec_fallback.c): whether w's fallback timer
+ * is armed now, as the kernel says (timer_gettime). Any thread; false for
+ * a worker without one. */
+bool sstm__xp_test_fallback_armed(sstm_xworker_t *w);
 /* Lower w->want to prio (an atomic minimum). Any thread. */
 void sstm__xp_want(sstm_xworker_t *w, int prio);
 /* The calling worker's record, NULL on other threads. */

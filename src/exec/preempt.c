@@ -184,6 +184,12 @@ static void hook(sstm_desc_t *self_desc, sstm_exec_point_t where, sstm_desc_t *b
     sstm__x_preemption_check();
 }
 
+/* The polled mode's fallback timer state (sstm_xworker_t::fb_state). */
+enum { XP_FB_IDLE = 0, XP_FB_ARMING, XP_FB_ARMED };
+/* sigev_value of the fallback timer's signals, to tell them from the
+ * periodic tick's (0) in the handler. */
+#define XP_SIGV_FALLBACK 1
+
 static struct sigaction old_action;
 static pthread_mutex_t global_lock = PTHREAD_MUTEX_INITIALIZER;
 static unsigned users;
@@ -206,6 +212,15 @@ static void on_signal(int sig, siginfo_t *si, void *ucv) {
   }
   int saved_errno = errno;
   atomic_fetch_add_explicit(&w->signals, 1, memory_order_relaxed);
+  if (si && si->si_code == SI_TIMER && si->si_value.sival_int == XP_SIGV_FALLBACK) {
+    /* The fallback fired: nothing is armed any more. relaxed: a kicker's
+     * later ARMING is a plain store over it; the worker's exchange finds
+     * IDLE and disarms nothing. */
+    atomic_fetch_add_explicit(&w->fallbacks_fired, 1, memory_order_relaxed);
+    int armed = XP_FB_ARMED;
+    atomic_compare_exchange_strong_explicit(&w->fb_state, &armed, XP_FB_IDLE, memory_order_relaxed,
+                                            memory_order_relaxed);
+  }
   /* acquire: pairs with run_ctx's release store of cur (same thread here,
    * but the context's fields were written by whoever queued it). */
   sstm_xctx_t *c = atomic_load_explicit(&w->cur, memory_order_acquire);
@@ -287,11 +302,12 @@ void sstm__xp_global_fini(void) {
 
 /* ---- timers ---- */
 
-static int make_timer(sstm_xworker_t *w, timer_t *t) {
+static int make_timer(sstm_xworker_t *w, timer_t *t, int value) {
   struct sigevent ev;
   memset(&ev, 0, sizeof ev);
   ev.sigev_notify = SIGEV_THREAD_ID;
   ev.sigev_signo = XP_SIGNAL;
+  ev.sigev_value.sival_int = value;
   ev._sigev_un._tid = w->tid;
   return timer_create(CLOCK_MONOTONIC, &ev, t) == 0 ? 0 : SSTM_ENOMEM;
 }
@@ -317,12 +333,12 @@ int sstm__xp_worker_init(sstm_xworker_t *w) {
    * correct. */
   w->has_altstack = sstm__altstack_install(&w->altstack) == 0;
   if (c->tick_us) {
-    if (make_timer(w, &w->tick_timer) != 0) return SSTM_ENOMEM;
+    if (make_timer(w, &w->tick_timer, 0) != 0) return SSTM_ENOMEM;
     w->has_tick = true;
     arm(w->tick_timer, (uint64_t)c->tick_us * 1000u, true);
   }
   if (c->preempt == SSTM_EXEC_PREEMPT_POLL) {
-    if (make_timer(w, &w->fallback_timer) != 0) return SSTM_ENOMEM;
+    if (make_timer(w, &w->fallback_timer, XP_SIGV_FALLBACK) != 0) return SSTM_ENOMEM;
     w->has_fallback = true;
   }
   return 0;
@@ -336,15 +352,80 @@ void sstm__xp_worker_fini(sstm_xworker_t *w) {
   w->has_altstack = false;
 }
 
+/* The fallback's disarming. A polled request is taken at the victim's
+ * next preemption point, usually long before poll_fallback_us; the signal
+ * that the timer then sends finds nothing to do but costs the worker a few
+ * microseconds (a signal delivery, the handler). So the worker disarms the
+ * timer once it has looked at the queue for itself: at the preemption
+ * check, and when a context leaves it (it pops next). A kick and a cancel
+ * may overlap (the check may run between the kick's flag and its
+ * timer_settime), hence fb_state:
+ *
+ *   kicker:  (K1) store ARMING, release   (K2) set the polled flag
+ *            (K3) timer_settime            (K4) CAS ARMING -> ARMED, acq_rel
+ *            failing on IDLE: (K5) disarm its own timer
+ *   worker:  (W1) exchange -> IDLE, acq_rel; found ARMED: (W2) disarm
+ *            then look at the queue; then clear `kicked`
+ *
+ * K1 is ordered after the push of the request's entry (the queue lock's
+ * unlock, then the store) and W1's acquire pairs with K1's release: a
+ * worker that takes a kick's ARMING or ARMED back looks at the queue after
+ * it and finds that entry, so that kick's signal is not needed. If W1
+ * comes between K1 and K4, K4 fails on IDLE and the kicker disarms (K5);
+ * if W1 comes after K4, it found ARMED, and K3 came before it (K4's
+ * release), so W2's disarm is the later timer_settime and wins. If W1
+ * comes before K1, it took back nothing of this kick, which then stands.
+ * One kick at a time per worker: a submitter kicks only a worker whose
+ * `kicked` it set under the queue lock, and the worker clears `kicked`
+ * only after W1. (A fallback that fired already moves ARMED to IDLE in the
+ * handler; a tick or a fallback that finds nothing clears `kicked` without
+ * W1, and a K4 that then fails on another kicker's ARMED leaves the timer
+ * armed: it is that kick's fallback too.) */
 void sstm__xp_kick(sstm_xworker_t *w) {
   const sstm_exec_config_t *c = &w->ex->cfg;
   if (c->preempt == SSTM_EXEC_PREEMPT_POLL) {
+    /* (K1) release: pairs with W1's acquire (above). */
+    if (w->has_fallback) atomic_store_explicit(&w->fb_state, XP_FB_ARMING, memory_order_release);
     sstm_xctx_t *cur = atomic_load_explicit(&w->cur, memory_order_acquire);
-    if (cur) sstm__exec_request(cur->desc);
-    if (w->has_fallback) arm(w->fallback_timer, (uint64_t)c->poll_fallback_us * 1000u, false);
+    if (cur) sstm__exec_request(cur->desc); /* (K2) */
+    if (!w->has_fallback) return;
+    arm(w->fallback_timer, (uint64_t)c->poll_fallback_us * 1000u, false); /* (K3) */
+    atomic_fetch_add_explicit(&w->fallbacks, 1, memory_order_relaxed);
+    int expect = XP_FB_ARMING;
+    /* (K4) acq_rel: the release orders K3 before a W1 that finds ARMED;
+     * the acquire on failure orders K5 after the W1 that found ARMING. */
+    if (!atomic_compare_exchange_strong_explicit(&w->fb_state, &expect, XP_FB_ARMED,
+                                                 memory_order_acq_rel, memory_order_acquire) &&
+        expect == XP_FB_IDLE) {
+      arm(w->fallback_timer, 0, false); /* (K5) it_value 0 disarms */
+      atomic_fetch_add_explicit(&w->fallbacks_disarmed, 1, memory_order_relaxed);
+    }
   } else {
     syscall(SYS_tgkill, getpid(), w->tid, XP_SIGNAL);
   }
+}
+
+void sstm__xp_fallback_cancel(sstm_xworker_t *w) {
+  if (!w->has_fallback) return;
+  /* (W1) One relaxed load first: IDLE is the common case (no kick since
+   * the last cancel), and then there is nothing to take back. A K1 this
+   * load misses is not this cancel's to take back either (it came after
+   * the load, so the kick's entry may come after the look at the queue). */
+  if (atomic_load_explicit(&w->fb_state, memory_order_relaxed) == XP_FB_IDLE) return;
+  /* acq_rel: the acquire pairs with K1's release (the kick's queue entry
+   * is visible to the look at the queue that follows); the release with
+   * K4's acquire on failure (K5 comes after this). */
+  int was = atomic_exchange_explicit(&w->fb_state, XP_FB_IDLE, memory_order_acq_rel);
+  if (was == XP_FB_ARMED) {
+    arm(w->fallback_timer, 0, false); /* (W2) */
+    atomic_fetch_add_explicit(&w->fallbacks_disarmed, 1, memory_order_relaxed);
+  }
+}
+
+bool sstm__xp_test_fallback_armed(sstm_xworker_t *w) {
+  struct itimerspec its;
+  if (!w->has_fallback || timer_gettime(w->fallback_timer, &its) != 0) return false;
+  return its.it_value.tv_sec != 0 || its.it_value.tv_nsec != 0;
 }
 
 void sstm__xp_want(sstm_xworker_t *w, int prio) {

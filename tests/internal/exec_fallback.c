@@ -1,0 +1,143 @@
+/* SPDX-License-Identifier: MIT */
+/* The executor: the polled mode's fallback signal is disarmed once the
+ * worker has looked at its queue for itself (src/exec/preempt.c, "the
+ * fallback's disarming"). A submitter that asks a worker to preempt in
+ * the polled mode sets the transaction's request and arms a one-shot
+ * timer that would signal the worker after poll_fallback_us; the worker
+ * takes the request at its next transactional read (or pops the urgent
+ * request when its transaction ends) long before that, and the signal
+ * would then only cost it a delivery and a handler.
+ *
+ * One worker, the fallback at its maximum (1 s), so that it cannot fire
+ * while the case runs on any host that is not stalled for a second. The
+ * urgent request asks the kernel whether the worker's timer is still
+ * armed (a test seam, timer_gettime) once the submission that kicked has
+ * returned, so in the place that each case tests and before the other
+ * place could disarm it; after each round every fallback armed must be
+ * accounted for as disarmed or fired, and none armed. Without the disarming the timer is
+ * still armed after each round (and fires a second later, a signal for
+ * nothing): the check fails at the first round. A host stalled for over a
+ * second moves a round's fallback from disarmed to fired, which the
+ * accounting allows: nothing here depends on a time.
+ *
+ * Two cases, one per place where the worker disarms: the preemption check
+ * at a read (the low transaction reads until the urgent one has run), and
+ * a transaction that ends without another preemption point (it spins on a
+ * plain flag until the urgent request is submitted, then commits read-only,
+ * which is no polled point, and the worker pops the urgent request). */
+#define _GNU_SOURCE
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <schedstm/exec.h>
+
+#include "exec/exec_internal.h"
+#include "exec_cfg.h"
+#include "runner.h"
+
+static uint64_t cell;
+static _Atomic int low_started, urgent_ran, go, submitted;
+/* The worker under test, and whether its fallback timer was armed when the
+ * urgent request ran (-1: not looked at). */
+static sstm_xworker_t *worker;
+static int armed_in_urgent;
+
+/* Reads until the urgent request has run (a preemption at one of the
+ * reads lets it run); the cap only ends a broken build's run. */
+static void low_reads(void *a) {
+  int *saw = a;
+  *saw = 0;
+  atomic_store_explicit(&low_started, 1, memory_order_release);
+  for (unsigned long i = 0; i < 4000000000ul; i++) {
+    (void)sstm_load_u64(&cell);
+    if (atomic_load_explicit(&urgent_ran, memory_order_acquire)) {
+      *saw = 1;
+      return;
+    }
+  }
+}
+
+/* One read, then no preemption point until the urgent request has been
+ * submitted (its kick armed the fallback); then ends, read-only. */
+static void low_quiet(void *a) {
+  int *saw = a;
+  (void)sstm_load_u64(&cell);
+  atomic_store_explicit(&low_started, 1, memory_order_release);
+  while (!atomic_load_explicit(&go, memory_order_acquire))
+    sched_yield();
+  *saw = atomic_load_explicit(&urgent_ran, memory_order_acquire);
+}
+
+/* Looks at the timer once the submission that kicked has returned (the
+ * kicker's steps are all done): the worker has disarmed it already, at
+ * the check that switched to this request or when the low one ended,
+ * before anything else could (the end of this request). */
+static void urgent_body(void *a) {
+  (void)a;
+  while (!atomic_load_explicit(&submitted, memory_order_acquire))
+    sched_yield();
+  armed_in_urgent = sstm__xp_test_fallback_armed(worker);
+  (void)sstm_load_u64(&cell);
+  atomic_store_explicit(&urgent_ran, 1, memory_order_release);
+}
+
+static uint64_t ld(_Atomic uint64_t *v) { return atomic_load_explicit(v, memory_order_relaxed); }
+
+static void run_case(bool at_read) {
+  sstm_config_t cfg;
+  sstm_test_config(&cfg);
+  CHECK_OK(sstm_init(&cfg));
+  sstm_exec_config_t c = sstm_test_exec_config(1, 8, 8, SSTM_EXEC_PREEMPT_POLL);
+  c.poll_fallback_us = 1000000;
+  sstm_exec_t *ex;
+  CHECK_OK(sstm_exec_create(&c, &ex));
+  sstm_xworker_t *w = &ex->workers[0];
+  worker = w;
+  unsigned rounds = (unsigned)sstm_test_scaled(20, 5);
+  for (unsigned r = 0; r < rounds; r++) {
+    atomic_store_explicit(&low_started, 0, memory_order_relaxed);
+    atomic_store_explicit(&urgent_ran, 0, memory_order_relaxed);
+    atomic_store_explicit(&go, 0, memory_order_relaxed);
+    atomic_store_explicit(&submitted, 0, memory_order_relaxed);
+    armed_in_urgent = -1;
+    int saw = -1;
+    sstm_exec_future_t fl, fu;
+    sstm_exec_req_t ql = {
+        .fn = at_read ? low_reads : low_quiet, .arg = &saw, .priority = 0, .future = &fl};
+    CHECK_OK(sstm_exec_submit(ex, &ql));
+    while (!atomic_load_explicit(&low_started, memory_order_acquire))
+      sched_yield();
+    /* The worker runs the low transaction: this submission kicks it (the
+     * polled request and the fallback timer) before it returns. */
+    sstm_exec_req_t qu = {.fn = urgent_body, .priority = 7, .future = &fu};
+    CHECK_OK(sstm_exec_submit(ex, &qu));
+    atomic_store_explicit(&submitted, 1, memory_order_release);
+    atomic_store_explicit(&go, 1, memory_order_release);
+    CHECK_OK(sstm_exec_wait(&fl));
+    CHECK_OK(sstm_exec_wait(&fu));
+    /* At a read the urgent request preempted the low one; else the low
+     * one ended first (nothing checked between the kick and its end). */
+    CHECK_EQ_I(saw, at_read ? 1 : 0);
+    sstm_exec_level_stats_t s;
+    CHECK_OK(sstm_exec_stats(ex, 0, &s));
+    CHECK_EQ_U(s.preemptions, at_read ? r + 1 : 0);
+    /* Every kick armed the fallback; the kicker has returned and the
+     * worker has run both requests, so each is disarmed or has fired. */
+    CHECK_EQ_U(ld(&w->fallbacks), r + 1);
+    CHECK_EQ_I(armed_in_urgent, 0); /* the future's wait orders the read */
+    CHECK(!sstm__xp_test_fallback_armed(w));
+    CHECK_EQ_U(ld(&w->fallbacks_disarmed) + ld(&w->fallbacks_fired), r + 1);
+  }
+  char buf[512];
+  CHECK(sstm_exec_describe(ex, buf, sizeof buf) > 0);
+  CHECK_CONTAINS(buf, "fallbacks=");
+  CHECK_OK(sstm_exec_destroy(ex));
+  sstm_shutdown();
+}
+
+TEST(disarmed_at_the_check) { run_case(true); }
+TEST(disarmed_when_the_transaction_ends) { run_case(false); }
+
+SSTM_TEST_MAIN()
