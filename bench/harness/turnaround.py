@@ -37,6 +37,12 @@ Variants (each a server configuration; --variants picks some):
                 higher priority hands the worker over to it instead of
                 taking its locks over (sstm-server --paused-conflict
                 handover; every other variant takes over)
+  inherit       event-driven, and a conflict with a paused transaction
+                hands the worker over to the one that has done more work
+                (sstm-server --paused-conflict inherit: the paused one
+                resumes at once on the blocked one's worker, with its
+                priority if higher; a lower-priority one only when it is
+                at least half-way through its attempt)
 each preemptive one with C_max in --c-max (inf = never promote) x lazy
 promotion off/on (--lazy). Within a repetition every variant runs back to
 back in an order that rotates with the repetition, and ratios are taken
@@ -104,6 +110,7 @@ VARIANTS = {
     "tick100": (["--preempt", "none", "--tick-us", "100"], True),
     "tick1000": (["--preempt", "none", "--tick-us", "1000"], True),
     "handover": (["--preempt", "signal", "--tick-us", "0", "--paused-conflict", "handover"], True),
+    "inherit": (["--preempt", "signal", "--tick-us", "0", "--paused-conflict", "inherit"], True),
     # A second baseline, the A/A control: its ratios to the baseline show what the runs
     # resolve at all (a target's interval must be narrower than this one's spread).
     "aa": (["--preempt", "none", "--tick-us", "0"], False),

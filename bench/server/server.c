@@ -222,9 +222,10 @@ static void usage(FILE *f) {
           "  -c, --c-max N         preemptions before promotion to the top level,\n"
           "                        0 = never (default %u)\n"
           "  -L, --lazy            lazy promotion (one level per preemption)\n"
-          "      --paused-conflict takeover|handover  a conflict with a paused transaction:\n"
-          "                        abort it and take its locks over, or (handover) give\n"
-          "                        the worker to it when it has the higher priority\n"
+          "      --paused-conflict takeover|handover|inherit  a conflict with a paused\n"
+          "                        transaction: abort it and take its locks over, or\n"
+          "                        (handover) give the worker to it when it has the higher\n"
+          "                        priority, or (inherit) also when it has done more work\n"
           "                        (default takeover)\n"
           "      --reserve-pct N   percent of the contexts held back from priority 1 for\n"
           "                        higher ones, graded (sstm_exec_config_t::reserve_pct;\n"
@@ -375,9 +376,11 @@ static void parse_options(int argc, char **argv) {
         opt.ecfg.paused_conflict = SSTM_EXEC_PAUSED_CONFLICT_TAKEOVER;
       else if (strcmp(optarg, "handover") == 0)
         opt.ecfg.paused_conflict = SSTM_EXEC_PAUSED_CONFLICT_HANDOVER;
+      else if (strcmp(optarg, "inherit") == 0)
+        opt.ecfg.paused_conflict = SSTM_EXEC_PAUSED_CONFLICT_INHERIT;
       else
-        bench_die(BENCH_EXIT_USAGE, "option --paused-conflict: '%s' is not takeover or handover",
-                  optarg);
+        bench_die(BENCH_EXIT_USAGE,
+                  "option --paused-conflict: '%s' is not takeover, handover or inherit", optarg);
       break;
     case OPT_DEMAND: {
       char *end;
@@ -1160,7 +1163,7 @@ static void print_stats(double elapsed_s, long check_violations, const char *che
   bench_json_t j;
   bench_json_begin(&j, stdout);
   bench_json_str(&j, "bench", "server");
-  char desc[512];
+  char desc[1024];
   sstm_describe(desc, sizeof desc);
   bench_json_str(&j, "config", desc);
   if (exec && sstm_exec_describe(exec, desc, sizeof desc) >= 0) bench_json_str(&j, "exec", desc);
@@ -1169,8 +1172,9 @@ static void print_stats(double elapsed_s, long check_violations, const char *che
   bench_json_u64(&j, "c_max", opt.ecfg.c_max);
   bench_json_u64(&j, "lazy", opt.ecfg.lazy_promotion);
   bench_json_str(&j, "paused_conflict",
-                 opt.ecfg.paused_conflict == SSTM_EXEC_PAUSED_CONFLICT_HANDOVER ? "handover"
-                                                                                : "takeover");
+                 opt.ecfg.paused_conflict == SSTM_EXEC_PAUSED_CONFLICT_HANDOVER  ? "handover"
+                 : opt.ecfg.paused_conflict == SSTM_EXEC_PAUSED_CONFLICT_INHERIT ? "inherit"
+                                                                                 : "takeover");
   bench_json_dbl(&j, "demand", opt.demand);
   bench_json_u64(&j, "reserve_pct", opt.ecfg.reserve_pct);
   bench_json_u64(&j, "vclock_workers", vclock_n);

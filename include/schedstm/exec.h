@@ -56,7 +56,7 @@
  *   SCHEDSTM_EXEC_CMAX             preemptions before promotion to the top
  *                                  level, 0..1000000, 0 = never
  *   SCHEDSTM_EXEC_LAZY             0 | 1: lazy promotion
- *   SCHEDSTM_EXEC_PAUSED_CONFLICT  takeover | handover
+ *   SCHEDSTM_EXEC_PAUSED_CONFLICT  takeover | handover | inherit
  *   SCHEDSTM_EXEC_RESERVE_PCT      percent of the contexts held back from the
  *                                  lowest level for higher ones, 0..90
  * @endcode
@@ -117,6 +117,19 @@ typedef enum sstm_exec_paused_conflict {
    * to the paused one (queued above it), which then finishes and releases
    * its locks: a hand-over. Otherwise as TAKEOVER. */
   SSTM_EXEC_PAUSED_CONFLICT_HANDOVER = 1,
+  /** The transaction that has done more work keeps it. The running one
+   * gives its worker to the paused one (which resumes at once on that
+   * worker, with the running one's priority if that is higher: priority
+   * inheritance, so that the one it blocks does not preempt it) when the
+   * paused one carries a higher priority; or, at the same or a lower
+   * priority, when the paused one's attempt has run longer than the
+   * running one's and, if its priority is lower, it is at least half-way
+   * through (its run so far is at least what remains of its level's
+   * recent committed attempts). The running one then waits, paused, until
+   * a worker resumes it: at most as long as the paused one runs, for if it
+   * meets that lock again with the holder paused again, the holder is
+   * taken over. Otherwise as TAKEOVER. */
+  SSTM_EXEC_PAUSED_CONFLICT_INHERIT = 2,
 } sstm_exec_paused_conflict_t;
 
 /** Limits and defaults of the configuration. */

@@ -471,7 +471,7 @@ SSTM_API int sstm_config_from_env(sstm_config_t *cfg) {
 /* The executor's variables (schedstm/exec.h): read here, like every
  * SCHEDSTM_* variable, and applied by src/exec at sstm_exec_create. */
 static const char *const exec_preempt_names[] = {"none", "signal", "poll", "check-only"};
-static const char *const exec_paused_names[] = {"takeover", "handover"};
+static const char *const exec_paused_names[] = {"takeover", "handover", "inherit"};
 
 SSTM_API int sstm_exec_config_from_env(sstm_exec_config_t *cfg) {
   if (cfg == NULL || cfg->size != sizeof(sstm_exec_config_t)) {

@@ -265,10 +265,14 @@ SSTM_NOINLINE uint64_t sstm__resolve(struct sstm_desc *tx, sstm_conflict_kind_t 
     if (owner_running && (ostate == SSTM_ST_ACTIVE || ostate == SSTM_ST_KILLED) && is_paused(o)) {
       /* (9) A paused holder: decided against it whatever the policy, or,
        * under SSTM_EXEC_PAUSED_WAIT_HIGHER, this worker is offered to the
-       * executor once when the holder carries a higher priority. */
+       * executor once when the holder carries a higher priority, under
+       * SSTM_EXEC_PAUSED_ASK once whatever the priorities (the executor
+       * decides). */
+      int rule = sstm__exec_paused_rule();
       if (!irrev && !blocked_offered && ostate == SSTM_ST_ACTIVE &&
-          sstm__exec_paused_rule() == SSTM_EXEC_PAUSED_WAIT_HIGHER &&
-          __atomic_load_n(&o->attr.priority, __ATOMIC_RELAXED) > tx->attr.priority) {
+          (rule == SSTM_EXEC_PAUSED_ASK ||
+           (rule == SSTM_EXEC_PAUSED_WAIT_HIGHER &&
+            __atomic_load_n(&o->attr.priority, __ATOMIC_RELAXED) > tx->attr.priority))) {
         blocked_offered = true;
         (void)sstm__exec_point(tx, SSTM_EXEC_AT_BLOCKED, o);
       } else if (!reap_paused(tx, o, sstm_st_serial(ost))) {

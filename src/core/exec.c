@@ -242,9 +242,10 @@ int sstm__exec_priority(const sstm_desc_t *d) {
 }
 
 int sstm__exec_set_paused_rule(sstm_exec_paused_rule_t rule) {
-  if (rule != SSTM_EXEC_PAUSED_TAKEOVER && rule != SSTM_EXEC_PAUSED_WAIT_HIGHER) {
+  if (rule != SSTM_EXEC_PAUSED_TAKEOVER && rule != SSTM_EXEC_PAUSED_WAIT_HIGHER &&
+      rule != SSTM_EXEC_PAUSED_ASK) {
     sstm__set_error("sstm__exec_set_paused_rule: %d is not a rule (SSTM_EXEC_PAUSED_TAKEOVER, "
-                    "SSTM_EXEC_PAUSED_WAIT_HIGHER)",
+                    "SSTM_EXEC_PAUSED_WAIT_HIGHER, SSTM_EXEC_PAUSED_ASK)",
                     (int)rule);
     return SSTM_EINVAL;
   }

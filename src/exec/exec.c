@@ -141,9 +141,9 @@ static int check_cfg(const sstm_exec_config_t *c) {
                     (int)c->preempt);
     return SSTM_EINVAL;
   }
-  if ((unsigned)c->paused_conflict > SSTM_EXEC_PAUSED_CONFLICT_HANDOVER) {
+  if ((unsigned)c->paused_conflict > SSTM_EXEC_PAUSED_CONFLICT_INHERIT) {
     sstm__set_error("sstm_exec_create: paused_conflict %d: valid values are "
-                    "SSTM_EXEC_PAUSED_CONFLICT_TAKEOVER and _HANDOVER",
+                    "SSTM_EXEC_PAUSED_CONFLICT_TAKEOVER, _HANDOVER and _INHERIT",
                     (int)c->paused_conflict);
     return SSTM_EINVAL;
   }
@@ -190,6 +190,9 @@ static void reask(sstm_xworker_t *w, sstm_xctx_t *c) {
 static void body(void *p) {
   sstm_xctx_t *c = p;
   c->attempts++;
+  /* The attempt's work is measured from here (INHERIT's comparison). On
+   * the worker that runs c: run_ns and t_run are its own. */
+  c->attempt_run0 = c->run_ns + (sstm__now_ns() - c->t_run);
   reask(c->worker, c);
   c->req.fn(c->req.arg);
 }
@@ -319,16 +322,94 @@ void sstm__x_preemption_check(void) {
   pause_current(w, c);
 }
 
-/* The running transaction met the lock of a paused one of higher priority
- * (the engine's SSTM_EXEC_PAUSED_WAIT_HIGHER rule): give the worker up, so
- * that the paused one (queued hot, above this one) can run and release
- * it. Not a preemption for the statistics and the promotions: nothing
- * more urgent arrived. */
-void sstm__x_yield_to_paused(void) {
+/* INHERIT's decision, under the queue lock, for the running context c
+ * (its attempt's work so far e_c) blocked by the paused context h: whether
+ * c gives its worker to h. Whoever has done more work keeps it, so that a
+ * kill throws away the smaller of the two attempts: h's work is lost if it
+ * is taken over, c's wait is what h has left. A paused transaction of
+ * higher priority always gets the worker (as HANDOVER). At the same
+ * priority, h gets it if its attempt has run longer than c's (so that the
+ * reverse conflict, h resumed and meeting c's lock, is decided the other
+ * way and the two cannot hand the worker back and forth). At a lower
+ * priority, c is the more urgent one and waits for h only if h has run
+ * longer and is at least half-way through: its run so far at least what
+ * remains of its level's average committed attempt, so c waits at most
+ * as long as h's kill would cost h again. The wait is bounded anyway:
+ * c is resumed when h ends or is paused again, and then takes h over
+ * (the engine offers a conflict once). */
+bool sstm__x_inherit_decide(unsigned h_prio, uint64_t e_h, uint64_t avg_h, unsigned c_prio,
+                            uint64_t e_c) {
+  if (h_prio > c_prio) return true;
+  if (e_h <= e_c) return false;
+  if (h_prio == c_prio) return true;
+  uint64_t left = avg_h > e_h ? avg_h - e_h : 0;
+  return left <= e_h;
+}
+
+static bool yield_decide(struct sstm_exec *ex, const sstm_xctx_t *c, uint64_t e_c,
+                         const sstm_xctx_t *h) {
+  uint64_t avg = atomic_load_explicit(&ex->attempt_avg_ns[h->birth], memory_order_relaxed);
+  return sstm__x_inherit_decide(h->prio, h->run_ns - h->attempt_run0, avg, c->prio, e_c);
+}
+
+/* The running transaction met the lock of a paused one (the engine's
+ * SSTM_EXEC_AT_BLOCKED): under HANDOVER, where the engine asks only when
+ * the paused one has the higher priority, give the worker up, so that the
+ * paused one (queued hot, above this one) can run and release it. Under
+ * INHERIT, decide (yield_decide) and take the paused one from the queue
+ * for this worker to run next, with this one's priority if that is
+ * higher: priority inheritance, so that this one, queued hot at its
+ * level, does not preempt it back. Not a preemption for the statistics
+ * and the promotions: nothing more urgent arrived. */
+void sstm__x_yield_to_paused(sstm_desc_t *blocker) {
   sstm_xworker_t *w = sstm__xp_self();
   sstm_xctx_t *c = w ? atomic_load_explicit(&w->cur, memory_order_acquire) : NULL;
   if (!c) return;
+  struct sstm_exec *ex = w->ex;
+  if (ex->cfg.paused_conflict != SSTM_EXEC_PAUSED_CONFLICT_INHERIT) {
+    atomic_fetch_add_explicit(&w->handovers, 1, memory_order_relaxed);
+    pause_current(w, c);
+    return;
+  }
+  /* The blocker's context, if it is one of this executor's (else a
+   * transaction paused elsewhere: the engine takes it over). A scan, on a
+   * conflict only; contexts and their descriptors never change. */
+  sstm_xctx_t *h = NULL;
+  for (unsigned i = 0; i < ex->ncontexts && !h; i++)
+    if (ex->contexts[i].desc == blocker) h = &ex->contexts[i];
+  uint64_t e_c = c->run_ns + (sstm__now_ns() - c->t_run) - c->attempt_run0;
+  bool yield = false;
+  unsigned was = 0;
+  if (h) {
+    sstm__xq_lock(&ex->q);
+    /* Only an h in a hot list is ours to decide: its fields were written
+     * by the worker that paused it, before it pushed h under this lock,
+     * and nobody writes them while it is there. An h not there runs
+     * again, or is between its pause and its push: its fields are not
+     * read (the engine looks at the lock again). */
+    int lv = sstm__xq_hot_level(&ex->q, &h->node);
+    if (lv >= 0 && yield_decide(ex, c, e_c, h) &&
+        sstm__xq_remove(&ex->q, &h->node, (unsigned)lv, true)) {
+      yield = true;
+      was = h->prio;
+      if (c->prio > h->prio) h->prio = c->prio;
+      /* Not took(): the asks this worker has (want, kicked) are for
+       * requests above c, and h, resumed, re-asks from them (run_ctx). */
+      atomic_store_explicit(&w->cur_prio, (int)h->prio, memory_order_relaxed);
+    }
+    sstm__xq_unlock(&ex->q);
+  }
+  if (!yield) {
+    atomic_fetch_add_explicit(&w->passed, 1, memory_order_relaxed);
+    return;
+  }
+  /* h is detached and taken: nobody else touches it until it runs. */
+  if (h->prio != was) {
+    sstm__exec_set_priority(h->desc, (int)h->prio);
+    atomic_fetch_add_explicit(&w->inherits, 1, memory_order_relaxed);
+  }
   atomic_fetch_add_explicit(&w->handovers, 1, memory_order_relaxed);
+  w->next = &h->node;
   pause_current(w, c);
 }
 
@@ -338,6 +419,13 @@ static void release_ctx(struct sstm_exec *ex, sstm_xctx_t *c) {
   uint64_t now = sstm__now_ns();
   sstm_xlevel_t *lv = &ex->lv[c->birth];
   uint64_t ta = now - c->t_submit;
+  if (c->attempts) {
+    /* The last attempt's run time into the level's average (weight 1/8). */
+    uint64_t last = c->run_ns - c->attempt_run0;
+    _Atomic uint64_t *avg = &ex->attempt_avg_ns[c->birth];
+    uint64_t a = atomic_load_explicit(avg, memory_order_relaxed);
+    atomic_store_explicit(avg, a ? a - a / 8 + last / 8 : last, memory_order_relaxed);
+  }
   atomic_fetch_sub_explicit(&lv->in_flight, 1, memory_order_relaxed);
   atomic_fetch_add_explicit(&lv->aborts, c->attempts ? c->attempts - 1 : 0, memory_order_relaxed);
   atomic_fetch_add_explicit(&lv->run_ns, c->run_ns, memory_order_relaxed);
@@ -880,7 +968,8 @@ int sstm_exec_describe(sstm_exec_t *ex, char *buf, size_t len) {
     sstm__set_error("sstm_exec_describe: ex is NULL");
     return SSTM_EINVAL;
   }
-  uint64_t sig = 0, ref = 0, chk = 0, sw = 0, dec = 0, ho = 0, fb = 0, fbd = 0, fbf = 0;
+  uint64_t sig = 0, ref = 0, chk = 0, sw = 0, dec = 0, ho = 0, inh = 0, pas = 0, fb = 0, fbd = 0,
+           fbf = 0;
   for (unsigned i = 0; i < ex->nworkers; i++) {
     sig += atomic_load_explicit(&ex->workers[i].signals, memory_order_relaxed);
     ref += atomic_load_explicit(&ex->workers[i].refused, memory_order_relaxed);
@@ -888,6 +977,8 @@ int sstm_exec_describe(sstm_exec_t *ex, char *buf, size_t len) {
     sw += atomic_load_explicit(&ex->workers[i].switches, memory_order_relaxed);
     dec += atomic_load_explicit(&ex->workers[i].declined, memory_order_relaxed);
     ho += atomic_load_explicit(&ex->workers[i].handovers, memory_order_relaxed);
+    inh += atomic_load_explicit(&ex->workers[i].inherits, memory_order_relaxed);
+    pas += atomic_load_explicit(&ex->workers[i].passed, memory_order_relaxed);
     fb += atomic_load_explicit(&ex->workers[i].fallbacks, memory_order_relaxed);
     fbd += atomic_load_explicit(&ex->workers[i].fallbacks_disarmed, memory_order_relaxed);
     fbf += atomic_load_explicit(&ex->workers[i].fallbacks_fired, memory_order_relaxed);
@@ -898,19 +989,23 @@ int sstm_exec_describe(sstm_exec_t *ex, char *buf, size_t len) {
     snprintf(cmax, sizeof cmax, "%u", c->c_max);
   else
     snprintf(cmax, sizeof cmax, "inf");
-  int n = snprintf(
-      buf, buf ? len : 0,
-      "exec workers=%u contexts=%u stack=%uKiB levels=%u preempt=%s "
-      "poll-fallback=%uus tick=%uus c_max=%s lazy=%d paused-conflict=%s facility=%s "
-      "table=%s signals=%llu refused=%llu checks=%llu switches=%llu declined=%llu "
-      "handovers=%llu reserve=%u%% fallbacks=%llu fallbacks-disarmed=%llu "
-      "fallbacks-fired=%llu",
-      ex->nworkers, c->contexts, c->stack_kb, c->levels, sstm_exec_preempt_name(c->preempt),
-      c->poll_fallback_us, c->tick_us, cmax, (int)c->lazy_promotion,
-      c->paused_conflict == SSTM_EXEC_PAUSED_CONFLICT_HANDOVER ? "handover" : "takeover",
-      sstm__xp_facility(ex), ex->stt ? "yes" : "no", (unsigned long long)sig,
-      (unsigned long long)ref, (unsigned long long)chk, (unsigned long long)sw,
-      (unsigned long long)dec, (unsigned long long)ho, c->reserve_pct, (unsigned long long)fb,
-      (unsigned long long)fbd, (unsigned long long)fbf);
+  int n = snprintf(buf, buf ? len : 0,
+                   "exec workers=%u contexts=%u stack=%uKiB levels=%u preempt=%s "
+                   "poll-fallback=%uus tick=%uus c_max=%s lazy=%d paused-conflict=%s facility=%s "
+                   "table=%s signals=%llu refused=%llu checks=%llu switches=%llu declined=%llu "
+                   "handovers=%llu inherits=%llu passed=%llu reserve=%u%% fallbacks=%llu "
+                   "fallbacks-disarmed=%llu "
+                   "fallbacks-fired=%llu",
+                   ex->nworkers, c->contexts, c->stack_kb, c->levels,
+                   sstm_exec_preempt_name(c->preempt), c->poll_fallback_us, c->tick_us, cmax,
+                   (int)c->lazy_promotion,
+                   c->paused_conflict == SSTM_EXEC_PAUSED_CONFLICT_HANDOVER  ? "handover"
+                   : c->paused_conflict == SSTM_EXEC_PAUSED_CONFLICT_INHERIT ? "inherit"
+                                                                             : "takeover",
+                   sstm__xp_facility(ex), ex->stt ? "yes" : "no", (unsigned long long)sig,
+                   (unsigned long long)ref, (unsigned long long)chk, (unsigned long long)sw,
+                   (unsigned long long)dec, (unsigned long long)ho, (unsigned long long)inh,
+                   (unsigned long long)pas, c->reserve_pct, (unsigned long long)fb,
+                   (unsigned long long)fbd, (unsigned long long)fbf);
   return n;
 }

@@ -48,6 +48,9 @@ typedef struct sstm_xctx {
   int rc;
   uint64_t t_submit, t_run, t_pause; /* ns, sstm__now_ns() */
   uint64_t run_ns, paused_ns;
+  /* run_ns when the current attempt began (body()): the attempt's work so
+   * far is run_ns (plus the time since t_run, while it runs) minus this */
+  uint64_t attempt_run0;
 } sstm_xctx_t;
 
 /* A worker thread. The fields the signal handler and the submitters read
@@ -107,6 +110,11 @@ typedef struct sstm_xworker {
   /* handovers: the worker given to a paused transaction of higher priority
    * (SSTM_EXEC_PAUSED_CONFLICT_HANDOVER) */
   _Atomic uint64_t handovers;
+  /* inherits: of the handovers, those to a paused transaction of lower
+   * priority, which ran with the yielding one's (INHERIT); passed: conflicts
+   * with a paused transaction where INHERIT kept the worker (the engine
+   * took the paused one over) */
+  _Atomic uint64_t inherits, passed;
   /* fallbacks: the polled mode's fallback timer armed by a kick;
    * fallbacks_disarmed: of those, disarmed by the worker (or by the kicker
    * on the worker's behalf) because the worker had already looked at the
@@ -153,6 +161,12 @@ struct sstm_exec {
   sstm_xlevel_t lv_own[SSTM_EXEC_MAX_LEVELS];
   struct sstm_stt_exec *stt; /* the table's executor area, or NULL */
   _Atomic unsigned started;  /* workers that have set their tid */
+  /* Per birth level, a moving average of the run time of the last attempt
+   * of each request that ended (its committed attempt, almost always):
+   * INHERIT's estimate of what a paused attempt has left. Relaxed loads
+   * and stores, no read-modify-write: concurrent ends may lose an update,
+   * which an estimate can afford. */
+  _Atomic uint64_t attempt_avg_ns[SSTM_EXEC_MAX_LEVELS];
 };
 
 /* ---- preempt.c ---- */
@@ -201,8 +215,19 @@ extern _Atomic(void (*)(void)) sstm__x_test_taken;
  * context's stack. Pauses the running transaction if a higher priority
  * waits, returns when it is resumed (maybe on another worker) or at once. */
 void sstm__x_preemption_check(void);
-/* The engine's SSTM_EXEC_AT_BLOCKED: switch the running transaction out,
- * unconditionally, so the paused one it waits for can run. */
-void sstm__x_yield_to_paused(void);
+/* The engine's SSTM_EXEC_AT_BLOCKED: the running transaction met a lock of
+ * the paused one on `blocker`. Under HANDOVER (the engine asks only for a
+ * blocker of higher priority) switch it out, unconditionally, so the
+ * paused one, queued above it, can run. Under INHERIT decide (exec.c,
+ * yield_decide) and, if so, switch it out with the paused one taken from
+ * the queue to run next on this worker; else return at once (the engine
+ * takes the paused one over). */
+void sstm__x_yield_to_paused(sstm_desc_t *blocker);
+/* INHERIT's rule (exec.c, yield_decide), on numbers: does a running
+ * transaction of priority c_prio whose attempt has run e_c ns give its
+ * worker to a paused one of priority h_prio whose attempt ran e_h ns, its
+ * level's committed attempts averaging avg_h ns? Pure; for the tests. */
+bool sstm__x_inherit_decide(unsigned h_prio, uint64_t e_h, uint64_t avg_h, unsigned c_prio,
+                            uint64_t e_c);
 
 #endif /* SSTM_EXEC_INTERNAL_H */

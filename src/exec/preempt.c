@@ -177,9 +177,8 @@ static bool refused_pc(uintptr_t pc) {
  * conflict with a paused transaction of higher priority. */
 static void hook(sstm_desc_t *self_desc, sstm_exec_point_t where, sstm_desc_t *blocker) {
   (void)self_desc;
-  (void)blocker;
   if (where == SSTM_EXEC_AT_BLOCKED)
-    sstm__x_yield_to_paused();
+    sstm__x_yield_to_paused(blocker);
   else
     sstm__x_preemption_check();
 }
@@ -247,6 +246,12 @@ static void on_signal(int sig, siginfo_t *si, void *ucv) {
 /* The engine's paused-conflict rule while users > 0 (under global_lock). */
 static sstm_exec_paused_conflict_t users_rule;
 
+static const char *rule_name(sstm_exec_paused_conflict_t r) {
+  return r == SSTM_EXEC_PAUSED_CONFLICT_HANDOVER  ? "handover"
+         : r == SSTM_EXEC_PAUSED_CONFLICT_INHERIT ? "inherit"
+                                                  : "takeover";
+}
+
 int sstm__xp_global_init(sstm_exec_paused_conflict_t rule) {
   pthread_mutex_lock(&global_lock);
   int rc = 0;
@@ -254,8 +259,7 @@ int sstm__xp_global_init(sstm_exec_paused_conflict_t rule) {
     pthread_mutex_unlock(&global_lock);
     sstm__set_error("sstm_exec_create: paused_conflict %s, but an executor alive uses %s (the "
                     "rule is process-wide)",
-                    rule == SSTM_EXEC_PAUSED_CONFLICT_HANDOVER ? "handover" : "takeover",
-                    users_rule == SSTM_EXEC_PAUSED_CONFLICT_HANDOVER ? "handover" : "takeover");
+                    rule_name(rule), rule_name(users_rule));
     return SSTM_EBUSY;
   }
   if (users++ == 0) {
@@ -280,10 +284,12 @@ int sstm__xp_global_init(sstm_exec_paused_conflict_t rule) {
     }
     if (rc == 0) {
       users_rule = rule;
-      /* Cannot fail: both values are rules. */
-      (void)sstm__exec_set_paused_rule(rule == SSTM_EXEC_PAUSED_CONFLICT_HANDOVER
-                                           ? SSTM_EXEC_PAUSED_WAIT_HIGHER
-                                           : SSTM_EXEC_PAUSED_TAKEOVER);
+      /* Cannot fail: every value is a rule. The executor decides under
+       * INHERIT, so the engine asks it whatever the priorities. */
+      (void)sstm__exec_set_paused_rule(
+          rule == SSTM_EXEC_PAUSED_CONFLICT_HANDOVER  ? SSTM_EXEC_PAUSED_WAIT_HIGHER
+          : rule == SSTM_EXEC_PAUSED_CONFLICT_INHERIT ? SSTM_EXEC_PAUSED_ASK
+                                                      : SSTM_EXEC_PAUSED_TAKEOVER);
     }
   }
   pthread_mutex_unlock(&global_lock);

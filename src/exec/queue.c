@@ -59,3 +59,36 @@ sstm_xq_node_t *sstm__xq_pop(sstm_xq_t *q, unsigned *level, bool *hot) {
   if (hot) *hot = h;
   return n;
 }
+
+bool sstm__xq_remove(sstm_xq_t *q, sstm_xq_node_t *n, unsigned level, bool hot) {
+  sstm_xq_list_t *l = hot ? &q->hot[level] : &q->cold[level];
+  sstm_xq_node_t *prev = NULL;
+  for (sstm_xq_node_t *e = l->head; e; prev = e, e = e->next) {
+    if (e != n) continue;
+    if (prev)
+      prev->next = n->next;
+    else
+      l->head = n->next;
+    if (l->tail == n) l->tail = prev;
+    n->next = NULL;
+    q->count--;
+    if (!q->hot[level].head && !q->cold[level].head) {
+      /* relaxed: as in the push (under the lock; readers take a hint) */
+      uint64_t b = atomic_load_explicit(&q->bitmap, memory_order_relaxed);
+      atomic_store_explicit(&q->bitmap, b & ~(1ull << level), memory_order_relaxed);
+    }
+    return true;
+  }
+  return false;
+}
+
+int sstm__xq_hot_level(const sstm_xq_t *q, const sstm_xq_node_t *n) {
+  uint64_t b = atomic_load_explicit(&q->bitmap, memory_order_relaxed); /* under the lock */
+  while (b) {
+    unsigned lv = 63u - (unsigned)__builtin_clzll(b);
+    b &= ~(1ull << lv);
+    for (const sstm_xq_node_t *e = q->hot[lv].head; e; e = e->next)
+      if (e == n) return (int)lv;
+  }
+  return -1;
+}

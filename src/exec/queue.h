@@ -58,6 +58,13 @@ void sstm__xq_push(sstm_xq_t *q, sstm_xq_node_t *n, unsigned level, bool hot);
  * *hot (either may be NULL); NULL if the queue is empty. */
 sstm_xq_node_t *sstm__xq_pop(sstm_xq_t *q, unsigned *level, bool *hot);
 
+/* With the lock held: remove n from level's hot (hot true) or cold list,
+ * wherever it is in it. False, nothing changed, if it is not there. A
+ * walk of that list (short: the paused transactions of one level). */
+bool sstm__xq_remove(sstm_xq_t *q, sstm_xq_node_t *n, unsigned level, bool hot);
+/* With the lock held: the level whose hot list holds n, or -1. A walk of
+ * the hot lists of the non-empty levels. */
+int sstm__xq_hot_level(const sstm_xq_t *q, const sstm_xq_node_t *n);
 /* With the lock held: whether level's hot list has an entry. */
 static inline bool sstm__xq_has_hot(const sstm_xq_t *q, unsigned level) {
   return q->hot[level].head != NULL;

@@ -171,6 +171,15 @@ typedef enum sstm_exec_paused_rule {
    * returns, the conflict is looked at again. Otherwise (equal or lower
    * priority, no hook, not preemptible) as TAKEOVER. */
   SSTM_EXEC_PAUSED_WAIT_HIGHER = 1,
+  /* Whatever the priorities, if the attempt that meets the paused one's
+   * lock may be switched out there, call the hook once per conflict
+   * (SSTM_EXEC_AT_BLOCKED, blocker = the paused one): the executor decides
+   * whether to give this worker to the paused transaction (and returns
+   * when this one is resumed) or not (it returns at once). If the holder
+   * is still paused when the hook returns, as TAKEOVER: so a transaction
+   * waits for a paused one at most once per conflict, for as long as the
+   * executor keeps it switched out. */
+  SSTM_EXEC_PAUSED_ASK = 2,
 } sstm_exec_paused_rule_t;
 
 /* Errors: SSTM_EINVAL (not a rule above). */

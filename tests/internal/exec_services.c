@@ -483,4 +483,37 @@ TEST_ETL(wait_higher_offers_the_worker_once_then_takes_over) {
   teardown();
 }
 
+/* SSTM_EXEC_PAUSED_ASK: the worker is offered once whatever the
+ * priorities (the executor decides); a hook that returns with the holder
+ * still paused lets the engine take it over. */
+TEST_ETL(ask_offers_the_worker_once_whatever_the_priorities) {
+  setup();
+  CHECK_OK(sstm__exec_set_paused_rule(SSTM_EXEC_PAUSED_ASK));
+  sstm_desc_t *me = sstm_self();
+  static volatile int attempts;
+  sstm_attr_t hi = {.priority = 5}, lo = {.priority = 1};
+  for (int round = 0; round < 2; round++) {
+    /* round 0: the paused holder has the lower priority; 1: the higher */
+    hk.calls = 0;
+    attempts = 0;
+    SSTM_ATOMIC_BEGIN(round == 0 ? &lo : &hi)
+      attempts++;
+      sstm_store_u64(&w[0], 7);
+      if (attempts == 1) {
+        CHECK_OK(run_other(round == 0 ? &hi : &lo, write_w0_w8, NULL));
+        CHECK_EQ_I(hk.calls, 1);
+        CHECK_EQ_I(hk.where[0], SSTM_EXEC_AT_BLOCKED);
+        CHECK_EQ_PTR(hk.self[0], txh_other_desc());
+        CHECK_EQ_PTR(hk.blocker[0], me);
+        (void)sstm_load_u64(&w[8]);
+        FAIL("a killed attempt went on past a barrier");
+      }
+    SSTM_ATOMIC_END();
+    CHECK_EQ_I(attempts, 2);
+    CHECK_EQ_U(w[0], 7);
+  }
+  CHECK_RC(sstm__exec_set_paused_rule((sstm_exec_paused_rule_t)3), SSTM_EINVAL);
+  teardown();
+}
+
 SSTM_TEST_MAIN()
