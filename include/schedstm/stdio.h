@@ -33,9 +33,10 @@
  *   moves the offset back.
  *
  * A transaction's first call that changes a stream waits for the stream's
- * turn (a spin, then a futex sleep) while another transaction that changes
- * it has not ended, and during a while after transactions lost the stream
- * to each other (an attempt that lost it twice in a row), so that one
+ * turn (a spin, a few yields, then a futex sleep) while another
+ * transaction that changes it has not ended, and during a while after
+ * transactions lost the stream to each other (an attempt that lost it
+ * twice in a row), so that one
  * transaction at a time uses a contended stream, without serialising the
  * rest of the runtime (docs/design/tm-libc.md (S9)). An irrevocable
  * transaction never waits for a turn.

@@ -344,7 +344,27 @@ static void wake(_Atomic uint64_t *word, _Atomic uint32_t *waiters) {
   if (atomic_load_explicit(waiters, memory_order_seq_cst) != 0) sstm__futex_wake_all(word);
 }
 
-/* Wait until *word >= want (a spin, then futex sleeps). Returns *word. */
+/* The first steps of a wait for another thread's progress (a turn, an
+ * installation, a ticket's writes): true after a pause (the first 64
+ * steps: the other thread is running and nearly done) or a sched_yield()
+ * (the next 16: with more threads than CPUs the other one is often
+ * runnable on this CPU, and a yield hands the CPU over for about a
+ * microsecond, where a futex sleep costs the sleeper a wake-up, and the
+ * releaser a system call, several times that); false from then on: the
+ * caller sleeps on a futex (a long wait, e.g. for a descheduled thread). */
+static inline bool wait_step(unsigned spin) {
+  if (spin < 64) {
+    __builtin_ia32_pause();
+    return true;
+  }
+  if (spin < 64 + 16) {
+    sched_yield();
+    return true;
+  }
+  return false;
+}
+
+/* Wait until *word >= want (wait_step, then futex sleeps). Returns *word. */
 static uint64_t wait_word(_Atomic uint64_t *word, _Atomic uint32_t *waiters, uint64_t want) {
   for (unsigned spin = 0;; spin++) {
     /* acquire: pairs with the release/seq_cst store of the word after the
@@ -352,10 +372,7 @@ static uint64_t wait_word(_Atomic uint64_t *word, _Atomic uint32_t *waiters, uin
      * what follows (a pread, the next writer, a copy) comes after it. */
     uint64_t a = atomic_load_explicit(word, memory_order_acquire);
     if (a >= want) return a;
-    if (spin < 64) {
-      __builtin_ia32_pause();
-      continue;
-    }
+    if (wait_step(spin)) continue;
     atomic_fetch_add_explicit(waiters, 1, memory_order_seq_cst);
     a = atomic_load_explicit(word, memory_order_seq_cst);
     if (a < want) sstm__futex_wait(word, (uint32_t)a, 1000000);
@@ -367,7 +384,7 @@ static uint64_t wait_applied(sstm_file_t *f, uint64_t want) {
   return wait_word(&f->applied, &f->waiters, want);
 }
 
-/* (S9) Take f's turn: a spin, then futex sleeps. Not first come, first
+/* (S9) Take f's turn: wait_step, then futex sleeps. Not first come, first
  * served: whichever waiter runs when the turn is free takes it, so that
  * a waiter that is not running (more threads than CPUs) delays nobody.
  * The caller holds no turn (esc.h), so the wait ends once the holder's
@@ -382,10 +399,7 @@ static void turn_take(sstm_file_t *f) {
         atomic_compare_exchange_weak_explicit(&f->q_turn, &free_, 1, memory_order_acquire,
                                               memory_order_relaxed))
       break;
-    if (spin < 64) {
-      __builtin_ia32_pause();
-      continue;
-    }
+    if (wait_step(spin)) continue;
     /* seq_cst: the waiter's half of the handshake of wake() */
     atomic_fetch_add_explicit(&f->q_waiters, 1, memory_order_seq_cst);
     if (atomic_load_explicit(&f->q_turn, memory_order_seq_cst) != 0)
