@@ -60,7 +60,8 @@
  * (docs/benchmarks.md, "Oversubscribed: admission by time slice"). A place
  * belongs to a thread that runs transactions: it is given back when the
  * descriptor is detached (an executor's pause or request end) or released,
- * at the thread's first begin after its slice, and a waiter reclaims it
+ * at the thread's first begin after its slice, before it sleeps (ser-block)
+ * behind a winner that holds no place, and a waiter reclaims it
  * from a thread that stopped beginning transactions once its slice is
  * over (cm/admit.c; docs/design/admission.md). The gate needs an
  * admission hook at begin; adaptive has none in its table and switches
@@ -1020,6 +1021,21 @@ static void adaptive_abort(sstm_cm_ctx_t *ctx, const sstm_abort_info_t *info) {
   bool gate = atomic_load_explicit(&G.gate_want, RLX);
   if (SSTM_UNLIKELY(gate && !s->gate_hook)) gate_hook(ctx, s, true);
   int i = atomic_load_explicit(&G.cur, RLX);
+  /* A place is for a thread that runs transactions (docs/design/
+   * admission.md (A3)). ser-block is about to put this one to sleep until
+   * the winner's attempt ends; a winner without a place is not one of the
+   * threads the gate runs (it lost its place inside a long transaction, or
+   * began before the gate was on) and may wait for a CPU for a scheduling
+   * round, so the place goes back first and the restart queues at its
+   * begin: kept, it would run nothing until the winner ends, or until a
+   * waiter reclaims it after its slice, and with as many places as CPUs a
+   * CPU may idle meanwhile. A winner that holds a place is running or about
+   * to: that wait is short, and the place is kept. */
+  if (s->gate_hook && i == SUB_SER_BLOCK && info->has_other &&
+      sstm__cm_conflict_abort(info->reason)) {
+    sstm_cm_ctx_t g = sstm__cm_part_ctx(ctx, gate_off);
+    if (!sstm__admit_gate_peer_holds(&g, info->other.desc)) sstm__admit_gate_leave(&g);
+  }
   if (subs[i]->on_abort) {
     sstm_cm_ctx_t c = sub_ctx(ctx, i);
     subs[i]->on_abort(&c, info);

@@ -631,6 +631,14 @@ bool sstm__admit_gate_holds(const sstm_cm_ctx_t *ctx) {
   return s->held && atomic_load_explicit(&s->own, RLX) == s->ticket + 1;
 }
 
+bool sstm__admit_gate_peer_holds(sstm_cm_ctx_t *ctx, sstm_desc_t *d) {
+  if (d == NULL) return false;
+  admit_state_t *p = sstm__cm_peer_state(ctx, d);
+  /* relaxed: a hint for the caller's choice (common.h), read once; it
+   * orders nothing the caller then reads */
+  return atomic_load_explicit(&p->own, RLX) != 0;
+}
+
 static int admit_describe(char *buf, size_t len) {
   int n = snprintf(buf, len, "gate=%s limit=%llu", atomic_load_explicit(&G.on, RLX) ? "on" : "off",
                    (unsigned long long)G.limit);

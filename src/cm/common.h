@@ -211,7 +211,9 @@ void sstm__admit_pin(bool on, uint64_t limit, uint64_t wait_max_ns, uint64_t hol
  * (sleepers are woken when it turns off); its waits are not counted in
  * the driver's counter slots. holds says whether the descriptor holds a
  * place now (owner-only). Only one of admit, admit-slice and a driver
- * runs in a process at a time (one gate). */
+ * runs in a process at a time (one gate). peer_holds says whether
+ * descriptor d holds a place now, read from any thread without a lock (a
+ * hint: the holder may give it back the next instant); false for NULL. */
 int sstm__admit_gate_init(const sstm_config_t *cfg);
 void sstm__admit_gate_fini(void);
 size_t sstm__admit_gate_state_size(void);
@@ -219,6 +221,7 @@ void sstm__admit_gate_desc_init(sstm_cm_ctx_t *ctx);
 void sstm__admit_gate_begin(sstm_cm_ctx_t *ctx);
 void sstm__admit_gate_leave(sstm_cm_ctx_t *ctx);
 bool sstm__admit_gate_holds(const sstm_cm_ctx_t *ctx);
+bool sstm__admit_gate_peer_holds(sstm_cm_ctx_t *ctx, sstm_desc_t *d);
 void sstm__admit_drive(bool on);
 bool sstm__admit_gate_on(void);
 /* The gate's counts since the last sstm_init, for the whole process

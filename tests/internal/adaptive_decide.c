@@ -771,4 +771,96 @@ TEST(gate_hook_off_at_one_thread_and_on_in_the_regime) {
   stop();
 }
 
+/* A thread that holds a place and loses a conflict gives the place back
+ * before it sleeps behind the winner (ser-block, the sub-policy chosen
+ * here): a place is for a thread that runs transactions. One place, a
+ * slice that never ends, no bound on the gate or on the wait: A holds the
+ * place and meets the lock of B (a thread that never aborted, so its
+ * begins are not gated); C can be admitted only if A gave the place back,
+ * and only C lets B commit. Kept, the place would leave all three asleep
+ * for ever, and the watchdog fails the test. Counts and events, no
+ * timing. */
+static long held_word;
+static _Atomic int held_b_locked, held_release, held_c_in;
+static int held_c_restarts;
+static void held_b_tx(void *arg) {
+  (void)arg;
+  SSTM_STORE(held_word, 1L); /* the stripe's lock, until B commits */
+  atomic_store_explicit(&held_b_locked, 1, memory_order_seq_cst);
+  while (!atomic_load_explicit(&held_release, memory_order_seq_cst))
+    sched_yield();
+}
+static void *held_b(void *arg) {
+  (void)arg;
+  CHECK_OK(sstm_thread_init());
+  CHECK_OK(sstm_run(NULL, held_b_tx, NULL));
+  CHECK_OK(sstm_thread_exit());
+  return NULL;
+}
+static void held_c_tx(void *arg) {
+  (void)arg;
+  if (held_c_restarts > 0) {
+    held_c_restarts--;
+    sstm_restart(); /* its hook on, at its abort in the regime */
+  }
+}
+static void *held_c(void *arg) {
+  (void)arg;
+  CHECK_OK(sstm_thread_init());
+  held_c_restarts = 1;
+  CHECK_OK(sstm_run(NULL, held_c_tx, NULL)); /* the restart was admitted */
+  atomic_store_explicit(&held_c_in, 1, memory_order_seq_cst);
+  atomic_store_explicit(&held_release, 1, memory_order_seq_cst);
+  CHECK_OK(sstm_thread_exit()); /* and gives its place back */
+  return NULL;
+}
+static long held_seen;
+static void held_a_tx(void *arg) {
+  (void)arg;
+  held_seen = SSTM_LOAD(held_word);
+}
+
+TEST(a_holder_gives_its_place_back_before_it_sleeps_behind_a_winner) {
+  start();
+  sstm_desc_t *me = sstm_self();
+  CHECK_NOT_NULL(me);
+  /* 64 threads on 2 CPUs, short transactions, frequent aborts, ser-block
+   * well ahead of yield: the gate and ser-block, held */
+  rate_ser_block = rate_os_prio = 5e6;
+  rate_other = 1e6;
+  cpu_share = 0.4; /* no long slice: not what this test is about */
+  const char *c = "";
+  for (int i = 0; i < 20 && (strcmp(c, "ser-block") != 0 || strstr(why, "probing")); i++)
+    c = feed(64, 2);
+  CHECK_EQ_STR(c, "ser-block");
+  CHECK_TRUE(gate_described_on());
+  sstm__admit_pin(true, 1, 0, UINT64_MAX); /* one place, no bound, no slice end */
+  uint64_t bound = atomic_load_explicit(&sstm__ser_wait_max_ns, memory_order_relaxed);
+  atomic_store_explicit(&sstm__ser_wait_max_ns, 0, memory_order_relaxed);
+  gate_run(1); /* A: the hook on at the abort, the restart admitted */
+  CHECK_TRUE(sstm__cm_admit_hook_on(me));
+  held_word = 0;
+  held_seen = -1;
+  atomic_store_explicit(&held_b_locked, 0, memory_order_seq_cst);
+  atomic_store_explicit(&held_release, 0, memory_order_seq_cst);
+  atomic_store_explicit(&held_c_in, 0, memory_order_seq_cst);
+  pthread_t b, cth;
+  CHECK_EQ_I(pthread_create(&b, NULL, held_b, NULL), 0);
+  while (!atomic_load_explicit(&held_b_locked, memory_order_seq_cst))
+    sched_yield();
+  CHECK_EQ_I(pthread_create(&cth, NULL, held_c, NULL), 0);
+  CHECK_OK(sstm_run(NULL, held_a_tx, NULL)); /* read-locked: gives back, waits for B */
+  CHECK_EQ_I(pthread_join(cth, NULL), 0);
+  CHECK_EQ_I(pthread_join(b, NULL), 0);
+  CHECK_EQ_I((int)held_seen, 1);
+  CHECK_EQ_I(atomic_load_explicit(&held_c_in, memory_order_seq_cst), 1);
+  uint64_t w, t, r;
+  sstm__admit_gate_counts(&w, &t, &r);
+  CHECK_EQ_U(t, 0); /* no bound: nobody left the gate but by a place */
+  CHECK_EQ_U(r, 0); /* no slice ends: nothing reclaimed */
+  atomic_store_explicit(&sstm__ser_wait_max_ns, bound, memory_order_relaxed);
+  cpu_share = 1.0;
+  stop();
+}
+
 SSTM_TEST_MAIN()
