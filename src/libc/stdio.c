@@ -142,7 +142,8 @@ struct sstm_file {
   /* (S1) The only transactional word: sstm_load_u64 / sstm_store_u64. Alone
    * on its cache line, so that only calls on this stream touch its stripe. */
   _Alignas(64) uint64_t own;
-  /* Set at open, constant until close. */
+  /* Set at open (bsz and mode's M_LBF also by sstm_setvbuf, before the
+   * stream's first use), constant from then on until close. */
   int fd;
   unsigned mode; /* M_* */
   bool reg;      /* a regular file (else a byte stream) */
