@@ -64,6 +64,14 @@ void sstm__ptrvec_push(sstm_ptrvec_t *v, void *p) {
   v->p[v->n++] = p;
 }
 
+/* sstm__ptrvec_push with the common case (room left) in the caller. */
+static inline void ptrvec_push_inline(sstm_ptrvec_t *v, void *p) {
+  if (SSTM_LIKELY(v->n < v->cap))
+    v->p[v->n++] = p;
+  else
+    sstm__ptrvec_push(v, p);
+}
+
 /* ------------------------------------------------------------------------ */
 /* The block cache (owner-only, like the rest of the descriptor).
  *
@@ -75,8 +83,8 @@ void sstm__ptrvec_push(sstm_ptrvec_t *v, void *p) {
 
 #define CACHE_LIMIT (8 * (size_t)SSTM_BLKCACHE_CLASSES)
 
-static void *blkcache_get(struct sstm_desc *d, size_t n) {
-  if (d->cache.bytes == 0 || n >= CACHE_LIMIT) return NULL;
+static SSTM_NOINLINE void *blkcache_take(struct sstm_desc *d, size_t n) {
+  if (n >= CACHE_LIMIT) return NULL;
   size_t c = n <= 8 ? 1 : (n + 7) / 8;
   size_t e = c + 2 < SSTM_BLKCACHE_CLASSES ? c + 2 : SSTM_BLKCACHE_CLASSES;
   for (; c < e; c++) {
@@ -90,6 +98,13 @@ static void *blkcache_get(struct sstm_desc *d, size_t n) {
     }
   }
   return NULL;
+}
+
+/* A block of at least n usable bytes from d's cache (d may be NULL), or
+ * NULL. The test of an empty cache, the common case of a thread that
+ * frees little, is made in the caller. */
+static inline void *blkcache_get(struct sstm_desc *d, size_t n) {
+  return d != NULL && d->cache.bytes != 0 ? blkcache_take(d, n) : NULL;
 }
 
 /* Release p: into d's cache if it fits, else free(). d may be NULL. */
@@ -133,13 +148,13 @@ static inline bool in_attempt(const struct sstm_desc *tx) {
  * kept if it commits, whose tail empties the log (SSTM_SLOW_MEM sends it
  * there: the common commit does not look at the logs). */
 static void alloc_logged(struct sstm_desc *tx, void *p) {
-  sstm__ptrvec_push(&tx->allocs, p);
+  ptrvec_push_inline(&tx->allocs, p);
   tx->slow |= SSTM_SLOW_MEM;
 }
 
 SSTM_API void *sstm_malloc(size_t size) {
   struct sstm_desc *tx = sstm__cur;
-  void *p = tx != NULL ? blkcache_get(tx, size) : NULL;
+  void *p = blkcache_get(tx, size);
   if (p == NULL) p = malloc(size);
   if (p != NULL && in_attempt(tx)) alloc_logged(tx, p);
   return p;
@@ -152,7 +167,7 @@ SSTM_API void *sstm_calloc(size_t n, size_t size) {
     errno = ENOMEM; /* as calloc (ASan's would abort instead) */
     return NULL;
   }
-  void *p = tx != NULL ? blkcache_get(tx, bytes) : NULL;
+  void *p = blkcache_get(tx, bytes);
   if (p != NULL)
     memset(p, 0, bytes);
   else
@@ -377,7 +392,7 @@ static size_t sweep_orphans(bool wait, struct sstm_desc *to) {
 
 void sstm__reclaim_commit(struct sstm_desc *d) {
   for (uint32_t i = 0; i < d->frees.n; i++)
-    sstm__ptrvec_push(&d->retire_cur, d->frees.p[i]);
+    ptrvec_push_inline(&d->retire_cur, d->frees.p[i]);
   d->frees.n = 0;
   if (d->retire_cur.n >= BATCH_BLOCKS) {
     close_batch(d);
@@ -486,7 +501,7 @@ SSTM_API void sstm_free(void *p) {
   if (in_attempt(tx)) {
     /* After commit, irrevocable attempts included: a policy's escalation
      * to irrevocability can still be rolled back (sstm_restart). */
-    sstm__ptrvec_push(&tx->frees, p);
+    ptrvec_push_inline(&tx->frees, p);
     tx->slow |= SSTM_SLOW_MEM; /* the commit retires it (commit_tail) */
     return;
   }
