@@ -222,17 +222,27 @@ sstm__load_fast(sstm__fast_t *f, const void *addr, unsigned size, bool log, uint
   return sstm__load_fast_lk(f, addr, size, log, out, &lk, &l);
 }
 
-/* The fast path for the current descriptor prefix `f` (never NULL: an
- * unregistered thread has a static prefix whose variant is SSTM__V_NONE):
- * an ETL or declared read-only attempt, a naturally aligned address, and
- * sstm__load_fast's conditions. Outside a transaction the variant is
- * SSTM__V_NONE too, so misuse also takes the slow path. */
-static inline __attribute__((always_inline)) bool sstm__load_try(sstm__fast_t *f, const void *addr,
-                                                                 unsigned size, uint64_t *out) {
+/* The first test of the fast path for the current descriptor prefix `f`
+ * (never NULL: an unregistered thread has a static prefix whose variant is
+ * SSTM__V_NONE): an ETL or declared read-only attempt and a naturally
+ * aligned address. Outside a transaction the variant is SSTM__V_NONE too,
+ * so misuse also takes the slow path. *var_out receives the variant byte
+ * as loaded. */
+static inline __attribute__((always_inline)) bool
+sstm__load_gate(const sstm__fast_t *f, const void *addr, unsigned size, unsigned *var_out) {
   /* relaxed: killers set a flag bit in this byte, which fails both tests
    * below and sends a killed attempt to the slow path at once. */
   unsigned var = __atomic_load_n(&f->variant, __ATOMIC_RELAXED);
-  return ((uintptr_t)addr & (size - 1)) == 0 && (var == SSTM__V_ETL || var == SSTM__V_RO) &&
+  *var_out = var;
+  return ((uintptr_t)addr & (size - 1)) == 0 && (var == SSTM__V_ETL || var == SSTM__V_RO);
+}
+
+/* The fast path for `f`: sstm__load_gate's test, then sstm__load_fast's
+ * conditions (reads of ETL attempts are logged). */
+static inline __attribute__((always_inline)) bool sstm__load_try(sstm__fast_t *f, const void *addr,
+                                                                 unsigned size, uint64_t *out) {
+  unsigned var;
+  return sstm__load_gate(f, addr, size, &var) &&
          sstm__load_fast(f, addr, size, var == SSTM__V_ETL, out);
 }
 
@@ -309,16 +319,15 @@ SSTM__LOAD_RAW_W(4)
 SSTM__LOAD_RAW_W(8)
 #undef SSTM__LOAD_RAW_W
 
-/* The inlined read: sstm__load_try's fast path; on a refusal, a lock word
+/* The inlined read: sstm__load_try's steps; on a refusal, a lock word
  * that is the attempt's own goes to the read after write directly, with
  * the lock word already found; anything else to sstm__load_general<N>. */
 static inline __attribute__((always_inline)) uint64_t sstm__load_inline(const void *addr,
                                                                         unsigned size) {
   sstm__fast_t *f = sstm__fast_cur;
   uint64_t v;
-  /* relaxed: as in sstm__load_try (a kill flag fails both tests). */
-  unsigned var = __atomic_load_n(&f->variant, __ATOMIC_RELAXED);
-  if (((uintptr_t)addr & (size - 1)) == 0 && (var == SSTM__V_ETL || var == SSTM__V_RO)) {
+  unsigned var;
+  if (sstm__load_gate(f, addr, size, &var)) {
     const uint64_t *lk;
     uint64_t l;
     if (__builtin_expect(sstm__load_fast_lk(f, addr, size, var == SSTM__V_ETL, &v, &lk, &l), 1))
