@@ -834,9 +834,12 @@ static SSTM_NOINLINE int commit_actions(struct sstm_desc *tx) {
  * policy reads it. */
 static SSTM_NOINLINE int commit_tail_unwatched(struct sstm_desc *tx) {
   uint8_t slow = tx->slow;
-  if ((slow == SSTM_SLOW_MEM || slow == SSTM_SLOW_ACTIONS) &&
-      !atomic_load_explicit(&sstm__g.nhooks, memory_order_relaxed))
-    return slow == SSTM_SLOW_MEM ? commit_mem(tx) : commit_actions(tx);
+  /* One test per short tail, the allocations' first (every insertion or
+   * removal of a linked structure comes here). */
+  if (!atomic_load_explicit(&sstm__g.nhooks, memory_order_relaxed)) {
+    if (slow == SSTM_SLOW_MEM) return commit_mem(tx);
+    if (slow == SSTM_SLOW_ACTIONS) return commit_actions(tx);
+  }
   tx->cm_ctx.watched = false;
   return commit_tail(tx);
 }
