@@ -373,6 +373,12 @@ static SSTM_COLD __attribute__((noreturn)) void begin_too_deep(void) {
               (unsigned)UINT16_MAX);
 }
 
+/* One more level of a flat-nested block on tx (depth > 0). */
+static inline void depth_nest(struct sstm_desc *tx) {
+  if (SSTM_UNLIKELY(tx->depth == UINT16_MAX)) begin_too_deep();
+  tx->depth++;
+}
+
 /* A begin inside a hook or a policy's callback, which must not start a
  * transaction: the hook's one would overwrite the checkpoint, attributes and
  * actions of the attempt the hook runs for (whose restart then jumps into a
@@ -384,10 +390,7 @@ static SSTM_COLD __attribute__((noreturn)) void begin_too_deep(void) {
 static SSTM_COLD sstm_ckpt_t *begin_in_hook(struct sstm_desc *tx) {
   sstm__misuse("transaction begin inside a hook or a contention manager's callback (they must "
                "not start transactions: hooks.h, cm.h)");
-  if (tx->depth > 0) {
-    if (SSTM_UNLIKELY(tx->depth == UINT16_MAX)) begin_too_deep();
-    tx->depth++;
-  }
+  if (tx->depth > 0) depth_nest(tx);
   return NULL;
 }
 
@@ -445,8 +448,7 @@ SSTM_API sstm_ckpt_t *sstm__begin(const sstm_attr_t *attr) {
   }
   if (SSTM_UNLIKELY(tx->in_hook)) return begin_in_hook(tx);
   if (tx->depth > 0) { /* flat nesting */
-    if (SSTM_UNLIKELY(tx->depth == UINT16_MAX)) begin_too_deep();
-    tx->depth++;
+    depth_nest(tx);
     return NULL;
   }
   tx->depth = 1;
