@@ -329,6 +329,9 @@ static sstm_cm_ctx_t sub_ctx(sstm_cm_ctx_t *ctx, int i) {
   return sstm__cm_part_ctx(ctx, sub_off[i]);
 }
 
+/* The admission gate's part of a thread's state (admit.c). */
+static sstm_cm_ctx_t gate_ctx(sstm_cm_ctx_t *ctx) { return sstm__cm_part_ctx(ctx, gate_off); }
+
 /* Under G.lock: the last verdict no longer says anything; the next clear
  * one starts the hold sequence again. */
 static void verdict_forget(void) {
@@ -853,7 +856,7 @@ static void adaptive_desc_init(sstm_cm_ctx_t *ctx) {
       sstm_cm_ctx_t c = sub_ctx(ctx, i);
       subs[i]->desc_init(&c);
     }
-  sstm_cm_ctx_t g = sstm__cm_part_ctx(ctx, gate_off);
+  sstm_cm_ctx_t g = gate_ctx(ctx);
   sstm__admit_gate_desc_init(&g);
   pthread_mutex_lock(&G.lock);
   G.registered++;
@@ -922,14 +925,14 @@ static void adaptive_attach(sstm_cm_ctx_t *ctx) {
 static void adaptive_detach(sstm_cm_ctx_t *ctx) {
   adaptive_state_t *s = ctx->state;
   if (s->slice_cur) set_slice(ctx, s, 0);
-  sstm_cm_ctx_t g = sstm__cm_part_ctx(ctx, gate_off);
+  sstm_cm_ctx_t g = gate_ctx(ctx);
   sstm__admit_gate_leave(&g); /* the gate's place is the thread's */
 }
 
 static void adaptive_desc_fini(sstm_cm_ctx_t *ctx) {
   adaptive_state_t *s = ctx->state;
   if (s->slice_cur) set_slice(ctx, s, 0);
-  sstm_cm_ctx_t g = sstm__cm_part_ctx(ctx, gate_off);
+  sstm_cm_ctx_t g = gate_ctx(ctx);
   sstm__admit_gate_leave(&g);
   for (int i = 0; i < NSUB; i++)
     if (subs[i]->desc_fini) {
@@ -984,7 +987,7 @@ static void gate_begin(sstm_cm_ctx_t *ctx);
  * off, or going off. */
 static void gate_hook(sstm_cm_ctx_t *ctx, adaptive_state_t *s, bool on) {
   if (!on) {
-    sstm_cm_ctx_t g = sstm__cm_part_ctx(ctx, gate_off);
+    sstm_cm_ctx_t g = gate_ctx(ctx);
     sstm__admit_gate_leave(&g);
   }
   sstm__cm_admit_hook(ctx, on ? gate_begin : NULL);
@@ -1004,7 +1007,7 @@ static void gate_begin(sstm_cm_ctx_t *ctx) {
     gate_hook(ctx, s, false);
     return;
   }
-  sstm_cm_ctx_t g = sstm__cm_part_ctx(ctx, gate_off);
+  sstm_cm_ctx_t g = gate_ctx(ctx);
   sstm__admit_gate_begin(&g);
 }
 
@@ -1033,7 +1036,7 @@ static void adaptive_abort(sstm_cm_ctx_t *ctx, const sstm_abort_info_t *info) {
    * to: that wait is short, and the place is kept. */
   if (s->gate_hook && i == SUB_SER_BLOCK && info->has_other &&
       sstm__cm_conflict_abort(info->reason)) {
-    sstm_cm_ctx_t g = sstm__cm_part_ctx(ctx, gate_off);
+    sstm_cm_ctx_t g = gate_ctx(ctx);
     if (!sstm__admit_gate_peer_holds(&g, info->other.desc)) sstm__admit_gate_leave(&g);
   }
   if (subs[i]->on_abort) {
