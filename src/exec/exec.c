@@ -346,10 +346,23 @@ bool sstm__x_inherit_decide(unsigned h_prio, uint64_t e_h, uint64_t avg_h, unsig
   return left <= e_h;
 }
 
+_Atomic(void (*)(sstm_x_inherit_in_t *)) sstm__x_test_inherit_in;
+
 static bool yield_decide(struct sstm_exec *ex, const sstm_xctx_t *c, uint64_t e_c,
                          const sstm_xctx_t *h) {
-  uint64_t avg = atomic_load_explicit(&ex->attempt_avg_ns[h->birth], memory_order_relaxed);
-  return sstm__x_inherit_decide(h->prio, h->run_ns - h->attempt_run0, avg, c->prio, e_c);
+  sstm_x_inherit_in_t in = {
+      .h_req = &h->req,
+      .c_req = &c->req,
+      .h_prio = h->prio,
+      .c_prio = c->prio,
+      .e_h = h->run_ns - h->attempt_run0,
+      .avg_h = atomic_load_explicit(&ex->attempt_avg_ns[h->birth], memory_order_relaxed),
+      .e_c = e_c,
+  };
+  void (*seam)(sstm_x_inherit_in_t *) =
+      atomic_load_explicit(&sstm__x_test_inherit_in, memory_order_relaxed);
+  if (seam) seam(&in);
+  return sstm__x_inherit_decide(in.h_prio, in.e_h, in.avg_h, in.c_prio, in.e_c);
 }
 
 /* The running transaction met the lock of a paused one (the engine's

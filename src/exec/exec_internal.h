@@ -229,5 +229,22 @@ void sstm__x_yield_to_paused(sstm_desc_t *blocker);
  * level's committed attempts averaging avg_h ns? Pure; for the tests. */
 bool sstm__x_inherit_decide(unsigned h_prio, uint64_t e_h, uint64_t avg_h, unsigned c_prio,
                             uint64_t e_c);
+/* INHERIT's inputs, as yield_decide gathers them for a running context c
+ * blocked by a paused context h: their requests (which is which, for a
+ * test), their current priorities, the run time of h's attempt when it was
+ * paused (e_h), its level's average committed attempt (avg_h), and the run
+ * time of c's attempt so far (e_c), in ns. */
+typedef struct sstm_x_inherit_in {
+  const sstm_exec_req_t *h_req, *c_req;
+  unsigned h_prio, c_prio;
+  uint64_t e_h, avg_h, e_c;
+} sstm_x_inherit_in_t;
+/* Test seam (tests/internal/exec_inherit_run.c): when not NULL, called by
+ * yield_decide with its inputs, which it may replace, before the rule
+ * decides on them; so that a test chooses the run times instead of making
+ * them with wall-clock margins. Called under the queue lock, on the worker:
+ * it must not call into the executor. relaxed: set and cleared while the
+ * executor under test is idle; the test synchronizes with its own calls. */
+extern _Atomic(void (*)(sstm_x_inherit_in_t *)) sstm__x_test_inherit_in;
 
 #endif /* SSTM_EXEC_INTERNAL_H */

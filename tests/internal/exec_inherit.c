@@ -5,7 +5,8 @@
  * the hand-over uses (src/exec/queue.h: the level of a hot entry, the
  * removal of an entry from the middle of its list). No threads, no clock.
  * The executor's path itself runs in
- * integration.exec_preempt.paused_conflict_inherit. */
+ * tests/internal/exec_inherit_run.c and
+ * integration.exec_preempt.promoted_inherit. */
 #include <stdbool.h>
 #include <stdint.h>
 
