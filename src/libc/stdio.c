@@ -168,6 +168,11 @@ struct sstm_file {
   _Atomic uint64_t nlk;
   _Atomic uint32_t nwaiters;
   _Atomic uint32_t q_peek;
+  /* (S3) Calls outside transactions that changed the installed state in
+   * place (S8): a thread's kept view (tls_keep) is that state only while
+   * this count is the one it saw. Written under nlk, with no attempt
+   * counted. */
+  _Atomic uint64_t nmod;
   /* (S2) The installed state and its sequence word. */
   _Alignas(64) _Atomic uint64_t iver; /* 2v: version v installed; 2v - 1: installing it */
   _Atomic uint32_t iwaiters;          /* threads asleep on iver */
@@ -219,6 +224,7 @@ typedef struct view {
   uint64_t txid;   /* the attempt that acquired the stream */
   uint64_t ver;    /* the version copied; the commit installs ver + 1 */
   uint64_t own;    /* the value stored in own */
+  uint64_t nmod;   /* the stream's nmod when the attempt counted itself (S3, kept views) */
   bool armed;      /* own is written: the commit must install */
   bool closed;     /* sstm_fclose's attempt */
   bool bad;        /* the acquisition found the stream closed */
@@ -250,6 +256,11 @@ typedef struct view {
  * free nodes. */
 static __thread view_t *tls_views;
 static __thread view_t *tls_pool;
+/* The view of the thread's last installation (S3, "kept views"): its
+ * state is the installed state of version OWN_VER(own) of its stream, as
+ * long as the stream's own still holds that value and its nmod is the
+ * view's. Not in tls_views; NULL: none. */
+static __thread view_t *tls_keep;
 static __thread uint32_t tls_tag;
 static __thread bool tls_pool_keyed;
 static __thread sstm__esc_t tls_esc; /* (S9) this thread's lost attempts */
@@ -259,6 +270,11 @@ static pthread_once_t pool_once = PTHREAD_ONCE_INIT;
 
 static void pool_free(void *unused) {
   (void)unused;
+  if (tls_keep) {
+    tls_keep->next = tls_pool;
+    tls_pool = tls_keep;
+    tls_keep = NULL;
+  }
   while (tls_pool) {
     view_t *v = tls_pool;
     tls_pool = v->next;
@@ -293,12 +309,17 @@ static view_t *view_get(void) {
   return calloc(1, sizeof(view_t));
 }
 
-static void view_put(view_t *v) {
+/* Free the view's records. */
+static inline void view_clear(view_t *v) {
   for (size_t i = 0; i < v->n; i++) {
     free(v->r[i].data);
     free(v->r[i].pre);
   }
   v->n = 0;
+}
+
+static void view_put(view_t *v) {
+  view_clear(v);
   v->f = NULL;
   v->next = tls_pool;
   tls_pool = v;
@@ -752,9 +773,11 @@ static inline void install(view_t *v) {
   if (ticket) write_ticket(f, v, ticket);
 }
 
-/* After a commit (S3): install the view. */
+/* After a commit (S3): install the view, and keep it as the thread's
+ * view of the stream (tls_keep): its state is now the installed one. */
 static inline void view_commit(view_t *v) {
   view_unlink(v);
+  bool keep = v->armed && !v->closed;
   if (v->armed)
     install(v); /* releases the turn and the counts */
   else
@@ -767,7 +790,14 @@ static inline void view_commit(view_t *v) {
     if (v->old[1]) sstm_free(v->old[1]);
     v->old[0] = v->old[1] = NULL;
   }
-  view_put(v);
+  if (__builtin_expect(!keep, 0)) {
+    view_put(v);
+    return;
+  }
+  if (__builtin_expect(v->n != 0, 0)) view_clear(v); /* written by install */
+  view_t *k = tls_keep;
+  tls_keep = v;
+  if (__builtin_expect(k != NULL, 0)) view_put(k); /* another stream's, or a peek's */
 }
 
 /* After a rollback (S3): the attempt's state and bytes never become
@@ -913,19 +943,22 @@ void sstm__stdio_set_span(sstm_file_t *f, uint32_t span) {
 /* A new view of f for the running attempt id, with its two actions
  * registered and linked first in tls_views; not counted yet. NULL with
  * *err ENOMEM. */
-static inline view_t *view_new(sstm_file_t *f, uint64_t id, int *err) {
-  view_t *v = view_get();
-  if (v == NULL) {
-    *err = ENOMEM;
-    return NULL;
+static inline view_t *view_new(sstm_file_t *f, uint64_t id, view_t *v, int *err) {
+  if (v == NULL) { /* not the thread's kept view of f (view_keep) */
+    if ((v = view_get()) == NULL) {
+      *err = ENOMEM;
+      return NULL;
+    }
+    /* A write buffer kept from a stream with smaller buffers (sstm_setvbuf)
+     * is too small for this one: wr allocates one of the right size. (A
+     * kept view of f has the right size: bsz is constant since the
+     * installation that kept it.) */
+    if (__builtin_expect(v->wst != NULL && v->wst_cap < f->bsz, 0)) {
+      free(v->wst);
+      v->wst = NULL, v->wst_cap = 0;
+    }
   }
   v->f = f, v->txid = id, v->armed = false, v->closed = false, v->ticket = 0;
-  /* A write buffer kept from a stream with smaller buffers (sstm_setvbuf)
-   * is too small for this one: wr allocates one of the right size. */
-  if (__builtin_expect(v->wst != NULL && v->wst_cap < f->bsz, 0)) {
-    free(v->wst);
-    v->wst = NULL, v->wst_cap = 0;
-  }
   v->bad = false, v->turn = false, v->active = false, v->peek = false, v->ver = 0;
   /* The action first, then own: an abort inside the barriers below finds
    * the view registered (view_drop takes it back); an attempt that commits
@@ -960,9 +993,22 @@ static __attribute__((noinline)) view_t *acquire_again(view_t *v, int *err);
 static view_t *acquire_in(sstm_file_t *f, uint64_t id, int *err) {
   view_t *v = view_find(f, id);
   if (__builtin_expect(v != NULL, 0)) return acquire_again(v, err);
-  if ((v = view_new(f, id, err)) == NULL) return NULL;
+  /* The thread's kept view of f, if any (S3): taken for this attempt (an
+   * abort puts it back in the pool: its state is then not the installed
+   * one any more). */
+  view_t *k = tls_keep;
+  if (k != NULL && k->f == f)
+    tls_keep = NULL;
+  else
+    k = NULL;
+  if ((v = view_new(f, id, k, err)) == NULL) return NULL;
   uint32_t others = enter(f, &f->q_active);
   v->active = true;
+  /* relaxed: written under nlk while no attempt was counted; enter()'s
+   * seq_cst load of nlk, after this attempt's count, reads the release of
+   * nlk that followed the last such write (or the write is not before the
+   * count, and then the lock holder saw the count and changed nothing). */
+  uint64_t nmod = atomic_load_explicit(&f->nmod, memory_order_relaxed);
   if (__builtin_expect(
           others != 0 || queue_busy(f) || (tls_esc.key == f && tls_esc.lost >= SSTM__ESC_AFTER), 0))
     if (should_queue(f, v, others != 0)) {
@@ -985,9 +1031,15 @@ static view_t *acquire_in(sstm_file_t *f, uint64_t id, int *err) {
     return NULL;
   }
   v->ver = OWN_VER(o);
+  uint64_t kown = v->own; /* the kept view's: the value its commit left in own */
   v->own = OWN_MAKE(v->ver + 1, my_tag());
   ST(f, own, v->own);
-  snapshot(f, o, &v->s);
+  /* (S3) A kept view whose version is still the stream's (no acquisition
+   * committed since this thread's, which installed it before this attempt
+   * began) and that no call outside transactions changed in place holds
+   * the installed state already: no copy. */
+  if (k == NULL || o != kown || nmod != v->nmod) snapshot(f, o, &v->s);
+  v->nmod = nmod;
   arm(v);
   return v;
 }
@@ -1034,9 +1086,10 @@ static bool peek(op_t *a, cstate_t *s) {
     *s = v->s;
     return true;
   }
-  if ((v = view_new(f, id, &a->err)) == NULL) return false;
+  if ((v = view_new(f, id, NULL, &a->err)) == NULL) return false;
   enter(f, &f->q_peek);
   v->peek = true;
+  v->nmod = atomic_load_explicit(&f->nmod, memory_order_relaxed); /* as in acquire_in */
   uint64_t o = LD(f, own);
   if (o & OWN_CLOSED) {
     v->bad = true;
@@ -1288,6 +1341,13 @@ static inline view_t *fast_view(sstm_file_t *f, uint64_t id) {
 #define CSL(f, fld) __atomic_load_n(&(f)->cs.fld, __ATOMIC_RELAXED)
 #define CSS(f, fld, v) __atomic_store_n(&(f)->cs.fld, (v), __ATOMIC_RELAXED)
 
+/* (S8) The installed state changed in place: a kept view (S3) is stale.
+ * relaxed: under nlk, published with the state by ntx_unlock's release. */
+static inline void nmod_bump(sstm_file_t *f) {
+  atomic_store_explicit(&f->nmod, atomic_load_explicit(&f->nmod, memory_order_relaxed) + 1,
+                        memory_order_relaxed);
+}
+
 /* (S8) A write outside transactions that the write buffer serves (the n
  * bytes continue the buffered bytes and fit), done in place under the
  * stream's lock: the bytes go after the installed ones, where no view can
@@ -1319,6 +1379,7 @@ static inline bool ntx_write(sstm_file_t *f, const void *src, size_t n) {
         if (f->mode & M_APP) CSS(f, apos, off + n);
         CSS(f, pos, off + n);
       }
+      nmod_bump(f);
       done = true;
     }
   }
@@ -1346,6 +1407,7 @@ static inline bool ntx_read(sstm_file_t *f, unsigned char *dst, size_t n, bool n
         else
           memcpy(dst, q, k);
         CSS(f, pos, p + k);
+        nmod_bump(f);
         *got = k;
         done = true;
       }
@@ -1419,6 +1481,7 @@ static sstm_file_t *make(int fd, unsigned m) {
   atomic_init(&f->nlk, 0);
   atomic_init(&f->nwaiters, 0);
   atomic_init(&f->q_peek, 0);
+  atomic_init(&f->nmod, 0);
   return f;
 }
 

@@ -771,4 +771,70 @@ TEST(setvbuf_streams_of_different_sizes_on_one_thread) {
   teardown();
 }
 
+/* ---- a thread's kept view (docs/design/tm-libc.md (S3)) -------------------- */
+
+/* One transaction of one call, as the benchmark runs them. */
+typedef struct {
+  sstm_file_t *f;
+  char c;
+} putc_arg_t;
+
+static void putc_tx(void *arg) {
+  putc_arg_t *a = arg;
+  CHECK_EQ_I(sstm_fputc(a->c, a->f), a->c);
+}
+
+static int kept_getc;
+static void getc_tx(void *arg) { kept_getc = sstm_fgetc(arg); }
+
+static void *kept_other(void *arg) {
+  CHECK_OK(sstm_thread_init());
+  CHECK_EQ_I(sstm_fputc('e', arg), 'e'); /* a transaction of its own */
+  CHECK_OK(sstm_thread_exit());
+  return NULL;
+}
+
+/* The kept view of a thread's last installation stands in for a copy of
+ * the installed state only while nothing else changed the stream: not
+ * after a call outside transactions (in place, S8), another thread's
+ * transaction or an aborted attempt of the same thread. Each step fails
+ * if the kept view is used when it should not be (a lost or overwritten
+ * byte, a byte read twice). */
+TEST(kept_view_is_used_only_while_nothing_else_changed_the_stream) {
+  setup();
+  sstm_file_t *f = sstm_fopen(path, "w+");
+  CHECK_NOT_NULL(f);
+  putc_arg_t arg = {f, 'a'};
+  CHECK_OK(sstm_run(NULL, putc_tx, &arg)); /* keeps its view */
+  CHECK_EQ_I(sstm_fputc('b', f), 'b');     /* outside: in place, under the lock */
+  arg.c = 'c';
+  CHECK_OK(sstm_run(NULL, putc_tx, &arg)); /* must come after 'b' */
+  attempts = 0;
+  SSTM_ATOMIC_BEGIN(NULL)
+    attempts++;
+    CHECK_EQ_I(sstm_fputc(attempts == 1 ? 'x' : 'd', f), attempts == 1 ? 'x' : 'd');
+    if (attempts == 1) sstm_restart(); /* its view changed and its own never committed */
+  SSTM_ATOMIC_END();
+  pthread_t t;
+  CHECK_EQ_I(pthread_create(&t, NULL, kept_other, f), 0);
+  CHECK_EQ_I(pthread_join(t, NULL), 0);
+  arg.c = 'f';
+  CHECK_OK(sstm_run(NULL, putc_tx, &arg)); /* must come after the other thread's 'e' */
+  CHECK_EQ_I(sstm_ftell(f), 6);
+  /* Reads: a call outside transactions moves the position in place. */
+  sstm_rewind(f);
+  CHECK_OK(sstm_run(NULL, getc_tx, f));
+  CHECK_EQ_I(kept_getc, 'a');
+  CHECK_EQ_I(sstm_fgetc(f), 'b'); /* outside: in place */
+  CHECK_OK(sstm_run(NULL, getc_tx, f));
+  CHECK_EQ_I(kept_getc, 'c');
+  CHECK_OK(sstm_run(NULL, getc_tx, f)); /* the kept view serves it */
+  CHECK_EQ_I(kept_getc, 'd');
+  CHECK_OK(sstm_fclose(f));
+  char buf[16];
+  CHECK_EQ_U(contents(buf, sizeof buf), 6);
+  CHECK_EQ_MEM(buf, "abcdef", 6);
+  teardown();
+}
+
 SSTM_TEST_MAIN()
