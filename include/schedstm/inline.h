@@ -127,38 +127,42 @@ static inline __attribute__((always_inline)) uint64_t sstm__mem_load(const void 
  * holds the data of the version the attempt's lock displaced (<= end,
  * (2.4)), with the seqlock's second half against the attempt's own lock
  * word: acquire fence, lock word again; if the lock was taken over (a kill,
- * (6.4)) the read goes to the slow path, which aborts the attempt. */
+ * (6.4)) the read goes to the slow path, which aborts the attempt.
+ * One straight line for every case ((3.1)-(3.3) in docs/design/core.md):
+ * the word is loaded from memory and re-checked first, whatever the log
+ * holds, and the log's bytes, if any, are laid over it; a read whose bytes
+ * are all in the log thus pays a load and a re-check it could skip, and
+ * every other read (the common one: code that reads a field, then writes
+ * it, reads each field before its word has an entry, or with only the
+ * neighbouring bytes in it) skips the test and the branch of "all in the
+ * log". */
 static inline __attribute__((always_inline)) bool sstm__load_own(const sstm__fast_t *f,
                                                                  const uint64_t *lk,
                                                                  const void *addr, unsigned size,
                                                                  uint64_t *out) {
   uintptr_t w = (uintptr_t)addr & ~(uintptr_t)7;
-  unsigned sh = ((unsigned)(uintptr_t)addr & 7) * 8;
-  uint64_t m = size == 8 ? ~0ull : (1ull << (size * 8)) - 1;
-  const struct sstm__wentry *e = 0;
-  for (uint32_t i = sstm__word_hash(w) & f->ws.idx_mask;; i = (i + 1) & f->ws.idx_mask) {
-    const struct sstm__wslot *s = &f->ws.idx[i];
-    if (s->stamp != f->ws.stamp) break; /* the word was not written */
-    if (s->word == w) {
-      e = &f->ws.e[s->idx];
-      if (((e->bmask >> sh) & m) == m) { /* every byte is in the log */
-        *out = (e->value >> sh) & m;
-        return true;
-      }
-      break;
-    }
-  }
+  uint32_t mask = f->ws.idx_mask, i = sstm__word_hash(w) & mask;
   uint64_t v = sstm__mem_load(addr, size);
   /* acquire fence: the re-check cannot see a lock word older than the data
    * (as in sstm__load_fast, (1.3)). */
   __atomic_thread_fence(__ATOMIC_ACQUIRE);
   if (__atomic_load_n(lk, __ATOMIC_RELAXED) != f->owner_lw) return false;
-  if (e) { /* some bytes of the word are in the log: they win */
-    uint64_t x = v << sh;
-    x = (x & ~e->bmask) | (e->value & e->bmask);
-    v = x >> sh;
+  /* The log: an entry for the word lies on its probe sequence, before the
+   * first slot without the attempt's stamp ((3.2)); most often at its hash
+   * slot, or that slot is free. */
+  const struct sstm__wslot *s = &f->ws.idx[i];
+  while (s->stamp == f->ws.stamp) {
+    if (s->word == w) { /* its bytes in the log win (3.3) */
+      const struct sstm__wentry *e = &f->ws.e[s->idx];
+      /* an 8-byte access is the whole word (aligned) */
+      unsigned sh = size == 8 ? 0 : ((unsigned)(uintptr_t)addr & 7) * 8;
+      v ^= (v ^ (e->value >> sh)) & (e->bmask >> sh);
+      break;
+    }
+    i = (i + 1) & mask;
+    s = &f->ws.idx[i];
   }
-  *out = v & m;
+  *out = size == 8 ? v : v & ((1ull << (size * 8)) - 1);
   return true;
 }
 
