@@ -198,15 +198,18 @@ struct sstm_file {
 #define LD(f, fld) sstm_load_u64(&(f)->fld)
 #define ST(f, fld, v) sstm__store_slow(&(f)->fld, (v), sizeof(f)->fld)
 
-#define CS_FIELDS(X)                                                                               \
-  X(pos)                                                                                           \
-  X(flags)                                                                                         \
-  X(rbase) X(rlen) X(wbase) X(wlen) X(woff) X(wseq) X(os_fpos) X(kgen) X(apos) X(rbuf) X(wbuf)
+/* The fields that the calls the buffers serve change (hot), and those that
+ * only a ticket, a seek or a new buffer changes (cold: view_t.cold). */
+#define CS_HOT(X) X(pos) X(flags) X(rbase) X(rlen) X(wbase) X(wlen) X(woff) X(apos)
+#define CS_COLD(X) X(wseq) X(os_fpos) X(kgen) X(rbuf) X(wbuf)
+#define CS_FIELDS(X) CS_HOT(X) CS_COLD(X)
 #define CS_LOAD(fld) s->fld = __atomic_load_n(&f->cs.fld, __ATOMIC_RELAXED);
 #define CS_STORE(fld) __atomic_store_n(&f->cs.fld, s->fld, __ATOMIC_RELAXED);
 
 static inline void cs_load(const sstm_file_t *f, cstate_t *s) { CS_FIELDS(CS_LOAD) }
 static inline void cs_store(sstm_file_t *f, const cstate_t *s) { CS_FIELDS(CS_STORE) }
+static inline void cs_store_hot(sstm_file_t *f, const cstate_t *s) { CS_HOT(CS_STORE) }
+static inline void cs_store_cold(sstm_file_t *f, const cstate_t *s) { CS_COLD(CS_STORE) }
 
 /* ---- views (S3) -------------------------------------------------------------- */
 
@@ -237,6 +240,7 @@ typedef struct view {
   bool reset;      /* the write buffer restarts (a spill, or it was empty): the
                       installation puts wst after the installed bytes, or
                       publishes it as a new buffer */
+  bool cold;       /* a cold field of s changed (CS_COLD; install knows the others) */
   uint32_t wcap;   /* bytes the write buffer may hold (cw + sw) */
   uint32_t cw;     /* the write buffer: the first cw bytes of the installed s.wbuf, */
   uint32_t sw;     /*   then sw bytes in wst (this attempt's) */
@@ -741,9 +745,10 @@ static __attribute__((noinline)) void install_bufs(view_t *v) {
  * the attempt that committed own = ver + 1 gets here, after version ver
  * was installed (it waited for it before copying), so installations are
  * exclusive and in version order. */
-static inline void install(view_t *v) {
+static inline __attribute__((always_inline)) void install(view_t *v) {
   sstm_file_t *f = v->f;
   uint64_t nv = v->ver + 1;
+  bool cold = v->cold;
   v->armed = false;
   /* relaxed, then a release fence: the odd value is ordered before the
    * state stores below, so that a view that read one of them and then
@@ -758,11 +763,15 @@ static inline void install(view_t *v) {
       WBUF(v->s)[v->s.woff + v->cw] = v->wst[0];
   } else {
     install_bufs(v);
+    cold = true;
   }
   uint64_t ticket = v->ticket ? v->ticket : v->n ? v->s.wseq + 1 : 0;
   v->s.wlen = v->cw + v->sw;
-  if (ticket) v->s.wseq = ticket;
-  cs_store(f, &v->s);
+  if (ticket) v->s.wseq = ticket, cold = true;
+  /* The cold fields of the view are the installed ones unless one changed:
+   * the view's state was the installed one at its acquisition. */
+  cs_store_hot(f, &v->s);
+  if (__builtin_expect(cold, 0)) cs_store_cold(f, &v->s);
   /* seq_cst: release for the views that copy version nv (they acquire it),
    * and the store half of the waiters handshake (see wake). */
   atomic_store_explicit(&f->iver, 2 * nv, memory_order_seq_cst);
@@ -958,7 +967,7 @@ static inline view_t *view_new(sstm_file_t *f, uint64_t id, view_t *v, int *err)
       v->wst = NULL, v->wst_cap = 0;
     }
   }
-  v->f = f, v->txid = id, v->armed = false, v->closed = false, v->ticket = 0;
+  v->f = f, v->txid = id, v->armed = false, v->closed = false, v->ticket = 0, v->cold = false;
   v->bad = false, v->turn = false, v->active = false, v->peek = false, v->ver = 0;
   /* The action first, then own: an abort inside the barriers below finds
    * the view registered (view_drop takes it back); an attempt that commits
@@ -1827,13 +1836,9 @@ static int64_t do_write(sstm_file_t *f, const void *src, size_t n, uint64_t id, 
 int sstm_fputc(int c, sstm_file_t *f) {
   unsigned char b = (unsigned char)c;
   uint64_t id = f != NULL ? sstm_txid() : 0;
-  if (id != 0) { /* the attempt's later calls: a byte into its view, no call */
-    view_t *v = fast_view(f, id);
-    if (v != NULL && wr_fast(v, &b, 1)) return b;
+  if (id != 0) /* the attempt's later calls: a byte into its view, no call */
     return write_in(f, &b, 1, id) == 1 ? b : EOF;
-  } else if (f != NULL && ntx_write(f, &b, 1)) {
-    return b;
-  }
+  if (f != NULL && ntx_write(f, &b, 1)) return b;
   return do_write(f, &b, 1, id, false) == 1 ? b : EOF;
 }
 
@@ -2065,7 +2070,7 @@ static void op_seek(void *p) {
       a->err = ENOMEM;
       return;
     }
-    v->s.os_fpos = np, v->s.kgen = g;
+    v->s.os_fpos = np, v->s.kgen = g, v->cold = true;
     pthread_mutex_lock(&f->kmu);
     if (sstm__stdio_sys->lseek(f->fd, (off_t)np, SEEK_SET) >= 0) f->klast = np;
     pthread_mutex_unlock(&f->kmu);
