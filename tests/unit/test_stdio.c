@@ -840,4 +840,45 @@ TEST(kept_view_is_used_only_while_nothing_else_changed_the_stream) {
   teardown();
 }
 
+static off_t seek_to;
+static void *seek_other(void *arg) {
+  CHECK_OK(sstm_thread_init());
+  CHECK_EQ_I(sstm_fseek(arg, seek_to, SEEK_SET), 0); /* a transaction of its own */
+  CHECK_OK(sstm_thread_exit());
+  return NULL;
+}
+
+/* A committed seek's offset mirror and generation reach the installed
+ * state (they are among the fields an installation stores only when they
+ * changed): another thread's seek then gets the next generation, so an
+ * aborted seek after it puts the kernel offset back to that thread's
+ * position, not to an older one. */
+TEST(committed_seeks_of_other_threads_set_the_offset_an_abort_restores) {
+  setup();
+  sstm_file_t *f = sstm_fopen(path, "w+");
+  CHECK_NOT_NULL(f);
+  CHECK_GE_I(sstm_fputs("0123456789012345678901234567890123456789", f), 0);
+  CHECK_OK(sstm_fflush(f));
+  const off_t to[2] = {10, 20};
+  for (int i = 0; i < 2; i++) {
+    seek_to = to[i];
+    pthread_t t;
+    CHECK_EQ_I(pthread_create(&t, NULL, seek_other, f), 0);
+    CHECK_EQ_I(pthread_join(t, NULL), 0);
+    CHECK_EQ_I(lseek(sstm_fileno(f), 0, SEEK_CUR), to[i]);
+  }
+  attempts = 0;
+  SSTM_ATOMIC_BEGIN(NULL)
+    attempts++;
+    CHECK_EQ_I(sstm_fseek(f, 30, SEEK_SET), 0);
+    if (attempts == 1) sstm_restart();
+    sstm_cancel();
+  SSTM_ATOMIC_END();
+  CHECK_EQ_I(attempts, 2);
+  CHECK_EQ_I(lseek(sstm_fileno(f), 0, SEEK_CUR), 20);
+  CHECK_EQ_I(sstm_ftell(f), 20);
+  CHECK_OK(sstm_fclose(f));
+  teardown();
+}
+
 SSTM_TEST_MAIN()
