@@ -43,6 +43,12 @@ Variants (each a server configuration; --variants picks some):
                 resumes at once on the blocked one's worker, with its
                 priority if higher; a lower-priority one only when it is
                 at least half-way through its attempt)
+  holder3       event-driven, and a transaction preempted while it holds locks
+                is raised to priority 3 (sstm-server --holder-level 3): resumed
+                before the requests at 3 and below that have not started, and
+                preempted only by 4 and 5 (a request at 3 or below does not
+                preempt it)
+  holder2       the same at priority 2
 each preemptive one with C_max in --c-max (inf = never promote) x lazy
 promotion off/on (--lazy). Within a repetition every variant runs back to
 back in an order that rotates with the repetition, and ratios are taken
@@ -114,6 +120,8 @@ VARIANTS = {
     # A second baseline, the A/A control: its ratios to the baseline show what the runs
     # resolve at all (a target's interval must be narrower than this one's spread).
     "aa": (["--preempt", "none", "--tick-us", "0"], False),
+    "holder3": (["--preempt", "signal", "--tick-us", "0", "--holder-level", "3"], True),
+    "holder2": (["--preempt", "signal", "--tick-us", "0", "--holder-level", "2"], True),
 }
 ERROR = "turnaround: error: "
 # Every turnaround field the server reports, with the clock it is on.

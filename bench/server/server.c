@@ -227,6 +227,10 @@ static void usage(FILE *f) {
           "                        (handover) give the worker to it when it has the higher\n"
           "                        priority, or (inherit) also when it has done more work\n"
           "                        (default takeover)\n"
+          "      --holder-level P  a transaction preempted while it holds locks is raised\n"
+          "                        to priority P: resumed before the requests at P and\n"
+          "                        below that have not started, preempted only from above\n"
+          "                        (sstm_exec_config_t::holder_level; 0 = off, the default)\n"
           "      --reserve-pct N   percent of the contexts held back from priority 1 for\n"
           "                        higher ones, graded (sstm_exec_config_t::reserve_pct;\n"
           "                        default %u; 0: admission in arrival order)\n"
@@ -263,6 +267,7 @@ static void parse_options(int argc, char **argv) {
   tpcc_scale_default(&opt.scale);
   opt.scale.districts = 1;
   bool orders_set = false;
+  unsigned holder = 0; /* --holder-level, a request priority */
   sstm_exec_config_default(&opt.ecfg);
   if (sstm_exec_config_from_env(&opt.ecfg) != 0)
     bench_die(BENCH_EXIT_USAGE, "%s", sstm_last_error());
@@ -285,7 +290,8 @@ static void parse_options(int argc, char **argv) {
     OPT_PAUSED,
     OPT_DEMAND,
     OPT_VCLOCK,
-    OPT_RESERVE
+    OPT_RESERVE,
+    OPT_HOLDER
   };
   static const struct option longopts[] = {{"port", required_argument, NULL, 'p'},
                                            {"host", required_argument, NULL, 'H'},
@@ -307,6 +313,7 @@ static void parse_options(int argc, char **argv) {
                                            {"paused-conflict", required_argument, NULL, OPT_PAUSED},
                                            {"demand", required_argument, NULL, OPT_DEMAND},
                                            {"reserve-pct", required_argument, NULL, OPT_RESERVE},
+                                           {"holder-level", required_argument, NULL, OPT_HOLDER},
                                            {"vclock", no_argument, NULL, OPT_VCLOCK},
                                            {"seed", required_argument, NULL, 's'},
                                            {"help", no_argument, NULL, 'h'},
@@ -396,6 +403,9 @@ static void parse_options(int argc, char **argv) {
       opt.ecfg.reserve_pct =
           (unsigned)bench_parse_long(optarg, "--reserve-pct", 0, SSTM_EXEC_RESERVE_PCT_MAX);
       break;
+    case OPT_HOLDER:
+      holder = (unsigned)bench_parse_long(optarg, "--holder-level", 0, SSTM_EXEC_MAX_LEVELS);
+      break;
     case 's': opt.seed = (uint64_t)bench_parse_long(optarg, "-s/--seed", 0, 1L << 62); break;
     case 'h': usage(stdout); exit(0);
     default: usage(stderr); exit(BENCH_EXIT_USAGE);
@@ -409,6 +419,11 @@ static void parse_options(int argc, char **argv) {
     usage(stderr);
     bench_die(BENCH_EXIT_USAGE, "option -p/--port is required");
   }
+  /* Priorities 1..levels are the executor's levels 0..levels-1. */
+  if (holder > opt.ecfg.levels)
+    bench_die(BENCH_EXIT_USAGE, "option --holder-level: %u is above the %u levels", holder,
+              opt.ecfg.levels);
+  if (holder) opt.ecfg.holder_level = holder - 1;
   if (!orders_set) opt.scale.orders = opt.scale.customers;
   char err[200];
   if (opt.tpcc && tpcc_scale_validate(&opt.scale, err, sizeof err) != 0)

@@ -59,6 +59,8 @@
  *   SCHEDSTM_EXEC_PAUSED_CONFLICT  takeover | handover | inherit
  *   SCHEDSTM_EXEC_RESERVE_PCT      percent of the contexts held back from the
  *                                  lowest level for higher ones, 0..90
+ *   SCHEDSTM_EXEC_HOLDER_LEVEL     the level a transaction preempted while
+ *                                  holding locks is raised to, 0..63, 0 = off
  * @endcode
  *
  * Thread safety: every function may be called from any thread, registered
@@ -152,6 +154,8 @@ typedef enum sstm_exec_paused_conflict {
 #define SSTM_EXEC_RESERVE_PCT_DEFAULT 0u
 /** @copydoc SSTM_EXEC_MAX_WORKERS */
 #define SSTM_EXEC_RESERVE_PCT_MAX 90u
+/** @copydoc SSTM_EXEC_MAX_WORKERS */
+#define SSTM_EXEC_HOLDER_LEVEL_DEFAULT 0u
 
 /** An executor's configuration: sstm_exec_config_default() fills in the
  * defaults, the SCHEDSTM_EXEC_* variables override them. Like
@@ -206,6 +210,21 @@ typedef struct sstm_exec_config {
    * one priority keeps its whole pool; one that uses priorities to favour
    * urgent requests under overload sets it, sstm-server uses 25). */
   unsigned reserve_pct;
+  /** Lock holders resumed sooner: a transaction that holds write locks
+   * (encounter-time locking: it has written) when it is preempted is raised
+   * to this level if it is below it, so that it is queued there, hot, and
+   * resumed before the requests waiting at this level and below that have
+   * not started, and, once resumed, is preempted only by requests above
+   * this level. A request at or below this level does not preempt such a
+   * transaction at all (the worker keeps it; the request waits for a
+   * worker as it would without preemption). A paused lock holder is open
+   * to conflicts for as long as it is paused, and a conflict kills it
+   * (SSTM_EXEC_PAUSED_CONFLICT_TAKEOVER): the work it then does again is
+   * the lowest levels' main cost of preemption. A raise is not a promotion
+   * (sstm_exec_level_stats_t::promotions); sstm_exec_describe() counts
+   * raises and the preemptions kept from happening. 0 = off; less than
+   * `levels` (default SSTM_EXEC_HOLDER_LEVEL_DEFAULT). */
+  unsigned holder_level;
 } sstm_exec_config_t;
 
 /** Fill the first `size` bytes of *cfg with the defaults, cfg->size

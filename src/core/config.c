@@ -517,6 +517,11 @@ SSTM_API int sstm_exec_config_from_env(sstm_exec_config_t *cfg) {
       return SSTM_EINVAL;
     c.reserve_pct = (unsigned)v;
   }
+  if ((s = getenv("SCHEDSTM_EXEC_HOLDER_LEVEL"))) {
+    if (parse_u64("SCHEDSTM_EXEC_HOLDER_LEVEL", s, 0, SSTM_EXEC_MAX_LEVELS - 1, &v))
+      return SSTM_EINVAL;
+    c.holder_level = (unsigned)v;
+  }
   if (c.tick_us != 0 && c.tick_us < 10) {
     sstm__set_error("SCHEDSTM_EXEC_TICK_US='%u': 0 (off) or 10..1000000", c.tick_us);
     return SSTM_EINVAL;

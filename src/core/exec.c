@@ -232,6 +232,8 @@ bool sstm__exec_is_paused(const sstm_desc_t *d) {
           (SSTM_PAUSE_DETACHED | SSTM_PAUSE_MARKED)) != 0;
 }
 
+bool sstm__exec_holds_locks(const sstm_desc_t *d) { return d->ls.n != 0; }
+
 void sstm__exec_set_priority(sstm_desc_t *d, int priority) {
   /* relaxed: published for other threads' decisions, as in sstm__begin */
   __atomic_store_n(&d->attr.priority, priority, __ATOMIC_RELAXED);

@@ -96,6 +96,7 @@ int sstm_exec_config_default_sized(sstm_exec_config_t *cfg, size_t size) {
   cfg->use_env = true;
   cfg->paused_conflict = SSTM_EXEC_PAUSED_CONFLICT_TAKEOVER;
   cfg->reserve_pct = SSTM_EXEC_RESERVE_PCT_DEFAULT;
+  cfg->holder_level = SSTM_EXEC_HOLDER_LEVEL_DEFAULT;
   return 0;
 }
 
@@ -128,6 +129,11 @@ static int check_cfg(const sstm_exec_config_t *c) {
   if (c->reserve_pct > SSTM_EXEC_RESERVE_PCT_MAX) {
     sstm__set_error("sstm_exec_create: reserve_pct %u out of range 0..%u", c->reserve_pct,
                     SSTM_EXEC_RESERVE_PCT_MAX);
+    return SSTM_EINVAL;
+  }
+  if (c->holder_level != 0 && c->holder_level >= c->levels) {
+    sstm__set_error("sstm_exec_create: holder_level %u: 0 (off) or a level 1..%u (levels %u)",
+                    c->holder_level, c->levels - 1, c->levels);
     return SSTM_EINVAL;
   }
   if (c->c_max > 1000000u) {
@@ -290,6 +296,14 @@ void sstm__x_preemption_check(void) {
     p = pmax;
   else if (ex->cfg.lazy_promotion && p < pmax)
     p++;
+  /* A lock holder is raised to holder_level (its conflicts kill it while
+   * it is paused: resumed sooner, it is exposed for less). */
+  const bool promoted = p != c->prio;
+  bool raised = false;
+  if (ex->cfg.holder_level > p && sstm__exec_holds_locks(c->desc)) {
+    p = ex->cfg.holder_level;
+    raised = true;
+  }
   /* Decide under the lock and take the entry this worker switches for:
    * several workers may be asked for one request, and the peeks above
    * may all have seen it; only the one that takes it switches. The
@@ -304,6 +318,19 @@ void sstm__x_preemption_check(void) {
     sstm__xq_unlock(&ex->q);
     return;
   }
+  /* Raised to or above what waits (and no transaction paused at that
+   * level would go first): it would be resumed at once, so it is not
+   * paused at all; it runs on at the raised level, where the submitters
+   * (cur_prio, under this lock) no longer ask it for requests at or below
+   * it. The request waits for a worker. */
+  if (raised && ((int)p > top || ((int)p == top && !sstm__xq_has_hot(&ex->q, (unsigned)top)))) {
+    c->prio = p;
+    atomic_store_explicit(&w->cur_prio, (int)p, memory_order_relaxed);
+    sstm__xq_unlock(&ex->q);
+    sstm__exec_set_priority(c->desc, (int)p);
+    atomic_fetch_add_explicit(&w->holder_kept, 1, memory_order_relaxed);
+    return;
+  }
   sstm_xq_node_t *next = NULL;
   if ((int)p < top || ((int)p == top && sstm__xq_has_hot(&ex->q, (unsigned)top))) {
     next = sstm__xq_pop(&ex->q, NULL, NULL);
@@ -313,8 +340,9 @@ void sstm__x_preemption_check(void) {
   w->next = next;
   c->preempts++;
   sstm_xlevel_t *lv = &ex->lv[c->birth];
+  if (promoted) atomic_fetch_add_explicit(&lv->promotions, 1, memory_order_relaxed);
+  if (raised) atomic_fetch_add_explicit(&w->holder_raises, 1, memory_order_relaxed);
   if (p != c->prio) {
-    atomic_fetch_add_explicit(&lv->promotions, 1, memory_order_relaxed);
     c->prio = p;
     sstm__exec_set_priority(c->desc, (int)p);
   }
@@ -982,7 +1010,7 @@ int sstm_exec_describe(sstm_exec_t *ex, char *buf, size_t len) {
     return SSTM_EINVAL;
   }
   uint64_t sig = 0, ref = 0, chk = 0, sw = 0, dec = 0, ho = 0, inh = 0, pas = 0, fb = 0, fbd = 0,
-           fbf = 0;
+           fbf = 0, hr = 0, hk = 0;
   for (unsigned i = 0; i < ex->nworkers; i++) {
     sig += atomic_load_explicit(&ex->workers[i].signals, memory_order_relaxed);
     ref += atomic_load_explicit(&ex->workers[i].refused, memory_order_relaxed);
@@ -995,6 +1023,8 @@ int sstm_exec_describe(sstm_exec_t *ex, char *buf, size_t len) {
     fb += atomic_load_explicit(&ex->workers[i].fallbacks, memory_order_relaxed);
     fbd += atomic_load_explicit(&ex->workers[i].fallbacks_disarmed, memory_order_relaxed);
     fbf += atomic_load_explicit(&ex->workers[i].fallbacks_fired, memory_order_relaxed);
+    hr += atomic_load_explicit(&ex->workers[i].holder_raises, memory_order_relaxed);
+    hk += atomic_load_explicit(&ex->workers[i].holder_kept, memory_order_relaxed);
   }
   const sstm_exec_config_t *c = &ex->cfg;
   char cmax[16];
@@ -1002,23 +1032,23 @@ int sstm_exec_describe(sstm_exec_t *ex, char *buf, size_t len) {
     snprintf(cmax, sizeof cmax, "%u", c->c_max);
   else
     snprintf(cmax, sizeof cmax, "inf");
-  int n = snprintf(buf, buf ? len : 0,
-                   "exec workers=%u contexts=%u stack=%uKiB levels=%u preempt=%s "
-                   "poll-fallback=%uus tick=%uus c_max=%s lazy=%d paused-conflict=%s facility=%s "
-                   "table=%s signals=%llu refused=%llu checks=%llu switches=%llu declined=%llu "
-                   "handovers=%llu inherits=%llu passed=%llu reserve=%u%% fallbacks=%llu "
-                   "fallbacks-disarmed=%llu "
-                   "fallbacks-fired=%llu",
-                   ex->nworkers, c->contexts, c->stack_kb, c->levels,
-                   sstm_exec_preempt_name(c->preempt), c->poll_fallback_us, c->tick_us, cmax,
-                   (int)c->lazy_promotion,
-                   c->paused_conflict == SSTM_EXEC_PAUSED_CONFLICT_HANDOVER  ? "handover"
-                   : c->paused_conflict == SSTM_EXEC_PAUSED_CONFLICT_INHERIT ? "inherit"
-                                                                             : "takeover",
-                   sstm__xp_facility(ex), ex->stt ? "yes" : "no", (unsigned long long)sig,
-                   (unsigned long long)ref, (unsigned long long)chk, (unsigned long long)sw,
-                   (unsigned long long)dec, (unsigned long long)ho, (unsigned long long)inh,
-                   (unsigned long long)pas, c->reserve_pct, (unsigned long long)fb,
-                   (unsigned long long)fbd, (unsigned long long)fbf);
+  int n = snprintf(
+      buf, buf ? len : 0,
+      "exec workers=%u contexts=%u stack=%uKiB levels=%u preempt=%s "
+      "poll-fallback=%uus tick=%uus c_max=%s lazy=%d paused-conflict=%s facility=%s "
+      "table=%s signals=%llu refused=%llu checks=%llu switches=%llu declined=%llu "
+      "handovers=%llu inherits=%llu passed=%llu reserve=%u%% fallbacks=%llu "
+      "fallbacks-disarmed=%llu "
+      "fallbacks-fired=%llu holder-level=%u holder-raises=%llu holder-kept=%llu",
+      ex->nworkers, c->contexts, c->stack_kb, c->levels, sstm_exec_preempt_name(c->preempt),
+      c->poll_fallback_us, c->tick_us, cmax, (int)c->lazy_promotion,
+      c->paused_conflict == SSTM_EXEC_PAUSED_CONFLICT_HANDOVER  ? "handover"
+      : c->paused_conflict == SSTM_EXEC_PAUSED_CONFLICT_INHERIT ? "inherit"
+                                                                : "takeover",
+      sstm__xp_facility(ex), ex->stt ? "yes" : "no", (unsigned long long)sig,
+      (unsigned long long)ref, (unsigned long long)chk, (unsigned long long)sw,
+      (unsigned long long)dec, (unsigned long long)ho, (unsigned long long)inh,
+      (unsigned long long)pas, c->reserve_pct, (unsigned long long)fb, (unsigned long long)fbd,
+      (unsigned long long)fbf, c->holder_level, (unsigned long long)hr, (unsigned long long)hk);
   return n;
 }

@@ -70,7 +70,8 @@ typedef struct sstm_xworker {
    * whenever the worker takes a context (the pop in its loop, the entry a
    * preemption check takes), so that a submitter, which chooses under the
    * same lock, never misses a worker that has taken a context but not
-   * started it yet; set to -1 without the lock when a context leaves the
+   * started it yet (and by a check that keeps a lock holder running at
+   * cfg.holder_level, under the lock too); set to -1 without the lock when a context leaves the
    * worker and nothing is taken next (the worker then pops under the lock,
    * which serves whatever was pushed meanwhile). */
   _Atomic int cur_prio;
@@ -124,6 +125,10 @@ typedef struct sstm_xworker {
    * it was disarmed: the worker reached no preemption point in time, or
    * reached one after the signal was sent) */
   _Atomic uint64_t fallbacks_fired;
+  /* holder_raises: transactions paused holding locks and raised to
+   * cfg.holder_level; holder_kept: checks that kept such a transaction
+   * running because nothing above that level waited */
+  _Atomic uint64_t holder_raises, holder_kept;
 } sstm_xworker_t;
 
 /* Per birth level, summed at each request's end (relaxed atomics). The

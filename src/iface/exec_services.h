@@ -147,6 +147,12 @@ int sstm__exec_mark_paused(sstm_desc_t *d, bool paused);
  * marked). Relaxed, any thread. */
 bool sstm__exec_is_paused(const sstm_desc_t *d);
 
+/* Whether d's attempt holds write locks now (encounter-time locking: it
+ * has written; commit-time locking: only inside its commit). From the
+ * thread d runs on, or while d is detached by the thread that detached it
+ * (the lock set is the owner's; a take-over leaves its count alone). */
+bool sstm__exec_holds_locks(const sstm_desc_t *d);
+
 /* The priority d's transaction carries (sstm_attr_t.priority; what
  * policies and the paused-conflict rule compare), and the executor's change
  * of it (dynamic promotion, [Silvestri17] Section III-C). Set it for the

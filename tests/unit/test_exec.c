@@ -447,8 +447,11 @@ TEST(environment) {
   setenv("SCHEDSTM_EXEC_POLL_FALLBACK_US", "70", 1);
   CHECK_EQ_U(c.reserve_pct, SSTM_EXEC_RESERVE_PCT_DEFAULT);
   setenv("SCHEDSTM_EXEC_RESERVE_PCT", "0", 1);
+  CHECK_EQ_U(c.holder_level, SSTM_EXEC_HOLDER_LEVEL_DEFAULT);
+  setenv("SCHEDSTM_EXEC_HOLDER_LEVEL", "2", 1);
   CHECK_OK(sstm_exec_config_from_env(&c));
   CHECK_EQ_U(c.reserve_pct, 0);
+  CHECK_EQ_U(c.holder_level, 2);
   CHECK_EQ_U(c.levels, 3);
   CHECK_EQ_I(c.preempt, SSTM_EXEC_PREEMPT_POLL);
   CHECK_EQ_U(c.c_max, 0);
@@ -457,13 +460,20 @@ TEST(environment) {
   sstm_exec_t *ex;
   sstm_exec_config_default(&c); /* use_env: create reads them */
   CHECK_OK(sstm_exec_create(&c, &ex));
-  char buf[512];
+  char buf[1024];
   sstm_exec_describe(ex, buf, sizeof buf);
   CHECK_CONTAINS(buf, "workers=1 contexts=5 stack=32KiB levels=3 preempt=poll");
   CHECK_CONTAINS(buf, "c_max=inf lazy=1");
   CHECK_CONTAINS(buf, "reserve=0%");
+  CHECK_CONTAINS(buf, "holder-level=2");
   CHECK_OK(sstm_exec_destroy(ex));
   unsetenv("SCHEDSTM_EXEC_RESERVE_PCT");
+  /* A level above the executor's (levels 3: 0..2) is refused at creation */
+  setenv("SCHEDSTM_EXEC_HOLDER_LEVEL", "3", 1);
+  sstm_exec_config_default(&c);
+  CHECK_RC(sstm_exec_create(&c, &ex), SSTM_EINVAL);
+  CHECK_CONTAINS(sstm_last_error(), "holder_level 3");
+  unsetenv("SCHEDSTM_EXEC_HOLDER_LEVEL");
   setenv("SCHEDSTM_EXEC_PREEMPT", "check-only", 1);
   setenv("SCHEDSTM_EXEC_TICK_US", "200", 1);
   sstm_exec_config_default(&c);
@@ -513,7 +523,7 @@ TEST(environment) {
       {"SCHEDSTM_EXEC_LEVELS", " 3"},      {"SCHEDSTM_EXEC_TICK_US", "5"},
       {"SCHEDSTM_EXEC_LAZY", "yes"},       {"SCHEDSTM_EXEC_CONTEXTS", "0"},
       {"SCHEDSTM_EXEC_WORKERS", "-1"},     {"SCHEDSTM_EXEC_PAUSED_CONFLICT", "wait"},
-      {"SCHEDSTM_EXEC_RESERVE_PCT", "91"},
+      {"SCHEDSTM_EXEC_RESERVE_PCT", "91"}, {"SCHEDSTM_EXEC_HOLDER_LEVEL", "64"},
   };
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     sstm_exec_config_t d;
@@ -527,7 +537,10 @@ TEST(environment) {
     CHECK_CONTAINS(sstm_last_error(), bad[i][0]);
     CHECK_EQ_MEM(&d, &before, sizeof d); /* unchanged */
     CHECK_RC(sstm_exec_create(&d, &ex), SSTM_EINVAL);
-    setenv(bad[i][0], keep, 1);
+    if (old)
+      setenv(bad[i][0], keep, 1);
+    else
+      unsetenv(bad[i][0]); /* "" would be malformed for the next entries */
   }
   CHECK_OK(sstm_shutdown());
 }
