@@ -395,14 +395,17 @@ static inline __attribute__((always_inline)) bool sstm__store_own(sstm__fast_t *
   }
   uint32_t n = ws->n;
   if (n == ws->cap) return false; /* the library grows the log */
-  /* relaxed: contention managers of other threads read n. */
-  __atomic_store_n(&ws->n, n + 1, __ATOMIC_RELAXED);
-  ws->e[n].word = w;
-  ws->e[n].value = (val << sh) & bm;
-  ws->e[n].bmask = bm;
+  struct sstm__wentry *e = &ws->e[n];
+  e->word = w;
+  e->value = (val << sh) & bm;
+  e->bmask = bm;
   s->word = w;
   s->idx = n;
   s->stamp = ws->stamp;
+  /* relaxed: contention managers of other threads read n, as a count only
+   * (never the entries), so it may follow the entry; last, so that the
+   * compiler keeps the stamp and the entries' base in registers across it. */
+  __atomic_store_n(&ws->n, n + 1, __ATOMIC_RELAXED);
   return true;
 }
 #endif
