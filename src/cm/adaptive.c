@@ -63,12 +63,15 @@
  * at the thread's first begin after its slice, before it sleeps (ser-block)
  * behind a winner that holds no place, and a waiter reclaims it
  * from a thread that stopped beginning transactions once its slice is
- * over (cm/admit.c; docs/design/admission.md). The gate needs an
+ * over (cm/admit.c; docs/design/admission.md). A gate that leaves the
+ * CPUs idle (the kernel may queue two of the few threads it keeps
+ * runnable on one CPU) is tried against none and held off if that is
+ * faster (gate_idle_allows; docs/design/admission.md (A4)). The gate needs an
  * admission hook at begin; adaptive has none in its table and switches
  * the engine's run-time admission hook (sstm__cm_admit_hook) on per thread
- * at its next abort in the regime, and off at its first begin after it:
- * outside the regime a begin costs what it costs without a policy hook,
- * and adaptive has no commit hook at all.
+ * at its next abort in the regime, and off at its first begin after it
+ * or while the gate is held off: then a begin costs what it costs without
+ * a policy hook, and adaptive has no commit hook at all.
  *
  * A probe runs six windows alternating the challenger (os_prio or yield;
  * ser-block for long update-heavy transactions) and the default (ser-block;
@@ -225,6 +228,15 @@ enum { A_SWITCHES = 4, A_EVALUATIONS = 5, A_SLICE_CHANGES = 6 };
 #define NONDET_SHARE 0.30   /* share of retries on another path: non-deterministic */
 #define UPD_ENTER 0.67      /* long transactions: update commits that make os_prio the default */
 #define UPD_LEAVE 0.50      /* ... and below which ser-block is again */
+/* The gate's idle CPUs (gate_idle_allows): judged over this many windows
+ * of the gate admitting (with 10 ms clock ticks, 200 ms of 2 CPUs are 40
+ * ticks) ... */
+#define GATE_IDLE_WINDOWS 10
+/* ... a share of the CPUs' time idle at or above this turns it off ... */
+#define GATE_IDLE_MAX 0.05
+/* ... if it is then faster without: for this many windows, doubled at
+ * each such trial in a row (up to HOLD_MAX) */
+#define GATE_IDLE_HOLD 50
 /* state_size must be known before init: an upper bound, checked at init
  * against the sub-policies' sizes. */
 #define ADAPTIVE_STATE_MAX 512
@@ -290,7 +302,7 @@ static struct {
   /* a window too small to judge, carried over; pend_cpu is the CPU time of
    * the threads that ran transactions, UINT64_MAX when some could not be
    * read (then the window is judged without it) */
-  uint64_t pend_c, pend_u, pend_a, pend_ns, pend_cpu;
+  uint64_t pend_c, pend_u, pend_a, pend_ns, pend_cpu, pend_idle;
   unsigned registered; /* descriptors initialised and not finished */
   bool evaluated;      /* a window has been judged */
   bool over;           /* regime: more threads than CPUs */
@@ -299,12 +311,25 @@ static struct {
   bool upd_heavy;           /* long ones: most commits are updates (os_prio the default) */
   bool cpus_ours;           /* our threads keep most of the CPUs busy (OURS_ENTER, OURS_LEAVE) */
   sstm__admit_judge_t gate; /* the admission gate's decision (sstm__admit_decide) */
-  double nondet;            /* share of compared retries that took another path */
+  /* The gate's idle CPUs (gate_idle_allows): the CPUs' idle time at the
+   * last evaluation (idle_prev, 0: none), what the windows of the gate
+   * admitting added up since the last verdict, the last verdict's share,
+   * and the windows the gate stays off (and the last such hold). */
+  uint64_t idle_prev, gi_idle, gi_ns, gi_c;
+  unsigned idle_ncpu, gi_win;
+  int gi_phase;         /* GI_JUDGE, GI_TRIAL (the gate off), GI_HOLD (as decided) */
+  unsigned gi_hold;     /* GI_HOLD: windows left */
+  bool gi_hold_on;      /* GI_HOLD: the gate admits */
+  unsigned gi_off_len;  /* the next hold with the gate off (doubling while it wins) */
+  double gate_idle;     /* the last verdict's idle share (< 0: none yet) */
+  double gi_on, gi_off; /* commit rates with the gate and without, at the last trial */
+  double test_idle;     /* sstm__adaptive_feed_idle: the share fed, < 0: none */
+  double nondet;        /* share of compared retries that took another path */
   unsigned len_streak;
   int probe_pos;          /* next probe window, -1: not probing */
   int probe_a, probe_b;   /* the regime's challenger and default */
   unsigned probe_threads; /* threads when the last probe started */
-  char regime[192];       /* what the last window showed */
+  char regime[256];       /* what the last window showed */
   unsigned probe_n[NSUB]; /* windows of each policy in the current probe */
   /* The evidence of the regime's probes, per policy: the sums of the
    * commit rates of its probe windows, of their squares, and of the
@@ -317,7 +342,7 @@ static struct {
   unsigned hold_len;         /* the hold after the last probe */
   int last_pick;             /* that probe's choice, -1: none in this regime */
   unsigned yield_bad;        /* consecutive windows of yield not serialising */
-  char reason[256];          /* why `cur` was chosen */
+  char reason[384];          /* why `cur` was chosen */
   uint64_t slice_ns;         /* the time slice transaction length is judged against */
   uint64_t default_slice_ns; /* the kernel's default (set_slice) */
   double long_ns;            /* slice_ns / LONG_TX_DIV */
@@ -337,6 +362,18 @@ static sstm_cm_ctx_t gate_ctx(sstm_cm_ctx_t *ctx) { return sstm__cm_part_ctx(ctx
 static void verdict_forget(void) {
   G.hold_len = HOLD_WINDOWS;
   G.last_pick = -1;
+}
+
+enum { GI_JUDGE, GI_TRIAL, GI_HOLD };
+
+/* Under G.lock: the gate's idle evidence and hold go with its regime. */
+static void gate_idle_reset(void) {
+  G.gi_idle = G.gi_ns = G.gi_c = 0;
+  G.gi_win = G.gi_hold = 0;
+  G.gi_phase = GI_JUDGE;
+  G.gi_hold_on = true;
+  G.gi_off_len = GATE_IDLE_HOLD;
+  G.gate_idle = G.gi_on = G.gi_off = -1.0;
 }
 
 static int adaptive_init(const sstm_config_t *cfg) {
@@ -384,10 +421,13 @@ static int adaptive_init(const sstm_config_t *cfg) {
   G.base_mask = nb - 1;
   G.base_n = 0;
   G.win = 1;
-  G.pend_c = G.pend_u = G.pend_a = G.pend_ns = G.pend_cpu = 0;
+  G.pend_c = G.pend_u = G.pend_a = G.pend_ns = G.pend_cpu = G.pend_idle = 0;
   G.registered = 0;
   G.evaluated = G.over = G.longtx = G.upd_heavy = G.cpus_ours = false;
   G.gate = (sstm__admit_judge_t){.sticky = true};
+  G.idle_prev = 0;
+  G.test_idle = -1.0;
+  gate_idle_reset();
   G.nondet = 0.0;
   G.under_streak = G.len_streak = G.hold = G.yield_bad = 0;
   G.probe_pos = -1;
@@ -421,12 +461,14 @@ static void adaptive_fini(void) {
   pthread_mutex_unlock(&G.lock);
 }
 
+static const char *gate_detail(void);
+
 static int adaptive_describe(char *buf, size_t len) {
   pthread_mutex_lock(&G.lock);
-  int n =
-      snprintf(buf, len, "current=%s gate=%s long>%.0fus reason=%s",
-               subs[atomic_load_explicit(&G.cur, RLX)]->name,
-               atomic_load_explicit(&G.gate_want, RLX) ? "on" : "off", G.long_ns / 1e3, G.reason);
+  int n = snprintf(buf, len, "current=%s gate=%s%s long>%.0fus reason=%s",
+                   subs[atomic_load_explicit(&G.cur, RLX)]->name,
+                   atomic_load_explicit(&G.gate_want, RLX) ? "on" : "off", gate_detail(),
+                   G.long_ns / 1e3, G.reason);
   pthread_mutex_unlock(&G.lock);
   return n;
 }
@@ -615,11 +657,96 @@ static const char *slice_note(void) {
   return buf;
 }
 
+/* Under G.lock, in the gate's regime (short transactions, more threads
+ * than CPUs, conflicts frequent): whether the gate admits in the next
+ * window, from this one's commits and the CPUs' idle time `idle_ns` in its
+ * `ns` (UINT64_MAX: unknown). With as many places as CPUs the gate keeps
+ * about as many threads runnable as there are CPUs, and the kernel often
+ * leaves one of them queued behind another on one CPU while the other CPU
+ * idles, up to a scheduler tick: a woken successor placed on the busy CPU,
+ * a holder preempted there (docs/benchmarks.md, "The gate's idle CPUs").
+ * Without the gate every CPU has threads of ours to run. So:
+ *   GI_JUDGE  the gate admits; over GATE_IDLE_WINDOWS windows its idle
+ *             time and commit rate are summed. Under GATE_IDLE_MAX of the
+ *             CPUs' time idle (a host whose other programs take what the
+ *             gate leaves, too) it goes on admitting; else
+ *   GI_TRIAL  it stops for as many windows (the threads' hooks go off at
+ *             their next begin: they run as without the gate), and the
+ *             two commit rates are compared, both in a steady state (the
+ *             gate had reached the threads that abort; without it, every
+ *             thread is reached at once);
+ *   GI_HOLD   the faster is held: without the gate only if more than
+ *             PROBE_MARGIN ahead, for GATE_IDLE_HOLD windows doubled at
+ *             each trial in a row it wins (up to HOLD_MAX); with it for
+ *             GATE_IDLE_HOLD. Then GI_JUDGE again: the host's load changes.
+ */
+static bool gate_idle_allows(uint64_t ns, uint64_t commits, uint64_t idle_ns) {
+  if (G.gi_phase == GI_HOLD) {
+    if (G.gi_hold > 0 && --G.gi_hold > 0) return G.gi_hold_on;
+    G.gi_phase = GI_JUDGE; /* the window after the hold admits and is judged */
+    return true;
+  }
+  bool trial = G.gi_phase == GI_TRIAL;
+  /* A judged window ran with the gate admitting if it was wanted at its
+   * start (a gate that just turned on counts from its next window). */
+  if (!trial && !atomic_load_explicit(&G.gate_want, RLX)) return true;
+  if (!trial && idle_ns == UINT64_MAX) return true;
+  if (!trial) G.gi_idle += idle_ns;
+  G.gi_ns += ns;
+  G.gi_c += commits;
+  if (++G.gi_win < GATE_IDLE_WINDOWS) return !trial;
+  double rate = G.gi_ns ? (double)G.gi_c * 1e9 / (double)G.gi_ns : 0.0;
+  double idle = G.gi_ns ? (double)G.gi_idle / ((double)G.gi_ns * G.ncpu) : 0.0;
+  G.gi_idle = G.gi_ns = G.gi_c = 0;
+  G.gi_win = 0;
+  if (!trial) {
+    G.gate_idle = idle;
+    G.gi_on = rate;
+    if (idle < GATE_IDLE_MAX) return true;
+    G.gi_phase = GI_TRIAL;
+    return false;
+  }
+  G.gi_off = rate;
+  G.gi_phase = GI_HOLD;
+  G.gi_hold_on = !(G.gi_off > G.gi_on * PROBE_MARGIN);
+  if (G.gi_hold_on) {
+    G.gi_hold = GATE_IDLE_HOLD;
+    G.gi_off_len = GATE_IDLE_HOLD;
+  } else {
+    G.gi_hold = G.gi_off_len;
+    G.gi_off_len = G.gi_off_len * 2 > HOLD_MAX ? HOLD_MAX : G.gi_off_len * 2;
+  }
+  return G.gi_hold_on;
+}
+
+/* Under G.lock: the gate's idle verdicts, as the reason and
+ * sstm_describe show them: "" before the first, else the last verdict's
+ * idle share and, after a trial, the two commit rates. */
+static const char *gate_detail(void) {
+  static char buf[80];
+  buf[0] = '\0';
+  if (G.gate_idle < 0) return buf;
+  int n = snprintf(buf, sizeof buf, " gate-idle=%.2f", G.gate_idle);
+  if (G.gi_off >= 0 && n > 0 && (size_t)n < sizeof buf)
+    snprintf(buf + n, sizeof buf - (size_t)n, " with=%.0f/s without=%.0f/s", G.gi_on, G.gi_off);
+  return buf;
+}
+
+/* Under G.lock: the gate, as the regime shows it: "" (not its regime),
+ * " gate" (on), " gate-off" (off for its idle CPUs: on trial or held), and
+ * gate_detail. */
+static const char *gate_note(bool regime, bool on) {
+  static char buf[96];
+  if (!regime) return "";
+  snprintf(buf, sizeof buf, " gate%s%s", on ? "" : "-off", gate_detail());
+  return buf;
+}
+
 /* Under G.lock: fold one window into the decision. cpu_ns: the CPU time
  * the threads that ran transactions used in it, or UINT64_MAX when it could
  * not be read (then they are taken to have kept min(threads, CPUs) busy). */
 static void decide(sstm_cm_ctx_t *ctx, uint64_t ns, uint64_t commits, uint64_t updates,
-                   uint64_t aborts, unsigned threads, uint64_t cpu_ns) {
+                   uint64_t aborts, unsigned threads, uint64_t cpu_ns, uint64_t idle_ns) {
   double nondet = G.nondet;
   bool first = !G.evaluated, was_over = G.over;
   G.evaluated = true;
@@ -682,8 +809,12 @@ static void decide(sstm_cm_ctx_t *ctx, uint64_t ns, uint64_t commits, uint64_t u
    * since under the gate conflicts are those of as many threads as CPUs).
    * It leaves with the regime. */
   bool gate = G.over && !G.longtx && sstm__admit_decide(&G.gate, commits, aborts, threads, G.ncpu);
-  if (!gate) G.gate = (sstm__admit_judge_t){.sticky = true};
-  gate_want(gate);
+  bool gate_on = gate && gate_idle_allows(ns, commits, idle_ns);
+  if (!gate) {
+    G.gate = (sstm__admit_judge_t){.sticky = true};
+    gate_idle_reset();
+  }
+  gate_want(gate_on);
   if (G.longtx) {
     want_slice(EXT_SLICE_NS);
     const char *slice = slice_note();
@@ -705,7 +836,7 @@ static void decide(sstm_cm_ctx_t *ctx, uint64_t ns, uint64_t commits, uint64_t u
    * that our threads have to themselves (the file comment). */
   want_slice(G.over && G.cpus_ours ? OVER_SLICE_NS : 0);
   snprintf(G.regime, sizeof G.regime, "%s short-tx=%.2fus nondet=%.2f%s%s", seen, len / 1e3, nondet,
-           slice_note(), gate ? " gate" : "");
+           slice_note(), gate_note(gate, gate_on));
   if (!G.over) {
     G.probe_a = G.probe_b = -1;
     snprintf(G.reason, sizeof G.reason, "%s", G.regime);
@@ -795,6 +926,23 @@ static unsigned scan_counts(uint64_t *commits, uint64_t *updates, uint64_t *abor
   return active;
 }
 
+/* Under G.lock: the CPUs' idle time since the last evaluation (UINT64_MAX:
+ * unknown), read only in the regime where the gate may run (a file read
+ * per window, by the evaluator; elsewhere the next reading is the
+ * baseline). */
+static uint64_t idle_since(void) {
+  uint64_t v;
+  unsigned n;
+  if (!G.over || G.longtx || !sstm__cpus_idle_ns(&v, &n)) {
+    G.idle_prev = 0;
+    return UINT64_MAX;
+  }
+  uint64_t d = G.idle_prev && n == G.idle_ncpu && v >= G.idle_prev ? v - G.idle_prev : UINT64_MAX;
+  G.idle_prev = v;
+  G.idle_ncpu = n;
+  return d;
+}
+
 /* The thread that closes a window (CAS on its start) evaluates it. */
 static void maybe_evaluate(sstm_cm_ctx_t *ctx) {
   /* start before now: read the other way round, a window closed by
@@ -825,6 +973,8 @@ static void maybe_evaluate(sstm_cm_ctx_t *ctx) {
     G.pend_a += a;
     G.pend_ns += span;
     G.pend_cpu = cpu == UINT64_MAX || G.pend_cpu == UINT64_MAX ? UINT64_MAX : G.pend_cpu + cpu;
+    uint64_t idle = idle_since();
+    G.pend_idle = idle == UINT64_MAX || G.pend_idle == UINT64_MAX ? UINT64_MAX : G.pend_idle + idle;
     /* Judged with enough events, over at least half a window (a span cut
      * short by a delayed evaluator before this one is carried over). */
     if (G.pend_c + G.pend_a >= MIN_EVENTS &&
@@ -839,9 +989,9 @@ static void maybe_evaluate(sstm_cm_ctx_t *ctx) {
         G.nondet = cmp ? (double)(dif < cmp ? dif : cmp) / (double)cmp : 0.0;
       }
       sstm_cm_count(ctx, A_EVALUATIONS, 1);
-      decide(ctx, G.pend_ns, G.pend_c, G.pend_u, G.pend_a, threads, G.pend_cpu);
+      decide(ctx, G.pend_ns, G.pend_c, G.pend_u, G.pend_a, threads, G.pend_cpu, G.pend_idle);
       judged = true; /* the reason carries the window's figures: republish */
-      G.pend_c = G.pend_u = G.pend_a = G.pend_ns = G.pend_cpu = 0;
+      G.pend_c = G.pend_u = G.pend_a = G.pend_ns = G.pend_cpu = G.pend_idle = 0;
     }
   }
   pthread_mutex_unlock(&G.lock);
@@ -1057,7 +1207,8 @@ int sstm__adaptive_feed(uint64_t ns, uint64_t commits, uint64_t updates, uint64_
                         size_t len) {
   pthread_mutex_lock(&G.lock);
   G.ncpu = ncpu;
-  decide(NULL, ns, commits, updates, aborts, threads, cpu_ns);
+  uint64_t idle = G.test_idle < 0 ? UINT64_MAX : (uint64_t)(G.test_idle * (double)ns * ncpu);
+  decide(NULL, ns, commits, updates, aborts, threads, cpu_ns, idle);
   int cur = atomic_load_explicit(&G.cur, RLX);
   if (reason) snprintf(reason, len, "%s", G.reason);
   pthread_mutex_unlock(&G.lock);
@@ -1069,6 +1220,12 @@ const char *sstm__adaptive_sub_name(int i) { return i >= 0 && i < NSUB ? subs[i]
 uint64_t sstm__adaptive_window_ns(void) { return atomic_load_explicit(&G.window_ns, RLX); }
 
 uint64_t sstm__adaptive_slice_want_ns(void) { return atomic_load_explicit(&G.slice_want, RLX); }
+
+void sstm__adaptive_feed_idle(double share) {
+  pthread_mutex_lock(&G.lock);
+  G.test_idle = share;
+  pthread_mutex_unlock(&G.lock);
+}
 
 const sstm_cm_ops_t sstm__cm_adaptive = {
     .name = "adaptive",

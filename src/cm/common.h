@@ -167,6 +167,9 @@ const char *sstm__adaptive_sub_name(int i);
 uint64_t sstm__adaptive_window_ns(void);
 /* the custom slice adaptive wants its threads to take, 0: none */
 uint64_t sstm__adaptive_slice_want_ns(void);
+/* the share of the CPUs' time idle in every window sstm__adaptive_feed
+ * judges from now on (below 0: unknown, the default after init) */
+void sstm__adaptive_feed_idle(double share);
 
 /* admit's decision (cm/admit.c), a test seam (tests/internal/admit_decide.c):
  * the gate's state across windows, and one window judged from its

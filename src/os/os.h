@@ -40,6 +40,14 @@ bool sstm__thread_cpu_ns(int tid, uint64_t *ns);
  * online CPUs if that cannot be read), at least 1. A system call: not for
  * hot paths. */
 unsigned sstm__cpus_allowed(void);
+/* The idle time, in ns, summed over the CPUs this process may run on (its
+ * affinity mask), since boot: the kernel's idle and iowait counts of each
+ * such CPU in /proc/stat (time in which the CPU ran nothing; kept in
+ * clock ticks, 10 ms by default, so only differences over many ticks
+ * mean much). *ncpu gets the number of CPUs summed. False if the file
+ * cannot be read or lists none of them. Opens and reads a file: not for
+ * hot paths. */
+bool sstm__cpus_idle_ns(uint64_t *ns, unsigned *ncpu);
 /* One delay point of the race-widening build (SCHEDSTM_RANDOM_DELAY), from
  * a random number r: yields the CPU at one point in 2^shift, sleeps up to
  * 50 us at one in 2^(shift+5). */

@@ -5,6 +5,7 @@
  * in core/os_glue.c. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdlib.h>
@@ -24,6 +25,51 @@ unsigned sstm__cpus_allowed(void) {
     return (unsigned)CPU_COUNT(&set);
   long n = sysconf(_SC_NPROCESSORS_ONLN);
   return n > 0 ? (unsigned)n : 1u;
+}
+
+bool sstm__cpus_idle_ns(uint64_t *ns, unsigned *ncpu) {
+  cpu_set_t set;
+  bool masked = sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0;
+  long tck = sysconf(_SC_CLK_TCK);
+  if (tck <= 0) tck = 100;
+  int fd = open("/proc/stat", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  /* The per-CPU lines follow the total; a host with more CPUs than fit
+   * is read up to what fits (its later CPUs are left out of both sums). */
+  char buf[16384];
+  size_t len = 0;
+  for (;;) {
+    ssize_t r = read(fd, buf + len, sizeof buf - 1 - len);
+    if (r <= 0) break;
+    len += (size_t)r;
+    if (len == sizeof buf - 1) break;
+  }
+  close(fd);
+  buf[len] = '\0';
+  uint64_t ticks = 0;
+  unsigned n = 0;
+  for (char *line = buf; line && *line; line = strchr(line, '\n'), line = line ? line + 1 : NULL) {
+    /* "cpuN user nice system idle iowait ..." (the total line has no N) */
+    if (strncmp(line, "cpu", 3) != 0 || line[3] < '0' || line[3] > '9') continue;
+    char *p = line + 3;
+    unsigned long cpu = strtoul(p, &p, 10);
+    unsigned long long f[5];
+    int k = 0;
+    for (; k < 5; k++) {
+      char *q;
+      f[k] = strtoull(p, &q, 10);
+      if (q == p) break;
+      p = q;
+    }
+    if (k < 5) continue; /* a line cut short at the buffer's end */
+    if (masked && (cpu >= CPU_SETSIZE || !CPU_ISSET(cpu, &set))) continue;
+    ticks += f[3] + f[4];
+    n++;
+  }
+  if (n == 0) return false;
+  *ns = ticks * (1000000000ull / (uint64_t)tck);
+  *ncpu = n;
+  return true;
 }
 
 /* sched_attr as in linux/sched/types.h (glibc 2.36 has no wrapper). */

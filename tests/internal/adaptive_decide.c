@@ -771,6 +771,76 @@ TEST(gate_hook_off_at_one_thread_and_on_in_the_regime) {
   stop();
 }
 
+/* What sstm_describe says of the policy (a static buffer). */
+static const char *described(void) {
+  static char d[1024];
+  CHECK_GT_I(sstm_describe(d, sizeof d), 0);
+  return d;
+}
+
+/* One window at `with` commits per second if the gate admits in it, else
+ * at `without`, whatever the sub-policy; returns the next choice. */
+static const char *feed_gate(double with, double without) {
+  rate_other = rate_ser_block = rate_os_prio = gate_described_on() ? with : without;
+  return feed(64, 2);
+}
+
+/* n windows (feed_gate); the gate admits after each of them as `on` says. */
+static void gate_windows(unsigned n, double with, double without, bool on) {
+  for (unsigned i = 0; i < n; i++) {
+    feed_gate(with, without);
+    CHECK_MSG(gate_described_on() == on, "window %u of %u: gate %s, expected %s: %s", i + 1, n,
+              on ? "off" : "on", on ? "on" : "off", described());
+  }
+}
+
+/* The gate's idle CPUs (gate_idle_allows): 10 windows of the gate with
+ * 15 % of the CPUs' time idle start a trial of 10 windows without it; the
+ * faster is held (without it, 50 windows; with it, 50), then it is judged
+ * again; 2 % idle keeps it without a trial. The threads' hooks go off at
+ * their next begin while the gate is off, and abort do not switch them on.
+ * Windows, their idle time and rates fed by hand: no timing. */
+TEST(a_gate_that_leaves_cpus_idle_is_tried_against_none) {
+  start();
+  sstm_desc_t *me = sstm_self();
+  CHECK_NOT_NULL(me);
+  cpu_share = 0.4; /* no long slice: not what this test is about */
+  sstm__adaptive_feed_idle(0.15);
+  gate_windows(1, 5e6, 10e6, true); /* the regime's first window turns it on */
+  gate_run(1);
+  CHECK_TRUE(sstm__cm_admit_hook_on(me));
+  gate_windows(9, 5e6, 10e6, true);
+  CHECK_MSG(strstr(described(), "gate-idle") == NULL, "judged before 10 windows: %s", described());
+  gate_windows(1, 5e6, 10e6, false); /* the tenth: 15 % idle, the trial */
+  CHECK_CONTAINS(described(), "gate=off gate-idle=0.15 long");
+  gate_run(0); /* the hook switches itself off at this begin */
+  CHECK_FALSE(sstm__cm_admit_hook_on(me));
+  gate_windows(9, 5e6, 10e6, false);
+  gate_windows(1, 5e6, 10e6, false); /* the trial's end: without it, 2x */
+  CHECK_CONTAINS(described(), "gate=off gate-idle=0.15 with=5000000/s without=10000000/s");
+  gate_run(1); /* held off: an abort does not switch the hook on */
+  CHECK_FALSE(sstm__cm_admit_hook_on(me));
+  gate_windows(49, 5e6, 10e6, false);
+  /* the hold's end: the gate admits again, to be judged; now it is the
+   * faster one, and is held after its trial */
+  gate_windows(1, 10e6, 5e6, true);
+  gate_windows(9, 10e6, 5e6, true);
+  gate_windows(1, 10e6, 5e6, false); /* 15 % idle again: the trial */
+  gate_windows(9, 10e6, 5e6, false);
+  gate_windows(1, 10e6, 5e6, true);
+  CHECK_CONTAINS(described(), "gate=on gate-idle=0.15 with=10000000/s without=5000000/s");
+  gate_run(1);
+  CHECK_TRUE(sstm__cm_admit_hook_on(me));
+  gate_windows(49, 10e6, 5e6, true);
+  /* judged again with 2 % idle: no trial */
+  sstm__adaptive_feed_idle(0.02);
+  gate_windows(1 + 10 + 10, 10e6, 5e6, true);
+  CHECK_CONTAINS(described(), "gate=on gate-idle=0.02 with=10000000/s without=5000000/s");
+  sstm__adaptive_feed_idle(-1.0);
+  cpu_share = 1.0;
+  stop();
+}
+
 /* A thread that holds a place and loses a conflict gives the place back
  * before it sleeps behind the winner (ser-block, the sub-policy chosen
  * here): a place is for a thread that runs transactions. One place, a

@@ -10,6 +10,7 @@
 #include <semaphore.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -400,6 +401,63 @@ TEST(thread_cpu_time_is_the_threads_cpu_clock) {
   CHECK_FALSE(sstm__thread_cpu_ns(getppid(), &n)); /* another process */
   CHECK_FALSE(sstm__thread_cpu_ns(0, &n));
   CHECK_FALSE(sstm__thread_cpu_ns(-1, &n));
+}
+
+/* sstm__cpus_idle_ns (adaptive's judgement of the gate's idle CPUs) sums
+ * /proc/stat's idle and iowait ticks of the CPUs the calling thread may run
+ * on: bracketed by two of its readings, the test's own parse of the file
+ * (sscanf, another code) lies between them, for every allowed CPU and for
+ * one CPU alone (its affinity narrowed, then restored). */
+static bool stat_idle_ns(const cpu_set_t *set, uint64_t *ns, unsigned *n) {
+  FILE *f = fopen("/proc/stat", "r");
+  CHECK_NOT_NULL(f);
+  char line[512];
+  uint64_t ticks = 0;
+  *n = 0;
+  while (fgets(line, sizeof line, f)) {
+    unsigned cpu;
+    unsigned long long user, nice, sys, idle, iowait;
+    if (sscanf(line, "cpu%u %llu %llu %llu %llu %llu", &cpu, &user, &nice, &sys, &idle, &iowait) !=
+        6)
+      continue;
+    if (cpu >= CPU_SETSIZE || !CPU_ISSET(cpu, set)) continue;
+    ticks += idle + iowait;
+    (*n)++;
+  }
+  fclose(f);
+  *ns = ticks * (1000000000ull / (uint64_t)sysconf(_SC_CLK_TCK));
+  return *n > 0;
+}
+
+static void idle_bracket(unsigned want_cpus) {
+  cpu_set_t set;
+  CHECK_EQ_I(sched_getaffinity(0, sizeof set, &set), 0);
+  uint64_t a, b, t;
+  unsigned na, nb, nt;
+  CHECK_TRUE(sstm__cpus_idle_ns(&a, &na));
+  CHECK_TRUE(stat_idle_ns(&set, &t, &nt));
+  CHECK_TRUE(sstm__cpus_idle_ns(&b, &nb));
+  CHECK_EQ_U(na, want_cpus);
+  CHECK_EQ_U(nb, want_cpus);
+  CHECK_EQ_U(nt, want_cpus);
+  CHECK_LE_U(a, t);
+  CHECK_LE_U(t, b);
+}
+
+TEST(cpus_idle_time_sums_the_allowed_cpus_of_proc_stat) {
+  cpu_set_t all, one;
+  CHECK_EQ_I(sched_getaffinity(0, sizeof all, &all), 0);
+  for (int i = 0; i < 20; i++)
+    idle_bracket(sstm__cpus_allowed());
+  int first = 0;
+  while (!CPU_ISSET(first, &all))
+    first++;
+  CPU_ZERO(&one);
+  CPU_SET(first, &one);
+  CHECK_EQ_I(sched_setaffinity(0, sizeof one, &one), 0);
+  for (int i = 0; i < 20; i++)
+    idle_bracket(1);
+  CHECK_EQ_I(sched_setaffinity(0, sizeof all, &all), 0);
 }
 
 SSTM_TEST_MAIN()
