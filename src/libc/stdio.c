@@ -782,6 +782,18 @@ static inline __attribute__((always_inline)) void install(view_t *v) {
   if (ticket) write_ticket(f, v, ticket);
 }
 
+/* This thread installed a version of f without keeping its view (S3): a
+ * view it kept of f before is stale, and must not match own later. (Its
+ * value of own cannot come back on f itself, but f's header may be freed
+ * after a close and reused for another stream, where this thread could
+ * install a version with the same number in the same way.) */
+static void keep_forget(const sstm_file_t *f) {
+  if (tls_keep != NULL && tls_keep->f == f) {
+    view_put(tls_keep);
+    tls_keep = NULL;
+  }
+}
+
 /* After a commit (S3): install the view, and keep it as the thread's
  * view of the stream (tls_keep): its state is now the installed one. */
 static inline void view_commit(view_t *v) {
@@ -800,6 +812,7 @@ static inline void view_commit(view_t *v) {
     v->old[0] = v->old[1] = NULL;
   }
   if (__builtin_expect(!keep, 0)) {
+    keep_forget(v->f); /* closed: its header may be reused for another stream */
     view_put(v);
     return;
   }
@@ -846,6 +859,7 @@ static __attribute__((noinline)) uint64_t wait_iver_slow(sstm_file_t *f, uint64_
     for (view_t *p = tls_views; p; p = p->next)
       if (p->f == f && p->armed && p->own == o) {
         install(p);
+        keep_forget(f); /* see keep_forget */
         break;
       }
   return wait_word(&f->iver, &f->iwaiters, want);
