@@ -37,8 +37,13 @@
 __thread struct sstm_desc *sstm__cur __attribute__((tls_model("initial-exec")));
 /* Aligned as a descriptor: sstm_commit reads the gate word of whatever
  * sstm__fast_cur points at through a struct sstm_desc pointer, a 64-byte
- * aligned type (UBSan reports a misaligned member access otherwise). */
-static _Alignas(64) sstm__fast_t no_desc = {.variant = SSTM__V_NONE};
+ * aligned type (UBSan reports a misaligned member access otherwise). Its
+ * in_hook byte is set, so that the assembly begin (core/begin_x86_64.S),
+ * which starts from this pointer and tests no NULL, sends a begin on a
+ * thread without a descriptor to sstm__begin_other, as it does a begin
+ * inside a hook; sstm_commit sees a gate word other than 1 and add_action
+ * a depth of 0, as for depth 0 alone. */
+static _Alignas(64) sstm__fast_t no_desc = {.variant = SSTM__V_NONE, .in_hook_ = 1};
 SSTM_API __thread sstm__fast_t *sstm__fast_cur __attribute__((tls_model("initial-exec"))) =
     &no_desc;
 

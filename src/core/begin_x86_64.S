@@ -13,8 +13,9 @@
         .text
 
         /* int sstm__begin_ckpt(const sstm_attr_t *attr) -- returns twice.
-         * The outermost begin of SSTM_ATOMIC_BEGIN in one call. One
-         * comparison of the descriptor's gate word with zero (no
+         * The outermost begin of SSTM_ATOMIC_BEGIN in one call. The
+         * thread's never-NULL prefix pointer (SSTM_DESC_FAST_CUR) names the
+         * descriptor. One comparison of its gate word with zero (no
          * transaction, no callback running, no begin-time feature) selects
          * the common begin: save the caller's checkpoint straight into the
          * descriptor (SSTM_CKPT_SAVE, as sstm__ckpt_save does: its saved
@@ -33,10 +34,10 @@
 sstm__begin_ckpt:
         .cfi_startproc
         movq    %rdi, %rsi              /* attr: the C halves' second argument */
-        movq    sstm__cur@gottpoff(%rip), %rax
-        movq    %fs:(%rax), %rdi        /* the thread's descriptor, or NULL */
-        testq   %rdi, %rdi
-        jz      2f
+        movq    SSTM_DESC_FAST_CUR@gottpoff(%rip), %rax
+        /* the thread's descriptor, or the static prefix of a thread
+         * without one, whose gate word sends it to 2 below */
+        movq    %fs:(%rax), %rdi
         cmpl    $0, SSTM_DESC_OFF_GATE(%rdi)
         jne     1f
         SSTM_CKPT_SAVE SSTM_DESC_OFF_CKPT, %rdi

@@ -16,4 +16,13 @@
 #define SSTM_DESC_GATE_NESTED 0x00ffffff /* depth and in_hook */
 #define SSTM_DESC_OFF_CKPT 0xd0          /* sstm_ckpt_t ckpt */
 
+/* The thread-local pointer the begin starts from: sstm__fast_cur of
+ * schedstm/inline.h under its exported name, which carries the inline
+ * generation (txn.c checks SSTM_DESC_INLINE_ABI against SSTM__INLINE_ABI;
+ * a stale name fails the link). It is never NULL: a thread without a
+ * descriptor has a static prefix whose gate word is under
+ * SSTM_DESC_GATE_NESTED (core/barrier.c). */
+#define SSTM_DESC_INLINE_ABI 2
+#define SSTM_DESC_FAST_CUR sstm__fast_cur_abi2
+
 #endif /* SSTM_CORE_DESC_OFFSETS_H */

@@ -95,11 +95,14 @@ static inline uint64_t sstm_st_with_state(uint64_t st, enum sstm_state s) {
   return (st & ~SSTM_ST_STATE_MASK) | (uint64_t)s;
 }
 static inline uint64_t sstm_st_serial(uint64_t st) { return st >> 8; }
-/* The status of the next attempt, ACTIVE: serial + 1, no flags, whatever
- * the state and flags of st (two instructions: the low byte is state and
- * flags, the serial starts at bit 8). */
+/* The status of the next attempt, ACTIVE: serial + 1, no flags, from the
+ * IDLE status st that the last attempt's end stored. One addition: that
+ * low byte is IDLE without flags, as every end of an attempt stores it
+ * (sstm_st_make, or sstm_st_with_state of a running status without flags),
+ * and nobody else changes an IDLE status (watchers and sleepers set their
+ * flags by CAS from a running state, sstm__kill from ACTIVE). */
 static inline uint64_t sstm_st_next_active(uint64_t st) {
-  return (st | 0xffull) + 1 + (uint64_t)SSTM_ST_ACTIVE; /* the +1 carries into the serial */
+  return st + (1ull << 8) + (uint64_t)SSTM_ST_ACTIVE;
 }
 /* Does lock word l belong to the attempt described by status st? */
 static inline bool sstm_st_owns(uint64_t st, uint64_t l) {

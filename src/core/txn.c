@@ -303,8 +303,12 @@ static SSTM_NOINLINE int attempt_start_fast_irrev(struct sstm_desc *tx) {
 
 SSTM_INLINE int attempt_start_fast(struct sstm_desc *tx, unsigned v) {
   /* relaxed: only the owner changes the serial part (engine.h,
-   * sstm__serial); the new status is the next serial, ACTIVE. */
-  uint64_t st = sstm_st_next_active(atomic_load_explicit(&tx->status, memory_order_relaxed));
+   * sstm__serial), and an IDLE status is the owner's alone; the new status
+   * is the next serial, ACTIVE. */
+  uint64_t idle = atomic_load_explicit(&tx->status, memory_order_relaxed);
+  if (sstm__debug && idle != sstm_st_make(sstm_st_serial(idle), SSTM_ST_IDLE))
+    sstm__fatal("begin: status %#llx is not IDLE without flags", (unsigned long long)idle);
+  uint64_t st = sstm_st_next_active(idle);
   /* owner_lw is not renewed here: the attempt's first lock does it
    * (sstm__owner_ready, engine.h). */
   sstm_rset_clear(&tx->rs);
@@ -395,9 +399,10 @@ static SSTM_COLD sstm_ckpt_t *begin_in_hook(struct sstm_desc *tx) {
 }
 
 /* The first attempt in every case that attempt_start_fast does not
- * cover. */
-static SSTM_NOINLINE int begin_outer_slow(struct sstm_desc *tx, bool ro) {
-  if (ro) ro_window(tx);
+ * cover (the attributes already copied: read_only from there, so that the
+ * common begin keeps nothing for this call). */
+static SSTM_NOINLINE int begin_outer_slow(struct sstm_desc *tx) {
+  if (tx->attr.read_only) ro_window(tx);
   attempt_start(tx, true);
   return SSTM__CKPT_START;
 }
@@ -409,6 +414,7 @@ static SSTM_NOINLINE int begin_outer_slow(struct sstm_desc *tx, bool ro) {
  * seen slow_begin clear (the assembly begin's gate word). */
 SSTM_INLINE int begin_outer(struct sstm_desc *tx, const sstm_attr_t *attr, bool gated) {
   bool ro = false, irrev = false;
+  unsigned v; /* the first attempt's variant (in the common case) */
   if (attr) {
     /* Field by field, not as one block: callers build the attribute on the
      * stack just before the call, one store per field (sstm_attr_t's
@@ -417,6 +423,8 @@ SSTM_INLINE int begin_outer(struct sstm_desc *tx, const sstm_attr_t *attr, bool 
      * about a dozen cycles per transaction, a third of this function's time
      * in a profile of rb16k. */
     tx->attr.read_only = ro = attr->read_only;
+    /* Looked up at once: read_only's register is its index. */
+    v = tx->first_variant[ro];
     tx->attr.irrevocable = irrev = attr->irrevocable;
     /* relaxed: read by other threads' policies as a hint (registry.c,
      * the party snapshot; engine.h). */
@@ -427,6 +435,7 @@ SSTM_INLINE int begin_outer(struct sstm_desc *tx, const sstm_attr_t *attr, bool 
     tx->attr.irrevocable = false;
     __atomic_store_n(&tx->attr.priority, 0, __ATOMIC_RELAXED); /* relaxed: as above */
     tx->attr.tag = 0;
+    v = tx->first_variant[0];
   }
   /* retries, conflicts and the restart flags are clear here
    * (retry_state_clear). */
@@ -436,8 +445,8 @@ SSTM_INLINE int begin_outer(struct sstm_desc *tx, const sstm_attr_t *attr, bool 
    * word has tested it already when `gated`). */
   unsigned slow = (unsigned)irrev | atomic_load_explicit(&sstm__g.nhooks, memory_order_relaxed);
   if (!gated) slow |= tx->slow_begin;
-  if (SSTM_LIKELY(slow == 0)) return attempt_start_fast(tx, tx->first_variant[ro]);
-  return begin_outer_slow(tx, ro);
+  if (SSTM_LIKELY(slow == 0)) return attempt_start_fast(tx, v);
+  return begin_outer_slow(tx);
 }
 
 SSTM_API sstm_ckpt_t *sstm__begin(const sstm_attr_t *attr) {
@@ -499,6 +508,9 @@ _Static_assert(sizeof(((struct sstm_desc *)0)->depth) == 2 &&
                    sizeof(((struct sstm_desc *)0)->gate) == 4,
                "desc_offsets.h: the assembly reads the gate as 4 bytes");
 _Static_assert(offsetof(struct sstm_desc, ckpt) == SSTM_DESC_OFF_CKPT, "desc_offsets.h: ckpt");
+#if SSTM_DESC_INLINE_ABI != SSTM__INLINE_ABI
+#error "desc_offsets.h: SSTM_DESC_FAST_CUR names another inline generation's sstm__fast_cur"
+#endif
 
 /* No attempt runs (the variant says so), but an executor's preemption
  * request that arrived during the attempt is kept, for the restart point
@@ -927,8 +939,10 @@ static SSTM_NOINLINE int commit_fast_wake(struct sstm_desc *tx) {
  * Anything else leaves for commit_slow before (4.1), or for the general
  * code at the step where it left (commit_fast_validate,
  * commit_fast_partial), so that no call in the common case needs a frame
- * here. */
-SSTM_INLINE int commit_update_fast(struct sstm_desc *tx, uint64_t st) {
+ * here. A function of its own, entered by a tail call: inlined into
+ * sstm_commit, it had the compiler compute its CAS's address before the
+ * read-only commit's branch, an instruction on every read-only commit. */
+static SSTM_NOINLINE int commit_update_fast(struct sstm_desc *tx, uint64_t st) {
   /* (4.1) acq_rel, as in commit_update. A weak CAS: a spurious failure, or
    * a flag set meanwhile, takes the general path, which starts over. */
   if (SSTM_UNLIKELY(!atomic_compare_exchange_weak_explicit(
