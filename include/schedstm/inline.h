@@ -186,20 +186,12 @@ sstm__load_own_try(const sstm__fast_t *f, const void *addr, unsigned size, uint6
   return sstm__load_own(f, lk, addr, size, out);
 }
 
-/* Fast path of a naturally aligned read of `size` bytes. Returns true and
- * stores the value in *out on success; false means "take the slow path"
- * (nothing was recorded). `log` says whether to append to the read set.
- * *lk_out and *l_out receive the stripe's lock word and the value its
- * first load saw, for a caller that tells a stripe of its own apart from
- * another's after a refusal (a lock word above `end` refuses at once). */
-static inline __attribute__((always_inline)) bool
-sstm__load_fast_lk(sstm__fast_t *f, const void *addr, unsigned size, bool log, uint64_t *out,
-                   const uint64_t **lk_out, uint64_t *l_out) {
-  uint64_t *lk = &f->locks[((uintptr_t)addr >> f->stripe_shift) & f->lock_mask];
-  /* acquire: pairs with the committer's release of the lock word. */
-  uint64_t l = __atomic_load_n(lk, __ATOMIC_ACQUIRE);
-  *lk_out = lk;
-  *l_out = l;
+/* The fast path's steps after the first load of the stripe's lock word:
+ * lk is the lock word, l the value that acquire load saw ((1.1)). */
+static inline __attribute__((always_inline)) bool sstm__load_fast_at(sstm__fast_t *f, uint64_t *lk,
+                                                                     uint64_t l, const void *addr,
+                                                                     unsigned size, bool log,
+                                                                     uint64_t *out) {
   /* Locked (top bit set), or a version newer than the snapshot. */
   if (__builtin_expect(l > f->end, 0)) return false;
   uint64_t v = sstm__mem_load(addr, size);
@@ -218,12 +210,20 @@ sstm__load_fast_lk(sstm__fast_t *f, const void *addr, unsigned size, bool log, u
   return true;
 }
 
-/* sstm__load_fast_lk without the lock word's report. */
+/* The stripe's lock word of addr for `f`. */
+static inline __attribute__((always_inline)) uint64_t *sstm__lock_of(const sstm__fast_t *f,
+                                                                     const void *addr) {
+  return &f->locks[((uintptr_t)addr >> f->stripe_shift) & f->lock_mask];
+}
+
+/* Fast path of a naturally aligned read of `size` bytes. Returns true and
+ * stores the value in *out on success; false means "take the slow path"
+ * (nothing was recorded). `log` says whether to append to the read set. */
 static inline __attribute__((always_inline)) bool
 sstm__load_fast(sstm__fast_t *f, const void *addr, unsigned size, bool log, uint64_t *out) {
-  const uint64_t *lk;
-  uint64_t l;
-  return sstm__load_fast_lk(f, addr, size, log, out, &lk, &l);
+  uint64_t *lk = sstm__lock_of(f, addr);
+  /* acquire: pairs with the committer's release of the lock word. */
+  return sstm__load_fast_at(f, lk, __atomic_load_n(lk, __ATOMIC_ACQUIRE), addr, size, log, out);
 }
 
 /* The first test of the fast path for the current descriptor prefix `f`
@@ -304,54 +304,58 @@ SSTM__LOAD_GENERAL_W(4)
 SSTM__LOAD_GENERAL_W(8)
 #undef SSTM__LOAD_GENERAL_W
 
-/* The read after write once the inlined path has found the stripe's lock
- * word (loaded with acquire, (1.1)) equal to the attempt's own, in an ETL
- * attempt (the variant byte exactly) at a naturally aligned address: the
- * conditions of sstm__load_own_try, which this skips. Cold and per width,
- * as sstm__load_general<N>; a lock lost meanwhile (a kill) goes to the
- * library's slow path. */
-#define SSTM__LOAD_RAW_W(size)                                                                     \
-  static __attribute__((cold, noinline, unused))                                                   \
-  uint64_t sstm__load_raw##size(const sstm__fast_t *f, const uint64_t *lk, const void *addr) {     \
-    uint64_t v;                                                                                    \
-    if (sstm__load_own(f, lk, addr, size, &v)) return v;                                           \
-    return sstm__load_slow(addr, size);                                                            \
+/* Every read that the inlined path refused, with the stripe's lock word
+ * lk and the value l its first load saw. A lock word that is the
+ * attempt's own (owner_lw has the lock bit, so such an l is always
+ * refused), in an ETL attempt (the variant byte exactly) at a naturally
+ * aligned address, is a read after write: the conditions of
+ * sstm__load_own_try, whose acquire load of the lock word ((1.1)) l is;
+ * the read is sstm__load_own, and a lock lost meanwhile (a kill) goes to
+ * the library's slow path. Anything else goes to
+ * sstm__load_general<N>. Cold and per width, as that one (the read after
+ * write then runs with its shifts and masks folded to constants). One call
+ * site in the inlined read keeps the code every read inlines small, so that
+ * a caller's search loop stays a candidate for inlining, as it is with the
+ * call barriers. */
+#define SSTM__LOAD_REFUSED_W(size)                                                                 \
+  static __attribute__((cold, noinline, unused)) uint64_t sstm__load_refused##size(                \
+      const sstm__fast_t *f, const uint64_t *lk, const void *addr, uint64_t l) {                   \
+    /* relaxed: as in sstm__load_try (a kill flag fails the test) */                               \
+    if (l == f->owner_lw && __atomic_load_n(&f->variant, __ATOMIC_RELAXED) == SSTM__V_ETL &&       \
+        ((uintptr_t)addr & (size - 1)) == 0) {                                                     \
+      uint64_t v;                                                                                  \
+      if (sstm__load_own(f, lk, addr, size, &v)) return v;                                         \
+      return sstm__load_slow(addr, size);                                                          \
+    }                                                                                              \
+    return sstm__load_general##size(addr);                                                         \
   }
-SSTM__LOAD_RAW_W(1)
-SSTM__LOAD_RAW_W(2)
-SSTM__LOAD_RAW_W(4)
-SSTM__LOAD_RAW_W(8)
-#undef SSTM__LOAD_RAW_W
+SSTM__LOAD_REFUSED_W(1)
+SSTM__LOAD_REFUSED_W(2)
+SSTM__LOAD_REFUSED_W(4)
+SSTM__LOAD_REFUSED_W(8)
+#undef SSTM__LOAD_REFUSED_W
 
-/* The inlined read: sstm__load_try's steps; on a refusal, a lock word
- * that is the attempt's own goes to the read after write directly, with
- * the lock word already found; anything else to sstm__load_general<N>. */
+/* The inlined read: the stripe's lock word first (the prefix's lock table
+ * is never NULL: a thread without a descriptor has a static one), then
+ * sstm__load_gate's test and sstm__load_fast's conditions; every refusal
+ * goes to sstm__load_refused<N> with the lock word and its value. */
 static inline __attribute__((always_inline)) uint64_t sstm__load_inline(const void *addr,
                                                                         unsigned size) {
   sstm__fast_t *f = sstm__fast_cur;
+  uint64_t *lk = sstm__lock_of(f, addr);
+  /* acquire: as in sstm__load_fast (1.1) */
+  uint64_t l = __atomic_load_n(lk, __ATOMIC_ACQUIRE);
   uint64_t v;
   unsigned var;
-  if (sstm__load_gate(f, addr, size, &var)) {
-    const uint64_t *lk;
-    uint64_t l;
-    if (__builtin_expect(sstm__load_fast_lk(f, addr, size, var == SSTM__V_ETL, &v, &lk, &l), 1))
-      return v;
-    /* owner_lw has the lock bit, so it is above `end`: the refusal was the
-     * first test's, and l is the acquire load sstm__load_own_try makes. */
-    if (l == f->owner_lw && var == SSTM__V_ETL) {
-      switch (size) {
-      case 1: return sstm__load_raw1(f, lk, addr);
-      case 2: return sstm__load_raw2(f, lk, addr);
-      case 4: return sstm__load_raw4(f, lk, addr);
-      default: return sstm__load_raw8(f, lk, addr);
-      }
-    }
-  }
+  if (__builtin_expect(sstm__load_gate(f, addr, size, &var) &&
+                           sstm__load_fast_at(f, lk, l, addr, size, var == SSTM__V_ETL, &v),
+                       1))
+    return v;
   switch (size) {
-  case 1: return sstm__load_general1(addr);
-  case 2: return sstm__load_general2(addr);
-  case 4: return sstm__load_general4(addr);
-  default: return sstm__load_general8(addr);
+  case 1: return sstm__load_refused1(f, lk, addr, l);
+  case 2: return sstm__load_refused2(f, lk, addr, l);
+  case 4: return sstm__load_refused4(f, lk, addr, l);
+  default: return sstm__load_refused8(f, lk, addr, l);
   }
 }
 

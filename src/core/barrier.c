@@ -35,6 +35,8 @@
  * points at a static prefix whose variant sends every access to the slow
  * path. Both change together, in sstm__set_cur only. */
 __thread struct sstm_desc *sstm__cur __attribute__((tls_model("initial-exec")));
+/* The static prefix's lock table: one word (lock_mask 0), never locked. */
+static uint64_t no_desc_lock;
 /* Aligned as a descriptor: sstm_commit reads the gate word of whatever
  * sstm__fast_cur points at through a struct sstm_desc pointer, a 64-byte
  * aligned type (UBSan reports a misaligned member access otherwise). Its
@@ -42,8 +44,11 @@ __thread struct sstm_desc *sstm__cur __attribute__((tls_model("initial-exec")));
  * which starts from this pointer and tests no NULL, sends a begin on a
  * thread without a descriptor to sstm__begin_other, as it does a begin
  * inside a hook; sstm_commit sees a gate word other than 1 and add_action
- * a depth of 0, as for depth 0 alone. */
-static _Alignas(64) sstm__fast_t no_desc = {.variant = SSTM__V_NONE, .in_hook_ = 1};
+ * a depth of 0, as for depth 0 alone. Its lock table is readable: the
+ * inlined read loads the stripe's lock word before its variant test
+ * (schedstm/inline.h). */
+static _Alignas(64) sstm__fast_t no_desc = {
+    .variant = SSTM__V_NONE, .in_hook_ = 1, .locks = &no_desc_lock};
 SSTM_API __thread sstm__fast_t *sstm__fast_cur __attribute__((tls_model("initial-exec"))) =
     &no_desc;
 
