@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* Internal unit test: the read after write of <schedstm/inline.h>
- * (sstm__load_own, which the inline barriers' sstm__load_raw<N> and the
+ * (sstm__load_own, which the inline barriers' sstm__load_refused<N> and the
  * exported loads' cold path call once they have found the stripe's lock
  * word equal to the attempt's own) re-checks the lock word after its data
  * load, so that an attempt whose lock was taken over after a kill ((6.4)

@@ -2,9 +2,9 @@
 /* Unit tests: the read after write (a read of a stripe the attempt has
  * locked; docs/design/core.md (3.1)-(3.4)), built twice: with the exported
  * loads (the library's cold path tries sstm__load_own_try) and with the
- * inline barriers (the inlined read sends an own lock word to
- * sstm__load_raw<N>). Every case compares the value read with a byte model
- * of the memory as the attempt must see it:
+ * inline barriers (the inlined read sends a refused read, an own lock word
+ * among them, to sstm__load_refused<N>). Every case compares the value
+ * read with a byte model of the memory as the attempt must see it:
  * - every width and offset of a read against a word that has no entry
  *   (the stripe held through its neighbour), and against every single
  *   earlier store of every width and offset into the word (the read's
