@@ -733,13 +733,12 @@ static const char *gate_detail(void) {
 }
 
 /* Under G.lock: the gate, as the regime shows it: "" (not its regime),
- * " gate" (on), " gate-off" (off for its idle CPUs: on trial or held), and
- * gate_detail. */
+ * " gate" (on), " gate-off" (off for its idle CPUs: on trial or held).
+ * gate_detail is shown once, after "gate=" in adaptive_describe: repeated
+ * here it made the line longer than the state table's field. */
 static const char *gate_note(bool regime, bool on) {
-  static char buf[96];
   if (!regime) return "";
-  snprintf(buf, sizeof buf, " gate%s%s", on ? "" : "-off", gate_detail());
-  return buf;
+  return on ? " gate" : " gate-off";
 }
 
 /* Under G.lock: fold one window into the decision. cpu_ns: the CPU time
