@@ -24,6 +24,7 @@
 
 #include "exec/exec_internal.h"
 #include "exec_cfg.h"
+#include "exec_sum.h"
 #include "runner.h"
 
 static uint64_t held __attribute__((aligned(128))), other __attribute__((aligned(128)));
@@ -70,15 +71,6 @@ static void at1(void *a) {
   (void)a;
   mark('1');
 }
-
-static uint64_t sum(sstm_exec_t *ex, size_t off) {
-  uint64_t n = 0;
-  for (unsigned i = 0; i < ex->nworkers; i++)
-    n += atomic_load_explicit((_Atomic uint64_t *)(void *)((char *)&ex->workers[i] + off),
-                              memory_order_relaxed);
-  return n;
-}
-#define SUM(ex, f) sum(ex, offsetof(sstm_xworker_t, f))
 
 static sstm_exec_t *start(sstm_exec_preempt_t mode) {
   sstm_config_t cfg;

@@ -39,6 +39,7 @@
 
 #include "exec/exec_internal.h"
 #include "exec_cfg.h"
+#include "exec_sum.h"
 #include "runner.h"
 
 /* Apart, under different locks: a read of a word under a lock the
@@ -72,15 +73,6 @@ static void seam(sstm_x_inherit_in_t *in) {
   in->e_c = holder_did_more ? 0 : 1000000000u;
   in->avg_h = 0;
 }
-
-static uint64_t sum(sstm_exec_t *ex, size_t off) {
-  uint64_t n = 0;
-  for (unsigned i = 0; i < ex->nworkers; i++)
-    n += atomic_load_explicit((_Atomic uint64_t *)(void *)((char *)&ex->workers[i] + off),
-                              memory_order_relaxed);
-  return n;
-}
-#define SUM(ex, f) sum(ex, offsetof(sstm_xworker_t, f))
 
 static void run(bool did_more, sstm_exec_preempt_t mode) {
   sstm_config_t cfg;
