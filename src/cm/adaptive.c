@@ -719,8 +719,8 @@ static bool gate_idle_allows(uint64_t ns, uint64_t commits, uint64_t idle_ns) {
   return G.gi_hold_on;
 }
 
-/* Under G.lock: the gate's idle verdicts, as the reason and
- * sstm_describe show them: "" before the first, else the last verdict's
+/* Under G.lock: the gate's idle verdicts, as sstm_describe shows them
+ * after "gate=": "" before the first, else the last verdict's
  * idle share and, after a trial, the two commit rates. */
 static const char *gate_detail(void) {
   static char buf[80];

@@ -812,7 +812,9 @@ static inline void view_commit(view_t *v) {
     v->old[0] = v->old[1] = NULL;
   }
   if (__builtin_expect(!keep, 0)) {
-    keep_forget(v->f); /* closed: its header may be reused for another stream */
+    /* closed: its header may be reused for another stream (a view that
+     * was not armed installed nothing: a kept view of f stays good) */
+    if (v->closed) keep_forget(v->f);
     view_put(v);
     return;
   }
