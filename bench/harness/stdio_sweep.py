@@ -19,6 +19,7 @@ BYTES-byte buffers (the binary's -b); without it, each library's default.
 usage: stdio_sweep.py --bin build/bench/stdio-schedstm --out DIR
                       [--reps 3] [--ms 250] [--threads 1,2,4,8]
                       [--ops fgetc,...] [--modes tx,tx@ser-block,irr,glibc] [--k 1]
+                      [--sharing private,shared]
 Writes DIR/stdio.jsonl (every run, with the load average after it),
 DIR/stdio-summary.md (medians and ratios, also of calls per CPU second,
 which with more threads than CPUs tell a call's cost apart from the CPU
@@ -69,7 +70,7 @@ def sweep(args):
     runs = []
     modes = args.modes.split(",")
     for op in args.ops.split(","):
-        for sharing in ("private", "shared"):
+        for sharing in args.sharing.split(","):
             for n in [int(x) for x in args.threads.split(",")]:
                 for rep in range(args.reps):
                     order = modes[rep % len(modes):] + modes[:rep % len(modes)]
@@ -133,7 +134,7 @@ def summary(runs, args):
              + " | tx aborts by reason |",
              "|" + "---|" * (8 + len(modes) + len(txs))]
     for op in args.ops.split(","):
-        for sharing in ("private", "shared"):
+        for sharing in args.sharing.split(","):
             for n in threads:
                 cells = []
                 for m in modes:
@@ -202,6 +203,8 @@ def main():
     ap.add_argument("--threads", default="1,2,4,8")
     ap.add_argument("--ops", default=",".join(OPS))
     ap.add_argument("--modes", default=",".join(MODES))
+    ap.add_argument("--sharing", default="private,shared",
+                    help="which of private (a stream per thread), shared to sweep")
     ap.add_argument("--from-jsonl", help="summarise and plot an earlier run instead")
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
