@@ -81,6 +81,8 @@ enum sstm_slow {
   SSTM_SLOW_MEM = 16,                 /* sstm_malloc / sstm_calloc / sstm_free logged a
                                          block (reclaim.c): the commit empties the
                                          allocation log and retires the frees */
+  SSTM_SLOW_MARK = 32,                /* sstm__end_mark was called: the commit stores
+                                         the mark (txn.c, mark_fire) */
   SSTM_SLOW_FIXED = SSTM_SLOW_COMMIT, /* the fixed bits of `slow` */
 };
 
@@ -228,6 +230,11 @@ struct sstm_desc {
   sstm_ptrvec_t frees;    /* sstm_free'd in this attempt */
   sstm_action_t *actions; /* user on_commit/on_abort callbacks */
   uint32_t nactions, actions_cap;
+  /* The attempt's end mark (sstm__end_mark, src/iface/libc_services.h):
+   * the word, NULL: none; the value stored after a commit [1] or a
+   * rollback [0]. Owner-only; cleared when stored. */
+  _Atomic uint64_t *end_mark;
+  uint64_t end_mark_v[2];
   /* Owner-only: > 0 while user or policy code runs on behalf of an attempt
    * that has ended or not yet begun (actions, hooks, a policy's on_abort /
    * on_commit), where depth may be 0: the descriptor must not be released

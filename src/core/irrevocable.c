@@ -160,8 +160,10 @@ SSTM_API int sstm_become_irrevocable(void) {
   tx->attr.irrevocable = true;
   unsigned kind = sstm__kind(tx);
   if (kind == SSTM_V_IRREV) return 0;
-  if (kind != SSTM_V_RO && tx->rs.top == tx->rs.e && tx->ws.n == 0) {
-    /* nothing read or written yet: switch in place, unless killed */
+  if (kind != SSTM_V_RO && tx->rs.top == tx->rs.e && tx->ws.n == 0 && tx->end_mark == NULL) {
+    /* nothing read or written yet: switch in place, unless killed. Not
+     * with an end mark (src/iface/libc_services.h): a thread that waits
+     * for the mark may hold the token, so the attempt ends first. */
     if (sstm__irrev_enter(tx)) return 0;
     tx->irrev_sticky = true;
     sstm__conflict_abort(tx, SSTM_CONFLICT_KILLED, SSTM_ABORT_KILLED, NULL);

@@ -539,6 +539,20 @@ static SSTM_NOINLINE void preempt_point(struct sstm_desc *tx, int where) {
   tx->depth = depth;
 }
 
+/* The attempt has ended (committed: after its commit, before its commit
+ * actions; else after its rollback, before its abort actions): store the
+ * end mark's value for that outcome, if it has one (sstm__end_mark,
+ * src/iface/libc_services.h). release: pairs with the acquire load of a
+ * thread that waits for the mark, so that what this attempt did (its
+ * commit, or its rollback, and the caller's plain stores before the end)
+ * happens before what that thread does once it sees the value. */
+SSTM_INLINE void mark_fire(struct sstm_desc *tx, bool committed) {
+  _Atomic uint64_t *w = tx->end_mark;
+  if (w == NULL) return;
+  tx->end_mark = NULL;
+  atomic_store_explicit(w, tx->end_mark_v[committed], memory_order_release);
+}
+
 /* Roll the attempt back: locks, allocations, frees, callbacks. */
 /* Returns the reason counted: r, or SSTM_ABORT_KILLED for an attempt that
  * was killed while it was already aborting on a conflict (6.6): the kill
@@ -562,6 +576,7 @@ static sstm_abort_reason_t rollback(struct sstm_desc *tx, sstm_abort_reason_t r)
   attempt_ended(tx, old);
   /* (4.8) a commit that failed its validation ends here */
   if (SSTM_UNLIKELY(sstm_st_state(old) == SSTM_ST_COMMITTING)) committing_ended(tx);
+  if (SSTM_UNLIKELY(tx->end_mark != NULL)) mark_fire(tx, false);
   if (SSTM_UNLIKELY(sstm_st_state(old) == SSTM_ST_KILLED) && r != SSTM_ABORT_USER_RETRY &&
       r != SSTM_ABORT_USER_CANCEL)
     r = SSTM_ABORT_KILLED;
@@ -777,6 +792,7 @@ static void commit_update(struct sstm_desc *tx) {
  * what the attempt used costs anything. */
 static SSTM_NOINLINE int commit_tail(struct sstm_desc *tx) {
   bool slow = tx->slow & SSTM_SLOW_COMMIT; /* the features it summarises */
+  mark_fire(tx, true);                     /* first: what follows may wait for others */
   if (SSTM_UNLIKELY(tx->retries)) sstm__ctr_max(&tx->ctr.max_retries, tx->retries);
   /* Reached by every commit that allocated or freed (SSTM_SLOW_MEM). */
   if (slow && sstm__g.cfg.stats == SSTM_STATS_DETAILED) {
@@ -843,6 +859,16 @@ static SSTM_NOINLINE int commit_actions(struct sstm_desc *tx) {
   return 0;
 }
 
+/* commit_tail when the only thing left is the end mark (SSTM_SLOW_MARK
+ * alone, no hook): the transactional stdio's transactions of a stream that
+ * one thread uses alone (src/libc/stdio.c, "solo"). */
+static SSTM_NOINLINE int commit_mark(struct sstm_desc *tx) {
+  tx->slow = 0; /* SSTM_SLOW_MARK alone: no fixed bit either */
+  mark_fire(tx, true);
+  if (tx->ws.n) sstm_wset_reset(&tx->ws);
+  return 0;
+}
+
 /* commit_tail for a commit whose status had no flags, so that its attempt
  * was not watched: the fast paths, which do not store `watched` when no
  * policy reads it. */
@@ -852,6 +878,7 @@ static SSTM_NOINLINE int commit_tail_unwatched(struct sstm_desc *tx) {
    * removal of a linked structure comes here). */
   if (!atomic_load_explicit(&sstm__g.nhooks, memory_order_relaxed)) {
     if (slow == SSTM_SLOW_MEM) return commit_mem(tx);
+    if (slow == SSTM_SLOW_MARK) return commit_mark(tx);
     if (slow == SSTM_SLOW_ACTIONS) return commit_actions(tx);
   }
   tx->cm_ctx.watched = false;
@@ -1227,4 +1254,20 @@ SSTM_API int sstm_on_abort(void (*fn)(void *), void *arg) {
  * registration instead of two for a caller that needs both. */
 int sstm__on_end(void (*fn)(void *arg, bool committed), void *arg) {
   return add_action(NULL, fn, arg, SSTM_ACT_COMMIT | SSTM_ACT_ABORT | SSTM_ACT_END);
+}
+
+/* (src/iface/libc_services.h) Three stores and the slow bit; the commit's
+ * tail (commit_mark, commit_tail) or the rollback stores the value. */
+int sstm__end_mark(_Atomic uint64_t *word, uint64_t on_commit, uint64_t on_abort) {
+  /* The never-NULL prefix, as in add_action. */
+  struct sstm_desc *tx = (struct sstm_desc *)(void *)sstm__fast_cur;
+  if (SSTM_UNLIKELY(tx->depth == 0)) {
+    sstm__set_error("sstm__end_mark: no active transaction");
+    return SSTM_ENOTX;
+  }
+  tx->end_mark = word;
+  tx->end_mark_v[0] = on_abort;
+  tx->end_mark_v[1] = on_commit;
+  tx->slow |= SSTM_SLOW_MARK; /* a NULL word left behind costs one slow commit */
+  return 0;
 }

@@ -122,6 +122,10 @@ struct sstm_file;
 uint64_t sstm__stdio_turns(const struct sstm_file *f);
 uint32_t sstm__stdio_span(const struct sstm_file *f);
 void sstm__stdio_set_span(struct sstm_file *f, uint32_t span);
+/* Tests: f's keeper word (stdio.c, solo, (S10)): 0 when no thread keeps
+ * f, else the keeper's tag << 8 | its state (1 committed, 2 rolled back,
+ * 3 in flight, 4 handed back). */
+uint64_t sstm__stdio_solo(const struct sstm_file *f);
 /* Tests: how long the holder of a turn waits for the acquisitions that
  * went first without it (stdio.c, turn_alone; default 1 ms). */
 void sstm__stdio_set_alone_ns(uint64_t ns);

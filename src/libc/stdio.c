@@ -37,6 +37,13 @@
  *      thread's attempts lost the stream SSTM__ESC_AFTER times in a row,
  *      for the next SSTM__ESC_SPAN committed turns (src/libc/esc.h holds
  *      the decisions).
+ * (S10) A stream that one thread uses alone is kept by it ("solo"): its
+ *      transactions of buffered calls work on the installed state in place,
+ *      without own, without a view and without an action; the word solo
+ *      (the keeper, and whether its last such attempt is in flight,
+ *      committed or rolled back, which the engine's end mark stores) makes
+ *      every other user wait for that attempt's end and hand the stream
+ *      back (solo_revoke) before it reads anything of the stream.
  */
 #define _GNU_SOURCE
 /* The inline read barrier of <schedstm/inline.h> for the load of own, the
@@ -56,6 +63,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <schedstm/alloc.h>
@@ -177,6 +185,16 @@ struct sstm_file {
   _Alignas(64) _Atomic uint64_t iver; /* 2v: version v installed; 2v - 1: installing it */
   _Atomic uint32_t iwaiters;          /* threads asleep on iver */
   cstate_t cs;                        /* the installed version's state (relaxed atomics) */
+  /* (S10) The keeper of the stream and its state (SOLO_*), 0: none; the
+   * engine's end mark of the keeper's attempt stores it. Apart from the
+   * calls of other threads, which load it once per attempt. */
+  _Alignas(64) _Atomic uint64_t solo;
+  /* (S10) The fields a solo attempt can change, as they were before it
+   * (solo_save): written by the keeper's attempt while solo is SOLO_I, read
+   * by whoever hands a rolled-back one's stream over, ordered by solo. */
+  uint64_t sb_pos, sb_wlen;            /* always saved */
+  uint64_t sb_apos, sb_wbase, sb_rlen; /* saved when sb_rare is set */
+  bool sb_rare;
   /* (S4) The writers of tickets and their waiters. */
   _Alignas(64) _Atomic uint64_t applied; /* last ticket written */
   _Atomic uint64_t started;              /* last ticket whose writing began (S5) */
@@ -241,6 +259,9 @@ typedef struct view {
                       installation puts wst after the installed bytes, or
                       publishes it as a new buffer */
   bool cold;       /* a cold field of s changed (CS_COLD; install knows the others) */
+  bool hit;        /* the acquisition reused the thread's kept view (S3) without a copy */
+  bool revoke;     /* (S10) the acquisition met another thread's keeper: its
+                      rollback waits until the stream is handed back */
   uint32_t wcap;   /* bytes the write buffer may hold (cw + sw) */
   uint32_t cw;     /* the write buffer: the first cw bytes of the installed s.wbuf, */
   uint32_t sw;     /*   then sw bytes in wst (this attempt's) */
@@ -268,6 +289,14 @@ static __thread view_t *tls_keep;
 static __thread uint32_t tls_tag;
 static __thread bool tls_pool_keyed;
 static __thread sstm__esc_t tls_esc; /* (S9) this thread's lost attempts */
+/* (S10) The stream this thread may keep (a hint: solo says whether it
+ * does), the attempt whose first call on it entered solo mode, solo's
+ * value while that attempt is in flight; kept-view acquisitions in a row,
+ * and how many make the thread the keeper (doubled by each solo attempt
+ * that had to leave, back to SOLO_NEED0 after one that did not). */
+static __thread sstm_file_t *tls_solo;
+static __thread uint64_t tls_solo_tx, tls_solo_in;
+static __thread uint32_t tls_solo_hits, tls_solo_need;
 static _Atomic uint32_t next_tag;
 static pthread_key_t pool_key;
 static pthread_once_t pool_once = PTHREAD_ONCE_INIT;
@@ -483,6 +512,10 @@ static __attribute__((noinline)) void turn_alone(sstm_file_t *f) {
   }
 }
 
+/* (S10) Defined with the rest of solo mode, below. */
+static __attribute__((noinline)) void solo_revoke(sstm_file_t *f);
+static __attribute__((noinline)) void solo_start(sstm_file_t *f);
+
 /* (S9) The attempt's turn ends (at its installation, or at its end): it
  * is no longer in flight, one turn less of serial mode if it committed,
  * and the turn is free. */
@@ -592,19 +625,27 @@ static __attribute__((noinline)) void ntx_lock_wait(sstm_file_t *f) {
  * (the lock is not held). Waits only for another lock holder, which waits
  * for nothing. */
 static inline bool ntx_lock(sstm_file_t *f) {
-  /* seq_cst: the holder's half of the handshake with enter() (this store
-   * of nlk, then the loads of the counters below); acquire for the
-   * previous holder's in-place work. */
-  if (__builtin_expect(atomic_exchange_explicit(&f->nlk, 1, memory_order_seq_cst) != 0, 0))
-    ntx_lock_wait(f);
-  /* seq_cst: see above; the loads also acquire the installations and
-   * rollbacks that brought the counters to zero (turn_release). */
-  if (__builtin_expect(atomic_load_explicit(&f->q_active, memory_order_seq_cst) == 0 &&
-                           atomic_load_explicit(&f->q_peek, memory_order_seq_cst) == 0,
-                       1))
-    return true;
-  ntx_unlock(f);
-  return false;
+  for (;;) {
+    /* seq_cst: the holder's half of the handshake with enter() (this store
+     * of nlk, then the loads of the counters below); acquire for the
+     * previous holder's in-place work. */
+    if (__builtin_expect(atomic_exchange_explicit(&f->nlk, 1, memory_order_seq_cst) != 0, 0))
+      ntx_lock_wait(f);
+    /* seq_cst: see above; the loads also acquire the installations and
+     * rollbacks that brought the counters to zero (turn_release). solo:
+     * the loading half of solo_start's handshake, as in enter's callers,
+     * and the acquire of a hand-over's release. */
+    bool idle = atomic_load_explicit(&f->q_active, memory_order_seq_cst) == 0 &&
+                atomic_load_explicit(&f->q_peek, memory_order_seq_cst) == 0;
+    uint64_t so = atomic_load_explicit(&f->solo, memory_order_seq_cst);
+    if (__builtin_expect(idle && so == 0, 1)) return true;
+    ntx_unlock(f);
+    if (!idle || so == 0) return false;
+    /* (S10) Kept by a thread (this one too: outside transactions its solo
+     * attempts have ended): wait for the keeper's attempt, take the
+     * stream back, try again. */
+    solo_revoke(f);
+  }
 }
 
 bool sstm__stdio_ntx_lock(sstm_file_t *f) { return ntx_lock(f); }
@@ -822,12 +863,24 @@ static inline void view_commit(view_t *v) {
   view_t *k = tls_keep;
   tls_keep = v;
   if (__builtin_expect(k != NULL, 0)) view_put(k); /* another stream's, or a peek's */
+  if (v->hit) solo_start(v->f);                    /* (S10) */
 }
 
 /* After a rollback (S3): the attempt's state and bytes never become
  * visible. */
 static __attribute__((noinline)) void view_drop(view_t *v) {
   view_unlink(v);
+  if (__builtin_expect(v->revoke, 0)) {
+    /* (S10) it met another thread's keeping and restarted: not a lost
+     * stream; the retry begins once the stream is handed back. The views
+     * registered before this one are dropped already (their turns
+     * released: the wait holds none). */
+    sstm_file_t *f = v->f;
+    turn_release(v, false);
+    view_put(v);
+    solo_revoke(f);
+    return;
+  }
   if (v->peek && !v->armed) { /* a peek only: the stream was not lost */
     turn_release(v, false);
   } else {
@@ -896,6 +949,283 @@ static void validate(const view_t *v) {
    * barrier on x86-64) come before the load of iver. */
   atomic_thread_fence(memory_order_acquire);
   if (atomic_load_explicit(&v->f->iver, memory_order_relaxed) != 2 * v->ver) sstm_restart();
+}
+
+/* ---- a stream kept by one thread (S10) ---------------------------------- */
+
+#define CSL(f, fld) __atomic_load_n(&(f)->cs.fld, __ATOMIC_RELAXED)
+#define CSS(f, fld, v) __atomic_store_n(&(f)->cs.fld, (v), __ATOMIC_RELAXED)
+
+/* (S8, S10) The installed state changed in place: a kept view (S3) is
+ * stale. relaxed: under nlk, published with the state by ntx_unlock's
+ * release, or by a hand-over, published by its release of solo. */
+static inline void nmod_bump(sstm_file_t *f) {
+  atomic_store_explicit(&f->nmod, atomic_load_explicit(&f->nmod, memory_order_relaxed) + 1,
+                        memory_order_relaxed);
+}
+
+/* solo: | keeper's tag (24 bits) | state (8) |, 0: no keeper. SOLO_C: no
+ * attempt of the keeper is in solo mode on the stream, and the installed
+ * state is the committed one; SOLO_A: the last one was rolled back, the
+ * installed state holds its changes and sb_* the state before them;
+ * SOLO_I: one is in flight (only the keeper's thread reads or writes the
+ * installed state); SOLO_H: some thread is handing the stream back. */
+enum { SOLO_C = 1, SOLO_A = 2, SOLO_I = 3, SOLO_H = 4 };
+#define SOLO_MAKE(tag, st) (((uint64_t)(tag) << 8) | (uint64_t)(st))
+#define SOLO_TAG(w) ((uint32_t)((w) >> 8))
+#define SOLO_ST(w) ((unsigned)((w)&0xff))
+#define SOLO_NEED0 2u      /* kept-view acquisitions in a row that make a keeper */
+#define SOLO_NEEDMAX 1024u /* at most, after solo attempts that had to leave */
+
+/* (S10) The fields a solo attempt changes (solo_write, solo_read), saved
+ * before it and put back if it was rolled back: the position and the
+ * write buffer's length at its start, the others (append position, the
+ * write buffer's offset, the read window's length, which only some calls
+ * change) before the first call that changes one (solo_save_rare). */
+static inline void solo_save(sstm_file_t *f) {
+  f->sb_pos = CSL(f, pos), f->sb_wlen = CSL(f, wlen);
+  f->sb_rare = false;
+}
+static inline void solo_save_rare(sstm_file_t *f) {
+  if (f->sb_rare) return;
+  f->sb_apos = CSL(f, apos), f->sb_wbase = CSL(f, wbase), f->sb_rlen = CSL(f, rlen);
+  f->sb_rare = true;
+}
+static inline void solo_restore(sstm_file_t *f) {
+  CSS(f, pos, f->sb_pos), CSS(f, wlen, f->sb_wlen);
+  if (f->sb_rare) CSS(f, apos, f->sb_apos), CSS(f, wbase, f->sb_wbase), CSS(f, rlen, f->sb_rlen);
+}
+
+/* (S10) End f's keeping, once no solo attempt is in flight: the installed
+ * state becomes what the keeper's transactions committed (a rolled-back
+ * attempt's changes undone), kept views see that it changed (nmod), and
+ * solo is free. Returns when f has no keeper. A thread never calls it
+ * while its own solo attempt on f is in flight (solo_leave does that
+ * case); it waits only for another thread's solo attempt to end, which
+ * itself waits for no stream (the keeper's in-place calls wait for
+ * nothing, and an attempt with an end mark does not become irrevocable in
+ * place: src/iface/libc_services.h), and for another hand-over, a few
+ * stores. */
+static __attribute__((noinline)) void solo_revoke(sstm_file_t *f) {
+  for (unsigned spin = 0;; spin++) {
+    /* acquire: pairs with the end mark's release store (the keeper's
+     * attempt and its in-place changes before it) and with a hand-over's
+     * release of 0 */
+    uint64_t w = atomic_load_explicit(&f->solo, memory_order_acquire);
+    if (w == 0) return;
+    unsigned st = SOLO_ST(w);
+    /* acquire on success: as the load; whoever moves solo out of C or A
+     * first hands over (the keeper's next attempt would move it to I) */
+    if ((st == SOLO_C || st == SOLO_A) &&
+        atomic_compare_exchange_strong_explicit(&f->solo, &w, SOLO_MAKE(SOLO_TAG(w), SOLO_H),
+                                                memory_order_acquire, memory_order_relaxed)) {
+      if (st == SOLO_A) solo_restore(f);
+      nmod_bump(f);
+      /* release: the state above before the stream's next user (which
+       * loads solo with acquire or seq_cst order before it reads it) */
+      atomic_store_explicit(&f->solo, 0, memory_order_release);
+      return;
+    }
+    /* The keeper's attempt runs (SOLO_I) or another thread hands over:
+     * pauses, yields, then sleeps of 50 us (the end mark wakes nobody). */
+    if (!wait_step(spin)) {
+      struct timespec ts = {0, 50000};
+      nanosleep(&ts, NULL);
+    }
+  }
+}
+
+/* (S10) solo_enter's cases other than the keeper's C or A: f is being
+ * handed back (-1), or is not kept by this thread any more (another
+ * thread handed it back): this thread keeps it again only after more
+ * kept-view commits. */
+static __attribute__((noinline)) int solo_miss(uint64_t w) {
+  if (SOLO_TAG(w) != tls_tag) {
+    tls_solo = NULL;
+    tls_solo_need = tls_solo_need < SOLO_NEEDMAX ? 2 * tls_solo_need : SOLO_NEEDMAX;
+  }
+  return -1;
+}
+
+/* (S10) The keeper's attempt id enters solo mode on f at its first call on
+ * it: solo moves from C or A to I (a rolled-back attempt's changes are
+ * undone first), the fields it may change are saved, and the engine's end
+ * mark will store C or A in solo when the attempt ends. 0, or -1: f is not
+ * kept by this thread, or is being handed back (the general path then
+ * deals with it). */
+static __attribute__((noinline)) int solo_enter(sstm_file_t *f, uint64_t id) {
+  uint64_t w = atomic_load_explicit(&f->solo, memory_order_relaxed); /* relaxed: the CAS decides */
+  uint64_t c = tls_solo_in - (SOLO_I - SOLO_C);                      /* this thread's C */
+  if (__builtin_expect(w != c && w != c + (SOLO_A - SOLO_C), 0)) return solo_miss(w);
+  /* acquire: a hand-over's release (the keeper's own changes are this
+   * thread's); the revokers' CAS from C or A fails from now on, until the
+   * end mark stores C or A again. */
+  if (!atomic_compare_exchange_strong_explicit(&f->solo, &w, tls_solo_in, memory_order_acquire,
+                                               memory_order_relaxed))
+    return -1;
+  if (w != c)
+    solo_restore(f);
+  else if (tls_solo_tx != 0) /* the previous solo attempt committed in solo mode */
+    tls_solo_need = SOLO_NEED0;
+  solo_save(f);
+  tls_solo_tx = id;
+  /* Inside a transaction (id): cannot fail. */
+  return sstm__end_mark(&f->solo, c, c + (SOLO_A - SOLO_C));
+}
+
+/* (S10) The running attempt id (non-zero) may work on f in place: f is
+ * kept by this thread and the attempt is (now) in solo mode on it. */
+static inline bool solo_in(sstm_file_t *f, uint64_t id) {
+  if (tls_solo != f) return false;
+  /* relaxed: only this thread changes solo while it is its I value */
+  if (tls_solo_tx == id && atomic_load_explicit(&f->solo, memory_order_relaxed) == tls_solo_in)
+    return true;
+  return solo_enter(f, id) == 0;
+}
+
+/* (S10) sstm_fputc's common case in solo mode: the byte continues the
+ * write buffer's bytes (not an append stream, no read window). */
+static inline bool solo_put1(sstm_file_t *f, unsigned char b) {
+  if ((f->mode & (M_WR | M_LBF | M_APP)) != M_WR) return false;
+  uint64_t wbuf = CSL(f, wbuf), woff = CSL(f, woff), wl = CSL(f, wlen), pos = CSL(f, pos);
+  if (wl == 0 || woff + wl >= f->bsz || CSL(f, wbase) + wl != pos || CSL(f, rlen) != 0)
+    return false;
+  ((unsigned char *)(uintptr_t)wbuf)[woff + wl] = b; /* wl != 0: wbuf is set */
+  CSS(f, wlen, wl + 1);
+  CSS(f, pos, pos + 1);
+  return true;
+}
+
+/* (S10) sstm_fgetc's common case in solo mode: the byte is in the window. */
+static inline int solo_get1(sstm_file_t *f) {
+  if (!(f->mode & M_RD)) return -1;
+  uint64_t p = CSL(f, pos), rb = CSL(f, rbase), rl = CSL(f, rlen);
+  if (p - rb >= rl) return -1; /* also p < rb (unsigned) and rl == 0 */
+  CSS(f, pos, p + 1);
+  return ((const unsigned char *)(uintptr_t)CSL(f, rbuf))[p - rb];
+}
+
+/* (S10) A write that the write buffer serves (as ntx_write's), in place by
+ * a solo attempt: the bytes go after the installed ones. false: not
+ * served, nothing done. */
+static inline bool solo_write(sstm_file_t *f, const void *src, size_t n) {
+  if ((f->mode & (M_WR | M_LBF)) != M_WR || n == 0 || n >= f->bsz) return false;
+  uint64_t wbuf = CSL(f, wbuf), woff = CSL(f, woff), wl = CSL(f, wlen);
+  uint64_t off = (f->mode & M_APP) ? CSL(f, apos) : CSL(f, pos);
+  if (wbuf == 0 || woff + wl + n > f->bsz || (wl != 0 && CSL(f, wbase) + wl != off)) return false;
+  uint64_t rb = CSL(f, rbase), rl = CSL(f, rlen);
+  bool stale = rl != 0 && rb < off + n && off < rb + rl;
+  if (stale || wl == 0 || (f->mode & M_APP)) solo_save_rare(f);
+  if (stale) CSS(f, rlen, 0); /* stale window */
+  memcpy((unsigned char *)(uintptr_t)wbuf + woff + wl, src, n);
+  if (wl == 0) CSS(f, wbase, off);
+  CSS(f, wlen, wl + n);
+  if (f->mode & M_APP) CSS(f, apos, off + n);
+  CSS(f, pos, off + n);
+  return true;
+}
+
+/* (S10) A read that the read window serves (as ntx_read's), in place by a
+ * solo attempt. false: not served, nothing done. */
+static inline bool solo_read(sstm_file_t *f, unsigned char *dst, size_t n, bool nl, size_t *got) {
+  if (!(f->mode & M_RD) || n == 0) return false;
+  uint64_t p = CSL(f, pos), rb = CSL(f, rbase), rl = CSL(f, rlen), rbuf = CSL(f, rbuf);
+  if (rbuf == 0 || p < rb || p >= rb + rl) return false;
+  size_t k = rb + rl - p < n ? (size_t)(rb + rl - p) : n;
+  const unsigned char *q = (const unsigned char *)(uintptr_t)rbuf + (p - rb);
+  if (k == 1 && n == 1) {
+    dst[0] = q[0]; /* fgetc's case, without a call */
+  } else {
+    const unsigned char *e = nl ? memchr(q, '\n', k) : NULL;
+    if (e != NULL) k = (size_t)(e - q) + 1;
+    if (e == NULL && k != n) return false;
+    memcpy(dst, q, k);
+  }
+  CSS(f, pos, p + k);
+  *got = k;
+  return true;
+}
+
+/* (S10) After a commit that reused this thread's kept view of f (S3): after
+ * enough of them in a row, the thread keeps f. Its acquisitions have ended
+ * (counted no more); solo is stored, then the counts and the lock of calls
+ * outside transactions are loaded, while every other user of the stream
+ * counts itself (or takes the lock) and then loads solo, all seq_cst: one
+ * of the two sees the other. If another user is there, the keeping is
+ * withdrawn (it changed nothing), or that user hands it back. */
+static __attribute__((noinline)) void solo_start(sstm_file_t *f) {
+  if (tls_solo_need == 0) tls_solo_need = SOLO_NEED0;
+  if (++tls_solo_hits < tls_solo_need) return;
+  /* relaxed: hints (the handshake below decides); not in serial mode
+   * (S9): a contended stream is not kept */
+  if (!f->reg || (f->mode & M_LBF) || f->bsz == 0 ||
+      atomic_load_explicit(&f->solo, memory_order_relaxed) != 0 ||
+      atomic_load_explicit(&f->q_span, memory_order_relaxed) != 0 ||
+      atomic_load_explicit(&f->q_turn, memory_order_relaxed) != 0)
+    return;
+  uint32_t me = my_tag();
+  uint64_t c = SOLO_MAKE(me, SOLO_C);
+  atomic_store_explicit(&f->solo, c, memory_order_seq_cst);
+  if (atomic_load_explicit(&f->q_active, memory_order_seq_cst) != 0 ||
+      atomic_load_explicit(&f->q_peek, memory_order_seq_cst) != 0 ||
+      atomic_load_explicit(&f->nlk, memory_order_seq_cst) != 0) {
+    /* relaxed: nothing was changed in place; a failure means a revoker
+     * hands it back (it moved solo to H) */
+    atomic_compare_exchange_strong_explicit(&f->solo, &c, 0, memory_order_relaxed,
+                                            memory_order_relaxed);
+    return;
+  }
+  tls_solo = f, tls_solo_tx = 0, tls_solo_in = SOLO_MAKE(me, SOLO_I);
+}
+
+/* (S10) An acquisition or a peek of the running attempt found f kept
+ * (solo value w, non-zero), after it counted itself. Another thread's
+ * keeping: the attempt restarts and, rolled back, waits in view_drop
+ * until the stream is handed back, so that its retry begins after the
+ * keeper's last attempt ended (its snapshot then includes that attempt's
+ * commit, whose stream changes it will read); an irrevocable attempt
+ * cannot restart and waits here. This thread's: handed back at once; true
+ * when this attempt is in solo mode on f (the caller then leaves it,
+ * solo_leave, once own is stored). */
+static __attribute__((noinline)) bool solo_meet(sstm_file_t *f, view_t *v, uint64_t w) {
+  /* Another attempt's solo mode on this thread (an executor's suspended
+   * transaction, on another descriptor) is treated as another thread's. */
+  if (SOLO_TAG(w) != my_tag() || (SOLO_ST(w) == SOLO_I && tls_solo_tx != v->txid)) {
+    if (sstm_is_irrevocable()) {
+      solo_revoke(f);
+      return false;
+    }
+    v->revoke = true;
+    sstm_restart();
+  }
+  tls_solo = NULL;
+  if (SOLO_ST(w) == SOLO_I) return true;
+  solo_revoke(f); /* C or A, or H: not in flight, no wait for the keeper */
+  return false;
+}
+
+uint64_t sstm__stdio_solo(const sstm_file_t *f) {
+  return atomic_load_explicit(&f->solo, memory_order_relaxed); /* relaxed: tests */
+}
+
+/* (S10) The running attempt, in solo mode on f, needs more than the
+ * buffers' in-place calls: it has counted itself and stored own (the
+ * stream's other users now meet its lock), so it takes the installed
+ * state with its own changes as its view's state, puts the installed
+ * state back to what the keeper committed, drops the end mark and frees
+ * solo; its commit installs the next version as any acquisition's does.
+ * Returns the stream's new nmod. */
+static __attribute__((noinline)) uint64_t solo_leave(sstm_file_t *f, view_t *v) {
+  cs_load(f, &v->s);
+  solo_restore(f);
+  nmod_bump(f);
+  (void)sstm__end_mark(NULL, 0, 0);
+  tls_solo_need = tls_solo_need < SOLO_NEEDMAX ? 2 * tls_solo_need : SOLO_NEEDMAX;
+  tls_solo_hits = 0;
+  uint64_t nmod = atomic_load_explicit(&f->nmod, memory_order_relaxed);
+  /* release: as in solo_revoke */
+  atomic_store_explicit(&f->solo, 0, memory_order_release);
+  return nmod;
 }
 
 /* ---- operations ------------------------------------------------------------ */
@@ -985,6 +1315,7 @@ static inline view_t *view_new(sstm_file_t *f, uint64_t id, view_t *v, int *err)
   }
   v->f = f, v->txid = id, v->armed = false, v->closed = false, v->ticket = 0, v->cold = false;
   v->bad = false, v->turn = false, v->active = false, v->peek = false, v->ver = 0;
+  v->hit = false, v->revoke = false;
   /* The action first, then own: an abort inside the barriers below finds
    * the view registered (view_drop takes it back); an attempt that commits
    * without having stored own installs nothing. One action for both ends
@@ -1029,6 +1360,10 @@ static view_t *acquire_in(sstm_file_t *f, uint64_t id, int *err) {
   if ((v = view_new(f, id, k, err)) == NULL) return NULL;
   uint32_t others = enter(f, &f->q_active);
   v->active = true;
+  /* (S10) seq_cst: the loading half of solo_start's handshake (after the
+   * count above); acquire for a hand-over's release. */
+  uint64_t so = atomic_load_explicit(&f->solo, memory_order_seq_cst);
+  bool leave = __builtin_expect(so != 0, 0) && solo_meet(f, v, so);
   /* relaxed: written under nlk while no attempt was counted; enter()'s
    * seq_cst load of nlk, after this attempt's count, reads the release of
    * nlk that followed the last such write (or the write is not before the
@@ -1063,7 +1398,12 @@ static view_t *acquire_in(sstm_file_t *f, uint64_t id, int *err) {
    * committed since this thread's, which installed it before this attempt
    * began) and that no call outside transactions changed in place holds
    * the installed state already: no copy. */
-  if (k == NULL || o != kown || nmod != v->nmod) snapshot(f, o, &v->s);
+  if (__builtin_expect(leave, 0))
+    nmod = solo_leave(f, v); /* (S10) the installed state with this attempt's changes */
+  else if (k == NULL || o != kown || nmod != v->nmod)
+    snapshot(f, o, &v->s), tls_solo_hits = 0;
+  else
+    v->hit = true;
   v->nmod = nmod;
   arm(v);
   return v;
@@ -1111,9 +1451,21 @@ static bool peek(op_t *a, cstate_t *s) {
     *s = v->s;
     return true;
   }
+  /* (S10) This attempt works on f in place: its own state is the
+   * installed one; an acquisition leaves solo mode first. */
+  if (tls_solo == f && tls_solo_tx == id &&
+      atomic_load_explicit(&f->solo, memory_order_relaxed) == tls_solo_in) {
+    if ((v = acquire_in(f, id, &a->err)) == NULL) return false;
+    *s = v->s;
+    return true;
+  }
   if ((v = view_new(f, id, NULL, &a->err)) == NULL) return false;
   enter(f, &f->q_peek);
   v->peek = true;
+  /* (S10) seq_cst, as in acquire_in; not in solo mode (above), so
+   * solo_meet hands this thread's keeping back or restarts */
+  uint64_t so = atomic_load_explicit(&f->solo, memory_order_seq_cst);
+  if (__builtin_expect(so != 0, 0)) (void)solo_meet(f, v, so);
   v->nmod = atomic_load_explicit(&f->nmod, memory_order_relaxed); /* as in acquire_in */
   uint64_t o = LD(f, own);
   if (o & OWN_CLOSED) {
@@ -1362,16 +1714,6 @@ static inline view_t *fast_view(sstm_file_t *f, uint64_t id) {
 }
 
 /* ---- calls outside transactions (S8) ---------------------------------------- */
-
-#define CSL(f, fld) __atomic_load_n(&(f)->cs.fld, __ATOMIC_RELAXED)
-#define CSS(f, fld, v) __atomic_store_n(&(f)->cs.fld, (v), __ATOMIC_RELAXED)
-
-/* (S8) The installed state changed in place: a kept view (S3) is stale.
- * relaxed: under nlk, published with the state by ntx_unlock's release. */
-static inline void nmod_bump(sstm_file_t *f) {
-  atomic_store_explicit(&f->nmod, atomic_load_explicit(&f->nmod, memory_order_relaxed) + 1,
-                        memory_order_relaxed);
-}
 
 /* (S8) A write outside transactions that the write buffer serves (the n
  * bytes continue the buffered bytes and fit), done in place under the
@@ -1670,13 +2012,13 @@ static void op_read(void *p) {
   a->r = (int64_t)rd(a, v, a->dst, a->n, a->whence != 0, &nl);
 }
 
-int sstm_fgetc(sstm_file_t *f) {
+/* sstm_fgetc but solo mode's common case (S10), with the attempt id. */
+static __attribute__((noinline)) int fgetc_general(sstm_file_t *f, uint64_t id) {
   unsigned char c;
   if (f == NULL) {
     errno = EBADF;
     return EOF;
   }
-  uint64_t id = sstm_txid();
   view_t *v = NULL;
   if (id != 0) { /* inside a transaction: acquire without an operation record */
     int e = 0;
@@ -1703,6 +2045,16 @@ int sstm_fgetc(sstm_file_t *f) {
   return c;
 }
 
+int sstm_fgetc(sstm_file_t *f) {
+  uint64_t id = f != NULL ? sstm_txid() : 0;
+  /* (S10) a kept stream: the byte in place, without a stack frame */
+  if (tls_solo == f && id != 0 && solo_in(f, id)) {
+    int c = solo_get1(f);
+    if (c >= 0) return c;
+  }
+  return fgetc_general(f, id);
+}
+
 /* op_read on the caller's attempt; inside a transaction without sstm_run
  * and without looking the view up twice. false: as run_in. */
 static bool read_op(op_t *a) {
@@ -1716,6 +2068,11 @@ static bool read_op(op_t *a) {
     return run_in(op_read, a, 0);
   }
   a->txid = id, a->outer = false, a->err = 0, a->r = 0;
+  size_t got;
+  if (solo_in(a->f, id) && solo_read(a->f, a->dst, a->n, a->whence != 0, &got)) { /* (S10) */
+    a->r = (int64_t)got;
+    return true;
+  }
   view_t *v = fast_view(a->f, id);
   if (v == NULL && (v = acquire_in(a->f, id, &a->err)) == NULL) return true;
   bool nl;
@@ -1816,6 +2173,7 @@ static void op_write(void *p) {
  * operation record, no sstm_run. Returns n, or -1 with errno. */
 static inline __attribute__((always_inline)) int64_t write_in(sstm_file_t *f, const void *src,
                                                               size_t n, uint64_t id) {
+  if (solo_in(f, id) && solo_write(f, src, n)) return (int64_t)n; /* (S10) */
   view_t *v = fast_view(f, id);
   int e = 0;
   if (v == NULL && (v = acquire_in(f, id, &e)) == NULL) {
@@ -1849,13 +2207,21 @@ static int64_t do_write(sstm_file_t *f, const void *src, size_t n, uint64_t id, 
   return a.r;
 }
 
-int sstm_fputc(int c, sstm_file_t *f) {
+/* sstm_fputc but solo mode's common case (S10), with the attempt id. */
+static __attribute__((noinline)) int fputc_general(int c, sstm_file_t *f, uint64_t id) {
   unsigned char b = (unsigned char)c;
-  uint64_t id = f != NULL ? sstm_txid() : 0;
   if (id != 0) /* the attempt's later calls: a byte into its view, no call */
     return write_in(f, &b, 1, id) == 1 ? b : EOF;
   if (f != NULL && ntx_write(f, &b, 1)) return b;
   return do_write(f, &b, 1, id, false) == 1 ? b : EOF;
+}
+
+int sstm_fputc(int c, sstm_file_t *f) {
+  uint64_t id = f != NULL ? sstm_txid() : 0;
+  /* (S10) a kept stream: the byte in place, without a stack frame */
+  if (tls_solo == f && id != 0 && solo_in(f, id) && solo_put1(f, (unsigned char)c))
+    return (unsigned char)c;
+  return fputc_general(c, f, id);
 }
 
 int sstm_fputs(const char *s, sstm_file_t *f) {

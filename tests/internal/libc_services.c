@@ -156,4 +156,98 @@ TEST(a_single_action_that_runs_transactions_runs_once_in_order) {
   sstm_test_fini();
 }
 
+/* ---- the end mark (sstm__end_mark) ---- */
+
+static _Atomic uint64_t mark_word;
+static uint64_t seen_in_action; /* the mark's word when an action ran */
+static void mark_commit_action(void *arg) {
+  (void)arg;
+  seen_in_action = atomic_load_explicit(&mark_word, memory_order_relaxed);
+}
+
+/* The first attempt marks 11/12 and restarts; the second marks 21/22 and
+ * commits. The abort and commit actions see the mark stored already. */
+static void mark_body(void *arg) {
+  int a = ++attempts;
+  (void)arg;
+  CHECK_OK(sstm_on_abort(mark_commit_action, NULL));
+  CHECK_OK(sstm_on_commit(mark_commit_action, NULL));
+  CHECK_OK(sstm__end_mark(&mark_word, a == 1 ? 11 : 21, a == 1 ? 12 : 22));
+  /* not yet: 0, or the rolled-back attempt's 12 */
+  CHECK_EQ_U(atomic_load_explicit(&mark_word, memory_order_relaxed), a == 1 ? 0 : 12);
+  if (a == 1) {
+    sstm_restart();
+  }
+}
+
+TEST(the_end_mark_is_stored_once_per_attempt_before_the_actions) {
+  sstm_test_init();
+  atomic_store_explicit(&mark_word, 0, memory_order_relaxed);
+  attempts = 0;
+  CHECK_OK(sstm_run(NULL, mark_body, NULL));
+  CHECK_EQ_I(attempts, 2);
+  CHECK_EQ_U(atomic_load_explicit(&mark_word, memory_order_relaxed), 21);
+  CHECK_EQ_U(seen_in_action, 21);
+  /* Stored once: a later transaction without a mark leaves the word. */
+  atomic_store_explicit(&mark_word, 5, memory_order_relaxed);
+  attempts = 1;
+  CHECK_OK(sstm_run(NULL, body, NULL)); /* actions, no mark; commits at once */
+  CHECK_EQ_U(atomic_load_explicit(&mark_word, memory_order_relaxed), 5);
+  sstm_test_fini();
+}
+
+static void mark_abort_body(void *arg) {
+  (void)arg;
+  attempts++;
+  CHECK_OK(sstm_on_abort(mark_commit_action, NULL));
+  CHECK_OK(sstm__end_mark(&mark_word, 1, 2));
+  sstm_cancel();
+}
+
+static void mark_drop_body(void *arg) {
+  (void)arg;
+  CHECK_OK(sstm__end_mark(&mark_word, 1, 2));
+  CHECK_OK(sstm__end_mark(&mark_word, 3, 4)); /* replaces */
+  if (++attempts == 1) sstm_restart();        /* stores 4 */
+  CHECK_OK(sstm__end_mark(NULL, 0, 0));       /* drops it: the commit stores nothing */
+}
+
+TEST(a_rolled_back_attempt_stores_its_abort_value_and_a_dropped_mark_nothing) {
+  sstm_test_init();
+  atomic_store_explicit(&mark_word, 0, memory_order_relaxed);
+  attempts = 0;
+  seen_in_action = 0;
+  CHECK_EQ_I(sstm_run(NULL, mark_abort_body, NULL), SSTM_ECANCELED);
+  CHECK_EQ_U(atomic_load_explicit(&mark_word, memory_order_relaxed), 2);
+  CHECK_EQ_U(seen_in_action, 2); /* before the abort action */
+  attempts = 0;
+  CHECK_OK(sstm_run(NULL, mark_drop_body, NULL));
+  CHECK_EQ_I(attempts, 2);
+  CHECK_EQ_U(atomic_load_explicit(&mark_word, memory_order_relaxed), 4);
+  CHECK_EQ_I(sstm__end_mark(&mark_word, 1, 2), SSTM_ENOTX);
+  CHECK_TRUE(strstr(sstm_last_error(), "sstm__end_mark") != NULL);
+  sstm_test_fini();
+}
+
+/* An attempt with a mark that asks to become irrevocable, having read
+ * and written nothing, is rolled back first (its mark stored) instead of
+ * switching in place: whoever waits for the mark may hold the token. */
+static void mark_irrev_body(void *arg) {
+  (void)arg;
+  int a = ++attempts;
+  if (a == 1) CHECK_OK(sstm__end_mark(&mark_word, 1, 2));
+  CHECK_OK(sstm_become_irrevocable());
+  CHECK_TRUE(sstm_is_irrevocable());
+}
+
+TEST(an_attempt_with_a_mark_does_not_become_irrevocable_in_place) {
+  sstm_test_init();
+  atomic_store_explicit(&mark_word, 0, memory_order_relaxed);
+  attempts = 0;
+  CHECK_OK(sstm_run(NULL, mark_irrev_body, NULL));
+  CHECK_EQ_I(attempts, 2);
+  CHECK_EQ_U(atomic_load_explicit(&mark_word, memory_order_relaxed), 2);
+  sstm_test_fini();
+}
+
 SSTM_TEST_MAIN()
