@@ -92,7 +92,7 @@ typedef struct table {
    * SSTM_STT_REASONS): the bounds of every loop over the table. */
   uint32_t nentries, nreasons;
   uint32_t version; /* SSTM_STT_VERSION_COMPAT..SSTM_STT_VERSION */
-  /* The executor area (version 6), validated at open; NULL without one. */
+  /* The executor area, validated at open; NULL without one. */
   const sstm_stt_exec_t *x;
 } table_t;
 
@@ -298,7 +298,7 @@ static int open_one(int pid, int fdnum, table_t *t, char *err, size_t errlen) {
   uint32_t nr = LD(t->h->nreasons);
   uint64_t need = (uint64_t)hs + (uint64_t)n * es;
   int32_t tpid = LD(t->h->pid);
-  uint32_t xo = 0; /* the executor area's offset (version 6) */
+  uint32_t xo = 0; /* the executor area's offset */
   if (magic == 0) {
     snprintf(err, errlen,
              "%s: not initialised (magic 0): a table being created, or not a "
@@ -331,7 +331,7 @@ static int open_one(int pid, int fdnum, table_t *t, char *err, size_t errlen) {
              SSTM_STT_REASONS);
   else if (tpid != pid)
     snprintf(err, errlen, "%s: the table says it belongs to pid %" PRId32, t->path, tpid);
-  else if (v >= 6 && (xo = LD(t->h->exec_offset)) != 0 &&
+  else if ((xo = LD(t->h->exec_offset)) != 0 &&
            (xo != need || LD(t->h->exec_size) != sizeof(sstm_stt_exec_t) ||
             need + sizeof(sstm_stt_exec_t) > t->size))
     snprintf(err, errlen,
@@ -342,7 +342,7 @@ static int open_one(int pid, int fdnum, table_t *t, char *err, size_t errlen) {
     t->nentries = n;
     t->nreasons = nr;
     t->version = v;
-    t->x = v >= 6 && xo ? (const sstm_stt_exec_t *)(const void *)((const char *)p + xo) : NULL;
+    t->x = xo ? (const sstm_stt_exec_t *)(const void *)((const char *)p + xo) : NULL;
     t->e = (const sstm_stt_entry_t *)(const void *)(t->h + 1);
     return 0;
   }
@@ -585,7 +585,7 @@ static void jstr(FILE *o, const char *s) {
   fputc('"', o);
 }
 
-/* "exec": null without an executor area (a version-5 table); else the
+/* "exec": null without an executor area (exec_offset 0); else the
  * area, whose levels are those of the executor that published last (kept
  * after it ended: in_use false). Means in microseconds, null for a level
  * with no request ended. */
@@ -934,6 +934,8 @@ static void frame(const table_t *t, const header_t *h, const entry_t *cur, prev_
   put_wrapped(o, line, width);
   put_wrapped(o, h->config[0] ? h->config : "(no configuration line)", width);
   if (h->cm_info[0]) {
+    _Static_assert(sizeof line >= sizeof "policy now: " + sizeof h->cm_info,
+                   "the policy's line is shown whole");
     snprintf(line, sizeof line, "policy now: %s", h->cm_info);
     put_wrapped(o, line, width);
     if (strncmp(h->cm_info, "current=", 8) == 0) put_wrapped(o, adaptive_legend_short, width);

@@ -39,10 +39,12 @@
  * with the same bytes; 5 turned the entry's padding word into cpu and
  * appended cpu_pinned (thread mapping, schedstm/map.h); 6 put exec_offset
  * and exec_size into the header's former tail padding and appended the
- * executor's area (sstm_stt_exec_t) after the entries. Version 6 moved
- * no field of version 5 and changed neither header_size nor entry_size, so
- * a reader of version 6 reads a version-5 table as one without an
- * executor area (`sstm-top` accepts both).
+ * executor's area (sstm_stt_exec_t) after the entries (it moved no field
+ * of version 5, so a reader of version 6 read a version-5 table as one
+ * without an executor area); 7 widened cm_info from 160 to 384 bytes,
+ * which moved the header's later fields and made it 1344 bytes long:
+ * adaptive's line, which carries the figures behind its choice, did not
+ * fit in 160 and was cut. A reader of version 7 reads no earlier one.
  *
  * @par Writing
  * Each entry is written only by the thread running its descriptor, with
@@ -83,10 +85,10 @@
 /** Value of sstm_stt_header_t::magic once the table is ready ("STTM"). */
 #define SSTM_STT_MAGIC 0x4d545453u
 /** Layout version in sstm_stt_header_t::version (see "Versions" above). */
-#define SSTM_STT_VERSION 6u
+#define SSTM_STT_VERSION 7u
 /** The oldest version whose header and entries are laid out as this
  * version's (every version from it to SSTM_STT_VERSION only appended). */
-#define SSTM_STT_VERSION_COMPAT 5u
+#define SSTM_STT_VERSION_COMPAT 7u
 /** Name given to memfd_create() for the table. */
 #define SSTM_STT_MEMFD_NAME "schedstm-statetab"
 /** What readlink() of /proc/PID/fd/N gives for the table's descriptor. */
@@ -119,8 +121,9 @@ typedef struct sstm_stt_header {
   uint32_t cm_info_seq; /**< seqlock over config and cm_info: odd while they are rewritten */
   uint64_t start_ns;    /**< CLOCK_MONOTONIC at sstm_init(), in nanoseconds */
   char config[320];     /**< sstm_describe() at sstm_init(), without its cm-info part */
-  char cm_info[160];    /**< the policy's describe() line now (rewritten at every
-                             sstm_cm_info_changed()); ends in "..." when cut */
+  char cm_info[384];    /**< the policy's describe() line now (rewritten at every
+                             sstm_cm_info_changed()); ends in "..." when cut
+                             (adaptive's line, +ext or not, always fits) */
   char reason_names[SSTM_STT_REASONS][20]; /**< sstm_abort_reason_name() of each reason */
   /** the policy's counter names (sstm_cm_ops_t::stat_names), "" if unused */
   char cm_stat_names[SSTM_STT_CMSTATS][32];

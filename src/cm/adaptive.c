@@ -160,6 +160,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <schedstm/statetab.h>
+
 #include "cm/common.h"
 #include "iface/cm_services.h"
 #include "os/sched.h"
@@ -463,12 +465,59 @@ static void adaptive_fini(void) {
 
 static const char *gate_detail(void);
 
+/* The line's numbers are clamped to ranges that no run reaches (10^10
+ * commits per second, 1000 s of CPU time per commit, 99999 threads or
+ * CPUs, 9999 aborts per commit; shares to [0, 1]), so that each has a
+ * bounded width and the whole line a longest form, LONGEST_LINE: the
+ * state table's policy field holds it whole, with the part +ext appends
+ * (the assertion below). A line longer than the field would be cut there,
+ * and sstm-top would show it ending in "...". */
+#define SHOW_RATE 9999999999.0 /* commits per second, "%.0f" */
+#define SHOW_US 999999999.0    /* microseconds, "%.0f" and "%.2f" */
+#define SHOW_N 99999u          /* threads and CPUs, "%u"; busy CPUs, "%.1f" */
+#define SHOW_APC 9999.0        /* aborts per commit, "%.2f" */
+/* x within [0, max]; NaN shows as 0. */
+static double shown(double x, double max) { return x > max ? max : x >= 0 ? x : 0; }
+static unsigned shown_n(unsigned n) { return n > SHOW_N ? SHOW_N : n; }
+
+/* The longest line, piece by piece: each format of the reason and of
+ * adaptive_describe at its widest (the clamps above, the longest
+ * sub-policy name, the widest word where there is a choice). The windows
+ * (160 ms at most) and slices (OVER_SLICE_NS, EXT_SLICE_NS) shown in ms
+ * have three digits. tests/internal/adaptive_decide.c drives every number
+ * past its clamp and checks each line against this length. */
+#define LONGEST_NAME "ser-block"
+#define LONGEST_GATE " gate-idle=1.00 with=9999999999/s without=9999999999/s"
+#define LONGEST_SEEN "under threads=99999 busy=99999.0/99999"
+#define LONGEST_SLICE " slice=100ms"
+#define LONGEST_LONG                                                                               \
+  LONGEST_SEEN " nondet-tx=999999999us nondet=1.00 upd=1.00" LONGEST_SLICE " window=160ms"
+#define LONGEST_SHORT LONGEST_SEEN " short-tx=999999999.00us nondet=1.00" LONGEST_SLICE " gate-off"
+#define LONGEST_START "start threads=99999<=cpus=99999"
+#define LONGEST_VERDICT                                                                            \
+  " probe(early) " LONGEST_NAME "=9999999999/s " LONGEST_NAME "=9999999999/s t=-99.0"
+#define LONGEST_YIELD " yield-aborts/commit=9999.00"
+#define LONGEST_LINE                                                                               \
+  "current=" LONGEST_NAME " gate=off" LONGEST_GATE                                                 \
+  " long>999999999us reason=" LONGEST_LONG LONGEST_VERDICT
+_Static_assert(sizeof LONGEST_SHORT <= sizeof LONGEST_LONG &&
+                   sizeof LONGEST_START <= sizeof LONGEST_LONG &&
+                   sizeof LONGEST_YIELD <= sizeof LONGEST_VERDICT &&
+                   sizeof " probing" <= sizeof LONGEST_VERDICT,
+               "LONGEST_LINE takes the longest regime and the longest ending");
+_Static_assert(OVER_SLICE_NS < 1000000000ull && EXT_SLICE_NS < 1000000000ull &&
+                   WINDOW_NS * WINDOW_MAX_SCALE < 1000000000ull,
+               "the slices and windows shown have at most three digits of ms");
+_Static_assert(sizeof LONGEST_LINE - 1 + sizeof SSTM__CM_EXT_LONGEST - 1 <
+                   sizeof(((sstm_stt_header_t *)0)->cm_info),
+               "adaptive's longest line, and adaptive+ext's, fit the state table's field");
+
 static int adaptive_describe(char *buf, size_t len) {
   pthread_mutex_lock(&G.lock);
   int n = snprintf(buf, len, "current=%s gate=%s%s long>%.0fus reason=%s",
                    subs[atomic_load_explicit(&G.cur, RLX)]->name,
                    atomic_load_explicit(&G.gate_want, RLX) ? "on" : "off", gate_detail(),
-                   G.long_ns / 1e3, G.reason);
+                   shown(G.long_ns / 1e3, SHOW_US), G.reason);
   pthread_mutex_unlock(&G.lock);
   return n;
 }
@@ -562,7 +611,8 @@ static void probe_step(sstm_cm_ctx_t *ctx, double cps) {
   int a = G.probe_a, b = G.probe_b;
   double ya = ev_mean(a), yb = ev_mean(b), t = ev_t(a, b);
   snprintf(G.reason, sizeof G.reason, "%s probe%s %s=%.0f/s %s=%.0f/s t=%.1f", G.regime,
-           early ? "(early)" : "", subs[a]->name, ya, subs[b]->name, yb,
+           early ? "(early)" : "", subs[a]->name, shown(ya, SHOW_RATE), subs[b]->name,
+           shown(yb, SHOW_RATE),
            t > 99    ? 99
            : t < -99 ? -99
                      : t);
@@ -726,9 +776,10 @@ static const char *gate_detail(void) {
   static char buf[80];
   buf[0] = '\0';
   if (G.gate_idle < 0) return buf;
-  int n = snprintf(buf, sizeof buf, " gate-idle=%.2f", G.gate_idle);
+  int n = snprintf(buf, sizeof buf, " gate-idle=%.2f", shown(G.gate_idle, 1));
   if (G.gi_off >= 0 && n > 0 && (size_t)n < sizeof buf)
-    snprintf(buf + n, sizeof buf - (size_t)n, " with=%.0f/s without=%.0f/s", G.gi_on, G.gi_off);
+    snprintf(buf + n, sizeof buf - (size_t)n, " with=%.0f/s without=%.0f/s",
+             shown(G.gi_on, SHOW_RATE), shown(G.gi_off, SHOW_RATE));
   return buf;
 }
 
@@ -800,8 +851,8 @@ static void decide(sstm_cm_ctx_t *ctx, uint64_t ns, uint64_t commits, uint64_t u
    * the window's own figures: threads that ran transactions, the CPUs they
    * kept busy on average. */
   char seen[64];
-  snprintf(seen, sizeof seen, "%s threads=%u busy=%.1f/%u", G.over ? "over" : "under", threads,
-           cpu / (double)ns, G.ncpu);
+  snprintf(seen, sizeof seen, "%s threads=%u busy=%.1f/%u", G.over ? "over" : "under",
+           shown_n(threads), shown(cpu / (double)ns, SHOW_N), shown_n(G.ncpu));
   /* The admission gate (cm/admit.c, admit-slice's): short transactions,
    * more threads than CPUs, and conflicts frequent (sstm__admit_decide:
    * at least ADMIT_ON_APC aborts per commit; calm windows keep it on,
@@ -823,8 +874,8 @@ static void decide(sstm_cm_ctx_t *ctx, uint64_t ns, uint64_t commits, uint64_t u
     double upd = commits ? (double)updates / (double)commits : 0.0;
     G.upd_heavy = G.upd_heavy ? upd >= UPD_LEAVE : upd > UPD_ENTER;
     snprintf(G.regime, sizeof G.regime, "%s %s=%.0fus nondet=%.2f upd=%.2f%s window=%ums", seen,
-             nondet > NONDET_SHARE ? "nondet-tx" : "long-tx", len / 1e3, nondet, upd, slice,
-             (unsigned)(WINDOW_NS * scale / 1000000));
+             nondet > NONDET_SHARE ? "nondet-tx" : "long-tx", shown(len / 1e3, SHOW_US),
+             shown(nondet, 1), shown(upd, 1), slice, (unsigned)(WINDOW_NS * scale / 1000000));
     if (G.upd_heavy)
       probe_regime(ctx, cps, SUB_SER_BLOCK, SUB_OS_PRIO, threads);
     else
@@ -834,8 +885,8 @@ static void decide(sstm_cm_ctx_t *ctx, uint64_t ns, uint64_t commits, uint64_t u
   /* Short transactions: the long slice only while oversubscribed on CPUs
    * that our threads have to themselves (the file comment). */
   want_slice(G.over && G.cpus_ours ? OVER_SLICE_NS : 0);
-  snprintf(G.regime, sizeof G.regime, "%s short-tx=%.2fus nondet=%.2f%s%s", seen, len / 1e3, nondet,
-           slice_note(), gate_note(gate, gate_on));
+  snprintf(G.regime, sizeof G.regime, "%s short-tx=%.2fus nondet=%.2f%s%s", seen,
+           shown(len / 1e3, SHOW_US), shown(nondet, 1), slice_note(), gate_note(gate, gate_on));
   if (!G.over) {
     G.probe_a = G.probe_b = -1;
     snprintf(G.reason, sizeof G.reason, "%s", G.regime);
@@ -847,7 +898,8 @@ static void decide(sstm_cm_ctx_t *ctx, uint64_t ns, uint64_t commits, uint64_t u
     /* a held yield that does not serialise gives way to ser-block */
     G.yield_bad = apc > YIELD_MAX_APC ? G.yield_bad + 1 : 0;
     if (G.yield_bad >= 2) {
-      snprintf(G.reason, sizeof G.reason, "%s yield-aborts/commit=%.2f", G.regime, apc);
+      snprintf(G.reason, sizeof G.reason, "%s yield-aborts/commit=%.2f", G.regime,
+               shown(apc, SHOW_APC));
       choose(ctx, SUB_SER_BLOCK);
       verdict_forget();
     }
@@ -1012,8 +1064,8 @@ static void adaptive_desc_init(sstm_cm_ctx_t *ctx) {
   if (!G.evaluated) {
     /* No window judged yet: the regime from the threads registered so far. */
     bool over = G.registered > G.ncpu;
-    snprintf(G.reason, sizeof G.reason, "start threads=%u%scpus=%u", G.registered,
-             over ? ">" : "<=", G.ncpu);
+    snprintf(G.reason, sizeof G.reason, "start threads=%u%scpus=%u", shown_n(G.registered),
+             over ? ">" : "<=", shown_n(G.ncpu));
     choose(NULL, over ? SUB_SER_BLOCK : SUB_SER_KILL);
   }
   bool changed = !G.evaluated;
@@ -1215,6 +1267,8 @@ int sstm__adaptive_feed(uint64_t ns, uint64_t commits, uint64_t updates, uint64_
 }
 
 const char *sstm__adaptive_sub_name(int i) { return i >= 0 && i < NSUB ? subs[i]->name : "?"; }
+
+size_t sstm__adaptive_line_max(void) { return sizeof LONGEST_LINE - 1; }
 
 uint64_t sstm__adaptive_window_ns(void) { return atomic_load_explicit(&G.window_ns, RLX); }
 

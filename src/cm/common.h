@@ -157,6 +157,13 @@ typedef struct sstm__ser_kill_watch {
 sstm_cm_action_t sstm__ser_kill_decide(sstm__ser_kill_watch_t *w, const sstm_conflict_t *c,
                                        unsigned victim_kills, uint64_t *wait_ns);
 
+/* The longest part "P+ext" appends to P's describe() line (ext.c,
+ * c_describe): slice mode with the longest custom slice
+ * (SSTM_EXT_SLICE_US_MAX) and both fallback counts at their widest. A
+ * policy that bounds its own line (adaptive) leaves room for it in the
+ * state table's policy field. */
+#define SSTM__CM_EXT_LONGEST ",ext=slice(100000us),ext-fallback=slice:4294967295,none:4294967295"
+
 /* adaptive's test seam (cm/adaptive.c; tests/internal/adaptive_decide.c):
  * judge one window from given counts (commits, update commits among them,
  * aborts) and CPU time (UINT64_MAX: unknown);
@@ -164,6 +171,8 @@ sstm_cm_action_t sstm__ser_kill_decide(sstm__ser_kill_watch_t *w, const sstm_con
 int sstm__adaptive_feed(uint64_t ns, uint64_t commits, uint64_t updates, uint64_t aborts,
                         unsigned threads, uint64_t cpu_ns, unsigned ncpu, char *reason, size_t len);
 const char *sstm__adaptive_sub_name(int i);
+/* the length of the longest line adaptive's describe() can write */
+size_t sstm__adaptive_line_max(void);
 uint64_t sstm__adaptive_window_ns(void);
 /* the custom slice adaptive wants its threads to take, 0: none */
 uint64_t sstm__adaptive_slice_want_ns(void);

@@ -264,6 +264,8 @@ static int c_describe(char *buf, size_t len) {
   if (n < 0) n = 0;
   if (n == 0 && len > 0) buf[0] = '\0';
   char ext[96];
+  _Static_assert(SSTM_EXT_SLICE_US_MAX <= 100000u && sizeof ext >= sizeof SSTM__CM_EXT_LONGEST,
+                 "SSTM__CM_EXT_LONGEST is the longest part written here");
   if (probe.mode == SSTM_EXT_SLICE)
     snprintf(ext, sizeof ext, "ext=slice(%lluus)", (unsigned long long)(slice_ns / 1000));
   else

@@ -57,9 +57,9 @@ _Static_assert(SSTM_STT_REASONS >= SSTM_ABORT_REASON_COUNT, "a slot per abort re
 _Static_assert(SSTM_STT_CMSTATS == SSTM_CM_NSTATS, "a slot per policy counter");
 _Static_assert(sizeof(sstm_stt_header_t) % 64 == 0 && sizeof(sstm_stt_entry_t) % 64 == 0,
                "entries start on a cache line");
-/* Version 6 only used the header's tail padding: the header's size, and so
- * every offset a version-5 reader knows, stayed (statetab.h, "Versions"). */
-_Static_assert(sizeof(sstm_stt_header_t) == 1152, "the header's size is that of version 5");
+/* The header's size is part of the format: it changes only with the
+ * version (statetab.h, "Versions"; 1152 bytes in versions 5 and 6). */
+_Static_assert(sizeof(sstm_stt_header_t) == 1344, "the header's size is that of version 7");
 _Static_assert(sizeof(sstm_stt_exec_t) % 64 == 0, "the executor area ends on a cache line");
 
 static sstm_stt_header_t *table;

@@ -1095,15 +1095,15 @@ TEST(policy_wait_is_outside_the_attempt_and_retry_shows_its_counters) {
 /* A policy line longer than the table's field ends in "..." there (cut
  * numbers would look plausible), while sstm_describe has it whole. */
 static int long_line(char *buf, size_t len) {
-  char line[301];
-  for (int i = 0; i < 300; i++)
+  char line[501];
+  for (int i = 0; i < 500; i++)
     line[i] = (char)('0' + i % 10);
-  line[300] = '\0';
+  line[500] = '\0';
   return snprintf(buf, len, "%s", line);
 }
 static const sstm_cm_ops_t long_line_policy = {
     .name = "stt-long-line",
-    .description = "statetab test: a 300-character describe line",
+    .description = "statetab test: a 500-character describe line",
     .on_conflict = abort_self,
     .describe = long_line,
 };
@@ -1123,7 +1123,7 @@ TEST(long_policy_line_is_marked_cut) {
   CHECK_EQ_I(strncmp(info, "0123456789", 10), 0);
   jfree(j);
   char d[1024];
-  CHECK_GT_I(sstm_describe(d, sizeof d), 300);
+  CHECK_GT_I(sstm_describe(d, sizeof d), 500);
   CHECK_NOT_NULL(strstr(d, "890123456789"));
   CHECK_OK(sstm_shutdown());
 }
@@ -3118,26 +3118,31 @@ TEST(executor_levels_in_the_table) {
   CHECK_OK(sstm_shutdown());
 }
 
-/* A table of version 5 (no executor area) is still read: "exec" is null
- * and the live view has no executor line. A version-6 header whose area
- * is not where the entries end is refused. */
-TEST(version5_table_and_bad_exec_area) {
+/* A table without an executor area (exec_offset 0) is read: "exec" is
+ * null and the live view has no executor line. A table of version 6 (a
+ * 160-byte cm_info, the header's later fields elsewhere) is refused, as is
+ * a header whose area is not where the entries end. */
+TEST(table_without_exec_area_old_version_and_bad_exec_area) {
   size_t n;
   sstm_stt_header_t *h = fake_table(2, &n);
-  h->version = 5;
+  h->exec_offset = 0;
+  h->exec_size = 0;
   pid_t pid = hold_table(h, n);
   jval_t *j = snapshot_json(pid);
-  CHECK_EQ_U(ju(j, "version"), 5);
-  CHECK_MSG(jget(j, "exec")->t == J_NULL, "exec of a version-5 table is not null");
+  CHECK_EQ_U(ju(j, "version"), SSTM_STT_VERSION);
+  CHECK_MSG(jget(j, "exec")->t == J_NULL, "exec of a table without an area is not null");
   jfree(j);
   char pidstr[16];
   snprintf(pidstr, sizeof pidstr, "%d", (int)pid);
   tool_run_t r;
   run_tool(&r, "-n", "1", "-i", "0.01", pidstr);
-  check_exit(&r, 0, "live view of a version-5 table");
-  CHECK_MSG(!strstr(r.out, "executor"), "an executor line for a version-5 table: %s", r.out);
+  check_exit(&r, 0, "live view of a table without an executor area");
+  CHECK_MSG(!strstr(r.out, "executor"), "an executor line without an area: %s", r.out);
   tool_free(&r);
   reap(pid);
+
+  h->version = 6;
+  expect_error(h, n, "table version 6", "version 6");
 
   h->version = SSTM_STT_VERSION;
   h->exec_offset = (uint32_t)n - 64; /* not where the entries end, and too short */

@@ -414,7 +414,8 @@ if(TARGET sstm-top)
             cm_info_wait_is_bounded live_view_fits_the_width
             policy_wait_is_outside_the_attempt_and_retry_shows_its_counters
             long_policy_line_is_marked_cut executor_levels_in_the_table
-            version5_table_and_bad_exec_area mapping_shows_each_threads_cpu)
+            table_without_exec_area_old_version_and_bad_exec_area
+            mapping_shows_each_threads_cpu)
     sstm_add_test(NAME integration.statetab.${t} LABELS integration TIMEOUT 60
                   COMMAND itest_statetab ${t})
     # One at a time: clean_stale plants files at the names versions 1-3

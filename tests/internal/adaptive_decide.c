@@ -42,6 +42,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <schedstm/statetab.h>
+
 #include "../common/runner.h"
 #include "cm/common.h"
 #include "iface/cm_services.h" /* sstm__cm_admit_hook_on */
@@ -934,3 +936,95 @@ TEST(a_holder_gives_its_place_back_before_it_sleeps_behind_a_winner) {
 }
 
 SSTM_TEST_MAIN()
+
+/* The longest line: adaptive's describe() line is never longer than
+ * sstm__adaptive_line_max(), which, with the part "+ext" appends, fits
+ * the state table's policy field whole (a longer line is cut there and
+ * sstm-top shows it ending in "..."). Every number the line shows is
+ * driven past its clamp (threads, CPUs, CPUs kept busy, CPU time per
+ * commit, the update share, the probe's and the gate's commit rates,
+ * aborts per commit), and every line on the way is checked. */
+static const char *const clamped[] = {
+    "threads=99999 ",          "busy=99999.0/99999",
+    "-tx=999999999",           "upd=1.00",
+    "9999999999/s t=",         "with=9999999999/s without=9999999999/s",
+    "short-tx=999999999.00us", "yield-aborts/commit=9999.00",
+};
+static bool clamped_seen[sizeof clamped / sizeof clamped[0]];
+static size_t longest_seen;
+
+/* adaptive's line now, checked against the bound. */
+static void check_line(void) {
+  char d[1024];
+  const sstm_cm_ops_t *ops = sstm_cm_find("adaptive");
+  CHECK_NOT_NULL(ops);
+  int n = ops->describe(d, sizeof d);
+  CHECK_GT_I(n, 0);
+  CHECK_LT_I(n, (long long)sizeof d);
+  CHECK_MSG((size_t)n <= sstm__adaptive_line_max(), "%d characters, the bound is %zu: %s", n,
+            sstm__adaptive_line_max(), d);
+  if ((size_t)n > longest_seen) longest_seen = (size_t)n;
+  for (size_t i = 0; i < sizeof clamped / sizeof clamped[0]; i++)
+    if (strstr(d, clamped[i])) clamped_seen[i] = true;
+}
+
+TEST(the_longest_line_fits_the_state_table) {
+  CHECK_LT_U(sstm__adaptive_line_max() + strlen(SSTM__CM_EXT_LONGEST),
+             sizeof(((sstm_stt_header_t *)0)->cm_info));
+  /* the bound counts the longest sub-policy name, "ser-block" */
+  for (int i = 0; i < 4; i++)
+    CHECK_LE_U(strlen(sstm__adaptive_sub_name(i)), strlen("ser-block"));
+  /* Short transactions, 10^5 threads on 2 CPUs, the gate on, 15 % of the
+   * CPUs idle: the gate's trial and the probe at 10^13 and 2x10^13 commits
+   * per second. */
+  start();
+  sstm__adaptive_feed_idle(0.15);
+  for (int i = 0; i < 30; i++) {
+    rate_other = rate_ser_block = rate_os_prio = gate_described_on() ? 1e13 : 2e13;
+    feed(100000, 2);
+    check_line();
+  }
+  sstm__adaptive_feed_idle(-1.0);
+  stop();
+  /* Long transactions, 10^8 threads on 2x10^8 CPUs (all busy), every
+   * commit an update twice over: CPU time per commit 4 and 8 times the
+   * threshold at commit rates past the clamp, then a window of one commit
+   * (its CPU time per commit, 2x10^15 ns, past the clamp). */
+  start();
+  double L = long_threshold_s();
+  unsigned T = 100000000u;
+  upd_share = 2.0;
+  rate_os_prio = rate_other = T / (4.0 * L);
+  rate_ser_block = T / (8.0 * L);
+  for (int i = 0; i < 12; i++) {
+    feed(T, 2 * T);
+    check_line();
+  }
+  CHECK_CONTAINS(why, "long-tx");
+  uint64_t ns = sstm__adaptive_window_ns();
+  sstm__adaptive_feed(ns, 1, 2, 1, T, cpu_of(ns, T, 2 * T), 2 * T, why, sizeof why);
+  check_line();
+  stop();
+  /* A held yield, then two windows of 10^6 aborts per commit, the second
+   * 1000 s long with one commit (2000 s of CPU time for it: still short
+   * transactions for that one window, the length regime's hysteresis). */
+  start();
+  rate_other = 5e6, rate_ser_block = 1e6;
+  for (int i = 0; i < 5; i++) {
+    feed_apc(64, 2, 0.5);
+    check_line();
+  }
+  CHECK_EQ_STR(sstm__adaptive_sub_name(cur), "yield");
+  feed_apc(64, 2, 1e6);
+  check_line();
+  sstm__adaptive_feed(1000000 * MS, 1, 0, 1000000, 64, 2000000 * MS, 2, why, sizeof why);
+  check_line();
+  CHECK_CONTAINS(why, "yield-aborts");
+  stop();
+  for (size_t i = 0; i < sizeof clamped / sizeof clamped[0]; i++)
+    CHECK_MSG(clamped_seen[i], "no line showed \"%s\"", clamped[i]);
+  printf("longest line %zu characters, bound %zu, with +ext's part %zu, the field %zu\n",
+         longest_seen, sstm__adaptive_line_max(),
+         sstm__adaptive_line_max() + strlen(SSTM__CM_EXT_LONGEST),
+         sizeof(((sstm_stt_header_t *)0)->cm_info));
+}
