@@ -146,10 +146,16 @@ static const char *const lever_names[] = {"none", "nice", "idle", "batch", "slic
 
 const char *sstm__lever_name(sstm_lever_t l) { return (unsigned)l < 5 ? lever_names[l] : "?"; }
 
-static bool lever_works(sstm_lever_t l) {
+/* Whether lever l lowers the calling thread and puts it back; *lowers
+ * says whether the lowering changed anything (a thread already at nice 19
+ * "lowers" to nice 19 and back, which says nothing about the lever). */
+static bool lever_works(sstm_lever_t l, bool *lowers) {
   int tid = sstm__gettid();
-  sstm_prio_saved_t s;
+  sstm_prio_saved_t s, low;
+  *lowers = false;
   if (!sstm__lever_lower(l, tid, &s)) return false;
+  *lowers =
+      save(tid, &low) && (low.policy != s.policy || low.nice != s.nice || low.runtime != s.runtime);
   return sstm__lever_restore(l, tid, &s); /* false: a one-way change */
 }
 
@@ -169,28 +175,41 @@ static bool on_scratch_thread(void *(*fn)(void *), void *arg) {
 
 struct lever_try {
   sstm_lever_t lever;
-  bool works;
+  bool works, lowers;
 };
 
 static void *lever_probe_thread(void *arg) {
   struct lever_try *t = arg;
-  t->works = lever_works(t->lever);
+  t->works = lever_works(t->lever, &t->lowers);
   return NULL;
+}
+
+/* Lever l tried on a scratch thread: whether it can be undone, and in
+ * *lowers whether it lowered the thread at all. */
+static bool lever_try(sstm_lever_t l, bool *lowers) {
+  struct lever_try t = {l, false, false};
+  bool ran = on_scratch_thread(lever_probe_thread, &t);
+  *lowers = ran && t.lowers;
+  return ran && t.works;
 }
 
 sstm_lever_t sstm__lever_probe(void) {
   /* One fresh thread per lever: a one-way lever leaves its probing thread
    * lowered (nice 19, SCHED_IDLE), which would make the next lever's probe
-   * start from there and fail (leaving SCHED_IDLE needs privilege). */
-  for (sstm_lever_t l = SSTM_LEVER_NICE; l <= SSTM_LEVER_SLICE; l++)
-    if (sstm__lever_undoable(l)) return l;
+   * start from there and fail (leaving SCHED_IDLE needs privilege). A
+   * lever that leaves the thread as it was (nice for a program already at
+   * nice 19) would lower no loser: the next one is tried. */
+  for (sstm_lever_t l = SSTM_LEVER_NICE; l <= SSTM_LEVER_SLICE; l++) {
+    bool lowers;
+    if (lever_try(l, &lowers) && lowers) return l;
+  }
   return SSTM_LEVER_NONE;
 }
 
 bool sstm__lever_undoable(sstm_lever_t l) {
   if (l == SSTM_LEVER_NONE) return true;
-  struct lever_try t = {l, false};
-  return on_scratch_thread(lever_probe_thread, &t) && t.works;
+  bool lowers;
+  return lever_try(l, &lowers);
 }
 
 int sstm__conflict_prio_encode(int policy, int nice, int rt_priority) {

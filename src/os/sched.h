@@ -32,7 +32,8 @@ typedef struct sstm_prio_saved {
 } sstm_prio_saved_t;
 
 /* Probe the levers in the order nice, idle, batch, slice, keeping the first
- * that can be applied AND undone. The probe runs on a scratch thread with
+ * that can be applied AND undone, and that lowers the thread (nice does
+ * not, for a program already at nice 19). The probe runs on a scratch thread with
  * the caller's attributes, so a one-way change (nice or SCHED_IDLE without
  * CAP_SYS_NICE) never sticks to the caller. Returns the lever (NONE if
  * nothing works). */

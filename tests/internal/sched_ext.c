@@ -648,7 +648,9 @@ TEST(ext_rseq_fallback_of_one_thread_is_reported) {
  * RLIMIT_NICE of 0, nice 19 and SCHED_IDLE are one-way: a probe run on the
  * caller would leave the thread that calls sstm_init() (and every thread it
  * creates later) lowered for good. Checked in a child that drops root. */
-static int probe_child(void) {
+static int probe_child(bool at19) {
+  /* at nice 19 the nice lever lowers nothing: it must not be chosen */
+  if (at19 && setpriority(PRIO_PROCESS, 0, 19) != 0) return 10;
   struct rlimit rl = {0, 0};
   if (setrlimit(RLIMIT_NICE, &rl) != 0) return 10;
   if (getuid() == 0) {
@@ -662,7 +664,8 @@ static int probe_child(void) {
   duo_view_t after = duo_view_of(duo_gettid());
   if (after.policy != before.policy || after.nice != before.nice || after.runtime != before.runtime)
     return 12; /* the lever probe changed the caller */
-  if (l == SSTM_LEVER_NICE || l == SSTM_LEVER_IDLE) return 13; /* cannot be undone here */
+  if (l == SSTM_LEVER_NICE || l == SSTM_LEVER_IDLE)
+    return 13; /* cannot be undone, or lowers nothing */
   /* SCHED_BATCH <-> SCHED_OTHER is reversible unprivileged: each lever is
    * probed from the caller's own starting point, not from where a failed
    * one-way probe left a shared probing thread (SCHED_IDLE, from which
@@ -678,19 +681,23 @@ static int probe_child(void) {
   return 0;
 }
 
+/* Once at the runner's nice value, once at nice 19 (where nice would be
+ * undoable but lower nothing: 13 if it were chosen). */
 TEST(probes_leave_the_caller_as_it_was_unprivileged) {
-  fflush(stdout);
-  pid_t pid = sstm_test_fork();
-  CHECK_GE_I(pid, 0);
-  if (pid == 0) _exit(probe_child());
-  int st = 0;
-  CHECK_EQ_I(waitpid(pid, &st, 0), pid);
-  CHECK_TRUE(WIFEXITED(st));
-  CHECK_MSG(WEXITSTATUS(st) == 0,
-            "child exit %d (10/11: could not drop privileges, 12: the lever probe changed "
-            "the caller, 13: a one-way lever was chosen, 14: the ext probe changed the caller, 15: "
-            "not SCHED_BATCH)",
-            WEXITSTATUS(st));
+  for (int at19 = 0; at19 < 2; at19++) {
+    fflush(stdout);
+    pid_t pid = sstm_test_fork();
+    CHECK_GE_I(pid, 0);
+    if (pid == 0) _exit(probe_child(at19));
+    int st = 0;
+    CHECK_EQ_I(waitpid(pid, &st, 0), pid);
+    CHECK_TRUE(WIFEXITED(st));
+    CHECK_MSG(WEXITSTATUS(st) == 0,
+              "%s: child exit %d (10/11: could not drop privileges, 12: the lever probe changed "
+              "the caller, 13: a one-way lever, or one that lowers nothing, was chosen, 14: the "
+              "ext probe changed the caller, 15: not SCHED_BATCH)",
+              at19 ? "at nice 19" : "at the runner's nice", WEXITSTATUS(st));
+  }
 }
 
 TEST(ext_slice_us_validated) {
