@@ -70,7 +70,7 @@ def sweep(args):
     runs = []
     modes = args.modes.split(",")
     for op in args.ops.split(","):
-        for sharing in args.sharing.split(","):
+        for sharing in getattr(args, "sharing", "private,shared").split(","):
             for n in [int(x) for x in args.threads.split(",")]:
                 for rep in range(args.reps):
                     order = modes[rep % len(modes):] + modes[:rep % len(modes)]
@@ -134,7 +134,7 @@ def summary(runs, args):
              + " | tx aborts by reason |",
              "|" + "---|" * (8 + len(modes) + len(txs))]
     for op in args.ops.split(","):
-        for sharing in args.sharing.split(","):
+        for sharing in getattr(args, "sharing", "private,shared").split(","):
             for n in threads:
                 cells = []
                 for m in modes:

@@ -140,7 +140,8 @@ static void in_flight_body(void *arg) {
   if (!g_commit) sstm_cancel();
 }
 
-static int g_outside; /* the other thread's call is outside transactions */
+static int g_outside; /* the other thread's call: 0 ftell then fputc in transactions, 1 fputc
+                         outside transactions, 2 fputc in a transaction (an acquisition first) */
 static void tell_tx(void *arg) {
   (void)arg;
   g_seen = (long)sstm_ftell(g_f);
@@ -150,8 +151,10 @@ static void *other_during(void *arg) {
   CHECK_OK(sstm_thread_init());
   while (!atomic_load_explicit(&g_in, memory_order_acquire))
     sched_yield();
-  if (g_outside) {
+  if (g_outside == 1) {
     CHECK_EQ_I(sstm_fputc('o', g_f), 'o'); /* in place under the lock, after hand-back */
+  } else if (g_outside == 2) {
+    CHECK_OK(sstm_run(NULL, putc_tx, g_f));
   } else {
     CHECK_OK(sstm_run(NULL, tell_tx, NULL));
     CHECK_OK(sstm_run(NULL, putc_tx, g_f));
@@ -160,12 +163,13 @@ static void *other_during(void *arg) {
   return NULL;
 }
 
-/* Four runs: the keeper commits or cancels, the other thread's calls are
- * transactions or outside transactions. The other thread's bytes come
- * after the keeper's committed ones, never after a cancelled one, and its
- * ftell sees the committed position. */
+/* Six runs: the keeper commits or cancels; the other thread's calls are
+ * a peek and a write in transactions, a write outside transactions, or a
+ * write in a transaction. The other thread's bytes come after the
+ * keeper's committed ones, never after a cancelled one, and its ftell
+ * sees the committed position. */
 TEST(another_thread_waits_for_the_keepers_attempt_and_sees_committed_state) {
-  for (int run = 0; run < 4; run++) {
+  for (int run = 0; run < 6; run++) {
     setup();
     g_commit = run & 1, g_outside = run >> 1;
     g_f = sstm_fopen(path, "w+");
@@ -178,12 +182,12 @@ TEST(another_thread_waits_for_the_keepers_attempt_and_sees_committed_state) {
     CHECK_EQ_I(sstm_run(NULL, in_flight_body, NULL), g_commit ? 0 : SSTM_ECANCELED);
     CHECK_EQ_I(pthread_join(t, NULL), 0);
     int k = n + (g_commit ? 1 : 0); /* committed bytes before the other's */
-    if (!g_outside) CHECK_EQ_I(g_seen, k);
+    if (g_outside == 0) CHECK_EQ_I(g_seen, k);
     CHECK_OK(sstm_fclose(g_f));
     char buf[64];
     CHECK_EQ_U(contents(buf, sizeof buf), (size_t)k + 1);
     if (g_commit) CHECK_EQ_I(buf[n], 'k');
-    CHECK_EQ_I(buf[k], g_outside ? 'o' : '.');
+    CHECK_EQ_I(buf[k], g_outside == 1 ? 'o' : '.');
     CHECK_TRUE(memchr(buf, 'k', (size_t)k + 1) == (g_commit ? buf + n : NULL));
     teardown();
   }
