@@ -44,8 +44,10 @@
  *                       [--modes none,signal,poll]
  *       The machinery's cost with no high-priority load: N requests of
  *       one priority, W us of work and a few transactional accesses each;
- *       completed requests per second per mode. --modes runs some modes
- *       only: one mode per process is what an instruction count
+ *       completed requests per second per mode, and the median and
+ *       range of the per-round ratios to none (each round runs every mode
+ *       once, in an order rotating with the round). --modes runs some
+ *       modes only: one mode per process is what an instruction count
  *       (valgrind --tool=callgrind) of each needs.
  *
  * Linked to the shared library: linked statically, the library's code
@@ -87,6 +89,11 @@ static long arg_long(const char *s, const char *opt, long lo, long hi) {
     exit(2);
   }
   return v;
+}
+
+static int cmp_dbl(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
 }
 
 static int cmp_u64(const void *a, const void *b) {
@@ -565,9 +572,17 @@ static void overhead(int argc, char **argv) {
       exit(2);
     }
   }
+  /* Each round runs every mode once, in an order that rotates with the
+   * round (so that no mode always runs first, after the allocator and the
+   * caches have settled, or last); a round's ratio is none's time over the
+   * mode's, and the median and range of those paired ratios say how much
+   * the host moved between rounds. */
   double total[NMODES] = {0};
+  double *t = calloc((size_t)(rounds * NMODES), sizeof(double));
+  if (!t) die("overhead", SSTM_ENOMEM);
   for (long r = 0; r < rounds; r++) {
-    for (int m = 0; m < NMODES; m++) {
+    for (int k = 0; k < NMODES; k++) {
+      int m = (int)((k + r) % NMODES);
       if (!use[m]) continue;
       sstm_exec_t *ex = make(modes[m], 256);
       uint64_t t0 = now_ns();
@@ -577,15 +592,32 @@ static void overhead(int argc, char **argv) {
         if (rc) die("sstm_exec_submit", rc);
       }
       sstm_exec_destroy(ex);
-      total[m] += (now_ns() - t0) / 1e9;
+      t[r * NMODES + m] = (now_ns() - t0) / 1e9;
+      total[m] += t[r * NMODES + m];
     }
   }
-  for (int m = 0; m < NMODES; m++)
-    if (use[m])
-      printf("{\"bench\":\"exec-overhead\",\"mode\":\"%s\",\"work_us\":%u,\"requests\":%ld,"
-             "\"rounds\":%ld,\"per_s\":%.0f,\"ratio_to_none\":%.4f}\n",
-             sstm_exec_preempt_name(modes[m]), work_us, requests, rounds,
-             requests * rounds / total[m], total[0] / total[m]);
+  double *ratio = calloc((size_t)rounds, sizeof(double));
+  if (!ratio) die("overhead", SSTM_ENOMEM);
+  for (int m = 0; m < NMODES; m++) {
+    if (!use[m]) continue;
+    /* Paired ratios exist only when none ran too. */
+    double med = 0, lo = 0, hi = 0;
+    if (use[0]) {
+      for (long r = 0; r < rounds; r++)
+        ratio[r] = t[r * NMODES] / t[r * NMODES + m];
+      qsort(ratio, (size_t)rounds, sizeof(double), cmp_dbl);
+      med = rounds % 2 ? ratio[rounds / 2] : (ratio[rounds / 2 - 1] + ratio[rounds / 2]) / 2;
+      lo = ratio[0];
+      hi = ratio[rounds - 1];
+    }
+    printf("{\"bench\":\"exec-overhead\",\"mode\":\"%s\",\"work_us\":%u,\"requests\":%ld,"
+           "\"rounds\":%ld,\"per_s\":%.0f,\"ratio_to_none\":%.4f,\"round_ratio_median\":%.4f,"
+           "\"round_ratio_min\":%.4f,\"round_ratio_max\":%.4f}\n",
+           sstm_exec_preempt_name(modes[m]), work_us, requests, rounds,
+           requests * rounds / total[m], use[0] ? total[0] / total[m] : 0.0, med, lo, hi);
+  }
+  free(ratio);
+  free(t);
 }
 
 int main(int argc, char **argv) {
