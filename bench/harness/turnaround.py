@@ -49,6 +49,10 @@ Variants (each a server configuration; --variants picks some):
                 preempted only by 4 and 5 (a request at 3 or below does not
                 preempt it)
   holder2       the same at priority 2
+  waiter        event-driven, and a request preempts a worker whose transaction waits in
+                its policy for another's end (a ser-* loser between attempts) before one
+                whose transaction runs (sstm-server --waiter-first 1)
+  waiter3       waiter and holder3 together
 each preemptive one with C_max in --c-max (inf = never promote) x lazy
 promotion off/on (--lazy). Within a repetition every variant runs back to
 back in an order that rotates with the repetition, and ratios are taken
@@ -122,6 +126,9 @@ VARIANTS = {
     "aa": (["--preempt", "none", "--tick-us", "0"], False),
     "holder3": (["--preempt", "signal", "--tick-us", "0", "--holder-level", "3"], True),
     "holder2": (["--preempt", "signal", "--tick-us", "0", "--holder-level", "2"], True),
+    "waiter": (["--preempt", "signal", "--tick-us", "0", "--waiter-first", "1"], True),
+    "waiter3": (["--preempt", "signal", "--tick-us", "0", "--waiter-first", "1",
+                 "--holder-level", "3"], True),
 }
 ERROR = "turnaround: error: "
 # Every turnaround field the server reports, with the clock it is on.

@@ -94,6 +94,9 @@ typedef struct options {
   /* --vclock: also measure each request's turnaround on the workers' CPU
    * clocks (see vclock_now) */
   bool vclock;
+  /* --ro-profiles: order-status and stock-level run as declared read-only
+   * transactions (sstm_exec_req_t::read_only), as tpcc_run runs them */
+  bool ro_profiles;
 } options_t;
 
 struct io_thread;
@@ -231,6 +234,11 @@ static void usage(FILE *f) {
           "                        to priority P: resumed before the requests at P and\n"
           "                        below that have not started, preempted only from above\n"
           "                        (sstm_exec_config_t::holder_level; 0 = off, the default)\n"
+          "      --ro-profiles 0|1  run order-status and stock-level as declared read-only\n"
+          "                        transactions (as tpcc_run does; default 1)\n"
+          "      --waiter-first 0|1  preempt a worker whose transaction waits in its policy\n"
+          "                        for another's end before one that runs\n"
+          "                        (sstm_exec_config_t::waiter_first; default the library's)\n"
           "      --reserve-pct N   percent of the contexts held back from priority 1 for\n"
           "                        higher ones, graded (sstm_exec_config_t::reserve_pct;\n"
           "                        default %u; 0: admission in arrival order)\n"
@@ -263,7 +271,12 @@ static void usage(FILE *f) {
 }
 
 static void parse_options(int argc, char **argv) {
-  opt = (options_t){.host = "127.0.0.1", .port = -1, .io_threads = 1, .tpcc = true, .seed = 1};
+  opt = (options_t){.host = "127.0.0.1",
+                    .port = -1,
+                    .io_threads = 1,
+                    .tpcc = true,
+                    .seed = 1,
+                    .ro_profiles = true};
   tpcc_scale_default(&opt.scale);
   opt.scale.districts = 1;
   bool orders_set = false;
@@ -291,7 +304,9 @@ static void parse_options(int argc, char **argv) {
     OPT_DEMAND,
     OPT_VCLOCK,
     OPT_RESERVE,
-    OPT_HOLDER
+    OPT_HOLDER,
+    OPT_WAITER,
+    OPT_RO
   };
   static const struct option longopts[] = {{"port", required_argument, NULL, 'p'},
                                            {"host", required_argument, NULL, 'H'},
@@ -314,6 +329,8 @@ static void parse_options(int argc, char **argv) {
                                            {"demand", required_argument, NULL, OPT_DEMAND},
                                            {"reserve-pct", required_argument, NULL, OPT_RESERVE},
                                            {"holder-level", required_argument, NULL, OPT_HOLDER},
+                                           {"waiter-first", required_argument, NULL, OPT_WAITER},
+                                           {"ro-profiles", required_argument, NULL, OPT_RO},
                                            {"vclock", no_argument, NULL, OPT_VCLOCK},
                                            {"seed", required_argument, NULL, 's'},
                                            {"help", no_argument, NULL, 'h'},
@@ -405,6 +422,10 @@ static void parse_options(int argc, char **argv) {
       break;
     case OPT_HOLDER:
       holder = (unsigned)bench_parse_long(optarg, "--holder-level", 0, SSTM_EXEC_MAX_LEVELS);
+      break;
+    case OPT_RO: opt.ro_profiles = bench_parse_long(optarg, "--ro-profiles", 0, 1) != 0; break;
+    case OPT_WAITER:
+      opt.ecfg.waiter_first = bench_parse_long(optarg, "--waiter-first", 0, 1) != 0;
       break;
     case 's': opt.seed = (uint64_t)bench_parse_long(optarg, "-s/--seed", 0, 1L << 62); break;
     case 'h': usage(stdout); exit(0);
@@ -769,6 +790,8 @@ static void admit_parked(io_thread_t *io) {
                             .arg = r,
                             .priority = l,
                             .tag = r->profile,
+                            .read_only = opt.ro_profiles && (r->profile == PROTO_ORDER_STATUS ||
+                                                             r->profile == PROTO_STOCK_LEVEL),
                             .done = request_done,
                             .done_arg = r};
       /* The request may end on a worker before the call returns: take it

@@ -346,7 +346,11 @@ typedef enum sstm_wait_mode {
  * yields every 64 rounds, as YIELD does. Deadlock freedom: policies
  * call this after their own attempt has rolled back (from on_abort), so a
  * waiting thread holds no lock and runs no attempt, and the wait-for graph
- * (waiting thread -> running attempt) has no cycle.
+ * (waiting thread -> running attempt) has no cycle. Called between
+ * attempts (the caller's attempt rolled back), the wait also ends, with 0,
+ * when an executor running the caller's transaction chooses its worker to
+ * preempt (sstm_exec_config_t::waiter_first): the retry then gives the
+ * worker up at its first polled point.
  * @param p the party
  * @param mode SSTM_WAIT_SPIN, SSTM_WAIT_BLOCK or SSTM_WAIT_YIELD
  * @param timeout_ns the longest wait, 0 for no limit

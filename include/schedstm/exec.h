@@ -61,6 +61,8 @@
  *                                  lowest level for higher ones, 0..90
  *   SCHEDSTM_EXEC_HOLDER_LEVEL     the level a transaction preempted while
  *                                  holding locks is raised to, 0..63, 0 = off
+ *   SCHEDSTM_EXEC_WAITER_FIRST     0 | 1: preempt a worker whose transaction
+ *                                  waits for another's end first
  * @endcode
  *
  * Thread safety: every function may be called from any thread, registered
@@ -156,6 +158,8 @@ typedef enum sstm_exec_paused_conflict {
 #define SSTM_EXEC_RESERVE_PCT_MAX 90u
 /** @copydoc SSTM_EXEC_MAX_WORKERS */
 #define SSTM_EXEC_HOLDER_LEVEL_DEFAULT 0u
+/** @copydoc SSTM_EXEC_MAX_WORKERS */
+#define SSTM_EXEC_WAITER_FIRST_DEFAULT false
 
 /** An executor's configuration: sstm_exec_config_default() fills in the
  * defaults, the SCHEDSTM_EXEC_* variables override them. Like
@@ -225,6 +229,20 @@ typedef struct sstm_exec_config {
    * raises and the preemptions kept from happening. 0 = off; less than
    * `levels` (default SSTM_EXEC_HOLDER_LEVEL_DEFAULT). */
   unsigned holder_level;
+  /** Waiters first: a request that preempts picks, among the workers that
+   * run a lower priority, one whose transaction is waiting in its
+   * contention manager for another transaction's end (a serialising
+   * policy's loser, between two attempts: it holds no lock and runs
+   * nothing) before any that runs, whatever their priorities. Pausing it
+   * costs no work and exposes nothing; pausing a running lock holder
+   * instead leaves it open to conflicts until it is resumed, which under
+   * SSTM_EXEC_PAUSED_CONFLICT_TAKEOVER kill it, often by the very waiter
+   * (whose wait ends when its bound does). Such a worker is asked by its
+   * mode and with the polled request, which ends the wait
+   * (sstm_party_wait); the other workers are then not asked. Without it
+   * the victim is the worker of lowest priority, waiting or not (default
+   * SSTM_EXEC_WAITER_FIRST_DEFAULT). */
+  bool waiter_first;
 } sstm_exec_config_t;
 
 /** Fill the first `size` bytes of *cfg with the defaults, cfg->size
@@ -298,6 +316,12 @@ typedef struct sstm_exec_req {
   sstm_exec_done_fn done;     /**< called when it ended, or NULL */
   void *done_arg;             /**< passed to done */
   sstm_exec_future_t *future; /**< set when it ended, or NULL */
+  bool read_only;             /**< sstm_attr_t::read_only: the body only
+                                 reads; its attempts may then read past the
+                                 locks of running and paused writers
+                                 (sstm_config_t::read_past) instead of
+                                 meeting them (a paused writer's conflict
+                                 kills it, SSTM_EXEC_PAUSED_CONFLICT_TAKEOVER) */
 } sstm_exec_req_t;
 
 /** Submit a request; waits while no context is free for its priority

@@ -165,12 +165,29 @@ SSTM_API int sstm_party_wait(const sstm_party_t *p, sstm_wait_mode_t mode, uint6
   int rc = 0;
   uint64_t left;
   unsigned commit_looks = 0; /* looks at the party COMMITTING */
+  /* The caller's own descriptor, when it has one: an executor may ask it
+   * to give its worker up while it waits (its attempt has rolled back, so
+   * pausing it costs nothing and nobody meets its locks). cm_wait tells
+   * submitters so (exec.c, victim); the one that chooses this thread sets
+   * LEAVE, which ends the wait, and signals it (which interrupts a futex
+   * sleep, EINTR); the retry's first polled point then switches. Only
+   * between attempts (a policy's on_abort: the attempt rolled back, its
+   * status IDLE); a wait inside a running attempt (on_conflict) holds what
+   * the attempt holds. relaxed: the owner's own status. */
+  struct sstm_desc *self = sstm__cur;
+  if (self &&
+      sstm_st_state(atomic_load_explicit(&self->status, memory_order_relaxed)) != SSTM_ST_IDLE)
+    self = NULL;
+  if (self) atomic_store_explicit(&self->cm_wait, SSTM_CM_WAIT_WAITING, memory_order_relaxed);
   for (unsigned spins = 0;; spins++) {
     /* acquire: once the attempt is seen ended, its lock releases are
      * visible (they precede the release that ended it). */
     uint64_t st = atomic_load_explicit(w, memory_order_acquire);
     enum sstm_state s = sstm_st_state(st);
     if (sstm_st_serial(st) != p->txid || s == SSTM_ST_IDLE) break;
+    /* relaxed: see cm_wait (engine.h) */
+    if (self && atomic_load_explicit(&self->cm_wait, memory_order_relaxed) == SSTM_CM_WAIT_LEAVE)
+      break;
     if (mode == SSTM_WAIT_BLOCK && s != SSTM_ST_COMMITTING) {
       if (!(st & SSTM_ST_SLEEPERS)) {
         uint64_t nst = st | SSTM_ST_SLEEPERS;
@@ -230,6 +247,7 @@ SSTM_API int sstm_party_wait(const sstm_party_t *p, sstm_wait_mode_t mode, uint6
     sstm__cpu_relax();
   }
   commit_sleep_leave(&cs);
+  if (self) atomic_store_explicit(&self->cm_wait, SSTM_CM_WAIT_NONE, memory_order_relaxed);
   return rc;
 }
 

@@ -532,6 +532,9 @@ SSTM_API int sstm_exec_config_from_env(sstm_exec_config_t *cfg) {
     PARSE_NAME("SCHEDSTM_EXEC_PAUSED_CONFLICT", s, exec_paused_names, c.paused_conflict);
   if ((s = getenv("SCHEDSTM_EXEC_LAZY")) && parse_01("SCHEDSTM_EXEC_LAZY", s, &c.lazy_promotion))
     return SSTM_EINVAL;
+  if ((s = getenv("SCHEDSTM_EXEC_WAITER_FIRST")) &&
+      parse_01("SCHEDSTM_EXEC_WAITER_FIRST", s, &c.waiter_first))
+    return SSTM_EINVAL;
   *cfg = c;
   return 0;
 }

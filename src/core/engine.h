@@ -296,9 +296,21 @@ struct sstm_desc {
    * relaxed atomics with compiler-only fences (exec.c). */
   _Atomic uint32_t nopreempt;
   _Atomic bool preempt_standing;
+  /* SSTM_CM_WAIT_*: whether the owner thread is inside sstm_party_wait
+   * (a policy's wait for another transaction's end, after its own attempt
+   * rolled back: it holds no lock and runs no attempt), and whether an
+   * executor asked it to stop waiting. The owner stores WAITING and NONE
+   * around the wait; an executor's submitter reads it as a hint for whom
+   * to preempt and CASes WAITING -> LEAVE (sstm__exec_end_cm_wait), which
+   * the wait's loop looks at. Relaxed throughout: it orders nothing, the
+   * preemption that follows has its own (the request flag). */
+  _Atomic uint8_t cm_wait;
 
   sstm_counters_t ctr;
 } __attribute__((aligned(SSTM_CACHELINE)));
+
+/* sstm_desc::cm_wait */
+enum { SSTM_CM_WAIT_NONE = 0, SSTM_CM_WAIT_WAITING = 1, SSTM_CM_WAIT_LEAVE = 2 };
 
 /* Process-wide state. */
 typedef struct sstm_global {

@@ -234,6 +234,18 @@ bool sstm__exec_is_paused(const sstm_desc_t *d) {
 
 bool sstm__exec_holds_locks(const sstm_desc_t *d) { return d->ls.n != 0; }
 
+bool sstm__exec_in_cm_wait(const sstm_desc_t *d) {
+  return atomic_load_explicit(&((sstm_desc_t *)d)->cm_wait, memory_order_relaxed) ==
+         SSTM_CM_WAIT_WAITING;
+}
+
+bool sstm__exec_end_cm_wait(sstm_desc_t *d) {
+  uint8_t w = SSTM_CM_WAIT_WAITING;
+  /* relaxed: see cm_wait (engine.h) */
+  return atomic_compare_exchange_strong_explicit(&d->cm_wait, &w, SSTM_CM_WAIT_LEAVE,
+                                                 memory_order_relaxed, memory_order_relaxed);
+}
+
 void sstm__exec_set_priority(sstm_desc_t *d, int priority) {
   /* relaxed: published for other threads' decisions, as in sstm__begin */
   __atomic_store_n(&d->attr.priority, priority, __ATOMIC_RELAXED);

@@ -97,6 +97,7 @@ int sstm_exec_config_default_sized(sstm_exec_config_t *cfg, size_t size) {
   cfg->paused_conflict = SSTM_EXEC_PAUSED_CONFLICT_TAKEOVER;
   cfg->reserve_pct = SSTM_EXEC_RESERVE_PCT_DEFAULT;
   cfg->holder_level = SSTM_EXEC_HOLDER_LEVEL_DEFAULT;
+  cfg->waiter_first = SSTM_EXEC_WAITER_FIRST_DEFAULT;
   return 0;
 }
 
@@ -228,7 +229,7 @@ static _Atomic uint64_t *fut_state(const sstm_exec_future_t *f) {
  * back to the worker that runs it then. Never returns. */
 static void ctx_main(void *p) {
   sstm_xctx_t *c = p;
-  sstm_attr_t a = {.priority = (int)c->birth, .tag = c->req.tag};
+  sstm_attr_t a = {.priority = (int)c->birth, .tag = c->req.tag, .read_only = c->req.read_only};
   int rc = sstm_run(&a, body, c);
   c->rc = rc;
   if (c->req.done) c->req.done(c->req.done_arg, rc);
@@ -800,20 +801,42 @@ int sstm_exec_destroy(sstm_exec_t *ex) {
 
 /* ---- submission ---- */
 
+/* Whether worker w's transaction waits in its policy between two attempts
+ * (sstm__exec_in_cm_wait): a hint, read without the worker's cooperation.
+ * acquire: pairs with run_ctx's release store of cur, so the context's
+ * descriptor is the one set up before it ran; the context (pool memory)
+ * outlives the read whatever the worker does meanwhile. */
+static bool waiting(sstm_xworker_t *w) {
+  sstm_xctx_t *c = atomic_load_explicit(&w->cur, memory_order_acquire);
+  return c && sstm__exec_in_cm_wait(c->desc);
+}
+
 /* Choose the worker to preempt for a request of priority prio: the one
  * that runs the lowest-priority transaction, if it is below prio and not
- * already asked. Under the lock (so two submitters do not pick the same
- * worker for one switch). NULL: nobody to preempt. */
-static sstm_xworker_t *victim(struct sstm_exec *ex, unsigned prio) {
-  sstm_xworker_t *best = NULL;
-  int bp = (int)prio;
+ * already asked; with cfg.waiter_first, one whose transaction waits in its
+ * policy first (the lowest such), whatever the others run (*was_waiting
+ * says so). Under the lock (so two submitters do not pick the same worker
+ * for one switch). NULL: nobody to preempt. */
+static sstm_xworker_t *victim(struct sstm_exec *ex, unsigned prio, bool *was_waiting) {
+  sstm_xworker_t *best = NULL, *bw = NULL;
+  int bp = (int)prio, bwp = (int)prio;
   for (unsigned i = 0; i < ex->nworkers; i++) {
     sstm_xworker_t *w = &ex->workers[i];
     int p = atomic_load_explicit(&w->cur_prio, memory_order_relaxed);
-    if (p >= 0 && p < bp && !atomic_load_explicit(&w->kicked, memory_order_relaxed)) {
+    if (p < 0 || p >= (int)prio || atomic_load_explicit(&w->kicked, memory_order_relaxed)) continue;
+    if (p < bp) {
       best = w;
       bp = p;
     }
+    if (ex->cfg.waiter_first && p < bwp && waiting(w)) {
+      bw = w;
+      bwp = p;
+    }
+  }
+  *was_waiting = bw != NULL;
+  if (bw) {
+    best = bw;
+    atomic_fetch_add_explicit(&bw->waiter_picks, 1, memory_order_relaxed);
   }
   if (best) atomic_store_explicit(&best->kicked, 1, memory_order_relaxed);
   return best;
@@ -894,13 +917,26 @@ static int submit(struct sstm_exec *ex, const sstm_exec_req_t *req, bool wait, c
   sstm__xq_push(&ex->q, &c->node, c->prio, false);
   bool wake = ex->idle > 0;
   sstm_xworker_t *v = NULL;
+  bool v_waits = false;
   if (wake)
     gen_bump(&ex->work_gen);
   else if (ex->cfg.preempt == SSTM_EXEC_PREEMPT_SIGNAL || ex->cfg.preempt == SSTM_EXEC_PREEMPT_POLL)
-    v = victim(ex, c->prio);
+    v = victim(ex, c->prio, &v_waits);
   sstm__xq_unlock(&ex->q);
   if (wake) fx_wake(&ex->work_gen, 1);
-  if (v) {
+  if (v && v_waits) {
+    /* A waiter (cfg.waiter_first): told to end its wait
+     * (sstm__exec_end_cm_wait; a wait that has ended meanwhile is a retry
+     * running, which the kick preempts as any other), the kick's signal
+     * (or, polled, the fallback's) interrupts its sleep, and its retry's
+     * first polled point switches (reask sets the request for the new
+     * attempt). Nobody else is asked: the point is to leave the running
+     * transactions alone. */
+    sstm__xp_want(v, prio);
+    sstm_xctx_t *vc = atomic_load_explicit(&v->cur, memory_order_acquire);
+    if (vc) (void)sstm__exec_end_cm_wait(vc->desc);
+    sstm__xp_kick(v);
+  } else if (v) {
     sstm__xp_want(v, prio);
     sstm__xp_kick(v);
     /* Every other worker that runs a lower priority gets the polled
@@ -1010,7 +1046,7 @@ int sstm_exec_describe(sstm_exec_t *ex, char *buf, size_t len) {
     return SSTM_EINVAL;
   }
   uint64_t sig = 0, ref = 0, chk = 0, sw = 0, dec = 0, ho = 0, inh = 0, pas = 0, fb = 0, fbd = 0,
-           fbf = 0, hr = 0, hk = 0;
+           fbf = 0, hr = 0, hk = 0, wp = 0;
   for (unsigned i = 0; i < ex->nworkers; i++) {
     sig += atomic_load_explicit(&ex->workers[i].signals, memory_order_relaxed);
     ref += atomic_load_explicit(&ex->workers[i].refused, memory_order_relaxed);
@@ -1025,6 +1061,7 @@ int sstm_exec_describe(sstm_exec_t *ex, char *buf, size_t len) {
     fbf += atomic_load_explicit(&ex->workers[i].fallbacks_fired, memory_order_relaxed);
     hr += atomic_load_explicit(&ex->workers[i].holder_raises, memory_order_relaxed);
     hk += atomic_load_explicit(&ex->workers[i].holder_kept, memory_order_relaxed);
+    wp += atomic_load_explicit(&ex->workers[i].waiter_picks, memory_order_relaxed);
   }
   const sstm_exec_config_t *c = &ex->cfg;
   char cmax[16];
@@ -1039,7 +1076,8 @@ int sstm_exec_describe(sstm_exec_t *ex, char *buf, size_t len) {
       "table=%s signals=%llu refused=%llu checks=%llu switches=%llu declined=%llu "
       "handovers=%llu inherits=%llu passed=%llu reserve=%u%% fallbacks=%llu "
       "fallbacks-disarmed=%llu "
-      "fallbacks-fired=%llu holder-level=%u holder-raises=%llu holder-kept=%llu",
+      "fallbacks-fired=%llu holder-level=%u holder-raises=%llu holder-kept=%llu "
+      "waiter-first=%d waiter-picks=%llu",
       ex->nworkers, c->contexts, c->stack_kb, c->levels, sstm_exec_preempt_name(c->preempt),
       c->poll_fallback_us, c->tick_us, cmax, (int)c->lazy_promotion,
       c->paused_conflict == SSTM_EXEC_PAUSED_CONFLICT_HANDOVER  ? "handover"
@@ -1049,6 +1087,7 @@ int sstm_exec_describe(sstm_exec_t *ex, char *buf, size_t len) {
       (unsigned long long)ref, (unsigned long long)chk, (unsigned long long)sw,
       (unsigned long long)dec, (unsigned long long)ho, (unsigned long long)inh,
       (unsigned long long)pas, c->reserve_pct, (unsigned long long)fb, (unsigned long long)fbd,
-      (unsigned long long)fbf, c->holder_level, (unsigned long long)hr, (unsigned long long)hk);
+      (unsigned long long)fbf, c->holder_level, (unsigned long long)hr, (unsigned long long)hk,
+      (int)c->waiter_first, (unsigned long long)wp);
   return n;
 }

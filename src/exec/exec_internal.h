@@ -129,6 +129,9 @@ typedef struct sstm_xworker {
    * cfg.holder_level; holder_kept: checks that kept such a transaction
    * running because nothing above that level waited */
   _Atomic uint64_t holder_raises, holder_kept;
+  /* waiter_picks: times a submitter chose this worker as the victim
+   * because its transaction waited in its policy (cfg.waiter_first). */
+  _Atomic uint64_t waiter_picks;
 } sstm_xworker_t;
 
 /* Per birth level, summed at each request's end (relaxed atomics). The

@@ -153,6 +153,18 @@ bool sstm__exec_is_paused(const sstm_desc_t *d);
  * (the lock set is the owner's; a take-over leaves its count alone). */
 bool sstm__exec_holds_locks(const sstm_desc_t *d);
 
+/* Whether d's thread waits inside sstm_party_wait between two attempts (a
+ * policy's wait for another transaction's end, after d's attempt rolled
+ * back: it holds no lock and runs no attempt). From any thread: a relaxed
+ * hint, true from just before the wait to just after it. */
+bool sstm__exec_in_cm_wait(const sstm_desc_t *d);
+
+/* Ask d's thread to end such a wait: true if it was waiting (it then
+ * leaves at its next look, or when a signal interrupts its sleep: send one
+ * after this), false if it was not (nothing is left behind). From any
+ * thread. */
+bool sstm__exec_end_cm_wait(sstm_desc_t *d);
+
 /* The priority d's transaction carries (sstm_attr_t.priority; what
  * policies and the paused-conflict rule compare), and the executor's change
  * of it (dynamic promotion, [Silvestri17] Section III-C). Set it for the

@@ -524,6 +524,7 @@ TEST(environment) {
       {"SCHEDSTM_EXEC_LAZY", "yes"},       {"SCHEDSTM_EXEC_CONTEXTS", "0"},
       {"SCHEDSTM_EXEC_WORKERS", "-1"},     {"SCHEDSTM_EXEC_PAUSED_CONFLICT", "wait"},
       {"SCHEDSTM_EXEC_RESERVE_PCT", "91"}, {"SCHEDSTM_EXEC_HOLDER_LEVEL", "64"},
+      {"SCHEDSTM_EXEC_WAITER_FIRST", "2"},
   };
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     sstm_exec_config_t d;
