@@ -26,6 +26,7 @@ def run(op, mode, threads, rep, ops_per_s, sharing="private", aborts=None, commi
 class Args:
     ops = "fputc"
     modes = "tx,irr,glibc"
+    sharing = "private,shared"
 
 
 class StdioSweepTest(unittest.TestCase):
@@ -86,6 +87,7 @@ class StdioSweepTest(unittest.TestCase):
                 bin = fake
                 ops = "fputc"
                 modes = "tx,irr,glibc"
+                sharing = "private,shared"
                 threads = "1"
                 reps = 3
                 ms = 7
@@ -132,6 +134,7 @@ class StdioSweepTest(unittest.TestCase):
         class B:
             ops = "fputc"
             modes = "tx,tx@ser-block,irr"
+            sharing = "private,shared"
 
         text = stdio_sweep.summary(runs, B())
         row = [line for line in text.splitlines() if line.startswith("| fputc | private | 2 |")]
