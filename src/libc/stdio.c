@@ -1105,6 +1105,28 @@ static inline int solo_get1(sstm_file_t *f) {
   return ((const unsigned char *)(uintptr_t)CSL(f, rbuf))[p - rb];
 }
 
+/* (S8, S10) A read that the read window serves: n bytes, or up to a
+ * newline when nl, all in the window; the position moves past them, *got
+ * says how many. false: not served, nothing done. For ntx_read (under the
+ * stream's lock) and solo_read. */
+static inline bool window_read(sstm_file_t *f, unsigned char *dst, size_t n, bool nl, size_t *got) {
+  uint64_t p = CSL(f, pos), rb = CSL(f, rbase), rl = CSL(f, rlen), rbuf = CSL(f, rbuf);
+  if (rbuf == 0 || p < rb || p >= rb + rl) return false;
+  size_t k = rb + rl - p < n ? (size_t)(rb + rl - p) : n;
+  const unsigned char *q = (const unsigned char *)(uintptr_t)rbuf + (p - rb);
+  if (k == 1 && n == 1) {
+    dst[0] = q[0]; /* fgetc's case, without a call */
+  } else {
+    const unsigned char *e = nl ? memchr(q, '\n', k) : NULL;
+    if (e != NULL) k = (size_t)(e - q) + 1;
+    if (e == NULL && k != n) return false;
+    memcpy(dst, q, k);
+  }
+  CSS(f, pos, p + k);
+  *got = k;
+  return true;
+}
+
 /* (S10) A write that the write buffer serves (as ntx_write's), in place by
  * a solo attempt: the bytes go after the installed ones. false: not
  * served, nothing done. */
@@ -1125,25 +1147,9 @@ static inline bool solo_write(sstm_file_t *f, const void *src, size_t n) {
   return true;
 }
 
-/* (S10) A read that the read window serves (as ntx_read's), in place by a
- * solo attempt. false: not served, nothing done. */
+/* (S10) A read that the read window serves, in place by a solo attempt. */
 static inline bool solo_read(sstm_file_t *f, unsigned char *dst, size_t n, bool nl, size_t *got) {
-  if (!(f->mode & M_RD) || n == 0) return false;
-  uint64_t p = CSL(f, pos), rb = CSL(f, rbase), rl = CSL(f, rlen), rbuf = CSL(f, rbuf);
-  if (rbuf == 0 || p < rb || p >= rb + rl) return false;
-  size_t k = rb + rl - p < n ? (size_t)(rb + rl - p) : n;
-  const unsigned char *q = (const unsigned char *)(uintptr_t)rbuf + (p - rb);
-  if (k == 1 && n == 1) {
-    dst[0] = q[0]; /* fgetc's case, without a call */
-  } else {
-    const unsigned char *e = nl ? memchr(q, '\n', k) : NULL;
-    if (e != NULL) k = (size_t)(e - q) + 1;
-    if (e == NULL && k != n) return false;
-    memcpy(dst, q, k);
-  }
-  CSS(f, pos, p + k);
-  *got = k;
-  return true;
+  return (f->mode & M_RD) && n != 0 && window_read(f, dst, n, nl, got);
 }
 
 /* (S10) After a commit that reused this thread's kept view of f (S3): after
@@ -1762,22 +1768,9 @@ static inline bool ntx_read(sstm_file_t *f, unsigned char *dst, size_t n, bool n
   if (!ntx_lock(f)) return false;
   bool done = false;
   if (!(__atomic_load_n(&f->own, __ATOMIC_RELAXED) & OWN_CLOSED)) { /* relaxed: as above */
-    uint64_t p = CSL(f, pos), rb = CSL(f, rbase), rl = CSL(f, rlen), rbuf = CSL(f, rbuf);
-    if (rbuf != 0 && p >= rb && p < rb + rl) {
-      size_t k = rb + rl - p < n ? (size_t)(rb + rl - p) : n;
-      const unsigned char *q = (const unsigned char *)(uintptr_t)rbuf + (p - rb);
-      const unsigned char *e = nl ? memchr(q, '\n', k) : NULL;
-      if (e != NULL) k = (size_t)(e - q) + 1;
-      if (e != NULL || k == n) {
-        if (k == 1)
-          dst[0] = q[0]; /* fgetc's case, without a call */
-        else
-          memcpy(dst, q, k);
-        CSS(f, pos, p + k);
-        nmod_bump(f);
-        *got = k;
-        done = true;
-      }
+    if (window_read(f, dst, n, nl, got)) {
+      nmod_bump(f);
+      done = true;
     }
   }
   ntx_unlock(f);
