@@ -527,46 +527,54 @@ SSTM_API uint64_t sstm__load_slow(const void *addr, unsigned size) {
   }
 }
 
-/* The exported loads: the inline fast path as a leaf (no stack frame),
- * else the general entry. The latter is reached through a cold function so
- * the compiler moves it out of line and the fast path runs straight through
- * without a taken branch, which can matter more than the instruction count
- * (docs/benchmarks-history.md, "Taken branches count more than
- * instructions"). A sampled attempt's read tries its own fast path after
- * the common one failed (sstm__load_try_sampled; the inline mode does it
- * in its cold function, to keep the code inlined into the caller as it
- * was). The random-delay build always takes the general entry (its
- * barriers have delay points). */
+/* Every read the exported loads' fast path (load_entry) refused. Cold, so
+ * that the compiler moves it out of line and the fast path runs straight
+ * through without a taken branch, which can matter more than the
+ * instruction count (docs/benchmarks-history.md, "Taken branches count more
+ * than instructions"), and one call, so that the fast path's copies end in
+ * returns of their own (see load_entry). First a sampled attempt's own
+ * fast path (sstm__load_try_sampled; the inline mode tries it in its cold
+ * function too, to keep the code inlined into the caller as it was), then
+ * the read after write (<schedstm/inline.h>), then the general entry. The
+ * random-delay build takes the general entry at once, keeping the delay
+ * points of the slow path, and the debug build skips the read after write
+ * here, keeping its test seam in load_own_mem. */
 static SSTM_COLD uint64_t load_general(const void *addr, unsigned size) {
   uint64_t v;
-  /* Read after write first (<schedstm/inline.h>); the random-delay build
-   * keeps the delay points of the slow path, and the debug build its test
-   * seam in load_own_mem. */
+  if (!sstm__random_delay && sstm__load_try_sampled(sstm__fast_cur, addr, size, &v)) return v;
   if (!sstm__random_delay && !sstm__debug && sstm__load_own_try(sstm__fast_cur, addr, size, &v))
     return v;
   return sstm__load_slow(addr, size);
 }
 
-/* sstm__load_try's test for the exported loads: ETL first, in a copy of
- * the fast path of its own that logs without testing the variant again,
- * so that the reads of update attempts, the most frequent, test the
- * variant once instead of twice. (The inlined loads keep sstm__load_try's
- * single copy: two copies at every call site cost the caller more than
- * they save.) */
-SSTM_INLINE bool load_try_etl_first(sstm__fast_t *f, const void *addr, unsigned size,
-                                    uint64_t *out) {
-  /* relaxed: as in sstm__load_try (a flag bit fails both tests). */
-  unsigned var = __atomic_load_n(&f->variant, __ATOMIC_RELAXED);
-  if (((uintptr_t)addr & (size - 1)) != 0) return false;
-  if (SSTM_LIKELY(var == SSTM__V_ETL)) return sstm__load_fast(f, addr, size, true, out);
-  return var == SSTM__V_RO && sstm__load_fast(f, addr, size, false, out);
-}
-
+/* The exported loads' fast path, a leaf (no stack frame): sstm__load_try's
+ * test and sstm__load_fast's conditions ((1.1)-(1.4)) in two copies, one
+ * per variant that has a fast path: ETL first (its reads logged; update
+ * attempts are the most frequent, and the only kind a program that
+ * declares nothing runs), then the declared read-only attempt (not
+ * logged). The variant is tested once, and each copy returns on its own.
+ * The layout is the point: the ETL copy runs with no taken branch, the
+ * read-only copy, placed after the ETL copy's return, with one (the jump
+ * to it). When the copies shared one return, a read-only read took three
+ * taken branches and cost TinySTM's time for fewer instructions
+ * (docs/benchmarks.md, "The read-only read's taken branches"). Everything
+ * else goes to load_general; the random-delay build always does (its
+ * barriers have delay points). */
 SSTM_INLINE uint64_t load_entry(const void *addr, unsigned size) {
   uint64_t v;
   sstm__fast_t *f = sstm__fast_cur;
-  if (!sstm__random_delay && SSTM_LIKELY(load_try_etl_first(f, addr, size, &v))) return v;
-  if (!sstm__random_delay && sstm__load_try_sampled(f, addr, size, &v)) return v;
+  /* relaxed: as in sstm__load_try (a flag bit fails both tests). */
+  unsigned var = __atomic_load_n(&f->variant, __ATOMIC_RELAXED);
+  if (!sstm__random_delay && SSTM_LIKELY(((uintptr_t)addr & (size - 1)) == 0)) {
+    /* Likely, not certain: with the probability of SSTM_LIKELY the
+     * compiler also merges the read-only copy's return into the ETL
+     * copy's (a second taken branch); at 3/4 it keeps both. */
+    if (__builtin_expect_with_probability(var == SSTM__V_ETL, 1, 0.75)) {
+      if (SSTM_LIKELY(sstm__load_fast(f, addr, size, true, &v))) return v;
+    } else if (SSTM_LIKELY(var == SSTM__V_RO)) {
+      if (SSTM_LIKELY(sstm__load_fast(f, addr, size, false, &v))) return v;
+    }
+  }
   return load_general(addr, size);
 }
 
