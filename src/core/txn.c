@@ -1049,8 +1049,19 @@ SSTM_INLINE int commit_outermost(struct sstm_desc *tx) {
   sstm__ctr_add(&tx->ctr.commits_ro, 1);
   /* Statistics, retries, actions, allocations and frees (the slow byte:
    * SSTM_SLOW_COMMIT and the per-transaction bits), hooks. */
-  if (SSTM_UNLIKELY(tx->slow | atomic_load_explicit(&sstm__g.nhooks, memory_order_relaxed)))
+  if (SSTM_UNLIKELY(tx->slow | atomic_load_explicit(&sstm__g.nhooks, memory_order_relaxed))) {
+    /* The end mark alone (commit_mark's case, a transaction of the
+     * transactional stdio on a stream its thread keeps): stored here,
+     * without the calls to the tail. The test above's values again (the
+     * compiler would otherwise copy one on the common path). */
+    if (((tx->slow ^ SSTM_SLOW_MARK) |
+         atomic_load_explicit(&sstm__g.nhooks, memory_order_relaxed)) == 0) {
+      tx->slow = 0;
+      mark_fire(tx, true);
+      return 0;
+    }
     return commit_tail_unwatched(tx);
+  }
   return 0;
 }
 
@@ -1256,18 +1267,17 @@ int sstm__on_end(void (*fn)(void *arg, bool committed), void *arg) {
   return add_action(NULL, fn, arg, SSTM_ACT_COMMIT | SSTM_ACT_ABORT | SSTM_ACT_END);
 }
 
-/* (src/iface/libc_services.h) Three stores and the slow bit; the commit's
- * tail (commit_mark, commit_tail) or the rollback stores the value. */
-int sstm__end_mark(_Atomic uint64_t *word, uint64_t on_commit, uint64_t on_abort) {
+/* (src/iface/libc_services.h) Three stores and the slow bit; the
+ * read-only commit (commit_outermost), the commit's tail (commit_mark,
+ * commit_tail) or the rollback stores the value. Returns the attempt's id
+ * as sstm_txid() does, so that the caller needs no call for it. */
+uint64_t sstm__end_mark(_Atomic uint64_t *word, uint64_t on_commit, uint64_t on_abort) {
   /* The never-NULL prefix, as in add_action. */
   struct sstm_desc *tx = (struct sstm_desc *)(void *)sstm__fast_cur;
-  if (SSTM_UNLIKELY(tx->depth == 0)) {
-    sstm__set_error("sstm__end_mark: no active transaction");
-    return SSTM_ENOTX;
-  }
+  if (SSTM_UNLIKELY(tx->depth == 0)) return 0; /* no error recorded: a query as well */
   tx->end_mark = word;
   tx->end_mark_v[0] = on_abort;
   tx->end_mark_v[1] = on_commit;
   tx->slow |= SSTM_SLOW_MARK; /* a NULL word left behind costs one slow commit */
-  return 0;
+  return sstm__serial(tx);
 }

@@ -30,25 +30,31 @@
  *         SSTM_ENOMEM, with sstm_last_error() saying which */
 int sstm__on_end(void (*fn)(void *arg, bool committed), void *arg);
 
-/* A mark of the end of the current attempt, without an action: after the
- * attempt commits, the engine stores on_commit into *word, where
- * sstm_on_commit() actions run (before them); after it is rolled back (a
- * restart, a conflict, a cancel), on_abort, where sstm_on_abort() actions
- * run (before them). Each store has release order, so a thread that loads
- * the value with acquire order sees what the attempt did before its end
- * (and, after a commit, the commit itself). One mark per attempt: a later
- * call in the same attempt replaces it, a call with word NULL drops it.
- * The mark is the attempt's: it is stored once, then forgotten. Costs the
- * commit a short tail (no loop, no call), where an action costs the
- * registration of an entry and the actions' loop. Takes no lock, makes no
- * system call, cannot fail inside a transaction. An attempt with a mark
- * does not become irrevocable in place: sstm_become_irrevocable() restarts
- * it first (its rollback stores the mark), since a thread that waits for
- * the mark may hold the irrevocability token.
+/* A mark of the end of the current attempt, if there is one, without an
+ * action: after the attempt commits, the engine stores on_commit into
+ * *word, where sstm_on_commit() actions run (before them); after it is
+ * rolled back (a restart, a conflict, a cancel), on_abort, where
+ * sstm_on_abort() actions run (before them). Each store has release
+ * order, so a thread that loads the value with acquire order sees what
+ * the attempt did before its end (and, after a commit, the commit itself).
+ * One mark per attempt: a later call in the same attempt replaces it, a
+ * call with word NULL drops it. The mark is the attempt's: it is stored
+ * once, then forgotten. Costs a read-only commit one test and the store
+ * (no call), where an action costs the registration of an entry and the
+ * actions' loop. Takes no lock, makes no system call, cannot fail inside a
+ * transaction. An attempt with a mark does not become irrevocable in
+ * place: sstm_become_irrevocable() restarts it first (its rollback stores
+ * the mark), since a thread that waits for the mark may hold the
+ * irrevocability token. Outside a transaction it does nothing and records
+ * no error (sstm_last_error() is left as it was), so that a caller can
+ * register first and learn from the result whether it is in a
+ * transaction: the attempt's id, as sstm_txid() returns it, which saves
+ * that call.
  * @param word where to store (NULL: drop the attempt's mark)
  * @param on_commit the value stored after a commit
  * @param on_abort the value stored after a rollback
- * @return 0, or SSTM_ENOTX outside a transaction (sstm_last_error()) */
-int sstm__end_mark(_Atomic uint64_t *word, uint64_t on_commit, uint64_t on_abort);
+ * @return the current attempt's id (non-zero, sstm_txid()), or 0 outside a
+ *         transaction (nothing registered) */
+uint64_t sstm__end_mark(_Atomic uint64_t *word, uint64_t on_commit, uint64_t on_abort);
 
 #endif /* SSTM_IFACE_LIBC_SERVICES_H */

@@ -192,9 +192,12 @@ struct sstm_file {
   /* (S10) The fields a solo attempt can change, as they were before it
    * (solo_save): written by the keeper's attempt while solo is SOLO_I, read
    * by whoever hands a rolled-back one's stream over, ordered by solo. */
-  uint64_t sb_pos, sb_wlen;            /* always saved */
-  uint64_t sb_apos, sb_wbase, sb_rlen; /* saved when sb_rare is set */
-  bool sb_rare;
+  uint64_t sb_pos, sb_wlen;            /* always saved; sb_wlen's top bit: SB_RARE */
+  uint64_t sb_apos, sb_wbase, sb_rlen; /* saved when SB_RARE is set */
+  /* (S10) The attempt in solo mode on the stream, while solo is SOLO_I:
+   * written and read only by the keeper's thread (the one whose I value
+   * solo holds). */
+  uint64_t solo_tx;
   /* (S4) The writers of tickets and their waiters. */
   _Alignas(64) _Atomic uint64_t applied; /* last ticket written */
   _Atomic uint64_t started;              /* last ticket whose writing began (S5) */
@@ -290,13 +293,17 @@ static __thread uint32_t tls_tag;
 static __thread bool tls_pool_keyed;
 static __thread sstm__esc_t tls_esc; /* (S9) this thread's lost attempts */
 /* (S10) The stream this thread may keep (a hint: solo says whether it
- * does), the attempt whose first call on it entered solo mode, solo's
- * value while that attempt is in flight; kept-view acquisitions in a row,
- * and how many make the thread the keeper (doubled by each solo attempt
- * that had to leave, back to SOLO_NEED0 after one that did not). */
-static __thread sstm_file_t *tls_solo;
-static __thread uint64_t tls_solo_tx, tls_solo_in;
+ * does), solo's value while an attempt of the thread is in solo mode on
+ * it; kept-view acquisitions in a row, and how many make the thread the
+ * keeper (doubled when a keeping ends before a solo attempt of it worked:
+ * its first one had to leave, or another thread handed the stream back;
+ * back to SOLO_NEED0 when one did). */
+static sstm_file_t solo_none; /* tls_solo's "none": never a stream, never NULL */
+static __thread sstm_file_t *tls_solo = &solo_none;
+static __thread uint64_t tls_solo_in;
 static __thread uint32_t tls_solo_hits, tls_solo_need;
+/* (S10) Solo attempts since the thread last became a keeper (solo_start). */
+static __thread uint32_t tls_solo_run;
 static _Atomic uint32_t next_tag;
 static pthread_key_t pool_key;
 static pthread_once_t pool_once = PTHREAD_ONCE_INIT;
@@ -982,18 +989,22 @@ enum { SOLO_C = 1, SOLO_A = 2, SOLO_I = 3, SOLO_H = 4 };
  * write buffer's length at its start, the others (append position, the
  * write buffer's offset, the read window's length, which only some calls
  * change) before the first call that changes one (solo_save_rare). */
+/* Whether the others were saved: the top bit of sb_wlen (a length below
+ * 2^32), so that the save at an attempt's start clears it with the same
+ * store. */
+#define SB_RARE (1ull << 63)
 static inline void solo_save(sstm_file_t *f) {
-  f->sb_pos = CSL(f, pos), f->sb_wlen = CSL(f, wlen);
-  f->sb_rare = false;
+  f->sb_pos = CSL(f, pos), f->sb_wlen = CSL(f, wlen); /* SB_RARE clear */
 }
 static inline void solo_save_rare(sstm_file_t *f) {
-  if (f->sb_rare) return;
+  if (f->sb_wlen & SB_RARE) return;
   f->sb_apos = CSL(f, apos), f->sb_wbase = CSL(f, wbase), f->sb_rlen = CSL(f, rlen);
-  f->sb_rare = true;
+  f->sb_wlen |= SB_RARE;
 }
 static inline void solo_restore(sstm_file_t *f) {
-  CSS(f, pos, f->sb_pos), CSS(f, wlen, f->sb_wlen);
-  if (f->sb_rare) CSS(f, apos, f->sb_apos), CSS(f, wbase, f->sb_wbase), CSS(f, rlen, f->sb_rlen);
+  CSS(f, pos, f->sb_pos), CSS(f, wlen, f->sb_wlen & ~SB_RARE);
+  if (f->sb_wlen & SB_RARE)
+    CSS(f, apos, f->sb_apos), CSS(f, wbase, f->sb_wbase), CSS(f, rlen, f->sb_rlen);
 }
 
 /* (S10) End f's keeping, once no solo attempt is in flight: the installed
@@ -1035,64 +1046,132 @@ static __attribute__((noinline)) void solo_revoke(sstm_file_t *f) {
   }
 }
 
-/* (S10) solo_enter's cases other than the keeper's C or A: f is being
+/* (S10) solo_enter_rare's cases other than the keeper's C or A: f is being
  * handed back (-1), or is not kept by this thread any more (another
  * thread handed it back): this thread keeps it again only after more
  * kept-view commits. */
 static __attribute__((noinline)) int solo_miss(uint64_t w) {
   if (SOLO_TAG(w) != tls_tag) {
-    tls_solo = NULL;
-    tls_solo_need = tls_solo_need < SOLO_NEEDMAX ? 2 * tls_solo_need : SOLO_NEEDMAX;
+    tls_solo = &solo_none;
+    /* from SOLO_NEED0 when an earlier solo attempt of the keeping worked */
+    uint32_t need = tls_solo_run > 1 ? SOLO_NEED0 : tls_solo_need;
+    tls_solo_need = need < SOLO_NEEDMAX ? 2 * need : SOLO_NEEDMAX;
   }
   return -1;
 }
 
-/* (S10) The keeper's attempt id enters solo mode on f at its first call on
- * it: solo moves from C or A to I (a rolled-back attempt's changes are
- * undone first), the fields it may change are saved, and the engine's end
- * mark will store C or A in solo when the attempt ends. 0, or -1: f is not
- * kept by this thread, or is being handed back (the general path then
- * deals with it). */
-static __attribute__((noinline)) int solo_enter(sstm_file_t *f, uint64_t id) {
-  uint64_t w = atomic_load_explicit(&f->solo, memory_order_relaxed); /* relaxed: the CAS decides */
-  uint64_t c = tls_solo_in - (SOLO_I - SOLO_C);                      /* this thread's C */
-  if (__builtin_expect(w != c && w != c + (SOLO_A - SOLO_C), 0)) return solo_miss(w);
+/* (S10) The running attempt, if there is one, enters solo mode on f,
+ * whose word solo it found at w, this thread's C (c) or A (its last solo
+ * attempt committed, or was rolled back): solo moves from w to I (a
+ * rolled-back attempt's changes are undone first), the fields the attempt
+ * may change are saved, and the engine's end mark is registered, which
+ * stores C or A in solo when the attempt ends and returns the attempt's
+ * id (0: outside a transaction, nothing registered; then solo goes back
+ * to C). Nothing between the CAS and the registration can end the
+ * attempt. The attempt's id, or 0: outside a transaction, or f is being
+ * handed back (the general paths then deal with it). c_only: w is c
+ * (solo_id's case, inlined into the calls). */
+static __attribute__((noinline)) uint64_t solo_enter_none(sstm_file_t *f, uint64_t c) {
+  tls_solo_run--;
+  /* release: as in solo_revoke (nothing was changed in place) */
+  atomic_store_explicit(&f->solo, c, memory_order_release);
+  return 0;
+}
+static inline __attribute__((always_inline)) uint64_t solo_enter(sstm_file_t *f, uint64_t w,
+                                                                 uint64_t c, bool c_only) {
   /* acquire: a hand-over's release (the keeper's own changes are this
    * thread's); the revokers' CAS from C or A fails from now on, until the
    * end mark stores C or A again. */
-  if (!atomic_compare_exchange_strong_explicit(&f->solo, &w, tls_solo_in, memory_order_acquire,
-                                               memory_order_relaxed))
-    return -1;
-  if (w != c)
-    solo_restore(f);
-  else if (tls_solo_tx != 0) /* the previous solo attempt committed in solo mode */
-    tls_solo_need = SOLO_NEED0;
+  if (__builtin_expect(!atomic_compare_exchange_strong_explicit(&f->solo, &w, c + (SOLO_I - SOLO_C),
+                                                                memory_order_acquire,
+                                                                memory_order_relaxed),
+                       0))
+    return 0;
+  if (!c_only && w != c) solo_restore(f);
   solo_save(f);
-  tls_solo_tx = id;
-  /* Inside a transaction (id): cannot fail. */
-  return sstm__end_mark(&f->solo, c, c + (SOLO_A - SOLO_C));
+  tls_solo_run++;
+  /* The values from I, which the CAS kept in a register. */
+  uint64_t i = c + (SOLO_I - SOLO_C);
+  uint64_t id = sstm__end_mark(&f->solo, i - (SOLO_I - SOLO_C), i - (SOLO_I - SOLO_A));
+  if (__builtin_expect(id == 0, 0)) return solo_enter_none(f, c);
+  /* f and id only after the call: the caller's frame (the calls inline
+   * this) keeps no more than f across it. */
+  f->solo_tx = id;
+  return id;
 }
 
-/* (S10) The running attempt id (non-zero) may work on f in place: f is
- * kept by this thread and the attempt is (now) in solo mode on it. */
+/* (S10) solo_id's and solo_in's cases other than this thread's I, and C
+ * for solo_id: A (enters), or f is not kept by this thread (0). */
+static __attribute__((noinline)) uint64_t solo_enter_rare(sstm_file_t *f, uint64_t w) {
+  uint64_t c = tls_solo_in - (SOLO_I - SOLO_C);
+  if (w == c || w == c + (SOLO_A - SOLO_C)) return solo_enter(f, w, c, false);
+  (void)solo_miss(w);
+  return 0;
+}
+
+/* (S10) Whether the running attempt may work on f in place: f is kept by
+ * this thread and the attempt is (now) in solo mode on it. Its id, or 0
+ * (outside a transaction too: the caller then looks the id up itself).
+ * Inlined into each call, so that a transaction of one call on a kept
+ * stream enters solo mode with one call (the end mark's) and no stack
+ * frame of its own. */
+static inline __attribute__((always_inline)) uint64_t solo_id_kept(sstm_file_t *f);
+static inline __attribute__((always_inline)) uint64_t solo_id(sstm_file_t *f) {
+  if (tls_solo != f) return 0; /* also when f is NULL */
+  return solo_id_kept(f);
+}
+/* solo_id when tls_solo is f. */
+static inline __attribute__((always_inline)) uint64_t solo_id_kept(sstm_file_t *f) {
+  /* relaxed: only this thread moves solo from its I value, and the CAS
+   * decides the others */
+  uint64_t w = atomic_load_explicit(&f->solo, memory_order_relaxed);
+  uint64_t in = tls_solo_in;
+  if (__builtin_expect(w == in - (SOLO_I - SOLO_C), 1)) return solo_enter(f, w, w, true);
+  if (w == in) { /* the attempt's later calls, or another attempt's (S10, solo_meet) */
+    uint64_t id = sstm_txid();
+    return f->solo_tx == id ? id : 0;
+  }
+  return solo_enter_rare(f, w);
+}
+
+/* (S10) solo_id for the general paths, which know the attempt id (non-zero). */
 static inline bool solo_in(sstm_file_t *f, uint64_t id) {
   if (tls_solo != f) return false;
-  /* relaxed: only this thread changes solo while it is its I value */
-  if (tls_solo_tx == id && atomic_load_explicit(&f->solo, memory_order_relaxed) == tls_solo_in)
-    return true;
-  return solo_enter(f, id) == 0;
+  /* relaxed: as in solo_id */
+  uint64_t w = atomic_load_explicit(&f->solo, memory_order_relaxed);
+  if (w == tls_solo_in) return f->solo_tx == id;
+  return solo_enter_rare(f, w) != 0;
 }
 
 /* (S10) sstm_fputc's common case in solo mode: the byte continues the
- * write buffer's bytes (not an append stream, no read window). */
+ * write buffer's bytes (not an append stream, no read window). Buffered
+ * bytes (wl != 0) make it a write stream, and a kept stream is not
+ * line-buffered (solo_start; sstm_setvbuf refuses a stream in use): the
+ * append bit is the only one of the mode to test. */
 static inline bool solo_put1(sstm_file_t *f, unsigned char b) {
-  if ((f->mode & (M_WR | M_LBF | M_APP)) != M_WR) return false;
+  if (f->mode & M_APP) return false;
   uint64_t wbuf = CSL(f, wbuf), woff = CSL(f, woff), wl = CSL(f, wlen), pos = CSL(f, pos);
   if (wl == 0 || woff + wl >= f->bsz || CSL(f, wbase) + wl != pos || CSL(f, rlen) != 0)
     return false;
   ((unsigned char *)(uintptr_t)wbuf)[woff + wl] = b; /* wl != 0: wbuf is set */
   CSS(f, wlen, wl + 1);
   CSS(f, pos, pos + 1);
+  return true;
+}
+
+/* (S10) solo_write's common case, for sstm_fputs and sstm_fwrite: the n
+ * bytes continue the write buffer's bytes and fit (not an append stream,
+ * no read window; the mode as in solo_put1). false: solo_write decides.
+ * The state first, then the copy: only this thread reads it until the
+ * attempt ends, and the caller keeps fewer values across the call. */
+static inline bool solo_put(sstm_file_t *f, const void *src, size_t n) {
+  if ((f->mode & M_APP) || n == 0) return false; /* fwrite of 0 bytes returns 0 */
+  uint64_t wbuf = CSL(f, wbuf), woff = CSL(f, woff), wl = CSL(f, wlen), pos = CSL(f, pos);
+  if (wl == 0 || woff + wl + n > f->bsz || CSL(f, wbase) + wl != pos || CSL(f, rlen) != 0)
+    return false;
+  CSS(f, wlen, wl + n);
+  CSS(f, pos, pos + n);
+  memcpy((unsigned char *)(uintptr_t)wbuf + woff + wl, src, n); /* wl != 0: wbuf is set */
   return true;
 }
 
@@ -1181,7 +1260,8 @@ static __attribute__((noinline)) void solo_start(sstm_file_t *f) {
                                             memory_order_relaxed);
     return;
   }
-  tls_solo = f, tls_solo_tx = 0, tls_solo_in = SOLO_MAKE(me, SOLO_I);
+  tls_solo = f, tls_solo_in = SOLO_MAKE(me, SOLO_I);
+  tls_solo_run = 0;
 }
 
 /* (S10) An acquisition or a peek of the running attempt found f kept
@@ -1196,7 +1276,7 @@ static __attribute__((noinline)) void solo_start(sstm_file_t *f) {
 static __attribute__((noinline)) bool solo_meet(sstm_file_t *f, view_t *v, uint64_t w) {
   /* Another attempt's solo mode on this thread (an executor's suspended
    * transaction, on another descriptor) is treated as another thread's. */
-  if (SOLO_TAG(w) != my_tag() || (SOLO_ST(w) == SOLO_I && tls_solo_tx != v->txid)) {
+  if (SOLO_TAG(w) != my_tag() || (SOLO_ST(w) == SOLO_I && f->solo_tx != v->txid)) {
     if (sstm_is_irrevocable()) {
       solo_revoke(f);
       return false;
@@ -1204,7 +1284,7 @@ static __attribute__((noinline)) bool solo_meet(sstm_file_t *f, view_t *v, uint6
     v->revoke = true;
     sstm_restart();
   }
-  tls_solo = NULL;
+  tls_solo = &solo_none;
   if (SOLO_ST(w) == SOLO_I) return true;
   solo_revoke(f); /* C or A, or H: not in flight, no wait for the keeper */
   return false;
@@ -1226,8 +1306,19 @@ static __attribute__((noinline)) uint64_t solo_leave(sstm_file_t *f, view_t *v) 
   solo_restore(f);
   nmod_bump(f);
   (void)sstm__end_mark(NULL, 0, 0);
-  tls_solo_need = tls_solo_need < SOLO_NEEDMAX ? 2 * tls_solo_need : SOLO_NEEDMAX;
-  tls_solo_hits = 0;
+  if (tls_solo_run > 1) {
+    /* An earlier attempt of this keeping worked in solo mode, so this one
+     * leaves at a buffer's end (a refill, a spill) of a stream that the
+     * thread still uses alone: its own installation makes the thread the
+     * keeper again (solo_start's handshake decides), instead of the
+     * acquisitions in a row that a new keeper needs. */
+    tls_solo_need = SOLO_NEED0, tls_solo_hits = SOLO_NEED0 - 1;
+    v->hit = true;
+  } else {
+    /* Its first solo attempt: keeping did not pay, it takes more next time. */
+    tls_solo_need = tls_solo_need < SOLO_NEEDMAX ? 2 * tls_solo_need : SOLO_NEEDMAX;
+    tls_solo_hits = 0;
+  }
   uint64_t nmod = atomic_load_explicit(&f->nmod, memory_order_relaxed);
   /* release: as in solo_revoke */
   atomic_store_explicit(&f->solo, 0, memory_order_release);
@@ -1459,8 +1550,8 @@ static bool peek(op_t *a, cstate_t *s) {
   }
   /* (S10) This attempt works on f in place: its own state is the
    * installed one; an acquisition leaves solo mode first. */
-  if (tls_solo == f && tls_solo_tx == id &&
-      atomic_load_explicit(&f->solo, memory_order_relaxed) == tls_solo_in) {
+  if (tls_solo == f && atomic_load_explicit(&f->solo, memory_order_relaxed) == tls_solo_in &&
+      f->solo_tx == id) {
     if ((v = acquire_in(f, id, &a->err)) == NULL) return false;
     *s = v->s;
     return true;
@@ -2039,13 +2130,12 @@ static __attribute__((noinline)) int fgetc_general(sstm_file_t *f, uint64_t id) 
 }
 
 int sstm_fgetc(sstm_file_t *f) {
-  uint64_t id = f != NULL ? sstm_txid() : 0;
-  /* (S10) a kept stream: the byte in place, without a stack frame */
-  if (tls_solo == f && id != 0 && solo_in(f, id)) {
+  /* (S10) a kept stream: the byte in place */
+  if (solo_id(f) != 0) {
     int c = solo_get1(f);
     if (c >= 0) return c;
   }
-  return fgetc_general(f, id);
+  return fgetc_general(f, f != NULL ? sstm_txid() : 0);
 }
 
 /* op_read on the caller's attempt; inside a transaction without sstm_run
@@ -2073,7 +2163,8 @@ static bool read_op(op_t *a) {
   return true;
 }
 
-char *sstm_fgets(char *s, int n, sstm_file_t *f) {
+/* sstm_fgets but solo mode's common case (S10). */
+static inline __attribute__((always_inline)) char *fgets_general(char *s, int n, sstm_file_t *f) {
   if (f == NULL || s == NULL || n <= 0) {
     errno = f == NULL ? EBADF : EINVAL;
     return NULL;
@@ -2088,23 +2179,61 @@ char *sstm_fgets(char *s, int n, sstm_file_t *f) {
   return s;
 }
 
-size_t sstm_fread(void *ptr, size_t size, size_t nmemb, sstm_file_t *f) {
+/* (S10) sstm_fgets on the stream this thread keeps: the line from the
+ * read window, in place. Apart from sstm_fgets, so that its other calls
+ * (every call on a stream that is not kept) have no more to save. */
+static __attribute__((noinline)) char *fgets_kept(char *s, int n, sstm_file_t *f) {
+  size_t got;
+  if (s != NULL && n > 1 && solo_id_kept(f) != 0 &&
+      solo_read(f, (unsigned char *)s, (size_t)n - 1, true, &got)) {
+    s[got] = '\0';
+    return s;
+  }
+  return fgets_general(s, n, f);
+}
+
+char *sstm_fgets(char *s, int n, sstm_file_t *f) {
+  if (tls_solo == f) return fgets_kept(s, n, f); /* f is not NULL (solo_none) */
+  return fgets_general(s, n, f);
+}
+
+/* sstm_fread but solo mode's common case (S10). */
+static inline __attribute__((always_inline)) size_t fread_general(void *ptr, size_t size,
+                                                                  size_t nmemb, sstm_file_t *f) {
   if (f == NULL) {
     errno = EBADF;
     return 0;
   }
-  if (size == 0 || nmemb == 0) return 0;
-  if (nmemb > SIZE_MAX / size) {
+  size_t n; /* as in sstm_fwrite */
+  if (__builtin_mul_overflow(size, nmemb, &n)) {
     errno = EINVAL;
     return 0;
   }
-  op_t a = {.f = f, .dst = ptr, .n = size * nmemb};
+  if (n == 0) return 0;
+  op_t a = {.f = f, .dst = ptr, .n = n};
   if (!read_op(&a)) {
     finish(&a);
     return 0;
   }
   finish(&a);
   return (size_t)a.r / size;
+}
+
+/* (S10) sstm_fread on the stream this thread keeps: the bytes from the
+ * read window, in place (got is n: without nl, solo_read serves all n
+ * bytes or none). Apart, as fgets_kept. */
+static __attribute__((noinline)) size_t fread_kept(void *ptr, size_t size, size_t nmemb,
+                                                   sstm_file_t *f) {
+  size_t n, got;
+  if (!__builtin_mul_overflow(size, nmemb, &n) && solo_id_kept(f) != 0 &&
+      solo_read(f, ptr, n, false, &got))
+    return nmemb;
+  return fread_general(ptr, size, nmemb, f);
+}
+
+size_t sstm_fread(void *ptr, size_t size, size_t nmemb, sstm_file_t *f) {
+  if (tls_solo == f) return fread_kept(ptr, size, nmemb, f);
+  return fread_general(ptr, size, nmemb, f);
 }
 
 /* getline: read into the caller's buffer, growing it between chunks. */
@@ -2210,11 +2339,17 @@ static __attribute__((noinline)) int fputc_general(int c, sstm_file_t *f, uint64
 }
 
 int sstm_fputc(int c, sstm_file_t *f) {
-  uint64_t id = f != NULL ? sstm_txid() : 0;
-  /* (S10) a kept stream: the byte in place, without a stack frame */
-  if (tls_solo == f && id != 0 && solo_in(f, id) && solo_put1(f, (unsigned char)c))
-    return (unsigned char)c;
-  return fputc_general(c, f, id);
+  /* (S10) a kept stream: the byte in place */
+  if (solo_id(f) != 0 && solo_put1(f, (unsigned char)c)) return (unsigned char)c;
+  return fputc_general(c, f, f != NULL ? sstm_txid() : 0);
+}
+
+/* (S10) sstm_fputs and sstm_fwrite on the stream this thread keeps: the
+ * n bytes in place when the write buffer takes them (solo_put), else
+ * do_write. Apart from the calls, as fgets_kept. */
+static __attribute__((noinline)) int64_t write_kept(sstm_file_t *f, const void *src, size_t n) {
+  if (solo_id_kept(f) != 0 && solo_put(f, src, n)) return (int64_t)n;
+  return do_write(f, src, n, sstm_txid(), true);
 }
 
 int sstm_fputs(const char *s, sstm_file_t *f) {
@@ -2223,17 +2358,19 @@ int sstm_fputs(const char *s, sstm_file_t *f) {
     return EOF;
   }
   size_t n = strlen(s);
-  return do_write(f, s, n, sstm_txid(), true) == (int64_t)n ? (n > INT_MAX ? INT_MAX : (int)n)
-                                                            : EOF;
+  int64_t r = tls_solo == f ? write_kept(f, s, n) : do_write(f, s, n, sstm_txid(), true);
+  return r == (int64_t)n ? (n > INT_MAX ? INT_MAX : (int)n) : EOF;
 }
 
 size_t sstm_fwrite(const void *ptr, size_t size, size_t nmemb, sstm_file_t *f) {
-  if (size == 0 || nmemb == 0) return 0;
-  if (nmemb > SIZE_MAX / size) {
+  size_t n; /* without a division, which costs a one-call transaction time */
+  if (__builtin_mul_overflow(size, nmemb, &n)) {
     errno = EINVAL;
     return 0;
   }
-  return do_write(f, ptr, size * nmemb, sstm_txid(), true) < 0 ? 0 : nmemb;
+  if (n == 0) return 0;
+  int64_t r = tls_solo == f ? write_kept(f, ptr, n) : do_write(f, ptr, n, sstm_txid(), true);
+  return r < 0 ? 0 : nmemb;
 }
 
 int sstm_vfprintf(sstm_file_t *f, const char *fmt, va_list ap) {

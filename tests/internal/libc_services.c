@@ -158,6 +158,9 @@ TEST(a_single_action_that_runs_transactions_runs_once_in_order) {
 
 /* ---- the end mark (sstm__end_mark) ---- */
 
+/* A registration inside a transaction returns the attempt's id. */
+#define CHECK_MARK(...) CHECK_EQ_U(sstm__end_mark(__VA_ARGS__), sstm_txid())
+
 static _Atomic uint64_t mark_word;
 static uint64_t seen_in_action; /* the mark's word when an action ran */
 static void mark_commit_action(void *arg) {
@@ -172,7 +175,7 @@ static void mark_body(void *arg) {
   (void)arg;
   CHECK_OK(sstm_on_abort(mark_commit_action, NULL));
   CHECK_OK(sstm_on_commit(mark_commit_action, NULL));
-  CHECK_OK(sstm__end_mark(&mark_word, a == 1 ? 11 : 21, a == 1 ? 12 : 22));
+  CHECK_MARK(&mark_word, a == 1 ? 11 : 21, a == 1 ? 12 : 22);
   /* not yet: 0, or the rolled-back attempt's 12 */
   CHECK_EQ_U(atomic_load_explicit(&mark_word, memory_order_relaxed), a == 1 ? 0 : 12);
   if (a == 1) {
@@ -196,20 +199,44 @@ TEST(the_end_mark_is_stored_once_per_attempt_before_the_actions) {
   sstm_test_fini();
 }
 
+/* A mark alone (no action, nothing written: the read-only commit's own
+ * path), and with a read of a transactional word. */
+static uint64_t mark_data;
+static void mark_only_body(void *arg) {
+  CHECK_MARK(&mark_word, 31, 32);
+  if (arg != NULL) CHECK_EQ_U(sstm_load_u64(&mark_data), 7);
+}
+
+TEST(a_read_only_commit_with_only_a_mark_stores_it) {
+  sstm_test_init();
+  mark_data = 7;
+  for (int reads = 0; reads < 2; reads++) {
+    atomic_store_explicit(&mark_word, 0, memory_order_relaxed);
+    CHECK_OK(sstm_run(NULL, mark_only_body, reads ? &mark_data : NULL));
+    CHECK_EQ_U(atomic_load_explicit(&mark_word, memory_order_relaxed), 31);
+    /* stored once: the next transaction without a mark leaves the word */
+    atomic_store_explicit(&mark_word, 5, memory_order_relaxed);
+    attempts = 1;
+    CHECK_OK(sstm_run(NULL, body, NULL));
+    CHECK_EQ_U(atomic_load_explicit(&mark_word, memory_order_relaxed), 5);
+  }
+  sstm_test_fini();
+}
+
 static void mark_abort_body(void *arg) {
   (void)arg;
   attempts++;
   CHECK_OK(sstm_on_abort(mark_commit_action, NULL));
-  CHECK_OK(sstm__end_mark(&mark_word, 1, 2));
+  CHECK_MARK(&mark_word, 1, 2);
   sstm_cancel();
 }
 
 static void mark_drop_body(void *arg) {
   (void)arg;
-  CHECK_OK(sstm__end_mark(&mark_word, 1, 2));
-  CHECK_OK(sstm__end_mark(&mark_word, 3, 4)); /* replaces */
-  if (++attempts == 1) sstm_restart();        /* stores 4 */
-  CHECK_OK(sstm__end_mark(NULL, 0, 0));       /* drops it: the commit stores nothing */
+  CHECK_MARK(&mark_word, 1, 2);
+  CHECK_MARK(&mark_word, 3, 4);        /* replaces */
+  if (++attempts == 1) sstm_restart(); /* stores 4 */
+  CHECK_MARK(NULL, 0, 0);              /* drops it: the commit stores nothing */
 }
 
 TEST(a_rolled_back_attempt_stores_its_abort_value_and_a_dropped_mark_nothing) {
@@ -224,8 +251,14 @@ TEST(a_rolled_back_attempt_stores_its_abort_value_and_a_dropped_mark_nothing) {
   CHECK_OK(sstm_run(NULL, mark_drop_body, NULL));
   CHECK_EQ_I(attempts, 2);
   CHECK_EQ_U(atomic_load_explicit(&mark_word, memory_order_relaxed), 4);
-  CHECK_EQ_I(sstm__end_mark(&mark_word, 1, 2), SSTM_ENOTX);
-  CHECK_TRUE(strstr(sstm_last_error(), "sstm__end_mark") != NULL);
+  /* Outside a transaction: 0, nothing registered, no error recorded. */
+  CHECK_TRUE(sstm_run(NULL, NULL, NULL) != 0); /* an error to keep */
+  CHECK_TRUE(strstr(sstm_last_error(), "sstm_run") != NULL);
+  CHECK_EQ_U(sstm__end_mark(&mark_word, 1, 2), 0);
+  CHECK_TRUE(strstr(sstm_last_error(), "sstm_run") != NULL);
+  attempts = 1;
+  CHECK_OK(sstm_run(NULL, body, NULL)); /* commits at once: nothing stored */
+  CHECK_EQ_U(atomic_load_explicit(&mark_word, memory_order_relaxed), 4);
   sstm_test_fini();
 }
 
@@ -235,7 +268,7 @@ TEST(a_rolled_back_attempt_stores_its_abort_value_and_a_dropped_mark_nothing) {
 static void mark_irrev_body(void *arg) {
   (void)arg;
   int a = ++attempts;
-  if (a == 1) CHECK_OK(sstm__end_mark(&mark_word, 1, 2));
+  if (a == 1) CHECK_MARK(&mark_word, 1, 2);
   CHECK_OK(sstm_become_irrevocable());
   CHECK_TRUE(sstm_is_irrevocable());
 }

@@ -22,6 +22,7 @@
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -310,6 +311,313 @@ TEST(a_stream_whose_keeper_exited_is_handed_back_by_its_next_user) {
   char buf[64];
   CHECK_EQ_U(contents(buf, sizeof buf), (size_t)n + 1);
   CHECK_EQ_I(buf[n], 'm');
+  teardown();
+}
+
+/* ---- each call's in-place path ---- */
+
+/* The six buffered calls, each moving a fixed length: fgetc and fputc one
+ * byte, the others a line of 8 (fgets reads exactly one: the file's lines
+ * are 8 bytes long). The reads go over a prepared file, the writes to an
+ * empty one. */
+enum { OP_FGETC, OP_FGETS, OP_FREAD, OP_FPUTC, OP_FPUTS, OP_FWRITE, OP_N };
+static const char *const op_names[OP_N] = {"fgetc", "fgets", "fread", "fputc", "fputs", "fwrite"};
+static int g_op;
+static char g_got[16]; /* what the last read returned */
+static bool op_reads(int op) { return op <= OP_FREAD; }
+static long op_len(int op) { return op == OP_FGETC || op == OP_FPUTC ? 1 : 8; }
+static char pattern(long i) { return i % 8 == 7 ? '\n' : (char)('a' + i % 26); }
+static const char wline[9] = "PQRSTUV\n";
+
+static void prepare_reads(long bytes) {
+  FILE *f = fopen(path, "w");
+  CHECK_NOT_NULL(f);
+  for (long i = 0; i < bytes; i++)
+    CHECK_EQ_I(fputc(pattern(i), f), (unsigned char)pattern(i));
+  CHECK_EQ_I(fclose(f), 0);
+}
+
+/* One call of g_op on g_f, in a transaction or not; checks its result. */
+static void call_op(void) {
+  memset(g_got, 0, sizeof g_got);
+  switch (g_op) {
+  case OP_FGETC: g_got[0] = (char)sstm_fgetc(g_f); break;
+  case OP_FGETS: CHECK_TRUE(sstm_fgets(g_got, 9, g_f) == g_got); break;
+  case OP_FREAD: CHECK_EQ_U(sstm_fread(g_got, 2, 4, g_f), 4); break;
+  case OP_FPUTC: CHECK_EQ_I(sstm_fputc('P', g_f), 'P'); break;
+  case OP_FPUTS: CHECK_EQ_I(sstm_fputs(wline, g_f), 8); break;
+  case OP_FWRITE: CHECK_EQ_U(sstm_fwrite(wline, 8, 1, g_f), 1); break;
+  }
+}
+static void op_tx(void *arg) {
+  (void)arg;
+  call_op();
+}
+static void op_cancelled_tx(void *arg) {
+  (void)arg;
+  call_op();
+  CHECK_EQ_U(sstm__stdio_solo(g_f) & 0xff, SOLO_I); /* it worked in place */
+  sstm_cancel();
+}
+
+/* A read returned the bytes at position p. */
+static void check_read_at(long p) {
+  for (long i = 0; i < op_len(g_op); i++)
+    CHECK_EQ_I(g_got[i], pattern(p + i));
+}
+
+/* One-call transactions of g_op until this thread keeps g_f; returns the
+ * position reached. */
+static long make_keeper_op(void) {
+  long p = 0;
+  for (int i = 1; i <= 16; i++) {
+    CHECK_OK(sstm_run(NULL, op_tx, NULL));
+    if (op_reads(g_op)) check_read_at(p);
+    p += op_len(g_op);
+    if (sstm__stdio_solo(g_f) != 0) return p;
+  }
+  CHECK_TRUE(!"the thread never kept the stream");
+  return 0;
+}
+
+/* fn on a new registered thread, so that each call's case starts with a
+ * thread that never kept a stream (the hysteresis is per thread). */
+static void (*g_case)(void);
+static void *op_thread(void *arg) {
+  (void)arg;
+  CHECK_OK(sstm_thread_init());
+  g_case();
+  CHECK_OK(sstm_thread_exit());
+  return NULL;
+}
+static void on_new_thread(void (*fn)(void)) {
+  g_case = fn;
+  pthread_t t;
+  CHECK_EQ_I(pthread_create(&t, NULL, op_thread, NULL), 0);
+  CHECK_EQ_I(pthread_join(t, NULL), 0);
+}
+
+static sstm_file_t *open_for_op(void) {
+  if (op_reads(g_op)) prepare_reads(4096);
+  return sstm_fopen(path, op_reads(g_op) ? "r" : "w");
+}
+
+/* The file after the writes of g_op up to position p. */
+static void check_written(long p) {
+  static char buf[8192];
+  CHECK_EQ_U(contents(buf, sizeof buf), (size_t)p);
+  for (long i = 0; i < p; i++)
+    CHECK_EQ_I(buf[i], g_op == OP_FPUTC ? 'P' : wline[i % 8]);
+}
+
+/* Each call in a kept stream's one-call transaction that is rolled back:
+ * found by the keeper's next attempt (which reads the same bytes again,
+ * or writes where the cancelled one wrote), then by a call outside
+ * transactions (ftell), which hands the stream back: no byte of the
+ * cancelled attempts in the file, no position change. */
+static void each_calls_in_place_attempt_rolls_back_whole_case(void) {
+  printf("# %s\n", op_names[g_op]);
+  g_f = open_for_op();
+  CHECK_NOT_NULL(g_f);
+  long p = make_keeper_op();
+  CHECK_EQ_I(sstm_run(NULL, op_cancelled_tx, NULL), SSTM_ECANCELED);
+  if (op_reads(g_op)) check_read_at(p);
+  CHECK_EQ_U(sstm__stdio_solo(g_f) & 0xff, SOLO_A);
+  CHECK_OK(sstm_run(NULL, op_tx, NULL));
+  if (op_reads(g_op)) check_read_at(p);
+  p += op_len(g_op);
+  CHECK_EQ_I(sstm_run(NULL, op_cancelled_tx, NULL), SSTM_ECANCELED);
+  CHECK_EQ_I(sstm_ftell(g_f), p); /* outside transactions: hands it back */
+  CHECK_EQ_U(sstm__stdio_solo(g_f), 0);
+  CHECK_OK(sstm_fclose(g_f));
+  if (!op_reads(g_op)) check_written(p);
+}
+
+TEST(each_calls_in_place_attempt_rolls_back_whole) {
+  for (g_op = 0; g_op < OP_N; g_op++) {
+    setup();
+    on_new_thread(each_calls_in_place_attempt_rolls_back_whole_case);
+    teardown();
+  }
+}
+
+/* The keeper's own calls outside transactions: the in-place path finds no
+ * attempt (the engine's end mark registers nothing) and must leave the
+ * stream as it was, to the general path, which hands it back; a stream
+ * left in flight would make that wait for ever. */
+static void each_call_of_the_keeper_outside_transactions_hands_the_stream_back_case(void) {
+  printf("# %s\n", op_names[g_op]);
+  g_f = open_for_op();
+  CHECK_NOT_NULL(g_f);
+  long p = make_keeper_op();
+  call_op();
+  if (op_reads(g_op)) check_read_at(p);
+  p += op_len(g_op);
+  CHECK_EQ_U(sstm__stdio_solo(g_f), 0);
+  CHECK_OK(sstm_run(NULL, op_tx, NULL));
+  if (op_reads(g_op)) check_read_at(p);
+  p += op_len(g_op);
+  CHECK_EQ_I(sstm_ftell(g_f), p);
+  CHECK_OK(sstm_fclose(g_f));
+  if (!op_reads(g_op)) check_written(p);
+}
+
+TEST(each_call_of_the_keeper_outside_transactions_hands_the_stream_back) {
+  for (g_op = 0; g_op < OP_N; g_op++) {
+    setup();
+    on_new_thread(each_call_of_the_keeper_outside_transactions_hands_the_stream_back_case);
+    teardown();
+  }
+}
+
+/* Several calls in one transaction of the keeper: the first enters solo
+ * mode, the others find the attempt in it (the stream's record of the
+ * attempt); all of them commit or vanish together. Calls of zero bytes
+ * between them return 0 and change nothing. */
+static void three_calls_tx(void *arg) {
+  call_op();
+  /* zero-length calls in place move nothing and count none */
+  CHECK_EQ_U(sstm_fwrite(wline, 0, 5, g_f), 0);
+  CHECK_EQ_U(sstm_fwrite(wline, 5, 0, g_f), 0);
+  CHECK_EQ_U(sstm_fread(g_got, 0, 5, g_f), 0);
+  call_op();
+  call_op();
+  CHECK_EQ_U(sstm__stdio_solo(g_f) & 0xff, SOLO_I);
+  if (arg != NULL) sstm_cancel();
+}
+
+static void calls_of_one_solo_attempt_commit_or_vanish_together_case(void) {
+  printf("# %s\n", op_names[g_op]);
+  g_f = open_for_op();
+  CHECK_NOT_NULL(g_f);
+  long p = make_keeper_op();
+  CHECK_EQ_I(sstm_run(NULL, three_calls_tx, g_f), SSTM_ECANCELED);
+  CHECK_OK(sstm_run(NULL, three_calls_tx, NULL));
+  if (op_reads(g_op)) check_read_at(p + 2 * op_len(g_op));
+  p += 3 * op_len(g_op);
+  CHECK_EQ_I(sstm_ftell(g_f), p);
+  CHECK_OK(sstm_fclose(g_f));
+  if (!op_reads(g_op)) check_written(p);
+}
+
+TEST(calls_of_one_solo_attempt_commit_or_vanish_together) {
+  for (g_op = 0; g_op < OP_N; g_op++) {
+    setup();
+    on_new_thread(calls_of_one_solo_attempt_commit_or_vanish_together_case);
+    teardown();
+  }
+}
+
+/* ---- the fields only some calls change ---- */
+
+static void append_cancelled_tx(void *arg) {
+  (void)arg;
+  CHECK_EQ_I(sstm_fputs("xyz", g_f), 3); /* in place: the append position moves */
+  CHECK_EQ_U(sstm__stdio_solo(g_f) & 0xff, SOLO_I);
+  sstm_cancel();
+}
+static void append_ok_tx(void *arg) {
+  (void)arg;
+  CHECK_EQ_I(sstm_fputs("ok", g_f), 2);
+}
+
+/* An append stream's solo attempts also move the append position, and the
+ * first bytes after an empty write buffer set its offset: saved apart
+ * (solo_save_rare) and put back after a rollback, by the keeper (first
+ * round) or by another user handing the stream back (second round). */
+TEST(a_rolled_back_append_leaves_the_append_position_as_it_was) {
+  for (int round = 0; round < 2; round++) {
+    setup();
+    g_f = sstm_fopen(path, "a");
+    CHECK_NOT_NULL(g_f);
+    int n = make_keeper(g_f);
+    CHECK_EQ_I(sstm_run(NULL, append_cancelled_tx, NULL), SSTM_ECANCELED);
+    if (round == 0) {
+      CHECK_OK(sstm_run(NULL, append_ok_tx, NULL));
+    } else {
+      CHECK_EQ_I(sstm_fputs("ok", g_f), 2); /* outside transactions: hands it back */
+      CHECK_EQ_U(sstm__stdio_solo(g_f), 0);
+    }
+    CHECK_EQ_I(sstm_ftell(g_f), n + 2);
+    CHECK_OK(sstm_fclose(g_f));
+    char buf[64];
+    CHECK_EQ_U(contents(buf, sizeof buf), (size_t)n + 2);
+    CHECK_EQ_I(memcmp(buf + n, "ok", 2), 0);
+    teardown();
+  }
+}
+
+/* ---- leaving at a buffer's end, and keeping again ---- */
+
+/* One-call fread and fwrite of 64 bytes over more than three buffers:
+ * each attempt that leaves solo mode at a buffer's end (a refill, a
+ * spill) of a stream the thread still uses alone makes the thread the
+ * keeper again at its own installation, so the stream stays kept after
+ * every commit; the bytes are the file's, or all reach it. */
+static void rw64_tx(void *arg) {
+  if (arg != NULL)
+    CHECK_EQ_U(sstm_fread(g_got, 1, 8, g_f), 8); /* 8 of the 64: see below */
+  else
+    CHECK_EQ_U(sstm_fwrite(g_big, 1, 64, g_f), 64);
+}
+
+TEST(a_keeper_that_leaves_at_a_buffers_end_keeps_the_stream_again_at_once) {
+  for (int reads = 0; reads < 2; reads++) {
+    setup();
+    if (reads) prepare_reads(16384);
+    for (int i = 0; i < 64; i++)
+      g_big[i] = (char)('A' + i % 26);
+    g_f = sstm_fopen(path, reads ? "r" : "w");
+    CHECK_NOT_NULL(g_f);
+    int kept = -1;
+    /* reads: 8 bytes a call, 2048 calls = 4 windows of 4096 bytes */
+    int calls = reads ? 2048 : 256;
+    for (int i = 0; i < calls; i++) {
+      CHECK_OK(sstm_run(NULL, rw64_tx, reads ? g_f : NULL));
+      if (reads) {
+        g_op = OP_FREAD;
+        check_read_at((long)i * 8);
+      }
+      if (kept < 0 && sstm__stdio_solo(g_f) != 0) kept = i;
+      if (kept >= 0) CHECK_NE_U(sstm__stdio_solo(g_f), 0);
+    }
+    CHECK_TRUE(kept >= 0 && kept < 8);
+    CHECK_OK(sstm_fclose(g_f));
+    if (!reads) {
+      static char buf[16384];
+      CHECK_EQ_U(contents(buf, sizeof buf), 256 * 64);
+      for (int i = 0; i < 256 * 64; i++)
+        CHECK_EQ_I(buf[i], g_big[i % 64]);
+    }
+    teardown();
+  }
+}
+
+/* A keeper whose first solo attempt leaves (its first call is larger than
+ * the buffer) gains nothing from keeping: it keeps the stream again only
+ * after more kept-view commits than before (SOLO_NEED0, doubled). */
+static void big_tx(void *arg) {
+  (void)arg;
+  CHECK_EQ_U(sstm_fwrite(g_big, 1, sizeof g_big, g_f), sizeof g_big);
+}
+
+TEST(a_keeper_whose_first_solo_attempt_leaves_keeps_again_only_later) {
+  setup();
+  memset(g_big, 'z', sizeof g_big);
+  g_f = sstm_fopen(path, "w");
+  CHECK_NOT_NULL(g_f);
+  int n = make_keeper(g_f);
+  CHECK_OK(sstm_run(NULL, big_tx, NULL));
+  CHECK_EQ_U(sstm__stdio_solo(g_f), 0);
+  int more = 0;
+  while (sstm__stdio_solo(g_f) == 0 && more < 64) {
+    CHECK_OK(sstm_run(NULL, putc_tx, g_f));
+    more++;
+  }
+  CHECK_EQ_I(more, 4); /* kept after 2 the first time: 4 now */
+  CHECK_OK(sstm_fclose(g_f));
+  static char buf[8192];
+  CHECK_EQ_U(contents(buf, sizeof buf), (size_t)n + sizeof g_big + (size_t)more);
   teardown();
 }
 
