@@ -2,7 +2,7 @@
 /* Transactional stdio (include/schedstm/stdio.h): the design of
  * [Smiljkovic13] on the library's public API, extended so that regular
  * files never need irrevocability. docs/design/tm-libc.md explains it in
- * numbered steps, cited here as (S1)..(S9):
+ * numbered steps, cited here as (S1)..(S11):
  *
  * (S1) The stream's state word own is the only transactional word: a call
  *      that changes the stream writes it once per transaction (acquires
@@ -44,6 +44,11 @@
  *      committed or rolled back, which the engine's end mark stores) makes
  *      every other user wait for that attempt's end and hand the stream
  *      back (solo_revoke) before it reads anything of the stream.
+ * (S11) A contended stream is kept for a batch: the turn's holder, with
+ *      others waiting behind it, becomes the keeper; the others wait
+ *      (solo_wait) until it yields after a bounded batch (solo_batch),
+ *      then one of them, in ticket order once one has waited too long,
+ *      takes the stream over as the next keeper.
  */
 #define _GNU_SOURCE
 /* The inline read barrier of <schedstm/inline.h> for the load of own, the
@@ -198,6 +203,20 @@ struct sstm_file {
    * written and read only by the keeper's thread (the one whose I value
    * solo holds). */
   uint64_t solo_tx;
+  /* (S11) Threads waiting in solo_wait for the keeper to hand f over. */
+  _Atomic uint32_t s_want;
+  /* (S11) The waiters' word: moves on when the keeper yields or the
+   * keeping ends (a futex word; apart from solo, so that the waiters do
+   * not pull solo's line from the keeper while they wait), the batch's
+   * deadline, the waiters asleep on it, the hand-overs so far, and the
+   * waiters' tickets (a waiter passed over SOLO_STARVE times takes one;
+   * while tickets are out, only the holder of ticket s_serve takes the
+   * stream). */
+  _Alignas(64) _Atomic uint64_t s_gen;
+  _Atomic uint64_t s_dead; /* when the keeper's batch ends at the latest (sstm__now_ns) */
+  _Atomic uint32_t s_sleep;
+  _Atomic uint32_t s_tick, s_serve;
+  _Atomic uint64_t s_takes;
   /* (S4) The writers of tickets and their waiters. */
   _Alignas(64) _Atomic uint64_t applied; /* last ticket written */
   _Atomic uint64_t started;              /* last ticket whose writing began (S5) */
@@ -263,6 +282,7 @@ typedef struct view {
                       publishes it as a new buffer */
   bool cold;       /* a cold field of s changed (CS_COLD; install knows the others) */
   bool hit;        /* the acquisition reused the thread's kept view (S3) without a copy */
+  bool kept;       /* (S11) it left the solo mode of a keeper for a batch */
   bool revoke;     /* (S10) the acquisition met another thread's keeper: its
                       rollback waits until the stream is handed back */
   uint32_t wcap;   /* bytes the write buffer may hold (cw + sw) */
@@ -304,6 +324,12 @@ static __thread uint64_t tls_solo_in;
 static __thread uint32_t tls_solo_hits, tls_solo_need;
 /* (S10) Solo attempts since the thread last became a keeper (solo_start). */
 static __thread uint32_t tls_solo_run;
+/* (S11) This thread's keeping of tls_solo came from a contended stream (a
+ * turn holder with waiters, or a hand-over): it lasts a batch while others
+ * wait, and survives an attempt that leaves solo mode in flight. The
+ * keeper's attempts entered in solo mode while others waited. */
+static __thread bool tls_solo_shared;
+static __thread uint32_t tls_batch;
 static _Atomic uint32_t next_tag;
 static pthread_key_t pool_key;
 static pthread_once_t pool_once = PTHREAD_ONCE_INIT;
@@ -521,6 +547,7 @@ static __attribute__((noinline)) void turn_alone(sstm_file_t *f) {
 
 /* (S10) Defined with the rest of solo mode, below. */
 static __attribute__((noinline)) void solo_revoke(sstm_file_t *f);
+static __attribute__((noinline)) void solo_wait(sstm_file_t *f);
 static __attribute__((noinline)) void solo_start(sstm_file_t *f);
 
 /* (S9) The attempt's turn ends (at its installation, or at its end): it
@@ -793,7 +820,10 @@ static __attribute__((noinline)) void install_bufs(view_t *v) {
  * the attempt that committed own = ver + 1 gets here, after version ver
  * was installed (it waited for it before copying), so installations are
  * exclusive and in version order. */
-static inline __attribute__((always_inline)) void install(view_t *v) {
+static __attribute__((noinline)) void batch_start(view_t *v);
+static __attribute__((noinline)) void solo_handoff(sstm_file_t *f);
+
+static inline __attribute__((always_inline)) void install(view_t *v, bool may_keep) {
   sstm_file_t *f = v->f;
   uint64_t nv = v->ver + 1;
   bool cold = v->cold;
@@ -824,6 +854,12 @@ static inline __attribute__((always_inline)) void install(view_t *v) {
    * and the store half of the waiters handshake (see wake). */
   atomic_store_explicit(&f->iver, 2 * nv, memory_order_seq_cst);
   wake(&f->iver, &f->iwaiters);
+  /* (S11) A turn holder that others wait behind may keep the stream for
+   * a batch (before it gives the turn up: see batch_start). */
+  if (__builtin_expect(v->turn, 0) && may_keep) batch_start(v);
+  /* (S11) A keeper for a batch hands the stream over before its ticket's
+   * writes, so that they overlap the next keeper's batch. */
+  if (__builtin_expect(v->kept, 0) && ticket && may_keep) solo_handoff(f);
   /* (S9) The next acquirer can copy version nv now: its turn may begin
    * before this ticket's writes, which it waits for only to read. */
   turn_release(v, true);
@@ -848,7 +884,7 @@ static inline void view_commit(view_t *v) {
   view_unlink(v);
   bool keep = v->armed && !v->closed;
   if (v->armed)
-    install(v); /* releases the turn and the counts */
+    install(v, true); /* releases the turn and the counts */
   else
     turn_release(v, true); /* committed without acquiring (a peek, EBADF) */
   sstm__esc_record(&tls_esc, v->f, true, false);
@@ -885,7 +921,7 @@ static __attribute__((noinline)) void view_drop(view_t *v) {
     sstm_file_t *f = v->f;
     turn_release(v, false);
     view_put(v);
-    solo_revoke(f);
+    solo_wait(f);
     return;
   }
   if (v->peek && !v->armed) { /* a peek only: the stream was not lost */
@@ -920,7 +956,7 @@ static __attribute__((noinline)) uint64_t wait_iver_slow(sstm_file_t *f, uint64_
   if (((o >> 1) & OWN_TAG_MASK) == tls_tag)
     for (view_t *p = tls_views; p; p = p->next)
       if (p->f == f && p->armed && p->own == o) {
-        install(p);
+        install(p, false);
         keep_forget(f); /* see keep_forget */
         break;
       }
@@ -976,11 +1012,23 @@ static inline void nmod_bump(sstm_file_t *f) {
  * state is the committed one; SOLO_A: the last one was rolled back, the
  * installed state holds its changes and sb_* the state before them;
  * SOLO_I: one is in flight (only the keeper's thread reads or writes the
- * installed state); SOLO_H: some thread is handing the stream back. */
-enum { SOLO_C = 1, SOLO_A = 2, SOLO_I = 3, SOLO_H = 4 };
+ * installed state); SOLO_H: some thread is handing the stream back;
+ * SOLO_Y: the keeper yielded the stream to the threads that wait for it
+ * (S11), and the installed state is the committed one. */
+enum { SOLO_C = 1, SOLO_A = 2, SOLO_I = 3, SOLO_H = 4, SOLO_Y = 5 };
+/* (S11) With the state: the keeping is for a batch (a contended stream);
+ * without it, the keeper keeps the stream until someone needs it. */
+#define SOLO_BATCH_BIT 0x10u
+/* (S11) With a batch's state: threads wait for the keeper, so that the
+ * keeper's test of its C value (solo_id) fails and its attempt takes the
+ * rare path (solo_enter_rare), which counts the batch. Set by a waiter in
+ * C or A (no attempt in flight), kept by the end marks of the attempts
+ * that enter with it, and by a taker when others still wait. */
+#define SOLO_WAIT_BIT 0x20u
+#define SOLO_NOW(w) ((w) & ~(uint64_t)SOLO_WAIT_BIT)
 #define SOLO_MAKE(tag, st) (((uint64_t)(tag) << 8) | (uint64_t)(st))
 #define SOLO_TAG(w) ((uint32_t)((w) >> 8))
-#define SOLO_ST(w) ((unsigned)((w)&0xff))
+#define SOLO_ST(w) ((unsigned)((w)&0x0f))
 #define SOLO_NEED0 2u      /* kept-view acquisitions in a row that make a keeper */
 #define SOLO_NEEDMAX 1024u /* at most, after solo attempts that had to leave */
 
@@ -1007,6 +1055,330 @@ static inline void solo_restore(sstm_file_t *f) {
     CSS(f, apos, f->sb_apos), CSS(f, wbase, f->sb_wbase), CSS(f, rlen, f->sb_rlen);
 }
 
+/* ---- a contended stream kept for a batch (S11) ----------------------------- */
+
+/* (S11) A keeper that others wait for yields after SOLO_BATCH of its
+ * attempts (entered in solo mode while others waited) or batch_ns after
+ * the first of them began to wait, whichever comes first; a waiter that
+ * has seen SOLO_STARVE hand-overs to others during its wait takes a
+ * ticket, and while tickets are out only the holder of the oldest one
+ * takes the stream. docs/design/tm-libc.md (S11) and docs/benchmarks.md
+ * ("One shared stream kept for a batch") say why these values. Tests
+ * change them (sstm__stdio_set_batch). */
+#define SOLO_BATCH 4096u
+#define SOLO_BATCH_NS 100000u
+#define SOLO_STARVE 2u
+/* (S11) A keeper hands f over at the installation of an attempt with a
+ * ticket (solo_handoff) only after this many attempts of its batch, so
+ * that a stream whose every transaction writes a record (after a seek)
+ * still gets batches. */
+#define SOLO_HANDOFF_MIN 64u
+static _Atomic uint32_t batch_n = SOLO_BATCH;
+static _Atomic uint64_t batch_ns = SOLO_BATCH_NS;
+/* For tests: the most attempts a keeper entered in one batch while others
+ * waited, and the most hand-overs to others that a waiter saw after it
+ * took its ticket (both process-wide maxima). */
+static _Atomic uint64_t stat_batch_max, stat_ticket_max;
+
+void sstm__stdio_set_batch(uint32_t n, uint64_t ns) {
+  /* relaxed: tunings, read as hints */
+  atomic_store_explicit(&batch_n, n ? n : SOLO_BATCH, memory_order_relaxed);
+  atomic_store_explicit(&batch_ns, ns ? ns : SOLO_BATCH_NS, memory_order_relaxed);
+}
+
+void sstm__stdio_batch_stats(uint64_t *batch_max, uint64_t *ticket_max, int reset) {
+  /* relaxed: tests read them after joining their threads */
+  *batch_max = atomic_load_explicit(&stat_batch_max, memory_order_relaxed);
+  *ticket_max = atomic_load_explicit(&stat_ticket_max, memory_order_relaxed);
+  if (reset) {
+    atomic_store_explicit(&stat_batch_max, 0, memory_order_relaxed);
+    atomic_store_explicit(&stat_ticket_max, 0, memory_order_relaxed);
+  }
+}
+
+uint64_t sstm__stdio_takes(const sstm_file_t *f) {
+  return atomic_load_explicit(&f->s_takes, memory_order_relaxed); /* relaxed: tests */
+}
+
+static void stat_max(_Atomic uint64_t *m, uint64_t x) {
+  /* relaxed: a statistic */
+  uint64_t o = atomic_load_explicit(m, memory_order_relaxed);
+  while (o < x && !atomic_compare_exchange_weak_explicit(m, &o, x, memory_order_relaxed,
+                                                         memory_order_relaxed)) {
+  }
+}
+
+/* (S11) Can f be kept at all (as solo_start's first test). */
+static inline bool solo_ok(const sstm_file_t *f) {
+  return f->reg && !(f->mode & M_LBF) && f->bsz != 0;
+}
+
+/* (S11) solo changed in a way the waiters wait for (a yield, or the end of
+ * the keeping): move s_gen on and wake the sleepers. */
+static void solo_signal(sstm_file_t *f) {
+  /* seq_cst: the store half of the waiters' handshake (see wake): solo
+   * was stored before, the waiter loads s_gen before solo */
+  atomic_fetch_add_explicit(&f->s_gen, 1, memory_order_seq_cst);
+  if (atomic_load_explicit(&f->s_sleep, memory_order_seq_cst) != 0) sstm__futex_wake_all(&f->s_gen);
+}
+
+/* (S11) This thread becomes f's keeper for a batch: from a turn holder's
+ * installation (batch_start) or a hand-over (solo_wait). */
+static void batch_keep(sstm_file_t *f, uint32_t me) {
+  tls_solo = f, tls_solo_in = SOLO_MAKE(me, SOLO_I | SOLO_BATCH_BIT), tls_solo_run = 0;
+  tls_solo_shared = true, tls_batch = 0;
+  /* relaxed: a hint (solo_batch, solo_wait); the batch begins now */
+  atomic_store_explicit(&f->s_dead,
+                        sstm__now_ns() + atomic_load_explicit(&batch_ns, memory_order_relaxed),
+                        memory_order_relaxed);
+}
+
+/* (S11) The turn holder of view v, at its installation (before it gives
+ * up the turn and its count): when others wait for the turn, it keeps the
+ * stream for a batch. It stores solo first (seq_cst, as in solo_start):
+ * an acquisition or peek counted after that loads solo after this store
+ * and restarts; the acquisitions waiting for the turn (q_queued) load solo
+ * again once they have it (acquire_in), which this thread gives up only
+ * after the store. It then waits, briefly, until the others in flight
+ * have ended or wait for the turn, and no peek or call outside
+ * transactions is under way (the loads of the counters: active first,
+ * queued second, so that one that moves from the first to the second in
+ * between is not missed); if they do not, it withdraws and wakes the
+ * threads that met the keeping meanwhile. The wait closes no cycle: the
+ * attempts in flight wait for no turn holder (esc.h), and it is bounded. */
+static __attribute__((noinline)) void batch_start(view_t *v) {
+  sstm_file_t *f = v->f;
+  /* relaxed: hints; the handshake decides */
+  if (v->closed || !solo_ok(f) || atomic_load_explicit(&f->q_queued, memory_order_relaxed) == 0 ||
+      atomic_load_explicit(&f->solo, memory_order_relaxed) != 0 ||
+      atomic_load_explicit(&batch_n, memory_order_relaxed) == UINT32_MAX) /* tests: off */
+    return;
+  for (const view_t *p = tls_views; p; p = p->next)
+    if (p->f == f) return; /* another attempt of this thread has f in flight */
+  uint32_t me = my_tag();
+  uint64_t c = SOLO_MAKE(me, SOLO_C | SOLO_BATCH_BIT);
+  atomic_store_explicit(&f->solo, c, memory_order_seq_cst);
+  for (unsigned spin = 0;; spin++) {
+    uint32_t act = atomic_load_explicit(&f->q_active, memory_order_seq_cst);
+    uint32_t queued = atomic_load_explicit(&f->q_queued, memory_order_seq_cst);
+    if (act - 1 == queued && atomic_load_explicit(&f->q_peek, memory_order_seq_cst) == 0 &&
+        atomic_load_explicit(&f->nlk, memory_order_seq_cst) == 0)
+      break;
+    if (!wait_step(spin)) {
+      /* relaxed: nothing was changed in place; a failure means a revoker
+       * hands it back */
+      atomic_compare_exchange_strong_explicit(&f->solo, &c, 0, memory_order_relaxed,
+                                              memory_order_relaxed);
+      solo_signal(f);
+      return;
+    }
+  }
+  batch_keep(f, me);
+}
+
+static bool solo_yield(sstm_file_t *f, uint64_t w, uint64_t n);
+
+/* (S11) solo_enter's test while others wait for f (s_want): one more
+ * attempt of the batch, or the batch is over and the keeper yields: f
+ * (solo value w, C or A: no attempt of the keeper in flight) is put back
+ * to its committed state, kept views learn that it changed, and solo
+ * becomes Y, which a waiter takes. true: the attempt must not work in
+ * place (it goes the general way, meets Y, restarts and waits behind the
+ * others, solo_meet). */
+static __attribute__((noinline)) bool solo_batch(sstm_file_t *f, uint64_t w) {
+  uint32_t n = atomic_load_explicit(&batch_n, memory_order_relaxed); /* relaxed: a tuning */
+  /* the clock every 16 attempts (a call of some 20 ns) */
+  if (++tls_batch < n &&
+      ((tls_batch & 15) != 0 ||
+       sstm__now_ns() < atomic_load_explicit(&f->s_dead, memory_order_relaxed))) /* a hint */
+    return false;
+  return solo_yield(f, w, tls_batch - 1);
+}
+
+/* (S11) The keeper yields f (solo value w, its C or A) to the threads that
+ * wait for it, after n attempts of its batch: f is put back to its
+ * committed state, kept views learn that it changed, and solo becomes Y,
+ * which a waiter takes. true, also when a waiter took f at its deadline
+ * meanwhile (the CAS fails). */
+static bool solo_yield(sstm_file_t *f, uint64_t w, uint64_t n) {
+  stat_max(&stat_batch_max, n);
+  tls_solo = &solo_none, tls_solo_shared = false;
+  /* acquire: as solo_enter's CAS. Failing: a waiter took f at its
+   * deadline (solo_wait), which this attempt meets as it goes on. */
+  if (!atomic_compare_exchange_strong_explicit(&f->solo, &w,
+                                               SOLO_MAKE(tls_tag, SOLO_H | SOLO_BATCH_BIT),
+                                               memory_order_acquire, memory_order_relaxed))
+    return true;
+  if (SOLO_ST(w) == SOLO_A) solo_restore(f);
+  nmod_bump(f);
+  /* release: the state above before the taker (solo_wait's acquire) */
+  atomic_store_explicit(&f->solo, SOLO_MAKE(tls_tag, SOLO_Y | SOLO_BATCH_BIT),
+                        memory_order_release);
+  solo_signal(f);
+  return true;
+}
+
+/* (S11) At the installation of a keeper's attempt that left solo mode and
+ * has bytes to write (a ticket): hand f over now if others wait, so that
+ * the ticket's writes overlap the next keeper's batch. The end mark has
+ * stored C already (before the actions). */
+static __attribute__((noinline)) void solo_handoff(sstm_file_t *f) {
+  if (tls_solo != f || !tls_solo_shared || tls_batch < SOLO_HANDOFF_MIN) return;
+  /* relaxed: the CAS in solo_yield decides; others wait (the bit) */
+  uint64_t w = atomic_load_explicit(&f->solo, memory_order_relaxed);
+  if (w == ((tls_solo_in - (SOLO_I - SOLO_C)) | SOLO_WAIT_BIT)) (void)solo_yield(f, w, tls_batch);
+}
+
+/* (S11) This thread's committed attempts whose installation of f is still
+ * to come (this thread runs an action of one of them): install them now,
+ * as wait_iver_slow does, so that no waiter for that installation waits
+ * for this thread. */
+static void install_pending(sstm_file_t *f) {
+  for (view_t *p = tls_views; p; p = p->next)
+    if (p->f == f && p->armed) {
+      install(p, false);
+      keep_forget(f); /* see keep_forget */
+    }
+}
+
+/* (S11) The wait of a rolled-back attempt that met another thread's keeping
+ * of f (view_drop): it holds no turn, no count and no view. It waits until
+ * the keeper yields (Y) or its batch's deadline has passed with no solo
+ * attempt in flight (C or A: the keeper is slow, or stopped using f), and
+ * then takes f over as its keeper, or until nobody keeps f (0). Takes are
+ * in ticket order while tickets are out (a waiter passed over SOLO_STARVE
+ * times takes one); the keeper that yielded takes f back only when nobody
+ * else waits. The take puts back a rolled-back attempt's changes (A) and
+ * waits until the version that the keeper's last attempt committed, if it
+ * left solo mode in flight (solo_leave), is installed. Waits: pauses,
+ * yields, then sleeps on s_gen until the deadline. Closes no cycle: the
+ * keeper's attempts wait for no stream's hand-over (S10), and this
+ * thread's own pending installation of f is done first. */
+static __attribute__((noinline)) void solo_wait(sstm_file_t *f) {
+  if (!solo_ok(f)) {
+    solo_revoke(f);
+    return;
+  }
+  install_pending(f);
+  uint32_t me = my_tag();
+  uint64_t ns = atomic_load_explicit(&batch_ns, memory_order_relaxed); /* relaxed: a tuning */
+  /* relaxed: hints (the keeper's test of its batch, the deadline) */
+  if (atomic_fetch_add_explicit(&f->s_want, 1, memory_order_relaxed) == 0)
+    atomic_store_explicit(&f->s_dead, sstm__now_ns() + ns, memory_order_relaxed);
+  uint64_t t0 = atomic_load_explicit(&f->s_takes, memory_order_relaxed); /* relaxed: a count */
+  uint64_t tk0 = 0; /* s_takes when this waiter had been passed over SOLO_STARVE times */
+  bool starved = false, ticketed = false;
+  unsigned wspin = 0;
+  uint32_t ticket = 0;
+  for (;;) {
+    /* acquire, both: s_gen before solo (the waiters' handshake, see
+     * solo_signal); solo pairs with the release stores of a yield, an end
+     * mark, a hand-over */
+    uint64_t g = atomic_load_explicit(&f->s_gen, memory_order_acquire);
+    uint64_t w = atomic_load_explicit(&f->solo, memory_order_acquire);
+    if (w == 0) break;
+    if (!(w & SOLO_BATCH_BIT)) { /* kept until someone needs it: hand it back (S10) */
+      solo_revoke(f);
+      break;
+    }
+    unsigned st = SOLO_ST(w);
+    /* relaxed: counts; the tickets' order is decided by the fetch_add */
+    uint64_t takes = atomic_load_explicit(&f->s_takes, memory_order_relaxed);
+    if (!starved && takes - t0 >= SOLO_STARVE) {
+      starved = true, tk0 = takes;
+      ticket = atomic_fetch_add_explicit(&f->s_tick, 1, memory_order_relaxed);
+      ticketed = true;
+    }
+    /* acquire: pairs with the previous ticket holder's release of s_serve */
+    uint32_t serve = atomic_load_explicit(&f->s_serve, memory_order_acquire);
+    bool mine = ticketed ? serve == ticket
+                         : serve == atomic_load_explicit(&f->s_tick, memory_order_relaxed);
+    uint64_t now = 0, dead = atomic_load_explicit(&f->s_dead, memory_order_relaxed);
+    bool take = false;
+    if (mine && st == SOLO_Y)
+      take = SOLO_TAG(w) != me || atomic_load_explicit(&f->s_want, memory_order_relaxed) == 1;
+    else if (st == SOLO_C || st == SOLO_A)
+      take = mine && (now = sstm__now_ns()) >= dead;
+    /* acquire on success: as the load of solo */
+    uint64_t seen = w; /* a failed CAS must not change w (used below) */
+    if (take && atomic_compare_exchange_strong_explicit(
+                    &f->solo, &seen, SOLO_MAKE(me, SOLO_H | SOLO_BATCH_BIT), memory_order_acquire,
+                    memory_order_relaxed)) {
+      if (st == SOLO_A) solo_restore(f);
+      /* The keeper's last attempt may have left solo mode (solo_leave)
+       * and committed a version whose installation follows its end mark.
+       * relaxed: own's committed value came before the mark's release. */
+      uint64_t o = __atomic_load_n(&f->own, __ATOMIC_RELAXED);
+      if (!(o & OWN_CLOSED)) wait_word(&f->iver, &f->iwaiters, 2 * OWN_VER(o));
+      nmod_bump(f);
+      if (starved) stat_max(&stat_ticket_max, takes - tk0);
+      if (ticketed) {
+        /* release: the next ticket holder's take after this one */
+        atomic_store_explicit(&f->s_serve, ticket + 1, memory_order_release);
+        ticketed = false;
+      }
+      atomic_fetch_add_explicit(&f->s_takes, 1, memory_order_relaxed); /* relaxed: a count */
+      batch_keep(f, me);
+      /* release: the state above before this thread's next attempt's
+       * CAS... and before any other user's (acquire) load of solo */
+      /* relaxed: a hint; the others that still wait (this one is counted
+       * until it leaves) set the bit themselves if this load misses one */
+      uint32_t others = atomic_load_explicit(&f->s_want, memory_order_relaxed) - 1;
+      atomic_store_explicit(&f->solo,
+                            SOLO_MAKE(me, SOLO_C | SOLO_BATCH_BIT | (others ? SOLO_WAIT_BIT : 0)),
+                            memory_order_release);
+      break;
+    }
+    /* Not taken: the keeper must know that others wait (the bit, which
+     * sends its attempts to the rare path that counts the batch). Set it
+     * in C or A, when no attempt of the keeper is in flight (an attempt
+     * that entered without it would store C or A without it at its end);
+     * until then, watch solo for a while (then the deadline's take covers
+     * a keeper that does not come back). */
+    if (!(w & SOLO_WAIT_BIT) && wspin++ < 256) {
+      /* relaxed: the keeper's next attempt reads it with its CAS */
+      uint64_t e = w; /* the value seen: C or A of this keeping, never 0 */
+      if (st == SOLO_C || st == SOLO_A)
+        atomic_compare_exchange_strong_explicit(&f->solo, &e, w | SOLO_WAIT_BIT,
+                                                memory_order_relaxed, memory_order_relaxed);
+      __builtin_ia32_pause();
+      continue;
+    }
+    /* Not taken: wait until s_gen moves (a yield, the end of the keeping)
+     * or the deadline passes, without touching solo's line (the keeper's):
+     * pauses, with a yield every 64 (a keeper on this CPU runs), for about
+     * four batches (a waiter asleep when the keeper yields would cost the
+     * hand-over its wake-up), then sleeps on s_gen. */
+    if (now == 0) now = sstm__now_ns();
+    uint64_t until = dead > now + 5000 ? dead : now + 5000;
+    for (unsigned k = 1;; k++) {
+      if (atomic_load_explicit(&f->s_gen, memory_order_relaxed) != g) break; /* relaxed: a hint */
+      if (k % 64 != 0) {
+        __builtin_ia32_pause();
+        continue;
+      }
+      uint64_t t = sstm__now_ns();
+      if (t >= until) break;
+      if (t - now < 4 * ns) {
+        sched_yield();
+        continue;
+      }
+      /* seq_cst: the waiter's half of the handshake of solo_signal */
+      atomic_fetch_add_explicit(&f->s_sleep, 1, memory_order_seq_cst);
+      if (atomic_load_explicit(&f->s_gen, memory_order_seq_cst) == g)
+        sstm__futex_wait(&f->s_gen, (uint32_t)g, until - t);
+      atomic_fetch_sub_explicit(&f->s_sleep, 1, memory_order_relaxed);
+    }
+  }
+  if (ticketed) { /* f is kept no more: pass the ticket on, in order */
+    for (unsigned spin = 0; atomic_load_explicit(&f->s_serve, memory_order_acquire) != ticket;
+         spin++)
+      if (!wait_step(spin)) sched_yield();
+    atomic_store_explicit(&f->s_serve, ticket + 1, memory_order_release); /* as above */
+  }
+  atomic_fetch_sub_explicit(&f->s_want, 1, memory_order_relaxed); /* relaxed: a hint */
+}
+
 /* (S10) End f's keeping, once no solo attempt is in flight: the installed
  * state becomes what the keeper's transactions committed (a rolled-back
  * attempt's changes undone), kept views see that it changed (nmod), and
@@ -1027,7 +1399,7 @@ static __attribute__((noinline)) void solo_revoke(sstm_file_t *f) {
     unsigned st = SOLO_ST(w);
     /* acquire on success: as the load; whoever moves solo out of C or A
      * first hands over (the keeper's next attempt would move it to I) */
-    if ((st == SOLO_C || st == SOLO_A) &&
+    if ((st == SOLO_C || st == SOLO_A || st == SOLO_Y) &&
         atomic_compare_exchange_strong_explicit(&f->solo, &w, SOLO_MAKE(SOLO_TAG(w), SOLO_H),
                                                 memory_order_acquire, memory_order_relaxed)) {
       if (st == SOLO_A) solo_restore(f);
@@ -1035,6 +1407,7 @@ static __attribute__((noinline)) void solo_revoke(sstm_file_t *f) {
       /* release: the state above before the stream's next user (which
        * loads solo with acquire or seq_cst order before it reads it) */
       atomic_store_explicit(&f->solo, 0, memory_order_release);
+      solo_signal(f); /* (S11) the waiters retry */
       return;
     }
     /* The keeper's attempt runs (SOLO_I) or another thread hands over:
@@ -1052,7 +1425,7 @@ static __attribute__((noinline)) void solo_revoke(sstm_file_t *f) {
  * kept-view commits. */
 static __attribute__((noinline)) int solo_miss(uint64_t w) {
   if (SOLO_TAG(w) != tls_tag) {
-    tls_solo = &solo_none;
+    tls_solo = &solo_none, tls_solo_shared = false;
     /* from SOLO_NEED0 when an earlier solo attempt of the keeping worked */
     uint32_t need = tls_solo_run > 1 ? SOLO_NEED0 : tls_solo_need;
     tls_solo_need = need < SOLO_NEEDMAX ? 2 * need : SOLO_NEEDMAX;
@@ -1105,6 +1478,17 @@ static inline __attribute__((always_inline)) uint64_t solo_enter(sstm_file_t *f,
 static __attribute__((noinline)) uint64_t solo_enter_rare(sstm_file_t *f, uint64_t w) {
   uint64_t c = tls_solo_in - (SOLO_I - SOLO_C);
   if (w == c || w == c + (SOLO_A - SOLO_C)) return solo_enter(f, w, c, false);
+  if (__builtin_expect(w & SOLO_WAIT_BIT, 0)) { /* (S11) others wait for f */
+    uint64_t n = SOLO_NOW(w);
+    if (n == c || n == c + (SOLO_A - SOLO_C)) {
+      if (solo_batch(f, w)) return 0; /* yielded: the general path meets Y */
+      return solo_enter(f, w, c | SOLO_WAIT_BIT, false);
+    }
+    if (n == tls_solo_in) { /* the attempt's later calls, as in solo_id_kept */
+      uint64_t id = sstm_txid();
+      return f->solo_tx == id ? id : 0;
+    }
+  }
   (void)solo_miss(w);
   return 0;
 }
@@ -1262,6 +1646,7 @@ static __attribute__((noinline)) void solo_start(sstm_file_t *f) {
   }
   tls_solo = f, tls_solo_in = SOLO_MAKE(me, SOLO_I);
   tls_solo_run = 0;
+  tls_solo_shared = false;
 }
 
 /* (S10) An acquisition or a peek of the running attempt found f kept
@@ -1274,9 +1659,19 @@ static __attribute__((noinline)) void solo_start(sstm_file_t *f) {
  * when this attempt is in solo mode on f (the caller then leaves it,
  * solo_leave, once own is stored). */
 static __attribute__((noinline)) bool solo_meet(sstm_file_t *f, view_t *v, uint64_t w) {
+  /* (S11) This thread keeps f for a batch and the attempt's first call on
+   * it is not one that solo mode serves (a seek): it enters solo mode and
+   * leaves it at once (the caller's solo_leave), keeping f. */
+  if (tls_solo_shared && tls_solo == f && (w & ~(uint64_t)SOLO_WAIT_BIT) != tls_solo_in &&
+      SOLO_TAG(w) == tls_tag && (SOLO_ST(w) == SOLO_C || SOLO_ST(w) == SOLO_A)) {
+    if (solo_enter_rare(f, w) != 0) return true;
+    w = atomic_load_explicit(&f->solo, memory_order_acquire); /* as in acquire_in */
+    if (w == 0) return false;
+  }
   /* Another attempt's solo mode on this thread (an executor's suspended
    * transaction, on another descriptor) is treated as another thread's. */
-  if (SOLO_TAG(w) != my_tag() || (SOLO_ST(w) == SOLO_I && f->solo_tx != v->txid)) {
+  if (SOLO_TAG(w) != my_tag() || SOLO_ST(w) == SOLO_Y ||
+      (SOLO_ST(w) == SOLO_I && f->solo_tx != v->txid)) {
     if (sstm_is_irrevocable()) {
       solo_revoke(f);
       return false;
@@ -1284,8 +1679,10 @@ static __attribute__((noinline)) bool solo_meet(sstm_file_t *f, view_t *v, uint6
     v->revoke = true;
     sstm_restart();
   }
-  tls_solo = &solo_none;
+  /* (S11) a keeping for a batch survives an attempt that leaves */
+  if (!tls_solo_shared || SOLO_ST(w) != SOLO_I) tls_solo = &solo_none;
   if (SOLO_ST(w) == SOLO_I) return true;
+  tls_solo_shared = false;
   solo_revoke(f); /* C or A, or H: not in flight, no wait for the keeper */
   return false;
 }
@@ -1305,6 +1702,14 @@ static __attribute__((noinline)) uint64_t solo_leave(sstm_file_t *f, view_t *v) 
   cs_load(f, &v->s);
   solo_restore(f);
   nmod_bump(f);
+  if (tls_solo_shared) {
+    /* (S11) A keeping for a batch stays: solo stays I and the end mark
+     * stays (it stores C or A when the attempt ends; the installation of
+     * its version follows, and a taker waits for it, solo_wait); the
+     * attempt's later calls use its view (solo_in fails from here on). */
+    f->solo_tx = 0;
+    return atomic_load_explicit(&f->nmod, memory_order_relaxed); /* relaxed: this thread's */
+  }
   (void)sstm__end_mark(NULL, 0, 0);
   if (tls_solo_run > 1) {
     /* An earlier attempt of this keeping worked in solo mode, so this one
@@ -1412,7 +1817,7 @@ static inline view_t *view_new(sstm_file_t *f, uint64_t id, view_t *v, int *err)
   }
   v->f = f, v->txid = id, v->armed = false, v->closed = false, v->ticket = 0, v->cold = false;
   v->bad = false, v->turn = false, v->active = false, v->peek = false, v->ver = 0;
-  v->hit = false, v->revoke = false;
+  v->hit = false, v->revoke = false, v->kept = false;
   /* The action first, then own: an abort inside the barriers below finds
    * the view registered (view_drop takes it back); an attempt that commits
    * without having stored own installs nothing. One action for both ends
@@ -1466,14 +1871,23 @@ static view_t *acquire_in(sstm_file_t *f, uint64_t id, int *err) {
    * nlk that followed the last such write (or the write is not before the
    * count, and then the lock holder saw the count and changed nothing). */
   uint64_t nmod = atomic_load_explicit(&f->nmod, memory_order_relaxed);
-  if (__builtin_expect(
-          others != 0 || queue_busy(f) || (tls_esc.key == f && tls_esc.lost >= SSTM__ESC_AFTER), 0))
+  /* (S11) An attempt of a keeper for a batch that leaves solo mode has
+   * the stream alone: no turn. */
+  if (__builtin_expect(others != 0 || queue_busy(f) ||
+                           (tls_esc.key == f && tls_esc.lost >= SSTM__ESC_AFTER),
+                       0) &&
+      !(leave && tls_solo_shared))
     if (should_queue(f, v, others != 0)) {
       /* relaxed: counts for turn_alone's hint */
       atomic_fetch_add_explicit(&f->q_queued, 1, memory_order_relaxed);
       turn_take(f);
       atomic_fetch_sub_explicit(&f->q_queued, 1, memory_order_relaxed);
       v->turn = true;
+      /* (S11) The holder the turn came from may keep the stream now
+       * (batch_start): acquire, pairs with its release of the turn after
+       * its store of solo. */
+      uint64_t so2 = atomic_load_explicit(&f->solo, memory_order_acquire);
+      if (__builtin_expect(so2 != 0, 0)) (void)solo_meet(f, v, so2);
       /* Only when this thread's last attempt on f lost it (a retry):
        * a first attempt goes on at once, since it rarely conflicts with
        * an acquisition in flight, and waiting for every one of them cost
@@ -1496,7 +1910,8 @@ static view_t *acquire_in(sstm_file_t *f, uint64_t id, int *err) {
    * began) and that no call outside transactions changed in place holds
    * the installed state already: no copy. */
   if (__builtin_expect(leave, 0))
-    nmod = solo_leave(f, v); /* (S10) the installed state with this attempt's changes */
+    v->kept = tls_solo_shared, nmod = solo_leave(f, v); /* (S10) the installed state with
+                                                           this attempt's changes */
   else if (k == NULL || o != kown || nmod != v->nmod)
     snapshot(f, o, &v->s), tls_solo_hits = 0;
   else
@@ -1550,8 +1965,9 @@ static bool peek(op_t *a, cstate_t *s) {
   }
   /* (S10) This attempt works on f in place: its own state is the
    * installed one; an acquisition leaves solo mode first. */
-  if (tls_solo == f && atomic_load_explicit(&f->solo, memory_order_relaxed) == tls_solo_in &&
-      f->solo_tx == id) {
+  if (tls_solo == f &&
+      ((atomic_load_explicit(&f->solo, memory_order_relaxed) == tls_solo_in && f->solo_tx == id) ||
+       tls_solo_shared)) { /* (S11) a keeper for a batch acquires */
     if ((v = acquire_in(f, id, &a->err)) == NULL) return false;
     *s = v->s;
     return true;

@@ -259,7 +259,10 @@ TEST(serial_mode_keeps_a_shared_stream_in_serial_order) {
   unsigned n = sstm_test_threads(4);
   uint64_t total = (uint64_t)n * sm.per_thread;
   sstm__stdio_set_span(sm.f, (uint32_t)(total + 1000)); /* serial mode throughout */
+  /* Turns only: no keeping for a batch ((S11), tests/internal/libc_batch.c) */
+  sstm__stdio_set_batch(UINT32_MAX, 0);
   sstm_test_run_threads(n, true, sm_thread, NULL);
+  sstm__stdio_set_batch(0, 0);
   CHECK_EQ_U(sm.counter, total);
   /* Every acquisition took the turn, the restarted attempts' too. */
   CHECK_GE_U(sstm__stdio_turns(sm.f), total);

@@ -1,0 +1,209 @@
+/* SPDX-License-Identifier: MIT */
+/* A contended stream kept for a batch (docs/design/tm-libc.md (S11)): a
+ * thread that holds the stream's turn while others wait behind it keeps
+ * the stream, works on it in place for a bounded batch while the others
+ * wait, then yields it to one of them. Each test runs threads that share
+ * one stream, checks that batches happened (hand-overs), and then checks
+ * a guarantee:
+ * - the stream holds every committed transaction's bytes, in the
+ *   transactions' serial order (each transaction also increments a
+ *   transactional counter and writes its value), with aborts in the
+ *   keeper's attempts and attempts that leave solo mode in flight (a
+ *   flush inside the transaction);
+ * - the batch is bounded: no keeper enters more than n attempts while
+ *   others wait (sstm__stdio_set_batch's n);
+ * - no waiter starves: once a waiter took its ticket, at most (threads -
+ *   1) hand-overs go to others before its own;
+ * - a stream used by one thread at a time is never kept for a batch.
+ * The bounds are counts, not times: they hold whatever the scheduling. */
+#define _GNU_SOURCE
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "libc/esc.h"
+#include "runner.h"
+
+static char path[64];
+
+static void setup(void) {
+  sstm_test_init();
+  snprintf(path, sizeof path, "/tmp/sstm-batch-XXXXXX");
+  int fd = mkstemp(path);
+  CHECK_GE_I(fd, 0);
+  close(fd);
+}
+
+static void teardown(void) {
+  unlink(path);
+  sstm_test_fini();
+}
+
+#define REC 16
+
+static struct {
+  sstm_file_t *f;
+  uint64_t counter; /* transactional: the serial order */
+  unsigned per_thread;
+  unsigned flush_every; /* a flush in every such transaction (0: none) */
+} g;
+
+typedef struct body {
+  unsigned thread, seq;
+  int attempts;
+} body_t;
+
+static void rec_tx(void *arg) {
+  body_t *b = arg;
+  b->attempts++;
+  uint64_t ord = sstm_load_u64(&g.counter);
+  char rec[48];
+  snprintf(rec, sizeof rec, "%06llu %02u %05u\n", (unsigned long long)ord, b->thread % 100,
+           b->seq % 100000);
+  CHECK_EQ_I(sstm_fputs(rec, g.f), REC);
+  /* leaves solo mode in flight: its bytes leave with the commit */
+  if (g.flush_every != 0 && b->seq % g.flush_every == 1) CHECK_OK(sstm_fflush(g.f));
+  sstm_store_u64(&g.counter, ord + 1);
+  if (b->seq % 7 == 3 && b->attempts == 1) sstm_restart(); /* an abort, often a keeper's */
+}
+
+static void rec_thread(sstm_tt_t *t) {
+  for (unsigned i = 0; i < g.per_thread; i++) {
+    body_t b = {.thread = t->idx, .seq = i};
+    CHECK_OK(sstm_run(NULL, rec_tx, &b));
+  }
+}
+
+/* Run n threads of records on one stream; check the file. Returns the
+ * stream's hand-overs. */
+static uint64_t run_records(unsigned n, unsigned per_thread, unsigned flush_every) {
+  g.f = sstm_fopen(path, "w");
+  CHECK_NOT_NULL(g.f);
+  g.counter = 0;
+  g.per_thread = per_thread;
+  g.flush_every = flush_every;
+  uint64_t total = (uint64_t)n * per_thread;
+  sstm_test_run_threads(n, true, rec_thread, NULL);
+  CHECK_EQ_U(g.counter, total);
+  uint64_t takes = sstm__stdio_takes(g.f);
+  CHECK_OK(sstm_fclose(g.f));
+  size_t cap = (size_t)total * REC + 1;
+  char *buf = malloc(cap);
+  CHECK_NOT_NULL(buf);
+  FILE *fp = fopen(path, "r");
+  CHECK_NOT_NULL(fp);
+  size_t got = fread(buf, 1, cap, fp);
+  fclose(fp);
+  CHECK_EQ_U(got, total * REC);
+  /* The records are in the order of the counter they read: the stream's
+   * order is the transactions' serial order, and nothing is lost or
+   * doubled. */
+  for (uint64_t i = 0; i < total; i++) {
+    char want[24];
+    snprintf(want, sizeof want, "%06llu ", (unsigned long long)i);
+    CHECK_EQ_MEM(buf + i * REC, want, 7);
+  }
+  free(buf);
+  return takes;
+}
+
+TEST(a_batch_keeps_a_shared_stream_in_serial_order) {
+  setup();
+  sstm__stdio_set_batch(16, 1000000000ull); /* batches end by their count */
+  uint64_t bm, tm;
+  sstm__stdio_batch_stats(&bm, &tm, 1);
+  unsigned n = sstm_test_threads(4);
+  /* Rounds until batches happened (threads that start apart may not
+   * contend at first); every round's file is checked. */
+  uint64_t takes = 0;
+  for (int r = 0; r < 200 && takes == 0; r++)
+    takes = run_records(n, (unsigned)sstm_test_scaled(3000, 300), 0);
+  sstm__stdio_batch_stats(&bm, &tm, 1);
+  sstm__stdio_set_batch(0, 0);
+  if (n > 1) CHECK_GE_U(takes, 1); /* batches happened */
+  CHECK_LE_U(bm, 16);
+  CHECK_LE_U(tm, n - 1);
+  teardown();
+}
+
+TEST(a_batch_whose_attempts_leave_solo_mode_keeps_the_serial_order) {
+  setup();
+  sstm__stdio_set_batch(16, 1000000000ull);
+  uint64_t bm, tm;
+  sstm__stdio_batch_stats(&bm, &tm, 1);
+  unsigned n = sstm_test_threads(4);
+  uint64_t takes = 0;
+  for (int r = 0; r < 200 && takes == 0; r++) /* as above */
+    takes = run_records(n, (unsigned)sstm_test_scaled(2000, 200), 3);
+  sstm__stdio_batch_stats(&bm, &tm, 1);
+  sstm__stdio_set_batch(0, 0);
+  if (n > 1) CHECK_GE_U(takes, 1);
+  CHECK_LE_U(bm, 16);
+  CHECK_LE_U(tm, n - 1);
+  teardown();
+}
+
+/* ---- one-call transactions: the batch's bound and the tickets ------------ */
+
+static void putc_tx(void *arg) {
+  CHECK_EQ_I(sstm_fputc('a' + (int)(uintptr_t)arg, g.f), 'a' + (int)(uintptr_t)arg);
+}
+
+static void putc_thread(sstm_tt_t *t) {
+  for (unsigned i = 0; i < g.per_thread; i++)
+    CHECK_OK(sstm_run(NULL, putc_tx, (void *)(uintptr_t)t->idx));
+}
+
+TEST(no_keeper_keeps_longer_than_its_batch_and_no_waiter_starves) {
+  setup();
+  sstm__stdio_set_batch(8, 1000000000ull);
+  uint64_t bm, tm;
+  sstm__stdio_batch_stats(&bm, &tm, 1);
+  unsigned n = sstm_test_threads(6);
+  g.per_thread = (unsigned)sstm_test_scaled(20000, 2000);
+  uint64_t takes = 0;
+  for (int r = 0; r < 200 && takes == 0; r++) { /* as above */
+    g.f = sstm_fopen(path, "w");
+    CHECK_NOT_NULL(g.f);
+    sstm_test_run_threads(n, true, putc_thread, NULL);
+    takes = sstm__stdio_takes(g.f);
+    CHECK_OK(sstm_fclose(g.f));
+  }
+  sstm__stdio_batch_stats(&bm, &tm, 1);
+  sstm__stdio_set_batch(0, 0);
+  if (n > 1) CHECK_GE_U(takes, 1);
+  CHECK_LE_U(bm, 8);
+  CHECK_LE_U(tm, n - 1);
+  /* every byte of every thread, once */
+  FILE *fp = fopen(path, "r");
+  CHECK_NOT_NULL(fp);
+  uint64_t cnt[26] = {0}, all = 0;
+  for (int c; (c = fgetc(fp)) != EOF; all++) {
+    CHECK_TRUE(c >= 'a' && c < 'a' + (int)n);
+    cnt[c - 'a']++;
+  }
+  fclose(fp);
+  CHECK_EQ_U(all, (uint64_t)n * g.per_thread);
+  for (unsigned i = 0; i < n; i++)
+    CHECK_EQ_U(cnt[i], g.per_thread);
+  teardown();
+}
+
+/* One thread at a time (the others join before the next starts): never a
+ * turn, so never a batch. */
+TEST(a_stream_used_by_one_thread_at_a_time_is_not_kept_for_a_batch) {
+  setup();
+  g.f = sstm_fopen(path, "w");
+  CHECK_NOT_NULL(g.f);
+  g.per_thread = 1000;
+  for (int i = 0; i < 3; i++)
+    sstm_test_run_threads(1, true, putc_thread, NULL);
+  CHECK_EQ_U(sstm__stdio_takes(g.f), 0);
+  CHECK_EQ_U(sstm__stdio_turns(g.f), 0);
+  CHECK_OK(sstm_fclose(g.f));
+  teardown();
+}
+
+SSTM_TEST_MAIN()
