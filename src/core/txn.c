@@ -966,10 +966,19 @@ static SSTM_NOINLINE int commit_fast_wake(struct sstm_desc *tx) {
  * Anything else leaves for commit_slow before (4.1), or for the general
  * code at the step where it left (commit_fast_validate,
  * commit_fast_partial), so that no call in the common case needs a frame
- * here. A function of its own, entered by a tail call: inlined into
- * sstm_commit, it had the compiler compute its CAS's address before the
- * read-only commit's branch, an instruction on every read-only commit. */
-static SSTM_NOINLINE int commit_update_fast(struct sstm_desc *tx, uint64_t st) {
+ * here. Inlined into commit_outermost as the branch its write-set test
+ * jumps to, so that an update commit takes one taken branch (that jump)
+ * and a read-only commit none. As a function of its own, entered by a tail
+ * call, the read-only commit jumped over the call (one taken branch) and
+ * the update commit took the call's jump; inlined, the compiler computes
+ * the CAS's address before the write-set test, one more instruction on
+ * every read-only commit (docs/benchmarks.md, "The read-only commit's
+ * taken branch"). The variant is tested here, after the write-set test, so
+ * that the read-only commit does not load it. */
+SSTM_INLINE int commit_update_fast(struct sstm_desc *tx, uint64_t st) {
+  /* relaxed: as every read of the variant byte (engine.h) */
+  if (SSTM_UNLIKELY(atomic_load_explicit(&tx->variant, memory_order_relaxed) != SSTM_V_ETL))
+    return commit_slow(tx);
   /* (4.1) acq_rel, as in commit_update. A weak CAS: a spurious failure, or
    * a flag set meanwhile, takes the general path, which starts over. */
   if (SSTM_UNLIKELY(!atomic_compare_exchange_weak_explicit(
@@ -1016,7 +1025,9 @@ static SSTM_NOINLINE int commit_update_fast(struct sstm_desc *tx, uint64_t st) {
 
 /* The outermost commit of tx (depth already 0), every case: one test
  * sends everything but the common read-only and update commits to
- * commit_slow. */
+ * commit_slow. The read-only commit runs straight through to its return
+ * (no taken branch); the update commit is out of line
+ * (commit_update_fast). */
 SSTM_INLINE int commit_outermost(struct sstm_desc *tx) {
   /* relaxed: only the owner leaves ACTIVE except by a killer's CAS, and a
    * kill that this load misses came too late to matter (the attempt's
@@ -1026,12 +1037,7 @@ SSTM_INLINE int commit_outermost(struct sstm_desc *tx) {
    * starts attempts); killers change the state and watchers the flags, all
    * in the low byte (lockword.h). */
   if (SSTM_UNLIKELY((st & 0xff) != SSTM_ST_ACTIVE)) return commit_slow(tx);
-  if (tx->ws.n != 0) {
-    /* relaxed: as every read of the variant byte (engine.h) */
-    if (SSTM_LIKELY(atomic_load_explicit(&tx->variant, memory_order_relaxed) == SSTM_V_ETL))
-      return commit_update_fast(tx, st);
-    return commit_slow(tx);
-  }
+  if (tx->ws.n != 0) return commit_update_fast(tx, st);
   /* Read-only, running, not killed, no watch flags: valid at `end`, nothing
    * to publish. release: see rollback. A plain store, not the exchange of
    * the slow path (a full barrier on every read-only commit): a flag set in
