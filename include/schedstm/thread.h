@@ -121,9 +121,12 @@ SSTM_API int sstm_desc_destroy(sstm_desc_t *d);
  * @{ */
 /** Identity of a descriptor: a small slot index (stable while it exists), the
  * OS thread id of the thread that last attached it, and the identity of its
- * current (or last) transaction attempt. Transaction ids are unique per
- * descriptor and grow with every attempt, restarts included. Each is a
- * relaxed read, callable from any thread while d exists; d NULL gives 0.
+ * current (or last) transaction attempt. Transaction ids grow by one with
+ * every attempt, restarts included, and are unique in the process while it
+ * is initialised: each descriptor's ids start at a base of its own (its slot
+ * times 2^40), so two descriptors never show the same id unless one of them
+ * has run 2^40 attempts more than the other. Each is a relaxed read,
+ * callable from any thread while d exists; d NULL gives 0.
  * @param d the descriptor
  * @return the slot, thread id or attempt id; 0 for a NULL d */
 SSTM_API unsigned sstm_desc_slot(const sstm_desc_t *d);

@@ -200,7 +200,8 @@ SSTM_API bool sstm_in_tx(void);
 /** State query: inside an irrevocable one?
  * @return true inside an irrevocable transaction on the calling thread */
 SSTM_API bool sstm_is_irrevocable(void);
-/** State query: the current attempt's id (as sstm_desc_txid(sstm_self())).
+/** State query: the current attempt's id (as sstm_desc_txid(sstm_self())):
+ * unique in the process, not only per descriptor (thread.h says how).
  * @return the current attempt id, 0 if none */
 SSTM_API uint64_t sstm_txid(void);
 

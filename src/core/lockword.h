@@ -50,6 +50,11 @@
 #define SSTM_LW_SERIAL_SHIFT 15
 #define SSTM_LW_SERIAL_MASK ((1ull << 48) - 1)
 #define SSTM_MAX_SLOTS ((unsigned)SSTM_LW_SLOT_MASK) /* 32767 */
+/* A descriptor's first serial is its slot shifted by this (registry.c,
+ * desc_new): 15 slot bits + 40 fit the status word's 56 serial bits. */
+#define SSTM_SERIAL_SLOT_SHIFT 40
+_Static_assert(SSTM_LW_SLOT_BITS + SSTM_SERIAL_SLOT_SHIFT <= 56,
+               "a slot's first serial must fit the status word's serial bits");
 
 #define SSTM_CLOCK_IRREV 1ull
 #define SSTM_CLOCK_TICK 2ull

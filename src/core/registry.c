@@ -75,15 +75,25 @@ static struct sstm_desc *desc_new(unsigned slot) {
     return NULL;
   }
   d->slot = slot;
-  /* serial 0's owner word; an attempt's first lock makes it current
+  /* The serials (attempt ids, sstm_txid()) of this descriptor start at a
+   * base of its slot's, so that attempt ids are unique in the process, not
+   * only per descriptor: a layer that keys per-attempt state by the id alone
+   * (the transactional stdio's views and kept streams, src/libc) must not
+   * take the state of another descriptor's attempt on the same thread (an
+   * executor's paused transaction). The slot is fixed for the descriptor's
+   * life and slots are below 2^15, so the base fits the status word's 56
+   * serial bits; the lock word keeps the low 48 bits next to the slot, as
+   * before. */
+  uint64_t serial0 = (uint64_t)slot << SSTM_SERIAL_SLOT_SHIFT;
+  /* serial0's owner word; an attempt's first lock makes it current
    * (sstm__owner_ready) */
-  d->owner_lw = sstm_lw_make_owner(slot, 0);
+  d->owner_lw = sstm_lw_make_owner(slot, serial0);
   atomic_init(&d->variant, SSTM_V_NONE);
   d->locks = sstm__g.locks;
   d->lock_mask = sstm__g.lock_mask;
   d->stripe_shift = (uint8_t)sstm__g.stripe_shift;
   d->design = (uint8_t)sstm__g.cfg.design;
-  atomic_init(&d->status, sstm_st_make(0, SSTM_ST_IDLE));
+  atomic_init(&d->status, sstm_st_make(serial0, SSTM_ST_IDLE));
   d->rng =
       0x9E3779B97F4A7C15ull ^ ((uint64_t)slot * 0xD1B54A32D192ED03ull) ^ (uint64_t)(uintptr_t)d;
   if (d->rng == 0) d->rng = 1;

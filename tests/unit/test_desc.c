@@ -79,6 +79,57 @@ TEST(destroy_with_suspended_tx_is_ebusy) {
   sstm_test_fini();
 }
 
+/* Attempt ids are unique in the process, not only per descriptor: two
+ * fresh descriptors that ran the same number of attempts, one of them
+ * suspended inside a transaction on the thread that runs the other (as an
+ * executor's paused transaction is), show different ids; within each the
+ * id grows by one per attempt. (Layers key per-attempt state by the id
+ * alone: the transactional stdio's views and kept streams.) */
+static uint64_t uid_1, uid_2, uid_again;
+/* Inside e1's transaction: suspend it, run one transaction on e2, attach
+ * e1 again. A function of its own: no CHECK in the frame of the setjmp. */
+static __attribute__((noinline)) void run_other_descriptor(sstm_desc_t *e1, sstm_desc_t *e2) {
+  uid_1 = sstm_txid();
+  CHECK_EQ_PTR(sstm_desc_detach(), e1); /* suspended inside its transaction */
+  CHECK_OK(sstm_desc_attach(e2));
+  tx_store_u64(&far[0], 1); /* not x's stripe, which e1 holds */
+  SSTM_ATOMIC_BEGIN(NULL)
+    sstm_store_u64(&far[0], 2);
+    uid_2 = sstm_txid();
+  SSTM_ATOMIC_END();
+  CHECK_EQ_PTR(sstm_desc_detach(), e2);
+  CHECK_OK(sstm_desc_attach(e1));
+  uid_again = sstm_txid();
+}
+
+TEST(attempt_ids_are_unique_across_descriptors) {
+  sstm_test_init();
+  sstm_desc_t *e1 = NULL, *e2 = NULL;
+  CHECK_OK(sstm_desc_create(&e1));
+  CHECK_OK(sstm_desc_create(&e2));
+  sstm_desc_t *d = sstm_desc_detach();
+  CHECK_OK(sstm_desc_attach(e1));
+  tx_store_u64(&x, 1);
+  uint64_t first1 = sstm_desc_txid(e1);
+  SSTM_ATOMIC_BEGIN(NULL)
+    sstm_store_u64(&x, 2);
+    run_other_descriptor(e1, e2);
+  SSTM_ATOMIC_END();
+  CHECK_EQ_U(x, 2);
+  CHECK_EQ_U(far[0], 2);
+  CHECK_EQ_U(uid_1, first1 + 1); /* one more per attempt */
+  CHECK_EQ_U(uid_again, uid_1);
+  CHECK_NE_U(uid_1, 0);
+  CHECK_NE_U(uid_2, 0);
+  CHECK_NE_U(uid_1, uid_2); /* the same count of attempts, different ids */
+  CHECK_NE_U(sstm_desc_txid(e1), sstm_desc_txid(e2));
+  CHECK_EQ_PTR(sstm_desc_detach(), e1);
+  CHECK_OK(sstm_desc_destroy(e1));
+  CHECK_OK(sstm_desc_destroy(e2));
+  CHECK_OK(sstm_desc_attach(d));
+  sstm_test_fini();
+}
+
 /* ---- a transaction that moves between threads ------------------------- */
 
 struct handoff {
