@@ -318,18 +318,25 @@ static __thread sstm__esc_t tls_esc; /* (S9) this thread's lost attempts */
  * keeper (doubled when a keeping ends before a solo attempt of it worked:
  * its first one had to leave, or another thread handed the stream back;
  * back to SOLO_NEED0 when one did). */
-static sstm_file_t solo_none; /* tls_solo's "none": never a stream, never NULL */
-static __thread sstm_file_t *tls_solo = &solo_none;
-static __thread uint64_t tls_solo_in;
-static __thread uint32_t tls_solo_hits, tls_solo_need;
-/* (S10) Solo attempts since the thread last became a keeper (solo_start). */
-static __thread uint32_t tls_solo_run;
-/* (S11) This thread's keeping of tls_solo came from a contended stream (a
- * turn holder with waiters, or a hand-over): it lasts a batch while others
- * wait, and survives an attempt that leaves solo mode in flight. The
- * keeper's attempts entered in solo mode while others waited. */
-static __thread bool tls_solo_shared;
-static __thread uint32_t tls_batch;
+static sstm_file_t solo_none; /* tls_k.solo's "none": never a stream, never NULL */
+/* One block, initial-exec like the engine's descriptor pointer: the
+ * calls on a kept stream read several of these, and in the shared library
+ * the default model for a static thread-local calls __tls_get_addr at each
+ * function that reads one; here the block's address is one load of the GOT
+ * (an immediate in a static link). */
+static __thread struct {
+  sstm_file_t *solo;
+  uint64_t solo_in;
+  uint32_t solo_hits, solo_need;
+  /* (S10) Solo attempts since the thread last became a keeper (solo_start). */
+  uint32_t solo_run;
+  /* (S11) This thread's keeping of solo came from a contended stream (a turn
+   * holder with waiters, or a hand-over): it lasts a batch while others
+   * wait, and survives an attempt that leaves solo mode in flight. The
+   * keeper's attempts entered in solo mode while others waited. */
+  bool solo_shared;
+  uint32_t batch;
+} tls_k __attribute__((tls_model("initial-exec"))) = {.solo = &solo_none};
 static _Atomic uint32_t next_tag;
 static pthread_key_t pool_key;
 static pthread_once_t pool_once = PTHREAD_ONCE_INIT;
@@ -1125,8 +1132,8 @@ static void solo_signal(sstm_file_t *f) {
 /* (S11) This thread becomes f's keeper for a batch: from a turn holder's
  * installation (batch_start) or a hand-over (solo_wait). */
 static void batch_keep(sstm_file_t *f, uint32_t me) {
-  tls_solo = f, tls_solo_in = SOLO_MAKE(me, SOLO_I | SOLO_BATCH_BIT), tls_solo_run = 0;
-  tls_solo_shared = true, tls_batch = 0;
+  tls_k.solo = f, tls_k.solo_in = SOLO_MAKE(me, SOLO_I | SOLO_BATCH_BIT), tls_k.solo_run = 0;
+  tls_k.solo_shared = true, tls_k.batch = 0;
   /* relaxed: a hint (solo_batch, solo_wait); the batch begins now */
   atomic_store_explicit(&f->s_dead,
                         sstm__now_ns() + atomic_load_explicit(&batch_ns, memory_order_relaxed),
@@ -1188,11 +1195,11 @@ static bool solo_yield(sstm_file_t *f, uint64_t w, uint64_t n);
 static __attribute__((noinline)) bool solo_batch(sstm_file_t *f, uint64_t w) {
   uint32_t n = atomic_load_explicit(&batch_n, memory_order_relaxed); /* relaxed: a tuning */
   /* the clock every 16 attempts (a call of some 20 ns) */
-  if (++tls_batch < n &&
-      ((tls_batch & 15) != 0 ||
+  if (++tls_k.batch < n &&
+      ((tls_k.batch & 15) != 0 ||
        sstm__now_ns() < atomic_load_explicit(&f->s_dead, memory_order_relaxed))) /* a hint */
     return false;
-  return solo_yield(f, w, tls_batch - 1);
+  return solo_yield(f, w, tls_k.batch - 1);
 }
 
 /* (S11) The keeper yields f (solo value w, its C or A) to the threads that
@@ -1202,7 +1209,7 @@ static __attribute__((noinline)) bool solo_batch(sstm_file_t *f, uint64_t w) {
  * meanwhile (the CAS fails). */
 static bool solo_yield(sstm_file_t *f, uint64_t w, uint64_t n) {
   stat_max(&stat_batch_max, n);
-  tls_solo = &solo_none, tls_solo_shared = false;
+  tls_k.solo = &solo_none, tls_k.solo_shared = false;
   /* acquire: as solo_enter's CAS. Failing: a waiter took f at its
    * deadline (solo_wait), which this attempt meets as it goes on. */
   if (!atomic_compare_exchange_strong_explicit(&f->solo, &w,
@@ -1223,10 +1230,11 @@ static bool solo_yield(sstm_file_t *f, uint64_t w, uint64_t n) {
  * the ticket's writes overlap the next keeper's batch. The end mark has
  * stored C already (before the actions). */
 static __attribute__((noinline)) void solo_handoff(sstm_file_t *f) {
-  if (tls_solo != f || !tls_solo_shared || tls_batch < SOLO_HANDOFF_MIN) return;
+  if (tls_k.solo != f || !tls_k.solo_shared || tls_k.batch < SOLO_HANDOFF_MIN) return;
   /* relaxed: the CAS in solo_yield decides; others wait (the bit) */
   uint64_t w = atomic_load_explicit(&f->solo, memory_order_relaxed);
-  if (w == ((tls_solo_in - (SOLO_I - SOLO_C)) | SOLO_WAIT_BIT)) (void)solo_yield(f, w, tls_batch);
+  if (w == ((tls_k.solo_in - (SOLO_I - SOLO_C)) | SOLO_WAIT_BIT))
+    (void)solo_yield(f, w, tls_k.batch);
 }
 
 /* (S11) This thread's committed attempts whose installation of f is still
@@ -1425,10 +1433,10 @@ static __attribute__((noinline)) void solo_revoke(sstm_file_t *f) {
  * kept-view commits. */
 static __attribute__((noinline)) int solo_miss(uint64_t w) {
   if (SOLO_TAG(w) != tls_tag) {
-    tls_solo = &solo_none, tls_solo_shared = false;
+    tls_k.solo = &solo_none, tls_k.solo_shared = false;
     /* from SOLO_NEED0 when an earlier solo attempt of the keeping worked */
-    uint32_t need = tls_solo_run > 1 ? SOLO_NEED0 : tls_solo_need;
-    tls_solo_need = need < SOLO_NEEDMAX ? 2 * need : SOLO_NEEDMAX;
+    uint32_t need = tls_k.solo_run > 1 ? SOLO_NEED0 : tls_k.solo_need;
+    tls_k.solo_need = need < SOLO_NEEDMAX ? 2 * need : SOLO_NEEDMAX;
   }
   return -1;
 }
@@ -1445,7 +1453,7 @@ static __attribute__((noinline)) int solo_miss(uint64_t w) {
  * handed back (the general paths then deal with it). c_only: w is c
  * (solo_id's case, inlined into the calls). */
 static __attribute__((noinline)) uint64_t solo_enter_none(sstm_file_t *f, uint64_t c) {
-  tls_solo_run--;
+  tls_k.solo_run--;
   /* release: as in solo_revoke (nothing was changed in place) */
   atomic_store_explicit(&f->solo, c, memory_order_release);
   return 0;
@@ -1462,7 +1470,7 @@ static inline __attribute__((always_inline)) uint64_t solo_enter(sstm_file_t *f,
     return 0;
   if (!c_only && w != c) solo_restore(f);
   solo_save(f);
-  tls_solo_run++;
+  tls_k.solo_run++;
   /* The values from I, which the CAS kept in a register. */
   uint64_t i = c + (SOLO_I - SOLO_C);
   uint64_t id = sstm__end_mark(&f->solo, i - (SOLO_I - SOLO_C), i - (SOLO_I - SOLO_A));
@@ -1476,7 +1484,7 @@ static inline __attribute__((always_inline)) uint64_t solo_enter(sstm_file_t *f,
 /* (S10) solo_id's and solo_in's cases other than this thread's I, and C
  * for solo_id: A (enters), or f is not kept by this thread (0). */
 static __attribute__((noinline)) uint64_t solo_enter_rare(sstm_file_t *f, uint64_t w) {
-  uint64_t c = tls_solo_in - (SOLO_I - SOLO_C);
+  uint64_t c = tls_k.solo_in - (SOLO_I - SOLO_C);
   if (w == c || w == c + (SOLO_A - SOLO_C)) return solo_enter(f, w, c, false);
   if (__builtin_expect(w & SOLO_WAIT_BIT, 0)) { /* (S11) others wait for f */
     uint64_t n = SOLO_NOW(w);
@@ -1484,7 +1492,7 @@ static __attribute__((noinline)) uint64_t solo_enter_rare(sstm_file_t *f, uint64
       if (solo_batch(f, w)) return 0; /* yielded: the general path meets Y */
       return solo_enter(f, w, c | SOLO_WAIT_BIT, false);
     }
-    if (n == tls_solo_in) { /* the attempt's later calls, as in solo_id_kept */
+    if (n == tls_k.solo_in) { /* the attempt's later calls, as in solo_id_kept */
       uint64_t id = sstm_txid();
       return f->solo_tx == id ? id : 0;
     }
@@ -1501,15 +1509,15 @@ static __attribute__((noinline)) uint64_t solo_enter_rare(sstm_file_t *f, uint64
  * frame of its own. */
 static inline __attribute__((always_inline)) uint64_t solo_id_kept(sstm_file_t *f);
 static inline __attribute__((always_inline)) uint64_t solo_id(sstm_file_t *f) {
-  if (tls_solo != f) return 0; /* also when f is NULL */
+  if (tls_k.solo != f) return 0; /* also when f is NULL */
   return solo_id_kept(f);
 }
-/* solo_id when tls_solo is f. */
+/* solo_id when tls_k.solo is f. */
 static inline __attribute__((always_inline)) uint64_t solo_id_kept(sstm_file_t *f) {
   /* relaxed: only this thread moves solo from its I value, and the CAS
    * decides the others */
   uint64_t w = atomic_load_explicit(&f->solo, memory_order_relaxed);
-  uint64_t in = tls_solo_in;
+  uint64_t in = tls_k.solo_in;
   if (__builtin_expect(w == in - (SOLO_I - SOLO_C), 1)) return solo_enter(f, w, w, true);
   if (w == in) { /* the attempt's later calls, or another attempt's (S10, solo_meet) */
     uint64_t id = sstm_txid();
@@ -1520,10 +1528,10 @@ static inline __attribute__((always_inline)) uint64_t solo_id_kept(sstm_file_t *
 
 /* (S10) solo_id for the general paths, which know the attempt id (non-zero). */
 static inline bool solo_in(sstm_file_t *f, uint64_t id) {
-  if (tls_solo != f) return false;
+  if (tls_k.solo != f) return false;
   /* relaxed: as in solo_id */
   uint64_t w = atomic_load_explicit(&f->solo, memory_order_relaxed);
-  if (w == tls_solo_in) return f->solo_tx == id;
+  if (w == tls_k.solo_in) return f->solo_tx == id;
   return solo_enter_rare(f, w) != 0;
 }
 
@@ -1623,8 +1631,8 @@ static inline bool solo_read(sstm_file_t *f, unsigned char *dst, size_t n, bool 
  * of the two sees the other. If another user is there, the keeping is
  * withdrawn (it changed nothing), or that user hands it back. */
 static __attribute__((noinline)) void solo_start(sstm_file_t *f) {
-  if (tls_solo_need == 0) tls_solo_need = SOLO_NEED0;
-  if (++tls_solo_hits < tls_solo_need) return;
+  if (tls_k.solo_need == 0) tls_k.solo_need = SOLO_NEED0;
+  if (++tls_k.solo_hits < tls_k.solo_need) return;
   /* relaxed: hints (the handshake below decides); not in serial mode
    * (S9): a contended stream is not kept */
   if (!f->reg || (f->mode & M_LBF) || f->bsz == 0 ||
@@ -1644,9 +1652,9 @@ static __attribute__((noinline)) void solo_start(sstm_file_t *f) {
                                             memory_order_relaxed);
     return;
   }
-  tls_solo = f, tls_solo_in = SOLO_MAKE(me, SOLO_I);
-  tls_solo_run = 0;
-  tls_solo_shared = false;
+  tls_k.solo = f, tls_k.solo_in = SOLO_MAKE(me, SOLO_I);
+  tls_k.solo_run = 0;
+  tls_k.solo_shared = false;
 }
 
 /* (S10) An acquisition or a peek of the running attempt found f kept
@@ -1662,7 +1670,7 @@ static __attribute__((noinline)) bool solo_meet(sstm_file_t *f, view_t *v, uint6
   /* (S11) This thread keeps f for a batch and the attempt's first call on
    * it is not one that solo mode serves (a seek): it enters solo mode and
    * leaves it at once (the caller's solo_leave), keeping f. */
-  if (tls_solo_shared && tls_solo == f && (w & ~(uint64_t)SOLO_WAIT_BIT) != tls_solo_in &&
+  if (tls_k.solo_shared && tls_k.solo == f && (w & ~(uint64_t)SOLO_WAIT_BIT) != tls_k.solo_in &&
       SOLO_TAG(w) == tls_tag && (SOLO_ST(w) == SOLO_C || SOLO_ST(w) == SOLO_A)) {
     if (solo_enter_rare(f, w) != 0) return true;
     w = atomic_load_explicit(&f->solo, memory_order_acquire); /* as in acquire_in */
@@ -1680,9 +1688,9 @@ static __attribute__((noinline)) bool solo_meet(sstm_file_t *f, view_t *v, uint6
     sstm_restart();
   }
   /* (S11) a keeping for a batch survives an attempt that leaves */
-  if (!tls_solo_shared || SOLO_ST(w) != SOLO_I) tls_solo = &solo_none;
+  if (!tls_k.solo_shared || SOLO_ST(w) != SOLO_I) tls_k.solo = &solo_none;
   if (SOLO_ST(w) == SOLO_I) return true;
-  tls_solo_shared = false;
+  tls_k.solo_shared = false;
   solo_revoke(f); /* C or A, or H: not in flight, no wait for the keeper */
   return false;
 }
@@ -1702,7 +1710,7 @@ static __attribute__((noinline)) uint64_t solo_leave(sstm_file_t *f, view_t *v) 
   cs_load(f, &v->s);
   solo_restore(f);
   nmod_bump(f);
-  if (tls_solo_shared) {
+  if (tls_k.solo_shared) {
     /* (S11) A keeping for a batch stays: solo stays I and the end mark
      * stays (it stores C or A when the attempt ends; the installation of
      * its version follows, and a taker waits for it, solo_wait); the
@@ -1711,18 +1719,18 @@ static __attribute__((noinline)) uint64_t solo_leave(sstm_file_t *f, view_t *v) 
     return atomic_load_explicit(&f->nmod, memory_order_relaxed); /* relaxed: this thread's */
   }
   (void)sstm__end_mark(NULL, 0, 0);
-  if (tls_solo_run > 1) {
+  if (tls_k.solo_run > 1) {
     /* An earlier attempt of this keeping worked in solo mode, so this one
      * leaves at a buffer's end (a refill, a spill) of a stream that the
      * thread still uses alone: its own installation makes the thread the
      * keeper again (solo_start's handshake decides), instead of the
      * acquisitions in a row that a new keeper needs. */
-    tls_solo_need = SOLO_NEED0, tls_solo_hits = SOLO_NEED0 - 1;
+    tls_k.solo_need = SOLO_NEED0, tls_k.solo_hits = SOLO_NEED0 - 1;
     v->hit = true;
   } else {
     /* Its first solo attempt: keeping did not pay, it takes more next time. */
-    tls_solo_need = tls_solo_need < SOLO_NEEDMAX ? 2 * tls_solo_need : SOLO_NEEDMAX;
-    tls_solo_hits = 0;
+    tls_k.solo_need = tls_k.solo_need < SOLO_NEEDMAX ? 2 * tls_k.solo_need : SOLO_NEEDMAX;
+    tls_k.solo_hits = 0;
   }
   uint64_t nmod = atomic_load_explicit(&f->nmod, memory_order_relaxed);
   /* release: as in solo_revoke */
@@ -1876,7 +1884,7 @@ static view_t *acquire_in(sstm_file_t *f, uint64_t id, int *err) {
   if (__builtin_expect(others != 0 || queue_busy(f) ||
                            (tls_esc.key == f && tls_esc.lost >= SSTM__ESC_AFTER),
                        0) &&
-      !(leave && tls_solo_shared))
+      !(leave && tls_k.solo_shared))
     if (should_queue(f, v, others != 0)) {
       /* relaxed: counts for turn_alone's hint */
       atomic_fetch_add_explicit(&f->q_queued, 1, memory_order_relaxed);
@@ -1910,10 +1918,10 @@ static view_t *acquire_in(sstm_file_t *f, uint64_t id, int *err) {
    * began) and that no call outside transactions changed in place holds
    * the installed state already: no copy. */
   if (__builtin_expect(leave, 0))
-    v->kept = tls_solo_shared, nmod = solo_leave(f, v); /* (S10) the installed state with
+    v->kept = tls_k.solo_shared, nmod = solo_leave(f, v); /* (S10) the installed state with
                                                            this attempt's changes */
   else if (k == NULL || o != kown || nmod != v->nmod)
-    snapshot(f, o, &v->s), tls_solo_hits = 0;
+    snapshot(f, o, &v->s), tls_k.solo_hits = 0;
   else
     v->hit = true;
   v->nmod = nmod;
@@ -1965,9 +1973,9 @@ static bool peek(op_t *a, cstate_t *s) {
   }
   /* (S10) This attempt works on f in place: its own state is the
    * installed one; an acquisition leaves solo mode first. */
-  if (tls_solo == f &&
-      ((atomic_load_explicit(&f->solo, memory_order_relaxed) == tls_solo_in && f->solo_tx == id) ||
-       tls_solo_shared)) { /* (S11) a keeper for a batch acquires */
+  if (tls_k.solo == f && ((atomic_load_explicit(&f->solo, memory_order_relaxed) == tls_k.solo_in &&
+                           f->solo_tx == id) ||
+                          tls_k.solo_shared)) { /* (S11) a keeper for a batch acquires */
     if ((v = acquire_in(f, id, &a->err)) == NULL) return false;
     *s = v->s;
     return true;
@@ -2609,7 +2617,7 @@ static __attribute__((noinline)) char *fgets_kept(char *s, int n, sstm_file_t *f
 }
 
 char *sstm_fgets(char *s, int n, sstm_file_t *f) {
-  if (tls_solo == f) return fgets_kept(s, n, f); /* f is not NULL (solo_none) */
+  if (tls_k.solo == f) return fgets_kept(s, n, f); /* f is not NULL (solo_none) */
   return fgets_general(s, n, f);
 }
 
@@ -2648,7 +2656,7 @@ static __attribute__((noinline)) size_t fread_kept(void *ptr, size_t size, size_
 }
 
 size_t sstm_fread(void *ptr, size_t size, size_t nmemb, sstm_file_t *f) {
-  if (tls_solo == f) return fread_kept(ptr, size, nmemb, f);
+  if (tls_k.solo == f) return fread_kept(ptr, size, nmemb, f);
   return fread_general(ptr, size, nmemb, f);
 }
 
@@ -2774,7 +2782,7 @@ int sstm_fputs(const char *s, sstm_file_t *f) {
     return EOF;
   }
   size_t n = strlen(s);
-  int64_t r = tls_solo == f ? write_kept(f, s, n) : do_write(f, s, n, sstm_txid(), true);
+  int64_t r = tls_k.solo == f ? write_kept(f, s, n) : do_write(f, s, n, sstm_txid(), true);
   return r == (int64_t)n ? (n > INT_MAX ? INT_MAX : (int)n) : EOF;
 }
 
@@ -2785,7 +2793,7 @@ size_t sstm_fwrite(const void *ptr, size_t size, size_t nmemb, sstm_file_t *f) {
     return 0;
   }
   if (n == 0) return 0;
-  int64_t r = tls_solo == f ? write_kept(f, ptr, n) : do_write(f, ptr, n, sstm_txid(), true);
+  int64_t r = tls_k.solo == f ? write_kept(f, ptr, n) : do_write(f, ptr, n, sstm_txid(), true);
   return r < 0 ? 0 : nmemb;
 }
 
