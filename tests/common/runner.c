@@ -337,6 +337,14 @@ void sstm_test_init(void) {
   CHECK_OK(sstm_thread_init());
 }
 
+void sstm_test_tmp_file(char *path, size_t cap, const char *tag) {
+  int n = snprintf(path, cap, "/tmp/sstm-%s-XXXXXX", tag);
+  CHECK(n > 0 && (size_t)n < cap);
+  int fd = mkstemp(path);
+  CHECK_GE_I(fd, 0);
+  close(fd);
+}
+
 void sstm_test_init_sampling(unsigned period, sstm_sample_fn fn, void *arg) {
   sstm_config_t cfg;
   sstm_test_config(&cfg);

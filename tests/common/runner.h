@@ -123,6 +123,10 @@ void sstm_test_init(void);
 void sstm_test_init_sampling(unsigned period, sstm_sample_fn fn, void *arg);
 /* sstm_thread_exit() + sstm_shutdown(); checked. */
 void sstm_test_fini(void);
+/* Create an empty file /tmp/sstm-<tag>-XXXXXX (mkstemp) and write its
+ * name into path (cap bytes, enough for the name); checked. The caller
+ * unlinks it. */
+void sstm_test_tmp_file(char *path, size_t cap, const char *tag);
 
 /* ---- threads ----------------------------------------------------------- */
 

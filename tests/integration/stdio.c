@@ -57,12 +57,7 @@
 
 static char path[64];
 
-static void make_path(void) {
-  snprintf(path, sizeof path, "/tmp/sstm-itest-stdio-XXXXXX");
-  int fd = mkstemp(path);
-  CHECK_GE_I(fd, 0);
-  close(fd);
-}
+static void make_path(void) { sstm_test_tmp_file(path, sizeof path, "itest-stdio"); }
 
 static size_t file_bytes(unsigned char **out) {
   int fd = open(path, O_RDONLY);

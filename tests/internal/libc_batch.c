@@ -30,10 +30,7 @@ static char path[64];
 
 static void setup(void) {
   sstm_test_init();
-  snprintf(path, sizeof path, "/tmp/sstm-batch-XXXXXX");
-  int fd = mkstemp(path);
-  CHECK_GE_I(fd, 0);
-  close(fd);
+  sstm_test_tmp_file(path, sizeof path, "batch");
 }
 
 static void teardown(void) {

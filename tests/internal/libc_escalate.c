@@ -21,12 +21,7 @@
 
 static char path[64];
 
-static void make_path(void) {
-  snprintf(path, sizeof path, "/tmp/sstm-esc-XXXXXX");
-  int fd = mkstemp(path);
-  CHECK_GE_I(fd, 0);
-  close(fd);
-}
+static void make_path(void) { sstm_test_tmp_file(path, sizeof path, "esc"); }
 
 static size_t contents(char *buf, size_t cap) {
   FILE *f = fopen(path, "r");

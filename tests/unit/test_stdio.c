@@ -21,10 +21,7 @@ static char path[64];
 
 static void setup(void) {
   sstm_test_init();
-  snprintf(path, sizeof path, "/tmp/sstm-stdio-XXXXXX");
-  int fd = mkstemp(path);
-  CHECK_GE_I(fd, 0);
-  close(fd);
+  sstm_test_tmp_file(path, sizeof path, "stdio");
 }
 
 static void teardown(void) {
