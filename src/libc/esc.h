@@ -131,12 +131,12 @@ uint64_t sstm__stdio_solo(const struct sstm_file *f);
 void sstm__stdio_set_alone_ns(uint64_t ns);
 /* Tests (stdio.c, (S11)): a keeper of a contended stream yields after n of
  * its attempts while others wait, or ns nanoseconds after the first of
- * them began to wait (n 0 or UINT32_MAX: no keeping for a batch, a
- * contended stream stays in serial mode, (S9), the default while (S11)'s
- * race is open; ns 0: SOLO_BATCH_NS); SOLO_BATCH is the value measured; the hand-overs of f so far;
- * the process-wide maxima of the attempts a keeper entered in one batch while others waited and of
- * the hand-overs to others that a waiter saw after it took its ticket (reset: set both to 0 after
- * reading). */
+ * them began to wait (n 0: SOLO_BATCH, the default; n UINT32_MAX: no
+ * keeping for a batch, a contended stream stays in serial mode, (S9); ns
+ * 0: SOLO_BATCH_NS); the hand-overs of f so far; the process-wide maxima
+ * of the attempts a keeper entered in one batch while others waited and of
+ * the hand-overs to others that a waiter saw after it took its ticket
+ * (reset: set both to 0 after reading). */
 void sstm__stdio_set_batch(uint32_t n, uint64_t ns);
 uint64_t sstm__stdio_takes(const struct sstm_file *f);
 void sstm__stdio_batch_stats(uint64_t *batch_max, uint64_t *ticket_max, int reset);

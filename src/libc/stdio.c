@@ -1019,7 +1019,8 @@ static inline void nmod_bump(sstm_file_t *f) {
  * state is the committed one; SOLO_A: the last one was rolled back, the
  * installed state holds its changes and sb_* the state before them;
  * SOLO_I: one is in flight (only the keeper's thread reads or writes the
- * installed state); SOLO_H: some thread is handing the stream back;
+ * installed state); SOLO_H: some thread is handing the stream back or
+ * over, or (S11) a turn holder waits to begin a batch (batch_start);
  * SOLO_Y: the keeper yielded the stream to the threads that wait for it
  * (S11), and the installed state is the committed one. */
 enum { SOLO_C = 1, SOLO_A = 2, SOLO_I = 3, SOLO_H = 4, SOLO_Y = 5 };
@@ -1080,13 +1081,9 @@ static inline void solo_restore(sstm_file_t *f) {
  * that a stream whose every transaction writes a record (after a seek)
  * still gets batches. */
 #define SOLO_HANDOFF_MIN 64u
-/* Off by default (UINT32_MAX: a contended stream stays in serial mode,
- * (S9)): with batches on, the random-delay build's CTL runs of
- * integration.stdio's mixed tests (transactional and non-transactional
- * writers on one stream) lose committed records (about 1 run in 4 at full
- * scale; none with batches off), a race not yet found (docs/design/tm-libc.md
- * (S11), "Status"). Tests turn batches on with sstm__stdio_set_batch. */
-static _Atomic uint32_t batch_n = UINT32_MAX;
+/* UINT32_MAX: no keeping for a batch, a contended stream stays in serial
+ * mode (S9); tests set it (sstm__stdio_set_batch). */
+static _Atomic uint32_t batch_n = SOLO_BATCH;
 static _Atomic uint64_t batch_ns = SOLO_BATCH_NS;
 /* For tests: the most attempts a keeper entered in one batch while others
  * waited, and the most hand-overs to others that a waiter saw after it
@@ -1095,7 +1092,7 @@ static _Atomic uint64_t stat_batch_max, stat_ticket_max;
 
 void sstm__stdio_set_batch(uint32_t n, uint64_t ns) {
   /* relaxed: tunings, read as hints */
-  atomic_store_explicit(&batch_n, n ? n : UINT32_MAX, memory_order_relaxed);
+  atomic_store_explicit(&batch_n, n ? n : SOLO_BATCH, memory_order_relaxed);
   atomic_store_explicit(&batch_ns, ns ? ns : SOLO_BATCH_NS, memory_order_relaxed);
 }
 
@@ -1148,17 +1145,23 @@ static void batch_keep(sstm_file_t *f, uint32_t me) {
 
 /* (S11) The turn holder of view v, at its installation (before it gives
  * up the turn and its count): when others wait for the turn, it keeps the
- * stream for a batch. It stores solo first (seq_cst, as in solo_start):
- * an acquisition or peek counted after that loads solo after this store
- * and restarts; the acquisitions waiting for the turn (q_queued) load solo
- * again once they have it (acquire_in), which this thread gives up only
- * after the store. It then waits, briefly, until the others in flight
- * have ended or wait for the turn, and no peek or call outside
- * transactions is under way (the loads of the counters: active first,
- * queued second, so that one that moves from the first to the second in
- * between is not missed); if they do not, it withdraws and wakes the
- * threads that met the keeping meanwhile. The wait closes no cycle: the
- * attempts in flight wait for no turn holder (esc.h), and it is bounded. */
+ * stream for a batch. It first moves solo from 0 to its H value (seq_cst,
+ * as solo_start's store): an acquisition or peek counted after that loads
+ * solo after this CAS and restarts; the acquisitions waiting for the turn
+ * (q_queued) load solo again once they have it (acquire_in), which this
+ * thread gives up only after the CAS. It then waits, briefly, until the
+ * others in flight have ended or wait for the turn, and no peek or call
+ * outside transactions is under way (the loads of the counters: active
+ * first, queued second, so that one that moves from the first to the
+ * second in between is not missed). Only then does solo become its C: H
+ * during the wait keeps the waiters from taking the stream (solo_wait
+ * takes Y, C or A) while an attempt that loaded solo before the CAS may
+ * still work on the installed state; the keeping exists once C is
+ * stored. If the others do not end in time, it withdraws (solo back to 0:
+ * nobody else moves solo out of this H) and wakes the threads that met
+ * the keeping meanwhile. The wait closes no cycle: the attempts in flight
+ * wait for no turn holder (esc.h), an irrevocable one that meets H waits
+ * for this bounded wait (solo_revoke), and it is bounded. */
 static __attribute__((noinline)) void batch_start(view_t *v) {
   sstm_file_t *f = v->f;
   /* relaxed: hints; the handshake decides */
@@ -1169,8 +1172,13 @@ static __attribute__((noinline)) void batch_start(view_t *v) {
   for (const view_t *p = tls_views; p; p = p->next)
     if (p->f == f) return; /* another attempt of this thread has f in flight */
   uint32_t me = my_tag();
-  uint64_t c = SOLO_MAKE(me, SOLO_C | SOLO_BATCH_BIT);
-  atomic_store_explicit(&f->solo, c, memory_order_seq_cst);
+  uint64_t z = 0;
+  /* seq_cst: the keeper's half of solo_start's handshake (this store of
+   * solo, then the loads of the counters below). Failing: another keeping
+   * began meanwhile. */
+  if (!atomic_compare_exchange_strong_explicit(&f->solo, &z, SOLO_MAKE(me, SOLO_H | SOLO_BATCH_BIT),
+                                               memory_order_seq_cst, memory_order_relaxed))
+    return;
   for (unsigned spin = 0;; spin++) {
     uint32_t act = atomic_load_explicit(&f->q_active, memory_order_seq_cst);
     uint32_t queued = atomic_load_explicit(&f->q_queued, memory_order_seq_cst);
@@ -1178,15 +1186,22 @@ static __attribute__((noinline)) void batch_start(view_t *v) {
         atomic_load_explicit(&f->nlk, memory_order_seq_cst) == 0)
       break;
     if (!wait_step(spin)) {
-      /* relaxed: nothing was changed in place; a failure means a revoker
-       * hands it back */
-      atomic_compare_exchange_strong_explicit(&f->solo, &c, 0, memory_order_relaxed,
-                                              memory_order_relaxed);
+      /* release: nothing was changed in place; as solo_revoke's store */
+      atomic_store_explicit(&f->solo, 0, memory_order_release);
       solo_signal(f);
       return;
     }
   }
   batch_keep(f, me);
+  /* relaxed: a hint, as in solo_wait's take (the waiters that met H set
+   * the bit themselves if this load misses one) */
+  uint32_t others = atomic_load_explicit(&f->s_want, memory_order_relaxed);
+  /* release: pairs with the acquire loads of solo of the waiters that
+   * take the stream (solo_wait) and of this thread's next attempt */
+  atomic_store_explicit(&f->solo,
+                        SOLO_MAKE(me, SOLO_C | SOLO_BATCH_BIT | (others ? SOLO_WAIT_BIT : 0)),
+                        memory_order_release);
+  solo_signal(f); /* the waiters that met H look again */
 }
 
 static bool solo_yield(sstm_file_t *f, uint64_t w, uint64_t n);

@@ -14,7 +14,10 @@
  *   others wait (sstm__stdio_set_batch's n);
  * - no waiter starves: once a waiter took its ticket, at most (threads -
  *   1) hand-overs go to others before its own;
- * - a stream used by one thread at a time is never kept for a batch.
+ * - a stream used by one thread at a time is never kept for a batch;
+ * - calls outside transactions among the keepers' transactions lose
+ *   nothing and double nothing, with batches short enough that waiters
+ *   often take the stream at a batch's deadline.
  * The bounds are counts, not times: they hold whatever the scheduling. */
 #define _GNU_SOURCE
 #include <stdatomic.h>
@@ -139,6 +142,101 @@ TEST(a_batch_whose_attempts_leave_solo_mode_keeps_the_serial_order) {
   if (n > 1) CHECK_GE_U(takes, 1);
   CHECK_LE_U(bm, 16);
   CHECK_LE_U(tm, n - 1);
+  teardown();
+}
+
+/* ---- calls outside transactions among batches ----------------------------- */
+
+/* Records of MREC bytes: kind ('N': a call outside transactions, 'T': a
+ * transaction), thread, the thread's own sequence number for 'N' or the
+ * transactional counter's value for 'T'. */
+#define MREC 17
+
+static void mrec(char *b, char kind, unsigned thread, uint64_t seq) {
+  snprintf(b, MREC + 1, "%c%02u %012llu\n", kind, thread % 100, (unsigned long long)seq);
+}
+
+static void mixed_tx(void *arg) {
+  unsigned thread = (unsigned)(uintptr_t)arg;
+  off_t at = sstm_ftell(g.f); /* a peek: the attempt is in flight on the stream from here */
+  CHECK_GE_I(at, 0);
+  uint64_t ord = sstm_load_u64(&g.counter);
+  sstm_store_u64(&g.counter, ord + 1);
+  /* a while in flight: a turn holder that would keep the stream for a
+   * batch waits for this attempt */
+  for (volatile unsigned k = 0; k < 2000; k++) {
+  }
+  char rec[MREC + 1];
+  mrec(rec, 'T', thread, ord);
+  CHECK_EQ_I(sstm_fputs(rec, g.f), MREC);
+  CHECK_EQ_I(sstm_ftell(g.f), at + MREC); /* nothing came between */
+}
+
+static unsigned mixed_n[64];
+
+static void mixed_thread(sstm_tt_t *t) {
+  char rec[MREC + 1];
+  unsigned nseq = 0;
+  for (unsigned i = 0; i < g.per_thread; i++) {
+    if (sstm_rng_below(&t->rng, 2) == 0) { /* the stream's lock, or a transaction of its own */
+      mrec(rec, 'N', t->idx, nseq++);
+      CHECK_EQ_I(sstm_fputs(rec, g.f), MREC);
+    } else {
+      CHECK_OK(sstm_run(NULL, mixed_tx, (void *)(uintptr_t)t->idx));
+    }
+  }
+  mixed_n[t->idx] = nseq;
+}
+
+/* A batch's keeper exists only once no attempt that loaded the keeper word
+ * before it is in flight: a waiter that took the stream at the deadline
+ * while the turn holder was still waiting for those attempts worked in
+ * place beside them, and their installations lost its records (and the
+ * other way round). */
+TEST(calls_outside_transactions_among_batches_lose_nothing) {
+  setup();
+  sstm__stdio_set_batch(16, 2000); /* 2 us: waiters take at the deadline */
+  unsigned n = sstm_test_threads(4);
+  CHECK_LE_U(n, 64);
+  g.per_thread = (unsigned)sstm_test_scaled(3000, 1500);
+  uint64_t takes = 0;
+  /* 20 rounds, and more until batches happened (here an attempt in flight
+   * often makes the turn holder withdraw); every round's file is checked */
+  for (int r = 0; r < 200 && (r < 20 || takes == 0); r++) {
+    g.f = sstm_fopen(path, "w");
+    CHECK_NOT_NULL(g.f);
+    g.counter = 0;
+    memset(mixed_n, 0, sizeof mixed_n);
+    sstm_test_run_threads(n, true, mixed_thread, NULL);
+    takes += sstm__stdio_takes(g.f);
+    CHECK_OK(sstm_fclose(g.f));
+    FILE *fp = fopen(path, "r");
+    CHECK_NOT_NULL(fp);
+    char rec[MREC + 2];
+    uint64_t next_n[64] = {0}, next_t = 0;
+    while (fgets(rec, sizeof rec, fp) != NULL) {
+      char kind;
+      unsigned thread;
+      unsigned long long seq;
+      CHECK_EQ_U(strlen(rec), MREC);
+      CHECK_EQ_I(sscanf(rec, "%c%2u %12llu", &kind, &thread, &seq), 3);
+      CHECK_TRUE(thread < n);
+      if (kind == 'N') { /* each thread's calls in program order, once */
+        CHECK_EQ_U(seq, next_n[thread]);
+        next_n[thread]++;
+      } else { /* the transactions in their serial order, once */
+        CHECK_EQ_I(kind, 'T');
+        CHECK_EQ_U(seq, next_t);
+        next_t++;
+      }
+    }
+    fclose(fp);
+    CHECK_EQ_U(next_t, g.counter);
+    for (unsigned i = 0; i < n; i++)
+      CHECK_EQ_U(next_n[i], mixed_n[i]);
+  }
+  sstm__stdio_set_batch(0, 0);
+  if (n > 1) CHECK_GE_U(takes, 1); /* batches happened */
   teardown();
 }
 
