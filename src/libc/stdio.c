@@ -257,7 +257,8 @@ typedef struct rec {
   uint64_t off;
   size_t len;
   unsigned char *data;
-  unsigned char *pre; /* the bytes it overwrites (S4), read before writing */
+  unsigned char *pre; /* the bytes it overwrites (S4): from the view's pw, else read before
+                         writing */
   size_t prelen;
 } rec_t;
 
@@ -296,7 +297,15 @@ typedef struct view {
                                 installation publishes them; wst is NULL or holds at
                                 least the stream's bsz bytes (view_new) */
   uint32_t wst_cap, rst_cap; /* their sizes */
-  void *old[2];              /* buffers the installation replaced, to free */
+  /* (S4) The file's bytes under the open write buffer, [s.wbase, s.wbase +
+   * pw_len), taken from the read window when a write began the buffer
+   * inside it (pw_take); the spill that makes the buffer a record gives
+   * them to the record, so that its installation need not read them.
+   * pw_len 0: none. Kept across attempts only by a kept view reused
+   * without a copy (acquire_in). */
+  unsigned char *pw;
+  uint32_t pw_len, pw_cap;
+  void *old[2]; /* buffers the installation replaced, to free */
 } view_t;
 
 /* The views of the thread's attempts that have not ended yet (the running
@@ -353,6 +362,7 @@ static void pool_free(void *unused) {
     tls_pool = v->next;
     free(v->wst);
     free(v->rst);
+    free(v->pw);
     free(v->r);
     free(v);
   }
@@ -393,7 +403,7 @@ static inline void view_clear(view_t *v) {
 
 static void view_put(view_t *v) {
   view_clear(v);
-  v->f = NULL;
+  v->f = NULL, v->pw_len = 0;
   v->next = tls_pool;
   tls_pool = v;
 }
@@ -742,6 +752,13 @@ static int write_recs_reg(sstm_file_t *f, view_t *b) {
     rec_t *r = &b->r[i];
     if (r->off < kend0) {
       uint64_t e = r->off + r->len < kend0 ? r->off + r->len : kend0;
+      if (r->pre != NULL) { /* from the read window (pw_take) */
+        if (r->prelen >= e - r->off) {
+          r->prelen = (size_t)(e - r->off);
+          continue;
+        }
+        free(r->pre); /* it does not cover the bytes the file holds: read them */
+      }
       r->pre = malloc(e - r->off);
       if (r->pre == NULL) return ENOMEM;
       ssize_t got = pread_all(f->fd, r->pre, e - r->off, r->off);
@@ -1835,6 +1852,7 @@ static inline view_t *view_new(sstm_file_t *f, uint64_t id, view_t *v, int *err)
       *err = ENOMEM;
       return NULL;
     }
+    v->pw_len = 0;
     /* A write buffer kept from a stream with smaller buffers (sstm_setvbuf)
      * is too small for this one: wr allocates one of the right size. (A
      * kept view of f has the right size: bsz is constant since the
@@ -1939,12 +1957,12 @@ static view_t *acquire_in(sstm_file_t *f, uint64_t id, int *err) {
    * began) and that no call outside transactions changed in place holds
    * the installed state already: no copy. */
   if (__builtin_expect(leave, 0))
-    v->kept = tls_k.solo_shared, nmod = solo_leave(f, v); /* (S10) the installed state with
-                                                           this attempt's changes */
+    v->kept = tls_k.solo_shared, v->pw_len = 0,
+    nmod = solo_leave(f, v); /* (S10) the installed state with this attempt's changes */
   else if (k == NULL || o != kown || nmod != v->nmod)
-    snapshot(f, o, &v->s), tls_k.solo_hits = 0;
+    snapshot(f, o, &v->s), tls_k.solo_hits = 0, v->pw_len = 0;
   else
-    v->hit = true;
+    v->hit = true; /* no ticket since its installation: pw is still the file's */
   v->nmod = nmod;
   arm(v);
   return v;
@@ -2029,6 +2047,15 @@ static int spill(view_t *v) {
   if (d == NULL) return ENOMEM;
   if (v->cw) memcpy(d, WBUF(v->s) + v->s.woff, v->cw);
   if (v->sw) memcpy(d + v->cw, v->wst, v->sw);
+  if (v->pw_len != 0) { /* the bytes it overwrites, for the installation (S4) */
+    rec_t *r = &v->r[v->n - 1];
+    size_t k = v->pw_len < wl ? v->pw_len : wl;
+    v->pw_len = 0;
+    if ((r->pre = malloc(k)) != NULL) { /* else the installation reads them */
+      memcpy(r->pre, v->pw, k);
+      r->prelen = k;
+    }
+  }
   v->cw = v->sw = 0;
   v->reset = true, v->wcap = v->f->bsz;
   return 0;
@@ -2155,6 +2182,32 @@ static size_t rd(op_t *a, view_t *v, unsigned char *dst, size_t n, bool nl, bool
   return got;
 }
 
+/* (S4) A write buffer begins at off, inside the read window (whose bytes
+ * are the file's as it will be when this view's records before that
+ * buffer are written: the window was read after every ticket of its
+ * version was written, its own records laid over it, and every write that
+ * overlapped it since made it stale): keep the window's bytes from off
+ * on, up to a buffer's size, in pw. They stay the file's bytes under the
+ * buffer until its spill: while the buffer is open this view adds no
+ * other record, and a later attempt keeps pw only when no acquisition or
+ * call outside transactions changed the stream since (acquire_in), so no
+ * ticket wrote there meanwhile. Without memory for pw (ENOMEM), none:
+ * the installation reads the bytes. */
+static void pw_take(view_t *v, uint64_t off) {
+  uint32_t cap = v->f->bsz;
+  v->pw_len = 0;
+  if (v->pw == NULL || v->pw_cap < cap) {
+    free(v->pw);
+    v->pw_cap = 0;
+    if ((v->pw = malloc(cap)) == NULL) return;
+    v->pw_cap = cap;
+  }
+  uint64_t end = v->s.rbase + v->s.rlen;
+  size_t k = end - off < cap ? (size_t)(end - off) : cap;
+  memcpy(v->pw, (v->rown ? v->rst : RBUF(v->s)) + (off - v->s.rbase), k);
+  v->pw_len = (uint32_t)k;
+}
+
 /* Write n bytes of private memory src. Returns 0 or an errno (then nothing
  * of this call is written). */
 static int wr(view_t *v, const unsigned char *src, size_t n) {
@@ -2166,13 +2219,18 @@ static int wr(view_t *v, const unsigned char *src, size_t n) {
   if (n == 0) return 0;
   uint64_t off = !f->reg ? 0 : (f->mode & M_APP) ? v->s.apos : v->s.pos;
   size_t wl = (size_t)v->cw + v->sw;
+  bool take = false; /* a buffer begins in the read window: pw_take */
   if (wl != 0 && ((f->reg && v->s.wbase + wl != off) || wl + n > v->wcap)) {
     if (spill(v) != 0) goto fail;
     wl = 0;
   }
-  /* a buffered read window these bytes overlap is stale */
-  if (f->reg && v->s.rlen != 0 && v->s.rbase < off + n && off < v->s.rbase + v->s.rlen)
+  /* a buffered read window these bytes overlap is stale; its bytes from
+   * off on are what a write buffer that begins here overwrites (pw_take) */
+  if (f->reg && v->s.rlen != 0 && v->s.rbase < off + n && off < v->s.rbase + v->s.rlen) {
+    take = wl == 0 && n < f->bsz && off >= v->s.rbase && !(f->mode & M_APP);
+    if (take) pw_take(v, off);
     v->s.rlen = 0;
+  }
   if (n >= f->bsz) { /* also every write of an unbuffered stream */
     unsigned char *d = rec_add(v, off, n);
     if (d == NULL) goto fail;
@@ -2199,6 +2257,7 @@ static int wr(view_t *v, const unsigned char *src, size_t n) {
   if ((f->mode & M_LBF) && memchr(src, '\n', n) != NULL) (void)spill(v);
   return 0;
 fail:
+  if (take) v->pw_len = 0; /* no buffer began */
   v->s.flags |= FL_ERR;
   return ENOMEM;
 }

@@ -6,6 +6,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -23,6 +24,8 @@ static struct {
   size_t chunk;    /* largest count one pwrite writes (short writes) */
   int pread_calls;
   int pread_errno; /* pread fails with it */
+  off_t below;     /* preads at an offset below it are counted in n_below */
+  int n_below;
 } fi;
 
 static ssize_t fi_pwrite(int fd, const void *b, size_t n, off_t off) {
@@ -41,6 +44,7 @@ static ssize_t fi_pwrite(int fd, const void *b, size_t n, off_t off) {
 
 static ssize_t fi_pread(int fd, void *b, size_t n, off_t off) {
   int call = ++fi.pread_calls;
+  if (off < fi.below) fi.n_below++;
   if (fi.pread_errno) {
     errno = fi.pread_errno;
     return -1;
@@ -224,6 +228,101 @@ TEST(line_buffered_lines_survive_short_writes_and_eintr) {
   }
   CHECK_FALSE(sstm_ferror(f));
   CHECK_OK(sstm_fclose(f));
+  teardown();
+}
+
+/* A write that begins its buffer inside the read window keeps the bytes it
+ * overwrites from the window (docs/design/tm-libc.md (S4)): the record's
+ * installation reads nothing, and a write that fails half-way still puts
+ * the file's bytes back. */
+TEST(an_overwrite_in_the_read_window_is_undone_from_the_window) {
+  setup();
+  unsigned char was[100]; /* distinct bytes: an undo from the wrong place shows */
+  for (int i = 0; i < 100; i++)
+    was[i] = (unsigned char)('a' + i % 26);
+  int fd = open(path, O_WRONLY);
+  CHECK_GE_I(fd, 0);
+  CHECK_EQ_I(pwrite(fd, was, sizeof was, 0), 100);
+  close(fd);
+  sstm_file_t *f = sstm_fopen(path, "r+");
+  CHECK_NOT_NULL(f);
+  SSTM_ATOMIC_BEGIN(NULL)
+    CHECK_EQ_I(sstm_fseek(f, 10, SEEK_SET), 0);
+    CHECK_EQ_I(sstm_fgetc(f), was[10]);  /* the window: [10, 100) */
+    CHECK_EQ_I(sstm_fputs("xyz", f), 3); /* 11..13, buffered */
+  SSTM_ATOMIC_END();
+  fi.below = 60;                    /* the refill reads at 60, the record's bytes are at 11 */
+  fi.chunk = 1;                     /* one byte per pwrite */
+  fi.fail_at = fi.pwrite_calls + 2; /* 'x' is in the file when it fails */
+  fi.fail_errno = ENOSPC;
+  SSTM_ATOMIC_BEGIN(NULL)
+    CHECK_EQ_I(sstm_fseek(f, 60, SEEK_SET), 0);
+    CHECK_EQ_I(sstm_fgetc(f), was[60]); /* xyz becomes a record; a refill */
+  SSTM_ATOMIC_END();
+  CHECK_EQ_I(fi.n_below, 0); /* the refill's only, none for the record */
+  CHECK_GE_I(fi.pwrite_calls, fi.fail_at);
+  errno = 0;
+  CHECK_EQ_I(sstm_fflush(f), EOF);
+  CHECK_EQ_I(errno, ENOSPC);
+  unsigned char buf[200];
+  CHECK_EQ_U(contents(buf, sizeof buf), 100);
+  CHECK_EQ_MEM(buf, was, sizeof was);
+  sstm_clearerr(f);
+  fi.fail_at = 0;
+  CHECK_OK(sstm_fclose(f));
+  teardown();
+}
+
+static sstm_file_t *g_f;
+
+static void *overwrite_11(void *arg) {
+  (void)arg;
+  CHECK_OK(sstm_thread_init());
+  SSTM_ATOMIC_BEGIN(NULL)
+    CHECK_EQ_I(sstm_fseek(g_f, 11, SEEK_SET), 0);
+    CHECK_EQ_I(sstm_fputs("QQQ", g_f), 3); /* xyz leaves; QQQ stays buffered */
+  SSTM_ATOMIC_END();
+  CHECK_OK(sstm_thread_exit());
+  return NULL;
+}
+
+/* The window's bytes kept for a write buffer are the file's only while no
+ * other acquisition changed the stream: here another thread's commit
+ * writes there, so the undo of the record made from the buffer it left
+ * must come from the file (xyz), not from this thread's window (AAA). */
+TEST(window_bytes_are_not_used_once_another_thread_wrote_there) {
+  setup();
+  g_f = sstm_fopen(path, "r+");
+  CHECK_NOT_NULL(g_f);
+  SSTM_ATOMIC_BEGIN(NULL)
+    CHECK_EQ_I(sstm_fseek(g_f, 10, SEEK_SET), 0);
+    CHECK_EQ_I(sstm_fgetc(g_f), 'A');
+    CHECK_EQ_I(sstm_fputs("xyz", g_f), 3);
+  SSTM_ATOMIC_END();
+  pthread_t t;
+  CHECK_EQ_I(pthread_create(&t, NULL, overwrite_11, NULL), 0);
+  CHECK_EQ_I(pthread_join(t, NULL), 0);
+  unsigned char buf[200];
+  CHECK_EQ_U(contents(buf, sizeof buf), 100);
+  CHECK_EQ_MEM(buf + 11, "xyz", 3);
+  fi.chunk = 1;
+  fi.fail_at = fi.pwrite_calls + 2; /* 'Q' is in the file when it fails */
+  fi.fail_errno = ENOSPC;
+  SSTM_ATOMIC_BEGIN(NULL)
+    CHECK_EQ_I(sstm_fseek(g_f, 60, SEEK_SET), 0);
+    CHECK_EQ_I(sstm_fgetc(g_f), 'A'); /* QQQ becomes a record */
+  SSTM_ATOMIC_END();
+  CHECK_GE_I(fi.pwrite_calls, fi.fail_at);
+  errno = 0;
+  CHECK_EQ_I(sstm_fflush(g_f), EOF);
+  CHECK_EQ_I(errno, ENOSPC);
+  CHECK_EQ_U(contents(buf, sizeof buf), 100);
+  CHECK_EQ_MEM(buf + 11, "xyz", 3);
+  for (int i = 0; i < 100; i++)
+    if (i < 11 || i >= 14) CHECK_EQ_I(buf[i], 'A');
+  sstm_clearerr(g_f);
+  fi.fail_at = 0;
+  CHECK_OK(sstm_fclose(g_f));
   teardown();
 }
 
