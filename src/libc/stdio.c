@@ -1725,9 +1725,16 @@ static __attribute__((noinline)) bool solo_meet(sstm_file_t *f, view_t *v, uint6
     v->revoke = true;
     sstm_restart();
   }
+  bool current = tls_k.solo == f; /* the keeping that tls_k counts */
   /* (S11) a keeping for a batch survives an attempt that leaves */
   if (!tls_k.solo_shared || SOLO_ST(w) != SOLO_I) tls_k.solo = &solo_none;
   if (SOLO_ST(w) == SOLO_I) return true;
+  /* (S10) This thread's keeping ends before a solo attempt of it worked
+   * (its attempts begin with a call that solo mode does not serve, a seek
+   * per transaction): keeping did not pay, as when another thread hands
+   * the stream back first (solo_miss). */
+  if (current && !tls_k.solo_shared && tls_k.solo_run == 0)
+    tls_k.solo_need = tls_k.solo_need < SOLO_NEEDMAX ? 2 * tls_k.solo_need : SOLO_NEEDMAX;
   tls_k.solo_shared = false;
   solo_revoke(f); /* C or A, or H: not in flight, no wait for the keeper */
   return false;
