@@ -762,6 +762,16 @@ static int write_recs_reg(sstm_file_t *f, view_t *b) {
       r->pre = malloc(e - r->off);
       if (r->pre == NULL) return ENOMEM;
       ssize_t got = pread_all(f->fd, r->pre, e - r->off, r->off);
+      if (got == -EBADF) {
+        /* A descriptor not open for reading (sstm_fdopen of a write-only
+         * one, or a file sstm_fopen could not reopen for reading): the
+         * committed bytes are written without undo bytes, so a write that
+         * fails half-way cannot be undone here (docs/design/tm-libc.md
+         * (S4)). Failing the ticket would lose the commit. */
+        free(r->pre);
+        r->pre = NULL, r->prelen = 0;
+        continue;
+      }
       if (got < 0) return (int)-got;
       r->prelen = (size_t)got;
     }
@@ -2447,6 +2457,24 @@ static sstm_file_t *make(int fd, unsigned m) {
   return f;
 }
 
+/* (S4) A write-only stream ("w", "a") on a regular file: the descriptor
+ * opened for reading too, if the file allows it, so that a ticket that
+ * overwrites bytes of the file can read them first and undo a half-failed
+ * write (write_recs_reg). The same file, reopened through /proc/self/fd
+ * (no O_CREAT or O_TRUNC: the open above did them), keeping O_APPEND and
+ * O_CLOEXEC; the stream's mode stays write-only. Otherwise (not a regular
+ * file, no read permission, no /proc) the descriptor as it was. */
+static int reopen_rw(int fd, int oflags) {
+  struct stat st;
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) return fd;
+  char p[40];
+  snprintf(p, sizeof p, "/proc/self/fd/%d", fd);
+  int rw = open(p, O_RDWR | (oflags & (O_APPEND | O_CLOEXEC)));
+  if (rw < 0) return fd;
+  close(fd);
+  return rw;
+}
+
 sstm_file_t *sstm_fopen(const char *path, const char *mode) {
   int oflags;
   unsigned m;
@@ -2456,6 +2484,7 @@ sstm_file_t *sstm_fopen(const char *path, const char *mode) {
   }
   int fd = open(path, oflags, 0666);
   if (fd < 0) return NULL;
+  if ((oflags & O_ACCMODE) == O_WRONLY) fd = reopen_rw(fd, oflags);
   sstm_file_t *f = make(fd, m);
   if (f == NULL) {
     int e = errno;

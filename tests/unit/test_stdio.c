@@ -133,6 +133,50 @@ TEST(committed_seek_moves_the_kernel_offset) {
   teardown();
 }
 
+/* A write-only stream that overwrites bytes it wrote before: the commit's
+ * ticket reads the bytes under its record first (to undo a half-failed
+ * write, docs/design/tm-libc.md (S4)). On a descriptor opened write-only
+ * that read failed (EBADF) and the committed bytes were never written.
+ * sstm_fopen's "w" opens a regular file for reading too; sstm_fdopen of a
+ * write-only descriptor writes them without the undo bytes. */
+static void overwrite_after_seek(sstm_file_t *f) {
+  for (int i = 0; i < 100; i++)
+    CHECK_EQ_I(sstm_fputc('a', f), 'a');
+  CHECK_OK(sstm_fflush(f));
+  SSTM_ATOMIC_BEGIN(NULL)
+    CHECK_EQ_I(sstm_fseek(f, 10, SEEK_SET), 0);
+    CHECK_GE_I(sstm_fputs("BBBB", f), 0);
+  SSTM_ATOMIC_END();
+  CHECK_OK(sstm_fflush(f));
+  CHECK_EQ_I(sstm_fseek(f, 98, SEEK_SET), 0);
+  CHECK_GE_I(sstm_fputs("CCCC", f), 0); /* over the end: partly an overwrite */
+  CHECK_OK(sstm_fclose(f));
+  char buf[256];
+  size_t n = contents(buf, sizeof buf);
+  CHECK_EQ_U(n, 102);
+  char want[102];
+  memset(want, 'a', sizeof want);
+  memcpy(want + 10, "BBBB", 4);
+  memcpy(want + 98, "CCCC", 4);
+  CHECK_EQ_MEM(buf, want, sizeof want);
+}
+
+TEST(write_only_stream_overwrites_what_it_wrote) {
+  setup();
+  sstm_file_t *f = sstm_fopen(path, "w");
+  CHECK_NOT_NULL(f);
+  /* readable underneath, so that a half-failed overwrite can be undone */
+  CHECK_EQ_I(fcntl(sstm_fileno(f), F_GETFL) & O_ACCMODE, O_RDWR);
+  CHECK_EQ_I(sstm_fgetc(f), EOF); /* the stream itself stays write-only */
+  overwrite_after_seek(f);
+  int fd = open(path, O_WRONLY | O_TRUNC);
+  CHECK_GE_I(fd, 0);
+  f = sstm_fdopen(fd, "w");
+  CHECK_NOT_NULL(f);
+  overwrite_after_seek(f);
+  teardown();
+}
+
 TEST(transaction_reads_its_own_writes_across_spills) {
   setup();
   sstm_file_t *f = sstm_fopen(path, "w+");
