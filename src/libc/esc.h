@@ -126,6 +126,10 @@ void sstm__stdio_set_span(struct sstm_file *f, uint32_t span);
  * f, else the keeper's tag << 8 | its state (1 committed, 2 rolled back,
  * 3 in flight, 4 handed back). */
 uint64_t sstm__stdio_solo(const struct sstm_file *f);
+/* Tests: called by a thread about to begin keeping f (stdio.c,
+ * solo_start), after its tests and before it claims the word; NULL
+ * (the default): nothing. Set it only while no stream is in use. */
+extern void (*sstm__stdio_solo_start_hook)(const struct sstm_file *f);
 /* Tests: how long the holder of a turn waits for the acquisitions that
  * went first without it (stdio.c, turn_alone; default 1 ms). */
 void sstm__stdio_set_alone_ns(uint64_t ns);

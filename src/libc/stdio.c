@@ -1678,6 +1678,8 @@ static inline bool solo_read(sstm_file_t *f, unsigned char *dst, size_t n, bool 
  * counts itself (or takes the lock) and then loads solo, all seq_cst: one
  * of the two sees the other. If another user is there, the keeping is
  * withdrawn (it changed nothing), or that user hands it back. */
+void (*sstm__stdio_solo_start_hook)(const sstm_file_t *f);
+
 static __attribute__((noinline)) void solo_start(sstm_file_t *f) {
   if (tls_k.solo_need == 0) tls_k.solo_need = SOLO_NEED0;
   if (++tls_k.solo_hits < tls_k.solo_need) return;
@@ -1688,9 +1690,17 @@ static __attribute__((noinline)) void solo_start(sstm_file_t *f) {
       atomic_load_explicit(&f->q_span, memory_order_relaxed) != 0 ||
       atomic_load_explicit(&f->q_turn, memory_order_relaxed) != 0)
     return;
+  if (__builtin_expect(sstm__stdio_solo_start_hook != NULL, 0)) sstm__stdio_solo_start_hook(f);
   uint32_t me = my_tag();
-  uint64_t c = SOLO_MAKE(me, SOLO_C);
-  atomic_store_explicit(&f->solo, c, memory_order_seq_cst);
+  uint64_t c = SOLO_MAKE(me, SOLO_C), z = 0;
+  /* seq_cst: the keeper's half of the handshake. A CAS from 0, not a
+   * store: another thread that passed the test above at the same time may
+   * have begun its keeping, and its solo attempt (not counted anywhere)
+   * may be working in place already; a store would take the stream from
+   * under it and make two keepers (tests/internal/libc_solo.c). */
+  if (!atomic_compare_exchange_strong_explicit(&f->solo, &z, c, memory_order_seq_cst,
+                                               memory_order_relaxed))
+    return;
   if (atomic_load_explicit(&f->q_active, memory_order_seq_cst) != 0 ||
       atomic_load_explicit(&f->q_peek, memory_order_seq_cst) != 0 ||
       atomic_load_explicit(&f->nlk, memory_order_seq_cst) != 0) {

@@ -191,6 +191,93 @@ TEST(another_thread_waits_for_the_keepers_attempt_and_sees_committed_state) {
   }
 }
 
+/* ---- two threads that begin keeping at once ---- */
+
+static _Atomic int g_hook_wait, g_hooked, g_a_in, g_b_done;
+static pthread_t g_hook_thread;
+
+/* Thread B, about to begin keeping the stream (its test of the word saw 0):
+ * wait there until thread A keeps it and has a solo attempt in flight. */
+static void start_hook(const sstm_file_t *f) {
+  (void)f;
+  if (!atomic_load_explicit(&g_hook_wait, memory_order_acquire) ||
+      !pthread_equal(pthread_self(), g_hook_thread))
+    return;
+  atomic_store_explicit(&g_hook_wait, 0, memory_order_relaxed);
+  atomic_store_explicit(&g_hooked, 1, memory_order_release);
+  while (!atomic_load_explicit(&g_a_in, memory_order_acquire))
+    sched_yield();
+}
+
+static void *b_thread(void *arg) {
+  (void)arg;
+  CHECK_OK(sstm_thread_init());
+  g_hook_thread = pthread_self();
+  atomic_store_explicit(&g_hook_wait, 1, memory_order_release); /* after g_hook_thread */
+  /* kept-view commits until the hook: its solo_start stops there */
+  for (int i = 0; i < 16 && !atomic_load_explicit(&g_hooked, memory_order_acquire); i++)
+    CHECK_OK(sstm_run(NULL, putc_tx, g_f));
+  CHECK_TRUE(atomic_load_explicit(&g_hooked, memory_order_acquire));
+  atomic_store_explicit(&g_b_done, 1, memory_order_release);
+  CHECK_OK(sstm_thread_exit());
+  return NULL;
+}
+
+static uint64_t g_word_in, g_word_after;
+static int g_a_attempts;
+
+static void a_in_flight_body(void *arg) {
+  (void)arg;
+  CHECK_EQ_I(sstm_fputc('a', g_f), 'a'); /* in place: the word is A's I */
+  if (++g_a_attempts > 1) return;        /* restarted: the test fails below */
+  g_word_in = sstm__stdio_solo(g_f);
+  atomic_store_explicit(&g_a_in, 1, memory_order_release);
+  while (!atomic_load_explicit(&g_b_done, memory_order_acquire)) /* B claims meanwhile */
+    sched_yield();
+  g_word_after = sstm__stdio_solo(g_f);
+  CHECK_EQ_I(sstm_fputc('a', g_f), 'a');
+}
+
+/* Thread B passes solo_start's test of the word (0) and stops before it
+ * claims it; thread A then begins keeping the stream and enters solo mode;
+ * B goes on. B must not take the word from A's attempt in flight: two
+ * keepers would write in place at once, and the end mark of one would
+ * later overwrite the other's keeping (lost bytes, a record written over
+ * earlier ones). With a store instead of a CAS, B's C replaced A's I. */
+TEST(a_thread_that_begins_keeping_does_not_take_the_stream_from_a_keeper) {
+  setup();
+  sstm__stdio_set_batch(UINT32_MAX, 0); /* (S10) alone: no batch */
+  g_f = sstm_fopen(path, "w");
+  CHECK_NOT_NULL(g_f);
+  atomic_store_explicit(&g_hooked, 0, memory_order_relaxed);
+  atomic_store_explicit(&g_a_in, 0, memory_order_relaxed);
+  atomic_store_explicit(&g_b_done, 0, memory_order_relaxed);
+  atomic_store_explicit(&g_hook_wait, 0, memory_order_relaxed);
+  g_a_attempts = 0;
+  sstm__stdio_solo_start_hook = start_hook; /* before B exists */
+  pthread_t b;
+  CHECK_EQ_I(pthread_create(&b, NULL, b_thread, NULL), 0);
+  while (!atomic_load_explicit(&g_hooked, memory_order_acquire))
+    sched_yield();
+  int n = make_keeper(g_f); /* A keeps the stream: the word was 0 */
+  CHECK_OK(sstm_run(NULL, a_in_flight_body, NULL));
+  CHECK_EQ_I(pthread_join(b, NULL), 0);
+  sstm__stdio_solo_start_hook = NULL;
+  sstm__stdio_set_batch(0, 0);
+  CHECK_EQ_U(g_word_in & 0xff, SOLO_I);
+  /* still A's attempt in flight after B went on, and never restarted */
+  CHECK_EQ_U(g_word_after, g_word_in);
+  CHECK_EQ_I(g_a_attempts, 1);
+  CHECK_OK(sstm_fclose(g_f));
+  char buf[64];
+  size_t len = contents(buf, sizeof buf);
+  /* B's bytes before the hook, A's keeping calls, then A's two */
+  CHECK_TRUE(len >= (size_t)n + 2);
+  CHECK_EQ_I(buf[len - 1], 'a');
+  CHECK_EQ_I(buf[len - 2], 'a');
+  teardown();
+}
+
 /* ---- serialisability with the keeper's other data ---- */
 
 static uint64_t g_x; /* written with the keeper's byte, in one transaction */
