@@ -1160,14 +1160,25 @@ static void solo_signal(sstm_file_t *f) {
 }
 
 /* (S11) This thread becomes f's keeper for a batch: from a turn holder's
- * installation (batch_start) or a hand-over (solo_wait). */
-static void batch_keep(sstm_file_t *f, uint32_t me) {
+ * installation (batch_start) or a hand-over (solo_wait), with solo at its
+ * H value. Stores its C, with the waiting bit when others wait (self: 1
+ * when this thread is itself counted in s_want, a waiter that took f). */
+static void batch_keep(sstm_file_t *f, uint32_t me, uint32_t self) {
   tls_k.solo = f, tls_k.solo_in = SOLO_MAKE(me, SOLO_I | SOLO_BATCH_BIT), tls_k.solo_run = 0;
   tls_k.solo_shared = true, tls_k.batch = 0;
   /* relaxed: a hint (solo_batch, solo_wait); the batch begins now */
   atomic_store_explicit(&f->s_dead,
                         sstm__now_ns() + atomic_load_explicit(&batch_ns, memory_order_relaxed),
                         memory_order_relaxed);
+  /* relaxed: a hint; the waiters that this load misses set the bit
+   * themselves (solo_wait) */
+  uint32_t others = atomic_load_explicit(&f->s_want, memory_order_relaxed) - self;
+  /* release: the state f was put in before this store (a hand-over's
+   * restore, an installation) before this thread's next attempt's CAS and
+   * before the acquire loads of solo of the other users (solo_wait's take) */
+  atomic_store_explicit(&f->solo,
+                        SOLO_MAKE(me, SOLO_C | SOLO_BATCH_BIT | (others ? SOLO_WAIT_BIT : 0)),
+                        memory_order_release);
 }
 
 /* (S11) The turn holder of view v, at its installation (before it gives
@@ -1219,15 +1230,7 @@ static __attribute__((noinline)) void batch_start(view_t *v) {
       return;
     }
   }
-  batch_keep(f, me);
-  /* relaxed: a hint, as in solo_wait's take (the waiters that met H set
-   * the bit themselves if this load misses one) */
-  uint32_t others = atomic_load_explicit(&f->s_want, memory_order_relaxed);
-  /* release: pairs with the acquire loads of solo of the waiters that
-   * take the stream (solo_wait) and of this thread's next attempt */
-  atomic_store_explicit(&f->solo,
-                        SOLO_MAKE(me, SOLO_C | SOLO_BATCH_BIT | (others ? SOLO_WAIT_BIT : 0)),
-                        memory_order_release);
+  batch_keep(f, me, 0);
   solo_signal(f); /* the waiters that met H look again */
 }
 
@@ -1374,15 +1377,7 @@ static __attribute__((noinline)) void solo_wait(sstm_file_t *f) {
         ticketed = false;
       }
       atomic_fetch_add_explicit(&f->s_takes, 1, memory_order_relaxed); /* relaxed: a count */
-      batch_keep(f, me);
-      /* release: the state above before this thread's next attempt's
-       * CAS... and before any other user's (acquire) load of solo */
-      /* relaxed: a hint; the others that still wait (this one is counted
-       * until it leaves) set the bit themselves if this load misses one */
-      uint32_t others = atomic_load_explicit(&f->s_want, memory_order_relaxed) - 1;
-      atomic_store_explicit(&f->solo,
-                            SOLO_MAKE(me, SOLO_C | SOLO_BATCH_BIT | (others ? SOLO_WAIT_BIT : 0)),
-                            memory_order_release);
+      batch_keep(f, me, 1); /* this waiter is counted in s_want until it leaves */
       break;
     }
     /* Not taken: the keeper must know that others wait (the bit, which
