@@ -31,10 +31,18 @@
  *   thread's last committed record is in the file. With two streams, a
  *   transaction's records reach both or neither. Some transactions become
  *   irrevocable (at their start, before their records, after the first).
+ *   After the round the kernel's offset is where the last committed seek
+ *   put it (S7).
  * - slots: a file of fixed slots that transactions read and overwrite
  *   (seek, read, seek back, write, sometimes read back); replayed in the
  *   serial order on a model, every read must match and the file must
  *   equal the model.
+ * - lines: a file of numbered lines that transactions (one to three lines
+ *   in a row) and calls outside transactions (one line) consume, so that
+ *   the read window serves many of them in place (a keeper's solo reads,
+ *   the lock's reads): every line read whole, once, none skipped, each
+ *   thread's reads in program order, the transactions' in their serial
+ *   order, and the position left after the last line read.
  *
  * SSTM_TEST_LONG=1 (the torture entries) runs many more rounds;
  * SSTM_STRESS_ROUNDS sets their number. A failure prints the round's
@@ -180,6 +188,7 @@ typedef struct txlog {
   unsigned nrec[2];
   size_t len[2][3];
   rdlog_t rd, rd2; /* a read before its records, one after them on stream 0 */
+  long seek0;      /* where its last seek on stream 0 went (-1: none) */
 } txlog_t;
 
 static struct {
@@ -265,13 +274,15 @@ static void tx_body(void *arg) {
   if (sstm_rng_below(&r, 3) == 0) (void)sstm_feof(f); /* a peek first */
   /* the end: every committed state has the position there */
   long end;
-  if (sstm_rng_below(&r, 2) == 0) {
-    CHECK_EQ_I(sstm_fseek(f, 0, SEEK_END), 0);
-  }
+  b->log.seek0 = -1;
+  int seeked = sstm_rng_below(&r, 2) == 0;
+  if (seeked) CHECK_EQ_I(sstm_fseek(f, 0, SEEK_END), 0);
   end = (long)sstm_ftell(f);
   CHECK_GE_I(end, 0);
+  if (seeked) b->log.seek0 = end;
   if (sstm_rng_below(&r, 2) == 0) /* a read somewhere before the end */
-    tx_read(f, &r, &b->log.rd, (long)sstm_rng_below(&r, (uint64_t)end + 20), end);
+    tx_read(f, &r, &b->log.rd, (long)sstm_rng_below(&r, (uint64_t)end + 20), end),
+        b->log.seek0 = end;
   if (b->end == 5) CHECK_OK(sstm_become_irrevocable());
   uint64_t ord = sstm_load_u64(&g.counter);
   sstm_store_u64(&g.counter, ord + 1);
@@ -304,6 +315,7 @@ static void tx_body(void *arg) {
     if (si == 0 && nrec != 0 && sstm_rng_below(&r, 3) == 0) {
       long from = e > 100 ? e - 100 : 0;
       tx_read(fs, &r, &b->log.rd2, from + (long)sstm_rng_below(&r, (uint64_t)(at - from)), at);
+      b->log.seek0 = at;
     }
   }
   if (b->end == 1) sstm_cancel();
@@ -574,6 +586,17 @@ static void records_round(const params_t *p) {
   g.f[0] = open_stream(path1, p);
   g.f[1] = p->two ? open_stream(path2, p) : NULL;
   sstm_test_run_threads(p->threads, true, rec_thread, NULL);
+  /* (S7) the kernel's offset is where the last committed seek put it */
+  uint64_t best = UINT64_MAX;
+  long want_k = 0;
+  for (unsigned t = 0; t < p->threads; t++)
+    for (unsigned i = 0; i < g.nlogs[t]; i++) {
+      const txlog_t *l = &g.logs[t][i];
+      if (l->seek0 >= 0 && (best == UINT64_MAX || l->ord > best)) best = l->ord, want_k = l->seek0;
+    }
+  CHECK_MSG(lseek(sstm_fileno(g.f[0]), 0, SEEK_CUR) == want_k,
+            "the kernel's offset is %ld, the last committed seek (transaction %llu) went to %ld",
+            (long)lseek(sstm_fileno(g.f[0]), 0, SEEK_CUR), (unsigned long long)best, want_k);
   for (int s = 0; s < 2; s++)
     if (g.f[s] != NULL) {
       CHECK_EQ_I(sstm_ferror(g.f[s]), 0);
@@ -790,6 +813,200 @@ static void slots_round(const params_t *p, uint64_t round) {
   sstm__stdio_set_batch(0, 0);
 }
 
+/* ---- the lines case: a file consumed by readers ------------------------- */
+
+/* Numbered lines of LREC bytes, read once each by transactions (one to
+ * three lines in a row) and by calls outside transactions (one line),
+ * whose reads the read window often serves in place: a keeper's solo
+ * reads (S10), the lock's reads (S8), refills at a window's end. */
+#define LREC 24
+
+static void mkline(char *b, uint64_t i) {
+  char tmp[64];
+  snprintf(tmp, sizeof tmp, "L%010llu ...........\n", (unsigned long long)(i % 10000000000ull));
+  memcpy(b, tmp, LREC);
+}
+
+typedef struct linelog {
+  uint64_t ord;   /* transactions: the serial order; calls outside: UINT64_MAX */
+  uint64_t first; /* the first line read */
+  unsigned n;     /* lines read */
+} linelog_t;
+
+static struct {
+  params_t p;
+  sstm_file_t *f;
+  uint64_t nlines;
+  uint64_t counter;
+  linelog_t *logs[8];
+  unsigned nlogs[8];
+} ln;
+
+/* Read one whole line with one of the calls; its number, or -1 at EOF. */
+static long long read_line(sstm_file_t *f, sstm_rng_t *r, int in_tx) {
+  char b[LREC + 8];
+  memset(b, 0, sizeof b);
+  unsigned how = (unsigned)sstm_rng_below(r, in_tx ? 4 : 3);
+  size_t got;
+  if (how == 0) {
+    got = sstm_fgets(b, sizeof b, f) == NULL ? 0 : strlen(b);
+  } else if (how == 1) {
+    got = sstm_fread(b, 1, LREC, f);
+  } else if (how == 2) {
+    char *line = NULL;
+    size_t cap = 0;
+    ssize_t k = sstm_getline(&line, &cap, f);
+    got = k < 0 ? 0 : (size_t)k;
+    CHECK_LE_U(got, LREC);
+    if (got) memcpy(b, line, got);
+    free(line);
+  } else { /* byte by byte: only in a transaction (a line is its unit) */
+    for (got = 0; got < LREC; got++) {
+      int c = sstm_fgetc(f);
+      if (c == EOF) break;
+      b[got] = (char)c;
+    }
+  }
+  if (got == 0) return -1;
+  CHECK_MSG(got == LREC && b[0] == 'L' && b[LREC - 1] == '\n',
+            "a piece of a line: %zu bytes \"%.*s\"", got, (int)got, b);
+  long long i = strtoll(b + 1, NULL, 10);
+  char want[LREC];
+  mkline(want, (uint64_t)i);
+  CHECK_MSG(memcmp(b, want, LREC) == 0, "line %lld read as \"%.*s\"", i, LREC - 1, b);
+  return i;
+}
+
+typedef struct lbody {
+  sstm_tt_t *t;
+  uint64_t seed;
+  int attempts, end;
+  linelog_t log;
+} lbody_t;
+
+static void line_body(void *arg) {
+  lbody_t *b = arg;
+  b->attempts++;
+  memset(&b->log, 0, sizeof b->log);
+  sstm_rng_t r;
+  sstm_rng_seed(&r, b->seed);
+  if (b->end == 4) CHECK_OK(sstm_become_irrevocable());
+  long at = -1;
+  if (sstm_rng_below(&r, 3) == 0) at = (long)sstm_ftell(ln.f); /* a peek first */
+  unsigned n = 1 + (unsigned)sstm_rng_below(&r, 3);
+  for (unsigned k = 0; k < n; k++) {
+    long long i = read_line(ln.f, &r, 1);
+    if (i < 0) break; /* EOF */
+    if (k == 0) b->log.first = (uint64_t)i;
+    CHECK_MSG((uint64_t)i == b->log.first + k, "a transaction read lines %llu and then %lld",
+              (unsigned long long)b->log.first, i);
+    if (at >= 0) CHECK_EQ_I(at, (long)(b->log.first * LREC));
+    b->log.n = k + 1;
+    if (b->end == 3 && b->attempts == 1) sstm_restart();
+  }
+  uint64_t ord = sstm_load_u64(&ln.counter);
+  sstm_store_u64(&ln.counter, ord + 1);
+  b->log.ord = ord;
+  if (b->end == 1) sstm_cancel();
+  if (b->end == 2 && b->attempts == 1) sstm_restart();
+}
+
+static void line_thread(sstm_tt_t *t) {
+  sstm_rng_seed(&t->rng, t->seed ^ (g.round * 0x9e3779b97f4a7c15ull));
+  linelog_t *logs = calloc(ln.p.ops, sizeof *logs);
+  CHECK_NOT_NULL(logs);
+  unsigned n = 0;
+  pause_a_while(t, 2);
+  for (unsigned i = 0; i < ln.p.ops; i++) {
+    if (sstm_rng_below(&t->rng, 64) == 0) pause_a_while(t, 1);
+    if (sstm_rng_below(&t->rng, 100) < ln.p.ntx_pct) { /* a call outside transactions */
+      long long k = read_line(ln.f, &t->rng, 0);
+      if (k >= 0) logs[n++] = (linelog_t){.ord = UINT64_MAX, .first = (uint64_t)k, .n = 1};
+      continue;
+    }
+    lbody_t b = {.t = t, .seed = sstm_rng_next(&t->rng)};
+    unsigned fate = (unsigned)sstm_rng_below(&t->rng, 40);
+    b.end = fate < 2 ? 1 : fate < 4 ? 2 : fate < 6 ? 3 : fate == 6 ? 4 : 0;
+    int rc = sstm_run(NULL, line_body, &b);
+    if (rc == SSTM_ECANCELED) continue;
+    CHECK_OK(rc);
+    if (b.log.n) logs[n++] = b.log;
+  }
+  ln.logs[t->idx] = logs;
+  ln.nlogs[t->idx] = n;
+}
+
+static int cmp_line(const void *a, const void *b) {
+  uint64_t x = ((const linelog_t *)a)->first, y = ((const linelog_t *)b)->first;
+  return x < y ? -1 : x > y;
+}
+
+static void lines_round(const params_t *p) {
+  ln.p = *p;
+  if (ln.p.ntx_pct == 0) ln.p.ntx_pct = 30;
+  ln.counter = 0;
+  /* about as many lines as the threads read, so that some rounds reach EOF */
+  ln.nlines = (uint64_t)p->threads * p->ops * 3 / 2;
+  sstm__stdio_set_batch(p->batch_n, p->batch_ns);
+  FILE *fp = fopen(path1, "w");
+  CHECK_NOT_NULL(fp);
+  char b[LREC];
+  for (uint64_t i = 0; i < ln.nlines; i++) {
+    mkline(b, i);
+    CHECK_EQ_U(fwrite(b, 1, LREC, fp), LREC);
+  }
+  fclose(fp);
+  ln.f = sstm_fopen(path1, "r");
+  CHECK_NOT_NULL(ln.f);
+  if (p->vmode >= 0) CHECK_OK(sstm_setvbuf(ln.f, NULL, p->vmode, p->vsize));
+  sstm_test_run_threads(p->threads, true, line_thread, NULL);
+  size_t total = 0;
+  for (unsigned t = 0; t < p->threads; t++)
+    total += ln.nlogs[t];
+  linelog_t *all = malloc((total + 1) * sizeof *all);
+  CHECK_NOT_NULL(all);
+  size_t k = 0;
+  for (unsigned t = 0; t < p->threads; t++) {
+    uint64_t last = 0;
+    for (unsigned i = 0; i < ln.nlogs[t]; i++) {
+      const linelog_t *l = &ln.logs[t][i];
+      /* each thread's reads in its program order */
+      if (i)
+        CHECK_MSG(l->first >= last, "thread %u read line %llu after %llu", t,
+                  (unsigned long long)l->first, (unsigned long long)last);
+      last = l->first + l->n;
+      all[k++] = *l;
+    }
+  }
+  qsort(all, total, sizeof *all, cmp_line);
+  /* every line read once, from the first on, none skipped */
+  uint64_t next = 0, prev_ord = 0;
+  int have_ord = 0;
+  for (size_t i = 0; i < total; i++) {
+    CHECK_MSG(all[i].first == next, "lines read: %llu follows %llu (lost or read twice)",
+              (unsigned long long)all[i].first, (unsigned long long)next);
+    next += all[i].n;
+    if (all[i].ord != UINT64_MAX) { /* the transactions in their serial order */
+      if (have_ord)
+        CHECK_MSG(all[i].ord > prev_ord, "transaction %llu read line %llu after transaction %llu",
+                  (unsigned long long)all[i].ord, (unsigned long long)all[i].first,
+                  (unsigned long long)prev_ord);
+      prev_ord = all[i].ord, have_ord = 1;
+    }
+  }
+  CHECK_LE_U(next, ln.nlines);
+  /* the position is where the reads left it: the next read gets line next */
+  sstm_rng_t r;
+  sstm_rng_seed(&r, 1);
+  long long after = read_line(ln.f, &r, 0);
+  CHECK_EQ_I(after, next < ln.nlines ? (long long)next : -1);
+  CHECK_OK(sstm_fclose(ln.f));
+  free(all);
+  for (unsigned t = 0; t < p->threads; t++)
+    free(ln.logs[t]);
+  sstm__stdio_set_batch(0, 0);
+}
+
 /* ---- the cases ---------------------------------------------------------- */
 
 static unsigned rounds(unsigned dflt) {
@@ -799,7 +1016,7 @@ static unsigned rounds(unsigned dflt) {
   return (unsigned)sstm_test_scaled(dflt, 2);
 }
 
-static void run(int slots, unsigned dflt_rounds, unsigned ops) {
+static void run(int kind, unsigned dflt_rounds, unsigned ops) {
   sstm_test_init();
   sstm_test_tmp_file(path1, sizeof path1, "stress1");
   sstm_test_tmp_file(path2, sizeof path2, "stress2");
@@ -819,8 +1036,10 @@ static void run(int slots, unsigned dflt_rounds, unsigned ops) {
     g.round = i;
     g_round_for_slots = i;
     describe(&p, i); /* before the round: a failure's output names it */
-    if (slots)
+    if (kind == 1)
       slots_round(&p, i);
+    else if (kind == 2)
+      lines_round(&p);
     else
       records_round(&p);
   }
@@ -832,5 +1051,7 @@ static void run(int slots, unsigned dflt_rounds, unsigned ops) {
 TEST(records_on_shared_streams_keep_a_serial_order) { run(0, 8, 300); }
 
 TEST(overwrites_in_place_keep_a_serial_order) { run(1, 8, 300); }
+
+TEST(readers_read_every_line_once_in_a_serial_order) { run(2, 8, 300); }
 
 SSTM_TEST_MAIN()
