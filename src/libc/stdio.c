@@ -346,6 +346,26 @@ static __thread struct {
   bool solo_shared;
   uint32_t batch;
 } tls_k __attribute__((tls_model("initial-exec"))) = {.solo = &solo_none};
+/* SCHEDSTM_RANDOM_DELAY builds: a yield or a short sleep now and then
+ * (sstm__os_random_delay, shift 6) between the steps of this layer's
+ * protocols (the keeper word's claims and hand-backs, an acquisition's
+ * count, load of solo and store of own, an installation, the lock of calls
+ * outside transactions), so that the random-delay runs of the tests
+ * (tests/internal/libc_stress.c) widen this layer's windows as the engine's
+ * delay points widen the engine's. Nothing in other builds. */
+#ifdef SSTM_CFG_RANDOM_DELAY
+static __thread uint64_t tls_delay_rng;
+static void delay_point(void) {
+  uint64_t x = tls_delay_rng;
+  if (x == 0) x = (uint64_t)(uintptr_t)&tls_delay_rng * 0x9e3779b97f4a7c15ull | 1;
+  x ^= x << 13, x ^= x >> 7, x ^= x << 17; /* xorshift64 */
+  tls_delay_rng = x;
+  sstm__os_random_delay(x, 6);
+}
+#define DELAY() delay_point()
+#else
+#define DELAY() ((void)0)
+#endif
 static _Atomic uint32_t next_tag;
 static pthread_key_t pool_key;
 static pthread_once_t pool_once = PTHREAD_ONCE_INIT;
@@ -682,6 +702,7 @@ static inline bool ntx_lock(sstm_file_t *f) {
      * previous holder's in-place work. */
     if (__builtin_expect(atomic_exchange_explicit(&f->nlk, 1, memory_order_seq_cst) != 0, 0))
       ntx_lock_wait(f);
+    DELAY();
     /* seq_cst: see above; the loads also acquire the installations and
      * rollbacks that brought the counters to zero (turn_release). solo:
      * the loading half of solo_start's handshake, as in enter's callers,
@@ -868,6 +889,7 @@ static inline __attribute__((always_inline)) void install(view_t *v, bool may_ke
    * them. The buffers need no such care (see RBUF). */
   atomic_store_explicit(&f->iver, 2 * nv - 1, memory_order_relaxed);
   atomic_thread_fence(memory_order_release);
+  DELAY();
   if (__builtin_expect(v->sw <= 1 && !v->rown, 1) && (v->sw == 0 || !v->reset)) {
     if (v->reset) /* nothing buffered: the next bytes go after the installed ones */
       v->s.woff += v->s.wlen;
@@ -888,6 +910,7 @@ static inline __attribute__((always_inline)) void install(view_t *v, bool may_ke
    * and the store half of the waiters handshake (see wake). */
   atomic_store_explicit(&f->iver, 2 * nv, memory_order_seq_cst);
   wake(&f->iver, &f->iwaiters);
+  DELAY();
   /* (S11) A turn holder that others wait behind may keep the stream for
    * a batch (before it gives the turn up: see batch_start). */
   if (__builtin_expect(v->turn, 0) && may_keep) batch_start(v);
@@ -897,6 +920,7 @@ static inline __attribute__((always_inline)) void install(view_t *v, bool may_ke
   /* (S9) The next acquirer can copy version nv now: its turn may begin
    * before this ticket's writes, which it waits for only to read. */
   turn_release(v, true);
+  DELAY();
   if (ticket) write_ticket(f, v, ticket);
 }
 
@@ -955,6 +979,7 @@ static __attribute__((noinline)) void view_drop(view_t *v) {
     sstm_file_t *f = v->f;
     turn_release(v, false);
     view_put(v);
+    DELAY();
     solo_wait(f);
     return;
   }
@@ -1453,8 +1478,10 @@ static __attribute__((noinline)) void solo_revoke(sstm_file_t *f) {
     if ((st == SOLO_C || st == SOLO_A || st == SOLO_Y) &&
         atomic_compare_exchange_strong_explicit(&f->solo, &w, SOLO_MAKE(SOLO_TAG(w), SOLO_H),
                                                 memory_order_acquire, memory_order_relaxed)) {
+      DELAY();
       if (st == SOLO_A) solo_restore(f);
       nmod_bump(f);
+      DELAY();
       /* release: the state above before the stream's next user (which
        * loads solo with acquire or seq_cst order before it reads it) */
       atomic_store_explicit(&f->solo, 0, memory_order_release);
@@ -1521,6 +1548,7 @@ static inline __attribute__((always_inline)) uint64_t solo_enter(sstm_file_t *f,
   /* f and id only after the call: the caller's frame (the calls inline
    * this) keeps no more than f across it. */
   f->solo_tx = id;
+  DELAY();
   return id;
 }
 
@@ -1686,6 +1714,7 @@ static __attribute__((noinline)) void solo_start(sstm_file_t *f) {
       atomic_load_explicit(&f->q_turn, memory_order_relaxed) != 0)
     return;
   if (__builtin_expect(sstm__stdio_solo_start_hook != NULL, 0)) sstm__stdio_solo_start_hook(f);
+  DELAY();
   uint32_t me = my_tag();
   uint64_t c = SOLO_MAKE(me, SOLO_C), z = 0;
   /* seq_cst: the keeper's half of the handshake. A CAS from 0, not a
@@ -1696,6 +1725,7 @@ static __attribute__((noinline)) void solo_start(sstm_file_t *f) {
   if (!atomic_compare_exchange_strong_explicit(&f->solo, &z, c, memory_order_seq_cst,
                                                memory_order_relaxed))
     return;
+  DELAY();
   if (atomic_load_explicit(&f->q_active, memory_order_seq_cst) != 0 ||
       atomic_load_explicit(&f->q_peek, memory_order_seq_cst) != 0 ||
       atomic_load_explicit(&f->nlk, memory_order_seq_cst) != 0) {
@@ -1767,9 +1797,11 @@ uint64_t sstm__stdio_solo(const sstm_file_t *f) {
  * solo; its commit installs the next version as any acquisition's does.
  * Returns the stream's new nmod. */
 static __attribute__((noinline)) uint64_t solo_leave(sstm_file_t *f, view_t *v) {
+  DELAY();
   cs_load(f, &v->s);
   solo_restore(f);
   nmod_bump(f);
+  DELAY();
   if (tls_k.solo_shared) {
     /* (S11) A keeping for a batch stays: solo stays I and the end mark
      * stays (it stores C or A when the attempt ends; the installation of
@@ -1931,6 +1963,7 @@ static view_t *acquire_in(sstm_file_t *f, uint64_t id, int *err) {
   if ((v = view_new(f, id, k, err)) == NULL) return NULL;
   uint32_t others = enter(f, &f->q_active);
   v->active = true;
+  DELAY();
   /* (S10) seq_cst: the loading half of solo_start's handshake (after the
    * count above); acquire for a hand-over's release. */
   uint64_t so = atomic_load_explicit(&f->solo, memory_order_seq_cst);
@@ -1964,6 +1997,7 @@ static view_t *acquire_in(sstm_file_t *f, uint64_t id, int *err) {
        * "[Smiljkovic13]'s Fig. 4 shape in four modes"). */
       if (tls_esc.key == f && tls_esc.lost != 0) turn_alone(f);
     }
+  DELAY();
   uint64_t o = LD(f, own);
   if (__builtin_expect(o & OWN_CLOSED, 0)) {
     v->bad = true;
@@ -2044,6 +2078,7 @@ static bool peek(op_t *a, cstate_t *s) {
   if ((v = view_new(f, id, NULL, &a->err)) == NULL) return false;
   enter(f, &f->q_peek);
   v->peek = true;
+  DELAY();
   /* (S10) seq_cst, as in acquire_in; not in solo mode (above), so
    * solo_meet hands this thread's keeping back or restarts */
   uint64_t so = atomic_load_explicit(&f->solo, memory_order_seq_cst);
@@ -2358,6 +2393,7 @@ static inline bool ntx_write(sstm_file_t *f, const void *src, size_t n) {
     if (wbuf != 0 && woff + wl + n <= f->bsz && (wl == 0 || !f->reg || CSL(f, wbase) + wl == off)) {
       uint64_t rb = CSL(f, rbase), rl = CSL(f, rlen);
       if (f->reg && rl != 0 && rb < off + n && off < rb + rl) CSS(f, rlen, 0); /* stale window */
+      DELAY();
       unsigned char *d = (unsigned char *)(uintptr_t)wbuf + woff + wl;
       if (n == 1)
         d[0] = *(const unsigned char *)src; /* fputc's case, without a call */

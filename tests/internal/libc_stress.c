@@ -1013,7 +1013,7 @@ static unsigned rounds(unsigned dflt) {
   long n = sstm_test_env_long("SSTM_STRESS_ROUNDS", 0);
   if (n > 0) return (unsigned)n;
   if (sstm_test_long_mode()) return dflt * 25;
-  return (unsigned)sstm_test_scaled(dflt, 2);
+  return (unsigned)sstm_test_scaled(dflt, 3);
 }
 
 static void run(int kind, unsigned dflt_rounds, unsigned ops) {
@@ -1032,7 +1032,7 @@ static void run(int kind, unsigned dflt_rounds, unsigned ops) {
     params_t p;
     pick(&p, &r, max_threads);
     if (i < first) continue;
-    p.ops = (unsigned)sstm_test_scaled(ops, ops / 8 + 1);
+    p.ops = (unsigned)sstm_test_scaled(ops, ops / 4);
     g.round = i;
     g_round_for_slots = i;
     describe(&p, i); /* before the round: a failure's output names it */
