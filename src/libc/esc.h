@@ -144,5 +144,15 @@ void sstm__stdio_set_alone_ns(uint64_t ns);
 void sstm__stdio_set_batch(uint32_t n, uint64_t ns);
 uint64_t sstm__stdio_takes(const struct sstm_file *f);
 void sstm__stdio_batch_stats(uint64_t *batch_max, uint64_t *ticket_max, int reset);
+/* Tests (stdio.c, (S11)): f's yields so far (a keeper that gave the
+ * stream up to the waiters after its batch), and its take-backs (a keeper
+ * that took its own yield back because no other waiter took it). */
+void sstm__stdio_yields(const struct sstm_file *f, uint64_t *yields, uint64_t *backs);
+/* Tests: called by a thread that waits for f's keeper for a batch
+ * (stdio.c, solo_wait) in a round of its wait where it counts as a waiter
+ * that spins and the keeper knows that others wait (hot 1), and before it
+ * yields the CPU or sleeps (hot 0: it does not count as spinning then).
+ * NULL (the default): nothing. Set it only while no stream is in use. */
+extern void (*sstm__stdio_wait_hook)(const struct sstm_file *f, int hot);
 
 #endif /* SSTM_LIBC_ESC_H */

@@ -215,8 +215,13 @@ struct sstm_file {
   _Alignas(64) _Atomic uint64_t s_gen;
   _Atomic uint64_t s_dead; /* when the keeper's batch ends at the latest (sstm__now_ns) */
   _Atomic uint32_t s_sleep;
+  /* (S11) The waiters that are spinning now (not in sched_yield, not
+   * asleep): a hint for the keeper, which yields only when one may take
+   * the stream at once (solo_ready). */
+  _Atomic uint32_t s_hot;
   _Atomic uint32_t s_tick, s_serve;
   _Atomic uint64_t s_takes;
+  _Atomic uint64_t s_yields, s_backs; /* yields, and take-backs of a yield (tests) */
   /* (S4) The writers of tickets and their waiters. */
   _Alignas(64) _Atomic uint64_t applied; /* last ticket written */
   _Atomic uint64_t started;              /* last ticket whose writing began (S5) */
@@ -366,6 +371,9 @@ static void delay_point(void) {
 #else
 #define DELAY() ((void)0)
 #endif
+/* (S11) When this thread last yielded a stream it kept for a batch
+ * (solo_yield; sstm__now_ns): solo_wait's take-back. */
+static __thread uint64_t tls_yield_t;
 static _Atomic uint32_t next_tag;
 static pthread_key_t pool_key;
 static pthread_once_t pool_once = PTHREAD_ONCE_INIT;
@@ -1133,6 +1141,10 @@ static inline void solo_restore(sstm_file_t *f) {
  * that a stream whose every transaction writes a record (after a seek)
  * still gets batches. */
 #define SOLO_HANDOFF_MIN 64u
+/* (S11) A keeper that yielded takes the stream back when no other waiter
+ * took it within this many nanoseconds (solo_wait): a waiter that runs
+ * sees a yield within a microsecond or two. */
+#define SOLO_BACK_NS 5000u
 /* UINT32_MAX: no keeping for a batch, a contended stream stays in serial
  * mode (S9); tests set it (sstm__stdio_set_batch). */
 static _Atomic uint32_t batch_n = SOLO_BATCH;
@@ -1160,6 +1172,19 @@ void sstm__stdio_batch_stats(uint64_t *batch_max, uint64_t *ticket_max, int rese
 
 uint64_t sstm__stdio_takes(const sstm_file_t *f) {
   return atomic_load_explicit(&f->s_takes, memory_order_relaxed); /* relaxed: tests */
+}
+
+void sstm__stdio_yields(const sstm_file_t *f, uint64_t *yields, uint64_t *backs) {
+  *yields = atomic_load_explicit(&f->s_yields, memory_order_relaxed); /* relaxed: tests */
+  *backs = atomic_load_explicit(&f->s_backs, memory_order_relaxed);
+}
+
+/* (S11) Tests: solo_wait's hook, once the keeper knows that others wait
+ * (the waiting bit): in a round of a waiter's loop where it spins (hot: 1,
+ * counted in s_hot), and before it yields the CPU or sleeps (hot: 0, not
+ * counted). */
+static inline void wait_hook(const sstm_file_t *f, int hot) {
+  if (__builtin_expect(sstm__stdio_wait_hook != NULL, 0)) sstm__stdio_wait_hook(f, hot);
 }
 
 static void stat_max(_Atomic uint64_t *m, uint64_t x) {
@@ -1261,6 +1286,29 @@ static __attribute__((noinline)) void batch_start(view_t *v) {
 
 static bool solo_yield(sstm_file_t *f, uint64_t w, uint64_t n);
 
+/* (S11) Whether a waiter for f spins now, so that a yield would be taken
+ * at once. A waiter that is in sched_yield or asleep, with more threads
+ * than CPUs, may not run again for a time slice or more: the stream would
+ * stay idle until it does (or until the keeper takes it back,
+ * solo_wait). Without one, the keeper begins its next batch instead of
+ * yielding; a waiter that runs is counted here again within a few
+ * microseconds, and gets the stream at the batch's end. relaxed: a hint
+ * (a waiter counted a moment too late waits one batch more). */
+static inline bool solo_ready(const sstm_file_t *f) {
+  return atomic_load_explicit(&f->s_hot, memory_order_relaxed) != 0;
+}
+
+/* (S11) A waiter of f begins (on) or ends (off) a spell of spinning. */
+static inline void solo_hot(sstm_file_t *f, bool *hot, bool on) {
+  if (*hot == on) return;
+  *hot = on;
+  /* relaxed: a hint (solo_ready) */
+  if (on)
+    atomic_fetch_add_explicit(&f->s_hot, 1, memory_order_relaxed);
+  else
+    atomic_fetch_sub_explicit(&f->s_hot, 1, memory_order_relaxed);
+}
+
 /* (S11) solo_enter's test while others wait for f (s_want): one more
  * attempt of the batch, or the batch is over and the keeper yields: f
  * (solo value w, C or A: no attempt of the keeper in flight) is put back
@@ -1271,10 +1319,18 @@ static bool solo_yield(sstm_file_t *f, uint64_t w, uint64_t n);
 static __attribute__((noinline)) bool solo_batch(sstm_file_t *f, uint64_t w) {
   uint32_t n = atomic_load_explicit(&batch_n, memory_order_relaxed); /* relaxed: a tuning */
   /* the clock every 16 attempts (a call of some 20 ns) */
-  if (++tls_k.batch < n &&
+  if (++tls_k.batch <= n && /* this attempt is not the n + 1st */
       ((tls_k.batch & 15) != 0 ||
        sstm__now_ns() < atomic_load_explicit(&f->s_dead, memory_order_relaxed))) /* a hint */
     return false;
+  if (!solo_ready(f)) { /* nobody could take it now: the next batch begins */
+    stat_max(&stat_batch_max, tls_k.batch - 1);
+    tls_k.batch = 1; /* this attempt, the next batch's first */
+    /* relaxed: a tuning, and a hint (as in batch_keep) */
+    uint64_t ns = atomic_load_explicit(&batch_ns, memory_order_relaxed);
+    atomic_store_explicit(&f->s_dead, sstm__now_ns() + ns, memory_order_relaxed);
+    return false;
+  }
   return solo_yield(f, w, tls_k.batch - 1);
 }
 
@@ -1294,6 +1350,8 @@ static bool solo_yield(sstm_file_t *f, uint64_t w, uint64_t n) {
     return true;
   if (SOLO_ST(w) == SOLO_A) solo_restore(f);
   nmod_bump(f);
+  tls_yield_t = sstm__now_ns();
+  atomic_fetch_add_explicit(&f->s_yields, 1, memory_order_relaxed); /* relaxed: a count */
   /* release: the state above before the taker (solo_wait's acquire) */
   atomic_store_explicit(&f->solo, SOLO_MAKE(tls_tag, SOLO_Y | SOLO_BATCH_BIT),
                         memory_order_release);
@@ -1306,7 +1364,8 @@ static bool solo_yield(sstm_file_t *f, uint64_t w, uint64_t n) {
  * the ticket's writes overlap the next keeper's batch. The end mark has
  * stored C already (before the actions). */
 static __attribute__((noinline)) void solo_handoff(sstm_file_t *f) {
-  if (tls_k.solo != f || !tls_k.solo_shared || tls_k.batch < SOLO_HANDOFF_MIN) return;
+  if (tls_k.solo != f || !tls_k.solo_shared || tls_k.batch < SOLO_HANDOFF_MIN || !solo_ready(f))
+    return;
   /* relaxed: the CAS in solo_yield decides; others wait (the bit) */
   uint64_t w = atomic_load_explicit(&f->solo, memory_order_relaxed);
   if (w == ((tls_k.solo_in - (SOLO_I - SOLO_C)) | SOLO_WAIT_BIT))
@@ -1354,7 +1413,9 @@ static __attribute__((noinline)) void solo_wait(sstm_file_t *f) {
   bool starved = false, ticketed = false;
   unsigned wspin = 0;
   uint32_t ticket = 0;
+  bool hot = false; /* counted in s_hot */
   for (;;) {
+    solo_hot(f, &hot, true);
     /* acquire, both: s_gen before solo (the waiters' handshake, see
      * solo_signal); solo pairs with the release stores of a yield, an end
      * mark, a hand-over */
@@ -1378,11 +1439,25 @@ static __attribute__((noinline)) void solo_wait(sstm_file_t *f) {
     bool mine = ticketed ? serve == ticket
                          : serve == atomic_load_explicit(&f->s_tick, memory_order_relaxed);
     uint64_t now = 0, dead = atomic_load_explicit(&f->s_dead, memory_order_relaxed);
-    bool take = false;
+    bool take = false, back = false;
     if (mine && st == SOLO_Y)
       take = SOLO_TAG(w) != me || atomic_load_explicit(&f->s_want, memory_order_relaxed) == 1;
     else if (st == SOLO_C || st == SOLO_A)
       take = mine && (now = sstm__now_ns()) >= dead;
+    if (!take && st == SOLO_Y && SOLO_TAG(w) == me && !ticketed) {
+      /* This thread's own yield (the only one with its tag while it
+       * waits), untaken SOLO_BACK_NS after it: the others that wait are
+       * not running (more threads than CPUs), or the holder of the oldest
+       * ticket is not. This thread, which runs, takes the stream back for
+       * a new batch instead of leaving it idle until one of them runs (as
+       * whichever waiter runs takes the turn, S9). Not a hand-over to
+       * another thread: neither counted in s_takes nor against the
+       * tickets (a ticket holder that runs takes a yield within
+       * SOLO_BACK_NS). Not when this waiter holds a ticket itself: it
+       * takes in its order. */
+      now = sstm__now_ns();
+      take = back = now - tls_yield_t >= SOLO_BACK_NS;
+    }
     /* acquire on success: as the load of solo */
     uint64_t seen = w; /* a failed CAS must not change w (used below) */
     if (take && atomic_compare_exchange_strong_explicit(
@@ -1401,7 +1476,8 @@ static __attribute__((noinline)) void solo_wait(sstm_file_t *f) {
         atomic_store_explicit(&f->s_serve, ticket + 1, memory_order_release);
         ticketed = false;
       }
-      atomic_fetch_add_explicit(&f->s_takes, 1, memory_order_relaxed); /* relaxed: a count */
+      /* relaxed: counts */
+      atomic_fetch_add_explicit(back ? &f->s_backs : &f->s_takes, 1, memory_order_relaxed);
       batch_keep(f, me, 1); /* this waiter is counted in s_want until it leaves */
       break;
     }
@@ -1425,8 +1501,11 @@ static __attribute__((noinline)) void solo_wait(sstm_file_t *f) {
      * pauses, with a yield every 64 (a keeper on this CPU runs), for about
      * four batches (a waiter asleep when the keeper yields would cost the
      * hand-over its wake-up), then sleeps on s_gen. */
+    if (w & SOLO_WAIT_BIT) wait_hook(f, 1); /* spinning, and the keeper knows it waits */
     if (now == 0) now = sstm__now_ns();
     uint64_t until = dead > now + 5000 ? dead : now + 5000;
+    if (st == SOLO_Y && SOLO_TAG(w) == me && until > tls_yield_t + SOLO_BACK_NS)
+      until = tls_yield_t + SOLO_BACK_NS; /* its own yield: the take-back */
     for (unsigned k = 1;; k++) {
       if (atomic_load_explicit(&f->s_gen, memory_order_relaxed) != g) break; /* relaxed: a hint */
       if (k % 64 != 0) {
@@ -1435,8 +1514,11 @@ static __attribute__((noinline)) void solo_wait(sstm_file_t *f) {
       }
       uint64_t t = sstm__now_ns();
       if (t >= until) break;
+      solo_hot(f, &hot, false); /* may not run for a while */
+      if (w & SOLO_WAIT_BIT) wait_hook(f, 0);
       if (t - now < 4 * ns) {
         sched_yield();
+        solo_hot(f, &hot, true);
         continue;
       }
       /* seq_cst: the waiter's half of the handshake of solo_signal */
@@ -1444,8 +1526,10 @@ static __attribute__((noinline)) void solo_wait(sstm_file_t *f) {
       if (atomic_load_explicit(&f->s_gen, memory_order_seq_cst) == g)
         sstm__futex_wait(&f->s_gen, (uint32_t)g, until - t);
       atomic_fetch_sub_explicit(&f->s_sleep, 1, memory_order_relaxed);
+      solo_hot(f, &hot, true);
     }
   }
+  solo_hot(f, &hot, false);
   if (ticketed) { /* f is kept no more: pass the ticket on, in order */
     for (unsigned spin = 0; atomic_load_explicit(&f->s_serve, memory_order_acquire) != ticket;
          spin++)
@@ -1702,6 +1786,7 @@ static inline bool solo_read(sstm_file_t *f, unsigned char *dst, size_t n, bool 
  * of the two sees the other. If another user is there, the keeping is
  * withdrawn (it changed nothing), or that user hands it back. */
 void (*sstm__stdio_solo_start_hook)(const sstm_file_t *f);
+void (*sstm__stdio_wait_hook)(const sstm_file_t *f, int hot);
 
 static __attribute__((noinline)) void solo_start(sstm_file_t *f) {
   if (tls_k.solo_need == 0) tls_k.solo_need = SOLO_NEED0;

@@ -287,6 +287,99 @@ TEST(no_keeper_keeps_longer_than_its_batch_and_no_waiter_starves) {
   teardown();
 }
 
+/* ---- whom a keeper yields to: a waiter that runs -------------------------- */
+
+/* Two threads on one stream, batches of 8 attempts: thread 1 (the waiter)
+ * is stopped once inside its wait for thread 0's keeping (solo_wait's
+ * hook), at the point the test names, until thread 0 has run its
+ * transactions: with more threads than CPUs a waiter is often not running
+ * when the keeper's batch ends. */
+static struct {
+  int at;              /* the hook's argument at which the waiter stops */
+  unsigned n;          /* the keeper's transactions while the waiter is stopped */
+  _Atomic int stopped; /* the waiter is stopped (once) */
+  _Atomic int done;    /* the keeper ran its n transactions */
+  _Atomic int gave_up; /* the waiter's stop ended without done (the keeper hung) */
+  uint64_t y0, y1;     /* yields when the waiter stopped, when the keeper was done */
+} hk;
+static __thread int hk_me; /* this thread is the one to stop */
+
+static void stop_hook(const sstm_file_t *f, int hot) {
+  (void)f;
+  /* relaxed: only this thread stores it (once) */
+  if (!hk_me || hot != hk.at || atomic_load_explicit(&hk.stopped, memory_order_relaxed)) return;
+  uint64_t backs;
+  sstm__stdio_yields(g.f, &hk.y0, &backs);
+  /* release: y0 before the keeper's load of stopped (acquire) */
+  atomic_store_explicit(&hk.stopped, 1, memory_order_release);
+  /* Until the keeper is done: it must not need this thread. A bound only
+   * for a build that breaks the rule, where the keeper waits for this
+   * thread (the test then fails instead of hanging). */
+  /* acquire: pairs with the keeper's release of done (y1 before it) */
+  for (int i = 0; i < 20000 && !atomic_load_explicit(&hk.done, memory_order_acquire); i++)
+    usleep(1000);
+  if (!atomic_load_explicit(&hk.done, memory_order_acquire))     /* as above */
+    atomic_store_explicit(&hk.gave_up, 1, memory_order_relaxed); /* read after the join */
+}
+
+static void stop_thread(sstm_tt_t *t) {
+  hk_me = t->idx == 1;
+  unsigned after = 0;
+  while (!atomic_load_explicit(&hk.done, memory_order_acquire)) { /* as in stop_hook */
+    CHECK_OK(sstm_run(NULL, putc_tx, (void *)(uintptr_t)t->idx));
+    if (t->idx == 0 && atomic_load_explicit(&hk.stopped, memory_order_acquire) && ++after == hk.n) {
+      uint64_t backs;
+      sstm__stdio_yields(g.f, &hk.y1, &backs);
+      atomic_store_explicit(&hk.done, 1, memory_order_release); /* y1 before it */
+    }
+  }
+}
+
+/* Runs the two threads with the waiter stopped at `at`; returns the
+ * keeper's take-backs. They run until the waiter stopped (a batch began
+ * and it waited) and the keeper ran its n transactions after that. */
+static uint64_t run_stopped(int at) {
+  sstm__stdio_set_batch(8, 2000000); /* 2 ms: the waiter takes over after the keeper stops */
+  memset(&hk, 0, sizeof hk);
+  hk.at = at;
+  hk.n = (unsigned)sstm_test_scaled(2000, 200);
+  g.f = sstm_fopen(path, "w");
+  CHECK_NOT_NULL(g.f);
+  sstm__stdio_wait_hook = stop_hook;
+  sstm_test_run_threads(2, true, stop_thread, NULL);
+  sstm__stdio_wait_hook = NULL;
+  uint64_t yields, backs;
+  sstm__stdio_yields(g.f, &yields, &backs);
+  CHECK_OK(sstm_fclose(g.f));
+  sstm__stdio_set_batch(0, 0);
+  int gave_up = atomic_load_explicit(&hk.gave_up, memory_order_relaxed); /* threads joined */
+  CHECK_EQ_I(gave_up, 0); /* the keeper went on without the waiter */
+  return backs;
+}
+
+/* A keeper whose batch ends while the only waiter does not spin (here: it
+ * is stopped where it would yield the CPU or sleep) begins its next batch
+ * instead of yielding the stream to nobody. */
+TEST(a_keeper_does_not_yield_when_no_waiter_spins) {
+  setup();
+  (void)run_stopped(0);
+  /* at most one: the keeper may have seen the waiter spinning just before
+   * it stopped */
+  CHECK_LE_U(hk.y1 - hk.y0, 1);
+  teardown();
+}
+
+/* A keeper that yielded to a waiter that then did not take the stream
+ * (here: stopped while it counts as spinning) takes the stream back and
+ * goes on, instead of waiting until that waiter runs again. */
+TEST(a_keeper_takes_back_a_yield_that_nobody_takes) {
+  setup();
+  uint64_t backs = run_stopped(1);
+  CHECK_GE_U(hk.y1 - hk.y0, 1); /* it yielded to the stopped waiter */
+  CHECK_GE_U(backs, 1);
+  teardown();
+}
+
 /* One thread at a time (the others join before the next starts): never a
  * turn, so never a batch. */
 TEST(a_stream_used_by_one_thread_at_a_time_is_not_kept_for_a_batch) {
