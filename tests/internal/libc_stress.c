@@ -211,6 +211,17 @@ typedef struct body {
   char *buf;
 } body_t;
 
+/* The thread's sstm_getline buffer: outside the attempts, since one that
+ * aborts may have grown it (stdio.h), and a variable of the attempt would
+ * lose it. Freed when the thread's work ends (getline_done). */
+static __thread char *tl_line;
+static __thread size_t tl_cap;
+
+static void getline_done(void) {
+  free(tl_line);
+  tl_line = NULL, tl_cap = 0;
+}
+
 /* A read at `at` (a seek or a rewind first) with one of the calls, logged
  * in rd with the end the attempt sees (its own records included); then
  * the position goes back to that end. */
@@ -235,14 +246,14 @@ static void tx_read(sstm_file_t *f, sstm_rng_t *r, rdlog_t *rd, long at, long en
     if (rd->want < 2) rd->want = 2;
     char *s = sstm_fgets(rd->bytes, (int)rd->want, f);
     rd->res = s == NULL ? 0 : (long)strlen(rd->bytes);
-  } else if (rd->kind == 4) { /* getline: a line of any length, into its own buffer */
-    char *line = NULL;
-    size_t cap = 0;
-    ssize_t got = sstm_getline(&line, &cap, f);
+  } else if (rd->kind == 4) { /* getline: a line of any length */
+    ssize_t got = sstm_getline(&tl_line, &tl_cap, f);
     rd->res = got < 0 ? 0 : (long)got;
     rd->want = LONG_MAX;
     free(rd->bytes);
-    rd->bytes = line;
+    rd->bytes = malloc((size_t)rd->res + 1);
+    CHECK_NOT_NULL(rd->bytes);
+    if (rd->res) memcpy(rd->bytes, tl_line, (size_t)rd->res);
   } else {
     int c = sstm_fgetc(f);
     rd->want = 1;
@@ -431,6 +442,7 @@ static void rec_thread(sstm_tt_t *t) {
     logs[n++] = b.log;
   }
   free(buf);
+  getline_done();
   g.logs[t->idx] = logs;
   g.nlogs[t->idx] = n;
 }
@@ -853,13 +865,10 @@ static long long read_line(sstm_file_t *f, sstm_rng_t *r, int in_tx) {
   } else if (how == 1) {
     got = sstm_fread(b, 1, LREC, f);
   } else if (how == 2) {
-    char *line = NULL;
-    size_t cap = 0;
-    ssize_t k = sstm_getline(&line, &cap, f);
+    ssize_t k = sstm_getline(&tl_line, &tl_cap, f);
     got = k < 0 ? 0 : (size_t)k;
     CHECK_LE_U(got, LREC);
-    if (got) memcpy(b, line, got);
-    free(line);
+    if (got) memcpy(b, tl_line, got);
   } else { /* byte by byte: only in a transaction (a line is its unit) */
     for (got = 0; got < LREC; got++) {
       int c = sstm_fgetc(f);
@@ -932,6 +941,7 @@ static void line_thread(sstm_tt_t *t) {
     CHECK_OK(rc);
     if (b.log.n) logs[n++] = b.log;
   }
+  getline_done();
   ln.logs[t->idx] = logs;
   ln.nlogs[t->idx] = n;
 }
@@ -999,6 +1009,7 @@ static void lines_round(const params_t *p) {
   sstm_rng_t r;
   sstm_rng_seed(&r, 1);
   long long after = read_line(ln.f, &r, 0);
+  getline_done();
   CHECK_EQ_I(after, next < ln.nlines ? (long long)next : -1);
   CHECK_OK(sstm_fclose(ln.f));
   free(all);
