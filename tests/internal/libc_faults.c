@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -322,6 +323,106 @@ TEST(window_bytes_are_not_used_once_another_thread_wrote_there) {
     if (i < 11 || i >= 14) CHECK_EQ_I(buf[i], 'A');
   sstm_clearerr(g_f);
   fi.fail_at = 0;
+  CHECK_OK(sstm_fclose(g_f));
+  teardown();
+}
+
+/* A write buffer that begins in the read window and runs past its end: the
+ * window holds the undo bytes of its first part only, so the installation
+ * must read the rest from the file. Here the window is [10, 522) (a refill
+ * after a seek), the buffer [11, 1011) over a 2000-byte file, and the
+ * write fails after 600 bytes: every byte must be as it was. */
+TEST(an_overwrite_that_runs_past_the_read_window_is_undone_from_the_file) {
+  setup();
+  static unsigned char was[2000], mine[1000];
+  for (int i = 0; i < 2000; i++)
+    was[i] = (unsigned char)('a' + i % 26);
+  for (int i = 0; i < 1000; i++)
+    mine[i] = (unsigned char)('0' + i % 10);
+  int fd = open(path, O_WRONLY);
+  CHECK_GE_I(fd, 0);
+  CHECK_EQ_I(pwrite(fd, was, sizeof was, 0), 2000);
+  close(fd);
+  sstm_file_t *f = sstm_fopen(path, "r+");
+  CHECK_NOT_NULL(f);
+  SSTM_ATOMIC_BEGIN(NULL)
+    CHECK_EQ_I(sstm_fseek(f, 10, SEEK_SET), 0);
+    CHECK_EQ_I(sstm_fgetc(f), was[10]);
+    CHECK_EQ_U(sstm_fwrite(mine, 1, sizeof mine, f), sizeof mine); /* 11..1010, buffered */
+  SSTM_ATOMIC_END();
+  fi.chunk = 1;                       /* one byte per pwrite */
+  fi.fail_at = fi.pwrite_calls + 601; /* 600 bytes, to 610, are in the file */
+  fi.fail_errno = ENOSPC;
+  SSTM_ATOMIC_BEGIN(NULL)
+    CHECK_EQ_I(sstm_fseek(f, 1500, SEEK_SET), 0);
+    CHECK_EQ_I(sstm_fgetc(f), was[1500]); /* the buffer becomes a record */
+  SSTM_ATOMIC_END();
+  CHECK_GE_I(fi.pwrite_calls, fi.fail_at);
+  errno = 0;
+  CHECK_EQ_I(sstm_fflush(f), EOF);
+  CHECK_EQ_I(errno, ENOSPC);
+  static unsigned char buf[3000];
+  CHECK_EQ_U(contents(buf, sizeof buf), 2000);
+  CHECK_EQ_MEM(buf, was, sizeof was);
+  sstm_clearerr(f);
+  fi.fail_at = 0;
+  CHECK_OK(sstm_fclose(f));
+  teardown();
+}
+
+/* sstm_fflush outside a transaction returns only once every byte that a
+ * committed transaction wrote through the stream is in the kernel
+ * (include/schedstm/stdio.h), also another thread's whose commit action
+ * is still writing. Here that thread's pwrite stalls until the flush
+ * returns or 300 ms pass: a flush that returned meanwhile broke the rule
+ * (a kill -9 then would lose committed bytes). */
+static struct { atomic_int in_pwrite, flushed, early; } st;
+static __thread bool st_writer; /* this thread commits the record */
+
+static ssize_t stall_pwrite(int fd, const void *b, size_t n, off_t off) {
+  if (st_writer && atomic_exchange_explicit(&st.in_pwrite, 1, memory_order_seq_cst) == 0) {
+    for (int i = 0; i < 300; i++) {
+      if (atomic_load_explicit(&st.flushed, memory_order_seq_cst)) {
+        atomic_store_explicit(&st.early, 1, memory_order_seq_cst);
+        break;
+      }
+      usleep(1000);
+    }
+  }
+  return pwrite(fd, b, n, off);
+}
+
+static void *commit_big(void *arg) {
+  (void)arg;
+  CHECK_OK(sstm_thread_init());
+  st_writer = true;
+  static unsigned char rec[6000];
+  memset(rec, 'W', sizeof rec);
+  SSTM_ATOMIC_BEGIN(NULL)
+    /* larger than a buffer: a record, written by the commit's action */
+    CHECK_EQ_U(sstm_fwrite(rec, 1, sizeof rec, g_f), sizeof rec);
+  SSTM_ATOMIC_END();
+  CHECK_OK(sstm_thread_exit());
+  return NULL;
+}
+
+TEST(fflush_waits_for_the_writes_of_other_threads_commits) {
+  setup();
+  memset(&st, 0, sizeof st);
+  fi_sys.pwrite = stall_pwrite;
+  g_f = sstm_fopen(path, "r+");
+  CHECK_NOT_NULL(g_f);
+  pthread_t writer;
+  CHECK_EQ_I(pthread_create(&writer, NULL, commit_big, NULL), 0);
+  while (!atomic_load_explicit(&st.in_pwrite, memory_order_seq_cst))
+    usleep(100);
+  CHECK_OK(sstm_fflush(g_f));
+  atomic_store_explicit(&st.flushed, 1, memory_order_seq_cst);
+  unsigned char buf[200];
+  CHECK_EQ_U(contents(buf, sizeof buf), sizeof buf);
+  CHECK_EQ_I(buf[0], 'W'); /* in the file when the flush returned */
+  CHECK_EQ_I(pthread_join(writer, NULL), 0);
+  CHECK_EQ_I(atomic_load_explicit(&st.early, memory_order_seq_cst), 0);
   CHECK_OK(sstm_fclose(g_f));
   teardown();
 }

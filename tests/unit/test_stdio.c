@@ -274,6 +274,31 @@ TEST(append_mode_appends_in_commit_order) {
   teardown();
 }
 
+/* An append stream appends at the end as the stream knows it; a seek to
+ * the end refreshes that from the file, so that bytes another program
+ * appended meanwhile are not overwritten (include/schedstm/stdio.h). */
+TEST(seek_to_the_end_sees_what_others_appended) {
+  setup();
+  sstm_file_t *a = sstm_fopen(path, "a");
+  CHECK_NOT_NULL(a);
+  CHECK_GE_I(sstm_fputs("abc", a), 0);
+  CHECK_OK(sstm_fflush(a));
+  int fd = open(path, O_WRONLY | O_APPEND);
+  CHECK_GE_I(fd, 0);
+  CHECK_EQ_I(write(fd, "XYZ", 3), 3); /* another writer of the file */
+  close(fd);
+  SSTM_ATOMIC_BEGIN(NULL)
+    CHECK_EQ_I(sstm_fseek(a, 0, SEEK_END), 0);
+    CHECK_GE_I(sstm_fputs("def", a), 0);
+  SSTM_ATOMIC_END();
+  CHECK_EQ_I(sstm_ftell(a), 9);
+  CHECK_OK(sstm_fclose(a));
+  char buf[64];
+  CHECK_EQ_U(contents(buf, sizeof buf), 9);
+  CHECK_EQ_MEM(buf, "abcXYZdef", 9);
+  teardown();
+}
+
 TEST(use_after_close_fails_with_ebadf) {
   setup();
   sstm_file_t *f = sstm_fopen(path, "w+");
