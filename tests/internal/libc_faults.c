@@ -92,6 +92,20 @@ static size_t contents(unsigned char *buf, size_t cap) {
 
 static unsigned char big[12000];
 
+/* The file becomes n distinct bytes (letters, so that an undo from the
+ * wrong place shows), also kept in was; returns it opened "r+". */
+static sstm_file_t *open_letters(unsigned char *was, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    was[i] = (unsigned char)('a' + i % 26);
+  int fd = open(path, O_WRONLY);
+  CHECK_GE_I(fd, 0);
+  CHECK_EQ_I(pwrite(fd, was, n, 0), (ssize_t)n);
+  close(fd);
+  sstm_file_t *f = sstm_fopen(path, "r+");
+  CHECK_NOT_NULL(f);
+  return f;
+}
+
 TEST(enospc_in_a_committed_batch_leaves_none_of_its_bytes) {
   setup();
   sstm_file_t *f = sstm_fopen(path, "r+");
@@ -238,15 +252,8 @@ TEST(line_buffered_lines_survive_short_writes_and_eintr) {
  * the file's bytes back. */
 TEST(an_overwrite_in_the_read_window_is_undone_from_the_window) {
   setup();
-  unsigned char was[100]; /* distinct bytes: an undo from the wrong place shows */
-  for (int i = 0; i < 100; i++)
-    was[i] = (unsigned char)('a' + i % 26);
-  int fd = open(path, O_WRONLY);
-  CHECK_GE_I(fd, 0);
-  CHECK_EQ_I(pwrite(fd, was, sizeof was, 0), 100);
-  close(fd);
-  sstm_file_t *f = sstm_fopen(path, "r+");
-  CHECK_NOT_NULL(f);
+  unsigned char was[100];
+  sstm_file_t *f = open_letters(was, sizeof was);
   SSTM_ATOMIC_BEGIN(NULL)
     CHECK_EQ_I(sstm_fseek(f, 10, SEEK_SET), 0);
     CHECK_EQ_I(sstm_fgetc(f), was[10]);  /* the window: [10, 100) */
@@ -335,16 +342,9 @@ TEST(window_bytes_are_not_used_once_another_thread_wrote_there) {
 TEST(an_overwrite_that_runs_past_the_read_window_is_undone_from_the_file) {
   setup();
   static unsigned char was[2000], mine[1000];
-  for (int i = 0; i < 2000; i++)
-    was[i] = (unsigned char)('a' + i % 26);
+  sstm_file_t *f = open_letters(was, sizeof was);
   for (int i = 0; i < 1000; i++)
     mine[i] = (unsigned char)('0' + i % 10);
-  int fd = open(path, O_WRONLY);
-  CHECK_GE_I(fd, 0);
-  CHECK_EQ_I(pwrite(fd, was, sizeof was, 0), 2000);
-  close(fd);
-  sstm_file_t *f = sstm_fopen(path, "r+");
-  CHECK_NOT_NULL(f);
   SSTM_ATOMIC_BEGIN(NULL)
     CHECK_EQ_I(sstm_fseek(f, 10, SEEK_SET), 0);
     CHECK_EQ_I(sstm_fgetc(f), was[10]);
