@@ -98,11 +98,11 @@ static void pick(params_t *p, sstm_rng_t *r, unsigned max_threads) {
   p->vmode = vm[v];
   p->vsize = vs[v];
   /* default; tiny batches with short deadlines (hand-overs and takes at
-   * the deadline all the time); medium; off (serial mode, S9). Not 1:
-   * solo_batch's test made a new keeper with n = 1 yield before its first
-   * attempt, so no keeper ever worked (a livelock of the tuning; n - 1
-   * attempts per batch for any n). */
-  static const uint32_t bn[] = {0, 2, 3, 16, 64, UINT32_MAX};
+   * the deadline all the time); medium; off (serial mode, S9). n = 1
+   * once livelocked: solo_batch made a new keeper yield before its first
+   * attempt, so no keeper ever worked (n - 1 attempts per batch for any
+   * n; fixed in 383fcc8, a batch is n attempts). */
+  static const uint32_t bn[] = {0, 1, 2, 16, 64, UINT32_MAX};
   static const uint64_t bns[] = {0, 1000, 2000, 20000, 1000000000ull, 0};
   unsigned b = (unsigned)sstm_rng_below(r, sizeof bn / sizeof bn[0]);
   p->batch_n = bn[b];
