@@ -155,4 +155,11 @@ void sstm__stdio_yields(const struct sstm_file *f, uint64_t *yields, uint64_t *b
  * NULL (the default): nothing. Set it only while no stream is in use. */
 extern void (*sstm__stdio_wait_hook)(const struct sstm_file *f, int hot);
 
+/* Tests, SCHEDSTM_DEBUG builds only (elsewhere never called): called by an
+ * attempt that copies the installed state of f (stdio.c, snapshot), after
+ * it found the version it wants installed and before it copies the state,
+ * so that a test can install a newer version there. NULL (the default):
+ * nothing. Set it only while no stream is in use. */
+extern void (*sstm__stdio_snapshot_hook)(const struct sstm_file *f);
+
 #endif /* SSTM_LIBC_ESC_H */

@@ -1040,9 +1040,14 @@ static inline uint64_t wait_iver(sstm_file_t *f, uint64_t o) {
 /* (S2) Copy the installed state of own value o's version into s; restart
  * the attempt if a newer version is (being) installed: its read of own is
  * stale. */
+void (*sstm__stdio_snapshot_hook)(const sstm_file_t *f);
+
 static inline void snapshot(sstm_file_t *f, uint64_t o, cstate_t *s) {
   uint64_t want = 2 * OWN_VER(o);
   if (wait_iver(f, o) != want) sstm_restart();
+#ifdef SSTM_CFG_DEBUG
+  if (sstm__stdio_snapshot_hook != NULL) sstm__stdio_snapshot_hook(f);
+#endif
   cs_load(f, s);
   /* acquire fence: the loads of the state above are ordered before the
    * load of iver below (the seqlock reader's second check, see install). */
