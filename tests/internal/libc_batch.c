@@ -24,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "libc/esc.h"
@@ -42,6 +43,19 @@ static void teardown(void) {
 }
 
 #define REC 16
+
+/* Whether a test that needs a hand-over of the stream (a batch) runs
+ * another round: rounds until one happened, at most `max` of them and
+ * 60 s in all, whichever ends first (on an overloaded host the threads may
+ * run one after the other for many rounds; a debug-build CI run once had
+ * no hand-over in 200). A bound on retries, not on speed: a test that
+ * never saw a hand-over fails on its check of the count. */
+static bool another_round(int r, int max, uint64_t takes, const struct timespec *t0) {
+  if (takes != 0 || r >= max) return false;
+  struct timespec now;
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  return now.tv_sec - t0->tv_sec < 60;
+}
 
 static struct {
   sstm_file_t *f;
@@ -63,6 +77,11 @@ static void rec_tx(void *arg) {
   snprintf(rec, sizeof rec, "%06llu %02u %05u\n", (unsigned long long)ord, b->thread % 100,
            b->seq % 100000);
   CHECK_EQ_I(sstm_fputs(rec, g.f), REC);
+  /* a while in flight with the stream acquired, so that the others'
+   * acquisitions meanwhile queue behind this one and a batch begins when
+   * two threads overlap (as in mixed_tx) */
+  for (volatile unsigned k = 0; k < 2000; k++) {
+  }
   /* leaves solo mode in flight: its bytes leave with the commit */
   if (g.flush_every != 0 && b->seq % g.flush_every == 1) CHECK_OK(sstm_fflush(g.f));
   sstm_store_u64(&g.counter, ord + 1);
@@ -116,9 +135,13 @@ TEST(a_batch_keeps_a_shared_stream_in_serial_order) {
   sstm__stdio_batch_stats(&bm, &tm, 1);
   unsigned n = sstm_test_threads(4);
   /* Rounds until batches happened (threads that start apart may not
-   * contend at first); every round's file is checked. */
+   * contend at first, and on an overloaded host they may run one after
+   * the other for a long time: a debug-build CI run once had none in 200
+   * rounds); every round's file is checked. */
   uint64_t takes = 0;
-  for (int r = 0; r < 200 && takes == 0; r++)
+  struct timespec t0;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  for (int r = 0; another_round(r, 2000, takes, &t0); r++)
     takes = run_records(n, (unsigned)sstm_test_scaled(3000, 300), 0);
   sstm__stdio_batch_stats(&bm, &tm, 1);
   sstm__stdio_set_batch(0, 0);
@@ -135,7 +158,9 @@ TEST(a_batch_whose_attempts_leave_solo_mode_keeps_the_serial_order) {
   sstm__stdio_batch_stats(&bm, &tm, 1);
   unsigned n = sstm_test_threads(4);
   uint64_t takes = 0;
-  for (int r = 0; r < 200 && takes == 0; r++) /* as above */
+  struct timespec t0;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  for (int r = 0; another_round(r, 2000, takes, &t0); r++) /* as above */
     takes = run_records(n, (unsigned)sstm_test_scaled(2000, 200), 3);
   sstm__stdio_batch_stats(&bm, &tm, 1);
   sstm__stdio_set_batch(0, 0);
@@ -268,7 +293,9 @@ TEST(no_keeper_keeps_longer_than_its_batch_and_no_waiter_starves) {
   unsigned n = sstm_test_threads(6);
   g.per_thread = (unsigned)sstm_test_scaled(20000, 2000);
   uint64_t takes = 0;
-  for (int r = 0; r < 200 && takes == 0; r++) { /* as above */
+  struct timespec t0;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  for (int r = 0; another_round(r, 2000, takes, &t0); r++) { /* as above */
     g.f = sstm_fopen(path, "w");
     CHECK_NOT_NULL(g.f);
     sstm_test_run_threads(n, true, putc_thread, NULL);
