@@ -1228,6 +1228,7 @@ static void batch_keep(sstm_file_t *f, uint32_t me, uint32_t self) {
   /* relaxed: a hint; the waiters that this load misses set the bit
    * themselves (solo_wait) */
   uint32_t others = atomic_load_explicit(&f->s_want, memory_order_relaxed) - self;
+  DELAY();
   /* release: the state f was put in before this store (a hand-over's
    * restore, an installation) before this thread's next attempt's CAS and
    * before the acquire loads of solo of the other users (solo_wait's take) */
@@ -1266,6 +1267,7 @@ static __attribute__((noinline)) void batch_start(view_t *v) {
     if (p->f == f) return; /* another attempt of this thread has f in flight */
   uint32_t me = my_tag();
   uint64_t z = 0;
+  DELAY();
   /* seq_cst: the keeper's half of solo_start's handshake (this store of
    * solo, then the loads of the counters below). Failing: another keeping
    * began meanwhile. */
@@ -1274,6 +1276,7 @@ static __attribute__((noinline)) void batch_start(view_t *v) {
     return;
   for (unsigned spin = 0;; spin++) {
     uint32_t act = atomic_load_explicit(&f->q_active, memory_order_seq_cst);
+    DELAY();
     uint32_t queued = atomic_load_explicit(&f->q_queued, memory_order_seq_cst);
     if (act - 1 == queued && atomic_load_explicit(&f->q_peek, memory_order_seq_cst) == 0 &&
         atomic_load_explicit(&f->nlk, memory_order_seq_cst) == 0)
@@ -1353,6 +1356,7 @@ static bool solo_yield(sstm_file_t *f, uint64_t w, uint64_t n) {
                                                SOLO_MAKE(tls_tag, SOLO_H | SOLO_BATCH_BIT),
                                                memory_order_acquire, memory_order_relaxed))
     return true;
+  DELAY();
   if (SOLO_ST(w) == SOLO_A) solo_restore(f);
   nmod_bump(f);
   tls_yield_t = sstm__now_ns();
@@ -1465,9 +1469,11 @@ static __attribute__((noinline)) void solo_wait(sstm_file_t *f) {
     }
     /* acquire on success: as the load of solo */
     uint64_t seen = w; /* a failed CAS must not change w (used below) */
+    if (take) DELAY();
     if (take && atomic_compare_exchange_strong_explicit(
                     &f->solo, &seen, SOLO_MAKE(me, SOLO_H | SOLO_BATCH_BIT), memory_order_acquire,
                     memory_order_relaxed)) {
+      DELAY();
       if (st == SOLO_A) solo_restore(f);
       /* The keeper's last attempt may have left solo mode (solo_leave)
        * and committed a version whose installation follows its end mark.
