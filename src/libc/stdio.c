@@ -374,6 +374,11 @@ static void delay_point(void) {
 /* (S11) When this thread last yielded a stream it kept for a batch
  * (solo_yield; sstm__now_ns): solo_wait's take-back. */
 static __thread uint64_t tls_yield_t;
+/* Test hooks (src/libc/esc.h): solo_start's, solo_wait's, and snapshot's
+ * (called in SCHEDSTM_DEBUG builds only). NULL: nothing. */
+void (*sstm__stdio_solo_start_hook)(const sstm_file_t *f);
+void (*sstm__stdio_wait_hook)(const sstm_file_t *f, int hot);
+void (*sstm__stdio_snapshot_hook)(const sstm_file_t *f);
 static _Atomic uint32_t next_tag;
 static pthread_key_t pool_key;
 static pthread_once_t pool_once = PTHREAD_ONCE_INIT;
@@ -1040,8 +1045,6 @@ static inline uint64_t wait_iver(sstm_file_t *f, uint64_t o) {
 /* (S2) Copy the installed state of own value o's version into s; restart
  * the attempt if a newer version is (being) installed: its read of own is
  * stale. */
-void (*sstm__stdio_snapshot_hook)(const sstm_file_t *f);
-
 static inline void snapshot(sstm_file_t *f, uint64_t o, cstate_t *s) {
   uint64_t want = 2 * OWN_VER(o);
   if (wait_iver(f, o) != want) sstm_restart();
@@ -1214,6 +1217,13 @@ static void solo_signal(sstm_file_t *f) {
   if (atomic_load_explicit(&f->s_sleep, memory_order_seq_cst) != 0) sstm__futex_wake_all(&f->s_gen);
 }
 
+/* (S11) A batch of f begins now: its deadline (solo_batch, solo_wait). */
+static void batch_deadline(sstm_file_t *f) {
+  /* relaxed: a tuning, and a hint */
+  uint64_t ns = atomic_load_explicit(&batch_ns, memory_order_relaxed);
+  atomic_store_explicit(&f->s_dead, sstm__now_ns() + ns, memory_order_relaxed);
+}
+
 /* (S11) This thread becomes f's keeper for a batch: from a turn holder's
  * installation (batch_start) or a hand-over (solo_wait), with solo at its
  * H value. Stores its C, with the waiting bit when others wait (self: 1
@@ -1221,10 +1231,7 @@ static void solo_signal(sstm_file_t *f) {
 static void batch_keep(sstm_file_t *f, uint32_t me, uint32_t self) {
   tls_k.solo = f, tls_k.solo_in = SOLO_MAKE(me, SOLO_I | SOLO_BATCH_BIT), tls_k.solo_run = 0;
   tls_k.solo_shared = true, tls_k.batch = 0;
-  /* relaxed: a hint (solo_batch, solo_wait); the batch begins now */
-  atomic_store_explicit(&f->s_dead,
-                        sstm__now_ns() + atomic_load_explicit(&batch_ns, memory_order_relaxed),
-                        memory_order_relaxed);
+  batch_deadline(f);
   /* relaxed: a hint; the waiters that this load misses set the bit
    * themselves (solo_wait) */
   uint32_t others = atomic_load_explicit(&f->s_want, memory_order_relaxed) - self;
@@ -1334,9 +1341,7 @@ static __attribute__((noinline)) bool solo_batch(sstm_file_t *f, uint64_t w) {
   if (!solo_ready(f)) { /* nobody could take it now: the next batch begins */
     stat_max(&stat_batch_max, tls_k.batch - 1);
     tls_k.batch = 1; /* this attempt, the next batch's first */
-    /* relaxed: a tuning, and a hint (as in batch_keep) */
-    uint64_t ns = atomic_load_explicit(&batch_ns, memory_order_relaxed);
-    atomic_store_explicit(&f->s_dead, sstm__now_ns() + ns, memory_order_relaxed);
+    batch_deadline(f);
     return false;
   }
   return solo_yield(f, w, tls_k.batch - 1);
@@ -1796,9 +1801,6 @@ static inline bool solo_read(sstm_file_t *f, unsigned char *dst, size_t n, bool 
  * counts itself (or takes the lock) and then loads solo, all seq_cst: one
  * of the two sees the other. If another user is there, the keeping is
  * withdrawn (it changed nothing), or that user hands it back. */
-void (*sstm__stdio_solo_start_hook)(const sstm_file_t *f);
-void (*sstm__stdio_wait_hook)(const sstm_file_t *f, int hot);
-
 static __attribute__((noinline)) void solo_start(sstm_file_t *f) {
   if (tls_k.solo_need == 0) tls_k.solo_need = SOLO_NEED0;
   if (++tls_k.solo_hits < tls_k.solo_need) return;
