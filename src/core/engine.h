@@ -235,6 +235,12 @@ struct sstm_desc {
    * rollback [0]. Owner-only; cleared when stored. */
   _Atomic uint64_t *end_mark;
   uint64_t end_mark_v[2];
+  /* The thread-local state of the layers above the engine that belongs to
+   * a suspended attempt (the stdio layer's views of its streams): moved
+   * here when the descriptor is detached inside a transaction and given
+   * to the thread that attaches it (sstm__desc_move_hook,
+   * src/iface/libc_services.h). Owner-only, as the logs. */
+  void *above;
   /* Owner-only: > 0 while user or policy code runs on behalf of an attempt
    * that has ended or not yet begun (actions, hooks, a policy's on_abort /
    * on_commit), where depth may be 0: the descriptor must not be released

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "core/engine.h"
+#include "iface/libc_services.h"
 
 static pthread_key_t exit_key;
 static bool exit_key_made;
@@ -185,6 +186,19 @@ static void desc_release(struct sstm_desc *d) {
   pthread_mutex_unlock(&sstm__g.reg_lock);
 }
 
+/* (src/iface/libc_services.h) The layers' hook for a descriptor's
+ * moves between threads; NULL: none registered. */
+_Atomic(sstm_desc_move_fn) sstm__desc_move_hook;
+
+/* The layers above the engine move their thread-local state of the
+ * transaction on d between this thread and d (d->above): `out` when d is
+ * detached inside a transaction, `in` when d is attached with some there.
+ * acquire: pairs with the registration's release store. */
+static void move_above(struct sstm_desc *d, bool out) {
+  sstm_desc_move_fn fn = atomic_load_explicit(&sstm__desc_move_hook, memory_order_acquire);
+  if (fn != NULL) fn(&d->above, out);
+}
+
 static void attach(struct sstm_desc *d) {
   /* A transaction suspended on d resumes: no longer paused, once a thread
    * that is taking its locks over has finished (9.5). */
@@ -199,10 +213,12 @@ static void attach(struct sstm_desc *d) {
   sstm__set_cur(d);
   pthread_setspecific(exit_key, d);
   sstm__cm_attach(d);
+  if (d->above != NULL) move_above(d, false);
 }
 
 /* The calling thread gives up d (still its current descriptor). */
 static void detach(struct sstm_desc *d) {
+  if (d->depth != 0) move_above(d, true); /* before anything else changes */
   sstm__cm_detach(d);
   /* (9.1) Detached inside a transaction: its attempt is paused, and a
    * conflict with it is decided against it whatever the policy. release:

@@ -1287,3 +1287,13 @@ uint64_t sstm__end_mark(_Atomic uint64_t *word, uint64_t on_commit, uint64_t on_
   tx->slow |= SSTM_SLOW_MARK; /* a NULL word left behind costs one slow commit */
   return sstm__serial(tx);
 }
+
+/* (src/iface/libc_services.h) A descriptor of sstm_desc_create() may be
+ * detached inside its transaction and attached again later
+ * (registry.c, sstm_desc_detach); one of sstm_thread_init() may not. The
+ * descriptor's kind, not the depth: the stdio layer also asks from the
+ * actions of a commit (its installation), where depth is 0 already. */
+bool sstm__attempt_suspendable(void) {
+  const struct sstm_desc *tx = sstm__cur;
+  return tx != NULL && !tx->thread_owned;
+}

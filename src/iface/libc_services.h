@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* What the engine offers the transactional stdio (src/libc) beyond the
  * public API (include/schedstm/tx.h): two facilities, for the cost of a
- * transaction of one stdio call. Implemented by src/core/txn.c; not
+ * transaction of one stdio call, one question about the running attempt
+ * and a hook for the moves of a descriptor between threads. Implemented
+ * by src/core/txn.c and src/core/registry.c (the hook); not
  * exported from the library.
  *
  * src/libc is compiled with include/, src/iface/ and src/os/ on its
@@ -56,5 +58,36 @@ int sstm__on_end(void (*fn)(void *arg, bool committed), void *arg);
  * @return the current attempt's id (non-zero, sstm_txid()), or 0 outside a
  *         transaction (nothing registered) */
 uint64_t sstm__end_mark(_Atomic uint64_t *word, uint64_t on_commit, uint64_t on_abort);
+
+/* Whether the attempts of the calling thread's current descriptor may be
+ * suspended in their middle (asked inside a transaction or its actions):
+ * the descriptor was made by sstm_desc_create() (include/schedstm/thread.h),
+ * so a user-level scheduler such as the executor (include/schedstm/exec.h)
+ * may detach it inside the transaction and attach it again later, on
+ * this or another thread, after other transactions ran on this thread. A
+ * descriptor of sstm_thread_init() cannot be: detaching it inside a
+ * transaction ends the transaction. The stdio layer keeps no stream and
+ * takes no turn for such an attempt (docs/design/tm-libc.md (S12)): a
+ * wait of the stdio layer for a suspended attempt could wait for the very
+ * worker that waits. False on a thread without a descriptor. Two loads;
+ * no lock, no system call. */
+bool sstm__attempt_suspendable(void);
+
+/* Thread-local state that belongs to a transaction follows its
+ * descriptor. A descriptor detached inside a transaction
+ * (sstm_desc_detach: an executor suspends the transaction) may be attached
+ * again on another thread, where the transaction goes on; what a layer
+ * keeps per thread for that transaction (the stdio layer's views of its
+ * streams, docs/design/tm-libc.md (S12)) must go with it. The hook runs on
+ * the thread that detaches the descriptor, with *slot the descriptor's
+ * word for the layers (NULL unless a hook put something there) and out
+ * true: it moves the transaction's state from the thread into *slot; and
+ * on the thread that attaches a descriptor whose *slot is not NULL, with
+ * out false: it moves the state from *slot to the thread and leaves *slot
+ * NULL. It runs with the descriptor current (out) or already current (in),
+ * must not begin a transaction, and must not fail. One hook per process:
+ * a later registration replaces it. */
+typedef void (*sstm_desc_move_fn)(void **slot, bool out);
+extern _Atomic(sstm_desc_move_fn) sstm__desc_move_hook;
 
 #endif /* SSTM_IFACE_LIBC_SERVICES_H */

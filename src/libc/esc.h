@@ -77,6 +77,9 @@ typedef struct sstm__esc_in {
   bool in_action;   /* the transaction runs in an action of an earlier
                        attempt of the same thread (a view of that attempt
                        awaits its installation) */
+  bool suspendable; /* the attempt may be suspended in its middle (its
+                       descriptor detached and attached again later:
+                       sstm__attempt_suspendable) */
 } sstm__esc_in_t;
 
 /* What the acquisition does. */
@@ -94,7 +97,11 @@ typedef enum sstm__esc_act {
  *   waits for a turn while holding one: the waits form no cycle), nor in
  *   a transaction inside an action of an earlier attempt of the thread
  *   (that attempt's installation may be what the holder of the turn waits
- *   for);
+ *   for), nor in one that may be suspended (docs/design/tm-libc.md (S12):
+ *   suspended while it held the turn, it would hold every other acquirer
+ *   of the stream, the worker that would resume it included; it meets the
+ *   others' lock of the stream's word instead, which the engine decides,
+ *   a suspended holder's included);
  * - else take the turn while the stream is in serial mode or its turn is
  *   held (the holder must not be disturbed by acquirers that skip it);
  *   and when another acquisition of the stream is in flight: every
@@ -105,7 +112,7 @@ typedef enum sstm__esc_act {
  *   row, put the stream in serial mode and take the turn. */
 static inline sstm__esc_act_t sstm__esc_decide(const sstm__esc_t *e, const void *key,
                                                const sstm__esc_in_t *in) {
-  if (in->irrevocable || in->holds_turn || in->in_action) return SSTM__ESC_NONE;
+  if (in->irrevocable || in->holds_turn || in->in_action || in->suspendable) return SSTM__ESC_NONE;
   bool mine = e->key == key && e->lost >= SSTM__ESC_AFTER;
   if (in->span != 0)
     return mine && in->span < SSTM__ESC_SPAN / 2 ? SSTM__ESC_ENTER : SSTM__ESC_TURN;

@@ -411,17 +411,24 @@ static uint32_t my_tag(void) {
   return tls_tag;
 }
 
+/* The thread's pool and kept view are freed at its exit (pool_free):
+ * false if that cannot be arranged (pthread_setspecific failed). */
+static bool pool_keyed(void) {
+  if (!tls_pool_keyed) {
+    pthread_once(&pool_once, pool_init);
+    if (pthread_setspecific(pool_key, &tls_pool) != 0) return false;
+    tls_pool_keyed = true;
+  }
+  return true;
+}
+
 static view_t *view_get(void) {
   view_t *v = tls_pool;
   if (v) {
     tls_pool = v->next;
     return v;
   }
-  if (!tls_pool_keyed) { /* the pool is freed at the thread's exit */
-    pthread_once(&pool_once, pool_init);
-    if (pthread_setspecific(pool_key, &tls_pool) != 0) return NULL;
-    tls_pool_keyed = true;
-  }
+  if (!pool_keyed()) return NULL;
   return calloc(1, sizeof(view_t));
 }
 
@@ -451,6 +458,35 @@ static inline void view_unlink(view_t *v) {
       *p = v->next;
       return;
     }
+}
+
+/* (S12) The views of a transaction whose descriptor is detached inside it
+ * (an executor suspends it) go with the descriptor, and come back on the
+ * thread that attaches it, where the transaction goes on and finds them
+ * (view_find, fast_view) and its actions unlink them. Only the running
+ * attempt's views are in tls_views then: a descriptor is detached inside
+ * a transaction, not inside its actions, and every view of an earlier
+ * detached transaction of this thread went with its descriptor. The
+ * engine calls it (src/iface/libc_services.h); the other thread-local
+ * state is the thread's, not the transaction's: the kept view (S3) is a
+ * copy of an installed state, the pool holds free nodes. */
+static void views_move(void **slot, bool out) {
+  if (out) {
+    *slot = tls_views;
+    tls_views = NULL;
+    return;
+  }
+  view_t *v = *slot, *t = v;
+  *slot = NULL;
+  if (v == NULL) return;
+  /* This thread may never have made a view: it frees these at its exit
+   * (they end in its pool or as its kept view). A failure leaves them to
+   * the process's end, as a failed view_get would. */
+  (void)pool_keyed();
+  while (t->next != NULL)
+    t = t->next;
+  t->next = tls_views;
+  tls_views = v;
 }
 
 static view_t *view_find(const sstm_file_t *f, uint64_t txid) {
@@ -1268,7 +1304,8 @@ static __attribute__((noinline)) void batch_start(view_t *v) {
   /* relaxed: hints; the handshake decides */
   if (v->closed || !solo_ok(f) || atomic_load_explicit(&f->q_queued, memory_order_relaxed) == 0 ||
       atomic_load_explicit(&f->solo, memory_order_relaxed) != 0 ||
-      atomic_load_explicit(&batch_n, memory_order_relaxed) == UINT32_MAX) /* tests: off */
+      atomic_load_explicit(&batch_n, memory_order_relaxed) == UINT32_MAX /* tests: off */ ||
+      sstm__attempt_suspendable()) /* (S12) */
     return;
   for (const view_t *p = tls_views; p; p = p->next)
     if (p->f == f) return; /* another attempt of this thread has f in flight */
@@ -1804,6 +1841,8 @@ static inline bool solo_read(sstm_file_t *f, unsigned char *dst, size_t n, bool 
 static __attribute__((noinline)) void solo_start(sstm_file_t *f) {
   if (tls_k.solo_need == 0) tls_k.solo_need = SOLO_NEED0;
   if (++tls_k.solo_hits < tls_k.solo_need) return;
+  /* (S12) An attempt that may be suspended keeps nothing. */
+  if (sstm__attempt_suspendable()) return;
   /* relaxed: hints (the handshake below decides); not in serial mode
    * (S9): a contended stream is not kept */
   if (!f->reg || (f->mode & M_LBF) || f->bsz == 0 ||
@@ -1972,6 +2011,7 @@ static __attribute__((noinline)) bool should_queue(sstm_file_t *f, const view_t 
       .irrevocable = sstm_is_irrevocable(),
       .holds_turn = holds,
       .in_action = in_action,
+      .suspendable = sstm__attempt_suspendable(),
   };
   sstm__esc_act_t act = sstm__esc_decide(&tls_esc, f, &in);
   if (act == SSTM__ESC_ENTER) /* relaxed: a hint, as in turn_release */
@@ -2554,6 +2594,10 @@ static int parse_mode(const char *mode, int *oflags, unsigned *m) {
 }
 
 static sstm_file_t *make(int fd, unsigned m) {
+  /* (S12) Once, before the first stream exists: release, pairs with the
+   * engine's acquire load of the hook. */
+  if (atomic_load_explicit(&sstm__desc_move_hook, memory_order_relaxed) != views_move)
+    atomic_store_explicit(&sstm__desc_move_hook, views_move, memory_order_release);
   struct stat st;
   if (sstm__stdio_sys->fstat(fd, &st) != 0) return NULL;
   sstm_file_t *f = aligned_alloc(64, (sizeof *f + 63) & ~(size_t)63);

@@ -79,13 +79,15 @@ TEST(decisions_on_constructed_inputs) {
   CHECK_EQ_I(sstm__esc_decide(&lost2, &s1, &ending), SSTM__ESC_ENTER); /* renewed */
   CHECK_EQ_I(sstm__esc_decide(&lost1, &s1, &ending), SSTM__ESC_TURN);
   /* Never waits: irrevocable, holding a turn, inside an earlier attempt's
-   * action; whatever the stream's state and the thread's record. */
-  sstm__esc_in_t no[3] = {
+   * action, an attempt that may be suspended (docs/design/tm-libc.md
+   * (S12)); whatever the stream's state and the thread's record. */
+  sstm__esc_in_t no[4] = {
       {.span = 5, .turn_held = true, .in_flight = true, .irrevocable = true},
       {.span = 5, .turn_held = true, .in_flight = true, .holds_turn = true},
       {.span = 5, .turn_held = true, .in_flight = true, .in_action = true},
+      {.span = 5, .turn_held = true, .in_flight = true, .suspendable = true},
   };
-  for (int i = 0; i < 3; i++) {
+  for (int i = 0; i < 4; i++) {
     CHECK_EQ_I(sstm__esc_decide(&lost2, &s1, &no[i]), SSTM__ESC_NONE);
     CHECK_EQ_I(sstm__esc_decide(&lost1, &s1, &no[i]), SSTM__ESC_NONE);
   }
