@@ -66,10 +66,16 @@
  *
  * Errors: functions report errors the stdio way (EOF, 0 or -1, and errno),
  * and set the stream's error indicator. A write that fails after the commit
- * (ENOSPC, EIO) is undone: none of that transaction's bytes for the stream
- * stays in the file (bytes it overwrote are restored), the error indicator
- * is set, and the next sstm_fflush() or sstm_fclose() returns EOF with that
- * errno. EINTR and short writes are retried. A stream used after
+ * (ENOSPC, EIO) is undone: none of the bytes that left the buffers with it
+ * stays in the file (bytes it overwrote are restored, the file is cut back
+ * to its size before it). Those bytes may be several committed
+ * transactions', and a transaction whose calls fell on both sides of a
+ * buffer's end keeps the bytes of the other side. The transactions stay
+ * committed and later writes still reach the file, at their offsets (at
+ * the file's end for O_APPEND); the error indicator is set at once, and the
+ * next sstm_fflush() or sstm_fclose() outside a transaction, on any thread,
+ * returns EOF with that errno (once). EINTR and short writes are retried.
+ * A stream used after
  * sstm_fclose() fails with errno EBADF (the library keeps a closed stream's
  * header, not its buffers, for the next 1024 closes; a use after that is a
  * use of freed memory, as with fclose(3)).

@@ -815,12 +815,18 @@ static ssize_t pread_all(int fd, unsigned char *p, size_t n, uint64_t off) {
 
 /* (S4) Write a regular file's records, all or nothing: the bytes each record
  * overwrites are read first; on a failure the records written so far are
- * restored and the file cut back to its size before the ticket. */
+ * restored and the file cut back to its size before the ticket. On an
+ * O_APPEND descriptor (M_APP) the kernel puts every write at the file's
+ * end, whatever its offset: a record overwrites nothing, and the file
+ * grows by the lengths written. Its records' offsets (the append position)
+ * count the bytes of an earlier failed ticket, which the file does not
+ * hold: the size before a ticket is not the last record's end there. */
 static int write_recs_reg(sstm_file_t *f, view_t *b) {
+  bool app = (f->mode & M_APP) != 0;
   uint64_t kend0 = f->kend, kend = kend0;
   for (size_t i = 0; i < b->n; i++) {
     rec_t *r = &b->r[i];
-    if (r->off < kend0) {
+    if (!app && r->off < kend0) {
       uint64_t e = r->off + r->len < kend0 ? r->off + r->len : kend0;
       if (r->pre != NULL) { /* from the read window (pw_take) */
         if (r->prelen >= e - r->off) {
@@ -850,7 +856,7 @@ static int write_recs_reg(sstm_file_t *f, view_t *b) {
     rec_t *r = &b->r[i];
     int err = pwrite_all(f->fd, r->data, r->len, r->off);
     if (err != 0) {
-      bool grew = false;
+      bool grew = app;
       for (size_t j = i + 1; j-- > 0;) {
         if (b->r[j].prelen) (void)pwrite_all(f->fd, b->r[j].pre, b->r[j].prelen, b->r[j].off);
         grew |= b->r[j].off + b->r[j].len > kend0;
@@ -858,7 +864,10 @@ static int write_recs_reg(sstm_file_t *f, view_t *b) {
       if (grew) (void)sstm__stdio_sys->ftruncate(f->fd, (off_t)kend0);
       return err;
     }
-    if (r->off + r->len > kend) kend = r->off + r->len;
+    if (app)
+      kend += r->len;
+    else if (r->off + r->len > kend)
+      kend = r->off + r->len;
   }
   f->kend = kend;
   return 0;

@@ -237,6 +237,74 @@ TEST(unbuffered_stream_reports_the_failing_commit_only) {
   teardown();
 }
 
+/* Tickets after a failed one (docs/design/tm-libc.md (S4)): on a stream
+ * that writes at its offsets ("r+"), a later ticket's bytes go where its
+ * transaction put them, past the failed ticket's, which leaves a hole of
+ * zeros (the file was cut back to its size before that ticket); the
+ * position counts the lost bytes. */
+TEST(a_ticket_after_a_failed_one_keeps_its_offset) {
+  setup();
+  sstm_file_t *f = sstm_fopen(path, "r+");
+  CHECK_NOT_NULL(f);
+  CHECK_OK(sstm_setvbuf(f, NULL, _IONBF, 0));
+  CHECK_EQ_I(sstm_fseek(f, 100, SEEK_SET), 0);
+  fi.chunk = 1;   /* one byte per pwrite */
+  fi.fail_at = 2; /* '1' is in the file when it fails */
+  fi.fail_errno = ENOSPC;
+  CHECK_EQ_I(sstm_fputs("11", f), 2); /* committed, then its write fails */
+  CHECK_TRUE(sstm_ferror(f));
+  unsigned char buf[200];
+  CHECK_EQ_U(contents(buf, sizeof buf), 100);
+  CHECK_EQ_I(sstm_fputs("22", f), 2);
+  CHECK_EQ_I(sstm_ftell(f), 104);
+  CHECK_EQ_U(contents(buf, sizeof buf), 104);
+  CHECK_EQ_MEM(buf + 100,
+               "\0\0"
+               "22",
+               4);
+  errno = 0;
+  CHECK_EQ_I(sstm_fflush(f), EOF);
+  CHECK_EQ_I(errno, ENOSPC);
+  CHECK_OK(sstm_fclose(f));
+  teardown();
+}
+
+/* On an O_APPEND stream the kernel puts every write at the end: the
+ * ticket after a failed one follows the file's last byte, and a second
+ * failure cuts the file back to its real size (the lengths written), not
+ * to the append position, which counts the bytes lost. */
+TEST(a_second_failure_on_an_append_stream_leaves_none_of_its_bytes) {
+  setup();
+  sstm_file_t *f = sstm_fopen(path, "a");
+  CHECK_NOT_NULL(f);
+  CHECK_OK(sstm_setvbuf(f, NULL, _IONBF, 0));
+  fi.chunk = 1;
+  fi.fail_at = 2; /* '1' is in the file when it fails */
+  fi.fail_errno = ENOSPC;
+  CHECK_EQ_I(sstm_fputs("11", f), 2);
+  CHECK_EQ_I(sstm_fputs("22", f), 2); /* calls 3 and 4 */
+  unsigned char buf[200];
+  CHECK_EQ_U(contents(buf, sizeof buf), 102);
+  CHECK_EQ_MEM(buf + 100, "22", 2);
+  errno = 0;
+  CHECK_EQ_I(sstm_fflush(f), EOF);
+  CHECK_EQ_I(errno, ENOSPC);
+  sstm_clearerr(f);
+  fi.fail_at = fi.pwrite_calls + 2; /* '3' is in the file when it fails */
+  CHECK_EQ_I(sstm_fputs("333", f), 3);
+  CHECK_TRUE(sstm_ferror(f));
+  CHECK_EQ_U(contents(buf, sizeof buf), 102);
+  CHECK_EQ_MEM(buf + 100, "22", 2);
+  fi.fail_at = 0;
+  CHECK_EQ_I(sstm_fputs("44", f), 2);
+  CHECK_EQ_U(contents(buf, sizeof buf), 104);
+  CHECK_EQ_MEM(buf + 100, "2244", 4);
+  errno = 0;
+  CHECK_EQ_I(sstm_fclose(f), EOF);
+  CHECK_EQ_I(errno, ENOSPC);
+  teardown();
+}
+
 /* Line buffering through short writes and EINTR: each line is in the file
  * whole once its call returns. */
 TEST(line_buffered_lines_survive_short_writes_and_eintr) {
