@@ -3203,11 +3203,19 @@ int sstm_fflush(sstm_file_t *f) {
     /* Our own records were written at the commit; earlier tickets too,
      * unless their committers are still writing: wait for them. */
     wait_applied(f, a.w);
-    int we = atomic_exchange_explicit(&f->werr, 0, memory_order_relaxed);
-    if (we) { /* a deferred write failed: report it now, keep ferror set */
-      a.err = we, a.r = EOF;
+    /* relaxed: a report; applied's acquire above made a failure of those
+     * tickets visible */
+    if (atomic_load_explicit(&f->werr, memory_order_relaxed) != 0) {
+      /* A deferred write failed: set the error indicator first, then take
+       * the error to report it, so that sstm_ferror sees one of the two
+       * throughout (it loads werr before the indicator). Another flush may
+       * take it first: then that one reports it. */
       op_t c = {.f = f, .whence = 2};
       run(op_flags, &c);
+      /* acq_rel: the release orders the indicator's installation before
+       * the 0 that sstm_ferror's acquire load may read */
+      int we = atomic_exchange_explicit(&f->werr, 0, memory_order_acq_rel);
+      if (we) a.err = we, a.r = EOF;
     }
   }
   finish(&a);
@@ -3396,9 +3404,13 @@ static int64_t flags_of(sstm_file_t *f) {
 int sstm_feof(sstm_file_t *f) { return (flags_of(f) & FL_EOF) != 0; }
 
 int sstm_ferror(sstm_file_t *f) {
+  /* werr before the indicator. acquire: a 0 stored by sstm_fflush's
+   * exchange (release) comes after the indicator it installed, which
+   * flags_of then reads; a failure of this thread's own commit is seen by
+   * program order. */
+  int we = f != NULL ? atomic_load_explicit(&f->werr, memory_order_acquire) : 0;
   int64_t fl = flags_of(f);
-  /* relaxed: a report of a write that failed after its commit */
-  return (fl & FL_ERR) || (f && atomic_load_explicit(&f->werr, memory_order_relaxed) != 0);
+  return (fl & FL_ERR) || we != 0;
 }
 
 void sstm_clearerr(sstm_file_t *f) {

@@ -494,4 +494,68 @@ TEST(fflush_waits_for_the_writes_of_other_threads_commits) {
   teardown();
 }
 
+/* The error indicator stays set from the failure on (docs/design/tm-libc.md
+ * (S4)), also while another thread's sstm_fflush takes the pending error
+ * to report it. That flush is stopped at the start of its second
+ * transaction (a tx_begin hook on its thread): after it took werr in
+ * earlier builds, which set the indicator only in that transaction, so
+ * that sstm_ferror said 0 there. */
+static struct { atomic_int begins, stopped, go, done; } fs;
+static __thread bool fs_flusher;
+
+static void fs_begin(void *arg, uint64_t txid) {
+  (void)arg, (void)txid;
+  if (!fs_flusher || atomic_fetch_add_explicit(&fs.begins, 1, memory_order_relaxed) != 1) return;
+  /* seq_cst: the main thread's loop reads stopped, then checks ferror */
+  atomic_store_explicit(&fs.stopped, 1, memory_order_seq_cst);
+  while (!atomic_load_explicit(&fs.go, memory_order_seq_cst))
+    usleep(100);
+}
+
+static void *flush_reports(void *arg) {
+  (void)arg;
+  CHECK_OK(sstm_thread_init());
+  fs_flusher = true;
+  errno = 0;
+  CHECK_EQ_I(sstm_fflush(g_f), EOF);
+  CHECK_EQ_I(errno, ENOSPC);
+  fs_flusher = false;
+  atomic_store_explicit(&fs.done, 1, memory_order_seq_cst);
+  CHECK_OK(sstm_thread_exit());
+  return NULL;
+}
+
+TEST(ferror_stays_set_while_another_thread_flushes_the_error) {
+  setup();
+  g_f = sstm_fopen(path, "a");
+  CHECK_NOT_NULL(g_f);
+  CHECK_OK(sstm_setvbuf(g_f, NULL, _IONBF, 0));
+  fi.fail_at = 1;
+  fi.fail_errno = ENOSPC;
+  CHECK_EQ_I(sstm_fputs("11", g_f), 2); /* committed, then its write fails */
+  CHECK_TRUE(sstm_ferror(g_f));
+  memset(&fs, 0, sizeof fs);
+  static const sstm_hooks_t hooks = {.tx_begin = fs_begin};
+  int h = sstm_hooks_add(&hooks, NULL);
+  CHECK_GE_I(h, 0);
+  pthread_t t;
+  CHECK_EQ_I(pthread_create(&t, NULL, flush_reports, NULL), 0);
+  /* bounded by the flush: its second transaction begins, or it returns */
+  while (!atomic_load_explicit(&fs.stopped, memory_order_seq_cst)) {
+    CHECK_MSG(!atomic_load_explicit(&fs.done, memory_order_seq_cst),
+              "the flush returned after one transaction");
+    usleep(100);
+  }
+  CHECK_TRUE(sstm_ferror(g_f));
+  atomic_store_explicit(&fs.go, 1, memory_order_seq_cst);
+  CHECK_EQ_I(pthread_join(t, NULL), 0);
+  CHECK_OK(sstm_hooks_remove(h));
+  CHECK_TRUE(sstm_ferror(g_f)); /* reported, still set */
+  CHECK_OK(sstm_fflush(g_f));   /* reported once */
+  sstm_clearerr(g_f);
+  CHECK_FALSE(sstm_ferror(g_f));
+  CHECK_OK(sstm_fclose(g_f));
+  teardown();
+}
+
 SSTM_TEST_MAIN()
