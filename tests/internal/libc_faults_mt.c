@@ -38,7 +38,11 @@
  *   sstm_ferror once its call returned; exactly one sstm_fflush or
  *   sstm_fclose on that stream returns EOF, with the injected errno; no
  *   call on another stream reports anything, and their files are their S.
- * The second case makes every k-th pwrite and pread fail with EINTR and
+ * Two more cases make two pwrites fail (on one stream, or on one or two of
+ * the streams per thread): the second failing ticket comes after the
+ * first one's cut back, where on "a" the append position runs ahead of
+ * the file; each stream reports once per failure at most, at least once.
+ * The last case makes every k-th pwrite and pread fail with EINTR and
  * limits pwrite to a chunk, from all threads at once: every file is
  * exactly its S, and nothing reports an error.
  *
@@ -65,19 +69,22 @@
 /* The plain fields are written by the main thread before the round's
  * threads start (pthread_create orders them) and only read meanwhile. */
 static struct {
-  int fail_at;       /* the pwrite call (counted over all threads) that fails; 0: none */
+  int fail_at[2];    /* the pwrite calls (counted over all threads) that fail; 0: none */
   int fail_errno;    /* ENOSPC or EIO */
   int short_first;   /* the failing call returns a short count, and its retry fails */
   int eintr_every;   /* every k-th pwrite and pread returns EINTR */
   size_t chunk;      /* largest count one pwrite writes */
   atomic_int calls;  /* pwrite calls so far */
   atomic_int preads; /* pread calls so far */
-  atomic_int nfail;  /* failures injected (0 or 1) */
+  atomic_int nclaim; /* failures injected: slots of fails[] taken */
+  atomic_int nfail;  /* failures injected and recorded */
   atomic_int eintrs; /* EINTRs injected */
   atomic_int shorts; /* short counts returned */
-  atomic_int fail_t; /* the test thread that got the failure */
-  atomic_llong rec_off, rec_len; /* the failing record: its offset and length */
-  atomic_llong wrote;            /* its bytes that reached the file before the failure */
+  struct {
+    atomic_int t;                  /* the test thread that got the failure */
+    atomic_llong rec_off, rec_len; /* the failing record: its offset and length */
+    atomic_llong wrote;            /* its bytes that reached the file before the failure */
+  } fails[2];
 } fi;
 
 /* The calling thread's last pwrite: a call that continues it (the same
@@ -92,11 +99,13 @@ static __thread struct {
 } tl = {.fd = -1};
 
 static void fail_now(long long wrote_to) {
-  atomic_store_explicit(&fi.rec_off, tl.rec_off, memory_order_relaxed);
-  atomic_store_explicit(&fi.rec_len, tl.rec_len, memory_order_relaxed);
-  atomic_store_explicit(&fi.wrote, wrote_to - tl.rec_off, memory_order_relaxed);
-  atomic_store_explicit(&fi.fail_t, sstm_test_thread_index(), memory_order_relaxed);
-  /* release: the fields above, for whoever sees nfail == 1 (acquire) */
+  int k = atomic_fetch_add_explicit(&fi.nclaim, 1, memory_order_relaxed);
+  CHECK_LT_I(k, 2);
+  atomic_store_explicit(&fi.fails[k].rec_off, tl.rec_off, memory_order_relaxed);
+  atomic_store_explicit(&fi.fails[k].rec_len, tl.rec_len, memory_order_relaxed);
+  atomic_store_explicit(&fi.fails[k].wrote, wrote_to - tl.rec_off, memory_order_relaxed);
+  atomic_store_explicit(&fi.fails[k].t, sstm_test_thread_index(), memory_order_relaxed);
+  /* release: the fields above, for whoever counts this failure (acquire) */
   atomic_fetch_add_explicit(&fi.nfail, 1, memory_order_release);
   tl.hit = 1;
   errno = fi.fail_errno;
@@ -114,7 +123,7 @@ static ssize_t inject(int fd, const void *b, size_t n, off_t off) {
     fail_now((long long)off);
     return -1;
   }
-  if (call == fi.fail_at) {
+  if (call == fi.fail_at[0] || call == fi.fail_at[1]) {
     /* some bytes reach the file first */
     size_t k = n > 1 ? 1 + (size_t)((unsigned)call * 2654435761u % (n - 1)) : 0;
     if (fi.chunk && k > fi.chunk) k = fi.chunk;
@@ -170,7 +179,7 @@ typedef struct params {
   int append;    /* "a" after the filler, else "r+" over it */
   size_t bsz;    /* sstm_setvbuf's size */
   size_t filler; /* the file's bytes before the round */
-  int fault;     /* 1: one failing pwrite; 0: EINTR and short writes only */
+  int fault;     /* failing pwrites (1 or 2); 0: EINTR and short writes only */
 } params_t;
 
 static struct {
@@ -237,11 +246,12 @@ static void check_hit(unsigned s) {
 }
 
 /* An sstm_fflush or sstm_fclose's result on stream s: EOF only with the
- * injected errno, once a failure happened. */
+ * injected errno, once a failure happened (on that stream: checked at the
+ * end, with the count of reports). */
 static void note_result(unsigned s, int rc, int err, const char *what) {
   if (rc == 0) return;
   CHECK_MSG(rc == EOF, "%s returned %d", what, rc);
-  CHECK_MSG(atomic_load_explicit(&fi.nfail, memory_order_acquire) == 1,
+  CHECK_MSG(atomic_load_explicit(&fi.nfail, memory_order_acquire) >= 1,
             "%s on stream %u failed (errno %d) with no failure injected", what, s, err);
   CHECK_MSG(err == fi.fail_errno, "%s on stream %u: errno %d, injected %d", what, s, err,
             fi.fail_errno);
@@ -261,9 +271,8 @@ static void worker(sstm_tt_t *t) {
   for (unsigned i = 0;; i++) {
     /* until this thread's share is done and the failure happened (an
      * event: every round's writes reach the failing call number) */
-    if (i >= g.p.ops && (!g.p.fault || atomic_load_explicit(&fi.nfail, memory_order_acquire) != 0))
-      break;
-    CHECK_MSG(n < cap, "no failure after %u transactions (fail_at %d, %d calls)", n, fi.fail_at,
+    if (i >= g.p.ops && atomic_load_explicit(&fi.nfail, memory_order_acquire) == g.p.fault) break;
+    CHECK_MSG(n < cap, "no failure after %u transactions (fail_at %d, %d calls)", n, fi.fail_at[0],
               atomic_load_explicit(&fi.calls, memory_order_relaxed));
     if (sstm_rng_below(&t->rng, 16) == 0) {
       errno = 0;
@@ -332,35 +341,43 @@ static char *file_bytes(const char *path, size_t *len) {
   return d;
 }
 
+/* The failing records of stream s: [ra[k], ra[k] + rl[k]) in file offsets. */
+typedef struct lost {
+  int n;
+  long long ra[2], rl[2];
+} lost_t;
+
+static bool in_lost(const lost_t *l, long long at) {
+  for (int k = 0; k < l->n; k++)
+    if (at >= l->ra[k] && at < l->ra[k] + l->rl[k]) return true;
+  return false;
+}
+
 /* What the file of stream s must hold: S laid over (r+) or after (a) the
- * filler, without the failing record [ra, ra + rl) (file offsets; rl 0:
- * no failure on this stream). */
-static char *expected(const char *S, size_t slen, long long ra, long long rl, size_t *len) {
+ * filler, without the failing records. */
+static char *expected(const char *S, size_t slen, const lost_t *l, size_t *len) {
   size_t P = g.p.filler;
   size_t cap = P + slen + 1;
   char *e = calloc(cap, 1);
   CHECK_NOT_NULL(e);
   memset(e, FILLER, P);
-  if (g.p.append) {
+  if (g.p.append) { /* the kernel appends: the later bytes close the gap */
     size_t n = P;
-    for (size_t i = 0; i < slen; i++) {
-      long long at = (long long)(P + i);
-      if (rl && at >= ra && at < ra + rl) continue;
-      e[n++] = S[i];
-    }
+    for (size_t i = 0; i < slen; i++)
+      if (!in_lost(l, (long long)(P + i))) e[n++] = S[i];
     *len = n;
     return e;
   }
-  size_t n = P; /* r+: S from offset 0 */
+  /* r+: S from offset 0, each byte at its offset; a lost byte leaves the
+   * filler, or a hole of zeros where a later ticket wrote beyond it. The
+   * file was cut back to its size before each failing ticket, so it ends
+   * with the filler or with the last byte written, whichever is later. */
+  size_t n = P;
   for (size_t i = 0; i < slen; i++) {
-    long long at = (long long)i;
-    if (rl && at >= ra && at < ra + rl) continue; /* the filler, or a hole of zeros */
+    if (in_lost(l, (long long)i)) continue;
     e[i] = S[i];
     if (i + 1 > n) n = i + 1;
   }
-  /* the file was cut back to its size before the failing ticket: nothing
-   * beyond that comes back unless a later ticket wrote there */
-  if (rl && (size_t)ra > P && n < (size_t)ra) n = (size_t)ra;
   *len = n;
   return e;
 }
@@ -370,14 +387,12 @@ static int show(size_t len, size_t from) {
   return len <= from ? 0 : len - from < 120 ? (int)(len - from) : 120;
 }
 
-static void check_stream(unsigned s, bool failed) {
+static void check_stream(unsigned s, const lost_t *l) {
   size_t slen, flen, elen;
   char *S = serial_bytes(s, &slen);
   char *F = file_bytes(g.path[s], &flen);
-  long long ra = 0, rl = 0;
-  if (failed) {
-    ra = atomic_load_explicit(&fi.rec_off, memory_order_relaxed);
-    rl = atomic_load_explicit(&fi.rec_len, memory_order_relaxed);
+  for (int k = 0; k < l->n; k++) {
+    long long ra = l->ra[k], rl = l->rl[k];
     /* the record is whole lines of S */
     long long base = g.p.append ? (long long)g.p.filler : 0;
     CHECK_MSG(ra >= base && ra + rl <= base + (long long)slen,
@@ -387,17 +402,17 @@ static void check_stream(unsigned s, bool failed) {
     CHECK_MSG(S[ra + rl - base - 1] == '\n', "failing record [%lld, +%lld): not a line end", ra,
               rl);
   }
-  char *E = expected(S, slen, ra, rl, &elen);
+  char *E = expected(S, slen, l, &elen);
   size_t i = 0;
   while (i < flen && i < elen && F[i] == E[i])
     i++;
   if (i != flen || i != elen) {
     fprintf(stderr,
             "stream %u: the file (%zu bytes) differs from the serial order at %zu "
-            "(expected %zu bytes; filler %zu, failing record [%lld, +%lld), %lld bytes of it "
-            "written)\n",
-            s, flen, i, elen, g.p.filler, ra, rl,
-            atomic_load_explicit(&fi.wrote, memory_order_relaxed));
+            "(expected %zu bytes; filler %zu)\n",
+            s, flen, i, elen, g.p.filler);
+    for (int k = 0; k < l->n; k++)
+      fprintf(stderr, "  failing record [%lld, +%lld)\n", l->ra[k], l->rl[k]);
     size_t from = i > 40 ? i - 40 : 0;
     fprintf(stderr, "  file:     %.*s\n", show(flen, from), F + from);
     fprintf(stderr, "  expected: %.*s\n", show(elen, from), E + from);
@@ -412,13 +427,13 @@ static void round_run(const params_t *p, sstm_rng_t *r) {
   g.salt = sstm_rng_next(r);
   g.nstreams = p->shared ? 1 : p->threads;
   /* the injector: pthread_create publishes these to the threads */
-  fi.fail_at = 0, fi.eintr_every = 0, fi.chunk = 0, fi.short_first = 0;
+  fi.fail_at[0] = fi.fail_at[1] = 0, fi.eintr_every = 0, fi.chunk = 0, fi.short_first = 0;
   atomic_store_explicit(&fi.calls, 0, memory_order_relaxed);
   atomic_store_explicit(&fi.preads, 0, memory_order_relaxed);
   atomic_store_explicit(&fi.nfail, 0, memory_order_relaxed);
+  atomic_store_explicit(&fi.nclaim, 0, memory_order_relaxed);
   atomic_store_explicit(&fi.eintrs, 0, memory_order_relaxed);
   atomic_store_explicit(&fi.shorts, 0, memory_order_relaxed);
-  atomic_store_explicit(&fi.fail_t, -1, memory_order_relaxed);
   for (unsigned s = 0; s < g.nstreams; s++) {
     sstm_test_tmp_file(g.path[s], sizeof g.path[s], "faultsmt");
     if (p->filler) {
@@ -440,7 +455,9 @@ static void round_run(const params_t *p, sstm_rng_t *r) {
    * shares (before the end when more calls come with short writes) */
   unsigned est = (unsigned)((uint64_t)p->threads * p->ops * 100 / p->bsz) + 1;
   if (p->fault) {
-    fi.fail_at = 1 + (int)sstm_rng_below(r, est);
+    fi.fail_at[0] = 1 + (int)sstm_rng_below(r, est);
+    /* a second failure a few tickets later, or many */
+    if (p->fault == 2) fi.fail_at[1] = fi.fail_at[0] + 2 + (int)sstm_rng_below(r, est / 2 + 2);
     fi.fail_errno = sstm_rng_below(r, 2) ? ENOSPC : EIO;
     fi.short_first = (int)sstm_rng_below(r, 2);
     if (sstm_rng_below(r, 2)) fi.chunk = 40 + (size_t)sstm_rng_below(r, 200);
@@ -449,35 +466,45 @@ static void round_run(const params_t *p, sstm_rng_t *r) {
     fi.chunk = 1 + (size_t)sstm_rng_below(r, 300);
   }
   fprintf(stderr,
-          "round: %u threads, %s stream%s, \"%s\", buffer %zu, filler %zu, ops %u; fail_at %d "
+          "round: %u threads, %s stream%s, \"%s\", buffer %zu, filler %zu, ops %u; fail_at %d %d "
           "(%s, %s), eintr every %d, chunk %zu\n",
           p->threads, p->shared ? "one shared" : "a", p->shared ? "" : " per thread",
-          p->append ? "a" : "r+", p->bsz, p->filler, p->ops, fi.fail_at,
+          p->append ? "a" : "r+", p->bsz, p->filler, p->ops, fi.fail_at[0], fi.fail_at[1],
           fi.fail_errno == ENOSPC ? "ENOSPC" : "EIO",
           fi.short_first ? "short first" : "bytes then -1", fi.eintr_every, fi.chunk);
   sstm_test_run_threads(p->threads, true, worker, NULL);
 
   int nfail = atomic_load_explicit(&fi.nfail, memory_order_acquire);
-  CHECK_EQ_I(nfail, p->fault ? 1 : 0);
-  unsigned fs = UINT32_MAX; /* the stream that failed */
-  if (nfail) {
-    int ft = atomic_load_explicit(&fi.fail_t, memory_order_relaxed);
+  CHECK_EQ_I(nfail, p->fault);
+  lost_t lost[MAXT];
+  memset(lost, 0, sizeof lost);
+  for (int k = 0; k < nfail; k++) {
+    int ft = atomic_load_explicit(&fi.fails[k].t, memory_order_relaxed);
     CHECK_GE_I(ft, 0); /* a worker's commit or flush wrote the failing ticket */
-    fs = p->shared ? 0 : (unsigned)ft;
+    lost_t *l = &lost[p->shared ? 0 : (unsigned)ft];
+    l->ra[l->n] = atomic_load_explicit(&fi.fails[k].rec_off, memory_order_relaxed);
+    l->rl[l->n] = atomic_load_explicit(&fi.fails[k].rec_len, memory_order_relaxed);
+    l->n++;
   }
   if (!p->fault) {
     CHECK_GT_I(atomic_load_explicit(&fi.eintrs, memory_order_relaxed), 0);
     CHECK_GT_I(atomic_load_explicit(&fi.shorts, memory_order_relaxed), 0);
   }
   for (unsigned s = 0; s < g.nstreams; s++) {
-    /* the error indicator: on the stream that failed only */
-    CHECK_EQ_I(sstm_ferror(g.f[s]) != 0, s == fs);
+    /* the error indicator: on a stream that failed only */
+    CHECK_EQ_I(sstm_ferror(g.f[s]) != 0, lost[s].n != 0);
     errno = 0;
     int rc = sstm_fclose(g.f[s]);
     note_result(s, rc, errno, "sstm_fclose");
-    /* exactly one report, on that stream only */
-    CHECK_EQ_I(atomic_load_explicit(&g.reports[s], memory_order_relaxed), s == fs ? 1 : 0);
-    check_stream(s, s == fs);
+    /* reported on that stream only: once, or once per failure when a
+     * flush came between them (werr keeps the first until it is taken) */
+    int reports = atomic_load_explicit(&g.reports[s], memory_order_relaxed);
+    if (lost[s].n == 0)
+      CHECK_EQ_I(reports, 0);
+    else
+      CHECK_MSG(reports >= 1 && reports <= lost[s].n, "stream %u: %d reports of %d failures", s,
+                reports, lost[s].n);
+    check_stream(s, &lost[s]);
     unlink(g.path[s]);
   }
   for (unsigned t = 0; t < p->threads; t++)
@@ -525,6 +552,12 @@ static void run(int fault, int shared, unsigned dflt_rounds) {
 TEST(a_failing_write_on_a_shared_stream_loses_its_ticket_only) { run(1, 1, 6); }
 
 TEST(a_failing_write_on_one_of_a_stream_per_thread_is_reported_there_only) { run(1, 0, 6); }
+
+/* Two failures: the second comes after the first's cut back, which on
+ * "a" is where the kernel's end and the append position part. */
+TEST(two_failing_writes_on_a_shared_stream_lose_their_tickets_only) { run(2, 1, 4); }
+
+TEST(two_failing_writes_among_streams_per_thread_lose_their_tickets_only) { run(2, 0, 4); }
 
 TEST(eintr_and_short_writes_from_all_threads_lose_nothing_on_a_shared_stream) { run(0, 1, 3); }
 
