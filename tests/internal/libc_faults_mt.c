@@ -561,18 +561,18 @@ static void run(int fault, int shared, unsigned dflt_rounds) {
   sstm_test_fini();
 }
 
-TEST(a_failing_write_on_a_shared_stream_loses_its_ticket_only) { run(1, 1, 6); }
+TEST(a_failing_write_on_a_shared_stream_loses_its_ticket_only) { run(1, 1, 24); }
 
-TEST(a_failing_write_on_one_of_a_stream_per_thread_is_reported_there_only) { run(1, 0, 6); }
+TEST(a_failing_write_on_one_of_a_stream_per_thread_is_reported_there_only) { run(1, 0, 24); }
 
 /* Two failures: the second comes after the first's cut back, which on
  * "a" is where the kernel's end and the append position part. */
-TEST(two_failing_writes_on_a_shared_stream_lose_their_tickets_only) { run(2, 1, 4); }
+TEST(two_failing_writes_on_a_shared_stream_lose_their_tickets_only) { run(2, 1, 16); }
 
-TEST(two_failing_writes_among_streams_per_thread_lose_their_tickets_only) { run(2, 0, 4); }
+TEST(two_failing_writes_among_streams_per_thread_lose_their_tickets_only) { run(2, 0, 16); }
 
-TEST(eintr_and_short_writes_from_all_threads_lose_nothing_on_a_shared_stream) { run(0, 1, 3); }
+TEST(eintr_and_short_writes_from_all_threads_lose_nothing_on_a_shared_stream) { run(0, 1, 12); }
 
-TEST(eintr_and_short_writes_from_all_threads_lose_nothing_on_streams_per_thread) { run(0, 0, 3); }
+TEST(eintr_and_short_writes_from_all_threads_lose_nothing_on_streams_per_thread) { run(0, 0, 12); }
 
 SSTM_TEST_MAIN()
