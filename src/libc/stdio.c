@@ -403,7 +403,15 @@ static void pool_free(void *unused) {
 
 static void pool_init(void) { (void)pthread_key_create(&pool_key, pool_free); }
 
-static uint32_t my_tag(void) {
+/* Thread-local state read or written after a polled point of the same
+ * function (the barriers of own, where an executor may switch the
+ * transaction out and resume it on another worker) goes through a
+ * function of its own, which computes the address on the thread that runs
+ * it: a caller may otherwise keep the address it computed before the
+ * switch, the previous worker's (docs/design/executor.md, "the address
+ * of a thread-local variable must not be kept across a switch"; the TSan
+ * build did so in acquire_in). */
+static __attribute__((noinline)) uint32_t my_tag(void) {
   if (tls_tag == 0) /* relaxed: only uniqueness matters */
     tls_tag =
         (uint32_t)(atomic_fetch_add_explicit(&next_tag, 1, memory_order_relaxed) % OWN_TAG_MASK) +
@@ -459,6 +467,10 @@ static inline void view_unlink(view_t *v) {
       return;
     }
 }
+
+/* (S3, S10) After acquire_in's barriers: see my_tag. */
+static __attribute__((noinline)) void solo_hits_reset(void) { tls_k.solo_hits = 0; }
+static __attribute__((noinline)) bool solo_shared_now(void) { return tls_k.solo_shared; }
 
 /* (S12) The views of a transaction whose descriptor is detached inside it
  * (an executor suspends it) go with the descriptor, and come back on the
@@ -2160,10 +2172,10 @@ static view_t *acquire_in(sstm_file_t *f, uint64_t id, int *err) {
    * began) and that no call outside transactions changed in place holds
    * the installed state already: no copy. */
   if (__builtin_expect(leave, 0))
-    v->kept = tls_k.solo_shared, v->pw_len = 0,
+    v->kept = solo_shared_now(), v->pw_len = 0,
     nmod = solo_leave(f, v); /* (S10) the installed state with this attempt's changes */
   else if (k == NULL || o != kown || nmod != v->nmod)
-    snapshot(f, o, &v->s), tls_k.solo_hits = 0, v->pw_len = 0;
+    snapshot(f, o, &v->s), solo_hits_reset(), v->pw_len = 0;
   else
     v->hit = true; /* no ticket since its installation: pw is still the file's */
   v->nmod = nmod;
