@@ -51,6 +51,15 @@
  * waits for nothing). Operations outside transactions need a registered
  * thread (sstm_thread_init()); on an unregistered thread they fail with
  * errno EPERM.
+ * In an executor's requests (schedstm/exec.h), whose transactions may be
+ * suspended and resumed on another worker, the operations work as in any
+ * transaction, and a suspended transaction holds a stream from the others
+ * only as a lock does, under the executor's rule for conflicts with
+ * paused transactions (sstm_exec_config_t::paused_conflict; by default the
+ * one that meets it takes it over, and the suspended one restarts when
+ * resumed). Such transactions never use the
+ * fast path of a stream that one thread uses alone (docs/design/tm-libc.md
+ * (S12)).
  *
  * Visibility: what a committed transaction wrote is in the kernel when
  * sstm_commit() (or sstm_run()) returns if it left the buffer (a full
