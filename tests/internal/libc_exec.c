@@ -70,12 +70,34 @@ static void submit(sstm_exec_t *ex, void (*fn)(void *), unsigned prio, sstm_exec
   CHECK_OK(sstm_exec_submit(ex, &q));
 }
 
-static void run(sstm_exec_preempt_t mode) {
+/* The library, this thread and the stream f on a new file (its path in
+ * path). */
+static void open_case(char *path, size_t cap, const char *tag) {
   sstm_test_init();
-  char path[128];
-  sstm_test_tmp_file(path, sizeof path, "libc_exec");
+  sstm_test_tmp_file(path, cap, tag);
   f = sstm_fopen(path, "w+");
   CHECK(f != NULL);
+}
+
+/* Close f, check that its file holds exactly `want`, remove it, and end
+ * the library. */
+static void close_case(const char *path, const char *want) {
+  CHECK_EQ_I(sstm_fclose(f), 0);
+  FILE *r = fopen(path, "r");
+  CHECK(r != NULL);
+  char got[256];
+  size_t n = fread(got, 1, sizeof got - 1, r);
+  got[n] = '\0';
+  fclose(r);
+  unlink(path);
+  CHECK_EQ_STR(got, want);
+  CHECK_OK(sstm_thread_exit());
+  CHECK_OK(sstm_shutdown());
+}
+
+static void run(sstm_exec_preempt_t mode) {
+  char path[128];
+  open_case(path, sizeof path, "libc_exec");
   atomic_store_explicit(&l_in, 0, memory_order_seq_cst);
   atomic_store_explicit(&release_l, 0, memory_order_seq_cst);
   atomic_store_explicit(&h_done, 0, memory_order_seq_cst);
@@ -105,24 +127,13 @@ static void run(sstm_exec_preempt_t mode) {
   CHECK_OK(sstm_exec_stats(ex, 0, &st));
   CHECK(st.preemptions >= 1); /* L was switched out */
   CHECK_OK(sstm_exec_destroy(ex));
-  CHECK_EQ_I(sstm_fclose(f), 0);
-
   /* The file: the warm-up lines, then H's, then L's (L's first attempt
    * was taken over by H, and its retry committed after H). */
   char want[3 * (WARM + 2) + 1] = "";
   for (int i = 0; i < WARM; i++)
     strcat(want, "w\n");
   strcat(want, "H\nL\n");
-  FILE *r = fopen(path, "r");
-  CHECK(r != NULL);
-  char got[sizeof want + 16];
-  size_t n = fread(got, 1, sizeof got - 1, r);
-  got[n] = '\0';
-  fclose(r);
-  unlink(path);
-  CHECK_EQ_STR(got, want);
-  CHECK_OK(sstm_thread_exit());
-  CHECK_OK(sstm_shutdown());
+  close_case(path, want);
 }
 
 /* A request suspended after a call on a stream and resumed on another
@@ -173,11 +184,8 @@ static void wait_flag(_Atomic int *flag) {
 }
 
 static void run_moved(sstm_exec_preempt_t mode) {
-  sstm_test_init();
   char path[128];
-  sstm_test_tmp_file(path, sizeof path, "libc_exec_moved");
-  f = sstm_fopen(path, "w+");
-  CHECK(f != NULL);
+  open_case(path, sizeof path, "libc_exec_moved");
   _Atomic int *flags[] = {&m_l_in,  &m_b_in,  &m_h_in, &m_rel_l,
                           &m_rel_b, &m_rel_h, &m_tid1, &m_tid2};
   for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++)
@@ -202,17 +210,7 @@ static void run_moved(sstm_exec_preempt_t mode) {
   atomic_store_explicit(&m_rel_h, 1, memory_order_seq_cst);
   CHECK_OK(sstm_exec_wait(&fh));
   CHECK_OK(sstm_exec_destroy(ex));
-  CHECK_EQ_I(sstm_fclose(f), 0);
-  FILE *r = fopen(path, "r");
-  CHECK(r != NULL);
-  char got[64];
-  size_t n = fread(got, 1, sizeof got - 1, r);
-  got[n] = '\0';
-  fclose(r);
-  unlink(path);
-  CHECK_EQ_STR(got, "L1\nL2\n");
-  CHECK_OK(sstm_thread_exit());
-  CHECK_OK(sstm_shutdown());
+  close_case(path, "L1\nL2\n");
 }
 
 TEST(a_request_resumed_on_another_worker_finds_its_stream) {
@@ -344,11 +342,8 @@ static void t_body_b(void *arg) {
 }
 
 static void run_turn(sstm_exec_preempt_t mode) {
-  sstm_test_init();
   char path[128];
-  sstm_test_tmp_file(path, sizeof path, "libc_exec_turn");
-  f = sstm_fopen(path, "w+");
-  CHECK(f != NULL);
+  open_case(path, sizeof path, "libc_exec_turn");
   _Atomic int *flags[] = {&m_l_in, &m_rel_l, &t_k_in, &t_h_in, &t_rel_k, &t_b_done};
   for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++)
     atomic_store_explicit(flags[i], 0, memory_order_seq_cst);
@@ -372,17 +367,7 @@ static void run_turn(sstm_exec_preempt_t mode) {
   atomic_store_explicit(&m_rel_l, 1, memory_order_seq_cst);
   CHECK_OK(sstm_exec_wait(&fl));
   CHECK_OK(sstm_exec_destroy(ex));
-  CHECK_EQ_I(sstm_fclose(f), 0);
-  FILE *r = fopen(path, "r");
-  CHECK(r != NULL);
-  char got[64];
-  size_t n = fread(got, 1, sizeof got - 1, r);
-  got[n] = '\0';
-  fclose(r);
-  unlink(path);
-  CHECK_EQ_STR(got, "B\nL\n");
-  CHECK_OK(sstm_thread_exit());
-  CHECK_OK(sstm_shutdown());
+  close_case(path, "B\nL\n");
 }
 
 TEST(a_suspended_request_does_not_hold_the_turn_of_its_stream) {
