@@ -111,6 +111,15 @@ static void run(sstm_exec_preempt_t mode) {
   sstm_exec_future_t fa, fb, fu;
   submit(ex, body_a, 0, &fa);
   wait_flag(&a_in);
+  /* B must go to the other worker, idle, not preempt A: sstm_exec_create
+   * returns once the workers have started, not once they wait for work,
+   * and a submission that finds no idle worker preempts the lowest
+   * running priority (A). A worker held up between the two (a loaded
+   * host) made B preempt A, and A then filled its read set while the test
+   * waited for B to wait (a fatal error, once in about 1000 runs; a
+   * 20 ms sleep there makes it happen every time). */
+  while (!exec_idle_worker(ex))
+    sched_yield();
   submit(ex, body_b, 1, &fb); /* the idle worker takes it */
   wait_flag(&b_in);
   while (!some_waiter(ex))

@@ -34,6 +34,7 @@
 #include <schedstm/stdio.h>
 
 #include "exec_cfg.h"
+#include "exec_sum.h"
 #include "libc/esc.h"
 #include "runner.h"
 
@@ -196,6 +197,8 @@ static void run_moved(sstm_exec_preempt_t mode) {
   sstm_exec_future_t fl, fb, fh;
   submit(ex, m_body_l, 0, &fl);
   wait_flag(&m_l_in);
+  while (!exec_idle_worker(ex)) /* B goes to the idle worker */
+    sched_yield();
   submit(ex, m_body_b, 1, &fb);
   wait_flag(&m_b_in);
   submit(ex, m_body_h, 3, &fh); /* preempts L, the only one it may */
@@ -354,6 +357,8 @@ static void run_turn(sstm_exec_preempt_t mode) {
   sstm_exec_future_t fl, fk, fh, fb;
   submit(ex, t_body_l, 0, &fl);
   wait_flag(&m_l_in);
+  while (!exec_idle_worker(ex)) /* K goes to the idle worker */
+    sched_yield();
   submit(ex, t_body_k, 1, &fk);
   wait_flag(&t_k_in);
   submit(ex, t_body_h, 3, &fh); /* preempts L, the only one it may */
