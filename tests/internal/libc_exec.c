@@ -66,9 +66,14 @@ static void body_h(void *arg) {
   atomic_store_explicit(&h_done, 1, memory_order_seq_cst);
 }
 
-static void submit(sstm_exec_t *ex, void (*fn)(void *), unsigned prio, sstm_exec_future_t *fu) {
-  sstm_exec_req_t q = {.fn = fn, .priority = prio, .future = fu};
+static void submit_arg(sstm_exec_t *ex, void (*fn)(void *), void *arg, unsigned prio,
+                       sstm_exec_future_t *fu) {
+  sstm_exec_req_t q = {.fn = fn, .arg = arg, .priority = prio, .future = fu};
   CHECK_OK(sstm_exec_submit(ex, &q));
+}
+
+static void submit(sstm_exec_t *ex, void (*fn)(void *), unsigned prio, sstm_exec_future_t *fu) {
+  submit_arg(ex, fn, NULL, prio, fu);
 }
 
 /* The library, this thread and the stream f on a new file (its path in
@@ -165,18 +170,24 @@ static void m_body_l(void *arg) {
   CHECK(sstm_fputs("L2\n", f) >= 0);
 }
 
-static void m_body_b(void *arg) {
-  (void)arg;
-  CHECK_OK(sstm_exec_nopreempt_begin());
-  atomic_store_explicit(&m_b_in, 1, memory_order_seq_cst);
-  spin_until(&m_rel_b);
-  CHECK_OK(sstm_exec_nopreempt_end());
+/* A request that holds its worker (body_hold): it marks `in`, then reads
+ * (a polled point each time) until `until` is set; body_hold_np does so in
+ * a region that may not be preempted, so that it keeps its worker
+ * whatever arrives. */
+struct hold {
+  _Atomic int *in, *until;
+};
+
+static void body_hold(void *arg) {
+  const struct hold *h = arg;
+  atomic_store_explicit(h->in, 1, memory_order_seq_cst);
+  spin_until(h->until);
 }
 
-static void m_body_h(void *arg) {
-  (void)arg;
-  atomic_store_explicit(&m_h_in, 1, memory_order_seq_cst);
-  spin_until(&m_rel_h);
+static void body_hold_np(void *arg) {
+  CHECK_OK(sstm_exec_nopreempt_begin());
+  body_hold(arg);
+  CHECK_OK(sstm_exec_nopreempt_end());
 }
 
 static void wait_flag(_Atomic int *flag) {
@@ -199,9 +210,10 @@ static void run_moved(sstm_exec_preempt_t mode) {
   wait_flag(&m_l_in);
   while (!exec_idle_worker(ex)) /* B goes to the idle worker */
     sched_yield();
-  submit(ex, m_body_b, 1, &fb);
+  struct hold b = {&m_b_in, &m_rel_b}, h = {&m_h_in, &m_rel_h};
+  submit_arg(ex, body_hold_np, &b, 1, &fb);
   wait_flag(&m_b_in);
-  submit(ex, m_body_h, 3, &fh); /* preempts L, the only one it may */
+  submit_arg(ex, body_hold, &h, 3, &fh); /* preempts L, the only one it may */
   wait_flag(&m_h_in);
   atomic_store_explicit(&m_rel_b, 1, memory_order_seq_cst);
   CHECK_OK(sstm_exec_wait(&fb)); /* B's worker resumes L next */
@@ -269,9 +281,7 @@ static void run_mix(unsigned workers, sstm_exec_preempt_t mode) {
         .id = i,
         .reads = sstm_rng_below(&r, 3) == 0 ? (unsigned)sstm_rng_below(&r, 2000) : 0,
         .both = sstm_rng_below(&r, 4) == 0};
-    sstm_exec_req_t q = {
-        .fn = mix_body, .arg = &mix_req[i], .priority = (unsigned)sstm_rng_below(&r, 5)};
-    CHECK_OK(sstm_exec_submit(ex, &q));
+    submit_arg(ex, mix_body, &mix_req[i], (unsigned)sstm_rng_below(&r, 5), NULL);
   }
   CHECK_OK(sstm_exec_destroy(ex)); /* runs every accepted request first */
   memset(mix_seen, 0, sizeof mix_seen);
@@ -325,20 +335,6 @@ static void t_body_l(void *arg) {
   spin_until(&m_rel_l);
 }
 
-static void t_body_k(void *arg) {
-  (void)arg;
-  CHECK_OK(sstm_exec_nopreempt_begin());
-  atomic_store_explicit(&t_k_in, 1, memory_order_seq_cst);
-  spin_until(&t_rel_k);
-  CHECK_OK(sstm_exec_nopreempt_end());
-}
-
-static void t_body_h(void *arg) {
-  (void)arg;
-  atomic_store_explicit(&t_h_in, 1, memory_order_seq_cst);
-  spin_until(&t_b_done);
-}
-
 static void t_body_b(void *arg) {
   (void)arg;
   CHECK(sstm_fputs("B\n", f) >= 0);
@@ -359,9 +355,10 @@ static void run_turn(sstm_exec_preempt_t mode) {
   wait_flag(&m_l_in);
   while (!exec_idle_worker(ex)) /* K goes to the idle worker */
     sched_yield();
-  submit(ex, t_body_k, 1, &fk);
+  struct hold k = {&t_k_in, &t_rel_k}, h = {&t_h_in, &t_b_done};
+  submit_arg(ex, body_hold_np, &k, 1, &fk);
   wait_flag(&t_k_in);
-  submit(ex, t_body_h, 3, &fh); /* preempts L, the only one it may */
+  submit_arg(ex, body_hold, &h, 3, &fh); /* preempts L, the only one it may */
   wait_flag(&t_h_in);
   submit(ex, t_body_b, 2, &fb); /* queued: both workers are busy */
   atomic_store_explicit(&t_rel_k, 1, memory_order_seq_cst);

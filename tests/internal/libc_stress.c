@@ -52,6 +52,8 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -190,6 +192,7 @@ typedef struct txlog {
   rdlog_t rd, rd2; /* a read before its records, one after them on stream 0 */
   long seek0;      /* where its last seek on stream 0 went (-1: none) */
 } txlog_t;
+_Static_assert(offsetof(txlog_t, ord) == 0, "by_commit_order reads ord first");
 
 static struct {
   params_t p;
@@ -461,8 +464,9 @@ static size_t read_file(const char *path, char **out) {
   return (size_t)n;
 }
 
-/* Check stream si's file against the logs (sorted by ord in byord). */
-static void check_records(int si, const char *path, txlog_t **byord, uint64_t total) {
+/* Check stream si's file against the logs (txlog_t, in the serial order
+ * in byord: by_commit_order). */
+static void check_records(int si, const char *path, void *const *byord, uint64_t total) {
   char *fb;
   size_t n = read_file(path, &fb);
   /* the record boundaries, for the ftell checks */
@@ -505,7 +509,7 @@ static void check_records(int si, const char *path, txlog_t **byord, uint64_t to
       unsigned k = (unsigned)(seq % 4);
       /* skip transactions without records on this stream */
       if (next_k == 0)
-        while (next_ord < total && byord[next_ord]->nrec[si] == 0)
+        while (next_ord < total && ((const txlog_t *)byord[next_ord])->nrec[si] == 0)
           next_ord++;
       CHECK_MSG(ord == next_ord && k == next_k,
                 "stream %d: transaction record %llu.%u at %zu, expected %llu.%u (lost, doubled "
@@ -528,7 +532,7 @@ static void check_records(int si, const char *path, txlog_t **byord, uint64_t to
   }
   bound[n] = 1;
   if (next_k == 0)
-    while (next_ord < total && byord[next_ord]->nrec[si] == 0)
+    while (next_ord < total && ((const txlog_t *)byord[next_ord])->nrec[si] == 0)
       next_ord++;
   CHECK_MSG(next_ord == total && next_k == 0,
             "stream %d: transaction records end at %llu.%u of "
@@ -573,9 +577,31 @@ static void check_records(int si, const char *path, txlog_t **byord, uint64_t to
   free(fb);
 }
 
-static int cmp_ord(const void *a, const void *b) {
-  uint64_t x = (*(txlog_t *const *)a)->ord, y = (*(txlog_t *const *)b)->ord;
-  return x < y ? -1 : x > y;
+/* The logs that threads 0..threads-1 kept of their committed
+ * transactions (nlogs[t] records of `size` bytes from logs[t], each
+ * beginning with its uint64_t place in the serial order) as one array in
+ * that order (to free): there are `committed` of them, and their places
+ * are 0..committed-1, each once (no gap, no duplicate). */
+static void **by_commit_order(const void *const *logs, const unsigned *nlogs, unsigned threads,
+                              size_t size, uint64_t committed) {
+  uint64_t total = 0;
+  for (unsigned t = 0; t < threads; t++)
+    total += nlogs[t];
+  CHECK_EQ_U(total, committed);
+  void **by = calloc(total + 1, sizeof *by);
+  CHECK_NOT_NULL(by);
+  for (unsigned t = 0; t < threads; t++)
+    for (unsigned i = 0; i < nlogs[t]; i++) {
+      char *l = (char *)(uintptr_t)logs[t] + (size_t)i * size;
+      uint64_t ord;
+      memcpy(&ord, l, sizeof ord);
+      CHECK_MSG(ord < total && by[ord] == NULL,
+                "thread %u's transaction %u has place %llu in the serial order of %llu: a gap "
+                "or a duplicate",
+                t, i, (unsigned long long)ord, (unsigned long long)total);
+      by[ord] = l;
+    }
+  return by;
 }
 
 static sstm_file_t *open_stream(const char *path, const params_t *p) {
@@ -614,19 +640,11 @@ static void records_round(const params_t *p) {
       CHECK_EQ_I(sstm_ferror(g.f[s]), 0);
       CHECK_OK(sstm_fclose(g.f[s]));
     }
-  uint64_t total = 0;
+  const void *logs[8];
   for (unsigned t = 0; t < p->threads; t++)
-    total += g.nlogs[t];
-  CHECK_EQ_U(total, g.counter);
-  txlog_t **byord = malloc((total + 1) * sizeof *byord);
-  CHECK_NOT_NULL(byord);
-  uint64_t k = 0;
-  for (unsigned t = 0; t < p->threads; t++)
-    for (unsigned i = 0; i < g.nlogs[t]; i++)
-      byord[k++] = &g.logs[t][i];
-  qsort(byord, total, sizeof *byord, cmp_ord);
-  for (uint64_t i = 0; i < total; i++)
-    CHECK_EQ_U(byord[i]->ord, i); /* no gap, no duplicate */
+    logs[t] = g.logs[t];
+  uint64_t total = g.counter;
+  void **byord = by_commit_order(logs, g.nlogs, p->threads, sizeof(txlog_t), total);
   check_records(0, path1, byord, total);
   if (p->two) check_records(1, path2, byord, total);
   for (unsigned t = 0; t < p->threads; t++) {
@@ -660,6 +678,7 @@ typedef struct slotlog {
   unsigned thread;
   char old[3][2 * SREC];
 } slotlog_t;
+_Static_assert(offsetof(slotlog_t, ord) == 0, "by_commit_order reads ord first");
 
 static void mkslot(char *b, unsigned slot, uint64_t ord, unsigned k, unsigned thread) {
   char tmp[80];
@@ -758,11 +777,6 @@ static void slot_thread(sstm_tt_t *t) {
   s.nlogs[t->idx] = n;
 }
 
-static int cmp_slot(const void *a, const void *b) {
-  uint64_t x = (*(slotlog_t *const *)a)->ord, y = (*(slotlog_t *const *)b)->ord;
-  return x < y ? -1 : x > y;
-}
-
 static void slots_round(const params_t *p, uint64_t round) {
   sstm_rng_t rr, *r = &rr;
   sstm_rng_seed(r, sstm_test_seed() ^ (round * 0x51ed27u));
@@ -786,20 +800,13 @@ static void slots_round(const params_t *p, uint64_t round) {
   sstm_test_run_threads(p->threads, true, slot_thread, NULL);
   CHECK_EQ_I(sstm_ferror(s.f), 0);
   CHECK_OK(sstm_fclose(s.f));
-  uint64_t total = 0;
+  const void *logs[8];
   for (unsigned t = 0; t < p->threads; t++)
-    total += s.nlogs[t];
-  CHECK_EQ_U(total, s.counter);
-  slotlog_t **byord = malloc((total + 1) * sizeof *byord);
-  CHECK_NOT_NULL(byord);
-  uint64_t k = 0;
-  for (unsigned t = 0; t < p->threads; t++)
-    for (unsigned i = 0; i < s.nlogs[t]; i++)
-      byord[k++] = &s.logs[t][i];
-  qsort(byord, total, sizeof *byord, cmp_slot);
+    logs[t] = s.logs[t];
+  uint64_t total = s.counter;
+  void **byord = by_commit_order(logs, s.nlogs, p->threads, sizeof(slotlog_t), total);
   for (uint64_t i = 0; i < total; i++) {
-    slotlog_t *l = byord[i];
-    CHECK_EQ_U(l->ord, i);
+    const slotlog_t *l = byord[i];
     for (unsigned j = 0; j < l->n; j++) {
       char *at = model + (size_t)l->slot[j] * SREC;
       CHECK_MSG(memcmp(l->old[j], at, l->span[j] * SREC) == 0,
