@@ -2308,7 +2308,7 @@ static bool rst_reserve(view_t *v, uint32_t cap) {
  * -errno. */
 static long fill(view_t *v, uint64_t p, size_t need) {
   sstm_file_t *f = v->f;
-  long n;
+  long n, err;
   /* An unbuffered stream reads what the call wants (up to SF_CAP bytes
    * per system call), nothing ahead. */
   uint32_t cap = f->bsz != 0 ? f->bsz : need < SF_CAP ? (uint32_t)need : SF_CAP;
@@ -2324,7 +2324,10 @@ static long fill(view_t *v, uint64_t p, size_t need) {
     size_t want =
         (v->s.rlen != 0 && v->s.rbase + v->s.rlen == p) || cap < SF_SEEKFILL ? cap : SF_SEEKFILL;
     ssize_t got = pread_all(f->fd, v->rst, want, p);
-    if (got < 0) return (long)got;
+    if (got < 0) {
+      err = (long)got;
+      goto failed;
+    }
     recheck(v, w);
     /* The attempt's own records: their bytes replace the kernel's, and the
      * file ends at the last of them if that is further: the bytes between
@@ -2348,11 +2351,25 @@ static long fill(view_t *v, uint64_t p, size_t need) {
     do
       r = sstm__stdio_sys->read(f->fd, v->rst, cap);
     while (r < 0 && errno == EINTR);
-    if (r < 0) return -errno;
+    if (r < 0) {
+      err = -errno;
+      goto failed;
+    }
     n = (long)r;
   }
   v->s.rbase = p, v->s.rlen = (uint64_t)n, v->rown = true;
   return n;
+failed:
+  /* The system call may have read part of the bytes into rst, which holds
+   * the window it was to replace when that window is the attempt's own:
+   * the window is gone (else this attempt, and after its commit every
+   * reader of the installed window, would read those bytes at the old
+   * window's offsets: a pread short of its count, then EIO).
+   * Tested:
+   * unit.internal_libc_faults.a_refill_that_fails_half_way_leaves_no_foreign_bytes_in_the_window.
+   */
+  if (v->rown) v->s.rlen = 0;
+  return err;
 }
 
 /* Read up to n bytes into dst, stopping after a newline when nl. Sets the

@@ -24,8 +24,10 @@ static struct {
   int eintr_every; /* every Nth call of pwrite and pread returns EINTR */
   size_t chunk;    /* largest count one pwrite writes (short writes) */
   int pread_calls;
-  int pread_errno; /* pread fails with it */
-  off_t below;     /* preads at an offset below it are counted in n_below */
+  int pread_errno;     /* pread fails with it */
+  int pread_fail_from; /* ... from this pread call on (0: every call) */
+  size_t rchunk;       /* largest count one pread returns (short reads) */
+  off_t below;         /* preads at an offset below it are counted in n_below */
   int n_below;
 } fi;
 
@@ -46,10 +48,11 @@ static ssize_t fi_pwrite(int fd, const void *b, size_t n, off_t off) {
 static ssize_t fi_pread(int fd, void *b, size_t n, off_t off) {
   int call = ++fi.pread_calls;
   if (off < fi.below) fi.n_below++;
-  if (fi.pread_errno) {
+  if (fi.pread_errno && call >= fi.pread_fail_from) {
     errno = fi.pread_errno;
     return -1;
   }
+  if (fi.rchunk && n > fi.rchunk) n = fi.rchunk;
   if (fi.eintr_every && call % fi.eintr_every == 0) {
     errno = EINTR;
     return -1;
@@ -206,6 +209,50 @@ TEST(read_error_sets_the_error_indicator) {
   fi.pread_errno = 0;
   sstm_clearerr(f);
   CHECK_EQ_I(sstm_fgetc(f), 'A');
+  CHECK_OK(sstm_fclose(f));
+  teardown();
+}
+
+/* A refill that fails half-way (a short pread, then EIO) has read some
+ * bytes into the attempt's read buffer, which still holds the window it
+ * was to replace: that window must not be used with those bytes. Here the
+ * window is [0, 512) of a file of letters, the refill at 5001 gets 100
+ * bytes before it fails, and the window is read again in the same
+ * transaction and, once installed, by the next one. */
+TEST(a_refill_that_fails_half_way_leaves_no_foreign_bytes_in_the_window) {
+  setup();
+  static unsigned char was[8000];
+  sstm_file_t *f = open_letters(was, sizeof was);
+  fi.rchunk = 100;
+  static volatile int attempts;
+  attempts = 0;
+  unsigned char b[20];
+  SSTM_ATOMIC_BEGIN(NULL)
+    attempts++;
+    fi.pread_errno = 0;
+    CHECK_EQ_U(sstm_fread(b, 1, 10, f), 10); /* the window [0, 512), read 100 at a time */
+    CHECK_EQ_MEM(b, was, 10);
+    CHECK_EQ_I(sstm_fseek(f, 5001, SEEK_SET), 0);
+    fi.pread_errno = EIO;
+    fi.pread_fail_from = fi.pread_calls + 2; /* 100 bytes of 5001.., then EIO */
+    errno = 0;
+    CHECK_EQ_U(sstm_fread(b, 1, 10, f), 0);
+    CHECK_EQ_I(errno, EIO);
+    CHECK_TRUE(sstm_ferror(f));
+    CHECK_EQ_I(sstm_ftell(f), 5001);
+    fi.pread_errno = 0;
+    CHECK_EQ_I(sstm_fseek(f, 0, SEEK_SET), 0);
+    CHECK_EQ_U(sstm_fread(b, 1, 20, f), 20);
+    CHECK_EQ_MEM(b, was, 20); /* not was + 5001 */
+  SSTM_ATOMIC_END();
+  CHECK_EQ_I(attempts, 1);
+  SSTM_ATOMIC_BEGIN(NULL)
+    CHECK_EQ_I(sstm_fseek(f, 0, SEEK_SET), 0);
+    CHECK_EQ_U(sstm_fread(b, 1, 20, f), 20);
+    CHECK_EQ_MEM(b, was, 20);
+  SSTM_ATOMIC_END();
+  CHECK_TRUE(sstm_ferror(f)); /* the read error committed */
+  sstm_clearerr(f);
   CHECK_OK(sstm_fclose(f));
   teardown();
 }
