@@ -2931,7 +2931,9 @@ static inline __attribute__((always_inline)) char *fgets_general(char *s, int n,
     return NULL;
   }
   op_t a = {.f = f, .dst = s, .n = (size_t)n - 1, .whence = 1};
-  if (!read_op(&a) || a.r == 0) {
+  /* NULL also after a read error that followed part of the line (ISO C:
+   * the array's contents are then indeterminate), as glibc's fgets does */
+  if (!read_op(&a) || a.r == 0 || a.err != 0) {
     finish(&a);
     return NULL;
   }

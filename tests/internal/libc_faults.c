@@ -257,6 +257,44 @@ TEST(a_refill_that_fails_half_way_leaves_no_foreign_bytes_in_the_window) {
   teardown();
 }
 
+/* A read error inside a line: sstm_fgets returns NULL with errno, as
+ * stdio.h says and as ISO C's fgets does (the array's contents are then
+ * indeterminate), not the part of the line read before the error; the
+ * position counts that part, as glibc's does. sstm_fread returns the
+ * items read before it, sstm_fgetc EOF. Buffers of 16 bytes: the line's
+ * first 16 bytes come from the window, the refill fails. */
+TEST(a_read_error_inside_a_line_makes_fgets_return_null) {
+  setup(); /* 100 'A', no newline */
+  sstm_file_t *f = sstm_fopen(path, "r");
+  CHECK_NOT_NULL(f);
+  CHECK_OK(sstm_setvbuf(f, NULL, _IOFBF, 16));
+  char line[64];
+  fi.pread_errno = EIO;
+  fi.pread_fail_from = 2; /* the first refill works, the second fails */
+  errno = 0;
+  CHECK_NULL(sstm_fgets(line, sizeof line, f));
+  CHECK_EQ_I(errno, EIO);
+  CHECK_TRUE(sstm_ferror(f));
+  CHECK_EQ_I(sstm_ftell(f), 16);
+  sstm_clearerr(f);
+  CHECK_EQ_I(sstm_fseek(f, 0, SEEK_SET), 0);
+  fi.pread_fail_from = fi.pread_calls + 2;
+  errno = 0;
+  CHECK_EQ_U(sstm_fread(line, 1, 20, f), 16);
+  CHECK_EQ_I(errno, EIO);
+  CHECK_TRUE(sstm_ferror(f));
+  sstm_clearerr(f);
+  CHECK_EQ_I(sstm_fseek(f, 0, SEEK_SET), 0);
+  fi.pread_fail_from = fi.pread_calls + 1;
+  errno = 0;
+  CHECK_EQ_I(sstm_fgetc(f), EOF);
+  CHECK_EQ_I(errno, EIO);
+  CHECK_FALSE(sstm_feof(f));
+  fi.pread_errno = 0;
+  CHECK_OK(sstm_fclose(f));
+  teardown();
+}
+
 /* An unbuffered stream writes at every commit: a write that fails there
  * (ENOSPC) leaves none of its bytes, is reported, and the earlier and
  * later commits' bytes stay. */
