@@ -61,6 +61,7 @@
 #include <unistd.h>
 
 #include "libc/esc.h"
+#include "libc_model.h"
 #include "runner.h"
 
 static char path1[64], path2[64];
@@ -450,20 +451,6 @@ static void rec_thread(sstm_tt_t *t) {
   g.nlogs[t->idx] = n;
 }
 
-static size_t read_file(const char *path, char **out) {
-  int fd = open(path, O_RDONLY);
-  CHECK_GE_I(fd, 0);
-  off_t n = lseek(fd, 0, SEEK_END);
-  CHECK_GE_I(n, 0);
-  char *b = malloc((size_t)n + 1);
-  CHECK_NOT_NULL(b);
-  CHECK_EQ_I(pread(fd, b, (size_t)n, 0), n);
-  close(fd);
-  b[n] = 0;
-  *out = b;
-  return (size_t)n;
-}
-
 /* Check stream si's file against the logs (txlog_t, in the serial order
  * in byord: by_commit_order). */
 static void check_records(int si, const char *path, void *const *byord, uint64_t total) {
@@ -575,33 +562,6 @@ static void check_records(int si, const char *path, void *const *byord, uint64_t
   }
   free(bound);
   free(fb);
-}
-
-/* The logs that threads 0..threads-1 kept of their committed
- * transactions (nlogs[t] records of `size` bytes from logs[t], each
- * beginning with its uint64_t place in the serial order) as one array in
- * that order (to free): there are `committed` of them, and their places
- * are 0..committed-1, each once (no gap, no duplicate). */
-static void **by_commit_order(const void *const *logs, const unsigned *nlogs, unsigned threads,
-                              size_t size, uint64_t committed) {
-  uint64_t total = 0;
-  for (unsigned t = 0; t < threads; t++)
-    total += nlogs[t];
-  CHECK_EQ_U(total, committed);
-  void **by = calloc(total + 1, sizeof *by);
-  CHECK_NOT_NULL(by);
-  for (unsigned t = 0; t < threads; t++)
-    for (unsigned i = 0; i < nlogs[t]; i++) {
-      char *l = (char *)(uintptr_t)logs[t] + (size_t)i * size;
-      uint64_t ord;
-      memcpy(&ord, l, sizeof ord);
-      CHECK_MSG(ord < total && by[ord] == NULL,
-                "thread %u's transaction %u has place %llu in the serial order of %llu: a gap "
-                "or a duplicate",
-                t, i, (unsigned long long)ord, (unsigned long long)total);
-      by[ord] = l;
-    }
-  return by;
 }
 
 static sstm_file_t *open_stream(const char *path, const params_t *p) {
