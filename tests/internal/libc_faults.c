@@ -295,6 +295,49 @@ TEST(a_read_error_inside_a_line_makes_fgets_return_null) {
   teardown();
 }
 
+/* What a reader sees after a failed ticket (docs/design/tm-libc.md (S4)):
+ * a read that the kernel serves (pread) sees the file, without the lost
+ * bytes; a read that the installed read window serves sees them while
+ * that window stands. Here the failing ticket's transaction read back
+ * what it wrote, so its window holds its record's bytes (S5), and its
+ * commit installed that window before the ticket failed. A refill
+ * elsewhere replaces it; after that the file's bytes are read. */
+TEST(after_a_failed_ticket_its_transactions_window_still_shows_the_lost_bytes) {
+  setup();
+  unsigned char was[2000], b[20], buf[100];
+  sstm_file_t *f = open_letters(was, sizeof was);
+  fi.fail_at = fi.pwrite_calls + 1;
+  fi.fail_errno = EIO;
+  SSTM_ATOMIC_BEGIN(NULL)
+    CHECK_EQ_I(sstm_fseek(f, 10, SEEK_SET), 0);
+    CHECK_EQ_I(sstm_fputs("xyz", f), 3);
+    CHECK_EQ_I(sstm_fseek(f, 0, SEEK_SET), 0);
+    CHECK_EQ_U(sstm_fread(b, 1, 20, f), 20); /* xyz becomes a record, laid over the refill */
+    CHECK_EQ_MEM(b + 10, "xyz", 3);
+  SSTM_ATOMIC_END();
+  CHECK_GE_I(fi.pwrite_calls, fi.fail_at);
+  CHECK_TRUE(sstm_ferror(f));
+  CHECK_EQ_U(contents(buf, sizeof buf), sizeof buf);
+  CHECK_EQ_MEM(buf, was, sizeof buf); /* undone */
+  SSTM_ATOMIC_BEGIN(NULL)
+    CHECK_EQ_I(sstm_fseek(f, 0, SEEK_SET), 0);
+    CHECK_EQ_U(sstm_fread(b, 1, 20, f), 20); /* the installed window [0, 512) */
+    CHECK_EQ_MEM(b + 10, "xyz", 3);
+  SSTM_ATOMIC_END();
+  SSTM_ATOMIC_BEGIN(NULL)
+    CHECK_EQ_I(sstm_fseek(f, 1500, SEEK_SET), 0);
+    CHECK_EQ_I(sstm_fgetc(f), was[1500]); /* a refill replaces the window */
+    CHECK_EQ_I(sstm_fseek(f, 0, SEEK_SET), 0);
+    CHECK_EQ_U(sstm_fread(b, 1, 20, f), 20);
+    CHECK_EQ_MEM(b, was, 20);
+  SSTM_ATOMIC_END();
+  fi.fail_at = 0;
+  errno = 0;
+  CHECK_EQ_I(sstm_fclose(f), EOF);
+  CHECK_EQ_I(errno, EIO);
+  teardown();
+}
+
 /* An unbuffered stream writes at every commit: a write that fails there
  * (ENOSPC) leaves none of its bytes, is reported, and the earlier and
  * later commits' bytes stay. */
