@@ -338,6 +338,35 @@ TEST(after_a_failed_ticket_its_transactions_window_still_shows_the_lost_bytes) {
   teardown();
 }
 
+/* The installation reads the bytes a ticket's records overwrite before it
+ * writes them (S4): when that pread fails (EIO), the ticket fails before
+ * it writes anything, and the failure is reported as a write's. */
+TEST(a_ticket_whose_undo_bytes_cannot_be_read_writes_nothing) {
+  setup(); /* 100 'A' */
+  sstm_file_t *f = sstm_fopen(path, "r+");
+  CHECK_NOT_NULL(f);
+  SSTM_ATOMIC_BEGIN(NULL)
+    CHECK_EQ_I(sstm_fseek(f, 10, SEEK_SET), 0);
+    CHECK_EQ_I(sstm_fputs("xyz", f), 3);
+  SSTM_ATOMIC_END();
+  fi.pread_errno = EIO;
+  fi.pread_fail_from = fi.pread_calls + 1;
+  int writes = fi.pwrite_calls;
+  errno = 0;
+  CHECK_EQ_I(sstm_fflush(f), EOF);
+  CHECK_EQ_I(errno, EIO);
+  CHECK_EQ_I(fi.pwrite_calls, writes); /* nothing written */
+  CHECK_TRUE(sstm_ferror(f));
+  unsigned char buf[200];
+  CHECK_EQ_U(contents(buf, sizeof buf), 100);
+  for (int i = 0; i < 100; i++)
+    CHECK_EQ_I(buf[i], 'A');
+  fi.pread_errno = 0;
+  sstm_clearerr(f);
+  CHECK_OK(sstm_fclose(f));
+  teardown();
+}
+
 /* An unbuffered stream writes at every commit: a write that fails there
  * (ENOSPC) leaves none of its bytes, is reported, and the earlier and
  * later commits' bytes stay. */

@@ -249,7 +249,7 @@ static ssize_t fi_pwrite(int fd, const void *b, size_t n, off_t off) {
 /* preads inside a transaction (sstm_txid() != 0) are the refills (S5) and
  * SEEK_END's; the others are a ticket's undo reads, which this test does
  * not fail (a failing undo read fails the ticket before it writes: the
- * single-threaded tests cover it). */
+ * one-thread test a_ticket_whose_undo_bytes_cannot_be_read_writes_nothing covers it). */
 static ssize_t fi_pread(int fd, void *b, size_t n, off_t off) {
   int call = atomic_fetch_add_explicit(&fi.preads, 1, memory_order_relaxed) + 1;
   if (fi.eintr_every && call % fi.eintr_every == 0) {
