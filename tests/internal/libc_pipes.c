@@ -1,0 +1,955 @@
+/* SPDX-License-Identifier: MIT */
+/* The transactional stdio on pipes and sockets under several threads
+ * (docs/design/tm-libc.md (S6), "Irrevocability rules"): byte streams
+ * read with read(2) and written with write(2), through the seam of
+ * src/libc/sys.h, which counts the calls, injects EINTR and short counts
+ * from all threads, and checks at every read and write made inside a
+ * transaction that the attempt is irrevocable (bytes that left the
+ * process cannot be taken back).
+ *
+ * - Writers: 3-6 threads commit transactions on one stream over a pipe or
+ *   a socketpair. A transaction takes the next value c of a transactional
+ *   counter (its place in the serial order) and writes 1-3 records with
+ *   sstm_fputs, sstm_fwrite and sstm_fprintf, some larger than PIPE_BUF and
+ *   than the buffer; some attempts are restarted by the body after their
+ *   records (sstm_restart), and the counter makes the writers conflict. A
+ *   plain thread drains the other end with read(2). What arrives must be
+ *   the records of c = 0, 1, 2, ... of the committed attempts, exactly:
+ *   every committed transaction's bytes once and contiguous, in commit
+ *   order, no byte of an aborted attempt. Without sstm_fflush inside the
+ *   transactions no commit is irrevocable; with it in some of them,
+ *   exactly those commit irrevocably.
+ * - Readers: 3-6 threads read one stream over a pipe or a socketpair with
+ *   transactions of sstm_fgets, sstm_fread, sstm_fgetc and sstm_getline,
+ *   each taking the next value of a counter, while a plain thread writes a
+ *   known byte sequence in chunks of random sizes and then closes its end.
+ *   The reads in counter order must be the sequence exactly; a transaction
+ *   commits irrevocably exactly when it called read(2) (a read from the
+ *   buffer stays revocable); each reader meets end of file (sstm_feof) and
+ *   a read after it returns EOF at once.
+ * - Faults: EPIPE (the reader closed; SIGPIPE is ignored in this test, so
+ *   write(2) fails with EPIPE instead of killing the process), EAGAIN on an
+ *   O_NONBLOCK pipe, ESPIPE from sstm_fseek and sstm_ftell.
+ *
+ * SSTM_TEST_LONG=1 (the torture entries) runs many more rounds;
+ * SSTM_PIPES_ROUNDS sets the number. A failure prints the round's
+ * parameters; SSTM_TEST_SEED reproduces them. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "libc/sys.h"
+#include "runner.h"
+
+#define MAXT 8
+
+/* ---- the seam ------------------------------------------------------------- */
+
+/* The plain fields are set by the main thread before the threads start
+ * (pthread_create orders them) and only read meanwhile. */
+static struct {
+  int eintr_every;      /* every k-th read and write returns EINTR (0: never) */
+  size_t rchunk;        /* largest count one read returns (0: any) */
+  size_t wchunk;        /* largest count one write takes (0: any) */
+  atomic_int reads;     /* read calls */
+  atomic_int writes;    /* write calls */
+  atomic_int eintrs;    /* EINTRs returned */
+  atomic_int shorts;    /* counts cut by rchunk or wchunk */
+  atomic_int bad_read;  /* reads made by an attempt that was not irrevocable */
+  atomic_int bad_write; /* writes made by an attempt that was not irrevocable */
+  atomic_int waiting;   /* a read or poll is about to wait for data */
+} fi;
+
+/* The calling thread's reads (its transactions' bodies take differences). */
+static __thread unsigned tl_reads;
+
+static ssize_t fi_read(int fd, void *b, size_t n) {
+  /* relaxed: counters, read after the threads are joined */
+  if (sstm_txid() != 0 && !sstm_is_irrevocable())
+    atomic_fetch_add_explicit(&fi.bad_read, 1, memory_order_relaxed);
+  tl_reads++;
+  int call = atomic_fetch_add_explicit(&fi.reads, 1, memory_order_relaxed) + 1;
+  if (fi.eintr_every && call % fi.eintr_every == 0) {
+    atomic_fetch_add_explicit(&fi.eintrs, 1, memory_order_relaxed);
+    errno = EINTR;
+    return -1;
+  }
+  if (fi.rchunk && n > fi.rchunk) {
+    n = fi.rchunk;
+    atomic_fetch_add_explicit(&fi.shorts, 1, memory_order_relaxed);
+  }
+  /* release: the waiter that sees it (acquire) may write at once */
+  atomic_store_explicit(&fi.waiting, 1, memory_order_release);
+  return read(fd, b, n);
+}
+
+static ssize_t fi_write(int fd, const void *b, size_t n) {
+  if (sstm_txid() != 0 && !sstm_is_irrevocable())
+    atomic_fetch_add_explicit(&fi.bad_write, 1, memory_order_relaxed);
+  int call = atomic_fetch_add_explicit(&fi.writes, 1, memory_order_relaxed) + 1;
+  if (fi.eintr_every && call % fi.eintr_every == 0) {
+    atomic_fetch_add_explicit(&fi.eintrs, 1, memory_order_relaxed);
+    errno = EINTR;
+    return -1;
+  }
+  if (fi.wchunk && n > fi.wchunk) {
+    n = fi.wchunk;
+    atomic_fetch_add_explicit(&fi.shorts, 1, memory_order_relaxed);
+  }
+  return write(fd, b, n);
+}
+
+static sstm__stdio_sys_t fi_sys;
+
+static void seam_reset(void) {
+  fi.eintr_every = 0, fi.rchunk = 0, fi.wchunk = 0;
+  atomic_store_explicit(&fi.reads, 0, memory_order_relaxed);
+  atomic_store_explicit(&fi.writes, 0, memory_order_relaxed);
+  atomic_store_explicit(&fi.eintrs, 0, memory_order_relaxed);
+  atomic_store_explicit(&fi.shorts, 0, memory_order_relaxed);
+  atomic_store_explicit(&fi.bad_read, 0, memory_order_relaxed);
+  atomic_store_explicit(&fi.bad_write, 0, memory_order_relaxed);
+  atomic_store_explicit(&fi.waiting, 0, memory_order_relaxed);
+}
+
+static void init(void) {
+  sstm_test_init();
+  /* write(2) on a pipe or socket whose reader is gone raises SIGPIPE,
+   * whose default action ends the process: ignored here, so that the
+   * write fails with EPIPE, as a program that uses pipes arranges. */
+  CHECK_TRUE(signal(SIGPIPE, SIG_IGN) != SIG_ERR);
+  fi_sys = sstm__stdio_sys_default;
+  fi_sys.read = fi_read;
+  fi_sys.write = fi_write;
+  seam_reset();
+  sstm__stdio_sys = &fi_sys; /* before any stream operation */
+}
+
+static void fini(void) {
+  sstm__stdio_sys = &sstm__stdio_sys_default;
+  sstm_test_fini();
+}
+
+static unsigned rounds(unsigned dflt) {
+  long n = sstm_test_env_long("SSTM_PIPES_ROUNDS", 0);
+  if (n > 0) return (unsigned)n;
+  if (sstm_test_long_mode()) return dflt * 25;
+  return (unsigned)sstm_test_scaled(dflt, 2);
+}
+
+/* A pipe or a connected stream socketpair: p[0] to read, p[1] to write. */
+static void make_channel(int p[2], int sock, int flags) {
+  if (sock) {
+    CHECK_EQ_I(socketpair(AF_UNIX, SOCK_STREAM | flags, 0, p), 0);
+    CHECK_EQ_I(shutdown(p[0], SHUT_WR), 0);
+    CHECK_EQ_I(shutdown(p[1], SHUT_RD), 0);
+  } else {
+    CHECK_EQ_I(pipe2(p, flags), 0);
+  }
+}
+
+static uint64_t irrevocable_commits(void) {
+  sstm_stats_t st;
+  CHECK_OK(sstm_stats_get(sstm_self(), &st));
+  return st.commits_irrevocable;
+}
+
+static uint64_t mix(uint64_t x) {
+  x ^= x >> 31, x *= 0x7fb5d329728ea185ull;
+  x ^= x >> 27, x *= 0x81dadef4bc2dd44dull;
+  return x ^ (x >> 33);
+}
+
+/* A growing byte array. */
+typedef struct bytes {
+  char *p;
+  size_t n, cap;
+} bytes_t;
+
+static void bytes_add(bytes_t *b, const void *src, size_t n) {
+  if (n == 0) return;
+  if (b->n + n > b->cap) {
+    b->cap = (b->n + n) * 2 + 256;
+    b->p = realloc(b->p, b->cap);
+    CHECK_NOT_NULL(b->p);
+  }
+  memcpy(b->p + b->n, src, n);
+  b->n += n;
+}
+
+/* Where two byte arrays first differ, for the message. */
+static void show_diff(const char *what, const bytes_t *got, const char *want, size_t wn) {
+  size_t i = 0;
+  while (i < got->n && i < wn && got->p[i] == want[i])
+    i++;
+  if (i == got->n && i == wn) return;
+  size_t from = i > 40 ? i - 40 : 0;
+  int gl = got->n > from ? (int)(got->n - from < 120 ? got->n - from : 120) : 0;
+  int wl = wn > from ? (int)(wn - from < 120 ? wn - from : 120) : 0;
+  fprintf(stderr,
+          "%s: %zu bytes, expected %zu; they differ at %zu\n  got:      %.*s\n  expected: %.*s\n",
+          what, got->n, wn, i, gl, got->p + from, wl, want + from);
+  FAIL("%s: the bytes are not the serial order", what);
+}
+
+/* ---- writers -------------------------------------------------------------- */
+
+typedef struct wparams {
+  unsigned threads, ops; /* writer threads, transactions per thread */
+  int sock;              /* a socketpair, else a pipe */
+  size_t bsz;            /* sstm_setvbuf's size */
+  unsigned flush_one_in; /* 1 in n transactions call sstm_fflush (0: none) */
+  unsigned restart_one_in;
+  int faults;         /* EINTR and short writes */
+  size_t close_after; /* the drain closes its end after this many bytes (0: reads to the end) */
+} wparams_t;
+
+typedef struct wlog {
+  uint64_t c;
+  unsigned attempt;
+} wlog_t;
+
+static struct {
+  wparams_t p;
+  uint64_t salt;
+  sstm_file_t *w;
+  int rfd;
+  uint64_t ctr; /* transactional: the serial order */
+  wlog_t *log[MAXT];
+  unsigned nlog[MAXT];
+  unsigned flushes[MAXT]; /* committed transactions that flushed */
+  bytes_t got;            /* what the drain read */
+  atomic_int epipes;      /* sstm_fflush/sstm_fclose that reported EPIPE */
+} gw;
+
+static unsigned nrecs(uint64_t c) { return 1 + (unsigned)(mix(gw.salt ^ (c * 3 + 1)) % 3); }
+
+/* Record k of attempt a of transaction c (thread t) into b (at least 9100
+ * bytes): 24-113 bytes, or, one record in 24, 4097-9000 (more than
+ * PIPE_BUF, and than a 512- or 4096-byte buffer). No zero byte; ends with
+ * '\n'. Returns its length. */
+static size_t mkrec(char *b, uint64_t c, unsigned t, unsigned a, unsigned k) {
+  uint64_t h = mix(gw.salt ^ (c << 2) ^ k);
+  size_t len = h % 24 == 0 ? 4097 + (size_t)(h >> 8) % 4904 : 24 + (size_t)(h >> 8) % 90;
+  int n = snprintf(b, len + 1, "c%llu t%u a%u k%u ", (unsigned long long)c, t, a, k);
+  for (size_t i = (size_t)n; i + 1 < len; i++)
+    b[i] = (char)('a' + (h >> (i % 50)) % 26);
+  b[len - 1] = '\n';
+  b[len] = '\0';
+  return len;
+}
+
+typedef struct wbody {
+  unsigned t, attempts;
+  int flush, restart;
+  uint64_t c;
+  char buf[9200];
+} wbody_t;
+
+static void w_body(void *arg) {
+  wbody_t *b = arg;
+  b->attempts++;
+  uint64_t c = sstm_load_u64(&gw.ctr);
+  sstm_store_u64(&gw.ctr, c + 1);
+  for (unsigned k = 0; k < nrecs(c); k++) {
+    size_t len = mkrec(b->buf, c, b->t, b->attempts, k);
+    switch ((c + k) % 3) {
+    case 0: CHECK_GE_I(sstm_fputs(b->buf, gw.w), 0); break;
+    case 1: CHECK_EQ_U(sstm_fwrite(b->buf, 1, len, gw.w), len); break;
+    default: CHECK_EQ_I(sstm_fprintf(gw.w, "%s", b->buf), (long long)len); break;
+    }
+  }
+  if (b->flush) CHECK_EQ_I(sstm_fflush(gw.w), 0); /* irrevocable from here */
+  /* a user's retry after the records: the attempt's bytes must not leave
+   * (not after a flush, which made the attempt irrevocable) */
+  if (b->restart && !b->flush && b->attempts == 1) sstm_restart();
+  b->c = c;
+}
+
+static void w_thread(sstm_tt_t *t) {
+  wbody_t *b = malloc(sizeof *b);
+  CHECK_NOT_NULL(b);
+  wlog_t *log = malloc(gw.p.ops * sizeof *log);
+  CHECK_NOT_NULL(log);
+  uint64_t irr0 = irrevocable_commits();
+  unsigned flushes = 0;
+  for (unsigned i = 0; i < gw.p.ops; i++) {
+    b->t = t->idx, b->attempts = 0;
+    b->flush = gw.p.flush_one_in && sstm_rng_below(&t->rng, gw.p.flush_one_in) == 0;
+    b->restart = gw.p.restart_one_in && sstm_rng_below(&t->rng, gw.p.restart_one_in) == 0;
+    CHECK_OK(sstm_run(NULL, w_body, b));
+    log[i] = (wlog_t){b->c, b->attempts};
+    flushes += (unsigned)b->flush;
+    if (gw.p.close_after && sstm_rng_below(&t->rng, 8) == 0) {
+      /* the reader may be gone: a write failed after its commit is
+       * reported here, with EPIPE (SIGPIPE is ignored) */
+      errno = 0;
+      int rc = sstm_fflush(gw.w);
+      if (rc != 0) {
+        CHECK_EQ_I(rc, EOF);
+        CHECK_EQ_I(errno, EPIPE);
+        CHECK_TRUE(sstm_ferror(gw.w));
+        atomic_fetch_add_explicit(&gw.epipes, 1, memory_order_relaxed);
+      }
+    }
+  }
+  /* (S6) only sstm_fflush inside a transaction makes a write
+   * irrevocable, and that transaction commits irrevocably, once */
+  CHECK_EQ_U(irrevocable_commits() - irr0, flushes);
+  gw.log[t->idx] = log, gw.nlog[t->idx] = gw.p.ops, gw.flushes[t->idx] = flushes;
+  free(b);
+}
+
+/* The other end, read with plain read(2) until end of file. */
+static void *drain(void *arg) {
+  (void)arg;
+  char buf[65536];
+  for (;;) {
+    ssize_t r = read(gw.rfd, buf, sizeof buf);
+    if (r < 0 && errno == EINTR) continue;
+    CHECK_GE_I(r, 0);
+    if (r == 0) break;
+    bytes_add(&gw.got, buf, (size_t)r);
+    if (gw.p.close_after && gw.got.n >= gw.p.close_after) break;
+  }
+  if (gw.p.close_after) CHECK_EQ_I(close(gw.rfd), 0); /* the writers meet EPIPE */
+  return NULL;
+}
+
+/* The serial order's bytes from the writers' logs. */
+static char *w_serial(size_t *len) {
+  uint64_t total = gw.ctr;
+  wlog_t *by = calloc(total + 1, sizeof *by);
+  unsigned *owner = malloc((total + 1) * sizeof *owner);
+  CHECK_TRUE(by != NULL && owner != NULL);
+  for (uint64_t c = 0; c < total; c++)
+    owner[c] = UINT_MAX;
+  uint64_t seen = 0;
+  for (unsigned t = 0; t < gw.p.threads; t++)
+    for (unsigned i = 0; i < gw.nlog[t]; i++) {
+      uint64_t c = gw.log[t][i].c;
+      CHECK_LT_U(c, total);
+      CHECK_MSG(owner[c] == UINT_MAX, "counter value %llu committed twice", (unsigned long long)c);
+      owner[c] = t, by[c] = gw.log[t][i], seen++;
+    }
+  CHECK_EQ_U(seen, total);
+  bytes_t s = {0};
+  char *b = malloc(9200);
+  CHECK_NOT_NULL(b);
+  for (uint64_t c = 0; c < total; c++)
+    for (unsigned k = 0; k < nrecs(c); k++)
+      bytes_add(&s, b, mkrec(b, c, owner[c], by[c].attempt, k));
+  free(b), free(by), free(owner);
+  *len = s.n;
+  return s.p;
+}
+
+static void w_round(const wparams_t *p, sstm_rng_t *r) {
+  memset(&gw, 0, sizeof gw);
+  gw.p = *p;
+  gw.salt = sstm_rng_next(r);
+  seam_reset();
+  if (p->faults) {
+    fi.eintr_every = 2 + (int)sstm_rng_below(r, 4);
+    fi.wchunk = 1 + (size_t)sstm_rng_below(r, 700);
+  }
+  fprintf(
+      stderr,
+      "writers: %u threads x %u, %s, buffer %zu, flush 1 in %u, restart 1 in %u, eintr every %d, "
+      "write chunk %zu, reader leaves after %zu\n",
+      p->threads, p->ops, p->sock ? "socketpair" : "pipe", p->bsz, p->flush_one_in,
+      p->restart_one_in, fi.eintr_every, fi.wchunk, p->close_after);
+  int ch[2];
+  make_channel(ch, p->sock, O_CLOEXEC);
+  gw.rfd = ch[0];
+  gw.w = sstm_fdopen(ch[1], "w");
+  CHECK_NOT_NULL(gw.w);
+  CHECK_OK(sstm_setvbuf(gw.w, NULL, _IOFBF, p->bsz));
+  pthread_t d;
+  CHECK_EQ_I(pthread_create(&d, NULL, drain, NULL), 0);
+  sstm_test_run_threads(p->threads, true, w_thread, NULL);
+  errno = 0;
+  int rc = sstm_fclose(gw.w); /* the rest of the buffer; the drain sees EOF */
+  if (p->close_after && rc != 0) {
+    CHECK_EQ_I(errno, EPIPE);
+    atomic_fetch_add_explicit(&gw.epipes, 1, memory_order_relaxed);
+  } else {
+    CHECK_EQ_I(rc, 0);
+  }
+  CHECK_EQ_I(pthread_join(d, NULL), 0);
+  if (!p->close_after) close(gw.rfd);
+  CHECK_EQ_I(atomic_load_explicit(&fi.bad_write, memory_order_relaxed), 0);
+  if (p->faults) {
+    CHECK_GT_I(atomic_load_explicit(&fi.eintrs, memory_order_relaxed), 0);
+    CHECK_GT_I(atomic_load_explicit(&fi.shorts, memory_order_relaxed), 0);
+  }
+  size_t slen;
+  char *S = w_serial(&slen);
+  if (p->close_after) {
+    /* what arrived before the reader left is the serial order's start
+     * (the drain may have read some bytes past close_after) */
+    CHECK_GE_U(gw.got.n, p->close_after);
+    if (gw.got.n < slen) slen = gw.got.n;
+    /* the writes after it failed: reported with EPIPE */
+    CHECK_GT_I(atomic_load_explicit(&gw.epipes, memory_order_relaxed), 0);
+  }
+  show_diff("writers: what the other end read", &gw.got, S, slen);
+  free(S), free(gw.got.p);
+  for (unsigned t = 0; t < p->threads; t++)
+    free(gw.log[t]);
+}
+
+static void writers(int sock, unsigned flush_one_in, int faults, int leave, unsigned dflt) {
+  init();
+  sstm_rng_t r;
+  sstm_rng_seed(&r, sstm_test_seed());
+  unsigned maxt = sstm_test_threads(6);
+  if (maxt > 6) maxt = 6;
+  if (maxt < 3) maxt = 3;
+  unsigned nr = rounds(dflt);
+  static const size_t sizes[] = {512, 4096, 16384};
+  for (unsigned i = 0; i < nr; i++) {
+    wparams_t p = {0};
+    p.threads = 3 + (unsigned)sstm_rng_below(&r, maxt - 2);
+    p.ops = (unsigned)sstm_test_scaled(150, 20);
+    p.sock = sock;
+    p.bsz = sizes[sstm_rng_below(&r, 3)];
+    p.flush_one_in = flush_one_in;
+    p.restart_one_in = 4;
+    p.faults = faults;
+    /* the reader leaves after a tenth to a half of the bytes (137 per
+     * transaction on average, more with the large records) */
+    if (leave) p.close_after = 1 + (size_t)sstm_rng_below(&r, (uint64_t)p.threads * p.ops * 60);
+    w_round(&p, &r);
+  }
+  fini();
+}
+
+TEST(writers_on_a_pipe_leave_each_commit_once_in_commit_order) { writers(0, 0, 0, 0, 6); }
+
+TEST(writers_on_a_socket_leave_each_commit_once_in_commit_order) { writers(1, 0, 0, 0, 4); }
+
+/* sstm_fflush inside some transactions: exactly those are irrevocable. */
+TEST(writers_that_flush_inside_transactions_are_irrevocable_only_there) { writers(0, 8, 0, 0, 4); }
+
+TEST(writers_lose_nothing_to_eintr_and_short_writes_from_all_threads) { writers(0, 8, 1, 0, 4); }
+
+TEST(writers_on_a_socket_lose_nothing_to_eintr_and_short_writes) { writers(1, 0, 1, 0, 3); }
+
+/* The reader leaves half-way: what it read is the serial order's start,
+ * and the writers' flushes report EPIPE (SIGPIPE ignored). */
+TEST(writers_whose_reader_leaves_get_epipe_and_left_a_prefix) { writers(0, 0, 0, 1, 4); }
+
+TEST(writers_whose_socket_reader_leaves_get_epipe_and_left_a_prefix) { writers(1, 0, 1, 1, 3); }
+
+/* ---- readers -------------------------------------------------------------- */
+
+typedef struct rparams {
+  unsigned threads; /* reader threads */
+  int sock;         /* a socketpair, else a pipe */
+  size_t bsz;       /* sstm_setvbuf's size */
+  size_t total;     /* bytes the feeder writes */
+  int faults;       /* EINTR and short reads */
+  unsigned writers; /* 0: a plain feeder thread; else transactional writers (gw) */
+} rparams_t;
+
+typedef struct rlog {
+  uint64_t c;
+  size_t off, n; /* in the thread's bytes */
+} rlog_t;
+
+static struct {
+  rparams_t p;
+  uint64_t salt;
+  sstm_file_t *r;
+  int wfd;
+  uint64_t ctr; /* transactional: the readers' serial order */
+  bytes_t S;    /* what the feeder writes */
+  rlog_t *log[MAXT];
+  unsigned nlog[MAXT];
+  bytes_t data[MAXT];
+  unsigned kernel_tx[MAXT], irr_nokernel[MAXT]; /* committed transactions */
+} gr;
+
+static atomic_uint writers_left; /* transactional writers still writing */
+
+/* The feeder's bytes: lines of 1-200 bytes ("L<n> ", letters, '\n'), one in
+ * 16 of 201-1400 (longer than some calls ask for). */
+static void r_make(size_t total) {
+  char b[1500];
+  for (unsigned i = 0; gr.S.n < total; i++) {
+    uint64_t h = mix(gr.salt ^ i);
+    size_t len = h % 16 == 0 ? 201 + (size_t)(h >> 8) % 1200 : 1 + (size_t)(h >> 8) % 200;
+    int n = snprintf(b, sizeof b, "L%u ", i);
+    if ((size_t)n >= len) n = 0;
+    for (size_t k = (size_t)n; k + 1 < len; k++)
+      b[k] = (char)('a' + (h >> (k % 50)) % 26);
+    b[len - 1] = '\n';
+    bytes_add(&gr.S, b, len);
+  }
+}
+
+/* A plain writer: the feeder's bytes in chunks of 1-8192 bytes, then the
+ * end of file. */
+static void *feeder(void *arg) {
+  sstm_rng_t *rng = arg;
+  size_t at = 0;
+  while (at < gr.S.n) {
+    size_t k = 1 + (size_t)sstm_rng_below(rng, 8192);
+    if (k > gr.S.n - at) k = gr.S.n - at;
+    ssize_t w = write(gr.wfd, gr.S.p + at, k);
+    if (w < 0 && errno == EINTR) continue;
+    CHECK_GT_I(w, 0);
+    at += (size_t)w;
+    if (sstm_rng_below(rng, 4) == 0) sched_yield();
+  }
+  CHECK_EQ_I(close(gr.wfd), 0);
+  return NULL;
+}
+
+typedef struct rbody {
+  unsigned op, attempts, r0, kreads;
+  size_t want, n;
+  int irr, eof;
+  uint64_t c;
+  char *line;
+  size_t cap;
+  char buf[9300];
+} rbody_t;
+
+static void r_body(void *arg) {
+  rbody_t *b = arg;
+  b->attempts++;
+  b->r0 = tl_reads;
+  b->n = 0, b->eof = 0;
+  uint64_t c = sstm_load_u64(&gr.ctr);
+  sstm_store_u64(&gr.ctr, c + 1);
+  switch (b->op) {
+  case 0:
+    if (sstm_fgets(b->buf, (int)b->want, gr.r) == NULL)
+      b->eof = 1;
+    else
+      b->n = strlen(b->buf);
+    break;
+  case 1:
+    b->n = sstm_fread(b->buf, 1, b->want, gr.r);
+    b->eof = b->n < b->want;
+    break;
+  case 2: {
+    int ch = sstm_fgetc(gr.r);
+    if (ch == EOF)
+      b->eof = 1;
+    else
+      b->buf[0] = (char)ch, b->n = 1;
+    break;
+  }
+  default: {
+    ssize_t k = sstm_getline(&b->line, &b->cap, gr.r);
+    if (k < 0) {
+      b->eof = 1;
+    } else {
+      CHECK_LT_U((size_t)k, sizeof b->buf);
+      memcpy(b->buf, b->line, (size_t)k);
+      b->n = (size_t)k;
+    }
+    break;
+  }
+  }
+  b->irr = sstm_is_irrevocable();
+  b->kreads = tl_reads - b->r0;
+  b->c = c;
+}
+
+static void r_thread(sstm_tt_t *t) {
+  if (gr.p.writers && t->idx < gr.p.writers) { /* both sides transactional */
+    w_thread(t);
+    /* the last writer closes: the readers then meet the end of file */
+    if (atomic_fetch_sub_explicit(&writers_left, 1, memory_order_acq_rel) == 1)
+      CHECK_OK(sstm_fclose(gw.w));
+    return;
+  }
+  unsigned me = t->idx;
+  rbody_t *b = calloc(1, sizeof *b);
+  CHECK_NOT_NULL(b);
+  unsigned cap = 1024, n = 0;
+  rlog_t *log = malloc(cap * sizeof *log);
+  CHECK_NOT_NULL(log);
+  uint64_t irr0 = irrevocable_commits();
+  unsigned irr = 0;
+  for (;;) {
+    /* With writers in this process, no sstm_fread: a call that needs more
+     * bytes than the writers have let out waits in read(2) irrevocable,
+     * where no writer can commit (docs/design/tm-libc.md, Limits). Their
+     * records leave whole, so a line or a byte always comes. */
+    b->op = (unsigned)sstm_rng_below(&t->rng, 4);
+    if (gr.p.writers && b->op == 1) b->op = 0;
+    b->want = 2 + (size_t)sstm_rng_below(&t->rng, sstm_rng_below(&t->rng, 8) == 0 ? 1500 : 200);
+    b->attempts = 0;
+    CHECK_OK(sstm_run(NULL, r_body, b));
+    /* (S6) read(2) only in an irrevocable attempt (the seam counts the
+     * others), and a transaction that the buffer served in its first
+     * attempt stayed revocable */
+    if (b->kreads) gr.kernel_tx[me]++;
+    if (b->irr) irr++;
+    if (b->irr && !b->kreads) {
+      CHECK_MSG(b->attempts > 1, "a read from the buffer made its first attempt irrevocable");
+      gr.irr_nokernel[me]++;
+    }
+    if (n == cap) {
+      cap *= 2;
+      log = realloc(log, cap * sizeof *log);
+      CHECK_NOT_NULL(log);
+    }
+    log[n++] = (rlog_t){b->c, gr.data[me].n, b->n};
+    bytes_add(&gr.data[me], b->buf, b->n);
+    if (b->eof) break;
+  }
+  CHECK_EQ_U(irrevocable_commits() - irr0, irr);
+  /* the end of file, reported to this reader, and again at once */
+  CHECK_TRUE(sstm_feof(gr.r));
+  CHECK_FALSE(sstm_ferror(gr.r));
+  CHECK_EQ_I(sstm_fgetc(gr.r), EOF);
+  CHECK_TRUE(sstm_feof(gr.r));
+  char tiny[8];
+  CHECK_TRUE(sstm_fgets(tiny, sizeof tiny, gr.r) == NULL);
+  gr.log[me] = log, gr.nlog[me] = n;
+  free(b->line), free(b);
+}
+
+static int by_c(const void *a, const void *b) {
+  const rlog_t *x = a, *y = b;
+  return x->c < y->c ? -1 : x->c > y->c;
+}
+
+static void r_round(const rparams_t *p, sstm_rng_t *r) {
+  memset(&gr, 0, sizeof gr);
+  gr.p = *p;
+  gr.salt = sstm_rng_next(r);
+  seam_reset();
+  if (p->faults) {
+    fi.eintr_every = 2 + (int)sstm_rng_below(r, 4);
+    fi.rchunk = 1 + (size_t)sstm_rng_below(r, 700);
+    fi.wchunk = 1 + (size_t)sstm_rng_below(r, 700);
+  }
+  int ch[2];
+  make_channel(ch, p->sock, O_CLOEXEC);
+  gr.r = sstm_fdopen(ch[0], "r");
+  CHECK_NOT_NULL(gr.r);
+  CHECK_OK(sstm_setvbuf(gr.r, NULL, _IOFBF, p->bsz));
+  pthread_t d;
+  sstm_rng_t frng;
+  sstm_rng_seed(&frng, sstm_rng_next(r));
+  if (p->writers == 0) {
+    r_make(p->total);
+    gr.wfd = ch[1];
+    CHECK_EQ_I(pthread_create(&d, NULL, feeder, &frng), 0);
+  } else {
+    memset(&gw, 0, sizeof gw);
+    gw.salt = sstm_rng_next(r);
+    gw.p.threads = p->writers, gw.p.ops = (unsigned)sstm_test_scaled(60, 10);
+    gw.p.sock = p->sock, gw.p.bsz = p->bsz, gw.p.restart_one_in = 4;
+    /* no sstm_fflush inside the writers' transactions: it writes holding
+     * the irrevocability token, and on a full pipe it would wait for
+     * readers that cannot read without that token (docs/design/tm-libc.md,
+     * Limits) */
+    gw.p.flush_one_in = 0;
+    atomic_store_explicit(&writers_left, p->writers, memory_order_relaxed);
+    gw.w = sstm_fdopen(ch[1], "w");
+    CHECK_NOT_NULL(gw.w);
+    CHECK_OK(sstm_setvbuf(gw.w, NULL, _IOFBF, p->bsz));
+  }
+  fprintf(stderr,
+          "readers: %u threads, %s, buffer %zu, %s, eintr every %d, read chunk %zu, write chunk "
+          "%zu\n",
+          p->threads, p->sock ? "socketpair" : "pipe", p->bsz,
+          p->writers ? "transactional writers" : "a plain feeder", fi.eintr_every, fi.rchunk,
+          fi.wchunk);
+  sstm_test_run_threads(p->threads + p->writers, true, r_thread, NULL);
+  if (p->writers == 0) CHECK_EQ_I(pthread_join(d, NULL), 0);
+  CHECK_OK(sstm_fclose(gr.r));
+  CHECK_EQ_I(atomic_load_explicit(&fi.bad_read, memory_order_relaxed), 0);
+  CHECK_EQ_I(atomic_load_explicit(&fi.bad_write, memory_order_relaxed), 0);
+  /* every byte once: the reads in the counter's order are the stream */
+  size_t nall = 0;
+  unsigned kernel = 0, odd = 0;
+  for (unsigned t = p->writers; t < p->threads + p->writers; t++)
+    nall += gr.nlog[t], kernel += gr.kernel_tx[t], odd += gr.irr_nokernel[t];
+  rlog_t *all = malloc((nall + 1) * sizeof *all);
+  unsigned *who = malloc((nall + 1) * sizeof *who);
+  CHECK_TRUE(all != NULL && who != NULL);
+  size_t k = 0;
+  for (unsigned t = p->writers; t < p->threads + p->writers; t++)
+    for (unsigned i = 0; i < gr.nlog[t]; i++) {
+      all[k] = gr.log[t][i];
+      all[k].off = (all[k].off << 8) | t; /* keep the thread with the entry */
+      k++;
+    }
+  qsort(all, nall, sizeof *all, by_c);
+  bytes_t got = {0};
+  for (size_t i = 0; i < nall; i++) {
+    CHECK_EQ_U(all[i].c, i); /* every counter value once */
+    unsigned t = (unsigned)(all[i].off & 0xff);
+    bytes_add(&got, gr.data[t].p + (all[i].off >> 8), all[i].n);
+  }
+  /* a transaction that became irrevocable to read but found the buffer
+   * refilled by another reader when it ran again read nothing: rare, at
+   * most one per waiting reader and refill */
+  CHECK_MSG(odd <= kernel, "%u irrevocable commits without a read(2), %u with one", odd, kernel);
+  if (p->writers == 0) {
+    show_diff("readers: the reads in their serial order", &got, gr.S.p, gr.S.n);
+  } else {
+    size_t slen;
+    char *S = w_serial(&slen);
+    show_diff("readers of transactional writers: the reads in their serial order", &got, S, slen);
+    free(S);
+    for (unsigned t = 0; t < p->writers; t++)
+      free(gw.log[t]);
+  }
+  free(got.p), free(all), free(who), free(gr.S.p);
+  for (unsigned t = 0; t < MAXT; t++)
+    free(gr.log[t]), free(gr.data[t].p);
+}
+
+static void readers(int sock, int faults, unsigned writers, unsigned dflt) {
+  init();
+  sstm_rng_t r;
+  sstm_rng_seed(&r, sstm_test_seed());
+  unsigned nr = rounds(dflt);
+  static const size_t sizes[] = {512, 4096, 16384};
+  for (unsigned i = 0; i < nr; i++) {
+    rparams_t p = {0};
+    p.threads = 3 + (unsigned)sstm_rng_below(&r, writers ? 2 : 4);
+    p.sock = sock;
+    p.bsz = sizes[sstm_rng_below(&r, 3)];
+    p.total = (size_t)sstm_test_scaled(200000, 20000);
+    p.faults = faults;
+    p.writers = writers;
+    r_round(&p, &r);
+  }
+  fini();
+}
+
+TEST(readers_of_a_pipe_read_each_byte_once_and_see_end_of_file) { readers(0, 0, 0, 4); }
+
+TEST(readers_of_a_socket_read_each_byte_once_and_see_end_of_file) { readers(1, 0, 0, 3); }
+
+TEST(readers_lose_nothing_to_eintr_and_short_reads_from_all_threads) { readers(0, 1, 0, 4); }
+
+/* ---- EPIPE, EAGAIN, ESPIPE, one thread -------------------------------------------- */
+
+static sstm_file_t *one_f;
+static char one_big[9000];
+
+static void big_write(void *arg) {
+  (void)arg;
+  CHECK_EQ_U(sstm_fwrite(one_big, 1, sizeof one_big, one_f), sizeof one_big);
+}
+
+static int one_rc, one_err;
+
+static void write_then_flush(void *arg) {
+  (void)arg;
+  CHECK_GE_I(sstm_fputs("x\n", one_f), 0);
+  errno = 0;
+  one_rc = sstm_fflush(one_f);
+  one_err = errno;
+}
+
+/* (S4, S6) A write that fails after its commit on a pipe whose reader is
+ * gone: the transaction stays committed, the error indicator is set at
+ * once, and the next sstm_fflush outside a transaction reports EPIPE,
+ * once. sstm_fflush inside a transaction reports it itself. */
+TEST(a_write_to_a_closed_pipe_reports_epipe) {
+  init();
+  int ch[2];
+  make_channel(ch, 0, O_CLOEXEC);
+  sstm_file_t *w = sstm_fdopen(ch[1], "w");
+  CHECK_NOT_NULL(w);
+  one_f = w;
+  memset(one_big, 'b', sizeof one_big);
+  CHECK_EQ_I(close(ch[0]), 0);
+  /* buffered, then flushed outside a transaction */
+  CHECK_GE_I(sstm_fputs("lost\n", w), 0);
+  CHECK_FALSE(sstm_ferror(w));
+  errno = 0;
+  CHECK_EQ_I(sstm_fflush(w), EOF);
+  CHECK_EQ_I(errno, EPIPE);
+  CHECK_TRUE(sstm_ferror(w));
+  CHECK_EQ_I(sstm_fflush(w), 0); /* reported once; the indicator stays */
+  CHECK_TRUE(sstm_ferror(w));
+  sstm_clearerr(w);
+  CHECK_FALSE(sstm_ferror(w));
+  /* a record that leaves at the commit: the commit succeeds */
+  CHECK_OK(sstm_run(NULL, big_write, NULL));
+  CHECK_TRUE(sstm_ferror(w));
+  errno = 0;
+  CHECK_EQ_I(sstm_fflush(w), EOF);
+  CHECK_EQ_I(errno, EPIPE);
+  sstm_clearerr(w);
+  /* sstm_fflush inside a transaction: irrevocable, reports it itself */
+  uint64_t irr = irrevocable_commits();
+  CHECK_OK(sstm_run(NULL, write_then_flush, NULL));
+  CHECK_EQ_I(one_rc, EOF);
+  CHECK_EQ_I(one_err, EPIPE);
+  CHECK_EQ_U(irrevocable_commits(), irr + 1);
+  CHECK_TRUE(sstm_ferror(w));
+  errno = 0;
+  int rc = sstm_fclose(w);
+  CHECK_TRUE(rc == 0 || (rc == EOF && errno == EPIPE));
+  CHECK_EQ_I(atomic_load_explicit(&fi.bad_write, memory_order_relaxed), 0);
+  fini();
+}
+
+static int one_c;
+
+static void getc_body(void *arg) {
+  (void)arg;
+  errno = 0;
+  one_c = sstm_fgetc(one_f);
+  one_err = errno;
+}
+
+/* (S6) O_NONBLOCK: a read that finds no data and a write that finds the
+ * pipe full fail with EAGAIN at once (a stream error, not a wait or a
+ * spin); the bytes of a failed ticket that reached the pipe stay there
+ * (a byte stream cannot take them back), the rest are dropped, and the
+ * stream works again once the error is cleared. */
+TEST(a_non_blocking_pipe_reports_eagain_without_waiting) {
+  init();
+  int ch[2];
+  make_channel(ch, 0, O_CLOEXEC | O_NONBLOCK);
+  sstm_file_t *r = sstm_fdopen(ch[0], "r");
+  sstm_file_t *w = sstm_fdopen(ch[1], "w");
+  CHECK_TRUE(r != NULL && w != NULL);
+  /* the read side, inside and outside a transaction */
+  one_f = r;
+  uint64_t irr = irrevocable_commits();
+  CHECK_OK(sstm_run(NULL, getc_body, NULL));
+  CHECK_EQ_I(one_c, EOF);
+  CHECK_EQ_I(one_err, EAGAIN);
+  CHECK_EQ_U(irrevocable_commits(), irr + 1); /* it called read(2) */
+  CHECK_TRUE(sstm_ferror(r));
+  CHECK_FALSE(sstm_feof(r));
+  errno = 0;
+  CHECK_EQ_I(sstm_fgetc(r), EOF);
+  CHECK_EQ_I(errno, EAGAIN);
+  CHECK_EQ_I(write(ch[1], "ab", 2), 2);
+  sstm_clearerr(r);
+  CHECK_EQ_I(sstm_fgetc(r), 'a');
+  CHECK_EQ_I(sstm_fgetc(r), 'b');
+  CHECK_FALSE(sstm_ferror(r));
+  /* the write side: fill the pipe, then a record that leaves at commit */
+  static char fill[65536];
+  memset(fill, 'f', sizeof fill);
+  size_t filled = 0;
+  for (;;) {
+    ssize_t k = write(ch[1], fill, sizeof fill);
+    if (k < 0) {
+      CHECK_EQ_I(errno, EAGAIN);
+      break;
+    }
+    filled += (size_t)k;
+  }
+  one_f = w;
+  memset(one_big, 'b', sizeof one_big);
+  CHECK_OK(sstm_run(NULL, big_write, NULL));
+  CHECK_TRUE(sstm_ferror(w));
+  errno = 0;
+  CHECK_EQ_I(sstm_fflush(w), EOF);
+  CHECK_EQ_I(errno, EAGAIN);
+  /* the pipe holds the filler, then a prefix of the record */
+  bytes_t got = {0};
+  char buf[65536];
+  for (;;) {
+    ssize_t k = read(ch[0], buf, sizeof buf);
+    if (k < 0) {
+      CHECK_EQ_I(errno, EAGAIN);
+      break;
+    }
+    bytes_add(&got, buf, (size_t)k);
+  }
+  CHECK_GE_U(got.n, filled);
+  CHECK_LE_U(got.n, filled + sizeof one_big);
+  for (size_t i = 0; i < got.n; i++)
+    CHECK_EQ_I(got.p[i], i < filled ? 'f' : 'b');
+  /* usable again */
+  sstm_clearerr(w);
+  CHECK_GE_I(sstm_fputs("ok\n", w), 0);
+  CHECK_EQ_I(sstm_fflush(w), 0);
+  CHECK_EQ_I(read(ch[0], buf, sizeof buf), 3);
+  CHECK_EQ_MEM(buf, "ok\n", 3);
+  free(got.p);
+  CHECK_OK(sstm_fclose(w));
+  CHECK_OK(sstm_fclose(r));
+  fini();
+}
+
+static void seek_body(void *arg) {
+  char *line = arg;
+  errno = 0;
+  CHECK_EQ_I(sstm_fseek(one_f, 0, SEEK_SET), -1);
+  CHECK_EQ_I(errno, ESPIPE);
+  errno = 0;
+  CHECK_EQ_I(sstm_fseek(one_f, 0, SEEK_CUR), -1);
+  CHECK_EQ_I(errno, ESPIPE);
+  errno = 0;
+  CHECK_EQ_I(sstm_fseek(one_f, 0, SEEK_END), -1);
+  CHECK_EQ_I(errno, ESPIPE);
+  errno = 0;
+  CHECK_EQ_I(sstm_ftell(one_f), -1);
+  CHECK_EQ_I(errno, ESPIPE);
+  CHECK_NOT_NULL(sstm_fgets(line, 32, one_f));
+}
+
+/* sstm_fseek and sstm_ftell on a socket: -1 with ESPIPE, inside and
+ * outside transactions, and nothing of the stream changes: the buffered
+ * bytes are read next (no read(2)), the EOF indicator stays, no error is
+ * set. */
+TEST(fseek_and_ftell_on_a_socket_fail_with_espipe_and_change_nothing) {
+  init();
+  int sv[2];
+  CHECK_EQ_I(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+  sstm_file_t *s = sstm_fdopen(sv[0], "r+");
+  CHECK_NOT_NULL(s);
+  one_f = s;
+  const char msg[] = "hello\nworld\nagain\n";
+  CHECK_EQ_I(write(sv[1], msg, sizeof msg - 1), (long long)(sizeof msg - 1));
+  char line[32];
+  CHECK_NOT_NULL(sstm_fgets(line, sizeof line, s));
+  CHECK_EQ_STR(line, "hello\n");
+  int reads = atomic_load_explicit(&fi.reads, memory_order_relaxed);
+  CHECK_OK(sstm_run(NULL, seek_body, line));
+  CHECK_EQ_STR(line, "world\n");
+  errno = 0;
+  CHECK_EQ_I(sstm_fseek(s, 5, SEEK_SET), -1);
+  CHECK_EQ_I(errno, ESPIPE);
+  errno = 0;
+  CHECK_EQ_I(sstm_ftell(s), -1);
+  CHECK_EQ_I(errno, ESPIPE);
+  CHECK_FALSE(sstm_ferror(s));
+  CHECK_FALSE(sstm_feof(s));
+  CHECK_NOT_NULL(sstm_fgets(line, sizeof line, s));
+  CHECK_EQ_STR(line, "again\n");
+  CHECK_EQ_I(atomic_load_explicit(&fi.reads, memory_order_relaxed), reads); /* from the buffer */
+  /* the end of file stays set across a failed seek */
+  CHECK_EQ_I(shutdown(sv[1], SHUT_WR), 0);
+  CHECK_EQ_I(sstm_fgetc(s), EOF);
+  CHECK_TRUE(sstm_feof(s));
+  CHECK_EQ_I(sstm_fseek(s, 0, SEEK_SET), -1);
+  CHECK_TRUE(sstm_feof(s));
+  CHECK_EQ_I(close(sv[1]), 0);
+  CHECK_OK(sstm_fclose(s));
+  fini();
+}
+
+SSTM_TEST_MAIN()
