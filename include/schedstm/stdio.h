@@ -265,7 +265,8 @@ SSTM_API int sstm_fseek(sstm_file_t *f, off_t offset, int whence);
  * @return the position, or -1 with errno (ESPIPE for a byte stream, EBADF) */
 SSTM_API off_t sstm_ftell(sstm_file_t *f);
 
-/** sstm_fseek(f, 0, SEEK_SET) and sstm_clearerr(f), as rewind(3).
+/** sstm_fseek(f, 0, SEEK_SET) and sstm_clearerr(f), as rewind(3): the
+ * indicators are cleared also when the seek fails (ESPIPE on a pipe).
  * @param f the stream */
 SSTM_API void sstm_rewind(sstm_file_t *f);
 

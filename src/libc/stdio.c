@@ -3453,5 +3453,8 @@ void sstm_clearerr(sstm_file_t *f) {
 }
 
 void sstm_rewind(sstm_file_t *f) {
-  if (sstm_fseek(f, 0, SEEK_SET) == 0) sstm_clearerr(f);
+  /* ISO C: (void)fseek(f, 0, SEEK_SET), and the error indicator cleared
+   * even when the seek fails (ESPIPE on a pipe or socket) */
+  (void)sstm_fseek(f, 0, SEEK_SET);
+  sstm_clearerr(f);
 }

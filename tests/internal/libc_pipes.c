@@ -914,7 +914,8 @@ static void seek_body(void *arg) {
 /* sstm_fseek and sstm_ftell on a socket: -1 with ESPIPE, inside and
  * outside transactions, and nothing of the stream changes: the buffered
  * bytes are read next (no read(2)), the EOF indicator stays, no error is
- * set. */
+ * set. sstm_rewind clears the error indicator although its seek fails, as
+ * ISO C's rewind does. */
 TEST(fseek_and_ftell_on_a_socket_fail_with_espipe_and_change_nothing) {
   init();
   int sv[2];
@@ -947,7 +948,20 @@ TEST(fseek_and_ftell_on_a_socket_fail_with_espipe_and_change_nothing) {
   CHECK_TRUE(sstm_feof(s));
   CHECK_EQ_I(sstm_fseek(s, 0, SEEK_SET), -1);
   CHECK_TRUE(sstm_feof(s));
+  /* rewind: the seek fails, both indicators are cleared (the error one
+   * set by a write to the closed peer) */
   CHECK_EQ_I(close(sv[1]), 0);
+  CHECK_EQ_I(sstm_fputc('z', s), 'z');
+  errno = 0;
+  CHECK_EQ_I(sstm_fflush(s), EOF);
+  CHECK_EQ_I(errno, EPIPE);
+  CHECK_TRUE(sstm_ferror(s));
+  sstm_rewind(s);
+  CHECK_FALSE(sstm_ferror(s));
+  CHECK_FALSE(sstm_feof(s));
+  errno = 0;
+  CHECK_EQ_I(sstm_ftell(s), -1);
+  CHECK_EQ_I(errno, ESPIPE);
   CHECK_OK(sstm_fclose(s));
   fini();
 }
