@@ -26,7 +26,14 @@
  *   (sstm_become_irrevocable(): the transaction may restart once) only for
  *   what cannot wait for the commit: a read that needs the kernel (the
  *   buffer holds no unread byte), and sstm_fflush() inside a transaction.
- *   Their writes otherwise also leave at commit, in commit order.
+ *   Such a read first waits (poll(2)) until the descriptor has data, its
+ *   end or an error, while the transaction is still revocable, so that
+ *   other transactions (the writers of the pipe among them) commit
+ *   meanwhile; an irrevocable transaction holds back every other one. A
+ *   call that needs more bytes than have arrived waits in read(2)
+ *   irrevocable (docs/design/tm-libc.md (S6), Limits). Their writes
+ *   otherwise also leave at commit, in commit order, each committed
+ *   transaction's bytes once and contiguous in what this stream writes.
  * - sstm_fseek() keeps the kernel's file offset equal to the new position
  *   (for code that uses the descriptor, sstm_fileno()): the mirror of that
  *   offset is written transactionally before the lseek(2), and an abort
@@ -84,6 +91,11 @@
  * the file's end for O_APPEND); the error indicator is set at once, and the
  * next sstm_fflush() or sstm_fclose() outside a transaction, on any thread,
  * returns EOF with that errno (once). EINTR and short writes are retried.
+ * On a pipe or socket the bytes that reached the kernel before the failure
+ * (EPIPE, EAGAIN on an O_NONBLOCK descriptor) stay there and the rest of
+ * the ticket is dropped, reported the same way; the library neither blocks
+ * nor ignores SIGPIPE (a program whose readers may leave ignores it). An
+ * O_NONBLOCK descriptor's read fails with EAGAIN instead of waiting.
  * A stream used after
  * sstm_fclose() fails with errno EBADF (the library keeps a closed stream's
  * header, not its buffers, for the next 1024 closes; a use after that is a
@@ -257,7 +269,8 @@ SSTM_API int sstm_vfprintf(sstm_file_t *f, const char *fmt, va_list ap)
  * @param offset the offset
  * @param whence SEEK_SET, SEEK_CUR or SEEK_END
  * @return 0, or -1 with errno (EINVAL: bad whence or a negative position;
- *         ESPIPE: not a regular file; EBADF) */
+ *         ESPIPE: not a regular file; EBADF); on failure the position
+ *         and the indicators are unchanged */
 SSTM_API int sstm_fseek(sstm_file_t *f, off_t offset, int whence);
 
 /** The position, as ftell(3).

@@ -62,6 +62,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <poll.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -96,6 +97,7 @@ const sstm__stdio_sys_t sstm__stdio_sys_default = {
     .lseek = sys_lseek,
     .fstat = sys_fstat,
     .ftruncate = sys_ftruncate,
+    .poll = poll,
 };
 const sstm__stdio_sys_t *sstm__stdio_sys = &sstm__stdio_sys_default;
 
@@ -234,6 +236,11 @@ struct sstm_file {
   uint64_t kgen_done; /* kgen of the last committed seek applied */
   uint64_t kpos_done; /* its position */
   uint64_t klast;     /* the offset the last lseek set */
+  /* (S6) A byte stream's reader claim: the descriptor (sstm_desc_t *) of
+   * the attempt that found data to read and restarts irrevocable to read
+   * it, 0 when free; rwaiters sleep on it (futex). */
+  _Atomic uint64_t rclaim;
+  _Atomic uint32_t rwaiters;
 };
 
 /* An attempt stores own once (S1), so the store almost never finds its
@@ -291,6 +298,7 @@ typedef struct view {
   bool kept;       /* (S11) it left the solo mode of a keeper for a batch */
   bool revoke;     /* (S10) the acquisition met another thread's keeper: its
                       rollback waits until the stream is handed back */
+  bool rclaimed;   /* (S6) the attempt releases the stream's reader claim at its end */
   uint32_t wcap;   /* bytes the write buffer may hold (cw + sw) */
   uint32_t cw;     /* the write buffer: the first cw bytes of the installed s.wbuf, */
   uint32_t sw;     /*   then sw bytes in wst (this attempt's) */
@@ -2077,7 +2085,7 @@ static inline view_t *view_new(sstm_file_t *f, uint64_t id, view_t *v, int *err)
   }
   v->f = f, v->txid = id, v->armed = false, v->closed = false, v->ticket = 0, v->cold = false;
   v->bad = false, v->turn = false, v->active = false, v->peek = false, v->ver = 0;
-  v->hit = false, v->revoke = false, v->kept = false;
+  v->hit = false, v->revoke = false, v->kept = false, v->rclaimed = false;
   /* The action first, then own: an abort inside the barriers below finds
    * the view registered (view_drop takes it back); an attempt that commits
    * without having stored own installs nothing. One action for both ends
@@ -2108,6 +2116,9 @@ static inline void arm(view_t *v) {
  * (EBADF: closed; ENOMEM). */
 static __attribute__((noinline)) view_t *acquire_again(view_t *v, int *err);
 
+static bool rclaim_arm(view_t *v);
+static void rclaim_release(sstm_file_t *f);
+
 static view_t *acquire_in(sstm_file_t *f, uint64_t id, int *err) {
   view_t *v = view_find(f, id);
   if (__builtin_expect(v != NULL, 0)) return acquire_again(v, err);
@@ -2120,6 +2131,13 @@ static view_t *acquire_in(sstm_file_t *f, uint64_t id, int *err) {
   else
     k = NULL;
   if ((v = view_new(f, id, k, err)) == NULL) return NULL;
+  /* (S6) This descriptor holds the byte stream's reader claim (its last
+   * attempt took it and restarted irrevocable): this attempt releases it
+   * at its end. relaxed: only this descriptor stores its own value. */
+  if (__builtin_expect(!f->reg, 0) &&
+      atomic_load_explicit(&f->rclaim, memory_order_relaxed) == (uint64_t)(uintptr_t)sstm_self() &&
+      !rclaim_arm(v))
+    rclaim_release(f);
   uint32_t others = enter(f, &f->q_active);
   v->active = true;
   DELAY();
@@ -2303,6 +2321,120 @@ static bool rst_reserve(view_t *v, uint32_t cap) {
   return v->rst != NULL;
 }
 
+/* (S6) Whether a read of the byte stream fd would not block now: it has
+ * data, its end (the writers closed it) or an error, or it is
+ * non-blocking (O_NONBLOCK: the read fails with EAGAIN rather than wait).
+ * With wait, sleeps in poll(2) until then. */
+static bool bytes_ready(int fd, bool wait) {
+  int fl = fcntl(fd, F_GETFL);
+  if (fl >= 0 && (fl & O_NONBLOCK)) return true;
+  struct pollfd p = {.fd = fd, .events = POLLIN};
+  for (;;) {
+    int r = sstm__stdio_sys->poll(&p, 1, wait ? -1 : 0);
+    if (r < 0 && errno == EINTR) continue;
+    return r != 0; /* an error of poll: the read reports it */
+  }
+}
+
+/* (S6) Take f's reader claim for the descriptor me: wait_step, then futex
+ * sleeps. The holder has found data and waits only to become irrevocable
+ * (the token) before it reads and releases the claim. */
+static void rclaim_take(sstm_file_t *f, uint64_t me) {
+  for (unsigned spin = 0;; spin++) {
+    uint64_t free_ = 0;
+    /* acquire: pairs with rclaim_release, so that this reader's poll
+     * comes after the previous holder's read */
+    if (atomic_load_explicit(&f->rclaim, memory_order_relaxed) == 0 &&
+        atomic_compare_exchange_weak_explicit(&f->rclaim, &free_, me, memory_order_acquire,
+                                              memory_order_relaxed))
+      return;
+    if (wait_step(spin)) continue;
+    /* seq_cst: the waiter's half of the handshake of wake() */
+    atomic_fetch_add_explicit(&f->rwaiters, 1, memory_order_seq_cst);
+    uint64_t h = atomic_load_explicit(&f->rclaim, memory_order_seq_cst);
+    if (h != 0) sstm__futex_wait(&f->rclaim, (uint32_t)h, 1000000);
+    atomic_fetch_sub_explicit(&f->rwaiters, 1, memory_order_relaxed);
+  }
+}
+
+static void rclaim_release(sstm_file_t *f) {
+  /* seq_cst: release for the next holder (acquire), and the store half
+   * of the waiters handshake (see wake) */
+  atomic_store_explicit(&f->rclaim, 0, memory_order_seq_cst);
+  wake(&f->rclaim, &f->rwaiters);
+}
+
+/* (S6) The end of an attempt that holds f's reader claim: release it. */
+static void rclaim_end(void *arg, bool committed) {
+  (void)committed;
+  sstm_file_t *f = arg;
+  /* relaxed: only this descriptor stores its own value */
+  if (atomic_load_explicit(&f->rclaim, memory_order_relaxed) == (uint64_t)(uintptr_t)sstm_self())
+    rclaim_release(f);
+}
+
+/* (S6) The attempt of view v holds its stream's reader claim: release it
+ * at the attempt's end, once (acquire_in calls this at an attempt's first
+ * call on a byte stream, read_bytes when it takes the claim for an
+ * irrevocable attempt). false: no memory for the action (the caller
+ * releases the claim itself). */
+static bool rclaim_arm(view_t *v) {
+  if (v->rclaimed) return true;
+  if (sstm__on_end(rclaim_end, v->f) != 0) return false;
+  v->rclaimed = true;
+  return true;
+}
+
+/* (S6) Read up to cap bytes of the byte stream of view v into dst: the
+ * count (0 at its end) or -errno. Consuming its data cannot be undone, so
+ * the read is made by an irrevocable attempt; and an irrevocable attempt
+ * holds back every other transaction of the process (they wait at their
+ * begin and commit), among them the writers of this process that would
+ * give it the data. So a revocable attempt first waits for the data
+ * (poll), then takes the stream's reader claim, checks that the data is
+ * still there (another reader may have taken it), and only then becomes
+ * irrevocable: it restarts, and its retry (or, if that does not use the
+ * stream, the descriptor's next attempt that does) holds the claim until
+ * it ends (acquire_in arms the release). Every read(2) of the stream is
+ * made under the claim, so the data the retry found is still there. An
+ * attempt that is irrevocable already (the user's, after sstm_fflush in
+ * the transaction, or made so by a policy) takes the claim only if it is
+ * free: it cannot wait for a holder that waits for its token. */
+static long read_bytes(view_t *v, unsigned char *dst, size_t cap) {
+  sstm_file_t *f = v->f;
+  uint64_t me = (uint64_t)(uintptr_t)sstm_self();
+  /* relaxed: only this descriptor stores its own value */
+  if (atomic_load_explicit(&f->rclaim, memory_order_relaxed) != me) {
+    if (!sstm_is_irrevocable()) {
+      for (;;) {
+        (void)bytes_ready(f->fd, true);
+        rclaim_take(f, me);
+        if (bytes_ready(f->fd, false)) break;
+        rclaim_release(f); /* another reader took the data: wait again */
+      }
+      /* Restarts (the acquisition wrote own), the claim held; the retry
+       * comes back here through acquire_in, which arms its release. */
+      sstm_become_irrevocable();
+    } else {
+      uint64_t free_ = 0;
+      /* acquire: as in rclaim_take */
+      if (atomic_compare_exchange_strong_explicit(&f->rclaim, &free_, me, memory_order_acquire,
+                                                  memory_order_relaxed) &&
+          !rclaim_arm(v))
+        rclaim_release(f);
+    }
+  }
+  /* Irrevocable already: this only marks the transaction as one that asked
+   * for it, so that its body cannot restart it after the bytes are gone
+   * (also when a policy made it irrevocable). */
+  sstm_become_irrevocable();
+  ssize_t r;
+  do
+    r = sstm__stdio_sys->read(f->fd, dst, cap);
+  while (r < 0 && errno == EINTR);
+  return r < 0 ? -(long)errno : (long)r;
+}
+
 /* Fill the read window at position p for a call that wants need more
  * bytes (>= 1). Returns the bytes now buffered from p (0: end of file), or
  * -errno. */
@@ -2345,17 +2477,11 @@ static long fill(view_t *v, uint64_t p, size_t need) {
       if (lo < hi) memcpy(v->rst + (lo - p), r->data + (lo - r->off), hi - lo);
     }
   } else {
-    /* (S6) Consuming kernel data cannot be undone. */
-    if (!sstm_is_irrevocable()) sstm_become_irrevocable();
-    ssize_t r;
-    do
-      r = sstm__stdio_sys->read(f->fd, v->rst, cap);
-    while (r < 0 && errno == EINTR);
-    if (r < 0) {
-      err = -errno;
+    n = read_bytes(v, v->rst, cap);
+    if (n < 0) {
+      err = n;
       goto failed;
     }
-    n = (long)r;
   }
   v->s.rbase = p, v->s.rlen = (uint64_t)n, v->rown = true;
   return n;
@@ -2665,6 +2791,8 @@ static sstm_file_t *make(int fd, unsigned m) {
   atomic_init(&f->started, 0);
   atomic_init(&f->waiters, 0);
   atomic_init(&f->werr, 0);
+  atomic_init(&f->rclaim, 0);
+  atomic_init(&f->rwaiters, 0);
   atomic_init(&f->q_turn, 0);
   atomic_init(&f->q_active, 0);
   atomic_init(&f->q_queued, 0);
@@ -3190,8 +3318,10 @@ static void op_flush(void *p) {
   }
   if (!f->reg && !a->outer) {
     /* (S6) The bytes must leave now: irrevocable (this transaction will
-     * commit; nobody else commits meanwhile), before the acquisition. */
-    if (!sstm_is_irrevocable()) sstm_become_irrevocable();
+     * commit; nobody else commits meanwhile), before the acquisition;
+     * also when a policy made it irrevocable, so that its body cannot
+     * restart it after the bytes left. */
+    sstm_become_irrevocable();
   }
   view_t *v = acquire(a);
   if (v == NULL) {

@@ -1,12 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /* The system calls of the transactional stdio (src/libc/stdio.c), through
  * a table that tests replace to inject faults (ENOSPC, EINTR, short
- * writes: tests/internal/libc_faults.c). Nothing else uses it. A plain
+ * writes: tests/internal/libc_faults.c; pipes and sockets:
+ * tests/internal/libc_pipes.c). Nothing else uses it. A plain
  * pointer, read at each call: tests set it while no stream operation
  * runs. */
 #ifndef SSTM_LIBC_SYS_H
 #define SSTM_LIBC_SYS_H
 
+#include <poll.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 
@@ -18,6 +20,7 @@ typedef struct sstm__stdio_sys {
   off_t (*lseek)(int fd, off_t off, int whence);
   int (*fstat)(int fd, struct stat *st);
   int (*ftruncate)(int fd, off_t len);
+  int (*poll)(struct pollfd *fds, nfds_t n, int timeout); /* a byte stream's wait for data (S6) */
 } sstm__stdio_sys_t;
 
 /* The table in use (the C library's functions by default). */

@@ -27,6 +27,9 @@
  *   commits irrevocably exactly when it called read(2) (a read from the
  *   buffer stays revocable); each reader meets end of file (sstm_feof) and
  *   a read after it returns EOF at once.
+ * - Both sides transactional: readers that wait for data on an empty pipe
+ *   while writers in the same process commit and flush the data they wait
+ *   for.
  * - Faults: EPIPE (the reader closed; SIGPIPE is ignored in this test, so
  *   write(2) fails with EPIPE instead of killing the process), EAGAIN on an
  *   O_NONBLOCK pipe, ESPIPE from sstm_fseek and sstm_ftell.
@@ -744,6 +747,12 @@ TEST(readers_of_a_pipe_read_each_byte_once_and_see_end_of_file) { readers(0, 0, 
 TEST(readers_of_a_socket_read_each_byte_once_and_see_end_of_file) { readers(1, 0, 0, 3); }
 
 TEST(readers_lose_nothing_to_eintr_and_short_reads_from_all_threads) { readers(0, 1, 0, 4); }
+
+/* Both ends transactional in one process: readers wait for data that
+ * transactional writers have still to commit and flush. */
+TEST(transactional_readers_wait_for_transactional_writers_on_a_pipe) { readers(0, 0, 2, 3); }
+
+TEST(transactional_readers_wait_for_transactional_writers_on_a_socket) { readers(1, 1, 3, 3); }
 
 /* ---- EPIPE, EAGAIN, ESPIPE, one thread -------------------------------------------- */
 
