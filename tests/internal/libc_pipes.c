@@ -216,6 +216,7 @@ typedef struct wparams {
   unsigned threads, ops; /* writer threads, transactions per thread */
   int sock;              /* a socketpair, else a pipe */
   size_t bsz;            /* sstm_setvbuf's size */
+  int mode;              /* and mode: _IOFBF, _IOLBF or _IONBF */
   unsigned flush_one_in; /* 1 in n transactions call sstm_fflush (0: none) */
   unsigned restart_one_in;
   int faults;         /* EINTR and short writes */
@@ -373,16 +374,19 @@ static void w_round(const wparams_t *p, sstm_rng_t *r) {
   }
   fprintf(
       stderr,
-      "writers: %u threads x %u, %s, buffer %zu, flush 1 in %u, restart 1 in %u, eintr every %d, "
+      "writers: %u threads x %u, %s, buffer %zu%s, flush 1 in %u, restart 1 in %u, eintr every %d, "
       "write chunk %zu, reader leaves after %zu\n",
-      p->threads, p->ops, p->sock ? "socketpair" : "pipe", p->bsz, p->flush_one_in,
-      p->restart_one_in, fi.eintr_every, fi.wchunk, p->close_after);
+      p->threads, p->ops, p->sock ? "socketpair" : "pipe", p->bsz,
+      p->mode == _IOLBF   ? " line buffered"
+      : p->mode == _IONBF ? " unbuffered"
+                          : "",
+      p->flush_one_in, p->restart_one_in, fi.eintr_every, fi.wchunk, p->close_after);
   int ch[2];
   make_channel(ch, p->sock, O_CLOEXEC);
   gw.rfd = ch[0];
   gw.w = sstm_fdopen(ch[1], "w");
   CHECK_NOT_NULL(gw.w);
-  CHECK_OK(sstm_setvbuf(gw.w, NULL, _IOFBF, p->bsz));
+  CHECK_OK(sstm_setvbuf(gw.w, NULL, p->mode, p->bsz));
   pthread_t d;
   CHECK_EQ_I(pthread_create(&d, NULL, drain, NULL), 0);
   sstm_test_run_threads(p->threads, true, w_thread, NULL);
@@ -432,6 +436,10 @@ static void writers(int sock, unsigned flush_one_in, int faults, int leave, unsi
     p.ops = (unsigned)sstm_test_scaled(150, 20);
     p.sock = sock;
     p.bsz = sizes[sstm_rng_below(&r, 3)];
+    /* one round in four line buffered, one in four unbuffered: every
+     * record then leaves at its commit */
+    static const int modes[] = {_IOFBF, _IOFBF, _IOLBF, _IONBF};
+    p.mode = modes[sstm_rng_below(&r, 4)];
     p.flush_one_in = flush_one_in;
     p.restart_one_in = 4;
     p.faults = faults;
@@ -466,6 +474,7 @@ typedef struct rparams {
   unsigned threads; /* reader threads */
   int sock;         /* a socketpair, else a pipe */
   size_t bsz;       /* sstm_setvbuf's size */
+  int mode;         /* and mode (the readers' stream) */
   size_t total;     /* bytes the feeder writes */
   int faults;       /* EINTR and short reads */
   unsigned writers; /* 0: a plain feeder thread; else transactional writers (gw) */
@@ -653,7 +662,7 @@ static void r_round(const rparams_t *p, sstm_rng_t *r) {
   make_channel(ch, p->sock, O_CLOEXEC);
   gr.r = sstm_fdopen(ch[0], "r");
   CHECK_NOT_NULL(gr.r);
-  CHECK_OK(sstm_setvbuf(gr.r, NULL, _IOFBF, p->bsz));
+  CHECK_OK(sstm_setvbuf(gr.r, NULL, p->mode, p->bsz));
   pthread_t d;
   sstm_rng_t frng;
   sstm_rng_seed(&frng, sstm_rng_next(r));
@@ -677,9 +686,10 @@ static void r_round(const rparams_t *p, sstm_rng_t *r) {
     CHECK_OK(sstm_setvbuf(gw.w, NULL, _IOFBF, p->bsz));
   }
   fprintf(stderr,
-          "readers: %u threads, %s, buffer %zu, %s, eintr every %d, read chunk %zu, write chunk "
+          "readers: %u threads, %s, buffer %zu%s, %s, eintr every %d, read chunk %zu, write chunk "
           "%zu\n",
           p->threads, p->sock ? "socketpair" : "pipe", p->bsz,
+          p->mode == _IONBF ? " unbuffered" : "",
           p->writers ? "transactional writers" : "a plain feeder", fi.eintr_every, fi.rchunk,
           fi.wchunk);
   sstm_test_run_threads(p->threads + p->writers, true, r_thread, NULL);
@@ -739,6 +749,8 @@ static void readers(int sock, int faults, unsigned writers, unsigned dflt) {
     p.threads = 3 + (unsigned)sstm_rng_below(&r, writers ? 2 : 4);
     p.sock = sock;
     p.bsz = sizes[sstm_rng_below(&r, 3)];
+    /* unbuffered in one round in four: each call reads what it wants */
+    p.mode = writers == 0 && sstm_rng_below(&r, 4) == 0 ? _IONBF : _IOFBF;
     p.total = (size_t)sstm_test_scaled(200000, 20000);
     p.faults = faults;
     p.writers = writers;
