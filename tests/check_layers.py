@@ -62,6 +62,9 @@ SUBSYSTEMS = (
               "src/iface/exec_services.h is the way"),
     Subsystem("map", "thread-mapping", ("map", "iface", "os"),
               "src/iface/map_services.h is the way", bare_includes=True),
+    Subsystem("abi", "compiler-ABI", ("abi", "arch"),
+              "the public API is the way (arch/ckpt.h gives the checkpoint's layout)",
+              check_headers=True),
 )
 
 

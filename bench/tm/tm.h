@@ -139,7 +139,13 @@ static inline void tm_irrevocable_free(void *p) {
 /* ------------------------------------------------------------------ libitm */
 #elif defined(TM_BACKEND_ITM)
 
+/* TM_ITM_SCHEDSTM: the same compiled code linked with libschedstm-itm (the
+ * gcc -fgnu-tm ABI on schedstm) instead of libitm. */
+#if defined(TM_ITM_SCHEDSTM)
+#define TM_BACKEND_NAME "schedstm-itm"
+#else
 #define TM_BACKEND_NAME "itm"
+#endif
 #define TM_MULTI_THREADED 1
 #define TM_SAFE __attribute__((transaction_safe))
 #define TM_PURE __attribute__((transaction_pure))

@@ -11,6 +11,12 @@
 
 #include "bench_util.h"
 #include "tm.h"
+#if defined(TM_ITM_SCHEDSTM)
+/* The compiler-instrumented code runs on schedstm through the gcc -fgnu-tm
+ * ABI (libschedstm-itm); the run's set-up and counters are the schedstm
+ * back-end's. */
+#include <schedstm/schedstm.h>
+#endif
 
 const char *tm_backend_name(void) { return TM_BACKEND_NAME; }
 
@@ -18,7 +24,7 @@ bool tm_multi_threaded(void) { return TM_MULTI_THREADED != 0; }
 
 static void counts_clear(tm_counts_t *out) { memset(out, 0, sizeof *out); }
 
-#if defined(TM_BACKEND_SCHEDSTM)
+#if defined(TM_BACKEND_SCHEDSTM) || defined(TM_ITM_SCHEDSTM)
 
 /* Build the configuration: defaults, then SCHEDSTM_* environment, then the
  * explicit options (which win over the environment). */
@@ -293,7 +299,7 @@ void tm_bench_check_options(int argc, char **argv, int optind_, long threads, ui
 }
 
 void tm_list_cms_and_exit(void) {
-#if defined(TM_BACKEND_SCHEDSTM)
+#if defined(TM_BACKEND_SCHEDSTM) || defined(TM_ITM_SCHEDSTM)
   int n = sstm_cm_list(NULL, 0);
   char *names = malloc((size_t)n + 1);
   if (names == NULL) bench_die(BENCH_EXIT_FAIL, "out of memory");

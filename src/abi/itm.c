@@ -1,0 +1,625 @@
+/* SPDX-License-Identifier: MIT */
+/* The transactional-memory ABI of `gcc -fgnu-tm` ([IntelTMABI]) on the
+ * engine: a program compiled with -fgnu-tm and linked with libschedstm-itm
+ * instead of libitm runs its __transaction_atomic and __transaction_relaxed
+ * blocks as schedstm transactions, under the policy that SCHEDSTM_CM
+ * names. The design, its steps (I1)-(I6) and its limits are in
+ * docs/design/itm.md; the steps are cited below.
+ *
+ * Only the library's public API is used (schedstm/schedstm.h, with the
+ * inline read fast path), plus the restart checkpoint's layout
+ * (arch/ckpt.h) in the assembly half, abi/itm_x86_64.S. */
+#define _GNU_SOURCE
+#define SSTM_INLINE_BARRIERS 1
+#include <errno.h>
+#include <immintrin.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <schedstm/schedstm.h>
+
+#include "abi/itm_abi.h"
+
+#define ITM_API __attribute__((visibility("default")))
+#define ITM_TLS __thread __attribute__((tls_model("initial-exec")))
+#define ITM_UNLIKELY(x) __builtin_expect(!!(x), 0)
+
+/* The assembly half (abi/itm_x86_64.S) reads this bit of the action that
+ * the C half returns: the attempt must leave before it runs the body (I3). */
+#define ITM_BACK_OUT 0x80000000u
+
+/* ---- per thread ---------------------------------------------------------- */
+
+enum { MODE_NONE, MODE_REVOCABLE, MODE_SERIAL };
+
+/* One thread's transaction as the ABI sees it. Owner-only. */
+typedef struct itm_thread {
+  bool ready;          /* the thread is registered with the engine (I1) */
+  uint8_t mode;        /* MODE_*: the outermost transaction's */
+  bool want_serial;    /* leaving to restart in serial mode (I4) */
+  bool backing_out;    /* leaving to wait for a serial transaction (I3) */
+  uint32_t depth;      /* nesting depth of the ABI's begins (flat, I5) */
+  uint32_t props;      /* the outermost transaction's properties */
+  void *ret;           /* where the outermost _ITM_beginTransaction returns */
+  uintptr_t begin_sp;  /* its caller's stack pointer after that return (I6) */
+  sstm_ckpt_t *ckpt;   /* the engine's checkpoint for it */
+  bool undo_armed;     /* this attempt registered undo_restore (I6) */
+  unsigned char *undo; /* _ITM_L* log: records of (addr, len, bytes) */
+  size_t undo_len, undo_cap;
+} itm_thread_t;
+
+static ITM_TLS itm_thread_t itm;
+
+/* The C halves' answer to the assembly: the checkpoint to save (NULL: a
+ * nested begin, nothing to save) and the action code (rax:rdx). */
+typedef struct itm_ret {
+  sstm_ckpt_t *ckpt;
+  uint64_t action;
+} itm_ret_t;
+
+__attribute__((noreturn, format(printf, 1, 2))) static void itm_fatal(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  fputs("schedstm-itm: ", stderr);
+  vfprintf(stderr, fmt, ap);
+  fputc('\n', stderr);
+  va_end(ap);
+  abort();
+}
+
+/* ---- (I1) initialisation on first use --------------------------------------- */
+
+static pthread_once_t init_once = PTHREAD_ONCE_INIT;
+static int init_err;
+
+static void stats_at_exit(void) { (void)sstm_stats_dump(stderr); }
+
+static void init_library(void) {
+  if (sstm_initialized()) return; /* the program initialised it itself */
+  init_err = sstm_init(NULL);     /* the SCHEDSTM_* variables apply */
+  if (init_err == 0) {
+    const char *s = getenv("SCHEDSTM_ITM_STATS");
+    if (s && strcmp(s, "1") == 0) atexit(stats_at_exit);
+  }
+}
+
+/* First transaction of a thread: the library initialised (once per
+ * process) and the thread registered; the engine unregisters it when it
+ * exits (its thread-specific-data destructor). */
+static __attribute__((noinline)) void thread_setup(itm_thread_t *t) {
+  pthread_once(&init_once, init_library);
+  if (init_err != 0 && !sstm_initialized())
+    itm_fatal("sstm_init failed: %s (%s)", sstm_strerror(init_err), sstm_last_error());
+  int rc = sstm_thread_init();
+  if (rc != 0)
+    itm_fatal("registering the thread failed: %s (%s)", sstm_strerror(rc), sstm_last_error());
+  t->ready = true;
+}
+
+/* ---- (I3) serial transactions ------------------------------------------------- */
+
+/* A transaction that runs uninstrumented code, or that calls code the
+ * compiler could not instrument, writes shared memory with plain stores;
+ * no other transaction begun through this ABI may run meanwhile. The
+ * serial transaction holds serial_mu from before it raises serial_on until
+ * after it lowers it, so the ones that see the flag wait on the mutex. */
+static pthread_mutex_t serial_mu = PTHREAD_MUTEX_INITIALIZER;
+/* Relaxed both ways: the ordering against other attempts is the heavy
+ * fence inside sstm_quiesce() on the serial side, paired with the fence
+ * after an attempt's ACTIVE store in the engine's begin on the other
+ * (docs/design/itm.md (I3), docs/design/core.md (5.1)); the mutex orders
+ * the rest. */
+static _Atomic uint32_t serial_on;
+
+static void serial_enter(void) {
+  pthread_mutex_lock(&serial_mu);
+  atomic_store_explicit(&serial_on, 1, memory_order_relaxed);
+  /* (I3.2) Every attempt running now ends before this returns (its heavy
+   * fence orders the store above before the scan of the running attempts);
+   * an attempt that the scan missed began after the fence, and its own
+   * load of serial_on (outer_begin, itm_resumed) sees 1. */
+  int rc = sstm_quiesce();
+  if (rc != 0) itm_fatal("waiting for the running transactions failed: %s", sstm_strerror(rc));
+}
+
+static void serial_exit(void) {
+  atomic_store_explicit(&serial_on, 0, memory_order_relaxed);
+  pthread_mutex_unlock(&serial_mu);
+}
+
+/* (I3.3) Wait, outside any transaction, until no serial transaction runs. */
+static void serial_wait(void) {
+  pthread_mutex_lock(&serial_mu);
+  pthread_mutex_unlock(&serial_mu);
+}
+
+static bool needs_serial(uint32_t props) {
+  return !(props & itm_pr_instrumentedCode) || (props & itm_pr_doesGoIrrevocable);
+}
+
+/* The code path to run: uninstrumented only in serial mode (where plain
+ * accesses are safe) or when it is the only one. */
+static uint64_t code_path(uint32_t props, bool serial) {
+  if ((props & itm_pr_uninstrumentedCode) && (serial || !(props & itm_pr_instrumentedCode)))
+    return itm_a_runUninstrumentedCode;
+  return itm_a_runInstrumentedCode;
+}
+
+/* ---- begin, commit, abort -------------------------------------------------- */
+
+/* An outermost begin (I2): serial first if needed, then the engine's. */
+static itm_ret_t outer_begin(itm_thread_t *t, uint64_t live) {
+  bool serial = t->want_serial || needs_serial(t->props);
+  t->want_serial = false;
+  if (serial) serial_enter();
+  sstm_attr_t a = {0};
+  a.irrevocable = serial;
+  /* A hint: an attempt declared read-only that writes restarts as an
+   * update (schedstm/tx.h), so a wrong hint costs an attempt, not safety. */
+  a.read_only = !serial && (t->props & itm_pr_readOnly);
+  sstm_ckpt_t *c = sstm__begin(&a);
+  if (c == NULL) itm_fatal("the engine refused the transaction's begin");
+  t->ckpt = c;
+  t->depth = 1;
+  t->mode = serial ? MODE_SERIAL : MODE_REVOCABLE;
+  t->undo_armed = false;
+  t->undo_len = 0;
+  uint64_t act = code_path(t->props, serial) | live;
+  /* (I3.1) Relaxed: the engine's begin above stored ACTIVE and fenced
+   * before this load (a call, so the compiler keeps the order too). */
+  if (!serial && ITM_UNLIKELY(atomic_load_explicit(&serial_on, memory_order_relaxed)))
+    act |= ITM_BACK_OUT;
+  return (itm_ret_t){c, act};
+}
+
+/* The C half of _ITM_beginTransaction (abi/itm_x86_64.S). */
+__attribute__((visibility("hidden"))) itm_ret_t sstm__itm_begin(uint32_t props, void *ret,
+                                                                uintptr_t sp) {
+  itm_thread_t *t = &itm;
+  if (ITM_UNLIKELY(!t->ready)) thread_setup(t);
+  if (t->depth == 0) {
+    t->props = props;
+    t->ret = ret;
+    t->begin_sp = sp;
+    return outer_begin(t, itm_a_saveLiveVariables);
+  }
+  /* (I5) Nested: flat. The engine only counts the depth. */
+  if (sstm__begin(NULL) != NULL) itm_fatal("nested begin without an outer transaction");
+  t->depth++;
+  if (t->mode != MODE_SERIAL && needs_serial(props)) {
+    /* (I4) It needs serial mode: restart the outermost one serial. */
+    t->want_serial = true;
+    sstm_cancel();
+  }
+  return (itm_ret_t){NULL, code_path(props, t->mode == MODE_SERIAL) | itm_a_saveLiveVariables};
+}
+
+/* The C half of the resume point: the engine restored the checkpoint with
+ * `val` (a restart: a new attempt has begun; a cancel: the transaction has
+ * ended). *ret_slot receives where the compiled code resumes. */
+__attribute__((visibility("hidden"))) itm_ret_t sstm__itm_resumed(int val, void **ret_slot) {
+  itm_thread_t *t = &itm;
+  *ret_slot = t->ret;
+  if (val == SSTM__CKPT_RESTART) {
+    t->depth = 1;
+    t->undo_armed = false;
+    t->undo_len = 0;
+    uint64_t act = code_path(t->props, t->mode == MODE_SERIAL) | itm_a_restoreLiveVariables;
+    /* (I3.1) as in outer_begin: the restart began a new attempt (ACTIVE,
+     * fenced) before it jumped here. An attempt a policy made irrevocable
+     * needs not leave: the serial transaction's own begin waits for it. */
+    if (ITM_UNLIKELY(atomic_load_explicit(&serial_on, memory_order_relaxed)) &&
+        t->mode != MODE_SERIAL && !sstm_is_irrevocable())
+      act |= ITM_BACK_OUT;
+    return (itm_ret_t){t->ckpt, act};
+  }
+  /* Cancelled: by the user, or by this layer to leave (I3, I4). The
+   * checkpoint's frame, and so begin_sp, stay those of the transaction. */
+  t->depth = 0;
+  t->mode = MODE_NONE;
+  if (t->backing_out) {
+    t->backing_out = false;
+    serial_wait();
+    return outer_begin(t, itm_a_restoreLiveVariables);
+  }
+  if (t->want_serial) return outer_begin(t, itm_a_restoreLiveVariables);
+  t->begin_sp = 0;
+  return (itm_ret_t){NULL, itm_a_abortTransaction | itm_a_restoreLiveVariables};
+}
+
+/* (I3.3) Called by the assembly half, after it saved the checkpoint, when
+ * the action carries ITM_BACK_OUT: leave the attempt (it has run nothing)
+ * and wait at the resume point. */
+__attribute__((visibility("hidden"), noreturn)) void sstm__itm_back_out(void) {
+  itm.backing_out = true;
+  sstm_cancel();
+}
+
+ITM_API void _ITM_commitTransaction(void) {
+  itm_thread_t *t = &itm;
+  if (ITM_UNLIKELY(t->depth == 0)) itm_fatal("_ITM_commitTransaction outside a transaction");
+  /* A conflict restarts the outermost transaction from inside the commit:
+   * it then resumes at its begin, with depth 1 again. */
+  sstm_commit();
+  if (--t->depth > 0) return;
+  t->undo_len = 0;
+  t->begin_sp = 0;
+  if (t->mode == MODE_SERIAL) serial_exit();
+  t->mode = MODE_NONE;
+}
+
+/* Exceptions thrown out of a transaction commit it ([IntelTMABI]); the C++
+ * exception entry points themselves (_ITM_cxa_*) are not provided. */
+ITM_API void _ITM_commitTransactionEH(void *exc) {
+  (void)exc;
+  _ITM_commitTransaction();
+}
+
+ITM_API void _ITM_abortTransaction(uint32_t reason) {
+  itm_thread_t *t = &itm;
+  if (t->depth == 0) itm_fatal("_ITM_abortTransaction outside a transaction");
+  if (!(reason & itm_userAbort)) itm_fatal("_ITM_abortTransaction with reason %#x", reason);
+  /* (I5) Nesting is flat: only the outermost transaction can be rolled
+   * back. */
+  if (t->depth > 1 && !(reason & itm_outerAbort))
+    itm_fatal("__transaction_cancel in a nested transaction: nesting is flat here, only "
+              "__transaction_cancel [[outer]] or a cancel of the outermost transaction is "
+              "supported");
+  if (t->mode == MODE_SERIAL)
+    itm_fatal("__transaction_cancel in a serial (irrevocable) transaction");
+  sstm_cancel();
+}
+
+/* (I4) Called by compiled code before an operation it could not
+ * instrument (a __transaction_relaxed block calling unsafe code). */
+ITM_API void _ITM_changeTransactionMode(uint32_t mode) {
+  itm_thread_t *t = &itm;
+  if (mode != itm_modeSerialIrrevocable) itm_fatal("_ITM_changeTransactionMode(%u)", mode);
+  if (t->depth == 0) itm_fatal("_ITM_changeTransactionMode outside a transaction");
+  if (t->mode == MODE_SERIAL) return;
+  t->want_serial = true;
+  sstm_cancel();
+}
+
+ITM_API uint32_t _ITM_inTransaction(void) {
+  itm_thread_t *t = &itm;
+  if (t->depth == 0) return itm_outsideTransaction;
+  return t->mode == MODE_SERIAL || sstm_is_irrevocable() ? itm_inIrrevocableTransaction
+                                                         : itm_inRetryableTransaction;
+}
+
+ITM_API uint64_t _ITM_getTransactionId(void) {
+  uint64_t id = itm.depth ? sstm_txid() : 0;
+  return id ? id : ITM_NO_TRANSACTION_ID;
+}
+
+ITM_API void _ITM_addUserCommitAction(void (*fn)(void *), uint64_t tid, void *arg) {
+  (void)tid; /* the current transaction's: nesting is flat */
+  int rc = sstm_on_commit(fn, arg);
+  if (rc != 0) itm_fatal("_ITM_addUserCommitAction: %s", sstm_strerror(rc));
+}
+
+ITM_API void _ITM_addUserUndoAction(void (*fn)(void *), void *arg) {
+  int rc = sstm_on_abort(fn, arg);
+  if (rc != 0) itm_fatal("_ITM_addUserUndoAction: %s", sstm_strerror(rc));
+}
+
+/* ---- (I6) logging of private memory (_ITM_L*) ---------------------------- */
+
+/* (I6) Stack frames made after the outermost begin, between the barrier's
+ * own frame and begin_sp, belong to the attempt alone: nothing outside it
+ * can reach them, and a restart discards them. The compiler writes such
+ * memory through a barrier in one place and reads it with plain loads in
+ * another (a callee's local array filled by _ITM_WU8 and copied by a plain
+ * memcpy), which a write into the redo log would make read stale bytes; so
+ * writes there go in place, unlogged. Outside a transaction begin_sp is 0
+ * and nothing matches. */
+static inline __attribute__((always_inline)) bool attempt_stack(const void *p, size_t n) {
+  uintptr_t a = (uintptr_t)p;
+  return a >= (uintptr_t)__builtin_frame_address(0) && a + n <= itm.begin_sp;
+}
+
+/* The compiler logs memory that is private to the thread but written in
+ * the transaction with plain stores; a rollback puts the old bytes back,
+ * newest first, so each byte gets its value from before the attempt. */
+static void undo_restore(void *arg) {
+  itm_thread_t *t = arg;
+  size_t end = t->undo_len;
+  while (end > 0) {
+    size_t n;
+    void *addr;
+    memcpy(&n, t->undo + end - sizeof n, sizeof n);
+    size_t rec = n + sizeof addr + 2 * sizeof n;
+    memcpy(&addr, t->undo + end - rec, sizeof addr);
+    memcpy(addr, t->undo + end - rec + sizeof addr + sizeof n, n);
+    end -= rec;
+  }
+  t->undo_len = 0;
+  t->undo_armed = false;
+}
+
+ITM_API void _ITM_LB(const void *addr, size_t n) {
+  itm_thread_t *t = &itm;
+  /* Outside a transaction (the compiler elides a transaction that makes
+   * no shared access, and calls its transaction_pure functions plainly)
+   * nothing can be rolled back: nothing to log. */
+  if (t->depth == 0) return;
+  /* Frames made by the attempt need no log: a restart discards them, and
+   * the rollback, whose own frames may lie where they were, must not write
+   * there (I6). */
+  if (attempt_stack(addr, n)) return;
+  size_t rec = n + sizeof addr + 2 * sizeof n;
+  if (t->undo_len + rec > t->undo_cap) {
+    size_t cap = t->undo_cap ? t->undo_cap : 256;
+    while (cap < t->undo_len + rec)
+      cap *= 2;
+    unsigned char *p = realloc(t->undo, cap);
+    if (p == NULL) itm_fatal("out of memory for the log of private memory");
+    t->undo = p;
+    t->undo_cap = cap;
+  }
+  if (!t->undo_armed) {
+    _ITM_addUserUndoAction(undo_restore, t);
+    t->undo_armed = true;
+  }
+  unsigned char *r = t->undo + t->undo_len;
+  memcpy(r, &addr, sizeof addr);
+  memcpy(r + sizeof addr, &n, sizeof n);
+  memcpy(r + sizeof addr + sizeof n, addr, n);
+  memcpy(r + sizeof addr + sizeof n + n, &n, sizeof n);
+  t->undo_len += rec;
+}
+
+/* ---- loads and stores -------------------------------------------------------- */
+
+/* Every read entry point of a type: plain (R), after a read (RaR), after a
+ * write (RaW) and for a write (RfW) are one function here, the engine's
+ * barrier serving all four; the same for the writes (W, WaR, WaW). */
+#define ITM_ALIASES(suf, T, ...)                                                                   \
+  __VA_ARGS__ ITM_API T _ITM_RaR##suf(const T *) __attribute__((alias("_ITM_R" #suf)));            \
+  __VA_ARGS__ ITM_API T _ITM_RaW##suf(const T *) __attribute__((alias("_ITM_R" #suf)));            \
+  __VA_ARGS__ ITM_API T _ITM_RfW##suf(const T *) __attribute__((alias("_ITM_R" #suf)));            \
+  __VA_ARGS__ ITM_API void _ITM_WaR##suf(T *, T) __attribute__((alias("_ITM_W" #suf)));            \
+  __VA_ARGS__ ITM_API void _ITM_WaW##suf(T *, T) __attribute__((alias("_ITM_W" #suf)));
+
+/* The word types: the engine's typed barriers (any alignment). */
+#define ITM_WORD(suf, T, load, store)                                                              \
+  ITM_API T _ITM_R##suf(const T *p) { return load(p); }                                            \
+  ITM_API void _ITM_W##suf(T *p, T v) {                                                            \
+    if (ITM_UNLIKELY(attempt_stack(p, sizeof *p)))                                                 \
+      memcpy(p, &v, sizeof v);                                                                     \
+    else                                                                                           \
+      store(p, v);                                                                                 \
+  }                                                                                                \
+  ITM_API void _ITM_L##suf(const T *p) { _ITM_LB(p, sizeof *p); }                                  \
+  ITM_ALIASES(suf, T, )
+
+ITM_WORD(U1, uint8_t, sstm_load_u8, sstm_store_u8)
+ITM_WORD(U2, uint16_t, sstm_load_u16, sstm_store_u16)
+ITM_WORD(U4, uint32_t, sstm_load_u32, sstm_store_u32)
+ITM_WORD(U8, uint64_t, sstm_load_u64, sstm_store_u64)
+ITM_WORD(F, float, sstm_load_float, sstm_store_float)
+ITM_WORD(D, double, sstm_load_double, sstm_store_double)
+
+/* The wider types: the byte copies (bit-exact; a long double's 16 bytes
+ * include its 6 bytes of padding, which are in the object's storage). */
+#define ITM_BYTES(suf, T, ...)                                                                     \
+  __VA_ARGS__ ITM_API T _ITM_R##suf(const T *p) {                                                  \
+    T v;                                                                                           \
+    sstm_load_bytes(&v, p, sizeof v);                                                              \
+    return v;                                                                                      \
+  }                                                                                                \
+  __VA_ARGS__ ITM_API void _ITM_W##suf(T *p, T v) {                                                \
+    if (ITM_UNLIKELY(attempt_stack(p, sizeof *p)))                                                 \
+      memcpy(p, &v, sizeof v);                                                                     \
+    else                                                                                           \
+      sstm_store_bytes(p, &v, sizeof v);                                                           \
+  }                                                                                                \
+  ITM_API void _ITM_L##suf(const T *p) { _ITM_LB(p, sizeof *p); }                                  \
+  ITM_ALIASES(suf, T, __VA_ARGS__)
+
+ITM_BYTES(E, long double)
+ITM_BYTES(CF, float _Complex)
+ITM_BYTES(CD, double _Complex)
+ITM_BYTES(CE, long double _Complex)
+ITM_BYTES(M64, __m64)
+ITM_BYTES(M128, __m128)
+/* Returned and passed in a ymm register: the AVX calling convention, as in
+ * code compiled with -mavx, the only code that calls these. */
+ITM_BYTES(M256, __m256, __attribute__((target("avx"))))
+
+/* ---- bulk copies ------------------------------------------------------------ */
+
+/* Copy n bytes from src to dst through a private chunk, each side read or
+ * written through the transaction (tx) or plainly. Chunks go from the end
+ * when dst overlaps src from above, as memmove does, so that no byte is
+ * read after it was overwritten (a transactional read sees the
+ * transaction's own writes). */
+static void copy(void *dst, bool dst_tx, const void *src, bool src_tx, size_t n) {
+  if (dst_tx && attempt_stack(dst, n)) dst_tx = false; /* (I6) */
+  unsigned char buf[256];
+  unsigned char *d = dst;
+  const unsigned char *s = src;
+  bool backward = d > s && d < s + n;
+  while (n > 0) {
+    size_t k = n < sizeof buf ? n : sizeof buf;
+    size_t off = backward ? n - k : 0;
+    if (src_tx)
+      sstm_load_bytes(buf, s + off, k);
+    else
+      memcpy(buf, s + off, k);
+    if (dst_tx)
+      sstm_store_bytes(d + off, buf, k);
+    else
+      memcpy(d + off, buf, k);
+    if (!backward) d += k, s += k;
+    n -= k;
+  }
+}
+
+/* memcpy and memmove, source and destination each non-transactional (n),
+ * transactional (t), or transactional after a read (taR) or a write
+ * (taW): the engine serves the last three alike. One function per
+ * (source, destination) pair; the rest are its aliases. */
+#define ITM_COPY(op, S, D, stx, dtx)                                                               \
+  ITM_API void _ITM_##op##R##S##W##D(void *d, const void *s, size_t n) { copy(d, dtx, s, stx, n); }
+#define ITM_COPY_ALIAS(op, S, D, base)                                                             \
+  ITM_API void _ITM_##op##R##S##W##D(void *, const void *, size_t)                                 \
+      __attribute__((alias("_ITM_" #op #base)));
+/* clang-format off */
+#define ITM_COPIES(op)                                                                             \
+  ITM_COPY(op, n, t, false, true)                                                                  \
+  ITM_COPY_ALIAS(op, n, taR, RnWt)                                                                 \
+  ITM_COPY_ALIAS(op, n, taW, RnWt)                                                                 \
+  ITM_COPY(op, t, n, true, false)                                                                  \
+  ITM_COPY_ALIAS(op, taR, n, RtWn)                                                                 \
+  ITM_COPY_ALIAS(op, taW, n, RtWn)                                                                 \
+  ITM_COPY(op, t, t, true, true)                                                                   \
+  ITM_COPY_ALIAS(op, t, taR, RtWt)                                                                 \
+  ITM_COPY_ALIAS(op, t, taW, RtWt)                                                                 \
+  ITM_COPY_ALIAS(op, taR, t, RtWt)                                                                 \
+  ITM_COPY_ALIAS(op, taR, taR, RtWt)                                                               \
+  ITM_COPY_ALIAS(op, taR, taW, RtWt)                                                               \
+  ITM_COPY_ALIAS(op, taW, t, RtWt)                                                                 \
+  ITM_COPY_ALIAS(op, taW, taR, RtWt)                                                               \
+  ITM_COPY_ALIAS(op, taW, taW, RtWt)
+/* clang-format on */
+
+ITM_COPIES(memcpy)
+ITM_COPIES(memmove)
+
+ITM_API void _ITM_memsetW(void *dst, int c, size_t n) {
+  if (attempt_stack(dst, n)) { /* (I6) */
+    memset(dst, c, n);
+    return;
+  }
+  unsigned char buf[256];
+  memset(buf, c, n < sizeof buf ? n : sizeof buf);
+  unsigned char *d = dst;
+  while (n > 0) {
+    size_t k = n < sizeof buf ? n : sizeof buf;
+    sstm_store_bytes(d, buf, k);
+    d += k;
+    n -= k;
+  }
+}
+ITM_API void _ITM_memsetWaR(void *, int, size_t) __attribute__((alias("_ITM_memsetW")));
+ITM_API void _ITM_memsetWaW(void *, int, size_t) __attribute__((alias("_ITM_memsetW")));
+
+/* ---- allocation --------------------------------------------------------------- */
+
+/* The compiler turns malloc, calloc and free inside a transaction into
+ * these: blocks allocated by an attempt that aborts are released, frees
+ * wait for the commit and the grace period (schedstm/alloc.h). The blocks
+ * are malloc's: the program may free() them outside transactions. */
+ITM_API void *_ITM_malloc(size_t n) { return sstm_malloc(n); }
+ITM_API void *_ITM_calloc(size_t n, size_t size) { return sstm_calloc(n, size); }
+ITM_API void _ITM_free(void *p) { sstm_free(p); }
+
+/* ---- clone tables (indirect calls) --------------------------------------------- */
+
+/* Each object compiled with -fgnu-tm has a table of (function, its
+ * transactional clone) pairs, registered by its start-up code (crtbegin)
+ * and removed when it is unloaded. Lookups read a sorted array published
+ * with release; a change builds a new array under clones_mu. Replaced
+ * arrays are not freed: a lookup may still read one, and they change only
+ * when objects are loaded or unloaded. */
+typedef struct clone_pair {
+  void *orig, *clone;
+} clone_pair_t;
+typedef struct clone_set {
+  size_t n;
+  clone_pair_t p[];
+} clone_set_t;
+typedef struct clone_table {
+  void **pairs;
+  size_t n;
+  struct clone_table *next;
+} clone_table_t;
+
+static pthread_mutex_t clones_mu = PTHREAD_MUTEX_INITIALIZER;
+static clone_table_t *clone_tables; /* under clones_mu */
+static _Atomic(clone_set_t *) clones;
+
+static int pair_cmp(const void *a, const void *b) {
+  uintptr_t x = (uintptr_t)((const clone_pair_t *)a)->orig;
+  uintptr_t y = (uintptr_t)((const clone_pair_t *)b)->orig;
+  return x < y ? -1 : x > y;
+}
+
+/* Under clones_mu: publish the pairs of every registered table. */
+static void clones_rebuild(void) {
+  size_t n = 0;
+  for (clone_table_t *t = clone_tables; t; t = t->next)
+    n += t->n;
+  clone_set_t *s = malloc(sizeof *s + n * sizeof s->p[0]);
+  if (s == NULL) itm_fatal("out of memory for the clone table");
+  s->n = 0;
+  for (clone_table_t *t = clone_tables; t; t = t->next)
+    for (size_t i = 0; i < t->n; i++)
+      s->p[s->n++] = (clone_pair_t){t->pairs[2 * i], t->pairs[2 * i + 1]};
+  qsort(s->p, s->n, sizeof s->p[0], pair_cmp);
+  /* release: pairs with the acquire load in clone_of, so that a reader
+   * sees the array's contents. */
+  atomic_store_explicit(&clones, s, memory_order_release);
+}
+
+ITM_API void _ITM_registerTMCloneTable(void *table, size_t n) {
+  clone_table_t *t = malloc(sizeof *t);
+  if (t == NULL) itm_fatal("out of memory for the clone table");
+  pthread_mutex_lock(&clones_mu);
+  *t = (clone_table_t){table, n, clone_tables};
+  clone_tables = t;
+  clones_rebuild();
+  pthread_mutex_unlock(&clones_mu);
+}
+
+ITM_API void _ITM_deregisterTMCloneTable(void *table) {
+  pthread_mutex_lock(&clones_mu);
+  for (clone_table_t **pp = &clone_tables; *pp; pp = &(*pp)->next)
+    if ((*pp)->pairs == table) {
+      clone_table_t *t = *pp;
+      *pp = t->next;
+      free(t);
+      break;
+    }
+  clones_rebuild();
+  pthread_mutex_unlock(&clones_mu);
+}
+
+static void *clone_of(void *fn) {
+  /* acquire: pairs with the release store of clones_rebuild. */
+  clone_set_t *s = atomic_load_explicit(&clones, memory_order_acquire);
+  if (s == NULL) return NULL;
+  size_t lo = 0, hi = s->n;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if ((uintptr_t)s->p[mid].orig < (uintptr_t)fn)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo < s->n && s->p[lo].orig == fn ? s->p[lo].clone : NULL;
+}
+
+/* An indirect call in a __transaction_relaxed block: the clone, or the
+ * function itself after the transaction has become serial (I4). */
+ITM_API void *_ITM_getTMCloneOrIrrevocable(void *fn) {
+  void *c = clone_of(fn);
+  if (c) return c;
+  _ITM_changeTransactionMode(itm_modeSerialIrrevocable);
+  return fn;
+}
+
+/* An indirect call of a transaction_safe function pointer: its clone must
+ * exist. */
+ITM_API void *_ITM_getTMCloneSafe(void *fn) {
+  void *c = clone_of(fn);
+  if (c == NULL) itm_fatal("indirect call of %p in a transaction: no transactional clone", fn);
+  return c;
+}

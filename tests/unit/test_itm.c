@@ -1,0 +1,466 @@
+/* SPDX-License-Identifier: MIT */
+/* The gcc -fgnu-tm ABI on the engine (libschedstm-itm, src/abi/itm.c,
+ * docs/design/itm.md): this file is compiled with -fgnu-tm and linked with
+ * libschedstm-itm instead of libitm, so every __transaction_* block below
+ * runs through _ITM_beginTransaction and the compiler's _ITM_* barriers.
+ * Threads are not registered by the tests: the ABI registers them at
+ * their first transaction (I1). */
+#define _GNU_SOURCE
+#include <complex.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../common/runner.h"
+
+/* Entry points a program may call itself ([IntelTMABI]); the compiler
+ * declares the rest. */
+uint32_t _ITM_inTransaction(void);
+uint64_t _ITM_getTransactionId(void);
+void _ITM_addUserCommitAction(void (*fn)(void *), uint64_t tid, void *arg);
+void _ITM_addUserUndoAction(void (*fn)(void *), void *arg);
+void _ITM_LB(const void *addr, size_t n);
+
+/* The checks read memory through volatile: the compiler takes memory after
+ * a cancel to be as it was before the transaction, and could otherwise
+ * fold a check into what it already knew, whatever the runtime did. */
+#define V(x) (*(volatile __typeof__(x) *)&(x))
+
+/* ---- a bank: the instrumented path under threads ----------------------------- */
+
+#define ACCOUNTS 32
+static long accounts[ACCOUNTS];
+static long transfers;
+static _Atomic long bad_sums;
+
+static void bank_worker(sstm_tt_t *t) {
+  sstm_rng_t r;
+  sstm_rng_seed(&r, sstm_test_seed() + (uint64_t)sstm_test_thread_index());
+  uint64_t n = sstm_test_scaled(20000, 2000);
+  for (uint64_t i = 0; i < n; i++) {
+    int a = (int)sstm_rng_below(&r, ACCOUNTS), b = (int)sstm_rng_below(&r, ACCOUNTS);
+    long amt = (long)sstm_rng_below(&r, 100);
+    if (i % 8 == 0) {
+      long sum = 0;
+      __transaction_atomic {
+        sum = 0;
+        for (int k = 0; k < ACCOUNTS; k++)
+          sum += accounts[k];
+      }
+      if (sum != 0) atomic_fetch_add_explicit(&bad_sums, 1, memory_order_relaxed);
+    } else {
+      __transaction_atomic {
+        accounts[a] -= amt;
+        accounts[b] += amt;
+        transfers++;
+      }
+    }
+  }
+  (void)t;
+}
+
+TEST(bank_keeps_its_sum_under_threads) {
+  sstm_test_init();
+  unsigned nt = sstm_test_threads(4);
+  sstm_test_run_threads(nt, false, bank_worker, NULL);
+  long sum = 0;
+  for (int k = 0; k < ACCOUNTS; k++)
+    sum += accounts[k];
+  CHECK_EQ_I(sum, 0);
+  CHECK_EQ_I(atomic_load_explicit(&bad_sums, memory_order_relaxed), 0);
+  uint64_t n = sstm_test_scaled(20000, 2000);
+  CHECK_EQ_U((uint64_t)transfers, (uint64_t)nt * (n - (n + 7) / 8));
+  sstm_test_fini();
+}
+
+/* ---- every access width and type ------------------------------------------------ */
+
+typedef float v4f __attribute__((vector_size(16)));
+static struct {
+  uint8_t u8;
+  uint16_t u16;
+  uint32_t u32;
+  uint64_t u64;
+  float f;
+  double d;
+  long double ld;
+  float _Complex cf;
+  double _Complex cd;
+  v4f v;
+  char bytes[40];
+} ty;
+
+static void types_update(int cancel) {
+  __transaction_atomic {
+    ty.u8 = (uint8_t)(ty.u8 + 1);
+    ty.u16 = (uint16_t)(ty.u16 + 300);
+    ty.u32 += 70000;
+    ty.u64 += 1ull << 40;
+    ty.f += 0.5f;
+    ty.d += 0.25;
+    ty.ld += 0.125L;
+    ty.cf += 1.0f + 2.0f * I;
+    ty.cd += 3.0 + 4.0 * I;
+    ty.v += (v4f){1, 2, 3, 4};
+    if (cancel) __transaction_cancel;
+  }
+}
+
+TEST(every_width_and_type_is_read_and_written_bit_exact) {
+  sstm_test_init();
+  for (int i = 0; i < 3; i++)
+    types_update(0);
+  types_update(1); /* cancelled: no change */
+  CHECK_EQ_U(V(ty.u8), 3);
+  CHECK_EQ_U(V(ty.u16), 900);
+  CHECK_EQ_U(V(ty.u32), 210000);
+  CHECK_EQ_U(V(ty.u64), 3ull << 40);
+  CHECK(V(ty.f) == 1.5f);
+  CHECK(V(ty.d) == 0.75);
+  CHECK(V(ty.ld) == 0.375L);
+  float _Complex cf = V(ty.cf);
+  double _Complex cd = V(ty.cd);
+  v4f v = V(ty.v);
+  CHECK(crealf(cf) == 3.0f && cimagf(cf) == 6.0f);
+  CHECK(creal(cd) == 9.0 && cimag(cd) == 12.0);
+  CHECK(v[0] == 3 && v[1] == 6 && v[2] == 9 && v[3] == 12);
+  sstm_test_fini();
+}
+
+/* ---- cancel and nesting (I5) ------------------------------------------------------- */
+
+static long nest_a, nest_b;
+
+TEST(a_cancel_leaves_no_write_and_skips_the_rest) {
+  sstm_test_init();
+  int after = 0;
+  __transaction_atomic {
+    nest_a = 1;
+    if (nest_b == 0) __transaction_cancel;
+    nest_b = 2;
+  }
+  after = 1;
+  CHECK_EQ_I(V(nest_a), 0);
+  CHECK_EQ_I(V(nest_b), 0);
+  CHECK_EQ_I(after, 1);
+  CHECK_EQ_U(_ITM_inTransaction(), 0);
+  sstm_test_fini();
+}
+
+TEST(an_outer_cancel_in_a_nested_transaction_rolls_back_both) {
+  sstm_test_init();
+  __transaction_atomic [[outer]] {
+    nest_a = 1;
+    __transaction_atomic {
+      nest_b = 1;
+      if (nest_a == 1) __transaction_cancel [[outer]];
+    }
+    nest_a = 5;
+  }
+  CHECK_EQ_I(V(nest_a), 0);
+  CHECK_EQ_I(V(nest_b), 0);
+  /* and a nested transaction without cancel commits with its outer one */
+  __transaction_atomic {
+    nest_a = 1;
+    __transaction_atomic { nest_b = 2; }
+  }
+  CHECK_EQ_I(V(nest_a), 1);
+  CHECK_EQ_I(V(nest_b), 2);
+  sstm_test_fini();
+}
+
+__attribute__((transaction_safe, noinline)) static void inner_cancel(void) {
+  __transaction_atomic {
+    nest_b = 7;
+    if (nest_a == 0) __transaction_cancel;
+  }
+}
+
+static void nested_cancel_body(void) {
+  sstm_test_init();
+  __transaction_atomic { inner_cancel(); }
+}
+
+TEST(a_cancel_of_an_inner_transaction_is_reported_not_mistaken) {
+  /* Nesting is flat: a cancel of the inner transaction alone cannot be
+   * done; the process ends with a message rather than cancel the outer
+   * one or ignore the cancel. */
+  sstm_test_expect_abort(nested_cancel_body, "inner cancel", "nested transaction");
+}
+
+/* ---- serial transactions (I3, I4) ------------------------------------------------ */
+
+/* x + y == 0 at every commit. Relaxed transactions change them inside an
+ * unsafe function, with plain stores and a yield between the two: the
+ * transaction runs serial, and no other transaction may see the middle. */
+static long sx, sy, pad[32];
+static _Atomic int serial_stop;
+static _Atomic long torn, serial_reads;
+
+__attribute__((noinline)) void unsafe_shift(long d) {
+  sx += d;
+  sched_yield();
+  sy -= d;
+}
+
+static void serial_reader(sstm_tt_t *t) {
+  (void)t;
+  while (!atomic_load_explicit(&serial_stop, memory_order_relaxed)) {
+    long a, b;
+    __transaction_atomic {
+      a = sx;
+      long p = 0;
+      for (int k = 0; k < 32; k++)
+        p += pad[k];
+      b = sy + p;
+    }
+    if (a + b != 0) atomic_fetch_add_explicit(&torn, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&serial_reads, 1, memory_order_relaxed);
+  }
+}
+
+static long serial_done;
+
+static void serial_writer(sstm_tt_t *t) {
+  int idx = sstm_test_thread_index();
+  uint64_t n = sstm_test_scaled(300, 50);
+  for (uint64_t i = 0; i < n; i++) {
+    if (idx == 0) {
+      /* only uninstrumented code: serial from its begin */
+      __transaction_relaxed {
+        unsafe_shift((long)(i % 5) + 1);
+        serial_done++;
+      }
+    } else {
+      /* instrumented, serial only on the paths that reach the unsafe
+       * call (_ITM_changeTransactionMode) */
+      __transaction_relaxed {
+        sx += 1;
+        if (i % 3 == 0) unsafe_shift(2);
+        sy -= 1;
+        serial_done++;
+      }
+    }
+    usleep(50); /* let the readers run between them */
+  }
+  (void)t;
+}
+
+static _Atomic int writers_left;
+
+static void serial_all(sstm_tt_t *t) {
+  if (sstm_test_thread_index() >= 2) {
+    serial_reader(t);
+    return;
+  }
+  serial_writer(t);
+  /* the last writer to finish stops the readers */
+  if (atomic_fetch_sub_explicit(&writers_left, 1, memory_order_relaxed) == 1)
+    atomic_store_explicit(&serial_stop, 1, memory_order_relaxed);
+}
+
+TEST(a_serial_transaction_runs_alone) {
+  sstm_test_init();
+  /* Threads 0 and 1 write, 2 and 3 read. */
+  atomic_store_explicit(&writers_left, 2, memory_order_relaxed);
+  sstm_test_run_threads(4, false, serial_all, NULL);
+  CHECK_EQ_I(atomic_load_explicit(&torn, memory_order_relaxed), 0);
+  CHECK_EQ_I(V(sx) + V(sy), 0);
+  CHECK_EQ_U((uint64_t)serial_done, 2 * sstm_test_scaled(300, 50));
+  CHECK(atomic_load_explicit(&serial_reads, memory_order_relaxed) > 0);
+  sstm_test_fini();
+}
+
+/* ---- allocation ------------------------------------------------------------------ */
+
+typedef struct node {
+  long v;
+  struct node *next;
+} node_t;
+static node_t *stack_top;
+static long pushed, popped;
+
+static void alloc_worker(sstm_tt_t *t) {
+  (void)t;
+  uint64_t n = sstm_test_scaled(5000, 500);
+  for (uint64_t i = 0; i < n; i++) {
+    __transaction_atomic {
+      node_t *x = malloc(sizeof *x);
+      x->v = (long)i;
+      x->next = stack_top;
+      stack_top = x;
+      pushed++;
+    }
+    if (i % 2) {
+      node_t *x = NULL;
+      __transaction_atomic {
+        x = stack_top;
+        if (x) {
+          stack_top = x->next;
+          popped++;
+          free(x); /* after the commit and the grace period */
+        }
+      }
+    }
+    if (i % 64 == 0) {
+      __transaction_atomic {
+        node_t *y = malloc(64); /* released by the cancel */
+        y->v = 1;
+        __transaction_cancel;
+      }
+    }
+  }
+}
+
+TEST(malloc_and_free_inside_transactions) {
+  sstm_test_init();
+  unsigned nt = sstm_test_threads(4);
+  sstm_test_run_threads(nt, false, alloc_worker, NULL);
+  long left = 0;
+  while (stack_top) {
+    node_t *x = stack_top;
+    stack_top = x->next;
+    free(x); /* a block of _ITM_malloc is malloc's */
+    left++;
+  }
+  CHECK_EQ_I(left, pushed - popped);
+  uint64_t n = sstm_test_scaled(5000, 500);
+  CHECK_EQ_U((uint64_t)pushed, nt * n);
+  sstm_test_fini();
+}
+
+/* ---- bulk copies -------------------------------------------------------------------- */
+
+static struct blob { long w[24]; } blob_a, blob_b;
+static unsigned char ring[300];
+
+TEST(struct_copies_memmove_and_memset_are_transactional) {
+  sstm_test_init();
+  for (int i = 0; i < 24; i++)
+    blob_b.w[i] = i * 3 + 1;
+  for (int i = 0; i < 300; i++)
+    ring[i] = (unsigned char)i;
+  __transaction_atomic {
+    blob_a = blob_b; /* a transactional copy */
+    blob_b.w[0] = -1;
+  }
+  CHECK_EQ_I(V(blob_a.w[23]), 70);
+  CHECK_EQ_I(V(blob_a.w[0]), 1);
+  CHECK_EQ_I(V(blob_b.w[0]), -1);
+  /* overlapping moves both ways, longer than the copy's 256-byte chunk */
+  __transaction_atomic { __builtin_memmove(ring + 10, ring, 280); }
+  for (int i = 0; i < 280; i++)
+    CHECK_EQ_U(V(ring[10 + i]), (unsigned char)i);
+  __transaction_atomic { __builtin_memmove(ring, ring + 10, 280); }
+  for (int i = 0; i < 280; i++)
+    CHECK_EQ_U(V(ring[i]), (unsigned char)i);
+  __transaction_atomic {
+    __builtin_memset(ring, 0xab, 270);
+    if (ring[0] == 0) __transaction_cancel;
+  }
+  CHECK_EQ_U(V(ring[269]), 0xab);
+  CHECK_EQ_U(V(ring[270]), (unsigned char)(270 - 10 + 10));
+  __transaction_atomic {
+    __builtin_memset(ring, 0, 300);
+    __transaction_cancel;
+  }
+  CHECK_EQ_U(V(ring[0]), 0xab);
+  sstm_test_fini();
+}
+
+/* ---- indirect calls (clone tables) --------------------------------------------------- */
+
+static long icount;
+__attribute__((transaction_safe, noinline)) static void add_one(long *p) { *p += 1; }
+__attribute__((transaction_safe, noinline)) static void add_two(long *p) { *p += 2; }
+/* Not static, so that the compiler cannot see which function is called. */
+typedef void safe_fn_t(long *) __attribute__((transaction_safe));
+safe_fn_t *itm_test_safe_fns[2] = {add_one, add_two};
+__attribute__((noinline)) void not_safe_add(long *p) { *p += 10; }
+void (*itm_test_any_fn)(long *) = not_safe_add;
+
+TEST(indirect_calls_find_their_clone_or_go_serial) {
+  sstm_test_init();
+  __transaction_atomic {
+    itm_test_safe_fns[0](&icount);
+    itm_test_safe_fns[1](&icount);
+    if (icount == 3) __transaction_cancel; /* the clones wrote transactionally */
+  }
+  CHECK_EQ_I(V(icount), 0);
+  __transaction_atomic { itm_test_safe_fns[1](&icount); }
+  CHECK_EQ_I(V(icount), 2);
+  __transaction_relaxed {
+    icount += 1;
+    itm_test_any_fn(&icount);            /* no clone: the transaction becomes serial first */
+    CHECK_EQ_U(_ITM_inTransaction(), 2); /* inIrrevocableTransaction */
+  }
+  CHECK_EQ_I(V(icount), 13);
+  sstm_test_fini();
+}
+
+/* ---- the entry points a program calls itself -------------------------------------- */
+
+/* Atomic: the compiler takes memory after a cancel to be as before the
+ * transaction, and would fold a plain counter that only an action
+ * changes. */
+static _Atomic int commit_runs, undo_runs;
+static void on_commit_fn(void *arg) {
+  atomic_fetch_add_explicit((_Atomic int *)arg, 1, memory_order_relaxed);
+}
+static void on_undo_fn(void *arg) {
+  atomic_fetch_add_explicit((_Atomic int *)arg, 1, memory_order_relaxed);
+}
+
+__attribute__((transaction_pure)) static void register_actions(void) {
+  _ITM_addUserCommitAction(on_commit_fn, _ITM_getTransactionId(), (void *)&commit_runs);
+  _ITM_addUserUndoAction(on_undo_fn, (void *)&undo_runs);
+}
+
+static long logged[4];
+
+__attribute__((transaction_pure)) static void log_and_scribble(void) {
+  _ITM_LB(logged, sizeof logged);
+  for (int i = 0; i < 4; i++)
+    logged[i] = -1; /* private memory, written plainly */
+}
+
+TEST(user_actions_ids_and_the_private_memory_log) {
+  sstm_test_init();
+  CHECK_EQ_U(_ITM_inTransaction(), 0);
+  CHECK_EQ_U(_ITM_getTransactionId(), 1); /* _ITM_noTransactionId */
+  __transaction_atomic {
+    register_actions();
+    nest_a += 1;
+  }
+  CHECK_EQ_I(atomic_load_explicit(&commit_runs, memory_order_relaxed), 1);
+  CHECK_EQ_I(atomic_load_explicit(&undo_runs, memory_order_relaxed), 0);
+  __transaction_atomic {
+    register_actions();
+    nest_a += 1;
+    __transaction_cancel;
+  }
+  CHECK_EQ_I(atomic_load_explicit(&commit_runs, memory_order_relaxed), 1);
+  CHECK_EQ_I(atomic_load_explicit(&undo_runs, memory_order_relaxed), 1);
+  for (int i = 0; i < 4; i++)
+    logged[i] = i;
+  __transaction_atomic {
+    log_and_scribble();
+    __transaction_cancel;
+  }
+  for (int i = 0; i < 4; i++)
+    CHECK_EQ_I(V(logged[i]), i); /* put back by the rollback */
+  __transaction_atomic {
+    log_and_scribble();
+    nest_a += 1;
+  }
+  CHECK_EQ_I(V(logged[0]), -1); /* kept at commit */
+  log_and_scribble();           /* outside a transaction: nothing to log */
+  CHECK_EQ_I(V(logged[3]), -1);
+  sstm_test_fini();
+}
+
+SSTM_TEST_MAIN()
