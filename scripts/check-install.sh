@@ -214,6 +214,45 @@ if command -v pkg-config >/dev/null 2>&1; then
       || fail "build as C++ ($def)"
     check_binary "$work/pc_cxx${def#-?}" shared
   done
+  # The gcc -fgnu-tm ABI (docs/design/itm.md), when this build has it: a
+  # program compiled with -fgnu-tm, linked with schedstm-itm's flags and
+  # without -fgnu-tm, runs on schedstm and not on libitm; the library
+  # exports the _ITM_ entry points and nothing else.
+  if [ -e "$libdir/libschedstm-itm.so" ]; then
+    if nm -D --defined-only "$libdir/libschedstm-itm.so" | awk '$2 != "A" {print $3}' \
+      | sed 's/@.*//' | grep -v -E '^(_ITM_[A-Za-z0-9_]+|_init|_fini|_edata|_end|__bss_start)$' \
+      >"$work/itm-extra.txt"; then
+      cat "$work/itm-extra.txt" >&2
+      fail "libschedstm-itm.so exports more than the _ITM_ entry points"
+    fi
+    cat >"$work/itm.c" <<'C'
+#include <pthread.h>
+#include <stdio.h>
+static long counter;
+static void *work(void *arg) {
+  for (int i = 0; i < 10000; i++)
+    __transaction_atomic { counter++; }
+  return arg;
+}
+int main(void) {
+  pthread_t t[4];
+  for (int i = 0; i < 4; i++) pthread_create(&t[i], NULL, work, NULL);
+  for (int i = 0; i < 4; i++) pthread_join(t[i], NULL);
+  printf("counter=%ld\n", counter);
+  return counter != 40000;
+}
+C
+    run gcc -std=gnu11 -Wall -Werror -fgnu-tm -c "$work/itm.c" -o "$work/itm.o" \
+      || fail "compile with -fgnu-tm"
+    # shellcheck disable=SC2046
+    run gcc "$work/itm.o" -o "$work/pc_itm" $(pkg-config --libs schedstm-itm) -lpthread \
+      || fail "link with pkg-config --libs schedstm-itm"
+    if LD_LIBRARY_PATH="$libdir" ldd "$work/pc_itm" | grep -q 'libitm\.'; then
+      fail "the -fgnu-tm program is linked with libitm"
+    fi
+    LD_LIBRARY_PATH="$libdir" run "$work/pc_itm" || fail "the -fgnu-tm program failed"
+    ok "gcc -fgnu-tm program on libschedstm-itm (pkg-config schedstm-itm): $(cat "$work/last.log")"
+  fi
   unset PKG_CONFIG_PATH
 else
   fail "pkg-config not found (scripts/install-deps.sh installs it)"

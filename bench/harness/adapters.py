@@ -19,7 +19,9 @@ import signal
 # (bench/tm/tm.h, TM_BACKEND_TINYSTM), present in the build only when
 # CMake was given -DSCHEDSTM_TINYSTM_DIR; it takes the same options and
 # prints the same JSON as ours, so it is a native variant, not a peer.
-NATIVE_BACKENDS = ("schedstm", "schedstm-inline", "itm", "seq", "tinystm-same")
+# schedstm-itm: the itm binaries' compiled code (gcc -fgnu-tm) linked with
+# libschedstm-itm instead of libitm; it takes the schedstm options.
+NATIVE_BACKENDS = ("schedstm", "schedstm-inline", "schedstm-itm", "itm", "seq", "tinystm-same")
 # "-aw": the structure with its search "as written" (bench/ds/intset.h);
 # TinySTM runs its own program for the base structure, which is written
 # that way (see TinySTMVariant.binary).
@@ -106,12 +108,15 @@ class NativeVariant(Variant):
     """One of our binaries: intset-<backend> / bank-<backend> / sb7-<backend>."""
 
     def __init__(self, label, backend, bin_dir, design=None, cm=None,
-                 itm_method=None):
+                 itm_method=None, lib_dir=None):
         super().__init__(label, backend)
         self.bin_dir = bin_dir
         self.design = design
         self.cm = cm
         self.itm_method = itm_method
+        # the itm binaries on another runtime of the -fgnu-tm ABI: the
+        # directory of its libitm.so.1, put first on LD_LIBRARY_PATH
+        self.lib_dir = lib_dir
 
     def binary(self, bench):
         return os.path.join(self.bin_dir, "%s-%s" % (bench, self.backend))
@@ -136,6 +141,8 @@ class NativeVariant(Variant):
         env = {}
         if self.backend == "itm" and self.itm_method:
             env["ITM_DEFAULT_METHOD"] = self.itm_method
+        if self.lib_dir:
+            env["LD_LIBRARY_PATH"] = self.lib_dir
         return argv, env
 
     def parse(self, stdout, stderr, returncode):

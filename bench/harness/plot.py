@@ -158,7 +158,7 @@ def _labels(variants):
     """Legend names: when the figure has several variants of one schedstm
     back-end (policies, designs), the shared back-end prefix is dropped."""
     ours = [v for v in variants if v.startswith("schedstm")]
-    for prefix in ("schedstm-inline-", "schedstm-"):
+    for prefix in ("schedstm-inline-", "schedstm-itm-", "schedstm-"):
         if len(ours) > 1 and all(v.startswith(prefix) for v in ours):
             return {v: v[len(prefix):] if v.startswith(prefix) else v for v in variants}
     return {v: v for v in variants}

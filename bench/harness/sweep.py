@@ -136,13 +136,19 @@ def parse_args(argv):
                    help="directory of intset-<backend>/bank-<backend>/sb7-<backend> "
                         "(default: build/bench)")
     p.add_argument("--backends", type=csv_list, default=["schedstm", "itm", "seq"],
-                   help="our back-ends: schedstm,schedstm-inline,itm,seq, and tinystm-same "
+                   help="our back-ends: schedstm,schedstm-inline,schedstm-itm (the itm "
+                        "code on schedstm),itm,seq, and tinystm-same "
                         "(our structures on TinySTM; built with -DSCHEDSTM_TINYSTM_DIR) "
                         "(default: schedstm,itm,seq; may be empty with --peer)")
     p.add_argument("--also-bin-dir", action="append", default=[], metavar="NAME=DIR",
                    help="also run the schedstm back-ends from another build's bench "
                         "directory, labelled @NAME (A/B of two library builds, "
                         "interleaved like any variants; repeatable)")
+    p.add_argument("--itm-lib", action="append", default=[], metavar="NAME=DIR",
+                   help="also run the itm binaries (code compiled with gcc -fgnu-tm) on "
+                        "another runtime of that ABI: DIR holds its libitm.so.1 "
+                        "(bench/peers/build-tinystm-abi.sh makes one from a TinySTM "
+                        "tree); labelled itm@NAME (repeatable)")
     p.add_argument("--peer", action="append", default=[], metavar="NAME=DIR",
                    help="peer back-end, e.g. tinystm=/path/tinystm/test/intset (repeatable)")
     # The benchmark-specific options default to None here, so that one given
@@ -273,6 +279,14 @@ def build_variants(args):
             if v.cm == DEFAULT_CM:
                 v.cm = None
         variants += more
+    for spec in args.itm_lib:
+        name, sep, directory = spec.partition("=")
+        if not sep or not name or not directory:
+            raise ValueError("--itm-lib %r: expected NAME=DIR" % spec)
+        if not os.path.isfile(os.path.join(directory, "libitm.so.1")):
+            raise ValueError("--itm-lib %s: %s has no libitm.so.1" % (name, directory))
+        variants.append(adapters.NativeVariant("itm@" + name, "itm", args.bin_dir,
+                                               lib_dir=os.path.abspath(directory)))
     variants += [adapters.make_peer(spec) for spec in args.peer]
     labels = [v.label for v in variants]
     if len(set(labels)) != len(labels):

@@ -193,6 +193,30 @@ class Commands(unittest.TestCase):
         _, env = variants[0].command(self.point)
         self.assertEqual(env, {"ITM_DEFAULT_METHOD": "ml_wt"})
 
+    def test_the_itm_code_on_schedstm_takes_the_schedstm_options(self):
+        (v,) = adapters.make_native_variants(["schedstm-itm"], "/bin", ["ctl"], ["ser-block"],
+                                             None)
+        argv, env = v.command(self.point)
+        self.assertEqual(argv[0], "/bin/intset-schedstm-itm")
+        self.assertEqual(argv[argv.index("-D") + 1], "ctl")
+        self.assertEqual(argv[argv.index("-C") + 1], "ser-block")
+        self.assertEqual(env, {})
+
+    def test_the_itm_code_on_another_runtime_of_the_abi(self):
+        with tempfile.TemporaryDirectory() as d:
+            open(os.path.join(d, "libitm.so.1"), "w").close()
+            args = sweep.parse_args(["--backends", "itm", "--itm-lib", "tiny=" + d])
+            variants = sweep.build_variants(args)
+            self.assertEqual([v.label for v in variants], ["itm", "itm@tiny"])
+            argv, env = variants[1].command(self.point)
+            self.assertEqual(os.path.basename(argv[0]), "intset-itm")
+            self.assertEqual(env["LD_LIBRARY_PATH"], os.path.abspath(d))
+            with self.assertRaisesRegex(ValueError, "NAME=DIR"):
+                sweep.build_variants(sweep.parse_args(["--itm-lib", d]))
+        with tempfile.TemporaryDirectory() as d:  # no libitm.so.1 there
+            with self.assertRaisesRegex(ValueError, "has no libitm.so.1"):
+                sweep.build_variants(sweep.parse_args(["--itm-lib", "x=" + d]))
+
     def test_labels_name_the_crossed_dimensions(self):
         labels = [v.label for v in adapters.make_native_variants(
             ["schedstm", "seq"], "/bin", ["etl", "ctl"], ["suicide"], None)]
