@@ -77,15 +77,9 @@ __attribute__((noreturn, format(printf, 1, 2))) static void itm_fatal(const char
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 static int init_err;
 
-static void stats_at_exit(void) { (void)sstm_stats_dump(stderr); }
-
 static void init_library(void) {
   if (sstm_initialized()) return; /* the program initialised it itself */
   init_err = sstm_init(NULL);     /* the SCHEDSTM_* variables apply */
-  if (init_err == 0) {
-    const char *s = getenv("SCHEDSTM_ITM_STATS");
-    if (s && strcmp(s, "1") == 0) atexit(stats_at_exit);
-  }
 }
 
 /* First transaction of a thread: the library initialised (once per
@@ -154,6 +148,7 @@ static uint64_t code_path(uint32_t props, bool serial) {
 
 /* An outermost begin (I2): serial first if needed, then the engine's. */
 static itm_ret_t outer_begin(itm_thread_t *t, uint64_t live) {
+  if (ITM_UNLIKELY(!t->ready)) thread_setup(t);
   bool serial = t->want_serial || needs_serial(t->props);
   t->want_serial = false;
   if (serial) serial_enter();
@@ -181,13 +176,28 @@ static itm_ret_t outer_begin(itm_thread_t *t, uint64_t live) {
 __attribute__((visibility("hidden"))) itm_ret_t sstm__itm_begin(uint32_t props, void *ret,
                                                                 uintptr_t sp) {
   itm_thread_t *t = &itm;
-  if (ITM_UNLIKELY(!t->ready)) thread_setup(t);
   if (t->depth == 0) {
     t->props = props;
     t->ret = ret;
     t->begin_sp = sp;
-    return outer_begin(t, itm_a_saveLiveVariables);
+    if (ITM_UNLIKELY(!t->ready) || needs_serial(props))
+      return outer_begin(t, itm_a_saveLiveVariables);
+    /* The common begin, as outer_begin does it for a revocable
+     * transaction with an instrumented path. */
+    static const sstm_attr_t ro = {.read_only = true};
+    sstm_ckpt_t *c = sstm__begin(props & itm_pr_readOnly ? &ro : NULL);
+    if (ITM_UNLIKELY(c == NULL)) itm_fatal("the engine refused the transaction's begin");
+    t->ckpt = c;
+    t->depth = 1;
+    t->mode = MODE_REVOCABLE;
+    t->undo_armed = false;
+    t->undo_len = 0;
+    uint64_t act = itm_a_runInstrumentedCode | itm_a_saveLiveVariables;
+    /* (I3.1), as in outer_begin */
+    if (ITM_UNLIKELY(atomic_load_explicit(&serial_on, memory_order_relaxed))) act |= ITM_BACK_OUT;
+    return (itm_ret_t){c, act};
   }
+  if (ITM_UNLIKELY(!t->ready)) thread_setup(t);
   /* (I5) Nested: flat. The engine only counts the depth. */
   if (sstm__begin(NULL) != NULL) itm_fatal("nested begin without an outer transaction");
   t->depth++;
