@@ -715,4 +715,104 @@ TEST(ferror_stays_set_while_another_thread_flushes_the_error) {
   teardown();
 }
 
+/* (S5) A refill never sees a half-written ticket: if a ticket began to be
+ * written during its pread (started moved), the attempt restarts; so it
+ * does when a newer version began to be installed (validate), which on a
+ * regular file comes before that version's ticket, so that either test
+ * alone passes this test, and it fails with both taken out. Under
+ * commit-time locking another transaction can commit and write while a
+ * reader is in flight. Here the reader's first pread returns the file's
+ * first 50 'A' bytes, then waits until the writer's ticket (100 'B' at 0)
+ * has put its last 50 bytes in the file and stalls there; the reader's
+ * second pread reads them. Without the test of started, the reader's
+ * attempt holds 50 'A' and 50 'B', a state no serial order has; with it,
+ * the attempt restarts and its retry reads 100 'B'. */
+static struct { atomic_int go, half, read2; } hw;
+static __thread int hw_role; /* 1: the reader, 2: the writer */
+static __thread int hw_preads;
+
+static ssize_t hw_pread(int fd, void *b, size_t n, off_t off) {
+  if (hw_role == 1 && ++hw_preads == 1 && n > 50) {
+    ssize_t r = pread(fd, b, 50, off); /* before the writer's ticket */
+    CHECK_EQ_I(r, 50);
+    atomic_store_explicit(&hw.go, 1, memory_order_seq_cst);
+    /* bounded by the writer: it reaches its ticket's write, or fails */
+    while (!atomic_load_explicit(&hw.half, memory_order_seq_cst))
+      usleep(100);
+    return r; /* short: pread_all asks for the rest */
+  }
+  ssize_t r = pread(fd, b, n, off);
+  if (hw_role == 1 && hw_preads == 2) atomic_store_explicit(&hw.read2, 1, memory_order_seq_cst);
+  return r;
+}
+
+static ssize_t hw_pwrite(int fd, const void *b, size_t n, off_t off) {
+  if (hw_role == 2 && n == 100 && !atomic_load_explicit(&hw.half, memory_order_seq_cst)) {
+    const char *c = b;
+    CHECK_EQ_I(pwrite(fd, c + 50, 50, off + 50), 50); /* the second half first */
+    atomic_store_explicit(&hw.half, 1, memory_order_seq_cst);
+    for (int i = 0; i < 3000 && !atomic_load_explicit(&hw.read2, memory_order_seq_cst); i++)
+      usleep(100);
+    CHECK_EQ_I(pwrite(fd, c, 50, off), 50);
+    return 100;
+  }
+  return pwrite(fd, b, n, off);
+}
+
+static void *hw_writer(void *arg) {
+  (void)arg;
+  CHECK_OK(sstm_thread_init());
+  hw_role = 2;
+  while (!atomic_load_explicit(&hw.go, memory_order_seq_cst))
+    usleep(100);
+  static unsigned char bb[100];
+  memset(bb, 'B', sizeof bb);
+  SSTM_ATOMIC_BEGIN(NULL)
+    CHECK_EQ_I(sstm_fseek(g_f, 0, SEEK_SET), 0);
+    CHECK_EQ_U(sstm_fwrite(bb, 1, sizeof bb, g_f), sizeof bb);
+    CHECK_EQ_I(sstm_fflush(g_f), 0); /* a record: written after the commit */
+  SSTM_ATOMIC_END();
+  hw_role = 0;
+  CHECK_OK(sstm_thread_exit());
+  return NULL;
+}
+
+TEST(a_refill_that_a_ticket_overlaps_restarts) {
+  setup(); /* 100 'A' */
+  sstm_test_fini();
+  sstm_config_t cfg;
+  sstm_test_config(&cfg);
+  cfg.design = SSTM_DESIGN_CTL;
+  CHECK_OK(sstm_init(&cfg));
+  CHECK_OK(sstm_thread_init());
+  sstm__stdio_sys_t sys = sstm__stdio_sys_default;
+  sys.pread = hw_pread;
+  sys.pwrite = hw_pwrite;
+  sstm__stdio_sys = &sys;
+  memset(&hw, 0, sizeof hw);
+  g_f = sstm_fopen(path, "r+");
+  CHECK_NOT_NULL(g_f);
+  pthread_t t;
+  CHECK_EQ_I(pthread_create(&t, NULL, hw_writer, NULL), 0);
+  hw_role = 1;
+  static volatile int attempts;
+  attempts = 0;
+  unsigned char b[100];
+  SSTM_ATOMIC_BEGIN(NULL)
+    attempts++;
+    CHECK_EQ_I(sstm_fseek(g_f, 0, SEEK_SET), 0); /* the writer leaves the position at 100 */
+    errno = 0;
+    size_t got = sstm_fread(b, 1, sizeof b, g_f);
+    CHECK_MSG(got == sizeof b, "attempt %d read %zu bytes, errno %d", attempts, got, errno);
+    for (size_t i = 1; i < sizeof b; i++)
+      CHECK_MSG(b[i] == b[0], "attempt %d read '%c' at 0 and '%c' at %zu", attempts, b[0], b[i], i);
+  SSTM_ATOMIC_END();
+  hw_role = 0;
+  CHECK_EQ_I(pthread_join(t, NULL), 0);
+  CHECK_GE_I(attempts, 2);
+  CHECK_EQ_I(b[0], 'B');
+  CHECK_OK(sstm_fclose(g_f));
+  teardown();
+}
+
 SSTM_TEST_MAIN()
