@@ -10,6 +10,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "libc/sys.h"
@@ -27,6 +28,7 @@ static struct {
   int pread_errno;     /* pread fails with it */
   int pread_fail_from; /* ... from this pread call on (0: every call) */
   size_t rchunk;       /* largest count one pread returns (short reads) */
+  int fstat_errno;     /* fstat fails with it */
   off_t below;         /* preads at an offset below it are counted in n_below */
   int n_below;
 } fi;
@@ -60,6 +62,14 @@ static ssize_t fi_pread(int fd, void *b, size_t n, off_t off) {
   return pread(fd, b, n, off);
 }
 
+static int fi_fstat(int fd, struct stat *st) {
+  if (fi.fstat_errno) {
+    errno = fi.fstat_errno;
+    return -1;
+  }
+  return fstat(fd, st);
+}
+
 static sstm__stdio_sys_t fi_sys;
 
 static void setup(void) {
@@ -68,6 +78,7 @@ static void setup(void) {
   fi_sys = sstm__stdio_sys_default;
   fi_sys.pwrite = fi_pwrite;
   fi_sys.pread = fi_pread;
+  fi_sys.fstat = fi_fstat;
   sstm__stdio_sys = &fi_sys;
   snprintf(path, sizeof path, "/tmp/sstm-faults-XXXXXX");
   int fd = mkstemp(path);
@@ -363,6 +374,36 @@ TEST(a_ticket_whose_undo_bytes_cannot_be_read_writes_nothing) {
     CHECK_EQ_I(buf[i], 'A');
   fi.pread_errno = 0;
   sstm_clearerr(f);
+  CHECK_OK(sstm_fclose(f));
+  teardown();
+}
+
+/* SEEK_END takes the file's size with fstat (S5): when that fails, the
+ * seek fails with its errno and changes nothing (the position, the
+ * kernel's offset), inside a transaction that goes on and outside one. */
+TEST(a_seek_to_the_end_whose_fstat_fails_changes_nothing) {
+  setup(); /* 100 'A' */
+  sstm_file_t *f = sstm_fopen(path, "r+");
+  CHECK_NOT_NULL(f);
+  CHECK_EQ_I(sstm_fseek(f, 30, SEEK_SET), 0);
+  fi.fstat_errno = EIO;
+  errno = 0;
+  CHECK_EQ_I(sstm_fseek(f, -10, SEEK_END), -1);
+  CHECK_EQ_I(errno, EIO);
+  CHECK_EQ_I(sstm_ftell(f), 30);
+  CHECK_EQ_I(lseek(sstm_fileno(f), 0, SEEK_CUR), 30);
+  SSTM_ATOMIC_BEGIN(NULL)
+    fi.fstat_errno = EIO;
+    CHECK_EQ_I(sstm_fseek(f, 0, SEEK_END), -1);
+    CHECK_EQ_I(sstm_ftell(f), 30);
+    CHECK_EQ_I(sstm_fgetc(f), 'A');
+    fi.fstat_errno = 0;
+    CHECK_EQ_I(sstm_fseek(f, -10, SEEK_END), 0);
+    CHECK_EQ_I(sstm_ftell(f), 90);
+  SSTM_ATOMIC_END();
+  CHECK_EQ_I(sstm_ftell(f), 90);
+  CHECK_EQ_I(lseek(sstm_fileno(f), 0, SEEK_CUR), 90);
+  CHECK_FALSE(sstm_ferror(f));
   CHECK_OK(sstm_fclose(f));
   teardown();
 }
