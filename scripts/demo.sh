@@ -5,7 +5,8 @@
 #  1. One thread and two: schedstm against GCC's libitm (ml_wt) and
 #     uninstrumented sequential code on the four intset structures (linked
 #     list, skip list, red-black tree, hash set), 20% updates: what the
-#     instrumentation costs.
+#     instrumentation costs; and schedstm-itm, libitm's own compiled code
+#     (gcc -fgnu-tm) run on schedstm through libschedstm-itm.
 #  2. Oversubscribed: more threads than CPUs (2, 8, 32 and 64 threads on a
 #     hash set, 50% updates), schedstm with suicide (abort and retry at
 #     once, TinySTM's default), with scheduling policies (ser-block,
@@ -31,7 +32,7 @@
 #
 # Environment: BUILD_DIR (default build), OUT_DIR (default results/demo),
 # DEMO_REPS (3), DEMO_DURATION_MS (part 1, 500), DEMO_THREADS (part 1, 1,2),
-# DEMO_BACKENDS (part 1, default schedstm,itm,seq), DEMO_OVERSUB_MS (part 2,
+# DEMO_BACKENDS (part 1, default schedstm,schedstm-itm,itm,seq), DEMO_OVERSUB_MS (part 2,
 # 1000), DEMO_OVERSUB_THREADS (part 2, 2,8,32,64), DEMO_OVERSUB_CMS (part 2,
 # suicide,ser-block,ser-yield,adaptive).
 # Exit status: 0 with the tables and both figures; 1 if some runs failed
@@ -85,6 +86,9 @@ BASELINE=seq
 ITM=
 if [[ -x "$BUILD/bench/intset-itm" ]]; then
   BACKENDS=schedstm,itm,seq
+  # schedstm-itm: libitm's very object code (gcc -fgnu-tm) linked with
+  # libschedstm-itm instead (docs/design/itm.md)
+  [[ -x "$BUILD/bench/intset-schedstm-itm" ]] && BACKENDS=schedstm,schedstm-itm,itm,seq
   BASELINE=itm
   ITM=,itm
 else
@@ -127,7 +131,7 @@ echo "# 1/2: what the instrumentation costs (one thread and two)"
 if ran single-thread "$status"; then
   status=0
   figure single-thread "schedstm, libitm and uninstrumented code, 20% updates" \
-    "schedstm: this library with its default policy; itm: GCC's libitm (ITM_DEFAULT_METHOD=ml_wt); seq: the same code uninstrumented, one thread only (dashed line)."
+    "schedstm: this library with its default policy; schedstm-itm: the itm binaries' code, compiled by gcc -fgnu-tm, linked with libschedstm-itm; itm: GCC's libitm (ITM_DEFAULT_METHOD=ml_wt); seq: the same code uninstrumented, one thread only (dashed line)."
 fi
 
 if [[ "$status" -eq 0 ]]; then
