@@ -549,8 +549,9 @@ static void r_body(void *arg) {
   b->attempts++;
   b->r0 = tl_reads;
   b->n = 0, b->eof = 0;
-  uint64_t c = sstm_load_u64(&gr.ctr);
-  sstm_store_u64(&gr.ctr, c + 1);
+  /* The read first: an attempt that waits for data (revocable, in poll)
+   * holds the stream's word then, not yet the counter, which the other
+   * readers would otherwise meet and restart on for as long as it waits. */
   switch (b->op) {
   case 0:
     if (sstm_fgets(b->buf, (int)b->want, gr.r) == NULL)
@@ -582,6 +583,8 @@ static void r_body(void *arg) {
     break;
   }
   }
+  uint64_t c = sstm_load_u64(&gr.ctr);
+  sstm_store_u64(&gr.ctr, c + 1);
   b->irr = sstm_is_irrevocable();
   b->kreads = tl_reads - b->r0;
   b->c = c;
