@@ -2338,7 +2338,8 @@ static bool bytes_ready(int fd, bool wait) {
 
 /* (S6) Take f's reader claim for the descriptor me: wait_step, then futex
  * sleeps. The holder has found data and waits only to become irrevocable
- * (the token) before it reads and releases the claim. */
+ * (the token) before it reads; its irrevocable attempt releases the claim
+ * when it ends. */
 static void rclaim_take(sstm_file_t *f, uint64_t me) {
   for (unsigned spin = 0;; spin++) {
     uint64_t free_ = 0;
@@ -2395,11 +2396,12 @@ static bool rclaim_arm(view_t *v) {
  * still there (another reader may have taken it), and only then becomes
  * irrevocable: it restarts, and its retry (or, if that does not use the
  * stream, the descriptor's next attempt that does) holds the claim until
- * it ends (acquire_in arms the release). Every read(2) of the stream is
- * made under the claim, so the data the retry found is still there. An
- * attempt that is irrevocable already (the user's, after sstm_fflush in
- * the transaction, or made so by a policy) takes the claim only if it is
- * free: it cannot wait for a holder that waits for its token. */
+ * it ends (acquire_in arms the release). The other readers wait for the
+ * claim before they look for data, so the data the retry found is still
+ * there. An attempt that is irrevocable already (the user's, after
+ * sstm_fflush in the transaction, or made so by a policy) takes the claim
+ * only if it is free, and else reads without it: it cannot wait for a
+ * holder that waits for its token (docs/design/tm-libc.md, Limits). */
 static long read_bytes(view_t *v, unsigned char *dst, size_t cap) {
   sstm_file_t *f = v->f;
   uint64_t me = (uint64_t)(uintptr_t)sstm_self();
@@ -2412,8 +2414,9 @@ static long read_bytes(view_t *v, unsigned char *dst, size_t cap) {
         if (bytes_ready(f->fd, false)) break;
         rclaim_release(f); /* another reader took the data: wait again */
       }
-      /* Restarts (the acquisition wrote own), the claim held; the retry
-       * comes back here through acquire_in, which arms its release. */
+      /* Restarts, the claim held: the acquisition wrote own, so the
+       * attempt cannot switch in place. The retry comes back here through
+       * acquire_in, which arms the claim's release. */
       sstm_become_irrevocable();
     } else {
       uint64_t free_ = 0;
