@@ -27,6 +27,7 @@
  *   SCHEDSTM_RO_LOG          off | on | auto
  *   SCHEDSTM_ALLOC_CACHE     bytes of each thread's block cache (0: none)
  *   SCHEDSTM_NO_MEMBARRIER   0 | 1: 1 forces the begin fence without membarrier
+ *   SCHEDSTM_STATS_AT_EXIT   0 | 1: 1 prints the statistics on stderr at exit
  * @endcode
  * Thread mapping (schedstm/map.h):
  * @code{.unparsed}
@@ -314,6 +315,13 @@ typedef struct sstm_config {
    * is logged with its thread id and time, for an outside check that the
    * threads run where the mapping decided (NULL: no log). */
   const char *map_log;
+
+  /* Appended in 0.2.0's development, with the gcc -fgnu-tm ABI. */
+  /** Print the statistics (sstm_stats_dump()) on stderr when the process
+   * exits, if the library is still initialised then: for programs that do
+   * not call the API themselves, such as code compiled with gcc -fgnu-tm
+   * and linked with libschedstm-itm (docs/design/itm.md). Default false. */
+  bool stats_at_exit;
 } sstm_config_t;
 
 /** Fill the first `size` bytes of *cfg with the defaults and set cfg->size

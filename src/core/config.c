@@ -5,6 +5,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -47,7 +48,8 @@ static char topo_cache_buf[4096];
 static const size_t config_sizes[] = {
     offsetof(sstm_config_t, map),            /* 0.2: up to no_membarrier */
     offsetof(sstm_config_t, map_topo_cache), /* + thread mapping (map ... map_topology) */
-    sizeof(sstm_config_t),                   /* + map_topo_cache, map_log */
+    offsetof(sstm_config_t, stats_at_exit),  /* + map_topo_cache, map_log */
+    sizeof(sstm_config_t),                   /* + stats_at_exit */
 };
 #define CONFIG_SIZE_MIN config_sizes[0]
 #define CONFIG_SIZE_MAX sizeof(sstm_config_t)
@@ -85,6 +87,7 @@ static void config_defaults(sstm_config_t *cfg) {
       .map_topology = NULL,
       .map_topo_cache = NULL,
       .map_log = NULL,
+      .stats_at_exit = false,
   };
 }
 
@@ -396,6 +399,9 @@ SSTM_API int sstm_config_from_env(sstm_config_t *cfg) {
   if ((s = getenv("SCHEDSTM_NO_MEMBARRIER")) &&
       parse_01("SCHEDSTM_NO_MEMBARRIER", s, &c.no_membarrier))
     return SSTM_EINVAL;
+  if ((s = getenv("SCHEDSTM_STATS_AT_EXIT")) &&
+      parse_01("SCHEDSTM_STATS_AT_EXIT", s, &c.stats_at_exit))
+    return SSTM_EINVAL;
   /* The policies' knobs. */
   if ((s = getenv("SCHEDSTM_SOFTSER_LEVER")))
     PARSE_NAME("SCHEDSTM_SOFTSER_LEVER", s, lever_names, c.softser_lever);
@@ -569,6 +575,21 @@ static void locks_unmap(_Atomic uint64_t *locks, size_t nlocks) {
   if (locks != NULL) munmap((void *)locks, nlocks * sizeof *locks);
 }
 
+/* cfg.stats_at_exit: at the process's exit, the statistics of a library
+ * still initialised then (a program that shut it down printed or read
+ * them itself). One handler per process, whatever the number of inits. */
+static void stats_at_exit_print(void) {
+  if (!atomic_load_explicit(&sstm__g.initialized, memory_order_acquire)) return;
+  if (!sstm__g.cfg.stats_at_exit) return; /* a later init without it */
+  (void)sstm_stats_dump(stderr);
+}
+
+static void stats_at_exit_arm(void) {
+  static _Atomic bool armed;
+  /* relaxed: only the first init registers; atexit orders nothing else. */
+  if (!atomic_exchange_explicit(&armed, true, memory_order_relaxed)) atexit(stats_at_exit_print);
+}
+
 SSTM_API int sstm_init(const sstm_config_t *user) {
   if (atomic_load_explicit(&sstm__g.initialized, memory_order_acquire)) {
     sstm__set_error("sstm_init: already initialised");
@@ -657,6 +678,7 @@ SSTM_API int sstm_init(const sstm_config_t *user) {
     sstm_describe(line, sizeof line);
     sstm__stt_describe(line);
   }
+  if (cfg.stats_at_exit) stats_at_exit_arm();
   return 0;
 }
 

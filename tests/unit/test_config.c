@@ -40,6 +40,7 @@ static const char *const ENV_VARS[] = {
     "SCHEDSTM_EXT_SLICE_US",   "SCHEDSTM_PRIO_ESCALATE",
     "SCHEDSTM_STATE_TABLE",    "SCHEDSTM_READ_PAST",
     "SCHEDSTM_ALLOC_CACHE",    "SCHEDSTM_RO_LOG",
+    "SCHEDSTM_STATS_AT_EXIT",
 };
 
 static void clear_env(void) {
@@ -299,6 +300,59 @@ TEST(init_rejects_an_oversized_alloc_cache) {
 }
 
 TEST(env_invalid_no_membarrier) { expect_invalid_01("SCHEDSTM_NO_MEMBARRIER"); }
+
+TEST(env_invalid_stats_at_exit) { expect_invalid_01("SCHEDSTM_STATS_AT_EXIT"); }
+TEST(env_stats_at_exit_on_and_off) {
+  expect_01("SCHEDSTM_STATS_AT_EXIT", offsetof(sstm_config_t, stats_at_exit));
+}
+
+/* A child with SCHEDSTM_STATS_AT_EXIT=1 commits transactions and exits
+ * without shutting the library down: its stderr then holds the
+ * statistics; with 0 (or after a shutdown) nothing. */
+static void incr_one(void *arg) { sstm_store_u64(arg, sstm_load_u64(arg) + 1); }
+
+static void stats_at_exit_child(const char *val, bool shut) {
+  static uint64_t counter;
+  setenv("SCHEDSTM_STATS_AT_EXIT", val, 1);
+  if (sstm_init(NULL) != 0 || sstm_thread_init() != 0) _exit(3);
+  for (int i = 0; i < 5; i++)
+    if (sstm_run(NULL, incr_one, &counter) != 0) _exit(4);
+  if (shut && (sstm_thread_exit() != 0 || sstm_shutdown() != 0)) _exit(5);
+  exit(0); /* atexit handlers run */
+}
+
+static void stats_at_exit_run(const char *val, bool shut, char *out, size_t len) {
+  int p[2];
+  CHECK_EQ_I(pipe(p), 0);
+  pid_t pid = sstm_test_fork();
+  CHECK(pid >= 0);
+  if (pid == 0) {
+    close(p[0]);
+    dup2(p[1], 2);
+    stats_at_exit_child(val, shut);
+  }
+  close(p[1]);
+  size_t n = 0;
+  ssize_t r;
+  while (n + 1 < len && (r = read(p[0], out + n, len - 1 - n)) > 0)
+    n += (size_t)r;
+  out[n] = '\0';
+  close(p[0]);
+  int st = 0;
+  CHECK_EQ_I(waitpid(pid, &st, 0), pid);
+  CHECK_MSG(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child status %#x, stderr: %s", st, out);
+}
+
+TEST(stats_at_exit_prints_the_statistics_of_a_library_still_initialised) {
+  clear_env();
+  static char out[16384];
+  stats_at_exit_run("1", false, out, sizeof out);
+  CHECK_CONTAINS(out, "commits=5");
+  stats_at_exit_run("0", false, out, sizeof out);
+  CHECK_EQ_U(strlen(out), 0);
+  stats_at_exit_run("1", true, out, sizeof out);
+  CHECK_EQ_U(strlen(out), 0);
+}
 
 TEST(env_unknown_cm) {
   const char *must[] = {"suicide", "backoff", NULL};
