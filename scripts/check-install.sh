@@ -261,6 +261,7 @@ fi
 # ---- find_package ---------------------------------------------------------------
 mkdir -p "$work/cmake-consumer"
 cp "$work/consumer.c" "$work/cmake-consumer/"
+[ ! -e "$work/itm.c" ] || cp "$work/itm.c" "$work/cmake-consumer/"
 cat >"$work/cmake-consumer/CMakeLists.txt" <<'CMAKE'
 cmake_minimum_required(VERSION 3.16)
 project(schedstm_consumer C)
@@ -270,6 +271,13 @@ add_executable(fp_shared consumer.c)
 target_link_libraries(fp_shared PRIVATE schedstm::schedstm Threads::Threads)
 add_executable(fp_static consumer.c)
 target_link_libraries(fp_static PRIVATE schedstm::schedstm_static Threads::Threads)
+# the gcc -fgnu-tm ABI, when the installed package has it: compiled with
+# -fgnu-tm, linked through its target only (no libitm)
+if(TARGET schedstm::schedstm_itm AND EXISTS ${CMAKE_CURRENT_SOURCE_DIR}/itm.c)
+  add_executable(fp_itm itm.c)
+  target_compile_options(fp_itm PRIVATE -fgnu-tm)
+  target_link_libraries(fp_itm PRIVATE schedstm::schedstm_itm Threads::Threads)
+endif()
 CMAKE
 cp "$work/cmake-consumer/CMakeLists.txt" "$work/cmake-consumer/CMakeLists.txt.in"
 sed -i "s/@REQ@/$v_major.$v_minor/" "$work/cmake-consumer/CMakeLists.txt"
@@ -278,6 +286,13 @@ run cmake -S "$work/cmake-consumer" -B "$work/cmake-consumer/build" \
 run cmake --build "$work/cmake-consumer/build" || fail "build with find_package"
 check_binary "$work/cmake-consumer/build/fp_shared" shared
 check_binary "$work/cmake-consumer/build/fp_static" static
+if [ -e "$libdir/libschedstm-itm.so" ]; then
+  [ -x "$work/cmake-consumer/build/fp_itm" ] || fail "find_package: no schedstm::schedstm_itm target"
+  if LD_LIBRARY_PATH="$libdir" ldd "$work/cmake-consumer/build/fp_itm" | grep -q 'libitm\.'; then
+    fail "fp_itm (find_package, schedstm::schedstm_itm) is linked with libitm"
+  fi
+  check_binary "$work/cmake-consumer/build/fp_itm" shared
+fi
 
 # What find_package must accept and refuse: $1 = the requested version,
 # $2 = accept or refuse.
