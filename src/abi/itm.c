@@ -51,6 +51,10 @@ typedef struct itm_thread {
   bool undo_armed;     /* this attempt registered undo_restore (I6) */
   unsigned char *undo; /* _ITM_L* log: records of (addr, len, bytes) */
   size_t undo_len, undo_cap;
+  /* The states of the transactions whose user actions are running, newest
+   * last (action_enter, action_leave). */
+  struct itm_thread *saved;
+  uint32_t nsaved, saved_cap;
 } itm_thread_t;
 
 static ITM_TLS itm_thread_t itm;
@@ -253,13 +257,20 @@ __attribute__((visibility("hidden"), noreturn)) void sstm__itm_back_out(void) {
 ITM_API void _ITM_commitTransaction(void) {
   itm_thread_t *t = &itm;
   if (ITM_UNLIKELY(t->depth == 0)) itm_fatal("_ITM_commitTransaction outside a transaction");
+  /* (I3) A serial transaction lets the others in before the engine's
+   * commit, which runs the commit actions: a transaction of one of them,
+   * on this thread, would otherwise wait for serial_mu held by this
+   * thread. Its body, the plain accesses, is over; it is irrevocable until
+   * that commit and cannot abort, so a transaction begun meanwhile waits in
+   * the engine's begin (core.md (7)) until the commit is visible, and a
+   * serial transaction entering meanwhile waits for it in sstm_quiesce. */
+  if (ITM_UNLIKELY(t->mode == MODE_SERIAL) && t->depth == 1) serial_exit();
   /* A conflict restarts the outermost transaction from inside the commit:
    * it then resumes at its begin, with depth 1 again. */
   sstm_commit();
   if (--t->depth > 0) return;
   t->undo_len = 0;
   t->begin_sp = 0;
-  if (t->mode == MODE_SERIAL) serial_exit();
   t->mode = MODE_NONE;
 }
 
@@ -308,15 +319,62 @@ ITM_API uint64_t _ITM_getTransactionId(void) {
   return id ? id : ITM_NO_TRANSACTION_ID;
 }
 
+/* The engine runs user actions outside the transaction, after its commit
+ * or rollback, and they may run transactions of their own (schedstm/tx.h).
+ * Through the ABI those are outermost transactions, but this thread's
+ * state is still the ending transaction's (its depth, mode, log of private
+ * memory; its return address and stack pointer, which a restart after the
+ * undo actions needs). So each user action runs between action_enter,
+ * which saves that state and leaves a clean one (no transaction), and
+ * action_leave, which puts it back; the engine runs the three in
+ * registration order, all of them or none. */
+static void action_enter(void *arg) {
+  itm_thread_t *t = arg;
+  if (t->nsaved == t->saved_cap) {
+    uint32_t cap = t->saved_cap ? 2 * t->saved_cap : 2;
+    itm_thread_t *p = realloc(t->saved, cap * sizeof *p);
+    if (p == NULL) itm_fatal("out of memory for a user action");
+    t->saved = p;
+    t->saved_cap = cap;
+  }
+  t->saved[t->nsaved++] = *t;
+  t->depth = 0;
+  t->mode = MODE_NONE;
+  t->want_serial = false;
+  t->backing_out = false;
+  t->begin_sp = 0;
+  t->undo_armed = false;
+  t->undo = NULL; /* the saved log stays as it is */
+  t->undo_len = t->undo_cap = 0;
+}
+
+static void action_leave(void *arg) {
+  itm_thread_t *t = arg;
+  free(t->undo); /* the actions' transactions' log */
+  itm_thread_t *s = t->saved;
+  uint32_t n = t->nsaved - 1, cap = t->saved_cap;
+  *t = s[n];
+  t->saved = s;
+  t->nsaved = n;
+  t->saved_cap = cap;
+}
+
+static void add_action(int (*add)(void (*)(void *), void *), void (*fn)(void *), void *arg,
+                       const char *what) {
+  itm_thread_t *t = &itm;
+  int rc = add(action_enter, t);
+  if (rc == 0) rc = add(fn, arg);
+  if (rc == 0) rc = add(action_leave, t);
+  if (rc != 0) itm_fatal("%s: %s", what, sstm_strerror(rc));
+}
+
 ITM_API void _ITM_addUserCommitAction(void (*fn)(void *), uint64_t tid, void *arg) {
   (void)tid; /* the current transaction's: nesting is flat */
-  int rc = sstm_on_commit(fn, arg);
-  if (rc != 0) itm_fatal("_ITM_addUserCommitAction: %s", sstm_strerror(rc));
+  add_action(sstm_on_commit, fn, arg, "_ITM_addUserCommitAction");
 }
 
 ITM_API void _ITM_addUserUndoAction(void (*fn)(void *), void *arg) {
-  int rc = sstm_on_abort(fn, arg);
-  if (rc != 0) itm_fatal("_ITM_addUserUndoAction: %s", sstm_strerror(rc));
+  add_action(sstm_on_abort, fn, arg, "_ITM_addUserUndoAction");
 }
 
 /* ---- (I6) logging of private memory (_ITM_L*) ---------------------------- */
@@ -374,7 +432,9 @@ ITM_API void _ITM_LB(const void *addr, size_t n) {
     t->undo_cap = cap;
   }
   if (!t->undo_armed) {
-    _ITM_addUserUndoAction(undo_restore, t);
+    /* not a user action: it needs this transaction's state */
+    int rc = sstm_on_abort(undo_restore, t);
+    if (rc != 0) itm_fatal("logging private memory: %s", sstm_strerror(rc));
     t->undo_armed = true;
   }
   unsigned char *r = t->undo + t->undo_len;

@@ -463,4 +463,73 @@ TEST(user_actions_ids_and_the_private_memory_log) {
   sstm_test_fini();
 }
 
+/* ---- transactions inside user actions ------------------------------------------------ */
+
+/* The engine runs user actions outside the transaction, and they may run
+ * transactions of their own (schedstm/tx.h). Through the ABI, such a
+ * transaction is an outermost one, whatever the state of the transaction
+ * whose actions run: that one's depth, its serial mode and its log of
+ * private memory must neither mislead nor be overwritten by it. */
+static long act_count, act_other[4];
+
+__attribute__((transaction_pure)) static void log_and_scribble_other(void) {
+  _ITM_LB(act_other, sizeof act_other);
+  for (int i = 0; i < 4; i++)
+    act_other[i] = -1;
+}
+
+static void tx_in_action(void *arg) {
+  (void)arg;
+  __transaction_atomic {
+    act_count += 1;
+    log_and_scribble_other(); /* its own log of private memory */
+  }
+}
+
+__attribute__((transaction_pure)) static void register_tx_actions(void) {
+  _ITM_addUserCommitAction(tx_in_action, _ITM_getTransactionId(), NULL);
+  _ITM_addUserUndoAction(tx_in_action, NULL);
+}
+
+TEST(user_actions_run_transactions_of_their_own) {
+  sstm_test_init();
+  __transaction_atomic {
+    register_tx_actions();
+    nest_a += 1;
+  }
+  CHECK_EQ_I(V(act_count), 1);
+  int after = 0;
+  for (int i = 0; i < 4; i++)
+    logged[i] = i;
+  __transaction_atomic {
+    register_tx_actions();
+    log_and_scribble(); /* logged after the action: put back after it ran */
+    nest_a += 1;
+    __transaction_cancel;
+  }
+  after = 1;
+  CHECK_EQ_I(after, 1);
+  CHECK_EQ_I(V(act_count), 2);
+  for (int i = 0; i < 4; i++)
+    CHECK_EQ_I(V(logged[i]), i);
+  CHECK_EQ_U(_ITM_inTransaction(), 0);
+  /* A serial transaction's commit actions: their transactions must not
+   * wait for the serial transaction that runs them. */
+  __transaction_relaxed {
+    register_tx_actions();
+    nest_a += 1;
+    unsafe_shift(0); /* unsafe: serial */
+    CHECK_EQ_U(_ITM_inTransaction(), 2);
+  }
+  CHECK_EQ_I(V(act_count), 3);
+  CHECK_EQ_U(_ITM_inTransaction(), 0);
+  /* and the ABI's state is a clean outermost one again */
+  __transaction_atomic {
+    nest_a += 1;
+    if (nest_a > 0) __transaction_cancel;
+  }
+  CHECK_EQ_I(V(act_count), 3);
+  sstm_test_fini();
+}
+
 SSTM_TEST_MAIN()
