@@ -532,4 +532,53 @@ TEST(user_actions_run_transactions_of_their_own) {
   sstm_test_fini();
 }
 
+/* ---- a killed attempt that leaves ------------------------------------------------- */
+
+/* An attempt that was killed (by another transaction's policy, which takes
+ * over the locks of the attempts it kills) and then leaves to become
+ * serial (I4) must still leave, not restart revocable: the engine's cancel
+ * ends a killed attempt as a cancel. Otherwise the leave the ABI asked for
+ * would stay pending for a later transaction, whose own
+ * __transaction_cancel would then rerun it serial. */
+static long kill_attempts;
+static _Atomic uint32_t kill_rerun_mode;
+
+/* Not transactional: counts the attempts, restarts included. */
+__attribute__((transaction_pure)) static long attempt_number(void) { return kill_attempts++; }
+
+/* What a policy of another thread does to a lock holder: here to this
+ * thread's own attempt, so that the kill lands before the mode change. */
+__attribute__((transaction_pure)) static void kill_this_attempt(void) {
+  CHECK_EQ_I(sstm_desc_kill(sstm_self(), 0), 0);
+}
+
+__attribute__((transaction_pure)) static void note_mode(void) {
+  atomic_store_explicit(&kill_rerun_mode, _ITM_inTransaction(), memory_order_relaxed);
+}
+
+TEST(a_killed_attempt_that_asks_for_serial_mode_reruns_serial) {
+  sstm_test_init();
+  kill_attempts = 0;
+  __transaction_relaxed {
+    nest_a += 1;
+    if (attempt_number() == 0) {
+      kill_this_attempt();
+      unsafe_shift(0); /* _ITM_changeTransactionMode */
+    }
+    note_mode();
+  }
+  CHECK_EQ_I(V(kill_attempts), 2);
+  CHECK_EQ_U(atomic_load_explicit(&kill_rerun_mode, memory_order_relaxed), 2); /* irrevocable */
+  CHECK_EQ_U(_ITM_inTransaction(), 0);
+  /* a later transaction's cancel skips its block */
+  int after = 0;
+  __transaction_atomic {
+    nest_b += 1;
+    if (nest_b > 0) __transaction_cancel;
+  }
+  after = 1;
+  CHECK_EQ_I(after, 1);
+  sstm_test_fini();
+}
+
 SSTM_TEST_MAIN()
