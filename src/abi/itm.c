@@ -81,9 +81,43 @@ __attribute__((noreturn, format(printf, 1, 2))) static void itm_fatal(const char
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 static int init_err;
 
+static void serial_exit(void);
+
+/* When a thread exits, the destructor of this key (whose value is the
+ * thread's state) frees its buffers (the log of private memory, the saved
+ * states of user actions) and ends its serial mode if it exits in a
+ * serial transaction. */
+static pthread_key_t exit_key;
+static bool exit_key_ok;
+
+static void thread_exit(void *arg) {
+  itm_thread_t *t = arg;
+  if (t->depth != 0) {
+    /* The thread ends inside a transaction. The engine's own destructor
+     * ends it: it cancels a revocable one, whose rollback may still read
+     * the log (undo_restore), so the buffers stay; it commits one that
+     * asked to be irrevocable. A serial one lets the others in, as its
+     * commit would (before the engine's commit is fine: the body will run
+     * no more), or every later transaction would wait for it. */
+    if (t->mode == MODE_SERIAL) {
+      t->mode = MODE_NONE;
+      serial_exit();
+    }
+    return;
+  }
+  free(t->undo);
+  t->undo = NULL;
+  t->undo_len = t->undo_cap = 0;
+  free(t->saved);
+  t->saved = NULL;
+  t->nsaved = t->saved_cap = 0;
+}
+
 static void init_library(void) {
-  if (sstm_initialized()) return; /* the program initialised it itself */
-  init_err = sstm_init(NULL);     /* the SCHEDSTM_* variables apply */
+  if (!sstm_initialized()) init_err = sstm_init(NULL); /* the SCHEDSTM_* variables apply */
+  /* After the engine's key (sstm_init), so that its destructor, which
+   * cancels a transaction the thread ends in, runs first. */
+  exit_key_ok = pthread_key_create(&exit_key, thread_exit) == 0;
 }
 
 /* First transaction of a thread: the library initialised (once per
@@ -97,6 +131,10 @@ static __attribute__((noinline)) void thread_setup(itm_thread_t *t) {
   if (rc != 0)
     itm_fatal("registering the thread failed: %s (%s)", sstm_strerror(rc), sstm_last_error());
   t->ready = true;
+  /* Without the key (out of keys or memory) the buffers outlive the
+   * thread: a leak, not an error (and a serial transaction that a thread
+   * exits in holds the others back). */
+  if (exit_key_ok) (void)pthread_setspecific(exit_key, t);
 }
 
 /* ---- (I3) serial transactions ------------------------------------------------- */

@@ -581,4 +581,35 @@ TEST(a_killed_attempt_that_asks_for_serial_mode_reruns_serial) {
   sstm_test_fini();
 }
 
+/* ---- a thread that ends inside a serial transaction ------------------------------- */
+
+/* The engine commits a transaction that asked to be irrevocable when its
+ * thread ends inside it; the ABI's serial mode must end with it, or every
+ * later transaction waits for it for ever (a hang: ctest's timeout). */
+static long exit_count;
+
+__attribute__((noinline)) void unsafe_exit(void) {
+  sched_yield();
+  pthread_exit(NULL);
+}
+
+static void *exit_in_serial(void *arg) {
+  (void)arg;
+  __transaction_relaxed {
+    exit_count += 1;
+    unsafe_exit();
+  }
+  return NULL;
+}
+
+TEST(a_thread_that_ends_in_a_serial_transaction_lets_the_others_run) {
+  sstm_test_init();
+  pthread_t th;
+  CHECK_EQ_I(pthread_create(&th, NULL, exit_in_serial, NULL), 0);
+  CHECK_EQ_I(pthread_join(th, NULL), 0);
+  __transaction_atomic { exit_count += 1; }
+  CHECK_EQ_I(V(exit_count), 2);
+  sstm_test_fini();
+}
+
 SSTM_TEST_MAIN()
