@@ -188,6 +188,23 @@ static uint64_t code_path(uint32_t props, bool serial) {
 
 /* ---- begin, commit, abort -------------------------------------------------- */
 
+/* The rest of an outermost begin once the engine's has returned c: the
+ * thread's state, and the back-out of a revocable attempt that a serial
+ * transaction excludes. */
+static inline itm_ret_t begun(itm_thread_t *t, sstm_ckpt_t *c, bool serial, uint64_t act) {
+  if (ITM_UNLIKELY(c == NULL)) itm_fatal("the engine refused the transaction's begin");
+  t->ckpt = c;
+  t->depth = 1;
+  t->mode = serial ? MODE_SERIAL : MODE_REVOCABLE;
+  t->undo_armed = false;
+  t->undo_len = 0;
+  /* (I3.1) Relaxed: the engine's begin stored ACTIVE and fenced before
+   * this load (a call, so the compiler keeps the order too). */
+  if (!serial && ITM_UNLIKELY(atomic_load_explicit(&serial_on, memory_order_relaxed)))
+    act |= ITM_BACK_OUT;
+  return (itm_ret_t){c, act};
+}
+
 /* An outermost begin (I2): serial first if needed, then the engine's. */
 static itm_ret_t outer_begin(itm_thread_t *t, uint64_t live) {
   if (ITM_UNLIKELY(!t->ready)) thread_setup(t);
@@ -199,19 +216,7 @@ static itm_ret_t outer_begin(itm_thread_t *t, uint64_t live) {
   /* A hint: an attempt declared read-only that writes restarts as an
    * update (schedstm/tx.h), so a wrong hint costs an attempt, not safety. */
   a.read_only = !serial && (t->props & itm_pr_readOnly);
-  sstm_ckpt_t *c = sstm__begin(&a);
-  if (c == NULL) itm_fatal("the engine refused the transaction's begin");
-  t->ckpt = c;
-  t->depth = 1;
-  t->mode = serial ? MODE_SERIAL : MODE_REVOCABLE;
-  t->undo_armed = false;
-  t->undo_len = 0;
-  uint64_t act = code_path(t->props, serial) | live;
-  /* (I3.1) Relaxed: the engine's begin above stored ACTIVE and fenced
-   * before this load (a call, so the compiler keeps the order too). */
-  if (!serial && ITM_UNLIKELY(atomic_load_explicit(&serial_on, memory_order_relaxed)))
-    act |= ITM_BACK_OUT;
-  return (itm_ret_t){c, act};
+  return begun(t, sstm__begin(&a), serial, code_path(t->props, serial) | live);
 }
 
 /* The C half of _ITM_beginTransaction (abi/itm_x86_64.S). */
@@ -225,19 +230,10 @@ __attribute__((visibility("hidden"))) itm_ret_t sstm__itm_begin(uint32_t props, 
     if (ITM_UNLIKELY(!t->ready) || needs_serial(props))
       return outer_begin(t, itm_a_saveLiveVariables);
     /* The common begin, as outer_begin does it for a revocable
-     * transaction with an instrumented path. */
+     * transaction with an instrumented path, with a constant attribute. */
     static const sstm_attr_t ro = {.read_only = true};
-    sstm_ckpt_t *c = sstm__begin(props & itm_pr_readOnly ? &ro : NULL);
-    if (ITM_UNLIKELY(c == NULL)) itm_fatal("the engine refused the transaction's begin");
-    t->ckpt = c;
-    t->depth = 1;
-    t->mode = MODE_REVOCABLE;
-    t->undo_armed = false;
-    t->undo_len = 0;
-    uint64_t act = itm_a_runInstrumentedCode | itm_a_saveLiveVariables;
-    /* (I3.1), as in outer_begin */
-    if (ITM_UNLIKELY(atomic_load_explicit(&serial_on, memory_order_relaxed))) act |= ITM_BACK_OUT;
-    return (itm_ret_t){c, act};
+    return begun(t, sstm__begin(props & itm_pr_readOnly ? &ro : NULL), false,
+                 itm_a_runInstrumentedCode | itm_a_saveLiveVariables);
   }
   if (ITM_UNLIKELY(!t->ready)) thread_setup(t);
   /* (I5) Nested: flat. The engine only counts the depth. */
@@ -418,7 +414,7 @@ ITM_API void _ITM_addUserUndoAction(void (*fn)(void *), void *arg) {
 /* ---- (I6) logging of private memory (_ITM_L*) ---------------------------- */
 
 /* (I6) Stack frames made after the outermost begin, between the barrier's
- * own frame and begin_sp, belong to the attempt alone: nothing outside it
+ * own stack pointer and begin_sp, belong to the attempt alone: nothing outside it
  * can reach them, and a restart discards them. The compiler writes such
  * memory through a barrier in one place and reads it with plain loads in
  * another (a callee's local array filled by _ITM_WU8 and copied by a plain
@@ -426,8 +422,13 @@ ITM_API void _ITM_addUserUndoAction(void (*fn)(void *), void *arg) {
  * writes there go in place, unlogged. Outside a transaction begin_sp is 0
  * and nothing matches. */
 static inline __attribute__((always_inline)) bool attempt_stack(const void *p, size_t n) {
+  /* The barrier's own stack pointer as the lower bound: every frame of the
+   * attempt lies above it (__builtin_frame_address would make each barrier
+   * set up a frame pointer). x86-64, as the library. */
+  uintptr_t sp;
+  __asm__("mov %%rsp, %0" : "=r"(sp));
   uintptr_t a = (uintptr_t)p;
-  return a >= (uintptr_t)__builtin_frame_address(0) && a + n <= itm.begin_sp;
+  return a >= sp && a + n <= itm.begin_sp;
 }
 
 /* The compiler logs memory that is private to the thread but written in
