@@ -579,28 +579,46 @@ static uint64_t wait_applied(sstm_file_t *f, uint64_t want) {
   return wait_word(&f->applied, &f->waiters, want);
 }
 
+/* Take the lock word *word (0: free) for the value me != 0: wait_step,
+ * then futex sleeps on the holder's value. Not first come, first served:
+ * whichever waiter runs when the word is free takes it, so that a waiter
+ * that is not running (more threads than CPUs) delays nobody. */
+static void word_take(_Atomic uint64_t *word, _Atomic uint32_t *waiters, uint64_t me) {
+  for (unsigned spin = 0;; spin++) {
+    uint64_t free_ = 0;
+    /* acquire: pairs with word_give's store, so that what the taker does
+     * next comes after what the previous holder did before giving it. */
+    if (atomic_load_explicit(word, memory_order_relaxed) == 0 &&
+        atomic_compare_exchange_weak_explicit(word, &free_, me, memory_order_acquire,
+                                              memory_order_relaxed))
+      return;
+    if (wait_step(spin)) continue;
+    /* seq_cst: the waiter's half of the handshake of wake() */
+    atomic_fetch_add_explicit(waiters, 1, memory_order_seq_cst);
+    uint64_t h = atomic_load_explicit(word, memory_order_seq_cst);
+    if (h != 0) sstm__futex_wait(word, (uint32_t)h, 1000000);
+    atomic_fetch_sub_explicit(waiters, 1, memory_order_relaxed);
+  }
+}
+
+/* Give back a word that word_take took. */
+static void word_give(_Atomic uint64_t *word, _Atomic uint32_t *waiters) {
+  /* seq_cst: release for the next taker (acquire), and the store half of
+   * the waiters handshake (see wake) */
+  atomic_store_explicit(word, 0, memory_order_seq_cst);
+  wake(word, waiters);
+}
+
 /* (S9) Take f's turn: wait_step, then futex sleeps. Not first come, first
  * served: whichever waiter runs when the turn is free takes it, so that
  * a waiter that is not running (more threads than CPUs) delays nobody.
  * The caller holds no turn (esc.h), so the wait ends once the holder's
  * attempt ends, and the holder's attempt never waits for a turn. */
 static void turn_take(sstm_file_t *f) {
-  for (unsigned spin = 0;; spin++) {
-    uint64_t free_ = 0;
-    /* acquire: pairs with turn_release's store, so that this attempt's
-     * acquisition comes after the previous holder's installation (the
-     * turn orders attempts only; own and the barriers protect the data). */
-    if (atomic_load_explicit(&f->q_turn, memory_order_relaxed) == 0 &&
-        atomic_compare_exchange_weak_explicit(&f->q_turn, &free_, 1, memory_order_acquire,
-                                              memory_order_relaxed))
-      break;
-    if (wait_step(spin)) continue;
-    /* seq_cst: the waiter's half of the handshake of wake() */
-    atomic_fetch_add_explicit(&f->q_waiters, 1, memory_order_seq_cst);
-    if (atomic_load_explicit(&f->q_turn, memory_order_seq_cst) != 0)
-      sstm__futex_wait(&f->q_turn, 1, 1000000);
-    atomic_fetch_sub_explicit(&f->q_waiters, 1, memory_order_relaxed);
-  }
+  /* The acquire of word_take orders this attempt's acquisition after the
+   * previous holder's installation (the turn orders attempts only; own
+   * and the barriers protect the data). */
+  word_take(&f->q_turn, &f->q_waiters, 1);
   /* relaxed: only the holder of the turn writes it; tests read it after
    * joining the threads. */
   atomic_store_explicit(&f->q_taken, atomic_load_explicit(&f->q_taken, memory_order_relaxed) + 1,
@@ -686,11 +704,7 @@ static __attribute__((noinline)) void turn_give(sstm_file_t *f, bool committed) 
    * makes serial mode end a little earlier. */
   uint32_t left = atomic_load_explicit(&f->q_span, memory_order_relaxed);
   if (committed) atomic_store_explicit(&f->q_span, sstm__esc_span_next(left), memory_order_relaxed);
-  /* seq_cst: release for the next holder (see turn_take), and the store
-   * half of the waiters handshake (see wake). */
-  atomic_store_explicit(&f->q_turn, 0, memory_order_seq_cst);
-  if (atomic_load_explicit(&f->q_waiters, memory_order_seq_cst) != 0)
-    sstm__futex_wake_all(&f->q_turn);
+  word_give(&f->q_turn, &f->q_waiters);
 }
 
 /* (S8) enter()'s wait: take the count back, wait until the lock is free
@@ -2336,34 +2350,13 @@ static bool bytes_ready(int fd, bool wait) {
   }
 }
 
-/* (S6) Take f's reader claim for the descriptor me: wait_step, then futex
- * sleeps. The holder has found data and waits only to become irrevocable
- * (the token) before it reads; its irrevocable attempt releases the claim
- * when it ends. */
-static void rclaim_take(sstm_file_t *f, uint64_t me) {
-  for (unsigned spin = 0;; spin++) {
-    uint64_t free_ = 0;
-    /* acquire: pairs with rclaim_release, so that this reader's poll
-     * comes after the previous holder's read */
-    if (atomic_load_explicit(&f->rclaim, memory_order_relaxed) == 0 &&
-        atomic_compare_exchange_weak_explicit(&f->rclaim, &free_, me, memory_order_acquire,
-                                              memory_order_relaxed))
-      return;
-    if (wait_step(spin)) continue;
-    /* seq_cst: the waiter's half of the handshake of wake() */
-    atomic_fetch_add_explicit(&f->rwaiters, 1, memory_order_seq_cst);
-    uint64_t h = atomic_load_explicit(&f->rclaim, memory_order_seq_cst);
-    if (h != 0) sstm__futex_wait(&f->rclaim, (uint32_t)h, 1000000);
-    atomic_fetch_sub_explicit(&f->rwaiters, 1, memory_order_relaxed);
-  }
-}
+/* (S6) f's reader claim, for the descriptor me. The holder has found data
+ * and waits only to become irrevocable (the token) before it reads and
+ * gives the claim back; word_take's acquire orders this reader's poll
+ * after the previous holder's read. */
+static void rclaim_take(sstm_file_t *f, uint64_t me) { word_take(&f->rclaim, &f->rwaiters, me); }
 
-static void rclaim_release(sstm_file_t *f) {
-  /* seq_cst: release for the next holder (acquire), and the store half
-   * of the waiters handshake (see wake) */
-  atomic_store_explicit(&f->rclaim, 0, memory_order_seq_cst);
-  wake(&f->rclaim, &f->rwaiters);
-}
+static void rclaim_release(sstm_file_t *f) { word_give(&f->rclaim, &f->rwaiters); }
 
 /* (S6) The end of an attempt that holds f's reader claim: release it. */
 static void rclaim_end(void *arg, bool committed) {
