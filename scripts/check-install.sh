@@ -216,14 +216,16 @@ if command -v pkg-config >/dev/null 2>&1; then
   done
   # The gcc -fgnu-tm ABI (docs/design/itm.md), when this build has it: a
   # program compiled with -fgnu-tm, linked with schedstm-itm's flags and
-  # without -fgnu-tm, runs on schedstm and not on libitm; the library
-  # exports the _ITM_ entry points and nothing else.
+  # without -fgnu-tm, runs on schedstm and not on libitm, and a C one does
+  # not need libstdc++; a C++ one (g++ -fgnu-tm: new, delete, an exception
+  # out of a transaction, (I7)) runs too; the library exports the _ITM_
+  # entry points and the clones of operator new and delete, nothing else.
   if [ -e "$libdir/libschedstm-itm.so" ]; then
     if nm -D --defined-only "$libdir/libschedstm-itm.so" | awk '$2 != "A" {print $3}' \
-      | sed 's/@.*//' | grep -v -E '^(_ITM_[A-Za-z0-9_]+|_init|_fini|_edata|_end|__bss_start)$' \
+      | sed 's/@.*//' | grep -v -E '^(_ITM_[A-Za-z0-9_]+|_ZGTtn[wa]m(RKSt9nothrow_t)?|_ZGTtd[la]Pv(m|RKSt9nothrow_t)?|_init|_fini|_edata|_end|__bss_start)$' \
       >"$work/itm-extra.txt"; then
       cat "$work/itm-extra.txt" >&2
-      fail "libschedstm-itm.so exports more than the _ITM_ entry points"
+      fail "libschedstm-itm.so exports more than the _ITM_ entry points and the _ZGTt clones"
     fi
     cat >"$work/itm.c" <<'C'
 #include <pthread.h>
@@ -250,8 +252,46 @@ C
     if LD_LIBRARY_PATH="$libdir" ldd "$work/pc_itm" | grep -q 'libitm\.'; then
       fail "the -fgnu-tm program is linked with libitm"
     fi
+    if LD_LIBRARY_PATH="$libdir" ldd "$work/pc_itm" | grep -q 'libstdc++'; then
+      fail "the C -fgnu-tm program needs libstdc++ through libschedstm-itm"
+    fi
     LD_LIBRARY_PATH="$libdir" run "$work/pc_itm" || fail "the -fgnu-tm program failed"
     ok "gcc -fgnu-tm program on libschedstm-itm (pkg-config schedstm-itm): $(cat "$work/last.log")"
+    if command -v g++ >/dev/null; then
+      cat >"$work/itm_cxx.cpp" <<'CXX'
+#include <cstdio>
+struct node { long v; node *next; };
+struct refused { long v; };
+static node *head;
+static long sum;
+__attribute__((transaction_safe)) void refuse(long v);
+void refuse(long v) { throw refused{v}; }
+int main() {
+  for (long i = 1; i <= 100; i++)
+    __transaction_atomic { node *n = new node; n->v = i; n->next = head; head = n; }
+  for (long i = 1; i <= 100; i++)
+    __transaction_atomic { node *n = head; head = n->next; sum += n->v; delete n; }
+  long got = 0;
+  try {
+    __transaction_atomic { sum += 1; refuse(7); }
+  } catch (refused &r) {
+    got = r.v;
+  }
+  std::printf("sum=%ld got=%ld\n", sum, got);
+  return !(sum == 5051 && got == 7 && head == nullptr);
+}
+CXX
+      run g++ -Wall -Werror -fgnu-tm -c "$work/itm_cxx.cpp" -o "$work/itm_cxx.o" \
+        || fail "compile C++ with g++ -fgnu-tm"
+      # shellcheck disable=SC2046
+      run g++ "$work/itm_cxx.o" -o "$work/pc_itm_cxx" $(pkg-config --libs schedstm-itm) -lpthread \
+        || fail "link a g++ -fgnu-tm program with pkg-config --libs schedstm-itm"
+      if LD_LIBRARY_PATH="$libdir" ldd "$work/pc_itm_cxx" | grep -q 'libitm\.'; then
+        fail "the g++ -fgnu-tm program is linked with libitm"
+      fi
+      LD_LIBRARY_PATH="$libdir" run "$work/pc_itm_cxx" || fail "the g++ -fgnu-tm program failed"
+      ok "g++ -fgnu-tm program on libschedstm-itm: $(cat "$work/last.log")"
+    fi
   fi
   unset PKG_CONFIG_PATH
 else

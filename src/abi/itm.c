@@ -17,9 +17,11 @@
 #include <sched.h>
 #include <stdarg.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unwind.h>
 
 #include <schedstm/schedstm.h>
 
@@ -37,6 +39,14 @@
 
 enum { MODE_NONE, MODE_REVOCABLE, MODE_SERIAL };
 
+/* (I7) A C++ exception object allocated by the current attempt: the thrown
+ * object's bytes, [obj, obj + size), written in place. */
+typedef struct itm_exc {
+  unsigned char *obj;
+  size_t size;
+  bool caught; /* between __cxa_begin_catch and the __cxa_end_catch that ends it */
+} itm_exc_t;
+
 /* One thread's transaction as the ABI sees it. Owner-only. */
 typedef struct itm_thread {
   bool ready;          /* the thread is registered with the engine (I1) */
@@ -51,6 +61,14 @@ typedef struct itm_thread {
   bool undo_armed;     /* this attempt registered undo_restore (I6) */
   unsigned char *undo; /* _ITM_L* log: records of (addr, len, bytes) */
   size_t undo_len, undo_cap;
+  /* (I7) C++ exceptions of this attempt. eh_armed: it registered
+   * eh_rollback, and the fields below are in use; all are cleared when the
+   * transaction commits or rolls back. */
+  bool eh_armed;
+  uint32_t nexc, exc_cap;
+  itm_exc_t *exc;    /* the exception objects it allocated and that live */
+  uint32_t catches;  /* its __cxa_begin_catch calls not yet ended */
+  unsigned uncaught; /* the C++ runtime's uncaught exceptions when it armed */
   /* The states of the transactions whose user actions are running, newest
    * last (action_enter, action_leave). */
   struct itm_thread *saved;
@@ -82,6 +100,15 @@ static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 static int init_err;
 
 static void serial_exit(void);
+static void eh_clear(itm_thread_t *t);
+
+/* (I7) How many exception records all threads hold (itm_thread_t.exc). A
+ * write barrier looks at its own thread's records only while this is not
+ * zero: one load of a global, where the thread's count would take the
+ * thread-local block's address first. Relaxed: a thread's own changes are
+ * in its program order, which is all its barriers need; another thread's
+ * only send a barrier to the slow check (its own records) for nothing. */
+static _Alignas(64) _Atomic uint32_t exc_live; /* its own line: read by every write */
 
 /* When a thread exits, the destructor of this key (whose value is the
  * thread's state) frees its buffers (the log of private memory, the saved
@@ -111,6 +138,9 @@ static void thread_exit(void *arg) {
   free(t->saved);
   t->saved = NULL;
   t->nsaved = t->saved_cap = 0;
+  free(t->exc);
+  t->exc = NULL;
+  t->nexc = t->exc_cap = 0;
 }
 
 static void init_library(void) {
@@ -303,13 +333,16 @@ ITM_API void _ITM_commitTransaction(void) {
    * it then resumes at its begin, with depth 1 again. */
   sstm_commit();
   if (--t->depth > 0) return;
+  /* (I7) An exception that leaves the transaction (_ITM_commitTransactionEH)
+   * is the program's from here: no longer the attempt's, not private. */
+  if (ITM_UNLIKELY(t->eh_armed)) eh_clear(t);
   t->undo_len = 0;
   t->begin_sp = 0;
   t->mode = MODE_NONE;
 }
 
-/* Exceptions thrown out of a transaction commit it ([IntelTMABI]); the C++
- * exception entry points themselves (_ITM_cxa_*) are not provided. */
+/* Exceptions thrown out of a transaction commit it ([IntelTMABI]): GCC
+ * calls this from the catch-all around the block, then rethrows (I7). */
 ITM_API void _ITM_commitTransactionEH(void *exc) {
   (void)exc;
   _ITM_commitTransaction();
@@ -380,11 +413,15 @@ static void action_enter(void *arg) {
   t->undo_armed = false;
   t->undo = NULL; /* the saved log stays as it is */
   t->undo_len = t->undo_cap = 0;
+  t->eh_armed = false; /* the same for the exception records (I7) */
+  t->exc = NULL;
+  t->nexc = t->exc_cap = t->catches = 0;
 }
 
 static void action_leave(void *arg) {
   itm_thread_t *t = arg;
   free(t->undo); /* the actions' transactions' log */
+  free(t->exc);
   itm_thread_t *s = t->saved;
   uint32_t n = t->nsaved - 1, cap = t->saved_cap;
   *t = s[n];
@@ -431,6 +468,27 @@ static inline __attribute__((always_inline)) bool attempt_stack(const void *p, s
   return a >= sp && a + n <= itm.begin_sp;
 }
 
+/* (I7) Inside an exception object that the attempt allocated and that
+ * lives. */
+static __attribute__((noinline, cold)) bool exc_private(const void *p, size_t n) {
+  itm_thread_t *t = &itm;
+  const unsigned char *a = p;
+  for (uint32_t i = 0; i < t->nexc; i++)
+    if (a >= t->exc[i].obj && n <= t->exc[i].size &&
+        (size_t)(a - t->exc[i].obj) <= t->exc[i].size - n)
+      return true;
+  return false;
+}
+
+/* Memory that only the attempt can reach and that a rollback discards, so
+ * written in place, unlogged: its own stack frames (I6) and the exception
+ * objects it allocated (I7). */
+static inline __attribute__((always_inline)) bool attempt_private(const void *p, size_t n) {
+  return attempt_stack(p, n) ||
+         (ITM_UNLIKELY(atomic_load_explicit(&exc_live, memory_order_relaxed) != 0) &&
+          exc_private(p, n));
+}
+
 /* The compiler logs memory that is private to the thread but written in
  * the transaction with plain stores; a rollback puts the old bytes back,
  * newest first, so each byte gets its value from before the attempt. */
@@ -459,7 +517,7 @@ ITM_API void _ITM_LB(const void *addr, size_t n) {
   /* Frames made by the attempt need no log: a restart discards them, and
    * the rollback, whose own frames may lie where they were, must not write
    * there (I6). */
-  if (attempt_stack(addr, n)) return;
+  if (attempt_private(addr, n)) return;
   size_t rec = n + sizeof addr + 2 * sizeof n;
   if (t->undo_len + rec > t->undo_cap) {
     size_t cap = t->undo_cap ? t->undo_cap : 256;
@@ -496,12 +554,23 @@ ITM_API void _ITM_LB(const void *addr, size_t n) {
   __VA_ARGS__ ITM_API void _ITM_WaR##suf(T *, T) __attribute__((alias("_ITM_W" #suf)));            \
   __VA_ARGS__ ITM_API void _ITM_WaW##suf(T *, T) __attribute__((alias("_ITM_W" #suf)));
 
-/* The word types: the engine's typed barriers (any alignment). */
+/* The word types: the engine's typed barriers (any alignment). While some
+ * thread has an exception object (I7), the write goes through a function of
+ * its own, so that the common path makes no frame and ends in a jump to the
+ * engine's store. */
 #define ITM_WORD(suf, T, load, store)                                                              \
   ITM_API T _ITM_R##suf(const T *p) { return load(p); }                                            \
+  static __attribute__((noinline, cold)) void itm_W##suf##_exc(T *p, T v) {                        \
+    if (exc_private(p, sizeof *p))                                                                 \
+      memcpy(p, &v, sizeof v);                                                                     \
+    else                                                                                           \
+      store(p, v);                                                                                 \
+  }                                                                                                \
   ITM_API void _ITM_W##suf(T *p, T v) {                                                            \
     if (ITM_UNLIKELY(attempt_stack(p, sizeof *p)))                                                 \
       memcpy(p, &v, sizeof v);                                                                     \
+    else if (ITM_UNLIKELY(atomic_load_explicit(&exc_live, memory_order_relaxed) != 0))             \
+      itm_W##suf##_exc(p, v);                                                                      \
     else                                                                                           \
       store(p, v);                                                                                 \
   }                                                                                                \
@@ -524,7 +593,7 @@ ITM_WORD(D, double, sstm_load_double, sstm_store_double)
     return v;                                                                                      \
   }                                                                                                \
   __VA_ARGS__ ITM_API void _ITM_W##suf(T *p, T v) {                                                \
-    if (ITM_UNLIKELY(attempt_stack(p, sizeof *p)))                                                 \
+    if (ITM_UNLIKELY(attempt_private(p, sizeof *p)))                                               \
       memcpy(p, &v, sizeof v);                                                                     \
     else                                                                                           \
       sstm_store_bytes(p, &v, sizeof v);                                                           \
@@ -550,7 +619,7 @@ ITM_BYTES(M256, __m256, __attribute__((target("avx"))))
  * read after it was overwritten (a transactional read sees the
  * transaction's own writes). */
 static void copy(void *dst, bool dst_tx, const void *src, bool src_tx, size_t n) {
-  if (dst_tx && attempt_stack(dst, n)) dst_tx = false; /* (I6) */
+  if (dst_tx && attempt_private(dst, n)) dst_tx = false; /* (I6), (I7) */
   unsigned char buf[256];
   unsigned char *d = dst;
   const unsigned char *s = src;
@@ -603,7 +672,7 @@ ITM_COPIES(memcpy)
 ITM_COPIES(memmove)
 
 ITM_API void _ITM_memsetW(void *dst, int c, size_t n) {
-  if (attempt_stack(dst, n)) { /* (I6) */
+  if (attempt_private(dst, n)) { /* (I6), (I7) */
     memset(dst, c, n);
     return;
   }
@@ -629,6 +698,236 @@ ITM_API void _ITM_memsetWaW(void *, int, size_t) __attribute__((alias("_ITM_mems
 ITM_API void *_ITM_malloc(size_t n) { return sstm_malloc(n); }
 ITM_API void *_ITM_calloc(size_t n, size_t size) { return sstm_calloc(n, size); }
 ITM_API void _ITM_free(void *p) { sstm_free(p); }
+
+/* ---- (I7) C++: operator new and delete, exceptions ------------------------------ */
+
+/* The C++ runtime (libstdc++'s libsupc++), referenced weakly: a C program
+ * linked with this library needs no libstdc++, and only code compiled by
+ * g++ calls the entry points below, so the runtime is there whenever they
+ * run (docs/design/itm.md (I7) 4). */
+extern void *__cxa_allocate_exception(size_t) __attribute__((weak));
+extern void __cxa_free_exception(void *) __attribute__((weak));
+extern void __cxa_throw(void *, void *, void (*)(void *)) __attribute__((weak, noreturn));
+extern void *__cxa_begin_catch(void *) __attribute__((weak));
+extern void __cxa_end_catch(void) __attribute__((weak));
+extern void *__cxa_get_globals(void) __attribute__((weak));
+/* libsupc++'s entry point for transactional-memory runtimes [libitm]: ends
+ * `caught` catches as __cxa_end_catch would, without running the exception
+ * objects' destructors (the rollback undoes their effects anyway), and
+ * frees the objects no longer referenced. */
+extern void __cxa_tm_cleanup(void *, void *, unsigned) __attribute__((weak));
+/* std::__throw_bad_alloc() */
+extern void _ZSt17__throw_bad_allocv(void) __attribute__((weak, noreturn));
+
+/* The exception header that precedes every thrown object, and the
+ * per-thread exception globals, as the Itanium C++ ABI (section 2.2)
+ * specifies them [ItaniumCxxABI]; only caughtExceptions, uncaughtExceptions
+ * and handlerCount are read or written here. */
+typedef struct cxa_exception {
+  void *exceptionType;
+  void (*exceptionDestructor)(void *);
+  void (*unexpectedHandler)(void);
+  void (*terminateHandler)(void);
+  struct cxa_exception *nextException;
+  int handlerCount; /* active handlers; negated while rethrown */
+  int handlerSwitchValue;
+  const unsigned char *actionRecord;
+  const unsigned char *languageSpecificData;
+  void *catchTemp;
+  void *adjustedPtr;
+  struct _Unwind_Exception unwindHeader;
+} cxa_exception_t;
+/* The layout on x86-64 (LP64), as libsupc++'s. */
+_Static_assert(offsetof(cxa_exception_t, handlerCount) == 40 && sizeof(cxa_exception_t) == 112,
+               "the Itanium C++ ABI's __cxa_exception");
+
+typedef struct cxa_eh_globals {
+  cxa_exception_t *caughtExceptions; /* the handlers' stack, innermost first */
+  unsigned uncaughtExceptions;
+} cxa_eh_globals_t;
+
+static cxa_eh_globals_t *eh_globals(void) {
+  if (__cxa_get_globals == NULL || __cxa_tm_cleanup == NULL || __cxa_free_exception == NULL)
+    itm_fatal("C++ exceptions in a transaction need libstdc++'s __cxa_get_globals, "
+              "__cxa_free_exception and __cxa_tm_cleanup (with -static-libstdc++, link with "
+              "-Wl,-u,__cxa_tm_cleanup)");
+  return __cxa_get_globals();
+}
+
+static void eh_clear(itm_thread_t *t) {
+  if (t->nexc != 0) atomic_fetch_sub_explicit(&exc_live, t->nexc, memory_order_relaxed);
+  t->nexc = 0;
+  t->catches = 0;
+  t->eh_armed = false;
+}
+
+/* (I7) The attempt rolls back (a restart or a cancel): its exception
+ * handling state goes back to the begin's. The catches it began and did not
+ * end are ended (the landing pads that would call __cxa_end_catch will not
+ * run), freeing their objects; the objects it allocated and that are not
+ * being handled (not yet thrown, or in flight through the cleanups of the
+ * unwinding) are freed; and the runtime's count of uncaught exceptions,
+ * which __cxa_throw raised and no catch lowered, is put back. Nothing of
+ * the objects' destructors runs: their effects, if any, were
+ * transactional. Registered with sstm_on_abort, not as a user action (it
+ * needs the ending transaction's state). */
+static void eh_rollback(void *arg) {
+  itm_thread_t *t = arg;
+  cxa_eh_globals_t *g = eh_globals();
+  if (t->catches != 0) __cxa_tm_cleanup(NULL, NULL, t->catches);
+  for (uint32_t i = 0; i < t->nexc; i++)
+    if (!t->exc[i].caught) __cxa_free_exception(t->exc[i].obj);
+  g->uncaughtExceptions = t->uncaught;
+  eh_clear(t);
+}
+
+/* The first exception call of an attempt: note the uncaught count and
+ * register the rollback. NULL outside a transaction (the compiled code may
+ * run a clone outside one, I6's _ITM_LB), where nothing is tracked. */
+static itm_thread_t *eh_arm(void) {
+  itm_thread_t *t = &itm;
+  if (t->depth == 0) return NULL;
+  if (!t->eh_armed) {
+    t->uncaught = eh_globals()->uncaughtExceptions;
+    int rc = sstm_on_abort(eh_rollback, t);
+    if (rc != 0) itm_fatal("C++ exception in a transaction: %s", sstm_strerror(rc));
+    t->eh_armed = true;
+  }
+  return t;
+}
+
+static itm_exc_t *exc_find(itm_thread_t *t, const void *obj) {
+  for (uint32_t i = 0; i < t->nexc; i++)
+    if (t->exc[i].obj == obj) return &t->exc[i];
+  return NULL;
+}
+
+static void exc_drop(itm_thread_t *t, itm_exc_t *e) {
+  *e = t->exc[--t->nexc];
+  atomic_fetch_sub_explicit(&exc_live, 1, memory_order_relaxed);
+}
+
+/* The object of a throw inside the transaction. The compiled code writes
+ * it through the write barriers (its constructor's clone); the C++ runtime
+ * reads parts of it plainly to bind a handler (a thrown pointer's value, a
+ * virtual base's offset through the virtual table pointer) and frees it in
+ * __cxa_end_catch, before the commit would write a redo log back. So the
+ * attempt writes it in place (exc_private): no other thread can reach it,
+ * and a rollback frees it. */
+ITM_API void *_ITM_cxa_allocate_exception(size_t size) {
+  if (__cxa_allocate_exception == NULL) itm_fatal("_ITM_cxa_allocate_exception without libstdc++");
+  void *obj = __cxa_allocate_exception(size); /* ends the process if out of memory */
+  itm_thread_t *t = eh_arm();
+  if (t == NULL) return obj;
+  if (t->nexc == t->exc_cap) {
+    uint32_t cap = t->exc_cap ? 2 * t->exc_cap : 4;
+    itm_exc_t *p = realloc(t->exc, cap * sizeof *p);
+    if (p == NULL) itm_fatal("out of memory for the exception records");
+    t->exc = p;
+    t->exc_cap = cap;
+  }
+  t->exc[t->nexc++] = (itm_exc_t){obj, size, false};
+  atomic_fetch_add_explicit(&exc_live, 1, memory_order_relaxed);
+  return obj;
+}
+
+/* The compiled code frees an object whose construction threw. Written in
+ * place and logged nowhere: it may go at once. */
+ITM_API void _ITM_cxa_free_exception(void *obj) {
+  itm_thread_t *t = &itm;
+  itm_exc_t *e = t->depth ? exc_find(t, obj) : NULL;
+  if (e) exc_drop(t, e);
+  __cxa_free_exception(obj);
+}
+
+/* Nothing to record: __cxa_throw raises the uncaught count, which a
+ * rollback puts back (eh_rollback). */
+ITM_API void _ITM_cxa_throw(void *obj, void *tinfo, void (*dest)(void *)) {
+  __cxa_throw(obj, tinfo, dest);
+}
+
+ITM_API void *_ITM_cxa_begin_catch(void *ue) {
+  itm_thread_t *t = eh_arm();
+  if (t) {
+    /* The thrown object follows its header, whose last member is ue. */
+    cxa_exception_t *h = (cxa_exception_t *)((char *)ue - offsetof(cxa_exception_t, unwindHeader));
+    itm_exc_t *e = exc_find(t, h + 1);
+    if (e) e->caught = true; /* a rollback ends the catch, which frees it */
+    t->catches++;
+  }
+  return __cxa_begin_catch(ue);
+}
+
+ITM_API void _ITM_cxa_end_catch(void) {
+  itm_thread_t *t = &itm;
+  if (t->depth != 0 && t->catches != 0) {
+    /* The catch that ends is the innermost handler's. With one handler
+     * left, __cxa_end_catch frees the object: its record goes first, so
+     * that no write is taken for private at its address. Rethrown (-1),
+     * it leaves the handlers' stack and is in flight again: a rollback
+     * then frees it itself. */
+    cxa_exception_t *h = eh_globals()->caughtExceptions;
+    itm_exc_t *e = h ? exc_find(t, h + 1) : NULL;
+    if (e && h->handlerCount == 1)
+      exc_drop(t, e);
+    else if (e && h->handlerCount == -1)
+      e->caught = false;
+    t->catches--;
+  }
+  __cxa_end_catch();
+}
+
+/* operator new and delete in a transaction (their transactional clones,
+ * _ZGTt + the mangled name): sstm_malloc and sstm_free, as _ITM_malloc and
+ * _ITM_free. A block that an attempt allocates goes back at its rollback;
+ * a delete waits for the commit and the grace period. The blocks are
+ * malloc's, as those of libstdc++'s operator new, whose operator delete is
+ * free(): a block new'd inside a transaction may be deleted outside, and
+ * the reverse (a program that replaces the global operators must keep them
+ * malloc-compatible, docs/design/itm.md "Limits"). Out of memory, the
+ * throwing forms throw std::bad_alloc, as operator new does: the exception
+ * leaves the transaction, which commits (I7). */
+static void *cxx_new(size_t n, bool nothrow) {
+  void *p = sstm_malloc(n ? n : 1); /* new(0) is a distinct block */
+  if (ITM_UNLIKELY(p == NULL) && !nothrow) {
+    if (_ZSt17__throw_bad_allocv == NULL) itm_fatal("operator new: out of memory");
+    _ZSt17__throw_bad_allocv();
+  }
+  return p;
+}
+
+/* operator new(size_t), new[](size_t) */
+ITM_API void *_ZGTtnwm(size_t n) { return cxx_new(n, false); }
+ITM_API void *_ZGTtnam(size_t n) { return cxx_new(n, false); }
+/* the nothrow forms: NULL when out of memory */
+ITM_API void *_ZGTtnwmRKSt9nothrow_t(size_t n, const void *nt) {
+  (void)nt;
+  return cxx_new(n, true);
+}
+ITM_API void *_ZGTtnamRKSt9nothrow_t(size_t n, const void *nt) {
+  (void)nt;
+  return cxx_new(n, true);
+}
+/* operator delete(void *), delete[](void *), the nothrow and the sized
+ * forms */
+ITM_API void _ZGTtdlPv(void *p) { sstm_free(p); }
+ITM_API void _ZGTtdaPv(void *p) { sstm_free(p); }
+ITM_API void _ZGTtdlPvRKSt9nothrow_t(void *p, const void *nt) {
+  (void)nt;
+  sstm_free(p);
+}
+ITM_API void _ZGTtdaPvRKSt9nothrow_t(void *p, const void *nt) {
+  (void)nt;
+  sstm_free(p);
+}
+ITM_API void _ZGTtdlPvm(void *p, size_t n) {
+  (void)n;
+  sstm_free(p);
+}
+ITM_API void _ZGTtdaPvm(void *p, size_t n) {
+  (void)n;
+  sstm_free(p);
+}
 
 /* ---- clone tables (indirect calls) --------------------------------------------- */
 
