@@ -229,8 +229,12 @@ struct sstm_file {
   _Atomic uint64_t started;              /* last ticket whose writing began (S5) */
   _Atomic uint32_t waiters;              /* threads asleep on applied */
   _Atomic int werr;                      /* errno of a failed deferred write */
-  uint64_t kend;                         /* the file's size as the writers know it; only the writer
-                                            of the current ticket touches it (S4) */
+  /* (S4) Failed tickets whose own call outside transactions reports them
+   * (trep_t) and has not yet set the error indicator: sstm_ferror is set
+   * meanwhile. */
+  _Atomic uint32_t wmine;
+  uint64_t kend; /* the file's size as the writers know it; only the writer
+                    of the current ticket touches it (S4) */
   /* The kernel offset (S7), under kmu. */
   pthread_mutex_t kmu;
   uint64_t kgen_done; /* kgen of the last committed seek applied */
@@ -273,6 +277,17 @@ typedef struct rec {
                          writing */
   size_t prelen;
 } rec_t;
+
+/* (S4, "Buffering") The report of a ticket that holds the bytes of a call
+ * outside transactions: the call reports the ticket's failure itself
+ * (own_failed), not the next flush. In the call's op_t, on its thread's
+ * stack: the ticket is written by the commit's installation, on that
+ * thread, before sstm_run returns. */
+typedef struct trep {
+  int err;       /* the ticket's errno; 0: written */
+  uint64_t lost; /* its bytes that did not stay in the kernel (a regular
+                    file's ticket is undone whole: all of them) */
+} trep_t;
 
 typedef struct view {
   struct view *next;
@@ -319,6 +334,9 @@ typedef struct view {
   unsigned char *pw;
   uint32_t pw_len, pw_cap;
   void *old[2]; /* buffers the installation replaced, to free */
+  trep_t *rep;  /* (S4) a call outside transactions whose bytes the view's last record
+                   ends with: where its ticket's failure goes; NULL: none (set by
+                   op_write, cleared by write_ticket and view_put) */
 } view_t;
 
 /* The views of the thread's attempts that have not ended yet (the running
@@ -459,7 +477,7 @@ static inline void view_clear(view_t *v) {
 
 static void view_put(view_t *v) {
   view_clear(v);
-  v->f = NULL, v->pw_len = 0;
+  v->f = NULL, v->pw_len = 0, v->rep = NULL;
   v->next = tls_pool;
   tls_pool = v;
 }
@@ -819,7 +837,8 @@ static int pwrite_all(int fd, const unsigned char *p, size_t n, uint64_t off) {
   return 0;
 }
 
-static int write_all(int fd, const unsigned char *p, size_t n) {
+/* write until n bytes; *done counts the bytes written (also on failure). */
+static int write_all(int fd, const unsigned char *p, size_t n, uint64_t *done) {
   while (n > 0) {
     ssize_t r = sstm__stdio_sys->write(fd, p, n);
     if (r < 0) {
@@ -827,7 +846,7 @@ static int write_all(int fd, const unsigned char *p, size_t n) {
       return errno;
     }
     if (r == 0) return EIO;
-    p += r, n -= (size_t)r;
+    p += r, n -= (size_t)r, *done += (uint64_t)r;
   }
   return 0;
 }
@@ -907,9 +926,12 @@ static int write_recs_reg(sstm_file_t *f, view_t *b) {
   return 0;
 }
 
-static int write_recs_bytes(sstm_file_t *f, view_t *b) {
+/* A byte stream's records, in order; *done: the bytes that reached the
+ * kernel (they stay there when a later write fails, S6). */
+static int write_recs_bytes(sstm_file_t *f, view_t *b, uint64_t *done) {
+  *done = 0;
   for (size_t i = 0; i < b->n; i++) {
-    int err = write_all(f->fd, b->r[i].data, b->r[i].len);
+    int err = write_all(f->fd, b->r[i].data, b->r[i].len, done);
     if (err != 0) return err;
   }
   return 0;
@@ -930,8 +952,25 @@ static void write_ticket(sstm_file_t *f, view_t *v, uint64_t ticket) {
   /* seq_cst: ordered before the writes' system calls, and against the
    * readers' seq_cst load of started after their pread (S5). */
   atomic_store_explicit(&f->started, ticket, memory_order_seq_cst);
-  int err = v->n == 0 ? 0 : f->reg ? write_recs_reg(f, v) : write_recs_bytes(f, v);
-  if (err != 0) set_werr(f, err);
+  uint64_t done = 0;
+  int err = v->n == 0 ? 0 : f->reg ? write_recs_reg(f, v) : write_recs_bytes(f, v, &done);
+  if (__builtin_expect(err != 0, 0)) {
+    if (v->rep != NULL) {
+      /* The ticket holds the bytes of a call outside transactions, whose
+       * commit this is: that call reports the failure when its sstm_run
+       * returns (own_failed), once, and the next flush does not (werr
+       * stays as it is). wmine keeps sstm_ferror set until the call has
+       * set the indicator. relaxed: as set_werr's. */
+      uint64_t total = 0;
+      for (size_t i = 0; i < v->n; i++)
+        total += v->r[i].len;
+      v->rep->err = err, v->rep->lost = total - done;
+      atomic_fetch_add_explicit(&f->wmine, 1, memory_order_relaxed);
+    } else {
+      set_werr(f, err);
+    }
+  }
+  v->rep = NULL; /* the call's frame ends with its sstm_run */
   /* seq_cst: release for the next writer and the readers (they acquire
    * it), and the store half of the waiters handshake (see wake). */
   atomic_store_explicit(&f->applied, ticket, memory_order_seq_cst);
@@ -2026,6 +2065,7 @@ typedef struct op {
   size_t *lcap;
   int64_t r;
   uint64_t w; /* sstm_fflush, sstm_fclose: the tickets to wait for */
+  trep_t rep; /* (S4) a write outside transactions: its own ticket's failure */
 } op_t;
 
 /* (S9) The stream is in serial mode, or its turn is held. relaxed: a
@@ -3176,7 +3216,36 @@ static void op_write(void *p) {
   view_t *v = acquire(a);
   if (v == NULL) return;
   a->err = wr(v, a->src, a->n);
-  if (a->err == 0) a->r = (int64_t)a->n;
+  if (a->err != 0) return;
+  a->r = (int64_t)a->n;
+  /* (S4, "Buffering") A call outside transactions whose bytes left the
+   * write buffer (a record of their own: unbuffered, or a buffer's size or
+   * more; or the line buffer's spill, which ends with them) finds its
+   * ticket's failure in a->rep when its transaction returns. Bytes that
+   * stayed in the buffer (cw + sw holds them) have not failed: a ticket
+   * that only holds the bytes spilled before them is reported by the
+   * next flush. */
+  if (a->outer && a->n != 0 && v->cw + v->sw == 0) v->rep = &a->rep;
+}
+
+/* (S4, "Buffering") The ticket of a call outside transactions, holding its
+ * bytes, failed after its commit: the call reports it, as ISO C's
+ * unbuffered fputs returns EOF there, and the next flush does not (the
+ * failure never became the stream's pending report, werr). The error
+ * indicator is set by a transaction of its own, then the count in wmine
+ * that kept sstm_ferror set since the failure ends. Returns the bytes of
+ * the call that stayed in the kernel, fewer than n (a ticket that fails
+ * loses its last byte, which is the call's): 0 on a regular file, whose
+ * ticket is undone whole; on a byte stream, the call's bytes among those
+ * written before the failure. errno: the ticket's. */
+static __attribute__((noinline, cold)) int64_t own_failed(sstm_file_t *f, const op_t *a) {
+  op_t c = {.f = f, .whence = 2};
+  run(op_flags, &c);
+  /* release: the indicator's installation comes before the end of the
+   * count, for sstm_ferror's acquire load of wmine */
+  atomic_fetch_sub_explicit(&f->wmine, 1, memory_order_release);
+  errno = a->rep.err;
+  return a->rep.lost >= a->n ? 0 : (int64_t)(a->n - a->rep.lost);
 }
 /* Write n bytes inside the running attempt id (non-zero), f not NULL: no
  * operation record, no sstm_run. Returns n, or -1 with errno. */
@@ -3199,7 +3268,8 @@ static inline __attribute__((always_inline)) int64_t write_in(sstm_file_t *f, co
 }
 
 /* Write n bytes; id: sstm_txid(); ntx: outside a transaction, try the
- * stream's lock first (S8). */
+ * stream's lock first (S8). Returns n, or fewer (-1, or the bytes that
+ * stayed in the kernel when the call's own ticket failed) with errno. */
 static int64_t do_write(sstm_file_t *f, const void *src, size_t n, uint64_t id, bool ntx) {
   if (f == NULL) {
     errno = EBADF;
@@ -3212,6 +3282,7 @@ static int64_t do_write(sstm_file_t *f, const void *src, size_t n, uint64_t id, 
     finish(&a);
     return -1;
   }
+  if (__builtin_expect(a.rep.err != 0, 0)) return own_failed(f, &a);
   finish(&a);
   return a.r;
 }
@@ -3257,7 +3328,8 @@ size_t sstm_fwrite(const void *ptr, size_t size, size_t nmemb, sstm_file_t *f) {
   }
   if (n == 0) return 0;
   int64_t r = tls_k.solo == f ? write_kept(f, ptr, n) : do_write(f, ptr, n, sstm_txid(), true);
-  return r < 0 ? 0 : nmemb;
+  if (__builtin_expect(r == (int64_t)n, 1)) return nmemb;
+  return r < 0 ? 0 : (size_t)r / size; /* the whole items that stayed (own_failed) */
 }
 
 int sstm_vfprintf(sstm_file_t *f, const char *fmt, va_list ap) {
@@ -3290,7 +3362,7 @@ int sstm_vfprintf(sstm_file_t *f, const char *fmt, va_list ap) {
     else
       free(buf);
   }
-  return r < 0 ? -1 : n;
+  return r != (int64_t)n ? -1 : n;
 }
 
 int sstm_fprintf(sstm_file_t *f, const char *fmt, ...) {
@@ -3334,7 +3406,8 @@ static void op_flush(void *p) {
      * and write, after the earlier tickets. */
     if (v->ticket == 0) v->ticket = v->s.wseq + 1;
     wait_applied(f, v->ticket - 1);
-    e = write_recs_bytes(f, v);
+    uint64_t done;
+    e = write_recs_bytes(f, v, &done);
     for (size_t i = 0; i < v->n; i++)
       free(v->r[i].data);
     v->n = 0;
@@ -3566,8 +3639,11 @@ int sstm_ferror(sstm_file_t *f) {
    * flags_of then reads; a failure of this thread's own commit is seen by
    * program order. */
   int we = f != NULL ? atomic_load_explicit(&f->werr, memory_order_acquire) : 0;
+  /* acquire: a 0 stored by own_failed's decrement (release) comes after
+   * the indicator it installed */
+  uint32_t mine = f != NULL ? atomic_load_explicit(&f->wmine, memory_order_acquire) : 0;
   int64_t fl = flags_of(f);
-  return (fl & FL_ERR) || we != 0;
+  return (fl & FL_ERR) || we != 0 || mine != 0;
 }
 
 void sstm_clearerr(sstm_file_t *f) {

@@ -31,6 +31,10 @@ static struct {
   int fstat_errno;     /* fstat fails with it */
   off_t below;         /* preads at an offset below it are counted in n_below */
   int n_below;
+  int write_calls; /* write(2), a byte stream's */
+  int wfail_at;    /* write call number that fails */
+  int wfail_errno; /* its errno */
+  size_t wchunk;   /* largest count one write writes */
 } fi;
 
 static ssize_t fi_pwrite(int fd, const void *b, size_t n, off_t off) {
@@ -45,6 +49,16 @@ static ssize_t fi_pwrite(int fd, const void *b, size_t n, off_t off) {
   }
   if (fi.chunk && n > fi.chunk) n = fi.chunk;
   return pwrite(fd, b, n, off);
+}
+
+static ssize_t fi_write(int fd, const void *b, size_t n) {
+  int call = ++fi.write_calls;
+  if (fi.wfail_at && call == fi.wfail_at) {
+    errno = fi.wfail_errno;
+    return -1;
+  }
+  if (fi.wchunk && n > fi.wchunk) n = fi.wchunk;
+  return write(fd, b, n);
 }
 
 static ssize_t fi_pread(int fd, void *b, size_t n, off_t off) {
@@ -79,6 +93,7 @@ static void setup(void) {
   fi_sys.pwrite = fi_pwrite;
   fi_sys.pread = fi_pread;
   fi_sys.fstat = fi_fstat;
+  fi_sys.write = fi_write;
   sstm__stdio_sys = &fi_sys;
   snprintf(path, sizeof path, "/tmp/sstm-faults-XXXXXX");
   int fd = mkstemp(path);
@@ -172,7 +187,11 @@ TEST(failed_batch_is_reported_by_fclose) {
   memset(big, 'C', sizeof big);
   fi.fail_at = 1;
   fi.fail_errno = EIO;
-  CHECK_EQ_U(sstm_fwrite(big, 1, 5000, f), 5000); /* a transaction of its own */
+  SSTM_ATOMIC_BEGIN(NULL)
+    /* larger than a buffer: a record, written by the commit's action (a
+     * call outside transactions would report it itself) */
+    CHECK_EQ_U(sstm_fwrite(big, 1, 5000, f), 5000);
+  SSTM_ATOMIC_END();
   errno = 0;
   CHECK_EQ_I(sstm_fclose(f), EOF);
   CHECK_EQ_I(errno, EIO);
@@ -409,8 +428,8 @@ TEST(a_seek_to_the_end_whose_fstat_fails_changes_nothing) {
 }
 
 /* An unbuffered stream writes at every commit: a write that fails there
- * (ENOSPC) leaves none of its bytes, is reported, and the earlier and
- * later commits' bytes stay. */
+ * (ENOSPC) leaves none of its bytes, is reported (a transaction's: by the
+ * next flush), and the earlier and later commits' bytes stay. */
 TEST(unbuffered_stream_reports_the_failing_commit_only) {
   setup();
   sstm_file_t *f = sstm_fopen(path, "a");
@@ -420,7 +439,9 @@ TEST(unbuffered_stream_reports_the_failing_commit_only) {
   fi.fail_errno = ENOSPC;
   CHECK_EQ_I(sstm_fputc('1', f), '1');
   CHECK_FALSE(sstm_ferror(f));
-  CHECK_EQ_U(sstm_fwrite("22", 1, 2, f), 2); /* committed, then its pwrite fails */
+  SSTM_ATOMIC_BEGIN(NULL)
+    CHECK_EQ_U(sstm_fwrite("22", 1, 2, f), 2); /* committed, then its pwrite fails */
+  SSTM_ATOMIC_END();
   CHECK_TRUE(sstm_ferror(f));
   errno = 0;
   CHECK_EQ_I(sstm_fflush(f), EOF);
@@ -449,7 +470,9 @@ TEST(a_ticket_after_a_failed_one_keeps_its_offset) {
   fi.chunk = 1;   /* one byte per pwrite */
   fi.fail_at = 2; /* '1' is in the file when it fails */
   fi.fail_errno = ENOSPC;
-  CHECK_EQ_I(sstm_fputs("11", f), 2); /* committed, then its write fails */
+  errno = 0;
+  CHECK_EQ_I(sstm_fputs("11", f), EOF); /* committed, then its write fails: it reports it */
+  CHECK_EQ_I(errno, ENOSPC);
   CHECK_TRUE(sstm_ferror(f));
   unsigned char buf[200];
   CHECK_EQ_U(contents(buf, sizeof buf), 100);
@@ -460,9 +483,7 @@ TEST(a_ticket_after_a_failed_one_keeps_its_offset) {
                "\0\0"
                "22",
                4);
-  errno = 0;
-  CHECK_EQ_I(sstm_fflush(f), EOF);
-  CHECK_EQ_I(errno, ENOSPC);
+  CHECK_OK(sstm_fflush(f)); /* reported by the call */
   CHECK_OK(sstm_fclose(f));
   teardown();
 }
@@ -479,17 +500,19 @@ TEST(a_second_failure_on_an_append_stream_leaves_none_of_its_bytes) {
   fi.chunk = 1;
   fi.fail_at = 2; /* '1' is in the file when it fails */
   fi.fail_errno = ENOSPC;
-  CHECK_EQ_I(sstm_fputs("11", f), 2);
+  errno = 0;
+  CHECK_EQ_I(sstm_fputs("11", f), EOF); /* its own write failed */
+  CHECK_EQ_I(errno, ENOSPC);
   CHECK_EQ_I(sstm_fputs("22", f), 2); /* calls 3 and 4 */
   unsigned char buf[200];
   CHECK_EQ_U(contents(buf, sizeof buf), 102);
   CHECK_EQ_MEM(buf + 100, "22", 2);
-  errno = 0;
-  CHECK_EQ_I(sstm_fflush(f), EOF);
-  CHECK_EQ_I(errno, ENOSPC);
+  CHECK_OK(sstm_fflush(f)); /* reported by the call */
   sstm_clearerr(f);
   fi.fail_at = fi.pwrite_calls + 2; /* '3' is in the file when it fails */
-  CHECK_EQ_I(sstm_fputs("333", f), 3);
+  errno = 0;
+  CHECK_EQ_I(sstm_fputs("333", f), EOF);
+  CHECK_EQ_I(errno, ENOSPC);
   CHECK_TRUE(sstm_ferror(f));
   CHECK_EQ_U(contents(buf, sizeof buf), 102);
   CHECK_EQ_MEM(buf + 100, "22", 2);
@@ -497,9 +520,7 @@ TEST(a_second_failure_on_an_append_stream_leaves_none_of_its_bytes) {
   CHECK_EQ_I(sstm_fputs("44", f), 2);
   CHECK_EQ_U(contents(buf, sizeof buf), 104);
   CHECK_EQ_MEM(buf + 100, "2244", 4);
-  errno = 0;
-  CHECK_EQ_I(sstm_fclose(f), EOF);
-  CHECK_EQ_I(errno, ENOSPC);
+  CHECK_OK(sstm_fclose(f)); /* reported by the call */
   teardown();
 }
 
@@ -730,7 +751,11 @@ TEST(ferror_stays_set_while_another_thread_flushes_the_error) {
   CHECK_OK(sstm_setvbuf(g_f, NULL, _IONBF, 0));
   fi.fail_at = 1;
   fi.fail_errno = ENOSPC;
-  CHECK_EQ_I(sstm_fputs("11", g_f), 2); /* committed, then its write fails */
+  SSTM_ATOMIC_BEGIN(NULL)
+    /* committed, then its write fails: the stream's pending report (a
+     * call outside transactions would report its own) */
+    CHECK_EQ_I(sstm_fputs("11", g_f), 2);
+  SSTM_ATOMIC_END();
   CHECK_TRUE(sstm_ferror(g_f));
   memset(&fs, 0, sizeof fs);
   static const sstm_hooks_t hooks = {.tx_begin = fs_begin};
@@ -852,6 +877,281 @@ TEST(a_refill_that_a_ticket_overlaps_restarts) {
   CHECK_EQ_I(pthread_join(t, NULL), 0);
   CHECK_GE_I(attempts, 2);
   CHECK_EQ_I(b[0], 'B');
+  CHECK_OK(sstm_fclose(g_f));
+  teardown();
+}
+
+/* ---- a call outside transactions whose own write fails ------------------------- */
+
+/* (docs/design/tm-libc.md "Buffering", (S4)) A call outside transactions
+ * on an unbuffered stream, or a line-buffered one whose bytes hold a
+ * newline, is a transaction whose commit writes its bytes before the call
+ * returns. When that ticket fails, the call reports it as ISO C's would:
+ * sstm_fputc and sstm_fputs EOF, sstm_fwrite 0 (the ticket is undone
+ * whole: none of its items stays), sstm_fprintf a negative value, each
+ * with the ticket's errno; the error indicator is set; the report is the
+ * call's, so the next sstm_fflush returns 0; the file holds none of the
+ * ticket's bytes. On the line-buffered stream a transaction's bytes
+ * ("tx", no newline) wait in the buffer and leave in the same ticket: the
+ * call reports their loss too, that transaction having returned. */
+enum { PUTC, PUTS, WRITE, PRINTF };
+
+/* The call `call` with the bytes "ab\n" (fputc: '\n' alone); returns
+ * whether it returned success, and checks what it returned. */
+static bool write_call(int call, sstm_file_t *f, bool fails) {
+  switch (call) {
+  case PUTC: {
+    int r = sstm_fputc('\n', f);
+    CHECK_EQ_I(r, fails ? EOF : '\n');
+    return r != EOF;
+  }
+  case PUTS: {
+    int r = sstm_fputs("ab\n", f);
+    if (fails)
+      CHECK_EQ_I(r, EOF);
+    else
+      CHECK_GE_I(r, 0);
+    return r != EOF;
+  }
+  case WRITE: {
+    size_t r = sstm_fwrite("ab\n", 1, 3, f);
+    CHECK_EQ_U(r, fails ? 0 : 3);
+    return r != 0;
+  }
+  default: {
+    int r = sstm_fprintf(f, "%s\n", "ab");
+    if (fails)
+      CHECK_LT_I(r, 0);
+    else
+      CHECK_EQ_I(r, 3);
+    return r >= 0;
+  }
+  }
+}
+
+static void own_write_fails(int call, int vmode) {
+  setup(); /* 100 'A' */
+  sstm_file_t *f = sstm_fopen(path, "a");
+  CHECK_NOT_NULL(f);
+  CHECK_OK(sstm_setvbuf(f, NULL, vmode, 64));
+  const char *mine = call == PUTC ? "\n" : "ab\n";
+  char want[8] = "";
+  if (vmode == _IOLBF) {
+    SSTM_ATOMIC_BEGIN(NULL)
+      CHECK_EQ_I(sstm_fputs("tx", f), 2); /* buffered: no newline */
+    SSTM_ATOMIC_END();
+    strcpy(want, "tx");
+  }
+  strcat(want, mine); /* the ticket */
+  fi.chunk = 1;       /* one byte per pwrite */
+  /* its first byte is in the file when it fails (the undo cuts it back) */
+  fi.fail_at = fi.pwrite_calls + (strlen(want) > 1 ? 2 : 1);
+  fi.fail_errno = call % 2 ? EIO : ENOSPC;
+  errno = 0;
+  CHECK_FALSE(write_call(call, f, true));
+  CHECK_EQ_I(errno, fi.fail_errno);
+  CHECK_GE_I(fi.pwrite_calls, fi.fail_at); /* its own commit wrote the ticket */
+  CHECK_TRUE(sstm_ferror(f));
+  unsigned char buf[200];
+  CHECK_EQ_U(contents(buf, sizeof buf), 100); /* none of the ticket's bytes */
+  for (int i = 0; i < 100; i++)
+    CHECK_EQ_I(buf[i], 'A');
+  CHECK_OK(sstm_fflush(f));   /* the call took the report */
+  CHECK_TRUE(sstm_ferror(f)); /* until clearerr */
+  sstm_clearerr(f);
+  CHECK_FALSE(sstm_ferror(f));
+  fi.fail_at = 0;
+  CHECK_TRUE(write_call(call, f, false)); /* the stream goes on */
+  size_t k = strlen(mine);
+  CHECK_EQ_U(contents(buf, sizeof buf), 100 + k);
+  CHECK_EQ_MEM(buf + 100, mine, k);
+  CHECK_FALSE(sstm_ferror(f));
+  CHECK_OK(sstm_fclose(f)); /* nothing left to report */
+  teardown();
+}
+
+TEST(an_unbuffered_fputc_whose_write_fails_returns_eof) { own_write_fails(PUTC, _IONBF); }
+TEST(an_unbuffered_fputs_whose_write_fails_returns_eof) { own_write_fails(PUTS, _IONBF); }
+TEST(an_unbuffered_fwrite_whose_write_fails_returns_0) { own_write_fails(WRITE, _IONBF); }
+TEST(an_unbuffered_fprintf_whose_write_fails_returns_a_negative_value) {
+  own_write_fails(PRINTF, _IONBF);
+}
+TEST(a_line_buffered_fputc_whose_write_fails_returns_eof) { own_write_fails(PUTC, _IOLBF); }
+TEST(a_line_buffered_fputs_whose_write_fails_returns_eof) { own_write_fails(PUTS, _IOLBF); }
+TEST(a_line_buffered_fwrite_whose_write_fails_returns_0) { own_write_fails(WRITE, _IOLBF); }
+TEST(a_line_buffered_fprintf_whose_write_fails_returns_a_negative_value) {
+  own_write_fails(PRINTF, _IOLBF);
+}
+
+/* Full buffering: a call's bytes leave with its commit only when they are
+ * a buffer's size or more (a record of their own): that call reports its
+ * ticket's failure (sstm_fwrite 0). A call that only makes the buffered
+ * bytes leave (they and its own do not fit) keeps its own bytes in the
+ * buffer: it returns success, and the loss of the bytes it spilled, whose
+ * calls returned success earlier, is reported by the next sstm_fflush
+ * (docs/design/tm-libc.md, "Buffering"). */
+TEST(a_fully_buffered_call_reports_only_a_ticket_that_holds_its_bytes) {
+  setup();
+  sstm_file_t *f = sstm_fopen(path, "a");
+  CHECK_NOT_NULL(f);
+  CHECK_OK(sstm_setvbuf(f, NULL, _IOFBF, 64));
+  memset(big, 'B', 64);
+  fi.fail_at = fi.pwrite_calls + 1;
+  fi.fail_errno = EIO;
+  errno = 0;
+  CHECK_EQ_U(sstm_fwrite(big, 1, 64, f), 0); /* a record of its own */
+  CHECK_EQ_I(errno, EIO);
+  CHECK_TRUE(sstm_ferror(f));
+  CHECK_OK(sstm_fflush(f));
+  sstm_clearerr(f);
+  unsigned char buf[300];
+  CHECK_EQ_U(contents(buf, sizeof buf), 100);
+  fi.fail_at = 0;
+  memset(big, 'C', 60);
+  CHECK_EQ_U(sstm_fwrite(big, 1, 60, f), 60); /* buffered */
+  fi.fail_at = fi.pwrite_calls + 1;
+  fi.fail_errno = ENOSPC;
+  CHECK_EQ_I(sstm_fputs("0123456789", f), 10); /* spills the 60, keeps its 10 */
+  CHECK_GE_I(fi.pwrite_calls, fi.fail_at);
+  CHECK_TRUE(sstm_ferror(f));
+  CHECK_EQ_U(contents(buf, sizeof buf), 100);
+  errno = 0;
+  CHECK_EQ_I(sstm_fflush(f), EOF); /* the 60 bytes' report; the 10 leave */
+  CHECK_EQ_I(errno, ENOSPC);
+  CHECK_EQ_U(contents(buf, sizeof buf), 110);
+  CHECK_EQ_MEM(buf + 100, "0123456789", 10);
+  CHECK_OK(sstm_fflush(f));
+  CHECK_OK(sstm_fclose(f));
+  teardown();
+}
+
+/* Each failure is reported once, by its own reporter: a transaction's
+ * failed ticket by the next flush, a call's own by the call, whatever the
+ * order in which they happened. */
+TEST(a_call_reports_its_own_failure_and_leaves_a_transactions_to_the_flush) {
+  setup();
+  sstm_file_t *f = sstm_fopen(path, "a");
+  CHECK_NOT_NULL(f);
+  CHECK_OK(sstm_setvbuf(f, NULL, _IONBF, 0));
+  fi.fail_at = fi.pwrite_calls + 1;
+  fi.fail_errno = ENOSPC;
+  SSTM_ATOMIC_BEGIN(NULL)
+    CHECK_EQ_I(sstm_fputs("tx", f), 2);
+  SSTM_ATOMIC_END();
+  CHECK_TRUE(sstm_ferror(f));
+  fi.fail_at = fi.pwrite_calls + 1;
+  fi.fail_errno = EIO;
+  errno = 0;
+  CHECK_EQ_I(sstm_fputs("call", f), EOF);
+  CHECK_EQ_I(errno, EIO); /* its own errno */
+  errno = 0;
+  CHECK_EQ_I(sstm_fflush(f), EOF); /* the transaction's, once */
+  CHECK_EQ_I(errno, ENOSPC);
+  CHECK_OK(sstm_fflush(f));
+  CHECK_TRUE(sstm_ferror(f));
+  unsigned char buf[200];
+  CHECK_EQ_U(contents(buf, sizeof buf), 100);
+  sstm_clearerr(f);
+  fi.fail_at = 0;
+  CHECK_OK(sstm_fclose(f));
+  teardown();
+}
+
+/* On a byte stream a failing ticket keeps the bytes written before the
+ * failure (S6): sstm_fwrite returns the whole items of the call among
+ * them. Here a transaction's "tx" waits in the line buffer, then the
+ * call's 3 items of 2 bytes ("ab", "cd", "e\n") leave with it; 5 bytes
+ * reach the pipe ("txabc") before the write fails: the call's 3 bytes
+ * there hold 1 whole item. */
+TEST(a_call_on_a_pipe_whose_write_fails_returns_the_items_that_left) {
+  setup();
+  int ch[2];
+  CHECK_EQ_I(pipe2(ch, O_CLOEXEC), 0);
+  sstm_file_t *f = sstm_fdopen(ch[1], "w");
+  CHECK_NOT_NULL(f);
+  CHECK_OK(sstm_setvbuf(f, NULL, _IOLBF, 64));
+  SSTM_ATOMIC_BEGIN(NULL)
+    CHECK_EQ_I(sstm_fputs("tx", f), 2);
+  SSTM_ATOMIC_END();
+  fi.wchunk = 5;
+  fi.wfail_at = fi.write_calls + 2;
+  fi.wfail_errno = EPIPE;
+  errno = 0;
+  CHECK_EQ_U(sstm_fwrite("abcde\n", 2, 3, f), 1);
+  CHECK_EQ_I(errno, EPIPE);
+  CHECK_TRUE(sstm_ferror(f));
+  CHECK_OK(sstm_fflush(f));
+  char buf[16];
+  CHECK_EQ_I(read(ch[0], buf, sizeof buf), 5);
+  CHECK_EQ_MEM(buf, "txabc", 5);
+  sstm_clearerr(f);
+  fi.wfail_at = 0;
+  CHECK_EQ_I(sstm_fputs("ok\n", f), 3);
+  CHECK_EQ_I(read(ch[0], buf, sizeof buf), 3);
+  CHECK_EQ_MEM(buf, "ok\n", 3);
+  CHECK_OK(sstm_fclose(f));
+  close(ch[0]);
+  teardown();
+}
+
+/* The error indicator is set from the failure on also while the call that
+ * reports its own failure sets it: that call is stopped at the start of
+ * its second transaction (the one that sets the indicator; a tx_begin
+ * hook on its thread), and another thread's sstm_ferror must say 1 there
+ * (the stream's pending report, werr, does not hold this failure). */
+static struct { atomic_int begins, stopped, go, done; } oc;
+static __thread bool oc_caller;
+
+static void oc_begin(void *arg, uint64_t txid) {
+  (void)arg, (void)txid;
+  if (!oc_caller || atomic_fetch_add_explicit(&oc.begins, 1, memory_order_relaxed) != 1) return;
+  /* seq_cst: the main thread's loop reads stopped, then checks ferror */
+  atomic_store_explicit(&oc.stopped, 1, memory_order_seq_cst);
+  while (!atomic_load_explicit(&oc.go, memory_order_seq_cst))
+    usleep(100);
+}
+
+static void *own_failure_call(void *arg) {
+  (void)arg;
+  CHECK_OK(sstm_thread_init());
+  oc_caller = true;
+  errno = 0;
+  CHECK_EQ_I(sstm_fputs("11", g_f), EOF);
+  CHECK_EQ_I(errno, ENOSPC);
+  oc_caller = false;
+  atomic_store_explicit(&oc.done, 1, memory_order_seq_cst);
+  CHECK_OK(sstm_thread_exit());
+  return NULL;
+}
+
+TEST(ferror_stays_set_while_a_call_reports_its_own_failure) {
+  setup();
+  g_f = sstm_fopen(path, "a");
+  CHECK_NOT_NULL(g_f);
+  CHECK_OK(sstm_setvbuf(g_f, NULL, _IONBF, 0));
+  fi.fail_at = fi.pwrite_calls + 1;
+  fi.fail_errno = ENOSPC;
+  memset(&oc, 0, sizeof oc);
+  static const sstm_hooks_t hooks = {.tx_begin = oc_begin};
+  int h = sstm_hooks_add(&hooks, NULL);
+  CHECK_GE_I(h, 0);
+  pthread_t t;
+  CHECK_EQ_I(pthread_create(&t, NULL, own_failure_call, NULL), 0);
+  /* bounded by the call: its second transaction begins, or it returns */
+  while (!atomic_load_explicit(&oc.stopped, memory_order_seq_cst)) {
+    CHECK_MSG(!atomic_load_explicit(&oc.done, memory_order_seq_cst),
+              "the call returned after one transaction");
+    usleep(100);
+  }
+  CHECK_GE_I(fi.pwrite_calls, fi.fail_at); /* the ticket failed */
+  CHECK_TRUE(sstm_ferror(g_f));
+  atomic_store_explicit(&oc.go, 1, memory_order_seq_cst);
+  CHECK_EQ_I(pthread_join(t, NULL), 0);
+  CHECK_OK(sstm_hooks_remove(h));
+  CHECK_TRUE(sstm_ferror(g_f));
+  CHECK_OK(sstm_fflush(g_f)); /* the call reported it */
+  sstm_clearerr(g_f);
+  fi.fail_at = 0;
   CHECK_OK(sstm_fclose(g_f));
   teardown();
 }
