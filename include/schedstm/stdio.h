@@ -90,7 +90,13 @@
  * committed and later writes still reach the file, at their offsets (at
  * the file's end for O_APPEND); the error indicator is set at once, and the
  * next sstm_fflush() or sstm_fclose() outside a transaction, on any thread,
- * returns EOF with that errno (once). EINTR and short writes are retried.
+ * returns EOF with that errno (once). The exception is a write call outside
+ * a transaction whose own bytes leave with its commit, before it returns
+ * (unbuffered, line buffered with a newline, or a buffer's size or more):
+ * when that write fails, the call reports it itself, as ISO C's would
+ * (EOF, fewer items, a negative count, with errno), and no flush reports
+ * it again. A transaction's calls cannot see such a failure, which comes
+ * after their commit. EINTR and short writes are retried.
  * On a pipe or socket the bytes that reached the kernel before the failure
  * (EPIPE, EAGAIN on an O_NONBLOCK descriptor) stay there and the rest of
  * the ticket is dropped, reported the same way; the library neither blocks
@@ -172,6 +178,8 @@ SSTM_API int sstm_fclose(sstm_file_t *f);
  * - _IONBF: no buffering: the bytes of every write leave with its commit
  *   (outside a transaction: before the call returns); reads ask the kernel
  *   for what the call wants, not more (size is ignored).
+ * Outside a transaction, a write call whose bytes left before it returned
+ * reports that write's failure itself (see sstm_fputs()).
  * The bytes still never leave before the commit: a transaction's writes
  * are all or nothing whatever the mode. buf is not used (ISO C allows
  * that): the buffers of a transactional stream are versioned by the
@@ -227,28 +235,49 @@ SSTM_API ssize_t sstm_getline(char **lineptr, size_t *n, sstm_file_t *f);
 /** Write one byte, as fputc(3).
  * @param c the byte (converted to unsigned char)
  * @param f the stream
- * @return the byte written, or EOF on error */
+ * @return the byte written, or EOF on error with errno (outside a
+ *         transaction also when the byte left with the call's commit and
+ *         that write failed: see sstm_fputs()) */
 SSTM_API int sstm_fputc(int c, sstm_file_t *f);
 
 /** Write a string without its terminating NUL, as fputs(3).
+ * Outside a transaction the call is a transaction of its own; when its
+ * bytes leave with its commit (an unbuffered stream, a line-buffered one
+ * and bytes that hold a newline, or a buffer's size or more) they are in
+ * the kernel when it returns, and if that write fails (ENOSPC, EIO,
+ * EPIPE) the call returns EOF with its errno and sets the error
+ * indicator: none of the bytes stay in a regular file, nor do the bytes
+ * of earlier transactions that left with them (a line buffer's); that
+ * failure is not reported again by sstm_fflush() or sstm_fclose(). Bytes
+ * that stay buffered leave later, and a later failure is reported by the
+ * call that writes them or by a flush. Inside a transaction the bytes
+ * leave after the commit: the call cannot see their failure.
  * @param s the string
  * @param f the stream
- * @return a non-negative number, or EOF on error */
+ * @return a non-negative number, or EOF on error with errno */
 SSTM_API int sstm_fputs(const char *s, sstm_file_t *f);
 
-/** Write nmemb items of size bytes, as fwrite(3).
+/** Write nmemb items of size bytes, as fwrite(3). Outside a transaction,
+ * a write that leaves with the call's commit and fails is the call's
+ * error, as for sstm_fputs().
  * @param ptr the data (private memory)
  * @param size bytes per item
  * @param nmemb number of items
  * @param f the stream
- * @return nmemb, or 0 on error (nothing is written then) */
+ * @return nmemb, or fewer on error with errno: 0 when the call failed
+ *         (nothing is written then); outside a transaction, when its own
+ *         write after its commit failed, the whole items that stayed in
+ *         the kernel (0 on a regular file, whose failed write is undone;
+ *         on a pipe or socket, those written before the failure) */
 SSTM_API size_t sstm_fwrite(const void *ptr, size_t size, size_t nmemb, sstm_file_t *f);
 
 /** Formatted output, as fprintf(3) (formatted with vsnprintf(3) into a
  * private buffer, then written as by sstm_fwrite()).
  * @param f the stream
  * @param fmt the format
- * @return the number of bytes written, or a negative number on error */
+ * @return the number of bytes written, or a negative number on error with
+ *         errno (outside a transaction also when its own write after its
+ *         commit failed, see sstm_fputs()) */
 SSTM_API int sstm_fprintf(sstm_file_t *f, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
@@ -256,7 +285,8 @@ SSTM_API int sstm_fprintf(sstm_file_t *f, const char *fmt, ...)
  * @param f the stream
  * @param fmt the format
  * @param ap the arguments
- * @return the number of bytes written, or a negative number on error */
+ * @return the number of bytes written, or a negative number on error with
+ *         errno (as sstm_fprintf()) */
 SSTM_API int sstm_vfprintf(sstm_file_t *f, const char *fmt, va_list ap)
     __attribute__((format(printf, 2, 0)));
 
@@ -292,7 +322,8 @@ SSTM_API void sstm_rewind(sstm_file_t *f);
  * now.
  * @param f the stream
  * @return 0, or EOF with errno (this write's error, or one of an earlier
- *         deferred write, see the file comment) */
+ *         deferred write that its own call did not report, see the file
+ *         comment) */
 SSTM_API int sstm_fflush(sstm_file_t *f);
 
 /** The end-of-file indicator, as feof(3).
