@@ -3320,6 +3320,13 @@ int sstm_fputs(const char *s, sstm_file_t *f) {
   return r == (int64_t)n ? (n > INT_MAX ? INT_MAX : (int)n) : EOF;
 }
 
+/* sstm_fwrite's failure: the whole items that stayed (own_failed), the
+ * item's size from n and nmemb. Apart from the call: its common path keeps
+ * no more registers for it. */
+static __attribute__((noinline, cold)) size_t fwrite_short(int64_t r, size_t n, size_t nmemb) {
+  return r < 0 ? 0 : (size_t)r / (n / nmemb);
+}
+
 size_t sstm_fwrite(const void *ptr, size_t size, size_t nmemb, sstm_file_t *f) {
   size_t n; /* without a division, which costs a one-call transaction time */
   if (__builtin_mul_overflow(size, nmemb, &n)) {
@@ -3328,8 +3335,7 @@ size_t sstm_fwrite(const void *ptr, size_t size, size_t nmemb, sstm_file_t *f) {
   }
   if (n == 0) return 0;
   int64_t r = tls_k.solo == f ? write_kept(f, ptr, n) : do_write(f, ptr, n, sstm_txid(), true);
-  if (__builtin_expect(r == (int64_t)n, 1)) return nmemb;
-  return r < 0 ? 0 : (size_t)r / size; /* the whole items that stayed (own_failed) */
+  return __builtin_expect(r == (int64_t)n, 1) ? nmemb : fwrite_short(r, n, nmemb);
 }
 
 int sstm_vfprintf(sstm_file_t *f, const char *fmt, va_list ap) {
