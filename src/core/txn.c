@@ -1297,3 +1297,18 @@ bool sstm__attempt_suspendable(void) {
   const struct sstm_desc *tx = sstm__cur;
   return tx != NULL && !tx->thread_owned;
 }
+
+/* (src/iface/libc_services.h) A wait outside the barriers (the stdio
+ * layer's for a byte stream's data) looks for a kill, as the barriers do
+ * (flags_seen, sstm__resolve): a killed attempt rolls back here and so
+ * releases what it holds to the attempt that killed it. An irrevocable
+ * attempt is never killed. */
+void sstm__attempt_check(void) {
+  struct sstm_desc *tx = sstm__cur;
+  if (tx == NULL || tx->depth == 0 || sstm__kind(tx) == SSTM_V_IRREV) return;
+  /* acquire fence: as flags_seen's, so that check_killed's relaxed load
+   * of status follows whatever this thread saw before the call; a kill it
+   * misses is seen at the next check, or at the commit */
+  atomic_thread_fence(memory_order_acquire);
+  sstm__check_killed(tx);
+}

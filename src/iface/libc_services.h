@@ -73,6 +73,16 @@ uint64_t sstm__end_mark(_Atomic uint64_t *word, uint64_t on_commit, uint64_t on_
  * no lock, no system call. */
 bool sstm__attempt_suspendable(void);
 
+/* A wait outside the barriers (one that may last, such as a poll(2) for a
+ * pipe's data) looks for a kill of the running attempt: if a conflicting
+ * attempt has killed it (the contention manager's decision), it is rolled
+ * back now (does not return), releasing what it holds; otherwise, and
+ * outside a transaction or in an irrevocable attempt, returns. The caller
+ * holds nothing that a rollback would not release (no lock of its own,
+ * no memory it alone would free). Two loads and a fence; no lock, no
+ * system call. */
+void sstm__attempt_check(void);
+
 /* Thread-local state that belongs to a transaction follows its
  * descriptor. A descriptor detached inside a transaction
  * (sstm_desc_detach: an executor suspends the transaction) may be attached

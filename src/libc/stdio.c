@@ -22,8 +22,10 @@
  *      version is written (applied == wseq), reads with pread at its own
  *      position and overlays its own records; a ticket that started to be
  *      written meanwhile (started moved) means the view is stale: restart.
- * (S6) Pipes, sockets and terminals: a read the buffer cannot serve and
- *      sstm_fflush inside a transaction go irrevocable first.
+ * (S6) Pipes, sockets and terminals: what read(2) returns goes into the
+ *      stream's arrival log, which an abort does not undo, and views read
+ *      it at their position as they read a file; sstm_fflush inside a
+ *      transaction goes irrevocable first.
  * (S7) sstm_fseek moves the kernel offset after the acquisition (the write
  *      lock of own); an abort resets it to the last committed seek's
  *      position, and commits apply in kgen order.
@@ -106,6 +108,8 @@ const sstm__stdio_sys_t *sstm__stdio_sys = &sstm__stdio_sys_default;
 #define SF_CAP SSTM_STDIO_BUFSIZ /* bytes per buffer by default (sstm_setvbuf) */
 #define SF_SEEKFILL 512u         /* bytes of a refill that does not continue the last */
 #define SF_QUARANTINE 1024u      /* closed headers kept (use-after-close) */
+#define SF_POLL_MS 1             /* (S6) a reader's first wait for data, then twice as long */
+#define SF_POLL_MAX_MS 16        /*   up to this: how soon it sees a kill or logged bytes */
 
 /* M_LBF: line buffered (sstm_setvbuf's _IOLBF): a write whose bytes hold a
  * newline sends the buffered bytes out with its commit. */
@@ -241,11 +245,36 @@ struct sstm_file {
   uint64_t kpos_done; /* its position */
   uint64_t klast;     /* the offset the last lseek set */
   /* (S6) A byte stream's reader claim: the descriptor (sstm_desc_t *) of
-   * the attempt that found data to read and restarts irrevocable to read
-   * it, 0 when free; rwaiters sleep on it (futex). */
+   * the attempt that reads the kernel into the arrival log, 0 when free;
+   * rwaiters sleep on it (futex). It is held across one read(2) that
+   * poll(2) said would not wait, and nothing else. */
   _Atomic uint64_t rclaim;
   _Atomic uint32_t rwaiters;
+  /* (S6) The arrival log: what read(2) returned, oldest first, from the
+   * first arrival that an installed version may not have consumed. ahead
+   * is stored by the first append (under rclaim) and then only by the
+   * installations (exclusive, S3), which never remove the last arrival;
+   * atail and aend (the position after the last logged byte) only under
+   * rclaim. */
+  _Atomic(struct arrival *) ahead;
+  struct arrival *atail;
+  uint64_t aend;
 };
+
+/* (S6) An arrival: the bytes one read(2) of a byte stream returned, at
+ * stream position pos (the count of bytes read before them). len 0 marks
+ * the end of the data that read(2) met at pos (a pipe's writers closed
+ * it, a terminal's end-of-file key); gone once a committed attempt has
+ * reported it, so that a terminal is read again after it. Written whole
+ * before its release store into the log, immutable after, except next
+ * (stored once, by the append after it) and gone. */
+typedef struct arrival {
+  _Atomic(struct arrival *) next;
+  uint64_t pos;
+  uint32_t len;
+  _Atomic bool gone;
+  unsigned char b[];
+} arrival_t;
 
 /* An attempt stores own once (S1), so the store almost never finds its
  * stripe owned already: straight to the general entry of the stores
@@ -313,7 +342,6 @@ typedef struct view {
   bool kept;       /* (S11) it left the solo mode of a keeper for a batch */
   bool revoke;     /* (S10) the acquisition met another thread's keeper: its
                       rollback waits until the stream is handed back */
-  bool rclaimed;   /* (S6) the attempt releases the stream's reader claim at its end */
   uint32_t wcap;   /* bytes the write buffer may hold (cw + sw) */
   uint32_t cw;     /* the write buffer: the first cw bytes of the installed s.wbuf, */
   uint32_t sw;     /*   then sw bytes in wst (this attempt's) */
@@ -337,6 +365,10 @@ typedef struct view {
   trep_t *rep;  /* (S4) a call outside transactions whose bytes the view's last record
                    ends with: where its ticket's failure goes; NULL: none (set by
                    op_write, cleared by write_ticket and view_put) */
+  /* (S6) The end-of-data arrival the attempt's last read met (its
+   * installation marks it gone), and the arrivals its installation took
+   * out of the log, [atrim, aupto), to free after the commit. */
+  arrival_t *eofm, *atrim, *aupto;
 } view_t;
 
 /* The views of the thread's attempts that have not ended yet (the running
@@ -977,6 +1009,32 @@ static void write_ticket(sstm_file_t *f, view_t *v, uint64_t ticket) {
   wake(&f->applied, &f->waiters);
 }
 
+/* (S6) The installation of a byte stream's view that read (from the log):
+ * the end-of-data arrival it reported is gone, and the arrivals before
+ * the installed position leave the log (never the last one: an append
+ * stores its next). Exclusive, as every installation (S3). A stale view
+ * may still walk them: they are freed after the commit, after the grace
+ * period (view_commit), and their next pointers do not change. */
+static void arrival_trim(view_t *v) {
+  sstm_file_t *f = v->f;
+  uint64_t pos = v->s.pos;
+  /* relaxed: a view that copies this version reads it after its acquire
+   * of iver, which the installation's release store follows; an older
+   * view that misses it is stale (validate) */
+  if (v->eofm) atomic_store_explicit(&v->eofm->gone, true, memory_order_relaxed), v->eofm = NULL;
+  /* acquire: the arrivals' contents, published by the appends' release */
+  arrival_t *h = atomic_load_explicit(&f->ahead, memory_order_acquire), *h0 = h, *n;
+  while (h != NULL && (n = atomic_load_explicit(&h->next, memory_order_acquire)) != NULL &&
+         (h->len != 0 ? h->pos + h->len <= pos
+                      : h->pos < pos || atomic_load_explicit(&h->gone, memory_order_relaxed)))
+    h = n;
+  if (h == h0) return;
+  /* relaxed: the readers' acquire loads of ahead see either value, and
+   * every arrival they can reach is intact until the grace period ends */
+  atomic_store_explicit(&f->ahead, h, memory_order_relaxed);
+  v->atrim = h0, v->aupto = h;
+}
+
 /* install's work on the buffers, apart from its common case (no refilled
  * window, and no byte, or one byte that extends the installed bytes). */
 static __attribute__((noinline)) void install_bufs(view_t *v) {
@@ -1000,6 +1058,7 @@ static __attribute__((noinline)) void install_bufs(view_t *v) {
     v->s.rbuf = (uintptr_t)v->rst;
     v->rst = NULL, v->rst_cap = 0;
   }
+  if (v->rown && !v->f->reg) arrival_trim(v);
 }
 
 /* (S3) Install version ver + 1 from the view: the seqlock's writer. Only
@@ -1055,6 +1114,17 @@ static inline __attribute__((always_inline)) void install(view_t *v, bool may_ke
   if (ticket) write_ticket(f, v, ticket);
 }
 
+/* (S6) Free the arrivals from a up to b (not b) after the grace period:
+ * a stale view may still read them. Their next pointers do not change. */
+static void arrivals_free(arrival_t *a, const arrival_t *b) {
+  while (a != b) {
+    /* relaxed: stored before the installation that took a out */
+    arrival_t *n = atomic_load_explicit(&a->next, memory_order_relaxed);
+    sstm_free(a);
+    a = n;
+  }
+}
+
 /* This thread installed a version of f without keeping its view (S3): a
  * view it kept of f before is stale, and must not match own later. (Its
  * value of own cannot come back on f itself, but f's header may be freed
@@ -1084,6 +1154,7 @@ static inline void view_commit(view_t *v) {
     if (v->old[1]) sstm_free(v->old[1]);
     v->old[0] = v->old[1] = NULL;
   }
+  if (__builtin_expect(v->atrim != NULL, 0)) arrivals_free(v->atrim, v->aupto), v->atrim = NULL;
   if (__builtin_expect(!keep, 0)) {
     /* closed: its header may be reused for another stream (a view that
      * was not armed installed nothing: a kept view of f stays good) */
@@ -2139,7 +2210,7 @@ static inline view_t *view_new(sstm_file_t *f, uint64_t id, view_t *v, int *err)
   }
   v->f = f, v->txid = id, v->armed = false, v->closed = false, v->ticket = 0, v->cold = false;
   v->bad = false, v->turn = false, v->active = false, v->peek = false, v->ver = 0;
-  v->hit = false, v->revoke = false, v->kept = false, v->rclaimed = false;
+  v->hit = false, v->revoke = false, v->kept = false, v->eofm = NULL;
   /* The action first, then own: an abort inside the barriers below finds
    * the view registered (view_drop takes it back); an attempt that commits
    * without having stored own installs nothing. One action for both ends
@@ -2170,9 +2241,6 @@ static inline void arm(view_t *v) {
  * (EBADF: closed; ENOMEM). */
 static __attribute__((noinline)) view_t *acquire_again(view_t *v, int *err);
 
-static bool rclaim_arm(view_t *v);
-static void rclaim_release(sstm_file_t *f);
-
 static view_t *acquire_in(sstm_file_t *f, uint64_t id, int *err) {
   view_t *v = view_find(f, id);
   if (__builtin_expect(v != NULL, 0)) return acquire_again(v, err);
@@ -2185,13 +2253,6 @@ static view_t *acquire_in(sstm_file_t *f, uint64_t id, int *err) {
   else
     k = NULL;
   if ((v = view_new(f, id, k, err)) == NULL) return NULL;
-  /* (S6) This descriptor holds the byte stream's reader claim (its last
-   * attempt took it and restarted irrevocable): this attempt releases it
-   * at its end. relaxed: only this descriptor stores its own value. */
-  if (__builtin_expect(!f->reg, 0) &&
-      atomic_load_explicit(&f->rclaim, memory_order_relaxed) == (uint64_t)(uintptr_t)sstm_self() &&
-      !rclaim_arm(v))
-    rclaim_release(f);
   uint32_t others = enter(f, &f->q_active);
   v->active = true;
   DELAY();
@@ -2378,97 +2439,126 @@ static bool rst_reserve(view_t *v, uint32_t cap) {
 /* (S6) Whether a read of the byte stream fd would not block now: it has
  * data, its end (the writers closed it) or an error, or it is
  * non-blocking (O_NONBLOCK: the read fails with EAGAIN rather than wait).
- * With wait, sleeps in poll(2) until then. */
-static bool bytes_ready(int fd, bool wait) {
+ * With ms > 0, sleeps in poll(2) until then, for ms milliseconds at most. */
+static bool bytes_ready(int fd, int ms) {
   int fl = fcntl(fd, F_GETFL);
   if (fl >= 0 && (fl & O_NONBLOCK)) return true;
   struct pollfd p = {.fd = fd, .events = POLLIN};
   for (;;) {
-    int r = sstm__stdio_sys->poll(&p, 1, wait ? -1 : 0);
+    int r = sstm__stdio_sys->poll(&p, 1, ms);
     if (r < 0 && errno == EINTR) continue;
     return r != 0; /* an error of poll: the read reports it */
   }
 }
 
-/* (S6) f's reader claim, for the descriptor me. The holder has found data
- * and waits only to become irrevocable (the token) before it reads and
- * gives the claim back; word_take's acquire orders this reader's poll
- * after the previous holder's read. */
+/* (S6) f's reader claim, for the descriptor me: held across one read(2)
+ * into the arrival log that poll(2) said would not wait. word_take's
+ * acquire orders this reader's look at the log and poll after the
+ * previous holder's read and append. */
 static void rclaim_take(sstm_file_t *f, uint64_t me) { word_take(&f->rclaim, &f->rwaiters, me); }
 
 static void rclaim_release(sstm_file_t *f) { word_give(&f->rclaim, &f->rwaiters); }
 
-/* (S6) The end of an attempt that holds f's reader claim: release it. */
-static void rclaim_end(void *arg, bool committed) {
-  (void)committed;
-  sstm_file_t *f = arg;
-  /* relaxed: only this descriptor stores its own value */
-  if (atomic_load_explicit(&f->rclaim, memory_order_relaxed) == (uint64_t)(uintptr_t)sstm_self())
-    rclaim_release(f);
-}
-
-/* (S6) The attempt of view v holds its stream's reader claim: release it
- * at the attempt's end, once (acquire_in calls this at an attempt's first
- * call on a byte stream, read_bytes when it takes the claim for an
- * irrevocable attempt). false: no memory for the action (the caller
- * releases the claim itself). */
-static bool rclaim_arm(view_t *v) {
-  if (v->rclaimed) return true;
-  if (sstm__on_end(rclaim_end, v->f) != 0) return false;
-  v->rclaimed = true;
-  return true;
-}
-
-/* (S6) Read up to cap bytes of the byte stream of view v into dst: the
- * count (0 at its end) or -errno. Consuming its data cannot be undone, so
- * the read is made by an irrevocable attempt; and an irrevocable attempt
- * holds back every other transaction of the process (they wait at their
- * begin and commit), among them the writers of this process that would
- * give it the data. So a revocable attempt first waits for the data
- * (poll), then takes the stream's reader claim, checks that the data is
- * still there (another reader may have taken it), and only then becomes
- * irrevocable: it restarts, and its retry (or, if that does not use the
- * stream, the descriptor's next attempt that does) holds the claim until
- * it ends (acquire_in arms the release). The other readers wait for the
- * claim before they look for data, so the data the retry found is still
- * there. An attempt that is irrevocable already (the user's, after
- * sstm_fflush in the transaction, or made so by a policy) takes the claim
- * only if it is free, and else reads without it: it cannot wait for a
- * holder that waits for its token (docs/design/tm-libc.md, Limits). */
-static long read_bytes(view_t *v, unsigned char *dst, size_t cap) {
-  sstm_file_t *f = v->f;
-  uint64_t me = (uint64_t)(uintptr_t)sstm_self();
-  /* relaxed: only this descriptor stores its own value */
-  if (atomic_load_explicit(&f->rclaim, memory_order_relaxed) != me) {
-    if (!sstm_is_irrevocable()) {
-      for (;;) {
-        (void)bytes_ready(f->fd, true);
-        rclaim_take(f, me);
-        if (bytes_ready(f->fd, false)) break;
-        rclaim_release(f); /* another reader took the data: wait again */
+/* (S6) The bytes of f's arrival log at position p: copies up to cap of
+ * them to dst and returns the count; 0 when an end-of-data arrival not
+ * gone is at p (*m: it); -1 when the log has none (p is its end, or, for
+ * a stale view, before its first arrival). */
+static long arrival_find(sstm_file_t *f, uint64_t p, unsigned char *dst, size_t cap,
+                         arrival_t **m) {
+  /* acquire: each arrival's contents, published by the release store that
+   * linked it */
+  for (arrival_t *c = atomic_load_explicit(&f->ahead, memory_order_acquire); c != NULL;
+       c = atomic_load_explicit(&c->next, memory_order_acquire)) {
+    if (c->len == 0) {
+      /* relaxed: see arrival_trim */
+      if (c->pos == p && !atomic_load_explicit(&c->gone, memory_order_relaxed)) {
+        *m = c;
+        return 0;
       }
-      /* Restarts, the claim held: the acquisition wrote own, so the
-       * attempt cannot switch in place. The retry comes back here through
-       * acquire_in, which arms the claim's release. */
-      sstm_become_irrevocable();
-    } else {
-      uint64_t free_ = 0;
-      /* acquire: as in rclaim_take */
-      if (atomic_compare_exchange_strong_explicit(&f->rclaim, &free_, me, memory_order_acquire,
-                                                  memory_order_relaxed) &&
-          !rclaim_arm(v))
-        rclaim_release(f);
+    } else if (p >= c->pos && p - c->pos < c->len) {
+      size_t k = c->len - (p - c->pos);
+      if (k > cap) k = cap;
+      memcpy(dst, c->b + (p - c->pos), k);
+      return (long)k;
     }
   }
-  /* Irrevocable already: this only marks the transaction as one that asked
-   * for it, so that its body cannot restart it after the bytes are gone
-   * (also when a policy made it irrevocable). */
-  sstm_become_irrevocable();
-  ssize_t r;
-  do
-    r = sstm__stdio_sys->read(f->fd, dst, cap);
-  while (r < 0 && errno == EINTR);
-  return r < 0 ? -(long)errno : (long)r;
+  return -1;
+}
+
+/* (S6) Read up to cap bytes of the byte stream of view v at its position
+ * p into dst: the count (0 at the end of the data) or -errno. Consuming
+ * the kernel's data cannot be undone, so what read(2) returns goes first
+ * into the stream's arrival log, which no abort undoes, and the view
+ * reads the log at p as it reads a file at an offset: an attempt that
+ * rolls back leaves the bytes there for the next one, and none needs
+ * irrevocability. When the log has nothing at p, the attempt takes the
+ * reader claim, looks again (another reader may have logged the bytes
+ * meanwhile), and reads if poll(2) says the read would not wait; else it
+ * gives the claim back and waits in poll, holding nothing of its own,
+ * for a while (SF_POLL_MS, doubling up to SF_POLL_MAX_MS): then it looks
+ * for a kill of its attempt (sstm__attempt_check: a conflicting attempt
+ * may want what it holds) and at the log again, since another reader may
+ * have taken the data it waited for into the log. The claim is held
+ * across one read that does not wait and nothing else, so no holder
+ * waits for a transaction, and irrevocable attempts take it like the
+ * others. */
+static long read_bytes(view_t *v, uint64_t p, unsigned char *dst, size_t cap) {
+  sstm_file_t *f = v->f;
+  arrival_t *m = NULL;
+  long k = arrival_find(f, p, dst, cap, &m);
+  if (k < 0) {
+    uint64_t me = (uint64_t)(uintptr_t)sstm_self();
+    for (int ms = SF_POLL_MS;; ms = ms < SF_POLL_MAX_MS ? 2 * ms : ms) {
+      rclaim_take(f, me);
+      /* A newer version has begun to be installed (perhaps the close,
+       * after which the descriptor may be another file's): the view is
+       * stale, and must not read. relaxed: the closer's installation comes
+       * before its claim (sstm_fclose), which rclaim_take acquired. And a
+       * current view's arrivals are in the log: no installation after its
+       * version's took them out. */
+      if (atomic_load_explicit(&f->iver, memory_order_relaxed) != 2 * v->ver ||
+          ((k = arrival_find(f, p, dst, cap, &m)) < 0 && p != f->aend)) {
+        rclaim_release(f);
+        sstm_restart();
+      }
+      if (k >= 0) break;
+      if (bytes_ready(f->fd, 0)) {
+        arrival_t *c = malloc(sizeof *c + cap);
+        if (c == NULL) {
+          k = -ENOMEM;
+          break;
+        }
+        ssize_t r;
+        do
+          r = sstm__stdio_sys->read(f->fd, c->b, cap);
+        while (r < 0 && errno == EINTR);
+        if (r < 0) {
+          k = -(long)errno;
+          free(c);
+          break;
+        }
+        c->pos = p, c->len = (uint32_t)r;
+        atomic_init(&c->next, NULL);
+        atomic_init(&c->gone, false);
+        memcpy(dst, c->b, (size_t)r);
+        /* release: the arrival's contents before the readers' acquire
+         * loads that reach it */
+        if (f->atail != NULL)
+          atomic_store_explicit(&f->atail->next, c, memory_order_release);
+        else
+          atomic_store_explicit(&f->ahead, c, memory_order_release);
+        f->atail = c, f->aend = p + (uint64_t)r;
+        m = r == 0 ? c : NULL, k = (long)r;
+        break;
+      }
+      rclaim_release(f);
+      (void)bytes_ready(f->fd, ms);
+      sstm__attempt_check();
+    }
+    rclaim_release(f);
+  }
+  v->eofm = m;
+  return k;
 }
 
 /* Fill the read window at position p for a call that wants need more
@@ -2513,7 +2603,7 @@ static long fill(view_t *v, uint64_t p, size_t need) {
       if (lo < hi) memcpy(v->rst + (lo - p), r->data + (lo - r->off), hi - lo);
     }
   } else {
-    n = read_bytes(v, v->rst, cap);
+    n = read_bytes(v, p, v->rst, cap);
     if (n < 0) {
       err = n;
       goto failed;
@@ -2829,6 +2919,7 @@ static sstm_file_t *make(int fd, unsigned m) {
   atomic_init(&f->werr, 0);
   atomic_init(&f->rclaim, 0);
   atomic_init(&f->rwaiters, 0);
+  atomic_init(&f->ahead, NULL); /* (S6) atail NULL, aend 0: the memset */
   atomic_init(&f->q_turn, 0);
   atomic_init(&f->q_active, 0);
   atomic_init(&f->q_queued, 0);
@@ -2956,11 +3047,19 @@ int sstm_fclose(sstm_file_t *f) {
   wait_applied(f, a.w);
   int we = atomic_exchange_explicit(&f->werr, 0, memory_order_relaxed);
   if (!err && we) err = we;
+  /* (S6) A stale reader of a byte stream reads only under the claim,
+   * after it checked iver (read_bytes): not after this close, when the
+   * descriptor may be another file's. */
+  if (!f->reg) rclaim_take(f, (uint64_t)(uintptr_t)f);
   if (close(f->fd) != 0 && !err) err = errno;
+  if (!f->reg) rclaim_release(f);
   /* relaxed: the close's installation is ours and has returned; a stale
    * view may still read the buffers: after the grace period */
   sstm_free((void *)(uintptr_t)__atomic_load_n(&f->cs.rbuf, __ATOMIC_RELAXED));
   sstm_free((void *)(uintptr_t)__atomic_load_n(&f->cs.wbuf, __ATOMIC_RELAXED));
+  /* (S6) relaxed: as the buffers; no reader claim can be held any more
+   * (every attempt on f has ended), so the log does not change */
+  arrivals_free(atomic_load_explicit(&f->ahead, memory_order_relaxed), NULL);
   retire_header(f);
   if (err) {
     errno = err;

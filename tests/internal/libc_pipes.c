@@ -3,9 +3,10 @@
  * (docs/design/tm-libc.md (S6), "Irrevocability rules"): byte streams
  * read with read(2) and written with write(2), through the seam of
  * src/libc/sys.h, which counts the calls, injects EINTR and short counts
- * from all threads, and checks at every read and write made inside a
- * transaction that the attempt is irrevocable (bytes that left the
- * process cannot be taken back).
+ * from all threads, and checks at every write made inside a transaction
+ * that the attempt is irrevocable (bytes that left the process cannot be
+ * taken back) and at every read that it is not (what read(2) returns goes
+ * into the stream's arrival log, which an abort does not undo).
  *
  * - Writers: 3-6 threads commit transactions on one stream over a pipe or
  *   a socketpair. A transaction takes the next value c of a transactional
@@ -23,13 +24,15 @@
  *   transactions of sstm_fgets, sstm_fread, sstm_fgetc and sstm_getline,
  *   each taking the next value of a counter, while a plain thread writes a
  *   known byte sequence in chunks of random sizes and then closes its end.
- *   The reads in counter order must be the sequence exactly; a transaction
- *   commits irrevocably exactly when it called read(2) (a read from the
- *   buffer stays revocable); each reader meets end of file (sstm_feof) and
- *   a read after it returns EOF at once.
+ *   The reads in counter order must be the sequence exactly; no
+ *   transaction commits irrevocably; each reader meets end of file
+ *   (sstm_feof) and a read after it returns EOF at once.
  * - Both sides transactional: readers that wait for data on an empty pipe
  *   while writers in the same process commit and flush the data they wait
- *   for.
+ *   for, among them reads of more bytes than have arrived.
+ * - Rollbacks: bytes and an end of data that a rolled-back attempt read are
+ *   read again by the next attempt; an attempt that waits for data and is
+ *   killed by a conflicting one rolls back without waiting for the data.
  * - Faults: EPIPE (the reader closed; SIGPIPE is ignored in this test, so
  *   write(2) fails with EPIPE instead of killing the process), EAGAIN on an
  *   O_NONBLOCK pipe, ESPIPE from sstm_fseek and sstm_ftell.
@@ -68,7 +71,8 @@ static struct {
   atomic_int writes;    /* write calls */
   atomic_int eintrs;    /* EINTRs returned */
   atomic_int shorts;    /* counts cut by rchunk or wchunk */
-  atomic_int bad_read;  /* reads made by an attempt that was not irrevocable */
+  atomic_int bad_read;  /* reads made by an irrevocable attempt */
+  atomic_int eof_next;  /* the next read returns 0 without reading (a terminal's end-of-file key) */
   atomic_int bad_write; /* writes made by an attempt that was not irrevocable */
   atomic_int waiting;   /* a read or poll is about to wait for data */
 } fi;
@@ -78,10 +82,11 @@ static __thread unsigned tl_reads;
 
 static ssize_t fi_read(int fd, void *b, size_t n) {
   /* relaxed: counters, read after the threads are joined */
-  if (sstm_txid() != 0 && !sstm_is_irrevocable())
+  if (sstm_txid() != 0 && sstm_is_irrevocable())
     atomic_fetch_add_explicit(&fi.bad_read, 1, memory_order_relaxed);
   tl_reads++;
   int call = atomic_fetch_add_explicit(&fi.reads, 1, memory_order_relaxed) + 1;
+  if (atomic_exchange_explicit(&fi.eof_next, 0, memory_order_relaxed)) return 0;
   if (fi.eintr_every && call % fi.eintr_every == 0) {
     atomic_fetch_add_explicit(&fi.eintrs, 1, memory_order_relaxed);
     errno = EINTR;
@@ -122,6 +127,7 @@ static void seam_reset(void) {
   atomic_store_explicit(&fi.shorts, 0, memory_order_relaxed);
   atomic_store_explicit(&fi.bad_read, 0, memory_order_relaxed);
   atomic_store_explicit(&fi.bad_write, 0, memory_order_relaxed);
+  atomic_store_explicit(&fi.eof_next, 0, memory_order_relaxed);
   atomic_store_explicit(&fi.waiting, 0, memory_order_relaxed);
 }
 
@@ -519,7 +525,7 @@ static struct {
   rlog_t *log[MAXT];
   unsigned nlog[MAXT];
   bytes_t data[MAXT];
-  unsigned kernel_tx[MAXT], irr_nokernel[MAXT]; /* committed transactions */
+  unsigned kernel_tx[MAXT]; /* committed transactions that called read(2) */
 } gr;
 
 static atomic_uint writers_left; /* transactional writers still writing */
@@ -631,24 +637,16 @@ static void r_thread(sstm_tt_t *t) {
   uint64_t irr0 = irrevocable_commits();
   unsigned irr = 0;
   for (;;) {
-    /* With writers in this process, no sstm_fread: a call that needs more
-     * bytes than the writers have let out waits in read(2) irrevocable,
-     * where no writer can commit (docs/design/tm-libc.md, Limits). Their
-     * records leave whole, so a line or a byte always comes. */
+    /* With writers in this process too: a sstm_fread of more bytes than
+     * they have let out waits, revocable, while they commit more. */
     b->op = (unsigned)sstm_rng_below(&t->rng, 4);
-    if (gr.p.writers && b->op == 1) b->op = 0;
     b->want = 2 + (size_t)sstm_rng_below(&t->rng, sstm_rng_below(&t->rng, 8) == 0 ? 1500 : 200);
     b->attempts = 0;
     CHECK_OK(sstm_run(NULL, r_body, b));
-    /* (S6) read(2) only in an irrevocable attempt (the seam counts the
-     * others), and a transaction that the buffer served in its first
-     * attempt stayed revocable */
+    /* (S6) no read makes its transaction irrevocable (and the seam counts
+     * read(2) calls made by irrevocable attempts) */
     if (b->kreads) gr.kernel_tx[me]++;
     if (b->irr) irr++;
-    if (b->irr && !b->kreads) {
-      CHECK_MSG(b->attempts > 1, "a read from the buffer made its first attempt irrevocable");
-      gr.irr_nokernel[me]++;
-    }
     if (n == cap) {
       cap *= 2;
       log = realloc(log, cap * sizeof *log);
@@ -658,7 +656,8 @@ static void r_thread(sstm_tt_t *t) {
     bytes_add(&gr.data[me], b->buf, b->n);
     if (b->eof) break;
   }
-  CHECK_EQ_U(irrevocable_commits() - irr0, irr);
+  CHECK_EQ_U(irrevocable_commits() - irr0, 0);
+  CHECK_EQ_U(irr, 0);
   /* the end of file, reported to this reader, and again at once */
   CHECK_TRUE(sstm_feof(gr.r));
   CHECK_FALSE(sstm_ferror(gr.r));
@@ -704,8 +703,8 @@ static void r_round(const rparams_t *p, sstm_rng_t *r) {
     gw.p.sock = p->sock, gw.p.bsz = p->bsz, gw.p.restart_one_in = 4;
     /* no sstm_fflush inside the writers' transactions: it writes holding
      * the irrevocability token, and on a full pipe it would wait for
-     * readers that cannot read without that token (docs/design/tm-libc.md,
-     * Limits) */
+     * readers that cannot begin a transaction while it holds it
+     * (docs/design/tm-libc.md, Limits) */
     gw.p.flush_one_in = 0;
     atomic_store_explicit(&writers_left, p->writers, memory_order_relaxed);
     gw.w = sstm_fdopen(ch[1], "w");
@@ -726,9 +725,10 @@ static void r_round(const rparams_t *p, sstm_rng_t *r) {
   CHECK_EQ_I(atomic_load_explicit(&fi.bad_write, memory_order_relaxed), 0);
   /* every byte once: the reads in the counter's order are the stream */
   size_t nall = 0;
-  unsigned kernel = 0, odd = 0;
+  unsigned kernel = 0;
   for (unsigned t = p->writers; t < p->threads + p->writers; t++)
-    nall += gr.nlog[t], kernel += gr.kernel_tx[t], odd += gr.irr_nokernel[t];
+    nall += gr.nlog[t], kernel += gr.kernel_tx[t];
+  CHECK_GT_U(kernel, 0);
   rlog_t *all = malloc((nall + 1) * sizeof *all);
   unsigned *who = malloc((nall + 1) * sizeof *who);
   CHECK_TRUE(all != NULL && who != NULL);
@@ -746,10 +746,6 @@ static void r_round(const rparams_t *p, sstm_rng_t *r) {
     unsigned t = (unsigned)(all[i].off & 0xff);
     bytes_add(&got, gr.data[t].p + (all[i].off >> 8), all[i].n);
   }
-  /* a transaction that became irrevocable to read but found the buffer
-   * refilled by another reader when it ran again read nothing: rare, at
-   * most one per waiting reader and refill */
-  CHECK_MSG(odd <= kernel, "%u irrevocable commits without a read(2), %u with one", odd, kernel);
   if (p->writers == 0) {
     show_diff("readers: the reads in their serial order", &got, gr.S.p, gr.S.n);
   } else {
@@ -890,7 +886,7 @@ TEST(a_non_blocking_pipe_reports_eagain_without_waiting) {
   CHECK_OK(sstm_run(NULL, getc_body, NULL));
   CHECK_EQ_I(one_c, EOF);
   CHECK_EQ_I(one_err, EAGAIN);
-  CHECK_EQ_U(irrevocable_commits(), irr + 1); /* it called read(2) */
+  CHECK_EQ_U(irrevocable_commits(), irr); /* a read is never irrevocable (S6) */
   CHECK_TRUE(sstm_ferror(r));
   CHECK_FALSE(sstm_feof(r));
   errno = 0;
@@ -962,6 +958,226 @@ static void seek_body(void *arg) {
   CHECK_EQ_I(sstm_ftell(one_f), -1);
   CHECK_EQ_I(errno, ESPIPE);
   CHECK_NOT_NULL(sstm_fgets(line, 32, one_f));
+}
+
+/* ---- reads that roll back ------------------------------------------------- */
+
+static volatile unsigned rb_attempts;
+static char rb_line[64];
+static int rb_c;
+
+static void fgets_restarted_once(void *arg) {
+  (void)arg;
+  rb_attempts++;
+  CHECK_NOT_NULL(sstm_fgets(rb_line, sizeof rb_line, one_f));
+  if (rb_attempts == 1) sstm_restart();
+}
+
+static void fgets_cancelled(void *arg) {
+  (void)arg;
+  CHECK_NOT_NULL(sstm_fgets(rb_line, sizeof rb_line, one_f));
+  sstm_cancel();
+}
+
+/* (S6) What read(2) returned stays in the stream's arrival log when the
+ * attempt that read it rolls back (a restart, a cancel): the next attempt
+ * reads the same bytes from the log, without read(2), and none is lost;
+ * no transaction is irrevocable. */
+TEST(bytes_that_a_rolled_back_attempt_read_are_read_again) {
+  init();
+  int ch[2];
+  make_channel(ch, 0, O_CLOEXEC);
+  sstm_file_t *r = sstm_fdopen(ch[0], "r");
+  CHECK_NOT_NULL(r);
+  one_f = r;
+  CHECK_EQ_I(write(ch[1], "one\ntwo\n", 8), 8);
+  uint64_t irr = irrevocable_commits();
+  int reads = atomic_load_explicit(&fi.reads, memory_order_relaxed);
+  rb_attempts = 0;
+  CHECK_OK(sstm_run(NULL, fgets_restarted_once, NULL));
+  CHECK_EQ_U(rb_attempts, 2);
+  CHECK_EQ_STR(rb_line, "one\n");
+  CHECK_EQ_I(atomic_load_explicit(&fi.reads, memory_order_relaxed), reads + 1);
+  char line[16];
+  CHECK_NOT_NULL(sstm_fgets(line, sizeof line, r));
+  CHECK_EQ_STR(line, "two\n");
+  /* a cancel: its line is read again outside the transaction */
+  CHECK_EQ_I(write(ch[1], "three\nfour\n", 11), 11);
+  CHECK_EQ_I(sstm_run(NULL, fgets_cancelled, NULL), SSTM_ECANCELED);
+  CHECK_EQ_STR(rb_line, "three\n");
+  CHECK_NOT_NULL(sstm_fgets(line, sizeof line, r));
+  CHECK_EQ_STR(line, "three\n");
+  CHECK_NOT_NULL(sstm_fgets(line, sizeof line, r));
+  CHECK_EQ_STR(line, "four\n");
+  CHECK_EQ_U(irrevocable_commits(), irr);
+  CHECK_EQ_I(atomic_load_explicit(&fi.bad_read, memory_order_relaxed), 0);
+  CHECK_EQ_I(close(ch[1]), 0);
+  CHECK_OK(sstm_fclose(r));
+  fini();
+}
+
+static void fgetc_restarted_once(void *arg) {
+  (void)arg;
+  rb_attempts++;
+  rb_c = sstm_fgetc(one_f);
+  if (rb_attempts == 1) sstm_restart();
+}
+
+/* (S6) An end of data that read(2) reported once (as a terminal reports
+ * its end-of-file key, the seam's eof_next) is logged too: the retry of
+ * the attempt that met it meets it again without read(2); once a
+ * committed transaction has reported it, the next read reads on, past
+ * it (after sstm_clearerr). */
+TEST(an_end_of_data_that_a_rolled_back_attempt_met_is_met_again_then_read_past) {
+  init();
+  int ch[2];
+  make_channel(ch, 0, O_CLOEXEC);
+  sstm_file_t *r = sstm_fdopen(ch[0], "r");
+  CHECK_NOT_NULL(r);
+  one_f = r;
+  CHECK_EQ_I(write(ch[1], "x", 1), 1);
+  atomic_store_explicit(&fi.eof_next, 1, memory_order_relaxed);
+  int reads = atomic_load_explicit(&fi.reads, memory_order_relaxed);
+  rb_attempts = 0;
+  CHECK_OK(sstm_run(NULL, fgetc_restarted_once, NULL));
+  CHECK_EQ_U(rb_attempts, 2);
+  CHECK_EQ_I(rb_c, EOF);
+  CHECK_EQ_I(atomic_load_explicit(&fi.reads, memory_order_relaxed), reads + 1);
+  CHECK_TRUE(sstm_feof(r));
+  sstm_clearerr(r);
+  CHECK_EQ_I(sstm_fgetc(r), 'x');
+  CHECK_EQ_I(close(ch[1]), 0);
+  CHECK_EQ_I(sstm_fgetc(r), EOF);
+  CHECK_TRUE(sstm_feof(r));
+  CHECK_OK(sstm_fclose(r));
+  fini();
+}
+
+#define BIG_PART 1000u
+static unsigned char big_got[3 * BIG_PART];
+static size_t big_n;
+static sstm_file_t *big_w;
+static unsigned big_part;
+
+static void fread_parts(void *arg) {
+  (void)arg;
+  big_n = sstm_fread(big_got, 1, sizeof big_got, one_f);
+}
+
+static void *big_reader(void *arg) {
+  (void)arg;
+  CHECK_OK(sstm_thread_init());
+  CHECK_OK(sstm_run(NULL, fread_parts, NULL));
+  CHECK_OK(sstm_thread_exit());
+  return NULL;
+}
+
+static void write_part(void *arg) {
+  (void)arg;
+  unsigned char part[BIG_PART];
+  for (unsigned i = 0; i < BIG_PART; i++)
+    part[i] = (unsigned char)(big_part * 7 + i);
+  CHECK_EQ_U(sstm_fwrite(part, 1, sizeof part, big_w), sizeof part);
+}
+
+/* (S6) A transactional sstm_fread of more bytes than have arrived waits
+ * for them revocable, so transactional writers of the same process commit
+ * the rest meanwhile. Earlier builds read irrevocable, and the second
+ * read(2) waited holding the token that the writers' next transaction
+ * waited for at its begin: a hang (the watchdog). */
+TEST(a_read_of_more_than_has_arrived_lets_writers_of_the_process_commit_the_rest) {
+  init();
+  int ch[2];
+  make_channel(ch, 0, O_CLOEXEC);
+  sstm_file_t *r = sstm_fdopen(ch[0], "r");
+  big_w = sstm_fdopen(ch[1], "w");
+  CHECK_TRUE(r != NULL && big_w != NULL);
+  CHECK_OK(sstm_setvbuf(big_w, NULL, _IONBF, 0)); /* each part leaves with its commit */
+  one_f = r;
+  pthread_t t;
+  CHECK_EQ_I(pthread_create(&t, NULL, big_reader, NULL), 0);
+  for (big_part = 0; big_part < 3; big_part++) {
+    /* acquire: the reader's read or poll is under way (fi_read's release,
+     * or the first part's wait below) */
+    if (big_part > 0)
+      while (atomic_load_explicit(&fi.reads, memory_order_acquire) < (int)big_part)
+        sched_yield();
+    CHECK_OK(sstm_run(NULL, write_part, NULL));
+  }
+  CHECK_EQ_I(pthread_join(t, NULL), 0);
+  CHECK_EQ_U(big_n, sizeof big_got);
+  for (unsigned i = 0; i < sizeof big_got; i++)
+    CHECK_EQ_U(big_got[i], (unsigned char)((i / BIG_PART) * 7 + i % BIG_PART));
+  CHECK_EQ_I(atomic_load_explicit(&fi.bad_read, memory_order_relaxed), 0);
+  CHECK_OK(sstm_fclose(big_w));
+  CHECK_OK(sstm_fclose(r));
+  fini();
+}
+
+static uint64_t kill_word;
+static atomic_int kill_waiting;
+
+static void write_then_wait_for_data(void *arg) {
+  (void)arg;
+  rb_attempts++;
+  sstm_store_u64(&kill_word, sstm_load_u64(&kill_word) + 1);
+  /* release: the test's acquire sees the store above made */
+  atomic_store_explicit(&kill_waiting, (int)rb_attempts, memory_order_release);
+  rb_c = sstm_fgetc(one_f);
+}
+
+static void *kill_victim(void *arg) {
+  (void)arg;
+  CHECK_OK(sstm_thread_init());
+  CHECK_OK(sstm_run(NULL, write_then_wait_for_data, NULL));
+  CHECK_OK(sstm_thread_exit());
+  return NULL;
+}
+
+static void bump(void *arg) {
+  (void)arg;
+  sstm_store_u64(&kill_word, sstm_load_u64(&kill_word) + 100);
+}
+
+/* (S6) An attempt that waits for a pipe's data holds what it wrote before;
+ * a conflicting attempt whose policy kills it (ser-kill kills a holder
+ * that makes no progress) must not wait for the data: the waiter looks
+ * for the kill while it waits and rolls back, and its retry waits again.
+ * The test writes the data only after the retry began: earlier builds
+ * waited in poll(2) until then, a hang (the watchdog). */
+TEST(a_killed_attempt_that_waits_for_data_rolls_back_without_the_data) {
+  sstm_config_t cfg;
+  sstm_test_config(&cfg);
+  cfg.cm = "ser-kill";
+  CHECK_OK(sstm_init(&cfg));
+  CHECK_OK(sstm_thread_init());
+  CHECK_TRUE(signal(SIGPIPE, SIG_IGN) != SIG_ERR);
+  fi_sys = sstm__stdio_sys_default;
+  fi_sys.read = fi_read;
+  fi_sys.write = fi_write;
+  seam_reset();
+  sstm__stdio_sys = &fi_sys;
+  int ch[2];
+  make_channel(ch, 0, O_CLOEXEC);
+  sstm_file_t *r = sstm_fdopen(ch[0], "r");
+  CHECK_NOT_NULL(r);
+  one_f = r;
+  rb_attempts = 0;
+  atomic_store_explicit(&kill_waiting, 0, memory_order_relaxed);
+  pthread_t t;
+  CHECK_EQ_I(pthread_create(&t, NULL, kill_victim, NULL), 0);
+  while (atomic_load_explicit(&kill_waiting, memory_order_acquire) < 1)
+    sched_yield();
+  CHECK_OK(sstm_run(NULL, bump, NULL)); /* kills the waiter, takes its lock over */
+  while (atomic_load_explicit(&kill_waiting, memory_order_acquire) < 2)
+    sched_yield();
+  CHECK_EQ_I(write(ch[1], "k", 1), 1);
+  CHECK_EQ_I(pthread_join(t, NULL), 0);
+  CHECK_EQ_I(rb_c, 'k');
+  CHECK_EQ_U(kill_word, 101); /* the bump, then the waiter's committed attempt */
+  CHECK_EQ_I(close(ch[1]), 0);
+  CHECK_OK(sstm_fclose(r));
+  fini();
 }
 
 /* sstm_fseek and sstm_ftell on a socket: -1 with ESPIPE, inside and
