@@ -24,16 +24,17 @@
  *   write of the stream has reached the kernel.
  * - Pipes, sockets and terminals make a transaction irrevocable
  *   (sstm_become_irrevocable(): the transaction may restart once) only for
- *   what cannot wait for the commit: a read that needs the kernel (the
- *   buffer holds no unread byte), and sstm_fflush() inside a transaction.
- *   Such a read first waits (poll(2)) until the descriptor has data, its
- *   end or an error, while the transaction is still revocable, so that
- *   other transactions (the writers of the pipe among them) commit
- *   meanwhile; an irrevocable transaction holds back every other one. A
- *   call that needs more bytes than have arrived waits in read(2)
- *   irrevocable (docs/design/tm-libc.md (S6), Limits). Their writes
- *   otherwise also leave at commit, in commit order, each committed
- *   transaction's bytes once and contiguous in what this stream writes.
+ *   sstm_fflush() inside it, whose bytes cannot wait for the commit. Reads
+ *   stay revocable: what read(2) returns is kept by the stream (its
+ *   arrival log) until a committed transaction has read it, so a
+ *   transaction that rolls back leaves those bytes, and an end of data
+ *   that read(2) reported, to the next one. A read that finds no data
+ *   waits in poll(2), revocable, so that other transactions (the writers
+ *   of the pipe among them) commit meanwhile, also when a call needs more
+ *   bytes than have arrived; a conflicting transaction whose policy kills
+ *   the waiter ends its wait (docs/design/tm-libc.md (S6)). Their writes
+ *   leave at commit, in commit order, each committed transaction's bytes
+ *   once and contiguous in what this stream writes.
  * - sstm_fseek() keeps the kernel's file offset equal to the new position
  *   (for code that uses the descriptor, sstm_fileno()): the mirror of that
  *   offset is written transactionally before the lseek(2), and an abort

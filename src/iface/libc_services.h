@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* What the engine offers the transactional stdio (src/libc) beyond the
  * public API (include/schedstm/tx.h): two facilities, for the cost of a
- * transaction of one stdio call, one question about the running attempt
- * and a hook for the moves of a descriptor between threads. Implemented
+ * transaction of one stdio call, one question about the running attempt,
+ * a look for its kill during a long wait, and a hook for the moves of a
+ * descriptor between threads. Implemented
  * by src/core/txn.c and src/core/registry.c (the hook); not
  * exported from the library.
  *
