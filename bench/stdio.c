@@ -15,7 +15,11 @@
  *   glibc    glibc's stdio, the K calls under one process-wide mutex
  *   glibc-stream  glibc's stdio with only its own per-FILE lock
  * Reads go over a prepared file (lines of 64 bytes) and rewind at its end;
- * writes go to an empty file, which is removed after the run.
+ * writes go to an empty file, which is removed after the run. -s pipe
+ * (reads only) reads one shared stream over a pipe instead, which a plain
+ * thread fills with the same lines as fast as the readers take them: a
+ * byte stream, read through its arrival log (docs/design/tm-libc.md
+ * (S6)).
  *
  * The shape of [Smiljkovic13]'s Fig. 4: its library makes every call a
  * transaction of its own (the call's body in an atomic block, its Fig. 1d)
@@ -40,9 +44,12 @@
  * modes). */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -65,6 +72,7 @@ static struct {
   enum op op;
   enum mode mode;
   bool shared;
+  bool pipe; /* -s pipe: one shared stream over a pipe, fed by a thread */
   unsigned threads;
   unsigned k; /* calls per transaction / critical section */
   unsigned ms;
@@ -170,6 +178,24 @@ static void tx_body(void *arg) {
     our_call(w);
 }
 
+/* -s pipe: fill the pipe with lines until its reading end is closed (the
+ * write then fails with EPIPE; SIGPIPE is ignored). */
+static void *feeder(void *arg) {
+  int fd = (int)(intptr_t)arg;
+  static char block[LINE * 1024];
+  for (size_t i = 0; i < sizeof block; i += LINE)
+    memcpy(block + i, line_text, LINE);
+  for (;;) {
+    size_t off = 0;
+    while (off < sizeof block) {
+      ssize_t k = write(fd, block + off, sizeof block - off);
+      if (k < 0 && errno == EINTR) continue;
+      if (k <= 0) return NULL;
+      off += (size_t)k;
+    }
+  }
+}
+
 static void *run_worker(void *arg) {
   worker_t *w = arg;
   bool ours = opt.mode <= M_NTX;
@@ -207,7 +233,7 @@ static void *run_worker(void *arg) {
 static void usage(FILE *out, const char *prog) {
   fprintf(out,
           "usage: %s [-o fgetc|fgets|fread|fputc|fputs|fwrite|mix|empty] "
-          "[-m tx|irr|ntx|glibc|glibc-stream] [-s shared|private] [-n threads] "
+          "[-m tx|irr|ntx|glibc|glibc-stream] [-s shared|private|pipe] [-n threads] "
           "[-k calls per transaction] [-d duration ms] [-b buffer bytes]\n",
           prog);
 }
@@ -240,11 +266,13 @@ int main(int argc, char **argv) {
     case 'o': opt.op = (enum op)lookup(optarg, op_names, OP_N, "operation"); break;
     case 'm': opt.mode = (enum mode)lookup(optarg, mode_names, M_N, "mode"); break;
     case 's':
-      if (strcmp(optarg, "shared") != 0 && strcmp(optarg, "private") != 0) {
+      if (strcmp(optarg, "shared") != 0 && strcmp(optarg, "private") != 0 &&
+          strcmp(optarg, "pipe") != 0) {
         usage(stderr, argv[0]);
         return 2;
       }
-      opt.shared = strcmp(optarg, "shared") == 0;
+      opt.pipe = strcmp(optarg, "pipe") == 0;
+      opt.shared = opt.pipe || strcmp(optarg, "shared") == 0;
       break;
     case 'n': opt.threads = (unsigned)atoi(optarg); break;
     case 'k': opt.k = (unsigned)atoi(optarg); break;
@@ -256,6 +284,10 @@ int main(int argc, char **argv) {
   }
   if (opt.threads < 1 || opt.threads > 256 || opt.k < 1 || opt.ms < 1) {
     usage(stderr, argv[0]);
+    return 2;
+  }
+  if (opt.pipe && !(opt.op == OP_FGETC || opt.op == OP_FGETS || opt.op == OP_FREAD)) {
+    fprintf(stderr, "stdio-schedstm: -s pipe reads: -o fgetc, fgets or fread\n");
     return 2;
   }
   /* The files go under $TMPDIR (default /tmp), so that a run can choose the
@@ -279,6 +311,22 @@ int main(int argc, char **argv) {
   if (ws == NULL) die("calloc");
   unsigned nfiles = opt.shared ? 1 : opt.threads;
   const char *fmode = is_read(opt.op) ? "r+" : "w";
+  int pfd[2] = {-1, -1};
+  pthread_t feed;
+  if (opt.pipe) {
+    if (signal(SIGPIPE, SIG_IGN) == SIG_ERR) die("signal");
+    if (pipe2(pfd, O_CLOEXEC) != 0) die("pipe2");
+    if (pthread_create(&feed, NULL, feeder, (void *)(intptr_t)pfd[1]) != 0) die("pthread_create");
+    if (ours ? (ws[0].sf = sstm_fdopen(pfd[0], "r")) == NULL
+             : (ws[0].gf = fdopen(pfd[0], "r")) == NULL)
+      die("fdopen");
+    if (opt.buf && ours && sstm_setvbuf(ws[0].sf, NULL, _IOFBF, opt.buf) != 0) die("sstm_setvbuf");
+    if (opt.buf && !ours) {
+      if ((ws[0].gbuf = malloc(opt.buf)) == NULL) die("malloc");
+      if (setvbuf(ws[0].gf, ws[0].gbuf, _IOFBF, opt.buf) != 0) die("setvbuf");
+    }
+    nfiles = 0; /* closed below, after the workers */
+  }
   for (unsigned i = 0; i < nfiles; i++) {
     snprintf(ws[i].path, sizeof ws[i].path, "%s/f%u", opt.dir, i);
     prepare(ws[i].path);
@@ -327,6 +375,12 @@ int main(int argc, char **argv) {
     free(ws[i].gbuf); /* after fclose, which flushes it */
     unlink(ws[i].path);
   }
+  if (opt.pipe) { /* the feeder's next write fails: it ends */
+    if ((ours ? sstm_fclose(ws[0].sf) : fclose(ws[0].gf)) != 0) die("close");
+    free(ws[0].gbuf);
+    pthread_join(feed, NULL);
+    close(pfd[1]);
+  }
   rmdir(opt.dir);
   uint64_t commits = (s1.commits_ro + s1.commits_update) - (s0.commits_ro + s0.commits_update);
   uint64_t irr = s1.commits_irrevocable - s0.commits_irrevocable;
@@ -334,9 +388,13 @@ int main(int argc, char **argv) {
          "\"k\":%u,\"buf\":%u,\"cm\":\"%s\",\"duration_s\":%.3f,\"cpu_s\":%.3f,\"ops\":%llu,\"ops_"
          "per_s\":%.0f,"
          "\"commits\":%llu,\"irrevocable_frac\":%.4f,\"aborts\":{",
-         op_names[opt.op], mode_names[opt.mode], opt.shared ? "shared" : "private", opt.threads,
-         opt.k, opt.buf, ours ? (getenv("SCHEDSTM_CM") ? getenv("SCHEDSTM_CM") : "default") : "-",
-         secs, cpu, (unsigned long long)ops, (double)ops / secs, (unsigned long long)commits,
+         op_names[opt.op], mode_names[opt.mode],
+         opt.pipe     ? "pipe"
+         : opt.shared ? "shared"
+                      : "private",
+         opt.threads, opt.k, opt.buf,
+         ours ? (getenv("SCHEDSTM_CM") ? getenv("SCHEDSTM_CM") : "default") : "-", secs, cpu,
+         (unsigned long long)ops, (double)ops / secs, (unsigned long long)commits,
          commits ? (double)irr / (double)commits : 0.0);
   bool first = true;
   for (int r = 0; r < SSTM_ABORT_REASON_COUNT; r++) {
