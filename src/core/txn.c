@@ -1299,10 +1299,14 @@ bool sstm__attempt_suspendable(void) {
 }
 
 /* (src/iface/libc_services.h) A wait outside the barriers (the stdio
- * layer's for a byte stream's data) looks for a kill, as the barriers do
- * (flags_seen, sstm__resolve): a killed attempt rolls back here and so
- * releases what it holds to the attempt that killed it. An irrevocable
- * attempt is never killed. */
+ * layer's for a byte stream's data) looks for what would roll the attempt
+ * back at its next barrier: a kill (flags_seen, sstm__resolve), so that it
+ * releases what it holds to the attempt that killed it, or a read that a
+ * commit made stale (2.1-2.3: the snapshot is extended, as a barrier
+ * does when it meets a newer version), which commit-time locking, where
+ * nobody meets the waiter's buffered writes, would otherwise find only
+ * when the wait is over. An irrevocable attempt is never killed and its
+ * reads stay valid. */
 void sstm__attempt_check(void) {
   struct sstm_desc *tx = sstm__cur;
   if (tx == NULL || tx->depth == 0 || sstm__kind(tx) == SSTM_V_IRREV) return;
@@ -1311,4 +1315,6 @@ void sstm__attempt_check(void) {
    * misses is seen at the next check, or at the commit */
   atomic_thread_fence(memory_order_acquire);
   sstm__check_killed(tx);
+  if (!sstm__extend(tx))
+    sstm__conflict_abort(tx, SSTM_CONFLICT_VALIDATION, SSTM_ABORT_VALIDATE_READ, NULL);
 }

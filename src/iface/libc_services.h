@@ -75,13 +75,14 @@ uint64_t sstm__end_mark(_Atomic uint64_t *word, uint64_t on_commit, uint64_t on_
 bool sstm__attempt_suspendable(void);
 
 /* A wait outside the barriers (one that may last, such as a poll(2) for a
- * pipe's data) looks for a kill of the running attempt: if a conflicting
- * attempt has killed it (the contention manager's decision), it is rolled
- * back now (does not return), releasing what it holds; otherwise, and
- * outside a transaction or in an irrevocable attempt, returns. The caller
- * holds nothing that a rollback would not release (no lock of its own,
- * no memory it alone would free). Two loads and a fence; no lock, no
- * system call. */
+ * pipe's data) looks for what would roll the running attempt back at its
+ * next barrier: a kill by a conflicting attempt (the contention manager's
+ * decision), or a read that a later commit made stale. Then the attempt
+ * is rolled back now (does not return), releasing what it holds;
+ * otherwise (the snapshot extended), and outside a transaction or in an
+ * irrevocable attempt, returns. The caller holds nothing that a rollback
+ * would not release (no lock of its own, no memory it alone would free).
+ * No lock, no system call; validates the read set. */
 void sstm__attempt_check(void);
 
 /* Thread-local state that belongs to a transaction follows its

@@ -32,7 +32,8 @@
  *   for, among them reads of more bytes than have arrived.
  * - Rollbacks: bytes and an end of data that a rolled-back attempt read are
  *   read again by the next attempt; an attempt that waits for data and is
- *   killed by a conflicting one rolls back without waiting for the data.
+ *   killed by a conflicting one, or whose read a commit made stale, rolls
+ *   back without waiting for the data.
  * - Faults: EPIPE (the reader closed; SIGPIPE is ignored in this test, so
  *   write(2) fails with EPIPE instead of killing the process), EAGAIN on an
  *   O_NONBLOCK pipe, ESPIPE from sstm_fseek and sstm_ftell.
@@ -1139,13 +1140,16 @@ static void bump(void *arg) {
   sstm_store_u64(&kill_word, sstm_load_u64(&kill_word) + 100);
 }
 
-/* (S6) An attempt that waits for a pipe's data holds what it wrote before;
- * a conflicting attempt whose policy kills it (ser-kill kills a holder
- * that makes no progress) must not wait for the data: the waiter looks
- * for the kill while it waits and rolls back, and its retry waits again.
- * The test writes the data only after the retry began: earlier builds
- * waited in poll(2) until then, a hang (the watchdog). */
-TEST(a_killed_attempt_that_waits_for_data_rolls_back_without_the_data) {
+/* (S6) An attempt that waits for a pipe's data holds what it wrote before.
+ * A transaction that writes the same word must not wait for the data:
+ * under encounter-time locking its policy (ser-kill kills a holder that
+ * makes no progress) kills the waiter and takes its lock over; under
+ * commit-time locking it commits, and the waiter's read of the word is
+ * stale. Either way the waiter looks between waits (sstm__attempt_check),
+ * rolls back, and its retry waits again. The test writes the data only
+ * after the retry began: earlier builds waited in poll(2) until then, a
+ * hang (the watchdog). */
+TEST(an_attempt_doomed_while_it_waits_for_data_rolls_back_without_the_data) {
   sstm_config_t cfg;
   sstm_test_config(&cfg);
   cfg.cm = "ser-kill";
@@ -1168,7 +1172,7 @@ TEST(a_killed_attempt_that_waits_for_data_rolls_back_without_the_data) {
   CHECK_EQ_I(pthread_create(&t, NULL, kill_victim, NULL), 0);
   while (atomic_load_explicit(&kill_waiting, memory_order_acquire) < 1)
     sched_yield();
-  CHECK_OK(sstm_run(NULL, bump, NULL)); /* kills the waiter, takes its lock over */
+  CHECK_OK(sstm_run(NULL, bump, NULL)); /* kills the waiter, or makes its read stale */
   while (atomic_load_explicit(&kill_waiting, memory_order_acquire) < 2)
     sched_yield();
   CHECK_EQ_I(write(ch[1], "k", 1), 1);
