@@ -2537,10 +2537,20 @@ static long read_bytes(view_t *v, uint64_t p, unsigned char *dst, size_t cap) {
           free(c);
           break;
         }
+        memcpy(dst, c->b, (size_t)r);
+        /* The arrival stays until an installation trims it: it keeps the
+         * bytes read, not the count asked for (a terminal's line, a small
+         * write, in a buffer's worth of memory each). Allocated before the
+         * read, so that no byte read is lost to ENOMEM; a shrink that
+         * fails keeps the block. Tested:
+         * unit.internal_libc_pipes.arrivals_take_the_memory_of_the_bytes_read_not_of_the_buffer. */
+        if ((size_t)r < cap) {
+          arrival_t *s = realloc(c, sizeof *c + (size_t)r);
+          if (s != NULL) c = s;
+        }
         c->pos = p, c->len = (uint32_t)r;
         atomic_init(&c->next, NULL);
         atomic_init(&c->gone, false);
-        memcpy(dst, c->b, (size_t)r);
         /* release: the arrival's contents before the readers' acquire
          * loads that reach it */
         if (f->atail != NULL)
