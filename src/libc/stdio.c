@@ -1029,9 +1029,16 @@ static void arrival_trim(view_t *v) {
                       : h->pos < pos || atomic_load_explicit(&h->gone, memory_order_relaxed)))
     h = n;
   if (h == h0) return;
-  /* relaxed: the readers' acquire loads of ahead see either value, and
-   * every arrival they can reach is intact until the grace period ends */
-  atomic_store_explicit(&f->ahead, h, memory_order_relaxed);
+  /* release, pairs with the walkers' acquire loads of ahead: they see
+   * either value, and every arrival they can reach is intact until the
+   * grace period ends; the new head's contents were published to this
+   * thread by the append's release (the acquire loads of next above),
+   * and a walker that has not copied this version (a stale view, whose
+   * acquire of iver does not order it after this installation) reaches
+   * them only through this store, so it must be a release for that
+   * walker to read them (relaxed, it would race with the appender's
+   * writes in the memory model, whatever the hardware's dependencies) */
+  atomic_store_explicit(&f->ahead, h, memory_order_release);
   v->atrim = h0, v->aupto = h;
 }
 
