@@ -54,6 +54,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <termios.h>
 #include <unistd.h>
 
 #include "libc/sys.h"
@@ -1227,6 +1228,49 @@ TEST(arrivals_take_the_memory_of_the_bytes_read_not_of_the_buffer) {
             MANY_BYTES);
   CHECK_EQ_I(close(ch[1]), 0);
   CHECK_OK(sstm_fclose(r));
+  fini();
+}
+
+/* (S6) A terminal's end-of-file key, on a real pseudo-terminal in
+ * canonical mode: read(2) returns 0 once, and then the line typed after
+ * it. The stream reports the end once to a transaction that rolls back
+ * and to its retry (the arrival log keeps it), and after sstm_clearerr
+ * reads the next line, as ISO C stdio does on a terminal. */
+TEST(a_terminal_end_of_file_key_is_reported_then_the_next_line_is_read) {
+  init();
+  int m = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
+  if (m < 0) sstm_test_skip("no pseudo-terminal");
+  CHECK_EQ_I(grantpt(m), 0);
+  CHECK_EQ_I(unlockpt(m), 0);
+  int t = open(ptsname(m), O_RDWR | O_NOCTTY | O_CLOEXEC);
+  CHECK_TRUE(t >= 0);
+  struct termios tio;
+  CHECK_EQ_I(tcgetattr(t, &tio), 0);
+  tio.c_lflag |= ICANON;
+  tio.c_lflag &= ~(tcflag_t)ECHO;
+  CHECK_EQ_I(tcsetattr(t, TCSANOW, &tio), 0);
+  char typed[] = "ab\n?cd\n";
+  typed[3] = (char)tio.c_cc[VEOF];
+  CHECK_EQ_I(write(m, typed, 7), 7);
+  sstm_file_t *r = sstm_fdopen(t, "r");
+  CHECK_NOT_NULL(r);
+  one_f = r;
+  char line[16];
+  CHECK_NOT_NULL(sstm_fgets(line, sizeof line, r));
+  CHECK_EQ_STR(line, "ab\n");
+  int reads = atomic_load_explicit(&fi.reads, memory_order_relaxed);
+  rb_attempts = 0;
+  CHECK_OK(sstm_run(NULL, fgetc_restarted_once, NULL));
+  CHECK_EQ_U(rb_attempts, 2);
+  CHECK_EQ_I(rb_c, EOF);
+  CHECK_EQ_I(atomic_load_explicit(&fi.reads, memory_order_relaxed), reads + 1);
+  CHECK_TRUE(sstm_feof(r));
+  sstm_clearerr(r);
+  CHECK_NOT_NULL(sstm_fgets(line, sizeof line, r));
+  CHECK_EQ_STR(line, "cd\n");
+  CHECK_EQ_I(atomic_load_explicit(&fi.bad_read, memory_order_relaxed), 0);
+  CHECK_OK(sstm_fclose(r));
+  CHECK_EQ_I(close(m), 0);
   fini();
 }
 
