@@ -155,6 +155,9 @@ void sstm__stdio_batch_stats(uint64_t *batch_max, uint64_t *ticket_max, int rese
  * stream up to the waiters after its batch), and its take-backs (a keeper
  * that took its own yield back because no other waiter took it). */
 void sstm__stdio_yields(const struct sstm_file *f, uint64_t *yields, uint64_t *backs);
+/* Tests (stdio.c, (S6)): the arrivals of byte streams' arrival logs that
+ * the calling thread's reads have visited so far (arrival_find). */
+uint64_t sstm__stdio_arrivals_walked(void);
 /* Tests: called by a thread that waits for f's keeper for a batch
  * (stdio.c, solo_wait) in a round of its wait where it counts as a waiter
  * that spins and the keeper knows that others wait (hot 1), and before it

@@ -367,8 +367,10 @@ typedef struct view {
                    op_write, cleared by write_ticket and view_put) */
   /* (S6) The end-of-data arrival the attempt's last read met (its
    * installation marks it gone), and the arrivals its installation took
-   * out of the log, [atrim, aupto), to free after the commit. */
-  arrival_t *eofm, *atrim, *aupto;
+   * out of the log, [atrim, aupto), to free after the commit. alast: the
+   * arrival that its last read found or appended, where the next read
+   * looks first (arrival_find). */
+  arrival_t *eofm, *atrim, *aupto, *alast;
 } view_t;
 
 /* The views of the thread's attempts that have not ended yet (the running
@@ -2217,7 +2219,7 @@ static inline view_t *view_new(sstm_file_t *f, uint64_t id, view_t *v, int *err)
   }
   v->f = f, v->txid = id, v->armed = false, v->closed = false, v->ticket = 0, v->cold = false;
   v->bad = false, v->turn = false, v->active = false, v->peek = false, v->ver = 0;
-  v->hit = false, v->revoke = false, v->kept = false, v->eofm = NULL;
+  v->hit = false, v->revoke = false, v->kept = false, v->eofm = NULL, v->alast = NULL;
   /* The action first, then own: an abort inside the barriers below finds
    * the view registered (view_drop takes it back); an attempt that commits
    * without having stored own installs nothing. One action for both ends
@@ -2458,6 +2460,10 @@ static bool bytes_ready(int fd, int ms) {
   }
 }
 
+/* (S6) The arrivals that this thread's walks of arrival logs visited
+ * (tests: sstm__stdio_arrivals_walked). */
+static __thread uint64_t tls_awalk;
+
 /* (S6) f's reader claim, for the descriptor me: held across one read(2)
  * into the arrival log that poll(2) said would not wait. word_take's
  * acquire orders this reader's look at the log and poll after the
@@ -2466,31 +2472,49 @@ static void rclaim_take(sstm_file_t *f, uint64_t me) { word_take(&f->rclaim, &f-
 
 static void rclaim_release(sstm_file_t *f) { word_give(&f->rclaim, &f->rwaiters); }
 
-/* (S6) The bytes of f's arrival log at position p: copies up to cap of
- * them to dst and returns the count; 0 when an end-of-data arrival not
- * gone is at p (*m: it); -1 when the log has none (p is its end, or, for
- * a stale view, before its first arrival). */
-static long arrival_find(sstm_file_t *f, uint64_t p, unsigned char *dst, size_t cap,
-                         arrival_t **m) {
+/* (S6) The bytes of v's stream's arrival log at position p: copies up to
+ * cap of them to dst and returns the count; 0 when an end-of-data arrival
+ * not gone is at p (*m: it); -1 when the log has none (p is its end, or,
+ * for a stale view, before its first arrival). The walk begins at the
+ * arrival of the view's last read (v->alast) when p is not before it, so
+ * that a call that reads n arrivals in one attempt (a sstm_fread of many
+ * small writes) walks each once, not n^2 / 2 times. alast is this
+ * attempt's (view_new clears it): an arrival that the attempt reached is
+ * not freed before it ends (the grace period, arrivals_free), its link
+ * does not change, and the log from it on holds every position up to its
+ * end. From there a stale view may find bytes that an installation has
+ * taken out of the log since: the bytes of a position never change, and
+ * the view's commit fails. Tested (the arrivals visited, tls_awalk):
+ * unit.internal_libc_pipes.a_read_of_many_arrivals_visits_each_arrival_once. */
+static long arrival_find(view_t *v, uint64_t p, unsigned char *dst, size_t cap, arrival_t **m) {
   /* acquire: each arrival's contents, published by the release store that
-   * linked it */
-  for (arrival_t *c = atomic_load_explicit(&f->ahead, memory_order_acquire); c != NULL;
-       c = atomic_load_explicit(&c->next, memory_order_acquire)) {
+   * linked it (alast's: read by this thread before) */
+  arrival_t *c = v->alast != NULL && v->alast->pos <= p
+                     ? v->alast
+                     : atomic_load_explicit(&v->f->ahead, memory_order_acquire);
+  long k = -1;
+  uint64_t seen = 0;
+  for (; c != NULL; c = atomic_load_explicit(&c->next, memory_order_acquire)) {
+    seen++;
     if (c->len == 0) {
       /* relaxed: see arrival_trim */
       if (c->pos == p && !atomic_load_explicit(&c->gone, memory_order_relaxed)) {
-        *m = c;
-        return 0;
+        *m = c, v->alast = c, k = 0;
+        break;
       }
     } else if (p >= c->pos && p - c->pos < c->len) {
-      size_t k = c->len - (p - c->pos);
-      if (k > cap) k = cap;
-      memcpy(dst, c->b + (p - c->pos), k);
-      return (long)k;
+      size_t n = c->len - (p - c->pos);
+      if (n > cap) n = cap;
+      memcpy(dst, c->b + (p - c->pos), n);
+      v->alast = c, k = (long)n;
+      break;
     }
   }
-  return -1;
+  tls_awalk += seen;
+  return k;
 }
+
+uint64_t sstm__stdio_arrivals_walked(void) { return tls_awalk; }
 
 /* (S6) Read up to cap bytes of the byte stream of view v at its position
  * p into dst: the count (0 at the end of the data) or -errno. Consuming
@@ -2512,7 +2536,7 @@ static long arrival_find(sstm_file_t *f, uint64_t p, unsigned char *dst, size_t 
 static long read_bytes(view_t *v, uint64_t p, unsigned char *dst, size_t cap) {
   sstm_file_t *f = v->f;
   arrival_t *m = NULL;
-  long k = arrival_find(f, p, dst, cap, &m);
+  long k = arrival_find(v, p, dst, cap, &m);
   if (k < 0) {
     uint64_t me = (uint64_t)(uintptr_t)sstm_self();
     for (int ms = SF_POLL_MS;; ms = ms < SF_POLL_MAX_MS ? 2 * ms : ms) {
@@ -2524,7 +2548,7 @@ static long read_bytes(view_t *v, uint64_t p, unsigned char *dst, size_t cap) {
        * current view's arrivals are in the log: no installation after its
        * version's took them out. */
       if (atomic_load_explicit(&f->iver, memory_order_relaxed) != 2 * v->ver ||
-          ((k = arrival_find(f, p, dst, cap, &m)) < 0 && p != f->aend)) {
+          ((k = arrival_find(v, p, dst, cap, &m)) < 0 && p != f->aend)) {
         rclaim_release(f);
         sstm_restart();
       }
@@ -2564,7 +2588,7 @@ static long read_bytes(view_t *v, uint64_t p, unsigned char *dst, size_t cap) {
           atomic_store_explicit(&f->atail->next, c, memory_order_release);
         else
           atomic_store_explicit(&f->ahead, c, memory_order_release);
-        f->atail = c, f->aend = p + (uint64_t)r;
+        f->atail = c, f->aend = p + (uint64_t)r, v->alast = c;
         m = r == 0 ? c : NULL, k = (long)r;
         break;
       }
