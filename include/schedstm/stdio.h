@@ -318,8 +318,10 @@ SSTM_API void sstm_rewind(sstm_file_t *f);
  * buffered bytes and every committed write of the stream are in the kernel
  * when it returns 0. Inside a transaction on a regular file: the buffered
  * bytes leave with the commit (the transaction stays revocable). Inside a
- * transaction on a pipe, socket or terminal: the transaction becomes
- * irrevocable (it may restart once to do so) and the bytes are written
+ * transaction on a pipe, socket or terminal: the transaction waits,
+ * revocable, until the descriptor takes the bytes without blocking (a
+ * pipe's free room, when its capacity holds them), then becomes
+ * irrevocable (it restarts once to do so) and the bytes are written
  * now.
  * @param f the stream
  * @return 0, or EOF with errno (this write's error, or one of an earlier

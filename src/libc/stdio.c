@@ -70,6 +70,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -3521,6 +3522,36 @@ int sstm_fprintf(sstm_file_t *f, const char *fmt, ...) {
 
 /* ---- flushing -------------------------------------------------------------- */
 
+/* (S6) Wait, revocable, until the byte stream fd takes n bytes without
+ * blocking: a pipe whose capacity holds them (F_GETPIPE_SZ) until its
+ * free room does (the capacity less FIONREAD's unread bytes); a larger
+ * flush, and a socket or a terminal, until poll(2) says it is writable.
+ * An O_NONBLOCK descriptor is written at once (EAGAIN). The caller holds
+ * nothing of its own; between waits (SF_POLL_MS doubling up to
+ * SF_POLL_MAX_MS) the attempt looks for a kill or a stale read. */
+static void wait_room(int fd, size_t n) {
+  int fl = fcntl(fd, F_GETFL);
+  if (fl >= 0 && (fl & O_NONBLOCK)) return;
+  int cap = fcntl(fd, F_GETPIPE_SZ);
+  for (int ms = SF_POLL_MS;; ms = ms < SF_POLL_MAX_MS ? 2 * ms : ms) {
+    struct pollfd p = {.fd = fd, .events = POLLOUT};
+    int r = sstm__stdio_sys->poll(&p, 1, 0);
+    if (r < 0 && errno != EINTR) return; /* the write reports it */
+    if (r > 0) {
+      int used;
+      if ((p.revents & (POLLERR | POLLHUP | POLLNVAL)) || cap <= 0 || n > (size_t)cap ||
+          ioctl(fd, FIONREAD, &used) != 0 || used < 0 || (size_t)cap - (size_t)used >= n)
+        return;
+      /* Writable, with less room than n: poll would not wait. */
+      struct timespec ts = {0, (long)ms * 1000000L};
+      (void)nanosleep(&ts, NULL);
+    } else {
+      (void)sstm__stdio_sys->poll(&p, 1, ms);
+    }
+    sstm__attempt_check();
+  }
+}
+
 static void op_flush(void *p) {
   op_t *a = p;
   a->err = 0, a->r = 0, a->w = 0;
@@ -3532,9 +3563,30 @@ static void op_flush(void *p) {
   }
   if (!f->reg && !a->outer) {
     /* (S6) The bytes must leave now: irrevocable (this transaction will
-     * commit; nobody else commits meanwhile), before the acquisition;
-     * also when a policy made it irrevocable, so that its body cannot
-     * restart it after the bytes left. */
+     * commit; nobody else commits meanwhile); also when a policy made it
+     * irrevocable, so that its body cannot restart it after the bytes
+     * left. An irrevocable attempt holds back every other transaction of
+     * the process, among them the readers that would drain a full pipe:
+     * so a revocable attempt first waits, revocable, for room for its
+     * bytes, and only then becomes irrevocable (it restarts: the
+     * acquisition wrote own; its retry comes here irrevocable, with the
+     * same bytes if its body makes the same calls). */
+    if (!sstm_is_irrevocable()) {
+      view_t *v = acquire(a);
+      if (v == NULL) {
+        a->r = EOF;
+        return;
+      }
+      int e = spill(v);
+      if (e) {
+        a->err = e, a->r = EOF;
+        return;
+      }
+      size_t total = 0;
+      for (size_t i = 0; i < v->n; i++)
+        total += v->r[i].len;
+      if (total != 0) wait_room(f->fd, total);
+    }
     sstm_become_irrevocable();
   }
   view_t *v = acquire(a);

@@ -79,6 +79,7 @@ static struct {
   atomic_int eof_next;  /* the next read returns 0 without reading (a terminal's end-of-file key) */
   atomic_int bad_write; /* writes made by an attempt that was not irrevocable */
   atomic_int waiting;   /* a read or poll is about to wait for data */
+  atomic_int outpolls;  /* polls for room to write (POLLOUT) */
 } fi;
 
 /* The calling thread's reads (its transactions' bodies take differences). */
@@ -103,6 +104,12 @@ static ssize_t fi_read(int fd, void *b, size_t n) {
   /* release: the waiter that sees it (acquire) may write at once */
   atomic_store_explicit(&fi.waiting, 1, memory_order_release);
   return read(fd, b, n);
+}
+
+static int fi_poll(struct pollfd *p, nfds_t n, int ms) {
+  if (n == 1 && (p[0].events & POLLOUT))
+    atomic_fetch_add_explicit(&fi.outpolls, 1, memory_order_release); /* the test acquires */
+  return poll(p, n, ms);
 }
 
 static ssize_t fi_write(int fd, const void *b, size_t n) {
@@ -133,6 +140,7 @@ static void seam_reset(void) {
   atomic_store_explicit(&fi.bad_write, 0, memory_order_relaxed);
   atomic_store_explicit(&fi.eof_next, 0, memory_order_relaxed);
   atomic_store_explicit(&fi.waiting, 0, memory_order_relaxed);
+  atomic_store_explicit(&fi.outpolls, 0, memory_order_relaxed);
 }
 
 static void init(void) {
@@ -144,6 +152,7 @@ static void init(void) {
   fi_sys = sstm__stdio_sys_default;
   fi_sys.read = fi_read;
   fi_sys.write = fi_write;
+  fi_sys.poll = fi_poll;
   seam_reset();
   sstm__stdio_sys = &fi_sys; /* before any stream operation */
 }
@@ -1063,6 +1072,82 @@ static size_t big_n;
 static sstm_file_t *big_w;
 static unsigned big_part;
 
+static int flush_rc;
+
+static void write_and_flush(void *arg) {
+  (void)arg;
+  CHECK_GE_I(sstm_fputs("hello\n", big_w), 0);
+  flush_rc = sstm_fflush(big_w);
+}
+
+static void *flusher(void *arg) {
+  (void)arg;
+  CHECK_OK(sstm_thread_init());
+  CHECK_OK(sstm_run(NULL, write_and_flush, NULL));
+  CHECK_OK(sstm_thread_exit());
+  return NULL;
+}
+
+static unsigned char drain_buf[1 << 20];
+static size_t drain_want, drain_got;
+
+static void drain_all(void *arg) {
+  (void)arg;
+  drain_got = sstm_fread(drain_buf, 1, drain_want, one_f);
+}
+
+/* (S6) sstm_fflush inside a transaction on a full pipe whose reader is a
+ * transaction of the same process: the flush waits for room while still
+ * revocable, and becomes irrevocable only when its bytes fit, so the
+ * reader's transactions can begin and drain the pipe. Earlier builds
+ * became irrevocable first and waited in write(2), while the reader's
+ * transaction waited at its begin for the token: a hang (the watchdog). */
+TEST(a_flush_inside_a_transaction_waits_for_room_while_revocable) {
+  init();
+  int ch[2];
+  make_channel(ch, 0, O_CLOEXEC);
+  /* fill the pipe (non-blocking for the filling only) */
+  int fl = fcntl(ch[1], F_GETFL);
+  CHECK_EQ_I(fcntl(ch[1], F_SETFL, fl | O_NONBLOCK), 0);
+  static char filler[4096];
+  memset(filler, 'f', sizeof filler);
+  size_t filled = 0;
+  for (;;) {
+    ssize_t k = write(ch[1], filler, sizeof filler);
+    if (k < 0) {
+      CHECK_EQ_I(errno, EAGAIN);
+      break;
+    }
+    filled += (size_t)k;
+  }
+  CHECK_EQ_I(fcntl(ch[1], F_SETFL, fl), 0);
+  CHECK_LE_U(filled, sizeof drain_buf);
+  sstm_file_t *r = sstm_fdopen(ch[0], "r");
+  big_w = sstm_fdopen(ch[1], "w");
+  CHECK_TRUE(r != NULL && big_w != NULL);
+  one_f = r;
+  uint64_t irr = irrevocable_commits();
+  pthread_t t;
+  CHECK_EQ_I(pthread_create(&t, NULL, flusher, NULL), 0);
+  /* acquire: fi_poll's release; the flusher waits for room */
+  while (atomic_load_explicit(&fi.outpolls, memory_order_acquire) < 2)
+    sched_yield();
+  drain_want = filled;
+  CHECK_OK(sstm_run(NULL, drain_all, NULL)); /* a transaction of this process begins */
+  CHECK_EQ_U(drain_got, filled);
+  for (size_t i = 0; i < filled; i++)
+    CHECK_EQ_I(drain_buf[i], 'f');
+  CHECK_EQ_I(pthread_join(t, NULL), 0);
+  CHECK_EQ_I(flush_rc, 0);
+  char line[16];
+  CHECK_NOT_NULL(sstm_fgets(line, sizeof line, r));
+  CHECK_EQ_STR(line, "hello\n");
+  CHECK_EQ_U(irrevocable_commits(), irr); /* the flusher's is its own thread's */
+  CHECK_OK(sstm_fclose(big_w));
+  CHECK_OK(sstm_fclose(r));
+  fini();
+}
+
 static void fread_parts(void *arg) {
   (void)arg;
   big_n = sstm_fread(big_got, 1, sizeof big_got, one_f);
@@ -1162,6 +1247,7 @@ TEST(an_attempt_doomed_while_it_waits_for_data_rolls_back_without_the_data) {
   fi_sys = sstm__stdio_sys_default;
   fi_sys.read = fi_read;
   fi_sys.write = fi_write;
+  fi_sys.poll = fi_poll;
   seam_reset();
   sstm__stdio_sys = &fi_sys;
   int ch[2];
