@@ -3561,6 +3561,16 @@ static void op_flush(void *p) {
     if (!peek(a, &s)) a->r = EOF;
     return;
   }
+  view_t *v = acquire(a);
+  if (v == NULL) {
+    a->r = EOF;
+    return;
+  }
+  int e = spill(v);
+  if (e) {
+    a->err = e, a->r = EOF;
+    return;
+  }
   if (!f->reg && !a->outer) {
     /* (S6) The bytes must leave now: irrevocable (this transaction will
      * commit; nobody else commits meanwhile); also when a policy made it
@@ -3572,32 +3582,12 @@ static void op_flush(void *p) {
      * acquisition wrote own; its retry comes here irrevocable, with the
      * same bytes if its body makes the same calls). */
     if (!sstm_is_irrevocable()) {
-      view_t *v = acquire(a);
-      if (v == NULL) {
-        a->r = EOF;
-        return;
-      }
-      int e = spill(v);
-      if (e) {
-        a->err = e, a->r = EOF;
-        return;
-      }
       size_t total = 0;
       for (size_t i = 0; i < v->n; i++)
         total += v->r[i].len;
       if (total != 0) wait_room(f->fd, total);
     }
     sstm_become_irrevocable();
-  }
-  view_t *v = acquire(a);
-  if (v == NULL) {
-    a->r = EOF;
-    return;
-  }
-  int e = spill(v);
-  if (e) {
-    a->err = e, a->r = EOF;
-    return;
   }
   if (!f->reg && !a->outer && v->n) {
     /* Take the ticket now (no other installation can come before ours)
