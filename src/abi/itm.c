@@ -94,6 +94,22 @@ __attribute__((noreturn, format(printf, 1, 2))) static void itm_fatal(const char
   abort();
 }
 
+/* Room for need elements of elem bytes in arr, whose capacity *cap (in
+ * elements) doubles from first: the array, perhaps moved (realloc). Ends
+ * the process with a message naming what when out of memory: the
+ * compiled code has no way to receive an error. */
+static void *grow(void *arr, size_t *cap, size_t need, size_t elem, size_t first,
+                  const char *what) {
+  if (need <= *cap) return arr;
+  size_t c = *cap ? *cap : first;
+  while (c < need)
+    c *= 2;
+  void *p = realloc(arr, c * elem);
+  if (p == NULL) itm_fatal("out of memory for %s", what);
+  *cap = c;
+  return p;
+}
+
 /* ---- (I1) initialisation on first use --------------------------------------- */
 
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
@@ -398,11 +414,9 @@ ITM_API uint64_t _ITM_getTransactionId(void) {
 static void action_enter(void *arg) {
   itm_thread_t *t = arg;
   if (t->nsaved == t->saved_cap) {
-    uint32_t cap = t->saved_cap ? 2 * t->saved_cap : 2;
-    itm_thread_t *p = realloc(t->saved, cap * sizeof *p);
-    if (p == NULL) itm_fatal("out of memory for a user action");
-    t->saved = p;
-    t->saved_cap = cap;
+    size_t cap = t->saved_cap;
+    t->saved = grow(t->saved, &cap, (size_t)t->nsaved + 1, sizeof *t->saved, 2, "a user action");
+    t->saved_cap = (uint32_t)cap;
   }
   t->saved[t->nsaved++] = *t;
   t->depth = 0;
@@ -519,15 +533,8 @@ ITM_API void _ITM_LB(const void *addr, size_t n) {
    * there (I6). */
   if (attempt_private(addr, n)) return;
   size_t rec = n + sizeof addr + 2 * sizeof n;
-  if (t->undo_len + rec > t->undo_cap) {
-    size_t cap = t->undo_cap ? t->undo_cap : 256;
-    while (cap < t->undo_len + rec)
-      cap *= 2;
-    unsigned char *p = realloc(t->undo, cap);
-    if (p == NULL) itm_fatal("out of memory for the log of private memory");
-    t->undo = p;
-    t->undo_cap = cap;
-  }
+  if (t->undo_len + rec > t->undo_cap)
+    t->undo = grow(t->undo, &t->undo_cap, t->undo_len + rec, 1, 256, "the log of private memory");
   if (!t->undo_armed) {
     /* not a user action: it needs this transaction's state */
     int rc = sstm_on_abort(undo_restore, t);
@@ -820,11 +827,9 @@ ITM_API void *_ITM_cxa_allocate_exception(size_t size) {
   itm_thread_t *t = eh_arm();
   if (t == NULL) return obj;
   if (t->nexc == t->exc_cap) {
-    uint32_t cap = t->exc_cap ? 2 * t->exc_cap : 4;
-    itm_exc_t *p = realloc(t->exc, cap * sizeof *p);
-    if (p == NULL) itm_fatal("out of memory for the exception records");
-    t->exc = p;
-    t->exc_cap = cap;
+    size_t cap = t->exc_cap;
+    t->exc = grow(t->exc, &cap, (size_t)t->nexc + 1, sizeof *t->exc, 4, "the exception records");
+    t->exc_cap = (uint32_t)cap;
   }
   t->exc[t->nexc++] = (itm_exc_t){obj, size, false};
   atomic_fetch_add_explicit(&exc_live, 1, memory_order_relaxed);
