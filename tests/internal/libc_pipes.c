@@ -973,6 +973,24 @@ static void seek_body(void *arg) {
   CHECK_NOT_NULL(sstm_fgets(line, 32, one_f));
 }
 
+/* A pipe (ch) and a stream reading it, which the one-thread cases below
+ * use as one_f. */
+static sstm_file_t *pipe_reader(int ch[2]) {
+  make_channel(ch, 0, O_CLOEXEC);
+  sstm_file_t *r = sstm_fdopen(ch[0], "r");
+  CHECK_NOT_NULL(r);
+  one_f = r;
+  return r;
+}
+
+/* The end of such a case: the writing end closed, the stream closed
+ * (its close reports no error), the library shut down. */
+static void pipe_reader_close(int ch[2], sstm_file_t *r) {
+  CHECK_EQ_I(close(ch[1]), 0);
+  CHECK_OK(sstm_fclose(r));
+  fini();
+}
+
 /* ---- reads that roll back ------------------------------------------------- */
 
 static volatile unsigned rb_attempts;
@@ -999,10 +1017,7 @@ static void fgets_cancelled(void *arg) {
 TEST(bytes_that_a_rolled_back_attempt_read_are_read_again) {
   init();
   int ch[2];
-  make_channel(ch, 0, O_CLOEXEC);
-  sstm_file_t *r = sstm_fdopen(ch[0], "r");
-  CHECK_NOT_NULL(r);
-  one_f = r;
+  sstm_file_t *r = pipe_reader(ch);
   CHECK_EQ_I(write(ch[1], "one\ntwo\n", 8), 8);
   uint64_t irr = irrevocable_commits();
   int reads = atomic_load_explicit(&fi.reads, memory_order_relaxed);
@@ -1024,9 +1039,7 @@ TEST(bytes_that_a_rolled_back_attempt_read_are_read_again) {
   CHECK_EQ_STR(line, "four\n");
   CHECK_EQ_U(irrevocable_commits(), irr);
   CHECK_EQ_I(atomic_load_explicit(&fi.bad_read, memory_order_relaxed), 0);
-  CHECK_EQ_I(close(ch[1]), 0);
-  CHECK_OK(sstm_fclose(r));
-  fini();
+  pipe_reader_close(ch, r);
 }
 
 static void fgetc_restarted_once(void *arg) {
@@ -1044,10 +1057,7 @@ static void fgetc_restarted_once(void *arg) {
 TEST(an_end_of_data_that_a_rolled_back_attempt_met_is_met_again_then_read_past) {
   init();
   int ch[2];
-  make_channel(ch, 0, O_CLOEXEC);
-  sstm_file_t *r = sstm_fdopen(ch[0], "r");
-  CHECK_NOT_NULL(r);
-  one_f = r;
+  sstm_file_t *r = pipe_reader(ch);
   CHECK_EQ_I(write(ch[1], "x", 1), 1);
   atomic_store_explicit(&fi.eof_next, 1, memory_order_relaxed);
   int reads = atomic_load_explicit(&fi.reads, memory_order_relaxed);
@@ -1251,10 +1261,7 @@ TEST(an_attempt_doomed_while_it_waits_for_data_rolls_back_without_the_data) {
   seam_reset();
   sstm__stdio_sys = &fi_sys;
   int ch[2];
-  make_channel(ch, 0, O_CLOEXEC);
-  sstm_file_t *r = sstm_fdopen(ch[0], "r");
-  CHECK_NOT_NULL(r);
-  one_f = r;
+  sstm_file_t *r = pipe_reader(ch);
   rb_attempts = 0;
   atomic_store_explicit(&kill_waiting, 0, memory_order_relaxed);
   pthread_t t;
@@ -1268,9 +1275,7 @@ TEST(an_attempt_doomed_while_it_waits_for_data_rolls_back_without_the_data) {
   CHECK_EQ_I(pthread_join(t, NULL), 0);
   CHECK_EQ_I(rb_c, 'k');
   CHECK_EQ_U(kill_word, 101); /* the bump, then the waiter's committed attempt */
-  CHECK_EQ_I(close(ch[1]), 0);
-  CHECK_OK(sstm_fclose(r));
-  fini();
+  pipe_reader_close(ch, r);
 }
 
 #define MANY_BYTES 2000u
@@ -1313,9 +1318,7 @@ TEST(arrivals_take_the_memory_of_the_bytes_read_not_of_the_buffer) {
   size_t grew = many_held > before ? many_held - before : 0;
   CHECK_MSG(grew < (size_t)MANY_BYTES * 512, "%zu bytes held for %u one-byte arrivals", grew,
             MANY_BYTES);
-  CHECK_EQ_I(close(ch[1]), 0);
-  CHECK_OK(sstm_fclose(r));
-  fini();
+  pipe_reader_close(ch, r);
 }
 
 /* (S6) A call that reads many arrivals in one attempt (here 2000 of one
@@ -1327,10 +1330,7 @@ TEST(arrivals_take_the_memory_of_the_bytes_read_not_of_the_buffer) {
 TEST(a_read_of_many_arrivals_visits_each_arrival_once) {
   init();
   int ch[2];
-  make_channel(ch, 0, O_CLOEXEC);
-  sstm_file_t *r = sstm_fdopen(ch[0], "r");
-  CHECK_NOT_NULL(r);
-  one_f = r;
+  sstm_file_t *r = pipe_reader(ch);
   unsigned char b[MANY_BYTES];
   for (unsigned i = 0; i < MANY_BYTES; i++)
     b[i] = (unsigned char)(i * 7 + 3);
@@ -1346,9 +1346,7 @@ TEST(a_read_of_many_arrivals_visits_each_arrival_once) {
    * from the last arrival (2 visits at most) */
   CHECK_MSG(walked <= 4u * MANY_BYTES, "%llu arrivals visited to read %u",
             (unsigned long long)walked, MANY_BYTES);
-  CHECK_EQ_I(close(ch[1]), 0);
-  CHECK_OK(sstm_fclose(r));
-  fini();
+  pipe_reader_close(ch, r);
 }
 
 /* (S6) A terminal's end-of-file key, on a real pseudo-terminal in
