@@ -872,6 +872,22 @@ TEST(a_write_to_a_closed_pipe_reports_epipe) {
   fini();
 }
 
+/* Write 'f' bytes to the O_NONBLOCK pipe end fd until it is full (EAGAIN):
+ * their count. */
+static size_t fill_pipe(int fd) {
+  static char fill[65536];
+  memset(fill, 'f', sizeof fill);
+  size_t filled = 0;
+  for (;;) {
+    ssize_t k = write(fd, fill, sizeof fill);
+    if (k < 0) {
+      CHECK_EQ_I(errno, EAGAIN);
+      return filled;
+    }
+    filled += (size_t)k;
+  }
+}
+
 static int one_c;
 
 static void getc_body(void *arg) {
@@ -911,17 +927,7 @@ TEST(a_non_blocking_pipe_reports_eagain_without_waiting) {
   CHECK_EQ_I(sstm_fgetc(r), 'b');
   CHECK_FALSE(sstm_ferror(r));
   /* the write side: fill the pipe, then a record that leaves at commit */
-  static char fill[65536];
-  memset(fill, 'f', sizeof fill);
-  size_t filled = 0;
-  for (;;) {
-    ssize_t k = write(ch[1], fill, sizeof fill);
-    if (k < 0) {
-      CHECK_EQ_I(errno, EAGAIN);
-      break;
-    }
-    filled += (size_t)k;
-  }
+  size_t filled = fill_pipe(ch[1]);
   one_f = w;
   memset(one_big, 'b', sizeof one_big);
   CHECK_OK(sstm_run(NULL, big_write, NULL));
@@ -1119,17 +1125,7 @@ TEST(a_flush_inside_a_transaction_waits_for_room_while_revocable) {
   /* fill the pipe (non-blocking for the filling only) */
   int fl = fcntl(ch[1], F_GETFL);
   CHECK_EQ_I(fcntl(ch[1], F_SETFL, fl | O_NONBLOCK), 0);
-  static char filler[4096];
-  memset(filler, 'f', sizeof filler);
-  size_t filled = 0;
-  for (;;) {
-    ssize_t k = write(ch[1], filler, sizeof filler);
-    if (k < 0) {
-      CHECK_EQ_I(errno, EAGAIN);
-      break;
-    }
-    filled += (size_t)k;
-  }
+  size_t filled = fill_pipe(ch[1]);
   CHECK_EQ_I(fcntl(ch[1], F_SETFL, fl), 0);
   CHECK_LE_U(filled, sizeof drain_buf);
   sstm_file_t *r = sstm_fdopen(ch[0], "r");
