@@ -979,6 +979,17 @@ static void seek_body(void *arg) {
   CHECK_NOT_NULL(sstm_fgets(line, 32, one_f));
 }
 
+/* A registered thread that runs one transaction of the body *arg points
+ * to, and ends. */
+typedef void (*body_fn)(void *);
+static void *one_tx_thread(void *arg) {
+  body_fn body = *(const body_fn *)arg;
+  CHECK_OK(sstm_thread_init());
+  CHECK_OK(sstm_run(NULL, body, NULL));
+  CHECK_OK(sstm_thread_exit());
+  return NULL;
+}
+
 /* A pipe (ch) and a stream reading it, which the one-thread cases below
  * use as one_f. */
 static sstm_file_t *pipe_reader(int ch[2]) {
@@ -1096,13 +1107,7 @@ static void write_and_flush(void *arg) {
   flush_rc = sstm_fflush(big_w);
 }
 
-static void *flusher(void *arg) {
-  (void)arg;
-  CHECK_OK(sstm_thread_init());
-  CHECK_OK(sstm_run(NULL, write_and_flush, NULL));
-  CHECK_OK(sstm_thread_exit());
-  return NULL;
-}
+static const body_fn flusher_body = write_and_flush;
 
 static unsigned char drain_buf[1 << 20];
 static size_t drain_want, drain_got;
@@ -1134,7 +1139,7 @@ TEST(a_flush_inside_a_transaction_waits_for_room_while_revocable) {
   one_f = r;
   uint64_t irr = irrevocable_commits();
   pthread_t t;
-  CHECK_EQ_I(pthread_create(&t, NULL, flusher, NULL), 0);
+  CHECK_EQ_I(pthread_create(&t, NULL, one_tx_thread, (void *)&flusher_body), 0);
   /* acquire: fi_poll's release; the flusher waits for room */
   while (atomic_load_explicit(&fi.outpolls, memory_order_acquire) < 2)
     sched_yield();
@@ -1159,13 +1164,7 @@ static void fread_parts(void *arg) {
   big_n = sstm_fread(big_got, 1, sizeof big_got, one_f);
 }
 
-static void *big_reader(void *arg) {
-  (void)arg;
-  CHECK_OK(sstm_thread_init());
-  CHECK_OK(sstm_run(NULL, fread_parts, NULL));
-  CHECK_OK(sstm_thread_exit());
-  return NULL;
-}
+static const body_fn big_reader_body = fread_parts;
 
 static void write_part(void *arg) {
   (void)arg;
@@ -1190,7 +1189,7 @@ TEST(a_read_of_more_than_has_arrived_lets_writers_of_the_process_commit_the_rest
   CHECK_OK(sstm_setvbuf(big_w, NULL, _IONBF, 0)); /* each part leaves with its commit */
   one_f = r;
   pthread_t t;
-  CHECK_EQ_I(pthread_create(&t, NULL, big_reader, NULL), 0);
+  CHECK_EQ_I(pthread_create(&t, NULL, one_tx_thread, (void *)&big_reader_body), 0);
   for (big_part = 0; big_part < 3; big_part++) {
     /* acquire: the reader's read or poll is under way (fi_read's release,
      * or the first part's wait below) */
@@ -1221,13 +1220,7 @@ static void write_then_wait_for_data(void *arg) {
   rb_c = sstm_fgetc(one_f);
 }
 
-static void *kill_victim(void *arg) {
-  (void)arg;
-  CHECK_OK(sstm_thread_init());
-  CHECK_OK(sstm_run(NULL, write_then_wait_for_data, NULL));
-  CHECK_OK(sstm_thread_exit());
-  return NULL;
-}
+static const body_fn kill_victim_body = write_then_wait_for_data;
 
 static void bump(void *arg) {
   (void)arg;
@@ -1261,7 +1254,7 @@ TEST(an_attempt_doomed_while_it_waits_for_data_rolls_back_without_the_data) {
   rb_attempts = 0;
   atomic_store_explicit(&kill_waiting, 0, memory_order_relaxed);
   pthread_t t;
-  CHECK_EQ_I(pthread_create(&t, NULL, kill_victim, NULL), 0);
+  CHECK_EQ_I(pthread_create(&t, NULL, one_tx_thread, (void *)&kill_victim_body), 0);
   while (atomic_load_explicit(&kill_waiting, memory_order_acquire) < 1)
     sched_yield();
   CHECK_OK(sstm_run(NULL, bump, NULL)); /* kills the waiter, or makes its read stale */
