@@ -872,6 +872,14 @@ static int pwrite_all(int fd, const unsigned char *p, size_t n, uint64_t off) {
   return 0;
 }
 
+/* The bytes of v's records (S4). */
+static uint64_t recs_len(const view_t *v) {
+  uint64_t n = 0;
+  for (size_t i = 0; i < v->n; i++)
+    n += v->r[i].len;
+  return n;
+}
+
 /* write until n bytes; *done counts the bytes written (also on failure). */
 static int write_all(int fd, const unsigned char *p, size_t n, uint64_t *done) {
   while (n > 0) {
@@ -996,10 +1004,7 @@ static void write_ticket(sstm_file_t *f, view_t *v, uint64_t ticket) {
        * returns (own_failed), once, and the next flush does not (werr
        * stays as it is). wmine keeps sstm_ferror set until the call has
        * set the indicator. relaxed: as set_werr's. */
-      uint64_t total = 0;
-      for (size_t i = 0; i < v->n; i++)
-        total += v->r[i].len;
-      v->rep->err = err, v->rep->lost = total - done;
+      v->rep->err = err, v->rep->lost = recs_len(v) - done;
       atomic_fetch_add_explicit(&f->wmine, 1, memory_order_relaxed);
     } else {
       set_werr(f, err);
@@ -2446,6 +2451,16 @@ static bool rst_reserve(view_t *v, uint32_t cap) {
   return v->rst != NULL;
 }
 
+/* (S6) After one revocable wait of a byte stream's call (a poll or a sleep
+ * of ms milliseconds, holding nothing of its own): a kill of the attempt
+ * or a read that a commit made stale rolls it back now
+ * (sstm__attempt_check); else the next wait's length, twice as long, up
+ * to SF_POLL_MAX_MS. */
+static int wait_next(int ms) {
+  sstm__attempt_check();
+  return ms < SF_POLL_MAX_MS ? 2 * ms : ms;
+}
+
 /* (S6) Whether a read of the byte stream fd would not block now: it has
  * data, its end (the writers closed it) or an error, or it is
  * non-blocking (O_NONBLOCK: the read fails with EAGAIN rather than wait).
@@ -2540,7 +2555,7 @@ static long read_bytes(view_t *v, uint64_t p, unsigned char *dst, size_t cap) {
   long k = arrival_find(v, p, dst, cap, &m);
   if (k < 0) {
     uint64_t me = (uint64_t)(uintptr_t)sstm_self();
-    for (int ms = SF_POLL_MS;; ms = ms < SF_POLL_MAX_MS ? 2 * ms : ms) {
+    for (int ms = SF_POLL_MS;; ms = wait_next(ms)) {
       rclaim_take(f, me);
       /* A newer version has begun to be installed (perhaps the close,
        * after which the descriptor may be another file's): the view is
@@ -2595,7 +2610,6 @@ static long read_bytes(view_t *v, uint64_t p, unsigned char *dst, size_t cap) {
       }
       rclaim_release(f);
       (void)bytes_ready(f->fd, ms);
-      sstm__attempt_check();
     }
     rclaim_release(f);
   }
@@ -3529,11 +3543,11 @@ int sstm_fprintf(sstm_file_t *f, const char *fmt, ...) {
  * An O_NONBLOCK descriptor is written at once (EAGAIN). The caller holds
  * nothing of its own; between waits (SF_POLL_MS doubling up to
  * SF_POLL_MAX_MS) the attempt looks for a kill or a stale read. */
-static void wait_room(int fd, size_t n) {
+static void wait_room(int fd, uint64_t n) {
   int fl = fcntl(fd, F_GETFL);
   if (fl >= 0 && (fl & O_NONBLOCK)) return;
   int cap = fcntl(fd, F_GETPIPE_SZ);
-  for (int ms = SF_POLL_MS;; ms = ms < SF_POLL_MAX_MS ? 2 * ms : ms) {
+  for (int ms = SF_POLL_MS;; ms = wait_next(ms)) {
     struct pollfd p = {.fd = fd, .events = POLLOUT};
     int r = sstm__stdio_sys->poll(&p, 1, 0);
     if (r < 0 && errno != EINTR) return; /* the write reports it */
@@ -3548,7 +3562,6 @@ static void wait_room(int fd, size_t n) {
     } else {
       (void)sstm__stdio_sys->poll(&p, 1, ms);
     }
-    sstm__attempt_check();
   }
 }
 
@@ -3582,9 +3595,7 @@ static void op_flush(void *p) {
      * acquisition wrote own; its retry comes here irrevocable, with the
      * same bytes if its body makes the same calls). */
     if (!sstm_is_irrevocable()) {
-      size_t total = 0;
-      for (size_t i = 0; i < v->n; i++)
-        total += v->r[i].len;
+      uint64_t total = recs_len(v);
       if (total != 0) wait_room(f->fd, total);
     }
     sstm_become_irrevocable();
