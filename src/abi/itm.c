@@ -65,14 +65,16 @@ typedef struct itm_thread {
    * eh_rollback, and the fields below are in use; all are cleared when the
    * transaction commits or rolls back. */
   bool eh_armed;
-  uint32_t nexc, exc_cap;
+  uint32_t nexc;
+  size_t exc_cap;
   itm_exc_t *exc;    /* the exception objects it allocated and that live */
   uint32_t catches;  /* its __cxa_begin_catch calls not yet ended */
   unsigned uncaught; /* the C++ runtime's uncaught exceptions when it armed */
   /* The states of the transactions whose user actions are running, newest
    * last (action_enter, action_leave). */
   struct itm_thread *saved;
-  uint32_t nsaved, saved_cap;
+  uint32_t nsaved;
+  size_t saved_cap;
 } itm_thread_t;
 
 static ITM_TLS itm_thread_t itm;
@@ -413,11 +415,8 @@ ITM_API uint64_t _ITM_getTransactionId(void) {
  * registration order, all of them or none. */
 static void action_enter(void *arg) {
   itm_thread_t *t = arg;
-  if (t->nsaved == t->saved_cap) {
-    size_t cap = t->saved_cap;
-    t->saved = grow(t->saved, &cap, (size_t)t->nsaved + 1, sizeof *t->saved, 2, "a user action");
-    t->saved_cap = (uint32_t)cap;
-  }
+  t->saved =
+      grow(t->saved, &t->saved_cap, (size_t)t->nsaved + 1, sizeof *t->saved, 2, "a user action");
   t->saved[t->nsaved++] = *t;
   t->depth = 0;
   t->mode = MODE_NONE;
@@ -437,7 +436,8 @@ static void action_leave(void *arg) {
   free(t->undo); /* the actions' transactions' log */
   free(t->exc);
   itm_thread_t *s = t->saved;
-  uint32_t n = t->nsaved - 1, cap = t->saved_cap;
+  uint32_t n = t->nsaved - 1;
+  size_t cap = t->saved_cap;
   *t = s[n];
   t->saved = s;
   t->nsaved = n;
@@ -826,11 +826,8 @@ ITM_API void *_ITM_cxa_allocate_exception(size_t size) {
   void *obj = __cxa_allocate_exception(size); /* ends the process if out of memory */
   itm_thread_t *t = eh_arm();
   if (t == NULL) return obj;
-  if (t->nexc == t->exc_cap) {
-    size_t cap = t->exc_cap;
-    t->exc = grow(t->exc, &cap, (size_t)t->nexc + 1, sizeof *t->exc, 4, "the exception records");
-    t->exc_cap = (uint32_t)cap;
-  }
+  t->exc =
+      grow(t->exc, &t->exc_cap, (size_t)t->nexc + 1, sizeof *t->exc, 4, "the exception records");
   t->exc[t->nexc++] = (itm_exc_t){obj, size, false};
   atomic_fetch_add_explicit(&exc_live, 1, memory_order_relaxed);
   return obj;
