@@ -256,6 +256,7 @@ struct sstm_desc {
 
   /* ---- reclamation ---- */
   sstm_ptrvec_t retire_cur;         /* committed frees, batch not yet closed */
+  size_t retire_bytes;              /* their usable bytes (BATCH_BYTES) */
   sstm_retired_batch_t *batches;    /* closed batches, oldest last */
   sstm_retired_batch_t *batch_pool; /* released batches kept with their
                                        vectors, for the next closes */

@@ -5,7 +5,8 @@
  * sstm_malloc inside an attempt logs the block; rollback frees it.
  * sstm_free inside an attempt logs the block; commit retires it; rollback
  * forgets it. Retired blocks gather in the descriptor's current batch; when
- * the batch is full (BATCH_BLOCKS) it is closed and starts a grace period.
+ * the batch is full (BATCH_BLOCKS, or BATCH_BYTES of memory) it is closed
+ * and starts a grace period.
  * A closed batch is released once its grace period is over.
  *
  * Grace period (docs/design/core.md (5.2), (5.3)): after a heavy fence, the status word
@@ -44,6 +45,15 @@
  * removals spent much of their time there, and 1024 makes that negligible
  * (docs/benchmarks.md, "Figures behind the design"). */
 #define BATCH_BLOCKS 1024
+/* Bytes per batch (malloc_usable_size of its blocks): a batch also closes
+ * when it holds this much, so that what a thread keeps waiting for grace
+ * periods is bounded in memory too, not only in blocks. 1024 blocks of the
+ * transactional stdio's 4 KiB buffers held 4 MiB per thread; 1024 blocks
+ * of 1 MiB would hold 1 GiB. Small blocks (a tree's nodes) fill 1024 first,
+ * so their batches, and what they cost, do not change; a stream read in
+ * transactions closes one every 64 refills (docs/benchmarks.md, "Memory
+ * held for grace periods"). */
+#define BATCH_BYTES ((size_t)256 * 1024)
 
 /* Double v's capacity; false (v unchanged) when it is at 2^30 entries or
  * memory is short. */
@@ -70,6 +80,13 @@ static inline void ptrvec_push_inline(sstm_ptrvec_t *v, void *p) {
     v->p[v->n++] = p;
   else
     sstm__ptrvec_push(v, p);
+}
+
+/* Retire p into d's current batch; true when the batch is now full. */
+static inline bool retire(struct sstm_desc *d, void *p) {
+  ptrvec_push_inline(&d->retire_cur, p);
+  d->retire_bytes += malloc_usable_size(p);
+  return d->retire_cur.n >= BATCH_BLOCKS || d->retire_bytes >= BATCH_BYTES;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -372,6 +389,7 @@ static void close_batch(struct sstm_desc *self) {
     sstm__fatal("out of memory closing a reclamation batch");
   b->blocks = self->retire_cur;
   self->retire_cur = spare;
+  self->retire_bytes = 0;
   b->next = self->batches;
   self->batches = b;
 }
@@ -391,10 +409,11 @@ static size_t sweep_orphans(bool wait, struct sstm_desc *to) {
 }
 
 void sstm__reclaim_commit(struct sstm_desc *d) {
+  bool full = false;
   for (uint32_t i = 0; i < d->frees.n; i++)
-    ptrvec_push_inline(&d->retire_cur, d->frees.p[i]);
+    full |= retire(d, d->frees.p[i]);
   d->frees.n = 0;
-  if (d->retire_cur.n >= BATCH_BLOCKS) {
+  if (full) {
     close_batch(d);
     sweep(&d->batches, d);
     /* relaxed peek: a stale answer only delays the orphans' release. */
@@ -506,8 +525,7 @@ SSTM_API void sstm_free(void *p) {
     return;
   }
   if (tx != NULL) {
-    sstm__ptrvec_push(&tx->retire_cur, p);
-    if (tx->retire_cur.n >= BATCH_BLOCKS) {
+    if (retire(tx, p)) {
       close_batch(tx);
       sweep(&tx->batches, tx);
     }
@@ -591,6 +609,7 @@ void sstm__reclaim_fini(void) {
     for (uint32_t j = 0; j < d->retire_cur.n; j++)
       free(d->retire_cur.p[j]);
     d->retire_cur.n = 0;
+    d->retire_bytes = 0;
     while (d->batches) {
       sstm_retired_batch_t *b = d->batches;
       d->batches = b->next;

@@ -7,6 +7,7 @@
  * block an aborted transaction leaked; a premature free shows up as a
  * use-after-free in the reader that is still running). */
 #define _GNU_SOURCE
+#include <malloc.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -346,13 +347,23 @@ TEST(reclaim_releases_own_retired_blocks) {
 
 /* Frees outside a transaction on a registered thread wait in its batch,
  * which closes at 1024 blocks and is swept at once: with no transaction
- * running, its grace period is over when it closes. No sstm_reclaim. */
+ * running, its grace period is over when it closes. No sstm_reclaim.
+ * Blocks of SMALL bytes, so that 1024 of them stay under the batch's bound
+ * in bytes (below), and no block cache, so that a released block reaches
+ * free() where the counting allocator sees it. */
+#define SMALL 200
 static void *outside_blocks[1025];
 TEST(frees_outside_tx_close_their_batch_at_1024) {
   if (!mc_available()) sstm_test_skip("needs the counting allocator");
-  setup();
+  mc_track_sizes(SMALL, SMALL + 1);
+  sstm_config_t c;
+  sstm_test_config(&c);
+  c.alloc_cache = 0;
+  CHECK_OK(sstm_init(&c));
+  CHECK_OK(sstm_thread_init());
   for (int i = 0; i < 1025; i++)
-    outside_blocks[i] = malloc(TSIZE);
+    outside_blocks[i] = malloc(SMALL);
+  CHECK_LT_U(1024 * malloc_usable_size(outside_blocks[0]), 256 * 1024);
   CHECK_LIVE(1025);
   for (int i = 0; i < 1023; i++)
     sstm_free(outside_blocks[i]);
@@ -362,6 +373,40 @@ TEST(frees_outside_tx_close_their_batch_at_1024) {
   sstm_free(outside_blocks[1024]);
   CHECK_LIVE(1);
   CHECK_EQ_U(sstm_reclaim(), 1);
+  CHECK_LIVE(0);
+  sstm_test_fini();
+}
+
+/* A batch also closes once its blocks hold 256 KiB (<schedstm/alloc.h>),
+ * so that large blocks do not wait 1024 at a time: 1024 of TSIZE bytes
+ * would be 76 MiB. With k the first count whose bytes reach the bound, k - 1
+ * blocks freed in transactions wait, the k-th commit closes the batch and
+ * releases them all (no other attempt runs: the grace period is over at
+ * once). Then the same again, with the frees outside transactions. */
+static void *large_blocks[64];
+static void free_large(void *arg) { sstm_free(arg); }
+
+TEST(large_blocks_close_their_batch_at_256_kib) {
+  if (!mc_available()) sstm_test_skip("needs the counting allocator");
+  setup();
+  for (int i = 0; i < 64; i++)
+    large_blocks[i] = malloc(TSIZE);
+  size_t u = malloc_usable_size(large_blocks[0]), k = (256 * 1024 + u - 1) / u;
+  CHECK(k >= 2 && 2 * k <= 64);
+  CHECK_LIVE(64);
+  for (size_t i = 0; i + 1 < k; i++)
+    CHECK_OK(sstm_run(NULL, free_large, large_blocks[i]));
+  CHECK_LIVE(64); /* k - 1 committed frees wait in the open batch */
+  CHECK_OK(sstm_run(NULL, free_large, large_blocks[k - 1]));
+  CHECK_LIVE(64 - (int)k); /* the k-th closed the batch and the sweep released it */
+  for (size_t i = k; i + 1 < 2 * k; i++)
+    sstm_free(large_blocks[i]);
+  CHECK_LIVE(64 - (int)k);
+  sstm_free(large_blocks[2 * k - 1]);
+  CHECK_LIVE(64 - 2 * (int)k);
+  for (size_t i = 2 * k; i < 64; i++)
+    sstm_free(large_blocks[i]);
+  sstm_reclaim();
   CHECK_LIVE(0);
   sstm_test_fini();
 }
