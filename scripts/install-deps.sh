@@ -7,11 +7,13 @@
 #                                    doxygen, ccache)
 #   scripts/install-deps.sh --demo   also the Python packages of bench/requirements.txt
 #   scripts/install-deps.sh --coverage  also gcovr (scripts/coverage-requirements.txt)
+#   scripts/install-deps.sh --stamp  also triangle and numpy (bench/stamp/requirements.txt:
+#                                    the harness's stand-in for yada's standard input)
 #
 # Idempotent: every tool is checked first, and nothing is installed (no
 # network, no apt-get update) when everything is already there. Missing tools
 # are installed with apt-get (Debian/Ubuntu; needs root or sudo) and, with
-# --demo or --coverage, missing Python packages with pip into a virtual
+# --demo, --coverage or --stamp, missing Python packages with pip into a virtual
 # environment, $SCHEDSTM_VENV (default build/venv), never into the system's
 # Python.
 set -euo pipefail
@@ -20,13 +22,15 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 demo=0
 tests=0
 coverage=0
+stamp=0
 for arg in "$@"; do
   case "$arg" in
     --demo) demo=1 ;;
     --coverage) coverage=1 ;;
+    --stamp) stamp=1 ;;
     --tests) tests=1 ;;
     -h | --help)
-      sed -n '3,16s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"
+      sed -n '3,18s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"
       exit 0
       ;;
     *)
@@ -191,6 +195,9 @@ if [ "$demo" = 1 ]; then
 fi
 if [ "$coverage" = 1 ]; then
   venv_requirements "$root/scripts/coverage-requirements.txt"
+fi
+if [ "$stamp" = 1 ]; then
+  venv_requirements "$root/bench/stamp/requirements.txt"
 fi
 
 say "ok"

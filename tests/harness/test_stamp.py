@@ -3,11 +3,17 @@
 parsers, each application's check, the command lines, the command-line
 checks, sweep.py's hand-over, and whole runs against fake programs (shell
 scripts in a temporary build directory) that pass, fail their check, or
-crash. STAMP itself is not needed."""
+crash; and bench/stamp/gen_inputs.py, the stand-ins for the standard
+inputs a STAMP tree lacks (kmeans: STAMP's own generator's files, checked
+by their SHA-256; yada: Triangle's file formats, the mesh's consistency,
+and with the "triangle" package installed, that its triangulation is the
+Delaunay one). STAMP itself is not needed."""
 
 import contextlib
 import csv
+import hashlib
 import io
+import itertools
 import json
 import os
 import stat
@@ -17,9 +23,17 @@ import unittest
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), os.pardir, os.pardir))
 sys.path.insert(0, os.path.join(ROOT, "bench", "harness"))
+sys.path.insert(0, os.path.join(ROOT, "bench", "stamp"))
 
 import stamp  # noqa: E402
 import sweep  # noqa: E402
+import gen_inputs  # noqa: E402
+
+try:
+    import triangle  # noqa: F401 (bench/stamp/requirements.txt, in build/venv)
+    HAVE_TRIANGLE = True
+except ImportError:
+    HAVE_TRIANGLE = False
 
 DUMP = """\
 total          commits=4763 (ro=1 update=4762 irrevocable=0) aborts=171023 (35.907/commit) max_retries=9
@@ -379,6 +393,219 @@ class WholeRunTest(unittest.TestCase):
             rc = stamp.main(["--stamp-build", empty, "--apps", "genome"])
         self.assertEqual(rc, 2)
         self.assertIn("give --stamp-dir", err.getvalue())
+
+
+# SHA-256 of the two files of STAMP's kmeans generator (generate.py ROWS
+# DIMS CENTRES) that STAMP 0.9.10 ships, decompressed: random-n2048-d16-c16
+# and random-n16384-d24-c16. The stand-in of the third,
+# random-n65536-d32-c16, comes from the same code.
+KMEANS_SHIPPED = {
+    (2048, 16, 16): "4c265df16d8d7a03f18aeb26f7359f1500625d07b8ae3edf62cc34d55ad29225",
+    (16384, 24, 16): "70dd1bee5746d2625c294b3199c66f3ed481cf5e6398ed574cc8e969f7eaeadf",
+}
+
+
+def read(path):
+    with open(path) as f:
+        return f.read()
+
+
+def orient(a, b, c):
+    """Twice the signed area of abc: > 0 when counter-clockwise (exact on
+    integer coordinates)."""
+    return (b[0] - a[0]) * (c[1] - a[1]) - (b[1] - a[1]) * (c[0] - a[0])
+
+
+def in_circle(a, b, c, d):
+    """> 0 when d is strictly inside the circle through the
+    counter-clockwise a, b, c (exact on integer coordinates)."""
+    rows = [(p[0] - d[0], p[1] - d[1]) for p in (a, b, c)]
+    rows = [(x, y, x * x + y * y) for x, y in rows]
+    (a0, a1, a2), (b0, b1, b2), (c0, c1, c2) = rows
+    return a0 * (b1 * c2 - b2 * c1) - a1 * (b0 * c2 - b2 * c0) + a2 * (b0 * c1 - b1 * c0)
+
+
+def brute_delaunay(points):
+    """The Delaunay triangulation of a few points in general position by
+    brute force, in gen_inputs.triangulate()'s form (numbered from 0):
+    every counter-clockwise triple whose circle holds no other point; the
+    convex hull's edges (every other point strictly to their left); marker
+    1 for a node on the hull."""
+    tri = []
+    for i, j, k in itertools.combinations(range(len(points)), 3):
+        a, b, c = points[i], points[j], points[k]
+        if orient(a, b, c) < 0:
+            j, k, b, c = k, j, c, b
+        if not any(in_circle(a, b, c, points[m]) > 0 for m in range(len(points))
+                   if m not in (i, j, k)):
+            tri.append([i, j, k])
+    seg = [[i, j] for i, j in itertools.permutations(range(len(points)), 2)
+           if all(orient(points[i], points[j], points[m]) > 0 for m in range(len(points))
+                  if m not in (i, j))]
+    on_hull = {i for edge in seg for i in edge}
+    return tri, seg, [1 if i in on_hull else 0 for i in range(len(points))]
+
+
+def read_mesh(case, prefix):
+    """PREFIX.node, .ele, .poly read as yada's mesh_read reads them (a
+    count and dimension first, then that many entries, '#' lines only
+    after them), each checked against Triangle's formats. Returns (nodes
+    {id: (x, y, marker)}, triangles [(a, b, c)], segments [(a, b)])."""
+    def entries(ext, dim_at, dim, per_line):
+        with open(prefix + ext) as f:
+            lines = f.read().split("\n")
+        case.assertEqual(lines[-1], "", "%s ends with a newline" % ext)
+        head = lines[0].split()
+        case.assertEqual(int(head[dim_at]), dim, "%s: dimension" % ext)
+        body = lines[1:-1]
+        if ext == ".poly":
+            case.assertEqual(head, ["0", "2", "0", "1"], "nodes from the .node file")
+            count, body = int(body[0].split()[0]), body[1:]
+        else:
+            count = int(head[0])
+        rows = [line.split() for line in body[:count]]
+        case.assertEqual(len(rows), count, "%s: %d entries" % (ext, count))
+        for n, row in enumerate(rows, 1):
+            case.assertEqual(len(row), per_line, "%s: %r" % (ext, row))
+            case.assertEqual(int(row[0]), n, "%s: numbered from 1 in order" % ext)
+            for field in row:  # sscanf's %li would read a leading 0 as octal
+                case.assertRegex(field, r"^-?(0|[1-9][0-9]*)$")
+        rest = body[count:]
+        if ext == ".poly":
+            case.assertEqual(rest[0].strip(), "0", "no holes")
+            rest = rest[1:]
+        case.assertTrue(all(line.startswith("#") for line in rest), rest)
+        return [[int(x) for x in row[1:]] for row in rows]
+
+    nodes = {i: tuple(row) for i, row in enumerate(entries(".node", 1, 2, 4), 1)}
+    tris = [tuple(row) for row in entries(".ele", 1, 3, 4)]
+    segs = [tuple(row[:2]) for row in entries(".poly", 1, 2, 4)]
+    return nodes, tris, segs
+
+
+def check_mesh(case, nodes, tris, segs):
+    """What yada needs of its input, and what Triangle's "-c" output is:
+    every index a node; every triangle counter-clockwise (not degenerate);
+    an edge shared by at most two triangles, and the edges of one triangle
+    only exactly the .poly's segments; the segments one closed convex
+    polygon with every node inside it, on the nodes marked 1 and no others;
+    as many triangles as a triangulation of n points with h on the hull has
+    (2n - 2 - h)."""
+    n = len(nodes)
+    xy = {i: (x, y) for i, (x, y, _) in nodes.items()}
+    edges = {}
+    for t in tris:
+        for i in t:
+            case.assertIn(i, nodes, "triangle %r: node %d" % (t, i))
+        case.assertGreater(orient(*(xy[i] for i in t)), 0, "triangle %r clockwise" % (t,))
+        for a, b in ((t[0], t[1]), (t[1], t[2]), (t[2], t[0])):
+            edges[frozenset((a, b))] = edges.get(frozenset((a, b)), 0) + 1
+    case.assertLessEqual(max(edges.values()), 2)
+    boundary = {e for e, k in edges.items() if k == 1}
+    case.assertEqual(boundary, {frozenset(s) for s in segs}, "boundary edges = segments")
+    hull = [i for s in segs for i in s]
+    case.assertTrue(all(hull.count(i) == 2 for i in hull), "a closed polygon")
+    case.assertEqual({i for i in nodes if nodes[i][2] == 1}, set(hull), "markers: the hull")
+    for a, b in segs:  # oriented with the inside on the left
+        third = next(i for t in tris if a in t and b in t for i in t if i not in (a, b))
+        sign = 1 if orient(xy[a], xy[b], xy[third]) > 0 else -1
+        for i in nodes:
+            if i not in (a, b):
+                case.assertGreater(sign * orient(xy[a], xy[b], xy[i]), 0,
+                                   "node %d outside hull edge %d-%d" % (i, a, b))
+    case.assertEqual(len(tris), 2 * n - 2 - len(segs))
+
+
+class GenInputsTest(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def test_kmeans_recipe_makes_the_files_stamp_ships(self):
+        for (rows, dims, centres), digest in KMEANS_SHIPPED.items():
+            h = hashlib.sha256()
+            for line in gen_inputs.kmeans_lines(rows, dims, centres):
+                h.update(line.encode())
+            self.assertEqual(h.hexdigest(), digest, "generate.py %d %d %d" % (rows, dims, centres))
+
+    def test_python2_float_printing(self):
+        self.assertEqual([gen_inputs.py2_str(x) for x in (1.0, 0.1, 1e-05, -2.5, 0.352118266675119,
+                                                           1e16)],
+                         ["1.0", "0.1", "1e-05", "-2.5", "0.352118266675", "1e+16"])
+
+    def test_kmeans_file_as_kmeans_reads_it(self):
+        """kmeans reads lines "index a1 ... ad" (strtok on blanks and
+        commas), the attribute count from the first line, each value with
+        atof; the rows lie around the centres."""
+        path = os.path.join(self.tmp.name, "k.txt")
+        gen_inputs.write_kmeans(path, 100, 5, 4)
+        text = read(path)
+        lines = text.split("\n")
+        self.assertEqual(lines[-1], "")
+        self.assertEqual(len(lines) - 1, 100)
+        reps = []
+        for n, line in enumerate(lines[:-1], 1):
+            fields = line.split(" ")
+            self.assertEqual(fields[0], str(n))
+            self.assertEqual(len(fields), 6, line)
+            values = [float(x) for x in fields[1:]]
+            # noise of sigma (1/4)^3 = 0.016 around 4 centres: rows of one
+            # centre are within 0.2 of each other in every coordinate
+            if not any(max(abs(a - b) for a, b in zip(r, values)) < 0.2 for r in reps):
+                reps.append(values)
+        self.assertEqual(len(reps), 4)
+        self.assertEqual(text, "".join(gen_inputs.kmeans_lines(100, 5, 4)), "deterministic")
+
+    def test_yada_files_of_a_delaunay_mesh(self):
+        """The writer's formats and numbering, on the brute-force Delaunay
+        triangulation of 14 of its points (no Triangle needed)."""
+        prefix = os.path.join(self.tmp.name, "m")
+        gen_inputs.write_yada(prefix, 14, triangulate=brute_delaunay)
+        nodes, tris, segs = read_mesh(self, prefix)
+        self.assertEqual(len(nodes), 14)
+        self.assertEqual([(x, y) for x, y, _ in nodes.values()], gen_inputs.yada_points(14))
+        for x, y, _ in nodes.values():
+            self.assertLess(max(abs(x), abs(y)), 2 ** 53)
+        check_mesh(self, nodes, tris, segs)
+        self.assertFalse(any(os.path.exists(prefix + e + ".tmp") for e in (".node", ".ele",
+                                                                             ".poly")))
+
+    def test_mesh_checks_catch_a_broken_mesh(self):
+        """Each rule of check_mesh fails on a mesh that breaks it."""
+        pts = gen_inputs.yada_points(10)
+        tri, seg, markers = brute_delaunay(pts)
+        nodes = {i: (x, y, m) for i, ((x, y), m) in enumerate(zip(pts, markers), 1)}
+        tris = [tuple(i + 1 for i in t) for t in tri]
+        segs = [tuple(i + 1 for i in s) for s in seg]
+        check_mesh(self, nodes, tris, segs)
+        a, b, c = tris[0]
+        inner = next(i for i in nodes if nodes[i][2] == 0)
+        for broken in (
+                (nodes, [(a, c, b)] + tris[1:], segs),                    # clockwise
+                (nodes, tris[1:], segs),                                  # a hole
+                (nodes, tris, segs[1:]),                                  # a segment less
+                (nodes, [(a, b, len(nodes) + 1)] + tris[1:], segs),       # no such node
+                ({**nodes, inner: nodes[inner][:2] + (1,)}, tris, segs)):  # marker off hull
+            with self.assertRaises(AssertionError):
+                check_mesh(self, *broken)
+
+    @unittest.skipUnless(HAVE_TRIANGLE, "the Python package triangle is not installed "
+                         "(bench/stamp/requirements.txt: scripts/install-deps.sh --stamp)")
+    def test_yada_standin_is_triangles_delaunay_mesh(self):
+        """With Triangle: 60 points written as the stand-in is; the mesh
+        consistent, and its triangles those of the brute-force Delaunay
+        triangulation; the same bytes a second time."""
+        prefix = os.path.join(self.tmp.name, "t")
+        gen_inputs.write_yada(prefix, 60)
+        nodes, tris, segs = read_mesh(self, prefix)
+        check_mesh(self, nodes, tris, segs)
+        ref = brute_delaunay(gen_inputs.yada_points(60))[0]
+        self.assertEqual({frozenset(t) for t in tris}, {frozenset(i + 1 for i in t) for t in ref})
+        first = {e: read(prefix + e) for e in (".node", ".ele", ".poly")}
+        gen_inputs.write_yada(prefix, 60)
+        self.assertEqual(first, {e: read(prefix + e) for e in (".node", ".ele", ".poly")})
 
 
 if __name__ == "__main__":
