@@ -40,6 +40,26 @@ Run through sweep.py (`sweep.py --bench stamp ...`) or on its own
                       (one or more output directories, merged) and write
                       the summary, verify.* (with --verify) and the plot
                       into --out
+  --no-standins       skip an application whose standard input the STAMP
+                      tree lacks instead of running it on a generated
+                      stand-in (below)
+
+STAMP 0.9.10 lacks two of its standard inputs: kmeans'
+random-n65536-d32-c16.txt (kmeans and kmeans-high) and yada's
+ttimeu1000000.2 (.node, .ele; only its .poly ships). When --inputs standard needs one that is not in the build's
+inputs directory, the harness makes a stand-in with
+bench/stamp/gen_inputs.py (deterministic: fixed seeds; kmeans by STAMP's
+own generator's recipe, yada a Delaunay triangulation of a million
+random points by Triangle, which needs bench/stamp/requirements.txt in
+the project's virtual environment) into <stamp-build>/<app>/inputs/
+standin/, once, and runs the application on it. It does so without being
+asked, as it builds missing programs, because the stand-in can never be
+taken for STAMP's file: it has its own directory, so the tree's file is
+always used when there; every record that ran on it has input_origin
+"standin" and the stand-in's manifest (standin: what it replaces, how it
+was made, SHA-256 of its files), others input_origin "stamp"; the
+progress lines, summary.md, verify.json ("standins") and verify.md say
+so. --no-standins keeps the old behaviour (skip, with a warning).
 
 Every point runs the sequential build (STAMP's seq configuration, one
 thread: the reference) and the schedstm build under each policy (and the
@@ -99,6 +119,9 @@ import provenance  # the harness directory: on sys.path when run or imported fro
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), os.pardir, os.pardir))
 BUILD_SH = os.path.join(REPO, "bench", "stamp", "build.sh")
+GEN_INPUTS = os.path.join(REPO, "bench", "stamp", "gen_inputs.py")
+sys.path.insert(0, os.path.dirname(GEN_INPUTS))
+import gen_inputs  # noqa: E402 (bench/stamp: the stand-ins' names and manifests)
 ERROR = "stamp: error: "
 
 KMEANS_TOLERANCE = 0.05  # largest difference of a centre's coordinate
@@ -252,8 +275,8 @@ _APP_TIME = [re.compile(p, re.M) for p in (
     r"^Time\s*[=:]\s*([0-9.]+)",              # genome, vacation, kmeans
 )]
 
-FIELDS = ("app", "inputs", "threads", "variant", "cm", "rep", "status", "check", "wall_s",
-          "cpu_s", "app_time_s", "rel_wall", "rel_cpu", "rel_app", "commits", "aborts",
+FIELDS = ("app", "inputs", "input_origin", "threads", "variant", "cm", "rep", "status", "check",
+          "wall_s", "cpu_s", "app_time_s", "rel_wall", "rel_cpu", "rel_app", "commits", "aborts",
           "aborts_per_commit", "error")
 
 
@@ -299,20 +322,71 @@ def program(build, app, variant):
     return os.path.join(build, app.base, "%s-%s" % (app.base, kind))
 
 
-def command(build, app, inputs, threads, variant):
-    args = app.args[inputs].replace(IN, os.path.join(build, app.base, "inputs"))
+def command(build, app, inputs, threads, variant, standin=False):
+    """The run's argv; with standin, its input from the generated stand-ins'
+    directory (<build>/<app>/inputs/standin) instead of the tree's inputs."""
+    where = os.path.join(build, app.base, "inputs")
+    if standin:
+        where = os.path.join(where, gen_inputs.STANDIN_DIR)
+    args = app.args[inputs].replace(IN, where)
     return [program(build, app, variant)] + shlex.split(args) + ["%s%d" % (app.tflag, threads)]
 
 
-def missing_inputs(args, app, inputs):
+def missing_inputs(args, app, inputs, standin=False):
     """The first input file of the application's arguments that does not
     exist, or None."""
-    argv = command(args.stamp_build, app, inputs, 1, "seq")
+    argv = command(args.stamp_build, app, inputs, 1, "seq", standin)
     for flag, value in zip(argv, argv[1:]):
-        # yada's -i names a prefix (PREFIX.node, PREFIX.ele)
-        if flag == "-i" and not (os.path.exists(value) or os.path.exists(value + ".node")):
+        # yada's -i names a prefix (PREFIX.node, PREFIX.ele, PREFIX.poly)
+        if flag == "-i" and not (os.path.exists(value) or all(
+                os.path.exists(value + ext) for ext in (".node", ".ele", ".poly"))):
             return value
     return None
+
+
+def _standin_python(name):
+    """The interpreter to run gen_inputs.py with: this one, unless the
+    stand-in needs Triangle that this one lacks and the project's virtual
+    environment ($SCHEDSTM_VENV, default build/venv) has a Python."""
+    import importlib.util
+    if gen_inputs.STANDINS[name][0] != "yada" or importlib.util.find_spec("triangle"):
+        return sys.executable
+    venv = os.environ.get("SCHEDSTM_VENV") or os.path.join(REPO, "build", "venv")
+    python = os.path.join(venv, "bin", "python")
+    return python if os.access(python, os.X_OK) else sys.executable
+
+
+def standin(args, app, inputs, missing):
+    """(manifest, None) when the application can run on a generated
+    stand-in for its missing input MISSING (made now with gen_inputs.py
+    if it is not there yet), or (None, why not)."""
+    name = os.path.basename(missing)
+    if name not in gen_inputs.STANDINS:
+        return None, "no stand-in for it"
+    if args.no_standins:
+        return None, "no stand-in (--no-standins)"
+    m = gen_inputs.read_manifest(args.stamp_build, name)
+    if not m:
+        sys.stderr.write("stamp: %s (%s inputs): the STAMP tree has no %s; generating a stand-in "
+                         "into %s (bench/stamp/gen_inputs.py; yada's takes a minute or two)\n" % (
+                             app.name, inputs, name,
+                             gen_inputs.standin_dir(args.stamp_build, name)))
+        r = subprocess.run([_standin_python(name), GEN_INPUTS, "--stamp-build", args.stamp_build,
+                            gen_inputs.STANDINS[name][0]], stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, universal_newlines=True)
+        m = gen_inputs.read_manifest(args.stamp_build, name)
+        if r.returncode != 0 or not m:
+            why = (r.stderr.strip().splitlines() or ["status %d" % r.returncode])[-1]
+            return None, "no stand-in: %s" % why
+    if missing_inputs(args, app, inputs, standin=True):
+        return None, "the stand-in's files are incomplete"
+    return m, None
+
+
+def standin_summary(m):
+    """The fields of a stand-in's manifest that a record carries."""
+    return {k: m.get(k) for k in ("standin_for", "generator", "description", "seed", "sha256",
+                                  "triangle_version") if m.get(k) is not None}
 
 
 def run(argv, env_extra, cwd, timeout, watch=None):
@@ -349,7 +423,8 @@ def run(argv, env_extra, cwd, timeout, watch=None):
 
 
 def run_point(args, app, inputs, threads, variant, cm, rep, seq_out):
-    argv = command(args.stamp_build, app, inputs, threads, variant)
+    sub = getattr(args, "standins", {}).get((app.name, inputs))
+    argv = command(args.stamp_build, app, inputs, threads, variant, standin=sub is not None)
     env = {}
     stats_path = None
     if variant != "seq":
@@ -367,7 +442,9 @@ def run_point(args, app, inputs, threads, variant, cm, rep, seq_out):
         env.update(watch.env())
     rec = {"app": app.name, "inputs": inputs, "threads": threads, "variant": variant,
            "cm": cm, "rep": rep, "cmd": " ".join(argv), "env": env,
-           "loadavg": os.getloadavg()[0]}
+           "loadavg": os.getloadavg()[0], "input_origin": "standin" if sub else "stamp"}
+    if sub:
+        rec["standin"] = standin_summary(sub)
     try:
         rc, out, err, wall, cpu = run(argv, env, os.path.dirname(argv[0]), args.timeout_s, watch)
         if watch:
@@ -440,6 +517,9 @@ def parse_args(argv):
                    help="read each thread's CPU affinity back while it runs and compare it "
                         "with the thread mapping's log (SCHEDSTM_MAP_STRATEGY from the "
                         "environment): the record's \"affinity\" (map_affinity.py)")
+    p.add_argument("--no-standins", action="store_true",
+                   help="skip an application whose standard input the STAMP tree lacks, "
+                        "instead of generating a stand-in for it (bench/stamp/gen_inputs.py)")
     p.add_argument("--skip-without-stamp", action="store_true",
                    help="exit 77 (skipped) with a message when the programs are not built "
                         "and no --stamp-dir is given (for ctest)")
@@ -561,8 +641,32 @@ def _fmt(x, spec="%.2f"):
     return "-" if x is None else spec % x
 
 
+def standins_used(records):
+    """The generated stand-ins the records ran on: one entry per
+    application and input set (app, inputs, and the stand-in's manifest
+    fields), sorted."""
+    seen = {}
+    for r in records:
+        if r.get("standin"):
+            seen.setdefault((r["app"], r["inputs"]), dict(app=r["app"], inputs=r["inputs"],
+                                                          **r["standin"]))
+    return [seen[k] for k in sorted(seen)]
+
+
+def standin_lines(used):
+    """Markdown lines that name the stand-ins USED (standins_used()); none
+    when the runs used STAMP's own files only."""
+    if not used:
+        return []
+    out = ["**Generated stand-in inputs, not STAMP's files** (bench/stamp/gen_inputs.py; the "
+           "STAMP tree lacks them):", ""]
+    out += ["- %s (%s inputs): %s: %s" % (u["app"], u["inputs"], u["standin_for"],
+                                         u["description"]) for u in used]
+    return out + [""]
+
+
 def summary_markdown(records, title):
-    lines = ["# %s" % title, "",
+    lines = ["# %s" % title, ""] + standin_lines(standins_used(records)) + [
              "Median of the repetitions. wall, CPU: seconds (process start to exit; user + "
              "system CPU of the whole process). x seq: that time over the sequential build's "
              "(1 thread); app time: the region the application times itself. aborts/commit "
@@ -719,10 +823,10 @@ def verify_report(records, skipped, args):
         if r["variant"] == "seq":
             continue
         results.append({k: r.get(k) for k in (
-            "app", "inputs", "threads", "cm", "variant", "rep", "status", "check",
+            "app", "inputs", "input_origin", "threads", "cm", "variant", "rep", "status", "check",
             "check_detail", "error", "commits", "aborts", "aborts_by_reason", "wall_s", "cpu_s",
             "cmd")})
-    reference = [{k: r.get(k) for k in ("app", "inputs", "rep", "status", "check",
+    reference = [{k: r.get(k) for k in ("app", "inputs", "input_origin", "rep", "status", "check",
                                         "check_detail", "error", "cmd")}
                  for r in records if r["variant"] == "seq"]
     count = {v: sum(1 for r in results if r["check"] == v) for v in ("pass", "fail", "n/a")}
@@ -742,7 +846,8 @@ def verify_report(records, skipped, args):
         "runs": len(results), "passed": count["pass"], "failed": count["fail"],
         "not_applicable": count["n/a"], "failed_references": failed_refs,
         "ok": count["fail"] == 0 and failed_refs == 0 and count["pass"] > 0,
-        "skipped": skipped, "results": results, "references": reference,
+        "skipped": skipped, "standins": standins_used(records), "results": results,
+        "references": reference,
     }
 
 
@@ -755,6 +860,7 @@ def verify_table(report):
     lines = ["# STAMP verification: %d runs, %d passed, %d failed, %d n/a%s" % (
         report["runs"], report["passed"], report["failed"], report["not_applicable"],
         "" if report["ok"] else " (NOT OK)"), "",
+    ] + standin_lines(report.get("standins", [])) + [
         "| app | inputs | " + " | ".join("%d %s" % (t, v.replace("schedstm-", ""))
                                          for t, v in cols) + " |",
         "| --- | --- |" + " ---: |" * len(cols)]
@@ -800,15 +906,26 @@ def main(argv=None):
         sys.stderr.write(ERROR + problem + "\n")
         return 2
     points, skipped = [(i, a) for i in args.inputs for a in args.apps], []
+    args.standins = {}
     if not args.dry_run:
         for inputs, name in list(points):
             missing = missing_inputs(args, APPS[name], inputs)
-            if missing:
-                sys.stderr.write("stamp: warning: %s (%s inputs) skipped: no input %s (a STAMP "
-                                 "tree may lack the largest inputs)\n" % (name, inputs, missing))
-                points.remove((inputs, name))
-                skipped.append({"app": name, "inputs": inputs,
-                                "reason": "no input %s" % missing})
+            if not missing:
+                continue
+            m, why = standin(args, APPS[name], inputs, missing)
+            if m:
+                args.standins[(name, inputs)] = m
+                sys.stderr.write("stamp: note: %s (%s inputs) runs on a generated stand-in for "
+                                 "%s, not STAMP's file: %s\n" % (
+                                     name, inputs, os.path.basename(missing),
+                                     m.get("description")))
+                continue
+            sys.stderr.write("stamp: warning: %s (%s inputs) skipped: no input %s (a STAMP "
+                             "tree may lack the largest inputs; %s)\n" % (
+                                 name, inputs, missing, why))
+            points.remove((inputs, name))
+            skipped.append({"app": name, "inputs": inputs,
+                            "reason": "no input %s (%s)" % (missing, why)})
         if not points:
             sys.stderr.write(ERROR + "no application left to run\n")
             return 2
@@ -846,9 +963,10 @@ def main(argv=None):
             jsonl.flush()
             records.append(rec)
             sys.stderr.write("[%3d/%d] rep %d %-13s %-8s t=%-3d %-20s %s wall %.3fs cpu %.3fs "
-                             "%s (%.0fs elapsed)\n" % (
+                             "%s%s (%.0fs elapsed)\n" % (
                                  i, len(runs), rep, app.name, inputs, t, v, rec["status"],
                                  rec["wall_s"], rec["cpu_s"], rec.get("check"),
+                                 " [stand-in input]" if rec.get("standin") else "",
                                  time.monotonic() - started))
     return write_reports(args, records, skipped, out_dir)
 

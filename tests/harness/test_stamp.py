@@ -608,5 +608,149 @@ class GenInputsTest(unittest.TestCase):
         self.assertEqual(first, {e: read(prefix + e) for e in (".node", ".ele", ".poly")})
 
 
+# A fake kmeans: exits 4 unless its -i file exists, prints two centres.
+FAKE_KMEANS = """#!/bin/sh
+while [ $# -gt 0 ]; do
+  if [ "$1" = -i ] && [ ! -f "$2" ]; then echo "no $2" >&2; exit 4; fi
+  shift
+done
+echo "Time: 0.5"
+echo "0 0.25 0.75"
+echo "1 0.5 0.125"
+if [ -n "$SSTM_STAMP_STATS" ]; then
+  printf 'total          commits=10 (ro=0) aborts=0 (0.0/commit)\\n' > "$SSTM_STAMP_STATS"
+fi
+"""
+
+
+class StandinRunTest(unittest.TestCase):
+    """The harness on the standard input of kmeans, with and without the
+    tree's file, with a stand-in already made (a fake one: its making is
+    gen_inputs.py's, above)."""
+
+    NAME = "random-n65536-d32-c16.txt"
+
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.build = os.path.join(self.tmp.name, "build")
+        self.inputs = os.path.join(self.build, "kmeans", "inputs")
+        os.makedirs(os.path.join(self.inputs, "standin"))
+        for kind in ("seq", "stm"):
+            path = os.path.join(self.build, "kmeans", "kmeans-" + kind)
+            with open(path, "w") as f:
+                f.write(FAKE_KMEANS)
+            os.chmod(path, os.stat(path).st_mode | stat.S_IXUSR)
+        with open(os.path.join(self.inputs, "standin", self.NAME), "w") as f:
+            f.write("1 0.5 0.5\n")
+        with open(gen_inputs.manifest_path(self.build, self.NAME), "w") as f:
+            json.dump({"standin_for": self.NAME, "description": "test stand-in",
+                       "generator": "bench/stamp/gen_inputs.py", "sha256": {self.NAME: "ab"}}, f)
+        self.out = os.path.join(self.tmp.name, "out")
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def run_stamp(self, *extra):
+        argv = ["--stamp-build", self.build, "--apps", "kmeans,kmeans-high", "--inputs",
+                "standard", "--threads", "2", "--cms", "adaptive", "--verify",
+                "--out", self.out] + list(extra)
+        with contextlib.redirect_stdout(io.StringIO()) as out, \
+                contextlib.redirect_stderr(io.StringIO()) as err:
+            rc = stamp.main(argv)
+        return rc, out.getvalue(), err.getvalue()
+
+    def records(self):
+        with open(os.path.join(self.out, "results.jsonl")) as f:
+            return [json.loads(line) for line in f]
+
+    def test_a_missing_standard_input_runs_on_the_standin_and_says_so(self):
+        rc, out, err = self.run_stamp()
+        self.assertEqual(rc, 0, err)
+        recs = self.records()
+        self.assertEqual(len(recs), 4)
+        for r in recs:
+            self.assertEqual((r["status"], r["input_origin"]), ("ok", "standin"))
+            self.assertIn("/kmeans/inputs/standin/%s" % self.NAME, r["cmd"])
+            self.assertEqual(r["standin"]["standin_for"], self.NAME)
+            self.assertEqual(r["standin"]["sha256"], {self.NAME: "ab"})
+        self.assertIn("kmeans (standard inputs) runs on a generated stand-in", err)
+        self.assertIn("[stand-in input]", err)
+        self.assertIn("Generated stand-in inputs, not STAMP's files", out)
+        with open(os.path.join(self.out, "verify.json")) as f:
+            report = json.load(f)
+        self.assertTrue(report["ok"])
+        self.assertEqual([(s["app"], s["standin_for"]) for s in report["standins"]],
+                         [("kmeans", self.NAME), ("kmeans-high", self.NAME)])
+        self.assertTrue(all(r["input_origin"] == "standin" for r in report["results"]))
+        with open(os.path.join(self.out, "summary.md")) as f:
+            self.assertIn("- kmeans-high (standard inputs): %s: test stand-in" % self.NAME,
+                          f.read())
+        with open(os.path.join(self.out, "results.csv")) as f:
+            self.assertEqual({row["input_origin"] for row in csv.DictReader(f)}, {"standin"})
+
+    def test_the_trees_own_file_wins(self):
+        with open(os.path.join(self.inputs, self.NAME), "w") as f:
+            f.write("1 0.5 0.5\n")
+        rc, out, err = self.run_stamp()
+        self.assertEqual(rc, 0, err)
+        for r in self.records():
+            self.assertEqual(r["input_origin"], "stamp")
+            self.assertNotIn("standin", r)
+            self.assertIn("/kmeans/inputs/%s" % self.NAME, r["cmd"])
+        self.assertNotIn("stand-in", out + err)
+
+    def test_no_standins_skips_as_before(self):
+        rc, out, err = self.run_stamp("--no-standins")
+        self.assertEqual(rc, 2)
+        self.assertIn("kmeans (standard inputs) skipped: no input", err)
+        self.assertIn("--no-standins", err)
+
+    def test_a_standin_without_its_manifest_is_made_again(self):
+        """The manifest is written last: without it the harness runs the
+        generator (here a fake in place of gen_inputs.py) for the
+        application, and runs on what it made; when the generator fails,
+        the application is skipped with the generator's last line."""
+        os.unlink(gen_inputs.manifest_path(self.build, self.NAME))
+        fake = os.path.join(self.tmp.name, "fake_gen.py")
+        with open(fake, "w") as f:
+            f.write(FAKE_GEN)
+        log = os.path.join(self.tmp.name, "gen.log")
+        saved = stamp.GEN_INPUTS, os.environ.get("FAKE_GEN_LOG")
+        stamp.GEN_INPUTS, os.environ["FAKE_GEN_LOG"] = fake, log
+        try:
+            rc, out, err = self.run_stamp()
+            self.assertEqual(rc, 0, err)
+            self.assertEqual(read(log).split(), ["--stamp-build", self.build, "kmeans"])
+            self.assertIn("the STAMP tree has no %s; generating a stand-in" % self.NAME, err)
+            self.assertEqual({r["standin"]["description"] for r in self.records()}, {"remade"})
+            rc, out, err = self.run_stamp()  # made: not again
+            self.assertEqual(len(read(log).split()), 3)
+            os.unlink(gen_inputs.manifest_path(self.build, self.NAME))
+            os.environ["FAKE_GEN_FAIL"] = "1"
+            rc, out, err = self.run_stamp()
+            self.assertEqual(rc, 2)
+            self.assertIn("kmeans (standard inputs) skipped", err)
+            self.assertIn("no stand-in: gen_inputs: error: it failed", err)
+        finally:
+            stamp.GEN_INPUTS = saved[0]
+            os.environ.pop("FAKE_GEN_FAIL", None)
+            os.environ.pop("FAKE_GEN_LOG", None)
+
+
+# In place of gen_inputs.py: logs its arguments, then makes kmeans' stand-in
+# (FAKE_GEN_FAIL unset) or fails as gen_inputs.py does.
+FAKE_GEN = """import json, os, sys
+sys.path.insert(0, %r)
+import gen_inputs
+with open(os.environ["FAKE_GEN_LOG"], "a") as f:
+    f.write(" ".join(sys.argv[1:]) + "\\n")
+if os.environ.get("FAKE_GEN_FAIL"):
+    sys.stderr.write("gen_inputs: error: it failed\\n")
+    sys.exit(1)
+name = "random-n65536-d32-c16.txt"
+with open(gen_inputs.manifest_path(sys.argv[2], name), "w") as f:
+    json.dump({"standin_for": name, "description": "remade"}, f)
+""" % os.path.dirname(gen_inputs.__file__)
+
 if __name__ == "__main__":
     unittest.main()
