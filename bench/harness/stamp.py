@@ -60,6 +60,8 @@ always used when there; every record that ran on it has input_origin
 was made, SHA-256 of its files), others input_origin "stamp"; the
 progress lines, summary.md, verify.json ("standins") and verify.md say
 so. --no-standins keeps the old behaviour (skip, with a warning).
+--dry-run makes nothing, and prints the stand-in's path where a run
+would use one.
 
 Every point runs the sequential build (STAMP's seq configuration, one
 thread: the reference) and the schedstm build under each policy (and the
@@ -907,7 +909,19 @@ def main(argv=None):
         return 2
     points, skipped = [(i, a) for i in args.inputs for a in args.apps], []
     args.standins = {}
-    if not args.dry_run:
+    if args.dry_run:
+        # Nothing is made: the commands show the stand-in's path where the
+        # run would use one (made first when it is not there yet).
+        for inputs, name in points:
+            missing = missing_inputs(args, APPS[name], inputs)
+            base = os.path.basename(missing or "")
+            if missing and base in gen_inputs.STANDINS and not args.no_standins:
+                args.standins[(name, inputs)] = True
+                made = gen_inputs.read_manifest(args.stamp_build, base)
+                sys.stderr.write("stamp: note: %s (%s inputs) would run on a generated stand-in "
+                                 "for %s%s\n" % (name, inputs, base,
+                                                  "" if made else " (made first)"))
+    else:
         for inputs, name in list(points):
             missing = missing_inputs(args, APPS[name], inputs)
             if not missing:
@@ -943,7 +957,8 @@ def main(argv=None):
     if args.dry_run:
         for rep, app, inputs, t, v, cm in runs:
             env = "" if cm in (None, "default") else "SCHEDSTM_CM=%s " % cm
-            print(env + " ".join(command(args.stamp_build, app, inputs, t, v)))
+            print(env + " ".join(command(args.stamp_build, app, inputs, t, v,
+                                         standin=(app.name, inputs) in args.standins)))
         return 0
     out_dir = args.out or os.path.join(REPO, "results", "stamp-" +
                                        datetime.datetime.now().strftime("%Y%m%d-%H%M%S"))

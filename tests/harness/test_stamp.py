@@ -705,6 +705,23 @@ class StandinRunTest(unittest.TestCase):
         self.assertIn("kmeans (standard inputs) skipped: no input", err)
         self.assertIn("--no-standins", err)
 
+    def test_dry_run_shows_the_standin_it_would_use(self):
+        argv = ["--dry-run", "--stamp-build", self.build, "--apps", "kmeans-high",
+                "--inputs", "sim,standard", "--threads", "2", "--cms", "default"]
+        for extra, where, note in (([], "standin/", True), (["--no-standins"], "", False)):
+            with contextlib.redirect_stdout(io.StringIO()) as out, \
+                    contextlib.redirect_stderr(io.StringIO()) as err:
+                rc = stamp.main(argv + extra)
+            self.assertEqual(rc, 0)
+            self.assertEqual(out.getvalue().splitlines()[2:], [
+                "%s/kmeans/kmeans-seq -m15 -n15 -t0.00001 -i %s/%s%s -p1" % (
+                    self.build, self.inputs, where, self.NAME),
+                "%s/kmeans/kmeans-stm -m15 -n15 -t0.00001 -i %s/%s%s -p2" % (
+                    self.build, self.inputs, where, self.NAME)], extra)
+            self.assertIn("-i %s/random-n2048-d16-c16.txt" % self.inputs, out.getvalue())
+            self.assertEqual("would run on a generated stand-in" in err.getvalue(), bool(note))
+            self.assertNotIn("(made first)", err.getvalue())
+
     def test_a_standin_without_its_manifest_is_made_again(self):
         """The manifest is written last: without it the harness runs the
         generator (here a fake in place of gen_inputs.py) for the
