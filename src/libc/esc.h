@@ -149,6 +149,10 @@ void sstm__stdio_set_alone_ns(uint64_t ns);
  * the hand-overs to others that a waiter saw after it took its ticket
  * (reset: set both to 0 after reading). */
 void sstm__stdio_set_batch(uint32_t n, uint64_t ns);
+/* Tests (stdio.c): the buffer size of the streams opened from now on
+ * (0: SSTM_STDIO_BUFSIZ, the default), for tests whose cases were written
+ * around a size of their own. */
+void sstm__stdio_set_bufsize(uint32_t n);
 uint64_t sstm__stdio_takes(const struct sstm_file *f);
 void sstm__stdio_batch_stats(uint64_t *batch_max, uint64_t *ticket_max, int reset);
 /* Tests (stdio.c, (S11)): f's yields so far (a keeper that gave the

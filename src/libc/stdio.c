@@ -1360,11 +1360,18 @@ static inline void solo_restore(sstm_file_t *f) {
 /* UINT32_MAX: no keeping for a batch, a contended stream stays in serial
  * mode (S9); tests set it (sstm__stdio_set_batch). */
 static _Atomic uint32_t batch_n = SOLO_BATCH;
+/* The buffer size of new streams: SF_CAP; tests change it
+ * (sstm__stdio_set_bufsize). */
+static _Atomic uint32_t open_bsz = SF_CAP;
 static _Atomic uint64_t batch_ns = SOLO_BATCH_NS;
 /* For tests: the most attempts a keeper entered in one batch while others
  * waited, and the most hand-overs to others that a waiter saw after it
  * took its ticket (both process-wide maxima). */
 static _Atomic uint64_t stat_batch_max, stat_ticket_max;
+
+void sstm__stdio_set_bufsize(uint32_t n) {
+  atomic_store_explicit(&open_bsz, n ? n : SF_CAP, memory_order_relaxed); /* relaxed: a tuning */
+}
 
 void sstm__stdio_set_batch(uint32_t n, uint64_t ns) {
   /* relaxed: tunings, read as hints */
@@ -2963,7 +2970,7 @@ static sstm_file_t *make(int fd, unsigned m) {
   cs_store(f, &s);
   f->fd = fd;
   f->mode = m;
-  f->bsz = SF_CAP;
+  f->bsz = atomic_load_explicit(&open_bsz, memory_order_relaxed); /* relaxed: a tuning */
   f->kend = f->reg ? (uint64_t)st.st_size : 0;
   f->kpos_done = f->klast = cur;
   pthread_mutex_init(&f->kmu, NULL);

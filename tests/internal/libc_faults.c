@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "libc/esc.h"
 #include "libc/sys.h"
 #include "runner.h"
 
@@ -88,6 +89,7 @@ static sstm__stdio_sys_t fi_sys;
 
 static void setup(void) {
   sstm_test_init();
+  sstm__stdio_set_bufsize(4096); /* the cases' writes are sized against 4 KiB buffers */
   memset(&fi, 0, sizeof fi);
   fi_sys = sstm__stdio_sys_default;
   fi_sys.pwrite = fi_pwrite;

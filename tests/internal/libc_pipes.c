@@ -145,6 +145,7 @@ static void seam_reset(void) {
 
 static void init(void) {
   sstm_test_init();
+  sstm__stdio_set_bufsize(4096); /* the cases' writes are sized against 4 KiB buffers */
   /* write(2) on a pipe or socket whose reader is gone raises SIGPIPE,
    * whose default action ends the process: ignored here, so that the
    * write fails with EPIPE, as a program that uses pipes arranges. */

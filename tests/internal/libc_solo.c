@@ -35,6 +35,7 @@ static char path[64];
 
 static void setup(void) {
   sstm_test_init();
+  sstm__stdio_set_bufsize(4096); /* the cases count calls per 4 KiB buffer */
   sstm_test_tmp_file(path, sizeof path, "solo");
 }
 
