@@ -162,20 +162,24 @@ SSTM_API sstm_file_t *sstm_fdopen(int fd, const char *mode);
  *         thread); the stream is closed in every case but EINVAL and EPERM */
 SSTM_API int sstm_fclose(sstm_file_t *f);
 
-/** Bytes per buffer of a stream by default (each stream has a read buffer
- * and a write buffer), 64 KiB: a stream of small sequential calls makes one
+/** Bytes per buffer of a stream on a regular file by default (each stream
+ * has a read buffer and a write buffer), 64 KiB: a stream of small sequential calls makes one
  * system call per 64 KiB, which more than halves the time of 64-byte writes
  * against 4 KiB buffers (glibc's for most files), in transactions and in
  * irrevocable ones alike. The memory is 2 x 64 KiB per stream and per
  * thread that uses it; sstm_setvbuf() chooses a smaller size per stream
  * (docs/design/tm-libc.md, "Buffering"). */
 #define SSTM_STDIO_BUFSIZ 65536u
+/** Bytes per buffer of a stream on a pipe, socket or terminal by default:
+ * 4 KiB, PIPE_BUF on Linux, so that a full buffer leaves in one write(2)
+ * that the kernel keeps whole against the pipe's other writers. */
+#define SSTM_STDIO_PIPE_BUFSIZ 4096u
 /** The largest buffer size sstm_setvbuf() accepts (1 MiB). */
 #define SSTM_STDIO_BUFMAX (1u << 20)
 
 /** Choose the stream's buffering, as setvbuf(3), before its first use:
- * - _IOFBF: full buffering with size-byte buffers (0: SSTM_STDIO_BUFSIZ,
- *   the default). Larger buffers make fewer, larger system calls for a
+ * - _IOFBF: full buffering with size-byte buffers (0: the default,
+ *   SSTM_STDIO_BUFSIZ on a regular file, SSTM_STDIO_PIPE_BUFSIZ else). Larger buffers make fewer, larger system calls for a
  *   stream of small calls (docs/benchmarks.md, "stdio buffer size"), for
  *   2 x size bytes per thread that uses the stream and per stream.
  * - _IOLBF: the same, and a write whose bytes hold a newline sends the

@@ -150,7 +150,7 @@ void sstm__stdio_set_alone_ns(uint64_t ns);
  * (reset: set both to 0 after reading). */
 void sstm__stdio_set_batch(uint32_t n, uint64_t ns);
 /* Tests (stdio.c): the buffer size of the streams opened from now on
- * (0: SSTM_STDIO_BUFSIZ, the default), for tests whose cases were written
+ * (0: the default of the stream's kind), for tests whose cases were written
  * around a size of their own. */
 void sstm__stdio_set_bufsize(uint32_t n);
 uint64_t sstm__stdio_takes(const struct sstm_file *f);

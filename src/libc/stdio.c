@@ -107,10 +107,14 @@ const sstm__stdio_sys_t *sstm__stdio_sys = &sstm__stdio_sys_default;
 /* ---- the stream ------------------------------------------------------------ */
 
 #define SF_CAP SSTM_STDIO_BUFSIZ /* bytes per buffer by default (sstm_setvbuf) */
-#define SF_SEEKFILL 512u         /* bytes of a refill that does not continue the last */
-#define SF_QUARANTINE 1024u      /* closed headers kept (use-after-close) */
-#define SF_POLL_MS 1             /* (S6) a reader's first wait for data, then twice as long */
-#define SF_POLL_MAX_MS 16        /*   up to this: how soon it sees a kill or logged bytes */
+/* A byte stream's by default: PIPE_BUF, so that a full buffer leaves in one
+ * write(2) that the kernel keeps whole against the pipe's other writers
+ * (docs/design/tm-libc.md, "Buffering"). */
+#define SF_CAP_BYTES SSTM_STDIO_PIPE_BUFSIZ
+#define SF_SEEKFILL 512u    /* bytes of a refill that does not continue the last */
+#define SF_QUARANTINE 1024u /* closed headers kept (use-after-close) */
+#define SF_POLL_MS 1        /* (S6) a reader's first wait for data, then twice as long */
+#define SF_POLL_MAX_MS 16   /*   up to this: how soon it sees a kill or logged bytes */
 
 /* M_LBF: line buffered (sstm_setvbuf's _IOLBF): a write whose bytes hold a
  * newline sends the buffered bytes out with its commit. */
@@ -1362,7 +1366,7 @@ static inline void solo_restore(sstm_file_t *f) {
 static _Atomic uint32_t batch_n = SOLO_BATCH;
 /* The buffer size of new streams: SF_CAP; tests change it
  * (sstm__stdio_set_bufsize). */
-static _Atomic uint32_t open_bsz = SF_CAP;
+static _Atomic uint32_t open_bsz = 0; /* 0: the default of the stream's kind */
 static _Atomic uint64_t batch_ns = SOLO_BATCH_NS;
 /* For tests: the most attempts a keeper entered in one batch while others
  * waited, and the most hand-overs to others that a waiter saw after it
@@ -1370,7 +1374,7 @@ static _Atomic uint64_t batch_ns = SOLO_BATCH_NS;
 static _Atomic uint64_t stat_batch_max, stat_ticket_max;
 
 void sstm__stdio_set_bufsize(uint32_t n) {
-  atomic_store_explicit(&open_bsz, n ? n : SF_CAP, memory_order_relaxed); /* relaxed: a tuning */
+  atomic_store_explicit(&open_bsz, n, memory_order_relaxed); /* relaxed: a tuning */
 }
 
 void sstm__stdio_set_batch(uint32_t n, uint64_t ns) {
@@ -2971,6 +2975,7 @@ static sstm_file_t *make(int fd, unsigned m) {
   f->fd = fd;
   f->mode = m;
   f->bsz = atomic_load_explicit(&open_bsz, memory_order_relaxed); /* relaxed: a tuning */
+  if (f->bsz == 0) f->bsz = f->reg ? SF_CAP : SF_CAP_BYTES;
   f->kend = f->reg ? (uint64_t)st.st_size : 0;
   f->kpos_done = f->klast = cur;
   pthread_mutex_init(&f->kmu, NULL);
@@ -3167,7 +3172,7 @@ int sstm_setvbuf(sstm_file_t *f, char *buf, int mode, size_t size) {
     errno = EBUSY;
     return EOF;
   }
-  f->bsz = mode == _IONBF ? 0 : size == 0 ? SF_CAP : (uint32_t)size;
+  f->bsz = mode == _IONBF ? 0 : size != 0 ? (uint32_t)size : f->reg ? SF_CAP : SF_CAP_BYTES;
   f->mode = (f->mode & ~(unsigned)M_LBF) | (mode == _IOLBF ? M_LBF : 0u);
   return 0;
 }

@@ -950,3 +950,40 @@ TEST(committed_seeks_of_other_threads_set_the_offset_an_abort_restores) {
 }
 
 SSTM_TEST_MAIN()
+
+/* The default buffers: SSTM_STDIO_BUFSIZ (64 KiB) on a regular file, so
+ * that 60 000 bytes written outside transactions stay buffered until the
+ * flush; SSTM_STDIO_PIPE_BUFSIZ (PIPE_BUF) on a pipe, so that bytes leave
+ * in writes the kernel keeps whole: a buffer's worth reaches the pipe
+ * before any flush. */
+static char default_bytes[60000];
+TEST(default_buffers_are_64_kib_on_files_and_pipe_buf_on_pipes) {
+  setup();
+  CHECK_EQ_U(SSTM_STDIO_BUFSIZ, 65536);
+  CHECK_EQ_U(SSTM_STDIO_PIPE_BUFSIZ, 4096);
+  memset(default_bytes, 'd', sizeof default_bytes);
+  sstm_file_t *f = sstm_fopen(path, "w");
+  CHECK_NOT_NULL(f);
+  for (size_t i = 0; i < sizeof default_bytes; i += 100)
+    CHECK_EQ_U(sstm_fwrite(default_bytes + i, 1, 100, f), 100);
+  static char back[sizeof default_bytes + 1];
+  CHECK_EQ_U(contents(back, sizeof back), 0); /* all of it still buffered */
+  CHECK_EQ_I(sstm_fflush(f), 0);
+  CHECK_EQ_U(contents(back, sizeof back), sizeof default_bytes);
+  CHECK_EQ_I(sstm_fclose(f), 0);
+
+  int p[2];
+  CHECK_EQ_I(pipe(p), 0);
+  sstm_file_t *w = sstm_fdopen(p[1], "w");
+  CHECK_NOT_NULL(w);
+  for (int i = 0; i < 50; i++) /* 5000 bytes: more than one 4 KiB buffer */
+    CHECK_EQ_U(sstm_fwrite(default_bytes, 1, 100, w), 100);
+  char got[8192];
+  CHECK_EQ_I(fcntl(p[0], F_SETFL, O_NONBLOCK), 0); /* nothing there: fail, not wait */
+  ssize_t n = read(p[0], got, sizeof got);         /* what left before any flush */
+  CHECK_GE_I(n, 1);
+  CHECK_LE_I(n, 4096);
+  CHECK_EQ_I(sstm_fclose(w), 0);
+  close(p[0]);
+  teardown();
+}
