@@ -179,9 +179,10 @@ SSTM_API int sstm_fclose(sstm_file_t *f);
 
 /** Choose the stream's buffering, as setvbuf(3), before its first use:
  * - _IOFBF: full buffering with size-byte buffers (0: the default,
- *   SSTM_STDIO_BUFSIZ on a regular file, SSTM_STDIO_PIPE_BUFSIZ else). Larger buffers make fewer, larger system calls for a
- *   stream of small calls (docs/benchmarks.md, "stdio buffer size"), for
- *   2 x size bytes per thread that uses the stream and per stream.
+ *   SSTM_STDIO_BUFSIZ on a regular file, SSTM_STDIO_PIPE_BUFSIZ else).
+ *   Larger buffers make fewer, larger system calls for a stream of small
+ *   calls (docs/benchmarks.md, "The default buffer size"), for 2 x size
+ *   bytes per thread that uses the stream and per stream.
  * - _IOLBF: the same, and a write whose bytes hold a newline sends the
  *   bytes buffered so far out with its commit (outside a transaction:
  *   before the call returns).
