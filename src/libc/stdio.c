@@ -1367,6 +1367,10 @@ static _Atomic uint32_t batch_n = SOLO_BATCH;
 /* The buffer size of new streams: SF_CAP; tests change it
  * (sstm__stdio_set_bufsize). */
 static _Atomic uint32_t open_bsz = 0; /* 0: the default of the stream's kind */
+
+/* The default buffer size of f's kind: SF_CAP on a regular file, SF_CAP_BYTES
+ * on a byte stream. */
+static inline uint32_t bsz_default(const sstm_file_t *f) { return f->reg ? SF_CAP : SF_CAP_BYTES; }
 static _Atomic uint64_t batch_ns = SOLO_BATCH_NS;
 /* For tests: the most attempts a keeper entered in one batch while others
  * waited, and the most hand-overs to others that a waiter saw after it
@@ -2975,7 +2979,7 @@ static sstm_file_t *make(int fd, unsigned m) {
   f->fd = fd;
   f->mode = m;
   f->bsz = atomic_load_explicit(&open_bsz, memory_order_relaxed); /* relaxed: a tuning */
-  if (f->bsz == 0) f->bsz = f->reg ? SF_CAP : SF_CAP_BYTES;
+  if (f->bsz == 0) f->bsz = bsz_default(f);
   f->kend = f->reg ? (uint64_t)st.st_size : 0;
   f->kpos_done = f->klast = cur;
   pthread_mutex_init(&f->kmu, NULL);
@@ -3172,7 +3176,7 @@ int sstm_setvbuf(sstm_file_t *f, char *buf, int mode, size_t size) {
     errno = EBUSY;
     return EOF;
   }
-  f->bsz = mode == _IONBF ? 0 : size != 0 ? (uint32_t)size : f->reg ? SF_CAP : SF_CAP_BYTES;
+  f->bsz = mode == _IONBF ? 0 : size != 0 ? (uint32_t)size : bsz_default(f);
   f->mode = (f->mode & ~(unsigned)M_LBF) | (mode == _IOLBF ? M_LBF : 0u);
   return 0;
 }

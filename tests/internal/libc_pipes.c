@@ -1067,6 +1067,20 @@ static void fgetc_restarted_once(void *arg) {
   if (rb_attempts == 1) sstm_restart();
 }
 
+/* One transaction of fgetc_restarted_once on r (one_f): both attempts meet
+ * the end of data that one read(2) reported, the EOF indicator is set, and
+ * then cleared. */
+static void eof_met_by_both_attempts_then_cleared(sstm_file_t *r) {
+  int reads = atomic_load_explicit(&fi.reads, memory_order_relaxed);
+  rb_attempts = 0;
+  CHECK_OK(sstm_run(NULL, fgetc_restarted_once, NULL));
+  CHECK_EQ_U(rb_attempts, 2);
+  CHECK_EQ_I(rb_c, EOF);
+  CHECK_EQ_I(atomic_load_explicit(&fi.reads, memory_order_relaxed), reads + 1);
+  CHECK_TRUE(sstm_feof(r));
+  sstm_clearerr(r);
+}
+
 /* (S6) An end of data that read(2) reported once (as a terminal reports
  * its end-of-file key, the seam's eof_next) is logged too: the retry of
  * the attempt that met it meets it again without read(2); once a
@@ -1078,14 +1092,7 @@ TEST(an_end_of_data_that_a_rolled_back_attempt_met_is_met_again_then_read_past) 
   sstm_file_t *r = pipe_reader(ch);
   CHECK_EQ_I(write(ch[1], "x", 1), 1);
   atomic_store_explicit(&fi.eof_next, 1, memory_order_relaxed);
-  int reads = atomic_load_explicit(&fi.reads, memory_order_relaxed);
-  rb_attempts = 0;
-  CHECK_OK(sstm_run(NULL, fgetc_restarted_once, NULL));
-  CHECK_EQ_U(rb_attempts, 2);
-  CHECK_EQ_I(rb_c, EOF);
-  CHECK_EQ_I(atomic_load_explicit(&fi.reads, memory_order_relaxed), reads + 1);
-  CHECK_TRUE(sstm_feof(r));
-  sstm_clearerr(r);
+  eof_met_by_both_attempts_then_cleared(r);
   CHECK_EQ_I(sstm_fgetc(r), 'x');
   CHECK_EQ_I(close(ch[1]), 0);
   CHECK_EQ_I(sstm_fgetc(r), EOF);
@@ -1366,14 +1373,7 @@ TEST(a_terminal_end_of_file_key_is_reported_then_the_next_line_is_read) {
   char line[16];
   CHECK_NOT_NULL(sstm_fgets(line, sizeof line, r));
   CHECK_EQ_STR(line, "ab\n");
-  int reads = atomic_load_explicit(&fi.reads, memory_order_relaxed);
-  rb_attempts = 0;
-  CHECK_OK(sstm_run(NULL, fgetc_restarted_once, NULL));
-  CHECK_EQ_U(rb_attempts, 2);
-  CHECK_EQ_I(rb_c, EOF);
-  CHECK_EQ_I(atomic_load_explicit(&fi.reads, memory_order_relaxed), reads + 1);
-  CHECK_TRUE(sstm_feof(r));
-  sstm_clearerr(r);
+  eof_met_by_both_attempts_then_cleared(r);
   CHECK_NOT_NULL(sstm_fgets(line, sizeof line, r));
   CHECK_EQ_STR(line, "cd\n");
   CHECK_EQ_I(atomic_load_explicit(&fi.bad_read, memory_order_relaxed), 0);
