@@ -28,7 +28,10 @@ Run through sweep.py (`sweep.py --bench stamp ...`) or on its own
   --tinystm-dir PATH  the TinySTM tree to build it from when it is missing
                       (implies --tinystm)
   --reps N            repetitions (default 1)
-  --out DIR, --plot, --timeout-s S, --dry-run
+  --out DIR, --plot, --timeout-s S
+  --dry-run           run nothing: print the commands a run would run, and
+                      on stderr the build.sh command it would build the
+                      programs with first (or why it would stop)
   --map-readback      read each thread's CPU affinity back from /proc while
                       the schedstm runs go, against the thread mapping's
                       log (map_affinity.py; the strategy from
@@ -562,29 +565,40 @@ def parse_args(argv):
     return args
 
 
-def ensure_built(args):
-    """Build with bench/stamp/build.sh when a program is missing (or with
-    --rebuild). Returns an error message, or None."""
+def build_plan(args):
+    """What a run must build first: (None, None) when every program it
+    needs is there (and no --rebuild), (build.sh's command, None) when it
+    builds them, or (None, why it cannot)."""
     need = sorted({program(args.stamp_build, APPS[a], v)
                    for a in args.apps for v in needed_variants(args)})
     if not args.rebuild and all(os.access(x, os.X_OK) for x in need):
-        return None
+        return None, None
     if not args.stamp_dir:
         missing = [x for x in need if not os.access(x, os.X_OK)]
-        return ("no STAMP programs in %s (missing %s); give --stamp-dir PATH (a STAMP 0.9.10 "
-                "tree, docs/stamp.md) to build them" % (args.stamp_build, missing[0]))
+        return None, ("no STAMP programs in %s (missing %s); give --stamp-dir PATH (a STAMP "
+                      "0.9.10 tree, docs/stamp.md) to build them" % (args.stamp_build, missing[0]))
     bases = " ".join(sorted({APPS[a].base for a in args.apps}))
-    sys.stderr.write("stamp: building %s into %s\n" % (bases, args.stamp_build))
     cmd = [BUILD_SH, "--apps", bases]
     if args.schedstm_build:
         cmd += ["--schedstm-build", args.schedstm_build]
     if args.tinystm:
         if not args.tinystm_dir:
-            return ("the TinySTM programs are missing (%s); give --tinystm-dir PATH (a TinySTM "
-                    "tree) to build them" % [x for x in need if not os.access(x, os.X_OK)][0])
+            return None, ("the TinySTM programs are missing (%s); give --tinystm-dir PATH (a "
+                          "TinySTM tree) to build them" % [x for x in need
+                                                           if not os.access(x, os.X_OK)][0])
         cmd += ["--tinystm-dir", args.tinystm_dir,
                 "--variants", " ".join(needed_variants(args))]
-    r = subprocess.run(cmd + [args.stamp_dir, args.stamp_build])
+    return cmd + [args.stamp_dir, args.stamp_build], None
+
+
+def ensure_built(args):
+    """Build with bench/stamp/build.sh when a program is missing (or with
+    --rebuild). Returns an error message, or None."""
+    cmd, problem = build_plan(args)
+    if problem or not cmd:
+        return problem
+    sys.stderr.write("stamp: building %s into %s\n" % (cmd[2], args.stamp_build))
+    r = subprocess.run(cmd)
     return None if r.returncode == 0 else "bench/stamp/build.sh failed (status %d)" % r.returncode
 
 
@@ -903,7 +917,18 @@ def main(argv=None):
                          "SCHEDSTM_STAMP_DIR CMake variable for ctest) and no programs built in "
                          "%s\n" % args.stamp_build)
         return 77
-    problem = None if args.dry_run else ensure_built(args)
+    if args.dry_run:
+        # Nothing is built: say what a run would build first, or why it
+        # would stop before running anything.
+        cmd, problem = build_plan(args)
+        if cmd:
+            sys.stderr.write("stamp: note: a run would first build the programs: %s\n"
+                             % " ".join(shlex.quote(c) for c in cmd))
+        if problem:
+            sys.stderr.write("stamp: warning: a run would stop here: %s\n" % problem)
+        problem = None
+    else:
+        problem = ensure_built(args)
     if problem:
         sys.stderr.write(ERROR + problem + "\n")
         return 2

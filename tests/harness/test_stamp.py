@@ -394,6 +394,40 @@ class WholeRunTest(unittest.TestCase):
         self.assertEqual(rc, 2)
         self.assertIn("give --stamp-dir", err.getvalue())
 
+    def test_dry_run_says_what_a_run_would_build_or_why_it_would_stop(self):
+        """--dry-run builds nothing, and says so: the build.sh command a
+        run would start with when programs are missing and a STAMP tree is
+        given, the reason a run would stop when none is; nothing when the
+        programs are there."""
+        empty = os.path.join(self.tmp.name, "empty")
+        tree = os.path.join(self.tmp.name, "stamp-tree")
+        cases = (
+            (["--stamp-build", empty, "--stamp-dir", tree],
+             "stamp: note: a run would first build the programs: %s --apps genome %s %s\n" % (
+                 stamp.BUILD_SH, tree, empty)),
+            (["--stamp-build", empty, "--stamp-dir", tree, "--tinystm-dir", "/t"],
+             "stamp: note: a run would first build the programs: %s --apps genome "
+             "--tinystm-dir /t --variants 'seq stm tinystm' %s %s\n" % (stamp.BUILD_SH, tree,
+                                                                         empty)),
+            (["--stamp-build", empty],
+             "stamp: warning: a run would stop here: no STAMP programs in %s (missing "
+             "%s/genome/genome-seq); give --stamp-dir PATH" % (empty, empty)),
+            (["--stamp-build", self.build, "--stamp-dir", tree], ""),
+        )
+        for extra, said in cases:
+            with contextlib.redirect_stdout(io.StringIO()) as out, \
+                    contextlib.redirect_stderr(io.StringIO()) as err:
+                rc = stamp.main(["--dry-run", "--apps", "genome", "--threads", "2"] + extra)
+            self.assertEqual(rc, 0, extra)
+            # the sequential run and the two default policies' (and TinySTM's)
+            self.assertEqual(len(out.getvalue().splitlines()),
+                             4 if "--tinystm-dir" in extra else 3, extra)
+            if said:
+                self.assertIn(said, err.getvalue())
+            else:
+                self.assertEqual(err.getvalue(), "")
+        self.assertFalse(os.path.exists(empty))
+
 
 # SHA-256 of the two files of STAMP's kmeans generator (generate.py ROWS
 # DIMS CENTRES) that STAMP 0.9.10 ships, decompressed: random-n2048-d16-c16
