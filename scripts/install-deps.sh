@@ -7,8 +7,9 @@
 #                                    doxygen, ccache)
 #   scripts/install-deps.sh --demo   also the Python packages of bench/requirements.txt
 #   scripts/install-deps.sh --coverage  also gcovr (scripts/coverage-requirements.txt)
-#   scripts/install-deps.sh --stamp  also triangle and numpy (bench/stamp/requirements.txt:
-#                                    the harness's stand-in for yada's standard input)
+#   scripts/install-deps.sh --stamp  also matplotlib, triangle and numpy
+#                                    (bench/stamp/requirements.txt: the STAMP harness's
+#                                    --plot and its stand-in for yada's standard input)
 #
 # Idempotent: every tool is checked first, and nothing is installed (no
 # network, no apt-get update) when everything is already there. Missing tools
@@ -30,7 +31,7 @@ for arg in "$@"; do
     --stamp) stamp=1 ;;
     --tests) tests=1 ;;
     -h | --help)
-      sed -n '3,18s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"
+      sed -n '3,19s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"
       exit 0
       ;;
     *)

@@ -28,7 +28,10 @@ Run through sweep.py (`sweep.py --bench stamp ...`) or on its own
   --tinystm-dir PATH  the TinySTM tree to build it from when it is missing
                       (implies --tinystm)
   --reps N            repetitions (default 1)
-  --out DIR, --plot, --timeout-s S
+  --out DIR, --timeout-s S
+  --plot              also draw stamp.png; needs matplotlib, which
+                      scripts/install-deps.sh --stamp installs into
+                      build/venv: run the harness with build/venv/bin/python
   --dry-run           run nothing: print the commands a run would run, and
                       on stderr the build.sh command it would build the
                       programs with first (or why it would stop)
@@ -128,6 +131,12 @@ GEN_INPUTS = os.path.join(REPO, "bench", "stamp", "gen_inputs.py")
 sys.path.insert(0, os.path.dirname(GEN_INPUTS))
 import gen_inputs  # noqa: E402 (bench/stamp: the stand-ins' names and manifests)
 ERROR = "stamp: error: "
+
+# matplotlib is installed into the project's virtual environment, never
+# into the system's Python (scripts/install-deps.sh).
+PLOT_HINT = ("matplotlib is not installed for %s: scripts/install-deps.sh --stamp installs "
+             "it into build/venv; run the harness with build/venv/bin/python"
+             % os.path.basename(sys.executable or "python3"))
 
 KMEANS_TOLERANCE = 0.05  # largest difference of a centre's coordinate
 BAYES_TOLERANCE = 0.10  # relative difference of the learned score, more than 1 thread
@@ -1074,7 +1083,9 @@ def write_reports(args, records, skipped, out_dir):
         try:
             sys.stderr.write("stamp: wrote %s\n" % plot(records, os.path.join(out_dir,
                                                                               "stamp.png")))
-        except (ImportError, ValueError, OSError) as e:
+        except ImportError as e:
+            sys.stderr.write("stamp: warning: no plot: %s (%s)\n" % (PLOT_HINT, e))
+        except (ValueError, OSError) as e:
             sys.stderr.write("stamp: warning: no plot: %s\n" % e)
     bad = [r for r in records if r["status"] != "ok" or r.get("check") == "fail"]
     if bad:

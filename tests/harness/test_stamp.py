@@ -428,6 +428,25 @@ class WholeRunTest(unittest.TestCase):
                 self.assertEqual(err.getvalue(), "")
         self.assertFalse(os.path.exists(empty))
 
+    def test_no_matplotlib_says_how_to_get_the_plot(self):
+        def no_matplotlib(records, path):
+            raise ImportError("No module named 'matplotlib'")
+        saved, stamp.plot = stamp.plot, no_matplotlib
+        try:
+            argv = ["--stamp-build", self.build, "--apps", "genome", "--threads", "1",
+                    "--cms", "adaptive", "--plot", "--out", self.out]
+            with contextlib.redirect_stdout(io.StringIO()), \
+                    contextlib.redirect_stderr(io.StringIO()) as err:
+                rc = stamp.main(argv)
+        finally:
+            stamp.plot = saved
+        self.assertEqual(rc, 0)
+        self.assertIn("stamp: warning: no plot: matplotlib is not installed", err.getvalue())
+        self.assertIn("scripts/install-deps.sh --stamp installs it into build/venv; run the "
+                      "harness with build/venv/bin/python (No module named 'matplotlib')",
+                      err.getvalue())
+        self.assertTrue(os.path.exists(os.path.join(self.out, "summary.md")))
+
 
 # SHA-256 of the two files of STAMP's kmeans generator (generate.py ROWS
 # DIMS CENTRES) that STAMP 0.9.10 ships, decompressed: random-n2048-d16-c16
