@@ -38,8 +38,10 @@
 # Flags: STAMP's own (-O3 -g -pthread -Wall, the application's -D options),
 # plus -fcommon (STAMP defines some globals in more than one file, which
 # GCC >= 10 rejects by default). Exit status: 0 when every requested
-# program was built, 1 otherwise (each failure is reported with the tail of
-# its log), 2 on a usage error.
+# program was built (or with --help), 1 otherwise (each failure is reported
+# with the errors of its log), 2 on a usage error (a wrong option, a
+# directory that is not a STAMP or TinySTM tree, an application the tree
+# lacks, no schedstm library).
 set -u
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -53,9 +55,13 @@ inline=1
 cc=gcc
 jobs=2
 
-usage() {
-  sed -n '3,25p' "$0" | sed 's/^# \{0,1\}//' >&2
-  exit 2
+usage() { # usage [STATUS]: the usage text, on stdout for --help (0), else on stderr
+  if [ "${1:-2}" = 0 ]; then
+    sed -n '3,25p' "$0" | sed 's/^# \{0,1\}//'
+  else
+    sed -n '3,25p' "$0" | sed 's/^# \{0,1\}//' >&2
+  fi
+  exit "${1:-2}"
 }
 
 while [ $# -gt 0 ]; do
@@ -68,7 +74,7 @@ while [ $# -gt 0 ]; do
     --no-inline) inline=0; shift ;;
     --cc) [ $# -ge 2 ] || usage; cc=$2; shift 2 ;;
     -j) [ $# -ge 2 ] || usage; jobs=$2; shift 2 ;;
-    -h | --help) usage ;;
+    -h | --help) usage 0 ;;
     --) shift; break ;;
     -*) echo "build.sh: unknown option '$1'" >&2; usage ;;
     *) break ;;
@@ -105,6 +111,15 @@ fi
 case "$jobs" in '' | *[!0-9]* | 0) echo "build.sh: -j needs a positive number" >&2; exit 2 ;; esac
 if [ ! -f "$stamp/lib/tm.h" ] || [ ! -f "$stamp/common/Defines.common.mk" ]; then
   echo "build.sh: '$stamp' is not a STAMP 0.9.10 tree (no lib/tm.h, common/Defines.common.mk)" >&2
+  exit 2
+fi
+missing_apps=""
+for a in $apps; do
+  [ -f "$stamp/$a/Defines.common.mk" ] || missing_apps="$missing_apps $a"
+done
+if [ -n "$missing_apps" ]; then
+  echo "build.sh: '$stamp' has no$missing_apps (no <app>/Defines.common.mk there);" \
+    "build the others with --apps" >&2
   exit 2
 fi
 stamp=$(cd "$stamp" && pwd)

@@ -17,6 +17,7 @@ import itertools
 import json
 import os
 import stat
+import subprocess
 import sys
 import tempfile
 import unittest
@@ -446,6 +447,46 @@ class WholeRunTest(unittest.TestCase):
                       "harness with build/venv/bin/python (No module named 'matplotlib')",
                       err.getvalue())
         self.assertTrue(os.path.exists(os.path.join(self.out, "summary.md")))
+
+
+class BuildShTest(unittest.TestCase):
+    """bench/stamp/build.sh's command line: its help, and a STAMP tree
+    that lacks an application it is asked for (no compiler runs)."""
+
+    BUILD_SH = os.path.join(ROOT, "bench", "stamp", "build.sh")
+
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def build_sh(self, *argv):
+        return subprocess.run([self.BUILD_SH] + list(argv), stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, universal_newlines=True)
+
+    def test_help_is_not_an_error(self):
+        for flag in ("--help", "-h"):
+            r = self.build_sh(flag)
+            self.assertEqual((r.returncode, r.stderr), (0, ""), flag)
+            self.assertIn("bench/stamp/build.sh [options] STAMP_DIR OUT_DIR", r.stdout)
+        r = self.build_sh()
+        self.assertEqual((r.returncode, r.stdout), (2, ""))
+        self.assertIn("STAMP_DIR and OUT_DIR are required", r.stderr)
+
+    def test_a_tree_without_an_application_is_refused_up_front(self):
+        tree = os.path.join(self.tmp.name, "stamp")
+        for d in ("lib", "common", "genome"):
+            os.makedirs(os.path.join(tree, d))
+        for f in ("lib/tm.h", "common/Defines.common.mk", "genome/Defines.common.mk"):
+            open(os.path.join(tree, f), "w").close()
+        out = os.path.join(self.tmp.name, "out")
+        r = self.build_sh("--apps", "genome yada kmeans", tree, out)
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertIn("build.sh: '%s' has no yada kmeans (no <app>/Defines.common.mk there); "
+                      "build the others with --apps" % tree, r.stderr)
+        self.assertNotIn("make", r.stderr)
+        self.assertFalse(os.path.exists(out))
 
 
 # SHA-256 of the two files of STAMP's kmeans generator (generate.py ROWS
