@@ -570,6 +570,21 @@ def parse_args(argv):
     bad = [c for c in args.cms if not re.fullmatch(r"[a-z0-9+_-]+", c)]
     if bad:
         p.error("bad policy name(s) %s" % ",".join(bad))
+    # A wrong tree is refused here, not only when a build needs it: with
+    # the programs already built, it would otherwise pass unnoticed.
+    for option, what, files in (
+            ("stamp_dir", "a STAMP 0.9.10 tree", ("lib/tm.h", "common/Defines.common.mk")),
+            ("tinystm_dir", "a TinySTM tree", ("include/stm.h", "include/mod_mem.h",
+                                               "Makefile"))):
+        path = getattr(args, option)
+        if path is None:
+            continue
+        path = os.path.expanduser(path)
+        setattr(args, option, path)
+        lacking = [f for f in files if not os.path.isfile(os.path.join(path, f))]
+        if lacking:
+            p.error("--%s %s is not %s (no %s)" % (option.replace("_", "-"), path, what,
+                                                   ", ".join(lacking)))
     args.stamp_build = os.path.abspath(args.stamp_build)
     return args
 

@@ -133,6 +133,19 @@ class CheckTest(unittest.TestCase):
         self.assertEqual(ssca2(d1, d1, 1)[0], "fail")
 
 
+STAMP_FILES = ("lib/tm.h", "common/Defines.common.mk", "genome/Defines.common.mk")
+TINYSTM_FILES = ("include/stm.h", "include/mod_mem.h", "Makefile")
+
+
+def fake_tree(root, files):
+    """A directory with these (empty) files: what the harness checks of a
+    STAMP or TinySTM tree."""
+    for f in files:
+        os.makedirs(os.path.dirname(os.path.join(root, f)), exist_ok=True)
+        open(os.path.join(root, f), "w").close()
+    return root
+
+
 class CommandLineTest(unittest.TestCase):
     def test_threads_flag_and_inputs(self):
         cmd = stamp.command("/b", stamp.APPS["kmeans-high"], "sim", 8, "schedstm-adaptive")
@@ -173,6 +186,25 @@ class CommandLineTest(unittest.TestCase):
             with contextlib.redirect_stderr(io.StringIO()), self.assertRaises(SystemExit) as e:
                 stamp.parse_args(argv)
             self.assertEqual(e.exception.code, 2, argv)
+
+    def test_a_directory_that_is_not_a_tree_is_refused(self):
+        """--stamp-dir and --tinystm-dir are checked even when nothing is to
+        be built (a wrong one would otherwise pass unnoticed)."""
+        with tempfile.TemporaryDirectory() as tmp:
+            stamp_tree = fake_tree(os.path.join(tmp, "stamp"), STAMP_FILES)
+            tiny = fake_tree(os.path.join(tmp, "tinystm"), TINYSTM_FILES)
+            args = stamp.parse_args(["--stamp-dir", stamp_tree, "--tinystm-dir", tiny])
+            self.assertEqual((args.stamp_dir, args.tinystm_dir), (stamp_tree, tiny))
+            for argv, said in (
+                    (["--stamp-dir", tiny], "--stamp-dir %s is not a STAMP 0.9.10 tree (no "
+                     "lib/tm.h, common/Defines.common.mk)" % tiny),
+                    (["--tinystm-dir", stamp_tree], "--tinystm-dir %s is not a TinySTM tree "
+                     "(no include/stm.h, include/mod_mem.h, Makefile)" % stamp_tree)):
+                with contextlib.redirect_stderr(io.StringIO()) as err, \
+                        self.assertRaises(SystemExit) as e:
+                    stamp.parse_args(argv)
+                self.assertEqual(e.exception.code, 2, argv)
+                self.assertIn("stamp: error: " + said, err.getvalue())
 
     def test_sweep_hands_over(self):
         self.assertTrue(stamp.selected(["--bench", "stamp"]))
@@ -401,15 +433,16 @@ class WholeRunTest(unittest.TestCase):
         given, the reason a run would stop when none is; nothing when the
         programs are there."""
         empty = os.path.join(self.tmp.name, "empty")
-        tree = os.path.join(self.tmp.name, "stamp-tree")
+        tree = fake_tree(os.path.join(self.tmp.name, "stamp-tree"), STAMP_FILES)
+        tiny = fake_tree(os.path.join(self.tmp.name, "tinystm"), TINYSTM_FILES)
         cases = (
             (["--stamp-build", empty, "--stamp-dir", tree],
              "stamp: note: a run would first build the programs: %s --apps genome %s %s\n" % (
                  stamp.BUILD_SH, tree, empty)),
-            (["--stamp-build", empty, "--stamp-dir", tree, "--tinystm-dir", "/t"],
+            (["--stamp-build", empty, "--stamp-dir", tree, "--tinystm-dir", tiny],
              "stamp: note: a run would first build the programs: %s --apps genome "
-             "--tinystm-dir /t --variants 'seq stm tinystm' %s %s\n" % (stamp.BUILD_SH, tree,
-                                                                         empty)),
+             "--tinystm-dir %s --variants 'seq stm tinystm' %s %s\n" % (stamp.BUILD_SH, tiny,
+                                                                         tree, empty)),
             (["--stamp-build", empty],
              "stamp: warning: a run would stop here: no STAMP programs in %s (missing "
              "%s/genome/genome-seq); give --stamp-dir PATH" % (empty, empty)),
@@ -475,11 +508,7 @@ class BuildShTest(unittest.TestCase):
         self.assertIn("STAMP_DIR and OUT_DIR are required", r.stderr)
 
     def test_a_tree_without_an_application_is_refused_up_front(self):
-        tree = os.path.join(self.tmp.name, "stamp")
-        for d in ("lib", "common", "genome"):
-            os.makedirs(os.path.join(tree, d))
-        for f in ("lib/tm.h", "common/Defines.common.mk", "genome/Defines.common.mk"):
-            open(os.path.join(tree, f), "w").close()
+        tree = fake_tree(os.path.join(self.tmp.name, "stamp"), STAMP_FILES)
         out = os.path.join(self.tmp.name, "out")
         r = self.build_sh("--apps", "genome yada kmeans", tree, out)
         self.assertEqual(r.returncode, 2, r.stderr)
