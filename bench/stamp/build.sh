@@ -11,8 +11,9 @@
 #                         (default: <repo>/build)
 #   --prefix DIR          an installed schedstm instead (DIR/include, and the
 #                         library in DIR/lib, lib64 or lib/<multiarch>)
-#   --apps "A B ..."      the applications (default: all eight: bayes genome
-#                         intruder kmeans labyrinth ssca2 vacation yada)
+#   --apps "A B ..."      the applications, separated by spaces or commas
+#                         (default: all eight: bayes genome intruder kmeans
+#                         labyrinth ssca2 vacation yada)
 #   --variants "V ..."    stm, seq and/or tinystm (default: stm seq, and
 #                         tinystm too when --tinystm-dir is given)
 #   --tinystm-dir DIR     a TinySTM source tree: also build every application
@@ -57,9 +58,9 @@ jobs=2
 
 usage() { # usage [STATUS]: the usage text, on stdout for --help (0), else on stderr
   if [ "${1:-2}" = 0 ]; then
-    sed -n '3,25p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '3,26p' "$0" | sed 's/^# \{0,1\}//'
   else
-    sed -n '3,25p' "$0" | sed 's/^# \{0,1\}//' >&2
+    sed -n '3,26p' "$0" | sed 's/^# \{0,1\}//' >&2
   fi
   exit "${1:-2}"
 }
@@ -68,7 +69,7 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --schedstm-build) [ $# -ge 2 ] || usage; sstm_build=$2; shift 2 ;;
     --prefix) [ $# -ge 2 ] || usage; prefix=$2; shift 2 ;;
-    --apps) [ $# -ge 2 ] || usage; apps=$2; shift 2 ;;
+    --apps) [ $# -ge 2 ] || usage; apps=${2//,/ }; shift 2 ;; # commas too, as the harness's
     --variants) [ $# -ge 2 ] || usage; variants=$2; shift 2 ;;
     --tinystm-dir) [ $# -ge 2 ] || usage; tinystm=$2; shift 2 ;;
     --no-inline) inline=0; shift ;;

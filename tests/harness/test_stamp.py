@@ -510,12 +510,14 @@ class BuildShTest(unittest.TestCase):
     def test_a_tree_without_an_application_is_refused_up_front(self):
         tree = fake_tree(os.path.join(self.tmp.name, "stamp"), STAMP_FILES)
         out = os.path.join(self.tmp.name, "out")
-        r = self.build_sh("--apps", "genome yada kmeans", tree, out)
-        self.assertEqual(r.returncode, 2, r.stderr)
-        self.assertIn("build.sh: '%s' has no yada kmeans (no <app>/Defines.common.mk there); "
-                      "build the others with --apps" % tree, r.stderr)
-        self.assertNotIn("make", r.stderr)
-        self.assertFalse(os.path.exists(out))
+        # the applications separated by spaces, or by commas as the harness's
+        for apps in ("genome yada kmeans", "genome,yada,kmeans"):
+            r = self.build_sh("--apps", apps, tree, out)
+            self.assertEqual(r.returncode, 2, r.stderr)
+            self.assertIn("build.sh: '%s' has no yada kmeans (no <app>/Defines.common.mk "
+                          "there); build the others with --apps" % tree, r.stderr)
+            self.assertNotIn("make", r.stderr)
+            self.assertFalse(os.path.exists(out))
 
 
 # SHA-256 of the two files of STAMP's kmeans generator (generate.py ROWS
