@@ -503,7 +503,10 @@ class _Parser(argparse.ArgumentParser):
 
 
 def parse_args(argv):
-    p = _Parser(prog="sweep.py --bench stamp", description=__doc__,
+    # the name the user ran: stamp.py on its own, or sweep.py handing over
+    prog = "stamp.py" if os.path.basename(sys.argv[0]) == "stamp.py" else \
+        "sweep.py --bench stamp"
+    p = _Parser(prog=prog, description=__doc__,
                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--bench", choices=("stamp",), default="stamp")
     p.add_argument("--stamp-dir", default=None)
@@ -1027,10 +1030,11 @@ def main(argv=None):
             jsonl.flush()
             records.append(rec)
             sys.stderr.write("[%3d/%d] rep %d %-13s %-8s t=%-3d %-20s %s wall %.3fs cpu %.3fs "
-                             "%s%s (%.0fs elapsed)\n" % (
+                             "%s%s%s (%.0fs elapsed)\n" % (
                                  i, len(runs), rep, app.name, inputs, t, v, rec["status"],
                                  rec["wall_s"], rec["cpu_s"], rec.get("check"),
                                  " [stand-in input]" if rec.get("standin") else "",
+                                 ": %s" % rec["error"] if rec.get("error") else "",
                                  time.monotonic() - started))
     return write_reports(args, records, skipped, out_dir)
 

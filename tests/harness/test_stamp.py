@@ -206,6 +206,19 @@ class CommandLineTest(unittest.TestCase):
                 self.assertEqual(e.exception.code, 2, argv)
                 self.assertIn("stamp: error: " + said, err.getvalue())
 
+    def test_help_names_the_program_run(self):
+        saved = sys.argv[0]
+        try:
+            for argv0, usage in (("bench/harness/stamp.py", "usage: stamp.py "),
+                                 ("bench/harness/sweep.py", "usage: sweep.py --bench stamp ")):
+                sys.argv[0] = argv0
+                with contextlib.redirect_stdout(io.StringIO()) as out, \
+                        self.assertRaises(SystemExit):
+                    stamp.parse_args(["--help"])
+                self.assertTrue(out.getvalue().startswith(usage), out.getvalue()[:60])
+        finally:
+            sys.argv[0] = saved
+
     def test_sweep_hands_over(self):
         self.assertTrue(stamp.selected(["--bench", "stamp"]))
         self.assertTrue(stamp.selected(["--threads", "1", "--bench=stamp"]))
@@ -311,6 +324,13 @@ class WholeRunTest(unittest.TestCase):
         self.assertEqual(rc, 1)
         self.assertTrue(all(r["status"] == "fail" for r in recs))
         self.assertIn("exit status 3: boom", recs[0]["error"])
+        # the progress line of a failed run says why it failed
+        with contextlib.redirect_stdout(io.StringIO()), \
+                contextlib.redirect_stderr(io.StringIO()) as err:
+            stamp.main(["--stamp-build", self.build, "--apps", "genome", "--threads", "1",
+                        "--cms", "adaptive", "--out", self.out])
+        self.assertRegex(err.getvalue(), r"\[  2/2\] rep 1 genome .* schedstm-adaptive +fail "
+                         r"wall [0-9.]+s cpu [0-9.]+s fail: exit status 3: boom \(")
 
     def test_paired_ratios_and_range(self):
         rc, recs, text = self.sweep("--reps", "2")
