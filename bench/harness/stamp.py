@@ -67,7 +67,8 @@ was made, SHA-256 of its files), others input_origin "stamp"; the
 progress lines, summary.md, verify.json ("standins") and verify.md say
 so. --no-standins keeps the old behaviour (skip, with a warning).
 --dry-run makes nothing, and prints the stand-in's path where a run
-would use one.
+would use one; an application whose stand-in cannot be made here (yada's
+needs the triangle package) it leaves out, as a run would skip it.
 
 Every point runs the sequential build (STAMP's seq configuration, one
 thread: the reference) and the schedstm build under each policy (and the
@@ -368,6 +369,20 @@ def _standin_python(name):
     venv = os.environ.get("SCHEDSTM_VENV") or os.path.join(REPO, "build", "venv")
     python = os.path.join(venv, "bin", "python")
     return python if os.access(python, os.X_OK) else sys.executable
+
+
+def standin_blocker(name):
+    """Why the stand-in NAME cannot be made on this machine, or None: yada's
+    needs the triangle package in the interpreter that would run
+    gen_inputs.py (_standin_python); kmeans' needs nothing beyond Python."""
+    if gen_inputs.STANDINS[name][0] != "yada":
+        return None
+    r = subprocess.run([_standin_python(name), "-c", "import triangle"],
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    if r.returncode == 0:
+        return None
+    return ("no stand-in: it needs the triangle package, which neither this Python nor the "
+            "project's virtual environment has (scripts/install-deps.sh --stamp installs it)")
 
 
 def standin(args, app, inputs, missing):
@@ -963,16 +978,27 @@ def main(argv=None):
     args.standins = {}
     if args.dry_run:
         # Nothing is made: the commands show the stand-in's path where the
-        # run would use one (made first when it is not there yet).
-        for inputs, name in points:
+        # run would use one (made first when it is not there yet), and an
+        # application whose stand-in cannot be made here is left out, as a
+        # run would skip it.
+        for inputs, name in list(points):
             missing = missing_inputs(args, APPS[name], inputs)
             base = os.path.basename(missing or "")
             if missing and base in gen_inputs.STANDINS and not args.no_standins:
-                args.standins[(name, inputs)] = True
                 made = gen_inputs.read_manifest(args.stamp_build, base)
+                why = None if made else standin_blocker(base)
+                if why:
+                    sys.stderr.write("stamp: warning: %s (%s inputs) would be skipped: no input "
+                                     "%s (%s)\n" % (name, inputs, missing, why))
+                    points.remove((inputs, name))
+                    continue
+                args.standins[(name, inputs)] = True
                 sys.stderr.write("stamp: note: %s (%s inputs) would run on a generated stand-in "
                                  "for %s%s\n" % (name, inputs, base,
                                                   "" if made else " (made first)"))
+        if not points:
+            sys.stderr.write(ERROR + "no application left to run\n")
+            return 2
     else:
         for inputs, name in list(points):
             missing = missing_inputs(args, APPS[name], inputs)

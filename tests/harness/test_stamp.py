@@ -242,6 +242,47 @@ class CommandLineTest(unittest.TestCase):
             "/b/genome/genome-tinystm -g256 -s16 -n16384 -t2"])
 
 
+    def test_dry_run_leaves_out_a_standin_that_cannot_be_made(self):
+        """yada's standard input is not in STAMP's tree, and its stand-in
+        needs Triangle. With no interpreter that has it, --dry-run says yada
+        would be skipped and lists none of its commands, as a run skips it
+        (and, with nothing left, stops with status 2 as a run does); with
+        one, it says the stand-in would be made first."""
+        tmp = tempfile.mkdtemp()
+        pythons = {}
+        for name, status in (("without", 1), ("with", 0)):
+            pythons[name] = os.path.join(tmp, "python-%s-triangle" % name)
+            with open(pythons[name], "w") as f:
+                f.write("#!/bin/sh\nexit %d\n" % status)
+            os.chmod(pythons[name], 0o755)
+        saved = stamp._standin_python
+        argv = ["--dry-run", "--stamp-build", "/b", "--inputs", "standard", "--threads", "2",
+                "--cms", "default"]
+        try:
+            for which in ("without", "with"):
+                stamp._standin_python = lambda name, py=pythons[which]: py
+                with contextlib.redirect_stdout(io.StringIO()) as out, \
+                        contextlib.redirect_stderr(io.StringIO()) as err:
+                    rc = stamp.main(argv + ["--apps", "yada,genome"])
+                self.assertEqual(rc, 0, err.getvalue())
+                self.assertIn("/b/genome/genome-stm", out.getvalue())
+                if which == "without":
+                    self.assertIn("yada (standard inputs) would be skipped", err.getvalue())
+                    self.assertIn("triangle package", err.getvalue())
+                    self.assertNotIn("yada-", out.getvalue())
+                else:
+                    self.assertIn("yada (standard inputs) would run on a generated stand-in for "
+                                  "ttimeu1000000.2 (made first)", err.getvalue())
+                    self.assertIn("/b/yada/yada-stm", out.getvalue())
+            stamp._standin_python = lambda name: pythons["without"]
+            with contextlib.redirect_stdout(io.StringIO()), \
+                    contextlib.redirect_stderr(io.StringIO()) as err:
+                rc = stamp.main(argv + ["--apps", "yada"])
+            self.assertEqual(rc, 2)
+            self.assertIn("no application left to run", err.getvalue())
+        finally:
+            stamp._standin_python = saved
+
 # A fake genome: prints what the real one prints; the schedstm variant
 # writes a statistics dump where SSTM_STAMP_STATS says and reports the
 # policy it was given. FAKE_MODE=badcheck prints a failed verification,
