@@ -372,9 +372,10 @@ def _standin_python(name):
 
 
 def standin_blocker(name):
-    """Why the stand-in NAME cannot be made on this machine, or None: yada's
-    needs the triangle package in the interpreter that would run
-    gen_inputs.py (_standin_python); kmeans' needs nothing beyond Python."""
+    """Why the stand-in for the input file `name` cannot be made on this
+    machine, or None. Only yada's needs more than Python: the triangle
+    package, in the interpreter that _standin_python picks to run
+    gen_inputs.py."""
     if gen_inputs.STANDINS[name][0] != "yada":
         return None
     r = subprocess.run([_standin_python(name), "-c", "import triangle"],

@@ -163,12 +163,13 @@ SSTM_API sstm_file_t *sstm_fdopen(int fd, const char *mode);
 SSTM_API int sstm_fclose(sstm_file_t *f);
 
 /** Bytes per buffer of a stream on a regular file by default (each stream
- * has a read buffer and a write buffer), 64 KiB: a stream of small sequential calls makes one
- * system call per 64 KiB, which more than halves the time of 64-byte writes
- * against 4 KiB buffers (glibc's for most files), in transactions and in
- * irrevocable ones alike. The memory is 2 x 64 KiB per stream and per
- * thread that uses it; sstm_setvbuf() chooses a smaller size per stream
- * (docs/design/tm-libc.md, "Buffering"). */
+ * has a read buffer and a write buffer), 64 KiB: a stream of small
+ * sequential calls makes one system call per 64 KiB, where the kernel's
+ * part of each call is most of its time, in transactions and in
+ * irrevocable ones alike (docs/benchmarks.md, "The default buffer size").
+ * The memory is 2 x 64 KiB per stream and per thread that uses it;
+ * sstm_setvbuf() chooses a smaller size per stream (docs/design/tm-libc.md,
+ * "Buffering"). */
 #define SSTM_STDIO_BUFSIZ 65536u
 /** Bytes per buffer of a stream on a pipe, socket or terminal by default:
  * 4 KiB, PIPE_BUF on Linux, so that a full buffer leaves in one write(2)

@@ -48,11 +48,10 @@
 /* Bytes per batch (malloc_usable_size of its blocks): a batch also closes
  * when it holds this much, so that what a thread keeps waiting for grace
  * periods is bounded in memory too, not only in blocks. 1024 blocks of the
- * transactional stdio's 4 KiB buffers held 4 MiB per thread; 1024 blocks
- * of 1 MiB would hold 1 GiB. Small blocks (a tree's nodes) fill 1024 first,
- * so their batches, and what they cost, do not change; a stream read in
- * transactions closes one every 64 refills (docs/benchmarks.md, "Memory
- * held for grace periods"). */
+ * transactional stdio's buffers (4 KiB on a pipe, 64 KiB on a file) would
+ * hold 4 or 64 MiB per thread, 1024 blocks of 1 MiB 1 GiB. Small blocks (a
+ * tree's nodes) fill 1024 first, so their batches, and what they cost, do
+ * not change (docs/benchmarks.md, "Memory held for grace periods"). */
 #define BATCH_BYTES ((size_t)256 * 1024)
 
 /* Double v's capacity; false (v unchanged) when it is at 2^30 entries or

@@ -106,15 +106,20 @@ const sstm__stdio_sys_t *sstm__stdio_sys = &sstm__stdio_sys_default;
 
 /* ---- the stream ------------------------------------------------------------ */
 
-#define SF_CAP SSTM_STDIO_BUFSIZ /* bytes per buffer by default (sstm_setvbuf) */
-/* A byte stream's by default: PIPE_BUF, so that a full buffer leaves in one
- * write(2) that the kernel keeps whole against the pipe's other writers
- * (docs/design/tm-libc.md, "Buffering"). */
-#define SF_CAP_BYTES SSTM_STDIO_PIPE_BUFSIZ
-#define SF_SEEKFILL 512u    /* bytes of a refill that does not continue the last */
-#define SF_QUARANTINE 1024u /* closed headers kept (use-after-close) */
-#define SF_POLL_MS 1        /* (S6) a reader's first wait for data, then twice as long */
-#define SF_POLL_MAX_MS 16   /*   up to this: how soon it sees a kill or logged bytes */
+#define SF_CAP SSTM_STDIO_BUFSIZ            /* bytes per buffer by default (sstm_setvbuf) */
+#define SF_CAP_BYTES SSTM_STDIO_PIPE_BUFSIZ /* ... on a byte stream (PIPE_BUF) */
+#define SF_SEEKFILL 512u                    /* bytes of a refill that does not continue the last */
+#define SF_QUARANTINE 1024u                 /* closed headers kept (use-after-close) */
+#define SF_POLL_MS 1      /* (S6) a reader's first wait for data, then twice as long */
+#define SF_POLL_MAX_MS 16 /*   up to this: how soon it sees a kill or logged bytes */
+
+/* The buffer size of the streams opened from now on, 0: the default of
+ * the stream's kind (bsz_default); tests change it (sstm__stdio_set_bufsize). */
+static _Atomic uint32_t open_bsz = 0;
+
+void sstm__stdio_set_bufsize(uint32_t n) {
+  atomic_store_explicit(&open_bsz, n, memory_order_relaxed); /* relaxed: a tuning */
+}
 
 /* M_LBF: line buffered (sstm_setvbuf's _IOLBF): a write whose bytes hold a
  * newline sends the buffered bytes out with its commit. */
@@ -1364,22 +1369,11 @@ static inline void solo_restore(sstm_file_t *f) {
 /* UINT32_MAX: no keeping for a batch, a contended stream stays in serial
  * mode (S9); tests set it (sstm__stdio_set_batch). */
 static _Atomic uint32_t batch_n = SOLO_BATCH;
-/* The buffer size of new streams: SF_CAP; tests change it
- * (sstm__stdio_set_bufsize). */
-static _Atomic uint32_t open_bsz = 0; /* 0: the default of the stream's kind */
-
-/* The default buffer size of f's kind: SF_CAP on a regular file, SF_CAP_BYTES
- * on a byte stream. */
-static inline uint32_t bsz_default(const sstm_file_t *f) { return f->reg ? SF_CAP : SF_CAP_BYTES; }
 static _Atomic uint64_t batch_ns = SOLO_BATCH_NS;
 /* For tests: the most attempts a keeper entered in one batch while others
  * waited, and the most hand-overs to others that a waiter saw after it
  * took its ticket (both process-wide maxima). */
 static _Atomic uint64_t stat_batch_max, stat_ticket_max;
-
-void sstm__stdio_set_bufsize(uint32_t n) {
-  atomic_store_explicit(&open_bsz, n, memory_order_relaxed); /* relaxed: a tuning */
-}
 
 void sstm__stdio_set_batch(uint32_t n, uint64_t ns) {
   /* relaxed: tunings, read as hints */
@@ -2953,6 +2947,10 @@ static int parse_mode(const char *mode, int *oflags, unsigned *m) {
   }
   return 0;
 }
+
+/* The default buffer size of f's kind: SF_CAP on a regular file, SF_CAP_BYTES
+ * on a byte stream (pipe, socket, terminal). */
+static inline uint32_t bsz_default(const sstm_file_t *f) { return f->reg ? SF_CAP : SF_CAP_BYTES; }
 
 static sstm_file_t *make(int fd, unsigned m) {
   /* (S12) Once, before the first stream exists: release, pairs with the
