@@ -103,12 +103,22 @@ def paired_ratio(records, workload, threads, variant, baseline):
     return ratio, base_threads != threads
 
 
+def _paired(mine, base):
+    """mine/base for every pair of runs (same key, in order)."""
+    return [x / b for key, xs in mine.items() for x, b in zip(xs, base.get(key, ())) if b > 0]
+
+
 def _median_paired(mine, base):
     """Median of mine/base over the runs that pair (same key, in order),
     None when none does."""
-    ratios = [x / b for key, xs in mine.items() for x, b in zip(xs, base.get(key, ()))
-              if b > 0]
+    ratios = _paired(mine, base)
     return statistics.median(ratios) if ratios else None
+
+
+# The fewest paired repetitions from which adaptive_vs_fixed calls a point
+# within (or not within) 10 % of the best fixed policy when all of them
+# agree: with fewer, every repetition on one side says little.
+AGREE_MIN_REPS = 3
 
 
 def scaling_base(groups, workload):
@@ -357,7 +367,8 @@ def adaptive_vs_fixed(records, groups, workload, threads, variants):
     (adaptive, best fixed policy, paired ratio adaptive/best, whether
     adaptive is the worst: below every fixed policy by the paired ratio,
     the measure of the other column; the medians could disagree with it
-    when they come from different repetitions). The fixed policies
+    when they come from different repetitions; the per-repetition ratios
+    to the best, sorted). The fixed policies
     are the other variants of the same back-end that report policy time
     (schedstm's); None when there are fewer than two."""
     def median(v):
@@ -388,23 +399,52 @@ def adaptive_vs_fixed(records, groups, workload, threads, variants):
         ratio, _ = paired_ratio(records, workload, threads, a, best)
         ratios = [paired_ratio(records, workload, threads, a, v)[0] for v in fixed]
         worst = all(x is not None and x < 1.0 for x in ratios)
-        out.append((a, best, ratio, worst))
+        each = sorted(_paired(_by_rep(records, workload, threads, a),
+                              _by_rep(records, workload, threads, best)))
+        out.append((a, best, ratio, worst, each))
     return out
+
+
+def agreement(each, line=0.9):
+    """What the repetitions say about a paired ratio against `line`:
+    'yes' when at least AGREE_MIN_REPS of them pair and every one is at or
+    above it, 'no' when every one is below, else 'open' (they fall on both
+    sides, or too few paired). A median near the line from a few noisy
+    repetitions decides nothing on its own; this column says whether the
+    repetitions do."""
+    if len(each) < AGREE_MIN_REPS:
+        return "open"
+    if all(x >= line for x in each):
+        return "yes"
+    if all(x < line for x in each):
+        return "no"
+    return "open"
 
 
 def _adaptive_table(records, groups, workloads, variants):
     rows, within = [], 0
+    said = {"yes": 0, "no": 0, "open": 0}
     for w, t in _rows(groups, workloads):
-        for a, best, ratio, worst in adaptive_vs_fixed(records, groups, w, t, variants):
+        for a, best, ratio, worst, each in adaptive_vs_fixed(records, groups, w, t, variants):
+            agree = agreement(each)
+            said[agree] += 1
+            spread = "%.2fx-%.2fx" % (each[0], each[-1]) if each else "-"
             rows.append([workload_label(w), str(t), a, best,
-                         "-" if ratio is None else "%.2fx" % ratio, "yes" if worst else ""])
+                         "-" if ratio is None else "%.2fx" % ratio, spread,
+                         "%s (%d)" % (agree, len(each)), "yes" if worst else ""])
             within += ratio is not None and ratio >= 0.9  # not the rounded text: 0.896 is out
     if not rows:
         return []
     lines = ["", "Adaptive against the best fixed policy of each point (paired per-repetition",
              "ratio of throughputs; 'worst': below every fixed policy). Within 10 %%: %d of %d."
-             % (within, len(rows)), ""]
-    head = ["workload", "threads", "adaptive", "best fixed", "adaptive / best", "worst"]
+             % (within, len(rows)),
+             "Every repetition agrees (all at or above 0.90x, or all below; at least %d"
+             % AGREE_MIN_REPS,
+             "repetitions): within at %d, not within at %d; open at %d (the repetitions fall"
+             % (said["yes"], said["no"], said["open"]),
+             "on both sides of 0.90x, or too few: the median alone decides nothing there).", ""]
+    head = ["workload", "threads", "adaptive", "best fixed", "adaptive / best", "range",
+            "all reps", "worst"]
     lines += [_md_row(head), _md_row(["---"] * len(head))]
     lines += [_md_row(r) for r in rows]
     return lines

@@ -133,14 +133,15 @@ class AdaptiveTable(unittest.TestCase):
         table = text[text.index("Adaptive against"):]
         # paired ratios 0.95, 0.70, 0.95: median 0.95 (the medians: 3.8 / 4.0)
         self.assertIn("| hs 50% upd | 8 | schedstm-inline-adaptive | schedstm-inline-yield "
-                      "| 0.95x |  |", table)
+                      "| 0.95x | 0.70x-0.95x | open (3) |  |", table)
         self.assertIn("Within 10 %: 1 of 1.", table)
+        self.assertIn("within at 0, not within at 0; open at 1", table)
 
     def test_worst_is_flagged(self):
         records = [rec("s-" + cm, 2, 0, cps, cm_wait_s=0.0, elapsed_s=1.0)
                    for cm, cps in (("suicide", 2e6), ("yield", 3e6), ("adaptive", 1e6))]
         table = summary.markdown(records)
-        self.assertIn("| s-adaptive | s-yield | 0.33x | yes |", table)
+        self.assertIn("| s-adaptive | s-yield | 0.33x | 0.33x-0.33x | open (1) | yes |", table)
         self.assertIn("Within 10 %: 0 of 1.", table)
 
     def test_worst_compares_runs_of_the_same_repetition(self):
@@ -152,12 +153,38 @@ class AdaptiveTable(unittest.TestCase):
         records = [rec("s-" + cm, 8, rep, cps, cm_wait_s=0.0, elapsed_s=1.0)
                    for cm, xs in runs.items() for rep, cps in enumerate(xs)]
         table = summary.markdown(records)
-        self.assertIn("| s-adaptive | s-yield | 1.46x |  |", table)
+        self.assertIn("| s-adaptive | s-yield | 1.46x | 0.73x-3.00x | open (3) |  |", table)
 
     def test_an_adaptive_run_at_zero_commits_is_the_worst(self):
         records = [rec("s-" + cm, 2, 0, cps, cm_wait_s=0.0, elapsed_s=1.0)
                    for cm, cps in (("suicide", 2e6), ("yield", 3e6), ("adaptive", 0.0))]
-        self.assertIn("| s-adaptive | s-yield | 0.00x | yes |", summary.markdown(records))
+        self.assertIn("| s-adaptive | s-yield | 0.00x | 0.00x-0.00x | open (1) | yes |",
+                      summary.markdown(records))
+
+    def test_every_repetition_on_one_side_decides_a_point(self):
+        # Three points of three repetitions each against yield: all at or
+        # above 0.90x (0.90 exactly counts), all below, and on both sides
+        # (whose median, 0.95x, is within: the median alone would say so).
+        ratios = {2: (0.90, 1.20, 0.95), 4: (0.85, 0.50, 0.88), 8: (0.95, 0.70, 1.05)}
+        records = []
+        for threads, rs in ratios.items():
+            for rep, x in enumerate(rs):
+                records += [rec("s-suicide", threads, rep, 1e6, cm_wait_s=0.0, elapsed_s=1.0),
+                            rec("s-yield", threads, rep, 4e6, cm_wait_s=0.0, elapsed_s=1.0),
+                            rec("s-adaptive", threads, rep, 4e6 * x, cm_wait_s=0.0,
+                                elapsed_s=1.0)]
+        table = summary.markdown(records)
+        self.assertIn("| 2 | s-adaptive | s-yield | 0.95x | 0.90x-1.20x | yes (3) |  |", table)
+        self.assertIn("| 4 | s-adaptive | s-yield | 0.85x | 0.50x-0.88x | no (3) |  |", table)
+        self.assertIn("| 8 | s-adaptive | s-yield | 0.95x | 0.70x-1.05x | open (3) |  |", table)
+        self.assertIn("Within 10 %: 2 of 3.", table)
+        self.assertIn("within at 1, not within at 1; open at 1", table)
+
+    def test_two_agreeing_repetitions_leave_a_point_open(self):
+        self.assertEqual(summary.agreement([0.95, 1.1]), "open")
+        self.assertEqual(summary.agreement([0.95, 1.1, 0.91]), "yes")
+        self.assertEqual(summary.agreement([0.5, 0.6, 0.7]), "no")
+        self.assertEqual(summary.agreement([]), "open")
 
 
 class Commands(unittest.TestCase):
