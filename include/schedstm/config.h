@@ -296,7 +296,11 @@ typedef struct sstm_config {
   const char *map_file;      /**< SSTM_MAP_STRATEGY_FILE: the matrix file to
                                 map from (required then, ignored otherwise) */
   const char *map_dump;      /**< stmap, detect: where sstm_shutdown() writes
-                                the communication matrix (NULL: nowhere) */
+                                the communication matrix (NULL: nowhere); a
+                                path that cannot be opened for writing fails
+                                sstm_init() with SSTM_EINVAL (an existing
+                                file is not truncated then, a missing one
+                                not left behind) */
   const char *map_topology;  /**< an hwloc synthetic description, or an hwloc
                                 XML file, to map onto instead of the
                                 machine's topology: placements are then

@@ -41,6 +41,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
@@ -557,6 +558,25 @@ static int fail(int rc, const char *what, const char *why) {
   return rc;
 }
 
+/* Whether sstm_shutdown() will be able to create or truncate the file at
+ * path (cfg.map_dump): asked at sstm_init(), so that a path that cannot be
+ * written fails there with the reason, instead of the matrix of the whole
+ * run being lost at the shutdown, which has no way left to say so. An
+ * existing file is opened without truncation; a missing one is created and
+ * removed again. false: the reason in err. */
+static bool dump_path_writable(const char *path, char *err, size_t len) {
+  int fd = open(path, O_WRONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+  if (fd < 0 && errno == ENOENT &&
+      (fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOCTTY | O_CLOEXEC, 0666)) >= 0)
+    (void)unlink(path);
+  if (fd < 0) {
+    snprintf(err, len, "%s: %s", path, strerror(errno));
+    return false;
+  }
+  close(fd);
+  return true;
+}
+
 static int map_init(const sstm_config_t *cfg, sstm_sample_fn *fn, unsigned *period) {
   *fn = NULL;
   *period = 0;
@@ -677,6 +697,8 @@ static int map_init(const sstm_config_t *cfg, sstm_sample_fn *fn, unsigned *peri
     *fn = sample;
     *period = M.period;
   }
+  if (cfg->map_dump && M.detecting && !dump_path_writable(cfg->map_dump, err, sizeof err))
+    return fail(SSTM_EINVAL, "map_dump", err);
   if (cfg->map_dump && (M.dump = strdup(cfg->map_dump)) == NULL)
     return fail(SSTM_ENOMEM, "map_dump", "out of memory");
   atomic_store_explicit(&M.hiwater, 0, memory_order_relaxed);

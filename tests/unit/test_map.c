@@ -292,6 +292,16 @@ TEST(configuration_is_checked) {
   c.map_log = "/nonexistent/dir/for/sure/log";
   init_bad(&c, "map_log");
   CHECK_CONTAINS(sstm_last_error(), "/nonexistent/dir/for/sure/log");
+  /* A dump that sstm_shutdown() could not write fails sstm_init, not the
+   * shutdown (which would lose the run's matrix without a word). */
+  base_config(&c, SSTM_MAP_STRATEGY_DETECT);
+  c.map_dump = "/nonexistent/dir/for/sure/matrix";
+  init_bad(&c, "map_dump");
+  CHECK_CONTAINS(sstm_last_error(), "/nonexistent/dir/for/sure/matrix");
+  base_config(&c, SSTM_MAP_STRATEGY_STMAP);
+  c.map_topology = "Package:2 Core:2 PU:1";
+  c.map_dump = "/tmp"; /* a directory */
+  init_bad(&c, "map_dump");
   /* The library is left as if sstm_init had not been called. */
   base_config(&c, SSTM_MAP_STRATEGY_NONE);
   init_with(&c);
@@ -643,6 +653,36 @@ TEST(threads_join_and_leave_while_mapping) {
 }
 
 /* ---- the matrix file ---- */
+
+/* sstm_init's check of cfg.map_dump leaves the path as it found it: an
+ * existing file keeps its bytes until the shutdown rewrites it, a missing
+ * one is not created; a strategy without detection writes no dump and
+ * does not check it. */
+TEST(the_dump_path_is_checked_at_init_and_left_as_it_was) {
+  char path[] = "/tmp/sstm-map-XXXXXX";
+  int fd = mkstemp(path);
+  CHECK_GE_I(fd, 0);
+  CHECK_EQ_I((int)write(fd, "old", 3), 3);
+  close(fd);
+  sstm_config_t c;
+  base_config(&c, SSTM_MAP_STRATEGY_DETECT);
+  c.map_dump = path;
+  init_with(&c);
+  struct stat st;
+  CHECK_EQ_I(stat(path, &st), 0);
+  CHECK_EQ_I((int)st.st_size, 3);
+  CHECK_OK(sstm_shutdown());
+  CHECK_EQ_I(unlink(path), 0); /* the dump replaced it; a missing path now */
+  init_with(&c);
+  CHECK_EQ_I(stat(path, &st), -1);
+  CHECK_OK(sstm_shutdown());
+  CHECK_EQ_I(stat(path, &st), 0); /* written at the shutdown */
+  CHECK_EQ_I(unlink(path), 0);
+  base_config(&c, SSTM_MAP_STRATEGY_NONE);
+  c.map_dump = "/nonexistent/dir/for/sure/matrix"; /* ignored without detection */
+  init_with(&c);
+  CHECK_OK(sstm_shutdown());
+}
 
 TEST(dump_then_map_from_the_file) {
   char path[] = "/tmp/sstm-map-XXXXXX";
