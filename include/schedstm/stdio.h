@@ -103,6 +103,9 @@
  * the ticket is dropped, reported the same way; the library neither blocks
  * nor ignores SIGPIPE (a program whose readers may leave ignores it). An
  * O_NONBLOCK descriptor's read fails with EAGAIN instead of waiting.
+ * A write that would take the position past off_t's maximum (INT64_MAX,
+ * after an sstm_fseek() there) fails with errno EFBIG and sets the error
+ * indicator, as write(2) does; the position stays a valid off_t.
  * A stream used after
  * sstm_fclose() fails with errno EBADF (the library keeps a closed stream's
  * header, not its buffers, for the next 1024 closes; a use after that is a

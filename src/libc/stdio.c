@@ -124,6 +124,16 @@ void sstm__stdio_set_bufsize(uint32_t n) {
 /* M_LBF: line buffered (sstm_setvbuf's _IOLBF): a write whose bytes hold a
  * newline sends the buffered bytes out with its commit. */
 enum { M_RD = 1, M_WR = 2, M_APP = 4, M_LBF = 8 };
+
+/* Whether n bytes written at off end at or before the largest position
+ * (off_t's maximum). A write that does not is refused with EFBIG (wr), and
+ * a write buffer starts only where a whole buffer (bsz bytes) fits below
+ * it, so that the calls that continue a buffer in place (wr_fast,
+ * solo_put, ntx_write) never take the position past it either: positions
+ * stay valid off_t values, for sstm_ftell and sstm_fseek's SEEK_CUR. */
+static inline bool pos_room(uint64_t off, uint64_t n) {
+  return off <= (uint64_t)INT64_MAX && n <= (uint64_t)INT64_MAX - off;
+}
 enum { FL_EOF = 1, FL_ERR = 2 };
 
 /* own (S1): | version (39 bits) | tag of the acquiring thread (24) | closed |.
@@ -1990,7 +2000,9 @@ static inline bool solo_write(sstm_file_t *f, const void *src, size_t n) {
   if ((f->mode & (M_WR | M_LBF)) != M_WR || n == 0 || n >= f->bsz) return false;
   uint64_t wbuf = CSL(f, wbuf), woff = CSL(f, woff), wl = CSL(f, wlen);
   uint64_t off = (f->mode & M_APP) ? CSL(f, apos) : CSL(f, pos);
-  if (wbuf == 0 || woff + wl + n > f->bsz || (wl != 0 && CSL(f, wbase) + wl != off)) return false;
+  if (wbuf == 0 || woff + wl + n > f->bsz || (wl != 0 && CSL(f, wbase) + wl != off) ||
+      (wl == 0 && !pos_room(off, f->bsz)))
+    return false;
   uint64_t rb = CSL(f, rbase), rl = CSL(f, rlen);
   bool stale = rl != 0 && rb < off + n && off < rb + rl;
   if (stale || wl == 0 || (f->mode & M_APP)) solo_save_rare(f);
@@ -2768,20 +2780,27 @@ static int wr(view_t *v, const unsigned char *src, size_t n) {
   }
   if (n == 0) return 0;
   uint64_t off = !f->reg ? 0 : (f->mode & M_APP) ? v->s.apos : v->s.pos;
+  if (!pos_room(off, n)) { /* past off_t's maximum: as write(2)'s EFBIG */
+    v->s.flags |= FL_ERR;
+    return EFBIG;
+  }
   size_t wl = (size_t)v->cw + v->sw;
   bool take = false; /* a buffer begins in the read window: pw_take */
   if (wl != 0 && ((f->reg && v->s.wbase + wl != off) || wl + n > v->wcap)) {
     if (spill(v) != 0) goto fail;
     wl = 0;
   }
+  /* a record of its own: every write of an unbuffered stream, and one
+   * where no whole buffer fits below the largest position (pos_room) */
+  bool rec = n >= f->bsz || (wl == 0 && !pos_room(off, f->bsz));
   /* a buffered read window these bytes overlap is stale; its bytes from
    * off on are what a write buffer that begins here overwrites (pw_take) */
   if (f->reg && v->s.rlen != 0 && v->s.rbase < off + n && off < v->s.rbase + v->s.rlen) {
-    take = wl == 0 && n < f->bsz && off >= v->s.rbase && !(f->mode & M_APP);
+    take = wl == 0 && !rec && off >= v->s.rbase && !(f->mode & M_APP);
     if (take) pw_take(v, off);
     v->s.rlen = 0;
   }
-  if (n >= f->bsz) { /* also every write of an unbuffered stream */
+  if (rec) {
     unsigned char *d = rec_add(v, off, n);
     if (d == NULL) goto fail;
     memcpy(d, src, n);
@@ -2883,7 +2902,8 @@ static inline bool ntx_write(sstm_file_t *f, const void *src, size_t n) {
   if (!(__atomic_load_n(&f->own, __ATOMIC_RELAXED) & OWN_CLOSED)) {
     uint64_t wbuf = CSL(f, wbuf), woff = CSL(f, woff), wl = CSL(f, wlen);
     uint64_t off = !f->reg ? 0 : (f->mode & M_APP) ? CSL(f, apos) : CSL(f, pos);
-    if (wbuf != 0 && woff + wl + n <= f->bsz && (wl == 0 || !f->reg || CSL(f, wbase) + wl == off)) {
+    if (wbuf != 0 && woff + wl + n <= f->bsz &&
+        (wl == 0 ? pos_room(off, f->bsz) : !f->reg || CSL(f, wbase) + wl == off)) {
       uint64_t rb = CSL(f, rbase), rl = CSL(f, rlen);
       if (f->reg && rl != 0 && rb < off + n && off < rb + rl) CSS(f, rlen, 0); /* stale window */
       DELAY();

@@ -10,6 +10,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -343,6 +344,105 @@ TEST(bad_arguments_are_refused) {
     CHECK_EQ_I(errno, EINVAL);
   SSTM_ATOMIC_END();
   CHECK_OK(sstm_fclose(f));
+  teardown();
+}
+
+/* A write that would take the position past off_t's maximum fails with
+ * EFBIG (as write(2)) and leaves the position where it was: ftell never
+ * wraps to a negative position, and fseek's SEEK_CUR stays defined. */
+static int big_rc, big_errno;
+static void big_tx(void *arg) {
+  errno = 0;
+  big_rc = sstm_fputc('z', arg);
+  big_errno = errno;
+}
+
+/* Bytes up to the largest position, one call each, then one more; the
+ * transaction is cancelled, so nothing is written at those offsets. */
+static int big_fits, big_last, big_last_errno;
+static off_t big_pos;
+static void big_fill_tx(void *arg) {
+  big_fits = 0;
+  while (big_fits < 8 && sstm_fputc('y', arg) == 'y')
+    big_fits++;
+  big_last_errno = errno;
+  big_last = sstm_fputc('y', arg);
+  big_pos = sstm_ftell(arg);
+  sstm_cancel();
+}
+
+TEST(writes_past_the_largest_position_fail_with_efbig) {
+  setup();
+  sstm_file_t *f = sstm_fopen(path, "w+");
+  CHECK_NOT_NULL(f);
+  CHECK_OK(sstm_fseek(f, INT64_MAX, SEEK_SET));
+  errno = 0;
+  CHECK_EQ_I(sstm_fputc('a', f), EOF);
+  CHECK_EQ_I(errno, EFBIG);
+  CHECK_TRUE(sstm_ferror(f));
+  CHECK_TRUE(sstm_ftell(f) == INT64_MAX);
+  sstm_clearerr(f);
+  CHECK_OK(sstm_run(NULL, big_tx, f)); /* the same inside a transaction */
+  CHECK_EQ_I(big_rc, EOF);
+  CHECK_EQ_I(big_errno, EFBIG);
+  CHECK_TRUE(sstm_ftell(f) == INT64_MAX);
+  CHECK_OK(sstm_fseek(f, 0, SEEK_CUR));
+  CHECK_TRUE(sstm_ftell(f) == INT64_MAX);
+  errno = 0;
+  CHECK_EQ_I(sstm_fseek(f, 1, SEEK_CUR), -1);
+  CHECK_EQ_I(errno, EINVAL);
+  sstm_clearerr(f);
+  CHECK_OK(sstm_fseek(f, INT64_MAX - 1, SEEK_SET));
+  errno = 0;
+  CHECK_EQ_I(sstm_fputs("ab", f), EOF);
+  CHECK_EQ_I(errno, EFBIG);
+  CHECK_TRUE(sstm_ftell(f) == INT64_MAX - 1);
+  CHECK_OK(sstm_fseek(f, INT64_MAX - 5, SEEK_SET));
+  errno = 0;
+  CHECK_EQ_U(sstm_fwrite("0123456789", 1, 10, f), 0);
+  CHECK_EQ_I(errno, EFBIG);
+  CHECK_TRUE(sstm_ftell(f) == INT64_MAX - 5);
+  sstm_clearerr(f);
+  /* a write buffer that begins near the end would let the calls that
+   * continue it in place go past it */
+  CHECK_OK(sstm_fseek(f, INT64_MAX - 4, SEEK_SET));
+  for (int round = 0; round < 64; round++) { /* also once the thread keeps the stream */
+    CHECK_RC(sstm_run(NULL, big_fill_tx, f), SSTM_ECANCELED);
+    CHECK_EQ_I(big_fits, 4);
+    CHECK_EQ_I(big_last_errno, EFBIG);
+    CHECK_EQ_I(big_last, EOF);
+    CHECK_TRUE(big_pos == INT64_MAX);
+    CHECK_TRUE(sstm_ftell(f) == INT64_MAX - 4);
+    CHECK_FALSE(sstm_ferror(f)); /* cancelled with the rest */
+  }
+  /* nothing of the refused writes reached the file */
+  CHECK_OK(sstm_fseek(f, 0, SEEK_SET));
+  CHECK_GE_I(sstm_fputs("ok", f), 0);
+  CHECK_OK(sstm_fclose(f));
+  char buf[8];
+  CHECK_EQ_U(contents(buf, sizeof buf), 2);
+  CHECK_EQ_MEM(buf, "ok", 2);
+  /* Outside transactions, once the stream has a write buffer: calls that
+   * continue it in place must not begin it where it cannot fit. Whether
+   * the kernel takes the bytes below the maximum depends on the file
+   * system (ext4 refuses them, EFBIG; tmpfs takes them): the position
+   * never passes the maximum either way, and the call that would pass it
+   * fails with EFBIG. */
+  f = sstm_fopen(path, "r+");
+  CHECK_NOT_NULL(f);
+  CHECK_GE_I(sstm_fputs("ok", f), 0);
+  CHECK_OK(sstm_fflush(f));
+  CHECK_OK(sstm_fseek(f, INT64_MAX - 4, SEEK_SET));
+  int done = 0;
+  for (; done < 8; done++) {
+    errno = 0;
+    if (sstm_fputc('w', f) == EOF) break;
+    off_t at = sstm_ftell(f);
+    CHECK_TRUE(at > 0 && at <= INT64_MAX);
+  }
+  CHECK_LE_I(done, 4);
+  CHECK_EQ_I(errno, EFBIG);
+  (void)sstm_fclose(f); /* an error of the kernel's, on some file systems */
   teardown();
 }
 
