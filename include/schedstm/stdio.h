@@ -223,11 +223,14 @@ SSTM_API int sstm_fileno(sstm_file_t *f);
  *         indicator is set) or on error (the error indicator is set, errno) */
 SSTM_API int sstm_fgetc(sstm_file_t *f);
 
-/** Read a line of at most n - 1 bytes into s, as fgets(3).
+/** Read a line of at most n - 1 bytes into s, as fgets(3). n == 1 reads
+ * nothing (the stream is not looked at): s[0] is set to NUL and s is
+ * returned, as glibc's fgets does.
  * @param s the destination (private memory)
  * @param n its size
  * @param f the stream
- * @return s, or NULL at end of file with nothing read, or on error */
+ * @return s, or NULL at end of file with nothing read, or on error (errno
+ *         EINVAL for s NULL or n < 1, EBADF for f NULL or closed) */
 SSTM_API char *sstm_fgets(char *s, int n, sstm_file_t *f);
 
 /** Read up to nmemb items of size bytes into ptr, as fread(3).

@@ -3283,6 +3283,10 @@ static inline __attribute__((always_inline)) char *fgets_general(char *s, int n,
     errno = f == NULL ? EBADF : EINVAL;
     return NULL;
   }
+  if (n == 1) { /* room for the NUL only: nothing to read, as fgets(3) */
+    s[0] = '\0';
+    return s;
+  }
   op_t a = {.f = f, .dst = s, .n = (size_t)n - 1, .whence = 1};
   /* NULL also after a read error that followed part of the line (ISO C:
    * the array's contents are then indeterminate), as glibc's fgets does */

@@ -347,6 +347,33 @@ TEST(bad_arguments_are_refused) {
   teardown();
 }
 
+/* fgets(3) with room for the NUL only reads nothing and returns s: it
+ * is neither the end of the file nor an error. */
+static char *fgets1_got;
+static char fgets1_buf[4];
+static void fgets1_tx(void *arg) { fgets1_got = sstm_fgets(fgets1_buf, 1, arg); }
+
+TEST(fgets_of_size_one_stores_the_nul_and_reads_nothing) {
+  setup();
+  sstm_file_t *f = sstm_fopen(path, "w+");
+  CHECK_NOT_NULL(f);
+  CHECK_GE_I(sstm_fputs("ab", f), 0);
+  sstm_rewind(f);
+  char buf[4] = "xyz";
+  CHECK_TRUE(sstm_fgets(buf, 1, f) == buf);
+  CHECK_EQ_I(buf[0], '\0');
+  CHECK_EQ_I(buf[1], 'y'); /* nothing else written */
+  memcpy(fgets1_buf, "xyz", 4);
+  CHECK_OK(sstm_run(NULL, fgets1_tx, f));
+  CHECK_TRUE(fgets1_got == fgets1_buf);
+  CHECK_EQ_I(fgets1_buf[0], '\0');
+  CHECK_EQ_I(sstm_fgetc(f), 'a'); /* nothing was read */
+  CHECK_FALSE(sstm_ferror(f));
+  CHECK_FALSE(sstm_feof(f));
+  CHECK_OK(sstm_fclose(f));
+  teardown();
+}
+
 /* A write that would take the position past off_t's maximum fails with
  * EFBIG (as write(2)) and leaves the position where it was: ftell never
  * wraps to a negative position, and fseek's SEEK_CUR stays defined. */
