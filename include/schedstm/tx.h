@@ -80,8 +80,10 @@ typedef struct sstm_attr {
  * Blocks only as the contention manager decides (waiting, backoff) and, if
  * an irrevocable transaction is running, until it ends. Returns 0 after
  * commit, SSTM_ECANCELED after sstm_cancel(), SSTM_ENOTHREAD if the thread is
- * not registered, SSTM_EINVAL if fn is NULL. Called inside a transaction, fn
- * runs as a flat-nested part of it.
+ * not registered, or if fn returned with the descriptor detached
+ * (sstm_desc_detach(): its transaction is then suspended, not committed, and
+ * goes on once a thread attaches the descriptor), SSTM_EINVAL if fn is NULL.
+ * Called inside a transaction, fn runs as a flat-nested part of it.
  * @param attr the transaction's attributes, NULL for all zero
  * @param fn the body; it may run several times (once per attempt)
  * @param arg passed to fn

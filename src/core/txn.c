@@ -1106,6 +1106,21 @@ SSTM_API int sstm_commit(void) {
 /* ------------------------------------------------------------------------ */
 /* Public control API. */
 
+/* sstm_run's body returned and there was no transaction to commit. A body
+ * that detached its descriptor (sstm_desc_detach) left its transaction
+ * suspended, not committed: say so rather than return 0 as for a commit.
+ * A body that committed the transaction itself (sstm_commit) did commit;
+ * what it ran after that ran outside any transaction (each access there
+ * was reported as misuse). */
+static SSTM_COLD int run_nothing_to_commit(void) {
+  if (sstm__cur == NULL) {
+    sstm__set_error("sstm_run: the body detached its descriptor (sstm_desc_detach) and returned: "
+                    "its transaction is suspended, not committed");
+    return SSTM_ENOTHREAD;
+  }
+  return 0;
+}
+
 SSTM_API int sstm_run(const sstm_attr_t *attr, void (*fn)(void *arg), void *arg) {
   if (fn == NULL) {
     sstm__set_error("sstm_run: fn is NULL");
@@ -1128,7 +1143,7 @@ SSTM_API int sstm_run(const sstm_attr_t *attr, void (*fn)(void *arg), void *arg)
   if (sstm__begin_ckpt(attr) == SSTM__CKPT_CANCEL) return SSTM_ECANCELED;
 #endif
   fn(arg);
-  sstm_commit();
+  if (__builtin_expect(sstm_commit() != 0, 0)) return run_nothing_to_commit();
   return 0;
 }
 

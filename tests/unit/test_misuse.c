@@ -87,6 +87,36 @@ TEST(commit_without_begin_is_enotx) {
   sstm_test_fini();
 }
 
+/* A body that detaches its descriptor and returns leaves its transaction
+ * suspended: sstm_run must not report it committed. The transaction goes
+ * on where it was once a thread attaches the descriptor. */
+static uint64_t detached_word;
+static sstm_desc_t *detached_desc;
+static void body_that_detaches(void *arg) {
+  (void)arg;
+  sstm_store_u64(&detached_word, 7);
+  detached_desc = sstm_desc_detach();
+}
+
+TEST(run_whose_body_detaches_its_descriptor_is_not_a_commit) {
+  sstm_test_init();
+  sstm_set_misuse_handler(record_misuse);
+  nmisuse = 0;
+  detached_word = 0;
+  CHECK_RC(sstm_run(NULL, body_that_detaches, NULL), SSTM_ENOTHREAD);
+  CHECK_CONTAINS(sstm_last_error(), "suspended, not committed");
+  /* debug builds also report the commit that found no transaction */
+  CHECK_EQ_I(nmisuse, txh_debug_build() ? 1 : 0);
+  CHECK_NOT_NULL(detached_desc);
+  CHECK_NULL(sstm_self());
+  CHECK_EQ_U(detached_word, 0); /* not committed */
+  CHECK_OK(sstm_desc_attach(detached_desc));
+  CHECK_TRUE(sstm_in_tx());
+  CHECK_OK(sstm_commit());
+  CHECK_EQ_U(detached_word, 7);
+  sstm_test_fini();
+}
+
 static int fn_called;
 static void body(void *arg) {
   (void)arg;
