@@ -335,7 +335,9 @@ typedef struct sstm_exec_req {
  * Errors: SSTM_EINVAL (ex or req NULL, req->fn NULL, priority >= levels),
  * SSTM_ESTATE (the executor is being destroyed), SSTM_EBUSY (called from
  * one of this executor's request bodies or callbacks: it could wait for
- * itself).
+ * itself; or req->future belongs to a request still in flight, which keeps
+ * it: wait for that one first; a concurrent submission naming the same
+ * future is not detected).
  * @param ex the executor
  * @param req the request (copied; req itself may go away after the call)
  * @return 0, SSTM_EINVAL, SSTM_ESTATE or SSTM_EBUSY */
@@ -343,10 +345,11 @@ SSTM_API int sstm_exec_submit(sstm_exec_t *ex, const sstm_exec_req_t *req);
 
 /** sstm_exec_submit() that never waits: SSTM_EAGAIN when no context is
  * free for the request's priority (sstm_exec_config_t::reserve_pct).
- * Callable from request callbacks.
+ * Callable from request callbacks. SSTM_EBUSY for a req->future still in
+ * flight, as sstm_exec_submit().
  * @param ex the executor
  * @param req the request
- * @return 0, SSTM_EAGAIN, SSTM_EINVAL or SSTM_ESTATE */
+ * @return 0, SSTM_EAGAIN, SSTM_EINVAL, SSTM_EBUSY or SSTM_ESTATE */
 SSTM_API int sstm_exec_try_submit(sstm_exec_t *ex, const sstm_exec_req_t *req);
 
 /** Wait until the request whose future f is has ended and return its

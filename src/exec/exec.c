@@ -851,6 +851,20 @@ static int submit(struct sstm_exec *ex, const sstm_exec_req_t *req, bool wait, c
     sstm__set_error("%s: priority %u out of range 0..%u", who, req->priority, ex->cfg.levels - 1);
     return SSTM_EINVAL;
   }
+  /* acquire: pairs with ctx_main's release of FUT_DONE, so that a future
+   * whose request ended may be set up again. A future still pending
+   * belongs to a request in flight: setting it up again would mark the
+   * second request's end as the first's (sstm_exec_wait returns early),
+   * and the first one's end would then write into a future its caller may
+   * have reused or freed. Not checked against a concurrent submission with
+   * the same future. */
+  if (req->future &&
+      atomic_load_explicit(fut_state(req->future), memory_order_acquire) == FUT_PENDING) {
+    sstm__set_error("%s: req->future belongs to a request still in flight (sstm_exec_wait for it "
+                    "first)",
+                    who);
+    return SSTM_EBUSY;
+  }
   if (wait) {
     sstm_xworker_t *self = sstm__xp_self();
     if (self && self->ex == ex) {

@@ -255,6 +255,36 @@ TEST(backpressure) {
   CHECK_OK(sstm_shutdown());
 }
 
+/* A future still pending belongs to a request in flight: a submission
+ * that names it again is refused, which leaves it to that request (whose
+ * end it then reports); once it has ended the future may be set up again. */
+TEST(a_future_in_flight_is_not_set_up_again) {
+  init_lib();
+  sstm_exec_config_t c = xcfg(2, 4, SSTM_EXEC_PREEMPT_NONE);
+  sstm_exec_t *ex;
+  CHECK_OK(sstm_exec_create(&c, &ex));
+  counter = 0;
+  atomic_store_explicit(&gate, 0, memory_order_seq_cst);
+  sstm_exec_future_t f;
+  memset(&f, 0, sizeof f);
+  sstm_exec_req_t r = {.fn = gated, .future = &f};
+  CHECK_OK(sstm_exec_submit(ex, &r));
+  sstm_exec_req_t q = {.fn = incr, .arg = (void *)10, .future = &f};
+  CHECK_RC(sstm_exec_submit(ex, &q), SSTM_EBUSY);
+  CHECK_CONTAINS(sstm_last_error(), "in flight");
+  CHECK_RC(sstm_exec_try_submit(ex, &q), SSTM_EBUSY);
+  CHECK_FALSE(sstm_exec_done(&f)); /* the gated request holds it */
+  CHECK_EQ_U(counter, 0);
+  atomic_store_explicit(&gate, 1, memory_order_release);
+  CHECK_OK(sstm_exec_wait(&f));
+  CHECK_EQ_U(counter, 1);
+  CHECK_OK(sstm_exec_submit(ex, &q)); /* ended: the future may be reused */
+  CHECK_OK(sstm_exec_wait(&f));
+  CHECK_EQ_U(counter, 11);
+  CHECK_OK(sstm_exec_destroy(ex));
+  CHECK_OK(sstm_shutdown());
+}
+
 /* Bodies that wait for gate2 (non-transactionally, as gated). */
 static _Atomic int gate2;
 static void gated2(void *a) {
