@@ -5,6 +5,7 @@
  *
  *   sstm-top [-i SECONDS] [-n N] [-a] PID   live view, like top
  *   sstm-top -j [-a] PID                    one JSON snapshot
+ *   sstm-top -p [-i SECONDS] [-n N] PID     the policy's line at each change
  *   sstm-top -l                             tables of your running processes
  *   sstm-top -c                             remove files left by versions 1-3
  *
@@ -1076,6 +1077,60 @@ static int live(table_t *t, double interval, long count, bool all) {
   return rc;
 }
 
+/* ---- policy log -------------------------------------------------------------- */
+
+/* -p: the policy's line (the header's cm_info: adaptive rewrites it at
+ * every window it judges, with its choice, the regime and the figures
+ * behind them) each time its text changes, one output line per change:
+ * the seconds since the program's sstm_init (start_ns, CLOCK_MONOTONIC as
+ * now_ns), a space, the line. The first output line is the line as it is
+ * when the tool starts. Each is flushed at once, so that a pipe or a file
+ * has it as it happens. Polled every `interval` seconds: a line that the
+ * policy replaced again within one interval is not seen, and a line caught
+ * in the middle of its rewrite is read again at the next poll, never
+ * printed. Stops after `count` lines (0: no limit) or when the table goes
+ * away (exit status 0, a note on stderr); a new table of the same pid
+ * (sstm_shutdown, then sstm_init) is followed from its first line. */
+static int policy_log(table_t *t, double interval, long count) {
+  uint64_t period = (uint64_t)(interval * 1e9);
+  header_t h;
+  read_header(t, &h);
+  char last[sizeof h.cm_info], line[sizeof h.cm_info];
+  bool have = false;
+  long printed = 0;
+  for (;;) {
+    if (read_cm_info(t, line, sizeof line, NULL) && (!have || strcmp(line, last) != 0)) {
+      uint64_t now = now_ns();
+      double s = now > h.start_ns ? (double)(now - h.start_ns) / 1e9 : 0.0;
+      printf("%.3f %s\n", s, line);
+      if (fflush(stdout) != 0) {
+        fprintf(stderr, "%s: cannot write: %s\n", prog, strerror(errno));
+        return 1;
+      }
+      memcpy(last, line, sizeof last);
+      have = true;
+      if (count > 0 && ++printed >= count) return 0;
+    }
+    sleep_ns(period);
+    int ch = table_changed(t);
+    if (ch < 0) {
+      fprintf(stderr, "%s: pid %d: state table removed (%s)\n", prog, t->pid,
+              pid_alive(t->pid) ? "sstm_shutdown" : "process exited");
+      return 0;
+    }
+    if (ch > 0) { /* sstm_shutdown then sstm_init again: a new table, same pid */
+      char err[512];
+      table_close(t);
+      if (table_open(t->pid, t, err, sizeof err) != 0) {
+        fprintf(stderr, "%s: %s\n", prog, err);
+        return 1;
+      }
+      read_header(t, &h);
+      have = false;
+    }
+  }
+}
+
 /* ---- listing ----------------------------------------------------------------- */
 
 /* -l: every process of /proc whose descriptors we may list (ours) and that
@@ -1241,9 +1296,10 @@ static void usage(FILE *o, bool full) {
   fprintf(o,
           "usage: %s [-i SECONDS] [-n N] [-a] PID   live view of a schedstm program\n"
           "       %s -j [-a] PID                    one JSON snapshot\n"
+          "       %s -p [-i SECONDS] [-n N] PID     the policy's line at each change\n"
           "       %s -l                             list your processes' tables\n"
           "       %s -c                             remove files of versions 1-%u\n",
-          prog, prog, prog, prog, LEGACY_VERSION_MAX);
+          prog, prog, prog, prog, prog, LEGACY_VERSION_MAX);
   if (!full) {
     fprintf(o, "%s -h explains the options and the columns.\n", prog);
     return;
@@ -1252,10 +1308,14 @@ static void usage(FILE *o, bool full) {
           "Shows the state table of a program run with SCHEDSTM_STATE_TABLE=1 (or\n"
           "cfg.state_table = true): a sealed memfd of the process, reached through\n"
           "/proc/PID/fd, so only the process's user (or root) can read it.\n"
-          "  -i SECONDS  refresh interval (default 0.5)\n"
-          "  -n N        stop after N refreshes\n"
+          "  -i SECONDS  refresh interval (default 0.5; -p: 0.005); 0.001 to 3600\n"
+          "  -n N        stop after N refreshes (-p: N lines)\n"
           "  -a          also show free slots and every executor level\n"
           "  -j          print one JSON snapshot and exit\n"
+          "  -p          print the policy's line each time it changes, after the\n"
+          "              seconds since the program's sstm_init, one line per change\n"
+          "              (adaptive: one per window it judges); until the program\n"
+          "              ends, or N lines\n"
           "  -l          list your processes that publish a table\n"
           "  -c          remove /dev/shm/schedstm.PID files that versions 1-%u left\n"
           "              behind (killed programs); a table of this version goes with\n"
@@ -1287,19 +1347,19 @@ static void usage(FILE *o, bool full) {
 }
 
 int main(int argc, char **argv) {
-  double interval = 0.5;
+  double interval = -1; /* not given: 0.5, or 0.005 with -p */
   long count = 0;
-  bool json = false, list = false, clean = false, all = false;
+  bool json = false, list = false, clean = false, all = false, plog = false;
   int c;
   static const struct option longopts[] = {{"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
-  while ((c = getopt_long(argc, argv, "i:n:jlcah", longopts, NULL)) != -1) {
+  while ((c = getopt_long(argc, argv, "i:n:jlcaph", longopts, NULL)) != -1) {
     char *end;
     switch (c) {
     case 'i':
       errno = 0;
       interval = strtod(optarg, &end);
-      if (errno || end == optarg || *end || !(interval >= 0.01 && interval <= 3600)) {
-        fprintf(stderr, "%s: -i: bad interval '%s' (0.01 to 3600 seconds)\n", prog, optarg);
+      if (errno || end == optarg || *end || !(interval >= 0.001 && interval <= 3600)) {
+        fprintf(stderr, "%s: -i: bad interval '%s' (0.001 to 3600 seconds)\n", prog, optarg);
         return 2;
       }
       break;
@@ -1315,10 +1375,17 @@ int main(int argc, char **argv) {
     case 'l': list = true; break;
     case 'c': clean = true; break;
     case 'a': all = true; break;
+    case 'p': plog = true; break;
     case 'h': usage(stdout, true); return 0;
     default: usage(stderr, false); return 2;
     }
   }
+  if (plog && (json || list || clean || all)) {
+    fprintf(stderr, "%s: -p does not go with -j, -l, -c or -a\n", prog);
+    usage(stderr, false);
+    return 2;
+  }
+  if (interval < 0) interval = plog ? 0.005 : 0.5;
   if (list || clean) {
     if (optind != argc || (clean && (list || json))) {
       usage(stderr, false);
@@ -1343,7 +1410,9 @@ int main(int argc, char **argv) {
     fprintf(stderr, "%s: %s\n", prog, err);
     return 1;
   }
-  int rc = json ? json_snapshot(&t, all) : live(&t, interval, count, all);
+  int rc = json   ? json_snapshot(&t, all)
+           : plog ? policy_log(&t, interval, count)
+                  : live(&t, interval, count, all);
   table_close(&t);
   return rc;
 }

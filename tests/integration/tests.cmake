@@ -415,7 +415,7 @@ if(TARGET sstm-top)
             policy_wait_is_outside_the_attempt_and_retry_shows_its_counters
             long_policy_line_is_marked_cut executor_levels_in_the_table
             table_without_exec_area_old_version_and_bad_exec_area
-            mapping_shows_each_threads_cpu)
+            mapping_shows_each_threads_cpu policy_log_prints_each_change)
     sstm_add_test(NAME integration.statetab.${t} LABELS integration TIMEOUT 60
                   COMMAND itest_statetab ${t})
     # One at a time: clean_stale plants files at the names versions 1-3
