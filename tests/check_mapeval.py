@@ -72,6 +72,22 @@ def main(argv):
         p = run(tool, "--topo", "Package:x", "--pattern", "ring", "--threads", "4")
         if p.returncode != 2 or "invalid hwloc synthetic description" not in p.stderr:
             fail("bad topology: exit %d, %r" % (p.returncode, p.stderr))
+        # Mistyped numbers are refused, not read as something else (a seed
+        # of 0, a thread list without its empty item) or as a count that
+        # runs for ever (2^64 seeds).
+        for args, why in ((["--seed", "abc"], "--seed: bad value"),
+                          (["--seed", "-1"], "--seed: bad value"),
+                          (["--seeds", "99999999999999999999"], "--seeds: bad value"),
+                          (["--seeds", "5x"], "--seeds: bad value"),
+                          (["--threads", "4,,5"], "--threads: an empty item"),
+                          (["--threads", "4,"], "--threads: an empty item"),
+                          (["--threads", ""], "--threads: an empty item"),
+                          (["--threads", "+4"], "--threads: bad value"),
+                          (["--threads", "5000"], "--threads: bad value")):
+            extra = args if args[0] == "--threads" else args + ["--threads", "4"]
+            p = run(tool, "--topo", TOPO, "--pattern", "ring", *extra)
+            if p.returncode != 2 or why not in p.stderr or p.stdout.count("\n") > 1:
+                fail("%s: exit %d, %r" % (" ".join(args), p.returncode, p.stderr))
     print("check_mapeval: ok")
     return 0
 

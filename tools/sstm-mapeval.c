@@ -296,6 +296,21 @@ static void evaluate(const char *tname, const sstm_topo_t *t, const char *mname,
   free(pu);
 }
 
+/* An option's number: decimal digits only (no sign, space or prefix), at
+ * most max; anything else ends the program with a message (a seed or a
+ * count mistyped must not run something else, or for ever). */
+static unsigned long long arg_number(const char *opt, const char *v, unsigned long long max) {
+  char *end = NULL;
+  errno = 0;
+  unsigned long long n = v[0] >= '0' && v[0] <= '9' ? strtoull(v, &end, 10) : 0;
+  if (end == NULL || *end || errno || n > max)
+    die("%s: bad value \"%s\" (a decimal number, at most %llu)", opt, v, max);
+  return n;
+}
+
+/* Most placements averaged per matrix (--seeds). */
+#define SEEDS_MAX 1000000u
+
 static void usage(void) {
   fputs("usage: sstm-mapeval [--topo xeon|opteron|system|xml:PATH|SYNTHETIC] [--seed N]\n"
         "                    [--seeds N] [--matrix FILE]... [--pattern P --threads N,N,...]\n"
@@ -321,9 +336,9 @@ int main(int argc, char **argv) {
     else if (strcmp(a, "--threads") == 0)
       threads = v;
     else if (strcmp(a, "--seed") == 0)
-      rng_state = strtoull(v, NULL, 0);
+      rng_state = arg_number(a, v, UINT64_MAX);
     else if (strcmp(a, "--seeds") == 0)
-      seeds = (unsigned)strtoul(v, NULL, 0);
+      seeds = (unsigned)arg_number(a, v, SEEDS_MAX);
     else
       usage();
   }
@@ -353,11 +368,14 @@ int main(int argc, char **argv) {
     free(m);
   }
   if (pattern) {
+    /* every item of the list a count: strtok_r would skip an empty one */
+    if (threads[0] == '\0' || threads[0] == ',' || strstr(threads, ",,") ||
+        threads[strlen(threads) - 1] == ',')
+      die("--threads: an empty item in \"%s\"", threads);
     char *list = strdup(threads), *save = NULL;
     for (char *tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-      char *end;
-      unsigned long n = strtoul(tok, &end, 10);
-      if (*end || n == 0 || n > SSTM_MAP_MAX_THREADS) die("bad thread count \"%s\"", tok);
+      unsigned long long n = arg_number("--threads", tok, SSTM_MAP_MAX_THREADS);
+      if (n == 0) die("bad thread count \"%s\"", tok);
       uint64_t *m = gen_pattern(pattern, (unsigned)n);
       evaluate(topo, t, pattern, m, (unsigned)n);
       free(m);
