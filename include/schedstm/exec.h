@@ -295,7 +295,13 @@ SSTM_API int sstm_exec_destroy(sstm_exec_t *ex);
  * sstm_cancel(), or the error sstm_run() reported). It runs outside any
  * transaction, may call sstm_run() itself, and may submit to the executor
  * with sstm_exec_try_submit() (not the blocking sstm_exec_submit(): a full
- * executor would wait for itself). */
+ * executor would wait for itself). The body and this callback run with the
+ * request's context's descriptor attached (sstm_self()) and must leave it
+ * so: a callback that detaches it (sstm_desc_detach(), or sstm_thread_exit(),
+ * which detaches a descriptor of sstm_desc_create()) gets it back after it
+ * returns; a body that detaches it inside its transaction leaves a
+ * transaction that nothing can end, and the process stops with a message
+ * on stderr (abort()). */
 typedef void (*sstm_exec_done_fn)(void *done_arg, int rc);
 
 /** A waitable result: caller-owned storage, set up by sstm_exec_submit()

@@ -224,6 +224,28 @@ static _Atomic uint64_t *fut_state(const sstm_exec_future_t *f) {
   return (_Atomic uint64_t *)(uintptr_t)&f->opaque[0];
 }
 
+/* The request's code (its body, its done callback) must leave the
+ * context's descriptor attached: the worker detaches it when the context
+ * switches out. A callback that detached it (sstm_thread_exit() detaches a
+ * descriptor of sstm_desc_create(), sstm_desc_detach()) or put another
+ * one in its place gets the context's back: that descriptor is then left
+ * detached, and the executor goes on. A body that detached it inside its
+ * transaction and returned (sstm_run() gave SSTM_ENOTHREAD) left that
+ * transaction suspended with its restart point in sstm_run()'s frame,
+ * which has returned: nothing can end it, and the process stops with a
+ * message, as when the descriptor went to another thread. */
+static void keep_desc(sstm_xctx_t *c, const char *who) {
+  if (sstm_self() == c->desc) return;
+  if (sstm_self() != NULL) (void)sstm_desc_detach();
+  if (sstm_desc_attach(c->desc) == 0 && !sstm_in_tx()) return;
+  fprintf(stderr,
+          "schedstm: sstm_exec: a request's %s detached its context's descriptor "
+          "(sstm_desc_detach, sstm_thread_exit)%s; the executor cannot go on\n",
+          who,
+          sstm_self() == c->desc ? " inside its transaction" : " and gave it to another thread");
+  abort();
+}
+
 /* A context's entry: runs its request to the end (preempted and resumed
  * on any worker meanwhile), reports the result, and hands the context
  * back to the worker that runs it then. Never returns. */
@@ -231,8 +253,12 @@ static void ctx_main(void *p) {
   sstm_xctx_t *c = p;
   sstm_attr_t a = {.priority = (int)c->birth, .tag = c->req.tag, .read_only = c->req.read_only};
   int rc = sstm_run(&a, body, c);
+  keep_desc(c, "body");
   c->rc = rc;
-  if (c->req.done) c->req.done(c->req.done_arg, rc);
+  if (c->req.done) {
+    c->req.done(c->req.done_arg, rc);
+    keep_desc(c, "done callback");
+  }
   if (c->req.future) {
     sstm_exec_future_t *f = c->req.future;
     f->opaque[1] = (uint64_t)(int64_t)rc;

@@ -285,6 +285,62 @@ TEST(a_future_in_flight_is_not_set_up_again) {
   CHECK_OK(sstm_shutdown());
 }
 
+/* Request code must leave its context's descriptor attached (exec.h). A
+ * done callback that detached it (sstm_thread_exit() detaches a descriptor
+ * of sstm_desc_create()) got the process aborted at the worker's next
+ * switch, without a word; the executor now puts the descriptor back and
+ * goes on. A body that detached it inside its transaction leaves a
+ * transaction that nothing can end: the process stops with a message. */
+static int done_exit_rc = 1;
+static void done_detaches(void *arg, int rc) {
+  (void)arg;
+  (void)rc;
+  done_exit_rc = sstm_thread_exit();
+}
+
+TEST(a_done_callback_that_detaches_the_descriptor_leaves_the_executor_working) {
+  init_lib();
+  sstm_exec_config_t c = xcfg(1, 1, SSTM_EXEC_PREEMPT_NONE);
+  sstm_exec_t *ex;
+  CHECK_OK(sstm_exec_create(&c, &ex));
+  counter = 0;
+  sstm_exec_future_t f;
+  sstm_exec_req_t r = {.fn = incr, .arg = (void *)1, .done = done_detaches, .future = &f};
+  CHECK_OK(sstm_exec_submit(ex, &r));
+  CHECK_OK(sstm_exec_wait(&f));
+  CHECK_OK(done_exit_rc); /* it did detach the context's descriptor */
+  sstm_exec_req_t q = {.fn = incr, .arg = (void *)2, .future = &f};
+  for (int i = 0; i < 3; i++) { /* the one context again */
+    CHECK_OK(sstm_exec_submit(ex, &q));
+    CHECK_OK(sstm_exec_wait(&f));
+  }
+  CHECK_EQ_U(counter, 7);
+  CHECK_OK(sstm_exec_destroy(ex));
+  CHECK_OK(sstm_shutdown());
+}
+
+static void body_detaches(void *arg) {
+  (void)arg;
+  incr((void *)1);
+  (void)sstm_desc_detach();
+}
+static void child_body_detaches(void) {
+  init_lib();
+  sstm_exec_config_t c = xcfg(1, 1, SSTM_EXEC_PREEMPT_NONE);
+  sstm_exec_t *ex;
+  if (sstm_exec_create(&c, &ex) != 0) _exit(3);
+  sstm_exec_future_t f;
+  sstm_exec_req_t r = {.fn = body_detaches, .future = &f};
+  if (sstm_exec_submit(ex, &r) != 0) _exit(4);
+  (void)sstm_exec_wait(&f);
+  _exit(0);
+}
+
+TEST(a_body_that_detaches_the_descriptor_stops_the_process_with_a_message) {
+  sstm_test_expect_abort(child_body_detaches, "a body that detaches its context's descriptor",
+                         "a request's body detached its context's descriptor");
+}
+
 /* Bodies that wait for gate2 (non-transactionally, as gated). */
 static _Atomic int gate2;
 static void gated2(void *a) {
