@@ -121,7 +121,8 @@
  * clock once, and its
  * attach hook reads the thread's CPU clock. Threads that ran
  * transactions: the descriptors whose counters
- * moved in the last four windows (a thread descheduled for a whole window
+ * moved in the last four windows, or under the long slice in a round of
+ * it (active_windows) (a thread descheduled for a whole window
  * still competes for the CPUs; so is a thread that sleeps between
  * transactions counted, since telling the two apart would take the
  * scheduler's per-thread statistics, a /proc file per thread and window;
