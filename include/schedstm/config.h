@@ -371,7 +371,8 @@ SSTM_API int sstm_config_from_env(sstm_config_t *cfg);
  * name is involved: nothing another user creates can make it fail. softser
  * with a softser_lever (SCHEDSTM_SOFTSER_LEVER) that cannot be undone here
  * gives SSTM_EPERM.
- * On error nothing is initialised.
+ * On error nothing is initialised. *cfg and its strings are copied: they
+ * need not outlive the call.
  * @param cfg the configuration, NULL for the defaults
  * @return 0, SSTM_ESTATE, SSTM_EINVAL, SSTM_ENOENT, SSTM_ENOMEM or SSTM_EPERM,
  *         or what a policy's init hook returned */
@@ -397,7 +398,10 @@ SSTM_API bool sstm_initialized(void);
 /** The effective configuration (after environment overrides), into the
  * first `size` bytes of *out (sizeof(sstm_config_t) as the caller was
  * compiled, which sstm_config_get() passes); out->size is set to what the
- * library filled, at most `size`, and the bytes after it are zeroed.
+ * library filled, at most `size`, and the bytes after it are zeroed. The
+ * string fields point to the library's copies, made by sstm_init() (not
+ * to the caller's strings nor the environment's), valid until
+ * sstm_shutdown().
  * Errors: SSTM_EINVAL (out is NULL, or size smaller than any sstm_config_t
  * this library knows), SSTM_ESTATE if not initialised.
  * @param[out] out receives the configuration

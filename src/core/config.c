@@ -590,6 +590,39 @@ static void stats_at_exit_arm(void) {
   if (!atomic_exchange_explicit(&armed, true, memory_order_relaxed)) atexit(stats_at_exit_print);
 }
 
+/* The configuration's strings (map_file, map_dump, map_topology,
+ * map_topo_cache, map_log), copied by sstm_init() into one block of the
+ * library's, so that sstm_config_get() hands back these and never the
+ * caller's, which may be gone by then (a buffer on the stack of the code
+ * that called sstm_init). Replaced at the next sstm_init(), freed by
+ * sstm_shutdown(); a failed sstm_init() leaves it to the next one. */
+static char *cfg_strings;
+
+static int own_strings(sstm_config_t *cfg) {
+  const char **f[] = {&cfg->map_file, &cfg->map_dump, &cfg->map_topology, &cfg->map_topo_cache,
+                      &cfg->map_log};
+  size_t n = 0;
+  for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
+    if (*f[i]) n += strlen(*f[i]) + 1;
+  free(cfg_strings);
+  cfg_strings = NULL;
+  if (n == 0) return 0;
+  char *b = malloc(n);
+  if (b == NULL) {
+    sstm__set_error("sstm_init: out of memory");
+    return SSTM_ENOMEM;
+  }
+  cfg_strings = b;
+  for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
+    if (*f[i]) {
+      size_t len = strlen(*f[i]) + 1;
+      memcpy(b, *f[i], len);
+      *f[i] = b;
+      b += len;
+    }
+  return 0;
+}
+
 SSTM_API int sstm_init(const sstm_config_t *user) {
   if (atomic_load_explicit(&sstm__g.initialized, memory_order_acquire)) {
     sstm__set_error("sstm_init: already initialised");
@@ -618,6 +651,7 @@ SSTM_API int sstm_init(const sstm_config_t *user) {
       w = snprintf(topo_cache_buf, sizeof topo_cache_buf, "%s/.cache/schedstm", home);
     cfg.map_topo_cache = w > 0 && (size_t)w < sizeof topo_cache_buf ? topo_cache_buf : "";
   }
+  if ((rc = own_strings(&cfg)) != 0) return rc;
 
   size_t nlocks = (size_t)1 << cfg.lock_bits;
   _Atomic uint64_t *locks = locks_map(nlocks);
@@ -719,6 +753,8 @@ SSTM_API int sstm_shutdown(void) {
   sstm__hooks_clear();
   locks_unmap(sstm__g.locks, sstm__g.lock_mask + 1);
   sstm__g.locks = NULL;
+  free(cfg_strings);
+  cfg_strings = NULL;
   return 0;
 }
 

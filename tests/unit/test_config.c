@@ -760,6 +760,52 @@ TEST(init_applies_env) {
   CHECK_OK(sstm_shutdown());
 }
 
+/* sstm_config_get() hands back the library's copies of the string fields,
+ * not the caller's strings, which may be gone by then (here: overwritten;
+ * a stack buffer of a function that has returned, a freed block), nor the
+ * environment's. */
+TEST(config_get_strings_are_the_librarys_own) {
+  clear_env();
+  char topo[32] = "Package:2 Core:2 PU:1", dump[32] = "/tmp/sstm-dump-never-written";
+  char file[32] = "/tmp/sstm-file-never-read", log[32] = "/tmp/sstm-log-never-written";
+  char cache[32] = "/tmp/sstm-cache-never-used";
+  sstm_config_t c;
+  sstm_config_default(&c);
+  c.use_env = false;
+  c.map_topology = topo; /* the strategy none reads none of them */
+  c.map_dump = dump;
+  c.map_file = file;
+  c.map_log = log;
+  c.map_topo_cache = cache;
+  CHECK_OK(sstm_init(&c));
+  memset(topo, 'x', sizeof topo - 1);
+  memset(dump, 'x', sizeof dump - 1);
+  memset(file, 'x', sizeof file - 1);
+  memset(log, 'x', sizeof log - 1);
+  memset(cache, 'x', sizeof cache - 1);
+  sstm_config_t g;
+  CHECK_OK(sstm_config_get(&g));
+  CHECK_EQ_STR(g.map_topology, "Package:2 Core:2 PU:1");
+  CHECK_EQ_STR(g.map_dump, "/tmp/sstm-dump-never-written");
+  CHECK_EQ_STR(g.map_file, "/tmp/sstm-file-never-read");
+  CHECK_EQ_STR(g.map_log, "/tmp/sstm-log-never-written");
+  CHECK_EQ_STR(g.map_topo_cache, "/tmp/sstm-cache-never-used");
+  CHECK_NULL(g.sample_fn);
+  CHECK_OK(sstm_shutdown());
+  /* from the environment too */
+  setenv("SCHEDSTM_MAP_LOG", "/tmp/sstm-env-log", 1);
+  c.use_env = true;
+  c.map_topology = c.map_dump = c.map_file = c.map_log = c.map_topo_cache = NULL;
+  CHECK_OK(sstm_init(&c));
+  setenv("SCHEDSTM_MAP_LOG", "/tmp/sstm-env-log-changed-since", 1);
+  CHECK_OK(sstm_config_get(&g));
+  CHECK_EQ_STR(g.map_log, "/tmp/sstm-env-log");
+  CHECK_NULL(g.map_dump);
+  CHECK_OK(sstm_shutdown());
+  unsetenv("SCHEDSTM_MAP_LOG");
+  clear_env();
+}
+
 TEST(init_use_env_false_ignores_env) {
   clear_env();
   setenv("SCHEDSTM_DESIGN", "ctl", 1);
