@@ -1128,89 +1128,6 @@ TEST(long_policy_line_is_marked_cut) {
   CHECK_OK(sstm_shutdown());
 }
 
-/* sstm-top -p: the policy's line each time it changes, after the seconds
- * since sstm_init, one output line per change, flushed as it happens: the
- * line as it is when the tool starts, then each new one; -n N stops after
- * N lines. The test's policy describes itself as "step=K" and the test
- * moves K once the tool has printed the line before (read from the tool's
- * output file as it writes it), so no change can fall between two polls.
- * -p with -j is a usage error. */
-static int log_step;
-static int log_describe(char *buf, size_t len) {
-  return snprintf(buf, len, "step=%d", __atomic_load_n(&log_step, __ATOMIC_RELAXED));
-}
-static const sstm_cm_ops_t log_policy = {
-    .name = "stt-log",
-    .description = "statetab test: a describe line the test moves",
-    .on_conflict = abort_self,
-    .describe = log_describe,
-};
-
-/* Wait until the running tool's output holds `want` (pread: the tool
- * shares the file's offset), or the tool has exited. */
-static bool wait_output(tool_proc_t *p, const char *want) {
-  char buf[4096];
-  for (int i = 0; i < 20000; i++) {
-    ssize_t n = pread(fileno(p->out), buf, sizeof buf - 1, 0);
-    CHECK_GE_I((int)n, 0);
-    buf[n] = '\0';
-    if (strstr(buf, want)) return true;
-    int st;
-    if (waitpid(p->pid, &st, WNOHANG) == p->pid) return false;
-    usleep(1000);
-  }
-  return false;
-}
-
-TEST(policy_log_prints_each_change) {
-  if (sstm_cm_find("stt-log") == NULL) CHECK_OK(sstm_cm_register(&log_policy));
-  sstm_config_t c;
-  sstm_test_config(&c);
-  c.state_table = true;
-  c.cm = "stt-log";
-  __atomic_store_n(&log_step, 0, __ATOMIC_RELAXED);
-  CHECK_OK(sstm_init(&c));
-  char pidstr[16];
-  snprintf(pidstr, sizeof pidstr, "%d", (int)getpid());
-  tool_proc_t tp;
-  tool_start(&tp, -1, 60, false, "-p", "-n", "3", pidstr, NULL);
-  for (int k = 0; k < 3; k++) {
-    char want[32];
-    snprintf(want, sizeof want, " step=%d\n", k);
-    CHECK_MSG(wait_output(&tp, want), "the tool did not print '%s'", want + 1);
-    __atomic_store_n(&log_step, k + 1, __ATOMIC_RELAXED);
-    sstm_cm_info_changed();
-  }
-  int st;
-  while (waitpid(tp.pid, &st, 0) < 0)
-    CHECK_EQ_I(errno, EINTR);
-  tool_run_t r;
-  tool_collect(&tp, st, &r);
-  check_exit(&r, 0, "sstm-top -p -n 3");
-  /* three lines "SECONDS step=K", K = 0, 1, 2, the seconds never going back */
-  const char *q = r.out;
-  double prev = 0;
-  for (int k = 0; k < 3; k++) {
-    double sec;
-    int step, used = 0;
-    CHECK_MSG(sscanf(q, "%lf step=%d%n", &sec, &step, &used) == 2 && used > 0, "line %d: %.80s",
-              k + 1, q);
-    CHECK_EQ_I(step, k);
-    CHECK_GE_I((int)(sec * 1000), (int)(prev * 1000));
-    prev = sec;
-    q += used;
-    CHECK_EQ_I(*q, '\n');
-    q++;
-  }
-  CHECK_EQ_I(*q, '\0');
-  tool_free(&r);
-  run_tool(&r, "-p", "-j", pidstr, NULL, NULL);
-  check_exit(&r, 2, "sstm-top -p -j");
-  CHECK_CONTAINS(r.err, "-p does not go with");
-  tool_free(&r);
-  CHECK_OK(sstm_shutdown());
-}
-
 /* sstm_sched_set changes what the table shows for the thread: its policy
  * and nice value as the kernel now has them. */
 TEST(sched_set_updates_the_entry) {
@@ -2831,6 +2748,78 @@ static const sstm_cm_ops_t gen_policy = {
     .on_conflict = abort_self,
     .describe = gen_describe,
 };
+
+/* sstm-top -p: the policy's line each time it changes, after the seconds
+ * since sstm_init, one output line per change, flushed as it happens: the
+ * line as it is when the tool starts, then each new one; -n N stops after
+ * N lines. The test's policy (stt-gen) describes itself as "gen=K" and
+ * the test moves K once the tool has printed the line before (read from the tool's
+ * output file as it writes it), so no change can fall between two polls.
+ * -p with -j is a usage error. */
+/* Wait until the running tool's output holds `want` (pread: the tool
+ * shares the file's offset), or the tool has exited. */
+static bool wait_output(tool_proc_t *p, const char *want) {
+  char buf[4096];
+  for (int i = 0; i < 20000; i++) {
+    ssize_t n = pread(fileno(p->out), buf, sizeof buf - 1, 0);
+    CHECK_GE_I((int)n, 0);
+    buf[n] = '\0';
+    if (strstr(buf, want)) return true;
+    int st;
+    if (waitpid(p->pid, &st, WNOHANG) == p->pid) return false;
+    usleep(1000);
+  }
+  return false;
+}
+
+TEST(policy_log_prints_each_change) {
+  if (sstm_cm_find("stt-gen") == NULL) CHECK_OK(sstm_cm_register(&gen_policy));
+  sstm_config_t c;
+  sstm_test_config(&c);
+  c.state_table = true;
+  c.cm = "stt-gen";
+  atomic_store_explicit(&live_gen, 0, memory_order_seq_cst);
+  CHECK_OK(sstm_init(&c));
+  char pidstr[16];
+  snprintf(pidstr, sizeof pidstr, "%d", (int)getpid());
+  tool_proc_t tp;
+  tool_start(&tp, -1, 60, false, "-p", "-n", "3", pidstr, NULL);
+  for (int k = 0; k < 3; k++) {
+    char want[32];
+    snprintf(want, sizeof want, " gen=%d\n", k);
+    CHECK_MSG(wait_output(&tp, want), "the tool did not print '%s'", want + 1);
+    atomic_store_explicit(&live_gen, (unsigned)k + 1, memory_order_seq_cst);
+    sstm_cm_info_changed();
+  }
+  int st;
+  while (waitpid(tp.pid, &st, 0) < 0)
+    CHECK_EQ_I(errno, EINTR);
+  tool_run_t r;
+  tool_collect(&tp, st, &r);
+  check_exit(&r, 0, "sstm-top -p -n 3");
+  /* three lines "SECONDS gen=K", K = 0, 1, 2, the seconds never going back */
+  const char *q = r.out;
+  double prev = 0;
+  for (int k = 0; k < 3; k++) {
+    double sec;
+    int step, used = 0;
+    CHECK_MSG(sscanf(q, "%lf gen=%d%n", &sec, &step, &used) == 2 && used > 0, "line %d: %.80s",
+              k + 1, q);
+    CHECK_EQ_I(step, k);
+    CHECK_GE_I((int)(sec * 1000), (int)(prev * 1000));
+    prev = sec;
+    q += used;
+    CHECK_EQ_I(*q, '\n');
+    q++;
+  }
+  CHECK_EQ_I(*q, '\0');
+  tool_free(&r);
+  run_tool(&r, "-p", "-j", pidstr, NULL, NULL);
+  check_exit(&r, 2, "sstm-top -p -j");
+  CHECK_CONTAINS(r.err, "-p does not go with");
+  tool_free(&r);
+  CHECK_OK(sstm_shutdown());
+}
 
 /* The generations of the complete "policy now: gen=N" lines of text, in
  * order (up to max); returns how many there are. */
