@@ -391,14 +391,19 @@ static void tool_collect(tool_proc_t *p, int st, tool_run_t *r) {
   r->err = slurp(p->err);
 }
 
+/* Wait for the running tool to exit, then collect. */
+static void tool_wait(tool_proc_t *p, tool_run_t *r) {
+  int st;
+  while (waitpid(p->pid, &st, 0) < 0)
+    CHECK_EQ_I(errno, EINTR);
+  tool_collect(p, st, r);
+}
+
 static void run_tool_as(tool_run_t *r, int drop_to_uid, unsigned watchdog_s, const char *a1,
                         const char *a2, const char *a3, const char *a4, const char *a5) {
   tool_proc_t p;
   tool_start(&p, drop_to_uid, watchdog_s, false, a1, a2, a3, a4, a5);
-  int st;
-  while (waitpid(p.pid, &st, 0) < 0)
-    CHECK_EQ_I(errno, EINTR);
-  tool_collect(&p, st, r);
+  tool_wait(&p, r);
 }
 
 static void run_tool(tool_run_t *r, const char *a1, const char *a2, const char *a3, const char *a4,
@@ -1964,11 +1969,8 @@ TEST(exited_process) {
    * machine (the watchdog would end a wait that did not) */
   while (!is_zombie(pid))
     usleep(1000);
-  int st;
-  while (waitpid(tp.pid, &st, 0) < 0)
-    CHECK_EQ_I(errno, EINTR);
   tool_run_t r;
-  tool_collect(&tp, st, &r);
+  tool_wait(&tp, &r);
   check_exit(&r, 0, "live view, the process killed");
   CHECK_CONTAINS(r.err, "state table removed (process exited)");
   tool_free(&r);
@@ -1976,6 +1978,7 @@ TEST(exited_process) {
   check_exit(&r, 1, "-j, zombie");
   CHECK_CONTAINS(r.err, "the process has exited");
   tool_free(&r);
+  int st;
   while (waitpid(pid, &st, 0) < 0)
     CHECK_EQ_I(errno, EINTR);
   run_tool(&r, "-j", p, NULL, NULL, NULL);
@@ -2756,15 +2759,14 @@ static const sstm_cm_ops_t gen_policy = {
  * the test moves K once the tool has printed the line before (read from the tool's
  * output file as it writes it), so no change can fall between two polls.
  * -p with -j is a usage error. */
-/* Wait until the running tool's output holds `want` (pread: the tool
- * shares the file's offset), or the tool has exited. */
+/* Wait until the running tool's output holds `want`, or the tool has
+ * exited. */
 static bool wait_output(tool_proc_t *p, const char *want) {
-  char buf[4096];
   for (int i = 0; i < 20000; i++) {
-    ssize_t n = pread(fileno(p->out), buf, sizeof buf - 1, 0);
-    CHECK_GE_I((int)n, 0);
-    buf[n] = '\0';
-    if (strstr(buf, want)) return true;
+    char *out = tool_output_so_far(p);
+    bool found = strstr(out, want) != NULL;
+    free(out);
+    if (found) return true;
     int st;
     if (waitpid(p->pid, &st, WNOHANG) == p->pid) return false;
     usleep(1000);
@@ -2791,11 +2793,8 @@ TEST(policy_log_prints_each_change) {
     atomic_store_explicit(&live_gen, (unsigned)k + 1, memory_order_seq_cst);
     sstm_cm_info_changed();
   }
-  int st;
-  while (waitpid(tp.pid, &st, 0) < 0)
-    CHECK_EQ_I(errno, EINTR);
   tool_run_t r;
-  tool_collect(&tp, st, &r);
+  tool_wait(&tp, &r);
   check_exit(&r, 0, "sstm-top -p -n 3");
   /* three lines "SECONDS gen=K", K = 0, 1, 2, the seconds never going back */
   const char *q = r.out;
@@ -2985,11 +2984,8 @@ TEST(live_view_across_shutdown_and_reinit) {
   stop_tool(p.pid);
   CHECK_OK(sstm_shutdown());
   CHECK_EQ_I(kill(p.pid, SIGCONT), 0);
-  int st;
-  while (waitpid(p.pid, &st, 0) < 0)
-    CHECK_EQ_I(errno, EINTR);
   tool_run_t r;
-  tool_collect(&p, st, &r);
+  tool_wait(&p, &r);
   check_exit(&r, 0, "live view after the final shutdown");
   CHECK_CONTAINS(r.err, "state table removed (sstm_shutdown)");
   /* The first frame of the new table has no rates yet: nothing to take
