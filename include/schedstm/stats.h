@@ -185,9 +185,13 @@ SSTM_API int sstm_stats_reset(void);
  * abort reason and the policy's counters, then a line on the policy as it
  * describes itself now (sstm_describe's cm-info: the OS lever in use,
  * adaptive's current choice and the reason for it), for a policy that has
- * a describe hook. Returns 0, SSTM_EINVAL (out NULL) or SSTM_ESTATE.
+ * a describe hook, then flushes the stream. Returns 0, SSTM_EINVAL (out
+ * NULL), SSTM_ESTATE, or SSTM_EPERM when writing or flushing failed (a
+ * full disk, a stream not open for writing; an error indicator the
+ * stream had before the call does not count), the reason in
+ * sstm_last_error().
  * @param out the stream to write to
- * @return 0, SSTM_EINVAL or SSTM_ESTATE */
+ * @return 0, SSTM_EINVAL, SSTM_ESTATE or SSTM_EPERM */
 SSTM_API int sstm_stats_dump(FILE *out);
 
 SSTM_EXTERN_C_END

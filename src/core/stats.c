@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Statistics: per-descriptor counters, aggregation, dump. */
+#include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -288,6 +290,8 @@ SSTM_API int sstm_stats_dump(FILE *out) {
   sstm_stats_t total;
   int rc = aggregate(&total, "sstm_stats_dump");
   if (rc != 0) return rc;
+  /* A write error is the dump's only when the stream had none before. */
+  const bool had_error = ferror(out) != 0;
   sstm_stats_foreach(dump_one, out);
   dump_line(out, "total", &total);
   /* What the policy says of itself now (sstm_describe's cm-info): the
@@ -299,6 +303,13 @@ SSTM_API int sstm_stats_dump(FILE *out) {
     if (n > 0)
       fprintf(out, "%-14s %s: %s%s\n", "policy", cm->name, info,
               (size_t)n >= sizeof info ? "..." : "");
+  }
+  /* The statistics must not be lost without a word (a full disk, a
+   * stream not open for writing): the bytes are flushed, and a failure
+   * of this dump is reported. */
+  if (fflush(out) != 0 || (!had_error && ferror(out))) {
+    sstm__set_error("sstm_stats_dump: write error: %s", strerror(errno));
+    return SSTM_EPERM;
   }
   return 0;
 }

@@ -354,6 +354,33 @@ static char *dump_text(void) {
   return text;
 }
 
+/* A dump whose bytes cannot be written is an error, not 0: a full disk
+ * (/dev/full, unbuffered so that the failure is the dump's own write, and
+ * buffered so that it comes at the flush), a stream opened for reading. An
+ * error indicator the stream had before is not the dump's. */
+TEST(dump_reports_a_write_error) {
+  sstm_test_init();
+  FILE *full = fopen("/dev/full", "w");
+  if (full == NULL) sstm_test_skip("no /dev/full");
+  setvbuf(full, NULL, _IONBF, 0);
+  CHECK_RC(sstm_stats_dump(full), SSTM_EPERM);
+  CHECK_CONTAINS(sstm_last_error(), "sstm_stats_dump: write error");
+  fclose(full);
+  full = fopen("/dev/full", "w");
+  CHECK_NOT_NULL(full);
+  CHECK_RC(sstm_stats_dump(full), SSTM_EPERM); /* fully buffered: at the flush */
+  fclose(full);
+  FILE *ro = fopen("/dev/null", "r");
+  CHECK_NOT_NULL(ro);
+  CHECK_RC(sstm_stats_dump(ro), SSTM_EPERM);
+  fclose(ro);
+  FILE *ok = tmpfile();
+  CHECK_NOT_NULL(ok);
+  CHECK_OK(sstm_stats_dump(ok));
+  fclose(ok);
+  sstm_test_fini();
+}
+
 /* The dump ends with the policy's own line (its describe hook): for
  * adaptive, the current choice and the reason; suicide has none. */
 TEST(dump_shows_the_policys_current_choice) {
