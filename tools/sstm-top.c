@@ -1380,14 +1380,23 @@ int main(int argc, char **argv) {
     default: usage(stderr, false); return 2;
     }
   }
-  if (plog && (json || list || clean || all)) {
-    fprintf(stderr, "%s: -p does not go with -j, -l, -c or -a\n", prog);
+  /* An option that the chosen mode would ignore is refused: a command line
+   * that says more than what runs misleads whoever reads it. */
+  const char *clash = NULL;
+  if (plog && (json || list || clean || all))
+    clash = "-p does not go with -j, -l, -c or -a";
+  else if (json && (interval >= 0 || count > 0 || list || clean))
+    clash = "-j does not go with -i, -n, -l or -c";
+  else if ((list || clean) && (interval >= 0 || count > 0 || all))
+    clash = "-l and -c do not go with -i, -n or -a";
+  if (clash) {
+    fprintf(stderr, "%s: %s\n", prog, clash);
     usage(stderr, false);
     return 2;
   }
   if (interval < 0) interval = plog ? 0.005 : 0.5;
   if (list || clean) {
-    if (optind != argc || (clean && (list || json))) {
+    if (optind != argc || (clean && list)) {
       usage(stderr, false);
       return 2;
     }

@@ -2758,7 +2758,8 @@ static const sstm_cm_ops_t gen_policy = {
  * N lines. The test's policy (stt-gen) describes itself as "gen=K" and
  * the test moves K once the tool has printed the line before (read from the tool's
  * output file as it writes it), so no change can fall between two polls.
- * -p with -j is a usage error. */
+ * -p with -j is a usage error, as is any option that the chosen mode would
+ * ignore (-j with -n or -l, -l with -i). */
 /* Wait until the running tool's output holds `want`, or the tool has
  * exited. */
 static bool wait_output(tool_proc_t *p, const char *want) {
@@ -2816,6 +2817,18 @@ TEST(policy_log_prints_each_change) {
   run_tool(&r, "-p", "-j", pidstr, NULL, NULL);
   check_exit(&r, 2, "sstm-top -p -j");
   CHECK_CONTAINS(r.err, "-p does not go with");
+  tool_free(&r);
+  /* options that another mode would ignore are refused too */
+  run_tool(&r, "-j", "-n", "2", pidstr, NULL);
+  check_exit(&r, 2, "sstm-top -j -n 2");
+  CHECK_CONTAINS(r.err, "-j does not go with");
+  tool_free(&r);
+  run_tool(&r, "-j", "-l", NULL, NULL, NULL);
+  check_exit(&r, 2, "sstm-top -j -l");
+  tool_free(&r);
+  run_tool(&r, "-l", "-i", "1", NULL, NULL);
+  check_exit(&r, 2, "sstm-top -l -i 1");
+  CHECK_CONTAINS(r.err, "-l and -c do not go with");
   tool_free(&r);
   CHECK_OK(sstm_shutdown());
 }
