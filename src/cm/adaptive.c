@@ -121,8 +121,7 @@
  * clock once, and its
  * attach hook reads the thread's CPU clock. Threads that ran
  * transactions: the descriptors whose counters
- * moved in the last four windows, or under the long slice in a round of
- * it (active_windows) (a thread descheduled for a whole window
+ * moved in the last four windows (a thread descheduled for a whole window
  * still competes for the CPUs; so is a thread that sleeps between
  * transactions counted, since telling the two apart would take the
  * scheduler's per-thread statistics, a /proc file per thread and window;
@@ -179,10 +178,9 @@ static const sstm_cm_ops_t *const subs[NSUB] = {&sstm__cm_yield, &sstm__cm_ser_k
 enum { A_SWITCHES = 4, A_EVALUATIONS = 5, A_SLICE_CHANGES = 6 };
 
 #define WINDOW_NS 20000000ull
-#define WINDOW_MAX_SCALE 8     /* long windows: up to 8 x WINDOW_NS */
-#define MIN_EVENTS 16          /* commits + aborts a window needs to be judged */
-#define ACTIVE_WINDOWS 4       /* a thread counts as running for this many windows ... */
-#define ACTIVE_WINDOWS_MAX 250 /* ... or, under the long slice, a round of it (active_windows) */
+#define WINDOW_MAX_SCALE 8 /* long windows: up to 8 x WINDOW_NS */
+#define MIN_EVENTS 16      /* commits + aborts a window needs to be judged */
+#define ACTIVE_WINDOWS 4   /* a thread counts as running for this many windows */
 /* Transactions are long when their CPU time per commit exceeds the time
  * slice / LONG_TX_DIV: then at least one in 35 spans a scheduling point,
  * and a preempted winner (or a loser spinning for one) costs a slice of
@@ -918,28 +916,6 @@ static struct cpu_base *base_find(struct cpu_base *t, int tid, bool add) {
   }
 }
 
-/* Under G.lock: for how many windows a descriptor whose counters moved
- * counts as one that runs transactions. ACTIVE_WINDOWS covers a scheduling
- * round with the kernel's default slice. While the threads take adaptive's
- * long slice (OVER_SLICE_NS), a round lasts that slice times the threads
- * over the CPUs (64 threads on 2 CPUs: about 3 s), and a window sees only
- * the few the scheduler runs in it: counted over ACTIVE_WINDOWS, 64
- * threads looked like 2 to 40 (docs/benchmarks.md, "The admission gate on
- * a quiet host, traced"), which voided probes and holds (a count that
- * doubles or halves) and could end the oversubscribed regime. So the span
- * then covers such a round, up to ACTIVE_WINDOWS_MAX. Under adaptive+ext
- * the modifier's slice is the threads', and the span stays. */
-static unsigned active_windows(void) {
-  uint64_t slice = G.own_slice ? atomic_load_explicit(&G.slice_want, RLX) : 0;
-  uint64_t win = atomic_load_explicit(&G.window_ns, RLX);
-  if (slice == 0 || win == 0 || G.ncpu == 0) return ACTIVE_WINDOWS;
-  uint64_t round = slice * G.registered / G.ncpu;
-  uint64_t n = (round + win - 1) / win;
-  return n < ACTIVE_WINDOWS       ? ACTIVE_WINDOWS
-         : n > ACTIVE_WINDOWS_MAX ? ACTIVE_WINDOWS_MAX
-                                  : (unsigned)n;
-}
-
 /* Under G.lock: the counters of every thread since the last evaluation. The
  * owners write them with relaxed stores (sstm__ctr_add); a value read a
  * moment early is counted in the next window. A counter that went down was
@@ -952,7 +928,7 @@ static unsigned scan_counts(uint64_t *commits, uint64_t *updates, uint64_t *abor
                             uint64_t *cpu_ns) {
   unsigned hw = sstm__cm_slots();
   if (hw > G.nslots) hw = G.nslots;
-  unsigned active = 0, read = 0, next_n = 0, span = active_windows();
+  unsigned active = 0, read = 0, next_n = 0;
   for (unsigned i = 0; i < hw; i++) {
     sstm_cm_counts_t k;
     if (!sstm__cm_counts(i, &k)) continue;
@@ -967,7 +943,7 @@ static unsigned scan_counts(uint64_t *commits, uint64_t *updates, uint64_t *abor
     G.seen_a[i] = a;
     G.seen_u[i] = u;
     if (dc + da) G.last_win[i] = G.win;
-    bool is_active = G.last_win[i] && G.win - G.last_win[i] < span;
+    bool is_active = G.last_win[i] && G.win - G.last_win[i] < ACTIVE_WINDOWS;
     active += is_active;
     /* The thread each attached descriptor runs on: its CPU time since its
      * baseline (the last evaluation, or its attach if later) is summed when
@@ -1297,13 +1273,6 @@ size_t sstm__adaptive_line_max(void) { return sizeof LONGEST_LINE - 1; }
 uint64_t sstm__adaptive_window_ns(void) { return atomic_load_explicit(&G.window_ns, RLX); }
 
 uint64_t sstm__adaptive_slice_want_ns(void) { return atomic_load_explicit(&G.slice_want, RLX); }
-
-unsigned sstm__adaptive_active_windows(void) {
-  pthread_mutex_lock(&G.lock);
-  unsigned n = active_windows();
-  pthread_mutex_unlock(&G.lock);
-  return n;
-}
 
 void sstm__adaptive_feed_idle(double share) {
   pthread_mutex_lock(&G.lock);

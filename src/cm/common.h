@@ -176,9 +176,6 @@ size_t sstm__adaptive_line_max(void);
 uint64_t sstm__adaptive_window_ns(void);
 /* the custom slice adaptive wants its threads to take, 0: none */
 uint64_t sstm__adaptive_slice_want_ns(void);
-/* For how many windows a descriptor whose counters moved counts as running
- * transactions (adaptive.c, active_windows). */
-unsigned sstm__adaptive_active_windows(void);
 /* the share of the CPUs' time idle in every window sstm__adaptive_feed
  * judges from now on (below 0: unknown, the default after init) */
 void sstm__adaptive_feed_idle(double share);

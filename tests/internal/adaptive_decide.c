@@ -843,35 +843,6 @@ TEST(a_gate_that_leaves_cpus_idle_is_tried_against_none) {
   stop();
 }
 
-/* Under the long slice a descriptor whose counters moved counts as running
- * transactions for a scheduling round of that slice, slice x descriptors /
- * CPUs (64 on 2 CPUs with 100 ms: 3.2 s, 160 windows of 20 ms), not for
- * the default four windows, in which only a few of 64 threads run; without
- * the slice, four windows again. Descriptors made with sstm_desc_create
- * count as registered; windows fed by hand. */
-TEST(a_round_of_the_long_slice_is_the_span_of_a_running_thread) {
-  start();
-  enum { N = 63 };
-  sstm_desc_t *d[N];
-  for (int i = 0; i < N; i++)
-    CHECK_OK(sstm_desc_create(&d[i]));
-  CHECK_EQ_U(sstm__adaptive_active_windows(), 4);
-  rate_os_prio = rate_ser_block = rate_other = 5e6; /* short transactions */
-  cpu_share = 1.0;
-  feed_apc(64, 2, 0.0);
-  CHECK_EQ_U(sstm__adaptive_slice_want_ns(), 100 * MS);
-  CHECK_EQ_U(sstm__adaptive_window_ns(), 20 * MS);
-  CHECK_EQ_U(sstm__adaptive_active_windows(), 160);
-  cpu_share = 0.4; /* other programs compete: no long slice, four windows */
-  feed_apc(64, 2, 0.0);
-  CHECK_EQ_U(sstm__adaptive_slice_want_ns(), 0);
-  CHECK_EQ_U(sstm__adaptive_active_windows(), 4);
-  for (int i = 0; i < N; i++)
-    CHECK_OK(sstm_desc_destroy(d[i]));
-  cpu_share = 1.0;
-  stop();
-}
-
 /* A thread that holds a place and loses a conflict gives the place back
  * before it sleeps behind the winner (ser-block, the sub-policy chosen
  * here): a place is for a thread that runs transactions. One place, a
