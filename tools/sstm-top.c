@@ -1005,6 +1005,29 @@ static void frame(const table_t *t, const header_t *h, const entry_t *cur, prev_
   fflush(o);
 }
 
+/* A viewer's step after each wait: the table as table_changed finds it.
+ * 0 the same; 1 replaced (sstm_shutdown then sstm_init again: a new
+ * memfd, same pid), now open and *h read again; -1 removed (the program
+ * shut down or ended), said on stderr, the view ends with status 0; -2 the
+ * new table could not be opened, said on stderr, status 1. */
+static int table_follow(table_t *t, header_t *h) {
+  int ch = table_changed(t);
+  if (ch == 0) return 0;
+  if (ch < 0) {
+    fprintf(stderr, "%s: pid %d: state table removed (%s)\n", prog, t->pid,
+            pid_alive(t->pid) ? "sstm_shutdown" : "process exited");
+    return -1;
+  }
+  char err[512];
+  table_close(t);
+  if (table_open(t->pid, t, err, sizeof err) != 0) {
+    fprintf(stderr, "%s: %s\n", prog, err);
+    return -2;
+  }
+  read_header(t, h);
+  return 1;
+}
+
 static int live(table_t *t, double interval, long count, bool all) {
   bool clear = isatty(STDOUT_FILENO);
   uint64_t period = (uint64_t)(interval * 1e9);
@@ -1035,22 +1058,12 @@ static int live(table_t *t, double interval, long count, bool all) {
   int rc = 0;
   for (long done = 0; count <= 0 || done < count; done++) {
     sleep_ns(period);
-    int ch = table_changed(t);
-    if (ch != 0) {
-      if (ch < 0) {
-        fprintf(stderr, "%s: pid %d: state table removed (%s)\n", prog, t->pid,
-                pid_alive(t->pid) ? "sstm_shutdown" : "process exited");
-        break;
-      }
-      /* sstm_shutdown then sstm_init again: a new table, same pid. */
-      char err[512];
-      table_close(t);
-      if (table_open(t->pid, t, err, sizeof err) != 0) {
-        fprintf(stderr, "%s: %s\n", prog, err);
-        rc = 1;
-        break;
-      }
-      read_header(t, &h);
+    int ch = table_follow(t, &h);
+    if (ch < 0) {
+      rc = ch == -1 ? 0 : 1;
+      break;
+    }
+    if (ch > 0) {
       xp.valid = false; /* another table: no rates against the old one's levels */
       free(cur);
       free(prev);
@@ -1112,22 +1125,9 @@ static int policy_log(table_t *t, double interval, long count) {
       if (count > 0 && ++printed >= count) return 0;
     }
     sleep_ns(period);
-    int ch = table_changed(t);
-    if (ch < 0) {
-      fprintf(stderr, "%s: pid %d: state table removed (%s)\n", prog, t->pid,
-              pid_alive(t->pid) ? "sstm_shutdown" : "process exited");
-      return 0;
-    }
-    if (ch > 0) { /* sstm_shutdown then sstm_init again: a new table, same pid */
-      char err[512];
-      table_close(t);
-      if (table_open(t->pid, t, err, sizeof err) != 0) {
-        fprintf(stderr, "%s: %s\n", prog, err);
-        return 1;
-      }
-      read_header(t, &h);
-      have = false;
-    }
+    int ch = table_follow(t, &h);
+    if (ch < 0) return ch == -1 ? 0 : 1;
+    if (ch > 0) have = false; /* a new table: its first line */
   }
 }
 

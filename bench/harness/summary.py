@@ -396,11 +396,13 @@ def adaptive_vs_fixed(records, groups, workload, threads, variants):
         if len(fixed) < 2:
             continue
         best = max(fixed, key=median)
-        ratio, _ = paired_ratio(records, workload, threads, a, best)
         ratios = [paired_ratio(records, workload, threads, a, v)[0] for v in fixed]
         worst = all(x is not None and x < 1.0 for x in ratios)
+        # best ran at this point (it has a median), so paired_ratio's ratio
+        # is the median of these
         each = sorted(_paired(_by_rep(records, workload, threads, a),
                               _by_rep(records, workload, threads, best)))
+        ratio = statistics.median(each) if each else None
         out.append((a, best, ratio, worst, each))
     return out
 
