@@ -102,6 +102,11 @@ typedef struct sstm_xworker {
    * context leaving it), exchanges it back to IDLE and disarms what was
    * armed; a kicker whose ARMING was taken back disarms its own timer. */
   _Atomic int fb_state;
+  /* 1 while the last fallback armed is unresolved: neither counted fired
+   * (its signal taken by the handler) nor disarmed (taken back before its
+   * signal came). Whoever exchanges it from 1 to 0 counts that fallback,
+   * once (preempt.c, "the fallback's accounting"). */
+  _Atomic int fb_unresolved;
   sstm__stack_t altstack; /* the handler's stack (arch/ctx.h: the redirect needs one) */
   bool has_altstack;
   /* counters of this worker (relaxed; read by sstm_exec_describe) */
@@ -117,13 +122,15 @@ typedef struct sstm_xworker {
    * took the paused one over) */
   _Atomic uint64_t inherits, passed;
   /* fallbacks: the polled mode's fallback timer armed by a kick;
-   * fallbacks_disarmed: of those, disarmed by the worker (or by the kicker
-   * on the worker's behalf) because the worker had already looked at the
-   * queue, so no signal was sent for nothing */
+   * fallbacks_disarmed: of those, taken back before their signal reached
+   * the worker's handler: disarmed by the worker (or by the kicker on the
+   * worker's behalf) because the worker had already looked at the queue,
+   * or re-armed by a later kick, so no signal was taken for nothing */
   _Atomic uint64_t fallbacks, fallbacks_disarmed;
-  /* fallbacks_fired: fallback signals delivered (the timer expired before
-   * it was disarmed: the worker reached no preemption point in time, or
-   * reached one after the signal was sent) */
+  /* fallbacks_fired: of those, the ones whose signal the handler took (the
+   * timer expired before it was disarmed: the worker reached no preemption
+   * point in time, or reached one after the signal was sent).
+   * fallbacks = disarmed + fired + fb_unresolved. */
   _Atomic uint64_t fallbacks_fired;
   /* holder_raises: transactions paused holding locks and raised to
    * cfg.holder_level; holder_kept: checks that kept such a transaction
@@ -205,6 +212,12 @@ void sstm__xp_fallback_cancel(sstm_xworker_t *w);
  * is armed now, as the kernel says (timer_gettime). Any thread; false for
  * a worker without one. */
 bool sstm__xp_test_fallback_armed(sstm_xworker_t *w);
+/* Test seam (tests/internal/exec_fallback.c): when set, a polled kick calls
+ * it on the kicking thread once it has armed w's fallback timer and before
+ * it publishes ARMED (between (K3) and (K4), preempt.c), so that a test can
+ * let the timer fire inside that window. Set and cleared while no kick
+ * runs. */
+extern _Atomic(void (*)(sstm_xworker_t *w)) sstm__xp_test_armed;
 /* Lower w->want to prio (an atomic minimum). Any thread. */
 void sstm__xp_want(sstm_xworker_t *w, int prio);
 /* The calling worker's record, NULL on other threads. */

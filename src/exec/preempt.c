@@ -212,10 +212,13 @@ static void on_signal(int sig, siginfo_t *si, void *ucv) {
   int saved_errno = errno;
   atomic_fetch_add_explicit(&w->signals, 1, memory_order_relaxed);
   if (si && si->si_code == SI_TIMER && si->si_value.sival_int == XP_SIGV_FALLBACK) {
-    /* The fallback fired: nothing is armed any more. relaxed: a kicker's
-     * later ARMING is a plain store over it; the worker's exchange finds
-     * IDLE and disarms nothing. */
-    atomic_fetch_add_explicit(&w->fallbacks_fired, 1, memory_order_relaxed);
+    /* The fallback fired: nothing is armed any more. It is counted fired
+     * if no disarm counted it first (A2). relaxed: the exchange is the
+     * whole agreement. */
+    if (atomic_exchange_explicit(&w->fb_unresolved, 0, memory_order_relaxed))
+      atomic_fetch_add_explicit(&w->fallbacks_fired, 1, memory_order_relaxed);
+    /* relaxed: a kicker's later ARMING is a plain store over it; the
+     * worker's exchange finds IDLE and disarms nothing. */
     int armed = XP_FB_ARMED;
     atomic_compare_exchange_strong_explicit(&w->fb_state, &armed, XP_FB_IDLE, memory_order_relaxed,
                                             memory_order_relaxed);
@@ -358,6 +361,40 @@ void sstm__xp_worker_fini(sstm_xworker_t *w) {
   w->has_altstack = false;
 }
 
+/* The fallback's accounting. Each fallback armed is counted once, as fired
+ * or as disarmed, whoever resolves it first: the timer's expiry and a
+ * disarm cannot tell by themselves which came first to the worker. The
+ * kernel delivers an expired timer's signal later, when the worker next
+ * returns to user mode; a timer_settime in between drops that signal
+ * (Linux drops the pending signal of a timer re-armed or disarmed since it
+ * was queued), and a signal dequeued just before the disarm still reaches
+ * the handler after it. So:
+ *
+ *   (A1) the kick sets fb_unresolved to 1 before it arms the timer (K3); if
+ *        it was 1 already, the fallback armed before is replaced without
+ *        its signal: counted disarmed;
+ *   (A2) the handler, taking a fallback signal, exchanges fb_unresolved to
+ *        0 and counts fired if it was 1;
+ *   (A3) a disarm (K5, W2) exchanges it to 0 after its timer_settime and
+ *        counts disarmed if it was 1.
+ *
+ * Relaxed throughout: only the exchanges' atomicity matters, each 1 -> 0
+ * counted once, so fallbacks = disarmed + fired + fb_unresolved at rest.
+ * No signal of an arming reaches A2 before that arming's A1: A1 comes
+ * before K3 in the kicker's program order, and the kernel's locks order
+ * K3's arming before the expiry and the expiry before the delivery. Which of A2 and A3 wins when a
+ * signal and a disarm cross is not fixed (a signal dequeued before the disarm is counted disarmed,
+ * its handler then counting nothing), nor, when two kicks overlap, which arming a count goes to:
+ * the counts add up, their split between fired and disarmed is that close. */
+
+/* (A3), after the disarm's timer_settime. */
+static void count_disarmed(sstm_xworker_t *w) {
+  if (atomic_exchange_explicit(&w->fb_unresolved, 0, memory_order_relaxed))
+    atomic_fetch_add_explicit(&w->fallbacks_disarmed, 1, memory_order_relaxed);
+}
+
+_Atomic(void (*)(sstm_xworker_t *w)) sstm__xp_test_armed;
+
 /* The fallback's disarming. A polled request is taken at the victim's
  * next preemption point, usually long before poll_fallback_us; the signal
  * that the timer then sends finds nothing to do but costs the worker a few
@@ -395,8 +432,15 @@ void sstm__xp_kick(sstm_xworker_t *w) {
     sstm_xctx_t *cur = atomic_load_explicit(&w->cur, memory_order_acquire);
     if (cur) sstm__exec_request(cur->desc); /* (K2) */
     if (!w->has_fallback) return;
-    arm(w->fallback_timer, (uint64_t)c->poll_fallback_us * 1000u, false); /* (K3) */
+    /* (A1) */
     atomic_fetch_add_explicit(&w->fallbacks, 1, memory_order_relaxed);
+    if (atomic_exchange_explicit(&w->fb_unresolved, 1, memory_order_relaxed))
+      atomic_fetch_add_explicit(&w->fallbacks_disarmed, 1, memory_order_relaxed);
+    arm(w->fallback_timer, (uint64_t)c->poll_fallback_us * 1000u, false); /* (K3) */
+    /* relaxed: set while no kick runs (exec_internal.h). */
+    void (*seam)(sstm_xworker_t *) =
+        atomic_load_explicit(&sstm__xp_test_armed, memory_order_relaxed);
+    if (seam) seam(w);
     int expect = XP_FB_ARMING;
     /* (K4) acq_rel: the release orders K3 before a W1 that finds ARMED;
      * the acquire on failure orders K5 after the W1 that found ARMING. */
@@ -404,7 +448,7 @@ void sstm__xp_kick(sstm_xworker_t *w) {
                                                  memory_order_acq_rel, memory_order_acquire) &&
         expect == XP_FB_IDLE) {
       arm(w->fallback_timer, 0, false); /* (K5) it_value 0 disarms */
-      atomic_fetch_add_explicit(&w->fallbacks_disarmed, 1, memory_order_relaxed);
+      count_disarmed(w);                /* (A3) */
     }
   } else {
     syscall(SYS_tgkill, getpid(), w->tid, XP_SIGNAL);
@@ -424,7 +468,7 @@ void sstm__xp_fallback_cancel(sstm_xworker_t *w) {
   int was = atomic_exchange_explicit(&w->fb_state, XP_FB_IDLE, memory_order_acq_rel);
   if (was == XP_FB_ARMED) {
     arm(w->fallback_timer, 0, false); /* (W2) */
-    atomic_fetch_add_explicit(&w->fallbacks_disarmed, 1, memory_order_relaxed);
+    count_disarmed(w);                /* (A3) */
   }
 }
 

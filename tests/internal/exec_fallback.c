@@ -41,7 +41,16 @@
  *   fired_is_counted_once   the same transaction, its fallback fired while it
  *                           spins: counted fired, not also disarmed when the
  *                           transaction ends (the handler takes ARMED back
- *                           to IDLE), and not armed afterwards. */
+ *                           to IDLE), and not armed afterwards;
+ *   fired_inside_the_kick   the same, but the fallback fires inside the kick,
+ *                           after the kicker armed the timer and before it
+ *                           published ARMED (a test seam waits there for the
+ *                           signal): the kicker then publishes ARMED over a
+ *                           timer that has expired, and the worker's disarm
+ *                           when the transaction ends must not count that
+ *                           fallback a second time. A host that stalls the
+ *                           kicker for the fallback's 1 ms between those two
+ *                           steps did this by chance. */
 #define _GNU_SOURCE
 #include <sched.h>
 #include <stdatomic.h>
@@ -108,7 +117,16 @@ static const char *described_text(sstm_exec_t *ex) {
   return buf;
 }
 
-enum { AT_READ, AT_END, FIRED };
+enum { AT_READ, AT_END, FIRED, FIRED_IN_KICK };
+
+/* The seam between the kick's arming and its publishing: waits until the
+ * worker's handler has taken this round's fallback signal. */
+static _Atomic uint64_t fired_target;
+static void wait_fired(sstm_xworker_t *w) {
+  while (atomic_load_explicit(&w->fallbacks_fired, memory_order_relaxed) <
+         atomic_load_explicit(&fired_target, memory_order_relaxed))
+    sched_yield();
+}
 
 static void run_case(int kind) {
   const bool at_read = kind == AT_READ;
@@ -116,7 +134,8 @@ static void run_case(int kind) {
   sstm_test_config(&cfg);
   CHECK_OK(sstm_init(&cfg));
   sstm_exec_config_t c = sstm_test_exec_config(1, 8, 8, SSTM_EXEC_PREEMPT_POLL);
-  c.poll_fallback_us = kind == FIRED ? 1000 : 1000000;
+  const bool fires = kind == FIRED || kind == FIRED_IN_KICK;
+  c.poll_fallback_us = fires ? 1000 : 1000000;
   sstm_exec_t *ex;
   CHECK_OK(sstm_exec_create(&c, &ex));
   CHECK_CONTAINS(described_text(ex), "facility=poll-only("); /* static, or TSan */
@@ -139,7 +158,12 @@ static void run_case(int kind) {
     /* The worker runs the low transaction: this submission kicks it (the
      * polled request and the fallback timer) before it returns. */
     sstm_exec_req_t qu = {.fn = urgent_body, .priority = 7, .future = &fu};
+    atomic_store_explicit(&fired_target, r + 1, memory_order_relaxed);
+    /* relaxed: set and cleared on this thread, which is the kicker. */
+    if (kind == FIRED_IN_KICK)
+      atomic_store_explicit(&sstm__xp_test_armed, wait_fired, memory_order_relaxed);
     CHECK_OK(sstm_exec_submit(ex, &qu));
+    atomic_store_explicit(&sstm__xp_test_armed, NULL, memory_order_relaxed);
     /* A stall of a second here, on purpose. */
     while (kind == FIRED && ld(&w->fallbacks_fired) < r + 1)
       sched_yield();
@@ -159,7 +183,7 @@ static void run_case(int kind) {
     CHECK_EQ_I(armed_in_urgent, 0); /* the future's wait orders the read */
     CHECK(!sstm__xp_test_fallback_armed(w));
     CHECK_EQ_U(ld(&w->fallbacks_disarmed) + ld(&w->fallbacks_fired), r + 1);
-    if (kind == FIRED) CHECK_EQ_U(ld(&w->fallbacks_fired), r + 1);
+    if (fires) CHECK_EQ_U(ld(&w->fallbacks_fired), r + 1);
   }
   char buf[512];
   CHECK(sstm_exec_describe(ex, buf, sizeof buf) > 0);
@@ -171,5 +195,6 @@ static void run_case(int kind) {
 TEST(disarmed_at_the_check) { run_case(AT_READ); }
 TEST(disarmed_when_the_transaction_ends) { run_case(AT_END); }
 TEST(fired_is_counted_once) { run_case(FIRED); }
+TEST(fired_inside_the_kick) { run_case(FIRED_IN_KICK); }
 
 SSTM_TEST_MAIN()
