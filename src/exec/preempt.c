@@ -213,7 +213,7 @@ static void on_signal(int sig, siginfo_t *si, void *ucv) {
   atomic_fetch_add_explicit(&w->signals, 1, memory_order_relaxed);
   if (si && si->si_code == SI_TIMER && si->si_value.sival_int == XP_SIGV_FALLBACK) {
     /* The fallback fired: nothing is armed any more. It is counted fired
-     * if no disarm counted it first (A2). relaxed: the exchange is the
+     * if no disarm counted it first (F2). relaxed: the exchange is the
      * whole agreement. */
     if (atomic_exchange_explicit(&w->fb_unresolved, 0, memory_order_relaxed))
       atomic_fetch_add_explicit(&w->fallbacks_fired, 1, memory_order_relaxed);
@@ -370,24 +370,26 @@ void sstm__xp_worker_fini(sstm_xworker_t *w) {
  * was queued), and a signal dequeued just before the disarm still reaches
  * the handler after it. So:
  *
- *   (A1) the kick sets fb_unresolved to 1 before it arms the timer (K3); if
+ *   (F1) the kick sets fb_unresolved to 1 before it arms the timer (K3); if
  *        it was 1 already, the fallback armed before is replaced without
  *        its signal: counted disarmed;
- *   (A2) the handler, taking a fallback signal, exchanges fb_unresolved to
+ *   (F2) the handler, taking a fallback signal, exchanges fb_unresolved to
  *        0 and counts fired if it was 1;
- *   (A3) a disarm (K5, W2) exchanges it to 0 after its timer_settime and
+ *   (F3) a disarm (K5, W2) exchanges it to 0 after its timer_settime and
  *        counts disarmed if it was 1.
  *
  * Relaxed throughout: only the exchanges' atomicity matters, each 1 -> 0
  * counted once, so fallbacks = disarmed + fired + fb_unresolved at rest.
- * No signal of an arming reaches A2 before that arming's A1: A1 comes
+ * No signal of an arming reaches F2 before that arming's F1: F1 comes
  * before K3 in the kicker's program order, and the kernel's locks order
- * K3's arming before the expiry and the expiry before the delivery. Which of A2 and A3 wins when a
- * signal and a disarm cross is not fixed (a signal dequeued before the disarm is counted disarmed,
- * its handler then counting nothing), nor, when two kicks overlap, which arming a count goes to:
- * the counts add up, their split between fired and disarmed is that close. */
+ * K3's arming before the expiry and the expiry before the delivery.
+ * Which of F2 and F3 wins when a signal and a disarm cross is not fixed (a
+ * signal dequeued before the disarm is counted disarmed, its handler then
+ * counting nothing), nor, when two kicks overlap, which arming a count
+ * goes to: the counts add up, their split between fired and disarmed is
+ * that close. */
 
-/* (A3), after the disarm's timer_settime. */
+/* (F3), after the disarm's timer_settime. */
 static void count_disarmed(sstm_xworker_t *w) {
   if (atomic_exchange_explicit(&w->fb_unresolved, 0, memory_order_relaxed))
     atomic_fetch_add_explicit(&w->fallbacks_disarmed, 1, memory_order_relaxed);
@@ -432,7 +434,7 @@ void sstm__xp_kick(sstm_xworker_t *w) {
     sstm_xctx_t *cur = atomic_load_explicit(&w->cur, memory_order_acquire);
     if (cur) sstm__exec_request(cur->desc); /* (K2) */
     if (!w->has_fallback) return;
-    /* (A1) */
+    /* (F1) */
     atomic_fetch_add_explicit(&w->fallbacks, 1, memory_order_relaxed);
     if (atomic_exchange_explicit(&w->fb_unresolved, 1, memory_order_relaxed))
       atomic_fetch_add_explicit(&w->fallbacks_disarmed, 1, memory_order_relaxed);
@@ -448,7 +450,7 @@ void sstm__xp_kick(sstm_xworker_t *w) {
                                                  memory_order_acq_rel, memory_order_acquire) &&
         expect == XP_FB_IDLE) {
       arm(w->fallback_timer, 0, false); /* (K5) it_value 0 disarms */
-      count_disarmed(w);                /* (A3) */
+      count_disarmed(w);                /* (F3) */
     }
   } else {
     syscall(SYS_tgkill, getpid(), w->tid, XP_SIGNAL);
@@ -468,7 +470,7 @@ void sstm__xp_fallback_cancel(sstm_xworker_t *w) {
   int was = atomic_exchange_explicit(&w->fb_state, XP_FB_IDLE, memory_order_acq_rel);
   if (was == XP_FB_ARMED) {
     arm(w->fallback_timer, 0, false); /* (W2) */
-    count_disarmed(w);                /* (A3) */
+    count_disarmed(w);                /* (F3) */
   }
 }
 
