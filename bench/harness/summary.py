@@ -5,6 +5,7 @@ Records are dicts with at least: bench, structure, update, threads,
 variant, rep, status, commits_per_s, abort_ratio. Standard library only.
 """
 
+import random
 import statistics
 
 
@@ -113,6 +114,47 @@ def _median_paired(mine, base):
     None when none does."""
     ratios = _paired(mine, base)
     return statistics.median(ratios) if ratios else None
+
+
+# The fewest pairs from which a paired ratio is given with an interval: a
+# bootstrap of the median from fewer resamples a handful of values.
+INTERVAL_MIN_PAIRS = 5
+INTERVAL_RESAMPLES = 2000
+
+
+def median_interval(ratios, level=0.95):
+    """A bootstrap interval of the median of `ratios` (the per-repetition
+    paired ratios): the median of each of INTERVAL_RESAMPLES resamples
+    with replacement, and their (1-level)/2 and (1+level)/2 quantiles (the
+    percentile method). None with fewer than INTERVAL_MIN_PAIRS ratios.
+    The resampling is seeded, so one set of ratios always gives the same
+    interval: a summary made twice from the same records is the same."""
+    if len(ratios) < INTERVAL_MIN_PAIRS:
+        return None
+    xs = list(ratios)
+    rng = random.Random(20261201)
+    meds = sorted(statistics.median(rng.choices(xs, k=len(xs)))
+                  for _ in range(INTERVAL_RESAMPLES))
+    lo = meds[int((1 - level) / 2 * (INTERVAL_RESAMPLES - 1))]
+    hi = meds[int(round((1 + level) / 2 * (INTERVAL_RESAMPLES - 1)))]
+    return lo, hi
+
+
+def paired_ratios(records, workload, threads, variant, baseline):
+    """The per-repetition ratios behind paired_ratio (same pairing, same
+    1-thread baseline rule), sorted; [] when none pairs."""
+    by_rep = _by_rep(records, workload, threads, baseline)
+    if not by_rep and threads != 1 and not _ran(records, workload, threads, baseline):
+        by_rep = _by_rep(records, workload, 1, baseline)
+    return sorted(_paired(_by_rep(records, workload, threads, variant), by_rep))
+
+
+def fmt_ratio(ratio, each):
+    """'1.20x', and with enough pairs its interval: '1.20x (1.05-1.31)'."""
+    if ratio is None:
+        return "-"
+    iv = median_interval(each)
+    return "%.2fx" % ratio if iv is None else "%.2fx (%.2f-%.2f)" % (ratio, iv[0], iv[1])
 
 
 # The fewest paired repetitions from which adaptive_vs_fixed calls a point
@@ -229,7 +271,10 @@ def _throughput_table(records, groups, workloads, variants, baseline):
     head += ["%s / %s" % (v, baseline) for v in others]
     lines = ["Median commits/s over repetitions; ratios are medians of per-repetition",
              "ratios (runs of one repetition are interleaved, so each ratio compares",
-             "runs made under the same conditions)."]
+             "runs made under the same conditions); from %d pairs on, in parentheses, a"
+             % INTERVAL_MIN_PAIRS,
+             "95 %% bootstrap interval of that median (percentile method, %d resamples)."
+             % INTERVAL_RESAMPLES]
     outside = [r for r in records if r.get("clock") == "outside"]
     if outside:
         lines += ["Rates are timed from outside the programs (--outside-clock %s): the" %
@@ -247,7 +292,8 @@ def _throughput_table(records, groups, workloads, variants, baseline):
         for v in others:
             ratio, vs_one = paired_ratio(records, w, t, v, baseline)
             footnote |= vs_one and ratio is not None
-            cells.append("-" if ratio is None else "%.2fx%s" % (ratio, " *" if vs_one else ""))
+            text = fmt_ratio(ratio, paired_ratios(records, w, t, v, baseline))
+            cells.append(text + (" *" if vs_one and ratio is not None else ""))
         lines.append(_md_row(cells))
     if footnote:
         lines += ["", "\\* baseline measured at 1 thread only: the ratio is a speedup over it."]
@@ -431,15 +477,14 @@ def _adaptive_table(records, groups, workloads, variants):
             agree = agreement(each)
             said[agree] += 1
             spread = "%.2fx-%.2fx" % (each[0], each[-1]) if each else "-"
-            rows.append([workload_label(w), str(t), a, best,
-                         "-" if ratio is None else "%.2fx" % ratio, spread,
+            rows.append([workload_label(w), str(t), a, best, fmt_ratio(ratio, each), spread,
                          "%s (%d)" % (agree, len(each)), "yes" if worst else ""])
             within += ratio is not None and ratio >= 0.9  # not the rounded text: 0.896 is out
     if not rows:
         return []
     lines = ["", "Adaptive against the best fixed policy of each point (paired per-repetition",
-             "ratio of throughputs; 'worst': below every fixed policy). Within 10 %%: %d of %d."
-             % (within, len(rows)),
+             "ratio of throughputs, with its interval as above; 'worst': below every fixed",
+             "policy). Within 10 %%: %d of %d." % (within, len(rows)),
              "Every repetition agrees (all at or above 0.90x, or all below; at least %d"
              % AGREE_MIN_REPS,
              "repetitions): within at %d, not within at %d; open at %d (the repetitions fall"

@@ -52,6 +52,33 @@ class PairedRatio(unittest.TestCase):
         self.assertFalse(vs_one)
         self.assertIn("| hs 50% upd | 2 | 4.00 M | 4.40 M | 1.20x |", summary.markdown(records, "a"))
 
+    def test_an_interval_comes_with_five_pairs(self):
+        # b/a per repetition: 0.8, 0.9, 1.0, 1.1, 1.2 (median 1.0); with four
+        # of them no interval is given.
+        rs = (0.8, 0.9, 1.0, 1.1, 1.2)
+        records = []
+        for rep, x in enumerate(rs):
+            records += [rec("a", 2, rep, 1e6), rec("b", 2, rep, 1e6 * x)]
+        w = summary.workload_key(records[0])
+        each = summary.paired_ratios(records, w, 2, "b", "a")
+        self.assertEqual([round(x, 6) for x in each], list(rs))
+        lo, hi = summary.median_interval(each)
+        # The resamples' medians are values of the set: the interval's ends
+        # are two of them, around the median, inside the range.
+        self.assertTrue(0.8 <= lo < 1.0 < hi <= 1.2, (lo, hi))
+        self.assertIn(round(lo, 6), rs)
+        self.assertIn(round(hi, 6), rs)
+        self.assertEqual(summary.median_interval(each), (lo, hi))  # seeded
+        self.assertIn("| 1.00x (%.2f-%.2f) |" % (lo, hi), summary.markdown(records, "a"))
+        self.assertIsNone(summary.median_interval(each[:4]))
+        self.assertIn("| 0.95x |", summary.markdown(records[:8], "a"))
+        # Identical ratios: an interval of one point; more pairs, narrower.
+        self.assertEqual(summary.median_interval([1.1] * 6), (1.1, 1.1))
+        wide = summary.median_interval([0.5, 1.5] * 3 + [1.0])
+        narrow = summary.median_interval([0.5, 1.5] * 3 + [1.0] * 30)
+        self.assertEqual(narrow, (1.0, 1.0))
+        self.assertGreater(wide[1] - wide[0], 0.0)
+
     def test_one_thread_baseline_is_a_speedup_with_a_footnote(self):
         records = [rec("seq", 1, 0, 4.0), rec("stm", 4, 0, 6.0)]
         w = summary.workload_key(records[0])
