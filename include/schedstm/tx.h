@@ -20,7 +20,8 @@
  *    variables of the enclosing function that are modified inside the block
  *    and read after a restart must be volatile (the usual setjmp rule). Do
  *    not return, break or goto out of the block: leave it with
- *    SSTM_ATOMIC_END(), sstm_cancel() or sstm_restart().
+ *    SSTM_ATOMIC_END() (or SSTM_ATOMIC_END_RC(rc), which also says whether
+ *    the block committed), sstm_cancel() or sstm_restart().
  *
  * In both forms the body must not leave by longjmp or a C++ exception: the
  * library sees neither, so the transaction stays open on the thread (its
@@ -31,8 +32,10 @@
  *    misuse to the misuse handler (default: message on stderr, then
  *    abort()). If the handler returns, the body runs outside any
  *    transaction: each access in it is reported again (a load gives zero,
- *    a store is dropped) and the commit returns SSTM_ENOTX. sstm_run()
- *    returns SSTM_ENOTHREAD instead.
+ *    a store is dropped) and the commit returns SSTM_ENOTX.
+ *    SSTM_ATOMIC_END_RC(rc) then stores SSTM_ENOTHREAD in rc, as sstm_run()
+ *    returns (without running the body); SSTM_ATOMIC_END() reports nothing
+ *    more.
  *
  * In both forms a restart restores what longjmp restores (the callee-saved
  * registers and the stack) and, like longjmp, not the floating-point
@@ -151,9 +154,56 @@ SSTM_API sstm_ckpt_t *sstm__begin(const sstm_attr_t *attr);
 
 /** Close the atomic block that SSTM_ATOMIC_BEGIN() opened: commit it
  * (sstm_commit(), which returns only on success: a conflict restarts the
- * block). After sstm_cancel() control arrives here without a commit. */
+ * block). After sstm_cancel() control arrives here without a commit. The
+ * commit's result is not reported: when there is no transaction to commit
+ * (see SSTM_ATOMIC_END_RC()) the block ends silently, except for what the
+ * misuse handler was told at the begin (an unregistered thread, a hook)
+ * and, in debug builds, by the commit. Use SSTM_ATOMIC_END_RC() to learn
+ * whether the block committed. */
 #define SSTM_ATOMIC_END()                                                                          \
   sstm_commit();                                                                                   \
+  }                                                                                                \
+  }
+
+/* Internal: the result of SSTM_ATOMIC_END_RC() when the commit returned
+ * rc != 0 (SSTM_ENOTX): SSTM_ENOTHREAD when the thread has no descriptor,
+ * rc otherwise; sets sstm_last_error(). */
+SSTM_API int sstm__atomic_end_error(int rc);
+
+/** Close the atomic block as SSTM_ATOMIC_END() does, and store the block's
+ * result in rc (an int lvalue, evaluated once): 0 when it committed (a
+ * conflict restarts the block, as for SSTM_ATOMIC_END()); SSTM_ECANCELED
+ * after sstm_cancel(); SSTM_ENOTHREAD when the thread has no descriptor at
+ * the end: it is not registered (the begin reported it to the misuse
+ * handler, which returned, and the body ran outside any transaction), or
+ * the body detached its descriptor (sstm_desc_detach()), whose transaction
+ * is then suspended, not committed, and goes on once a thread attaches the
+ * descriptor; SSTM_ENOTX when the thread's descriptor has no transaction
+ * to commit: the body committed it (sstm_commit(), or another thread that
+ * it was handed to), or the begin ran in a hook or a policy's callback
+ * (reported to the misuse handler; the body ran outside any transaction).
+ * The values are sstm_run()'s, which returns 0 for a body that committed
+ * its transaction itself and refuses the rest before running the body;
+ * sstm_last_error() says what happened. Adds one test of the commit's
+ * result to SSTM_ATOMIC_END()'s cost.
+ * @code{.c}
+ *   int rc;
+ *   SSTM_ATOMIC_BEGIN(NULL)
+ *     sstm_store_i64(&acct[i], sstm_load_i64(&acct[i]) - 10);
+ *   SSTM_ATOMIC_END_RC(rc);
+ *   if (rc != 0) fprintf(stderr, "not committed: %s\n", sstm_last_error());
+ * @endcode
+ * @param rc an int lvalue that receives 0, SSTM_ECANCELED, SSTM_ENOTHREAD
+ *           or SSTM_ENOTX */
+#define SSTM_ATOMIC_END_RC(rc)                                                                     \
+  {                                                                                                \
+    int sstm__r_ = sstm_commit();                                                                  \
+    if (__builtin_expect(sstm__r_ != 0, 0)) sstm__r_ = sstm__atomic_end_error(sstm__r_);           \
+    (rc) = sstm__r_;                                                                               \
+  }                                                                                                \
+  }                                                                                                \
+  else {                                                                                           \
+    (rc) = SSTM_ECANCELED;                                                                         \
   }                                                                                                \
   }
 

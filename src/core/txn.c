@@ -1147,6 +1147,20 @@ SSTM_API int sstm_run(const sstm_attr_t *attr, void (*fn)(void *arg), void *arg)
   return 0;
 }
 
+/* SSTM_ATOMIC_END_RC's commit found no transaction (tx.h): a thread
+ * without a descriptor (never registered, or the body detached it and its
+ * transaction is suspended) gets sstm_run()'s SSTM_ENOTHREAD; otherwise
+ * the commit's SSTM_ENOTX and its message stand. */
+SSTM_API int sstm__atomic_end_error(int rc) {
+  if (rc == SSTM_ENOTX && sstm__cur == NULL) {
+    sstm__set_error("SSTM_ATOMIC_END_RC: the thread has no descriptor at the end of the block (not "
+                    "registered, or the body detached it: its transaction is suspended, not "
+                    "committed)");
+    return SSTM_ENOTHREAD;
+  }
+  return rc;
+}
+
 /* Misuse of a call that cannot return: report it, and if the handler
  * returns, end the process (there is no state to return to). */
 static SSTM_COLD __attribute__((noreturn)) void misuse_noreturn(const char *msg) {

@@ -150,6 +150,7 @@ TEST(begin_on_unregistered_thread) {
  * tx.h documents. */
 static int unreg_body_runs;
 static uint64_t unreg_seen = 99;
+static int unreg_rc = 12345;
 static void *unregistered_block(void *p) {
   (void)p;
   SSTM_ATOMIC_BEGIN(NULL)
@@ -157,7 +158,10 @@ static void *unregistered_block(void *p) {
     unreg_seen = sstm_load_u64(&x);
     sstm_store_u64(&x, 1234);
   SSTM_ATOMIC_END();
-  return NULL;
+  SSTM_ATOMIC_BEGIN(NULL) /* the same, with the result */
+    unreg_body_runs++;
+    SSTM_ATOMIC_END_RC(unreg_rc);
+    return NULL;
 }
 
 TEST(atomic_block_on_unregistered_thread) {
@@ -168,13 +172,81 @@ TEST(atomic_block_on_unregistered_thread) {
   pthread_t th;
   CHECK_EQ_I(pthread_create(&th, NULL, unregistered_block, NULL), 0);
   CHECK_EQ_I(pthread_join(th, NULL), 0);
-  CHECK_EQ_I(unreg_body_runs, 1);
+  CHECK_EQ_I(unreg_body_runs, 2);
   CHECK_EQ_U(unreg_seen, 0);
   CHECK_EQ_U(x, 42);
-  /* begin, load, store, and (debug builds) the commit without a transaction */
-  CHECK_EQ_I(nmisuse, txh_debug_build() ? 4 : 3);
+  CHECK_RC(unreg_rc, SSTM_ENOTHREAD); /* as sstm_run() */
+  /* begin, load, store, and (debug builds) the commit without a
+   * transaction; then the second block's begin (and commit) */
+  CHECK_EQ_I(nmisuse, txh_debug_build() ? 6 : 4);
   sstm_set_misuse_handler(NULL);
   sstm_test_fini();
+}
+
+/* SSTM_ATOMIC_END() drops the commit's result: a block whose body detached
+ * its descriptor ended as silently as one that committed, its transaction
+ * suspended. SSTM_ATOMIC_END_RC() stores the result, with sstm_run()'s
+ * values (tx.h), its argument evaluated once. */
+static uint64_t rc_word;
+TEST(atomic_block_end_rc_reports_how_the_block_ended) {
+  sstm_test_init();
+  sstm_set_misuse_handler(record_misuse);
+  int rcs[8] = {1, 1, 1, 1, 1, 1, 1, 1};
+  int k = 0;
+  rc_word = 0;
+  SSTM_ATOMIC_BEGIN(NULL) /* committed */
+    sstm_store_u64(&rc_word, 1);
+    SSTM_ATOMIC_END_RC(rcs[k++]);
+    CHECK_EQ_I(k, 1);
+    CHECK_OK(rcs[0]);
+    CHECK_EQ_U(rc_word, 1);
+    SSTM_ATOMIC_BEGIN(NULL) /* cancelled */
+      sstm_store_u64(&rc_word, 2);
+      sstm_cancel();
+      SSTM_ATOMIC_END_RC(rcs[k++]);
+      CHECK_EQ_I(k, 2);
+      CHECK_RC(rcs[1], SSTM_ECANCELED);
+      CHECK_EQ_U(rc_word, 1);
+      SSTM_ATOMIC_BEGIN(NULL) /* nested: the inner end leaves one level */
+        sstm_store_u64(&rc_word, 3);
+        SSTM_ATOMIC_BEGIN(NULL)
+          sstm_store_u64(&rc_word, sstm_load_u64(&rc_word) + 1);
+          SSTM_ATOMIC_END_RC(rcs[k++]);
+          CHECK_TRUE(sstm_in_tx());
+          SSTM_ATOMIC_END_RC(rcs[k++]);
+          CHECK_EQ_I(k, 4);
+          CHECK_OK(rcs[2]);
+          CHECK_OK(rcs[3]);
+          CHECK_EQ_U(rc_word, 4);
+          /* the body detaches its descriptor: suspended, not committed */
+          nmisuse = 0;
+          sstm_desc_t *volatile d = NULL;
+          SSTM_ATOMIC_BEGIN(NULL)
+            sstm_store_u64(&rc_word, 5);
+            d = sstm_desc_detach();
+            SSTM_ATOMIC_END_RC(rcs[k++]);
+            CHECK_EQ_I(k, 5);
+            CHECK_RC(rcs[4], SSTM_ENOTHREAD);
+            CHECK_CONTAINS(sstm_last_error(), "suspended, not committed");
+            CHECK_EQ_I(nmisuse, txh_debug_build() ? 1 : 0); /* the commit's report */
+            CHECK_EQ_U(rc_word, 4);
+            CHECK_NOT_NULL(d);
+            CHECK_OK(sstm_desc_attach(d));
+            CHECK_TRUE(sstm_in_tx());
+            CHECK_OK(sstm_commit());
+            CHECK_EQ_U(rc_word, 5);
+            /* the body committed its transaction itself */
+            SSTM_ATOMIC_BEGIN(NULL)
+              sstm_store_u64(&rc_word, 6);
+              CHECK_OK(sstm_commit());
+              SSTM_ATOMIC_END_RC(rcs[k++]);
+              CHECK_EQ_I(k, 6);
+              CHECK_RC(rcs[5], SSTM_ENOTX);
+              CHECK_CONTAINS(sstm_last_error(), "no active transaction");
+              CHECK_EQ_U(rc_word, 6);
+              CHECK_FALSE(sstm_in_tx());
+              sstm_set_misuse_handler(NULL);
+              sstm_test_fini();
 }
 
 static void noop(void *arg) { (void)arg; }
