@@ -299,9 +299,15 @@ SSTM_API int sstm_exec_destroy(sstm_exec_t *ex);
  * request's context's descriptor attached (sstm_self()) and must leave it
  * so: a callback that detaches it (sstm_desc_detach(), or sstm_thread_exit(),
  * which detaches a descriptor of sstm_desc_create()) gets it back after it
- * returns; a body that detaches it inside its transaction leaves a
- * transaction that nothing can end, and the process stops with a message
- * on stderr (abort()). */
+ * returns. A body that detaches it inside its transaction and returns
+ * (sstm_run() then returns SSTM_ENOTHREAD: the transaction is suspended,
+ * its restart point in a frame that has returned) gets it back too, and
+ * its transaction is ended as at a thread's end (thread.h): cancelled
+ * (rolled back, its abort actions run), or committed if it asked to be
+ * irrevocable; the request's result (this callback's rc, the future's) is
+ * SSTM_ENOTHREAD. Only a descriptor that another thread has attached
+ * meanwhile cannot be had back: the process then stops with a message on
+ * stderr (abort()). */
 typedef void (*sstm_exec_done_fn)(void *done_arg, int rc);
 
 /** A waitable result: caller-owned storage, set up by sstm_exec_submit()

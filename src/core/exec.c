@@ -295,3 +295,12 @@ void sstm__exec_stt_release(struct sstm_stt_exec *area) {
   /* release: pairs with the next claim's acquire. */
   if (area) atomic_store_explicit(&stt_exec_claimed, false, memory_order_release);
 }
+
+/* ---- (e) a transaction left behind ---- */
+
+int sstm__exec_end_left_tx(void) {
+  struct sstm_desc *tx = sstm__cur;
+  if (tx == NULL || tx->depth == 0 || tx->in_callback) return SSTM_ENOTX;
+  sstm__abandon(tx);
+  return 0;
+}

@@ -230,14 +230,19 @@ static _Atomic uint64_t *fut_state(const sstm_exec_future_t *f) {
  * descriptor of sstm_desc_create(), sstm_desc_detach()) or put another
  * one in its place gets the context's back: that descriptor is then left
  * detached, and the executor goes on. A body that detached it inside its
- * transaction and returned (sstm_run() gave SSTM_ENOTHREAD) left that
- * transaction suspended with its restart point in sstm_run()'s frame,
- * which has returned: nothing can end it, and the process stops with a
- * message, as when the descriptor went to another thread. */
+ * transaction and returned (sstm_run() gave SSTM_ENOTHREAD, which the
+ * request reports) left that transaction suspended with its restart point
+ * in sstm_run()'s frame, which has returned: it is ended here without that
+ * jump, as at a thread's end (sstm__exec_end_left_tx: cancelled, or
+ * committed if it asked to be irrevocable). Only a descriptor that another
+ * thread holds cannot be had back: the process stops with a message. */
 static void keep_desc(sstm_xctx_t *c, const char *who) {
   if (sstm_self() == c->desc) return;
   if (sstm_self() != NULL) (void)sstm_desc_detach();
-  if (sstm_desc_attach(c->desc) == 0 && !sstm_in_tx()) return;
+  if (sstm_desc_attach(c->desc) == 0) {
+    if (sstm_in_tx()) (void)sstm__exec_end_left_tx();
+    if (!sstm_in_tx()) return;
+  }
   fprintf(stderr,
           "schedstm: sstm_exec: a request's %s detached its context's descriptor "
           "(sstm_desc_detach, sstm_thread_exit)%s; the executor cannot go on\n",

@@ -214,4 +214,17 @@ struct sstm_stt_exec;
 struct sstm_stt_exec *sstm__exec_stt_claim(void);
 void sstm__exec_stt_release(struct sstm_stt_exec *area);
 
+/* ---- (e) a transaction left behind ---- */
+
+/* End the calling thread's transaction whose restart point is gone: a
+ * request's body detached the context's descriptor inside its transaction
+ * and returned, sstm_run() returned SSTM_ENOTHREAD, and the executor has
+ * attached the descriptor again. Ended as at a thread's end inside a
+ * transaction (thread.h): cancelled (rolled back, its abort actions and
+ * the policy's on_abort run, counted as SSTM_ABORT_USER_CANCEL), or
+ * committed if it asked to be irrevocable; never a jump to its checkpoint.
+ * Returns 0, or SSTM_ENOTX when the thread has no transaction to end (or
+ * calls from a callback of it). */
+int sstm__exec_end_left_tx(void);
+
 #endif /* SSTM_IFACE_EXEC_SERVICES_H */

@@ -319,29 +319,56 @@ TEST(a_done_callback_that_detaches_the_descriptor_leaves_the_executor_working) {
   CHECK_OK(sstm_shutdown());
 }
 
+/* A body that detaches the context's descriptor inside its transaction
+ * and returns: sstm_run() returns SSTM_ENOTHREAD with the transaction
+ * suspended, its restart point in sstm_run()'s returned frame. The
+ * executor stopped the process (abort, with a message); it now ends that
+ * transaction as a thread's end would (cancelled: rolled back, its abort
+ * actions run) and reports SSTM_ENOTHREAD on the future and to the done
+ * callback, and the context serves later requests. */
+static int detach_aborts, detach_done_rc = 1;
+static void detach_on_abort(void *arg) {
+  (void)arg;
+  detach_aborts++;
+}
 static void body_detaches(void *arg) {
   (void)arg;
   incr((void *)1);
+  CHECK_OK(sstm_on_abort(detach_on_abort, NULL));
   (void)sstm_desc_detach();
 }
+static void detach_done(void *arg, int rc) {
+  (void)arg;
+  detach_done_rc = rc;
+  CHECK_FALSE(sstm_in_tx());
+}
 static void ignore_misuse(const char *msg) { (void)msg; }
-static void child_body_detaches(void) {
+
+TEST(a_body_that_detaches_the_descriptor_gets_an_error_and_its_transaction_cancelled) {
   init_lib();
   /* debug builds report the commit that finds no transaction first */
   sstm_set_misuse_handler(ignore_misuse);
   sstm_exec_config_t c = xcfg(1, 1, SSTM_EXEC_PREEMPT_NONE);
   sstm_exec_t *ex;
-  if (sstm_exec_create(&c, &ex) != 0) _exit(3);
+  CHECK_OK(sstm_exec_create(&c, &ex));
+  counter = 0;
+  detach_aborts = 0;
   sstm_exec_future_t f;
-  sstm_exec_req_t r = {.fn = body_detaches, .future = &f};
-  if (sstm_exec_submit(ex, &r) != 0) _exit(4);
-  (void)sstm_exec_wait(&f);
-  _exit(0);
-}
-
-TEST(a_body_that_detaches_the_descriptor_stops_the_process_with_a_message) {
-  sstm_test_expect_abort(child_body_detaches, "a body that detaches its context's descriptor",
-                         "a request's body detached its context's descriptor");
+  sstm_exec_req_t r = {.fn = body_detaches, .done = detach_done, .future = &f};
+  CHECK_OK(sstm_exec_submit(ex, &r));
+  CHECK_RC(sstm_exec_wait(&f), SSTM_ENOTHREAD);
+  CHECK_RC(detach_done_rc, SSTM_ENOTHREAD);
+  CHECK_EQ_I(detach_aborts, 1); /* rolled back, not left suspended */
+  CHECK_EQ_U(counter, 0);
+  sstm_exec_req_t q = {.fn = incr, .arg = (void *)2, .future = &f};
+  for (int i = 0; i < 3; i++) { /* the one context again, its descriptor free */
+    CHECK_OK(sstm_exec_submit(ex, &q));
+    CHECK_OK(sstm_exec_wait(&f));
+  }
+  CHECK_EQ_U(counter, 6);
+  CHECK_OK(sstm_exec_destroy(ex));
+  sstm_set_misuse_handler(NULL);
+  CHECK_OK(sstm_shutdown());
 }
 
 /* Bodies that wait for gate2 (non-transactionally, as gated). */
