@@ -316,9 +316,16 @@ SSTM_API int sstm_vfprintf(sstm_file_t *f, const char *fmt, va_list ap)
  * @param f the stream
  * @param offset the offset
  * @param whence SEEK_SET, SEEK_CUR or SEEK_END
- * @return 0, or -1 with errno (EINVAL: bad whence or a negative position;
- *         ESPIPE: not a regular file; EBADF); on failure the position
- *         and the indicators are unchanged */
+ * On a regular file the position must be one the kernel accepts for the
+ * file: a seek past the file system's largest file fails as lseek(2) and
+ * fseek(3) fail (EINVAL). SEEK_END on a file whose size the kernel reports
+ * as 0 although it has content (most of /proc) counts from 0, as glibc's
+ * fseek(3) does (which also takes the end from fstat(2)): reads then start
+ * at the first byte, and a negative offset fails with EINVAL.
+ * @return 0, or -1 with errno (EINVAL: bad whence, a negative position, or
+ *         one past the largest file the file system holds; ESPIPE: not a
+ *         regular file; EBADF); on failure the position, the kernel's
+ *         offset and the indicators are unchanged */
 SSTM_API int sstm_fseek(sstm_file_t *f, off_t offset, int whence);
 
 /** The position, as ftell(3).

@@ -3789,10 +3789,24 @@ static void op_seek(void *p) {
       a->err = ENOMEM;
       return;
     }
+    uint64_t os_fpos0 = v->s.os_fpos, kgen0 = v->s.kgen;
     v->s.os_fpos = np, v->s.kgen = g, v->cold = true;
     pthread_mutex_lock(&f->kmu);
-    if (sstm__stdio_sys->lseek(f->fd, (off_t)np, SEEK_SET) >= 0) f->klast = np;
+    bool moved = sstm__stdio_sys->lseek(f->fd, (off_t)np, SEEK_SET) >= 0;
+    int lerr = errno;
+    if (moved) f->klast = np;
     pthread_mutex_unlock(&f->kmu);
+    if (!moved) {
+      /* The kernel refused the offset (EINVAL past the file system's
+       * largest file): the seek fails as fseek(3)'s does, and changes
+       * nothing. Its action is made inert (gen 0 is no committed seek's:
+       * the commit applies nothing, the abort puts back what is already
+       * there). */
+      s->gen = 0;
+      v->s.os_fpos = os_fpos0, v->s.kgen = kgen0;
+      a->err = lerr != 0 ? lerr : EINVAL;
+      return;
+    }
   }
   v->s.pos = np;
   v->s.flags &= ~(uint64_t)FL_EOF;

@@ -44,9 +44,10 @@
  *   position counts them; later reads of the same transaction are right
  *   (a failed refill leaves no foreign bytes in the view). Half of those
  *   transactions cancel; the others commit, and the error indicator stays.
- * - a failing lseek (inside a transaction: the seek's own) changes
- *   nothing the stream shows; the commit's action sets the kernel's
- *   offset again (S7), so after the round it is the last committed seek's.
+ * - a failing lseek (inside a transaction: the seek's own) fails the seek
+ *   with its errno (EINVAL, as fseek(3)) and changes nothing: the position
+ *   is where it was, and the body seeks again; after the round the
+ *   kernel's offset is the last committed seek's (S7).
  * - calls outside transactions (S8) from the same threads: sstm_fgets and
  *   sstm_fread of the slot at the stream's position (mostly served in
  *   place from the installed window, under the lock), sstm_ftell,
@@ -488,18 +489,32 @@ static bool read_span(body_t *b, sop_t *o, unsigned how) {
   return false;
 }
 
+/* A seek whose lseek the injector fails fails (EINVAL) and changes
+ * nothing; it is tried again until its lseek goes through (at most every
+ * second lseek fails). */
+static void seek_retry(sstm_file_t *f, long off, int whence) {
+  long before = sstm_ftell(f);
+  for (;;) {
+    errno = 0;
+    if (sstm_fseek(f, off, whence) == 0) return;
+    CHECK_MSG(fi.lfail_every != 0 && errno == EINVAL, "sstm_fseek(%ld, %d) failed, errno %d", off,
+              whence, errno);
+    CHECK_EQ_I(sstm_ftell(f), before);
+  }
+}
+
 static void seek_slot(body_t *b, sstm_rng_t *r, unsigned slot) {
   sstm_file_t *f = g.f;
   long to = (long)slot * SREC;
   unsigned how = (unsigned)sstm_rng_below(r, 3);
   if (how == 0) {
-    CHECK_EQ_I(sstm_fseek(f, to, SEEK_SET), 0);
+    seek_retry(f, to, SEEK_SET);
   } else if (how == 1) {
     long cur = sstm_ftell(f);
     CHECK_GE_I(cur, 0);
-    CHECK_EQ_I(sstm_fseek(f, to - cur, SEEK_CUR), 0);
+    seek_retry(f, to - cur, SEEK_CUR);
   } else {
-    CHECK_EQ_I(sstm_fseek(f, to - (long)g.p.nslots * SREC, SEEK_END), 0);
+    seek_retry(f, to - (long)g.p.nslots * SREC, SEEK_END);
   }
   CHECK_EQ_I(sstm_ftell(f), to);
   b->log.kpos = to;
@@ -585,7 +600,7 @@ static void ntx_call(sstm_tt_t *t, unsigned committed) {
     got = sstm_fread(line, 1, SREC, f);
   }
   if (got == 0) { /* at the end of the file (a seek may clear the indicator before sstm_feof) */
-    CHECK_EQ_I(sstm_fseek(f, 0, SEEK_SET), 0);
+    seek_retry(f, 0, SEEK_SET);
     return;
   }
   CHECK_MSG(got == SREC, "a read outside transactions returned %zu bytes: \"%.*s\"", got, (int)got,
@@ -847,7 +862,7 @@ static void slots_round(const params_t *p) {
   if (fi.rfail_every) CHECK_GT_I(atomic_load_explicit(&fi.nrfail, memory_order_relaxed), 0);
   if (fi.lfail_every) CHECK_GT_I(atomic_load_explicit(&fi.nlfail, memory_order_relaxed), 0);
   /* (S7) the kernel's offset: the last committed transaction's last seek
-   * (every transaction seeks; a failed lseek is set again at the commit) */
+   * (every transaction seeks; a seek whose lseek failed changed nothing) */
   uint64_t total = g.counter;
   long want_k = -1;
   for (unsigned t = 0; t < p->threads; t++)

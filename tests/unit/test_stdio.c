@@ -13,6 +13,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -374,6 +375,20 @@ TEST(fgets_of_size_one_stores_the_nul_and_reads_nothing) {
   teardown();
 }
 
+/* For positions near off_t's maximum: a file whose file system holds files
+ * up to it (tmpfs, through memfd_create(2)), named by its /proc/self/fd
+ * entry in `path` in place of setup()'s file, which is removed; other file
+ * systems (ext4) refuse a seek there
+ * (a_seek_past_the_largest_file_fails_as_fseek). Returns the memfd, to
+ * close before teardown() (whose unlink of that name fails, ignored). */
+static int path_on_tmpfs(void) {
+  unlink(path);
+  int fd = memfd_create("sstm-stdio-big", 0);
+  CHECK_GE_I(fd, 0);
+  snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+  return fd;
+}
+
 /* A write that would take the position past off_t's maximum fails with
  * EFBIG (as write(2)) and leaves the position where it was: ftell never
  * wraps to a negative position, and fseek's SEEK_CUR stays defined. */
@@ -400,6 +415,7 @@ static void big_fill_tx(void *arg) {
 
 TEST(writes_past_the_largest_position_fail_with_efbig) {
   setup();
+  int mfd = path_on_tmpfs();
   sstm_file_t *f = sstm_fopen(path, "w+");
   CHECK_NOT_NULL(f);
   CHECK_OK(sstm_fseek(f, INT64_MAX, SEEK_SET));
@@ -470,7 +486,88 @@ TEST(writes_past_the_largest_position_fail_with_efbig) {
   CHECK_LE_I(done, 4);
   CHECK_EQ_I(errno, EFBIG);
   (void)sstm_fclose(f); /* an error of the kernel's, on some file systems */
+  close(mfd);
   teardown();
+}
+
+/* A seek to a position past the largest file the file system holds (ext4:
+ * 16 TiB with 4 KiB blocks; tmpfs: off_t's maximum) fails as fseeko(3)
+ * and lseek(2) fail, EINVAL, and changes nothing: the position, the
+ * kernel's offset, the indicators. It succeeded, with the kernel's offset
+ * left behind, and the first read then found the end of the file. Compared
+ * with glibc's fseeko on the same file, at offsets around ext4's limit. */
+TEST(a_seek_past_the_largest_file_fails_as_fseek) {
+  setup();
+  sstm_file_t *f = sstm_fopen(path, "w+");
+  CHECK_NOT_NULL(f);
+  CHECK_GE_I(sstm_fputs("abc", f), 0);
+  CHECK_OK(sstm_fflush(f));
+  FILE *g = fopen(path, "r");
+  CHECK_NOT_NULL(g);
+  static const off_t to[] = {(off_t)1 << 40, ((off_t)1 << 44) - 4096, ((off_t)1 << 44) + 1,
+                             (off_t)1 << 50, INT64_MAX - 1,           INT64_MAX};
+  int refused = 0;
+  for (size_t i = 0; i < sizeof to / sizeof to[0]; i++) {
+    CHECK_OK(sstm_fseek(f, 1, SEEK_SET));
+    CHECK_EQ_I(fseeko(g, 1, SEEK_SET), 0);
+    errno = 0;
+    int want = fseeko(g, to[i], SEEK_SET), want_errno = errno;
+    errno = 0;
+    int rc = sstm_fseek(f, to[i], SEEK_SET);
+    CHECK_MSG(rc == want && (rc == 0 || errno == want_errno),
+              "offset %lld: sstm_fseek %d (errno %d), fseeko %d (errno %d)", (long long)to[i], rc,
+              errno, want, want_errno);
+    if (rc == 0) {
+      CHECK_TRUE(sstm_ftell(f) == to[i]);
+      CHECK_TRUE(lseek(sstm_fileno(f), 0, SEEK_CUR) == to[i]);
+      continue;
+    }
+    refused++;
+    CHECK_EQ_I(sstm_ftell(f), 1);
+    CHECK_EQ_I(lseek(sstm_fileno(f), 0, SEEK_CUR), 1);
+    CHECK_FALSE(sstm_ferror(f));
+    CHECK_EQ_I(sstm_fgetc(f), 'b'); /* reads go on from where it was */
+  }
+  /* the file systems this runs on refuse at least off_t's maximum - 1
+   * (ext4, xfs) or take every offset (tmpfs, btrfs): either way glibc
+   * decided, and this stream agreed */
+  (void)refused;
+  fclose(g);
+  CHECK_OK(sstm_fclose(f));
+  teardown();
+}
+
+/* SEEK_END on a file whose size the kernel reports as 0 although it has
+ * content (/proc/self/status): glibc's fseek takes the end from fstat(2)
+ * too, so both count from 0 and read the first line next; a negative
+ * offset fails with EINVAL in both. */
+TEST(seek_end_on_a_proc_file_counts_from_zero_as_glibc) {
+  sstm_test_init();
+  FILE *g = fopen("/proc/self/status", "r");
+  CHECK_NOT_NULL(g);
+  sstm_file_t *f = sstm_fopen("/proc/self/status", "r");
+  CHECK_NOT_NULL(f);
+  struct stat st;
+  CHECK_EQ_I(fstat(sstm_fileno(f), &st), 0);
+  CHECK_EQ_I((int)st.st_size, 0); /* the case this is about */
+  CHECK_EQ_I(fseek(g, 0, SEEK_END), 0);
+  CHECK_OK(sstm_fseek(f, 0, SEEK_END));
+  CHECK_EQ_I(sstm_ftell(f), ftell(g));
+  CHECK_EQ_I(sstm_ftell(f), 0);
+  char a[128], b[128];
+  CHECK_NOT_NULL(fgets(a, sizeof a, g));
+  CHECK_NOT_NULL(sstm_fgets(b, sizeof b, f));
+  CHECK_EQ_STR(b, a); /* "Name:\t...", the first line */
+  errno = 0;
+  CHECK_EQ_I(fseek(g, -1, SEEK_END), -1);
+  int want_errno = errno;
+  errno = 0;
+  CHECK_EQ_I(sstm_fseek(f, -1, SEEK_END), -1);
+  CHECK_EQ_I(errno, want_errno);
+  CHECK_FALSE(sstm_ferror(f));
+  fclose(g);
+  CHECK_OK(sstm_fclose(f));
+  sstm_test_fini();
 }
 
 static void *unregistered(void *arg) {
