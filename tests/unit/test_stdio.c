@@ -490,6 +490,48 @@ TEST(writes_past_the_largest_position_fail_with_efbig) {
   teardown();
 }
 
+/* The same in the mode where the thread keeps the stream (solo, design
+ * (S10)): sstm_fwrite's in-place write (solo_write) must not begin a write
+ * buffer where a whole buffer does not fit below the largest position,
+ * since the calls that continue a buffer in place do not check it again.
+ * Three writes of two bytes from INT64_MAX - 4: two fit, the third fails
+ * with EFBIG; the position never passes the maximum. */
+static size_t solo_big_n[3];
+static int solo_big_errno;
+static off_t solo_big_pos;
+static void solo_big_tx(void *arg) {
+  for (int i = 0; i < 3; i++) {
+    errno = 0;
+    solo_big_n[i] = sstm_fwrite("ab", 1, 2, arg);
+  }
+  solo_big_errno = errno;
+  solo_big_pos = sstm_ftell(arg);
+  sstm_cancel();
+}
+
+TEST(writes_past_the_largest_position_fail_with_efbig_in_a_kept_stream) {
+  setup();
+  int mfd = path_on_tmpfs();
+  sstm_file_t *f = sstm_fopen(path, "w+");
+  CHECK_NOT_NULL(f);
+  CHECK_GE_I(sstm_fputs("ok", f), 0); /* the write buffer exists */
+  CHECK_OK(sstm_fflush(f));
+  CHECK_OK(sstm_fseek(f, INT64_MAX - 4, SEEK_SET));
+  for (int round = 0; round < 64; round++) { /* the thread comes to keep the stream */
+    CHECK_RC(sstm_run(NULL, solo_big_tx, f), SSTM_ECANCELED);
+    CHECK_EQ_U(solo_big_n[0], 2);
+    CHECK_EQ_U(solo_big_n[1], 2);
+    CHECK_EQ_U(solo_big_n[2], 0);
+    CHECK_EQ_I(solo_big_errno, EFBIG);
+    CHECK_TRUE(solo_big_pos == INT64_MAX);
+    CHECK_TRUE(sstm_ftell(f) == INT64_MAX - 4);
+  }
+  CHECK_FALSE(sstm_ferror(f)); /* cancelled with the rest */
+  CHECK_OK(sstm_fclose(f));
+  close(mfd);
+  teardown();
+}
+
 /* A seek to a position past the largest file the file system holds (ext4:
  * 16 TiB with 4 KiB blocks; tmpfs: off_t's maximum) fails as fseeko(3)
  * and lseek(2) fail, EINVAL, and changes nothing: the position, the
