@@ -411,10 +411,13 @@ def _policy_tables(groups, workloads, variants):
 def adaptive_vs_fixed(records, groups, workload, threads, variants):
     """For each adaptive variant (label containing 'adaptive') at one point:
     (adaptive, best fixed policy, paired ratio adaptive/best, whether
-    adaptive is the worst: below every fixed policy by the paired ratio,
-    the measure of the other column; the medians could disagree with it
-    when they come from different repetitions; the per-repetition ratios
-    to the best, sorted). The fixed policies
+    adaptive is the worst, the per-repetition ratios to the best, sorted).
+    Worst is 'yes' when adaptive is below every fixed policy by the paired
+    ratio (the measure of the other column; the medians could disagree
+    with it when they come from different repetitions) and, where a ratio
+    has an interval (median_interval), that interval lies below 1 too;
+    'tied' when the ratios are all below 1 but some interval reaches 1:
+    adaptive and that policy are not told apart; '' otherwise. The fixed policies
     are the other variants of the same back-end that report policy time
     (schedstm's); None when there are fewer than two."""
     def median(v):
@@ -443,7 +446,10 @@ def adaptive_vs_fixed(records, groups, workload, threads, variants):
             continue
         best = max(fixed, key=median)
         ratios = [paired_ratio(records, workload, threads, a, v)[0] for v in fixed]
-        worst = all(x is not None and x < 1.0 for x in ratios)
+        worst = ""
+        if all(x is not None and x < 1.0 for x in ratios):
+            ivs = [median_interval(paired_ratios(records, workload, threads, a, v)) for v in fixed]
+            worst = "yes" if all(iv is None or iv[1] < 1.0 for iv in ivs) else "tied"
         # best ran at this point (it has a median), so paired_ratio's ratio
         # is the median of these
         each = sorted(_paired(_by_rep(records, workload, threads, a),
@@ -454,14 +460,22 @@ def adaptive_vs_fixed(records, groups, workload, threads, variants):
 
 
 def agreement(each, line=0.9):
-    """What the repetitions say about a paired ratio against `line`:
-    'yes' when at least AGREE_MIN_REPS of them pair and every one is at or
-    above it, 'no' when every one is below, else 'open' (they fall on both
-    sides, or too few paired). A median near the line from a few noisy
-    repetitions decides nothing on its own; this column says whether the
-    repetitions do."""
+    """What the repetitions say about a paired ratio against `line`. From
+    INTERVAL_MIN_PAIRS pairs on, its median's interval (median_interval)
+    decides: 'yes' when it lies at or above the line, 'no' when below,
+    'open' when it straddles it. With AGREE_MIN_REPS pairs up to that,
+    every repetition must agree: 'yes' when every one is at or above the
+    line, 'no' when every one is below, else 'open'; with fewer, 'open'. A
+    median near the line from a few noisy repetitions decides nothing on
+    its own; this column says whether the repetitions do. (Every
+    repetition on one side puts the interval, whose ends are medians of
+    resamples, on that side too: the interval decides more points, never
+    the other way.)"""
     if len(each) < AGREE_MIN_REPS:
         return "open"
+    iv = median_interval(each)
+    if iv is not None:
+        return "yes" if iv[0] >= line else "no" if iv[1] < line else "open"
     if all(x >= line for x in each):
         return "yes"
     if all(x < line for x in each):
@@ -478,20 +492,22 @@ def _adaptive_table(records, groups, workloads, variants):
             said[agree] += 1
             spread = "%.2fx-%.2fx" % (each[0], each[-1]) if each else "-"
             rows.append([workload_label(w), str(t), a, best, fmt_ratio(ratio, each), spread,
-                         "%s (%d)" % (agree, len(each)), "yes" if worst else ""])
+                         "%s (%d)" % (agree, len(each)), worst])
             within += ratio is not None and ratio >= 0.9  # not the rounded text: 0.896 is out
     if not rows:
         return []
     lines = ["", "Adaptive against the best fixed policy of each point (paired per-repetition",
              "ratio of throughputs, with its interval as above; 'worst': below every fixed",
-             "policy). Within 10 %%: %d of %d." % (within, len(rows)),
-             "Every repetition agrees (all at or above 0.90x, or all below; at least %d"
-             % AGREE_MIN_REPS,
-             "repetitions): within at %d, not within at %d; open at %d (the repetitions fall"
-             % (said["yes"], said["no"], said["open"]),
-             "on both sides of 0.90x, or too few: the median alone decides nothing there).", ""]
+             "policy, 'tied' where an interval reaches 1.00x). Within 10 %%: %d of %d."
+             % (within, len(rows)),
+             "Resolved (from %d pairs on, the interval at or above 0.90x, or below it; with"
+             % INTERVAL_MIN_PAIRS,
+             "%d-%d pairs, every repetition): within at %d, not within at %d; open at %d (the"
+             % (AGREE_MIN_REPS, INTERVAL_MIN_PAIRS - 1, said["yes"], said["no"], said["open"]),
+             "interval or the repetitions straddle 0.90x, or too few pair: the median alone",
+             "decides nothing there).", ""]
     head = ["workload", "threads", "adaptive", "best fixed", "adaptive / best", "range",
-            "all reps", "worst"]
+            "resolved", "worst"]
     lines += [_md_row(head), _md_row(["---"] * len(head))]
     lines += [_md_row(r) for r in rows]
     return lines

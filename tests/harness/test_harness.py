@@ -207,6 +207,39 @@ class AdaptiveTable(unittest.TestCase):
         self.assertIn("Within 10 %: 2 of 3.", table)
         self.assertIn("within at 1, not within at 1; open at 1", table)
 
+    def test_from_five_pairs_the_interval_decides(self):
+        # One repetition of ten below 0.90x: every-repetition agreement
+        # would leave the point open; the median's interval (0.94-0.99)
+        # lies above the line.
+        within = [0.85, 0.92, 0.95, 0.97, 1.0, 1.02, 0.99, 0.96, 0.94, 1.05]
+        lo, hi = summary.median_interval(within)
+        self.assertGreaterEqual(lo, 0.9)
+        self.assertEqual(summary.agreement(within), "yes")
+        self.assertEqual(summary.agreement([x - 0.2 for x in within]), "no")
+        self.assertEqual(summary.agreement([0.6, 1.2, 0.7, 1.1, 0.8, 1.0, 0.85, 0.95]), "open")
+        # Four pairs: still every repetition.
+        self.assertEqual(summary.agreement(within[:4]), "open")
+        self.assertEqual(summary.agreement(within[1:5]), "yes")
+
+    def test_worst_by_a_hair_is_a_tie(self):
+        # adaptive below both fixed policies (whose rates are equal) by its
+        # paired medians, but by 1 % with repetitions on both sides of
+        # 1.00x: not told apart, 'tied'; well below both: 'yes'.
+        def table(adaptive_x):
+            records = []
+            for rep, x in enumerate(adaptive_x):
+                records += [rec("s-suicide", 8, rep, 4e6, cm_wait_s=0.0, elapsed_s=1.0),
+                            rec("s-yield", 8, rep, 4e6, cm_wait_s=0.0, elapsed_s=1.0),
+                            rec("s-adaptive", 8, rep, 4e6 * x, cm_wait_s=0.0, elapsed_s=1.0)]
+            text = summary.markdown(records)
+            return text[text.index("Adaptive against"):]
+        tied = table([0.90, 1.05, 0.97, 1.02, 0.99, 1.03, 0.95])
+        self.assertIn("| 0.99x (0.95-1.03) | 0.90x-1.05x | yes (7) | tied |", tied)
+        self.assertIn("'tied' where an interval reaches 1.00x", tied)
+        worst = table([0.40, 0.45, 0.42, 0.38, 0.44])
+        self.assertIn("| yes |", worst.splitlines()[-1])
+        self.assertIn("no (5) | yes |", worst)
+
     def test_two_agreeing_repetitions_leave_a_point_open(self):
         self.assertEqual(summary.agreement([0.95, 1.1]), "open")
         self.assertEqual(summary.agreement([0.95, 1.1, 0.91]), "yes")
