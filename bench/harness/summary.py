@@ -327,14 +327,22 @@ def _scaling_table(records, groups, workloads, variants):
             if not known:
                 continue
             top = max(known, key=known.get)
+
+            def cell(v):
+                each = _paired(_by_rep(records, w, t, v), _by_rep(records, w, base, v))
+                iv = median_interval(each) if shares[v] is not None else None
+                text = fmt_share(shares[v])
+                return text if iv is None else "%s (%.0f-%.0f)" % (text, 100 * iv[0], 100 * iv[1])
             rows.append([workload_label(w), "%d / %d" % (t, base)]
-                        + [fmt_share(shares[v]) for v in variants]
+                        + [cell(v) for v in variants]
                         + ["%s %s" % (top, fmt_share(known[top]))])
     if not rows:
         return []
     head = ["workload", "threads / base"] + variants + ["highest"]
     lines = ["", "Scaling: each variant's throughput as a share of its own at the base",
-             "thread count (2, or the smallest measured), median of per-repetition ratios.", ""]
+             "thread count (2, or the smallest measured), median of per-repetition ratios",
+             "(from %d pairs on with the interval of that median, as above)." % INTERVAL_MIN_PAIRS,
+             ""]
     lines += [_md_row(head), _md_row(["---"] * len(head))]
     lines += [_md_row(r) for r in rows]
     return lines

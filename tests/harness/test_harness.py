@@ -1089,6 +1089,19 @@ class Scaling(unittest.TestCase):
         text = summary.markdown(records)
         self.assertIn("| hs 50% upd | 64 / 2 | 90 % | 50 % | a 90 % |", text)
 
+    def test_five_pairs_give_the_share_an_interval(self):
+        # a keeps 0.80-1.00 of its 2-thread rate in five repetitions: the
+        # median 90 % with the interval of that median; b ran four.
+        records = []
+        for rep, kept in enumerate((0.8, 0.85, 0.9, 0.95, 1.0)):
+            records += [rec("a", 2, rep, 10e6), rec("a", 64, rep, 10e6 * kept)]
+            if rep < 4:
+                records += [rec("b", 2, rep, 10e6), rec("b", 64, rep, 5e6)]
+        lo, hi = summary.median_interval([0.8, 0.85, 0.9, 0.95, 1.0])
+        text = summary.markdown(records)
+        self.assertIn("| hs 50%% upd | 64 / 2 | 90 %% (%.0f-%.0f) | 50 %% | a 90 %% |"
+                      % (100 * lo, 100 * hi), text)
+
     def test_base_is_two_threads_when_measured_else_the_smallest(self):
         with_one = [rec("a", t, 0, 1e6) for t in (1, 2, 8)]
         without_two = [rec("a", t, 0, 1e6) for t in (4, 8)]
