@@ -51,6 +51,14 @@ early when threads outnumber CPUs (TinySTM's intset: see
 docs/benchmarks.md); the program's own figure is kept as
 commits_per_s_inside.
 
+--report DIR[,DIR...] runs nothing: it summarizes the results.jsonl of
+earlier sweeps again, pooled (with this harness's summary, so that an older
+sweep gets today's tables), prints the summary and, with --out, writes
+results.jsonl (the pooled records), results.csv and summary.md there (and
+the figures with --plot). --baseline applies; the options that describe
+runs do not. Records of different sweeps pair within their own sweep when
+their seeds differ, and in their order when they do not.
+
 Every record also has cpu_s, the run's user + system CPU time as the
 harness sees it (with --outside-clock, the difference between the two
 runs), and commits_per_cpu_s: on a host shared with other programs, a
@@ -193,7 +201,17 @@ def parse_args(argv):
     p.add_argument("--out", default=None, help="output directory (default results/sweep-<time>)")
     p.add_argument("--plot", action="store_true", help="also draw figures with plot.py")
     p.add_argument("--dry-run", action="store_true", help="print the commands only")
+    p.add_argument("--report", type=csv_list, default=None, metavar="DIR[,DIR...]",
+                   help="run nothing: summarize the results.jsonl of these earlier sweeps "
+                        "again, pooled (see above)")
     args = p.parse_args(argv)
+    if args.report is not None:
+        if not args.report:
+            p.error("--report needs at least one directory")
+        ran = [o for o in ("--dry-run",) if args.dry_run]
+        if ran:
+            p.error("--report runs nothing: %s does not apply" % ", ".join(ran))
+        return args
     for option, benches, default in BENCH_OPTIONS:
         if getattr(args, option) is None:
             setattr(args, option, default)
@@ -599,6 +617,72 @@ def new_default_out_dir():
     raise FileExistsError("too many sweeps named %s-*" % base)
 
 
+def read_results(dirs):
+    """The records of each DIR/results.jsonl, in order; a missing file or a
+    line that is not a JSON object of a run raises ValueError naming it."""
+    records = []
+    for d in dirs:
+        path = os.path.join(d, "results.jsonl")
+        try:
+            with open(path, encoding="utf-8") as f:
+                lines = f.readlines()
+        except OSError as e:
+            raise ValueError("--report %s: cannot read %s: %s" % (d, path, e.strerror or e))
+        for n, line in enumerate(lines, 1):
+            if not line.strip():
+                continue
+            try:
+                rec = json.loads(line)
+            except ValueError as e:
+                raise ValueError("%s:%d: not JSON (%s)" % (path, n, e))
+            missing = [k for k in ("variant", "threads", "rep", "status") if not
+                       isinstance(rec, dict) or k not in rec]
+            if missing:
+                raise ValueError("%s:%d: not a run's record (no %s)" % (path, n, ", ".join(missing)))
+            records.append(rec)
+    if not records:
+        raise ValueError("--report %s: no records" % ",".join(dirs))
+    return records
+
+
+def report(args):
+    """--report: the summary of earlier sweeps' records, pooled."""
+    try:
+        records = read_results(args.report)
+    except ValueError as e:
+        sys.stderr.write(ERROR + "%s\n" % e)
+        return 2
+    variants = summary.ordered_unique(r["variant"] for r in records)
+    if args.baseline is None:
+        args.baseline = variants[0]
+    elif args.baseline not in variants:
+        sys.stderr.write(ERROR + "--baseline %s is not one of the variants (%s)\n"
+                         % (args.baseline, ", ".join(variants)))
+        return 2
+    args.bench = records[0].get("bench", args.bench)
+    if args.out is None:
+        print(summary.markdown(records, args.baseline, title="%s sweep, reported again (%s)"
+                               % (args.bench, ", ".join(args.report))), end="")
+        return 0
+    try:
+        os.makedirs(args.out, exist_ok=True)
+        if any(os.path.samefile(args.out, d) for d in args.report if os.path.isdir(d)):
+            sys.stderr.write(ERROR + "--out %s is one of the --report directories; its "
+                             "results would be replaced\n" % args.out)
+            return 2
+        with open(os.path.join(args.out, "results.jsonl"), "w") as f:
+            for r in records:
+                f.write(json.dumps(r, sort_keys=True) + "\n")
+        print(write_outputs(args.out, records, args), end="")
+    except OSError as e:
+        sys.stderr.write(ERROR + "cannot write the report in --out %s: %s\n"
+                         % (args.out, e.strerror or e))
+        return 2
+    if args.plot:
+        maybe_plot(args.out)
+    return 0
+
+
 def _interrupt(signum, frame):
     raise KeyboardInterrupt
 
@@ -608,6 +692,8 @@ def main(argv=None):
     if stamp.selected(argv):
         return stamp.main(argv)
     args = parse_args(argv)
+    if args.report is not None:
+        return report(args)
     try:
         variants = build_variants(args)
     except ValueError as e:

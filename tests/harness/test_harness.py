@@ -1595,3 +1595,72 @@ class SetupScripts(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class Report(unittest.TestCase):
+    """sweep.py --report: earlier sweeps' records summarized again, pooled."""
+
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.addCleanup(self.tmp.cleanup)
+
+    def sweep_dir(self, name, records):
+        d = os.path.join(self.tmp.name, name)
+        os.makedirs(d)
+        with open(os.path.join(d, "results.jsonl"), "w") as f:
+            for r in records:
+                f.write(json.dumps(r) + "\n")
+        return d
+
+    def test_two_sweeps_pool_and_pair_within_their_own(self):
+        # Sweep A: b/a 1.2 in both repetitions; sweep B (same seeds): 0.8.
+        # Pooled, each run pairs with its own sweep's: 1.2, 1.2, 0.8, 0.8
+        # (median 1.0); pairing across the sweeps would give 1.8 or 0.53.
+        a = self.sweep_dir("a", [rec("a", 2, r, 1e6, seed=r) for r in (1, 2)]
+                           + [rec("b", 2, r, 1.2e6, seed=r) for r in (1, 2)])
+        b = self.sweep_dir("b", [rec("a", 2, r, 3e6, seed=r) for r in (1, 2)]
+                           + [rec("b", 2, r, 2.4e6, seed=r) for r in (1, 2)])
+        rc, out, err = run_sweep(["--report", a + "," + b, "--baseline", "a"])
+        self.assertEqual(rc, 0, err)
+        self.assertIn("| b / a |", out)
+        self.assertIn("| 1.00x |", out)
+        rc, out, err = run_sweep(["--report", a])
+        self.assertEqual(rc, 0, err)
+        self.assertIn("| 1.20x |", out)
+        self.assertIn("reported again", out)
+
+    def test_out_gets_the_pooled_records_and_the_summary(self):
+        a = self.sweep_dir("a", [rec("a", 2, 1, 1e6), rec("b", 2, 1, 2e6)])
+        out_dir = os.path.join(self.tmp.name, "pooled")
+        rc, out, err = run_sweep(["--report", a, "--out", out_dir])
+        self.assertEqual(rc, 0, err)
+        with open(os.path.join(out_dir, "results.jsonl")) as f:
+            self.assertEqual(len(f.readlines()), 2)
+        with open(os.path.join(out_dir, "summary.md")) as f:
+            self.assertIn("| 2.00x |", f.read())
+        self.assertTrue(os.path.exists(os.path.join(out_dir, "results.csv")))
+
+    def test_bad_input_is_refused_with_a_message(self):
+        good = self.sweep_dir("good", [rec("a", 2, 1, 1e6)])
+        bad = self.sweep_dir("bad", [])
+        with open(os.path.join(bad, "results.jsonl"), "w") as f:
+            f.write('{"variant": "a", "threads": 2, "rep": 1, "status": "ok"}\n{not json\n')
+        norec = self.sweep_dir("norec", [])
+        with open(os.path.join(norec, "results.jsonl"), "w") as f:
+            f.write('{"variant": "a"}\n')
+        cases = [(["--report", os.path.join(self.tmp.name, "none")], "cannot read"),
+                 (["--report", bad], "results.jsonl:2: not JSON"),
+                 (["--report", norec], "not a run's record (no threads, rep, status)"),
+                 (["--report", self.sweep_dir("empty", [])], "no records"),
+                 (["--report", good, "--baseline", "zz"], "--baseline zz is not one of"),
+                 (["--report", good, "--out", good], "is one of the --report directories"),
+                 (["--report", good, "--dry-run"], "--report runs nothing"),
+                 (["--report", ""], "needs at least one directory")]
+        for argv, message in cases:
+            with self.subTest(argv=argv):
+                rc, out, err = run_sweep(argv)
+                self.assertEqual(rc, 2)
+                self.assertIn(message, err)
+        # the good directory's results were not replaced by the refused --out
+        with open(os.path.join(good, "results.jsonl")) as f:
+            self.assertEqual(len(f.readlines()), 1)
