@@ -305,7 +305,9 @@ typedef struct sstm_config {
                                 XML file, to map onto instead of the
                                 machine's topology: placements are then
                                 computed and reported, never applied (NULL:
-                                the machine) */
+                                the machine); one of more than 65536
+                                processing units fails sstm_init() with
+                                SSTM_EINVAL */
 
   /* Thread mapping, appended in 0.2.0's development (schedstm/map.h). */
   /** The directory of the topology cache: the machine's topology as the

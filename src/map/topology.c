@@ -15,6 +15,7 @@
 #include <errno.h>
 #include <schedstm/common.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -210,12 +211,53 @@ static int restrict_to_affinity(hwloc_topology_t h, char *err, size_t errlen) {
   return rc;
 }
 
+/* The processing units a synthetic description makes, the product of its
+ * levels' arities ("Package:2 Core:4 PU:2", or bare "2 4 2"), saturated
+ * at cap + 1: hwloc builds every object of the description before the
+ * count is checked (topo_extract), so "Package:1000 Core:1000 PU:1000"
+ * would take gigabytes and minutes first. Memory children ("[NUMANode]")
+ * and attributes ("(memory=...)", "(indexes=...)") count nothing; a level
+ * whose arity is not plain digits counts 1 (hwloc then refuses it). */
+static uint64_t synthetic_pus(const char *d, uint64_t cap) {
+  uint64_t prod = 1;
+  unsigned nest = 0; /* inside [...] or (...) */
+  for (const char *p = d; *p;) {
+    if (*p == '[' || *p == '(') {
+      nest++, p++;
+    } else if (*p == ']' || *p == ')') {
+      nest -= nest > 0, p++;
+    } else if (nest > 0 || *p == ' ' || *p == '\t' || *p == '\n') {
+      p++;
+    } else { /* a level: TYPE:N or N */
+      const char *s = p;
+      while (*p && *p != ' ' && *p != '\t' && *p != '\n' && *p != '(' && *p != '[')
+        p++;
+      const char *c = memchr(s, ':', (size_t)(p - s)), *n = c ? c + 1 : s;
+      uint64_t a = 0;
+      const char *q = n;
+      for (; q < p && *q >= '0' && *q <= '9'; q++)
+        a = a > cap ? cap + 1 : a * 10 + (uint64_t)(*q - '0');
+      if (q == n || q != p) continue;
+      if (a > cap) a = cap + 1;
+      prod = a != 0 && prod > (cap + 1) / a ? cap + 1 : prod * a;
+    }
+  }
+  return prod;
+}
+
 static int topo_load(int src, const char *arg, sstm_topo_t **out, char *err, size_t errlen) {
   if (!out || (src != SRC_SYSTEM && !arg)) {
     sstm__map_seterr(err, errlen, "topology: NULL argument");
     return SSTM_EINVAL;
   }
   *out = NULL;
+  if (src == SRC_SYNTHETIC && synthetic_pus(arg, SSTM_TOPO_MAX_PUS) > SSTM_TOPO_MAX_PUS) {
+    sstm__map_seterr(err, errlen,
+                     "topology: the synthetic description \"%s\" has more than the %u "
+                     "processing units supported",
+                     arg, SSTM_TOPO_MAX_PUS);
+    return SSTM_EINVAL;
+  }
   hwloc_topology_t h;
   if (hwloc_topology_init(&h) != 0) {
     sstm__map_seterr(err, errlen, "topology: hwloc_topology_init failed: %s", strerror(errno));

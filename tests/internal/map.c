@@ -196,6 +196,34 @@ TEST(topology_bad_input) {
   CHECK_RC(sstm__topo_load_synthetic("PU:2", NULL, NULL, 0), SSTM_EINVAL);
 }
 
+/* A synthetic description with more PUs than supported is refused before
+ * hwloc builds it: "Package:1000 Core:1000 PU:1000" (10^9 PUs) made hwloc
+ * allocate every object first (sstm_init with SCHEDSTM_MAP_TOPOLOGY so set
+ * ran for minutes and gigabytes, and the watchdog ends this test then).
+ * Memory children and attributes are not levels. (The largest supported
+ * count, 65536, loads too, slowly: hwloc's objects.) */
+TEST(topology_too_large_is_refused_before_it_is_built) {
+  static const char *const big[] = {
+      "Package:1000 Core:1000 PU:1000",
+      "Package:65536 Core:65536 PU:65536 PU:65536",
+      "1000 1000 1000",
+      "Package:2 [NUMANode(memory=1000000)] Core:1000000 PU:2",
+      "Package:257 Core:128 PU:2",
+      "Package:99999999999999999999999 PU:2",
+  };
+  for (size_t i = 0; i < sizeof big / sizeof big[0]; i++) {
+    sstm_topo_t *t = (sstm_topo_t *)&err;
+    CHECK_RC(sstm__topo_load_synthetic(big[i], &t, err, sizeof err), SSTM_EINVAL);
+    CHECK_NULL(t);
+    CHECK_CONTAINS(err, "more than the 65536 processing units supported");
+  }
+  sstm_topo_t *t = NULL;
+  CHECK_OK(sstm__topo_load_synthetic(
+      "Package:2 [NUMANode(memory=1000000)] Core:128 PU:2(indexes=0:512)", &t, err, sizeof err));
+  CHECK_EQ_U(sstm__topo_npus(t), 512);
+  sstm__topo_free(t);
+}
+
 /* 4 PUs: two packages of two single-PU cores; distance 1 within a package,
  * 2 across. */
 TEST(cost_model_hand_computed) {
