@@ -69,6 +69,21 @@ def main(argv):
         p = run(tool, "--topo", TOPO, "--matrix", mat)
         if p.returncode != 2 or "chain.mat:11:1: unexpected text after the last row" not in p.stderr:
             fail("malformed matrix: exit %d, %r" % (p.returncode, p.stderr))
+        # Counts whose costs would pass 2^64-1 are refused: the costs
+        # saturated, every strategy printed the same number, rel_none 1.
+        big = os.path.join(d, "big.mat")
+        top = 2**64 - 1
+        with open(big, "w") as f:
+            f.write("schedstm-comm-matrix 1\nthreads 2\n0 %d\n%d 0\n" % (top, top))
+        p = run(tool, "--topo", TOPO, "--matrix", big)
+        if p.returncode != 2 or "big.mat: counts too large" not in p.stderr or \
+                p.stdout.count("\n") > 1:
+            fail("counts past 2^64-1: exit %d, %r, %r" % (p.returncode, p.stderr, p.stdout))
+        with open(big, "w") as f:  # the largest count whose costs fit (distance 3)
+            f.write("schedstm-comm-matrix 1\nthreads 2\n0 %d\n%d 0\n" % (top // 3, top // 3))
+        p = run(tool, "--topo", TOPO, "--matrix", big)
+        if p.returncode != 0:
+            fail("counts up to 2^64-1: exit %d, %r" % (p.returncode, p.stderr))
         p = run(tool, "--topo", "Package:x", "--pattern", "ring", "--threads", "4")
         if p.returncode != 2 or "invalid hwloc synthetic description" not in p.stderr:
             fail("bad topology: exit %d, %r" % (p.returncode, p.stderr))

@@ -22,7 +22,8 @@
  *                must hold the sums), so it optimises a rounded matrix; its
  *                placement is evaluated on the exact one.
  *
- * Matrices come from files (--matrix, the format of mapping.h) or from
+ * Matrices come from files (--matrix, the format of mapping.h; one whose
+ * counts could make a cost pass 2^64-1 on the topology is refused) or from
  * generated patterns (--pattern, --threads), their thread numbers
  * scrambled by a seeded permutation so that no strategy gains from the
  * numbering.
@@ -248,6 +249,25 @@ static unsigned max_load(const unsigned *pu, unsigned n, unsigned npus) {
 
 static unsigned seeds = 20;
 
+/* A matrix whose costs fit: sstm__map_cost saturates at 2^64-1, and a
+ * saturated cost printed as a number (every strategy the same, rel_none 1)
+ * would compare placements that were never compared. The largest cost any
+ * placement can have is the sum of the counts times the topology's depth
+ * (the largest distance); a matrix past it is refused. */
+static void check_cost_range(const sstm_topo_t *t, const char *mname, const uint64_t *m,
+                             unsigned n) {
+  uint64_t sum = 0, d = sstm__topo_depth(t);
+  for (unsigned i = 0; i < n; i++)
+    for (unsigned j = i + 1; j < n; j++) {
+      uint64_t w = m[(size_t)i * n + j];
+      if (sum > UINT64_MAX - w || (d != 0 && sum + w > UINT64_MAX / d))
+        die("%s: counts too large: a placement's cost (the sum of count x distance, distances up "
+            "to %" PRIu64 " here) would pass 2^64-1; scale the counts down",
+            mname, d);
+      sum += w;
+    }
+}
+
 static void evaluate(const char *tname, const sstm_topo_t *t, const char *mname, const uint64_t *m,
                      unsigned n) {
   static const char *const names[] = {"none",  "compact",   "scatter", "round-robin",
@@ -363,6 +383,7 @@ int main(int argc, char **argv) {
     uint64_t *m;
     unsigned n;
     if (sstm__cmat_load(files[f], &m, &n, err, sizeof err) != 0) die("%s", err);
+    check_cost_range(t, files[f], m, n);
     const char *base = strrchr(files[f], '/');
     evaluate(topo, t, base ? base + 1 : files[f], m, n);
     free(m);
