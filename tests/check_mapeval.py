@@ -84,6 +84,10 @@ def main(argv):
         p = run(tool, "--topo", TOPO, "--matrix", big)
         if p.returncode != 0:
             fail("counts up to 2^64-1: exit %d, %r" % (p.returncode, p.stderr))
+        # More --matrix files than it takes: the reason, not the usage.
+        p = run(tool, "--topo", TOPO, *(["--matrix", mat] * 257))
+        if p.returncode != 2 or "--matrix: at most 256 files" not in p.stderr or p.stdout:
+            fail("257 --matrix: exit %d, %r" % (p.returncode, p.stderr))
         p = run(tool, "--topo", "Package:x", "--pattern", "ring", "--threads", "4")
         if p.returncode != 2 or "invalid hwloc synthetic description" not in p.stderr:
             fail("bad topology: exit %d, %r" % (p.returncode, p.stderr))

@@ -328,6 +328,9 @@ static unsigned long long arg_number(const char *opt, const char *v, unsigned lo
   return n;
 }
 
+/* Most matrix files one run evaluates (--matrix). */
+#define MAX_FILES 256u
+
 /* Most placements averaged per matrix (--seeds). */
 #define SEEDS_MAX 1000000u
 
@@ -341,7 +344,7 @@ static void usage(void) {
 
 int main(int argc, char **argv) {
   const char *topo = "xeon", *pattern = NULL, *threads = NULL;
-  const char *files[256];
+  const char *files[MAX_FILES];
   unsigned nfiles = 0;
   rng_state = 1;
   for (int i = 1; i < argc; i += 2) { /* every option takes a value */
@@ -349,8 +352,10 @@ int main(int argc, char **argv) {
     if (!v) usage();
     if (strcmp(a, "--topo") == 0)
       topo = v;
-    else if (strcmp(a, "--matrix") == 0 && nfiles < 256)
+    else if (strcmp(a, "--matrix") == 0 && nfiles < MAX_FILES)
       files[nfiles++] = v;
+    else if (strcmp(a, "--matrix") == 0)
+      die("--matrix: at most %u files", MAX_FILES);
     else if (strcmp(a, "--pattern") == 0)
       pattern = v;
     else if (strcmp(a, "--threads") == 0)
