@@ -17,6 +17,13 @@
                                        the same with the profiles spinning a twentieth of
                                        [Silvestri17]'s Table I demands (--demand 0.05),
                                        C_max 1 and --paused-conflict handover
+  server_fuzz.py tpcc-params SERVER
+                                       TPC-C requests against a small database, each with one
+                                       parameter at a bound the database's scale sets (ids 0,
+                                       one past the last, 2^32-1, the unused item id off the
+                                       last line): the ones in range are run and answered, each
+                                       out of range gets PROTO_E_PARAMS, and the database
+                                       checks out after the drain
   server_fuzz.py window LOADGEN
                                        sstm-loadgen --window against a stand-in server that
                                        answers only when told: never more than the window's
@@ -329,6 +336,91 @@ SMALL = ["--warehouses", "2", "--districts", "3", "--customers", "60", "--items"
          "--orders", "60"]
 
 
+def tpcc_params(server_bin):
+    """The scale's ranges (SMALL: 2 warehouses, 3 districts, 60 customers and 60
+    last names in use, 200 items) through the server: the codec checks only what
+    the protocol fixes, the database's ranges are the server's to check."""
+    srv = Server(server_bin, SMALL + ["--check", "--workers", "2"])
+    top = 2**32 - 1
+
+    def new_order(w=1, d=1, c=1, lines=None):
+        lines = lines or [(i, 1, 1) for i in range(1, 6)]
+        return 1, struct.pack(">IBIB", w, d, c, len(lines)) + b"".join(
+            struct.pack(">IIB", *ln) for ln in lines)
+
+    def payment(w=1, d=1, cw=1, cd=1, by_name=0, c=1, last=0, amount=1000):
+        return 2, struct.pack(">IBIBBIHI", w, d, cw, cd, by_name, c, last, amount)
+
+    def order_status(w=1, d=1, by_name=0, c=1, last=0):
+        return 3, struct.pack(">IBBIH", w, d, by_name, c, last)
+
+    def delivery(w=1, carrier=1):
+        return 4, struct.pack(">IB", w, carrier)
+
+    def stock_level(w=1, d=1, threshold=15):
+        return 5, struct.pack(">IBB", w, d, threshold)
+
+    line = [(1, 1, 1)] * 4
+    cases = [  # (what, (profile, params), accepted)
+        ("new-order", new_order(), True),
+        ("new-order, the last ids", new_order(2, 3, 60, line + [(200, 2, 10)]), True),
+        ("new-order, the unused item on the last line", new_order(1, 1, 1, line + [(201, 1, 1)]),
+         True),
+        ("new-order w_id 0", new_order(w=0), False),
+        ("new-order w_id 3", new_order(w=3), False),
+        ("new-order w_id 2^32-1", new_order(w=top), False),
+        ("new-order d_id 0", new_order(d=0), False),
+        ("new-order d_id 4", new_order(d=4), False),
+        ("new-order c_id 0", new_order(c=0), False),
+        ("new-order c_id 61", new_order(c=61), False),
+        ("new-order i_id 0", new_order(lines=[(0, 1, 1)] + line), False),
+        ("new-order the unused item off the last line", new_order(lines=[(201, 1, 1)] + line),
+         False),
+        ("new-order i_id 202", new_order(lines=line + [(202, 1, 1)]), False),
+        ("new-order i_id 2^32-1", new_order(lines=line + [(top, 1, 1)]), False),
+        ("new-order supply_w_id 3", new_order(lines=line + [(1, 3, 1)]), False),
+        ("payment", payment(), True),
+        ("payment by name, the last name in use", payment(by_name=1, last=59), True),
+        ("payment w_id 3", payment(w=3), False),
+        ("payment d_id 4", payment(d=4), False),
+        ("payment c_w_id 0", payment(cw=0), False),
+        ("payment c_d_id 4", payment(cd=4), False),
+        ("payment c_id 61", payment(c=61), False),
+        ("payment by name, c_last 60", payment(by_name=1, last=60), False),
+        ("order-status", order_status(2, 3, 0, 60), True),
+        ("order-status w_id 0", order_status(w=0), False),
+        ("order-status d_id 0", order_status(d=0), False),
+        ("order-status c_id 2^32-1", order_status(c=top), False),
+        ("order-status by name, c_last 999", order_status(by_name=1, last=999), False),
+        ("delivery", delivery(2, 10), True),
+        ("delivery w_id 3", delivery(w=3), False),
+        ("stock-level", stock_level(2, 3, 20), True),
+        ("stock-level d_id 4", stock_level(d=4), False),
+        ("stock-level w_id 2^32-1", stock_level(w=top), False),
+    ]
+    s = srv.connect()
+    s.sendall(b"".join(frame(header(rid, prof) + params)
+                       for rid, (_, (prof, params), _) in enumerate(cases, 1)))
+    got = {}
+    while len(got) < len(cases):
+        a = read_answer(s)
+        if a is None:
+            fail("tpcc-params: connection closed after %d answers" % len(got))
+        if a[3] in got or not 1 <= a[3] <= len(cases):
+            fail("tpcc-params: an answer for id %d" % a[3])
+        got[a[3]] = a
+    for rid, (what, _, ok) in enumerate(cases, 1):
+        a = got[rid]
+        if ok and a[0] != REPLY:
+            fail("%s: expected a reply, got error %s (%r)" % (what, a[5], a[4]))
+        if not ok and (a[0] != ERROR or a[5] != E_PARAMS):
+            fail("%s: expected error %d, got kind %d code %s" % (what, E_PARAMS, a[0], a[5]))
+    s.close()
+    st = srv.stop()  # --check: exit status 1 if the database is not consistent
+    check_counts(st, sum(1 for c in cases if c[2]))
+    print("ok: %d requests run, %d refused" % (st["accepted"], st["errors"].get("params", -1)))
+
+
 def tpcc(server_bin, loadgen_bin, expect_preemptions, demand=False):
     """demand: the TPC-C profiles spin a twentieth of [Silvestri17]'s Table I
     demands inside their transactions (--demand), C_max 1 and hand-over of paused
@@ -483,6 +575,8 @@ def main(argv):
         fuzz(argv[2], int(argv[3]) if len(argv) > 3 else random.randrange(1 << 30))
     elif len(argv) == 3 and argv[1] == "drain":
         drain(argv[2])
+    elif len(argv) == 3 and argv[1] == "tpcc-params":
+        tpcc_params(argv[2])
     elif len(argv) == 3 and argv[1] == "window":
         window(argv[2])
     elif len(argv) in (4, 5) and argv[1] in ("tpcc", "tpcc-demand"):

@@ -311,7 +311,8 @@ endif()
 # The request server (bench/server, docs/protocol.md) through server_fuzz.py
 # against a running sstm-server: the protocol fuzzed (random, truncated and
 # oversized frames, slow clients, disconnects mid-request), SIGTERM's drain,
-# a TPC-C mixed run with preemption on followed by the consistency check;
+# TPC-C parameters at the database's bounds, a TPC-C mixed run with
+# preemption on followed by the consistency check;
 # and both programs' command lines. The same conditions as
 # bench/server/CMakeLists.txt's for building them.
 set(sstm_loadgen_built OFF)
@@ -337,6 +338,9 @@ if(sstm_server_built AND Python3_Interpreter_FOUND)
                 COMMAND ${Python3_EXECUTABLE} ${fuzz} fuzz $<TARGET_FILE:sstm-server>)
   sstm_add_test(NAME integration.server.drain LABELS integration stress TIMEOUT 60
                 COMMAND ${Python3_EXECUTABLE} ${fuzz} drain $<TARGET_FILE:sstm-server>)
+  # TPC-C parameters at the database's bounds: run, or refused (PROTO_E_PARAMS).
+  sstm_add_test(NAME integration.server.tpcc_params LABELS integration TIMEOUT 60
+                COMMAND ${Python3_EXECUTABLE} ${fuzz} tpcc-params $<TARGET_FILE:sstm-server>)
   # Without a sanitizer the run must have preempted (with TSan the
   # executor has no redirect and may serve every request in turn).
   set(expect "")
