@@ -398,24 +398,29 @@ def tpcc_params(server_bin):
         ("stock-level d_id 4", stock_level(d=4), False),
         ("stock-level w_id 2^32-1", stock_level(w=top), False),
     ]
-    s = srv.connect()
-    s.sendall(b"".join(frame(header(rid, prof) + params)
-                       for rid, (_, (prof, params), _) in enumerate(cases, 1)))
-    got = {}
-    while len(got) < len(cases):
-        a = read_answer(s)
-        if a is None:
-            fail("tpcc-params: connection closed after %d answers" % len(got))
-        if a[3] in got or not 1 <= a[3] <= len(cases):
-            fail("tpcc-params: an answer for id %d" % a[3])
-        got[a[3]] = a
-    for rid, (what, _, ok) in enumerate(cases, 1):
-        a = got[rid]
-        if ok and a[0] != REPLY:
-            fail("%s: expected a reply, got error %s (%r)" % (what, a[5], a[4]))
-        if not ok and (a[0] != ERROR or a[5] != E_PARAMS):
-            fail("%s: expected error %d, got kind %d code %s" % (what, E_PARAMS, a[0], a[5]))
-    s.close()
+    try:  # a failure ends the server too, not only this script
+        s = srv.connect()
+        s.sendall(b"".join(frame(header(rid, prof) + params)
+                           for rid, (_, (prof, params), _) in enumerate(cases, 1)))
+        got = {}
+        while len(got) < len(cases):
+            a = read_answer(s)
+            if a is None:
+                fail("tpcc-params: connection closed after %d answers" % len(got))
+            if a[3] in got or not 1 <= a[3] <= len(cases):
+                fail("tpcc-params: an answer for id %d" % a[3])
+            got[a[3]] = a
+        for rid, (what, _, ok) in enumerate(cases, 1):
+            a = got[rid]
+            if ok and a[0] != REPLY:
+                fail("%s: expected a reply, got error %s (%r)" % (what, a[5], a[4]))
+            if not ok and (a[0] != ERROR or a[5] != E_PARAMS):
+                fail("%s: expected error %d, got kind %d code %s" % (what, E_PARAMS, a[0], a[5]))
+        s.close()
+    except BaseException:
+        srv.proc.kill()
+        srv.proc.wait()
+        raise
     st = srv.stop()  # --check: exit status 1 if the database is not consistent
     check_counts(st, sum(1 for c in cases if c[2]))
     print("ok: %d requests run, %d refused" % (st["accepted"], st["errors"].get("params", -1)))
