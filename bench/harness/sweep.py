@@ -55,8 +55,9 @@ commits_per_s_inside.
 earlier sweeps again, pooled (with this harness's summary, so that an older
 sweep gets today's tables), prints the summary and, with --out, writes
 results.jsonl (the pooled records), results.csv and summary.md there (and
-the figures with --plot). --baseline applies; the options that describe
-runs do not. Records of different sweeps pair within their own sweep when
+the figures with --plot). --baseline applies (by default the sweeps' own,
+which each record names, when they agree; else the first variant); the
+options that describe runs do not. Records of different sweeps pair within their own sweep when
 their seeds differ, and in their order when they do not.
 
 Every record also has cpu_s, the run's user + system CPU time as the
@@ -654,7 +655,9 @@ def report(args):
         return 2
     variants = summary.ordered_unique(r["variant"] for r in records)
     if args.baseline is None:
-        args.baseline = variants[0]
+        # the sweeps' own --baseline, when they all had the same one
+        said = summary.ordered_unique(r.get("baseline") for r in records)
+        args.baseline = said[0] if len(said) == 1 and said[0] in variants else variants[0]
     elif args.baseline not in variants:
         sys.stderr.write(ERROR + "--baseline %s is not one of the variants (%s)\n"
                          % (args.baseline, ", ".join(variants)))
@@ -760,7 +763,7 @@ def main(argv=None):
             for i, (rep, point, variant) in enumerate(runs, 1):
                 date = utc_now()
                 record = run_guarded(rep, point, variant, args)
-                record.update(host, date=date,
+                record.update(host, date=date, baseline=args.baseline,
                               compiler=compiler_of(variant.program(point)))
                 jsonl.write(json.dumps(record, sort_keys=True) + "\n")
                 jsonl.flush()

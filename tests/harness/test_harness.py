@@ -1629,6 +1629,20 @@ class Report(unittest.TestCase):
         self.assertIn("| 1.20x |", out)
         self.assertIn("reported again", out)
 
+    def test_the_sweeps_own_baseline_is_the_default(self):
+        # The records name b as their sweep's baseline: a / b, not b / a.
+        a = self.sweep_dir("a", [rec("a", 2, 1, 1e6, baseline="b"),
+                                 rec("b", 2, 1, 2e6, baseline="b")])
+        rc, out, err = run_sweep(["--report", a])
+        self.assertEqual(rc, 0, err)
+        self.assertIn("| a / b |", out)
+        self.assertIn("| 0.50x |", out)
+        # Sweeps that disagree (or records that do not say): the first variant.
+        b = self.sweep_dir("b", [rec("a", 2, 1, 1e6, baseline="a"),
+                                 rec("b", 2, 1, 2e6, baseline="a")])
+        rc, out, err = run_sweep(["--report", a + "," + b])
+        self.assertIn("| b / a |", out)
+
     def test_out_gets_the_pooled_records_and_the_summary(self):
         a = self.sweep_dir("a", [rec("a", 2, 1, 1e6), rec("b", 2, 1, 2e6)])
         out_dir = os.path.join(self.tmp.name, "pooled")
