@@ -3,8 +3,8 @@
  * thread that holds the stream's turn while others wait behind it keeps
  * the stream, works on it in place for a bounded batch while the others
  * wait, then yields it to one of them. Each test runs threads that share
- * one stream, checks that batches happened (hand-overs), and then checks
- * a guarantee:
+ * one stream, in rounds until batches happened (hand-overs), and then
+ * checks a guarantee:
  * - the stream holds every committed transaction's bytes, in the
  *   transactions' serial order (each transaction also increments a
  *   transactional counter and writes its value), with aborts in the
@@ -24,7 +24,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "libc/esc.h"
@@ -45,16 +44,17 @@ static void teardown(void) {
 #define REC 16
 
 /* Whether a test that needs a hand-over of the stream (a batch) runs
- * another round: rounds until one happened, at most `max` of them and
- * 60 s in all, whichever ends first (on an overloaded host the threads may
- * run one after the other for many rounds; a debug-build CI run once had
- * no hand-over in 200). A bound on retries, not on speed: a test that
- * never saw a hand-over fails on its check of the count. */
-static bool another_round(int r, int max, uint64_t takes, const struct timespec *t0) {
-  if (takes != 0 || r >= max) return false;
-  struct timespec now;
-  clock_gettime(CLOCK_MONOTONIC, &now);
-  return now.tv_sec - t0->tv_sec < 60;
+ * another round: at least `min` rounds, then rounds until a hand-over
+ * happened, however many that takes. How many rounds a hand-over needs
+ * is the scheduler's business: on a host that runs the threads one after
+ * the other (one CPU, or an overloaded host) the threads contend only
+ * when one is preempted inside a transaction, and a bound on the rounds
+ * or their time failed there (tests/README.md, "libc_batch"). The only
+ * bound is the test's watchdog: a build that never hands the stream over
+ * runs rounds until it fails by it. */
+static bool another_round(int r, int min, uint64_t takes, unsigned threads) {
+  if (r < min) return true;
+  return threads > 1 && takes == 0; /* one thread: never a hand-over */
 }
 
 static struct {
@@ -139,13 +139,10 @@ TEST(a_batch_keeps_a_shared_stream_in_serial_order) {
    * the other for a long time: a debug-build CI run once had none in 200
    * rounds); every round's file is checked. */
   uint64_t takes = 0;
-  struct timespec t0;
-  clock_gettime(CLOCK_MONOTONIC, &t0);
-  for (int r = 0; another_round(r, 2000, takes, &t0); r++)
+  for (int r = 0; another_round(r, 1, takes, n); r++)
     takes = run_records(n, (unsigned)sstm_test_scaled(3000, 300), 0);
   sstm__stdio_batch_stats(&bm, &tm, 1);
   sstm__stdio_set_batch(0, 0);
-  if (n > 1) CHECK_GE_U(takes, 1); /* batches happened */
   CHECK_LE_U(bm, 16);
   CHECK_LE_U(tm, n - 1);
   teardown();
@@ -158,13 +155,10 @@ TEST(a_batch_whose_attempts_leave_solo_mode_keeps_the_serial_order) {
   sstm__stdio_batch_stats(&bm, &tm, 1);
   unsigned n = sstm_test_threads(4);
   uint64_t takes = 0;
-  struct timespec t0;
-  clock_gettime(CLOCK_MONOTONIC, &t0);
-  for (int r = 0; another_round(r, 2000, takes, &t0); r++) /* as above */
+  for (int r = 0; another_round(r, 1, takes, n); r++) /* as above */
     takes = run_records(n, (unsigned)sstm_test_scaled(2000, 200), 3);
   sstm__stdio_batch_stats(&bm, &tm, 1);
   sstm__stdio_set_batch(0, 0);
-  if (n > 1) CHECK_GE_U(takes, 1);
   CHECK_LE_U(bm, 16);
   CHECK_LE_U(tm, n - 1);
   teardown();
@@ -233,10 +227,10 @@ TEST(calls_outside_transactions_among_batches_lose_nothing) {
   CHECK_LE_U(n, 64);
   g.per_thread = (unsigned)sstm_test_scaled(3000, 1500);
   uint64_t takes = 0;
-  /* 20 rounds, and more until batches happened (on an overloaded host,
-   * which may run the threads one after the other, 200 rounds once had
-   * none); every round's file is checked */
-  for (int r = 0; r < 1000 && (r < 20 || takes == 0); r++) {
+  /* 20 rounds, and more until batches happened (another_round: on an
+   * overloaded host, which may run the threads one after the other, 200
+   * rounds once had none); every round's file is checked */
+  for (int r = 0; another_round(r, 20, takes, n); r++) {
     g.f = sstm_fopen(path, "w");
     CHECK_NOT_NULL(g.f);
     g.counter = 0;
@@ -270,7 +264,6 @@ TEST(calls_outside_transactions_among_batches_lose_nothing) {
       CHECK_EQ_U(next_n[i], mixed_n[i]);
   }
   sstm__stdio_set_batch(0, 0);
-  if (n > 1) CHECK_GE_U(takes, 1); /* batches happened */
   teardown();
 }
 
@@ -293,9 +286,7 @@ TEST(no_keeper_keeps_longer_than_its_batch_and_no_waiter_starves) {
   unsigned n = sstm_test_threads(6);
   g.per_thread = (unsigned)sstm_test_scaled(20000, 2000);
   uint64_t takes = 0;
-  struct timespec t0;
-  clock_gettime(CLOCK_MONOTONIC, &t0);
-  for (int r = 0; another_round(r, 2000, takes, &t0); r++) { /* as above */
+  for (int r = 0; another_round(r, 1, takes, n); r++) { /* as above */
     g.f = sstm_fopen(path, "w");
     CHECK_NOT_NULL(g.f);
     sstm_test_run_threads(n, true, putc_thread, NULL);
@@ -304,7 +295,6 @@ TEST(no_keeper_keeps_longer_than_its_batch_and_no_waiter_starves) {
   }
   sstm__stdio_batch_stats(&bm, &tm, 1);
   sstm__stdio_set_batch(0, 0);
-  if (n > 1) CHECK_GE_U(takes, 1);
   CHECK_LE_U(bm, 8);
   CHECK_LE_U(tm, n - 1);
   /* every byte of every thread, once */
