@@ -636,7 +636,10 @@ def read_results(dirs):
                 rec = json.loads(line)
             except ValueError as e:
                 raise ValueError("%s:%d: not JSON (%s)" % (path, n, e))
-            missing = [k for k in ("variant", "threads", "rep", "status") if not
+            if isinstance(rec, dict) and "app" in rec and "bench" not in rec:
+                raise ValueError("%s:%d: a STAMP run's record: bench/harness/stamp.py --report "
+                                 "reads those" % (path, n))
+            missing = [k for k in ("bench", "variant", "threads", "rep", "status") if not
                        isinstance(rec, dict) or k not in rec]
             if missing:
                 raise ValueError("%s:%d: not a run's record (no %s)" % (path, n, ", ".join(missing)))

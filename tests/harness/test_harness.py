@@ -1658,13 +1658,17 @@ class Report(unittest.TestCase):
         good = self.sweep_dir("good", [rec("a", 2, 1, 1e6)])
         bad = self.sweep_dir("bad", [])
         with open(os.path.join(bad, "results.jsonl"), "w") as f:
-            f.write('{"variant": "a", "threads": 2, "rep": 1, "status": "ok"}\n{not json\n')
+            f.write('{"bench": "intset", "variant": "a", "threads": 2, "rep": 1, "status": "ok"}\n{not json\n')
         norec = self.sweep_dir("norec", [])
         with open(os.path.join(norec, "results.jsonl"), "w") as f:
             f.write('{"variant": "a"}\n')
+        stamp_dir = self.sweep_dir("stamp", [])
+        with open(os.path.join(stamp_dir, "results.jsonl"), "w") as f:
+            f.write('{"app": "kmeans", "variant": "seq", "threads": 1, "rep": 1, "status": "ok"}\n')
         cases = [(["--report", os.path.join(self.tmp.name, "none")], "cannot read"),
                  (["--report", bad], "results.jsonl:2: not JSON"),
-                 (["--report", norec], "not a run's record (no threads, rep, status)"),
+                 (["--report", norec], "not a run's record (no bench, threads, rep, status)"),
+                 (["--report", stamp_dir], "a STAMP run's record: bench/harness/stamp.py --report"),
                  (["--report", self.sweep_dir("empty", [])], "no records"),
                  (["--report", good, "--baseline", "zz"], "--baseline zz is not one of"),
                  (["--report", good, "--out", good], "is one of the --report directories"),
