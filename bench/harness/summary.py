@@ -93,15 +93,20 @@ def paired_ratio(records, workload, threads, variant, baseline):
     Runs pair by repetition and seed, so that the records of two sweeps
     pooled together (rep 0 of each, seeds differing) pair within their
     own sweep; runs with the same key pair in the order of the records."""
-    base_threads = threads
+    by_rep, base_threads = _baseline_runs(records, workload, threads, baseline)
+    each = _paired(_by_rep(records, workload, threads, variant), by_rep)
+    if not each:
+        return None, False
+    return statistics.median(each), base_threads != threads
+
+
+def _baseline_runs(records, workload, threads, baseline):
+    """(the baseline's runs by repetition, their thread count): its runs at
+    `threads`, or its 1-thread runs when it did not run there at all."""
     by_rep = _by_rep(records, workload, threads, baseline)
     if not by_rep and threads != 1 and not _ran(records, workload, threads, baseline):
-        base_threads = 1
-        by_rep = _by_rep(records, workload, 1, baseline)
-    ratio = _median_paired(_by_rep(records, workload, threads, variant), by_rep)
-    if ratio is None:
-        return None, False
-    return ratio, base_threads != threads
+        return _by_rep(records, workload, 1, baseline), 1
+    return by_rep, threads
 
 
 def _paired(mine, base):
@@ -143,9 +148,7 @@ def median_interval(ratios, level=0.95):
 def paired_ratios(records, workload, threads, variant, baseline):
     """The per-repetition ratios behind paired_ratio (same pairing, same
     1-thread baseline rule), sorted; [] when none pairs."""
-    by_rep = _by_rep(records, workload, threads, baseline)
-    if not by_rep and threads != 1 and not _ran(records, workload, threads, baseline):
-        by_rep = _by_rep(records, workload, 1, baseline)
+    by_rep = _baseline_runs(records, workload, threads, baseline)[0]
     return sorted(_paired(_by_rep(records, workload, threads, variant), by_rep))
 
 
@@ -322,16 +325,16 @@ def _scaling_table(records, groups, workloads, variants):
         if base is None:
             continue
         for t in sorted({k[1] for k in groups if k[0] == w and k[1] > base}):
-            shares = {v: scaling_ratio(records, w, t, v, base) for v in variants}
-            known = {v: x for v, x in shares.items() if x is not None}
+            pairs = {v: _paired(_by_rep(records, w, t, v), _by_rep(records, w, base, v))
+                     for v in variants}
+            known = {v: statistics.median(x) for v, x in pairs.items() if x}
             if not known:
                 continue
             top = max(known, key=known.get)
 
             def cell(v):
-                each = _paired(_by_rep(records, w, t, v), _by_rep(records, w, base, v))
-                iv = median_interval(each) if shares[v] is not None else None
-                text = fmt_share(shares[v])
+                text = fmt_share(known.get(v))
+                iv = median_interval(pairs[v])
                 return text if iv is None else "%s (%.0f-%.0f)" % (text, 100 * iv[0], 100 * iv[1])
             rows.append([workload_label(w), "%d / %d" % (t, base)]
                         + [cell(v) for v in variants]
@@ -453,15 +456,14 @@ def adaptive_vs_fixed(records, groups, workload, threads, variants):
         if len(fixed) < 2:
             continue
         best = max(fixed, key=median)
-        ratios = [paired_ratio(records, workload, threads, a, v)[0] for v in fixed]
+        # every fixed policy ran at this point (it has a median): these are
+        # paired_ratio's pairs, without its 1-thread fallback
+        pairs = {v: paired_ratios(records, workload, threads, a, v) for v in fixed}
         worst = ""
-        if all(x is not None and x < 1.0 for x in ratios):
-            ivs = [median_interval(paired_ratios(records, workload, threads, a, v)) for v in fixed]
+        if all(pairs[v] and statistics.median(pairs[v]) < 1.0 for v in fixed):
+            ivs = [median_interval(pairs[v]) for v in fixed]
             worst = "yes" if all(iv is None or iv[1] < 1.0 for iv in ivs) else "tied"
-        # best ran at this point (it has a median), so paired_ratio's ratio
-        # is the median of these
-        each = sorted(_paired(_by_rep(records, workload, threads, a),
-                              _by_rep(records, workload, threads, best)))
+        each = pairs[best]
         ratio = statistics.median(each) if each else None
         out.append((a, best, ratio, worst, each))
     return out
