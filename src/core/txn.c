@@ -1106,19 +1106,24 @@ SSTM_API int sstm_commit(void) {
 /* ------------------------------------------------------------------------ */
 /* Public control API. */
 
+/* The end of a block (sstm_run, SSTM_ATOMIC_END_RC) found no transaction
+ * to commit and the thread has no descriptor: it was never registered, or
+ * the body detached its descriptor (sstm_desc_detach), whose transaction
+ * is then suspended, not committed. */
+static SSTM_COLD int ended_without_descriptor(const char *who) {
+  sstm__set_error("%s: the thread has no descriptor at the end of the block (not registered, or "
+                  "the body detached it: its transaction is suspended, not committed)",
+                  who);
+  return SSTM_ENOTHREAD;
+}
+
 /* sstm_run's body returned and there was no transaction to commit. A body
- * that detached its descriptor (sstm_desc_detach) left its transaction
- * suspended, not committed: say so rather than return 0 as for a commit.
- * A body that committed the transaction itself (sstm_commit) did commit;
- * what it ran after that ran outside any transaction (each access there
- * was reported as misuse). */
+ * that detached its descriptor: SSTM_ENOTHREAD rather than 0 as for a
+ * commit. A body that committed the transaction itself (sstm_commit) did
+ * commit; what it ran after that ran outside any transaction (each access
+ * there was reported as misuse). */
 static SSTM_COLD int run_nothing_to_commit(void) {
-  if (sstm__cur == NULL) {
-    sstm__set_error("sstm_run: the body detached its descriptor (sstm_desc_detach) and returned: "
-                    "its transaction is suspended, not committed");
-    return SSTM_ENOTHREAD;
-  }
-  return 0;
+  return sstm__cur == NULL ? ended_without_descriptor("sstm_run") : 0;
 }
 
 SSTM_API int sstm_run(const sstm_attr_t *attr, void (*fn)(void *arg), void *arg) {
@@ -1152,12 +1157,7 @@ SSTM_API int sstm_run(const sstm_attr_t *attr, void (*fn)(void *arg), void *arg)
  * transaction is suspended) gets sstm_run()'s SSTM_ENOTHREAD; otherwise
  * the commit's SSTM_ENOTX and its message stand. */
 SSTM_API int sstm__atomic_end_error(int rc) {
-  if (rc == SSTM_ENOTX && sstm__cur == NULL) {
-    sstm__set_error("SSTM_ATOMIC_END_RC: the thread has no descriptor at the end of the block (not "
-                    "registered, or the body detached it: its transaction is suspended, not "
-                    "committed)");
-    return SSTM_ENOTHREAD;
-  }
+  if (rc == SSTM_ENOTX && sstm__cur == NULL) return ended_without_descriptor("SSTM_ATOMIC_END_RC");
   return rc;
 }
 
