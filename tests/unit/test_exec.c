@@ -289,8 +289,8 @@ TEST(a_future_in_flight_is_not_set_up_again) {
  * done callback that detached it (sstm_thread_exit() detaches a descriptor
  * of sstm_desc_create()) got the process aborted at the worker's next
  * switch, without a word; the executor now puts the descriptor back and
- * goes on. A body that detached it inside its transaction leaves a
- * transaction that nothing can end: the process stops with a message. */
+ * goes on. (A body that detached it inside its transaction: the next
+ * test.) */
 static int done_exit_rc = 1;
 static void done_detaches(void *arg, int rc) {
   (void)arg;
