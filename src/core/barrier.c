@@ -6,7 +6,7 @@
  * A read is the seqlock read of docs/design/core.md (1): lock word, data,
  * acquire fence, lock word again, accepted if unchanged, unlocked and
  * covered by the snapshot (1.1-1.4). Its common case is the leaf function
- * sstm__load_fast of <schedstm/inline.h>; everything else starts over in
+ * sstm__load_fast of <schedstm/fastpath.h>; everything else starts over in
  * load_slow here: a newer version extends the snapshot (2), a lock held by
  * this attempt reads the redo log with the memory re-checked (3; this case
  * is tested first, in sstm__load_slow, as the read after write), a lock of
@@ -30,7 +30,7 @@
 
 /* The thread-local state of the engine (with the last error message of
  * core/error.c): the current descriptor, and the same
- * pointer as the inline fast path's prefix (schedstm/inline.h), which is
+ * pointer as the inline fast path's prefix (schedstm/fastpath.h), which is
  * never NULL, so the barrier needs no NULL test: without a descriptor it
  * points at a static prefix whose variant sends every access to the slow
  * path. Both change together, in sstm__set_cur only. */
@@ -260,7 +260,7 @@ static SSTM_NOINLINE uint64_t load_slow(struct sstm_desc *tx, const void *addr, 
   }
 }
 
-/* The read barrier: the leaf fast path of <schedstm/inline.h> (an unlocked
+/* The read barrier: the leaf fast path of <schedstm/fastpath.h> (an unlocked
  * stripe whose version the snapshot covers; the same seqlock read as
  * load_slow, (1.1-1.4)); anything else starts over in load_slow. */
 SSTM_INLINE uint64_t tx_load(struct sstm_desc *tx, const void *addr, unsigned size, unsigned V) {
@@ -535,7 +535,7 @@ SSTM_API uint64_t sstm__load_slow(const void *addr, unsigned size) {
  * returns of their own (see load_entry). First a sampled attempt's own
  * fast path (sstm__load_try_sampled; the inline mode tries it in its cold
  * function too, to keep the code inlined into the caller as it was), then
- * the read after write (<schedstm/inline.h>), then the general entry. The
+ * the read after write (<schedstm/fastpath.h>), then the general entry. The
  * random-delay build takes the general entry at once, keeping the delay
  * points of the slow path, and the debug build skips the read after write
  * here, keeping its test seam in load_own_mem. */
@@ -737,7 +737,7 @@ SSTM_API void sstm_store_bytes(void *dst, const void *src, size_t n) {
   store_bytes(tx, dst, src, n);
 }
 
-/* The descriptor prefix read by the inline fast path (<schedstm/inline.h>). */
+/* The descriptor prefix read by the fast paths (<schedstm/fastpath.h>). */
 #define SSTM_SAME_FIELD(f)                                                                         \
   _Static_assert(offsetof(struct sstm_desc, f) == offsetof(sstm__fast_t, f), "fast layout: " #f)
 SSTM_SAME_FIELD(variant);

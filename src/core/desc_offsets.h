@@ -17,7 +17,7 @@
 #define SSTM_DESC_OFF_CKPT 0xd0          /* sstm_ckpt_t ckpt */
 
 /* The thread-local pointer the begin starts from: sstm__fast_cur of
- * schedstm/inline.h under its exported name, which carries the inline
+ * schedstm/fastpath.h under its exported name, which carries the inline
  * generation (txn.c checks SSTM_DESC_INLINE_ABI against SSTM__INLINE_ABI;
  * a stale name fails the link). It is never NULL: a thread without a
  * descriptor has a static prefix whose gate word is under

@@ -13,7 +13,7 @@
  * stripe. The lock bit is the top bit, so an unlocked word is its version
  * and every locked word is larger than every version: "unlocked, with a
  * version the snapshot covers" is the single unsigned comparison
- * l <= end, which the read fast path uses (include/schedstm/inline.h). A locked word names the
+ * l <= end, which the read fast path uses (include/schedstm/fastpath.h). A locked word names the
  * owning attempt by descriptor slot and the low 48 bits of the attempt serial, not by a pointer
  * into its write set: this lets any thread decide from the lock word alone whether the owner is a
  * given attempt (see the lock take-over of killed transactions, core.md (6.4)); an attempt is

@@ -21,7 +21,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include <schedstm/inline.h> /* sstm__word_hash, the entry layouts */
+#include <schedstm/fastpath.h> /* sstm__word_hash, the entry layouts */
 
 /* A read-set entry is the ownership record read, and nothing else: the
  * version seen need not be kept, because it was <= end when it was read and
@@ -81,7 +81,7 @@ bool sstm__sets_init(sstm_rset_t *rs, sstm_wset_t *ws, sstm_lset_t *ls);
 void sstm__sets_fini(sstm_rset_t *rs, sstm_wset_t *ws, sstm_lset_t *ls);
 
 /* The inline read-after-write path probes the index too
- * (<schedstm/inline.h>): one hash for both. */
+ * (<schedstm/fastpath.h>): one hash for both. */
 static inline uint32_t sstm_word_hash(uintptr_t word) { return sstm__word_hash(word); }
 static inline uint64_t sstm_bloom_bit(uintptr_t word) {
   return 1ull << (((uint64_t)word >> 3) & 63);

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Internal unit test: the read after write of <schedstm/inline.h>
+/* Internal unit test: the read after write of <schedstm/fastpath.h>
  * (sstm__load_own, which the inline barriers' sstm__load_refused<N> and the
  * exported loads' cold path call once they have found the stripe's lock
  * word equal to the attempt's own) re-checks the lock word after its data
