@@ -3,13 +3,13 @@
 # Install schedstm into a temporary prefix and build small consumers against
 # the installed copy only: through pkg-config (shared and static) and through
 # find_package(schedstm) (schedstm::schedstm and schedstm::schedstm_static),
-# then run them. Also compiles every installed header on its own (C, and the
-# umbrella header as C++ when g++ is present). Checks that the version says
-# what the ABI promises: on 0.x the soname is libschedstm.so.0.MINOR and
-# find_package accepts only the same MAJOR.MINOR; from 1.0 the soname is
-# libschedstm.so.MAJOR and find_package accepts the same MAJOR. Also
-# configures schedstm inside a parent project (add_subdirectory) and for a
-# target that is not x86-64.
+# then run them. Also compiles every installed header on its own, as C and
+# as C++ (g++ required), with and without SSTM_INLINE_BARRIERS. Checks that
+# the version says what the ABI promises: on 0.x the soname is
+# libschedstm.so.0.MINOR and find_package accepts only the same MAJOR.MINOR;
+# from 1.0 the soname is libschedstm.so.MAJOR and find_package accepts the
+# same MAJOR. Also configures schedstm inside a parent project
+# (add_subdirectory) and for a target that is not x86-64.
 #
 #   scripts/check-install.sh              configure and build a fresh copy
 #   scripts/check-install.sh BUILD_DIR    install an already built tree

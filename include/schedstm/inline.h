@@ -34,7 +34,8 @@ SSTM_API uint64_t sstm__load_slow(const void *addr, unsigned size);
 SSTM_API void sstm__store_slow(void *addr, uint64_t v, unsigned size);
 
 #if defined(SSTM_INLINE_BARRIERS)
-/* The calling thread's descriptor prefix, never NULL (see sstm__load_try). */
+/* The calling thread's descriptor prefix, never NULL (see sstm__load_gate in
+ * <schedstm/fastpath.h>). */
 extern __thread sstm__fast_t *sstm__fast_cur __attribute__((tls_model("initial-exec")));
 
 /* The slow path through a cold function: the compiler then moves it out of
