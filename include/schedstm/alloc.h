@@ -64,14 +64,14 @@ SSTM_EXTERN_C_BEGIN
  * or lock when the block comes from the cache.
  * @param size bytes to allocate
  * @return the block, or NULL (errno ENOMEM) */
-SSTM_API void *sstm_malloc(size_t size);
+SSTM_API SSTM_NOPLT void *sstm_malloc(size_t size);
 /** calloc inside a transaction: n * size zeroed bytes, with the contract of
  * sstm_malloc() (released on abort, a malloc block, the block cache). NULL
  * also when n * size overflows.
  * @param n number of elements
  * @param size bytes per element
  * @return the zeroed block, or NULL (errno ENOMEM) */
-SSTM_API void *sstm_calloc(size_t n, size_t size);
+SSTM_API SSTM_NOPLT void *sstm_calloc(size_t n, size_t size);
 
 /** realloc for blocks that transactions may read: a block of at least n
  * bytes whose first min(n, old size) bytes are p's, where the old size is
@@ -99,7 +99,7 @@ SSTM_API void *sstm_calloc(size_t n, size_t size);
  * @param p a malloc block (sstm_malloc(), sstm_calloc(), malloc()), or NULL
  * @param n bytes wanted
  * @return the block (p or a new one), or NULL (n == 0, or errno set) */
-SSTM_API void *sstm_realloc(void *p, size_t n);
+SSTM_API SSTM_NOPLT void *sstm_realloc(void *p, size_t n);
 
 /** Free inside a transaction: deferred until commit and the grace period. If
  * the transaction aborts the free is forgotten. p may be NULL. Outside a
@@ -127,7 +127,7 @@ SSTM_API void *sstm_realloc(void *p, size_t n);
  * program or a library) and a second free of a block in one transaction;
  * if the handler returns, that free is ignored.
  * @param p a malloc block (sstm_malloc(), sstm_calloc(), malloc()), or NULL */
-SSTM_API void sstm_free(void *p);
+SSTM_API SSTM_NOPLT void sstm_free(void *p);
 
 /** Release retired memory whose grace period has elapsed: the calling
  * thread's own retired blocks (its pending batch is closed first) and those

@@ -32,6 +32,22 @@
  * SSTM_API are exported; the library is built with -fvisibility=hidden. */
 #define SSTM_API __attribute__((visibility("default")))
 
+/** Marks a hot entry point of the library (the typed loads and stores,
+ * begin, commit, allocation): a program compiled with GCC calls it
+ * through its GOT entry, not through a PLT stub (GCC's noplt attribute,
+ * what -fno-plt does for every call), which saves a jump per call when the
+ * program links the shared library, and nothing when it links the static
+ * one (the linker turns the call into a direct one). Empty where the
+ * compiler has no such attribute (clang). */
+#if defined(__has_attribute)
+#if __has_attribute(noplt) && !defined(__clang__)
+#define SSTM_NOPLT __attribute__((noplt))
+#endif
+#endif
+#ifndef SSTM_NOPLT
+#define SSTM_NOPLT
+#endif
+
 /** Major version of the headers (and of the library they belong to). */
 #define SSTM_VERSION_MAJOR 0
 /** Minor version of the headers. */

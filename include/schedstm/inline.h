@@ -27,11 +27,11 @@
 SSTM_EXTERN_C_BEGIN
 
 /* The general read (any variant, alignment, or misuse), exported. */
-SSTM_API uint64_t sstm__load_slow(const void *addr, unsigned size);
+SSTM_API SSTM_NOPLT uint64_t sstm__load_slow(const void *addr, unsigned size);
 /* The general store of the `size` (1, 2, 4 or 8) low bytes of v at addr:
  * what the exported typed store of that width does (any variant,
  * alignment, or misuse), exported for the inline stores. */
-SSTM_API void sstm__store_slow(void *addr, uint64_t v, unsigned size);
+SSTM_API SSTM_NOPLT void sstm__store_slow(void *addr, uint64_t v, unsigned size);
 
 #if defined(SSTM_INLINE_BARRIERS)
 /* The calling thread's descriptor prefix, never NULL (see sstm__load_gate in

@@ -91,7 +91,7 @@ typedef struct sstm_attr {
  * @param fn the body; it may run several times (once per attempt)
  * @param arg passed to fn
  * @return 0, SSTM_ECANCELED, SSTM_ENOTHREAD or SSTM_EINVAL */
-SSTM_API int sstm_run(const sstm_attr_t *attr, void (*fn)(void *arg), void *arg);
+SSTM_API SSTM_NOPLT int sstm_run(const sstm_attr_t *attr, void (*fn)(void *arg), void *arg);
 
 /* ---- the inline form ------------------------------------------------- */
 
@@ -126,14 +126,14 @@ typedef struct sstm_ckpt {
 #define SSTM_CKPT_USES_LIBC 1
 #define sstm__ckpt_save(c) _setjmp(*(jmp_buf *)(void *)(c))
 #else
-SSTM_API int sstm__ckpt_save(sstm_ckpt_t *c) __attribute__((returns_twice));
+SSTM_API SSTM_NOPLT int sstm__ckpt_save(sstm_ckpt_t *c) __attribute__((returns_twice));
 /* Internal: sstm__begin and, for the outermost begin, sstm__ckpt_save in
  * one call (one call and one descriptor lookup per transaction instead of
  * two). Returns SSTM__CKPT_START, and the restart code when resumed. */
-SSTM_API int sstm__begin_ckpt(const sstm_attr_t *attr) __attribute__((returns_twice));
+SSTM_API SSTM_NOPLT int sstm__begin_ckpt(const sstm_attr_t *attr) __attribute__((returns_twice));
 #endif
 /* Internal: begin (returns the checkpoint to save, or NULL when nested). */
-SSTM_API sstm_ckpt_t *sstm__begin(const sstm_attr_t *attr);
+SSTM_API SSTM_NOPLT sstm_ckpt_t *sstm__begin(const sstm_attr_t *attr);
 
 /** Open an atomic block (the inline form, see the file comment): the
  * statements up to SSTM_ATOMIC_END() run as one transaction, and a restart
@@ -213,7 +213,7 @@ SSTM_API int sstm__atomic_end_error(int rc);
  * active (debug builds first report the misuse to the misuse handler, whose
  * default prints it and aborts).
  * @return 0 or SSTM_ENOTX */
-SSTM_API int sstm_commit(void);
+SSTM_API SSTM_NOPLT int sstm_commit(void);
 
 /** Abort the current transaction and restart it (STAMP's TM_RESTART). The
  * contention manager's abort hook runs before the restart. Does not return.
@@ -377,13 +377,13 @@ static inline double sstm_load_double(const double *a) {
  * @param addr the address, any alignment
  * @return the value as of the transaction's snapshot, or its own write;
  *         0 after misuse (a handler that returned) */
-SSTM_API uint8_t sstm_load_u8(const uint8_t *addr);
-SSTM_API uint16_t sstm_load_u16(const uint16_t *addr);
-SSTM_API uint32_t sstm_load_u32(const uint32_t *addr);
-SSTM_API uint64_t sstm_load_u64(const uint64_t *addr);
-SSTM_API void *sstm_load_ptr(void *const *addr);
-SSTM_API float sstm_load_float(const float *addr);
-SSTM_API double sstm_load_double(const double *addr);
+SSTM_API SSTM_NOPLT uint8_t sstm_load_u8(const uint8_t *addr);
+SSTM_API SSTM_NOPLT uint16_t sstm_load_u16(const uint16_t *addr);
+SSTM_API SSTM_NOPLT uint32_t sstm_load_u32(const uint32_t *addr);
+SSTM_API SSTM_NOPLT uint64_t sstm_load_u64(const uint64_t *addr);
+SSTM_API SSTM_NOPLT void *sstm_load_ptr(void *const *addr);
+SSTM_API SSTM_NOPLT float sstm_load_float(const float *addr);
+SSTM_API SSTM_NOPLT double sstm_load_double(const double *addr);
 #endif
 /** @} */
 
@@ -424,13 +424,13 @@ static inline void sstm_store_double(double *a, double v) {
  * handler that returned).
  * @param addr the address, any alignment
  * @param v the value */
-SSTM_API void sstm_store_u8(uint8_t *addr, uint8_t v);
-SSTM_API void sstm_store_u16(uint16_t *addr, uint16_t v);
-SSTM_API void sstm_store_u32(uint32_t *addr, uint32_t v);
-SSTM_API void sstm_store_u64(uint64_t *addr, uint64_t v);
-SSTM_API void sstm_store_ptr(void **addr, void *v);
-SSTM_API void sstm_store_float(float *addr, float v);
-SSTM_API void sstm_store_double(double *addr, double v);
+SSTM_API SSTM_NOPLT void sstm_store_u8(uint8_t *addr, uint8_t v);
+SSTM_API SSTM_NOPLT void sstm_store_u16(uint16_t *addr, uint16_t v);
+SSTM_API SSTM_NOPLT void sstm_store_u32(uint32_t *addr, uint32_t v);
+SSTM_API SSTM_NOPLT void sstm_store_u64(uint64_t *addr, uint64_t v);
+SSTM_API SSTM_NOPLT void sstm_store_ptr(void **addr, void *v);
+SSTM_API SSTM_NOPLT void sstm_store_float(float *addr, float v);
+SSTM_API SSTM_NOPLT void sstm_store_double(double *addr, double v);
 #endif
 /** @} */
 
@@ -449,8 +449,8 @@ SSTM_API void sstm_store_double(double *addr, double v);
  * @param src what to copy: transactional memory (sstm_load_bytes), private
  *            memory (sstm_store_bytes)
  * @param n bytes to copy, any number */
-SSTM_API void sstm_load_bytes(void *dst, const void *src, size_t n);
-SSTM_API void sstm_store_bytes(void *dst, const void *src, size_t n);
+SSTM_API SSTM_NOPLT void sstm_load_bytes(void *dst, const void *src, size_t n);
+SSTM_API SSTM_NOPLT void sstm_store_bytes(void *dst, const void *src, size_t n);
 /** @} */
 
 /** @name Signed convenience wrappers: loads
