@@ -46,7 +46,10 @@
  *       one priority, W us of work and a few transactional accesses each;
  *       completed requests per second per mode, and the median and
  *       range of the per-round ratios to none (each round runs every mode
- *       once, in an order rotating with the round). --modes runs some
+ *       once, in an order rotating with the round), with a 95 % bootstrap
+ *       interval of that median from 5 rounds on (percentile method, 2000
+ *       resamples, a fixed seed: the same rounds give the same interval;
+ *       the method of bench/harness/summary.py's sweeps). --modes runs some
  *       modes only: one mode per process is what an instruction count
  *       (valgrind --tool=callgrind) of each needs.
  *
@@ -544,6 +547,43 @@ static void work_body(void *a) {
     sstm_store_u64(&counters[(k + i * 8) % 64], sstm_load_u64(&counters[(k + i * 8) % 64]) + 1);
 }
 
+/* The median of the n values of v, which it sorts. */
+static double median_sorted(double *v, long n) {
+  qsort(v, (size_t)n, sizeof(double), cmp_dbl);
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/* A 95 % bootstrap interval of the median of the n values of v
+ * (percentile method: the 2.5th and 97.5th percentiles of the medians of
+ * 2000 resamples with replacement), with a fixed seed, so that the same
+ * values always give the same interval. False when out of memory. */
+static bool median_interval(const double *v, long n, double *lo, double *hi) {
+  enum { RESAMPLES = 2000 };
+  double *med = malloc(sizeof(double) * RESAMPLES), *s = malloc(sizeof(double) * (size_t)n);
+  if (!med || !s) {
+    free(med);
+    free(s);
+    return false;
+  }
+  uint64_t x = 0x9e3779b97f4a7c15ull; /* xorshift64 */
+  for (int b = 0; b < RESAMPLES; b++) {
+    for (long i = 0; i < n; i++) {
+      x ^= x << 13;
+      x ^= x >> 7;
+      x ^= x << 17;
+      s[i] = v[x % (uint64_t)n];
+    }
+    med[b] = median_sorted(s, n);
+  }
+  qsort(med, RESAMPLES, sizeof(double), cmp_dbl);
+  /* the quantiles' indices of bench/harness/summary.py's median_interval */
+  *lo = med[(RESAMPLES - 1) * 25 / 1000];
+  *hi = med[(RESAMPLES - 1) * 975 / 1000];
+  free(med);
+  free(s);
+  return true;
+}
+
 static void overhead(int argc, char **argv) {
   long rounds = 3, requests = 20000;
   bool use[NMODES] = {true, true, true};
@@ -602,19 +642,23 @@ static void overhead(int argc, char **argv) {
     if (!use[m]) continue;
     /* Paired ratios exist only when none ran too. */
     double med = 0, lo = 0, hi = 0;
+    char ci[96] = "";
     if (use[0]) {
       for (long r = 0; r < rounds; r++)
         ratio[r] = t[r * NMODES] / t[r * NMODES + m];
-      qsort(ratio, (size_t)rounds, sizeof(double), cmp_dbl);
-      med = rounds % 2 ? ratio[rounds / 2] : (ratio[rounds / 2 - 1] + ratio[rounds / 2]) / 2;
+      double ilo, ihi;
+      if (rounds >= 5 && median_interval(ratio, rounds, &ilo, &ihi))
+        snprintf(ci, sizeof ci,
+                 ",\"round_ratio_median_lo95\":%.4f,\"round_ratio_median_hi95\":%.4f", ilo, ihi);
+      med = median_sorted(ratio, rounds);
       lo = ratio[0];
       hi = ratio[rounds - 1];
     }
     printf("{\"bench\":\"exec-overhead\",\"mode\":\"%s\",\"work_us\":%u,\"requests\":%ld,"
            "\"rounds\":%ld,\"per_s\":%.0f,\"ratio_to_none\":%.4f,\"round_ratio_median\":%.4f,"
-           "\"round_ratio_min\":%.4f,\"round_ratio_max\":%.4f}\n",
+           "\"round_ratio_min\":%.4f,\"round_ratio_max\":%.4f%s}\n",
            sstm_exec_preempt_name(modes[m]), work_us, requests, rounds,
-           requests * rounds / total[m], use[0] ? total[0] / total[m] : 0.0, med, lo, hi);
+           requests * rounds / total[m], use[0] ? total[0] / total[m] : 0.0, med, lo, hi, ci);
   }
   free(ratio);
   free(t);
