@@ -187,6 +187,15 @@ if command -v pkg-config >/dev/null 2>&1; then
   run gcc -std=c11 -Wall -Werror $(pkg-config --cflags schedstm) "$work/consumer.c" \
     -o "$work/pc_shared" $(pkg-config --libs schedstm) || fail "build with pkg-config (shared)"
   check_binary "$work/pc_shared" shared
+  # The hot entry points are SSTM_NOPLT (<schedstm/common.h>): a program built
+  # with GCC that links the shared library calls them through the GOT, not
+  # through a PLT stub.
+  calls=$(objdump -d --no-show-raw-insn "$work/pc_shared")
+  plt=$(grep -cE 'call +[0-9a-f]+ <sstm_(load_u64|store_u64|run)@plt>' <<<"$calls" || true)
+  got=$(grep -cE 'call +\*.*<sstm_(load_u64|store_u64|run)@' <<<"$calls" || true)
+  [ "$plt" -eq 0 ] && [ "$got" -ge 3 ] ||
+    fail "pc_shared: sstm_load_u64, sstm_store_u64, sstm_run: $plt calls through the PLT, $got through the GOT"
+  ok "pc_shared: sstm_load_u64, sstm_store_u64 and sstm_run called through the GOT ($got calls), none through a PLT stub"
   # Static: the same flags with --static, the archive chosen explicitly.
   # shellcheck disable=SC2046
   run gcc -std=c11 -Wall -Werror $(pkg-config --cflags schedstm) "$work/consumer.c" \
