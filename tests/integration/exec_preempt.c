@@ -14,12 +14,13 @@
  *                  priority, and at the end); every transfer's FP/SIMD and
  *                  general registers, kept live across the preemptions,
  *                  come out as computed beforehand. Goes on until enough
- *                  preemptions and migrations were seen. On one CPU the
- *                  submitter waits for a context by polling with short
- *                  sleeps instead of blocking: blocked, it would only run
- *                  when a request ends, and the worker that ended it would
- *                  take each high-priority request at its boundary, so
- *                  that almost none preempts (one in thousands).
+ *                  preemptions and migrations were seen. The submitter
+ *                  waits for a context by polling with short sleeps
+ *                  instead of blocking: blocked, on CPUs busier than the
+ *                  test it would only run when a request ends, and the
+ *                  worker that ended it would take each high-priority
+ *                  request at its boundary, so that almost none preempts
+ *                  (one in hundreds to thousands).
  *   engine_storm   a 50 us tick and a flood of higher-priority requests
  *                  while the bodies spend most of their time inside the
  *                  library (allocation, loads, stores, commits): a switch
@@ -555,19 +556,16 @@ static uint64_t total_preemptions(sstm_exec_t *ex, unsigned levels) {
   return p;
 }
 
-/* Submit q, waiting for a free context. With more CPUs than one, in
- * sstm_exec_submit. On one CPU, by polling sstm_exec_try_submit with short
- * sleeps: a submitter blocked in sstm_exec_submit is woken by a request's
- * end and runs while the worker that ended it stands at its boundary, and
- * that worker, the next to run, takes the new request from the queue
- * before the kicked one can be preempted for it. A timer's wake-up lands
- * while both workers are inside requests, as with a submitter on a CPU of
- * its own. */
-static void bank_submit(sstm_exec_t *ex, const sstm_exec_req_t *q, bool one_cpu) {
-  if (!one_cpu) {
-    CHECK_OK(sstm_exec_submit(ex, q));
-    return;
-  }
+/* Submit q, waiting for a free context by polling sstm_exec_try_submit
+ * with short sleeps. A submitter blocked in sstm_exec_submit would be
+ * woken by a request's end; whenever the CPUs are busier than the test
+ * (one CPU, or other processes beside it), it then runs while the worker
+ * that ended that request stands at its boundary, and that worker takes
+ * the new request from the queue before a busy one can be preempted for
+ * it: one preemption in hundreds to thousands of requests. A timer's
+ * wake-up lands while both workers are inside requests, as with a
+ * submitter on a CPU of its own. */
+static void bank_submit(sstm_exec_t *ex, const sstm_exec_req_t *q) {
   int rc;
   while ((rc = sstm_exec_try_submit(ex, q)) == SSTM_EAGAIN)
     nanosleep(&(struct timespec){.tv_nsec = 50 * 1000}, NULL);
@@ -579,9 +577,6 @@ static void bank_submit(sstm_exec_t *ex, const sstm_exec_req_t *q, bool one_cpu)
  * context (backpressure), so the workers are always busy. */
 static void run_bank(unsigned tick_us, uint64_t min_preempt, uint64_t min_migr) {
   init_lib();
-  cpu_set_t allowed;
-  CHECK_EQ_I(sched_getaffinity(0, sizeof allowed, &allowed), 0);
-  const bool one_cpu = CPU_COUNT(&allowed) == 1;
   for (int i = 0; i < NACC; i++)
     accounts[i] = INITIAL;
   sstm_exec_config_t c = xcfg(2, 8);
@@ -637,14 +632,13 @@ static void run_bank(unsigned tick_us, uint64_t min_preempt, uint64_t min_migr) 
                             .done = xfer_done,
                             .done_arg = x};
     }
-    bank_submit(ex, &q, one_cpu);
+    bank_submit(ex, &q);
   }
   char buf[1024];
   sstm_exec_describe(ex, buf, sizeof buf);
   CHECK_OK(sstm_exec_destroy(ex)); /* drains */
-  printf("bank%s: %llu requests, %llu preemptions, %llu migrated, %llu register checks; %s\n",
-         one_cpu ? " (one CPU: the submitter polls)" : "", (unsigned long long)n,
-         (unsigned long long)preempt,
+  printf("bank: %llu requests, %llu preemptions, %llu migrated, %llu register checks; %s\n",
+         (unsigned long long)n, (unsigned long long)preempt,
          (unsigned long long)atomic_load_explicit(&migrated, memory_order_seq_cst),
          (unsigned long long)atomic_load_explicit(&fp_checked, memory_order_seq_cst), buf);
   int64_t sum = 0;
