@@ -60,7 +60,7 @@ SSTM_EXTERN_C_BEGIN
  * NULL on allocation failure (sstm_calloc also when n * size overflows;
  * errno is then ENOMEM). If the transaction's allocation log itself
  * cannot grow to record the block, the process ends (message on stderr,
- * then abort()), as for the other logs (<schedstm/tx.h>). No system call
+ * then abort()), as for the other logs (<schedstm/access.h>). No system call
  * or lock when the block comes from the cache.
  * @param size bytes to allocate
  * @return the block, or NULL (errno ENOMEM) */

@@ -3,7 +3,7 @@
  * The type-generic access form, SSTM_LOAD(lvalue) and
  * SSTM_STORE(lvalue, value).
  *
- * The typed loads and stores of <schedstm/tx.h> name the width of the
+ * The typed loads and stores of <schedstm/access.h> name the width of the
  * access (sstm_load_u32, sstm_store_float, ...). Code written for another
  * STM, or macros that wrap one (STAMP's TM_SHARED_READ and friends), often
  * know only the lvalue: these macros pick the typed function from the
@@ -31,7 +31,7 @@
 #ifndef SCHEDSTM_GENERIC_H
 #define SCHEDSTM_GENERIC_H
 
-#include <schedstm/tx.h>
+#include <schedstm/access.h>
 
 /**
  * @def SSTM_LOAD(lvalue)
@@ -47,7 +47,7 @@
  * - object pointers (`struct node *`, `const char *`, `void *`).
  *
  * The access is exactly `sizeof lvalue` bytes at `&lvalue` through the typed
- * function of <schedstm/tx.h> (sstm_load_u8 ... sstm_load_u64,
+ * function of <schedstm/access.h> (sstm_load_u8 ... sstm_load_u64,
  * sstm_load_float, sstm_load_double, sstm_load_ptr), and the result has the
  * lvalue's (unqualified) type. Any other type (a struct or union, `long
  * double`, a complex type, an integer wider than 8 bytes) is a compile-time

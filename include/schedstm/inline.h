@@ -169,6 +169,59 @@ static inline __attribute__((always_inline)) bool sstm__store_own(sstm__fast_t *
   __atomic_store_n(&ws->n, n + 1, __ATOMIC_RELAXED);
   return true;
 }
+
+/* The typed loads of <schedstm/access.h> (the contract stated there), inline:
+ * sstm__load_inline. */
+static inline uint8_t sstm_load_u8(const uint8_t *a) { return (uint8_t)sstm__load_inline(a, 1); }
+static inline uint16_t sstm_load_u16(const uint16_t *a) {
+  return (uint16_t)sstm__load_inline(a, 2);
+}
+static inline uint32_t sstm_load_u32(const uint32_t *a) {
+  return (uint32_t)sstm__load_inline(a, 4);
+}
+static inline uint64_t sstm_load_u64(const uint64_t *a) { return sstm__load_inline(a, 8); }
+static inline void *sstm_load_ptr(void *const *a) {
+  return (void *)(uintptr_t)sstm__load_inline(a, 8);
+}
+static inline float sstm_load_float(const float *a) {
+  uint32_t b = (uint32_t)sstm__load_inline(a, 4);
+  float f;
+  __builtin_memcpy(&f, &b, 4);
+  return f;
+}
+static inline double sstm_load_double(const double *a) {
+  uint64_t b = sstm__load_inline(a, 8);
+  double d;
+  __builtin_memcpy(&d, &b, 8);
+  return d;
+}
+
+/* The typed stores of <schedstm/access.h>, inline: sstm__store_own for a
+ * stripe the attempt already holds; every other store goes to the
+ * library's general entry, sstm__store_slow. */
+#define SSTM__STORE_INLINE(T, bits)                                                                \
+  static inline void sstm_store_u##bits(T *a, T v) {                                               \
+    if (__builtin_expect(!sstm__store_own(sstm__fast_cur, a, v, sizeof(T)), 0))                    \
+      sstm__store_slow(a, v, sizeof(T));                                                           \
+  }
+SSTM__STORE_INLINE(uint8_t, 8)
+SSTM__STORE_INLINE(uint16_t, 16)
+SSTM__STORE_INLINE(uint32_t, 32)
+SSTM__STORE_INLINE(uint64_t, 64)
+#undef SSTM__STORE_INLINE
+static inline void sstm_store_ptr(void **a, void *v) {
+  sstm_store_u64((uint64_t *)(void *)a, (uint64_t)(uintptr_t)v);
+}
+static inline void sstm_store_float(float *a, float v) {
+  uint32_t b;
+  __builtin_memcpy(&b, &v, 4);
+  sstm_store_u32((uint32_t *)(void *)a, b);
+}
+static inline void sstm_store_double(double *a, double v) {
+  uint64_t b;
+  __builtin_memcpy(&b, &v, 8);
+  sstm_store_u64((uint64_t *)(void *)a, b);
+}
 #endif
 
 SSTM_EXTERN_C_END

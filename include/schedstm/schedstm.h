@@ -23,6 +23,7 @@
 #ifndef SCHEDSTM_H
 #define SCHEDSTM_H
 
+#include <schedstm/access.h>
 #include <schedstm/alloc.h>
 #include <schedstm/cm.h>
 #include <schedstm/common.h>
@@ -30,6 +31,7 @@
 #include <schedstm/exec.h>
 #include <schedstm/generic.h>
 #include <schedstm/hooks.h>
+#include <schedstm/inline.h>
 #include <schedstm/map.h>
 #include <schedstm/sched.h>
 #include <schedstm/stats.h>

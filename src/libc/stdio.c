@@ -75,6 +75,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <schedstm/access.h>
 #include <schedstm/alloc.h>
 #include <schedstm/stdio.h>
 #include <schedstm/thread.h>
