@@ -59,12 +59,25 @@
 #                                             ahead of them
 #   RUN_ALL_BUILD_NICE=5                      niceness added to the builds that run
 #                                             beside tests (all but the first)
+#   RUN_ALL_LOAD=0                            busy loops to run beside the whole run,
+#                                             0..64: the suite on a host whose CPUs
+#                                             other programs want too, as a shared CI
+#                                             runner's can be (tests/README.md)
 set -u
 
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
 jobs=${RUN_ALL_JOBS:-2}
 parts=${RUN_ALL_PARTS:-"normal asan tsan delay debug clang format"}
+
+case ${RUN_ALL_LOAD:-0} in
+'' | *[!0-9]*) load_bad=1 ;;
+*) if [ "${RUN_ALL_LOAD:-0}" -gt 64 ]; then load_bad=1; else load_bad=0; fi ;;
+esac
+if [ "$load_bad" = 1 ]; then
+  echo "RUN_ALL_LOAD=${RUN_ALL_LOAD}: must be a whole number of busy loops, 0 to 64" >&2
+  exit 2
+fi
 
 start_all=$(date +%s)
 mkdir -p "$root/build"
@@ -92,6 +105,26 @@ fi
 if ! "$root/scripts/install-deps.sh" --tests; then
   echo "install-deps.sh --tests failed: the parts that need clang or clang-format, and the" \
     "test that needs doxygen, are skipped"
+fi
+
+# RUN_ALL_LOAD busy loops, at the suite's own priority, for the whole run.
+# Each loop ends by itself once this script has gone (it looks for the
+# script's /proc entry between rounds), and the EXIT trap ends them at once.
+load_pids=()
+stop_load() {
+  if [ ${#load_pids[@]} -gt 0 ]; then kill "${load_pids[@]}" 2>/dev/null; fi
+}
+if [ "${RUN_ALL_LOAD:-0}" -gt 0 ]; then
+  for ((li = 0; li < RUN_ALL_LOAD; li++)); do
+    (
+      while [ -e "/proc/$$" ]; do
+        for ((lj = 0; lj < 100000; lj++)); do :; done
+      done
+    ) &
+    load_pids+=($!)
+  done
+  trap stop_load EXIT
+  echo "=== ${RUN_ALL_LOAD} busy loop(s) beside the whole run (RUN_ALL_LOAD)"
 fi
 
 # ccache: the cache is keyed by the compiler, its arguments and the
