@@ -70,11 +70,12 @@ root=$(cd "$here/.." && pwd)
 jobs=${RUN_ALL_JOBS:-2}
 parts=${RUN_ALL_PARTS:-"normal asan tsan delay debug clang format"}
 
-case ${RUN_ALL_LOAD:-0} in
-'' | *[!0-9]*) load_bad=1 ;;
-*) if [ "${RUN_ALL_LOAD:-0}" -gt 64 ]; then load_bad=1; else load_bad=0; fi ;;
-esac
-if [ "$load_bad" = 1 ]; then
+# RUN_ALL_LOAD is read as decimal (a leading zero does not make it octal,
+# as it would in $((...))), and its digits are counted before any
+# arithmetic, so that a number too long for it is refused too.
+if [[ ${RUN_ALL_LOAD:-0} =~ ^0*([0-9]{1,2})$ ]] && [ $((10#${BASH_REMATCH[1]})) -le 64 ]; then
+  load=$((10#${BASH_REMATCH[1]}))
+else
   echo "RUN_ALL_LOAD=${RUN_ALL_LOAD}: must be a whole number of busy loops, 0 to 64" >&2
   exit 2
 fi
@@ -114,8 +115,8 @@ load_pids=()
 stop_load() {
   if [ ${#load_pids[@]} -gt 0 ]; then kill "${load_pids[@]}" 2>/dev/null; fi
 }
-if [ "${RUN_ALL_LOAD:-0}" -gt 0 ]; then
-  for ((li = 0; li < RUN_ALL_LOAD; li++)); do
+if [ "$load" -gt 0 ]; then
+  for ((li = 0; li < load; li++)); do
     (
       while [ -e "/proc/$$" ]; do
         for ((lj = 0; lj < 100000; lj++)); do :; done
@@ -124,7 +125,7 @@ if [ "${RUN_ALL_LOAD:-0}" -gt 0 ]; then
     load_pids+=($!)
   done
   trap stop_load EXIT
-  echo "=== ${RUN_ALL_LOAD} busy loop(s) beside the whole run (RUN_ALL_LOAD)"
+  echo "=== $load busy loop(s) beside the whole run (RUN_ALL_LOAD)"
 fi
 
 # ccache: the cache is keyed by the compiler, its arguments and the
