@@ -24,7 +24,7 @@
 
 /* A row that cannot be allocated: the transaction can neither finish nor
  * report it through the profile's output, as the library does for its own
- * logs (<schedstm/tx.h>). */
+ * logs (<schedstm/access.h>). */
 static void *row_alloc(size_t size) {
   void *p = sstm_malloc(size);
   if (p == NULL) {

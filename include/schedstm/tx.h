@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /** @file
- * Transactions and transactional accesses.
+ * Transactions: begin, commit, restart, cancel, irrevocability, commit and
+ * abort actions, the privatization barrier, the misuse handler. The loads
+ * and stores inside them are <schedstm/access.h>'s.
  *
  * Two ways to run a block atomically:
  *

@@ -60,7 +60,6 @@
  *                  depends on run times: tests/internal/exec_inherit_run.c.)
  */
 #define _GNU_SOURCE
-#include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
