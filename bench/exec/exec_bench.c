@@ -72,6 +72,8 @@
 
 #include <schedstm/schedstm.h>
 
+#include "bench_util.h"
+
 static uint64_t now_ns(void) {
   struct timespec t;
   clock_gettime(CLOCK_MONOTONIC, &t);
@@ -565,14 +567,11 @@ static bool median_interval(const double *v, long n, double *lo, double *hi) {
     free(s);
     return false;
   }
-  uint64_t x = 0x9e3779b97f4a7c15ull; /* xorshift64 */
+  bench_rng_t rng;
+  bench_rng_seed(&rng, 1, 0);
   for (int b = 0; b < RESAMPLES; b++) {
-    for (long i = 0; i < n; i++) {
-      x ^= x << 13;
-      x ^= x >> 7;
-      x ^= x << 17;
-      s[i] = v[x % (uint64_t)n];
-    }
+    for (long i = 0; i < n; i++)
+      s[i] = v[bench_rng_below(&rng, (uint64_t)n)];
     med[b] = median_sorted(s, n);
   }
   qsort(med, RESAMPLES, sizeof(double), cmp_dbl);
