@@ -102,6 +102,12 @@ typedef struct sstm__fast {
 #define SSTM__V_SAMPLE 4
 #define SSTM__V_NONE 0x80
 
+/* The stripe's lock word of addr for `f`. */
+static inline __attribute__((always_inline)) uint64_t *sstm__lock_of(const sstm__fast_t *f,
+                                                                     const void *addr) {
+  return &f->locks[((uintptr_t)addr >> f->stripe_shift) & f->lock_mask];
+}
+
 /* The data read of the seqlock read ((1.2) in docs/design/core.md): a
  * naturally aligned relaxed load of `size` bytes (1, 2, 4 or 8), so that a
  * small access never touches the bytes beside it. Relaxed: the acquire
@@ -176,7 +182,7 @@ sstm__load_own_try(const sstm__fast_t *f, const void *addr, unsigned size, uint6
   if (__atomic_load_n(&f->variant, __ATOMIC_RELAXED) != SSTM__V_ETL ||
       ((uintptr_t)addr & (size - 1)) != 0)
     return false;
-  const uint64_t *lk = &f->locks[((uintptr_t)addr >> f->stripe_shift) & f->lock_mask];
+  const uint64_t *lk = sstm__lock_of(f, addr);
   /* acquire: as in sstm__load_fast (1.1) */
   if (__atomic_load_n(lk, __ATOMIC_ACQUIRE) != f->owner_lw) return false;
   return sstm__load_own(f, lk, addr, size, out);
@@ -204,12 +210,6 @@ static inline __attribute__((always_inline)) bool sstm__load_fast_at(sstm__fast_
   }
   *out = v;
   return true;
-}
-
-/* The stripe's lock word of addr for `f`. */
-static inline __attribute__((always_inline)) uint64_t *sstm__lock_of(const sstm__fast_t *f,
-                                                                     const void *addr) {
-  return &f->locks[((uintptr_t)addr >> f->stripe_shift) & f->lock_mask];
 }
 
 /* Fast path of a naturally aligned read of `size` bytes. Returns true and

@@ -137,7 +137,7 @@ static inline __attribute__((always_inline)) bool sstm__store_own(sstm__fast_t *
   if (__atomic_load_n(&f->variant, __ATOMIC_RELAXED) != SSTM__V_ETL ||
       ((uintptr_t)addr & (size - 1)) != 0)
     return false;
-  const uint64_t *lk = &f->locks[((uintptr_t)addr >> f->stripe_shift) & f->lock_mask];
+  const uint64_t *lk = sstm__lock_of(f, addr);
   /* relaxed: this attempt stored its own lock word itself (its CAS comes
    * before in this thread), and nothing is read under the lock's protection
    * here: a stale "ours" is only possible for a killed attempt (above). */
