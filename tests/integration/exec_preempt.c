@@ -15,12 +15,8 @@
  *                  general registers, kept live across the preemptions,
  *                  come out as computed beforehand. Goes on until enough
  *                  preemptions and migrations were seen. The submitter
- *                  waits for a context by polling with short sleeps
- *                  instead of blocking: blocked, on CPUs busier than the
- *                  test it would only run when a request ends, and the
- *                  worker that ended it would take each high-priority
- *                  request at its boundary, so that almost none preempts
- *                  (one in hundreds to thousands).
+ *                  polls for a context instead of blocking (bank_submit
+ *                  says why).
  *   engine_storm   a 50 us tick and a flood of higher-priority requests
  *                  while the bodies spend most of their time inside the
  *                  library (allocation, loads, stores, commits): a switch
