@@ -40,8 +40,9 @@
  *       default slice of about 1.5-4 ms, or a woken thread with an earlier
  *       deadline), so they fall in proportion to the slice: far fewer
  *       involuntary context switches when threads far outnumber CPUs,
- *       fewer waits, more commits per CPU-second (docs/benchmarks.md, "Why
- *       lock holders are descheduled in their commit", has the figures).
+ *       fewer waits, more commits per CPU-second
+ *       (docs/benchmarks-history.md, "Why lock holders are descheduled in
+ *       their commit", has the figures).
  *       The cost is latency: a
  *       thread may wait a round of 100 ms slices for its CPU; the slice
  *       is given back when the regime ends (at each thread's next abort)
@@ -57,7 +58,8 @@
  * regime, or as soon as no more threads than CPUs ran transactions.
  * Oversubscribed, the threads that hold stripes are then mostly running
  * ones, not threads the scheduler took off their CPU mid-transaction
- * (docs/benchmarks.md, "Oversubscribed: admission by time slice"). A place
+ * (docs/benchmarks-history.md, "Oversubscribed: admission by time
+ * slice"). A place
  * belongs to a thread that runs transactions: it is given back when the
  * descriptor is detached (an executor's pause or request end) or released,
  * at the thread's first begin after its slice, before it sleeps (ser-block)
@@ -199,8 +201,8 @@ enum { A_SWITCHES = 4, A_EVALUATIONS = 5, A_SLICE_CHANGES = 6 };
  * 100 ms of CPU time instead of at every 4 ms tick past the default slice,
  * so far fewer lock holders are descheduled inside their commit, where no
  * policy may abort them and every thread that needs their stripes waits a
- * scheduling round (the file comment, and docs/benchmarks.md, "Why lock
- * holders are descheduled in their commit"). */
+ * scheduling round (the file comment, and docs/benchmarks-history.md, "Why
+ * lock holders are descheduled in their commit"). */
 #define OVER_SLICE_NS 100000000ull
 /* ... but only while the threads that ran transactions kept at least this
  * share of the CPUs busy (and until under OURS_LEAVE): EEVDF runs the
@@ -714,7 +716,8 @@ static const char *slice_note(void) {
  * about as many threads runnable as there are CPUs, and the kernel often
  * leaves one of them queued behind another on one CPU while the other CPU
  * idles, up to a scheduler tick: a woken successor placed on the busy CPU,
- * a holder preempted there (docs/benchmarks.md, "The gate's idle CPUs").
+ * a holder preempted there (docs/benchmarks-history.md, "The gate's idle
+ * CPUs").
  * Without the gate every CPU has threads of ours to run. So:
  *   GI_JUDGE  the gate admits; over GATE_IDLE_WINDOWS windows its idle
  *             time and commit rate are summed. Under GATE_IDLE_MAX of the

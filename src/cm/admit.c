@@ -31,11 +31,11 @@
  *
  * Why: with 32 threads per CPU and short transactions, many of the threads
  * that hold locks or have read stripes at a given moment are not running:
- * the scheduler took them off their CPU mid-transaction (docs/benchmarks.md,
- * "Why lock holders are descheduled in their commit"), and every running
- * thread that meets their stripes waits a scheduling round or aborts. With
- * admission, the threads that run transactions are about as many as the
- * CPUs.
+ * the scheduler took them off their CPU mid-transaction
+ * (docs/benchmarks-history.md, "Why lock holders are descheduled in their
+ * commit"), and every running thread that meets their stripes waits a
+ * scheduling round or aborts. With admission, the threads that run
+ * transactions are about as many as the CPUs.
  *
  * Where a thread waits: at the start of an attempt, in the engine's
  * admission hook (sstm__cm_admit_hook, iface/cm_services.h), which runs
@@ -153,8 +153,8 @@
  * tick (at HZ=250; a few times EEVDF's default slice): long enough that a
  * hand-over (a futex wake-up and a context switch) is a small part of the
  * slice, short enough that a waiter's turn comes within a few ticks
- * (docs/benchmarks.md, "Oversubscribed: admission by time slice", compares
- * 1, 4 and 16 ms). */
+ * (docs/benchmarks-history.md, "Oversubscribed: admission by time slice",
+ * compares 1, 4 and 16 ms). */
 #define ADMIT_SLICE_NS 4000000ull
 /* ... and begins between two looks at the clock while it holds one: a
  * slice ends at most this many begins late (a waiter may reclaim it from

@@ -557,9 +557,9 @@ static SSTM_COLD uint64_t load_general(const void *addr, unsigned size) {
  * read-only copy, placed after the ETL copy's return, with one (the jump
  * to it). When the copies shared one return, a read-only read took three
  * taken branches and cost TinySTM's time for fewer instructions
- * (docs/benchmarks.md, "The read-only read's taken branches"). Everything
- * else goes to load_general; the random-delay build always does (its
- * barriers have delay points). */
+ * (docs/benchmarks-history.md, "The read-only read's taken branches").
+ * Everything else goes to load_general; the random-delay build always
+ * does (its barriers have delay points). */
 SSTM_INLINE uint64_t load_entry(const void *addr, unsigned size) {
   uint64_t v;
   sstm__fast_t *f = sstm__fast_cur;

@@ -972,9 +972,9 @@ static SSTM_NOINLINE int commit_fast_wake(struct sstm_desc *tx) {
  * call, the read-only commit jumped over the call (one taken branch) and
  * the update commit took the call's jump; inlined, the compiler computes
  * the CAS's address before the write-set test, one more instruction on
- * every read-only commit (docs/benchmarks.md, "The read-only commit's
- * taken branch"). The variant is tested here, after the write-set test, so
- * that the read-only commit does not load it. */
+ * every read-only commit (docs/benchmarks-history.md, "The read-only
+ * commit's taken branch"). The variant is tested here, after the
+ * write-set test, so that the read-only commit does not load it. */
 SSTM_INLINE int commit_update_fast(struct sstm_desc *tx, uint64_t st) {
   /* relaxed: as every read of the variant byte (engine.h) */
   if (SSTM_UNLIKELY(atomic_load_explicit(&tx->variant, memory_order_relaxed) != SSTM_V_ETL))
