@@ -617,8 +617,8 @@ static void wake(_Atomic uint64_t *word, _Atomic uint32_t *waiters) {
  * (the next 16: with more threads than CPUs the other one is often
  * runnable on this CPU, and a yield hands the CPU over without the
  * wake-up a futex sleep costs the sleeper and the system call it costs
- * the releaser; docs/benchmarks.md, "One shared stream: waiting for the
- * turn with yields"); false from then on: the caller sleeps on a futex (a
+ * the releaser; docs/benchmarks-history.md, "One shared stream: waiting
+ * for the turn with yields"); false from then on: the caller sleeps on a futex (a
  * long wait, e.g. for a descheduled thread). */
 static inline bool wait_step(unsigned spin) {
   if (spin < 64) {
