@@ -238,7 +238,9 @@ SSTM_API char *sstm_fgets(char *s, int n, sstm_file_t *f);
  * @param size bytes per item
  * @param nmemb number of items
  * @param f the stream
- * @return the number of whole items read (fewer at end of file or error) */
+ * @return the number of whole items read (fewer at end of file or error);
+ *         0 with errno EINVAL for ptr NULL (size and nmemb not 0: nothing
+ *         is read), EBADF for f NULL or closed */
 SSTM_API size_t sstm_fread(void *ptr, size_t size, size_t nmemb, sstm_file_t *f);
 
 /** Read a line, growing *lineptr with realloc(3) as getline(3) does. The
@@ -283,7 +285,8 @@ SSTM_API int sstm_fputs(const char *s, sstm_file_t *f);
  * @param nmemb number of items
  * @param f the stream
  * @return nmemb, or fewer on error with errno: 0 when the call failed
- *         (nothing is written then); outside a transaction, when its own
+ *         (nothing is written then; errno EINVAL for ptr NULL with size
+ *         and nmemb not 0, EBADF for f NULL or closed); outside a transaction, when its own
  *         write after its commit failed, the whole items that stayed in
  *         the kernel (0 on a regular file, whose failed write is undone;
  *         on a pipe or socket, those written before the failure) */
@@ -294,8 +297,8 @@ SSTM_API size_t sstm_fwrite(const void *ptr, size_t size, size_t nmemb, sstm_fil
  * @param f the stream
  * @param fmt the format
  * @return the number of bytes written, or a negative number on error with
- *         errno (outside a transaction also when its own write after its
- *         commit failed, see sstm_fputs()) */
+ *         errno (EINVAL for fmt NULL; outside a transaction also when its
+ *         own write after its commit failed, see sstm_fputs()) */
 SSTM_API int sstm_fprintf(sstm_file_t *f, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 

@@ -3353,6 +3353,10 @@ static __attribute__((noinline)) size_t fread_kept(void *ptr, size_t size, size_
 }
 
 size_t sstm_fread(void *ptr, size_t size, size_t nmemb, sstm_file_t *f) {
+  if (__builtin_expect(ptr == NULL, 0) && size != 0 && nmemb != 0) {
+    errno = f == NULL ? EBADF : EINVAL; /* as sstm_fgets: nothing read */
+    return 0;
+  }
   if (tls_k.solo == f) return fread_kept(ptr, size, nmemb, f);
   return fread_general(ptr, size, nmemb, f);
 }
@@ -3528,11 +3532,19 @@ size_t sstm_fwrite(const void *ptr, size_t size, size_t nmemb, sstm_file_t *f) {
     return 0;
   }
   if (n == 0) return 0;
+  if (__builtin_expect(ptr == NULL, 0)) {
+    errno = f == NULL ? EBADF : EINVAL; /* as sstm_fputs: nothing written */
+    return 0;
+  }
   int64_t r = tls_k.solo == f ? write_kept(f, ptr, n) : do_write(f, ptr, n, sstm_txid(), true);
   return __builtin_expect(r == (int64_t)n, 1) ? nmemb : fwrite_short(r, n, nmemb);
 }
 
 int sstm_vfprintf(sstm_file_t *f, const char *fmt, va_list ap) {
+  if (fmt == NULL) { /* vsnprintf(3) would crash, or fail without errno */
+    errno = f == NULL ? EBADF : EINVAL;
+    return -1;
+  }
   char small[256];
   va_list ap2;
   va_copy(ap2, ap);

@@ -348,6 +348,52 @@ TEST(bad_arguments_are_refused) {
   teardown();
 }
 
+/* A NULL buffer or format is refused with EINVAL, as sstm_fputs and
+ * sstm_fgets refuse a NULL string, instead of a crash: outside and inside
+ * a transaction, on a stream that this thread keeps (solo mode's path)
+ * and one it does not; nothing is read or written, the position stays. */
+static void null_tx(void *arg) {
+  sstm_file_t *f = arg;
+  errno = 0;
+  CHECK_EQ_U(sstm_fwrite(NULL, 1, 3, f), 0);
+  CHECK_EQ_I(errno, EINVAL);
+  errno = 0;
+  CHECK_EQ_U(sstm_fread(NULL, 1, 3, f), 0);
+  CHECK_EQ_I(errno, EINVAL);
+  errno = 0;
+  CHECK_LT_I(sstm_fprintf(f, NULL), 0);
+  CHECK_EQ_I(errno, EINVAL);
+}
+
+TEST(null_buffer_or_format_is_refused_with_einval) {
+  setup();
+  sstm_file_t *f = sstm_fopen(path, "w+");
+  CHECK_NOT_NULL(f);
+  CHECK_EQ_I(sstm_fputs("abcdef", f), 6);
+  CHECK_OK(sstm_fseek(f, 2, SEEK_SET));
+  for (int round = 0; round < 3; round++) { /* the later rounds: a kept stream */
+    null_tx(f);
+    CHECK_OK(sstm_run(NULL, null_tx, f));
+    CHECK_EQ_I((int)sstm_ftell(f), 2);
+    CHECK_FALSE(sstm_ferror(f));
+    char c[2];
+    CHECK_EQ_U(sstm_fread(c, 1, 1, f), 1);
+    CHECK_EQ_I(c[0], 'c');
+    CHECK_OK(sstm_fseek(f, 2, SEEK_SET));
+  }
+  errno = 0;
+  CHECK_EQ_U(sstm_fwrite(NULL, 1, 3, NULL), 0);
+  CHECK_EQ_I(errno, EBADF);
+  CHECK_EQ_U(sstm_fwrite(NULL, 0, 3, f), 0); /* nothing to write: no error */
+  CHECK_EQ_U(sstm_fread(NULL, 1, 0, f), 0);
+  CHECK_FALSE(sstm_ferror(f));
+  CHECK_OK(sstm_fclose(f));
+  char buf[16];
+  CHECK_EQ_U(contents(buf, sizeof buf), 6);
+  CHECK_TRUE(memcmp(buf, "abcdef", 6) == 0);
+  teardown();
+}
+
 /* fgets(3) with room for the NUL only reads nothing and returns s: it
  * is neither the end of the file nor an error. */
 static char *fgets1_got;
