@@ -359,6 +359,12 @@ SSTM_API int sstm_exec_submit(sstm_exec_t *ex, const sstm_exec_req_t *req);
  * free for the request's priority (sstm_exec_config_t::reserve_pct).
  * Callable from request callbacks. SSTM_EBUSY for a req->future still in
  * flight, as sstm_exec_submit().
+ * A request's context goes back to the pool only after its end has been
+ * reported (its done callback has returned, then its future is set): a
+ * callback's own request still holds its context, and right after
+ * sstm_exec_wait() returns the worker may not have freed it yet. So this
+ * call can return SSTM_EAGAIN although every earlier request has ended;
+ * sstm_exec_submit() waits for the context instead.
  * @param ex the executor
  * @param req the request
  * @return 0, SSTM_EAGAIN, SSTM_EINVAL, SSTM_EBUSY or SSTM_ESTATE */
@@ -366,6 +372,7 @@ SSTM_API int sstm_exec_try_submit(sstm_exec_t *ex, const sstm_exec_req_t *req);
 
 /** Wait until the request whose future f is has ended and return its
  * sstm_run() result (see sstm_exec_done_fn). f may be reused afterwards.
+ * The request's context is freed just after (see sstm_exec_try_submit()).
  * Blocks (futex) without a time limit. SSTM_EINVAL for f NULL or a future
  * no submission set up.
  * @param f the future passed in sstm_exec_req_t::future
