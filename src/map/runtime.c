@@ -348,7 +348,11 @@ static bool evaluate_locked(void) {
     commits = s.commits_ro + s.commits_update;
     aborts = s.aborts_total;
   }
-  uint64_t dc = commits - M.last_commits, da_ = aborts - M.last_aborts;
+  /* A count that went down was reset (sstm_stats_reset): the window is
+   * what was counted since, not a difference, which would wrap. */
+  bool reset = commits < M.last_commits || aborts < M.last_aborts;
+  uint64_t dc = reset ? commits : commits - M.last_commits;
+  uint64_t da_ = reset ? aborts : aborts - M.last_aborts;
   M.last_commits = commits;
   M.last_aborts = aborts;
   uint64_t da = sstm__map_table_used(&M.det);

@@ -460,6 +460,42 @@ TEST(stmap_pins_then_unpins_when_heuristic_turns_off) {
   sstm_test_fini();
 }
 
+/* sstm_stats_reset() between two evaluations: the counters Equation 1
+ * reads went down, so the next window's commits and aborts are the values
+ * since the reset, not the difference from the previous evaluation's
+ * (which wrapped to huge numbers and turned mapping on after a window
+ * without a single abort). */
+TEST(an_evaluation_after_a_stats_reset_judges_the_window_since_it) {
+  sstm_config_t c;
+  base_config(&c, SSTM_MAP_STRATEGY_DETECT);
+  c.map_topology = "Package:2 Core:2 PU:1";
+  c.map_mi = SSTM_MAP_MI_MAX; /* evaluations by sstm_map_evaluate only */
+  c.map_da_threshold = 0;     /* the ratios decide */
+  init_with(&c);
+  CHECK_OK(sstm_thread_init());
+  /* 150 commits, 50 aborts (user restarts): off. */
+  work_t calm = {.a = words[0], .b = words[1], .n = 100};
+  work_t restarting = {.a = words[0], .b = words[1], .n = 50, .restarts = 1};
+  run_work(&calm);
+  run_work(&restarting);
+  CHECK_EQ_I(sstm_map_evaluate(), 0);
+  CHECK_OK(sstm_stats_reset());
+  /* 10 commits and no abort since the reset: still off. */
+  calm.n = 10;
+  run_work(&calm);
+  CHECK_EQ_I(sstm_map_evaluate(), 0);
+  /* 10 commits and 20 aborts in the next window: on. */
+  restarting.n = 10;
+  restarting.restarts = 2;
+  run_work(&restarting);
+  CHECK_EQ_I(sstm_map_evaluate(), 1);
+  sstm_map_stats_t s;
+  CHECK_OK(sstm_map_stats_get(&s));
+  CHECK_EQ_U(s.decisions_on, 1);
+  CHECK_EQ_U(s.decisions_off, 2);
+  sstm_test_fini();
+}
+
 /* The state table's entry of a slot (schedstm/statetab.h), found as a
  * reader finds it: the memfd among the process's descriptors. */
 static const sstm_stt_entry_t *stt_entry(unsigned slot, void **map, size_t *len) {
