@@ -414,16 +414,25 @@ static void window_close(sstm_cm_ctx_t *ctx) {
   }
 }
 
-static void window_check(sstm_cm_ctx_t *ctx, uint64_t now) {
-  if (atomic_load_explicit(&G.pinned, RLX)) return;
+/* `now` is the caller's clock reading, taken before the window's start is
+ * loaded: another thread may have closed the window in between with a
+ * later reading, and now - start would then wrap to a huge "window" that
+ * this thread would close again, judging the counts of an instant (few
+ * threads moved: the gate turned off). Such a reading closes nothing.
+ * Whether this call closed a window. */
+static bool window_check(sstm_cm_ctx_t *ctx, uint64_t now) {
+  if (atomic_load_explicit(&G.pinned, RLX)) return false;
   uint64_t ws = atomic_load_explicit(&G.window_start, RLX);
-  if (now - ws < ADMIT_WINDOW_NS) return;
+  if (now <= ws || now - ws < ADMIT_WINDOW_NS) return false;
   /* one thread closes the window: the one whose CAS moves its start */
-  if (!atomic_compare_exchange_strong_explicit(&G.window_start, &ws, now, RLX, RLX)) return;
-  if (pthread_mutex_trylock(&G.lock) != 0) return;
+  if (!atomic_compare_exchange_strong_explicit(&G.window_start, &ws, now, RLX, RLX)) return false;
+  if (pthread_mutex_trylock(&G.lock) != 0) return false;
   window_close(ctx);
   pthread_mutex_unlock(&G.lock);
+  return true;
 }
+
+bool sstm__admit_window_at(sstm_cm_ctx_t *ctx, uint64_t now) { return window_check(ctx, now); }
 
 void sstm__admit_pin(bool on, uint64_t limit, uint64_t wait_max_ns, uint64_t hold_ns) {
   pthread_mutex_lock(&G.lock);

@@ -211,6 +211,11 @@ bool sstm__admit_decide(sstm__admit_judge_t *j, uint64_t commits, uint64_t abort
  * hold_ns (0: unchanged; ignored under admit), until the next sstm_init;
  * its windows decide nothing. Not concurrent with transactions. */
 void sstm__admit_pin(bool on, uint64_t limit, uint64_t wait_max_ns, uint64_t hold_ns);
+/* A test seam of admit's and admit-slice's windows: the check a begin or
+ * an abort makes with its clock reading `now` (taken before the check, so
+ * possibly older than the start of a window another thread just opened);
+ * whether it closed a window (never while the gate is pinned). */
+bool sstm__admit_window_at(sstm_cm_ctx_t *ctx, uint64_t now);
 /* admit-slice's gate as a part of another policy (adaptive, which runs it
  * only while threads outnumber CPUs and conflicts are frequent). The
  * driving policy calls init/fini from its own, desc_init from its

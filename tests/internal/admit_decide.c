@@ -111,6 +111,27 @@ TEST(off_after_calm_windows_in_a_row) {
   CHECK_EQ_U(j.calm, 1);
 }
 
+/* A window check whose clock reading is older than the start of the
+ * window another thread just opened (it read the clock, then that thread
+ * closed the window with a later reading, then it loaded the start) closes
+ * nothing. now - start wrapped to a huge "window", and the thread closed
+ * a window of an instant, in which few threads' counters moved: the gate
+ * turned off. */
+TEST(a_clock_reading_older_than_the_window_start_closes_no_window) {
+  sstm_config_t cfg;
+  sstm_test_config(&cfg);
+  cfg.cm = "admit-slice";
+  CHECK_OK(sstm_init(&cfg));
+  CHECK_OK(sstm_thread_init());
+  sstm_cm_ctx_t ctx = {.state = sstm_cm_state_of(sstm_self()), .desc = sstm_self()};
+  uint64_t t = sstm__now_ns() + 1000000000ull; /* past the window sstm_init opened */
+  CHECK_TRUE(sstm__admit_window_at(&ctx, t));
+  CHECK_FALSE(sstm__admit_window_at(&ctx, t - 1)); /* read before that close */
+  CHECK_FALSE(sstm__admit_window_at(&ctx, t + 1)); /* inside the new window */
+  CHECK_TRUE(sstm__admit_window_at(&ctx, t + 1000000000ull));
+  sstm_test_fini();
+}
+
 /* ---- the mechanism: conflicting threads under admit ---- */
 
 #define ADM_THREADS 16
