@@ -34,6 +34,9 @@ int sstm__map_detect_init(sstm_map_detect_t *d, unsigned bits, unsigned order) {
     return -1;
   }
   size_t slots = (size_t)1 << bits;
+  /* The sizes first: a failed mapping's fini unmaps the others whole. */
+  d->mask = slots - 1;
+  d->order = order;
   d->keys = zmap(slots * sizeof *d->keys);
   d->state = zmap(slots * sizeof *d->state);
   d->matrix = zmap((size_t)order * order * sizeof *d->matrix);
@@ -43,8 +46,6 @@ int sstm__map_detect_init(sstm_map_detect_t *d, unsigned bits, unsigned order) {
     return -1;
   }
   /* Zero pages are zero atomics (lock-free 64-bit): no initialising store. */
-  d->mask = slots - 1;
-  d->order = order;
   return 0;
 }
 

@@ -15,9 +15,12 @@
  *  - Equation 1 on constructed inputs, and a newcomer's cleared row.
  */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "../common/runner.h"
 #include "map/detect.h"
@@ -201,6 +204,44 @@ TEST(bad_arguments) {
   CHECK_EQ_U(sstm__map_matrix_get(&d, 1, 9), 0);
   sstm__map_detect_fini(&d);
   sstm__map_detect_fini(&d); /* twice: nothing */
+}
+
+/* The process's address space in KiB (VmSize). */
+static long vm_kib(void) {
+  FILE *f = fopen("/proc/self/status", "r");
+  CHECK_NOT_NULL(f);
+  char line[256];
+  long kib = -1;
+  while (kib < 0 && fgets(line, sizeof line, f))
+    if (sscanf(line, "VmSize: %ld kB", &kib) != 1) kib = -1;
+  fclose(f);
+  CHECK_GE_I(kib, 0);
+  return kib;
+}
+
+/* An init that fails midway (the matrix cannot be mapped: an address-space
+ * limit, as `ulimit -v` sets) unmaps the table it had mapped: a caller that
+ * retries with a smaller order has the whole limit for it. The table's two
+ * arrays took 256 MiB here; the failed init unmapped a page of each. */
+TEST(a_failed_init_leaves_nothing_mapped) {
+  struct rlimit old;
+  CHECK_EQ_I(getrlimit(RLIMIT_AS, &old), 0);
+  long before = vm_kib();
+  /* room for the table (2 x 2^24 slots of 8 bytes), not for the matrix of
+   * 2^16 x 2^16 cells (32 GiB) */
+  struct rlimit lim = {.rlim_cur = (rlim_t)before * 1024 + (512ul << 20), .rlim_max = old.rlim_max};
+  if (old.rlim_cur != RLIM_INFINITY && old.rlim_cur < lim.rlim_cur)
+    sstm_test_skip("an address-space limit is already set");
+  CHECK_EQ_I(setrlimit(RLIMIT_AS, &lim), 0);
+  sstm_map_detect_t d;
+  int rc = sstm__map_detect_init(&d, 24, SSTM_MAP_TID_MAX + 1);
+  int err = errno;
+  CHECK_EQ_I(setrlimit(RLIMIT_AS, &old), 0);
+  CHECK_EQ_I(rc, -1);
+  CHECK_EQ_I(err, ENOMEM);
+  CHECK_NULL(d.keys);
+  CHECK_LT_I(vm_kib() - before, 64 * 1024); /* not the table's 256 MiB */
+  sstm__map_detect_fini(&d);                /* nothing left: a no-op */
 }
 
 TEST(full_table_drops_and_counts_nothing) {
