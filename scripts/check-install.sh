@@ -179,6 +179,19 @@ check_binary() {
   ok "$(basename "$exe"): $(cat "$work/last.log")"
 }
 
+# Runs "$@" without LD_LIBRARY_PATH: a program linked with the README's
+# -Wl,-rpath, one a CMake target recorded the path for, or an installed tool
+# must find every library of the prefix by itself (libschedstm-itm's own
+# dependency on libschedstm included, which the program does not name when
+# the linker drops -lschedstm as not needed).
+check_runs_alone() {
+  env -u LD_LIBRARY_PATH "$@" >"$work/last.log" 2>&1 || {
+    cat "$work/last.log" >&2
+    fail "$(basename "$1") does not run without LD_LIBRARY_PATH"
+  }
+  ok "$(basename "$1") runs without LD_LIBRARY_PATH: $(head -n 1 "$work/last.log")"
+}
+
 # ---- pkg-config -----------------------------------------------------------------
 if command -v pkg-config >/dev/null 2>&1; then
   export PKG_CONFIG_PATH="$libdir/pkgconfig"
@@ -266,6 +279,11 @@ C
     fi
     LD_LIBRARY_PATH="$libdir" run "$work/pc_itm" || fail "the -fgnu-tm program failed"
     ok "gcc -fgnu-tm program on libschedstm-itm (pkg-config schedstm-itm): $(cat "$work/last.log")"
+    # shellcheck disable=SC2046
+    run gcc "$work/itm.o" -o "$work/pc_itm_rpath" $(pkg-config --libs schedstm-itm) -lpthread \
+      -Wl,-rpath,"$(pkg-config --variable=libdir schedstm)" \
+      || fail "link with pkg-config --libs schedstm-itm and -Wl,-rpath"
+    check_runs_alone "$work/pc_itm_rpath"
     if command -v g++ >/dev/null; then
       cat >"$work/itm_cxx.cpp" <<'CXX'
 #include <cstdio>
@@ -341,7 +359,11 @@ if [ -e "$libdir/libschedstm-itm.so" ]; then
     fail "fp_itm (find_package, schedstm::schedstm_itm) is linked with libitm"
   fi
   check_binary "$work/cmake-consumer/build/fp_itm" shared
+  check_runs_alone "$work/cmake-consumer/build/fp_itm"
 fi
+check_runs_alone "$work/cmake-consumer/build/fp_shared"
+# The installed server (bench/server, with libuv) links the shared library.
+[ ! -x "$prefix/bin/sstm-server" ] || check_runs_alone "$prefix/bin/sstm-server" --help
 
 # What find_package must accept and refuse: $1 = the requested version,
 # $2 = accept or refuse.
