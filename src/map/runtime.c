@@ -132,6 +132,9 @@ static struct {
       unpins, fallbacks, pin_errors, last_cost;
   _Atomic bool enabled;
   _Atomic bool started;
+  /* API calls reading the tables now (enter, leave): map_fini waits for
+   * them to end before it frees the tables */
+  _Atomic unsigned users;
   _Atomic unsigned hiwater; /* 1 + the highest thread index given */
 } M = {.lock = PTHREAD_MUTEX_INITIALIZER, .hooks = -1};
 
@@ -750,16 +753,35 @@ static void map_fini(void) {
       log_pin(t0, M.log ? now_ns() : 0, (pid_t)syscall(SYS_gettid), -1, "shutdown");
   }
   pthread_mutex_unlock(&M.lock);
+  /* API calls of threads the library does not follow (a monitor reading
+   * the statistics) may still be reading the tables: no new one reads
+   * them once started is cleared, and those that do are waited for.
+   * seq_cst: the store-buffering pair with enter (either it sees started
+   * cleared, or this sees its count); acquire, too, with leave's release:
+   * its reads come before the frees. */
+  atomic_store_explicit(&M.started, false, memory_order_seq_cst);
+  while (atomic_load_explicit(&M.users, memory_order_seq_cst) != 0)
+    sched_yield();
   release();
 }
+
+static bool enter(void);
+static void leave(void);
+static int describe_entered(char *at, size_t room);
 
 static int map_describe(char *buf, size_t len) {
   size_t used = buf ? strnlen(buf, len) : 0;
   char *at = buf && used < len ? buf + used : NULL;
   size_t room = at ? len - used : 0;
-  if (!atomic_load_explicit(&M.started, memory_order_acquire) ||
-      M.strategy == SSTM_MAP_STRATEGY_NONE)
-    return snprintf(at, room, " map=none");
+  if (!enter()) return snprintf(at, room, " map=none");
+  int n = describe_entered(at, room);
+  leave();
+  return n;
+}
+
+/* map_describe's line, between enter and leave. */
+static int describe_entered(char *at, size_t room) {
+  if (M.strategy == SSTM_MAP_STRATEGY_NONE) return snprintf(at, room, " map=none");
   const char *name = strategy_label[M.strategy];
   /* The topology, and where it came from (the cache, hwloc, a background
    * load still running). */
@@ -787,8 +809,25 @@ const sstm_map_runtime_t sstm__map_runtime = {
 
 /* ---- the public API ---- */
 
+/* An API call that reads the tables enters first and leaves when done:
+ * false (nothing to leave) when the subsystem is not started, or is being
+ * shut down (map_fini). seq_cst: the store-buffering pair with map_fini
+ * (either this sees started cleared, or map_fini sees the count); the
+ * load is also the acquire that pairs with map_init's release. */
+static bool enter(void) {
+  atomic_fetch_add_explicit(&M.users, 1, memory_order_seq_cst);
+  if (atomic_load_explicit(&M.started, memory_order_seq_cst)) return true;
+  leave();
+  return false;
+}
+
+/* release: the reads of the tables come before map_fini's frees (its
+ * load of the count). */
+static void leave(void) { atomic_fetch_sub_explicit(&M.users, 1, memory_order_release); }
+
+/* 0 when entered (the caller leaves), else SSTM_ESTATE with the message. */
 static int need_started(const char *who) {
-  if (atomic_load_explicit(&M.started, memory_order_acquire)) return 0;
+  if (enter()) return 0;
   sstm__set_error("%s: not initialised (sstm_init)", who);
   return SSTM_ESTATE;
 }
@@ -800,8 +839,11 @@ SSTM_API int sstm_map_stats_get_sized(sstm_map_stats_t *out, size_t size) {
   }
   sstm_map_stats_t s;
   memset(&s, 0, sizeof s);
-  if (!atomic_load_explicit(&M.started, memory_order_acquire)) {
-    if (!sstm_initialized()) return need_started("sstm_map_stats_get");
+  if (!enter()) {
+    if (!sstm_initialized()) {
+      sstm__set_error("sstm_map_stats_get: not initialised (sstm_init)");
+      return SSTM_ESTATE;
+    }
     s.strategy = SSTM_MAP_STRATEGY_NONE; /* initialised without mapping */
   } else {
     s.strategy = M.strategy;
@@ -831,6 +873,7 @@ SSTM_API int sstm_map_stats_get_sized(sstm_map_stats_t *out, size_t size) {
     s.pin_fallbacks = atomic_load_explicit(&M.fallbacks, memory_order_relaxed);
     s.pin_errors = atomic_load_explicit(&M.pin_errors, memory_order_relaxed);
     s.last_cost = atomic_load_explicit(&M.last_cost, memory_order_relaxed);
+    leave();
   }
   size_t n = size < sizeof s ? size : sizeof s;
   s.size = n;
@@ -856,6 +899,7 @@ SSTM_API int sstm_map_thread_cpu(unsigned slot, int *cpu, int *seen, int *pu) {
     if (pu) *pu = t->pu;
   }
   pthread_mutex_unlock(&M.lock);
+  leave();
   if (t == NULL) {
     sstm__set_error("sstm_map_thread_cpu: slot %u has no registered thread followed by the "
                     "mapping",
@@ -865,10 +909,14 @@ SSTM_API int sstm_map_thread_cpu(unsigned slot, int *cpu, int *seen, int *pu) {
   return 0;
 }
 
+/* 0 when entered with detection on (the caller leaves), else an error. */
 static int need_detection(const char *who) {
   int rc = need_started(who);
   if (rc == SSTM_ESTATE && sstm_initialized()) rc = SSTM_EINVAL;
-  if (rc == 0 && !M.detecting) rc = SSTM_EINVAL;
+  if (rc == 0 && !M.detecting) {
+    leave();
+    rc = SSTM_EINVAL;
+  }
   if (rc == SSTM_EINVAL)
     sstm__set_error("%s: the strategy has no detection (stmap and detect have)", who);
   return rc;
@@ -877,29 +925,37 @@ static int need_detection(const char *who) {
 SSTM_API int sstm_map_matrix(uint64_t *m, unsigned n) {
   int rc = need_detection("sstm_map_matrix");
   if (rc) return rc;
-  if (m == NULL && n > 0) return sstm__set_error("sstm_map_matrix: m is NULL"), SSTM_EINVAL;
+  if (m == NULL && n > 0) {
+    leave();
+    return sstm__set_error("sstm_map_matrix: m is NULL"), SSTM_EINVAL;
+  }
   for (unsigned i = 0; i < n; i++)
     for (unsigned j = 0; j < n; j++)
       m[(size_t)i * n + j] = sstm__map_matrix_get(&M.det, i, j);
-  return (int)atomic_load_explicit(&M.hiwater, memory_order_relaxed);
+  rc = (int)atomic_load_explicit(&M.hiwater, memory_order_relaxed);
+  leave();
+  return rc;
 }
 
 SSTM_API int sstm_map_dump(const char *path) {
   int rc = need_detection("sstm_map_dump");
   if (rc) return rc;
-  if (path == NULL) return sstm__set_error("sstm_map_dump: path is NULL"), SSTM_EINVAL;
-  return dump_to(path);
+  rc = path ? dump_to(path) : (sstm__set_error("sstm_map_dump: path is NULL"), SSTM_EINVAL);
+  leave();
+  return rc;
 }
 
 SSTM_API int sstm_map_evaluate(void) {
   int rc = need_detection("sstm_map_evaluate");
   if (rc) return rc;
   if (sstm_in_tx()) {
+    leave();
     sstm__set_error("sstm_map_evaluate: called inside a transaction");
     return SSTM_ESTATE;
   }
   pthread_mutex_lock(&M.lock);
   bool on = evaluate_locked();
   pthread_mutex_unlock(&M.lock);
+  leave();
   return on ? 1 : 0;
 }

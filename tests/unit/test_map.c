@@ -1130,3 +1130,48 @@ TEST(an_ended_threads_index_goes_to_a_newcomer) {
   CHECK_OK(sstm_thread_exit());
   CHECK_OK(sstm_shutdown());
 }
+
+/* The map API called by a thread that is not registered while the library
+ * shuts down and starts again (a monitor thread reading the statistics):
+ * each call returns a value or SSTM_ESTATE, never reads the tables that
+ * sstm_shutdown() frees and unmaps (the matrix is an anonymous mapping: a
+ * read after its unmapping is a SIGSEGV, in every build). */
+static _Atomic int q_stop;
+
+static void *map_querier(void *arg) {
+  (void)arg;
+  uint64_t m[4 * 4];
+  while (!atomic_load_explicit(&q_stop, memory_order_relaxed)) {
+    sstm_map_stats_t s;
+    int rc = sstm_map_stats_get(&s);
+    CHECK(rc == 0 || rc == SSTM_ESTATE);
+    rc = sstm_map_thread_cpu(0, NULL, NULL, NULL);
+    CHECK(rc == 0 || rc == SSTM_ESTATE || rc == SSTM_EINVAL);
+    rc = sstm_map_matrix(m, 4);
+    CHECK(rc >= 0 || rc == SSTM_ESTATE || rc == SSTM_EINVAL);
+  }
+  return NULL;
+}
+
+TEST(queries_while_the_library_shuts_down_and_starts_again) {
+  char dir[] = "/tmp/sstm-map-cache-XXXXXX";
+  make_dir(dir); /* hwloc once, then the cache: a fast sstm_init */
+  atomic_store_explicit(&q_stop, 0, memory_order_relaxed); /* before the thread starts */
+  pthread_t q;
+  CHECK_EQ_I(pthread_create(&q, NULL, map_querier, NULL), 0);
+  unsigned rounds = sstm_test_long_mode() ? 20000 : 2000;
+  for (unsigned i = 0; i < rounds; i++) {
+    sstm_config_t c;
+    base_config(&c, SSTM_MAP_STRATEGY_DETECT);
+    c.map_topo_cache = dir;
+    c.max_threads = 4;
+    init_with(&c);
+    CHECK_OK(sstm_thread_init());
+    work_t w = {.a = &words[12][0], .b = &words[12][1], .n = 1};
+    run_work(&w);
+    sstm_test_fini();
+  }
+  atomic_store_explicit(&q_stop, 1, memory_order_relaxed); /* a flag: the join orders the rest */
+  CHECK_EQ_I(pthread_join(q, NULL), 0);
+  rm_dir(dir);
+}
