@@ -187,10 +187,14 @@ static void log_pin(uint64_t t0, uint64_t t1, pid_t tid, int cpu, const char *wh
 /* Pin thread t to PU pu (or give it the allowed set back: pu < 0). With
  * force, the affinity is set even when the thread is believed to have it
  * already: at its first registration, whatever it inherited from the
- * thread that created it. */
+ * thread that created it. A pin the kernel refuses (a CPU that the
+ * cgroup's cpuset no longer holds) leaves the thread, and so its record,
+ * as they were: the next evaluation that places it tries again. */
 static void pin_why(map_thread_t *t, int pu, bool force, const char *why) {
-  t->pu = pu;
-  if (!M.pinning) return; /* simulated: assigned, not applied */
+  if (!M.pinning) { /* simulated: assigned, not applied */
+    t->pu = pu;
+    return;
+  }
   cpu_set_t set;
   int cpu = -1;
   if (pu >= 0) {
@@ -208,12 +212,16 @@ static void pin_why(map_thread_t *t, int pu, bool force, const char *why) {
     set = M.allowed;
   }
   int old = atomic_load_explicit(&t->cpu, memory_order_relaxed);
-  if (old == cpu && !force) return;
+  if (old == cpu && !force) {
+    t->pu = pu;
+    return;
+  }
   uint64_t t0 = M.log ? now_ns() : 0;
   if (pthread_setaffinity_np(t->pt, sizeof set, &set) != 0) {
     inc(&M.pin_errors);
     return;
   }
+  t->pu = pu;
   log_pin(t0, M.log ? now_ns() : 0, t->tid, cpu, why);
   if (cpu >= 0 && old >= 0) inc(&M.migrations);
   if (cpu < 0 && old >= 0) inc(&M.unpins);

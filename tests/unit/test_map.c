@@ -28,9 +28,15 @@
 #include <unistd.h>
 
 #include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
+#include <linux/audit.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 
 #include <schedstm/map.h>
 #include <schedstm/statetab.h>
@@ -493,6 +499,70 @@ TEST(an_evaluation_after_a_stats_reset_judges_the_window_since_it) {
   CHECK_OK(sstm_map_stats_get(&s));
   CHECK_EQ_U(s.decisions_on, 1);
   CHECK_EQ_U(s.decisions_off, 2);
+  sstm_test_fini();
+}
+
+/* Make every sched_setaffinity of the process fail with EINVAL, as the
+ * kernel answers for a CPU that the cgroup's cpuset no longer holds (a
+ * seccomp filter on every thread; the test's process ends with it). */
+static void refuse_setaffinity(void) {
+  struct sock_filter f[] = {
+      BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
+      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 1, 0),
+      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+      BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_sched_setaffinity, 0, 1),
+      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EINVAL),
+      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+  };
+  struct sock_fprog prog = {.len = sizeof f / sizeof f[0], .filter = f};
+  CHECK_EQ_I(prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), 0);
+  if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_TSYNC, &prog) != 0)
+    sstm_test_skip("no seccomp filter here");
+  cpu_set_t s = affinity_of(pthread_self());
+  CHECK_EQ_I(pthread_setaffinity_np(pthread_self(), sizeof s, &s), EINVAL);
+}
+
+/* A pin the kernel refuses leaves the thread's record as the thread is:
+ * not placed, so the next evaluation tries again. The record took the new
+ * PU anyway: the thread was reported placed where it never ran, and an
+ * evaluation that computed the same placement again tried nothing. */
+TEST(a_refused_pin_leaves_the_thread_unplaced_and_is_tried_again) {
+  need_two_cores();
+  sstm_config_t c;
+  base_config(&c, SSTM_MAP_STRATEGY_STMAP);
+  c.map_mi = SSTM_MAP_MI_MAX; /* evaluations by sstm_map_evaluate only */
+  c.map_da_threshold = 0;     /* the ratios decide */
+  init_with(&c);
+  CHECK_OK(sstm_thread_init());
+  pthread_barrier_t gate;
+  pthread_barrier_init(&gate, NULL, 2);
+  /* Two rounds in which every transaction aborts twice: on, both times. */
+  worker_t w = {
+      .w = {.a = words[0], .b = words[1], .n = 200, .restarts = 2}, .gate = &gate, .rounds = 2};
+  start_worker(&w); /* registered: its first pin (the allowed set) took */
+  refuse_setaffinity();
+  work_t mine = {.a = words[0], .b = words[1], .n = 200, .restarts = 2};
+  unsigned slots[2] = {sstm_desc_slot(sstm_self()), w.slot};
+  for (unsigned round = 1; round <= 2; round++) {
+    pthread_barrier_wait(&gate);
+    run_work(&mine);
+    pthread_barrier_wait(&gate);
+    CHECK_EQ_I(sstm_map_evaluate(), 1);
+    sstm_map_stats_t s;
+    CHECK_OK(sstm_map_stats_get(&s));
+    CHECK_EQ_U(s.pin_errors, 2 * round); /* each thread's pin, each round */
+    CHECK_EQ_U(s.migrations, 0);
+    for (int k = 0; k < 2; k++) {
+      int cpu, pu;
+      CHECK_OK(sstm_map_thread_cpu(slots[k], &cpu, NULL, &pu));
+      CHECK_EQ_I(cpu, -1);
+      CHECK_EQ_I(pu, -1);
+    }
+  }
+  pthread_barrier_wait(&gate);
+  pthread_join(w.th, NULL);
+  pthread_barrier_destroy(&gate);
   sstm_test_fini();
 }
 
