@@ -111,10 +111,17 @@ const char *sstm__topo_describe(const sstm_topo_t *t);
  * host and a hash of the CPU set, so a directory keeps one file per host
  * and CPU set; the file holds the whole key, checked line by line. */
 
-/* The running machine's key. text: the key lines, '\n'-terminated each;
- * name: the cache file's name in its directory. */
+/* The longest list sstm__topo_cpu_list writes for a cpu_set_t, with its
+ * NUL: CPU_SETSIZE (1024) CPUs, each a number of at most 4 digits and a
+ * separator (a host allowing two CPUs of every three, 0-1,3-4,..., comes
+ * close). */
+#define SSTM_TOPO_CPU_LIST_MAX (5 * 1024 + 1)
+
+/* The running machine's key. text: the key lines, '\n'-terminated each
+ * (the CPU set's list whole); name: the cache file's name in its
+ * directory. */
 typedef struct sstm_topo_key {
-  char text[4096];
+  char text[8192];
   char name[128];
 } sstm_topo_key_t;
 
@@ -155,6 +162,9 @@ int sstm__topo_cache_lookup(const char *dir, sstm_topo_t **out, char *note, size
 #ifdef CPU_SETSIZE /* <sched.h> with _GNU_SOURCE */
 /* A CPU set as a list ("0-3,8"; "?" when empty), as the kernel writes them. */
 void sstm__topo_cpu_list(const cpu_set_t *s, char *buf, size_t len);
+/* sstm__topo_key for the CPU set `set` (NULL: unknown) instead of the
+ * calling process's (tests: sets this machine cannot have). */
+void sstm__topo_key_of(sstm_topo_key_t *k, const cpu_set_t *set);
 #endif
 
 int sstm__topo_load_system_cached(const char *dir, sstm_topo_t **out, char *note, size_t notelen,

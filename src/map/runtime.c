@@ -99,16 +99,16 @@ static struct {
   /* The topology's background load (stmap, detect, a cache miss): the
    * loader thread writes loaded, load_rc, load_err and topo_note, and the
    * thread that joins it (topo_wait, M.lock) installs the result. */
-  bool loading;            /* M.lock: a loader thread to join */
-  pthread_t loader;        /* M.lock */
-  sstm_topo_t *loaded;     /* the loader's result, read after the join */
-  int load_rc;             /* likewise */
-  char load_err[256];      /* likewise */
-  char topo_note[768];     /* where the topology came from (describe) */
-  char *cache_dir;         /* cfg.map_topo_cache, copied; NULL: no cache */
-  _Atomic bool topo_ready; /* M.topo and topo_note are set (release) */
-  FILE *log;               /* cfg.map_log: every affinity change (M.lock) */
-  char allowed_list[1024]; /* M.allowed as a CPU list, for the log */
+  bool loading;                              /* M.lock: a loader thread to join */
+  pthread_t loader;                          /* M.lock */
+  sstm_topo_t *loaded;                       /* the loader's result, read after the join */
+  int load_rc;                               /* likewise */
+  char load_err[256];                        /* likewise */
+  char topo_note[768];                       /* where the topology came from (describe) */
+  char *cache_dir;                           /* cfg.map_topo_cache, copied; NULL: no cache */
+  _Atomic bool topo_ready;                   /* M.topo and topo_note are set (release) */
+  FILE *log;                                 /* cfg.map_log: every affinity change (M.lock) */
+  char allowed_list[SSTM_TOPO_CPU_LIST_MAX]; /* M.allowed as a CPU list, for the log */
   sstm_map_detect_t det;
   unsigned order;   /* threads followed: indices [0, order) */
   unsigned gen;     /* bumped by each map_init: older thread indices are void */

@@ -66,6 +66,8 @@ static void first_line(const char *path, char *buf, size_t len) {
   if (buf[0] == '\0') snprintf(buf, len, "?");
 }
 
+_Static_assert(CPU_SETSIZE <= 1024, "SSTM_TOPO_CPU_LIST_MAX: CPU numbers of at most 4 digits");
+
 /* A CPU set as a list: "0-3,8,10-11". */
 void sstm__topo_cpu_list(const cpu_set_t *s, char *buf, size_t len) {
   size_t at = 0;
@@ -78,7 +80,7 @@ void sstm__topo_cpu_list(const cpu_set_t *s, char *buf, size_t len) {
     int w = e > c ? snprintf(buf + at, len - at, "%s%d-%d", at ? "," : "", c, e)
                   : snprintf(buf + at, len - at, "%s%d", at ? "," : "", c);
     if (w < 0 || (size_t)w >= len - at) {
-      snprintf(buf, len, "?"); /* cannot happen with the buffers used here */
+      snprintf(buf, len, "?"); /* not with SSTM_TOPO_CPU_LIST_MAX bytes */
       return;
     }
     at += (size_t)w;
@@ -104,8 +106,14 @@ static uint64_t fnv1a(const char *s) {
 }
 
 void sstm__topo_key(sstm_topo_key_t *k) {
+  cpu_set_t set;
+  bool known = sched_getaffinity(0, sizeof set, &set) == 0;
+  sstm__topo_key_of(k, known ? &set : NULL);
+}
+
+void sstm__topo_key_of(sstm_topo_key_t *k, const cpu_set_t *set) {
   struct utsname u;
-  char kernel[4 * sizeof u.release + 8], boot[128], online[1024], cpus[1024];
+  char kernel[4 * sizeof u.release + 8], boot[128], online[1024], cpus[SSTM_TOPO_CPU_LIST_MAX];
   if (uname(&u) == 0)
     snprintf(kernel, sizeof kernel, "%s %s %s %s", u.sysname, u.release, u.version, u.machine);
   else
@@ -115,9 +123,8 @@ void sstm__topo_key(sstm_topo_key_t *k) {
   sanitize(boot);
   first_line("/sys/devices/system/cpu/online", online, sizeof online);
   sanitize(online);
-  cpu_set_t set;
-  if (sched_getaffinity(0, sizeof set, &set) == 0)
-    sstm__topo_cpu_list(&set, cpus, sizeof cpus);
+  if (set)
+    sstm__topo_cpu_list(set, cpus, sizeof cpus);
   else
     snprintf(cpus, sizeof cpus, "?");
   char host[sizeof u.nodename];

@@ -688,6 +688,38 @@ TEST(topology_cache_round_trip) {
   unlink(cache_path);
 }
 
+/* The key of a CPU set whose list is long: a host of 1024 CPUs allowed
+ * every other one, or two of every three (taskset -c 0-1023:2, a cgroup's
+ * cpuset without SMT siblings). Each set has a key, line and file name of
+ * its own. The list did not fit the key's buffer and became "?", so every
+ * such set of a host had the same key and file: a topology cached for one
+ * was read back for another. */
+TEST(topology_cache_keys_long_cpu_lists_apart) {
+  cpu_set_t sets[3];
+  for (int i = 0; i < 3; i++)
+    CPU_ZERO(&sets[i]);
+  for (int c = 0; c < CPU_SETSIZE; c++) {
+    if (c % 2 == 0) CPU_SET(c, &sets[0]); /* 0,2,4,...,1022 */
+    if (c % 2 == 0 && c != 1000) CPU_SET(c, &sets[1]);
+    if (c % 3 != 2) CPU_SET(c, &sets[2]); /* 0-1,3-4,...: the longest list */
+  }
+  sstm_topo_key_t k[3];
+  for (int i = 0; i < 3; i++) {
+    sstm__topo_key_of(&k[i], &sets[i]);
+    static char list[8192];
+    sstm__topo_cpu_list(&sets[i], list, sizeof list);
+    CHECK(strlen(list) > 1000);
+    char line[8200];
+    snprintf(line, sizeof line, "\ncpus %s\n", list);
+    CHECK_CONTAINS(k[i].text, line);
+  }
+  for (int i = 0; i < 3; i++)
+    for (int j = i + 1; j < 3; j++) {
+      CHECK_NE_I(strcmp(k[i].name, k[j].name), 0);
+      CHECK_NE_I(strcmp(k[i].text, k[j].text), 0);
+    }
+}
+
 TEST(topology_cache_stale_key_or_version) {
   sstm_topo_key_t k, other;
   sstm__topo_key(&k);
