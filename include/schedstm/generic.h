@@ -38,7 +38,7 @@
  * @brief Transactional load of @p lvalue, with the width its type gives.
  *
  * @p lvalue is an lvalue (a variable, `p->field`, `a[i]`) of one of these
- * types, qualified or not (`const` lvalues are fine):
+ * types, qualified or not (`const` and `volatile` lvalues are fine):
  * - every integer type: `_Bool`, `char`, `signed char`, `unsigned char`,
  *   `short`, `int`, `long`, `long long` and their `unsigned` forms (hence
  *   the `<stdint.h>` types and `size_t`), and, in C, enumerations (through
@@ -83,17 +83,20 @@
 /* One load and one store function per supported arithmetic type; the width
  * is that of the type (sizeof, resolved at compile time), so `long` is 8
  * bytes on LP64 and 4 on ILP32. Signed values go through the unsigned
- * functions of the same width (two's complement, as sstm_load_i32 does). */
+ * functions of the same width (two's complement, as sstm_load_i32 does).
+ * They take volatile-qualified pointers, so that a volatile lvalue is
+ * accepted like any other (the typed access is the one that touches the
+ * memory; the qualifier is dropped in the cast). */
 #define SSTM__GENERIC_INT(T, name)                                                                 \
-  static inline T sstm__ld_##name(const T *a) {                                                    \
-    const void *p = a;                                                                             \
+  static inline T sstm__ld_##name(const volatile T *a) {                                           \
+    const void *p = (const void *)a;                                                               \
     if (sizeof(T) == 1) return (T)sstm_load_u8((const uint8_t *)p);                                \
     if (sizeof(T) == 2) return (T)sstm_load_u16((const uint16_t *)p);                              \
     if (sizeof(T) == 4) return (T)sstm_load_u32((const uint32_t *)p);                              \
     return (T)sstm_load_u64((const uint64_t *)p);                                                  \
   }                                                                                                \
-  static inline void sstm__st_##name(T *a, T v) {                                                  \
-    void *p = a;                                                                                   \
+  static inline void sstm__st_##name(volatile T *a, T v) {                                         \
+    void *p = (void *)a;                                                                           \
     if (sizeof(T) == 1)                                                                            \
       sstm_store_u8((uint8_t *)p, (uint8_t)v);                                                     \
     else if (sizeof(T) == 2)                                                                       \
@@ -118,15 +121,23 @@ SSTM__GENERIC_INT(long long, llong)
 SSTM__GENERIC_INT(unsigned long long, ullong)
 #undef SSTM__GENERIC_INT
 
-static inline float sstm__ld_float(const float *a) { return sstm_load_float(a); }
-static inline void sstm__st_float(float *a, float v) { sstm_store_float(a, v); }
-static inline double sstm__ld_double(const double *a) { return sstm_load_double(a); }
-static inline void sstm__st_double(double *a, double v) { sstm_store_double(a, v); }
+static inline float sstm__ld_float(const volatile float *a) {
+  return sstm_load_float((const float *)a);
+}
+static inline void sstm__st_float(volatile float *a, float v) { sstm_store_float((float *)a, v); }
+static inline double sstm__ld_double(const volatile double *a) {
+  return sstm_load_double((const double *)a);
+}
+static inline void sstm__st_double(volatile double *a, double v) {
+  sstm_store_double((double *)a, v);
+}
 /* Object pointers (the default association; SSTM__GENERIC_CHECK has made
  * sure the lvalue is one). The value's type was checked by the assignment
  * in SSTM_STORE, so it travels as const void * here. */
-static inline void *sstm__ld_ptr(const void *a) { return sstm_load_ptr((void *const *)a); }
-static inline void sstm__st_ptr(void *a, const void *v) { sstm_store_ptr((void **)a, (void *)v); }
+static inline void *sstm__ld_ptr(const volatile void *a) { return sstm_load_ptr((void *const *)a); }
+static inline void sstm__st_ptr(volatile void *a, const void *v) {
+  sstm_store_ptr((void **)a, (void *)v);
+}
 
 /* The function for the lvalue's type; `op` is ld or st. (Laid out by hand:
  * clang-format 14 splits the associations of _Generic at their colons.) */
@@ -193,14 +204,21 @@ static inline void sstm__st_ptr(void *a, const void *v) { sstm_store_ptr((void *
 
 /* The same mapping as overloads: one per arithmetic type, a template for
  * object pointers, and a catch-all whose instantiation fails with the same
- * message. (Not extern "C": overloads and templates have C++ linkage.) */
+ * message. (Not extern "C": overloads and templates have C++ linkage.)
+ * Each has a volatile twin that drops the qualifier and calls it, for
+ * volatile lvalues (the unqualified one stays the better match for the
+ * others, and a non-template beats the catch-all). */
+#define SSTM__GENERIC_VOLATILE(T)                                                                  \
+  static inline T sstm__ld(const volatile T *a) { return sstm__ld(const_cast<const T *>(a)); }     \
+  static inline void sstm__st(volatile T *a, T v) { sstm__st(const_cast<T *>(a), v); }
 #define SSTM__GENERIC_INT(T, bits)                                                                 \
   static inline T sstm__ld(const T *a) {                                                           \
     return (T)sstm_load_u##bits(reinterpret_cast<const uint##bits##_t *>(a));                      \
   }                                                                                                \
   static inline void sstm__st(T *a, T v) {                                                         \
     sstm_store_u##bits(reinterpret_cast<uint##bits##_t *>(a), (uint##bits##_t)v);                  \
-  }
+  }                                                                                                \
+  SSTM__GENERIC_VOLATILE(T)
 #define SSTM__GENERIC_INT_ANY(T)                                                                   \
   static inline T sstm__ld(const T *a) {                                                           \
     return sizeof(T) == 4 ? (T)sstm_load_u32(reinterpret_cast<const uint32_t *>(a))                \
@@ -211,7 +229,8 @@ static inline void sstm__st_ptr(void *a, const void *v) { sstm_store_ptr((void *
       sstm_store_u32(reinterpret_cast<uint32_t *>(a), (uint32_t)v);                                \
     else                                                                                           \
       sstm_store_u64(reinterpret_cast<uint64_t *>(a), (uint64_t)v);                                \
-  }
+  }                                                                                                \
+  SSTM__GENERIC_VOLATILE(T)
 SSTM__GENERIC_INT(bool, 8)
 SSTM__GENERIC_INT(char, 8)
 SSTM__GENERIC_INT(signed char, 8)
@@ -230,6 +249,9 @@ static inline float sstm__ld(const float *a) { return sstm_load_float(a); }
 static inline void sstm__st(float *a, float v) { sstm_store_float(a, v); }
 static inline double sstm__ld(const double *a) { return sstm_load_double(a); }
 static inline void sstm__st(double *a, double v) { sstm_store_double(a, v); }
+SSTM__GENERIC_VOLATILE(float)
+SSTM__GENERIC_VOLATILE(double)
+#undef SSTM__GENERIC_VOLATILE
 template <class T> static inline T *sstm__ld(T *const *a) {
   return static_cast<T *>(sstm_load_ptr((void *const *)a));
 }
@@ -240,6 +262,12 @@ template <class T> static inline T *sstm__ld(T *const *a) {
 template <class T> struct sstm__id { typedef T type; };
 template <class T> static inline void sstm__st(T **a, typename sstm__id<T *>::type v) {
   sstm_store_ptr((void **)a, (void *)v);
+}
+template <class T> static inline T *sstm__ld(T *const volatile *a) {
+  return sstm__ld(const_cast<T *const *>(a));
+}
+template <class T> static inline void sstm__st(T *volatile *a, typename sstm__id<T *>::type v) {
+  sstm__st(const_cast<T **>(a), v);
 }
 template <class T> struct sstm__unsupported { static const bool value = false; };
 template <class T> static inline T sstm__ld(const T *) {

@@ -2,7 +2,8 @@
 /* Not built: tests/unit/generic_compile.cmake compiles this file once per
  * case (-DCASE_<name>), as C11 with -pedantic -Werror and as C++, and checks
  * the outcome. CASE_GOOD uses every supported type through SSTM_LOAD and
- * SSTM_STORE and must compile without a warning; every other case misuses
+ * SSTM_STORE, CASE_VOLATILE volatile lvalues of them; both must compile
+ * without a warning; every other case misuses
  * them and must fail, the unsupported types with the static assertion's
  * message. */
 #include <schedstm/schedstm.h>
@@ -60,6 +61,42 @@ long use(struct rec *r, const struct rec *cr) {
   const char *s = SSTM_LOAD(cr->str);
   return SSTM_LOAD(r->next)->l + s[0] + SSTM_LOAD(cr->ci);
 }
+#elif defined(CASE_VOLATILE)
+/* volatile lvalues of every kind load and store like the others */
+struct vrec {
+  volatile bool b;
+  volatile char c;
+  volatile unsigned char uc;
+  volatile short s;
+  volatile int i;
+  volatile unsigned long ul;
+  volatile long long ll;
+  volatile float f;
+  volatile double d;
+  struct vrec *volatile next;
+  void *volatile vp;
+  const char *volatile str;
+};
+long use(struct vrec *r, const volatile struct vrec *cr) {
+  SSTM_STORE(r->b, SSTM_LOAD(cr->b));
+  SSTM_STORE(r->c, SSTM_LOAD(cr->c));
+  SSTM_STORE(r->uc, SSTM_LOAD(cr->uc));
+  SSTM_STORE(r->s, SSTM_LOAD(cr->s));
+  SSTM_STORE(r->i, SSTM_LOAD(cr->i));
+  SSTM_STORE(r->ul, SSTM_LOAD(cr->ul));
+  SSTM_STORE(r->ll, SSTM_LOAD(cr->ll));
+  SSTM_STORE(r->f, SSTM_LOAD(cr->f));
+  SSTM_STORE(r->d, SSTM_LOAD(cr->d));
+  SSTM_STORE(r->vp, SSTM_LOAD(cr->vp));
+  SSTM_STORE(r->next, SSTM_LOAD(cr->next));
+  SSTM_STORE(r->next, NULL);
+  SSTM_STORE(r->str, "x");
+  const char *s = SSTM_LOAD(cr->str);
+  struct vrec *n = SSTM_LOAD(r->next);
+  return SSTM_LOAD(n->i) + s[0];
+}
+#elif defined(CASE_CONST_VOLATILE_STORE)
+void use(const volatile int *p) { SSTM_STORE(*p, 1); }
 #elif defined(CASE_STRUCT_LOAD)
 struct pair use(struct rec *r) {
   return SSTM_LOAD(r->pr);

@@ -221,6 +221,35 @@ TEST(const_lvalues_load) {
   sstm_test_fini();
 }
 
+/* volatile lvalues (generic.h: "qualified or not") load and store through
+ * the typed accesses of their width, and the result drops the qualifier. */
+static volatile struct {
+  float f;
+  short s;
+  unsigned char uc;
+  struct all *p;
+} V;
+
+TEST(volatile_lvalues_load_and_store) {
+  _Static_assert(SAME_TYPE(SSTM_LOAD(V.f), float), "volatile float");
+  _Static_assert(SAME_TYPE(SSTM_LOAD(V.p), struct all *), "volatile pointer");
+  sstm_test_init();
+  V.f = 1.5f, V.s = -3, V.uc = 7, V.p = NULL;
+  SSTM_ATOMIC_BEGIN(NULL)
+    SSTM_STORE(V.f, SSTM_LOAD(V.f) * 2);
+    SSTM_STORE(V.s, SSTM_LOAD(V.s) - 1);
+    SSTM_STORE(V.uc, SSTM_LOAD(V.uc) + 1);
+    SSTM_STORE(V.p, &A);
+    CHECK(SSTM_LOAD(V.f) == 3.0f);
+    CHECK_EQ_PTR(SSTM_LOAD(V.p), &A);
+  SSTM_ATOMIC_END();
+  CHECK(V.f == 3.0f);
+  CHECK_EQ_I(V.s, -4);
+  CHECK_EQ_U(V.uc, 8);
+  CHECK_EQ_PTR(V.p, &A);
+  sstm_test_fini();
+}
+
 /* Neighbours of every width: each store must write back exactly its own
  * bytes. The plain stores below stand for other code changing the neighbour
  * while the transaction runs (on one thread, so deterministically): a store
