@@ -167,8 +167,10 @@ SSTM_API int sstm_fclose(sstm_file_t *f);
 
 /** Bytes per buffer of a stream on a regular file by default (each stream
  * has a read buffer and a write buffer), 64 KiB: a stream of small
- * sequential calls makes one system call per 64 KiB, where the kernel's
- * part of each call is most of its time, in transactions and in
+ * sequential calls makes one read or write per 64 KiB (a write that
+ * extends the file also asks the kernel for its size, fstat(2), so that a
+ * failure can cut the file back to it), where the kernel's part of each
+ * call is most of its time, in transactions and in
  * irrevocable ones alike (docs/benchmarks.md, "The default buffer size").
  * The memory is 2 x 64 KiB per stream and per thread that uses it;
  * sstm_setvbuf() chooses a smaller size per stream (docs/design/tm-libc.md,

@@ -939,7 +939,20 @@ static ssize_t pread_all(int fd, unsigned char *p, size_t n, uint64_t off) {
  * hold: the size before a ticket is not the last record's end there. */
 static int write_recs_reg(sstm_file_t *f, view_t *b) {
   bool app = (f->mode & M_APP) != 0;
-  uint64_t kend0 = f->kend, kend = kend0;
+  uint64_t kend0 = f->kend;
+  /* kend counts this stream's writes only: another writer of the file
+   * (another stream on it, another process) may have made it longer
+   * since. A ticket that extends the file as kend says (every append)
+   * takes its size from the kernel first, so that a failure restores that
+   * writer's bytes under the records and does not cut them off; kend if
+   * fstat fails. */
+  for (size_t i = 0; i < b->n; i++)
+    if (app || b->r[i].off + b->r[i].len > kend0) {
+      struct stat st;
+      if (sstm__stdio_sys->fstat(f->fd, &st) == 0) kend0 = (uint64_t)st.st_size;
+      break;
+    }
+  uint64_t kend = kend0;
   for (size_t i = 0; i < b->n; i++) {
     rec_t *r = &b->r[i];
     if (!app && r->off < kend0) {
@@ -978,6 +991,7 @@ static int write_recs_reg(sstm_file_t *f, view_t *b) {
         grew |= b->r[j].off + b->r[j].len > kend0;
       }
       if (grew) (void)sstm__stdio_sys->ftruncate(f->fd, (off_t)kend0);
+      f->kend = kend0;
       return err;
     }
     if (app)

@@ -526,6 +526,67 @@ TEST(a_second_failure_on_an_append_stream_leaves_none_of_its_bytes) {
   teardown();
 }
 
+/* Another writer of the file (here a second stream, flushed) appended
+ * after f was opened: f's failing ticket is cut back to the file's size
+ * before it, not to the size f knew, which would take the other writer's
+ * committed bytes with it. */
+TEST(a_failing_append_leaves_what_another_writer_appended) {
+  setup();
+  sstm_file_t *f = sstm_fopen(path, "a");
+  CHECK_NOT_NULL(f);
+  CHECK_OK(sstm_setvbuf(f, NULL, _IONBF, 0));
+  sstm_file_t *g = sstm_fopen(path, "a");
+  CHECK_NOT_NULL(g);
+  CHECK_EQ_I(sstm_fputs("GGGG", g), 4);
+  CHECK_OK(sstm_fflush(g));
+  unsigned char buf[200];
+  CHECK_EQ_U(contents(buf, sizeof buf), 104);
+  fi.chunk = 1;
+  fi.fail_at = fi.pwrite_calls + 2; /* '1' is in the file when it fails */
+  fi.fail_errno = ENOSPC;
+  errno = 0;
+  CHECK_EQ_I(sstm_fputs("11", f), EOF);
+  CHECK_EQ_I(errno, ENOSPC);
+  CHECK_EQ_U(contents(buf, sizeof buf), 104);
+  CHECK_EQ_MEM(buf + 100, "GGGG", 4);
+  fi.fail_at = 0;
+  CHECK_EQ_I(sstm_fputs("22", f), 2);
+  CHECK_EQ_U(contents(buf, sizeof buf), 106);
+  CHECK_EQ_MEM(buf + 100, "GGGG22", 6);
+  CHECK_OK(sstm_fclose(g));
+  CHECK_OK(sstm_fclose(f)); /* reported by the call */
+  teardown();
+}
+
+/* Another writer extended the file after f was opened: f's failing write
+ * over those bytes puts them back, and the file keeps its size (f's
+ * ticket overwrote bytes there, it did not extend the file). */
+TEST(a_failing_write_past_the_known_end_leaves_what_another_writer_wrote) {
+  setup();
+  sstm_file_t *f = sstm_fopen(path, "r+");
+  CHECK_NOT_NULL(f);
+  CHECK_OK(sstm_setvbuf(f, NULL, _IONBF, 0));
+  unsigned char o[100];
+  memset(o, 'O', sizeof o);
+  int fd = open(path, O_WRONLY);
+  CHECK_GE_I(fd, 0);
+  CHECK_EQ_I(pwrite(fd, o, sizeof o, 100), 100);
+  close(fd);
+  CHECK_EQ_I(sstm_fseek(f, 150, SEEK_SET), 0);
+  fi.chunk = 1;
+  fi.fail_at = fi.pwrite_calls + 2; /* '1' is in the file when it fails */
+  fi.fail_errno = ENOSPC;
+  errno = 0;
+  CHECK_EQ_I(sstm_fputs("11", f), EOF);
+  CHECK_EQ_I(errno, ENOSPC);
+  unsigned char buf[300];
+  CHECK_EQ_U(contents(buf, sizeof buf), 200);
+  CHECK_EQ_MEM(buf + 100, o, 100);
+  fi.fail_at = 0;
+  CHECK_OK(sstm_fclose(f)); /* reported by the call */
+  teardown();
+}
+
 /* Line buffering through short writes and EINTR: each line is in the file
  * whole once its call returns. */
 TEST(line_buffered_lines_survive_short_writes_and_eintr) {
