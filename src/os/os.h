@@ -48,6 +48,10 @@ unsigned sstm__cpus_allowed(void);
  * cannot be read or lists none of them. Opens and reads a file: not for
  * hot paths. */
 bool sstm__cpus_idle_ns(uint64_t *ns, unsigned *ncpu);
+/* The same over a file in /proc/stat's format at `path`, for the CPUs of
+ * `mask` (a cpu_set_t; NULL: every CPU the file lists): a test seam, for
+ * the files of hosts this one is not. */
+bool sstm__cpus_idle_ns_in(const char *path, const void *mask, uint64_t *ns, unsigned *ncpu);
 /* One delay point of the race-widening build (SCHEDSTM_RANDOM_DELAY), from
  * a random number r: yields the CPU at one point in 2^shift, sleeps up to
  * 50 us at one in 2^(shift+5). */

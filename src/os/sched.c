@@ -30,42 +30,62 @@ unsigned sstm__cpus_allowed(void) {
 bool sstm__cpus_idle_ns(uint64_t *ns, unsigned *ncpu) {
   cpu_set_t set;
   bool masked = sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0;
+  return sstm__cpus_idle_ns_in("/proc/stat", masked ? &set : NULL, ns, ncpu);
+}
+
+/* One line of /proc/stat, NUL-terminated: add a per-CPU line's idle and
+ * iowait ticks ("cpuN user nice system idle iowait ...", the total line
+ * has no N) when CPU N is in set (NULL: any). */
+static void idle_line(const char *line, const cpu_set_t *set, uint64_t *ticks, unsigned *n) {
+  if (strncmp(line, "cpu", 3) != 0 || line[3] < '0' || line[3] > '9') return;
+  char *p = (char *)line + 3;
+  unsigned long cpu = strtoul(p, &p, 10);
+  unsigned long long f[5];
+  for (int k = 0; k < 5; k++) {
+    char *q;
+    f[k] = strtoull(p, &q, 10);
+    if (q == p) return; /* not a CPU line of this format */
+    p = q;
+  }
+  if (set && (cpu >= CPU_SETSIZE || !CPU_ISSET(cpu, set))) return;
+  *ticks += f[3] + f[4];
+  (*n)++;
+}
+
+bool sstm__cpus_idle_ns_in(const char *path, const void *mask, uint64_t *ns, unsigned *ncpu) {
+  const cpu_set_t *set = mask;
   long tck = sysconf(_SC_CLK_TCK);
   if (tck <= 0) tck = 100;
-  int fd = open("/proc/stat", O_RDONLY | O_CLOEXEC);
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
   if (fd < 0) return false;
-  /* The per-CPU lines follow the total; a host with more CPUs than fit
-   * is read up to what fits (its later CPUs are left out of both sums). */
-  char buf[16384];
+  /* The per-CPU lines follow the total, one short line per online CPU, a
+   * host's worth of them (16 KiB held only some 230 of them whole): read
+   * whole lines through a window, and stop at the first line after them
+   * (intr, whose length grows with the interrupts). */
+  char buf[4096];
   size_t len = 0;
-  for (;;) {
-    ssize_t r = read(fd, buf + len, sizeof buf - 1 - len);
-    if (r <= 0) break;
-    len += (size_t)r;
-    if (len == sizeof buf - 1) break;
-  }
-  close(fd);
-  buf[len] = '\0';
   uint64_t ticks = 0;
   unsigned n = 0;
-  for (char *line = buf; line && *line; line = strchr(line, '\n'), line = line ? line + 1 : NULL) {
-    /* "cpuN user nice system idle iowait ..." (the total line has no N) */
-    if (strncmp(line, "cpu", 3) != 0 || line[3] < '0' || line[3] > '9') continue;
-    char *p = line + 3;
-    unsigned long cpu = strtoul(p, &p, 10);
-    unsigned long long f[5];
-    int k = 0;
-    for (; k < 5; k++) {
-      char *q;
-      f[k] = strtoull(p, &q, 10);
-      if (q == p) break;
-      p = q;
+  for (bool done = false; !done;) {
+    ssize_t r = read(fd, buf + len, sizeof buf - 1 - len);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) break; /* a last line without its '\n' is left out */
+    len += (size_t)r;
+    buf[len] = '\0';
+    char *line = buf, *nl;
+    while (!done && (nl = memchr(line, '\n', (size_t)(buf + len - line))) != NULL) {
+      *nl = '\0';
+      if (strncmp(line, "cpu", 3) != 0)
+        done = true; /* past the CPU lines */
+      else
+        idle_line(line, set, &ticks, &n);
+      line = nl + 1;
     }
-    if (k < 5) continue; /* a line cut short at the buffer's end */
-    if (masked && (cpu >= CPU_SETSIZE || !CPU_ISSET(cpu, &set))) continue;
-    ticks += f[3] + f[4];
-    n++;
+    len = (size_t)(buf + len - line);
+    if (len == sizeof buf - 1) break; /* a line this long is no CPU line */
+    memmove(buf, line, len);
   }
+  close(fd);
   if (n == 0) return false;
   *ns = ticks * (1000000000ull / (uint64_t)tck);
   *ncpu = n;

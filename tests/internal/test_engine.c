@@ -460,4 +460,48 @@ TEST(cpus_idle_time_sums_the_allowed_cpus_of_proc_stat) {
   CHECK_EQ_I(sched_setaffinity(0, sizeof all, &all), 0);
 }
 
+/* A host of many CPUs: /proc/stat's CPU lines run past the first 16 KiB
+ * (here 600 CPUs of long-running counters, then an intr line of 4000
+ * interrupts). Every CPU is summed, each with its whole counts. The reader
+ * took the first 16 KiB and summed the CPUs whose lines it found there,
+ * the last one with its iowait cut to the digits that fit, while adaptive
+ * divides the sum by the CPUs of the affinity mask: the idle share of the
+ * gate's verdict came out at about half. */
+TEST(cpus_idle_time_of_a_host_of_many_cpus) {
+  char path[64];
+  sstm_test_tmp_file(path, sizeof path, "stat");
+  FILE *f = fopen(path, "w");
+  CHECK_NOT_NULL(f);
+  enum { NCPU = 600 };
+  const uint64_t idle0 = 123456789012ull, iowait0 = 98765432ull;
+  fprintf(f, "cpu  1 2 3 4 5 6 7 8 9 10\n");
+  uint64_t ticks = 0;
+  for (unsigned c = 0; c < NCPU; c++) {
+    uint64_t idle = idle0 + c, iowait = iowait0 + 7 * c;
+    fprintf(f, "cpu%u 1234567890 12345 987654321 %llu %llu 0 765432 0 0 0\n", c,
+            (unsigned long long)idle, (unsigned long long)iowait);
+    ticks += idle + iowait;
+  }
+  fprintf(f, "intr 123456789");
+  for (unsigned i = 0; i < 4000; i++)
+    fprintf(f, " %u", i);
+  fprintf(f, "\nctxt 1234567\nbtime 1700000000\n");
+  CHECK_EQ_I(fclose(f), 0);
+  uint64_t ns;
+  unsigned n;
+  CHECK_TRUE(sstm__cpus_idle_ns_in(path, NULL, &ns, &n));
+  CHECK_EQ_U(n, NCPU);
+  CHECK_EQ_U(ns, ticks * (1000000000ull / (uint64_t)sysconf(_SC_CLK_TCK)));
+  /* a mask of two CPUs past the first 16 KiB */
+  cpu_set_t two;
+  CPU_ZERO(&two);
+  CPU_SET(500, &two);
+  CPU_SET(599, &two);
+  CHECK_TRUE(sstm__cpus_idle_ns_in(path, &two, &ns, &n));
+  CHECK_EQ_U(n, 2);
+  CHECK_EQ_U(ns, (2 * idle0 + 500 + 599 + 2 * iowait0 + 7 * (500 + 599)) *
+                     (1000000000ull / (uint64_t)sysconf(_SC_CLK_TCK)));
+  unlink(path);
+}
+
 SSTM_TEST_MAIN()
