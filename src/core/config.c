@@ -734,11 +734,11 @@ SSTM_API int sstm_shutdown(void) {
    * statistics calls, which check it there, never walk the registry
    * freed below. relaxed: reg_lock orders both flags. */
   pthread_mutex_lock(&sstm__g.reg_lock);
-  bool busy = sstm__registry_busy(sstm__cur);
+  const char *busy = sstm__registry_busy(sstm__cur);
   if (!busy) atomic_store_explicit(&sstm__g.closing, true, memory_order_relaxed);
   pthread_mutex_unlock(&sstm__g.reg_lock);
   if (busy) {
-    sstm__set_error("sstm_shutdown: other threads are still registered or a transaction is active");
+    sstm__set_error("sstm_shutdown: %s", busy);
     return SSTM_EBUSY;
   }
   if (sstm__cur) sstm_thread_exit();

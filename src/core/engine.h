@@ -475,7 +475,8 @@ bool sstm__kill(struct sstm_desc *d, uint64_t serial, const struct sstm_desc *ki
 bool sstm__killer_of(struct sstm_desc *victim, sstm_party_t *out);
 int sstm__registry_init(unsigned max_threads);
 void sstm__registry_fini(void);
-bool sstm__registry_busy(struct sstm_desc *except);
+/* registry.c: why sstm_shutdown must refuse, or NULL. */
+const char *sstm__registry_busy(struct sstm_desc *except);
 
 /* exec.c: the executor's services (src/iface/exec_services.h) that the
  * engine calls. */

@@ -53,18 +53,29 @@ void sstm__registry_fini(void) {
   sstm__g.descs = NULL;
 }
 
-/* True if some descriptor other than `except` is in use, or `except` is in
- * a transaction. Caller holds reg_lock or knows no registration runs. */
-bool sstm__registry_busy(struct sstm_desc *except) {
+/* Non-NULL if some descriptor other than `except` is in use, or `except` is
+ * in a transaction or a callback: the reason, for sstm_shutdown's message.
+ * Caller holds reg_lock or knows no registration runs. */
+const char *sstm__registry_busy(struct sstm_desc *except) {
   unsigned hw = atomic_load_explicit(&sstm__g.hiwater, memory_order_acquire);
   for (unsigned i = 0; i < hw; i++) {
     struct sstm_desc *d = sstm__desc_at(i);
     if (d == NULL || !d->in_use) continue;
     /* a created descriptor is its creator's to destroy, attached or not
      * (config.h), even when it is the caller's current one */
-    if (d != except || !d->thread_owned || d->depth != 0 || d->in_callback) return true;
+    if (!d->thread_owned)
+      return "a descriptor of sstm_desc_create() has not been destroyed (an executor's "
+             "contexts hold some until sstm_exec_destroy)";
+    if (d != except) {
+      /* relaxed: a hint for the message; reg_lock orders the registry */
+      if (atomic_load_explicit(&d->attached, memory_order_relaxed))
+        return "another thread is still registered (sstm_thread_exit)";
+      return "a thread's descriptor is detached (sstm_desc_detach) and not released";
+    }
+    if (d->in_callback) return "called from an action, hook or policy of the caller's transaction";
+    if (d->depth != 0) return "the calling thread is inside a transaction";
   }
-  return false;
+  return NULL;
 }
 
 static struct sstm_desc *desc_new(unsigned slot) {

@@ -1021,6 +1021,7 @@ TEST(shutdown_with_registered_thread_is_ebusy) {
   pthread_mutex_unlock(&h.mu);
 
   CHECK_RC(sstm_shutdown(), SSTM_EBUSY);
+  CHECK_NOT_NULL(strstr(sstm_last_error(), "another thread is still registered"));
   CHECK_TRUE(sstm_initialized());
   /* nothing was released: the caller is still registered and works */
   CHECK_NOT_NULL(sstm_self());
@@ -1147,6 +1148,7 @@ TEST(shutdown_with_suspended_tx_is_ebusy) {
     d = sstm_desc_detach();
     CHECK_NOT_NULL(d);
     CHECK_RC(sstm_shutdown(), SSTM_EBUSY); /* d is active, detached */
+    CHECK_NOT_NULL(strstr(sstm_last_error(), "detached"));
     CHECK_TRUE(sstm_initialized());
     CHECK_OK(sstm_desc_attach(d));
   SSTM_ATOMIC_END();
@@ -1160,6 +1162,7 @@ TEST(shutdown_inside_tx_is_ebusy) {
   SSTM_ATOMIC_BEGIN(NULL)
     sstm_store_u64(&w, 1);
     CHECK_RC(sstm_shutdown(), SSTM_EBUSY);
+    CHECK_NOT_NULL(strstr(sstm_last_error(), "inside a transaction"));
   SSTM_ATOMIC_END();
   CHECK_TRUE(sstm_initialized());
   CHECK_EQ_U(w, 1);

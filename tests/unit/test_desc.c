@@ -543,6 +543,8 @@ TEST(shutdown_refuses_with_a_created_descriptor_attached) {
   CHECK_OK(sstm_desc_create(&d));
   CHECK_OK(sstm_desc_attach(d));
   CHECK_RC(sstm_shutdown(), SSTM_EBUSY);
+  /* the message names the cause (an executor's contexts are such descriptors) */
+  CHECK_NOT_NULL(strstr(sstm_last_error(), "sstm_desc_create"));
   CHECK_TRUE(sstm_initialized());
   CHECK_EQ_PTR(sstm_desc_detach(), d);
   CHECK_OK(sstm_desc_destroy(d));

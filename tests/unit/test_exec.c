@@ -42,6 +42,9 @@ TEST(create_destroy) {
   CHECK_GT_I(n, 0);
   CHECK_CONTAINS(buf, "workers=2");
   CHECK_CONTAINS(buf, "preempt=signal");
+  /* the library outlives its executors; the refusal says why */
+  CHECK_RC(sstm_shutdown(), SSTM_EBUSY);
+  CHECK_CONTAINS(sstm_last_error(), "sstm_exec_destroy");
   CHECK_OK(sstm_exec_destroy(ex));
   /* defaults: one worker per allowed CPU */
   c = xcfg(0, 4, SSTM_EXEC_PREEMPT_NONE);
