@@ -2250,14 +2250,15 @@ static inline view_t *view_new(sstm_file_t *f, uint64_t id, view_t *v, int *err)
       return NULL;
     }
     v->pw_len = 0;
-    /* A write buffer kept from a stream with smaller buffers (sstm_setvbuf)
-     * is too small for this one: wr allocates one of the right size. (A
-     * kept view of f has the right size: bsz is constant since the
-     * installation that kept it.) */
-    if (__builtin_expect(v->wst != NULL && v->wst_cap < f->bsz, 0)) {
-      free(v->wst);
-      v->wst = NULL, v->wst_cap = 0;
-    }
+  }
+  /* A write buffer kept from a stream with smaller buffers (sstm_setvbuf,
+   * or a pipe's) is too small for this one: wr allocates one of the right
+   * size. Also a kept view's (S3): its stream may be closed (by another
+   * thread: the closer forgets only its own, keep_forget) and its header
+   * freed and reused for f, whose bsz may be larger. */
+  if (__builtin_expect(v->wst != NULL && v->wst_cap < f->bsz, 0)) {
+    free(v->wst);
+    v->wst = NULL, v->wst_cap = 0;
   }
   v->f = f, v->txid = id, v->armed = false, v->closed = false, v->ticket = 0, v->cold = false;
   v->bad = false, v->turn = false, v->active = false, v->peek = false, v->ver = 0;

@@ -1299,3 +1299,77 @@ TEST(default_buffers_are_64_kib_on_files_and_pipe_buf_on_pipes) {
   close(p[0]);
   teardown();
 }
+
+/* The header of a closed stream is freed after 1024 more closes (the
+ * quarantine of use after close) and may come back as another stream's. A
+ * thread's kept view (S3) of the closed stream, which another thread
+ * closed, met the new stream at that address and lent it its write
+ * buffer, sized for the old stream's buffers: a write of the new stream's
+ * buffer size ran past it. The case needs the allocator to give the old
+ * header's address back: ctest runs it with glibc's per-thread cache and
+ * ASan's quarantine off (tests/CMakeLists.txt); without the reuse it
+ * skips. */
+static sstm_file_t *reuse_f;
+static atomic_int reuse_step;
+static void *reuse_keeper(void *arg) {
+  (void)arg;
+  CHECK_OK(sstm_thread_init());
+  SSTM_ATOMIC_BEGIN(NULL)
+    CHECK_EQ_I(sstm_fputs("ab", reuse_f), 2);
+  SSTM_ATOMIC_END();
+  SSTM_ATOMIC_BEGIN(NULL)
+    CHECK_EQ_I(sstm_fputs("cd", reuse_f), 2); /* its kept view keeps a 16-byte buffer */
+  SSTM_ATOMIC_END();
+  /* release/acquire: the kept view before the close, the stream after it */
+  atomic_store_explicit(&reuse_step, 1, memory_order_release);
+  while (atomic_load_explicit(&reuse_step, memory_order_acquire) != 2)
+    sched_yield();
+  static char line[100];
+  memset(line, 'x', sizeof line - 1);
+  SSTM_ATOMIC_BEGIN(NULL)
+    for (int i = 0; i < 100; i++)
+      CHECK_EQ_I(sstm_fputs(line, reuse_f), 99);
+  SSTM_ATOMIC_END();
+  CHECK_OK(sstm_thread_exit());
+  return NULL;
+}
+
+TEST(a_kept_view_of_a_closed_stream_lends_nothing_to_a_new_stream_at_its_address) {
+  setup();
+  char path2[64];
+  sstm_test_tmp_file(path2, sizeof path2, "stdio-reuse");
+  reuse_f = sstm_fopen(path, "w+");
+  CHECK_NOT_NULL(reuse_f);
+  CHECK_OK(sstm_setvbuf(reuse_f, NULL, _IOFBF, 16));
+  pthread_t t;
+  CHECK_EQ_I(pthread_create(&t, NULL, reuse_keeper, NULL), 0);
+  while (atomic_load_explicit(&reuse_step, memory_order_acquire) != 1)
+    sched_yield();
+  uintptr_t old = (uintptr_t)reuse_f;
+  CHECK_OK(sstm_fclose(reuse_f));
+  /* Streams with the default (64 KiB) buffers, until one has the closed
+   * header's address (its free comes 1024 closes later). */
+  sstm_file_t *g = NULL;
+  bool reused = false;
+  for (int i = 0; i < 4096 && !reused; i++) {
+    if (g != NULL) CHECK_OK(sstm_fclose(g));
+    if (i % 64 == 63) (void)sstm_reclaim();
+    g = sstm_fopen(path2, "w+");
+    CHECK_NOT_NULL(g);
+    reused = (uintptr_t)g == old;
+  }
+  reuse_f = g;
+  atomic_store_explicit(&reuse_step, 2, memory_order_release);
+  CHECK_EQ_I(pthread_join(t, NULL), 0);
+  CHECK_OK(sstm_fclose(g));
+  char buf[10000];
+  int fd = open(path2, O_RDONLY);
+  CHECK_GE_I(fd, 0);
+  CHECK_EQ_I(read(fd, buf, sizeof buf), 9900);
+  close(fd);
+  for (int i = 0; i < 9900; i++)
+    CHECK_EQ_I(buf[i], 'x');
+  unlink(path2);
+  teardown();
+  if (!reused) sstm_test_skip("the allocator did not give the closed header's address back");
+}
