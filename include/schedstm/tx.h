@@ -52,7 +52,10 @@
  * serializable in commit-timestamp order; read-only ones at their snapshot.
  *
  * Nesting is flat: an inner begin/commit pair only counts depth; an abort
- * restarts the outermost transaction.
+ * restarts the outermost transaction. An inner begin's attributes are
+ * ignored, but for irrevocable: an inner block that asks for it makes the
+ * transaction irrevocable, as sstm_become_irrevocable() does (which may
+ * restart it from the outermost begin).
  */
 #ifndef SCHEDSTM_TX_H
 #define SCHEDSTM_TX_H
@@ -71,7 +74,9 @@ typedef struct sstm_attr {
                        restarts it as an update transaction (abort reason
                        SSTM_ABORT_RO_WRITE), one in an attempt with a read
                        set goes on as an update. */
-  bool irrevocable; /**< start in irrevocable mode (see sstm_become_irrevocable) */
+  bool irrevocable; /**< start in irrevocable mode (see sstm_become_irrevocable);
+                       on a nested begin, make the enclosing transaction
+                       irrevocable */
   int priority;     /**< user priority, visible to contention managers */
   uint32_t tag;     /**< user tag (transaction profile), 0..SSTM_MAX_TAGS-1 are
                        counted separately in detailed statistics
@@ -87,7 +92,8 @@ typedef struct sstm_attr {
  * not registered, or if fn returned with the descriptor detached
  * (sstm_desc_detach(): its transaction is then suspended, not committed, and
  * goes on once a thread attaches the descriptor), SSTM_EINVAL if fn is NULL.
- * Called inside a transaction, fn runs as a flat-nested part of it.
+ * Called inside a transaction, fn runs as a flat-nested part of it (attr is
+ * then ignored, but for attr->irrevocable: see the file comment).
  * @param attr the transaction's attributes, NULL for all zero
  * @param fn the body; it may run several times (once per attempt)
  * @param arg passed to fn

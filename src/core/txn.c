@@ -458,6 +458,11 @@ SSTM_API sstm_ckpt_t *sstm__begin(const sstm_attr_t *attr) {
   if (SSTM_UNLIKELY(tx->in_hook)) return begin_in_hook(tx);
   if (tx->depth > 0) { /* flat nesting */
     depth_nest(tx);
+    /* An inner block that asks to be irrevocable may do what cannot be
+     * undone: the transaction becomes irrevocable (restarting from the
+     * outermost begin if it must, tx.h), instead of the request being lost
+     * with the inner block's other attributes. */
+    if (SSTM_UNLIKELY(attr != NULL && attr->irrevocable)) (void)sstm_become_irrevocable();
     return NULL;
   }
   tx->depth = 1;

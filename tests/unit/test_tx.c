@@ -233,6 +233,63 @@ TEST(flat_nesting) {
   sstm_test_fini();
 }
 
+/* An inner block that asks to be irrevocable (attr.irrevocable) makes the
+ * transaction irrevocable, as sstm_become_irrevocable() would: its body may
+ * do what cannot be undone, so running it revocable because an outer block
+ * happened to be open would be wrong. An outer attempt that has accessed
+ * memory restarts once, irrevocable from its begin (reason irrevocable);
+ * the restart rule of an irrevocable transaction then applies to the whole
+ * one. Through sstm_run and the inline form, under an update and a
+ * read-only outer block. */
+static int irr_inner_saw;
+static void inner_irrevocable(void *arg) {
+  (void)arg;
+  irr_inner_saw = sstm_is_irrevocable();
+  sstm_store_u64(&y, sstm_load_u64(&y) + 1);
+}
+
+TEST(nested_irrevocable_attribute_makes_the_transaction_irrevocable) {
+  sstm_test_init();
+  sstm_attr_t irr = {.irrevocable = true};
+  sstm_attr_t ro = {.read_only = true};
+  for (int round = 0; round < 2; round++) {
+    x = y = 0;
+    irr_inner_saw = 0;
+    static volatile int outer_runs;
+    outer_runs = 0;
+    sstm_stats_t before, after;
+    CHECK_OK(sstm_stats_get(sstm_self(), &before));
+    SSTM_ATOMIC_BEGIN(round == 0 ? NULL : &ro)
+      outer_runs++;
+      (void)sstm_load_u64(&x);
+      CHECK_OK(sstm_run(&irr, inner_irrevocable, NULL));
+      CHECK_TRUE(sstm_is_irrevocable()); /* the whole transaction is */
+      sstm_store_u64(&x, 1);
+    SSTM_ATOMIC_END();
+    CHECK_OK(sstm_stats_get(sstm_self(), &after));
+    CHECK_EQ_I(irr_inner_saw, 1);
+    CHECK_EQ_I(outer_runs, 2);
+    CHECK_EQ_U(after.aborts[SSTM_ABORT_IRREVOCABLE] - before.aborts[SSTM_ABORT_IRREVOCABLE], 1);
+    CHECK_EQ_U(after.commits_irrevocable - before.commits_irrevocable, 1);
+    CHECK_EQ_U(x, 1);
+    CHECK_EQ_U(y, 1);
+  }
+  /* the inline form, with nothing accessed yet: no restart */
+  static volatile int runs;
+  runs = 0;
+  SSTM_ATOMIC_BEGIN(NULL)
+    runs++;
+    SSTM_ATOMIC_BEGIN(&irr)
+      CHECK_TRUE(sstm_is_irrevocable());
+      sstm_store_u64(&z, 7);
+    SSTM_ATOMIC_END();
+    CHECK_TRUE(sstm_is_irrevocable());
+  SSTM_ATOMIC_END();
+  CHECK_EQ_I(runs, 1);
+  CHECK_EQ_U(z, 7);
+  sstm_test_fini();
+}
+
 /* ---- user callbacks ----------------------------------------------------- */
 
 static char seq[64];
