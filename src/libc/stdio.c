@@ -3927,10 +3927,16 @@ int sstm_ferror(sstm_file_t *f) {
 
 void sstm_clearerr(sstm_file_t *f) {
   if (f == NULL) return;
+  /* (S4) The pending error of a deferred write first, then the indicator:
+   * a ticket that fails during this call sets werr after this store and
+   * stays reported; cleared after the indicator's transaction, it was
+   * lost (the next flush returned 0). relaxed: one word, whose order of
+   * modification alone decides which failures this call clears. Not on
+   * an unregistered thread, where the call fails (EPERM). */
+  if (sstm_self() != NULL) atomic_store_explicit(&f->werr, 0, memory_order_relaxed);
   op_t a = {.f = f, .whence = 1};
   run(op_flags, &a);
   finish(&a);
-  if (a.err == 0) atomic_store_explicit(&f->werr, 0, memory_order_relaxed);
 }
 
 void sstm_rewind(sstm_file_t *f) {

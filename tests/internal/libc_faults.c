@@ -844,6 +844,78 @@ TEST(ferror_stays_set_while_another_thread_flushes_the_error) {
   teardown();
 }
 
+/* A deferred write that fails while another thread's sstm_clearerr runs
+ * stays reported: clearerr clears the errors before it, not one that
+ * comes during it. The writer's failing pwrite waits until the clearer's
+ * transaction has committed; the clearer's tx_commit hook then waits
+ * until the writer's commit (its ticket's failure) has returned. Earlier
+ * builds cleared the pending error after that transaction, over this
+ * failure: sstm_ferror said 0 and the next sstm_fflush returned 0, with
+ * the committed bytes not in the file. */
+static struct { atomic_int in_pwrite, cleared, written; } ce;
+static __thread bool ce_writer, ce_clearer;
+
+static ssize_t ce_pwrite(int fd, const void *b, size_t n, off_t off) {
+  if (!ce_writer) return pwrite(fd, b, n, off);
+  atomic_store_explicit(&ce.in_pwrite, 1, memory_order_seq_cst);
+  while (!atomic_load_explicit(&ce.cleared, memory_order_seq_cst))
+    usleep(100);
+  errno = ENOSPC;
+  return -1;
+}
+
+static void ce_commit(void *arg, uint64_t txid) {
+  (void)arg, (void)txid;
+  if (!ce_clearer) return;
+  atomic_store_explicit(&ce.cleared, 1, memory_order_seq_cst);
+  while (!atomic_load_explicit(&ce.written, memory_order_seq_cst))
+    usleep(100);
+}
+
+static void *ce_write(void *arg) {
+  (void)arg;
+  CHECK_OK(sstm_thread_init());
+  static unsigned char rec[6000];
+  memset(rec, 'W', sizeof rec);
+  ce_writer = true;
+  SSTM_ATOMIC_BEGIN(NULL)
+    /* larger than a buffer: a record, written by the commit's action */
+    CHECK_EQ_U(sstm_fwrite(rec, 1, sizeof rec, g_f), sizeof rec);
+  SSTM_ATOMIC_END();
+  ce_writer = false;
+  atomic_store_explicit(&ce.written, 1, memory_order_seq_cst);
+  CHECK_OK(sstm_thread_exit());
+  return NULL;
+}
+
+TEST(a_write_that_fails_during_clearerr_stays_reported) {
+  setup();
+  memset(&ce, 0, sizeof ce);
+  fi_sys.pwrite = ce_pwrite;
+  g_f = sstm_fopen(path, "r+");
+  CHECK_NOT_NULL(g_f);
+  static const sstm_hooks_t hooks = {.tx_commit = ce_commit};
+  int h = sstm_hooks_add(&hooks, NULL);
+  CHECK_GE_I(h, 0);
+  pthread_t t;
+  CHECK_EQ_I(pthread_create(&t, NULL, ce_write, NULL), 0);
+  while (!atomic_load_explicit(&ce.in_pwrite, memory_order_seq_cst))
+    usleep(100);
+  ce_clearer = true;
+  sstm_clearerr(g_f);
+  ce_clearer = false;
+  CHECK_EQ_I(pthread_join(t, NULL), 0);
+  CHECK_OK(sstm_hooks_remove(h));
+  CHECK_TRUE(sstm_ferror(g_f));
+  errno = 0;
+  CHECK_EQ_I(sstm_fflush(g_f), EOF);
+  CHECK_EQ_I(errno, ENOSPC);
+  unsigned char buf[200];
+  CHECK_EQ_U(contents(buf, sizeof buf), 100); /* the failed ticket is undone */
+  CHECK_OK(sstm_fclose(g_f));
+  teardown();
+}
+
 /* (S5) A refill never sees a half-written ticket: if a ticket began to be
  * written during its pread (started moved), the attempt restarts; so it
  * does when a newer version began to be installed (validate), which on a
