@@ -275,6 +275,14 @@ static void gate_exit(admit_state_t *s) {
 /* Wake the waiter at the head of the queue, if it sleeps, so that it
  * watches the held slices for reclaim (file comment). */
 static void wake_head(void) {
+  /* seq_cst fence: the store-buffering pair with the head, which marks
+   * its entry (seq_cst) and then loads each place's own (seq_cst, in
+   * reclaim). Either the head sees this thread's own, whose slice end it
+   * then sleeps to, or this sees the head's mark below and wakes it.
+   * Without the fence the caller's release store of own may pass the load
+   * of the mark (a store buffer does that): both miss, and the head
+   * sleeps to the wait bound instead of the slice's end. */
+  atomic_thread_fence(memory_order_seq_cst);
   uint64_t h = atomic_load_explicit(&G.exits, memory_order_seq_cst) + G.limit;
   _Atomic uint64_t *w = &G.ring[h & G.ring_mask];
   if (atomic_load_explicit(w, memory_order_seq_cst) == ((h << 1) | 1)) sstm__futex_wake_all(w);
@@ -292,8 +300,10 @@ static unsigned reclaim(uint64_t now, uint64_t *next) {
     if (h == NULL) continue;
     /* acquire: pairs with the holder's release store of own, so that
      * `since` is at least that admission's (a later one only makes the
-     * place look younger: no wrong reclaim) */
-    uint64_t o = atomic_load_explicit(&h->own, memory_order_acquire);
+     * place look younger: no wrong reclaim). seq_cst, too: the
+     * store-buffering pair with wake_head's fence (the head's mark, then
+     * this load; the holder's own, the fence, then its load of the mark). */
+    uint64_t o = atomic_load_explicit(&h->own, memory_order_seq_cst);
     if (o == 0) continue;
     uint64_t end = atomic_load_explicit(&h->since, RLX) + G.hold_ns;
     if (end < G.hold_ns) end = UINT64_MAX; /* a slice that never ends (tests) */
