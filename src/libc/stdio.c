@@ -260,6 +260,10 @@ struct sstm_file {
   _Atomic uint32_t wmine;
   uint64_t kend; /* the file's size as the writers know it; only the writer
                     of the current ticket touches it (S4) */
+  /* (S4) A ticket of the stream has failed: a read window may show its
+   * lost bytes, so the undo bytes a buffer took from a window (pw_take)
+   * are read from the file instead. As kend, the ticket writers' only. */
+  bool wfailed;
   /* The kernel offset (S7), under kmu. */
   pthread_mutex_t kmu;
   uint64_t kgen_done; /* kgen of the last committed seek applied */
@@ -958,11 +962,13 @@ static int write_recs_reg(sstm_file_t *f, view_t *b) {
     if (!app && r->off < kend0) {
       uint64_t e = r->off + r->len < kend0 ? r->off + r->len : kend0;
       if (r->pre != NULL) { /* from the read window (pw_take) */
-        if (r->prelen >= e - r->off) {
+        if (!f->wfailed && r->prelen >= e - r->off) {
           r->prelen = (size_t)(e - r->off);
           continue;
         }
-        free(r->pre); /* it does not cover the bytes the file holds: read them */
+        /* it does not cover the bytes the file holds, or the window may
+         * have shown a failed ticket's bytes (wfailed): read them */
+        free(r->pre);
       }
       r->pre = malloc(e - r->off);
       if (r->pre == NULL) return ENOMEM;
@@ -1032,6 +1038,7 @@ static void write_ticket(sstm_file_t *f, view_t *v, uint64_t ticket) {
   uint64_t done = 0;
   int err = v->n == 0 ? 0 : f->reg ? write_recs_reg(f, v) : write_recs_bytes(f, v, &done);
   if (__builtin_expect(err != 0, 0)) {
+    f->wfailed = true; /* the next writer reads it after applied's store below */
     if (v->rep != NULL) {
       /* The ticket holds the bytes of a call outside transactions, whose
        * commit this is: that call reports the failure when its sstm_run

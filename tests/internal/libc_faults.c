@@ -691,6 +691,45 @@ TEST(window_bytes_are_not_used_once_another_thread_wrote_there) {
   teardown();
 }
 
+/* After a failed ticket, the installed read window may still show its
+ * lost bytes (a read-back's, docs/design/tm-libc.md (S4), "Readers after a
+ * failed ticket"): a write buffer that begins there must not take them as
+ * the file's bytes under it, or the undo of its own failing ticket writes
+ * the lost bytes back into the file. */
+TEST(a_failed_tickets_bytes_in_the_window_are_not_an_undo) {
+  setup();
+  unsigned char was[100];
+  sstm_file_t *f = open_letters(was, sizeof was);
+  fi.fail_at = fi.pwrite_calls + 1; /* the read-back's ticket writes nothing */
+  fi.fail_errno = ENOSPC;
+  unsigned char back[50];
+  SSTM_ATOMIC_BEGIN(NULL)
+    CHECK_EQ_I(sstm_fseek(f, 10, SEEK_SET), 0);
+    CHECK_EQ_I(sstm_fputs("XXXX", f), 4);
+    CHECK_EQ_I(sstm_fseek(f, 0, SEEK_SET), 0);
+    CHECK_EQ_U(sstm_fread(back, 1, sizeof back, f), sizeof back); /* the window shows XXXX */
+  SSTM_ATOMIC_END();
+  CHECK_GE_I(fi.pwrite_calls, fi.fail_at);
+  unsigned char buf[200];
+  CHECK_EQ_U(contents(buf, sizeof buf), 100);
+  CHECK_EQ_MEM(buf, was, sizeof was);
+  SSTM_ATOMIC_BEGIN(NULL)
+    CHECK_EQ_I(sstm_fseek(f, 10, SEEK_SET), 0);
+    CHECK_EQ_I(sstm_fputs("YY", f), 2); /* a buffer that begins in the window */
+  SSTM_ATOMIC_END();
+  fi.chunk = 1;
+  fi.fail_at = fi.pwrite_calls + 2; /* the first 'Y' is in the file when it fails */
+  errno = 0;
+  CHECK_EQ_I(sstm_fflush(f), EOF);
+  CHECK_EQ_I(errno, ENOSPC);
+  CHECK_EQ_U(contents(buf, sizeof buf), 100);
+  CHECK_EQ_MEM(buf, was, sizeof was);
+  sstm_clearerr(f);
+  fi.fail_at = 0;
+  CHECK_OK(sstm_fclose(f));
+  teardown();
+}
+
 /* A write buffer that begins in the read window and runs past its end: the
  * window holds the undo bytes of its first part only, so the installation
  * must read the rest from the file. Here the window is [10, 522) (a refill
