@@ -285,7 +285,8 @@ SSTM_API int sstm_exec_create(const sstm_exec_config_t *cfg, sstm_exec_t **out);
  * (drain), stop the workers and release everything. Submissions that wait
  * for a context when it is called, and any that come later, fail with
  * SSTM_ESTATE. Blocks until the drain is over. Must not be called from a
- * request body or callback (SSTM_EBUSY), nor twice.
+ * request body or callback, nor inside a transaction, which a request may
+ * wait for (SSTM_EBUSY), nor twice.
  * @param ex the executor (NULL: SSTM_EINVAL)
  * @return 0, SSTM_EINVAL or SSTM_EBUSY */
 SSTM_API int sstm_exec_destroy(sstm_exec_t *ex);
@@ -347,9 +348,10 @@ typedef struct sstm_exec_req {
  * Errors: SSTM_EINVAL (ex or req NULL, req->fn NULL, priority >= levels),
  * SSTM_ESTATE (the executor is being destroyed), SSTM_EBUSY (called from
  * one of this executor's request bodies or callbacks: it could wait for
- * itself; or req->future belongs to a request still in flight, which keeps
- * it: wait for that one first; a concurrent submission naming the same
- * future is not detected).
+ * itself; inside a transaction, which the requests holding the contexts
+ * may wait for; or req->future belongs to a request still in flight,
+ * which keeps it: wait for that one first; a concurrent submission naming
+ * the same future is not detected).
  * @param ex the executor
  * @param req the request (copied; req itself may go away after the call)
  * @return 0, SSTM_EINVAL, SSTM_ESTATE or SSTM_EBUSY */
@@ -364,7 +366,10 @@ SSTM_API int sstm_exec_submit(sstm_exec_t *ex, const sstm_exec_req_t *req);
  * callback's own request still holds its context, and right after
  * sstm_exec_wait() returns the worker may not have freed it yet. So this
  * call can return SSTM_EAGAIN although every earlier request has ended;
- * sstm_exec_submit() waits for the context instead.
+ * sstm_exec_submit() waits for the context instead. Inside a transaction
+ * (where sstm_exec_submit() refuses) the submission is not part of it: an
+ * attempt that aborts has submitted all the same, and its retry submits
+ * again (submit from an sstm_on_commit() action to submit once).
  * @param ex the executor
  * @param req the request
  * @return 0, SSTM_EAGAIN, SSTM_EINVAL, SSTM_EBUSY or SSTM_ESTATE */
@@ -374,9 +379,11 @@ SSTM_API int sstm_exec_try_submit(sstm_exec_t *ex, const sstm_exec_req_t *req);
  * sstm_run() result (see sstm_exec_done_fn). f may be reused afterwards.
  * The request's context is freed just after (see sstm_exec_try_submit()).
  * Blocks (futex) without a time limit. SSTM_EINVAL for f NULL or a future
- * no submission set up.
+ * no submission set up; SSTM_EBUSY inside a transaction, whose end the
+ * request may wait for (its locks, its irrevocability): wait after the
+ * commit.
  * @param f the future passed in sstm_exec_req_t::future
- * @return the request's result, or SSTM_EINVAL */
+ * @return the request's result, SSTM_EINVAL or SSTM_EBUSY */
 SSTM_API int sstm_exec_wait(sstm_exec_future_t *f);
 
 /** Whether the request whose future f is has ended (then sstm_exec_wait()

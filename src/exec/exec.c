@@ -816,6 +816,18 @@ nomem0:
   return SSTM_ENOMEM;
 }
 
+/* A call that waits for requests, made inside a transaction: a request
+ * that meets the caller's locks waits for, or retries until, the end of
+ * the caller's transaction (and every request waits at its begin while
+ * the caller is irrevocable), which would wait for the request. No policy
+ * can break that cycle: the caller is not at a barrier. */
+static int in_tx_refused(const char *who) {
+  sstm__set_error("%s: called inside a transaction, which a request may wait for (call it after "
+                  "the commit; sstm_exec_try_submit does not wait)",
+                  who);
+  return SSTM_EBUSY;
+}
+
 int sstm_exec_destroy(sstm_exec_t *ex) {
   if (!ex) {
     sstm__set_error("sstm_exec_destroy: ex is NULL");
@@ -826,6 +838,7 @@ int sstm_exec_destroy(sstm_exec_t *ex) {
     sstm__set_error("sstm_exec_destroy: called from one of the executor's own requests");
     return SSTM_EBUSY;
   }
+  if (sstm_in_tx()) return in_tx_refused("sstm_exec_destroy");
   teardown(ex, ex->nworkers);
   return 0;
 }
@@ -904,6 +917,7 @@ static int submit(struct sstm_exec *ex, const sstm_exec_req_t *req, bool wait, c
                       who);
       return SSTM_EBUSY;
     }
+    if (sstm_in_tx()) return in_tx_refused(who);
   }
   uint64_t t0 = sstm__now_ns();
   sstm__xq_lock(&ex->q);
@@ -1017,6 +1031,7 @@ int sstm_exec_wait(sstm_exec_future_t *f) {
     sstm__set_error("sstm_exec_wait: f is NULL");
     return SSTM_EINVAL;
   }
+  if (sstm_in_tx()) return in_tx_refused("sstm_exec_wait");
   for (;;) {
     /* acquire: pairs with ctx_main's release; the result and the body's
      * effects are visible after. */

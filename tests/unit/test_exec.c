@@ -165,6 +165,48 @@ TEST(futures_and_callbacks) {
   CHECK_OK(sstm_shutdown());
 }
 
+/* The calls that wait for requests refuse inside a transaction: the request
+ * may meet the caller's locks and wait for its end (a ser-* loser), abort
+ * and retry until it ends (suicide), or wait at its begin while the
+ * caller is irrevocable, and the caller would wait for the request: no
+ * policy breaks that cycle, since the caller is not at a barrier. The
+ * non-blocking calls stay usable; after the commit the future is waited
+ * for. */
+static uint64_t other;
+static void incr_other(void *arg) {
+  (void)arg;
+  sstm_store_u64(&other, sstm_load_u64(&other) + 1);
+}
+
+TEST(calls_that_wait_for_requests_refuse_inside_a_transaction) {
+  init_lib();
+  CHECK_OK(sstm_thread_init());
+  sstm_exec_config_t c = xcfg(1, 4, SSTM_EXEC_PREEMPT_NONE);
+  sstm_exec_t *ex;
+  CHECK_OK(sstm_exec_create(&c, &ex));
+  static sstm_exec_future_t f;
+  other = 0;
+  volatile int waited = 99, submitted = 99, destroyed = 99, tried = 99;
+  SSTM_ATOMIC_BEGIN(NULL)
+    sstm_store_u64(&counter, 1);
+    sstm_exec_req_t r = {.fn = incr_other, .future = &f};
+    tried = sstm_exec_try_submit(ex, &r);
+    waited = sstm_exec_wait(&f);
+    sstm_exec_req_t q = {.fn = incr_other};
+    submitted = sstm_exec_submit(ex, &q);
+    destroyed = sstm_exec_destroy(ex);
+  SSTM_ATOMIC_END();
+  CHECK_OK(tried);
+  CHECK_RC(waited, SSTM_EBUSY);
+  CHECK_RC(submitted, SSTM_EBUSY);
+  CHECK_RC(destroyed, SSTM_EBUSY);
+  CHECK_OK(sstm_exec_wait(&f)); /* outside: waits */
+  CHECK_EQ_U(other, 1);
+  CHECK_OK(sstm_exec_destroy(ex));
+  CHECK_OK(sstm_thread_exit());
+  CHECK_OK(sstm_shutdown());
+}
+
 static _Atomic unsigned done_calls;
 static _Atomic int done_rc_sum;
 static void on_done(void *a, int rc) {
