@@ -38,7 +38,10 @@ SSTM_EXTERN_C_BEGIN
 
 /** malloc/calloc inside a transaction; released automatically on abort.
  * Outside a transaction they allocate as malloc/calloc do. Either way the
- * block is a malloc block: free() or sstm_free() may release it. Hooks
+ * block is a malloc block: free() or sstm_free() may release it, except
+ * inside the transaction that allocated it, where only sstm_free() may
+ * (the rollback of an attempt that aborts releases the block itself, so a
+ * free() there would release it twice). Hooks
  * (<schedstm/hooks.h>), contention-manager callbacks (<schedstm/cm.h>) and
  * the sampling callback (cfg.sample_fn) count as outside, also those that
  * run within an attempt (tx_begin, on_begin, on_conflict, sample_fn): what
