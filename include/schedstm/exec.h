@@ -296,7 +296,8 @@ SSTM_API int sstm_exec_destroy(sstm_exec_t *ex);
  * sstm_cancel(), or the error sstm_run() reported). It runs outside any
  * transaction, may call sstm_run() itself, and may submit to the executor
  * with sstm_exec_try_submit() (not the blocking sstm_exec_submit(): a full
- * executor would wait for itself). The body and this callback run with the
+ * executor would wait for itself; nor sstm_exec_wait() for a request that
+ * has not ended, its own included: SSTM_EBUSY). The body and this callback run with the
  * request's context's descriptor attached (sstm_self()) and must leave it
  * so: a callback that detaches it (sstm_desc_detach(), or sstm_thread_exit(),
  * which detaches a descriptor of sstm_desc_create()) gets it back after it
@@ -379,9 +380,13 @@ SSTM_API int sstm_exec_try_submit(sstm_exec_t *ex, const sstm_exec_req_t *req);
  * sstm_run() result (see sstm_exec_done_fn). f may be reused afterwards.
  * The request's context is freed just after (see sstm_exec_try_submit()).
  * Blocks (futex) without a time limit. SSTM_EINVAL for f NULL or a future
- * no submission set up; SSTM_EBUSY inside a transaction, whose end the
- * request may wait for (its locks, its irrevocability): wait after the
- * commit.
+ * no submission set up. SSTM_EBUSY, for a request that has not ended,
+ * where it may wait for the caller: inside a transaction (the request may
+ * wait for its end: its locks, its irrevocability; wait after the commit)
+ * or on an executor's worker (a request's body, done callback or actions:
+ * the request may need that worker, and a request's own future is set
+ * after its done callback returns; wait outside the executor, or test
+ * sstm_exec_done()). A future whose request has ended is read anywhere.
  * @param f the future passed in sstm_exec_req_t::future
  * @return the request's result, SSTM_EINVAL or SSTM_EBUSY */
 SSTM_API int sstm_exec_wait(sstm_exec_future_t *f);

@@ -1031,8 +1031,7 @@ int sstm_exec_wait(sstm_exec_future_t *f) {
     sstm__set_error("sstm_exec_wait: f is NULL");
     return SSTM_EINVAL;
   }
-  if (sstm_in_tx()) return in_tx_refused("sstm_exec_wait");
-  for (;;) {
+  for (bool first = true;; first = false) {
     /* acquire: pairs with ctx_main's release; the result and the body's
      * effects are visible after. */
     uint64_t s = atomic_load_explicit(fut_state(f), memory_order_acquire);
@@ -1040,6 +1039,16 @@ int sstm_exec_wait(sstm_exec_future_t *f) {
     if (s != FUT_PENDING) {
       sstm__set_error("sstm_exec_wait: not a future of a submitted request");
       return SSTM_EINVAL;
+    }
+    if (first) { /* it would wait: not where the request may wait for the caller */
+      if (sstm_in_tx()) return in_tx_refused("sstm_exec_wait");
+      if (sstm__xp_self()) {
+        sstm__set_error("sstm_exec_wait: called on an executor's worker (a request's body, done "
+                        "callback or action), which the request may need: its own future is "
+                        "set after its callback returns (wait outside the executor, or test "
+                        "sstm_exec_done)");
+        return SSTM_EBUSY;
+      }
     }
     sstm__futex_wait(fut_state(f), (uint32_t)s, 0);
   }

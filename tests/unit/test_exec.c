@@ -5,6 +5,7 @@
  * error. Preemption itself is tests/integration/exec_preempt.c. */
 #define _GNU_SOURCE
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -165,43 +166,73 @@ TEST(futures_and_callbacks) {
   CHECK_OK(sstm_shutdown());
 }
 
-/* The calls that wait for requests refuse inside a transaction: the request
- * may meet the caller's locks and wait for its end (a ser-* loser), abort
- * and retry until it ends (suicide), or wait at its begin while the
- * caller is irrevocable, and the caller would wait for the request: no
- * policy breaks that cycle, since the caller is not at a barrier. The
- * non-blocking calls stay usable; after the commit the future is waited
- * for. */
+/* The calls that wait for requests refuse where the request may wait for
+ * the caller. Inside a transaction: the request may meet the caller's
+ * locks and wait for its end (a ser-* loser), abort and retry until it
+ * ends (suicide), or wait at its begin while the caller is irrevocable,
+ * and the caller would wait for the request; no policy breaks that cycle,
+ * since the caller is not at a barrier. On a worker (a done callback): the
+ * request may need that worker, and a request's own future is set after
+ * its callback returns. A future whose request has ended is read anywhere;
+ * the non-blocking submission stays usable; outside, the wait waits. */
 static uint64_t other;
-static void incr_other(void *arg) {
+static atomic_int held_release;
+static void held(void *arg) { /* runs until the test releases it */
   (void)arg;
+  while (!atomic_load_explicit(&held_release, memory_order_acquire))
+    sched_yield();
   sstm_store_u64(&other, sstm_load_u64(&other) + 1);
 }
+static sstm_exec_future_t own_f, ended_f;
+static int own_wait_rc = 99, ended_wait_rc = 99;
+static void wait_in_callback(void *arg, int rc) {
+  (void)arg;
+  (void)rc;
+  own_wait_rc = sstm_exec_wait(&own_f);     /* set after this callback: refused */
+  ended_wait_rc = sstm_exec_wait(&ended_f); /* ended: its result */
+}
+static void nop(void *arg) { (void)arg; }
 
-TEST(calls_that_wait_for_requests_refuse_inside_a_transaction) {
+TEST(calls_that_wait_for_requests_refuse_where_the_request_may_wait_for_them) {
   init_lib();
   CHECK_OK(sstm_thread_init());
   sstm_exec_config_t c = xcfg(1, 4, SSTM_EXEC_PREEMPT_NONE);
   sstm_exec_t *ex;
   CHECK_OK(sstm_exec_create(&c, &ex));
-  static sstm_exec_future_t f;
+  static sstm_exec_future_t f, g;
   other = 0;
-  volatile int waited = 99, submitted = 99, destroyed = 99, tried = 99;
+  atomic_store_explicit(&held_release, 0, memory_order_relaxed);
+  sstm_exec_req_t e = {.fn = nop, .future = &g};
+  CHECK_OK(sstm_exec_submit(ex, &e));
+  CHECK_OK(sstm_exec_wait(&g));
+  volatile int waited = 99, waited_ended = 99, submitted = 99, destroyed = 99, tried = 99;
   SSTM_ATOMIC_BEGIN(NULL)
     sstm_store_u64(&counter, 1);
-    sstm_exec_req_t r = {.fn = incr_other, .future = &f};
+    sstm_exec_req_t r = {.fn = held, .future = &f};
     tried = sstm_exec_try_submit(ex, &r);
     waited = sstm_exec_wait(&f);
-    sstm_exec_req_t q = {.fn = incr_other};
+    waited_ended = sstm_exec_wait(&g);
+    sstm_exec_req_t q = {.fn = nop};
     submitted = sstm_exec_submit(ex, &q);
     destroyed = sstm_exec_destroy(ex);
   SSTM_ATOMIC_END();
   CHECK_OK(tried);
   CHECK_RC(waited, SSTM_EBUSY);
+  CHECK_OK(waited_ended);
   CHECK_RC(submitted, SSTM_EBUSY);
   CHECK_RC(destroyed, SSTM_EBUSY);
+  atomic_store_explicit(&held_release, 1, memory_order_release);
   CHECK_OK(sstm_exec_wait(&f)); /* outside: waits */
   CHECK_EQ_U(other, 1);
+  /* a done callback */
+  sstm_exec_req_t d = {.fn = nop, .future = &ended_f};
+  CHECK_OK(sstm_exec_submit(ex, &d));
+  CHECK_OK(sstm_exec_wait(&ended_f));
+  sstm_exec_req_t w = {.fn = nop, .done = wait_in_callback, .future = &own_f};
+  CHECK_OK(sstm_exec_submit(ex, &w));
+  CHECK_OK(sstm_exec_wait(&own_f));
+  CHECK_RC(own_wait_rc, SSTM_EBUSY);
+  CHECK_OK(ended_wait_rc);
   CHECK_OK(sstm_exec_destroy(ex));
   CHECK_OK(sstm_thread_exit());
   CHECK_OK(sstm_shutdown());
