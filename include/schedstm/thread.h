@@ -75,8 +75,8 @@ SSTM_API sstm_desc_t *sstm_self(void);
  * at its next access or commit and restarts (docs/design/core.md, (9)).
  * Must not be called from inside a transactional access. Returns
  * NULL (with sstm_last_error set) if no descriptor is attached, or when
- * called from an action, hook or policy running for the descriptor's
- * transaction.
+ * called from an action, hook, policy or sampling callback running for the
+ * descriptor's transaction (within its attempt or around it).
  * A suspended transaction must go on in the stack (user-level context) it
  * began on, whichever thread attaches it: its restart checkpoint returns to
  * the frame of its begin. Do not suspend an irrevocable transaction: new

@@ -342,7 +342,10 @@ SSTM_API sstm_desc_t *sstm_desc_detach(void) {
     sstm__set_error("sstm_desc_detach: the calling thread has no descriptor");
     return NULL;
   }
-  if (d->in_callback) {
+  /* in_hook: the callbacks that run within an attempt (a tx_begin hook,
+   * the policy's on_begin and on_conflict, the sampling callback), which
+   * do not count in in_callback since depth covers them elsewhere */
+  if (d->in_callback || d->in_hook) {
     sstm__set_error("sstm_desc_detach: called from a callback, hook or policy of the descriptor's "
                     "transaction");
     return NULL;

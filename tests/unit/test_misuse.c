@@ -455,6 +455,52 @@ TEST(teardown_from_hooks_is_ebusy) {
   sstm_test_fini();
 }
 
+/* sstm_desc_detach from code that runs within an attempt on its behalf (a
+ * tx_begin hook, the sampling callback) returns NULL (thread.h), as from
+ * the actions and the hooks around it: the descriptor stays attached and
+ * the attempt goes on. Before, these detached it, and the body's accesses
+ * then went to the misuse handler (by default: the process aborted). */
+static sstm_desc_t *in_attempt_detached[2];
+static int in_attempt_calls[2];
+static void detach_in_begin_hook(void *arg, uint64_t txid) {
+  (void)arg, (void)txid;
+  if (in_attempt_calls[0]++ == 0) in_attempt_detached[0] = sstm_desc_detach();
+}
+static void detach_in_sample(void *arg, const void *addr, bool is_write) {
+  (void)arg, (void)addr, (void)is_write;
+  if (in_attempt_calls[1]++ == 0) in_attempt_detached[1] = sstm_desc_detach();
+}
+TEST(detach_from_inside_an_attempt_is_refused) {
+  sstm_config_t c;
+  sstm_test_config(&c);
+  c.sample_period = 1;
+  c.sample_fn = detach_in_sample;
+  CHECK_OK(sstm_init(&c));
+  CHECK_OK(sstm_thread_init());
+  sstm_set_misuse_handler(record_misuse);
+  nmisuse = 0;
+  static const sstm_hooks_t h = {.tx_begin = detach_in_begin_hook};
+  int handle = sstm_hooks_add(&h, NULL);
+  CHECK_GE_I(handle, 0);
+  for (int i = 0; i < 2; i++) {
+    in_attempt_detached[i] = (sstm_desc_t *)&x;
+    in_attempt_calls[i] = 0;
+  }
+  sstm_desc_t *self = sstm_self();
+  tx_store_u64(&x, 11);
+  CHECK_EQ_U(x, 11);
+  CHECK_EQ_I(in_attempt_calls[0], 1);
+  CHECK_GE_I(in_attempt_calls[1], 1);
+  CHECK_TRUE(in_attempt_detached[0] == NULL);
+  CHECK_TRUE(in_attempt_detached[1] == NULL);
+  CHECK_EQ_I(nmisuse, 0);
+  CHECK_TRUE(sstm_self() == self);
+  CHECK_OK(sstm_hooks_remove(handle));
+  sstm_set_misuse_handler(NULL);
+  CHECK_OK(sstm_thread_exit());
+  CHECK_OK(sstm_shutdown());
+}
+
 /* A hook that starts a transaction (hooks.h): sstm_run there is refused
  * with SSTM_ESTATE, an atomic block goes to the misuse handler and runs
  * outside any transaction (or flat-nested in the attempt a tx_begin hook
