@@ -51,8 +51,8 @@
  * also waits behind its killer's attempt.
  *
  * Hooks run on the transaction's thread. on_begin/on_commit are on the hot
- * path: leave them NULL unless needed. No hook may start, restart or
- * cancel a transaction (treated as in a global hook: hooks.h);
+ * path: leave them NULL unless needed. No hook may start, restart,
+ * cancel or commit a transaction (treated as in a global hook: hooks.h);
  * sstm_malloc() and sstm_free() in a hook act as outside a transaction,
  * even in on_begin and on_conflict (alloc.h).
  *

@@ -91,9 +91,10 @@ typedef enum sstm_stats_level {
 
 /** Called every sample_period transactional accesses of a thread when
  * sampling is on (period > 0), on the accessing thread, during the access,
- * as a hook is called (hooks.h). It must not start, restart or cancel a
- * transaction: a begin, sstm_restart and sstm_cancel are reported as
- * misuse (sstm_set_misuse_handler; sstm_run returns SSTM_ESTATE). It should
+ * as a hook is called (hooks.h). It must not start, restart, cancel or
+ * commit a transaction: a begin, sstm_restart, sstm_cancel and sstm_commit
+ * are reported as misuse (sstm_set_misuse_handler; sstm_run and
+ * sstm_commit return SSTM_ESTATE). It should
  * not access transactional data: nothing detects it, the access joins the
  * interrupted attempt (and is not sampled), and a conflict there aborts
  * that attempt. sstm_malloc() and sstm_free() in it act as outside a

@@ -15,14 +15,12 @@
  * registration). A hook must not start a transaction: SSTM_ATOMIC_BEGIN
  * there goes to the misuse handler (and, if it returns, the block runs
  * outside any transaction, or flat-nested in the one the hook runs for),
- * and sstm_run() returns SSTM_ESTATE; nor restart or cancel one
- * (sstm_restart, sstm_cancel: misuse). sstm_malloc() and sstm_free() in a
- * hook act as outside a transaction, even in tx_begin (<schedstm/alloc.h>).
- * With no hook registered the engine
- * pays one predictable branch per event, and transactions pay only that
- * while the sets registered have thread events alone (which events a set
- * has is read when it is registered: set its members before
- * sstm_hooks_add()).
+ * and sstm_run() returns SSTM_ESTATE; nor restart, cancel or commit one
+ * (sstm_restart, sstm_cancel: misuse; sstm_commit: misuse, SSTM_ESTATE). sstm_malloc() and
+ * sstm_free() in a hook act as outside a transaction, even in tx_begin (<schedstm/alloc.h>). With
+ * no hook registered the engine pays one predictable branch per event, and transactions pay only
+ * that while the sets registered have thread events alone (which events a set has is read when it
+ * is registered: set its members before sstm_hooks_add()).
  */
 #ifndef SCHEDSTM_HOOKS_H
 #define SCHEDSTM_HOOKS_H

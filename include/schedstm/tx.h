@@ -218,8 +218,11 @@ SSTM_API int sstm__atomic_end_error(int rc);
  * the transaction is rolled back and restarted at its begin, so this call
  * returns only on success. Returns 0, or SSTM_ENOTX when no transaction is
  * active (debug builds first report the misuse to the misuse handler, whose
- * default prints it and aborts).
- * @return 0 or SSTM_ENOTX */
+ * default prints it and aborts), or SSTM_ESTATE when called from a hook, a
+ * contention manager's callback or the sampling callback running within
+ * the attempt, which must not end it (reported to the misuse handler; the
+ * transaction goes on).
+ * @return 0, SSTM_ENOTX or SSTM_ESTATE */
 SSTM_API SSTM_NOPLT int sstm_commit(void);
 
 /** Abort the current transaction and restart it (STAMP's TM_RESTART). The

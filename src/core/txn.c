@@ -1076,11 +1076,23 @@ SSTM_INLINE int commit_outermost(struct sstm_desc *tx) {
   return 0;
 }
 
+/* sstm_commit from a hook, a policy's callback or the sampling callback
+ * running within the attempt (in_hook at depth 1): ending the attempt
+ * there would leave the body running outside any transaction, its writes
+ * dropped. Misuse, refused; the attempt goes on. */
+static SSTM_COLD int commit_in_hook(void) {
+  sstm__misuse("sstm_commit inside a hook, a contention manager's callback or the sampling "
+               "callback of the attempt (they must not end it: hooks.h, cm.h)");
+  sstm__set_error("sstm_commit: called from a callback running within the attempt");
+  return SSTM_ESTATE;
+}
+
 /* sstm_commit when the gate word is not 1: a commit at a depth other
  * than 1 leaves one level of a flat-nested block; a commit outside any
  * transaction (on a thread without a descriptor too: its prefix has depth
- * 0) is misuse; an outermost one in a callback or on a descriptor with
- * begin-time features commits as any other. */
+ * 0) is misuse, and so is one that would end the attempt from a callback
+ * running within it; an outermost one in an action (a transaction of its
+ * own) or on a descriptor with begin-time features commits as any other. */
 static SSTM_NOINLINE int commit_general(void) {
   struct sstm_desc *tx = sstm__cur;
   if (tx == NULL || tx->depth == 0) {
@@ -1092,6 +1104,7 @@ static SSTM_NOINLINE int commit_general(void) {
     tx->depth--;
     return 0;
   }
+  if (SSTM_UNLIKELY(tx->in_hook)) return commit_in_hook();
   tx->depth = 0;
   return commit_outermost(tx);
 }

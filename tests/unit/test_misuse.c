@@ -501,6 +501,54 @@ TEST(detach_from_inside_an_attempt_is_refused) {
   CHECK_OK(sstm_shutdown());
 }
 
+/* sstm_commit from code that runs within an attempt on its behalf (a
+ * tx_begin hook, the sampling callback) would end the attempt under the
+ * body, whose accesses then ran outside any transaction (dropped, and
+ * sstm_run returned 0): it goes to the misuse handler and returns
+ * SSTM_ESTATE, and the transaction goes on to commit the body's writes. */
+static int in_attempt_commit_rc[2] = {1, 1};
+static void commit_in_begin_hook(void *arg, uint64_t txid) {
+  (void)arg, (void)txid;
+  if (in_attempt_calls[0]++ == 0) in_attempt_commit_rc[0] = sstm_commit();
+}
+static void commit_in_sample(void *arg, const void *addr, bool is_write) {
+  (void)arg, (void)addr, (void)is_write;
+  if (in_attempt_calls[1]++ == 0) in_attempt_commit_rc[1] = sstm_commit();
+}
+static uint64_t y2;
+static void two_stores(void *arg) {
+  (void)arg;
+  sstm_store_u64(&x, sstm_load_u64(&x) + 1);
+  sstm_store_u64(&y2, 5);
+}
+TEST(commit_from_inside_an_attempt_is_refused) {
+  sstm_config_t c;
+  sstm_test_config(&c);
+  c.sample_period = 1;
+  c.sample_fn = commit_in_sample;
+  CHECK_OK(sstm_init(&c));
+  CHECK_OK(sstm_thread_init());
+  sstm_set_misuse_handler(record_misuse);
+  nmisuse = 0;
+  static const sstm_hooks_t h = {.tx_begin = commit_in_begin_hook};
+  int handle = sstm_hooks_add(&h, NULL);
+  CHECK_GE_I(handle, 0);
+  in_attempt_calls[0] = in_attempt_calls[1] = 0;
+  x = 1;
+  y2 = 0;
+  CHECK_OK(sstm_run(NULL, two_stores, NULL));
+  CHECK_EQ_U(x, 2);
+  CHECK_EQ_U(y2, 5);
+  CHECK_RC(in_attempt_commit_rc[0], SSTM_ESTATE);
+  CHECK_RC(in_attempt_commit_rc[1], SSTM_ESTATE);
+  CHECK_EQ_I(nmisuse, 2);
+  CHECK_CONTAINS(last_msg, "sstm_commit");
+  CHECK_OK(sstm_hooks_remove(handle));
+  sstm_set_misuse_handler(NULL);
+  CHECK_OK(sstm_thread_exit());
+  CHECK_OK(sstm_shutdown());
+}
+
 /* A hook that starts a transaction (hooks.h): sstm_run there is refused
  * with SSTM_ESTATE, an atomic block goes to the misuse handler and runs
  * outside any transaction (or flat-nested in the attempt a tx_begin hook
