@@ -412,7 +412,9 @@ SSTM_API int sstm_exec_nopreempt_end(void);
  * was created. Times in nanoseconds, summed over the requests that
  * ended; divide by `completed` for means. */
 typedef struct sstm_exec_level_stats {
-  /** sizeof the struct as the caller was compiled (set by the call) */
+  /** The bytes of this struct that the library filled (set by the call):
+   * at most the caller's sizeof(sstm_exec_level_stats_t); the fields after
+   * them are zero. */
   size_t size;
   uint64_t submitted;         /**< accepted */
   uint64_t completed;         /**< ended (committed, cancelled or failed) */

@@ -777,6 +777,19 @@ TEST(statistics) {
   CHECK_GE_U(s0.turnaround_ns, s0.run_ns);
   CHECK_GE_U(s0.turnaround_max_ns * 20, s0.turnaround_ns);
   CHECK_GT_U(s0.turnaround_max_ns, 0);
+  /* A caller built against a newer, larger struct: the library fills its
+   * own fields, says how many bytes in size, and zeroes the rest (as
+   * sstm_stats_get_sized does), never leaving the caller's garbage there. */
+  union {
+    sstm_exec_level_stats_t s;
+    unsigned char b[sizeof(sstm_exec_level_stats_t) + 64];
+  } big;
+  memset(&big, 0xab, sizeof big);
+  CHECK_OK(sstm_exec_stats_sized(ex, 0, &big.s, sizeof big));
+  CHECK_EQ_U(big.s.size, sizeof big.s);
+  CHECK_EQ_U(big.s.submitted, 20);
+  for (size_t i = sizeof big.s; i < sizeof big; i++)
+    CHECK_EQ_U(big.b[i], 0);
   CHECK_OK(sstm_exec_destroy(ex));
   CHECK_OK(sstm_shutdown());
 }
