@@ -79,12 +79,14 @@
  * @par Thread indices
  * The rows of the matrix and the static placements are numbered by thread:
  * an operating-system thread gets an index at its first sstm_thread_init()
- * (the lowest free one: 0, 1, ... in registration order) and keeps it, with
- * its row and its pinning, through later sstm_thread_exit() /
- * sstm_thread_init() pairs, so a pool whose workers register for each
- * parallel phase has one row per worker. An index goes to another thread
- * only after its thread has ended; when every index is held, a new thread
- * is not followed.
+ * (the lowest one never given: 0, 1, ... in registration order, also when
+ * the threads before it have ended) and keeps it, with its row and its
+ * pinning, through later sstm_thread_exit() / sstm_thread_init() pairs, so
+ * a pool whose workers register for each parallel phase has one row per
+ * worker. An index goes to another thread only once every index has been
+ * given, and only after its thread has ended (the lowest such index); when
+ * the thread of every index is still alive (registered or not), a new
+ * thread is not followed.
  *
  * Pinning uses pthread_setaffinity_np() with one CPU per thread. A thread
  * whose PU is not in the CPUs the process was allowed at sstm_init() is
