@@ -400,7 +400,10 @@ SSTM_API bool sstm_exec_done(const sstm_exec_future_t *f);
 /** Mark a region of a request body where it must not be preempted (code
  * that holds a lock of its own, or talks to a device). Nests. A
  * preemption requested meanwhile is served at the matching
- * sstm_exec_nopreempt_end(). Outside an executor's body both do nothing
+ * sstm_exec_nopreempt_end(). An attempt that aborts (a restart, a cancel,
+ * a conflict) closes the regions it opened, as it leaves their frames;
+ * a request that ends with one open does not pass it on to the next
+ * request on its context. Outside an executor's body both do nothing
  * and return 0.
  * @return 0, or SSTM_ESTATE for an end without a begin */
 SSTM_API int sstm_exec_nopreempt_begin(void);

@@ -134,6 +134,15 @@ void sstm__exec_nopreempt_enter(void) {
   atomic_signal_fence(memory_order_seq_cst);
 }
 
+void sstm__exec_nopreempt_clear(void) {
+  struct sstm_desc *d = sstm__cur;
+  if (d == NULL) return;
+  /* relaxed: owner-only, as above; a request standing for the previous
+   * request's regions is stale */
+  atomic_store_explicit(&d->nopreempt, 0, memory_order_relaxed);
+  atomic_store_explicit(&d->preempt_standing, false, memory_order_relaxed);
+}
+
 int sstm__exec_nopreempt_leave(void) {
   struct sstm_desc *d = sstm__cur;
   uint32_t n = d ? atomic_load_explicit(&d->nopreempt, memory_order_relaxed) : 0;

@@ -653,8 +653,13 @@ __attribute__((noreturn)) void sstm__abort_tx(struct sstm_desc *tx, sstm_abort_r
   /* The jump below discards every frame above the checkpoint, among them
    * any callback of this attempt that was running (the sampling callback or
    * a begin hook whose barrier lost a conflict): its in_hook decrement would
-   * never run. Nothing outside the attempt runs with in_hook set. */
+   * never run. Nothing outside the attempt runs with in_hook set. The same
+   * for the executor's no-preemption regions (exec.h), which only a
+   * request's body opens: the body runs again from its begin, or not at
+   * all after a cancel. relaxed: owner-only, as in
+   * sstm__exec_nopreempt_enter. */
   tx->in_hook = 0;
+  atomic_store_explicit(&tx->nopreempt, 0, memory_order_relaxed);
   sstm_party_t killer;
   if (rollback(tx, r) != r) { /* killed meanwhile: name the killer if recorded */
     r = SSTM_ABORT_KILLED;

@@ -257,6 +257,7 @@ static void keep_desc(sstm_xctx_t *c, const char *who) {
 static void ctx_main(void *p) {
   sstm_xctx_t *c = p;
   sstm_attr_t a = {.priority = (int)c->birth, .tag = c->req.tag, .read_only = c->req.read_only};
+  sstm__exec_nopreempt_clear(); /* none left open by the context's last request */
   int rc = sstm_run(&a, body, c);
   keep_desc(c, "body");
   c->rc = rc;

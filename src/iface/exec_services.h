@@ -109,6 +109,12 @@ bool sstm__exec_pending(const sstm_desc_t *d);
  * descriptor), nothing changed. */
 void sstm__exec_nopreempt_enter(void);
 int sstm__exec_nopreempt_leave(void);
+/* Close every region of the calling thread's descriptor and drop a
+ * request standing for them: at the start of a request, so that a region
+ * its context's previous request left open (a body or callback that
+ * returned inside one) does not keep this one from being preempted. An
+ * abort closes the attempt's regions itself (txn.c, sstm__abort_tx). */
+void sstm__exec_nopreempt_clear(void);
 
 /* For a signal handler on the calling thread: may its transaction be
  * switched out at the interrupted instruction `pc`? True only inside a

@@ -238,6 +238,58 @@ TEST(calls_that_wait_for_requests_refuse_where_the_request_may_wait_for_them) {
   CHECK_OK(sstm_shutdown());
 }
 
+/* A no-preemption region lasts as long as the code that opened it: an
+ * attempt that restarts or is cancelled inside one discards it (the body
+ * runs again from its begin), and a request that ends with one open does
+ * not pass it on to the next request on its context, which would then
+ * never be preempted. One context, so that every request runs on the same
+ * descriptor; a probe request finds no region open (SSTM_ESTATE). */
+static int region_attempts;
+static void region_restart(void *arg) {
+  (void)arg;
+  CHECK_OK(sstm_exec_nopreempt_begin());
+  if (region_attempts++ == 0) sstm_restart();
+  CHECK_OK(sstm_exec_nopreempt_end());
+}
+static void region_cancel(void *arg) {
+  (void)arg;
+  CHECK_OK(sstm_exec_nopreempt_begin());
+  sstm_cancel();
+}
+static void region_left_open(void *arg) {
+  (void)arg;
+  CHECK_OK(sstm_exec_nopreempt_begin());
+}
+static int region_probe_rc;
+static void region_probe(void *arg) {
+  (void)arg;
+  region_probe_rc = sstm_exec_nopreempt_end();
+}
+
+TEST(no_preemption_regions_end_with_their_attempt_and_request) {
+  init_lib();
+  sstm_exec_config_t c = xcfg(1, 1, SSTM_EXEC_PREEMPT_NONE);
+  sstm_exec_t *ex;
+  CHECK_OK(sstm_exec_create(&c, &ex));
+  void (*const opener[3])(void *) = {region_restart, region_cancel, region_left_open};
+  const int want[3] = {0, SSTM_ECANCELED, 0};
+  for (int i = 0; i < 3; i++) {
+    region_attempts = 0;
+    sstm_exec_future_t f;
+    sstm_exec_req_t r = {.fn = opener[i], .future = &f};
+    CHECK_OK(sstm_exec_submit(ex, &r));
+    CHECK_RC(sstm_exec_wait(&f), want[i]);
+    region_probe_rc = 1;
+    sstm_exec_req_t q = {.fn = region_probe, .future = &f};
+    CHECK_OK(sstm_exec_submit(ex, &q));
+    CHECK_OK(sstm_exec_wait(&f));
+    CHECK_MSG(region_probe_rc == SSTM_ESTATE, "after opener %d: a region is still open (%d)", i,
+              region_probe_rc);
+  }
+  CHECK_OK(sstm_exec_destroy(ex));
+  CHECK_OK(sstm_shutdown());
+}
+
 static _Atomic unsigned done_calls;
 static _Atomic int done_rc_sum;
 static void on_done(void *a, int rc) {
