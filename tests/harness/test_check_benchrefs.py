@@ -77,7 +77,7 @@ class CheckBenchrefsTest(unittest.TestCase):
         # a dated bold-led paragraph of the stdio section, its name broken
         # over the lines of a C comment
         self.append("src/core/txn.c", '\n/* see docs/benchmarks.md, "One shared stream:\n'
-                    ' * waiting for the turn with yields" */\n')
+                    ' * yield only to a waiter that runs" */\n')
         rc, out = self.run_check()
         self.assertEqual(rc, 0, out)
 
