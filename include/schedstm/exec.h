@@ -401,7 +401,8 @@ SSTM_API bool sstm_exec_done(const sstm_exec_future_t *f);
  * that holds a lock of its own, or talks to a device). Nests. A
  * preemption requested meanwhile is served at the matching
  * sstm_exec_nopreempt_end(). An attempt that aborts (a restart, a cancel,
- * a conflict) closes the regions it opened, as it leaves their frames;
+ * a conflict) closes the regions it opened, as it leaves their frames (a
+ * preemption requested meanwhile is then served before the retry);
  * a request that ends with one open does not pass it on to the next
  * request on its context. Outside an executor's body both do nothing
  * and return 0.

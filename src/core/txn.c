@@ -660,6 +660,10 @@ __attribute__((noreturn)) void sstm__abort_tx(struct sstm_desc *tx, sstm_abort_r
    * sstm__exec_nopreempt_enter. */
   tx->in_hook = 0;
   atomic_store_explicit(&tx->nopreempt, 0, memory_order_relaxed);
+  /* A request that a region of the attempt kept standing would have been
+   * served at the region's end, which will not come: the restart point
+   * serves it instead. relaxed: owner-only, as nopreempt. */
+  bool standing = atomic_load_explicit(&tx->preempt_standing, memory_order_relaxed);
   sstm_party_t killer;
   if (rollback(tx, r) != r) { /* killed meanwhile: name the killer if recorded */
     r = SSTM_ABORT_KILLED;
@@ -671,7 +675,7 @@ __attribute__((noreturn)) void sstm__abort_tx(struct sstm_desc *tx, sstm_abort_r
     SSTM_ASAN_NO_RETURN();
     sstm__ckpt_restore(&tx->ckpt, SSTM__CKPT_CANCEL);
   }
-  if (SSTM_UNLIKELY(sstm__variant(tx) & SSTM_V_PREEMPTFLAG))
+  if (SSTM_UNLIKELY((sstm__variant(tx) & SSTM_V_PREEMPTFLAG) || standing))
     preempt_point(tx, SSTM_EXEC_AT_RESTART);
   tx->depth = 1; /* flat nesting: the restart resumes the outermost block */
   attempt_start(tx, false);

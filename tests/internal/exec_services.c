@@ -155,6 +155,34 @@ TEST(restart_point_between_a_rollback_and_the_retry) {
   teardown();
 }
 
+/* An attempt that aborts inside a region leaves the region with its
+ * frames (sstm__abort_tx): the retry starts with none open, and a request
+ * the region kept standing is served at the restart point, as its end
+ * would have served it. */
+TEST(an_abort_closes_the_region_and_serves_its_standing_request_at_the_restart) {
+  setup();
+  sstm_desc_t *me = sstm_self();
+  static volatile int attempts;
+  attempts = 0;
+  SSTM_ATOMIC_BEGIN(NULL)
+    attempts++;
+    if (attempts == 1) {
+      sstm__exec_nopreempt_enter();
+      sstm__exec_request(me);
+      (void)sstm_load_u64(&w[0]);
+      CHECK_EQ_I(hk.calls, 0);
+      CHECK_TRUE(sstm__exec_pending(me)); /* standing */
+      sstm_restart();
+    }
+    CHECK_RC(sstm__exec_nopreempt_leave(), SSTM_ESTATE); /* none open */
+  SSTM_ATOMIC_END();
+  CHECK_EQ_I(attempts, 2);
+  CHECK_EQ_I(hk.calls, 1);
+  CHECK_EQ_I(hk.where[0], SSTM_EXEC_AT_RESTART);
+  CHECK_FALSE(sstm__exec_pending(me));
+  teardown();
+}
+
 TEST(commit_point_before_an_update_commit) {
   setup();
   sstm_desc_t *me = sstm_self();
