@@ -663,6 +663,7 @@ SSTM_API int sstm_init(const sstm_config_t *user) {
   sstm__g.cm = cm; /* before cm->init, which may ask for it (sstm__cm_selected) */
   sstm__g.orphans = NULL;
   memset(&sstm__g.retired_ctr, 0, sizeof sstm__g.retired_ctr);
+  sstm__g.stats_resets = 0;
   atomic_store_explicit(&sstm__g.clock, 0, memory_order_relaxed);
   atomic_store_explicit(&sstm__g.irrev_owner, 0, memory_order_relaxed);
   sstm__g.membarrier = sstm__membarrier_init(cfg.no_membarrier);

@@ -345,6 +345,7 @@ typedef struct sstm_global {
   pthread_mutex_t orphan_lock;
   sstm_retired_batch_t *orphans; /* batches of exited threads */
   sstm_counters_t retired_ctr;   /* counters of exited threads (reg_lock) */
+  uint64_t stats_resets;         /* sstm_stats_reset calls since sstm_init (reg_lock) */
 } sstm_global_t;
 
 /* Hidden at the declaration too, not only at the definition: the engine's
@@ -475,6 +476,11 @@ bool sstm__kill(struct sstm_desc *d, uint64_t serial, const struct sstm_desc *ki
 bool sstm__killer_of(struct sstm_desc *victim, sstm_party_t *out);
 int sstm__registry_init(unsigned max_threads);
 void sstm__registry_fini(void);
+/* stats.c: the process's commits and aborts and the sstm_stats_reset
+ * calls before them, read together under reg_lock (so the counts are
+ * those since the resets-th reset); 0, or SSTM_ESTATE when not
+ * initialised. For the mapping's windows (map_services.c). */
+int sstm__stats_window(uint64_t *commits, uint64_t *aborts, uint64_t *resets);
 /* registry.c: why sstm_shutdown must refuse, or NULL. */
 const char *sstm__registry_busy(struct sstm_desc *except);
 

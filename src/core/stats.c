@@ -145,10 +145,13 @@ static bool registry_lock_live(const char *who) {
   return false;
 }
 
-/* The process totals; `who` names the public call in the error. */
-static int aggregate(sstm_stats_t *out, const char *who) {
+/* The process totals; `who` names the public call in the error. resets
+ * (NULL: not wanted): the sstm_stats_reset calls before them, read under
+ * the same lock. */
+static int aggregate(sstm_stats_t *out, const char *who, uint64_t *resets) {
   sstm_counters_t c = {0};
   if (!registry_lock_live(who)) return SSTM_ESTATE;
+  if (resets) *resets = sstm__g.stats_resets;
   sstm__counters_fold(&c, &sstm__g.retired_ctr);
   unsigned hw = atomic_load_explicit(&sstm__g.hiwater, memory_order_acquire);
   for (unsigned i = 0; i < hw; i++) {
@@ -168,8 +171,17 @@ SSTM_API int sstm_stats_aggregate_sized(sstm_stats_t *out, size_t size) {
   int rc = check_stats_size("sstm_stats_aggregate", size);
   if (rc != 0) return rc;
   sstm_stats_t full;
-  if ((rc = aggregate(&full, "sstm_stats_aggregate")) != 0) return rc;
+  if ((rc = aggregate(&full, "sstm_stats_aggregate", NULL)) != 0) return rc;
   stats_export(&full, out, size);
+  return 0;
+}
+
+int sstm__stats_window(uint64_t *commits, uint64_t *aborts, uint64_t *resets) {
+  sstm_stats_t s;
+  int rc = aggregate(&s, "sstm_stats_aggregate", resets);
+  if (rc != 0) return rc;
+  *commits = s.commits_ro + s.commits_update;
+  *aborts = s.aborts_total;
   return 0;
 }
 
@@ -204,6 +216,7 @@ SSTM_API int sstm_stats_foreach(void (*fn)(const sstm_stats_t *, void *), void *
 
 SSTM_API int sstm_stats_reset(void) {
   if (!registry_lock_live("sstm_stats_reset")) return SSTM_ESTATE;
+  sstm__g.stats_resets++;
   memset(&sstm__g.retired_ctr, 0, sizeof sstm__g.retired_ctr);
   unsigned hw = atomic_load_explicit(&sstm__g.hiwater, memory_order_acquire);
   for (unsigned i = 0; i < hw; i++) {
@@ -288,7 +301,7 @@ SSTM_API int sstm_stats_dump(FILE *out) {
     return SSTM_EINVAL;
   }
   sstm_stats_t total;
-  int rc = aggregate(&total, "sstm_stats_dump");
+  int rc = aggregate(&total, "sstm_stats_dump", NULL);
   if (rc != 0) return rc;
   /* A write error is the dump's only when the stream had none before. */
   const bool had_error = ferror(out) != 0;

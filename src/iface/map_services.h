@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* What the engine offers the thread-mapping subsystem (src/map) beyond the
- * public API: error messages and the state table's CPU columns.
+ * public API: error messages, the state table's CPU columns and the
+ * statistics' windows.
  * Implemented by src/core/map_services.c. src/map is compiled with
  * include/, src/iface/, src/os/ and src/map/ on its include path, never
  * src/core/ (src/CMakeLists.txt; tests/check_layers.py).
@@ -25,4 +26,10 @@ void sstm__set_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)))
  * no descriptor. No system call, no lock. */
 void sstm__map_stt_cpu(int seen, int pinned);
 
+/* The process's commits and aborts (sstm_stats_aggregate's) and the
+ * number of sstm_stats_reset() calls since sstm_init, read together: the
+ * counts are those since the last of those resets. 0, or SSTM_ESTATE
+ * when the library is not initialised (nothing written). Takes the
+ * registry lock. */
+int sstm__map_stats_window(uint64_t *commits, uint64_t *aborts, uint64_t *resets);
 #endif /* SSTM_IFACE_MAP_SERVICES_H */

@@ -126,6 +126,7 @@ static struct {
   _Atomic uint64_t mark;              /* the total that triggers the next evaluation */
   uint64_t interval;                  /* M.lock: accesses between evaluations now */
   uint64_t last_commits, last_aborts; /* M.lock: the window's start */
+  uint64_t last_resets;               /* M.lock: sstm_stats_reset calls before it */
   _Atomic bool applied;               /* written under M.lock: a placement is pinned */
   /* Counters: relaxed, read whole by sstm_map_stats_get. */
   _Atomic uint64_t evaluations, decisions_on, decisions_off, computed, mapped, kept, migrations,
@@ -353,19 +354,20 @@ static void *topo_loader(void *arg) {
  * decision. */
 static bool evaluate_locked(void) {
   inc(&M.evaluations);
-  sstm_stats_t s;
-  uint64_t commits = M.last_commits, aborts = M.last_aborts;
-  if (sstm_stats_aggregate(&s) == 0) {
-    commits = s.commits_ro + s.commits_update;
-    aborts = s.aborts_total;
-  }
-  /* A count that went down was reset (sstm_stats_reset): the window is
-   * what was counted since, not a difference, which would wrap. */
-  bool reset = commits < M.last_commits || aborts < M.last_aborts;
+  uint64_t commits = M.last_commits, aborts = M.last_aborts, resets = M.last_resets;
+  (void)sstm__map_stats_window(&commits, &aborts, &resets); /* unchanged on failure */
+  /* After an sstm_stats_reset the window is what was counted since it
+   * (the counts and the resets are read together), not a difference from
+   * counts the reset cleared, which wraps, or, once the counts have grown
+   * back past them, is some other window. A count that went down all the
+   * same (an increment the reset raced with, stats.h) is read as reset
+   * too: a difference never wraps. */
+  bool reset = resets != M.last_resets || commits < M.last_commits || aborts < M.last_aborts;
   uint64_t dc = reset ? commits : commits - M.last_commits;
   uint64_t da_ = reset ? aborts : aborts - M.last_aborts;
   M.last_commits = commits;
   M.last_aborts = aborts;
+  M.last_resets = resets;
   uint64_t da = sstm__map_table_used(&M.det);
   bool exact = sstm__map_table_dropped(&M.det) == 0;
   bool on = sstm__map_enable(da, exact, M.da_threshold, da_, dc);
@@ -706,7 +708,7 @@ static int map_init(const sstm_config_t *cfg, sstm_sample_fn *fn, unsigned *peri
     M.mi = M.interval = cfg->map_mi;
     M.da_threshold = cfg->map_da_threshold;
     M.gain_pct = cfg->map_gain_pct;
-    M.last_commits = M.last_aborts = 0;
+    M.last_commits = M.last_aborts = M.last_resets = 0;
     atomic_store_explicit(&M.accesses, 0, memory_order_relaxed);
     atomic_store_explicit(&M.mark, M.mi, memory_order_relaxed);
     *fn = sample;

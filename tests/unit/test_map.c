@@ -566,6 +566,36 @@ TEST(a_refused_pin_leaves_the_thread_unplaced_and_is_tried_again) {
   sstm_test_fini();
 }
 
+/* The same when the counts since the reset have passed those of the
+ * previous evaluation by the next one (a long window): none went down,
+ * but the window is still what was counted since the reset, not a
+ * difference from counts the reset cleared. */
+TEST(an_evaluation_after_a_stats_reset_judges_the_window_since_it_when_the_counts_grew_back) {
+  sstm_config_t c;
+  base_config(&c, SSTM_MAP_STRATEGY_DETECT);
+  c.map_topology = "Package:2 Core:2 PU:1";
+  c.map_mi = SSTM_MAP_MI_MAX; /* evaluations by sstm_map_evaluate only */
+  c.map_da_threshold = 0;     /* the ratios decide */
+  init_with(&c);
+  CHECK_OK(sstm_thread_init());
+  /* 150 commits, 50 aborts (user restarts): off. */
+  work_t calm = {.a = words[0], .b = words[1], .n = 100};
+  work_t restarting = {.a = words[0], .b = words[1], .n = 50, .restarts = 1};
+  run_work(&calm);
+  run_work(&restarting);
+  CHECK_EQ_I(sstm_map_evaluate(), 0);
+  CHECK_OK(sstm_stats_reset());
+  /* 160 commits and 140 aborts since the reset: off. As differences from
+   * the counts before it, 10 commits and 90 aborts: on. */
+  calm.n = 90;
+  restarting.n = 70;
+  restarting.restarts = 2;
+  run_work(&calm);
+  run_work(&restarting);
+  CHECK_EQ_I(sstm_map_evaluate(), 0);
+  sstm_test_fini();
+}
+
 /* The state table's entry of a slot (schedstm/statetab.h), found as a
  * reader finds it: the memfd among the process's descriptors. */
 static const sstm_stt_entry_t *stt_entry(unsigned slot, void **map, size_t *len) {
