@@ -196,7 +196,12 @@ SSTM_API int sstm_fclose(sstm_file_t *f);
  *   (outside a transaction: before the call returns); reads ask the kernel
  *   for what the call wants, not more (size is ignored).
  * Outside a transaction, a write call whose bytes left before it returned
- * reports that write's failure itself (see sstm_fputs()).
+ * reports that write's failure itself (see sstm_fputs()). On a regular
+ * file, each write that extends the file also asks the kernel for the
+ * file's size (fstat(2), so that a failure can cut it back there): with
+ * _IOLBF, _IONBF or small buffers that is two system calls per write
+ * instead of one (docs/benchmarks.md, "The file's size before a write
+ * that extends it").
  * The bytes still never leave before the commit: a transaction's writes
  * are all or nothing whatever the mode. buf is not used (ISO C allows
  * that): the buffers of a transactional stream are versioned by the
