@@ -5,38 +5,17 @@ name, and a citation planted in a copy fails it when the section is in the
 other file, when it is nowhere, or when its heading was renamed; a
 bold-led paragraph and a name broken over comment lines resolve."""
 
-import contextlib
-import io
 import os
-import shutil
-import sys
-import tempfile
 import unittest
 
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), os.pardir, os.pardir))
-sys.path.insert(0, os.path.join(ROOT, "tests"))
+from tree_copy import TreeCopyTest
 
-import check_benchrefs  # noqa: E402
+import check_benchrefs  # tests/, on the path through tree_copy
 
 
-class CheckBenchrefsTest(unittest.TestCase):
-    def setUp(self):
-        self.tmp = tempfile.TemporaryDirectory()
-        self.addCleanup(self.tmp.cleanup)
-        self.root = self.tmp.name
-        for d in ("src", "include", "docs"):
-            shutil.copytree(os.path.join(ROOT, d), os.path.join(self.root, d))
-        shutil.copy(os.path.join(ROOT, "README.md"), self.root)
-
-    def run_check(self):
-        out = io.StringIO()
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
-            rc = check_benchrefs.main(["check_benchrefs.py", self.root])
-        return rc, out.getvalue()
-
-    def append(self, rel, text):
-        with open(os.path.join(self.root, rel), "a", encoding="utf-8") as f:
-            f.write(text)
+class CheckBenchrefsTest(TreeCopyTest):
+    COPY = ("src", "include", "docs", "README.md")
+    CHECK = check_benchrefs
 
     def test_the_tree_passes(self):
         rc, out = self.run_check()

@@ -4,37 +4,17 @@ own src/ and include/ cite only design steps that exist, and a citation
 planted in a copy fails it when its item or section is missing, as does a
 design document whose cited section was cut."""
 
-import contextlib
-import io
 import os
-import shutil
-import sys
-import tempfile
 import unittest
 
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), os.pardir, os.pardir))
-sys.path.insert(0, os.path.join(ROOT, "tests"))
+from tree_copy import TreeCopyTest
 
-import check_citations  # noqa: E402
+import check_citations  # tests/, on the path through tree_copy
 
 
-class CheckCitationsTest(unittest.TestCase):
-    def setUp(self):
-        self.tmp = tempfile.TemporaryDirectory()
-        self.addCleanup(self.tmp.cleanup)
-        self.root = self.tmp.name
-        for d in ("src", "include", os.path.join("docs", "design")):
-            shutil.copytree(os.path.join(ROOT, d), os.path.join(self.root, d))
-
-    def run_check(self):
-        out = io.StringIO()
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
-            rc = check_citations.main(["check_citations.py", self.root])
-        return rc, out.getvalue()
-
-    def append(self, rel, text):
-        with open(os.path.join(self.root, rel), "a", encoding="utf-8") as f:
-            f.write(text)
+class CheckCitationsTest(TreeCopyTest):
+    COPY = ("src", "include", os.path.join("docs", "design"))
+    CHECK = check_citations
 
     def test_the_tree_passes(self):
         rc, out = self.run_check()

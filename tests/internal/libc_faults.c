@@ -152,6 +152,27 @@ static sstm_file_t *open_letters(unsigned char *was, size_t n) {
   return f;
 }
 
+/* The file opened with mode, unbuffered: each write leaves with its
+ * commit, so that a call reports its own write's failure. */
+static sstm_file_t *open_unbuffered(const char *mode) {
+  sstm_file_t *f = sstm_fopen(path, mode);
+  CHECK_NOT_NULL(f);
+  CHECK_OK(sstm_setvbuf(f, NULL, _IONBF, 0));
+  return f;
+}
+
+/* sstm_fputs("11", f) commits, and its write fails with ENOSPC once the
+ * first '1' is in the file (one byte per pwrite, the second from now
+ * fails): the call reports the failure. */
+static void put_11_failing(sstm_file_t *f) {
+  fi.chunk = 1;
+  fi.fail_at = fi.pwrite_calls + 2;
+  fi.fail_errno = ENOSPC;
+  errno = 0;
+  CHECK_EQ_I(sstm_fputs("11", f), EOF);
+  CHECK_EQ_I(errno, ENOSPC);
+}
+
 TEST(enospc_in_a_committed_batch_leaves_none_of_its_bytes) {
   setup();
   sstm_file_t *f = sstm_fopen(path, "r+");
@@ -496,15 +517,8 @@ TEST(a_ticket_after_a_failed_one_keeps_its_offset) {
  * to the append position, which counts the bytes lost. */
 TEST(a_second_failure_on_an_append_stream_leaves_none_of_its_bytes) {
   setup();
-  sstm_file_t *f = sstm_fopen(path, "a");
-  CHECK_NOT_NULL(f);
-  CHECK_OK(sstm_setvbuf(f, NULL, _IONBF, 0));
-  fi.chunk = 1;
-  fi.fail_at = 2; /* '1' is in the file when it fails */
-  fi.fail_errno = ENOSPC;
-  errno = 0;
-  CHECK_EQ_I(sstm_fputs("11", f), EOF); /* its own write failed */
-  CHECK_EQ_I(errno, ENOSPC);
+  sstm_file_t *f = open_unbuffered("a");
+  put_11_failing(f);                  /* its own write failed */
   CHECK_EQ_I(sstm_fputs("22", f), 2); /* calls 3 and 4 */
   unsigned char buf[200];
   CHECK_EQ_U(contents(buf, sizeof buf), 102);
@@ -532,21 +546,14 @@ TEST(a_second_failure_on_an_append_stream_leaves_none_of_its_bytes) {
  * committed bytes with it. */
 TEST(a_failing_append_leaves_what_another_writer_appended) {
   setup();
-  sstm_file_t *f = sstm_fopen(path, "a");
-  CHECK_NOT_NULL(f);
-  CHECK_OK(sstm_setvbuf(f, NULL, _IONBF, 0));
+  sstm_file_t *f = open_unbuffered("a");
   sstm_file_t *g = sstm_fopen(path, "a");
   CHECK_NOT_NULL(g);
   CHECK_EQ_I(sstm_fputs("GGGG", g), 4);
   CHECK_OK(sstm_fflush(g));
   unsigned char buf[200];
   CHECK_EQ_U(contents(buf, sizeof buf), 104);
-  fi.chunk = 1;
-  fi.fail_at = fi.pwrite_calls + 2; /* '1' is in the file when it fails */
-  fi.fail_errno = ENOSPC;
-  errno = 0;
-  CHECK_EQ_I(sstm_fputs("11", f), EOF);
-  CHECK_EQ_I(errno, ENOSPC);
+  put_11_failing(f);
   CHECK_EQ_U(contents(buf, sizeof buf), 104);
   CHECK_EQ_MEM(buf + 100, "GGGG", 4);
   fi.fail_at = 0;
@@ -563,9 +570,7 @@ TEST(a_failing_append_leaves_what_another_writer_appended) {
  * ticket overwrote bytes there, it did not extend the file). */
 TEST(a_failing_write_past_the_known_end_leaves_what_another_writer_wrote) {
   setup();
-  sstm_file_t *f = sstm_fopen(path, "r+");
-  CHECK_NOT_NULL(f);
-  CHECK_OK(sstm_setvbuf(f, NULL, _IONBF, 0));
+  sstm_file_t *f = open_unbuffered("r+");
   unsigned char o[100];
   memset(o, 'O', sizeof o);
   int fd = open(path, O_WRONLY);
@@ -573,12 +578,7 @@ TEST(a_failing_write_past_the_known_end_leaves_what_another_writer_wrote) {
   CHECK_EQ_I(pwrite(fd, o, sizeof o, 100), 100);
   close(fd);
   CHECK_EQ_I(sstm_fseek(f, 150, SEEK_SET), 0);
-  fi.chunk = 1;
-  fi.fail_at = fi.pwrite_calls + 2; /* '1' is in the file when it fails */
-  fi.fail_errno = ENOSPC;
-  errno = 0;
-  CHECK_EQ_I(sstm_fputs("11", f), EOF);
-  CHECK_EQ_I(errno, ENOSPC);
+  put_11_failing(f);
   unsigned char buf[300];
   CHECK_EQ_U(contents(buf, sizeof buf), 200);
   CHECK_EQ_MEM(buf + 100, o, 100);
