@@ -466,12 +466,11 @@ TEST(stmap_pins_then_unpins_when_heuristic_turns_off) {
   sstm_test_fini();
 }
 
-/* sstm_stats_reset() between two evaluations: the counters Equation 1
- * reads went down, so the next window's commits and aborts are the values
- * since the reset, not the difference from the previous evaluation's
- * (which wrapped to huge numbers and turned mapping on after a window
- * without a single abort). */
-TEST(an_evaluation_after_a_stats_reset_judges_the_window_since_it) {
+/* The two stats-reset cases' start: detection evaluated by
+ * sstm_map_evaluate only, a first window of 150 commits and 50 aborts
+ * (user restarts) judged off, then sstm_stats_reset(). *calm and
+ * *restarting are the two kinds of work, for the windows after it. */
+static void evaluate_then_reset(work_t *calm, work_t *restarting) {
   sstm_config_t c;
   base_config(&c, SSTM_MAP_STRATEGY_DETECT);
   c.map_topology = "Package:2 Core:2 PU:1";
@@ -479,13 +478,22 @@ TEST(an_evaluation_after_a_stats_reset_judges_the_window_since_it) {
   c.map_da_threshold = 0;     /* the ratios decide */
   init_with(&c);
   CHECK_OK(sstm_thread_init());
-  /* 150 commits, 50 aborts (user restarts): off. */
-  work_t calm = {.a = words[0], .b = words[1], .n = 100};
-  work_t restarting = {.a = words[0], .b = words[1], .n = 50, .restarts = 1};
-  run_work(&calm);
-  run_work(&restarting);
+  *calm = (work_t){.a = words[0], .b = words[1], .n = 100};
+  *restarting = (work_t){.a = words[0], .b = words[1], .n = 50, .restarts = 1};
+  run_work(calm);
+  run_work(restarting);
   CHECK_EQ_I(sstm_map_evaluate(), 0);
   CHECK_OK(sstm_stats_reset());
+}
+
+/* sstm_stats_reset() between two evaluations: the counters Equation 1
+ * reads went down, so the next window's commits and aborts are the values
+ * since the reset, not the difference from the previous evaluation's
+ * (which wrapped to huge numbers and turned mapping on after a window
+ * without a single abort). */
+TEST(an_evaluation_after_a_stats_reset_judges_the_window_since_it) {
+  work_t calm, restarting;
+  evaluate_then_reset(&calm, &restarting);
   /* 10 commits and no abort since the reset: still off. */
   calm.n = 10;
   run_work(&calm);
@@ -571,20 +579,8 @@ TEST(a_refused_pin_leaves_the_thread_unplaced_and_is_tried_again) {
  * but the window is still what was counted since the reset, not a
  * difference from counts the reset cleared. */
 TEST(an_evaluation_after_a_stats_reset_judges_the_window_since_it_when_the_counts_grew_back) {
-  sstm_config_t c;
-  base_config(&c, SSTM_MAP_STRATEGY_DETECT);
-  c.map_topology = "Package:2 Core:2 PU:1";
-  c.map_mi = SSTM_MAP_MI_MAX; /* evaluations by sstm_map_evaluate only */
-  c.map_da_threshold = 0;     /* the ratios decide */
-  init_with(&c);
-  CHECK_OK(sstm_thread_init());
-  /* 150 commits, 50 aborts (user restarts): off. */
-  work_t calm = {.a = words[0], .b = words[1], .n = 100};
-  work_t restarting = {.a = words[0], .b = words[1], .n = 50, .restarts = 1};
-  run_work(&calm);
-  run_work(&restarting);
-  CHECK_EQ_I(sstm_map_evaluate(), 0);
-  CHECK_OK(sstm_stats_reset());
+  work_t calm, restarting;
+  evaluate_then_reset(&calm, &restarting);
   /* 160 commits and 140 aborts since the reset: off. As differences from
    * the counts before it, 10 commits and 90 aborts: on. */
   calm.n = 90;
