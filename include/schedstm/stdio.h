@@ -118,7 +118,10 @@
  * then written as by sstm_fwrite(); a stream opened for appending appends at
  * the end of the file as this stream knows it (the size at open, advanced by
  * its own writes, refreshed by sstm_fseek(f, 0, SEEK_END)), so appends by
- * other processes are not seen before such a seek.
+ * other processes are not seen before such a seek; the end-of-file
+ * indicator does not stop reads: a read after it reads what has arrived
+ * since (a terminal can be read again after its end-of-file key), where
+ * ISO C and glibc return EOF until sstm_clearerr() or a seek.
  */
 #ifndef SCHEDSTM_STDIO_H
 #define SCHEDSTM_STDIO_H
@@ -253,6 +256,11 @@ SSTM_API size_t sstm_fread(void *ptr, size_t size, size_t nmemb, sstm_file_t *f)
 /** Read a line, growing *lineptr with realloc(3) as getline(3) does. The
  * buffer belongs to the caller: an attempt that aborts may have grown it
  * (*lineptr and *n then describe the grown buffer), never leaked it.
+ * *lineptr is therefore NULL or a block of malloc(3), realloc(3) or of
+ * sstm_malloc() in a transaction that has committed; not one that
+ * sstm_malloc() gave in the running transaction, which its abort frees
+ * (alloc.h): realloc(3) may already have freed it, and the abort would
+ * free it a second time.
  * @param lineptr the line buffer (*lineptr may be NULL)
  * @param n its size
  * @param f the stream
