@@ -274,7 +274,9 @@ SSTM_API int sstm_exec_config_from_env(sstm_exec_config_t *cfg);
  * Errors: SSTM_EINVAL (out NULL, bad value, unknown size, check-only without
  * a tick; sstm_last_error() says which), SSTM_ESTATE (library not initialised), SSTM_ELIMIT (not
  * enough descriptors), SSTM_EBUSY (another executor alive uses another
- * paused_conflict rule), SSTM_ENOMEM (memory, stacks, threads, timers).
+ * paused_conflict rule, or the call is inside a transaction, whose
+ * attempts would each leave an executor behind), SSTM_ENOMEM (memory,
+ * stacks, threads, timers).
  * On error nothing is left behind.
  * @param cfg the configuration, or NULL
  * @param[out] out receives the executor

@@ -724,6 +724,14 @@ int sstm_exec_create(const sstm_exec_config_t *cfg, sstm_exec_t **out) {
     sstm__set_error("sstm_exec_create: the library is not initialised (sstm_init)");
     return SSTM_ESTATE;
   }
+  if (sstm_in_tx()) {
+    /* The body may run again, and an abort would not undo the creation:
+     * every attempt would leave an executor (threads, stacks, descriptors)
+     * behind. */
+    sstm__set_error("sstm_exec_create: called inside a transaction, whose attempts would each "
+                    "leave an executor behind (create it before the transaction)");
+    return SSTM_EBUSY;
+  }
   sstm_exec_config_t c;
   if (cfg) {
     if (cfg->size != sizeof c) {

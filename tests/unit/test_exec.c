@@ -205,7 +205,8 @@ TEST(calls_that_wait_for_requests_refuse_where_the_request_may_wait_for_them) {
   sstm_exec_req_t e = {.fn = nop, .future = &g};
   CHECK_OK(sstm_exec_submit(ex, &e));
   CHECK_OK(sstm_exec_wait(&g));
-  volatile int waited = 99, waited_ended = 99, submitted = 99, destroyed = 99, tried = 99;
+  volatile int waited = 99, waited_ended = 99, submitted = 99, destroyed = 99, tried = 99,
+               created = 99, created_none = 0;
   SSTM_ATOMIC_BEGIN(NULL)
     sstm_store_u64(&counter, 1);
     sstm_exec_req_t r = {.fn = held, .future = &f};
@@ -215,7 +216,12 @@ TEST(calls_that_wait_for_requests_refuse_where_the_request_may_wait_for_them) {
     sstm_exec_req_t q = {.fn = nop};
     submitted = sstm_exec_submit(ex, &q);
     destroyed = sstm_exec_destroy(ex);
+    sstm_exec_t *ex2 = NULL;
+    created = sstm_exec_create(&c, &ex2);
+    created_none = ex2 == NULL;
   SSTM_ATOMIC_END();
+  CHECK_RC(created, SSTM_EBUSY); /* an abort would not undo it */
+  CHECK_TRUE(created_none);
   CHECK_OK(tried);
   CHECK_RC(waited, SSTM_EBUSY);
   CHECK_OK(waited_ended);
