@@ -112,14 +112,16 @@ static struct sstm_desc *desc_new(unsigned slot) {
   return d;
 }
 
-/* Take a slot and a descriptor for it (reg_lock held). */
-static int slot_alloc(struct sstm_desc **out) {
+/* Take a slot and a descriptor for it (reg_lock held). thread_owned is
+ * set here, under the lock, because sstm__registry_busy reads it under the
+ * lock for every descriptor in use (sstm_shutdown). */
+static int slot_alloc(struct sstm_desc **out, bool thread_owned) {
   unsigned hw = atomic_load_explicit(&sstm__g.hiwater, memory_order_relaxed);
   for (unsigned i = 0; i < hw; i++) {
     struct sstm_desc *d = atomic_load_explicit(&sstm__g.descs[i], memory_order_relaxed);
     if (d && !d->in_use) {
       d->in_use = true;
-      d->thread_owned = false; /* sstm_thread_init sets it for its own */
+      d->thread_owned = thread_owned;
       d->design = (uint8_t)sstm__g.cfg.design;
       *out = d;
       return 0;
@@ -132,6 +134,7 @@ static int slot_alloc(struct sstm_desc **out) {
   struct sstm_desc *d = desc_new(hw);
   if (d == NULL) return SSTM_ENOMEM;
   d->in_use = true;
+  d->thread_owned = thread_owned;
   /* release: readers that find the pointer (acquire, sstm__desc_at) see an
    * initialised descriptor; hiwater is published after it for scanners. */
   atomic_store_explicit(&sstm__g.descs[hw], d, memory_order_release);
@@ -140,7 +143,7 @@ static int slot_alloc(struct sstm_desc **out) {
   return 0;
 }
 
-static int desc_acquire(struct sstm_desc **out) {
+static int desc_acquire(struct sstm_desc **out, bool thread_owned) {
   if (!atomic_load_explicit(&sstm__g.initialized, memory_order_acquire)) {
     sstm__set_error("schedstm is not initialised (sstm_init)");
     return SSTM_ESTATE;
@@ -152,7 +155,7 @@ static int desc_acquire(struct sstm_desc **out) {
    * that the new registry (and `closing` cleared) is seen whole. */
   bool live = atomic_load_explicit(&sstm__g.initialized, memory_order_acquire) &&
               !atomic_load_explicit(&sstm__g.closing, memory_order_relaxed);
-  int rc = live ? slot_alloc(out) : SSTM_ESTATE;
+  int rc = live ? slot_alloc(out, thread_owned) : SSTM_ESTATE;
   pthread_mutex_unlock(&sstm__g.reg_lock);
   if (rc == SSTM_ESTATE) sstm__set_error("schedstm was shut down (sstm_shutdown)");
   if (rc != 0) return rc;
@@ -248,9 +251,8 @@ static void detach(struct sstm_desc *d) {
 SSTM_API int sstm_thread_init(void) {
   if (sstm__cur != NULL) return 0;
   struct sstm_desc *d;
-  int rc = desc_acquire(&d);
+  int rc = desc_acquire(&d, true);
   if (rc != 0) return rc;
-  d->thread_owned = true;
   attach(d);
   if (atomic_load_explicit(&sstm__g.nthread_hooks, memory_order_relaxed)) {
     d->in_callback++;
@@ -381,7 +383,7 @@ SSTM_API int sstm_desc_create(sstm_desc_t **out) {
     sstm__set_error("sstm_desc_create: out is NULL");
     return SSTM_EINVAL;
   }
-  return desc_acquire(out);
+  return desc_acquire(out, false);
 }
 
 SSTM_API int sstm_desc_destroy(sstm_desc_t *d) {
