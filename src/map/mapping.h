@@ -163,7 +163,8 @@ int sstm__topo_cache_lookup(const char *dir, sstm_topo_t **out, char *note, size
 /* A CPU set as a list ("0-3,8"; "?" when empty), as the kernel writes them. */
 void sstm__topo_cpu_list(const cpu_set_t *s, char *buf, size_t len);
 /* sstm__topo_key for the CPU set `set` (NULL: unknown) instead of the
- * calling process's (tests: sets this machine cannot have). */
+ * calling process's: for tests, which give it CPU sets that this machine
+ * cannot have (more CPUs than it has). */
 void sstm__topo_key_of(sstm_topo_key_t *k, const cpu_set_t *set);
 #endif
 

@@ -775,18 +775,20 @@ static void map_fini(void) {
   release();
 }
 
-static bool enter(void);
-static void leave(void);
-static int describe_entered(char *at, size_t room);
+/* release: the reads of the tables come before map_fini's frees (its
+ * load of the count). */
+static void leave(void) { atomic_fetch_sub_explicit(&M.users, 1, memory_order_release); }
 
-static int map_describe(char *buf, size_t len) {
-  size_t used = buf ? strnlen(buf, len) : 0;
-  char *at = buf && used < len ? buf + used : NULL;
-  size_t room = at ? len - used : 0;
-  if (!enter()) return snprintf(at, room, " map=none");
-  int n = describe_entered(at, room);
+/* An API call that reads the tables enters first and leaves when done:
+ * false (nothing to leave) when the subsystem is not started, or is being
+ * shut down (map_fini). seq_cst: the store-buffering pair with map_fini
+ * (either this sees started cleared, or map_fini sees the count); the
+ * load is also the acquire that pairs with map_init's release. */
+static bool enter(void) {
+  atomic_fetch_add_explicit(&M.users, 1, memory_order_seq_cst);
+  if (atomic_load_explicit(&M.started, memory_order_seq_cst)) return true;
   leave();
-  return n;
+  return false;
 }
 
 /* map_describe's line, between enter and leave. */
@@ -814,26 +816,20 @@ static int describe_entered(char *at, size_t room) {
       (unsigned long long)M.da_threshold, M.gain_pct, (unsigned long long)M.det.mask + 1, topo);
 }
 
+static int map_describe(char *buf, size_t len) {
+  size_t used = buf ? strnlen(buf, len) : 0;
+  char *at = buf && used < len ? buf + used : NULL;
+  size_t room = at ? len - used : 0;
+  if (!enter()) return snprintf(at, room, " map=none");
+  int n = describe_entered(at, room);
+  leave();
+  return n;
+}
+
 const sstm_map_runtime_t sstm__map_runtime = {
     .init = map_init, .fini = map_fini, .describe = map_describe};
 
 /* ---- the public API ---- */
-
-/* An API call that reads the tables enters first and leaves when done:
- * false (nothing to leave) when the subsystem is not started, or is being
- * shut down (map_fini). seq_cst: the store-buffering pair with map_fini
- * (either this sees started cleared, or map_fini sees the count); the
- * load is also the acquire that pairs with map_init's release. */
-static bool enter(void) {
-  atomic_fetch_add_explicit(&M.users, 1, memory_order_seq_cst);
-  if (atomic_load_explicit(&M.started, memory_order_seq_cst)) return true;
-  leave();
-  return false;
-}
-
-/* release: the reads of the tables come before map_fini's frees (its
- * load of the count). */
-static void leave(void) { atomic_fetch_sub_explicit(&M.users, 1, memory_order_release); }
 
 /* 0 when entered (the caller leaves), else SSTM_ESTATE with the message. */
 static int need_started(const char *who) {

@@ -394,15 +394,23 @@ TEST(static_strategy_pins_and_reads_back) {
   }
 }
 
-TEST(stmap_pins_then_unpins_when_heuristic_turns_off) {
-  need_two_cores();
-  cpu_set_t before = affinity_of(pthread_self());
+/* The library initialised with strategy s (topology: NULL for the
+ * machine's, or a simulated one), evaluated by sstm_map_evaluate only and
+ * by the ratios alone, and the calling thread registered. */
+static void init_evaluated_by_hand(sstm_map_strategy_t s, const char *topology) {
   sstm_config_t c;
-  base_config(&c, SSTM_MAP_STRATEGY_STMAP);
+  base_config(&c, s);
+  if (topology) c.map_topology = topology;
   c.map_mi = SSTM_MAP_MI_MAX; /* evaluations by sstm_map_evaluate only */
   c.map_da_threshold = 0;     /* the ratios decide */
   init_with(&c);
   CHECK_OK(sstm_thread_init());
+}
+
+TEST(stmap_pins_then_unpins_when_heuristic_turns_off) {
+  need_two_cores();
+  cpu_set_t before = affinity_of(pthread_self());
+  init_evaluated_by_hand(SSTM_MAP_STRATEGY_STMAP, NULL);
   pthread_barrier_t gate;
   pthread_barrier_init(&gate, NULL, 2);
   /* Round 1: each transaction aborts twice (user restarts) before it
@@ -471,13 +479,7 @@ TEST(stmap_pins_then_unpins_when_heuristic_turns_off) {
  * (user restarts) judged off, then sstm_stats_reset(). *calm and
  * *restarting are the two kinds of work, for the windows after it. */
 static void evaluate_then_reset(work_t *calm, work_t *restarting) {
-  sstm_config_t c;
-  base_config(&c, SSTM_MAP_STRATEGY_DETECT);
-  c.map_topology = "Package:2 Core:2 PU:1";
-  c.map_mi = SSTM_MAP_MI_MAX; /* evaluations by sstm_map_evaluate only */
-  c.map_da_threshold = 0;     /* the ratios decide */
-  init_with(&c);
-  CHECK_OK(sstm_thread_init());
+  init_evaluated_by_hand(SSTM_MAP_STRATEGY_DETECT, "Package:2 Core:2 PU:1");
   *calm = (work_t){.a = words[0], .b = words[1], .n = 100};
   *restarting = (work_t){.a = words[0], .b = words[1], .n = 50, .restarts = 1};
   run_work(calm);
@@ -537,12 +539,7 @@ static void refuse_setaffinity(void) {
  * evaluation that computed the same placement again tried nothing. */
 TEST(a_refused_pin_leaves_the_thread_unplaced_and_is_tried_again) {
   need_two_cores();
-  sstm_config_t c;
-  base_config(&c, SSTM_MAP_STRATEGY_STMAP);
-  c.map_mi = SSTM_MAP_MI_MAX; /* evaluations by sstm_map_evaluate only */
-  c.map_da_threshold = 0;     /* the ratios decide */
-  init_with(&c);
-  CHECK_OK(sstm_thread_init());
+  init_evaluated_by_hand(SSTM_MAP_STRATEGY_STMAP, NULL);
   pthread_barrier_t gate;
   pthread_barrier_init(&gate, NULL, 2);
   /* Two rounds in which every transaction aborts twice: on, both times. */
