@@ -404,6 +404,36 @@ ITM_API uint64_t _ITM_getTransactionId(void) {
   return id ? id : ITM_NO_TRANSACTION_ID;
 }
 
+/* Version checks of the ABI ([IntelTMABI]), which a program may call
+ * itself: compatible with the ABI version that GCC's code generation
+ * follows, and this library's name and version. */
+ITM_API int _ITM_versionCompatible(int version) { return version == ITM_VERSION_NO; }
+
+ITM_API const char *_ITM_libraryVersion(void) {
+  return "schedstm-itm " SSTM_VERSION_STRING " (TM ABI 0.90)";
+}
+
+/* A fatal error reported by compiled code: the process ends, with the
+ * code and the source location when there is one. */
+ITM_API __attribute__((noreturn)) void _ITM_error(const itm_src_location_t *loc, int code) {
+  const char *where = loc && loc->psource ? loc->psource : "an unknown location";
+  itm_fatal("_ITM_error: error %d at %s", code, where);
+}
+
+/* "Forget the references the runtime holds to [p, p + n)": the ABI does
+ * not say when the dropped writes or reads take effect relative to the
+ * rest of the transaction, and the engine cannot take entries out of an
+ * attempt's read and write sets (nor could it tell what a later rollback
+ * or commit then means for them). So inside a transaction it is refused,
+ * as by libitm, with a message rather than a silent no-op
+ * (docs/design/itm.md, "Limits"). */
+ITM_API void _ITM_dropReferences(void *p, size_t n) {
+  if (itm.depth == 0) return; /* outside a transaction there are none */
+  itm_fatal("_ITM_dropReferences(%p, %zu) is not supported: the engine cannot drop an "
+            "attempt's references to memory",
+            p, n);
+}
+
 /* The engine runs user actions outside the transaction, after its commit
  * or rollback, and they may run transactions of their own (schedstm/tx.h).
  * Through the ABI those are outermost transactions, but this thread's

@@ -53,4 +53,18 @@ enum {
 /* _ITM_getTransactionId outside a transaction. */
 #define ITM_NO_TRANSACTION_ID 1u
 
+/* The ABI's version number, which a program passes to
+ * _ITM_versionCompatible (the number in GCC's header for the ABI). */
+#define ITM_VERSION_NO 90
+
+/* A source location, _ITM_error's first argument: psource is the text
+ * ";file;function;line;column;;" when the compiler fills it in. */
+typedef struct itm_src_location {
+  uint32_t reserved_1;
+  uint32_t flags;
+  uint32_t reserved_2;
+  uint32_t reserved_3;
+  const char *psource;
+} itm_src_location_t;
+
 #endif /* SSTM_ABI_ITM_ABI_H */

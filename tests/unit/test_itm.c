@@ -24,6 +24,14 @@ uint64_t _ITM_getTransactionId(void);
 void _ITM_addUserCommitAction(void (*fn)(void *), uint64_t tid, void *arg);
 void _ITM_addUserUndoAction(void (*fn)(void *), void *arg);
 void _ITM_LB(const void *addr, size_t n);
+int _ITM_versionCompatible(int version);
+const char *_ITM_libraryVersion(void);
+void _ITM_dropReferences(void *p, size_t n);
+typedef struct {
+  uint32_t reserved_1, flags, reserved_2, reserved_3;
+  const char *psource;
+} itm_src_location_t;
+__attribute__((noreturn)) void _ITM_error(const itm_src_location_t *loc, int code);
 
 /* The checks read memory through volatile: the compiler takes memory after
  * a cancel to be as it was before the transaction, and could otherwise
@@ -461,6 +469,49 @@ TEST(user_actions_ids_and_the_private_memory_log) {
   log_and_scribble();           /* outside a transaction: nothing to log */
   CHECK_EQ_I(V(logged[3]), -1);
   sstm_test_fini();
+}
+
+/* ---- version checks, errors, dropped references ------------------------------------ */
+
+/* The rest of the ABI's entry points for programs: a program that calls
+ * them links (they are exported) and gets the ABI's answers. */
+TEST(version_checks_answer_as_the_abi_says) {
+  CHECK_EQ_I(_ITM_versionCompatible(90), 1); /* _ITM_VERSION_NO */
+  CHECK_EQ_I(_ITM_versionCompatible(89), 0);
+  CHECK(_ITM_libraryVersion() != NULL);
+  CHECK(strstr(_ITM_libraryVersion(), "schedstm") != NULL);
+}
+
+static void itm_error_body(void) {
+  static const itm_src_location_t loc = {0, 0, 0, 0, ";prog.c;main;12;3;;"};
+  _ITM_error(&loc, 7);
+}
+
+TEST(itm_error_ends_the_process_naming_the_code_and_place) {
+  sstm_test_expect_abort(itm_error_body, "_ITM_error", "error 7 at ;prog.c;main;12;3;;");
+}
+
+static long dropped[8];
+
+__attribute__((transaction_pure)) static void drop_dropped(void) {
+  _ITM_dropReferences(dropped, sizeof dropped);
+}
+
+static void drop_in_tx_body(void) {
+  sstm_test_init();
+  __transaction_atomic {
+    dropped[0] += 1;
+    drop_dropped();
+  }
+}
+
+TEST(drop_references_is_refused_in_a_transaction_and_a_no_op_outside) {
+  sstm_test_init();
+  drop_dropped(); /* no transaction, no references: returns */
+  sstm_test_fini();
+  /* The engine cannot drop an attempt's references: a message, not a
+   * silent no-op that would still write the memory back at the commit. */
+  sstm_test_expect_abort(drop_in_tx_body, "drop in a transaction", "_ITM_dropReferences");
 }
 
 /* ---- transactions inside user actions ------------------------------------------------ */
