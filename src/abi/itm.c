@@ -399,9 +399,12 @@ ITM_API uint32_t _ITM_inTransaction(void) {
                                                          : itm_inRetryableTransaction;
 }
 
+/* Inside a transaction: its attempt's id (unique in the process, growing
+ * with every attempt) plus one. The engine's ids start at 1, which is
+ * _ITM_noTransactionId, the answer outside: the first transaction of the
+ * first thread would otherwise look like none. */
 ITM_API uint64_t _ITM_getTransactionId(void) {
-  uint64_t id = itm.depth ? sstm_txid() : 0;
-  return id ? id : ITM_NO_TRANSACTION_ID;
+  return itm.depth ? sstm_txid() + 1 : ITM_NO_TRANSACTION_ID;
 }
 
 /* Version checks of the ABI ([IntelTMABI]), which a program may call

@@ -471,6 +471,38 @@ TEST(user_actions_ids_and_the_private_memory_log) {
   sstm_test_fini();
 }
 
+/* ---- transaction ids ---------------------------------------------------------------- */
+
+static uint64_t ids[3];
+
+__attribute__((transaction_pure)) static void note_id(int i) { ids[i] = _ITM_getTransactionId(); }
+
+/* _ITM_noTransactionId (1) means "outside a transaction": no transaction
+ * may have it, the first one of the process included (the engine's first
+ * attempt id is 1). Nested transactions have ids at least their outer
+ * one's. */
+TEST(no_transaction_has_the_id_of_none) {
+  sstm_test_init();
+  __transaction_atomic {
+    note_id(0);
+    nest_a += 1;
+    __transaction_atomic {
+      note_id(1);
+      nest_b += 1;
+    }
+  }
+  __transaction_atomic {
+    note_id(2);
+    nest_a += 1;
+  }
+  CHECK(V(ids[0]) != 1);
+  CHECK(V(ids[1]) >= V(ids[0]));
+  CHECK(V(ids[2]) != 1);
+  CHECK(V(ids[2]) != V(ids[0]));
+  CHECK_EQ_U(_ITM_getTransactionId(), 1);
+  sstm_test_fini();
+}
+
 /* ---- version checks, errors, dropped references ------------------------------------ */
 
 /* The rest of the ABI's entry points for programs: a program that calls
