@@ -47,6 +47,12 @@ typedef struct itm_exc {
   bool caught; /* between __cxa_begin_catch and the __cxa_end_catch that ends it */
 } itm_exc_t;
 
+/* A user action (_ITM_addUserUndoAction): fn(arg). */
+typedef struct itm_action {
+  void (*fn)(void *);
+  void *arg;
+} itm_action_t;
+
 /* One thread's transaction as the ABI sees it. Owner-only. */
 typedef struct itm_thread {
   bool ready;          /* the thread is registered with the engine (I1) */
@@ -70,6 +76,12 @@ typedef struct itm_thread {
   itm_exc_t *exc;    /* the exception objects it allocated and that live */
   uint32_t catches;  /* its __cxa_begin_catch calls not yet ended */
   unsigned uncaught; /* the C++ runtime's uncaught exceptions when it armed */
+  /* The attempt's user undo actions, in registration order; uact_armed: it
+   * registered undo_actions_run, which runs them newest first. */
+  bool uact_armed;
+  uint32_t nuact;
+  size_t uact_cap;
+  itm_action_t *uact;
   /* The states of the transactions whose user actions are running, newest
    * last (action_enter, action_leave). */
   struct itm_thread *saved;
@@ -159,6 +171,9 @@ static void thread_exit(void *arg) {
   free(t->exc);
   t->exc = NULL;
   t->nexc = t->exc_cap = 0;
+  free(t->uact);
+  t->uact = NULL;
+  t->nuact = t->uact_cap = 0;
 }
 
 static void init_library(void) {
@@ -246,6 +261,8 @@ static inline itm_ret_t begun(itm_thread_t *t, sstm_ckpt_t *c, bool serial, uint
   t->mode = serial ? MODE_SERIAL : MODE_REVOCABLE;
   t->undo_armed = false;
   t->undo_len = 0;
+  t->uact_armed = false;
+  t->nuact = 0;
   /* (I3.1) Relaxed: the engine's begin stored ACTIVE and fenced before
    * this load (a call, so the compiler keeps the order too). */
   if (!serial && ITM_UNLIKELY(atomic_load_explicit(&serial_on, memory_order_relaxed)))
@@ -305,6 +322,8 @@ __attribute__((visibility("hidden"))) itm_ret_t sstm__itm_resumed(int val, void 
     t->depth = 1;
     t->undo_armed = false;
     t->undo_len = 0;
+    t->uact_armed = false;
+    t->nuact = 0;
     uint64_t act = code_path(t->props, t->mode == MODE_SERIAL) | itm_a_restoreLiveVariables;
     /* (I3.1) as in outer_begin: the restart began a new attempt (ACTIVE,
      * fenced) before it jumped here. An attempt a policy made irrevocable
@@ -355,6 +374,8 @@ ITM_API void _ITM_commitTransaction(void) {
    * is the program's from here: no longer the attempt's, not private. */
   if (ITM_UNLIKELY(t->eh_armed)) eh_clear(t);
   t->undo_len = 0;
+  t->uact_armed = false;
+  t->nuact = 0;
   t->begin_sp = 0;
   t->mode = MODE_NONE;
 }
@@ -462,12 +483,17 @@ static void action_enter(void *arg) {
   t->eh_armed = false; /* the same for the exception records (I7) */
   t->exc = NULL;
   t->nexc = t->exc_cap = t->catches = 0;
+  t->uact_armed = false; /* and for the user undo actions */
+  t->uact = NULL;
+  t->nuact = 0;
+  t->uact_cap = 0;
 }
 
 static void action_leave(void *arg) {
   itm_thread_t *t = arg;
   free(t->undo); /* the actions' transactions' log */
   free(t->exc);
+  free(t->uact);
   itm_thread_t *s = t->saved;
   uint32_t n = t->nsaved - 1;
   size_t cap = t->saved_cap;
@@ -491,8 +517,32 @@ ITM_API void _ITM_addUserCommitAction(void (*fn)(void *), uint64_t tid, void *ar
   add_action(sstm_on_commit, fn, arg, "_ITM_addUserCommitAction");
 }
 
+/* The attempt's user undo actions, newest first (the undo order of the
+ * ABI, and libitm's), where the engine runs its abort actions in
+ * registration order: one abort action, registered at the attempt's first
+ * undo action, between action_enter and action_leave. The ending
+ * transaction's state, and so its list, is then the newest saved one; it
+ * is read again after each action, whose own transactions may grow the
+ * saved states' array (the list itself stays where it is). */
+static void undo_actions_run(void *arg) {
+  itm_thread_t *t = arg;
+  uint32_t k = t->nsaved - 1;
+  for (uint32_t i = t->saved[k].nuact; i-- > 0;) {
+    itm_action_t a = t->saved[k].uact[i];
+    a.fn(a.arg);
+  }
+}
+
 ITM_API void _ITM_addUserUndoAction(void (*fn)(void *), void *arg) {
-  add_action(sstm_on_abort, fn, arg, "_ITM_addUserUndoAction");
+  itm_thread_t *t = &itm;
+  if (t->depth == 0) itm_fatal("_ITM_addUserUndoAction outside a transaction");
+  if (!t->uact_armed) {
+    add_action(sstm_on_abort, undo_actions_run, t, "_ITM_addUserUndoAction");
+    t->uact_armed = true;
+  }
+  t->uact = grow(t->uact, &t->uact_cap, (size_t)t->nuact + 1, sizeof *t->uact, 4,
+                 "the user undo actions");
+  t->uact[t->nuact++] = (itm_action_t){fn, arg};
 }
 
 /* ---- (I6) logging of private memory (_ITM_L*) ---------------------------- */

@@ -471,6 +471,61 @@ TEST(user_actions_ids_and_the_private_memory_log) {
   sstm_test_fini();
 }
 
+/* ---- the order of user actions --------------------------------------------------- */
+
+/* The ABI's order: commit actions as registered, undo actions newest first
+ * (an undo action may rely on the ones registered after it having run,
+ * as a rollback undoes the latest change first). */
+static int act_order[8], nact_order;
+static void note_order(void *arg) { act_order[nact_order++] = (int)(intptr_t)arg; }
+
+__attribute__((transaction_pure)) static void register_ordered(int kind) {
+  for (intptr_t i = 1; i <= 3; i++) {
+    if (kind == 0)
+      _ITM_addUserUndoAction(note_order, (void *)i);
+    else
+      _ITM_addUserCommitAction(note_order, 1, (void *)i);
+  }
+}
+
+static long order_attempts;
+__attribute__((transaction_pure)) static void restart_first_attempt(void) {
+  if (order_attempts++ == 0) sstm_restart();
+}
+
+TEST(undo_actions_run_newest_first_and_commit_actions_in_order) {
+  sstm_test_init();
+  __transaction_atomic {
+    register_ordered(0);
+    nest_a += 1;
+    __transaction_cancel;
+  }
+  CHECK_EQ_I(V(nact_order), 3);
+  CHECK_EQ_I(V(act_order[0]), 3);
+  CHECK_EQ_I(V(act_order[1]), 2);
+  CHECK_EQ_I(V(act_order[2]), 1);
+  /* A restart runs them too, and the new attempt registers its own. */
+  nact_order = 0;
+  __transaction_atomic {
+    register_ordered(0);
+    nest_a += 1;
+    restart_first_attempt();
+  }
+  CHECK_EQ_I(V(nact_order), 3);
+  CHECK_EQ_I(V(act_order[0]), 3);
+  CHECK_EQ_I(V(act_order[2]), 1);
+  nact_order = 0;
+  __transaction_atomic {
+    register_ordered(1);
+    nest_a += 1;
+  }
+  CHECK_EQ_I(V(nact_order), 3);
+  CHECK_EQ_I(V(act_order[0]), 1);
+  CHECK_EQ_I(V(act_order[1]), 2);
+  CHECK_EQ_I(V(act_order[2]), 3);
+  sstm_test_fini();
+}
+
 /* ---- transaction ids ---------------------------------------------------------------- */
 
 static uint64_t ids[3];
