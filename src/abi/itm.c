@@ -35,6 +35,10 @@
  * the C half returns: the attempt must leave before it runs the body (I3). */
 #define ITM_BACK_OUT 0x80000000u
 
+/* The value with which a closed scope's cancel resumes its begin (I5),
+ * beside the engine's SSTM__CKPT_RESTART and SSTM__CKPT_CANCEL. */
+#define ITM_CKPT_INNER 3
+
 /* ---- per thread ---------------------------------------------------------- */
 
 enum { MODE_NONE, MODE_REVOCABLE, MODE_SERIAL };
@@ -47,11 +51,29 @@ typedef struct itm_exc {
   bool caught; /* between __cxa_begin_catch and the __cxa_end_catch that ends it */
 } itm_exc_t;
 
-/* A user action (_ITM_addUserUndoAction): fn(arg). */
+/* A user action: fn(arg), run at the commit (on_commit) or at a rollback. */
 typedef struct itm_action {
   void (*fn)(void *);
   void *arg;
+  bool on_commit;
 } itm_action_t;
+
+/* (I5) A closed scope: a nested transaction that may cancel itself alone
+ * (its begin did not say pr_hasNoAbort), and the lengths of the attempt's
+ * logs and lists at its begin, which its cancel goes back to. */
+typedef struct itm_scope {
+  sstm_ckpt_t ckpt; /* the nested begin's registers (the assembly saves them) */
+  void *ret;        /* where that begin returns */
+  uintptr_t sp;     /* its caller's stack pointer after that return */
+  uint32_t depth;   /* the ABI's depth inside it */
+  size_t clog_len;  /* the old bytes of the writes (clog) */
+  size_t undo_len;  /* the _ITM_L* log */
+  uint32_t nuact;   /* the user actions */
+  uint32_t nalloc;  /* the blocks allocated, the frees put off */
+  uint32_t nfree;
+  uint32_t nexc; /* (I7) the exception records and catches */
+  uint32_t catches;
+} itm_scope_t;
 
 /* One thread's transaction as the ABI sees it. Owner-only. */
 typedef struct itm_thread {
@@ -76,12 +98,30 @@ typedef struct itm_thread {
   itm_exc_t *exc;    /* the exception objects it allocated and that live */
   uint32_t catches;  /* its __cxa_begin_catch calls not yet ended */
   unsigned uncaught; /* the C++ runtime's uncaught exceptions when it armed */
-  /* The attempt's user undo actions, in registration order; uact_armed: it
-   * registered undo_actions_run, which runs them newest first. */
-  bool uact_armed;
+  /* The attempt's user actions, in registration order; uact_armed,
+   * cact_armed: it registered undo_actions_run (which runs the undo
+   * actions newest first) and commit_actions_run (the commit actions in
+   * order). */
+  bool uact_armed, cact_armed;
   uint32_t nuact;
   size_t uact_cap;
   itm_action_t *uact;
+  /* (I5) The attempt's open closed scopes, innermost last; while there is
+   * one, the old bytes of every write (clog: records of addr, len | the
+   * in-place bit, bytes, len), the blocks allocated and the frees put off
+   * until no scope is open. */
+  uint32_t nscope;
+  size_t scope_cap;
+  itm_scope_t *scope;
+  unsigned char *clog;
+  size_t clog_len, clog_cap;
+  void **alloc;
+  uint32_t nalloc;
+  size_t alloc_cap;
+  void **frees;
+  uint32_t nfree;
+  size_t free_cap;
+  void *inner_ret; /* where a cancelled scope's begin returns (its resume) */
   /* The states of the transactions whose user actions are running, newest
    * last (action_enter, action_leave). */
   struct itm_thread *saved;
@@ -131,14 +171,20 @@ static int init_err;
 
 static void serial_exit(void);
 static void eh_clear(itm_thread_t *t);
+static sstm_ckpt_t *scope_open(itm_thread_t *t, void *ret, uintptr_t sp);
+static void scope_close(itm_thread_t *t);
+static void scopes_clear(itm_thread_t *t);
+static void closed_note(itm_thread_t *t, const void *p, size_t n, bool in_place);
+static __attribute__((noreturn)) void closed_cancel(itm_thread_t *t);
 
-/* (I7) How many exception records all threads hold (itm_thread_t.exc). A
- * write barrier looks at its own thread's records only while this is not
- * zero: one load of a global, where the thread's count would take the
- * thread-local block's address first. Relaxed: a thread's own changes are
- * in its program order, which is all its barriers need; another thread's
- * only send a barrier to the slow check (its own records) for nothing. */
-static _Alignas(64) _Atomic uint32_t exc_live; /* its own line: read by every write */
+/* (I7, I5) How many exception records (itm_thread_t.exc) and open closed
+ * scopes all threads hold. A write barrier looks at its own thread's
+ * records and scopes only while this is not zero: one load of a global,
+ * where the thread's count would take the thread-local block's address
+ * first. Relaxed: a thread's own changes are in its program order, which
+ * is all its barriers need; another thread's only send a barrier to the
+ * slow path (its own records) for nothing. */
+static _Alignas(64) _Atomic uint32_t slow_live; /* its own line: read by every write */
 
 /* When a thread exits, the destructor of this key (whose value is the
  * thread's state) frees its buffers (the log of private memory, the saved
@@ -174,6 +220,14 @@ static void thread_exit(void *arg) {
   free(t->uact);
   t->uact = NULL;
   t->nuact = t->uact_cap = 0;
+  free(t->scope);
+  free(t->clog);
+  free(t->alloc);
+  free(t->frees);
+  t->scope = NULL;
+  t->clog = NULL;
+  t->alloc = t->frees = NULL;
+  t->scope_cap = t->clog_cap = t->alloc_cap = t->free_cap = 0;
 }
 
 static void init_library(void) {
@@ -261,7 +315,7 @@ static inline itm_ret_t begun(itm_thread_t *t, sstm_ckpt_t *c, bool serial, uint
   t->mode = serial ? MODE_SERIAL : MODE_REVOCABLE;
   t->undo_armed = false;
   t->undo_len = 0;
-  t->uact_armed = false;
+  t->uact_armed = t->cact_armed = false;
   t->nuact = 0;
   /* (I3.1) Relaxed: the engine's begin stored ACTIVE and fenced before
    * this load (a call, so the compiler keeps the order too). */
@@ -309,7 +363,13 @@ __attribute__((visibility("hidden"))) itm_ret_t sstm__itm_begin(uint32_t props, 
     t->want_serial = true;
     sstm_cancel();
   }
-  return (itm_ret_t){NULL, code_path(props, t->mode == MODE_SERIAL) | itm_a_saveLiveVariables};
+  uint64_t act = code_path(props, t->mode == MODE_SERIAL) | itm_a_saveLiveVariables;
+  /* (I5) A block that may cancel itself alone: a closed scope, whose
+   * checkpoint the assembly half saves. Not in serial mode, whose plain
+   * stores cannot be undone (such a cancel ends the process). */
+  if (!(props & itm_pr_hasNoAbort) && t->mode != MODE_SERIAL)
+    return (itm_ret_t){scope_open(t, ret, sp), act};
+  return (itm_ret_t){NULL, act};
 }
 
 /* The C half of the resume point: the engine restored the checkpoint with
@@ -317,12 +377,22 @@ __attribute__((visibility("hidden"))) itm_ret_t sstm__itm_begin(uint32_t props, 
  * ended). *ret_slot receives where the compiled code resumes. */
 __attribute__((visibility("hidden"))) itm_ret_t sstm__itm_resumed(int val, void **ret_slot) {
   itm_thread_t *t = &itm;
+  if (val == ITM_CKPT_INNER) {
+    /* (I5) A closed scope was cancelled (closed_cancel): its begin
+     * returns again, to skip its block. */
+    *ret_slot = t->inner_ret;
+    return (itm_ret_t){NULL, itm_a_abortTransaction | itm_a_restoreLiveVariables};
+  }
   *ret_slot = t->ret;
+  /* The attempt rolled back: its closed scopes with it (I5). */
+  if (ITM_UNLIKELY(t->nscope != 0)) scopes_clear(t);
+  t->clog_len = 0;
+  t->nalloc = t->nfree = 0;
   if (val == SSTM__CKPT_RESTART) {
     t->depth = 1;
     t->undo_armed = false;
     t->undo_len = 0;
-    t->uact_armed = false;
+    t->uact_armed = t->cact_armed = false;
     t->nuact = 0;
     uint64_t act = code_path(t->props, t->mode == MODE_SERIAL) | itm_a_restoreLiveVariables;
     /* (I3.1) as in outer_begin: the restart began a new attempt (ACTIVE,
@@ -366,6 +436,9 @@ ITM_API void _ITM_commitTransaction(void) {
    * the engine's begin (core.md (7)) until the commit is visible, and a
    * serial transaction entering meanwhile waits for it in sstm_quiesce. */
   if (ITM_UNLIKELY(t->mode == MODE_SERIAL) && t->depth == 1) serial_exit();
+  /* (I5) The innermost closed scope's transaction commits into the
+   * enclosing one. */
+  if (ITM_UNLIKELY(t->nscope != 0) && t->scope[t->nscope - 1].depth == t->depth) scope_close(t);
   /* A conflict restarts the outermost transaction from inside the commit:
    * it then resumes at its begin, with depth 1 again. */
   sstm_commit();
@@ -374,7 +447,7 @@ ITM_API void _ITM_commitTransaction(void) {
    * is the program's from here: no longer the attempt's, not private. */
   if (ITM_UNLIKELY(t->eh_armed)) eh_clear(t);
   t->undo_len = 0;
-  t->uact_armed = false;
+  t->uact_armed = t->cact_armed = false;
   t->nuact = 0;
   t->begin_sp = 0;
   t->mode = MODE_NONE;
@@ -391,12 +464,14 @@ ITM_API void _ITM_abortTransaction(uint32_t reason) {
   itm_thread_t *t = &itm;
   if (t->depth == 0) itm_fatal("_ITM_abortTransaction outside a transaction");
   if (!(reason & itm_userAbort)) itm_fatal("_ITM_abortTransaction with reason %#x", reason);
-  /* (I5) Nesting is flat: only the outermost transaction can be rolled
-   * back. */
-  if (t->depth > 1 && !(reason & itm_outerAbort))
-    itm_fatal("__transaction_cancel in a nested transaction: nesting is flat here, only "
-              "__transaction_cancel [[outer]] or a cancel of the outermost transaction is "
-              "supported");
+  /* (I5) A nested transaction cancels alone when its begin opened a closed
+   * scope (it did not say pr_hasNoAbort); in serial mode none is open. */
+  if (t->depth > 1 && !(reason & itm_outerAbort)) {
+    if (t->nscope != 0 && t->scope[t->nscope - 1].depth == t->depth) closed_cancel(t);
+    itm_fatal("__transaction_cancel of a nested transaction in a serial (irrevocable) "
+              "transaction: its plain stores cannot be undone; only __transaction_cancel "
+              "[[outer]] or a cancel of the outermost transaction is supported there");
+  }
   if (t->mode == MODE_SERIAL)
     itm_fatal("__transaction_cancel in a serial (irrevocable) transaction");
   sstm_cancel();
@@ -483,10 +558,16 @@ static void action_enter(void *arg) {
   t->eh_armed = false; /* the same for the exception records (I7) */
   t->exc = NULL;
   t->nexc = t->exc_cap = t->catches = 0;
-  t->uact_armed = false; /* and for the user undo actions */
+  t->uact_armed = t->cact_armed = false; /* and for the user actions */
   t->uact = NULL;
   t->nuact = 0;
   t->uact_cap = 0;
+  t->nscope = 0; /* and for the closed scopes (I5) */
+  t->scope = NULL;
+  t->clog = NULL;
+  t->alloc = t->frees = NULL;
+  t->clog_len = t->nalloc = t->nfree = 0;
+  t->scope_cap = t->clog_cap = t->alloc_cap = t->free_cap = 0;
 }
 
 static void action_leave(void *arg) {
@@ -494,6 +575,10 @@ static void action_leave(void *arg) {
   free(t->undo); /* the actions' transactions' log */
   free(t->exc);
   free(t->uact);
+  free(t->scope);
+  free(t->clog);
+  free(t->alloc);
+  free(t->frees);
   itm_thread_t *s = t->saved;
   uint32_t n = t->nsaved - 1;
   size_t cap = t->saved_cap;
@@ -512,16 +597,13 @@ static void add_action(int (*add)(void (*)(void *), void *), void (*fn)(void *),
   if (rc != 0) itm_fatal("%s: %s", what, sstm_strerror(rc));
 }
 
-ITM_API void _ITM_addUserCommitAction(void (*fn)(void *), uint64_t tid, void *arg) {
-  (void)tid; /* the current transaction's: nesting is flat */
-  add_action(sstm_on_commit, fn, arg, "_ITM_addUserCommitAction");
-}
-
-/* The attempt's user undo actions, newest first (the undo order of the
- * ABI, and libitm's), where the engine runs its abort actions in
- * registration order: one abort action, registered at the attempt's first
- * undo action, between action_enter and action_leave. The ending
- * transaction's state, and so its list, is then the newest saved one; it
+/* The attempt's user actions are a list of the ABI's: the undo actions
+ * run newest first (the undo order of the ABI, and libitm's), where the
+ * engine runs its abort actions in registration order, and a closed
+ * scope's cancel (I5) takes its own actions out of the list. The engine
+ * runs one abort action and one commit action, registered at the first
+ * of each kind, between action_enter and action_leave; the ending
+ * transaction's state, and so its list, is then the newest saved one. It
  * is read again after each action, whose own transactions may grow the
  * saved states' array (the list itself stays where it is). */
 static void undo_actions_run(void *arg) {
@@ -529,20 +611,40 @@ static void undo_actions_run(void *arg) {
   uint32_t k = t->nsaved - 1;
   for (uint32_t i = t->saved[k].nuact; i-- > 0;) {
     itm_action_t a = t->saved[k].uact[i];
-    a.fn(a.arg);
+    if (!a.on_commit) a.fn(a.arg);
   }
 }
 
-ITM_API void _ITM_addUserUndoAction(void (*fn)(void *), void *arg) {
-  itm_thread_t *t = &itm;
-  if (t->depth == 0) itm_fatal("_ITM_addUserUndoAction outside a transaction");
-  if (!t->uact_armed) {
-    add_action(sstm_on_abort, undo_actions_run, t, "_ITM_addUserUndoAction");
-    t->uact_armed = true;
+static void commit_actions_run(void *arg) {
+  itm_thread_t *t = arg;
+  uint32_t k = t->nsaved - 1;
+  for (uint32_t i = 0; i < t->saved[k].nuact; i++) {
+    itm_action_t a = t->saved[k].uact[i];
+    if (a.on_commit) a.fn(a.arg);
   }
-  t->uact = grow(t->uact, &t->uact_cap, (size_t)t->nuact + 1, sizeof *t->uact, 4,
-                 "the user undo actions");
-  t->uact[t->nuact++] = (itm_action_t){fn, arg};
+}
+
+static void user_action(void (*fn)(void *), void *arg, bool on_commit, const char *what) {
+  itm_thread_t *t = &itm;
+  if (t->depth == 0) itm_fatal("%s outside a transaction", what);
+  bool *armed = on_commit ? &t->cact_armed : &t->uact_armed;
+  if (!*armed) {
+    add_action(on_commit ? sstm_on_commit : sstm_on_abort,
+               on_commit ? commit_actions_run : undo_actions_run, t, what);
+    *armed = true;
+  }
+  t->uact =
+      grow(t->uact, &t->uact_cap, (size_t)t->nuact + 1, sizeof *t->uact, 4, "the user actions");
+  t->uact[t->nuact++] = (itm_action_t){fn, arg, on_commit};
+}
+
+ITM_API void _ITM_addUserCommitAction(void (*fn)(void *), uint64_t tid, void *arg) {
+  (void)tid; /* the current transaction's: it runs at the outermost commit */
+  user_action(fn, arg, true, "_ITM_addUserCommitAction");
+}
+
+ITM_API void _ITM_addUserUndoAction(void (*fn)(void *), void *arg) {
+  user_action(fn, arg, false, "_ITM_addUserUndoAction");
 }
 
 /* ---- (I6) logging of private memory (_ITM_L*) ---------------------------- */
@@ -582,17 +684,16 @@ static __attribute__((noinline, cold)) bool exc_private(const void *p, size_t n)
  * objects it allocated (I7). */
 static inline __attribute__((always_inline)) bool attempt_private(const void *p, size_t n) {
   return attempt_stack(p, n) ||
-         (ITM_UNLIKELY(atomic_load_explicit(&exc_live, memory_order_relaxed) != 0) &&
+         (ITM_UNLIKELY(atomic_load_explicit(&slow_live, memory_order_relaxed) != 0) &&
           exc_private(p, n));
 }
 
 /* The compiler logs memory that is private to the thread but written in
  * the transaction with plain stores; a rollback puts the old bytes back,
  * newest first, so each byte gets its value from before the attempt. */
-static void undo_restore(void *arg) {
-  itm_thread_t *t = arg;
+static void undo_restore_to(itm_thread_t *t, size_t mark) {
   size_t end = t->undo_len;
-  while (end > 0) {
+  while (end > mark) {
     size_t n;
     void *addr;
     memcpy(&n, t->undo + end - sizeof n, sizeof n);
@@ -601,7 +702,12 @@ static void undo_restore(void *arg) {
     memcpy(addr, t->undo + end - rec + sizeof addr + sizeof n, n);
     end -= rec;
   }
-  t->undo_len = 0;
+  t->undo_len = mark;
+}
+
+static void undo_restore(void *arg) {
+  itm_thread_t *t = arg;
+  undo_restore_to(t, 0);
   t->undo_armed = false;
 }
 
@@ -613,8 +719,12 @@ ITM_API void _ITM_LB(const void *addr, size_t n) {
   if (t->depth == 0) return;
   /* Frames made by the attempt need no log: a restart discards them, and
    * the rollback, whose own frames may lie where they were, must not write
-   * there (I6). */
-  if (attempt_private(addr, n)) return;
+   * there (I6). A closed scope's cancel, which discards only its own
+   * frames, puts back the others (I5). */
+  if (attempt_private(addr, n)) {
+    if (ITM_UNLIKELY(t->nscope != 0)) closed_note(t, addr, n, true);
+    return;
+  }
   size_t rec = n + sizeof addr + 2 * sizeof n;
   if (t->undo_len + rec > t->undo_cap)
     t->undo = grow(t->undo, &t->undo_cap, t->undo_len + rec, 1, 256, "the log of private memory");
@@ -632,6 +742,167 @@ ITM_API void _ITM_LB(const void *addr, size_t n) {
   t->undo_len += rec;
 }
 
+/* ---- (I5) closed scopes: a nested transaction that cancels alone ---------- */
+
+/* The flag in a clog record's length: its bytes were written in place (the
+ * attempt's frames, its exception objects, memory written plainly), so
+ * they go back in place; otherwise through the transaction. */
+#define CLOG_IN_PLACE ((size_t)1 << 63)
+
+/* Before a write of [p, p + n) while a closed scope is open: note the
+ * bytes there, read through the transaction unless in_place, so that the
+ * scope's cancel can put them back. Frames made inside the innermost
+ * scope need nothing: its cancel discards them, and must not write where
+ * its own frames may lie. */
+static __attribute__((noinline, cold)) void closed_note(itm_thread_t *t, const void *p, size_t n,
+                                                        bool in_place) {
+  if (t->nscope == 0 || n == 0) return;
+  if (in_place && (uintptr_t)p < t->scope[t->nscope - 1].sp && attempt_stack(p, n)) return;
+  size_t rec = n + sizeof p + 2 * sizeof n;
+  if (t->clog_len + rec > t->clog_cap)
+    t->clog = grow(t->clog, &t->clog_cap, t->clog_len + rec, 1, 256, "a nested transaction's log");
+  unsigned char *r = t->clog + t->clog_len;
+  size_t tag = n | (in_place ? CLOG_IN_PLACE : 0);
+  memcpy(r, &p, sizeof p);
+  memcpy(r + sizeof p, &tag, sizeof tag);
+  if (in_place)
+    memcpy(r + sizeof p + sizeof n, p, n);
+  else
+    sstm_load_bytes(r + sizeof p + sizeof n, p, n);
+  memcpy(r + sizeof p + sizeof n + n, &tag, sizeof tag);
+  t->clog_len += rec;
+}
+
+/* The bytes noted since mark go back, newest first: each byte gets its
+ * value from the scope's begin. Through the transaction for shared memory,
+ * whose old bytes the notes read through it (so its read set validates
+ * them at the commit). */
+static void clog_restore_to(itm_thread_t *t, size_t mark) {
+  size_t end = t->clog_len;
+  while (end > mark) {
+    size_t tag;
+    void *addr;
+    memcpy(&tag, t->clog + end - sizeof tag, sizeof tag);
+    size_t n = tag & ~CLOG_IN_PLACE;
+    size_t rec = n + sizeof addr + 2 * sizeof n;
+    memcpy(&addr, t->clog + end - rec, sizeof addr);
+    const unsigned char *old = t->clog + end - rec + sizeof addr + sizeof n;
+    if (tag & CLOG_IN_PLACE)
+      memcpy(addr, old, n);
+    else
+      sstm_store_bytes(addr, old, n);
+    end -= rec;
+  }
+  t->clog_len = mark;
+}
+
+/* A nested begin that may cancel alone: a scope, whose checkpoint the
+ * assembly half fills in (its registers, the resume point). */
+static sstm_ckpt_t *scope_open(itm_thread_t *t, void *ret, uintptr_t sp) {
+  t->scope =
+      grow(t->scope, &t->scope_cap, (size_t)t->nscope + 1, sizeof *t->scope, 2, "nested scopes");
+  itm_scope_t *s = &t->scope[t->nscope++];
+  s->ret = ret;
+  s->sp = sp;
+  s->depth = t->depth;
+  s->clog_len = t->clog_len;
+  s->undo_len = t->undo_len;
+  s->nuact = t->nuact;
+  s->nalloc = t->nalloc;
+  s->nfree = t->nfree;
+  s->nexc = t->nexc;
+  s->catches = t->catches;
+  atomic_fetch_add_explicit(&slow_live, 1, memory_order_relaxed);
+  return &s->ckpt;
+}
+
+/* The innermost scope ends (its transaction commits, or its cancel is
+ * done): its writes, actions and blocks are the enclosing scope's now, or,
+ * with no scope left, the attempt's as any other (the frees put off are
+ * done, through the transaction: at its commit). */
+static void scope_close(itm_thread_t *t) {
+  t->nscope--;
+  atomic_fetch_sub_explicit(&slow_live, 1, memory_order_relaxed);
+  if (t->nscope != 0) return;
+  t->clog_len = 0;
+  t->nalloc = 0;
+  uint32_t n = t->nfree;
+  t->nfree = 0;
+  for (uint32_t i = 0; i < n; i++)
+    sstm_free(t->frees[i]);
+}
+
+static void scopes_clear(itm_thread_t *t) {
+  atomic_fetch_sub_explicit(&slow_live, t->nscope, memory_order_relaxed);
+  t->nscope = 0;
+}
+
+/* _ITM_malloc and the others while a scope is open: a cancel of the scope
+ * gives the block back. */
+static void *scope_alloc(void *p) {
+  itm_thread_t *t = &itm;
+  if (p == NULL || t->nscope == 0) return p;
+  t->alloc = grow(t->alloc, &t->alloc_cap, (size_t)t->nalloc + 1, sizeof *t->alloc, 8,
+                  "a nested transaction's blocks");
+  t->alloc[t->nalloc++] = p;
+  return p;
+}
+
+/* _ITM_free and the others: while a scope is open the free waits for the
+ * last scope's commit, since a cancel undoes it. */
+static void scope_free(void *p) {
+  itm_thread_t *t = &itm;
+  if (p == NULL || t->nscope == 0) {
+    sstm_free(p);
+    return;
+  }
+  t->frees = grow(t->frees, &t->free_cap, (size_t)t->nfree + 1, sizeof *t->frees, 8,
+                  "a nested transaction's frees");
+  t->frees[t->nfree++] = p;
+}
+
+/* The assembly half: restore a scope's checkpoint, returning val to its
+ * resume point (abi/itm_x86_64.S). */
+__attribute__((visibility("hidden"), noreturn)) void sstm__itm_jump(sstm_ckpt_t *c, int val);
+
+/* __transaction_cancel of the innermost scope's transaction: everything it
+ * did is undone (its writes, its _ITM_L* log, its allocations and frees,
+ * its user actions, the undo ones run newest first, as libitm runs them)
+ * and its begin returns again with a_abortTransaction, inside the
+ * enclosing transaction, which goes on. */
+static __attribute__((noreturn)) void closed_cancel(itm_thread_t *t) {
+  itm_scope_t *s = &t->scope[t->nscope - 1];
+  if (t->nexc != s->nexc || t->catches != s->catches)
+    itm_fatal("__transaction_cancel of a nested transaction that allocated or is handling a C++ "
+              "exception: not supported (the runtime's exception state cannot be rolled back "
+              "to the nested begin)");
+  clog_restore_to(t, s->clog_len);
+  undo_restore_to(t, s->undo_len);
+  for (uint32_t i = t->nalloc; i-- > s->nalloc;)
+    sstm_free(t->alloc[i]);
+  t->nalloc = s->nalloc;
+  t->nfree = s->nfree;
+  /* The undo actions run inside the enclosing transaction, as libitm runs
+   * them; an action that runs a transaction nests it there. */
+  uint32_t mark = s->nuact;
+  while (t->nuact > mark) {
+    itm_action_t a = t->uact[--t->nuact];
+    if (!a.on_commit) a.fn(a.arg);
+  }
+  s = &t->scope[t->nscope - 1]; /* an action's transaction may have grown the array */
+  /* The engine's depth goes back too (its nested commits only count). */
+  while (t->depth >= s->depth) {
+    sstm_commit();
+    t->depth--;
+  }
+  t->inner_ret = s->ret;
+  /* What the undo actions wrote is the enclosing transaction's now. The
+   * entry stays in the array, which nothing changes before the jump reads
+   * the checkpoint from it. */
+  scope_close(t);
+  sstm__itm_jump(&t->scope[t->nscope].ckpt, ITM_CKPT_INNER);
+}
+
 /* ---- loads and stores -------------------------------------------------------- */
 
 /* Every read entry point of a type: plain (R), after a read (RaR), after a
@@ -645,22 +916,24 @@ ITM_API void _ITM_LB(const void *addr, size_t n) {
   __VA_ARGS__ ITM_API void _ITM_WaW##suf(T *, T) __attribute__((alias("_ITM_W" #suf)));
 
 /* The word types: the engine's typed barriers (any alignment). While some
- * thread has an exception object (I7), the write goes through a function of
- * its own, so that the common path makes no frame and ends in a jump to the
- * engine's store. */
+ * thread has an exception object (I7) or a closed scope (I5), the write
+ * goes through a function of its own, so that the common path makes no
+ * frame and ends in a jump to the engine's store. */
 #define ITM_WORD(suf, T, load, store)                                                              \
   ITM_API T _ITM_R##suf(const T *p) { return load(p); }                                            \
-  static __attribute__((noinline, cold)) void itm_W##suf##_exc(T *p, T v) {                        \
-    if (exc_private(p, sizeof *p))                                                                 \
+  static __attribute__((noinline, cold)) void itm_W##suf##_slow(T *p, T v) {                       \
+    bool in_place = attempt_private(p, sizeof *p);                                                 \
+    closed_note(&itm, p, sizeof *p, in_place);                                                     \
+    if (in_place)                                                                                  \
       memcpy(p, &v, sizeof v);                                                                     \
     else                                                                                           \
       store(p, v);                                                                                 \
   }                                                                                                \
   ITM_API void _ITM_W##suf(T *p, T v) {                                                            \
-    if (ITM_UNLIKELY(attempt_stack(p, sizeof *p)))                                                 \
+    if (ITM_UNLIKELY(atomic_load_explicit(&slow_live, memory_order_relaxed) != 0))                 \
+      itm_W##suf##_slow(p, v);                                                                     \
+    else if (ITM_UNLIKELY(attempt_stack(p, sizeof *p)))                                            \
       memcpy(p, &v, sizeof v);                                                                     \
-    else if (ITM_UNLIKELY(atomic_load_explicit(&exc_live, memory_order_relaxed) != 0))             \
-      itm_W##suf##_exc(p, v);                                                                      \
     else                                                                                           \
       store(p, v);                                                                                 \
   }                                                                                                \
@@ -683,7 +956,9 @@ ITM_WORD(D, double, sstm_load_double, sstm_store_double)
     return v;                                                                                      \
   }                                                                                                \
   __VA_ARGS__ ITM_API void _ITM_W##suf(T *p, T v) {                                                \
-    if (ITM_UNLIKELY(attempt_private(p, sizeof *p)))                                               \
+    bool in_place = attempt_private(p, sizeof *p);                                                 \
+    if (ITM_UNLIKELY(itm.nscope != 0)) closed_note(&itm, p, sizeof *p, in_place);                  \
+    if (ITM_UNLIKELY(in_place))                                                                    \
       memcpy(p, &v, sizeof v);                                                                     \
     else                                                                                           \
       sstm_store_bytes(p, &v, sizeof v);                                                           \
@@ -709,7 +984,8 @@ ITM_BYTES(M256, __m256, __attribute__((target("avx"))))
  * read after it was overwritten (a transactional read sees the
  * transaction's own writes). */
 static void copy(void *dst, bool dst_tx, const void *src, bool src_tx, size_t n) {
-  if (dst_tx && attempt_private(dst, n)) dst_tx = false; /* (I6), (I7) */
+  if (dst_tx && attempt_private(dst, n)) dst_tx = false;                 /* (I6), (I7) */
+  if (ITM_UNLIKELY(itm.nscope != 0)) closed_note(&itm, dst, n, !dst_tx); /* (I5) */
   unsigned char buf[256];
   unsigned char *d = dst;
   const unsigned char *s = src;
@@ -762,7 +1038,9 @@ ITM_COPIES(memcpy)
 ITM_COPIES(memmove)
 
 ITM_API void _ITM_memsetW(void *dst, int c, size_t n) {
-  if (attempt_private(dst, n)) { /* (I6), (I7) */
+  bool in_place = attempt_private(dst, n);
+  if (ITM_UNLIKELY(itm.nscope != 0)) closed_note(&itm, dst, n, in_place); /* (I5) */
+  if (in_place) {                                                         /* (I6), (I7) */
     memset(dst, c, n);
     return;
   }
@@ -785,9 +1063,9 @@ ITM_API void _ITM_memsetWaW(void *, int, size_t) __attribute__((alias("_ITM_mems
  * these: blocks allocated by an attempt that aborts are released, frees
  * wait for the commit and the grace period (schedstm/alloc.h). The blocks
  * are malloc's: the program may free() them outside transactions. */
-ITM_API void *_ITM_malloc(size_t n) { return sstm_malloc(n); }
-ITM_API void *_ITM_calloc(size_t n, size_t size) { return sstm_calloc(n, size); }
-ITM_API void _ITM_free(void *p) { sstm_free(p); }
+ITM_API void *_ITM_malloc(size_t n) { return scope_alloc(sstm_malloc(n)); }
+ITM_API void *_ITM_calloc(size_t n, size_t size) { return scope_alloc(sstm_calloc(n, size)); }
+ITM_API void _ITM_free(void *p) { scope_free(p); }
 
 /* ---- (I7) C++: operator new and delete, exceptions ------------------------------ */
 
@@ -845,7 +1123,7 @@ static cxa_eh_globals_t *eh_globals(void) {
 }
 
 static void eh_clear(itm_thread_t *t) {
-  if (t->nexc != 0) atomic_fetch_sub_explicit(&exc_live, t->nexc, memory_order_relaxed);
+  if (t->nexc != 0) atomic_fetch_sub_explicit(&slow_live, t->nexc, memory_order_relaxed);
   t->nexc = 0;
   t->catches = 0;
   t->eh_armed = false;
@@ -894,7 +1172,7 @@ static itm_exc_t *exc_find(itm_thread_t *t, const void *obj) {
 
 static void exc_drop(itm_thread_t *t, itm_exc_t *e) {
   *e = t->exc[--t->nexc];
-  atomic_fetch_sub_explicit(&exc_live, 1, memory_order_relaxed);
+  atomic_fetch_sub_explicit(&slow_live, 1, memory_order_relaxed);
 }
 
 /* The object of a throw inside the transaction. The compiled code writes
@@ -912,7 +1190,7 @@ ITM_API void *_ITM_cxa_allocate_exception(size_t size) {
   t->exc =
       grow(t->exc, &t->exc_cap, (size_t)t->nexc + 1, sizeof *t->exc, 4, "the exception records");
   t->exc[t->nexc++] = (itm_exc_t){obj, size, false};
-  atomic_fetch_add_explicit(&exc_live, 1, memory_order_relaxed);
+  atomic_fetch_add_explicit(&slow_live, 1, memory_order_relaxed);
   return obj;
 }
 
@@ -973,7 +1251,7 @@ ITM_API void _ITM_cxa_end_catch(void) {
  * throwing forms throw std::bad_alloc, as operator new does: the exception
  * leaves the transaction, which commits (I7). */
 static void *cxx_new(size_t n, bool nothrow) {
-  void *p = sstm_malloc(n ? n : 1); /* new(0) is a distinct block */
+  void *p = scope_alloc(sstm_malloc(n ? n : 1)); /* new(0) is a distinct block */
   if (ITM_UNLIKELY(p == NULL) && !nothrow) {
     if (_ZSt17__throw_bad_allocv == NULL) itm_fatal("operator new: out of memory");
     _ZSt17__throw_bad_allocv();
@@ -995,23 +1273,23 @@ ITM_API void *_ZGTtnamRKSt9nothrow_t(size_t n, const void *nt) {
 }
 /* operator delete(void *), delete[](void *), the nothrow and the sized
  * forms */
-ITM_API void _ZGTtdlPv(void *p) { sstm_free(p); }
-ITM_API void _ZGTtdaPv(void *p) { sstm_free(p); }
+ITM_API void _ZGTtdlPv(void *p) { scope_free(p); }
+ITM_API void _ZGTtdaPv(void *p) { scope_free(p); }
 ITM_API void _ZGTtdlPvRKSt9nothrow_t(void *p, const void *nt) {
   (void)nt;
-  sstm_free(p);
+  scope_free(p);
 }
 ITM_API void _ZGTtdaPvRKSt9nothrow_t(void *p, const void *nt) {
   (void)nt;
-  sstm_free(p);
+  scope_free(p);
 }
 ITM_API void _ZGTtdlPvm(void *p, size_t n) {
   (void)n;
-  sstm_free(p);
+  scope_free(p);
 }
 ITM_API void _ZGTtdaPvm(void *p, size_t n) {
   (void)n;
-  sstm_free(p);
+  scope_free(p);
 }
 
 /* ---- clone tables (indirect calls) --------------------------------------------- */

@@ -77,4 +77,27 @@ _ITM_beginTransaction:
         .cfi_endproc
         .size   _ITM_beginTransaction, .-_ITM_beginTransaction
 
+        /* void sstm__itm_jump(sstm_ckpt_t *c, int val): resume the
+         * begin that saved c (a closed scope's, I5) at its resume point
+         * with val in eax, as the engine's restore does: the callee-saved
+         * registers and the stack pointer as saved, then the saved
+         * return address, which is .Lresume. */
+        .globl  sstm__itm_jump
+        .hidden sstm__itm_jump
+        .type   sstm__itm_jump, @function
+        .p2align 4
+sstm__itm_jump:
+        .cfi_startproc
+        movq    SSTM_CKPT_RBX+0(%rdi), %rbx
+        movq    SSTM_CKPT_RBX+8(%rdi), %rbp
+        movq    SSTM_CKPT_RBX+16(%rdi), %r12
+        movq    SSTM_CKPT_RBX+24(%rdi), %r13
+        movq    SSTM_CKPT_RBX+32(%rdi), %r14
+        movq    SSTM_CKPT_RBX+40(%rdi), %r15
+        movq    SSTM_CKPT_RSP(%rdi), %rsp
+        movl    %esi, %eax
+        jmp     *SSTM_CKPT_RIP(%rdi)
+        .cfi_endproc
+        .size   sstm__itm_jump, .-sstm__itm_jump
+
         .section .note.GNU-stack,"",@progbits

@@ -181,6 +181,188 @@ TEST(an_outer_cancel_in_a_nested_transaction_rolls_back_both) {
   sstm_test_fini();
 }
 
+/* (I5) A cancel of a nested transaction alone (closed nesting): every kind
+ * of write it made is undone, the enclosing transaction goes on after the
+ * block and commits. */
+static long double nest_e;
+static struct blk { long w[6]; } nest_s, nest_t;
+static unsigned char nest_buf[40];
+static long nest_logged[2];
+static long *nest_block, *nest_kept;
+static _Atomic int nest_undos, nest_commits;
+static int nest_undo_order[4], nest_nundo;
+
+static void nest_undo(void *arg) {
+  nest_undo_order[nest_nundo++] = (int)(intptr_t)arg;
+  atomic_fetch_add_explicit(&nest_undos, 1, memory_order_relaxed);
+}
+static void nest_commit(void *arg) {
+  (void)arg;
+  atomic_fetch_add_explicit(&nest_commits, 1, memory_order_relaxed);
+}
+
+__attribute__((transaction_pure)) static void nest_actions_and_log(void) {
+  _ITM_addUserUndoAction(nest_undo, (void *)1);
+  _ITM_addUserUndoAction(nest_undo, (void *)2);
+  _ITM_addUserCommitAction(nest_commit, 1, NULL);
+  _ITM_LB(nest_logged, sizeof nest_logged);
+  nest_logged[0] = -1; /* private memory, written plainly */
+}
+
+__attribute__((transaction_safe, noinline)) static void scribble(long *p, int cancel) {
+  __transaction_atomic {
+    for (int i = 0; i < 4; i++)
+      p[i] = -1;
+    nest_b += 100;
+    nest_e = nest_e * 4;
+    nest_s = nest_t;
+    memset(nest_buf, 'x', sizeof nest_buf);
+    nest_block = malloc(64);
+    free(nest_kept);
+    nest_actions_and_log();
+    if (cancel) __transaction_cancel;
+    nest_b += 1;
+  }
+}
+
+/* The local array lives in a frame that the outer transaction made and
+ * the inner one did not: written in place (I6), put back by the cancel. */
+__attribute__((transaction_safe, noinline)) static long frame_sum(int cancel) {
+  long local[4] = {1, 2, 3, 4};
+  scribble(local, cancel);
+  return local[0] + local[1] + local[2] + local[3];
+}
+
+TEST(a_cancel_of_an_inner_transaction_undoes_it_alone) {
+  sstm_test_init();
+  nest_a = nest_b = 0;
+  nest_e = 1.5L;
+  for (int i = 0; i < 6; i++)
+    nest_t.w[i] = 10 + i;
+  nest_kept = malloc(64);
+  nest_kept[0] = 42;
+  nest_logged[0] = 5;
+  long sum = 0, b_seen = 0;
+  __transaction_atomic {
+    nest_a = 1;
+    sum = frame_sum(1); /* cancelled */
+    b_seen = nest_b;
+    nest_a += 1;
+  }
+  CHECK_EQ_I(sum, 10);
+  CHECK_EQ_I(b_seen, 0);
+  CHECK_EQ_I(V(nest_a), 2); /* the enclosing transaction went on and committed */
+  CHECK_EQ_I(V(nest_b), 0);
+  CHECK(V(nest_e) == 1.5L);
+  CHECK_EQ_I(V(nest_s.w[5]), 0);
+  CHECK_EQ_I(V(nest_buf[0]), 0);
+  CHECK_EQ_I(V(nest_logged[0]), 5);
+  CHECK_EQ_I(V(nest_kept[0]), 42); /* its free was undone: still ours */
+  CHECK_EQ_I(atomic_load_explicit(&nest_undos, memory_order_relaxed), 2);
+  CHECK_EQ_I(nest_undo_order[0], 2); /* newest first */
+  CHECK_EQ_I(nest_undo_order[1], 1);
+  CHECK_EQ_I(atomic_load_explicit(&nest_commits, memory_order_relaxed), 0);
+  /* The same block, not cancelled, commits with the enclosing one. */
+  __transaction_atomic {
+    sum = frame_sum(0);
+    nest_a += 1;
+  }
+  CHECK_EQ_I(sum, -4);
+  CHECK_EQ_I(V(nest_a), 3);
+  CHECK_EQ_I(V(nest_b), 101);
+  CHECK(V(nest_e) == 6.0L);
+  CHECK_EQ_I(V(nest_s.w[5]), 15);
+  CHECK_EQ_I(V(nest_buf[39]), 'x');
+  CHECK_EQ_I(V(nest_logged[0]), -1);
+  CHECK_EQ_I(atomic_load_explicit(&nest_undos, memory_order_relaxed), 2);
+  CHECK_EQ_I(atomic_load_explicit(&nest_commits, memory_order_relaxed), 1);
+  free(nest_block);
+  nest_block = NULL;
+  nest_kept = NULL; /* freed by that commit */
+  /* Three levels: the innermost cancels, the middle one goes on and
+   * commits into the outermost. */
+  __transaction_atomic {
+    nest_a = 10;
+    __transaction_atomic {
+      nest_a += 100;
+      sum = frame_sum(1);
+      nest_a += 1000;
+    }
+  }
+  CHECK_EQ_I(sum, 10);
+  CHECK_EQ_I(V(nest_a), 1110);
+  CHECK_EQ_I(V(nest_b), 101);
+  CHECK(V(nest_block) == NULL); /* the cancel gave its block back */
+  CHECK_EQ_U(_ITM_inTransaction(), 0);
+  sstm_test_fini();
+}
+
+/* Transfers under threads: each one's inner transaction cancels when the
+ * source account would go below zero, and the enclosing one goes on and
+ * counts the refusal. Conflicts restart the whole transaction, scopes
+ * included. */
+#define NEST_ACCOUNTS 8
+static long nest_acct[NEST_ACCOUNTS], nest_done, nest_refused;
+static _Atomic long nest_negative;
+
+__attribute__((transaction_safe, noinline)) static int nest_transfer(int from, int to, long amt) {
+  int ok = 0;
+  __transaction_atomic {
+    nest_acct[from] -= amt;
+    nest_acct[to] += amt;
+    if (nest_acct[from] < 0) __transaction_cancel;
+    ok = 1;
+  }
+  return ok;
+}
+
+static void nest_worker(sstm_tt_t *t) {
+  (void)t;
+  sstm_rng_t r;
+  sstm_rng_seed(&r, sstm_test_seed() + (uint64_t)sstm_test_thread_index());
+  uint64_t n = sstm_test_scaled(20000, 2000);
+  for (uint64_t i = 0; i < n; i++) {
+    int a = (int)sstm_rng_below(&r, NEST_ACCOUNTS), b = (int)sstm_rng_below(&r, NEST_ACCOUNTS);
+    long amt = 1 + (long)sstm_rng_below(&r, 20);
+    __transaction_atomic {
+      if (nest_transfer(a, b, amt))
+        nest_done++;
+      else
+        nest_refused++;
+    }
+    if (i % 64 == 0) {
+      long neg = 0;
+      __transaction_atomic {
+        neg = 0;
+        for (int k = 0; k < NEST_ACCOUNTS; k++)
+          neg += nest_acct[k] < 0;
+      }
+      if (neg) atomic_fetch_add_explicit(&nest_negative, 1, memory_order_relaxed);
+    }
+  }
+}
+
+TEST(inner_cancels_under_threads_keep_the_sums_and_no_account_negative) {
+  sstm_test_init();
+  for (int k = 0; k < NEST_ACCOUNTS; k++)
+    nest_acct[k] = 50;
+  unsigned nt = sstm_test_threads(4);
+  sstm_test_run_threads(nt, false, nest_worker, NULL);
+  long sum = 0;
+  for (int k = 0; k < NEST_ACCOUNTS; k++) {
+    sum += nest_acct[k];
+    CHECK(nest_acct[k] >= 0);
+  }
+  CHECK_EQ_I(sum, 50 * NEST_ACCOUNTS);
+  CHECK_EQ_I(atomic_load_explicit(&nest_negative, memory_order_relaxed), 0);
+  CHECK_EQ_U((uint64_t)(nest_done + nest_refused), (uint64_t)nt * sstm_test_scaled(20000, 2000));
+  CHECK(nest_refused > 0);
+  sstm_test_fini();
+}
+
+/* In serial mode the block's plain stores cannot be undone: the process
+ * ends with a message rather than cancel the outer one or ignore the
+ * cancel. */
 __attribute__((transaction_safe, noinline)) static void inner_cancel(void) {
   __transaction_atomic {
     nest_b = 7;
@@ -188,16 +370,20 @@ __attribute__((transaction_safe, noinline)) static void inner_cancel(void) {
   }
 }
 
-static void nested_cancel_body(void) {
+static void unsafe_nothing(void) { __asm__ volatile("" ::: "memory"); }
+
+static void serial_nested_cancel_body(void) {
   sstm_test_init();
-  __transaction_atomic { inner_cancel(); }
+  nest_a = 0;
+  __transaction_relaxed {
+    unsafe_nothing(); /* serial */
+    inner_cancel();
+  }
 }
 
-TEST(a_cancel_of_an_inner_transaction_is_reported_not_mistaken) {
-  /* Nesting is flat: a cancel of the inner transaction alone cannot be
-   * done; the process ends with a message rather than cancel the outer
-   * one or ignore the cancel. */
-  sstm_test_expect_abort(nested_cancel_body, "inner cancel", "nested transaction");
+TEST(a_cancel_of_an_inner_transaction_in_serial_mode_is_reported_not_mistaken) {
+  sstm_test_expect_abort(serial_nested_cancel_body, "inner cancel in serial mode",
+                         "nested transaction in a serial");
 }
 
 /* ---- serial transactions (I3, I4) ------------------------------------------------ */
