@@ -22,11 +22,13 @@
  * @endcode
  *
  * In C: C11 _Generic, with the __typeof__ and __builtin_classify_type that
- * gcc and clang provide (clean under -std=c11 -pedantic). In C++: overloads
- * on the lvalue's address, for the same types except enumerations (and
- * wchar_t, char16_t, char32_t, which are distinct types there); what they
- * reject fails a static_assert with the same message. Included by
- * <schedstm/schedstm.h>.
+ * gcc and clang provide. In C++: overloads on the lvalue's address, for
+ * the same types except enumerations (and wchar_t, char16_t, char32_t,
+ * which are distinct types there); what they reject fails a static_assert
+ * with the same message. Both compile without a warning under -pedantic
+ * and the strict warnings of README.md, "Compiler warnings" (-Wcast-qual,
+ * -Wconversion, -Wold-style-cast, ...), on the lvalues and values of every
+ * supported type and qualification. Included by <schedstm/schedstm.h>.
  */
 #ifndef SCHEDSTM_GENERIC_H
 #define SCHEDSTM_GENERIC_H
@@ -86,17 +88,26 @@
  * functions of the same width (two's complement, as sstm_load_i32 does).
  * They take volatile-qualified pointers, so that a volatile lvalue is
  * accepted like any other (the typed access is the one that touches the
- * memory; the qualifier is dropped in the cast). */
+ * memory). The qualifier is dropped through uintptr_t, where -Wcast-qual
+ * does not look (a program compiled with it includes this header), and a
+ * load's value is cast from a variable, not from the call, which
+ * -Wbad-function-cast reports for a _Bool; neither costs an instruction. */
 #define SSTM__GENERIC_INT(T, name)                                                                 \
   static inline T sstm__ld_##name(const volatile T *a) {                                           \
-    const void *p = (const void *)a;                                                               \
-    if (sizeof(T) == 1) return (T)sstm_load_u8((const uint8_t *)p);                                \
-    if (sizeof(T) == 2) return (T)sstm_load_u16((const uint16_t *)p);                              \
-    if (sizeof(T) == 4) return (T)sstm_load_u32((const uint32_t *)p);                              \
-    return (T)sstm_load_u64((const uint64_t *)p);                                                  \
+    const void *p = (const void *)(uintptr_t)a;                                                    \
+    uint64_t v;                                                                                    \
+    if (sizeof(T) == 1)                                                                            \
+      v = sstm_load_u8((const uint8_t *)p);                                                        \
+    else if (sizeof(T) == 2)                                                                       \
+      v = sstm_load_u16((const uint16_t *)p);                                                      \
+    else if (sizeof(T) == 4)                                                                       \
+      v = sstm_load_u32((const uint32_t *)p);                                                      \
+    else                                                                                           \
+      v = sstm_load_u64((const uint64_t *)p);                                                      \
+    return (T)v;                                                                                   \
   }                                                                                                \
   static inline void sstm__st_##name(volatile T *a, T v) {                                         \
-    void *p = (void *)a;                                                                           \
+    void *p = (void *)(uintptr_t)a;                                                                \
     if (sizeof(T) == 1)                                                                            \
       sstm_store_u8((uint8_t *)p, (uint8_t)v);                                                     \
     else if (sizeof(T) == 2)                                                                       \
@@ -122,21 +133,27 @@ SSTM__GENERIC_INT(unsigned long long, ullong)
 #undef SSTM__GENERIC_INT
 
 static inline float sstm__ld_float(const volatile float *a) {
-  return sstm_load_float((const float *)a);
+  return sstm_load_float((const float *)(uintptr_t)a);
 }
-static inline void sstm__st_float(volatile float *a, float v) { sstm_store_float((float *)a, v); }
+static inline void sstm__st_float(volatile float *a, float v) {
+  sstm_store_float((float *)(uintptr_t)a, v);
+}
 static inline double sstm__ld_double(const volatile double *a) {
-  return sstm_load_double((const double *)a);
+  return sstm_load_double((const double *)(uintptr_t)a);
 }
 static inline void sstm__st_double(volatile double *a, double v) {
-  sstm_store_double((double *)a, v);
+  sstm_store_double((double *)(uintptr_t)a, v);
 }
 /* Object pointers (the default association; SSTM__GENERIC_CHECK has made
  * sure the lvalue is one). The value's type was checked by the assignment
- * in SSTM_STORE, so it travels as const void * here. */
-static inline void *sstm__ld_ptr(const volatile void *a) { return sstm_load_ptr((void *const *)a); }
-static inline void sstm__st_ptr(volatile void *a, const void *v) {
-  sstm_store_ptr((void **)a, (void *)v);
+ * in SSTM_STORE, so it travels as const volatile void * here (any object
+ * pointer converts to it without a diagnostic, a pointer to volatile
+ * included). */
+static inline void *sstm__ld_ptr(const volatile void *a) {
+  return sstm_load_ptr((void *const *)(uintptr_t)a);
+}
+static inline void sstm__st_ptr(volatile void *a, const volatile void *v) {
+  sstm_store_ptr((void **)(uintptr_t)a, (void *)(uintptr_t)v);
 }
 
 /* The function for the lvalue's type; `op` is ld or st. (Laid out by hand:
@@ -193,8 +210,12 @@ static inline void sstm__st_ptr(volatile void *a, const void *v) {
     int sstm__unused;                                                                              \
   }))
 
+/* The call's result is cast from a comma expression, not from the call
+ * itself, which -Wbad-function-cast would report in the program for an
+ * enumeration (read as its compatible integer type). */
 #define SSTM_LOAD(lvalue)                                                                          \
-  (SSTM__GENERIC_CHECK(lvalue), (__typeof__(lvalue))SSTM__GENERIC_FN(ld, lvalue)(&(lvalue)))
+  (SSTM__GENERIC_CHECK(lvalue),                                                                    \
+   (__typeof__(lvalue))((void)0, SSTM__GENERIC_FN(ld, lvalue)(&(lvalue))))
 
 #define SSTM_STORE(lvalue, value)                                                                  \
   (SSTM__GENERIC_CHECK(lvalue), (void)sizeof((lvalue) = (value)),                                  \
@@ -207,28 +228,36 @@ static inline void sstm__st_ptr(volatile void *a, const void *v) {
  * message. (Not extern "C": overloads and templates have C++ linkage.)
  * Each has a volatile twin that drops the qualifier and calls it, for
  * volatile lvalues (the unqualified one stays the better match for the
- * others, and a non-template beats the catch-all). */
+ * others, and a non-template beats the catch-all).
+ *
+ * C++ casts only, none that casts away a qualifier but const_cast, so that
+ * -Wold-style-cast and -Wcast-qual have nothing to report. The value and
+ * pointer conversions go through two templates: where the source and the
+ * target are the same type (an unsigned char through sstm_load_u8) the
+ * cast is then a dependent one, which -Wuseless-cast does not report. */
+template <class T, class U> static inline T sstm__cvt(U v) { return static_cast<T>(v); }
+template <class T, class U> static inline T *sstm__pun(U *p) { return reinterpret_cast<T *>(p); }
 #define SSTM__GENERIC_VOLATILE(T)                                                                  \
   static inline T sstm__ld(const volatile T *a) { return sstm__ld(const_cast<const T *>(a)); }     \
   static inline void sstm__st(volatile T *a, T v) { sstm__st(const_cast<T *>(a), v); }
 #define SSTM__GENERIC_INT(T, bits)                                                                 \
   static inline T sstm__ld(const T *a) {                                                           \
-    return (T)sstm_load_u##bits(reinterpret_cast<const uint##bits##_t *>(a));                      \
+    return sstm__cvt<T>(sstm_load_u##bits(sstm__pun<const uint##bits##_t>(a)));                    \
   }                                                                                                \
   static inline void sstm__st(T *a, T v) {                                                         \
-    sstm_store_u##bits(reinterpret_cast<uint##bits##_t *>(a), (uint##bits##_t)v);                  \
+    sstm_store_u##bits(sstm__pun<uint##bits##_t>(a), sstm__cvt<uint##bits##_t>(v));                \
   }                                                                                                \
   SSTM__GENERIC_VOLATILE(T)
 #define SSTM__GENERIC_INT_ANY(T)                                                                   \
   static inline T sstm__ld(const T *a) {                                                           \
-    return sizeof(T) == 4 ? (T)sstm_load_u32(reinterpret_cast<const uint32_t *>(a))                \
-                          : (T)sstm_load_u64(reinterpret_cast<const uint64_t *>(a));               \
+    return sizeof(T) == 4 ? sstm__cvt<T>(sstm_load_u32(sstm__pun<const uint32_t>(a)))              \
+                          : sstm__cvt<T>(sstm_load_u64(sstm__pun<const uint64_t>(a)));             \
   }                                                                                                \
   static inline void sstm__st(T *a, T v) {                                                         \
     if (sizeof(T) == 4)                                                                            \
-      sstm_store_u32(reinterpret_cast<uint32_t *>(a), (uint32_t)v);                                \
+      sstm_store_u32(sstm__pun<uint32_t>(a), sstm__cvt<uint32_t>(v));                              \
     else                                                                                           \
-      sstm_store_u64(reinterpret_cast<uint64_t *>(a), (uint64_t)v);                                \
+      sstm_store_u64(sstm__pun<uint64_t>(a), sstm__cvt<uint64_t>(v));                              \
   }                                                                                                \
   SSTM__GENERIC_VOLATILE(T)
 SSTM__GENERIC_INT(bool, 8)
@@ -252,8 +281,11 @@ static inline void sstm__st(double *a, double v) { sstm_store_double(a, v); }
 SSTM__GENERIC_VOLATILE(float)
 SSTM__GENERIC_VOLATILE(double)
 #undef SSTM__GENERIC_VOLATILE
+/* A pointer object is read and written as a void * (the pointer through
+ * const void *, which every object pointer type converts to; the value
+ * through const volatile void *, then const_cast). */
 template <class T> static inline T *sstm__ld(T *const *a) {
-  return static_cast<T *>(sstm_load_ptr((void *const *)a));
+  return static_cast<T *>(sstm_load_ptr(static_cast<void *const *>(static_cast<const void *>(a))));
 }
 /* The stored value's parameter is not deduced (sstm__id), so that it is
  * converted as by an assignment (NULL, a derived class) and the overloads
@@ -261,7 +293,8 @@ template <class T> static inline T *sstm__ld(T *const *a) {
  * catch-all below. */
 template <class T> struct sstm__id { typedef T type; };
 template <class T> static inline void sstm__st(T **a, typename sstm__id<T *>::type v) {
-  sstm_store_ptr((void **)a, (void *)v);
+  sstm_store_ptr(static_cast<void **>(static_cast<void *>(a)),
+                 const_cast<void *>(static_cast<const volatile void *>(v)));
 }
 template <class T> static inline T *sstm__ld(T *const volatile *a) {
   return sstm__ld(const_cast<T *const *>(a));
