@@ -20,6 +20,7 @@
 #endif
 
 SSTM_EXTERN_C_BEGIN
+SSTM__CXX_CASTS_BEGIN
 
 /** @name Typed loads
  * Valid only inside a transaction on a registered thread; outside one they
@@ -124,6 +125,7 @@ static inline void sstm_store_i64(int64_t *a, int64_t v) {
 }
 /** @} */
 
+SSTM__CXX_CASTS_END
 SSTM_EXTERN_C_END
 
 #endif /* SCHEDSTM_ACCESS_H */

@@ -28,6 +28,28 @@
 #define SSTM_EXTERN_C_END
 #endif
 
+/* Internal: around the inline C code of the headers (access.h, fastpath.h,
+ * inline.h), which C++ programs compile too. That code is C: its casts are
+ * C casts, some of them to the type they already have on LP64 (a
+ * uintptr_t as uint64_t), kept for the targets where the types differ. A
+ * C++ program's -Wold-style-cast and -Wuseless-cast would report them as
+ * its own, so they are off between the two macros, and only there
+ * (push/pop: the program's code, the macros of these headers expanded in
+ * it included, keeps its settings). Nothing in C. */
+#if defined(__cplusplus) && defined(__clang__)
+#define SSTM__CXX_CASTS_BEGIN                                                                      \
+  _Pragma("clang diagnostic push") _Pragma("clang diagnostic ignored \"-Wold-style-cast\"")
+#define SSTM__CXX_CASTS_END _Pragma("clang diagnostic pop")
+#elif defined(__cplusplus)
+#define SSTM__CXX_CASTS_BEGIN                                                                      \
+  _Pragma("GCC diagnostic push") _Pragma("GCC diagnostic ignored \"-Wold-style-cast\"")            \
+      _Pragma("GCC diagnostic ignored \"-Wuseless-cast\"")
+#define SSTM__CXX_CASTS_END _Pragma("GCC diagnostic pop")
+#else
+#define SSTM__CXX_CASTS_BEGIN
+#define SSTM__CXX_CASTS_END
+#endif
+
 /** Marks a function exported from the shared library. Only functions marked
  * SSTM_API are exported; the library is built with -fvisibility=hidden. */
 #define SSTM_API __attribute__((visibility("default")))

@@ -36,6 +36,7 @@
 #define sstm__fast_cur sstm__fast_cur_abi2
 
 SSTM_EXTERN_C_BEGIN
+SSTM__CXX_CASTS_BEGIN
 
 struct sstm_desc;
 
@@ -266,6 +267,7 @@ sstm__load_try_sampled(sstm__fast_t *f, const void *addr, unsigned size, uint64_
   return true;
 }
 
+SSTM__CXX_CASTS_END
 SSTM_EXTERN_C_END
 
 #endif /* SCHEDSTM_FASTPATH_H */

@@ -25,6 +25,7 @@
 #include <schedstm/fastpath.h>
 
 SSTM_EXTERN_C_BEGIN
+SSTM__CXX_CASTS_BEGIN
 
 /* The general read (any variant, alignment, or misuse), exported. */
 SSTM_API SSTM_NOPLT uint64_t sstm__load_slow(const void *addr, unsigned size);
@@ -224,6 +225,7 @@ static inline void sstm_store_double(double *a, double v) {
 }
 #endif
 
+SSTM__CXX_CASTS_END
 SSTM_EXTERN_C_END
 
 #endif /* SCHEDSTM_INLINE_H */

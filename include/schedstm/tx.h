@@ -131,7 +131,11 @@ typedef struct sstm_ckpt {
  * ThreadSanitizer builds, or when SSTM_CKPT_LIBC is defined (the library
  * and its users must agree). */
 #define SSTM_CKPT_USES_LIBC 1
+#if defined(__cplusplus) /* expanded in the program: its -Wold-style-cast */
+#define sstm__ckpt_save(c) _setjmp(*reinterpret_cast<jmp_buf *>(c))
+#else
 #define sstm__ckpt_save(c) _setjmp(*(jmp_buf *)(void *)(c))
+#endif
 #else
 SSTM_API SSTM_NOPLT int sstm__ckpt_save(sstm_ckpt_t *c) __attribute__((returns_twice));
 /* Internal: sstm__begin and, for the outermost begin, sstm__ckpt_save in
@@ -149,10 +153,16 @@ SSTM_API SSTM_NOPLT sstm_ckpt_t *sstm__begin(const sstm_attr_t *attr);
  * @param attr `const sstm_attr_t *`, the transaction's attributes, NULL for
  *             all zero */
 #if defined(SSTM_CKPT_USES_LIBC)
-#define SSTM_ATOMIC_BEGIN(attr)                                                                    \
+/* The checkpoint's variable has a name of its own in each block
+ * (__COUNTER__), so that a nested block's does not shadow the enclosing
+ * one's (-Wshadow in the program that nests them). */
+#define SSTM_ATOMIC_BEGIN(attr) SSTM__ATOMIC_BEGIN_C(attr, SSTM__CAT(sstm__c_, __COUNTER__))
+#define SSTM__CAT(a, b) SSTM__CAT_(a, b)
+#define SSTM__CAT_(a, b) a##b
+#define SSTM__ATOMIC_BEGIN_C(attr, c)                                                              \
   {                                                                                                \
-    sstm_ckpt_t *sstm__c_ = sstm__begin(attr);                                                     \
-    if (sstm__c_ == NULL || sstm__ckpt_save(sstm__c_) != SSTM__CKPT_CANCEL) {
+    sstm_ckpt_t *c = sstm__begin(attr);                                                            \
+    if (c == NULL || sstm__ckpt_save(c) != SSTM__CKPT_CANCEL) {
 #else
 #define SSTM_ATOMIC_BEGIN(attr)                                                                    \
   {                                                                                                \
