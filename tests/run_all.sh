@@ -364,10 +364,11 @@ run_one() {
     test_part normal "${RUN_ALL_SCALE_NORMAL:-1}" "${RUN_ALL_CTEST_JOBS_NORMAL:-$jobs}" ""
     ;;
   asan)
-    # unit.generic.compile.*: the compiler run on a test source with fixed
-    # flags, the same in every GCC build: the normal part runs them
+    # unit.generic.compile.*, unit.headers.*: the compiler run on a test
+    # source with fixed flags, the same in every GCC build: the normal part
+    # runs them
     test_part asan "${RUN_ALL_SCALE_ASAN:-0.15}" "${RUN_ALL_CTEST_JOBS_ASAN:-$jobs}" \
-      "-E ^unit\.generic\.compile\."
+      "-E ^unit\.(generic\.compile|headers)\."
     ;;
   tsan)
     # the scale of the delay part, which runs the same entries: every
@@ -379,7 +380,7 @@ run_one() {
     ;;
   debug)
     test_part debug "${RUN_ALL_SCALE_DEBUG:-0.2}" "${RUN_ALL_CTEST_JOBS_DEBUG:-4}" \
-      "-L unit -E ^unit\.generic\.compile\."
+      "-L unit -E ^unit\.(generic\.compile|headers)\."
     ;;
   clang)
     if command -v clang >/dev/null 2>&1; then
