@@ -115,13 +115,17 @@
  * does not use the caller's array, and line buffering does not flush
  * other streams before a read; mixing reads and writes needs no fflush or
  * fseek in between; sstm_fprintf formats with vsnprintf(3), whose result is
- * then written as by sstm_fwrite(); a stream opened for appending appends at
- * the end of the file as this stream knows it (the size at open, advanced by
- * its own writes, refreshed by sstm_fseek(f, 0, SEEK_END)), so appends by
- * other processes are not seen before such a seek; the end-of-file
- * indicator does not stop reads: a read after it reads what has arrived
- * since (a terminal can be read again after its end-of-file key), where
- * ISO C and glibc return EOF until sstm_clearerr() or a seek.
+ * then written as by sstm_fwrite(); a stream opened for appending writes on
+ * an O_APPEND descriptor, so its bytes land at the file's end when they
+ * reach the kernel, after whatever other writers appended, but it counts
+ * its position (sstm_ftell(), and where an "a+" stream reads back bytes it
+ * has not flushed) from the end of the file as this stream knows it (the
+ * size at open, advanced by its own writes, refreshed by sstm_fseek(f, 0,
+ * SEEK_END)), so appends by other writers are not seen before such a
+ * seek; the end-of-file indicator does not stop reads: a read after it
+ * reads what has arrived since (a terminal can be read again after its
+ * end-of-file key), where ISO C and glibc return EOF until sstm_clearerr()
+ * or a seek.
  */
 #ifndef SCHEDSTM_STDIO_H
 #define SCHEDSTM_STDIO_H
@@ -151,10 +155,17 @@ SSTM_API sstm_file_t *sstm_fopen(const char *path, const char *mode);
  * mode must agree with the descriptor's access mode. The stream owns fd
  * from then on (sstm_fclose() closes it). A regular file is read and
  * written at the descriptor's current offset; anything else (pipe, socket,
- * terminal) is a byte stream. Outside a transaction only.
+ * terminal) is a byte stream. Mode "a" or "a+" sets O_APPEND on a
+ * descriptor that lacks it (fcntl(2) F_SETFL, as glibc's and musl's
+ * fdopen do), so that every write lands at the file's end, after what
+ * other writers appended; the flag belongs to the open file description,
+ * so the descriptor's duplicates append from then on too (a failed call
+ * leaves the flags as they were). A descriptor that has O_APPEND makes an
+ * append stream whatever the mode. Outside a transaction only.
  * @param fd an open file descriptor
  * @param mode the fdopen(3) mode
- * @return the stream, or NULL with errno set (EINVAL, EBADF, ENOMEM) */
+ * @return the stream, or NULL with errno set (EINVAL, EBADF, ENOMEM, or
+ *         fcntl(2)'s error) */
 SSTM_API sstm_file_t *sstm_fdopen(int fd, const char *mode);
 
 /** Flush and close a stream, outside a transaction, on a registered

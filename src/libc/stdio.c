@@ -3097,8 +3097,23 @@ sstm_file_t *sstm_fdopen(int fd, const char *mode) {
     errno = EINVAL;
     return NULL;
   }
+  /* "a" and "a+" on a descriptor without O_APPEND: set it, as glibc's and
+   * musl's fdopen do. The records of an append stream are written at its
+   * append position, which is where the file ended as this stream knows
+   * it; only O_APPEND has the kernel put them at the file's real end
+   * (write_recs_reg), so without it they would overwrite what another
+   * writer appended since. The flag belongs to the open file description:
+   * the descriptor's duplicates append too, as after glibc's fdopen. */
+  bool set_app = (m & M_APP) && !(fl & O_APPEND);
+  if (set_app && fcntl(fd, F_SETFL, fl | O_APPEND) != 0) return NULL;
   if (fl & O_APPEND) m |= M_APP;
-  return make(fd, m);
+  sstm_file_t *f = make(fd, m);
+  if (f == NULL && set_app) {
+    int e = errno;
+    (void)fcntl(fd, F_SETFL, fl); /* the descriptor as the caller gave it */
+    errno = e;
+  }
+  return f;
 }
 
 static pthread_mutex_t quarantine_mu = PTHREAD_MUTEX_INITIALIZER;

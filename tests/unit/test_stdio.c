@@ -276,9 +276,10 @@ TEST(append_mode_appends_in_commit_order) {
   teardown();
 }
 
-/* An append stream appends at the end as the stream knows it; a seek to
- * the end refreshes that from the file, so that bytes another program
- * appended meanwhile are not overwritten (include/schedstm/stdio.h). */
+/* An append stream counts its position from the end as the stream knows
+ * it; a seek to the end refreshes that from the file, so that the position
+ * counts the bytes another program appended meanwhile (the bytes go after
+ * them in any case: O_APPEND; include/schedstm/stdio.h). */
 TEST(seek_to_the_end_sees_what_others_appended) {
   setup();
   sstm_file_t *a = sstm_fopen(path, "a");
@@ -298,6 +299,55 @@ TEST(seek_to_the_end_sees_what_others_appended) {
   char buf[64];
   CHECK_EQ_U(contents(buf, sizeof buf), 9);
   CHECK_EQ_MEM(buf, "abcXYZdef", 9);
+  teardown();
+}
+
+/* Another writer of the file: appends through a descriptor of its own. */
+static void append_as_another_writer(const char *s) {
+  int fd = open(path, O_WRONLY | O_APPEND);
+  CHECK_GE_I(fd, 0);
+  CHECK_EQ_I(write(fd, s, strlen(s)), (ssize_t)strlen(s));
+  close(fd);
+}
+
+/* sstm_fdopen's "a" and "a+" on a descriptor opened without O_APPEND set
+ * it, as glibc's fdopen does: the stream's writes, outside transactions and
+ * inside, land at the file's end, after what another writer appended since
+ * the open. (Without it they went to the end as the stream knew it, over
+ * the other writer's bytes: "head;one;two;" with the others' lost.) */
+TEST(fdopen_for_appending_appends_after_other_writers) {
+  setup();
+  static const char *const modes[] = {"a", "a+"};
+  for (int k = 0; k < 2; k++) {
+    sstm_file_t *w = sstm_fopen(path, "w");
+    CHECK_GE_I(sstm_fputs("head;", w), 0);
+    CHECK_OK(sstm_fclose(w));
+    int fd = open(path, k == 0 ? O_WRONLY : O_RDWR);
+    CHECK_GE_I(fd, 0);
+    CHECK_EQ_I(fcntl(fd, F_GETFL) & O_APPEND, 0);
+    sstm_file_t *a = sstm_fdopen(fd, modes[k]);
+    CHECK_NOT_NULL(a);
+    int fl = fcntl(fd, F_GETFL);
+    append_as_another_writer("XYZ;");
+    CHECK_GE_I(sstm_fputs("one;", a), 0);
+    CHECK_OK(sstm_fflush(a));
+    append_as_another_writer("UVW;");
+    SSTM_ATOMIC_BEGIN(NULL)
+      CHECK_GE_I(sstm_fputs("two;", a), 0);
+    SSTM_ATOMIC_END();
+    CHECK_OK(sstm_fclose(a));
+    char buf[64];
+    CHECK_EQ_U(contents(buf, sizeof buf), 21);
+    CHECK_EQ_MEM(buf, "head;XYZ;one;UVW;two;", 21);
+    CHECK_EQ_I(fl & O_APPEND, O_APPEND);
+  }
+  /* the other modes leave the descriptor's flags as they are */
+  int fd = open(path, O_WRONLY);
+  CHECK_GE_I(fd, 0);
+  sstm_file_t *f = sstm_fdopen(fd, "w");
+  CHECK_NOT_NULL(f);
+  CHECK_EQ_I(fcntl(fd, F_GETFL) & O_APPEND, 0);
+  CHECK_OK(sstm_fclose(f));
   teardown();
 }
 
