@@ -99,16 +99,19 @@ SSTM_API int sstm_desc_attach(sstm_desc_t *d);
 /** Create a descriptor not attached to any thread (for executors that run
  * many transactions on a pool of worker threads); sstm_desc_destroy()
  * destroys it.
- * Errors: SSTM_EINVAL (out NULL), SSTM_ESTATE (library not
- * initialised, or shut down), SSTM_ELIMIT (max_threads descriptors exist),
- * SSTM_ENOMEM.
+ * Errors: SSTM_EINVAL (out NULL), SSTM_EBUSY (called inside a
+ * transaction: an abort does not undo a creation, so each attempt would
+ * leave a descriptor behind), SSTM_ESTATE (library not initialised, or
+ * shut down), SSTM_ELIMIT (max_threads descriptors exist), SSTM_ENOMEM.
  * @param[out] out receives the new descriptor
- * @return 0, SSTM_EINVAL, SSTM_ESTATE, SSTM_ELIMIT or SSTM_ENOMEM */
+ * @return 0, SSTM_EINVAL, SSTM_EBUSY, SSTM_ESTATE, SSTM_ELIMIT or SSTM_ENOMEM */
 SSTM_API int sstm_desc_create(sstm_desc_t **out);
 /** Destroy a descriptor of sstm_desc_create() (must be detached and have no
  * active transaction).
  * Errors: SSTM_EINVAL (d NULL or already
- * destroyed), SSTM_EBUSY (attached, or with an active transaction).
+ * destroyed), SSTM_EBUSY (attached, or with an active transaction, or
+ * called inside a transaction: an abort does not undo a destruction, and
+ * the next attempt would destroy the stale handle again).
  * A destroyed handle is like a freed pointer: the next sstm_desc_create or
  * sstm_thread_init may return the same descriptor, and a call with the old
  * handle then acts on the new owner's (the checks above catch a stale

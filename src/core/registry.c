@@ -383,6 +383,15 @@ SSTM_API int sstm_desc_create(sstm_desc_t **out) {
     sstm__set_error("sstm_desc_create: out is NULL");
     return SSTM_EINVAL;
   }
+  if (sstm_in_tx()) {
+    /* The body may run again, and an abort would not undo the creation:
+     * every attempt would leave a descriptor behind (a slot of max_threads
+     * that only its lost handle could free; sstm_shutdown refuses while it
+     * exists). */
+    sstm__set_error("sstm_desc_create: called inside a transaction, whose attempts would each "
+                    "leave a descriptor behind (create it before the transaction)");
+    return SSTM_EBUSY;
+  }
   return desc_acquire(out, false);
 }
 
@@ -390,6 +399,14 @@ SSTM_API int sstm_desc_destroy(sstm_desc_t *d) {
   if (d == NULL || !d->in_use) {
     sstm__set_error("sstm_desc_destroy: NULL or released descriptor");
     return SSTM_EINVAL;
+  }
+  if (sstm_in_tx()) {
+    /* An abort would not undo the destruction, and the body's next attempt
+     * would destroy the handle again: by then a released one, or another
+     * owner's descriptor in the same slot. */
+    sstm__set_error("sstm_desc_destroy: called inside a transaction, whose next attempt would "
+                    "destroy the handle again (destroy it after the transaction)");
+    return SSTM_EBUSY;
   }
   if (atomic_load_explicit(&d->attached, memory_order_relaxed) || d->depth != 0) {
     sstm__set_error("sstm_desc_destroy: descriptor is attached or in a transaction");

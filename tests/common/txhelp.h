@@ -59,6 +59,9 @@ struct txh_other_call {
 };
 static inline void *txh_other_thread(void *p) {
   struct txh_other_call *c = p;
+  /* created here on first use, not by the caller, which may be inside a
+   * transaction, where sstm_desc_create refuses (this thread has no
+   * descriptor); the caller reads it after pthread_join */
   sstm_desc_t *o = txh_other_desc();
   CHECK_OK(sstm_desc_attach(o));
   c->rc = sstm_run(c->attr, c->fn, c->arg);
@@ -67,7 +70,6 @@ static inline void *txh_other_thread(void *p) {
 }
 static inline int run_other_attached(const sstm_attr_t *attr, void (*fn)(void *), void *arg) {
   struct txh_other_call c = {attr, fn, arg, 0};
-  (void)txh_other_desc(); /* created here: the helper only attaches it */
   pthread_t th;
   CHECK_EQ_I(pthread_create(&th, NULL, txh_other_thread, &c), 0);
   CHECK_EQ_I(pthread_join(th, NULL), 0);

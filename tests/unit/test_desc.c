@@ -79,6 +79,37 @@ TEST(destroy_with_suspended_tx_is_ebusy) {
   sstm_test_fini();
 }
 
+/* sstm_desc_create and sstm_desc_destroy inside a transaction return
+ * SSTM_EBUSY: an abort undoes neither. A body that created a descriptor
+ * left one behind per aborted attempt (its handle lost with the attempt;
+ * sstm_shutdown then refused), and one that destroyed a descriptor
+ * destroyed the stale handle again in its next attempt. */
+static volatile int in_tx_rc[3], in_tx_destroy_rc[3];
+static sstm_desc_t *volatile in_tx_made[3];
+TEST(create_and_destroy_refuse_inside_a_transaction) {
+  sstm_test_init();
+  sstm_desc_t *e = NULL;
+  CHECK_OK(sstm_desc_create(&e));
+  attempts = 0;
+  SSTM_ATOMIC_BEGIN(NULL)
+    int k = attempts++;
+    sstm_desc_t *n = NULL;
+    in_tx_rc[k] = sstm_desc_create(&n);
+    in_tx_made[k] = n;
+    in_tx_destroy_rc[k] = sstm_desc_destroy(e);
+    if (k < 2) sstm_restart(); /* two aborted attempts, then a commit */
+  SSTM_ATOMIC_END();
+  CHECK_EQ_I(attempts, 3);
+  for (int k = 0; k < 3; k++) {
+    CHECK_RC(in_tx_rc[k], SSTM_EBUSY);
+    CHECK_NULL(in_tx_made[k]);
+    CHECK_RC(in_tx_destroy_rc[k], SSTM_EBUSY);
+  }
+  CHECK_NOT_NULL(strstr(sstm_last_error(), "inside a transaction"));
+  CHECK_OK(sstm_desc_destroy(e)); /* still there, and destroyed outside */
+  sstm_test_fini();               /* its sstm_shutdown finds no descriptor left behind */
+}
+
 /* Attempt ids are unique in the process, not only per descriptor: two
  * fresh descriptors that ran the same number of attempts, one of them
  * suspended inside a transaction on the thread that runs the other (as an
