@@ -468,8 +468,33 @@ static _Atomic uint32_t next_tag;
 static pthread_key_t pool_key;
 static pthread_once_t pool_once = PTHREAD_ONCE_INIT;
 
+/* (S11) The threads that kept a stream for a batch and have not ended:
+ * slot tag % LIVE_SLOTS holds the tag of the last such thread with that
+ * remainder (its first batch_keep stores it), cleared at its end
+ * (pool_free). A waiter that finds its keeper's tag no longer there takes
+ * the stream at once instead of at the batch's deadline (solo_wait): a
+ * thread that ended keeps nothing. A hint only: a take in C or A is sound
+ * at any time (the deadline's take), and two live keepers whose tags
+ * share a slot cost the older one the rest of a batch. live_exits counts
+ * the ends, so that spinning waiters look again. The thread's end does
+ * not read its kept stream, which another thread may have closed and
+ * freed since (tls_k.solo is a hint, compared, never dereferenced). */
+#define LIVE_SLOTS 1024u
+static _Atomic uint32_t live_tag[LIVE_SLOTS];
+static _Atomic uint64_t live_exits;
+static __thread bool tls_live;
+
 static void pool_free(void *unused) {
   (void)unused;
+  if (tls_live) {
+    uint32_t me = tls_tag;
+    /* relaxed: a hint (above); failing: a later keeper took the slot */
+    atomic_compare_exchange_strong_explicit(&live_tag[me % LIVE_SLOTS], &me, 0,
+                                            memory_order_relaxed, memory_order_relaxed);
+    /* release: the slot's clearing before the count (solo_wait's acquire) */
+    atomic_fetch_add_explicit(&live_exits, 1, memory_order_release);
+    tls_live = false;
+  }
   if (tls_keep) {
     tls_keep->next = tls_pool;
     tls_pool = tls_keep;
@@ -1448,6 +1473,14 @@ static void stat_max(_Atomic uint64_t *m, uint64_t x) {
   }
 }
 
+/* (S11) The keeper of solo value w (a batch's C or A) has ended
+ * (live_tag). relaxed: a hint; batch_keep's store of the slot came before
+ * the release store of solo that the caller's acquire load read. */
+static inline bool keeper_ended(uint64_t w) {
+  uint32_t t = SOLO_TAG(w);
+  return atomic_load_explicit(&live_tag[t % LIVE_SLOTS], memory_order_relaxed) != t;
+}
+
 /* (S11) Can f be kept at all (as solo_start's first test). */
 static inline bool solo_ok(const sstm_file_t *f) {
   return f->reg && !(f->mode & M_LBF) && f->bsz != 0;
@@ -1474,6 +1507,15 @@ static void batch_deadline(sstm_file_t *f) {
  * H value. Stores its C, with the waiting bit when others wait (self: 1
  * when this thread is itself counted in s_want, a waiter that took f). */
 static void batch_keep(sstm_file_t *f, uint32_t me, uint32_t self) {
+  /* (S11) The first keeping of this thread: its end will be known
+   * (live_tag; pool_free runs at its end). relaxed: the release store of
+   * solo below publishes it to the waiters that see this keeping. Without
+   * the key (pthread_setspecific failed) its keepings end at a waiter's
+   * first look, as an ended thread's. */
+  if (__builtin_expect(!tls_live, 0) && pool_keyed()) {
+    atomic_store_explicit(&live_tag[me % LIVE_SLOTS], me, memory_order_relaxed);
+    tls_live = true;
+  }
   tls_k.solo = f, tls_k.solo_in = SOLO_MAKE(me, SOLO_I | SOLO_BATCH_BIT), tls_k.solo_run = 0;
   tls_k.solo_shared = true, tls_k.batch = 0;
   batch_deadline(f);
@@ -1680,6 +1722,11 @@ static __attribute__((noinline)) void solo_wait(sstm_file_t *f) {
      * solo_signal); solo pairs with the release stores of a yield, an end
      * mark, a hand-over */
     uint64_t g = atomic_load_explicit(&f->s_gen, memory_order_acquire);
+    /* acquire: pairs with the release of an ended thread's count (its
+     * slot cleared before it): when the wait below begins with this
+     * count, keeper_ended saw that thread's end, or the wait sees the
+     * count move */
+    uint64_t ends = atomic_load_explicit(&live_exits, memory_order_acquire);
     uint64_t w = atomic_load_explicit(&f->solo, memory_order_acquire);
     if (w == 0) break;
     if (!(w & SOLO_BATCH_BIT)) { /* kept until someone needs it: hand it back (S10) */
@@ -1702,8 +1749,8 @@ static __attribute__((noinline)) void solo_wait(sstm_file_t *f) {
     bool take = false, back = false;
     if (mine && st == SOLO_Y)
       take = SOLO_TAG(w) != me || atomic_load_explicit(&f->s_want, memory_order_relaxed) == 1;
-    else if (st == SOLO_C || st == SOLO_A)
-      take = mine && (now = sstm__now_ns()) >= dead;
+    else if (st == SOLO_C || st == SOLO_A) /* the deadline, or a keeper that ended */
+      take = mine && ((now = sstm__now_ns()) >= dead || keeper_ended(w));
     if (!take && st == SOLO_Y && SOLO_TAG(w) == me && !ticketed) {
       /* This thread's own yield (the only one with its tag while it
        * waits), untaken SOLO_BACK_NS after it: the others that wait are
@@ -1776,6 +1823,8 @@ static __attribute__((noinline)) void solo_wait(sstm_file_t *f) {
       }
       uint64_t t = sstm__now_ns();
       if (t >= until) break;
+      /* relaxed: a hint; a thread ended, perhaps the keeper (keeper_ended) */
+      if (atomic_load_explicit(&live_exits, memory_order_relaxed) != ends) break;
       solo_hot(f, &hot, false); /* may not run for a while */
       if (w & SOLO_WAIT_BIT) wait_hook(f, 0);
       if (t - now < 4 * ns) {

@@ -15,11 +15,14 @@
  * - no waiter starves: once a waiter took its ticket, at most (threads -
  *   1) hand-overs go to others before its own;
  * - a stream used by one thread at a time is never kept for a batch;
+ * - a keeper whose thread ends keeps nothing: its waiter takes the
+ *   stream at once, not at the batch's deadline;
  * - calls outside transactions among the keepers' transactions lose
  *   nothing and double nothing, with batches short enough that waiters
  *   often take the stream at a batch's deadline.
  * The bounds are counts, not times: they hold whatever the scheduling. */
 #define _GNU_SOURCE
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -402,6 +405,120 @@ TEST(a_keeper_takes_back_a_yield_that_nobody_takes) {
   uint64_t backs = run_stopped(1);
   CHECK_GE_U(hk.y1 - hk.y0, 1); /* it yielded to the stopped waiter */
   CHECK_GE_U(backs, 1);
+  teardown();
+}
+
+/* ---- a keeper whose thread ends ------------------------------------------- */
+
+/* Two threads on one stream, batches of more attempts and a longer
+ * deadline than the test lasts. Once one of them (the waiter) waits for
+ * the other's batch, the other (the keeper) ends its thread. The waiter
+ * takes the stream at once instead of at the batch's deadline: an ended
+ * thread keeps nothing. The bound is a count of the waiter's looks (its
+ * wait hook's calls) after the keeper's end, not a time: a waiter looks
+ * again when any thread ends, and then takes an ended keeper's stream at
+ * its first look; without that it would look until the deadline (an
+ * hour). */
+static struct {
+  _Atomic int waiter;     /* the thread that waited first (its hook ran), -1: none yet */
+  _Atomic int joined;     /* the keeper's thread has ended */
+  _Atomic unsigned after; /* the waiter's looks after that */
+  _Atomic int gave_up;    /* threads that met no waiter (the round ends) */
+  _Atomic int in_wait;    /* the waiter waited since its last commit */
+  int across;             /* it did when the keeper's thread was about to end */
+} ke;
+static __thread int ke_me = -1; /* this thread's index (ended_main); -1: the main thread */
+
+static void ended_hook(const sstm_file_t *f, int hot) {
+  (void)hot;
+  if (ke_me < 0) return; /* sstm_fclose's wait, after a round */
+  int none = -1;
+  /* relaxed, all: flags; the joins order the rest */
+  atomic_compare_exchange_strong_explicit(&ke.waiter, &none, ke_me, memory_order_relaxed,
+                                          memory_order_relaxed);
+  if (atomic_load_explicit(&ke.waiter, memory_order_relaxed) != ke_me) return;
+  atomic_store_explicit(&ke.in_wait, 1, memory_order_relaxed);
+  if (!atomic_load_explicit(&ke.joined, memory_order_relaxed)) return;
+  unsigned a = atomic_fetch_add_explicit(&ke.after, 1, memory_order_relaxed) + 1;
+  CHECK_MSG(a < 1000,
+            "the waiter still waits, %u looks after the keeper's thread ended (solo %#llx)", a,
+            (unsigned long long)sstm__stdio_solo(f));
+}
+
+static void *ended_main(void *arg) {
+  ke_me = (int)(uintptr_t)arg;
+  CHECK_OK(sstm_thread_init());
+  unsigned past = 0; /* the waiter's transactions since it waited */
+  for (unsigned i = 0;; i++) {
+    /* relaxed: flags (see ended_hook) */
+    int joined = atomic_load_explicit(&ke.joined, memory_order_relaxed);
+    CHECK_OK(sstm_run(NULL, putc_tx, arg));
+    atomic_store_explicit(&ke.in_wait, 0, memory_order_relaxed);
+    /* a while outside transactions: the keeper's stream is mostly between
+     * attempts, where a waiter tells the keeper that it waits */
+    for (volatile unsigned k = 0; k < 500; k++) {
+    }
+    int waiter = atomic_load_explicit(&ke.waiter, memory_order_relaxed);
+    if (waiter < 0) {
+      if (i < 200000) continue;
+      atomic_fetch_add_explicit(&ke.gave_up, 1, memory_order_relaxed); /* no batch: a round */
+      break;
+    }
+    if (waiter != ke_me) { /* the keeper: its thread ends */
+      ke.across = atomic_load_explicit(&ke.in_wait, memory_order_relaxed); /* read after the join */
+      break;
+    }
+    /* The waiter: until a transaction begun after the keeper's end has
+     * committed. Or, if the two swapped roles (this thread keeps the
+     * stream and the other waits for it), until its own end lets the
+     * other go on. */
+    if (joined || ++past == 100000) break;
+  }
+  CHECK_OK(sstm_thread_exit());
+  return NULL;
+}
+
+TEST(a_keeper_whose_thread_ends_hands_the_stream_over_at_once) {
+  setup();
+  sstm__stdio_set_batch(UINT32_MAX - 1, 3600ull * 1000000000ull);
+  sstm__stdio_wait_hook = ended_hook;
+  /* Rounds until the waiter waited across the keeper's end: in other
+   * rounds its wait ended first (the keeper yielded), the roles swapped,
+   * or no batch began. */
+  for (;;) {
+    atomic_store_explicit(&ke.waiter, -1, memory_order_relaxed);
+    atomic_store_explicit(&ke.joined, 0, memory_order_relaxed);
+    atomic_store_explicit(&ke.after, 0, memory_order_relaxed);
+    atomic_store_explicit(&ke.gave_up, 0, memory_order_relaxed);
+    atomic_store_explicit(&ke.in_wait, 0, memory_order_relaxed);
+    ke.across = 0;
+    g.f = sstm_fopen(path, "w");
+    CHECK_NOT_NULL(g.f);
+    pthread_t th[2];
+    for (uintptr_t i = 0; i < 2; i++)
+      CHECK_EQ_I(pthread_create(&th[i], NULL, ended_main, (void *)i), 0);
+    int waiter;
+    while ((waiter = atomic_load_explicit(&ke.waiter, memory_order_relaxed)) < 0 &&
+           atomic_load_explicit(&ke.gave_up, memory_order_relaxed) < 2)
+      usleep(1000);
+    if (waiter >= 0) {
+      CHECK_EQ_I(pthread_join(th[1 - waiter], NULL), 0); /* the keeper's end */
+      atomic_store_explicit(&ke.joined, 1, memory_order_relaxed);
+      CHECK_EQ_I(pthread_join(th[waiter], NULL), 0);
+    } else {
+      for (int i = 0; i < 2; i++)
+        CHECK_EQ_I(pthread_join(th[i], NULL), 0);
+    }
+    uint64_t yields, backs;
+    sstm__stdio_yields(g.f, &yields, &backs);
+    CHECK_OK(sstm_fclose(g.f));
+    /* The waiter was in its wait when the keeper's thread was about to
+     * end, and no keeper yielded in the round: that wait ended by the
+     * keeper's end, long before the deadline. */
+    if (ke.across && yields == 0) break;
+  }
+  sstm__stdio_wait_hook = NULL;
+  sstm__stdio_set_batch(0, 0);
   teardown();
 }
 
