@@ -28,6 +28,9 @@
  *   SCHEDSTM_ALLOC_CACHE     bytes of each thread's block cache (0: none)
  *   SCHEDSTM_NO_MEMBARRIER   0 | 1: 1 forces the begin fence without membarrier
  *   SCHEDSTM_STATS_AT_EXIT   0 | 1: 1 prints the statistics on stderr at exit
+ *   SCHEDSTM_ITM_PRIVATIZATION  0 | 1: 1 (the default) makes an update
+ *                            commit through the gcc -fgnu-tm ABI wait for a
+ *                            grace period (privatization safety)
  * @endcode
  * Thread mapping (schedstm/map.h):
  * @code{.unparsed}
@@ -271,7 +274,13 @@ typedef struct sstm_config {
   bool no_membarrier;                 /**< begin uses a store and a full fence
                                          instead of relying on membarrier() in
                                          the reclaimer (default false; for
-                                         testing both paths) */
+                                         testing both paths). The gcc -fgnu-tm
+                                         ABI, when it initialises the library
+                                         itself with itm_privatization, sets
+                                         it unless SCHEDSTM_NO_MEMBARRIER=0:
+                                         each update commit then starts a
+                                         grace period, whose heavy fence is a
+                                         plain fence in this mode */
   /* Thread mapping (schedstm/map.h). */
   sstm_map_strategy_t map;   /**< the strategy (default SSTM_MAP_STRATEGY_NONE) */
   unsigned map_si;           /**< stmap, detect: one access in map_si is
@@ -329,6 +338,26 @@ typedef struct sstm_config {
    * not call the API themselves, such as code compiled with gcc -fgnu-tm
    * and linked with libschedstm-itm (docs/design/itm.md). Default false. */
   bool stats_at_exit;
+
+  /* Appended in 0.2.0's development, with the ABI's privatization safety. */
+  /** The gcc -fgnu-tm ABI (libschedstm-itm, docs/design/itm.md): true
+   * makes the outermost commit of a transaction that wrote wait, before
+   * its commit actions and before it returns to the compiled code, until
+   * every transaction running at the commit has ended, as sstm_quiesce()
+   * does, so that data the transaction privatized is the program's when
+   * the block ends (what libitm guarantees, and code written for it
+   * expects). Read-only commits do not wait. false leaves it to the
+   * program (sstm_quiesce()). The native API never waits: the field only
+   * applies to transactions begun through the ABI, which reads it when it
+   * initialises (the first transaction of the process); when the ABI
+   * initialises the library itself, true also makes it set no_membarrier
+   * unless SCHEDSTM_NO_MEMBARRIER=0 (a program that initialises the
+   * library should set both: each grace period's heavy fence is otherwise
+   * a membarrier system call). Default true. The
+   * field lies in what was the struct's tail padding (the size did not
+   * change): a program built against the header before it gets what this
+   * library's sstm_config_default() put there, true. */
+  bool itm_privatization;
 } sstm_config_t;
 
 /** Fill the first `size` bytes of *cfg with the defaults and set cfg->size

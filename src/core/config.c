@@ -42,14 +42,16 @@ static char topo_cache_buf[4096];
  * layout since the first with a size field (0.2's), and no other. Fields
  * are only ever appended, and a field appended later must mean the former
  * behaviour when it takes its default: a caller built against an older
- * header has the prefix, the rest keeps the defaults. When fields are
+ * header has the prefix, the rest keeps the defaults. (One exception:
+ * itm_privatization defaults to true, the safe behaviour, which only makes
+ * the gcc -fgnu-tm ABI's update commits wait; see config.h.) When fields are
  * appended, the size of the layout before them (offsetof the first
  * appended field) joins config_sizes. */
 static const size_t config_sizes[] = {
     offsetof(sstm_config_t, map),            /* 0.2: up to no_membarrier */
     offsetof(sstm_config_t, map_topo_cache), /* + thread mapping (map ... map_topology) */
     offsetof(sstm_config_t, stats_at_exit),  /* + map_topo_cache, map_log */
-    sizeof(sstm_config_t),                   /* + stats_at_exit */
+    sizeof(sstm_config_t), /* + stats_at_exit, and itm_privatization in its padding */
 };
 #define CONFIG_SIZE_MIN config_sizes[0]
 #define CONFIG_SIZE_MAX sizeof(sstm_config_t)
@@ -88,6 +90,7 @@ static void config_defaults(sstm_config_t *cfg) {
       .map_topo_cache = NULL,
       .map_log = NULL,
       .stats_at_exit = false,
+      .itm_privatization = true,
   };
 }
 
@@ -401,6 +404,9 @@ SSTM_API int sstm_config_from_env(sstm_config_t *cfg) {
     return SSTM_EINVAL;
   if ((s = getenv("SCHEDSTM_STATS_AT_EXIT")) &&
       parse_01("SCHEDSTM_STATS_AT_EXIT", s, &c.stats_at_exit))
+    return SSTM_EINVAL;
+  if ((s = getenv("SCHEDSTM_ITM_PRIVATIZATION")) &&
+      parse_01("SCHEDSTM_ITM_PRIVATIZATION", s, &c.itm_privatization))
     return SSTM_EINVAL;
   /* The policies' knobs. */
   if ((s = getenv("SCHEDSTM_SOFTSER_LEVER")))

@@ -40,7 +40,7 @@ static const char *const ENV_VARS[] = {
     "SCHEDSTM_EXT_SLICE_US",   "SCHEDSTM_PRIO_ESCALATE",
     "SCHEDSTM_STATE_TABLE",    "SCHEDSTM_READ_PAST",
     "SCHEDSTM_ALLOC_CACHE",    "SCHEDSTM_RO_LOG",
-    "SCHEDSTM_STATS_AT_EXIT",
+    "SCHEDSTM_STATS_AT_EXIT",  "SCHEDSTM_ITM_PRIVATIZATION",
 };
 
 static void clear_env(void) {
@@ -72,6 +72,7 @@ TEST(config_default) {
   CHECK_EQ_U(c.alloc_cache, SSTM_ALLOC_CACHE_DEFAULT);
 #endif
   CHECK_TRUE(c.use_env);
+  CHECK_TRUE(c.itm_privatization); /* safe by default (docs/design/itm.md (I8)) */
 }
 
 TEST(env_unset_changes_nothing) {
@@ -304,6 +305,39 @@ TEST(env_invalid_no_membarrier) { expect_invalid_01("SCHEDSTM_NO_MEMBARRIER"); }
 TEST(env_invalid_stats_at_exit) { expect_invalid_01("SCHEDSTM_STATS_AT_EXIT"); }
 TEST(env_stats_at_exit_on_and_off) {
   expect_01("SCHEDSTM_STATS_AT_EXIT", offsetof(sstm_config_t, stats_at_exit));
+}
+
+/* The gcc -fgnu-tm ABI's privatization safety: 0 or 1, anything else
+ * refused with the variable and the valid values named, by
+ * sstm_config_from_env and by sstm_init, which then stays uninitialised;
+ * what sstm_init took is what sstm_config_get reports (the ABI reads it
+ * there). */
+TEST(env_invalid_itm_privatization) {
+  expect_invalid_01("SCHEDSTM_ITM_PRIVATIZATION");
+  const char *must[] = {"0", "1", NULL};
+  expect_invalid("SCHEDSTM_ITM_PRIVATIZATION", "yes", must);
+  expect_invalid("SCHEDSTM_ITM_PRIVATIZATION", " 1", must);
+  clear_env();
+  setenv("SCHEDSTM_ITM_PRIVATIZATION", "off", 1);
+  CHECK_RC(sstm_init(NULL), SSTM_EINVAL);
+  CHECK_FALSE(sstm_initialized());
+  CHECK_CONTAINS(sstm_last_error(), "SCHEDSTM_ITM_PRIVATIZATION='off'");
+  CHECK_CONTAINS(sstm_last_error(), "valid values: 0, 1");
+  clear_env();
+}
+TEST(env_itm_privatization_on_and_off) {
+  expect_01("SCHEDSTM_ITM_PRIVATIZATION", offsetof(sstm_config_t, itm_privatization));
+  sstm_config_t got;
+  setenv("SCHEDSTM_ITM_PRIVATIZATION", "0", 1);
+  CHECK_OK(sstm_init(NULL));
+  CHECK_OK(sstm_config_get(&got));
+  CHECK_FALSE(got.itm_privatization);
+  CHECK_OK(sstm_shutdown());
+  clear_env();
+  CHECK_OK(sstm_init(NULL));
+  CHECK_OK(sstm_config_get(&got));
+  CHECK_TRUE(got.itm_privatization);
+  CHECK_OK(sstm_shutdown());
 }
 
 /* A child with SCHEDSTM_STATS_AT_EXIT=1 commits transactions and exits
