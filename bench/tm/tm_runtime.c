@@ -61,6 +61,17 @@ static int sstm_build_config(const tm_sys_options_t *o, sstm_config_t *cfg, char
     }
     cfg->max_threads = o->threads;
   }
+#if defined(TM_ITM_SCHEDSTM)
+  /* As libschedstm-itm does when it initialises the library itself
+   * (docs/design/itm.md (I8)): with privatization safety on, the begins
+   * fence unless SCHEDSTM_NO_MEMBARRIER says otherwise. */
+  if (cfg->itm_privatization && !cfg->no_membarrier) {
+    sstm_config_t f;
+    sstm_config_default(&f);
+    f.no_membarrier = true;
+    if (sstm_config_from_env(&f) == 0) cfg->no_membarrier = f.no_membarrier;
+  }
+#endif
   cfg->use_env = false;
   return 0;
 }

@@ -3,12 +3,13 @@
  * engine: a program compiled with -fgnu-tm and linked with libschedstm-itm
  * instead of libitm runs its __transaction_atomic and __transaction_relaxed
  * blocks as schedstm transactions, under the policy that SCHEDSTM_CM
- * names. The design, its steps (I1)-(I6) and its limits are in
+ * names. The design, its steps (I1)-(I8) and its limits are in
  * docs/design/itm.md; the steps are cited below.
  *
  * Only the library's public API is used (schedstm/schedstm.h, with the
- * inline read fast path), plus the restart checkpoint's layout
- * (arch/ckpt.h) in the assembly half, abi/itm_x86_64.S. */
+ * inline read fast path and the descriptor prefix it reads, I8), plus
+ * the restart checkpoint's layout (arch/ckpt.h) in the assembly half,
+ * abi/itm_x86_64.S. */
 #define _GNU_SOURCE
 #define SSTM_INLINE_BARRIERS 1
 #include <errno.h>
@@ -80,6 +81,7 @@ typedef struct itm_thread {
   bool ready;          /* the thread is registered with the engine (I1) */
   uint8_t mode;        /* MODE_*: the outermost transaction's */
   bool want_serial;    /* leaving to restart in serial mode (I4) */
+  bool priv_wait;      /* the outermost commit under way waits for a grace period (I8) */
   bool backing_out;    /* leaving to wait for a serial transaction (I3) */
   uint32_t depth;      /* nesting depth of the ABI's begins (flat, I5) */
   uint32_t props;      /* the outermost transaction's properties */
@@ -230,8 +232,42 @@ static void thread_exit(void *arg) {
   t->scope_cap = t->clog_cap = t->alloc_cap = t->free_cap = 0;
 }
 
+/* (I8) cfg.itm_privatization of the library as the first transaction of
+ * the process found it (SCHEDSTM_ITM_PRIVATIZATION). Written once, under
+ * init_once, before any thread of this layer begins a transaction. */
+static bool priv_on;
+
+/* The configuration this layer initialises the library with: sstm_init's
+ * own (defaults, then the SCHEDSTM_* variables), except that with
+ * privatization safety on (I8) the begins fence (no_membarrier) unless
+ * SCHEDSTM_NO_MEMBARRIER says otherwise. Every update commit then starts a
+ * grace period, whose heavy fence is a membarrier(2) system call that
+ * interrupts every CPU running a thread of the process when the begins do
+ * not fence, and a plain fence when they do (docs/benchmarks.md,
+ * "Privatization safety in the compiler ABI: what the grace period
+ * costs"). The variable's own value is found by reading the environment a
+ * second time, from defaults with the field set: only
+ * sstm_config_from_env reads it. */
+static int abi_config(sstm_config_t *c) {
+  sstm_config_default(c);
+  int rc = sstm_config_from_env(c);
+  if (rc != 0) return rc;
+  if (c->itm_privatization && !c->no_membarrier) {
+    sstm_config_t f;
+    sstm_config_default(&f);
+    f.no_membarrier = true;
+    if ((rc = sstm_config_from_env(&f)) != 0) return rc;
+    c->no_membarrier = f.no_membarrier; /* true unless SCHEDSTM_NO_MEMBARRIER=0 */
+  }
+  c->use_env = false; /* read here already */
+  return 0;
+}
+
 static void init_library(void) {
-  if (!sstm_initialized()) init_err = sstm_init(NULL); /* the SCHEDSTM_* variables apply */
+  sstm_config_t c;
+  if (!sstm_initialized() && (init_err = abi_config(&c)) == 0) init_err = sstm_init(&c);
+  /* The program's own configuration if it initialised the library. */
+  if (sstm_initialized() && sstm_config_get(&c) == 0) priv_on = c.itm_privatization;
   /* After the engine's key (sstm_init), so that its destructor, which
    * cancels a transaction the thread ends in, runs first. */
   exit_key_ok = pthread_key_create(&exit_key, thread_exit) == 0;
@@ -425,6 +461,32 @@ __attribute__((visibility("hidden"), noreturn)) void sstm__itm_back_out(void) {
   sstm_cancel();
 }
 
+/* ---- (I8) privatization safety --------------------------------------------- */
+
+/* The attempt about to commit wrote shared memory: its redo log holds an
+ * entry, or it is irrevocable (its writes went in place, with no log). A
+ * read-only attempt answers false with two loads, the thread's descriptor
+ * prefix and the log's length (schedstm/fastpath.h, through the inline
+ * barriers' pointer). The variant byte: relaxed, as every reader of it
+ * outside the engine; the irrevocable variant is set by the owner. */
+static inline bool attempt_wrote(void) {
+  const sstm__fast_t *f = sstm__fast_cur;
+  if (f->ws.n != 0) return true;
+  uint8_t v = __atomic_load_n(&f->variant, __ATOMIC_RELAXED);
+  return (v & (SSTM__V_NONE | 3u)) == 3u; /* 3: irrevocable, in a transaction */
+}
+
+/* Wait until every transaction running now has ended (sstm_quiesce): none
+ * of them can still read, or write back over, the data that the commit
+ * just made private. Outside any transaction (after the engine's commit,
+ * or in its commit actions). */
+static __attribute__((noinline)) void grace_wait(void) {
+  int rc = sstm_quiesce();
+  if (rc != 0)
+    itm_fatal("waiting for a grace period after a commit failed: %s (%s)", sstm_strerror(rc),
+              sstm_last_error());
+}
+
 ITM_API void _ITM_commitTransaction(void) {
   itm_thread_t *t = &itm;
   if (ITM_UNLIKELY(t->depth == 0)) itm_fatal("_ITM_commitTransaction outside a transaction");
@@ -439,8 +501,13 @@ ITM_API void _ITM_commitTransaction(void) {
   /* (I5) The innermost closed scope's transaction commits into the
    * enclosing one. */
   if (ITM_UNLIKELY(t->nscope != 0) && t->scope[t->nscope - 1].depth == t->depth) scope_close(t);
+  /* (I8) An outermost commit of an attempt that wrote waits, after it, for
+   * the transactions that may still see what it privatized. Decided here,
+   * while the attempt's redo log is there to look at. */
+  if (priv_on && t->depth == 1) t->priv_wait = attempt_wrote();
   /* A conflict restarts the outermost transaction from inside the commit:
-   * it then resumes at its begin, with depth 1 again. */
+   * it then resumes at its begin, with depth 1 again (and decides again
+   * at its next commit). */
   sstm_commit();
   if (--t->depth > 0) return;
   /* (I7) An exception that leaves the transaction (_ITM_commitTransactionEH)
@@ -451,6 +518,11 @@ ITM_API void _ITM_commitTransaction(void) {
   t->nuact = 0;
   t->begin_sp = 0;
   t->mode = MODE_NONE;
+  /* (I8) Unless the commit actions already waited (commit_actions_run). */
+  if (ITM_UNLIKELY(t->priv_wait)) {
+    t->priv_wait = false;
+    grace_wait();
+  }
 }
 
 /* Exceptions thrown out of a transaction commit it ([IntelTMABI]): GCC
@@ -551,6 +623,7 @@ static void action_enter(void *arg) {
   t->mode = MODE_NONE;
   t->want_serial = false;
   t->backing_out = false;
+  t->priv_wait = false;
   t->begin_sp = 0;
   t->undo_armed = false;
   t->undo = NULL; /* the saved log stays as it is */
@@ -618,6 +691,12 @@ static void undo_actions_run(void *arg) {
 static void commit_actions_run(void *arg) {
   itm_thread_t *t = arg;
   uint32_t k = t->nsaved - 1;
+  /* (I8) The actions run once privatization safety holds, as libitm runs
+   * them: the wait comes first, and the commit's own is then done. */
+  if (t->saved[k].priv_wait) {
+    t->saved[k].priv_wait = false;
+    grace_wait();
+  }
   for (uint32_t i = 0; i < t->saved[k].nuact; i++) {
     itm_action_t a = t->saved[k].uact[i];
     if (a.on_commit) a.fn(a.arg);

@@ -132,7 +132,8 @@ TEST(a_privatizing_commit_waits_for_the_reader_in_flight) {
   init_with(true);
   CHECK_EQ_I(privatize_under_a_reader(false), 7); /* the value from before */
   CHECK_EQ_I(V(the_node.data), -1);
-  CHECK_EQ_U(atomic_load(&quiesce_calls), 1); /* the privatizing commit's */
+  CHECK_EQ_U(atomic_load_explicit(&quiesce_calls, memory_order_relaxed),
+             1); /* the privatizing commit's */
   sstm_test_fini();
 }
 
@@ -142,7 +143,8 @@ TEST(commit_actions_run_after_the_grace_period) {
   init_with(true);
   CHECK_EQ_I(privatize_under_a_reader(true), 7);
   CHECK_EQ_I(V(the_node.data), -1);
-  CHECK_EQ_U(atomic_load(&quiesce_calls), 1); /* before the action, not again after it */
+  CHECK_EQ_U(atomic_load_explicit(&quiesce_calls, memory_order_relaxed),
+             1); /* before the action, not again after it */
   sstm_test_fini();
 }
 
@@ -151,7 +153,7 @@ TEST(commit_actions_run_after_the_grace_period) {
 TEST(without_the_setting_the_reader_sees_the_private_write) {
   init_with(false);
   CHECK_EQ_I(privatize_under_a_reader(false), -1);
-  CHECK_EQ_U(atomic_load(&quiesce_calls), 0);
+  CHECK_EQ_U(atomic_load_explicit(&quiesce_calls, memory_order_relaxed), 0);
   sstm_test_fini();
 }
 
@@ -254,7 +256,7 @@ TEST(the_abi_initialises_with_fencing_begins_when_commits_wait) {
   first_transaction_from(NULL, NULL, &got);
   CHECK_TRUE(got.itm_privatization);
   CHECK_TRUE(got.no_membarrier);
-  CHECK_EQ_U(atomic_load(&quiesce_calls), 1);
+  CHECK_EQ_U(atomic_load_explicit(&quiesce_calls, memory_order_relaxed), 1);
   char d[1024];
   CHECK_GT_I(sstm_describe(d, sizeof d), 0);
   CHECK_CONTAINS(d, "begin-fence=fence");
@@ -264,14 +266,14 @@ TEST(the_abi_keeps_membarrier_begins_when_told) {
   first_transaction_from("1", "0", &got);
   CHECK_TRUE(got.itm_privatization);
   CHECK_FALSE(got.no_membarrier);
-  CHECK_EQ_U(atomic_load(&quiesce_calls), 1);
+  CHECK_EQ_U(atomic_load_explicit(&quiesce_calls, memory_order_relaxed), 1);
 }
 TEST(the_abi_keeps_membarrier_begins_without_the_setting) {
   sstm_config_t got;
   first_transaction_from("0", NULL, &got);
   CHECK_FALSE(got.itm_privatization);
   CHECK_FALSE(got.no_membarrier);
-  CHECK_EQ_U(atomic_load(&quiesce_calls), 0);
+  CHECK_EQ_U(atomic_load_explicit(&quiesce_calls, memory_order_relaxed), 0);
 }
 
 SSTM_TEST_MAIN()
