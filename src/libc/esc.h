@@ -154,6 +154,12 @@ void sstm__stdio_set_batch(uint32_t n, uint64_t ns);
  * around a size of their own. */
 void sstm__stdio_set_bufsize(uint32_t n);
 uint64_t sstm__stdio_takes(const struct sstm_file *f);
+/* Tests (stdio.c, (S11)): the calling thread's tag (the one in a keeper
+ * word while it keeps), and whether a keeper with that tag counts as live
+ * (live_tag): false once its thread has ended, or while another keeper
+ * whose tag shares the slot holds it. */
+uint32_t sstm__stdio_tag(void);
+bool sstm__stdio_tag_live(uint32_t tag);
 void sstm__stdio_batch_stats(uint64_t *batch_max, uint64_t *ticket_max, int reset);
 /* Tests (stdio.c, (S11)): f's yields so far (a keeper that gave the
  * stream up to the waiters after its batch), and its take-backs (a keeper

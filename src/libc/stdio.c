@@ -470,14 +470,15 @@ static pthread_once_t pool_once = PTHREAD_ONCE_INIT;
 
 /* (S11) The threads that kept a stream for a batch and have not ended:
  * slot tag % LIVE_SLOTS holds the tag of the last such thread with that
- * remainder (its first batch_keep stores it), cleared at its end
- * (pool_free). A waiter that finds its keeper's tag no longer there takes
- * the stream at once instead of at the batch's deadline (solo_wait): a
- * thread that ended keeps nothing. A hint only: a take in C or A is sound
- * at any time (the deadline's take), and two live keepers whose tags
- * share a slot cost the older one the rest of a batch. live_exits counts
- * the ends, so that spinning waiters look again. The thread's end does
- * not read its kept stream, which another thread may have closed and
+ * remainder to keep a stream (a batch_keep that finds another tag there
+ * stores its own), cleared at its end (pool_free). A waiter that finds
+ * its keeper's tag no longer there takes the stream at once instead of at
+ * the batch's deadline (solo_wait): a thread that ended keeps nothing. A
+ * hint only: a take in C or A is sound at any time (the deadline's take),
+ * and two live keepers whose tags share a slot cost each other at most
+ * the rest of a batch (the next keeping stores its tag again). live_exits
+ * counts the ends, so that spinning waiters look again. The thread's end
+ * does not read its kept stream, which another thread may have closed and
  * freed since (tls_k.solo is a hint, compared, never dereferenced). */
 #define LIVE_SLOTS 1024u
 static _Atomic uint32_t live_tag[LIVE_SLOTS];
@@ -1481,6 +1482,9 @@ static inline bool keeper_ended(uint64_t w) {
   return atomic_load_explicit(&live_tag[t % LIVE_SLOTS], memory_order_relaxed) != t;
 }
 
+uint32_t sstm__stdio_tag(void) { return my_tag(); }
+bool sstm__stdio_tag_live(uint32_t tag) { return !keeper_ended(SOLO_MAKE(tag, SOLO_C)); }
+
 /* (S11) Can f be kept at all (as solo_start's first test). */
 static inline bool solo_ok(const sstm_file_t *f) {
   return f->reg && !(f->mode & M_LBF) && f->bsz != 0;
@@ -1507,12 +1511,18 @@ static void batch_deadline(sstm_file_t *f) {
  * H value. Stores its C, with the waiting bit when others wait (self: 1
  * when this thread is itself counted in s_want, a waiter that took f). */
 static void batch_keep(sstm_file_t *f, uint32_t me, uint32_t self) {
-  /* (S11) The first keeping of this thread: its end will be known
-   * (live_tag; pool_free runs at its end). relaxed: the release store of
-   * solo below publishes it to the waiters that see this keeping. Without
-   * the key (pthread_setspecific failed) its keepings end at a waiter's
-   * first look, as an ended thread's. */
-  if (__builtin_expect(!tls_live, 0) && pool_keyed()) {
+  /* (S11) This keeping's thread is live, and its end will be known
+   * (live_tag; pool_free runs at its end): the slot holds its tag, stored
+   * at its first keeping and again at a keeping that finds another
+   * keeper's tag there (one whose tag shares the slot; without the store
+   * again this thread would count as ended for the rest of its life).
+   * relaxed, both: the release store of solo below publishes the slot to
+   * the waiters that see this keeping. Without the key
+   * (pthread_setspecific failed) its keepings end at a waiter's first
+   * look, as an ended thread's. */
+  if (__builtin_expect(atomic_load_explicit(&live_tag[me % LIVE_SLOTS], memory_order_relaxed) != me,
+                       0) &&
+      pool_keyed()) {
     atomic_store_explicit(&live_tag[me % LIVE_SLOTS], me, memory_order_relaxed);
     tls_live = true;
   }

@@ -17,12 +17,15 @@
  * - a stream used by one thread at a time is never kept for a batch;
  * - a keeper whose thread ends keeps nothing: its waiter takes the
  *   stream at once, not at the batch's deadline;
+ * - a live keeper counts as live at each keeping, also after another
+ *   keeper whose tag shares its slot of the table of live keepers;
  * - calls outside transactions among the keepers' transactions lose
  *   nothing and double nothing, with batches short enough that waiters
  *   often take the stream at a batch's deadline.
  * The bounds are counts, not times: they hold whatever the scheduling. */
 #define _GNU_SOURCE
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -518,6 +521,112 @@ TEST(a_keeper_whose_thread_ends_hands_the_stream_over_at_once) {
     if (ke.across && yields == 0) break;
   }
   sstm__stdio_wait_hook = NULL;
+  sstm__stdio_set_batch(0, 0);
+  teardown();
+}
+
+/* ---- two live keepers whose tags share a slot ---------------------------- */
+
+/* Two threads whose tags are 1024 apart (stdio.c's LIVE_SLOTS: they share
+ * a slot of live_tag; the threads made between them take a tag each and
+ * end) keep one stream in turn, with short batches. A thread that keeps
+ * the stream counts as live at every keeping: when the other's keeping
+ * took the slot, its own next keeping takes it back. (It did not: the
+ * slot was stored at a thread's first keeping only, so from the other's
+ * first keeping on, the first thread counted as ended for the rest of its
+ * life, and its waiters took each of its batches at once.) The check runs
+ * between two reads of the keeper word that show the same keeping by the
+ * checking thread: the other thread stores the slot only after it took
+ * the word, so the slot is this keeping's. Until each thread was seen
+ * keeping 3 times after the other; no bound but the watchdog, as
+ * another_round. */
+static struct {
+  uint32_t tag[2];
+  _Atomic int decided;       /* the threads that took their tag */
+  _Atomic int go;            /* both threads made: keep the stream */
+  _Atomic int last;          /* the thread last seen keeping, -1: none */
+  _Atomic unsigned again[2]; /* keepings seen right after the other's */
+  _Atomic int stop;
+} ks;
+
+/* w is a keeping for a batch by tag, no attempt in flight: the keeper word
+ * (esc.h) holds tag << 8, the batch bit 0x10 and state C (1) or A (2) */
+static bool keeps_batch(uint64_t w, uint32_t tag) {
+  unsigned st = (unsigned)(w & 0x0f);
+  return (uint32_t)(w >> 8) == tag && (w & 0x10) != 0 && (st == 1 || st == 2);
+}
+
+/* Thread 0, or a candidate for thread 1: one whose tag does not share
+ * thread 0's slot ends at once (its tag taken). */
+static void *slot_main(void *arg) {
+  int me = (int)(uintptr_t)arg;
+  uint32_t tag = sstm__stdio_tag();
+  bool mine = me == 0 || tag % 1024u == ks.tag[0] % 1024u;
+  if (mine) ks.tag[me] = tag;
+  /* release: the tag, for the main thread's acquire below */
+  atomic_fetch_add_explicit(&ks.decided, 1, memory_order_release);
+  if (!mine) return (void *)0;
+  /* acquire: pairs with the release of go (both tags are set) */
+  while (!atomic_load_explicit(&ks.go, memory_order_acquire))
+    sched_yield();
+  CHECK_OK(sstm_thread_init());
+  /* relaxed, below: flags and counts; the joins order the rest */
+  while (!atomic_load_explicit(&ks.stop, memory_order_relaxed)) {
+    CHECK_OK(sstm_run(NULL, putc_tx, arg));
+    uint64_t w = sstm__stdio_solo(g.f);
+    if (!keeps_batch(w, tag)) continue;
+    bool live = sstm__stdio_tag_live(tag);
+    if (sstm__stdio_solo(g.f) != w) continue; /* that keeping ended meanwhile */
+    CHECK_MSG(live,
+              "thread %d (tag %u) keeps the stream but counts as ended (keepings after the "
+              "other's: %u, %u)",
+              me, tag, atomic_load_explicit(&ks.again[0], memory_order_relaxed),
+              atomic_load_explicit(&ks.again[1], memory_order_relaxed));
+    if (atomic_exchange_explicit(&ks.last, me, memory_order_relaxed) == 1 - me &&
+        atomic_fetch_add_explicit(&ks.again[me], 1, memory_order_relaxed) + 1 >= 3 &&
+        atomic_load_explicit(&ks.again[1 - me], memory_order_relaxed) >= 3)
+      atomic_store_explicit(&ks.stop, 1, memory_order_relaxed);
+  }
+  CHECK_OK(sstm_thread_exit());
+  atomic_store_explicit(&ks.stop, 1, memory_order_relaxed); /* the other stops too */
+  return (void *)1;
+}
+
+TEST(two_live_keepers_whose_tags_share_a_slot_each_count_as_live) {
+  setup();
+  /* short batches and deadlines: the keepings alternate (a keeper may
+   * take its untaken yields back until the deadline) */
+  sstm__stdio_set_batch(4, 1000000);
+  g.f = sstm_fopen(path, "w");
+  CHECK_NOT_NULL(g.f);
+  atomic_store_explicit(&ks.last, -1, memory_order_relaxed);
+  pthread_t th[2];
+  CHECK_EQ_I(pthread_create(&th[0], NULL, slot_main, (void *)(uintptr_t)0), 0);
+  /* acquire, both loops: pairs with the release of decided (the tag) */
+  while (atomic_load_explicit(&ks.decided, memory_order_acquire) < 1)
+    sched_yield();
+  /* Candidates, one at a time, until one takes a tag 1024 apart (the
+   * tags are the next values of a counter, which only these threads move
+   * now): at most 1024. */
+  for (int n = 2;; n++) {
+    CHECK(n <= 1026);
+    CHECK_EQ_I(pthread_create(&th[1], NULL, slot_main, (void *)(uintptr_t)1), 0);
+    while (atomic_load_explicit(&ks.decided, memory_order_acquire) < n)
+      sched_yield();
+    if (ks.tag[1] != 0) break;
+    CHECK_EQ_I(pthread_join(th[1], NULL), 0);
+  }
+  CHECK_EQ_U(ks.tag[1] % 1024u, ks.tag[0] % 1024u);
+  CHECK(ks.tag[1] != ks.tag[0]);
+  atomic_store_explicit(&ks.go, 1, memory_order_release); /* as above */
+  for (int i = 0; i < 2; i++) {
+    void *r;
+    CHECK_EQ_I(pthread_join(th[i], &r), 0);
+    CHECK(r == (void *)1);
+  }
+  CHECK_GE_U(atomic_load_explicit(&ks.again[0], memory_order_relaxed), 3);
+  CHECK_GE_U(atomic_load_explicit(&ks.again[1], memory_order_relaxed), 3);
+  CHECK_OK(sstm_fclose(g.f));
   sstm__stdio_set_batch(0, 0);
   teardown();
 }
