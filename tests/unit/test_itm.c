@@ -15,6 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../common/malloc_count.h"
 #include "../common/runner.h"
 
 /* Entry points a program may call itself ([IntelTMABI]); the compiler
@@ -189,6 +190,10 @@ static struct blk { long w[6]; } nest_s, nest_t;
 static unsigned char nest_buf[40];
 static long nest_logged[2];
 static long *nest_block, *nest_kept;
+/* The size of the block the inner transaction allocates: counted by the
+ * malloc interposition (common/malloc_count.c), above the block cache's
+ * sizes (512 bytes), so a block the library gives back goes to free(). */
+#define NEST_BLOCK 1000
 static _Atomic int nest_undos, nest_commits;
 static int nest_undo_order[4], nest_nundo;
 
@@ -217,7 +222,7 @@ __attribute__((transaction_safe, noinline)) static void scribble(long *p, int ca
     nest_e = nest_e * 4;
     nest_s = nest_t;
     memset(nest_buf, 'x', sizeof nest_buf);
-    nest_block = malloc(64);
+    nest_block = malloc(NEST_BLOCK);
     free(nest_kept);
     nest_actions_and_log();
     if (cancel) __transaction_cancel;
@@ -239,6 +244,7 @@ TEST(a_cancel_of_an_inner_transaction_undoes_it_alone) {
   nest_e = 1.5L;
   for (int i = 0; i < 6; i++)
     nest_t.w[i] = 10 + i;
+  mc_track_sizes(NEST_BLOCK, NEST_BLOCK + 1);
   nest_kept = malloc(64);
   nest_kept[0] = 42;
   nest_logged[0] = 5;
@@ -262,6 +268,9 @@ TEST(a_cancel_of_an_inner_transaction_undoes_it_alone) {
   CHECK_EQ_I(nest_undo_order[0], 2); /* newest first */
   CHECK_EQ_I(nest_undo_order[1], 1);
   CHECK_EQ_I(atomic_load_explicit(&nest_commits, memory_order_relaxed), 0);
+  CHECK(V(nest_block) == NULL); /* the write of its pointer was undone */
+  sstm_reclaim();
+  CHECK_EQ_I(mc_live(), 0); /* and the cancel gave the block back */
   /* The same block, not cancelled, commits with the enclosing one. */
   __transaction_atomic {
     sum = frame_sum(0);
@@ -276,6 +285,7 @@ TEST(a_cancel_of_an_inner_transaction_undoes_it_alone) {
   CHECK_EQ_I(V(nest_logged[0]), -1);
   CHECK_EQ_I(atomic_load_explicit(&nest_undos, memory_order_relaxed), 2);
   CHECK_EQ_I(atomic_load_explicit(&nest_commits, memory_order_relaxed), 1);
+  CHECK_EQ_I(mc_live(), 1); /* the committed block */
   free(nest_block);
   nest_block = NULL;
   nest_kept = NULL; /* freed by that commit */
@@ -292,7 +302,9 @@ TEST(a_cancel_of_an_inner_transaction_undoes_it_alone) {
   CHECK_EQ_I(sum, 10);
   CHECK_EQ_I(V(nest_a), 1110);
   CHECK_EQ_I(V(nest_b), 101);
-  CHECK(V(nest_block) == NULL); /* the cancel gave its block back */
+  CHECK(V(nest_block) == NULL);
+  sstm_reclaim();
+  CHECK_EQ_I(mc_live(), 0); /* the cancel gave its block back */
   CHECK_EQ_U(_ITM_inTransaction(), 0);
   sstm_test_fini();
 }
