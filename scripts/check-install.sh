@@ -266,8 +266,12 @@ int main(void) {
   return counter != 40000;
 }
 C
-    run gcc -std=gnu11 -Wall -Werror -fgnu-tm -c "$work/itm.c" -o "$work/itm.o" \
-      || fail "compile with -fgnu-tm"
+    # -fno-tree-pre: docs/design/itm.md, "Limits"
+    pkg-config --cflags schedstm-itm | grep -q -- '-fno-tree-pre' \
+      || fail "pkg-config --cflags schedstm-itm lacks -fno-tree-pre"
+    # shellcheck disable=SC2046
+    run gcc -std=gnu11 -Wall -Werror -fgnu-tm $(pkg-config --cflags schedstm-itm) -c "$work/itm.c" \
+      -o "$work/itm.o" || fail "compile with -fgnu-tm"
     # shellcheck disable=SC2046
     run gcc "$work/itm.o" -o "$work/pc_itm" $(pkg-config --libs schedstm-itm) -lpthread \
       || fail "link with pkg-config --libs schedstm-itm"

@@ -182,6 +182,35 @@ TEST(an_outer_cancel_in_a_nested_transaction_rolls_back_both) {
   sstm_test_fini();
 }
 
+/* A variable the enclosing transaction wrote, read again after a nested
+ * transaction that may cancel. GCC's partial-redundancy elimination
+ * (-ftree-pre, on at -O2) reloads it there with a plain load, which sees
+ * memory, not the enclosing transaction's write (held in the redo log
+ * until the commit): the update was lost (cell 2, not 3). libschedstm-itm's
+ * targets and its pkg-config file give programs -fno-tree-pre
+ * (docs/design/itm.md, "Limits"); this test gets it from the target. */
+static long nest_cell, nest_other;
+
+static __attribute__((noinline)) void nested_reload(void) {
+  __transaction_atomic {
+    nest_cell += 1;
+    __transaction_atomic {
+      nest_other += 1;
+      if (nest_other < 0) __transaction_cancel;
+    }
+    nest_cell += 1;
+  }
+}
+
+TEST(a_write_read_again_after_a_nested_transaction_is_not_lost) {
+  sstm_test_init();
+  V(nest_cell) = 1, V(nest_other) = 0;
+  nested_reload();
+  CHECK_EQ_I(V(nest_cell), 3);
+  CHECK_EQ_I(V(nest_other), 1);
+  sstm_test_fini();
+}
+
 /* (I5) A cancel of a nested transaction alone (closed nesting): every kind
  * of write it made is undone, the enclosing transaction goes on after the
  * block and commits. */
