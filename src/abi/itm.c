@@ -83,6 +83,7 @@ typedef struct itm_thread {
   bool want_serial;    /* leaving to restart in serial mode (I4) */
   bool priv_wait;      /* the outermost commit under way waits for a grace period (I8) */
   bool backing_out;    /* leaving to wait for a serial transaction (I3) */
+  bool exit_again;     /* thread_exit put off until the engine's destructor has run */
   uint32_t depth;      /* nesting depth of the ABI's begins (flat, I5) */
   uint32_t props;      /* the outermost transaction's properties */
   void *ret;           /* where the outermost _ITM_beginTransaction returns */
@@ -188,12 +189,34 @@ static __attribute__((noreturn)) void closed_cancel(itm_thread_t *t);
  * slow path (its own records) for nothing. */
 static _Alignas(64) _Atomic uint32_t slow_live; /* its own line: read by every write */
 
-/* When a thread exits, the destructor of this key (whose value is the
- * thread's state) frees its buffers (the log of private memory, the saved
- * states of user actions) and ends its serial mode if it exits in a
- * serial transaction. */
+/* For the tests of internals (tests/internal/itm_exit.c, linked with the
+ * static library): slow_live now. Hidden, so not in the shared library's
+ * interface. Relaxed, as every access to it. */
+__attribute__((visibility("hidden"))) uint32_t sstm__itm_slow_live(void);
+uint32_t sstm__itm_slow_live(void) {
+  return atomic_load_explicit(&slow_live, memory_order_relaxed);
+}
+
+/* (I1) When a thread exits, the destructor of this key (whose value is the
+ * thread's state) gives back its share of slow_live, frees its buffers
+ * (the log of private memory, the saved states of user actions) and ends
+ * its serial mode if it exits in a serial transaction. */
 static pthread_key_t exit_key;
 static bool exit_key_ok;
+
+/* The thread ends, and nothing will drop its open closed scopes and
+ * exception records any more, nor those of the transactions whose user
+ * actions it was running (saved): they leave slow_live, which would
+ * otherwise send every write of the process to the slow path for good. */
+static void exit_counts_drop(itm_thread_t *t) {
+  uint32_t n = t->nscope + t->nexc;
+  t->nscope = t->nexc = 0;
+  for (uint32_t i = 0; i < t->nsaved; i++) {
+    n += t->saved[i].nscope + t->saved[i].nexc;
+    t->saved[i].nscope = t->saved[i].nexc = 0;
+  }
+  if (n != 0) atomic_fetch_sub_explicit(&slow_live, n, memory_order_relaxed);
+}
 
 static void thread_exit(void *arg) {
   itm_thread_t *t = arg;
@@ -208,8 +231,27 @@ static void thread_exit(void *arg) {
       t->mode = MODE_NONE;
       serial_exit();
     }
+    /* (I1.2) The engine's destructor runs first when its key has the lower slot
+     * (glibc calls them in the slots' order, and the engine's key is made
+     * first; POSIX leaves the order open, and a slot freed below it goes
+     * to the key made next). If the thread still has its descriptor, that
+     * destructor has not run: this one runs
+     * again in the next round of destructors, after it, so that a
+     * rollback to come (eh_rollback) finds the exception records it
+     * drops and frees. A thread that ends inside a user action keeps its
+     * descriptor for good (the engine leaves it): the second round goes
+     * on. */
+    if (sstm_self() != NULL && !t->exit_again) {
+      t->exit_again = true;
+      if (pthread_setspecific(exit_key, t) == 0) return;
+    }
+    /* (I1.3) The closed scopes, which only the resume point drops (I5), and the
+     * exception records that no rollback dropped (the engine committed the
+     * transaction, or ended none, I7). */
+    exit_counts_drop(t);
     return;
   }
+  exit_counts_drop(t); /* those of the saved states, if it ends in a user action */
   free(t->undo);
   t->undo = NULL;
   t->undo_len = t->undo_cap = 0;
