@@ -127,7 +127,7 @@ static void *exit_revocable_with_exception(void *arg) {
 }
 #endif
 
-TEST(a_thread_that_ends_in_a_serial_transaction_holding_an_exception_object_gives_its_count_back) {
+TEST(a_thread_that_ends_serial_with_an_exception_object_gives_its_count_back) {
 #if SSTM_TEST_STDCXX
   sstm_test_init();
   EXC_TRACK();
@@ -146,8 +146,7 @@ TEST(a_thread_that_ends_in_a_serial_transaction_holding_an_exception_object_give
 #endif
 }
 
-TEST(
-    a_thread_that_ends_in_a_revocable_transaction_holding_an_exception_object_gives_its_count_back) {
+TEST(a_thread_that_ends_revocable_with_an_exception_object_gives_its_count_back) {
 #if SSTM_TEST_STDCXX
   sstm_test_init();
   EXC_TRACK();
