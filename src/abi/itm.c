@@ -89,11 +89,11 @@ typedef struct itm_thread {
   void *ret;           /* where the outermost _ITM_beginTransaction returns */
   uintptr_t begin_sp;  /* its caller's stack pointer after that return (I6) */
   sstm_ckpt_t *ckpt;   /* the engine's checkpoint for it */
-  bool undo_armed;     /* this attempt registered undo_restore (I6) */
+  bool rb_armed;       /* this attempt registered rollback_run (I6, I7, user actions) */
   unsigned char *undo; /* _ITM_L* log: records of (addr, len, bytes) */
   size_t undo_len, undo_cap;
-  /* (I7) C++ exceptions of this attempt. eh_armed: it registered
-   * eh_rollback, and the fields below are in use; all are cleared when the
+  /* (I7) C++ exceptions of this attempt. eh_armed: the fields below are
+   * in use (and rollback_run registered); all are cleared when the
    * transaction commits or rolls back. */
   bool eh_armed;
   uint32_t nexc;
@@ -101,11 +101,10 @@ typedef struct itm_thread {
   itm_exc_t *exc;    /* the exception objects it allocated and that live */
   uint32_t catches;  /* its __cxa_begin_catch calls not yet ended */
   unsigned uncaught; /* the C++ runtime's uncaught exceptions when it armed */
-  /* The attempt's user actions, in registration order; uact_armed,
-   * cact_armed: it registered undo_actions_run (which runs the undo
-   * actions newest first) and commit_actions_run (the commit actions in
-   * order). */
-  bool uact_armed, cact_armed;
+  /* The attempt's user actions, in registration order; cact_armed: it
+   * registered commit_actions_run (the commit actions in order; the undo
+   * actions run newest first from rollback_run). */
+  bool cact_armed;
   uint32_t nuact;
   size_t uact_cap;
   itm_action_t *uact;
@@ -179,6 +178,7 @@ static void scope_close(itm_thread_t *t);
 static void scopes_clear(itm_thread_t *t);
 static void closed_note(itm_thread_t *t, const void *p, size_t n, bool in_place);
 static __attribute__((noreturn)) void closed_cancel(itm_thread_t *t);
+static void rollback_arm(itm_thread_t *t, const char *what);
 
 /* (I7, I5) How many exception records (itm_thread_t.exc) and open closed
  * scopes all threads hold. A write barrier looks at its own thread's
@@ -223,7 +223,7 @@ static void thread_exit(void *arg) {
   if (t->depth != 0) {
     /* The thread ends inside a transaction. The engine's own destructor
      * ends it: it cancels a revocable one, whose rollback may still read
-     * the log (undo_restore), so the buffers stay; it commits one that
+     * the log (rollback_run), so the buffers stay; it commits one that
      * asked to be irrevocable. A serial one lets the others in, as its
      * commit would (before the engine's commit is fine: the body will run
      * no more), or every later transaction would wait for it. */
@@ -231,16 +231,15 @@ static void thread_exit(void *arg) {
       t->mode = MODE_NONE;
       serial_exit();
     }
-    /* (I1.2) The engine's destructor runs first when its key has the lower slot
-     * (glibc calls them in the slots' order, and the engine's key is made
-     * first; POSIX leaves the order open, and a slot freed below it goes
-     * to the key made next). If the thread still has its descriptor, that
-     * destructor has not run: this one runs
-     * again in the next round of destructors, after it, so that a
-     * rollback to come (eh_rollback) finds the exception records it
-     * drops and frees. A thread that ends inside a user action keeps its
-     * descriptor for good (the engine leaves it): the second round goes
-     * on. */
+    /* (I1.2) The engine's destructor runs first when its key has the
+     * lower slot (glibc calls them in the slots' order, and the engine's
+     * key is made first; POSIX leaves the order open, and a slot freed
+     * below it goes to the key made next). If the thread still has its
+     * descriptor, that destructor has not run: this one runs again in the
+     * next round of destructors, after it, so that the rollback to come
+     * (rollback_run) finds the exception records it drops and frees. A
+     * thread that ends inside a user action keeps its descriptor for good
+     * (the engine leaves it): the second round goes on. */
     if (sstm_self() != NULL && !t->exit_again) {
       t->exit_again = true;
       if (pthread_setspecific(exit_key, t) == 0) return;
@@ -391,9 +390,9 @@ static inline itm_ret_t begun(itm_thread_t *t, sstm_ckpt_t *c, bool serial, uint
   t->ckpt = c;
   t->depth = 1;
   t->mode = serial ? MODE_SERIAL : MODE_REVOCABLE;
-  t->undo_armed = false;
+  t->rb_armed = false;
   t->undo_len = 0;
-  t->uact_armed = t->cact_armed = false;
+  t->cact_armed = false;
   t->nuact = 0;
   /* (I3.1) Relaxed: the engine's begin stored ACTIVE and fenced before
    * this load (a call, so the compiler keeps the order too). */
@@ -468,9 +467,9 @@ __attribute__((visibility("hidden"))) itm_ret_t sstm__itm_resumed(int val, void 
   t->nalloc = t->nfree = 0;
   if (val == SSTM__CKPT_RESTART) {
     t->depth = 1;
-    t->undo_armed = false;
+    t->rb_armed = false;
     t->undo_len = 0;
-    t->uact_armed = t->cact_armed = false;
+    t->cact_armed = false;
     t->nuact = 0;
     uint64_t act = code_path(t->props, t->mode == MODE_SERIAL) | itm_a_restoreLiveVariables;
     /* (I3.1) as in outer_begin: the restart began a new attempt (ACTIVE,
@@ -556,7 +555,7 @@ ITM_API void _ITM_commitTransaction(void) {
    * is the program's from here: no longer the attempt's, not private. */
   if (ITM_UNLIKELY(t->eh_armed)) eh_clear(t);
   t->undo_len = 0;
-  t->uact_armed = t->cact_armed = false;
+  t->rb_armed = t->cact_armed = false;
   t->nuact = 0;
   t->begin_sp = 0;
   t->mode = MODE_NONE;
@@ -652,10 +651,11 @@ ITM_API void _ITM_dropReferences(void *p, size_t n) {
  * Through the ABI those are outermost transactions, but this thread's
  * state is still the ending transaction's (its depth, mode, log of private
  * memory; its return address and stack pointer, which a restart after the
- * undo actions needs). So each user action runs between action_enter,
+ * undo actions needs). So the user actions run between action_enter,
  * which saves that state and leaves a clean one (no transaction), and
- * action_leave, which puts it back; the engine runs the three in
- * registration order, all of them or none. */
+ * action_leave, which puts it back: the commit actions as three engine
+ * actions, which the engine runs in registration order, all of them or
+ * none; the undo actions from rollback_run, which calls the three. */
 static void action_enter(void *arg) {
   itm_thread_t *t = arg;
   t->saved =
@@ -667,13 +667,13 @@ static void action_enter(void *arg) {
   t->backing_out = false;
   t->priv_wait = false;
   t->begin_sp = 0;
-  t->undo_armed = false;
+  t->rb_armed = false;
   t->undo = NULL; /* the saved log stays as it is */
   t->undo_len = t->undo_cap = 0;
   t->eh_armed = false; /* the same for the exception records (I7) */
   t->exc = NULL;
   t->nexc = t->exc_cap = t->catches = 0;
-  t->uact_armed = t->cact_armed = false; /* and for the user actions */
+  t->cact_armed = false; /* and for the user actions */
   t->uact = NULL;
   t->nuact = 0;
   t->uact_cap = 0;
@@ -715,14 +715,14 @@ static void add_action(int (*add)(void (*)(void *), void *), void (*fn)(void *),
 /* The attempt's user actions are a list of the ABI's: the undo actions
  * run newest first (the undo order of the ABI, and libitm's), where the
  * engine runs its abort actions in registration order, and a closed
- * scope's cancel (I5) takes its own actions out of the list. The engine
- * runs one abort action and one commit action, registered at the first
- * of each kind, between action_enter and action_leave; the ending
- * transaction's state, and so its list, is then the newest saved one. It
- * is read again after each action, whose own transactions may grow the
- * saved states' array (the list itself stays where it is). */
-static void undo_actions_run(void *arg) {
-  itm_thread_t *t = arg;
+ * scope's cancel (I5) takes its own actions out of the list. The undo
+ * actions run from rollback_run, the commit actions from one commit action
+ * of the engine registered at the first of them, both between
+ * action_enter and action_leave; the ending transaction's state, and so
+ * its list, is then the newest saved one. It is read again after each
+ * action, whose own transactions may grow the saved states' array (the
+ * list itself stays where it is). */
+static void undo_actions_run(itm_thread_t *t) {
   uint32_t k = t->nsaved - 1;
   for (uint32_t i = t->saved[k].nuact; i-- > 0;) {
     itm_action_t a = t->saved[k].uact[i];
@@ -748,11 +748,11 @@ static void commit_actions_run(void *arg) {
 static void user_action(void (*fn)(void *), void *arg, bool on_commit, const char *what) {
   itm_thread_t *t = &itm;
   if (t->depth == 0) itm_fatal("%s outside a transaction", what);
-  bool *armed = on_commit ? &t->cact_armed : &t->uact_armed;
-  if (!*armed) {
-    add_action(on_commit ? sstm_on_commit : sstm_on_abort,
-               on_commit ? commit_actions_run : undo_actions_run, t, what);
-    *armed = true;
+  if (!on_commit && !t->rb_armed) {
+    rollback_arm(t, what);
+  } else if (on_commit && !t->cact_armed) {
+    add_action(sstm_on_commit, commit_actions_run, t, what);
+    t->cact_armed = true;
   }
   t->uact =
       grow(t->uact, &t->uact_cap, (size_t)t->nuact + 1, sizeof *t->uact, 4, "the user actions");
@@ -826,12 +826,6 @@ static void undo_restore_to(itm_thread_t *t, size_t mark) {
   t->undo_len = mark;
 }
 
-static void undo_restore(void *arg) {
-  itm_thread_t *t = arg;
-  undo_restore_to(t, 0);
-  t->undo_armed = false;
-}
-
 ITM_API void _ITM_LB(const void *addr, size_t n) {
   itm_thread_t *t = &itm;
   /* Outside a transaction (the compiler elides a transaction that makes
@@ -849,12 +843,7 @@ ITM_API void _ITM_LB(const void *addr, size_t n) {
   size_t rec = n + sizeof addr + 2 * sizeof n;
   if (t->undo_len + rec > t->undo_cap)
     t->undo = grow(t->undo, &t->undo_cap, t->undo_len + rec, 1, 256, "the log of private memory");
-  if (!t->undo_armed) {
-    /* not a user action: it needs this transaction's state */
-    int rc = sstm_on_abort(undo_restore, t);
-    if (rc != 0) itm_fatal("logging private memory: %s", sstm_strerror(rc));
-    t->undo_armed = true;
-  }
+  if (!t->rb_armed) rollback_arm(t, "logging private memory");
   unsigned char *r = t->undo + t->undo_len;
   memcpy(r, &addr, sizeof addr);
   memcpy(r + sizeof addr, &n, sizeof n);
@@ -1258,16 +1247,50 @@ static void eh_clear(itm_thread_t *t) {
  * unwinding) are freed; and the runtime's count of uncaught exceptions,
  * which __cxa_throw raised and no catch lowered, is put back. Nothing of
  * the objects' destructors runs: their effects, if any, were
- * transactional. Registered with sstm_on_abort, not as a user action (it
- * needs the ending transaction's state). */
-static void eh_rollback(void *arg) {
-  itm_thread_t *t = arg;
+ * transactional. Run by rollback_run, last. */
+static void eh_rollback(itm_thread_t *t) {
   cxa_eh_globals_t *g = eh_globals();
   if (t->catches != 0) __cxa_tm_cleanup(NULL, NULL, t->catches);
   for (uint32_t i = 0; i < t->nexc; i++)
     if (!t->exc[i].caught) __cxa_free_exception(t->exc[i].obj);
   g->uncaughtExceptions = t->uncaught;
   eh_clear(t);
+}
+
+/* ---- the attempt's rollback ------------------------------------------------- */
+
+/* The ABI's part of an attempt's rollback (a restart, or a cancel of the
+ * whole transaction), one abort action of the engine, which runs it after
+ * its own rollback (its locks, its redo log, the blocks the attempt
+ * allocated). In libitm's order (gtm_thread::rollback [libitm]: its undo
+ * log, the method's rollback, the user's undo actions, the allocations,
+ * the C++ exceptions), which a program can tell from another: an undo
+ * action may read private memory that the _ITM_L* log restores, or the
+ * exception of the catch that registered it. So, whatever the attempt
+ * registered first:
+ * 1. the _ITM_L* log goes back, newest first (I6);
+ * 2. the undo actions run, newest first, between action_enter and
+ *    action_leave (they may run transactions);
+ * 3. the C++ runtime's exception state goes back (I7).
+ * A closed scope's cancel does the same for the scope (closed_cancel). */
+static void rollback_run(void *arg) {
+  itm_thread_t *t = arg;
+  t->rb_armed = false;
+  undo_restore_to(t, 0);
+  if (t->nuact != 0) {
+    action_enter(t);
+    undo_actions_run(t);
+    action_leave(t);
+  }
+  if (t->eh_armed) eh_rollback(t);
+}
+
+/* The attempt's first _ITM_L*, undo action or exception call: register
+ * rollback_run (not as a user action: it needs the transaction's state). */
+static void rollback_arm(itm_thread_t *t, const char *what) {
+  int rc = sstm_on_abort(rollback_run, t);
+  if (rc != 0) itm_fatal("%s: %s", what, sstm_strerror(rc));
+  t->rb_armed = true;
 }
 
 /* The first exception call of an attempt: note the uncaught count and
@@ -1278,8 +1301,7 @@ static itm_thread_t *eh_arm(void) {
   if (t->depth == 0) return NULL;
   if (!t->eh_armed) {
     t->uncaught = eh_globals()->uncaughtExceptions;
-    int rc = sstm_on_abort(eh_rollback, t);
-    if (rc != 0) itm_fatal("C++ exception in a transaction: %s", sstm_strerror(rc));
+    if (!t->rb_armed) rollback_arm(t, "C++ exception in a transaction");
     t->eh_armed = true;
   }
   return t;

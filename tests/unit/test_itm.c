@@ -753,6 +753,75 @@ TEST(undo_actions_run_newest_first_and_commit_actions_in_order) {
   sstm_test_fini();
 }
 
+/* ---- a rollback's order: the _ITM_L* log, then the undo actions ------------------ */
+
+/* libitm rolls a transaction back in this order (gtm_thread::rollback,
+ * libitm/beginend.cc): its undo log (the _ITM_L* entries among them), its
+ * method's rollback, the user's undo actions newest first, the blocks
+ * allocated, the C++ exception state; a cancel of a nested transaction
+ * alone the same, down to the nested begin. So an undo action that reads
+ * private memory which the _ITM_L* log restores sees its value from
+ * before the transaction, whichever of the two the transaction
+ * registered first. */
+static long ord_logged, ord_seen[8];
+static int ord_nseen;
+static void read_ord_logged(void *arg) {
+  (void)arg;
+  ord_seen[ord_nseen++] = V(ord_logged);
+}
+
+__attribute__((transaction_pure)) static void undo_action_and_log(int undo_first) {
+  if (undo_first) _ITM_addUserUndoAction(read_ord_logged, NULL);
+  _ITM_LB(&ord_logged, sizeof ord_logged);
+  ord_logged = -1; /* private memory, written plainly */
+  if (!undo_first) _ITM_addUserUndoAction(read_ord_logged, NULL);
+}
+
+static long ord_attempts;
+__attribute__((transaction_pure)) static void restart_first_ord_attempt(void) {
+  if (ord_attempts++ == 0) sstm_restart();
+}
+
+TEST(undo_actions_run_after_the_private_memory_log_is_restored) {
+  sstm_test_init();
+  /* A cancel, the undo action registered before the log entry, then after. */
+  for (int undo_first = 1; undo_first >= 0; undo_first--) {
+    ord_logged = 7;
+    __transaction_atomic {
+      undo_action_and_log(undo_first);
+      nest_a += 1;
+      __transaction_cancel;
+    }
+    CHECK_EQ_I(V(ord_logged), 7);
+  }
+  CHECK_EQ_I(V(ord_nseen), 2);
+  CHECK_EQ_I(V(ord_seen[0]), 7);
+  CHECK_EQ_I(V(ord_seen[1]), 7);
+  /* A restart: the first attempt's action, then the second attempt commits. */
+  ord_logged = 7;
+  __transaction_atomic {
+    undo_action_and_log(1);
+    nest_a += 1;
+    restart_first_ord_attempt();
+  }
+  CHECK_EQ_I(V(ord_nseen), 3);
+  CHECK_EQ_I(V(ord_seen[2]), 7);
+  CHECK_EQ_I(V(ord_logged), -1); /* kept at the commit */
+  /* A cancel of a nested transaction alone (I5). */
+  ord_logged = 7;
+  __transaction_atomic {
+    nest_a += 1;
+    __transaction_atomic {
+      undo_action_and_log(1);
+      if (nest_a > 0) __transaction_cancel;
+    }
+  }
+  CHECK_EQ_I(V(ord_nseen), 4);
+  CHECK_EQ_I(V(ord_seen[3]), 7);
+  CHECK_EQ_I(V(ord_logged), 7);
+  sstm_test_fini();
+}
+
 /* ---- transaction ids ---------------------------------------------------------------- */
 
 static uint64_t ids[3];

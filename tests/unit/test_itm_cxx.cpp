@@ -377,6 +377,44 @@ TEST(a_cancel_inside_a_catch_ends_the_catch) {
   sstm_test_fini();
 }
 
+// The undo actions run before the exception state is rolled back, as
+// libitm orders them (gtm_thread::rollback, libitm/beginend.cc: the user
+// actions, then the C++ exceptions): an undo action registered in a catch
+// still finds the exception being handled, its object alive, though the
+// catch registered the ABI's rollback of exceptions first.
+extern "C" void _ITM_addUserUndoAction(void (*fn)(void *), void *arg);
+static std::atomic<int> undo_saw_exception{-1};
+static void undo_in_catch(void *) {
+  undo_saw_exception.store(std::current_exception() != nullptr, std::memory_order_relaxed);
+}
+__attribute__((transaction_pure)) static void add_undo_in_catch() {
+  _ITM_addUserUndoAction(undo_in_catch, nullptr);
+}
+
+__attribute__((noinline)) static void tx_cancel_in_catch_with_an_undo_action() {
+  __transaction_atomic {
+    try {
+      counter = 1;
+      throw_e(4);
+    } catch (...) {
+      add_undo_in_catch();
+      __transaction_cancel;
+    }
+  }
+}
+
+TEST(an_undo_action_registered_in_a_catch_runs_before_the_rollback_ends_it) {
+  sstm_test_init();
+  track_exceptions();
+  counter = 0;
+  tx_cancel_in_catch_with_an_undo_action();
+  CHECK_EQ_I(V(counter), 0);
+  CHECK_EQ_I(undo_saw_exception.load(std::memory_order_relaxed), 1);
+  check_no_exception_state(); // the rollback ended the catch after the action
+  CHECK_EQ_I(mc_live(), 0);
+  sstm_test_fini();
+}
+
 // ---- a bank of new'd accounts under threads --------------------------------------
 
 // Each transfer replaces the debited account's node by a new one (new and
