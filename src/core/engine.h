@@ -314,6 +314,9 @@ struct sstm_desc {
   _Atomic uint8_t cm_wait;
 
   sstm_counters_t ctr;
+  /* sstm_quiesce's record of the running attempts, its room kept from one
+   * call to the next (owner-only; freed with the descriptor). */
+  sstm_grace_t quiesce;
 } __attribute__((aligned(SSTM_CACHELINE)));
 
 /* sstm_desc::cm_wait */

@@ -276,6 +276,7 @@ static void grace_fini(sstm_grace_t *g) {
  * an end (the futex compare covers the word's low bits, which every
  * transition changes). */
 static void grace_wait(sstm_grace_t *g) {
+  if (g->n == 0) return; /* nothing was running: no clock to read */
   uint64_t t0 = sstm__now_ns();
   for (unsigned pause = 1; !grace_over(g); pause = pause < 1024 ? pause * 2 : pause) {
     if (sstm__now_ns() - t0 >= QUIESCE_SPIN_NS) break;
@@ -301,13 +302,17 @@ SSTM_API int sstm_quiesce(void) {
     sstm__set_error("sstm_quiesce: schedstm is not initialised (sstm_init)");
     return SSTM_ESTATE;
   }
-  sstm_grace_t g = {0};
-  if (!grace_start(self, &g)) {
+  /* A registered thread records into its descriptor's room, which stays
+   * for its next call: an update commit that waits for a grace period
+   * (the compiler ABI's privatization safety) then calls no allocator. */
+  sstm_grace_t local = {0};
+  sstm_grace_t *g = self != NULL ? &self->quiesce : &local;
+  if (!grace_start(self, g)) {
     sstm__set_error("sstm_quiesce: out of memory recording the running transactions");
     return SSTM_ENOMEM;
   }
-  grace_wait(&g);
-  grace_fini(&g);
+  grace_wait(g);
+  grace_fini(&local);
   return 0;
 }
 

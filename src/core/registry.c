@@ -38,6 +38,7 @@ static void desc_free(struct sstm_desc *d) {
   free(d->allocs.p);
   free(d->frees.p);
   free(d->retire_cur.p);
+  free(d->quiesce.rec);
   free(d->actions);
   free(d->cm_state);
   free(d);
