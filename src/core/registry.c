@@ -214,6 +214,18 @@ static void move_above(struct sstm_desc *d, bool out) {
   if (fn != NULL) fn(&d->above, out);
 }
 
+/* (src/iface/libc_services.h) The layers' hook for a thread's
+ * unregistration; NULL: none registered. */
+_Atomic(sstm_thread_leave_fn) sstm__thread_leave_hook;
+
+/* The layers above the engine give up what they keep for the calling
+ * thread, which unregisters (thread_exit). acquire: pairs with the
+ * registration's release store. */
+static void leave_above(void) {
+  sstm_thread_leave_fn fn = atomic_load_explicit(&sstm__thread_leave_hook, memory_order_acquire);
+  if (fn != NULL) fn();
+}
+
 static void attach(struct sstm_desc *d) {
   /* A transaction suspended on d resumes: no longer paused, once a thread
    * that is taking its locks over has finished (9.5). */
@@ -279,6 +291,7 @@ static int thread_exit(struct sstm_desc *d) {
     /* A descriptor of sstm_desc_create(): its creator's, only detached
      * (releasing it would leave the creator a handle to a slot that the
      * next registering thread gets). */
+    leave_above();
     detach(d);
     return 0;
   }
@@ -289,6 +302,7 @@ static int thread_exit(struct sstm_desc *d) {
     d->in_hook--;
     d->in_callback--;
   }
+  leave_above(); /* the streams it keeps for a batch (docs/design/tm-libc.md (S11)) */
   detach(d);
   desc_release(d);
   return 0;

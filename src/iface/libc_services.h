@@ -2,9 +2,9 @@
 /* What the engine offers the transactional stdio (src/libc) beyond the
  * public API (include/schedstm/tx.h): two facilities, for the cost of a
  * transaction of one stdio call, one question about the running attempt,
- * a look for its kill during a long wait, and a hook for the moves of a
- * descriptor between threads. Implemented
- * by src/core/txn.c and src/core/registry.c (the hook); not
+ * a look for its kill during a long wait, a hook for the moves of a
+ * descriptor between threads and one for a thread's unregistration.
+ * Implemented by src/core/txn.c and src/core/registry.c (the hooks); not
  * exported from the library.
  *
  * src/libc is compiled with include/, src/iface/ and src/os/ on its
@@ -101,5 +101,22 @@ void sstm__attempt_check(void);
  * a later registration replaces it. */
 typedef void (*sstm_desc_move_fn)(void **slot, bool out);
 extern _Atomic(sstm_desc_move_fn) sstm__desc_move_hook;
+
+/* A thread unregisters: sstm_thread_exit() (include/schedstm/thread.h),
+ * also the one of a thread's end and the one that only detaches a
+ * descriptor of sstm_desc_create(). What a layer keeps for the thread
+ * itself and other threads wait for, and would otherwise keep until the
+ * thread ends, it gives up here: a thread that unregisters and lives on
+ * may not come back for a long time (the stdio layer's keepings of
+ * streams for a batch, docs/design/tm-libc.md (S11)). The hook runs on
+ * the thread, outside any transaction, after the hooks' thread_exit
+ * (include/schedstm/hooks.h), with its descriptor still current; it must
+ * not begin a transaction, must not fail, and must leave the thread able
+ * to register again and use the layer again. It may run again at the
+ * thread's end (where the layer's own thread-exit destructor may also
+ * run, before or after it): what it gives up it gives up once. One hook
+ * per process: a later registration replaces it. */
+typedef void (*sstm_thread_leave_fn)(void);
+extern _Atomic(sstm_thread_leave_fn) sstm__thread_leave_hook;
 
 #endif /* SSTM_IFACE_LIBC_SERVICES_H */

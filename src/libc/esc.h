@@ -160,6 +160,9 @@ uint64_t sstm__stdio_takes(const struct sstm_file *f);
  * whose tag shares the slot holds it. */
 uint32_t sstm__stdio_tag(void);
 bool sstm__stdio_tag_live(uint32_t tag);
+/* Tests (stdio.c, (S11)): the ends of keepers counted so far (live_exits:
+ * a thread that kept a stream for a batch ended or unregistered). */
+uint64_t sstm__stdio_live_exits(void);
 void sstm__stdio_batch_stats(uint64_t *batch_max, uint64_t *ticket_max, int reset);
 /* Tests (stdio.c, (S11)): f's yields so far (a keeper that gave the
  * stream up to the waiters after its batch), and its take-backs (a keeper

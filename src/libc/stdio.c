@@ -468,16 +468,18 @@ static _Atomic uint32_t next_tag;
 static pthread_key_t pool_key;
 static pthread_once_t pool_once = PTHREAD_ONCE_INIT;
 
-/* (S11) The threads that kept a stream for a batch and have not ended:
- * slot tag % LIVE_SLOTS holds the tag of the last such thread with that
- * remainder to keep a stream (a batch_keep that finds another tag there
- * stores its own), cleared at its end (pool_free). A waiter that finds
- * its keeper's tag no longer there takes the stream at once instead of at
- * the batch's deadline (solo_wait): a thread that ended keeps nothing. A
- * hint only: a take in C or A is sound at any time (the deadline's take),
- * and two live keepers whose tags share a slot cost each other at most
- * the rest of a batch (the next keeping stores its tag again). live_exits
- * counts the ends, so that spinning waiters look again. The thread's end
+/* (S11) The threads that kept a stream for a batch and have not ended
+ * or unregistered since: slot tag % LIVE_SLOTS holds the tag of the last
+ * such thread with that remainder to keep a stream (a batch_keep that
+ * finds another tag there stores its own), cleared at its end or
+ * unregistration (live_end). A waiter that finds its keeper's tag no
+ * longer there takes the stream at once instead of at the batch's
+ * deadline (solo_wait): a thread that ended, or that unregistered and may
+ * not come back for a long time, keeps nothing. A hint only: a take in C
+ * or A is sound at any time (the deadline's take), and two live keepers
+ * whose tags share a slot cost each other at most the rest of a batch
+ * (the next keeping stores its tag again). live_exits counts the ends, so
+ * that spinning waiters look again. The thread's end or unregistration
  * does not read its kept stream, which another thread may have closed and
  * freed since (tls_k.solo is a hint, compared, never dereferenced). */
 #define LIVE_SLOTS 1024u
@@ -485,17 +487,30 @@ static _Atomic uint32_t live_tag[LIVE_SLOTS];
 static _Atomic uint64_t live_exits;
 static __thread bool tls_live;
 
+/* (S11) This thread's keepings end for their waiters: its slot is
+ * cleared and the end counted. At the thread's end (pool_free) and when
+ * it unregisters (sstm_thread_exit, the engine's hook:
+ * src/iface/libc_services.h), once for both: tls_live says whether the
+ * slot was stored since this thread last cleared it. A thread that
+ * registers again and keeps a stream again stores its tag again
+ * (batch_keep), and its next unregistration or end clears it again. Until
+ * then a keeping that survives the unregistration (its waiters had not
+ * taken it yet) counts as ended: its first waiter takes it, in C or A, as
+ * at the deadline (a hint, as above). */
+static void live_end(void) {
+  if (!tls_live) return;
+  uint32_t me = tls_tag;
+  /* relaxed: a hint (above); failing: a later keeper took the slot */
+  atomic_compare_exchange_strong_explicit(&live_tag[me % LIVE_SLOTS], &me, 0, memory_order_relaxed,
+                                          memory_order_relaxed);
+  /* release: the slot's clearing before the count (solo_wait's acquire) */
+  atomic_fetch_add_explicit(&live_exits, 1, memory_order_release);
+  tls_live = false;
+}
+
 static void pool_free(void *unused) {
   (void)unused;
-  if (tls_live) {
-    uint32_t me = tls_tag;
-    /* relaxed: a hint (above); failing: a later keeper took the slot */
-    atomic_compare_exchange_strong_explicit(&live_tag[me % LIVE_SLOTS], &me, 0,
-                                            memory_order_relaxed, memory_order_relaxed);
-    /* release: the slot's clearing before the count (solo_wait's acquire) */
-    atomic_fetch_add_explicit(&live_exits, 1, memory_order_release);
-    tls_live = false;
-  }
+  live_end();
   if (tls_keep) {
     tls_keep->next = tls_pool;
     tls_pool = tls_keep;
@@ -1484,6 +1499,9 @@ static inline bool keeper_ended(uint64_t w) {
 
 uint32_t sstm__stdio_tag(void) { return my_tag(); }
 bool sstm__stdio_tag_live(uint32_t tag) { return !keeper_ended(SOLO_MAKE(tag, SOLO_C)); }
+uint64_t sstm__stdio_live_exits(void) {
+  return atomic_load_explicit(&live_exits, memory_order_relaxed); /* relaxed: tests */
+}
 
 /* (S11) Can f be kept at all (as solo_start's first test). */
 static inline bool solo_ok(const sstm_file_t *f) {
@@ -1512,10 +1530,11 @@ static void batch_deadline(sstm_file_t *f) {
  * when this thread is itself counted in s_want, a waiter that took f). */
 static void batch_keep(sstm_file_t *f, uint32_t me, uint32_t self) {
   /* (S11) This keeping's thread is live, and its end will be known
-   * (live_tag; pool_free runs at its end): the slot holds its tag, stored
-   * at its first keeping and again at a keeping that finds another
-   * keeper's tag there (one whose tag shares the slot; without the store
-   * again this thread would count as ended for the rest of its life).
+   * (live_tag; live_end runs at its end or unregistration): the slot
+   * holds its tag, stored at its first keeping (also the first after an
+   * unregistration) and again at a keeping that finds another keeper's
+   * tag there (one whose tag shares the slot; without the store again
+   * this thread would count as ended for the rest of its life).
    * relaxed, both: the release store of solo below publishes the slot to
    * the waiters that see this keeping. Without the key
    * (pthread_setspecific failed) its keepings end at a waiter's first
@@ -3055,10 +3074,12 @@ static int parse_mode(const char *mode, int *oflags, unsigned *m) {
 static inline uint32_t bsz_default(const sstm_file_t *f) { return f->reg ? SF_CAP : SF_CAP_BYTES; }
 
 static sstm_file_t *make(int fd, unsigned m) {
-  /* (S12) Once, before the first stream exists: release, pairs with the
-   * engine's acquire load of the hook. */
+  /* (S12, S11) Once, before the first stream exists: release, pairs with
+   * the engine's acquire loads of the hooks. */
   if (atomic_load_explicit(&sstm__desc_move_hook, memory_order_relaxed) != views_move)
     atomic_store_explicit(&sstm__desc_move_hook, views_move, memory_order_release);
+  if (atomic_load_explicit(&sstm__thread_leave_hook, memory_order_relaxed) != live_end)
+    atomic_store_explicit(&sstm__thread_leave_hook, live_end, memory_order_release);
   struct stat st;
   if (sstm__stdio_sys->fstat(fd, &st) != 0) return NULL;
   sstm_file_t *f = aligned_alloc(64, (sizeof *f + 63) & ~(size_t)63);

@@ -16,7 +16,9 @@
  *   1) hand-overs go to others before its own;
  * - a stream used by one thread at a time is never kept for a batch;
  * - a keeper whose thread ends keeps nothing: its waiter takes the
- *   stream at once, not at the batch's deadline;
+ *   stream at once, not at the batch's deadline; nor does a keeper that
+ *   unregisters (sstm_thread_exit) and lives on, which may then register
+ *   again and use a stream again;
  * - a live keeper counts as live at each keeping, also after another
  *   keeper whose tag shares its slot of the table of live keepers;
  * - calls outside transactions among the keepers' transactions lose
@@ -421,14 +423,19 @@ TEST(a_keeper_takes_back_a_yield_that_nobody_takes) {
  * wait hook's calls) after the keeper's end, not a time: a waiter looks
  * again when any thread ends, and then takes an ended keeper's stream at
  * its first look; without that it would look until the deadline (an
- * hour). */
+ * hour). With `unregister`, the keeper only unregisters (sstm_thread_exit)
+ * and lives on, unregistered, until the waiter's thread has ended; then
+ * it registers again and uses another stream (the first one closed and
+ * freed meanwhile), and ends. */
 static struct {
   _Atomic int waiter;     /* the thread that waited first (its hook ran), -1: none yet */
-  _Atomic int joined;     /* the keeper's thread has ended */
+  _Atomic int joined;     /* the keeper's thread has ended (unregister: it unregistered) */
   _Atomic unsigned after; /* the waiter's looks after that */
   _Atomic int gave_up;    /* threads that met no waiter (the round ends) */
   _Atomic int in_wait;    /* the waiter waited since its last commit */
   int across;             /* it did when the keeper's thread was about to end */
+  int unregister;         /* the keeper unregisters and lives on (set between rounds) */
+  _Atomic int done;       /* unregister: the waiter's thread has ended */
 } ke;
 static __thread int ke_me = -1; /* this thread's index (ended_main); -1: the main thread */
 
@@ -444,14 +451,16 @@ static void ended_hook(const sstm_file_t *f, int hot) {
   if (!atomic_load_explicit(&ke.joined, memory_order_relaxed)) return;
   unsigned a = atomic_fetch_add_explicit(&ke.after, 1, memory_order_relaxed) + 1;
   CHECK_MSG(a < 1000,
-            "the waiter still waits, %u looks after the keeper's thread ended (solo %#llx)", a,
-            (unsigned long long)sstm__stdio_solo(f));
+            "the waiter still waits, %u looks after the keeper's thread ended or unregistered "
+            "(solo %#llx)",
+            a, (unsigned long long)sstm__stdio_solo(f));
 }
 
 static void *ended_main(void *arg) {
   ke_me = (int)(uintptr_t)arg;
   CHECK_OK(sstm_thread_init());
   unsigned past = 0; /* the waiter's transactions since it waited */
+  bool keeper = false;
   for (unsigned i = 0;; i++) {
     /* relaxed: flags (see ended_hook) */
     int joined = atomic_load_explicit(&ke.joined, memory_order_relaxed);
@@ -469,6 +478,7 @@ static void *ended_main(void *arg) {
     }
     if (waiter != ke_me) { /* the keeper: its thread ends */
       ke.across = atomic_load_explicit(&ke.in_wait, memory_order_relaxed); /* read after the join */
+      keeper = true;
       break;
     }
     /* The waiter: until a transaction begun after the keeper's end has
@@ -477,12 +487,30 @@ static void *ended_main(void *arg) {
      * other go on. */
     if (joined || ++past == 100000) break;
   }
+  if (keeper && !ke.unregister) return NULL; /* its end unregisters it (thread.h) */
+  CHECK_OK(sstm_thread_exit());
+  if (!keeper) return NULL;
+  /* Unregistered, the keeper keeps nothing: its tag no longer counts as
+   * live (it was, if this thread kept the stream for a batch). */
+  CHECK(!sstm__stdio_tag_live(sstm__stdio_tag()));
+  atomic_store_explicit(&ke.joined, 1, memory_order_relaxed); /* relaxed: a flag */
+  /* acquire: pairs with the main thread's release (the stream it opened) */
+  while (!atomic_load_explicit(&ke.done, memory_order_acquire))
+    usleep(1000);
+  CHECK_OK(sstm_thread_init()); /* again, and stdio again */
+  for (unsigned i = 0; i < 100; i++)
+    CHECK_OK(sstm_run(NULL, putc_tx, arg));
   CHECK_OK(sstm_thread_exit());
   return NULL;
 }
 
-TEST(a_keeper_whose_thread_ends_hands_the_stream_over_at_once) {
+/* The rounds of a_keeper_whose_thread_ends_hands_the_stream_over_at_once
+ * (unregister 0) and of a_keeper_that_unregisters_hands_the_stream_over_at_once
+ * (1), until the waiter waited across the keeper's end (or
+ * unregistration). */
+static void keeper_ends(int unregister) {
   setup();
+  ke.unregister = unregister;
   sstm__stdio_set_batch(UINT32_MAX - 1, 3600ull * 1000000000ull);
   sstm__stdio_wait_hook = ended_hook;
   /* Rounds until the waiter waited across the keeper's end: in other
@@ -494,6 +522,7 @@ TEST(a_keeper_whose_thread_ends_hands_the_stream_over_at_once) {
     atomic_store_explicit(&ke.after, 0, memory_order_relaxed);
     atomic_store_explicit(&ke.gave_up, 0, memory_order_relaxed);
     atomic_store_explicit(&ke.in_wait, 0, memory_order_relaxed);
+    atomic_store_explicit(&ke.done, 0, memory_order_relaxed);
     ke.across = 0;
     g.f = sstm_fopen(path, "w");
     CHECK_NOT_NULL(g.f);
@@ -504,16 +533,32 @@ TEST(a_keeper_whose_thread_ends_hands_the_stream_over_at_once) {
     while ((waiter = atomic_load_explicit(&ke.waiter, memory_order_relaxed)) < 0 &&
            atomic_load_explicit(&ke.gave_up, memory_order_relaxed) < 2)
       usleep(1000);
-    if (waiter >= 0) {
-      CHECK_EQ_I(pthread_join(th[1 - waiter], NULL), 0); /* the keeper's end */
-      atomic_store_explicit(&ke.joined, 1, memory_order_relaxed);
-      CHECK_EQ_I(pthread_join(th[waiter], NULL), 0);
-    } else {
-      for (int i = 0; i < 2; i++)
-        CHECK_EQ_I(pthread_join(th[i], NULL), 0);
-    }
     uint64_t yields, backs;
-    sstm__stdio_yields(g.f, &yields, &backs);
+    if (waiter >= 0 && unregister) {
+      /* The keeper unregisters (it sets joined) and waits for done. */
+      CHECK_EQ_I(pthread_join(th[waiter], NULL), 0);
+      sstm__stdio_yields(g.f, &yields, &backs);
+      CHECK_OK(sstm_fclose(g.f)); /* what the keeper kept is freed */
+      g.f = sstm_fopen(path, "w");
+      CHECK_NOT_NULL(g.f);
+      /* The ends counted so far include those of the keeper's
+       * unregistration and of the waiter's thread. The keeper, alone from
+       * here on, keeps no stream for a batch: its end counts none again. */
+      uint64_t exits = sstm__stdio_live_exits();
+      atomic_store_explicit(&ke.done, 1, memory_order_release); /* see ended_main */
+      CHECK_EQ_I(pthread_join(th[1 - waiter], NULL), 0);
+      CHECK_EQ_U(sstm__stdio_live_exits(), exits);
+    } else {
+      if (waiter >= 0) {
+        CHECK_EQ_I(pthread_join(th[1 - waiter], NULL), 0); /* the keeper's end */
+        atomic_store_explicit(&ke.joined, 1, memory_order_relaxed);
+        CHECK_EQ_I(pthread_join(th[waiter], NULL), 0);
+      } else {
+        for (int i = 0; i < 2; i++)
+          CHECK_EQ_I(pthread_join(th[i], NULL), 0);
+      }
+      sstm__stdio_yields(g.f, &yields, &backs);
+    }
     CHECK_OK(sstm_fclose(g.f));
     /* The waiter was in its wait when the keeper's thread was about to
      * end, and no keeper yielded in the round: that wait ended by the
@@ -524,6 +569,17 @@ TEST(a_keeper_whose_thread_ends_hands_the_stream_over_at_once) {
   sstm__stdio_set_batch(0, 0);
   teardown();
 }
+
+TEST(a_keeper_whose_thread_ends_hands_the_stream_over_at_once) { keeper_ends(0); }
+
+/* A keeper that unregisters (sstm_thread_exit) and lives on keeps nothing
+ * either: its waiter takes the stream at once, not at the batch's
+ * deadline (it did not: only the thread's end handed the batch over). The
+ * keeper then registers again and uses a stream again, after the one it
+ * kept was closed and freed; its end does not count its unregistration's
+ * end again (live_exits), and reads nothing of the freed stream (the
+ * sanitizer builds). */
+TEST(a_keeper_that_unregisters_hands_the_stream_over_at_once) { keeper_ends(1); }
 
 /* ---- two live keepers whose tags share a slot ---------------------------- */
 
