@@ -41,7 +41,9 @@ SSTM_EXTERN_C_BEGIN
  * block is a malloc block: free() or sstm_free() may release it, except
  * inside the transaction that allocated it, where only sstm_free() may
  * (the rollback of an attempt that aborts releases the block itself, so a
- * free() there would release it twice). Hooks
+ * free() there would release it twice). That release comes after the
+ * attempt's abort actions (sstm_on_abort, <schedstm/tx.h>), which may
+ * still read and write the block, but not keep it. Hooks
  * (<schedstm/hooks.h>), contention-manager callbacks (<schedstm/cm.h>) and
  * the sampling callback (cfg.sample_fn) count as outside, also those that
  * run within an attempt (tx_begin, on_begin, on_conflict, sample_fn): what

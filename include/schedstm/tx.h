@@ -286,7 +286,9 @@ SSTM_API uint64_t sstm_txid(void);
  * hooks have seen the commit, and may run transactions of their own (but
  * must return normally: no longjmp or C++ exception out of them); abort
  * actions run after the hooks and before the policy's on_abort (which
- * decides how the retry starts: waiting, a lowered priority). Returns
+ * decides how the retry starts: waiting, a lowered priority). The blocks
+ * the attempt allocated (sstm_malloc) are released after its abort actions,
+ * which may still use them. Returns
  * SSTM_ENOTX
  * outside a transaction, SSTM_EINVAL (fn NULL), SSTM_ENOMEM.
  * @param fn the action

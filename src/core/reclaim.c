@@ -2,7 +2,8 @@
 /* Transactional allocation, quiescence-based reclamation and the
  * privatization barrier.
  *
- * sstm_malloc inside an attempt logs the block; rollback frees it.
+ * sstm_malloc inside an attempt logs the block; rollback frees it (after
+ * the attempt's abort actions, if it registered any: txn.c).
  * sstm_free inside an attempt logs the block; commit retires it; rollback
  * forgets it. Retired blocks gather in the descriptor's current batch; when
  * the batch is full (BATCH_BLOCKS, or BATCH_BYTES of memory) it is closed

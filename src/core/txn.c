@@ -120,6 +120,13 @@ static void run_actions_committed(struct sstm_desc *tx) {
  * policy need put back afterwards. */
 static SSTM_NOINLINE void run_abort_actions(struct sstm_desc *tx) {
   struct taken_actions t = actions_take(tx);
+  /* The blocks the attempt allocated, which rollback kept for the actions
+   * (an action's argument may be one, as with libitm's undo actions): out
+   * of the descriptor while the actions' own transactions use its log,
+   * given back after them. No other attempt can reach them (its writes
+   * never left the redo log, or were undone). */
+  sstm_ptrvec_t allocs = tx->allocs;
+  tx->allocs = (sstm_ptrvec_t){0};
   {
     /* what the restart and the policy still need (see above) */
     sstm_ckpt_t ckpt = tx->ckpt;
@@ -154,6 +161,9 @@ static SSTM_NOINLINE void run_abort_actions(struct sstm_desc *tx) {
     __atomic_store_n(&tx->birth, birth, __ATOMIC_RELAXED);
     __atomic_store_n(&tx->start, start, __ATOMIC_RELAXED);
   }
+  free(tx->allocs.p); /* grown by the actions' transactions, or NULL */
+  tx->allocs = allocs;
+  sstm__reclaim_abort(tx);
   actions_put_back(tx, t);
 }
 
@@ -572,7 +582,12 @@ static sstm_abort_reason_t rollback(struct sstm_desc *tx, sstm_abort_reason_t r)
     release_locks_abort(tx);
   sstm__seam(SSTM_SEAM_ROLLBACK_LOCKS_RELEASED, NULL);
   DELAY_POINT(tx);
-  sstm__reclaim_abort(tx);
+  /* The attempt's blocks are given back here, or, when it registered abort
+   * actions, after them (run_abort_actions), which may still use them. */
+  if (SSTM_LIKELY(tx->nactions == 0))
+    sstm__reclaim_abort(tx);
+  else
+    tx->frees.n = 0;
   /* (5.3) acq_rel exchange: release so that readers of our status (reclaimers,
    * waiting policies) see our accesses and lock releases done; the exchange
    * returns the flags watchers set (lockword.h). */

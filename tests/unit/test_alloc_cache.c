@@ -166,6 +166,56 @@ TEST(an_aborted_attempts_block_serves_its_retry) {
   CHECK_EQ_I(mc_live(), 0);
 }
 
+/* The blocks an aborted attempt allocated go back after its abort actions,
+ * which may still use them (an undo action of the compiler ABI may take
+ * one as its argument, as with libitm). With the cache off a block given
+ * back before the action would be free()'s: no longer counted live, and
+ * its first bytes overwritten by the allocator's own links. Both ways an
+ * attempt ends with actions: a restart and a cancel. */
+static long live_in_action;
+static bool intact_in_action;
+static int actions_run;
+static void use_block(void *arg) {
+  unsigned char *b = arg;
+  live_in_action = mc_live();
+  intact_in_action = true;
+  for (int i = 0; i < BSIZE; i++)
+    if (b[i] != 0x5a) intact_in_action = false;
+  memset(b, 0xa5, BSIZE); /* still the attempt's: writing is fine too */
+  actions_run++;
+}
+TEST(abort_actions_run_before_the_attempts_blocks_go_back) {
+  init_with_cache(0);
+  for (int cancel = 0; cancel < 2; cancel++) {
+    attempts = 0;
+    actions_run = 0;
+    live_in_action = -1;
+    intact_in_action = false;
+    volatile long live_in_retry = -1;
+    SSTM_ATOMIC_BEGIN(NULL)
+      attempts++;
+      if (attempts == 1) {
+        unsigned char *p = sstm_malloc(BSIZE);
+        CHECK_NOT_NULL(p);
+        memset(p, 0x5a, BSIZE); /* a fresh block is the attempt's own */
+        CHECK_OK(sstm_on_abort(use_block, p));
+        if (cancel)
+          sstm_cancel();
+        else
+          sstm_restart();
+      }
+      live_in_retry = mc_live();
+    SSTM_ATOMIC_END();
+    CHECK_EQ_I(actions_run, 1);
+    CHECK_EQ_I(live_in_action, 1);
+    CHECK(intact_in_action);
+    CHECK_EQ_I(attempts, cancel ? 1 : 2);
+    if (!cancel) CHECK_EQ_I(live_in_retry, 0); /* given back before the retry */
+    CHECK_EQ_I(mc_live(), 0);
+  }
+  sstm_test_fini();
+}
+
 TEST(calloc_from_the_cache_is_zeroed) {
   init_with_cache(SSTM_ALLOC_CACHE_DEFAULT);
   allocate_and_release_a_batch(); /* blocks filled with 0xff */
