@@ -68,9 +68,8 @@ enum sstm_variant {
  * tests each case again, so a bit left over from a cancelled transaction
  * costs one slow commit, never a wrong one. */
 enum sstm_slow {
-  SSTM_SLOW_BEGIN = 1,                /* sampling, policy on_begin, state table, no
-                                         membarrier (begin fences itself), cfg.ro_log not
-                                         off, the random-delay build, an admission hook
+  SSTM_SLOW_BEGIN = 1,                /* sampling, policy on_begin, state table,
+                                         cfg.ro_log not off, the random-delay build, an admission hook
                                          (cm_admit_fn, switched at run time) */
   SSTM_SLOW_COMMIT = 2,               /* policy on_commit, state table, detailed stats */
   SSTM_SLOW_RETRIED = 4,              /* the transaction has aborted (retries > 0), or
@@ -508,8 +507,8 @@ void sstm__abandon(struct sstm_desc *tx);
 void sstm__desc_set_slow(struct sstm_desc *d); /* after policy and state table */
 /* Whether d's begins need begin_outer_slow for a fixed reason
  * (SSTM_SLOW_BEGIN): sampling, the policy's on_begin, an admission hook
- * it switched on (cm_admit_fn), the state table, no membarrier,
- * cfg.ro_log, the random-delay build. */
+ * it switched on (cm_admit_fn), the state table, cfg.ro_log, the
+ * random-delay build. */
 bool sstm__desc_slow_begin(const struct sstm_desc *d);
 
 /* stats.c */

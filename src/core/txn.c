@@ -169,7 +169,7 @@ static SSTM_NOINLINE void run_abort_actions(struct sstm_desc *tx) {
 
 bool sstm__desc_slow_begin(const struct sstm_desc *d) {
   return sstm__g.cfg.sample_period || d->cm->on_begin || d->cm_admit_fn || d->stt ||
-         !sstm__g.membarrier || sstm__g.cfg.ro_log != SSTM_RO_LOG_OFF || sstm__random_delay;
+         sstm__g.cfg.ro_log != SSTM_RO_LOG_OFF || sstm__random_delay;
 }
 
 void sstm__desc_set_slow(struct sstm_desc *d) {
@@ -292,7 +292,7 @@ static SSTM_NOINLINE void attempt_start(struct sstm_desc *tx, bool first) {
 /* The first attempt of a transaction in the common case, variant v (ETL,
  * CTL or RO): a descriptor without begin-time features (SSTM_SLOW_BEGIN
  * clear: no sampling, no policy on_begin, no state table, cfg.ro_log off,
- * the membarrier begin fence), an attempt that is not to run irrevocable,
+ * either begin fence), an attempt that is not to run irrevocable,
  * and no hook registered. It does what attempt_start does in that case and
  * nothing else. What attempt_start clears besides (the redo log, the lock,
  * allocation and free logs, the actions) is empty here: every end of an
@@ -329,10 +329,15 @@ SSTM_INLINE int attempt_start_fast(struct sstm_desc *tx, unsigned v) {
    * (attempt_ended, commit_tail_unwatched). */
   /* Before ACTIVE is published, as in attempt_start. */
   sstm__set_variant(tx, v);
-  /* (5.1) with the membarrier fence, as in attempt_start (SSTM_SLOW_BEGIN
-   * is set without it). release: see the variant above. */
+  /* (5.1) as in attempt_start: a compiler barrier with the membarrier
+   * fence, else the full barrier itself. release: see the variant above.
+   * sstm__g.membarrier shares its line with nhooks, which the caller has
+   * just loaded (begin_outer). */
   atomic_store_explicit(&tx->status, st, memory_order_release);
-  atomic_signal_fence(memory_order_seq_cst);
+  if (SSTM_LIKELY(sstm__g.membarrier))
+    atomic_signal_fence(memory_order_seq_cst);
+  else
+    sstm__full_fence();
   /* acquire: pairs with committers' release fetch_add (4.3, 2). */
   uint64_t c = atomic_load_explicit(&sstm__g.clock, memory_order_acquire);
   if (SSTM_UNLIKELY(sstm_clock_irrevocable(c))) return attempt_start_fast_irrev(tx);
