@@ -223,8 +223,8 @@ static void thread_exit(void *arg) {
   if (t->depth != 0) {
     /* The thread ends inside a transaction. The engine's own destructor
      * ends it: it cancels a revocable one, whose rollback may still read
-     * the log (rollback_run), so the buffers stay; it commits one that
-     * asked to be irrevocable. A serial one lets the others in, as its
+     * the log (rollback_run), so the buffers stay until it has run; it
+     * commits one that asked to be irrevocable. A serial one lets the others in, as its
      * commit would (before the engine's commit is fine: the body will run
      * no more), or every later transaction would wait for it. */
     if (t->mode == MODE_SERIAL) {
@@ -243,14 +243,20 @@ static void thread_exit(void *arg) {
     if (sstm_self() != NULL && !t->exit_again) {
       t->exit_again = true;
       if (pthread_setspecific(exit_key, t) == 0) return;
+      /* Without the second round the engine's rollback, still to come,
+       * reads the buffers: they stay (a leak), and the counts go now. */
+      exit_counts_drop(t);
+      return;
     }
-    /* (I1.3) The closed scopes, which only the resume point drops (I5), and the
-     * exception records that no rollback dropped (the engine committed the
-     * transaction, or ended none, I7). */
-    exit_counts_drop(t);
-    return;
+    /* (I1.3, I1.4) The engine's destructor has ended the transaction, or left
+     * it for good (the thread ends inside a user action): nothing reads
+     * the buffers any more, and they go as below, with the closed scopes,
+     * which only the resume point drops (I5), and the exception records
+     * that no rollback dropped (the engine committed the transaction, or
+     * ended none, I7). */
   }
-  exit_counts_drop(t); /* those of the saved states, if it ends in a user action */
+  /* and those of the saved states, if it ends in a user action */
+  exit_counts_drop(t);
   free(t->undo);
   t->undo = NULL;
   t->undo_len = t->undo_cap = 0;

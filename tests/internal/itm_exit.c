@@ -12,6 +12,7 @@
 #include <sched.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "../common/malloc_count.h"
 #include "../common/runner.h"
@@ -191,6 +192,72 @@ TEST(the_abi_destructor_before_the_engines_still_lets_the_rollback_free_the_exce
 #else
   sstm_test_skip("built without libstdc++");
 #endif
+}
+
+/* ---- the thread's buffers (I1) ------------------------------------------- */
+
+/* The ABI's log of private memory (_ITM_L*, I6), with one record of
+ * LOG_BYTES old bytes and its address and two lengths: a buffer of 8192
+ * bytes (it doubles from 256), a size that nothing else on the thread's
+ * way asks for once its descriptor exists. */
+#define LOG_BYTES 6000
+#define LOG_TRACK() mc_track_sizes(8192, 8193)
+__attribute__((transaction_pure)) void _ITM_LB(const void *addr, size_t n);
+static unsigned char priv[LOG_BYTES];
+
+__attribute__((transaction_pure)) static void log_and_exit(void) {
+  _ITM_LB(priv, sizeof priv);
+  memset(priv, 0xee, sizeof priv); /* the plain write that the log undoes */
+  pthread_exit(NULL);
+}
+
+static void *exit_with_a_log(void *arg) {
+  (void)arg;
+  __transaction_atomic {
+    x += 1;
+    if (!itm_exit_never) log_and_exit();
+    x += 1;
+  }
+  return NULL;
+}
+
+/* Once the engine's destructor has ended the transaction (its rollback
+ * restored the log), nothing reads the thread's buffers: they are freed,
+ * whichever destructor runs first. The first thread makes the descriptor
+ * that the second one reuses. */
+static void exit_with_a_log_twice(void) {
+  memset(priv, 0x11, sizeof priv);
+  for (int i = 0; i < 2; i++) {
+    if (i == 1) LOG_TRACK();
+    pthread_t th;
+    CHECK_EQ_I(pthread_create(&th, NULL, exit_with_a_log, NULL), 0);
+    CHECK_EQ_I(pthread_join(th, NULL), 0);
+    CHECK_EQ_I(V(x), 0);          /* cancelled, */
+    CHECK_EQ_I(V(priv[0]), 0x11); /* and the log restored by its rollback */
+    CHECK_EQ_I(V(priv[LOG_BYTES - 1]), 0x11);
+  }
+  CHECK_EQ_I(mc_tracked_total(), 1); /* the log was tracked, */
+  CHECK_EQ_I(mc_live(), 0);          /* and freed at the thread's end */
+  CHECK_EQ_U(sstm__itm_slow_live(), 0);
+}
+
+TEST(a_thread_that_ends_in_a_transaction_frees_its_buffers) {
+  sstm_test_init();
+  exit_with_a_log_twice();
+  sstm_test_fini();
+}
+
+TEST(a_thread_that_ends_in_a_transaction_frees_its_buffers_abi_destructor_first) {
+  pthread_key_t hole, after; /* as in the exception object's case above */
+  CHECK_EQ_I(pthread_key_create(&hole, NULL), 0);
+  sstm_test_init();
+  CHECK_EQ_I(pthread_key_delete(hole), 0);
+  __transaction_atomic { y += 1; }
+  CHECK_EQ_I(pthread_key_create(&after, NULL), 0);
+  CHECK_NE_U(after, hole);
+  exit_with_a_log_twice();
+  CHECK_EQ_I(pthread_key_delete(after), 0);
+  sstm_test_fini();
 }
 
 SSTM_TEST_MAIN()
