@@ -43,7 +43,7 @@ SSTM_EXTERN_C_BEGIN
  * (the rollback of an attempt that aborts releases the block itself, so a
  * free() there would release it twice). That release comes after the
  * attempt's abort actions (sstm_on_abort, <schedstm/tx.h>), which may
- * still read and write the block, but not keep it. Hooks
+ * still read and write the block, but neither keep it nor release it. Hooks
  * (<schedstm/hooks.h>), contention-manager callbacks (<schedstm/cm.h>) and
  * the sampling callback (cfg.sample_fn) count as outside, also those that
  * run within an attempt (tx_begin, on_begin, on_conflict, sample_fn): what

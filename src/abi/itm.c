@@ -1267,8 +1267,8 @@ static void eh_rollback(itm_thread_t *t) {
 
 /* The ABI's part of an attempt's rollback (a restart, or a cancel of the
  * whole transaction), one abort action of the engine, which runs it after
- * its own rollback (its locks, its redo log, the blocks the attempt
- * allocated). In libitm's order (gtm_thread::rollback [libitm]: its undo
+ * its own rollback (its locks, its redo log) and before it gives back the
+ * blocks the attempt allocated. In libitm's order (gtm_thread::rollback [libitm]: its undo
  * log, the method's rollback, the user's undo actions, the allocations,
  * the C++ exceptions), which a program can tell from another: an undo
  * action may read private memory that the _ITM_L* log restores, or the

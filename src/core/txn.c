@@ -7,9 +7,11 @@
  * An attempt publishes ACTIVE with a full barrier before it reads the clock
  * (docs/design/core.md (5.1)); an update commit follows (4.1)-(4.8); a
  * read-only one ends with one store. A rollback releases the attempt's
- * locks by CAS (6.5), forgets its allocations and frees, and ends it; the
- * hooks, the user's abort actions and the policy then learn of the abort,
- * in that order, and the next attempt starts from the checkpoint.
+ * locks by CAS (6.5), forgets its frees, releases its allocations (after
+ * the user's abort actions when it has some, which may use them), and
+ * ends it; the hooks, the user's abort actions and the policy then learn
+ * of the abort, in that order, and the next attempt starts from the
+ * checkpoint.
  */
 #define _GNU_SOURCE
 #include <stddef.h>
