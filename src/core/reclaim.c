@@ -284,10 +284,14 @@ static void grace_wait(sstm_grace_t *g) {
     for (unsigned i = 0; i < pause; i++)
       sstm__cpu_relax();
   }
-  for (uint32_t i = 0; i < g->n; i++) {
-    sstm_party_t p = {.desc = g->rec[i].d, .txid = sstm_st_serial(g->rec[i].status)};
-    /* No timeout: returns 0 once the attempt has ended, after the same
-     * acquire load as grace_over. */
+  /* Wait for the first attempt left, then forget those that have ended,
+   * until none is left. No timeout: sstm_party_wait returns once the
+   * attempt has ended, or earlier when an executor asks this thread to
+   * leave its wait (cm_wait, which the wait sets on a thread between two
+   * attempts: a policy's wait, whose retry then switches), which does not
+   * end the grace period: grace_over looks again, with its acquire loads. */
+  while (!grace_over(g)) {
+    sstm_party_t p = {.desc = g->rec[0].d, .txid = sstm_st_serial(g->rec[0].status)};
     (void)sstm_party_wait(&p, SSTM_WAIT_BLOCK, 0);
   }
 }

@@ -34,6 +34,7 @@
 
 #include "../common/txhelp.h"
 #include "core/engine.h"
+#include "iface/exec_services.h"
 
 /* ---- futex calls on one word, counted ---------------------------------------- */
 
@@ -917,6 +918,68 @@ TEST(attempt_end_wakes_every_sleeper) {
     CHECK_OK(atomic_load_explicit(&ms.rc[i], memory_order_seq_cst));
   }
   CHECK_FALSE(sstm_party_running(&ms.p));
+  sstm_test_fini();
+}
+
+/* ---- 10. sstm_quiesce: an executor's request to leave a wait -------------- */
+
+/* sstm_quiesce waits for each running attempt through sstm_party_wait,
+ * which an executor ends early when it picks the waiting thread for a
+ * request (cm_wait: sstm__exec_end_cm_wait, exec.c's waiter_first): that
+ * ends a policy's wait between two attempts, whose retry then switches.
+ * sstm_quiesce's grace period must outlast it: it returns only once the
+ * attempt has ended. The holder's attempt stays open until released; the
+ * quiescer is told to leave once it waits, and then either returns (the
+ * grace period cut short) or waits again. Every step waits for an event. */
+static struct {
+  _Atomic int in, release, done;
+  _Atomic(sstm_desc_t *) qdesc;
+} qz;
+
+static void qz_body(void *arg) {
+  (void)arg;
+  atomic_store_explicit(&qz.in, 1, memory_order_seq_cst);
+  while (!atomic_load_explicit(&qz.release, memory_order_seq_cst))
+    pause_n(64);
+}
+
+static void *qz_holder(void *arg) {
+  (void)arg;
+  CHECK_OK(sstm_thread_init());
+  CHECK_OK(sstm_run(NULL, qz_body, NULL));
+  CHECK_OK(sstm_thread_exit());
+  return NULL;
+}
+
+static void *qz_quiescer(void *arg) {
+  (void)arg;
+  CHECK_OK(sstm_thread_init());
+  atomic_store_explicit(&qz.qdesc, sstm_self(), memory_order_seq_cst);
+  CHECK_OK(sstm_quiesce());
+  atomic_store_explicit(&qz.done, 1, memory_order_seq_cst);
+  CHECK_OK(sstm_thread_exit());
+  return NULL;
+}
+
+TEST(quiesce_outlasts_a_request_to_leave_its_wait) {
+  sstm_test_init();
+  pthread_t h, q;
+  CHECK_EQ_I(pthread_create(&h, NULL, qz_holder, NULL), 0);
+  while (!atomic_load_explicit(&qz.in, memory_order_seq_cst))
+    sched_yield();
+  CHECK_EQ_I(pthread_create(&q, NULL, qz_quiescer, NULL), 0);
+  sstm_desc_t *d;
+  while ((d = atomic_load_explicit(&qz.qdesc, memory_order_seq_cst)) == NULL ||
+         !sstm__exec_in_cm_wait(d))
+    sched_yield();
+  CHECK_TRUE(sstm__exec_end_cm_wait(d)); /* as an executor's submitter would */
+  while (!atomic_load_explicit(&qz.done, memory_order_seq_cst) && !sstm__exec_in_cm_wait(d))
+    sched_yield();
+  CHECK_FALSE(atomic_load_explicit(&qz.done, memory_order_seq_cst)); /* it waits again */
+  atomic_store_explicit(&qz.release, 1, memory_order_seq_cst);
+  CHECK_EQ_I(pthread_join(h, NULL), 0);
+  CHECK_EQ_I(pthread_join(q, NULL), 0);
+  CHECK_TRUE(atomic_load_explicit(&qz.done, memory_order_seq_cst));
   sstm_test_fini();
 }
 
