@@ -262,12 +262,16 @@ static void grace_fini(sstm_grace_t *g) {
 }
 
 /* How long sstm_quiesce polls before it sleeps. A conflict-free attempt
- * lasts about a microsecond; a futex sleep and wake-up across CPUs costs
- * tens of microseconds (docs/benchmarks.md, "Figures behind the design"),
- * so polling a fraction of
- * that first saves most sleeps without keeping a CPU long from the attempts
- * we wait for (with more threads than CPUs they may need ours). */
-#define QUIESCE_SPIN_NS 20000
+ * lasts about a microsecond, and with as many threads as CPUs nearly every
+ * wait ends within a few of them, so a poll of a few microseconds saves
+ * nearly every futex sleep and wake-up (tens of microseconds across CPUs:
+ * docs/benchmarks.md, "Figures behind the design"). Longer polls save
+ * few more, and with more threads than CPUs they keep the CPU from the
+ * attempts we wait for, which may be descheduled: the compiler ABI's
+ * grace period per update commit measured faster at 64 threads on 2 CPUs
+ * with this bound than with ten times it, and no slower at 2 threads
+ * (docs/benchmarks.md, "Privatization safety in the compiler ABI"). */
+#define QUIESCE_SPIN_NS 2000
 
 /* Wait until the grace period is over: poll with exponential backoff for
  * up to QUIESCE_SPIN_NS, then wait for each remaining attempt through
