@@ -172,6 +172,8 @@ static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 static int init_err;
 
 static void serial_exit(void);
+/* (I3) This thread holds serial_mu (from serial_enter to serial_exit). */
+static ITM_TLS bool serial_mine;
 static void eh_clear(itm_thread_t *t);
 static sstm_ckpt_t *scope_open(itm_thread_t *t, void *ret, uintptr_t sp);
 static void scope_close(itm_thread_t *t);
@@ -229,7 +231,7 @@ static void thread_exit(void *arg) {
      * no more), or every later transaction would wait for it. */
     if (t->mode == MODE_SERIAL) {
       t->mode = MODE_NONE;
-      serial_exit();
+      if (serial_mine) serial_exit(); /* unless the engine's commit did (serial_release) */
     }
     /* (I1.2) The engine's destructor runs first when its key has the
      * lower slot (glibc calls them in the slots' order, and the engine's
@@ -354,6 +356,7 @@ static _Atomic uint32_t serial_on;
 
 static void serial_enter(void) {
   pthread_mutex_lock(&serial_mu);
+  serial_mine = true;
   atomic_store_explicit(&serial_on, 1, memory_order_relaxed);
   /* (I3.2) Every attempt running now ends before this returns (its heavy
    * fence orders the store above before the scan of the running attempts);
@@ -364,8 +367,21 @@ static void serial_enter(void) {
 }
 
 static void serial_exit(void) {
+  serial_mine = false;
   atomic_store_explicit(&serial_on, 0, memory_order_relaxed);
   pthread_mutex_unlock(&serial_mu);
+}
+
+/* (I1.1, I3) An engine commit action, registered before the ABI's commit
+ * actions of a serial transaction: the others are let in before those
+ * run, which may run transactions of their own on this thread (they would
+ * wait for serial_mu, held by this thread, for ever). _ITM_commitTransaction
+ * has done so already; this is for the engine's own commit of the
+ * transaction, when its thread ends inside it and the engine's destructor
+ * runs before the ABI's. */
+static void serial_release(void *arg) {
+  (void)arg;
+  if (serial_mine) serial_exit();
 }
 
 /* (I3.3) Wait, outside any transaction, until no serial transaction runs. */
@@ -757,6 +773,10 @@ static void user_action(void (*fn)(void *), void *arg, bool on_commit, const cha
   if (!on_commit && !t->rb_armed) {
     rollback_arm(t, what);
   } else if (on_commit && !t->cact_armed) {
+    if (t->mode == MODE_SERIAL) {
+      int rc = sstm_on_commit(serial_release, NULL);
+      if (rc != 0) itm_fatal("%s: %s", what, sstm_strerror(rc));
+    }
     add_action(sstm_on_commit, commit_actions_run, t, what);
     t->cact_armed = true;
   }

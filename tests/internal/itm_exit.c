@@ -194,6 +194,52 @@ TEST(the_abi_destructor_before_the_engines_still_lets_the_rollback_free_the_exce
 #endif
 }
 
+/* ---- a serial transaction's commit actions at the thread's end (I1, I3) ---- */
+
+/* The engine commits a transaction that asked to be irrevocable when its
+ * thread ends in it, and its commit runs the commit actions, which may run
+ * transactions of their own: those must not wait for the serial
+ * transaction, which holds the others back until the ABI lets them in. */
+__attribute__((transaction_pure)) void _ITM_addUserCommitAction(void (*fn)(void *), uint64_t tid,
+                                                                void *arg);
+static long action_runs;
+
+static void commit_action_with_a_transaction(void *arg) {
+  (void)arg;
+  __transaction_atomic { action_runs += 1; }
+}
+
+__attribute__((transaction_pure)) static void add_action_and_exit(void) {
+  _ITM_addUserCommitAction(commit_action_with_a_transaction, 0, NULL);
+  pthread_exit(NULL);
+}
+
+__attribute__((noinline)) void unsafe_add_action_and_exit(void) {
+  sched_yield();
+  add_action_and_exit();
+}
+
+static void *exit_serial_with_a_commit_action(void *arg) {
+  (void)arg;
+  __transaction_relaxed {
+    serial_runs += 1;
+    unsafe_add_action_and_exit();
+  }
+  return NULL;
+}
+
+TEST(a_thread_that_ends_serial_runs_commit_actions_that_run_transactions) {
+  sstm_test_init();
+  pthread_t th;
+  CHECK_EQ_I(pthread_create(&th, NULL, exit_serial_with_a_commit_action, NULL), 0);
+  CHECK_EQ_I(pthread_join(th, NULL), 0);
+  CHECK_EQ_I(V(serial_runs), 1);   /* committed, */
+  CHECK_EQ_I(V(action_runs), 1);   /* and its action's transaction ran */
+  __transaction_atomic { x += 1; } /* the others are let in */
+  CHECK_EQ_I(V(x), 1);
+  sstm_test_fini();
+}
+
 /* ---- the thread's buffers (I1) ------------------------------------------- */
 
 /* The ABI's log of private memory (_ITM_L*, I6), with one record of
