@@ -169,6 +169,7 @@ static int check_cfg(const sstm_exec_config_t *c) {
 /* ---- the request on its context ---- */
 
 _Atomic(void (*)(void)) sstm__x_test_taken;
+_Atomic(void (*)(void)) sstm__x_test_woken;
 
 /* An ask (a kick or a nudge, recorded in w->want) may reach a worker
  * after it took its context under the queue lock and before the
@@ -700,6 +701,18 @@ static void teardown(struct sstm_exec *ex, unsigned nthreads) {
   fx_wake(&ex->free_gen, INT_MAX);
   for (unsigned i = 0; i < nthreads; i++)
     pthread_join(ex->workers[i].thread, NULL);
+  /* The submitters that waited for a context were woken above, but a
+   * woken one may not have run since: each takes the lock once more, finds
+   * `stopping` and leaves, and the last one wakes this wait under the lock,
+   * so the executor is not freed under one that has yet to take it. */
+  sstm__xq_lock(&ex->q);
+  while (ex->free_waiters > 0) {
+    uint64_t g = gen_read(&ex->free_gen);
+    sstm__xq_unlock(&ex->q);
+    fx_wait(&ex->free_gen, g);
+    sstm__xq_lock(&ex->q);
+  }
+  sstm__xq_unlock(&ex->q);
   for (unsigned i = 0; i < ex->ncontexts; i++) {
     sstm_xctx_t *c = &ex->contexts[i];
     if (c->desc) sstm_desc_destroy(c->desc);
@@ -952,8 +965,16 @@ static int submit(struct sstm_exec *ex, const sstm_exec_req_t *req, bool wait, c
     uint64_t g = gen_read(&ex->free_gen);
     sstm__xq_unlock(&ex->q);
     fx_wait(&ex->free_gen, g);
+    void (*seam)(void) = atomic_load_explicit(&sstm__x_test_woken, memory_order_relaxed);
+    if (seam) seam();
     sstm__xq_lock(&ex->q);
     ex->free_waiters--;
+    if (ex->stopping && ex->free_waiters == 0) {
+      /* The last waiter out wakes the destroy that waits for it (teardown),
+       * under the lock: the executor is freed only after this unlock. */
+      gen_bump(&ex->free_gen);
+      fx_wake(&ex->free_gen, INT_MAX);
+    }
   }
   sstm_xctx_t *c = (sstm_xctx_t *)ex->free;
   ex->free = c->node.next;

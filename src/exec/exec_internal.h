@@ -232,6 +232,10 @@ const char *sstm__xp_facility(const struct sstm_exec *ex);
  * lock, before it starts the context. relaxed: set and cleared while the
  * executor under test is idle; the test synchronizes with its own calls. */
 extern _Atomic(void (*)(void)) sstm__x_test_taken;
+/* Test seam (tests/internal/exec_destroy.c): when not NULL, called by a
+ * submitter that waited for a context, right after its futex wait
+ * returned and before it takes the queue lock again. relaxed, as above. */
+extern _Atomic(void (*)(void)) sstm__x_test_woken;
 /* The preemption check: on a worker, in thread context, on the running
  * context's stack. Pauses the running transaction if a higher priority
  * waits, returns when it is resumed (maybe on another worker) or at once. */
