@@ -301,7 +301,10 @@ static int read_tree(reader_t *r, sstm_topo_t *t) {
 int sstm__topo_cache_read(const char *path, const sstm_topo_key_t *k, sstm_topo_t **out, char *err,
                           size_t errlen) {
   *out = NULL;
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  /* O_NONBLOCK: a FIFO at the path (no writer) would hold the open, and
+   * sstm_init with it, until one comes; it is refused below instead. A
+   * regular file's reads ignore the flag. */
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) {
     if (errno == ENOENT || errno == ENOTDIR) return SSTM_TOPO_CACHE_MISSING;
     sstm__map_seterr(err, errlen, "%s: %s", path, strerror(errno));
@@ -337,7 +340,9 @@ int sstm__topo_cache_read(const char *path, const sstm_topo_key_t *k, sstm_topo_
   char want[32];
   snprintf(want, sizeof want, "%s %d", CACHE_MAGIC, CACHE_VERSION);
   if (line == NULL || strncmp(line, CACHE_MAGIC " ", sizeof CACHE_MAGIC) != 0) {
-    rc = bad(&r, "not a schedstm topology cache file (expected \"" CACHE_MAGIC " 1\")");
+    char what[96];
+    snprintf(what, sizeof what, "not a schedstm topology cache file (expected \"%s\")", want);
+    rc = bad(&r, what);
     goto out;
   }
   if (strcmp(line, want) != 0) {

@@ -26,6 +26,7 @@
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "../common/check.h"
@@ -776,7 +777,8 @@ TEST(topology_cache_corrupt_files_are_refused) {
   static const struct {
     const char *from, *to, *want;
   } bad[] = {
-      {"schedstm-topo-cache 2", "schedstm-topo-cachex 2", "not a schedstm topology cache file"},
+      {"schedstm-topo-cache 2", "schedstm-topo-cachex 2",
+       "not a schedstm topology cache file (expected \"schedstm-topo-cache 2\")"},
       {"desc ", "dssc ", "expected \"desc <text>\""},
       {"levels 3 2 4 8", "levels 3 2 4", "a level's node count is not a number above"},
       {"levels 3 2 4 8", "levels 3 2 4 8 9", "more node counts than the depth"},
@@ -863,6 +865,29 @@ TEST(topology_cache_corrupt_files_are_refused) {
   free(text);
   sstm__topo_free(s);
   unlink(cache_path);
+}
+
+/* A cache path that is not a regular file is refused at once: a FIFO (no
+ * writer: an open that waits for one would hold sstm_init for ever), a
+ * directory. */
+TEST(topology_cache_refuses_what_is_not_a_regular_file_without_waiting) {
+  sstm_topo_key_t k;
+  sstm__topo_key(&k);
+  char dir[] = "/tmp/sstm-topo-fifo-XXXXXX";
+  CHECK(mkdtemp(dir) != NULL);
+  char path[sizeof dir + 16];
+  snprintf(path, sizeof path, "%s/fifo", dir);
+  CHECK_EQ_I(mkfifo(path, 0600), 0);
+  sstm_topo_t *c = (sstm_topo_t *)&err;
+  CHECK_RC(sstm__topo_cache_read(path, &k, &c, err, sizeof err), SSTM_EINVAL);
+  CHECK_CONTAINS(err, "not a regular file");
+  CHECK_NULL(c);
+  c = (sstm_topo_t *)&err;
+  CHECK_RC(sstm__topo_cache_read(dir, &k, &c, err, sizeof err), SSTM_EINVAL);
+  CHECK_CONTAINS(err, "not a regular file");
+  CHECK_NULL(c);
+  unlink(path);
+  rmdir(dir);
 }
 
 TEST(topology_cache_of_the_running_machine) {
