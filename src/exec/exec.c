@@ -788,9 +788,16 @@ int sstm_exec_create(const sstm_exec_config_t *cfg, sstm_exec_t **out) {
     sstm_xctx_t *x = &ex->contexts[i];
     x->ex = ex;
     if ((rc = sstm_desc_create(&x->desc)) != 0) {
+      /* sstm_desc_create's message (ELIMIT, ENOMEM) counts the slots this
+       * call had taken, which teardown gives back: say so. */
+      char why[256];
+      snprintf(why, sizeof why, "%s", sstm_last_error());
       x->desc = NULL;
       teardown(ex, 0);
-      return rc; /* sstm_desc_create set the message (ELIMIT, ENOMEM) */
+      sstm__set_error("sstm_exec_create: no descriptor for context %u of %u (each context takes "
+                      "one, besides the registered threads): %s",
+                      i + 1, c.contexts, why);
+      return rc;
     }
     int e = sstm__stack_alloc(&x->stack, (size_t)c.stack_kb << 10, 0);
     if (e != 0) {

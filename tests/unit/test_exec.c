@@ -135,6 +135,9 @@ TEST(misuse_errors) {
   c.contexts = 8;
   CHECK_RC(sstm_exec_create(&c, &ex), SSTM_ELIMIT);
   CHECK_NULL(ex);
+  /* the message says that the contexts took the slots */
+  CHECK_CONTAINS(sstm_last_error(), "sstm_exec_create: no descriptor for context");
+  CHECK_CONTAINS(sstm_last_error(), "of 8");
   CHECK_OK(sstm_shutdown()); /* nothing was left behind */
 }
 
