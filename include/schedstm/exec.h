@@ -270,7 +270,7 @@ SSTM_API int sstm_exec_config_from_env(sstm_exec_config_t *cfg);
  * the environment). The library must be initialised; the executor must be
  * destroyed before sstm_shutdown(). Takes a descriptor per context
  * (sstm_desc_create()), so contexts plus the registered threads must fit
- * in sstm_config_t::max_threads.
+ * in sstm_config_t::max_threads. Blocks until every worker has started.
  * Errors: SSTM_EINVAL (out NULL, bad value, unknown size, check-only without
  * a tick; sstm_last_error() says which), SSTM_ESTATE (library not initialised), SSTM_ELIMIT (not
  * enough descriptors), SSTM_EBUSY (another executor alive uses another
@@ -440,7 +440,7 @@ typedef struct sstm_exec_level_stats {
  * *out (sizeof as the caller was compiled, which sstm_exec_stats()
  * passes). Reads of counters that the workers keep updating: each value
  * is whole, the set is not one instant's, but the sums (aborts, times)
- * cover at least the `completed` requests counted.
+ * cover at least the `completed` requests counted. Never blocks.
  * @param ex the executor
  * @param level the birth priority, 0..levels-1
  * @param[out] out receives the statistics
@@ -460,7 +460,8 @@ static inline int sstm_exec_stats(sstm_exec_t *ex, unsigned level, sstm_exec_lev
 
 /** One-line description of an executor's effective configuration and of
  * the preemption facility in use (like sstm_describe()): writes at most
- * len bytes, NUL-terminated, and returns the length it needed.
+ * len bytes, NUL-terminated, and returns the length it needed. Never
+ * blocks (the counters are read without a lock).
  * @param ex the executor
  * @param buf where to write, or NULL
  * @param len the size of buf

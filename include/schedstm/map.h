@@ -155,6 +155,8 @@ static inline int sstm_map_stats_get(sstm_map_stats_t *out) {
  * on (at its registration, a pinning and each sample; -1: never), *pu the
  * topology's PU the strategy assigned it (-1: none; also with
  * map_topology, where nothing is pinned). Any pointer may be NULL.
+ * Blocks while an evaluation or a registration runs (it reads the
+ * placement under the subsystem's lock).
  * Errors: SSTM_ESTATE (not initialised), SSTM_EINVAL (a slot the
  * subsystem does not track: no registered thread has it, or past the
  * largest matrix), SSTM_EINVAL also for the strategy none.
@@ -176,7 +178,8 @@ SSTM_API int sstm_map_thread_cpu(unsigned slot, int *cpu, int *seen, int *pu);
 SSTM_API int sstm_map_matrix(uint64_t *m, unsigned n);
 
 /** Write the communication matrix (thread indices up to the highest given) to the file at path, in
- * the matrix format of docs/design/mapping.md (what the strategy "file" loads). Errors:
+ * the matrix format of docs/design/mapping.md (what the strategy "file" loads). Reads the
+ * counters without a lock; blocks on the file's creation and writing only. Errors:
  * SSTM_ESTATE, SSTM_EINVAL (path NULL), SSTM_EINVAL also without detection,
  * SSTM_EPERM (the file cannot be written: the reason in sstm_last_error()),
  * SSTM_ENOMEM.
@@ -187,7 +190,8 @@ SSTM_API int sstm_map_dump(const char *path);
 /** Run an evaluation now on the calling thread, as the trigger would
  * (stmap, detect): the heuristic, and for stmap the mapping and the
  * pinning. Must not be called inside a transaction. Blocks while another
- * evaluation runs.
+ * evaluation or a registration runs and, under stmap, until the
+ * background topology load (above) has ended.
  * Errors: SSTM_ESTATE (not initialised, or inside a transaction),
  * SSTM_EINVAL (a strategy without detection).
  * @return 1 when the heuristic turned mapping on, 0 off, or an error */
