@@ -616,9 +616,17 @@ static int map_init(const sstm_config_t *cfg, sstm_sample_fn *fn, unsigned *peri
     M.simulated = true;
     /* An existing file is XML, anything else a synthetic description. */
     FILE *f = fopen(cfg->map_topology, "r");
+    int open_errno = errno;
     if (f) fclose(f);
     rc = f ? sstm__topo_load_xml(cfg->map_topology, &M.topo, err, sizeof err)
            : sstm__topo_load_synthetic(cfg->map_topology, &M.topo, err, sizeof err);
+    if (rc == SSTM_EINVAL && !f && strchr(cfg->map_topology, '/')) {
+      /* A path (no synthetic description has a '/'): why it was not read
+       * as an XML file is what the user needs to hear. */
+      size_t used = strnlen(err, sizeof err);
+      snprintf(err + used, sizeof err - used, " (not an XML file to read either: %s)",
+               strerror(open_errno));
+    }
     snprintf(M.topo_note, sizeof M.topo_note, "%s", f ? "xml" : "synthetic");
   } else {
     if (cfg->map_topo_cache && cfg->map_topo_cache[0] &&

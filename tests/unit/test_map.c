@@ -293,6 +293,9 @@ TEST(configuration_is_checked) {
   base_config(&c, SSTM_MAP_STRATEGY_SCATTER);
   c.map_topology = "/nonexistent/dir/for/sure/";
   init_bad(&c, "topology");
+  /* a path that names no file says so, not only that it is no synthetic
+   * description */
+  CHECK_CONTAINS(sstm_last_error(), "not an XML file to read either");
   base_config(&c, SSTM_MAP_STRATEGY_STMAP);
   c.map_topology = "Package:2 Core:2 PU:1";
   c.map_log = "/nonexistent/dir/for/sure/log";
