@@ -240,7 +240,7 @@ uint64_t sstm__map_cost(const sstm_topo_t *t, const uint64_t *m, unsigned n, con
  * The header line, then "threads N" (1 <= N <= SSTM_MAP_MAX_THREADS), then N
  * rows of N decimal integers (0 .. 2^64-1) separated by blanks; the matrix
  * must be symmetric with a zero diagonal. Comment and blank lines may appear
- * anywhere; nothing else may follow the last row. */
+ * anywhere; nothing else may follow the last row. A line is at most 1 MiB. */
 
 /* Write matrix m (n x n) to f in the format above. Returns 0, SSTM_EINVAL
  * (n out of range, NULL) or SSTM_EPERM (a write error). */

@@ -3,7 +3,7 @@
  * docs/design/mapping.md). The reader is strict: anything but the format
  * is an error that names the line and column, so that a matrix saved by one
  * run and edited by hand cannot map threads from a silently wrong matrix. */
-#define _GNU_SOURCE /* getline */
+#define _GNU_SOURCE
 #include "mapping.h"
 #include "topo_internal.h"
 
@@ -104,6 +104,47 @@ static bool parse_u64(const char *tok, size_t tlen, uint64_t *v) {
   return true;
 }
 
+/* The longest line the reader takes, its '\n' excluded: a row of
+ * SSTM_MAP_MAX_THREADS numbers of 20 digits is under a tenth of it. A file
+ * without line ends (/dev/zero) is refused when it has read this much,
+ * instead of growing a line until memory runs out. */
+#define CMAT_MAX_LINE (1u << 20)
+
+/* The next line of f into *buf (grown as needed, NUL-terminated, with its
+ * '\n' if it has one): its length; -1 at the end of the file, -2 for a line
+ * longer than CMAT_MAX_LINE, -3 for a read error or no memory (errno). */
+static ssize_t read_line(FILE *f, char **buf, size_t *cap) {
+  size_t len = 0;
+  int c = EOF;
+  flockfile(f);
+  while ((c = getc_unlocked(f)) != EOF) {
+    if (len + 2 > *cap) {
+      size_t want = *cap ? *cap * 2 : 256;
+      if (want > CMAT_MAX_LINE + 2) want = CMAT_MAX_LINE + 2;
+      char *nb = realloc(*buf, want);
+      if (nb == NULL) {
+        funlockfile(f);
+        errno = ENOMEM;
+        return -3;
+      }
+      *buf = nb;
+      *cap = want;
+    }
+    (*buf)[len++] = (char)c;
+    if (c == '\n') break;
+    if (len > CMAT_MAX_LINE) {
+      funlockfile(f);
+      return -2;
+    }
+  }
+  bool failed = c == EOF && ferror(f);
+  funlockfile(f);
+  if (failed) return -3;
+  if (len == 0) return -1;
+  (*buf)[len] = '\0';
+  return (ssize_t)len;
+}
+
 /* A line that is blank or a comment. */
 static bool ignorable(reader_t *r) {
   r->pos = 0;
@@ -127,14 +168,19 @@ int sstm__cmat_read(FILE *f, const char *name, uint64_t **mout, unsigned *nout, 
   char msg[160];
   for (;;) {
     errno = 0;
-    ssize_t got = getline(&buf, &cap, f);
+    ssize_t got = read_line(f, &buf, &cap);
+    if (got == -1) break;
+    if (got == -2) {
+      sstm__map_seterr(err, errlen, "%s:%u: line longer than %u bytes", r.name, r.lineno + 1,
+                       CMAT_MAX_LINE);
+      rc = SSTM_EINVAL;
+      goto out;
+    }
     if (got < 0) {
-      if (ferror(f)) {
-        sstm__map_seterr(err, errlen, "%s: read error: %s", r.name, strerror(errno));
-        rc = errno == ENOMEM ? SSTM_ENOMEM : SSTM_EPERM;
-        goto out;
-      }
-      break;
+      int e = errno;
+      sstm__map_seterr(err, errlen, "%s: read error: %s", r.name, strerror(e));
+      rc = e == ENOMEM ? SSTM_ENOMEM : SSTM_EPERM;
+      goto out;
     }
     r.line = buf;
     r.len = (size_t)got;

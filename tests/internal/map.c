@@ -591,6 +591,23 @@ TEST(matrix_file_malformed) {
   CHECK_CONTAINS(err, "cannot create /nonexistent/m.mat");
   CHECK_RC(sstm__cmat_save("/nonexistent/m.mat", &one, 0, err, sizeof err), SSTM_EINVAL);
   CHECK_CONTAINS(err, "0 threads");
+  /* A line without an end (a binary file, /dev/zero) is refused once it is
+   * longer than any row can be, not read until memory runs out (and then
+   * reported as an empty file). */
+  const char *head = "schedstm-comm-matrix 1\n# ";
+  size_t big = (1u << 20) + 16;
+  char *text = malloc(strlen(head) + big + 1);
+  CHECK_NOT_NULL(text);
+  strcpy(text, head);
+  memset(text + strlen(head), 'x', big);
+  text[strlen(head) + big] = '\0';
+  m = (uint64_t *)&err;
+  CHECK_RC(read_text(text, &m, &n), SSTM_EINVAL);
+  CHECK_CONTAINS(err, "t.mat:2: line longer than 1048576 bytes");
+  CHECK_EQ_PTR(m, (uint64_t *)&err);
+  free(text);
+  CHECK_RC(sstm__cmat_load("/dev/zero", &m, &n, err, sizeof err), SSTM_EINVAL);
+  CHECK_CONTAINS(err, "/dev/zero:1: line longer than");
 }
 
 /* ---- the topology cache ---- */
