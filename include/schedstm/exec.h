@@ -285,10 +285,12 @@ SSTM_API int sstm_exec_create(const sstm_exec_config_t *cfg, sstm_exec_t **out);
 
 /** Stop accepting requests, run every request already accepted to its end
  * (drain), stop the workers and release everything. Submissions that wait
- * for a context when it is called, and any that begin while it drains,
- * fail with SSTM_ESTATE. Blocks until the drain is over and every
- * submission that waited has returned; a call on the executor that may
- * begin after it returns uses freed memory. Must not be called from a
+ * for a context when it is called fail with SSTM_ESTATE, and so do those
+ * that the requests' callbacks and actions make while it drains. Blocks
+ * until the drain is over and every submission that waited has returned.
+ * Other calls on the executor must not overlap it (see Thread safety,
+ * above): one that may still be running, or begin, when it returns uses
+ * freed memory. Must not be called from a
  * request body or callback, nor inside a transaction, which a request may
  * wait for (SSTM_EBUSY), nor twice.
  * @param ex the executor (NULL: SSTM_EINVAL)
