@@ -220,6 +220,18 @@ static void exit_counts_drop(itm_thread_t *t) {
   if (n != 0) atomic_fetch_sub_explicit(&slow_live, n, memory_order_relaxed);
 }
 
+/* The buffers one state owns: the thread's current one, or a saved one
+ * (action_enter) whose transaction's user actions run. */
+static void state_bufs_free(itm_thread_t *s) {
+  free(s->undo);
+  free(s->exc);
+  free(s->uact);
+  free(s->scope);
+  free(s->clog);
+  free(s->alloc);
+  free(s->frees);
+}
+
 static void thread_exit(void *arg) {
   itm_thread_t *t = arg;
   if (t->depth != 0) {
@@ -259,22 +271,21 @@ static void thread_exit(void *arg) {
   }
   /* and those of the saved states, if it ends in a user action */
   exit_counts_drop(t);
-  free(t->undo);
+  /* A thread that ends in a user action leaves the saved states of the
+   * transactions whose actions it ran, which nothing will put back
+   * (action_leave): their buffers go with the thread's own. */
+  for (uint32_t i = 0; i < t->nsaved; i++)
+    state_bufs_free(&t->saved[i]);
+  state_bufs_free(t);
   t->undo = NULL;
   t->undo_len = t->undo_cap = 0;
   free(t->saved);
   t->saved = NULL;
   t->nsaved = t->saved_cap = 0;
-  free(t->exc);
   t->exc = NULL;
   t->nexc = t->exc_cap = 0;
-  free(t->uact);
   t->uact = NULL;
   t->nuact = t->uact_cap = 0;
-  free(t->scope);
-  free(t->clog);
-  free(t->alloc);
-  free(t->frees);
   t->scope = NULL;
   t->clog = NULL;
   t->alloc = t->frees = NULL;
@@ -709,13 +720,7 @@ static void action_enter(void *arg) {
 
 static void action_leave(void *arg) {
   itm_thread_t *t = arg;
-  free(t->undo); /* the actions' transactions' log */
-  free(t->exc);
-  free(t->uact);
-  free(t->scope);
-  free(t->clog);
-  free(t->alloc);
-  free(t->frees);
+  state_bufs_free(t); /* the actions' transactions' */
   itm_thread_t *s = t->saved;
   uint32_t n = t->nsaved - 1;
   size_t cap = t->saved_cap;

@@ -306,4 +306,53 @@ TEST(a_thread_that_ends_in_a_transaction_frees_its_buffers_abi_destructor_first)
   sstm_test_fini();
 }
 
+/* A thread that ends inside a user commit action: the state of the
+ * transaction whose action it ran was saved (action_enter) with its
+ * buffers, among them its log of private memory, and nothing puts it back
+ * any more; its buffers go at the thread's end with the thread's own. */
+static void end_the_thread(void *arg) {
+  (void)arg;
+  pthread_exit(NULL);
+}
+
+/* A log of BIG_LOG_BYTES: a buffer of 32768 bytes, a size that a new
+ * descriptor (the ended thread keeps its own) does not ask for. */
+#define BIG_LOG_BYTES 24000
+static unsigned char priv2[BIG_LOG_BYTES];
+
+__attribute__((transaction_pure)) static void log_and_register_the_end(void) {
+  _ITM_LB(priv2, sizeof priv2);
+  memset(priv2, 0x22, sizeof priv2); /* kept: the transaction commits */
+  _ITM_addUserCommitAction(end_the_thread, 1 /* _ITM_noTransactionId */, NULL);
+}
+
+static void *commit_then_end_in_its_action(void *arg) {
+  (void)arg;
+  __transaction_atomic {
+    x += 1;
+    if (!itm_exit_never) log_and_register_the_end();
+  }
+  return NULL;
+}
+
+TEST(a_thread_that_ends_in_a_commit_action_frees_the_saved_buffers) {
+  sstm_test_init();
+  x = 0;
+  for (int i = 0; i < 2; i++) {
+    if (i == 1) mc_track_sizes(32768, 32769); /* the second thread's alone */
+    pthread_t th;
+    CHECK_EQ_I(pthread_create(&th, NULL, commit_then_end_in_its_action, NULL), 0);
+    CHECK_EQ_I(pthread_join(th, NULL), 0);
+    CHECK_EQ_I(V(x), i + 1); /* committed, */
+    CHECK_EQ_I(V(priv2[0]), 0x22);
+  }
+  CHECK_EQ_I(mc_tracked_total(), 1); /* the log was tracked, */
+  CHECK_EQ_I(mc_live(), 0);          /* and freed at the thread's end */
+  CHECK_EQ_U(sstm__itm_slow_live(), 0);
+  /* No sstm_shutdown: a thread that ends inside a user action leaves its
+   * descriptor registered for good (the engine cannot end the callback it
+   * is in), and shutdown refuses while one is (SSTM_EBUSY). The case runs
+   * in a process of its own. */
+}
+
 SSTM_TEST_MAIN()
