@@ -170,6 +170,7 @@ static int check_cfg(const sstm_exec_config_t *c) {
 
 _Atomic(void (*)(void)) sstm__x_test_taken;
 _Atomic(void (*)(void)) sstm__x_test_woken;
+_Atomic(void (*)(void)) sstm__x_test_queued;
 
 /* An ask (a kick or a nudge, recorded in w->want) may reach a worker
  * after it took its context under the queue lock and before the
@@ -699,20 +700,23 @@ static void teardown(struct sstm_exec *ex, unsigned nthreads) {
   sstm__xq_unlock(&ex->q);
   fx_wake(&ex->work_gen, INT_MAX);
   fx_wake(&ex->free_gen, INT_MAX);
-  for (unsigned i = 0; i < nthreads; i++)
-    pthread_join(ex->workers[i].thread, NULL);
   /* The submitters that waited for a context were woken above, but a
    * woken one may not have run since: each takes the lock once more, finds
-   * `stopping` and leaves, and the last one wakes this wait under the lock,
-   * so the executor is not freed under one that has yet to take it. */
+   * `stopping` and leaves. One that took a context before `stopping` may
+   * still be on its way out (it asks the workers to preempt after its
+   * unlock). The last of them wakes this wait under the lock, so the
+   * executor is not freed under one; before the join, so that the workers
+   * they ask are still there. */
   sstm__xq_lock(&ex->q);
-  while (ex->free_waiters > 0) {
+  while (ex->free_waiters > 0 || ex->free_leaving > 0) {
     uint64_t g = gen_read(&ex->free_gen);
     sstm__xq_unlock(&ex->q);
     fx_wait(&ex->free_gen, g);
     sstm__xq_lock(&ex->q);
   }
   sstm__xq_unlock(&ex->q);
+  for (unsigned i = 0; i < nthreads; i++)
+    pthread_join(ex->workers[i].thread, NULL);
   for (unsigned i = 0; i < ex->ncontexts; i++) {
     sstm_xctx_t *c = &ex->contexts[i];
     if (c->desc) sstm_desc_destroy(c->desc);
@@ -915,6 +919,16 @@ static sstm_xworker_t *victim(struct sstm_exec *ex, unsigned prio, bool *was_wai
   return best;
 }
 
+/* Under the lock, with `stopping` set: the last submitter out of those
+ * that waited for a context (free_waiters, free_leaving) wakes the destroy
+ * that waits for them (teardown); the executor is freed only after the
+ * caller's unlock. */
+static void last_out_wakes_destroy(struct sstm_exec *ex) {
+  if (ex->free_waiters != 0 || ex->free_leaving != 0) return;
+  gen_bump(&ex->free_gen);
+  fx_wake(&ex->free_gen, INT_MAX);
+}
+
 static int submit(struct sstm_exec *ex, const sstm_exec_req_t *req, bool wait, const char *who) {
   if (!ex || !req || !req->fn) {
     sstm__set_error("%s: %s is NULL", who, !ex ? "ex" : !req ? "req" : "req->fn");
@@ -949,6 +963,7 @@ static int submit(struct sstm_exec *ex, const sstm_exec_req_t *req, bool wait, c
     if (sstm_in_tx()) return in_tx_refused(who);
   }
   uint64_t t0 = sstm__now_ns();
+  bool waited = false; /* this call waited for a context */
   sstm__xq_lock(&ex->q);
   for (;;) {
     if (ex->stopping) {
@@ -969,6 +984,7 @@ static int submit(struct sstm_exec *ex, const sstm_exec_req_t *req, bool wait, c
       return SSTM_EAGAIN;
     }
     ex->free_waiters++;
+    waited = true;
     uint64_t g = gen_read(&ex->free_gen);
     sstm__xq_unlock(&ex->q);
     fx_wait(&ex->free_gen, g);
@@ -976,17 +992,13 @@ static int submit(struct sstm_exec *ex, const sstm_exec_req_t *req, bool wait, c
     if (seam) seam();
     sstm__xq_lock(&ex->q);
     ex->free_waiters--;
-    if (ex->stopping && ex->free_waiters == 0) {
-      /* The last waiter out wakes the destroy that waits for it (teardown),
-       * under the lock: the executor is freed only after this unlock. */
-      gen_bump(&ex->free_gen);
-      fx_wake(&ex->free_gen, INT_MAX);
-    }
+    if (ex->stopping) last_out_wakes_destroy(ex);
   }
   sstm_xctx_t *c = (sstm_xctx_t *)ex->free;
   ex->free = c->node.next;
   ex->nfree--;
   ex->pending++;
+  if (waited) ex->free_leaving++; /* until its return (below) */
   if (ex->stt) STT_PUT(ex->stt->contexts_busy, ex->ncontexts - ex->nfree);
   c->req = *req;
   c->birth = c->prio = req->priority;
@@ -1019,6 +1031,10 @@ static int submit(struct sstm_exec *ex, const sstm_exec_req_t *req, bool wait, c
   else if (ex->cfg.preempt == SSTM_EXEC_PREEMPT_SIGNAL || ex->cfg.preempt == SSTM_EXEC_PREEMPT_POLL)
     v = victim(ex, c->prio, &v_waits);
   sstm__xq_unlock(&ex->q);
+  if (waited) {
+    void (*seam)(void) = atomic_load_explicit(&sstm__x_test_queued, memory_order_relaxed);
+    if (seam) seam();
+  }
   if (wake) fx_wake(&ex->work_gen, 1);
   if (v && v_waits) {
     /* A waiter (cfg.waiter_first): told to end its wait
@@ -1051,6 +1067,12 @@ static int submit(struct sstm_exec *ex, const sstm_exec_req_t *req, bool wait, c
         sstm__xp_nudge(o);
       }
     }
+  }
+  if (waited) {
+    sstm__xq_lock(&ex->q);
+    ex->free_leaving--;
+    if (ex->stopping) last_out_wakes_destroy(ex);
+    sstm__xq_unlock(&ex->q);
   }
   return 0;
 }

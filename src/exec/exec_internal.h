@@ -160,6 +160,7 @@ struct sstm_exec {
   sstm_xq_node_t *free;  /* (q) free contexts */
   unsigned nfree;        /* (q) */
   unsigned free_waiters; /* (q) submitters waiting for a context */
+  unsigned free_leaving; /* (q) submitters that waited, took a context, not yet returned */
   /* Priority-graded admission (cfg.reserve_pct): a request of priority p
    * is admitted only while nfree > hold[p]; hold[levels - 1] is 0 and hold
    * does not increase with p. Set at creation, read under (q). */
@@ -236,6 +237,11 @@ extern _Atomic(void (*)(void)) sstm__x_test_taken;
  * submitter that waited for a context, right after its futex wait
  * returned and before it takes the queue lock again. relaxed, as above. */
 extern _Atomic(void (*)(void)) sstm__x_test_woken;
+/* Test seam (tests/internal/exec_destroy.c): when not NULL, called by a
+ * submitter that waited for a context and took one, right after it dropped
+ * the queue lock and before it asks a worker to preempt. relaxed, as
+ * above. */
+extern _Atomic(void (*)(void)) sstm__x_test_queued;
 /* The preemption check: on a worker, in thread context, on the running
  * context's stack. Pauses the running transaction if a higher priority
  * waits, returns when it is resumed (maybe on another worker) or at once. */

@@ -116,4 +116,85 @@ TEST(destroy_waits_for_a_submitter_it_woke) {
   CHECK_OK(sstm_shutdown());
 }
 
+/* A submitter that waited for a context and took one (the context its
+ * wait was woken for, before destroy began) may still be on its way out
+ * (it asks the workers to preempt after it dropped the lock) when destroy
+ * is called; destroy waits for it too (include/schedstm/exec.h: "every
+ * submission that waited has returned"). The test seam
+ * sstm__x_test_queued holds it there until destroy has returned or waits
+ * for it, which it must: before, it returned (and freed the executor).
+ * The held submission's request runs in the drain. */
+static _Atomic int q_gate, q_worker, q_in_seam, q_let_go, q_ran;
+
+static void q_gated(void *a) {
+  (void)a;
+  atomic_store_explicit(&q_worker, (int)gettid(), memory_order_seq_cst);
+  while (!atomic_load_explicit(&q_gate, memory_order_seq_cst))
+    usleep(100);
+}
+
+static void q_counted(void *a) {
+  (void)a;
+  atomic_fetch_add_explicit(&q_ran, 1, memory_order_seq_cst);
+}
+
+static void queued(void) {
+  atomic_store_explicit(&q_in_seam, 1, memory_order_seq_cst);
+  while (!atomic_load_explicit(&q_let_go, memory_order_seq_cst))
+    usleep(100);
+}
+
+static void *q_submitter_main(void *p) {
+  struct submitter *s = p;
+  atomic_store_explicit(&s->tid, (int)gettid(), memory_order_seq_cst);
+  sstm_exec_req_t r = {.fn = q_counted};
+  s->rc = sstm_exec_submit(s->ex, &r);
+  return NULL;
+}
+
+TEST(destroy_waits_for_a_submitter_that_waited_and_took_a_context) {
+  sstm_config_t cfg;
+  sstm_test_config(&cfg);
+  CHECK_OK(sstm_init(&cfg));
+  sstm_exec_config_t c = sstm_test_exec_config(1, 1, 0, SSTM_EXEC_PREEMPT_NONE);
+  sstm_exec_t *ex;
+  CHECK_OK(sstm_exec_create(&c, &ex));
+  sstm_exec_req_t r = {.fn = q_gated};
+  CHECK_OK(sstm_exec_submit(ex, &r)); /* takes the only context */
+  while (!atomic_load_explicit(&q_worker, memory_order_seq_cst))
+    usleep(1000);
+  atomic_store_explicit(&sstm__x_test_queued, queued, memory_order_relaxed);
+  struct submitter s = {.ex = ex, .rc = -1};
+  pthread_t st;
+  CHECK_EQ_I(pthread_create(&st, NULL, q_submitter_main, &s), 0);
+  while (!atomic_load_explicit(&s.tid, memory_order_seq_cst) ||
+         !sstm_test_in_futex(atomic_load_explicit(&s.tid, memory_order_seq_cst)))
+    usleep(1000);
+  /* The gated request ends and gives its context to the waiter, which
+   * takes it and is held after its unlock. */
+  atomic_store_explicit(&q_gate, 1, memory_order_seq_cst);
+  while (!atomic_load_explicit(&q_in_seam, memory_order_seq_cst))
+    usleep(1000);
+  struct destroyer d = {.ex = ex};
+  pthread_t dt;
+  CHECK_EQ_I(pthread_create(&dt, NULL, destroyer_main, &d), 0);
+  /* The drain runs the held submission's request, the worker ends; then
+   * destroy sleeps (waits for the submitter) or has returned. */
+  while (!atomic_load_explicit(&d.done, memory_order_seq_cst) &&
+         !(thread_gone(atomic_load_explicit(&q_worker, memory_order_seq_cst)) &&
+           atomic_load_explicit(&d.tid, memory_order_seq_cst) &&
+           sstm_test_in_futex(atomic_load_explicit(&d.tid, memory_order_seq_cst))))
+    usleep(1000);
+  bool returned_early = atomic_load_explicit(&d.done, memory_order_seq_cst);
+  atomic_store_explicit(&q_let_go, 1, memory_order_seq_cst);
+  CHECK_EQ_I(pthread_join(st, NULL), 0);
+  CHECK_EQ_I(pthread_join(dt, NULL), 0);
+  atomic_store_explicit(&sstm__x_test_queued, NULL, memory_order_relaxed);
+  CHECK(!returned_early); /* destroy waited for the held submitter */
+  CHECK_OK(s.rc);         /* its request was accepted */
+  CHECK_EQ_I(atomic_load_explicit(&q_ran, memory_order_seq_cst), 1); /* and ran */
+  CHECK_OK(d.rc);
+  CHECK_OK(sstm_shutdown());
+}
+
 SSTM_TEST_MAIN()
