@@ -8,8 +8,9 @@
  * returned or waits for it (its worker has ended and it sleeps in a
  * futex).
  *
- * Before the fix destroy freed the executor there, and the submitter then
- * took the lock in freed memory (a heap use after free under ASan). */
+ * Before the fix destroy returned there, which the case checks it has not
+ * while the submitter is held, and the submitter then took the lock in
+ * the freed executor (a heap use after free under ASan). */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <stdatomic.h>
@@ -107,10 +108,12 @@ TEST(destroy_waits_for_a_submitter_it_woke) {
            atomic_load_explicit(&d.tid, memory_order_seq_cst) &&
            sstm_test_in_futex(atomic_load_explicit(&d.tid, memory_order_seq_cst))))
     usleep(1000);
+  bool returned_early = atomic_load_explicit(&d.done, memory_order_seq_cst);
   atomic_store_explicit(&let_go, 1, memory_order_seq_cst);
   CHECK_EQ_I(pthread_join(st, NULL), 0);
   CHECK_EQ_I(pthread_join(dt, NULL), 0);
   atomic_store_explicit(&sstm__x_test_woken, NULL, memory_order_relaxed);
+  CHECK(!returned_early); /* destroy waited for the held submitter */
   CHECK_RC(s.rc, SSTM_ESTATE);
   CHECK_OK(d.rc);
   CHECK_OK(sstm_shutdown());
