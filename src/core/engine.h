@@ -612,6 +612,23 @@ static inline void sstm__full_fence(void) {
 #endif
 }
 
+/* Store v into *w, then a full barrier: a release store followed by
+ * sstm__full_fence, which the correctness argument reads it as ((5.1): a
+ * begin publishing ACTIVE without membarrier). On x86-64 it is one xchg
+ * with memory, whose implicit lock makes it a locked instruction: the
+ * store and the full barrier in one, where the store and the locked OR
+ * after it wait for the memory system twice (docs/benchmarks.md, "The
+ * begin's store and fence in one instruction"). Under ThreadSanitizer the
+ * C11 store and fence, as in sstm__full_fence. */
+static inline void sstm__store_full_fence(_Atomic uint64_t *w, uint64_t v) {
+#if defined(__x86_64__) && !defined(SSTM__TSAN)
+  __asm__ volatile("xchgq %0, %1" : "+r"(v), "+m"(*(uint64_t *)w) : : "memory");
+#else
+  atomic_store_explicit(w, v, memory_order_release);
+  atomic_thread_fence(memory_order_seq_cst);
+#endif
+}
+
 /* The calling function's stack pointer (approximately: the frame it runs
  * in), without forcing a frame pointer. */
 SSTM_INLINE uintptr_t sstm__stack_pointer(void) {

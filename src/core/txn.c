@@ -260,13 +260,13 @@ static SSTM_NOINLINE void attempt_start(struct sstm_desc *tx, bool first) {
   } else {
     /* The full barrier itself: a seq_cst fence after the store, pairing
      * with the reclaimer's seq_cst fence (the store-buffering shape: each
-     * side stores, fences, then loads what the other stored). A seq_cst
-     * exchange alone would do on x86 (a locked instruction), but C11 does
-     * not order the later acquire and relaxed loads after it against the
-     * reclaimer's fence. sstm__full_fence is that fence as one locked
-     * instruction, whatever the compiler (engine.h). */
-    atomic_store_explicit(&tx->status, sstm_st_make(serial, SSTM_ST_ACTIVE), memory_order_release);
-    sstm__full_fence();
+     * side stores, fences, then loads what the other stored). A C11
+     * seq_cst exchange alone would not do: C11 does not order the later
+     * acquire and relaxed loads after it against the reclaimer's fence.
+     * sstm__store_full_fence is the store and that fence; on x86-64 one
+     * xchg instruction, which the hardware makes a full barrier (engine.h),
+     * whatever the compiler. */
+    sstm__store_full_fence(&tx->status, sstm_st_make(serial, SSTM_ST_ACTIVE));
   }
   DELAY_POINT(tx); /* published ACTIVE, clock not yet read */
   uint64_t start;
@@ -335,11 +335,12 @@ SSTM_INLINE int attempt_start_fast(struct sstm_desc *tx, unsigned v) {
    * fence, else the full barrier itself. release: see the variant above.
    * sstm__g.membarrier shares its line with nhooks, which the caller has
    * just loaded (begin_outer). */
-  atomic_store_explicit(&tx->status, st, memory_order_release);
-  if (SSTM_LIKELY(sstm__g.membarrier))
+  if (SSTM_LIKELY(sstm__g.membarrier)) {
+    atomic_store_explicit(&tx->status, st, memory_order_release);
     atomic_signal_fence(memory_order_seq_cst);
-  else
-    sstm__full_fence();
+  } else {
+    sstm__store_full_fence(&tx->status, st);
+  }
   /* acquire: pairs with committers' release fetch_add (4.3, 2). */
   uint64_t c = atomic_load_explicit(&sstm__g.clock, memory_order_acquire);
   if (SSTM_UNLIKELY(sstm_clock_irrevocable(c))) return attempt_start_fast_irrev(tx);
