@@ -88,15 +88,7 @@ _ITM_beginTransaction:
         .p2align 4
 sstm__itm_jump:
         .cfi_startproc
-        movq    SSTM_CKPT_RBX+0(%rdi), %rbx
-        movq    SSTM_CKPT_RBX+8(%rdi), %rbp
-        movq    SSTM_CKPT_RBX+16(%rdi), %r12
-        movq    SSTM_CKPT_RBX+24(%rdi), %r13
-        movq    SSTM_CKPT_RBX+32(%rdi), %r14
-        movq    SSTM_CKPT_RBX+40(%rdi), %r15
-        movq    SSTM_CKPT_RSP(%rdi), %rsp
-        movl    %esi, %eax
-        jmp     *SSTM_CKPT_RIP(%rdi)
+        SSTM_CKPT_RESTORE %rdi, %esi
         .cfi_endproc
         .size   sstm__itm_jump, .-sstm__itm_jump
 

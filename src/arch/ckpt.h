@@ -20,7 +20,10 @@
  * This header is also included by assembly: there it gives the layout of
  * the saved registers in sstm_ckpt_t.regs (uint64_t slots) and the macro
  * SSTM_CKPT_SAVE that stores them, for engine code that saves a checkpoint
- * inside a call of its own (core/begin_x86_64.S). */
+ * inside a call of its own (core/begin_x86_64.S), and SSTM_CKPT_RESTORE,
+ * the resume of sstm__ckpt_restore, for code that resumes a checkpoint in
+ * a library of its own (abi/itm_x86_64.S, whose library cannot call the
+ * engine's hidden sstm__ckpt_restore). */
 #ifndef SSTM_ARCH_CKPT_H
 #define SSTM_ARCH_CKPT_H
 
@@ -46,6 +49,22 @@
         movq    %r13, \off+SSTM_CKPT_RBX+24(\base)
         movq    %r14, \off+SSTM_CKPT_RBX+32(\base)
         movq    %r15, \off+SSTM_CKPT_RBX+40(\base)
+        .endm
+
+/* SSTM_CKPT_RESTORE base, val: resume the checkpoint at (base), as
+ * sstm__ckpt_restore does: the callee-saved registers and the stack
+ * pointer as saved, val (a 32-bit register) in eax as the save's return
+ * value, then a jump to the saved return address. Does not return. */
+        .macro SSTM_CKPT_RESTORE base, val
+        movq    SSTM_CKPT_RBX+0(\base), %rbx
+        movq    SSTM_CKPT_RBX+8(\base), %rbp
+        movq    SSTM_CKPT_RBX+16(\base), %r12
+        movq    SSTM_CKPT_RBX+24(\base), %r13
+        movq    SSTM_CKPT_RBX+32(\base), %r14
+        movq    SSTM_CKPT_RBX+40(\base), %r15
+        movl    \val, %eax
+        movq    SSTM_CKPT_RSP(\base), %rsp
+        jmpq    *SSTM_CKPT_RIP(\base)
         .endm
 /* clang-format on */
 #else
