@@ -14,13 +14,16 @@
 #   --apps "A B ..."      the applications, separated by spaces or commas
 #                         (default: all eight: bayes genome intruder kmeans
 #                         labyrinth ssca2 vacation yada)
-#   --variants "V ..."    stm, seq and/or tinystm (default: stm seq, and
-#                         tinystm too when --tinystm-dir is given)
+#   --variants "V ..."    stm, seq, tinystm and/or itm (default: stm seq,
+#                         and tinystm too when --tinystm-dir is given)
 #   --tinystm-dir DIR     a TinySTM source tree: also build every application
 #                         against TinySTM (bench/stamp/tinystm), the tree
 #                         copied to OUT_DIR/tinystm-lib and built there with
 #                         its own default Makefile settings
 #   --no-inline           the barriers as calls (default: SSTM_INLINE_BARRIERS)
+#   --itm-relaxed         the itm variant's transactions as __transaction_relaxed
+#                         blocks and TM_CALLABLE as transaction_callable (default:
+#                         __transaction_atomic and transaction_safe; docs/stamp.md)
 #   --cc CC               the C compiler (default: gcc)
 #   -j N                  parallel compilations (default: 2)
 #
@@ -34,7 +37,13 @@
 # application's own flags are read from its Defines.common.mk by make, and
 # the compilation rules are this script's. ssca2's two builds also get
 # bench/stamp/ssca2_digest.c (a digest of the graph it builds, which it does
-# not print itself), linked with -Wl,--wrap=thread_start.
+# not print itself), linked with -Wl,--wrap=thread_start. The itm variant
+# compiles the application once with gcc -fgnu-tm, STAMP's lib/tm.h
+# replaced by bench/stamp/tm_itm.h (force-included), and links the same
+# objects twice: OUT_DIR/<app>/<app>-itm with GCC's libitm (libitm.so.1:
+# another runtime of that ABI replaces it through LD_LIBRARY_PATH) and
+# OUT_DIR/<app>/<app>-schedstm-itm with libschedstm-itm. An application
+# that GCC rejects in this mode fails to build (docs/stamp.md says which).
 #
 # Flags: STAMP's own (-O3 -g -pthread -Wall, the application's -D options),
 # plus -fcommon (STAMP defines some globals in more than one file, which
@@ -53,14 +62,15 @@ apps="bayes genome intruder kmeans labyrinth ssca2 vacation yada"
 variants=""
 tinystm=""
 inline=1
+itm_relaxed=0
 cc=gcc
 jobs=2
 
 usage() { # usage [STATUS]: the usage text, on stdout for --help (0), else on stderr
   if [ "${1:-2}" = 0 ]; then
-    sed -n '3,26p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '3,29p' "$0" | sed 's/^# \{0,1\}//'
   else
-    sed -n '3,26p' "$0" | sed 's/^# \{0,1\}//' >&2
+    sed -n '3,29p' "$0" | sed 's/^# \{0,1\}//' >&2
   fi
   exit "${1:-2}"
 }
@@ -73,6 +83,7 @@ while [ $# -gt 0 ]; do
     --variants) [ $# -ge 2 ] || usage; variants=$2; shift 2 ;;
     --tinystm-dir) [ $# -ge 2 ] || usage; tinystm=$2; shift 2 ;;
     --no-inline) inline=0; shift ;;
+    --itm-relaxed) itm_relaxed=1; shift ;;
     --cc) [ $# -ge 2 ] || usage; cc=$2; shift 2 ;;
     -j) [ $# -ge 2 ] || usage; jobs=$2; shift 2 ;;
     -h | --help) usage 0 ;;
@@ -97,9 +108,9 @@ if [ -z "$variants" ]; then
 fi
 for v in $variants; do
   case "$v" in
-    stm | seq) ;;
+    stm | seq | itm) ;;
     tinystm) [ -n "$tinystm" ] || { echo "build.sh: variant tinystm needs --tinystm-dir" >&2; exit 2; } ;;
-    *) echo "build.sh: unknown variant '$v' (stm, seq, tinystm)" >&2; exit 2 ;;
+    *) echo "build.sh: unknown variant '$v' (stm, seq, tinystm, itm)" >&2; exit 2 ;;
   esac
 done
 if [ -n "$tinystm" ]; then
@@ -144,6 +155,19 @@ if [ ! -f "$inc/schedstm/schedstm.h" ] || [ -z "$libdir" ] || [ ! -e "$libdir/li
   exit 2
 fi
 libdir=$(cd "$libdir" && pwd)
+case " $variants " in
+  *" itm "*)
+    if [ ! -e "$libdir/libschedstm-itm.so" ]; then
+      echo "build.sh: variant itm needs libschedstm-itm.so in '$libdir' (the library's ABI target)" >&2
+      exit 2
+    fi
+    if ! printf 'int x;\nint main(void) { __transaction_atomic { x = 1; } return x - 1; }\n' |
+      "$cc" -fgnu-tm -x c - -o /dev/null >/dev/null 2>&1; then
+      echo "build.sh: variant itm: '$cc' cannot compile and link -fgnu-tm code (GCC with libitm)" >&2
+      exit 2
+    fi
+    ;;
+esac
 
 mkdir -p "$out" || exit 1
 out=$(cd "$out" && pwd)
@@ -206,6 +230,15 @@ for app in $apps; do
       flags="$base_cflags $app_cflags -I$stamp/lib $stm_cflags"
       extra_src="$here/stm.c"
       libs="-L$libdir -Wl,-rpath,$libdir -lschedstm $app_libs -lpthread -lm"
+    elif [ "$variant" = itm ]; then
+      # tm_itm.h first in every file; STAMP's lib/tm.h, still included,
+      # is then empty (its guard). -fno-tree-pre: as libschedstm-itm's
+      # consumers get it (docs/design/itm.md), for libitm's link as well,
+      # so that the three runtimes run one object code.
+      flags="$base_cflags $app_cflags -DSTM -fgnu-tm -fno-tree-pre -I$stamp/lib -include $here/tm_itm.h"
+      [ "$itm_relaxed" = 1 ] && flags="$flags -DSSTM_STAMP_ITM_RELAXED"
+      extra_src="$here/stm_itm.c"
+      libs="$app_libs -lpthread -lm"
     elif [ "$variant" = tinystm ]; then
       # bench/stamp/tinystm/stm.h is STAMP's <stm.h>; it includes TinySTM's
       # own stm.h from the directory after it (#include_next)
@@ -233,6 +266,7 @@ for app in $apps; do
       case "$s" in
         "$here/stm.c") name=sstm_stamp_adapter ;;
         "$here/tinystm/stm.c") name=sstm_stamp_tinystm_adapter ;;
+        "$here/stm_itm.c") name=sstm_stamp_itm_adapter ;;
         "$here/ssca2_digest.c") name=sstm_ssca2_digest ;;
       esac
       case "$s" in ../lib/*) name="lib_$name" ;; esac
@@ -240,13 +274,32 @@ for app in $apps; do
       objs="$objs $obj"
       # one line per compilation: src obj flags (cwd: the app's directory,
       # so that its quoted includes resolve as in STAMP's own build)
-      printf '%s %s %s\n' "$path" "$obj" "$flags" >>"$jobsfile"
+      f=$flags
+      # the adapter's functions: no transactions, none of STAMP's headers
+      [ "$s" = "$here/stm_itm.c" ] && f="$base_cflags"
+      printf '%s %s %s\n' "$path" "$obj" "$f" >>"$jobsfile"
     done
     (cd "$stamp/$app" && xargs -P "$jobs" -L 1 bash -c 'compile_one "$@"' _ <"$jobsfile")
     cat "$objdir"/*.log >"$log" 2>/dev/null
     prog="$out/$app/$app-$variant"
     ok=1
     for o in $objs; do [ -f "$o" ] || ok=0; done
+    if [ "$variant" = itm ]; then
+      # the same objects twice: libitm (-fgnu-tm at the link adds it), and
+      # libschedstm-itm (linked without -fgnu-tm)
+      # shellcheck disable=SC2086
+      if [ $ok = 1 ] && "$cc" -pthread -fgnu-tm $objs $libs -o "$prog" >>"$log" 2>&1 &&
+        "$cc" -pthread $objs -L"$libdir" -Wl,-rpath,"$libdir" -lschedstm-itm -lschedstm $libs \
+          -o "$out/$app/$app-schedstm-itm" >>"$log" 2>&1; then
+        built="$built $app-itm $app-schedstm-itm"
+      else
+        rm -f "$prog" "$out/$app/$app-schedstm-itm"
+        echo "build.sh: $app ($variant) failed; the end of $log:" >&2
+        grep -E "error|undefined reference" "$log" | head -20 >&2
+        failed=1
+      fi
+      continue
+    fi
     # shellcheck disable=SC2086
     if [ $ok = 1 ] && "$cc" -pthread $objs $libs -o "$prog" >>"$log" 2>&1; then
       built="$built $app-$variant"
