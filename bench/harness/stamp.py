@@ -27,6 +27,20 @@ Run through sweep.py (`sweep.py --bench stamp ...`) or on its own
                       count, TinySTM's default configuration (CM_SUICIDE)
   --tinystm-dir PATH  the TinySTM tree to build it from when it is missing
                       (implies --tinystm)
+  --abi V,...         also run STAMP compiled once with gcc -fgnu-tm
+                      (build.sh's itm variant, bench/stamp/tm_itm.h) on
+                      runtimes of the compiler ABI, at each thread count:
+                      itm (GCC's libitm, with ITM_DEFAULT_METHOD=ml_wt),
+                      schedstm-itm (the same objects linked with
+                      libschedstm-itm; the library's default policy),
+                      schedstm-itm-nopriv (the same with
+                      SCHEDSTM_ITM_PRIVATIZATION=0), and NAME-itm for each
+                      --itm-lib NAME=DIR (the itm program with DIR, which
+                      holds that runtime's libitm.so.1, first in
+                      LD_LIBRARY_PATH; e.g. tinystm=DIR for TinySTM's, which
+                      bench/peers/build-tinystm-abi.sh builds). Only kmeans
+                      and ssca2 compile this way (docs/stamp.md)
+  --itm-lib NAME=DIR  a runtime of the ABI for --abi NAME-itm (repeatable)
   --reps N            repetitions (default 1)
   --out DIR, --timeout-s S
   --plot              also draw stamp.png; needs matplotlib, which
@@ -324,17 +338,50 @@ def parse_stats(text):
     return {"commits": None, "aborts": None, "aborts_by_reason": {}}
 
 
-def variants(cms, tinystm=False):
+def variants(cms, tinystm=False, abi=()):
     out = [("seq", None)]
     out += [("schedstm-" + cm, cm) for cm in cms]
     if tinystm:
         out.append(("tinystm", None))
+    out += [(v, None) for v in abi]
     return out
 
 
+# The --abi variants that are not NAME-itm of an --itm-lib.
+ABI_OWN = ("itm", "schedstm-itm", "schedstm-itm-nopriv")
+
+
+def is_abi(variant):
+    """Whether a variant runs build.sh's itm programs (compiled with
+    -fgnu-tm). The policies' names cannot end so (parse_args)."""
+    return variant == "itm" or variant.endswith("-itm") or variant == "schedstm-itm-nopriv"
+
+
 def program(build, app, variant):
-    kind = variant if variant in ("seq", "tinystm") else "stm"
+    if variant in ("seq", "tinystm"):
+        kind = variant
+    elif variant.startswith("schedstm-itm"):
+        kind = "schedstm-itm"  # the objects of <app>-itm, linked with libschedstm-itm
+    elif is_abi(variant):
+        kind = "itm"  # libitm's link; another runtime through LD_LIBRARY_PATH
+    else:
+        kind = "stm"
     return os.path.join(build, app.base, "%s-%s" % (app.base, kind))
+
+
+def abi_env(variant, itm_libs):
+    """The environment of an --abi variant's run (besides SSTM_STAMP_STATS)."""
+    if variant == "itm":
+        # libitm runs a single-threaded program serial-irrevocable, with no
+        # instrumentation, unless told a method (sweep.py does the same)
+        return {"ITM_DEFAULT_METHOD": "ml_wt"}
+    if variant == "schedstm-itm-nopriv":
+        return {"SCHEDSTM_ITM_PRIVATIZATION": "0"}
+    if variant == "schedstm-itm":
+        return {}
+    lib = itm_libs[variant[:-len("-itm")]]
+    path = os.environ.get("LD_LIBRARY_PATH")
+    return {"LD_LIBRARY_PATH": lib + (":" + path if path else "")}
 
 
 def command(build, app, inputs, threads, variant, standin=False):
@@ -465,6 +512,10 @@ def run_point(args, app, inputs, threads, variant, cm, rep, seq_out):
         env["SSTM_STAMP_STATS"] = stats_path
         if cm not in (None, "default"):
             env["SCHEDSTM_CM"] = cm
+        if is_abi(variant):
+            # bench/stamp/stm_itm.c dumps schedstm's statistics there on
+            # libschedstm-itm; nothing on the other runtimes
+            env.update(abi_env(variant, args.itm_libs))
     watch = None
     if variant != "seq" and args.map_readback:
         import map_affinity  # the harness directory
@@ -537,6 +588,8 @@ def parse_args(argv):
     p.add_argument("--cms", default="suicide,adaptive")
     p.add_argument("--tinystm", action="store_true")
     p.add_argument("--tinystm-dir", default=None)
+    p.add_argument("--abi", default="")
+    p.add_argument("--itm-lib", action="append", default=[], metavar="NAME=DIR")
     p.add_argument("--reps", type=int, default=1)
     p.add_argument("--verify", action="store_true",
                    help="the verification mode: every run's check, reported in verify.json "
@@ -580,13 +633,32 @@ def parse_args(argv):
                                                                    ",".join(INPUT_SETS)))
     args.cms = [] if args.cms == "none" else items("cms", args.cms)
     args.tinystm = args.tinystm or args.tinystm_dir is not None
-    if not args.cms and not args.tinystm:
-        p.error("--cms none leaves nothing to run without --tinystm")
+    args.itm_libs = {}
+    for spec in args.itm_lib:
+        name, sep, directory = spec.partition("=")
+        if not sep or not re.fullmatch(r"[a-z0-9_]+", name) or not directory:
+            p.error("--itm-lib %r: expected NAME=DIR (NAME: lower-case letters, digits, _)"
+                    % spec)
+        if name in ("schedstm",) or name in args.itm_libs:
+            p.error("--itm-lib %s: that name is taken" % name)
+        directory = os.path.abspath(os.path.expanduser(directory))
+        if not os.path.isfile(os.path.join(directory, "libitm.so.1")):
+            p.error("--itm-lib %s: %s has no libitm.so.1" % (name, directory))
+        args.itm_libs[name] = directory
+    args.abi = items("abi", args.abi) if args.abi else []
+    bad = [v for v in args.abi
+           if v not in ABI_OWN and not (v.endswith("-itm") and v[:-4] in args.itm_libs)]
+    if bad:
+        p.error("--abi: unknown variant(s) %s (valid: %s)" % (
+            ",".join(bad), ",".join(list(ABI_OWN) + [n + "-itm" for n in args.itm_libs])))
+    if not args.cms and not args.tinystm and not args.abi:
+        p.error("--cms none leaves nothing to run without --tinystm or --abi")
     if args.report is not None:
         args.report = items("report", args.report)
         if args.out is None:
             p.error("--report needs --out (where to write the report)")
-    bad = [c for c in args.cms if not re.fullmatch(r"[a-z0-9+_-]+", c)]
+    bad = [c for c in args.cms if not re.fullmatch(r"[a-z0-9+_-]+", c)
+           or is_abi("schedstm-" + c)]
     if bad:
         p.error("bad policy name(s) %s" % ",".join(bad))
     # A wrong tree is refused here, not only when a build needs it: with
@@ -613,7 +685,7 @@ def build_plan(args):
     needs is there (and no --rebuild), (build.sh's command, None) when it
     builds them, or (None, why it cannot)."""
     need = sorted({program(args.stamp_build, APPS[a], v)
-                   for a in args.apps for v in needed_variants(args)})
+                   for a in args.apps for v in needed_variants(args) + args.abi})
     if not args.rebuild and all(os.access(x, os.X_OK) for x in need):
         return None, None
     if not args.stamp_dir:
@@ -629,8 +701,9 @@ def build_plan(args):
             return None, ("the TinySTM programs are missing (%s); give --tinystm-dir PATH (a "
                           "TinySTM tree) to build them" % [x for x in need
                                                            if not os.access(x, os.X_OK)][0])
-        cmd += ["--tinystm-dir", args.tinystm_dir,
-                "--variants", " ".join(needed_variants(args))]
+        cmd += ["--tinystm-dir", args.tinystm_dir]
+    if args.tinystm or args.abi:
+        cmd += ["--variants", " ".join(needed_variants(args))]
     return cmd + [args.stamp_dir, args.stamp_build], None
 
 
@@ -647,7 +720,8 @@ def ensure_built(args):
 
 def needed_variants(args):
     """The builds (build.sh's variants) the runs need."""
-    return ["seq"] + (["stm"] if args.cms else []) + (["tinystm"] if args.tinystm else [])
+    return ["seq"] + (["stm"] if args.cms else []) + (["tinystm"] if args.tinystm else []) + (
+        ["itm"] if args.abi else [])
 
 
 def median(values):
@@ -920,8 +994,9 @@ def verify_table(report):
         report["runs"], report["passed"], report["failed"], report["not_applicable"],
         "" if report["ok"] else " (NOT OK)"), "",
     ] + standin_lines(report.get("standins", [])) + [
-        "| app | inputs | " + " | ".join("%d %s" % (t, v.replace("schedstm-", ""))
-                                         for t, v in cols) + " |",
+        "| app | inputs | " + " | ".join(
+            "%d %s" % (t, v if is_abi(v) else v.replace("schedstm-", "")) for t, v in cols)
+        + " |",
         "| --- | --- |" + " ---: |" * len(cols)]
     for app, inputs in rows:
         cells = []
@@ -1031,11 +1106,13 @@ def main(argv=None):
         for inputs, name in points:
             runs.append((rep, APPS[name], inputs, 1, "seq", None))
             for t in args.threads:
-                for v, cm in variants(args.cms, args.tinystm)[1:]:
+                for v, cm in variants(args.cms, args.tinystm, args.abi)[1:]:
                     runs.append((rep, APPS[name], inputs, t, v, cm))
     if args.dry_run:
         for rep, app, inputs, t, v, cm in runs:
             env = "" if cm in (None, "default") else "SCHEDSTM_CM=%s " % cm
+            if is_abi(v):
+                env = "".join("%s=%s " % kv for kv in sorted(abi_env(v, args.itm_libs).items()))
             print(env + " ".join(command(args.stamp_build, app, inputs, t, v,
                                          standin=(app.name, inputs) in args.standins)))
         return 0

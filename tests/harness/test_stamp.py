@@ -174,6 +174,55 @@ class CommandLineTest(unittest.TestCase):
             "/b/genome/genome-seq -g4096 -s32 -n1048576 -t1",
             "/b/genome/genome-stm -g4096 -s32 -n1048576 -t1"])
 
+    def test_abi_variants_run_the_itm_programs(self):
+        """--abi: the program compiled with -fgnu-tm (<app>-itm) on libitm
+        with a method, on another runtime of the ABI through
+        LD_LIBRARY_PATH, and its libschedstm-itm link (<app>-schedstm-itm),
+        with privatization safety off for -nopriv; after the policies'."""
+        with tempfile.TemporaryDirectory() as tmp:
+            open(os.path.join(tmp, "libitm.so.1"), "w").close()
+            out = io.StringIO()
+            with contextlib.redirect_stdout(out):
+                rc = stamp.main(["--dry-run", "--stamp-build", "/b", "--apps", "kmeans",
+                                 "--threads", "2", "--cms", "default", "--abi",
+                                 "itm,schedstm-itm,schedstm-itm-nopriv,tiny-itm",
+                                 "--itm-lib", "tiny=" + tmp])
+        self.assertEqual(rc, 0)
+        args = "-m40 -n40 -t0.05 -i /b/kmeans/inputs/random-n2048-d16-c16.txt -p2"
+        self.assertEqual(out.getvalue().splitlines(), [
+            "/b/kmeans/kmeans-seq " + args.replace("-p2", "-p1"),
+            "/b/kmeans/kmeans-stm " + args,
+            "ITM_DEFAULT_METHOD=ml_wt /b/kmeans/kmeans-itm " + args,
+            "/b/kmeans/kmeans-schedstm-itm " + args,
+            "SCHEDSTM_ITM_PRIVATIZATION=0 /b/kmeans/kmeans-schedstm-itm " + args,
+            "LD_LIBRARY_PATH=%s%s /b/kmeans/kmeans-itm %s" % (
+                tmp, ":" + os.environ["LD_LIBRARY_PATH"] if os.environ.get("LD_LIBRARY_PATH")
+                else "", args)])
+
+    def test_bad_abi_options_are_refused(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            for argv, said in (
+                    (["--abi", "nope"], "--abi: unknown variant(s) nope (valid: itm,"
+                     "schedstm-itm,schedstm-itm-nopriv)"),
+                    (["--abi", "tinystm-itm"], "unknown variant(s) tinystm-itm"),
+                    (["--itm-lib", "tinystm"], "expected NAME=DIR"),
+                    (["--itm-lib", "tinystm=" + tmp], "has no libitm.so.1"),
+                    (["--cms", "itm"], "bad policy name(s) itm"),
+                    (["--cms", "none", "--abi", ""], "nothing to run")):
+                with contextlib.redirect_stderr(io.StringIO()) as err, \
+                        self.assertRaises(SystemExit) as e:
+                    stamp.parse_args(argv)
+                self.assertEqual(e.exception.code, 2, argv)
+                self.assertIn(said, err.getvalue(), argv)
+            open(os.path.join(tmp, "libitm.so.1"), "w").close()
+            with contextlib.redirect_stderr(io.StringIO()) as err, \
+                    self.assertRaises(SystemExit):
+                stamp.parse_args(["--itm-lib", "schedstm=" + tmp])
+            self.assertIn("that name is taken", err.getvalue())
+            args = stamp.parse_args(["--cms", "none", "--abi", "schedstm-itm,t-itm",
+                                     "--itm-lib", "t=" + tmp])
+            self.assertEqual((args.abi, args.itm_libs), (["schedstm-itm", "t-itm"], {"t": tmp}))
+
     def test_tinystm_adapter_dump(self):
         s = stamp.parse_stats(TINY_DUMP)
         self.assertEqual((s["commits"], s["aborts"]), (8202, 7))
@@ -297,6 +346,8 @@ if [ "$FAKE_MODE" = crash ]; then echo boom >&2; exit 3; fi
 if [ "$FAKE_MODE" = checktime ]; then echo "ssca2 check time: cpu=0.000000 wall=0.250000"; fi
 if [ "$FAKE_MODE" = badcheck ]; then echo "Sequence matches gene: no"; else
   echo "Sequence matches gene: yes"; fi
+echo "abi: method=${ITM_DEFAULT_METHOD:-unset} priv=${SCHEDSTM_ITM_PRIVATIZATION:-unset}"
+echo "abi: ld=${LD_LIBRARY_PATH:-unset}"
 if [ -n "$SSTM_STAMP_STATS" ]; then
   printf 'total          commits=10 (ro=0) aborts=4 (0.4/commit)\\n' > "$SSTM_STAMP_STATS"
   printf '                 aborts: read-locked=3 user-retry=1\\n' >> "$SSTM_STAMP_STATS"
@@ -310,7 +361,7 @@ class WholeRunTest(unittest.TestCase):
         self.tmp = tempfile.TemporaryDirectory()
         self.build = os.path.join(self.tmp.name, "build")
         os.makedirs(os.path.join(self.build, "genome"))
-        for kind in ("seq", "stm", "tinystm"):
+        for kind in ("seq", "stm", "tinystm", "itm", "schedstm-itm"):
             path = os.path.join(self.build, "genome", "genome-" + kind)
             with open(path, "w") as f:
                 f.write(FAKE)
@@ -441,6 +492,37 @@ class WholeRunTest(unittest.TestCase):
         self.assertIn("Load average (1 min)", text)
         self.assertIsInstance(recs[0]["loadavg"], float)
 
+    def test_abi_variants(self):
+        lib = os.path.join(self.tmp.name, "tiny-abi")
+        os.makedirs(lib)
+        open(os.path.join(lib, "libitm.so.1"), "w").close()
+        rc, recs, text = self.sweep("--cms", "none", "--verify", "--abi",
+                                    "itm,schedstm-itm,schedstm-itm-nopriv,tinystm-itm",
+                                    "--itm-lib", "tinystm=" + lib)
+        self.assertEqual(rc, 0)
+        self.assertEqual([(r["variant"], r["threads"], r["check"]) for r in recs], [
+            ("seq", 1, "pass"), ("itm", 1, "pass"), ("schedstm-itm", 1, "pass"),
+            ("schedstm-itm-nopriv", 1, "pass"), ("tinystm-itm", 1, "pass"),
+            ("itm", 2, "pass"), ("schedstm-itm", 2, "pass"),
+            ("schedstm-itm-nopriv", 2, "pass"), ("tinystm-itm", 2, "pass")])
+        itm, sitm, nopriv, tiny = recs[5:9]
+        self.assertTrue(itm["cmd"].endswith("genome-itm -g256 -s16 -n16384 -t2"))
+        self.assertIn("abi: method=ml_wt priv=unset", itm["stdout"])
+        self.assertTrue(sitm["cmd"].endswith("genome-schedstm-itm -g256 -s16 -n16384 -t2"))
+        self.assertIn("abi: method=unset priv=unset", sitm["stdout"])
+        self.assertEqual((sitm["commits"], sitm["aborts"]), (10, 4))
+        self.assertIn("cm=unset", sitm["stdout"])  # the library's default policy
+        self.assertIn("abi: method=unset priv=0", nopriv["stdout"])
+        self.assertTrue(tiny["cmd"].endswith("genome-itm -g256 -s16 -n16384 -t2"))
+        self.assertIn("abi: ld=" + lib, tiny["stdout"])
+        self.assertIn("abi: method=unset priv=unset", tiny["stdout"])
+        with open(os.path.join(self.out, "summary.md")) as f:
+            self.assertIn("| app | threads | itm | schedstm-itm | schedstm-itm-nopriv | "
+                          "tinystm-itm |", f.read())
+        self.assertIn("| genome | sim | 1/1 | 1/1 | 1/1 | 1/1 | 1/1 | 1/1 | 1/1 | 1/1 |", text)
+        self.assertIn("| app | inputs | 1 itm | 1 schedstm-itm | 1 schedstm-itm-nopriv | "
+                      "1 tinystm-itm | 2 itm |", text)
+
     def test_report_merges_runs_paired_within_each(self):
         first = self.out
         rc, recs1, _ = self.sweep("--cms", "adaptive")
@@ -507,6 +589,9 @@ class WholeRunTest(unittest.TestCase):
             (["--stamp-build", empty],
              "stamp: warning: a run would stop here: no STAMP programs in %s (missing "
              "%s/genome/genome-seq); give --stamp-dir PATH" % (empty, empty)),
+            (["--stamp-build", empty, "--stamp-dir", tree, "--abi", "schedstm-itm"],
+             "stamp: note: a run would first build the programs: %s --apps genome "
+             "--variants 'seq stm itm' %s %s\n" % (stamp.BUILD_SH, tree, empty)),
             (["--stamp-build", self.build, "--stamp-dir", tree], ""),
         )
         for extra, said in cases:
@@ -516,7 +601,7 @@ class WholeRunTest(unittest.TestCase):
             self.assertEqual(rc, 0, extra)
             # the sequential run and the two default policies' (and TinySTM's)
             self.assertEqual(len(out.getvalue().splitlines()),
-                             4 if "--tinystm-dir" in extra else 3, extra)
+                             4 if "--tinystm-dir" in extra or "--abi" in extra else 3, extra)
             if said:
                 self.assertIn(said, err.getvalue())
             else:
