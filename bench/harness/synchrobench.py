@@ -30,6 +30,17 @@ equal to the size it expects ("Set size : N (expected: M)"). A run that
 fails the check, crashes or does not end within --ms plus 60 s is a failed
 record, listed in the summary; the exit status is then 1.
 
+--outside-clock MS times every run from outside: each run is preceded by
+a run of the same command for MS ms, both timed by the harness (process
+start to exit), and the rate is the difference of their operations over
+the difference of their wall times (the program's own is kept as
+ops_per_s_inside). The programs read the clock in the main thread after
+the start barrier and after their sleep: with more threads than CPUs that
+thread waits for a CPU, the clock starts late, and the operations done
+meanwhile count over a shorter time (most under policies that give the
+benchmark's threads long time slices). Start-up, filling the set and
+teardown cancel in the difference.
+
 Writes, in --out: synchrobench.jsonl (one record per run, appended as it
 ends: the benchmark, variant, policy, threads, repetition, the program's
 operations per second ("#txs ... / s", over its own clock), its aborts
@@ -142,14 +153,51 @@ def check(rc, parsed):
     return None
 
 
-def command(args, bench, variant, threads, seed):
+def command(args, bench, variant, threads, seed, ms):
     base, _ = split_variant(variant)
-    cmd = [os.path.join(args.bin_dir, base, bench), "-t", str(threads), "-d", str(args.ms),
+    cmd = [os.path.join(args.bin_dir, base, bench), "-t", str(threads), "-d", str(ms),
            "-S", str(seed)]
     for flag, value in (("-u", args.update), ("-i", args.initial), ("-r", args.range)):
         if value is not None:
             cmd += [flag, str(value)]
     return cmd
+
+
+def execute(cmd, env, ms):
+    """Run one program: (exit status or None, stdout, error text, wall s,
+    CPU s). The error text is the last line of stderr, or why it did not
+    run ("timed out")."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.monotonic()
+    try:
+        p = subprocess.run(cmd, env=env, stdin=subprocess.DEVNULL, capture_output=True,
+                           text=True, errors="replace", timeout=ms / 1000.0 + 60)
+        rc, out, err = p.returncode, p.stdout, p.stderr
+    except subprocess.TimeoutExpired:
+        rc, out, err = None, "", "timed out after %g s" % (ms / 1000.0 + 60)
+    except OSError as e:
+        rc, out, err = None, "", str(e)
+    wall = time.monotonic() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    lines = err.strip().splitlines()
+    return rc, out, (lines[-1] if lines else ""), wall, cpu
+
+
+def outside(short, long_):
+    """The long run's figures timed from outside: its operations (and
+    aborts) minus the short run's, over the difference of the two runs'
+    wall times (and CPU times); the error when that is not a rate."""
+    dt = long_["wall_s"] - short["wall_s"]
+    dops = (long_["ops"] or 0) - (short["ops"] or 0)
+    if dt <= 0 or dops <= 0:
+        return None, ("outside clock: the long run did not outlast the short one "
+                      "(%+.3f s, %+d operations); lengthen --ms" % (dt, dops))
+    r = {"ops": dops, "ops_per_s": dops / dt, "elapsed_s": dt,
+         "cpu_s": long_["cpu_s"] - short["cpu_s"]}
+    if long_.get("aborts") is not None and short.get("aborts") is not None:
+        r["aborts"] = max(0, long_["aborts"] - short["aborts"])
+    return r, None
 
 
 def run_one(args, bench, variant, threads, rep):
@@ -159,36 +207,40 @@ def run_one(args, bench, variant, threads, rep):
     if policy:
         env["SCHEDSTM_CM"] = policy
     seed = args.seed + rep - 1
-    cmd = command(args, bench, variant, threads, seed)
+    cmd = command(args, bench, variant, threads, seed, args.ms)
     rec = {"bench": bench, "variant": variant, "backend": base, "policy": policy,
            "threads": threads, "rep": rep, "seed": seed, "ms": args.ms, "update": args.update,
            "initial": args.initial, "range": args.range, "date": utc_now(),
-           "compiler": compiler_of(cmd[0]), "cmd": " ".join(cmd)}
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    t0 = time.monotonic()
-    try:
-        p = subprocess.run(cmd, env=env, stdin=subprocess.DEVNULL, capture_output=True,
-                           text=True, errors="replace", timeout=args.ms / 1000.0 + 60)
-        rc, out, err = p.returncode, p.stdout, p.stderr
-    except subprocess.TimeoutExpired as e:
-        rc, out, err = None, e.stdout or "", "timed out"
-        out = out.decode(errors="replace") if isinstance(out, bytes) else out
-    except OSError as e:
-        rc, out, err = None, "", str(e)
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    rec["wall_s"] = time.monotonic() - t0
-    rec["cpu_s"] = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    rec.update(parse_output(out))
-    if not base.startswith("schedstm"):
-        rec["aborts"] = None  # TinySTM's default build and sequential count nothing
+           "compiler": compiler_of(cmd[0]), "cmd": " ".join(cmd),
+           "clock": "outside" if args.outside_clock else "inside"}
+
+    def one(c, ms):
+        rc, out, err, wall, cpu = execute(c, env, ms)
+        r = parse_output(out)
+        if not base.startswith("schedstm"):
+            r["aborts"] = None  # TinySTM's default build and sequential count nothing
+        r.update(wall_s=wall, cpu_s=cpu)
+        return r, (err or "no output") if rc is None else check(rc, r)
+
+    error = None
+    if args.outside_clock:
+        short, error = one(command(args, bench, variant, threads, seed, args.outside_clock),
+                           args.outside_clock)
+        if error:
+            error = "short run: " + error
+    long_, long_error = one(cmd, args.ms)
+    rec.update(long_)
+    error = error or long_error
+    if args.outside_clock and not error:
+        rec["ops_per_s_inside"] = long_["ops_per_s"]
+        rec["outside_short_ms"] = args.outside_clock
+        rates, error = outside(short, long_)
+        if rates:
+            rec.update(rates)
     rec["loadavg"] = loadavg()  # after the run: it was part of the load
-    rec["error"] = err.strip().splitlines()[-1] if rc is None else check(rc, rec_parsed(rec))
-    rec["ok"] = rec["error"] is None
+    rec["error"] = error
+    rec["ok"] = error is None
     return rec
-
-
-def rec_parsed(rec):
-    return {k: rec.get(k) for k in ("size", "expected", "ops_per_s")}
 
 
 def points(args):
@@ -252,8 +304,13 @@ def summary(runs, baseline=None):
     for r in runs:
         if (r["bench"], r["threads"]) not in keys:
             keys.append((r["bench"], r["threads"]))
-    lines = ["Operations per second (the program's own count and clock), medians; "
-             "ratios to %s: median of the per-repetition ratios (range, pairs)." % baseline,
+    clocks = {r.get("clock", "inside") for r in ok}
+    clock = ("timed from outside (--outside-clock: operations and wall times of a long and "
+             "a short run, differences)" if clocks == {"outside"} else
+             "the program's own count and clock" if clocks <= {"inside"} else
+             "mixed clocks: some timed from outside, some by the program")
+    lines = ["Operations per second (%s), medians; " % clock
+             + "ratios to %s: median of the per-repetition ratios (range, pairs)." % baseline,
              "",
              "| bench | threads | " + " | ".join("%s Mops/s" % v for v in variants)
              + "".join(" | %s / %s" % (v, baseline) for v in others)
@@ -318,6 +375,9 @@ def parse_args(argv):
     ap.add_argument("--initial", type=int, help="-i (the program's default: 256)")
     ap.add_argument("--range", type=int, help="-r (the program's default)")
     ap.add_argument("--seed", type=int, default=1, help="the first repetition's -S")
+    ap.add_argument("--outside-clock", type=int, default=0, metavar="MS",
+                    help="time every run from outside: a run of MS ms first, the rate is "
+                         "the operations' difference over the wall times' difference")
     ap.add_argument("--from-jsonl", type=csv_list,
                     help="summarise earlier runs' synchrobench.jsonl files instead")
     args = ap.parse_args(argv)
@@ -339,6 +399,9 @@ def parse_args(argv):
     if args.reps < 1 or args.ms < 1 or args.seed < 1 or not args.threads or \
             min(args.threads) < 1:
         fail("--reps, --ms, --seed and every --threads value must be positive")
+    if args.outside_clock < 0 or args.outside_clock * 2 > args.ms:
+        fail("--outside-clock takes a duration in ms of at most half --ms (got %d against %d)"
+             % (args.outside_clock, args.ms))
     missing = [os.path.join(args.bin_dir, split_variant(v)[0], b)
                for b in args.benchs for v in args.variants
                if not os.access(os.path.join(args.bin_dir, split_variant(v)[0], b), os.X_OK)]

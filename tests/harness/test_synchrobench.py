@@ -35,21 +35,26 @@ Max retries   : 2
 """
 
 
-def fake(bin_dir, variant, bench, size="258", expected="258", rate=None, rc=0):
+def fake(bin_dir, variant, bench, size="258", expected="258", rate=None, rc=0, per_ms=0):
     """A stand-in for BIN_DIR/<variant>/<bench>: logs its arguments and
-    SCHEDSTM_CM to BIN_DIR/calls, prints OUTPUT's form."""
+    SCHEDSTM_CM to BIN_DIR/calls, prints OUTPUT's form: `rate` operations
+    (and per second), or with per_ms, per_ms operations per ms of its -d
+    after sleeping for -d ms."""
     d = os.path.join(bin_dir, variant)
     os.makedirs(d, exist_ok=True)
     path = os.path.join(d, bench)
     rate = rate or {"schedstm": 2e6, "schedstm-inline": 3e6, "tinystm": 1e6}.get(variant, 4e6)
+    ops = "$((d * %d))" % per_ms if per_ms else str(int(rate))
     with open(path, "w") as f:
         f.write("#!/bin/sh\n"
                 "echo \"%s/%s cm=${SCHEDSTM_CM:-none} $*\" >> %s\n"
+                "d=0; while [ $# -gt 0 ]; do [ \"$1\" = -d ] && d=$2; shift; done\n"
+                "[ %d -gt 0 ] && sleep \"$(printf '%%d.%%03d' $((d / 1000)) $((d %% 1000)))\"\n"
                 "echo 'Set size      : %s (expected: %s)'\n"
-                "echo '#txs          : %d (%f / s)'\n"
-                "echo '#aborts       : 5 (5.0 / s)'\n"
-                "exit %d\n" % (variant, bench, os.path.join(bin_dir, "calls"), size, expected,
-                               int(rate), rate, rc))
+                "echo \"#txs          : %s (%f / s)\"\n"
+                "echo \"#aborts       : $((d / 10)) (5.0 / s)\"\n"
+                "exit %d\n" % (variant, bench, os.path.join(bin_dir, "calls"), per_ms, size,
+                               expected, ops, rate, rc))
     os.chmod(path, os.stat(path).st_mode | stat.S_IXUSR)
 
 
@@ -194,6 +199,32 @@ class SweepTest(unittest.TestCase):
         self.assertIn("- rbtree schedstm t=1 rep 1: final size 300, expected 301", out)
         self.assertIn("- rbtree tinystm t=1 rep 1: exit status 139", out)
         self.assertIn("FAILED", err)
+
+    def test_outside_clock_rates_are_differences_of_two_runs(self):
+        fake(self.bin, "schedstm", "rbtree", per_ms=1000)
+        rc, out, _ = self.main("--benchs", "rbtree", "--threads", "1", "--reps", "1",
+                               "--variants", "schedstm", "--baseline", "schedstm",
+                               "--ms", "40", "--outside-clock", "10")
+        self.assertEqual(rc, 0, out)
+        self.assertEqual([c[c.index("-d") + 1] for c in self.calls()], ["10", "40"])
+        with open(os.path.join(self.out, "synchrobench.jsonl")) as f:
+            r = json.loads(f.readline())
+        self.assertEqual((r["clock"], r["outside_short_ms"], r["ops"], r["aborts"]),
+                         ("outside", 10, 30000, 3))  # 40000 - 10000; aborts 4 - 1
+        self.assertGreater(r["elapsed_s"], 0)
+        self.assertAlmostEqual(r["ops_per_s"], r["ops"] / r["elapsed_s"])
+        self.assertIsNotNone(r["ops_per_s_inside"])
+        self.assertIn("timed from outside", out)
+        # operations that do not grow with the duration are no rate
+        fake(self.bin, "schedstm", "rbtree")
+        rc, out, _ = self.main("--benchs", "rbtree", "--threads", "1", "--reps", "1",
+                               "--variants", "schedstm", "--baseline", "schedstm",
+                               "--ms", "40", "--outside-clock", "10")
+        self.assertEqual(rc, 1)
+        self.assertIn("outside clock: the long run did not outlast the short one", out)
+        rc, _, err = self.main("--ms", "40", "--outside-clock", "30")
+        self.assertEqual(rc, 2)
+        self.assertIn("at most half --ms", err)
 
     def test_from_jsonl_pools_without_running(self):
         self.main("--benchs", "rbtree", "--threads", "1", "--reps", "2",
