@@ -39,7 +39,13 @@ the start barrier and after their sleep: with more threads than CPUs that
 thread waits for a CPU, the clock starts late, and the operations done
 meanwhile count over a shorter time (most under policies that give the
 benchmark's threads long time slices). Start-up, filling the set and
-teardown cancel in the difference.
+teardown cancel in the difference. When that thread's wait itself varies
+by seconds from run to run (64 threads on 2 CPUs), the difference can be
+negative (a failed record): --wall-clock then times each run alone, its
+operations over its wall time, process start to exit (start-up and
+teardown, a few ms, count as time without operations, alike in every
+variant); the threads go on working while the main thread waits, so
+that a wait lengthens both.
 
 Writes, in --out: synchrobench.jsonl (one record per run, appended as it
 ends: the benchmark, variant, policy, threads, repetition, the program's
@@ -212,7 +218,7 @@ def run_one(args, bench, variant, threads, rep):
            "threads": threads, "rep": rep, "seed": seed, "ms": args.ms, "update": args.update,
            "initial": args.initial, "range": args.range, "date": utc_now(),
            "compiler": compiler_of(cmd[0]), "cmd": " ".join(cmd),
-           "clock": "outside" if args.outside_clock else "inside"}
+           "clock": "outside" if args.outside_clock else "wall" if args.wall_clock else "inside"}
 
     def one(c, ms):
         rc, out, err, wall, cpu = execute(c, env, ms)
@@ -237,6 +243,11 @@ def run_one(args, bench, variant, threads, rep):
         rates, error = outside(short, long_)
         if rates:
             rec.update(rates)
+    if args.wall_clock and not error:
+        rec["ops_per_s_inside"] = long_["ops_per_s"]
+        rec["ops_per_s"] = long_["ops"] / long_["wall_s"] if long_["ops"] else None
+        if not rec["ops_per_s"]:
+            error = "no operations"
     rec["loadavg"] = loadavg()  # after the run: it was part of the load
     rec["error"] = error
     rec["ok"] = error is None
@@ -307,6 +318,8 @@ def summary(runs, baseline=None):
     clocks = {r.get("clock", "inside") for r in ok}
     clock = ("timed from outside (--outside-clock: operations and wall times of a long and "
              "a short run, differences)" if clocks == {"outside"} else
+             "timed from outside (--wall-clock: each run's operations over its wall time, "
+             "process start to exit)" if clocks == {"wall"} else
              "the program's own count and clock" if clocks <= {"inside"} else
              "mixed clocks: some timed from outside, some by the program")
     lines = ["Operations per second (%s), medians; " % clock
@@ -375,6 +388,8 @@ def parse_args(argv):
     ap.add_argument("--initial", type=int, help="-i (the program's default: 256)")
     ap.add_argument("--range", type=int, help="-r (the program's default)")
     ap.add_argument("--seed", type=int, default=1, help="the first repetition's -S")
+    ap.add_argument("--wall-clock", action="store_true",
+                    help="rate = the run's operations over its wall time, process start to exit")
     ap.add_argument("--outside-clock", type=int, default=0, metavar="MS",
                     help="time every run from outside: a run of MS ms first, the rate is "
                          "the operations' difference over the wall times' difference")
@@ -399,6 +414,8 @@ def parse_args(argv):
     if args.reps < 1 or args.ms < 1 or args.seed < 1 or not args.threads or \
             min(args.threads) < 1:
         fail("--reps, --ms, --seed and every --threads value must be positive")
+    if args.wall_clock and args.outside_clock:
+        fail("--wall-clock and --outside-clock are two ways to time a run: one at most")
     if args.outside_clock < 0 or args.outside_clock * 2 > args.ms:
         fail("--outside-clock takes a duration in ms of at most half --ms (got %d against %d)"
              % (args.outside_clock, args.ms))

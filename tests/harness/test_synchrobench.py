@@ -225,6 +225,22 @@ class SweepTest(unittest.TestCase):
         rc, _, err = self.main("--ms", "40", "--outside-clock", "30")
         self.assertEqual(rc, 2)
         self.assertIn("at most half --ms", err)
+        rc, _, err = self.main("--ms", "40", "--outside-clock", "10", "--wall-clock")
+        self.assertEqual(rc, 2)
+        self.assertIn("one at most", err)
+
+    def test_wall_clock_rates_are_operations_over_the_runs_wall_time(self):
+        fake(self.bin, "schedstm", "rbtree", per_ms=1000)
+        rc, out, _ = self.main("--benchs", "rbtree", "--threads", "1", "--reps", "1",
+                               "--variants", "schedstm", "--baseline", "schedstm",
+                               "--ms", "20", "--wall-clock")
+        self.assertEqual(rc, 0, out)
+        self.assertEqual(len(self.calls()), 1)
+        with open(os.path.join(self.out, "synchrobench.jsonl")) as f:
+            r = json.loads(f.readline())
+        self.assertEqual((r["clock"], r["ops"]), ("wall", 20000))
+        self.assertAlmostEqual(r["ops_per_s"], r["ops"] / r["wall_s"])
+        self.assertIn("--wall-clock", out)
 
     def test_from_jsonl_pools_without_running(self):
         self.main("--benchs", "rbtree", "--threads", "1", "--reps", "2",
