@@ -16,7 +16,8 @@ are skipped, and the summary says so).
 Every point (benchmark x threads) runs --reps repetitions; within one
 repetition the variants run back to back, in an order that rotates with
 the repetition, so that a ratio compares runs made under the same machine
-conditions (the host is shared). The ratio of a variant to --baseline is
+conditions (the host is shared). The ratio of a variant to --baseline
+(default: tinystm when it runs, else the first variant) is
 the median over the repetitions of the ratio of the two runs of each
 repetition, with the range of those ratios. Each run gets the
 benchmark's own options: -t threads, -d --ms, -u --update, -i --initial
@@ -57,7 +58,9 @@ of every harness record: git commit, CPU model, kernel, compiler, date) and
 synchrobench-summary.md (also printed). --from-jsonl FILE[,FILE...] runs
 nothing and summarises earlier runs again, pooled (blocks run one at a
 time under a lock). Exit status 0, 1 when a run failed, 2 on a bad command
-line.
+line (also: a --baseline that is not among the variants, a --from-jsonl
+file that cannot be read or holds no records, an --out that cannot be
+made).
 
 Example:
   bench/synchrobench/build.sh --tinystm-dir /tmp/tinystm ~/synchrobench /tmp/sb
@@ -380,7 +383,8 @@ def parse_args(argv):
     ap.add_argument("--benchs", type=csv_list, default=BENCHS)
     ap.add_argument("--variants", type=csv_list, default=["schedstm", "schedstm-inline",
                                                           "tinystm"])
-    ap.add_argument("--baseline", default="tinystm")
+    ap.add_argument("--baseline", help="the variant the ratios divide by (default: tinystm "
+                    "when it runs, else the first variant)")
     ap.add_argument("--threads", type=int_list, default=[1, 2])
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--ms", type=int, default=1000, help="each run's duration (-d)")
@@ -403,6 +407,11 @@ def parse_args(argv):
 
     if args.from_jsonl:
         return args
+    if not args.benchs or not args.variants:
+        fail("--benchs and --variants need at least one name each")
+    if args.baseline is not None and args.baseline not in args.variants:
+        fail("--baseline %s is not one of --variants (%s)" % (args.baseline,
+                                                             ",".join(args.variants)))
     if not args.bin_dir:
         fail("--bin-dir is required (build.sh's OUT_DIR), or --from-jsonl")
     msg = check_variants(args.variants)
@@ -427,18 +436,46 @@ def parse_args(argv):
     return args
 
 
+def read_jsonl(paths):
+    """The records of earlier runs' synchrobench.jsonl files, each marked with
+    its file's index; a file that cannot be read or holds something other
+    than those records ends the program (status 2)."""
+    runs = []
+    for i, path in enumerate(paths):
+        try:
+            with open(path) as f:
+                for n, line in enumerate(f, 1):
+                    if not line.strip():
+                        continue
+                    r = json.loads(line)
+                    if not isinstance(r, dict) or not {"bench", "variant", "threads", "rep",
+                                                       "ok", "ops_per_s"} <= r.keys():
+                        raise ValueError("line %d is not a synchrobench.py record" % n)
+                    r["block"] = i  # repetitions pair within their own file
+                    runs.append(r)
+        except (OSError, UnicodeDecodeError, ValueError) as e:
+            sys.stderr.write(ERROR + "--from-jsonl %s: %s\n" % (path, e))
+            sys.exit(2)
+    return runs
+
+
 def main(argv=None):
     args = parse_args(sys.argv[1:] if argv is None else argv)
-    os.makedirs(args.out, exist_ok=True)
+    try:
+        os.makedirs(args.out, exist_ok=True)
+    except OSError as e:
+        sys.stderr.write(ERROR + "--out %s: %s\n" % (args.out, e))
+        return 2
     if args.from_jsonl:
-        runs = []
-        for i, path in enumerate(args.from_jsonl):
-            with open(path) as f:
-                for line in f:
-                    if line.strip():
-                        r = json.loads(line)
-                        r["block"] = i  # repetitions pair within their own file
-                        runs.append(r)
+        runs = read_jsonl(args.from_jsonl)
+        if not runs:
+            sys.stderr.write(ERROR + "--from-jsonl: no records in %s\n"
+                             % ", ".join(args.from_jsonl))
+            return 2
+        if args.baseline is not None and args.baseline not in {r["variant"] for r in runs}:
+            sys.stderr.write(ERROR + "--baseline %s: no run of that variant in --from-jsonl\n"
+                             % args.baseline)
+            return 2
     else:
         args.provenance = host_provenance()
         path = os.path.join(args.out, "synchrobench.jsonl")

@@ -264,6 +264,40 @@ class SweepTest(unittest.TestCase):
             self.assertIn(msg, err, argv)
         self.assertFalse(os.path.exists(os.path.join(self.bin, "calls")))
 
+    def test_empty_lists_an_unknown_baseline_and_unreadable_files(self):
+        """Refused with status 2 and a message: no traceback, no empty
+        summary, no baseline silently replaced."""
+        junk = os.path.join(self.tmp.name, "junk.jsonl")
+        with open(junk, "w") as f:
+            f.write("not json\n")
+        empty = os.path.join(self.tmp.name, "empty.jsonl")
+        open(empty, "w").close()
+        blocker = os.path.join(self.tmp.name, "file")
+        open(blocker, "w").close()
+        for argv, msg in ((["--variants", ""], "need at least one name"),
+                          (["--benchs", ""], "need at least one name"),
+                          (["--variants", "schedstm", "--baseline", "tinystm"],
+                           "--baseline tinystm is not one of --variants"),
+                          (["--from-jsonl", os.path.join(self.tmp.name, "none.jsonl")],
+                           "No such file"),
+                          (["--from-jsonl", junk], "--from-jsonl %s" % junk),
+                          (["--from-jsonl", empty], "no records"),
+                          (["--benchs", "rbtree", "--out", os.path.join(blocker, "out")],
+                           "--out")):
+            rc, out, err = self.main(*argv)
+            self.assertEqual((rc, out), (2, ""), argv)
+            self.assertIn("synchrobench: error: ", err, argv)
+            self.assertIn(msg, err, argv)
+            self.assertNotIn("Traceback", err, argv)
+        self.assertFalse(os.path.exists(os.path.join(self.bin, "calls")))
+        # a --from-jsonl baseline that none of the records has
+        self.main("--benchs", "rbtree", "--threads", "1", "--reps", "1",
+                  "--variants", "schedstm,tinystm")
+        rc, _, err = self.main("--from-jsonl", os.path.join(self.out, "synchrobench.jsonl"),
+                               "--baseline", "sequential")
+        self.assertEqual(rc, 2)
+        self.assertIn("--baseline sequential: no run of that variant", err)
+
 
 class BuildShTest(unittest.TestCase):
     """bench/synchrobench/build.sh's command line: its help, and directories
