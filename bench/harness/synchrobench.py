@@ -17,14 +17,23 @@ Every point (benchmark x threads) runs --reps repetitions; within one
 repetition the variants run back to back, in an order that rotates with
 the repetition, so that a ratio compares runs made under the same machine
 conditions (the host is shared). The ratio of a variant to --baseline
-(default: tinystm when it runs, else the first variant) is
-the median over the repetitions of the ratio of the two runs of each
-repetition, with the range of those ratios. Each run gets the
-benchmark's own options: -t threads, -d --ms, -u --update, -i --initial
-and -r --range when given (else the program's defaults: 256 elements, 20 %
-updates), -S seed (the same for every variant of a repetition: repetition
-r, numbered from 1, gets --seed + r - 1; the program's -S 0 would be
-time-based, so --seed starts at 1).
+(default: tinystm when it runs, else the first variant) is the median over
+the repetitions of the ratio of the two runs of each repetition, with the
+range of those ratios. Each run gets the benchmark's own options: -t
+threads, -d --ms, -u --update and -i --initial when given (else the
+program's defaults: 256 elements, 20 % updates), -r --range, by default
+twice the initial size, -S seed (the same for every variant of a
+repetition: repetition r, numbered from 1, gets --seed + r - 1; the
+program's -S 0 would be time-based, so --seed starts at 1).
+
+The key range matters: the programs count a failed insert or removal as a
+read-only operation and retry the update at the next operation until one
+succeeds (their "effective" mode), so a removal of a random key from
+1..2^31 (the programs' own default range; the red-black tree's 2^16 fares
+little better) almost never succeeds, and the run makes almost no updates
+whatever -u says. At twice the initial size inserts and removals succeed
+about half the time and the set stays near its initial size; each record
+keeps the program's effective update rate ("#eff. upd rate") as upd_pct.
 
 Each run is checked: exit status 0 and the final size the program prints
 equal to the size it expects ("Set size : N (expected: M)"). A run that
@@ -84,6 +93,7 @@ from provenance import compiler_of, host_provenance, utc_now  # noqa: E402
 BENCHS = ["sftree", "linkedlist", "hashtable", "rbtree", "skiplist"]
 VARIANTS = ["schedstm", "schedstm-inline", "tinystm", "sequential"]
 ERROR = "synchrobench: error: "
+INITIAL = 256  # the programs' default initial size (-i)
 
 
 def split_variant(variant):
@@ -146,6 +156,7 @@ def parse_output(text):
         "ops_per_s": find(r"^#txs\s*:\s*\d+\s*\(" + _NUM + r"\s*/\s*s\)", float),
         "aborts": find(r"^#aborts\s*:\s*(\d+)"),
         "duration_ms": find(r"^Duration\s*:\s*(\d+)"),
+        "upd_pct": find(r"^#eff\. upd rate\s*:\s*" + _NUM, float),
     }
 
 
@@ -390,7 +401,8 @@ def parse_args(argv):
     ap.add_argument("--ms", type=int, default=1000, help="each run's duration (-d)")
     ap.add_argument("--update", type=int, help="-u (the program's default: 20)")
     ap.add_argument("--initial", type=int, help="-i (the program's default: 256)")
-    ap.add_argument("--range", type=int, help="-r (the program's default)")
+    ap.add_argument("--range", type=int,
+                    help="-r, the key range (default: twice the initial size)")
     ap.add_argument("--seed", type=int, default=1, help="the first repetition's -S")
     ap.add_argument("--wall-clock", action="store_true",
                     help="rate = the run's operations over its wall time, process start to exit")
@@ -423,6 +435,15 @@ def parse_args(argv):
     if args.reps < 1 or args.ms < 1 or args.seed < 1 or not args.threads or \
             min(args.threads) < 1:
         fail("--reps, --ms, --seed and every --threads value must be positive")
+    if args.update is not None and not 0 <= args.update <= 100:
+        fail("--update is a percentage, 0 to 100 (got %d)" % args.update)
+    if args.initial is not None and args.initial < 1:
+        fail("--initial must be positive (got %d)" % args.initial)
+    if args.range is None:
+        args.range = 2 * (INITIAL if args.initial is None else args.initial)
+    if args.range < (INITIAL if args.initial is None else args.initial):
+        fail("--range %d is smaller than the initial size %d: the programs could not fill "
+             "the set" % (args.range, INITIAL if args.initial is None else args.initial))
     if args.wall_clock and args.outside_clock:
         fail("--wall-clock and --outside-clock are two ways to time a run: one at most")
     if args.outside_clock < 0 or args.outside_clock * 2 > args.ms:

@@ -29,6 +29,7 @@ Set size      : 258 (expected: 258)
 Duration      : 1000 (ms)
 #txs          : 1953234 (1953234.000000 / s)
 #read txs     : 1562587 (1562587.000000 / s)
+#eff. upd rate: 19.999974 
 #aborts       : 17 (17.000000 / s)
   #lock-r     : 0 (0.000000 / s)
 Max retries   : 2
@@ -74,6 +75,7 @@ class ParseTest(unittest.TestCase):
         p = synchrobench.parse_output(OUTPUT)
         self.assertEqual((p["size"], p["expected"], p["ops"], p["aborts"], p["duration_ms"]),
                          (258, 258, 1953234, 17, 1000))
+        self.assertAlmostEqual(p["upd_pct"], 19.999974)
         self.assertAlmostEqual(p["ops_per_s"], 1953234.0)
         # the initial "Set size : N" line (no expectation) is not the final one
         p = synchrobench.parse_output("Set size     : 256\n")
@@ -175,6 +177,8 @@ class SweepTest(unittest.TestCase):
             self.assertEqual(c[c.index("-d") + 1], "5")
             self.assertEqual(c[c.index("-u") + 1], "50")
             self.assertNotIn("-i", c)  # the program's default
+            # the key range: twice the initial size, not the programs' 2^31
+            self.assertEqual(c[c.index("-r") + 1], "512")
         self.assertEqual([c[c.index("-S") + 1] for c in calls[:8]], ["7"] * 4 + ["8"] * 4)
         self.assertEqual(sorted({c[c.index("-t") + 1] for c in calls[12:]}), ["2"])
         with open(os.path.join(self.out, "synchrobench.jsonl")) as f:
@@ -263,6 +267,28 @@ class SweepTest(unittest.TestCase):
             self.assertIn("synchrobench: error: " + "", err)
             self.assertIn(msg, err, argv)
         self.assertFalse(os.path.exists(os.path.join(self.bin, "calls")))
+
+    def test_the_key_range_is_twice_the_initial_size_unless_given(self):
+        """With the programs' own range (2^31) a removal almost never
+        succeeds and a run makes almost no updates: -r is always passed."""
+        for argv, r in ((["--initial", "1000"], "2000"), (["--range", "300"], "300"),
+                        (["--initial", "10", "--range", "10"], "10")):
+            if os.path.exists(os.path.join(self.bin, "calls")):
+                os.remove(os.path.join(self.bin, "calls"))
+            rc, out, _ = self.main("--benchs", "rbtree", "--threads", "1", "--reps", "1",
+                                   "--variants", "schedstm", *argv)
+            self.assertEqual(rc, 0, out)
+            calls = self.calls()
+            self.assertEqual([c[c.index("-r") + 1] for c in calls], [r], argv)
+        with open(os.path.join(self.out, "synchrobench.jsonl")) as f:
+            self.assertEqual(json.loads(f.readlines()[-1])["range"], 10)
+        for argv, msg in ((["--range", "100"], "smaller than the initial size 256"),
+                          (["--initial", "600", "--range", "599"], "smaller than the initial"),
+                          (["--update", "101"], "a percentage"),
+                          (["--initial", "0"], "--initial must be positive")):
+            rc, _, err = self.main("--benchs", "rbtree", *argv)
+            self.assertEqual(rc, 2, argv)
+            self.assertIn(msg, err, argv)
 
     def test_empty_lists_an_unknown_baseline_and_unreadable_files(self):
         """Refused with status 2 and a message: no traceback, no empty
