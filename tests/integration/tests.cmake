@@ -66,6 +66,29 @@ foreach(v stamp_adapter stamp_adapter_calls)
   endforeach()
 endforeach()
 
+# STAMP through gcc -fgnu-tm (bench/stamp/tm_itm.h) without STAMP: compiled
+# as bench/stamp/build.sh's itm variant compiles STAMP (tm_itm.h
+# force-included; stamp_itm/ holds stand-ins for STAMP's tm.h and thread.h),
+# linked with libschedstm-itm. GCC only, not with the sanitizers (as
+# test_itm).
+if(SCHEDSTM_HAVE_ITM AND CMAKE_C_COMPILER_ID STREQUAL "GNU" AND NOT SCHEDSTM_SANITIZE)
+  sstm_int_exe(itest_stamp_itm SOURCES ${D}/stamp_itm.c ${PROJECT_SOURCE_DIR}/bench/stamp/stm_itm.c
+               LIBS schedstm_itm)
+  target_include_directories(itest_stamp_itm PRIVATE ${D}/stamp_itm ${PROJECT_SOURCE_DIR}/bench/stamp)
+  # only the program: the adapter's stm_itm.c is plain C, as build.sh compiles it
+  set_source_files_properties(${D}/stamp_itm.c PROPERTIES COMPILE_OPTIONS
+    "-fgnu-tm;-Wno-clobbered;-include;${PROJECT_SOURCE_DIR}/bench/stamp/tm_itm.h")
+  foreach(d etl ctl)
+    foreach(n 1 4)
+      sstm_add_test(NAME integration.stamp_itm.${d}.${n} LABELS integration TIMEOUT 60
+                    COMMAND itest_stamp_itm -t ${n} -n 2000 ENV SCHEDSTM_DESIGN=${d})
+    endforeach()
+    sstm_add_test(NAME integration.stamp_itm.${d}.nopriv.4 LABELS integration TIMEOUT 60
+                  COMMAND itest_stamp_itm -t 4 -n 2000
+                  ENV SCHEDSTM_DESIGN=${d} SCHEDSTM_ITM_PRIVATIZATION=0)
+  endforeach()
+endif()
+
 set(SSTM_STRESS_LABELS "integration;stress")
 # A yada-like mesh of cells and neighbour lists (STAMP's yada failed its
 # sharerPtr assertion under ser-yield and ser-block on a loaded host):
