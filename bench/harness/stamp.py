@@ -32,14 +32,16 @@ Run through sweep.py (`sweep.py --bench stamp ...`) or on its own
                       runtimes of the compiler ABI, at each thread count:
                       itm (GCC's libitm, with ITM_DEFAULT_METHOD=ml_wt),
                       schedstm-itm (the same objects linked with
-                      libschedstm-itm; the library's default policy),
-                      schedstm-itm-nopriv (the same with
-                      SCHEDSTM_ITM_PRIVATIZATION=0), and NAME-itm for each
+                      libschedstm-itm; the library's default policy,
+                      SCHEDSTM_ITM_PRIVATIZATION=1), schedstm-itm-nopriv
+                      (the same with SCHEDSTM_ITM_PRIVATIZATION=0), and
+                      NAME-itm for each
                       --itm-lib NAME=DIR (the itm program with DIR, which
                       holds that runtime's libitm.so.1, first in
                       LD_LIBRARY_PATH; e.g. tinystm=DIR for TinySTM's, which
                       bench/peers/build-tinystm-abi.sh builds). Only kmeans
-                      and ssca2 compile this way (docs/stamp.md)
+                      and ssca2 compile this way (docs/stamp.md). itm is
+                      refused while LD_LIBRARY_PATH holds a libitm.so.1
   --itm-lib NAME=DIR  a runtime of the ABI for --abi NAME-itm (repeatable)
   --reps N            repetitions (default 1)
   --out DIR, --timeout-s S
@@ -378,7 +380,9 @@ def abi_env(variant, itm_libs):
     if variant == "schedstm-itm-nopriv":
         return {"SCHEDSTM_ITM_PRIVATIZATION": "0"}
     if variant == "schedstm-itm":
-        return {}
+        # on, as shipped, whatever the caller's environment says: the
+        # variant is -nopriv's counterpart
+        return {"SCHEDSTM_ITM_PRIVATIZATION": "1"}
     lib = itm_libs[variant[:-len("-itm")]]
     path = os.environ.get("LD_LIBRARY_PATH")
     return {"LD_LIBRARY_PATH": lib + (":" + path if path else "")}
@@ -651,6 +655,14 @@ def parse_args(argv):
     if bad:
         p.error("--abi: unknown variant(s) %s (valid: %s)" % (
             ",".join(bad), ",".join(list(ABI_OWN) + [n + "-itm" for n in args.itm_libs])))
+    if "itm" in args.abi:
+        # the itm runs inherit LD_LIBRARY_PATH: a libitm.so.1 there would
+        # replace GCC's, and the variant would measure another runtime
+        for d in os.environ.get("LD_LIBRARY_PATH", "").split(":"):
+            if d and os.path.isfile(os.path.join(d, "libitm.so.1")):
+                p.error("--abi itm: LD_LIBRARY_PATH holds %s, which the itm runs would load "
+                        "instead of GCC's libitm; unset it (and give that runtime with "
+                        "--itm-lib NAME=DIR)" % os.path.join(d, "libitm.so.1"))
     if not args.cms and not args.tinystm and not args.abi:
         p.error("--cms none leaves nothing to run without --tinystm or --abi")
     if args.report is not None:

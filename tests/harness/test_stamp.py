@@ -193,7 +193,7 @@ class CommandLineTest(unittest.TestCase):
             "/b/kmeans/kmeans-seq " + args.replace("-p2", "-p1"),
             "/b/kmeans/kmeans-stm " + args,
             "ITM_DEFAULT_METHOD=ml_wt /b/kmeans/kmeans-itm " + args,
-            "/b/kmeans/kmeans-schedstm-itm " + args,
+            "SCHEDSTM_ITM_PRIVATIZATION=1 /b/kmeans/kmeans-schedstm-itm " + args,
             "SCHEDSTM_ITM_PRIVATIZATION=0 /b/kmeans/kmeans-schedstm-itm " + args,
             "LD_LIBRARY_PATH=%s%s /b/kmeans/kmeans-itm %s" % (
                 tmp, ":" + os.environ["LD_LIBRARY_PATH"] if os.environ.get("LD_LIBRARY_PATH")
@@ -222,6 +222,22 @@ class CommandLineTest(unittest.TestCase):
             args = stamp.parse_args(["--cms", "none", "--abi", "schedstm-itm,t-itm",
                                      "--itm-lib", "t=" + tmp])
             self.assertEqual((args.abi, args.itm_libs), (["schedstm-itm", "t-itm"], {"t": tmp}))
+            # GCC's libitm would be replaced by the caller's LD_LIBRARY_PATH
+            saved = os.environ.get("LD_LIBRARY_PATH")
+            os.environ["LD_LIBRARY_PATH"] = "/nonexistent:" + tmp
+            try:
+                with contextlib.redirect_stderr(io.StringIO()) as err, \
+                        self.assertRaises(SystemExit) as e:
+                    stamp.parse_args(["--cms", "none", "--abi", "itm"])
+                self.assertEqual(e.exception.code, 2)
+                self.assertIn("LD_LIBRARY_PATH holds %s/libitm.so.1" % tmp, err.getvalue())
+                # the other runtimes do not load GCC's
+                stamp.parse_args(["--cms", "none", "--abi", "schedstm-itm"])
+            finally:
+                if saved is None:
+                    del os.environ["LD_LIBRARY_PATH"]
+                else:
+                    os.environ["LD_LIBRARY_PATH"] = saved
 
     def test_tinystm_adapter_dump(self):
         s = stamp.parse_stats(TINY_DUMP)
@@ -509,7 +525,7 @@ class WholeRunTest(unittest.TestCase):
         self.assertTrue(itm["cmd"].endswith("genome-itm -g256 -s16 -n16384 -t2"))
         self.assertIn("abi: method=ml_wt priv=unset", itm["stdout"])
         self.assertTrue(sitm["cmd"].endswith("genome-schedstm-itm -g256 -s16 -n16384 -t2"))
-        self.assertIn("abi: method=unset priv=unset", sitm["stdout"])
+        self.assertIn("abi: method=unset priv=1", sitm["stdout"])
         self.assertEqual((sitm["commits"], sitm["aborts"]), (10, 4))
         self.assertIn("cm=unset", sitm["stdout"])  # the library's default policy
         self.assertIn("abi: method=unset priv=0", nopriv["stdout"])
