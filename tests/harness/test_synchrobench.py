@@ -371,6 +371,57 @@ class BuildShTest(unittest.TestCase):
                           "with --benchs", r.stderr)
             self.assertFalse(os.path.exists(out))
 
+    def test_the_tinystm_copy_is_rebuilt_from_another_tree_or_a_changed_one(self):
+        """The tinystm variant's TinySTM is a copy built in OUT_DIR: another
+        --tinystm-dir, or a tree whose Makefile changed, is built again
+        (stand-in trees whose make writes their name into libstm.a)."""
+        def write(path, text):
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            with open(path, "w") as f:
+                f.write(text)
+
+        with tempfile.TemporaryDirectory() as d:
+            tree = os.path.join(d, "synchrobench")
+            write(os.path.join(tree, "c-cpp/include/tm.h"), "")
+            write(os.path.join(tree, "c-cpp/common/Makefile.common"), "")
+            write(os.path.join(tree, "c-cpp/src/hashtables/lockfree-ht/Makefile"),
+                  "all:\n\tmkdir -p $(BINDIR) && printf '#!/bin/sh\\n' >$(BINDIR)/hashtable"
+                  " && chmod +x $(BINDIR)/hashtable\n")
+
+            def tinystm(name, config):
+                t = os.path.join(d, name)
+                write(os.path.join(t, "include/stm.h"), "")
+                write(os.path.join(t, "include/mod_mem.h"), "")
+                write(os.path.join(t, "Makefile"), "all:\n\tmkdir -p lib && echo %s >lib/libstm.a"
+                      "\nclean:\n\trm -rf lib\n" % config)
+                return t
+
+            def age(t):  # a tree written an hour ago
+                for dirpath, _, files in os.walk(t):
+                    for f in files:
+                        st = os.stat(os.path.join(dirpath, f))
+                        os.utime(os.path.join(dirpath, f), (st.st_atime - 3600,
+                                                             st.st_mtime - 3600))
+
+            a, b = tinystm("tiny-a", "a"), tinystm("tiny-b", "b")
+            age(a)
+            age(b)
+            out = os.path.join(d, "out")
+            lib = os.path.join(out, "tinystm-lib", "lib", "libstm.a")
+
+            def build(t):
+                r = self.build_sh("--variants", "tinystm", "--benchs", "hashtable",
+                                  "--tinystm-dir", t, tree, out)
+                self.assertEqual(r.returncode, 0, r.stderr)
+                with open(lib) as f:
+                    return f.read().strip()
+
+            self.assertEqual(build(a), "a")
+            self.assertEqual(build(b), "b")  # another tree, its headers no newer
+            self.assertEqual(build(b), "b")
+            tinystm("tiny-b", "b-write-through")  # the configuration changed
+            self.assertEqual(build(b), "b-write-through")
+
 
 if __name__ == "__main__":
     unittest.main()
