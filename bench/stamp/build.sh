@@ -175,12 +175,18 @@ out=$(cd "$out" && pwd)
 # TinySTM, built once in a copy of the user's tree (nothing is written into
 # that tree), with its Makefile's defaults: the design, contention manager
 # (CM_SUICIDE) and options the other same-code comparisons use
-# (bench/CMakeLists.txt, tinystm-same).
+# (bench/CMakeLists.txt, tinystm-same). The copy is rebuilt when it came
+# from another tree (its path in .sstm-source) or when any file of the tree
+# is newer than its libstm.a (a configuration is set in the Makefile as much
+# as in the headers).
 case " $variants " in
   *" tinystm "*)
     tiny_build="$out/tinystm-lib"
-    if [ ! -f "$tiny_build/lib/libstm.a" ] || [ "$tinystm/include/stm.h" -nt "$tiny_build/lib/libstm.a" ]; then
+    if [ ! -f "$tiny_build/lib/libstm.a" ] ||
+      [ "$(cat "$tiny_build/.sstm-source" 2>/dev/null)" != "$tinystm" ] ||
+      [ -n "$(find "$tinystm" -type f -newer "$tiny_build/lib/libstm.a" -print -quit)" ]; then
       rm -rf "$tiny_build" && cp -r "$tinystm" "$tiny_build" || exit 1
+      printf '%s\n' "$tinystm" >"$tiny_build/.sstm-source" || exit 1
       if ! { make -C "$tiny_build" clean && make -C "$tiny_build"; } >"$out/tinystm-lib.log" 2>&1; then
         echo "build.sh: building TinySTM in $tiny_build failed; the end of $out/tinystm-lib.log:" >&2
         tail -20 "$out/tinystm-lib.log" >&2

@@ -645,8 +645,9 @@ class WholeRunTest(unittest.TestCase):
 
 
 class BuildShTest(unittest.TestCase):
-    """bench/stamp/build.sh's command line: its help, and a STAMP tree
-    that lacks an application it is asked for (no compiler runs)."""
+    """bench/stamp/build.sh's command line: its help, a STAMP tree that
+    lacks an application it is asked for, and when it rebuilds its copy of
+    TinySTM (stand-in trees: nothing of STAMP or TinySTM is compiled)."""
 
     BUILD_SH = os.path.join(ROOT, "bench", "stamp", "build.sh")
 
@@ -680,6 +681,39 @@ class BuildShTest(unittest.TestCase):
                           "there); build the others with --apps" % tree, r.stderr)
             self.assertNotIn("make", r.stderr)
             self.assertFalse(os.path.exists(out))
+
+    def test_the_tinystm_copy_is_rebuilt_from_another_tree_or_a_changed_one(self):
+        """The tinystm variant's TinySTM is a copy built in OUT_DIR: another
+        --tinystm-dir, or a tree whose Makefile changed, is built again
+        (stand-in trees whose make writes their name into libstm.a; the
+        application's build after it fails, which does not matter here)."""
+        tree = fake_tree(os.path.join(self.tmp.name, "stamp"), STAMP_FILES)
+        sstm = fake_tree(os.path.join(self.tmp.name, "sstm"), ["src/libschedstm.so"])
+        out = os.path.join(self.tmp.name, "out")
+
+        def tinystm(name, config):
+            t = fake_tree(os.path.join(self.tmp.name, name), TINYSTM_FILES)
+            with open(os.path.join(t, "Makefile"), "w") as f:
+                f.write("all:\n\tmkdir -p lib && echo %s >lib/libstm.a\nclean:\n\trm -rf lib\n"
+                        % config)
+            for f in TINYSTM_FILES:  # written an hour ago
+                st = os.stat(os.path.join(t, f))
+                os.utime(os.path.join(t, f), (st.st_atime - 3600, st.st_mtime - 3600))
+            return t
+
+        def build(t):
+            self.build_sh("--schedstm-build", sstm, "--variants", "tinystm", "--apps", "genome",
+                          "--tinystm-dir", t, tree, out)
+            with open(os.path.join(out, "tinystm-lib", "lib", "libstm.a")) as f:
+                return f.read().strip()
+
+        a, b = tinystm("tiny-a", "a"), tinystm("tiny-b", "b")
+        self.assertEqual(build(a), "a")
+        self.assertEqual(build(b), "b")  # another tree, its headers no newer
+        self.assertEqual(build(b), "b")
+        with open(os.path.join(b, "Makefile"), "w") as f:  # the configuration changed
+            f.write("all:\n\tmkdir -p lib && echo b-wt >lib/libstm.a\nclean:\n\trm -rf lib\n")
+        self.assertEqual(build(b), "b-wt")
 
 
 # SHA-256 of the two files of STAMP's kmeans generator (generate.py ROWS
