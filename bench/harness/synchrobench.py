@@ -213,8 +213,12 @@ def outside(short, long_):
     if dt <= 0 or dops <= 0:
         return None, ("outside clock: the long run did not outlast the short one "
                       "(%+.3f s, %+d operations); lengthen --ms" % (dt, dops))
+    dcpu = long_["cpu_s"] - short["cpu_s"]
+    # a difference of CPU times that is not positive (the short run's
+    # start-up outweighed the long run's extra work) is no CPU time: the run
+    # keeps its rate but has no per-CPU-second figure
     r = {"ops": dops, "ops_per_s": dops / dt, "elapsed_s": dt,
-         "cpu_s": long_["cpu_s"] - short["cpu_s"]}
+         "cpu_s": dcpu if dcpu > 0 else None}
     if long_.get("aborts") is not None and short.get("aborts") is not None:
         r["aborts"] = max(0, long_["aborts"] - short["aborts"])
     return r, None
@@ -313,7 +317,8 @@ def fmt_ratio(ratios):
 
 
 def per_cpu_s(r):
-    return r["ops"] / r["cpu_s"] if r.get("ops") and r.get("cpu_s") else None
+    cpu = r.get("cpu_s")
+    return r["ops"] / cpu if r.get("ops") and cpu is not None and cpu > 0 else None
 
 
 def summary(runs, baseline=None):

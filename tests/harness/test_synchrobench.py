@@ -130,6 +130,23 @@ class SummaryTest(unittest.TestCase):
         self.assertIn("FAILED runs:\n- hashtable schedstm t=1 rep 4: final size 3", text)
 
 
+    def test_no_per_cpu_figure_from_a_cpu_time_that_is_not_positive(self):
+        """--outside-clock's CPU time is a difference of two runs' and can
+        come out negative; it gives no per-CPU-second figure, not a
+        negative ratio."""
+        short = {"wall_s": 1.0, "ops": 100, "cpu_s": 2.5, "aborts": None}
+        long_ = {"wall_s": 3.0, "ops": 500, "cpu_s": 2.0, "aborts": None}
+        r, err = synchrobench.outside(short, long_)
+        self.assertIsNone(err)
+        self.assertEqual((r["ops"], r["ops_per_s"], r["cpu_s"]), (400, 200.0, None))
+        self.assertIsNone(synchrobench.per_cpu_s({"ops": 400, "cpu_s": -0.5}))
+        self.assertIsNone(synchrobench.per_cpu_s({"ops": 400, "cpu_s": None}))
+        runs = [rec("skiplist", "schedstm", 64, 1, 2.0, ops=400, cpu_s=-0.5),
+                rec("skiplist", "tinystm", 64, 1, 1.0, ops=200, cpu_s=1.0)]
+        self.assertEqual(synchrobench.paired(runs, "skiplist", 64, "schedstm", "tinystm",
+                                             synchrobench.per_cpu_s), [])
+
+
 class SweepTest(unittest.TestCase):
     def setUp(self):
         self.tmp = tempfile.TemporaryDirectory()
