@@ -68,8 +68,9 @@ synchrobench-summary.md (also printed). --from-jsonl FILE[,FILE...] runs
 nothing and summarises earlier runs again, pooled (blocks run one at a
 time under a lock). Exit status 0, 1 when a run failed, 2 on a bad command
 line (also: a --baseline that is not among the variants, a --from-jsonl
-file that cannot be read or holds no records, an --out that cannot be
-made).
+file that cannot be read or holds no records, --from-jsonl records of one
+benchmark and thread count that ran different --update, --initial or
+--range, an --out that cannot be made).
 
 Example:
   bench/synchrobench/build.sh --tinystm-dir /tmp/tinystm ~/synchrobench /tmp/sb
@@ -94,6 +95,8 @@ BENCHS = ["sftree", "linkedlist", "hashtable", "rbtree", "skiplist"]
 VARIANTS = ["schedstm", "schedstm-inline", "tinystm", "sequential"]
 ERROR = "synchrobench: error: "
 INITIAL = 256  # the programs' default initial size (-i)
+# A record's workload: what --from-jsonl does not pool across
+WORKLOAD = ("update", "initial", "range")
 
 
 def split_variant(variant):
@@ -497,6 +500,21 @@ def main(argv=None):
         if not runs:
             sys.stderr.write(ERROR + "--from-jsonl: no records in %s\n"
                              % ", ".join(args.from_jsonl))
+            return 2
+        # a row pools the runs of one benchmark at one thread count: they
+        # must have run the same workload
+        workloads = {}
+        for r in runs:
+            workloads.setdefault((r["bench"], r["threads"]), set()).add(
+                tuple(r.get(k) for k in WORKLOAD))
+        mixed = sorted(k for k, w in workloads.items() if len(w) > 1)
+        if mixed:
+            bench, n = mixed[0]
+            sys.stderr.write(ERROR + "--from-jsonl: the %s runs at %d threads ran different "
+                             "workloads (%s: %s); summarise them apart\n" % (
+                                 bench, n, ", ".join(WORKLOAD),
+                                 "; ".join(", ".join(str(x) for x in w)
+                                           for w in sorted(workloads[mixed[0]], key=str))))
             return 2
         if args.baseline is not None and args.baseline not in {r["variant"] for r in runs}:
             sys.stderr.write(ERROR + "--baseline %s: no run of that variant in --from-jsonl\n"

@@ -274,6 +274,21 @@ class SweepTest(unittest.TestCase):
         self.assertFalse(os.path.exists(os.path.join(self.bin, "calls")))
         self.assertIn("2.00 (2.00-2.00, 4)", out)  # two files' pairs, each within its own
 
+    def test_from_jsonl_does_not_pool_different_workloads(self):
+        self.main("--benchs", "rbtree", "--threads", "1", "--reps", "1",
+                  "--variants", "schedstm,tinystm")
+        first = os.path.join(self.tmp.name, "first.jsonl")
+        os.rename(os.path.join(self.out, "synchrobench.jsonl"), first)
+        self.main("--benchs", "rbtree", "--threads", "1", "--reps", "1",
+                  "--variants", "schedstm,tinystm", "--update", "50")
+        second = os.path.join(self.out, "synchrobench.jsonl")
+        rc, out, err = self.main("--from-jsonl", "%s,%s" % (first, second))
+        self.assertEqual((rc, out), (2, ""))
+        self.assertIn("the rbtree runs at 1 threads ran different workloads (update, initial, "
+                      "range: 50, None, 512; None, None, 512)", err)
+        rc, out, _ = self.main("--from-jsonl", "%s,%s" % (first, first))
+        self.assertEqual(rc, 0, out)
+
     def test_bad_command_lines(self):
         for argv, msg in ((["--variants", "tinystm@adaptive"], "schedstm variants only"),
                           (["--benchs", "btree"], "unknown benchmark 'btree'"),
