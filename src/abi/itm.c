@@ -885,10 +885,14 @@ ITM_API void _ITM_LB(const void *addr, size_t n) {
 
 /* ---- (I5) closed scopes: a nested transaction that cancels alone ---------- */
 
-/* The flag in a clog record's length: its bytes were written in place (the
- * attempt's frames, its exception objects, memory written plainly), so
- * they go back in place; otherwise through the transaction. */
+/* The flags in a clog record's length. CLOG_IN_PLACE: its bytes were
+ * written in place (the attempt's frames, its exception objects, memory
+ * written plainly), so they go back in place; otherwise through the
+ * transaction. CLOG_FRAME: they lie in a frame of the attempt (I6), which
+ * a scope's cancel skips when the frame was made inside that scope. */
 #define CLOG_IN_PLACE ((size_t)1 << 63)
+#define CLOG_FRAME ((size_t)1 << 62)
+#define CLOG_FLAGS (CLOG_IN_PLACE | CLOG_FRAME)
 
 /* Before a write of [p, p + n) while a closed scope is open: note the
  * bytes there, read through the transaction unless in_place, so that the
@@ -898,12 +902,13 @@ ITM_API void _ITM_LB(const void *addr, size_t n) {
 static __attribute__((noinline, cold)) void closed_note(itm_thread_t *t, const void *p, size_t n,
                                                         bool in_place) {
   if (t->nscope == 0 || n == 0) return;
-  if (in_place && (uintptr_t)p < t->scope[t->nscope - 1].sp && attempt_stack(p, n)) return;
+  bool frame = in_place && attempt_stack(p, n);
+  if (frame && (uintptr_t)p < t->scope[t->nscope - 1].sp) return;
   size_t rec = n + sizeof p + 2 * sizeof n;
   if (t->clog_len + rec > t->clog_cap)
     t->clog = grow(t->clog, &t->clog_cap, t->clog_len + rec, 1, 256, "a nested transaction's log");
   unsigned char *r = t->clog + t->clog_len;
-  size_t tag = n | (in_place ? CLOG_IN_PLACE : 0);
+  size_t tag = n | (in_place ? CLOG_IN_PLACE : 0) | (frame ? CLOG_FRAME : 0);
   memcpy(r, &p, sizeof p);
   memcpy(r + sizeof p, &tag, sizeof tag);
   if (in_place)
@@ -914,21 +919,27 @@ static __attribute__((noinline, cold)) void closed_note(itm_thread_t *t, const v
   t->clog_len += rec;
 }
 
-/* The bytes noted since mark go back, newest first: each byte gets its
- * value from the scope's begin. Through the transaction for shared memory,
- * whose old bytes the notes read through it (so its read set validates
- * them at the commit). */
-static void clog_restore_to(itm_thread_t *t, size_t mark) {
+/* The bytes noted since mark, the begin of the scope whose stack pointer
+ * after its begin is sp, go back, newest first: each byte gets its value
+ * from the scope's begin. Through the transaction for shared memory, whose
+ * old bytes the notes read through it (so its read set validates them at
+ * the commit). Not those in frames made inside the scope (below sp), noted
+ * while an inner scope was the innermost (that inner scope's cancel would
+ * have needed them; it committed instead): the jump to the scope's begin
+ * discards those frames, and the cancel's own frames may lie there now. */
+static void clog_restore_to(itm_thread_t *t, size_t mark, uintptr_t sp) {
   size_t end = t->clog_len;
   while (end > mark) {
     size_t tag;
     void *addr;
     memcpy(&tag, t->clog + end - sizeof tag, sizeof tag);
-    size_t n = tag & ~CLOG_IN_PLACE;
+    size_t n = tag & ~CLOG_FLAGS;
     size_t rec = n + sizeof addr + 2 * sizeof n;
     memcpy(&addr, t->clog + end - rec, sizeof addr);
     const unsigned char *old = t->clog + end - rec + sizeof addr + sizeof n;
-    if (tag & CLOG_IN_PLACE)
+    if ((tag & CLOG_FRAME) && (uintptr_t)addr < sp) {
+      /* a frame the scope made: gone with it */
+    } else if (tag & CLOG_IN_PLACE)
       memcpy(addr, old, n);
     else
       sstm_store_bytes(addr, old, n);
@@ -1017,7 +1028,7 @@ static __attribute__((noreturn)) void closed_cancel(itm_thread_t *t) {
     itm_fatal("__transaction_cancel of a nested transaction that allocated or is handling a C++ "
               "exception: not supported (the runtime's exception state cannot be rolled back "
               "to the nested begin)");
-  clog_restore_to(t, s->clog_len);
+  clog_restore_to(t, s->clog_len, s->sp);
   undo_restore_to(t, s->undo_len);
   for (uint32_t i = t->nalloc; i-- > s->nalloc;)
     sstm_free(t->alloc[i]);

@@ -290,7 +290,7 @@ enum end_kind { END_COMMIT, END_RESTART, END_CANCEL, END_RESTART2, END_CANCEL2 }
 /* How a nested transaction ends. */
 enum nest_end { NEST_COMMIT, NEST_CANCEL, NEST_OUTER_CANCEL };
 
-enum { MAX_OPS = 40, POOL = 1024 };
+enum { MAX_OPS = 40, POOL = 1024, FRAME_WORDS = 64 };
 
 struct op {
   enum op_kind kind;
@@ -305,6 +305,7 @@ struct op {
   unsigned first; /* OP_NESTED: its operations in the pool */
   unsigned count; /* OP_NESTED */
   bool closed;    /* OP_NESTED: a closed scope (no pr_hasNoAbort) */
+  bool frame;     /* OP_NESTED: it writes its own frame through the barriers */
   enum nest_end nend;
 };
 
@@ -428,6 +429,7 @@ static void gen_op(sstm_rng_t *r, struct fuzz_tx *t, struct op *o, unsigned dept
     break;
   case OP_NESTED:
     o->closed = sstm_rng_below(r, 4) != 0;
+    o->frame = sstm_rng_below(r, 2);
     o->nend = NEST_COMMIT;
     if (o->closed && sstm_rng_below(r, 2)) o->nend = NEST_CANCEL;
     if (sstm_rng_below(r, 16) == 0) o->nend = NEST_OUTER_CANCEL;
@@ -498,6 +500,32 @@ static void view_move(struct fuzz_tx *t, unsigned dst, unsigned src, unsigned n)
 
 static void exec_ops(struct fuzz_tx *t, unsigned first, unsigned count, unsigned depth);
 
+/* A closed scope (none in serial mode) whose function writes its own frame
+ * through the barriers inside it (in place, I6, and noted for the
+ * scope's cancel) and commits it into the enclosing one, or cancels it. */
+static __attribute__((noinline)) void scope_in_a_frame(struct fuzz_tx *t, uint64_t seed) {
+  uint64_t loc[FRAME_WORDS];
+  memset(loc, 0, sizeof loc);
+  __asm__ volatile("" : : "r"(loc) : "memory");
+  bool cancel = seed % 4 == 0 && !t->serial;
+  uint32_t a = _ITM_beginTransaction(pr_instrumentedCode);
+  if (a & a_abortTransaction) {
+    CHECK(cancel);
+    for (unsigned i = 0; i < FRAME_WORDS; i++)
+      CHECK_EQ_X(loc[i], 0); /* put back by the cancel */
+    return;
+  }
+  for (unsigned i = 0; i < FRAME_WORDS; i++) {
+    unsigned char b[8];
+    fill_bytes(seed + i, b, 8);
+    ty_write(T_U8, i % 3, &loc[i], b);
+    CHECK_EQ_MEM(&loc[i], b, 8); /* in place */
+  }
+  if (cancel) _ITM_abortTransaction(userAbort);
+  _ITM_commitTransaction();
+  __asm__ volatile("" : : "r"(loc) : "memory");
+}
+
 /* A nested transaction: its begin, its operations, its end. */
 static __attribute__((noinline)) void exec_nested(struct fuzz_tx *t, const struct op *o,
                                                   unsigned depth) {
@@ -508,6 +536,9 @@ static __attribute__((noinline)) void exec_nested(struct fuzz_tx *t, const struc
   memcpy(t->snap_unk[depth], t->unk_view, REGION);
   memcpy(t->snap_priv[depth], t->priv_view, PRIV);
   memcpy(t->snap_stk[depth], t->stk_view, STK);
+  uint64_t frame[FRAME_WORDS];
+  memset(frame, 0, sizeof frame);
+  __asm__ volatile("" : : "r"(frame) : "memory"); /* kept, whatever the optimizer sees */
   uint32_t a = _ITM_beginTransaction(pr_instrumentedCode | (o->closed ? 0 : pr_hasNoAbort));
   if (a & a_abortTransaction) {
     /* Its cancel: everything it did is undone, and the enclosing
@@ -529,7 +560,25 @@ static __attribute__((noinline)) void exec_nested(struct fuzz_tx *t, const struc
     return;
   }
   CHECK(a & a_runInstrumentedCode);
+  if (o->frame) {
+    /* This function's frame, made inside the enclosing transaction's
+     * scope (if any), written through the barriers inside its own: in
+     * place (I6), noted for its cancel, which must not write it back when
+     * an enclosing scope cancels after this one committed (its frame is
+     * gone by then). */
+    unsigned char b[8];
+    for (unsigned i = 0; i < FRAME_WORDS; i++) {
+      fill_bytes(o->seed + i, b, 8);
+      ty_write(T_U8, i % 3, &frame[i], b);
+      CHECK_EQ_MEM(&frame[i], b, 8);
+    }
+    memset_w[o->seed % 3](frame, (int)(o->seed & 0xff), sizeof frame);
+  }
   exec_ops(t, o->first, o->count, depth + 1);
+  /* A scope in a frame of its own that returns before this one ends: the
+   * frame is gone when this one cancels, and the cancel's frames lie
+   * where it was. */
+  if (o->frame) scope_in_a_frame(t, o->seed);
   if (end == NEST_CANCEL) _ITM_abortTransaction(userAbort);
   if (end == NEST_OUTER_CANCEL) {
     t->outer_cancels++;
@@ -813,6 +862,55 @@ static void one_thread_cases(bool escalating, bool priv_safe) {
 TEST(one_thread_matches_the_model) { one_thread_cases(false, true); }
 TEST(one_thread_matches_the_model_without_privatization_safety) { one_thread_cases(false, false); }
 TEST(escalated_attempts_undo_to_the_model) { one_thread_cases(true, true); }
+
+/* ---- a closed scope's cancel and the frames of its inner scopes ----------- */
+
+/* (I5) A scope opened in a function's frame, which that function writes
+ * through the barriers inside the scope (in place, I6, and noted for the
+ * scope's cancel), commits into an enclosing scope; the function returns.
+ * When the enclosing scope then cancels, that frame is gone, and the
+ * cancel's own frames lie where it was: writing the noted bytes back
+ * there overwrote the cancel's return addresses (a jump to 0). */
+static uint64_t scope_shared[8] __attribute__((aligned(64)));
+static int scope_cancels;
+
+static __attribute__((noinline)) void one_scope_in_a_frame(void) {
+  uint64_t loc[128];
+  memset(loc, 0, sizeof loc);
+  __asm__ volatile("" : : "r"(loc) : "memory");
+  uint32_t a = _ITM_beginTransaction(pr_instrumentedCode);
+  CHECK_FALSE(a & a_abortTransaction);
+  for (unsigned i = 0; i < 128; i++)
+    _ITM_WU8(&loc[i], ~(uint64_t)i);
+  CHECK_EQ_X(loc[5], ~(uint64_t)5); /* in place */
+  _ITM_commitTransaction();         /* into the enclosing scope */
+  __asm__ volatile("" : : "r"(loc) : "memory");
+}
+
+static __attribute__((noinline)) void enclosing_scope(void) {
+  uint32_t a = _ITM_beginTransaction(pr_instrumentedCode);
+  if (a & a_abortTransaction) {
+    scope_cancels++;
+    return;
+  }
+  _ITM_WU8(&scope_shared[0], 1);
+  one_scope_in_a_frame();
+  _ITM_abortTransaction(userAbort); /* this scope alone */
+}
+
+TEST(a_scope_cancel_writes_nothing_into_frames_its_inner_scopes_left) {
+  sstm_test_init();
+  uint32_t a = _ITM_beginTransaction(pr_instrumentedCode);
+  CHECK_FALSE(a & a_abortTransaction);
+  enclosing_scope();
+  CHECK_EQ_U(_ITM_RU8(&scope_shared[0]), 0); /* the scope's write undone */
+  _ITM_WU8(&scope_shared[1], 2);
+  _ITM_commitTransaction();
+  CHECK_EQ_I(scope_cancels, 1);
+  CHECK_EQ_U(scope_shared[0], 0);
+  CHECK_EQ_U(scope_shared[1], 2);
+  sstm_test_fini();
+}
 
 /* ---- several threads: owned granules ------------------------------------- */
 
