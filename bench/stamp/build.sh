@@ -209,10 +209,13 @@ sstm-print:
 MK
 }
 
-# compile SRC OBJ FLAGS... (run by xargs; messages to OBJ.log)
+# compile SRC OBJ FLAGS... (run by xargs; messages to OBJ.log). The old
+# object goes first: a compiler that fails leaves it in place, and the link
+# would take an earlier build's (or another --itm-relaxed setting's) code.
 compile_one() {
   src=$1 obj=$2
   shift 2
+  rm -f "$obj"
   # shellcheck disable=SC2068
   "$cc" $@ -c "$src" -o "$obj" >"$obj.log" 2>&1
 }
@@ -310,6 +313,7 @@ for app in $apps; do
     if [ $ok = 1 ] && "$cc" -pthread $objs $libs -o "$prog" >>"$log" 2>&1; then
       built="$built $app-$variant"
     else
+      rm -f "$prog" # not an earlier build's, run as this one's
       echo "build.sh: $app ($variant) failed; the end of $log:" >&2
       grep -E "error|undefined reference" "$log" | head -20 >&2
       failed=1

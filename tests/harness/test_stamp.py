@@ -682,6 +682,31 @@ class BuildShTest(unittest.TestCase):
             self.assertNotIn("make", r.stderr)
             self.assertFalse(os.path.exists(out))
 
+    def test_a_failed_compilation_leaves_no_program(self):
+        """A source that no longer compiles fails the build and leaves no
+        program: neither the earlier build's object (the compiler leaves it
+        in place) nor its program is taken for this build's."""
+        tree = fake_tree(os.path.join(self.tmp.name, "stamp"), STAMP_FILES)
+        sstm = fake_tree(os.path.join(self.tmp.name, "sstm"), ["src/libschedstm.so"])
+        out = os.path.join(self.tmp.name, "out")
+        with open(os.path.join(tree, "genome", "Defines.common.mk"), "w") as f:
+            f.write("PROG := genome\nSRCS += genome.c\n")
+        src = os.path.join(tree, "genome", "genome.c")
+        prog = os.path.join(out, "genome", "genome-seq")
+        with open(src, "w") as f:
+            f.write("int main(void) { return 0; }\n")
+        r = self.build_sh("--schedstm-build", sstm, "--variants", "seq", "--apps", "genome",
+                          tree, out)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertTrue(os.access(prog, os.X_OK))
+        with open(src, "w") as f:
+            f.write("int main(void) { return = ; }\n")
+        r = self.build_sh("--schedstm-build", sstm, "--variants", "seq", "--apps", "genome",
+                          tree, out)
+        self.assertEqual(r.returncode, 1, r.stdout)
+        self.assertIn("genome (seq) failed", r.stderr)
+        self.assertFalse(os.path.exists(prog))
+
     def test_the_tinystm_copy_is_rebuilt_from_another_tree_or_a_changed_one(self):
         """The tinystm variant's TinySTM is a copy built in OUT_DIR: another
         --tinystm-dir, or a tree whose Makefile changed, is built again
