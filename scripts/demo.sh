@@ -38,7 +38,8 @@
 # Exit status: 0 with the tables and both figures; 1 if some runs failed
 # (the sweeps list them; the figures show the runs that succeeded); a
 # sweep's status if it could not run (2: bad command line); 3 if the
-# tables were printed but a figure could not be drawn.
+# tables were printed but a figure could not be drawn; 4 if the build tools
+# are missing and install-deps.sh could not install them (not root, no sudo).
 # Extra arguments go to both runs of bench/harness/sweep.py.
 set -euo pipefail
 
@@ -56,7 +57,18 @@ started=$(date +%s)
 say() { printf '\n==> %s\n' "$*" >&2; }
 
 say "install what is missing (tools; matplotlib into a virtual environment)"
-"$ROOT/scripts/install-deps.sh" --demo >&2 || echo "demo: install-deps.sh failed; trying anyway" >&2
+if ! "$ROOT/scripts/install-deps.sh" --demo >&2; then
+  # Without the build tools there is nothing to try: say so, not "cmake:
+  # command not found". With them, what failed was matplotlib or a library
+  # the build may find anyway: go on (the tables come without figures).
+  for tool in cmake gcc make; do
+    if ! command -v "$tool" >/dev/null 2>&1; then
+      echo "demo: no $tool, and install-deps.sh could not install it (its message is above)" >&2
+      exit 4
+    fi
+  done
+  echo "demo: install-deps.sh failed; trying anyway" >&2
+fi
 
 say "configure and build ($BUILD)"
 CONFIGURE=(-DCMAKE_BUILD_TYPE=Release)

@@ -16,7 +16,9 @@
 # are installed with apt-get (Debian/Ubuntu; needs root or sudo) and, with
 # --demo, --coverage or --stamp, missing Python packages with pip into a virtual
 # environment, $SCHEDSTM_VENV (default build/venv), never into the system's
-# Python.
+# Python. Where nothing can be installed (not root and no sudo, or no
+# apt-get), it names everything that is missing, and the apt-get command that
+# installs it, in one message, and exits with status 1.
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -31,7 +33,7 @@ for arg in "$@"; do
     --stamp) stamp=1 ;;
     --tests) tests=1 ;;
     -h | --help)
-      sed -n '3,19s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"
+      sed -n '3,22s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"
       exit 0
       ;;
     *)
@@ -49,15 +51,19 @@ sudo=
 if [ "$(id -u)" -ne 0 ]; then
   sudo=sudo
 fi
+# Without apt-get, or neither root nor sudo, nothing can be installed here:
+# every check still runs, and what is missing is collected in unmet and
+# named at the end in one message, with the command that installs it all.
+can_apt=1
+if ! have apt-get || { [ -n "$sudo" ] && ! have sudo; }; then
+  can_apt=0
+fi
+unmet=()
 apt_updated=0
 apt_install() {
-  if ! have apt-get; then
-    say "missing: $* -- no apt-get here, install them by hand" >&2
-    exit 1
-  fi
-  if [ -n "$sudo" ] && ! have sudo; then
-    say "missing: $* -- run as root (or install sudo)" >&2
-    exit 1
+  if [ "$can_apt" = 0 ]; then
+    unmet+=("$@")
+    return 0
   fi
   export DEBIAN_FRONTEND=noninteractive
   if [ "$apt_updated" = 0 ]; then
@@ -67,6 +73,18 @@ apt_install() {
   fi
   say "apt-get install $*"
   $sudo apt-get install -y -q --no-install-recommends "$@" >/dev/null
+}
+# give_up_if_unmet: the message for what could not be installed, and exit 1.
+give_up_if_unmet() {
+  [ ${#unmet[@]} -gt 0 ] || return 0
+  if have apt-get; then
+    say "missing: ${unmet[*]} -- not root and no sudo: as root, run" >&2
+    say "  apt-get install --no-install-recommends ${unmet[*]}" >&2
+    say "then this script again" >&2
+  else
+    say "missing: ${unmet[*]} (Debian's package names) -- no apt-get here, install them by hand" >&2
+  fi
+  exit 1
 }
 
 # tool -> Debian package; only the missing ones are installed, in one call.
@@ -93,21 +111,25 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 # The C library's development files (headers, crt*.o): a Recommends of gcc,
-# so not pulled in by --no-install-recommends.
-if [ "$(gcc -print-file-name=Scrt1.o)" = Scrt1.o ] || [ ! -e /usr/include/stdio.h ]; then
+# so not pulled in by --no-install-recommends. (Without gcc, which could not
+# be installed here, they are named with it.)
+if ! have gcc || [ "$(gcc -print-file-name=Scrt1.o)" = Scrt1.o ] ||
+  [ ! -e /usr/include/stdio.h ]; then
   missing+=(libc6-dev)
 fi
 
 # GCC's runtime libraries: the sanitizers (ASan, UBSan, TSan test builds) and
 # libitm (the -fgnu-tm baseline of the benchmarks). Debian ships the link-time
-# .so files in libgcc-N-dev, normally installed with gcc.
-gcc_major=$(gcc -dumpversion | cut -d. -f1)
-for lib in libasan.so libubsan.so libtsan.so libitm.so; do
-  if [ "$(gcc -print-file-name="$lib")" = "$lib" ]; then
-    missing+=("libgcc-${gcc_major}-dev")
-    break
-  fi
-done
+# .so files in libgcc-N-dev, a dependency of gcc-N (so installed with gcc).
+if have gcc; then
+  gcc_major=$(gcc -dumpversion | cut -d. -f1)
+  for lib in libasan.so libubsan.so libtsan.so libitm.so; do
+    if [ "$(gcc -print-file-name="$lib")" = "$lib" ]; then
+      missing+=("libgcc-${gcc_major}-dev")
+      break
+    fi
+  done
+fi
 
 # Libraries the library and its programs build against, found by their
 # headers: hwloc (the machine's topology, for thread mapping), Scotch (the
@@ -122,6 +144,12 @@ done
 if [ ${#missing[@]} -gt 0 ]; then
   apt_install "${missing[@]}"
 fi
+# The virtual environment needs python3 -m venv, which Debian ships in
+# python3-venv: without python3 here, name it too.
+if [ "$can_apt" = 0 ] && [ $((demo + coverage + stamp)) -gt 0 ] && ! have python3; then
+  unmet+=(python3-venv)
+fi
+give_up_if_unmet
 
 # ---- Python packages (the demonstration, the coverage report) ---------------
 # They go into a virtual environment of the project's own, never into the
@@ -153,6 +181,7 @@ make_venv() {
     # Debian and Ubuntu ship venv's pip bootstrap (ensurepip) separately.
     rm -rf "$venv"
     apt_install python3-venv
+    give_up_if_unmet
     python3 -m venv "$venv"
   fi
   "$venv_python" -m pip --version >/dev/null 2>&1 || {

@@ -1332,6 +1332,25 @@ class SetupScripts(unittest.TestCase):
         self.assertRegex(asked, r"install .*\bclang(\s|$)", proc.stdout + proc.stderr)
         self.assertRegex(asked, r"install .*\bclang-format\b", proc.stdout + proc.stderr)
 
+    def test_install_deps_without_root_or_sudo_names_all_that_is_missing(self):
+        # A fresh machine, a user who is not root and has no sudo: one
+        # message names every package (the first apt-get batch, the C
+        # library's headers that depend on gcc, python3-venv for --demo) and
+        # the command that installs them; apt-get is never called.
+        self.link_tools("bash", "env", "dirname", "sed", "cat", "grep", "sh")
+        log = os.path.join(self.dir, "apt.log")
+        write_script(os.path.join(self.bin, "id"), "#!/bin/sh\necho 1000\n")
+        write_script(os.path.join(self.bin, "apt-get"), '#!/bin/sh\necho "$*" >>%s\n' % log)
+        proc = self.run_script(os.path.join(ROOT, "scripts", "install-deps.sh"), ["--demo"],
+                               path_var=self.bin)
+        self.assertEqual(proc.returncode, 1, proc.stdout + proc.stderr)
+        self.assertFalse(os.path.exists(log), "apt-get was called without root or sudo")
+        line = [ln for ln in proc.stderr.splitlines() if "apt-get install" in ln]
+        self.assertEqual(len(line), 1, proc.stderr)
+        for pkg in ("cmake", "gcc", "g++", "make", "python3", "libc6-dev", "python3-venv"):
+            self.assertIn(" %s " % pkg, line[0] + " ", proc.stderr)
+        self.assertNotIn("sudo", proc.stderr.replace("no sudo", ""))
+
     def venv_stubs(self, ensurepip=True):
         """Stand-ins for python3 and apt-get that log their calls; python3
         -m venv DIR makes DIR/bin/python, a stand-in that logs too and
@@ -1532,6 +1551,20 @@ class SetupScripts(unittest.TestCase):
         self.assertIn("demo: the sweep failed", proc.stderr)
         self.assertEqual(len(self.calls("sweep")), 1)  # the second part is not run
         self.assertIn("-DSCHEDSTM_BUILD_TESTS=OFF", self.calls("cmake")[0])
+
+    def test_demo_stops_with_a_message_without_the_build_tools(self):
+        # install-deps.sh could not install them (not root, no sudo): the
+        # demo says what is missing instead of "cmake: command not found".
+        script, env, out = self.demo_tree(self.SWEEP_OK)
+        tree = os.path.join(self.dir, "tree")
+        write_script(os.path.join(tree, "scripts", "install-deps.sh"), "#!/bin/sh\nexit 1\n")
+        os.remove(os.path.join(self.bin, "cmake"))
+        self.link_tools("bash", "dirname", "date", "sh")
+        proc = self.run_script(script, env=env, path_var=self.bin)
+        self.assertEqual(proc.returncode, 4, proc.stderr)
+        self.assertIn("demo: no cmake", proc.stderr)
+        self.assertNotIn("command not found", proc.stderr)
+        self.assertFalse(os.path.exists(self.log) and self.calls("sweep"))
 
     def test_demo_runs_both_parts_and_draws_both_figures(self):
         script, env, out = self.demo_tree(self.SWEEP_OK)
