@@ -1800,46 +1800,70 @@ TEST(permission) {
 
 /* ---- a FIFO behind a table's name ------------------------------------------ */
 
+/* A tmpfs of 64 KiB mounted nowhere (fsopen, fsmount): the descriptor of
+ * its root, or -1 where the kernel, the C library's headers or the
+ * caller's privileges do not allow it. No mount namespace is involved, so
+ * it works in a chroot too (where "/" is not a mount point that could be
+ * made private), and nothing any other process sees changes. */
+static int detached_tmpfs(void) {
+#if defined(FSMOUNT_CLOEXEC) && defined(FSOPEN_CLOEXEC) && defined(SYS_fsopen) &&                  \
+    defined(SYS_fsconfig) && defined(SYS_fsmount)
+  int fs = (int)syscall(SYS_fsopen, "tmpfs", FSOPEN_CLOEXEC);
+  if (fs < 0) return -1;
+  int m = -1;
+  if (syscall(SYS_fsconfig, fs, FSCONFIG_SET_STRING, "size", "64k", 0) == 0 &&
+      syscall(SYS_fsconfig, fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) == 0)
+    m = (int)syscall(SYS_fsmount, fs, FSMOUNT_CLOEXEC, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
+  close(fs);
+  return m;
+#else
+  return -1;
+#endif
+}
+
 /* Open a FIFO (fifo) or a regular file without seals whose descriptor's
  * link reads exactly like a table's (SSTM_STT_FD_LINK); -1 on failure. In
- * a child of sstm_test_fork(): async-signal-safe calls only, and it
- * changes the caller's mount namespace.
+ * a child of sstm_test_fork(): async-signal-safe calls only.
  *
  * The file is made at SSTM_STT_MEMFD_NAME in the root of a tmpfs that is
- * mounted in a mount namespace of the caller's own and detached once the
- * file is open and unlinked: the link of a file in a detached mount is its
- * path from that mount's root, "/memfd:schedstm-statetab (deleted)".
- * Nothing is ever created in a file system that another process sees, so
- * two runs of this test at once (two builds' suites on one host) cannot
- * meet. Where no mount is allowed, the file is made at the name in the
- * real root instead, under an exclusive lock on a file next to it that
- * every run takes (flock), from before it removes a stale file there to
- * after its own is unlinked. */
+ * mounted nowhere (detached_tmpfs): the link of a file in a detached mount
+ * is its path from that mount's root, "/memfd:schedstm-statetab
+ * (deleted)", whoever reads it. Nothing is ever created in a file system
+ * that another process sees, so two runs of this test at once (two builds'
+ * suites on one host) cannot meet. Where no such mount can be made, the
+ * file is made at the name in the real root instead, under an exclusive
+ * lock on a file next to it that every run takes (flock), from before it
+ * removes a stale file there to after its own is unlinked. (A tmpfs
+ * mounted on /tmp in a mount namespace of the child's own, then detached,
+ * did the same, but not in a chroot: there the mounts fail after the
+ * namespace is made, and a file made in the root then reads, to the
+ * parent in the first namespace, with the chroot's path in front.) */
 static int open_at_table_name(bool fifo) {
-  static const char priv[] = "/tmp/memfd:" SSTM_STT_MEMFD_NAME;
+  static const char name[] = "memfd:" SSTM_STT_MEMFD_NAME;
   static const char global[] = "/memfd:" SSTM_STT_MEMFD_NAME;
-  bool own_ns = unshare(CLONE_NEWNS) == 0 &&
-                mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) == 0 &&
-                mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "size=64k") == 0;
-  const char *at = own_ns ? priv : global;
+  int dir = detached_tmpfs();
+  const char *at = dir >= 0 ? name : global;
+  int at_dir = dir >= 0 ? dir : AT_FDCWD;
   int lk = -1;
-  if (!own_ns) {
+  if (dir < 0) {
     lk = open("/tmp/schedstm-test-statetab-fifo.lock", O_RDONLY | O_CREAT | O_CLOEXEC, 0600);
     if (lk < 0 || flock(lk, LOCK_EX) != 0) return -1;
     unlink(at); /* a stale one, left by a run that was killed */
   }
   int fd = -1;
   if (fifo) {
-    if (mkfifo(at, 0600) == 0) fd = open(at, O_RDWR | O_NONBLOCK); /* O_RDWR: opens at once */
+    if (mkfifoat(at_dir, at, 0600) == 0)
+      fd = openat(at_dir, at, O_RDWR | O_NONBLOCK); /* O_RDWR: opens at once */
   } else {
-    int w = open(at, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    int w = openat(at_dir, at, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
     if (w >= 0) {
-      if (write(w, "x", 1) == 1) fd = open(at, O_RDWR | O_NONBLOCK);
+      if (write(w, "x", 1) == 1) fd = openat(at_dir, at, O_RDWR | O_NONBLOCK);
       close(w);
     }
   }
-  bool ok = fd >= 0 && unlink(at) == 0 && (!own_ns || umount2("/tmp", MNT_DETACH) == 0);
-  if (lk >= 0) close(lk); /* the lock goes with its last descriptor */
+  bool ok = fd >= 0 && unlinkat(at_dir, at, 0) == 0;
+  if (dir >= 0) close(dir); /* the mount stays as long as the file is open */
+  if (lk >= 0) close(lk);   /* the lock goes with its last descriptor */
   return ok ? fd : -1;
 }
 
