@@ -4,7 +4,7 @@
 #
 #   scripts/install-deps.sh          build tools
 #   scripts/install-deps.sh --tests  also what only the test suite needs (clang, clang-format,
-#                                    doxygen, ccache)
+#                                    doxygen, ccache, Scotch's libscotch-dev)
 #   scripts/install-deps.sh --demo   also the Python packages of bench/requirements.txt
 #   scripts/install-deps.sh --coverage  also gcovr (scripts/coverage-requirements.txt)
 #   scripts/install-deps.sh --stamp  also matplotlib, triangle and numpy
@@ -132,10 +132,14 @@ if have gcc; then
 fi
 
 # Libraries the library and its programs build against, found by their
-# headers: hwloc (the machine's topology, for thread mapping), Scotch (the
-# static mapper the mapping is compared with), libuv (the request server's I/O
-# threads).
-for pair in hwloc.h:libhwloc-dev scotch/scotch.h:libscotch-dev uv.h:libuv1-dev; do
+# headers: hwloc (the machine's topology, for thread mapping), libuv (the
+# request server's I/O threads) and, with --tests, Scotch (the static mapper
+# of the evaluation tool tools/sstm-mapeval and its test, which the build
+# leaves out without it: on Debian its package brings Open MPI and gfortran,
+# which nothing else needs).
+libs="hwloc.h:libhwloc-dev uv.h:libuv1-dev"
+if [ "$tests" = 1 ]; then libs+=" scotch/scotch.h:libscotch-dev"; fi
+for pair in $libs; do
   if [ ! -e "/usr/include/${pair%%:*}" ]; then
     missing+=("${pair#*:}")
   fi
