@@ -1139,37 +1139,58 @@ static void mt_thread(sstm_tt_t *tt) {
   free(c);
 }
 
-static void threads_case(bool priv_safe) {
+/* The region's start and the threads' run; abi_init: the library is not
+ * initialised by the test but by the ABI at the first transaction, as in
+ * a program compiled with -fgnu-tm (its configuration from the
+ * environment: the default policy, begins that fence, I8), once. */
+static void threads_run(unsigned s, bool abi_init) {
   uint64_t ntx = sstm_test_scaled(20000, 300);
+  sstm_rng_t r;
+  sstm_rng_seed(&r, sstm_test_seed() + s);
+  for (unsigned i = 0; i < MT_REGION; i++)
+    mem[i] = (unsigned char)sstm_rng_next(&r);
+  for (unsigned u = 0; u < MT_THREADS; u++) {
+    uint16_t sum = 0;
+    for (unsigned g = u; g < MT_REGION / GRANULE; g += MT_THREADS)
+      sum = (uint16_t)(sum + granule_at(mem, g));
+    mt_sum[u][0] = sum;
+  }
+  memcpy(mt_init, mem, MT_REGION);
+  /* Not registered: the ABI registers each thread at its first
+   * transaction (I1). */
+  sstm_test_run_threads(MT_THREADS, false, mt_thread, &ntx);
+  if (abi_init) CHECK_TRUE(sstm_initialized());
+  for (unsigned off = 0; off < MT_REGION; off++) {
+    unsigned u = owner_of(off);
+    if (mem[off] != mt_final[u][off])
+      FAIL("thread %u: byte %u is 0x%02x after the run, its model has 0x%02x", u, off, mem[off],
+           mt_final[u][off]);
+  }
+  for (unsigned u = 0; u < MT_THREADS; u++)
+    CHECK_EQ_U(mt_sum[u][0], mt_final_sum[u]);
+}
+
+static void threads_case(bool priv_safe) {
   for (unsigned s = 0; s < sizeof k_shifts / sizeof k_shifts[0]; s++) {
     init_with(k_shifts[s], NULL, priv_safe);
-    sstm_rng_t r;
-    sstm_rng_seed(&r, sstm_test_seed() + s);
-    for (unsigned i = 0; i < MT_REGION; i++)
-      mem[i] = (unsigned char)sstm_rng_next(&r);
-    for (unsigned u = 0; u < MT_THREADS; u++) {
-      uint16_t sum = 0;
-      for (unsigned g = u; g < MT_REGION / GRANULE; g += MT_THREADS)
-        sum = (uint16_t)(sum + granule_at(mem, g));
-      mt_sum[u][0] = sum;
-    }
-    memcpy(mt_init, mem, MT_REGION);
-    /* Not registered: the ABI registers each thread at its first
-     * transaction (I1). */
-    sstm_test_run_threads(MT_THREADS, false, mt_thread, &ntx);
-    for (unsigned off = 0; off < MT_REGION; off++) {
-      unsigned u = owner_of(off);
-      if (mem[off] != mt_final[u][off])
-        FAIL("thread %u: byte %u is 0x%02x after the run, its model has 0x%02x", u, off, mem[off],
-             mt_final[u][off]);
-    }
-    for (unsigned u = 0; u < MT_THREADS; u++)
-      CHECK_EQ_U(mt_sum[u][0], mt_final_sum[u]);
+    threads_run(s, false);
     sstm_test_fini();
   }
 }
 
 TEST(threads_with_interleaved_granules_match_their_models) { threads_case(true); }
 TEST(threads_with_interleaved_granules_without_privatization_safety) { threads_case(false); }
+
+TEST(threads_on_the_abis_own_initialisation) {
+  /* The test's design, through the variable the library reads. */
+  CHECK_EQ_I(setenv("SCHEDSTM_DESIGN", sstm_test_design() == SSTM_DESIGN_CTL ? "ctl" : "etl", 1),
+             0);
+  CHECK_FALSE(sstm_initialized());
+  threads_run(0, true);
+  sstm_config_t c;
+  CHECK_OK(sstm_config_get(&c));
+  CHECK_EQ_I(c.design, sstm_test_design());
+  CHECK_TRUE(c.itm_privatization);
+}
 
 SSTM_TEST_MAIN()
