@@ -34,6 +34,8 @@ little better) almost never succeeds, and the run makes almost no updates
 whatever -u says. At twice the initial size inserts and removals succeed
 about half the time and the set stays near its initial size; each record
 keeps the program's effective update rate ("#eff. upd rate") as upd_pct.
+--range program passes no -r (the program's own range), for comparison
+with runs made that way.
 
 Each run is checked: exit status 0 and the final size the program prints
 equal to the size it expects ("Set size : N (expected: M)"). A run that
@@ -119,6 +121,20 @@ def int_list(text):
         raise argparse.ArgumentTypeError("expected comma-separated integers: %r" % text)
 
 
+def range_arg(text):
+    """--range: a positive number of keys, or 'program' (the program's own)."""
+    if text == "program":
+        return text
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError("expected a positive number of keys or 'program': %r"
+                                         % text)
+    return value
+
+
 def check_variants(variants):
     """None when every variant is known (a policy only on schedstm's), else
     the error message."""
@@ -181,7 +197,7 @@ def command(args, bench, variant, threads, seed, ms):
     cmd = [os.path.join(args.bin_dir, base, bench), "-t", str(threads), "-d", str(ms),
            "-S", str(seed)]
     for flag, value in (("-u", args.update), ("-i", args.initial), ("-r", args.range)):
-        if value is not None:
+        if value is not None and value != "program":
             cmd += [flag, str(value)]
     return cmd
 
@@ -409,8 +425,9 @@ def parse_args(argv):
     ap.add_argument("--ms", type=int, default=1000, help="each run's duration (-d)")
     ap.add_argument("--update", type=int, help="-u (the program's default: 20)")
     ap.add_argument("--initial", type=int, help="-i (the program's default: 256)")
-    ap.add_argument("--range", type=int,
-                    help="-r, the key range (default: twice the initial size)")
+    ap.add_argument("--range", type=range_arg,
+                    help="-r, the key range (default: twice the initial size); 'program': "
+                         "no -r, the program's own (almost no successful updates)")
     ap.add_argument("--seed", type=int, default=1, help="the first repetition's -S")
     ap.add_argument("--wall-clock", action="store_true",
                     help="rate = the run's operations over its wall time, process start to exit")
@@ -449,7 +466,8 @@ def parse_args(argv):
         fail("--initial must be positive (got %d)" % args.initial)
     if args.range is None:
         args.range = 2 * (INITIAL if args.initial is None else args.initial)
-    if args.range < (INITIAL if args.initial is None else args.initial):
+    if args.range != "program" and \
+            args.range < (INITIAL if args.initial is None else args.initial):
         fail("--range %d is smaller than the initial size %d: the programs could not fill "
              "the set" % (args.range, INITIAL if args.initial is None else args.initial))
     if args.wall_clock and args.outside_clock:

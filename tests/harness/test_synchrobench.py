@@ -314,7 +314,17 @@ class SweepTest(unittest.TestCase):
             self.assertEqual([c[c.index("-r") + 1] for c in calls], [r], argv)
         with open(os.path.join(self.out, "synchrobench.jsonl")) as f:
             self.assertEqual(json.loads(f.readlines()[-1])["range"], 10)
+        # --range program: no -r, the program's own range
+        os.remove(os.path.join(self.bin, "calls"))
+        rc, out, _ = self.main("--benchs", "rbtree", "--threads", "1", "--reps", "1",
+                               "--variants", "schedstm", "--range", "program")
+        self.assertEqual(rc, 0, out)
+        self.assertNotIn("-r", self.calls()[0])
+        with open(os.path.join(self.out, "synchrobench.jsonl")) as f:
+            self.assertEqual(json.loads(f.readlines()[-1])["range"], "program")
         for argv, msg in ((["--range", "100"], "smaller than the initial size 256"),
+                          (["--range", "x"], "a positive number of keys or 'program'"),
+                          (["--range", "0"], "a positive number of keys or 'program'"),
                           (["--initial", "600", "--range", "599"], "smaller than the initial"),
                           (["--update", "101"], "a percentage"),
                           (["--initial", "0"], "--initial must be positive")):
