@@ -140,6 +140,47 @@ TEST(every_width_and_type_is_read_and_written_bit_exact) {
   sstm_test_fini();
 }
 
+/* A float _Complex is 4-aligned. The wide accesses at an address that is
+ * not 8-aligned go through the ABI's byte copy (GCC 12 writes c4 and c8
+ * here with one 16-byte _ITM_WM128 at offset 4), those at an 8-aligned one
+ * through word barriers (c8b, an _ITM_WM64); both bit-exact, rolled back
+ * when cancelled, and read after written in one transaction. */
+static struct {
+  uint32_t pad;
+  float _Complex c4; /* offset 4 */
+  float _Complex c8; /* offset 12: 4 mod 8 as well */
+  uint32_t pad2;
+  float _Complex c8b; /* offset 24: 8-aligned */
+} __attribute__((aligned(16))) cx;
+
+static float _Complex cx_update(int cancel) {
+  float _Complex seen = 0;
+  __transaction_atomic {
+    cx.c4 += 1.0f + 2.0f * I;
+    cx.c8 += 5.0f - 1.0f * I;
+    cx.c8b += 0.5f + 0.25f * I;
+    seen = cx.c4 + cx.c8b; /* read after write, both paths */
+    if (cancel) __transaction_cancel;
+  }
+  return seen;
+}
+
+TEST(a_wide_type_at_an_address_not_8_aligned_is_bit_exact) {
+  sstm_test_init();
+  CHECK_EQ_U((uintptr_t)&cx.c4 & 7, 4);
+  CHECK_EQ_U((uintptr_t)&cx.c8b & 7, 0);
+  float _Complex s1 = cx_update(0);
+  CHECK(crealf(s1) == 1.5f && cimagf(s1) == 2.25f);
+  (void)cx_update(1); /* cancelled: no change */
+  float _Complex s2 = cx_update(0);
+  CHECK(crealf(s2) == 3.0f && cimagf(s2) == 4.5f);
+  float _Complex c4 = V(cx.c4), c8 = V(cx.c8), c8b = V(cx.c8b);
+  CHECK(crealf(c4) == 2.0f && cimagf(c4) == 4.0f);
+  CHECK(crealf(c8) == 10.0f && cimagf(c8) == -2.0f);
+  CHECK(crealf(c8b) == 1.0f && cimagf(c8b) == 0.5f);
+  sstm_test_fini();
+}
+
 /* ---- cancel and nesting (I5) ------------------------------------------------------- */
 
 static long nest_a, nest_b;
