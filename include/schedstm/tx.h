@@ -145,6 +145,10 @@ SSTM_API SSTM_NOPLT int sstm__begin_ckpt(const sstm_attr_t *attr) __attribute__(
 #endif
 /* Internal: begin (returns the checkpoint to save, or NULL when nested). */
 SSTM_API SSTM_NOPLT sstm_ckpt_t *sstm__begin(const sstm_attr_t *attr);
+/* Internal, for the compiler ABI's library: the current attempt, if
+ * irrevocable, runs code that writes shared memory with plain stores
+ * (GCC's uninstrumented path), and its commit is counted as an update. */
+SSTM_API void sstm__irrev_plain_writes(void);
 
 /** Open an atomic block (the inline form, see the file comment): the
  * statements up to SSTM_ATOMIC_END() run as one transaction, and a restart

@@ -9,7 +9,8 @@
  * Only the library's public API is used (schedstm/schedstm.h, with the
  * inline read fast path and the descriptor prefix it reads, I8), plus
  * the restart checkpoint's layout (arch/ckpt.h) in the assembly half,
- * abi/itm_x86_64.S. */
+ * abi/itm_x86_64.S; of the internal entry points of schedstm/tx.h,
+ * sstm__begin, and sstm__irrev_plain_writes for a serial block (I3). */
 #define _GNU_SOURCE
 #define SSTM_INLINE_BARRIERS 1
 #include <errno.h>
@@ -445,7 +446,12 @@ static itm_ret_t outer_begin(itm_thread_t *t, uint64_t live) {
   /* A hint: an attempt declared read-only that writes restarts as an
    * update (schedstm/tx.h), so a wrong hint costs an attempt, not safety. */
   a.read_only = !serial && (t->props & itm_pr_readOnly);
-  return begun(t, sstm__begin(&a), serial, code_path(t->props, serial) | live);
+  sstm_ckpt_t *c = sstm__begin(&a);
+  uint64_t path = code_path(t->props, serial);
+  /* The uninstrumented path writes with plain stores, which the engine's
+   * statistics would otherwise count as a read-only commit. */
+  if (serial && path == itm_a_runUninstrumentedCode && c != NULL) sstm__irrev_plain_writes();
+  return begun(t, c, serial, path | live);
 }
 
 /* The C half of _ITM_beginTransaction (abi/itm_x86_64.S). */

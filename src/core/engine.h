@@ -221,7 +221,12 @@ struct sstm_desc {
   bool ro_log;
   bool ro_ext_seen;
   uint8_t ro_win_n, ro_win_ext;
-  bool irrev_token;   /* holds the irrevocability token */
+  bool irrev_token; /* holds the irrevocability token */
+  /* The irrevocable attempt writes with plain stores that no barrier sees
+   * (the compiler ABI's uninstrumented code path, sstm__irrev_plain_writes):
+   * its commit counts as an update whatever its undo log holds. Cleared
+   * with the token. */
+  bool irrev_plain;
   unsigned retries;   /* aborts of the current transaction */
   unsigned conflicts; /* of which conflicts (sstm_cm_ctx_t.conflicts) */
   sstm_ckpt_t ckpt;

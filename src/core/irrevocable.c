@@ -63,6 +63,17 @@ void sstm__irrev_release(struct sstm_desc *tx) {
   atomic_fetch_and_explicit(&sstm__g.clock, ~SSTM_CLOCK_IRREV, memory_order_release);
   atomic_store_explicit(&sstm__g.irrev_owner, 0, memory_order_release);
   tx->irrev_token = false;
+  tx->irrev_plain = false;
+}
+
+/* For the compiler ABI (exported for libschedstm-itm only, src/schedstm.map):
+ * the current attempt, irrevocable, runs code that writes shared memory
+ * with plain stores, which its statistics cannot see; its commit is
+ * counted as an update commit. Nothing happens outside an irrevocable
+ * attempt. */
+SSTM_API void sstm__irrev_plain_writes(void) {
+  struct sstm_desc *tx = sstm__cur;
+  if (SSTM_IN_TX(tx) && (sstm__variant(tx) & 3) == SSTM_V_IRREV) tx->irrev_plain = true;
 }
 
 /* Release the locks of an irrevocable attempt, at its commit (7.5) or its

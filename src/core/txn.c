@@ -939,8 +939,10 @@ SSTM_INLINE int commit_ended(struct sstm_desc *tx, bool update, bool unwatched) 
 
 /* Update, irrevocable, killed or watched attempts. */
 static SSTM_NOINLINE int commit_slow(struct sstm_desc *tx) {
-  bool update = tx->ws.n != 0;
   unsigned var = sstm__variant(tx), kind = var & 3;
+  /* An irrevocable attempt's ws is its undo log; one that wrote with plain
+   * stores (sstm__irrev_plain_writes) logged nothing of them. */
+  bool update = tx->ws.n != 0 || (kind == SSTM_V_IRREV && tx->irrev_plain);
   if (SSTM_UNLIKELY(var & SSTM_V_PREEMPTFLAG) && update && kind != SSTM_V_IRREV) {
     preempt_point(tx, SSTM_EXEC_AT_COMMIT);
   }

@@ -470,6 +470,28 @@ TEST(a_cancel_of_an_inner_transaction_in_serial_mode_is_reported_not_mistaken) {
 
 /* ---- serial transactions (I3, I4) ------------------------------------------------ */
 
+/* A serial block whose unsafe call makes GCC run its uninstrumented path:
+ * its stores are plain, and its commit is still counted as an update. */
+static long plain_counter;
+
+TEST(a_serial_block_on_its_uninstrumented_path_counts_as_an_update) {
+  sstm_test_init();
+  CHECK_OK(sstm_stats_reset());
+  for (int i = 0; i < 10; i++) {
+    __transaction_relaxed {
+      unsafe_nothing();
+      plain_counter = plain_counter + 1;
+    }
+  }
+  CHECK_EQ_I(V(plain_counter), 10);
+  sstm_stats_t st;
+  CHECK_OK(sstm_stats_get(sstm_self(), &st));
+  CHECK_EQ_U(st.commits_irrevocable, 10);
+  CHECK_EQ_U(st.commits_update, 10);
+  CHECK_EQ_U(st.commits_ro, 0);
+  sstm_test_fini();
+}
+
 /* x + y == 0 at every commit. Relaxed transactions change them inside an
  * unsafe function, with plain stores and a yield between the two: the
  * transaction runs serial, and no other transaction may see the middle. */
