@@ -56,6 +56,8 @@ set -u
 
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
+# shellcheck source=../common/tinystm-copy.sh
+. "$repo/bench/common/tinystm-copy.sh"
 sstm_build="$repo/build"
 prefix=""
 all_benchs="sftree linkedlist hashtable rbtree skiplist"
@@ -183,25 +185,11 @@ esac
 mkdir -p "$out" || exit 1
 out=$(cd "$out" && pwd)
 
-# TinySTM, built once in a copy of the user's tree (nothing is written into
-# that tree), with its Makefile's defaults, as bench/stamp/build.sh does.
-# The copy is rebuilt when it came from another tree (its path in
-# .sstm-source) or when any file of the tree is newer than its libstm.a
-# (a configuration is set in the Makefile as much as in the headers).
+# TinySTM, built once in a copy of the user's tree (bench/common/tinystm-copy.sh).
 case " $variants " in
   *" tinystm "*)
     tiny_build="$out/tinystm-lib"
-    if [ ! -f "$tiny_build/lib/libstm.a" ] ||
-      [ "$(cat "$tiny_build/.sstm-source" 2>/dev/null)" != "$tinystm" ] ||
-      [ -n "$(find "$tinystm" -type f -newer "$tiny_build/lib/libstm.a" -print -quit)" ]; then
-      rm -rf "$tiny_build" && cp -r "$tinystm" "$tiny_build" || exit 1
-      printf '%s\n' "$tinystm" >"$tiny_build/.sstm-source" || exit 1
-      if ! { make -C "$tiny_build" clean && make -C "$tiny_build"; } >"$out/tinystm-lib.log" 2>&1; then
-        echo "build.sh: building TinySTM in $tiny_build failed; the end of $out/tinystm-lib.log:" >&2
-        tail -20 "$out/tinystm-lib.log" >&2
-        exit 1
-      fi
-    fi
+    sstm_tinystm_copy "$tinystm" "$out" || exit 1
     ;;
 esac
 # The schedstm variants' stand-in for TINY10BDIR: an empty include
