@@ -140,11 +140,11 @@ TEST(every_width_and_type_is_read_and_written_bit_exact) {
   sstm_test_fini();
 }
 
-/* A float _Complex is 4-aligned. The wide accesses at an address that is
- * not 8-aligned go through the ABI's byte copy (GCC 12 writes c4 and c8
- * here with one 16-byte _ITM_WM128 at offset 4), those at an 8-aligned one
- * through word barriers (c8b, an _ITM_WM64); both bit-exact, rolled back
- * when cancelled, and read after written in one transaction. */
+/* A float _Complex is 4-aligned. A wide access at an address that is not
+ * 8-aligned goes as pieces of 4, 8 and 4 bytes (GCC 12 writes c4 and c8
+ * here with one 16-byte _ITM_WM128 at offset 4), one at an 8-aligned
+ * address as one 8-byte piece (c8b, an _ITM_WM64); both bit-exact, rolled
+ * back when cancelled, and read after written in one transaction. */
 static struct {
   uint32_t pad;
   float _Complex c4; /* offset 4 */
