@@ -931,6 +931,73 @@ TEST(a_scope_cancel_writes_nothing_into_frames_its_inner_scopes_left) {
   sstm_test_fini();
 }
 
+/* Three deep: a middle scope, opened in a frame of its own inside the
+ * enclosing one, writes that frame, lets an inner scope in a deeper frame
+ * commit into it and return, writes its frame again and cancels alone: its
+ * own frame's bytes come back (they lie above its begin), the inner frame's
+ * do not (below it, gone). Then another scope at the same addresses
+ * commits, and the enclosing scope cancels past both. */
+static int mid_cancels;
+
+static __attribute__((noinline)) void mid_scope(bool cancel) {
+  uint64_t m[16];
+  for (unsigned i = 0; i < 16; i++)
+    m[i] = 100 + i;
+  __asm__ volatile("" : : "r"(m) : "memory");
+  uint32_t a = _ITM_beginTransaction(pr_instrumentedCode);
+  if (a & a_abortTransaction) {
+    mid_cancels++;
+    __asm__ volatile("" : : "r"(m) : "memory");
+    for (unsigned i = 0; i < 16; i++)
+      CHECK_EQ_X(m[i], 100 + i); /* the scope's frame writes undone */
+    return;
+  }
+  for (unsigned i = 0; i < 16; i++)
+    _ITM_WU8(&m[i], 200 + i);
+  _ITM_WU8(&scope_shared[2], 3);
+  one_scope_in_a_frame(); /* commits into this scope, returns */
+  for (unsigned i = 0; i < 16; i += 2)
+    _ITM_WU8(&m[i], 300 + i);
+  CHECK_EQ_X(m[4], 304);                        /* in place */
+  if (cancel) _ITM_abortTransaction(userAbort); /* this scope alone */
+  _ITM_commitTransaction();                     /* into the enclosing scope */
+  __asm__ volatile("" : : "r"(m) : "memory");
+}
+
+static __attribute__((noinline)) void enclosing_scope_of_three(void) {
+  uint32_t a = _ITM_beginTransaction(pr_instrumentedCode);
+  if (a & a_abortTransaction) {
+    scope_cancels++;
+    return;
+  }
+  _ITM_WU8(&scope_shared[0], 1);
+  mid_scope(true);
+  CHECK_EQ_U(_ITM_RU8(&scope_shared[2]), 0); /* the middle scope's write undone */
+  mid_scope(false);
+  CHECK_EQ_U(_ITM_RU8(&scope_shared[2]), 3);
+  _ITM_abortTransaction(userAbort); /* this scope alone */
+}
+
+TEST(three_deep_scopes_cancel_their_own_frames_writes_and_skip_those_left) {
+  if (!frames_on_the_stack()) sstm_test_skip("the frames' arrays are not on the stack");
+  sstm_test_init();
+  scope_cancels = mid_cancels = 0;
+  memset(scope_shared, 0, sizeof scope_shared);
+  uint32_t a = _ITM_beginTransaction(pr_instrumentedCode);
+  CHECK_FALSE(a & a_abortTransaction);
+  enclosing_scope_of_three();
+  CHECK_EQ_U(_ITM_RU8(&scope_shared[0]), 0);
+  CHECK_EQ_U(_ITM_RU8(&scope_shared[2]), 0);
+  _ITM_WU8(&scope_shared[1], 2);
+  _ITM_commitTransaction();
+  CHECK_EQ_I(scope_cancels, 1);
+  CHECK_EQ_I(mid_cancels, 1);
+  CHECK_EQ_U(scope_shared[0], 0);
+  CHECK_EQ_U(scope_shared[1], 2);
+  CHECK_EQ_U(scope_shared[2], 0);
+  sstm_test_fini();
+}
+
 /* ---- several threads: owned granules ------------------------------------- */
 
 enum { MT_THREADS = 4, MT_REGION = 1024, GRANULE = 2 };
