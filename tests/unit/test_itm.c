@@ -492,6 +492,31 @@ TEST(a_serial_block_on_its_uninstrumented_path_counts_as_an_update) {
   sstm_test_fini();
 }
 
+/* The mark of plain stores ends with its attempt: a read-only irrevocable
+ * transaction that follows on the same thread is counted as read-only. */
+static void read_plain_counter(void *arg) {
+  *(long *)arg = (long)sstm_load_u64((const uint64_t *)(const void *)&plain_counter);
+}
+
+TEST(the_mark_of_a_serial_blocks_plain_stores_ends_with_its_attempt) {
+  sstm_test_init();
+  CHECK_OK(sstm_stats_reset());
+  __transaction_relaxed {
+    unsafe_nothing();
+    plain_counter = plain_counter + 1;
+  }
+  long seen = -1;
+  sstm_attr_t a = {.irrevocable = true};
+  CHECK_OK(sstm_run(&a, read_plain_counter, &seen));
+  CHECK_EQ_I(seen, V(plain_counter));
+  sstm_stats_t st;
+  CHECK_OK(sstm_stats_get(sstm_self(), &st));
+  CHECK_EQ_U(st.commits_irrevocable, 2);
+  CHECK_EQ_U(st.commits_update, 1);
+  CHECK_EQ_U(st.commits_ro, 1);
+  sstm_test_fini();
+}
+
 /* x + y == 0 at every commit. Relaxed transactions change them inside an
  * unsafe function, with plain stores and a yield between the two: the
  * transaction runs serial, and no other transaction may see the middle. */
