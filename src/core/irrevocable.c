@@ -73,7 +73,7 @@ void sstm__irrev_release(struct sstm_desc *tx) {
  * attempt. */
 SSTM_API void sstm__irrev_plain_writes(void) {
   struct sstm_desc *tx = sstm__cur;
-  if (SSTM_IN_TX(tx) && (sstm__variant(tx) & 3) == SSTM_V_IRREV) tx->irrev_plain = true;
+  if (SSTM_IN_TX(tx) && sstm__kind(tx) == SSTM_V_IRREV) tx->irrev_plain = true;
 }
 
 /* Release the locks of an irrevocable attempt, at its commit (7.5) or its

@@ -215,6 +215,30 @@ static SSTM_NOINLINE uint64_t irrev_killed_at_start(struct sstm_desc *tx) {
   return serial;
 }
 
+/* Publish the attempt's ACTIVE status st (5.1), with the full barrier
+ * that must come before its later loads of the clock and shared data.
+ * With membarrier the reclaimer supplies it: its expedited membarrier runs
+ * a full barrier on every CPU running one of our threads, so a compiler
+ * barrier suffices here (the asymmetric fence of liburcu's membarrier
+ * flavour). Without it, the full barrier itself: a seq_cst fence after
+ * the store, pairing with the reclaimer's seq_cst fence (the
+ * store-buffering shape: each side stores, fences, then loads what the
+ * other stored). A C11 seq_cst exchange alone would not do: C11 does not
+ * order the later acquire and relaxed loads after it against the
+ * reclaimer's fence. sstm__store_full_fence is the store and that fence;
+ * on x86-64 one xchg instruction, which the hardware makes a full barrier
+ * (engine.h), whatever the compiler. release (the store): the variant,
+ * set before, lands before a killer's flag for this attempt
+ * (registry.c). */
+SSTM_INLINE void publish_active(struct sstm_desc *tx, uint64_t st) {
+  if (SSTM_LIKELY(sstm__g.membarrier)) {
+    atomic_store_explicit(&tx->status, st, memory_order_release);
+    atomic_signal_fence(memory_order_seq_cst);
+  } else {
+    sstm__store_full_fence(&tx->status, st);
+  }
+}
+
 /* Start an attempt; `first` is true for the first attempt of a
  * transaction, whose restart flags are still clear. Every case: restarts,
  * and the begins that attempt_start_fast does not cover. */
@@ -248,26 +272,7 @@ static SSTM_NOINLINE void attempt_start(struct sstm_desc *tx, bool first) {
   /* The variant is set before ACTIVE is published (release below), so that
    * a killer's flag for this attempt lands after it (registry.c). */
   sstm__set_variant(tx, v | sample);
-  if (SSTM_LIKELY(sstm__g.membarrier)) {
-    /* Publishing ACTIVE needs a full barrier before the later loads of the
-     * clock and shared data (5.1). With membarrier the reclaimer
-     * supplies it: its expedited membarrier runs a full barrier on every
-     * CPU running one of our threads, so a compiler barrier suffices here
-     * (the asymmetric fence of liburcu's membarrier flavour). release: see
-     * the variant above. */
-    atomic_store_explicit(&tx->status, sstm_st_make(serial, SSTM_ST_ACTIVE), memory_order_release);
-    atomic_signal_fence(memory_order_seq_cst);
-  } else {
-    /* The full barrier itself: a seq_cst fence after the store, pairing
-     * with the reclaimer's seq_cst fence (the store-buffering shape: each
-     * side stores, fences, then loads what the other stored). A C11
-     * seq_cst exchange alone would not do: C11 does not order the later
-     * acquire and relaxed loads after it against the reclaimer's fence.
-     * sstm__store_full_fence is the store and that fence; on x86-64 one
-     * xchg instruction, which the hardware makes a full barrier (engine.h),
-     * whatever the compiler. */
-    sstm__store_full_fence(&tx->status, sstm_st_make(serial, SSTM_ST_ACTIVE));
-  }
+  publish_active(tx, sstm_st_make(serial, SSTM_ST_ACTIVE));
   DELAY_POINT(tx); /* published ACTIVE, clock not yet read */
   uint64_t start;
   if (SSTM_UNLIKELY(irrev)) {
@@ -331,16 +336,9 @@ SSTM_INLINE int attempt_start_fast(struct sstm_desc *tx, unsigned v) {
    * (attempt_ended, commit_tail_unwatched). */
   /* Before ACTIVE is published, as in attempt_start. */
   sstm__set_variant(tx, v);
-  /* (5.1) as in attempt_start: a compiler barrier with the membarrier
-   * fence, else the full barrier itself. release: see the variant above.
-   * sstm__g.membarrier shares its line with nhooks, which the caller has
-   * just loaded (begin_outer). */
-  if (SSTM_LIKELY(sstm__g.membarrier)) {
-    atomic_store_explicit(&tx->status, st, memory_order_release);
-    atomic_signal_fence(memory_order_seq_cst);
-  } else {
-    sstm__store_full_fence(&tx->status, st);
-  }
+  /* sstm__g.membarrier, which publish_active tests, shares its line with
+   * nhooks, which the caller has just loaded (begin_outer). */
+  publish_active(tx, st);
   /* acquire: pairs with committers' release fetch_add (4.3, 2). */
   uint64_t c = atomic_load_explicit(&sstm__g.clock, memory_order_acquire);
   if (SSTM_UNLIKELY(sstm_clock_irrevocable(c))) return attempt_start_fast_irrev(tx);
