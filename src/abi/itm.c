@@ -1109,10 +1109,13 @@ ITM_WORD(D, double, sstm_load_double, sstm_store_double)
  * include its 6 bytes of padding, which are in the object's storage. They
  * go as naturally aligned pieces of 8, 4, 2 or 1 bytes (a 16-byte vector
  * of floats at 4 mod 8, as GCC's vectorizer emits for float arrays: 4, 8
- * and 4), each through the engine's typed barrier of its width, whose fast
- * paths the engine's byte copy (any length) does not take. The pieces of
- * one object are read in one snapshot and written in one commit as any
- * accesses of one transaction are. */
+ * and 4), each through the typed barrier of its width. The engine's bulk
+ * access (sstm_load_bytes, sstm_store_bytes) splits the same way, but
+ * through the library's exported entries and its general paths; here the
+ * pieces take this library's inlined fast paths (SSTM_INLINE_BARRIERS),
+ * which measured faster (docs/benchmarks.md, "STAMP through the compiler
+ * ABI"). The pieces of one object are read in one snapshot and written in
+ * one commit as any accesses of one transaction are. */
 static inline unsigned itm_piece(uintptr_t a, size_t n) {
   unsigned k = 8;
   while (k > n || (a & (k - 1)) != 0)

@@ -414,11 +414,13 @@ static unsigned chunk(uintptr_t a, size_t n) {
   return (n >= 8 && a % 8 == 0) ? 8 : (n >= 4 && a % 4 == 0) ? 4 : (n >= 2 && a % 2 == 0) ? 2 : 1;
 }
 
-/* n bytes, each naturally aligned piece a full barrier. */
-static void load_pieces(struct sstm_desc *tx, unsigned char *d, const unsigned char *s, size_t n) {
+/* n bytes, each naturally aligned piece a full barrier: the general read
+ * entry's, whose first test is the read after write (a stripe this
+ * attempt holds, which load_stripe refuses). */
+static void load_pieces(unsigned char *d, const unsigned char *s, size_t n) {
   while (n > 0) {
     unsigned k = chunk((uintptr_t)s, n);
-    uint64_t v = dispatch_load(tx, s, k);
+    uint64_t v = sstm__load_slow(s, k);
     memcpy(d, &v, k); /* little endian: low bytes first */
     d += k, s += k, n -= k;
   }
@@ -470,19 +472,22 @@ static SSTM_NOINLINE void load_bytes(struct sstm_desc *tx, void *dst, const void
   while (n > 0) {
     size_t k = stripe - ((uintptr_t)s & (stripe - 1));
     if (k > n) k = n;
-    if (!load_stripe(tx, d, s, k)) load_pieces(tx, d, s, k);
+    if (!load_stripe(tx, d, s, k)) load_pieces(d, s, k);
     d += k, s += k, n -= k;
   }
 }
 
-static SSTM_NOINLINE void store_bytes(struct sstm_desc *tx, void *dst, const void *src, size_t n) {
+/* A bulk write: each naturally aligned piece through the typed stores'
+ * entry (sstm__store_slow: the exported store's fast path, then the
+ * general one), as a store of that width would go. */
+static SSTM_NOINLINE void store_bytes(void *dst, const void *src, size_t n) {
   unsigned char *d = dst;
   const unsigned char *s = src;
   while (n > 0) {
     unsigned k = chunk((uintptr_t)d, n);
     uint64_t v = 0;
     memcpy(&v, s, k);
-    dispatch_store(tx, d, v, k);
+    sstm__store_slow(d, v, k);
     d += k, s += k, n -= k;
   }
 }
@@ -636,7 +641,7 @@ static SSTM_NOINLINE void store_general(void *addr, uint64_t v, unsigned size) {
     return;
   }
   if (SSTM_UNLIKELY((uintptr_t)addr & (size - 1))) {
-    store_bytes(tx, addr, &v, size); /* little endian: the low bytes are v's */
+    store_bytes(addr, &v, size); /* little endian: the low bytes are v's */
     return;
   }
   /* A sampled ETL attempt whose countdown has not run out (thread
@@ -734,7 +739,7 @@ SSTM_API void sstm_store_bytes(void *dst, const void *src, size_t n) {
     misuse_access("sstm_store_bytes");
     return;
   }
-  store_bytes(tx, dst, src, n);
+  store_bytes(dst, src, n);
 }
 
 /* The descriptor prefix read by the fast paths (<schedstm/fastpath.h>). */
