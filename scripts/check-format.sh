@@ -4,6 +4,7 @@
 #
 #   scripts/check-format.sh          check (clang-format --dry-run), one check per file
 #   scripts/check-format.sh --fix    reformat the files in place first
+#   scripts/check-format.sh --help   this text
 #
 # The tree's layout is that of clang-format 14 (Debian 12, what
 # scripts/install-deps.sh --tests installs); other major versions lay out a
@@ -15,20 +16,24 @@
 set -u
 
 root=$(cd "$(dirname "$0")/.." && pwd)
-cd "$root" || exit 1
 fix=0
 if [ $# -gt 1 ]; then
-  echo "check-format: one argument at most (--fix or nothing)" >&2
+  echo "check-format: one argument at most (--fix, --help or nothing)" >&2
   exit 2
 fi
 case "${1:-}" in
   "") ;;
   --fix) fix=1 ;;
+  -h | --help)
+    sed -n '3,/^[^#]/{/^#/s/^# \{0,1\}//p}' "${BASH_SOURCE[0]}"
+    exit 0
+    ;;
   *)
-    echo "check-format: unknown argument '$1' (--fix or nothing)" >&2
+    echo "check-format: unknown argument '$1' (--fix, --help or nothing)" >&2
     exit 2
     ;;
 esac
+cd "$root" || exit 1
 
 want=14
 cf=""

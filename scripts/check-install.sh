@@ -13,9 +13,30 @@
 #
 #   scripts/check-install.sh              configure and build a fresh copy
 #   scripts/check-install.sh BUILD_DIR    install an already built tree
+#   scripts/check-install.sh -h | --help  this text
 #
 # Exits non-zero on the first failure; the last line is "N passed, N failed".
 set -euo pipefail
+
+case "${1:-}" in
+  -h | --help)
+    sed -n '3,/^[^#]/{/^#/s/^# \{0,1\}//p}' "${BASH_SOURCE[0]}"
+    exit 0
+    ;;
+  -*)
+    echo "check-install: unknown option '$1' (try --help)" >&2
+    exit 2
+    ;;
+esac
+if [ $# -gt 1 ]; then
+  echo "check-install: one argument at most, the build directory (try --help)" >&2
+  exit 2
+fi
+if [ $# -eq 1 ] && [ ! -d "$1" ]; then
+  echo "check-install: '$1' is not a directory: give a configured build directory," \
+    "or nothing to configure and build a fresh copy" >&2
+  exit 2
+fi
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 work=$(mktemp -d "${TMPDIR:-/tmp}/schedstm-check-install.XXXXXX")

@@ -5,6 +5,7 @@
 # tests/run_all.sh: a coverage number is a map, not a target.
 #
 #   scripts/coverage.sh [BUILD_DIR]   (default build/coverage)
+#   scripts/coverage.sh -h | --help   this text
 #
 # Builds with --coverage (SCHEDSTM_DEBUG on so the engine's test seams run;
 # -fprofile-update=atomic, since the tests are multi-threaded; the library
@@ -17,6 +18,21 @@
 # Installs gcovr with scripts/install-deps.sh --coverage if it is missing
 # (into the project's virtual environment, $SCHEDSTM_VENV, default build/venv).
 set -euo pipefail
+
+case "${1:-}" in
+  -h | --help)
+    sed -n '3,/^[^#]/{/^#/s/^# \{0,1\}//p}' "${BASH_SOURCE[0]}"
+    exit 0
+    ;;
+  -*)
+    echo "coverage: unknown option '$1' (try --help)" >&2
+    exit 2
+    ;;
+esac
+if [ $# -gt 1 ]; then
+  echo "coverage: one argument at most, the build directory (try --help)" >&2
+  exit 2
+fi
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=$(realpath -m "${1:-$root/build/coverage}")

@@ -40,8 +40,16 @@
 # sweep's status if it could not run (2: bad command line); 3 if the
 # tables were printed but a figure could not be drawn; 4 if the build tools
 # are missing and install-deps.sh could not install them (not root, no sudo).
-# Extra arguments go to both runs of bench/harness/sweep.py.
+# Extra arguments go to both runs of bench/harness/sweep.py; -h or --help
+# as the first prints this text and does nothing else.
 set -euo pipefail
+
+case "${1:-}" in
+  -h | --help)
+    sed -n '3,/^[^#]/{/^#/s/^# \{0,1\}//p}' "${BASH_SOURCE[0]}"
+    exit 0
+    ;;
+esac
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BUILD=${BUILD_DIR:-$ROOT/build}

@@ -63,7 +63,19 @@
 #                                             0..64: the suite on a host whose CPUs
 #                                             other programs want too, as a shared CI
 #                                             runner's can be (tests/README.md)
+#
+# It takes no arguments, but -h or --help, which prints this text.
 set -u
+case "${1:-}" in
+  -h | --help)
+    sed -n '3,/^[^#]/{/^#/s/^# \{0,1\}//p}' "${BASH_SOURCE[0]}"
+    exit 0
+    ;;
+esac
+if [ $# -gt 0 ]; then
+  echo "run_all.sh: no arguments ('$1'): choose parts with RUN_ALL_PARTS (try --help)" >&2
+  exit 2
+fi
 
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)

@@ -1625,6 +1625,68 @@ class SetupScripts(unittest.TestCase):
                       proc.stderr)
         self.assertTrue(os.path.exists(os.path.join(out, "oversubscribed", "summary.md")))
 
+    # The scripts a user runs, each with --help and with an argument it does
+    # not take. None may install, configure or build anything then: before
+    # they took --help, demo.sh and run_all.sh ran whole (minutes of apt-get,
+    # builds and runs), coverage.sh built into a directory named "--help",
+    # check-install.sh failed in a bare "cd".
+    SCRIPTS = ("scripts/demo.sh", "scripts/coverage.sh", "scripts/check-install.sh",
+               "scripts/check-format.sh", "scripts/install-deps.sh", "tests/run_all.sh")
+
+    def script_with_stand_ins(self, rel):
+        """A copy of rel whose install-deps.sh, cmake, ctest, apt-get and
+        clang-format are stand-ins that log their calls to calls.log."""
+        script = self.copy_script(rel)
+        tree = os.path.join(self.dir, "tree")
+        self.log = os.path.join(self.dir, "calls.log")
+        if os.path.exists(self.log):  # an earlier subtest's
+            os.remove(self.log)
+        if rel != "scripts/install-deps.sh":
+            write_script(os.path.join(tree, "scripts", "install-deps.sh"),
+                         '#!/bin/sh\necho "install-deps $*" >>%s\n' % self.log)
+        for tool in ("cmake", "ctest", "apt-get", "clang-format", "clang-format-14", "sudo"):
+            write_script(os.path.join(self.bin, tool),
+                         '#!/bin/sh\necho "%s $*" >>%s\n' % (tool, self.log))
+        return script
+
+    def test_every_script_prints_its_usage_with_help_and_does_nothing_else(self):
+        for rel in self.SCRIPTS:
+            for opt in ("--help", "-h"):
+                with self.subTest(script=rel, option=opt):
+                    script = self.script_with_stand_ins(rel)
+                    proc = self.run_script(script, [opt])
+                    self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
+                    # the header's usage line names the script
+                    self.assertIn(os.path.basename(rel), proc.stdout)
+                    self.assertFalse(os.path.exists(self.log),
+                                     "%s %s ran: %s" % (rel, opt, open(self.log).read()
+                                                        if os.path.exists(self.log) else ""))
+
+    def test_scripts_refuse_an_option_they_do_not_take(self):
+        # demo.sh hands its arguments to the sweeps (sweep.py checks them)
+        for rel in set(self.SCRIPTS) - {"scripts/demo.sh"}:
+            with self.subTest(script=rel):
+                script = self.script_with_stand_ins(rel)
+                proc = self.run_script(script, ["--bogus"])
+                self.assertEqual(proc.returncode, 2, proc.stdout + proc.stderr)
+                self.assertIn("--bogus", proc.stderr)
+                self.assertFalse(os.path.exists(self.log), rel)
+
+    def test_check_install_and_coverage_name_a_build_directory_that_is_not_one(self):
+        missing = os.path.join(self.dir, "no-such-build")
+        for rel in ("scripts/check-install.sh", "scripts/coverage.sh"):
+            with self.subTest(script=rel):
+                script = self.script_with_stand_ins(rel)
+                proc = self.run_script(script, [missing, "extra"])
+                self.assertEqual(proc.returncode, 2, proc.stdout + proc.stderr)
+                self.assertFalse(os.path.exists(self.log), rel)
+        script = self.script_with_stand_ins("scripts/check-install.sh")
+        proc = self.run_script(script, [missing])
+        self.assertEqual(proc.returncode, 2, proc.stdout + proc.stderr)
+        self.assertIn("no-such-build", proc.stderr)
+        self.assertIn("not a directory", proc.stderr)
+        self.assertFalse(os.path.exists(self.log))
+
 
 if __name__ == "__main__":
     unittest.main()
