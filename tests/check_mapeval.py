@@ -107,6 +107,32 @@ def main(argv):
             p = run(tool, "--topo", TOPO, "--pattern", "ring", *extra)
             if p.returncode != 2 or why not in p.stderr or p.stdout.count("\n") > 1:
                 fail("%s: exit %d, %r" % (" ".join(args), p.returncode, p.stderr))
+        # --help: the whole usage on standard output, status 0, nothing
+        # evaluated; it names the strategies and the CSV columns (the user
+        # should not need the source for them).
+        for opt in ("--help", "-h"):
+            p = run(tool, opt)
+            if p.returncode != 0 or not p.stdout.startswith("usage: sstm-mapeval") or p.stderr:
+                fail("%s: exit %d, %r, %r" % (opt, p.returncode, p.stdout, p.stderr))
+            for word in STRATEGIES + ["topology,matrix,threads,strategy,cost,rel_none,ms,max_load",
+                                      "pairs", "clusters", "--seeds"]:
+                if word not in p.stdout:
+                    fail("%s does not mention %s: %r" % (opt, word, p.stdout))
+        # A mistake is named, not answered with the bare usage; nothing is
+        # printed on standard output (no CSV header before the error).
+        for args, why in ((["--bogus", "1"], "unknown option '--bogus'"),
+                          (["--pattern", "ring", "--threads"], "--threads needs a value"),
+                          (["--pattern", "ring", "--threads", "4", "--seeds", "0"],
+                           "--seeds: at least 1"),
+                          ([], "nothing to evaluate"),
+                          (["--pattern", "ring"], "--pattern needs --threads"),
+                          (["--threads", "4", "--matrix", mat], "--threads goes with --pattern"),
+                          (["--pattern", "rings", "--threads", "4"], "unknown pattern \"rings\""),
+                          (["--pattern", "ring", "--threads", "4,0"], "bad thread count \"0\"")):
+            p = run(tool, "--topo", TOPO, *args) if args else run(tool)
+            if p.returncode != 2 or why not in p.stderr or p.stdout:
+                fail("%s: exit %d, %r, %r" % (" ".join(args) or "no argument", p.returncode,
+                                              p.stderr, p.stdout))
     print("check_mapeval: ok")
     return 0
 

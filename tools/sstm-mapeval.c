@@ -334,12 +334,35 @@ static unsigned long long arg_number(const char *opt, const char *v, unsigned lo
 /* Most placements averaged per matrix (--seeds). */
 #define SEEDS_MAX 1000000u
 
-static void usage(void) {
-  fputs("usage: sstm-mapeval [--topo xeon|opteron|system|xml:PATH|SYNTHETIC] [--seed N]\n"
-        "                    [--seeds N] [--matrix FILE]... [--pattern P --threads N,N,...]\n"
-        "  patterns: pairs, ring, clusters, random; output: CSV (see the source's head)\n",
-        stderr);
-  exit(2);
+/* The patterns of --pattern (gen_pattern). */
+static const char *const PATTERNS[] = {"pairs", "ring", "clusters", "random"};
+
+static void usage(FILE *out, int status) __attribute__((noreturn));
+static void usage(FILE *out, int status) {
+  fprintf(out,
+          "usage: sstm-mapeval [--topo T] [--seed N] [--seeds N]\n"
+          "                    [--matrix FILE]... [--pattern P --threads N,N,...]\n"
+          "Evaluates thread placements under the mapping's cost model (communication\n"
+          "times hop distance) without running anything: for each matrix and each\n"
+          "strategy, the placement's cost and the time taken to compute it.\n"
+          "  --topo T        the topology: xeon (default), opteron, system (this machine),\n"
+          "                  xml:PATH (an hwloc XML file) or an hwloc synthetic description\n"
+          "  --matrix FILE   a communication matrix (SCHEDSTM_MAP_DUMP's format), up to %u\n"
+          "  --pattern P     a generated matrix: pairs, ring, clusters or random, its\n"
+          "  --threads LIST  thread counts (comma-separated, 1..%u), thread numbers\n"
+          "                  scrambled by the seed\n"
+          "  --seed N        the seed of the patterns and of none's placements (1)\n"
+          "  --seeds N       random placements averaged for none, 1..%u (20)\n"
+          "  -h, --help      this text\n"
+          "Strategies: none (a random balanced placement, as the OS might leave it),\n"
+          "compact, scatter, round-robin, stmap, stmap-smt (stmap with SMT siblings),\n"
+          "scotch (Scotch's static mapper on the same slots as stmap).\n"
+          "Output: CSV on standard output, one line per matrix and strategy:\n"
+          "  topology,matrix,threads,strategy,cost,rel_none,ms,max_load\n"
+          "rel_none = cost / none's cost; ms = mean time of one computation;\n"
+          "max_load = most threads on one PU. Exit status 0, 2 on an error.\n",
+          MAX_FILES, SSTM_MAP_MAX_THREADS, SEEDS_MAX);
+  exit(status);
 }
 
 int main(int argc, char **argv) {
@@ -347,9 +370,13 @@ int main(int argc, char **argv) {
   const char *files[MAX_FILES];
   unsigned nfiles = 0;
   rng_state = 1;
-  for (int i = 1; i < argc; i += 2) { /* every option takes a value */
+  for (int i = 1; i < argc; i += 2) { /* every option but --help takes a value */
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-    if (!v) usage();
+    if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) usage(stdout, 0);
+    if (strcmp(a, "--topo") != 0 && strcmp(a, "--matrix") != 0 && strcmp(a, "--pattern") != 0 &&
+        strcmp(a, "--threads") != 0 && strcmp(a, "--seed") != 0 && strcmp(a, "--seeds") != 0)
+      die("unknown option '%s' (--help lists the options)", a);
+    if (!v) die("%s needs a value", a);
     if (strcmp(a, "--topo") == 0)
       topo = v;
     else if (strcmp(a, "--matrix") == 0 && nfiles < MAX_FILES)
@@ -362,12 +389,37 @@ int main(int argc, char **argv) {
       threads = v;
     else if (strcmp(a, "--seed") == 0)
       rng_state = arg_number(a, v, UINT64_MAX);
-    else if (strcmp(a, "--seeds") == 0)
-      seeds = (unsigned)arg_number(a, v, SEEDS_MAX);
     else
-      usage();
+      seeds = (unsigned)arg_number(a, v, SEEDS_MAX);
   }
-  if (seeds == 0 || (!pattern && nfiles == 0) || (pattern && !threads)) usage();
+  if (seeds == 0) die("--seeds: at least 1");
+  if (!pattern && nfiles == 0)
+    die("nothing to evaluate: give --matrix FILE or --pattern P --threads N,... (--help)");
+  if (pattern && !threads) die("--pattern needs --threads");
+  if (threads && !pattern) die("--threads goes with --pattern");
+  /* The pattern and its thread counts are checked before anything is
+   * printed: a mistake there leaves no partial CSV behind. */
+  unsigned counts[256], ncounts = 0;
+  if (pattern) {
+    bool known = false;
+    for (size_t k = 0; k < sizeof PATTERNS / sizeof PATTERNS[0]; k++)
+      known = known || strcmp(pattern, PATTERNS[k]) == 0;
+    if (!known) die("unknown pattern \"%s\" (pairs, ring, clusters, random)", pattern);
+    /* every item of the list a count: strtok_r would skip an empty one */
+    if (threads[0] == '\0' || threads[0] == ',' || strstr(threads, ",,") ||
+        threads[strlen(threads) - 1] == ',')
+      die("--threads: an empty item in \"%s\"", threads);
+    char *list = strdup(threads), *save = NULL;
+    if (!list) die("out of memory");
+    for (char *tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+      unsigned long long n = arg_number("--threads", tok, SSTM_MAP_MAX_THREADS);
+      if (n == 0) die("bad thread count \"%s\"", tok);
+      if (ncounts == sizeof counts / sizeof counts[0])
+        die("--threads: at most %zu counts", sizeof counts / sizeof counts[0]);
+      counts[ncounts++] = (unsigned)n;
+    }
+    free(list);
+  }
   sstm_topo_t *t = NULL;
   char err[512];
   int rc;
@@ -393,20 +445,10 @@ int main(int argc, char **argv) {
     evaluate(topo, t, base ? base + 1 : files[f], m, n);
     free(m);
   }
-  if (pattern) {
-    /* every item of the list a count: strtok_r would skip an empty one */
-    if (threads[0] == '\0' || threads[0] == ',' || strstr(threads, ",,") ||
-        threads[strlen(threads) - 1] == ',')
-      die("--threads: an empty item in \"%s\"", threads);
-    char *list = strdup(threads), *save = NULL;
-    for (char *tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-      unsigned long long n = arg_number("--threads", tok, SSTM_MAP_MAX_THREADS);
-      if (n == 0) die("bad thread count \"%s\"", tok);
-      uint64_t *m = gen_pattern(pattern, (unsigned)n);
-      evaluate(topo, t, pattern, m, (unsigned)n);
-      free(m);
-    }
-    free(list);
+  for (unsigned k = 0; k < ncounts; k++) {
+    uint64_t *m = gen_pattern(pattern, counts[k]);
+    evaluate(topo, t, pattern, m, counts[k]);
+    free(m);
   }
   sstm__topo_free(t);
   return 0;
