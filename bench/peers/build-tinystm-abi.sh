@@ -14,11 +14,22 @@
 # place of GCC's libitm. Nothing of TinySTM is in this repository.
 set -eu
 
-usage() {
-  echo "usage: $0 TINYSTM_TREE OUT_DIR" >&2
-  exit 2
+usage() { # usage STATUS: on stdout for --help (0), else on stderr
+  if [ "$1" -eq 0 ]; then
+    echo "usage: $0 TINYSTM_TREE OUT_DIR"
+  else
+    echo "usage: $0 TINYSTM_TREE OUT_DIR" >&2
+  fi
+  exit "$1"
 }
-[ $# -eq 2 ] || usage
+case "${1:-}" in
+  -h | --help) usage 0 ;;
+  -*)
+    echo "$0: unknown option '$1'" >&2
+    usage 2
+    ;;
+esac
+[ $# -eq 2 ] || usage 2
 tree=$1
 out=$2
 for f in include/stm.h Makefile abi/gcc/Makefile; do

@@ -1631,7 +1631,8 @@ class SetupScripts(unittest.TestCase):
     # builds and runs), coverage.sh built into a directory named "--help",
     # check-install.sh failed in a bare "cd".
     SCRIPTS = ("scripts/demo.sh", "scripts/coverage.sh", "scripts/check-install.sh",
-               "scripts/check-format.sh", "scripts/install-deps.sh", "tests/run_all.sh")
+               "scripts/check-format.sh", "scripts/install-deps.sh", "tests/run_all.sh",
+               "bench/peers/build-tinystm-abi.sh")
 
     def script_with_stand_ins(self, rel):
         """A copy of rel whose install-deps.sh, cmake, ctest, apt-get and
@@ -1644,7 +1645,8 @@ class SetupScripts(unittest.TestCase):
         if rel != "scripts/install-deps.sh":
             write_script(os.path.join(tree, "scripts", "install-deps.sh"),
                          '#!/bin/sh\necho "install-deps $*" >>%s\n' % self.log)
-        for tool in ("cmake", "ctest", "apt-get", "clang-format", "clang-format-14", "sudo"):
+        for tool in ("cmake", "ctest", "apt-get", "clang-format", "clang-format-14", "sudo",
+                     "make", "gmake", "cp"):
             write_script(os.path.join(self.bin, tool),
                          '#!/bin/sh\necho "%s $*" >>%s\n' % (tool, self.log))
         return script
