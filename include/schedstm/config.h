@@ -46,8 +46,9 @@
  *   SCHEDSTM_MAP_DUMP        where sstm_shutdown() writes the matrix
  *   SCHEDSTM_MAP_TOPOLOGY    an hwloc synthetic description or XML file to map
  *                            onto instead of the machine (nothing is pinned)
- *   SCHEDSTM_MAP_TOPO_CACHE  the directory of the machine's topology cache, or
- *                            off ($XDG_CACHE_HOME/schedstm, ~/.cache/schedstm)
+ *   SCHEDSTM_MAP_TOPO_CACHE  the directory of the machine's topology cache (an
+ *                            absolute path), or off ($XDG_CACHE_HOME/schedstm,
+ *                            ~/.cache/schedstm)
  *   SCHEDSTM_MAP_LOG         a file where every pinning is logged (read back by
  *                            bench/harness/map_affinity.py)
  * @endcode
@@ -323,7 +324,8 @@ typedef struct sstm_config {
   /** The directory of the topology cache: the machine's topology as the
    * mapping uses it, saved after hwloc discovers it and read back by the
    * next sstm_init() of the same machine (same kernel, boot and CPUs),
-   * which then skips hwloc (docs/design/mapping.md). NULL: the default,
+   * which then skips hwloc (docs/design/mapping.md). An absolute path
+   * (another fails sstm_init() with SSTM_EINVAL); NULL: the default,
    * $XDG_CACHE_HOME/schedstm, else $HOME/.cache/schedstm, none when neither
    * is set; "": no cache. */
   const char *map_topo_cache;

@@ -319,6 +319,11 @@ static int check_config(const sstm_config_t *c) {
            SSTM_EINVAL;
   if (c->map_gain_pct > 100)
     return sstm__set_error("map_gain_pct %u: must be in [0, 100]", c->map_gain_pct), SSTM_EINVAL;
+  if (c->map_topo_cache && c->map_topo_cache[0] != '\0' && c->map_topo_cache[0] != '/')
+    return sstm__set_error("map_topo_cache '%.200s': an absolute directory path, \"\" for no "
+                           "cache or NULL for the default",
+                           c->map_topo_cache),
+           SSTM_EINVAL;
   if (c->map == SSTM_MAP_STRATEGY_FILE && (c->map_file == NULL || c->map_file[0] == '\0'))
     return sstm__set_error("map strategy file: map_file (SCHEDSTM_MAP_FILE) names no matrix file"),
            SSTM_EINVAL;
@@ -468,6 +473,14 @@ SSTM_API int sstm_config_from_env(sstm_config_t *cfg) {
   if ((s = getenv("SCHEDSTM_MAP_TOPO_CACHE"))) {
     if (*s == '\0')
       return sstm__set_error("SCHEDSTM_MAP_TOPO_CACHE is empty: name a directory, or off"),
+             SSTM_EINVAL;
+    /* Absolute only (as $XDG_CACHE_HOME): a relative value is more likely a
+     * mistyped "off" (OFF, 0, none) than a cache wanted in whatever
+     * directory the program runs from, where it would be created. */
+    if (strcmp(s, "off") != 0 && s[0] != '/')
+      return sstm__set_error("SCHEDSTM_MAP_TOPO_CACHE='%.200s': an absolute directory path, or off "
+                             "for no cache",
+                             s),
              SSTM_EINVAL;
     c.map_topo_cache = strcmp(s, "off") == 0 ? "" : s;
   }

@@ -220,6 +220,13 @@ TEST(environment_is_strict) {
   env_bad("SCHEDSTM_MAP_DUMP", "", "empty");
   env_bad("SCHEDSTM_MAP_TOPOLOGY", "", "empty");
   env_bad("SCHEDSTM_MAP_TOPO_CACHE", "", "empty");
+  /* A relative path is refused: the values a user tries for "no cache"
+   * (OFF, 0, none, no) made a cache directory of that name in whatever
+   * directory the program ran from. */
+  env_bad("SCHEDSTM_MAP_TOPO_CACHE", "OFF", "an absolute directory");
+  env_bad("SCHEDSTM_MAP_TOPO_CACHE", "0", "an absolute directory");
+  env_bad("SCHEDSTM_MAP_TOPO_CACHE", "none", "an absolute directory");
+  env_bad("SCHEDSTM_MAP_TOPO_CACHE", "cache/schedstm", "or off");
   env_bad("SCHEDSTM_MAP_LOG", "", "empty");
   clear_map_env();
   setenv("SCHEDSTM_MAP_STRATEGY", "round-robin", 1);
@@ -311,6 +318,16 @@ TEST(configuration_is_checked) {
   c.map_topology = "Package:2 Core:2 PU:1";
   c.map_dump = "/tmp"; /* a directory */
   init_bad(&c, "map_dump");
+  /* The cache directory is absolute, "" (none) or NULL (the default), as
+   * SCHEDSTM_MAP_TOPO_CACHE; checked whatever the strategy, like the other
+   * knobs. */
+  base_config(&c, SSTM_MAP_STRATEGY_NONE);
+  c.map_topo_cache = "0";
+  init_bad(&c, "map_topo_cache '0'");
+  base_config(&c, SSTM_MAP_STRATEGY_COMPACT);
+  c.map_topology = "Package:2 Core:2 PU:1";
+  c.map_topo_cache = "off";
+  init_bad(&c, "an absolute directory");
   /* The library is left as if sstm_init had not been called. */
   base_config(&c, SSTM_MAP_STRATEGY_NONE);
   init_with(&c);
