@@ -1178,13 +1178,24 @@ static inline void itm_store_wide(void *p, const void *src, size_t n) {
   }
 }
 
+/* Outside a transaction (misuse: the engine reports it and reads zeros,
+ * writes nothing, as it does for a word) a wide access goes to the
+ * engine's bulk access whole, so that it is reported once, not once per
+ * piece. */
 #define ITM_BYTES(suf, T, ...)                                                                     \
   __VA_ARGS__ ITM_API T _ITM_R##suf(const T *p) {                                                  \
     T v;                                                                                           \
-    itm_load_wide(&v, p, sizeof v);                                                                \
+    if (ITM_UNLIKELY(itm.depth == 0))                                                              \
+      sstm_load_bytes(&v, p, sizeof v);                                                            \
+    else                                                                                           \
+      itm_load_wide(&v, p, sizeof v);                                                              \
     return v;                                                                                      \
   }                                                                                                \
   __VA_ARGS__ ITM_API void _ITM_W##suf(T *p, T v) {                                                \
+    if (ITM_UNLIKELY(itm.depth == 0)) {                                                            \
+      sstm_store_bytes(p, &v, sizeof v);                                                           \
+      return;                                                                                      \
+    }                                                                                              \
     bool in_place = attempt_private(p, sizeof *p);                                                 \
     if (ITM_UNLIKELY(itm.nscope != 0)) closed_note(&itm, p, sizeof *p, in_place);                  \
     if (ITM_UNLIKELY(in_place))                                                                    \

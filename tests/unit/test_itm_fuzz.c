@@ -1260,4 +1260,53 @@ TEST(threads_on_the_abis_own_initialisation) {
   CHECK_TRUE(c.itm_privatization);
 }
 
+/* ---- misuse ---------------------------------------------------------------- */
+
+/* Outside a transaction a wide load or store is misuse, reported once per
+ * call as a word's is (test_access.c's load_without_descriptor_is_misuse),
+ * not once per naturally aligned piece; the load returns zeros and the
+ * store writes nothing. At an 8-aligned address and at 4 mod 8, where a
+ * 16-byte access is three pieces. */
+static int nmisuse;
+static void count_misuse(const char *msg) {
+  (void)msg;
+  nmisuse++;
+}
+
+TEST(a_wide_access_outside_a_transaction_is_misuse_reported_once) {
+  have_avx = __builtin_cpu_supports("avx");
+  init_with(5, NULL, true);
+  sstm_misuse_fn prev = sstm_set_misuse_handler(count_misuse);
+  for (enum ty k = T_E; k < T_N; k++) {
+    if (k == T_M256 && !have_avx) continue;
+    for (unsigned off = 0; off <= 4; off += 4) {
+      for (unsigned v = 0; v < 4; v++) {
+        unsigned char in[32], out[32], before[32];
+        memset(in, 0xA5, sizeof in);
+        memset(out, 0x5A, sizeof out);
+        fill_bytes(k * 8 + off + v, mem + 64 + off, ty_size[k]);
+        memcpy(before, mem + 64 + off, ty_size[k]);
+        nmisuse = 0;
+        ty_read(k, v, mem + 64 + off, out);
+        if (nmisuse != 1)
+          FAIL("a %s load (variant %u) at offset %u outside a transaction was reported %d times",
+               ty_name[k], v, off, nmisuse);
+        for (unsigned i = 0; i < ty_size[k]; i++)
+          if (ty_byte_counts(k, i) && out[i] != 0)
+            FAIL("a %s load outside a transaction returned byte %u = 0x%02x, not 0", ty_name[k], i,
+                 out[i]);
+        nmisuse = 0;
+        ty_write(k, v % 3, mem + 64 + off, in);
+        if (nmisuse != 1)
+          FAIL("a %s store (variant %u) at offset %u outside a transaction was reported %d times",
+               ty_name[k], v % 3, off, nmisuse);
+        if (memcmp(mem + 64 + off, before, ty_size[k]) != 0)
+          FAIL("a %s store outside a transaction wrote memory", ty_name[k]);
+      }
+    }
+  }
+  sstm_set_misuse_handler(prev);
+  sstm_test_fini();
+}
+
 SSTM_TEST_MAIN()
