@@ -125,7 +125,14 @@
  * seek; the end-of-file indicator does not stop reads: a read after it
  * reads what has arrived since (a terminal can be read again after its
  * end-of-file key), where ISO C and glibc return EOF until sstm_clearerr()
- * or a seek.
+ * or a seek. Nothing flushes the streams for the program: not exit() nor
+ * a return from main(), and not sstm_shutdown(); the bytes still in a
+ * stream's buffers then, committed transactions' included, are lost.
+ * Close every stream (or flush it) outside a transaction, on a registered
+ * thread, before sstm_shutdown(): after it a stream can be neither flushed
+ * nor closed (EPERM, as on an unregistered thread). sstm_fflush(NULL) does
+ * not flush every stream: like every call on a NULL stream it fails with
+ * EBADF.
  */
 #ifndef SCHEDSTM_STDIO_H
 #define SCHEDSTM_STDIO_H
@@ -375,11 +382,11 @@ SSTM_API void sstm_rewind(sstm_file_t *f);
  * revocable, until the descriptor takes the bytes without blocking (a
  * pipe's free room, when its capacity holds them), then becomes
  * irrevocable (it restarts once to do so) and the bytes are written
- * now.
+ * now. Unlike fflush(3), a NULL f is not "every stream": EBADF.
  * @param f the stream
  * @return 0, or EOF with errno (this write's error, or one of an earlier
  *         deferred write that its own call did not report, see the file
- *         comment) */
+ *         comment; EBADF for f NULL or closed) */
 SSTM_API int sstm_fflush(sstm_file_t *f);
 
 /** The end-of-file indicator, as feof(3).

@@ -1016,6 +1016,25 @@ TEST(setvbuf_rejects_bad_input_and_late_calls) {
   teardown();
 }
 
+/* No call flushes every stream: sstm_fflush(NULL) is an error, unlike
+ * fflush(NULL), and leaves the buffered bytes where they are; the
+ * program's own flush or close writes them (stdio.h, "Differences from
+ * ISO C"). */
+TEST(fflush_of_null_is_ebadf_and_flushes_nothing) {
+  setup();
+  sstm_file_t *f = sstm_fopen(path, "w");
+  CHECK_NOT_NULL(f);
+  CHECK_GE_I(sstm_fputs("kept", f), 0);
+  errno = 0;
+  CHECK_EQ_I(sstm_fflush(NULL), EOF);
+  CHECK_EQ_I(errno, EBADF);
+  char buf[16];
+  CHECK_EQ_U(contents(buf, sizeof buf), 0); /* still in the buffer */
+  CHECK_OK(sstm_fclose(f));
+  CHECK_EQ_U(contents(buf, sizeof buf), 4);
+  teardown();
+}
+
 /* sstm_fwrite of n bytes in a transaction of its own making. */
 static void fwrite_in_tx(sstm_file_t *f, const char *p, size_t n) {
   volatile size_t r = 0;
