@@ -130,7 +130,8 @@
  * stream's buffers then, committed transactions' included, are lost.
  * Close every stream (or flush it) outside a transaction, on a registered
  * thread, before sstm_shutdown(): after it a stream can be neither flushed
- * nor closed (EPERM, as on an unregistered thread). sstm_fflush(NULL) does
+ * nor closed (EPERM, as on an unregistered thread) until the library is
+ * initialised again and the thread registered. sstm_fflush(NULL) does
  * not flush every stream: like every call on a NULL stream it fails with
  * EBADF.
  */
