@@ -421,7 +421,10 @@ SSTM_API int sstm_init(const sstm_config_t *cfg);
  * other thread may be inside any schedstm function meanwhile, registered
  * or not (sstm_quiesce and sstm_free included; the statistics calls are
  * safe). A calling thread that is
- * still registered is unregistered first.
+ * still registered is unregistered first. Before it tears down, a
+ * shutdown that will succeed writes out the transactional streams'
+ * buffered bytes (<schedstm/stdio.h>), which may wait for transactions
+ * that hold a stream.
  * @return 0, SSTM_ESTATE or SSTM_EBUSY */
 SSTM_API int sstm_shutdown(void);
 

@@ -125,15 +125,21 @@
  * seek; the end-of-file indicator does not stop reads: a read after it
  * reads what has arrived since (a terminal can be read again after its
  * end-of-file key), where ISO C and glibc return EOF until sstm_clearerr()
- * or a seek. Nothing flushes the streams for the program: not exit() nor
- * a return from main(), and not sstm_shutdown(); the bytes still in a
- * stream's buffers then, committed transactions' included, are lost.
- * Close every stream (or flush it) outside a transaction, on a registered
- * thread, before sstm_shutdown(): after it a stream can be neither flushed
- * nor closed (EPERM, as on an unregistered thread) until the library is
- * initialised again and the thread registered. sstm_fflush(NULL) does
- * not flush every stream: like every call on a NULL stream it fails with
- * EBADF.
+ * or a seek.
+ *
+ * At the program's end, as with C's streams: exit() (and a return from
+ * main()) writes out the bytes that every open stream still buffers, on
+ * the exiting thread, which is registered for it if it was not; so does
+ * sstm_shutdown(), before it tears the library down, and
+ * sstm_fflush(NULL) outside a transaction. Not written out: after
+ * _exit(), a fatal signal, or an exit() called inside a transaction (the
+ * flush would be part of it). An error of those writes sets the stream's
+ * error indicator. A stream left open over sstm_shutdown() can be neither
+ * flushed nor closed (EPERM, as on an unregistered thread) until the
+ * library is initialised again and the thread registered. exit() waits
+ * for the transactions that hold a stream, as any flush does: a program
+ * that exits while another thread's transaction on a stream cannot end
+ * (it waits for the exiting thread) does not end either.
  */
 #ifndef SCHEDSTM_STDIO_H
 #define SCHEDSTM_STDIO_H
@@ -383,11 +389,14 @@ SSTM_API void sstm_rewind(sstm_file_t *f);
  * revocable, until the descriptor takes the bytes without blocking (a
  * pipe's free room, when its capacity holds them), then becomes
  * irrevocable (it restarts once to do so) and the bytes are written
- * now. Unlike fflush(3), a NULL f is not "every stream": EBADF.
- * @param f the stream
+ * now. A NULL f, outside a transaction, flushes every open stream that
+ * writes, as fflush(NULL) does; it holds the library's list of open
+ * streams meanwhile (opens and closes on other threads wait).
+ * @param f the stream, or NULL: every stream (outside a transaction)
  * @return 0, or EOF with errno (this write's error, or one of an earlier
  *         deferred write that its own call did not report, see the file
- *         comment; EBADF for f NULL or closed) */
+ *         comment; EBADF for f closed; for NULL the first stream's error,
+ *         EINVAL inside a transaction) */
 SSTM_API int sstm_fflush(sstm_file_t *f);
 
 /** The end-of-file indicator, as feof(3).

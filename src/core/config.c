@@ -14,6 +14,7 @@
 #include <schedstm/exec.h>
 
 #include "core/engine.h"
+#include "iface/libc_services.h"
 #include "iface/map_runtime.h"
 
 /* The two mutexes live as long as the process (never re-initialised by a
@@ -740,11 +741,29 @@ SSTM_API bool sstm_initialized(void) {
   return atomic_load_explicit(&sstm__g.initialized, memory_order_acquire);
 }
 
+/* (src/iface/libc_services.h) The layers' hook before a shutdown; NULL:
+ * none registered. */
+_Atomic(sstm_shutdown_fn) sstm__shutdown_hook;
+
+/* The layers above the engine write out what they hold for the program,
+ * if the shutdown is going to proceed (the same check as below; a thread
+ * that registers in between makes it fail after all, and the hook's work
+ * was only early). acquire: pairs with the registration's release store. */
+static void shutdown_above(void) {
+  sstm_shutdown_fn fn = atomic_load_explicit(&sstm__shutdown_hook, memory_order_acquire);
+  if (fn == NULL) return;
+  pthread_mutex_lock(&sstm__g.reg_lock);
+  const char *busy = sstm__registry_busy(sstm__cur);
+  pthread_mutex_unlock(&sstm__g.reg_lock);
+  if (!busy) fn();
+}
+
 SSTM_API int sstm_shutdown(void) {
   if (!atomic_load_explicit(&sstm__g.initialized, memory_order_acquire)) {
     sstm__set_error("sstm_shutdown: not initialised");
     return SSTM_ESTATE;
   }
+  shutdown_above();
   /* The check and `closing` are one step under reg_lock: a thread
    * registering concurrently either took its slot first (we are busy) or
    * is refused (desc_acquire checks `closing` under the same lock), never

@@ -119,4 +119,17 @@ extern _Atomic(sstm_desc_move_fn) sstm__desc_move_hook;
 typedef void (*sstm_thread_leave_fn)(void);
 extern _Atomic(sstm_thread_leave_fn) sstm__thread_leave_hook;
 
+/* The library is about to be torn down (sstm_shutdown(), which would
+ * succeed: no other thread registered, the caller in no transaction).
+ * What a layer holds for the program and would lose with the library (the
+ * stdio layer's buffered bytes of committed transactions, which no later
+ * call could write out) it writes out here. The hook runs on the caller of
+ * sstm_shutdown(), registered or not, with the library initialised; it may
+ * register the thread and run transactions, and must leave the thread
+ * registered or not as it found it. It cannot make the shutdown fail: its
+ * errors are its layer's to keep. One hook per process: a later
+ * registration replaces it. */
+typedef void (*sstm_shutdown_fn)(void);
+extern _Atomic(sstm_shutdown_fn) sstm__shutdown_hook;
+
 #endif /* SSTM_IFACE_LIBC_SERVICES_H */

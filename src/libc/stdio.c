@@ -77,6 +77,7 @@
 
 #include <schedstm/access.h>
 #include <schedstm/alloc.h>
+#include <schedstm/config.h>
 #include <schedstm/stdio.h>
 #include <schedstm/thread.h>
 #include <schedstm/tx.h>
@@ -284,6 +285,9 @@ struct sstm_file {
   _Atomic(struct arrival *) ahead;
   struct arrival *atail;
   uint64_t aend;
+  /* The list of open streams (open_head), under open_mu: from the open
+   * that made the stream to its close. */
+  struct sstm_file *onext, *oprev;
 };
 
 /* (S6) An arrival: the bytes one read(2) of a byte stream returned, at
@@ -3144,6 +3148,88 @@ static int reopen_rw(int fd, int oflags) {
   return rw;
 }
 
+/* ---- the open streams, written out for the program ---------------------- */
+
+/* Every open stream, newest first, so that sstm_fflush(NULL), exit() and
+ * sstm_shutdown() write out what the program's committed transactions
+ * left in the buffers, as exit() does for C's streams. Taken by opens,
+ * closes and those three only: no call on a stream takes it. */
+static pthread_mutex_t open_mu = PTHREAD_MUTEX_INITIALIZER;
+static sstm_file_t *open_head;
+static pthread_once_t open_once = PTHREAD_ONCE_INIT;
+
+static void open_link(sstm_file_t *f) {
+  pthread_mutex_lock(&open_mu);
+  f->oprev = NULL;
+  f->onext = open_head;
+  if (open_head) open_head->oprev = f;
+  open_head = f;
+  pthread_mutex_unlock(&open_mu);
+}
+
+static void open_unlink(sstm_file_t *f) {
+  pthread_mutex_lock(&open_mu);
+  if (f->oprev)
+    f->oprev->onext = f->onext;
+  else
+    open_head = f->onext;
+  if (f->onext) f->onext->oprev = f->oprev;
+  f->onext = f->oprev = NULL;
+  pthread_mutex_unlock(&open_mu);
+}
+
+/* Flush every open stream that writes, outside a transaction, on a
+ * registered thread. The list stays locked throughout, so that no stream
+ * is freed under the loop: a close on another thread waits for it at its
+ * unlink, after its own flush and close, which need no lock of the list
+ * (a stream it closed meanwhile answers EBADF here, which is no error).
+ * The flushes wait for no list either: the tickets they wait for are
+ * written by their committers' commit actions, before those return. */
+static int flush_all(void) {
+  int err = 0;
+  pthread_mutex_lock(&open_mu);
+  for (sstm_file_t *f = open_head; f != NULL; f = f->onext) {
+    if (!(f->mode & M_WR)) continue;
+    errno = 0;
+    if (sstm_fflush(f) != 0 && errno != EBADF && err == 0) err = errno ? errno : EIO;
+  }
+  pthread_mutex_unlock(&open_mu);
+  if (err) {
+    errno = err;
+    return EOF;
+  }
+  return 0;
+}
+
+/* Write out every stream for the program, which is about to lose them:
+ * at exit() and before sstm_shutdown(). Not inside a transaction (exit()
+ * called from one: the flush's own transaction would be part of it, which
+ * never commits) and not without the library. A thread that is not
+ * registered is, for the flush. Errors stay in the streams' error
+ * indicators (sstm_ferror()); nothing here can report them. */
+static void flush_for_program(void) {
+  if (!sstm_initialized() || sstm_in_tx()) return;
+  bool registered = sstm_self() != NULL;
+  if (!registered && sstm_thread_init() != 0) return;
+  (void)flush_all();
+  if (!registered) (void)sstm_thread_exit();
+}
+
+static void open_once_init(void) {
+  (void)atexit(flush_for_program);
+  /* release: pairs with sstm_shutdown's acquire load of the hook */
+  atomic_store_explicit(&sstm__shutdown_hook, flush_for_program, memory_order_release);
+}
+
+/* A stream just made joins the list (and the first one arms the flushes
+ * for the program). */
+static sstm_file_t *opened(sstm_file_t *f) {
+  if (f == NULL) return NULL;
+  pthread_once(&open_once, open_once_init);
+  open_link(f);
+  return f;
+}
+
 sstm_file_t *sstm_fopen(const char *path, const char *mode) {
   int oflags;
   unsigned m;
@@ -3160,7 +3246,7 @@ sstm_file_t *sstm_fopen(const char *path, const char *mode) {
     close(fd);
     errno = e;
   }
-  return f;
+  return opened(f);
 }
 
 sstm_file_t *sstm_fdopen(int fd, const char *mode) {
@@ -3193,7 +3279,7 @@ sstm_file_t *sstm_fdopen(int fd, const char *mode) {
     (void)fcntl(fd, F_SETFL, fl); /* the descriptor as the caller gave it */
     errno = e;
   }
-  return f;
+  return opened(f);
 }
 
 static pthread_mutex_t quarantine_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -3268,6 +3354,7 @@ int sstm_fclose(sstm_file_t *f) {
   /* (S6) relaxed: as the buffers; no reader claim can be held any more
    * (every attempt on f has ended), so the log does not change */
   arrivals_free(atomic_load_explicit(&f->ahead, memory_order_relaxed), NULL);
+  open_unlink(f);
   retire_header(f);
   if (err) {
     errno = err;
@@ -3788,8 +3875,13 @@ static void op_flush(void *p) {
 
 int sstm_fflush(sstm_file_t *f) {
   if (f == NULL) {
-    errno = EBADF;
-    return EOF;
+    /* Every stream, as fflush(NULL); not in a transaction, where a
+     * rollback would leave the list locked. */
+    if (sstm_in_tx()) {
+      errno = EINVAL;
+      return EOF;
+    }
+    return flush_all();
   }
   op_t a = {.f = f};
   if (!run(op_flush, &a)) {

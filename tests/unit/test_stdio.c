@@ -15,6 +15,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "runner.h"
@@ -1016,22 +1017,111 @@ TEST(setvbuf_rejects_bad_input_and_late_calls) {
   teardown();
 }
 
-/* No call flushes every stream: sstm_fflush(NULL) is an error, unlike
- * fflush(NULL), and leaves the buffered bytes where they are; the
- * program's own flush or close writes them (stdio.h, "Differences from
- * ISO C"). */
-TEST(fflush_of_null_is_ebadf_and_flushes_nothing) {
+/* sstm_fflush(NULL) flushes every stream that writes, as fflush(NULL)
+ * does (a read-only stream is left alone), and is refused in a
+ * transaction (EINVAL), where the buffered bytes stay. */
+static char path2[64];
+TEST(fflush_of_null_flushes_every_stream_that_writes) {
+  setup();
+  sstm_test_tmp_file(path2, sizeof path2, "stdio2");
+  sstm_file_t *f = sstm_fopen(path, "w");
+  sstm_file_t *g = sstm_fopen(path2, "w");
+  CHECK_NOT_NULL(f);
+  CHECK_NOT_NULL(g);
+  sstm_file_t *r = sstm_fopen(path, "r");
+  CHECK_NOT_NULL(r);
+  CHECK_GE_I(sstm_fputs("kept", f), 0);
+  CHECK_GE_I(sstm_fputs("also", g), 0);
+  char buf[16];
+  CHECK_EQ_U(contents(buf, sizeof buf), 0); /* still in the buffer */
+  volatile int rc = 0, err = 0;
+  SSTM_ATOMIC_BEGIN(NULL)
+    errno = 0;
+    rc = sstm_fflush(NULL);
+    err = errno;
+  SSTM_ATOMIC_END();
+  CHECK_EQ_I(rc, EOF);
+  CHECK_EQ_I(err, EINVAL);
+  CHECK_EQ_U(contents(buf, sizeof buf), 0);
+  CHECK_EQ_I(sstm_fflush(NULL), 0);
+  CHECK_EQ_U(contents(buf, sizeof buf), 4);
+  CHECK_EQ_I(memcmp(buf, "kept", 4), 0);
+  int fd = open(path2, O_RDONLY);
+  CHECK_GE_I(fd, 0);
+  CHECK_EQ_I(read(fd, buf, sizeof buf), 4);
+  close(fd);
+  CHECK_OK(sstm_fclose(r));
+  CHECK_OK(sstm_fclose(g));
+  CHECK_OK(sstm_fclose(f));
+  CHECK_EQ_I(sstm_fflush(NULL), 0); /* none open */
+  unlink(path2);
+  teardown();
+}
+
+/* Bytes that committed transactions left in a stream's buffer reach the
+ * file when the program exits without closing the stream, as with C's
+ * streams: from a transaction on a registered thread and from a call
+ * outside one; not when the process ends by _exit() (nor would C's). */
+static void exit_child(bool by_exit) {
+  sstm_config_t c;
+  sstm_test_config(&c);
+  if (sstm_init(&c) != 0 || sstm_thread_init() != 0) _exit(10);
+  sstm_file_t *f = sstm_fopen(path, "w");
+  if (f == NULL) _exit(11);
+  volatile size_t n = 0;
+  SSTM_ATOMIC_BEGIN(NULL)
+    n = sstm_fwrite("committed ", 1, 10, f);
+  SSTM_ATOMIC_END();
+  if (n != 10 || sstm_fputs("outside", f) < 0) _exit(12);
+  if (by_exit) exit(0); /* no sstm_fclose, no sstm_shutdown */
+  _exit(0);
+}
+
+TEST(exit_writes_out_what_committed_transactions_buffered) {
+  sstm_test_tmp_file(path, sizeof path, "stdio");
+  for (int by_exit = 1; by_exit >= 0; by_exit--) {
+    unlink(path);
+    fflush(stdout);
+    pid_t pid = sstm_test_fork();
+    CHECK_GE_I(pid, 0);
+    if (pid == 0) exit_child(by_exit);
+    int st = 0;
+    CHECK_EQ_I(waitpid(pid, &st, 0), pid);
+    CHECK_TRUE(WIFEXITED(st));
+    CHECK_EQ_I(WEXITSTATUS(st), 0);
+    char buf[32];
+    size_t n = contents(buf, sizeof buf);
+    if (by_exit) {
+      CHECK_EQ_U(n, 17);
+      CHECK_EQ_I(memcmp(buf, "committed outside", 17), 0);
+    } else {
+      CHECK_EQ_U(n, 0);
+    }
+  }
+  unlink(path);
+}
+
+/* sstm_shutdown() writes the streams out before it tears the library
+ * down, whether its caller is registered or not; the stream can be closed
+ * once the library is initialised again. A shutdown that fails (another
+ * thread registered) may have written them out too: it is not harmful. */
+TEST(shutdown_writes_out_the_streams_first) {
   setup();
   sstm_file_t *f = sstm_fopen(path, "w");
   CHECK_NOT_NULL(f);
-  CHECK_GE_I(sstm_fputs("kept", f), 0);
-  errno = 0;
-  CHECK_EQ_I(sstm_fflush(NULL), EOF);
-  CHECK_EQ_I(errno, EBADF);
+  CHECK_GE_I(sstm_fputs("first", f), 0);
   char buf[16];
-  CHECK_EQ_U(contents(buf, sizeof buf), 0); /* still in the buffer */
+  CHECK_EQ_U(contents(buf, sizeof buf), 0);
+  CHECK_OK(sstm_shutdown()); /* registered: unregistered by it */
+  CHECK_EQ_U(contents(buf, sizeof buf), 5);
+  sstm_test_init();
+  CHECK_GE_I(sstm_fputs(" again", f), 0);
+  CHECK_OK(sstm_thread_exit());
+  CHECK_OK(sstm_shutdown()); /* not registered */
+  CHECK_EQ_U(contents(buf, sizeof buf), 11);
+  CHECK_EQ_I(memcmp(buf, "first again", 11), 0);
+  sstm_test_init();
   CHECK_OK(sstm_fclose(f));
-  CHECK_EQ_U(contents(buf, sizeof buf), 4);
   teardown();
 }
 
