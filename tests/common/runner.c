@@ -178,9 +178,18 @@ static void setup_common(const char *name, int argc, char **argv) {
     off += (size_t)n;
   }
   const char *s = getenv("SSTM_TEST_SEED");
-  if (s && *s)
-    g_seed = strtoull(s, NULL, 0);
-  else
+  if (s && *s) {
+    /* Strictly (decimal or 0x hex, nothing after it): a mistyped seed must
+     * not run the case with another one, which the failure's reproduce
+     * line would then print as if it had been asked for. */
+    char *end;
+    errno = 0;
+    g_seed = (s[0] >= '0' && s[0] <= '9') ? strtoull(s, &end, 0) : 0;
+    if (!(s[0] >= '0' && s[0] <= '9') || errno || *end) {
+      fprintf(stderr, "bad value of SSTM_TEST_SEED: \"%s\" (a decimal or 0x number)\n", s);
+      abort();
+    }
+  } else
     g_seed = fnv1a(name);
   const char *d = getenv("SSTM_TEST_DESIGN");
   if (d && *d) {
@@ -201,6 +210,18 @@ static void setup_common(const char *name, int argc, char **argv) {
 void sstm_test_setup(const char *name, int argc, char **argv) { setup_common(name, argc, argv); }
 
 int sstm_test_main(int argc, char **argv) {
+  if (argc >= 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
+    printf("usage: %s [NAME | --list | --help]\n"
+           "  NAME     run the test case NAME in this process\n"
+           "  --list   list the test cases\n"
+           "  (none)   run every case, each in a process of its own\n"
+           "Environment: SSTM_TEST_SEED=N (the seed; default derived from the case's\n"
+           "name), SSTM_TEST_SCALE=X (iteration counts times X > 0), SSTM_TEST_DESIGN=\n"
+           "etl|ctl, SSTM_TEST_WATCHDOG=SECONDS (a hung case exits 124), SSTM_TEST_LONG=1.\n"
+           "Exit status: 0 passed, 77 skipped, 2 unknown case, else failed.\n",
+           argv[0]);
+    return 0;
+  }
   if (argc >= 2 && strcmp(argv[1], "--list") == 0) {
     for (int i = 0; i < g_ntests; i++)
       printf("%s\n", g_tests[i].name);

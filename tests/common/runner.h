@@ -5,9 +5,11 @@
  *   SSTM_TEST_MAIN(). The binary runs one test per process:
  *     ./bin NAME      run test NAME
  *     ./bin --list    list the tests (CMake scans the sources for TEST(...))
+ *     ./bin --help    the usage and the variables below
  *     ./bin           run every test, each in a forked child
  * - Seeds: every test has a deterministic seed derived from its name (and
- *   parameters), overridable with SSTM_TEST_SEED=<n>; it is printed with every
+ *   parameters), overridable with SSTM_TEST_SEED=<n> (decimal or 0x hex;
+ *   anything else stops the run); it is printed with every
  *   failure, together with the command to reproduce.
  * - Threads: sstm_test_run_threads() starts n threads that register with
  *   schedstm (optionally), wait at a barrier so that they really start
