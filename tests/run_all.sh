@@ -91,6 +91,33 @@ else
   echo "RUN_ALL_LOAD=${RUN_ALL_LOAD}: must be a whole number of busy loops, 0 to 64" >&2
   exit 2
 fi
+# The other settings are checked here too, before anything is installed or
+# built: a mistyped one would otherwise fail every part's build or ctest.
+all_parts="normal asan tsan delay debug clang format install"
+bad_setting() {
+  echo "$1=$2: $3 (tests/run_all.sh --help lists the settings)" >&2
+  exit 2
+}
+for v in RUN_ALL_JOBS RUN_ALL_CTEST_JOBS_NORMAL RUN_ALL_CTEST_JOBS_ASAN RUN_ALL_CTEST_JOBS_TSAN \
+  RUN_ALL_CTEST_JOBS_DELAY RUN_ALL_CTEST_JOBS_DEBUG RUN_ALL_CTEST_JOBS_CLANG; do
+  if [ -n "${!v+set}" ] && ! [[ ${!v} =~ ^[1-9][0-9]{0,2}$ ]]; then
+    bad_setting "$v" "${!v}" "a number of jobs, 1 to 999"
+  fi
+done
+for v in RUN_ALL_SCALE_NORMAL RUN_ALL_SCALE_ASAN RUN_ALL_SCALE_TSAN RUN_ALL_SCALE_DELAY \
+  RUN_ALL_SCALE_DEBUG RUN_ALL_SCALE_CLANG; do
+  # a positive decimal (the tests' SSTM_TEST_SCALE), not 0
+  if [ -n "${!v+set}" ] && ! { [[ ${!v} =~ ^[0-9]*\.?[0-9]+$ ]] && [[ ${!v} =~ [1-9] ]]; }; then
+    bad_setting "$v" "${!v}" "a positive decimal scale such as 0.2 or 1"
+  fi
+done
+if [ -n "${RUN_ALL_BUILD_NICE+set}" ] && ! [[ $RUN_ALL_BUILD_NICE =~ ^(1?[0-9])$ ]]; then
+  bad_setting RUN_ALL_BUILD_NICE "$RUN_ALL_BUILD_NICE" "a niceness increment, 0 to 19"
+fi
+[ -n "${parts// /}" ] || bad_setting RUN_ALL_PARTS "$parts" "no part named ($all_parts)"
+for p in $parts; do
+  [[ " $all_parts " == *" $p "* ]] || bad_setting RUN_ALL_PARTS "$parts" "unknown part '$p' ($all_parts)"
+done
 
 start_all=$(date +%s)
 mkdir -p "$root/build"

@@ -1674,6 +1674,32 @@ class SetupScripts(unittest.TestCase):
                 self.assertIn("--bogus", proc.stderr)
                 self.assertFalse(os.path.exists(self.log), rel)
 
+    def test_run_all_refuses_a_bad_setting_before_it_does_anything(self):
+        # Each mistyped RUN_ALL_* variable is named at once (status 2), not
+        # found by every part's build or ctest after the installs.
+        for var, val in (("RUN_ALL_JOBS", "abc"), ("RUN_ALL_JOBS", "0"),
+                         ("RUN_ALL_CTEST_JOBS_ASAN", "-1"), ("RUN_ALL_SCALE_TSAN", "0"),
+                         ("RUN_ALL_SCALE_NORMAL", "fast"), ("RUN_ALL_BUILD_NICE", "20"),
+                         ("RUN_ALL_PARTS", "normal tsna"), ("RUN_ALL_PARTS", " ")):
+            with self.subTest(var=var, val=val):
+                script = self.script_with_stand_ins("tests/run_all.sh")
+                proc = self.run_script(script, env={var: val})
+                self.assertEqual(proc.returncode, 2, proc.stdout + proc.stderr)
+                self.assertIn(var, proc.stderr)
+                self.assertFalse(os.path.exists(self.log), open(self.log).read()
+                                 if os.path.exists(self.log) else "")
+        # the defaults' own values pass (a stand-in run of the format part)
+        script = self.script_with_stand_ins("tests/run_all.sh")
+        tree = os.path.join(self.dir, "tree")
+        write_script(os.path.join(tree, "scripts", "check-format.sh"),
+                     "#!/bin/sh\necho '0 passed, 0 failed (0 skipped)'\n")
+        proc = self.run_script(script, env={"RUN_ALL_PARTS": "format", "RUN_ALL_JOBS": "2",
+                                            "RUN_ALL_SCALE_ASAN": "0.15",
+                                            "RUN_ALL_SCALE_NORMAL": "1",
+                                            "RUN_ALL_CTEST_JOBS_DELAY": "4",
+                                            "RUN_ALL_BUILD_NICE": "0"})
+        self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
+
     def test_check_install_and_coverage_name_a_build_directory_that_is_not_one(self):
         missing = os.path.join(self.dir, "no-such-build")
         for rel in ("scripts/check-install.sh", "scripts/coverage.sh"):
