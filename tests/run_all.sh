@@ -106,8 +106,10 @@ for v in RUN_ALL_JOBS RUN_ALL_CTEST_JOBS_NORMAL RUN_ALL_CTEST_JOBS_ASAN RUN_ALL_
 done
 for v in RUN_ALL_SCALE_NORMAL RUN_ALL_SCALE_ASAN RUN_ALL_SCALE_TSAN RUN_ALL_SCALE_DELAY \
   RUN_ALL_SCALE_DEBUG RUN_ALL_SCALE_CLANG; do
-  # a positive decimal (the tests' SSTM_TEST_SCALE), not 0
-  if [ -n "${!v+set}" ] && ! { [[ ${!v} =~ ^[0-9]*\.?[0-9]+$ ]] && [[ ${!v} =~ [1-9] ]]; }; then
+  # a positive number (the tests' SSTM_TEST_SCALE, read with strtod): digits,
+  # a point, an exponent; a mantissa that is not all zeros
+  if [ -n "${!v+set}" ] && ! { [[ ${!v} =~ ^([0-9]+\.?[0-9]*|\.[0-9]+)([eE][-+]?[0-9]+)?$ ]] &&
+    [[ ${!v%%[eE]*} =~ [1-9] ]]; }; then
     bad_setting "$v" "${!v}" "a positive decimal scale such as 0.2 or 1"
   fi
 done
