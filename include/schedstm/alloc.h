@@ -21,8 +21,9 @@
  *  - no lock and no system call on a registered thread whose blocks come
  *    from its block cache (the steady state of a thread that allocates and
  *    frees alike): the logs are per descriptor, retirement is per thread.
- *    A commit whose frees fill the thread's batch (1024 blocks, or blocks
- *    of 256 KiB in all, whichever comes first) closes it:
+ *    A commit whose frees fill the thread's batch (1024 blocks; 8192 once
+ *    a closed batch found other threads' descriptors registered; or
+ *    blocks of 256 KiB in all, whichever comes first) closes it:
  *    one heavy fence (membarrier(2), or a seq_cst fence without it) and a
  *    scan of the running attempts, no waiting; if exited threads left
  *    batches behind, it also tries (never waits for) the lock of that
@@ -110,8 +111,9 @@ SSTM_API SSTM_NOPLT void *sstm_realloc(void *p, size_t n);
  * the transaction aborts the free is forgotten. p may be NULL. Outside a
  * transaction, sstm_free() retires p through the same grace period (use it
  * for memory unlinked by a committed transaction): blocks wait in the
- * thread's batch, which is closed and swept every 1024 blocks or 256 KiB
- * of blocks (malloc_usable_size), whichever comes first (or by
+ * thread's batch, which is closed and swept every 1024 blocks (8192 once a
+ * closed batch found other descriptors registered) or 256 KiB of blocks
+ * (malloc_usable_size), whichever comes first (or by
  * sstm_reclaim); on a thread that is not registered, each block is a batch
  * of its own, released by a later sstm_reclaim() on any thread, by a commit
  * that closes a batch of its own, or at sstm_shutdown(). While the library

@@ -6,8 +6,8 @@
  * the attempt's abort actions, if it registered any: txn.c).
  * sstm_free inside an attempt logs the block; commit retires it; rollback
  * forgets it. Retired blocks gather in the descriptor's current batch; when
- * the batch is full (BATCH_BLOCKS, or BATCH_BYTES of memory) it is closed
- * and starts a grace period.
+ * the batch is full (BATCH_BLOCKS_ALONE or BATCH_BLOCKS_SHARED blocks, or
+ * BATCH_BYTES of memory) it is closed and starts a grace period.
  * A closed batch is released once its grace period is over.
  *
  * Grace period (docs/design/core.md (5.2), (5.3)): after a heavy fence, the status word
@@ -43,9 +43,20 @@
 
 /* Blocks per batch. Closing a batch costs a membarrier, which interrupts
  * every CPU running one of our threads: with small batches, hash-set
- * removals spent much of their time there, and 1024 makes that negligible
- * (docs/benchmarks.md, "Figures behind the design"). */
-#define BATCH_BLOCKS 1024
+ * removals spent much of their time there (docs/benchmarks.md, "Figures
+ * behind the design"). With no other descriptor registered no other thread
+ * of ours is in a transaction and the fence is cheap (it interrupts only
+ * the CPUs running the process's threads); 1024 blocks then keep the reuse
+ * close behind their free (a block waits for its batch's close, about half
+ * a batch of frees, and is cold when reused after more). With other
+ * descriptors registered each fence interrupts their CPUs, which costs far
+ * more (an inter-processor interrupt to each, on a virtual machine an exit
+ * to the hypervisor), and 8192 blocks amortise it eight times more: the
+ * batch of the next close is chosen by what the last close's scan saw
+ * (docs/benchmarks.md, "Synchrobench, as written", its hash table at two
+ * threads). */
+#define BATCH_BLOCKS_ALONE 1024
+#define BATCH_BLOCKS_SHARED 8192
 /* Bytes per batch (malloc_usable_size of its blocks): a batch also closes
  * when it holds this much, so that what a thread keeps waiting for grace
  * periods is bounded in memory too, not only in blocks. 1024 blocks of the
@@ -86,7 +97,8 @@ static inline void ptrvec_push_inline(sstm_ptrvec_t *v, void *p) {
 static inline bool retire(struct sstm_desc *d, void *p) {
   ptrvec_push_inline(&d->retire_cur, p);
   d->retire_bytes += malloc_usable_size(p);
-  return d->retire_cur.n >= BATCH_BLOCKS || d->retire_bytes >= BATCH_BYTES;
+  return d->retire_cur.n >= (d->retire_shared ? BATCH_BLOCKS_SHARED : BATCH_BLOCKS_ALONE) ||
+         d->retire_bytes >= BATCH_BYTES;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -197,8 +209,10 @@ SSTM_API void *sstm_calloc(size_t n, size_t size) {
 /* Grace periods: reclamation and sstm_quiesce share them. */
 
 /* Start a grace period: record every running attempt of a descriptor other
- * than self (NULL: none is excluded). False if out of memory. */
-static bool grace_start(const struct sstm_desc *self, sstm_grace_t *g) {
+ * than self (NULL: none is excluded). *others (when not NULL): how many
+ * descriptors other than self the scan found, running or not. False if out
+ * of memory. */
+static bool grace_start(const struct sstm_desc *self, sstm_grace_t *g, unsigned *others) {
   /* Heavy side of the begin barrier: a seq_cst fence pairing with the
    * seq_cst fence after the ACTIVE store at attempt start, or a membarrier that forces a full
    * barrier on every running thread. Our earlier stores (the unlinking or
@@ -219,9 +233,11 @@ static bool grace_start(const struct sstm_desc *self, sstm_grace_t *g) {
     g->rec = r;
     g->cap = hw ? hw : 1;
   }
+  unsigned seen = 0;
   for (unsigned i = 0; i < hw; i++) {
     struct sstm_desc *o = sstm__desc_at(i);
     if (o == NULL || o == self) continue;
+    seen++;
     /* The heavy fence above already orders this load against a beginning
      * attempt's ACTIVE store (fence against fence in C11, or the barrier
      * membarrier runs on that thread), so it needs no seq_cst of its own.
@@ -234,6 +250,7 @@ static bool grace_start(const struct sstm_desc *self, sstm_grace_t *g) {
     uint64_t st = atomic_load_explicit(&o->status, memory_order_acquire);
     if (sstm_st_state(st) != SSTM_ST_IDLE) g->rec[g->n++] = (sstm_grace_rec_t){o, st};
   }
+  if (others != NULL) *others = seen;
   return true;
 }
 
@@ -316,7 +333,7 @@ SSTM_API int sstm_quiesce(void) {
    * (the compiler ABI's privatization safety) then calls no allocator. */
   sstm_grace_t local = {0};
   sstm_grace_t *g = self != NULL ? &self->quiesce : &local;
-  if (!grace_start(self, g)) {
+  if (!grace_start(self, g, NULL)) {
     sstm__set_error("sstm_quiesce: out of memory recording the running transactions");
     return SSTM_ENOMEM;
   }
@@ -398,8 +415,10 @@ static void close_batch(struct sstm_desc *self) {
   } else {
     b = calloc(1, sizeof *b);
   }
-  if (b == NULL || !grace_start(self, &b->grace))
+  unsigned others = 0;
+  if (b == NULL || !grace_start(self, &b->grace, &others))
     sstm__fatal("out of memory closing a reclamation batch");
+  self->retire_shared = others != 0; /* the next batch's length (BATCH_BLOCKS_SHARED) */
   b->blocks = self->retire_cur;
   self->retire_cur = spare;
   self->retire_bytes = 0;

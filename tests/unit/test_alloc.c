@@ -377,6 +377,51 @@ TEST(frees_outside_tx_close_their_batch_at_1024) {
   sstm_test_fini();
 }
 
+/* With another descriptor registered, closing a batch interrupts the CPUs
+ * of other threads, and the batches after the first are eight times longer
+ * (BATCH_BLOCKS_SHARED, src/core/reclaim.c): the first closes at 1024
+ * blocks, as alone, and its scan sees the other descriptor (created, running
+ * nothing), so the next holds 8192 and closes at its 8192nd. The counting
+ * allocator tracks four of the blocks (TINY bytes; the others TINY + 1,
+ * untracked): the first batch's first, the second batch's first
+ * and last, and one after. Blocks this small keep 8192 under the batch's
+ * bound in bytes. With batches of 1024 throughout, the second batch closes
+ * at its 1024th block and the third CHECK_LIVE fails. */
+#define TINY 16
+static void *tiny_untracked[1023 + 8190];
+TEST(frees_beside_another_descriptor_close_their_batch_at_8192) {
+  if (!mc_available()) sstm_test_skip("needs the counting allocator");
+  mc_track_sizes(TINY, TINY + 1);
+  sstm_config_t c;
+  sstm_test_config(&c);
+  c.alloc_cache = 0;
+  CHECK_OK(sstm_init(&c));
+  CHECK_OK(sstm_thread_init());
+  sstm_desc_t *other = NULL;
+  CHECK_OK(sstm_desc_create(&other));
+  void *first = malloc(TINY), *second = malloc(TINY), *last = malloc(TINY), *after = malloc(TINY);
+  for (int i = 0; i < 1023 + 8190; i++)
+    tiny_untracked[i] = malloc(TINY + 1);
+  CHECK_LT_U(8192 * malloc_usable_size(tiny_untracked[0]), 256 * 1024);
+  CHECK_LE_U(malloc_usable_size(first), malloc_usable_size(tiny_untracked[0]));
+  CHECK_LIVE(4);
+  sstm_free(first);
+  for (int i = 0; i < 1023; i++)
+    sstm_free(tiny_untracked[i]);
+  CHECK_LIVE(3); /* the first batch closed at 1024 and was released */
+  sstm_free(second);
+  for (int i = 1023; i < 1023 + 8190; i++)
+    sstm_free(tiny_untracked[i]);
+  CHECK_LIVE(3); /* 8191 wait in the open batch */
+  sstm_free(last);
+  CHECK_LIVE(1); /* the 8192nd closed it and the sweep released it */
+  sstm_free(after);
+  CHECK_EQ_U(sstm_reclaim(), 1);
+  CHECK_LIVE(0);
+  CHECK_OK(sstm_desc_destroy(other));
+  sstm_test_fini();
+}
+
 /* A batch also closes once its blocks hold 256 KiB (<schedstm/alloc.h>),
  * so that large blocks do not wait 1024 at a time: 1024 of TSIZE bytes
  * would be 76 MiB. With k the first count whose bytes reach the bound, k - 1

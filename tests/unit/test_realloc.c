@@ -245,8 +245,8 @@ TEST(allocating_commits_reach_a_steady_state) {
 }
 
 /* The same steady state makes no system call on its commits but the heavy
- * fence (membarrier) that closes a reclamation batch, once per 1024 freed
- * blocks: the seccomp supervisor of syscall_count.c sees every call the
+ * fence (membarrier) that closes a reclamation batch, at most once per 1024
+ * freed blocks: the seccomp supervisor of syscall_count.c sees every call the
  * thread makes in the window, and lets it run (the fence must happen;
  * tests/integration/syscalls.c traps calls instead, for commits that free
  * nothing). A deliberate getpid() in the window checks the counting. */
