@@ -132,8 +132,10 @@
  * the exiting thread, which is registered for it if it was not; so does
  * sstm_shutdown(), before it tears the library down, and
  * sstm_fflush(NULL) outside a transaction. Not written out: after
- * _exit(), a fatal signal, or an exit() called inside a transaction (the
- * flush would be part of it). An error of those writes sets the stream's
+ * _exit(), a fatal signal, an exit() called inside a transaction (the
+ * flush would be part of it), or an exit() in the child of a fork()
+ * (which may not use the library, <schedstm/schedstm.h>; the parent
+ * writes the bytes out). An error of those writes sets the stream's
  * error indicator. A stream left open over sstm_shutdown() can be neither
  * flushed nor closed (EPERM, as on an unregistered thread) until the
  * library is initialised again and the thread registered. exit() waits

@@ -3204,19 +3204,31 @@ static int flush_all(void) {
 /* Write out every stream for the program, which is about to lose them:
  * at exit() and before sstm_shutdown(). Not inside a transaction (exit()
  * called from one: the flush's own transaction would be part of it, which
- * never commits) and not without the library. A thread that is not
+ * never commits), not in the child of a fork() (forked_child) and not
+ * without the library. A thread that is not
  * registered is, for the flush. Errors stay in the streams' error
  * indicators (sstm_ferror()); nothing here can report them. */
+static bool in_fork_child; /* set in the child of a fork() (forked_child) */
+
 static void flush_for_program(void) {
-  if (!sstm_initialized() || sstm_in_tx()) return;
+  if (in_fork_child || !sstm_initialized() || sstm_in_tx()) return;
   bool registered = sstm_self() != NULL;
   if (!registered && sstm_thread_init() != 0) return;
   (void)flush_all();
   if (!registered) (void)sstm_thread_exit();
 }
 
+/* The child of a fork() may not use the library (<schedstm/schedstm.h>),
+ * and its exit() does not write out the streams it inherited: a flush
+ * there could wait forever for a transaction, a turn or open_mu that a
+ * parent's thread, absent from the child, held at the fork; and the parent
+ * writes the bytes out itself. Written by the child's only thread, before
+ * anything of the child reads it. */
+static void forked_child(void) { in_fork_child = true; }
+
 static void open_once_init(void) {
   (void)atexit(flush_for_program);
+  (void)pthread_atfork(NULL, NULL, forked_child);
   /* release: pairs with sstm_shutdown's acquire load of the hook */
   atomic_store_explicit(&sstm__shutdown_hook, flush_for_program, memory_order_release);
 }

@@ -1125,6 +1125,114 @@ TEST(shutdown_writes_out_the_streams_first) {
   teardown();
 }
 
+/* exit() called from a commit action of a transaction that wrote to a
+ * stream that two threads used, before or after the action's
+ * registration: the stream's installation, an action of the same commit,
+ * may not have run yet when the exit's flush needs it (the flush
+ * installs it, wait_iver_slow); the process ends with every byte
+ * written out. */
+static sstm_file_t *act_f;
+static void exit_action(void *arg) {
+  (void)arg;
+  exit(0);
+}
+static void *touch_stream(void *arg) {
+  (void)arg;
+  if (sstm_thread_init() != 0) return (void *)1;
+  for (int i = 0; i < 4; i++) {
+    volatile size_t n = 0;
+    SSTM_ATOMIC_BEGIN(NULL)
+      n = sstm_fwrite("t", 1, 1, act_f);
+    SSTM_ATOMIC_END();
+    if (n != 1) return (void *)1;
+  }
+  return sstm_thread_exit() == 0 ? NULL : (void *)1;
+}
+static void exit_in_action_child(int order) {
+  sstm_config_t c;
+  sstm_test_config(&c);
+  if (sstm_init(&c) != 0 || sstm_thread_init() != 0) _exit(10);
+  act_f = sstm_fopen(path, "w");
+  if (act_f == NULL) _exit(11);
+  pthread_t t;
+  void *res = NULL;
+  if (pthread_create(&t, NULL, touch_stream, NULL) != 0 || pthread_join(t, &res) != 0 || res)
+    _exit(12);
+  SSTM_ATOMIC_BEGIN(NULL)
+    if (order == 0 && sstm_on_commit(exit_action, NULL) != 0) _exit(13);
+    if (sstm_fwrite("in tx", 1, 5, act_f) != 5) _exit(14);
+    if (order == 1 && sstm_on_commit(exit_action, NULL) != 0) _exit(13);
+  SSTM_ATOMIC_END();
+  _exit(15); /* the action did not run */
+}
+
+TEST(exit_from_a_commit_action_ends_the_process) {
+  sstm_test_tmp_file(path, sizeof path, "stdio");
+  for (int order = 0; order < 2; order++) {
+    unlink(path);
+    fflush(stdout);
+    pid_t pid = sstm_test_fork();
+    CHECK_GE_I(pid, 0);
+    if (pid == 0) exit_in_action_child(order);
+    int st = 0;
+    CHECK_EQ_I(waitpid(pid, &st, 0), pid);
+    CHECK_TRUE(WIFEXITED(st));
+    CHECK_EQ_I(WEXITSTATUS(st), 0);
+    char buf[16];
+    size_t n = contents(buf, sizeof buf);
+    CHECK_EQ_U(n, 9);
+    CHECK_EQ_I(memcmp(buf, "ttttin tx", 9), 0);
+  }
+  unlink(path);
+}
+
+/* The child of a fork() may not use the library (schedstm.h); its exit()
+ * does not write out the parent's streams either, which could wait for a
+ * transaction of a parent's thread that does not exist in the child (here
+ * one in flight on the stream at the fork). */
+static atomic_int fork_phase;
+static void *hold_stream(void *arg) {
+  sstm_file_t *f = arg;
+  if (sstm_thread_init() != 0) return (void *)1;
+  volatile size_t n = 0;
+  SSTM_ATOMIC_BEGIN(NULL)
+    n = sstm_fwrite("held", 1, 4, f);
+    /* relaxed: a plain flag; the join orders the rest */
+    atomic_store_explicit(&fork_phase, 1, memory_order_relaxed);
+    while (atomic_load_explicit(&fork_phase, memory_order_relaxed) != 2)
+      sched_yield();
+  SSTM_ATOMIC_END();
+  return n == 4 && sstm_thread_exit() == 0 ? NULL : (void *)1;
+}
+
+TEST(exit_in_a_forked_child_does_not_wait_for_the_parents_threads) {
+  setup();
+  sstm_file_t *f = sstm_fopen(path, "w");
+  CHECK_NOT_NULL(f);
+  CHECK_GE_I(sstm_fputs("main ", f), 0);
+  atomic_store_explicit(&fork_phase, 0, memory_order_relaxed);
+  pthread_t t;
+  CHECK_EQ_I(pthread_create(&t, NULL, hold_stream, f), 0);
+  while (atomic_load_explicit(&fork_phase, memory_order_relaxed) != 1)
+    sched_yield();
+  fflush(stdout);
+  pid_t pid = sstm_test_fork();
+  CHECK_GE_I(pid, 0);
+  if (pid == 0) exit(0);
+  int st = 0;
+  CHECK_EQ_I(waitpid(pid, &st, 0), pid);
+  atomic_store_explicit(&fork_phase, 2, memory_order_relaxed);
+  void *res = NULL;
+  CHECK_EQ_I(pthread_join(t, &res), 0);
+  CHECK_TRUE(res == NULL);
+  CHECK_TRUE(WIFEXITED(st));
+  CHECK_EQ_I(WEXITSTATUS(st), 0);
+  CHECK_OK(sstm_fclose(f));
+  char buf[16];
+  CHECK_EQ_U(contents(buf, sizeof buf), 9);
+  teardown();
+}
+
 /* sstm_fwrite of n bytes in a transaction of its own making. */
 static void fwrite_in_tx(sstm_file_t *f, const char *p, size_t n) {
   volatile size_t r = 0;
