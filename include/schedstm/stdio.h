@@ -392,8 +392,8 @@ SSTM_API void sstm_rewind(sstm_file_t *f);
  * pipe's free room, when its capacity holds them), then becomes
  * irrevocable (it restarts once to do so) and the bytes are written
  * now. A NULL f, outside a transaction, flushes every open stream that
- * writes, as fflush(NULL) does; it holds the library's list of open
- * streams meanwhile (opens and closes on other threads wait).
+ * writes, as fflush(NULL) does (not the streams opened meanwhile); a
+ * close of a stream on another thread waits for that stream's flush.
  * @param f the stream, or NULL: every stream (outside a transaction)
  * @return 0, or EOF with errno (this write's error, or one of an earlier
  *         deferred write that its own call did not report, see the file

@@ -286,8 +286,11 @@ struct sstm_file {
   struct arrival *atail;
   uint64_t aend;
   /* The list of open streams (open_head), under open_mu: from the open
-   * that made the stream to its close. */
+   * that made the stream to its close; opins counts the flushes of every
+   * stream (flush_all) that work on it without open_mu, which its close
+   * waits for before it unlinks it. */
   struct sstm_file *onext, *oprev;
+  unsigned opins;
 };
 
 /* (S6) An arrival: the bytes one read(2) of a byte stream returned, at
@@ -3153,13 +3156,16 @@ static int reopen_rw(int fd, int oflags) {
 /* Every open stream, newest first, so that sstm_fflush(NULL), exit() and
  * sstm_shutdown() write out what the program's committed transactions
  * left in the buffers, as exit() does for C's streams. Taken by opens,
- * closes and those three only: no call on a stream takes it. */
+ * closes and those three only, never held over a flush: no call on a
+ * stream takes it. open_cv: a stream's last pin is dropped. */
 static pthread_mutex_t open_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t open_cv = PTHREAD_COND_INITIALIZER;
 static sstm_file_t *open_head;
 static pthread_once_t open_once = PTHREAD_ONCE_INIT;
 
 static void open_link(sstm_file_t *f) {
   pthread_mutex_lock(&open_mu);
+  f->opins = 0;
   f->oprev = NULL;
   f->onext = open_head;
   if (open_head) open_head->oprev = f;
@@ -3169,6 +3175,8 @@ static void open_link(sstm_file_t *f) {
 
 static void open_unlink(sstm_file_t *f) {
   pthread_mutex_lock(&open_mu);
+  while (f->opins != 0)
+    pthread_cond_wait(&open_cv, &open_mu);
   if (f->oprev)
     f->oprev->onext = f->onext;
   else
@@ -3179,19 +3187,30 @@ static void open_unlink(sstm_file_t *f) {
 }
 
 /* Flush every open stream that writes, outside a transaction, on a
- * registered thread. The list stays locked throughout, so that no stream
- * is freed under the loop: a close on another thread waits for it at its
- * unlink, after its own flush and close, which need no lock of the list
- * (a stream it closed meanwhile answers EBADF here, which is no error).
- * The flushes wait for no list either: the tickets they wait for are
- * written by their committers' commit actions, before those return. */
+ * registered thread. Each flush runs without open_mu, with the stream
+ * pinned (opins), so that it stays in the list and is not freed: a close
+ * on another thread waits for the pin at its unlink, after its own flush
+ * and close (a stream it closed meanwhile answers EBADF here, which is no
+ * error). Not holding the list over the flush matters: a flush of a pipe
+ * waits for room, which its reader may make only after an open or close
+ * of its own. Streams opened during the loop, at the list's head, are not
+ * visited. */
 static int flush_all(void) {
   int err = 0;
   pthread_mutex_lock(&open_mu);
-  for (sstm_file_t *f = open_head; f != NULL; f = f->onext) {
-    if (!(f->mode & M_WR)) continue;
+  for (sstm_file_t *f = open_head; f != NULL;) {
+    if (!(f->mode & M_WR)) {
+      f = f->onext;
+      continue;
+    }
+    f->opins++;
+    pthread_mutex_unlock(&open_mu);
     errno = 0;
     if (sstm_fflush(f) != 0 && errno != EBADF && err == 0) err = errno ? errno : EIO;
+    pthread_mutex_lock(&open_mu);
+    sstm_file_t *next = f->onext; /* still linked: pinned */
+    if (--f->opins == 0) pthread_cond_broadcast(&open_cv);
+    f = next;
   }
   pthread_mutex_unlock(&open_mu);
   if (err) {

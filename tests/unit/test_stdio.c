@@ -1233,6 +1233,91 @@ TEST(exit_in_a_forked_child_does_not_wait_for_the_parents_threads) {
   teardown();
 }
 
+/* sstm_fflush(NULL) does not hold the list of streams over a flush: here
+ * the flush of a full pipe's stream waits in write(2) for room that the
+ * reader makes only after it has opened a stream of its own. The reader
+ * opens once the flushing thread sleeps (its state in /proc). */
+static struct {
+  sstm_file_t *w;
+  atomic_int phase, tid, rc;
+} fa;
+static void *flush_every_stream(void *arg) {
+  (void)arg;
+  if (sstm_thread_init() != 0) return (void *)1;
+  /* relaxed: flags; the join orders the rest */
+  atomic_store_explicit(&fa.tid, (int)gettid(), memory_order_relaxed);
+  atomic_store_explicit(&fa.phase, 1, memory_order_relaxed);
+  atomic_store_explicit(&fa.rc, sstm_fflush(NULL), memory_order_relaxed);
+  return sstm_thread_exit() == 0 ? NULL : (void *)1;
+}
+static char task_state(int tid) {
+  char p[64], buf[512];
+  snprintf(p, sizeof p, "/proc/self/task/%d/stat", tid);
+  int fd = open(p, O_RDONLY);
+  CHECK_GE_I(fd, 0);
+  ssize_t n = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  CHECK_GT_I(n, 0);
+  buf[n] = '\0';
+  char *e = strrchr(buf, ')'); /* "pid (comm) S ..." */
+  CHECK_NOT_NULL(e);
+  return e[2];
+}
+
+TEST(fflush_of_null_lets_a_pipes_reader_open_a_stream) {
+  setup();
+  int p[2];
+  CHECK_EQ_I(pipe(p), 0);
+  int fl = fcntl(p[1], F_GETFL);
+  CHECK_EQ_I(fcntl(p[1], F_SETFL, fl | O_NONBLOCK), 0);
+  static char chunk[4096];
+  memset(chunk, 'f', sizeof chunk);
+  size_t filled = 0;
+  for (;;) {
+    ssize_t r = write(p[1], chunk, sizeof chunk);
+    if (r < 0) {
+      CHECK_EQ_I(errno, EAGAIN);
+      break;
+    }
+    filled += (size_t)r;
+  }
+  CHECK_EQ_I(fcntl(p[1], F_SETFL, fl), 0);
+  fa.w = sstm_fdopen(p[1], "w");
+  CHECK_NOT_NULL(fa.w);
+  CHECK_OK(sstm_setvbuf(fa.w, NULL, _IOFBF, 4096));
+  CHECK_GE_I(sstm_fputs("xyz", fa.w), 0); /* buffered: the pipe is full */
+  atomic_store_explicit(&fa.phase, 0, memory_order_relaxed);
+  atomic_store_explicit(&fa.rc, -2, memory_order_relaxed);
+  pthread_t t;
+  CHECK_EQ_I(pthread_create(&t, NULL, flush_every_stream, NULL), 0);
+  while (atomic_load_explicit(&fa.phase, memory_order_relaxed) != 1)
+    sched_yield();
+  int tid = atomic_load_explicit(&fa.tid, memory_order_relaxed);
+  while (task_state(tid) != 'S') /* waits for room */
+    sched_yield();
+  sstm_file_t *g = sstm_fopen(path, "w");
+  CHECK_NOT_NULL(g);
+  size_t got = 0;
+  char last[3] = {0};
+  while (got < filled + 3) {
+    ssize_t r = read(p[0], chunk, sizeof chunk);
+    CHECK_GT_I(r, 0);
+    got += (size_t)r;
+    for (ssize_t i = 0; i < r; i++)
+      last[0] = last[1], last[1] = last[2], last[2] = chunk[i];
+  }
+  void *res = NULL;
+  CHECK_EQ_I(pthread_join(t, &res), 0);
+  CHECK_TRUE(res == NULL);
+  CHECK_EQ_I(atomic_load_explicit(&fa.rc, memory_order_relaxed), 0);
+  CHECK_EQ_U(got, filled + 3);
+  CHECK_EQ_MEM(last, "xyz", 3);
+  CHECK_OK(sstm_fclose(g));
+  CHECK_OK(sstm_fclose(fa.w));
+  close(p[0]);
+  teardown();
+}
+
 /* sstm_fwrite of n bytes in a transaction of its own making. */
 static void fwrite_in_tx(sstm_file_t *f, const char *p, size_t n) {
   volatile size_t r = 0;
