@@ -58,7 +58,10 @@
  * stream waits while such a call holds the lock (a short wait: the holder
  * waits for nothing). Operations outside transactions need a registered
  * thread (sstm_thread_init()); on an unregistered thread they fail with
- * errno EPERM.
+ * errno EPERM. In a hook (<schedstm/hooks.h>) or a contention manager's
+ * callback, where no transaction can run, an operation that needs one
+ * (any but a read or write that the buffers serve) fails with errno
+ * EINVAL.
  * In an executor's requests (schedstm/exec.h), whose transactions may be
  * suspended and resumed on another worker, the operations work as in any
  * transaction, and a suspended transaction holds a stream from the others
@@ -133,7 +136,8 @@
  * sstm_shutdown(), before it tears the library down, and
  * sstm_fflush(NULL) outside a transaction. Not written out: after
  * _exit(), a fatal signal, an exit() called inside a transaction (the
- * flush would be part of it), or an exit() in the child of a fork()
+ * flush would be part of it) or from a hook (where it cannot run), or an
+ * exit() in the child of a fork()
  * (which may not use the library, <schedstm/schedstm.h>; the parent
  * writes the bytes out). An error of those writes sets the stream's
  * error indicator. A stream left open over sstm_shutdown() can be neither

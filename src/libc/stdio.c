@@ -2962,7 +2962,10 @@ static inline bool wr_fast(view_t *v, const unsigned char *src, size_t n) {
 }
 
 /* (S8) Run op on a: directly inside a transaction, else as one. false:
- * unregistered thread (a->err EPERM). */
+ * op did not run: an unregistered thread (a->err EPERM), or a hook or a
+ * contention manager's callback, where no transaction can run
+ * (SSTM_ESTATE: a->err EINVAL); the call must not answer as if op had
+ * done its work. */
 static bool run_in(void (*op)(void *), op_t *a, uint64_t id) {
   a->txid = id;
   a->outer = id == 0;
@@ -2970,8 +2973,9 @@ static bool run_in(void (*op)(void *), op_t *a, uint64_t id) {
     op(a);
     return true;
   }
-  if (sstm_run(NULL, op, a) == SSTM_ENOTHREAD) {
-    a->err = EPERM;
+  int rc = sstm_run(NULL, op, a);
+  if (__builtin_expect(rc != 0, 0)) {
+    a->err = rc == SSTM_ENOTHREAD ? EPERM : EINVAL;
     return false;
   }
   return true;

@@ -1318,6 +1318,49 @@ TEST(fflush_of_null_lets_a_pipes_reader_open_a_stream) {
   teardown();
 }
 
+/* In a hook, where no transaction can run (<schedstm/hooks.h>), a call on
+ * a stream that needs one fails (EINVAL) instead of answering as if it had
+ * done its work: sstm_fflush() and sstm_fflush(NULL) there (the flush of
+ * an exit() from there too) leave the bytes in the buffer, and say so. */
+static struct {
+  sstm_file_t *f;
+  int fflush_rc, fflush_err, all_rc, all_err, calls;
+} hk;
+static void stream_calls_in_hook(void *arg, uint64_t txid) {
+  (void)arg, (void)txid;
+  if (hk.calls++ != 0) return;
+  errno = 0;
+  hk.fflush_rc = sstm_fflush(hk.f);
+  hk.fflush_err = errno;
+  errno = 0;
+  hk.all_rc = sstm_fflush(NULL);
+  hk.all_err = errno;
+}
+
+TEST(stream_calls_in_a_hook_fail) {
+  setup();
+  hk.f = sstm_fopen(path, "w");
+  CHECK_NOT_NULL(hk.f);
+  CHECK_GE_I(sstm_fputs("kept", hk.f), 0);
+  static const sstm_hooks_t h = {.tx_commit = stream_calls_in_hook};
+  hk.calls = 0;
+  int handle = sstm_hooks_add(&h, NULL);
+  CHECK_GE_I(handle, 0);
+  SSTM_ATOMIC_BEGIN(NULL)
+  SSTM_ATOMIC_END();
+  CHECK_OK(sstm_hooks_remove(handle));
+  CHECK_EQ_I(hk.calls, 1);
+  CHECK_EQ_I(hk.fflush_rc, EOF);
+  CHECK_EQ_I(hk.fflush_err, EINVAL);
+  CHECK_EQ_I(hk.all_rc, EOF);
+  CHECK_EQ_I(hk.all_err, EINVAL);
+  char buf[16];
+  CHECK_EQ_U(contents(buf, sizeof buf), 0); /* still in the buffer */
+  CHECK_OK(sstm_fclose(hk.f));
+  CHECK_EQ_U(contents(buf, sizeof buf), 4);
+  teardown();
+}
+
 /* sstm_fwrite of n bytes in a transaction of its own making. */
 static void fwrite_in_tx(sstm_file_t *f, const char *p, size_t n) {
   volatile size_t r = 0;
