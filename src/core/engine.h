@@ -275,7 +275,8 @@ struct sstm_desc {
   unsigned slot;
   _Atomic int tid;
   _Atomic bool attached;
-  bool in_use;       /* slot allocated (registry mutex) */
+  bool in_use;       /* slot allocated (registry mutex; written with relaxed atomic stores,
+                        read without the lock by reclaim.c's grace_start) */
   bool thread_owned; /* made by sstm_thread_init (not sstm_desc_create) */
   const sstm_cm_ops_t *cm;
   /* An admission hook the policy switched on at run time for this

@@ -210,7 +210,8 @@ SSTM_API void *sstm_calloc(size_t n, size_t size) {
 
 /* Start a grace period: record every running attempt of a descriptor other
  * than self (NULL: none is excluded). *others (when not NULL): how many
- * descriptors other than self the scan found, running or not. False if out
+ * descriptors in use (registered or created) other than self the scan
+ * found, running or not. False if out
  * of memory. */
 static bool grace_start(const struct sstm_desc *self, sstm_grace_t *g, unsigned *others) {
   /* Heavy side of the begin barrier: a seq_cst fence pairing with the
@@ -237,7 +238,11 @@ static bool grace_start(const struct sstm_desc *self, sstm_grace_t *g, unsigned 
   for (unsigned i = 0; i < hw; i++) {
     struct sstm_desc *o = sstm__desc_at(i);
     if (o == NULL || o == self) continue;
-    seen++;
+    /* relaxed: a hint for the next batch's length; a slot whose descriptor
+     * was destroyed or whose thread unregistered is no other thread (its
+     * status is IDLE, so the record below is unaffected). The registry
+     * writes in_use under its lock, with relaxed atomic stores. */
+    if (__atomic_load_n(&o->in_use, __ATOMIC_RELAXED)) seen++;
     /* The heavy fence above already orders this load against a beginning
      * attempt's ACTIVE store (fence against fence in C11, or the barrier
      * membarrier runs on that thread), so it needs no seq_cst of its own.

@@ -121,7 +121,9 @@ static int slot_alloc(struct sstm_desc **out, bool thread_owned) {
   for (unsigned i = 0; i < hw; i++) {
     struct sstm_desc *d = atomic_load_explicit(&sstm__g.descs[i], memory_order_relaxed);
     if (d && !d->in_use) {
-      d->in_use = true;
+      /* relaxed atomic stores of in_use: grace_start (reclaim.c) reads it
+       * without the lock, as a hint */
+      __atomic_store_n(&d->in_use, true, __ATOMIC_RELAXED);
       d->thread_owned = thread_owned;
       d->design = (uint8_t)sstm__g.cfg.design;
       *out = d;
@@ -134,7 +136,7 @@ static int slot_alloc(struct sstm_desc **out, bool thread_owned) {
   }
   struct sstm_desc *d = desc_new(hw);
   if (d == NULL) return SSTM_ENOMEM;
-  d->in_use = true;
+  __atomic_store_n(&d->in_use, true, __ATOMIC_RELAXED);
   d->thread_owned = thread_owned;
   /* release: readers that find the pointer (acquire, sstm__desc_at) see an
    * initialised descriptor; hiwater is published after it for scanners. */
@@ -165,7 +167,7 @@ static int desc_acquire(struct sstm_desc **out, bool thread_owned) {
   d->cm_admit_fn = NULL; /* the policy's desc_init may switch one on */
   if ((rc = sstm__cm_desc_init(d)) != 0) {
     pthread_mutex_lock(&sstm__g.reg_lock);
-    d->in_use = false; /* the slot goes back, as it was */
+    __atomic_store_n(&d->in_use, false, __ATOMIC_RELAXED); /* the slot goes back, as it was */
     pthread_mutex_unlock(&sstm__g.reg_lock);
     *out = NULL;
     return rc;
@@ -197,7 +199,7 @@ static void desc_release(struct sstm_desc *d) {
     __atomic_store_n(&w[j], 0, __ATOMIC_RELAXED);
   atomic_store_explicit(&d->attached, false, memory_order_relaxed);
   atomic_store_explicit(&d->tid, 0, memory_order_relaxed);
-  d->in_use = false;
+  __atomic_store_n(&d->in_use, false, __ATOMIC_RELAXED);
   pthread_mutex_unlock(&sstm__g.reg_lock);
 }
 

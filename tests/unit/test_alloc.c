@@ -422,6 +422,37 @@ TEST(frees_beside_another_descriptor_close_their_batch_at_8192) {
   sstm_test_fini();
 }
 
+/* A descriptor that was registered and is gone (destroyed, or a thread
+ * that unregistered) keeps its slot but is no other thread: the batches
+ * stay at 1024 blocks. The second batch's 1024th block closes it; with
+ * the slot counted as another descriptor it would wait for 8192. */
+TEST(frees_after_another_descriptor_left_close_their_batch_at_1024) {
+  if (!mc_available()) sstm_test_skip("needs the counting allocator");
+  mc_track_sizes(TINY, TINY + 1);
+  sstm_config_t c;
+  sstm_test_config(&c);
+  c.alloc_cache = 0;
+  CHECK_OK(sstm_init(&c));
+  CHECK_OK(sstm_thread_init());
+  sstm_desc_t *other = NULL;
+  CHECK_OK(sstm_desc_create(&other));
+  CHECK_OK(sstm_desc_destroy(other));
+  void *first = malloc(TINY), *last = malloc(TINY);
+  for (int i = 0; i < 1023 + 1023; i++)
+    tiny_untracked[i] = malloc(TINY + 1);
+  CHECK_LIVE(2);
+  for (int i = 0; i < 1023; i++)
+    sstm_free(tiny_untracked[i]);
+  sstm_free(first);
+  CHECK_LIVE(1); /* the first batch closed at 1024 and was released */
+  for (int i = 1023; i < 1023 + 1023; i++)
+    sstm_free(tiny_untracked[i]);
+  CHECK_LIVE(1);
+  sstm_free(last);
+  CHECK_LIVE(0); /* the second closed at 1024 too */
+  sstm_test_fini();
+}
+
 /* A batch also closes once its blocks hold 256 KiB (<schedstm/alloc.h>),
  * so that large blocks do not wait 1024 at a time: 1024 of TSIZE bytes
  * would be 76 MiB. With k the first count whose bytes reach the bound, k - 1
