@@ -145,7 +145,9 @@
  * library is initialised again and the thread registered. exit() waits
  * for the transactions that hold a stream, as any flush does: a program
  * that exits while another thread's transaction on a stream cannot end
- * (it waits for the exiting thread) does not end either.
+ * (it waits for the exiting thread) does not end either; nor may one whose
+ * signal handler calls exit() (which is not async-signal-safe) after it
+ * interrupted a call on a stream.
  */
 #ifndef SCHEDSTM_STDIO_H
 #define SCHEDSTM_STDIO_H
