@@ -377,6 +377,25 @@ TEST(frees_outside_tx_close_their_batch_at_1024) {
   sstm_test_fini();
 }
 
+#define TINY 16
+static void *tiny_untracked[1023 + 8190];
+
+/* The two tests below: the counting allocator tracking TINY-byte blocks,
+ * no block cache (every released block goes back to malloc, where the
+ * allocator sees it), and another descriptor, created. */
+static sstm_desc_t *tiny_setup(void) {
+  if (!mc_available()) sstm_test_skip("needs the counting allocator");
+  mc_track_sizes(TINY, TINY + 1);
+  sstm_config_t c;
+  sstm_test_config(&c);
+  c.alloc_cache = 0;
+  CHECK_OK(sstm_init(&c));
+  CHECK_OK(sstm_thread_init());
+  sstm_desc_t *other = NULL;
+  CHECK_OK(sstm_desc_create(&other));
+  return other;
+}
+
 /* With another descriptor registered, closing a batch interrupts the CPUs
  * of other threads, and the batches after the first are eight times longer
  * (BATCH_BLOCKS_SHARED, src/core/reclaim.c): the first closes at 1024
@@ -387,18 +406,8 @@ TEST(frees_outside_tx_close_their_batch_at_1024) {
  * and last, and one after. Blocks this small keep 8192 under the batch's
  * bound in bytes. With batches of 1024 throughout, the second batch closes
  * at its 1024th block and the third CHECK_LIVE fails. */
-#define TINY 16
-static void *tiny_untracked[1023 + 8190];
 TEST(frees_beside_another_descriptor_close_their_batch_at_8192) {
-  if (!mc_available()) sstm_test_skip("needs the counting allocator");
-  mc_track_sizes(TINY, TINY + 1);
-  sstm_config_t c;
-  sstm_test_config(&c);
-  c.alloc_cache = 0;
-  CHECK_OK(sstm_init(&c));
-  CHECK_OK(sstm_thread_init());
-  sstm_desc_t *other = NULL;
-  CHECK_OK(sstm_desc_create(&other));
+  sstm_desc_t *other = tiny_setup();
   void *first = malloc(TINY), *second = malloc(TINY), *last = malloc(TINY), *after = malloc(TINY);
   for (int i = 0; i < 1023 + 8190; i++)
     tiny_untracked[i] = malloc(TINY + 1);
@@ -427,15 +436,7 @@ TEST(frees_beside_another_descriptor_close_their_batch_at_8192) {
  * stay at 1024 blocks. The second batch's 1024th block closes it; with
  * the slot counted as another descriptor it would wait for 8192. */
 TEST(frees_after_another_descriptor_left_close_their_batch_at_1024) {
-  if (!mc_available()) sstm_test_skip("needs the counting allocator");
-  mc_track_sizes(TINY, TINY + 1);
-  sstm_config_t c;
-  sstm_test_config(&c);
-  c.alloc_cache = 0;
-  CHECK_OK(sstm_init(&c));
-  CHECK_OK(sstm_thread_init());
-  sstm_desc_t *other = NULL;
-  CHECK_OK(sstm_desc_create(&other));
+  sstm_desc_t *other = tiny_setup();
   CHECK_OK(sstm_desc_destroy(other));
   void *first = malloc(TINY), *last = malloc(TINY);
   for (int i = 0; i < 1023 + 1023; i++)
