@@ -132,7 +132,11 @@
  *
  * At the program's end, as with C's streams: exit() (and a return from
  * main()) writes out the bytes that every open stream still buffers, on
- * the exiting thread, which is registered for it if it was not; so does
+ * the exiting thread, which is registered for it if it was not (when
+ * every descriptor slot is taken, sstm_config_t::max_threads, an exiting
+ * thread that is not registered cannot be, and nothing is written out:
+ * close the streams or call sstm_fflush(NULL) from a registered thread
+ * before); so does
  * sstm_shutdown(), before it tears the library down, and
  * sstm_fflush(NULL) outside a transaction. Not written out: after
  * _exit(), a fatal signal, an exit() called inside a transaction (the
