@@ -69,6 +69,15 @@ def main(argv):
         p = run(tool, "--topo", TOPO, "--matrix", mat)
         if p.returncode != 2 or "chain.mat:11:1: unexpected text after the last row" not in p.stderr:
             fail("malformed matrix: exit %d, %r" % (p.returncode, p.stderr))
+        # A good file before the malformed one: nothing printed, not the
+        # good file's lines and then the error.
+        good = os.path.join(d, "good.mat")
+        with open(good, "w") as f:
+            f.write("schedstm-comm-matrix 1\nthreads 2\n0 1\n1 0\n")
+        p = run(tool, "--topo", TOPO, "--matrix", good, "--matrix", mat)
+        if p.returncode != 2 or "chain.mat:11:1" not in p.stderr or p.stdout:
+            fail("good then malformed matrix: exit %d, %r, stdout %r" %
+                 (p.returncode, p.stderr, p.stdout))
         # Counts whose costs would pass 2^64-1 are refused: the costs
         # saturated, every strategy printed the same number, rel_none 1.
         big = os.path.join(d, "big.mat")

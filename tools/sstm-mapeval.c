@@ -435,6 +435,17 @@ int main(int argc, char **argv) {
     rc = sstm__topo_load_synthetic(topo, &t, err, sizeof err);
   if (rc != 0) die("%s", err);
   fprintf(stderr, "sstm-mapeval: topology %s: %s\n", topo, sstm__topo_describe(t));
+  /* Every matrix file is read and checked before anything is printed, as
+   * the options are: a malformed file or one whose costs do not fit ends
+   * the run with no partial CSV. Read again below, one at a time, so that
+   * no more than one matrix is held at once. */
+  for (unsigned f = 0; f < nfiles; f++) {
+    uint64_t *m;
+    unsigned n;
+    if (sstm__cmat_load(files[f], &m, &n, err, sizeof err) != 0) die("%s", err);
+    check_cost_range(t, files[f], m, n);
+    free(m);
+  }
   printf("topology,matrix,threads,strategy,cost,rel_none,ms,max_load\n");
   for (unsigned f = 0; f < nfiles; f++) {
     uint64_t *m;
