@@ -1309,7 +1309,7 @@ static void usage(FILE *o, bool full) {
           "cfg.state_table = true): a sealed memfd of the process, reached through\n"
           "/proc/PID/fd, so only the process's user (or root) can read it.\n"
           "  -i SECONDS  refresh interval (default 0.5; -p: 0.005); 0.001 to 3600\n"
-          "  -n N        stop after N refreshes (-p: N lines)\n"
+          "  -n N        stop after N refreshes (-p: N lines); 1 or more\n"
           "  -a          also show free slots and every executor level\n"
           "  -j          print one JSON snapshot and exit\n"
           "  -p          print the policy's line each time it changes, after the\n"
@@ -1367,7 +1367,9 @@ int main(int argc, char **argv) {
       errno = 0;
       count = strtol(optarg, &end, 10);
       if (errno || end == optarg || *end || count <= 0) {
-        fprintf(stderr, "%s: -n: bad count '%s'\n", prog, optarg);
+        fprintf(stderr,
+                "%s: -n: bad count '%s' (a whole number, 1 or more; without -n: until stopped)\n",
+                prog, optarg);
         return 2;
       }
       break;

@@ -1226,6 +1226,7 @@ TEST(no_table) {
   run_tool(&r, "-n", "0", p, NULL, NULL); /* not "for ever": that is no -n */
   check_exit(&r, 2, "-n 0");
   CHECK_CONTAINS(r.err, "bad count");
+  CHECK_CONTAINS(r.err, "1 or more");
   tool_free(&r);
   run_tool(&r, "-n", "-1", p, NULL, NULL);
   check_exit(&r, 2, "-n -1");
