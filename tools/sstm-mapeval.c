@@ -47,6 +47,9 @@
 
 #include "map/mapping.h"
 
+/* The two machines of docs/design/mapping.md's topology table, as hwloc
+ * synthetic descriptions: eight Xeon E5-4650 (192 PUs) and four Opteron
+ * 6276 (64 PUs). */
 #define XEON_DESC "Package:8 [NUMANode] L3Cache:1 L2Cache:12 L1dCache:1 Core:1 PU:2"
 #define OPTERON_DESC "Package:4 Group:2 [NUMANode] L3Cache:1 L2Cache:4 Core:2 PU:1"
 
@@ -345,8 +348,10 @@ static void usage(FILE *out, int status) {
           "Evaluates thread placements under the mapping's cost model (communication\n"
           "times hop distance) without running anything: for each matrix and each\n"
           "strategy, the placement's cost and the time taken to compute it.\n"
-          "  --topo T        the topology: xeon (default), opteron, system (this machine),\n"
-          "                  xml:PATH (an hwloc XML file) or an hwloc synthetic description\n"
+          "  --topo T        the topology: xeon (default: 8 packages x 12 cores x 2 PUs),\n"
+          "                  opteron (4 packages x 2 dies x 4 modules x 2 cores), system\n"
+          "                  (this machine), xml:PATH (an hwloc XML file) or an hwloc\n"
+          "                  synthetic description (docs/design/mapping.md)\n"
           "  --matrix FILE   a communication matrix (SCHEDSTM_MAP_DUMP's format), up to %u\n"
           "  --pattern P     a generated matrix: pairs, ring, clusters or random, its\n"
           "  --threads LIST  thread counts (comma-separated, 1..%u), thread numbers\n"
