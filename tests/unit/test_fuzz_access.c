@@ -27,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../common/escalate.h"
 #include "../common/txhelp.h"
 
 enum { REGION = 4096 };
@@ -292,30 +293,6 @@ static void fuzz_body(void *arg) {
     break;
   }
 }
-
-/* A policy that makes every restart irrevocable (a user's restart too, which
- * the built-in policies never escalate), so that escalated attempts meet
- * every kind of access and then commit, restart or cancel. */
-static unsigned escalations;
-
-static sstm_cm_action_t escalate_conflict(sstm_cm_ctx_t *ctx, const sstm_conflict_t *c,
-                                          uint64_t *wait_ns) {
-  (void)ctx, (void)c, (void)wait_ns;
-  return SSTM_CM_ABORT_SELF;
-}
-
-static void escalate_abort(sstm_cm_ctx_t *ctx, const sstm_abort_info_t *info) {
-  if (info->reason == SSTM_ABORT_USER_CANCEL) return; /* no restart */
-  sstm_cm_next_irrevocable(ctx);
-  escalations++;
-}
-
-static const sstm_cm_ops_t escalate_ops = {
-    .name = "fuzz-escalate",
-    .description = "every restart irrevocable",
-    .on_conflict = escalate_conflict,
-    .on_abort = escalate_abort,
-};
 
 static void fuzz_one_thread(unsigned shift, uint64_t seed, uint64_t ntx, bool escalating) {
   static bool registered;

@@ -44,6 +44,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../common/escalate.h"
 #include "../common/runner.h"
 
 /* ---- the ABI's entry points ([IntelTMABI]) -------------------------------- */
@@ -761,30 +762,6 @@ static __attribute__((noinline)) bool run_tx(struct fuzz_tx *t) {
 }
 
 /* ---- one thread: the driver ------------------------------------------------ */
-
-/* A policy that makes every restart irrevocable (a user's restart too), so
- * that escalated attempts meet every kind of access and then commit,
- * restart or cancel. */
-static unsigned escalations;
-
-static sstm_cm_action_t escalate_conflict(sstm_cm_ctx_t *ctx, const sstm_conflict_t *c,
-                                          uint64_t *wait_ns) {
-  (void)ctx, (void)c, (void)wait_ns;
-  return SSTM_CM_ABORT_SELF;
-}
-
-static void escalate_abort(sstm_cm_ctx_t *ctx, const sstm_abort_info_t *info) {
-  if (info->reason == SSTM_ABORT_USER_CANCEL) return; /* no restart */
-  sstm_cm_next_irrevocable(ctx);
-  escalations++;
-}
-
-static const sstm_cm_ops_t escalate_ops = {
-    .name = "itm-fuzz-escalate",
-    .description = "every restart irrevocable",
-    .on_conflict = escalate_conflict,
-    .on_abort = escalate_abort,
-};
 
 static void init_with(unsigned shift, const char *cm, bool priv_safe) {
   sstm_config_t cfg;
