@@ -17,6 +17,7 @@
 #include "arch/ckpt.h" /* the restart checkpoint: sstm__ckpt_restore */
 #include "core/lockword.h"
 #include "core/rwset.h"
+#include "iface/error.h" /* sstm__set_error, SSTM_QUOTE */
 #include "os/os.h"
 #include "os/sched.h"
 
@@ -453,14 +454,7 @@ SSTM_INLINE uint64_t sstm__ctr_get(const uint64_t *c) {
   return __atomic_load_n(c, __ATOMIC_RELAXED);
 }
 
-/* error.c */
-void sstm__set_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-/* A value of the user's quoted in a message ("'%.*s%s'", SSTM_QUOTE(s)),
- * cut after SSTM_QUOTE_MAX bytes with "...", so that a long bad value
- * leaves room for the explanation after it (the message buffer is 1 KiB). */
-#define SSTM_QUOTE_MAX 64
-#define SSTM_QUOTE(s)                                                                              \
-  SSTM_QUOTE_MAX, (s), strnlen((s), SSTM_QUOTE_MAX + 1) > SSTM_QUOTE_MAX ? "..." : ""
+/* error.c: sstm__set_error and SSTM_QUOTE are in iface/error.h. */
 SSTM_COLD void sstm__misuse(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 SSTM_COLD __attribute__((noreturn)) void sstm__fatal(const char *fmt, ...)
     __attribute__((format(printf, 1, 2)));

@@ -16,11 +16,8 @@
 
 #include "arch/ctx.h"
 #include "exec/queue.h"
+#include "iface/error.h" /* sstm__set_error */
 #include "os/os.h"
-
-/* The calling thread's sstm_last_error() message (core/error.c; the same
- * declaration as iface/cm_services.h's). */
-void sstm__set_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* A context's state (ctx->state; written by the worker that runs it or
  * under the queue lock, read by the same). */

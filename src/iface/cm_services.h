@@ -19,21 +19,13 @@
 
 #include <schedstm/schedstm.h>
 
-#include "os/os.h"    /* clocks, thread ids: the layer below, usable by the policies */
-#include "os/sched.h" /* the scheduling facilities, and the knobs' types */
+#include "iface/error.h" /* sstm__set_error, SSTM_QUOTE */
+#include "os/os.h"       /* clocks, thread ids: the layer below, usable by the policies */
+#include "os/sched.h"    /* the scheduling facilities, and the knobs' types */
 
 /* ---- errors ---- */
 
-/* Set the calling thread's sstm_last_error() message (core/error.c): a
- * policy's init that fails says why before returning the error code. */
-void sstm__set_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-#ifndef SSTM_QUOTE
-/* A value of the user's quoted in a message ("'%.*s%s'", SSTM_QUOTE(s)),
- * cut after SSTM_QUOTE_MAX bytes with "..." (as core/engine.h's). */
-#define SSTM_QUOTE_MAX 64
-#define SSTM_QUOTE(s)                                                                              \
-  SSTM_QUOTE_MAX, (s), strnlen((s), SSTM_QUOTE_MAX + 1) > SSTM_QUOTE_MAX ? "..." : ""
-#endif
+/* sstm__set_error and SSTM_QUOTE: iface/error.h (included above). */
 
 /* ---- the selected policy ---- */
 

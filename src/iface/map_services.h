@@ -9,16 +9,9 @@
 #ifndef SSTM_IFACE_MAP_SERVICES_H
 #define SSTM_IFACE_MAP_SERVICES_H
 
-#include <string.h>
+#include "iface/error.h" /* sstm__set_error, SSTM_QUOTE */
 
-/* Set the calling thread's sstm_last_error() message (core/error.c). */
-void sstm__set_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-#ifndef SSTM_QUOTE
-/* A value of the user's quoted in a message (as core/engine.h's). */
-#define SSTM_QUOTE_MAX 64
-#define SSTM_QUOTE(s)                                                                              \
-  SSTM_QUOTE_MAX, (s), strnlen((s), SSTM_QUOTE_MAX + 1) > SSTM_QUOTE_MAX ? "..." : ""
-#endif
+/* sstm__set_error and SSTM_QUOTE: iface/error.h (included above). */
 
 /* Show, in the calling thread's state-table entry (schedstm/statetab.h,
  * cpu and cpu_pinned), the CPU it was last seen on and the CPU the mapping
