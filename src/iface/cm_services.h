@@ -23,10 +23,6 @@
 #include "os/os.h"       /* clocks, thread ids: the layer below, usable by the policies */
 #include "os/sched.h"    /* the scheduling facilities, and the knobs' types */
 
-/* ---- errors ---- */
-
-/* sstm__set_error and SSTM_QUOTE: iface/error.h (included above). */
-
 /* ---- the selected policy ---- */
 
 /* The policy sstm_init() selected, from the moment it calls that policy's

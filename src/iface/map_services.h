@@ -9,9 +9,9 @@
 #ifndef SSTM_IFACE_MAP_SERVICES_H
 #define SSTM_IFACE_MAP_SERVICES_H
 
-#include "iface/error.h" /* sstm__set_error, SSTM_QUOTE */
+#include <stdint.h>
 
-/* sstm__set_error and SSTM_QUOTE: iface/error.h (included above). */
+#include "iface/error.h" /* sstm__set_error, SSTM_QUOTE */
 
 /* Show, in the calling thread's state-table entry (schedstm/statetab.h,
  * cpu and cpu_pinned), the CPU it was last seen on and the CPU the mapping
