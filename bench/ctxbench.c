@@ -19,6 +19,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <getopt.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -286,7 +287,8 @@ int main(int argc, char **argv) {
   int rounds = 11;
   const char *mode = "all";
   int c;
-  while ((c = getopt(argc, argv, "n:r:m:h")) != -1) {
+  static const struct option longopts[] = {{"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
+  while ((c = getopt_long(argc, argv, "n:r:m:h", longopts, NULL)) != -1) {
     char *end;
     switch (c) {
     case 'n':

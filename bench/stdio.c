@@ -261,7 +261,8 @@ static double now_s(void) {
 
 int main(int argc, char **argv) {
   int c;
-  while ((c = getopt(argc, argv, "o:m:s:n:k:d:b:h")) != -1) {
+  static const struct option longopts[] = {{"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
+  while ((c = getopt_long(argc, argv, "o:m:s:n:k:d:b:h", longopts, NULL)) != -1) {
     switch (c) {
     case 'o': opt.op = (enum op)lookup(optarg, op_names, OP_N, "operation"); break;
     case 'm': opt.mode = (enum mode)lookup(optarg, mode_names, M_N, "mode"); break;

@@ -36,10 +36,10 @@
  *       unprivileged, 100..100000 us): a shorter slice gives a thread that
  *       wakes or is signalled an earlier deadline, so the host's other
  *       threads hold it off its CPU for less. Lines carry "slice_us".
- *   exec-bench submit [--seconds S] [--threads T,T,...]
+ *   exec-bench submit [--ms MS] [--threads T,T,...]
  *       Submission throughput under contention: T threads submit empty
- *       requests as fast as they can (sstm_exec_submit, waiting for a
- *       context when none is free); requests per second.
+ *       requests as fast as they can for MS milliseconds (sstm_exec_submit,
+ *       waiting for a context when none is free); requests per second.
  *   exec-bench overhead [--rounds R] [--requests N] [--work-us W]
  *                       [--modes none,signal,poll]
  *       The machinery's cost with no high-priority load: N requests of
@@ -663,9 +663,44 @@ static void overhead(int argc, char **argv) {
   free(t);
 }
 
+static void usage(FILE *f) {
+  fprintf(f, "usage: exec-bench latency [--rounds R] [--samples N] [--gap-us G] [--trace FILE]\n"
+             "                          [--slices S,S,...]\n"
+             "       exec-bench submit [--ms MS] [--threads T,T,...]\n"
+             "       exec-bench overhead [--rounds R] [--requests N] [--work-us W]\n"
+             "                           [--modes none,signal,poll]\n"
+             "Measurements of the preemptive executor, the preemption modes side by side\n"
+             "in one run; one JSON object per line on stdout.\n"
+             "  latency   preemption latency of a high-priority request over workers busy\n"
+             "            with low-priority transactions (a barrier every G us), p50 ...\n"
+             "            max per mode; defaults: --rounds 3 --samples 300 --gap-us 20;\n"
+             "            --trace FILE one line per sample (where its latency went);\n"
+             "            --slices every mode once per EEVDF slice (us, 0 = the kernel's,\n"
+             "            else 100..100000)\n"
+             "  submit    submissions per second of T threads for MS ms (default 1000;\n"
+             "            threads 1,2,4,8)\n"
+             "  overhead  requests per second with no high-priority load, per mode, and\n"
+             "            the per-round ratios to none; defaults: --rounds 3\n"
+             "            --requests 20000 --work-us 20, every mode\n"
+             "  -h, --help  this help\n"
+             "Exit status 0, 2 on a bad command line.\n");
+}
+
+static bool wants_help(int argc, char **argv) {
+  for (int i = 0; i < argc; i++)
+    if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) return true;
+  return false;
+}
+
 int main(int argc, char **argv) {
-  if (argc < 2) {
-    fprintf(stderr, "usage: exec-bench latency|submit|overhead [options]\n");
+  if (wants_help(argc - 1, argv + 1)) {
+    usage(stdout);
+    return 0;
+  }
+  if (argc < 2 ||
+      (strcmp(argv[1], "latency") && strcmp(argv[1], "submit") && strcmp(argv[1], "overhead"))) {
+    if (argc >= 2) fprintf(stderr, "exec-bench: unknown command %s\n", argv[1]);
+    usage(stderr);
     return 2;
   }
   sstm_config_t cfg;
@@ -676,12 +711,8 @@ int main(int argc, char **argv) {
     latency(argc - 2, argv + 2);
   else if (!strcmp(argv[1], "submit"))
     submit_bench(argc - 2, argv + 2);
-  else if (!strcmp(argv[1], "overhead"))
+  else
     overhead(argc - 2, argv + 2);
-  else {
-    fprintf(stderr, "exec-bench: unknown command %s\n", argv[1]);
-    return 2;
-  }
   sstm_shutdown();
   return 0;
 }
