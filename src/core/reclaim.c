@@ -11,7 +11,8 @@
  * A closed batch is released once its grace period is over.
  *
  * Grace period (docs/design/core.md (5.2), (5.3)): after a heavy fence, the status word
- * of every running attempt of other descriptors is recorded; the period is
+ * of every running attempt is recorded (the caller's own too, which runs
+ * only when a hook inside it retires a block); the period is
  * over when each recorded attempt has ended: its status shows another serial,
  * or IDLE. Suspended (detached) attempts keep their status and so hold back
  * the periods that started while they run. sstm_quiesce() starts a grace
@@ -208,11 +209,16 @@ SSTM_API void *sstm_calloc(size_t n, size_t size) {
 /* ------------------------------------------------------------------------ */
 /* Grace periods: reclamation and sstm_quiesce share them. */
 
-/* Start a grace period: record every running attempt of a descriptor other
- * than self (NULL: none is excluded). *others (when not NULL): how many
- * descriptors in use (registered or created) other than self the scan
- * found, running or not. False if out
- * of memory. */
+/* Start a grace period: record every running attempt, self's own included
+ * ((5.2)): self is the caller's descriptor (NULL: none), whose attempt runs
+ * here only when a hook or callback inside it (a tx_begin hook, a policy's
+ * on_conflict, the sampling callback) retires a block with sstm_free, and
+ * that attempt may still read the block, as any other running one may.
+ * Every other caller runs between attempts (a commit's tail, a free outside
+ * a transaction, sstm_reclaim, sstm_quiesce, a thread's exit), where
+ * self's status is IDLE and nothing of it is recorded. *others (when not
+ * NULL): how many descriptors in use (registered or created) other than
+ * self the scan found, running or not. False if out of memory. */
 static bool grace_start(const struct sstm_desc *self, sstm_grace_t *g, unsigned *others) {
   /* Heavy side of the begin barrier: a seq_cst fence pairing with the
    * seq_cst fence after the ACTIVE store at attempt start, or a membarrier that forces a full
@@ -237,12 +243,12 @@ static bool grace_start(const struct sstm_desc *self, sstm_grace_t *g, unsigned 
   unsigned seen = 0;
   for (unsigned i = 0; i < hw; i++) {
     struct sstm_desc *o = sstm__desc_at(i);
-    if (o == NULL || o == self) continue;
+    if (o == NULL) continue;
     /* relaxed: a hint for the next batch's length; a slot whose descriptor
      * was destroyed or whose thread unregistered is no other thread (its
      * status is IDLE, so the record below is unaffected). The registry
      * writes in_use under its lock, with relaxed atomic stores. */
-    if (__atomic_load_n(&o->in_use, __ATOMIC_RELAXED)) seen++;
+    if (o != self && __atomic_load_n(&o->in_use, __ATOMIC_RELAXED)) seen++;
     /* The heavy fence above already orders this load against a beginning
      * attempt's ACTIVE store (fence against fence in C11, or the barrier
      * membarrier runs on that thread), so it needs no seq_cst of its own.
@@ -251,7 +257,8 @@ static bool grace_start(const struct sstm_desc *self, sstm_grace_t *g, unsigned 
      * that attempt's reads happen before our caller frees; relaxed would
      * lose that. Any state but IDLE is running: ACTIVE, KILLED (not rolled
      * back yet), COMMITTING (maybe writing back), IRREVOCABLE (writing in
-     * place). */
+     * place). Self's own status is its owner's word (acquire is
+     * harmless there). */
     uint64_t st = atomic_load_explicit(&o->status, memory_order_acquire);
     if (sstm_st_state(st) != SSTM_ST_IDLE) g->rec[g->n++] = (sstm_grace_rec_t){o, st};
   }

@@ -207,6 +207,70 @@ TEST(blocks_of_the_sampling_callback_belong_to_it) {
   sstm_test_fini();
 }
 
+/* A hook's sstm_free retires the block at once, as outside a transaction
+ * (alloc.h), and the grace period that the retirement may start waits for
+ * every attempt that may still read the block: the attempt the hook runs
+ * in too. Here the sampling callback of an attempt that holds a pointer to
+ * a node frees the node, which another transaction unlinked after the
+ * attempt read it, and that free fills the thread's batch (its blocks reach
+ * 256 KiB), which closes it. No other attempt runs, so a grace period that
+ * left out the callback's own attempt would be over at once, and the sweep
+ * would free the node under the attempt (the CHECK_LIVE inside it fails;
+ * under ASan the read after it is a use-after-free). */
+static void *volatile hf_node;
+static volatile int hf_armed;
+static void sample_free(void *arg, const void *addr, bool is_write) {
+  (void)arg, (void)addr, (void)is_write;
+  if (!hf_armed) return;
+  hf_armed = 0;
+  sstm_free(hf_node);
+}
+static void unlink_slot(void *arg) {
+  (void)arg;
+  sstm_store_ptr((void **)&slot, NULL);
+}
+static void *hf_blocks[64];
+TEST(a_hooks_free_waits_for_the_attempt_it_runs_in) {
+  mc_track_sizes(TSIZE, TSIZE + 512);
+  sstm_test_init_sampling(1, sample_free, NULL);
+  for (int i = 0; i < 64; i++)
+    hf_blocks[i] = malloc(TSIZE);
+  size_t u = malloc_usable_size(hf_blocks[0]), k = (256 * 1024 + u - 1) / u;
+  CHECK(k >= 2 && k <= 64);
+  uint64_t *node = sstm_malloc(TSIZE); /* outside a transaction: malloc's */
+  node[0] = 4242;
+  slot = node;
+  for (size_t i = 0; i + 1 < k; i++)
+    sstm_free(hf_blocks[i]);
+  CHECK_LIVE(65); /* k - 1 blocks wait in the open batch */
+  hf_armed = 0;
+  attempts = 0;
+  SSTM_ATOMIC_BEGIN(NULL)
+    attempts++;
+    uint64_t *n = sstm_load_ptr((void *const *)&slot);
+    if (attempts == 1) {
+      CHECK_EQ_PTR(n, node);
+      CHECK_OK(run_other(NULL, unlink_slot, NULL)); /* unlinked, committed */
+      hf_node = node;
+      hf_armed = 1;
+      (void)sstm_load_u64(&sample_word); /* the callback frees the node */
+      CHECK_FALSE(hf_armed);
+      CHECK_LIVE(65); /* the closed batch waits for this attempt */
+      CHECK_EQ_U(sstm_load_u64(&n[0]), 4242);
+    }
+  SSTM_ATOMIC_END();
+  CHECK_EQ_I(attempts, 1); /* read-only, serialised before the unlink */
+  CHECK_NULL(slot);
+  sstm_reclaim();
+  CHECK_LIVE(65 - (int)k); /* released once the attempt ended */
+  for (size_t i = k - 1; i < 64; i++)
+    sstm_free(hf_blocks[i]);
+  reclaim_everywhere();
+  CHECK_LIVE(0);
+  txh_cleanup();
+  sstm_test_fini();
+}
+
 /* A reader that started before the free committed keeps the block alive. */
 TEST(free_deferred_while_reader_runs) {
   setup();
