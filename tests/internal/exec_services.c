@@ -10,11 +10,15 @@
  *    contexts; not under TSan, whose runtime does not follow swapcontext);
  *  - a paused holder (detached, or marked) is taken over whatever the
  *    policy, all its locks at once, and rolls back when resumed; the
- *    WAIT_HIGHER rule offers the worker to the executor once first;
+ *    WAIT_HIGHER rule offers the worker to the executor once first; the
+ *    versions the reaper releases with (the displaced ones at a polled
+ *    point, one fresh one elsewhere); a lock taken over from the holder
+ *    while it ran stays the thief's through the reap and the rollback;
  *  - the errors of the interface.
  */
 #define _GNU_SOURCE
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <ucontext.h>
@@ -450,6 +454,143 @@ TEST_ETL(polled_pause_gets_the_old_versions_back) {
   CHECK_OK(sstm_stats_get(me, &s));
   CHECK_EQ_U(s.aborts[SSTM_ABORT_KILLED], 1);
   CHECK_OK(sstm__exec_set_hook(NULL));
+  txh_cleanup();
+  sstm_test_fini();
+}
+
+/* Paused anywhere but at a polled point (here a detach in the body; a
+ * signal-driven switch may resume even half-way through the inline read,
+ * after its variant test): the reaper gives every lock of the attempt one
+ * fresh version from the clock (9.4), which no read of its snapshot
+ * accepts. With the displaced versions put back, as at a polled point, the
+ * read fast path that the inline read runs once its variant test has
+ * passed (sstm__load_fast) accepted the memory under a stripe the attempt
+ * had written: the value before its own write, which its redo log holds. */
+static void read_w16(void *arg) {
+  (void)arg;
+  CHECK_EQ_U(sstm_load_u64(&w[16]), 3);
+}
+
+TEST_ETL(a_pause_elsewhere_gets_one_fresh_version) {
+  sstm_test_init();
+  sstm_desc_t *me = sstm_self();
+  sstm__fast_t *f = (sstm__fast_t *)(void *)me;
+  _Atomic uint64_t *lk = sstm__lock_for(me, &w[16]);
+  tx_store_u64(&w[16], 3); /* a version of its own */
+  uint64_t old16 = atomic_load_explicit(lk, memory_order_seq_cst);
+  static volatile int attempts;
+  attempts = 0;
+  SSTM_ATOMIC_BEGIN(NULL)
+    attempts++;
+    sstm_store_u64(&w[16], 4);
+    if (attempts == 1) {
+      CHECK_EQ_X(atomic_load_explicit(lk, memory_order_seq_cst), me->owner_lw);
+      /* detached (paused, not at a polled point); a reader takes it over */
+      CHECK_OK(run_other(NULL, read_w16, NULL));
+      uint64_t l = atomic_load_explicit(lk, memory_order_seq_cst);
+      CHECK_FALSE(sstm_lw_locked(l));
+      CHECK_GT_U(l, old16);
+      CHECK_GT_U(l, me->end);
+      /* as the inline read resumed after its variant test would */
+      uint64_t v = 0;
+      CHECK_FALSE(sstm__load_fast(f, &w[16], 8, true, &v));
+      (void)sstm_load_u64(&w[16]); /* the kill is noticed here: restart */
+      FAIL("a killed attempt went on past a barrier");
+    }
+  SSTM_ATOMIC_END();
+  CHECK_EQ_I(attempts, 2);
+  CHECK_EQ_U(w[16], 4);
+  sstm_stats_t s;
+  CHECK_OK(sstm_stats_get(me, &s));
+  CHECK_EQ_U(s.aborts[SSTM_ABORT_KILLED], 1);
+  txh_cleanup();
+  sstm_test_fini();
+}
+
+/* A lock taken over while its owner ran is the thief's: neither the
+ * reaper that later takes the paused owner's other locks over (9.4) nor
+ * the owner's own rollback (6.5) may touch it, which both make sure of by
+ * releasing with a CAS from the owner's word. The owner A writes w[0] and
+ * w[8]; a thread B kills it (A is attached, not paused) and takes w[0]
+ * over by writing it, and holds it running; A is then detached, and a
+ * reader of w[8] on a third descriptor reaps it. With a plain store, the
+ * reaper gave w[0] a version, unlocked, under B's running attempt, which
+ * another writer could then lock and commit before B wrote back over it;
+ * and once B has committed, A's rollback put w[0]'s version before B's
+ * back, so that a snapshot older than B's commit read B's value. */
+static _Atomic int tk_phase; /* 1: B holds w[0]; 2: B may commit; 3: committed */
+static uint64_t tk_a_txid, tk_b_owner, tk_b_version;
+static sstm_desc_t *tk_b;
+static void *tk_thief(void *arg) {
+  sstm_desc_t *a = arg;
+  CHECK_OK(sstm_desc_attach(tk_b));
+  SSTM_ATOMIC_BEGIN(NULL)
+    CHECK_OK(sstm_desc_kill(a, tk_a_txid)); /* A runs, attached: a kill, no reap */
+    sstm_store_u64(&w[0], 50);              /* takes A's lock over (6.4) */
+    tk_b_owner = tk_b->owner_lw;
+    atomic_store_explicit(&tk_phase, 1, memory_order_release);
+    while (atomic_load_explicit(&tk_phase, memory_order_acquire) != 2)
+      sched_yield();
+  SSTM_ATOMIC_END();
+  tk_b_version = atomic_load_explicit(sstm__lock_for(tk_b, &w[0]), memory_order_seq_cst);
+  atomic_store_explicit(&tk_phase, 3, memory_order_release);
+  CHECK_EQ_PTR(sstm_desc_detach(), tk_b);
+  return NULL;
+}
+static void read_w8(void *arg) {
+  (void)arg;
+  CHECK_EQ_U(sstm_load_u64(&w[8]), 0);
+}
+
+TEST_ETL(a_lock_taken_over_before_the_pause_stays_the_thiefs) {
+  sstm_test_init();
+  sstm_desc_t *me = sstm_self();
+  CHECK_OK(sstm_desc_create(&tk_b));
+  _Atomic uint64_t *lk0 = sstm__lock_for(me, &w[0]);
+  w[0] = w[8] = 0;
+  atomic_store_explicit(&tk_phase, 0, memory_order_relaxed);
+  static volatile int attempts;
+  attempts = 0;
+  pthread_t th;
+  SSTM_ATOMIC_BEGIN(NULL)
+    attempts++;
+    if (attempts == 2) {
+      /* A's rollback left w[0] to B's commit */
+      CHECK_EQ_X(atomic_load_explicit(lk0, memory_order_seq_cst), tk_b_version);
+    }
+    sstm_store_u64(&w[0], 60);
+    sstm_store_u64(&w[8], 60);
+    if (attempts == 1) {
+      tk_a_txid = sstm_txid();
+      CHECK_EQ_I(pthread_create(&th, NULL, tk_thief, me), 0);
+      while (atomic_load_explicit(&tk_phase, memory_order_acquire) != 1)
+        sched_yield();
+      CHECK_EQ_X(atomic_load_explicit(lk0, memory_order_seq_cst), tk_b_owner);
+      /* paused now, and killed: the reader takes w[8] over, and all of A's
+       * locks with it, but w[0] is no longer A's */
+      CHECK_OK(run_other(NULL, read_w8, NULL));
+      CHECK_EQ_X(atomic_load_explicit(lk0, memory_order_seq_cst), tk_b_owner);
+      CHECK_FALSE(
+          sstm_lw_locked(atomic_load_explicit(sstm__lock_for(me, &w[8]), memory_order_seq_cst)));
+      atomic_store_explicit(&tk_phase, 2, memory_order_release);
+      while (atomic_load_explicit(&tk_phase, memory_order_acquire) != 3)
+        sched_yield();
+      CHECK_EQ_I(pthread_join(th, NULL), 0);
+      (void)sstm_load_u64(&w[16]); /* the kill is noticed here: restart */
+      FAIL("a killed attempt went on past a barrier");
+    }
+  SSTM_ATOMIC_END();
+  CHECK_EQ_I(attempts, 2);
+  CHECK_EQ_U(w[0], 60);
+  CHECK_EQ_U(w[8], 60);
+  sstm_stats_t s;
+  CHECK_OK(sstm_stats_get(me, &s));
+  CHECK_EQ_U(s.aborts[SSTM_ABORT_KILLED], 1);
+  CHECK_OK(sstm_stats_get(tk_b, &s));
+  CHECK_EQ_U(s.locks_stolen, 1);
+  CHECK_OK(sstm_stats_get(txh_other_desc(), &s));
+  CHECK_EQ_U(s.locks_stolen, 1); /* w[8] alone */
+  CHECK_OK(sstm_desc_destroy(tk_b));
   txh_cleanup();
   sstm_test_fini();
 }
