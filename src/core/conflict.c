@@ -117,7 +117,11 @@ static bool reap_paused(struct sstm_desc *tx, struct sstm_desc *o, uint64_t seri
   /* (9.3) ACTIVE -> KILLED as any kill (6.1-6.3); a lost race to another
    * killer is as good. */
   if (sstm__kill(o, serial, tx)) sstm__ctr_add(&tx->ctr.cm_kills, 1);
-  uint64_t st = atomic_load_explicit(&o->status, memory_order_relaxed);
+  /* acquire: when our kill lost to another killer's, that killer's CAS
+   * then happens before the clock fetch_add below, whose release is to
+   * carry the KILLED status (9.4), as resolve's acquire status load does
+   * for steal(); after our own kill, the load reads our CAS. */
+  uint64_t st = atomic_load_explicit(&o->status, memory_order_acquire);
   if (sstm_st_serial(st) == serial && sstm_st_state(st) == SSTM_ST_KILLED) {
     /* (9.4) An attempt paused at a polled point resumes where its kill is
      * checked first (9.6): its locks get their old versions back, as its
