@@ -238,6 +238,20 @@ static void usage(FILE *out, const char *prog) {
           prog);
 }
 
+/* A whole decimal number in [min, max], or status 2 with the option named:
+ * atoi took "10x" as 10 and "x" as 0. */
+static unsigned num(const char *v, const char *optname, unsigned long min, unsigned long max) {
+  char *end;
+  errno = 0;
+  unsigned long x = strtoul(v, &end, 10);
+  if (v[0] < '0' || v[0] > '9' || *end || errno || x < min || x > max) {
+    fprintf(stderr, "stdio-schedstm: %s: '%s' is not a whole number in %lu..%lu\n", optname, v, min,
+            max);
+    exit(2);
+  }
+  return (unsigned)x;
+}
+
 static int lookup(const char *v, const char *const *names, int n, const char *what) {
   for (int i = 0; i < n; i++)
     if (strcmp(v, names[i]) == 0) return i;
@@ -275,10 +289,10 @@ int main(int argc, char **argv) {
       opt.pipe = strcmp(optarg, "pipe") == 0;
       opt.shared = opt.pipe || strcmp(optarg, "shared") == 0;
       break;
-    case 'n': opt.threads = (unsigned)atoi(optarg); break;
-    case 'k': opt.k = (unsigned)atoi(optarg); break;
-    case 'd': opt.ms = (unsigned)atoi(optarg); break;
-    case 'b': opt.buf = (unsigned)atoi(optarg); break;
+    case 'n': opt.threads = num(optarg, "-n", 1, 256); break;
+    case 'k': opt.k = num(optarg, "-k", 1, 1000000); break;
+    case 'd': opt.ms = num(optarg, "-d", 1, 3600000); break;
+    case 'b': opt.buf = num(optarg, "-b", 0, 1u << 30); break;
     case 'h': usage(stdout, argv[0]); return 0;
     default: usage(stderr, argv[0]); return 2;
     }
