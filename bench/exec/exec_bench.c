@@ -506,8 +506,17 @@ static void submit_bench(int argc, char **argv) {
       ms = arg_long(argv[++i], "--ms", 10, 600000);
     else if (!strcmp(argv[i], "--threads") && i + 1 < argc) {
       nthreads = 0;
-      for (char *t = strtok(argv[++i], ","); t && nthreads < 16; t = strtok(NULL, ","))
+      for (char *t = strtok(argv[++i], ","); t; t = strtok(NULL, ",")) {
+        if (nthreads == 16) {
+          fprintf(stderr, "exec-bench submit: --threads: at most 16 values\n");
+          exit(2);
+        }
         threads[nthreads++] = (unsigned)arg_long(t, "--threads", 1, 256);
+      }
+      if (nthreads == 0) {
+        fprintf(stderr, "exec-bench submit: --threads: no thread count\n");
+        exit(2);
+      }
     } else {
       fprintf(stderr, "exec-bench submit: unknown option %s\n", argv[i]);
       exit(2);
