@@ -580,6 +580,10 @@ typedef enum {
    * loads data another writer committed since must refuse it on the
    * lock-word re-check (8.3). */
   SSTM_SEAM_ROLLBACK_LOCKS_RELEASED,
+  /* flags_seen (barrier.c): a flag was seen in the variant byte and the
+   * kill checked (addr NULL). A kill here must be noticed at the next
+   * barrier at the latest: its flag must not be lost ((6.3)). */
+  SSTM_SEAM_FLAGS_CHECKED,
   /* softser (src/cm/softser.c): a loser is about to lower its own thread
    * (addr: its descriptor). It holds no lock here, so a winner's end runs
    * to completion meanwhile (tests/internal/softser_lower.c). */

@@ -18,6 +18,7 @@
 #include <sched.h>
 
 #include "core/engine.h"
+#include "iface/exec_services.h"
 
 #include "../common/txhelp.h"
 
@@ -640,6 +641,57 @@ TEST(a_kill_during_the_rollback_of_a_conflict_counts_as_killed) {
   CHECK_EQ_U(s.aborts[SSTM_ABORT_KILLED], 1);
   CHECK_EQ_U(s.aborts[SSTM_ABORT_VALIDATE_READ], 0);
   CHECK_EQ_U(s.aborts_total, 1);
+  txh_cleanup();
+  sstm_test_fini();
+}
+
+/* A kill that lands while the victim's barrier looks at its variant byte
+ * for another flag (here an executor's preemption request), after that
+ * look's kill check, must not lose its own flag there: the victim then
+ * sees the kill at its next barrier ((6.3), "Prompt notice"). The seam
+ * kills the attempt from the second descriptor right after the check.
+ * When the barrier cleared the flags after checking the kill, it cleared
+ * the kill's flag too, and the next read ran the fast path as if nothing
+ * had happened (until an extension or the commit found the status). */
+static int fk_attempts, fk_fired, fk_past;
+static void fk_seam(sstm_seam_t where, const void *addr) {
+  (void)addr;
+  if (where != SSTM_SEAM_FLAGS_CHECKED || fk_fired) return;
+  fk_fired++;
+  sstm_desc_t *victim = sstm_desc_detach();
+  uint64_t txid = sstm_desc_txid(victim);
+  CHECK_OK(sstm_desc_attach(txh_other_desc()));
+  CHECK_OK(sstm_desc_kill(victim, txid));
+  CHECK_EQ_PTR(sstm_desc_detach(), txh_other_desc());
+  CHECK_OK(sstm_desc_attach(victim));
+}
+static void fk_body(void *arg) {
+  (void)arg;
+  if (++fk_attempts != 1) return;
+  sstm__exec_request(sstm_self()); /* the next access looks at its flags */
+  (void)sstm_load_u64(X);          /* the seam kills the attempt there */
+  (void)sstm_load_u64(Y);          /* the kill's flag: restart */
+  fk_past++;
+}
+
+TEST(a_kill_after_a_barriers_kill_check_is_seen_at_the_next_barrier) {
+  init_16_byte_stripes();
+  skip_unless_debug();
+  fk_attempts = fk_fired = fk_past = 0;
+  atomic_store_explicit(&sstm__test_seam, fk_seam, memory_order_relaxed);
+  CHECK_OK(sstm_run(NULL, fk_body, NULL));
+  atomic_store_explicit(&sstm__test_seam, NULL, memory_order_relaxed);
+  CHECK_EQ_I(fk_fired, 1);
+  CHECK_EQ_I(fk_past, 0);
+  CHECK_EQ_I(fk_attempts, 2);
+  sstm_stats_t s;
+  CHECK_OK(sstm_stats_get(sstm_self(), &s));
+  CHECK_EQ_U(s.aborts[SSTM_ABORT_KILLED], 1);
+  CHECK_EQ_U(s.aborts_total, 1);
+  /* noticed through the flag, after the record: the killer is named */
+  CHECK_EQ_I(sstm_self()->last_abort.reason, SSTM_ABORT_KILLED);
+  CHECK_TRUE(sstm_self()->last_abort.has_other);
+  CHECK_EQ_PTR(sstm_self()->last_abort.other.desc, txh_other_desc());
   txh_cleanup();
   sstm_test_fini();
 }
