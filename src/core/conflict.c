@@ -278,7 +278,12 @@ SSTM_NOINLINE uint64_t sstm__resolve(struct sstm_desc *tx, sstm_conflict_kind_t 
            (rule == SSTM_EXEC_PAUSED_WAIT_HIGHER &&
             __atomic_load_n(&o->attr.priority, __ATOMIC_RELAXED) > tx->attr.priority))) {
         blocked_offered = true;
-        (void)sstm__exec_point(tx, SSTM_EXEC_AT_BLOCKED, o);
+        /* (9.6) Switched out and resumed, the attempt may have been taken
+         * over meanwhile, with its displaced versions put back (9.4): the
+         * kill first, before the lock is looked at again, which may be
+         * free by now. relaxed: the resume's acquire (sstm__pause_clear)
+         * ordered this load after the reaper's kill. */
+        if (sstm__exec_point(tx, SSTM_EXEC_AT_BLOCKED, o)) sstm__check_killed(tx);
       } else if (!reap_paused(tx, o, sstm_st_serial(ost))) {
         sstm__cpu_relax(); /* another thread takes the locks over */
       }

@@ -13,7 +13,9 @@
  *    WAIT_HIGHER rule offers the worker to the executor once first; the
  *    versions the reaper releases with (the displaced ones at a polled
  *    point, one fresh one elsewhere); a lock taken over from the holder
- *    while it ran stays the thief's through the reap and the rollback;
+ *    while it ran stays the thief's through the reap and the rollback; an
+ *    attempt switched out while blocked on a paused one, taken over
+ *    meanwhile, stops at the kill when it resumes;
  *  - the errors of the interface.
  */
 #define _GNU_SOURCE
@@ -21,6 +23,7 @@
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <string.h>
 #include <ucontext.h>
 #include <unistd.h>
 
@@ -593,6 +596,96 @@ TEST_ETL(a_lock_taken_over_before_the_pause_stays_the_thiefs) {
   CHECK_OK(sstm_desc_destroy(tk_b));
   txh_cleanup();
   sstm_test_fini();
+}
+
+/* An attempt switched out at SSTM_EXEC_AT_BLOCKED (offered to the
+ * executor in resolve, under SSTM_EXEC_PAUSED_ASK) is paused at a polled
+ * point: a reaper puts its locks' displaced versions back (9.4), and
+ * resolve checks the kill before anything else once the hook returns
+ * (9.6), whatever became of the lock it was blocked on. Three descriptors
+ * on one thread: M writes w[0] and is switched out at a barrier (the
+ * hook, for M, runs B); B writes w[8], meets M's lock on w[0] and is
+ * switched out there (the hook, for B, runs C); C reads w[8] and w[0] and
+ * so takes both paused attempts over, each with its old versions. B then
+ * resumes and finds w[0] free, at a version its snapshot covers: it used
+ * to return to its store, lock w[0] and go on with its body, killed. */
+static struct {
+  sstm_desc_t *m, *b, *c;
+  uint64_t x_old, y_old, x_seen, y_seen;
+  int m_attempts, b_attempts, b_past, c_runs;
+} bk;
+static void bk_c_body(void *arg) {
+  (void)arg;
+  bk.c_runs++;
+  CHECK_EQ_U(sstm_load_u64(&w[8]), 1); /* takes B over */
+  CHECK_EQ_U(sstm_load_u64(&w[0]), 1); /* takes M over */
+}
+static void bk_b_body(void *arg) {
+  (void)arg;
+  bk.b_attempts++;
+  sstm_store_u64(&w[8], 30);
+  sstm_store_u64(&w[0], 30); /* M's lock: offered to the executor */
+  if (bk.b_attempts == 1) bk.b_past++;
+}
+static void bk_hook(sstm_desc_t *self, sstm_exec_point_t where, sstm_desc_t *blocker) {
+  if (self == bk.m && where == SSTM_EXEC_AT_BARRIER) {
+    CHECK_EQ_PTR(sstm_desc_detach(), bk.m);
+    CHECK_OK(sstm_desc_attach(bk.b));
+    CHECK_OK(sstm_run(NULL, bk_b_body, NULL));
+    CHECK_EQ_PTR(sstm_desc_detach(), bk.b);
+    CHECK_OK(sstm_desc_attach(bk.m));
+  } else if (self == bk.b && where == SSTM_EXEC_AT_BLOCKED && bk.c_runs == 0) {
+    CHECK_EQ_PTR(blocker, bk.m);
+    CHECK_EQ_PTR(sstm_desc_detach(), bk.b);
+    CHECK_OK(sstm_desc_attach(bk.c));
+    CHECK_OK(sstm_run(NULL, bk_c_body, NULL));
+    bk.x_seen = atomic_load_explicit(sstm__lock_for(bk.c, &w[0]), memory_order_seq_cst);
+    bk.y_seen = atomic_load_explicit(sstm__lock_for(bk.c, &w[8]), memory_order_seq_cst);
+    CHECK_EQ_PTR(sstm_desc_detach(), bk.c);
+    CHECK_OK(sstm_desc_attach(bk.b));
+  } /* else (C blocked on B and on M, B's retry on M): not switched */
+}
+
+TEST_ETL(an_attempt_switched_out_while_blocked_is_taken_over_and_stops) {
+  sstm_test_init();
+  CHECK_OK(sstm__exec_set_hook(bk_hook));
+  CHECK_OK(sstm__exec_set_paused_rule(SSTM_EXEC_PAUSED_ASK));
+  memset(&bk, 0, sizeof bk);
+  bk.m = sstm_self();
+  bk.b = txh_other_desc();
+  CHECK_OK(sstm_desc_create(&bk.c));
+  tx_store_u64(&w[0], 1); /* versions of their own */
+  tx_store_u64(&w[8], 1);
+  bk.x_old = atomic_load_explicit(sstm__lock_for(bk.m, &w[0]), memory_order_seq_cst);
+  bk.y_old = atomic_load_explicit(sstm__lock_for(bk.m, &w[8]), memory_order_seq_cst);
+  SSTM_ATOMIC_BEGIN(NULL)
+    bk.m_attempts++;
+    sstm_store_u64(&w[0], 20);
+    if (bk.m_attempts == 1) {
+      sstm__exec_request(bk.m);
+      (void)sstm_load_u64(&w[16]); /* switched out; B and C run; restarts */
+      FAIL("a killed attempt went on past a barrier");
+    }
+  SSTM_ATOMIC_END();
+  CHECK_EQ_I(bk.c_runs, 1);
+  CHECK_EQ_X(bk.x_seen, bk.x_old); /* M's lock: paused at a barrier */
+  CHECK_EQ_X(bk.y_seen, bk.y_old); /* B's lock: paused in resolve */
+  CHECK_EQ_I(bk.b_past, 0);        /* B stopped in resolve */
+  CHECK_EQ_I(bk.b_attempts, 2);
+  CHECK_EQ_I(bk.m_attempts, 2);
+  CHECK_EQ_U(w[0], 20);
+  CHECK_EQ_U(w[8], 30);
+  sstm_stats_t s;
+  CHECK_OK(sstm_stats_get(bk.b, &s));
+  CHECK_EQ_U(s.aborts[SSTM_ABORT_KILLED], 1);
+  CHECK_EQ_U(s.commits_update, 1);
+  CHECK_OK(sstm_stats_get(bk.m, &s));
+  CHECK_EQ_U(s.aborts[SSTM_ABORT_KILLED], 1);
+  CHECK_OK(sstm_stats_get(bk.c, &s));
+  CHECK_EQ_U(s.locks_stolen, 2);
+  CHECK_EQ_U(s.cm_kills, 2);
+  CHECK_OK(sstm_desc_destroy(bk.c));
+  teardown();
 }
 
 /* A holder that is running, not paused (its thread merely waits), still
