@@ -194,7 +194,8 @@ static void report(const options_t *o, const worker_t *w, const totals_t *t, dou
   tm_total_counts(&total);
   bench_json_t j;
   bench_json_begin(&j, stdout);
-  bench_report_header(&j, "intset", (unsigned)o->threads, o->duration_ms);
+  bench_report_header(&j, "intset", (unsigned)o->threads, o->ops > 0 ? 0 : o->duration_ms);
+  bench_json_i64(&j, "ops_per_thread", o->ops);
   bench_json_str(&j, "structure", intset_kind_name(o->kind));
   bench_json_i64(&j, "initial", o->initial);
   bench_json_i64(&j, "range", o->range);
@@ -237,8 +238,10 @@ int main(int argc, char **argv) {
   bench_gate_init(&gate);
   for (long i = 0; i < o.threads; i++)
     w[i] = (worker_t){.set = set, .gate = &gate, .opt = &o, .id = (unsigned)i};
-  double elapsed =
-      bench_run_workers((unsigned)o.threads, worker_main, w, sizeof *w, &gate, o.duration_ms);
+  /* With -N the workers ignore the gate's stop: no duration to wait, the
+   * run lasts until each has done its operations (elapsed is that time). */
+  double elapsed = bench_run_workers((unsigned)o.threads, worker_main, w, sizeof *w, &gate,
+                                     o.ops > 0 ? 0 : o.duration_ms);
 
   totals_t t = sum_workers(w, o.threads);
   long final_size = (long)intset_size(set);

@@ -17,8 +17,9 @@ typedef struct bench_thread_result {
 } bench_thread_result_t;
 
 /* Start n threads running fn(args + i * stride), open the gate once they
- * are all waiting at it, let them run for duration_ms, stop them and join.
- * Returns the elapsed seconds from the opening of the gate to the last
+ * are all waiting at it, let them run for duration_ms, stop them and join
+ * (duration_ms 0: stop at once, for workers that end by a count of their
+ * own and ignore the stop). Returns the elapsed seconds from the opening of the gate to the last
  * join. Exits with a message if a thread cannot be created. */
 double bench_run_workers(unsigned n, void *(*fn)(void *), void *args, size_t stride,
                          bench_gate_t *gate, long duration_ms);
