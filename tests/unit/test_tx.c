@@ -1113,6 +1113,52 @@ TEST(killed_attempt_does_not_become_irrevocable) {
   sstm_test_fini();
 }
 
+/* An irrevocable attempt never aborts and never waits for a running
+ * attempt ((7), docs/design/core.md): on a lock held by one it kills it and
+ * takes the lock over (6.1-6.4), whatever the policy (suicide here, which
+ * would have the writer abort itself). The holder's thread waits for the
+ * irrevocable one meanwhile (run_other_attached): an irrevocable attempt
+ * that waited for the holder, or for its rollback, would wait for ever.
+ * The holder aborts as killed at its next barrier and its retry reads the
+ * irrevocable write. */
+static int irw_attempts, irw_irrev_attempts;
+static void irrevocable_writer(void *arg) {
+  (void)arg;
+  irw_irrev_attempts++;
+  CHECK_TRUE(sstm_is_irrevocable());
+  sstm_store_u64(&y, sstm_load_u64(&y) + 100); /* y is locked by the holder */
+}
+TEST_ETL(irrevocable_attempt_takes_a_running_holders_lock_over) {
+  sstm_test_init();
+  y = 1;
+  irw_attempts = irw_irrev_attempts = 0;
+  sstm_attr_t irr = {.irrevocable = true};
+  SSTM_ATOMIC_BEGIN(NULL)
+    irw_attempts++;
+    sstm_store_u64(&y, sstm_load_u64(&y) + 1);
+    if (irw_attempts == 1) {
+      CHECK_OK(run_other_attached(&irr, irrevocable_writer, NULL));
+      CHECK_EQ_U(y, 101);      /* written in place, committed */
+      (void)sstm_load_u64(&z); /* the kill is noticed here: restart */
+      FAIL("a killed attempt went on past a barrier");
+    }
+  SSTM_ATOMIC_END();
+  CHECK_EQ_I(irw_attempts, 2);
+  CHECK_EQ_I(irw_irrev_attempts, 1);
+  CHECK_EQ_U(y, 102);
+  sstm_stats_t s;
+  CHECK_OK(sstm_stats_get(sstm_self(), &s));
+  CHECK_EQ_U(s.aborts[SSTM_ABORT_KILLED], 1);
+  CHECK_EQ_U(s.aborts_total, 1);
+  CHECK_OK(sstm_stats_get(txh_other_desc(), &s));
+  CHECK_EQ_U(s.commits_irrevocable, 1);
+  CHECK_EQ_U(s.aborts_total, 0);
+  CHECK_EQ_U(s.cm_kills, 1);
+  CHECK_EQ_U(s.locks_stolen, 1);
+  txh_cleanup();
+  sstm_test_fini();
+}
+
 /* An abort action that runs a transaction of its own runs after the hooks
  * and the policy have heard of the abort: they name the attempt that
  * aborted, not the action's transaction. */
