@@ -54,6 +54,10 @@
  *                  paused one, and the counts and the data come out exactly.
  *                  (INHERIT against a paused holder of lower priority
  *                  depends on run times: tests/internal/exec_inherit_run.c.)
+ *   c_max_promotes_to_the_top
+ *                  with c_max 1 a preempted transaction goes to the top
+ *                  level, where it resumes at once and ends before the
+ *                  request it was preempted for starts.
  */
 #define _GNU_SOURCE
 #include <sched.h>
@@ -472,6 +476,73 @@ static void promoted_paused(sstm_exec_paused_conflict_t rule) {
 TEST(promoted_handover) { promoted_paused(SSTM_EXEC_PAUSED_CONFLICT_HANDOVER); }
 TEST(promoted_takeover) { promoted_paused(SSTM_EXEC_PAUSED_CONFLICT_TAKEOVER); }
 TEST(promoted_inherit) { promoted_paused(SSTM_EXEC_PAUSED_CONFLICT_INHERIT); }
+
+/* ---- c_max: the top level at the c_max-th preemption ---- */
+
+/* One worker, levels 0..3, c_max 1 and no lazy promotion: the first
+ * preemption of a transaction sends it to the top level ([Silvestri17],
+ * (1)). The low transaction L (0) is preempted for U (3): promoted to 3
+ * and hot, it goes before U, which has not started, and resumes at once;
+ * at the top level nothing preempts it again, so L ends before U starts.
+ * Without the promotion L would stay paused at 0 while U runs. Every step
+ * waits for an event (a mark, a counter), none for a time. */
+static char cm_seq[8];
+static _Atomic unsigned cm_nseq;
+static _Atomic int cm_low_in, cm_release;
+static uint64_t cm_cell;
+
+static void cm_mark(char ch) {
+  unsigned i = atomic_fetch_add_explicit(&cm_nseq, 1, memory_order_seq_cst);
+  if (i < sizeof cm_seq - 1) cm_seq[i] = ch;
+}
+
+static void cm_low(void *a) {
+  (void)a;
+  if (!atomic_exchange_explicit(&cm_low_in, 1, memory_order_seq_cst)) cm_mark('L');
+  while (!atomic_load_explicit(&cm_release, memory_order_seq_cst)) {
+    (void)sstm_load_u64(&cm_cell); /* a polled point */
+    for (volatile int i = 0; i < 500; i++) {
+    }
+  }
+  cm_mark('l');
+}
+
+static void cm_urgent(void *a) {
+  (void)a;
+  cm_mark('U');
+}
+
+TEST(c_max_promotes_to_the_top) {
+  init_lib();
+  sstm_exec_config_t c = xcfg(1, 4);
+  c.c_max = 1;
+  c.lazy_promotion = false;
+  c.holder_level = 0; /* L holds no lock: no raise either way */
+  sstm_exec_t *ex;
+  CHECK_OK(sstm_exec_create(&c, &ex));
+  sstm_exec_future_t lf, uf;
+  sstm_exec_req_t lo = {.fn = cm_low, .priority = 0, .future = &lf};
+  CHECK_OK(sstm_exec_submit(ex, &lo));
+  while (atomic_load_explicit(&cm_nseq, memory_order_seq_cst) < 1)
+    sched_yield();
+  sstm_exec_req_t u = {.fn = cm_urgent, .priority = 3, .future = &uf};
+  CHECK_OK(sstm_exec_submit(ex, &u));
+  sstm_exec_level_stats_t st;
+  do /* until L's preemption check has decided */
+    CHECK_OK(sstm_exec_stats(ex, 0, &st));
+  while (st.preemptions == 0 && (sched_yield(), 1));
+  atomic_store_explicit(&cm_release, 1, memory_order_seq_cst);
+  CHECK_OK(sstm_exec_wait(&lf));
+  CHECK_OK(sstm_exec_wait(&uf));
+  CHECK_EQ_STR(cm_seq, "LlU");
+  do /* the statistics are summed just after the future is set */
+    CHECK_OK(sstm_exec_stats(ex, 0, &st));
+  while (st.completed == 0 && (sched_yield(), 1));
+  CHECK_EQ_U(st.preemptions, 1);
+  CHECK_EQ_U(st.promotions, 1);
+  CHECK_OK(sstm_exec_destroy(ex));
+  CHECK_OK(sstm_shutdown());
+}
 
 /* ---- bank ---- */
 
