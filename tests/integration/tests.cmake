@@ -77,7 +77,7 @@ if(SCHEDSTM_HAVE_ITM AND CMAKE_C_COMPILER_ID STREQUAL "GNU" AND NOT SCHEDSTM_SAN
   target_include_directories(itest_stamp_itm PRIVATE ${D}/stamp_itm ${PROJECT_SOURCE_DIR}/bench/stamp)
   # only the program: the adapter's stm_itm.c is plain C, as build.sh compiles it
   set_source_files_properties(${D}/stamp_itm.c PROPERTIES COMPILE_OPTIONS
-    "-fgnu-tm;-Wno-clobbered;-include;${PROJECT_SOURCE_DIR}/bench/stamp/tm_itm.h")
+    "${SSTM_GNU_TM_COPTS};-Wno-clobbered;-include;${PROJECT_SOURCE_DIR}/bench/stamp/tm_itm.h")
   foreach(d etl ctl)
     foreach(n 1 4)
       sstm_add_test(NAME integration.stamp_itm.${d}.${n} LABELS integration TIMEOUT 60
