@@ -343,20 +343,27 @@ SSTM_INLINE void tx_store(struct sstm_desc *tx, void *addr, uint64_t val, unsign
  * real variant. */
 static SSTM_NOINLINE unsigned flags_seen(struct sstm_desc *tx) {
   for (;;) {
-    /* The flags are cleared first and the kill checked after: a kill whose
-     * flag this clears is seen below, and one whose flag comes later stays
-     * flagged for the next barrier ((6.3); checking first and clearing
-     * after lost the flag of a kill that landed in between). The RMW is
-     * relaxed, the acquire fence after it pairs with the release fetch_or
-     * of every killer (and requester) whose flag it, or the dispatch's
-     * load before it, read: the KILLED status written before that flag is
-     * visible to check_killed's load. */
-    unsigned old = atomic_fetch_and_explicit(
-        &tx->variant, (uint8_t) ~(SSTM_V_KILLFLAG | SSTM_V_PREEMPTFLAG), memory_order_relaxed);
+    /* The kill's flag is cleared first and the kill checked after: a kill
+     * whose flag this clears is seen below, and one whose flag comes later
+     * stays flagged for the next barrier ((6.3); checking first and
+     * clearing after lost the flag of a kill that landed in between). The
+     * RMW is relaxed, the acquire fence after it pairs with the release
+     * fetch_or of every killer (and requester) whose flag it, or the
+     * dispatch's load before it, read: the KILLED status written before
+     * that flag is visible to check_killed's load. */
+    unsigned old =
+        atomic_fetch_and_explicit(&tx->variant, (uint8_t)~SSTM_V_KILLFLAG, memory_order_relaxed);
     atomic_thread_fence(memory_order_acquire);
+    /* A killed attempt aborts with the request's flag still set: its
+     * rollback keeps it for the restart point (9.6). */
     sstm__check_killed(tx);
     sstm__seam(SSTM_SEAM_FLAGS_CHECKED, NULL);
-    if (!(old & SSTM_V_PREEMPTFLAG) || !sstm__exec_point(tx, SSTM_EXEC_AT_BARRIER, NULL))
+    if (!(old & SSTM_V_PREEMPTFLAG)) return old & ~(unsigned)SSTM_V_KILLFLAG;
+    /* The request is consumed here, the attempt being alive. acquire:
+     * pairs with the requester's release fetch_or (exec.c), so that the
+     * hook sees what the requester did before. */
+    atomic_fetch_and_explicit(&tx->variant, (uint8_t)~SSTM_V_PREEMPTFLAG, memory_order_acquire);
+    if (!sstm__exec_point(tx, SSTM_EXEC_AT_BARRIER, NULL))
       return old & ~(unsigned)(SSTM_V_KILLFLAG | SSTM_V_PREEMPTFLAG);
   }
 }

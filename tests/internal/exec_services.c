@@ -162,6 +162,33 @@ TEST(restart_point_between_a_rollback_and_the_retry) {
   teardown();
 }
 
+/* A barrier that finds both a kill and a request aborts the attempt and
+ * keeps the request for the restart point (9.6): the barrier clears the
+ * kill's flag before it looks at the status ((6.3)), but the request's
+ * only once it has found the attempt alive. */
+TEST(a_killed_attempts_request_is_served_at_the_restart) {
+  setup();
+  sstm_desc_t *me = sstm_self();
+  static volatile int attempts;
+  attempts = 0;
+  SSTM_ATOMIC_BEGIN(NULL)
+    attempts++;
+    if (attempts == 1) {
+      CHECK_OK(sstm_desc_kill(me, sstm_txid()));
+      sstm__exec_request(me);
+      (void)sstm_load_u64(&w[0]); /* both flags: aborts */
+      FAIL("a killed attempt went on past a barrier");
+    }
+  SSTM_ATOMIC_END();
+  CHECK_EQ_I(attempts, 2);
+  CHECK_EQ_I(hk.calls, 1);
+  CHECK_EQ_I(hk.where[0], SSTM_EXEC_AT_RESTART);
+  sstm_stats_t s;
+  CHECK_OK(sstm_stats_get(me, &s));
+  CHECK_EQ_U(s.aborts[SSTM_ABORT_KILLED], 1);
+  teardown();
+}
+
 /* An attempt that aborts inside a region leaves the region with its
  * frames (sstm__abort_tx): the retry starts with none open, and a request
  * the region kept standing is served at the restart point, as its end
