@@ -213,8 +213,14 @@ TEST(environment_is_strict) {
   env_bad("SCHEDSTM_MAP_SI", "-1", "[0, 1000000]");
   env_bad("SCHEDSTM_MAP_SI", "1000001", "[0, 1000000]");
   env_bad("SCHEDSTM_MAP_MI", "0", "[1, ");
+  env_bad("SCHEDSTM_MAP_MI", "1099511627777", "[1, 1099511627776]");
   env_bad("SCHEDSTM_MAP_DA_THRESHOLD", "1e4", "decimal integer");
+  /* Past the top of the range, and past an unsigned int, which the field
+   * is: a value taken without the range check would wrap to 5. */
+  env_bad("SCHEDSTM_MAP_DA_THRESHOLD", "2147483649", "[0, 2147483648]");
+  env_bad("SCHEDSTM_MAP_DA_THRESHOLD", "4294967301", "[0, 2147483648]");
   env_bad("SCHEDSTM_MAP_TABLE_BITS", "9", "[10, 26]");
+  env_bad("SCHEDSTM_MAP_TABLE_BITS", "27", "[10, 26]");
   env_bad("SCHEDSTM_MAP_GAIN", "101", "[0, 100]");
   env_bad("SCHEDSTM_MAP_FILE", "", "empty");
   env_bad("SCHEDSTM_MAP_DUMP", "", "empty");
