@@ -105,7 +105,22 @@ bool sstm__exec_point(struct sstm_desc *tx, int where, struct sstm_desc *blocker
     atomic_store_explicit(&tx->preempt_standing, true, memory_order_relaxed);
     return false;
   }
-  if (!may_switch(tx, where)) return false; /* dropped: exec_services.h */
+  if (!may_switch(tx, where)) {
+    /* Dropped (exec_services.h), but for a killed attempt at a request's
+     * point: the caller has consumed the request's flag, and the kill
+     * rolls the attempt back at its next barrier or at the commit's CAS,
+     * without calling the hook; the request was made while the attempt
+     * ran, and is to be seen, so its flag goes back into the variant byte,
+     * where the rollback keeps it for the restart point (9.6). The offer
+     * at SSTM_EXEC_AT_BLOCKED is no request. relaxed: the owner's own
+     * flag and status (may_switch read KILLED, which only the owner moves
+     * on); the requester's release was acquired where the flag was
+     * consumed, before this call. */
+    if (where != SSTM_EXEC_AT_BLOCKED && where != SSTM_EXEC_AT_RESTART &&
+        sstm_st_state(atomic_load_explicit(&tx->status, memory_order_relaxed)) == SSTM_ST_KILLED)
+      atomic_fetch_or_explicit(&tx->variant, SSTM_V_PREEMPTFLAG, memory_order_relaxed);
+    return false;
+  }
   atomic_store_explicit(&tx->preempt_standing, false, memory_order_relaxed);
   /* (9.6) Switched out here, the attempt resumes here, where the kill is
    * checked before anything else: a reaper may put the old versions back.

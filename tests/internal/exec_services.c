@@ -189,6 +189,64 @@ TEST(a_killed_attempts_request_is_served_at_the_restart) {
   teardown();
 }
 
+/* The same at the commit point: an update attempt killed before it
+ * commits, with a request pending, meets the request before the
+ * COMMITTING CAS (preempt_point), where the hook refuses a killed attempt
+ * (exec.c, may_switch); the request, made while the attempt ran, is kept
+ * for the restart point as at a barrier, not dropped with the flag that
+ * preempt_point consumed. */
+TEST(a_killed_attempts_request_at_its_commit_is_served_at_the_restart) {
+  setup();
+  sstm_desc_t *me = sstm_self();
+  static volatile int attempts;
+  attempts = 0;
+  SSTM_ATOMIC_BEGIN(NULL)
+    attempts++;
+    sstm_store_u64(&w[0], (uint64_t)attempts);
+    if (attempts == 1) {
+      CHECK_OK(sstm_desc_kill(me, sstm_txid()));
+      sstm__exec_request(me); /* no barrier follows: the commit aborts */
+    }
+  SSTM_ATOMIC_END();
+  CHECK_EQ_I(attempts, 2);
+  CHECK_EQ_I(hk.calls, 1);
+  CHECK_EQ_I(hk.where[0], SSTM_EXEC_AT_RESTART);
+  CHECK_FALSE(sstm__exec_pending(me));
+  CHECK_EQ_U(w[0], 2);
+  sstm_stats_t s;
+  CHECK_OK(sstm_stats_get(me, &s));
+  CHECK_EQ_U(s.aborts[SSTM_ABORT_KILLED], 1);
+  teardown();
+}
+
+/* And at the end of a non-preemptible region, which replays a request
+ * that came after the region's last polled point: for a killed attempt
+ * the request is kept, and served once the next barrier has rolled the
+ * attempt back. */
+TEST(a_killed_attempts_request_at_a_regions_end_is_served_at_the_restart) {
+  setup();
+  sstm_desc_t *me = sstm_self();
+  static volatile int attempts;
+  attempts = 0;
+  SSTM_ATOMIC_BEGIN(NULL)
+    attempts++;
+    if (attempts == 1) {
+      sstm__exec_nopreempt_enter();
+      CHECK_OK(sstm_desc_kill(me, sstm_txid()));
+      sstm__exec_request(me);
+      CHECK_OK(sstm__exec_nopreempt_leave()); /* refused: killed */
+      CHECK_EQ_I(hk.calls, 0);
+      (void)sstm_load_u64(&w[0]); /* the kill rolls it back */
+      FAIL("a killed attempt went on past a barrier");
+    }
+  SSTM_ATOMIC_END();
+  CHECK_EQ_I(attempts, 2);
+  CHECK_EQ_I(hk.calls, 1);
+  CHECK_EQ_I(hk.where[0], SSTM_EXEC_AT_RESTART);
+  CHECK_FALSE(sstm__exec_pending(me));
+  teardown();
+}
+
 /* An attempt that aborts inside a region leaves the region with its
  * frames (sstm__abort_tx): the retry starts with none open, and a request
  * the region kept standing is served at the restart point, as its end
