@@ -7,7 +7,9 @@
 #   scripts/coverage.sh [BUILD_DIR]   (default build/coverage)
 #   scripts/coverage.sh -h | --help   this text
 #
-# Builds with --coverage (SCHEDSTM_DEBUG on so the engine's test seams run;
+# Builds with --coverage's counters (-fprofile-arcs -ftest-coverage, which the
+# programs written with gcc -fgnu-tm turn off: CMakeLists.txt, SSTM_GNU_TM_COPTS;
+# SCHEDSTM_DEBUG on so the engine's test seams run;
 # -fprofile-update=atomic, since the tests are multi-threaded; the library
 # keeps its own -O2, so a line of an inlined function counts where it was
 # inlined, and the tests are built -O1), runs ctest there, and writes
@@ -41,7 +43,7 @@ jobs=$(nproc 2>/dev/null || echo 2)
 "$root/scripts/install-deps.sh" --coverage
 python=${SCHEDSTM_VENV:-$root/build/venv}/bin/python
 cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Debug -DSCHEDSTM_BUILD_TESTS=ON \
-  -DSCHEDSTM_DEBUG=ON -DCMAKE_C_FLAGS="--coverage -O1 -fprofile-update=atomic" \
+  -DSCHEDSTM_DEBUG=ON -DCMAKE_C_FLAGS="-fprofile-arcs -ftest-coverage -O1 -fprofile-update=atomic" \
   -DCMAKE_EXE_LINKER_FLAGS=--coverage -DCMAKE_SHARED_LINKER_FLAGS=--coverage >/dev/null
 cmake --build "$build" -j"$jobs" >/dev/null
 find "$build" -name '*.gcda' -delete # counts of this run only
