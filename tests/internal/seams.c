@@ -696,4 +696,54 @@ TEST(a_kill_after_a_barriers_kill_check_is_seen_at_the_next_barrier) {
   sstm_test_fini();
 }
 
+/* A kill that lands after a barrier's kill check, while the barrier
+ * serves an executor's request: the hook is not called for the killed
+ * attempt (exec.c, may_switch), and the request, which the barrier had
+ * consumed, goes back into the variant byte for the restart point (9.6),
+ * where the hook is called once the kill's flag has rolled the attempt
+ * back at the next barrier. It was dropped there. */
+static int kr_attempts, kr_fired, kr_calls, kr_where;
+static void kr_hook(sstm_desc_t *self, sstm_exec_point_t where, sstm_desc_t *blocker) {
+  (void)self, (void)blocker;
+  kr_calls++;
+  kr_where = (int)where;
+}
+static void kr_seam(sstm_seam_t where, const void *addr) {
+  (void)addr;
+  if (where != SSTM_SEAM_FLAGS_CHECKED || kr_fired) return;
+  kr_fired++;
+  sstm_desc_t *victim = sstm_desc_detach();
+  uint64_t txid = sstm_desc_txid(victim);
+  CHECK_OK(sstm_desc_attach(txh_other_desc()));
+  CHECK_OK(sstm_desc_kill(victim, txid));
+  CHECK_EQ_PTR(sstm_desc_detach(), txh_other_desc());
+  CHECK_OK(sstm_desc_attach(victim));
+}
+static void kr_body(void *arg) {
+  (void)arg;
+  if (++kr_attempts != 1) return;
+  sstm__exec_request(sstm_self());
+  (void)sstm_load_u64(X); /* the seam kills the attempt after the check */
+  CHECK_EQ_I(kr_calls, 0);
+  (void)sstm_load_u64(Y); /* the kill's flag: restart */
+  FAIL("a killed attempt went on past a barrier");
+}
+
+TEST(a_kill_after_a_barriers_check_keeps_the_request_for_the_restart) {
+  init_16_byte_stripes();
+  skip_unless_debug();
+  kr_attempts = kr_fired = kr_calls = kr_where = 0;
+  CHECK_OK(sstm__exec_set_hook(kr_hook));
+  atomic_store_explicit(&sstm__test_seam, kr_seam, memory_order_relaxed);
+  CHECK_OK(sstm_run(NULL, kr_body, NULL));
+  atomic_store_explicit(&sstm__test_seam, NULL, memory_order_relaxed);
+  CHECK_OK(sstm__exec_set_hook(NULL));
+  CHECK_EQ_I(kr_fired, 1);
+  CHECK_EQ_I(kr_attempts, 2);
+  CHECK_EQ_I(kr_calls, 1);
+  CHECK_EQ_I(kr_where, SSTM_EXEC_AT_RESTART);
+  txh_cleanup();
+  sstm_test_fini();
+}
+
 SSTM_TEST_MAIN()
