@@ -266,9 +266,10 @@ struct sstm_desc {
   sstm_retired_batch_t *batch_pool; /* released batches kept with their
                                        vectors, for the next closes */
   unsigned batch_pool_n;
-  /* The last batch closed found other descriptors registered: the current
-   * one closes at BATCH_BLOCKS_SHARED blocks, not BATCH_BLOCKS_ALONE
-   * (reclaim.c). */
+  /* A batch closed since other descriptors were last all gone found
+   * another descriptor's attempt running, and the last one found others
+   * registered: the current one closes at BATCH_BLOCKS_SHARED blocks, not
+   * BATCH_BLOCKS_ALONE (reclaim.c). */
   bool retire_shared;
   sstm_blkcache_t cache; /* released blocks kept for reuse */
 

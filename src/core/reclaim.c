@@ -45,17 +45,21 @@
 /* Blocks per batch. Closing a batch costs a membarrier, which interrupts
  * every CPU running one of our threads: with small batches, hash-set
  * removals spent much of their time there (docs/benchmarks.md, "Figures
- * behind the design"). With no other descriptor registered no other thread
- * of ours is in a transaction and the fence is cheap (it interrupts only
- * the CPUs running the process's threads); 1024 blocks then keep the reuse
- * close behind their free (a block waits for its batch's close, about half
- * a batch of frees, and is cold when reused after more). With other
- * descriptors registered each fence interrupts their CPUs, which costs far
- * more (an inter-processor interrupt to each, on a virtual machine an exit
- * to the hypervisor), and 8192 blocks amortise it eight times more: the
- * batch of the next close is chosen by what the last close's scan saw
- * (docs/benchmarks.md, "Synchrobench, as written", its hash table at two
- * threads). */
+ * behind the design"). With no other thread of ours running transactions
+ * the fence is cheap (it interrupts only the CPUs running the process's
+ * threads); 1024 blocks then keep the reuse close behind their free (a
+ * block waits for its batch's close, about half a batch of frees, and is
+ * cold when reused after more). With other threads running transactions
+ * each fence interrupts their CPUs, which costs far more (an
+ * inter-processor interrupt to each, on a virtual machine an exit to the
+ * hypervisor), and 8192 blocks amortise it eight times more. The batch of
+ * the next close is chosen by what the last close's scan saw: 8192 once a
+ * scan has recorded another descriptor's attempt running, for as long as
+ * other descriptors stay registered; a registered thread that runs nothing
+ * (a main thread waiting for its one worker) does not count, since the
+ * longer batch costs a lone thread its warm reuse (docs/benchmarks.md,
+ * "Synchrobench, as written", its hash table at two threads, and "The
+ * headline figures at a1e0a4b"). */
 #define BATCH_BLOCKS_ALONE 1024
 #define BATCH_BLOCKS_SHARED 8192
 /* Bytes per batch (malloc_usable_size of its blocks): a batch also closes
@@ -430,7 +434,15 @@ static void close_batch(struct sstm_desc *self) {
   unsigned others = 0;
   if (b == NULL || !grace_start(self, &b->grace, &others))
     sstm__fatal("out of memory closing a reclamation batch");
-  self->retire_shared = others != 0; /* the next batch's length (BATCH_BLOCKS_SHARED) */
+  /* The next batch's length (BATCH_BLOCKS_SHARED): shared once a close
+   * has recorded another descriptor's attempt running, and while other
+   * descriptors stay registered. A registered thread that runs no
+   * transactions (a program's main thread waiting for its workers) leaves
+   * a lone worker at BATCH_BLOCKS_ALONE. */
+  bool running = false;
+  for (uint32_t i = 0; i < b->grace.n; i++)
+    running |= b->grace.rec[i].d != self;
+  self->retire_shared = others != 0 && (running || self->retire_shared);
   b->blocks = self->retire_cur;
   self->retire_cur = spare;
   self->retire_bytes = 0;

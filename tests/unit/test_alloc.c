@@ -9,6 +9,8 @@
 #define _GNU_SOURCE
 #include <malloc.h>
 #include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -444,7 +446,7 @@ TEST(frees_outside_tx_close_their_batch_at_1024) {
 #define TINY 16
 static void *tiny_untracked[1023 + 8190];
 
-/* The two tests below: the counting allocator tracking TINY-byte blocks,
+/* The tests below: the counting allocator tracking TINY-byte blocks,
  * no block cache (every released block goes back to malloc, where the
  * allocator sees it), and another descriptor, created. */
 static sstm_desc_t *tiny_setup(void) {
@@ -460,38 +462,97 @@ static sstm_desc_t *tiny_setup(void) {
   return other;
 }
 
-/* With another descriptor registered, closing a batch interrupts the CPUs
- * of other threads, and the batches after the first are eight times longer
- * (BATCH_BLOCKS_SHARED, src/core/reclaim.c): the first closes at 1024
- * blocks, as alone, and its scan sees the other descriptor (created, running
- * nothing), so the next holds 8192 and closes at its 8192nd. The counting
- * allocator tracks four of the blocks (TINY bytes; the others TINY + 1,
- * untracked): the first batch's first, the second batch's first
- * and last, and one after. Blocks this small keep 8192 under the batch's
- * bound in bytes. With batches of 1024 throughout, the second batch closes
- * at its 1024th block and the third CHECK_LIVE fails. */
-TEST(frees_beside_another_descriptor_close_their_batch_at_8192) {
+/* Another descriptor that is registered but runs nothing (a program's
+ * main thread waiting for its one worker) leaves the batches at 1024
+ * blocks: a fence interrupts no CPU of its, and the longer batch would cost
+ * the lone worker its warm reuse (src/core/reclaim.c). The second batch's
+ * 1024th block closes it; with the idle descriptor counted as another
+ * thread, it would wait for 8192 and the second CHECK_LIVE(0) fails. */
+TEST(frees_beside_an_idle_descriptor_close_their_batch_at_1024) {
   sstm_desc_t *other = tiny_setup();
+  void *first = malloc(TINY), *last = malloc(TINY);
+  for (int i = 0; i < 1023 + 1023; i++)
+    tiny_untracked[i] = malloc(TINY + 1);
+  CHECK_LIVE(2);
+  for (int i = 0; i < 1023; i++)
+    sstm_free(tiny_untracked[i]);
+  sstm_free(first);
+  CHECK_LIVE(1); /* the first batch closed at 1024 and was released */
+  for (int i = 1023; i < 1023 + 1023; i++)
+    sstm_free(tiny_untracked[i]);
+  CHECK_LIVE(1);
+  sstm_free(last);
+  CHECK_LIVE(0); /* the second closed at 1024 too */
+  CHECK_OK(sstm_desc_destroy(other));
+  sstm_test_fini();
+}
+
+/* A thread that holds an attempt open until told, then stays registered
+ * and idle until told again (the batch test below). */
+static _Atomic int holder_step; /* 1: in its attempt, 2: end it, 3: ended, 4: leave */
+static void hold_attempt(void *arg) {
+  (void)arg;
+  atomic_store_explicit(&holder_step, 1, memory_order_release);
+  while (atomic_load_explicit(&holder_step, memory_order_acquire) != 2)
+    sched_yield();
+}
+static void *holder(void *arg) {
+  (void)arg;
+  CHECK_OK(sstm_thread_init());
+  CHECK_OK(sstm_run(NULL, hold_attempt, NULL));
+  atomic_store_explicit(&holder_step, 3, memory_order_release);
+  while (atomic_load_explicit(&holder_step, memory_order_acquire) != 4)
+    sched_yield();
+  CHECK_OK(sstm_thread_exit());
+  return NULL;
+}
+
+/* Once a close has recorded another thread's attempt running, closing a
+ * batch interrupts that thread's CPU, and the batches after it are eight
+ * times longer (BATCH_BLOCKS_SHARED, src/core/reclaim.c) for as long as
+ * the other thread stays registered, running or not. The first batch
+ * closes at 1024 blocks, as alone, and its scan records the holder's
+ * attempt (so its release waits for that attempt's end); the next batch
+ * holds 8192 and closes at its 8192nd, after the holder's attempt has
+ * ended and it idles, and that close's sweep releases both. The counting
+ * allocator tracks four of the blocks (TINY bytes; the others TINY + 1,
+ * untracked): the first batch's first, the second batch's first and last,
+ * and one after. Blocks this small keep 8192 under the batch's bound in
+ * bytes. With batches of 1024 throughout, the second batch closes at its
+ * 1024th block, its sweep releases the first two tracked blocks, and the
+ * second CHECK_LIVE(4) fails. */
+TEST(frees_beside_a_running_attempt_close_their_batch_at_8192) {
+  sstm_desc_t *other = tiny_setup();
+  CHECK_OK(sstm_desc_destroy(other)); /* only the holder counts below */
   void *first = malloc(TINY), *second = malloc(TINY), *last = malloc(TINY), *after = malloc(TINY);
   for (int i = 0; i < 1023 + 8190; i++)
     tiny_untracked[i] = malloc(TINY + 1);
   CHECK_LT_U(8192 * malloc_usable_size(tiny_untracked[0]), 256 * 1024);
   CHECK_LE_U(malloc_usable_size(first), malloc_usable_size(tiny_untracked[0]));
+  pthread_t th;
+  atomic_store_explicit(&holder_step, 0, memory_order_relaxed);
+  CHECK_EQ_I(pthread_create(&th, NULL, holder, NULL), 0);
+  while (atomic_load_explicit(&holder_step, memory_order_acquire) != 1)
+    sched_yield();
   CHECK_LIVE(4);
   sstm_free(first);
   for (int i = 0; i < 1023; i++)
     sstm_free(tiny_untracked[i]);
-  CHECK_LIVE(3); /* the first batch closed at 1024 and was released */
+  CHECK_LIVE(4); /* the first batch closed at 1024, waiting for the holder's attempt */
+  atomic_store_explicit(&holder_step, 2, memory_order_release);
+  while (atomic_load_explicit(&holder_step, memory_order_acquire) != 3)
+    sched_yield();
   sstm_free(second);
   for (int i = 1023; i < 1023 + 8190; i++)
     sstm_free(tiny_untracked[i]);
-  CHECK_LIVE(3); /* 8191 wait in the open batch */
+  CHECK_LIVE(4); /* 8191 wait in the open batch */
   sstm_free(last);
-  CHECK_LIVE(1); /* the 8192nd closed it and the sweep released it */
+  CHECK_LIVE(1); /* the 8192nd closed it and the sweep released both batches */
+  atomic_store_explicit(&holder_step, 4, memory_order_release);
+  CHECK_EQ_I(pthread_join(th, NULL), 0);
   sstm_free(after);
   CHECK_EQ_U(sstm_reclaim(), 1);
   CHECK_LIVE(0);
-  CHECK_OK(sstm_desc_destroy(other));
   sstm_test_fini();
 }
 
