@@ -16,6 +16,7 @@ import subprocess
 import sys
 import tempfile
 import unittest
+from unittest import mock
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.normpath(os.path.join(HERE, os.pardir, os.pardir))
@@ -223,16 +224,26 @@ class SweepTest(unittest.TestCase):
 
     def test_outside_clock_rates_are_differences_of_two_runs(self):
         fake(self.bin, "schedstm", "rbtree", per_ms=1000)
-        rc, out, _ = self.main("--benchs", "rbtree", "--threads", "1", "--reps", "1",
-                               "--variants", "schedstm", "--baseline", "schedstm",
-                               "--ms", "40", "--outside-clock", "10")
+        # Each run's wall time is its -d plus a fixed start-up, not the
+        # host's clock: on a loaded host the short run's start-up could
+        # outlast the long run's extra 30 ms and make the difference no rate.
+        real = synchrobench.execute
+
+        def execute(cmd, env, ms):
+            rc, out, err, _, cpu = real(cmd, env, ms)
+            return rc, out, err, 0.005 + ms / 1000.0, cpu
+
+        with mock.patch.object(synchrobench, "execute", execute):
+            rc, out, _ = self.main("--benchs", "rbtree", "--threads", "1", "--reps", "1",
+                                   "--variants", "schedstm", "--baseline", "schedstm",
+                                   "--ms", "40", "--outside-clock", "10")
         self.assertEqual(rc, 0, out)
         self.assertEqual([c[c.index("-d") + 1] for c in self.calls()], ["10", "40"])
         with open(os.path.join(self.out, "synchrobench.jsonl")) as f:
             r = json.loads(f.readline())
         self.assertEqual((r["clock"], r["outside_short_ms"], r["ops"], r["aborts"]),
                          ("outside", 10, 30000, 3))  # 40000 - 10000; aborts 4 - 1
-        self.assertGreater(r["elapsed_s"], 0)
+        self.assertAlmostEqual(r["elapsed_s"], 0.030)  # 0.045 - 0.015
         self.assertAlmostEqual(r["ops_per_s"], r["ops"] / r["elapsed_s"])
         self.assertIsNotNone(r["ops_per_s_inside"])
         self.assertIn("timed from outside", out)
