@@ -49,7 +49,8 @@ SSTM_EXTERN_C_BEGIN
  * the sampling callback (cfg.sample_fn) count as outside, also those that
  * run within an attempt (tx_begin, on_begin, on_conflict, sample_fn): what
  * they allocate is theirs and survives the attempt's abort, and sstm_free()
- * there retires at once.
+ * there retires at once, also a block that the attempt they run in
+ * allocated (which that attempt's abort then leaves alone).
  *
  * On a registered thread, a small block (under 512 usable bytes) may come
  * from the thread's block cache: blocks the library released on this

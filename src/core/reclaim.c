@@ -569,6 +569,18 @@ static bool free_misuse(const struct sstm_desc *tx, void *p) {
   return false;
 }
 
+/* A hook or callback inside an attempt (in_hook) frees p, which may be a
+ * block that attempt allocated: the free retires it at once, so the
+ * attempt's rollback must not release it too. Rare (hooks seldom free),
+ * hence the linear search, newest first. */
+static void hook_takes_alloc(struct sstm_desc *tx, void *p) {
+  for (uint32_t i = tx->allocs.n; i-- > 0;)
+    if (tx->allocs.p[i] == p) {
+      tx->allocs.p[i] = tx->allocs.p[--tx->allocs.n];
+      return;
+    }
+}
+
 SSTM_API void sstm_free(void *p) {
   if (p == NULL) return;
   struct sstm_desc *tx = sstm__cur;
@@ -581,6 +593,7 @@ SSTM_API void sstm_free(void *p) {
     return;
   }
   if (tx != NULL) {
+    if (tx->depth != 0) hook_takes_alloc(tx, p);
     if (retire(tx, p)) {
       close_batch(tx);
       sweep(&tx->batches, tx);

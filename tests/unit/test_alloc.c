@@ -273,6 +273,44 @@ TEST(a_hooks_free_waits_for_the_attempt_it_runs_in) {
   sstm_test_fini();
 }
 
+/* A hook's sstm_free of a block that the attempt it runs in allocated
+ * retires the block at once, and the attempt's abort leaves it alone
+ * (alloc.h). Here the sampling callback frees the attempt's block, then
+ * the attempt restarts: its rollback released the block too, so the
+ * reclamation below released it a second time (the counting allocator's
+ * live count goes below zero; glibc may stop the process). */
+static void *volatile ha_block;
+static void sample_free_attempts_block(void *arg, const void *addr, bool is_write) {
+  (void)arg, (void)addr, (void)is_write;
+  void *b = ha_block;
+  if (b == NULL) return;
+  ha_block = NULL;
+  sstm_free(b);
+}
+TEST(a_hooks_free_of_the_attempts_block_is_the_only_release) {
+  mc_track_sizes(TSIZE, TSIZE + 512);
+  sstm_test_init_sampling(1, sample_free_attempts_block, NULL);
+  ha_block = NULL;
+  attempts = 0;
+  SSTM_ATOMIC_BEGIN(NULL)
+    attempts++;
+    if (attempts == 1) {
+      uint64_t *b = sstm_malloc(TSIZE);
+      CHECK_NOT_NULL(b);
+      CHECK_LIVE(1);
+      ha_block = b;
+      (void)sstm_load_u64(&sample_word); /* the callback frees it */
+      CHECK_NULL(ha_block);
+      sstm_restart();
+    }
+  SSTM_ATOMIC_END();
+  CHECK_EQ_I(attempts, 2);
+  reclaim_everywhere();
+  CHECK_LIVE(0);
+  txh_cleanup();
+  sstm_test_fini();
+}
+
 /* A reader that started before the free committed keeps the block alive. */
 TEST(free_deferred_while_reader_runs) {
   setup();
