@@ -59,7 +59,7 @@
  * (a main thread waiting for its one worker) does not count, since the
  * longer batch costs a lone thread its warm reuse (docs/benchmarks.md,
  * "Synchrobench, as written", its hash table at two threads, and "The
- * headline figures at a1e0a4b"). */
+ * headline figures at `a1e0a4b`"). */
 #define BATCH_BLOCKS_ALONE 1024
 #define BATCH_BLOCKS_SHARED 8192
 /* Bytes per batch (malloc_usable_size of its blocks): a batch also closes
