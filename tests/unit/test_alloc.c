@@ -500,14 +500,10 @@ static sstm_desc_t *tiny_setup(void) {
   return other;
 }
 
-/* Another descriptor that is registered but runs nothing (a program's
- * main thread waiting for its one worker) leaves the batches at 1024
- * blocks: a fence interrupts no CPU of its, and the longer batch would cost
- * the lone worker its warm reuse (src/core/reclaim.c). The second batch's
- * 1024th block closes it; with the idle descriptor counted as another
- * thread, it would wait for 8192 and the second CHECK_LIVE(0) fails. */
-TEST(frees_beside_an_idle_descriptor_close_their_batch_at_1024) {
-  sstm_desc_t *other = tiny_setup();
+/* Two batches of TINY blocks, each of which must close at its 1024th
+ * block (the two tests below): the counting allocator tracks the first
+ * batch's last block and the second's. */
+static void two_batches_close_at_1024(void) {
   void *first = malloc(TINY), *last = malloc(TINY);
   for (int i = 0; i < 1023 + 1023; i++)
     tiny_untracked[i] = malloc(TINY + 1);
@@ -521,6 +517,17 @@ TEST(frees_beside_an_idle_descriptor_close_their_batch_at_1024) {
   CHECK_LIVE(1);
   sstm_free(last);
   CHECK_LIVE(0); /* the second closed at 1024 too */
+}
+
+/* Another descriptor that is registered but runs nothing (a program's
+ * main thread waiting for its one worker) leaves the batches at 1024
+ * blocks: a fence interrupts no CPU of its, and the longer batch would cost
+ * the lone worker its warm reuse (src/core/reclaim.c). The second batch's
+ * 1024th block closes it; with the idle descriptor counted as another
+ * thread, it would wait for 8192 and the second CHECK_LIVE(0) fails. */
+TEST(frees_beside_an_idle_descriptor_close_their_batch_at_1024) {
+  sstm_desc_t *other = tiny_setup();
+  two_batches_close_at_1024();
   CHECK_OK(sstm_desc_destroy(other));
   sstm_test_fini();
 }
@@ -601,19 +608,7 @@ TEST(frees_beside_a_running_attempt_close_their_batch_at_8192) {
 TEST(frees_after_another_descriptor_left_close_their_batch_at_1024) {
   sstm_desc_t *other = tiny_setup();
   CHECK_OK(sstm_desc_destroy(other));
-  void *first = malloc(TINY), *last = malloc(TINY);
-  for (int i = 0; i < 1023 + 1023; i++)
-    tiny_untracked[i] = malloc(TINY + 1);
-  CHECK_LIVE(2);
-  for (int i = 0; i < 1023; i++)
-    sstm_free(tiny_untracked[i]);
-  sstm_free(first);
-  CHECK_LIVE(1); /* the first batch closed at 1024 and was released */
-  for (int i = 1023; i < 1023 + 1023; i++)
-    sstm_free(tiny_untracked[i]);
-  CHECK_LIVE(1);
-  sstm_free(last);
-  CHECK_LIVE(0); /* the second closed at 1024 too */
+  two_batches_close_at_1024();
   sstm_test_fini();
 }
 
