@@ -56,6 +56,21 @@ static void setup(void) {
   CHECK_OK(sstm__exec_set_hook(rec_hook));
 }
 
+/* The block ran twice and the hook was called once, at the restart point
+ * (a request served there). */
+static void served_once_at_the_restart(int attempts) {
+  CHECK_EQ_I(attempts, 2);
+  CHECK_EQ_I(hk.calls, 1);
+  CHECK_EQ_I(hk.where[0], SSTM_EXEC_AT_RESTART);
+}
+
+/* me's statistics count one abort, and it was a kill. */
+static void killed_once(sstm_desc_t *me) {
+  sstm_stats_t s;
+  CHECK_OK(sstm_stats_get(me, &s));
+  CHECK_EQ_U(s.aborts[SSTM_ABORT_KILLED], 1);
+}
+
 static void teardown(void) {
   CHECK_OK(sstm__exec_set_hook(NULL));
   CHECK_OK(sstm__exec_set_paused_rule(SSTM_EXEC_PAUSED_TAKEOVER));
@@ -155,9 +170,7 @@ TEST(restart_point_between_a_rollback_and_the_retry) {
       sstm_restart(); /* the flag survives the rollback */
     }
   SSTM_ATOMIC_END();
-  CHECK_EQ_I(attempts, 2);
-  CHECK_EQ_I(hk.calls, 1);
-  CHECK_EQ_I(hk.where[0], SSTM_EXEC_AT_RESTART);
+  served_once_at_the_restart(attempts);
   CHECK_EQ_U(w[0], 2);
   teardown();
 }
@@ -180,12 +193,8 @@ TEST(a_killed_attempts_request_is_served_at_the_restart) {
       FAIL("a killed attempt went on past a barrier");
     }
   SSTM_ATOMIC_END();
-  CHECK_EQ_I(attempts, 2);
-  CHECK_EQ_I(hk.calls, 1);
-  CHECK_EQ_I(hk.where[0], SSTM_EXEC_AT_RESTART);
-  sstm_stats_t s;
-  CHECK_OK(sstm_stats_get(me, &s));
-  CHECK_EQ_U(s.aborts[SSTM_ABORT_KILLED], 1);
+  served_once_at_the_restart(attempts);
+  killed_once(me);
   teardown();
 }
 
@@ -208,14 +217,10 @@ TEST(a_killed_attempts_request_at_its_commit_is_served_at_the_restart) {
       sstm__exec_request(me); /* no barrier follows: the commit aborts */
     }
   SSTM_ATOMIC_END();
-  CHECK_EQ_I(attempts, 2);
-  CHECK_EQ_I(hk.calls, 1);
-  CHECK_EQ_I(hk.where[0], SSTM_EXEC_AT_RESTART);
+  served_once_at_the_restart(attempts);
   CHECK_FALSE(sstm__exec_pending(me));
   CHECK_EQ_U(w[0], 2);
-  sstm_stats_t s;
-  CHECK_OK(sstm_stats_get(me, &s));
-  CHECK_EQ_U(s.aborts[SSTM_ABORT_KILLED], 1);
+  killed_once(me);
   teardown();
 }
 
@@ -240,9 +245,7 @@ TEST(a_killed_attempts_request_at_a_regions_end_is_served_at_the_restart) {
       FAIL("a killed attempt went on past a barrier");
     }
   SSTM_ATOMIC_END();
-  CHECK_EQ_I(attempts, 2);
-  CHECK_EQ_I(hk.calls, 1);
-  CHECK_EQ_I(hk.where[0], SSTM_EXEC_AT_RESTART);
+  served_once_at_the_restart(attempts);
   CHECK_FALSE(sstm__exec_pending(me));
   teardown();
 }
@@ -268,9 +271,7 @@ TEST(an_abort_closes_the_region_and_serves_its_standing_request_at_the_restart) 
     }
     CHECK_RC(sstm__exec_nopreempt_leave(), SSTM_ESTATE); /* none open */
   SSTM_ATOMIC_END();
-  CHECK_EQ_I(attempts, 2);
-  CHECK_EQ_I(hk.calls, 1);
-  CHECK_EQ_I(hk.where[0], SSTM_EXEC_AT_RESTART);
+  served_once_at_the_restart(attempts);
   CHECK_FALSE(sstm__exec_pending(me));
   teardown();
 }
@@ -471,9 +472,7 @@ TEST_ETL(paused_holder_is_taken_over_and_rolls_back_on_resume) {
   SSTM_ATOMIC_END();
   CHECK_EQ_I(attempts, 2);
   CHECK_EQ_U(w[0], 102);
-  sstm_stats_t s;
-  CHECK_OK(sstm_stats_get(me, &s));
-  CHECK_EQ_U(s.aborts[SSTM_ABORT_KILLED], 1);
+  killed_once(me);
   txh_cleanup();
   sstm_test_fini();
 }
@@ -538,9 +537,7 @@ TEST_ETL(polled_pause_gets_the_old_versions_back) {
   CHECK_EQ_I(attempts, 2);
   CHECK_EQ_X(pp_seen16, pp_old16);
   CHECK_EQ_U(w[0], 4);
-  sstm_stats_t s;
-  CHECK_OK(sstm_stats_get(me, &s));
-  CHECK_EQ_U(s.aborts[SSTM_ABORT_KILLED], 1);
+  killed_once(me);
   CHECK_OK(sstm__exec_set_hook(NULL));
   txh_cleanup();
   sstm_test_fini();
@@ -588,9 +585,7 @@ TEST_ETL(a_pause_elsewhere_gets_one_fresh_version) {
   SSTM_ATOMIC_END();
   CHECK_EQ_I(attempts, 2);
   CHECK_EQ_U(w[16], 4);
-  sstm_stats_t s;
-  CHECK_OK(sstm_stats_get(me, &s));
-  CHECK_EQ_U(s.aborts[SSTM_ABORT_KILLED], 1);
+  killed_once(me);
   txh_cleanup();
   sstm_test_fini();
 }
@@ -671,9 +666,8 @@ TEST_ETL(a_lock_taken_over_before_the_pause_stays_the_thiefs) {
   CHECK_EQ_I(attempts, 2);
   CHECK_EQ_U(w[0], 60);
   CHECK_EQ_U(w[8], 60);
+  killed_once(me);
   sstm_stats_t s;
-  CHECK_OK(sstm_stats_get(me, &s));
-  CHECK_EQ_U(s.aborts[SSTM_ABORT_KILLED], 1);
   CHECK_OK(sstm_stats_get(tk_b, &s));
   CHECK_EQ_U(s.locks_stolen, 1);
   CHECK_OK(sstm_stats_get(txh_other_desc(), &s));
