@@ -645,6 +645,17 @@ TEST(a_kill_during_the_rollback_of_a_conflict_counts_as_killed) {
   sstm_test_fini();
 }
 
+/* Kill the calling thread's running attempt from the second descriptor
+ * (attached for the kill, then detached again), as another thread would. */
+static void kill_own_attempt_from_the_other(void) {
+  sstm_desc_t *victim = sstm_desc_detach();
+  uint64_t txid = sstm_desc_txid(victim);
+  CHECK_OK(sstm_desc_attach(txh_other_desc()));
+  CHECK_OK(sstm_desc_kill(victim, txid));
+  CHECK_EQ_PTR(sstm_desc_detach(), txh_other_desc());
+  CHECK_OK(sstm_desc_attach(victim));
+}
+
 /* A kill that lands while the victim's barrier looks at its variant byte
  * for another flag (here an executor's preemption request), after that
  * look's kill check, must not lose its own flag there: the victim then
@@ -658,12 +669,7 @@ static void fk_seam(sstm_seam_t where, const void *addr) {
   (void)addr;
   if (where != SSTM_SEAM_FLAGS_CHECKED || fk_fired) return;
   fk_fired++;
-  sstm_desc_t *victim = sstm_desc_detach();
-  uint64_t txid = sstm_desc_txid(victim);
-  CHECK_OK(sstm_desc_attach(txh_other_desc()));
-  CHECK_OK(sstm_desc_kill(victim, txid));
-  CHECK_EQ_PTR(sstm_desc_detach(), txh_other_desc());
-  CHECK_OK(sstm_desc_attach(victim));
+  kill_own_attempt_from_the_other();
 }
 static void fk_body(void *arg) {
   (void)arg;
@@ -712,12 +718,7 @@ static void kr_seam(sstm_seam_t where, const void *addr) {
   (void)addr;
   if (where != SSTM_SEAM_FLAGS_CHECKED || kr_fired) return;
   kr_fired++;
-  sstm_desc_t *victim = sstm_desc_detach();
-  uint64_t txid = sstm_desc_txid(victim);
-  CHECK_OK(sstm_desc_attach(txh_other_desc()));
-  CHECK_OK(sstm_desc_kill(victim, txid));
-  CHECK_EQ_PTR(sstm_desc_detach(), txh_other_desc());
-  CHECK_OK(sstm_desc_attach(victim));
+  kill_own_attempt_from_the_other();
 }
 static void kr_body(void *arg) {
   (void)arg;
