@@ -434,11 +434,9 @@ static void close_batch(struct sstm_desc *self) {
   unsigned others = 0;
   if (b == NULL || !grace_start(self, &b->grace, &others))
     sstm__fatal("out of memory closing a reclamation batch");
-  /* The next batch's length (BATCH_BLOCKS_SHARED): shared once a close
-   * has recorded another descriptor's attempt running, and while other
-   * descriptors stay registered. A registered thread that runs no
-   * transactions (a program's main thread waiting for its workers) leaves
-   * a lone worker at BATCH_BLOCKS_ALONE. */
+  /* The next batch's length, by the rule at BATCH_BLOCKS_SHARED: another
+   * descriptor's attempt recorded running turns it on, and it stays on
+   * while other descriptors are registered. */
   bool running = false;
   for (uint32_t i = 0; i < b->grace.n; i++)
     running |= b->grace.rec[i].d != self;

@@ -457,14 +457,21 @@ TEST(reclaim_releases_own_retired_blocks) {
  * free() where the counting allocator sees it. */
 #define SMALL 200
 static void *outside_blocks[1025];
-TEST(frees_outside_tx_close_their_batch_at_1024) {
+
+/* The batch tests' set-up: the counting allocator tracking blocks of size
+ * bytes (and size + 1), no block cache, this thread registered. */
+static void counting_setup(size_t size) {
   if (!mc_available()) sstm_test_skip("needs the counting allocator");
-  mc_track_sizes(SMALL, SMALL + 1);
+  mc_track_sizes(size, size + 1);
   sstm_config_t c;
   sstm_test_config(&c);
   c.alloc_cache = 0;
   CHECK_OK(sstm_init(&c));
   CHECK_OK(sstm_thread_init());
+}
+
+TEST(frees_outside_tx_close_their_batch_at_1024) {
+  counting_setup(SMALL);
   for (int i = 0; i < 1025; i++)
     outside_blocks[i] = malloc(SMALL);
   CHECK_LT_U(1024 * malloc_usable_size(outside_blocks[0]), 256 * 1024);
@@ -484,17 +491,10 @@ TEST(frees_outside_tx_close_their_batch_at_1024) {
 #define TINY 16
 static void *tiny_untracked[1023 + 8190];
 
-/* The tests below: the counting allocator tracking TINY-byte blocks,
- * no block cache (every released block goes back to malloc, where the
- * allocator sees it), and another descriptor, created. */
+/* counting_setup of TINY-byte blocks (every released block goes back to
+ * malloc, where the allocator sees it), and another descriptor, created. */
 static sstm_desc_t *tiny_setup(void) {
-  if (!mc_available()) sstm_test_skip("needs the counting allocator");
-  mc_track_sizes(TINY, TINY + 1);
-  sstm_config_t c;
-  sstm_test_config(&c);
-  c.alloc_cache = 0;
-  CHECK_OK(sstm_init(&c));
-  CHECK_OK(sstm_thread_init());
+  counting_setup(TINY);
   sstm_desc_t *other = NULL;
   CHECK_OK(sstm_desc_create(&other));
   return other;
@@ -567,8 +567,7 @@ static void *holder(void *arg) {
  * 1024th block, its sweep releases the first two tracked blocks, and the
  * second CHECK_LIVE(4) fails. */
 TEST(frees_beside_a_running_attempt_close_their_batch_at_8192) {
-  sstm_desc_t *other = tiny_setup();
-  CHECK_OK(sstm_desc_destroy(other)); /* only the holder counts below */
+  counting_setup(TINY); /* no other descriptor: only the holder counts */
   void *first = malloc(TINY), *second = malloc(TINY), *last = malloc(TINY), *after = malloc(TINY);
   for (int i = 0; i < 1023 + 8190; i++)
     tiny_untracked[i] = malloc(TINY + 1);

@@ -1062,7 +1062,7 @@ TEST(fflush_of_null_flushes_every_stream_that_writes) {
  * file when the program exits without closing the stream, as with C's
  * streams: from a transaction on a registered thread and from a call
  * outside one; not when the process ends by _exit() (nor would C's). */
-static void exit_child(bool by_exit) {
+static void exit_child(int by_exit) {
   sstm_config_t c;
   sstm_test_config(&c);
   if (sstm_init(&c) != 0 || sstm_thread_init() != 0) _exit(10);
@@ -1077,18 +1077,24 @@ static void exit_child(bool by_exit) {
   _exit(0);
 }
 
+/* Run child(arg) in a forked child (which never returns) and check that it
+ * ended with exit status 0. */
+static void child_exits_with_0(void (*child)(int), int arg) {
+  fflush(stdout);
+  pid_t pid = sstm_test_fork();
+  CHECK_GE_I(pid, 0);
+  if (pid == 0) child(arg);
+  int st = 0;
+  CHECK_EQ_I(waitpid(pid, &st, 0), pid);
+  CHECK_TRUE(WIFEXITED(st));
+  CHECK_EQ_I(WEXITSTATUS(st), 0);
+}
+
 TEST(exit_writes_out_what_committed_transactions_buffered) {
   sstm_test_tmp_file(path, sizeof path, "stdio");
   for (int by_exit = 1; by_exit >= 0; by_exit--) {
     unlink(path);
-    fflush(stdout);
-    pid_t pid = sstm_test_fork();
-    CHECK_GE_I(pid, 0);
-    if (pid == 0) exit_child(by_exit);
-    int st = 0;
-    CHECK_EQ_I(waitpid(pid, &st, 0), pid);
-    CHECK_TRUE(WIFEXITED(st));
-    CHECK_EQ_I(WEXITSTATUS(st), 0);
+    child_exits_with_0(exit_child, by_exit);
     char buf[32];
     size_t n = contents(buf, sizeof buf);
     if (by_exit) {
@@ -1170,14 +1176,7 @@ TEST(exit_from_a_commit_action_ends_the_process) {
   sstm_test_tmp_file(path, sizeof path, "stdio");
   for (int order = 0; order < 2; order++) {
     unlink(path);
-    fflush(stdout);
-    pid_t pid = sstm_test_fork();
-    CHECK_GE_I(pid, 0);
-    if (pid == 0) exit_in_action_child(order);
-    int st = 0;
-    CHECK_EQ_I(waitpid(pid, &st, 0), pid);
-    CHECK_TRUE(WIFEXITED(st));
-    CHECK_EQ_I(WEXITSTATUS(st), 0);
+    child_exits_with_0(exit_in_action_child, order);
     char buf[16];
     size_t n = contents(buf, sizeof buf);
     CHECK_EQ_U(n, 9);
