@@ -1025,11 +1025,14 @@ static int submit(struct sstm_exec *ex, const sstm_exec_req_t *req, bool wait, c
   sstm__xq_push(&ex->q, &c->node, c->prio, false);
   bool wake = ex->idle > 0;
   sstm_xworker_t *v = NULL;
-  bool v_waits = false;
-  if (wake)
+  bool v_waits = false, ask = false;
+  if (wake) {
     gen_bump(&ex->work_gen);
-  else if (ex->cfg.preempt == SSTM_EXEC_PREEMPT_SIGNAL || ex->cfg.preempt == SSTM_EXEC_PREEMPT_POLL)
+  } else if (ex->cfg.preempt == SSTM_EXEC_PREEMPT_SIGNAL ||
+             ex->cfg.preempt == SSTM_EXEC_PREEMPT_POLL) {
+    ask = true;
     v = victim(ex, c->prio, &v_waits);
+  }
   sstm__xq_unlock(&ex->q);
   if (waited) {
     void (*seam)(void) = atomic_load_explicit(&sstm__x_test_queued, memory_order_relaxed);
@@ -1048,9 +1051,11 @@ static int submit(struct sstm_exec *ex, const sstm_exec_req_t *req, bool wait, c
     sstm_xctx_t *vc = atomic_load_explicit(&v->cur, memory_order_acquire);
     if (vc) (void)sstm__exec_end_cm_wait(vc->desc);
     sstm__xp_kick(v);
-  } else if (v) {
-    sstm__xp_want(v, prio);
-    sstm__xp_kick(v);
+  } else if (ask) {
+    if (v) {
+      sstm__xp_want(v, prio);
+      sstm__xp_kick(v);
+    }
     /* Every other worker that runs a lower priority gets the polled
      * request too: the victim may be off its CPU (runnable, waiting for
      * the host's other threads) for a whole scheduler slice, and a signal
@@ -1058,7 +1063,14 @@ static int submit(struct sstm_exec *ex, const sstm_exec_req_t *req, bool wait, c
      * preemption point first takes the request; the others' checks then
      * find nothing they were asked for and return. A hint: cur_prio is
      * read without the lock, and a request that lands on a descriptor that
-     * has just switched costs one needless check. */
+     * has just switched costs one needless check.
+     * Also when there is no victim because every worker below the
+     * request is `kicked` already: a kicked worker's check is pending for
+     * an earlier request, and may decline this one (below its `want`), or
+     * have loaded `want` already, unless it is asked again: the release in
+     * sstm__xp_want orders the lowered `want` before the nudge's release
+     * flag, so the check that consumes the flag (acquire) sees it, and the
+     * flag stays in the variant byte until a check that comes after it. */
     for (unsigned i = 0; i < ex->nworkers; i++) {
       sstm_xworker_t *o = &ex->workers[i];
       int p = atomic_load_explicit(&o->cur_prio, memory_order_relaxed);

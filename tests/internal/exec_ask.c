@@ -21,7 +21,10 @@
  *
  * Linked statically (the seam is internal), so no signal redirects
  * (docs/design/executor.md): in both modes the switch happens at a polled
- * point, which is what the re-ask sets up. */
+ * point, which is what the re-ask sets up.
+ *
+ * The second case (kicked_victim_is_asked_again_*, below): a request whose
+ * every lower worker was asked already for an earlier one. */
 #define _GNU_SOURCE
 #include <sched.h>
 #include <stdatomic.h>
@@ -111,7 +114,124 @@ static void run_case(sstm_exec_preempt_t m) {
   sstm_shutdown();
 }
 
+/* ---- a request whose every lower worker has been asked already ----
+ *
+ * Two workers: X runs `stuck` (priority 0) inside a no-preemption region,
+ * Y runs `other` (priority 1). A request `top` (priority 3) picks X as
+ * its victim (the lowest priority; X's `kicked` is set, its ask stands in
+ * the region) and nudges Y, which takes `top` at its next read. Then
+ * `mid` (priority 2) is submitted: X is below it but still marked kicked,
+ * Y runs `top`. The submitter must still ask X for `mid` (its `want`
+ * lowered to 2 and its polled flag set): X's check, when the region ends,
+ * was asked for `top` only, and finds `mid` on top of the queue. Before
+ * the fix the victim choice skipped the kicked X and nobody else was
+ * asked, so the check at the region's end declined `mid` (below the
+ * `want` of 3) and `stuck` ran its reads to the end first, with `mid`
+ * waiting behind a priority-0 transaction (and `top`, which waits for
+ * `mid`, with it). An order, not a time: `stuck` reads until `mid` has
+ * run or a count of reads is done. */
+
+static _Atomic int k_stage; /* 1 stuck in its region, 2 other runs, 3 top runs, 4 leave */
+static _Atomic int mid_ran;
+
+typedef struct stuck {
+  unsigned reads;
+  int saw_mid;
+} stuck_t;
+
+static void stuck_body(void *a) {
+  stuck_t *s = a;
+  s->saw_mid = 0;
+  CHECK_OK(sstm_exec_nopreempt_begin());
+  int z = 0;
+  /* release: the main thread submits `other` once this runs */
+  atomic_compare_exchange_strong_explicit(&k_stage, &z, 1, memory_order_release,
+                                          memory_order_relaxed);
+  while (atomic_load_explicit(&k_stage, memory_order_acquire) != 4)
+    sched_yield();
+  CHECK_OK(sstm_exec_nopreempt_end());
+  for (unsigned i = 0; i < s->reads; i++) {
+    (void)sstm_load_u64(&cell);
+    if (atomic_load_explicit(&mid_ran, memory_order_acquire)) {
+      s->saw_mid = 1;
+      return;
+    }
+  }
+}
+
+static void other_body(void *a) {
+  (void)a;
+  int one = 1;
+  atomic_compare_exchange_strong_explicit(&k_stage, &one, 2, memory_order_release,
+                                          memory_order_relaxed);
+  /* preempted by `top` at a read; resumed after `mid` has run */
+  while (!atomic_load_explicit(&mid_ran, memory_order_acquire))
+    (void)sstm_load_u64(&cell);
+}
+
+static void top_body(void *a) {
+  (void)a;
+  int two = 2;
+  atomic_compare_exchange_strong_explicit(&k_stage, &two, 3, memory_order_release,
+                                          memory_order_relaxed);
+  /* holds Y until `mid` has run, so that `mid` cannot simply take Y */
+  while (!atomic_load_explicit(&mid_ran, memory_order_acquire))
+    sched_yield();
+}
+
+static void mid_body(void *a) {
+  (void)a;
+  (void)sstm_load_u64(&cell);
+  atomic_store_explicit(&mid_ran, 1, memory_order_release);
+}
+
+static void wait_stage(int s) {
+  while (atomic_load_explicit(&k_stage, memory_order_acquire) != s)
+    sched_yield();
+}
+
+static void run_kicked(sstm_exec_preempt_t m) {
+  sstm_config_t cfg;
+  sstm_test_config(&cfg);
+  CHECK_OK(sstm_init(&cfg));
+  sstm_exec_config_t c = sstm_test_exec_config(2, 8, 8, m);
+  c.poll_fallback_us = 1000000; /* the fallback signal must not stand in for the ask */
+  c.c_max = 0;                  /* no promotion: `other` stays at 1 */
+  sstm_exec_t *ex;
+  CHECK_OK(sstm_exec_create(&c, &ex));
+  unsigned rounds = (unsigned)sstm_test_scaled(10, 3);
+  for (unsigned r = 0; r < rounds; r++) {
+    atomic_store_explicit(&k_stage, 0, memory_order_relaxed);
+    atomic_store_explicit(&mid_ran, 0, memory_order_relaxed);
+    stuck_t st = {.reads = 200000};
+    sstm_exec_future_t fs, fo, ft, fm;
+    sstm_exec_req_t qs = {.fn = stuck_body, .arg = &st, .priority = 0, .future = &fs};
+    CHECK_OK(sstm_exec_submit(ex, &qs));
+    wait_stage(1);
+    sstm_exec_req_t qo = {.fn = other_body, .priority = 1, .future = &fo};
+    CHECK_OK(sstm_exec_submit(ex, &qo));
+    wait_stage(2);
+    sstm_exec_req_t qt = {.fn = top_body, .priority = 3, .future = &ft};
+    CHECK_OK(sstm_exec_submit(ex, &qt));
+    wait_stage(3);
+    sstm_exec_req_t qm = {.fn = mid_body, .priority = 2, .future = &fm};
+    CHECK_OK(sstm_exec_submit(ex, &qm));
+    /* release: `mid` is queued and its asks are made */
+    atomic_store_explicit(&k_stage, 4, memory_order_release);
+    CHECK_OK(sstm_exec_wait(&fs));
+    CHECK_OK(sstm_exec_wait(&fo));
+    CHECK_OK(sstm_exec_wait(&ft));
+    CHECK_OK(sstm_exec_wait(&fm));
+    CHECK_EQ_I(st.saw_mid, 1);
+  }
+  CHECK_OK(sstm_exec_destroy(ex));
+  sstm_shutdown();
+}
+
 TEST(signal) { run_case(SSTM_EXEC_PREEMPT_SIGNAL); }
 TEST(poll) { run_case(SSTM_EXEC_PREEMPT_POLL); }
+
+TEST(kicked_victim_is_asked_again_signal) { run_kicked(SSTM_EXEC_PREEMPT_SIGNAL); }
+TEST(kicked_victim_is_asked_again_poll) { run_kicked(SSTM_EXEC_PREEMPT_POLL); }
 
 SSTM_TEST_MAIN()
