@@ -175,7 +175,14 @@ typedef struct sstm_exec_config {
                                   descriptor (default SSTM_EXEC_CONTEXTS_DEFAULT);
                                   counts against sstm_config_t::max_threads */
   unsigned stack_kb;           /**< stack of a context, KiB (default
-                                  SSTM_EXEC_STACK_KB_DEFAULT) */
+                                  SSTM_EXEC_STACK_KB_DEFAULT). A
+                                  signal-driven preemption runs on it, below
+                                  the body's frames (the saved registers and
+                                  FP/SIMD state, up to about 11 KiB with AMX,
+                                  and the preemption check); where the body
+                                  leaves less than that free, the preemption
+                                  waits for the body's next transactional
+                                  access */
   unsigned levels;             /**< priority levels 0..levels-1, at most
                                   SSTM_EXEC_MAX_LEVELS (default
                                   SSTM_EXEC_LEVELS_DEFAULT) */

@@ -198,6 +198,29 @@ static void redirected(void *arg) {
   sstm__x_preemption_check();
 }
 
+/* Stack that `redirected` may use below the redirect's own frame: the
+ * preemption check and what it calls (the queue lock, the fallback's
+ * timer_settime, the switch), with room to spare for sanitizer builds,
+ * whose frames are larger. A bound, not a measure: those frames take a
+ * small part of it. */
+#define XP_CHECK_STACK 4096u
+
+/* Whether a redirect of the thread interrupted with stack pointer sp in
+ * context c leaves the trampoline's frame (sstm__preempt_frame_size: the
+ * red zone, the saved registers, the XSAVE area) and the check's frames
+ * on c's stack. The body may run near the bottom of its stack, which is
+ * fine without a preemption: a redirect there would run into the guard
+ * page (SIGSEGV in the trampoline). Refused, the request stands for the
+ * next polled point, which runs after the body has come back up far
+ * enough to call the library. An sp off c's stack (the body switched
+ * stacks itself) is refused too. Async-signal-safe: arithmetic on fields
+ * set before the worker started (the stack's bounds) and on the probed
+ * frame size. */
+static bool room_for_check(const sstm_xctx_t *c, uintptr_t sp) {
+  uintptr_t lo = (uintptr_t)c->stack.lo, hi = lo + c->stack.size;
+  return sp > lo && sp <= hi && sp - lo >= sstm__preempt_frame_size() + XP_CHECK_STACK;
+}
+
 static void on_signal(int sig, siginfo_t *si, void *ucv) {
   sstm_xworker_t *w = self;
   if (!w) {
@@ -235,11 +258,13 @@ static void on_signal(int sig, siginfo_t *si, void *ucv) {
   uintptr_t pc = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
   /* The engine's test first: it also leaves the request standing when it
    * says no (iface/exec_services.h). Then the C library and the others
-   * found at start; then the redirect, which refuses a thread inside its
-   * trampoline and every thread under TSan. */
+   * found at start; then the room on the context's stack; then the
+   * redirect, which refuses a thread inside its trampoline and every
+   * thread under TSan. */
   if (!sstm__exec_preemptible_now(pc)) {
     atomic_fetch_add_explicit(&w->refused, 1, memory_order_relaxed);
-  } else if (refused_pc(pc) || !sstm__redirect(uc, redirected, NULL)) {
+  } else if (refused_pc(pc) || !room_for_check(c, (uintptr_t)uc->uc_mcontext.gregs[REG_RSP]) ||
+             !sstm__redirect(uc, redirected, NULL)) {
     atomic_fetch_add_explicit(&w->refused, 1, memory_order_relaxed);
     sstm__exec_request(c->desc);
   }

@@ -58,6 +58,11 @@
  *                  with c_max 1 a preempted transaction goes to the top
  *                  level, where it resumes at once and ends before the
  *                  request it was preempted for starts.
+ *   deep_stack     the signal comes while the body runs within 512 bytes
+ *                  of its stack's bottom: the handler refuses the redirect
+ *                  (no room for the trampoline's frame) and the body's next
+ *                  read takes the request; before, SIGSEGV in the
+ *                  trampoline.
  */
 #define _GNU_SOURCE
 #include <sched.h>
@@ -987,6 +992,118 @@ TEST(nudge) {
   sstm_exec_level_stats_t st;
   CHECK_OK(sstm_exec_stats(ex, 1, &st));
   CHECK_EQ_U(st.preemptions, 1); /* the nudged transaction, once */
+  CHECK_OK(sstm_exec_destroy(ex));
+  CHECK_OK(sstm_shutdown());
+}
+
+/* ---- deep_stack ---- */
+
+/* A body that runs near the bottom of its context's stack when the signal
+ * comes: a redirect there needs the trampoline's frame (the saved
+ * registers and the XSAVE area, sstm__preempt_frame_size) and the check's
+ * own frames below the interrupted stack pointer, which would run into
+ * the guard page: the handler must refuse it (leaving the request for the
+ * next polled point) instead of faulting. The body finds its stack's
+ * lowest address in /proc/self/maps (the mapping that holds its frame;
+ * the guard page below is a mapping of its own), calls itself until less
+ * than DS_LEFT bytes are left, and spins there in its own code, with no
+ * barrier, until the main thread has seen the signal handled; back up, its
+ * first read takes the standing request. Before the handler's check, the
+ * process died of SIGSEGV in the trampoline. */
+
+#define DS_LEFT 512u /* below any redirect's frame: 128 + 24 + 128 + 512 */
+
+static _Atomic int ds_stage; /* 1: at the bottom; 2: go back up */
+static _Atomic int ds_high_ran, ds_low_saw_high;
+static uint64_t ds_cell;
+
+static uintptr_t ds_mapping_lo(uintptr_t addr) {
+  FILE *f = fopen("/proc/self/maps", "r");
+  CHECK_NOT_NULL(f);
+  unsigned long lo = 0, hi = 0, found = 0;
+  char line[512];
+  while (!found && fgets(line, sizeof line, f))
+    if (sscanf(line, "%lx-%lx", &lo, &hi) == 2 && addr >= lo && addr < hi) found = lo;
+  fclose(f);
+  CHECK_NE_U(found, 0);
+  return (uintptr_t)found;
+}
+
+/* At the bottom: stage 1, then spin until stage 2. Only inline atomics
+ * below the frames of ds_dig (no call: a call's lazy binding alone saves
+ * the XSAVE state on the stack). */
+static inline __attribute__((always_inline)) void ds_wait(void) {
+  atomic_store_explicit(&ds_stage, 1, memory_order_seq_cst);
+  while (atomic_load_explicit(&ds_stage, memory_order_seq_cst) != 2) {
+  }
+}
+
+static __attribute__((noinline)) void ds_dig(uintptr_t lo) {
+  volatile char pad[128];
+  pad[0] = 1;
+  /* the frame's address, on the context's stack even where ASan keeps
+   * the locals on a fake stack */
+  if ((uintptr_t)__builtin_frame_address(0) - lo > DS_LEFT) {
+    ds_dig(lo);
+    pad[1] = pad[0]; /* not a tail call: this frame stays */
+    return;
+  }
+  ds_wait();
+}
+
+/* a = 1: dig (the handler can redirect); 0: wait where the body is (no
+ * redirect anywhere, and under TSan the atomics are calls into its
+ * runtime, which the bottom of the stack has no room for). */
+static void ds_low(void *a) {
+  /* a retry (none is expected: nobody writes ds_cell) has nothing to
+   * wait for */
+  if (atomic_load_explicit(&ds_stage, memory_order_seq_cst) == 0) {
+    if (*(const int *)a)
+      ds_dig(ds_mapping_lo((uintptr_t)__builtin_frame_address(0)));
+    else
+      ds_wait();
+  }
+  for (unsigned i = 0; i < 1000000; i++) {
+    (void)sstm_load_u64(&ds_cell);
+    if (atomic_load_explicit(&ds_high_ran, memory_order_seq_cst)) {
+      atomic_store_explicit(&ds_low_saw_high, 1, memory_order_seq_cst);
+      return;
+    }
+  }
+}
+
+static void ds_high(void *a) {
+  (void)a;
+  (void)sstm_load_u64(&ds_cell);
+  atomic_store_explicit(&ds_high_ran, 1, memory_order_seq_cst);
+}
+
+TEST(deep_stack) {
+  init_lib();
+  sstm_exec_config_t c = xcfg(1, 4);
+  sstm_exec_t *ex;
+  CHECK_OK(sstm_exec_create(&c, &ex));
+  sstm_exec_future_t lf, hf;
+  /* Where nothing is ever redirected (TSan; and TSan would also deliver
+   * the signal only at its next interceptor, none of which the spin
+   * calls) there is nothing to dig for nor to wait for. */
+  int dig = strstr(described_text(ex), "facility=redirect") != NULL;
+  sstm_exec_req_t lo = {.fn = ds_low, .arg = &dig, .priority = 0, .future = &lf};
+  CHECK_OK(sstm_exec_submit(ex, &lo));
+  while (atomic_load_explicit(&ds_stage, memory_order_seq_cst) != 1)
+    usleep(1000);
+  uint64_t refused = described(ex, "refused");
+  sstm_exec_req_t hi = {.fn = ds_high, .priority = 3, .future = &hf};
+  CHECK_OK(sstm_exec_submit(ex, &hi));
+  /* the kick's signal (signal mode) or the fallback's (poll mode), refused
+   * at the bottom of the stack */
+  if (dig)
+    while (described(ex, "refused") == refused)
+      usleep(1000);
+  atomic_store_explicit(&ds_stage, 2, memory_order_seq_cst);
+  CHECK_OK(sstm_exec_wait(&hf));
+  CHECK_OK(sstm_exec_wait(&lf));
+  CHECK_EQ_I(atomic_load_explicit(&ds_low_saw_high, memory_order_seq_cst), 1);
   CHECK_OK(sstm_exec_destroy(ex));
   CHECK_OK(sstm_shutdown());
 }

@@ -602,7 +602,8 @@ endif()
 # telling a worker to preempt.
 sstm_int_exe(itest_exec_preempt STRESS SOURCES ${D}/exec_preempt.c)
 foreach(c preempts bank bank_tick engine_storm engine_storm_adaptive standing
-          standing_after_last_access nudge region_misuse c_max_promotes_to_the_top)
+          standing_after_last_access nudge region_misuse c_max_promotes_to_the_top
+          deep_stack)
   foreach(m signal poll)
     sstm_add_test(NAME integration.exec_preempt.${c}.${m} LABELS ${SSTM_STRESS_LABELS} TIMEOUT 180
                   COMMAND itest_exec_preempt ${c} ENV SCHEDSTM_EXEC_PREEMPT=${m})
