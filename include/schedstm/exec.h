@@ -314,7 +314,8 @@ SSTM_API int sstm_exec_destroy(sstm_exec_t *ex);
  * request's context's descriptor attached (sstm_self()) and must leave it
  * so: a callback that detaches it (sstm_desc_detach(), or sstm_thread_exit(),
  * which detaches a descriptor of sstm_desc_create()) gets it back after it
- * returns. A body that detaches it inside its transaction and returns
+ * returns (a transaction it runs meanwhile on a descriptor of its own is
+ * never preempted). A body that detaches it inside its transaction and returns
  * (sstm_run() then returns SSTM_ENOTHREAD: the transaction is suspended,
  * its restart point in a frame that has returned) gets it back too, and
  * its transaction is ended as at a thread's end (thread.h): cancelled

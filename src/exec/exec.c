@@ -307,6 +307,17 @@ void sstm__x_preemption_check(void) {
    * cleared when the worker starts another context. */
   int want = atomic_load_explicit(&w->want, memory_order_acquire);
   if (!c) return;
+  /* Only the context's own transaction can be switched out: the worker
+   * detaches the context's descriptor when the switch returns. A request
+   * code that put a descriptor of its own in its place (a callback may,
+   * exec.h) and reached a preemption point of its transaction there is
+   * not paused (the worker would detach that descriptor and stop the
+   * process); the request stays on the context's descriptor for when it
+   * is attached again. */
+  if (sstm_self() != c->desc) {
+    sstm__exec_request(c->desc);
+    return;
+  }
   struct sstm_exec *ex = w->ex;
   atomic_fetch_add_explicit(&w->checks, 1, memory_order_relaxed);
   int top = sstm__xq_top(&ex->q);
@@ -440,7 +451,9 @@ static bool yield_decide(struct sstm_exec *ex, const sstm_xctx_t *c, uint64_t e_
 void sstm__x_yield_to_paused(sstm_desc_t *blocker) {
   sstm_xworker_t *w = sstm__xp_self();
   sstm_xctx_t *c = w ? atomic_load_explicit(&w->cur, memory_order_acquire) : NULL;
-  if (!c) return;
+  /* Not a transaction of the context's own descriptor (as in the check):
+   * the engine takes the paused one over. */
+  if (!c || sstm_self() != c->desc) return;
   struct sstm_exec *ex = w->ex;
   if (ex->cfg.paused_conflict != SSTM_EXEC_PAUSED_CONFLICT_INHERIT) {
     atomic_fetch_add_explicit(&w->handovers, 1, memory_order_relaxed);

@@ -256,6 +256,18 @@ static void on_signal(int sig, siginfo_t *si, void *ucv) {
   }
   ucontext_t *uc = ucv;
   uintptr_t pc = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
+  /* A descriptor other than the context's attached (request code may put
+   * one of its own in its place, exec.h): its transaction is not the
+   * context's and cannot be switched out with it (the check refuses it
+   * too); nor is the engine's test, which reads the attached descriptor,
+   * asked. The request waits on the context's descriptor. sstm_self: one
+   * TLS load. */
+  if (sstm_self() != c->desc) {
+    atomic_fetch_add_explicit(&w->refused, 1, memory_order_relaxed);
+    sstm__exec_request(c->desc);
+    errno = saved_errno;
+    return;
+  }
   /* The engine's test first: it also leaves the request standing when it
    * says no (iface/exec_services.h). Then the C library and the others
    * found at start; then the room on the context's stack; then the

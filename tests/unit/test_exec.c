@@ -7,6 +7,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -506,6 +507,95 @@ TEST(a_body_that_detaches_the_descriptor_gets_an_error_and_its_transaction_cance
   CHECK_OK(sstm_exec_destroy(ex));
   sstm_set_misuse_handler(NULL);
   CHECK_OK(sstm_shutdown());
+}
+
+/* A done callback may put a descriptor of its own in its context's place
+ * (exec.h: it gets the context's back when it returns) and run a
+ * transaction on it. The executor can switch out only the context's own
+ * transaction: a request to preempt that came meanwhile (the kick's
+ * signal, or the polled mode's fallback) was taken as one for the
+ * callback's transaction, which the engine found running and preemptible,
+ * and the check switched the context out with that foreign descriptor
+ * attached; the worker's detach then returned it, not the context's, and
+ * the process stopped (abort). Now the request waits: the handler, the
+ * preemption check and the hand-over at a paused lock look at whether the
+ * context's descriptor is the one attached. One worker: the urgent request
+ * runs once the callback has returned. */
+static sstm_desc_t *foreign;
+static _Atomic int fg_stage; /* 1: the foreign transaction runs; 2: let it end */
+static _Atomic int fg_urgent_ran, fg_saw_urgent;
+static uint64_t fg_cell;
+
+static void foreign_body(void *a) {
+  (void)a;
+  atomic_store_explicit(&fg_stage, 1, memory_order_seq_cst);
+  while (atomic_load_explicit(&fg_stage, memory_order_seq_cst) != 2) {
+    (void)sstm_load_u64(&fg_cell);            /* a polled point */
+    for (volatile int i = 0; i < 1000; i++) { /* its own code, where a signal redirects */
+    }
+  }
+  /* a polled point after the signal, for a request it left standing */
+  (void)sstm_load_u64(&fg_cell);
+  if (atomic_load_explicit(&fg_urgent_ran, memory_order_seq_cst))
+    atomic_store_explicit(&fg_saw_urgent, 1, memory_order_seq_cst);
+}
+
+static void done_runs_foreign(void *arg, int rc) {
+  (void)arg;
+  CHECK_OK(rc);
+  CHECK_NOT_NULL(sstm_desc_detach()); /* the context's: it gets it back */
+  CHECK_OK(sstm_desc_attach(foreign));
+  CHECK_OK(sstm_run(NULL, foreign_body, NULL));
+}
+
+static void fg_urgent(void *a) {
+  (void)a;
+  (void)sstm_load_u64(&fg_cell);
+  atomic_store_explicit(&fg_urgent_ran, 1, memory_order_seq_cst);
+}
+
+static uint64_t described(sstm_exec_t *ex, const char *key) {
+  char buf[1024], k[64];
+  sstm_exec_describe(ex, buf, sizeof buf);
+  snprintf(k, sizeof k, " %s=", key);
+  const char *p = strstr(buf, k);
+  CHECK_NOT_NULL(p);
+  return strtoull(p + strlen(k), NULL, 10);
+}
+
+static void foreign_case(sstm_exec_preempt_t m) {
+  init_lib();
+  CHECK_OK(sstm_desc_create(&foreign));
+  sstm_exec_config_t c = xcfg(1, 2, m);
+  sstm_exec_t *ex;
+  CHECK_OK(sstm_exec_create(&c, &ex));
+  sstm_exec_future_t lf, uf;
+  sstm_exec_req_t lo = {.fn = incr, .arg = (void *)1, .done = done_runs_foreign, .future = &lf};
+  CHECK_OK(sstm_exec_submit(ex, &lo));
+  while (atomic_load_explicit(&fg_stage, memory_order_seq_cst) != 1)
+    usleep(1000);
+  uint64_t signals = described(ex, "signals");
+  sstm_exec_req_t hi = {.fn = fg_urgent, .priority = 3, .future = &uf};
+  CHECK_OK(sstm_exec_submit(ex, &hi));
+  /* the signal (the kick's, or the fallback's) has reached the worker, in
+   * the foreign transaction */
+  while (described(ex, "signals") == signals)
+    usleep(1000);
+  atomic_store_explicit(&fg_stage, 2, memory_order_seq_cst);
+  CHECK_OK(sstm_exec_wait(&lf));
+  CHECK_OK(sstm_exec_wait(&uf));
+  CHECK_EQ_I(atomic_load_explicit(&fg_saw_urgent, memory_order_seq_cst), 0);
+  CHECK_EQ_U(counter, 1);
+  CHECK_OK(sstm_exec_destroy(ex));
+  CHECK_OK(sstm_desc_destroy(foreign));
+  CHECK_OK(sstm_shutdown());
+}
+
+TEST(a_callbacks_transaction_on_its_own_descriptor_is_not_switched_out_signal) {
+  foreign_case(SSTM_EXEC_PREEMPT_SIGNAL);
+}
+TEST(a_callbacks_transaction_on_its_own_descriptor_is_not_switched_out_poll) {
+  foreign_case(SSTM_EXEC_PREEMPT_POLL);
 }
 
 /* Bodies that wait for gate2 (non-transactionally, as gated). */
