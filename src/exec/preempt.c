@@ -193,9 +193,26 @@ static struct sigaction old_action;
 static pthread_mutex_t global_lock = PTHREAD_MUTEX_INITIALIZER;
 static unsigned users;
 
+/* errno's location on the calling thread, looked up afresh: glibc
+ * declares __errno_location const, so the compiler may reuse one call's
+ * result across a call that switches and resumes on another thread
+ * (arch/ctx.h, the caller's obligations). */
+static int *errno_here(void) {
+  int *(*volatile loc)(void) = __errno_location;
+  return loc();
+}
+
+/* The redirect's function, in thread context on the context's stack. The
+ * interrupted code may be between a call that set errno and its read of
+ * it: errno is its state as much as the registers the trampoline keeps,
+ * and the worker's thread runs other requests (which set errno) before it
+ * resumes this one, on this thread or another. So errno goes with the
+ * context: read here, put back on the thread that resumes it. */
 static void redirected(void *arg) {
   (void)arg;
+  int e = *errno_here();
   sstm__x_preemption_check();
+  *errno_here() = e;
 }
 
 /* Stack that `redirected` may use below the redirect's own frame: the

@@ -58,6 +58,9 @@
  *                  with c_max 1 a preempted transaction goes to the top
  *                  level, where it resumes at once and ends before the
  *                  request it was preempted for starts.
+ *   errno_kept     a body stopped by a redirect between setting errno and
+ *                  reading it, while the urgent request sets errno on the
+ *                  same thread, reads its own value.
  *   deep_stack     the signal comes while the body runs within 512 bytes
  *                  of its stack's bottom: the handler refuses the redirect
  *                  (no room for the trampoline's frame) and the body's next
@@ -65,6 +68,7 @@
  *                  trampoline.
  */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -1104,6 +1108,64 @@ TEST(deep_stack) {
   CHECK_OK(sstm_exec_wait(&hf));
   CHECK_OK(sstm_exec_wait(&lf));
   CHECK_EQ_I(atomic_load_explicit(&ds_low_saw_high, memory_order_seq_cst), 1);
+  CHECK_OK(sstm_exec_destroy(ex));
+  CHECK_OK(sstm_shutdown());
+}
+
+/* ---- errno_kept ---- */
+
+/* A redirect may stop a body between any two instructions, also between
+ * the call that set errno and the body's read of it; the thread then runs
+ * other requests (here the urgent one, which sets errno) before it resumes
+ * the body. The interrupted code's errno must be the value it left: the
+ * redirect is a preemption the body cannot see, as a signal handler that
+ * saves errno. One worker (so no migration), the low body sets errno and
+ * spins in its own code until the urgent request has run. Before, it read
+ * the urgent body's EBADF. */
+
+static _Atomic int ek_stage, ek_high_ran;
+static int ek_seen;
+
+/* errno's location, looked up afresh (glibc declares __errno_location
+ * const: the compiler may keep one call's result) */
+static int *ek_errno(void) {
+  int *(*volatile f)(void) = __errno_location;
+  return f();
+}
+
+static void ek_low(void *a) {
+  const int wait = *(const int *)a;
+  *ek_errno() = 4242;
+  atomic_store_explicit(&ek_stage, 1, memory_order_seq_cst);
+  while (wait && !atomic_load_explicit(&ek_high_ran, memory_order_seq_cst)) {
+  }
+  ek_seen = *ek_errno();
+}
+
+static void ek_high(void *a) {
+  (void)a;
+  CHECK_EQ_I(close(-1), -1); /* EBADF, on the worker's thread */
+  atomic_store_explicit(&ek_high_ran, 1, memory_order_seq_cst);
+}
+
+TEST(errno_kept) {
+  init_lib();
+  sstm_exec_config_t c = xcfg(1, 4);
+  sstm_exec_t *ex;
+  CHECK_OK(sstm_exec_create(&c, &ex));
+  /* Where nothing is redirected (TSan, a static link) the low body cannot
+   * be preempted in its spin: it does not wait then. */
+  int wait = strstr(described_text(ex), "facility=redirect") != NULL;
+  sstm_exec_future_t lf, hf;
+  sstm_exec_req_t lo = {.fn = ek_low, .arg = &wait, .priority = 0, .future = &lf};
+  CHECK_OK(sstm_exec_submit(ex, &lo));
+  while (atomic_load_explicit(&ek_stage, memory_order_seq_cst) != 1)
+    usleep(1000);
+  sstm_exec_req_t hi = {.fn = ek_high, .priority = 3, .future = &hf};
+  CHECK_OK(sstm_exec_submit(ex, &hi));
+  CHECK_OK(sstm_exec_wait(&hf));
+  CHECK_OK(sstm_exec_wait(&lf));
+  CHECK_EQ_I(ek_seen, 4242);
   CHECK_OK(sstm_exec_destroy(ex));
   CHECK_OK(sstm_shutdown());
 }
