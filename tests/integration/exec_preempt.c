@@ -61,6 +61,7 @@
  *   errno_kept     a body stopped by a redirect between setting errno and
  *                  reading it, while the urgent request sets errno on the
  *                  same thread, reads its own value.
+ *   errno_moves    the same, resumed on the other worker.
  *   deep_stack     the signal comes while the body runs within 512 bytes
  *                  of its stack's bottom: the handler refuses the redirect
  *                  (no room for the trampoline's frame) and the body's next
@@ -1166,6 +1167,73 @@ TEST(errno_kept) {
   CHECK_OK(sstm_exec_wait(&hf));
   CHECK_OK(sstm_exec_wait(&lf));
   CHECK_EQ_I(ek_seen, 4242);
+  CHECK_OK(sstm_exec_destroy(ex));
+  CHECK_OK(sstm_shutdown());
+}
+
+/* errno_moves: the same across threads. Two workers; `low` (priority 0)
+ * sets errno and spins on W0, `mid` (1) holds W1 until `high` (3), which
+ * preempts `low` on W0, has started; `mid` then sets errno on W1 and
+ * ends, and W1 resumes `low` while `high` still holds W0 (until `low` has
+ * ended). `low` resumed on another thread must read its own errno there:
+ * the value goes with it, stored on the resuming thread (a restore
+ * through the errno address taken before the switch would write the
+ * first thread's). */
+
+static _Atomic int em_stage, em_high_in, em_low_done, em_low_tid0, em_low_tid1;
+static int em_seen;
+
+static void em_low(void *a) {
+  const int wait = *(const int *)a;
+  atomic_store_explicit(&em_low_tid0, tid(), memory_order_seq_cst);
+  *ek_errno() = 4243;
+  atomic_store_explicit(&em_stage, 1, memory_order_seq_cst);
+  while (wait && !atomic_load_explicit(&em_high_in, memory_order_seq_cst)) {
+  }
+  em_seen = *ek_errno();
+  atomic_store_explicit(&em_low_tid1, tid(), memory_order_seq_cst);
+  atomic_store_explicit(&em_low_done, 1, memory_order_seq_cst);
+}
+
+static void em_mid(void *a) {
+  const int wait = *(const int *)a;
+  atomic_store_explicit(&em_stage, 2, memory_order_seq_cst);
+  while (wait && !atomic_load_explicit(&em_high_in, memory_order_seq_cst))
+    usleep(100);
+  CHECK_EQ_I(close(-1), -1); /* EBADF, on W1 */
+}
+
+static void em_high(void *a) {
+  const int wait = *(const int *)a;
+  atomic_store_explicit(&em_high_in, 1, memory_order_seq_cst);
+  while (wait && !atomic_load_explicit(&em_low_done, memory_order_seq_cst))
+    usleep(100);
+}
+
+TEST(errno_moves) {
+  init_lib();
+  sstm_exec_config_t c = xcfg(2, 4);
+  sstm_exec_t *ex;
+  CHECK_OK(sstm_exec_create(&c, &ex));
+  int wait = strstr(described_text(ex), "facility=redirect") != NULL;
+  sstm_exec_future_t lf, mf, hf;
+  sstm_exec_req_t lo = {.fn = em_low, .arg = &wait, .priority = 0, .future = &lf};
+  CHECK_OK(sstm_exec_submit(ex, &lo));
+  while (atomic_load_explicit(&em_stage, memory_order_seq_cst) != 1)
+    usleep(1000);
+  sstm_exec_req_t mi = {.fn = em_mid, .arg = &wait, .priority = 1, .future = &mf};
+  CHECK_OK(sstm_exec_submit(ex, &mi));
+  while (atomic_load_explicit(&em_stage, memory_order_seq_cst) != 2)
+    usleep(1000);
+  sstm_exec_req_t hi = {.fn = em_high, .arg = &wait, .priority = 3, .future = &hf};
+  CHECK_OK(sstm_exec_submit(ex, &hi));
+  CHECK_OK(sstm_exec_wait(&hf));
+  CHECK_OK(sstm_exec_wait(&mf));
+  CHECK_OK(sstm_exec_wait(&lf));
+  CHECK_EQ_I(em_seen, 4243);
+  if (wait) /* it did move */
+    CHECK_NE_I(atomic_load_explicit(&em_low_tid0, memory_order_seq_cst),
+               atomic_load_explicit(&em_low_tid1, memory_order_seq_cst));
   CHECK_OK(sstm_exec_destroy(ex));
   CHECK_OK(sstm_shutdown());
 }
