@@ -113,6 +113,7 @@ TEST(misuse_errors) {
   sstm_exec_future_t f;
   memset(&f, 0, sizeof f);
   CHECK_RC(sstm_exec_wait(&f), SSTM_EINVAL); /* never submitted */
+  CHECK_FALSE(sstm_exec_done(&f));           /* nor ended */
   CHECK_RC(sstm_exec_wait(NULL), SSTM_EINVAL);
   CHECK_FALSE(sstm_exec_done(NULL));
   sstm_exec_level_stats_t st;
