@@ -231,6 +231,11 @@ TEST(calloc_from_the_cache_is_zeroed) {
   errno = 0;
   CHECK_NULL(sstm_calloc(SIZE_MAX / 2, 4));
   CHECK_EQ_I(errno, ENOMEM);
+  /* one whose product wraps to BSIZE, the size the cache holds blocks of:
+   * not a BSIZE block from the cache for a request of 2^64 + BSIZE bytes */
+  errno = 0;
+  CHECK_NULL(sstm_calloc(((size_t)1 << 61) + BSIZE / 8, 8));
+  CHECK_EQ_I(errno, ENOMEM);
   sstm_test_fini();
 }
 
