@@ -215,6 +215,134 @@ TEST(aggregate_foreach_reset) {
   CHECK_RC(sstm_stats_foreach(count_visit, &visited), SSTM_ESTATE);
 }
 
+/* Every counter of sstm_stats_t but the identity fields is zero. */
+static void check_all_zero(const sstm_stats_t *s, const char *what) {
+  sstm_stats_t z, c = *s;
+  memset(&z, 0, sizeof z);
+  z.size = c.size;
+  c.slot = 0, c.tid = 0;
+  const uint64_t *w = (const uint64_t *)(const void *)&c.commits_ro;
+  const uint64_t *zw = (const uint64_t *)(const void *)&z.commits_ro;
+  size_t n = (offsetof(sstm_stats_t, slot) - offsetof(sstm_stats_t, commits_ro)) / sizeof *w;
+  for (size_t i = 0; i < n; i++)
+    CHECK_MSG(w[i] == zw[i], "%s: word %zu of the counters is %llu after sstm_stats_reset", what, i,
+              (unsigned long long)w[i]);
+}
+
+/* A tagged transaction of the last tag that restarts once and commits, and
+ * one that cancels: the last words of the counters (the last tag's aborts)
+ * and the last abort reason are not zero. */
+static void last_tag_aborts(void) {
+  sstm_attr_t last = {.tag = SSTM_MAX_TAGS - 1};
+  attempts = 0;
+  SSTM_ATOMIC_BEGIN(&last)
+    attempts++;
+    sstm_store_u64(W(5), sstm_load_u64(W(5)) + 1);
+    if (attempts == 1) sstm_restart();
+  SSTM_ATOMIC_END();
+  SSTM_ATOMIC_BEGIN(&last)
+    sstm_cancel();
+  SSTM_ATOMIC_END();
+}
+static void last_tag_aborts_thread(sstm_tt_t *t) {
+  (void)t;
+  last_tag_aborts();
+}
+
+/* sstm_stats_reset clears every counter: of the registered descriptors, of
+ * those made by sstm_desc_create, and of the threads that have exited
+ * (kept in the process totals). Kills the mutant whose reset loop stops
+ * one word short of the counters (the last tag's aborts survived it). */
+TEST(reset_clears_every_counter) {
+  sstm_config_t c;
+  sstm_test_config(&c);
+  c.stats = SSTM_STATS_DETAILED;
+  CHECK_OK(sstm_init(&c));
+  CHECK_OK(sstm_thread_init());
+  sstm_test_run_threads(1, true, last_tag_aborts_thread, NULL); /* then exits */
+  last_tag_aborts();
+  sstm_desc_t *e;
+  CHECK_OK(sstm_desc_create(&e));
+  sstm_desc_t *self = sstm_desc_detach();
+  CHECK_NOT_NULL(self);
+  CHECK_OK(sstm_desc_attach(e));
+  last_tag_aborts();
+  CHECK_NOT_NULL(sstm_desc_detach());
+  CHECK_OK(sstm_desc_attach(self));
+  sstm_stats_t s;
+  CHECK_OK(sstm_stats_aggregate(&s));
+  CHECK_EQ_U(s.tags[SSTM_MAX_TAGS - 1].aborts, 6); /* the premise */
+  CHECK_EQ_U(s.aborts[SSTM_ABORT_REASON_COUNT - 1], 3);
+  CHECK_OK(sstm_stats_reset());
+  CHECK_OK(sstm_stats_aggregate(&s));
+  check_all_zero(&s, "the aggregate");
+  CHECK_OK(sstm_stats_get(self, &s));
+  check_all_zero(&s, "the registered descriptor");
+  CHECK_OK(sstm_stats_get(e, &s));
+  check_all_zero(&s, "the created descriptor");
+  CHECK_OK(sstm_desc_destroy(e));
+  sstm_test_fini();
+}
+
+typedef struct {
+  unsigned slot[4];
+  uint64_t commits[4];
+  int n;
+} seen_t;
+static void record_visit(const sstm_stats_t *s, void *arg) {
+  seen_t *v = arg;
+  CHECK_LT_I(v->n, 4);
+  v->slot[v->n] = s->slot;
+  v->commits[v->n] = s->commits_update;
+  v->n++;
+}
+
+/* sstm_stats_foreach gives each descriptor in use its own counters, also
+ * after a slot below it was freed: the descriptors made by
+ * sstm_desc_create in slots 1 and 2, the first destroyed, the second with
+ * 4 commits. Kills the mutant that read the n-th slot for the n-th
+ * descriptor found (the freed slot's counters, under its number). */
+TEST(foreach_gives_each_descriptor_its_own_counters_past_a_freed_slot) {
+  sstm_test_init();
+  CHECK_OK(sstm_run(NULL, upd_body, NULL)); /* the main descriptor: 1 commit */
+  sstm_desc_t *gap, *e;
+  CHECK_OK(sstm_desc_create(&gap));
+  CHECK_OK(sstm_desc_create(&e));
+  unsigned main_slot = sstm_desc_slot(sstm_self());
+  unsigned gap_slot = sstm_desc_slot(gap), e_slot = sstm_desc_slot(e);
+  CHECK_LT_U(gap_slot, e_slot); /* the premise: the freed slot lies below e's */
+  sstm_desc_t *self = sstm_desc_detach();
+  CHECK_OK(sstm_desc_attach(gap));
+  for (int i = 0; i < 2; i++)
+    CHECK_OK(sstm_run(NULL, upd_body, NULL));
+  CHECK_NOT_NULL(sstm_desc_detach());
+  CHECK_OK(sstm_desc_attach(e));
+  for (int i = 0; i < 4; i++)
+    CHECK_OK(sstm_run(NULL, upd_body, NULL));
+  CHECK_NOT_NULL(sstm_desc_detach());
+  CHECK_OK(sstm_desc_attach(self));
+  CHECK_OK(sstm_desc_destroy(gap));
+  seen_t v = {.n = 0};
+  CHECK_EQ_I(sstm_stats_foreach(record_visit, &v), 2);
+  CHECK_EQ_I(v.n, 2);
+  bool saw_main = false, saw_e = false;
+  for (int i = 0; i < v.n; i++) {
+    CHECK_NE_U(v.slot[i], gap_slot);
+    if (v.slot[i] == main_slot) {
+      saw_main = true;
+      CHECK_EQ_U(v.commits[i], 1);
+    }
+    if (v.slot[i] == e_slot) {
+      saw_e = true;
+      CHECK_EQ_U(v.commits[i], 4);
+    }
+  }
+  CHECK_TRUE(saw_main);
+  CHECK_TRUE(saw_e);
+  CHECK_OK(sstm_desc_destroy(e));
+  sstm_test_fini();
+}
+
 TEST(detailed_stats) {
   sstm_config_t c;
   sstm_test_config(&c);
