@@ -1097,6 +1097,86 @@ TEST(policy_wait_is_outside_the_attempt_and_retry_shows_its_counters) {
   CHECK_OK(sstm_shutdown());
 }
 
+/* An abort's entry names the other party of its conflict: the thread and
+ * the attempt that held the lock. A holder thread writes a word (etl: the
+ * lock at the write) and waits inside its transaction; this thread's read
+ * meets the lock and aborts itself; the policy's on_abort (after the
+ * entry's update) reads this thread's entry, then lets the holder commit.
+ * Kills the mutant that left conflict_txid as it was (0 in a fresh entry). */
+static uint64_t party_word __attribute__((aligned(64)));
+static _Atomic int party_step;
+static int party_tid;
+static uint64_t party_txid;
+static long long seen_conflict_tid = -1;
+static unsigned long long seen_conflict_txid, seen_reason = 99;
+static void party_abort(sstm_cm_ctx_t *ctx, const sstm_abort_info_t *info) {
+  (void)ctx, (void)info;
+  if (atomic_load_explicit(&party_step, memory_order_acquire) != 1) return;
+  jval_t *j = snapshot_json(getpid());
+  const jval_t *es = jget(j, "entries");
+  for (size_t i = 0; i < es->n; i++) {
+    const jval_t *e = es->items[i];
+    if (ji(e, "tid") != (long long)syscall(SYS_gettid)) continue;
+    seen_conflict_tid = ji(e, "conflict_tid");
+    seen_conflict_txid = ju(e, "conflict_txid");
+    seen_reason = ju(e, "last_reason");
+  }
+  jfree(j);
+  atomic_store_explicit(&party_step, 2, memory_order_release);
+}
+static const sstm_cm_ops_t party_policy = {
+    .name = "stt-party-test",
+    .description = "statetab test: reads the loser's entry from on_abort",
+    .on_conflict = abort_self,
+    .on_abort = party_abort,
+};
+static void *party_holder(void *arg) {
+  (void)arg;
+  CHECK_OK(sstm_thread_init());
+  SSTM_ATOMIC_BEGIN(NULL)
+    sstm_store_u64(&party_word, sstm_load_u64(&party_word) + 1);
+    if (atomic_load_explicit(&party_step, memory_order_relaxed) == 0) {
+      party_tid = (int)syscall(SYS_gettid);
+      party_txid = sstm_txid();
+      /* release: the two fields above before the step */
+      atomic_store_explicit(&party_step, 1, memory_order_release);
+      while (atomic_load_explicit(&party_step, memory_order_acquire) != 2)
+        usleep(1000);
+    }
+  SSTM_ATOMIC_END();
+  CHECK_OK(sstm_thread_exit());
+  return NULL;
+}
+static void party_loser(void *arg) {
+  (void)arg;
+  sstm_store_u64(&party_word, sstm_load_u64(&party_word) + 10);
+}
+
+TEST(an_abort_names_the_other_party_of_its_conflict) {
+  CHECK_OK(sstm_cm_register(&party_policy));
+  sstm_config_t c;
+  sstm_test_config(&c);
+  c.state_table = true;
+  c.design = SSTM_DESIGN_ETL;
+  c.cm = "stt-party-test";
+  CHECK_OK(sstm_init(&c));
+  CHECK_OK(sstm_thread_init());
+  pthread_t t;
+  CHECK_EQ_I(pthread_create(&t, NULL, party_holder, NULL), 0);
+  while (atomic_load_explicit(&party_step, memory_order_acquire) != 1)
+    usleep(1000);
+  CHECK_OK(sstm_run(NULL, party_loser, NULL));
+  CHECK_EQ_I(pthread_join(t, NULL), 0);
+  CHECK_EQ_I(atomic_load_explicit(&party_step, memory_order_relaxed), 2);
+  CHECK_EQ_U(seen_reason, SSTM_ABORT_READ_LOCKED); /* its read meets the lock first */
+  CHECK_EQ_I(seen_conflict_tid, party_tid);
+  CHECK_NE_U(party_txid, 0);
+  CHECK_EQ_U(seen_conflict_txid, party_txid);
+  CHECK_EQ_U(party_word, 11);
+  CHECK_OK(sstm_thread_exit());
+  CHECK_OK(sstm_shutdown());
+}
+
 /* A policy line longer than the table's field ends in "..." there (cut
  * numbers would look plausible), while sstm_describe has it whole. */
 static int long_line(char *buf, size_t len) {

@@ -440,6 +440,7 @@ if(TARGET sstm-top)
             exit_without_shutdown_removes_the_table table_resource_errors table_cannot_shrink
             cm_info_wait_is_bounded live_view_fits_the_width
             policy_wait_is_outside_the_attempt_and_retry_shows_its_counters
+            an_abort_names_the_other_party_of_its_conflict
             long_policy_line_is_marked_cut executor_levels_in_the_table
             table_without_exec_area_old_version_and_bad_exec_area
             mapping_shows_each_threads_cpu policy_log_prints_each_change)
