@@ -40,12 +40,18 @@ static _Atomic unsigned quiesce_calls;
 /* The library's sstm_quiesce, counted. relaxed: the count is read by the
  * thread that made the calls, or by the held reader only to be let go
  * (what it then reads is ordered by the engine, not by this count). */
+/* Called after the library's sstm_quiesce returns, when a test sets it. */
+static void (*_Atomic after_quiesce)(void);
+
 int sstm_quiesce(void) {
   static int (*real)(void);
   if (real == NULL) real = (int (*)(void))dlsym(RTLD_NEXT, "sstm_quiesce");
   CHECK_NOT_NULL((void *)real);
   atomic_fetch_add_explicit(&quiesce_calls, 1, memory_order_relaxed);
-  return real();
+  int rc = real();
+  void (*after)(void) = atomic_load_explicit(&after_quiesce, memory_order_relaxed);
+  if (after != NULL) after();
+  return rc;
 }
 
 static void init_with(bool priv) {
@@ -229,6 +235,99 @@ TEST(without_the_setting_no_commit_waits) {
   CHECK_EQ_U(calls_of(update), 0);
   CHECK_EQ_U(calls_of(nested_update), 0);
   CHECK_EQ_I(V(cell), 2);
+  sstm_test_fini();
+}
+
+/* ---- a restart while a serial transaction waits (I3.1) ----------------------- */
+
+/* An attempt that restarts after a serial transaction has raised its flag
+ * leaves at once (the back-out of sstm__itm_resumed) and waits for the
+ * serial one to end: the serial transaction's wait (its sstm_quiesce)
+ * covered the attempt that restarted, not the new one, which would
+ * otherwise run beside the serial block's plain accesses. The same
+ * interposed sstm_quiesce shows the moment the serial transaction waits:
+ * the held attempt restarts then (sstm_restart from a pure function). The
+ * serial transaction, once its wait is over and before its own begin
+ * (which would hold a new attempt back at the engine's begin), waits in
+ * the interposer until the new attempt has either left (its cancel is
+ * counted) or run into its body (it must not); the body then waits until
+ * the serial block's body is running or over, and records it if it was
+ * running. Kills the mutant without the restart's back-out: its new
+ * attempt sees the serial body running, or, when the serial transaction's
+ * wait began after the restart and so waits for the new attempt, the two
+ * wait for each other until the watchdog. */
+static long sw __attribute__((aligned(64)));
+static _Atomic int sr_held, sr_retry_in_body, sr_in_body, sr_body_over, sr_checked, sr_overlap;
+static sstm_desc_t *_Atomic sr_desc;
+static int sr_attempts;
+static unsigned sr_quiesce_before;
+
+__attribute__((transaction_pure)) static void sr_step(void) {
+  if (++sr_attempts == 1) {
+    atomic_store_explicit(&sr_desc, sstm_self(), memory_order_relaxed);
+    atomic_store_explicit(&sr_held, 1, memory_order_release);
+    while (atomic_load_explicit(&quiesce_calls, memory_order_relaxed) == sr_quiesce_before)
+      sched_yield();
+    sstm_restart(); /* the serial transaction waits for this attempt now */
+  }
+  atomic_store_explicit(&sr_retry_in_body, 1, memory_order_release);
+  while (!atomic_load_explicit(&sr_in_body, memory_order_acquire) &&
+         !atomic_load_explicit(&sr_body_over, memory_order_acquire))
+    sched_yield();
+  /* sticky: a later attempt (this one may still be rolled back) must not
+   * clear what this one saw */
+  if (atomic_load_explicit(&sr_in_body, memory_order_acquire))
+    atomic_store_explicit(&sr_overlap, 1, memory_order_relaxed);
+  atomic_store_explicit(&sr_checked, 1, memory_order_release);
+}
+
+static void *sr_restarter(void *arg) {
+  (void)arg;
+  __transaction_atomic {
+    long v = sw;
+    sr_step();
+    sw = v + 1;
+  }
+  return NULL;
+}
+
+static uint64_t sr_cancels(void) {
+  sstm_stats_t st;
+  CHECK_OK(sstm_stats_get(atomic_load_explicit(&sr_desc, memory_order_relaxed), &st));
+  return st.aborts[SSTM_ABORT_USER_CANCEL];
+}
+
+/* After the serial transaction's wait: the restarted attempt has left or
+ * is in its body. */
+static void sr_after_quiesce(void) {
+  while (sr_cancels() == 0 && !atomic_load_explicit(&sr_retry_in_body, memory_order_acquire))
+    sched_yield();
+}
+
+/* Not transaction_safe: the block that calls it runs serial. */
+__attribute__((noinline)) void sr_serial_body(void) {
+  atomic_store_explicit(&sr_in_body, 1, memory_order_release);
+  while (!atomic_load_explicit(&sr_checked, memory_order_acquire) && sr_cancels() == 0)
+    sched_yield();
+  atomic_store_explicit(&sr_in_body, 0, memory_order_release);
+  atomic_store_explicit(&sr_body_over, 1, memory_order_release);
+  sw += 10;
+}
+
+TEST(an_attempt_restarted_while_a_serial_transaction_waits_leaves_until_it_ends) {
+  init_with(false); /* the serial transaction's wait is the only sstm_quiesce */
+  sr_quiesce_before = atomic_load_explicit(&quiesce_calls, memory_order_relaxed);
+  pthread_t th;
+  CHECK_EQ_I(pthread_create(&th, NULL, sr_restarter, NULL), 0);
+  while (!atomic_load_explicit(&sr_held, memory_order_acquire))
+    sched_yield();
+  atomic_store_explicit(&after_quiesce, sr_after_quiesce, memory_order_relaxed);
+  __transaction_relaxed { sr_serial_body(); }
+  atomic_store_explicit(&after_quiesce, NULL, memory_order_relaxed);
+  CHECK_EQ_I(pthread_join(th, NULL), 0);
+  CHECK_EQ_I(atomic_load_explicit(&sr_overlap, memory_order_relaxed), 0);
+  CHECK_GE_I(sr_attempts, 2);
+  CHECK_EQ_I(V(sw), 11);
   sstm_test_fini();
 }
 
