@@ -599,6 +599,85 @@ TEST(a_callbacks_transaction_on_its_own_descriptor_is_not_switched_out_poll) {
   foreign_case(SSTM_EXEC_PREEMPT_POLL);
 }
 
+/* The same foreign transaction meeting the lock of a paused transaction of
+ * the executor's: the engine offers the worker to the executor
+ * (SSTM_EXEC_AT_BLOCKED; under INHERIT whatever the priorities), and a
+ * hand-over would switch the context out with the foreign descriptor
+ * attached (abort at the worker's detach). The executor must decline, and
+ * the engine takes the paused one over. One worker: the low request
+ * writes ho_cell and runs on until the foreign transaction has committed,
+ * so it is paused, holding ho_cell's lock, while the urgent request's done
+ * callback runs; it has run longer than the callback's transaction, so
+ * INHERIT's rule would hand the worker to it. The guard in the hand-over
+ * is the only one this case reaches: the handler and the check are not
+ * asked for the foreign transaction here. */
+static uint64_t ho_cell, ho_other;
+static _Atomic int ho_stage; /* 1: the low body holds ho_cell; 2: the foreign one committed */
+
+static void ho_low(void *a) {
+  (void)a;
+  sstm_store_u64(&ho_cell, 1);
+  int zero = 0; /* not again in the attempt after the take-over */
+  atomic_compare_exchange_strong_explicit(&ho_stage, &zero, 1, memory_order_seq_cst,
+                                          memory_order_seq_cst);
+  while (atomic_load_explicit(&ho_stage, memory_order_seq_cst) != 2) {
+    (void)sstm_load_u64(&ho_other);           /* a polled point */
+    for (volatile int i = 0; i < 1000; i++) { /* its own code, where a signal redirects */
+    }
+  }
+}
+
+static void ho_foreign_body(void *a) {
+  (void)a;
+  sstm_store_u64(&ho_cell, 2); /* the paused low transaction holds its lock */
+}
+
+static void ho_done(void *arg, int rc) {
+  (void)arg;
+  CHECK_OK(rc);
+  CHECK_NOT_NULL(sstm_desc_detach()); /* the context's: it gets it back */
+  CHECK_OK(sstm_desc_attach(foreign));
+  CHECK_OK(sstm_run(NULL, ho_foreign_body, NULL));
+  atomic_store_explicit(&ho_stage, 2, memory_order_seq_cst);
+}
+
+/* No access: its own transaction must not meet the paused one's lock (a
+ * hand-over of its own, which would resume the low body before the
+ * callback that ends its wait). */
+static void ho_urgent(void *a) { (void)a; }
+
+static void handover_case(sstm_exec_preempt_t m) {
+  init_lib();
+  CHECK_OK(sstm_desc_create(&foreign));
+  sstm_exec_config_t c = xcfg(1, 2, m);
+  c.paused_conflict = SSTM_EXEC_PAUSED_CONFLICT_INHERIT;
+  c.c_max = 0;
+  c.lazy_promotion = false;
+  sstm_exec_t *ex;
+  CHECK_OK(sstm_exec_create(&c, &ex));
+  sstm_exec_future_t lf, uf;
+  sstm_exec_req_t lo = {.fn = ho_low, .priority = 1, .future = &lf};
+  CHECK_OK(sstm_exec_submit(ex, &lo));
+  while (atomic_load_explicit(&ho_stage, memory_order_seq_cst) != 1)
+    usleep(1000);
+  sstm_exec_req_t hi = {.fn = ho_urgent, .priority = 3, .done = ho_done, .future = &uf};
+  CHECK_OK(sstm_exec_submit(ex, &hi));
+  CHECK_OK(sstm_exec_wait(&uf));
+  CHECK_OK(sstm_exec_wait(&lf));
+  /* the low transaction was taken over and ran again after the foreign one */
+  CHECK_EQ_U(ho_cell, 1);
+  CHECK_OK(sstm_exec_destroy(ex));
+  CHECK_OK(sstm_desc_destroy(foreign));
+  CHECK_OK(sstm_shutdown());
+}
+
+TEST(a_callbacks_transaction_on_its_own_descriptor_takes_a_paused_lock_over_signal) {
+  handover_case(SSTM_EXEC_PREEMPT_SIGNAL);
+}
+TEST(a_callbacks_transaction_on_its_own_descriptor_takes_a_paused_lock_over_poll) {
+  handover_case(SSTM_EXEC_PREEMPT_POLL);
+}
+
 /* Bodies that wait for gate2 (non-transactionally, as gated). */
 static _Atomic int gate2;
 static void gated2(void *a) {
