@@ -172,15 +172,31 @@ static bool refused_pc(uintptr_t pc) {
 
 /* ---- the handler ---- */
 
+/* errno's location on the calling thread, looked up afresh: glibc
+ * declares __errno_location const, so the compiler may reuse one call's
+ * result across a call that switches and resumes on another thread
+ * (arch/ctx.h, the caller's obligations). */
+static int *errno_here(void) {
+  int *(*volatile loc)(void) = __errno_location;
+  return loc();
+}
+
 /* The engine's hook (iface/exec_services.h): a polled preemption point
  * (a barrier, an update commit, a retry, the end of a region) or a
- * conflict with a paused transaction of higher priority. */
+ * conflict with a paused transaction of higher priority. errno goes with
+ * the context here as at a redirect (`redirected`, below): the body called
+ * the library between a call that set errno and its read of it, and while
+ * it is switched out its worker's thread runs other requests (and the
+ * check its own system calls: the queue lock's futex, the fallback's
+ * timer); read first, stored back last, on the thread that resumes it. */
 static void hook(sstm_desc_t *self_desc, sstm_exec_point_t where, sstm_desc_t *blocker) {
   (void)self_desc;
+  int e = *errno_here();
   if (where == SSTM_EXEC_AT_BLOCKED)
     sstm__x_yield_to_paused(blocker);
   else
     sstm__x_preemption_check();
+  *errno_here() = e;
 }
 
 /* The polled mode's fallback timer state (sstm_xworker_t::fb_state). */
@@ -192,15 +208,6 @@ enum { XP_FB_IDLE = 0, XP_FB_ARMING, XP_FB_ARMED };
 static struct sigaction old_action;
 static pthread_mutex_t global_lock = PTHREAD_MUTEX_INITIALIZER;
 static unsigned users;
-
-/* errno's location on the calling thread, looked up afresh: glibc
- * declares __errno_location const, so the compiler may reuse one call's
- * result across a call that switches and resumes on another thread
- * (arch/ctx.h, the caller's obligations). */
-static int *errno_here(void) {
-  int *(*volatile loc)(void) = __errno_location;
-  return loc();
-}
 
 /* The redirect's function, in thread context on the context's stack. The
  * interrupted code may be between a call that set errno and its read of

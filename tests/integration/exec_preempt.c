@@ -62,6 +62,9 @@
  *                  reading it, while the urgent request sets errno on the
  *                  same thread, reads its own value.
  *   errno_moves    the same, resumed on the other worker.
+ *   errno_kept_polled
+ *                  errno_kept for a body switched out at a polled point
+ *                  (its region's end): errno as it left it.
  *   deep_stack     the signal comes while the body runs within 512 bytes
  *                  of its stack's bottom: the handler refuses the redirect
  *                  (no room for the trampoline's frame) and the body's next
@@ -1234,6 +1237,54 @@ TEST(errno_moves) {
   if (wait) /* it did move */
     CHECK_NE_I(atomic_load_explicit(&em_low_tid0, memory_order_seq_cst),
                atomic_load_explicit(&em_low_tid1, memory_order_seq_cst));
+  CHECK_OK(sstm_exec_destroy(ex));
+  CHECK_OK(sstm_shutdown());
+}
+
+/* ---- errno_kept_polled ----
+ *
+ * errno_kept at a polled point: the body is switched out inside a library
+ * call (here the end of its no-preemption region, which serves the
+ * request that stood while it ran; a barrier does the same), and errno
+ * must come back as the body left it, not as the urgent request (or the
+ * check's own system calls) left it on the thread. One worker; an order,
+ * not a time: the region holds the body until the urgent request is
+ * queued and asked for, and the switch happens at the region's end in
+ * every mode and facility. */
+
+static _Atomic int ekp_stage; /* 1 in the region; 2 the urgent request is queued */
+static int ekp_seen, ekp_high_ran;
+
+static void ekp_low(void *a) {
+  (void)a;
+  CHECK_OK(sstm_exec_nopreempt_begin());
+  atomic_store_explicit(&ekp_stage, 1, memory_order_seq_cst);
+  while (atomic_load_explicit(&ekp_stage, memory_order_seq_cst) != 2)
+    sched_yield();
+  *ek_errno() = 4242;
+  CHECK_OK(sstm_exec_nopreempt_end()); /* switched out here, resumed after the urgent one */
+  ekp_seen = *ek_errno();
+  ekp_high_ran = atomic_load_explicit(&ek_high_ran, memory_order_seq_cst);
+}
+
+TEST(errno_kept_polled) {
+  init_lib();
+  atomic_store_explicit(&ek_high_ran, 0, memory_order_seq_cst);
+  sstm_exec_config_t c = xcfg(1, 4);
+  sstm_exec_t *ex;
+  CHECK_OK(sstm_exec_create(&c, &ex));
+  sstm_exec_future_t lf, hf;
+  sstm_exec_req_t lo = {.fn = ekp_low, .priority = 0, .future = &lf};
+  CHECK_OK(sstm_exec_submit(ex, &lo));
+  while (atomic_load_explicit(&ekp_stage, memory_order_seq_cst) != 1)
+    usleep(1000);
+  sstm_exec_req_t hi = {.fn = ek_high, .priority = 3, .future = &hf};
+  CHECK_OK(sstm_exec_submit(ex, &hi));
+  atomic_store_explicit(&ekp_stage, 2, memory_order_seq_cst);
+  CHECK_OK(sstm_exec_wait(&hf));
+  CHECK_OK(sstm_exec_wait(&lf));
+  CHECK_EQ_I(ekp_high_ran, 1); /* the switch happened at the region's end */
+  CHECK_EQ_I(ekp_seen, 4242);
   CHECK_OK(sstm_exec_destroy(ex));
   CHECK_OK(sstm_shutdown());
 }

@@ -604,7 +604,7 @@ endif()
 sstm_int_exe(itest_exec_preempt STRESS SOURCES ${D}/exec_preempt.c)
 foreach(c preempts bank bank_tick engine_storm engine_storm_adaptive standing
           standing_after_last_access nudge region_misuse c_max_promotes_to_the_top
-          deep_stack errno_kept errno_moves)
+          deep_stack errno_kept errno_moves errno_kept_polled)
   foreach(m signal poll)
     sstm_add_test(NAME integration.exec_preempt.${c}.${m} LABELS ${SSTM_STRESS_LABELS} TIMEOUT 180
                   COMMAND itest_exec_preempt ${c} ENV SCHEDSTM_EXEC_PREEMPT=${m})
