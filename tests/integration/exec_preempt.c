@@ -1249,8 +1249,8 @@ TEST(errno_moves) {
  * must come back as the body left it, not as the urgent request (or the
  * check's own system calls) left it on the thread. One worker; an order,
  * not a time: the region holds the body until the urgent request is
- * queued and asked for, and the switch happens at the region's end in
- * every mode and facility. */
+ * queued and its signal handled, and the switch happens at the region's
+ * end in every mode and facility. */
 
 static _Atomic int ekp_stage; /* 1 in the region; 2 the urgent request is queued */
 static int ekp_seen, ekp_high_ran;
@@ -1278,8 +1278,14 @@ TEST(errno_kept_polled) {
   CHECK_OK(sstm_exec_submit(ex, &lo));
   while (atomic_load_explicit(&ekp_stage, memory_order_seq_cst) != 1)
     usleep(1000);
+  uint64_t signals = described(ex, "signals");
   sstm_exec_req_t hi = {.fn = ek_high, .priority = 3, .future = &hf};
   CHECK_OK(sstm_exec_submit(ex, &hi));
+  /* The request stands in the region when the signal (the kick's, or the
+   * polled mode's fallback) has been handled there: a signal delivered
+   * after the region's end would find the body past its polled point. */
+  while (described(ex, "signals") == signals)
+    usleep(1000);
   atomic_store_explicit(&ekp_stage, 2, memory_order_seq_cst);
   CHECK_OK(sstm_exec_wait(&hf));
   CHECK_OK(sstm_exec_wait(&lf));
