@@ -114,16 +114,6 @@ static const char *described_text(sstm_exec_t *ex) {
   return buf;
 }
 
-/* The executor's counters, from its description. */
-static uint64_t described(sstm_exec_t *ex, const char *key) {
-  char buf[1024], k[64];
-  sstm_exec_describe(ex, buf, sizeof buf);
-  snprintf(k, sizeof k, " %s=", key);
-  const char *p = strstr(buf, k);
-  CHECK_NOT_NULL(p);
-  return strtoull(p + strlen(k), NULL, 10);
-}
-
 static int tid(void) { return (int)syscall(SYS_gettid); }
 
 /* ---- preempts ---- */
@@ -170,7 +160,7 @@ TEST(preempts) {
   while (st.completed == 0 && (usleep(1000), 1));
   CHECK_GE_U(st.preemptions, 1);
   CHECK_EQ_U(st.completed, 1);
-  CHECK_GE_U(described(ex, "switches"), 1);
+  CHECK_GE_U(sstm_test_exec_counter(ex, "switches"), 1);
   CHECK_OK(sstm_exec_destroy(ex));
   CHECK_OK(sstm_shutdown());
 }
@@ -219,7 +209,7 @@ TEST(ticks_never_switch) {
   CHECK_OK(sstm_exec_submit(ex, &hi));
   /* Until three ticks found the high one waiting and did not switch: an
    * event, whatever the time it takes. */
-  while (described(ex, "declined") < 3)
+  while (sstm_test_exec_counter(ex, "declined") < 3)
     usleep(1000);
   CHECK_FALSE(sstm_exec_done(&hf)); /* it waits behind the low one */
   atomic_store_explicit(&release_low, 1, memory_order_seq_cst);
@@ -227,8 +217,8 @@ TEST(ticks_never_switch) {
   CHECK_OK(sstm_exec_wait(&hf));
   CHECK_EQ_I(low_end, 0);
   CHECK_EQ_I(high_end, 1);
-  CHECK_EQ_U(described(ex, "switches"), 0);
-  CHECK_GE_U(described(ex, "checks"), 3);
+  CHECK_EQ_U(sstm_test_exec_counter(ex, "switches"), 0);
+  CHECK_GE_U(sstm_test_exec_counter(ex, "checks"), 3);
   sstm_exec_level_stats_t st;
   do
     CHECK_OK(sstm_exec_stats(ex, 0, &st));
@@ -311,7 +301,7 @@ static void paused_conflict(sstm_exec_paused_conflict_t rule) {
   while (st.completed == 0 && (usleep(1000), 1));
   CHECK_EQ_U(st.preemptions, 1);
   CHECK_EQ_U(st.promotions, 0);
-  CHECK_EQ_U(described(ex, "handovers"), 0);
+  CHECK_EQ_U(sstm_test_exec_counter(ex, "handovers"), 0);
   CHECK_GE_U(st.aborts, 1); /* killed while paused, retried on resume */
   CHECK_OK(sstm_exec_destroy(ex));
   CHECK_OK(sstm_shutdown());
@@ -434,9 +424,9 @@ static void promoted_paused(sstm_exec_paused_conflict_t rule) {
      * the other) and waits in the hot list below it. Under INHERIT P, of
      * the higher priority, gets it whatever the two have run, and keeps
      * its own priority (2, above R's). */
-    while (described(ex, "handovers") == 0 && !sstm_exec_done(&f[r]))
+    while (sstm_test_exec_counter(ex, "handovers") == 0 && !sstm_exec_done(&f[r]))
       sched_yield();
-    CHECK_EQ_U(described(ex, "handovers"), 1);
+    CHECK_EQ_U(sstm_test_exec_counter(ex, "handovers"), 1);
     CHECK_FALSE(sstm_exec_done(&f[r]));
     atomic_store_explicit(&pr_go[p], PR_FINISH, memory_order_seq_cst);
     CHECK_OK(sstm_exec_wait(&f[p]));
@@ -473,9 +463,9 @@ static void promoted_paused(sstm_exec_paused_conflict_t rule) {
   CHECK_EQ_U(s1.promotions, 1);
   CHECK_EQ_U(s1.aborts, handover ? 0 : 1);
   CHECK_EQ_U(s3.completed, 1);
-  CHECK_EQ_U(described(ex, "handovers"), handover ? 1 : 0);
-  CHECK_EQ_U(described(ex, "inherits"), 0); /* nothing to inherit from R */
-  CHECK_EQ_U(described(ex, "passed"), 0);
+  CHECK_EQ_U(sstm_test_exec_counter(ex, "handovers"), handover ? 1 : 0);
+  CHECK_EQ_U(sstm_test_exec_counter(ex, "inherits"), 0); /* nothing to inherit from R */
+  CHECK_EQ_U(sstm_test_exec_counter(ex, "passed"), 0);
   CHECK_OK(sstm_exec_destroy(ex));
   /* Nobody waited on the paused transaction: no wait of a policy, and the
    * only abort is the take-over's. */
@@ -785,7 +775,9 @@ static void run_storm(const char *cm) {
   for (;; n++) {
     unsigned slot = (unsigned)(n % RING);
     if (used[slot]) CHECK_OK(sstm_exec_wait(&fs[slot]));
-    if (n >= min_n && n % 64 == 0 && (described(ex, "refused") >= min_refused || n >= max_n)) break;
+    if (n >= min_n && n % 64 == 0 &&
+        (sstm_test_exec_counter(ex, "refused") >= min_refused || n >= max_n))
+      break;
     uint64_t r = sstm_rng_next(&rng);
     xs[slot].a = (unsigned)(r % NACC);
     xs[slot].b =
@@ -805,7 +797,7 @@ static void run_storm(const char *cm) {
   /* After max_n requests without a single refusal no tick met a
    * no-preemption region: the regions were not exercised, a failure that
    * says so rather than a run that never ends. */
-  CHECK_GE_U(described(ex, "refused"), 1);
+  CHECK_GE_U(sstm_test_exec_counter(ex, "refused"), 1);
   sstm_describe(buf, sizeof buf);
   printf("engine_storm: %s\n", buf);
   CHECK_OK(sstm_exec_destroy(ex));
@@ -922,7 +914,7 @@ TEST(standing_after_last_access) {
   sstm_exec_req_t hi = {.fn = la_high, .priority = 2, .future = &hf};
   CHECK_OK(sstm_exec_submit(ex, &hi));
   if (c.preempt == SSTM_EXEC_PREEMPT_SIGNAL)
-    while (described(ex, "refused") == 0) /* the handler ran in the region */
+    while (sstm_test_exec_counter(ex, "refused") == 0) /* the handler ran in the region */
       usleep(1000);
   CHECK_FALSE(sstm_exec_done(&hf));
   atomic_store_explicit(&la_may_leave, 1, memory_order_seq_cst);
@@ -1100,13 +1092,13 @@ TEST(deep_stack) {
   CHECK_OK(sstm_exec_submit(ex, &lo));
   while (atomic_load_explicit(&ds_stage, memory_order_seq_cst) != 1)
     usleep(1000);
-  uint64_t refused = described(ex, "refused");
+  uint64_t refused = sstm_test_exec_counter(ex, "refused");
   sstm_exec_req_t hi = {.fn = ds_high, .priority = 3, .future = &hf};
   CHECK_OK(sstm_exec_submit(ex, &hi));
   /* the kick's signal (signal mode) or the fallback's (poll mode), refused
    * at the bottom of the stack */
   if (dig)
-    while (described(ex, "refused") == refused)
+    while (sstm_test_exec_counter(ex, "refused") == refused)
       usleep(1000);
   atomic_store_explicit(&ds_stage, 2, memory_order_seq_cst);
   CHECK_OK(sstm_exec_wait(&hf));
@@ -1278,13 +1270,13 @@ TEST(errno_kept_polled) {
   CHECK_OK(sstm_exec_submit(ex, &lo));
   while (atomic_load_explicit(&ekp_stage, memory_order_seq_cst) != 1)
     usleep(1000);
-  uint64_t signals = described(ex, "signals");
+  uint64_t signals = sstm_test_exec_counter(ex, "signals");
   sstm_exec_req_t hi = {.fn = ek_high, .priority = 3, .future = &hf};
   CHECK_OK(sstm_exec_submit(ex, &hi));
   /* The request stands in the region when the signal (the kick's, or the
    * polled mode's fallback) has been handled there: a signal delivered
    * after the region's end would find the body past its polled point. */
-  while (described(ex, "signals") == signals)
+  while (sstm_test_exec_counter(ex, "signals") == signals)
     usleep(1000);
   atomic_store_explicit(&ekp_stage, 2, memory_order_seq_cst);
   CHECK_OK(sstm_exec_wait(&hf));

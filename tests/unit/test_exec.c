@@ -555,15 +555,6 @@ static void fg_urgent(void *a) {
   atomic_store_explicit(&fg_urgent_ran, 1, memory_order_seq_cst);
 }
 
-static uint64_t described(sstm_exec_t *ex, const char *key) {
-  char buf[1024], k[64];
-  sstm_exec_describe(ex, buf, sizeof buf);
-  snprintf(k, sizeof k, " %s=", key);
-  const char *p = strstr(buf, k);
-  CHECK_NOT_NULL(p);
-  return strtoull(p + strlen(k), NULL, 10);
-}
-
 static void foreign_case(sstm_exec_preempt_t m) {
   init_lib();
   CHECK_OK(sstm_desc_create(&foreign));
@@ -575,12 +566,12 @@ static void foreign_case(sstm_exec_preempt_t m) {
   CHECK_OK(sstm_exec_submit(ex, &lo));
   while (atomic_load_explicit(&fg_stage, memory_order_seq_cst) != 1)
     usleep(1000);
-  uint64_t signals = described(ex, "signals");
+  uint64_t signals = sstm_test_exec_counter(ex, "signals");
   sstm_exec_req_t hi = {.fn = fg_urgent, .priority = 3, .future = &uf};
   CHECK_OK(sstm_exec_submit(ex, &hi));
   /* the signal (the kick's, or the fallback's) has reached the worker, in
    * the foreign transaction */
-  while (described(ex, "signals") == signals)
+  while (sstm_test_exec_counter(ex, "signals") == signals)
     usleep(1000);
   atomic_store_explicit(&fg_stage, 2, memory_order_seq_cst);
   CHECK_OK(sstm_exec_wait(&lf));
