@@ -412,7 +412,11 @@ SSTM_API int sstm_exec_wait(sstm_exec_future_t *f);
 SSTM_API bool sstm_exec_done(const sstm_exec_future_t *f);
 
 /** Mark a region of a request body where it must not be preempted (code
- * that holds a lock of its own, or talks to a device). Nests. A
+ * that holds a lock of its own, or talks to a device, or that a library
+ * calls back while it holds a lock: a pthread_once initialiser, a C++
+ * function-local static's initialiser, a fopencookie function, a
+ * dl_iterate_phdr callback; preempted there, the paused body keeps that
+ * lock, and a request that needs it blocks its worker). Nests. A
  * preemption requested meanwhile is served at the matching
  * sstm_exec_nopreempt_end(). An attempt that aborts (a restart, a cancel,
  * a conflict) closes the regions it opened, as it leaves their frames (a
