@@ -537,6 +537,14 @@ SSTM_API uint64_t sstm__load_slow(const void *addr, unsigned size) {
     load_bytes(tx, &v, addr, size);
     return v;
   }
+  /* An irrevocable attempt's read (the variant byte exactly: no flag, not
+   * sampled) is the plain load ((7.4): nobody else commits while it runs),
+   * here, before the dispatch's jump table and tx_load; the random-delay
+   * build keeps its delay point there. Not in the exported loads' fast
+   * path (load_entry), whose two copies' layout matters, nor in their
+   * cold path (load_general), whose size moves the code of a program
+   * linked statically after it: an irrevocable attempt is rare. */
+  if (var == SSTM_V_IRREV && !sstm__random_delay) return mem_load(addr, size);
   switch (size) {
   case 1: return dispatch_load(tx, addr, 1);
   case 2: return dispatch_load(tx, addr, 2);
