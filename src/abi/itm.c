@@ -359,11 +359,16 @@ static __attribute__((noinline)) void thread_setup(itm_thread_t *t) {
  * serial transaction holds serial_mu from before it raises serial_on until
  * after it lowers it, so the ones that see the flag wait on the mutex. */
 static pthread_mutex_t serial_mu = PTHREAD_MUTEX_INITIALIZER;
-/* Relaxed both ways: the ordering against other attempts is the heavy
- * fence inside sstm_quiesce() on the serial side, paired with the fence
- * after an attempt's ACTIVE store in the engine's begin on the other
- * (docs/design/itm.md (I3), docs/design/core.md (5.1)); the mutex orders
- * the rest. */
+/* Raised relaxed: the ordering against other attempts is the heavy fence
+ * inside sstm_quiesce() on the serial side, paired with the fence after an
+ * attempt's ACTIVE store in the engine's begin on the other
+ * (docs/design/itm.md (I3), docs/design/core.md (5.1)). Lowered with
+ * release, loaded with acquire: an attempt that finds it lowered again
+ * (it loaded the clock before the serial transaction's irrevocable begin
+ * set the flag there, and serial_on after serial_exit) reads after the
+ * serial body's plain stores, which are then no data race, and never
+ * before them, which is why the serial commit needs no grace period
+ * (I8.4). Both are plain moves on x86-64. The mutex orders the rest. */
 static _Atomic uint32_t serial_on;
 
 static void serial_enter(void) {
@@ -373,14 +378,15 @@ static void serial_enter(void) {
   /* (I3.2) Every attempt running now ends before this returns (its heavy
    * fence orders the store above before the scan of the running attempts);
    * an attempt that the scan missed began after the fence, and its own
-   * load of serial_on (outer_begin, itm_resumed) sees 1. */
+   * load of serial_on (outer_begin, itm_resumed) sees 1, or the 0 of
+   * serial_exit or a later value (I8.4). */
   int rc = sstm_quiesce();
   if (rc != 0) itm_fatal("waiting for the running transactions failed: %s", sstm_strerror(rc));
 }
 
 static void serial_exit(void) {
   serial_mine = false;
-  atomic_store_explicit(&serial_on, 0, memory_order_relaxed);
+  atomic_store_explicit(&serial_on, 0, memory_order_release); /* (I8.4) */
   pthread_mutex_unlock(&serial_mu);
 }
 
@@ -428,9 +434,10 @@ static inline itm_ret_t begun(itm_thread_t *t, sstm_ckpt_t *c, bool serial, uint
   t->undo_len = 0;
   t->cact_armed = false;
   t->nuact = 0;
-  /* (I3.1) Relaxed: the engine's begin stored ACTIVE and fenced before
-   * this load (a call, so the compiler keeps the order too). */
-  if (!serial && ITM_UNLIKELY(atomic_load_explicit(&serial_on, memory_order_relaxed)))
+  /* (I3.1) The engine's begin stored ACTIVE and fenced before this load
+   * (a call, so the compiler keeps the order too). acquire: pairs with
+   * serial_exit's release (I8.4). */
+  if (!serial && ITM_UNLIKELY(atomic_load_explicit(&serial_on, memory_order_acquire)))
     act |= ITM_BACK_OUT;
   return (itm_ret_t){c, act};
 }
@@ -514,7 +521,7 @@ __attribute__((visibility("hidden"))) itm_ret_t sstm__itm_resumed(int val, void 
     /* (I3.1) as in outer_begin: the restart began a new attempt (ACTIVE,
      * fenced) before it jumped here. An attempt a policy made irrevocable
      * needs not leave: the serial transaction's own begin waits for it. */
-    if (ITM_UNLIKELY(atomic_load_explicit(&serial_on, memory_order_relaxed)) &&
+    if (ITM_UNLIKELY(atomic_load_explicit(&serial_on, memory_order_acquire)) &&
         t->mode != MODE_SERIAL && !sstm_is_irrevocable())
       act |= ITM_BACK_OUT;
     return (itm_ret_t){t->ckpt, act};
@@ -583,8 +590,10 @@ ITM_API void _ITM_commitTransaction(void) {
   if (ITM_UNLIKELY(t->nscope != 0) && t->scope[t->nscope - 1].depth == t->depth) scope_close(t);
   /* (I8) An outermost commit of an attempt that wrote waits, after it, for
    * the transactions that may still see what it privatized. Decided here,
-   * while the attempt's redo log is there to look at. */
-  if (priv_on && t->depth == 1) t->priv_wait = attempt_wrote();
+   * while the attempt's redo log is there to look at. Not a serial one
+   * (I8.4): its begin's wait left no attempt that can see the data as it
+   * was before the body. */
+  if (priv_on && t->depth == 1) t->priv_wait = t->mode != MODE_SERIAL && attempt_wrote();
   /* A conflict restarts the outermost transaction from inside the commit:
    * it then resumes at its begin, with depth 1 again (and decides again
    * at its next commit). */

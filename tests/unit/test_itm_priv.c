@@ -238,6 +238,51 @@ TEST(without_the_setting_no_commit_waits) {
   sstm_test_fini();
 }
 
+/* ---- serial commits (I8.4) ----------------------------------------------------- */
+
+/* Not transaction_safe: a block that calls it runs serial (I3). */
+__attribute__((noinline)) void serial_touch(void) { V(other) = V(other) + 1; }
+static void serial_update(void) {
+  __transaction_relaxed {
+    serial_touch();
+    cell += 1;
+  }
+}
+
+/* The serial transaction's begin waits for a grace period (I3.2); its
+ * commit, which wrote, does not wait for another. */
+TEST(a_serial_commit_does_not_wait) {
+  init_with(true);
+  CHECK_EQ_U(calls_of(serial_update), 1); /* the begin's */
+  CHECK_EQ_U(calls_of(update), 1);        /* a revocable update still waits */
+  CHECK_EQ_I(V(cell), 2);
+  CHECK_EQ_I(V(other), 1);
+  sstm_test_fini();
+}
+
+/* The node unlinked by a serial block while the reader is held in flight:
+ * the reader is let go when the serial begin starts its wait (the
+ * interposed sstm_quiesce), which then waits for it, so it reads the value
+ * from before, and the plain write after the block, with no grace period
+ * of the commit's, comes after its end. Without the begin's wait the
+ * plain write would let it go and it would read -1. */
+__attribute__((noinline)) void serial_unlink(void) { V(head) = NULL; }
+TEST(a_serial_privatizing_commit_keeps_the_reader_out) {
+  init_with(true);
+  pthread_t th;
+  CHECK_EQ_I(pthread_create(&th, NULL, reader, NULL), 0);
+  while (!atomic_load_explicit(&reader_in, memory_order_acquire))
+    sched_yield();
+  __transaction_relaxed { serial_unlink(); }
+  write_privately(NULL);
+  CHECK_EQ_I(pthread_join(th, NULL), 0);
+  CHECK_EQ_I(reader_linked, 1);
+  CHECK_EQ_I(reader_saw, 7);
+  CHECK_EQ_I(V(the_node.data), -1);
+  CHECK_EQ_U(atomic_load_explicit(&quiesce_calls, memory_order_relaxed), 1); /* the begin's */
+  sstm_test_fini();
+}
+
 /* ---- a restart while a serial transaction waits (I3.1) ----------------------- */
 
 /* An attempt that restarts after a serial transaction has raised its flag
