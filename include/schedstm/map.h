@@ -91,7 +91,11 @@
  * Pinning uses pthread_setaffinity_np() with one CPU per thread. A thread
  * whose PU is not in the CPUs the process was allowed at sstm_init() is
  * given that whole set instead (counted in pin_fallbacks); un-pinning gives
- * every thread that set back.
+ * every thread that set back, also a thread that has left
+ * (sstm_thread_exit()) and lives on, if its affinity is still the one CPU
+ * the library gave it (one the program set since stands). sstm_shutdown()
+ * does the same for its caller and for every such thread: no thread stays
+ * pinned by a library that has shut down.
  */
 #ifndef SCHEDSTM_MAP_H
 #define SCHEDSTM_MAP_H

@@ -231,9 +231,45 @@ static void pin_why(map_thread_t *t, int pu, bool force, const char *why) {
 
 static void pin(map_thread_t *t, int pu) { pin_why(t, pu, false, pu < 0 ? "unpin" : "map"); }
 
+/* Give thread t, which holds an index but is not registered now (it left
+ * by sstm_thread_exit, and may have ended), the allowed set back if it is
+ * still pinned where the library put it; why: "unpin", "shutdown". Its
+ * pthread_t may name a thread that has ended and whose memory is gone, so
+ * this goes by its tid, and only while that is a thread of this process
+ * (tgkill with no signal finds it) whose affinity is still the one CPU it
+ * was pinned to: an affinity the program set since stands. (A tid reused
+ * since by a new thread of this process that the program pinned to that
+ * very CPU would get the set too: it would need the thread to end and the
+ * tid to come back within the program's own pinning of the new one.)
+ * Either way the record says not pinned. */
+static void unpin_left(map_thread_t *t, const char *why) {
+  int cpu = atomic_load_explicit(&t->cpu, memory_order_relaxed);
+  t->pu = -1;
+  if (cpu < 0 || !M.pinning) return;
+  atomic_store_explicit(&t->cpu, -1, memory_order_relaxed);
+  cpu_set_t cur, set = M.allowed;
+  if (syscall(SYS_tgkill, getpid(), t->tid, 0) != 0 ||
+      sched_getaffinity(t->tid, sizeof cur, &cur) != 0 || CPU_COUNT(&cur) != 1 ||
+      !CPU_ISSET(cpu, &cur))
+    return; /* ended, or its affinity is the program's now */
+  uint64_t t0 = M.log ? now_ns() : 0;
+  if (sched_setaffinity(t->tid, sizeof set, &set) != 0) {
+    inc(&M.pin_errors);
+    return;
+  }
+  log_pin(t0, M.log ? now_ns() : 0, t->tid, -1, why);
+  inc(&M.unpins);
+}
+
+/* Every thread the mapping pinned gets the allowed set back: the
+ * registered ones, and those that left and may come back (left pinned,
+ * they would run pinned while mapping is off once they register again). */
 static void unpin_all(void) {
   for (unsigned s = 0; s < M.order; s++)
-    if (LIVE(&M.th[s])) pin(&M.th[s], -1);
+    if (LIVE(&M.th[s]))
+      pin(&M.th[s], -1);
+    else if (M.th[s].used)
+      unpin_left(&M.th[s], "unpin");
   SET(M.applied, false);
 }
 
@@ -769,6 +805,13 @@ static void map_fini(void) {
     uint64_t t0 = M.log ? now_ns() : 0;
     if (pthread_setaffinity_np(pthread_self(), sizeof set, &set) == 0)
       log_pin(t0, M.log ? now_ns() : 0, (pid_t)syscall(SYS_gettid), -1, "shutdown");
+    /* So may the others that registered and live on (every thread has
+     * unregistered by now): no thread keeps a pin of a library that is no
+     * longer there, which an sstm_init with strategy none would leave for
+     * good. */
+    map_thread_t *me = self_thread();
+    for (unsigned s = 0; s < M.order; s++)
+      if (M.th[s].used && &M.th[s] != me) unpin_left(&M.th[s], "shutdown");
   }
   pthread_mutex_unlock(&M.lock);
   /* API calls of threads the library does not follow (a monitor reading

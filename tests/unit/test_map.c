@@ -15,7 +15,10 @@
  *    mapping disabled, reported; a PU outside the allowed set falls back
  *    to the whole set;
  *  - re-mapping with hysteresis: applied after a phase change when the
- *    predicted gain exceeds map_gain_pct, kept otherwise.
+ *    predicted gain exceeds map_gain_pct, kept otherwise;
+ *  - threads that left (sstm_thread_exit) and live on: un-pinned when
+ *    mapping turns off, and at sstm_shutdown (an affinity the program set
+ *    since stands).
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -1293,4 +1296,155 @@ TEST(queries_while_the_library_shuts_down_and_starts_again) {
   atomic_store_explicit(&q_stop, 1, memory_order_relaxed); /* a flag: the join orders the rest */
   CHECK_EQ_I(pthread_join(q, NULL), 0);
   rm_dir(dir);
+}
+
+/* ---- pins left on threads that left ---- */
+
+/* A thread that registers, works, leaves (sstm_thread_exit) and lives on,
+ * stepped by the main thread through `gate`: each step between two waits. */
+typedef struct leaver {
+  pthread_t th;
+  work_t w;
+  pthread_barrier_t *gate;
+  unsigned slot;
+  bool again;  /* register a second time after the main thread's step */
+  int own_cpu; /* >= 0: after leaving, pin itself there (the program's own choice) */
+} leaver_t;
+
+static void *leaver_main(void *p) {
+  leaver_t *k = p;
+  CHECK_OK(sstm_thread_init());
+  k->slot = sstm_desc_slot(sstm_self());
+  pthread_barrier_wait(k->gate); /* registered */
+  run_work(&k->w);
+  pthread_barrier_wait(k->gate); /* worked: the main thread evaluates */
+  pthread_barrier_wait(k->gate);
+  CHECK_OK(sstm_thread_exit());
+  if (k->own_cpu >= 0) {
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(k->own_cpu, &one);
+    CHECK_EQ_I(pthread_setaffinity_np(pthread_self(), sizeof one, &one), 0);
+  }
+  pthread_barrier_wait(k->gate); /* left, alive: the main thread's step */
+  pthread_barrier_wait(k->gate);
+  if (k->again) {
+    CHECK_OK(sstm_thread_init());
+    k->slot = sstm_desc_slot(sstm_self());
+    pthread_barrier_wait(k->gate); /* registered again: the main thread reads */
+    pthread_barrier_wait(k->gate);
+    CHECK_OK(sstm_thread_exit());
+  }
+  return NULL;
+}
+
+static void start_leaver(leaver_t *k) {
+  CHECK_EQ_I(pthread_create(&k->th, NULL, leaver_main, k), 0);
+}
+
+/* The CPU the thread t may run on alone, -1 if more than one. */
+static int only_cpu(pthread_t t) {
+  cpu_set_t a = affinity_of(t);
+  if (CPU_COUNT(&a) != 1) return -1;
+  for (int c = 0; c < CPU_SETSIZE; c++)
+    if (CPU_ISSET(c, &a)) return c;
+  return -1;
+}
+
+/* The threads a static strategy pinned and that left, still alive, get
+ * the process's CPU set back at sstm_shutdown(), as its caller does: no
+ * thread keeps a pin of a library that is no longer there (sstm_init
+ * again with strategy none would leave it so for good). One that the
+ * program pinned itself after it left keeps the program's choice.
+ * Fails if map_fini restores the caller alone (both checks of the first
+ * worker) or resets every thread whatever its affinity (the second). */
+TEST(shutdown_gives_the_threads_it_pinned_their_set_back) {
+  need_two_cores();
+  cpu_set_t before = affinity_of(pthread_self());
+  sstm_config_t c;
+  base_config(&c, SSTM_MAP_STRATEGY_COMPACT);
+  init_with(&c);
+  pthread_barrier_t gate;
+  pthread_barrier_init(&gate, NULL, 3);
+  leaver_t k[2] = {{.w = {.a = words[4], .b = words[5], .n = 10}, .gate = &gate, .own_cpu = -1},
+                   {.w = {.a = words[6], .b = words[7], .n = 10}, .gate = &gate, .own_cpu = -1}};
+  start_leaver(&k[0]);
+  start_leaver(&k[1]);
+  pthread_barrier_wait(&gate); /* both registered: indices 0 and 1 */
+  int pinned[2];
+  for (int i = 0; i < 2; i++) {
+    pinned[i] = only_cpu(k[i].th);
+    CHECK_GE_I(pinned[i], 0);
+  }
+  CHECK_NE_I(pinned[0], pinned[1]);
+  /* The second worker pins itself, after leaving, to the first one's CPU. */
+  k[1].own_cpu = pinned[0];    /* read after the barriers below */
+  pthread_barrier_wait(&gate); /* worked */
+  pthread_barrier_wait(&gate);
+  pthread_barrier_wait(&gate); /* left, alive */
+  CHECK_EQ_I(only_cpu(k[0].th), pinned[0]);
+  CHECK_EQ_I(only_cpu(k[1].th), pinned[0]);
+  CHECK_OK(sstm_shutdown());
+  cpu_set_t a0 = affinity_of(k[0].th);
+  CHECK_MSG(CPU_EQUAL(&a0, &before), "a thread the library pinned keeps CPU %d after shutdown",
+            only_cpu(k[0].th));
+  CHECK_EQ_I(only_cpu(k[1].th), pinned[0]); /* the program's own pin stands */
+  cpu_set_t me = affinity_of(pthread_self());
+  CHECK_TRUE(CPU_EQUAL(&me, &before));
+  pthread_barrier_wait(&gate); /* released */
+  for (int i = 0; i < 2; i++)
+    CHECK_EQ_I(pthread_join(k[i].th, NULL), 0);
+  pthread_barrier_destroy(&gate);
+}
+
+/* stmap's un-pinning (the heuristic turned mapping off) reaches the
+ * threads it pinned that have left since (sstm_thread_exit) and live on,
+ * not only the registered ones: such a thread registering again would
+ * otherwise run pinned while mapping is off, until the next mapping moves
+ * it. Fails if unpin_all skips the threads that are not registered. */
+TEST(stmap_unpins_a_pinned_thread_that_left_when_mapping_turns_off) {
+  need_two_cores();
+  cpu_set_t before = affinity_of(pthread_self());
+  init_evaluated_by_hand(SSTM_MAP_STRATEGY_STMAP, NULL);
+  pthread_barrier_t gate;
+  pthread_barrier_init(&gate, NULL, 2);
+  /* Each transaction aborts twice (user restarts) before it commits:
+   * aborts > commits, mapping on. */
+  leaver_t k = {.w = {.a = words[0], .b = words[1], .n = 200, .restarts = 2},
+                .gate = &gate,
+                .again = true,
+                .own_cpu = -1};
+  start_leaver(&k);
+  pthread_barrier_wait(&gate); /* registered */
+  work_t mine = {.a = words[0], .b = words[1], .n = 200, .restarts = 2};
+  run_work(&mine);
+  pthread_barrier_wait(&gate); /* worked */
+  CHECK_EQ_I(sstm_map_evaluate(), 1);
+  sstm_map_stats_t s;
+  CHECK_OK(sstm_map_stats_get(&s));
+  CHECK_TRUE(s.applied);
+  CHECK_GE_I(only_cpu(k.th), 0);
+  pthread_barrier_wait(&gate);
+  pthread_barrier_wait(&gate);   /* left, alive */
+  CHECK_GE_I(only_cpu(k.th), 0); /* leaving keeps the pin (its index keeps its place) */
+  /* A window with neither aborts nor commits: off, and every thread the
+   * mapping pinned unpinned, the one that left too. */
+  CHECK_EQ_I(sstm_map_evaluate(), 0);
+  CHECK_OK(sstm_map_stats_get(&s));
+  CHECK_FALSE(s.applied);
+  cpu_set_t a = affinity_of(k.th);
+  CHECK_MSG(CPU_EQUAL(&a, &before), "the thread that left keeps CPU %d with mapping off",
+            only_cpu(k.th));
+  CHECK_EQ_U(s.unpins, 2);
+  pthread_barrier_wait(&gate);
+  pthread_barrier_wait(&gate); /* registered again */
+  a = affinity_of(k.th);
+  CHECK_TRUE(CPU_EQUAL(&a, &before));
+  int cpu = -2;
+  CHECK_OK(sstm_map_thread_cpu(k.slot, &cpu, NULL, NULL));
+  CHECK_EQ_I(cpu, -1);
+  pthread_barrier_wait(&gate); /* released */
+  CHECK_EQ_I(pthread_join(k.th, NULL), 0);
+  pthread_barrier_destroy(&gate);
+  sstm_test_fini();
 }
