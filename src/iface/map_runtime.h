@@ -35,4 +35,11 @@ typedef struct sstm_map_runtime {
 
 extern const sstm_map_runtime_t sstm__map_runtime;
 
+/* Test seam (tests/internal/map_fork.c): when not NULL, the thread that
+ * loads the topology in the background (stmap, detect: a cache miss) calls
+ * it before it loads anything. A plain pointer read without
+ * synchronisation: set it before sstm_init() and clear it after
+ * sstm_shutdown(). Never set by the library. */
+extern void (*sstm__map_loader_seam)(void);
+
 #endif /* SSTM_IFACE_MAP_RUNTIME_H */

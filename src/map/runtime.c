@@ -100,6 +100,7 @@ static struct {
    * loader thread writes loaded, load_rc, load_err and topo_note, and the
    * thread that joins it (topo_wait, M.lock) installs the result. */
   bool loading;                              /* M.lock: a loader thread to join */
+  bool loader_lost;                          /* M.lock: ... that fork() left in the parent */
   pthread_t loader;                          /* M.lock */
   sstm_topo_t *loaded;                       /* the loader's result, read after the join */
   int load_rc;                               /* likewise */
@@ -348,6 +349,8 @@ out:
   return changed;
 }
 
+static void topo_load(void);
+
 /* Install the topology of the background load (M.lock held), waiting for
  * the loader if it still runs: the first evaluation of stmap needs it. The
  * loader takes no lock, so joining it under M.lock cannot deadlock. A
@@ -356,10 +359,20 @@ out:
  * in sstm_describe). block false: only if the loader has finished. */
 static void topo_wait(bool block) {
   if (!M.loading) return;
-  if (block)
+  if (M.loader_lost) {
+    /* A child of fork(): the loader is a thread of the parent's, which
+     * this process does not have (joining it returned at once, with no
+     * topology). The child loads the topology itself, once; whatever the
+     * parent's loader had got when the process forked goes. */
+    M.loader_lost = false;
+    sstm__topo_free(M.loaded);
+    M.loaded = NULL;
+    topo_load();
+  } else if (block) {
     pthread_join(M.loader, NULL);
-  else if (pthread_tryjoin_np(M.loader, NULL) != 0)
+  } else if (pthread_tryjoin_np(M.loader, NULL) != 0) {
     return; /* still loading */
+  }
   M.loading = false;
   if (M.load_rc == 0) {
     M.topo = M.loaded;
@@ -377,14 +390,38 @@ static void topo_wait(bool block) {
   atomic_store_explicit(&M.topo_ready, true, memory_order_release);
 }
 
-/* The loader thread: the topology from the cache or hwloc, off the
- * application's threads. */
-static void *topo_loader(void *arg) {
-  (void)arg;
+void (*sstm__map_loader_seam)(void);
+
+/* The loader's work: the topology from the cache or hwloc, into M.loaded,
+ * M.load_rc, M.load_err and M.topo_note. */
+static void topo_load(void) {
   M.load_rc = sstm__topo_load_system_cached(M.cache_dir, &M.loaded, M.topo_note, sizeof M.topo_note,
                                             M.load_err, sizeof M.load_err);
+}
+
+/* The loader thread: topo_load off the application's threads. */
+static void *topo_loader(void *arg) {
+  (void)arg;
+  if (sstm__map_loader_seam) sstm__map_loader_seam();
+  topo_load();
   return NULL;
 }
+
+/* fork(): no evaluation, registration or shutdown is halfway through M's
+ * state when the process forks (M.lock is held across it), and a child
+ * forked while the topology loads in the background knows that its loader
+ * is not there: the thread is the parent's (topo_wait loads it itself,
+ * release does not join it). Registered once per process, at the first
+ * sstm_init with a strategy. */
+static void fork_prepare(void) { pthread_mutex_lock(&M.lock); }
+static void fork_parent(void) { pthread_mutex_unlock(&M.lock); }
+static void fork_child(void) {
+  M.loader_lost = M.loading;
+  pthread_mutex_unlock(&M.lock);
+}
+static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
+static int fork_rc; /* pthread_atfork's result, read after pthread_once */
+static void fork_register(void) { fork_rc = pthread_atfork(fork_prepare, fork_parent, fork_child); }
 
 /* One evaluation: Equation 1, then for stmap the mapping. Returns the
  * decision. */
@@ -584,8 +621,8 @@ static void release(void) {
   if (M.hooks >= 0) sstm_hooks_remove(M.hooks);
   M.hooks = -1;
   if (M.loading) {
-    pthread_join(M.loader, NULL);
-    M.loading = false;
+    if (!M.loader_lost) pthread_join(M.loader, NULL); /* lost: a fork child's (topo_wait) */
+    M.loading = M.loader_lost = false;
     sstm__topo_free(M.loaded);
   }
   M.loaded = NULL;
@@ -634,7 +671,7 @@ static int map_init(const sstm_config_t *cfg, sstm_sample_fn *fn, unsigned *peri
   *fn = NULL;
   *period = 0;
   M.strategy = cfg->map;
-  M.detecting = M.pinning = M.simulated = M.loading = false;
+  M.detecting = M.pinning = M.simulated = M.loading = M.loader_lost = false;
   SET(M.single_core, false);
   SET(M.applied, false);
   atomic_store_explicit(&M.topo_ready, false, memory_order_relaxed);
@@ -644,6 +681,8 @@ static int map_init(const sstm_config_t *cfg, sstm_sample_fn *fn, unsigned *peri
   if (cfg->map == SSTM_MAP_STRATEGY_NONE) return 0;
   char err[256];
   int rc;
+  pthread_once(&fork_once, fork_register);
+  if (fork_rc != 0) return fail(SSTM_ENOMEM, "its fork handlers", strerror(fork_rc));
   if (sched_getaffinity(0, sizeof M.allowed, &M.allowed) != 0)
     return fail(SSTM_EINVAL, "sched_getaffinity", strerror(errno));
   sstm__topo_cpu_list(&M.allowed, M.allowed_list, sizeof M.allowed_list);
