@@ -407,21 +407,18 @@ static void *topo_loader(void *arg) {
   return NULL;
 }
 
-/* fork(): no evaluation, registration or shutdown is halfway through M's
- * state when the process forks (M.lock is held across it), and a child
- * forked while the topology loads in the background knows that its loader
- * is not there: the thread is the parent's (topo_wait loads it itself,
- * release does not join it). Registered once per process, at the first
- * sstm_init with a strategy. */
-static void fork_prepare(void) { pthread_mutex_lock(&M.lock); }
-static void fork_parent(void) { pthread_mutex_unlock(&M.lock); }
-static void fork_child(void) {
-  M.loader_lost = M.loading;
-  pthread_mutex_unlock(&M.lock);
-}
+/* fork(): the child of a process that has run sstm_init may call no
+ * schedstm function (schedstm/schedstm.h). One that does anyway, forked
+ * while the topology loads in the background, knows that its loader is
+ * not there: the thread is the parent's (topo_wait loads the topology
+ * itself, release does not join it). Nothing is done in the parent, whose
+ * fork() waits for nothing of the library's: a lock that another thread
+ * held at the fork stays held in the child, as the header says.
+ * Registered once per process, at the first sstm_init with a strategy. */
+static void fork_child(void) { M.loader_lost = M.loading; }
 static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
 static int fork_rc; /* pthread_atfork's result, read after pthread_once */
-static void fork_register(void) { fork_rc = pthread_atfork(fork_prepare, fork_parent, fork_child); }
+static void fork_register(void) { fork_rc = pthread_atfork(NULL, NULL, fork_child); }
 
 /* One evaluation: Equation 1, then for stmap the mapping. Returns the
  * decision. */

@@ -1,10 +1,14 @@
 /* SPDX-License-Identifier: MIT */
-/* Thread mapping across fork(): stmap and detect load the machine's
- * topology in a thread of the library's own (a cache miss, more than one
- * CPU allowed), which the first evaluation and sstm_shutdown() join. A
- * child forked while that thread runs has no such thread: joining it
- * there returned at once, and the child installed the topology the thread
- * never loaded (NULL): its first evaluation (stmap) or description
+/* Thread mapping across fork(). The child of a process that has run
+ * sstm_init may call no schedstm function (schedstm/schedstm.h); this
+ * checks that the most common way of doing it anyway (a fork soon after
+ * sstm_init, no other thread in the library) does not crash the child,
+ * and that the parent goes on unharmed. stmap and detect load the
+ * machine's topology in a thread of the library's own (a cache miss, more
+ * than one CPU allowed), which the first evaluation and sstm_shutdown()
+ * join. A child forked while that thread runs has no such thread: joining
+ * it there returned at once, and the child installed the topology the
+ * thread never loaded (NULL): its first evaluation (stmap) or description
  * (detect) crashed on it. The child loads the topology itself instead.
  * The loader is held in the seam sstm__map_loader_seam
  * (iface/map_runtime.h) until the child has been forked, so the
