@@ -189,11 +189,13 @@ TEST(conflicting_threads_all_commit_slice) { conflicting_threads("admit-slice");
 enum { G_A, G_B, G_C, G_N };
 static struct {
   _Atomic int tid[G_N];
-  _Atomic int go[G_N];       /* transactions it may run */
-  _Atomic int returned[G_N]; /* transactions whose sstm_run returned */
-  _Atomic int leave[G_N];    /* unregister and end */
-  _Atomic int hold[G_N];     /* its transaction waits inside until cleared */
-  _Atomic int inside[G_N];   /* ... and says it is there */
+  _Atomic int go[G_N];        /* transactions it may run */
+  _Atomic int returned[G_N];  /* transactions whose sstm_run returned */
+  _Atomic int leave[G_N];     /* unregister and end */
+  _Atomic int hold[G_N];      /* its transaction waits inside until cleared */
+  _Atomic int inside[G_N];    /* ... and says it is there */
+  _Atomic int cancel[G_N];    /* its transactions cancel (sstm_cancel) instead of committing */
+  _Atomic int cancelled[G_N]; /* transactions whose sstm_run returned SSTM_ECANCELED */
 } g;
 static uint64_t gword[G_N];
 
@@ -206,6 +208,7 @@ static void g_body(void *arg) {
     while (atomic_load_explicit(&g.hold[i], memory_order_seq_cst))
       sched_yield();
   }
+  if (atomic_load_explicit(&g.cancel[i], memory_order_seq_cst)) sstm_cancel();
 }
 
 static void *g_thread(void *arg) {
@@ -215,7 +218,11 @@ static void *g_thread(void *arg) {
   for (;;) {
     if (atomic_load_explicit(&g.returned[i], memory_order_seq_cst) <
         atomic_load_explicit(&g.go[i], memory_order_seq_cst)) {
-      CHECK_OK(sstm_run(NULL, g_body, arg));
+      int rc = sstm_run(NULL, g_body, arg);
+      if (rc == SSTM_ECANCELED && atomic_load_explicit(&g.cancel[i], memory_order_seq_cst))
+        atomic_fetch_add_explicit(&g.cancelled[i], 1, memory_order_seq_cst);
+      else
+        CHECK_OK(rc);
       atomic_fetch_add_explicit(&g.returned[i], 1, memory_order_seq_cst);
     } else if (atomic_load_explicit(&g.leave[i], memory_order_seq_cst)) {
       break;
@@ -263,7 +270,8 @@ static void g_end_counted(pthread_t *th, uint64_t waits, uint64_t timeouts) {
     CHECK_EQ_I(pthread_join(th[i], NULL), 0);
   for (int i = 0; i < G_N; i++)
     CHECK_EQ_U(tx_load_u64(&gword[i]),
-               (uint64_t)atomic_load_explicit(&g.returned[i], memory_order_seq_cst));
+               (uint64_t)(atomic_load_explicit(&g.returned[i], memory_order_seq_cst) -
+                          atomic_load_explicit(&g.cancelled[i], memory_order_seq_cst)));
   sstm_stats_t st;
   CHECK_OK(sstm_stats_aggregate(&st));
   CHECK_EQ_U(st.cm_stats[2], waits);    /* admission waits */
@@ -339,6 +347,37 @@ TEST(admit_holds_the_place_for_one_transaction) {
   await_returned(G_A, 5);
   atomic_store_explicit(&g.go[G_B], 5, memory_order_seq_cst);
   await_returned(G_B, 5);
+  g_start(&th[G_C], G_C, 0);
+  g_end(th, 1); /* waits: B's first begin */
+}
+
+/* admit: the place is the transaction's, and a cancel ends the
+ * transaction as a commit does: it gives the place back (admit_abort). No
+ * bound: a place kept by the cancelled transaction leaves the waiter
+ * asleep for ever, and the watchdog fails the test (the mutation: no
+ * gate_exit on SSTM_ABORT_USER_CANCEL). */
+TEST(admit_gives_the_place_back_when_the_transaction_is_cancelled) {
+  g_setup("admit", 0);
+  pthread_t th[G_N];
+  /* A's transaction is admitted at its begin, runs on, then cancels */
+  atomic_store_explicit(&g.hold[G_A], 1, memory_order_seq_cst);
+  atomic_store_explicit(&g.cancel[G_A], 1, memory_order_seq_cst);
+  g_start(&th[G_A], G_A, 1);
+  while (!atomic_load_explicit(&g.inside[G_A], memory_order_seq_cst))
+    sched_yield();
+  /* B begins meanwhile: asleep at its begin */
+  g_start(&th[G_B], G_B, 1);
+  await_asleep(G_B);
+  CHECK_EQ_I(atomic_load_explicit(&g.returned[G_B], memory_order_seq_cst), 0);
+  /* A's cancel gives the place back: B runs */
+  atomic_store_explicit(&g.hold[G_A], 0, memory_order_seq_cst);
+  await_returned(G_B, 1);
+  CHECK_EQ_I(atomic_load_explicit(&g.cancelled[G_A], memory_order_seq_cst), 1);
+  /* A, its cancels done, commits again without waiting: no place left
+   * held by anyone */
+  atomic_store_explicit(&g.cancel[G_A], 0, memory_order_seq_cst);
+  atomic_store_explicit(&g.go[G_A], 3, memory_order_seq_cst);
+  await_returned(G_A, 3);
   g_start(&th[G_C], G_C, 0);
   g_end(th, 1); /* waits: B's first begin */
 }
