@@ -74,6 +74,23 @@ static uint64_t gen_read(_Atomic uint64_t *w) {
   return atomic_load_explicit(w, memory_order_acquire);
 }
 
+/* Under the lock, after a push: whether an idle worker is left that no
+ * other push has woken (ex->waking); if so it is claimed for this push and
+ * the work generation bumped, and the caller wakes one sleeper after its
+ * unlock. A worker woken but not yet back at the lock still counts as idle;
+ * it pops one entry when it is back, so a second push that found it idle
+ * and woke it again would be served by nobody until some worker ends or
+ * pauses its transaction. Claimed, it is not counted twice: the second
+ * push asks a running worker instead (submit). A worker that comes back
+ * from its wait for another reason (another wake, the drain, a spurious
+ * return) drops a claim too: it pops as well. */
+static bool claim_sleeper(struct sstm_exec *ex) {
+  if (ex->idle <= ex->waking) return false;
+  ex->waking++;
+  gen_bump(&ex->work_gen);
+  return true;
+}
+
 /* ---- configuration ---- */
 
 int sstm_exec_config_default_sized(sstm_exec_config_t *cfg, size_t size) {
@@ -171,6 +188,7 @@ static int check_cfg(const sstm_exec_config_t *c) {
 _Atomic(void (*)(void)) sstm__x_test_taken;
 _Atomic(void (*)(void)) sstm__x_test_woken;
 _Atomic(void (*)(void)) sstm__x_test_queued;
+_Atomic(void (*)(void)) sstm__x_test_idle_woken;
 
 /* An ask (a kick or a nudge, recorded in w->want) may reach a worker
  * after it took its context under the queue lock and before the
@@ -292,6 +310,25 @@ static void pause_current(sstm_xworker_t *w, sstm_xctx_t *c) {
    * code. w is stale from here on. */
 }
 
+/* Under the lock, for a check whose transaction runs at prio with top
+ * (above prio) the queue's highest level: whether it switches. A check
+ * from a tick alone (want INT_MAX) switches for anything above it. A check
+ * asked for by requests (want their lowest priority) switches for one of
+ * them or a higher one, and for any request still waiting (a cold entry)
+ * above its transaction; it declines only when what waits above it is
+ * paused transactions below `want` (promoted while paused, say, when
+ * another worker took the request that asked: switching to one would only
+ * pause this one as well). Why not `want` alone: the request this worker
+ * was asked for is not always the one left for it. A sleeper woken for
+ * request A and claimed by it pops the higher of A and a request B that
+ * asked this worker (claim_sleeper); when A is the lower one, B is gone and
+ * A waits, below `want`. A check that loaded `want` before a nudge lowered
+ * it finds the nudge's request here all the same (executor.md, "Two
+ * submissions and one sleeper"). */
+static bool asked_for(const sstm_xq_t *q, int top, int want, int prio) {
+  return want == INT_MAX || top >= want || sstm__xq_top_cold(q) > prio;
+}
+
 void sstm__x_preemption_check(void) {
   sstm_xworker_t *w = sstm__xp_self();
   if (!w) return;
@@ -322,15 +359,10 @@ void sstm__x_preemption_check(void) {
   atomic_fetch_add_explicit(&w->checks, 1, memory_order_relaxed);
   int top = sstm__xq_top(&ex->q);
   if (top <= (int)c->prio) return;
-  /* Asked by requests (and not by a tick alone): switch only for one of
-   * them or a higher one. Every worker below an urgent request is asked
-   * (the victim by its mode, the others nudged); when another one took
-   * the request, what is left on top may be a transaction promoted while
-   * paused, and switching to it would only pause this one as well. */
-  if (want != INT_MAX && top < want) return;
   if (ex->cfg.preempt == SSTM_EXEC_PREEMPT_CHECK_ONLY) {
     /* Ticks without preemption: everything up to here ran as it would
-     * have to switch; the switch alone is left out. */
+     * have to switch; the switch alone is left out. (Nobody asks in this
+     * mode, so `want` is INT_MAX and the tick's check would switch.) */
     atomic_fetch_add_explicit(&w->declined, 1, memory_order_relaxed);
     return;
   }
@@ -360,7 +392,7 @@ void sstm__x_preemption_check(void) {
    * before, which resumes this transaction at once. */
   sstm__xq_lock(&ex->q);
   top = sstm__xq_top(&ex->q);
-  if (top <= (int)c->prio || (want != INT_MAX && top < want)) {
+  if (top <= (int)c->prio || !asked_for(&ex->q, top, want, (int)c->prio)) {
     sstm__xq_unlock(&ex->q);
     return;
   }
@@ -603,8 +635,7 @@ static void run_ctx(sstm_xworker_t *w, sstm_xctx_t *c) {
     c->t_pause = now;
     sstm__xq_lock(&ex->q);
     sstm__xq_push(&ex->q, &c->node, c->prio, true);
-    bool wake = ex->idle > 0;
-    if (wake) gen_bump(&ex->work_gen);
+    bool wake = claim_sleeper(ex);
     sstm__xq_unlock(&ex->q);
     if (wake) fx_wake(&ex->work_gen, 1);
   } else {
@@ -623,20 +654,25 @@ static void *worker_main(void *p) {
   fx_wake((_Atomic uint64_t *)&ex->started, 1);
   for (;;) {
     sstm__xq_lock(&ex->q);
-    sstm_xq_node_t *n = sstm__xq_pop(&ex->q, NULL, NULL);
-    if (!n) {
-      if (ex->stopping && ex->pending == 0) {
-        sstm__xq_unlock(&ex->q);
-        break;
-      }
+    sstm_xq_node_t *n;
+    /* Back from a wait, the worker pops in the same critical section in
+     * which it stops counting as idle (and drops a claim): no submitter
+     * finds it neither idle nor with a context. */
+    while (!(n = sstm__xq_pop(&ex->q, NULL, NULL))) {
+      if (ex->stopping && ex->pending == 0) break;
       ex->idle++;
       uint64_t g = gen_read(&ex->work_gen);
       sstm__xq_unlock(&ex->q);
       fx_wait(&ex->work_gen, g);
+      void (*seam)(void) = atomic_load_explicit(&sstm__x_test_idle_woken, memory_order_relaxed);
+      if (seam) seam();
       sstm__xq_lock(&ex->q);
       ex->idle--;
+      if (ex->waking) ex->waking--;
+    }
+    if (!n) {
       sstm__xq_unlock(&ex->q);
-      continue;
+      break;
     }
     took(w, (sstm_xctx_t *)n);
     sstm__xq_unlock(&ex->q);
@@ -1036,13 +1072,14 @@ static int submit(struct sstm_exec *ex, const sstm_exec_req_t *req, bool wait, c
    * and put it back on the free list for another submission to reuse. */
   const int prio = (int)c->prio;
   sstm__xq_push(&ex->q, &c->node, c->prio, false);
-  bool wake = ex->idle > 0;
+  /* A sleeper that another push has woken already is that push's: it pops
+   * one entry, the higher of the two, and this request then needs a
+   * running worker like any other (claim_sleeper). */
+  bool wake = claim_sleeper(ex);
   sstm_xworker_t *v = NULL;
   bool v_waits = false, ask = false;
-  if (wake) {
-    gen_bump(&ex->work_gen);
-  } else if (ex->cfg.preempt == SSTM_EXEC_PREEMPT_SIGNAL ||
-             ex->cfg.preempt == SSTM_EXEC_PREEMPT_POLL) {
+  if (!wake &&
+      (ex->cfg.preempt == SSTM_EXEC_PREEMPT_SIGNAL || ex->cfg.preempt == SSTM_EXEC_PREEMPT_POLL)) {
     ask = true;
     v = victim(ex, c->prio, &v_waits);
   }
@@ -1079,11 +1116,13 @@ static int submit(struct sstm_exec *ex, const sstm_exec_req_t *req, bool wait, c
      * has just switched costs one needless check.
      * Also when there is no victim because every worker below the
      * request is `kicked` already: a kicked worker's check is pending for
-     * an earlier request, and may decline this one (below its `want`), or
-     * have loaded `want` already, unless it is asked again: the release in
-     * sstm__xp_want orders the lowered `want` before the nudge's release
-     * flag, so the check that consumes the flag (acquire) sees it, and the
-     * flag stays in the variant byte until a check that comes after it. */
+     * an earlier request, and its lock-free peek may have missed this
+     * push (asked_for decides under the lock, where this request is seen
+     * whatever the check's `want`), unless it is asked again: the release
+     * in sstm__xp_want orders the lowered `want` before the nudge's
+     * release flag, so the check that consumes the flag (acquire) sees it
+     * and this push, and the flag stays in the variant byte until a check
+     * that comes after it. */
     for (unsigned i = 0; i < ex->nworkers; i++) {
       sstm_xworker_t *o = &ex->workers[i];
       int p = atomic_load_explicit(&o->cur_prio, memory_order_relaxed);

@@ -82,9 +82,10 @@ typedef struct sstm_xworker {
    * context, the polled flag was overwritten by the attempt's begin) is
    * not lost: the context re-asks itself from `want` once the attempt runs
    * (exec.c, reask). A check
-   * asked for by requests switches only for one of them or a higher one,
-   * not for a transaction promoted while paused that the request's arrival
-   * has nothing to do with (see sstm__x_preemption_check). */
+   * asked for by requests switches for one of them or a higher one, or for
+   * any request not yet started that waits above its transaction, not for
+   * a transaction promoted while paused that the request's arrival has
+   * nothing to do with (exec.c, asked_for). */
   _Atomic int want;
   /* The entry a preemption check took from the queue for this worker to
    * run after the paused context is queued; NULL otherwise. This worker's
@@ -162,7 +163,13 @@ struct sstm_exec {
    * is admitted only while nfree > hold[p]; hold[levels - 1] is 0 and hold
    * does not increase with p. Set at creation, read under (q). */
   unsigned hold[SSTM_EXEC_MAX_LEVELS];
-  unsigned idle;    /* (q) workers asleep or about to sleep */
+  unsigned idle; /* (q) workers asleep or about to sleep */
+  /* (q) Of the idle workers, those claimed: woken for an entry queued
+   * (a submission, a paused context) and not yet back at the queue lock,
+   * where each pops. A push wakes a worker only while idle > waking;
+   * otherwise a submission asks a running worker (executor.md, "two
+   * submissions and one sleeper"). waking <= idle. */
+  unsigned waking;
   uint64_t pending; /* (q) accepted and not ended */
   bool stopping;    /* (q) sstm_exec_destroy() has begun */
   /* Futex words, bumped under the lock by whoever changes what a waiter
@@ -234,6 +241,10 @@ extern _Atomic(void (*)(void)) sstm__x_test_taken;
  * submitter that waited for a context, right after its futex wait
  * returned and before it takes the queue lock again. relaxed, as above. */
 extern _Atomic(void (*)(void)) sstm__x_test_woken;
+/* Test seam (tests/internal/exec_ask.c): when not NULL, called by a worker
+ * whose futex wait for work returned, before it takes the queue lock again
+ * (it still counts as idle). relaxed, as above. */
+extern _Atomic(void (*)(void)) sstm__x_test_idle_woken;
 /* Test seam (tests/internal/exec_destroy.c): when not NULL, called by a
  * submitter that waited for a context and took one, right after it dropped
  * the queue lock and before it asks a worker to preempt. relaxed, as

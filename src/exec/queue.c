@@ -92,3 +92,13 @@ int sstm__xq_hot_level(const sstm_xq_t *q, const sstm_xq_node_t *n) {
   }
   return -1;
 }
+
+int sstm__xq_top_cold(const sstm_xq_t *q) {
+  uint64_t b = atomic_load_explicit(&q->bitmap, memory_order_relaxed); /* under the lock */
+  while (b) {
+    unsigned lv = 63u - (unsigned)__builtin_clzll(b);
+    if (q->cold[lv].head) return (int)lv;
+    b &= ~(1ull << lv);
+  }
+  return -1;
+}

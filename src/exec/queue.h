@@ -65,6 +65,9 @@ bool sstm__xq_remove(sstm_xq_t *q, sstm_xq_node_t *n, unsigned level, bool hot);
 /* With the lock held: the level whose hot list holds n, or -1. A walk of
  * the hot lists of the non-empty levels. */
 int sstm__xq_hot_level(const sstm_xq_t *q, const sstm_xq_node_t *n);
+/* With the lock held: the highest level whose cold list (submitted, not
+ * started) has an entry, or -1. A walk down the non-empty levels. */
+int sstm__xq_top_cold(const sstm_xq_t *q);
 /* With the lock held: whether level's hot list has an entry. */
 static inline bool sstm__xq_has_hot(const sstm_xq_t *q, unsigned level) {
   return q->hot[level].head != NULL;

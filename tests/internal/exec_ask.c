@@ -28,8 +28,11 @@
 #define _GNU_SOURCE
 #include <sched.h>
 #include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 
 #include <schedstm/exec.h>
 
@@ -228,10 +231,163 @@ static void run_kicked(sstm_exec_preempt_t m) {
   sstm_shutdown();
 }
 
+/* ---- two submissions and one sleeper ----
+ *
+ * Two workers: Y runs `low` (priority 0), X sleeps in its wait for work.
+ * Request A is submitted and wakes X; X is held by the seam
+ * sstm__x_test_idle_woken after its wait returned and before it takes the
+ * queue lock again, so that it still counts as idle. Then request B is
+ * submitted. X, let go, pops the higher of the two and holds its worker
+ * until the other one has run (or `low` is done); only Y can run the other
+ * one, by switching `low` out. So B must ask Y although a worker is idle:
+ * that idle worker is claimed by A already. And Y's check, asked for B,
+ * must switch for the request that is left, whichever X took: when A is
+ * the lower one (a_prio 1, b_prio 2) Y was asked for B's 2 and finds A's
+ * 1 on top. `low` starts reading only once X has taken its request, so
+ * that the order is fixed: X pops first, Y's check comes after.
+ *
+ * Before the fix B found the sleeper idle, woke it again and asked nobody;
+ * `low` read to its end and the request that X did not take waited behind
+ * a priority-0 transaction. An order, not a time: `low` reads until the
+ * second request has run or a count of reads is done. */
+
+static _Atomic int s_stage;  /* 1 armed, 2 X held in the seam, 3 let go */
+static _Atomic int low_go;   /* `low` may read */
+static _Atomic int pair_run; /* of A and B, how many have started */
+static _Atomic int second_ran, low_done;
+static _Atomic(sstm_xworker_t *) low_worker;
+
+static void idle_held(void) {
+  int one = 1;
+  /* acq_rel, acquire: as in held() */
+  if (!atomic_compare_exchange_strong_explicit(&s_stage, &one, 2, memory_order_acq_rel,
+                                               memory_order_relaxed))
+    return;
+  while (atomic_load_explicit(&s_stage, memory_order_acquire) != 3)
+    sched_yield();
+}
+
+typedef struct sleeper_low {
+  unsigned reads;
+  int saw_second;
+} sleeper_low_t;
+
+static void sleeper_low_body(void *a) {
+  sleeper_low_t *l = a;
+  l->saw_second = 0;
+  /* release: the main thread reads which worker this is */
+  atomic_store_explicit(&low_worker, sstm__xp_self(), memory_order_release);
+  while (!atomic_load_explicit(&low_go, memory_order_acquire))
+    sched_yield();
+  for (unsigned i = 0; i < l->reads; i++) {
+    (void)sstm_load_u64(&cell);
+    if (atomic_load_explicit(&second_ran, memory_order_acquire)) {
+      l->saw_second = 1;
+      return;
+    }
+  }
+  atomic_store_explicit(&low_done, 1, memory_order_release);
+}
+
+/* A or B: the first to start holds its worker until the second has run or
+ * `low` is done; the second says it ran. */
+static void pair_body(void *a) {
+  (void)a;
+  (void)sstm_load_u64(&cell);
+  if (atomic_fetch_add_explicit(&pair_run, 1, memory_order_acq_rel) == 0) {
+    while (!atomic_load_explicit(&second_ran, memory_order_acquire) &&
+           !atomic_load_explicit(&low_done, memory_order_acquire))
+      sched_yield();
+  } else {
+    atomic_store_explicit(&second_ran, 1, memory_order_release);
+  }
+}
+
+/* Whether thread tid is blocked in a futex call on the word at addr (the
+ * first argument in /proc/self/task/TID/syscall). */
+static bool in_futex_on(int tid, const void *addr) {
+  char path[64], buf[128];
+  snprintf(path, sizeof path, "/proc/self/task/%d/syscall", tid);
+  FILE *f = fopen(path, "r");
+  CHECK_NOT_NULL(f);
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  fclose(f);
+  buf[n] = 0;
+  char *end;
+  long nr = strtol(buf, &end, 10);
+  if (buf[0] == '-' || nr != SYS_futex) return false;
+  return strtoull(end, NULL, 16) == (unsigned long long)(uintptr_t)addr;
+}
+
+static void run_sleeper(sstm_exec_preempt_t m, unsigned a_prio, unsigned b_prio) {
+  sstm_config_t cfg;
+  sstm_test_config(&cfg);
+  CHECK_OK(sstm_init(&cfg));
+  sstm_exec_config_t c = sstm_test_exec_config(2, 8, 8, m);
+  c.poll_fallback_us = 1000000; /* the fallback signal must not stand in for the ask */
+  c.c_max = 0;                  /* no promotion: `low` stays at 0 */
+  sstm_exec_t *ex;
+  CHECK_OK(sstm_exec_create(&c, &ex));
+  unsigned rounds = (unsigned)sstm_test_scaled(10, 3);
+  for (unsigned r = 0; r < rounds; r++) {
+    atomic_store_explicit(&low_go, 0, memory_order_relaxed);
+    atomic_store_explicit(&pair_run, 0, memory_order_relaxed);
+    atomic_store_explicit(&second_ran, 0, memory_order_relaxed);
+    atomic_store_explicit(&low_done, 0, memory_order_relaxed);
+    atomic_store_explicit(&low_worker, NULL, memory_order_relaxed);
+    sleeper_low_t low = {.reads = 200000};
+    sstm_exec_future_t fl, fa, fb;
+    sstm_exec_req_t ql = {.fn = sleeper_low_body, .arg = &low, .priority = 0, .future = &fl};
+    CHECK_OK(sstm_exec_submit(ex, &ql));
+    sstm_xworker_t *y;
+    while (!(y = atomic_load_explicit(&low_worker, memory_order_acquire)))
+      sched_yield();
+    sstm_xworker_t *x = &ex->workers[y == &ex->workers[0] ? 1 : 0];
+    /* X sleeps in its wait for work: from here on only a wake returns it,
+     * and it then meets the seam first. */
+    while (!in_futex_on(x->tid, &ex->work_gen))
+      sched_yield();
+    atomic_store_explicit(&s_stage, 1, memory_order_relaxed);
+    atomic_store_explicit(&sstm__x_test_idle_woken, idle_held, memory_order_release);
+    sstm_exec_req_t qa = {.fn = pair_body, .priority = a_prio, .future = &fa};
+    CHECK_OK(sstm_exec_submit(ex, &qa));
+    while (atomic_load_explicit(&s_stage, memory_order_acquire) != 2)
+      sched_yield();
+    sstm_exec_req_t qb = {.fn = pair_body, .priority = b_prio, .future = &fb};
+    CHECK_OK(sstm_exec_submit(ex, &qb));
+    atomic_store_explicit(&sstm__x_test_idle_woken, NULL, memory_order_relaxed);
+    /* release: B is queued and its asks are made */
+    atomic_store_explicit(&s_stage, 3, memory_order_release);
+    /* X has taken the higher request; then `low` reads */
+    while (atomic_load_explicit(&pair_run, memory_order_acquire) < 1)
+      sched_yield();
+    atomic_store_explicit(&low_go, 1, memory_order_release);
+    CHECK_OK(sstm_exec_wait(&fl));
+    CHECK_OK(sstm_exec_wait(&fa));
+    CHECK_OK(sstm_exec_wait(&fb));
+    CHECK_EQ_I(low.saw_second, 1);
+  }
+  CHECK_OK(sstm_exec_destroy(ex));
+  sstm_shutdown();
+}
+
 TEST(signal) { run_case(SSTM_EXEC_PREEMPT_SIGNAL); }
 TEST(poll) { run_case(SSTM_EXEC_PREEMPT_POLL); }
 
 TEST(kicked_victim_is_asked_again_signal) { run_kicked(SSTM_EXEC_PREEMPT_SIGNAL); }
 TEST(kicked_victim_is_asked_again_poll) { run_kicked(SSTM_EXEC_PREEMPT_POLL); }
+
+TEST(second_submission_to_a_woken_sleeper_asks_a_victim_signal) {
+  run_sleeper(SSTM_EXEC_PREEMPT_SIGNAL, 2, 1);
+}
+TEST(second_submission_to_a_woken_sleeper_asks_a_victim_poll) {
+  run_sleeper(SSTM_EXEC_PREEMPT_POLL, 2, 1);
+}
+TEST(second_submission_to_a_woken_sleeper_the_victim_takes_the_first_signal) {
+  run_sleeper(SSTM_EXEC_PREEMPT_SIGNAL, 1, 2);
+}
+TEST(second_submission_to_a_woken_sleeper_the_victim_takes_the_first_poll) {
+  run_sleeper(SSTM_EXEC_PREEMPT_POLL, 1, 2);
+}
 
 SSTM_TEST_MAIN()
