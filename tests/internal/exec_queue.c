@@ -52,15 +52,16 @@ static unsigned ref_pop(ref_t *r) {
   return UINT32_MAX;
 }
 
-/* Under the lock: the bitmap and top() agree with the lists. */
+/* Under the lock: the bitmap, top() and top_cold() agree with the lists. */
 static void check_bitmap(sstm_xq_t *q) {
   uint64_t b = atomic_load_explicit(&q->bitmap, memory_order_relaxed);
-  int top = -1;
+  int top = -1, top_cold = -1;
   uint64_t n = 0;
   for (unsigned l = 0; l < q->levels; l++) {
     bool ne = q->hot[l].head || q->cold[l].head;
     CHECK_EQ_U((b >> l) & 1, ne);
     if (ne) top = (int)l;
+    if (q->cold[l].head) top_cold = (int)l;
     for (sstm_xq_node_t *x = q->hot[l].head; x; x = x->next)
       n++;
     for (sstm_xq_node_t *x = q->cold[l].head; x; x = x->next)
@@ -70,6 +71,7 @@ static void check_bitmap(sstm_xq_t *q) {
   }
   CHECK_EQ_U(b >> q->levels, 0);
   CHECK_EQ_I(sstm__xq_top(q), top);
+  CHECK_EQ_I(sstm__xq_top_cold(q), top_cold);
   CHECK_EQ_U(q->count, n);
 }
 
