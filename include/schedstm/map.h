@@ -94,8 +94,9 @@
  * every thread that set back, also a thread that has left
  * (sstm_thread_exit()) and lives on, if its affinity is still the one CPU
  * the library gave it (one the program set since stands). sstm_shutdown()
- * does the same for its caller and for every such thread: no thread stays
- * pinned by a library that has shut down.
+ * does the same for every such thread, its caller included: no thread
+ * stays pinned by a library that has shut down, and a thread it never
+ * pinned keeps its affinity.
  */
 #ifndef SCHEDSTM_MAP_H
 #define SCHEDSTM_MAP_H

@@ -23,8 +23,8 @@ typedef struct sstm_map_runtime {
    * (no hook slot left), with the reason in sstm_last_error(); nothing
    * stays started then. */
   int (*init)(const sstm_config_t *cfg, sstm_sample_fn *fn, unsigned *period);
-  /* End it: writes cfg.map_dump if set, unpins the calling thread and
-   * every thread it pinned that lives on (still where it put it), removes
+  /* End it: writes cfg.map_dump if set, unpins every thread it pinned
+   * that lives on (still where it put it; the caller included), removes
    * the hooks, frees everything. Called by sstm_shutdown() after every
    * thread has unregistered. */
   void (*fini)(void);

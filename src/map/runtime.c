@@ -834,21 +834,15 @@ static int dump_to(const char *path) {
 static void map_fini(void) {
   if (!atomic_load_explicit(&M.started, memory_order_acquire)) return;
   if (M.detecting && M.dump) (void)dump_to(M.dump);
+  /* Every thread that registered has left by now; those the library
+   * pinned and that live on, the caller among them, get the process's CPU
+   * set back: no thread keeps a pin of a library that is no longer there,
+   * which an sstm_init with strategy none would leave for good. A thread
+   * the library never pinned, or whose affinity the program set since,
+   * keeps what it has (unpin_left). */
   pthread_mutex_lock(&M.lock);
-  if (M.pinning) {
-    /* The calling thread may have been pinned (it registered and left). */
-    cpu_set_t set = M.allowed;
-    uint64_t t0 = M.log ? now_ns() : 0;
-    if (pthread_setaffinity_np(pthread_self(), sizeof set, &set) == 0)
-      log_pin(t0, M.log ? now_ns() : 0, (pid_t)syscall(SYS_gettid), -1, "shutdown");
-    /* So may the others that registered and live on (every thread has
-     * unregistered by now): no thread keeps a pin of a library that is no
-     * longer there, which an sstm_init with strategy none would leave for
-     * good. */
-    map_thread_t *me = self_thread();
-    for (unsigned s = 0; s < M.order; s++)
-      if (M.th[s].used && &M.th[s] != me) unpin_left(&M.th[s], "shutdown");
-  }
+  for (unsigned s = 0; s < M.order; s++)
+    if (M.th[s].used) unpin_left(&M.th[s], "shutdown");
   pthread_mutex_unlock(&M.lock);
   /* API calls of threads the library does not follow (a monitor reading
    * the statistics) may still be reading the tables: no new one reads

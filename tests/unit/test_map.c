@@ -1397,6 +1397,28 @@ TEST(shutdown_gives_the_threads_it_pinned_their_set_back) {
   pthread_barrier_destroy(&gate);
 }
 
+/* sstm_shutdown() leaves alone the affinity of a calling thread that the
+ * library never pinned: here one that never registered and that the
+ * program pinned itself after sstm_init. The shutdown gave its caller the
+ * process's set whatever it had. */
+TEST(shutdown_leaves_a_callers_own_affinity) {
+  need_two_cores();
+  cpu_set_t before = affinity_of(pthread_self());
+  int mine = -1;
+  for (int c = CPU_SETSIZE - 1; c >= 0 && mine < 0; c--)
+    if (CPU_ISSET(c, &before)) mine = c;
+  sstm_config_t c;
+  base_config(&c, SSTM_MAP_STRATEGY_COMPACT);
+  init_with(&c);
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  CPU_SET(mine, &one);
+  CHECK_EQ_I(pthread_setaffinity_np(pthread_self(), sizeof one, &one), 0);
+  CHECK_OK(sstm_shutdown());
+  CHECK_MSG(only_cpu(pthread_self()) == mine, "the caller's own pin to CPU %d is gone", mine);
+  CHECK_EQ_I(pthread_setaffinity_np(pthread_self(), sizeof before, &before), 0);
+}
+
 /* stmap's un-pinning (the heuristic turned mapping off) reaches the
  * threads it pinned that have left since (sstm_thread_exit) and live on,
  * not only the registered ones: such a thread registering again would
