@@ -18,7 +18,9 @@
  *    predicted gain exceeds map_gain_pct, kept otherwise;
  *  - threads that left (sstm_thread_exit) and live on: un-pinned when
  *    mapping turns off, and at sstm_shutdown (an affinity the program set
- *    since stands).
+ *    since stands);
+ *  - the trigger: a claim at a thread's exit, and one inside a transaction
+ *    run when its attempt ends.
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -1468,5 +1470,81 @@ TEST(stmap_unpins_a_pinned_thread_that_left_when_mapping_turns_off) {
   pthread_barrier_wait(&gate); /* released */
   CHECK_EQ_I(pthread_join(k.th, NULL), 0);
   pthread_barrier_destroy(&gate);
+  sstm_test_fini();
+}
+
+/* ---- the trigger (docs/design/mapping.md, "Trigger (MI)") ---- */
+
+/* Detection evaluated by the trigger alone, on a simulated topology (the
+ * same on any machine), every access sampled. */
+static void init_triggered(uint64_t mi) {
+  sstm_config_t c;
+  base_config(&c, SSTM_MAP_STRATEGY_DETECT);
+  c.map_topology = "Package:2 Core:2 PU:1";
+  c.map_mi = mi;
+  init_with(&c);
+}
+
+static uint64_t evaluations(void) {
+  sstm_map_stats_t s;
+  CHECK_OK(sstm_map_stats_get(&s));
+  return s.evaluations;
+}
+
+/* A thread that leaves before its first flush (fewer than 4096 accesses)
+ * still counts towards MI: its exit hook flushes what it counted, and a
+ * flush that crosses the mark outside a transaction runs the evaluation
+ * there. Fails if the exit hook does not flush (the accesses are lost) or
+ * does not run the claim (it waits for a thread that is gone, and no
+ * evaluation ever runs again: the mark stays claimed). */
+TEST(a_thread_that_leaves_before_its_first_flush_triggers_the_evaluation) {
+  init_triggered(100);
+  work_t w = {.a = words[8], .b = words[9], .n = 50}; /* 200 accesses */
+  pthread_t t;
+  CHECK_EQ_I(pthread_create(&t, NULL, register_and_share, &w), 0);
+  CHECK_EQ_I(pthread_join(t, NULL), 0);
+  CHECK_EQ_U(evaluations(), 1);
+  CHECK_OK(sstm_shutdown());
+}
+
+/* The flush that crosses the mark inside a transaction claims the
+ * evaluation, which runs when that attempt ends, never inside it (it
+ * would hold the attempt's locks through the mapping): here the attempt
+ * sees none done after the flush, then aborts (a user restart), and the
+ * retry sees the evaluation done (the abort action ran it); its commit
+ * runs no second one (the claim is spent). Fails if the claim registers
+ * no abort action (the commit action of an aborted attempt never runs: no
+ * evaluation until the thread leaves), or if the claiming sample
+ * evaluates at once. */
+static _Atomic uint64_t seen_in_first, seen_in_retry;
+
+static void long_then_restart(void *p) {
+  uint64_t *a = p;
+  if (attempt_no++ == 0) {
+    uint64_t sum = 0;
+    for (int i = 0; i < 5000; i++) /* a flush (every 4096) inside the attempt */
+      sum += sstm_load_u64(&a[i % 8]);
+    sstm_store_u64(&a[0], sum);
+    sstm_map_stats_t s;
+    CHECK_OK(sstm_map_stats_get(&s));
+    atomic_store_explicit(&seen_in_first, s.evaluations, memory_order_relaxed);
+    sstm_restart();
+  }
+  sstm_map_stats_t s;
+  CHECK_OK(sstm_map_stats_get(&s));
+  atomic_store_explicit(&seen_in_retry, s.evaluations, memory_order_relaxed);
+  sstm_store_u64(&a[1], sstm_load_u64(&a[1]) + 1);
+}
+
+TEST(an_evaluation_claimed_inside_a_transaction_runs_when_its_attempt_ends) {
+  init_triggered(1000);
+  CHECK_OK(sstm_thread_init());
+  atomic_store_explicit(&seen_in_first, UINT64_MAX, memory_order_relaxed);
+  atomic_store_explicit(&seen_in_retry, UINT64_MAX, memory_order_relaxed);
+  attempt_no = 0;
+  CHECK_OK(sstm_run(NULL, long_then_restart, words[10]));
+  CHECK_EQ_U(atomic_load_explicit(&seen_in_first, memory_order_relaxed), 0);
+  CHECK_EQ_U(atomic_load_explicit(&seen_in_retry, memory_order_relaxed), 1);
+  CHECK_EQ_U(evaluations(), 1);
   sstm_test_fini();
 }
