@@ -371,6 +371,137 @@ static void run_sleeper(sstm_exec_preempt_t m, unsigned a_prio, unsigned b_prio)
   sstm_shutdown();
 }
 
+/* ---- an asked check and a request at its own level ----
+ *
+ * Two workers: W runs `low` (priority 1), Z runs `mid` (priority 3); C
+ * (priority 1) waits in the queue, not started, for lack of a worker. U
+ * (priority 6) then asks both (one kicked, the other nudged, each with
+ * want 6). Z switches `mid` out first and runs U, so `mid` waits paused
+ * (hot) at 3; only then does `low` reach a preemption point. W's check,
+ * under the lock, finds 3 on top: below its `want`, and what waits above
+ * `low` is a paused transaction, not a request not yet started (C is at
+ * `low`'s own level, not above it). So it declines (exec.c, asked_for):
+ * switching would only pause `low` as well (executor.md, "Two submissions
+ * and one sleeper"). Kills the mutation `sstm__xq_top_cold(q) > prio` ->
+ * `>= prio` in asked_for, under which W pauses `low` and runs `mid`.
+ *
+ * Ordered, not timed: `low` reads until its worker's check has run (the
+ * check decides within the read that made it); U holds Z until then, or
+ * until `mid` runs on W (the mutation; U must then let go, or `mid`, which
+ * waits for U, and U would wait for each other). */
+
+static _Atomic int e_low_go, e_u_started, e_u_submitted, e_u_ran, e_low_done;
+static _Atomic(sstm_xworker_t *) e_low_worker, e_mid_worker;
+static _Atomic(sstm_xworker_t *) e_mid_first;
+
+static void eq_low_body(void *a) {
+  (void)a;
+  sstm_xworker_t *w = sstm__xp_self();
+  /* release: the main thread reads which worker this is */
+  atomic_store_explicit(&e_low_worker, w, memory_order_release);
+  while (!atomic_load_explicit(&e_low_go, memory_order_acquire))
+    sched_yield();
+  uint64_t c0 = atomic_load_explicit(&w->checks, memory_order_relaxed);
+  /* The check asked for by U runs in one of these reads, and decides
+   * there: a switch would return from the read only when resumed. */
+  do {
+    (void)sstm_load_u64(&cell);
+  } while (atomic_load_explicit(&w->checks, memory_order_relaxed) == c0);
+  atomic_store_explicit(&e_low_done, 1, memory_order_release);
+}
+
+static void eq_mid_body(void *a) {
+  (void)a;
+  sstm_xworker_t *first = sstm__xp_self(), *null = NULL;
+  atomic_compare_exchange_strong_explicit(&e_mid_first, &null, first, memory_order_acq_rel,
+                                          memory_order_relaxed);
+  while (!atomic_load_explicit(&e_u_submitted, memory_order_acquire))
+    sched_yield();
+  /* Preemption points until U has run: Z switches at one of them. */
+  while (!atomic_load_explicit(&e_u_ran, memory_order_acquire)) {
+    (void)sstm_load_u64(&cell);
+    /* release: U reads where `mid` runs now */
+    atomic_store_explicit(&e_mid_worker, sstm__xp_self(), memory_order_release);
+  }
+}
+
+static void eq_urgent_body(void *a) {
+  (void)a;
+  (void)sstm_load_u64(&cell);
+  atomic_store_explicit(&e_u_started, 1, memory_order_release);
+  sstm_xworker_t *w = atomic_load_explicit(&e_low_worker, memory_order_acquire);
+  while (!atomic_load_explicit(&e_low_done, memory_order_acquire) &&
+         atomic_load_explicit(&e_mid_worker, memory_order_acquire) != w)
+    sched_yield();
+  atomic_store_explicit(&e_u_ran, 1, memory_order_release);
+}
+
+static void run_own_level(sstm_exec_preempt_t m) {
+  sstm_config_t cfg;
+  sstm_test_config(&cfg);
+  CHECK_OK(sstm_init(&cfg));
+  sstm_exec_config_t c = sstm_test_exec_config(2, 8, 8, m);
+  c.poll_fallback_us = 1000000; /* the fallback signal must not stand in for the ask */
+  c.c_max = 0;                  /* no promotion: `mid` stays at 3, `low` at 1 */
+  c.lazy_promotion = false;
+  sstm_exec_t *ex;
+  CHECK_OK(sstm_exec_create(&c, &ex));
+  unsigned rounds = (unsigned)sstm_test_scaled(10, 3);
+  for (unsigned r = 0; r < rounds; r++) {
+    atomic_store_explicit(&e_low_go, 0, memory_order_relaxed);
+    atomic_store_explicit(&e_u_started, 0, memory_order_relaxed);
+    atomic_store_explicit(&e_u_submitted, 0, memory_order_relaxed);
+    atomic_store_explicit(&e_u_ran, 0, memory_order_relaxed);
+    atomic_store_explicit(&e_low_done, 0, memory_order_relaxed);
+    atomic_store_explicit(&e_low_worker, NULL, memory_order_relaxed);
+    atomic_store_explicit(&e_mid_worker, NULL, memory_order_relaxed);
+    atomic_store_explicit(&e_mid_first, NULL, memory_order_relaxed);
+    /* Both workers sleep in their wait for work: the last round's are done
+     * with their ends, so each submission below wakes one and asks nobody
+     * (a submission that found no worker idle would ask `low`'s worker for
+     * its own level, and that ask would let it switch for `mid`). */
+    for (unsigned i = 0; i < 2; i++)
+      while (!in_futex_on(ex->workers[i].tid, &ex->work_gen))
+        sched_yield();
+    sstm_exec_level_stats_t s1, s3;
+    CHECK_OK(sstm_exec_stats(ex, 1, &s1));
+    CHECK_OK(sstm_exec_stats(ex, 3, &s3));
+    sstm_exec_future_t fl, fm, fc, fu;
+    sstm_exec_req_t ql = {.fn = eq_low_body, .priority = 1, .future = &fl};
+    CHECK_OK(sstm_exec_submit(ex, &ql));
+    sstm_xworker_t *w;
+    while (!(w = atomic_load_explicit(&e_low_worker, memory_order_acquire)))
+      sched_yield();
+    sstm_exec_req_t qm = {.fn = eq_mid_body, .priority = 3, .future = &fm};
+    CHECK_OK(sstm_exec_submit(ex, &qm));
+    while (!atomic_load_explicit(&e_mid_first, memory_order_acquire))
+      sched_yield();
+    CHECK(atomic_load_explicit(&e_mid_first, memory_order_relaxed) != w);
+    /* C: no worker is idle and none runs below it; it waits, cold, at 1 */
+    sstm_exec_req_t qc = {.fn = urgent_body, .priority = 1, .future = &fc};
+    CHECK_OK(sstm_exec_submit(ex, &qc));
+    sstm_exec_req_t qu = {.fn = eq_urgent_body, .priority = 6, .future = &fu};
+    CHECK_OK(sstm_exec_submit(ex, &qu));
+    /* release: U is queued and both workers asked */
+    atomic_store_explicit(&e_u_submitted, 1, memory_order_release);
+    /* Z has switched `mid` out for U; then `low` reads */
+    while (!atomic_load_explicit(&e_u_started, memory_order_acquire))
+      sched_yield();
+    atomic_store_explicit(&e_low_go, 1, memory_order_release);
+    CHECK_OK(sstm_exec_wait(&fl));
+    CHECK_OK(sstm_exec_wait(&fm));
+    CHECK_OK(sstm_exec_wait(&fc));
+    CHECK_OK(sstm_exec_wait(&fu));
+    sstm_exec_level_stats_t t1, t3;
+    CHECK_OK(sstm_exec_stats(ex, 1, &t1));
+    CHECK_OK(sstm_exec_stats(ex, 3, &t3));
+    CHECK_EQ_U(t3.preemptions - s3.preemptions, 1); /* `mid`, for U */
+    CHECK_EQ_U(t1.preemptions - s1.preemptions, 0); /* `low` declined */
+  }
+  CHECK_OK(sstm_exec_destroy(ex));
+  sstm_shutdown();
+}
+
 TEST(signal) { run_case(SSTM_EXEC_PREEMPT_SIGNAL); }
 TEST(poll) { run_case(SSTM_EXEC_PREEMPT_POLL); }
 
@@ -388,6 +519,13 @@ TEST(second_submission_to_a_woken_sleeper_the_victim_takes_the_first_signal) {
 }
 TEST(second_submission_to_a_woken_sleeper_the_victim_takes_the_first_poll) {
   run_sleeper(SSTM_EXEC_PREEMPT_POLL, 1, 2);
+}
+
+TEST(an_asked_check_declines_for_a_request_at_its_own_level_signal) {
+  run_own_level(SSTM_EXEC_PREEMPT_SIGNAL);
+}
+TEST(an_asked_check_declines_for_a_request_at_its_own_level_poll) {
+  run_own_level(SSTM_EXEC_PREEMPT_POLL);
 }
 
 SSTM_TEST_MAIN()
