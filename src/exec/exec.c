@@ -83,8 +83,19 @@ static uint64_t gen_read(_Atomic uint64_t *w) {
  * pauses its transaction. Claimed, it is not counted twice: the second
  * push asks a running worker instead (submit). A worker that comes back
  * from its wait for another reason (another wake, the drain, a spurious
- * return) drops a claim too: it pops as well. */
+ * return) drops a claim too: it pops as well.
+ * A claim stands for an entry still queued: a running worker that pops (at
+ * its request's end, or in a preemption check) may take the entry a
+ * sleeper was claimed for, and that sleeper then comes back to find the
+ * queue one entry shorter. So the claims beyond the entries queued before
+ * this push are dropped first: the sleepers they name are on their way
+ * back with nothing left for them but this entry, and this push claims one
+ * of them again instead of asking a running worker to pause for it
+ * (executor.md, "Two submissions and one sleeper"). Dropping one too many
+ * costs a wake at most (the old double wake), never an entry unserved. */
 static bool claim_sleeper(struct sstm_exec *ex) {
+  uint64_t older = ex->q.count - 1; /* this push's entry is counted */
+  if (ex->waking > older) ex->waking = (unsigned)older;
   if (ex->idle <= ex->waking) return false;
   ex->waking++;
   gen_bump(&ex->work_gen);

@@ -502,6 +502,119 @@ static void run_own_level(sstm_exec_preempt_t m) {
   sstm_shutdown();
 }
 
+/* ---- a claim whose entry a running worker took ----
+ *
+ * Three workers: Y runs `low` (priority 0), R runs `r` (priority 2), X
+ * sleeps. A (priority 3) wakes and claims X, which the seam holds before it
+ * takes the queue lock again. Then `r` ends and R, popping next, takes A:
+ * X's claim stands for no entry any more, X will find the queue empty. B
+ * (priority 1) is submitted then: X, on its way back, serves it, so it
+ * must claim X again and ask nobody; `low` is not paused for it (level 0's
+ * preemptions stay 0). Before the fix the stale claim made B ask Y, whose
+ * next polled point paused `low` for B while X came back to nothing.
+ * Poll mode: the ask is a flag that `low`'s first read after it consumes,
+ * so `low`'s reads come after the ask whatever the timing. */
+
+static _Atomic int c_r_end, c_a_ran, c_low_go, c_low_done;
+static _Atomic(sstm_xworker_t *) c_low_worker, c_r_worker;
+
+static void cl_low_body(void *a) {
+  (void)a;
+  /* release: the main thread reads which worker this is */
+  atomic_store_explicit(&c_low_worker, sstm__xp_self(), memory_order_release);
+  while (!atomic_load_explicit(&c_low_go, memory_order_acquire))
+    sched_yield();
+  for (unsigned i = 0; i < 1000; i++)
+    (void)sstm_load_u64(&cell);
+  atomic_store_explicit(&c_low_done, 1, memory_order_release);
+}
+
+static void cl_r_body(void *a) {
+  (void)a;
+  atomic_store_explicit(&c_r_worker, sstm__xp_self(), memory_order_release);
+  while (!atomic_load_explicit(&c_r_end, memory_order_acquire))
+    sched_yield();
+}
+
+static void cl_a_body(void *a) {
+  (void)a;
+  (void)sstm_load_u64(&cell);
+  atomic_store_explicit(&c_a_ran, 1, memory_order_release);
+  /* R stays busy until `low` is done: B finds X the only idle worker */
+  while (!atomic_load_explicit(&c_low_done, memory_order_acquire))
+    sched_yield();
+}
+
+TEST(a_claim_whose_entry_a_running_worker_took_is_not_counted) {
+  sstm_config_t cfg;
+  sstm_test_config(&cfg);
+  CHECK_OK(sstm_init(&cfg));
+  sstm_exec_config_t c = sstm_test_exec_config(3, 8, 8, SSTM_EXEC_PREEMPT_POLL);
+  c.poll_fallback_us = 1000000; /* the fallback signal must not stand in for the ask */
+  c.c_max = 0;
+  sstm_exec_t *ex;
+  CHECK_OK(sstm_exec_create(&c, &ex));
+  unsigned rounds = (unsigned)sstm_test_scaled(10, 3);
+  for (unsigned r = 0; r < rounds; r++) {
+    atomic_store_explicit(&c_r_end, 0, memory_order_relaxed);
+    atomic_store_explicit(&c_a_ran, 0, memory_order_relaxed);
+    atomic_store_explicit(&c_low_go, 0, memory_order_relaxed);
+    atomic_store_explicit(&c_low_done, 0, memory_order_relaxed);
+    atomic_store_explicit(&c_low_worker, NULL, memory_order_relaxed);
+    atomic_store_explicit(&c_r_worker, NULL, memory_order_relaxed);
+    /* Every worker sleeps: the last round's are done with their ends (a
+     * submission that found none idle would ask). */
+    for (unsigned i = 0; i < 3; i++)
+      while (!in_futex_on(ex->workers[i].tid, &ex->work_gen))
+        sched_yield();
+    sstm_exec_level_stats_t s0;
+    CHECK_OK(sstm_exec_stats(ex, 0, &s0));
+    sstm_exec_future_t fl, fr, fa, fb;
+    sstm_exec_req_t ql = {.fn = cl_low_body, .priority = 0, .future = &fl};
+    CHECK_OK(sstm_exec_submit(ex, &ql));
+    sstm_xworker_t *y, *rw;
+    while (!(y = atomic_load_explicit(&c_low_worker, memory_order_acquire)))
+      sched_yield();
+    sstm_exec_req_t qr = {.fn = cl_r_body, .priority = 2, .future = &fr};
+    CHECK_OK(sstm_exec_submit(ex, &qr));
+    while (!(rw = atomic_load_explicit(&c_r_worker, memory_order_acquire)))
+      sched_yield();
+    sstm_xworker_t *x = NULL;
+    for (unsigned i = 0; i < 3; i++)
+      if (&ex->workers[i] != y && &ex->workers[i] != rw) x = &ex->workers[i];
+    CHECK_NOT_NULL(x);
+    while (!in_futex_on(x->tid, &ex->work_gen))
+      sched_yield();
+    atomic_store_explicit(&s_stage, 1, memory_order_relaxed);
+    atomic_store_explicit(&sstm__x_test_idle_woken, idle_held, memory_order_release);
+    sstm_exec_req_t qa = {.fn = cl_a_body, .priority = 3, .future = &fa};
+    CHECK_OK(sstm_exec_submit(ex, &qa));
+    while (atomic_load_explicit(&s_stage, memory_order_acquire) != 2)
+      sched_yield();
+    /* X is held, claimed; R ends `r` and takes A */
+    atomic_store_explicit(&c_r_end, 1, memory_order_release);
+    while (!atomic_load_explicit(&c_a_ran, memory_order_acquire))
+      sched_yield();
+    sstm_exec_req_t qb = {.fn = urgent_body, .priority = 1, .future = &fb};
+    CHECK_OK(sstm_exec_submit(ex, &qb));
+    /* `low` reads after B's submission, and so after an ask if there was one */
+    atomic_store_explicit(&c_low_go, 1, memory_order_release);
+    while (!atomic_load_explicit(&c_low_done, memory_order_acquire))
+      sched_yield();
+    atomic_store_explicit(&sstm__x_test_idle_woken, NULL, memory_order_relaxed);
+    atomic_store_explicit(&s_stage, 3, memory_order_release);
+    CHECK_OK(sstm_exec_wait(&fl));
+    CHECK_OK(sstm_exec_wait(&fr));
+    CHECK_OK(sstm_exec_wait(&fa));
+    CHECK_OK(sstm_exec_wait(&fb));
+    sstm_exec_level_stats_t t0;
+    CHECK_OK(sstm_exec_stats(ex, 0, &t0));
+    CHECK_EQ_U(t0.preemptions - s0.preemptions, 0);
+  }
+  CHECK_OK(sstm_exec_destroy(ex));
+  sstm_shutdown();
+}
+
 TEST(signal) { run_case(SSTM_EXEC_PREEMPT_SIGNAL); }
 TEST(poll) { run_case(SSTM_EXEC_PREEMPT_POLL); }
 
