@@ -386,7 +386,8 @@ static void run_sleeper(sstm_exec_preempt_t m, unsigned a_prio, unsigned b_prio)
  * `>= prio` in asked_for, under which W pauses `low` and runs `mid`.
  *
  * Ordered, not timed: `low` reads until its worker's check has run (the
- * check decides within the read that made it); U holds Z until then, or
+ * check decides within the read that made it), or a count of reads is
+ * done; U holds Z until then, or
  * until `mid` runs on W (the mutation; U must then let go, or `mid`, which
  * waits for U, and U would wait for each other). */
 
@@ -403,10 +404,15 @@ static void eq_low_body(void *a) {
     sched_yield();
   uint64_t c0 = atomic_load_explicit(&w->checks, memory_order_relaxed);
   /* The check asked for by U runs in one of these reads, and decides
-   * there: a switch would return from the read only when resumed. */
-  do {
+   * there: a switch would return from the read only when resumed. A bound
+   * on the reads: in the signal mode the kick's handler drops the ask when
+   * it runs while nothing waits above `low` (after Z took U and before it
+   * queued `mid` again), and no check comes then; the round passes without
+   * a decision (the polled mode's kick sets the request itself, so there
+   * the check always comes). */
+  for (unsigned i = 0; i < 200000 && atomic_load_explicit(&w->checks, memory_order_relaxed) == c0;
+       i++)
     (void)sstm_load_u64(&cell);
-  } while (atomic_load_explicit(&w->checks, memory_order_relaxed) == c0);
   atomic_store_explicit(&e_low_done, 1, memory_order_release);
 }
 
