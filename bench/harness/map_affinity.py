@@ -32,6 +32,8 @@ Log format (the library writes it, docs/design/mapping.md):
   strategy NAME
   pin T0 T1 TID CPUS WHY    CPUS a CPU or a list; WHY register, map,
                             unpin or shutdown; T0 <= T1 in ns
+  refused T0 T1 TID CPUS WHY ERR   a change the kernel refused (EINVAL,
+                            EPERM, or a number): the affinity did not change
 """
 
 import argparse
@@ -75,6 +77,8 @@ def read_log(path):
             if w[0] == "pin" and len(w) == 6:
                 t0, t1, tid = int(w[1]), int(w[2]), int(w[3])
                 decisions.setdefault(tid, []).append((t0, t1, parse_cpus(w[4]), w[5]))
+            elif w[0] == "refused" and len(w) == 7:
+                continue  # nothing changed
             elif w[0] in ("pid", "allowed", "strategy") and len(w) == 2:
                 header[w[0]] = w[1]
             else:

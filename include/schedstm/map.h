@@ -90,7 +90,9 @@
  *
  * Pinning uses pthread_setaffinity_np() with one CPU per thread. A thread
  * whose PU is not in the CPUs the process was allowed at sstm_init() is
- * given that whole set instead (counted in pin_fallbacks); un-pinning gives
+ * given that whole set instead (counted in pin_fallbacks), and so is a
+ * thread whose one CPU the kernel refuses (counted in pin_errors, with
+ * the thread not pinned; a refused set leaves it as it was); un-pinning gives
  * every thread that set back, also a thread that has left
  * (sstm_thread_exit()) and lives on, if its affinity is still the one CPU
  * the library gave it (one the program set since stands). sstm_shutdown()
@@ -133,7 +135,8 @@ typedef struct sstm_map_stats {
   uint64_t migrations;          /**< threads moved to another CPU */
   uint64_t unpins;              /**< threads given the whole allowed set back */
   uint64_t pin_fallbacks;       /**< threads whose PU was not allowed */
-  uint64_t pin_errors;          /**< pthread_setaffinity_np failures */
+  uint64_t pin_errors;          /**< affinity calls the kernel refused (a
+                                   thread that ended meanwhile excepted) */
   uint64_t last_cost;           /**< the cost model's value of the placement
                                    in force after the last evaluation */
 } sstm_map_stats_t;

@@ -9,7 +9,9 @@
 #ifndef SSTM_IFACE_MAP_RUNTIME_H
 #define SSTM_IFACE_MAP_RUNTIME_H
 
+#include <sched.h>
 #include <stddef.h>
+#include <sys/types.h>
 
 #include <schedstm/config.h>
 
@@ -41,5 +43,16 @@ extern const sstm_map_runtime_t sstm__map_runtime;
  * synchronisation: set it before sstm_init() and clear it after
  * sstm_shutdown(). Never set by the library. */
 extern void (*sstm__map_loader_seam)(void);
+
+/* Test seam (tests/internal/map_pin.c): when not NULL, every affinity
+ * change of the library (a pin, a fallback to the allowed set, an
+ * un-pinning, the shutdown's) calls it first, under the subsystem's lock,
+ * with the thread's id and the CPU set it is about to get. It returns 0
+ * to let the call be made, or an errno value (EINVAL, EPERM, ESRCH) that
+ * the call then fails with without being made: a kernel refusal that a
+ * seccomp filter cannot produce for one mask and not another. Same rules
+ * as sstm__map_loader_seam: set before sstm_init(), cleared after
+ * sstm_shutdown(), never set by the library. */
+extern int (*sstm__map_affinity_seam)(pid_t tid, const cpu_set_t *set);
 
 #endif /* SSTM_IFACE_MAP_RUNTIME_H */

@@ -186,12 +186,55 @@ static void log_pin(uint64_t t0, uint64_t t1, pid_t tid, int cpu, const char *wh
   fflush(M.log); /* rare (registrations and mappings): a reader sees it at once */
 }
 
+/* The errno of a refused affinity call, for the log. */
+static const char *errno_name(int e, char *buf, size_t len) {
+  switch (e) {
+  case EINVAL: return "EINVAL";
+  case EPERM: return "EPERM";
+  case ESRCH: return "ESRCH";
+  default: snprintf(buf, len, "%d", e); return buf;
+  }
+}
+
+/* A line of the affinity log for a change the kernel refused (M.lock
+ * held): "refused T0 T1 TID CPUS WHY ERRNO", the same fields as a pin line
+ * and the error; the thread's affinity did not change. */
+static void log_refused(uint64_t t0, uint64_t t1, pid_t tid, int cpu, const char *why, int e) {
+  if (M.log == NULL) return;
+  char cpus[16], num[16];
+  if (cpu >= 0) snprintf(cpus, sizeof cpus, "%d", cpu);
+  fprintf(M.log, "refused %llu %llu %d %s %s %s\n", (unsigned long long)t0, (unsigned long long)t1,
+          (int)tid, cpu >= 0 ? cpus : M.allowed_list, why, errno_name(e, num, sizeof num));
+  fflush(M.log);
+}
+
+int (*sstm__map_affinity_seam)(pid_t tid, const cpu_set_t *set);
+
+/* Set thread t's affinity to set (M.lock held): through its pthread_t
+ * while it is registered (alive: its exit hook waits for M.lock), by its
+ * tid otherwise. Returns 0 or the errno of the refusal. */
+static int set_affinity(const map_thread_t *t, bool by_tid, const cpu_set_t *set) {
+  if (sstm__map_affinity_seam != NULL) {
+    int e = sstm__map_affinity_seam(t->tid, set);
+    if (e != 0) return e;
+  }
+  if (by_tid) return sched_setaffinity(t->tid, sizeof *set, set) != 0 ? errno : 0;
+  return pthread_setaffinity_np(t->pt, sizeof *set, set);
+}
+
 /* Pin thread t to PU pu (or give it the allowed set back: pu < 0). With
  * force, the affinity is set even when the thread is believed to have it
  * already: at its first registration, whatever it inherited from the
- * thread that created it. A pin the kernel refuses (a CPU that the
- * cgroup's cpuset no longer holds) leaves the thread, and so its record,
- * as they were: the next evaluation that places it tries again. */
+ * thread that created it. A pin to one CPU that the kernel refuses (EINVAL:
+ * a CPU gone offline, or that the cgroup's cpuset no longer holds; EPERM)
+ * gives the thread the allowed set instead, and its record says so: not
+ * pinned, no PU (the next evaluation that places it tries again). Left as
+ * it was, the thread would stay on the one CPU it had (at its first
+ * registration, its creator's), beside another thread while a CPU idles,
+ * and the record would call it unpinned. A refused allowed set (the
+ * fallback's, or an un-pinning's) leaves the thread and its record as they
+ * were. Each refused call counts in pin_errors and has a "refused" line in
+ * the log. */
 static void pin_why(map_thread_t *t, int pu, bool force, const char *why) {
   if (!M.pinning) { /* simulated: assigned, not applied */
     t->pu = pu;
@@ -219,9 +262,21 @@ static void pin_why(map_thread_t *t, int pu, bool force, const char *why) {
     return;
   }
   uint64_t t0 = M.log ? now_ns() : 0;
-  if (pthread_setaffinity_np(t->pt, sizeof set, &set) != 0) {
+  int e = set_affinity(t, false, &set);
+  if (e != 0) {
+    log_refused(t0, M.log ? now_ns() : 0, t->tid, cpu, why, e);
     inc(&M.pin_errors);
-    return;
+    if (cpu < 0) return; /* the allowed set refused: nothing wider to try */
+    /* Not placed: the allowed set rather than the CPU it has now. */
+    pu = -1;
+    cpu = -1;
+    set = M.allowed;
+    t0 = M.log ? now_ns() : 0;
+    if ((e = set_affinity(t, false, &set)) != 0) {
+      log_refused(t0, M.log ? now_ns() : 0, t->tid, -1, why, e);
+      inc(&M.pin_errors);
+      return;
+    }
   }
   t->pu = pu;
   log_pin(t0, M.log ? now_ns() : 0, t->tid, cpu, why);
@@ -242,7 +297,9 @@ static void pin(map_thread_t *t, int pu) { pin_why(t, pu, false, pu < 0 ? "unpin
  * since by a new thread of this process that the program pinned to that
  * very CPU would get the set too: it would need the thread to end and the
  * tid to come back within the program's own pinning of the new one.)
- * Either way the record says not pinned. */
+ * A thread that ends between the check and the call (ESRCH) is not an
+ * error: it needs nothing, as when the check finds it gone. Either way the
+ * record says not pinned. */
 static void unpin_left(map_thread_t *t, const char *why) {
   int cpu = atomic_load_explicit(&t->cpu, memory_order_relaxed);
   t->pu = -1;
@@ -254,7 +311,10 @@ static void unpin_left(map_thread_t *t, const char *why) {
       !CPU_ISSET(cpu, &cur))
     return; /* ended, or its affinity is the program's now */
   uint64_t t0 = M.log ? now_ns() : 0;
-  if (sched_setaffinity(t->tid, sizeof set, &set) != 0) {
+  int e = set_affinity(t, true, &set);
+  if (e == ESRCH) return; /* it ended after the check: it needs nothing either */
+  if (e != 0) {
+    log_refused(t0, M.log ? now_ns() : 0, t->tid, -1, why, e);
     inc(&M.pin_errors);
     return;
   }
