@@ -200,6 +200,7 @@ _Atomic(void (*)(void)) sstm__x_test_taken;
 _Atomic(void (*)(void)) sstm__x_test_woken;
 _Atomic(void (*)(void)) sstm__x_test_queued;
 _Atomic(void (*)(void)) sstm__x_test_idle_woken;
+_Atomic(void (*)(void)) sstm__x_test_paused;
 
 /* An ask (a kick or a nudge, recorded in w->want) may reach a worker
  * after it took its context under the queue lock and before the
@@ -644,6 +645,8 @@ static void run_ctx(sstm_xworker_t *w, sstm_xctx_t *c) {
      * A request left on it is stale now. */
     sstm__exec_cancel(d);
     c->t_pause = now;
+    void (*seam)(void) = atomic_load_explicit(&sstm__x_test_paused, memory_order_relaxed);
+    if (seam) seam();
     sstm__xq_lock(&ex->q);
     sstm__xq_push(&ex->q, &c->node, c->prio, true);
     bool wake = claim_sleeper(ex);
@@ -679,6 +682,19 @@ static void *worker_main(void *p) {
       if (seam) seam();
       sstm__xq_lock(&ex->q);
       ex->idle--;
+      /* No decision depends on this decrement: without it `waking` would
+       * also count workers that are back, and no push would decide
+       * otherwise. The claims keep waking >= min(idle, queued): every push
+       * (a submission's, a pause's) lowers waking to at most the entries
+       * queued before it and then claims one sleeper if idle > waking; a
+       * worker goes idle only with the queue empty; one back from its wait
+       * pops an entry in this critical section (or finds none and is idle
+       * again); other pops only lower `queued`. So a push with fewer
+       * entries queued before it than idle workers claims with or without
+       * the excess (it lowers the count below idle either way), and one
+       * with at least as many finds waking >= idle without the excess, and
+       * so with it, and claims nobody. Kept so that `waking` counts the
+       * workers claimed and not yet back, which is what it says. */
       if (ex->waking) ex->waking--;
     }
     if (!n) {

@@ -245,6 +245,11 @@ extern _Atomic(void (*)(void)) sstm__x_test_woken;
  * whose futex wait for work returned, before it takes the queue lock again
  * (it still counts as idle). relaxed, as above. */
 extern _Atomic(void (*)(void)) sstm__x_test_idle_woken;
+/* Test seam (tests/internal/exec_ask.c): when not NULL, called by a worker
+ * whose context has just paused (its check took the entry it switched
+ * for), before it takes the queue lock to queue the paused context again
+ * (run_ctx). relaxed, as above. */
+extern _Atomic(void (*)(void)) sstm__x_test_paused;
 /* Test seam (tests/internal/exec_destroy.c): when not NULL, called by a
  * submitter that waited for a context and took one, right after it dropped
  * the queue lock and before it asks a worker to preempt. relaxed, as

@@ -621,6 +621,189 @@ TEST(a_claim_whose_entry_a_running_worker_took_is_not_counted) {
   sstm_shutdown();
 }
 
+/* ---- a pause's push claims the sleeper it wakes ----
+ *
+ * Three workers. X runs `xr` (priority 4), Y runs `p` (priority 2), W runs
+ * `wr` (priority 5). E (priority 3) asks Y alone (the only worker below
+ * it); Y's check takes E and pauses `p`, and the seam sstm__x_test_paused
+ * holds Y before it queues `p` again. Meanwhile W ends `wr`, sleeps (the
+ * queue is empty) and is woken by `w0` (priority 0), which it runs; then
+ * X ends `xr` and sleeps. Let go, Y queues `p` (hot at 2) and wakes X:
+ * that push claims X (run_ctx, claim_sleeper), and X is held by
+ * sstm__x_test_idle_woken before it takes the queue lock again. B
+ * (priority 1) is submitted then: X is claimed, so B must ask W, which
+ * runs below it. X, let go, pops `p` (the higher), which holds X until B
+ * has run or `w0` is done; E holds Y likewise. Only W can run B, by
+ * switching `w0` out.
+ *
+ * The mutation that makes the pause's push wake without claiming (`bool
+ * wake = ex->idle > 0` in run_ctx) leaves X unclaimed: B wakes X again
+ * and asks nobody, and `w0` reads to its end with B waiting behind it. An
+ * order, not a time: `w0` reads until B has run or a count of reads is
+ * done, and starts reading only after B's submission. */
+
+static _Atomic int pp_stage; /* 1 armed, 2 Y held in the seam, 3 let go */
+static _Atomic int pp_xr_end, pp_wr_end, pp_p_go, pp_e_started, pp_b_ran, pp_w0_go, pp_w0_done;
+static _Atomic(sstm_xworker_t *) pp_x, pp_y, pp_w, pp_w0_worker;
+
+static void paused_held(void) {
+  int one = 1;
+  /* acq_rel, acquire: as in held() */
+  if (!atomic_compare_exchange_strong_explicit(&pp_stage, &one, 2, memory_order_acq_rel,
+                                               memory_order_relaxed))
+    return;
+  while (atomic_load_explicit(&pp_stage, memory_order_acquire) != 3)
+    sched_yield();
+}
+
+/* `xr` and `wr`: hold their worker until told to end. */
+static void pp_hold_body(void *a) {
+  _Atomic int *end = a;
+  /* release: the main thread reads which worker this is */
+  atomic_store_explicit(end == &pp_xr_end ? &pp_x : &pp_w, sstm__xp_self(), memory_order_release);
+  while (!atomic_load_explicit(end, memory_order_acquire))
+    sched_yield();
+}
+
+/* Waits until B has run or `w0` is done. */
+static void pp_wait_b(void) {
+  while (!atomic_load_explicit(&pp_b_ran, memory_order_acquire) &&
+         !atomic_load_explicit(&pp_w0_done, memory_order_acquire))
+    sched_yield();
+}
+
+static void pp_p_body(void *a) {
+  (void)a;
+  atomic_store_explicit(&pp_y, sstm__xp_self(), memory_order_release);
+  while (!atomic_load_explicit(&pp_p_go, memory_order_acquire))
+    sched_yield();
+  /* Y's check, asked for E, pauses `p` at one of these reads. */
+  for (unsigned i = 0; i < 200000 && !atomic_load_explicit(&pp_e_started, memory_order_acquire);
+       i++)
+    (void)sstm_load_u64(&cell);
+  pp_wait_b();
+}
+
+static void pp_e_body(void *a) {
+  (void)a;
+  (void)sstm_load_u64(&cell);
+  atomic_store_explicit(&pp_e_started, 1, memory_order_release);
+  pp_wait_b();
+}
+
+static void pp_b_body(void *a) {
+  (void)a;
+  (void)sstm_load_u64(&cell);
+  atomic_store_explicit(&pp_b_ran, 1, memory_order_release);
+}
+
+typedef struct pp_w0 {
+  unsigned reads;
+  int saw_b;
+} pp_w0_t;
+
+static void pp_w0_body(void *a) {
+  pp_w0_t *l = a;
+  l->saw_b = 0;
+  atomic_store_explicit(&pp_w0_worker, sstm__xp_self(), memory_order_release);
+  while (!atomic_load_explicit(&pp_w0_go, memory_order_acquire))
+    sched_yield();
+  for (unsigned i = 0; i < l->reads; i++) {
+    (void)sstm_load_u64(&cell);
+    if (atomic_load_explicit(&pp_b_ran, memory_order_acquire)) {
+      l->saw_b = 1;
+      break;
+    }
+  }
+  atomic_store_explicit(&pp_w0_done, 1, memory_order_release);
+}
+
+static void wait_started(_Atomic(sstm_xworker_t *) *who) {
+  while (!atomic_load_explicit(who, memory_order_acquire))
+    sched_yield();
+}
+
+static void run_pause_claims(sstm_exec_preempt_t m) {
+  sstm_config_t cfg;
+  sstm_test_config(&cfg);
+  CHECK_OK(sstm_init(&cfg));
+  sstm_exec_config_t c = sstm_test_exec_config(3, 8, 8, m);
+  c.poll_fallback_us = 1000000; /* the fallback signal must not stand in for the ask */
+  c.c_max = 0;                  /* no promotion: `p` stays at 2 */
+  c.lazy_promotion = false;
+  sstm_exec_t *ex;
+  CHECK_OK(sstm_exec_create(&c, &ex));
+  unsigned rounds = (unsigned)sstm_test_scaled(10, 3);
+  for (unsigned r = 0; r < rounds; r++) {
+    _Atomic int *flags[] = {&pp_xr_end, &pp_wr_end, &pp_p_go,   &pp_e_started,
+                            &pp_b_ran,  &pp_w0_go,  &pp_w0_done};
+    for (unsigned i = 0; i < sizeof flags / sizeof flags[0]; i++)
+      atomic_store_explicit(flags[i], 0, memory_order_relaxed);
+    _Atomic(sstm_xworker_t *) *who[] = {&pp_x, &pp_y, &pp_w, &pp_w0_worker};
+    for (unsigned i = 0; i < sizeof who / sizeof who[0]; i++)
+      atomic_store_explicit(who[i], NULL, memory_order_relaxed);
+    /* Every worker sleeps: each submission below wakes one, asks nobody. */
+    for (unsigned i = 0; i < 3; i++)
+      while (!in_futex_on(ex->workers[i].tid, &ex->work_gen))
+        sched_yield();
+    sstm_exec_future_t fx, fp, fw, fe, fw0, fb;
+    sstm_exec_req_t qx = {.fn = pp_hold_body, .arg = &pp_xr_end, .priority = 4, .future = &fx};
+    CHECK_OK(sstm_exec_submit(ex, &qx));
+    wait_started(&pp_x);
+    sstm_exec_req_t qp = {.fn = pp_p_body, .priority = 2, .future = &fp};
+    CHECK_OK(sstm_exec_submit(ex, &qp));
+    wait_started(&pp_y);
+    sstm_exec_req_t qw = {.fn = pp_hold_body, .arg = &pp_wr_end, .priority = 5, .future = &fw};
+    CHECK_OK(sstm_exec_submit(ex, &qw));
+    wait_started(&pp_w);
+    sstm_xworker_t *x = atomic_load_explicit(&pp_x, memory_order_relaxed);
+    sstm_xworker_t *w = atomic_load_explicit(&pp_w, memory_order_relaxed);
+    /* E asks Y; Y pauses `p` and is held before it queues it again */
+    atomic_store_explicit(&pp_stage, 1, memory_order_relaxed);
+    atomic_store_explicit(&sstm__x_test_paused, paused_held, memory_order_release);
+    sstm_exec_req_t qe = {.fn = pp_e_body, .priority = 3, .future = &fe};
+    CHECK_OK(sstm_exec_submit(ex, &qe));
+    atomic_store_explicit(&pp_p_go, 1, memory_order_release);
+    while (atomic_load_explicit(&pp_stage, memory_order_acquire) != 2)
+      sched_yield();
+    atomic_store_explicit(&sstm__x_test_paused, NULL, memory_order_relaxed);
+    /* W ends `wr`, finds the queue empty and sleeps; `w0` wakes it */
+    atomic_store_explicit(&pp_wr_end, 1, memory_order_release);
+    while (!in_futex_on(w->tid, &ex->work_gen))
+      sched_yield();
+    pp_w0_t w0 = {.reads = 200000};
+    sstm_exec_req_t qw0 = {.fn = pp_w0_body, .arg = &w0, .priority = 0, .future = &fw0};
+    CHECK_OK(sstm_exec_submit(ex, &qw0));
+    wait_started(&pp_w0_worker);
+    CHECK(atomic_load_explicit(&pp_w0_worker, memory_order_relaxed) == w);
+    /* X ends `xr` and sleeps */
+    atomic_store_explicit(&pp_xr_end, 1, memory_order_release);
+    while (!in_futex_on(x->tid, &ex->work_gen))
+      sched_yield();
+    /* Y queues `p` and wakes X, which the seam holds */
+    atomic_store_explicit(&s_stage, 1, memory_order_relaxed);
+    atomic_store_explicit(&sstm__x_test_idle_woken, idle_held, memory_order_release);
+    atomic_store_explicit(&pp_stage, 3, memory_order_release);
+    while (atomic_load_explicit(&s_stage, memory_order_acquire) != 2)
+      sched_yield();
+    sstm_exec_req_t qb = {.fn = pp_b_body, .priority = 1, .future = &fb};
+    CHECK_OK(sstm_exec_submit(ex, &qb));
+    atomic_store_explicit(&sstm__x_test_idle_woken, NULL, memory_order_relaxed);
+    /* release: B is queued and its asks are made */
+    atomic_store_explicit(&s_stage, 3, memory_order_release);
+    atomic_store_explicit(&pp_w0_go, 1, memory_order_release);
+    CHECK_OK(sstm_exec_wait(&fx));
+    CHECK_OK(sstm_exec_wait(&fp));
+    CHECK_OK(sstm_exec_wait(&fw));
+    CHECK_OK(sstm_exec_wait(&fe));
+    CHECK_OK(sstm_exec_wait(&fw0));
+    CHECK_OK(sstm_exec_wait(&fb));
+    CHECK_EQ_I(w0.saw_b, 1);
+  }
+  CHECK_OK(sstm_exec_destroy(ex));
+  sstm_shutdown();
+}
+
 TEST(signal) { run_case(SSTM_EXEC_PREEMPT_SIGNAL); }
 TEST(poll) { run_case(SSTM_EXEC_PREEMPT_POLL); }
 
@@ -646,5 +829,8 @@ TEST(an_asked_check_declines_for_a_request_at_its_own_level_signal) {
 TEST(an_asked_check_declines_for_a_request_at_its_own_level_poll) {
   run_own_level(SSTM_EXEC_PREEMPT_POLL);
 }
+
+TEST(a_pause_claims_the_sleeper_it_wakes_signal) { run_pause_claims(SSTM_EXEC_PREEMPT_SIGNAL); }
+TEST(a_pause_claims_the_sleeper_it_wakes_poll) { run_pause_claims(SSTM_EXEC_PREEMPT_POLL); }
 
 SSTM_TEST_MAIN()
