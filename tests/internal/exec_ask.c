@@ -26,6 +26,7 @@
  * The second case (kicked_victim_is_asked_again_*, below): a request whose
  * every lower worker was asked already for an earlier one. */
 #define _GNU_SOURCE
+#include <limits.h>
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -38,6 +39,7 @@
 
 #include "exec/exec_internal.h"
 #include "exec_cfg.h"
+#include "iface/exec_services.h"
 #include "runner.h"
 
 /* The seam's handshake: 1 armed, 2 the worker is in the window, 3 go on. */
@@ -804,6 +806,120 @@ static void run_pause_claims(sstm_exec_preempt_t m) {
   sstm_shutdown();
 }
 
+/* ---- waiter_first: a waiter victim is asked alone ----
+ *
+ * Three workers, ser-block, waiter_first. L runs `hl` (priority 0): it
+ * writes `wf_held` (encounter-time locking: it holds the lock) and reads
+ * until released. V runs `hv` (priority 1), which writes `wf_held`, loses
+ * to `hl` and waits in its policy. X sleeps. A1 (priority 1) wakes and
+ * claims X, which sstm__x_test_idle_woken holds before it takes the queue
+ * lock again; then B2 (priority 2) finds no sleeper left and asks a
+ * running worker: V, the waiter, and V alone (executor.md, "Two
+ * submissions and one sleeper"): L, which runs below both requests, is
+ * neither kicked nor nudged. X pops B2 and then A1, which waited for X
+ * (or V's check takes one of them); `hl` is never paused.
+ *
+ * Caught: the waiter asked like any victim, with the others nudged too:
+ * L's `want` is lowered to 2 (both modes), and in the polled mode `hl` is
+ * paused at its next read, for a request not yet started above it. Every
+ * step waits for an event. */
+
+static uint64_t wf_held __attribute__((aligned(128))), wf_other __attribute__((aligned(128)));
+static _Atomic int wf_release, wf_l_in, wf_v_in;
+static _Atomic(sstm_xworker_t *) wf_l, wf_v;
+
+static void wf_l_body(void *a) {
+  (void)a;
+  sstm_store_u64(&wf_held, sstm_load_u64(&wf_held) + 1);
+  atomic_store_explicit(&wf_l, sstm__xp_self(), memory_order_release);
+  atomic_store_explicit(&wf_l_in, 1, memory_order_release);
+  while (!atomic_load_explicit(&wf_release, memory_order_acquire))
+    (void)sstm_load_u64(&wf_other);
+}
+
+static void wf_v_body(void *a) {
+  (void)a;
+  atomic_store_explicit(&wf_v, sstm__xp_self(), memory_order_release);
+  atomic_store_explicit(&wf_v_in, 1, memory_order_release);
+  sstm_store_u64(&wf_held, sstm_load_u64(&wf_held) + 10);
+}
+
+static void wf_quick_body(void *a) {
+  (void)a;
+  (void)sstm_load_u64(&wf_other);
+}
+
+static void run_waiter_alone(sstm_exec_preempt_t m) {
+  sstm_config_t cfg;
+  sstm_test_config(&cfg);
+  cfg.design = SSTM_DESIGN_ETL; /* `hl`'s lock is held before its commit */
+  cfg.cm = "ser-block";
+  CHECK_OK(sstm_init(&cfg));
+  sstm_exec_config_t c = sstm_test_exec_config(3, 16, 5, m);
+  c.poll_fallback_us = 1000000;
+  c.c_max = 0;
+  c.waiter_first = true;
+  sstm_exec_t *ex;
+  CHECK_OK(sstm_exec_create(&c, &ex));
+  wf_held = wf_other = 0;
+  atomic_store_explicit(&wf_release, 0, memory_order_relaxed);
+  atomic_store_explicit(&wf_l_in, 0, memory_order_relaxed);
+  atomic_store_explicit(&wf_v_in, 0, memory_order_relaxed);
+  /* Every worker sleeps: each submission below wakes one, asks nobody. */
+  for (unsigned i = 0; i < 3; i++)
+    while (!in_futex_on(ex->workers[i].tid, &ex->work_gen))
+      sched_yield();
+  sstm_exec_future_t fl, fv, fa, fb;
+  sstm_exec_req_t ql = {.fn = wf_l_body, .priority = 0, .future = &fl};
+  CHECK_OK(sstm_exec_submit(ex, &ql));
+  while (!atomic_load_explicit(&wf_l_in, memory_order_acquire))
+    sched_yield();
+  sstm_exec_req_t qv = {.fn = wf_v_body, .priority = 1, .future = &fv};
+  CHECK_OK(sstm_exec_submit(ex, &qv));
+  while (!atomic_load_explicit(&wf_v_in, memory_order_acquire))
+    sched_yield();
+  sstm_xworker_t *l = atomic_load_explicit(&wf_l, memory_order_acquire);
+  sstm_xworker_t *v = atomic_load_explicit(&wf_v, memory_order_acquire);
+  CHECK(l != v);
+  sstm_xworker_t *x = NULL;
+  for (unsigned i = 0; i < 3; i++)
+    if (&ex->workers[i] != l && &ex->workers[i] != v) x = &ex->workers[i];
+  /* V waits in its policy; X sleeps */
+  for (;;) {
+    sstm_xctx_t *vc = atomic_load_explicit(&v->cur, memory_order_acquire);
+    if (vc && sstm__exec_in_cm_wait(vc->desc)) break;
+    sched_yield();
+  }
+  while (!in_futex_on(x->tid, &ex->work_gen))
+    sched_yield();
+  atomic_store_explicit(&s_stage, 1, memory_order_relaxed);
+  atomic_store_explicit(&sstm__x_test_idle_woken, idle_held, memory_order_release);
+  sstm_exec_req_t qa = {.fn = wf_quick_body, .priority = 1, .future = &fa};
+  CHECK_OK(sstm_exec_submit(ex, &qa));
+  while (atomic_load_explicit(&s_stage, memory_order_acquire) != 2)
+    sched_yield();
+  sstm_exec_req_t qb = {.fn = wf_quick_body, .priority = 2, .future = &fb};
+  CHECK_OK(sstm_exec_submit(ex, &qb));
+  atomic_store_explicit(&sstm__x_test_idle_woken, NULL, memory_order_relaxed);
+  /* Asked by B2's submission, which has returned: V alone, as a waiter.
+   * (L's `want` is reset only when it starts another context; `hl` runs
+   * on. V's is not read: its check may have taken B2 already.) */
+  CHECK_EQ_U(atomic_load_explicit(&v->waiter_picks, memory_order_relaxed), 1);
+  CHECK_EQ_I(atomic_load_explicit(&l->want, memory_order_acquire), INT_MAX);
+  atomic_store_explicit(&s_stage, 3, memory_order_release);
+  CHECK_OK(sstm_exec_wait(&fb));
+  CHECK_OK(sstm_exec_wait(&fa));
+  atomic_store_explicit(&wf_release, 1, memory_order_release);
+  CHECK_OK(sstm_exec_wait(&fl));
+  CHECK_OK(sstm_exec_wait(&fv));
+  CHECK_EQ_U(wf_held, 11);
+  sstm_exec_level_stats_t s0;
+  CHECK_OK(sstm_exec_stats(ex, 0, &s0));
+  CHECK_EQ_U(s0.preemptions, 0); /* `hl` was never paused */
+  CHECK_OK(sstm_exec_destroy(ex));
+  sstm_shutdown();
+}
+
 TEST(signal) { run_case(SSTM_EXEC_PREEMPT_SIGNAL); }
 TEST(poll) { run_case(SSTM_EXEC_PREEMPT_POLL); }
 
@@ -832,5 +948,10 @@ TEST(an_asked_check_declines_for_a_request_at_its_own_level_poll) {
 
 TEST(a_pause_claims_the_sleeper_it_wakes_signal) { run_pause_claims(SSTM_EXEC_PREEMPT_SIGNAL); }
 TEST(a_pause_claims_the_sleeper_it_wakes_poll) { run_pause_claims(SSTM_EXEC_PREEMPT_POLL); }
+
+TEST(waiter_first_a_waiter_victim_is_asked_alone_signal) {
+  run_waiter_alone(SSTM_EXEC_PREEMPT_SIGNAL);
+}
+TEST(waiter_first_a_waiter_victim_is_asked_alone_poll) { run_waiter_alone(SSTM_EXEC_PREEMPT_POLL); }
 
 SSTM_TEST_MAIN()
