@@ -107,7 +107,8 @@ static bool steal(struct sstm_desc *tx, _Atomic uint64_t *lk, uint64_t l) {
 static bool reap_paused(struct sstm_desc *tx, struct sstm_desc *o, uint64_t serial) {
   uint32_t p = atomic_load_explicit(&o->pause, memory_order_relaxed);
   do {
-    if (!(p & (SSTM_PAUSE_DETACHED | SSTM_PAUSE_MARKED))) return true; /* resumed meanwhile */
+    if (!(p & (SSTM_PAUSE_DETACHED | SSTM_PAUSE_MARKED | SSTM_PAUSE_WAITING)))
+      return true; /* resumed meanwhile */
     if (p & SSTM_PAUSE_REAPING) return false;
     /* (9.2) acquire: pairs with the release that paused o (detach, mark),
      * so o's lock set and serial are as its last thread left them, and
@@ -124,14 +125,16 @@ static bool reap_paused(struct sstm_desc *tx, struct sstm_desc *o, uint64_t seri
   uint64_t st = atomic_load_explicit(&o->status, memory_order_acquire);
   if (sstm_st_serial(st) == serial && sstm_st_state(st) == SSTM_ST_KILLED) {
     /* (9.4) An attempt paused at a polled point resumes where its kill is
-     * checked first (9.6): its locks get their old versions back, as its
+     * checked first (9.6), or one waiting outside the barriers, which
+     * checks it first when its wait ends (9.7): its locks get their old
+     * versions back, as its
      * own rollback would (6.5), and readers that read those versions stay
      * valid. Any other may resume at any instruction of its body (a
      * signal-driven switch), even half-way through an inline read: its
      * locks get one fresh version, as steal() gives each (6.4), which no
      * read of its snapshot accepts. acq_rel fetch_add: the release
      * publishes the KILLED status to whoever reads this clock value. */
-    bool restore = (p & SSTM_PAUSE_POLLED) != 0;
+    bool restore = (p & (SSTM_PAUSE_POLLED | SSTM_PAUSE_WAITING)) != 0;
     uint64_t v = 0;
     if (!restore)
       v = sstm_lw_make_version(sstm_clock_time(atomic_fetch_add_explicit(
@@ -160,9 +163,18 @@ static bool reap_paused(struct sstm_desc *tx, struct sstm_desc *o, uint64_t seri
   return true;
 }
 
-/* Whether o's attempt is paused (9.1). relaxed: a hint for the decision,
- * which reap_paused makes again under its acquire CAS. */
+/* Whether o's attempt is paused (9.1) or waits outside the barriers
+ * (9.7). relaxed: a hint for the decision, which reap_paused makes again
+ * under its acquire CAS. */
 static inline bool is_paused(const struct sstm_desc *o) {
+  return (atomic_load_explicit(&((struct sstm_desc *)o)->pause, memory_order_relaxed) &
+          (SSTM_PAUSE_DETACHED | SSTM_PAUSE_MARKED | SSTM_PAUSE_WAITING)) != 0;
+}
+
+/* Whether o's attempt is paused by an executor (9.1), whose rule may offer
+ * this worker to it (9.6); one that only waits outside the barriers (9.7)
+ * is no executor's and is taken over at once. relaxed: a hint, as above. */
+static inline bool exec_paused(const struct sstm_desc *o) {
   return (atomic_load_explicit(&((struct sstm_desc *)o)->pause, memory_order_relaxed) &
           (SSTM_PAUSE_DETACHED | SSTM_PAUSE_MARKED)) != 0;
 }
@@ -273,7 +285,7 @@ SSTM_NOINLINE uint64_t sstm__resolve(struct sstm_desc *tx, sstm_conflict_kind_t 
        * SSTM_EXEC_PAUSED_ASK once whatever the priorities (the executor
        * decides). */
       int rule = sstm__exec_paused_rule();
-      if (!irrev && !blocked_offered && ostate == SSTM_ST_ACTIVE &&
+      if (!irrev && !blocked_offered && ostate == SSTM_ST_ACTIVE && exec_paused(o) &&
           (rule == SSTM_EXEC_PAUSED_ASK ||
            (rule == SSTM_EXEC_PAUSED_WAIT_HIGHER &&
             __atomic_load_n(&o->attr.priority, __ATOMIC_RELAXED) > tx->attr.priority))) {

@@ -472,6 +472,11 @@ enum {
    * preemption point (exec.c): it resumes there, where the kill is checked
    * before anything else, so a reaper may put the old versions back (9.4) */
   SSTM_PAUSE_POLLED = 8u,
+  /* the attempt waits outside the barriers (a byte stream's data or room,
+   * src/iface/libc_services.h) holding locks; set and cleared by its own
+   * thread, which checks the kill before anything else when the wait ends,
+   * so a reaper puts the old versions back, as for POLLED (9.7) */
+  SSTM_PAUSE_WAITING = 16u,
 };
 
 /* registry.c */

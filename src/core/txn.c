@@ -1397,3 +1397,21 @@ void sstm__attempt_check(void) {
   if (!sstm__extend(tx))
     sstm__conflict_abort(tx, SSTM_CONFLICT_VALIDATION, SSTM_ABORT_VALIDATE_READ, NULL);
 }
+
+/* (9.7) src/iface/libc_services.h. Only an attempt that holds locks is
+ * marked: one without any (commit-time locking, or nothing written yet)
+ * is met by nobody. */
+bool sstm__attempt_wait_begin(void) {
+  struct sstm_desc *tx = sstm__cur;
+  if (tx == NULL || tx->depth == 0 || sstm__kind(tx) == SSTM_V_IRREV || tx->ls.n == 0) return false;
+  /* (9.1) release: a reaper whose acquire CAS sees the mark sees the lock
+   * set as this thread left it; the thread changes it no more until end. */
+  atomic_fetch_or_explicit(&tx->pause, SSTM_PAUSE_WAITING, memory_order_release);
+  return true;
+}
+
+void sstm__attempt_wait_end(bool marked) {
+  /* (9.5) acquire, waiting out a reaper: the caller's check then sees the
+   * KILLED status and the releases before it. */
+  if (marked) sstm__pause_clear(sstm__cur, SSTM_PAUSE_WAITING);
+}

@@ -85,6 +85,20 @@ bool sstm__attempt_suspendable(void);
  * No lock, no system call; validates the read set. */
 void sstm__attempt_check(void);
 
+/* Around a wait outside the barriers (the stdio layer's poll or sleep for
+ * a byte stream's data or room) that a revocable attempt makes holding
+ * locks (encounter-time locking): begin marks the attempt as waiting, so
+ * that a transaction that meets one of its locks takes them all over and
+ * kills it, whatever the policies (docs/design/core.md (9.7)), instead of
+ * waiting or restarting behind an attempt that may be waiting for that
+ * very transaction's data; end clears the mark, waiting while a thread
+ * takes the locks over, and the caller then calls sstm__attempt_check()
+ * before anything else, which rolls a killed attempt back. begin returns
+ * whether it marked (false outside a transaction, in an irrevocable
+ * attempt, or without locks); pass that to end. No lock, no system call. */
+bool sstm__attempt_wait_begin(void);
+void sstm__attempt_wait_end(bool marked);
+
 /* Thread-local state that belongs to a transaction follows its
  * descriptor. A descriptor detached inside a transaction
  * (sstm_desc_detach: an executor suspends the transaction) may be attached

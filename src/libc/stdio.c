@@ -2671,9 +2671,11 @@ uint64_t sstm__stdio_arrivals_walked(void) { return tls_awalk; }
  * reader claim, looks again (another reader may have logged the bytes
  * meanwhile), and reads if poll(2) says the read would not wait; else it
  * gives the claim back and waits in poll, holding nothing of its own,
- * for a while (SF_POLL_MS, doubling up to SF_POLL_MAX_MS): then it looks
- * for a kill of its attempt (sstm__attempt_check: a conflicting attempt
- * may want what it holds) and at the log again, since another reader may
+ * for a while (SF_POLL_MS, doubling up to SF_POLL_MAX_MS), marked as
+ * waiting (sstm__attempt_wait_begin), so that a transaction that meets one
+ * of the attempt's locks takes them over whatever the policies (it may be
+ * the one that sends the data): then it looks for a kill of its attempt
+ * (sstm__attempt_check) and at the log again, since another reader may
  * have taken the data it waited for into the log. The claim is held
  * across one read that does not wait and nothing else, so no holder
  * waits for a transaction, and irrevocable attempts take it like the
@@ -2738,7 +2740,9 @@ static long read_bytes(view_t *v, uint64_t p, unsigned char *dst, size_t cap) {
         break;
       }
       rclaim_release(f);
+      bool marked = sstm__attempt_wait_begin();
       (void)bytes_ready(f->fd, ms);
+      sstm__attempt_wait_end(marked); /* wait_next's check follows */
     }
     rclaim_release(f);
   }
@@ -3848,9 +3852,13 @@ static void wait_room(int fd, uint64_t n) {
         return;
       /* Writable, with less room than n: poll would not wait. */
       struct timespec ts = {0, (long)ms * 1000000L};
+      bool marked = sstm__attempt_wait_begin();
       (void)nanosleep(&ts, NULL);
+      sstm__attempt_wait_end(marked); /* wait_next's check follows */
     } else {
+      bool marked = sstm__attempt_wait_begin();
       (void)sstm__stdio_sys->poll(&p, 1, ms);
+      sstm__attempt_wait_end(marked);
     }
   }
 }

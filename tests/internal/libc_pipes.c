@@ -1277,11 +1277,11 @@ static void bump(void *arg) {
  * rolls back, and its retry waits again. The test writes the data only
  * after the retry began: earlier builds waited in poll(2) until then, a
  * hang (the watchdog). */
-static void doomed_while_waiting_for_data(sstm_design_t design) {
+static void doomed_while_waiting_for_data(sstm_design_t design, const char *cm) {
   sstm_config_t cfg;
   sstm_test_config(&cfg);
   cfg.design = design;
-  cfg.cm = "ser-kill";
+  cfg.cm = cm;
   CHECK_OK(sstm_init(&cfg));
   CHECK_OK(sstm_thread_init());
   CHECK_TRUE(signal(SIGPIPE, SIG_IGN) != SIG_ERR);
@@ -1314,10 +1314,26 @@ static void doomed_while_waiting_for_data(sstm_design_t design) {
  * mutant that looked for a kill alone hung here under ctl, and passed under
  * etl, which kills the waiter). */
 TEST(an_attempt_doomed_while_it_waits_for_data_rolls_back_without_the_data) {
-  doomed_while_waiting_for_data(SSTM_DESIGN_ETL);
+  doomed_while_waiting_for_data(SSTM_DESIGN_ETL, "ser-kill");
 }
 TEST(an_attempt_whose_read_went_stale_while_it_waits_for_data_rolls_back_without_the_data) {
-  doomed_while_waiting_for_data(SSTM_DESIGN_CTL);
+  doomed_while_waiting_for_data(SSTM_DESIGN_CTL, "ser-kill");
+}
+
+/* (S6), core.md (9.7) The same under encounter-time locking with policies
+ * that never kill a lock's holder nor escalate to irrevocable (which kills
+ * it, as ser-block does after its retry bound): suicide restarts the
+ * transaction that meets the waiter's lock at once, backoff after a pause.
+ * Here that transaction must commit before the data is sent, so earlier
+ * builds (whose waits were not marked) restarted it for as long as the
+ * waiter waited: a hang (the watchdog). The waiter is marked while it
+ * waits, and the transaction that meets its lock takes its locks over
+ * whatever the policy. */
+TEST(a_waiter_for_data_is_taken_over_under_a_policy_that_never_kills_suicide) {
+  doomed_while_waiting_for_data(SSTM_DESIGN_ETL, "suicide");
+}
+TEST(a_waiter_for_data_is_taken_over_under_a_policy_that_never_kills_backoff) {
+  doomed_while_waiting_for_data(SSTM_DESIGN_ETL, "backoff");
 }
 
 #define MANY_BYTES 2000u
