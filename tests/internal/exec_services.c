@@ -30,6 +30,7 @@
 #include "../common/txhelp.h"
 #include "core/engine.h"
 #include "iface/exec_services.h"
+#include "iface/libc_services.h"
 
 static uint64_t w[64] __attribute__((aligned(64)));
 
@@ -854,6 +855,122 @@ TEST_ETL(ask_offers_the_worker_once_whatever_the_priorities) {
     CHECK_EQ_U(w[0], 7);
   }
   CHECK_RC(sstm__exec_set_paused_rule((sstm_exec_paused_rule_t)3), SSTM_EINVAL);
+  teardown();
+}
+
+/* ---- (d) waiting outside the barriers (9.7) ---- */
+
+/* Only a revocable attempt that holds locks is marked: outside a
+ * transaction, before its first write, under commit-time locking (whose
+ * lock set is empty during the body) and in an irrevocable attempt, begin
+ * returns false and sets nothing. Kills a begin that marks without looking
+ * at the lock set, the depth or the kind. */
+static void wait_begin_marks(void *arg) {
+  sstm_desc_t *me = sstm_self();
+  bool etl = *(bool *)arg;
+  CHECK_FALSE(sstm__attempt_wait_begin()); /* nothing written yet */
+  (void)sstm_load_u64(&w[0]);
+  CHECK_FALSE(sstm__attempt_wait_begin()); /* a read holds no lock */
+  sstm_store_u64(&w[0], 1);
+  bool marked = sstm__attempt_wait_begin();
+  CHECK_EQ_I(marked, etl);
+  CHECK_EQ_I((atomic_load_explicit(&me->pause, memory_order_seq_cst) & SSTM_PAUSE_WAITING) != 0,
+             etl);
+  /* a waiting attempt is no executor's: not shown as paused by one */
+  CHECK_FALSE(sstm__exec_is_paused(me));
+  sstm__attempt_wait_end(marked);
+  CHECK_EQ_U(atomic_load_explicit(&me->pause, memory_order_seq_cst), 0);
+  sstm__attempt_check(); /* nobody killed it: goes on */
+}
+static void wait_begin_irrev(void *arg) {
+  (void)arg;
+  sstm_store_u64(&w[0], 2);
+  CHECK_FALSE(sstm__attempt_wait_begin());
+}
+static void wait_begin_is_for_lock_holders(bool etl) {
+  sstm_test_init();
+  CHECK_FALSE(sstm__attempt_wait_begin()); /* outside a transaction */
+  sstm__attempt_wait_end(false);
+  CHECK_OK(sstm_run(NULL, wait_begin_marks, &etl));
+  sstm_attr_t irrev = {.irrevocable = true};
+  CHECK_OK(sstm_run(&irrev, wait_begin_irrev, NULL));
+  CHECK_EQ_U(w[0], 2);
+  sstm_test_fini();
+}
+TEST_ETL(a_wait_marks_an_attempt_holding_locks_only) { wait_begin_is_for_lock_holders(true); }
+TEST_CTL(a_wait_under_commit_time_locking_is_not_marked) { wait_begin_is_for_lock_holders(false); }
+
+/* A holder waiting outside the barriers is taken over under suicide (a
+ * policy that never kills a holder), its locks released with the versions
+ * they displaced, as at a polled point (9.4): it resumes at the end of its
+ * wait, whose check comes first and rolls it back. Kills: a reaper that
+ * gives a waiter's locks a fresh version (restore from POLLED alone; the
+ * lock word check), is_paused without WAITING (run_other_attached then
+ * restarts for ever: the watchdog), an end that does not wait out the
+ * reaper or a check that misses the kill (the FAIL). */
+TEST_ETL(a_waiting_holder_is_taken_over_with_the_displaced_versions) {
+  sstm_test_init();
+  sstm_desc_t *me = sstm_self();
+  _Atomic uint64_t *lk = sstm__lock_for(me, &w[16]);
+  tx_store_u64(&w[16], 3); /* a version of its own */
+  uint64_t old16 = atomic_load_explicit(lk, memory_order_seq_cst);
+  w[0] = 1;
+  static volatile int attempts;
+  attempts = 0;
+  SSTM_ATOMIC_BEGIN(NULL)
+    attempts++;
+    sstm_store_u64(&w[16], 4);
+    sstm_store_u64(&w[0], 5);
+    if (attempts == 1) {
+      bool marked = sstm__attempt_wait_begin();
+      CHECK_TRUE(marked);
+      /* attached, waiting; another thread meets w[0]'s lock */
+      CHECK_OK(run_other_attached(NULL, write_w0_w8, NULL));
+      CHECK_EQ_X(atomic_load_explicit(lk, memory_order_seq_cst), old16);
+      CHECK_EQ_U(w[0], 101);
+      sstm_stats_t so;
+      CHECK_OK(sstm_stats_get(txh_other_desc(), &so));
+      CHECK_EQ_U(so.locks_stolen, 2);
+      CHECK_EQ_U(so.cm_kills, 1);
+      CHECK_EQ_U(so.commits_update, 1);
+      CHECK_EQ_U(so.aborts_total, 0);
+      sstm__attempt_wait_end(marked);
+      sstm__attempt_check(); /* the kill is noticed here: restart */
+      FAIL("a killed waiter went on past its check");
+    }
+  SSTM_ATOMIC_END();
+  CHECK_EQ_I(attempts, 2);
+  CHECK_EQ_U(w[0], 5);
+  CHECK_EQ_U(w[16], 4);
+  killed_once(me);
+  txh_cleanup();
+  sstm_test_fini();
+}
+
+/* A waiting holder is no executor's: under SSTM_EXEC_PAUSED_ASK (which
+ * offers the worker for any holder an executor paused) the thread that
+ * meets its lock takes it over without offering the worker (9.7). Kills
+ * resolve's offer made on is_paused instead of exec_paused. */
+TEST_ETL(a_waiting_holder_is_not_offered_to_the_executor) {
+  setup();
+  CHECK_OK(sstm__exec_set_paused_rule(SSTM_EXEC_PAUSED_ASK));
+  static volatile int attempts;
+  attempts = 0;
+  SSTM_ATOMIC_BEGIN(NULL)
+    attempts++;
+    sstm_store_u64(&w[0], 7);
+    if (attempts == 1) {
+      bool marked = sstm__attempt_wait_begin();
+      CHECK_TRUE(marked);
+      CHECK_OK(run_other_attached(NULL, write_w0_w8, NULL));
+      CHECK_EQ_I(hk.calls, 0);
+      sstm__attempt_wait_end(marked);
+      sstm__attempt_check();
+      FAIL("a killed waiter went on past its check");
+    }
+  SSTM_ATOMIC_END();
+  CHECK_EQ_I(attempts, 2);
+  CHECK_EQ_U(w[0], 7);
   teardown();
 }
 
