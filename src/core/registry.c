@@ -559,10 +559,12 @@ bool sstm__killer_of(struct sstm_desc *victim, sstm_party_t *out) {
   struct sstm_desc *k = sstm__desc_at(slot1 - 1);
   if (k == NULL) return false;
   /* A paused killer is not named (9): a policy would serialise the retry
-   * behind an attempt that only a resume can end. relaxed: a hint, as
-   * the rest of the party's snapshot. */
+   * behind an attempt that only a resume can end; nor one that waits
+   * outside the barriers (9.7), for something outside the memory that the
+   * retry may be the one to send. relaxed: a hint, as the rest of the
+   * party's snapshot. */
   if (atomic_load_explicit(&k->pause, memory_order_relaxed) &
-      (SSTM_PAUSE_DETACHED | SSTM_PAUSE_MARKED))
+      (SSTM_PAUSE_DETACHED | SSTM_PAUSE_MARKED | SSTM_PAUSE_WAITING))
     return false;
   uint64_t st = atomic_load_explicit(&k->status, memory_order_relaxed);
   uint64_t now = sstm_st_serial(st);

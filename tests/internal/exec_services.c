@@ -974,4 +974,80 @@ TEST_ETL(a_waiting_holder_is_not_offered_to_the_executor) {
   teardown();
 }
 
+/* Nor is a waiting attempt named to a policy as the killer of another
+ * (9.7, as (9) for a paused one): a policy that serialises its retry
+ * behind the killer (ser-*, softser) would wait, up to its bound, for an
+ * attempt that waits for something outside the memory, perhaps for what
+ * that very retry would send. K kills V's attempt, then waits holding a
+ * lock; V notices the kill while K waits. Kills sstm__killer_of ignoring
+ * DETACHED and MARKED killers only (V's policy was told K). */
+static _Atomic int wk_phase; /* 1: V holds w[8]; 2: V may look; 3: V done */
+static _Atomic int wk_named; /* V's KILLED conflict named a party: 0/1; -1 none */
+static sstm_desc_t *_Atomic wk_v;
+static _Atomic uint64_t wk_vtxid;
+static sstm_cm_action_t wk_on_conflict(sstm_cm_ctx_t *ctx, const sstm_conflict_t *c,
+                                       uint64_t *wait_ns) {
+  (void)wait_ns;
+  if (c->kind == SSTM_CONFLICT_KILLED && ctx->desc == atomic_load(&wk_v))
+    atomic_store(&wk_named, c->has_other ? 1 : 0);
+  return SSTM_CM_ABORT_SELF;
+}
+static const sstm_cm_ops_t wk_policy = {
+    .name = "test-waiting-killer",
+    .description = "records whether a kill named its killer (tests)",
+    .on_conflict = wk_on_conflict,
+};
+static void wk_victim_body(void *arg) {
+  (void)arg;
+  sstm_store_u64(&w[8], 1);
+  if (atomic_load(&wk_phase) == 0) {
+    atomic_store(&wk_vtxid, sstm_txid());
+    atomic_store(&wk_phase, 1);
+    while (atomic_load(&wk_phase) != 2)
+      sched_yield();
+    (void)sstm_load_u64(&w[24]); /* the kill is noticed here: restart */
+    FAIL("a killed attempt went on past a barrier");
+  }
+}
+static void *wk_victim(void *arg) {
+  (void)arg;
+  CHECK_OK(sstm_thread_init());
+  atomic_store(&wk_v, sstm_self());
+  CHECK_OK(sstm_run(NULL, wk_victim_body, NULL));
+  sstm_thread_exit();
+  atomic_store(&wk_phase, 3);
+  return NULL;
+}
+TEST_ETL(a_waiting_killer_is_not_named_to_its_victim) {
+  if (sstm_cm_find(wk_policy.name) == NULL) CHECK_OK(sstm_cm_register(&wk_policy));
+  sstm_config_t cfg;
+  sstm_test_config(&cfg);
+  cfg.cm = wk_policy.name;
+  CHECK_OK(sstm_init(&cfg));
+  CHECK_OK(sstm_thread_init());
+  atomic_store(&wk_phase, 0);
+  atomic_store(&wk_named, -1);
+  pthread_t th;
+  CHECK_EQ_I(pthread_create(&th, NULL, wk_victim, NULL), 0);
+  while (atomic_load(&wk_phase) != 1)
+    sched_yield();
+  SSTM_ATOMIC_BEGIN(NULL)
+    sstm_store_u64(&w[0], 1); /* a lock: the wait is marked */
+    if (atomic_load(&wk_phase) == 1) {
+      CHECK_OK(sstm_desc_kill(atomic_load(&wk_v), atomic_load(&wk_vtxid)));
+      bool marked = sstm__attempt_wait_begin();
+      CHECK_TRUE(marked);
+      atomic_store(&wk_phase, 2);
+      while (atomic_load(&wk_phase) != 3)
+        sched_yield();
+      sstm__attempt_wait_end(marked);
+      sstm__attempt_check(); /* nobody met its lock: goes on */
+    }
+  SSTM_ATOMIC_END();
+  CHECK_EQ_I(pthread_join(th, NULL), 0);
+  CHECK_EQ_I(atomic_load(&wk_named), 0);
+  CHECK_EQ_U(w[8], 1);
+  sstm_test_fini();
+}
+
 SSTM_TEST_MAIN()
