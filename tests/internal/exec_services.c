@@ -16,6 +16,10 @@
  *    while it ran stays the thief's through the reap and the rollback; an
  *    attempt switched out while blocked on a paused one, taken over
  *    meanwhile, stops at the kill when it resumes;
+ *  - an attempt waiting outside the barriers (9.7): marked only when it is
+ *    revocable and holds locks; taken over whatever the policy, with the
+ *    displaced versions; not offered to the executor; not named as the
+ *    killer of another;
  *  - the errors of the interface.
  */
 #define _GNU_SOURCE
