@@ -37,6 +37,7 @@
 
 #include <schedstm/exec.h>
 
+#include "cm/common.h" /* sstm__ser_wait_max_ns */
 #include "exec/exec_internal.h"
 #include "exec_cfg.h"
 #include "iface/exec_services.h"
@@ -855,6 +856,13 @@ static void run_waiter_alone(sstm_exec_preempt_t m) {
   cfg.design = SSTM_DESIGN_ETL; /* `hl`'s lock is held before its commit */
   cfg.cm = "ser-block";
   CHECK_OK(sstm_init(&cfg));
+  /* V must be in its policy's wait when B2 is submitted: with the bound
+   * (SSTM_SER_WAIT_MAX_NS) it retries between waits, and a host that
+   * deschedules the test between the check below and the submission could
+   * let B2 find it running; without a bound it sleeps until `hl` ends.
+   * relaxed: set before the workers run transactions. */
+  uint64_t bound = atomic_load_explicit(&sstm__ser_wait_max_ns, memory_order_relaxed);
+  atomic_store_explicit(&sstm__ser_wait_max_ns, 0, memory_order_relaxed);
   sstm_exec_config_t c = sstm_test_exec_config(3, 16, 5, m);
   c.poll_fallback_us = 1000000;
   c.c_max = 0;
@@ -918,6 +926,7 @@ static void run_waiter_alone(sstm_exec_preempt_t m) {
   CHECK_EQ_U(s0.preemptions, 0); /* `hl` was never paused */
   CHECK_OK(sstm_exec_destroy(ex));
   sstm_shutdown();
+  atomic_store_explicit(&sstm__ser_wait_max_ns, bound, memory_order_relaxed);
 }
 
 TEST(signal) { run_case(SSTM_EXEC_PREEMPT_SIGNAL); }
