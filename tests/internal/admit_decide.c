@@ -372,6 +372,12 @@ TEST(admit_gives_the_place_back_when_the_transaction_is_cancelled) {
   /* A's cancel gives the place back: B runs */
   atomic_store_explicit(&g.hold[G_A], 0, memory_order_seq_cst);
   await_returned(G_B, 1);
+  /* The place goes back inside A's sstm_run, before it returns and A's
+   * thread counts the cancel: B may return first. So A's return is
+   * awaited before its count is read (and before its cancel is cleared,
+   * which A's thread reads after the return to tell a cancel it asked
+   * for from an error). */
+  await_returned(G_A, 1);
   CHECK_EQ_I(atomic_load_explicit(&g.cancelled[G_A], memory_order_seq_cst), 1);
   /* A, its cancels done, commits again without waiting: no place left
    * held by anyone */
