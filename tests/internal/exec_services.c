@@ -985,6 +985,8 @@ TEST_ETL(a_waiting_holder_is_not_offered_to_the_executor) {
  * that very retry would send. K kills V's attempt, then waits holding a
  * lock; V notices the kill while K waits. Kills sstm__killer_of ignoring
  * DETACHED and MARKED killers only (V's policy was told K). */
+/* seq_cst throughout: the handshakes of a test, nothing rests on a weaker
+ * order. */
 static _Atomic int wk_phase; /* 1: V holds w[8]; 2: V may look; 3: V done */
 static _Atomic int wk_named; /* V's KILLED conflict named a party: 0/1; -1 none */
 static sstm_desc_t *_Atomic wk_v;
@@ -992,8 +994,9 @@ static _Atomic uint64_t wk_vtxid;
 static sstm_cm_action_t wk_on_conflict(sstm_cm_ctx_t *ctx, const sstm_conflict_t *c,
                                        uint64_t *wait_ns) {
   (void)wait_ns;
-  if (c->kind == SSTM_CONFLICT_KILLED && ctx->desc == atomic_load(&wk_v))
-    atomic_store(&wk_named, c->has_other ? 1 : 0);
+  if (c->kind == SSTM_CONFLICT_KILLED &&
+      ctx->desc == atomic_load_explicit(&wk_v, memory_order_seq_cst))
+    atomic_store_explicit(&wk_named, c->has_other ? 1 : 0, memory_order_seq_cst);
   return SSTM_CM_ABORT_SELF;
 }
 static const sstm_cm_ops_t wk_policy = {
@@ -1004,10 +1007,10 @@ static const sstm_cm_ops_t wk_policy = {
 static void wk_victim_body(void *arg) {
   (void)arg;
   sstm_store_u64(&w[8], 1);
-  if (atomic_load(&wk_phase) == 0) {
-    atomic_store(&wk_vtxid, sstm_txid());
-    atomic_store(&wk_phase, 1);
-    while (atomic_load(&wk_phase) != 2)
+  if (atomic_load_explicit(&wk_phase, memory_order_seq_cst) == 0) {
+    atomic_store_explicit(&wk_vtxid, sstm_txid(), memory_order_seq_cst);
+    atomic_store_explicit(&wk_phase, 1, memory_order_seq_cst);
+    while (atomic_load_explicit(&wk_phase, memory_order_seq_cst) != 2)
       sched_yield();
     (void)sstm_load_u64(&w[24]); /* the kill is noticed here: restart */
     FAIL("a killed attempt went on past a barrier");
@@ -1016,10 +1019,10 @@ static void wk_victim_body(void *arg) {
 static void *wk_victim(void *arg) {
   (void)arg;
   CHECK_OK(sstm_thread_init());
-  atomic_store(&wk_v, sstm_self());
+  atomic_store_explicit(&wk_v, sstm_self(), memory_order_seq_cst);
   CHECK_OK(sstm_run(NULL, wk_victim_body, NULL));
   sstm_thread_exit();
-  atomic_store(&wk_phase, 3);
+  atomic_store_explicit(&wk_phase, 3, memory_order_seq_cst);
   return NULL;
 }
 TEST_ETL(a_waiting_killer_is_not_named_to_its_victim) {
@@ -1029,27 +1032,28 @@ TEST_ETL(a_waiting_killer_is_not_named_to_its_victim) {
   cfg.cm = wk_policy.name;
   CHECK_OK(sstm_init(&cfg));
   CHECK_OK(sstm_thread_init());
-  atomic_store(&wk_phase, 0);
-  atomic_store(&wk_named, -1);
+  atomic_store_explicit(&wk_phase, 0, memory_order_seq_cst);
+  atomic_store_explicit(&wk_named, -1, memory_order_seq_cst);
   pthread_t th;
   CHECK_EQ_I(pthread_create(&th, NULL, wk_victim, NULL), 0);
-  while (atomic_load(&wk_phase) != 1)
+  while (atomic_load_explicit(&wk_phase, memory_order_seq_cst) != 1)
     sched_yield();
   SSTM_ATOMIC_BEGIN(NULL)
     sstm_store_u64(&w[0], 1); /* a lock: the wait is marked */
-    if (atomic_load(&wk_phase) == 1) {
-      CHECK_OK(sstm_desc_kill(atomic_load(&wk_v), atomic_load(&wk_vtxid)));
+    if (atomic_load_explicit(&wk_phase, memory_order_seq_cst) == 1) {
+      CHECK_OK(sstm_desc_kill(atomic_load_explicit(&wk_v, memory_order_seq_cst),
+                              atomic_load_explicit(&wk_vtxid, memory_order_seq_cst)));
       bool marked = sstm__attempt_wait_begin();
       CHECK_TRUE(marked);
-      atomic_store(&wk_phase, 2);
-      while (atomic_load(&wk_phase) != 3)
+      atomic_store_explicit(&wk_phase, 2, memory_order_seq_cst);
+      while (atomic_load_explicit(&wk_phase, memory_order_seq_cst) != 3)
         sched_yield();
       sstm__attempt_wait_end(marked);
       sstm__attempt_check(); /* nobody met its lock: goes on */
     }
   SSTM_ATOMIC_END();
   CHECK_EQ_I(pthread_join(th, NULL), 0);
-  CHECK_EQ_I(atomic_load(&wk_named), 0);
+  CHECK_EQ_I(atomic_load_explicit(&wk_named, memory_order_seq_cst), 0);
   CHECK_EQ_U(w[8], 1);
   sstm_test_fini();
 }
