@@ -324,10 +324,7 @@ struct sstm_desc {
    * preemption that follows has its own (the request flag). */
   _Atomic uint8_t cm_wait;
 
-  /* On a line of its own: the owner writes it at every commit, and a grace
-   * period reads `pause` above for every attempt it finds running
-   * (reclaim.c, waits_outside), which must not pull a line that bounces. */
-  _Alignas(SSTM_CACHELINE) sstm_counters_t ctr;
+  sstm_counters_t ctr;
   /* sstm_quiesce's record of the running attempts, its room kept from one
    * call to the next (owner-only; freed with the descriptor). */
   sstm_grace_t quiesce;

@@ -213,19 +213,6 @@ SSTM_API void *sstm_calloc(size_t n, size_t size) {
 /* ------------------------------------------------------------------------ */
 /* Grace periods: reclamation and sstm_quiesce share them. */
 
-/* (5.5) Whether o's attempt waits outside the barriers (core.md (9.7)):
- * it reads nothing shared until its wait ends, and then it checks its
- * kill and validates first (sstm__attempt_wait_end's seq_cst fence makes
- * that validation see every commit before the grace period's heavy
- * fence), so the grace period need not wait for it, which could be for
- * ever when the data it waits for comes from this thread. acquire: pairs
- * with the mark's release, so that the attempt's reads before its wait
- * happen before our caller's frees and private writes. */
-static inline bool waits_outside(const struct sstm_desc *o) {
-  return (atomic_load_explicit(&((struct sstm_desc *)o)->pause, memory_order_acquire) &
-          SSTM_PAUSE_WAITING) != 0;
-}
-
 /* Start a grace period: record every running attempt, self's own included
  * ((5.2)): self is the caller's descriptor (NULL: none), whose attempt runs
  * here only when a hook or callback inside it (a tx_begin hook, a policy's
@@ -277,8 +264,7 @@ static bool grace_start(const struct sstm_desc *self, sstm_grace_t *g, unsigned 
      * place). Self's own status is its owner's word (acquire is
      * harmless there). */
     uint64_t st = atomic_load_explicit(&o->status, memory_order_acquire);
-    if (sstm_st_state(st) != SSTM_ST_IDLE && !waits_outside(o))
-      g->rec[g->n++] = (sstm_grace_rec_t){o, st};
+    if (sstm_st_state(st) != SSTM_ST_IDLE) g->rec[g->n++] = (sstm_grace_rec_t){o, st};
   }
   if (others != NULL) *others = seen;
   return true;
@@ -294,7 +280,7 @@ static bool grace_over(sstm_grace_t *g) {
      * the ended attempt's reads and write-back happen before our caller's
      * later accesses. */
     uint64_t now = atomic_load_explicit(&g->rec[i].d->status, memory_order_acquire);
-    if (sstm_st_same_attempt_running(g->rec[i].status, now) && !waits_outside(g->rec[i].d))
+    if (sstm_st_same_attempt_running(g->rec[i].status, now))
       i++;
     else
       g->rec[i] = g->rec[--g->n];
@@ -320,11 +306,6 @@ static void grace_fini(sstm_grace_t *g) {
  * (docs/benchmarks.md, "Privatization safety in the compiler ABI"). */
 #define QUIESCE_SPIN_NS 2000
 
-/* The longest sleep of a grace period on one attempt's status word before
- * it looks again (grace_wait): the attempts that wait outside the barriers
- * are found at most this late. Only waits this long pay for it. */
-#define GRACE_SLEEP_NS 16000000ull
-
 /* Wait until the grace period is over: poll with exponential backoff for
  * up to QUIESCE_SPIN_NS, then wait for each remaining attempt through
  * sstm_party_wait, which sleeps on the futex of its status word (and spins
@@ -348,9 +329,7 @@ static void grace_wait(sstm_grace_t *g) {
    * end the grace period: grace_over looks again, with its acquire loads. */
   while (!grace_over(g)) {
     sstm_party_t p = {.desc = g->rec[0].d, .txid = sstm_st_serial(g->rec[0].status)};
-    /* Bounded: an attempt that begins to wait outside the barriers (5.5)
-     * changes no status word, so no futex wake tells us. */
-    (void)sstm_party_wait(&p, SSTM_WAIT_BLOCK, GRACE_SLEEP_NS);
+    (void)sstm_party_wait(&p, SSTM_WAIT_BLOCK, 0);
   }
 }
 

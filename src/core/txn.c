@@ -1398,36 +1398,20 @@ void sstm__attempt_check(void) {
     sstm__conflict_abort(tx, SSTM_CONFLICT_VALIDATION, SSTM_ABORT_VALIDATE_READ, NULL);
 }
 
-/* (9.7) src/iface/libc_services.h. Every revocable attempt is marked, with
- * locks or without (commit-time locking, nothing written yet): those with
- * locks are taken over by whoever meets them, and grace periods do not
- * wait for any of them (core.md (5.5)). */
+/* (9.7) src/iface/libc_services.h. Only an attempt that holds locks is
+ * marked: one without any (commit-time locking, or nothing written yet)
+ * is met by nobody. */
 bool sstm__attempt_wait_begin(void) {
   struct sstm_desc *tx = sstm__cur;
-  if (tx == NULL || tx->depth == 0 || sstm__kind(tx) == SSTM_V_IRREV) return false;
+  if (tx == NULL || tx->depth == 0 || sstm__kind(tx) == SSTM_V_IRREV || tx->ls.n == 0) return false;
   /* (9.1) release: a reaper whose acquire CAS sees the mark sees the lock
-   * set as this thread left it, and a grace period whose acquire load sees
-   * it has this attempt's reads before it (5.5); the thread changes its
-   * lock set and reads nothing shared until end. */
+   * set as this thread left it; the thread changes it no more until end. */
   atomic_fetch_or_explicit(&tx->pause, SSTM_PAUSE_WAITING, memory_order_release);
-  /* (5.5) seq_cst: pairs with a grace period's heavy fence (a seq_cst
-   * fence, or the barrier a membarrier runs here) as the begin barrier's
-   * does with the ACTIVE store: either that grace period's scan sees the
-   * mark, or this attempt's loads after the wait see the commit that
-   * started it. */
-  atomic_thread_fence(memory_order_seq_cst);
   return true;
 }
 
 void sstm__attempt_wait_end(bool marked) {
-  if (!marked) return;
   /* (9.5) acquire, waiting out a reaper: the caller's check then sees the
    * KILLED status and the releases before it. */
-  sstm__pause_clear(sstm__cur, SSTM_PAUSE_WAITING);
-  /* (5.5) seq_cst: a grace period that saw the mark and did not wait for
-   * this attempt began with a heavy fence after its caller's commit; the
-   * scan's load of the mark, which read a value before this clear, and
-   * this fence exclude store buffering, so the check that follows (its
-   * extension's clock load and validation) sees that commit. */
-  atomic_thread_fence(memory_order_seq_cst);
+  if (marked) sstm__pause_clear(sstm__cur, SSTM_PAUSE_WAITING);
 }

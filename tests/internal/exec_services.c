@@ -16,8 +16,8 @@
  *    while it ran stays the thief's through the reap and the rollback; an
  *    attempt switched out while blocked on a paused one, taken over
  *    meanwhile, stops at the kill when it resumes;
- *  - an attempt waiting outside the barriers (9.7): marked whenever it is
- *    revocable; taken over whatever the policy, with the
+ *  - an attempt waiting outside the barriers (9.7): marked only when it is
+ *    revocable and holds locks; taken over whatever the policy, with the
  *    displaced versions; not offered to the executor; not named as the
  *    killer of another;
  *  - the errors of the interface.
@@ -864,46 +864,45 @@ TEST_ETL(ask_offers_the_worker_once_whatever_the_priorities) {
 
 /* ---- (d) waiting outside the barriers (9.7) ---- */
 
-/* Every revocable attempt is marked, with locks or without (before its
- * first write, after a read, under commit-time locking, whose lock set is
- * empty during the body): grace periods skip them all (5.5); outside a
- * transaction and in an irrevocable attempt, begin returns false and sets
- * nothing. Kills a begin that marks without looking at the depth or the
- * kind, one that marks only lock holders (a grace period then waits for a
- * reader that waits for its data), and an end that does not clear. */
+/* Only a revocable attempt that holds locks is marked: outside a
+ * transaction, before its first write, under commit-time locking (whose
+ * lock set is empty during the body) and in an irrevocable attempt, begin
+ * returns false and sets nothing. Kills a begin that marks without looking
+ * at the lock set, the depth or the kind. */
 static void wait_begin_marks(void *arg) {
   sstm_desc_t *me = sstm_self();
-  (void)arg;
-  for (int step = 0; step < 3; step++) {
-    if (step == 1) (void)sstm_load_u64(&w[0]);
-    if (step == 2) sstm_store_u64(&w[0], 1);
-    bool marked = sstm__attempt_wait_begin();
-    CHECK_TRUE(marked);
-    CHECK_TRUE((atomic_load_explicit(&me->pause, memory_order_seq_cst) & SSTM_PAUSE_WAITING) != 0);
-    /* a waiting attempt is no executor's: not shown as paused by one */
-    CHECK_FALSE(sstm__exec_is_paused(me));
-    sstm__attempt_wait_end(marked);
-    CHECK_EQ_U(atomic_load_explicit(&me->pause, memory_order_seq_cst), 0);
-    sstm__attempt_check(); /* nobody killed it: goes on */
-  }
+  bool etl = *(bool *)arg;
+  CHECK_FALSE(sstm__attempt_wait_begin()); /* nothing written yet */
+  (void)sstm_load_u64(&w[0]);
+  CHECK_FALSE(sstm__attempt_wait_begin()); /* a read holds no lock */
+  sstm_store_u64(&w[0], 1);
+  bool marked = sstm__attempt_wait_begin();
+  CHECK_EQ_I(marked, etl);
+  CHECK_EQ_I((atomic_load_explicit(&me->pause, memory_order_seq_cst) & SSTM_PAUSE_WAITING) != 0,
+             etl);
+  /* a waiting attempt is no executor's: not shown as paused by one */
+  CHECK_FALSE(sstm__exec_is_paused(me));
+  sstm__attempt_wait_end(marked);
+  CHECK_EQ_U(atomic_load_explicit(&me->pause, memory_order_seq_cst), 0);
+  sstm__attempt_check(); /* nobody killed it: goes on */
 }
 static void wait_begin_irrev(void *arg) {
   (void)arg;
   sstm_store_u64(&w[0], 2);
   CHECK_FALSE(sstm__attempt_wait_begin());
 }
-static void wait_begin_is_for_revocable_attempts(void) {
+static void wait_begin_is_for_lock_holders(bool etl) {
   sstm_test_init();
   CHECK_FALSE(sstm__attempt_wait_begin()); /* outside a transaction */
   sstm__attempt_wait_end(false);
-  CHECK_OK(sstm_run(NULL, wait_begin_marks, NULL));
+  CHECK_OK(sstm_run(NULL, wait_begin_marks, &etl));
   sstm_attr_t irrev = {.irrevocable = true};
   CHECK_OK(sstm_run(&irrev, wait_begin_irrev, NULL));
   CHECK_EQ_U(w[0], 2);
   sstm_test_fini();
 }
-TEST_ETL(a_wait_marks_every_revocable_attempt_etl) { wait_begin_is_for_revocable_attempts(); }
-TEST_CTL(a_wait_marks_every_revocable_attempt_ctl) { wait_begin_is_for_revocable_attempts(); }
+TEST_ETL(a_wait_marks_an_attempt_holding_locks_only) { wait_begin_is_for_lock_holders(true); }
+TEST_CTL(a_wait_under_commit_time_locking_is_not_marked) { wait_begin_is_for_lock_holders(false); }
 
 /* A holder waiting outside the barriers is taken over under suicide (a
  * policy that never kills a holder), its locks released with the versions
