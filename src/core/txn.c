@@ -1394,6 +1394,11 @@ void sstm__attempt_check(void) {
    * misses is seen at the next check, or at the commit */
   atomic_thread_fence(memory_order_acquire);
   sstm__check_killed(tx);
+  /* A declared read-only attempt without a read set cannot be validated:
+   * an extension would pass over an empty set and let it read newer data
+   * beside older. It keeps its snapshot, and its next read of a newer
+   * stripe aborts it (SSTM_ABORT_RO_EXTEND), as any of its barriers does. */
+  if (sstm__kind(tx) == SSTM_V_RO) return;
   if (!sstm__extend(tx))
     sstm__conflict_abort(tx, SSTM_CONFLICT_VALIDATION, SSTM_ABORT_VALIDATE_READ, NULL);
 }

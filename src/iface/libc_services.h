@@ -80,7 +80,9 @@ bool sstm__attempt_suspendable(void);
  * decision), or a read that a later commit made stale. Then the attempt
  * is rolled back now (does not return), releasing what it holds;
  * otherwise (the snapshot extended), and outside a transaction or in an
- * irrevocable attempt, returns. The caller holds nothing that a rollback
+ * irrevocable attempt, returns. A declared read-only attempt without a
+ * read set keeps its snapshot (it cannot be validated): its next read of
+ * newer data aborts it, as at a barrier. The caller holds nothing that a rollback
  * would not release (no lock of its own, no memory it alone would free).
  * No lock, no system call; validates the read set. */
 void sstm__attempt_check(void);
