@@ -107,8 +107,7 @@ static bool steal(struct sstm_desc *tx, _Atomic uint64_t *lk, uint64_t l) {
 static bool reap_paused(struct sstm_desc *tx, struct sstm_desc *o, uint64_t serial) {
   uint32_t p = atomic_load_explicit(&o->pause, memory_order_relaxed);
   do {
-    if (!(p & (SSTM_PAUSE_DETACHED | SSTM_PAUSE_MARKED | SSTM_PAUSE_WAITING)))
-      return true; /* resumed meanwhile */
+    if (!(p & SSTM_PAUSE_HELD)) return true; /* resumed meanwhile */
     if (p & SSTM_PAUSE_REAPING) return false;
     /* (9.2) acquire: pairs with the release that paused o (detach, mark),
      * so o's lock set and serial are as its last thread left them, and
@@ -168,7 +167,7 @@ static bool reap_paused(struct sstm_desc *tx, struct sstm_desc *o, uint64_t seri
  * under its acquire CAS. */
 static inline bool is_paused(const struct sstm_desc *o) {
   return (atomic_load_explicit(&((struct sstm_desc *)o)->pause, memory_order_relaxed) &
-          (SSTM_PAUSE_DETACHED | SSTM_PAUSE_MARKED | SSTM_PAUSE_WAITING)) != 0;
+          SSTM_PAUSE_HELD) != 0;
 }
 
 /* Whether o's attempt is paused by an executor (9.1), whose rule may offer
@@ -176,7 +175,7 @@ static inline bool is_paused(const struct sstm_desc *o) {
  * is no executor's and is taken over at once. relaxed: a hint, as above. */
 static inline bool exec_paused(const struct sstm_desc *o) {
   return (atomic_load_explicit(&((struct sstm_desc *)o)->pause, memory_order_relaxed) &
-          (SSTM_PAUSE_DETACHED | SSTM_PAUSE_MARKED)) != 0;
+          SSTM_PAUSE_BY_EXEC) != 0;
 }
 
 static sstm_abort_reason_t reason_of(sstm_conflict_kind_t k) {

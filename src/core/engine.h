@@ -477,6 +477,11 @@ enum {
    * thread, which checks the kill before anything else when the wait ends,
    * so a reaper puts the old versions back, as for POLLED (9.7) */
   SSTM_PAUSE_WAITING = 16u,
+  /* the bits of an attempt an executor paused (9.1) */
+  SSTM_PAUSE_BY_EXEC = SSTM_PAUSE_DETACHED | SSTM_PAUSE_MARKED,
+  /* the bits of an attempt that a conflict is decided against whatever the
+   * policy, and that is never named as a party: paused, or waiting (9.7) */
+  SSTM_PAUSE_HELD = SSTM_PAUSE_BY_EXEC | SSTM_PAUSE_WAITING,
 };
 
 /* registry.c */

@@ -253,7 +253,7 @@ int sstm__exec_mark_paused(sstm_desc_t *d, bool paused) {
 
 bool sstm__exec_is_paused(const sstm_desc_t *d) {
   return (atomic_load_explicit(&((sstm_desc_t *)d)->pause, memory_order_relaxed) &
-          (SSTM_PAUSE_DETACHED | SSTM_PAUSE_MARKED)) != 0;
+          SSTM_PAUSE_BY_EXEC) != 0;
 }
 
 bool sstm__exec_holds_locks(const sstm_desc_t *d) { return d->ls.n != 0; }

@@ -563,9 +563,7 @@ bool sstm__killer_of(struct sstm_desc *victim, sstm_party_t *out) {
    * outside the barriers (9.7), for something outside the memory that the
    * retry may be the one to send. relaxed: a hint, as the rest of the
    * party's snapshot. */
-  if (atomic_load_explicit(&k->pause, memory_order_relaxed) &
-      (SSTM_PAUSE_DETACHED | SSTM_PAUSE_MARKED | SSTM_PAUSE_WAITING))
-    return false;
+  if (atomic_load_explicit(&k->pause, memory_order_relaxed) & SSTM_PAUSE_HELD) return false;
   uint64_t st = atomic_load_explicit(&k->status, memory_order_relaxed);
   uint64_t now = sstm_st_serial(st);
   party_fill(k, now - ((now - (rec >> (16 + KREC_BITS))) & KREC_MASK), st, out);

@@ -261,9 +261,11 @@ static void pin_why(map_thread_t *t, int pu, bool force, const char *why) {
     t->pu = pu;
     return;
   }
-  uint64_t t0 = M.log ? now_ns() : 0;
-  int e = set_affinity(t, false, &set);
-  if (e != 0) {
+  uint64_t t0;
+  for (;;) {
+    t0 = M.log ? now_ns() : 0;
+    int e = set_affinity(t, false, &set);
+    if (e == 0) break;
     log_refused(t0, M.log ? now_ns() : 0, t->tid, cpu, why, e);
     inc(&M.pin_errors);
     if (cpu < 0) return; /* the allowed set refused: nothing wider to try */
@@ -271,12 +273,6 @@ static void pin_why(map_thread_t *t, int pu, bool force, const char *why) {
     pu = -1;
     cpu = -1;
     set = M.allowed;
-    t0 = M.log ? now_ns() : 0;
-    if ((e = set_affinity(t, false, &set)) != 0) {
-      log_refused(t0, M.log ? now_ns() : 0, t->tid, -1, why, e);
-      inc(&M.pin_errors);
-      return;
-    }
   }
   t->pu = pu;
   log_pin(t0, M.log ? now_ns() : 0, t->tid, cpu, why);
